@@ -1,0 +1,1 @@
+"""Operator Chat: sessions, the turn pipeline, in-flight turns, trailer, titles, summaries."""

@@ -1,0 +1,165 @@
+"""In-flight turns: detached from HTTP connections, replayable, stoppable.
+
+A turn runs as its own asyncio task and appends frames to a buffer. Any number of
+subscribers read the buffer from an event id onwards (SSE `Last-Event-ID`), so a client that
+disconnects only unsubscribes and can re-attach later without losing or doubling a frame.
+Finished turns linger briefly so a late re-attach still gets the closing `done`/`error`.
+
+One operator has at most one turn in flight: a second send while one runs is a Conflict
+(409) naming the running turn's session, which the client can resume.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.errors import Conflict
+
+log = logging.getLogger(__name__)
+DEFAULT_LINGER_SECONDS = 120.0
+TERMINAL_TYPES = frozenset({"done", "error"})
+Frame = dict[str, Any]
+Emit = Callable[[Frame], Awaitable[None]]
+
+
+@dataclass
+class TurnHandle:
+    turn_id: str
+    operator_id: int
+    session_id: str
+    frames: list[Frame] = field(default_factory=list)
+    finished_at: float | None = None
+    task: asyncio.Task[None] | None = None
+    stop_requested: bool = False
+    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+    async def emit(self, frame: Frame) -> None:
+        if self.finished:
+            return
+        self.frames.append({"id": len(self.frames) + 1, **frame})
+        if frame.get("type") in TERMINAL_TYPES:
+            self.finished_at = time.monotonic()
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    async def subscribe(
+        self, *, after: int = 0, heartbeat: float | None = None
+    ) -> AsyncIterator[Frame | None]:
+        """Frames with id > `after`, then live ones until the terminal frame.
+
+        Yields None when `heartbeat` seconds pass with nothing new (the SSE writer sends a
+        comment line so proxies keep the connection open).
+        """
+        position = max(0, after)
+        while True:
+            while position < len(self.frames):
+                frame = self.frames[position]
+                position += 1
+                yield frame
+                if frame.get("type") in TERMINAL_TYPES:
+                    return
+            if self.finished:
+                return
+            changed = self._changed
+            try:
+                await asyncio.wait_for(changed.wait(), timeout=heartbeat)
+            except TimeoutError:
+                yield None
+
+
+class TurnRegistry:
+    """The turns in flight in this process, by operator."""
+
+    def __init__(self, *, linger_seconds: float = DEFAULT_LINGER_SECONDS) -> None:
+        self._by_operator: dict[int, TurnHandle] = {}
+        self._recent: dict[str, TurnHandle] = {}
+        self._linger = linger_seconds
+
+    def reserve(self, *, turn_id: str, operator_id: int) -> TurnHandle:
+        """Claim the operator's single turn slot before any work, so a refused send (409)
+        has written nothing. Follow with `launch`, or `release` if set-up fails."""
+        self._evict()
+        running = self._by_operator.get(operator_id)
+        if running is not None and not running.finished:
+            raise Conflict(
+                "a turn is already in flight for this operator; resume it or stop it first",
+                detail={"session": running.session_id or None, "turn_id": running.turn_id},
+            )
+        handle = TurnHandle(turn_id=turn_id, operator_id=operator_id, session_id="")
+        self._by_operator[operator_id] = handle
+        return handle
+
+    def release(self, handle: TurnHandle) -> None:
+        if self._by_operator.get(handle.operator_id) is handle:
+            del self._by_operator[handle.operator_id]
+
+    def launch(
+        self, handle: TurnHandle, *, session_id: str, run: Callable[[TurnHandle], Awaitable[None]]
+    ) -> TurnHandle:
+        handle.session_id = session_id
+        self._recent[handle.turn_id] = handle
+        handle.task = asyncio.create_task(self._guard(handle, run), name=f"turn-{handle.turn_id}")
+        return handle
+
+    async def _guard(self, handle: TurnHandle, run: Callable[[TurnHandle], Awaitable[None]]) -> None:
+        try:
+            await run(handle)
+        except asyncio.CancelledError:
+            reason = "stopped" if handle.stop_requested else "cancelled"
+            await handle.emit({"type": "error", "error": f"turn {reason}", "reason": reason})
+        except Exception:
+            log.exception("turn %s failed", handle.turn_id)
+            await handle.emit({"type": "error", "error": "the turn failed", "reason": "internal"})
+        finally:
+            if not handle.finished:
+                await handle.emit({"type": "error", "error": "the turn ended without an answer"})
+
+    def for_operator(self, operator_id: int) -> TurnHandle | None:
+        return self._by_operator.get(operator_id)
+
+    def find(self, operator_id: int, *, session_id: str | None, turn_id: str | None) -> TurnHandle | None:
+        """The operator's latest turn, filtered by session or turn id (for resume)."""
+        self._evict()
+        if turn_id is not None:
+            handle = self._recent.get(turn_id)
+            return handle if handle is not None and handle.operator_id == operator_id else None
+        handle = self._by_operator.get(operator_id)
+        if handle is None or (session_id is not None and handle.session_id != session_id):
+            return None
+        return handle
+
+    async def stop(self, operator_id: int) -> TurnHandle | None:
+        """Cancel the operator's running turn (the model call with it); None if idle."""
+        handle = self._by_operator.get(operator_id)
+        if handle is None or handle.finished or handle.task is None:
+            return None
+        handle.stop_requested = True
+        handle.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await handle.task
+        return handle
+
+    async def close(self) -> None:
+        for handle in list(self._by_operator.values()):
+            if handle.task is not None and not handle.task.done():
+                handle.task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await handle.task
+
+    def _evict(self) -> None:
+        now = time.monotonic()
+        for turn_id, handle in list(self._recent.items()):
+            if handle.finished_at is not None and now - handle.finished_at > self._linger:
+                del self._recent[turn_id]
+                if self._by_operator.get(handle.operator_id) is handle:
+                    del self._by_operator[handle.operator_id]

@@ -1,0 +1,383 @@
+"""The chat turn pipeline and the session operations around it (DESIGN.md, one chat turn).
+
+`ChatService` knows nothing of HTTP: handlers call it with values and get values or domain
+errors back. A turn runs detached in the `TurnRegistry`; its frames are `status`, `thinking`,
+`delta`, then `done` (the full ChatResponse) or `error`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.background import BackgroundTasks
+from bot.chat import sessions as store
+from bot.chat.grounding import Grounder, Grounding, NoGrounding
+from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy
+from bot.chat.prompt import messages, system_prompt
+from bot.chat.summary import SummarySink, pending_summaries, summarise_session
+from bot.chat.titles import title_from_message
+from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
+from bot.clock import Clock, utcnow
+from bot.config import AgentConfig, Settings
+from bot.db import Database
+from bot.agents import resolve_agent
+from bot.errors import BadRequest
+from bot.runtimes.base import (
+    Delta,
+    Route,
+    Runtime,
+    RuntimeError_,
+    RuntimeRequest,
+    Status,
+    Thinking,
+    TurnFacts,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+RuntimeFactory = Callable[[AgentConfig], Runtime]
+REDRAFT_HINT = (
+    "Your previous draft cited none of the retrieved context. Answer again, citing the hits "
+    "(#issue, session id or their distinctive words) where they are relevant."
+)
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    operator_id: int
+    message: str
+    session_id: str | None = None
+    agent: str | None = None
+    focus: Any = store.UNSET  # int, None (clear focus) or UNSET (keep)
+
+
+@dataclass
+class Draft:
+    reply: str
+    trailer: Trailer
+    reasoning: str
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    route: Route | None = None
+    first_frame_ms: float | None = None
+
+
+class ChatService:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        settings: Settings,
+        runtimes: RuntimeFactory,
+        registry: TurnRegistry,
+        background: BackgroundTasks,
+        grounder: Grounder | None = None,
+        policy: IntentPolicy | None = None,
+        summary_sinks: tuple[SummarySink, ...] = (),
+        clock: Clock = utcnow,
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.agents = settings.agents
+        self.runtimes = runtimes
+        self.registry = registry
+        self.background = background
+        self.grounder: Grounder = grounder or NoGrounding()
+        self.policy: IntentPolicy = policy or DraftOnlyPolicy()
+        self.summary_sinks = summary_sinks
+        self.clock = clock
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def start_turn(self, request: TurnRequest) -> TurnHandle:
+        """Validate, resolve the session, and start the turn detached; errors raise here,
+        before any stream begins, so the client gets a plain 4xx."""
+        message = request.message
+        if not message.strip():
+            raise BadRequest("message is required", detail={"field": "message"})
+        if request.agent is not None:
+            resolve_agent(self.agents, request.agent)
+        handle = self.registry.reserve(turn_id=store.new_id(), operator_id=request.operator_id)
+        try:
+            turn_session = await self.db.run(
+                store.open_for_turn,
+                request.operator_id,
+                session_id=request.session_id,
+                agent=request.agent,
+                focus=request.focus,
+                default_agent="default",
+                clock=self.clock,
+            )
+        except BaseException:
+            self.registry.release(handle)
+            raise
+        return self.registry.launch(
+            handle,
+            session_id=turn_session.id,
+            run=lambda running: self._run(running, request, turn_session),
+        )
+
+    async def _run(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
+        started = time.perf_counter()
+        agent = resolve_agent(self.agents, ts.agent)
+        emit = handle.emit
+        await emit({"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id})
+        grounding = await self._ground(request.message, agent, ts.focus, emit)
+        runtime = self.runtimes(agent)
+        try:
+            async with asyncio.timeout(self.settings.turn_timeout_seconds):
+                draft = await self._draft(runtime, request, ts, agent, grounding, emit, number=1)
+                redrafted = False
+                if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
+                    await emit({"type": "status", "text": "no citation · widening retrieval"})
+                    grounding = await self._widen(request.message, agent, ts.focus, grounding, emit)
+                    draft = await self._draft(
+                        runtime, request, ts, agent, grounding, emit, number=2, hint=REDRAFT_HINT
+                    )
+                    redrafted = True
+        except RuntimeError_ as exc:
+            await emit({"type": "error", "error": exc.message, "reason": "runtime"})
+            return
+        except TimeoutError:
+            await emit({"type": "error", "error": "the model did not finish in time", "reason": "timeout"})
+            return
+
+        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
+        reply = draft.reply + outcome.reply_suffix
+        meta = {
+            "model": draft.route.model if draft.route else runtime.model,
+            "endpoint": draft.route.endpoint if draft.route else runtime.name,
+            "requested_model": runtime.model,
+            "usage": draft.usage,
+            "timings": {
+                "first_frame_ms": draft.first_frame_ms,
+                "total_ms": round((time.perf_counter() - started) * 1000, 1),
+            },
+            "retrieval": {
+                "available": grounding.available,
+                "recency_fallback": grounding.recency_fallback,
+                **grounding.meta,
+            },
+            "retrieve_hits": len(grounding.kept_hits),
+            "retrieved": grounding.hits,
+            "redrafted": redrafted,
+            "trailer_malformed": draft.trailer.malformed,
+            "focus": ts.focus,
+            "agent": ts.agent,
+            "filed": outcome.filed,
+            "notes": outcome.notes,
+            "pending": list(outcome.pending) if outcome.pending else None,
+        }
+        record = store.TurnRecord(
+            turn_id=handle.turn_id,
+            user_message=request.message,
+            reply=reply,
+            reasoning=draft.reasoning,
+            intent=outcome.intent.value,
+            meta=meta,
+            title=title_from_message(request.message) if ts.title is None else None,
+            decision=outcome.decision,
+            pending=outcome.pending,
+        )
+        try:
+            stored = await self.db.run(
+                store.persist_turn, request.operator_id, ts.id, record, clock=self.clock
+            )
+        except store.SessionGone:
+            await emit({"type": "error", "error": "the session was deleted during the turn", "reason": "session_deleted"})
+            return
+        decision = outcome.decision if outcome.decision is not store.UNSET else (
+            (ts.decision_body, ts.decision_issue) if ts.decision_body and ts.decision_issue else None
+        )
+        history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
+        await emit({"type": "done", "response": self._response(ts, handle, reply, draft, outcome, grounding, decision, history, meta)})
+
+    async def _ground(self, query: str, agent: AgentConfig, focus: int | None, emit: Any) -> Grounding:
+        try:
+            return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
+        except Exception as exc:  # retrieval never fails the turn (spec: Retrieve grounding)
+            log.warning("retrieval unavailable: %s", type(exc).__name__)
+            await emit({"type": "status", "text": "retrieve unavailable"})
+            return Grounding(available=False, prompt_block="Prior Steelframe context: (retrieval unavailable)", meta={"error": type(exc).__name__})
+
+    async def _widen(self, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Any) -> Grounding:
+        try:
+            return await self.grounder.widen(query=query, agent=agent, focus=focus, previous=previous, emit=emit)
+        except Exception as exc:
+            log.warning("widening retrieval failed: %s", type(exc).__name__)
+            return previous
+
+    async def _draft(
+        self,
+        runtime: Runtime,
+        request: TurnRequest,
+        ts: store.TurnSession,
+        agent: AgentConfig,
+        grounding: Grounding,
+        emit: Any,
+        *,
+        number: int,
+        hint: str | None = None,
+    ) -> Draft:
+        facts = TurnFacts(
+            message=request.message,
+            focus=ts.focus,
+            hits=grounding.hits,
+            recency_fallback=grounding.recency_fallback,
+            committed_memory=grounding.committed_memory,
+            task=grounding.task,
+            retrieval_available=grounding.available,
+            redraft_hint=hint,
+        )
+        runtime_request = RuntimeRequest(
+            system=system_prompt(agent=agent, focus=ts.focus, grounding=grounding, redraft_hint=hint),
+            messages=messages(ts.history, request.message),
+            facts=facts,
+            checkout=agent.checkout,
+        )
+        visible = TrailerFilter()
+        reasoning: list[str] = []
+        draft = Draft(reply="", trailer=Trailer(), reasoning="")
+        started = time.perf_counter()
+        first_delta = True
+        async for event in runtime.stream(runtime_request):
+            if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
+                draft.first_frame_ms = round((time.perf_counter() - started) * 1000, 1)
+            if isinstance(event, Delta):
+                text = visible.feed(event.text)
+                if text:
+                    await emit(_delta(text, number, replace=first_delta and number > 1))
+                    first_delta = False
+            elif isinstance(event, Thinking):
+                reasoning.append(event.text)
+                await emit({"type": "thinking", "text": event.text, "draft": number})
+            elif isinstance(event, Usage):
+                draft.usage["input_tokens"] += event.input_tokens
+                draft.usage["output_tokens"] += event.output_tokens
+            elif isinstance(event, Route):
+                draft.route = event
+            elif isinstance(event, Status):
+                await emit({"type": "status", "text": event.text})
+        tail = visible.flush()
+        if tail.strip():
+            await emit(_delta(tail, number, replace=first_delta and number > 1))
+        draft.reply, draft.trailer = split_reply(visible.text)
+        draft.reasoning = "".join(reasoning)
+        return draft
+
+    async def _apply_intent(
+        self, request: TurnRequest, handle: TurnHandle, ts: store.TurnSession, agent: AgentConfig, trailer: Trailer
+    ) -> IntentOutcome:
+        context = IntentContext(
+            operator_id=request.operator_id,
+            turn_id=handle.turn_id,
+            message=request.message,
+            trailer=trailer,
+            session=ts,
+            agent=agent,
+        )
+        try:
+            return await self.policy.apply(context)
+        except Exception as exc:
+            log.warning("intent %s could not be applied: %s", trailer.intent, exc)
+            message = getattr(exc, "message", "the action could not be completed")
+            return IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
+
+    def _response(
+        self,
+        ts: store.TurnSession,
+        handle: TurnHandle,
+        reply: str,
+        draft: Draft,
+        outcome: IntentOutcome,
+        grounding: Grounding,
+        decision: Any,
+        history: list[dict[str, Any]],
+        meta: dict[str, Any],
+    ) -> dict[str, Any]:
+        pending = outcome.pending if outcome.pending else None
+        return {
+            "reply": reply,
+            "intent": outcome.intent.value,
+            "session": ts.id,
+            "turn_id": handle.turn_id,
+            "agent": ts.agent,
+            "focus": ts.focus,
+            "history": history,
+            "retrieve_hits": len(grounding.kept_hits),
+            "retrieved": grounding.hits,
+            "retrieval_available": grounding.available,
+            "reasoning": draft.reasoning[: store.REASONING_CAP],
+            "model": meta["model"],
+            "usage": draft.usage,
+            "decision_body": decision[0] if decision else None,
+            "decision_issue": decision[1] if decision else None,
+            "pending_title": pending[0] if pending else None,
+            "pending_body": pending[1] if pending else None,
+            "filed_issue_number": outcome.filed.get("number"),
+            "filed_issue_url": outcome.filed.get("url"),
+            "filed_task_started": bool(outcome.filed.get("task_started", False)),
+            "notes": outcome.notes,
+        }
+
+    # -- sessions ------------------------------------------------------------------------
+
+    async def new_session(
+        self, operator_id: int, *, title: str | None, issue: int | None, agent: str | None
+    ) -> dict[str, Any]:
+        agent_config = resolve_agent(self.agents, agent)
+        row, previous = await self.db.run(
+            store.new_session,
+            operator_id,
+            agent=agent_config.name,
+            title=title,
+            issue=issue,
+            clock=self.clock,
+        )
+        if previous is not None:
+            self.background.spawn(self.summarise(previous), name=f"summary-{previous}")
+        return {**store.session_json(row, turns=0, active=True), "previous_session": previous}
+
+    async def summarise(self, session_id: str) -> None:
+        await self.db.run(summarise_session, session_id, sinks=self.summary_sinks)
+
+    async def resume_pending_summaries(self) -> None:
+        """At start-up: summaries a crash or restart left undone."""
+        for session_id in await self.db.run(pending_summaries):
+            self.background.spawn(self.summarise(session_id), name=f"summary-{session_id}")
+
+    async def list_sessions(self, operator_id: int) -> list[dict[str, Any]]:
+        return await self.db.run(store.list_sessions, operator_id)
+
+    async def get_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
+        return await self.db.run(store.get_session, operator_id, session_id)
+
+    async def history(self, operator_id: int, *, session_id: str | None, limit: int) -> dict[str, Any]:
+        return await self.db.run(store.history, operator_id, session_id=session_id, limit=limit)
+
+    async def delete_session(self, operator_id: int, session_id: str) -> None:
+        await self.db.run(store.delete_session, operator_id, session_id)
+
+    async def clear(self, operator_id: int, *, session_id: str | None) -> dict[str, Any]:
+        return await self.db.run(store.clear_session, operator_id, session_id=session_id)
+
+    async def stop(self, operator_id: int) -> dict[str, Any]:
+        handle = await self.registry.stop(operator_id)
+        if handle is None:
+            return {"stopped": False}
+        return {"stopped": True, "session": handle.session_id, "turn_id": handle.turn_id}
+
+
+def _delta(text: str, draft: int, *, replace: bool) -> dict[str, Any]:
+    frame: dict[str, Any] = {"type": "delta", "text": text, "draft": draft}
+    if replace:
+        frame["replace"] = True
+    return frame
+
+
+__all__ = ["ChatService", "Intent", "RuntimeFactory", "TurnRequest"]

@@ -1,0 +1,363 @@
+"""Chat sessions and their turns: the storage side of Chat, free of HTTP.
+
+Every function takes an open SQLAlchemy `Session` and the operator's id; a session id that
+belongs to another operator is NotFound, exactly as if it did not exist.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.errors import NotFound
+from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
+
+REASONING_CAP = 12_000
+HISTORY_IN_RESPONSE = 20
+PROMPT_HISTORY_TURNS = 40
+UNSET: Any = object()
+
+
+class SessionGone(Exception):
+    """The session was deleted while a turn was running; the turn must write nothing."""
+
+
+@dataclass
+class TurnSession:
+    """What the turn pipeline needs to know about its session, read in one transaction."""
+
+    id: str
+    agent: str
+    title: str | None
+    focus: int | None
+    kind: str
+    decision_body: str | None
+    decision_issue: int | None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    created: bool = False
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _owned(session: Session, operator_id: int, session_id: str) -> ChatSession:
+    row = session.get(ChatSession, session_id)
+    if row is None or row.operator_id != operator_id:
+        raise NotFound(f"session {session_id} not found")
+    return row
+
+
+def _operator(session: Session, operator_id: int) -> Operator:
+    operator = session.get(Operator, operator_id)
+    if operator is None:
+        raise NotFound("operator not found")
+    return operator
+
+
+def _active(session: Session, operator: Operator) -> ChatSession | None:
+    if operator.active_session_id is None:
+        return None
+    row = session.get(ChatSession, operator.active_session_id)
+    if row is None or row.operator_id != operator.id:
+        return None
+    return row
+
+
+def _create(
+    session: Session,
+    operator: Operator,
+    *,
+    agent: str,
+    title: str | None = None,
+    focus: int | None = None,
+    kind: SessionKind = SessionKind.CHAT,
+    clock: Clock = utcnow,
+) -> ChatSession:
+    now = clock()
+    row = ChatSession(
+        id=new_id(),
+        operator_id=operator.id,
+        agent=agent,
+        kind=kind,
+        title=title,
+        focus_issue=focus,
+        created_at=now,
+        last_activity_at=now,
+        summary_status=SummaryStatus.NONE,
+    )
+    session.add(row)
+    operator.active_session_id = row.id
+    session.flush()
+    return row
+
+
+def clear_decision(row: ChatSession) -> None:
+    row.decision_body = None
+    row.decision_issue = None
+
+
+def open_for_turn(
+    session: Session,
+    operator_id: int,
+    *,
+    session_id: str | None,
+    agent: str | None,
+    focus: int | None | Any = UNSET,
+    default_agent: str,
+    clock: Clock = utcnow,
+) -> TurnSession:
+    """Resolve the session a message goes to: the named one (pinned from now on), else the
+    operator's active one, else a new one. Applies an agent switch or focus change, which
+    clear the Decision draft (spec: Discuss and Decision)."""
+    operator = _operator(session, operator_id)
+    if session_id is not None:
+        row = _owned(session, operator_id, session_id)
+        operator.active_session_id = row.id
+    else:
+        row = _active(session, operator)
+    created = row is None
+    if row is None:
+        row = _create(
+            session,
+            operator,
+            agent=agent or default_agent,
+            focus=None if focus is UNSET else focus,
+            clock=clock,
+        )
+    if agent is not None and agent != row.agent:
+        row.agent = agent
+        clear_decision(row)
+    if focus is not UNSET and focus != row.focus_issue:
+        row.focus_issue = focus
+        clear_decision(row)
+    turns = session.scalars(
+        select(ChatTurn)
+        .where(ChatTurn.session_id == row.id)
+        .order_by(ChatTurn.seq.desc())
+        .limit(PROMPT_HISTORY_TURNS)
+    ).all()
+    return TurnSession(
+        id=row.id,
+        agent=row.agent,
+        title=row.title,
+        focus=row.focus_issue,
+        kind=row.kind,
+        decision_body=row.decision_body,
+        decision_issue=row.decision_issue,
+        history=[turn_json(turn) for turn in reversed(turns)],
+        created=created,
+    )
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """A finished turn, ready to be written: both messages and the session updates."""
+
+    turn_id: str
+    user_message: str
+    reply: str
+    reasoning: str
+    intent: str
+    meta: dict[str, Any]
+    title: str | None = None
+    decision: tuple[str, int] | None | Any = UNSET
+    pending: tuple[str, str] | None | Any = UNSET
+
+
+def persist_turn(
+    session: Session, operator_id: int, session_id: str, record: TurnRecord, *, clock: Clock = utcnow
+) -> list[dict[str, Any]]:
+    """Write the user and assistant turns together; returns the two stored messages.
+
+    Fails closed: if the session was deleted meanwhile, SessionGone and nothing is written
+    (the foreign key refuses orphans even if the delete lands between our check and insert).
+    """
+    row = session.get(ChatSession, session_id, with_for_update=True)
+    if row is None or row.operator_id != operator_id:
+        raise SessionGone(session_id)
+    now = clock()
+    seq = (session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == session_id)) or 0)
+    user = ChatTurn(
+        id=f"{record.turn_id}-u",
+        session_id=session_id,
+        seq=seq + 1,
+        role=Role.USER,
+        content=record.user_message,
+        meta={},
+        created_at=now,
+    )
+    assistant = ChatTurn(
+        id=f"{record.turn_id}-a",
+        session_id=session_id,
+        seq=seq + 2,
+        role=Role.ASSISTANT,
+        content=record.reply,
+        reasoning=record.reasoning[:REASONING_CAP] or None,
+        intent=record.intent,
+        meta=record.meta,
+        created_at=now,
+    )
+    session.add_all([user, assistant])
+    if row.title is None and record.title:
+        row.title = record.title
+    if record.decision is not UNSET:
+        if record.decision is None:
+            clear_decision(row)
+        else:
+            row.decision_body, row.decision_issue = record.decision
+    if record.pending is not UNSET:
+        row.pending_title, row.pending_body = record.pending or (None, None)
+    row.last_activity_at = now
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise SessionGone(session_id) from exc
+    return [turn_json(user), turn_json(assistant)]
+
+
+def new_session(
+    session: Session,
+    operator_id: int,
+    *,
+    agent: str,
+    title: str | None = None,
+    issue: int | None = None,
+    clock: Clock = utcnow,
+) -> tuple[ChatSession, str | None]:
+    """Close the open session (its summary is made in the background) and start a fresh one.
+
+    With an issue this is a Discuss session: titled `Discuss #N` unless a title is given,
+    focused on that issue, nothing sent.
+    """
+    operator = _operator(session, operator_id)
+    previous = _active(session, operator)
+    previous_id = None
+    if previous is not None and previous.closed_at is None:
+        previous.closed_at = clock()
+        clear_decision(previous)
+        has_turns = session.scalar(
+            select(func.count()).select_from(ChatTurn).where(ChatTurn.session_id == previous.id)
+        )
+        if has_turns:
+            previous.summary_status = SummaryStatus.PENDING
+            previous_id = previous.id
+    kind = SessionKind.DISCUSS if issue is not None else SessionKind.CHAT
+    if issue is not None and not title:
+        title = f"Discuss #{issue}"
+    row = _create(session, operator, agent=agent, title=title, focus=issue, kind=kind, clock=clock)
+    return row, previous_id
+
+
+def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> list[dict[str, Any]]:
+    operator = _operator(session, operator_id)
+    counts = (
+        select(ChatTurn.session_id, func.count().label("turns"))
+        .group_by(ChatTurn.session_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(ChatSession, func.coalesce(counts.c.turns, 0))
+        .outerjoin(counts, counts.c.session_id == ChatSession.id)
+        .where(ChatSession.operator_id == operator_id)
+        .order_by(ChatSession.last_activity_at.desc(), ChatSession.created_at.desc())
+        .limit(limit)
+    ).all()
+    return [
+        session_json(row, turns=count, active=row.id == operator.active_session_id)
+        for row, count in rows
+    ]
+
+
+def get_session(
+    session: Session, operator_id: int, session_id: str, *, pin: bool = True
+) -> dict[str, Any]:
+    """The session with its messages and stored summary; reopening pins the next message."""
+    row = _owned(session, operator_id, session_id)
+    if pin:
+        _operator(session, operator_id).active_session_id = row.id
+    messages = [turn_json(turn) for turn in row.turns]
+    return {**session_json(row, turns=len(messages), active=pin), "messages": messages}
+
+
+def history(
+    session: Session, operator_id: int, *, session_id: str | None, limit: int
+) -> dict[str, Any]:
+    """The last `limit` messages of the named session, else of the active one."""
+    if session_id is None:
+        row = _active(session, _operator(session, operator_id))
+        if row is None:
+            return {"session": None, "messages": []}
+    else:
+        row = _owned(session, operator_id, session_id)
+    turns = session.scalars(
+        select(ChatTurn)
+        .where(ChatTurn.session_id == row.id)
+        .order_by(ChatTurn.seq.desc())
+        .limit(limit)
+    ).all()
+    return {"session": row.id, "messages": [turn_json(t) for t in reversed(turns)]}
+
+
+def delete_session(session: Session, operator_id: int, session_id: str) -> None:
+    row = _owned(session, operator_id, session_id)
+    operator = _operator(session, operator_id)
+    if operator.active_session_id == row.id:
+        operator.active_session_id = None
+    session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
+    session.delete(row)
+
+
+def clear_session(session: Session, operator_id: int, *, session_id: str | None) -> dict[str, Any]:
+    """Remove the messages (and drafts) of the named or active session; the session stays."""
+    if session_id is None:
+        row = _active(session, _operator(session, operator_id))
+        if row is None:
+            return {"session": None, "cleared": 0}
+    else:
+        row = _owned(session, operator_id, session_id)
+    result = session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
+    clear_decision(row)
+    row.pending_title = row.pending_body = None
+    return {"session": row.id, "cleared": result.rowcount}  # type: ignore[attr-defined]
+
+
+def session_json(row: ChatSession, *, turns: int | None = None, active: bool = False) -> dict[str, Any]:
+    decision = None
+    if row.decision_body and row.decision_issue is not None:
+        decision = {"body": row.decision_body, "issue": row.decision_issue}
+    return {
+        "id": row.id,
+        "title": row.title,
+        "kind": row.kind,
+        "agent": row.agent,
+        "focus": row.focus_issue,
+        "created_at": row.created_at.isoformat(),
+        "last_activity_at": row.last_activity_at.isoformat(),
+        "closed_at": row.closed_at.isoformat() if row.closed_at else None,
+        "summary": row.summary,
+        "summary_status": row.summary_status,
+        "decision": decision,
+        "pending": {"title": row.pending_title, "body": row.pending_body} if row.pending_title else None,
+        "turns": turns,
+        "active": active,
+    }
+
+
+def turn_json(turn: ChatTurn) -> dict[str, Any]:
+    return {
+        "id": turn.id,
+        "seq": turn.seq,
+        "role": turn.role,
+        "content": turn.content,
+        "reasoning": turn.reasoning,
+        "intent": turn.intent,
+        "meta": turn.meta,
+        "created_at": turn.created_at.isoformat(),
+    }

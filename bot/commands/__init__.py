@@ -1,0 +1,1 @@
+"""CLI command groups, one module each (see bot.cli.COMMAND_MODULES)."""

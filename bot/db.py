@@ -1,0 +1,134 @@
+"""Database plumbing: the declarative base, engines for SQLite and PostgreSQL, migrations.
+
+Core functions take a `Session`; the web service runs them in a thread (`Database.run`) so
+the same code serves HTTP handlers and RQ workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from sqlalchemy import JSON, DateTime, Engine, create_engine, event, text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
+from sqlalchemy.types import TypeDecorator
+
+T = TypeVar("T")
+MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite keeps no zone of its own)."""
+
+    impl = DateTime
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given; pass an aware UTC datetime")
+        return value.astimezone(UTC).replace(tzinfo=None)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else value.replace(tzinfo=UTC)
+
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSONType}
+
+
+def create_db_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine with the per-backend settings Steelframe relies on.
+
+    SQLite: the file's folder is created, WAL lets readers run beside the one writer,
+    foreign keys are enforced (deleted sessions must cascade and refuse orphans) and a
+    busy timeout queues writers instead of failing them.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        kwargs.setdefault("connect_args", {"check_same_thread": False, "timeout": 30})
+        engine = create_engine(url, **kwargs)
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA busy_timeout=30000")
+            cursor.close()
+
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("", "psycopg2"):
+        url = str(parsed.set(drivername="postgresql+psycopg"))
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
+    return create_engine(url, **kwargs)
+
+
+def alembic_config(engine: Engine) -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    config.attributes["engine"] = engine
+    return config
+
+
+def upgrade(engine: Engine) -> None:
+    """Apply every migration (`alembic upgrade heads`); safe to run on every start."""
+    from alembic import command
+
+    command.upgrade(alembic_config(engine), "heads")
+
+
+def ping(engine: Engine) -> bool:
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+        return True
+    except Exception:
+        return False
+
+
+class Database:
+    """One engine and its session factory, created once per process and passed down."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.sessions = sessionmaker(engine, expire_on_commit=False)
+
+    @classmethod
+    def from_url(cls, url: str) -> Database:
+        return cls(create_db_engine(url))
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """A session whose transaction commits on success and rolls back on error."""
+        with self.sessions.begin() as session:
+            yield session
+
+    def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        with self.session() as session:
+            return fn(session, *args, **kwargs)
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """Run `fn(session, *args)` in one transaction on a worker thread."""
+        return await asyncio.to_thread(functools.partial(self.call, fn, *args, **kwargs))
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,56 @@
+"""The error tree: every domain error carries an HTTP status and a public message.
+
+One middleware (`operator_api.middleware`) turns these into `{"error": ..., "detail": ...}`.
+The message is safe to show; internals go to the log with the request id, never the client.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SteelframeError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, detail: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class BadRequest(SteelframeError):
+    status = 400
+    code = "bad_request"
+
+
+class Unauthorized(SteelframeError):
+    status = 401
+    code = "unauthorized"
+
+
+class NotFound(SteelframeError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(SteelframeError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(SteelframeError):
+    status = 413
+    code = "payload_too_large"
+
+
+class UpstreamError(SteelframeError):
+    """A dependency (GitHub, a model) failed in a way the caller should see."""
+
+    status = 502
+    code = "upstream_error"
+
+
+class Unavailable(SteelframeError):
+    status = 503
+    code = "unavailable"

@@ -1,0 +1,55 @@
+"""Operators and their bearer tokens: created by the CLI, checked on every API request."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.errors import BadRequest, Conflict, Unauthorized
+from bot.models import Operator
+
+TOKEN_PREFIX = "sfo_"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def create_operator(session: Session, name: str, *, clock: Clock = utcnow) -> tuple[Operator, str]:
+    """A new operator and its token; the token is returned once and stored only hashed."""
+    name = name.strip()
+    if not name or len(name) > 100:
+        raise BadRequest("operator name must be 1 to 100 characters")
+    if session.scalar(select(Operator).where(Operator.name == name)) is not None:
+        raise Conflict(f"operator {name!r} already exists")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    operator = Operator(name=name, token_hash=hash_token(token), created_at=clock())
+    session.add(operator)
+    session.flush()
+    return operator, token
+
+
+def rotate_token(session: Session, name: str) -> str:
+    operator = session.scalar(select(Operator).where(Operator.name == name))
+    if operator is None:
+        raise BadRequest(f"no operator named {name!r}")
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    operator.token_hash = hash_token(token)
+    return token
+
+
+def authenticate(session: Session, token: str) -> Operator:
+    """The operator whose token this is, or Unauthorized. Lookup by hash is constant-time
+    with respect to the token's content (the index compares digests, never the secret)."""
+    if not token:
+        raise Unauthorized("missing bearer token")
+    digest = hash_token(token)
+    operator = session.scalar(select(Operator).where(Operator.token_hash == digest))
+    if operator is None or not hmac.compare_digest(operator.token_hash, digest):
+        raise Unauthorized("invalid bearer token")
+    return operator

@@ -1,0 +1,131 @@
+"""The offline runtime: no model, no network; deterministic and honest.
+
+It answers from the facts the turn was given (retrieved hits, committed memory, the focus,
+task state), says plainly that no model is configured, and writes a STEELFRAME_META trailer
+like a model would. Intents come only from the operator's own message, recognised by the
+explicit phrasings below, never from retrieved or GitHub text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+from bot.chat.trailer import Intent, Trailer, render_trailer
+from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking, Usage
+
+_FILE_WORK = re.compile(
+    r"^\s*(?:please\s+)?(?:file|open|create)\s+(?:an?\s+)?(?:new\s+)?(?:issue|task|work)"
+    r"(?:\s+(?:for|to|about|:))?\s*(?P<what>.+)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_REMEMBER = re.compile(
+    r"^\s*(?:please\s+)?remember(?:\s+that)?[:\s]+(?P<what>.+)$", re.IGNORECASE | re.DOTALL
+)
+_DECIDE = re.compile(
+    r"^\s*(?:please\s+)?(?:draft|write|make)\s+(?:a\s+|the\s+)?decision"
+    r"(?:\s*(?:for|on|about|that|:))?\s*(?P<what>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_PROPOSE = re.compile(r"\b(?:should we|what should|next step|propose)\b", re.IGNORECASE)
+NO_MODEL_NOTE = "No model is configured (offline runtime), so this answer is assembled from what this turn was given."
+
+
+class OfflineRuntime:
+    name = "offline"
+    model = "offline"
+
+    def __init__(self, *, token_delay: float = 0.0) -> None:
+        self._token_delay = token_delay
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        yield Route(model=self.model, endpoint="offline")
+        facts = request.facts
+        yield Thinking(f"Looking at {len(facts.hits)} retrieved hit(s)")
+        yield Thinking(f" and {len(facts.committed_memory)} committed memory file(s).")
+        reply, trailer = compose(request)
+        text = f"{reply}\n\n{render_trailer(trailer)}"
+        for piece in re.findall(r"\S+\s*|\s+", text):
+            if self._token_delay:
+                await asyncio.sleep(self._token_delay)
+            yield Delta(piece)
+        yield Usage(input_tokens=_words(request.system) + _words(facts.message), output_tokens=_words(reply))
+
+
+def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
+    """The offline reply and its trailer, from the request's facts alone."""
+    facts = request.facts
+    message = facts.message.strip()
+    lines: list[str] = []
+    trailer = Trailer()
+
+    if match := _FILE_WORK.match(message):
+        title = _title(match.group("what"))
+        lines.append(f"Filing an issue: **{title}**.")
+        trailer = Trailer(intent=Intent.FILE_WORK, title=title, body=_body(message, facts.focus))
+    elif match := _REMEMBER.match(message):
+        fact = match.group("what").strip()
+        title = _title(f"Remember: {fact}")
+        lines.append(f"I will file this as committed memory: {fact}")
+        trailer = Trailer(intent=Intent.FILE_MEMORY, title=title, body=fact)
+    elif (match := _DECIDE.match(message)) and facts.focus is not None:
+        decision = match.group("what").strip() or "Proceed as discussed in this session."
+        lines.append(f"Here is a Decision draft for #{facts.focus}. Nothing is posted until you publish it.")
+        trailer = Trailer(intent=Intent.DECIDE, decision_body=decision)
+    elif _DECIDE.match(message):
+        lines.append("A Decision needs a focused issue: start a Discuss session on the issue first.")
+
+    lines.append(NO_MODEL_NOTE)
+    if facts.focus is not None:
+        lines.append(f"This session is focused on #{facts.focus}.")
+    if facts.task:
+        lines.append(f"Task for #{facts.focus}: state `{facts.task.get('state', 'unknown')}`.")
+    for memory in facts.committed_memory[:3]:
+        lines.append(f"Committed memory `{memory.get('path')}`: {_preview(memory.get('text', ''))}")
+    if not facts.retrieval_available:
+        lines.append("Session memory was unavailable for this turn.")
+    elif facts.hits and not facts.recency_fallback:
+        lines.append("From session memory:")
+        for hit in facts.hits[:5]:
+            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
+    elif facts.hits:
+        lines.append("(no semantic hits) Recent sessions:")
+        for hit in facts.hits[:3]:
+            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
+    else:
+        lines.append("Session memory has nothing on this yet.")
+    if trailer.intent is Intent.ANSWER and _PROPOSE.search(message) and facts.hits:
+        trailer = Trailer(
+            intent=Intent.PROPOSE_WORK,
+            title=_title(f"Follow up: {message}"),
+            body=_body(message, facts.focus),
+        )
+    return "\n".join(lines), trailer
+
+
+def _cite(hit: dict[str, object]) -> str:
+    if hit.get("issue"):
+        return f"#{hit['issue']} ({hit.get('source', 'memory')})"
+    if hit.get("session_id"):
+        return f"session {hit['session_id']}"
+    return str(hit.get("source", "memory"))
+
+
+def _title(text: str) -> str:
+    first_line = text.strip().splitlines()[0].strip().rstrip(".")
+    return first_line[:120] or "Untitled work"
+
+
+def _body(message: str, focus: int | None) -> str:
+    related = f"\n\nRelated: #{focus}" if focus is not None else ""
+    return f"Filed from Steelframe Chat at the operator's request:\n\n> {message}{related}"
+
+
+def _preview(text: object, limit: int = 160) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _words(text: str) -> int:
+    return len(text.split())

@@ -1,0 +1,1 @@
+"""The operator HTTP API: /api/operator/* routes, auth, SSE framing, error shaping."""

@@ -1,0 +1,67 @@
+"""Operator auth: every /api/operator/* request needs `Authorization: Bearer TOKEN`.
+
+Checked before the body is read, so a flood of unauthenticated requests costs one header
+parse each (and at most one indexed lookup for a wrong token).
+"""
+
+from __future__ import annotations
+
+import time
+
+from aiohttp import web
+
+from bot.appkeys import SERVICES
+from bot.errors import Unauthorized
+from bot.operators import authenticate, hash_token
+from operator_api.middleware import Handler
+
+OPERATOR_ID = web.RequestKey("operator_id", int)
+OPERATOR_NAME = web.RequestKey("operator_name", str)
+PROTECTED_PREFIX = "/api/operator/"
+CACHE_SECONDS = 30.0
+
+
+class TokenCache:
+    """Recently verified token digests -> (operator id, name), so a busy client does not
+    hit the database on every request. Short-lived: a rotated token stops working soon."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, int, str]] = {}
+
+    def get(self, digest: str) -> tuple[int, str] | None:
+        entry = self._entries.get(digest)
+        if entry is None or time.monotonic() - entry[0] > CACHE_SECONDS:
+            return None
+        return entry[1], entry[2]
+
+    def put(self, digest: str, operator_id: int, name: str) -> None:
+        if len(self._entries) > 10_000:
+            self._entries.clear()
+        self._entries[digest] = (time.monotonic(), operator_id, name)
+
+
+TOKEN_CACHE = web.AppKey("token_cache", TokenCache)
+
+
+def bearer_token(request: web.Request) -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise Unauthorized("missing bearer token: send Authorization: Bearer TOKEN")
+    return token.strip()
+
+
+@web.middleware
+async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if not request.path.startswith(PROTECTED_PREFIX):
+        return await handler(request)
+    token = bearer_token(request)
+    digest = hash_token(token)
+    cache = request.app[TOKEN_CACHE]
+    cached = cache.get(digest)
+    if cached is None:
+        operator = await request.app[SERVICES].db.run(authenticate, token)
+        cached = (operator.id, operator.name)
+        cache.put(digest, *cached)
+    request[OPERATOR_ID], request[OPERATOR_NAME] = cached
+    return await handler(request)

@@ -1,0 +1,153 @@
+"""/api/operator/chat*: thin handlers over bot.chat.service.ChatService."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from bot.appkeys import SERVICES
+from bot.chat.service import ChatService, TurnRequest
+from bot.chat.sessions import UNSET
+from bot.errors import BadRequest, NotFound
+from operator_api.auth import OPERATOR_ID
+from operator_api.sse import last_event_id, stream_turn
+from operator_api.validation import (
+    optional_issue,
+    optional_str,
+    query_int,
+    read_json,
+    reject_unknown,
+    session_id,
+)
+
+routes = web.RouteTableDef()
+CHAT_FIELDS = {"message", "session", "agent", "focus"}
+MAX_MESSAGE = 32_000
+# Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md).
+ERROR_STATUS = {"runtime": 502, "timeout": 504, "stopped": 409, "session_deleted": 404}
+
+
+def _chat(request: web.Request) -> ChatService:
+    return request.app[SERVICES].chat
+
+
+async def _turn_request(request: web.Request) -> TurnRequest:
+    settings = request.app[SERVICES].settings
+    data = await read_json(request, limit=settings.chat_max_body)
+    reject_unknown(data, CHAT_FIELDS)
+    message = data.get("message")
+    if message is None or (isinstance(message, str) and not message.strip()):
+        raise _bad("message is required", "message")
+    if not isinstance(message, str):
+        raise _bad("message must be a string", "message")
+    if len(message) > MAX_MESSAGE:
+        raise _bad(f"message is longer than {MAX_MESSAGE} characters", "message")
+    session = optional_str(data, "session", max_length=64)
+    return TurnRequest(
+        operator_id=request[OPERATOR_ID],
+        message=message,
+        session_id=session_id(session) if session is not None else None,
+        agent=optional_str(data, "agent", max_length=100),
+        focus=optional_issue(data, "focus"),
+    )
+
+
+def _bad(message: str, field: str) -> BadRequest:
+    return BadRequest(message, detail={"field": field})
+
+
+@routes.post("/api/operator/chat")
+async def chat_blocking(request: web.Request) -> web.Response:
+    handle = await _chat(request).start_turn(await _turn_request(request))
+    final: dict[str, Any] = {}
+    async for frame in handle.subscribe():
+        if frame is not None and frame["type"] in ("done", "error"):
+            final = frame
+    if final.get("type") == "done":
+        return web.json_response(final["response"])
+    reason = final.get("reason", "internal")
+    return web.json_response(
+        {"error": final.get("error", "the turn failed"), "code": f"turn_{reason}", "detail": {"reason": reason, "session": handle.session_id}},
+        status=ERROR_STATUS.get(reason, 500),
+    )
+
+
+@routes.post("/api/operator/chat/stream")
+async def chat_stream(request: web.Request) -> web.StreamResponse:
+    handle = await _chat(request).start_turn(await _turn_request(request))
+    heartbeat = request.app[SERVICES].settings.heartbeat_seconds
+    return await stream_turn(request, handle, after=0, heartbeat=heartbeat)
+
+
+@routes.get("/api/operator/chat/stream")
+async def chat_resume(request: web.Request) -> web.StreamResponse:
+    """Re-attach to the in-flight (or just finished) turn, from after Last-Event-ID."""
+    raw_session = request.query.get("session")
+    raw_turn = request.query.get("turn")
+    handle = request.app[SERVICES].registry.find(
+        request[OPERATOR_ID],
+        session_id=session_id(raw_session) if raw_session else None,
+        turn_id=session_id(raw_turn, "turn") if raw_turn else None,
+    )
+    if handle is None or not handle.session_id:
+        raise NotFound("no turn in flight for this session")
+    heartbeat = request.app[SERVICES].settings.heartbeat_seconds
+    return await stream_turn(request, handle, after=last_event_id(request), heartbeat=heartbeat)
+
+
+@routes.get("/api/operator/chat")
+async def chat_history(request: web.Request) -> web.Response:
+    limit = query_int(request, "limit", default=50, maximum=500)
+    raw = request.query.get("session")
+    result = await _chat(request).history(
+        request[OPERATOR_ID], session_id=session_id(raw) if raw else None, limit=limit
+    )
+    return web.json_response(result)
+
+
+@routes.post("/api/operator/chat/stop")
+async def chat_stop(request: web.Request) -> web.Response:
+    return web.json_response(await _chat(request).stop(request[OPERATOR_ID]))
+
+
+@routes.post("/api/operator/chat/clear")
+async def chat_clear(request: web.Request) -> web.Response:
+    data = await read_json(request, limit=request.app[SERVICES].settings.chat_max_body, required=False)
+    reject_unknown(data, {"session"})
+    raw = optional_str(data, "session", max_length=64)
+    result = await _chat(request).clear(request[OPERATOR_ID], session_id=session_id(raw) if raw else None)
+    return web.json_response(result)
+
+
+@routes.get("/api/operator/chat/sessions")
+async def chat_sessions(request: web.Request) -> web.Response:
+    return web.json_response({"sessions": await _chat(request).list_sessions(request[OPERATOR_ID])})
+
+
+@routes.post("/api/operator/chat/new")
+async def chat_new(request: web.Request) -> web.Response:
+    data = await read_json(request, limit=request.app[SERVICES].settings.chat_max_body, required=False)
+    reject_unknown(data, {"title", "issue", "agent"})
+    issue = optional_issue(data, "issue")
+    title = optional_str(data, "title", max_length=200)
+    session = await _chat(request).new_session(
+        request[OPERATOR_ID],
+        title=title.strip() if title and title.strip() else None,
+        issue=None if issue is UNSET else issue,
+        agent=optional_str(data, "agent", max_length=100),
+    )
+    return web.json_response(session, status=201)
+
+
+@routes.get("/api/operator/chat/session/{session}")
+async def chat_session_get(request: web.Request) -> web.Response:
+    sid = session_id(request.match_info["session"])
+    return web.json_response(await _chat(request).get_session(request[OPERATOR_ID], sid))
+
+
+@routes.delete("/api/operator/chat/session/{session}")
+async def chat_session_delete(request: web.Request) -> web.Response:
+    sid = session_id(request.match_info["session"])
+    await _chat(request).delete_session(request[OPERATOR_ID], sid)
+    return web.json_response({"deleted": sid})

@@ -1,0 +1,56 @@
+"""Middlewares: request ids, domain errors to JSON, and unexpected errors to a bare 500."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from bot.errors import SteelframeError
+
+log = logging.getLogger("steelframe.http")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+REQUEST_ID = web.RequestKey("request_id", str)
+
+
+def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
+    return {"error": error, "code": code, "detail": detail}
+
+
+@web.middleware
+async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    request_id = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex[:16]
+    request[REQUEST_ID] = request_id
+    try:
+        response = await handler(request)
+    except SteelframeError as exc:
+        log.info("%s %s -> %s %s [%s]", request.method, request.path, exc.status, exc.code, request_id)
+        response = web.json_response(error_body(exc.message, exc.detail, code=exc.code), status=exc.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        # aiohttp's own errors (404 route, 405 method, 413 body) keep the JSON shape.
+        response = web.json_response(
+            error_body(exc.reason, None, code=_code_for(exc.status)), status=exc.status
+        )
+    except Exception:
+        log.exception("unhandled error on %s %s [%s]", request.method, request.path, request_id)
+        response = web.json_response(
+            error_body("internal error", {"request_id": request_id}, code="internal_error"),
+            status=500,
+        )
+    if not response.prepared:
+        response.headers["X-Request-Id"] = request_id
+    return response
+
+
+def _code_for(status: int) -> str:
+    return {
+        400: "bad_request",
+        401: "unauthorized",
+        404: "not_found",
+        405: "method_not_allowed",
+        413: "payload_too_large",
+    }.get(status, "http_error")

@@ -1,0 +1,52 @@
+"""Server-sent events framing for chat turns: `id:` + one JSON `data:` line per frame.
+
+A disconnecting client only stops its own subscription; the turn goes on (see
+bot.chat.inflight). Heartbeat comments keep idle connections open through proxies.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from bot.chat.inflight import TurnHandle
+from bot.errors import BadRequest
+
+SSE_HEADERS = {
+    "Content-Type": "text/event-stream; charset=utf-8",
+    "Cache-Control": "no-cache, no-transform",
+    "X-Accel-Buffering": "no",  # nginx: do not buffer
+    "Connection": "keep-alive",
+}
+HEARTBEAT = b": keep-alive\n\n"
+
+
+def encode_frame(frame: dict[str, Any]) -> bytes:
+    payload = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
+    return f"id: {frame['id']}\ndata: {payload}\n\n".encode()
+
+
+def last_event_id(request: web.Request) -> int:
+    """The frame id a re-attaching client last saw (header, or `last_event_id` query)."""
+    raw = request.headers.get("Last-Event-ID") or request.query.get("last_event_id") or "0"
+    try:
+        return max(0, int(raw))
+    except ValueError:
+        raise BadRequest("Last-Event-ID must be an integer frame id", detail={"field": "Last-Event-ID"}) from None
+
+
+async def stream_turn(
+    request: web.Request, handle: TurnHandle, *, after: int, heartbeat: float
+) -> web.StreamResponse:
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    response.headers["X-Steelframe-Session"] = handle.session_id
+    response.headers["X-Steelframe-Turn"] = handle.turn_id
+    await response.prepare(request)
+    try:
+        async for frame in handle.subscribe(after=after, heartbeat=heartbeat):
+            await response.write(HEARTBEAT if frame is None else encode_frame(frame))
+    except (ConnectionResetError, ConnectionError):
+        return response  # the client left; the turn continues detached
+    return response

@@ -1,0 +1,82 @@
+"""Request parsing: bounded JSON bodies and typed fields, each error naming its field."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aiohttp import web
+
+from bot.chat.sessions import UNSET
+from bot.errors import BadRequest, PayloadTooLarge
+
+
+async def read_json(request: web.Request, *, limit: int, required: bool = True) -> dict[str, Any]:
+    """The body as a JSON object, refusing more than `limit` bytes before reading them."""
+    if request.content_length is not None and request.content_length > limit:
+        raise PayloadTooLarge(f"request body is larger than {limit} bytes", detail={"limit": limit})
+    raw = await request.content.read(limit + 1)
+    if len(raw) > limit:
+        raise PayloadTooLarge(f"request body is larger than {limit} bytes", detail={"limit": limit})
+    if not raw.strip():
+        if required:
+            raise BadRequest("request body must be a JSON object")
+        return {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest("request body is not valid JSON", detail={"reason": str(exc)}) from exc
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object")
+    return data
+
+
+def reject_unknown(data: dict[str, Any], allowed: set[str]) -> None:
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise BadRequest(f"unknown field {unknown[0]!r}", detail={"field": unknown[0], "allowed": sorted(allowed)})
+
+
+def optional_str(data: dict[str, Any], name: str, *, max_length: int = 200) -> str | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{name} must be a string", detail={"field": name})
+    if len(value) > max_length:
+        raise BadRequest(f"{name} is longer than {max_length} characters", detail={"field": name})
+    return value
+
+
+def issue_number(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise BadRequest(f"{name} must be a positive integer issue number", detail={"field": name})
+    return value
+
+
+def optional_issue(data: dict[str, Any], name: str) -> Any:
+    """UNSET when absent, None when null, else a positive integer."""
+    if name not in data:
+        return UNSET
+    if data[name] is None:
+        return None
+    return issue_number(data[name], name)
+
+
+def query_int(request: web.Request, name: str, *, default: int, maximum: int) -> int:
+    raw = request.query.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name} must be a positive integer", detail={"field": name}) from None
+    if value <= 0 or value > maximum:
+        raise BadRequest(f"{name} must be between 1 and {maximum}", detail={"field": name})
+    return value
+
+
+def session_id(value: str, name: str = "session") -> str:
+    if not (0 < len(value) <= 64) or not value.isalnum():
+        raise BadRequest(f"{name} is not a valid session id", detail={"field": name})
+    return value

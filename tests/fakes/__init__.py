@@ -1,0 +1,1 @@
+"""Shared fakes: only for what cannot run here (hosted models, GitHub)."""
