@@ -14,7 +14,9 @@ from bot.models import Agent
 DEFAULT_AGENT = "default"
 
 
-def sync_agents(session: Session, agents: Mapping[str, AgentConfig], *, clock: Clock = utcnow) -> None:
+def sync_agents(
+    session: Session, agents: Mapping[str, AgentConfig], *, clock: Clock = utcnow
+) -> None:
     """Mirror the configured agents into the table sessions reference (upsert by name)."""
     for config in agents.values():
         row = session.get(Agent, config.name)
@@ -30,5 +32,7 @@ def sync_agents(session: Session, agents: Mapping[str, AgentConfig], *, clock: C
 def resolve_agent(agents: Mapping[str, AgentConfig], name: str | None) -> AgentConfig:
     agent = agents.get(name or DEFAULT_AGENT)
     if agent is None:
-        raise BadRequest(f"unknown agent {name!r}", detail={"field": "agent", "known": sorted(agents)})
+        raise BadRequest(
+            f"unknown agent {name!r}", detail={"field": "agent", "known": sorted(agents)}
+        )
     return agent

@@ -26,7 +26,9 @@ COMMAND_MODULES = [
 def load_settings(**defaults: object) -> Settings:
     """Settings for this process: embedded `defaults` < ./steelframe.toml < environment."""
     toml = Path("steelframe.toml")
-    return Settings.from_env(os.environ, toml_path=toml if toml.exists() else None, defaults=defaults)
+    return Settings.from_env(
+        os.environ, toml_path=toml if toml.exists() else None, defaults=defaults
+    )
 
 
 def configure_logging(level: str) -> None:

@@ -296,10 +296,12 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from exc
     values: dict[str, Any] = {}
     for key, raw in data.items():
+        if key == "agents":
+            key = "agents_json"
         spec = _BY_ENV.get(key.upper()) or _BY_ATTR.get(key)
         if spec is None:
             raise ConfigError(f"{path}: {key}: unknown setting (see docs/configuration.md)")
-        if key == "agents" or spec.attr == "agents_json":
+        if spec.attr == "agents_json":
             if not isinstance(raw, dict):
                 raise ConfigError(f"{path}: agents must be a table")
             values["agents_json"] = raw

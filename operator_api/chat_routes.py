@@ -68,7 +68,11 @@ async def chat_blocking(request: web.Request) -> web.Response:
         return web.json_response(final["response"])
     reason = final.get("reason", "internal")
     return web.json_response(
-        {"error": final.get("error", "the turn failed"), "code": f"turn_{reason}", "detail": {"reason": reason, "session": handle.session_id}},
+        {
+            "error": final.get("error", "the turn failed"),
+            "code": f"turn_{reason}",
+            "detail": {"reason": reason, "session": handle.session_id},
+        },
         status=ERROR_STATUS.get(reason, 500),
     )
 
@@ -113,10 +117,14 @@ async def chat_stop(request: web.Request) -> web.Response:
 
 @routes.post("/api/operator/chat/clear")
 async def chat_clear(request: web.Request) -> web.Response:
-    data = await read_json(request, limit=request.app[SERVICES].settings.chat_max_body, required=False)
+    data = await read_json(
+        request, limit=request.app[SERVICES].settings.chat_max_body, required=False
+    )
     reject_unknown(data, {"session"})
     raw = optional_str(data, "session", max_length=64)
-    result = await _chat(request).clear(request[OPERATOR_ID], session_id=session_id(raw) if raw else None)
+    result = await _chat(request).clear(
+        request[OPERATOR_ID], session_id=session_id(raw) if raw else None
+    )
     return web.json_response(result)
 
 
@@ -127,7 +135,9 @@ async def chat_sessions(request: web.Request) -> web.Response:
 
 @routes.post("/api/operator/chat/new")
 async def chat_new(request: web.Request) -> web.Response:
-    data = await read_json(request, limit=request.app[SERVICES].settings.chat_max_body, required=False)
+    data = await read_json(
+        request, limit=request.app[SERVICES].settings.chat_max_body, required=False
+    )
     reject_unknown(data, {"title", "issue", "agent"})
     issue = optional_issue(data, "issue")
     title = optional_str(data, "title", max_length=200)

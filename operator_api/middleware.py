@@ -26,8 +26,12 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     try:
         response = await handler(request)
     except SteelframeError as exc:
-        log.info("%s %s -> %s %s [%s]", request.method, request.path, exc.status, exc.code, request_id)
-        response = web.json_response(error_body(exc.message, exc.detail, code=exc.code), status=exc.status)
+        log.info(
+            "%s %s -> %s %s [%s]", request.method, request.path, exc.status, exc.code, request_id
+        )
+        response = web.json_response(
+            error_body(exc.message, exc.detail, code=exc.code), status=exc.status
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise

@@ -8,7 +8,7 @@ from typing import Any
 from bot import __version__
 
 ERROR = {"$ref": "#/components/schemas/Error"}
-BEARER = [{"operatorToken": []}]
+BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}]
 
 
 def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
@@ -28,7 +28,14 @@ def _errors(*codes: int) -> dict[str, Any]:
     return {str(code): _json(ERROR, text[code]) for code in codes}
 
 
-def _op(summary: str, responses: dict[str, Any], *, body: dict[str, Any] | None = None, params: list[dict[str, Any]] | None = None, auth: bool = True) -> dict[str, Any]:
+def _op(
+    summary: str,
+    responses: dict[str, Any],
+    *,
+    body: dict[str, Any] | None = None,
+    params: list[dict[str, Any]] | None = None,
+    auth: bool = True,
+) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary, "responses": responses}
     if auth:
         op["security"] = BEARER
@@ -40,51 +47,133 @@ def _op(summary: str, responses: dict[str, Any], *, body: dict[str, Any] | None 
 
 
 def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "schema": schema,
+        "description": description,
+    }
 
 
 SESSION_PATH = {"name": "session", "in": "path", "required": True, "schema": {"type": "string"}}
-SSE = {"description": "text/event-stream of Frame objects", "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Frame"}}}}
+SSE = {
+    "description": "text/event-stream of Frame objects",
+    "content": {"text/event-stream": {"schema": {"$ref": "#/components/schemas/Frame"}}},
+}
 
 
 @cache
 def openapi_document() -> dict[str, Any]:
     ref = lambda name: {"$ref": f"#/components/schemas/{name}"}  # noqa: E731
     paths: dict[str, Any] = {
-        "/healthz": {"get": _op("Health: version, database and Redis reachability", {"200": _json(ref("Health"))}, auth=False)},
-        "/api/openapi.json": {"get": _op("This document", {"200": _json({"type": "object"})}, auth=False)},
+        "/healthz": {
+            "get": _op(
+                "Health: version, database and Redis reachability",
+                {"200": _json(ref("Health"))},
+                auth=False,
+            )
+        },
+        "/api/openapi.json": {
+            "get": _op("This document", {"200": _json({"type": "object"})}, auth=False)
+        },
         "/api/operator/chat": {
-            "post": _op("Blocking chat turn", {"200": _json(ref("ChatResponse")), **_errors(400, 401, 404, 409, 413, 502, 504)}, body=ref("ChatRequest")),
+            "post": _op(
+                "Blocking chat turn",
+                {"200": _json(ref("ChatResponse")), **_errors(400, 401, 404, 409, 413, 502, 504)},
+                body=ref("ChatRequest"),
+            ),
             "get": _op(
                 "History of a session (default: the active one)",
                 {"200": _json(ref("History")), **_errors(400, 401, 404)},
-                params=[_query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "last N messages"), _query("session", {"type": "string"}, "session id")],
+                params=[
+                    _query(
+                        "limit",
+                        {"type": "integer", "minimum": 1, "maximum": 500},
+                        "last N messages",
+                    ),
+                    _query("session", {"type": "string"}, "session id"),
+                ],
             ),
         },
         "/api/operator/chat/stream": {
-            "post": _op("Streaming chat turn (SSE)", {"200": SSE, **_errors(400, 401, 404, 409, 413)}, body=ref("ChatRequest")),
+            "post": _op(
+                "Streaming chat turn (SSE)",
+                {"200": SSE, **_errors(400, 401, 404, 409, 413)},
+                body=ref("ChatRequest"),
+            ),
             "get": _op(
                 "Re-attach to the in-flight turn; replays frames after Last-Event-ID",
                 {"200": SSE, **_errors(400, 401, 404)},
                 params=[
                     _query("session", {"type": "string"}, "session id"),
                     _query("turn", {"type": "string"}, "turn id"),
-                    _query("last_event_id", {"type": "integer"}, "instead of the Last-Event-ID header"),
+                    _query(
+                        "last_event_id", {"type": "integer"}, "instead of the Last-Event-ID header"
+                    ),
                 ],
             ),
         },
-        "/api/operator/chat/stop": {"post": _op("Stop this operator's in-flight turn", {"200": _json(ref("StopResult")), **_errors(401)})},
-        "/api/operator/chat/clear": {"post": _op("Clear a session's messages", {"200": _json({"type": "object"}), **_errors(400, 401, 404, 413)})},
-        "/api/operator/chat/sessions": {"get": _op("Sessions, newest activity first", {"200": _json({"type": "object", "properties": {"sessions": {"type": "array", "items": ref("Session")}}}), **_errors(401)})},
-        "/api/operator/chat/new": {"post": _op("Close the open session and start a new one (Discuss with issue)", {"201": _json(ref("Session")), **_errors(400, 401, 413)})},
+        "/api/operator/chat/stop": {
+            "post": _op(
+                "Stop this operator's in-flight turn",
+                {"200": _json(ref("StopResult")), **_errors(401)},
+            )
+        },
+        "/api/operator/chat/clear": {
+            "post": _op(
+                "Clear a session's messages",
+                {"200": _json({"type": "object"}), **_errors(400, 401, 404, 413)},
+            )
+        },
+        "/api/operator/chat/sessions": {
+            "get": _op(
+                "Sessions, newest activity first",
+                {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "properties": {"sessions": {"type": "array", "items": ref("Session")}},
+                        }
+                    ),
+                    **_errors(401),
+                },
+            )
+        },
+        "/api/operator/chat/new": {
+            "post": _op(
+                "Close the open session and start a new one (Discuss with issue)",
+                {"201": _json(ref("Session")), **_errors(400, 401, 413)},
+            )
+        },
         "/api/operator/chat/session/{session}": {
-            "get": _op("A session's messages and summary; pins the next message to it", {"200": _json(ref("Session")), **_errors(400, 401, 404)}, params=[SESSION_PATH]),
-            "delete": _op("Delete a session and its turns", {"200": _json({"type": "object"}), **_errors(400, 401, 404)}, params=[SESSION_PATH]),
+            "get": _op(
+                "A session's messages and summary; pins the next message to it",
+                {"200": _json(ref("Session")), **_errors(400, 401, 404)},
+                params=[SESSION_PATH],
+            ),
+            "delete": _op(
+                "Delete a session and its turns",
+                {"200": _json({"type": "object"}), **_errors(400, 401, 404)},
+                params=[SESSION_PATH],
+            ),
         },
     }
     schemas: dict[str, Any] = {
-        "Error": {"type": "object", "required": ["error", "code"], "properties": {"error": {"type": "string"}, "code": {"type": "string"}, "detail": {}}},
-        "Health": {"type": "object", "properties": {"status": {"type": "string"}, "version": {"type": "string"}, "database": {"type": "boolean"}, "redis": {"type": ["boolean", "null"]}}},
+        "Error": {
+            "type": "object",
+            "required": ["error", "code"],
+            "properties": {"error": {"type": "string"}, "code": {"type": "string"}, "detail": {}},
+        },
+        "Health": {
+            "type": "object",
+            "properties": {
+                "status": {"type": "string"},
+                "version": {"type": "string"},
+                "database": {"type": "boolean"},
+                "redis": {"type": ["boolean", "null"]},
+            },
+        },
         "ChatRequest": {
             "type": "object",
             "required": ["message"],
@@ -93,7 +182,11 @@ def openapi_document() -> dict[str, Any]:
                 "message": {"type": "string", "minLength": 1},
                 "session": {"type": ["string", "null"]},
                 "agent": {"type": ["string", "null"]},
-                "focus": {"type": ["integer", "null"], "minimum": 1, "description": "null clears the focus"},
+                "focus": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "description": "null clears the focus",
+                },
             },
         },
         "Frame": {
@@ -104,7 +197,10 @@ def openapi_document() -> dict[str, Any]:
                 "type": {"enum": ["status", "thinking", "delta", "done", "error"]},
                 "text": {"type": "string"},
                 "draft": {"type": "integer", "description": "1, or 2 for the grounded re-draft"},
-                "replace": {"type": "boolean", "description": "discard the reply text shown so far"},
+                "replace": {
+                    "type": "boolean",
+                    "description": "discard the reply text shown so far",
+                },
                 "response": ref("ChatResponse"),
                 "error": {"type": "string"},
                 "reason": {"type": "string"},
@@ -113,27 +209,79 @@ def openapi_document() -> dict[str, Any]:
         "ChatResponse": {
             "type": "object",
             "properties": {
-                "reply": {"type": "string"}, "intent": {"type": "string"}, "session": {"type": "string"},
-                "turn_id": {"type": "string"}, "agent": {"type": "string"}, "focus": {"type": ["integer", "null"]},
+                "reply": {"type": "string"},
+                "intent": {"type": "string"},
+                "session": {"type": "string"},
+                "turn_id": {"type": "string"},
+                "agent": {"type": "string"},
+                "focus": {"type": ["integer", "null"]},
                 "history": {"type": "array", "items": ref("Message")},
-                "retrieve_hits": {"type": "integer"}, "retrieved": {"type": "array", "items": {"type": "object"}},
-                "retrieval_available": {"type": "boolean"}, "reasoning": {"type": "string"},
-                "model": {"type": "string"}, "usage": {"type": "object"},
-                "decision_body": {"type": ["string", "null"]}, "decision_issue": {"type": ["integer", "null"]},
-                "pending_title": {"type": ["string", "null"]}, "pending_body": {"type": ["string", "null"]},
-                "filed_issue_number": {"type": ["integer", "null"]}, "filed_issue_url": {"type": ["string", "null"]},
-                "filed_task_started": {"type": "boolean"}, "notes": {"type": "array", "items": {"type": "string"}},
+                "retrieve_hits": {"type": "integer"},
+                "retrieved": {"type": "array", "items": {"type": "object"}},
+                "retrieval_available": {"type": "boolean"},
+                "reasoning": {"type": "string"},
+                "model": {"type": "string"},
+                "usage": {"type": "object"},
+                "decision_body": {"type": ["string", "null"]},
+                "decision_issue": {"type": ["integer", "null"]},
+                "pending_title": {"type": ["string", "null"]},
+                "pending_body": {"type": ["string", "null"]},
+                "filed_issue_number": {"type": ["integer", "null"]},
+                "filed_issue_url": {"type": ["string", "null"]},
+                "filed_task_started": {"type": "boolean"},
+                "notes": {"type": "array", "items": {"type": "string"}},
             },
         },
-        "Message": {"type": "object", "properties": {"id": {"type": "string"}, "seq": {"type": "integer"}, "role": {"enum": ["user", "assistant"]}, "content": {"type": "string"}, "reasoning": {"type": ["string", "null"]}, "intent": {"type": ["string", "null"]}, "meta": {"type": "object"}, "created_at": {"type": "string"}}},
-        "History": {"type": "object", "properties": {"session": {"type": ["string", "null"]}, "messages": {"type": "array", "items": ref("Message")}}},
-        "Session": {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": ["string", "null"]}, "kind": {"enum": ["chat", "discuss"]}, "agent": {"type": "string"}, "focus": {"type": ["integer", "null"]}, "summary": {"type": ["string", "null"]}, "summary_status": {"type": "string"}, "decision": {"type": ["object", "null"]}, "messages": {"type": "array", "items": ref("Message")}}},
-        "StopResult": {"type": "object", "properties": {"stopped": {"type": "boolean"}, "session": {"type": "string"}, "turn_id": {"type": "string"}}},
+        "Message": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "seq": {"type": "integer"},
+                "role": {"enum": ["user", "assistant"]},
+                "content": {"type": "string"},
+                "reasoning": {"type": ["string", "null"]},
+                "intent": {"type": ["string", "null"]},
+                "meta": {"type": "object"},
+                "created_at": {"type": "string"},
+            },
+        },
+        "History": {
+            "type": "object",
+            "properties": {
+                "session": {"type": ["string", "null"]},
+                "messages": {"type": "array", "items": ref("Message")},
+            },
+        },
+        "Session": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "title": {"type": ["string", "null"]},
+                "kind": {"enum": ["chat", "discuss"]},
+                "agent": {"type": "string"},
+                "focus": {"type": ["integer", "null"]},
+                "summary": {"type": ["string", "null"]},
+                "summary_status": {"type": "string"},
+                "decision": {"type": ["object", "null"]},
+                "messages": {"type": "array", "items": ref("Message")},
+            },
+        },
+        "StopResult": {
+            "type": "object",
+            "properties": {
+                "stopped": {"type": "boolean"},
+                "session": {"type": "string"},
+                "turn_id": {"type": "string"},
+            },
+        },
     }
     return {
         "openapi": "3.1.0",
         "info": {"title": "Steelframe operator API", "version": __version__},
-        "components": {"securitySchemes": {"operatorToken": {"type": "http", "scheme": "bearer"}}, "schemas": schemas},
+        "components": {
+            "securitySchemes": {"operatorToken": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas,
+        },
         "paths": paths,
     }
 

@@ -34,7 +34,9 @@ def last_event_id(request: web.Request) -> int:
     try:
         return max(0, int(raw))
     except ValueError:
-        raise BadRequest("Last-Event-ID must be an integer frame id", detail={"field": "Last-Event-ID"}) from None
+        raise BadRequest(
+            "Last-Event-ID must be an integer frame id", detail={"field": "Last-Event-ID"}
+        ) from None
 
 
 async def stream_turn(

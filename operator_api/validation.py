@@ -34,7 +34,10 @@ async def read_json(request: web.Request, *, limit: int, required: bool = True) 
 def reject_unknown(data: dict[str, Any], allowed: set[str]) -> None:
     unknown = sorted(set(data) - allowed)
     if unknown:
-        raise BadRequest(f"unknown field {unknown[0]!r}", detail={"field": unknown[0], "allowed": sorted(allowed)})
+        raise BadRequest(
+            f"unknown field {unknown[0]!r}",
+            detail={"field": unknown[0], "allowed": sorted(allowed)},
+        )
 
 
 def optional_str(data: dict[str, Any], name: str, *, max_length: int = 200) -> str | None:

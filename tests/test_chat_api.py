@@ -17,7 +17,7 @@ async def test_blocking_chat_answers_and_persists_both_turns(api: ApiClient) -> 
     assert body["intent"] == "answer"
     assert [m["role"] for m in body["history"]] == ["user", "assistant"]
     history = await (await api.get("/api/operator/chat")).json()
-    assert [m["content"] for m in history["messages"]][0] == "What is the status?"
+    assert next(m["content"] for m in history["messages"]) == "What is the status?"
 
 
 async def test_stream_emits_status_thinking_delta_done_with_ids(api: ApiClient) -> None:
@@ -119,7 +119,14 @@ async def test_another_operators_session_is_404(api: ApiClient) -> None:
 
 
 async def test_sessions_new_title_reopen_and_pin(api: ApiClient) -> None:
-    first = await (await api.post("/api/operator/chat", json={"message": "First chat about the deploy pipeline and its many flaky retries in CI"})).json()
+    first = await (
+        await api.post(
+            "/api/operator/chat",
+            json={
+                "message": "First chat about the deploy pipeline and its many flaky retries in CI"
+            },
+        )
+    ).json()
     created = await api.post("/api/operator/chat/new", json={})
     assert created.status == 201
     new = await created.json()
@@ -137,7 +144,9 @@ async def test_sessions_new_title_reopen_and_pin(api: ApiClient) -> None:
 
 
 async def test_new_chat_summarises_previous_session_in_background(api: ApiClient) -> None:
-    first = await (await api.post("/api/operator/chat", json={"message": "Why did the nightly build fail?"})).json()
+    first = await (
+        await api.post("/api/operator/chat", json={"message": "Why did the nightly build fail?"})
+    ).json()
     await api.post("/api/operator/chat/new", json={})
     await api.services.background.drain()
     stored = await (await api.get(f"/api/operator/chat/session/{first['session']}")).json()
@@ -148,7 +157,11 @@ async def test_new_chat_summarises_previous_session_in_background(api: ApiClient
 async def test_new_with_issue_is_a_discuss_session(api: ApiClient) -> None:
     response = await api.post("/api/operator/chat/new", json={"issue": 12})
     session = await response.json()
-    assert session["title"] == "Discuss #12" and session["focus"] == 12 and session["kind"] == "discuss"
+    assert (
+        session["title"] == "Discuss #12"
+        and session["focus"] == 12
+        and session["kind"] == "discuss"
+    )
     detail = await (await api.get(f"/api/operator/chat/session/{session['id']}")).json()
     assert detail["messages"] == []  # Discuss does not auto-send
     for bad in ({"issue": 0}, {"issue": "12"}, {"title": 5}, {"nope": 1}):

@@ -111,7 +111,9 @@ class TurnRegistry:
         handle.task = asyncio.create_task(self._guard(handle, run), name=f"turn-{handle.turn_id}")
         return handle
 
-    async def _guard(self, handle: TurnHandle, run: Callable[[TurnHandle], Awaitable[None]]) -> None:
+    async def _guard(
+        self, handle: TurnHandle, run: Callable[[TurnHandle], Awaitable[None]]
+    ) -> None:
         try:
             await run(handle)
         except asyncio.CancelledError:
@@ -127,7 +129,9 @@ class TurnRegistry:
     def for_operator(self, operator_id: int) -> TurnHandle | None:
         return self._by_operator.get(operator_id)
 
-    def find(self, operator_id: int, *, session_id: str | None, turn_id: str | None) -> TurnHandle | None:
+    def find(
+        self, operator_id: int, *, session_id: str | None, turn_id: str | None
+    ) -> TurnHandle | None:
         """The operator's latest turn, filtered by session or turn id (for resume)."""
         self._evict()
         if turn_id is not None:

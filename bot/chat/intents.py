@@ -59,7 +59,9 @@ def decide_outcome(ctx: IntentContext) -> IntentOutcome:
     """A Decision draft is stored only with a body and a focused issue; never posted here."""
     body = (ctx.trailer.decision_body or "").strip()
     if not body or ctx.session.focus is None:
-        return IntentOutcome(intent=Intent.DECIDE, notes=["decide without a body or focus: no draft"])
+        return IntentOutcome(
+            intent=Intent.DECIDE, notes=["decide without a body or focus: no draft"]
+        )
     return IntentOutcome(intent=Intent.DECIDE, decision=(body, ctx.session.focus))
 
 

@@ -27,13 +27,17 @@ def _environment() -> Environment:
 def system_prompt(
     *, agent: AgentConfig, focus: int | None, grounding: Grounding, redraft_hint: str | None
 ) -> str:
-    return _environment().get_template("system.j2").render(
-        agent=agent,
-        focus=focus,
-        committed_block=grounding.committed_block,
-        task=grounding.task,
-        prompt_block=grounding.prompt_block,
-        redraft_hint=redraft_hint,
+    return (
+        _environment()
+        .get_template("system.j2")
+        .render(
+            agent=agent,
+            focus=focus,
+            committed_block=grounding.committed_block,
+            task=grounding.task,
+            prompt_block=grounding.prompt_block,
+            redraft_hint=redraft_hint,
+        )
     )
 
 

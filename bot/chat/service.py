@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.agents import resolve_agent
 from bot.background import BackgroundTasks
 from bot.chat import sessions as store
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
@@ -26,7 +27,6 @@ from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.db import Database
-from bot.agents import resolve_agent
 from bot.errors import BadRequest
 from bot.runtimes.base import (
     Delta,
@@ -126,7 +126,9 @@ class ChatService:
         started = time.perf_counter()
         agent = resolve_agent(self.agents, ts.agent)
         emit = handle.emit
-        await emit({"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id})
+        await emit(
+            {"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id}
+        )
         grounding = await self._ground(request.message, agent, ts.focus, emit)
         runtime = self.runtimes(agent)
         try:
@@ -144,7 +146,9 @@ class ChatService:
             await emit({"type": "error", "error": exc.message, "reason": "runtime"})
             return
         except TimeoutError:
-            await emit({"type": "error", "error": "the model did not finish in time", "reason": "timeout"})
+            await emit(
+                {"type": "error", "error": "the model did not finish in time", "reason": "timeout"}
+            )
             return
 
         outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
@@ -189,25 +193,54 @@ class ChatService:
                 store.persist_turn, request.operator_id, ts.id, record, clock=self.clock
             )
         except store.SessionGone:
-            await emit({"type": "error", "error": "the session was deleted during the turn", "reason": "session_deleted"})
+            await emit(
+                {
+                    "type": "error",
+                    "error": "the session was deleted during the turn",
+                    "reason": "session_deleted",
+                }
+            )
             return
-        decision = outcome.decision if outcome.decision is not store.UNSET else (
-            (ts.decision_body, ts.decision_issue) if ts.decision_body and ts.decision_issue else None
+        decision = (
+            outcome.decision
+            if outcome.decision is not store.UNSET
+            else (
+                (ts.decision_body, ts.decision_issue)
+                if ts.decision_body and ts.decision_issue
+                else None
+            )
         )
         history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
-        await emit({"type": "done", "response": self._response(ts, handle, reply, draft, outcome, grounding, decision, history, meta)})
+        await emit(
+            {
+                "type": "done",
+                "response": self._response(
+                    ts, handle, reply, draft, outcome, grounding, decision, history, meta
+                ),
+            }
+        )
 
-    async def _ground(self, query: str, agent: AgentConfig, focus: int | None, emit: Any) -> Grounding:
+    async def _ground(
+        self, query: str, agent: AgentConfig, focus: int | None, emit: Any
+    ) -> Grounding:
         try:
             return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
         except Exception as exc:  # retrieval never fails the turn (spec: Retrieve grounding)
             log.warning("retrieval unavailable: %s", type(exc).__name__)
             await emit({"type": "status", "text": "retrieve unavailable"})
-            return Grounding(available=False, prompt_block="Prior Steelframe context: (retrieval unavailable)", meta={"error": type(exc).__name__})
+            return Grounding(
+                available=False,
+                prompt_block="Prior Steelframe context: (retrieval unavailable)",
+                meta={"error": type(exc).__name__},
+            )
 
-    async def _widen(self, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Any) -> Grounding:
+    async def _widen(
+        self, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Any
+    ) -> Grounding:
         try:
-            return await self.grounder.widen(query=query, agent=agent, focus=focus, previous=previous, emit=emit)
+            return await self.grounder.widen(
+                query=query, agent=agent, focus=focus, previous=previous, emit=emit
+            )
         except Exception as exc:
             log.warning("widening retrieval failed: %s", type(exc).__name__)
             return previous
@@ -235,7 +268,9 @@ class ChatService:
             redraft_hint=hint,
         )
         runtime_request = RuntimeRequest(
-            system=system_prompt(agent=agent, focus=ts.focus, grounding=grounding, redraft_hint=hint),
+            system=system_prompt(
+                agent=agent, focus=ts.focus, grounding=grounding, redraft_hint=hint
+            ),
             messages=messages(ts.history, request.message),
             facts=facts,
             checkout=agent.checkout,
@@ -271,7 +306,12 @@ class ChatService:
         return draft
 
     async def _apply_intent(
-        self, request: TurnRequest, handle: TurnHandle, ts: store.TurnSession, agent: AgentConfig, trailer: Trailer
+        self,
+        request: TurnRequest,
+        handle: TurnHandle,
+        ts: store.TurnSession,
+        agent: AgentConfig,
+        trailer: Trailer,
     ) -> IntentOutcome:
         context = IntentContext(
             operator_id=request.operator_id,
@@ -357,7 +397,9 @@ class ChatService:
     async def get_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
         return await self.db.run(store.get_session, operator_id, session_id)
 
-    async def history(self, operator_id: int, *, session_id: str | None, limit: int) -> dict[str, Any]:
+    async def history(
+        self, operator_id: int, *, session_id: str | None, limit: int
+    ) -> dict[str, Any]:
         return await self.db.run(store.history, operator_id, session_id=session_id, limit=limit)
 
     async def delete_session(self, operator_id: int, session_id: str) -> None:

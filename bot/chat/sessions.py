@@ -109,7 +109,7 @@ def open_for_turn(
     *,
     session_id: str | None,
     agent: str | None,
-    focus: int | None | Any = UNSET,
+    focus: int | Any | None = UNSET,
     default_agent: str,
     clock: Clock = utcnow,
 ) -> TurnSession:
@@ -117,6 +117,7 @@ def open_for_turn(
     operator's active one, else a new one. Applies an agent switch or focus change, which
     clear the Decision draft (spec: Discuss and Decision)."""
     operator = _operator(session, operator_id)
+    row: ChatSession | None
     if session_id is not None:
         row = _owned(session, operator_id, session_id)
         operator.active_session_id = row.id
@@ -167,12 +168,17 @@ class TurnRecord:
     intent: str
     meta: dict[str, Any]
     title: str | None = None
-    decision: tuple[str, int] | None | Any = UNSET
-    pending: tuple[str, str] | None | Any = UNSET
+    decision: tuple[str, int] | Any | None = UNSET
+    pending: tuple[str, str] | Any | None = UNSET
 
 
 def persist_turn(
-    session: Session, operator_id: int, session_id: str, record: TurnRecord, *, clock: Clock = utcnow
+    session: Session,
+    operator_id: int,
+    session_id: str,
+    record: TurnRecord,
+    *,
+    clock: Clock = utcnow,
 ) -> list[dict[str, Any]]:
     """Write the user and assistant turns together; returns the two stored messages.
 
@@ -183,7 +189,9 @@ def persist_turn(
     if row is None or row.operator_id != operator_id:
         raise SessionGone(session_id)
     now = clock()
-    seq = (session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == session_id)) or 0)
+    seq = (
+        session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == session_id)) or 0
+    )
     user = ChatTurn(
         id=f"{record.turn_id}-u",
         session_id=session_id,
@@ -328,7 +336,9 @@ def clear_session(session: Session, operator_id: int, *, session_id: str | None)
     return {"session": row.id, "cleared": result.rowcount}  # type: ignore[attr-defined]
 
 
-def session_json(row: ChatSession, *, turns: int | None = None, active: bool = False) -> dict[str, Any]:
+def session_json(
+    row: ChatSession, *, turns: int | None = None, active: bool = False
+) -> dict[str, Any]:
     decision = None
     if row.decision_body and row.decision_issue is not None:
         decision = {"body": row.decision_body, "issue": row.decision_issue}
@@ -344,7 +354,9 @@ def session_json(row: ChatSession, *, turns: int | None = None, active: bool = F
         "summary": row.summary,
         "summary_status": row.summary_status,
         "decision": decision,
-        "pending": {"title": row.pending_title, "body": row.pending_body} if row.pending_title else None,
+        "pending": {"title": row.pending_title, "body": row.pending_body}
+        if row.pending_title
+        else None,
         "turns": turns,
         "active": active,
     }

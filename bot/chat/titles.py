@@ -11,6 +11,6 @@ def title_from_message(message: str, limit: int = TITLE_LIMIT) -> str:
     if len(flat) <= limit:
         return flat
     room = limit - 1  # leave space for the ellipsis
-    cut = flat[: room + 1].rsplit(" ", 1)[0] if " " in flat[:room + 1] else flat[:room]
+    cut = flat[: room + 1].rsplit(" ", 1)[0] if " " in flat[: room + 1] else flat[:room]
     cut = cut[:room].rstrip(" ,.;:-")
     return f"{cut}…"

@@ -29,7 +29,10 @@ _DECIDE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _PROPOSE = re.compile(r"\b(?:should we|what should|next step|propose)\b", re.IGNORECASE)
-NO_MODEL_NOTE = "No model is configured (offline runtime), so this answer is assembled from what this turn was given."
+NO_MODEL_NOTE = (
+    "No model is configured (offline runtime), "
+    "so this answer is assembled from what this turn was given."
+)
 
 
 class OfflineRuntime:
@@ -50,7 +53,9 @@ class OfflineRuntime:
             if self._token_delay:
                 await asyncio.sleep(self._token_delay)
             yield Delta(piece)
-        yield Usage(input_tokens=_words(request.system) + _words(facts.message), output_tokens=_words(reply))
+        yield Usage(
+            input_tokens=_words(request.system) + _words(facts.message), output_tokens=_words(reply)
+        )
 
 
 def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
@@ -71,10 +76,14 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
         trailer = Trailer(intent=Intent.FILE_MEMORY, title=title, body=fact)
     elif (match := _DECIDE.match(message)) and facts.focus is not None:
         decision = match.group("what").strip() or "Proceed as discussed in this session."
-        lines.append(f"Here is a Decision draft for #{facts.focus}. Nothing is posted until you publish it.")
+        lines.append(
+            f"Here is a Decision draft for #{facts.focus}. Nothing is posted until you publish it."
+        )
         trailer = Trailer(intent=Intent.DECIDE, decision_body=decision)
     elif _DECIDE.match(message):
-        lines.append("A Decision needs a focused issue: start a Discuss session on the issue first.")
+        lines.append(
+            "A Decision needs a focused issue: start a Discuss session on the issue first."
+        )
 
     lines.append(NO_MODEL_NOTE)
     if facts.focus is not None:

@@ -41,7 +41,9 @@ class ScriptedRuntime:
             raise
 
 
-def reply(text: str, *, thinking: str = "", trailer: str | None = None, pieces: int = 4) -> list[RuntimeEvent]:
+def reply(
+    text: str, *, thinking: str = "", trailer: str | None = None, pieces: int = 4
+) -> list[RuntimeEvent]:
     """Events for one draft: optional thinking, the text in `pieces` deltas, a trailer."""
     events: list[RuntimeEvent] = []
     if thinking:

@@ -1,0 +1,232 @@
+"""Turn lifecycle through the real API: stop, resume, delete, concurrency, caps, trailer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from bot.runtimes.base import Delta, Thinking
+from tests.conftest import ApiClient, make_settings, read_sse
+from tests.fakes.runtimes import ScriptedRuntime, reply
+
+
+async def _api_with(
+    api_factory: Any, tmp_path: Path, runtime: ScriptedRuntime, **overrides: Any
+) -> ApiClient:
+    return await api_factory(make_settings(tmp_path, **overrides), runtimes=lambda agent: runtime)
+
+
+async def _frames_until(response: Any, predicate: Any) -> list[dict[str, Any]]:
+    frames: list[dict[str, Any]] = []
+    async for raw in response.content:
+        line = raw.decode().rstrip("\n")
+        if line.startswith("data: "):
+            frames.append(json.loads(line[6:]))
+            if predicate(frames[-1]):
+                break
+    return frames
+
+
+async def _message_count(api: ApiClient) -> int:
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    return sum(s["turns"] or 0 for s in sessions)
+
+
+async def test_stop_cancels_the_model_call_and_persists_nothing(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    slow = ScriptedRuntime([[Delta(f"word{i} ") for i in range(200)]], delay=0.02)
+    api = await _api_with(api_factory, tmp_path, slow)
+    response = await api.post("/api/operator/chat/stream", json={"message": "long answer please"})
+    first = await _frames_until(response, lambda f: f["type"] == "delta")
+    assert first[-1]["type"] == "delta"
+    stopped = await (await api.post("/api/operator/chat/stop")).json()
+    assert stopped["stopped"] is True
+    rest = await read_sse(response)
+    assert rest[-1] == {**rest[-1], "type": "error", "reason": "stopped"}
+    assert slow.cancelled.is_set()
+    assert await _message_count(api) == 0
+    # the next message starts fresh and is answered in full
+    fast = await (await api.post("/api/operator/chat", json={"message": "again"})).json()
+    assert next(m["content"] for m in fast["history"]) == "again"
+
+
+async def test_stop_with_nothing_in_flight_says_so(api: ApiClient) -> None:
+    assert await (await api.post("/api/operator/chat/stop")).json() == {"stopped": False}
+
+
+async def test_second_concurrent_send_is_409_and_changes_nothing(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("done at last")], gate=gate)
+    api = await _api_with(api_factory, tmp_path, runtime)
+    first = await api.post("/api/operator/chat/stream", json={"message": "first"})
+    await _frames_until(first, lambda f: f["type"] == "status")
+    second = await api.post("/api/operator/chat", json={"message": "second", "focus": 5})
+    assert second.status == 409
+    body = await second.json()
+    assert body["code"] == "conflict" and body["detail"]["session"]
+    gate.set()
+    frames = await read_sse(first)
+    assert frames[-1]["type"] == "done"
+    history = await (await api.get("/api/operator/chat")).json()
+    assert [m["content"] for m in history["messages"]] == ["first", "done at last"]
+    session = await (await api.get(f"/api/operator/chat/session/{history['session']}")).json()
+    assert session["focus"] is None  # the refused send did not apply its focus
+
+
+async def test_disconnect_then_resume_with_last_event_id_loses_and_doubles_nothing(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    words = [Delta(f"w{i} ") for i in range(40)]
+    runtime = ScriptedRuntime([[Thinking("plan"), *words]], delay=0.01)
+    api = await _api_with(api_factory, tmp_path, runtime)
+    response = await api.post("/api/operator/chat/stream", json={"message": "stream it"})
+    seen = await _frames_until(response, lambda f: f["type"] == "delta" and f["text"] == "w3 ")
+    session = response.headers["X-Steelframe-Session"]
+    response.close()  # the client goes away mid-turn
+    last = seen[-1]["id"]
+    resumed = await api.get(
+        f"/api/operator/chat/stream?session={session}", headers={"Last-Event-ID": str(last)}
+    )
+    assert resumed.status == 200
+    rest = await read_sse(resumed)
+    frames = seen + rest
+    assert [f["id"] for f in frames] == list(range(1, len(frames) + 1))
+    text = "".join(f["text"] for f in frames if f["type"] == "delta")
+    assert text.split() == [f"w{i}" for i in range(40)]
+    assert frames[-1]["type"] == "done"
+    history = await (await api.get(f"/api/operator/chat?session={session}")).json()
+    assert len(history["messages"]) == 2  # persisted once
+
+
+async def test_turn_finishes_and_persists_when_client_disconnects(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    runtime = ScriptedRuntime([reply("finished without you", pieces=10)], delay=0.02)
+    api = await _api_with(api_factory, tmp_path, runtime)
+    response = await api.post("/api/operator/chat/stream", json={"message": "go"})
+    await _frames_until(response, lambda f: f["type"] == "status")
+    session = response.headers["X-Steelframe-Session"]
+    response.close()
+    handle = api.services.registry.for_operator(_operator_id(api))
+    assert handle is not None and handle.task is not None
+    await asyncio.wait_for(asyncio.shield(handle.task), timeout=5)
+    history = await (await api.get(f"/api/operator/chat?session={session}")).json()
+    assert history["messages"][-1]["content"] == "finished without you"
+
+
+def _operator_id(api: ApiClient) -> int:
+    from bot.operators import authenticate
+
+    return api.services.db.call(authenticate, api.token).id
+
+
+async def test_resume_unknown_or_bad_is_clear(api: ApiClient) -> None:
+    assert (await api.get("/api/operator/chat/stream?session=abc123")).status == 404
+    response = await api.get(
+        "/api/operator/chat/stream?session=abc123", headers={"Last-Event-ID": "x"}
+    )
+    assert response.status in (400, 404)
+
+
+async def test_session_deleted_during_stream_writes_nothing(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("too late")], gate=gate)
+    api = await _api_with(api_factory, tmp_path, runtime)
+    response = await api.post("/api/operator/chat/stream", json={"message": "doomed"})
+    await _frames_until(response, lambda f: f["type"] == "status")
+    session = response.headers["X-Steelframe-Session"]
+    assert (await api.delete(f"/api/operator/chat/session/{session}")).status == 200
+    gate.set()
+    frames = await read_sse(response)
+    assert frames[-1]["type"] == "error" and frames[-1]["reason"] == "session_deleted"
+    assert (await api.get(f"/api/operator/chat/session/{session}")).status == 404
+    from sqlalchemy import func, select
+
+    from bot.models import ChatTurn
+
+    orphans = api.services.db.call(lambda s: s.scalar(select(func.count()).select_from(ChatTurn)))
+    assert orphans == 0
+
+
+async def test_reasoning_is_streamed_capped_and_returned_on_reopen(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    long_thought = "t" * 15_000
+    runtime = ScriptedRuntime(
+        [[Thinking(long_thought[:7_000]), Thinking(long_thought[7_000:]), Delta("answer")]]
+    )
+    api = await _api_with(api_factory, tmp_path, runtime)
+    response = await api.post("/api/operator/chat/stream", json={"message": "think hard"})
+    frames = await read_sse(response)
+    thinking = "".join(f["text"] for f in frames if f["type"] == "thinking")
+    assert thinking == long_thought
+    done = frames[-1]["response"]
+    assert done["reply"] == "answer" and "t" not in done["reply"]
+    assert len(done["reasoning"]) == 12_000
+    reopened = await (await api.get(f"/api/operator/chat/session/{done['session']}")).json()
+    assert len(reopened["messages"][1]["reasoning"]) == 12_000
+    assert reopened["messages"][1]["content"] == "answer"
+
+
+async def test_trailer_split_across_deltas_is_never_shown_or_stored(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    pieces = ["Here is the plan.", "\nSTEELF", "RAME_", 'META: {"intent": "st', 'atus"}']
+    runtime = ScriptedRuntime([[Delta(p) for p in pieces]])
+    api = await _api_with(api_factory, tmp_path, runtime)
+    frames = await read_sse(
+        await api.post("/api/operator/chat/stream", json={"message": "status?"})
+    )
+    streamed = "".join(f["text"] for f in frames if f["type"] == "delta")
+    assert "META" not in streamed and "STEELF" not in streamed
+    done = frames[-1]["response"]
+    assert done["reply"] == "Here is the plan." and done["intent"] == "status"
+    stored = await (await api.get("/api/operator/chat")).json()
+    assert all("STEELFRAME_META" not in m["content"] for m in stored["messages"])
+
+
+async def test_malformed_trailer_is_intent_answer(api_factory: Any, tmp_path: Path) -> None:
+    runtime = ScriptedRuntime([[Delta('Fine.\nSTEELFRAME_META: {"intent": "file_work", broken')]])
+    api = await _api_with(api_factory, tmp_path, runtime)
+    body = await (await api.post("/api/operator/chat", json={"message": "hi"})).json()
+    assert body["intent"] == "answer" and body["reply"] == "Fine."
+
+
+async def test_heartbeat_comments_while_the_model_is_silent(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("eventually")], gate=gate)
+    api = await _api_with(api_factory, tmp_path, runtime, heartbeat_seconds=0.05)
+    response = await api.post("/api/operator/chat/stream", json={"message": "wait"})
+    lines: list[str] = []
+    async for raw in response.content:
+        lines.append(raw.decode())
+        if lines[-1].startswith(": keep-alive"):
+            break
+    gate.set()
+    assert (await read_sse(response))[-1]["type"] == "done"
+
+
+async def test_blocking_endpoint_maps_runtime_failure_to_502(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    from bot.runtimes.base import RuntimeError_
+
+    class Failing(ScriptedRuntime):
+        async def stream(self, request: Any) -> Any:  # type: ignore[override]
+            raise RuntimeError_("model endpoint refused the connection")
+            yield  # pragma: no cover
+
+    api = await _api_with(api_factory, tmp_path, Failing([[]]))
+    response = await api.post("/api/operator/chat", json={"message": "hi"})
+    assert response.status == 502
+    assert (await response.json())["error"] == "model endpoint refused the connection"
+    assert await _message_count(api) == 0

@@ -1,0 +1,44 @@
+"""Storage on SQLite and PostgreSQL: migrations, the chat flow, cascades."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from sqlalchemy import inspect
+
+from bot import db as dbmod
+from tests.conftest import make_settings, read_sse
+
+
+def test_migrations_upgrade_downgrade_upgrade(any_db_url: str) -> None:
+    engine = dbmod.create_db_engine(any_db_url)
+    dbmod.upgrade(engine)
+    tables = set(inspect(engine).get_table_names())
+    assert {"operators", "agents", "chat_sessions", "chat_turns"} <= tables
+    indexes = {ix["name"] for ix in inspect(engine).get_indexes("chat_sessions")}
+    assert "ix_chat_sessions_operator_activity" in indexes
+    command.downgrade(dbmod.alembic_config(engine), "base")
+    assert "chat_turns" not in set(inspect(engine).get_table_names())
+    dbmod.upgrade(engine)  # and again: start-up runs it every time
+    dbmod.upgrade(engine)
+    assert "chat_turns" in set(inspect(engine).get_table_names())
+    engine.dispose()
+
+
+async def test_chat_flow_on_each_backend(api_factory: Any, tmp_path: Path, any_db_url: str) -> None:
+    api = await api_factory(make_settings(tmp_path, database_url=any_db_url))
+    frames = await read_sse(
+        await api.post("/api/operator/chat/stream", json={"message": "hello db"})
+    )
+    done = frames[-1]["response"]
+    other = api.new_operator("someone-else")
+    assert (await other.get(f"/api/operator/chat/session/{done['session']}")).status == 404
+    created = await (await api.post("/api/operator/chat/new", json={"issue": 4})).json()
+    await api.services.background.drain()
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert [s["id"] for s in sessions] == [created["id"], done["session"]]
+    assert sessions[1]["summary_status"] == "done"
+    assert (await api.delete(f"/api/operator/chat/session/{done['session']}")).status == 200
+    assert len((await (await api.get("/api/operator/chat/sessions")).json())["sessions"]) == 1
