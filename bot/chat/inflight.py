@@ -51,6 +51,9 @@ class TurnHandle:
             self.finished_at = time.monotonic()
         self._changed.set()
         self._changed = asyncio.Event()
+        # Let subscribers write this frame now: a runtime that produces many events without
+        # awaiting I/O would otherwise hold the loop and the client would see nothing.
+        await asyncio.sleep(0)
 
     async def subscribe(
         self, *, after: int = 0, heartbeat: float | None = None
