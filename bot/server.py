@@ -29,7 +29,7 @@ def create_app(
     plugins: tuple[AppPlugin, ...] | None = None,
     **service_overrides: Any,
 ) -> web.Application:
-    from operator_api import chat_routes, meta_routes
+    from operator_api import chat_routes, decision_routes, meta_routes
     from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
     from operator_api.middleware import errors_middleware
 
@@ -42,6 +42,7 @@ def create_app(
     app[TOKEN_CACHE] = TokenCache()
     app.add_routes(meta_routes.routes)
     app.add_routes(chat_routes.routes)
+    app.add_routes(decision_routes.routes)
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built

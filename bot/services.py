@@ -20,6 +20,8 @@ from bot.chat.inflight import TurnRegistry
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
+from bot.decisions import DecisionPublisher
+from bot.filing import FilingService
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 
@@ -34,6 +36,9 @@ class Services:
     registry: TurnRegistry
     background: BackgroundTasks
     redis: redis.Redis | None = None
+    # Set when a GitHub App (or the dev sandbox) is configured; None answers 503.
+    filing: FilingService | None = None
+    publisher: DecisionPublisher | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
     async def health(self) -> dict[str, Any]:

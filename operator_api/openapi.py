@@ -21,6 +21,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         401: "Missing or wrong bearer token",
         404: "Not found (or another operator's)",
         409: "Conflict",
+        503: "Not configured",
         413: "Body too large",
         502: "The model failed",
         504: "The model timed out",
@@ -146,6 +147,19 @@ def openapi_document() -> dict[str, Any]:
                 {"201": _json(ref("Session")), **_errors(400, 401, 413)},
             )
         },
+        "/api/operator/chat/decision": {
+            "post": _op(
+                "Publish a Decision comment (marker once; removes steelframe:needs_human)",
+                {"200": _json(ref("Published")), **_errors(400, 401, 404, 413, 502)},
+                body=ref("DecisionRequest"),
+            )
+        },
+        "/api/operator/chat/file": {
+            "post": _op(
+                "File the session's pending proposal (or an explicit title/body) as an issue",
+                {"201": _json(ref("Filed")), "200": _json(ref("Filed")), **_errors(400, 401, 404, 413, 502)},
+            )
+        },
         "/api/operator/chat/session/{session}": {
             "get": _op(
                 "A session's messages and summary; pins the next message to it",
@@ -266,6 +280,14 @@ def openapi_document() -> dict[str, Any]:
                 "messages": {"type": "array", "items": ref("Message")},
             },
         },
+        "DecisionRequest": {
+            "type": "object",
+            "required": ["issue", "body"],
+            "additionalProperties": False,
+            "properties": {"issue": {"type": "integer", "minimum": 1}, "body": {"type": "string", "minLength": 1}, "session_id": {"type": "string"}},
+        },
+        "Published": {"type": "object", "properties": {"published": {"type": "boolean"}, "issue": {"type": "integer"}, "comment_id": {"type": "integer"}, "comment_url": {"type": "string"}}},
+        "Filed": {"type": "object", "properties": {"filed_issue_number": {"type": "integer"}, "filed_issue_url": {"type": "string"}, "filed_task_started": {"type": "boolean"}}},
         "StopResult": {
             "type": "object",
             "properties": {

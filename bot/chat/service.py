@@ -326,7 +326,16 @@ class ChatService:
         except Exception as exc:
             log.warning("intent %s could not be applied: %s", trailer.intent, exc)
             message = getattr(exc, "message", "the action could not be completed")
-            return IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
+            # Keep the proposal so the operator can file it explicitly once GitHub answers.
+            pending = (trailer.title, trailer.body or "") if trailer.title else None
+            return IntentOutcome(
+                intent=trailer.intent,
+                pending=pending,
+                notes=[f"not applied: {message}"],
+                reply_suffix=f"\n\n(Not done: {message})" if trailer.intent.files_work
+                or trailer.intent is Intent.FILE_MEMORY
+                else "",
+            )
 
     def _response(
         self,

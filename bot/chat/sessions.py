@@ -373,3 +373,43 @@ def turn_json(turn: ChatTurn) -> dict[str, Any]:
         "meta": turn.meta,
         "created_at": turn.created_at.isoformat(),
     }
+
+
+def decision_published(
+    session: Session, operator_id: int, *, session_id: str | None, issue: int
+) -> None:
+    """Publish succeeded: clear the draft of the named session, else of the active session
+    when its draft is for that issue (spec: the draft clears on Publish success)."""
+    if session_id is not None:
+        row: ChatSession | None = _owned(session, operator_id, session_id)
+    else:
+        row = _active(session, _operator(session, operator_id))
+        if row is not None and row.decision_issue != issue:
+            row = None
+    if row is not None:
+        clear_decision(row)
+
+
+def take_pending(
+    session: Session, operator_id: int, *, session_id: str | None
+) -> tuple[str, str, str] | None:
+    """(session id, title, body) of the session's pending proposal, if any."""
+    if session_id is not None:
+        row: ChatSession | None = _owned(session, operator_id, session_id)
+    else:
+        row = _active(session, _operator(session, operator_id))
+    if row is None or not row.pending_title:
+        return None
+    return row.id, row.pending_title, row.pending_body or ""
+
+
+def clear_pending(session: Session, operator_id: int, session_id: str) -> None:
+    row = _owned(session, operator_id, session_id)
+    row.pending_title = row.pending_body = None
+
+
+def agent_of(session: Session, operator_id: int, session_id: str | None) -> str | None:
+    if session_id is None:
+        row = _active(session, _operator(session, operator_id))
+        return row.agent if row is not None else None
+    return _owned(session, operator_id, session_id).agent

@@ -1,0 +1,105 @@
+"""Publishing a Decision: one marker-tagged comment on the issue, through the GitHub App.
+
+The comment carries `<!-- steelframe-decision -->` exactly once (it resumes a task waiting
+for info, even when the App wrote it) and `steelframe:needs_human` is removed. A publish is
+keyed on (repo, issue, body): a double click or a retry posts one comment; a publish that
+failed after GitHub stored the comment is reconciled by its key marker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.errors import BadRequest
+from bot.idempotency import run_once
+
+DECISION_MARKER = "<!-- steelframe-decision -->"
+NEEDS_HUMAN_LABEL = "steelframe:needs_human"
+_MARKER_RE = re.compile(r"\s*<!--\s*steelframe-decision\s*-->\s*", re.IGNORECASE)
+
+
+class CommentApi(Protocol):
+    async def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]: ...
+
+    async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]: ...
+
+    async def get_issue(self, repo: str, number: int) -> dict[str, Any]: ...
+
+    async def remove_label(self, repo: str, number: int, label: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Published:
+    issue: int
+    comment_id: int
+    comment_url: str
+    reused: bool
+
+    def as_response(self) -> dict[str, Any]:
+        return {
+            "published": True,
+            "issue": self.issue,
+            "comment_id": self.comment_id,
+            "comment_url": self.comment_url,
+        }
+
+
+def decision_comment(body: str, key: str) -> str:
+    """The operator's text with the decision marker exactly once (pasted copies removed)."""
+    text = _MARKER_RE.sub("\n", body).strip()
+    if not text:
+        raise BadRequest("body is required", detail={"field": "body"})
+    return f"{DECISION_MARKER}\n{text}\n\n<!-- steelframe-publish:{key} -->"
+
+
+def publish_key(repo: str, issue: int, body: str) -> str:
+    normalised = " ".join(_MARKER_RE.sub(" ", body).split())
+    digest = hashlib.sha256(f"{repo}\x1f{issue}\x1f{normalised}".encode()).hexdigest()[:40]
+    return f"publish:{digest}"
+
+
+class DecisionPublisher:
+    def __init__(self, *, db: Database, github: CommentApi, clock: Clock = utcnow) -> None:
+        self.db = db
+        self.github = github
+        self.clock = clock
+
+    async def publish(self, repo: str, issue: int, body: str) -> Published:
+        key = publish_key(repo, issue, body)
+        comment = decision_comment(body, key.removeprefix("publish:"))
+        # 404 with GitHub's message when the issue does not exist, before anything is stored.
+        await self.github.get_issue(repo, issue)
+
+        async def post(req: dict[str, Any]) -> dict[str, Any]:
+            created = await self.github.create_comment(req["repo"], req["issue"], req["body"])
+            return {"comment_id": created["id"], "comment_url": created["html_url"]}
+
+        async def find(req: dict[str, Any]) -> dict[str, Any] | None:
+            needle = f"<!-- steelframe-publish:{key.removeprefix('publish:')} -->"
+            for existing in await self.github.list_comments(req["repo"], req["issue"]):
+                if needle in (existing.get("body") or ""):
+                    return {"comment_id": existing["id"], "comment_url": existing["html_url"]}
+            return None
+
+        outcome = await run_once(
+            self.db,
+            key=key,
+            kind="publish_decision",
+            request={"repo": repo, "issue": issue, "body": comment},
+            perform=post,
+            reconcile=find,
+            clock=self.clock,
+        )
+        # Idempotent by nature: removing a label that is gone is a no-op.
+        await self.github.remove_label(repo, issue, NEEDS_HUMAN_LABEL)
+        return Published(
+            issue=issue,
+            comment_id=int(outcome.result["comment_id"]),
+            comment_url=str(outcome.result["comment_url"]),
+            reused=outcome.reused,
+        )

@@ -1,0 +1,147 @@
+"""Filing work from Chat as labelled GitHub issues, once per key, and starting their tasks.
+
+The issue body carries `<!-- steelframe-filing:KEY -->`; a filing interrupted after GitHub
+made the issue (a crash, a 5xx after the write) is reconciled by finding that marker among
+the repository's recent Steelframe issues before anything is created again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.errors import BadRequest
+from bot.idempotency import run_once
+
+log = logging.getLogger(__name__)
+FROM_TUI_LABEL = "steelframe:from-tui"
+MEMORY_LABEL = "steelframe:memory"
+
+
+class FilingKind(StrEnum):
+    WORK = "work"
+    MEMORY = "memory"
+
+
+class IssueApi(Protocol):
+    """The slice of bot.github.client.GitHubClient that filing needs."""
+
+    async def create_issue(
+        self, repo: str, *, title: str, body: str, labels: list[str]
+    ) -> dict[str, Any]: ...
+
+    async def list_issues(
+        self, repo: str, *, state: str = "open", labels: list[str] | tuple[str, ...] = ()
+    ) -> list[dict[str, Any]]: ...
+
+
+class TaskStarter(Protocol):
+    async def pickup(
+        self, repo: str, issue: int, *, title: str, origin_session: str | None, cause: str
+    ) -> Any: ...
+
+
+@dataclass(frozen=True)
+class FiledIssue:
+    number: int
+    url: str
+    task_started: bool
+    reused: bool
+
+    def as_response(self) -> dict[str, Any]:
+        return {
+            "filed_issue_number": self.number,
+            "filed_issue_url": self.url,
+            "filed_task_started": self.task_started,
+        }
+
+
+def filing_key(*parts: object) -> str:
+    return "filing:" + hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:40]
+
+
+def marker(key: str) -> str:
+    return f"<!-- steelframe-filing:{key.removeprefix('filing:')} -->"
+
+
+class FilingService:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        github: IssueApi,
+        tasks: TaskStarter | None,
+        pickup_labels: tuple[str, ...],
+        clock: Clock = utcnow,
+    ) -> None:
+        self.db = db
+        self.github = github
+        self.tasks = tasks
+        self.pickup_labels = pickup_labels
+        self.clock = clock
+
+    def labels_for(self, kind: FilingKind) -> list[str]:
+        labels = [*self.pickup_labels, FROM_TUI_LABEL]
+        if kind is FilingKind.MEMORY:
+            labels.append(MEMORY_LABEL)
+        return labels
+
+    async def file(
+        self,
+        *,
+        key: str,
+        repo: str,
+        title: str,
+        body: str,
+        kind: FilingKind = FilingKind.WORK,
+        origin_session: str | None = None,
+    ) -> FiledIssue:
+        """File once per key; a repeat returns the same issue. Starting the task is
+        idempotent on the lifecycle side (a second pickup of a live task does nothing)."""
+        title = " ".join(title.split())[:250]
+        if not title:
+            raise BadRequest("an issue needs a title", detail={"field": "title"})
+        request = {
+            "repo": repo,
+            "title": title,
+            "body": f"{body.rstrip()}\n\n{marker(key)}".lstrip(),
+            "labels": self.labels_for(kind),
+        }
+
+        async def create(req: dict[str, Any]) -> dict[str, Any]:
+            issue = await self.github.create_issue(
+                req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
+            )
+            return {"number": issue["number"], "url": issue["html_url"]}
+
+        async def find(req: dict[str, Any]) -> dict[str, Any] | None:
+            needle = marker(key)
+            issues = await self.github.list_issues(req["repo"], state="all", labels=[FROM_TUI_LABEL])
+            for issue in issues:
+                if needle in (issue.get("body") or ""):
+                    return {"number": issue["number"], "url": issue["html_url"]}
+            return None
+
+        outcome = await run_once(
+            self.db,
+            key=key,
+            kind="file_issue",
+            request=request,
+            perform=create,
+            reconcile=find,
+            clock=self.clock,
+        )
+        number, url = int(outcome.result["number"]), str(outcome.result["url"])
+        started = False
+        if self.tasks is not None:
+            await self.tasks.pickup(
+                repo, number, title=title, origin_session=origin_session, cause=f"chat:{kind}"
+            )
+            started = True
+        log.info("filed %s#%s (key %s, reused=%s)", repo, number, key, outcome.reused)
+        return FiledIssue(number, url, started, outcome.reused)
