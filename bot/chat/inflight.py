@@ -83,10 +83,16 @@ class TurnHandle:
 class TurnRegistry:
     """The turns in flight in this process, by operator."""
 
-    def __init__(self, *, linger_seconds: float = DEFAULT_LINGER_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        linger_seconds: float = DEFAULT_LINGER_SECONDS,
+        on_finish: Callable[[TurnHandle], Awaitable[None]] | None = None,
+    ) -> None:
         self._by_operator: dict[int, TurnHandle] = {}
         self._recent: dict[str, TurnHandle] = {}
         self._linger = linger_seconds
+        self._on_finish = on_finish
 
     def reserve(self, *, turn_id: str, operator_id: int) -> TurnHandle:
         """Claim the operator's single turn slot before any work, so a refused send (409)
@@ -128,6 +134,11 @@ class TurnRegistry:
         finally:
             if not handle.finished:
                 await handle.emit({"type": "error", "error": "the turn ended without an answer"})
+            if self._on_finish is not None:
+                try:
+                    await self._on_finish(handle)
+                except Exception:
+                    log.warning("releasing turn %s failed", handle.turn_id, exc_info=True)
 
     def for_operator(self, operator_id: int) -> TurnHandle | None:
         return self._by_operator.get(operator_id)

@@ -17,6 +17,7 @@ from typing import Any
 from bot.agents import resolve_agent
 from bot.background import BackgroundTasks
 from bot.chat import sessions as store
+from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy
@@ -27,7 +28,7 @@ from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.db import Database
-from bot.errors import BadRequest
+from bot.errors import BadRequest, Conflict
 from bot.runtimes.base import (
     Delta,
     Route,
@@ -79,6 +80,7 @@ class ChatService:
         grounder: Grounder | None = None,
         policy: IntentPolicy | None = None,
         summary_sinks: tuple[SummarySink, ...] = (),
+        locks: TurnLocks | None = None,
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
@@ -90,6 +92,7 @@ class ChatService:
         self.grounder: Grounder = grounder or NoGrounding()
         self.policy: IntentPolicy = policy or DraftOnlyPolicy()
         self.summary_sinks = summary_sinks
+        self.locks: TurnLocks = locks or LocalTurnLocks()
         self.clock = clock
 
     # -- turns ---------------------------------------------------------------------------
@@ -103,7 +106,16 @@ class ChatService:
         if request.agent is not None:
             resolve_agent(self.agents, request.agent)
         handle = self.registry.reserve(turn_id=store.new_id(), operator_id=request.operator_id)
+        acquired = False
         try:
+            holder = await self.locks.acquire(request.operator_id, handle.turn_id)
+            if holder is not None:
+                held = await self.locks.holder(request.operator_id) or {}
+                raise Conflict(
+                    "a turn is already in flight for this operator; resume it or stop it first",
+                    detail={"session": held.get("session") or None, "turn_id": holder or None},
+                )
+            acquired = True
             turn_session = await self.db.run(
                 store.open_for_turn,
                 request.operator_id,
@@ -113,8 +125,11 @@ class ChatService:
                 default_agent="default",
                 clock=self.clock,
             )
+            await self.locks.describe(request.operator_id, handle.turn_id, turn_session.id)
         except BaseException:
             self.registry.release(handle)
+            if acquired:
+                await self.locks.release(request.operator_id, handle.turn_id)
             raise
         return self.registry.launch(
             handle,
@@ -418,10 +433,18 @@ class ChatService:
         return await self.db.run(store.clear_session, operator_id, session_id=session_id)
 
     async def stop(self, operator_id: int) -> dict[str, Any]:
+        """Stop the operator's turn here, or signal the instance that runs it."""
         handle = await self.registry.stop(operator_id)
-        if handle is None:
+        if handle is not None:
+            return {"stopped": True, "session": handle.session_id, "turn_id": handle.turn_id}
+        held = await self.locks.holder(operator_id)
+        if held is None:
             return {"stopped": False}
-        return {"stopped": True, "session": handle.session_id, "turn_id": handle.turn_id}
+        await self.locks.signal_stop(operator_id)
+        return {"stopped": True, "session": held.get("session") or None, "turn_id": held["turn_id"]}
+
+    async def release_turn(self, handle: TurnHandle) -> None:
+        await self.locks.release(handle.operator_id, handle.turn_id)
 
 
 def _delta(text: str, draft: int, *, replace: bool) -> dict[str, Any]:

@@ -1,0 +1,58 @@
+"""Two service instances sharing one database and one Redis: one turn per operator, stop
+from either instance."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from bot.chat.coordination import STOP_CHANNEL
+from bot.runtimes.base import Delta
+from tests.conftest import make_settings, read_sse
+from tests.fakes.runtimes import ScriptedRuntime
+
+
+async def _until_subscribed(redis_url: str, listeners: int) -> None:
+    client = redis.Redis.from_url(redis_url)
+    try:
+        for _ in range(200):
+            if dict(client.pubsub_numsub(STOP_CHANNEL)).get(STOP_CHANNEL.encode(), 0) >= listeners:
+                return
+            await asyncio.sleep(0.02)
+        raise AssertionError("stop listeners never subscribed")
+    finally:
+        client.close()
+
+
+async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
+    api_factory: Any, tmp_path: Path, redis_url: str
+) -> None:
+    slow = ScriptedRuntime([[Delta(f"w{i} ") for i in range(500)]], delay=0.02)
+    settings = make_settings(tmp_path, redis_url=redis_url)
+    first = await api_factory(settings, runtimes=lambda agent: slow)
+    other_instance = await api_factory(settings, runtimes=lambda agent: slow)
+    second = other_instance.as_operator(first.token)
+    await _until_subscribed(redis_url, 2)
+
+    response = await first.post("/api/operator/chat/stream", json={"message": "long one"})
+    async for raw in response.content:
+        if raw.startswith(b"data: ") and b'"delta"' in raw:
+            break
+    refused = await second.post("/api/operator/chat", json={"message": "me too"})
+    assert refused.status == 409
+    assert (await refused.json())["detail"]["session"] == response.headers["X-Steelframe-Session"]
+
+    stopped = await (await second.post("/api/operator/chat/stop")).json()
+    assert stopped["stopped"] is True
+    frames = await read_sse(response)
+    assert frames[-1]["type"] == "error" and frames[-1]["reason"] == "stopped"
+    assert slow.cancelled.is_set()
+
+    # the slot is free again, on either instance
+    again = await second.post("/api/operator/chat/stream", json={"message": "fresh"})
+    assert again.status == 200
+    await second.post("/api/operator/chat/stop")
+    await read_sse(again)
