@@ -19,7 +19,7 @@ def main() -> int:
         if only and name not in only:
             continue
         module = importlib.import_module(f"bench.{name}")
-        if hasattr(module, "main"):
+        if hasattr(module, "main") and getattr(module, "STANDALONE", True):
             print(f"\n=== bench.{name} ===", flush=True)
             module.main([])
     return 0

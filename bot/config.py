@@ -81,6 +81,13 @@ def _float(value: str) -> float:
     return float(value)
 
 
+def _non_negative_int(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be zero or a positive integer")
+    return number
+
+
 def _bool(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -146,6 +153,12 @@ FIELDS: tuple[_Field, ...] = (
     _Field("STEELFRAME_MODEL_PRICES", "model_prices", _json_object, "USD per 1M tokens"),
     _Field("STEELFRAME_CONTEXT_TOKENS", "context_tokens", _positive_int, "context window"),
     _Field("STEELFRAME_CHAT_COMMAND", "chat_command", _str, "command runtime: the CLI to run"),
+    _Field("STEELFRAME_MODEL_CONTEXT", "model_context", _json_object, "context tokens by model"),
+    _Field("STEELFRAME_MODEL_TIMEOUT_SECONDS", "model_timeout_seconds", _float, "idle model wait"),
+    _Field("STEELFRAME_TOOL_ROUNDS", "tool_rounds", _non_negative_int, "repo tool rounds; 0=off"),
+    _Field(
+        "STEELFRAME_THINKING_TOKENS", "thinking_tokens", _non_negative_int, "anthropic thinking"
+    ),
     _Field("STEELFRAME_CODING_COMMAND", "coding_command", _str, "worker's coding runtime"),
     _Field("STEELFRAME_REPO", "repo", _repo, "default agent repository owner/name"),
     _Field("STEELFRAME_CHECKOUT", "checkout", Path, "default agent read-only checkout"),
@@ -158,6 +171,14 @@ FIELDS: tuple[_Field, ...] = (
     _Field("STEELFRAME_TASK_TIME_LIMIT", "task_time_limit", _positive_int, "seconds"),
     _Field("STEELFRAME_TASK_MAX_ATTEMPTS", "task_max_attempts", _positive_int, "attempts"),
     _Field("STEELFRAME_TASK_MAX_TOKENS", "task_max_tokens", _positive_int, "tokens a task"),
+    _Field("STEELFRAME_TASK_MAX_COST_USD", "task_max_cost_usd", _float, "USD a task"),
+    _Field("STEELFRAME_TASK_LEASE_SECONDS", "task_lease_seconds", _float, "run lease expiry"),
+    _Field(
+        "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS",
+        "task_retry_backoff_seconds",
+        _float,
+        "first retry delay; doubles per attempt",
+    ),
     _Field("STEELFRAME_LOG_LEVEL", "log_level", _str, "DEBUG|INFO|WARNING|ERROR"),
     _Field("OPENAI_BASE_URL", "openai_base_url", _str, "OpenAI-compatible base URL"),
     _Field("OPENAI_API_KEY", "openai_api_key", _secret, "secret"),
@@ -168,6 +189,12 @@ FIELDS: tuple[_Field, ...] = (
     _Field("PRIVATE_KEY_PATH", "private_key_path", Path, "path to that PEM"),
     _Field("WEBHOOK_SECRET", "webhook_secret", _secret, "webhook HMAC secret"),
     _Field("GITHUB_API_URL", "github_api_url", _str, "GitHub REST base URL"),
+    _Field(
+        "STEELFRAME_GITHUB_WRITE_INTERVAL",
+        "github_write_interval",
+        _float,
+        "seconds between writes per installation",
+    ),
 )
 _BY_ENV = {f.env: f for f in FIELDS}
 _BY_ATTR = {f.attr: f for f in FIELDS}
@@ -183,6 +210,10 @@ class Settings:
     model_prices: dict[str, Any] = field(default_factory=dict)
     context_tokens: int = 32_000
     chat_command: str | None = None
+    model_context: dict[str, Any] = field(default_factory=dict)
+    model_timeout_seconds: float = 120.0
+    tool_rounds: int = 4
+    thinking_tokens: int = 0
     coding_command: str | None = None
     repo: str = "steelframe-dev/sandbox"
     checkout: Path = Path(".")
@@ -195,6 +226,10 @@ class Settings:
     task_time_limit: int = 1800
     task_max_attempts: int = 3
     task_max_tokens: int | None = None
+    task_max_cost_usd: float | None = None
+    # A run renews its lease every third of this; a lease not renewed for this long is dead.
+    task_lease_seconds: float = 60.0
+    task_retry_backoff_seconds: float = 30.0
     log_level: str = "INFO"
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: Secret | None = None
@@ -205,6 +240,8 @@ class Settings:
     private_key_path: Path | None = None
     webhook_secret: Secret | None = None
     github_api_url: str = "https://api.github.com"
+    # GitHub asks for at least 1 s between content-creating requests per installation.
+    github_write_interval: float = 1.0
 
     @classmethod
     def from_env(

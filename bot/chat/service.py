@@ -30,6 +30,7 @@ from bot.config import AgentConfig, Settings
 from bot.db import Database
 from bot.errors import BadRequest, Conflict
 from bot.runtimes.base import (
+    ContextBudget,
     Delta,
     Route,
     Runtime,
@@ -40,6 +41,7 @@ from bot.runtimes.base import (
     TurnFacts,
     Usage,
 )
+from bot.runtimes.pricing import cost_usd
 
 log = logging.getLogger(__name__)
 RuntimeFactory = Callable[[AgentConfig], Runtime]
@@ -65,6 +67,7 @@ class Draft:
     reasoning: str
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     route: Route | None = None
+    budget: ContextBudget | None = None
     first_frame_ms: float | None = None
 
 
@@ -173,6 +176,12 @@ class ChatService:
             "endpoint": draft.route.endpoint if draft.route else runtime.name,
             "requested_model": runtime.model,
             "usage": draft.usage,
+            "cost_usd": cost_usd(
+                self.settings.model_prices,
+                draft.route.model if draft.route else runtime.model,
+                draft.usage,
+            ),
+            "context": draft.budget.as_meta() if draft.budget else None,
             "timings": {
                 "first_frame_ms": draft.first_frame_ms,
                 "total_ms": round((time.perf_counter() - started) * 1000, 1),
@@ -311,6 +320,8 @@ class ChatService:
                 draft.usage["output_tokens"] += event.output_tokens
             elif isinstance(event, Route):
                 draft.route = event
+            elif isinstance(event, ContextBudget):
+                draft.budget = event
             elif isinstance(event, Status):
                 await emit({"type": "status", "text": event.text})
         tail = visible.flush()

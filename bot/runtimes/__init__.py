@@ -2,24 +2,28 @@
 
 from bot.runtimes.base import (
     ChatMessage,
+    ContextBudget,
     Delta,
     Route,
     Runtime,
     RuntimeError_,
     RuntimeEvent,
     RuntimeRequest,
+    Status,
     Thinking,
     Usage,
 )
 
 __all__ = [
     "ChatMessage",
+    "ContextBudget",
     "Delta",
     "Route",
     "Runtime",
     "RuntimeError_",
     "RuntimeEvent",
     "RuntimeRequest",
+    "Status",
     "Thinking",
     "Usage",
 ]

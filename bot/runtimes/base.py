@@ -43,7 +43,36 @@ class Status:
     text: str
 
 
-RuntimeEvent = Thinking | Delta | Usage | Route | Status
+@dataclass(frozen=True)
+class ContextBudget:
+    """How the history was fitted to the answering model's context window (estimated tokens).
+
+    A runtime emits one per stream before calling its model; on fallback the last one
+    describes the route that answered, so its sizes are the ones the turn records.
+    """
+
+    window: int
+    before_tokens: int
+    after_tokens: int
+    before_messages: int
+    after_messages: int
+
+    @property
+    def trimmed(self) -> bool:
+        return self.after_messages < self.before_messages
+
+    def as_meta(self) -> dict[str, int | bool]:
+        return {
+            "window": self.window,
+            "before_tokens": self.before_tokens,
+            "after_tokens": self.after_tokens,
+            "before_messages": self.before_messages,
+            "after_messages": self.after_messages,
+            "trimmed": self.trimmed,
+        }
+
+
+RuntimeEvent = Thinking | Delta | Usage | Route | Status | ContextBudget
 
 
 @dataclass(frozen=True)

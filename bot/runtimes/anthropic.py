@@ -1,0 +1,361 @@
+"""The Anthropic runtime: the Messages API with `"stream": true`.
+
+Wire format (POST {base}/v1/messages, `x-api-key`, `anthropic-version`): SSE `event:`/`data:`
+pairs. `message_start` (input usage), then per content block `content_block_start`,
+`content_block_delta`s (`text_delta` -> delta, `thinking_delta` -> thinking,
+`signature_delta` kept only to hand the thinking block back, `input_json_delta` for a
+`tool_use` block's input), `content_block_stop`; then `message_delta` (stop reason,
+cumulative output usage) and `message_stop`. `ping` may come anywhere; an `error` event
+(e.g. `overloaded_error`) can arrive after the 200; unknown events are ignored, as
+Anthropic's versioning policy asks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
+from bot.runtimes.budget import fit_history, reserve_tokens
+from bot.runtimes.eventstream import server_events
+from bot.runtimes.tools import RepoTools, ToolCall, ToolResult, ToolSpec, status_text
+from bot.runtimes.transport import (
+    Endpoint,
+    UpstreamFailure,
+    client_session,
+    clip,
+    error_detail,
+    failure_from_exception,
+    failure_from_response,
+    redact,
+)
+
+log = logging.getLogger(__name__)
+API_VERSION = "2023-06-01"
+CHARS_PER_ROOM_TOKEN = 3
+_RETRYABLE_ERRORS = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+)
+
+
+@dataclass
+class _Message:
+    """One streamed message: its content blocks by index, usage and how it stopped."""
+
+    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    stop_reason: str | None = None
+    done: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(
+            b.get("text", "") for _, b in sorted(self.blocks.items()) if b["type"] == "text"
+        )
+
+    def tool_calls(self) -> list[ToolCall]:
+        return [
+            ToolCall(id=b.get("id", ""), name=b.get("name", ""), arguments=b.get("_json") or "{}")
+            for _, b in sorted(self.blocks.items())
+            if b["type"] == "tool_use"
+        ]
+
+    def history_content(self) -> list[dict[str, Any]]:
+        """The assistant content to send back with tool results: thinking blocks unchanged
+        (the API checks their signatures), non-empty text, tool_use with parsed input."""
+        content: list[dict[str, Any]] = []
+        for _, block in sorted(self.blocks.items()):
+            kind = block["type"]
+            if kind == "thinking":
+                content.append(
+                    {
+                        "type": "thinking",
+                        "thinking": block.get("thinking", ""),
+                        "signature": block.get("signature", ""),
+                    }
+                )
+            elif kind == "redacted_thinking":
+                content.append({"type": "redacted_thinking", "data": block.get("data", "")})
+            elif kind == "text" and block.get("text"):
+                content.append({"type": "text", "text": block["text"]})
+            elif kind == "tool_use":
+                content.append(
+                    {
+                        "type": "tool_use",
+                        "id": block.get("id", ""),
+                        "name": block.get("name", ""),
+                        "input": _input(block),
+                    }
+                )
+        return content
+
+
+class AnthropicRuntime:
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        endpoint: Endpoint,
+        context_tokens: int,
+        tool_rounds: int = 4,
+        thinking_tokens: int = 0,
+        http: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.model = model
+        self.http = http
+        self.endpoint = endpoint
+        self.context_tokens = context_tokens
+        self.tool_rounds = tool_rounds
+        self.thinking_tokens = thinking_tokens
+        self.where = f"the Anthropic endpoint {endpoint.label} (model {model})"
+
+    async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        yield Route(model=self.model, endpoint=self.endpoint.label)
+        use_tools = self.tool_rounds > 0 and request.checkout.is_dir()
+        reserve = reserve_tokens(
+            self.context_tokens,
+            max_output_tokens=request.max_output_tokens,
+            thinking_tokens=self.thinking_tokens,
+            tools=use_tools,
+        )
+        fitted = fit_history(
+            request.system,
+            request.messages,
+            window=self.context_tokens,
+            reserve=reserve,
+            model=self.model,
+        )
+        for event in fitted.events():
+            yield event
+        tools = (
+            RepoTools(
+                request.checkout,
+                max_rounds=self.tool_rounds,
+                budget_chars=fitted.room * CHARS_PER_ROOM_TOKEN,
+            )
+            if use_tools
+            else None
+        )
+        # The API refuses empty text; a stored turn can be empty (a reply that was all trailer).
+        messages: list[dict[str, Any]] = [
+            {"role": m.role, "content": m.content} for m in fitted.messages if m.content.strip()
+        ]
+        produced = False  # text, reasoning or a tool call: the route is pinned from then on
+        answered = False  # reply text (not only reasoning) has been streamed
+        async with client_session(self.http) as http:
+            for round_number in range(self.tool_rounds + 1):
+                final = tools is None or round_number == self.tool_rounds
+                body = self._body(request, messages, tools, final=final)
+                state = _Message()
+                try:
+                    async with aclosing(self._round(http, body, state)) as events:
+                        async for event in events:
+                            produced = True
+                            answered = answered or isinstance(event, Delta)
+                            yield event
+                except UpstreamFailure as exc:
+                    raise (exc.after_content() if produced else exc) from None
+                yield Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
+                calls = state.tool_calls()
+                if state.stop_reason != "tool_use" or not calls:
+                    return
+                if tools is None or final:
+                    if answered:
+                        yield Status("the model asked for more tools than this turn allows")
+                        return
+                    limit = f"the limit of {self.tool_rounds} rounds" if tools else "no tools"
+                    raise UpstreamFailure(
+                        f"{self.where} kept calling tools ({limit}) without answering",
+                        before_content=False,
+                    )
+                produced = True
+                yield Status(status_text(round_number + 1, self.tool_rounds, calls))
+                results = await tools.run(calls, last_round=round_number + 1 == self.tool_rounds)
+                messages.append({"role": "assistant", "content": state.history_content()})
+                messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
+                if state.text and not state.text.endswith("\n"):
+                    yield Delta("\n\n")  # keep text from before and after the tools apart
+
+    def _body(
+        self,
+        request: RuntimeRequest,
+        messages: list[dict[str, Any]],
+        tools: RepoTools | None,
+        *,
+        final: bool,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": request.max_output_tokens + self.thinking_tokens,
+            "system": request.system,
+            "messages": messages,
+            "stream": True,
+        }
+        if self.thinking_tokens:
+            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_tokens}
+        if tools is not None:
+            body["tools"] = [_tool_schema(spec) for spec in tools.specs]
+            if final:
+                body["tool_choice"] = {"type": "none"}
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
+        if self.endpoint.api_key:
+            headers["x-api-key"] = self.endpoint.api_key.reveal()
+        return headers
+
+    async def _round(
+        self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Message
+    ) -> AsyncGenerator[RuntimeEvent, None]:
+        try:
+            async with self.endpoint.post(http, "v1/messages", body, self._headers()) as response:
+                if response.status >= 400:
+                    raise await failure_from_response(
+                        response, where=self.where, secrets=self.endpoint.secrets()
+                    )
+                async with aclosing(self._read(response, state)) as events:
+                    async for event in events:
+                        yield event
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failure = failure_from_exception(
+                exc, where=self.where, read_timeout=self.endpoint.read_timeout
+            )
+            if failure is None:
+                raise
+            log.warning("model call failed: %s %s: %s", self.model, self.endpoint.label, exc)
+            raise failure from None
+
+    async def _read(
+        self, response: aiohttp.ClientResponse, state: _Message
+    ) -> AsyncGenerator[RuntimeEvent, None]:
+        async for sse in server_events(response.content):
+            try:
+                data = json.loads(sse.data)
+            except ValueError:
+                raise UpstreamFailure(
+                    f"{self.where} sent a stream event that is not JSON"
+                ) from None
+            if not isinstance(data, dict):
+                continue
+            kind = data.get("type") or sse.event
+            if kind == "error":
+                raise self._stream_error(data)
+            if kind == "message_stop":
+                state.done = True
+                break
+            for event in _apply(kind, data, state):
+                yield event
+        if not state.done:
+            raise UpstreamFailure(
+                f"the stream from {self.where} ended before the answer was complete", retryable=True
+            )
+        if state.stop_reason == "max_tokens":
+            yield Status("the answer reached the output token limit")
+        elif state.stop_reason == "refusal":
+            yield Status("the model declined to answer")
+
+    def _stream_error(self, data: dict[str, Any]) -> UpstreamFailure:
+        error = data.get("error") if isinstance(data.get("error"), dict) else {}
+        kind = str(error.get("type", "")) if error else ""
+        detail = clip(redact(error_detail(data) or "unknown error", self.endpoint.secrets()))
+        return UpstreamFailure(
+            f"{self.where} reported an error mid-stream: {detail}",
+            retryable=kind in _RETRYABLE_ERRORS,
+        )
+
+
+def _apply(kind: str, data: dict[str, Any], state: _Message) -> list[RuntimeEvent]:
+    """Fold one event into the message state; the thinking/delta events it produces."""
+    if kind == "message_start":
+        message = data.get("message") or {}
+        _usage(state, message.get("usage") if isinstance(message, dict) else None)
+    elif kind == "content_block_start":
+        block = data.get("content_block")
+        if isinstance(block, dict) and isinstance(block.get("type"), str):
+            state.blocks[_index(data)] = dict(block)
+            if block["type"] == "text" and block.get("text"):
+                return [Delta(block["text"])]
+    elif kind == "content_block_delta":
+        return _delta(state.blocks.get(_index(data)), data.get("delta"))
+    elif kind == "message_delta":
+        delta = data.get("delta")
+        if isinstance(delta, dict) and delta.get("stop_reason"):
+            state.stop_reason = str(delta["stop_reason"])
+        _usage(state, data.get("usage"))
+    return []  # ping, content_block_stop and event types added later carry nothing to show
+
+
+def _delta(block: dict[str, Any] | None, delta: Any) -> list[RuntimeEvent]:
+    if block is None or not isinstance(delta, dict):
+        return []
+    kind = delta.get("type")
+    if kind == "text_delta" and isinstance(delta.get("text"), str):
+        block["text"] = block.get("text", "") + delta["text"]
+        return [Delta(delta["text"])] if delta["text"] else []
+    if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
+        block["thinking"] = block.get("thinking", "") + delta["thinking"]
+        return [Thinking(delta["thinking"])] if delta["thinking"] else []
+    if kind == "signature_delta" and isinstance(delta.get("signature"), str):
+        block["signature"] = block.get("signature", "") + delta["signature"]
+    elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+        block["_json"] = block.get("_json", "") + delta["partial_json"]
+    return []
+
+
+def _usage(state: _Message, usage: Any) -> None:
+    if not isinstance(usage, dict):
+        return
+    inputs = [
+        usage.get(k)
+        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    ]
+    if any(isinstance(v, int) for v in inputs):
+        state.input_tokens = sum(v for v in inputs if isinstance(v, int))
+    if isinstance(usage.get("output_tokens"), int):
+        state.output_tokens = usage["output_tokens"]  # cumulative in message_delta
+
+
+def _index(data: dict[str, Any]) -> int:
+    index = data.get("index")
+    return index if isinstance(index, int) else 0
+
+
+def _input(block: dict[str, Any]) -> dict[str, Any]:
+    raw = block.get("_json")
+    if not raw:
+        start = block.get("input")
+        return start if isinstance(start, dict) else {}
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        return {}
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _tool_schema(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "name": spec.name.value,
+        "description": spec.description,
+        "input_schema": spec.parameters,
+    }
+
+
+def _tool_result(result: ToolResult) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": result.call.id,
+        "content": result.content,
+    }
+    if not result.ok:
+        block["is_error"] = True
+    return block

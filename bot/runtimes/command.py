@@ -1,0 +1,328 @@
+"""The command runtime: a coding CLI run in the agent's checkout, one process per model call.
+
+Protocol (docs/runtimes.md has the full text): Steelframe writes one JSON object, the
+request, to the command's stdin and closes it; the command writes JSON Lines to stdout:
+`{"type": "thinking"|"delta"|"status", "text"}`, `{"type": "usage", "input_tokens",
+"output_tokens"}`, `{"type": "route", "model"}`, `{"type": "error", "message"}`,
+`{"type": "done"}`. Claude Code's `--output-format stream-json` lines (`system`,
+`assistant`, `stream_event`, `result`) are understood too. A line that is not a JSON object
+is reply text. Exit status 0 ends the answer; anything else is an error with stderr's tail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import shlex
+import signal
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from bot.runtimes.base import (
+    Delta,
+    Route,
+    RuntimeEvent,
+    RuntimeRequest,
+    Status,
+    Thinking,
+    Usage,
+)
+from bot.runtimes.budget import fit_history, reserve_tokens
+from bot.runtimes.transport import UpstreamFailure, clip, redact
+
+log = logging.getLogger(__name__)
+PROTOCOL = "steelframe.chat.v1"
+LINE_LIMIT = 1 << 20
+STDERR_TAIL_BYTES = 4096
+TERMINATE_GRACE_SECONDS = 2.0
+# The child needs the model credentials a coding CLI uses, but never the App's own secrets
+# or the service's database and broker URLs.
+SCRUBBED_ENV = frozenset(
+    {
+        "PRIVATE_KEY",
+        "PRIVATE_KEY_PATH",
+        "WEBHOOK_SECRET",
+        "STEELFRAME_DATABASE_URL",
+        "STEELFRAME_REDIS_URL",
+    }
+)
+
+
+def child_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in environ.items() if key not in SCRUBBED_ENV}
+
+
+class CommandRuntime:
+    name = "command"
+
+    def __init__(
+        self,
+        *,
+        command: str,
+        model: str | None,
+        context_tokens: int,
+        read_timeout: float = 120.0,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise ValueError("the chat command is empty")
+        self.program = Path(self.argv[0]).name
+        self.model = model or self.program
+        self.context_tokens = context_tokens
+        self.read_timeout = read_timeout
+        self.environ = environ
+        self.endpoint = f"command:{self.program}"
+        self.where = f"the chat command {self.program!r}"
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        yield Route(model=self.model, endpoint=self.endpoint)
+        reserve = reserve_tokens(
+            self.context_tokens,
+            max_output_tokens=request.max_output_tokens,
+            thinking_tokens=0,
+            tools=False,
+        )
+        fitted = fit_history(
+            request.system,
+            request.messages,
+            window=self.context_tokens,
+            reserve=reserve,
+            model=self.model,
+        )
+        for event in fitted.events():
+            yield event
+        payload = {
+            "protocol": PROTOCOL,
+            "model": self.model,
+            "system": request.system,
+            "messages": [{"role": m.role, "content": m.content} for m in fitted.messages],
+            "max_output_tokens": request.max_output_tokens,
+            "checkout": str(request.checkout.resolve()),
+        }
+        process = await self._spawn(request.checkout)
+        stderr_tail: deque[bytes] = deque(maxlen=64)
+        feeder = asyncio.create_task(_feed(process, json.dumps(payload).encode() + b"\n"))
+        drainer = asyncio.create_task(_drain(process.stderr, stderr_tail))
+        mapper = _LineMapper(self.endpoint)
+        produced = False
+        try:
+            assert process.stdout is not None
+            while True:
+                line = await self._next_line(process.stdout, produced)
+                if line is None:
+                    break
+                for item in mapper.map(line):
+                    if isinstance(item, UpstreamFailure):
+                        raise item.after_content() if produced else item
+                    if isinstance(item, Thinking | Delta):
+                        produced = True
+                    yield item
+                if mapper.done:
+                    break
+            code = await self._exit_code(process, done=mapper.done)
+            await asyncio.wait({drainer}, timeout=TERMINATE_GRACE_SECONDS)
+            if code != 0:
+                raise self._exit_failure(code, stderr_tail, produced)
+            if not produced:
+                raise UpstreamFailure(f"{self.where} exited without an answer")
+        finally:
+            feeder.cancel()
+            drainer.cancel()
+            await _stop(process)
+
+    async def _spawn(self, checkout: Path) -> asyncio.subprocess.Process:
+        if not await asyncio.to_thread(checkout.is_dir):
+            raise UpstreamFailure(f"the agent's checkout {checkout} is not a directory")
+        environ = self.environ if self.environ is not None else os.environ
+        try:
+            return await asyncio.create_subprocess_exec(
+                *self.argv,
+                cwd=checkout,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=child_environment(environ),
+                limit=LINE_LIMIT,
+                start_new_session=True,  # its own process group, so stop ends its children too
+            )
+        except FileNotFoundError:
+            raise UpstreamFailure(f"{self.where} was not found (STEELFRAME_CHAT_COMMAND)") from None
+        except PermissionError:
+            raise UpstreamFailure(
+                f"{self.where} is not executable (STEELFRAME_CHAT_COMMAND)"
+            ) from None
+
+    async def _exit_code(self, process: asyncio.subprocess.Process, *, done: bool) -> int:
+        """The exit status; a command that said `done` but lingers counts as finished."""
+        try:
+            return await asyncio.wait_for(
+                process.wait(), TERMINATE_GRACE_SECONDS if done else self.read_timeout
+            )
+        except TimeoutError:
+            if done:
+                return 0  # `_stop` ends it
+            raise UpstreamFailure(
+                f"{self.where} closed its output but did not exit", before_content=False
+            ) from None
+
+    async def _next_line(self, stdout: asyncio.StreamReader, produced: bool) -> bytes | None:
+        try:
+            async with asyncio.timeout(self.read_timeout):
+                line = await stdout.readline()
+        except TimeoutError:
+            failure = UpstreamFailure(
+                f"{self.where} printed nothing for {self.read_timeout:g} s (timed out)",
+                retryable=True,
+            )
+            raise (failure.after_content() if produced else failure) from None
+        except ValueError:  # a line over LINE_LIMIT
+            raise UpstreamFailure(
+                f"{self.where} printed a line longer than {LINE_LIMIT} bytes",
+                before_content=not produced,
+            ) from None
+        return line or None
+
+    def _exit_failure(self, code: int, tail: deque[bytes], produced: bool) -> UpstreamFailure:
+        text = b"".join(tail).decode("utf-8", errors="replace").strip().splitlines()
+        last = clip(redact(" ".join(text[-3:]))) if text else "no error output"
+        reason = f"signal {-code}" if code < 0 else f"status {code}"
+        log.warning("chat command %s exited with %s", self.program, reason)
+        return UpstreamFailure(
+            f"{self.where} exited with {reason}: {last}", before_content=not produced
+        )
+
+
+class _LineMapper:
+    """One stdout line to runtime events (or a failure), in either dialect."""
+
+    def __init__(self, endpoint: str) -> None:
+        self.endpoint = endpoint
+        self.done = False
+        self._partial = False  # Claude Code stream_event deltas seen: skip its whole messages
+
+    def map(self, raw: bytes) -> list[RuntimeEvent | UpstreamFailure]:
+        text = raw.decode("utf-8", errors="replace")
+        try:
+            item = json.loads(text)
+        except ValueError:
+            item = None
+        if not isinstance(item, dict):
+            return [Delta(text)] if text else []
+        kind = item.get("type")
+        if kind in ("thinking", "delta", "status"):
+            value = item.get("text")
+            if not isinstance(value, str) or not value:
+                return []
+            if kind == "thinking":
+                return [Thinking(value)]
+            return [Delta(value)] if kind == "delta" else [Status(value)]
+        if kind == "usage":
+            return [
+                Usage(
+                    input_tokens=_int(item.get("input_tokens")),
+                    output_tokens=_int(item.get("output_tokens")),
+                )
+            ]
+        if kind == "route" and isinstance(item.get("model"), str):
+            return [Route(model=item["model"], endpoint=self.endpoint)]
+        if kind == "error":
+            return [_reported(item.get("message"))]
+        if kind == "done":
+            self.done = True
+            return []
+        return self._claude_code(kind, item)
+
+    def _claude_code(self, kind: Any, item: dict[str, Any]) -> list[RuntimeEvent | UpstreamFailure]:
+        if kind == "stream_event":
+            event = item.get("event") or {}
+            delta = event.get("delta") if isinstance(event, dict) else None
+            if isinstance(delta, dict):
+                self._partial = True
+                if delta.get("type") == "text_delta" and delta.get("text"):
+                    return [Delta(str(delta["text"]))]
+                if delta.get("type") == "thinking_delta" and delta.get("thinking"):
+                    return [Thinking(str(delta["thinking"]))]
+            return []
+        if kind == "assistant":
+            message = item.get("message") or {}
+            content = message.get("content") if isinstance(message, dict) else None
+            events: list[RuntimeEvent | UpstreamFailure] = []
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use":
+                    events.append(Status(f"tool · {block.get('name', '?')}"))
+                elif not self._partial and block.get("type") == "text" and block.get("text"):
+                    events.append(Delta(str(block["text"])))
+                elif (
+                    not self._partial and block.get("type") == "thinking" and block.get("thinking")
+                ):
+                    events.append(Thinking(str(block["thinking"])))
+            return events
+        if kind == "result":
+            if item.get("is_error"):
+                return [_reported(item.get("result"))]
+            usage = item.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
+            self.done = True
+            return [
+                Usage(
+                    input_tokens=_int(usage.get("input_tokens")),
+                    output_tokens=_int(usage.get("output_tokens")),
+                )
+            ]
+        if (
+            kind == "system"
+            and item.get("subtype") == "init"
+            and isinstance(item.get("model"), str)
+        ):
+            return [Route(model=item["model"], endpoint=self.endpoint)]
+        return []
+
+
+def _reported(message: object) -> UpstreamFailure:
+    return UpstreamFailure(f"the chat command reported: {clip(redact(str(message or 'an error')))}")
+
+
+async def _feed(process: asyncio.subprocess.Process, payload: bytes) -> None:
+    """Write the request and close stdin; a command that does not read it is its business."""
+    assert process.stdin is not None
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        process.stdin.write(payload)
+        await process.stdin.drain()
+        process.stdin.close()
+        await process.stdin.wait_closed()
+
+
+async def _drain(stream: asyncio.StreamReader | None, tail: deque[bytes]) -> None:
+    """Read stderr as it comes (a full pipe would stall the command), keeping the end."""
+    if stream is None:
+        return
+    while chunk := await stream.read(1024):
+        tail.append(chunk)
+        while sum(map(len, tail)) > STDERR_TAIL_BYTES and len(tail) > 1:
+            tail.popleft()
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    """End the command and its process group if it still runs (stop, error, timeout)."""
+    if process.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(process.wait(), TERMINATE_GRACE_SECONDS)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

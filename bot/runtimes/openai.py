@@ -1,0 +1,333 @@
+"""The OpenAI-compatible runtime: Chat Completions streaming, as OpenAI, vLLM, Ollama,
+llama.cpp's server and OpenRouter speak it.
+
+Wire format (POST {base}/chat/completions with `"stream": true`): `data: {chunk}` lines,
+each chunk `{"choices": [{"index", "delta", "finish_reason"}], "usage"?}`, ended by
+`data: [DONE]`. Reasoning arrives in `delta.reasoning_content` (DeepSeek, llama.cpp) or
+`delta.reasoning` (vLLM, Ollama, OpenRouter), or inline as `<think>` tags in `content`. With
+`stream_options.include_usage` a last chunk with empty `choices` carries `usage`. A server
+that fails after its 200 sends `data: {"error": {...}}` (or `finish_reason: "error"`).
+Tool calls stream as `delta.tool_calls[i]` fragments joined by `index`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
+from bot.runtimes.budget import fit_history, reserve_tokens
+from bot.runtimes.eventstream import server_events
+from bot.runtimes.thinktags import ThinkTagSplitter
+from bot.runtimes.tools import RepoTools, ToolCall, ToolResult, ToolSpec, status_text
+from bot.runtimes.transport import (
+    Endpoint,
+    UpstreamFailure,
+    client_session,
+    clip,
+    error_detail,
+    failure_from_exception,
+    failure_from_response,
+    redact,
+)
+
+log = logging.getLogger(__name__)
+CHARS_PER_ROOM_TOKEN = 3  # tool output allowance: estimated free tokens x this
+# Mid-stream error codes/types that mean "busy or broken right now", not "bad request".
+_RETRYABLE_KINDS = ("rate_limit", "overloaded", "server_error", "timeout", "unavailable")
+
+
+@dataclass
+class _Round:
+    """What one streamed completion left behind."""
+
+    text: str = ""
+    finish: str | None = None
+    done: bool = False
+    usage: tuple[int, int] | None = None
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def tool_calls(self, round_number: int) -> list[ToolCall]:
+        return [
+            ToolCall(
+                id=entry["id"] or f"call_{round_number}_{index}",
+                name=entry["name"],
+                arguments=entry["arguments"],
+            )
+            for index, entry in sorted(self.calls.items())
+        ]
+
+
+class OpenAIRuntime:
+    name = "openai"
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        endpoint: Endpoint,
+        context_tokens: int,
+        tool_rounds: int = 4,
+        http: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.model = model
+        self.http = http
+        self.endpoint = endpoint
+        self.context_tokens = context_tokens
+        self.tool_rounds = tool_rounds
+        self.where = f"the OpenAI-compatible endpoint {endpoint.label} (model {model})"
+
+    async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        yield Route(model=self.model, endpoint=self.endpoint.label)
+        use_tools = self.tool_rounds > 0 and request.checkout.is_dir()
+        reserve = reserve_tokens(
+            self.context_tokens,
+            max_output_tokens=request.max_output_tokens,
+            thinking_tokens=0,
+            tools=use_tools,
+        )
+        fitted = fit_history(
+            request.system,
+            request.messages,
+            window=self.context_tokens,
+            reserve=reserve,
+            model=self.model,
+        )
+        for event in fitted.events():
+            yield event
+        tools = (
+            RepoTools(
+                request.checkout,
+                max_rounds=self.tool_rounds,
+                budget_chars=fitted.room * CHARS_PER_ROOM_TOKEN,
+            )
+            if use_tools
+            else None
+        )
+        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
+        messages += [{"role": m.role, "content": m.content} for m in fitted.messages]
+        produced = False  # text, reasoning or a tool call: the route is pinned from then on
+        answered = False  # reply text (not only reasoning) has been streamed
+        async with client_session(self.http) as http:
+            for round_number in range(self.tool_rounds + 1):
+                final = tools is None or round_number == self.tool_rounds
+                body = self._body(messages, request, tools, final=final)
+                state = _Round()
+                try:
+                    async with aclosing(self._round(http, body, state)) as events:
+                        async for event in events:
+                            produced = True
+                            answered = answered or isinstance(event, Delta)
+                            yield event
+                except UpstreamFailure as exc:
+                    raise (exc.after_content() if produced else exc) from None
+                if state.usage is not None:
+                    yield Usage(input_tokens=state.usage[0], output_tokens=state.usage[1])
+                calls = state.tool_calls(round_number + 1)
+                if not calls:
+                    return
+                if tools is None or final:
+                    if answered:
+                        yield Status("the model asked for more tools than this turn allows")
+                        return
+                    limit = f"the limit of {self.tool_rounds} rounds" if tools else "no tools"
+                    raise UpstreamFailure(
+                        f"{self.where} kept calling tools ({limit}) without answering",
+                        before_content=False,
+                    )
+                produced = True
+                yield Status(status_text(round_number + 1, self.tool_rounds, calls))
+                last = round_number + 1 == self.tool_rounds
+                results = await tools.run(calls, last_round=last)
+                messages.append(_assistant_with_calls(state.text, calls))
+                messages.extend(_tool_message(result) for result in results)
+                if state.text and not state.text.endswith("\n"):
+                    yield Delta("\n\n")  # keep text from before and after the tools apart
+
+    def _body(
+        self,
+        messages: list[dict[str, Any]],
+        request: RuntimeRequest,
+        tools: RepoTools | None,
+        *,
+        final: bool,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            # `max_tokens`, not `max_completion_tokens`: every compatible server reads it.
+            "max_tokens": request.max_output_tokens,
+        }
+        if tools is not None:
+            body["tools"] = [_tool_schema(spec) for spec in tools.specs]
+            if final:
+                body["tool_choice"] = "none"
+        return body
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Accept": "text/event-stream"}
+        if self.endpoint.api_key:
+            headers["Authorization"] = f"Bearer {self.endpoint.api_key.reveal()}"
+        return headers
+
+    async def _round(
+        self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Round
+    ) -> AsyncGenerator[RuntimeEvent, None]:
+        try:
+            async with self.endpoint.post(
+                http, "chat/completions", body, self._headers()
+            ) as response:
+                if response.status >= 400:
+                    raise await failure_from_response(
+                        response, where=self.where, secrets=self.endpoint.secrets()
+                    )
+                async with aclosing(self._read(response, state)) as events:
+                    async for event in events:
+                        yield event
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            failure = failure_from_exception(
+                exc, where=self.where, read_timeout=self.endpoint.read_timeout
+            )
+            if failure is None:
+                raise
+            log.warning("model call failed: %s %s: %s", self.model, self.endpoint.label, exc)
+            raise failure from None
+
+    async def _read(
+        self, response: aiohttp.ClientResponse, state: _Round
+    ) -> AsyncGenerator[RuntimeEvent, None]:
+        splitter = ThinkTagSplitter()
+        async for sse in server_events(response.content):
+            data = sse.data.strip()
+            if data == "[DONE]":
+                state.done = True
+                break
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise UpstreamFailure(
+                    f"{self.where} sent a stream chunk that is not JSON"
+                ) from None
+            if not isinstance(chunk, dict):
+                continue
+            if chunk.get("error"):
+                raise self._stream_error(chunk)
+            usage = chunk.get("usage")
+            if isinstance(usage, dict):  # cumulative where servers repeat it: keep the last
+                state.usage = (
+                    _int(usage.get("prompt_tokens")),
+                    _int(usage.get("completion_tokens")),
+                )
+            for choice in chunk.get("choices") or ():
+                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                    continue
+                for event in self._choice(choice, state, splitter):
+                    yield event
+        for thinking, text in splitter.flush():
+            state.text += "" if thinking else text
+            yield Thinking(text) if thinking else Delta(text)
+        if not state.done and state.finish is None:
+            raise UpstreamFailure(
+                f"the stream from {self.where} ended before the answer was complete",
+                retryable=True,
+            )
+        if state.finish == "length":
+            yield Status("the answer reached the output token limit")
+
+    def _choice(
+        self, choice: dict[str, Any], state: _Round, splitter: ThinkTagSplitter
+    ) -> list[RuntimeEvent]:
+        events: list[RuntimeEvent] = []
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+            if isinstance(reasoning, str) and reasoning:
+                events.append(Thinking(reasoning))
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                for thinking, text in splitter.feed(content):
+                    state.text += "" if thinking else text
+                    events.append(Thinking(text) if thinking else Delta(text))
+            for position, fragment in enumerate(delta.get("tool_calls") or ()):
+                if isinstance(fragment, dict):
+                    _merge_call(state.calls, position, fragment)
+        finish = choice.get("finish_reason")
+        if isinstance(finish, str) and finish:
+            if finish == "error":
+                raise self._stream_error(choice)
+            state.finish = finish
+        return events
+
+    def _stream_error(self, holder: dict[str, Any]) -> UpstreamFailure:
+        error = holder.get("error")
+        detail = error_detail({"error": error}) if error else "the stream reported an error"
+        kind = json.dumps(error).lower() if error else ""
+        retryable = any(word in kind for word in _RETRYABLE_KINDS) or any(
+            f'"code": {code}' in kind for code in (429, 500, 502, 503, 504)
+        )
+        shown = clip(redact(detail, self.endpoint.secrets()))
+        return UpstreamFailure(
+            f"{self.where} reported an error mid-stream: {shown}", retryable=retryable
+        )
+
+
+def _merge_call(calls: dict[int, dict[str, str]], position: int, fragment: dict[str, Any]) -> None:
+    index = fragment.get("index", position)
+    entry = calls.setdefault(
+        index if isinstance(index, int) else position, {"id": "", "name": "", "arguments": ""}
+    )
+    if isinstance(fragment.get("id"), str) and fragment["id"]:
+        entry["id"] = fragment["id"]
+    function = fragment.get("function")
+    if not isinstance(function, dict):
+        return
+    name = function.get("name")
+    if isinstance(name, str) and name and name != entry["name"]:
+        entry["name"] += name
+    arguments = function.get("arguments")
+    if isinstance(arguments, dict):  # a few servers send the object, not its JSON text
+        entry["arguments"] = json.dumps(arguments)
+    elif isinstance(arguments, str):
+        entry["arguments"] += arguments
+
+
+def _tool_schema(spec: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": spec.name.value,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        },
+    }
+
+
+def _assistant_with_calls(text: str, calls: list[ToolCall]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": text or None,
+        "tool_calls": [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments or "{}"},
+            }
+            for call in calls
+        ],
+    }
+
+
+def _tool_message(result: ToolResult) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": result.call.id, "content": result.content}
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
