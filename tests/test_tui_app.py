@@ -1,0 +1,397 @@
+"""The TUI against a real service: headless Textual (`run_test` + `Pilot`), real HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking
+from memory import ChunkIn, ChunkSource, add_chunk
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.runtimes import ScriptedRuntime, reply
+from tests.test_tui_client import LoopbackProxy
+from tui_client.api import OperatorClient
+from tui_client.app import SteelframeApp
+from tui_client.chat import SessionItem
+from tui_client.modals import ConfirmScreen, IssuePrompt
+from tui_client.transcript import AssistantMessage, Notice, UserMessage
+
+SIZE = (120, 40)
+WAIT_SECONDS = 8.0  # generous for a loaded CI machine; a passing wait takes milliseconds
+DEPLOY_NOTE = "The deploy switches traffic blue-green after the canary health check passes."
+
+
+def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
+    base = url or str(api.raw.make_url("")).rstrip("/")
+    return SteelframeApp(OperatorClient(base, token if token is not None else api.token))
+
+
+async def until(
+    pilot: Pilot[None], check: Callable[[], bool], what: str | Callable[[], str]
+) -> None:
+    """Poll the running app (short pauses let its workers and the service progress);
+    `what` (or what it returns, at the time of failure) says what did not happen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_SECONDS
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for: {what() if callable(what) else what}")
+        await pilot.pause(0.02)
+
+
+def status(app: SteelframeApp) -> str:
+    return app.chat.status_text()
+
+
+def replies(app: SteelframeApp) -> list[AssistantMessage]:
+    return list(app.chat.transcript.query(AssistantMessage))
+
+
+def notices(app: SteelframeApp) -> list[str]:
+    return [notice.text for notice in app.query(Notice)]
+
+
+def session_titles(app: SteelframeApp) -> list[str]:
+    return [item.title for item in app.chat.sessions.query(SessionItem)]
+
+
+async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
+    await until(pilot, lambda: not any(w.is_running for w in app.workers), "start-up requests")
+
+
+async def send(
+    pilot: Pilot[None], app: SteelframeApp, text: str, *, wait: bool = True
+) -> AssistantMessage:
+    count = len(replies(app))
+    app.chat.composer.focus()
+    app.chat.composer.value = text
+    await pilot.press("enter")
+    await until(pilot, lambda: len(replies(app)) > count, "the reply to appear")
+    message = replies(app)[-1]
+    if wait:
+        await until(
+            pilot, lambda: not message.streaming and not app.chat.state.busy, "the turn to end"
+        )
+    return message
+
+
+class ThinkThenWait:
+    """A runtime that thinks, then waits for `release` before replying (to look mid-turn)."""
+
+    name = "held"
+    model = "held-model"
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        yield Route(model=self.model, endpoint="held")
+        yield Thinking("Weighing the deploy logs")
+        await self.release.wait()
+        yield Delta("The build is **green**.")
+
+
+async def scripted_service(api_factory: Any, tmp_path: Path, runtime: Any) -> ApiClient:
+    return await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+
+
+def remember_deploy_note(api: ApiClient) -> None:
+    """Session memory holds one note on #42, which a deploy question retrieves."""
+    repo = api.services.settings.agents["default"].repo
+    chunk = ChunkIn(text=DEPLOY_NOTE, source=ChunkSource.NOTE, repo=repo, issue=42, key="note:42")
+    api.services.db.call(add_chunk, chunk)
+
+
+async def test_send_streams_the_reply_as_markdown_and_titles_the_session(api: ApiClient) -> None:
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert status(app) == "Chat · New chat"
+        message = await send(pilot, app, "What is the status of the deploy?")
+        assert "No model is configured" in message.reply.source
+        assert [u.text for u in app.query(UserMessage)] == ["What is the status of the deploy?"]
+        await until(
+            pilot, lambda: session_titles(app) == ["What is the status of the deploy?"], "the title"
+        )
+        assert status(app) == "Chat · What is the status of the deploy?"
+        assert app.chat.sessions.index == 0
+
+
+async def test_thinking_shows_inline_while_streaming_then_collapses(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    runtime = ThinkThenWait()
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "is the build green?", wait=False)
+        await until(pilot, lambda: "Weighing" in message.reasoning, "thinking tokens")
+        assert message.thinking.display and not message.thinking.collapsed
+        assert message.thinking.title == "Thinking…"
+        assert status(app) == "Chat · thinking · esc stop"
+        runtime.release.set()
+        await until(pilot, lambda: not message.streaming, "the turn to end")
+        assert message.thinking.collapsed and message.thinking.title == "Thinking"
+        assert str(message.thinking_text.render()) == "Weighing the deploy logs"
+        assert message.reply.source == "The build is **green**."
+
+
+async def test_grounded_second_draft_replaces_the_first_and_hits_row_expands(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    runtime = ScriptedRuntime(
+        [reply("FIRST-DRAFT says nothing useful."), reply("Per #42 the deploy is blue-green.")]
+    )
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    remember_deploy_note(api)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "how does the blue-green deploy switch traffic?")
+        assert len(runtime.requests) == 2  # the first draft cited nothing: a grounded re-draft
+        assert message.reply.source == "Per #42 the deploy is blue-green."
+        assert "FIRST-DRAFT" not in message.reply_text
+        assert message.hits is not None and message.hits.title == "retrieve 1 hits"
+        assert message.hits.collapsed
+        await pilot.click(message.hits)
+        await until(pilot, lambda: not message.hits.collapsed, "the hits row to expand")  # type: ignore[union-attr]
+        lines = [str(hit.render()) for hit in message.hits.query(".hit")]
+        assert len(lines) == 1
+        assert re.fullmatch(rf"note · score 0\.\d\d · #42 · {re.escape(DEPLOY_NOTE)}", lines[0])
+        # reopening the session rebuilds the hits row from the stored turn
+        app.chat.open_session(app.chat.state.session_id or "")
+        await until(
+            pilot,
+            lambda: bool(replies(app)) and replies(app)[0] is not message,
+            "the reopened transcript",
+        )
+        reopened = replies(app)[0]
+        await until(pilot, lambda: reopened.hits is not None, "the reopened hits row")
+        assert reopened.hits is not None and reopened.hits.title == "retrieve 1 hits"
+        assert reopened.reply.source == "Per #42 the deploy is blue-green."
+
+
+async def test_status_line_shows_the_live_retrieve_phase(api_factory: Any, tmp_path: Path) -> None:
+    runtime = ScriptedRuntime([reply("Per #42, yes.")], gate=asyncio.Event())
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    remember_deploy_note(api)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "blue-green deploy traffic?", wait=False)
+        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+        await until(pilot, lambda: "retrieve" in status(app), "the retrieve phase")
+        assert re.fullmatch(r"Chat · retrieve [123]/3 · \d+ hits? · esc stop", status(app))
+        assert runtime.gate is not None
+        runtime.gate.set()
+        await until(pilot, lambda: status(app) == "Chat · blue-green deploy traffic?", "the end")
+
+
+async def test_stop_key_aborts_the_turn_and_the_next_message_starts_fresh(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("The long answer.")], gate=gate)
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "a long question", wait=False)
+        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+        assert "esc stop" in status(app)
+        await pilot.press("escape")
+        await until(pilot, lambda: not message.streaming, "the turn to stop")
+        assert runtime.cancelled.is_set()
+        assert "Stopped" in notices(app)[-1]
+        assert not app.chat.state.busy and "esc stop" not in status(app)
+        sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+        assert all(not s["turns"] for s in sessions)  # a stopped turn is not persisted
+        gate.set()
+        again = await send(pilot, app, "a short one")
+        assert again.reply.source == "The long answer."
+
+
+async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> None:
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "first topic")
+        first_id = app.chat.state.session_id
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.chat.state.session_id != first_id, "a new chat")
+        assert replies(app) == [] and status(app) == "Chat · New chat"
+        await send(pilot, app, "second topic")
+        await until(
+            pilot, lambda: session_titles(app) == ["second topic", "first topic"], "both sessions"
+        )
+        app.chat.sessions.focus()
+        await pilot.press("down", "enter")
+        await until(pilot, lambda: app.chat.state.session_id == first_id, "the first session")
+        await until(
+            pilot,
+            lambda: [u.text for u in app.query(UserMessage)] == ["first topic"],
+            "its transcript",
+        )
+        assert replies(app)[0].thinking.collapsed  # reasoning comes back collapsed
+        await send(pilot, app, "more on the first")
+        stored = await (await api.get(f"/api/operator/chat/session/{first_id}")).json()
+        assert [m["content"] for m in stored["messages"] if m["role"] == "user"] == [
+            "first topic",
+            "more on the first",
+        ]
+    # a new client reopens the active session with its transcript
+    again = tui(api)
+    async with again.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: len(again.query(UserMessage)) == 2, "the reopened session")
+        assert again.chat.state.session_id == first_id
+
+
+async def test_discuss_from_the_session_list_opens_an_empty_focused_chat(api: ApiClient) -> None:
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.chat.sessions.focus()
+        await pilot.press("e")
+        await until(pilot, lambda: isinstance(app.screen, IssuePrompt), "the issue prompt")
+        await pilot.press("x", "enter")
+        assert "positive integer" in str(app.screen.query_one("#issue-error").render())
+        app.screen.query_one(Input).value = ""
+        await pilot.press("1", "2", "enter")
+        await until(pilot, lambda: app.chat.state.focus == 12, "the Discuss session")
+        await until(pilot, lambda: session_titles(app) == ["Discuss #12"], "the session list")
+        assert app.chat.state.title == "Discuss #12"
+        assert app.chat.composer.value == "" and app.chat.composer.has_focus
+        assert replies(app) == []
+        assert status(app) == "Chat · Discuss #12 · focused on #12"
+        stored = await (
+            await api.get(f"/api/operator/chat/session/{app.chat.state.session_id}")
+        ).json()
+        assert stored["messages"] == []  # Discuss does not auto-send
+
+
+async def test_decide_draft_shows_publish_status_only_with_an_empty_composer(
+    api: ApiClient,
+) -> None:
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        app.chat.start_discuss(7)
+        await until(pilot, lambda: app.chat.state.focus == 7, "the Discuss session")
+        message = await send(pilot, app, "draft a decision: ship the blue-green deploy")
+        assert app.chat.state.intent == "decide"
+        assert status(app) == "Chat · Decision draft · P publish to #7"
+        assert "press y to file" not in status(app)
+        decision = message.query_one(".decision")
+        assert "ship the blue-green deploy" in str(decision.render())
+        await pilot.press("y")  # no proposal to file: `y` is just a letter
+        assert app.chat.composer.value == "y"
+        assert status(app) == "Chat · Discuss #7 · focused on #7"
+        await pilot.press("backspace")
+        assert status(app) == "Chat · Decision draft · P publish to #7"
+        # without a GitHub App the service refuses; the error shows and the draft stays
+        await pilot.press("P")
+        await until(pilot, lambda: bool(notices(app)), "the refusal")
+        assert notices(app)[-1] == (
+            "the GitHub App is not configured: nothing can be published (503 unavailable)"
+        )
+        assert app.chat.composer.value == ""
+        assert status(app) == "Chat · Decision draft · P publish to #7"
+        # the draft survives a reopen of the session
+        app.chat.open_session(app.chat.state.session_id or "")
+        await until(
+            pilot, lambda: bool(replies(app)) and replies(app)[0] is not message, "the reopen"
+        )
+        await until(pilot, lambda: bool(replies(app)[0].query(".decision")), "the reopened draft")
+        assert status(app) == "Chat · Decision draft · P publish to #7"
+
+
+async def test_file_intent_without_github_offers_y_to_file(api: ApiClient) -> None:
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "file an issue for flaky CI retries")
+        if app.chat.state.pending_title is None:
+            raise AssertionError(f"expected a pending proposal, notices: {notices(app)}")
+        assert status(app) == 'Chat · Proposal "flaky CI retries" · press y to file'
+
+
+async def test_delete_asks_first_and_no_keeps_the_chat(api: ApiClient) -> None:
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "keep me")
+        await pilot.press("ctrl+n")
+        await send(pilot, app, "delete me")
+        await until(pilot, lambda: session_titles(app) == ["delete me", "keep me"], "two sessions")
+        app.chat.sessions.focus()
+        app.chat.sessions.index = 0
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        assert "delete me" in app.screen.question  # type: ignore[attr-defined]
+        await pilot.press("n")
+        await pilot.pause()
+        assert session_titles(app) == ["delete me", "keep me"]
+        await pilot.press("d")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await until(pilot, lambda: session_titles(app) == ["keep me"], "the deletion")
+        assert replies(app) == [] and app.chat.state.session_id is None
+        sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+        assert [s["title"] for s in sessions] == ["keep me"]
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_unreachable_service_is_shown_and_ctrl_r_recovers_once_it_is_up(
+    api: ApiClient,
+) -> None:
+    port = _closed_port()
+    url = f"http://127.0.0.1:{port}"
+    app = tui(api, url=url)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(notices(app)), "the error")
+        assert f"cannot reach the Steelframe service at {url}" in notices(app)[0]
+        assert status(app) == "Chat · service unreachable · ctrl+r retry"
+        message = await send(pilot, app, "anyone there?")
+        assert "cannot reach" in message.query_one(Notice).text
+        assert app.is_running
+        await pilot.press("f2")
+        board_status = app.board.query_one("#board-status")
+        await until(pilot, lambda: "unavailable" in str(board_status.render()), "the board error")
+        assert "cannot reach" in str(board_status.render())
+        await pilot.press("f1")
+        # the service comes up on that address: ctrl+r picks it up, no restart needed
+        proxy = LoopbackProxy(api.raw.port, cut_first=False, port=port)
+        await proxy.start()
+        try:
+            await pilot.press("ctrl+r")
+            await until(pilot, lambda: status(app) == "Chat · New chat", lambda: status(app))
+            await send(pilot, app, "back again")
+            await until(pilot, lambda: session_titles(app) == ["back again"], "the new session")
+        finally:
+            await proxy.close()
+
+
+async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:
+    app = tui(api, token="sfo_not-the-token")
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(notices(app)), "the error")
+        assert notices(app)[0].startswith(
+            "The service refused the operator token (invalid bearer token)"
+        )
+        assert status(app) == "Chat · token refused · ctrl+r retry"
+        message = await send(pilot, app, "hello?")
+        assert "refused the operator token" in message.query_one(Notice).text
+        assert app.is_running

@@ -1,0 +1,132 @@
+"""The TUI Board against a real service: tasks by state, Discuss, Terminate, Archive."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.tasks import new_task, transition
+from tests.conftest import ApiClient, make_settings
+from tests.test_tui_app import SIZE, ready, replies, session_titles, status, tui, until
+from tui_client.app import SteelframeApp
+from tui_client.modals import ConfirmScreen
+
+REPO = "octo/widgets"
+
+
+@pytest.fixture
+async def api(api_factory: Any, tmp_path: Path, redis_url: str) -> ApiClient:
+    """The service with Redis, which the task lifecycle (terminate, archive) needs."""
+    return await api_factory(make_settings(tmp_path, redis_url=redis_url))
+
+
+def seed(session: Session) -> dict[int, int]:
+    """Four tasks, one per interesting state; returns issue -> task id."""
+    ids = {}
+    for issue, title in (
+        (5, "Fix flaky CI"),
+        (8, "Speed up deploys"),
+        (9, "Add audit log"),
+        (11, "Old work"),
+    ):
+        task = new_task(
+            session, repo=REPO, issue=issue, title=title, origin_session=None, actor="test"
+        )
+        ids[issue] = task.id
+    transition(session, ids[8], TaskState.RUNNING, actor="test")
+    transition(
+        session,
+        ids[9],
+        TaskState.DELIVERED,
+        actor="test",
+        changes={"pr_url": f"https://github.com/{REPO}/pull/90"},
+    )
+    transition(session, ids[11], TaskState.FAILED, actor="test")
+    return ids
+
+
+def rows(app: SteelframeApp) -> list[list[str]]:
+    table = app.board.table
+    return [[str(cell) for cell in table.get_row_at(index)][:4] for index in range(table.row_count)]
+
+
+async def open_board(pilot: Any, app: SteelframeApp) -> None:
+    await ready(pilot, app)
+    await pilot.press("f2")
+    board_status = app.board.query_one("#board-status")
+    await until(pilot, lambda: str(board_status.render()) != "Board", "the board to load")
+    assert app.board.table.row_count > 0, str(board_status.render())
+
+
+async def test_board_lists_tasks_by_state_with_issue_title_state_and_pr(api: ApiClient) -> None:
+    api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        assert rows(app) == [
+            ["#8", "Speed up deploys", "running", ""],
+            ["#5", "Fix flaky CI", "queued", ""],
+            ["#11", "Old work", "failed", ""],
+            ["#9", "Add audit log", "delivered", f"https://github.com/{REPO}/pull/90"],
+        ]
+        assert str(app.board.query_one("#board-status").render()) == (
+            "Board · running 1 · queued 1 · failed 1 · delivered 1"
+        )
+
+
+async def test_e_on_a_task_starts_an_empty_discuss_chat_focused_on_its_issue(
+    api: ApiClient,
+) -> None:
+    api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        app.board.table.move_cursor(row=1)  # #5
+        await pilot.press("e")
+        await until(pilot, lambda: app.chat.state.focus == 5, "the Discuss session")
+        assert app.query_one("TabbedContent").active == "chat"  # type: ignore[attr-defined]
+        await until(pilot, lambda: session_titles(app) == ["Discuss #5"], "the session list")
+        assert app.chat.composer.value == "" and app.chat.composer.has_focus
+        assert replies(app) == []
+        assert status(app) == "Chat · Discuss #5 · focused on #5"
+        stored = await (
+            await api.get(f"/api/operator/chat/session/{app.chat.state.session_id}")
+        ).json()
+        assert stored["messages"] == []
+
+
+async def test_terminate_and_archive_ask_first(api: ApiClient) -> None:
+    ids = api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        app.board.table.move_cursor(row=0)  # #8, running
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        assert "#8 Speed up deploys" in app.screen.question  # type: ignore[attr-defined]
+        await pilot.press("n")
+        await pilot.pause()
+        assert rows(app)[0][2] == "running"
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await until(
+            pilot, lambda: ["#8", "Speed up deploys", "terminated", ""] in rows(app), "terminated"
+        )
+        index = next(i for i, row in enumerate(rows(app)) if row[0] == "#9")
+        app.board.table.move_cursor(row=index)
+        await pilot.press("a")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await until(
+            pilot, lambda: all(row[0] != "#9" for row in rows(app)), "the archived row to go"
+        )
+        board = await (await api.get("/api/operator/board?archived=true")).json()
+        states = {task["issue"]: (task["state"], task["archived"]) for task in board["tasks"]}
+        assert states[8] == ("terminated", False)
+        assert states[9] == ("delivered", True)
+        assert ids[9] == next(t["id"] for t in board["tasks"] if t["issue"] == 9)

@@ -1,0 +1,313 @@
+"""The TUI's HTTP side without the UI: the SSE reader, the operator client, the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.app import App, ComposeResult
+
+from bot.cli import build_parser
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.runtimes import ScriptedRuntime, reply
+from tui_client.__main__ import main, resolve
+from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
+from tui_client.chat_state import ChatState, status_line
+from tui_client.sse import SseError, SseReader
+from tui_client.transcript import AssistantMessage, hit_line
+
+
+def client_for(api: ApiClient, token: str | None = None) -> OperatorClient:
+    return OperatorClient(str(api.raw.make_url("")), token or api.token)
+
+
+# -- SSE reader ------------------------------------------------------------------------
+
+
+def test_sse_reader_joins_frames_split_anywhere_even_inside_utf8_and_skips_heartbeats() -> None:
+    wire = (
+        b": keep-alive\n\n"
+        b'id: 1\ndata: {"type":"status","text":"retrieve 1/3 \xc2\xb7 2 hits"}\n\n'
+        b'id: 2\ndata: {"type":"delta","text":"hi"}\n\n'
+    )
+    for size in (1, 2, 3, 7, len(wire)):
+        reader = SseReader()
+        frames = []
+        for start in range(0, len(wire), size):
+            frames.extend(reader.feed(wire[start : start + size]))
+        assert [f["id"] for f in frames] == [1, 2]
+        assert frames[0]["text"] == "retrieve 1/3 · 2 hits"
+        assert reader.last_event_id == 2
+
+
+def test_sse_reader_accepts_crlf_cr_and_multiline_data() -> None:
+    reader = SseReader()
+    frames = reader.feed('id: 5\r\ndata: {"type":\r\ndata: "done"}\r')
+    frames += reader.feed("\n\r\n")
+    assert frames == [{"type": "done", "id": 5}]
+    assert reader.feed('data: {"id": 9, "type": "x"}\r\r') == [{"id": 9, "type": "x"}]
+    assert reader.last_event_id == 9
+
+
+def test_sse_reader_rejects_data_that_is_not_a_json_object() -> None:
+    with pytest.raises(SseError, match="not JSON"):
+        SseReader().feed("data: {oops\n\n")
+    with pytest.raises(SseError, match="object"):
+        SseReader().feed("data: [1]\n\n")
+
+
+# -- client against the real service ---------------------------------------------------
+
+
+async def test_client_streams_a_turn_and_lists_sessions(api: ApiClient) -> None:
+    client = client_for(api)
+    try:
+        frames = [frame async for frame in client.turn("hello there")]
+        assert frames[0]["type"] == "status" and frames[-1]["type"] == "done"
+        assert [f["id"] for f in frames] == list(range(1, len(frames) + 1))
+        session = frames[-1]["response"]["session"]
+        assert [s["id"] for s in await client.sessions()] == [session]
+        detail = await client.session(session)
+        assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
+        discuss = await client.new_session(title="Discuss #3", issue=3)
+        assert discuss["focus"] == 3
+        await client.delete_session(session)
+        assert [s["id"] for s in await client.sessions()] == [discuss["id"]]
+    finally:
+        await client.close()
+
+
+async def test_client_reattaches_after_the_last_frame_id_it_saw(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    runtime = ScriptedRuntime([reply("one two three four five six", pieces=6)])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    client = client_for(api)
+    try:
+        frames = [frame async for frame in client.turn("count")]
+        session = frames[-1]["response"]["session"]
+        replay = [frame async for frame in client.resume(session, last_event_id=3)]
+        assert [f["id"] for f in replay] == [f["id"] for f in frames[3:]]
+    finally:
+        await client.close()
+
+
+class LoopbackProxy:
+    """A loopback TCP proxy to the service. With `cut_first`, it breaks its first connection
+    in the middle of the first `thinking` frame (a proxy or network drop mid-turn)."""
+
+    def __init__(self, target_port: int, *, cut_first: bool = True, port: int = 0) -> None:
+        self.target_port = target_port
+        self.cut_first = cut_first
+        self.port = port
+        self.connections = 0
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        cut = self.cut_first and self.connections == 1
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, cutting: bool) -> None:
+            seen = b""
+            try:
+                while chunk := await src.read(65536):
+                    if cutting:
+                        seen += chunk
+                        marker = seen.find(b'"type":"thinking"')
+                        if marker >= 0:
+                            dst.write(seen[: marker + 5])
+                            await dst.drain()
+                            return
+                        continue
+                    dst.write(chunk)
+                    await dst.drain()
+            except ConnectionError:
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, cut))
+
+
+async def test_client_resumes_a_stream_that_breaks_mid_frame_without_loss_or_doubling(
+    api: ApiClient,
+) -> None:
+    proxy = LoopbackProxy(api.raw.port)
+    client = OperatorClient(await proxy.start(), api.token)
+    try:
+        frames = [frame async for frame in client.turn("tell me everything")]
+    finally:
+        await client.close()
+        await proxy.close()
+    assert proxy.connections >= 2
+    assert [f["id"] for f in frames] == list(range(1, len(frames) + 1))
+    assert frames[-1]["type"] == "done"
+    streamed = "".join(f["text"] for f in frames if f["type"] == "delta")
+    assert frames[-1]["response"]["reply"] == streamed.strip()
+
+
+async def test_client_errors_carry_the_service_error_body(api: ApiClient) -> None:
+    client = client_for(api)
+    try:
+        with pytest.raises(ApiError) as missing:
+            await client.session("0123abcd")
+        assert (missing.value.status, missing.value.code) == (404, "not_found")
+        with pytest.raises(ApiError) as bad:
+            await client.new_session(issue=0)
+        assert bad.value.status == 400 and bad.value.detail == {"field": "issue"}
+        with pytest.raises(ApiError) as empty:
+            [frame async for frame in client.turn("   ")]
+        assert empty.value.message == "message is required"
+    finally:
+        await client.close()
+
+
+async def test_client_wrong_token_is_unauthorized(api: ApiClient) -> None:
+    client = client_for(api, token="sfo_wrong")
+    try:
+        with pytest.raises(ApiError) as refused:
+            await client.sessions()
+        assert refused.value.unauthorized and refused.value.message == "invalid bearer token"
+    finally:
+        await client.close()
+
+
+async def test_client_unreachable_service_is_one_clear_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = OperatorClient(f"http://127.0.0.1:{port}", "sfo_x")
+    try:
+        with pytest.raises(ServiceUnreachable, match=f"127.0.0.1:{port}: connection refused"):
+            await client.sessions()
+        with pytest.raises(ServiceUnreachable):
+            [frame async for frame in client.turn("hi")]
+    finally:
+        await client.close()
+    assert "sfo_x" not in repr(client)
+
+
+async def test_client_stop_reaches_the_running_turn(api_factory: Any, tmp_path: Path) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("never")], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    client = client_for(api)
+    try:
+        stream = client.turn("wait")
+        first = await anext(stream)
+        assert first["type"] == "status"
+        assert (await client.stop())["stopped"] is True
+        rest = [frame async for frame in stream]
+        assert rest[-1]["type"] == "error" and rest[-1]["reason"] == "stopped"
+    finally:
+        await client.close()
+
+
+# -- status line and hits --------------------------------------------------------------
+
+
+def test_status_line_prefers_the_decision_only_with_an_empty_composer() -> None:
+    state = ChatState(
+        title="Discuss #9", focus=9, decision_body="Ship it", decision_issue=9, intent="decide"
+    )
+    assert status_line(state, composer_empty=True) == "Chat · Decision draft · P publish to #9"
+    assert status_line(state, composer_empty=False) == "Chat · Discuss #9 · focused on #9"
+    state.pending_title = "left over"  # a decide turn never prompts to file
+    assert "press y to file" not in status_line(state, composer_empty=True)
+    state.clear_decision()
+    assert "press y to file" not in status_line(state, composer_empty=True)
+
+
+def test_status_line_offers_y_for_a_pending_proposal_and_shows_phases() -> None:
+    state = ChatState(title="CI", pending_title="Fix flaky CI", intent="propose_work")
+    assert (
+        status_line(state, composer_empty=True)
+        == 'Chat · Proposal "Fix flaky CI" · press y to file'
+    )
+    state.busy, state.phase = True, "retrieve 1/3 · 2 hits"
+    assert status_line(state, composer_empty=True) == "Chat · retrieve 1/3 · 2 hits · esc stop"
+    state.offline = "token refused"
+    assert status_line(state, composer_empty=True) == "Chat · token refused · ctrl+r retry"
+
+
+def test_finished_decide_turn_drops_any_proposal() -> None:
+    state = ChatState()
+    state.finish_turn(
+        {
+            "session": "s1",
+            "intent": "decide",
+            "decision_body": "Go",
+            "decision_issue": 4,
+            "pending_title": "x",
+        }
+    )
+    assert state.has_decision and not state.can_file and state.session_id == "s1"
+
+
+def test_hit_line_shows_source_score_issue_and_preview() -> None:
+    hit = {"source": "session", "score": 0.5, "issue": 12, "preview": "first\n  second"}
+    assert hit_line(hit) == "session · score 0.50 · #12 · first second"
+    assert hit_line({"source": "summary", "session_id": "abc"}) == "summary · session abc"
+
+
+# -- command line ----------------------------------------------------------------------
+
+
+def _args(**values: Any) -> argparse.Namespace:
+    return argparse.Namespace(**{"url": None, "token": None, **values})
+
+
+def test_url_and_token_come_from_flags_then_environment() -> None:
+    env = {"STEELFRAME_URL": "http://svc:9000", "STEELFRAME_TOKEN": "sfo_env"}
+    assert resolve(_args(), env) == ("http://svc:9000", "sfo_env")
+    assert resolve(_args(url="https://x", token="sfo_flag"), env) == ("https://x", "sfo_flag")
+    assert resolve(_args(), {"STEELFRAME_TOKEN": "t"}) == ("http://127.0.0.1:8080", "t")
+
+
+def test_missing_token_or_bad_url_exits_2_with_a_clear_message(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("STEELFRAME_TOKEN", raising=False)
+    monkeypatch.delenv("STEELFRAME_URL", raising=False)
+    assert main([]) == 2
+    assert "no operator token: pass --token or set STEELFRAME_TOKEN" in capsys.readouterr().err
+    assert main(["--url", "localhost:8080", "--token", "t"]) == 2
+    assert "--url must start with http:// or https://" in capsys.readouterr().err
+
+
+def test_steelframe_tui_subcommand_takes_the_same_options() -> None:
+    args = build_parser().parse_args(["tui", "--url", "http://h:1", "--token", "sfo_t"])
+    assert (args.url, args.token) == ("http://h:1", "sfo_t")
+    assert args.handler.__module__ == "bot.commands.tui"
+
+
+async def test_recency_fallback_row_says_there_were_no_semantic_hits() -> None:
+    message = AssistantMessage(streaming=False)
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield message
+
+    recent = {"source": "chat_summary", "score": None, "session_id": "ab12", "preview": "Asked: x"}
+    async with Host().run_test() as pilot:
+        await message.finish({"reply": "hi", "retrieve_hits": 0, "retrieved": [recent]})
+        await pilot.pause()
+        assert message.hits is not None
+        assert message.hits.title == "retrieve 0 hits · (no semantic hits) 1 recent summary"
+        assert [str(s.render()) for s in message.hits.query(".hit")] == [
+            "chat_summary · session ab12 · Asked: x"
+        ]

@@ -1,0 +1,1 @@
+"""The Steelframe TUI: a Textual client over the operator HTTP API only."""

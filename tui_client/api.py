@@ -1,0 +1,245 @@
+"""The operator API over HTTP (aiohttp): the only way the TUI reads or changes anything.
+
+Errors come back as two exceptions the app can show as they are: `ServiceUnreachable` (no
+connection, or it broke) and `ApiError` (the service answered `{"error","code","detail"}`).
+A turn's SSE stream that breaks mid-turn is re-attached from the last frame id it saw.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from tui_client.sse import Frame, SseReader
+
+log = logging.getLogger(__name__)
+TERMINAL = frozenset({"done", "error"})
+DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=5)
+# A turn streams for as long as the model takes; the server sends heartbeats while it is idle.
+STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=5, sock_read=120)
+RESUME_ATTEMPTS = 2
+
+
+class ServiceUnreachable(Exception):
+    """No answer from the service (refused, reset, timed out, or not HTTP)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"cannot reach the Steelframe service at {url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+class ApiError(Exception):
+    """The service answered with an error status and its JSON error body."""
+
+    def __init__(self, status: int, code: str, message: str, detail: Any = None) -> None:
+        super().__init__(f"{message} ({status} {code})")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.detail = detail
+
+    @property
+    def unauthorized(self) -> bool:
+        return self.status == 401
+
+
+class OperatorClient:
+    """One operator's view of the service. The aiohttp session is made on first use, so the
+    client can be built before the event loop runs; `close()` releases it."""
+
+    def __init__(self, base_url: str, token: str) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._token = token
+        self._http: aiohttp.ClientSession | None = None
+
+    def __repr__(self) -> str:
+        return f"OperatorClient({self.base_url!r}, token=***)"
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self._http is None or self._http.closed:
+            self._http = aiohttp.ClientSession(
+                headers={"Authorization": f"Bearer {self._token}"}, timeout=DEFAULT_TIMEOUT
+            )
+        return self._http
+
+    async def close(self) -> None:
+        if self._http is not None:
+            await self._http.close()
+            self._http = None
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Any:
+        url = self.base_url + path
+        try:
+            async with self._session().request(method, url, json=body, params=params) as response:
+                raw = await response.read()
+                if response.status >= 400:
+                    raise _api_error(response.status, response.reason or "", raw)
+                return json.loads(raw) if raw else None
+        except aiohttp.ClientResponseError as exc:
+            raise ApiError(exc.status, "http_error", exc.message) from exc
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise ServiceUnreachable(self.base_url, _reason(exc)) from exc
+        except ValueError as exc:
+            raise ServiceUnreachable(self.base_url, "the answer was not JSON") from exc
+
+    # -- chat ----------------------------------------------------------------------------
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        result = await self.request("GET", "/api/operator/chat/sessions")
+        return list(result["sessions"])
+
+    async def new_session(
+        self, *, title: str | None = None, issue: int | None = None
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if title:
+            body["title"] = title
+        if issue is not None:
+            body["issue"] = issue
+        return dict(await self.request("POST", "/api/operator/chat/new", body=body))
+
+    async def session(self, session_id: str) -> dict[str, Any]:
+        """The session's messages, Decision draft and pending proposal; pins it server-side."""
+        return dict(await self.request("GET", f"/api/operator/chat/session/{session_id}"))
+
+    async def delete_session(self, session_id: str) -> None:
+        await self.request("DELETE", f"/api/operator/chat/session/{session_id}")
+
+    async def stop(self) -> dict[str, Any]:
+        return dict(await self.request("POST", "/api/operator/chat/stop"))
+
+    async def publish_decision(
+        self, *, issue: int, body: str, session_id: str | None
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"issue": issue, "body": body}
+        if session_id:
+            payload["session_id"] = session_id
+        return dict(await self.request("POST", "/api/operator/chat/decision", body=payload))
+
+    async def file_pending(self, *, session_id: str | None) -> dict[str, Any]:
+        """File the session's pending proposal (the one `pending_title` names)."""
+        payload = {"session": session_id} if session_id else {}
+        return dict(await self.request("POST", "/api/operator/chat/file", body=payload))
+
+    async def turn(self, message: str, *, session_id: str | None = None) -> AsyncIterator[Frame]:
+        """The frames of one turn, ending with `done` or `error`. A stream that breaks before
+        its terminal frame is re-attached (GET .../chat/stream) from the last frame id seen,
+        so no frame is lost or doubled."""
+        body: dict[str, Any] = {"message": message}
+        if session_id:
+            body["session"] = session_id
+        reader = SseReader()
+        state: dict[str, str | None] = {"session": session_id, "turn": None}
+        try:
+            async for frame in self._frames(
+                "POST", "/api/operator/chat/stream", reader, state, body=body
+            ):
+                yield frame
+                if frame.get("type") in TERMINAL:
+                    return
+        except ServiceUnreachable as exc:
+            broken: ServiceUnreachable = exc
+        else:
+            broken = ServiceUnreachable(self.base_url, "the stream ended before the turn did")
+        for _ in range(RESUME_ATTEMPTS):
+            if not state["turn"]:
+                break  # the service never accepted the turn: nothing to re-attach to
+            log.info("re-attaching to turn %s after frame %s", state["turn"], reader.last_event_id)
+            params = {"turn": str(state["turn"]), "last_event_id": str(reader.last_event_id)}
+            reader.reset()
+            try:
+                async for frame in self._frames(
+                    "GET", "/api/operator/chat/stream", reader, state, params=params
+                ):
+                    yield frame
+                    if frame.get("type") in TERMINAL:
+                        return
+            except ServiceUnreachable as exc:
+                broken = exc
+        raise broken
+
+    async def resume(self, session_id: str, *, last_event_id: int = 0) -> AsyncIterator[Frame]:
+        """Re-attach to the session's in-flight (or just finished) turn."""
+        reader = SseReader()
+        reader.last_event_id = last_event_id
+        params = {"session": session_id, "last_event_id": str(last_event_id)}
+        state: dict[str, str | None] = {"session": session_id, "turn": None}
+        async for frame in self._frames(
+            "GET", "/api/operator/chat/stream", reader, state, params=params
+        ):
+            yield frame
+            if frame.get("type") in TERMINAL:
+                return
+
+    async def _frames(
+        self,
+        method: str,
+        path: str,
+        reader: SseReader,
+        state: dict[str, str | None],
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> AsyncIterator[Frame]:
+        url = self.base_url + path
+        try:
+            async with self._session().request(
+                method, url, json=body, params=params, timeout=STREAM_TIMEOUT
+            ) as response:
+                if response.status >= 400:
+                    raise _api_error(response.status, response.reason or "", await response.read())
+                state["session"] = response.headers.get("X-Steelframe-Session") or state["session"]
+                state["turn"] = response.headers.get("X-Steelframe-Turn") or state["turn"]
+                async for chunk in response.content.iter_any():
+                    for frame in reader.feed(chunk):
+                        yield frame
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            raise ServiceUnreachable(self.base_url, _reason(exc)) from exc
+
+    # -- board ---------------------------------------------------------------------------
+
+    async def board(self, *, state: str | None = None) -> list[dict[str, Any]]:
+        params = {"state": state} if state else None
+        result = await self.request("GET", "/api/operator/board", params=params)
+        return list(result["tasks"])
+
+    async def terminate(self, task_id: int | str) -> dict[str, Any]:
+        return dict(await self.request("POST", f"/api/operator/tasks/{task_id}/terminate"))
+
+    async def archive(self, task_id: int | str) -> dict[str, Any]:
+        return dict(await self.request("POST", f"/api/operator/tasks/{task_id}/archive"))
+
+
+def _api_error(status: int, reason: str, raw: bytes) -> ApiError:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return ApiError(
+            status, str(body.get("code") or "http_error"), body["error"], body.get("detail")
+        )
+    return ApiError(status, "http_error", reason or f"HTTP {status}")
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        detail = exc.os_error.strerror or type(exc.os_error).__name__
+        return f"connection refused or no route ({detail})"
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return "the server closed the connection"
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,158 @@
+"""The Board panel: tasks by state, with Discuss, Terminate and Archive (spec: Discuss).
+
+Reads GET /api/operator/board; acting on a task asks first. `e` on a task with an issue
+asks the app (a `Discuss` message) to start a Discuss chat on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import DataTable, Static
+from textual.widgets.data_table import RowDoesNotExist
+
+from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
+from tui_client.chat import describe, while_mounted
+from tui_client.modals import ConfirmScreen
+
+# Live work first, then what needs the operator, then history.
+STATE_ORDER = ("running", "waiting_for_info", "queued", "failed", "delivered", "terminated")
+COLUMNS = ("Issue", "Title", "State", "PR", "Last event")
+
+
+def board_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Unarchived tasks grouped by state (in STATE_ORDER), newest issue first within one."""
+    rank = {state: index for index, state in enumerate(STATE_ORDER)}
+    live = [task for task in tasks if not task.get("archived")]
+    return sorted(
+        live, key=lambda t: (rank.get(str(t.get("state")), len(rank)), -int(t.get("issue") or 0))
+    )
+
+
+def board_summary(tasks: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for task in tasks:
+        counts[str(task.get("state"))] = counts.get(str(task.get("state")), 0) + 1
+    parts = [f"{state} {counts[state]}" for state in STATE_ORDER if counts.get(state)]
+    return "Board · " + (" · ".join(parts) if parts else "no tasks")
+
+
+def _row(task: dict[str, Any]) -> tuple[str, ...]:
+    event = task.get("last_event") or {}
+    last = " ".join(str(event.get(key) or "") for key in ("kind", "detail")).strip()
+    issue = task.get("issue")
+    return (
+        f"#{issue}" if issue else "-",
+        str(task.get("title") or ""),
+        str(task.get("state") or ""),
+        str(task.get("pr_url") or ""),
+        last,
+    )
+
+
+class BoardPanel(Vertical):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("e", "discuss", "Discuss"),
+        Binding("t", "terminate", "Terminate"),
+        Binding("a", "archive", "Archive"),
+    ]
+
+    class Discuss(Message):
+        """Start a Discuss chat on this issue."""
+
+        def __init__(self, issue: int) -> None:
+            super().__init__()
+            self.issue = issue
+
+    def __init__(self, client: OperatorClient, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.client = client
+        self.tasks: dict[str, dict[str, Any]] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static("Board", id="board-status", markup=False)
+        table: DataTable[str] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns(*COLUMNS)
+        yield table
+
+    @property
+    def table(self) -> DataTable[str]:
+        return self.query_one("#board-table", DataTable)
+
+    def set_status(self, text: str, *, error: bool = False) -> None:
+        status = self.query_one("#board-status", Static)
+        status.update(text)
+        status.set_class(error, "error")
+
+    @work(exclusive=True, group="board")
+    @while_mounted
+    async def load(self) -> None:
+        try:
+            tasks = board_order(await self.client.board())
+        except (ApiError, ServiceUnreachable) as exc:
+            self.set_status(f"Board unavailable: {describe(exc)}", error=True)
+            return
+        table = self.table
+        selected = self.selected_task()
+        table.clear()
+        self.tasks = {}
+        for task in tasks:
+            key = str(task["id"])
+            self.tasks[key] = task
+            table.add_row(*_row(task), key=key)
+        if selected is not None and str(selected["id"]) in self.tasks:
+            table.move_cursor(row=table.get_row_index(str(selected["id"])))
+        self.set_status(board_summary(tasks))
+
+    def selected_task(self) -> dict[str, Any] | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        try:
+            key = table.coordinate_to_cell_key(table.cursor_coordinate).row_key
+        except RowDoesNotExist:
+            return None
+        return self.tasks.get(str(key.value))
+
+    def action_discuss(self) -> None:
+        task = self.selected_task()
+        if task is None or not task.get("issue"):
+            self.notify("Select a task with a GitHub issue to discuss it.", severity="warning")
+            return
+        self.post_message(self.Discuss(int(task["issue"])))
+
+    def action_terminate(self) -> None:
+        self._confirm("terminate", "Terminate")
+
+    def action_archive(self) -> None:
+        self._confirm("archive", "Archive")
+
+    def _confirm(self, action: str, verb: str) -> None:
+        task = self.selected_task()
+        if task is None:
+            return
+        label = f"#{task['issue']}" if task.get("issue") else f"task {task['id']}"
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.act(action, str(task["id"]))
+
+        self.app.push_screen(
+            ConfirmScreen(f"{verb} {label} {task.get('title') or ''}?".replace(" ?", "?")), answered
+        )
+
+    @work(group="task-action")
+    @while_mounted
+    async def act(self, action: str, task_id: str) -> None:
+        call = self.client.terminate if action == "terminate" else self.client.archive
+        try:
+            await call(task_id)
+        except (ApiError, ServiceUnreachable) as exc:
+            self.set_status(f"{action} failed: {describe(exc)}", error=True)
+            return
+        self.load()

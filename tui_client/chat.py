@@ -1,0 +1,505 @@
+"""The Chat panel: session list, transcript, status line and composer (spec: Chat).
+
+All data comes from `OperatorClient`; network work runs in Textual workers, one turn at a
+time (`exclusive=True`), and every failure lands in the transcript as a notice, so the app
+keeps running whatever the service does.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.css.query import NoMatches
+from textual.message import Message
+from textual.widget import MountError, Widget
+from textual.widgets import Input, Label, ListItem, ListView, Static
+
+from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
+from tui_client.chat_state import ChatState, status_line
+from tui_client.modals import ConfirmScreen, IssuePrompt
+from tui_client.sse import SseError
+from tui_client.transcript import AssistantMessage, Notice, UserMessage, response_from_message
+
+log = logging.getLogger(__name__)
+P = ParamSpec("P")
+W = TypeVar("W", bound=Widget)
+TRANSPORT_ERRORS = (ApiError, ServiceUnreachable, SseError)
+STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
+
+
+def describe(exc: Exception) -> str:
+    """An error as the operator should read it: what happened and what to do."""
+    if isinstance(exc, ServiceUnreachable):
+        return f"{exc}. Is `steelframe serve` or `steelframe dev` running? Check --url."
+    if isinstance(exc, ApiError) and exc.unauthorized:
+        return f"The service refused the operator token ({exc.message}). Check --token."
+    if isinstance(exc, ApiError):
+        return f"{exc.message} ({exc.status} {exc.code})"
+    return f"The service sent something unreadable: {exc}"
+
+
+def while_mounted(
+    fn: Callable[Concatenate[W, P], Awaitable[None]],
+) -> Callable[Concatenate[W, P], Awaitable[None]]:
+    """For workers: when the app shuts down under a request in flight, the widgets it would
+    update are already gone; that is the end of the work, not an error."""
+
+    @functools.wraps(fn)
+    async def run(widget: W, *args: P.args, **kwargs: P.kwargs) -> None:
+        try:
+            await fn(widget, *args, **kwargs)
+        except (NoMatches, MountError):
+            if widget.app.is_running and widget.is_attached:
+                raise
+
+    return run
+
+
+def offline_reason(exc: Exception) -> str | None:
+    if isinstance(exc, ServiceUnreachable):
+        return "service unreachable"
+    if isinstance(exc, ApiError) and exc.unauthorized:
+        return "token refused"
+    return None
+
+
+class SessionItem(ListItem):
+    def __init__(self, session: dict[str, Any]) -> None:
+        super().__init__(classes="session-item")
+        self.session_id = str(session["id"])
+        self.title = str(session.get("title") or "New chat")
+        self.focus_issue = session.get("focus")
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.title, markup=False)
+
+
+class SessionList(ListView):
+    """The operator's chat sessions, newest activity first (as the service orders them)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "delete_session", "Delete chat"),
+        Binding("e", "discuss", "Discuss #N"),
+    ]
+
+    class DeleteRequested(Message):
+        def __init__(self, session_id: str, title: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+            self.title = title
+
+    class DiscussRequested(Message):
+        pass
+
+    def action_delete_session(self) -> None:
+        item = self.highlighted_child
+        if isinstance(item, SessionItem):
+            self.post_message(self.DeleteRequested(item.session_id, item.title))
+
+    def action_discuss(self) -> None:
+        self.post_message(self.DiscussRequested())
+
+
+class Composer(Input):
+    """The message box. With nothing typed, `P` publishes a Decision draft and `y` files a
+    pending proposal; otherwise those keys are just letters."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        # Priority: an Input swallows printable keys before ordinary bindings see them.
+        # When `check_action` says no, the key falls through and is typed as usual.
+        Binding("P", "publish", "Publish decision", priority=True),
+        Binding("y", "file", "File issue", priority=True),
+    ]
+
+    class Publish(Message):
+        pass
+
+    class File(Message):
+        pass
+
+    def __init__(self, state: ChatState, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.state = state
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "publish":
+            return self.value == "" and not self.state.busy and self.state.has_decision
+        if action == "file":
+            return self.value == "" and not self.state.busy and self.state.can_file
+        return super().check_action(action, parameters)
+
+    def action_publish(self) -> None:
+        self.post_message(self.Publish())
+
+    def action_file(self) -> None:
+        self.post_message(self.File())
+
+
+class ChatPanel(Widget):
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "new_chat", "New chat"),
+        Binding("escape", "stop", "Stop"),
+    ]
+
+    def __init__(self, client: OperatorClient, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.client = client
+        self.state = ChatState()
+        self._keys_shown: tuple[bool, ...] = ()
+
+    def compose(self) -> ComposeResult:
+        with Horizontal():
+            with Vertical(id="sidebar"):
+                yield Label("Chats", classes="pane-title")
+                yield SessionList(id="sessions")
+            with Vertical(id="conversation"):
+                yield Static("New chat", id="chat-header", markup=False)
+                yield VerticalScroll(id="transcript")
+                yield Static("", id="status-line", markup=False)
+                yield Composer(
+                    self.state, placeholder="Message Steelframe (Enter sends)", id="composer"
+                )
+
+    def on_mount(self) -> None:
+        self.query_one("#transcript", VerticalScroll).anchor()
+        self.refresh_status()
+        self.load_sessions(open_active=True)
+
+    # -- parts ---------------------------------------------------------------------------
+
+    @property
+    def composer(self) -> Composer:
+        return self.query_one(Composer)
+
+    @property
+    def transcript(self) -> VerticalScroll:
+        return self.query_one("#transcript", VerticalScroll)
+
+    @property
+    def sessions(self) -> SessionList:
+        return self.query_one(SessionList)
+
+    def status_text(self) -> str:
+        return status_line(self.state, composer_empty=self.composer.value == "")
+
+    def refresh_status(self) -> None:
+        composer_empty = self.composer.value == ""
+        self.query_one("#status-line", Static).update(
+            status_line(self.state, composer_empty=composer_empty)
+        )
+        header = self.state.title or "New chat"
+        if self.state.focus is not None:
+            header += f" · focused on #{self.state.focus}"
+        self.query_one("#chat-header", Static).update(header)
+        # The footer rebuilds itself on every refresh: only when a key's availability changed.
+        keys = (self.state.busy, self.state.has_decision, self.state.can_file, composer_empty)
+        if keys != self._keys_shown:
+            self._keys_shown = keys
+            self.app.refresh_bindings()
+
+    async def notice(self, text: str, *, kind: str = "info") -> None:
+        await self.transcript.mount(Notice(text, kind=kind))
+
+    async def report(self, exc: Exception) -> None:
+        """Show a failed request in the transcript; mark the service offline if it is."""
+        reason = offline_reason(exc)
+        if reason is not None:
+            self.state.offline = reason
+        await self.notice(describe(exc), kind="error")
+        self.refresh_status()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "stop":
+            return self.state.busy
+        return True
+
+    # -- sessions ------------------------------------------------------------------------
+
+    @work(exclusive=True, group="sessions")
+    @while_mounted
+    async def load_sessions(self, *, open_active: bool = False) -> None:
+        try:
+            sessions = await self.client.sessions()
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        self.state.offline = None
+        await self._show_sessions(sessions)
+        if open_active and self.state.session_id is None:
+            active = next((s for s in sessions if s.get("active")), None)
+            if active is not None:
+                self.open_session(str(active["id"]))
+                return
+        self.refresh_status()
+
+    async def _show_sessions(self, sessions: list[dict[str, Any]]) -> None:
+        listing = self.sessions
+        await listing.clear()
+        await listing.extend(SessionItem(session) for session in sessions)
+        for index, session in enumerate(sessions):
+            if session["id"] == self.state.session_id:
+                listing.index = index
+                self.state.title = session.get("title")
+                self.state.focus = session.get("focus")
+
+    @on(ListView.Selected, "#sessions")
+    def _session_selected(self, event: ListView.Selected) -> None:
+        if isinstance(event.item, SessionItem):
+            self.open_session(event.item.session_id)
+
+    @work(exclusive=True, group="open")
+    @while_mounted
+    async def open_session(self, session_id: str) -> None:
+        """Reopen a session: its transcript, Decision draft and proposal; the service pins
+        the next message to it."""
+        if await self._refuse_while_busy():
+            return
+        try:
+            session = await self.client.session(session_id)
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        self.state.offline = None
+        self.state.open_session(session)
+        await self._render_session(session)
+        self.refresh_status()
+
+    async def _render_session(self, session: dict[str, Any]) -> None:
+        transcript = self.transcript
+        await transcript.remove_children()
+        widgets: list[Widget] = []
+        messages = session.get("messages") or []
+        last_assistant = max(
+            (i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1
+        )
+        for message in messages:
+            if message.get("role") == "user":
+                widgets.append(UserMessage(str(message.get("content", ""))))
+            else:
+                widgets.append(
+                    AssistantMessage(reasoning=message.get("reasoning") or "", streaming=False)
+                )
+        await transcript.mount_all(widgets)
+        for index, (message, widget) in enumerate(zip(messages, widgets, strict=True)):
+            if isinstance(widget, AssistantMessage):
+                decision = self._decision() if index == last_assistant else None
+                await widget.finish(response_from_message(message), decision=decision)
+        transcript.scroll_end(animate=False)
+
+    def _decision(self) -> tuple[str, int] | None:
+        if self.state.decision_body and self.state.decision_issue:
+            return self.state.decision_body, self.state.decision_issue
+        return None
+
+    async def _refuse_while_busy(self) -> bool:
+        if self.state.busy:
+            await self.notice("A turn is in flight: press esc to stop it first.", kind="error")
+        return self.state.busy
+
+    def action_new_chat(self) -> None:
+        self.new_chat()
+
+    @work(exclusive=True, group="open")
+    @while_mounted
+    async def new_chat(self, issue: int | None = None) -> None:
+        """A fresh session; with an issue, a Discuss session focused on it. Nothing is sent."""
+        if await self._refuse_while_busy():
+            return
+        try:
+            session = await self.client.new_session(
+                title=f"Discuss #{issue}" if issue is not None else None, issue=issue
+            )
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        self.state.offline = None
+        self.state.open_session(session)
+        await self.transcript.remove_children()
+        composer = self.composer
+        composer.value = ""
+        composer.focus()
+        self.refresh_status()
+        self.load_sessions()
+
+    def start_discuss(self, issue: int) -> None:
+        self.new_chat(issue)
+
+    @on(SessionList.DiscussRequested)
+    def _discuss_requested(self) -> None:
+        def chosen(issue: int | None) -> None:
+            if issue is not None:
+                self.start_discuss(issue)
+
+        self.app.push_screen(IssuePrompt(), chosen)
+
+    @on(SessionList.DeleteRequested)
+    def _delete_requested(self, event: SessionList.DeleteRequested) -> None:
+        session_id = event.session_id
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.delete_session(session_id)
+
+        self.app.push_screen(
+            ConfirmScreen(f'Delete the chat "{event.title}" and all its messages?'), answered
+        )
+
+    @work(group="delete")
+    @while_mounted
+    async def delete_session(self, session_id: str) -> None:
+        try:
+            await self.client.delete_session(session_id)
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        if self.state.session_id == session_id:
+            self.state.reset()
+            await self.transcript.remove_children()
+        self.refresh_status()
+        self.load_sessions()
+
+    # -- turns ---------------------------------------------------------------------------
+
+    @on(Input.Changed, "#composer")
+    def _composer_changed(self) -> None:
+        self.refresh_status()
+
+    @on(Input.Submitted, "#composer")
+    async def _composer_submitted(self, event: Input.Submitted) -> None:
+        text = event.value
+        if not text.strip():
+            return
+        if await self._refuse_while_busy():
+            return
+        self.composer.value = ""
+        self.send(text)
+
+    @work(exclusive=True, group="turn")
+    @while_mounted
+    async def send(self, text: str) -> None:
+        state = self.state
+        state.busy, state.phase = True, "sending"
+        self.refresh_status()
+        reply = AssistantMessage()
+        await self.transcript.mount_all([UserMessage(text), reply])
+        try:
+            async for frame in self.client.turn(text, session_id=state.session_id):
+                await self._apply_frame(frame, reply)
+        except TRANSPORT_ERRORS as exc:
+            await reply.fail(describe(exc))
+            if (reason := offline_reason(exc)) is not None:
+                state.offline = reason
+        except (NoMatches, MountError):
+            raise  # the panel is gone (see while_mounted)
+        except Exception as exc:  # the app keeps running whatever a turn does
+            log.exception("turn failed in the client")
+            await reply.fail(f"Unexpected error: {type(exc).__name__}: {exc}")
+        finally:
+            state.busy, state.phase = False, ""
+            self.refresh_status()
+
+    async def _apply_frame(self, frame: dict[str, Any], reply: AssistantMessage) -> None:
+        kind = frame.get("type")
+        state = self.state
+        if kind == "status":
+            state.phase = str(frame.get("text") or state.phase)
+            if frame.get("session"):
+                state.session_id = str(frame["session"])
+        elif kind == "thinking":
+            state.phase = "thinking"
+            await reply.add_thinking(str(frame.get("text") or ""))
+        elif kind == "delta":
+            state.phase = "grounded re-draft" if frame.get("draft", 1) > 1 else "replying"
+            await reply.add_delta(str(frame.get("text") or ""), replace=bool(frame.get("replace")))
+        elif kind == "done":
+            response = frame.get("response") or {}
+            state.offline = None
+            state.finish_turn(response)
+            await reply.finish(response, decision=self._decision())
+            self.load_sessions()  # a first message titles the session
+        elif kind == "error":
+            stopped = frame.get("reason") == "stopped"
+            await reply.fail(
+                STOPPED_TEXT if stopped else f"Turn failed: {frame.get('error')}",
+                kind="stopped" if stopped else "error",
+            )
+        self.refresh_status()
+
+    def action_stop(self) -> None:
+        if self.state.busy:
+            self.state.phase = "stopping"
+            self.refresh_status()
+            self.stop_turn()
+
+    @work(group="stop")
+    @while_mounted
+    async def stop_turn(self) -> None:
+        try:
+            result = await self.client.stop()
+        except TRANSPORT_ERRORS as exc:
+            # The service cannot be told; at least stop listening here.
+            self.workers.cancel_group(self, "turn")
+            await self.report(exc)
+            return
+        if not result.get("stopped"):
+            log.info("stop: no turn in flight on the service")
+
+    # -- decisions and filing ------------------------------------------------------------
+
+    @on(Composer.Publish)
+    def _publish(self) -> None:
+        self.publish_decision()
+
+    @on(Composer.File)
+    def _file(self) -> None:
+        self.file_pending()
+
+    @work(exclusive=True, group="publish")
+    @while_mounted
+    async def publish_decision(self) -> None:
+        state = self.state
+        if not (state.decision_body and state.decision_issue):
+            return
+        issue = state.decision_issue
+        try:
+            result = await self.client.publish_decision(
+                issue=issue, body=state.decision_body, session_id=state.session_id
+            )
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        state.clear_decision()
+        url = result.get("comment_url") or ""
+        await self.notice(
+            f"Published the Decision to #{result.get('issue', issue)} {url}".rstrip(),
+            kind="published",
+        )
+        self.refresh_status()
+
+    @work(exclusive=True, group="publish")
+    @while_mounted
+    async def file_pending(self) -> None:
+        state = self.state
+        if not state.can_file:
+            return
+        title = state.pending_title
+        try:
+            result = await self.client.file_pending(session_id=state.session_id)
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        state.pending_title = None
+        started = " · task started" if result.get("filed_task_started") else ""
+        number = result.get("filed_issue_number")
+        url = result.get("filed_issue_url") or ""
+        await self.notice(
+            f'Filed #{number} "{title}" {url}{started}'.replace("  ", " "), kind="filed"
+        )
+        self.refresh_status()

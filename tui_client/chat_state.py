@@ -1,0 +1,85 @@
+"""What the Chat panel knows about its session, and the status line that follows from it.
+
+Pure values: the widgets update a `ChatState` from frames and responses; `status_line`
+turns it into the one line of text under the transcript (spec: Discuss and Decision).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+DECIDE = "decide"
+
+
+@dataclass
+class ChatState:
+    session_id: str | None = None
+    title: str | None = None
+    focus: int | None = None
+    decision_body: str | None = None
+    decision_issue: int | None = None
+    pending_title: str | None = None
+    intent: str | None = None
+    busy: bool = False
+    phase: str = ""
+    offline: str | None = None  # why the service is unusable right now, if it is
+
+    @property
+    def has_decision(self) -> bool:
+        return bool(self.decision_body and self.decision_issue)
+
+    @property
+    def can_file(self) -> bool:
+        """`y` files only a pending proposal, and never after a `decide` turn."""
+        return bool(self.pending_title) and self.intent != DECIDE
+
+    def reset(self) -> None:
+        vars(self).update(vars(ChatState()))
+
+    def open_session(self, session: dict[str, Any]) -> None:
+        """Adopt a session as GET /chat/session/{id} or POST /chat/new returns it."""
+        self.session_id = session.get("id")
+        self.title = session.get("title")
+        self.focus = session.get("focus")
+        decision = session.get("decision") or {}
+        self.decision_body = decision.get("body")
+        self.decision_issue = decision.get("issue")
+        pending = session.get("pending") or {}
+        self.pending_title = pending.get("title")
+        assistant = [m for m in session.get("messages", []) if m.get("role") == "assistant"]
+        self.intent = assistant[-1].get("intent") if assistant else None
+        self.busy = False
+        self.phase = ""
+
+    def finish_turn(self, response: dict[str, Any]) -> None:
+        """Adopt a `done` frame's ChatResponse."""
+        self.session_id = response.get("session") or self.session_id
+        self.focus = response.get("focus", self.focus)
+        self.intent = response.get("intent")
+        self.decision_body = response.get("decision_body")
+        self.decision_issue = response.get("decision_issue")
+        self.pending_title = None if self.intent == DECIDE else response.get("pending_title")
+        if response.get("filed_issue_number"):
+            self.pending_title = None
+        self.busy = False
+        self.phase = ""
+
+    def clear_decision(self) -> None:
+        self.decision_body = None
+        self.decision_issue = None
+
+
+def status_line(state: ChatState, *, composer_empty: bool) -> str:
+    if state.offline:
+        return f"Chat · {state.offline} · ctrl+r retry"
+    if state.busy:
+        return f"Chat · {state.phase or 'sending'} · esc stop"
+    if composer_empty and state.has_decision:
+        return f"Chat · Decision draft · P publish to #{state.decision_issue}"
+    if composer_empty and state.can_file:
+        return f'Chat · Proposal "{state.pending_title}" · press y to file'
+    parts = ["Chat", state.title or "New chat"]
+    if state.focus is not None:
+        parts.append(f"focused on #{state.focus}")
+    return " · ".join(parts)

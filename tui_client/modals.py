@@ -1,0 +1,73 @@
+"""Modal screens: a yes/no confirmation and an issue-number prompt."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Asks before anything is deleted, terminated or archived; dismisses with the answer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+    ]
+
+    def __init__(self, question: str) -> None:
+        super().__init__(classes="modal")
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, markup=False, classes="question")
+            with Horizontal(classes="buttons"):
+                yield Button("Yes (y)", id="yes", variant="error")
+                yield Button("No (n)", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class IssuePrompt(ModalScreen[int | None]):
+    """Asks for an issue number (Discuss from the session list); None when cancelled."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, question: str = "Discuss which issue?") -> None:
+        super().__init__(classes="modal")
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Label(self.question, markup=False, classes="question")
+            yield Input(placeholder="issue number, then Enter", type="integer", id="issue-number")
+            yield Label("", id="issue-error", classes="error")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+    @on(Input.Submitted)
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        if not value.isdigit() or int(value) <= 0:
+            self.query_one("#issue-error", Label).update("an issue number is a positive integer")
+            return
+        self.dismiss(int(value))
