@@ -93,7 +93,7 @@ class RedisTurnLocks:
         key = f"{KEY_PREFIX}{operator_id}"
         raw = await self._redis.get(key)
         if raw is not None and json.loads(raw).get("turn_id") == turn_id:
-            await self._redis.eval(_RELEASE, 1, key, raw)  # type: ignore[misc]
+            await self._redis.eval(_RELEASE, 1, key, raw)
 
     async def signal_stop(self, operator_id: int) -> None:
         await self._redis.publish(STOP_CHANNEL, str(operator_id))

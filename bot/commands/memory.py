@@ -1,0 +1,162 @@
+"""`steelframe memory add|search|reindex`: seed, inspect and rebuild session memory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TextIO
+
+from bot import db as dbmod
+from bot.cli import load_settings
+
+BAR_WIDTH = 30
+
+
+def register(subparsers: Any) -> None:
+    # `memory` (numpy, scikit-learn) is imported by the handlers, so other commands start fast.
+    memory = subparsers.add_parser("memory", help="session memory: add, search, reindex")
+    sub = memory.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
+
+    add = sub.add_parser("add", help="store a chunk of memory")
+    add.add_argument("text", help="the chunk's text, or - to read it from standard input")
+    add.add_argument(
+        "--source",
+        default="note",
+        help="chat_summary, worker_session, issue, "
+        "pull_request, comment, committed_memory or note (default)",
+    )
+    add.add_argument("--repo", help="owner/name (default: the default agent's repository)")
+    add.add_argument("--issue", type=int, help="the issue or pull request number it is about")
+    add.add_argument("--paths", default="", help="comma-separated paths it concerns")
+    add.add_argument("--session-id", help="the chat or worker session it came from")
+    add.add_argument("--key", help="idempotency key: the same key replaces the chunk")
+    add.set_defaults(handler=cmd_add)
+
+    search = sub.add_parser("search", help="print the hits for a query, with scores")
+    search.add_argument("query")
+    search.add_argument("--repo", help="only this repository (default: all)")
+    search.add_argument("--focus", type=int, help="lift chunks about this issue/PR")
+    search.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
+    search.add_argument("--floor", type=float, help="minimum cosine (default: the Chat floor)")
+    search.set_defaults(handler=cmd_search)
+
+    reindex = sub.add_parser("reindex", help="rebuild the index from the database")
+    reindex.set_defaults(handler=cmd_reindex)
+
+
+@contextmanager
+def _memory() -> Iterator[Any]:
+    from memory import Memory
+
+    settings = load_settings()
+    database = dbmod.Database.from_url(settings.database_url)
+    try:
+        dbmod.upgrade(database.engine)
+        yield settings, Memory.in_data_dir(settings.data_dir, database.session)
+    finally:
+        database.dispose()
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from memory import ChunkError, ChunkIn
+
+    text = sys.stdin.read() if args.text == "-" else args.text
+    with _memory() as (settings, memory):
+        chunk = ChunkIn(
+            text=text,
+            source=args.source,
+            repo=args.repo or settings.repo,
+            issue=args.issue,
+            session_id=args.session_id,
+            paths=tuple(p.strip() for p in args.paths.split(",") if p.strip()),
+            key=args.key,
+        )
+        try:
+            added = memory.add([chunk])[0]
+        except ChunkError as exc:
+            print(f"steelframe: {exc.message}", file=sys.stderr)
+            return 2
+    if not added.created:
+        print(f"already stored as chunk {added.id} (same key, same content)")
+    elif added.replaced:
+        print(f"stored chunk {added.id}, replacing chunk {added.replaced}")
+    else:
+        print(f"stored chunk {added.id}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from bot.chat.retrieval import CHAT_FLOOR
+    from memory import IndexUnavailable
+
+    if args.k <= 0 or (args.floor is not None and not 0.0 <= args.floor <= 1.0):
+        print("steelframe: -k must be positive and --floor between 0 and 1", file=sys.stderr)
+        return 2
+    floor = CHAT_FLOOR if args.floor is None else args.floor
+    with _memory() as (_settings, memory):
+        try:
+            memory.sync()
+            hits = memory.search(
+                args.query, repo=args.repo, focus=args.focus, k=args.k, floor=floor
+            )
+        except IndexUnavailable as exc:
+            print(f"steelframe: memory index unavailable: {exc.message}", file=sys.stderr)
+            print(
+                "run `steelframe memory reindex` to rebuild it from the database", file=sys.stderr
+            )
+            return 1
+    if not hits:
+        print(f"no hits at or above cosine {floor:g} (try --floor 0)")
+        return 0
+    for rank, hit in enumerate(hits, 1):
+        print(f"{rank}. {hit.score:.4f}  {_provenance(hit.to_json())}")
+        print(f"   {hit.to_json()['preview']}")
+    return 0
+
+
+def _provenance(hit: dict[str, Any]) -> str:
+    parts = [hit["source"], hit["repo"], f"chunk {hit['id']}"]
+    if hit["issue"]:
+        parts.insert(0, f"#{hit['issue']}")
+    if hit["session_id"]:
+        parts.append(f"session {hit['session_id']}")
+    if hit["paths"]:
+        parts.append("paths " + ", ".join(hit["paths"]))
+    return " · ".join(parts)
+
+
+def cmd_reindex(args: argparse.Namespace) -> int:
+    started = time.perf_counter()
+    with _memory() as (_settings, memory):
+        manifest = memory.reindex(progress=progress_bar(sys.stdout))
+    print(
+        f"index rebuilt: {manifest.live_docs:,} chunks in {len(manifest.segments)} segment(s),"
+        f" {time.perf_counter() - started:.1f} s"
+    )
+    return 0
+
+
+def progress_bar(stream: TextIO) -> Callable[[int, int], None]:
+    """A redrawn bar on a terminal; a line per tenth elsewhere (logs, pipes)."""
+    interactive = stream.isatty()
+    shown: set[int] = set()
+
+    def show(done: int, total: int) -> None:
+        fraction = 1.0 if total <= 0 else min(1.0, done / total)
+        tenth = int(fraction * 10)
+        if not interactive and tenth in shown:
+            return
+        shown.add(tenth)
+        filled = int(fraction * BAR_WIDTH)
+        bar = "#" * filled + "." * (BAR_WIDTH - filled)
+        line = f"reindex [{bar}] {fraction:4.0%} {done:,}/{total:,} chunks"
+        if interactive:
+            stream.write("\r" + line + ("\n" if fraction >= 1.0 else ""))
+        else:
+            stream.write(line + "\n")
+        stream.flush()
+
+    return show

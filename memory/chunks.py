@@ -1,0 +1,214 @@
+"""The chunk store: validated chunks with provenance, written in the caller's transaction.
+
+Other parts (the chat summary sink, webhooks, workers) call `add_chunk(s)` with their open
+`Session`; the index catches up from the rows (`memory.sync`), so a chunk is never lost
+between the database and the index, whichever process wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from memory.errors import ChunkError
+from memory.models import MemoryChunk
+from memory.segment import Record
+
+MAX_TEXT_CHARS = 50_000
+MAX_PATHS = 200
+MAX_PATH_CHARS = 500
+MAX_KEY_CHARS = 300
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+Now = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class ChunkSource(StrEnum):
+    CHAT_SUMMARY = "chat_summary"
+    WORKER_SESSION = "worker_session"
+    ISSUE = "issue"
+    PULL_REQUEST = "pull_request"
+    COMMENT = "comment"
+    COMMITTED_MEMORY = "committed_memory"
+    NOTE = "note"  # seeded by an operator (`steelframe memory add`)
+
+
+@dataclass(frozen=True)
+class ChunkIn:
+    """A chunk to store. `key` makes adding idempotent: the same key with the same content
+    is a no-op, with new content it replaces the old chunk (an edited comment, say)."""
+
+    text: str
+    source: ChunkSource | str
+    repo: str
+    issue: int | None = None
+    session_id: str | None = None
+    paths: Sequence[str] = ()
+    key: str | None = None
+
+    def validated(self) -> ChunkIn:
+        try:
+            source = ChunkSource(self.source)
+        except ValueError:
+            allowed = ", ".join(s.value for s in ChunkSource)
+            raise ChunkError(f"source {self.source!r} is not one of {allowed}") from None
+        text = self.text.strip() if isinstance(self.text, str) else ""
+        if not text:
+            raise ChunkError("text is required")
+        if len(text) > MAX_TEXT_CHARS:
+            raise ChunkError(f"text is longer than {MAX_TEXT_CHARS} characters")
+        if not isinstance(self.repo, str) or not _REPO.match(self.repo):
+            raise ChunkError(f"repo {self.repo!r} must look like owner/name")
+        if self.issue is not None and (
+            isinstance(self.issue, bool) or not isinstance(self.issue, int) or self.issue <= 0
+        ):
+            raise ChunkError("issue must be a positive integer")
+        paths = tuple(self.paths)
+        if len(paths) > MAX_PATHS or not all(
+            isinstance(p, str) and p.strip() and len(p) <= MAX_PATH_CHARS for p in paths
+        ):
+            raise ChunkError(f"paths must be at most {MAX_PATHS} non-empty strings")
+        if self.session_id is not None and not (0 < len(self.session_id) <= 64):
+            raise ChunkError("session_id must be 1 to 64 characters")
+        if self.key is not None and not (0 < len(self.key) <= MAX_KEY_CHARS):
+            raise ChunkError(f"key must be 1 to {MAX_KEY_CHARS} characters")
+        return ChunkIn(text, source, self.repo, self.issue, self.session_id, paths, self.key)
+
+
+@dataclass(frozen=True)
+class Added:
+    id: int
+    created: bool  # False: the same chunk was already stored under this key
+    replaced: int | None = None
+
+
+def add_chunk(session: Session, chunk: ChunkIn, *, clock: Now = utcnow) -> Added:
+    """Store one chunk in the caller's transaction (validated first: ChunkError)."""
+    chunk = chunk.validated()
+    previous = None
+    if chunk.key is not None:
+        previous = session.scalar(
+            select(MemoryChunk)
+            .where(MemoryChunk.key == chunk.key, MemoryChunk.live.is_(True))
+            .with_for_update()
+        )
+        if previous is not None and _same(previous, chunk):
+            return Added(previous.id, created=False)
+        if previous is not None:
+            previous.live = False
+            session.flush()  # the partial unique index allows one live row per key
+    row = MemoryChunk(
+        key=chunk.key,
+        source=str(chunk.source),
+        repo=chunk.repo,
+        issue=chunk.issue,
+        session_id=chunk.session_id,
+        paths=list(chunk.paths),
+        text=chunk.text,
+        created_at=clock(),
+        live=True,
+        replaces=previous.id if previous is not None else None,
+    )
+    session.add(row)
+    session.flush()
+    return Added(row.id, created=True, replaced=row.replaces)
+
+
+def add_chunks(session: Session, chunks: Sequence[ChunkIn], *, clock: Now = utcnow) -> list[Added]:
+    validated = [chunk.validated() for chunk in chunks]  # all or nothing
+    return [add_chunk(session, chunk, clock=clock) for chunk in validated]
+
+
+def _same(row: MemoryChunk, chunk: ChunkIn) -> bool:
+    return (
+        row.text == chunk.text
+        and row.source == str(chunk.source)
+        and row.repo == chunk.repo
+        and row.issue == chunk.issue
+        and row.session_id == chunk.session_id
+        and list(row.paths or []) == list(chunk.paths)
+    )
+
+
+_COLUMNS = (
+    MemoryChunk.id,
+    MemoryChunk.source,
+    MemoryChunk.repo,
+    MemoryChunk.text,
+    MemoryChunk.issue,
+    MemoryChunk.session_id,
+    MemoryChunk.paths,
+    MemoryChunk.created_at,
+    MemoryChunk.live,
+    MemoryChunk.replaces,
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A chunk row as the index needs it (plain columns: no ORM identity map to grow)."""
+
+    record: Record
+    live: bool
+    replaces: int | None
+
+
+def _row(values: Any) -> Row:
+    (chunk_id, source, repo, text, issue, session_id, paths, created, live, replaces) = values
+    record = Record(
+        id=int(chunk_id),
+        source=source,
+        repo=repo,
+        text=text,
+        issue=issue,
+        session_id=session_id,
+        paths=tuple(paths or ()),
+        created_at=created.isoformat() if created is not None else None,
+    )
+    return Row(record, bool(live), replaces)
+
+
+def rows_after(session: Session, *, watermark: int, gaps: Sequence[int], limit: int) -> list[Row]:
+    """Rows the index has not seen: above the watermark, or in its gaps; ascending ids."""
+    condition = MemoryChunk.id > watermark
+    if gaps:
+        condition = or_(condition, MemoryChunk.id.in_(list(gaps)))
+    statement = select(*_COLUMNS).where(condition).order_by(MemoryChunk.id).limit(limit)
+    return [_row(values) for values in session.execute(statement)]
+
+
+def iter_rows(session: Session, *, batch: int) -> Iterator[list[Row]]:
+    """Every row (live or replaced), ascending ids, streamed in batches."""
+    statement = select(*_COLUMNS).order_by(MemoryChunk.id).execution_options(yield_per=batch)
+    for part in session.execute(statement).partitions(batch):
+        yield [_row(values) for values in part]
+
+
+def count_live(session: Session) -> int:
+    statement = select(func.count()).select_from(MemoryChunk).where(MemoryChunk.live.is_(True))
+    return int(session.scalar(statement) or 0)
+
+
+def recent(session: Session, *, repo: str, source: ChunkSource, limit: int) -> list[Record]:
+    """The newest live chunks of one source in a repository (the recency fallback)."""
+    statement = (
+        select(*_COLUMNS)
+        .where(
+            MemoryChunk.repo == repo,
+            MemoryChunk.source == source.value,
+            MemoryChunk.live.is_(True),
+        )
+        .order_by(MemoryChunk.id.desc())
+        .limit(limit)
+    )
+    return [_row(values).record for values in session.execute(statement)]

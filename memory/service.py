@@ -1,0 +1,127 @@
+"""`Memory`: the chunk store, its on-disk index and the search everyone calls, in one object.
+
+Built once per process from a folder (under the data dir) and a session factory, then
+passed down: `memory.search(query, repo=..., focus=..., k=..., floor=...)` is the same call
+for Chat and for the workers, in process, no HTTP hop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from memory import chunks, sync
+from memory.analysis import Analyzer
+from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
+from memory.index import DEFAULT_K, Hit, SearchIndex
+from memory.manifest import Manifest
+from memory.writer import IndexWriter
+
+SessionFactory = Callable[[], AbstractContextManager[Session]]
+FOLDER = "memory"  # the index lives in <data dir>/memory
+DISTINCTIVE_MIN_CHARS = 4
+
+
+class Memory:
+    def __init__(
+        self,
+        root: Path,
+        sessions: SessionFactory,
+        *,
+        clock: Now = utcnow,
+        wall: Callable[[], float] = time.time,
+    ) -> None:
+        self.root = root
+        self.sessions = sessions
+        self.clock = clock
+        self.analyzer = Analyzer()
+        self.index = SearchIndex(root, self.analyzer)
+        self.writer = IndexWriter(root, self.analyzer, clock=wall)
+
+    @classmethod
+    def in_data_dir(
+        cls, data_dir: Path, sessions: SessionFactory, *, clock: Now = utcnow
+    ) -> Memory:
+        """The memory of a Steelframe installation: its index under the data dir."""
+        return cls(data_dir / FOLDER, sessions, clock=clock)
+
+    def search(
+        self,
+        query: str,
+        *,
+        repo: str | None,
+        focus: int | None = None,
+        k: int = DEFAULT_K,
+        floor: float = 0.0,
+        focus_only: bool = False,
+    ) -> list[Hit]:
+        """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search)."""
+        return self.index.search(
+            query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only
+        )
+
+    def add(self, items: Sequence[ChunkIn]) -> list[Added]:
+        """Store chunks in their own transaction, then bring the index up to date."""
+        with self.sessions() as session:
+            added = chunks.add_chunks(session, items, clock=self.clock)
+        self.sync()
+        return added
+
+    def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
+        with self.sessions() as session:
+            return sync.sync(session, self.writer, limit=limit)
+
+    def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> Manifest:
+        """Rebuild the index from the rows (`steelframe memory reindex`), then catch up."""
+        with self.sessions() as session:
+            manifest = sync.rebuild(session, self.writer, progress=progress)
+        self.sync()
+        return manifest
+
+    def merge(self, *, limit: int = 100) -> int:
+        """Run due merges (a background job); returns how many ran."""
+        merged = 0
+        while merged < limit and self.writer.merge_once():
+            merged += 1
+        return merged
+
+    def merge_due(self) -> bool:
+        return self.writer.merge_due()
+
+    def recent(
+        self, *, repo: str, source: ChunkSource = ChunkSource.CHAT_SUMMARY, limit: int = 3
+    ) -> list[Hit]:
+        """Newest chunks of a source, unranked (score 0): the recency fallback."""
+        with self.sessions() as session:
+            records = chunks.recent(session, repo=repo, source=source, limit=limit)
+        return [Hit(record, 0.0) for record in records]
+
+    def distinctive(self, text: str, *, n: int = 5) -> list[str]:
+        """The rarest words of `text` in the index: what a reply citing it would repeat."""
+        tokens = {
+            t
+            for t in self.analyzer.tokens(text)
+            if len(t) >= DISTINCTIVE_MIN_CHARS and not t.isdigit()
+        }
+        if not tokens:
+            return []
+        df = self.index.df(sorted(tokens))
+        ranked = sorted((count, token) for token, count in df.items() if count > 0)
+        return [token for _, token in ranked[:n]]
+
+    def stats(self) -> dict[str, Any]:
+        snapshot = self.index.snapshot()
+        manifest = snapshot.manifest
+        return {
+            "generation": manifest.generation,
+            "chunks": manifest.live_docs,
+            "segments": len(manifest.segments),
+            "tombstones": manifest.dead_count,
+            "watermark": manifest.watermark,
+            "gaps": len(manifest.gaps),
+        }

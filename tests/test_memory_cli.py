@@ -1,0 +1,101 @@
+"""`steelframe memory add|search|reindex` against a real database and index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+
+
+@pytest.fixture(autouse=True)
+def environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # no stray steelframe.toml
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'steelframe.db'}")
+    monkeypatch.setenv("STEELFRAME_DATA_DIR", str(tmp_path / "var"))
+    monkeypatch.setenv("STEELFRAME_REPO", "acme/app")
+
+
+def test_add_then_search_prints_hits_with_scores_and_provenance(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert (
+        main(
+            [
+                "memory",
+                "add",
+                "Pinned redis to 7.2 after the RQ upgrade",
+                "--issue",
+                "41",
+                "--source",
+                "worker_session",
+                "--paths",
+                "bot/queue.py, requirements.txt",
+            ]
+        )
+        == 0
+    )
+    assert capsys.readouterr().out.strip() == "stored chunk 1"
+    assert main(["memory", "search", "redis upgrade"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("1. 0.")
+    assert (
+        "#41 · worker_session · acme/app · chunk 1 · paths bot/queue.py, requirements.txt" in out[0]
+    )
+    assert out[1].strip() == "Pinned redis to 7.2 after the RQ upgrade"
+
+
+def test_add_with_the_same_key_is_idempotent_then_replaces(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["memory", "add", "first text", "--key", "k1"]) == 0
+    assert main(["memory", "add", "first text", "--key", "k1"]) == 0
+    assert main(["memory", "add", "second text", "--key", "k1"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "stored chunk 1",
+        "already stored as chunk 1 (same key, same content)",
+        "stored chunk 2, replacing chunk 1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["memory", "add", "text", "--source", "gossip"], "source 'gossip' is not one of"),
+        (["memory", "add", "text", "--repo", "no-slash"], "must look like owner/name"),
+        (["memory", "add", "   "], "text is required"),
+        (["memory", "search", "x", "-k", "0"], "-k must be positive"),
+        (["memory", "search", "x", "--floor", "2"], "--floor between 0 and 1"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+    assert main(["memory", "search", "text", "--floor", "0"]) == 0
+    assert "no hits" in capsys.readouterr().out  # nothing was stored
+
+
+def test_reindex_shows_progress_and_rebuilds(capsys: pytest.CaptureFixture[str]) -> None:
+    for i in range(3):
+        main(["memory", "add", f"chunk about topic {i}"])
+    capsys.readouterr()
+    assert main(["memory", "reindex"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "reindex [" + "." * 30 + "]   0% 0/3 chunks"
+    assert out[-2] == "reindex [" + "#" * 30 + "] 100% 3/3 chunks"
+    assert out[-1].startswith("index rebuilt: 3 chunks in 1 segment(s)")
+
+
+def test_search_on_a_corrupt_index_says_how_to_repair(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["memory", "add", "chunk text"])
+    (tmp_path / "var" / "memory" / "manifest.json").write_text("{")
+    assert main(["memory", "search", "chunk"]) == 1
+    assert "steelframe memory reindex" in capsys.readouterr().err
+    assert main(["memory", "reindex"]) == 0
+    assert main(["memory", "search", "chunk text"]) == 0
+    assert "1. " in capsys.readouterr().out
