@@ -20,6 +20,10 @@ from bot.config import ConfigError, Settings
 COMMAND_MODULES = [
     "bot.commands.core",
     "bot.dev",
+    "bot.commands.github",
+    "bot.commands.memory",
+    "bot.commands.tui",
+    "bot.commands.worker",
 ]
 
 

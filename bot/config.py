@@ -308,7 +308,9 @@ class Settings:
             try:
                 return Secret(self.private_key_path.read_text())
             except OSError as exc:
-                raise ConfigError(f"PRIVATE_KEY_PATH: cannot read the key file ({exc.strerror})")
+                raise ConfigError(
+                    f"PRIVATE_KEY_PATH: cannot read the key file ({exc.strerror})"
+                ) from exc
         return None
 
     def redacted(self) -> dict[str, str]:

@@ -21,6 +21,12 @@ from bot.idempotency import run_once
 DECISION_MARKER = "<!-- steelframe-decision -->"
 NEEDS_HUMAN_LABEL = "steelframe:needs_human"
 _MARKER_RE = re.compile(r"\s*<!--\s*steelframe-decision\s*-->\s*", re.IGNORECASE)
+_HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
+
+
+def decision_text(comment_body: str) -> str:
+    """What a Decision comment says, without its markers (what the coding runtime is told)."""
+    return _HTML_COMMENT_RE.sub("", comment_body).strip()
 
 
 class CommentApi(Protocol):

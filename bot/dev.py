@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import signal
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,7 @@ from sqlalchemy import select
 
 from bot.appkeys import SERVICES
 from bot.cli import configure_logging, load_settings
-from bot.config import Settings
+from bot.config import Secret, Settings
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
@@ -55,6 +56,19 @@ async def run_dev(
     from bot.server import create_app
 
     print("steelframe dev: preparing the database ...", flush=True)
+    redis_server = await asyncio.to_thread(_embedded_redis, settings)
+    if redis_server is not None:
+        settings = dataclasses.replace(settings, redis_url=redis_server.url)
+    sandbox = await _start_sandbox(settings)
+    if sandbox is not None:
+        settings = dataclasses.replace(
+            settings,
+            app_id=sandbox.app_id,
+            private_key=Secret(sandbox.private_key),
+            private_key_path=None,
+            webhook_secret=Secret(sandbox.webhook_secret),
+            github_api_url=sandbox.url,
+        )
     app = create_app(settings)
     runner = web.AppRunner(app)
     await runner.setup()
@@ -62,11 +76,17 @@ async def run_dev(
     await site.start()
     bound = runner.addresses[0][1] if runner.addresses else port
     url = f"http://{host}:{bound}"
+    if sandbox is not None:
+        sandbox.deliver_to(f"{url}/api/github/webhooks")
+        print(
+            f"github: sandbox at {sandbox.url} · repo {settings.repo} (no credentials)", flush=True
+        )
     database: Database = app[SERVICES].db
     token = await database.run(dev_token)
     print(f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}", flush=True)
     print(f"url: {url}", flush=True)
     print(f"token: {token}", flush=True)
+    worker = _start_worker(app[SERVICES])
     if ready is not None:
         ready(url, token)
     stop = asyncio.Event()
@@ -78,7 +98,57 @@ async def run_dev(
         await stop.wait()
     finally:
         print("steelframe dev: shutting down", flush=True)
+        if worker is not None:
+            await asyncio.to_thread(worker.stop)
         await runner.cleanup()
+        if sandbox is not None:
+            await sandbox.close()
+        if redis_server is not None:
+            redis_server.stop()
+
+
+async def _start_sandbox(settings: Settings) -> Any:
+    """The local GitHub sandbox, unless the environment configures a real GitHub App."""
+    if settings.github_configured:
+        return None
+    from github_sandbox.devmode import start_dev_sandbox
+
+    print("steelframe dev: starting the local GitHub sandbox ...", flush=True)
+    secret = settings.webhook_secret.reveal() if settings.webhook_secret else None
+    return await start_dev_sandbox(
+        settings.data_dir / "github-sandbox", settings.repo, webhook_secret=secret
+    )
+
+
+def _embedded_redis(settings: Settings) -> Any:
+    """A Redis of our own when none is configured (the task queue needs one)."""
+    if settings.redis_url:
+        return None
+    from bot.embedded_redis import start_embedded_redis
+
+    print("steelframe dev: starting an embedded Redis ...", flush=True)
+    return start_embedded_redis(settings.data_dir / "redis")
+
+
+def _start_worker(services: Any) -> Any:
+    """An in-process lifecycle worker (RQ SimpleWorker on a thread) on the service's parts."""
+    from bot.lifecycle.context import build_context, github_factory
+    from bot.lifecycle.worker import WorkerThread
+
+    settings = services.settings
+    if services.redis is None:
+        return None
+    ctx = build_context(
+        settings,
+        db=services.db,
+        connection=services.redis,
+        github=github_factory(settings),
+        memory=services.memory,
+    )
+    worker = WorkerThread(ctx)
+    worker.start()
+    print(f"worker: in process on queue {ctx.queue_name}", flush=True)
+    return worker
 
 
 def _safe_url(url: str) -> str:

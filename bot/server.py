@@ -6,6 +6,8 @@ in `bot` stays free of HTTP.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -29,7 +31,7 @@ def create_app(
     plugins: tuple[AppPlugin, ...] | None = None,
     **service_overrides: Any,
 ) -> web.Application:
-    from operator_api import chat_routes, decision_routes, meta_routes
+    from operator_api import board_routes, chat_routes, decision_routes, meta_routes
     from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
     from operator_api.middleware import errors_middleware
 
@@ -42,6 +44,7 @@ def create_app(
     app[TOKEN_CACHE] = TokenCache()
     app.add_routes(meta_routes.routes)
     app.add_routes(chat_routes.routes)
+    app.add_routes(board_routes.routes)
     app.add_routes(decision_routes.routes)
     owned = services is None
     built = services or build_services(settings, **service_overrides)
@@ -51,7 +54,12 @@ def create_app(
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await built.chat.resume_pending_summaries()
+        # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
+        listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
         yield
+        listener.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await listener
         if owned:
             await built.close()
 
@@ -61,4 +69,6 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    return ()
+    from webhooks import setup as webhooks_setup
+
+    return (webhooks_setup,)

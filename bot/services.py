@@ -16,14 +16,22 @@ import redis
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
-from bot.chat.inflight import TurnRegistry
+from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
+from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
+from bot.github.client import GitHubClient
+from bot.lifecycle.service import TaskService, build_task_service
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
+from bot.runtimes.registry import build_runtime, check_runtime_settings
+from bot.runtimes.transport import SharedClient
+from memory import Memory
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +44,16 @@ class Services:
     registry: TurnRegistry
     background: BackgroundTasks
     redis: redis.Redis | None = None
+    # Session memory: chunk store + index (`memory.search`, `memory.add`) for every part.
+    memory: Memory | None = None
+    # The GitHub App client when APP_ID and a private key are configured (dev: the sandbox).
+    github: GitHubClient | None = None
     # Set when a GitHub App (or the dev sandbox) is configured; None answers 503.
     filing: FilingService | None = None
     publisher: DecisionPublisher | None = None
+    # The task lifecycle (pickup, resume, terminate, board) when Redis is configured.
+    tasks: TaskService | None = None
+    model_http: SharedClient = field(default_factory=SharedClient)
     extras: dict[str, Any] = field(default_factory=dict)
 
     async def health(self) -> dict[str, Any]:
@@ -50,9 +65,13 @@ class Services:
 
     async def close(self) -> None:
         await self.registry.close()
+        await self.chat.locks.close()
+        await self.model_http.close()
         await self.background.close()
         if self.redis is not None:
             self.redis.close()
+        if self.github is not None:
+            await self.github.close()
         self.db.dispose()
 
 
@@ -63,15 +82,13 @@ def _redis_ping(client: redis.Redis) -> bool:
         return False
 
 
-def default_runtime_factory(settings: Settings) -> RuntimeFactory:
-    """Runtimes by agent; the model runtimes register themselves in `bot.runtimes.registry`."""
+def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
+    """Runtimes by agent (bot.runtimes.registry), sharing one connection pool per process."""
 
     def build(agent: AgentConfig) -> Runtime:
         if agent.runtime == "offline":
             return OfflineRuntime()
-        from bot.runtimes.registry import build_runtime
-
-        return build_runtime(agent.runtime, settings, agent)
+        return build_runtime(agent.runtime, settings, agent, http=http.get())
 
     return build
 
@@ -83,26 +100,65 @@ def build_services(
     clock: Clock = utcnow,
     migrate: bool = True,
 ) -> Services:
+    check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
+    model_http = SharedClient()
     database = dbmod.Database.from_url(settings.database_url)
     if migrate:
         dbmod.upgrade(database.engine)
     database.call(sync_agents, settings.agents, clock=clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
-    registry = TurnRegistry()
+    locks: TurnLocks = (
+        RedisTurnLocks(settings.redis_url, ttl_seconds=settings.turn_timeout_seconds + 60)
+        if settings.redis_url
+        else LocalTurnLocks()
+    )
+
+    async def release_turn(handle: TurnHandle) -> None:
+        await locks.release(handle.operator_id, handle.turn_id)
+
+    registry = TurnRegistry(on_finish=release_turn)
     background = BackgroundTasks()
+    memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
     chat = ChatService(
         db=database,
         settings=settings,
-        runtimes=runtimes or default_runtime_factory(settings),
+        runtimes=runtimes or default_runtime_factory(settings, model_http),
         registry=registry,
         background=background,
+        grounder=MemoryGrounder(memory, background=background),
+        summary_sinks=(chat_summary_sink(settings.agents),),
+        locks=locks,
         clock=clock,
     )
-    return Services(
+    services = Services(
         settings=settings,
         db=database,
         chat=chat,
         registry=registry,
         background=background,
         redis=redis_client,
+        memory=memory,
+        github=GitHubClient.from_settings(settings) if settings.github_configured else None,
+        model_http=model_http,
     )
+    if redis_client is not None:
+        services.tasks = build_task_service(
+            db=database,
+            connection=redis_client,
+            github=services.github,
+            pickup_labels=settings.pickup_labels,
+            time_limit=settings.task_time_limit,
+            clock=clock,
+        )
+    if services.github is not None:
+        # With a GitHub App, Chat's filing intents file for real (still only on request).
+        services.filing = FilingService(
+            db=database,
+            github=services.github,
+            tasks=services.tasks,
+            pickup_labels=settings.pickup_labels,
+            clock=clock,
+        )
+        services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
+        chat.policy = GitHubIntentPolicy(services.filing)
+    return services

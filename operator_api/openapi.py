@@ -173,6 +173,7 @@ def openapi_document() -> dict[str, Any]:
             ),
         },
     }
+    paths.update(_task_paths(ref))
     schemas: dict[str, Any] = {
         "Error": {
             "type": "object",
@@ -297,6 +298,7 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }
+    schemas.update(_task_schemas(ref))
     return {
         "openapi": "3.1.0",
         "info": {"title": "Steelframe operator API", "version": __version__},
@@ -314,3 +316,122 @@ def register_paths(extra: dict[str, Any], schemas: dict[str, Any] | None = None)
     document["paths"].update(extra)
     if schemas:
         document["components"]["schemas"].update(schemas)
+
+
+# -- Task lifecycle (docs/api.md, "Task lifecycle") ------------------------------------------
+
+TASK_PATH = {
+    "name": "id",
+    "in": "path",
+    "required": True,
+    "schema": {"type": "integer", "minimum": 1},
+}
+
+
+def _task_paths(ref: Any) -> dict[str, Any]:
+    states = ["queued", "running", "waiting_for_info", "delivered", "failed", "terminated"]
+    return {
+        "/api/operator/board": {
+            "get": _op(
+                "Tasks newest first (archived ones only with archived=true)",
+                {"200": _json(ref("Board")), **_errors(400, 401)},
+                params=[
+                    _query("state", {"enum": states}, "only tasks in this state"),
+                    _query("archived", {"type": "boolean"}, "include archived tasks"),
+                    _query(
+                        "limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "at most N"
+                    ),
+                ],
+            )
+        },
+        "/api/operator/tasks/{id}": {
+            "get": _op(
+                "A task with its event log",
+                {"200": _json(ref("TaskDetail")), **_errors(400, 401, 404)},
+                params=[TASK_PATH],
+            )
+        },
+        "/api/operator/tasks/{id}/terminate": {
+            "post": _op(
+                "Stop a queued, running or waiting task (job cancelled, runtime killed)",
+                {"200": _json(ref("TaskDetail")), **_errors(400, 401, 404, 409, 413, 503)},
+                params=[TASK_PATH],
+            )
+        },
+        "/api/operator/tasks/{id}/archive": {
+            "post": _op(
+                "Hide a finished task from the board",
+                {"200": _json(ref("TaskDetail")), **_errors(400, 401, 404, 409, 413, 503)},
+                params=[TASK_PATH],
+            )
+        },
+    }
+
+
+def _task_schemas(ref: Any) -> dict[str, Any]:
+    nullable_str = {"type": ["string", "null"]}
+    task = {
+        "type": "object",
+        "required": ["id", "repo", "issue", "title", "state", "archived", "updated_at"],
+        "properties": {
+            "id": {"type": "integer"},
+            "repo": {"type": "string"},
+            "issue": {"type": "integer"},
+            "title": {"type": "string"},
+            "state": {"type": "string"},
+            "archived": {"type": "boolean"},
+            "pr_url": nullable_str,
+            "last_event": {
+                "type": ["object", "null"],
+                "properties": {
+                    "kind": {"type": "string"},
+                    "at": {"type": "string"},
+                    "detail": {"type": "string"},
+                },
+            },
+            "updated_at": {"type": "string"},
+        },
+    }
+    return {
+        "BoardTask": task,
+        "Board": {
+            "type": "object",
+            "properties": {"tasks": {"type": "array", "items": ref("BoardTask")}},
+        },
+        "TaskEvent": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "integer"},
+                "kind": {"type": "string"},
+                "from": nullable_str,
+                "to": nullable_str,
+                "actor": {"type": "string"},
+                "at": {"type": "string"},
+                "detail": {"type": "string"},
+                "data": {"type": "object"},
+            },
+        },
+        "TaskDetail": {
+            "allOf": [
+                ref("BoardTask"),
+                {
+                    "type": "object",
+                    "properties": {
+                        "origin_session": nullable_str,
+                        "generation": {"type": "integer"},
+                        "attempts": {"type": "integer"},
+                        "branch": nullable_str,
+                        "pr_number": {"type": ["integer", "null"]},
+                        "question": nullable_str,
+                        "last_error": nullable_str,
+                        "summary": nullable_str,
+                        "runtime_session": nullable_str,
+                        "usage": {"type": "object"},
+                        "created_at": {"type": "string"},
+                        "lease": {"type": ["object", "null"]},
+                        "events": {"type": "array", "items": ref("TaskEvent")},
+                    },
+                },
+            ]
+        },
+    }

@@ -223,3 +223,216 @@ async def read_sse(response: Any, *, until: str | None = "done") -> list[dict[st
             if frame["type"] in ("done", "error") or (until and frame["type"] == until):
                 break
     return frames
+
+
+# -- The local GitHub sandbox (issue 4) ---------------------------------------------------
+# A running sandbox with the App installed on SANDBOX_REPO, clients for it, settings that
+# point the service at it, and a contract check at teardown: every request and answer
+# the sandbox saw, and every webhook it sent, must match GitHub's OpenAPI description and
+# webhook schemas in ../shared/github (resolved from the repository root).
+
+GITHUB_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "github"
+SANDBOX_REPO = "steelframe-dev/sandbox"  # Settings.repo's default
+SANDBOX_APP_ID = 4242
+WEBHOOK_SECRET = "sandbox-webhook-secret"
+
+
+@pytest.fixture(scope="session")
+def github_app_keys() -> tuple[str, str]:
+    """(private PEM, public PEM) of the sandbox App, generated once per test session."""
+    from github_sandbox import generate_app_keys
+
+    return generate_app_keys()
+
+
+def webhook_headers(
+    body: bytes, event: str, *, delivery: str | None = None, secret: str = WEBHOOK_SECRET
+) -> dict[str, str]:
+    """The headers GitHub sends with a delivery, signed with `secret`."""
+    from webhooks.signature import signature_for
+
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": "GitHub-Hookshot/test",
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery or str(uuid.uuid4()),
+        "X-Hub-Signature-256": signature_for(secret, body),
+    }
+
+
+class GitHubSandbox:
+    """A running sandbox (`.sandbox` is the live world) and helpers around it."""
+
+    def __init__(self, server: Any, private_key: str, installation_id: int) -> None:
+        from github_sandbox.contract import Contract
+
+        self.server = server
+        self.sandbox = server.sandbox
+        self.url: str = server.url
+        self.app_id = SANDBOX_APP_ID
+        self.private_key = private_key
+        self.repo = SANDBOX_REPO
+        self.installation_id = installation_id
+        self.contract = Contract(GITHUB_DATA)
+        self._clients: list[Any] = []
+
+    def client(self, **overrides: Any) -> Any:
+        """A GitHubClient for the sandbox App; no write spacing unless `pacing=` says so."""
+        from bot.config import Secret
+        from bot.github.client import GitHubClient
+        from bot.github.pacing import PacingPolicy
+
+        options: dict[str, Any] = {"base_url": self.url, "pacing": PacingPolicy(min_interval=0)}
+        options.update(overrides)
+        client = GitHubClient(app_id=self.app_id, private_key=Secret(self.private_key), **options)
+        self._clients.append(client)
+        return client
+
+    def settings(self, tmp_path: Path, **overrides: Any) -> Settings:
+        from bot.config import Secret
+
+        values: dict[str, Any] = {
+            "app_id": self.app_id,
+            "private_key": Secret(self.private_key),
+            "webhook_secret": Secret(WEBHOOK_SECRET),
+            "github_api_url": self.url,
+            "github_write_interval": 0.0,
+            "repo": self.repo,
+        }
+        values.update(overrides)
+        return make_settings(tmp_path, **values)
+
+    def fail(self, kind: str = "server_error", **spec: Any) -> None:
+        """Inject failures: kind server_error | secondary_rate_limit | primary_rate_limit |
+        too_many_requests; `path` (fnmatch), `method`, `times`, `after_effect`..."""
+        from github_sandbox.faults import fault_from_json
+
+        self.sandbox.faults.add(fault_from_json({"kind": kind, **spec}, now=self.sandbox.clock()))
+
+    def use_clock(self, clock: Callable[[], float]) -> None:
+        """Run the sandbox on a test's fake clock (JWT checks, token expiry, rate limits)."""
+        self.sandbox.clock = clock
+        self.sandbox.world.clock = clock
+
+    def deliver_to(self, url: str, secret: str = WEBHOOK_SECRET) -> None:
+        self.sandbox.set_webhook(url, secret)
+
+    async def settle(self) -> None:
+        """Wait (at most 10 s) until every webhook the sandbox queued has been attempted."""
+        import asyncio
+
+        await asyncio.wait_for(self.sandbox.hooks.settle(), 10)
+
+    def user_token(self, login: str, permission: str | None = None) -> str:
+        """A token acting as a person; `permission` makes them a collaborator on the repo."""
+        if permission is not None:
+            self.sandbox.grant(self.repo, login, permission)
+        return str(self.sandbox.user_token(login))
+
+    def contract_problems(self) -> list[str]:
+        problems = []
+        for ex in self.sandbox.traffic:
+            if ex.injected:
+                continue
+            where = f"{ex.method} {ex.path} -> {ex.status}"
+            if ex.method in ("POST", "PATCH", "PUT"):
+                problems += [
+                    f"{where} request {p}"
+                    for p in self.contract.request_problems(ex.method, ex.route, ex.request)
+                ]
+            problems += [
+                f"{where} response {p}"
+                for p in self.contract.response_problems(
+                    ex.method, ex.route, ex.status, ex.response
+                )
+            ]
+        for delivery in self.sandbox.hooks.sent:
+            where = f"webhook {delivery.event}.{delivery.action}"
+            problems += [
+                f"{where} {p}"
+                for p in self.contract.webhook_problems(delivery.event, delivery.payload)
+            ]
+            problems += [
+                f"{where} lacks {p}"
+                for p in self.contract.shape_problems(delivery.event, delivery.payload)
+            ]
+        return problems
+
+    async def close(self) -> None:
+        for client in self._clients:
+            await client.close()
+        await self.server.close()
+
+
+@pytest.fixture
+async def github_sandbox(
+    tmp_path: Path, github_app_keys: tuple[str, str]
+) -> AsyncIterator[GitHubSandbox]:
+    """The sandbox with the App installed on SANDBOX_REPO (which has a bare git repo).
+
+    Teardown fails the test if any exchange or webhook broke GitHub's contract."""
+    from github_sandbox import Sandbox, serve_sandbox
+
+    private_key, public_key = github_app_keys
+    sandbox = Sandbox(
+        app_id=SANDBOX_APP_ID, public_key_pem=public_key, root=tmp_path / "sandbox-git", record=True
+    )
+    server = await serve_sandbox(sandbox)
+    installation = sandbox.install("steelframe-dev", account_type="Organization", notify=False)
+    sandbox.add_repo(SANDBOX_REPO, installation=installation, notify=False)
+    handle = GitHubSandbox(server, private_key, installation.id)
+    try:
+        yield handle
+    finally:
+        await handle.close()
+    problems = handle.contract_problems()
+    assert not problems, "sandbox traffic broke GitHub's contract:\n" + "\n".join(problems)
+
+
+@pytest.fixture
+def github_client(github_sandbox: GitHubSandbox) -> Any:
+    """A GitHubClient for the sandbox (closed with the sandbox)."""
+    return github_sandbox.client()
+
+
+@pytest.fixture
+def github_settings(tmp_path: Path, github_sandbox: GitHubSandbox) -> Settings:
+    """Settings whose GitHub App is the sandbox's (webhook secret WEBHOOK_SECRET)."""
+    return github_sandbox.settings(tmp_path)
+
+
+@pytest.fixture
+async def github_service(
+    api_factory: Callable[..., Any], github_sandbox: GitHubSandbox, github_settings: Settings
+) -> ApiClient:
+    """The real service configured with the sandbox App, and the sandbox delivering signed
+    webhooks to its /api/github/webhooks."""
+    api = await api_factory(github_settings)
+    github_sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
+    return api
+
+
+class FakeTime:
+    """An epoch clock and an async sleep that only moves it (records every wait), so
+    retry, rate-limit and pacing tests never really wait."""
+
+    def __init__(self, start: float | None = None) -> None:
+        import time
+
+        self.now = time.time() if start is None else start
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        import asyncio
+
+        self.sleeps.append(seconds)
+        self.now += seconds
+        await asyncio.sleep(0)
+
+
+@pytest.fixture
+def fake_time() -> FakeTime:
+    return FakeTime()

@@ -1,0 +1,118 @@
+"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import threading
+from typing import Any
+
+from bot import db as dbmod
+from bot.cli import configure_logging, load_settings
+from bot.config import Settings
+from bot.lifecycle import context
+from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
+from bot.lifecycle.reconcile import ReconcileReport, reconcile
+
+log = logging.getLogger("steelframe.worker")
+
+
+def register(subparsers: Any) -> None:
+    worker = subparsers.add_parser(
+        "worker", help="run RQ workers for the task lifecycle (reconciles first)"
+    )
+    worker.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
+    worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
+    worker.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run jobs in this process (RQ's SimpleWorker) instead of a forked work horse",
+    )
+    worker.set_defaults(handler=cmd_worker)
+    rec = subparsers.add_parser(
+        "reconcile", help="repair lifecycle drift: expired leases, lost jobs, labels, PRs"
+    )
+    rec.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
+    rec.set_defaults(handler=cmd_reconcile)
+
+
+def _context(settings: Settings, queue: str) -> LifecycleContext | None:
+    if not settings.redis_url:
+        print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
+        return None
+    ctx = build_context(settings, queue_name=queue)
+    print("steelframe: applying migrations ...", flush=True)
+    dbmod.upgrade(ctx.db.engine)
+    return ctx
+
+
+def run_reconcile(ctx: LifecycleContext, *, say: Any = print) -> ReconcileReport:
+    async def main() -> ReconcileReport:
+        if ctx.github is None:
+            return await reconcile(ctx, None, say=say)
+        async with ctx.github() as github:
+            return await reconcile(ctx, github, say=say)
+
+    return asyncio.run(main())
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    ctx = _context(settings, args.queue)
+    if ctx is None:
+        return 2
+    context.bind(ctx)
+    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    for line in report.lines():
+        print(line)
+    return 1 if report.errors else 0
+
+
+def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
+    """While the worker runs: expired leases and lost jobs are found within a lease time."""
+    while not stop.wait(ctx.policy.lease_seconds):
+        try:
+            report = run_reconcile(ctx, say=lambda line: None)
+            if report.recovered or report.requeued or report.labels_fixed:
+                log.info("reconcile: %s", "; ".join(report.lines()[:4]))
+        except Exception:
+            log.exception("reconcile: periodic pass failed; trying again later")
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    from rq import Queue
+
+    from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
+
+    settings = load_settings()
+    configure_logging(settings.log_level)
+    ctx = _context(settings, args.queue)
+    if ctx is None:
+        return 2
+    context.bind(ctx)
+    print("steelframe worker: reconciling before work ...", flush=True)
+    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    for line in report.lines():
+        print(f"reconcile: {line}", flush=True)
+    queue = Queue(args.queue, connection=ctx.redis)
+    worker_class = InProcessWorker if args.in_process else LifecycleWorker
+    worker = worker_class([queue], connection=ctx.redis)
+    stop = threading.Event()
+    if not args.burst:
+        threading.Thread(
+            target=_reconcile_forever, args=(ctx, stop), name="reconciler", daemon=True
+        ).start()
+    print(f"steelframe worker: {worker.name} listening on {args.queue}", flush=True)
+    try:
+        worker.work(
+            burst=args.burst,
+            with_scheduler=not args.in_process,
+            logging_level=settings.log_level.upper(),
+        )
+    finally:
+        stop.set()
+        ctx.db.dispose()
+    return 0

@@ -1,0 +1,167 @@
+"""GitHub App authentication: the App JWT, cached installation tokens, installation lookup.
+
+GitHub docs, "Generating a JSON Web Token (JWT) for a GitHub App": RS256, `iss` the App id,
+`iat` 60 s in the past against clock drift, `exp` at most 10 minutes ahead. Installation
+tokens live an hour; we refresh them a margin before `expires_at`. Token length and
+format are GitHub's business (it is changing them), so nothing here checks either.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
+
+from bot.config import ConfigError, Secret
+
+JWT_BACKDATE_SECONDS = 60
+# exp - iat = 600 s: GitHub's maximum, measured from the backdated iat.
+JWT_LIFETIME_SECONDS = 540
+# A cached JWT is replaced this long before it expires.
+JWT_REUSE_MARGIN_SECONDS = 60
+# Installation tokens are refreshed this long before `expires_at` so a request that starts
+# with a cached token never reaches GitHub with an expired one.
+TOKEN_REFRESH_MARGIN_SECONDS = 300.0
+# How long a repository -> installation answer is trusted before asking again.
+INSTALLATION_LOOKUP_TTL_SECONDS = 3600.0
+
+EpochClock = Callable[[], float]
+
+
+def load_private_key(pem: Secret) -> RSAPrivateKey:
+    """The App's RSA key from its PEM; errors never include the key material."""
+    try:
+        key = serialization.load_pem_private_key(pem.reveal().encode(), password=None)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError("PRIVATE_KEY: not a PEM-encoded private key") from exc
+    if not isinstance(key, RSAPrivateKey):
+        raise ConfigError("PRIVATE_KEY: GitHub App keys are RSA keys; this is another kind")
+    return key
+
+
+def app_jwt_claims(app_id: int, *, now: float) -> dict[str, int | str]:
+    issued = int(now) - JWT_BACKDATE_SECONDS
+    return {"iat": issued, "exp": int(now) + JWT_LIFETIME_SECONDS, "iss": str(app_id)}
+
+
+class AppCredentials:
+    """The App id and private key; signs (and briefly reuses) App JWTs."""
+
+    def __init__(self, app_id: int, private_key: Secret, *, clock: EpochClock) -> None:
+        self.app_id = app_id
+        self._key = load_private_key(private_key)
+        self._clock = clock
+        self._cached: tuple[str, float] | None = None
+
+    def __repr__(self) -> str:
+        return f"AppCredentials(app_id={self.app_id}, private_key=Secret('**********'))"
+
+    def jwt(self) -> str:
+        now = self._clock()
+        if self._cached is not None and now < self._cached[1] - JWT_REUSE_MARGIN_SECONDS:
+            return self._cached[0]
+        claims = app_jwt_claims(self.app_id, now=now)
+        token = jwt.encode(claims, self._key, algorithm="RS256")
+        self._cached = (token, float(claims["exp"]))
+        return token
+
+
+@dataclass(frozen=True)
+class InstallationToken:
+    token: Secret
+    expires_at: float
+
+    @classmethod
+    def from_github(cls, data: dict[str, object]) -> InstallationToken:
+        expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
+        return cls(token=Secret(str(data["token"])), expires_at=expires.timestamp())
+
+
+class TokenCache:
+    """Installation tokens by installation id, refreshed before they expire.
+
+    Concurrent callers for one installation share one fetch (a lock per installation)."""
+
+    def __init__(
+        self,
+        fetch: Callable[[int], Awaitable[InstallationToken]],
+        *,
+        clock: EpochClock,
+        margin: float = TOKEN_REFRESH_MARGIN_SECONDS,
+    ) -> None:
+        self._fetch = fetch
+        self._clock = clock
+        self._margin = margin
+        self._tokens: dict[int, InstallationToken] = {}
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def get(self, installation_id: int) -> str:
+        cached = self._fresh(installation_id)
+        if cached is not None:
+            return cached
+        lock = self._locks.setdefault(installation_id, asyncio.Lock())
+        async with lock:
+            cached = self._fresh(installation_id)
+            if cached is not None:
+                return cached
+            token = await self._fetch(installation_id)
+            self._tokens[installation_id] = token
+            return token.token.reveal()
+
+    def _fresh(self, installation_id: int) -> str | None:
+        token = self._tokens.get(installation_id)
+        if token is not None and self._clock() < token.expires_at - self._margin:
+            return token.token.reveal()
+        return None
+
+    def invalidate(self, installation_id: int) -> None:
+        """Forget a token GitHub refused (revoked, or the installation was removed)."""
+        self._tokens.pop(installation_id, None)
+
+
+class InstallationLookup:
+    """Which installation serves a repository (`GET /repos/{owner}/{repo}/installation`),
+    cached for a while; webhooks prime it with what they learn."""
+
+    def __init__(
+        self,
+        fetch: Callable[[str], Awaitable[int]],
+        *,
+        clock: EpochClock,
+        ttl: float = INSTALLATION_LOOKUP_TTL_SECONDS,
+    ) -> None:
+        self._fetch = fetch
+        self._clock = clock
+        self._ttl = ttl
+        self._known: dict[str, tuple[int, float]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def get(self, repo: str) -> int:
+        key = repo.lower()
+        known = self._fresh(key)
+        if known is not None:
+            return known
+        async with self._locks.setdefault(key, asyncio.Lock()):
+            known = self._fresh(key)
+            if known is not None:
+                return known
+            installation_id = await self._fetch(repo)
+            self.remember(repo, installation_id)
+            return installation_id
+
+    def _fresh(self, key: str) -> int | None:
+        known = self._known.get(key)
+        if known is not None and self._clock() < known[1]:
+            return known[0]
+        return None
+
+    def remember(self, repo: str, installation_id: int) -> None:
+        self._known[repo.lower()] = (installation_id, self._clock() + self._ttl)
+
+    def invalidate(self, repo: str) -> None:
+        self._known.pop(repo.lower(), None)

@@ -1,0 +1,397 @@
+"""`GitHubClient`: the REST calls Steelframe makes as a GitHub App, one method each.
+
+Repositories are "owner/name" strings. Every call authenticates as the installation that
+serves the repository (looked up and cached), goes through the per-installation pacer and
+the retry rules in `bot.github.transport`, and fails with a `bot.github.errors` error
+carrying GitHub's status and message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+
+from bot.config import Secret, Settings
+from bot.errors import BadRequest
+from bot.github.app_auth import (
+    AppCredentials,
+    InstallationLookup,
+    InstallationToken,
+    TokenCache,
+)
+from bot.github.errors import GitHubError, GitHubNotFound, GitHubUnavailable
+from bot.github.pacing import Pacer, PacingPolicy
+from bot.github.retry import RetryPolicy, server_error_wait
+from bot.github.transport import Credential, Response, Transport
+
+log = logging.getLogger(__name__)
+USER_AGENT = "steelframe-github-app"
+PER_PAGE = 100
+MAX_PAGES = 100
+# GitHub's answer when DELETE .../labels/{name} names a label the issue does not carry.
+LABEL_MISSING_MESSAGE = "Label does not exist"
+PERMISSIONS = ("admin", "write", "read", "none")
+# How many of the newest App-made issues/comments to look through after a create failed
+# with 5xx, before sending it again.
+RECONCILE_WINDOW = 30
+
+
+@dataclass(frozen=True)
+class AppIdentity:
+    id: int
+    slug: str
+    name: str
+    bot_login: str
+    html_url: str
+
+
+def split_repo(repo: str) -> tuple[str, str]:
+    owner, _, name = repo.partition("/")
+    if not owner or not name or "/" in name:
+        raise BadRequest(f"repository must look like owner/name, got {repo!r}")
+    return owner, name
+
+
+def _repo_path(repo: str) -> str:
+    owner, name = split_repo(repo)
+    return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
+
+
+class GitHubClient:
+    """The App's REST client. Create once per process; `await close()` at shutdown."""
+
+    def __init__(
+        self,
+        *,
+        app_id: int,
+        private_key: Secret,
+        base_url: str = "https://api.github.com",
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        retry: RetryPolicy | None = None,
+        pacing: PacingPolicy | None = None,
+        session: aiohttp.ClientSession | None = None,
+        user_agent: str = USER_AGENT,
+    ) -> None:
+        self.app = AppCredentials(app_id, private_key, clock=clock)
+        self._clock = clock
+        self._sleep = sleep
+        self.pacer = Pacer(pacing or PacingPolicy(), clock=clock, sleep=sleep)
+        self.transport = Transport(
+            base_url=base_url,
+            user_agent=user_agent,
+            pacer=self.pacer,
+            retry=retry or RetryPolicy(),
+            clock=clock,
+            sleep=sleep,
+            session=session,
+        )
+        self.tokens = TokenCache(self._fetch_token, clock=clock)
+        self.installations = InstallationLookup(self._fetch_installation, clock=clock)
+        self._identity: AppIdentity | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings, **overrides: Any) -> GitHubClient:
+        key = settings.private_key_pem()
+        if settings.app_id is None or key is None:
+            raise ValueError("GitHub App is not configured (APP_ID and PRIVATE_KEY[_PATH])")
+        options: dict[str, Any] = {
+            "base_url": settings.github_api_url,
+            "pacing": PacingPolicy(min_interval=settings.github_write_interval),
+        }
+        options.update(overrides)
+        return cls(app_id=settings.app_id, private_key=key, **options)
+
+    def __repr__(self) -> str:
+        return f"GitHubClient(app_id={self.app.app_id}, base_url={self.transport.base_url!r})"
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+    # -- App identity and installation auth ---------------------------------------------
+
+    def _app_credential(self) -> Credential:
+        async def token() -> str:
+            return self.app.jwt()
+
+        return Credential("jwt", token)
+
+    async def identity(self) -> AppIdentity:
+        """The App itself (`GET /app`), fetched once: its slug names its bot user
+        `<slug>[bot]`, which is how the App recognises comments it wrote."""
+        if self._identity is None:
+            response = await self.transport.request(
+                "GET", "/app", credential=self._app_credential()
+            )
+            data = response.data
+            slug = str(data["slug"])
+            self._identity = AppIdentity(
+                id=int(data["id"]),
+                slug=slug,
+                name=str(data.get("name") or slug),
+                bot_login=f"{slug}[bot]",
+                html_url=str(data.get("html_url") or ""),
+            )
+        return self._identity
+
+    @property
+    def app_slug(self) -> str | None:
+        """Known after the first `await identity()` (the webhooks plugin loads it at start)."""
+        return None if self._identity is None else self._identity.slug
+
+    @property
+    def bot_login(self) -> str | None:
+        return None if self._identity is None else self._identity.bot_login
+
+    async def is_app_login(self, login: str) -> bool:
+        return login.lower() == (await self.identity()).bot_login.lower()
+
+    async def _fetch_installation(self, repo: str) -> int:
+        response = await self.transport.request(
+            "GET", f"{_repo_path(repo)}/installation", credential=self._app_credential()
+        )
+        return int(response.data["id"])
+
+    async def _fetch_token(self, installation_id: int) -> InstallationToken:
+        response = await self.transport.request(
+            "POST",
+            f"/app/installations/{installation_id}/access_tokens",
+            credential=self._app_credential(),
+        )
+        log.info("github: new token for installation %s", installation_id)
+        return InstallationToken.from_github(response.data)
+
+    async def installation_id(self, repo: str) -> int:
+        return await self.installations.get(repo)
+
+    async def installation_token(self, repo: str) -> str:
+        """A current installation token for `repo` (for git over HTTPS: user
+        `x-access-token`, this as the password). Never log it."""
+        installation_id = await self.installations.get(repo)
+        try:
+            return await self.tokens.get(installation_id)
+        except GitHubNotFound:
+            # The App was uninstalled or moved: ask again which installation serves it.
+            self.installations.invalidate(repo)
+            raise
+
+    async def _repo_credential(self, repo: str) -> Credential:
+        installation_id = await self.installations.get(repo)
+
+        async def token() -> str:
+            return await self.tokens.get(installation_id)
+
+        def forget() -> None:
+            self.tokens.invalidate(installation_id)
+
+        return Credential("token", token, pace_key=installation_id, forget=forget)
+
+    async def request(
+        self,
+        method: str,
+        repo: str,
+        path: str,
+        *,
+        payload: Any = None,
+        params: dict[str, str] | None = None,
+    ) -> Response:
+        """A call as `repo`'s installation; `path` is relative to the repository URL."""
+        return await self.transport.request(
+            method,
+            _repo_path(repo) + path,
+            credential=await self._repo_credential(repo),
+            payload=payload,
+            params=params,
+        )
+
+    async def paginate(
+        self, repo: str, path: str, *, params: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        """Every item of a list endpoint, following `Link: rel="next"`."""
+        credential = await self._repo_credential(repo)
+        query = {"per_page": str(PER_PAGE), **(params or {})}
+        response = await self.transport.request(
+            "GET", _repo_path(repo) + path, credential=credential, params=query
+        )
+        items: list[dict[str, Any]] = list(response.data)
+        pages = 1
+        while response.next_url is not None and pages < MAX_PAGES:
+            response = await self.transport.request("GET", response.next_url, credential=credential)
+            items.extend(response.data)
+            pages += 1
+        return items
+
+    # -- Issues, labels, comments ---------------------------------------------------------
+
+    async def create_issue(
+        self, repo: str, *, title: str, body: str, labels: list[str] | tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        payload = {"title": title, "body": body, "labels": list(labels)}
+
+        async def made_already() -> dict[str, Any] | None:
+            login = (await self.identity()).bot_login
+            recent = await self.request(
+                "GET",
+                repo,
+                "/issues",
+                params={
+                    "creator": login,
+                    "state": "all",
+                    "sort": "created",
+                    "direction": "desc",
+                    "per_page": str(RECONCILE_WINDOW),
+                },
+            )
+            for issue in recent.data:
+                if issue.get("title") == title and (issue.get("body") or "") == body:
+                    return dict(issue)
+            return None
+
+        return await self._create(repo, "/issues", payload, made_already)
+
+    async def get_issue(self, repo: str, number: int) -> dict[str, Any]:
+        return dict((await self.request("GET", repo, f"/issues/{int(number)}")).data)
+
+    async def update_issue(
+        self,
+        repo: str,
+        number: int,
+        *,
+        title: str | None = None,
+        body: str | None = None,
+        state: str | None = None,
+    ) -> dict[str, Any]:
+        fields = {"title": title, "body": body, "state": state}
+        payload = {key: value for key, value in fields.items() if value is not None}
+        response = await self.request("PATCH", repo, f"/issues/{int(number)}", payload=payload)
+        return dict(response.data)
+
+    async def list_issues(
+        self, repo: str, *, state: str = "open", labels: list[str] | tuple[str, ...] = ()
+    ) -> list[dict[str, Any]]:
+        """Issues (and pull requests, as GitHub lists them) of `repo`, all pages."""
+        params = {"state": state}
+        if labels:
+            params["labels"] = ",".join(labels)
+        return await self.paginate(repo, "/issues", params=params)
+
+    async def add_labels(
+        self, repo: str, number: int, labels: list[str] | tuple[str, ...]
+    ) -> list[dict[str, Any]]:
+        """Adds labels (creating unknown ones, as GitHub does); returns all the issue's labels."""
+        response = await self.request(
+            "POST", repo, f"/issues/{int(number)}/labels", payload={"labels": list(labels)}
+        )
+        return list(response.data)
+
+    async def remove_label(self, repo: str, number: int, label: str) -> bool:
+        """True when the label was removed, False when the issue did not carry it."""
+        try:
+            await self.request(
+                "DELETE", repo, f"/issues/{int(number)}/labels/{quote(label, safe='')}"
+            )
+        except GitHubNotFound as exc:
+            if exc.message == LABEL_MISSING_MESSAGE:
+                return False
+            raise
+        return True
+
+    async def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
+        async def made_already() -> dict[str, Any] | None:
+            login = (await self.identity()).bot_login
+            for comment in reversed(await self.list_comments(repo, number)):
+                if comment.get("body") == body and comment["user"]["login"] == login:
+                    return comment
+            return None
+
+        return await self._create(
+            repo, f"/issues/{int(number)}/comments", {"body": body}, made_already
+        )
+
+    async def update_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
+        response = await self.request(
+            "PATCH", repo, f"/issues/comments/{int(comment_id)}", payload={"body": body}
+        )
+        return dict(response.data)
+
+    async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
+        return await self.paginate(repo, f"/issues/{int(number)}/comments")
+
+    # -- Pull requests and permissions ----------------------------------------------------
+
+    async def create_pull(
+        self, repo: str, *, title: str, head: str, base: str, body: str
+    ) -> dict[str, Any]:
+        payload = {"title": title, "head": head, "base": base, "body": body}
+
+        async def made_already() -> dict[str, Any] | None:
+            existing = await self.list_pulls(repo, head=head, state="open")
+            return existing[0] if existing else None
+
+        return await self._create(repo, "/pulls", payload, made_already)
+
+    async def get_pull(self, repo: str, number: int) -> dict[str, Any]:
+        return dict((await self.request("GET", repo, f"/pulls/{int(number)}")).data)
+
+    async def list_pulls(
+        self, repo: str, *, head: str | None = None, state: str = "open"
+    ) -> list[dict[str, Any]]:
+        """`head` is "owner:branch" as GitHub filters it; a bare branch gets the repo owner."""
+        params = {"state": state}
+        if head is not None:
+            params["head"] = head if ":" in head else f"{split_repo(repo)[0]}:{head}"
+        return await self.paginate(repo, "/pulls", params=params)
+
+    async def collaborator_permission(self, repo: str, username: str) -> str:
+        """ "admin", "write", "read" or "none" (GitHub's legacy `permission` field, which
+        folds maintain into write and triage into read)."""
+        try:
+            response = await self.request(
+                "GET", repo, f"/collaborators/{quote(username, safe='')}/permission"
+            )
+        except GitHubNotFound:
+            return "none"
+        permission = str(response.data.get("permission", "none"))
+        return permission if permission in PERMISSIONS else "none"
+
+    # -- Creates that survive a 5xx ------------------------------------------------------
+
+    async def _create(
+        self,
+        repo: str,
+        path: str,
+        payload: dict[str, Any],
+        made_already: Callable[[], Awaitable[dict[str, Any] | None]],
+    ) -> dict[str, Any]:
+        """POST; if GitHub fails with 5xx (it can do so after acting), look for what the
+        POST would have made before sending it again, so a retry never doubles it."""
+        policy = self.transport.retry
+        for attempt in range(1, policy.max_attempts + 1):
+            try:
+                response = await self.transport.request(
+                    "POST",
+                    _repo_path(repo) + path,
+                    credential=await self._repo_credential(repo),
+                    payload=payload,
+                    retry_server_errors=False,
+                )
+                return dict(response.data)
+            except GitHubUnavailable:
+                if attempt >= policy.max_attempts:
+                    raise
+            await self._sleep(server_error_wait({}, attempt=attempt, policy=policy))
+            try:
+                found = await made_already()
+            except GitHubError:
+                found = None
+            if found is not None:
+                log.info("github: POST %s on %s had succeeded despite the 5xx", path, repo)
+                return found
+        raise AssertionError("unreachable: the last attempt returns or raises")

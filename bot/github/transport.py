@@ -1,0 +1,256 @@
+"""One HTTP exchange with GitHub: headers, pacing, retries and waits, error mapping.
+
+Plain aiohttp plus gidgethub's sans-I/O pieces (`create_headers`, `decipher_response` for
+bodies and `Link` pagination). gidgethub's own `GitHubAPI` freezes the headers of a call
+across its retries, so a token that expires or is revoked mid-call could not be replaced;
+here the credential is asked for again on every attempt.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+from gidgethub import sansio
+from yarl import URL
+
+from bot.github.errors import (
+    GitHubError,
+    GitHubNotFound,
+    GitHubRateLimited,
+    GitHubRejected,
+    GitHubUnavailable,
+)
+from bot.github.pacing import Pacer
+from bot.github.retry import (
+    RetryPolicy,
+    Verdict,
+    classify,
+    rate_limit_wait,
+    server_error_wait,
+)
+
+log = logging.getLogger(__name__)
+ACCEPT = "application/vnd.github+json"
+API_VERSION = "2022-11-28"
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Credential:
+    """How a request authenticates: a JWT (the App) or an installation token.
+
+    `token` is awaited on every attempt; `forget` drops a token GitHub refused (401) so
+    the single retry that follows fetches a fresh one."""
+
+    kind: str  # "jwt" | "token"
+    token: Callable[[], Awaitable[str]]
+    pace_key: int | None = None
+    forget: Callable[[], None] | None = None
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    headers: Mapping[str, str]
+    data: Any
+    next_url: str | None
+
+
+class Transport:
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        user_agent: str,
+        pacer: Pacer,
+        retry: RetryPolicy,
+        clock: Callable[[], float],
+        sleep: Sleep,
+        timeout: float = 30.0,
+        session: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.user_agent = user_agent
+        self.pacer = pacer
+        self.retry = retry
+        self._clock = clock
+        self._sleep = sleep
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._session = session
+        self._owns_session = session is None
+
+    def _client(self) -> aiohttp.ClientSession:
+        # Created on first use: a ClientSession belongs to the running event loop.
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=self._timeout)
+            self._owns_session = True
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None and self._owns_session:
+            await self._session.close()
+        self._session = None
+
+    def url(self, path: str) -> URL:
+        """`path` is already percent-encoded by the caller (labels hold ':' and spaces)."""
+        if path.startswith(("http://", "https://")):
+            return URL(path, encoded=True)
+        return URL(self.base_url + path, encoded=True)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        credential: Credential,
+        payload: Any = None,
+        params: Mapping[str, str] | None = None,
+        retry_server_errors: bool = True,
+    ) -> Response:
+        """Send, retrying 5xx/network failures and rate limits by the policy.
+
+        `retry_server_errors=False` is for creates: a 5xx may come after GitHub acted, so
+        the caller checks before sending again (rate-limit answers are never acted on)."""
+        url = self.url(path)
+        if params:
+            url = url.update_query(params)
+        body = b"" if payload is None else json.dumps(payload).encode()
+        attempt = strikes = 0
+        reauthenticated = False
+        while True:
+            attempt += 1
+            try:
+                response = await self._send(method, url, body, credential)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                if attempt >= self.retry.max_attempts or not retry_server_errors:
+                    raise GitHubUnavailable(
+                        f"GitHub did not answer {method} {url.path}: {type(exc).__name__}"
+                    ) from exc
+                wait = server_error_wait({}, attempt=attempt, policy=self.retry)
+                log.warning(
+                    "github %s %s: %s; retry %d in %.1fs",
+                    method,
+                    url.path,
+                    type(exc).__name__,
+                    attempt,
+                    wait,
+                )
+                await self._sleep(wait)
+                continue
+            status, headers, raw = response
+            message = _message(headers, raw)
+            verdict = classify(status, headers, message)
+            if verdict is Verdict.OK:
+                data, _, next_url = sansio.decipher_response(status, headers, raw)
+                return Response(status, headers, data, next_url)
+            if status == 401 and credential.forget is not None and not reauthenticated:
+                # A cached installation token can be revoked before it expires.
+                credential.forget()
+                reauthenticated = True
+                continue
+            if verdict is Verdict.FAIL:
+                raise _failure(status, headers, message)
+            if attempt >= self.retry.max_attempts or (
+                verdict is Verdict.SERVER_ERROR and not retry_server_errors
+            ):
+                raise _exhausted(verdict, status, headers, message)
+            if verdict is Verdict.RATE_LIMITED:
+                strikes += 1
+                wait = rate_limit_wait(
+                    headers, now=self._clock(), strike=strikes, policy=self.retry
+                )
+                if wait > self.retry.max_wait:
+                    raise GitHubRateLimited(
+                        f"GitHub rate limit: asked to wait {wait:.0f}s ({message})",
+                        retry_at=self._clock() + wait,
+                        github_status=status,
+                        request_id=headers.get("x-github-request-id"),
+                    )
+                if credential.pace_key is not None:
+                    self.pacer.block_until(credential.pace_key, self._clock() + wait)
+            else:
+                wait = server_error_wait(headers, attempt=attempt, policy=self.retry)
+            log.warning(
+                "github %s %s -> %d (%s); retry %d in %.1fs",
+                method,
+                url.path,
+                status,
+                verdict,
+                attempt,
+                wait,
+            )
+            await self._sleep(wait)
+
+    async def _send(
+        self, method: str, url: URL, body: bytes, credential: Credential
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        token = await credential.token()
+        if credential.kind == "jwt":
+            headers = sansio.create_headers(self.user_agent, accept=ACCEPT, jwt=token)
+        else:
+            headers = sansio.create_headers(self.user_agent, accept=ACCEPT, oauth_token=token)
+        headers["x-github-api-version"] = API_VERSION
+        if body:
+            headers["content-type"] = "application/json"
+        if credential.pace_key is None:
+            return await self._exchange(method, url, headers, body)
+        async with self.pacer.slot(credential.pace_key, method):
+            return await self._exchange(method, url, headers, body)
+
+    async def _exchange(
+        self, method: str, url: URL, headers: dict[str, str], body: bytes
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        async with self._client().request(method, url, headers=headers, data=body) as resp:
+            return resp.status, resp.headers, await resp.read()
+
+
+def _message(headers: Mapping[str, str], raw: bytes) -> str:
+    if not raw or "json" not in headers.get("content-type", ""):
+        return ""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return ""
+    message = data.get("message") if isinstance(data, dict) else None
+    if not isinstance(message, str):
+        return ""
+    errors = data.get("errors")
+    if isinstance(errors, list) and errors:
+        # 422s explain themselves in `errors` (field, code, message).
+        parts = [_error_text(e) for e in errors]
+        message = f"{message}: {'; '.join(parts)}"
+    return message
+
+
+def _error_text(error: object) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or f"{error.get('field')} {error.get('code')}")
+    return str(error)
+
+
+def _failure(status: int, headers: Mapping[str, str], message: str) -> GitHubError:
+    request_id = headers.get("x-github-request-id")
+    text = message or f"GitHub answered {status}"
+    if status in (404, 410):
+        return GitHubNotFound(text, github_status=status, request_id=request_id)
+    return GitHubRejected(text, github_status=status, request_id=request_id)
+
+
+def _exhausted(
+    verdict: Verdict, status: int, headers: Mapping[str, str], message: str
+) -> GitHubError:
+    request_id = headers.get("x-github-request-id")
+    if verdict is Verdict.RATE_LIMITED:
+        return GitHubRateLimited(
+            f"GitHub rate limit persisted: {message or status}",
+            github_status=status,
+            request_id=request_id,
+        )
+    return GitHubUnavailable(
+        f"GitHub kept failing: {message or status}", github_status=status, request_id=request_id
+    )

@@ -1,0 +1,1 @@
+"""The per-issue task lifecycle: tasks and their states, RQ jobs, the coding runtime, delivery."""

@@ -1,0 +1,156 @@
+"""What a lifecycle job needs, built once per worker process and bound before work starts.
+
+RQ job functions take only ids (they are pickled into Redis), so the worker's entry point
+(`steelframe worker`, `steelframe dev`, a test) builds a `LifecycleContext` and binds it;
+jobs look it up. A worker started another way (plain `rq worker`) builds one from the
+environment on first use, as an entry point would.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+
+from bot.clock import Clock, utcnow
+from bot.config import Settings
+from bot.db import Database
+from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
+
+DEFAULT_QUEUE = "steelframe-lifecycle"
+# Retry delays double from the configured base up to this cap.
+MAX_BACKOFF_SECONDS = 3600.0
+
+
+@dataclass(frozen=True)
+class LifecyclePolicy:
+    """Limits and timings of runs (docs/lifecycle.md, "Limits" and "Retries")."""
+
+    time_limit: float = 1800.0
+    max_attempts: int = 3
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+    lease_seconds: float = 60.0
+    backoff_seconds: float = 30.0
+    coding_command: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LifecyclePolicy:
+        command = tuple(shlex.split(settings.coding_command)) if settings.coding_command else None
+        return cls(
+            time_limit=float(settings.task_time_limit),
+            max_attempts=settings.task_max_attempts,
+            max_tokens=settings.task_max_tokens,
+            max_cost_usd=settings.task_max_cost_usd,
+            lease_seconds=settings.task_lease_seconds,
+            backoff_seconds=settings.task_retry_backoff_seconds,
+            coding_command=command or None,
+        )
+
+    @property
+    def heartbeat_seconds(self) -> float:
+        return self.lease_seconds / 3
+
+    def backoff(self, attempt: int) -> float:
+        """Delay before attempt `attempt + 1`: base, 2x base, 4x base ... capped."""
+        return min(self.backoff_seconds * (2 ** max(0, attempt - 1)), MAX_BACKOFF_SECONDS)
+
+
+@dataclass
+class LifecycleContext:
+    settings: Settings
+    db: Database
+    redis: redis.Redis
+    github: GitHubFactory | None
+    policy: LifecyclePolicy
+    memory: Memory | None = None
+    clock: Clock = utcnow
+    queue_name: str = DEFAULT_QUEUE
+    pickup_labels: tuple[str, ...] = ("steelframe:work-on-this",)
+    _pid: int = field(default_factory=os.getpid)
+
+    @property
+    def worktrees(self) -> Path:
+        return self.settings.data_dir / "worktrees"
+
+    def after_fork(self) -> None:
+        """A forked work horse must not reuse the parent's pooled database connections."""
+        if self._pid != os.getpid():
+            self.db.engine.dispose(close=False)
+            self._pid = os.getpid()
+
+
+def github_factory(settings: Settings) -> GitHubFactory | None:
+    """A fresh App client per job (each job runs its own event loop), or None without an App."""
+    if not settings.github_configured:
+        return None
+
+    @asynccontextmanager
+    async def client() -> AsyncIterator[GitHubApi]:
+        from bot.github.client import GitHubClient
+
+        github = GitHubClient.from_settings(settings)
+        try:
+            yield github
+        finally:
+            await github.close()
+
+    def factory() -> AbstractAsyncContextManager[GitHubApi]:
+        return client()
+
+    return factory
+
+
+def build_context(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    connection: redis.Redis | None = None,
+    github: GitHubFactory | None = None,
+    memory: Memory | bool | None = True,
+    clock: Clock = utcnow,
+    queue_name: str = DEFAULT_QUEUE,
+) -> LifecycleContext:
+    """Everything from settings; `memory=True` opens the installation's memory index."""
+    database = db or Database.from_url(settings.database_url)
+    if memory is True:
+        from memory import Memory as MemoryIndex
+
+        memory = MemoryIndex.in_data_dir(settings.data_dir, database.session, clock=clock)
+    if connection is None:
+        if not settings.redis_url:
+            raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
+        connection = redis.Redis.from_url(settings.redis_url)
+    return LifecycleContext(
+        settings=settings,
+        db=database,
+        redis=connection,
+        github=github if github is not None else github_factory(settings),
+        policy=LifecyclePolicy.from_settings(settings),
+        memory=memory or None,
+        clock=clock,
+        queue_name=queue_name,
+        pickup_labels=settings.pickup_labels,
+    )
+
+
+_bound: LifecycleContext | None = None
+
+
+def bind(context: LifecycleContext | None) -> None:
+    """Set (or clear, with None) this process's context; the worker entry point calls it."""
+    global _bound
+    _bound = context
+
+
+def current() -> LifecycleContext:
+    global _bound
+    if _bound is None:
+        _bound = build_context(Settings.from_env(os.environ))
+    _bound.after_fork()
+    return _bound

@@ -1,0 +1,148 @@
+"""How a run ends: delivered, a question asked, or failed (retried with backoff, or for
+good with a comment naming what failed or which limit was reached)."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from bot.lifecycle import tasks
+from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.outcomes import change_state, publish
+from bot.lifecycle.progress import Phase
+from bot.lifecycle.queue import LifecycleQueue, job_id
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import TaskState
+
+LIMIT_NAMES = {
+    "time": "the wall-clock time limit of {time:g} s per task (STEELFRAME_TASK_TIME_LIMIT)",
+    "tokens": "the token limit of {tokens} tokens per task (STEELFRAME_TASK_MAX_TOKENS)",
+    "cost": "the cost limit of {cost} USD per task (STEELFRAME_TASK_MAX_COST_USD)",
+    "attempts": "the limit of {attempts} attempts per task (STEELFRAME_TASK_MAX_ATTEMPTS)",
+}
+
+
+def limit_text(ctx: LifecycleContext, name: str) -> str:
+    policy = ctx.policy
+    return LIMIT_NAMES[name].format(
+        time=policy.time_limit,
+        tokens=policy.max_tokens,
+        cost=policy.max_cost_usd,
+        attempts=policy.max_attempts,
+    )
+
+
+async def finish_delivered(
+    ctx: LifecycleContext, github: GitHubApi, task_id: int, actor: str, *, summary: str
+) -> str:
+    task = ctx.db.call(tasks.get_task, task_id)
+    change = change_state(
+        ctx.db,
+        task_id,
+        TaskState.DELIVERED,
+        actor=actor,
+        detail=f"pull request {task.pr_url}",
+        data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": summary},
+        changes={"summary": summary or None, "last_error": None, "pending_decision": None},
+        note=summary,
+        clock=ctx.clock,
+    )
+    await publish(ctx.db, github, change, clock=ctx.clock)
+    return f"delivered: {task.pr_url}"
+
+
+async def finish_question(
+    ctx: LifecycleContext, github: GitHubApi, task: Task, actor: str, question: str
+) -> str:
+    text = (
+        f"Steelframe needs information to go on with this issue:\n\n{question}\n\n"
+        "Answer by publishing a Decision on this issue (from Steelframe's Chat, or a Decision "
+        "comment by someone with write access); the task resumes with it."
+    )
+    change = change_state(
+        ctx.db,
+        task.id,
+        TaskState.WAITING_FOR_INFO,
+        actor=actor,
+        detail="the coding runtime asked a question",
+        data={"question": question},
+        expect=[TaskState.RUNNING],
+        changes={"question": question, "pending_decision": None},
+        notice=text,
+        clock=ctx.clock,
+    )
+    await publish(ctx.db, github, change, clock=ctx.clock)
+    return "waiting_for_info: question asked"
+
+
+async def finish_failed(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    task_id: int,
+    actor: str,
+    *,
+    error: str = "",
+    limit: str | None = None,
+    retry: bool,
+) -> str:
+    """Schedule the next attempt (backoff) or fail the task with a comment saying why."""
+    task = ctx.db.call(tasks.get_task, task_id)
+    if retry and task.attempts < ctx.policy.max_attempts:
+        delay = ctx.policy.backoff(task.attempts)
+        job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
+        change = change_state(
+            ctx.db,
+            task_id,
+            TaskState.QUEUED,
+            actor=actor,
+            detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
+            data={"error": error, "retry_in": delay},
+            changes={"last_error": error, "job_id": job},
+            phase=Phase.RETRYING,
+            note=(
+                f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
+                f"Retrying in {delay:g} s."
+            ),
+            clock=ctx.clock,
+        )
+        LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
+            task_id, job=job, delay=delay
+        )
+        await publish(ctx.db, github, change, clock=ctx.clock)
+        return f"retry: {error}"
+    if limit is not None:
+        error = f"stopped by {limit_text(ctx, limit)}"
+    else:
+        error = error or "unknown error"
+        if retry:
+            error = f"{error} (after {task.attempts} attempts)"
+    change = change_state(
+        ctx.db,
+        task_id,
+        TaskState.FAILED,
+        actor=actor,
+        detail=error[:500],
+        data={"error": error, "limit": limit},
+        changes={"last_error": error},
+        notice=f"Steelframe could not finish this issue: {error}.",
+        note=f"Failed: {error}",
+        clock=ctx.clock,
+    )
+    if limit is not None:
+        ctx.db.call(_limit_event, task_id, actor, limit, ctx)
+    await publish(ctx.db, github, change, clock=ctx.clock)
+    return f"failed: {error}"
+
+
+def _limit_event(
+    session: Session, task_id: int, actor: str, limit: str, ctx: LifecycleContext
+) -> None:
+    tasks.record(
+        session,
+        tasks.get_task(session, task_id),
+        EventKind.LIMIT_EXCEEDED,
+        actor=actor,
+        detail=limit_text(ctx, limit),
+        data={"limit": limit},
+        clock=ctx.clock,
+    )

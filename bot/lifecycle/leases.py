@@ -1,0 +1,164 @@
+"""Run leases: one active run per task, renewed by a heartbeat, taken over once expired.
+
+A row per task in `task_leases`. Acquire inserts it, or takes it over when it has expired
+(its holder stopped beating: crashed, killed, partitioned). Every renewal and release is
+conditional on the holder, so a run that lost its lease can never extend or drop another's.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.lifecycle.models import TaskLease
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who holds a lease: unique per run, with the host and pid for orphan clean-up."""
+
+    id: str
+    host: str
+    pid: int
+
+    @property
+    def run(self) -> str:
+        """A short name for this run (folder names)."""
+        return self.id.rsplit(":", 1)[-1]
+
+    @classmethod
+    def this_process(cls) -> Holder:
+        host = socket.gethostname()
+        pid = os.getpid()
+        return cls(id=f"{host}:{pid}:{uuid.uuid4().hex[:8]}", host=host, pid=pid)
+
+
+def _insert(session: Session, task_id: int, holder: Holder, ttl: float, clock: Clock) -> None:
+    now = clock()
+    session.add(
+        TaskLease(
+            task_id=task_id,
+            holder=holder.id,
+            host=holder.host,
+            pid=holder.pid,
+            acquired_at=now,
+            heartbeat_at=now,
+            expires_at=now + timedelta(seconds=ttl),
+        )
+    )
+    session.flush()
+
+
+def _take_over(session: Session, task_id: int, holder: Holder, ttl: float, clock: Clock) -> bool:
+    now = clock()
+    result = session.execute(
+        update(TaskLease)
+        .where(
+            TaskLease.task_id == task_id,
+            (TaskLease.expires_at < now) | (TaskLease.holder == holder.id),
+        )
+        .values(
+            holder=holder.id,
+            host=holder.host,
+            pid=holder.pid,
+            child_pgid=None,
+            worktree=None,
+            acquired_at=now,
+            heartbeat_at=now,
+            expires_at=now + timedelta(seconds=ttl),
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return getattr(result, "rowcount", 0) == 1
+
+
+def acquire(
+    db: Database, task_id: int, holder: Holder, *, ttl: float, clock: Clock = utcnow
+) -> bool:
+    """True when `holder` now holds the task's lease; False while another live run holds it."""
+    try:
+        db.call(_insert, task_id, holder, ttl, clock)
+        return True
+    except IntegrityError:
+        pass
+    return db.call(_take_over, task_id, holder, ttl, clock)
+
+
+def _renew(session: Session, task_id: int, holder_id: str, ttl: float, clock: Clock) -> bool:
+    now = clock()
+    result = session.execute(
+        update(TaskLease)
+        .where(TaskLease.task_id == task_id, TaskLease.holder == holder_id)
+        .values(heartbeat_at=now, expires_at=now + timedelta(seconds=ttl))
+        .execution_options(synchronize_session=False)
+    )
+    return getattr(result, "rowcount", 0) == 1
+
+
+def renew(db: Database, task_id: int, holder: Holder, *, ttl: float, clock: Clock = utcnow) -> bool:
+    """The heartbeat: False means the lease was lost and the run must stop."""
+    return db.call(_renew, task_id, holder.id, ttl, clock)
+
+
+def _note(session: Session, task_id: int, holder_id: str, values: dict[str, object]) -> None:
+    session.execute(
+        update(TaskLease)
+        .where(TaskLease.task_id == task_id, TaskLease.holder == holder_id)
+        .values(**values)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def note_child(db: Database, task_id: int, holder: Holder, *, pgid: int | None) -> None:
+    db.call(_note, task_id, holder.id, {"child_pgid": pgid})
+
+
+def note_worktree(db: Database, task_id: int, holder: Holder, *, path: str | None) -> None:
+    db.call(_note, task_id, holder.id, {"worktree": path})
+
+
+def _release(session: Session, task_id: int, holder_id: str) -> None:
+    session.execute(
+        delete(TaskLease)
+        .where(TaskLease.task_id == task_id, TaskLease.holder == holder_id)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def release(db: Database, task_id: int, holder: Holder) -> None:
+    db.call(_release, task_id, holder.id)
+
+
+def current(session: Session, task_id: int) -> TaskLease | None:
+    return session.get(TaskLease, task_id, populate_existing=True)
+
+
+def is_live(lease: TaskLease | None, now: datetime) -> bool:
+    return lease is not None and lease.expires_at >= now
+
+
+def expired(session: Session, now: datetime) -> list[TaskLease]:
+    return list(session.scalars(select(TaskLease).where(TaskLease.expires_at < now)))
+
+
+def drop_expired(session: Session, task_id: int, holder_id: str, now: datetime) -> bool:
+    """Remove a lease that is still the expired one we looked at (the reconciler's claim)."""
+    result = session.execute(
+        delete(TaskLease)
+        .where(
+            TaskLease.task_id == task_id,
+            TaskLease.holder == holder_id,
+            TaskLease.expires_at < now,
+        )
+        .execution_options(synchronize_session=False)
+    )
+    return getattr(result, "rowcount", 0) == 1

@@ -1,0 +1,145 @@
+"""Storage of the lifecycle: tasks, their event log, run leases, notices and chat deliveries."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bot.db import Base
+from bot.lifecycle.states import TaskState
+
+
+class EventKind(StrEnum):
+    CREATED = "created"
+    TRANSITION = "transition"
+    PICKUP_IGNORED = "pickup_ignored"
+    TRIGGER_IGNORED = "trigger_ignored"
+    DECISION = "decision"
+    DECISION_IGNORED = "decision_ignored"
+    RETRY_SCHEDULED = "retry_scheduled"
+    RUNTIME_SESSION = "runtime_session"
+    LIMIT_EXCEEDED = "limit_exceeded"
+    RECONCILED = "reconciled"
+    ARCHIVED = "archived"
+    ORIGIN_LINKED = "origin_linked"
+    NOTE = "note"
+
+
+class Task(Base):
+    """One task per (repo, issue). A finished task picked up again is reopened in place."""
+
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("repo", "issue", name="uq_tasks_repo_issue"),
+        Index("ix_tasks_state_updated", "state", "updated_at"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    repo: Mapped[str] = mapped_column(String(200))
+    issue: Mapped[int]
+    title: Mapped[str] = mapped_column(String(300))
+    state: Mapped[str] = mapped_column(String(20), default=TaskState.QUEUED)
+    archived: Mapped[bool] = mapped_column(default=False)
+    # The chat session that filed the issue; results are delivered there (spec: filing).
+    origin_session: Mapped[str | None] = mapped_column(String(32))
+    # Bumped when a finished task is picked up again; delivery ids and job ids include it.
+    generation: Mapped[int] = mapped_column(default=1)
+    # Runs started in the current leg (reset by a resume and by a reopen).
+    attempts: Mapped[int] = mapped_column(default=0)
+    job_id: Mapped[str | None] = mapped_column(String(100))
+    branch: Mapped[str | None] = mapped_column(String(200))
+    pushed_at: Mapped[datetime | None]
+    pr_number: Mapped[int | None]
+    pr_url: Mapped[str | None] = mapped_column(Text)
+    progress_comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    # The coding runtime's own session id / transcript, stored as soon as the run reports
+    # it, so a continuation keeps the first run's context even if that run then crashed.
+    runtime_session: Mapped[str | None] = mapped_column(String(200))
+    runtime_transcript: Mapped[str | None] = mapped_column(Text)
+    question: Mapped[str | None] = mapped_column(Text)
+    pending_decision: Mapped[str | None] = mapped_column(Text)
+    decision_comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    tokens_used: Mapped[int] = mapped_column(default=0)
+    cost_usd: Mapped[float] = mapped_column(default=0.0)
+    runtime_seconds: Mapped[float] = mapped_column(default=0.0)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    summary: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class TaskEvent(Base):
+    """The task's log: every transition and every trigger that was recorded and ignored."""
+
+    __tablename__ = "task_events"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    from_state: Mapped[str | None] = mapped_column(String(20))
+    to_state: Mapped[str | None] = mapped_column(String(20))
+    # Who or what caused it: "webhook:issues.labeled", "chat:<session>", "operator:<name>",
+    # "worker:<host>:<pid>", "reconciler".
+    actor: Mapped[str] = mapped_column(String(200))
+    detail: Mapped[str] = mapped_column(Text, default="")
+    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    at: Mapped[datetime]
+
+
+class TaskLease(Base):
+    """At most one run per task: the holder renews `expires_at` while it works."""
+
+    __tablename__ = "task_leases"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    holder: Mapped[str] = mapped_column(String(200))
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int]
+    # The coding runtime's process group, so a reconciler on the same host can kill an
+    # orphan left by a worker that died.
+    child_pgid: Mapped[int | None]
+    worktree: Mapped[str | None] = mapped_column(Text)
+    acquired_at: Mapped[datetime]
+    heartbeat_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+
+
+class TaskNotice(Base):
+    """A one-off issue comment (question, failure, termination), posted at most once.
+
+    The row is written before the call and the comment id after it; a row without an id is
+    looked up by its marker before posting again (a crash between the two)."""
+
+    __tablename__ = "task_notices"
+    __table_args__ = (UniqueConstraint("task_id", "key", name="uq_task_notices_key"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(100))
+    body: Mapped[str] = mapped_column(Text)
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
+    created_at: Mapped[datetime]
+    posted_at: Mapped[datetime | None]
+
+
+class ChatDelivery(Base):
+    """The marker that a task result reached its chat session; its id is the message id."""
+
+    __tablename__ = "chat_deliveries"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    event_id: Mapped[int] = mapped_column(
+        ForeignKey("task_events.id", ondelete="CASCADE"), unique=True
+    )
+    session_id: Mapped[str] = mapped_column(String(32))
+    state: Mapped[str] = mapped_column(String(20))
+    # "delivered" or "skipped" (the session was deleted before the result arrived).
+    outcome: Mapped[str] = mapped_column(String(20))
+    at: Mapped[datetime]

@@ -1,0 +1,295 @@
+"""The reconciler: repairs what crashes and races leave behind (`steelframe reconcile`,
+also at every worker start and periodically inside `steelframe worker`).
+
+* a `running` task whose lease expired (its worker died): orphan killed, retried or failed;
+* a `queued` task whose RQ job is gone (Redis lost it, a crash before enqueue): re-enqueued;
+* a task whose branch was pushed and whose pull request exists: `delivered`;
+* labels that disagree with the state (live tasks and those finished in the last week);
+* a terminated task's job still running a lease period later: RQ is told to stop it;
+* notices whose poster died, results not yet delivered to their chat session;
+* worktrees no live run owns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from bot.lifecycle import leases, progress, tasks, worktree
+from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.delivery import deliver_all_pending
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.outcomes import change_state, publish
+from bot.lifecycle.queue import LifecycleQueue, job_id
+from bot.lifecycle.recovery import clean_orphans, recover
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import FINISHED, LIVE, TaskState
+
+log = logging.getLogger(__name__)
+LABEL_WINDOW = timedelta(days=7)
+ACTOR = "reconciler"
+
+
+@dataclass
+class ReconcileReport:
+    recovered: list[int] = field(default_factory=list)
+    requeued: list[int] = field(default_factory=list)
+    delivered: list[int] = field(default_factory=list)
+    labels_fixed: list[int] = field(default_factory=list)
+    stopped: list[int] = field(default_factory=list)
+    notices_posted: int = 0
+    chat_results: int = 0
+    worktrees_removed: int = 0
+    errors: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        return [
+            f"recovered running tasks: {self.recovered or 'none'}",
+            f"re-enqueued queued tasks: {self.requeued or 'none'}",
+            f"delivered (pull request found): {self.delivered or 'none'}",
+            f"labels repaired: {self.labels_fixed or 'none'}",
+            f"jobs of terminated tasks stopped: {self.stopped or 'none'}",
+            f"notices posted: {self.notices_posted}",
+            f"chat results delivered: {self.chat_results}",
+            f"stale worktrees removed: {self.worktrees_removed}",
+            *(f"error: {e}" for e in self.errors),
+        ]
+
+
+def _ids(session: Session, *states: TaskState) -> list[int]:
+    return list(session.scalars(select(Task.id).where(Task.state.in_(states)).order_by(Task.id)))
+
+
+def _label_candidates(session: Session, since: object) -> list[int]:
+    return list(
+        session.scalars(
+            select(Task.id)
+            .where(
+                Task.archived.is_(False),
+                or_(Task.state.in_(list(LIVE)), Task.updated_at >= since),
+            )
+            .order_by(Task.id)
+        )
+    )
+
+
+async def reconcile(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    *,
+    say: Callable[[str], None] = lambda line: None,
+) -> ReconcileReport:
+    report = ReconcileReport()
+    queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
+    grace = timedelta(seconds=ctx.policy.lease_seconds)
+    say("checking running tasks ...")
+    for task_id in ctx.db.call(_ids, TaskState.RUNNING):
+        await _check_running(ctx, github, queue, task_id, grace, report)
+    say("checking queued tasks ...")
+    for task_id in ctx.db.call(_ids, TaskState.QUEUED):
+        await asyncio.to_thread(_check_queued, ctx, queue, task_id, grace, report)
+    if github is not None:
+        say("looking for pull requests of pushed branches ...")
+        for task_id in ctx.db.call(_ids, TaskState.QUEUED, TaskState.FAILED):
+            await _guard(report, task_id, _check_pull(ctx, github, task_id, report))
+        candidates = ctx.db.call(_label_candidates, ctx.clock() - LABEL_WINDOW)
+        say(f"checking labels of {len(candidates)} tasks ...")
+        for task_id in candidates:
+            await _guard(report, task_id, _check_labels(ctx, github, task_id, report))
+        try:
+            report.notices_posted = await progress.post_pending(
+                ctx.db, github, grace=ctx.policy.lease_seconds, clock=ctx.clock
+            )
+        except Exception as exc:
+            report.errors.append(f"notices: {exc}")
+    say("checking jobs of terminated tasks ...")
+    for task_id in ctx.db.call(_recently, TaskState.TERMINATED, ctx.clock() - LABEL_WINDOW):
+        await asyncio.to_thread(_stop_leftover_job, ctx, queue, task_id, grace, report)
+    say("delivering results to chat sessions ...")
+    report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
+    report.worktrees_removed = await asyncio.to_thread(_sweep_worktrees, ctx)
+    return report
+
+
+def _recently(session: Session, state: TaskState, since: object) -> list[int]:
+    return list(
+        session.scalars(
+            select(Task.id).where(Task.state == state, Task.updated_at >= since).order_by(Task.id)
+        )
+    )
+
+
+def _stop_leftover_job(
+    ctx: LifecycleContext,
+    queue: LifecycleQueue,
+    task_id: int,
+    grace: timedelta,
+    report: ReconcileReport,
+) -> None:
+    """A terminated task's job that still runs after a lease period did not notice (a
+    stuck work horse): ask RQ to stop it, and kill what it left on this host."""
+    task = ctx.db.call(tasks.get_task, task_id)
+    if task.updated_at > ctx.clock() - grace or not queue.is_started(task.job_id):
+        return
+    done = queue.cancel(task.job_id)
+    clean_orphans(ctx, task_id, dead_pid=None)
+
+    def note(session: Session) -> None:
+        tasks.record(
+            session,
+            tasks.get_task(session, task_id),
+            EventKind.RECONCILED,
+            actor=ACTOR,
+            detail=f"the job of the terminated task still ran: {done}",
+            data={"job_id": task.job_id, "action": done},
+            clock=ctx.clock,
+        )
+
+    ctx.db.call(note)
+    report.stopped.append(task_id)
+
+
+async def _guard(report: ReconcileReport, task_id: int, step: Awaitable[None]) -> None:
+    try:
+        await step
+    except Exception as exc:
+        message = getattr(exc, "message", None) or str(exc)
+        report.errors.append(f"task {task_id}: {type(exc).__name__}: {message}"[:300])
+        log.warning("reconcile: task %s: %s", task_id, message)
+
+
+async def _check_running(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    queue: LifecycleQueue,
+    task_id: int,
+    grace: timedelta,
+    report: ReconcileReport,
+) -> None:
+    now = ctx.clock()
+    lease = ctx.db.call(leases.current, task_id)
+    if leases.is_live(lease, now):
+        return
+    task = ctx.db.call(tasks.get_task, task_id)
+    if lease is None:
+        # Resumed and waiting for its continuation, or just started: not dead yet.
+        if await asyncio.to_thread(queue.is_pending, task.job_id):
+            return
+        if task.updated_at > now - grace:
+            return
+    reason = "the worker running it stopped (its lease expired)"
+    result = await recover(ctx, github, task_id, reason=reason, dead_pid=None)
+    if not result.startswith(("live", "nothing")):
+        report.recovered.append(task_id)
+        log.warning("reconcile: task %s recovered: %s", task_id, result)
+
+
+def _check_queued(
+    ctx: LifecycleContext,
+    queue: LifecycleQueue,
+    task_id: int,
+    grace: timedelta,
+    report: ReconcileReport,
+) -> None:
+    task = ctx.db.call(tasks.get_task, task_id)
+    if queue.is_pending(task.job_id) or task.updated_at > ctx.clock() - grace:
+        return
+    job = job_id(task.id, task.generation, f"r{task.attempts + 1}")
+
+    def note(session: Session) -> None:
+        tasks.touch(session, task_id, ctx.clock, job_id=job)
+        tasks.record(
+            session,
+            tasks.get_task(session, task_id),
+            EventKind.RECONCILED,
+            actor=ACTOR,
+            detail="queued without a job; enqueued again",
+            data={"job_id": job, "lost_job": task.job_id},
+            clock=ctx.clock,
+        )
+
+    ctx.db.call(note)
+    queue.enqueue(task_id, job=job, continuation=bool(task.pending_decision))
+    report.requeued.append(task_id)
+
+
+async def _check_pull(
+    ctx: LifecycleContext, github: GitHubApi, task_id: int, report: ReconcileReport
+) -> None:
+    task = ctx.db.call(tasks.get_task, task_id)
+    if task.pushed_at is None:
+        return
+    if leases.is_live(ctx.db.call(leases.current, task_id), ctx.clock()):
+        return
+    branch = task.branch or tasks.branch_name(task.issue)
+    pulls = await github.list_pulls(task.repo, head=branch, state="open")
+    if not pulls:
+        return
+    pull = pulls[0]
+    url = str(pull.get("html_url") or pull.get("url") or "")
+    change = change_state(
+        ctx.db,
+        task_id,
+        TaskState.DELIVERED,
+        actor=ACTOR,
+        detail=f"pull request {url} already exists",
+        data={"pr_url": url, "pr_number": pull.get("number"), "summary": ""},
+        expect=[TaskState.QUEUED, TaskState.FAILED],
+        changes={"pr_url": url, "pr_number": int(pull["number"]), "last_error": None},
+        clock=ctx.clock,
+    )
+    await publish(ctx.db, github, change, clock=ctx.clock)
+    report.delivered.append(task_id)
+
+
+async def _check_labels(
+    ctx: LifecycleContext, github: GitHubApi, task_id: int, report: ReconcileReport
+) -> None:
+    task = ctx.db.call(tasks.get_task, task_id)
+    state = TaskState(task.state)
+    data = await github.get_issue(task.repo, task.issue)
+    if progress.labels_match(data, state):
+        return
+    changes = await progress.sync_labels(github, task.repo, task.issue, state)
+    if not changes:
+        return
+
+    def note(session: Session) -> None:
+        tasks.record(
+            session,
+            tasks.get_task(session, task_id),
+            EventKind.RECONCILED,
+            actor=ACTOR,
+            detail=f"labels repaired ({' '.join(changes)})",
+            data={"labels": changes},
+            clock=ctx.clock,
+        )
+
+    ctx.db.call(note)
+    report.labels_fixed.append(task_id)
+    if state in FINISHED or state == TaskState.WAITING_FOR_INFO:
+        log.info("reconcile: task %s labels repaired: %s", task_id, changes)
+
+
+def _sweep_worktrees(ctx: LifecycleContext) -> int:
+    """Remove run folders of tasks no live run holds (a run removes its own when it ends)."""
+    root = ctx.worktrees
+    if not root.is_dir():
+        return 0
+    now = ctx.clock()
+    removed = 0
+    for path in root.iterdir():
+        task_id = worktree.task_of(path)
+        if task_id is None:
+            continue
+        if leases.is_live(ctx.db.call(leases.current, task_id), now):
+            continue
+        worktree.remove(path)
+        removed += 1
+    return removed

@@ -1,0 +1,412 @@
+"""`TaskService`: what the web service does with tasks (no HTTP here).
+
+Pickup (from a webhook or a Chat filing), resume on a Decision, terminate, archive, and the
+board. Each state change is one database transaction; enqueuing and GitHub effects follow
+it and are idempotent, so a retry or a crash in between never doubles anything (the
+reconciler finishes what a crash interrupted).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.decisions import DECISION_MARKER, decision_text
+from bot.errors import BadRequest, Conflict
+from bot.lifecycle import progress, tasks
+from bot.lifecycle.context import DEFAULT_QUEUE
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.outcomes import Change, publish
+from bot.lifecycle.progress import Phase
+from bot.lifecycle.queue import LifecycleQueue, job_id
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import FINISHED, LIVE, IllegalTransition, TaskState
+
+log = logging.getLogger(__name__)
+# GitHub's legacy permission field folds `maintain` into `write`.
+WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
+PICKUP_ROUNDS = 5
+MAX_BOARD = 1000
+
+
+@dataclass(frozen=True)
+class PickupResult:
+    task_id: int
+    created: bool
+    started: bool
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    task_id: int | None
+    resumed: bool
+    reason: str
+
+
+class TaskService:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        queue: LifecycleQueue,
+        github: GitHubApi | None,
+        pickup_labels: tuple[str, ...],
+        clock: Clock = utcnow,
+    ) -> None:
+        self.db = db
+        self.queue = queue
+        self.github = github
+        self.pickup_labels = pickup_labels
+        self.clock = clock
+
+    # -- pickup ----------------------------------------------------------------------------
+
+    async def pickup(
+        self,
+        repo: str,
+        issue: int,
+        *,
+        title: str,
+        origin_session: str | None = None,
+        cause: str,
+    ) -> PickupResult:
+        """Create the task for (repo, issue) and enqueue its run, once.
+
+        A live task (queued, running, waiting) or a delivered one is left as it is and the
+        pickup is recorded as ignored; a failed or terminated task is reopened. A Chat
+        filing whose webhook got here first still links its session (`origin_session`)."""
+        if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
+            raise BadRequest("issue must be a positive integer", detail={"field": "issue"})
+        result, job = await self._pickup_row(repo, issue, title, origin_session, cause)
+        if job is not None:
+            await asyncio.to_thread(self.queue.enqueue, result.task_id, job=job)
+            log.info("lifecycle: task %s for %s#%s (%s)", result.task_id, repo, issue, cause)
+            await self._show_queued(result.task_id)
+        return result
+
+    async def _pickup_row(
+        self, repo: str, issue: int, title: str, origin: str | None, cause: str
+    ) -> tuple[PickupResult, str | None]:
+        for _ in range(PICKUP_ROUNDS):
+            try:
+                return await self.db.run(self._pickup_tx, repo, issue, title, origin, cause)
+            except (IntegrityError, OperationalError):
+                # Two pickups raced to create the row: the next round finds it.
+                continue
+        return await self.db.run(self._pickup_tx, repo, issue, title, origin, cause)
+
+    def _pickup_tx(
+        self, session: Session, repo: str, issue: int, title: str, origin: str | None, cause: str
+    ) -> tuple[PickupResult, str | None]:
+        task = tasks.find_task(session, repo, issue)
+        if task is None:
+            task = tasks.new_task(
+                session,
+                repo=repo,
+                issue=issue,
+                title=title,
+                origin_session=origin,
+                actor=cause,
+                clock=self.clock,
+            )
+            job = job_id(task.id, task.generation, "a1")
+            tasks.touch(session, task.id, self.clock, job_id=job)
+            return PickupResult(task.id, created=True, started=True), job
+        if origin and not task.origin_session:
+            task.origin_session = origin
+            tasks.record(
+                session,
+                task,
+                EventKind.ORIGIN_LINKED,
+                actor=cause,
+                detail=f"results go to chat session {origin}",
+                clock=self.clock,
+            )
+        if task.state in LIVE or task.state == TaskState.DELIVERED:
+            tasks.record(
+                session,
+                task,
+                EventKind.PICKUP_IGNORED,
+                actor=cause,
+                detail=f"task is already {task.state}",
+                clock=self.clock,
+            )
+            return PickupResult(task.id, created=False, started=False), None
+        job = job_id(task.id, task.generation + 1, "a1")
+        tasks.transition(
+            session,
+            task.id,
+            TaskState.QUEUED,
+            actor=cause,
+            detail=f"picked up again after {task.state}",
+            changes={
+                "generation": task.generation + 1,
+                "attempts": 0,
+                "archived": False,
+                "job_id": job,
+                "title": (title or task.title)[: tasks.MAX_TITLE],
+                "question": None,
+                "pending_decision": None,
+                "last_error": None,
+                "runtime_seconds": 0.0,
+                "tokens_used": 0,
+                "cost_usd": 0.0,
+            },
+            clock=self.clock,
+        )
+        return PickupResult(task.id, created=False, started=True), job
+
+    async def _show_queued(self, task_id: int) -> None:
+        """Labels for `queued` right away, unless a worker already moved the task on."""
+        if self.github is None:
+            return
+        task = await self.db.run(tasks.get_task, task_id)
+        if task.state != TaskState.QUEUED:
+            return
+        try:
+            await progress.sync_labels(self.github, task.repo, task.issue, TaskState.QUEUED)
+        except Exception as exc:  # the worker and the reconciler sync labels again
+            log.warning("lifecycle: task %s queued label not set: %s", task_id, exc)
+
+    # -- webhooks ----------------------------------------------------------------------------
+
+    async def on_issue_event(self, payload: dict[str, Any]) -> PickupResult | None:
+        """`issues` opened/labeled/reopened carrying a pickup label starts the task."""
+        action = str(payload.get("action") or "")
+        issue = payload.get("issue") or {}
+        if "pull_request" in issue:
+            return None
+        if action == "labeled":
+            wanted = str((payload.get("label") or {}).get("name") or "") in self.pickup_labels
+        elif action in ("opened", "reopened"):
+            names = {str(label.get("name")) for label in issue.get("labels") or []}
+            wanted = bool(names & set(self.pickup_labels))
+        else:
+            return None
+        if not wanted:
+            return None
+        return await self.pickup(
+            str(payload["repository"]["full_name"]),
+            int(issue["number"]),
+            title=str(issue.get("title") or ""),
+            cause=f"webhook:issues.{action}",
+        )
+
+    async def on_comment_event(self, payload: dict[str, Any]) -> ResumeResult | None:
+        """`issue_comment` created with the Decision marker resumes a waiting task."""
+        if payload.get("action") != "created":
+            return None
+        comment = payload.get("comment") or {}
+        body = str(comment.get("body") or "")
+        if DECISION_MARKER not in body:
+            return None
+        if progress.NOTICE_PREFIX in body or progress.PROGRESS_PREFIX in body:
+            return None  # Steelframe's own status comments are never Decisions
+        return await self.resume(
+            str(payload["repository"]["full_name"]),
+            int(payload["issue"]["number"]),
+            comment_id=int(comment["id"]),
+            author=str((comment.get("user") or {}).get("login") or ""),
+            body=body,
+            cause="webhook:issue_comment.created",
+        )
+
+    # -- resume ------------------------------------------------------------------------------
+
+    async def resume(
+        self, repo: str, issue: int, *, comment_id: int, author: str, body: str, cause: str
+    ) -> ResumeResult:
+        """Resume a waiting task with a Decision written by the App or a user with write
+        access; anything else is recorded on the task and ignored."""
+        task = await self.db.run(lambda s: tasks.find_task(s, repo, issue))
+        if task is None:
+            return ResumeResult(None, False, "no task for this issue")
+        if task.decision_comment_id == comment_id:
+            return ResumeResult(task.id, False, "this Decision was already applied")
+        if task.state != TaskState.WAITING_FOR_INFO:
+            return await self._decision_ignored(task, author, comment_id, f"task is {task.state}")
+        allowed, why = await self._may_decide(repo, author)
+        if not allowed:
+            return await self._decision_ignored(task, author, comment_id, why)
+        decision = decision_text(body)
+        job = job_id(task.id, task.generation, f"d{comment_id}")
+        try:
+            change = await self.db.run(
+                lambda s: self._resume_tx(s, task.id, decision, comment_id, author, job, cause)
+            )
+        except IllegalTransition as exc:
+            return ResumeResult(task.id, False, f"task is {exc.current}")
+        await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
+        log.info("lifecycle: task %s resumed by a Decision from %s", task.id, author)
+        if self.github is not None:
+            try:
+                await self.github.remove_label(repo, issue, "steelframe:needs_human")
+            except Exception as exc:
+                log.warning("lifecycle: task %s needs_human not removed: %s", task.id, exc)
+        await publish(self.db, self.github, change, create_progress=False, clock=self.clock)
+        return ResumeResult(task.id, True, "resumed")
+
+    def _resume_tx(
+        self,
+        session: Session,
+        task_id: int,
+        decision: str,
+        comment_id: int,
+        author: str,
+        job: str,
+        cause: str,
+    ) -> Change:
+        event = tasks.transition(
+            session,
+            task_id,
+            TaskState.RUNNING,
+            actor=f"{cause}:{author}",
+            detail=f"resumed by a Decision from {author}",
+            data={"comment_id": comment_id, "author": author},
+            expect=[TaskState.WAITING_FOR_INFO],
+            changes={
+                "pending_decision": decision,
+                "decision_comment_id": comment_id,
+                "attempts": 0,
+                "job_id": job,
+            },
+            clock=self.clock,
+        )
+        tasks.record(
+            session,
+            tasks.get_task(session, task_id),
+            EventKind.DECISION,
+            actor=author,
+            detail=decision[:500],
+            data={"comment_id": comment_id},
+            clock=self.clock,
+        )
+        return Change(task_id, TaskState.RUNNING, event.id, Phase.RUNNING, "Resumed by a Decision.")
+
+    async def _may_decide(self, repo: str, author: str) -> tuple[bool, str]:
+        if self.github is None:
+            return False, "GitHub is not configured, so the author's access cannot be checked"
+        if await self.github.is_app_login(author):
+            return True, "the App"
+        permission = await self.github.collaborator_permission(repo, author)
+        if permission in WRITE_PERMISSIONS:
+            return True, permission
+        return False, f"{author} has {permission} access; a Decision needs write access"
+
+    async def _decision_ignored(
+        self, task: Task, author: str, comment_id: int, why: str
+    ) -> ResumeResult:
+        def note(session: Session) -> None:
+            tasks.record(
+                session,
+                tasks.get_task(session, task.id),
+                EventKind.DECISION_IGNORED,
+                actor=author or "unknown",
+                detail=why,
+                data={"comment_id": comment_id},
+                clock=self.clock,
+            )
+
+        await self.db.run(note)
+        log.info("lifecycle: task %s Decision comment %s ignored: %s", task.id, comment_id, why)
+        return ResumeResult(task.id, False, why)
+
+    # -- terminate and archive ---------------------------------------------------------------
+
+    async def terminate(self, task_id: int, *, actor: str) -> dict[str, Any]:
+        """Stop a queued, running or waiting task: the state first (a running job notices
+        within a second, kills its runtime and removes its worktree; the reconciler asks RQ
+        to stop a job that does not), a queued job cancelled, a comment, the labels."""
+        task = await self.db.run(tasks.get_task, task_id)
+        if task.state not in LIVE:
+            raise Conflict(
+                f"task {task_id} is {task.state}; only queued, running or waiting tasks "
+                "can be terminated",
+                detail={"task": task_id, "state": task.state},
+            )
+        change = await self.db.run(lambda s: _terminate_tx(s, task_id, actor, self.clock))
+        cancelled = await asyncio.to_thread(self.queue.cancel_queued, task.job_id)
+        log.info(
+            "lifecycle: task %s terminated by %s (queued job cancelled: %s)",
+            task_id,
+            actor,
+            cancelled,
+        )
+        await publish(self.db, self.github, change, create_progress=False, clock=self.clock)
+        return await self.detail(task_id)
+
+    async def archive(self, task_id: int, *, actor: str) -> dict[str, Any]:
+        """Hide a finished task from the board (idempotent)."""
+
+        def apply(session: Session) -> None:
+            task = tasks.get_task(session, task_id)
+            if task.state not in FINISHED:
+                raise Conflict(
+                    f"task {task_id} is {task.state}; only finished tasks can be archived",
+                    detail={"task": task_id, "state": task.state},
+                )
+            if task.archived:
+                return
+            task.archived = True
+            task.updated_at = self.clock()
+            tasks.record(
+                session, task, EventKind.ARCHIVED, actor=actor, detail="archived", clock=self.clock
+            )
+
+        await self.db.run(apply)
+        return await self.detail(task_id)
+
+    # -- queries -----------------------------------------------------------------------------
+
+    async def board(
+        self, *, state: TaskState | None = None, archived: bool = False, limit: int = 200
+    ) -> list[dict[str, Any]]:
+        return await self.db.run(
+            tasks.board, state=state, archived=archived, limit=min(limit, MAX_BOARD)
+        )
+
+    async def detail(self, task_id: int) -> dict[str, Any]:
+        return await self.db.run(tasks.task_detail, task_id)
+
+
+def _terminate_tx(session: Session, task_id: int, actor: str, clock: Clock) -> Change:
+    """Terminate inside one transaction: the state and the notice saying so."""
+    event = tasks.transition(
+        session,
+        task_id,
+        TaskState.TERMINATED,
+        actor=actor,
+        detail=f"terminated by {actor}",
+        expect=LIVE,
+        clock=clock,
+    )
+    key = f"terminated-e{event.id}"
+    text = f"Steelframe stopped working on this issue: terminated by {actor}."
+    progress.add_notice(session, task_id, key, text, clock)
+    return Change(task_id, TaskState.TERMINATED, event.id, Phase.TERMINATED, "", key)
+
+
+def build_task_service(
+    *,
+    db: Database,
+    connection: Any,
+    github: GitHubApi | None,
+    pickup_labels: tuple[str, ...],
+    time_limit: float,
+    queue_name: str = DEFAULT_QUEUE,
+    clock: Clock = utcnow,
+) -> TaskService:
+    return TaskService(
+        db=db,
+        queue=LifecycleQueue(connection, name=queue_name, time_limit=time_limit),
+        github=github,
+        pickup_labels=pickup_labels,
+        clock=clock,
+    )

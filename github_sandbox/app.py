@@ -1,0 +1,137 @@
+"""The sandbox's aiohttp application: routes, GitHub-shaped errors, rate-limit headers,
+injected faults, and (for tests) a record of every exchange."""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from github_sandbox import control_routes, rest_routes
+from github_sandbox.appkeys import SANDBOX
+from github_sandbox.operations import SandboxError
+from github_sandbox.sandbox import Exchange, Sandbox
+
+log = logging.getLogger(__name__)
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+RATE_LIMIT = 5000
+INJECTED = web.RequestKey("injected_fault", bool)
+
+
+def _is_control(request: web.Request) -> bool:
+    return request.path.startswith(control_routes.PREFIX)
+
+
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(
+        SandboxError(status, message).body(), status=status, headers=headers or {}
+    )
+
+
+@web.middleware
+async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except SandboxError as exc:
+        return web.json_response(exc.body(), status=exc.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(exc.status, exc.reason)
+
+
+@web.middleware
+async def faults(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if _is_control(request):
+        return await handler(request)
+    fault = request.app[SANDBOX].faults.take(request.method, request.path)
+    if fault is None:
+        return await handler(request)
+    request[INJECTED] = True
+    if fault.after_effect:
+        await handler(request)
+    log.info("sandbox: injected %s on %s %s", fault.status, request.method, request.path)
+    return _error(fault.status, fault.message, fault.headers)
+
+
+@web.middleware
+async def rate_limit_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """GitHub's `x-ratelimit-*` headers on every REST answer, counted per credential."""
+    response = await handler(request)
+    if _is_control(request):
+        return response
+    sandbox = request.app[SANDBOX]
+    counts = request.app[USAGE]
+    key = request.headers.get("Authorization", "")
+    counts[key] = counts.get(key, 0) + 1
+    now = int(sandbox.clock())
+    response.headers.setdefault("x-ratelimit-limit", str(RATE_LIMIT))
+    response.headers.setdefault("x-ratelimit-remaining", str(max(RATE_LIMIT - counts[key], 0)))
+    response.headers.setdefault("x-ratelimit-used", str(counts[key]))
+    response.headers.setdefault("x-ratelimit-reset", str(now - now % 3600 + 3600))
+    response.headers.setdefault("x-ratelimit-resource", "core")
+    response.headers["x-github-request-id"] = uuid.uuid4().hex[:20].upper()
+    return response
+
+
+@web.middleware
+async def recorder(request: web.Request, handler: Handler) -> web.StreamResponse:
+    response = await handler(request)
+    sandbox = request.app[SANDBOX]
+    if sandbox.record and not _is_control(request) and isinstance(response, web.Response):
+        resource = request.match_info.route.resource
+        sandbox.traffic.append(
+            Exchange(
+                method=request.method,
+                route=resource.canonical if resource is not None else request.path,
+                path=request.path,
+                status=response.status,
+                request=_decoded(await request.read()),
+                response=_decoded(response.body if isinstance(response.body, bytes) else b""),
+                injected=request.get(INJECTED, False),
+            )
+        )
+    return response
+
+
+def _decoded(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode(errors="replace")
+
+
+USAGE = web.AppKey("usage", dict[str, int])
+
+
+@web.middleware
+async def persist(request: web.Request, handler: Handler) -> web.StreamResponse:
+    response = await handler(request)
+    if request.method != "GET":
+        request.app[SANDBOX].save()
+    return response
+
+
+def create_sandbox_app(sandbox: Sandbox) -> web.Application:
+    middlewares = [recorder, rate_limit_headers, errors, faults]
+    if sandbox.state_path is not None:
+        middlewares.insert(0, persist)
+    app = web.Application(middlewares=middlewares)
+    app[SANDBOX] = sandbox
+    app[USAGE] = {}
+    app.add_routes(rest_routes.routes)
+    app.add_routes(control_routes.routes)
+
+    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
+        yield
+        await sandbox.hooks.close()
+        sandbox.save()
+
+    app.cleanup_ctx.append(lifecycle)
+    return app

@@ -1,0 +1,151 @@
+"""The sandbox's control API under /_sandbox/: seeding, injected faults, the webhook target,
+and looking at what happened (deliveries). Not part of GitHub; tests and `dev` use it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from github_sandbox.appkeys import SANDBOX
+from github_sandbox.faults import fault_from_json
+from github_sandbox.operations import SandboxError, not_found
+from github_sandbox.sandbox import Sandbox
+
+routes = web.RouteTableDef()
+PREFIX = "/_sandbox"
+
+
+def _sandbox(request: web.Request) -> Sandbox:
+    return request.app[SANDBOX]
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    try:
+        data = await request.json()
+    except ValueError as exc:
+        raise SandboxError(400, "Problems parsing JSON") from exc
+    if not isinstance(data, dict):
+        raise SandboxError(400, "expected a JSON object")
+    return data
+
+
+@routes.get(PREFIX + "/state")
+async def state(request: web.Request) -> web.Response:
+    sandbox = _sandbox(request)
+    world = sandbox.world
+    return web.json_response(
+        {
+            "app": {"id": world.app.id, "slug": world.app.slug, "bot": world.app.bot.login},
+            "installations": {str(i.id): sorted(i.repos) for i in world.installations.values()},
+            "repos": {
+                repo.full_name: {
+                    "issues": len([i for i in repo.issues.values() if not i.is_pull]),
+                    "pulls": len(repo.pulls),
+                    "comments": len(repo.comments),
+                    "clone_url": repo.git_path.as_uri() if repo.git_path else None,
+                }
+                for repo in world.repos.values()
+            },
+            "webhook_url": sandbox.hooks.url,
+            "token_requests": {str(k): v for k, v in sandbox.token_requests.items()},
+        }
+    )
+
+
+@routes.post(PREFIX + "/faults")
+async def add_fault(request: web.Request) -> web.Response:
+    sandbox = _sandbox(request)
+    try:
+        fault = fault_from_json(await _body(request), now=sandbox.clock())
+    except (TypeError, ValueError) as exc:
+        raise SandboxError(400, str(exc)) from exc
+    sandbox.faults.add(fault)
+    return web.json_response({"status": fault.status, "times": fault.times}, status=201)
+
+
+@routes.delete(PREFIX + "/faults")
+async def clear_faults(request: web.Request) -> web.Response:
+    _sandbox(request).faults.clear()
+    return web.json_response({"cleared": True})
+
+
+@routes.post(PREFIX + "/webhook")
+async def set_webhook(request: web.Request) -> web.Response:
+    """{"url", "secret"}: where to deliver, signed with what; GitHub pings a new URL."""
+    sandbox = _sandbox(request)
+    data = await _body(request)
+    sandbox.set_webhook(data.get("url"), data.get("secret"))
+    return web.json_response({"url": sandbox.hooks.url})
+
+
+@routes.post(PREFIX + "/installations")
+async def install(request: web.Request) -> web.Response:
+    """{"account", "repos": ["owner/name", ...]}: install the App; repositories are created
+    (with a bare git repo) when new."""
+    sandbox = _sandbox(request)
+    data = await _body(request)
+    account = data.get("account")
+    if not isinstance(account, str) or not account:
+        raise SandboxError(422, "account is required")
+    inst = sandbox.install(account)
+    for name in data.get("repos", []):
+        sandbox.add_repo(str(name), installation=inst)
+    return web.json_response({"id": inst.id, "repos": sorted(inst.repos)}, status=201)
+
+
+@routes.post(PREFIX + "/repos/{owner}/{repo}/collaborators")
+async def grant(request: web.Request) -> web.Response:
+    """{"login", "permission"}: admin, maintain, write, triage or read."""
+    sandbox = _sandbox(request)
+    data = await _body(request)
+    full_name = f"{request.match_info['owner']}/{request.match_info['repo']}"
+    if sandbox.world.repo(full_name) is None:
+        raise not_found()
+    sandbox.grant(full_name, str(data["login"]), str(data.get("permission", "write")))
+    return web.json_response({"login": data["login"]}, status=201)
+
+
+@routes.post(PREFIX + "/users")
+async def user_token(request: web.Request) -> web.Response:
+    """{"login"}: a personal token that acts as that user on the REST endpoints."""
+    data = await _body(request)
+    login = data.get("login")
+    if not isinstance(login, str) or not login:
+        raise SandboxError(422, "login is required")
+    return web.json_response({"token": _sandbox(request).user_token(login)}, status=201)
+
+
+@routes.post(PREFIX + "/repos/{owner}/{repo}/pulls/{number}/merge")
+async def merge(request: web.Request) -> web.Response:
+    """{"by": login}: merge (fast-forward the base branch) and close the pull request."""
+    sandbox = _sandbox(request)
+    data = await _body(request)
+    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
+    if repo is None:
+        raise not_found()
+    actor = sandbox.world.user(str(data.get("by", repo.owner.login)))
+    outcome = sandbox.ops.close_pull(repo, actor, int(request.match_info["number"]), merge=True)
+    sandbox.emit(outcome.hooks)
+    return web.json_response(outcome.body)
+
+
+@routes.get(PREFIX + "/deliveries")
+async def deliveries(request: web.Request) -> web.Response:
+    sandbox = _sandbox(request)
+    return web.json_response(
+        [
+            {"id": d.id, "event": d.event, "action": d.action, "status": d.status, "error": d.error}
+            for d in sandbox.hooks.sent
+        ]
+    )
+
+
+@routes.post(PREFIX + "/deliveries/{delivery_id}/redeliver")
+async def redeliver(request: web.Request) -> web.Response:
+    sandbox = _sandbox(request)
+    try:
+        delivery = sandbox.hooks.redeliver(request.match_info["delivery_id"])
+    except StopIteration as exc:
+        raise not_found() from exc
+    return web.json_response({"id": delivery.id}, status=202)

@@ -1,0 +1,444 @@
+"""What each sandbox endpoint does to the world, and the webhooks GitHub would send for it.
+
+Functions take the world, the shapes builder, the repository and the acting user, and
+return (response body, hook events). No HTTP here. Behaviour follows GitHub's REST docs:
+labels named in a write are created when missing; creating an issue with labels sends
+`issues.opened` then one `issues.labeled` per label; removing a label the issue does not
+carry is a 404 "Label does not exist".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from github_sandbox import git
+from github_sandbox.shapes import Shapes
+from github_sandbox.state import Comment, Issue, Label, Pull, Repo, User, World
+
+PERMISSION_RANK = {"none": 0, "read": 1, "triage": 1, "write": 2, "maintain": 2, "admin": 3}
+
+
+class SandboxError(Exception):
+    """An error answer in GitHub's shape: {"message", "documentation_url", "status"}."""
+
+    def __init__(
+        self, status: int, message: str, *, errors: list[dict[str, Any]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.errors = errors
+
+    def body(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "message": self.message,
+            "documentation_url": "https://docs.github.com/rest",
+            "status": str(self.status),
+        }
+        if self.errors is not None:
+            body["errors"] = self.errors
+        return body
+
+
+def not_found() -> SandboxError:
+    return SandboxError(404, "Not Found")
+
+
+def validation_failed(field_name: str, code: str = "invalid", **extra: Any) -> SandboxError:
+    return SandboxError(
+        422, "Validation Failed", errors=[{"field": field_name, "code": code, **extra}]
+    )
+
+
+@dataclass
+class HookEvent:
+    event: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class Outcome:
+    body: Any
+    status: int = 200
+    hooks: list[HookEvent] = field(default_factory=list)
+
+
+class Operations:
+    def __init__(self, world: World, shapes: Shapes) -> None:
+        self.world = world
+        self.shapes = shapes
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def permission(self, repo: Repo, user: User) -> str:
+        if user.type == "Bot" and user.login == self.world.app.bot.login:
+            return "write"
+        if user.login.lower() == repo.owner.login.lower():
+            return "admin"
+        return repo.collaborators.get(user.login.lower(), "none" if repo.private else "read")
+
+    def can_push(self, repo: Repo, user: User) -> bool:
+        return PERMISSION_RANK[self.permission(repo, user)] >= PERMISSION_RANK["write"]
+
+    def issue(self, repo: Repo, number: int) -> Issue:
+        found = repo.issues.get(number)
+        if found is None:
+            raise not_found()
+        return found
+
+    def _hook(self, repo: Repo, event: str, sender: User, **fields: Any) -> HookEvent:
+        payload: dict[str, Any] = {**fields}
+        payload["repository"] = self.shapes.repository(repo)
+        payload["sender"] = self.shapes.user(sender)
+        if repo.installation_id is not None:
+            inst = self.world.installations[repo.installation_id]
+            payload["installation"] = self.shapes.installation_lite(inst)
+        return HookEvent(event, payload)
+
+    def _label(self, repo: Repo, name: str) -> Label:
+        found = repo.labels.get(name.lower())
+        if found is None:
+            found = repo.labels[name.lower()] = Label(self.world.next_id(), name)
+        return found
+
+    def _touch(self, issue: Issue) -> None:
+        issue.updated_at = self.world.now()
+
+    # -- issues ----------------------------------------------------------------------------
+
+    def create_issue(self, repo: Repo, actor: User, data: dict[str, Any]) -> Outcome:
+        title = data.get("title")
+        if not isinstance(title, str | int) or not str(title).strip():
+            raise validation_failed("title", "missing_field", resource="Issue")
+        body = data.get("body")
+        if body is not None and not isinstance(body, str):
+            raise validation_failed("body", resource="Issue")
+        labels = _label_names(data.get("labels", []))
+        now = self.world.now()
+        issue = Issue(
+            id=self.world.next_id(),
+            number=repo.next_number,
+            title=str(title),
+            body=body,
+            user=actor,
+            created_at=now,
+            updated_at=now,
+        )
+        repo.next_number += 1
+        repo.issues[issue.number] = issue
+        hooks = [
+            self._hook(repo, "issues", actor, action="opened", issue=self.shapes.issue(repo, issue))
+        ]
+        # GitHub drops labels silently for users without push access.
+        if self.can_push(repo, actor):
+            hooks += self._attach(repo, issue, actor, labels)
+        return Outcome(self.shapes.issue(repo, issue), 201, hooks)
+
+    def _attach(self, repo: Repo, issue: Issue, actor: User, names: list[str]) -> list[HookEvent]:
+        hooks = []
+        for name in names:
+            label = self._label(repo, name)
+            if label.name not in issue.labels:
+                issue.labels.append(label.name)
+                self._touch(issue)
+                hooks.append(self._labeled(repo, issue, actor, "labeled", label))
+        return hooks
+
+    def _labeled(
+        self, repo: Repo, issue: Issue, actor: User, action: str, label: Label
+    ) -> HookEvent:
+        if issue.is_pull:
+            return self._hook(
+                repo,
+                "pull_request",
+                actor,
+                action=action,
+                number=issue.number,
+                pull_request=self.shapes.pull(repo, repo.pulls[issue.number]),
+                label=self.shapes.label(repo, label),
+            )
+        return self._hook(
+            repo,
+            "issues",
+            actor,
+            action=action,
+            issue=self.shapes.issue(repo, issue),
+            label=self.shapes.label(repo, label),
+        )
+
+    def get_issue(self, repo: Repo, number: int) -> Outcome:
+        return Outcome(self.shapes.issue(repo, self.issue(repo, number)))
+
+    def list_issues(self, repo: Repo, query: dict[str, str]) -> list[dict[str, Any]]:
+        state = query.get("state", "open")
+        wanted = {n.strip().lower() for n in query.get("labels", "").split(",") if n.strip()}
+        creator = query.get("creator", "").lower()
+        issues = [
+            issue
+            for issue in repo.issues.values()
+            if (state == "all" or issue.state == state)
+            and wanted <= {name.lower() for name in issue.labels}
+            and (not creator or issue.user.login.lower() == creator)
+        ]
+        key = (lambda i: i.updated_at) if query.get("sort") == "updated" else (lambda i: i.id)
+        issues.sort(key=key, reverse=query.get("direction", "desc") != "asc")
+        return [self.shapes.issue(repo, issue) for issue in issues]
+
+    def update_issue(self, repo: Repo, actor: User, number: int, data: dict[str, Any]) -> Outcome:
+        issue = self.issue(repo, number)
+        hooks: list[HookEvent] = []
+        changes: dict[str, Any] = {}
+        for key in ("title", "body"):
+            if key in data and data[key] != getattr(issue, key):
+                changes[key] = {"from": getattr(issue, key) or ""}
+                setattr(issue, key, data[key])
+        if changes:
+            self._touch(issue)
+            hooks.append(
+                self._hook(
+                    repo,
+                    "issues",
+                    actor,
+                    action="edited",
+                    issue=self.shapes.issue(repo, issue),
+                    changes=changes,
+                )
+            )
+        state = data.get("state")
+        if state is not None and state not in ("open", "closed"):
+            raise validation_failed("state", resource="Issue")
+        if state is not None and state != issue.state:
+            issue.state = state
+            issue.closed_at = self.world.now() if state == "closed" else None
+            issue.state_reason = data.get("state_reason") or (
+                "completed" if state == "closed" else "reopened"
+            )
+            self._touch(issue)
+            action = "closed" if state == "closed" else "reopened"
+            hooks.append(
+                self._hook(
+                    repo, "issues", actor, action=action, issue=self.shapes.issue(repo, issue)
+                )
+            )
+        return Outcome(self.shapes.issue(repo, issue), 200, hooks)
+
+    # -- labels ----------------------------------------------------------------------------
+
+    def add_labels(self, repo: Repo, actor: User, number: int, data: Any) -> Outcome:
+        issue = self.issue(repo, number)
+        raw = data.get("labels") if isinstance(data, dict) else data
+        if not isinstance(raw, list) or not raw:
+            raise validation_failed("labels", "missing_field", resource="Label")
+        if not self.can_push(repo, actor):
+            raise SandboxError(403, "Must have push access to repository")
+        hooks = self._attach(repo, issue, actor, _label_names(raw))
+        return Outcome(self.issue_labels(repo, issue), 200, hooks)
+
+    def issue_labels(self, repo: Repo, issue: Issue) -> list[dict[str, Any]]:
+        return [self.shapes.label(repo, repo.labels[name.lower()]) for name in issue.labels]
+
+    def remove_label(self, repo: Repo, actor: User, number: int, name: str) -> Outcome:
+        issue = self.issue(repo, number)
+        if not self.can_push(repo, actor):
+            raise SandboxError(403, "Must have push access to repository")
+        carried = next((n for n in issue.labels if n.lower() == name.lower()), None)
+        if carried is None:
+            raise SandboxError(404, "Label does not exist")
+        issue.labels.remove(carried)
+        self._touch(issue)
+        hook = self._labeled(repo, issue, actor, "unlabeled", repo.labels[carried.lower()])
+        return Outcome(self.issue_labels(repo, issue), 200, [hook])
+
+    # -- comments --------------------------------------------------------------------------
+
+    def create_comment(self, repo: Repo, actor: User, number: int, data: dict[str, Any]) -> Outcome:
+        issue = self.issue(repo, number)
+        body = data.get("body")
+        if not isinstance(body, str) or not body:
+            raise validation_failed("body", "missing_field", resource="IssueComment")
+        now = self.world.now()
+        comment = Comment(self.world.next_id(), issue.number, actor, body, now, now)
+        repo.comments[comment.id] = comment
+        issue.comment_ids.append(comment.id)
+        self._touch(issue)
+        shaped = self.shapes.comment(repo, comment)
+        hook = self._hook(
+            repo,
+            "issue_comment",
+            actor,
+            action="created",
+            issue=self.shapes.issue(repo, issue),
+            comment=shaped,
+        )
+        return Outcome(shaped, 201, [hook])
+
+    def comment(self, repo: Repo, comment_id: int) -> Comment:
+        found = repo.comments.get(comment_id)
+        if found is None:
+            raise not_found()
+        return found
+
+    def update_comment(
+        self, repo: Repo, actor: User, comment_id: int, data: dict[str, Any]
+    ) -> Outcome:
+        comment = self.comment(repo, comment_id)
+        body = data.get("body")
+        if not isinstance(body, str) or not body:
+            raise validation_failed("body", "missing_field", resource="IssueComment")
+        if comment.user.id != actor.id and not self.can_push(repo, actor):
+            raise SandboxError(403, "Resource not accessible by integration")
+        previous = comment.body
+        comment.body = body
+        comment.updated_at = self.world.now()
+        shaped = self.shapes.comment(repo, comment)
+        issue = repo.issues[comment.issue_number]
+        hooks = []
+        if previous != body:
+            hooks.append(
+                self._hook(
+                    repo,
+                    "issue_comment",
+                    actor,
+                    action="edited",
+                    issue=self.shapes.issue(repo, issue),
+                    comment=shaped,
+                    changes={"body": {"from": previous}},
+                )
+            )
+        return Outcome(shaped, 200, hooks)
+
+    def list_comments(self, repo: Repo, number: int) -> list[dict[str, Any]]:
+        issue = self.issue(repo, number)
+        return [self.shapes.comment(repo, repo.comments[i]) for i in issue.comment_ids]
+
+    # -- pull requests ---------------------------------------------------------------------
+
+    def create_pull(self, repo: Repo, actor: User, data: dict[str, Any]) -> Outcome:
+        for key in ("title", "head", "base"):
+            if not isinstance(data.get(key), str) or not data[key]:
+                raise validation_failed(key, "missing_field", resource="PullRequest")
+        head = str(data["head"]).split(":", 1)[-1]
+        base = str(data["base"])
+        if repo.git_path is None:
+            raise validation_failed("head", resource="PullRequest")
+        head_sha = git.branch_sha(repo.git_path, head)
+        base_sha = git.branch_sha(repo.git_path, base)
+        if base_sha is None:
+            raise validation_failed("base", resource="PullRequest")
+        if head_sha is None:
+            raise validation_failed("head", resource="PullRequest")
+        if head_sha == base_sha:
+            raise SandboxError(
+                422,
+                "Validation Failed",
+                errors=[
+                    {
+                        "resource": "PullRequest",
+                        "code": "custom",
+                        "message": f"No commits between {base} and {head}",
+                    }
+                ],
+            )
+        for pull in repo.pulls.values():
+            if (
+                pull.head_ref == head
+                and pull.base_ref == base
+                and repo.issues[pull.number].state == "open"
+            ):
+                raise SandboxError(
+                    422,
+                    "Validation Failed",
+                    errors=[
+                        {
+                            "resource": "PullRequest",
+                            "code": "custom",
+                            "message": "A pull request already exists for "
+                            f"{repo.owner.login}:{head}.",
+                        }
+                    ],
+                )
+        created = self.create_issue(repo, actor, {"title": data["title"], "body": data.get("body")})
+        issue = repo.issues[created.body["number"]]
+        issue.is_pull = True
+        pull = Pull(
+            self.world.next_id(),
+            issue.number,
+            head,
+            head_sha,
+            base,
+            base_sha,
+            draft=bool(data.get("draft", False)),
+        )
+        repo.pulls[issue.number] = pull
+        shaped = self.shapes.pull(repo, pull)
+        hook = self._hook(
+            repo, "pull_request", actor, action="opened", number=pull.number, pull_request=shaped
+        )
+        return Outcome(shaped, 201, [hook])
+
+    def pull(self, repo: Repo, number: int) -> Pull:
+        found = repo.pulls.get(number)
+        if found is None:
+            raise not_found()
+        return found
+
+    def list_pulls(self, repo: Repo, query: dict[str, str]) -> list[dict[str, Any]]:
+        state = query.get("state", "open")
+        head = query.get("head")
+        base = query.get("base")
+        found = []
+        for pull in sorted(repo.pulls.values(), key=lambda p: p.id, reverse=True):
+            issue = repo.issues[pull.number]
+            if state != "all" and issue.state != state:
+                continue
+            if head is not None and head.lower() != f"{repo.owner.login}:{pull.head_ref}".lower():
+                continue
+            if base is not None and base != pull.base_ref:
+                continue
+            found.append(self.shapes.pull(repo, pull))
+        return found
+
+    def close_pull(self, repo: Repo, actor: User, number: int, *, merge: bool) -> Outcome:
+        pull = self.pull(repo, number)
+        issue = repo.issues[number]
+        if issue.state == "closed":
+            return Outcome(self.shapes.pull(repo, pull))
+        now = self.world.now()
+        if merge:
+            if repo.git_path is not None:
+                git.fast_forward(repo.git_path, pull.base_ref, pull.head_sha)
+            pull.merged_at = now
+            pull.merge_commit_sha = pull.head_sha
+            pull.merged_by = actor
+        issue.state = "closed"
+        issue.closed_at = now
+        issue.state_reason = "completed"
+        self._touch(issue)
+        shaped = self.shapes.pull(repo, pull)
+        hook = self._hook(
+            repo, "pull_request", actor, action="closed", number=number, pull_request=shaped
+        )
+        return Outcome(shaped, 200, [hook])
+
+    def collaborator_permission(self, repo: Repo, username: str) -> Outcome:
+        user = self.world.users.get(username.lower())
+        if user is None:
+            raise not_found()
+        permission = self.permission(repo, user)
+        legacy = {"maintain": "write", "triage": "read"}.get(permission, permission)
+        return Outcome(
+            {"permission": legacy, "role_name": permission, "user": self.shapes.user(user)}
+        )
+
+
+def _label_names(raw: Any) -> list[str]:
+    if not isinstance(raw, list):
+        raise validation_failed("labels", resource="Label")
+    names = []
+    for item in raw:
+        name = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(name, str) or not name.strip():
+            raise validation_failed("labels", resource="Label")
+        names.append(name.strip())
+    return names

@@ -1,0 +1,226 @@
+"""`Sandbox`: the world, its rules, injected faults and webhook sender behind one object,
+with the seeding calls tests and `steelframe dev` use (install the App, add a repository
+with a bare git repo, grant a collaborator, hand out a user token)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from github_sandbox import git
+from github_sandbox.auth import TOKEN_TTL_SECONDS, issue_user_token
+from github_sandbox.faults import FaultPlan
+from github_sandbox.hooks import Delivery, HookSender
+from github_sandbox.operations import HookEvent, Operations
+from github_sandbox.persistence import load_world, save_world
+from github_sandbox.shapes import Shapes
+from github_sandbox.state import AppInfo, Installation, Repo, User, World, iso
+
+DEFAULT_SLUG = "steelframe-sandbox"
+ZEN = "Keep it logically awesome."
+
+
+@dataclass
+class Exchange:
+    """One request the sandbox served, kept for contract checks in tests."""
+
+    method: str
+    route: str  # the route template, e.g. /repos/{owner}/{repo}/issues
+    path: str
+    status: int
+    request: Any
+    response: Any
+    injected: bool = False  # answered by an injected fault, not by the endpoint
+
+
+@dataclass
+class Sandbox:
+    app_id: int
+    public_key_pem: str
+    root: Path
+    app_slug: str = DEFAULT_SLUG
+    clock: Callable[[], float] = time.time
+    token_ttl: float = TOKEN_TTL_SECONDS
+    base_url: str = "http://127.0.0.1"
+    record: bool = False
+    # Where `steelframe dev` keeps the world between runs (None: memory only).
+    state_path: Path | None = None
+    world: World = field(init=False)
+    faults: FaultPlan = field(default_factory=FaultPlan)
+    hooks: HookSender = field(init=False)
+    traffic: list[Exchange] = field(default_factory=list)
+    token_requests: dict[int, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        now = self.clock()
+        owner = User(1, "steelframe-dev", "Organization")
+        bot = User(2, f"{self.app_slug}[bot]", "Bot")
+        app = AppInfo(
+            self.app_id, self.app_slug, "Steelframe (sandbox)", owner, bot, self.public_key_pem, now
+        )
+        loaded = load_world(self.state_path) if self.state_path is not None else None
+        if loaded is not None and loaded.app.id == self.app_id:
+            loaded.app.public_key_pem = self.public_key_pem  # dev makes a new key each run
+            loaded.clock = self.clock
+            self.world = loaded
+        else:
+            self.world = World(app=app, clock=self.clock)
+            self.world.users[owner.login.lower()] = owner
+            self.world.users[bot.login.lower()] = bot
+        self.hooks = HookSender(app_id=self.app_id)
+
+    def save(self) -> None:
+        if self.state_path is not None:
+            save_world(self.world, self.state_path)
+
+    @property
+    def shapes(self) -> Shapes:
+        return Shapes(self.base_url)
+
+    @property
+    def ops(self) -> Operations:
+        return Operations(self.world, self.shapes)
+
+    def emit(self, events: list[HookEvent]) -> list[Delivery]:
+        return self.hooks.enqueue(events)
+
+    # -- seeding ---------------------------------------------------------------------------
+
+    def install(
+        self, account: str, *, account_type: str = "User", notify: bool = True
+    ) -> Installation:
+        """Install the App on an account (GitHub sends `installation.created`)."""
+        user = self.world.user(account, kind=account_type)
+        inst = Installation(self.world.next_id(), user, self.clock())
+        self.world.installations[inst.id] = inst
+        if notify:
+            self.emit(
+                [
+                    HookEvent(
+                        "installation",
+                        {
+                            "action": "created",
+                            "installation": self.shapes.installation(self.world.app, inst),
+                            "repositories": [],
+                            "sender": self.shapes.user(user),
+                        },
+                    )
+                ]
+            )
+        return inst
+
+    def add_repo(
+        self,
+        full_name: str,
+        *,
+        installation: Installation | None = None,
+        default_branch: str = "main",
+        private: bool = False,
+        with_git: bool = True,
+        notify: bool = True,
+    ) -> Repo:
+        """A repository (with a bare git repo holding one commit) and, when `installation`
+        is given, the App's access to it (`installation_repositories.added`)."""
+        owner_login, _, name = full_name.partition("/")
+        if not owner_login or not name:
+            raise ValueError("repository must look like owner/name")
+        existing = self.world.repo(full_name)
+        if existing is not None:
+            return existing
+        owner = self.world.user(owner_login)
+        repo = Repo(
+            self.world.next_id(),
+            owner,
+            name,
+            self.clock(),
+            default_branch=default_branch,
+            private=private,
+        )
+        if with_git:
+            repo.git_path = self.root / owner_login / f"{name}.git"
+            git.init_bare(
+                repo.git_path,
+                branch=default_branch,
+                readme=f"# {full_name}\n\nA Steelframe sandbox repository.\n",
+            )
+        self.world.repos[full_name.lower()] = repo
+        if installation is not None:
+            self.grant_installation(installation, repo, notify=notify)
+        return repo
+
+    def grant_installation(self, inst: Installation, repo: Repo, *, notify: bool = True) -> None:
+        repo.installation_id = inst.id
+        inst.repos.add(repo.full_name.lower())
+        if notify:
+            self.emit(
+                [
+                    HookEvent(
+                        "installation_repositories",
+                        {
+                            "action": "added",
+                            "installation": self.shapes.installation(self.world.app, inst),
+                            "repository_selection": "selected",
+                            "repositories_added": [self.shapes.repo_lite(repo)],
+                            "repositories_removed": [],
+                            "requester": None,
+                            "sender": self.shapes.user(inst.account),
+                        },
+                    )
+                ]
+            )
+
+    def grant(self, full_name: str, login: str, permission: str) -> None:
+        repo = self.world.repo(full_name)
+        if repo is None:
+            raise KeyError(full_name)
+        self.world.user(login)
+        repo.collaborators[login.lower()] = permission
+
+    def user_token(self, login: str) -> str:
+        """A personal token acting as `login` (tests use it to play a human)."""
+        return issue_user_token(self.world, login)
+
+    def set_webhook(self, url: str | None, secret: str | None) -> None:
+        """Where the App's webhooks go, signed with what (GitHub pings a new URL)."""
+        self.hooks.configure(url, secret)
+        if url:
+            self.ping()
+
+    def ping(self) -> list[Delivery]:
+        """GitHub pings a webhook URL when it is set; so does the sandbox."""
+        hook_url = f"{self.shapes.api}/app/hook/config"
+        created = self.world.app.created_at
+        return self.emit(
+            [
+                HookEvent(
+                    "ping",
+                    {
+                        "zen": ZEN,
+                        "hook_id": self.hooks.hook_id,
+                        "hook": {
+                            "type": "App",
+                            "id": self.hooks.hook_id,
+                            "name": "web",
+                            "active": True,
+                            "app_id": self.app_id,
+                            "events": list(self.world.app.events),
+                            "config": {
+                                "content_type": "json",
+                                "url": self.hooks.url or "",
+                                "insecure_ssl": "0",
+                            },
+                            "updated_at": iso(created),
+                            "created_at": iso(created),
+                            "url": hook_url,
+                            "test_url": f"{hook_url}/test",
+                            "ping_url": f"{hook_url}/pings",
+                            "deliveries_url": f"{hook_url}/deliveries",
+                            "last_response": {"code": None, "status": "unused", "message": None},
+                        },
+                    },
+                )
+            ]
+        )

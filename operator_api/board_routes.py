@@ -1,0 +1,88 @@
+"""/api/operator/board and /api/operator/tasks/*: thin handlers over the task lifecycle."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from bot.appkeys import SERVICES
+from bot.errors import BadRequest, Unavailable
+from bot.lifecycle import tasks
+from bot.lifecycle.service import TaskService
+from bot.lifecycle.states import TaskState
+from operator_api.auth import OPERATOR_NAME
+from operator_api.validation import query_int, read_json, reject_unknown
+
+routes = web.RouteTableDef()
+ACTION_BODY_LIMIT = 1024
+
+
+def _service(request: web.Request) -> TaskService:
+    service = request.app[SERVICES].tasks
+    if service is None:
+        raise Unavailable("the task lifecycle needs Redis: set STEELFRAME_REDIS_URL")
+    return service
+
+
+def _task_id(request: web.Request) -> int:
+    raw = request.match_info["id"]
+    if not raw.isdigit() or int(raw) <= 0 or len(raw) > 12:
+        raise BadRequest("task id must be a positive integer", detail={"field": "id"})
+    return int(raw)
+
+
+def _state(request: web.Request) -> TaskState | None:
+    raw = request.query.get("state")
+    if raw is None or raw == "":
+        return None
+    try:
+        return TaskState(raw)
+    except ValueError:
+        allowed = [s.value for s in TaskState]
+        raise BadRequest(
+            f"state must be one of {', '.join(allowed)}",
+            detail={"field": "state", "allowed": allowed},
+        ) from None
+
+
+def _flag(request: web.Request, name: str) -> bool:
+    raw = request.query.get(name, "false").lower()
+    if raw not in ("true", "false"):
+        raise BadRequest(f"{name} must be true or false", detail={"field": name})
+    return raw == "true"
+
+
+async def _no_body(request: web.Request) -> None:
+    reject_unknown(await read_json(request, limit=ACTION_BODY_LIMIT, required=False), set())
+
+
+@routes.get("/api/operator/board")
+async def board(request: web.Request) -> web.Response:
+    state = _state(request)
+    archived = _flag(request, "archived")
+    limit = query_int(request, "limit", default=200, maximum=1000)
+    found = await request.app[SERVICES].db.run(
+        tasks.board, state=state, archived=archived, limit=limit
+    )
+    return web.json_response({"tasks": found})
+
+
+@routes.get("/api/operator/tasks/{id}")
+async def task_detail(request: web.Request) -> web.Response:
+    task_id = _task_id(request)
+    return web.json_response(await request.app[SERVICES].db.run(tasks.task_detail, task_id))
+
+
+@routes.post("/api/operator/tasks/{id}/terminate")
+async def terminate(request: web.Request) -> web.Response:
+    task_id = _task_id(request)
+    await _no_body(request)
+    actor = f"operator:{request[OPERATOR_NAME]}"
+    return web.json_response(await _service(request).terminate(task_id, actor=actor))
+
+
+@routes.post("/api/operator/tasks/{id}/archive")
+async def archive(request: web.Request) -> web.Response:
+    task_id = _task_id(request)
+    await _no_body(request)
+    actor = f"operator:{request[OPERATOR_NAME]}"
+    return web.json_response(await _service(request).archive(task_id, actor=actor))

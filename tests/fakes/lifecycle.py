@@ -1,0 +1,203 @@
+"""A lifecycle test bench: the real service with the GitHub sandbox (webhooks both ways),
+real Redis and RQ, and an in-process worker run on demand in a thread."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from rq import Queue
+
+from bot.config import Settings
+from bot.lifecycle import context
+from bot.lifecycle.context import LifecycleContext, build_context, github_factory
+from bot.lifecycle.models import Task, TaskEvent
+from bot.lifecycle.service import TaskService
+from bot.lifecycle.worker import InProcessWorker
+from tests.conftest import ApiClient, GitHubSandbox
+from webhooks.appkeys import PROCESSOR
+
+PICKUP = "steelframe:work-on-this"
+DECISION = "<!-- steelframe-decision -->"
+
+
+class Lifecycle:
+    def __init__(
+        self, sandbox: GitHubSandbox, api: ApiClient, settings: Settings, ctx: LifecycleContext
+    ) -> None:
+        self.sandbox = sandbox
+        self.api = api
+        self.settings = settings
+        self.ctx = ctx
+        self.repo = sandbox.repo
+        self.github = sandbox.client()
+
+    @property
+    def service(self) -> TaskService:
+        assert self.api.services.tasks is not None
+        return self.api.services.tasks
+
+    async def settle(self) -> None:
+        """Every webhook the sandbox sent has been delivered and processed."""
+        for _ in range(3):
+            await self.sandbox.settle()
+            await asyncio.wait_for(self.api.raw.app[PROCESSOR].drain(), 10)
+
+    async def open_issue(
+        self, title: str = "Make the widget blue", body: str = "It is red.", *, pickup: bool = True
+    ) -> int:
+        labels = [PICKUP] if pickup else []
+        issue = await self.github.create_issue(self.repo, title=title, body=body, labels=labels)
+        await self.settle()
+        return int(issue["number"])
+
+    def worker(self) -> InProcessWorker:
+        return InProcessWorker(
+            [Queue(self.ctx.queue_name, connection=self.ctx.redis)], connection=self.ctx.redis
+        )
+
+    async def work(self, *, max_jobs: int | None = None) -> None:
+        """Run the queue dry in a thread (the sandbox keeps serving on this loop)."""
+        worker = self.worker()
+        await asyncio.to_thread(worker.work, burst=True, max_jobs=max_jobs)
+        await self.settle()
+
+    def task(self, issue: int) -> Task:
+        found = self.ctx.db.call(
+            lambda s: s.query(Task).filter(Task.repo == self.repo, Task.issue == issue).one()
+        )
+        assert isinstance(found, Task)
+        return found
+
+    def events(self, task_id: int) -> list[TaskEvent]:
+        return list(
+            self.ctx.db.call(
+                lambda s: (
+                    s.query(TaskEvent)
+                    .filter(TaskEvent.task_id == task_id)
+                    .order_by(TaskEvent.id)
+                    .all()
+                )
+            )
+        )
+
+    def queued_jobs(self) -> list[str]:
+        return list(Queue(self.ctx.queue_name, connection=self.ctx.redis).job_ids)
+
+    async def comments(self, issue: int) -> list[dict[str, Any]]:
+        return await self.github.list_comments(self.repo, issue)
+
+    async def labels(self, issue: int) -> set[str]:
+        data = await self.github.get_issue(self.repo, issue)
+        return {label["name"] for label in data["labels"]}
+
+    async def pulls(self, state: str = "all") -> list[dict[str, Any]]:
+        return await self.github.list_pulls(self.repo, state=state)
+
+    async def comment_as(self, login: str, issue: int, body: str, permission: str | None) -> None:
+        """Post a comment as a person (with `permission` on the repo, or none)."""
+        token = self.sandbox.user_token(login, permission)
+        async with aiohttp.ClientSession() as http:
+            response = await http.post(
+                f"{self.sandbox.url}/repos/{self.repo}/issues/{issue}/comments",
+                json={"body": body},
+                headers={"Authorization": f"token {token}"},
+            )
+            assert response.status == 201, await response.text()
+        await self.settle()
+
+    def branch_file(self, name: str, branch: str) -> str | None:
+        """A file's text on a branch of the sandbox's bare repository."""
+        import subprocess
+
+        git_path = self.sandbox.sandbox.world.repo(self.repo).git_path
+        result = subprocess.run(
+            ["git", "-C", str(git_path), "show", f"{branch}:{name}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return result.stdout if result.returncode == 0 else None
+
+
+async def wait_for(predicate: Callable[[], Any], *, within: float = 10.0) -> Any:
+    """Poll (briefly) until `predicate()` is truthy; its value, or AssertionError."""
+    deadline = time.monotonic() + within
+    while True:
+        value = await asyncio.to_thread(predicate)
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+
+
+async def start_lifecycle(
+    sandbox: GitHubSandbox,
+    api_factory: Callable[..., Any],
+    tmp_path: Path,
+    redis_url: str,
+    **overrides: Any,
+) -> Lifecycle:
+    """The service (webhooks from the sandbox) and a bound worker context, for one test."""
+    values: dict[str, Any] = {
+        "redis_url": redis_url,
+        "task_time_limit": 30,
+        "task_lease_seconds": 3.0,
+        "task_retry_backoff_seconds": 0.0,
+        "task_max_attempts": 2,
+    }
+    values.update(overrides)
+    settings = sandbox.settings(tmp_path, **values)
+    api = await api_factory(settings)
+    sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
+    assert api.services.tasks is not None
+    ctx = build_context(
+        settings,
+        db=api.services.db,
+        connection=api.services.redis,
+        github=github_factory(settings),
+        memory=api.services.memory,
+    )
+    context.bind(ctx)
+    return Lifecycle(sandbox, api, settings, ctx)
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (killed, not yet reaped: dead to us)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+async def gone(*pids: int, within: float = 5.0) -> bool:
+    """All `pids` died within `within` seconds (a SIGKILL lands asynchronously)."""
+    try:
+        await wait_for(lambda: not any(alive(pid) for pid in pids), within=within)
+    except AssertionError:
+        return False
+    return True
+
+
+Make = Callable[..., Awaitable[Lifecycle]]
+
+
+@pytest.fixture(name="make")
+async def make_fixture(
+    github_sandbox: GitHubSandbox, api_factory: Any, tmp_path: Path, redis_url: str
+) -> AsyncIterator[Make]:
+    """`await make(**settings)`: the bench for one test. Test modules import this function,
+    which registers the fixture under the name `make`."""
+
+    async def build(**overrides: Any) -> Lifecycle:
+        return await start_lifecycle(github_sandbox, api_factory, tmp_path, redis_url, **overrides)
+
+    yield build
+    context.bind(None)

@@ -1,0 +1,180 @@
+"""Discuss sessions, Decision drafts and Publish, against the GitHub sandbox."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.decisions import DECISION_MARKER, NEEDS_HUMAN_LABEL
+from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
+
+DRAFT = "draft a decision: ship the fix behind a feature flag"
+
+
+@pytest.fixture
+async def service(api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path) -> ApiClient:
+    settings = github_sandbox.settings(tmp_path, agents_json={"other": {"repo": SANDBOX_REPO}})
+    return await api_factory(settings)
+
+
+@pytest.fixture
+async def issue(service: ApiClient) -> int:
+    github = service.services.github
+    assert github is not None
+    made = await github.create_issue(
+        SANDBOX_REPO, title="Login flakes", body="b", labels=[NEEDS_HUMAN_LABEL]
+    )
+    return int(made["number"])
+
+
+def comments(sandbox: GitHubSandbox, number: int) -> list[str]:
+    repo = sandbox.sandbox.world.repo(SANDBOX_REPO)
+    return [c.body for c in repo.comments.values() if c.issue_number == number]
+
+
+def labels(sandbox: GitHubSandbox, number: int) -> list[str]:
+    return list(sandbox.sandbox.world.repo(SANDBOX_REPO).issues[number].labels)
+
+
+async def _discuss(api: ApiClient, number: int) -> str:
+    session = await (await api.post("/api/operator/chat/new", json={"issue": number})).json()
+    assert session["title"] == f"Discuss #{number}" and session["focus"] == number
+    return str(session["id"])
+
+
+async def _draft(api: ApiClient, session: str) -> dict[str, Any]:
+    done = await (
+        await api.post("/api/operator/chat", json={"message": DRAFT, "session": session})
+    ).json()
+    assert done["intent"] == "decide"
+    return dict(done)
+
+
+async def _decision(api: ApiClient, session: str) -> Any:
+    return (await (await api.get(f"/api/operator/chat/session/{session}")).json())["decision"]
+
+
+async def test_decide_drafts_without_posting_and_the_draft_survives_and_reopens(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    session = await _discuss(service, issue)
+    done = await _draft(service, session)
+    assert done["decision_body"] == "ship the fix behind a feature flag"
+    assert done["decision_issue"] == issue
+    assert comments(github_sandbox, issue) == []  # nothing posted on that turn
+    later = await (
+        await service.post(
+            "/api/operator/chat", json={"message": "and the risks?", "session": session}
+        )
+    ).json()
+    assert later["intent"] == "answer" and later["decision_body"] == done["decision_body"]
+    assert (await _decision(service, session)) == {"body": done["decision_body"], "issue": issue}
+
+
+async def test_decide_without_focus_stores_no_draft(service: ApiClient) -> None:
+    done = await (await service.post("/api/operator/chat", json={"message": DRAFT})).json()
+    assert done["decision_body"] is None
+
+
+@pytest.mark.parametrize("event", ["focus_clear", "new_chat", "discuss", "agent_switch"])
+async def test_each_clearing_event_clears_the_draft(
+    service: ApiClient, issue: int, event: str
+) -> None:
+    session = await _discuss(service, issue)
+    await _draft(service, session)
+    if event == "focus_clear":
+        await service.post(
+            "/api/operator/chat", json={"message": "unfocus", "session": session, "focus": None}
+        )
+    elif event == "new_chat":
+        await service.post("/api/operator/chat/new", json={})
+    elif event == "discuss":
+        await service.post("/api/operator/chat/new", json={"issue": issue + 100})
+    else:
+        await service.post(
+            "/api/operator/chat", json={"message": "switch", "session": session, "agent": "other"}
+        )
+    assert await _decision(service, session) is None
+
+
+async def test_publish_posts_one_marked_comment_removes_needs_human_and_clears_the_draft(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    session = await _discuss(service, issue)
+    done = await _draft(service, session)
+    body = f"{DECISION_MARKER}\n{done['decision_body']}"  # the operator pasted the marker
+    response = await service.post(
+        "/api/operator/chat/decision", json={"issue": issue, "body": body, "session_id": session}
+    )
+    assert response.status == 200
+    published = await response.json()
+    [comment] = comments(github_sandbox, issue)
+    assert comment.count("steelframe-decision") == 1 and comment.startswith(DECISION_MARKER)
+    assert "ship the fix behind a feature flag" in comment
+    assert published["comment_url"].endswith(f"#issuecomment-{published['comment_id']}")
+    assert NEEDS_HUMAN_LABEL not in labels(github_sandbox, issue)
+    assert await _decision(service, session) is None
+
+
+async def test_double_clicked_and_retried_publish_posts_one_comment(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    payload = {"issue": issue, "body": "Go with option B."}
+    first, second = await asyncio.gather(
+        service.post("/api/operator/chat/decision", json=payload),
+        service.post("/api/operator/chat/decision", json=payload),
+    )
+    retry = await service.post("/api/operator/chat/decision", json=payload)
+    ids = {(await r.json())["comment_id"] for r in (first, second, retry)}
+    assert len(ids) == 1 and len(comments(github_sandbox, issue)) == 1
+
+
+async def test_publish_survives_a_5xx_after_the_comment_was_stored(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    github_sandbox.fail(
+        "server_error",
+        method="POST",
+        path=f"/repos/{SANDBOX_REPO}/issues/{issue}/comments",
+        times=3,
+        after_effect=True,
+    )
+    response = await service.post(
+        "/api/operator/chat/decision", json={"issue": issue, "body": "Option C."}
+    )
+    assert response.status == 200
+    assert len(comments(github_sandbox, issue)) == 1
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"body": "x"}, "issue"),
+        ({"issue": 1, "body": "   "}, "body"),
+        ({"issue": 1}, "body"),
+        ({"issue": 0, "body": "x"}, "issue"),
+        ({"issue": "1", "body": "x"}, "issue"),
+        ({"issue": 1, "body": 5}, "body"),
+        ({"issue": 1, "body": "x", "extra": True}, "extra"),
+    ],
+)
+async def test_publish_bad_input_is_400_and_posts_nothing(
+    service: ApiClient,
+    github_sandbox: GitHubSandbox,
+    issue: int,
+    payload: dict[str, Any],
+    field: str,
+) -> None:
+    response = await service.post("/api/operator/chat/decision", json=payload)
+    assert response.status == 400
+    assert (await response.json())["detail"]["field"] == field
+    assert comments(github_sandbox, issue) == []
+
+
+async def test_publish_to_a_missing_issue_is_404_with_githubs_message(service: ApiClient) -> None:
+    response = await service.post("/api/operator/chat/decision", json={"issue": 999, "body": "x"})
+    assert response.status == 404
+    assert (await response.json())["error"] == "Not Found"

@@ -1,0 +1,41 @@
+"""The whole Discuss loop: Discuss #N -> decide -> publish -> webhook -> the task resumes."""
+
+from __future__ import annotations
+
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+
+async def test_a_published_decision_resumes_the_waiting_task(make: Make) -> None:
+    lc = await make(coding_command=command("question"))
+    issue = await lc.open_issue("Add a cache")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+    api = lc.api
+
+    session = await (await api.post("/api/operator/chat/new", json={"issue": issue})).json()
+    assert session["title"] == f"Discuss #{issue}"
+    done = await (
+        await api.post(
+            "/api/operator/chat",
+            json={"message": "draft a decision: Use Redis.", "session": session["id"]},
+        )
+    ).json()
+    assert done["intent"] == "decide" and done["decision_issue"] == issue
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO  # a draft posts nothing
+
+    published = await api.post(
+        "/api/operator/chat/decision",
+        json={"issue": issue, "body": done["decision_body"], "session_id": session["id"]},
+    )
+    assert published.status == 200
+    await lc.settle()
+    task = lc.task(issue)
+    assert task.state == TaskState.RUNNING and task.pending_decision == "Use Redis."
+    assert "steelframe:needs_human" not in await lc.labels(issue)
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    answer = lc.branch_file("ANSWER.md", f"steelframe/issue-{issue}")
+    assert answer is not None and "decision: Use Redis." in answer

@@ -1,0 +1,266 @@
+"""The lifecycle's core on its own: the state machine and its log on both databases, the
+migration, the retry policy, and the coding-command protocol."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from alembic import command as alembic
+from sqlalchemy import inspect
+
+from bot import db as dbmod
+from bot.errors import NotFound
+from bot.lifecycle import tasks
+from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
+from bot.lifecycle.context import LifecyclePolicy
+from bot.lifecycle.models import EventKind, TaskEvent
+from bot.lifecycle.states import TRANSITIONS, IllegalTransition, TaskState, can_transition
+from tests.fakes.lifecycle import gone
+
+LIFECYCLE_TABLES = {"tasks", "task_events", "task_leases", "task_notices", "chat_deliveries"}
+
+
+def test_the_state_machine_allows_exactly_its_transitions() -> None:
+    allowed = {(a, b) for a in TaskState for b in TaskState if can_transition(a, b)}
+    assert allowed == {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
+    assert not any(can_transition(TaskState.DELIVERED, b) for b in TaskState)
+    assert can_transition(TaskState.WAITING_FOR_INFO, TaskState.RUNNING)
+    assert not can_transition(TaskState.QUEUED, TaskState.WAITING_FOR_INFO)
+
+
+def test_migration_creates_and_drops_the_lifecycle_tables(any_db_url: str) -> None:
+    engine = dbmod.create_db_engine(any_db_url)
+    dbmod.upgrade(engine)
+    assert LIFECYCLE_TABLES <= set(inspect(engine).get_table_names())
+    alembic.downgrade(dbmod.alembic_config(engine), "0004_lifecycle@-1")
+    assert not LIFECYCLE_TABLES & set(inspect(engine).get_table_names())
+    dbmod.upgrade(engine)
+    assert LIFECYCLE_TABLES <= set(inspect(engine).get_table_names())
+    engine.dispose()
+
+
+@pytest.fixture
+def database(any_db_url: str) -> Any:
+    db = dbmod.Database.from_url(any_db_url)
+    dbmod.upgrade(db.engine)
+    yield db
+    db.dispose()
+
+
+def _new(db: dbmod.Database, issue: int = 7) -> int:
+    return int(
+        db.call(
+            lambda s: (
+                tasks.new_task(
+                    s, repo="o/r", issue=issue, title="t", origin_session=None, actor="test"
+                ).id
+            )
+        )
+    )
+
+
+def test_an_illegal_transition_is_refused_with_a_clear_error_and_logs_nothing(
+    database: dbmod.Database,
+) -> None:
+    task_id = _new(database)
+    with pytest.raises(IllegalTransition) as refused:
+        database.call(tasks.transition, task_id, TaskState.DELIVERED, actor="x", expect=[])
+    with pytest.raises(IllegalTransition) as refused:
+        database.call(tasks.transition, task_id, TaskState.WAITING_FOR_INFO, actor="x")
+    assert refused.value.status == 409
+    assert "task 1 is queued; it cannot become waiting_for_info" in refused.value.message
+    assert refused.value.detail["allowed"] == ["delivered", "failed", "running", "terminated"]
+    log = database.call(lambda s: [(e.kind, e.to_state) for e in tasks.events(s, task_id)])
+    assert log == [(EventKind.CREATED, TaskState.QUEUED)]
+    with pytest.raises(NotFound):
+        database.call(tasks.transition, 999, TaskState.RUNNING, actor="x")
+
+
+def test_every_transition_is_logged_with_who_and_why(database: dbmod.Database) -> None:
+    task_id = _new(database)
+    database.call(
+        tasks.transition, task_id, TaskState.RUNNING, actor="worker:h:1", detail="go", data={"a": 1}
+    )
+    event: TaskEvent = database.call(lambda s: tasks.events(s, task_id)[-1])
+    assert (event.from_state, event.to_state, event.actor, event.detail, event.data) == (
+        "queued",
+        "running",
+        "worker:h:1",
+        "go",
+        {"a": 1},
+    )
+    assert event.at.tzinfo is not None
+
+
+def test_two_writers_racing_from_one_state_cannot_both_win(database: dbmod.Database) -> None:
+    task_id = _new(database)
+    database.call(tasks.transition, task_id, TaskState.RUNNING, actor="w")
+    barrier = threading.Barrier(2)
+    outcomes: list[str] = []
+
+    def move(wanted: TaskState) -> None:
+        barrier.wait()
+        try:
+            database.call(
+                tasks.transition, task_id, wanted, actor=str(wanted), expect=[TaskState.RUNNING]
+            )
+            outcomes.append(f"won:{wanted}")
+        except IllegalTransition:
+            outcomes.append("refused")
+
+    threads = [
+        threading.Thread(target=move, args=(s,))
+        for s in (TaskState.DELIVERED, TaskState.TERMINATED)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(o.startswith("won") for o in outcomes) == [False, True]
+    final = database.call(lambda s: tasks.get_task(s, task_id).state)
+    assert f"won:{final}" in outcomes
+
+
+def test_retry_backoff_doubles_and_is_capped() -> None:
+    policy = LifecyclePolicy(backoff_seconds=30)
+    assert [policy.backoff(n) for n in (1, 2, 3)] == [30, 60, 120]
+    assert policy.backoff(30) == 3600
+    assert LifecyclePolicy(backoff_seconds=0).backoff(5) == 0
+
+
+# -- the coding-command protocol ----------------------------------------------------------
+
+
+async def _run(
+    tmp_path: Path,
+    script: str,
+    *,
+    limit: float = 10,
+    stop: asyncio.Event | None = None,
+    usage_limit: int | None = None,
+) -> tuple[CodingOutcome, list[Any]]:
+    calls: list[Any] = []
+
+    async def on_start(pid: int) -> None:
+        calls.append(("start", pid))
+
+    async def on_session(session_id: str | None, transcript: str | None) -> None:
+        calls.append(("session", session_id, transcript))
+
+    def on_usage(tokens: int, cost: float) -> str | None:
+        calls.append(("usage", tokens, cost))
+        return "tokens" if usage_limit is not None and tokens > usage_limit else None
+
+    outcome = await run_coding(
+        CodingRequest(
+            command=[sys.executable, "-c", script],
+            cwd=tmp_path,
+            prompt="the prompt",
+            prompt_file=tmp_path / "prompt.md",
+            time_limit=limit,
+            task_env={"STEELFRAME_TASK_ID": "5"},
+        ),
+        stop=stop or asyncio.Event(),
+        on_start=on_start,
+        on_session=on_session,
+        on_usage=on_usage,
+        grace=0.5,
+    )
+    return outcome, calls
+
+
+async def test_a_result_line_answers_and_the_session_is_reported_as_it_arrives(
+    tmp_path: Path,
+) -> None:
+    script = (
+        "import json, sys\n"
+        "prompt = sys.stdin.read()\n"
+        "print(json.dumps({'type': 'session', 'session_id': 's-1', 'transcript': 't.jsonl'}))\n"
+        "print('plain text is log')\n"
+        "print(json.dumps({'type': 'usage', 'input_tokens': 5, 'output_tokens': 7}))\n"
+        "print(json.dumps({'type': 'result', 'status': 'done', 'summary': prompt}))\n"
+    )
+    outcome, calls = await _run(tmp_path, script)
+    assert outcome.status == CodingStatus.DONE and outcome.summary == "the prompt"
+    assert outcome.session_id == "s-1" and outcome.tokens == 12
+    assert [c[0] for c in calls] == ["start", "session", "usage"]
+    assert "plain text is log" in outcome.log_tail
+
+
+@pytest.mark.parametrize(
+    ("script", "error"),
+    [
+        ("import sys; print('oops', file=sys.stderr); sys.exit(4)", "exited with status 4: oops"),
+        ("print('no result here')", "without a result line"),
+        ("import json; print(json.dumps({'type': 'result', 'status': 'question'}))", "no question"),
+        ("import json; print(json.dumps({'type': 'result', 'status': 'maybe'}))", "'maybe'"),
+    ],
+)
+async def test_a_runtime_that_breaks_the_protocol_is_an_error(
+    tmp_path: Path, script: str, error: str
+) -> None:
+    outcome, _ = await _run(tmp_path, script)
+    assert outcome.status == CodingStatus.ERROR
+    assert error in outcome.error
+
+
+async def test_the_time_limit_kills_the_whole_process_group(tmp_path: Path) -> None:
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(tmp_path / 'child')!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    outcome, calls = await _run(tmp_path, script, limit=0.5)
+    assert outcome.status == CodingStatus.TIMED_OUT and outcome.limit == "time"
+    assert outcome.seconds < 5
+    child = int((tmp_path / "child").read_text())
+    assert await gone(child, calls[0][1])
+
+
+async def test_a_stop_request_ends_the_run(tmp_path: Path) -> None:
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.3, stop.set)
+    outcome, _ = await _run(tmp_path, "import time; time.sleep(60)", stop=stop)
+    assert outcome.status == CodingStatus.STOPPED and outcome.seconds < 5
+
+
+async def test_a_usage_limit_stops_the_runtime(tmp_path: Path) -> None:
+    script = (
+        "import json, time\n"
+        "for n in range(100):\n"
+        "    print(json.dumps({'type': 'usage', 'input_tokens': n * 100}), flush=True)\n"
+        "    time.sleep(0.01)\n"
+    )
+    outcome, _ = await _run(tmp_path, script, usage_limit=450)
+    assert outcome.status == CodingStatus.LIMIT and outcome.limit == "tokens"
+    assert outcome.tokens == 500
+
+
+async def test_the_runtime_gets_no_github_credentials_or_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRIVATE_KEY", "-----BEGIN RSA-----")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", "postgresql://u:password@db/x")
+    monkeypatch.setenv("GIT_CONFIG_VALUE_0", "AUTHORIZATION: basic c2VjcmV0")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "the runtime's own key")
+    script = (
+        "import json, os\n"
+        "env = json.dumps(dict(os.environ))\n"
+        "print(json.dumps({'type': 'result', 'status': 'done', 'summary': env}))\n"
+    )
+    outcome, _ = await _run(tmp_path, script)
+    env = json.loads(outcome.summary)
+    for name in ("PRIVATE_KEY", "GITHUB_TOKEN", "STEELFRAME_DATABASE_URL", "GIT_CONFIG_VALUE_0"):
+        assert name not in env
+    assert env["ANTHROPIC_API_KEY"] == "the runtime's own key"
+    assert env["STEELFRAME_TASK_ID"] == "5"
+    prompt = await asyncio.to_thread(Path(env["STEELFRAME_PROMPT_FILE"]).read_text)
+    assert prompt == "the prompt"

@@ -1,0 +1,219 @@
+"""One run per issue, and repairs: concurrent pickups, concurrent runs (the lease), expired
+leases, lost jobs, an existing pull request, label drift, terminate and archive."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import update
+
+from bot.commands.worker import run_reconcile
+from bot.lifecycle import leases, tasks
+from bot.lifecycle.leases import Holder
+from bot.lifecycle.models import EventKind, Task, TaskLease
+from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Make, gone, wait_for
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+
+async def test_two_pickups_of_one_issue_at_once_make_one_task_and_one_job(make: Make) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue(pickup=False)
+    results = await asyncio.gather(
+        *(lc.service.pickup(lc.repo, issue, title="twice", cause=f"test-{n}") for n in range(4))
+    )
+    assert len({r.task_id for r in results}) == 1
+    assert sorted(r.created for r in results) == [False, False, False, True]
+    assert len(lc.queued_jobs()) == 1
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert len(await lc.pulls()) == 1
+
+
+async def test_a_second_run_while_the_first_holds_the_lease_is_recorded_and_ignored(
+    make: Make, tmp_path: Path
+) -> None:
+    started = tmp_path / "started.txt"
+    lc = await make(coding_command=command("slow", 1.0, started))
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    first = asyncio.ensure_future(asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1))
+    await wait_for(started.exists)
+    LifecycleQueue(lc.ctx.redis).enqueue(task.id, job="duplicate-run")
+    await asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1)
+    ignored = [e for e in lc.events(task.id) if e.kind == EventKind.TRIGGER_IGNORED]
+    assert len(ignored) == 1 and "lease" in ignored[0].detail
+    await first
+    await lc.settle()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert started.read_text().count("\n") == 1  # the runtime ran once
+    assert len(await lc.pulls()) == 1
+
+
+async def test_a_lease_renewed_by_its_heartbeat_outlives_its_ttl(
+    make: Make, tmp_path: Path
+) -> None:
+    started = tmp_path / "started.txt"
+    lc = await make(coding_command=command("slow", 1.5, started), task_lease_seconds=0.6)
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    run = asyncio.ensure_future(lc.work())
+    await wait_for(started.exists)
+    first = lc.ctx.db.call(leases.current, task.id)
+    assert first is not None
+    await asyncio.sleep(0.9)  # longer than the TTL: only heartbeats keep it
+    renewed = lc.ctx.db.call(leases.current, task.id)
+    assert renewed is not None and renewed.holder == first.holder
+    assert renewed.expires_at > first.expires_at
+    assert not leases.acquire(lc.ctx.db, task.id, Holder.this_process(), ttl=5)
+    await run
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert lc.ctx.db.call(leases.current, task.id) is None
+
+
+async def test_a_running_task_whose_lease_expired_is_retried_by_the_reconciler(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    # A worker took the task and died: state running, its lease long expired, no job left.
+    dead = Holder("elsewhere:1:dead", "elsewhere", 1)
+    assert leases.acquire(lc.ctx.db, task.id, dead, ttl=0.01)
+    LifecycleQueue(lc.ctx.redis).rq.empty()
+    lc.ctx.db.call(
+        tasks.transition, task.id, TaskState.RUNNING, actor="dead-worker", changes={"attempts": 1}
+    )
+    await asyncio.sleep(0.05)
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert report.recovered == [task.id]
+    assert lc.task(issue).state == TaskState.QUEUED
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED and task.attempts == 2
+    assert lc.ctx.db.call(lambda s: s.get(TaskLease, task.id)) is None
+
+
+async def test_a_queued_task_whose_job_was_lost_is_enqueued_again(make: Make) -> None:
+    lc = await make(coding_command=command("commit"), task_lease_seconds=0.2)
+    issue = await lc.open_issue()
+    LifecycleQueue(lc.ctx.redis).rq.empty()  # Redis lost the job
+    assert lc.queued_jobs() == []
+    await asyncio.sleep(0.25)
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert report.requeued == [lc.task(issue).id]
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+
+
+async def test_a_task_whose_pull_request_exists_is_delivered_without_running_again(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    await lc.work()
+    task = lc.task(issue)
+    # A crash after the pull request was opened, before the state was written.
+    lc.ctx.db.call(
+        lambda s: s.execute(update(Task).where(Task.id == task.id).values(state="failed"))
+    )
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert report.delivered == [task.id]
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert len(await lc.pulls()) == 1
+    delivered = [e for e in lc.events(task.id) if e.to_state == TaskState.DELIVERED]
+    assert delivered[-1].actor == "reconciler"
+
+
+async def test_label_drift_is_repaired_by_the_reconciler(make: Make) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    await lc.work()
+    await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
+    await lc.github.add_labels(lc.repo, issue, ["steelframe:in-progress", "steelframe:failed"])
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    task = lc.task(issue)
+    assert report.labels_fixed == [task.id]
+    labels = await lc.labels(issue)
+    assert {label for label in labels if label.startswith("steelframe:")} == {
+        "steelframe:work-on-this",
+        "steelframe:delivered",
+    }
+    repaired = [e for e in lc.events(task.id) if e.kind == EventKind.RECONCILED]
+    assert "+steelframe:delivered" in repaired[-1].detail
+    again = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert again.labels_fixed == []
+
+
+async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_worktree(
+    make: Make, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids.txt"
+    lc = await make(coding_command=command("hang", pids))
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    running = asyncio.ensure_future(lc.work())
+    await wait_for(lambda: pids.exists() and pids.read_text().strip())
+    (worktree,) = lc.ctx.worktrees.glob(f"task-{task.id}-*")
+    assert (worktree / "repo" / ".git").is_dir()
+    response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
+    assert response.status == 200
+    body = await response.json()
+    assert body["state"] == "terminated"
+    await asyncio.wait_for(running, 10)
+    assert await gone(*map(int, pids.read_text().split()))
+    assert not worktree.exists()
+    assert lc.task(issue).state == TaskState.TERMINATED
+    comments = [c["body"] for c in await lc.comments(issue)]
+    assert len([b for b in comments if "terminated by operator:" in b]) == 1
+    assert "steelframe:terminated" in await lc.labels(issue)
+    assert lc.ctx.db.call(lambda s: s.get(TaskLease, task.id)) is None
+    assert await lc.pulls() == []
+
+
+async def test_terminating_a_queued_task_cancels_its_job(make: Make) -> None:
+    from rq.job import Job, JobStatus
+
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
+    assert response.status == 200
+    assert Job.fetch(str(task.job_id), connection=lc.ctx.redis).get_status() == JobStatus.CANCELED
+    await lc.work()
+    assert lc.task(issue).state == TaskState.TERMINATED
+    again = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
+    assert again.status == 409
+    assert (await again.json())["detail"]["state"] == "terminated"
+
+
+async def test_a_terminated_task_picked_up_again_starts_a_new_generation(make: Make) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
+    result = await lc.service.pickup(lc.repo, issue, title="again", cause="test")
+    assert (result.task_id, result.created, result.started) == (task.id, False, True)
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED and task.generation == 2
+
+
+async def test_a_lease_that_expired_is_taken_over(make: Make) -> None:
+    lc = await make()
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    old = Holder("a:1:x", "a", 1)
+    new = Holder("b:2:y", "b", 2)
+    assert leases.acquire(lc.ctx.db, task.id, old, ttl=0.05)
+    assert not leases.acquire(lc.ctx.db, task.id, new, ttl=5)
+    await asyncio.sleep(0.1)
+    assert leases.acquire(lc.ctx.db, task.id, new, ttl=5)
+    assert not leases.renew(lc.ctx.db, task.id, old, ttl=5)  # the old holder lost it
+    lease = lc.ctx.db.call(leases.current, task.id)
+    assert lease is not None and lease.holder == new.id
+    assert lease.expires_at - lease.heartbeat_at == timedelta(seconds=5)

@@ -1,0 +1,212 @@
+"""`steelframe worker` (RQ's forking Worker) and `steelframe reconcile` as processes: a
+worker killed mid-run leaves a task that the next worker (or RQ's failure handling)
+recovers, never one left `running`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bot.cli import main
+from bot.commands.worker import run_reconcile
+from bot.lifecycle import leases
+from bot.lifecycle.models import EventKind
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Lifecycle, Make, alive, gone, wait_for
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+CREDENTIAL_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
+
+
+def worker_env(lc: Lifecycle) -> dict[str, str]:
+    """The environment `steelframe worker` needs to reach the test's database, Redis and
+    sandbox App (everything the in-process bench has in its settings)."""
+    s = lc.settings
+    assert s.private_key is not None and s.redis_url is not None
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CREDENTIAL_VARS)}
+    env.update(
+        {
+            "STEELFRAME_DATABASE_URL": s.database_url,
+            "STEELFRAME_REDIS_URL": s.redis_url,
+            "STEELFRAME_DATA_DIR": str(s.data_dir),
+            "STEELFRAME_CHECKOUT": str(s.checkout),
+            "APP_ID": str(s.app_id),
+            "PRIVATE_KEY": s.private_key.reveal(),
+            "GITHUB_API_URL": s.github_api_url,
+            "STEELFRAME_GITHUB_WRITE_INTERVAL": "0",
+            "STEELFRAME_CODING_COMMAND": s.coding_command or "",
+            "STEELFRAME_TASK_LEASE_SECONDS": str(s.task_lease_seconds),
+            "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS": "0",
+            "STEELFRAME_TASK_MAX_ATTEMPTS": str(s.task_max_attempts),
+            "STEELFRAME_LOG_LEVEL": "INFO",
+        }
+    )
+    return env
+
+
+def start_worker(lc: Lifecycle, log: Path, *args: str) -> subprocess.Popen[bytes]:
+    """`steelframe worker ARGS` in a session of its own, its output in `log`."""
+    with open(log, "wb") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "bot.cli", "worker", *args],
+            env=worker_env(lc),
+            cwd=lc.settings.data_dir.parent,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.slow
+async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
+    make: Make, tmp_path: Path
+) -> None:
+    marker = tmp_path / "first-run.pid"
+    lc = await make(coding_command=command("crash_once", marker), task_lease_seconds=1.0)
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    first = start_worker(lc, tmp_path / "worker1.log")
+    try:
+        await wait_for(lambda: marker.exists() and marker.read_text().strip(), within=30)
+        runtime_pid = int(marker.read_text())
+        assert lc.task(issue).state == TaskState.RUNNING
+        # The whole worker dies at once: the worker and its scheduler (one group), and
+        # the work horse (RQ puts it in a group of its own).
+        horse = parent_of(runtime_pid)
+        os.killpg(first.pid, signal.SIGKILL)
+        os.killpg(horse, signal.SIGKILL)
+    finally:
+        if first.poll() is None:
+            os.killpg(first.pid, signal.SIGKILL)
+        await asyncio.to_thread(first.wait)
+    assert lc.task(issue).state == TaskState.RUNNING  # nobody is left to say otherwise
+    assert alive(runtime_pid)  # the runtime has a process group of its own: an orphan now
+
+    def expired() -> bool:
+        lease = lc.ctx.db.call(leases.current, task.id)
+        return lease is not None and lease.expires_at < lc.ctx.clock()
+
+    await wait_for(expired)
+    second = start_worker(lc, tmp_path / "worker2.log", "--burst")
+    assert await asyncio.to_thread(second.wait, 60) == 0
+    output = (tmp_path / "worker2.log").read_text()
+    assert f"recovered running tasks: [{task.id}]" in output
+    await lc.settle()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, output
+    assert task.attempts == 2
+    assert await gone(runtime_pid), "the orphaned runtime was not killed"
+    assert lc.branch_file("RECOVERED.md", f"steelframe/issue-{issue}") == "done after a crash\n"
+    recovered = [e for e in lc.events(task.id) if e.actor == "reconciler"]
+    assert recovered and "lease expired" in recovered[0].detail + str(recovered[0].data)
+
+
+@pytest.mark.slow
+async def test_a_killed_work_horse_is_retried_by_the_worker_that_forked_it(
+    make: Make, tmp_path: Path
+) -> None:
+    marker = tmp_path / "first-run.pid"
+    lc = await make(coding_command=command("crash_once", marker), task_lease_seconds=5.0)
+    issue = await lc.open_issue()
+    worker = start_worker(lc, tmp_path / "worker.log")
+    try:
+        await wait_for(lambda: marker.exists() and marker.read_text().strip(), within=30)
+        runtime_pid = int(marker.read_text())
+        horse = parent_of(runtime_pid)
+        assert horse != worker.pid
+        os.kill(horse, signal.SIGKILL)
+        await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=30)
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            await asyncio.to_thread(worker.wait, 10)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            await asyncio.to_thread(worker.wait)
+    task = lc.task(issue)
+    assert task.attempts == 2
+    assert await gone(runtime_pid)
+    died = [e for e in lc.events(task.id) if e.to_state == TaskState.QUEUED and e.data]
+    assert "worker process running it died" in died[0].data["error"]
+    await lc.settle()
+    assert len(await lc.pulls()) == 1
+
+
+@pytest.mark.slow
+async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
+    make: Make, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids.txt"
+    lc = await make(coding_command=command("hang", pids), task_lease_seconds=1.0)
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    worker = start_worker(lc, tmp_path / "worker.log")
+    try:
+        await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=30)
+        runtime, grandchild = map(int, pids.read_text().split())
+        horse = parent_of(runtime)
+        os.kill(horse, signal.SIGSTOP)  # a stuck work horse: it cannot notice anything
+        response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
+        assert response.status == 200
+        await asyncio.sleep(1.2)  # a lease period: the reconciler's grace
+        report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+        assert report.stopped == [task.id]
+        assert await gone(horse, runtime, grandchild)
+        assert list(lc.ctx.worktrees.glob(f"task-{task.id}-*")) == []
+    finally:
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            await asyncio.to_thread(worker.wait, 10)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            await asyncio.to_thread(worker.wait)
+    assert lc.task(issue).state == TaskState.TERMINATED
+    stopped = [e for e in lc.events(task.id) if e.kind == EventKind.RECONCILED]
+    assert stopped[-1].data["action"] == "stop_sent"
+
+
+async def test_reconcile_command_reports_what_it_repaired(make: Make, tmp_path: Path) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    await lc.work()
+    await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
+    result = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "bot.cli", "reconcile"],
+        env=worker_env(lc),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "reconcile: checking labels of 1 tasks ..." in result.stdout
+    assert f"labels repaired: [{lc.task(issue).id}]" in result.stdout
+    assert "steelframe:delivered" in await lc.labels(issue)
+    fixed = [e for e in lc.events(lc.task(issue).id) if e.kind == EventKind.RECONCILED]
+    assert len(fixed) == 1
+
+
+def test_worker_without_redis_says_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in list(os.environ):
+        if name.startswith(CREDENTIAL_VARS):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
+    monkeypatch.chdir(tmp_path)
+    assert main(["worker", "--burst"]) == 2
+    assert main(["reconcile"]) == 2
+    assert "set STEELFRAME_REDIS_URL" in capsys.readouterr().err

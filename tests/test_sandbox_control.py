@@ -1,0 +1,113 @@
+"""The sandbox's control API (seeding, faults, deliveries) and its GitHub-style paging."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+
+from github_sandbox.faults import SECONDARY_MESSAGE
+from tests.conftest import SANDBOX_REPO, GitHubSandbox
+
+
+async def request(
+    sandbox: GitHubSandbox, method: str, path: str, **kwargs: Any
+) -> tuple[int, Any, Any]:
+    async with aiohttp.ClientSession() as session:
+        async with session.request(method, sandbox.url + path, **kwargs) as response:
+            return response.status, response.headers.copy(), await response.json()
+
+
+async def test_list_issues_pages_with_link_headers(github_sandbox: GitHubSandbox) -> None:
+    sandbox = github_sandbox.sandbox
+    repo = sandbox.world.repo(SANDBOX_REPO)
+    assert repo is not None
+    for n in range(5):
+        sandbox.ops.create_issue(repo, sandbox.world.user("alice"), {"title": f"issue {n}"})
+    token = github_sandbox.user_token("alice")
+    auth = {"Authorization": f"token {token}"}
+    path = f"/repos/{SANDBOX_REPO}/issues?per_page=2&direction=asc"
+    status, headers, page = await request(github_sandbox, "GET", path, headers=auth)
+    assert status == 200 and [i["title"] for i in page] == ["issue 0", "issue 1"]
+    assert 'rel="next"' in headers["Link"] and 'rel="last"' in headers["Link"]
+    assert "page=3" in headers["Link"].split(",")[1]  # last
+    status, headers, page = await request(github_sandbox, "GET", path + "&page=3", headers=auth)
+    assert [i["title"] for i in page] == ["issue 4"]
+    assert 'rel="next"' not in headers["Link"] and 'rel="prev"' in headers["Link"]
+    assert int(headers["x-ratelimit-remaining"]) < int(headers["x-ratelimit-limit"])
+    status, _, body = await request(github_sandbox, "GET", path + "&page=x", headers=auth)
+    assert status == 400 and body["message"] == "Invalid page or per_page"
+
+
+async def test_faults_are_injected_and_run_out(github_sandbox: GitHubSandbox) -> None:
+    status, _, _ = await request(
+        github_sandbox,
+        "POST",
+        "/_sandbox/faults",
+        json={"kind": "secondary_rate_limit", "retry_after": 3, "path": "/app", "times": 1},
+    )
+    assert status == 201
+    status, headers, body = await request(github_sandbox, "GET", "/app")
+    assert status == 403 and headers["retry-after"] == "3" and body["message"] == SECONDARY_MESSAGE
+    status, _, _ = await request(github_sandbox, "GET", "/app")
+    assert status == 401  # the fault ran out; now the missing JWT is the problem
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/_sandbox/faults", {"kind": "meteor"}),
+        ("/_sandbox/faults", {"kind": "server_error", "bogus": 1, "status": "x"}),
+        ("/_sandbox/installations", {}),
+        ("/_sandbox/users", {"login": ""}),
+    ],
+)
+async def test_control_api_refuses_bad_input(
+    github_sandbox: GitHubSandbox, path: str, body: dict[str, Any]
+) -> None:
+    status, _, answer = await request(github_sandbox, "POST", path, json=body)
+    assert status in (400, 422) and answer["message"]
+    assert github_sandbox.sandbox.faults.faults == []
+
+
+async def test_control_api_refuses_non_json(github_sandbox: GitHubSandbox) -> None:
+    status, _, answer = await request(github_sandbox, "POST", "/_sandbox/users", data=b"{oops")
+    assert status == 400 and answer["message"] == "Problems parsing JSON"
+
+
+async def test_install_grant_and_merge_through_the_control_api(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    status, _, installed = await request(
+        github_sandbox,
+        "POST",
+        "/_sandbox/installations",
+        json={"account": "acme", "repos": ["acme/rockets"]},
+    )
+    assert status == 201 and installed["repos"] == ["acme/rockets"]
+    status, _, _ = await request(
+        github_sandbox,
+        "POST",
+        "/_sandbox/repos/acme/rockets/collaborators",
+        json={"login": "wile", "permission": "admin"},
+    )
+    assert status == 201
+    client = github_sandbox.client()
+    assert await client.collaborator_permission("acme/rockets", "wile") == "admin"
+    status, _, state = await request(github_sandbox, "GET", "/_sandbox/state")
+    assert state["repos"]["acme/rockets"]["clone_url"].startswith("file://")
+    status, _, _ = await request(
+        github_sandbox, "POST", "/_sandbox/repos/acme/nothing/pulls/1/merge", json={}
+    )
+    assert status == 404
+    status, _, _ = await request(
+        github_sandbox, "POST", "/_sandbox/deliveries/not-a-guid/redeliver", json={}
+    )
+    assert status == 404
+    status, _, deliveries = await request(github_sandbox, "GET", "/_sandbox/deliveries")
+    assert [(d["event"], d["action"]) for d in deliveries] == [
+        ("installation", "created"),
+        ("installation_repositories", "added"),
+    ]
+    assert {d["error"] for d in deliveries} == {"no webhook URL configured"}

@@ -1,0 +1,118 @@
+"""The whole loop offline: the App acts on the sandbox, the sandbox sends signed webhooks to
+the real service, the service stores, processes, remembers and files text in memory."""
+
+from __future__ import annotations
+
+import asyncio
+
+from sqlalchemy import select
+
+from bot.github.client import GitHubClient
+from bot.github.installations import GitHubInstallation, GitHubRepository
+from memory.models import MemoryChunk
+from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
+from webhooks.appkeys import PROCESSOR
+from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+
+
+async def settle(sandbox: GitHubSandbox, api: ApiClient) -> list[WebhookDelivery]:
+    await sandbox.settle()
+    await asyncio.wait_for(api.raw.app[PROCESSOR].drain(), 10)
+    return api.services.db.call(
+        lambda s: list(s.scalars(select(WebhookDelivery).order_by(WebhookDelivery.received_at)))
+    )
+
+
+def live_chunks(api: ApiClient) -> dict[str, str]:
+    return api.services.db.call(
+        lambda s: {
+            c.key: c.text for c in s.scalars(select(MemoryChunk).where(MemoryChunk.live.is_(True)))
+        }
+    )
+
+
+async def test_an_issue_the_app_files_comes_back_as_stored_processed_deliveries(
+    github_sandbox: GitHubSandbox, github_service: ApiClient
+) -> None:
+    github = github_service.services.github
+    assert isinstance(github, GitHubClient)
+    issue = await github.create_issue(
+        SANDBOX_REPO, title="Flaky test", body="It fails on Tuesdays.", labels=["bug"]
+    )
+    stored = await settle(github_sandbox, github_service)
+    by_event = [(d.event, d.action) for d in stored]
+    assert by_event == [("ping", None), ("issues", "opened"), ("issues", "labeled")]
+    assert all(d.status == DeliveryStatus.PROCESSED for d in stored)
+    sent = {d.id for d in github_sandbox.sandbox.hooks.sent}
+    assert {d.delivery_id for d in stored} == sent
+    opened = stored[1]
+    assert opened.repo == SANDBOX_REPO and opened.installation_id == github_sandbox.installation_id
+    chunks = live_chunks(github_service)
+    assert chunks[f"issue:{SANDBOX_REPO}#{issue['number']}"].startswith("#1 Flaky test")
+    repo = github_service.services.db.call(
+        lambda s: s.scalar(
+            select(GitHubRepository).where(GitHubRepository.full_name == SANDBOX_REPO)
+        )
+    )
+    assert repo is not None and repo.installation_id == github_sandbox.installation_id
+
+
+async def test_comment_edits_replace_the_remembered_text(
+    github_sandbox: GitHubSandbox, github_service: ApiClient
+) -> None:
+    github = github_service.services.github
+    assert github is not None
+    issue = await github.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
+    token = github_sandbox.user_token("alice", "write")
+    async with github_service.raw.session.post(
+        f"{github_sandbox.url}/repos/{SANDBOX_REPO}/issues/{issue['number']}/comments",
+        json={"body": "Use the staging database."},
+        headers={"Authorization": f"token {token}"},
+    ) as response:
+        comment = await response.json()
+    await github.update_comment(SANDBOX_REPO, comment["id"], "Use the production database.")
+    stored = await settle(github_sandbox, github_service)
+    assert [(d.event, d.action) for d in stored][-2:] == [
+        ("issue_comment", "created"),
+        ("issue_comment", "edited"),
+    ]
+    text = live_chunks(github_service)[f"comment:{comment['id']}"]
+    assert text == f"@alice on #{issue['number']}:\nUse the production database."
+
+
+async def test_installing_the_app_is_remembered(
+    github_sandbox: GitHubSandbox, github_service: ApiClient
+) -> None:
+    sandbox = github_sandbox.sandbox
+    installation = sandbox.install("octo-org", account_type="Organization")
+    sandbox.add_repo("octo-org/widgets", installation=installation)
+    await settle(github_sandbox, github_service)
+    db = github_service.services.db
+    row = db.call(lambda s: s.get(GitHubInstallation, installation.id))
+    assert row is not None and row.account_login == "octo-org" and row.removed_at is None
+    repo = db.call(
+        lambda s: s.scalar(
+            select(GitHubRepository).where(GitHubRepository.full_name == "octo-org/widgets")
+        )
+    )
+    assert repo is not None and repo.installation_id == installation.id
+    github = github_service.services.github
+    assert github is not None
+    # The webhook told the client which installation serves the repository: no lookup.
+    assert await github.installations.get("octo-org/widgets") == installation.id
+    assert not [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]
+
+
+async def test_a_redelivery_from_github_is_acknowledged_not_processed_again(
+    github_sandbox: GitHubSandbox, github_service: ApiClient
+) -> None:
+    github = github_service.services.github
+    assert github is not None
+    await github.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
+    stored = await settle(github_sandbox, github_service)
+    opened = next(d for d in github_sandbox.sandbox.hooks.sent if d.event == "issues")
+    github_sandbox.sandbox.hooks.redeliver(opened.id)
+    again = await settle(github_sandbox, github_service)
+    assert opened.status == 200 and opened.attempts == 2
+    row = next(d for d in again if d.delivery_id == opened.id)
+    assert row.attempts == 1 and len(again) == len(stored)

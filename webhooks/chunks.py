@@ -1,0 +1,36 @@
+"""The seam to session memory: issue, pull request and comment text as chunks with
+provenance. `memory` implements the store; the webhooks only see this Protocol."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Protocol
+
+
+class ChunkSource(StrEnum):
+    ISSUE = "issue"
+    PULL_REQUEST = "pull_request"
+    COMMENT = "comment"
+
+
+@dataclass(frozen=True)
+class GitHubText:
+    """One piece of GitHub text, untrusted, with where it came from.
+
+    `ref` is stable per object ("issue:owner/name#12", "comment:4567"): storing the same
+    ref again (an edit, a redelivery) replaces the earlier text instead of adding a copy."""
+
+    source: ChunkSource
+    ref: str
+    repo: str
+    issue: int | None
+    text: str
+    author: str | None
+    url: str | None
+    created_at: datetime
+
+
+class ChunkSink(Protocol):
+    async def add(self, chunk: GitHubText) -> None: ...

@@ -1,0 +1,92 @@
+"""`installation` and `installation_repositories`: remember where the App is installed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.github.installations import (
+    RepoRef,
+    forget_installation,
+    forget_repositories,
+    remember_installation,
+    remember_repositories,
+)
+from webhooks.handlers.common import log
+from webhooks.routing import WebhookContext, handles
+
+router = Router()
+INSTALLATION_NEEDS: dict[str, type] = {"installation.id": int, "installation.account": dict}
+
+
+def _refs(items: Any) -> list[RepoRef]:
+    refs = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("id"), int) and item.get("full_name"):
+            refs.append(RepoRef(item["id"], str(item["full_name"]), bool(item.get("private"))))
+    return refs
+
+
+@handles(router, "installation", needs=INSTALLATION_NEEDS)
+async def on_installation(event: Event, ctx: WebhookContext) -> None:
+    installation = event.data["installation"]
+    installation_id = int(installation["id"])
+    account = installation["account"]
+    action = event.data.get("action")
+    now = ctx.clock()
+    ctx.recent.clear()  # repositories may have moved between installations
+    if action == "deleted":
+        await ctx.db.run(forget_installation, installation_id, now=now)
+        if ctx.github is not None:
+            ctx.github.tokens.invalidate(installation_id)
+        log.info("installation %s removed (%s)", installation_id, account.get("login"))
+        return
+    suspended = {"suspend": True, "unsuspend": False}.get(str(action))
+
+    def remember(session: Any) -> None:
+        remember_installation(
+            session,
+            installation_id,
+            account_login=account.get("login"),
+            account_type=account.get("type"),
+            now=now,
+            suspended=suspended,
+        )
+        remember_repositories(
+            session, installation_id, _refs(event.data.get("repositories")), now=now
+        )
+
+    await ctx.db.run(remember)
+    log.info("installation %s %s (%s)", installation_id, action, account.get("login"))
+
+
+@handles(router, "installation_repositories", needs=INSTALLATION_NEEDS)
+async def on_installation_repositories(event: Event, ctx: WebhookContext) -> None:
+    installation = event.data["installation"]
+    installation_id = int(installation["id"])
+    added = _refs(event.data.get("repositories_added"))
+    removed = _refs(event.data.get("repositories_removed"))
+    now = ctx.clock()
+    ctx.recent.clear()
+
+    def apply(session: Any) -> None:
+        account = installation["account"]
+        remember_installation(
+            session,
+            installation_id,
+            account_login=account.get("login"),
+            account_type=account.get("type"),
+            now=now,
+        )
+        remember_repositories(session, installation_id, added, now=now)
+        forget_repositories(session, [ref.id for ref in removed], now=now)
+
+    await ctx.db.run(apply)
+    if ctx.github is not None:
+        for ref in added:
+            ctx.github.installations.remember(ref.full_name, installation_id)
+        for ref in removed:
+            ctx.github.installations.invalidate(ref.full_name)
+    log.info("installation %s: +%d -%d repositories", installation_id, len(added), len(removed))

@@ -1,0 +1,87 @@
+"""The place for task-lifecycle reactions to webhooks (pickup labels, Decision comments,
+merged pull requests). It is composed into the webhook router like every other concern.
+
+To react to an event, register a handler on `router` here (or in a module of your own whose
+router you add to `webhooks.router.ROUTERS`):
+
+    @handles(router, "issues", action="labeled", needs={"issue.number": int, "label.name": str})
+    async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
+        ...
+
+Handlers run after the delivery is stored and acknowledged, at least once (a crash between
+handling and recording the result runs the handler again on recovery), so make them
+idempotent. `ctx` gives the database, settings, clock, the GitHub client and the memory
+sink. `needs` is checked before acknowledging: a payload without it is answered 400 and
+stored as rejected, and the handler never sees it. Comments the App wrote carry
+`sender.login == (await ctx.github.identity()).bot_login` - do not drop them blindly: a
+Decision comment the App posted must still resume a waiting task.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import redis
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.service import TaskService
+from webhooks.routing import WebhookContext, handles
+
+router = Router()
+log = logging.getLogger("steelframe.webhooks")
+ISSUE_NEEDS: dict[str, type] = {"repository.full_name": str, "issue.number": int}
+COMMENT_NEEDS: dict[str, type] = {
+    **ISSUE_NEEDS,
+    "comment.id": int,
+    "comment.body": str,
+}
+
+
+@asynccontextmanager
+async def _tasks(ctx: WebhookContext) -> AsyncIterator[TaskService | None]:
+    """The lifecycle core on the webhook context's parts (None without Redis)."""
+    if not ctx.settings.redis_url:
+        yield None
+        return
+    connection = redis.Redis.from_url(ctx.settings.redis_url)
+    try:
+        yield TaskService(
+            db=ctx.db,
+            queue=LifecycleQueue(connection, time_limit=ctx.settings.task_time_limit),
+            github=ctx.github,
+            pickup_labels=ctx.settings.pickup_labels,
+            clock=ctx.clock,
+        )
+    finally:
+        connection.close()
+
+
+async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
+    """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it."""
+    async with _tasks(ctx) as service:
+        if service is None:
+            log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
+            return
+        result = await service.on_issue_event(event.data)
+    if result is not None:
+        log.info("pickup [%s]: task %s %s", event.delivery_id, result.task_id, result)
+
+
+async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
+    """`issue_comment` created carrying `<!-- steelframe-decision -->` (the App's own
+    included): resume the waiting task if the author may decide."""
+    async with _tasks(ctx) as service:
+        if service is None:
+            return
+        result = await service.on_comment_event(event.data)
+    if result is not None:
+        log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
+
+
+for _action in ("opened", "labeled", "reopened"):
+    handles(router, "issues", action=_action, needs=ISSUE_NEEDS)(on_pickup_label)
+handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)

@@ -1,0 +1,40 @@
+"""`ChunkSink` over `memory`'s chunk store: GitHub text becomes keyed chunks, written in
+their own transaction; the memory index catches up from the rows (`memory.sync`)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from bot.db import Database
+from memory import ChunkIn, add_chunk
+from memory.chunks import MAX_TEXT_CHARS
+from webhooks.chunks import ChunkSource, GitHubText
+from webhooks.routing import RecentWrites
+
+
+class MemorySink:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        # Labeled, unlabeled, closed... deliveries carry the same text again: skip those.
+        self._recent = RecentWrites()
+
+    async def add(self, chunk: GitHubText) -> None:
+        fingerprint = hashlib.sha256(chunk.text.encode()).hexdigest()
+        if self._recent.unchanged(chunk.ref, fingerprint):
+            return
+        text = chunk.text
+        if chunk.source is ChunkSource.COMMENT and chunk.author:
+            # Who said it is part of what retrieval should show.
+            where = f" on #{chunk.issue}" if chunk.issue is not None else ""
+            text = f"@{chunk.author}{where}:\n{text}"
+        await self._db.run(
+            add_chunk,
+            ChunkIn(
+                text=text[:MAX_TEXT_CHARS],
+                source=str(chunk.source),
+                repo=chunk.repo,
+                issue=chunk.issue,
+                key=chunk.ref,
+            ),
+        )
+        self._recent.wrote(chunk.ref, fingerprint)

@@ -1,0 +1,120 @@
+"""Receiving one delivery (no HTTP here): verify, parse, check what handlers need, store.
+
+Order matters: the signature is checked before anything is stored (a forged delivery
+leaves no trace), the row is committed before the answer (an acknowledged delivery is
+durable), and processing happens after the answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.clock import Clock
+from bot.errors import BadRequest, PayloadTooLarge, Unavailable
+from webhooks.deliveries import MAX_DELIVERY_ID, MAX_EVENT, DeliveryStatus, NewDelivery
+from webhooks.processor import DeliveryProcessor
+from webhooks.routing import lookup, missing_needs
+from webhooks.signature import verify_signature
+from webhooks.writer import DeliveryWriter
+
+
+class Receipt(StrEnum):
+    ACCEPTED = "accepted"
+    DUPLICATE = "duplicate"
+
+
+@dataclass
+class Receiver:
+    secret: str | None
+    router: Router
+    writer: DeliveryWriter
+    processor: DeliveryProcessor
+    clock: Clock
+    max_body: int
+
+    def check_size(self, content_length: int | None) -> None:
+        if content_length is not None and content_length > self.max_body:
+            raise PayloadTooLarge(f"webhook payloads are at most {self.max_body} bytes")
+
+    async def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[Receipt, str]:
+        """Store one delivery; (ACCEPTED or DUPLICATE, delivery id). Raises a domain error
+        (401, 400, 413, 503) otherwise; a 400 is stored as rejected with the reason."""
+        if self.secret is None:
+            raise Unavailable("WEBHOOK_SECRET is not configured; deliveries cannot be verified")
+        if len(body) > self.max_body:
+            raise PayloadTooLarge(f"webhook payloads are at most {self.max_body} bytes")
+        verify_signature(self.secret, body, headers.get("x-hub-signature-256"))
+        event_name = headers.get("x-github-event", "").strip()
+        delivery_id = headers.get("x-github-delivery", "").strip()
+        if not event_name or len(event_name) > MAX_EVENT:
+            raise BadRequest("X-GitHub-Event header is missing or too long")
+        if not delivery_id or len(delivery_id) > MAX_DELIVERY_ID:
+            raise BadRequest("X-GitHub-Delivery header is missing or too long")
+        text = body.decode("utf-8", errors="replace")
+        try:
+            data = _parse(headers.get("content-type", ""), body)
+        except ValueError as exc:
+            await self._reject(delivery_id, event_name, None, text, f"malformed payload: {exc}")
+            raise BadRequest(
+                "the payload is not a JSON object", detail={"reason": str(exc)}
+            ) from exc
+        missing = missing_needs(self.router, Event(data, event=event_name, delivery_id=delivery_id))
+        if missing:
+            reason = f"payload lacks {', '.join(missing)}"
+            await self._reject(delivery_id, event_name, data, text, reason)
+            raise BadRequest(reason, detail={"missing": missing})
+        stored = await self._store(_new_delivery(delivery_id, event_name, data, text, self.clock()))
+        if not stored:
+            return Receipt.DUPLICATE, delivery_id
+        self.processor.submit(delivery_id, event_name, data)
+        return Receipt.ACCEPTED, delivery_id
+
+    async def _store(self, delivery: NewDelivery) -> bool:
+        try:
+            return await self.writer.record(delivery)
+        except Exception as exc:
+            raise Unavailable("the delivery could not be stored; redeliver it later") from exc
+
+    async def _reject(
+        self, delivery_id: str, event: str, data: Any, text: str, reason: str
+    ) -> None:
+        delivery = _new_delivery(delivery_id, event, data, text, self.clock())
+        await self._store(replace(delivery, status=DeliveryStatus.REJECTED, reason=reason))
+
+
+def _parse(content_type: str, body: bytes) -> dict[str, Any]:
+    raw: str | bytes = body
+    if content_type.startswith("application/x-www-form-urlencoded"):
+        # Repository hooks can be configured to send the JSON as a form field.
+        raw = parse_qs(body.decode("utf-8", errors="replace")).get("payload", [""])[0]
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _new_delivery(delivery_id: str, event: str, data: Any, text: str, now: datetime) -> NewDelivery:
+    action = lookup(data, "action")
+    installation = lookup(data, "installation.id")
+    repo = lookup(data, "repository.full_name")
+    return NewDelivery(
+        delivery_id=delivery_id,
+        event=event,
+        action=action[:MAX_EVENT] if isinstance(action, str) else None,
+        installation_id=installation if isinstance(installation, int) else None,
+        repo=repo[:200] if isinstance(repo, str) else None,
+        body=text,
+        received_at=now,
+    )

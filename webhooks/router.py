@@ -1,0 +1,22 @@
+"""The one webhook router, composed from the per-concern routers."""
+
+from __future__ import annotations
+
+from gidgethub.routing import Router
+
+from webhooks import lifecycle_hooks
+from webhooks.handlers import comments, installations, issues, ping, pulls
+from webhooks.routing import compose
+
+ROUTERS: list[Router] = [
+    ping.router,
+    installations.router,
+    issues.router,
+    comments.router,
+    pulls.router,
+    lifecycle_hooks.router,
+]
+
+
+def build_router(*extra: Router) -> Router:
+    return compose(*ROUTERS, *extra)

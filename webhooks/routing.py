@@ -1,0 +1,107 @@
+"""Routing deliveries to handlers by event and action (gidgethub's `Router`), with what
+each handler needs from the payload declared beside it, so a delivery lacking it is
+answered 400 before it is acknowledged instead of failing later.
+
+A handler is `async def on_x(event: gidgethub.sansio.Event, ctx: WebhookContext) -> None`,
+registered with `@handles(router, "issues", action="opened", needs={"issue.number": int})`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from gidgethub.routing import Router
+from gidgethub.sansio import Event
+
+from bot.clock import Clock
+from bot.config import Settings
+from bot.db import Database
+from bot.github.client import GitHubClient
+from webhooks.chunks import ChunkSink
+
+
+class RecentWrites:
+    """What this process wrote lately (key -> fingerprint), so a burst of deliveries about
+    one repository does not rewrite the same row each time. Entries live `ttl` seconds;
+    another process's change is picked up at the latest then."""
+
+    def __init__(self, *, ttl: float = 300.0, limit: int = 10_000) -> None:
+        self._ttl = ttl
+        self._limit = limit
+        self._entries: dict[str, tuple[object, float]] = {}
+
+    def unchanged(self, key: str, fingerprint: object) -> bool:
+        entry = self._entries.get(key)
+        return entry is not None and entry[0] == fingerprint and time.monotonic() < entry[1]
+
+    def wrote(self, key: str, fingerprint: object) -> None:
+        if len(self._entries) >= self._limit:
+            self._entries.clear()
+        self._entries[key] = (fingerprint, time.monotonic() + self._ttl)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+@dataclass(frozen=True)
+class WebhookContext:
+    """What a handler may use; built once per process, shared by every delivery."""
+
+    db: Database
+    settings: Settings
+    clock: Clock
+    github: GitHubClient | None = None
+    chunks: ChunkSink | None = None
+    recent: RecentWrites = field(default_factory=RecentWrites)
+
+
+Handler = Callable[[Event, WebhookContext], Awaitable[None]]
+
+
+def handles(
+    router: Router,
+    event: str,
+    *,
+    action: str | None = None,
+    needs: Mapping[str, type] | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register a handler for `event` (and `action`), with the dotted payload paths it
+    needs and their types, e.g. {"issue.number": int, "repository.full_name": str}."""
+
+    def decorator(func: Handler) -> Handler:
+        func.webhook_needs = dict(needs or {})  # type: ignore[attr-defined]
+        if action is None:
+            router.add(func, event)
+        else:
+            router.add(func, event, action=action)
+        return func
+
+    return decorator
+
+
+def lookup(data: Any, path: str) -> Any:
+    for key in path.split("."):
+        if not isinstance(data, dict) or key not in data:
+            return None
+        data = data[key]
+    return data
+
+
+def missing_needs(router: Router, event: Event) -> list[str]:
+    """What the handlers routed for `event` need and the payload lacks (or has mistyped)."""
+    problems = []
+    for handler in router.fetch(event):
+        for path, kind in getattr(handler, "webhook_needs", {}).items():
+            value = lookup(event.data, path)
+            wrong_type = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
+            if value is None or wrong_type:
+                problems.append(f"{path} ({kind.__name__})")
+    return sorted(set(problems))
+
+
+def compose(*routers: Router) -> Router:
+    """One router from the per-concern routers (bedevere's pattern)."""
+    return Router(*routers)
