@@ -15,7 +15,8 @@ def percentile(samples: list[float], q: float) -> float:
 
 def summary_ms(samples: list[float]) -> str:
     return (
-        f"p50 {percentile(samples, 50) * 1000:7.2f} ms  p99 {percentile(samples, 99) * 1000:7.2f} ms"
+        f"p50 {percentile(samples, 50) * 1000:7.2f} ms"
+        f"  p99 {percentile(samples, 99) * 1000:7.2f} ms"
         f"  mean {statistics.fmean(samples) * 1000:7.2f} ms"
     )
 

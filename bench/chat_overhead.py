@@ -145,7 +145,8 @@ async def run(requests: int, concurrency: int) -> dict[str, Any]:
 
 def report(result: dict[str, Any], requests: int, concurrency: int) -> None:
     print(
-        f"chat overhead, offline runtime, {requests} requests, {concurrency} concurrent clients for rps"
+        f"chat overhead, offline runtime, {requests} requests,"
+        f" {concurrency} concurrent clients for rps"
     )
     for label, key in (("request -> first status", "first_status"), ("request -> done", "done")):
         steel, bare = result[key]
@@ -154,7 +155,8 @@ def report(result: dict[str, Any], requests: int, concurrency: int) -> None:
         print(f"  {'':24} ratio p50 {ratio(percentile(steel, 50), percentile(bare, 50))}")
     steel_rps, bare_rps = result["rps"]
     print(
-        f"  blocking rps             steelframe {steel_rps:8.1f}/s  bare {bare_rps:8.1f}/s  ratio {ratio(steel_rps, bare_rps)}"
+        f"  blocking rps             steelframe {steel_rps:8.1f}/s  bare {bare_rps:8.1f}/s"
+        f"  ratio {ratio(steel_rps, bare_rps)}"
     )
 
 

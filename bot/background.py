@@ -28,10 +28,10 @@ class BackgroundTasks:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
-    async def drain(self, timeout: float = 10.0) -> None:
-        """Wait for running tasks (tests use this to observe background results)."""
+    async def drain(self, within: float = 10.0) -> None:
+        """Wait (at most `within` seconds) for running tasks, e.g. to observe their results."""
         if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout)
+            await asyncio.wait(list(self._tasks), timeout=within)
 
     async def close(self) -> None:
         await self.drain()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy import JSON, DateTime, Engine, create_engine, event, text
 from sqlalchemy.dialects.postgresql import JSONB
@@ -45,7 +45,10 @@ JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 
 class Base(DeclarativeBase):
-    type_annotation_map = {datetime: UTCDateTime(), dict[str, Any]: JSONType}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        datetime: UTCDateTime(),
+        dict[str, Any]: JSONType,
+    }
 
 
 def create_db_engine(url: str, **kwargs: Any) -> Engine:

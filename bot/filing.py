@@ -121,7 +121,9 @@ class FilingService:
 
         async def find(req: dict[str, Any]) -> dict[str, Any] | None:
             needle = marker(key)
-            issues = await self.github.list_issues(req["repo"], state="all", labels=[FROM_TUI_LABEL])
+            issues = await self.github.list_issues(
+                req["repo"], state="all", labels=[FROM_TUI_LABEL]
+            )
             for issue in issues:
                 if needle in (issue.get("body") or ""):
                     return {"number": issue["number"], "url": issue["html_url"]}

@@ -27,6 +27,7 @@ from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.lifecycle.service import TaskService, build_task_service
+from bot.lifecycle.tasks import task_for_issue
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
@@ -125,7 +126,12 @@ def build_services(
         runtimes=runtimes or default_runtime_factory(settings, model_http),
         registry=registry,
         background=background,
-        grounder=MemoryGrounder(memory, background=background),
+        grounder=MemoryGrounder(
+            memory,
+            background=background,
+            # The focused issue's task enters the prompt as task JSON (DESIGN: one chat turn).
+            tasks=lambda agent, issue: database.call(task_for_issue, agent.repo, issue),
+        ),
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
         clock=clock,

@@ -55,6 +55,8 @@ class Sandbox:
     token_requests: dict[int, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        # Clone URLs are file:// URIs, which must be absolute (dev's data dir is relative).
+        self.root = self.root.resolve()
         now = self.clock()
         owner = User(1, "steelframe-dev", "Organization")
         bot = User(2, f"{self.app_slug}[bot]", "Bot")

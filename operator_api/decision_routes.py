@@ -9,7 +9,13 @@ from bot.chat import sessions as store
 from bot.errors import BadRequest, Unavailable
 from bot.filing import filing_key
 from operator_api.auth import OPERATOR_ID
-from operator_api.validation import issue_number, optional_str, read_json, reject_unknown, session_id
+from operator_api.validation import (
+    issue_number,
+    optional_str,
+    read_json,
+    reject_unknown,
+    session_id,
+)
 
 routes = web.RouteTableDef()
 
@@ -55,7 +61,9 @@ async def file_pending(request: web.Request) -> web.Response:
     pending = await services.db.run(store.take_pending, operator, session_id=sid)
     if not (title and title.strip()):
         if pending is None:
-            raise BadRequest("nothing to file: no pending proposal and no title", detail={"field": "title"})
+            raise BadRequest(
+                "nothing to file: no pending proposal and no title", detail={"field": "title"}
+            )
         sid, title, body = pending[0], pending[1], body if body is not None else pending[2]
     if services.filing is None:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")

@@ -157,7 +157,11 @@ def openapi_document() -> dict[str, Any]:
         "/api/operator/chat/file": {
             "post": _op(
                 "File the session's pending proposal (or an explicit title/body) as an issue",
-                {"201": _json(ref("Filed")), "200": _json(ref("Filed")), **_errors(400, 401, 404, 413, 502)},
+                {
+                    "201": _json(ref("Filed")),
+                    "200": _json(ref("Filed")),
+                    **_errors(400, 401, 404, 413, 502),
+                },
             )
         },
         "/api/operator/chat/session/{session}": {
@@ -285,10 +289,29 @@ def openapi_document() -> dict[str, Any]:
             "type": "object",
             "required": ["issue", "body"],
             "additionalProperties": False,
-            "properties": {"issue": {"type": "integer", "minimum": 1}, "body": {"type": "string", "minLength": 1}, "session_id": {"type": "string"}},
+            "properties": {
+                "issue": {"type": "integer", "minimum": 1},
+                "body": {"type": "string", "minLength": 1},
+                "session_id": {"type": "string"},
+            },
         },
-        "Published": {"type": "object", "properties": {"published": {"type": "boolean"}, "issue": {"type": "integer"}, "comment_id": {"type": "integer"}, "comment_url": {"type": "string"}}},
-        "Filed": {"type": "object", "properties": {"filed_issue_number": {"type": "integer"}, "filed_issue_url": {"type": "string"}, "filed_task_started": {"type": "boolean"}}},
+        "Published": {
+            "type": "object",
+            "properties": {
+                "published": {"type": "boolean"},
+                "issue": {"type": "integer"},
+                "comment_id": {"type": "integer"},
+                "comment_url": {"type": "string"},
+            },
+        },
+        "Filed": {
+            "type": "object",
+            "properties": {
+                "filed_issue_number": {"type": "integer"},
+                "filed_issue_url": {"type": "string"},
+                "filed_task_started": {"type": "boolean"},
+            },
+        },
         "StopResult": {
             "type": "object",
             "properties": {

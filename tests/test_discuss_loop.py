@@ -39,3 +39,13 @@ async def test_a_published_decision_resumes_the_waiting_task(make: Make) -> None
     assert lc.task(issue).state == TaskState.DELIVERED
     answer = lc.branch_file("ANSWER.md", f"steelframe/issue-{issue}")
     assert answer is not None and "decision: Use Redis." in answer
+
+
+async def test_a_focused_turn_sees_the_issues_task_state(make: Make) -> None:
+    lc = await make(coding_command=command("question"))
+    issue = await lc.open_issue("Add a cache")
+    await lc.work()
+    done = await (
+        await lc.api.post("/api/operator/chat", json={"message": "where is it?", "focus": issue})
+    ).json()
+    assert f"Task for #{issue}: state `waiting_for_info`" in done["reply"]

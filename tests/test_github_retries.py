@@ -10,6 +10,7 @@ import pytest
 from bot.github.client import GitHubClient
 from bot.github.errors import GitHubRateLimited, GitHubRejected, GitHubUnavailable
 from tests.conftest import SANDBOX_REPO, FakeTime, GitHubSandbox
+from tests.fakes.git import branch_with_commit
 
 ISSUE_PATH = f"/repos/{SANDBOX_REPO}/issues/1"
 
@@ -117,7 +118,7 @@ async def test_a_create_that_failed_after_acting_is_not_made_twice(
     repo = sandbox.world.repo(SANDBOX_REPO)
     assert repo is not None and repo.git_path is not None
     if kind == "pull":
-        _branch_with_commit(repo.git_path, "feature")
+        branch_with_commit(repo.git_path, "feature")
     path = {
         "issue": f"/repos/{SANDBOX_REPO}/issues",
         "comment": f"/repos/{SANDBOX_REPO}/issues/1/comments",
@@ -175,31 +176,3 @@ async def test_network_failures_are_retried_then_reported(
         await client.identity()
     assert "did not answer" in caught.value.message
     assert fake_time.sleeps == [1.0, 2.0, 4.0, 8.0]
-
-
-def _branch_with_commit(git_path: object, branch: str) -> None:
-    import subprocess
-    from pathlib import Path
-
-    from github_sandbox.git import SANDBOX_AUTHOR
-
-    path = Path(str(git_path))
-    env = {**SANDBOX_AUTHOR}
-
-    def run(*args: str, stdin: str | None = None) -> str:
-        import os
-
-        done = subprocess.run(
-            ["git", "-C", str(path), *args],
-            input=stdin,
-            text=True,
-            capture_output=True,
-            check=True,
-            env={**os.environ, **env},
-        )
-        return done.stdout.strip()
-
-    blob = run("hash-object", "-w", "--stdin", stdin="change\n")
-    tree = run("mktree", stdin=f"100644 blob {blob}\tchange.txt\n")
-    commit = run("commit-tree", tree, "-p", "refs/heads/main", "-m", "change")
-    run("update-ref", f"refs/heads/{branch}", commit)

@@ -13,6 +13,7 @@ import pytest
 from bot.github.client import GitHubClient
 from github_sandbox.contract import Contract
 from tests.conftest import GITHUB_DATA, SANDBOX_REPO, GitHubSandbox
+from tests.fakes.git import branch_with_commit
 
 REST_EXAMPLES = GITHUB_DATA / "rest-examples"
 # Known quirks of the description's own examples (shared/github/README.md).
@@ -108,9 +109,7 @@ async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
     await github_client.update_comment(SANDBOX_REPO, comment["id"], "hello again")
     repo = sandbox.world.repo(SANDBOX_REPO)
     assert repo is not None and repo.git_path is not None
-    from tests.test_github_retries import _branch_with_commit
-
-    _branch_with_commit(repo.git_path, "feature")
+    branch_with_commit(repo.git_path, "feature")
     pull = await github_client.create_pull(
         SANDBOX_REPO, title="PR", head="feature", base="main", body="Closes #1"
     )
@@ -154,9 +153,7 @@ async def test_every_described_operation_is_served_and_matches_the_description(
     await github_client.list_comments(SANDBOX_REPO, issue["number"])
     repo = github_sandbox.sandbox.world.repo(SANDBOX_REPO)
     assert repo is not None and repo.git_path is not None
-    from tests.test_github_retries import _branch_with_commit
-
-    _branch_with_commit(repo.git_path, "feature")
+    branch_with_commit(repo.git_path, "feature")
     await github_client.create_pull(SANDBOX_REPO, title="p", head="feature", base="main", body="")
     described = {
         (method.upper(), route)

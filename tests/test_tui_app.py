@@ -5,81 +5,22 @@ from __future__ import annotations
 import asyncio
 import re
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from textual.pilot import Pilot
 from textual.widgets import Input
 
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking
 from memory import ChunkIn, ChunkSource, add_chunk
 from tests.conftest import ApiClient, make_settings
+from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
-from tests.test_tui_client import LoopbackProxy
-from tui_client.api import OperatorClient
-from tui_client.app import SteelframeApp
-from tui_client.chat import SessionItem
+from tests.fakes.tui import SIZE, notices, ready, replies, send, session_titles, status, tui, until
 from tui_client.modals import ConfirmScreen, IssuePrompt
-from tui_client.transcript import AssistantMessage, Notice, UserMessage
+from tui_client.transcript import Notice, UserMessage
 
-SIZE = (120, 40)
-WAIT_SECONDS = 8.0  # generous for a loaded CI machine; a passing wait takes milliseconds
 DEPLOY_NOTE = "The deploy switches traffic blue-green after the canary health check passes."
-
-
-def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
-    base = url or str(api.raw.make_url("")).rstrip("/")
-    return SteelframeApp(OperatorClient(base, token if token is not None else api.token))
-
-
-async def until(
-    pilot: Pilot[None], check: Callable[[], bool], what: str | Callable[[], str]
-) -> None:
-    """Poll the running app (short pauses let its workers and the service progress);
-    `what` (or what it returns, at the time of failure) says what did not happen."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT_SECONDS
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for: {what() if callable(what) else what}")
-        await pilot.pause(0.02)
-
-
-def status(app: SteelframeApp) -> str:
-    return app.chat.status_text()
-
-
-def replies(app: SteelframeApp) -> list[AssistantMessage]:
-    return list(app.chat.transcript.query(AssistantMessage))
-
-
-def notices(app: SteelframeApp) -> list[str]:
-    return [notice.text for notice in app.query(Notice)]
-
-
-def session_titles(app: SteelframeApp) -> list[str]:
-    return [item.title for item in app.chat.sessions.query(SessionItem)]
-
-
-async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
-    await until(pilot, lambda: not any(w.is_running for w in app.workers), "start-up requests")
-
-
-async def send(
-    pilot: Pilot[None], app: SteelframeApp, text: str, *, wait: bool = True
-) -> AssistantMessage:
-    count = len(replies(app))
-    app.chat.composer.focus()
-    app.chat.composer.value = text
-    await pilot.press("enter")
-    await until(pilot, lambda: len(replies(app)) > count, "the reply to appear")
-    message = replies(app)[-1]
-    if wait:
-        await until(
-            pilot, lambda: not message.streaming and not app.chat.state.busy, "the turn to end"
-        )
-    return message
 
 
 class ThinkThenWait:

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task, transition
 from tests.conftest import ApiClient, make_settings
-from tests.test_tui_app import SIZE, ready, replies, session_titles, status, tui, until
+from tests.fakes.tui import SIZE, ready, replies, session_titles, status, tui, until
 from tui_client.app import SteelframeApp
 from tui_client.modals import ConfirmScreen
 

@@ -13,6 +13,7 @@ from textual.app import App, ComposeResult
 
 from bot.cli import build_parser
 from tests.conftest import ApiClient, make_settings
+from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tui_client.__main__ import main, resolve
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
@@ -94,53 +95,6 @@ async def test_client_reattaches_after_the_last_frame_id_it_saw(
         assert [f["id"] for f in replay] == [f["id"] for f in frames[3:]]
     finally:
         await client.close()
-
-
-class LoopbackProxy:
-    """A loopback TCP proxy to the service. With `cut_first`, it breaks its first connection
-    in the middle of the first `thinking` frame (a proxy or network drop mid-turn)."""
-
-    def __init__(self, target_port: int, *, cut_first: bool = True, port: int = 0) -> None:
-        self.target_port = target_port
-        self.cut_first = cut_first
-        self.port = port
-        self.connections = 0
-        self.server: asyncio.Server | None = None
-
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-
-    async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        cut = self.cut_first and self.connections == 1
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, cutting: bool) -> None:
-            seen = b""
-            try:
-                while chunk := await src.read(65536):
-                    if cutting:
-                        seen += chunk
-                        marker = seen.find(b'"type":"thinking"')
-                        if marker >= 0:
-                            dst.write(seen[: marker + 5])
-                            await dst.drain()
-                            return
-                        continue
-                    dst.write(chunk)
-                    await dst.drain()
-            except ConnectionError:
-                pass
-            finally:
-                dst.close()
-
-        await asyncio.gather(pipe(reader, up_writer, False), pipe(up_reader, writer, cut))
 
 
 async def test_client_resumes_a_stream_that_breaks_mid_frame_without_loss_or_doubling(

@@ -8,7 +8,7 @@ from typing import Any
 from bot.chat.trailer import Intent, Trailer, render_trailer
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from tests.fakes.runtimes import ScriptedRuntime, reply
-from tests.test_tui_app import SIZE, notices, ready, send, status, tui, until
+from tests.fakes.tui import SIZE, notices, ready, send, status, tui, until
 
 MARKER = "<!-- steelframe-decision -->"
 

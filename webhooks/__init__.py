@@ -40,6 +40,7 @@ def setup(app: web.Application, services: Services) -> None:
         clock=utcnow,
         github=services.github,
         chunks=MemorySink(services.db),
+        tasks=services.tasks,
     )
     writer = DeliveryWriter(services.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)

@@ -20,15 +20,10 @@ Decision comment the App posted must still resume a waiting task.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-import redis
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from bot.lifecycle.queue import LifecycleQueue
-from bot.lifecycle.service import TaskService
 from webhooks.routing import WebhookContext, handles
 
 router = Router()
@@ -41,32 +36,12 @@ COMMENT_NEEDS: dict[str, type] = {
 }
 
 
-@asynccontextmanager
-async def _tasks(ctx: WebhookContext) -> AsyncIterator[TaskService | None]:
-    """The lifecycle core on the webhook context's parts (None without Redis)."""
-    if not ctx.settings.redis_url:
-        yield None
-        return
-    connection = redis.Redis.from_url(ctx.settings.redis_url)
-    try:
-        yield TaskService(
-            db=ctx.db,
-            queue=LifecycleQueue(connection, time_limit=ctx.settings.task_time_limit),
-            github=ctx.github,
-            pickup_labels=ctx.settings.pickup_labels,
-            clock=ctx.clock,
-        )
-    finally:
-        connection.close()
-
-
 async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
     """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it."""
-    async with _tasks(ctx) as service:
-        if service is None:
-            log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
-            return
-        result = await service.on_issue_event(event.data)
+    if ctx.tasks is None:
+        log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
+        return
+    result = await ctx.tasks.on_issue_event(event.data)
     if result is not None:
         log.info("pickup [%s]: task %s %s", event.delivery_id, result.task_id, result)
 
@@ -74,10 +49,9 @@ async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
 async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
     """`issue_comment` created carrying `<!-- steelframe-decision -->` (the App's own
     included): resume the waiting task if the author may decide."""
-    async with _tasks(ctx) as service:
-        if service is None:
-            return
-        result = await service.on_comment_event(event.data)
+    if ctx.tasks is None:
+        return
+    result = await ctx.tasks.on_comment_event(event.data)
     if result is not None:
         log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
 

@@ -20,6 +20,7 @@ from bot.clock import Clock
 from bot.config import Settings
 from bot.db import Database
 from bot.github.client import GitHubClient
+from bot.lifecycle.service import TaskService
 from webhooks.chunks import ChunkSink
 
 
@@ -55,6 +56,8 @@ class WebhookContext:
     clock: Clock
     github: GitHubClient | None = None
     chunks: ChunkSink | None = None
+    # The task lifecycle (pickup labels, Decision comments); None without Redis.
+    tasks: TaskService | None = None
     recent: RecentWrites = field(default_factory=RecentWrites)
 
 

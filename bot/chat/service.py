@@ -358,8 +358,8 @@ class ChatService:
                 intent=trailer.intent,
                 pending=pending,
                 notes=[f"not applied: {message}"],
-                reply_suffix=f"\n\n(Not done: {message})" if trailer.intent.files_work
-                or trailer.intent is Intent.FILE_MEMORY
+                reply_suffix=f"\n\n(Not done: {message})"
+                if trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY
                 else "",
             )
 

@@ -268,3 +268,14 @@ def task_detail(session: Session, task_id: int) -> dict[str, Any]:
         },
         "events": [event_json(e) for e in log],
     }
+
+
+def task_for_issue(session: Session, repo: str, issue: int) -> dict[str, Any] | None:
+    """The task of (repo, issue) as Chat's context sees it (the focused issue's task JSON)."""
+    task = find_task(session, repo, issue)
+    if task is None:
+        return None
+    last = session.scalar(
+        select(TaskEvent).where(TaskEvent.task_id == task.id).order_by(TaskEvent.id.desc()).limit(1)
+    )
+    return {**task_json(task, last), "question": task.question, "attempts": task.attempts}

@@ -1,7 +1,7 @@
 """GitHub App: webhook deliveries, installations, repositories.
 
 Revision ID: 0003_github
-Revises: 0001_foundation
+Revises: 0002_memory
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0003_github"
-down_revision = "0001_foundation"
+down_revision = "0002_memory"
 branch_labels = None
 depends_on = None
 

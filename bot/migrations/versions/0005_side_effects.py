@@ -1,7 +1,7 @@
 """Side effects done once per key: filings and Decision publishes.
 
 Revision ID: 0005_side_effects
-Revises: 0001_foundation
+Revises: 0004_lifecycle
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0005_side_effects"
-down_revision = "0001_foundation"
+down_revision = "0004_lifecycle"
 branch_labels = None
 depends_on = None
 
