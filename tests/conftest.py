@@ -231,7 +231,19 @@ async def read_sse(response: Any, *, until: str | None = "done") -> list[dict[st
 # the sandbox saw, and every webhook it sent, must match GitHub's OpenAPI description and
 # webhook schemas in ../shared/github (resolved from the repository root).
 
-GITHUB_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "github"
+GITHUB_DATA = Path(
+    os.environ.get(
+        "STEELFRAME_TEST_GITHUB_DATA",
+        Path(__file__).resolve().parents[1].parent / "shared" / "github",
+    )
+)
+if not (GITHUB_DATA / "openapi").is_dir():
+    pytest.exit(
+        f"GitHub test data not found at {GITHUB_DATA}: the tests read the real payloads and "
+        "schemas from ../shared/github beside the checkout (CI lays it there); elsewhere set "
+        "STEELFRAME_TEST_GITHUB_DATA to that folder",
+        returncode=2,
+    )
 SANDBOX_REPO = "steelframe-dev/sandbox"  # Settings.repo's default
 SANDBOX_APP_ID = 4242
 WEBHOOK_SECRET = "sandbox-webhook-secret"
