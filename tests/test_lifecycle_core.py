@@ -38,7 +38,7 @@ def test_migration_creates_and_drops_the_lifecycle_tables(any_db_url: str) -> No
     engine = dbmod.create_db_engine(any_db_url)
     dbmod.upgrade(engine)
     assert LIFECYCLE_TABLES <= set(inspect(engine).get_table_names())
-    alembic.downgrade(dbmod.alembic_config(engine), "0004_lifecycle@-1")
+    alembic.downgrade(dbmod.alembic_config(engine), "0003_github")
     assert not LIFECYCLE_TABLES & set(inspect(engine).get_table_names())
     dbmod.upgrade(engine)
     assert LIFECYCLE_TABLES <= set(inspect(engine).get_table_names())

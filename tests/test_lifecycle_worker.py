@@ -146,10 +146,14 @@ async def test_a_killed_work_horse_is_retried_by_the_worker_that_forked_it(
 
 @pytest.mark.slow
 async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
-    make: Make, tmp_path: Path
+    make: Make, tmp_path: Path, pg_url: str
 ) -> None:
+    # PostgreSQL: a work horse frozen by SIGSTOP may be inside a write (its lease heartbeat);
+    # SQLite would lock the whole file until it thawed, PostgreSQL only the rows it holds.
     pids = tmp_path / "pids.txt"
-    lc = await make(coding_command=command("hang", pids), task_lease_seconds=1.0)
+    lc = await make(
+        coding_command=command("hang", pids), task_lease_seconds=1.0, database_url=pg_url
+    )
     issue = await lc.open_issue()
     task = lc.task(issue)
     worker = start_worker(lc, tmp_path / "worker.log")
