@@ -11,12 +11,14 @@ import importlib
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 from bot import __version__
 from bot.config import ConfigError, Settings
 
+T = TypeVar("T")
 COMMAND_MODULES = [
     "bot.commands.core",
     "bot.dev",
@@ -33,6 +35,19 @@ def load_settings(**defaults: object) -> Settings:
     return Settings.from_env(
         os.environ, toml_path=toml if toml.exists() else None, defaults=defaults
     )
+
+
+def with_database(fn: Callable[..., T], *args: Any) -> T:
+    """Run `fn(session, *args)` in one transaction on the configured database (migrated
+    first), for commands that do one piece of database work and exit."""
+    from bot import db as dbmod
+
+    database = dbmod.Database.from_url(load_settings().database_url)
+    try:
+        dbmod.upgrade(database.engine)
+        return database.call(fn, *args)
+    finally:
+        database.dispose()
 
 
 def configure_logging(level: str) -> None:

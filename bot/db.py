@@ -10,35 +10,19 @@ import asyncio
 import functools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
-from sqlalchemy import JSON, DateTime, Engine, create_engine, event, text
+from sqlalchemy import JSON, Engine, create_engine, event, text
 from sqlalchemy.dialects.postgresql import JSONB
-from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.engine import make_url
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
-from sqlalchemy.types import TypeDecorator
+
+from memory.models import UTCDateTime  # memory may not import bot, so it owns the type
 
 T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """Timezone-aware UTC datetimes on every backend (SQLite keeps no zone of its own)."""
-
-    impl = DateTime
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            raise ValueError("naive datetime given; pass an aware UTC datetime")
-        return value.astimezone(UTC).replace(tzinfo=None)
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        return None if value is None else value.replace(tzinfo=UTC)
 
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")

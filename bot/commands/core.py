@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from bot import db as dbmod
-from bot.cli import configure_logging, load_settings
+from bot.cli import configure_logging, load_settings, with_database
 from bot.config import settings_fields
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
@@ -61,19 +61,9 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_db(fn: Any, *args: Any) -> Any:
-    settings = load_settings()
-    database = dbmod.Database.from_url(settings.database_url)
-    try:
-        dbmod.upgrade(database.engine)
-        return database.call(fn, *args)
-    finally:
-        database.dispose()
-
-
 def cmd_operator_create(args: argparse.Namespace) -> int:
     try:
-        operator, token = _with_db(create_operator, args.name)
+        operator, token = with_database(create_operator, args.name)
     except SteelframeError as exc:
         print(f"steelframe: {exc.message}", file=sys.stderr)
         return 1
@@ -84,7 +74,7 @@ def cmd_operator_create(args: argparse.Namespace) -> int:
 
 def cmd_operator_rotate(args: argparse.Namespace) -> int:
     try:
-        token = _with_db(rotate_token, args.name)
+        token = with_database(rotate_token, args.name)
     except SteelframeError as exc:
         print(f"steelframe: {exc.message}", file=sys.stderr)
         return 1

@@ -10,8 +10,7 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot import db as dbmod
-from bot.cli import configure_logging, load_settings
+from bot.cli import configure_logging, load_settings, with_database
 from bot.errors import SteelframeError
 
 
@@ -66,16 +65,6 @@ def cmd_github_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _with_db(fn: Any, *args: Any) -> Any:
-    settings = load_settings()
-    database = dbmod.Database.from_url(settings.database_url)
-    try:
-        dbmod.upgrade(database.engine)
-        return database.call(fn, *args)
-    finally:
-        database.dispose()
-
-
 def cmd_webhooks_list(args: argparse.Namespace) -> int:
     from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 
@@ -97,7 +86,7 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
             query = query.where(WebhookDelivery.status == args.status)
         return [tuple(row) for row in session.execute(query.limit(max(args.limit, 1)))]
 
-    for received, delivery, event, action, repo, status, reason in _with_db(newest):
+    for received, delivery, event, action, repo, status, reason in with_database(newest):
         kind = f"{event}.{action}" if action else event
         note = f"  ({reason})" if reason else ""
         print(
@@ -110,7 +99,7 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
 def cmd_webhooks_replay(args: argparse.Namespace) -> int:
     from webhooks.deliveries import requeue
 
-    if not _with_db(requeue, args.delivery_id):
+    if not with_database(requeue, args.delivery_id):
         print(
             f"steelframe: no replayable delivery {args.delivery_id!r} (rejected ones are not)",
             file=sys.stderr,
