@@ -15,7 +15,13 @@ async def read_json(request: web.Request, *, limit: int, required: bool = True) 
     """The body as a JSON object, refusing more than `limit` bytes before reading them."""
     if request.content_length is not None and request.content_length > limit:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes", detail={"limit": limit})
-    raw = await request.content.read(limit + 1)
+    # read(n) returns what has arrived so far: keep reading to the end or past the limit.
+    raw = b""
+    while len(raw) <= limit:
+        chunk = await request.content.read(limit + 1 - len(raw))
+        if not chunk:
+            break
+        raw += chunk
     if len(raw) > limit:
         raise PayloadTooLarge(f"request body is larger than {limit} bytes", detail={"limit": limit})
     if not raw.strip():
@@ -28,7 +34,26 @@ async def read_json(request: web.Request, *, limit: int, required: bool = True) 
         raise BadRequest("request body is not valid JSON", detail={"reason": str(exc)}) from exc
     if not isinstance(data, dict):
         raise BadRequest("request body must be a JSON object")
+    for name, value in data.items():
+        _storable(value, str(name))
     return data
+
+
+def _storable(value: Any, field: str) -> None:
+    """Refuse text no database can keep: NUL, and lone surrogates (not UTF-8)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise BadRequest(f"{field} contains a NUL character", detail={"field": field})
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadRequest(f"{field} is not valid UTF-8 text", detail={"field": field}) from None
+    elif isinstance(value, list):
+        for item in value:
+            _storable(item, field)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _storable(item, field)
 
 
 def reject_unknown(data: dict[str, Any], allowed: set[str]) -> None:
@@ -51,8 +76,11 @@ def optional_str(data: dict[str, Any], name: str, *, max_length: int = 200) -> s
     return value
 
 
+MAX_ISSUE = 2**31 - 1  # the issue columns are 32-bit integers (GitHub's numbers fit easily)
+
+
 def issue_number(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ISSUE:
         raise BadRequest(f"{name} must be a positive integer issue number", detail={"field": name})
     return value
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -195,3 +197,36 @@ async def test_unknown_route_is_json_404(api: ApiClient) -> None:
     response = await api.get("/api/operator/nothing-here")
     assert response.status == 404
     assert (await response.json())["code"] == "not_found"
+
+
+async def test_a_body_that_arrives_in_pieces_is_read_whole(api: ApiClient) -> None:
+    async def pieces() -> Any:
+        body = json.dumps({"message": "x" * 3000}).encode()
+        for start in range(0, len(body), 500):
+            yield body[start : start + 500]
+            await asyncio.sleep(0.01)
+
+    response = await api.post("/api/operator/chat", data=pieces())
+    assert response.status == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ('{"message": "hi", "focus": 100000000000000000000000000000}', "focus"),
+        ('{"message": "hi", "focus": 2147483648}', "focus"),
+        ('{"message": "lone \\ud800 surrogate"}', "message"),
+        ('{"message": "nul \\u0000 byte"}', "message"),
+    ],
+)
+async def test_values_no_database_can_store_are_400(api: ApiClient, body: str, field: str) -> None:
+    response = await api.post("/api/operator/chat", data=body.encode())
+    assert response.status == 400
+    assert (await response.json())["detail"]["field"] == field
+    assert (await (await api.get("/api/operator/chat/sessions")).json())["sessions"] == []
+
+
+async def test_paired_surrogate_escapes_are_fine(api: ApiClient) -> None:
+    response = await api.post("/api/operator/chat", data=b'{"message": "ship it \\ud83d\\ude80"}')
+    assert response.status == 200
+    assert (await response.json())["history"][0]["content"] == "ship it 🚀"

@@ -133,7 +133,7 @@ async def test_resume_unknown_or_bad_is_clear(api: ApiClient) -> None:
     assert response.status in (400, 404)
 
 
-async def test_session_deleted_during_stream_writes_nothing(
+async def test_deleting_the_session_of_a_running_turn_stops_it_and_writes_nothing(
     api_factory: Any, tmp_path: Path
 ) -> None:
     gate = asyncio.Event()
@@ -143,16 +143,77 @@ async def test_session_deleted_during_stream_writes_nothing(
     await _frames_until(response, lambda f: f["type"] == "status")
     session = response.headers["X-Steelframe-Session"]
     assert (await api.delete(f"/api/operator/chat/session/{session}")).status == 200
+    frames = await read_sse(response)
+    assert frames[-1]["type"] == "error" and frames[-1]["reason"] == "stopped"
+    assert (await api.get(f"/api/operator/chat/session/{session}")).status == 404
+    assert _turn_rows(api) == 0
+
+
+async def test_a_session_deleted_elsewhere_mid_turn_fails_closed(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """Deleted through another instance (which cannot stop this turn): the turn finishes
+    but writes nothing, no orphan rows."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("too late")], gate=gate)
+    settings = make_settings(tmp_path)
+    api = await api_factory(settings, runtimes=lambda agent: runtime)
+    elsewhere = (await api_factory(settings)).as_operator(api.token)
+    response = await api.post("/api/operator/chat/stream", json={"message": "doomed"})
+    await _frames_until(response, lambda f: f["type"] == "status")
+    session = response.headers["X-Steelframe-Session"]
+    assert (await elsewhere.delete(f"/api/operator/chat/session/{session}")).status == 200
     gate.set()
     frames = await read_sse(response)
     assert frames[-1]["type"] == "error" and frames[-1]["reason"] == "session_deleted"
-    assert (await api.get(f"/api/operator/chat/session/{session}")).status == 404
+    assert _turn_rows(api) == 0
+
+
+async def test_new_chat_and_clear_wait_for_the_running_turn(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    api = await _api_with(api_factory, tmp_path, ScriptedRuntime([reply("ok")], gate=gate))
+    response = await api.post("/api/operator/chat/stream", json={"message": "busy"})
+    await _frames_until(response, lambda f: f["type"] == "status")
+    assert (await api.post("/api/operator/chat/new", json={})).status == 409
+    assert (await api.post("/api/operator/chat/clear")).status == 409
+    gate.set()
+    assert (await read_sse(response))[-1]["type"] == "done"
+    assert (await api.post("/api/operator/chat/new", json={})).status == 201
+
+
+async def test_stop_after_the_model_answered_lets_the_turn_finish(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """Once the answer is in, stop would lose a half-applied intent: the turn completes."""
+    api = await _api_with(api_factory, tmp_path, ScriptedRuntime([reply("answered")]))
+    committing = asyncio.Event()
+    release = asyncio.Event()
+    original = api.services.chat.policy
+
+    class SlowPolicy:
+        async def apply(self, ctx: Any) -> Any:
+            committing.set()
+            await release.wait()
+            return await original.apply(ctx)
+
+    api.services.chat.policy = SlowPolicy()
+    response = await api.post("/api/operator/chat/stream", json={"message": "go"})
+    await committing.wait()
+    stopped = await (await api.post("/api/operator/chat/stop")).json()
+    assert stopped["stopped"] is False and stopped["reason"] == "finishing"
+    release.set()
+    assert (await read_sse(response))[-1]["type"] == "done"
+    assert _turn_rows(api) == 2
+
+
+def _turn_rows(api: ApiClient) -> int:
     from sqlalchemy import func, select
 
     from bot.models import ChatTurn
 
-    orphans = api.services.db.call(lambda s: s.scalar(select(func.count()).select_from(ChatTurn)))
-    assert orphans == 0
+    return int(api.services.db.call(lambda s: s.scalar(select(func.count()).select_from(ChatTurn))))
 
 
 async def test_reasoning_is_streamed_capped_and_returned_on_reopen(

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from bot.errors import Conflict
@@ -37,6 +38,12 @@ class TurnHandle:
     finished_at: float | None = None
     task: asyncio.Task[None] | None = None
     stop_requested: bool = False
+    # Set once the model has answered: from then on the turn applies its intent and
+    # persists, and a stop no longer cancels it (a half-done side effect would be lost).
+    committing: bool = False
+    # Runs just before the terminal frame is sent, so a client that reacts to `done` at
+    # once finds the turn slot already free (the Redis lock released).
+    before_terminal: Callable[[TurnHandle], Awaitable[None]] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -46,6 +53,12 @@ class TurnHandle:
     async def emit(self, frame: Frame) -> None:
         if self.finished:
             return
+        if frame.get("type") in TERMINAL_TYPES and self.before_terminal is not None:
+            release, self.before_terminal = self.before_terminal, None
+            try:
+                await release(self)
+            except Exception:
+                log.warning("releasing turn %s failed", self.turn_id, exc_info=True)
         self.frames.append({"id": len(self.frames) + 1, **frame})
         if frame.get("type") in TERMINAL_TYPES:
             self.finished_at = time.monotonic()
@@ -78,6 +91,22 @@ class TurnHandle:
                 await asyncio.wait_for(changed.wait(), timeout=heartbeat)
             except TimeoutError:
                 yield None
+
+
+class StopState(StrEnum):
+    STOPPED = "stopped"
+    FINISHING = "finishing"  # the model had answered; the turn completes and is kept
+    IDLE = "idle"
+
+
+@dataclass(frozen=True)
+class StopResult:
+    handle: TurnHandle | None
+    state: StopState
+
+
+async def _stopped_before_start(handle: TurnHandle) -> None:
+    raise asyncio.CancelledError
 
 
 class TurnRegistry:
@@ -116,7 +145,10 @@ class TurnRegistry:
         self, handle: TurnHandle, *, session_id: str, run: Callable[[TurnHandle], Awaitable[None]]
     ) -> TurnHandle:
         handle.session_id = session_id
+        handle.before_terminal = self._on_finish
         self._recent[handle.turn_id] = handle
+        if handle.stop_requested:  # stopped while its session was being resolved
+            run = _stopped_before_start
         handle.task = asyncio.create_task(self._guard(handle, run), name=f"turn-{handle.turn_id}")
         return handle
 
@@ -134,11 +166,6 @@ class TurnRegistry:
         finally:
             if not handle.finished:
                 await handle.emit({"type": "error", "error": "the turn ended without an answer"})
-            if self._on_finish is not None:
-                try:
-                    await self._on_finish(handle)
-                except Exception:
-                    log.warning("releasing turn %s failed", handle.turn_id, exc_info=True)
 
     def for_operator(self, operator_id: int) -> TurnHandle | None:
         return self._by_operator.get(operator_id)
@@ -156,16 +183,24 @@ class TurnRegistry:
             return None
         return handle
 
-    async def stop(self, operator_id: int) -> TurnHandle | None:
-        """Cancel the operator's running turn (the model call with it); None if idle."""
+    def busy(self, operator_id: int) -> TurnHandle | None:
         handle = self._by_operator.get(operator_id)
-        if handle is None or handle.finished or handle.task is None:
-            return None
+        return handle if handle is not None and not handle.finished else None
+
+    async def stop(self, operator_id: int) -> StopResult:
+        """Cancel the operator's turn (the model call with it) unless it is already
+        committing its answer; a turn still being set up is stopped as it launches."""
+        handle = self.busy(operator_id)
+        if handle is None:
+            return StopResult(None, StopState.IDLE)
+        if handle.committing:
+            return StopResult(handle, StopState.FINISHING)
         handle.stop_requested = True
-        handle.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await handle.task
-        return handle
+        if handle.task is not None:
+            handle.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await handle.task
+        return StopResult(handle, StopState.STOPPED)
 
     async def close(self) -> None:
         for handle in list(self._by_operator.values()):

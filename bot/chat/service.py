@@ -19,7 +19,7 @@ from bot.background import BackgroundTasks
 from bot.chat import sessions as store
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
-from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.inflight import StopState, TurnHandle, TurnRegistry
 from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.summary import SummarySink, pending_summaries, summarise_session
@@ -169,6 +169,7 @@ class ChatService:
             )
             return
 
+        handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
         outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
         reply = draft.reply + outcome.reply_suffix
         meta = {
@@ -402,9 +403,18 @@ class ChatService:
 
     # -- sessions ------------------------------------------------------------------------
 
+    def _refuse_while_busy(self, operator_id: int, action: str) -> None:
+        running = self.registry.busy(operator_id)
+        if running is not None:
+            raise Conflict(
+                f"a turn is in flight: stop it or let it finish before you {action}",
+                detail={"session": running.session_id or None, "turn_id": running.turn_id},
+            )
+
     async def new_session(
         self, operator_id: int, *, title: str | None, issue: int | None, agent: str | None
     ) -> dict[str, Any]:
+        self._refuse_while_busy(operator_id, "start a new chat")
         agent_config = resolve_agent(self.agents, agent)
         row, previous = await self.db.run(
             store.new_session,
@@ -438,24 +448,32 @@ class ChatService:
         return await self.db.run(store.history, operator_id, session_id=session_id, limit=limit)
 
     async def delete_session(self, operator_id: int, session_id: str) -> None:
+        """Delete a session; a turn running in it is stopped first (its model call too)."""
+        running = self.registry.busy(operator_id)
+        if running is not None and running.session_id == session_id:
+            if (await self.registry.stop(operator_id)).state is StopState.FINISHING:
+                self._refuse_while_busy(operator_id, "delete its session")
         await self.db.run(store.delete_session, operator_id, session_id)
 
     async def clear(self, operator_id: int, *, session_id: str | None) -> dict[str, Any]:
+        self._refuse_while_busy(operator_id, "clear the conversation")
         return await self.db.run(store.clear_session, operator_id, session_id=session_id)
 
     async def stop(self, operator_id: int) -> dict[str, Any]:
-        """Stop the operator's turn here, or signal the instance that runs it."""
-        handle = await self.registry.stop(operator_id)
-        if handle is not None:
-            return {"stopped": True, "session": handle.session_id, "turn_id": handle.turn_id}
+        """Stop the operator's turn here, or signal the instance that runs it. A turn whose
+        model has already answered is finishing: it completes and is kept."""
+        result = await self.registry.stop(operator_id)
+        if result.handle is not None:
+            stopped = result.state is StopState.STOPPED
+            answer = {"stopped": stopped, "session": result.handle.session_id or None}
+            answer["turn_id"] = result.handle.turn_id
+            return answer if stopped else {**answer, "reason": result.state.value}
         held = await self.locks.holder(operator_id)
         if held is None:
             return {"stopped": False}
         await self.locks.signal_stop(operator_id)
         return {"stopped": True, "session": held.get("session") or None, "turn_id": held["turn_id"]}
 
-    async def release_turn(self, handle: TurnHandle) -> None:
-        await self.locks.release(handle.operator_id, handle.turn_id)
 
 
 def _delta(text: str, draft: int, *, replace: bool) -> dict[str, Any]:
