@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DATABASE_URL = "sqlite:///var/steelframe.db"
 DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
@@ -79,6 +80,21 @@ def _positive_int(value: str) -> int:
 
 def _float(value: str) -> float:
     return float(value)
+
+
+def _positive_float(value: str) -> float:
+    number = float(value)
+    if not 0 < number < float("inf"):  # also refuses nan
+        raise ValueError("must be a positive, finite number")
+    return number
+
+
+def _mask_url_password(url: str) -> str:
+    parsed = urlsplit(url)
+    if parsed.password is None:
+        return url
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    return urlunsplit(parsed._replace(netloc=netloc))
 
 
 def _non_negative_int(value: str) -> int:
@@ -166,8 +182,8 @@ FIELDS: tuple[_Field, ...] = (
     _Field("STEELFRAME_PICKUP_LABELS", "pickup_labels", _labels, "comma-separated"),
     _Field("STEELFRAME_DATA_DIR", "data_dir", Path, "where indexes and worktrees live"),
     _Field("STEELFRAME_CHAT_MAX_BODY", "chat_max_body", _positive_int, "bytes"),
-    _Field("STEELFRAME_HEARTBEAT_SECONDS", "heartbeat_seconds", _float, "SSE heartbeat"),
-    _Field("STEELFRAME_TURN_TIMEOUT_SECONDS", "turn_timeout_seconds", _float, "per turn"),
+    _Field("STEELFRAME_HEARTBEAT_SECONDS", "heartbeat_seconds", _positive_float, "SSE heartbeat"),
+    _Field("STEELFRAME_TURN_TIMEOUT_SECONDS", "turn_timeout_seconds", _positive_float, "per turn"),
     _Field("STEELFRAME_TASK_TIME_LIMIT", "task_time_limit", _positive_int, "seconds"),
     _Field("STEELFRAME_TASK_MAX_ATTEMPTS", "task_max_attempts", _positive_int, "attempts"),
     _Field("STEELFRAME_TASK_MAX_TOKENS", "task_max_tokens", _positive_int, "tokens a task"),
@@ -315,7 +331,10 @@ class Settings:
 
     def redacted(self) -> dict[str, str]:
         """Every setting as text, secrets masked: for `steelframe config` and start-up logs."""
-        return {spec.env: str(getattr(self, spec.attr)) for spec in FIELDS}
+        shown = {spec.env: str(getattr(self, spec.attr)) for spec in FIELDS}
+        for env in ("STEELFRAME_DATABASE_URL", "STEELFRAME_REDIS_URL"):
+            shown[env] = _mask_url_password(shown[env])
+        return shown
 
 
 def _parse(spec: _Field, raw: str) -> Any:

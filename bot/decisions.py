@@ -2,8 +2,10 @@
 
 The comment carries `<!-- steelframe-decision -->` exactly once (it resumes a task waiting
 for info, even when the App wrote it) and `steelframe:needs_human` is removed. A publish is
-keyed on (repo, issue, body): a double click or a retry posts one comment; a publish that
-failed after GitHub stored the comment is reconciled by its key marker.
+keyed on (repo, issue, body) within a window of PUBLISH_WINDOW: a double click or a retry
+posts one comment, while the same words published again later (a new question answered the
+same way) post again. A publish that failed after GitHub stored the comment is reconciled by
+its key marker.
 """
 
 from __future__ import annotations
@@ -11,14 +13,16 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Protocol
 
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import BadRequest
-from bot.idempotency import run_once
+from bot.idempotency import completed, run_once
 
 DECISION_MARKER = "<!-- steelframe-decision -->"
+PUBLISH_WINDOW = timedelta(minutes=10)
 NEEDS_HUMAN_LABEL = "steelframe:needs_human"
 _MARKER_RE = re.compile(r"\s*<!--\s*steelframe-decision\s*-->\s*", re.IGNORECASE)
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -76,7 +80,12 @@ class DecisionPublisher:
         self.clock = clock
 
     async def publish(self, repo: str, issue: int, body: str) -> Published:
-        key = publish_key(repo, issue, body)
+        base = publish_key(repo, issue, body)
+        window = int(self.clock().timestamp() // PUBLISH_WINDOW.total_seconds())
+        previous = await self.db.run(completed, f"{base}:{window - 1}")
+        if previous is not None:  # a retry just across the window's edge
+            return _published(issue, previous, reused=True)
+        key = f"{base}:{window}"
         comment = decision_comment(body, key.removeprefix("publish:"))
         # 404 with GitHub's message when the issue does not exist, before anything is stored.
         await self.github.get_issue(repo, issue)
@@ -103,9 +112,13 @@ class DecisionPublisher:
         )
         # Idempotent by nature: removing a label that is gone is a no-op.
         await self.github.remove_label(repo, issue, NEEDS_HUMAN_LABEL)
-        return Published(
-            issue=issue,
-            comment_id=int(outcome.result["comment_id"]),
-            comment_url=str(outcome.result["comment_url"]),
-            reused=outcome.reused,
-        )
+        return _published(issue, outcome.result, reused=outcome.reused)
+
+
+def _published(issue: int, result: dict[str, Any], *, reused: bool) -> Published:
+    return Published(
+        issue=issue,
+        comment_id=int(result["comment_id"]),
+        comment_url=str(result["comment_url"]),
+        reused=reused,
+    )

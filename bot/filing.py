@@ -141,9 +141,14 @@ class FilingService:
         number, url = int(outcome.result["number"]), str(outcome.result["url"])
         started = False
         if self.tasks is not None:
-            await self.tasks.pickup(
-                repo, number, title=title, origin_session=origin_session, cause=f"chat:{kind}"
-            )
-            started = True
+            try:
+                await self.tasks.pickup(
+                    repo, number, title=title, origin_session=origin_session, cause=f"chat:{kind}"
+                )
+                started = True
+            except Exception as exc:
+                # The issue exists: report it filed (so nobody files it again) with its task
+                # not started; the pickup label lets the reconciler or a redelivery start it.
+                log.warning("filed %s#%s but its task did not start: %s", repo, number, exc)
         log.info("filed %s#%s (key %s, reused=%s)", repo, number, key, outcome.reused)
         return FiledIssue(number, url, started, outcome.reused)

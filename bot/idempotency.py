@@ -105,6 +105,12 @@ async def run_once(
     return Outcome(result, reused=reused)
 
 
+def completed(session: Session, key: str) -> dict[str, Any] | None:
+    """The stored result of a finished side effect, if `key` has one."""
+    row = session.scalar(select(SideEffect).where(SideEffect.key == key))
+    return row.result if row is not None and row.status == DONE else None
+
+
 def _claim(
     session: Session,
     key: str,

@@ -76,6 +76,7 @@ class ChatSession(Base):
     # Work the model proposed without being asked; filed only on the operator's explicit `y`.
     pending_title: Mapped[str | None] = mapped_column(String(300))
     pending_body: Mapped[str | None] = mapped_column(Text)
+    pending_kind: Mapped[str | None] = mapped_column(String(20))  # work | memory
 
     turns: Mapped[list[ChatTurn]] = relationship(
         back_populates="session",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from bot.agents import resolve_agent
 from bot.appkeys import SERVICES
 from bot.chat import sessions as store
 from bot.errors import BadRequest, Unavailable
-from bot.filing import filing_key
+from bot.filing import FilingKind, filing_key
 from operator_api.auth import OPERATOR_ID
 from operator_api.validation import (
     issue_number,
@@ -21,8 +22,9 @@ routes = web.RouteTableDef()
 
 
 def _repo_for(request: web.Request, agent: str | None) -> str:
-    agents = request.app[SERVICES].settings.agents
-    return agents.get(agent or "default", agents["default"]).repo
+    """The session's agent's repository; an agent no longer configured is an error, never
+    a silent fall back to another repository."""
+    return resolve_agent(request.app[SERVICES].settings.agents, agent).repo
 
 
 @routes.post("/api/operator/chat/decision")
@@ -65,6 +67,9 @@ async def file_pending(request: web.Request) -> web.Response:
                 "nothing to file: no pending proposal and no title", detail={"field": "title"}
             )
         sid, title, body = pending[0], pending[1], body if body is not None else pending[2]
+    kind = (
+        FilingKind(pending[3]) if pending is not None and title == pending[1] else FilingKind.WORK
+    )
     if services.filing is None:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")
     agent = await services.db.run(store.agent_of, operator, sid)
@@ -73,6 +78,7 @@ async def file_pending(request: web.Request) -> web.Response:
         repo=_repo_for(request, agent),
         title=title,
         body=body or f"Filed from Steelframe Chat by the operator:\n\n{title}",
+        kind=kind,
         origin_session=sid,
     )
     if pending is not None and sid == pending[0]:

@@ -27,6 +27,8 @@ def test_defaults_and_overrides() -> None:
         ({"STEELFRAME_WHATEVER": "1"}, "STEELFRAME_WHATEVER"),
         ({"STEELFRAME_RUNTIME": "command"}, "STEELFRAME_CHAT_COMMAND"),
         ({"STEELFRAME_AGENTS": '{"x": {"repo": "bad"}}'}, "STEELFRAME_AGENTS"),
+        ({"STEELFRAME_HEARTBEAT_SECONDS": "0"}, "STEELFRAME_HEARTBEAT_SECONDS"),
+        ({"STEELFRAME_TURN_TIMEOUT_SECONDS": "inf"}, "STEELFRAME_TURN_TIMEOUT_SECONDS"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
@@ -41,6 +43,18 @@ def test_secrets_are_masked() -> None:
     assert (
         settings.openai_api_key is not None and settings.openai_api_key.reveal() == "sk-very-secret"
     )
+
+
+def test_connection_url_passwords_are_masked() -> None:
+    settings = Settings.from_env(
+        {
+            "STEELFRAME_DATABASE_URL": "postgresql://bot:s3cret@db:5432/steelframe",
+            "STEELFRAME_REDIS_URL": "redis://:hunter2@cache:6379/0",
+        }
+    )
+    shown = settings.redacted()
+    assert "s3cret" not in str(shown) and "hunter2" not in str(shown)
+    assert shown["STEELFRAME_DATABASE_URL"] == "postgresql://bot:***@db:5432/steelframe"
 
 
 def test_bad_secret_value_does_not_echo_it() -> None:

@@ -178,3 +178,23 @@ async def test_publish_to_a_missing_issue_is_404_with_githubs_message(service: A
     response = await service.post("/api/operator/chat/decision", json={"issue": 999, "body": "x"})
     assert response.status == 404
     assert (await response.json())["error"] == "Not Found"
+
+
+async def test_the_same_words_published_again_later_post_again(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    """A retry within the window is the same publish; a new round of questions answered
+    with the same words (later) is a new Decision and must reach the waiting task."""
+    from datetime import timedelta
+
+    from bot.clock import utcnow
+
+    publisher = service.services.publisher
+    assert publisher is not None
+    first = await publisher.publish(SANDBOX_REPO, issue, "Yes, go ahead.")
+    retry = await publisher.publish(SANDBOX_REPO, issue, "Yes, go ahead.")
+    assert retry.comment_id == first.comment_id
+    publisher.clock = lambda: utcnow() + timedelta(minutes=25)
+    later = await publisher.publish(SANDBOX_REPO, issue, "Yes, go ahead.")
+    assert later.comment_id != first.comment_id
+    assert len(comments(github_sandbox, issue)) == 2

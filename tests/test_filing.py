@@ -202,3 +202,23 @@ async def test_without_a_github_app_filing_is_held_and_the_endpoints_say_503(
     assert response.status == 503
     response = await api.post("/api/operator/chat/decision", json={"issue": 1, "body": "b"})
     assert response.status == 503
+
+
+async def test_a_held_memory_is_filed_as_a_memory_on_y(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    api = await _scripted(
+        api_factory,
+        github_sandbox,
+        tmp_path,
+        'Noted.\nSTEELFRAME_META: {"intent": "file_memory", "title": "VPN for staging"}',
+        redis_url,
+    )
+    done = await (
+        await api.post("/api/operator/chat", json={"message": "do you know the VPN rule?"})
+    ).json()
+    assert issues(github_sandbox) == [] and done["pending_kind"] == "memory"
+    filed = await api.post("/api/operator/chat/file", json={"session": done["session"]})
+    assert filed.status == 201
+    [issue] = issues(github_sandbox)
+    assert issue.title == "VPN for staging" and MEMORY_LABEL in issue.labels

@@ -16,20 +16,39 @@ from bot.chat.trailer import Intent, Trailer
 from bot.config import AgentConfig
 from bot.filing import FilingKind, FilingService, filing_key
 
+# An explicit request is an imperative at the start of a sentence ("file an issue for ...",
+# "please open a ticket ...", "can you create a new issue ..."), for a NEW issue. Questions
+# ("why did nobody create a ticket?"), negations ("don't file an issue"), and references to
+# an existing one ("open the issue about login") are not requests; when in doubt the
+# proposal is held for the operator's explicit `y`.
+_LEAD = (
+    r"^(?:(?:please|pls|ok|okay|so|and|then|now|also)[\s,]+)*"
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
+)
 _ASK_TO_FILE = re.compile(
-    r"\b(?:file|open|create|raise|log)\s+(?:an?\s+|the\s+|this\s+|that\s+)?(?:new\s+|github\s+)?"
-    r"(?:issue|ticket|task|work|bug)\b",
+    _LEAD + r"(?:file|open|create|raise|log|make)\s+(?:me\s+)?"
+    r"(?:(?:an?|one|another)\s+(?:new\s+)?|new\s+)(?:github\s+)?(?:issue|ticket|task|bug)\b"
+    r"|" + _LEAD + r"file\s+(?:the\s+)?work\b",
     re.IGNORECASE,
 )
-_ASK_TO_REMEMBER = re.compile(r"\bremember\b|\bfile\s+(?:a\s+)?memory\b", re.IGNORECASE)
+_ASK_TO_REMEMBER = re.compile(
+    _LEAD + r"(?:remember|memorize|note|keep\s+in\s+mind)(?:\s+that\b|\s*:)"
+    r"|" + _LEAD + r"file\s+(?:a\s+)?memory\b",
+    re.IGNORECASE,
+)
+_CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def _clauses(message: str) -> list[str]:
+    return [part.strip(" \t\"'*>-") for part in _CLAUSES.split(message) if part.strip()]
 
 
 def operator_asked_to_file(message: str) -> bool:
-    return bool(_ASK_TO_FILE.search(message))
+    return any(_ASK_TO_FILE.match(clause) for clause in _clauses(message))
 
 
 def operator_asked_to_remember(message: str) -> bool:
-    return bool(_ASK_TO_REMEMBER.search(message))
+    return any(_ASK_TO_REMEMBER.match(clause) for clause in _clauses(message))
 
 
 @dataclass
@@ -56,6 +75,20 @@ class IntentPolicy(Protocol):
     async def apply(self, ctx: IntentContext) -> IntentOutcome: ...
 
 
+PENDING_TITLE_LIMIT = 250  # the column holds 300; GitHub titles are shorter in practice
+
+
+def held(trailer: Trailer, why: str) -> IntentOutcome:
+    """A filing the server did not make: kept as the session's pending proposal (title,
+    body, kind) for the operator's explicit `y`, whatever the model asked for."""
+    kind = FilingKind.MEMORY if trailer.intent is Intent.FILE_MEMORY else FilingKind.WORK
+    default = "Remember this" if kind is FilingKind.MEMORY else "Untitled work"
+    title = " ".join((trailer.title or default).split())[:PENDING_TITLE_LIMIT]
+    return IntentOutcome(
+        intent=trailer.intent, pending=(title, trailer.body or "", kind.value), notes=[why]
+    )
+
+
 def decide_outcome(ctx: IntentContext) -> IntentOutcome:
     """A Decision draft is stored only with a body and a focused issue; never posted here."""
     body = (ctx.trailer.decision_body or "").strip()
@@ -74,12 +107,7 @@ class DraftOnlyPolicy:
         if trailer.intent is Intent.DECIDE:
             return decide_outcome(ctx)
         if trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY:
-            title = trailer.title or "Untitled work"
-            return IntentOutcome(
-                intent=trailer.intent,
-                pending=(title, trailer.body or ""),
-                notes=["no GitHub App configured: nothing was filed"],
-            )
+            return held(trailer, "no GitHub App configured: nothing was filed")
         return IntentOutcome(intent=trailer.intent)
 
 
@@ -102,11 +130,11 @@ class GitHubIntentPolicy:
             return decide_outcome(ctx)
         if trailer.intent is Intent.FILE_MEMORY:
             if not operator_asked_to_remember(ctx.message):
-                return _held(ctx, "the operator did not ask to remember anything")
+                return held(trailer, "the operator did not ask to remember anything")
             return await self._file(ctx, FilingKind.MEMORY)
         if trailer.intent.files_work:
             if trailer.intent is Intent.PROPOSE_WORK or not operator_asked_to_file(ctx.message):
-                return _held(ctx, "proposed work is filed only when the operator confirms")
+                return held(trailer, "proposed work is filed only when the operator confirms")
             return await self._file(ctx, FilingKind.WORK)
         return IntentOutcome(intent=trailer.intent)
 
@@ -125,10 +153,3 @@ class GitHubIntentPolicy:
             filed={"number": filed.number, "url": filed.url, "task_started": filed.task_started},
             reply_suffix=f"\n\nFiled as #{filed.number}: {filed.url}",
         )
-
-
-def _held(ctx: IntentContext, why: str) -> IntentOutcome:
-    title = ctx.trailer.title or "Untitled work"
-    return IntentOutcome(
-        intent=ctx.trailer.intent, pending=(title, ctx.trailer.body or ""), notes=[why]
-    )

@@ -20,7 +20,7 @@ from bot.chat import sessions as store
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
 from bot.chat.inflight import StopState, TurnHandle, TurnRegistry
-from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy
+from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy, held
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.summary import SummarySink, pending_summaries, summarise_session
 from bot.chat.titles import title_from_message
@@ -353,16 +353,12 @@ class ChatService:
         except Exception as exc:
             log.warning("intent %s could not be applied: %s", trailer.intent, exc)
             message = getattr(exc, "message", "the action could not be completed")
+            if not (trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY):
+                return IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
             # Keep the proposal so the operator can file it explicitly once GitHub answers.
-            pending = (trailer.title, trailer.body or "") if trailer.title else None
-            return IntentOutcome(
-                intent=trailer.intent,
-                pending=pending,
-                notes=[f"not applied: {message}"],
-                reply_suffix=f"\n\n(Not done: {message})"
-                if trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY
-                else "",
-            )
+            outcome = held(trailer, f"not applied: {message}")
+            outcome.reply_suffix = f"\n\n(Not done: {message})"
+            return outcome
 
     def _response(
         self,
@@ -395,6 +391,7 @@ class ChatService:
             "decision_issue": decision[1] if decision else None,
             "pending_title": pending[0] if pending else None,
             "pending_body": pending[1] if pending else None,
+            "pending_kind": pending[2] if pending else None,
             "filed_issue_number": outcome.filed.get("number"),
             "filed_issue_url": outcome.filed.get("url"),
             "filed_task_started": bool(outcome.filed.get("task_started", False)),
@@ -473,7 +470,6 @@ class ChatService:
             return {"stopped": False}
         await self.locks.signal_stop(operator_id)
         return {"stopped": True, "session": held.get("session") or None, "turn_id": held["turn_id"]}
-
 
 
 def _delta(text: str, draft: int, *, replace: bool) -> dict[str, Any]:

@@ -169,7 +169,7 @@ class TurnRecord:
     meta: dict[str, Any]
     title: str | None = None
     decision: tuple[str, int] | Any | None = UNSET
-    pending: tuple[str, str] | Any | None = UNSET
+    pending: tuple[str, str, str] | Any | None = UNSET  # (title, body, kind)
 
 
 def persist_turn(
@@ -221,7 +221,7 @@ def persist_turn(
         else:
             row.decision_body, row.decision_issue = record.decision
     if record.pending is not UNSET:
-        row.pending_title, row.pending_body = record.pending or (None, None)
+        row.pending_title, row.pending_body, row.pending_kind = record.pending or (None, None, None)
     row.last_activity_at = now
     try:
         session.flush()
@@ -332,7 +332,7 @@ def clear_session(session: Session, operator_id: int, *, session_id: str | None)
         row = _owned(session, operator_id, session_id)
     result = session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
     clear_decision(row)
-    row.pending_title = row.pending_body = None
+    row.pending_title = row.pending_body = row.pending_kind = None
     return {"session": row.id, "cleared": result.rowcount}  # type: ignore[attr-defined]
 
 
@@ -354,7 +354,7 @@ def session_json(
         "summary": row.summary,
         "summary_status": row.summary_status,
         "decision": decision,
-        "pending": {"title": row.pending_title, "body": row.pending_body}
+        "pending": {"title": row.pending_title, "body": row.pending_body, "kind": row.pending_kind}
         if row.pending_title
         else None,
         "turns": turns,
@@ -392,20 +392,20 @@ def decision_published(
 
 def take_pending(
     session: Session, operator_id: int, *, session_id: str | None
-) -> tuple[str, str, str] | None:
-    """(session id, title, body) of the session's pending proposal, if any."""
+) -> tuple[str, str, str, str] | None:
+    """(session id, title, body, kind) of the session's pending proposal, if any."""
     if session_id is not None:
         row: ChatSession | None = _owned(session, operator_id, session_id)
     else:
         row = _active(session, _operator(session, operator_id))
     if row is None or not row.pending_title:
         return None
-    return row.id, row.pending_title, row.pending_body or ""
+    return row.id, row.pending_title, row.pending_body or "", row.pending_kind or "work"
 
 
 def clear_pending(session: Session, operator_id: int, session_id: str) -> None:
     row = _owned(session, operator_id, session_id)
-    row.pending_title = row.pending_body = None
+    row.pending_title = row.pending_body = row.pending_kind = None
 
 
 def agent_of(session: Session, operator_id: int, session_id: str | None) -> str | None:
