@@ -56,6 +56,7 @@ class _Claim:
     status: str
     request: dict[str, Any]
     result: dict[str, Any] | None
+    fresh: bool = False  # first claim of the key: nothing can have happened yet
 
 
 Action = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -88,7 +89,9 @@ async def run_once(
         await asyncio.sleep(POLL_SECONDS)
     stored_request = claim.request
     try:
-        result = await reconcile(stored_request)
+        # A key claimed before (a crash, an error) may have had its effect: look first. A
+        # fresh key cannot have, so the common path costs no look-up.
+        result = None if claim.fresh else await reconcile(stored_request)
         reused = result is not None
         if result is None:
             try:
@@ -137,7 +140,7 @@ def _claim(
                 session.add(row)
         except IntegrityError:
             return _Claim(owner=False, status=PENDING, request=request, result=None)
-        return _Claim(owner=True, status=PENDING, request=row.request, result=None)
+        return _Claim(owner=True, status=PENDING, request=row.request, result=None, fresh=True)
     if row.status == DONE:
         return _Claim(owner=False, status=DONE, request=row.request, result=row.result)
     if row.lease_until is not None and row.lease_until > now:

@@ -230,3 +230,15 @@ async def test_paired_surrogate_escapes_are_fine(api: ApiClient) -> None:
     response = await api.post("/api/operator/chat", data=b'{"message": "ship it \\ud83d\\ude80"}')
     assert response.status == 200
     assert (await response.json())["history"][0]["content"] == "ship it 🚀"
+
+
+async def test_a_reopened_session_is_summarised_again_when_closed(api: ApiClient) -> None:
+    first = await (await api.post("/api/operator/chat", json={"message": "Why is CI red?"})).json()
+    await api.post("/api/operator/chat/new", json={})
+    await api.get(f"/api/operator/chat/session/{first['session']}")  # reopen
+    await api.post("/api/operator/chat", json={"message": "And the flaky login test?"})
+    await api.post("/api/operator/chat/new", json={})
+    await api.services.background.drain()
+    stored = await (await api.get(f"/api/operator/chat/session/{first['session']}")).json()
+    assert stored["summary_status"] == "done"
+    assert "And the flaky login test?" in stored["summary"]

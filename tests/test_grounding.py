@@ -375,3 +375,32 @@ def test_untrusted_escapes_attributes_and_nested_wrappers() -> None:
     block = untrusted('a <UNTRUSTED-DATA source="x"> b', source='q"uote', empty=None, n=3)
     assert block.startswith('<untrusted-data source="q&quot;uote" n="3">')
     assert "&lt;UNTRUSTED-DATA" in block and "empty" not in block
+
+
+async def test_a_failed_second_draft_keeps_the_first(api_factory: Any, settings: Settings) -> None:
+    from bot.runtimes.base import RuntimeError_
+
+    class FailsOnRedraft(ScriptedRuntime):
+        async def stream(self, request: Any) -> Any:  # type: ignore[override]
+            if self.requests:
+                self.requests.append(request)
+                raise RuntimeError_("the model endpoint went away")
+            async for event in super().stream(request):
+                yield event
+
+    scripted = FailsOnRedraft(drafts=[reply("I do not know.", pieces=2)])
+    api: ApiClient = await api_factory(settings, runtimes=lambda agent: scripted)
+    assert api.services.memory is not None
+    api.services.memory.add(
+        [ChunkIn("Pinned redis to 7.2 after the RQ upgrade", "worker_session", REPO, issue=41)]
+    )
+    frames = await read_sse(
+        await api.post("/api/operator/chat/stream", json={"message": "what happened with redis?"})
+    )
+    assert len(scripted.requests) == 2
+    assert "re-draft failed · keeping the first draft" in [
+        f["text"] for f in frames if f["type"] == "status"
+    ]
+    restored = [f for f in frames if f["type"] == "delta" and f.get("replace")][-1]
+    assert restored["text"] == "I do not know." and restored["draft"] == 1
+    assert frames[-1]["type"] == "done" and frames[-1]["response"]["reply"] == "I do not know."

@@ -76,10 +76,13 @@ class RedisTurnLocks:
 
     async def acquire(self, operator_id: int, turn_id: str) -> str | None:
         value = json.dumps({"turn_id": turn_id, "session": ""})
-        if await self._redis.set(f"{KEY_PREFIX}{operator_id}", value, nx=True, px=self._ttl_ms):
-            return None
-        held = await self.holder(operator_id)
-        return held["turn_id"] if held else ""
+        for _ in range(2):  # the holder may finish between our SET and GET: try once more
+            if await self._redis.set(f"{KEY_PREFIX}{operator_id}", value, nx=True, px=self._ttl_ms):
+                return None
+            held = await self.holder(operator_id)
+            if held is not None:
+                return held["turn_id"]
+        return ""
 
     async def describe(self, operator_id: int, turn_id: str, session_id: str) -> None:
         value = json.dumps({"turn_id": turn_id, "session": session_id})

@@ -128,6 +128,12 @@ class ChatService:
                 default_agent="default",
                 clock=self.clock,
             )
+            if turn_session.agent not in self.agents:
+                raise BadRequest(
+                    f"this session's agent {turn_session.agent!r} is no longer configured;"
+                    " name another agent",
+                    detail={"field": "agent", "known": sorted(self.agents)},
+                )
             await self.locks.describe(request.operator_id, handle.turn_id, turn_session.id)
         except BaseException:
             self.registry.release(handle)
@@ -156,10 +162,9 @@ class ChatService:
                 if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
                     await emit({"type": "status", "text": "no citation · widening retrieval"})
                     grounding = await self._widen(request.message, agent, ts.focus, grounding, emit)
-                    draft = await self._draft(
-                        runtime, request, ts, agent, grounding, emit, number=2, hint=REDRAFT_HINT
+                    draft, redrafted = await self._redraft(
+                        runtime, request, ts, agent, grounding, emit, first=draft
                     )
-                    redrafted = True
         except RuntimeError_ as exc:
             await emit({"type": "error", "error": exc.message, "reason": "runtime"})
             return
@@ -245,6 +250,31 @@ class ChatService:
             }
         )
 
+    async def _redraft(
+        self,
+        runtime: Runtime,
+        request: TurnRequest,
+        ts: store.TurnSession,
+        agent: AgentConfig,
+        grounding: Grounding,
+        emit: Any,
+        *,
+        first: Draft,
+    ) -> tuple[Draft, bool]:
+        """The grounded second draft; if it fails, the first draft stands (shown again)."""
+        try:
+            second = await self._draft(
+                runtime, request, ts, agent, grounding, emit, number=2, hint=REDRAFT_HINT
+            )
+        except RuntimeError_ as exc:
+            log.warning("re-draft failed, keeping the first draft: %s", exc.message)
+            await emit({"type": "status", "text": "re-draft failed · keeping the first draft"})
+            await emit(_delta(first.reply, 1, replace=True))
+            return first, False
+        for name, count in first.usage.items():  # both drafts were paid for
+            second.usage[name] = second.usage.get(name, 0) + count
+        return second, True
+
     async def _ground(
         self, query: str, agent: AgentConfig, focus: int | None, emit: Any
     ) -> Grounding:
@@ -304,15 +334,17 @@ class ChatService:
         reasoning: list[str] = []
         draft = Draft(reply="", trailer=Trailer(), reasoning="")
         started = time.perf_counter()
-        first_delta = True
+        if number > 1:
+            # Clients drop what they showed of the earlier draft now, even if this one
+            # turns out to stream no visible text.
+            await emit(_delta("", number, replace=True))
         async for event in runtime.stream(runtime_request):
             if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
                 draft.first_frame_ms = round((time.perf_counter() - started) * 1000, 1)
             if isinstance(event, Delta):
                 text = visible.feed(event.text)
                 if text:
-                    await emit(_delta(text, number, replace=first_delta and number > 1))
-                    first_delta = False
+                    await emit(_delta(text, number, replace=False))
             elif isinstance(event, Thinking):
                 reasoning.append(event.text)
                 await emit({"type": "thinking", "text": event.text, "draft": number})
@@ -327,7 +359,7 @@ class ChatService:
                 await emit({"type": "status", "text": event.text})
         tail = visible.flush()
         if tail.strip():
-            await emit(_delta(tail, number, replace=first_delta and number > 1))
+            await emit(_delta(tail, number, replace=False))
         draft.reply, draft.trailer = split_reply(visible.text)
         draft.reasoning = "".join(reasoning)
         return draft

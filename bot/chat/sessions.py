@@ -223,6 +223,11 @@ def persist_turn(
     if record.pending is not UNSET:
         row.pending_title, row.pending_body, row.pending_kind = record.pending or (None, None, None)
     row.last_activity_at = now
+    if row.closed_at is not None:
+        # A closed session reopened and continued: it is live again, and is summarised
+        # anew when a new chat closes it.
+        row.closed_at = None
+        row.summary_status = SummaryStatus.NONE
     try:
         session.flush()
     except IntegrityError as exc:
@@ -267,6 +272,8 @@ def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> li
     operator = _operator(session, operator_id)
     counts = (
         select(ChatTurn.session_id, func.count().label("turns"))
+        .join(ChatSession, ChatSession.id == ChatTurn.session_id)
+        .where(ChatSession.operator_id == operator_id)
         .group_by(ChatTurn.session_id)
         .subquery()
     )

@@ -102,7 +102,7 @@ class TrailerFilter:
 
     def __init__(self) -> None:
         self._parts: list[str] = []
-        self._emitted = 0
+        self._tail = ""  # not yet shown: at most a possible start of the marker
         self._in_trailer = False
 
     @property
@@ -110,29 +110,23 @@ class TrailerFilter:
         return "".join(self._parts)
 
     def feed(self, piece: str) -> str:
+        """Visible text released by this piece; work is proportional to the piece."""
         self._parts.append(piece)
         if self._in_trailer:
             return ""
-        full = self.text
-        marker_at = full.find(MARKER, max(0, self._emitted - len(MARKER)))
+        pending = self._tail + piece
+        marker_at = pending.find(MARKER)
         if marker_at >= 0:
             self._in_trailer = True
-            safe_end = marker_at
-        else:
-            safe_end = len(full) - _held_prefix(full)
-        if safe_end <= self._emitted:
-            return ""
-        visible = full[self._emitted : safe_end]
-        self._emitted = safe_end
-        return visible
+            self._tail = ""
+            return pending[:marker_at]
+        held = _held_prefix(pending)
+        self._tail = pending[len(pending) - held :] if held else ""
+        return pending[: len(pending) - held]
 
     def flush(self) -> str:
         """At the end of the stream: what was held back and turned out not to be a marker."""
-        if self._in_trailer:
-            return ""
-        full = self.text
-        visible = full[self._emitted :]
-        self._emitted = len(full)
+        visible, self._tail = ("" if self._in_trailer else self._tail), ""
         return visible
 
 
