@@ -109,9 +109,7 @@ def build_services(
     database.call(sync_agents, settings.agents, clock=clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
     locks: TurnLocks = (
-        RedisTurnLocks(settings.redis_url, ttl_seconds=settings.turn_timeout_seconds + 60)
-        if settings.redis_url
-        else LocalTurnLocks()
+        RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
     )
 
     async def release_turn(handle: TurnHandle) -> None:

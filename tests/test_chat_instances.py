@@ -56,3 +56,21 @@ async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
     assert again.status == 200
     await second.post("/api/operator/chat/stop")
     await read_sse(again)
+
+
+async def test_a_renewed_slot_is_kept_and_an_abandoned_one_expires(redis_url: str) -> None:
+    from bot.chat.coordination import RedisTurnLocks
+
+    locks = RedisTurnLocks(redis_url, ttl_seconds=0.3)
+    try:
+        assert await locks.acquire(1, "crashed") is None
+        assert await locks.acquire(2, "alive") is None
+        for _ in range(5):  # 0.5 s, renewed every 0.1 s
+            await asyncio.sleep(0.1)
+            await locks.renew(2, "alive")
+        assert await locks.acquire(2, "other") == "alive"
+        assert await locks.acquire(1, "next") is None  # the crashed owner's slot lapsed
+        await locks.renew(1, "crashed")  # a late renewal by the old owner changes nothing
+        assert (await locks.holder(1) or {})["turn_id"] == "next"
+    finally:
+        await locks.close()

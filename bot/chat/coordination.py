@@ -19,9 +19,17 @@ import redis.asyncio as aioredis
 
 log = logging.getLogger(__name__)
 KEY_PREFIX = "steelframe:chat:turn:"
+# The slot expires this long after its owner last renewed it (every third of it), so an
+# instance that crashed mid-turn frees the operator within seconds, and a long turn that is
+# alive never loses it.
+SLOT_TTL_SECONDS = 30.0
 STOP_CHANNEL = "steelframe:chat:stop"
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
 return 0
 """
 StopHandler = Callable[[int], Awaitable[object]]
@@ -36,6 +44,8 @@ class TurnLocks(Protocol):
     async def holder(self, operator_id: int) -> dict[str, str] | None: ...
 
     async def release(self, operator_id: int, turn_id: str) -> None: ...
+
+    async def renew(self, operator_id: int, turn_id: str) -> None: ...
 
     async def signal_stop(self, operator_id: int) -> None: ...
 
@@ -59,6 +69,9 @@ class LocalTurnLocks:
     async def release(self, operator_id: int, turn_id: str) -> None:
         return None
 
+    async def renew(self, operator_id: int, turn_id: str) -> None:
+        return None
+
     async def signal_stop(self, operator_id: int) -> None:
         return None
 
@@ -70,7 +83,7 @@ class LocalTurnLocks:
 
 
 class RedisTurnLocks:
-    def __init__(self, url: str, *, ttl_seconds: float) -> None:
+    def __init__(self, url: str, *, ttl_seconds: float = SLOT_TTL_SECONDS) -> None:
         self._redis = aioredis.Redis.from_url(url)
         self._ttl_ms = int(ttl_seconds * 1000)
 
@@ -97,6 +110,16 @@ class RedisTurnLocks:
         raw = await self._redis.get(key)
         if raw is not None and json.loads(raw).get("turn_id") == turn_id:
             await self._redis.eval(_RELEASE, 1, key, raw)
+
+    async def renew(self, operator_id: int, turn_id: str) -> None:
+        key = f"{KEY_PREFIX}{operator_id}"
+        raw = await self._redis.get(key)
+        if raw is not None and json.loads(raw).get("turn_id") == turn_id:
+            await self._redis.eval(_RENEW, 1, key, raw, str(self._ttl_ms))
+
+    @property
+    def renew_every(self) -> float:
+        return self._ttl_ms / 3000
 
     async def signal_stop(self, operator_id: int) -> None:
         await self._redis.publish(STOP_CHANNEL, str(operator_id))

@@ -147,6 +147,25 @@ class ChatService:
         )
 
     async def _run(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
+        renewer = asyncio.create_task(self._keep_slot(handle), name=f"slot-{handle.turn_id}")
+        try:
+            await self._turn(handle, request, ts)
+        finally:
+            renewer.cancel()
+
+    async def _keep_slot(self, handle: TurnHandle) -> None:
+        """Renew the operator's turn slot while this turn lives (see coordination)."""
+        every = getattr(self.locks, "renew_every", None)
+        if every is None:
+            return
+        while True:
+            await asyncio.sleep(every)
+            try:
+                await self.locks.renew(handle.operator_id, handle.turn_id)
+            except Exception as exc:
+                log.warning("turn %s: slot not renewed: %s", handle.turn_id, type(exc).__name__)
+
+    async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
         started = time.perf_counter()
         agent = resolve_agent(self.agents, ts.agent)
         emit = handle.emit
