@@ -42,6 +42,8 @@ class CommentApi(Protocol):
 
     async def remove_label(self, repo: str, number: int, label: str) -> bool: ...
 
+    async def is_app_login(self, login: str) -> bool: ...
+
 
 @dataclass(frozen=True)
 class Published:
@@ -97,7 +99,11 @@ class DecisionPublisher:
         async def find(req: dict[str, Any]) -> dict[str, Any] | None:
             needle = f"<!-- steelframe-publish:{key.removeprefix('publish:')} -->"
             for existing in await self.github.list_comments(req["repo"], req["issue"]):
-                if needle in (existing.get("body") or ""):
+                # Only the App's own comment counts: anyone can type the marker.
+                author = (existing.get("user") or {}).get("login") or ""
+                if needle in (existing.get("body") or "") and await self.github.is_app_login(
+                    author
+                ):
                     return {"comment_id": existing["id"], "comment_url": existing["html_url"]}
             return None
 

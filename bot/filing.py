@@ -39,6 +39,8 @@ class IssueApi(Protocol):
         self, repo: str, *, state: str = "open", labels: list[str] | tuple[str, ...] = ()
     ) -> list[dict[str, Any]]: ...
 
+    async def is_app_login(self, login: str) -> bool: ...
+
 
 class TaskStarter(Protocol):
     async def pickup(
@@ -125,7 +127,9 @@ class FilingService:
                 req["repo"], state="all", labels=[FROM_TUI_LABEL]
             )
             for issue in issues:
-                if needle in (issue.get("body") or ""):
+                # Only an issue the App opened counts: anyone can type the marker.
+                author = (issue.get("user") or {}).get("login") or ""
+                if needle in (issue.get("body") or "") and await self.github.is_app_login(author):
                     return {"number": issue["number"], "url": issue["html_url"]}
             return None
 

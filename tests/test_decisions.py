@@ -198,3 +198,37 @@ async def test_the_same_words_published_again_later_post_again(
     later = await publisher.publish(SANDBOX_REPO, issue, "Yes, go ahead.")
     assert later.comment_id != first.comment_id
     assert len(comments(github_sandbox, issue)) == 2
+
+
+async def test_a_marker_typed_by_someone_else_is_never_taken_for_the_publish(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    from bot.clock import utcnow
+    from bot.decisions import PUBLISH_WINDOW, publish_key
+
+    publisher = service.services.publisher
+    assert publisher is not None
+    now = utcnow()
+    publisher.clock = lambda: now
+    window = int(now.timestamp() // PUBLISH_WINDOW.total_seconds())
+    key = f"{publish_key(SANDBOX_REPO, issue, 'Option D.')}:{window}".removeprefix("publish:")
+    token = github_sandbox.user_token("mallory", "read")
+    async with service.raw.session.post(
+        f"{github_sandbox.url}/repos/{SANDBOX_REPO}/issues/{issue}/comments",
+        json={"body": f"<!-- steelframe-publish:{key} --> not a decision"},
+        headers={"Authorization": f"token {token}"},
+    ) as response:
+        spoof = (await response.json())["id"]
+    path = f"/repos/{SANDBOX_REPO}/issues/{issue}/comments"
+    # A rate limit too long to wait out fails the POST at once, so the reconcile look-up runs.
+    github_sandbox.fail("secondary_rate_limit", method="POST", path=path, retry_after=3600)
+    failed = await service.post(
+        "/api/operator/chat/decision", json={"issue": issue, "body": "Option D."}
+    )
+    assert failed.status >= 500  # GitHub kept failing; the spoof was not adopted
+    github_sandbox.sandbox.faults.clear()
+    published = await service.post(
+        "/api/operator/chat/decision", json={"issue": issue, "body": "Option D."}
+    )
+    assert published.status == 200
+    assert (await published.json())["comment_id"] != spoof
