@@ -56,55 +56,60 @@ async def run_dev(
     from bot.server import create_app
 
     print("steelframe dev: preparing the database ...", flush=True)
-    redis_server = await asyncio.to_thread(_embedded_redis, settings)
-    if redis_server is not None:
-        settings = dataclasses.replace(settings, redis_url=redis_server.url)
-    sandbox = await _start_sandbox(settings)
-    if sandbox is not None:
-        settings = dataclasses.replace(
-            settings,
-            app_id=sandbox.app_id,
-            private_key=Secret(sandbox.private_key),
-            private_key_path=None,
-            webhook_secret=Secret(sandbox.webhook_secret),
-            github_api_url=sandbox.url,
-        )
-    app = create_app(settings)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, host, port)
-    await site.start()
-    bound = runner.addresses[0][1] if runner.addresses else port
-    url = f"http://{host}:{bound}"
-    if sandbox is not None:
-        sandbox.deliver_to(f"{url}/api/github/webhooks")
-        print(
-            f"github: sandbox at {sandbox.url} · repo {settings.repo} (no credentials)", flush=True
-        )
-    database: Database = app[SERVICES].db
-    token = await database.run(dev_token)
-    print(f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}", flush=True)
-    print(f"url: {url}", flush=True)
-    print(f"token: {token}", flush=True)
-    worker = _start_worker(app[SERVICES])
-    if ready is not None:
-        ready(url, token)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        print("steelframe dev: shutting down", flush=True)
-        if worker is not None:
-            await asyncio.to_thread(worker.stop)
-        await runner.cleanup()
-        if sandbox is not None:
-            await sandbox.close()
+    # Every part started is stopped on the way out, whatever fails after it (a busy port,
+    # a bad setting): no orphaned redis-server or sandbox.
+    async with contextlib.AsyncExitStack() as parts:
+        redis_server = await asyncio.to_thread(_embedded_redis, settings)
         if redis_server is not None:
-            redis_server.stop()
+            parts.callback(redis_server.stop)
+            settings = dataclasses.replace(settings, redis_url=redis_server.url)
+        sandbox = await _start_sandbox(settings)
+        if sandbox is not None:
+            parts.push_async_callback(sandbox.close)
+            settings = dataclasses.replace(
+                settings,
+                app_id=sandbox.app_id,
+                private_key=Secret(sandbox.private_key),
+                private_key_path=None,
+                webhook_secret=Secret(sandbox.webhook_secret),
+                github_api_url=sandbox.url,
+            )
+        app = create_app(settings)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        parts.push_async_callback(runner.cleanup)
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound = runner.addresses[0][1] if runner.addresses else port
+        url = f"http://{host}:{bound}"
+        if sandbox is not None:
+            sandbox.deliver_to(f"{url}/api/github/webhooks")
+            print(
+                f"github: sandbox at {sandbox.url} · repo {settings.repo} (no credentials)",
+                flush=True,
+            )
+        database: Database = app[SERVICES].db
+        token = await database.run(dev_token)
+        print(
+            f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}",
+            flush=True,
+        )
+        print(f"url: {url}", flush=True)
+        print(f"token: {token}", flush=True)
+        worker = _start_worker(app[SERVICES])
+        if worker is not None:
+            parts.push_async_callback(asyncio.to_thread, worker.stop)
+        if ready is not None:
+            ready(url, token)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, stop.set)
+        try:
+            await stop.wait()
+        finally:
+            print("steelframe dev: shutting down", flush=True)
 
 
 async def _start_sandbox(settings: Settings) -> Any:
