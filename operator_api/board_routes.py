@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from aiohttp import web
 
 from bot.appkeys import SERVICES
@@ -14,6 +16,7 @@ from operator_api.validation import query_int, read_json, reject_unknown
 
 routes = web.RouteTableDef()
 ACTION_BODY_LIMIT = 1024
+TASK_ID = re.compile(r"[1-9][0-9]{0,11}")
 
 
 def _service(request: web.Request) -> TaskService:
@@ -25,7 +28,8 @@ def _service(request: web.Request) -> TaskService:
 
 def _task_id(request: web.Request) -> int:
     raw = request.match_info["id"]
-    if not raw.isdigit() or int(raw) <= 0 or len(raw) > 12:
+    # ASCII digits only: str.isdigit() accepts "²" and int() refuses it (or 5000 digits).
+    if not TASK_ID.fullmatch(raw):
         raise BadRequest("task id must be a positive integer", detail={"field": "id"})
     return int(raw)
 

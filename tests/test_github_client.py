@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from bot.errors import NotFound
 from bot.github.client import GitHubClient
@@ -180,3 +181,31 @@ async def test_malformed_repo_name_is_bad_request(github_client: GitHubClient, b
 
 def _names(labels: list[dict[str, Any]]) -> list[str]:
     return [label["name"] for label in labels]
+
+
+async def test_paginate_follows_next_links_on_the_api_itself(github_client: GitHubClient) -> None:
+    for title in ("one", "two", "three"):
+        await github_client.create_issue(SANDBOX_REPO, title=title, body="", labels=[])
+    items = await github_client.paginate(SANDBOX_REPO, "/issues", params={"per_page": "1"})
+    assert sorted(item["title"] for item in items) == ["one", "three", "two"]
+
+
+async def test_paginate_never_sends_the_token_to_a_next_link_on_another_host(
+    github_sandbox: GitHubSandbox, github_client: GitHubClient, aiohttp_server: Any
+) -> None:
+    seen: list[str | None] = []
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        seen.append(request.headers.get("Authorization"))
+        return web.json_response([])
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", elsewhere)
+    other = await aiohttp_server(app)
+    for title in ("one", "two"):
+        await github_client.create_issue(SANDBOX_REPO, title=title, body="", labels=[])
+    # The API answers with a `Link: rel="next"` on another origin.
+    github_sandbox.sandbox.base_url = str(other.make_url("")).rstrip("/")
+    with pytest.raises(GitHubRejected, match="outside the API base URL"):
+        await github_client.paginate(SANDBOX_REPO, "/issues", params={"per_page": "1"})
+    assert seen == []

@@ -103,6 +103,10 @@ async def test_a_live_task_cannot_be_archived(make: Make) -> None:
         ("/api/operator/tasks/abc", "id"),
         ("/api/operator/tasks/-1", "id"),
         ("/api/operator/tasks/0", "id"),
+        ("/api/operator/tasks/%C2%B2", "id"),  # "²": str.isdigit() says yes, int() says no
+        ("/api/operator/tasks/%EF%BC%91", "id"),  # a full-width "1"
+        ("/api/operator/tasks/" + "9" * 5000, "id"),  # beyond int()'s digit limit
+        ("/api/operator/tasks/0012", "id"),
     ],
 )
 async def test_bad_board_and_task_queries_are_400_naming_the_field(

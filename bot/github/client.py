@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import aiohttp
 
@@ -26,7 +26,7 @@ from bot.github.app_auth import (
     InstallationToken,
     TokenCache,
 )
-from bot.github.errors import GitHubError, GitHubNotFound, GitHubUnavailable
+from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
 from bot.github.pacing import Pacer, PacingPolicy
 from bot.github.retry import RetryPolicy, server_error_wait
 from bot.github.transport import Credential, Response, Transport
@@ -223,7 +223,15 @@ class GitHubClient:
         items: list[dict[str, Any]] = list(response.data)
         pages = 1
         while response.next_url is not None and pages < MAX_PAGES:
-            response = await self.transport.request("GET", response.next_url, credential=credential)
+            next_url = response.next_url
+            if not _within(next_url, self.transport.base_url):
+                # The token goes only to the API it was issued for, never to a Link's host.
+                log.warning("github: %s%s: next page leaves the API; not followed", repo, path)
+                raise GitHubRejected(
+                    "GitHub's next-page link points outside the API base URL; not followed",
+                    detail={"base_url": self.transport.base_url},
+                )
+            response = await self.transport.request("GET", next_url, credential=credential)
             items.extend(response.data)
             pages += 1
         return items
@@ -395,3 +403,14 @@ class GitHubClient:
                 log.info("github: POST %s on %s had succeeded despite the 5xx", path, repo)
                 return found
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _within(url: str, base_url: str) -> bool:
+    """`url` is relative, or on the base URL's scheme, host and port and under its path."""
+    if not url.startswith(("http://", "https://")):
+        return url.startswith("/")
+    target, base = urlsplit(url), urlsplit(base_url)
+    if (target.scheme, target.netloc.lower()) != (base.scheme, base.netloc.lower()):
+        return False
+    prefix = base.path.rstrip("/")
+    return target.path == prefix or target.path.startswith(prefix + "/")

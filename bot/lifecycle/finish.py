@@ -3,6 +3,8 @@ good with a comment naming what failed or which limit was reached)."""
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import tasks
@@ -12,14 +14,21 @@ from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.states import TaskState
+from bot.lifecycle.states import IllegalTransition, TaskState
 
+log = logging.getLogger(__name__)
 LIMIT_NAMES = {
     "time": "the wall-clock time limit of {time:g} s per task (STEELFRAME_TASK_TIME_LIMIT)",
     "tokens": "the token limit of {tokens} tokens per task (STEELFRAME_TASK_MAX_TOKENS)",
     "cost": "the cost limit of {cost} USD per task (STEELFRAME_TASK_MAX_COST_USD)",
     "attempts": "the limit of {attempts} attempts per task (STEELFRAME_TASK_MAX_ATTEMPTS)",
 }
+
+
+def _moved(task_id: int, exc: IllegalTransition) -> str:
+    """Someone else moved the task meanwhile (an operator terminated it): leave it be."""
+    log.info("lifecycle: task %s became %s; the run's result is dropped", task_id, exc.current)
+    return f"stopped: task became {exc.current}"
 
 
 def limit_text(ctx: LifecycleContext, name: str) -> str:
@@ -36,17 +45,21 @@ async def finish_delivered(
     ctx: LifecycleContext, github: GitHubApi, task_id: int, actor: str, *, summary: str
 ) -> str:
     task = ctx.db.call(tasks.get_task, task_id)
-    change = change_state(
-        ctx.db,
-        task_id,
-        TaskState.DELIVERED,
-        actor=actor,
-        detail=f"pull request {task.pr_url}",
-        data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": summary},
-        changes={"summary": summary or None, "last_error": None, "pending_decision": None},
-        note=summary,
-        clock=ctx.clock,
-    )
+    try:
+        change = change_state(
+            ctx.db,
+            task_id,
+            TaskState.DELIVERED,
+            actor=actor,
+            detail=f"pull request {task.pr_url}",
+            data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": summary},
+            expect=[TaskState.RUNNING],  # a run only finishes its own running task
+            changes={"summary": summary or None, "last_error": None, "pending_decision": None},
+            note=summary,
+            clock=ctx.clock,
+        )
+    except IllegalTransition as exc:
+        return _moved(task_id, exc)
     await publish(ctx.db, github, change, clock=ctx.clock)
     return f"delivered: {task.pr_url}"
 
@@ -90,21 +103,26 @@ async def finish_failed(
     if retry and task.attempts < ctx.policy.max_attempts:
         delay = ctx.policy.backoff(task.attempts)
         job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
-        change = change_state(
-            ctx.db,
-            task_id,
-            TaskState.QUEUED,
-            actor=actor,
-            detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
-            data={"error": error, "retry_in": delay},
-            changes={"last_error": error, "job_id": job},
-            phase=Phase.RETRYING,
-            note=(
-                f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
-                f"Retrying in {delay:g} s."
-            ),
-            clock=ctx.clock,
-        )
+        try:
+            change = change_state(
+                ctx.db,
+                task_id,
+                TaskState.QUEUED,
+                actor=actor,
+                detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
+                data={"error": error, "retry_in": delay},
+                # Only a running task is retried: a terminated one stays terminated.
+                expect=[TaskState.RUNNING],
+                changes={"last_error": error, "job_id": job},
+                phase=Phase.RETRYING,
+                note=(
+                    f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
+                    f"Retrying in {delay:g} s."
+                ),
+                clock=ctx.clock,
+            )
+        except IllegalTransition as exc:
+            return _moved(task_id, exc)
         LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
             task_id, job=job, delay=delay
         )
@@ -116,18 +134,22 @@ async def finish_failed(
         error = error or "unknown error"
         if retry:
             error = f"{error} (after {task.attempts} attempts)"
-    change = change_state(
-        ctx.db,
-        task_id,
-        TaskState.FAILED,
-        actor=actor,
-        detail=error[:500],
-        data={"error": error, "limit": limit},
-        changes={"last_error": error},
-        notice=f"Steelframe could not finish this issue: {error}.",
-        note=f"Failed: {error}",
-        clock=ctx.clock,
-    )
+    try:
+        change = change_state(
+            ctx.db,
+            task_id,
+            TaskState.FAILED,
+            actor=actor,
+            detail=error[:500],
+            data={"error": error, "limit": limit},
+            expect=[TaskState.QUEUED, TaskState.RUNNING],  # before or during its own run
+            changes={"last_error": error},
+            notice=f"Steelframe could not finish this issue: {error}.",
+            note=f"Failed: {error}",
+            clock=ctx.clock,
+        )
+    except IllegalTransition as exc:
+        return _moved(task_id, exc)
     if limit is not None:
         ctx.db.call(_limit_event, task_id, actor, limit, ctx)
     await publish(ctx.db, github, change, clock=ctx.clock)

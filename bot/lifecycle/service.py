@@ -192,12 +192,39 @@ class TaskService:
             return None
         if not wanted:
             return None
+        repo, number = str(payload["repository"]["full_name"]), int(issue["number"])
+        sender = str((payload.get("sender") or {}).get("login") or "")
+        # An issue template can apply the pickup label for anyone, and an author may reopen
+        # their own issue: only the App or someone with write access starts a task.
+        allowed, why = await self._may_act(repo, sender, "starting a task")
+        if not allowed:
+            await self._pickup_ignored(repo, number, sender, action, why)
+            return None
         return await self.pickup(
-            str(payload["repository"]["full_name"]),
-            int(issue["number"]),
+            repo,
+            number,
             title=str(issue.get("title") or ""),
             cause=f"webhook:issues.{action}",
         )
+
+    async def _pickup_ignored(
+        self, repo: str, issue: int, sender: str, action: str, why: str
+    ) -> None:
+        def note(session: Session) -> None:
+            task = tasks.find_task(session, repo, issue)
+            if task is not None:
+                tasks.record(
+                    session,
+                    task,
+                    EventKind.PICKUP_IGNORED,
+                    actor=sender or "unknown",
+                    detail=why,
+                    data={"action": f"issues.{action}"},
+                    clock=self.clock,
+                )
+
+        await self.db.run(note)
+        log.info("lifecycle: pickup of %s#%s (issues.%s) ignored: %s", repo, issue, action, why)
 
     async def on_comment_event(self, payload: dict[str, Any]) -> ResumeResult | None:
         """`issue_comment` created with the Decision marker resumes a waiting task."""
@@ -291,14 +318,20 @@ class TaskService:
         return Change(task_id, TaskState.RUNNING, event.id, Phase.RUNNING, "Resumed by a Decision.")
 
     async def _may_decide(self, repo: str, author: str) -> tuple[bool, str]:
+        return await self._may_act(repo, author, "a Decision")
+
+    async def _may_act(self, repo: str, login: str, what: str) -> tuple[bool, str]:
+        """Whether `login` is the App or has write access on `repo`, and why (or why not)."""
         if self.github is None:
             return False, "GitHub is not configured, so the author's access cannot be checked"
-        if await self.github.is_app_login(author):
+        if not login:
+            return False, f"the sender is unknown; {what} needs write access"
+        if await self.github.is_app_login(login):
             return True, "the App"
-        permission = await self.github.collaborator_permission(repo, author)
+        permission = await self.github.collaborator_permission(repo, login)
         if permission in WRITE_PERMISSIONS:
             return True, permission
-        return False, f"{author} has {permission} access; a Decision needs write access"
+        return False, f"{login} has {permission} access; {what} needs write access"
 
     async def _decision_ignored(
         self, task: Task, author: str, comment_id: int, why: str

@@ -1,9 +1,11 @@
 """An isolated clone of the task's repository under `data_dir/worktrees`, and its branch.
 
-Cloned and pushed with the installation token passed through the environment as an HTTP
-header (`GIT_CONFIG_*`), so it is never written into `.git/config` where the coding
-runtime could read it. The worker's own git commands disable hooks and fsmonitor: the
-runtime could have planted either in the clone to run code while the token is present.
+The worker's git directory (`folder/git`) lives outside the tree the coding runtime works
+in (`folder/repo`); the runtime gets its own throwaway repository there, with no remote.
+So nothing the runtime writes (a `.git/config` remote, filters, hooks) reaches a git
+command the worker runs with the installation token. Every worker git command runs with
+no global or system config, no hooks, no fsmonitor and a minimal environment; the token
+goes as an HTTP header scoped to the clone URL's origin, never into a config file.
 """
 
 from __future__ import annotations
@@ -15,13 +17,39 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 log = logging.getLogger(__name__)
 
 GIT_TIMEOUT_SECONDS = 300.0
 BOT_NAME = "steelframe[bot]"
 BOT_EMAIL = "steelframe-bot@users.noreply.github.com"
-SAFE_OPTIONS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+SAFE_OPTIONS = (
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.attributesFile=/dev/null",
+    "-c",
+    "protocol.ext.allow=never",
+)
+# The only parts of the worker's environment git needs; everything else (PRIVATE_KEY,
+# WEBHOOK_SECRET, API keys, database and Redis URLs) stays out of git's processes.
+PASSED_ENV = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "GIT_SSL_CAINFO",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "NO_PROXY",
+    "no_proxy",
+)
 
 
 class WorktreeError(Exception):
@@ -30,41 +58,75 @@ class WorktreeError(Exception):
 
 @dataclass(frozen=True)
 class Worktree:
-    path: Path
+    path: Path  # the runtime's working tree
     branch: str
     base: str
     resumed: bool  # the branch already existed on the remote (a continuation)
+    git_dir: Path  # the worker's own git directory, outside `path`
+    url: str  # where the worker pushes: the clone URL, never a remote's config
 
 
-def _auth_env(token: str | None) -> dict[str, str]:
-    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
-    if token:
+def git_dir_of(folder: Path) -> Path:
+    return folder / "git"
+
+
+def _origin(url: str) -> str | None:
+    """`scheme://host[:port]/` of an http(s) URL: the only place the token header goes."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        return None
+    return f"{parts.scheme}://{parts.netloc}/"
+
+
+def _auth_env(token: str | None, url: str | None) -> dict[str, str]:
+    env = {"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    origin = _origin(url) if url else None
+    if token and origin:
         basic = base64.b64encode(f"x-access-token:{token}".encode()).decode()
         env.update(
             {
                 "GIT_CONFIG_COUNT": "1",
-                "GIT_CONFIG_KEY_0": "http.extraHeader",
+                "GIT_CONFIG_KEY_0": f"http.{origin}.extraHeader",
                 "GIT_CONFIG_VALUE_0": f"AUTHORIZATION: basic {basic}",
             }
         )
     return env
 
 
-async def git(cwd: Path, *args: str, token: str | None = None, check: bool = True) -> str:
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")},
+def git_env(token: str | None = None, url: str | None = None) -> dict[str, str]:
+    """The environment of a worker git command: minimal, no config from outside."""
+    return {
+        **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
         "GIT_AUTHOR_NAME": BOT_NAME,
         "GIT_AUTHOR_EMAIL": BOT_EMAIL,
         "GIT_COMMITTER_NAME": BOT_NAME,
         "GIT_COMMITTER_EMAIL": BOT_EMAIL,
-        **_auth_env(token),
+        **_auth_env(token, url),
     }
+
+
+async def git(
+    cwd: Path,
+    *args: str,
+    token: str | None = None,
+    url: str | None = None,
+    check: bool = True,
+    git_dir: Path | None = None,
+    work_tree: Path | None = None,
+) -> str:
+    """Run git; the token (if any) is sent only to `url`'s origin."""
+    location: list[str] = []
+    if git_dir is not None:
+        location += [f"--git-dir={git_dir}"]
+    if work_tree is not None:
+        location += [f"--work-tree={work_tree}"]
     process = await asyncio.create_subprocess_exec(
         "git",
         *SAFE_OPTIONS,
+        *location,
         *args,
         cwd=cwd,
-        env=env,
+        env=git_env(token, url),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -99,51 +161,112 @@ def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+async def _tree_git(tree: Worktree, *args: str, check: bool = True) -> str:
+    """A worker git command on the runtime's tree, with the worker's own git directory."""
+    return await git(tree.path, *args, check=check, git_dir=tree.git_dir, work_tree=tree.path)
+
+
 async def prepare(folder: Path, *, clone_url: str, token: str | None, branch: str) -> Worktree:
-    """A fresh clone in `folder/repo` on `branch`: the remote's branch if a run pushed
-    one, else the default branch."""
+    """A fresh clone on `branch` (the remote's branch if a run pushed one, else the default
+    branch): the worker's git directory in `folder/git`, the files in `folder/repo`."""
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    git_dir = git_dir_of(folder)
     path = folder / "repo"
-    await git(folder, "clone", "--quiet", "--no-tags", clone_url, path.name, token=token)
-    head = await git(path, "symbolic-ref", "--short", "refs/remotes/origin/HEAD", check=False)
-    base = head.removeprefix("origin/") if head else "main"
-    remote = await git(path, "rev-parse", "--verify", "--quiet", f"origin/{branch}", check=False)
+    await git(
+        folder,
+        "clone",
+        "--quiet",
+        "--no-tags",
+        "--bare",
+        clone_url,
+        str(git_dir),
+        token=token,
+        url=clone_url,
+    )
+    # A bare clone maps the remote's branches onto local ones; copy them to origin/* (from
+    # the clone itself, no second trip to the remote), so the base stays where it was.
+    await git(
+        folder,
+        "fetch",
+        "--quiet",
+        "--no-tags",
+        str(git_dir),
+        "+refs/heads/*:refs/remotes/origin/*",
+        git_dir=git_dir,
+    )
+    head = await git(folder, "symbolic-ref", "--short", "HEAD", check=False, git_dir=git_dir)
+    base = head or "main"
+    remote = await git(
+        folder,
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        f"origin/{branch}",
+        check=False,
+        git_dir=git_dir,
+    )
     start = f"origin/{branch}" if remote else f"origin/{base}"
-    await git(path, "checkout", "--quiet", "-B", branch, start)
-    return Worktree(path=path, branch=branch, base=base, resumed=bool(remote))
+    await git(folder, "update-ref", f"refs/heads/{branch}", start, git_dir=git_dir)
+    await git(folder, "symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=git_dir)
+    # The runtime's own repository: a local clone with no remote, sharing no config.
+    await git(
+        folder,
+        "clone",
+        "--quiet",
+        "--no-tags",
+        "--no-hardlinks",
+        "--branch",
+        branch,
+        str(git_dir),
+        path.name,
+    )
+    await git(path, "remote", "remove", "origin")
+    await git(folder, "config", "core.bare", "false", git_dir=git_dir)
+    tree = Worktree(
+        path=path,
+        branch=branch,
+        base=base,
+        resumed=bool(remote),
+        git_dir=git_dir,
+        url=clone_url,
+    )
+    await _tree_git(tree, "reset", "--quiet")
+    return tree
 
 
 async def commit_all(tree: Worktree, message: str) -> bool:
-    """Commit whatever the runtime left uncommitted; True if there was anything."""
-    await git(tree.path, "add", "--all")
-    status = await git(tree.path, "status", "--porcelain")
+    """Commit whatever the runtime left in its tree; True if there was anything."""
+    await _tree_git(tree, "add", "--all")
+    status = await _tree_git(tree, "status", "--porcelain")
     if not status:
         return False
-    await git(tree.path, "commit", "--quiet", "--no-verify", "-m", message)
+    await _tree_git(tree, "commit", "--quiet", "--no-verify", "-m", message)
     return True
 
 
 async def commits_ahead(tree: Worktree) -> int:
-    count = await git(tree.path, "rev-list", "--count", f"origin/{tree.base}..HEAD")
+    count = await _tree_git(tree, "rev-list", "--count", f"origin/{tree.base}..HEAD")
     return int(count or 0)
 
 
 async def changed_paths(tree: Worktree) -> list[str]:
     """Paths that differ from the base branch, committed or not (stages the changes)."""
-    await git(tree.path, "add", "--all")
-    out = await git(tree.path, "diff", "--cached", "--name-only", f"origin/{tree.base}")
+    await _tree_git(tree, "add", "--all")
+    out = await _tree_git(tree, "diff", "--cached", "--name-only", f"origin/{tree.base}")
     return [line for line in out.splitlines() if line]
 
 
 async def push(tree: Worktree, *, token: str | None) -> None:
-    """Push the branch; forced, because the branch is Steelframe's own and a retry may
-    have rewritten it."""
+    """Push the branch to the clone URL (not a remote the runtime could have rewritten);
+    forced, because the branch is Steelframe's own and a retry may have rewritten it."""
     await git(
         tree.path,
         "push",
         "--quiet",
         "--force",
-        "origin",
+        tree.url,
         f"HEAD:refs/heads/{tree.branch}",
         token=token,
+        url=tree.url,
+        git_dir=tree.git_dir,
     )
