@@ -92,7 +92,7 @@ async def publish(
     progress comment is edited but none is started (a task terminated before it ran)."""
     if github is None:
         return False
-    task = db.call(tasks.get_task, change.task_id)
+    task = await db.run(tasks.get_task, change.task_id)
     ok = True
     try:
         await progress.sync_labels(github, task.repo, task.issue, TaskState(task.state))

@@ -122,7 +122,7 @@ async def update_progress(
     clock: Clock = utcnow,
 ) -> int | None:
     """Edit the task's progress comment (creating it the first time, if `create`)."""
-    task = db.call(tasks.get_task, task_id)
+    task = await db.run(tasks.get_task, task_id)
     body = progress_body(task, phase, note)
     comment_id = task.progress_comment_id
     if comment_id is not None:
@@ -138,7 +138,7 @@ async def update_progress(
     elif create:
         comment_id = int((await github.create_comment(task.repo, task.issue, body))["id"])
     if comment_id is not None:
-        db.call(tasks.touch, task_id, clock, progress_comment_id=comment_id)
+        await db.run(tasks.touch, task_id, clock, progress_comment_id=comment_id)
     return comment_id
 
 
@@ -190,7 +190,7 @@ async def post_notice(
 ) -> int | None:
     """Post a queued notice unless it was posted; `fresh` (the caller queued it a moment
     ago) skips looking for a copy an earlier, crashed attempt may have posted."""
-    found = db.call(_notice, task_id, key)
+    found = await db.run(_notice, task_id, key)
     if found is None:
         return None
     body, comment_id, repo, issue = found
@@ -199,7 +199,7 @@ async def post_notice(
     marked = None if fresh else await _find_marked(github, repo, issue, notice_marker(task_id, key))
     if marked is None:
         marked = int((await github.create_comment(repo, issue, body))["id"])
-    db.call(_posted, task_id, key, marked, clock)
+    await db.run(_posted, task_id, key, marked, clock)
     return marked
 
 
@@ -217,7 +217,7 @@ async def post_pending(
 ) -> int:
     """Post notices queued more than `grace` seconds ago whose poster died or failed."""
     posted = 0
-    for task_id, key in db.call(_pending, clock() - timedelta(seconds=grace)):
+    for task_id, key in await db.run(_pending, clock() - timedelta(seconds=grace)):
         await post_notice(db, github, task_id, key, clock=clock)
         posted += 1
     return posted
