@@ -145,13 +145,69 @@ def insert_parameters(dialect: str, deliveries: Sequence[NewDelivery]) -> list[A
     params: list[Any] = []
     for delivery in deliveries:
         row = delivery.row()
-        received = row["received_at"].astimezone(UTC).replace(tzinfo=None)
-        # SQLAlchemy's storage format for DateTime on SQLite; PostgreSQL takes the value.
-        row["received_at"] = (
-            received.strftime("%Y-%m-%d %H:%M:%S.%f") if dialect == "sqlite" else received
-        )
+        row["received_at"] = db_time(dialect, row["received_at"])
         params.extend(row[column] for column in _COLUMNS)
     return params
+
+
+def db_time(dialect: str, value: datetime) -> Any:
+    """A timestamp as `UTCDateTime` stores it, for a DBAPI cursor: naive UTC, and on SQLite
+    SQLAlchemy's text format for DateTime (PostgreSQL takes the value)."""
+    naive = value.astimezone(UTC).replace(tzinfo=None)
+    return naive.strftime("%Y-%m-%d %H:%M:%S.%f") if dialect == "sqlite" else naive
+
+
+def _ids_condition(dialect: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """`delivery_id IN (...)` for a DBAPI cursor: one array parameter on PostgreSQL (one
+    statement text whatever the count, so psycopg can prepare it), qmarks on SQLite."""
+    if dialect == "sqlite":
+        return f"delivery_id IN ({', '.join('?' * len(ids))})", list(ids)
+    return "delivery_id = ANY(%s)", [list(ids)]
+
+
+def claim_statement(
+    dialect: str, delivery_ids: Sequence[str], now: datetime
+) -> tuple[str, list[Any]]:
+    """`claim` for a DBAPI cursor (the processor's hot path); it returns the ids taken."""
+    mark = "?" if dialect == "sqlite" else "%s"
+    condition, ids = _ids_condition(dialect, delivery_ids)
+    return (
+        f"UPDATE github_deliveries SET status = {mark}, claimed_at = {mark}, "
+        f"attempts = attempts + 1 WHERE status = {mark} AND {condition} "
+        "RETURNING delivery_id",
+        [
+            DeliveryStatus.PROCESSING.value,
+            db_time(dialect, now),
+            DeliveryStatus.RECEIVED.value,
+            *ids,
+        ],
+    )
+
+
+def finish_statements(
+    dialect: str, results: Sequence[Finished], now: datetime
+) -> list[tuple[str, list[Any]]]:
+    """`finish` for a DBAPI cursor: one UPDATE per (status, reason)."""
+    mark = "?" if dialect == "sqlite" else "%s"
+    statements = []
+    for (status, reason), delivery_ids in _outcomes(results).items():
+        condition, ids = _ids_condition(dialect, delivery_ids)
+        statements.append(
+            (
+                f"UPDATE github_deliveries SET status = {mark}, reason = {mark}, "
+                f"processed_at = {mark} WHERE {condition}",
+                [status, reason, db_time(dialect, now), *ids],
+            )
+        )
+    return statements
+
+
+def _outcomes(results: Sequence[Finished]) -> dict[tuple[str, str | None], list[str]]:
+    groups: dict[tuple[str, str | None], list[str]] = {}
+    for r in results:
+        reason = None if r.reason is None else r.reason[:REASON_LIMIT]
+        groups.setdefault((str(r.status), reason), []).append(r.delivery_id)
+    return groups
 
 
 def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime) -> list[str]:
@@ -226,11 +282,7 @@ def finish(session: Session, results: Sequence[Finished], *, now: datetime) -> N
     """Record outcomes: one UPDATE per (status, reason), so a batch that went well is one
     statement however long it is."""
     table = cast(Table, WebhookDelivery.__table__)
-    groups: dict[tuple[str, str | None], list[str]] = {}
-    for r in results:
-        reason = None if r.reason is None else r.reason[:REASON_LIMIT]
-        groups.setdefault((str(r.status), reason), []).append(r.delivery_id)
-    for (status, reason), ids in groups.items():
+    for (status, reason), ids in _outcomes(results).items():
         session.execute(
             update(table)
             .where(table.c.delivery_id.in_(ids))

@@ -4,20 +4,19 @@ A delivery is acknowledged only after its row is committed, so an acknowledged d
 survives the process being killed. Throughput comes from batching, not from answering
 early: while one batch is being written, the next requests queue up and go together.
 
-The writer has a thread and a database connection of its own, and talks to the driver
-directly (one multi-row INSERT ... RETURNING, one COMMIT): each call into the driver
-releases the GIL and must win it back from the busy event loop, which costs up to a
-switch interval (5 ms) each time, so fewer calls mean shorter batches under load.
+The writer has a database connection of its own (`webhooks.connection`: on the event loop
+for PostgreSQL, on its own thread for SQLite), so processing never delays an
+acknowledgement by holding it, and talks to the driver directly: one multi-row
+INSERT ... RETURNING, one COMMIT.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 from bot.db import Database
+from webhooks.connection import dedicated_connection
 from webhooks.deliveries import NewDelivery, insert_parameters, insert_statement
 
 log = logging.getLogger("steelframe.webhooks")
@@ -26,13 +25,10 @@ MAX_BATCH = 500
 
 class DeliveryWriter:
     def __init__(self, db: Database, *, max_batch: int = MAX_BATCH) -> None:
-        self._db = db
-        self._dialect = db.engine.dialect.name
         self._max_batch = max_batch
         self._pending: list[tuple[NewDelivery, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="webhook-writer")
-        self._connection: Any = None  # a pooled DBAPI connection, used only on _thread
+        self._connection = dedicated_connection(db, name="webhook-writer")
         self._quiet = asyncio.Event()
         self._quiet.set()
         self.batches = 0  # for the benchmark's report
@@ -94,47 +90,12 @@ class DeliveryWriter:
         return inserted
 
     async def _run(self, rows: list[NewDelivery]) -> set[str]:
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._insert, rows)
-
-    def _insert(self, rows: list[NewDelivery]) -> set[str]:
-        """On the writer thread: one INSERT, one COMMIT (rolled back and the connection
-        replaced on any error, so the next batch starts clean)."""
-        if self._connection is None:
-            self._connection = self._db.engine.raw_connection()
-        connection = self._connection
-        try:
-            cursor = connection.cursor()
-            try:
-                cursor.execute(
-                    insert_statement(self._dialect, len(rows)),
-                    insert_parameters(self._dialect, rows),
-                )
-                inserted = {row[0] for row in cursor.fetchall()}
-            finally:
-                cursor.close()
-            connection.commit()
-        except Exception:
-            self._discard()
-            raise
-        return inserted
-
-    def _discard(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            try:
-                connection.rollback()
-                connection.invalidate()
-            except Exception:
-                log.debug("discarding the writer's connection failed", exc_info=True)
+        dialect = self._connection.dialect
+        statement = (insert_statement(dialect, len(rows)), insert_parameters(dialect, rows))
+        [inserted] = await self._connection.transaction([statement])
+        return {row[0] for row in inserted}
 
     async def close(self) -> None:
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
-
-        def release() -> None:
-            if self._connection is not None:
-                self._connection.close()  # back to the pool
-                self._connection = None
-
-        await asyncio.get_running_loop().run_in_executor(self._thread, release)
-        self._thread.shutdown(wait=True)
+        await self._connection.close()
