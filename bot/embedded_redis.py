@@ -61,6 +61,9 @@ def start_embedded_redis(data_dir: Path) -> EmbeddedRedis:
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            # Its own session: a Ctrl-C in the terminal reaches `steelframe dev`, which stops
+            # the worker and the service first and this server last.
+            start_new_session=True,
         )
         url = f"redis://127.0.0.1:{port}/0"
         deadline = time.monotonic() + 10
