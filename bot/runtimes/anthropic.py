@@ -22,9 +22,17 @@ from typing import Any
 import aiohttp
 
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
-from bot.runtimes.budget import fit_history, reserve_tokens
+from bot.runtimes.budget import fit_request
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.tools import RepoTools, ToolCall, ToolResult, ToolSpec, status_text
+from bot.runtimes.tools import (
+    RepoTools,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    repo_tools,
+    status_text,
+    tools_available,
+)
 from bot.runtimes.transport import (
     Endpoint,
     UpstreamFailure,
@@ -38,7 +46,6 @@ from bot.runtimes.transport import (
 
 log = logging.getLogger(__name__)
 API_VERSION = "2023-06-01"
-CHARS_PER_ROOM_TOKEN = 3
 _RETRYABLE_ERRORS = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 )
@@ -120,28 +127,18 @@ class AnthropicRuntime:
 
     async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
         yield Route(model=self.model, endpoint=self.endpoint.label)
-        use_tools = self.tool_rounds > 0 and request.checkout.is_dir()
-        reserve = reserve_tokens(
-            self.context_tokens,
-            max_output_tokens=request.max_output_tokens,
+        use_tools = tools_available(request.checkout, self.tool_rounds)
+        fitted = fit_request(
+            request,
+            model=self.model,
+            window=self.context_tokens,
             thinking_tokens=self.thinking_tokens,
             tools=use_tools,
-        )
-        fitted = fit_history(
-            request.system,
-            request.messages,
-            window=self.context_tokens,
-            reserve=reserve,
-            model=self.model,
         )
         for event in fitted.events():
             yield event
         tools = (
-            RepoTools(
-                request.checkout,
-                max_rounds=self.tool_rounds,
-                budget_chars=fitted.room * CHARS_PER_ROOM_TOKEN,
-            )
+            repo_tools(request.checkout, rounds=self.tool_rounds, room_tokens=fitted.room)
             if use_tools
             else None
         )

@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.runtimes.base import ChatMessage, ContextBudget, RuntimeEvent, Status
+from bot.runtimes.base import ChatMessage, ContextBudget, RuntimeEvent, RuntimeRequest, Status
 from bot.runtimes.transport import UpstreamFailure
 
 CHARS_PER_TOKEN = 3.5
@@ -91,4 +91,20 @@ def trim_text(budget: ContextBudget) -> str:
         f"history trimmed: {budget.before_messages} → {budget.after_messages} messages "
         f"(~{budget.before_tokens:,} → ~{budget.after_tokens:,} tokens) "
         f"to fit a {budget.window:,}-token window"
+    )
+
+
+def fit_request(
+    request: RuntimeRequest, *, model: str, window: int, thinking_tokens: int = 0, tools: bool
+) -> Fitted:
+    """The request's history fitted to `window`, with room kept for the reply, thinking and
+    tool definitions: the same first step of every model runtime."""
+    reserve = reserve_tokens(
+        window,
+        max_output_tokens=request.max_output_tokens,
+        thinking_tokens=thinking_tokens,
+        tools=tools,
+    )
+    return fit_history(
+        request.system, request.messages, window=window, reserve=reserve, model=model
     )

@@ -32,7 +32,7 @@ from bot.runtimes.base import (
     Thinking,
     Usage,
 )
-from bot.runtimes.budget import fit_history, reserve_tokens
+from bot.runtimes.budget import fit_request
 from bot.runtimes.transport import UpstreamFailure, clip, redact
 
 log = logging.getLogger(__name__)
@@ -82,19 +82,7 @@ class CommandRuntime:
 
     async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
         yield Route(model=self.model, endpoint=self.endpoint)
-        reserve = reserve_tokens(
-            self.context_tokens,
-            max_output_tokens=request.max_output_tokens,
-            thinking_tokens=0,
-            tools=False,
-        )
-        fitted = fit_history(
-            request.system,
-            request.messages,
-            window=self.context_tokens,
-            reserve=reserve,
-            model=self.model,
-        )
+        fitted = fit_request(request, model=self.model, window=self.context_tokens, tools=False)
         for event in fitted.events():
             yield event
         payload = {

@@ -22,10 +22,18 @@ from typing import Any
 import aiohttp
 
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
-from bot.runtimes.budget import fit_history, reserve_tokens
+from bot.runtimes.budget import fit_request
 from bot.runtimes.eventstream import server_events
 from bot.runtimes.thinktags import ThinkTagSplitter
-from bot.runtimes.tools import RepoTools, ToolCall, ToolResult, ToolSpec, status_text
+from bot.runtimes.tools import (
+    RepoTools,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    repo_tools,
+    status_text,
+    tools_available,
+)
 from bot.runtimes.transport import (
     Endpoint,
     UpstreamFailure,
@@ -38,7 +46,6 @@ from bot.runtimes.transport import (
 )
 
 log = logging.getLogger(__name__)
-CHARS_PER_ROOM_TOKEN = 3  # tool output allowance: estimated free tokens x this
 # Mid-stream error codes/types that mean "busy or broken right now", not "bad request".
 _RETRYABLE_KINDS = ("rate_limit", "overloaded", "server_error", "timeout", "unavailable")
 
@@ -85,28 +92,18 @@ class OpenAIRuntime:
 
     async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
         yield Route(model=self.model, endpoint=self.endpoint.label)
-        use_tools = self.tool_rounds > 0 and request.checkout.is_dir()
-        reserve = reserve_tokens(
-            self.context_tokens,
-            max_output_tokens=request.max_output_tokens,
+        use_tools = tools_available(request.checkout, self.tool_rounds)
+        fitted = fit_request(
+            request,
+            model=self.model,
+            window=self.context_tokens,
             thinking_tokens=0,
             tools=use_tools,
-        )
-        fitted = fit_history(
-            request.system,
-            request.messages,
-            window=self.context_tokens,
-            reserve=reserve,
-            model=self.model,
         )
         for event in fitted.events():
             yield event
         tools = (
-            RepoTools(
-                request.checkout,
-                max_rounds=self.tool_rounds,
-                budget_chars=fitted.room * CHARS_PER_ROOM_TOKEN,
-            )
+            repo_tools(request.checkout, rounds=self.tool_rounds, room_tokens=fitted.room)
             if use_tools
             else None
         )

@@ -353,3 +353,15 @@ def _attr(value: str) -> str:
     return (
         value.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;").replace("\n", " ")
     )
+
+
+CHARS_PER_ROOM_TOKEN = 3  # tool output allowance: the fitted history's free tokens x this
+
+
+def tools_available(checkout: Path, rounds: int) -> bool:
+    return rounds > 0 and checkout.is_dir()
+
+
+def repo_tools(checkout: Path, *, rounds: int, room_tokens: int) -> RepoTools:
+    """The read-only tools for a turn, their output bounded by the fitted history's room."""
+    return RepoTools(checkout, max_rounds=rounds, budget_chars=room_tokens * CHARS_PER_ROOM_TOKEN)
