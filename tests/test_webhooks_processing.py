@@ -100,3 +100,28 @@ async def test_a_stored_form_encoded_delivery_is_processed_after_a_restart(
         "form": (DeliveryStatus.PROCESSED, 1),
         "garbage": (DeliveryStatus.FAILED, 1),
     }
+
+
+async def test_a_failing_handler_does_not_stop_the_others_and_the_delivery_says_why(
+    services_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path)
+    db = services_factory(settings).db
+    db.call(insert_deliveries, [stored("both")])
+    router = Router()
+    calls: list[str] = []
+
+    @handles(router, "issues", action="opened")
+    async def remember(event: Event, ctx: WebhookContext) -> None:
+        raise RuntimeError("memory is down")
+
+    @handles(router, "issues", action="opened")
+    async def pickup(event: Event, ctx: WebhookContext) -> None:
+        calls.append(event.delivery_id)
+
+    processor = DeliveryProcessor(router, WebhookContext(db=db, settings=settings, clock=utcnow))
+    assert await processor.recover(grace_seconds=0) == 1
+    assert calls == ["both"]
+    assert rows(db) == {"both": (DeliveryStatus.FAILED, 1)}
+    reason = db.call(lambda s: s.scalar(select(WebhookDelivery.reason)))
+    assert reason == "RuntimeError: memory is down"

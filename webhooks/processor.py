@@ -179,14 +179,27 @@ class DeliveryProcessor:
         await self.db.run(finish, results, now=self.ctx.clock())
 
     async def dispatch(self, item: Pending) -> Finished:
+        """Run every handler routed for the delivery. Each runs even if another failed
+        (remembering text must not cost a task its pickup); any failure marks the delivery
+        failed with every reason."""
         event = Event(item.data, event=item.event, delivery_id=item.delivery_id)
-        if not self.router.fetch(event):
+        handlers = self.router.fetch(event)
+        if not handlers:
             return Finished(item.delivery_id, DeliveryStatus.IGNORED)
-        try:
-            await self.router.dispatch(event, self.ctx)
-        except Exception as exc:
-            log.exception("webhook %s (%s) failed in a handler", item.delivery_id, item.event)
-            return Finished(item.delivery_id, DeliveryStatus.FAILED, f"{type(exc).__name__}: {exc}")
+        failures = []
+        for handler in handlers:
+            try:
+                await handler(event, self.ctx)
+            except Exception as exc:
+                log.exception(
+                    "webhook %s (%s) failed in %s",
+                    item.delivery_id,
+                    item.event,
+                    getattr(handler, "__qualname__", handler),
+                )
+                failures.append(f"{type(exc).__name__}: {exc}")
+        if failures:
+            return Finished(item.delivery_id, DeliveryStatus.FAILED, "; ".join(failures))
         return Finished(item.delivery_id, DeliveryStatus.PROCESSED)
 
     # -- recovery --------------------------------------------------------------------------
