@@ -25,7 +25,7 @@ from bench._stats import percentile, ratio, summary_ms
 from bot.appkeys import SERVICES
 from bot.config import Settings
 from bot.operators import create_operator
-from bot.server import create_app
+from steelframe.server import create_app
 
 
 def bare_app() -> web.Application:

@@ -172,7 +172,7 @@ async def run(n_latency: int, n_throughput: int, redis_url: str | None) -> dict[
         root = Path(tmp)
         embedded = None
         if redis_url is None:
-            from bot.embedded_redis import start_embedded_redis
+            from steelframe.embedded_redis import start_embedded_redis
 
             embedded = start_embedded_redis(root / "redis")
             redis_url = embedded.url

@@ -120,7 +120,7 @@ def naive_app(database_url: str) -> web.Application:
 
 def steelframe_app(database_url: str, data_dir: Path) -> web.Application:
     from bot.config import Secret, Settings
-    from bot.server import create_app
+    from steelframe.server import create_app
 
     settings = Settings.from_env(
         {},

@@ -95,19 +95,34 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
+def _claim_redis_database(admin: redis.Redis) -> int:
+    for db in random.sample(range(1, 16), 15):
+        if admin.set(f"steelframe-test:db:{db}", os.getpid(), nx=True, ex=3600):
+            return db
+    raise RuntimeError("all 15 Redis test databases are claimed by other test sessions")
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Redis: the machine's, started if it stopped, else the embedded one dev uses.
 
-    Each test session uses its own database number, so parallel runs do not collide."""
-    db = random.randint(1, 15)
+    Each test session claims a database number of its own (a key in database 0 that expires
+    if the session dies), so parallel runs and xdist workers never flush each other's data."""
     try:
-        redis.Redis.from_url(REDIS_URL).ping()
-        yield f"{REDIS_URL}/{db}"
-        return
+        admin = redis.Redis.from_url(REDIS_URL)
+        admin.ping()
     except redis.RedisError:
-        pass
-    from bot.embedded_redis import start_embedded_redis
+        admin = None
+    if admin is not None:
+        db = _claim_redis_database(admin)
+        try:
+            yield f"{REDIS_URL}/{db}"
+        finally:
+            admin.delete(f"steelframe-test:db:{db}")
+            admin.close()
+        return
+    db = random.randint(1, 15)
+    from steelframe.embedded_redis import start_embedded_redis
 
     embedded = start_embedded_redis(tmp_path_factory.mktemp("redis"))
     try:
@@ -193,7 +208,7 @@ async def api_factory(aiohttp_client: Any) -> AsyncIterator[Callable[..., Any]]:
     """Build the real app (with optional overrides, e.g. `runtimes=`) and a client for it."""
 
     async def factory(settings: Settings, **overrides: Any) -> ApiClient:
-        from bot.server import create_app
+        from steelframe.server import create_app
 
         app = create_app(settings, **overrides)
         client = await aiohttp_client(app)

@@ -10,7 +10,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from bot.cli import main
+from steelframe.cli import main
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -41,7 +41,7 @@ def test_operator_create_prints_the_token_last(
 def test_bad_setting_stops_with_a_message_naming_it(tmp_path: Path) -> None:
     env = _env(tmp_path) | {"STEELFRAME_RUNTIME": "nonsense"}
     result = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "db", "upgrade"],
+        [sys.executable, "-m", "steelframe.cli", "db", "upgrade"],
         env=env,
         capture_output=True,
         text=True,
@@ -55,7 +55,7 @@ def test_dev_prints_url_and_token_that_work(tmp_path: Path) -> None:
     env = _env(tmp_path)
     del env["STEELFRAME_DATABASE_URL"]  # dev's embedded default: a SQLite file under ./var
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "dev", "--port", "0"],
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
 from bot.clock import utcnow
 from bot.db import Database, upgrade
+from steelframe.cli import main
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from webhooks.deliveries import DeliveryStatus, Finished, NewDelivery, finish, insert_deliveries
 

@@ -39,7 +39,7 @@ def test_dev_runs_a_worker_on_an_embedded_redis_that_delivers_a_labelled_issue(
     # Absolute: the dev sandbox turns its repositories' paths into file:// clone URLs.
     env["STEELFRAME_DATA_DIR"] = str(tmp_path / "var")
     process = subprocess.Popen(
-        [sys.executable, "-m", "bot.cli", "dev", "--port", "0"],
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from sqlalchemy import update
 
-from bot.commands.worker import run_reconcile
 from bot.lifecycle import leases, tasks
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task, TaskLease
 from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, gone, wait_for

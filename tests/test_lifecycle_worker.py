@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
-from bot.commands.worker import run_reconcile
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
+from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
+from steelframe.cli import main
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make, alive, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -55,7 +55,7 @@ def start_worker(lc: Lifecycle, log: Path, *args: str) -> subprocess.Popen[bytes
     """`steelframe worker ARGS` in a session of its own, its output in `log`."""
     with open(log, "wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "bot.cli", "worker", *args],
+            [sys.executable, "-m", "steelframe.cli", "worker", *args],
             env=worker_env(lc),
             cwd=lc.settings.data_dir.parent,
             stdout=out,
@@ -188,7 +188,7 @@ async def test_reconcile_command_reports_what_it_repaired(make: Make, tmp_path: 
     await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
     result = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "bot.cli", "reconcile"],
+        [sys.executable, "-m", "steelframe.cli", "reconcile"],
         env=worker_env(lc),
         cwd=tmp_path,
         capture_output=True,

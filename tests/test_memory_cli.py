@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli import main
+from steelframe.cli import main
 
 
 @pytest.fixture(autouse=True)

@@ -60,7 +60,7 @@ async def test_dev_brings_up_the_sandbox_and_its_webhooks_reach_the_service(
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bot.cli",
+        "steelframe.cli",
         "dev",
         "--port",
         "0",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from textual.app import App, ComposeResult
 
-from bot.cli import build_parser
+from steelframe.cli import build_parser
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
@@ -246,7 +246,7 @@ def test_missing_token_or_bad_url_exits_2_with_a_clear_message(
 def test_steelframe_tui_subcommand_takes_the_same_options() -> None:
     args = build_parser().parse_args(["tui", "--url", "http://h:1", "--token", "sfo_t"])
     assert (args.url, args.token) == ("http://h:1", "sfo_t")
-    assert args.handler.__module__ == "bot.commands.tui"
+    assert args.handler.__module__ == "steelframe.commands.tui"
 
 
 async def test_recency_fallback_row_says_there_were_no_semantic_hits() -> None:

@@ -1,6 +1,6 @@
 """GitHub webhooks: the signed endpoint, the durable delivery log, and the event router.
 
-`setup(app, services)` is the web service's plugin (see `bot.server.default_plugins`).
+`setup(app, services)` is the web service's plugin (see `steelframe.server.default_plugins`).
 """
 
 from __future__ import annotations

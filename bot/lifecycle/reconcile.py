@@ -293,3 +293,15 @@ def _sweep_worktrees(ctx: LifecycleContext) -> int:
         worktree.remove(path)
         removed += 1
     return removed
+
+
+def run_reconcile(ctx: LifecycleContext, *, say: Callable[[str], None] = print) -> ReconcileReport:
+    """One reconcile pass from synchronous code (a worker start, its periodic thread)."""
+
+    async def main() -> ReconcileReport:
+        if ctx.github is None:
+            return await reconcile(ctx, None, say=say)
+        async with ctx.github() as github:
+            return await reconcile(ctx, github, say=say)
+
+    return asyncio.run(main())

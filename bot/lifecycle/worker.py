@@ -17,7 +17,6 @@ from rq.job import Job
 from rq.timeouts import TimerDeathPenalty
 
 from bot.lifecycle import context
-from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 
 log = logging.getLogger(__name__)
@@ -77,38 +76,3 @@ class InProcessWorker(SimpleWorker):
             if found is not None:
                 return found
         return None
-
-
-class WorkerThread:
-    """An in-process worker on a background thread (`steelframe dev`): reconciles, then
-    works the queue until `stop()`."""
-
-    def __init__(self, ctx: LifecycleContext) -> None:
-        self.ctx = ctx
-        self.worker = InProcessWorker(
-            [Queue(ctx.queue_name, connection=ctx.redis)], connection=ctx.redis
-        )
-        self._thread = threading.Thread(target=self._run, name="lifecycle-worker", daemon=True)
-
-    def start(self) -> None:
-        context.bind(self.ctx)
-        self._thread.start()
-
-    def _run(self) -> None:
-        from bot.commands.worker import run_reconcile
-
-        try:
-            run_reconcile(self.ctx, say=lambda line: None)
-        except Exception:
-            log.exception("worker: reconcile at start failed; working anyway")
-        self.worker.work(with_scheduler=False, logging_level=None)
-
-    def stop(self, timeout: float = 10.0) -> None:
-        """Ask the worker to stop after its current job; wait up to `timeout` for it."""
-        self.worker.stop()
-        self._thread.join(timeout)
-        if self._thread.is_alive():
-            log.warning(
-                "worker: still finishing a job; its lease expires and the next start "
-                "recovers the task"
-            )

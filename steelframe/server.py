@@ -1,7 +1,6 @@
 """The composition root of the web service: one aiohttp app from the per-concern packages.
 
-This and `bot.cli` are the only core modules that import the HTTP packages; everything else
-in `bot` stays free of HTTP.
+The entry package is the only one that imports every other; `bot` stays free of HTTP.
 """
 
 from __future__ import annotations
@@ -17,6 +16,10 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
+from operator_api import board_routes, chat_routes, decision_routes, meta_routes
+from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
+from operator_api.middleware import errors_middleware
+from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
 # Extra set-up steps (the webhook route, the GitHub client, memory...) register here so the
@@ -31,10 +34,6 @@ def create_app(
     plugins: tuple[AppPlugin, ...] | None = None,
     **service_overrides: Any,
 ) -> web.Application:
-    from operator_api import board_routes, chat_routes, decision_routes, meta_routes
-    from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
-    from operator_api.middleware import errors_middleware
-
     # The largest body any route accepts is a GitHub webhook (25 MB); chat routes enforce
     # their own much lower cap while reading.
     app = web.Application(
@@ -69,6 +68,4 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    from webhooks import setup as webhooks_setup
-
     return (webhooks_setup,)

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any, TextIO
 
 from bot import db as dbmod
-from bot.cli import load_settings
+from steelframe.cli import load_settings
 
 BAR_WIDTH = 30
 

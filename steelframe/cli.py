@@ -20,12 +20,12 @@ from bot.config import ConfigError, Settings
 
 T = TypeVar("T")
 COMMAND_MODULES = [
-    "bot.commands.core",
-    "bot.dev",
-    "bot.commands.github",
-    "bot.commands.memory",
-    "bot.commands.tui",
-    "bot.commands.worker",
+    "steelframe.commands.core",
+    "steelframe.dev",
+    "steelframe.commands.github",
+    "steelframe.commands.memory",
+    "steelframe.commands.tui",
+    "steelframe.commands.worker",
 ]
 
 

@@ -19,11 +19,11 @@ from aiohttp import web
 from sqlalchemy import select
 
 from bot.appkeys import SERVICES
-from bot.cli import configure_logging, load_settings
 from bot.config import Secret, Settings
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
+from steelframe.cli import configure_logging, load_settings
 
 DEV_OPERATOR = "dev"
 DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
@@ -53,7 +53,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 async def run_dev(
     settings: Settings, *, host: str, port: int, ready: Callable[[str, str], None] | None = None
 ) -> None:
-    from bot.server import create_app
+    from steelframe.server import create_app
 
     print("steelframe dev: preparing the database ...", flush=True)
     # Every part started is stopped on the way out, whatever fails after it (a busy port,
@@ -129,7 +129,7 @@ def _embedded_redis(settings: Settings) -> Any:
     """A Redis of our own when none is configured (the task queue needs one)."""
     if settings.redis_url:
         return None
-    from bot.embedded_redis import start_embedded_redis
+    from steelframe.embedded_redis import start_embedded_redis
 
     print("steelframe dev: starting an embedded Redis ...", flush=True)
     return start_embedded_redis(settings.data_dir / "redis")
@@ -138,7 +138,7 @@ def _embedded_redis(settings: Settings) -> Any:
 def _start_worker(services: Any) -> Any:
     """An in-process lifecycle worker (RQ SimpleWorker on a thread) on the service's parts."""
     from bot.lifecycle.context import build_context, github_factory
-    from bot.lifecycle.worker import WorkerThread
+    from steelframe.dev_worker import WorkerThread
 
     settings = services.settings
     if services.redis is None:

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import sys
 import threading
 from typing import Any
 
+from rq import Queue
+
 from bot import db as dbmod
-from bot.cli import configure_logging, load_settings
 from bot.config import Settings
 from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import ReconcileReport, reconcile
+from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
+from steelframe.cli import configure_logging, load_settings
 
 log = logging.getLogger("steelframe.worker")
 
@@ -48,16 +50,6 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
     return ctx
 
 
-def run_reconcile(ctx: LifecycleContext, *, say: Any = print) -> ReconcileReport:
-    async def main() -> ReconcileReport:
-        if ctx.github is None:
-            return await reconcile(ctx, None, say=say)
-        async with ctx.github() as github:
-            return await reconcile(ctx, github, say=say)
-
-    return asyncio.run(main())
-
-
 def cmd_reconcile(args: argparse.Namespace) -> int:
     settings = load_settings()
     configure_logging(settings.log_level)
@@ -83,10 +75,6 @@ def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from rq import Queue
-
-    from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
-
     settings = load_settings()
     configure_logging(settings.log_level)
     ctx = _context(settings, args.queue)

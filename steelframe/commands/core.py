@@ -9,10 +9,10 @@ from typing import Any
 from aiohttp import web
 
 from bot import db as dbmod
-from bot.cli import configure_logging, load_settings, with_database
 from bot.config import settings_fields
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
+from steelframe.cli import configure_logging, load_settings, with_database
 
 
 def register(subparsers: Any) -> None:
@@ -41,7 +41,7 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from bot.server import create_app
+    from steelframe.server import create_app
 
     settings = load_settings()
     configure_logging(settings.log_level)

@@ -10,8 +10,8 @@ from typing import Any
 
 from sqlalchemy import select
 
-from bot.cli import configure_logging, load_settings, with_database
 from bot.errors import SteelframeError
+from steelframe.cli import configure_logging, load_settings, with_database
 
 
 def register(subparsers: Any) -> None:

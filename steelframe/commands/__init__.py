@@ -1,0 +1,1 @@
+"""CLI command groups, one module each (see steelframe.cli.COMMAND_MODULES)."""

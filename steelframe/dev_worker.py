@@ -1,0 +1,49 @@
+"""The in-process lifecycle worker of `steelframe dev`: reconciles, then works the queue on a
+background thread until stopped."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from rq import Queue
+
+from bot.lifecycle import context
+from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.worker import InProcessWorker
+
+log = logging.getLogger("steelframe.dev")
+
+
+class WorkerThread:
+    """An in-process worker on a background thread (`steelframe dev`): reconciles, then
+    works the queue until `stop()`."""
+
+    def __init__(self, ctx: LifecycleContext) -> None:
+        self.ctx = ctx
+        self.worker = InProcessWorker(
+            [Queue(ctx.queue_name, connection=ctx.redis)], connection=ctx.redis
+        )
+        self._thread = threading.Thread(target=self._run, name="lifecycle-worker", daemon=True)
+
+    def start(self) -> None:
+        context.bind(self.ctx)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            run_reconcile(self.ctx, say=lambda line: None)
+        except Exception:
+            log.exception("worker: reconcile at start failed; working anyway")
+        self.worker.work(with_scheduler=False, logging_level=None)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Ask the worker to stop after its current job; wait up to `timeout` for it."""
+        self.worker.stop()
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            log.warning(
+                "worker: still finishing a job; its lease expires and the next start "
+                "recovers the task"
+            )
