@@ -21,6 +21,7 @@ DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
 DEFAULT_CHAT_MAX_BODY = 64 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
 RUNTIMES = ("offline", "openai", "anthropic", "command")
+SANDBOXES = ("bwrap", "off")
 
 
 class ConfigError(Exception):
@@ -147,6 +148,28 @@ def _json_object(value: str) -> dict[str, Any]:
     return parsed
 
 
+def _sandbox(value: str) -> str:
+    if value not in SANDBOXES:
+        raise ValueError(f"must be one of {', '.join(SANDBOXES)}")
+    return value
+
+
+def _names(value: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    for name in names:
+        if not name.replace("_", "").isalnum() or name[0].isdigit():
+            raise ValueError(f"{name!r} is not an environment variable name")
+    return names
+
+
+def _paths(value: str) -> tuple[Path, ...]:
+    paths = tuple(Path(part) for part in value.split(os.pathsep) if part.strip())
+    for path in paths:
+        if not path.is_absolute():
+            raise ValueError(f"{str(path)!r} is not an absolute path")
+    return paths
+
+
 def _secret(value: str) -> Secret:
     return Secret(value)
 
@@ -176,6 +199,28 @@ FIELDS: tuple[_Field, ...] = (
         "STEELFRAME_THINKING_TOKENS", "thinking_tokens", _non_negative_int, "anthropic thinking"
     ),
     _Field("STEELFRAME_CODING_COMMAND", "coding_command", _str, "worker's coding runtime"),
+    _Field("STEELFRAME_CODING_SANDBOX", "coding_sandbox", _sandbox, "bwrap|off (no isolation)"),
+    _Field("STEELFRAME_CODING_NETWORK", "coding_network", _bool, "runtime may use the network"),
+    _Field(
+        "STEELFRAME_CODING_ENV_PASSTHROUGH",
+        "coding_env_passthrough",
+        _names,
+        "variables passed to the runtime (its model key)",
+    ),
+    _Field("STEELFRAME_CODING_MEMORY_MB", "coding_memory_mb", _positive_int, "address space"),
+    _Field("STEELFRAME_CODING_MAX_PROCESSES", "coding_max_processes", _positive_int, "processes"),
+    _Field(
+        "STEELFRAME_CODING_READ_ONLY_PATHS",
+        "coding_read_only_paths",
+        _paths,
+        "extra paths the runtime reads (os.pathsep-separated)",
+    ),
+    _Field(
+        "STEELFRAME_CODING_WRITABLE_PATHS",
+        "coding_writable_paths",
+        _paths,
+        "extra paths the runtime writes (os.pathsep-separated)",
+    ),
     _Field("STEELFRAME_REPO", "repo", _repo, "default agent repository owner/name"),
     _Field("STEELFRAME_CHECKOUT", "checkout", Path, "default agent read-only checkout"),
     _Field("STEELFRAME_AGENTS", "agents_json", _json_object, "extra agents (JSON)"),
@@ -231,6 +276,15 @@ class Settings:
     tool_rounds: int = 4
     thinking_tokens: int = 0
     coding_command: str | None = None
+    # The coding runtime's isolation (docs/lifecycle.md, "The sandbox"): `off` runs it
+    # unisolated, with a warning at every run, on /healthz and on the board.
+    coding_sandbox: str = "bwrap"
+    coding_network: bool = True
+    coding_env_passthrough: tuple[str, ...] = ()
+    coding_memory_mb: int = 4096
+    coding_max_processes: int = 256
+    coding_read_only_paths: tuple[Path, ...] = ()
+    coding_writable_paths: tuple[Path, ...] = ()
     repo: str = "steelframe-dev/sandbox"
     checkout: Path = Path(".")
     agents_json: dict[str, Any] = field(default_factory=dict)
@@ -365,8 +419,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
             values["agents_json"] = raw
             continue
         text = json.dumps(raw) if isinstance(raw, list | dict) else str(raw)
-        if isinstance(raw, list) and spec.parse is _labels:
+        if isinstance(raw, list) and spec.parse in (_labels, _names):
             text = ",".join(map(str, raw))
+        elif isinstance(raw, list) and spec.parse is _paths:
+            text = os.pathsep.join(map(str, raw))
         values[spec.attr] = _parse(spec, text)
     return values
 

@@ -44,7 +44,14 @@ class IssueApi(Protocol):
 
 class TaskStarter(Protocol):
     async def pickup(
-        self, repo: str, issue: int, *, title: str, origin_session: str | None, cause: str
+        self,
+        repo: str,
+        issue: int,
+        *,
+        title: str,
+        body: str | None,
+        origin_session: str | None,
+        cause: str,
     ) -> Any: ...
 
 
@@ -147,7 +154,12 @@ class FilingService:
         if self.tasks is not None:
             try:
                 await self.tasks.pickup(
-                    repo, number, title=title, origin_session=origin_session, cause=f"chat:{kind}"
+                    repo,
+                    number,
+                    title=title,
+                    body=str(request["body"]),  # the text the task works from (pinned)
+                    origin_session=origin_session,
+                    cause=f"chat:{kind}",
                 )
                 started = True
             except Exception as exc:

@@ -26,6 +26,7 @@ from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
 from bot.runtimes.base import Runtime
@@ -62,7 +63,11 @@ class Services:
         redis_ok: bool | None = None
         if self.redis is not None:
             redis_ok = await asyncio.to_thread(_redis_ping, self.redis)
-        return {"database": database, "redis": redis_ok}
+        return {
+            "database": database,
+            "redis": redis_ok,
+            "coding_sandbox": sandbox_status(self.settings),
+        }
 
     async def close(self) -> None:
         await self.registry.close()

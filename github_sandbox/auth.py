@@ -24,6 +24,7 @@ class Caller:
     kind: str  # "app" | "installation" | "user"
     user: User
     installation: Installation | None = None
+    token: IssuedToken | None = None
 
 
 def _credential(header: str) -> tuple[str, str]:
@@ -79,20 +80,85 @@ def resolve_token(world: World, header: str) -> Caller:
             raise SandboxError(401, "Bad credentials")
         if installation.suspended_at is not None:
             raise SandboxError(403, "This installation has been suspended")
-        return Caller("installation", world.app.bot, installation)
+        return Caller("installation", world.app.bot, installation, issued)
     login = world.user_tokens.get(token)
     if login is not None:
         return Caller("user", world.users[login])
     raise SandboxError(401, "Bad credentials")
 
 
+LEVELS = {"read": 1, "write": 2, "admin": 3}
+NOT_ACCESSIBLE = 403, "Resource not accessible by integration"
+
+
+def token_scope(
+    world: World, installation: Installation, data: object
+) -> tuple[frozenset[str] | None, dict[str, str] | None]:
+    """The `repositories` and `permissions` of an access-token request, checked as GitHub
+    does: only the installation's repositories, only permissions the App was granted."""
+    if not isinstance(data, dict):
+        raise SandboxError(400, "Problems parsing JSON")
+    repos: frozenset[str] | None = None
+    names = data.get("repositories")
+    if names is not None:
+        owner = installation.account.login.lower()
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise SandboxError(422, "Invalid request: repositories must be a list of names")
+        repos = frozenset(f"{owner}/{name.lower()}" for name in names)
+        if not repos <= installation.repos:
+            raise SandboxError(
+                422,
+                "There is at least one repository that does not exist or is not accessible "
+                "to the parent installation.",
+            )
+    wanted = data.get("permissions")
+    if wanted is not None:
+        granted = world.app.permissions
+        if not isinstance(wanted, dict) or not all(
+            isinstance(level, str) and level in LEVELS for level in wanted.values()
+        ):
+            raise SandboxError(422, "Invalid request: permissions must map names to levels")
+        for name, level in wanted.items():
+            if LEVELS[level] > LEVELS.get(granted.get(name, ""), 0):
+                raise SandboxError(
+                    422, "The permissions requested are not granted to this installation."
+                )
+        wanted = {"metadata": "read", **wanted}
+    return repos, wanted
+
+
+def check_scope(caller: Caller, repo: str, method: str, path: str) -> None:
+    """404 for a repository the token was not issued for; 403 for a permission it lacks."""
+    token = caller.token
+    if token is None:
+        return
+    if token.repos is not None and repo.lower() not in token.repos:
+        raise SandboxError(404, "Not Found")
+    if token.permissions is None:
+        return
+    if "/pulls" in path:
+        name = "pull_requests"
+    elif "/issues" in path or "/labels" in path:
+        name = "issues"
+    else:
+        name = "metadata"
+    need = 1 if method in ("GET", "HEAD") else 2
+    if LEVELS.get(token.permissions.get(name, ""), 0) < need:
+        raise SandboxError(*NOT_ACCESSIBLE)
+
+
 def issue_installation_token(
-    world: World, installation: Installation, ttl: float
+    world: World,
+    installation: Installation,
+    ttl: float,
+    *,
+    repos: frozenset[str] | None = None,
+    permissions: dict[str, str] | None = None,
 ) -> tuple[str, IssuedToken]:
     # Longer than the classic 40 characters: GitHub is moving to longer tokens and the
     # client must not assume a length.
     token = "ghs_" + secrets.token_urlsafe(48)
-    issued = IssuedToken(installation.id, world.now() + ttl)
+    issued = IssuedToken(installation.id, world.now() + ttl, repos, permissions)
     world.tokens[token] = issued
     return token, issued
 

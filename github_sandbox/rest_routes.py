@@ -11,7 +11,14 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from github_sandbox.appkeys import SANDBOX
-from github_sandbox.auth import Caller, issue_installation_token, resolve_token, verify_app_jwt
+from github_sandbox.auth import (
+    Caller,
+    check_scope,
+    issue_installation_token,
+    resolve_token,
+    token_scope,
+    verify_app_jwt,
+)
 from github_sandbox.operations import Outcome, SandboxError, not_found
 from github_sandbox.sandbox import Sandbox
 from github_sandbox.state import Repo, iso
@@ -42,6 +49,7 @@ def _repo(request: web.Request) -> tuple[Repo, Caller]:
         assert caller.installation is not None
         if repo.full_name.lower() not in caller.installation.repos:
             raise not_found()
+        check_scope(caller, repo.full_name, request.method, request.path)
     elif repo.private and sandbox.ops.permission(repo, caller.user) == "none":
         raise not_found()
     return repo, caller
@@ -123,14 +131,20 @@ async def create_access_token(request: web.Request) -> web.Response:
         raise not_found()
     if inst.suspended_at is not None:
         raise SandboxError(403, "This installation has been suspended")
-    token, issued = issue_installation_token(sandbox.world, inst, sandbox.token_ttl)
+    repos, permissions = token_scope(sandbox.world, inst, await _json(request))
+    token, issued = issue_installation_token(
+        sandbox.world, inst, sandbox.token_ttl, repos=repos, permissions=permissions
+    )
     sandbox.token_requests[inst.id] = sandbox.token_requests.get(inst.id, 0) + 1
-    body = {
+    body: dict[str, Any] = {
         "token": token,
         "expires_at": iso(issued.expires_at),
-        "permissions": dict(sandbox.world.app.permissions),
+        "permissions": dict(permissions or sandbox.world.app.permissions),
         "repository_selection": "selected",
     }
+    if repos is not None:
+        shown = [sandbox.world.repo(name) for name in sorted(repos)]
+        body["repositories"] = [sandbox.shapes.repository(r) for r in shown if r is not None]
     return web.json_response(body, status=201)
 
 

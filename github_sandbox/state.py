@@ -130,6 +130,9 @@ class Installation:
 class IssuedToken:
     installation_id: int
     expires_at: float
+    # What the token request narrowed it to (None: every repository / permission).
+    repos: frozenset[str] | None = None
+    permissions: dict[str, str] | None = None
 
 
 @dataclass

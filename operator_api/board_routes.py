@@ -9,6 +9,7 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Unavailable
 from bot.lifecycle import tasks
+from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
 from operator_api.auth import OPERATOR_NAME
@@ -64,16 +65,24 @@ async def board(request: web.Request) -> web.Response:
     state = _state(request)
     archived = _flag(request, "archived")
     limit = query_int(request, "limit", default=200, maximum=1000)
-    found = await request.app[SERVICES].db.run(
-        tasks.board, state=state, archived=archived, limit=limit
-    )
-    return web.json_response({"tasks": found})
+    services = request.app[SERVICES]
+    found = await services.db.run(tasks.board, state=state, archived=archived, limit=limit)
+    return web.json_response({"tasks": found, "coding_sandbox": sandbox_status(services.settings)})
 
 
 @routes.get("/api/operator/tasks/{id}")
 async def task_detail(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     return web.json_response(await request.app[SERVICES].db.run(tasks.task_detail, task_id))
+
+
+@routes.get("/api/operator/tasks/{id}/log")
+async def task_log(request: web.Request) -> web.Response:
+    """The private, redacted runtime log of the task's runs (operators only)."""
+    task_id = _task_id(request)
+    limit = query_int(request, "runs", default=tasks.MAX_LOG_RUNS, maximum=tasks.MAX_LOG_RUNS)
+    found = await request.app[SERVICES].db.run(tasks.run_logs, task_id, limit=limit)
+    return web.json_response(found)
 
 
 @routes.post("/api/operator/tasks/{id}/terminate")

@@ -191,6 +191,15 @@ def openapi_document() -> dict[str, Any]:
                 "version": {"type": "string"},
                 "database": {"type": "boolean"},
                 "redis": {"type": ["boolean", "null"]},
+                "coding_sandbox": ref("CodingSandbox"),
+            },
+        },
+        "CodingSandbox": {
+            "type": "object",
+            "properties": {
+                "mode": {"enum": ["bwrap", "off"]},
+                "network": {"type": "boolean"},
+                "warning": {"type": ["string", "null"]},
             },
         },
         "ChatRequest": {
@@ -374,6 +383,16 @@ def _task_paths(ref: Any) -> dict[str, Any]:
                 params=[TASK_PATH],
             )
         },
+        "/api/operator/tasks/{id}/log": {
+            "get": _op(
+                "The private, redacted runtime log of the task's runs (newest last)",
+                {"200": _json(ref("TaskLog")), **_errors(400, 401, 404)},
+                params=[
+                    TASK_PATH,
+                    _query("runs", {"type": "integer", "minimum": 1, "maximum": 20}, "last N"),
+                ],
+            )
+        },
         "/api/operator/tasks/{id}/terminate": {
             "post": _op(
                 "Stop a queued, running or waiting task (job cancelled, runtime killed)",
@@ -419,7 +438,29 @@ def _task_schemas(ref: Any) -> dict[str, Any]:
         "BoardTask": task,
         "Board": {
             "type": "object",
-            "properties": {"tasks": {"type": "array", "items": ref("BoardTask")}},
+            "properties": {
+                "tasks": {"type": "array", "items": ref("BoardTask")},
+                "coding_sandbox": ref("CodingSandbox"),
+            },
+        },
+        "TaskLog": {
+            "type": "object",
+            "properties": {
+                "task": {"type": "integer"},
+                "runs": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "generation": {"type": "integer"},
+                            "attempt": {"type": "integer"},
+                            "status": {"type": "string"},
+                            "at": {"type": "string"},
+                            "text": {"type": "string"},
+                        },
+                    },
+                },
+            },
         },
         "TaskEvent": {
             "type": "object",

@@ -56,6 +56,6 @@ async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
         log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
 
 
-for _action in ("opened", "labeled", "reopened"):
+for _action in ("opened", "labeled", "reopened", "edited"):
     handles(router, "issues", action=_action, needs=ISSUE_NEEDS)(on_pickup_label)
 handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)

@@ -182,6 +182,20 @@ class GitHubClient:
             self.installations.invalidate(repo)
             raise
 
+    async def scoped_token(self, repo: str, permissions: dict[str, str]) -> str:
+        """A fresh installation token for `repo` alone with only `permissions` (for one git
+        step of a task: `{"contents": "read"}` to clone, `"write"` to push). Not cached: a
+        step asks once. Never log it."""
+        installation_id = await self.installations.get(repo)
+        response = await self.transport.request(
+            "POST",
+            f"/app/installations/{installation_id}/access_tokens",
+            credential=self._app_credential(),
+            payload={"repositories": [repo.split("/", 1)[1]], "permissions": permissions},
+        )
+        log.info("github: scoped token for %s (%s)", repo, ",".join(sorted(permissions)))
+        return str(response.data["token"])
+
     async def _repo_credential(self, repo: str) -> Credential:
         installation_id = await self.installations.get(repo)
 

@@ -2,9 +2,10 @@
 
 The protocol (docs/lifecycle.md, "The coding command"):
 
-* It runs in the task's worktree (a branch `steelframe/issue-N`), in a process group of its
-  own, with the prompt on stdin (also at `$STEELFRAME_PROMPT_FILE`) and the worker's
-  environment minus every GitHub credential and Steelframe setting.
+* It runs in the sandbox (`bot.lifecycle.sandbox`): its copy of the repository at
+  `/workspace` (a branch `steelframe/issue-N`), a private `/tmp`, a read-only system, an
+  allowlisted environment; in a process group of its own, with the prompt on stdin (also at
+  `$STEELFRAME_PROMPT_FILE`).
 * It writes JSON lines to stdout: `{"type": "session", "session_id", "transcript"}` as soon
   as it has a session (stored at once, so a continuation resumes it even after a crash),
   `{"type": "usage", "input_tokens", "output_tokens", "cost_usd"}` with running totals,
@@ -12,6 +13,10 @@ The protocol (docs/lifecycle.md, "The coding command"):
   "error", "summary", "question", "error"}`. Other lines are kept as log text.
 * Exit status 0 with a result line is an answer; anything else is an error.
 * It never pushes: the worker commits what it left, pushes and opens the pull request.
+
+Everything it prints goes to the run's private log (redacted by the caller); what reaches
+the public is only what the worker says about it (`error` below is in the worker's words,
+`reason` is the short reason the runtime declared in its result line).
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
+
+from bot.lifecycle.sandbox import Launch, SandboxPolicy, SandboxRun, wrap
 
 log = logging.getLogger(__name__)
 
@@ -36,22 +42,9 @@ log = logging.getLogger(__name__)
 KILL_GRACE_SECONDS = 2.0
 LOG_TAIL_LINES = 60
 MAX_LINE_BYTES = 1 << 20
-# Never handed to the coding runtime: the App's credentials, tokens that could write to
-# GitHub, and Steelframe's own settings (database and Redis URLs can carry passwords).
-SECRET_NAMES = frozenset(
-    {
-        "APP_ID",
-        "PRIVATE_KEY",
-        "PRIVATE_KEY_PATH",
-        "WEBHOOK_SECRET",
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "GITHUB_API_URL",
-        "GIT_ASKPASS",
-        "SSH_ASKPASS",
-    }
-)
-SECRET_PREFIXES = ("STEELFRAME_", "GIT_CONFIG", "GITHUB_APP_", "RQ_")
+# The private log keeps this much of what the runtime printed (the rest is counted).
+MAX_LOG_CHARS = 2_000_000
+MAX_LOG_LINE = 4000
 
 
 class CodingStatus(StrEnum):
@@ -66,11 +59,33 @@ class CodingStatus(StrEnum):
 @dataclass(frozen=True)
 class CodingRequest:
     command: Sequence[str]
-    cwd: Path
+    run: SandboxRun
     prompt: str
-    prompt_file: Path
     time_limit: float
     task_env: Mapping[str, str]
+    policy: SandboxPolicy = field(default_factory=SandboxPolicy)
+
+
+class RunLog:
+    """Everything the runtime printed, in order, with its stream; bounded."""
+
+    def __init__(self, limit: int = MAX_LOG_CHARS) -> None:
+        self.lines: list[str] = []
+        self.size = 0
+        self.dropped = 0
+        self.limit = limit
+
+    def add(self, stream: str, text: str) -> None:
+        line = f"[{stream}] {text[:MAX_LOG_LINE]}"
+        if self.size + len(line) > self.limit:
+            self.dropped += 1
+            return
+        self.lines.append(line)
+        self.size += len(line) + 1
+
+    def text(self) -> str:
+        more = f"\n[worker] {self.dropped} more lines not kept" if self.dropped else ""
+        return "\n".join(self.lines) + more
 
 
 @dataclass
@@ -78,7 +93,8 @@ class CodingOutcome:
     status: CodingStatus
     summary: str = ""
     question: str = ""
-    error: str = ""
+    error: str = ""  # in the worker's words
+    reason: str = ""  # what the runtime declared in its result line (untrusted)
     limit: str = ""
     session_id: str | None = None
     transcript: str | None = None
@@ -88,6 +104,8 @@ class CodingOutcome:
     exit_code: int | None = None
     seconds: float = 0.0
     log_tail: list[str] = field(default_factory=list)
+    log: RunLog = field(default_factory=RunLog)
+    sandboxed: bool = False
 
     @property
     def tokens(self) -> int:
@@ -98,16 +116,6 @@ SessionHook = Callable[[str | None, str | None], Awaitable[None]]
 # Returns the name of the limit the running totals exceed, or None.
 UsageHook = Callable[[int, float], str | None]
 StartHook = Callable[[int], Awaitable[None]]
-
-
-def runtime_env(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
-    env = {
-        name: value
-        for name, value in base.items()
-        if name not in SECRET_NAMES and not name.startswith(SECRET_PREFIXES)
-    }
-    env.update(extra)
-    return env
 
 
 def kill_group(pgid: int, sig: signal.Signals = signal.SIGKILL) -> bool:
@@ -157,13 +165,13 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
         outcome.cost_usd = float(event.get("cost_usd") or 0.0)
         return "usage"
     if kind == "log":
-        outcome.log_tail.append(str(event.get("text", "")))
+        outcome.log_tail.append(str(event.get("text", ""))[:500])
         return None
     if kind == "result":
         status = str(event.get("status", ""))
         outcome.summary = str(event.get("summary") or "")
         outcome.question = str(event.get("question") or "")
-        outcome.error = str(event.get("error") or "")
+        outcome.reason = str(event.get("error") or "")
         if status == "done":
             outcome.status = CodingStatus.DONE
         elif status == "question" and outcome.question.strip():
@@ -171,14 +179,31 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
         elif status == "question":
             outcome.status = CodingStatus.ERROR
             outcome.error = "the runtime asked a question but sent no question text"
+        elif status == "error":
+            outcome.status = CodingStatus.ERROR
+            outcome.error = "the coding runtime gave up"
         else:
             outcome.status = CodingStatus.ERROR
-            outcome.error = outcome.error or f"the runtime reported status {status!r}"
+            outcome.error = "the coding runtime reported an unknown status"
+            outcome.reason = outcome.reason or f"status {status[:40]!r}"
         if event.get("session_id"):
             outcome.session_id = str(event["session_id"])
         return "result"
     outcome.log_tail.append(json.dumps(event)[:500])
     return None
+
+
+async def _spawn(launch: Launch) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        *launch.argv,
+        cwd=launch.cwd,
+        env=launch.env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        limit=MAX_LINE_BYTES,
+    )
 
 
 async def run_coding(
@@ -190,31 +215,51 @@ async def run_coding(
     on_usage: UsageHook,
     grace: float = KILL_GRACE_SECONDS,
 ) -> CodingOutcome:
-    """Run the command to its result, its time limit, a limit on usage, or `stop`."""
-    request.prompt_file.write_text(request.prompt)
-    env = runtime_env(
-        os.environ, {**request.task_env, "STEELFRAME_PROMPT_FILE": str(request.prompt_file)}
-    )
+    """Run the command to its result, its time limit, a limit on usage, or `stop`.
+
+    Raises `SandboxUnavailable` before starting anything if the sandbox cannot run."""
+    request.run.prompt.write_text(request.prompt)
+    launch = wrap(request.policy, request.run, request.command, request.task_env)
     started = time.monotonic()
-    outcome = CodingOutcome(status=CodingStatus.ERROR)
-    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
+    outcome = CodingOutcome(status=CodingStatus.ERROR, sandboxed=launch.sandboxed)
     try:
-        process = await asyncio.create_subprocess_exec(
-            *request.command,
-            cwd=request.cwd,
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=MAX_LINE_BYTES,
-        )
+        process = await _spawn(launch)
     except OSError as exc:
-        outcome.error = f"could not start the coding command: {exc.strerror or exc}"
+        outcome.error = "the coding command could not be started"
+        outcome.log.add("worker", f"could not start the coding command: {exc.strerror or exc}")
         return outcome
     await on_start(process.pid)
+    ended_by, saw_result = await _supervise(
+        process, request, outcome, stop, on_session, on_usage, grace
+    )
+    outcome.seconds = time.monotonic() - started
+    outcome.exit_code = process.returncode
+    if ended_by is not None:
+        outcome.status = ended_by
+        if ended_by == CodingStatus.TIMED_OUT:
+            outcome.limit = "time"
+    elif process.returncode != 0:
+        outcome.status = CodingStatus.ERROR
+        outcome.error = f"the coding command exited with status {process.returncode}"
+    elif not saw_result:
+        outcome.status = CodingStatus.ERROR
+        outcome.error = "the coding command exited without a result line"
+    return outcome
+
+
+async def _supervise(
+    process: asyncio.subprocess.Process,
+    request: CodingRequest,
+    outcome: CodingOutcome,
+    stop: asyncio.Event,
+    on_session: SessionHook,
+    on_usage: UsageHook,
+    grace: float,
+) -> tuple[CodingStatus | None, bool]:
+    """Feed the prompt, read both streams into the log, and wait for the end."""
     saw_result = False
     ended_by: CodingStatus | None = None
+    tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
 
     async def feed() -> None:
         assert process.stdin is not None
@@ -226,7 +271,9 @@ async def run_coding(
     async def read_stderr() -> None:
         assert process.stderr is not None
         async for raw in process.stderr:
-            tail.append(raw.decode(errors="replace").rstrip()[:500])
+            line = raw.decode(errors="replace").rstrip()
+            outcome.log.add("stderr", line)
+            tail.append(line[:500])
 
     async def read_stdout() -> None:
         nonlocal saw_result, ended_by
@@ -235,12 +282,9 @@ async def run_coding(
             line = raw.decode(errors="replace").strip()
             if not line:
                 continue
-            try:
-                event = json.loads(line)
-            except ValueError:
-                tail.append(line[:500])
-                continue
-            if not isinstance(event, dict):
+            outcome.log.add("stdout", line)
+            event = _event(line)
+            if event is None:
                 tail.append(line[:500])
                 continue
             seen = _apply_event(outcome, event)
@@ -260,13 +304,13 @@ async def run_coding(
     err_reader = asyncio.ensure_future(read_stderr())
     stopper = asyncio.ensure_future(stop.wait())
     waiter = asyncio.ensure_future(process.wait())
-    deadline = started + max(request.time_limit, 0.0)
+    deadline = time.monotonic() + max(request.time_limit, 0.0)
     try:
         while ended_by is None:
             if waiter.done():
-                # Exited: let the reader drain what is buffered (a child the runtime left
-                # behind may hold stdout open, so only briefly).
-                await asyncio.wait({out_reader}, timeout=grace)
+                # Exited: let the readers drain what is buffered (a child the runtime left
+                # behind may hold the pipes open, so only briefly).
+                await asyncio.wait({out_reader, err_reader}, timeout=grace)
                 break
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -294,21 +338,13 @@ async def run_coding(
         for future in (feeder, out_reader, err_reader, stopper):
             future.cancel()
         await asyncio.gather(feeder, out_reader, err_reader, stopper, return_exceptions=True)
-    outcome.seconds = time.monotonic() - started
-    outcome.exit_code = process.returncode
     outcome.log_tail = [*outcome.log_tail, *tail][-LOG_TAIL_LINES:]
-    if ended_by is not None:
-        outcome.status = ended_by
-        if ended_by == CodingStatus.TIMED_OUT:
-            outcome.limit = "time"
-        return outcome
-    if process.returncode != 0:
-        outcome.status = CodingStatus.ERROR
-        last = outcome.error or (tail[-1] if tail else "")
-        outcome.error = f"the coding command exited with status {process.returncode}" + (
-            f": {last}" if last else ""
-        )
-    elif not saw_result:
-        outcome.status = CodingStatus.ERROR
-        outcome.error = "the coding command exited without a result line"
-    return outcome
+    return ended_by, saw_result
+
+
+def _event(line: str) -> dict[str, Any] | None:
+    try:
+        event = json.loads(line)
+    except ValueError:
+        return None
+    return event if isinstance(event, dict) else None

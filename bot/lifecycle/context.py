@@ -20,6 +20,8 @@ import redis
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
+from bot.lifecycle.redact import Redactor, from_settings
+from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
@@ -38,6 +40,7 @@ class LifecyclePolicy:
     lease_seconds: float = 60.0
     backoff_seconds: float = 30.0
     coding_command: tuple[str, ...] | None = None
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LifecyclePolicy:
@@ -50,6 +53,7 @@ class LifecyclePolicy:
             lease_seconds=settings.task_lease_seconds,
             backoff_seconds=settings.task_retry_backoff_seconds,
             coding_command=command or None,
+            sandbox=SandboxPolicy.from_settings(settings),
         )
 
     @property
@@ -72,6 +76,8 @@ class LifecycleContext:
     clock: Clock = utcnow
     queue_name: str = DEFAULT_QUEUE
     pickup_labels: tuple[str, ...] = ("steelframe:work-on-this",)
+    # Known secret values; runs add the tokens they mint (bot.lifecycle.redact).
+    redactor: Redactor = field(default_factory=Redactor)
     _pid: int = field(default_factory=os.getpid)
 
     @property
@@ -136,6 +142,7 @@ def build_context(
         clock=clock,
         queue_name=queue_name,
         pickup_labels=settings.pickup_labels,
+        redactor=from_settings(settings, os.environ),
     )
 
 

@@ -1,5 +1,9 @@
 """How a run ends: delivered, a question asked, or failed (retried with backoff, or for
-good with a comment naming what failed or which limit was reached)."""
+good with a comment naming what failed or which limit was reached).
+
+Every text given here is public already (the worker's own words and redacted runtime
+text, see `bot.lifecycle.redact`): it goes into comments, task events and chat results.
+A run passes its lease holder as `fence`: a run that lost its lease changes nothing."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
+from bot.lifecycle.tasks import LeaseLost
 
 log = logging.getLogger(__name__)
 LIMIT_NAMES = {
@@ -31,6 +36,11 @@ def _moved(task_id: int, exc: IllegalTransition) -> str:
     return f"stopped: task became {exc.current}"
 
 
+def _fenced_out(task_id: int) -> str:
+    log.info("lifecycle: task %s: the run lost its lease; its result is dropped", task_id)
+    return "stopped: lease lost"
+
+
 def limit_text(ctx: LifecycleContext, name: str) -> str:
     policy = ctx.policy
     return LIMIT_NAMES[name].format(
@@ -42,7 +52,13 @@ def limit_text(ctx: LifecycleContext, name: str) -> str:
 
 
 async def finish_delivered(
-    ctx: LifecycleContext, github: GitHubApi, task_id: int, actor: str, *, summary: str
+    ctx: LifecycleContext,
+    github: GitHubApi,
+    task_id: int,
+    actor: str,
+    *,
+    summary: str,
+    fence: str | None = None,
 ) -> str:
     task = ctx.db.call(tasks.get_task, task_id)
     try:
@@ -56,34 +72,47 @@ async def finish_delivered(
             expect=[TaskState.RUNNING],  # a run only finishes its own running task
             changes={"summary": summary or None, "last_error": None, "pending_decision": None},
             note=summary,
+            fence=fence,
             clock=ctx.clock,
         )
     except IllegalTransition as exc:
         return _moved(task_id, exc)
+    except LeaseLost:
+        return _fenced_out(task_id)
     await publish(ctx.db, github, change, clock=ctx.clock)
     return f"delivered: {task.pr_url}"
 
 
 async def finish_question(
-    ctx: LifecycleContext, github: GitHubApi, task: Task, actor: str, question: str
+    ctx: LifecycleContext,
+    github: GitHubApi,
+    task: Task,
+    actor: str,
+    question: str,
+    *,
+    fence: str | None = None,
 ) -> str:
     text = (
         f"Steelframe needs information to go on with this issue:\n\n{question}\n\n"
         "Answer by publishing a Decision on this issue (from Steelframe's Chat, or a Decision "
         "comment by someone with write access); the task resumes with it."
     )
-    change = change_state(
-        ctx.db,
-        task.id,
-        TaskState.WAITING_FOR_INFO,
-        actor=actor,
-        detail="the coding runtime asked a question",
-        data={"question": question},
-        expect=[TaskState.RUNNING],
-        changes={"question": question, "pending_decision": None},
-        notice=text,
-        clock=ctx.clock,
-    )
+    try:
+        change = change_state(
+            ctx.db,
+            task.id,
+            TaskState.WAITING_FOR_INFO,
+            actor=actor,
+            detail="the coding runtime asked a question",
+            data={"question": question},
+            expect=[TaskState.RUNNING],
+            changes={"question": question, "pending_decision": None},
+            notice=text,
+            fence=fence,
+            clock=ctx.clock,
+        )
+    except LeaseLost:
+        return _fenced_out(task.id)
     await publish(ctx.db, github, change, clock=ctx.clock)
     return "waiting_for_info: question asked"
 
@@ -97,6 +126,7 @@ async def finish_failed(
     error: str = "",
     limit: str | None = None,
     retry: bool,
+    fence: str | None = None,
 ) -> str:
     """Schedule the next attempt (backoff) or fail the task with a comment saying why."""
     task = ctx.db.call(tasks.get_task, task_id)
@@ -119,10 +149,13 @@ async def finish_failed(
                     f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
                     f"Retrying in {delay:g} s."
                 ),
+                fence=fence,
                 clock=ctx.clock,
             )
         except IllegalTransition as exc:
             return _moved(task_id, exc)
+        except LeaseLost:
+            return _fenced_out(task_id)
         LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
             task_id, job=job, delay=delay
         )
@@ -146,10 +179,13 @@ async def finish_failed(
             changes={"last_error": error},
             notice=f"Steelframe could not finish this issue: {error}.",
             note=f"Failed: {error}",
+            fence=fence,
             clock=ctx.clock,
         )
     except IllegalTransition as exc:
         return _moved(task_id, exc)
+    except LeaseLost:
+        return _fenced_out(task_id)
     if limit is not None:
         ctx.db.call(_limit_event, task_id, actor, limit, ctx)
     await publish(ctx.db, github, change, clock=ctx.clock)

@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.lifecycle.models import TaskLease
+from bot.lifecycle.tasks import hold
 
 
 @dataclass(frozen=True)
@@ -162,3 +163,9 @@ def drop_expired(session: Session, task_id: int, holder_id: str, now: datetime) 
         .execution_options(synchronize_session=False)
     )
     return getattr(result, "rowcount", 0) == 1
+
+
+def check(db: Database, task_id: int, holder: Holder, *, clock: Clock = utcnow) -> None:
+    """Raise `tasks.LeaseLost` unless `holder` still holds the live lease: a run calls it
+    right before each effect outside the database (push, pull request)."""
+    db.call(hold, task_id, holder.id, clock)

@@ -27,6 +27,9 @@ class EventKind(StrEnum):
     ARCHIVED = "archived"
     ORIGIN_LINKED = "origin_linked"
     NOTE = "note"
+    ISSUE_PINNED = "issue_pinned"
+    EDIT_IGNORED = "edit_ignored"
+    SECRET_BLOCKED = "secret_blocked"
 
 
 class Task(Base):
@@ -68,6 +71,11 @@ class Task(Base):
     runtime_seconds: Mapped[float] = mapped_column(default=0.0)
     last_error: Mapped[str | None] = mapped_column(Text)
     summary: Mapped[str | None] = mapped_column(Text)
+    # The issue text runs work from, as it was when the pickup was authorised (the label
+    # event or the Chat filing); later edits count only from the App or a writer.
+    issue_title: Mapped[str | None] = mapped_column(Text)
+    issue_body: Mapped[str | None] = mapped_column(Text)
+    pinned_at: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -142,4 +150,19 @@ class ChatDelivery(Base):
     state: Mapped[str] = mapped_column(String(20))
     # "delivered" or "skipped" (the session was deleted before the result arrived).
     outcome: Mapped[str] = mapped_column(String(20))
+    at: Mapped[datetime]
+
+
+class TaskLog(Base):
+    """A run's full runtime log, redacted, for operators only (never posted)."""
+
+    __tablename__ = "task_logs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    generation: Mapped[int]
+    attempt: Mapped[int]
+    holder: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(20))
+    text: Mapped[str] = mapped_column(Text)
     at: Mapped[datetime]

@@ -47,9 +47,11 @@ def change_state(
     notice: str | None = None,
     phase: Phase | None = None,
     note: str = "",
+    fence: str | None = None,
     clock: Clock = utcnow,
 ) -> Change:
-    """Transition (raises IllegalTransition) and queue the notice, in one transaction."""
+    """Transition (raises IllegalTransition, or LeaseLost for a `fence` that no longer holds
+    the lease) and queue the notice, in one transaction."""
 
     def apply(session: Session) -> Change:
         event = tasks.transition(
@@ -61,6 +63,7 @@ def change_state(
             data=data,
             expect=expect,
             changes=changes,
+            fence=fence,
             clock=clock,
         )
         key = None

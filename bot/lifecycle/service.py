@@ -44,6 +44,14 @@ class PickupResult:
 
 
 @dataclass(frozen=True)
+class IssueText:
+    """An issue's title and body as an authorised pickup saw them (body None: unknown)."""
+
+    title: str
+    body: str | None
+
+
+@dataclass(frozen=True)
 class ResumeResult:
     task_id: int | None
     resumed: bool
@@ -74,6 +82,7 @@ class TaskService:
         issue: int,
         *,
         title: str,
+        body: str | None = None,
         origin_session: str | None = None,
         cause: str,
     ) -> PickupResult:
@@ -81,10 +90,13 @@ class TaskService:
 
         A live task (queued, running, waiting) or a delivered one is left as it is and the
         pickup is recorded as ignored; a failed or terminated task is reopened. A Chat
-        filing whose webhook got here first still links its session (`origin_session`)."""
+        filing whose webhook got here first still links its session (`origin_session`).
+        A started task pins `title` and `body` (the text as this authorised pickup saw it;
+        without a body the first run pins what the issue says then)."""
         if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
             raise BadRequest("issue must be a positive integer", detail={"field": "issue"})
-        result, job = await self._pickup_row(repo, issue, title, origin_session, cause)
+        text = IssueText(title, body)
+        result, job = await self._pickup_row(repo, issue, text, origin_session, cause)
         if job is not None:
             await asyncio.to_thread(self.queue.enqueue, result.task_id, job=job)
             log.info("lifecycle: task %s for %s#%s (%s)", result.task_id, repo, issue, cause)
@@ -92,18 +104,64 @@ class TaskService:
         return result
 
     async def _pickup_row(
-        self, repo: str, issue: int, title: str, origin: str | None, cause: str
+        self,
+        repo: str,
+        issue: int,
+        text: IssueText,
+        origin: str | None,
+        cause: str,
     ) -> tuple[PickupResult, str | None]:
         for _ in range(PICKUP_ROUNDS):
             try:
-                return await self.db.run(self._pickup_tx, repo, issue, title, origin, cause)
+                return await self.db.run(self._pickup_tx, repo, issue, text, origin, cause)
             except (IntegrityError, OperationalError):
                 # Two pickups raced to create the row: the next round finds it.
                 continue
-        return await self.db.run(self._pickup_tx, repo, issue, title, origin, cause)
+        return await self.db.run(self._pickup_tx, repo, issue, text, origin, cause)
 
     def _pickup_tx(
-        self, session: Session, repo: str, issue: int, title: str, origin: str | None, cause: str
+        self,
+        session: Session,
+        repo: str,
+        issue: int,
+        text: IssueText,
+        origin: str | None,
+        cause: str,
+    ) -> tuple[PickupResult, str | None]:
+        result, job = self._pickup_task(session, repo, issue, text.title, origin, cause)
+        if job is not None:
+            self._pin(session, result.task_id, text, cause)
+        return result, job
+
+    def _pin(self, session: Session, task_id: int, text: IssueText, cause: str) -> None:
+        """Pin the issue text a started task works from (or clear it for the run to pin)."""
+        known = text.body is not None
+        tasks.touch(
+            session,
+            task_id,
+            self.clock,
+            issue_title=text.title if known else None,
+            issue_body=text.body,
+            pinned_at=self.clock() if known else None,
+        )
+        if known:
+            tasks.record(
+                session,
+                tasks.get_task(session, task_id),
+                EventKind.ISSUE_PINNED,
+                actor=cause,
+                detail="issue text pinned at pickup",
+                clock=self.clock,
+            )
+
+    def _pickup_task(
+        self,
+        session: Session,
+        repo: str,
+        issue: int,
+        title: str,
+        origin: str | None,
+        cause: str,
     ) -> tuple[PickupResult, str | None]:
         task = tasks.find_task(session, repo, issue)
         if task is None:
@@ -183,6 +241,9 @@ class TaskService:
         issue = payload.get("issue") or {}
         if "pull_request" in issue:
             return None
+        if action == "edited":
+            await self.on_issue_edited(payload)
+            return None
         if action == "labeled":
             wanted = str((payload.get("label") or {}).get("name") or "") in self.pickup_labels
         elif action in ("opened", "reopened"):
@@ -204,8 +265,46 @@ class TaskService:
             repo,
             number,
             title=str(issue.get("title") or ""),
+            body=str(issue.get("body") or ""),
             cause=f"webhook:issues.{action}",
         )
+
+    async def on_issue_edited(self, payload: dict[str, Any]) -> bool:
+        """An edit of a picked-up issue re-pins its text only if the App or a writer made
+        it; anyone else's is recorded and not used. True when the text was re-pinned."""
+        issue = payload.get("issue") or {}
+        repo, number = str(payload["repository"]["full_name"]), int(issue["number"])
+        task = await self.db.run(lambda s: tasks.find_task(s, repo, number))
+        if task is None or task.state not in LIVE:
+            return False
+        sender = str((payload.get("sender") or {}).get("login") or "")
+        allowed, why = await self._may_act(repo, sender, "changing a picked-up issue's text")
+        kind = EventKind.ISSUE_PINNED if allowed else EventKind.EDIT_IGNORED
+        text = IssueText(str(issue.get("title") or ""), str(issue.get("body") or ""))
+
+        def note(session: Session) -> None:
+            if allowed:
+                tasks.touch(
+                    session,
+                    task.id,
+                    self.clock,
+                    issue_title=text.title,
+                    issue_body=text.body,
+                    pinned_at=self.clock(),
+                )
+            detail = f"edit by {sender or 'unknown'}: " + ("text re-pinned" if allowed else why)
+            tasks.record(
+                session,
+                tasks.get_task(session, task.id),
+                kind,
+                actor=sender or "unknown",
+                detail=detail,
+                clock=self.clock,
+            )
+
+        await self.db.run(note)
+        log.info("lifecycle: task %s issue edit by %s: pinned=%s", task.id, sender, allowed)
+        return allowed
 
     async def _pickup_ignored(
         self, repo: str, issue: int, sender: str, action: str, why: str
@@ -407,6 +506,10 @@ class TaskService:
 
     async def detail(self, task_id: int) -> dict[str, Any]:
         return await self.db.run(tasks.task_detail, task_id)
+
+    async def log(self, task_id: int, *, limit: int = tasks.MAX_LOG_RUNS) -> dict[str, Any]:
+        """The private runtime logs of the task's runs (redacted when they were kept)."""
+        return await self.db.run(tasks.run_logs, task_id, limit=limit)
 
 
 def _terminate_tx(session: Session, task_id: int, actor: str, clock: Clock) -> Change:

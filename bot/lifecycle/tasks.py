@@ -15,12 +15,29 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
-from bot.errors import NotFound
-from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease
+from bot.errors import Conflict, NotFound
+from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease, TaskLog
 from bot.lifecycle.states import IllegalTransition, TaskState, check_transition
 
 MAX_TITLE = 300
 CAS_ROUNDS = 5
+
+
+class LeaseLost(Conflict):
+    """The run's lease is gone (expired or taken over): it may change nothing any more."""
+
+    code = "lease_lost"
+
+
+def hold(session: Session, task_id: int, holder: str, clock: Clock = utcnow) -> None:
+    """The fence: raise LeaseLost unless `holder` holds the task's live lease. Called in
+    the transaction of every change a run makes; the row lock (PostgreSQL) keeps a
+    take-over from committing between this check and the change."""
+    lease = session.scalar(select(TaskLease).where(TaskLease.task_id == task_id).with_for_update())
+    if lease is None or lease.holder != holder or lease.expires_at < clock():
+        raise LeaseLost(
+            f"task {task_id}: this run no longer holds the lease", detail={"task": task_id}
+        )
 
 
 def get_task(session: Session, task_id: int) -> Task:
@@ -117,13 +134,17 @@ def transition(
     data: dict[str, Any] | None = None,
     expect: Iterable[TaskState] | None = None,
     changes: dict[str, Any] | None = None,
+    fence: str | None = None,
     clock: Clock = utcnow,
 ) -> TaskEvent:
     """Move the task to `wanted` and log it; `changes` are other columns set with it.
 
     `expect` narrows the states this caller moves from (a worker only moves its own
     `running` task); anything else, like the state machine refusing, is IllegalTransition.
+    `fence` (a run's lease holder) makes it LeaseLost unless that run still holds the lease.
     """
+    if fence is not None:
+        hold(session, task_id, fence, clock)
     allowed = set(expect) if expect is not None else None
     for _ in range(CAS_ROUNDS):
         task = get_task(session, task_id)
@@ -155,8 +176,17 @@ def transition(
     raise IllegalTransition(task_id, get_task(session, task_id).state, wanted)
 
 
-def touch(session: Session, task_id: int, clock: Clock = utcnow, **changes: Any) -> None:
-    """Set columns that are not the state (counters, ids, markers)."""
+def touch(
+    session: Session,
+    task_id: int,
+    clock: Clock = utcnow,
+    *,
+    fence: str | None = None,
+    **changes: Any,
+) -> None:
+    """Set columns that are not the state (counters, ids, markers); fenced as `transition`."""
+    if fence is not None:
+        hold(session, task_id, fence, clock)
     session.execute(
         update(Task)
         .where(Task.id == task_id)
@@ -279,3 +309,32 @@ def task_for_issue(session: Session, repo: str, issue: int) -> dict[str, Any] | 
         select(TaskEvent).where(TaskEvent.task_id == task.id).order_by(TaskEvent.id.desc()).limit(1)
     )
     return {**task_json(task, last), "question": task.question, "attempts": task.attempts}
+
+
+MAX_LOG_RUNS = 20
+
+
+def run_logs(session: Session, task_id: int, *, limit: int = MAX_LOG_RUNS) -> dict[str, Any]:
+    """The task's private runtime logs (already redacted), newest run last."""
+    get_task(session, task_id)  # 404 for an unknown task
+    rows = list(
+        session.scalars(
+            select(TaskLog)
+            .where(TaskLog.task_id == task_id)
+            .order_by(TaskLog.id.desc())
+            .limit(limit)
+        )
+    )[::-1]
+    return {
+        "task": task_id,
+        "runs": [
+            {
+                "generation": row.generation,
+                "attempt": row.attempt,
+                "status": row.status,
+                "at": _iso(row.at),
+                "text": row.text,
+            }
+            for row in rows
+        ],
+    }

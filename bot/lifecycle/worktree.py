@@ -15,6 +15,7 @@ import base64
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -270,3 +271,33 @@ async def push(tree: Worktree, *, token: str | None) -> None:
         url=tree.url,
         git_dir=tree.git_dir,
     )
+
+
+async def branch_history(tree: Worktree) -> str:
+    """Everything a push would publish: every commit ahead of the base with its message,
+    author and whole patch (binary files as text), so a secret anywhere in it shows."""
+    return await _tree_git(
+        tree,
+        "log",
+        "--patch",
+        "--text",
+        "--format=fuller",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        f"origin/{tree.base}..HEAD",
+    )
+
+
+async def files_with(tree: Worktree, found: Callable[[str], bool]) -> list[str]:
+    """Paths ahead of the base whose current text `found` flags (names only, for the log)."""
+    names = await _tree_git(tree, "diff", "--name-only", f"origin/{tree.base}..HEAD")
+    flagged = []
+    for name in names.splitlines():
+        path = tree.path / name
+        try:
+            if path.is_file() and not path.is_symlink() and found(path.read_text(errors="replace")):
+                flagged.append(name)
+        except OSError:
+            continue
+    return flagged[:20]

@@ -1,0 +1,47 @@
+"""The task's pull request: adopted if one is open for its branch, else opened once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.lifecycle import tasks
+from bot.lifecycle.scope import Run
+
+
+async def existing_pull(run: Run) -> dict[str, Any] | None:
+    task = run.task
+    branch = task.branch or tasks.branch_name(task.issue)
+    pulls = await run.github.list_pulls(task.repo, head=branch, state="open")
+    if not pulls:
+        return None
+    pull = pulls[0]
+    run.ctx.db.call(
+        tasks.touch,
+        task.id,
+        run.ctx.clock,
+        fence=run.fence,
+        pr_number=int(pull["number"]),
+        pr_url=str(pull.get("html_url") or pull.get("url") or ""),
+    )
+    return pull
+
+
+async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
+    """Open the pull request once: an existing one for the branch is adopted, not doubled.
+    `title` and `summary` are public text already (redacted, no markup)."""
+    if await existing_pull(run) is not None:
+        return
+    task = run.task
+    branch = task.branch or tasks.branch_name(task.issue)
+    body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
+        f"<!-- steelframe-task {task.id} -->"
+    )
+    pull = await run.github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
+    run.ctx.db.call(
+        tasks.touch,
+        task.id,
+        run.ctx.clock,
+        fence=run.fence,
+        pr_number=int(pull["number"]),
+        pr_url=str(pull.get("html_url") or pull.get("url") or ""),
+    )

@@ -1,0 +1,115 @@
+"""Known secret values, and text with them taken out before it is stored, posted or pushed.
+
+A `Redactor` holds the exact values the worker knows to be secret (the webhook secret, the
+App key's lines, installation tokens it minted, database and Redis passwords, the model keys
+the operator passes to the coding runtime) and replaces each occurrence with `[REDACTED]`.
+It finds what it was told about, nothing else: a secret the worker never knew (one the
+runtime made up, or found elsewhere) is not recognised. `public_text` additionally flattens
+text for an issue comment: one paragraph, no HTML comments (so no marker a webhook handler
+would act on), no mentions, bounded.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from urllib.parse import urlsplit
+
+from bot.config import Settings
+
+MASK = "[REDACTED]"
+# Shorter values are too likely to occur by chance (and to wreck ordinary text).
+MIN_SECRET = 8
+MAX_PUBLIC = 300
+_MARKUP = re.compile(r"<!--|-->|<\s*/?\s*[a-zA-Z!][^>]*>")
+_MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+
+
+class Redactor:
+    """Thread-safe: a run adds the tokens it mints while other threads redact."""
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._values: set[str] = set()
+        self._pattern: re.Pattern[str] | None = None
+        self.add(*values)
+
+    def add(self, *values: str | None) -> None:
+        fresh = {v.strip() for v in values if v and len(v.strip()) >= MIN_SECRET}
+        with self._lock:
+            if fresh - self._values:
+                self._values |= fresh
+                # Longest first, so a value containing another is masked whole.
+                ordered = sorted(self._values, key=len, reverse=True)
+                self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
+
+    def redact(self, text: str) -> str:
+        pattern = self._pattern
+        return text if pattern is None or not text else pattern.sub(MASK, text)
+
+    def contains_secret(self, text: str | bytes) -> bool:
+        pattern = self._pattern
+        if pattern is None:
+            return False
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        return pattern.search(text) is not None
+
+    def redact_data(self, value: object) -> object:
+        """The same for JSON-like data (event data, log records)."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            return {str(k): self.redact_data(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.redact_data(v) for v in value]
+        return value
+
+    def public_text(self, text: str, limit: int = MAX_PUBLIC) -> str:
+        """Redacted, one line, no markup or mentions, at most `limit` characters."""
+        flat = " ".join(self.redact(text).split())
+        flat = _MARKUP.sub("", flat)
+        flat = _MENTION.sub("@\u200b", flat)
+        return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+    def public_block(self, text: str, limit: int = 4000) -> str:
+        """As `public_text`, but keeping line breaks (a question, a summary)."""
+        lines = [self.public_text(line, limit) for line in self.redact(text).splitlines()]
+        block = "\n".join(lines).strip()
+        return block if len(block) <= limit else block[: limit - 1] + "…"
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _url_password(url: str | None) -> str | None:
+    if not url:
+        return None
+    try:
+        return urlsplit(url).password
+    except ValueError:
+        return None
+
+
+def key_lines(pem: str) -> list[str]:
+    """The body lines of a PEM (each one a piece of the key), and the whole body joined."""
+    body = [line.strip() for line in pem.replace("\\n", "\n").splitlines() if "-----" not in line]
+    body = [line for line in body if line]
+    return [*body, "".join(body)] if body else []
+
+
+def from_settings(settings: Settings, environ: Mapping[str, str]) -> Redactor:
+    """Every secret value the settings (and the variables passed to the runtime) hold."""
+    values: list[str | None] = []
+    for secret in (settings.webhook_secret, settings.openai_api_key, settings.anthropic_api_key):
+        values.append(secret.reveal() if secret is not None else None)
+    try:
+        pem = settings.private_key_pem()
+    except Exception:  # an unreadable key file is reported where the key is used
+        pem = None
+    if pem is not None:
+        values += key_lines(pem.reveal())
+    values += [_url_password(settings.database_url), _url_password(settings.redis_url)]
+    values += [environ.get(name) for name in settings.coding_env_passthrough]
+    return Redactor(v for v in values if v)

@@ -1,0 +1,341 @@
+"""The coding runtime's sandbox: bubblewrap namespaces, an environment allowlist, limits.
+
+The API is small on purpose: a `SandboxPolicy` (from settings), a `SandboxRun` (the run's
+repository copy, private temporary directory and prompt file) and `wrap`, which turns the
+runtime's argv and environment into a `Launch` (the argv and environment to exec). A
+coding-agent preset only provides its argv, its environment and its output parsing.
+
+What the runtime gets (docs/lifecycle.md, "The sandbox"): its repository copy read-write at
+`/workspace`, a private `/tmp` (a folder of the run, on disk), the prompt read-only, and a
+read-only system (`/usr`, the `/bin` and `/lib` links, a short list of `/etc` files, the
+extra read-only paths the operator names). New user (or, when the worker is root, a
+dedicated uid), pid, ipc, uts and cgroup namespaces, `--die-with-parent`, and no network
+namespace of the host when the operator turns the network off. The environment is an
+allowlist. Memory (data segment) and process count are capped with prlimit.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from bot.config import Settings
+
+log = logging.getLogger(__name__)
+
+INSIDE_REPO = "/workspace"
+INSIDE_TMP = "/tmp"
+INSIDE_PROMPT = "/run/steelframe/prompt.md"
+# The only variables of the worker's environment that ever pass (plus the operator's list).
+ALLOWED_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")
+ALLOWED_ENV_PREFIXES = ("LC_",)
+SYSTEM_DIRS = ("/usr",)
+SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# /etc as a whole holds host secrets (shadow, ssh host keys, the worker's configs); the
+# runtime gets what name resolution, TLS, dynamic linking and user lookup need.
+ETC_FILES = (
+    "/etc/alternatives",
+    "/etc/ca-certificates",
+    "/etc/ca-certificates.conf",
+    "/etc/group",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/mime.types",
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/pki",
+    "/etc/resolv.conf",
+    "/etc/services",
+    "/etc/ssl",
+)
+# When the worker runs as root, the runtime runs as this uid/gid (nobody), so the kernel
+# enforces the process limit (it never does for uid 0) and no root-owned file is readable.
+UNPRIVILEGED_ID = 65534
+PROBE_TIMEOUT_SECONDS = 20.0
+INSTALL_HINT = (
+    "install bubblewrap from your distribution (Debian/Ubuntu: `apt-get install bubblewrap`; "
+    "Fedora: `dnf install bubblewrap`; Alpine: `apk add bubblewrap`), or set "
+    "STEELFRAME_CODING_SANDBOX=off to run the coding runtime without isolation (it then "
+    "sees everything the worker's user can)"
+)
+OFF_WARNING = (
+    "STEELFRAME_CODING_SANDBOX=off: the coding runtime runs without isolation and can read "
+    "whatever the worker's user can (its keys, database and Redis)"
+)
+
+
+class SandboxUnavailable(Exception):
+    """The sandbox cannot run here; the message says why and how to install it."""
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    enabled: bool = True
+    network: bool = True
+    env_passthrough: tuple[str, ...] = ()
+    memory_mb: int = 4096
+    max_processes: int = 256
+    read_only: tuple[Path, ...] = ()
+    writable: tuple[Path, ...] = ()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SandboxPolicy:
+        return cls(
+            enabled=settings.coding_sandbox != "off",
+            network=settings.coding_network,
+            env_passthrough=settings.coding_env_passthrough,
+            memory_mb=settings.coding_memory_mb,
+            max_processes=settings.coding_max_processes,
+            read_only=settings.coding_read_only_paths,
+            writable=settings.coding_writable_paths,
+        )
+
+
+@dataclass(frozen=True)
+class SandboxRun:
+    """One run's own places on the host: all three are shown to the runtime, nothing else
+    of the run folder (the worker's git directory sits beside `repo`, unseen)."""
+
+    repo: Path
+    tmp: Path
+    prompt: Path
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+    # Paths as the runtime sees them.
+    repo: str
+    prompt: str
+    sandboxed: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def allowed_env(
+    base: Mapping[str, str], policy: SandboxPolicy, extra: Mapping[str, str]
+) -> dict[str, str]:
+    """The allowlist: PATH, locale, the operator's named variables, then `extra`."""
+    env = {
+        name: value
+        for name, value in base.items()
+        if name in ALLOWED_ENV
+        or name.startswith(ALLOWED_ENV_PREFIXES)
+        or name in policy.env_passthrough
+    }
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    env.update(extra)
+    return env
+
+
+def _limits(policy: SandboxPolicy) -> list[str]:
+    prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
+    data = policy.memory_mb * 1024 * 1024
+    return [prlimit, f"--data={data}", f"--nproc={policy.max_processes}", "--"]
+
+
+def _ancestors(path: PurePosixPath) -> list[str]:
+    return [str(p) for p in reversed(path.parents) if str(p) != "/"]
+
+
+def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
+    args: list[str] = []
+    for name in SYSTEM_DIRS:
+        args += ["--ro-bind", name, name]
+    for name in SYSTEM_LINKS:
+        if os.path.islink(name):
+            args += ["--symlink", os.readlink(name), name]
+        elif os.path.isdir(name):
+            args += ["--ro-bind", name, name]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", name, name]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    made: set[str] = {"/usr", "/etc", "/proc", "/dev", "/tmp"}
+    for mode, paths in (("--ro-bind", policy.read_only), ("--bind", policy.writable)):
+        for path in paths:
+            for parent in _ancestors(PurePosixPath(path)):
+                if parent not in made:
+                    args += ["--perms", "0755", "--dir", parent]
+                    made.add(parent)
+            args += [mode, str(path), str(path)]
+            made.add(str(path))
+    args += ["--bind", str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
+    args += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/steelframe"]
+    args += ["--ro-bind", str(run.prompt), INSIDE_PROMPT]
+    return args
+
+
+def _identity() -> tuple[list[str], list[str]]:
+    """Namespace options and the command prefix that sets who the runtime is."""
+    if os.geteuid() == 0:
+        # No user namespace: bwrap keeps only the capabilities setpriv needs to become
+        # nobody, which drops them all before the runtime starts.
+        caps = ["--cap-drop", "ALL"]
+        caps += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP"]
+        setpriv = shutil.which("setpriv") or "/usr/bin/setpriv"
+        drop = [
+            setpriv,
+            f"--reuid={UNPRIVILEGED_ID}",
+            f"--regid={UNPRIVILEGED_ID}",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
+        return caps, drop
+    uid, gid = os.getuid(), os.getgid()
+    userns = ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid)]
+    return [*userns, "--cap-drop", "ALL"], []
+
+
+def bwrap_args(policy: SandboxPolicy, run: SandboxRun, env: Mapping[str, str]) -> list[str]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not installed: {INSTALL_HINT}")
+    namespaces, drop = _identity()
+    args = [bwrap, *namespaces, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+    args += ["--unshare-cgroup-try", "--hostname", "steelframe-sandbox"]
+    if not policy.network:
+        args.append("--unshare-net")
+    args += ["--die-with-parent", "--new-session", "--clearenv"]
+    for name, value in env.items():
+        args += ["--setenv", name, value]
+    args += _mounts(policy, run)
+    args += ["--chdir", INSIDE_REPO, "--"]
+    return args + drop
+
+
+def _visible(policy: SandboxPolicy, program: str) -> bool:
+    path = Path(program)
+    if not path.is_absolute():
+        return True  # looked up on PATH inside
+    roots = [Path(p) for p in (*SYSTEM_DIRS, *SYSTEM_LINKS)]
+    roots += [*policy.read_only, *policy.writable]
+    return any(path == root or path.is_relative_to(root) for root in roots)
+
+
+def _hand_over(run: SandboxRun) -> None:
+    """As root, the runtime is nobody: give it its repository copy and temporary folder."""
+    if os.geteuid() != 0:
+        return
+    for top in (run.repo, run.tmp):
+        os.chown(top, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        for folder, dirs, files in os.walk(top):
+            for name in (*dirs, *files):
+                os.lchown(os.path.join(folder, name), UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+    os.chmod(run.prompt, 0o644)
+
+
+def wrap(
+    policy: SandboxPolicy,
+    run: SandboxRun,
+    argv: Sequence[str],
+    extra_env: Mapping[str, str],
+    *,
+    base_env: Mapping[str, str] | None = None,
+) -> Launch:
+    """The argv and environment that run `argv` for this run, isolated per `policy`.
+
+    `extra_env` is what the run adds (task ids, resume data); the prompt file's path as the
+    runtime sees it is `Launch.prompt` (and in `STEELFRAME_PROMPT_FILE`)."""
+    if not argv:
+        raise ValueError("the coding command is empty")
+    base = os.environ if base_env is None else base_env
+    run.tmp.mkdir(parents=True, exist_ok=True)
+    if not policy.enabled:
+        env = allowed_env(base, policy, extra_env)
+        env.update(HOME=str(run.tmp), TMPDIR=str(run.tmp), STEELFRAME_PROMPT_FILE=str(run.prompt))
+        return Launch(
+            argv=[*_limits(policy), *argv],
+            env=env,
+            cwd=run.repo,
+            repo=str(run.repo),
+            prompt=str(run.prompt),
+            sandboxed=False,
+            warnings=[OFF_WARNING],
+        )
+    if not _visible(policy, argv[0]):
+        raise SandboxUnavailable(
+            f"the coding command {argv[0]} is outside the sandbox's read-only system: add "
+            "its installation folder to STEELFRAME_CODING_READ_ONLY_PATHS"
+        )
+    env = allowed_env(base, policy, extra_env)
+    env.update(HOME=INSIDE_TMP, TMPDIR=INSIDE_TMP, STEELFRAME_PROMPT_FILE=INSIDE_PROMPT)
+    _hand_over(run)
+    launch_argv = [*bwrap_args(policy, run, env), *_limits(policy), *argv]
+    return Launch(
+        argv=launch_argv,
+        env=dict(env),  # bwrap itself sees only the allowlist too (its /proc/1/environ)
+        cwd=run.repo,
+        repo=INSIDE_REPO,
+        prompt=INSIDE_PROMPT,
+        sandboxed=True,
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _probe(policy: SandboxPolicy) -> str | None:
+    """None when a sandbox starts here, else why not (cached: the host does not change)."""
+    if shutil.which("bwrap") is None:
+        return f"bubblewrap (`bwrap`) is not installed: {INSTALL_HINT}"
+    scratch = Path(os.environ.get("TMPDIR", "/tmp")) / f"steelframe-probe-{os.getpid()}"
+    repo, tmp, prompt = scratch / "repo", scratch / "tmp", scratch / "prompt.md"
+    try:
+        repo.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir(exist_ok=True)
+        prompt.write_text("probe\n")
+        run = SandboxRun(repo=repo, tmp=tmp, prompt=prompt)
+        launch = wrap(SandboxPolicy(network=policy.network), run, ["/usr/bin/true"], {})
+        done = subprocess.run(
+            launch.argv,
+            env=launch.env,
+            cwd=launch.cwd,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_SECONDS,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError, SandboxUnavailable) as exc:
+        return f"the sandbox could not start: {exc}"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return (
+            f"bubblewrap is installed but cannot create its namespaces here "
+            f"({said[-1] if said else f'exit status {done.returncode}'}). In a container, "
+            "allow user namespaces (Docker: `--security-opt seccomp=unconfined` or a seccomp "
+            "profile that permits unshare/clone with CLONE_NEWUSER; Ubuntu 24.04 hosts: "
+            "an AppArmor profile for bwrap), or run the worker as root in the container"
+        )
+    return None
+
+
+def ensure_available(policy: SandboxPolicy) -> list[str]:
+    """Raise SandboxUnavailable if the sandbox cannot run; else the warnings to log."""
+    if not policy.enabled:
+        return [OFF_WARNING]
+    problem = _probe(policy)
+    if problem is not None:
+        raise SandboxUnavailable(problem)
+    return []
+
+
+def status(settings: Settings) -> dict[str, object]:
+    """What /healthz and the board show: the mode, and a warning when isolation is off."""
+    off = settings.coding_sandbox == "off"
+    return {
+        "mode": settings.coding_sandbox,
+        "network": settings.coding_network,
+        "warning": OFF_WARNING if off else None,
+    }

@@ -1,0 +1,62 @@
+"""One run's scope: the context, client, task and lease a started run's steps share,
+and the watch that tells them to stop (terminated, or the lease lost)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bot.lifecycle import leases
+from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.leases import Holder
+from bot.lifecycle.models import Task
+from bot.lifecycle.seams import GitHubApi
+
+MAX_PUBLIC_BLOCK = 4000
+
+
+class RunStopped(Exception):
+    """The run must end now without touching the task: terminated, or the lease was lost."""
+
+
+@dataclass
+class Watch:
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str = ""
+
+    def halt(self, reason: str) -> None:
+        self.reason = reason
+        self.stop.set()
+
+    def check(self) -> None:
+        if self.stop.is_set():
+            raise RunStopped(self.reason)
+
+
+@dataclass
+class Run:
+    """What every step of one run needs."""
+
+    ctx: LifecycleContext
+    github: GitHubApi
+    task: Task
+    holder: Holder
+    actor: str
+    watch: Watch
+    folder: Path
+
+    @property
+    def fence(self) -> str:
+        return self.holder.id
+
+    def public(self, text: str, limit: int = MAX_PUBLIC_BLOCK) -> str:
+        return self.ctx.redactor.public_text(text, limit)
+
+    def public_block(self, text: str, limit: int = MAX_PUBLIC_BLOCK) -> str:
+        return self.ctx.redactor.public_block(text, limit)
+
+    def check_lease(self) -> None:
+        """Before an effect outside the database: stopped, or lost the lease, changes nothing."""
+        self.watch.check()
+        leases.check(self.ctx.db, self.task.id, self.holder, clock=self.ctx.clock)

@@ -1,0 +1,381 @@
+"""The steps of a started run, in order: the issue text it works from, the announcement,
+the sandbox check, the worktree, the prompt, the coding runtime, its record, and the end
+(delivered, a question, or failed).
+
+Every change a step makes to the task carries the run's lease holder (`Run.fence`), and
+each effect outside the database (push, pull request) is preceded by a lease check, so a
+run that lost its lease changes nothing. Every text that leaves the run (comments, events,
+memory, the private log, the pushed branch) goes through the context's `Redactor`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
+from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
+from bot.lifecycle.models import EventKind, TaskLog
+from bot.lifecycle.outcomes import Change, change_state, publish
+from bot.lifecycle.progress import Phase
+from bot.lifecycle.prompt import PromptInput, build_prompt
+from bot.lifecycle.pulls import existing_pull, open_pull
+from bot.lifecycle.recall import remember, retrieve
+from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable, ensure_available
+from bot.lifecycle.scope import Run
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.tasks import LeaseLost
+
+log = logging.getLogger(__name__)
+MAX_REASON = 200
+NO_RUNTIME_NOTICE = (
+    "Steelframe picked up this issue, but no coding runtime is configured on its workers "
+    "(`STEELFRAME_CODING_COMMAND` is not set), so nothing was changed and no pull request "
+    "will come from this run. Once a runtime is configured, publish a Decision on this issue "
+    "to resume the task."
+)
+EDITED_NOTE = (
+    "The issue's title or body changed after the task was picked up; this run works from the "
+    "text as it was when it was picked up (edits count only from someone with write access)."
+)
+SECRET_FOUND = "the changes contained a secret value of the worker, so they were not pushed"
+
+
+@dataclass(frozen=True)
+class IssueText:
+    title: str
+    body: str
+    note: str  # for the progress comment ("" when the text is as it was pinned)
+
+
+async def work(run: Run) -> str:
+    """The whole of a started run; returns what happened, in words."""
+    text = await issue_text(run)
+    await _announce(run, text)
+    task, ctx = run.task, run.ctx
+    if task.pushed_at is not None and await existing_pull(run) is not None:
+        return await finish_delivered(
+            ctx, run.github, task.id, run.actor, summary="", fence=run.fence
+        )
+    if not ctx.policy.coding_command:
+        return await _no_runtime(run)
+    remaining = ctx.policy.time_limit - task.runtime_seconds
+    if remaining <= 0:
+        return await _fail(run, limit="time", retry=False)
+    refused = await _sandbox_refusal(run)
+    if refused is not None:
+        return refused
+    tree = await _prepare(run)
+    hits = await retrieve(ctx, task, text.body)
+    prompt = build_prompt(
+        PromptInput(
+            repo=task.repo,
+            issue=task.issue,
+            title=text.title,
+            body=text.body,
+            branch=tree.branch,
+            hits=hits,
+            question=task.question,
+            decision=task.pending_decision,
+        )
+    )
+    outcome = await _code(run, tree, prompt, remaining)
+    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
+    _account(run, outcome)
+    run.watch.check()
+    await remember(ctx, task, prompt, outcome, await _paths(tree))
+    return await _conclude(run, tree, outcome)
+
+
+async def issue_text(run: Run) -> IssueText:
+    """The pinned title and body (pinned now if the pickup could not); a note if the issue
+    says something else today."""
+    task = run.task
+    issue = await run.github.get_issue(task.repo, task.issue)
+    title, body = str(issue.get("title") or task.title), str(issue.get("body") or "")
+    if task.pinned_at is None:
+        changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
+        run.ctx.db.call(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
+        return IssueText(title, body, "")
+    pinned = IssueText(task.issue_title or task.title, task.issue_body or "", "")
+    if (title, body) == (pinned.title, pinned.body):
+        return pinned
+    log.info(
+        "lifecycle: task %s: issue text changed since pickup; the pinned text is used", task.id
+    )
+    return IssueText(pinned.title, pinned.body, EDITED_NOTE)
+
+
+async def _announce(run: Run, text: IssueText) -> None:
+    note = f"Attempt {run.task.attempts} of {run.ctx.policy.max_attempts} is running."
+    if text.note:
+        note += f"\n\n{text.note}"
+    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+
+
+async def _fail(run: Run, *, error: str = "", limit: str | None = None, retry: bool) -> str:
+    return await finish_failed(
+        run.ctx,
+        run.github,
+        run.task.id,
+        run.actor,
+        error=error,
+        limit=limit,
+        retry=retry,
+        fence=run.fence,
+    )
+
+
+async def _no_runtime(run: Run) -> str:
+    change = change_state(
+        run.ctx.db,
+        run.task.id,
+        TaskState.WAITING_FOR_INFO,
+        actor=run.actor,
+        detail="no coding runtime is configured",
+        data={"question": NO_RUNTIME_NOTICE},
+        expect=[TaskState.RUNNING],
+        changes={"question": NO_RUNTIME_NOTICE, "pending_decision": None},
+        notice=NO_RUNTIME_NOTICE,
+        note="No coding runtime is configured.",
+        fence=run.fence,
+        clock=run.ctx.clock,
+    )
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    return "waiting_for_info: no coding runtime"
+
+
+async def _sandbox_refusal(run: Run) -> str | None:
+    """No sandbox, no run: the failure (in words that say how to install it), or None."""
+    try:
+        warnings = await asyncio.to_thread(ensure_available, run.ctx.policy.sandbox)
+    except SandboxUnavailable as exc:
+        log.error("lifecycle: task %s: coding run refused: %s", run.task.id, exc)
+        return await _fail(
+            run, error=f"this worker cannot isolate the coding runtime: {exc}", retry=True
+        )
+    for warning in warnings:
+        log.warning("lifecycle: task %s: %s", run.task.id, warning)
+        run.ctx.db.call(_note, run, warning)
+    return None
+
+
+def _note(session: Session, run: Run, text: str) -> None:
+    tasks.hold(session, run.task.id, run.fence, run.ctx.clock)
+    task = tasks.get_task(session, run.task.id)
+    tasks.record(session, task, EventKind.NOTE, actor=run.actor, detail=text, clock=run.ctx.clock)
+
+
+async def _token(run: Run, level: str) -> str:
+    """A token for this task's repository only, with `contents` at `level` (and metadata)."""
+    token = await run.github.scoped_token(run.task.repo, {"contents": level})
+    run.ctx.redactor.add(token)
+    return token
+
+
+async def _prepare(run: Run) -> worktree.Worktree:
+    task = run.task
+    info = (await run.github.request("GET", task.repo, "")).data
+    token = await _token(run, "read")
+    run.watch.check()
+    leases.note_worktree(run.ctx.db, task.id, run.holder, path=str(run.folder))
+    return await worktree.prepare(
+        run.folder,
+        clone_url=str(info["clone_url"]),
+        token=token,
+        branch=task.branch or tasks.branch_name(task.issue),
+    )
+
+
+def keep_log(run: Run, status: str, text: str) -> None:
+    """The run's private log, redacted (kept even if the lease was lost: it is a record
+    for operators, not a change of the task)."""
+
+    def store(session: Session) -> None:
+        session.add(
+            TaskLog(
+                task_id=run.task.id,
+                generation=run.task.generation,
+                attempt=run.task.attempts,
+                holder=run.holder.id,
+                status=str(status)[:20],
+                text=run.ctx.redactor.redact(text),
+                at=run.ctx.clock(),
+            )
+        )
+
+    run.ctx.db.call(store)
+
+
+def _account(run: Run, outcome: CodingOutcome) -> None:
+    task = run.task
+    run.ctx.db.call(
+        tasks.touch,
+        task.id,
+        run.ctx.clock,
+        fence=run.fence,
+        runtime_seconds=task.runtime_seconds + outcome.seconds,
+        tokens_used=task.tokens_used + outcome.tokens,
+        cost_usd=task.cost_usd + outcome.cost_usd,
+    )
+
+
+def failure_text(run: Run, outcome: CodingOutcome) -> str:
+    """The worker's words for a failed runtime, with the short reason it declared."""
+    text = outcome.error or "the coding runtime failed"
+    if outcome.reason:
+        text += f" (it said: {run.public(outcome.reason, MAX_REASON)})"
+    return text
+
+
+async def _conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+    if outcome.status in (CodingStatus.TIMED_OUT, CodingStatus.LIMIT):
+        return await _fail(run, limit=outcome.limit or "time", retry=False)
+    if outcome.status == CodingStatus.ERROR:
+        return await _fail(run, error=failure_text(run, outcome), retry=True)
+    if outcome.status == CodingStatus.QUESTION:
+        return await _ask(run, tree, outcome)
+    return await _deliver(run, tree, outcome)
+
+
+async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
+    history = await worktree.branch_history(tree)
+    if not run.ctx.redactor.contains_secret(history):
+        return False
+    files = await worktree.files_with(tree, run.ctx.redactor.contains_secret)
+    where = ", ".join(files) or "commit metadata"
+    detail = f"[worker] not pushed: a known secret value is in the branch ({where})"
+    log.warning("lifecycle: task %s: %s", run.task.id, detail)
+    await asyncio.to_thread(keep_log, run, "blocked", detail)
+    return True
+
+
+async def _push(run: Run, tree: worktree.Worktree) -> None:
+    """Push the branch (the caller checked it for secrets), if the run still holds its lease."""
+    run.check_lease()
+    await worktree.push(tree, token=await _token(run, "write"))
+    run.ctx.db.call(
+        tasks.touch, run.task.id, run.ctx.clock, fence=run.fence, pushed_at=run.ctx.clock()
+    )
+
+
+async def _ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+    # Keep what the runtime did so far on the branch; the continuation starts from it.
+    if await worktree.commit_all(tree, f"Work in progress on #{run.task.issue}"):
+        if await _holds_secret(run, tree):
+            return await _fail(run, error=SECRET_FOUND, retry=False)
+        await _push(run, tree)
+    question = run.public_block(outcome.question)
+    return await finish_question(
+        run.ctx, run.github, run.task, run.actor, question, fence=run.fence
+    )
+
+
+async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+    task = run.task
+    title = run.public(task.title, 200)
+    await worktree.commit_all(tree, f"{title} (#{task.issue})")
+    summary = run.public_block(outcome.summary)
+    if await worktree.commits_ahead(tree) == 0:
+        error = "the coding runtime finished without changing anything"
+        if summary:
+            error += f" (it said: {run.public(outcome.summary, MAX_REASON)})"
+        return await _fail(run, error=error, retry=False)
+    if await _holds_secret(run, tree):
+        return await _fail(run, error=SECRET_FOUND, retry=False)
+    await _push(run, tree)
+    run.check_lease()
+    await open_pull(run, tree.base, title, summary)
+    return await finish_delivered(
+        run.ctx, run.github, task.id, run.actor, summary=summary, fence=run.fence
+    )
+
+
+async def _paths(tree: worktree.Worktree) -> list[str]:
+    try:
+        return await worktree.changed_paths(tree)
+    except worktree.WorktreeError:
+        return []
+
+
+async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> CodingOutcome:
+    ctx, task = run.ctx, run.task
+    assert ctx.policy.coding_command is not None
+
+    async def on_start(pid: int) -> None:
+        await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=pid)
+
+    async def on_session(session_id: str | None, transcript: str | None) -> None:
+        try:
+            await asyncio.to_thread(ctx.db.call, _store_session, run, session_id, transcript)
+        except LeaseLost:
+            run.watch.halt("lease lost")
+
+    def on_usage(tokens: int, cost: float) -> str | None:
+        policy = ctx.policy
+        if policy.max_tokens is not None and task.tokens_used + tokens > policy.max_tokens:
+            return "tokens"
+        if policy.max_cost_usd is not None and task.cost_usd + cost > policy.max_cost_usd:
+            return "cost"
+        return None
+
+    env = {
+        "STEELFRAME_TASK_ID": str(task.id),
+        "STEELFRAME_REPO": task.repo,
+        "STEELFRAME_ISSUE": str(task.issue),
+        "STEELFRAME_ATTEMPT": str(task.attempts),
+    }
+    if task.pending_decision:
+        env["STEELFRAME_DECISION"] = task.pending_decision
+    if task.runtime_session:
+        env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
+    if task.runtime_transcript:
+        env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
+    request = CodingRequest(
+        command=ctx.policy.coding_command,
+        run=SandboxRun(repo=tree.path, tmp=run.folder / "tmp", prompt=run.folder / "prompt.md"),
+        prompt=prompt,
+        time_limit=remaining,
+        task_env=env,
+        policy=ctx.policy.sandbox,
+    )
+    try:
+        return await run_coding(
+            request,
+            stop=run.watch.stop,
+            on_start=on_start,
+            on_session=on_session,
+            on_usage=on_usage,
+        )
+    finally:
+        await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=None)
+
+
+def _store_session(
+    session: Session, run: Run, session_id: str | None, transcript: str | None
+) -> None:
+    redact = run.ctx.redactor.redact
+    session_id = redact(session_id)[:200] if session_id else None
+    transcript = redact(transcript) if transcript else None
+    tasks.touch(
+        session,
+        run.task.id,
+        run.ctx.clock,
+        fence=run.fence,
+        runtime_session=session_id,
+        runtime_transcript=transcript,
+    )
+    tasks.record(
+        session,
+        tasks.get_task(session, run.task.id),
+        EventKind.RUNTIME_SESSION,
+        actor="coding-runtime",
+        detail=f"runtime session {session_id}",
+        data={"session_id": session_id, "transcript": transcript},
+        clock=run.ctx.clock,
+    )
