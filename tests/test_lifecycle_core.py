@@ -18,6 +18,7 @@ from bot import db as dbmod
 from bot.errors import NotFound
 from bot.lifecycle import tasks
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
+from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
 from bot.lifecycle.context import LifecyclePolicy
 from bot.lifecycle.models import EventKind, TaskEvent
 from bot.lifecycle.states import TRANSITIONS, IllegalTransition, TaskState, can_transition
@@ -160,11 +161,12 @@ async def _run(
     outcome = await run_coding(
         CodingRequest(
             command=[sys.executable, "-c", script],
-            cwd=tmp_path,
+            run=SandboxRun(repo=tmp_path, tmp=tmp_path / "tmp", prompt=tmp_path / "prompt.md"),
             prompt="the prompt",
-            prompt_file=tmp_path / "prompt.md",
             time_limit=limit,
             task_env={"STEELFRAME_TASK_ID": "5"},
+            # The protocol, unisolated (tests/test_sandbox_*.py run it in the sandbox).
+            policy=SandboxPolicy(enabled=False, env_passthrough=("ANTHROPIC_API_KEY",)),
         ),
         stop=stop or asyncio.Event(),
         on_start=on_start,
@@ -196,10 +198,10 @@ async def test_a_result_line_answers_and_the_session_is_reported_as_it_arrives(
 @pytest.mark.parametrize(
     ("script", "error"),
     [
-        ("import sys; print('oops', file=sys.stderr); sys.exit(4)", "exited with status 4: oops"),
+        ("import sys; print('oops', file=sys.stderr); sys.exit(4)", "exited with status 4"),
         ("print('no result here')", "without a result line"),
         ("import json; print(json.dumps({'type': 'result', 'status': 'question'}))", "no question"),
-        ("import json; print(json.dumps({'type': 'result', 'status': 'maybe'}))", "'maybe'"),
+        ("import json; print(json.dumps({'type': 'result', 'status': 'maybe'}))", "unknown status"),
     ],
 )
 async def test_a_runtime_that_breaks_the_protocol_is_an_error(
@@ -208,6 +210,10 @@ async def test_a_runtime_that_breaks_the_protocol_is_an_error(
     outcome, _ = await _run(tmp_path, script)
     assert outcome.status == CodingStatus.ERROR
     assert error in outcome.error
+    # What the runtime printed is in the private log only, never in the worker's words.
+    assert "oops" not in outcome.error
+    if "oops" in script:
+        assert "[stderr] oops" in outcome.log.text()
 
 
 async def test_the_time_limit_kills_the_whole_process_group(tmp_path: Path) -> None:
@@ -260,7 +266,12 @@ async def test_the_runtime_gets_no_github_credentials_or_settings(
     env = json.loads(outcome.summary)
     for name in ("PRIVATE_KEY", "GITHUB_TOKEN", "STEELFRAME_DATABASE_URL", "GIT_CONFIG_VALUE_0"):
         assert name not in env
+    # An allowlist: PATH, locale, what the operator names (here the model key), the task's.
     assert env["ANTHROPIC_API_KEY"] == "the runtime's own key"
+    allowed = {"PATH", "HOME", "TMPDIR", "ANTHROPIC_API_KEY", "STEELFRAME_TASK_ID"}
+    assert set(env) - allowed - {"STEELFRAME_PROMPT_FILE", "LANG", "LANGUAGE", "TZ", "TERM"} <= {
+        name for name in env if name.startswith("LC_")
+    }
     assert env["STEELFRAME_TASK_ID"] == "5"
     prompt = await asyncio.to_thread(Path(env["STEELFRAME_PROMPT_FILE"]).read_text)
     assert prompt == "the prompt"

@@ -11,6 +11,7 @@ from aiohttp import web
 from bot.lifecycle import worktree
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
+from tests.fakes.sandbox import exchange_dir
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -32,7 +33,8 @@ async def test_a_runtime_rewriting_its_git_remote_never_receives_the_token(
     make: Make, aiohttp_server: Any, tmp_path: Path
 ) -> None:
     url, seen = await _listener(aiohttp_server)
-    marker, report = tmp_path / "planted-ran", tmp_path / "runtime-git-config"
+    marker = exchange_dir(tmp_path) / "planted-ran"
+    report = exchange_dir(tmp_path) / "runtime-git-config"
     lc = await make(coding_command=command("hostile", url, marker, report))
     issue = await lc.open_issue("Make the widget blue")
     await lc.work()

@@ -9,8 +9,9 @@ from pathlib import Path
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import DECISION, Make, gone
+from tests.fakes.lifecycle import DECISION, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import exchange_dir, host_pids
 
 
 async def test_a_committing_runtime_delivers_a_pull_request_that_fixes_the_issue(
@@ -99,7 +100,7 @@ async def test_a_decision_from_a_collaborator_with_write_access_resumes(
 async def test_a_failing_runtime_is_retried_then_fails_with_one_comment(
     make: Make, tmp_path: Path
 ) -> None:
-    runs = tmp_path / "runs.txt"
+    runs = exchange_dir(tmp_path) / "runs.txt"
     lc = await make(coding_command=command("fail", runs), task_max_attempts=2)
     issue = await lc.open_issue("Break the build")
     await lc.work()
@@ -125,15 +126,19 @@ async def test_a_failing_runtime_is_retried_then_fails_with_one_comment(
 async def test_a_hanging_runtime_is_killed_at_the_time_limit_and_the_comment_names_it(
     make: Make, tmp_path: Path
 ) -> None:
-    pids = tmp_path / "pids.txt"
+    pids = exchange_dir(tmp_path) / "pids.txt"
     lc = await make(coding_command=command("hang", pids), task_time_limit=1)
     issue = await lc.open_issue("Loop forever")
-    await lc.work()
+    running = asyncio.ensure_future(lc.work())
+    await wait_for(lambda: pids.exists() and pids.read_text().strip())
+    started = host_pids(str(pids))
+    assert len(started) >= 2  # the runtime and its grandchild, seen from the host
+    await asyncio.wait_for(running, 30)
     task = lc.task(issue)
     assert task.state == TaskState.FAILED
     failure = next(c["body"] for c in await lc.comments(issue) if "could not finish" in c["body"])
     assert "wall-clock time limit of 1 s" in failure and "STEELFRAME_TASK_TIME_LIMIT" in failure
-    assert await gone(*map(int, pids.read_text().split())), "the runtime outlived its limit"
+    assert await gone(*started), "the runtime outlived its limit"
     assert any(e.kind == EventKind.LIMIT_EXCEEDED for e in lc.events(task.id))
     assert task.attempts == 1  # a time limit is not retried
 
@@ -213,7 +218,7 @@ async def test_a_retry_waits_its_backoff_in_rqs_scheduled_registry(
 ) -> None:
     from rq.job import Job, JobStatus
 
-    runs = tmp_path / "runs.txt"
+    runs = exchange_dir(tmp_path) / "runs.txt"
     lc = await make(
         coding_command=command("fail", runs), task_max_attempts=2, task_retry_backoff_seconds=2.0
     )

@@ -18,6 +18,7 @@ from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import exchange_dir, host_pids
 
 
 async def test_two_pickups_of_one_issue_at_once_make_one_task_and_one_job(make: Make) -> None:
@@ -37,7 +38,7 @@ async def test_two_pickups_of_one_issue_at_once_make_one_task_and_one_job(make: 
 async def test_a_second_run_while_the_first_holds_the_lease_is_recorded_and_ignored(
     make: Make, tmp_path: Path
 ) -> None:
-    started = tmp_path / "started.txt"
+    started = exchange_dir(tmp_path) / "started.txt"
     lc = await make(coding_command=command("slow", 1.0, started))
     issue = await lc.open_issue()
     task = lc.task(issue)
@@ -57,7 +58,7 @@ async def test_a_second_run_while_the_first_holds_the_lease_is_recorded_and_igno
 async def test_a_lease_renewed_by_its_heartbeat_outlives_its_ttl(
     make: Make, tmp_path: Path
 ) -> None:
-    started = tmp_path / "started.txt"
+    started = exchange_dir(tmp_path) / "started.txt"
     lc = await make(coding_command=command("slow", 1.5, started), task_lease_seconds=0.6)
     issue = await lc.open_issue()
     task = lc.task(issue)
@@ -152,12 +153,14 @@ async def test_label_drift_is_repaired_by_the_reconciler(make: Make) -> None:
 async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_worktree(
     make: Make, tmp_path: Path
 ) -> None:
-    pids = tmp_path / "pids.txt"
+    pids = exchange_dir(tmp_path) / "pids.txt"
     lc = await make(coding_command=command("hang", pids))
     issue = await lc.open_issue()
     task = lc.task(issue)
     running = asyncio.ensure_future(lc.work())
     await wait_for(lambda: pids.exists() and pids.read_text().strip())
+    started = host_pids(str(pids))
+    assert len(started) >= 2  # the runtime and its grandchild, seen from the host
     (worktree,) = lc.ctx.worktrees.glob(f"task-{task.id}-*")
     assert (worktree / "repo" / ".git").is_dir()
     response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
@@ -165,7 +168,7 @@ async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_work
     body = await response.json()
     assert body["state"] == "terminated"
     await asyncio.wait_for(running, 10)
-    assert await gone(*map(int, pids.read_text().split()))
+    assert await gone(*started)
     assert not worktree.exists()
     assert lc.task(issue).state == TaskState.TERMINATED
     comments = [c["body"] for c in await lc.comments(issue)]

@@ -21,6 +21,13 @@ from steelframe.cli import main
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make, alive, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import (
+    exchange_dir,
+    host_pids,
+    launcher_of,
+    running_in_sandbox,
+    runtime_pids,
+)
 
 CREDENTIAL_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
 
@@ -64,27 +71,23 @@ def start_worker(lc: Lifecycle, log: Path, *args: str) -> subprocess.Popen[bytes
         )
 
 
-def parent_of(pid: int) -> int:
-    with open(f"/proc/{pid}/stat") as stat:
-        return int(stat.read().rsplit(")", 1)[1].split()[1])
-
-
 @pytest.mark.slow
 async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
     make: Make, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "first-run.pid"
+    marker = exchange_dir(tmp_path) / "first-run.pid"
     lc = await make(coding_command=command("crash_once", marker), task_lease_seconds=1.0)
     issue = await lc.open_issue()
     task = lc.task(issue)
     first = start_worker(lc, tmp_path / "worker1.log")
     try:
         await wait_for(lambda: marker.exists() and marker.read_text().strip(), within=30)
-        runtime_pid = int(marker.read_text())
+        (runtime_pid,) = runtime_pids(str(marker))
+        sandboxed = running_in_sandbox(runtime_pid)
         assert lc.task(issue).state == TaskState.RUNNING
         # The whole worker dies at once: the worker and its scheduler (one group), and
         # the work horse (RQ puts it in a group of its own).
-        horse = parent_of(runtime_pid)
+        horse = launcher_of(runtime_pid)
         os.killpg(first.pid, signal.SIGKILL)
         os.killpg(horse, signal.SIGKILL)
     finally:
@@ -92,7 +95,10 @@ async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
             os.killpg(first.pid, signal.SIGKILL)
         await asyncio.to_thread(first.wait)
     assert lc.task(issue).state == TaskState.RUNNING  # nobody is left to say otherwise
-    assert alive(runtime_pid)  # the runtime has a process group of its own: an orphan now
+    if sandboxed:
+        assert await gone(runtime_pid)  # bwrap --die-with-parent: it dies with its worker
+    else:
+        assert alive(runtime_pid)  # a process group of its own: an orphan now
 
     def expired() -> bool:
         lease = lc.ctx.db.call(leases.current, task.id)
@@ -117,14 +123,14 @@ async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
 async def test_a_killed_work_horse_is_retried_by_the_worker_that_forked_it(
     make: Make, tmp_path: Path
 ) -> None:
-    marker = tmp_path / "first-run.pid"
+    marker = exchange_dir(tmp_path) / "first-run.pid"
     lc = await make(coding_command=command("crash_once", marker), task_lease_seconds=5.0)
     issue = await lc.open_issue()
     worker = start_worker(lc, tmp_path / "worker.log")
     try:
         await wait_for(lambda: marker.exists() and marker.read_text().strip(), within=30)
-        runtime_pid = int(marker.read_text())
-        horse = parent_of(runtime_pid)
+        (runtime_pid,) = runtime_pids(str(marker))
+        horse = launcher_of(runtime_pid)
         assert horse != worker.pid
         os.kill(horse, signal.SIGKILL)
         await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=30)
@@ -150,7 +156,7 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
 ) -> None:
     # PostgreSQL: a work horse frozen by SIGSTOP may be inside a write (its lease heartbeat);
     # SQLite would lock the whole file until it thawed, PostgreSQL only the rows it holds.
-    pids = tmp_path / "pids.txt"
+    pids = exchange_dir(tmp_path) / "pids.txt"
     lc = await make(
         coding_command=command("hang", pids), task_lease_seconds=1.0, database_url=pg_url
     )
@@ -159,15 +165,16 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
     worker = start_worker(lc, tmp_path / "worker.log")
     try:
         await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=30)
-        runtime, grandchild = map(int, pids.read_text().split())
-        horse = parent_of(runtime)
+        runtime, grandchild = runtime_pids(str(pids))
+        sandbox_processes = host_pids(str(pids))
+        horse = launcher_of(runtime)
         os.kill(horse, signal.SIGSTOP)  # a stuck work horse: it cannot notice anything
         response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
         assert response.status == 200
         await asyncio.sleep(1.2)  # a lease period: the reconciler's grace
         report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
         assert report.stopped == [task.id]
-        assert await gone(horse, runtime, grandchild)
+        assert await gone(horse, runtime, grandchild, *sandbox_processes)
         assert list(lc.ctx.worktrees.glob(f"task-{task.id}-*")) == []
     finally:
         os.killpg(worker.pid, signal.SIGTERM)

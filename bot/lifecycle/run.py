@@ -24,6 +24,7 @@ from bot.lifecycle.finish import finish_failed
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import change_state
+from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run, RunStopped, Watch
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
@@ -149,6 +150,13 @@ async def _guarded(run: Run, github: GitHubApi) -> str:
         # Someone else moved the task meanwhile (an operator terminated it).
         log.info("lifecycle: task %s became %s during the run", task_id, exc.current)
         return f"stopped: task became {exc.current}"
+    except SandboxUnavailable as exc:
+        # The command cannot run in the sandbox as configured: no retry will change that.
+        log.error("lifecycle: task %s: coding run refused: %s", task_id, exc)
+        error = f"this worker cannot run the coding command in its sandbox: {exc}"
+        return await finish_failed(
+            run.ctx, github, task_id, run.actor, error=error, retry=False, fence=run.fence
+        )
     except Exception as exc:
         if run.watch.stop.is_set():
             return f"stopped: {run.watch.reason}"

@@ -158,6 +158,8 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
             args += ["--symlink", os.readlink(name), name]
         elif os.path.isdir(name):
             args += ["--ro-bind", name, name]
+    # bwrap makes missing parents private to root; the runtime (nobody, as root) must see in.
+    args += ["--perms", "0755", "--dir", "/etc"]
     for name in ETC_FILES:
         args += ["--ro-bind-try", name, name]
     args += ["--proc", "/proc", "--dev", "/dev"]

@@ -20,6 +20,7 @@ from bot.lifecycle.models import Task, TaskEvent
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.worker import InProcessWorker
 from tests.conftest import ApiClient, GitHubSandbox
+from tests.fakes.sandbox import exchange_dir, sandbox_settings
 from webhooks.appkeys import PROCESSOR
 
 PICKUP = "steelframe:work-on-this"
@@ -36,6 +37,8 @@ class Lifecycle:
         self.ctx = ctx
         self.repo = sandbox.repo
         self.github = sandbox.client()
+        # Where scripted runtimes may write (pid files, markers): the sandbox hides the rest.
+        self.exchange = exchange_dir(settings.data_dir.parent)
 
     @property
     def service(self) -> TaskService:
@@ -151,6 +154,7 @@ async def start_lifecycle(
         "task_lease_seconds": 3.0,
         "task_retry_backoff_seconds": 0.0,
         "task_max_attempts": 2,
+        **sandbox_settings(tmp_path),
     }
     values.update(overrides)
     settings = sandbox.settings(tmp_path, **values)

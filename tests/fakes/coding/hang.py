@@ -1,4 +1,5 @@
-"""Hangs: stores a session, starts a grandchild, writes both pids to ARG1, sleeps."""
+"""Hangs: stores a session, starts a grandchild, writes both pids to ARG1, sleeps. The
+grandchild carries ARG1 on its command line too, so a test can find both from the host."""
 
 import os
 import subprocess
@@ -10,7 +11,7 @@ from _protocol import emit, read_prompt
 
 read_prompt()
 emit(type="session", session_id="sess-hang")
-child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", sys.argv[1]])
 with open(sys.argv[1], "w") as pids:
     pids.write(f"{os.getpid()} {child.pid}\n")
 time.sleep(600)

@@ -1,0 +1,101 @@
+"""The coding sandbox in tests: whether bubblewrap runs here, the settings that let the
+scripted runtimes run inside it, and host-side views of the processes it started.
+
+Sandbox tests call `require_bwrap()`: where bubblewrap cannot run they say they did not run
+(skip with the reason), except under CI=true, where they fail (the PostgreSQL rule).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.lifecycle.sandbox import SandboxPolicy, SandboxUnavailable, ensure_available
+from tests.fakes.coding import HERE
+
+WRAPPERS = frozenset({"bwrap", "setpriv", "prlimit"})
+
+
+def bwrap_problem() -> str | None:
+    try:
+        ensure_available(SandboxPolicy())
+    except SandboxUnavailable as exc:
+        return str(exc)
+    return None
+
+
+def require_bwrap() -> None:
+    problem = bwrap_problem()
+    if problem is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"the coding sandbox must run in CI: {problem}")
+    pytest.skip(f"sandbox tests did not run: {problem}")
+
+
+def exchange_dir(tmp_path: Path) -> Path:
+    """A folder the scripted runtimes may write (pid files, markers), anyone's to write:
+    as root, the runtime runs as nobody."""
+    folder = tmp_path / "exchange"
+    folder.mkdir(exist_ok=True)
+    folder.chmod(0o777)
+    return folder
+
+
+def sandbox_settings(tmp_path: Path, *, sandbox: bool | None = None) -> dict[str, Any]:
+    """Settings for the scripted runtimes: the interpreter and the scripts read-only, the
+    exchange folder writable; in the sandbox when bubblewrap runs here (or `sandbox`)."""
+    wanted = bwrap_problem() is None if sandbox is None else sandbox
+    return {
+        "coding_sandbox": "bwrap" if wanted else "off",
+        "coding_read_only_paths": (Path(sys.prefix), Path(sys.base_prefix), HERE),
+        "coding_writable_paths": (exchange_dir(tmp_path),),
+    }
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as raw:
+            return raw.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def host_pids(marker: str) -> list[int]:
+    """Host pids of the processes whose command line names `marker` (a runtime in a pid
+    namespace writes its own namespace's pids, which mean nothing out here)."""
+    me = str(os.getpid())
+    return sorted(
+        int(pid)
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and pid != me and marker in _cmdline(pid)
+    )
+
+
+def runtime_pids(marker: str) -> list[int]:
+    """As `host_pids`, without the sandbox's own processes (bwrap names the command too)."""
+    return [pid for pid in host_pids(marker) if _stat(pid)[0] not in WRAPPERS]
+
+
+def _stat(pid: int) -> tuple[str, int]:
+    with open(f"/proc/{pid}/stat") as stat:
+        text = stat.read()
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    return name, int(text.rsplit(")", 1)[1].split()[1])
+
+
+def launcher_of(pid: int) -> int:
+    """The process that started the runtime: its parent, past the sandbox's wrappers."""
+    _, parent = _stat(pid)
+    while _stat(parent)[0] in WRAPPERS:
+        parent = _stat(parent)[1]
+    return parent
+
+
+def running_in_sandbox(pid: int) -> bool:
+    _, parent = _stat(pid)
+    return _stat(parent)[0] in WRAPPERS
