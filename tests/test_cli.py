@@ -30,14 +30,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_operator_create_prints_the_token_last(
-    tmp_path: Path, capsys: object, monkeypatch: object
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest
-
-    mp: pytest.MonkeyPatch = monkeypatch  # type: ignore[assignment]
-    mp.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     assert main(["operator", "create", "alice"]) == 0
-    out = capsys.readouterr().out.strip().splitlines()  # type: ignore[attr-defined]
+    out = capsys.readouterr().out.strip().splitlines()
     assert re.fullmatch(r"sfo_[\w-]{20,}", out[-1])
     assert main(["operator", "create", "alice"]) == 1  # already exists
 
