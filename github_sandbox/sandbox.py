@@ -4,6 +4,7 @@ with a bare git repo, grant a collaborator, hand out a user token)."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,8 +15,14 @@ from github_sandbox import git
 from github_sandbox.auth import TOKEN_TTL_SECONDS, issue_user_token
 from github_sandbox.faults import FaultPlan
 from github_sandbox.hooks import Delivery, HookSender
-from github_sandbox.operations import HookEvent, Operations
+from github_sandbox.operations import HookEvent, Operations, not_found
 from github_sandbox.persistence import load_world, save_world
+from github_sandbox.registration import (
+    CODE_TTL_SECONDS,
+    PendingRegistration,
+    Registered,
+    register,
+)
 from github_sandbox.shapes import Shapes
 from github_sandbox.state import AppInfo, Installation, Repo, User, World, iso
 
@@ -53,6 +60,8 @@ class Sandbox:
     hooks: HookSender = field(init=False)
     traffic: list[Exchange] = field(default_factory=list)
     token_requests: dict[int, int] = field(default_factory=dict)
+    # Manifest registrations waiting for their code to be exchanged (one use each).
+    registrations: dict[str, PendingRegistration] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Clone URLs are file:// URIs, which must be absolute (dev's data dir is relative).
@@ -184,6 +193,41 @@ class Sandbox:
     def user_token(self, login: str) -> str:
         """A personal token acting as `login` (tests use it to play a human)."""
         return issue_user_token(self.world, login)
+
+    # -- registering an App from a manifest (registration.py) ----------------------------------
+
+    def start_registration(self, manifest: dict[str, Any], owner_login: str | None) -> str:
+        """Remember a confirmed manifest; the code GitHub redirects with."""
+        now = self.clock()
+        self.registrations = {c: p for c, p in self.registrations.items() if p.expires_at > now}
+        owner = (
+            self.world.user(owner_login, kind="Organization")
+            if owner_login
+            else self.world.app.owner
+        )
+        code = secrets.token_hex(10)
+        self.registrations[code] = PendingRegistration(manifest, owner, now + CODE_TTL_SECONDS)
+        return code
+
+    def convert_registration(self, code: str) -> Registered:
+        """Exchange a code (once, within the hour) for the App: it becomes the sandbox's App,
+        and webhooks go to the manifest's hook URL signed with the new secret."""
+        pending = self.registrations.pop(code, None)
+        if pending is None or pending.expires_at <= self.clock():
+            raise not_found()
+        registered = register(
+            pending, app_id=self.world.next_id(), bot_id=self.world.next_id(), now=self.clock()
+        )
+        app = registered.app
+        self.world.app = app
+        self.world.users[app.bot.login.lower()] = app.bot
+        self.app_id = self.hooks.app_id = app.id
+        self.app_slug = app.slug
+        self.public_key_pem = app.public_key_pem
+        hook = pending.manifest.get("hook_attributes") or {}
+        if hook.get("active", True):
+            self.set_webhook(str(hook["url"]), registered.webhook_secret)
+        return registered
 
     def set_webhook(self, url: str | None, secret: str | None) -> None:
         """Where the App's webhooks go, signed with what (GitHub pings a new URL)."""

@@ -25,6 +25,7 @@ from bot.models import Operator
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import configure_logging, load_settings
 from steelframe.commands.core import add_listen_arguments
+from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
 DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
@@ -89,6 +90,10 @@ async def run_dev(
                 f"github: sandbox at {sandbox.url} · repo {settings.repo} (no credentials)",
                 flush=True,
             )
+        elif settings.webhook_proxy_url:
+            relay = running_relay(settings.webhook_proxy_url, local_target(host, bound))
+            await parts.enter_async_context(relay)
+            print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
         database: Database = app[SERVICES].db
         token = await database.run(dev_token)
         print(

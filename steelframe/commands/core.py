@@ -12,6 +12,7 @@ from bot import db as dbmod
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import configure_logging, load_settings, with_database
+from steelframe.webhook_relay import relay_context
 
 
 def register(subparsers: Any) -> None:
@@ -61,6 +62,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     app = create_app(settings)
+    if settings.webhook_proxy_url:
+        if port == 0:
+            print("steelframe: WEBHOOK_PROXY_URL needs a fixed port (PORT)", file=sys.stderr)
+            return 2
+        app.cleanup_ctx.append(relay_context(settings, host, port))
+        print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
     print(f"url: http://{host}:{port}", flush=True)
     web.run_app(app, host=host, port=port, print=None)
     return 0

@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.errors import SteelframeError
+from steelframe import registration
 from steelframe.cli import configure_logging, load_settings, with_database
 
 
@@ -20,6 +21,11 @@ def register(subparsers: Any) -> None:
     check = github_sub.add_parser("check", help="authenticate as the App; show its installation")
     check.add_argument("--repo", help="owner/name (default: STEELFRAME_REPO)")
     check.set_defaults(handler=cmd_github_check)
+    register_app = github_sub.add_parser(
+        "register", help="register the GitHub App from app.yml (GitHub's manifest flow)"
+    )
+    registration.add_arguments(register_app)
+    register_app.set_defaults(handler=registration.cmd_github_register)
 
     hooks = subparsers.add_parser("webhooks")
     hooks_sub = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="SUBCOMMAND")
