@@ -182,3 +182,15 @@ def test_make_run_takes_a_port() -> None:
         check=True,
     )
     assert result.stdout.strip().endswith("steelframe dev --port 9123")
+
+
+def test_the_tuis_exported_variables_do_not_break_server_commands(tmp_path: Path) -> None:
+    env = _env(tmp_path) | {"STEELFRAME_URL": "http://127.0.0.1:8080", "STEELFRAME_TOKEN": "x"}
+    result = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "db", "upgrade"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
