@@ -18,9 +18,9 @@ from bot import db as dbmod
 from bot.errors import NotFound
 from bot.lifecycle import tasks
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
-from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
 from bot.lifecycle.context import LifecyclePolicy
 from bot.lifecycle.models import EventKind, TaskEvent
+from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
 from bot.lifecycle.states import TRANSITIONS, IllegalTransition, TaskState, can_transition
 from tests.fakes.lifecycle import gone
 

@@ -11,9 +11,9 @@ from aiohttp import web
 from bot.lifecycle import worktree
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
-from tests.fakes.sandbox import exchange_dir
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import exchange_dir
 
 
 async def _listener(aiohttp_server: Any) -> tuple[str, list[dict[str, str]]]:
