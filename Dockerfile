@@ -1,6 +1,8 @@
 FROM python:3.11-slim
 WORKDIR /app
-RUN apt-get update && apt-get install -y --no-install-recommends git \
+# bubblewrap isolates every coding run (docs/lifecycle.md, "The sandbox"); util-linux
+# brings prlimit and setpriv, which set its limits and drop root inside it.
+RUN apt-get update && apt-get install -y --no-install-recommends git bubblewrap util-linux \
     && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md app.yml* ./
 COPY bot ./bot
@@ -14,4 +16,16 @@ ENV STEELFRAME_DATA_DIR=/data
 VOLUME /data
 EXPOSE 8080
 # serve runs the migrations first; run workers from the same image with `steelframe worker`.
+#
+# A worker container must be allowed to create the sandbox's namespaces. As root in the
+# container (this image's default) bwrap needs no user namespace, but it does call
+# mount(2), pivot_root(2) and unshare(2), which Docker's default seccomp profile and its
+# dropped CAP_SYS_ADMIN refuse: run workers with
+#   docker run --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
+#     --security-opt apparmor=unconfined IMAGE steelframe worker
+# (or a seccomp profile that allows those calls). Run as a non-root user instead, bwrap
+# needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1 where that knob
+# exists; Ubuntu 24.04 hosts also need an AppArmor profile for bwrap) and the same
+# seccomp allowance. A worker that cannot create them refuses coding runs and says why;
+# STEELFRAME_CODING_SANDBOX=off runs them unisolated instead (not recommended).
 CMD ["steelframe", "serve", "--host", "0.0.0.0", "--port", "8080"]

@@ -163,6 +163,8 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
     for name in ETC_FILES:
         args += ["--ro-bind-try", name, name]
     args += ["--proc", "/proc", "--dev", "/dev"]
+    # The run's own places first: an extra path under /tmp is mounted over the private /tmp.
+    args += ["--bind", str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
     made: set[str] = {"/usr", "/etc", "/proc", "/dev", "/tmp"}
     for mode, paths in (("--ro-bind", policy.read_only), ("--bind", policy.writable)):
         for path in paths:
@@ -172,7 +174,6 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
                     made.add(parent)
             args += [mode, str(path), str(path)]
             made.add(str(path))
-    args += ["--bind", str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
     args += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/steelframe"]
     args += ["--ro-bind", str(run.prompt), INSIDE_PROMPT]
     return args
