@@ -1,0 +1,177 @@
+"""A hostile coding runtime inside the real sandbox (bubblewrap): every attack of issue 11
+fails or is redacted, and no secret reaches a comment, a pull request, a pushed branch, a
+memory chunk, a task event or the task row. Where bubblewrap cannot run these tests say
+they did not run, except under CI=true, where they fail."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+
+from bot.lifecycle.models import Task
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.steps import SECRET_FOUND
+from tests.conftest import WEBHOOK_SECRET, GitHubSandbox
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import require_bwrap
+
+LOOT = "sk-fake-model-key-0123456789abcdef"
+ATTEMPTS = (
+    "proc_parent_environ",
+    "proc_1_environ",
+    "key_file",
+    "database_file",
+    "worker_git_dir",
+    "worker_processes",
+    "redis_port",
+    "database_port",
+    "mint_token",
+    "post_comment",
+)
+# With the network on, the host's loopback is the runtime's too (docs/lifecycle.md says so).
+REACHABLE_WITH_NETWORK = {"redis_port", "database_port"}
+
+
+async def _attack(
+    make: Make, sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any, mode: str, network: bool
+) -> Lifecycle:
+    require_bwrap()
+    key_file = tmp_path / "app-key.pem"  # the App key as a file, for the runtime to try
+    key_file.write_text(sandbox.private_key)
+    monkeypatch.setenv("FAKE_MODEL_API_KEY", LOOT)
+    # The worker's own environment holds secrets, as a real worker's does.
+    monkeypatch.setenv("WEBHOOK_SECRET", WEBHOOK_SECRET)
+    monkeypatch.setenv("PRIVATE_KEY_PATH", str(key_file))
+    attacker = command(
+        "attacker",
+        mode,
+        key_file,
+        tmp_path / "steelframe.db",  # the worker's database (make_settings puts it there)
+        tmp_path / "var",  # its data directory, with the worktrees
+        sandbox.url,
+        sandbox.installation_id,
+    )
+    return await make(
+        coding_command=attacker,
+        coding_network=network,
+        coding_env_passthrough=("FAKE_MODEL_API_KEY",),
+        private_key=None,
+        private_key_path=key_file,
+    )
+
+
+def _verdicts(log_text: str) -> dict[str, str]:
+    return dict(re.findall(r"ATTEMPT (\w+): (SUCCEEDED|blocked)", log_text))
+
+
+def _secrets(lc: Lifecycle) -> list[str]:
+    key_lines = [line for line in lc.sandbox.private_key.splitlines() if "-----" not in line]
+    tokens = list(lc.sandbox.sandbox.world.tokens)  # every installation token it issued
+    assert tokens, "the worker minted tokens for its clone and API calls"
+    return [LOOT, WEBHOOK_SECRET, *key_lines[:3], *tokens]
+
+
+def _pushed(git_path: Path) -> str:
+    """Everything on every branch of the remote: contents, messages, authors."""
+    return subprocess.run(
+        ["git", "-C", str(git_path), "log", "--all", "--patch", "--format=fuller"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+async def _public_and_stored_text(lc: Lifecycle, issue: int, task_id: int) -> dict[str, str]:
+    """Everything the run may have written anywhere, by where it is."""
+    comments = "\n".join(c["body"] for c in await lc.comments(issue))
+    pulls = "\n".join(f"{p['title']}\n{p['body']}" for p in await lc.pulls())
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    branches = await asyncio.to_thread(_pushed, git_path)
+    events = "\n".join(f"{e.detail} {json.dumps(e.data)}" for e in lc.events(task_id))
+    chunks = lc.ctx.db.call(
+        lambda s: "\n".join(map(str, s.execute(text("SELECT text FROM memory_chunks")).scalars()))
+    )
+    task = lc.ctx.db.call(lambda s: s.get(Task, task_id))
+    row = " ".join(
+        str(getattr(task, name))
+        for name in ("last_error", "summary", "question", "runtime_session", "runtime_transcript")
+    )
+    log = await (await lc.api.get(f"/api/operator/tasks/{task_id}/log")).json()
+    return {
+        "comments": comments,
+        "pull requests": pulls,
+        "pushed branches": branches,
+        "task events": events,
+        "memory chunks": chunks,
+        "task row": row,
+        "private log": "\n".join(run["text"] for run in log["runs"]),
+    }
+
+
+def _assert_nothing_leaked(lc: Lifecycle, found: dict[str, str]) -> None:
+    for where, written in found.items():
+        for secret in _secrets(lc):
+            assert secret not in written, f"a secret reached the {where}"
+    public = found["comments"] + found["pull requests"]
+    assert "owned-by-the-attacker" not in public  # no comment as the App
+    assert "<!-- steelframe-decision" not in public  # no marker a webhook would act on
+    assert "RuntimeError" not in public and "model key, again" not in public  # no stderr
+    assert "[REDACTED]" in found["private log"]  # the log kept what it said, masked
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["steal", "fail"])
+async def test_a_hostile_runtime_without_network_gets_nothing_and_leaks_nothing(
+    make: Make, github_sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any, mode: str
+) -> None:
+    lc = await _attack(make, github_sandbox, tmp_path, monkeypatch, mode, network=False)
+    issue = await lc.open_issue("Make the widget blue", "Please.")
+    await lc.work()
+    task = lc.task(issue)
+    found = await _public_and_stored_text(lc, issue, task.id)
+    verdicts = _verdicts(found["private log"])
+    assert set(verdicts) == set(ATTEMPTS), found["private log"]
+    assert {name for name, v in verdicts.items() if v == "SUCCEEDED"} == set()
+    assert task.state == TaskState.FAILED, found
+    _assert_nothing_leaked(lc, found)
+    assert await lc.pulls() == []
+    if mode == "steal":
+        # A diff carrying a known secret is never pushed: no branch, a private reason.
+        assert lc.branch_file("STOLEN.md", f"steelframe/issue-{issue}") is None
+        assert SECRET_FOUND in found["comments"]
+        assert "STOLEN.md" in found["private log"]
+        assert task.attempts == 1  # not retried
+    else:
+        # The reason the runtime declared, redacted and flattened: its words, not its output.
+        assert "it said: gave up: key=[REDACTED]" in found["comments"]
+        assert "@\u200bmaintainer" in found["comments"]
+
+
+@pytest.mark.slow
+async def test_a_hostile_runtime_with_network_mints_no_token_and_its_summary_is_redacted(
+    make: Make, github_sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any
+) -> None:
+    lc = await _attack(make, github_sandbox, tmp_path, monkeypatch, "leak", network=True)
+    issue = await lc.open_issue("Make the widget blue", "Please.")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED
+    found = await _public_and_stored_text(lc, issue, task.id)
+    verdicts = _verdicts(found["private log"])
+    assert set(verdicts) == set(ATTEMPTS), found["private log"]
+    succeeded = {name for name, v in verdicts.items() if v == "SUCCEEDED"}
+    assert succeeded <= REACHABLE_WITH_NETWORK  # the documented limit of network on
+    assert verdicts["mint_token"] == "blocked" and verdicts["post_comment"] == "blocked"
+    _assert_nothing_leaked(lc, found)
+    (pull,) = await lc.pulls()
+    assert "key=[REDACTED]" in pull["body"] and f"Fixes #{issue}" in pull["body"]
+    assert lc.branch_file("CHANGE.md", f"steelframe/issue-{issue}") == "A harmless change\n"
