@@ -19,7 +19,7 @@ from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from steelframe.cli import main
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Lifecycle, Make, alive, gone, wait_for
+from tests.fakes.lifecycle import Make, alive, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import (
     exchange_dir,
@@ -28,47 +28,7 @@ from tests.fakes.sandbox import (
     running_in_sandbox,
     runtime_pids,
 )
-
-CREDENTIAL_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
-
-
-def worker_env(lc: Lifecycle) -> dict[str, str]:
-    """The environment `steelframe worker` needs to reach the test's database, Redis and
-    sandbox App (everything the in-process bench has in its settings)."""
-    s = lc.settings
-    assert s.private_key is not None and s.redis_url is not None
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CREDENTIAL_VARS)}
-    env.update(
-        {
-            "STEELFRAME_DATABASE_URL": s.database_url,
-            "STEELFRAME_REDIS_URL": s.redis_url,
-            "STEELFRAME_DATA_DIR": str(s.data_dir),
-            "STEELFRAME_CHECKOUT": str(s.checkout),
-            "APP_ID": str(s.app_id),
-            "PRIVATE_KEY": s.private_key.reveal(),
-            "GITHUB_API_URL": s.github_api_url,
-            "STEELFRAME_GITHUB_WRITE_INTERVAL": "0",
-            "STEELFRAME_CODING_COMMAND": s.coding_command or "",
-            "STEELFRAME_TASK_LEASE_SECONDS": str(s.task_lease_seconds),
-            "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS": "0",
-            "STEELFRAME_TASK_MAX_ATTEMPTS": str(s.task_max_attempts),
-            "STEELFRAME_LOG_LEVEL": "INFO",
-        }
-    )
-    return env
-
-
-def start_worker(lc: Lifecycle, log: Path, *args: str) -> subprocess.Popen[bytes]:
-    """`steelframe worker ARGS` in a session of its own, its output in `log`."""
-    with open(log, "wb") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "steelframe.cli", "worker", *args],
-            env=worker_env(lc),
-            cwd=lc.settings.data_dir.parent,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+from tests.fakes.workers import CREDENTIAL_VARS, start_worker, worker_env
 
 
 @pytest.mark.slow
