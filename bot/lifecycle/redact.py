@@ -68,9 +68,8 @@ class Redactor:
 
     def public_text(self, text: str, limit: int = MAX_PUBLIC) -> str:
         """Redacted, one line, no markup or mentions, at most `limit` characters."""
-        flat = " ".join(self.redact(text).split())
-        flat = _MARKUP.sub("", flat)
-        flat = _MENTION.sub("@\u200b", flat)
+        flat = _MARKUP.sub(" ", self.redact(text))
+        flat = _MENTION.sub("@\u200b", " ".join(flat.split()))
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
     def public_block(self, text: str, limit: int = 4000) -> str:

@@ -275,8 +275,8 @@ def wrap(
         )
     env = allowed_env(base, policy, extra_env)
     env.update(HOME=INSIDE_TMP, TMPDIR=INSIDE_TMP, STEELFRAME_PROMPT_FILE=INSIDE_PROMPT)
-    _hand_over(run)
     launch_argv = [*bwrap_args(policy, run, env), *_limits(policy), *argv]
+    _hand_over(run)
     return Launch(
         argv=launch_argv,
         env=dict(env),  # bwrap itself sees only the allowlist too (its /proc/1/environ)
