@@ -175,3 +175,12 @@ async def test_a_hostile_runtime_with_network_mints_no_token_and_its_summary_is_
     (pull,) = await lc.pulls()
     assert "key=[REDACTED]" in pull["body"] and f"Fixes #{issue}" in pull["body"]
     assert lc.branch_file("CHANGE.md", f"steelframe/issue-{issue}") == "A harmless change\n"
+    # The worker cloned and pushed with tokens for this repository alone, contents only.
+    scopes = [
+        (t.repos, t.permissions)
+        for t in lc.sandbox.sandbox.world.tokens.values()
+        if t.repos is not None
+    ]
+    repo = frozenset({lc.repo})
+    assert (repo, {"metadata": "read", "contents": "read"}) in scopes
+    assert (repo, {"metadata": "read", "contents": "write"}) in scopes
