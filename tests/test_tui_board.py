@@ -130,3 +130,48 @@ async def test_terminate_and_archive_ask_first(api: ApiClient) -> None:
         assert states[8] == ("terminated", False)
         assert states[9] == ("delivered", True)
         assert ids[9] == next(t["id"] for t in board["tasks"] if t["issue"] == 9)
+
+
+async def test_l_shows_the_tasks_private_run_log(api: ApiClient) -> None:
+    from bot.clock import utcnow
+    from bot.lifecycle.models import TaskLog
+    from tui_client.modals import LogScreen
+
+    ids = api.services.db.call(seed)
+
+    def logged(session: Session) -> None:
+        session.add(
+            TaskLog(
+                task_id=ids[8],
+                generation=1,
+                attempt=1,
+                holder="h",
+                status="error",
+                text="[stderr] fatal: [REDACTED] rejected",
+                at=utcnow(),
+            )
+        )
+
+    api.services.db.call(logged)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        app.board.table.move_cursor(row=0)  # #8, running
+        await pilot.press("l")
+        await until(pilot, lambda: isinstance(app.screen, LogScreen), "the log")
+        text = app.screen.text  # type: ignore[attr-defined]
+        assert "attempt 1: error" in text and "[stderr] fatal: [REDACTED] rejected" in text
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, LogScreen), "the log to close")
+
+
+async def test_the_board_warns_when_coding_runs_are_not_isolated(
+    api_factory: Any, tmp_path: Path, redis_url: str
+) -> None:
+    api = await api_factory(make_settings(tmp_path, redis_url=redis_url, coding_sandbox="off"))
+    api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        line = str(app.board.query_one("#board-status").render())
+        assert "WARNING" in line and "without isolation" in line

@@ -211,9 +211,20 @@ class OperatorClient:
     # -- board ---------------------------------------------------------------------------
 
     async def board(self, *, state: str | None = None) -> list[dict[str, Any]]:
+        tasks, _ = await self.board_view(state=state)
+        return tasks
+
+    async def board_view(
+        self, *, state: str | None = None
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The tasks and the coding sandbox's mode (with its warning when isolation is off)."""
         params = {"state": state} if state else None
         result = await self.request("GET", "/api/operator/board", params=params)
-        return list(result["tasks"])
+        return list(result["tasks"]), dict(result.get("coding_sandbox") or {})
+
+    async def task_log(self, task_id: int | str) -> dict[str, Any]:
+        """The private, redacted runtime log of the task's runs."""
+        return dict(await self.request("GET", f"/api/operator/tasks/{task_id}/log"))
 
     async def terminate(self, task_id: int | str) -> dict[str, Any]:
         return dict(await self.request("POST", f"/api/operator/tasks/{task_id}/terminate"))

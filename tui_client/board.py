@@ -1,7 +1,8 @@
-"""The Board panel: tasks by state, with Discuss, Terminate and Archive (spec: Discuss).
+"""The Board panel: tasks by state, with Discuss, Terminate, Archive and the run log.
 
 Reads GET /api/operator/board; acting on a task asks first. `e` on a task with an issue
-asks the app (a `Discuss` message) to start a Discuss chat on it.
+asks the app (a `Discuss` message) to start a Discuss chat on it; `l` shows the task's
+private runtime log. When the workers run coding unisolated, the status line says so.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat import describe, while_mounted
-from tui_client.modals import ConfirmScreen
+from tui_client.modals import ConfirmScreen, LogScreen, log_text
 
 # Live work first, then what needs the operator, then history.
 STATE_ORDER = ("running", "waiting_for_info", "queued", "failed", "delivered", "terminated")
@@ -60,6 +61,7 @@ class BoardPanel(Vertical):
         Binding("e", "discuss", "Discuss"),
         Binding("t", "terminate", "Terminate"),
         Binding("a", "archive", "Archive"),
+        Binding("l", "log", "Log"),
     ]
 
     class Discuss(Message):
@@ -93,10 +95,11 @@ class BoardPanel(Vertical):
     @while_mounted
     async def load(self) -> None:
         try:
-            tasks = board_order(await self.client.board())
+            found, sandbox = await self.client.board_view()
         except (ApiError, ServiceUnreachable) as exc:
             self.set_status(f"Board unavailable: {describe(exc)}", error=True)
             return
+        tasks = board_order(found)
         table = self.table
         selected = self.selected_task()
         table.clear()
@@ -107,7 +110,11 @@ class BoardPanel(Vertical):
             table.add_row(*_row(task), key=key)
         if selected is not None and str(selected["id"]) in self.tasks:
             table.move_cursor(row=table.get_row_index(str(selected["id"])))
-        self.set_status(board_summary(tasks))
+        warning = sandbox.get("warning")
+        if warning:
+            self.set_status(f"{board_summary(tasks)} · WARNING: {warning}", error=True)
+        else:
+            self.set_status(board_summary(tasks))
 
     def selected_task(self) -> dict[str, Any] | None:
         table = self.table
@@ -125,6 +132,22 @@ class BoardPanel(Vertical):
             self.notify("Select a task with a GitHub issue to discuss it.", severity="warning")
             return
         self.post_message(self.Discuss(int(task["issue"])))
+
+    def action_log(self) -> None:
+        task = self.selected_task()
+        if task is not None:
+            self.show_log(task)
+
+    @work(group="task-log")
+    @while_mounted
+    async def show_log(self, task: dict[str, Any]) -> None:
+        try:
+            log = await self.client.task_log(str(task["id"]))
+        except (ApiError, ServiceUnreachable) as exc:
+            self.set_status(f"log unavailable: {describe(exc)}", error=True)
+            return
+        label = f"#{task['issue']}" if task.get("issue") else f"task {task['id']}"
+        self.app.push_screen(LogScreen(f"Run log of {label} (private)", log_text(log)))
 
     def action_terminate(self) -> None:
         self._confirm("terminate", "Terminate")

@@ -1,4 +1,4 @@
-"""Modal screens: a yes/no confirmation and an issue-number prompt."""
+"""Modal screens: a yes/no confirmation, an issue-number prompt and a task's run log."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import ClassVar
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Label, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -71,3 +71,36 @@ class IssuePrompt(ModalScreen[int | None]):
             self.query_one("#issue-error", Label).update("an issue number is a positive integer")
             return
         self.dismiss(int(value))
+
+
+def log_text(log: dict[str, object]) -> str:
+    """A task's runs (GET /api/operator/tasks/{id}/log) as plain text, newest last."""
+    runs = log.get("runs") or []
+    if not isinstance(runs, list) or not runs:
+        return "No run has been logged for this task yet."
+    parts = []
+    for run in runs:
+        head = f"— generation {run.get('generation')}, attempt {run.get('attempt')}: "
+        parts.append(head + f"{run.get('status')} at {run.get('at')}")
+        parts.append(str(run.get("text") or "(no output)"))
+    return "\n".join(parts)
+
+
+class LogScreen(ModalScreen[None]):
+    """A task's private runtime log (already redacted by the worker); escape closes it."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,l", "close", "Close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__(classes="modal")
+        self.title_text = title
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog log"):
+            yield Label(self.title_text, markup=False, classes="question")
+            with VerticalScroll():
+                yield Static(self.text, markup=False, id="log-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)
