@@ -7,12 +7,15 @@ bot.chat.inflight). Heartbeat comments keep idle connections open through proxie
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 from aiohttp import web
 
+from bot.appkeys import SERVICES
 from bot.chat.inflight import TurnHandle
 from bot.errors import BadRequest
+from operator_api.middleware import REQUEST_STARTED
 
 SSE_HEADERS = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -42,13 +45,25 @@ def last_event_id(request: web.Request) -> int:
 async def stream_turn(
     request: web.Request, handle: TurnHandle, *, after: int, heartbeat: float
 ) -> web.StreamResponse:
+    metrics = request.app[SERVICES].metrics
     response = web.StreamResponse(headers=SSE_HEADERS)
     response.headers["X-Steelframe-Session"] = handle.session_id
     response.headers["X-Steelframe-Turn"] = handle.turn_id
     await response.prepare(request)
+    started = request.get(REQUEST_STARTED, time.monotonic())
+    outcome, first = "detached", True
+    metrics.chat_streams.inc()
     try:
         async for frame in handle.subscribe(after=after, heartbeat=heartbeat):
             await response.write(HEARTBEAT if frame is None else encode_frame(frame))
+            if frame is not None and first:
+                metrics.chat_first_frame.observe(time.monotonic() - started)
+                first = False
+            if frame is not None and frame.get("type") in ("done", "error"):
+                outcome = str(frame["type"])
     except (ConnectionResetError, ConnectionError):
         return response  # the client left; the turn continues detached
+    finally:
+        metrics.chat_streams.dec()
+        metrics.chat_turns.labels(outcome).inc()
     return response
