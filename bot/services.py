@@ -17,7 +17,8 @@ from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
-from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.frames import RedisFrameRelay
+from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
@@ -147,7 +148,12 @@ def build_services(
     async def release_turn(handle: TurnHandle) -> None:
         await locks.release(handle.operator_id, handle.turn_id)
 
-    registry = TurnRegistry(on_finish=release_turn)
+    relay = (
+        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        if settings.redis_url
+        else None
+    )
+    registry = TurnRegistry(on_finish=release_turn, relay=relay)
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
     chat = ChatService(
