@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import chat_overhead, cli_startup
+from bench import chat_overhead, chat_streams, cli_startup
 
 
 def test_chat_overhead_smoke(capsys: pytest.CaptureFixture[str]) -> None:
@@ -17,3 +17,11 @@ def test_cli_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     cli_startup.main(["--smoke"])
     out = capsys.readouterr().out
     assert "steelframe --version" in out and "vs baseline" in out
+
+
+def test_chat_streams_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    chat_streams.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "concurrent chat streams" in out and "ratio done p50" in out
+    steelframe_row = next(line for line in out.splitlines() if line.startswith("  steelframe"))
+    assert steelframe_row.split()[-1] == "0"  # no stream failed
