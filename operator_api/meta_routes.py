@@ -1,4 +1,4 @@
-"""Unauthenticated service routes: health and the OpenAPI description."""
+"""Unauthenticated service routes: health, the OpenAPI description and its reference page."""
 
 from __future__ import annotations
 
@@ -6,12 +6,20 @@ from aiohttp import web
 
 from bot import __version__
 from bot.appkeys import SERVICES
-from operator_api.openapi import openapi_document
+from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body
+from operator_api.reference import render_reference
+from operator_api.schemas import ref
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+routes = endpoints.routes
 
 
-@routes.get("/healthz")
+@endpoints.get(
+    "/healthz",
+    "Health: version, database and Redis reachability",
+    {"200": json_body(ref("Health"))},
+    auth=False,
+)
 async def healthz(request: web.Request) -> web.Response:
     checks = await request.app[SERVICES].health()
     healthy = checks["database"] and checks["redis"] is not False
@@ -20,6 +28,28 @@ async def healthz(request: web.Request) -> web.Response:
     )
 
 
-@routes.get("/api/openapi.json")
+@endpoints.get(
+    "/api/openapi.json",
+    "This document",
+    {"200": json_body({"type": "object", "required": ["openapi", "info", "paths"]})},
+    auth=False,
+)
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi_document())
+    return web.json_response(request.app[OPENAPI_DOCUMENT])
+
+
+@endpoints.get(
+    "/api/docs",
+    "The API reference: this document as a readable page",
+    {
+        "200": {
+            "description": "HTML",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        }
+    },
+    auth=False,
+)
+async def reference(request: web.Request) -> web.Response:
+    # Rendered per request: a page people open now and then, from the app's own document.
+    page = render_reference(request.app[OPENAPI_DOCUMENT])
+    return web.Response(text=page, content_type="text/html")

@@ -8,6 +8,7 @@ where they must run and fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -172,12 +173,27 @@ def services_factory() -> Iterator[Callable[..., Services]]:
 
 
 class ApiClient:
-    """An aiohttp test client that sends an operator's bearer token."""
+    """An aiohttp test client that sends an operator's bearer token; its answers (and those
+    of the TUI clients it makes) are checked against the app's OpenAPI document."""
 
-    def __init__(self, client: Any, token: str, services: Services) -> None:
+    def __init__(self, client: Any, token: str, services: Services, contract: Any) -> None:
         self.raw = client
         self.token = token
         self.services = services
+        self.contract = contract
+
+    def operator_client(self, *, token: str | None = None, url: str | None = None) -> Any:
+        """The TUI's OperatorClient for this app (or for a proxy in front of it at `url`)."""
+        from yarl import URL
+
+        from tests.api_contract import checked_response_class
+        from tui_client.api import OperatorClient
+
+        base = url or str(self.raw.make_url("")).rstrip("/")
+        self.contract.origins.add(URL(base).origin())
+        options = {"response_class": checked_response_class(self.contract)}
+        chosen = token if token is not None else self.token
+        return OperatorClient(base, chosen, session_options=options)
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}", **(extra or {})}
@@ -196,7 +212,7 @@ class ApiClient:
         return await self.request("DELETE", path, **kwargs)
 
     def as_operator(self, token: str) -> ApiClient:
-        return ApiClient(self.raw, token, self.services)
+        return ApiClient(self.raw, token, self.services, self.contract)
 
     def new_operator(self, name: str) -> ApiClient:
         _, token = self.services.db.call(create_operator, name)
@@ -205,18 +221,34 @@ class ApiClient:
 
 @pytest.fixture
 async def api_factory(aiohttp_client: Any) -> AsyncIterator[Callable[..., Any]]:
-    """Build the real app (with optional overrides, e.g. `runtimes=`) and a client for it."""
+    """Build the real app (with optional overrides, e.g. `runtimes=`) and a client for it.
+
+    Every answer the client receives is checked against the app's OpenAPI document
+    (tests/api_contract.py); a mismatch fails the test where it reads the answer, and
+    again at teardown."""
+    from operator_api.openapi import OPENAPI_DOCUMENT
+    from tests.api_contract import ApiContract, checked_response_class
+
+    contracts: list[ApiContract] = []
 
     async def factory(settings: Settings, **overrides: Any) -> ApiClient:
         from steelframe.server import create_app
 
         app = create_app(settings, **overrides)
-        client = await aiohttp_client(app)
+        contract = ApiContract(app[OPENAPI_DOCUMENT])
+        contracts.append(contract)
+        client = await aiohttp_client(app, response_class=checked_response_class(contract))
+        contract.origins.add(client.make_url("/").origin())
         services = app[SERVICES]
         _, token = services.db.call(create_operator, f"op-{uuid.uuid4().hex[:6]}")
-        return ApiClient(client, token, services)
+        return ApiClient(client, token, services, contract)
 
     yield factory
+    for contract in contracts:
+        with contextlib.suppress(AssertionError):  # listed in contract.problems
+            contract.flush()
+    problems = [p for contract in contracts for p in contract.problems]
+    assert not problems, "answers broke the OpenAPI document:\n" + "\n".join(problems)
 
 
 @pytest.fixture
