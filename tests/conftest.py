@@ -14,6 +14,8 @@ import random
 import shutil
 import subprocess
 import uuid
+import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -257,19 +259,52 @@ async def api(api_factory: Callable[..., Any], settings: Settings) -> ApiClient:
     return await api_factory(settings)
 
 
-async def read_sse(response: Any, *, until: str | None = "done") -> list[dict[str, Any]]:
-    """Parse SSE `data:` frames (ignoring heartbeats) until a terminal frame."""
-    import json
+class _FrameStream:
+    """The frames of one SSE response, parsed by the TUI's reader (the project's one SSE
+    client parser); frames a chunk carried past the one a test stopped at wait here for its
+    next read."""
 
+    def __init__(self, response: Any) -> None:
+        from tui_client.sse import SseReader
+
+        self.response = response
+        self.reader = SseReader()
+        self.ready: deque[dict[str, Any]] = deque()
+
+    async def next(self) -> dict[str, Any] | None:
+        while not self.ready:
+            chunk = await self.response.content.readany()
+            if not chunk:
+                return None
+            self.ready.extend(self.reader.feed(chunk))
+        return self.ready.popleft()
+
+
+_STREAMS: weakref.WeakKeyDictionary[Any, _FrameStream] = weakref.WeakKeyDictionary()
+
+
+async def frames_until(
+    response: Any, stop: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """Frames of an SSE response up to and including the first one `stop` accepts (or to
+    the end of the stream)."""
+    stream = _STREAMS.get(response)
+    if stream is None:
+        stream = _STREAMS[response] = _FrameStream(response)
     frames: list[dict[str, Any]] = []
-    async for raw_line in response.content:
-        line = raw_line.decode().rstrip("\n")
-        if line.startswith("data: "):
-            frame = json.loads(line[len("data: ") :])
-            frames.append(frame)
-            if frame["type"] in ("done", "error") or (until and frame["type"] == until):
-                break
+    while (frame := await stream.next()) is not None:
+        frames.append(frame)
+        if stop(frame):
+            break
     return frames
+
+
+async def read_sse(response: Any, *, until: str | None = "done") -> list[dict[str, Any]]:
+    """Frames (heartbeats are comments, not frames) until a terminal frame or `until`."""
+    return await frames_until(
+        response,
+        lambda f: f["type"] in ("done", "error") or (until is not None and f["type"] == until),
+    )
 
 
 # -- The local GitHub sandbox (issue 4) ---------------------------------------------------

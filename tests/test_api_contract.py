@@ -50,10 +50,11 @@ async def test_a_stream_frame_that_breaks_its_schema_fails(api: ApiClient) -> No
     frame = _document(api)["components"]["schemas"]["Frame"]
     frame["properties"]["type"] = {"enum": ["status", "thinking", "delta", "error"]}  # no done
     response = await api.post("/api/operator/chat/stream", json={"message": "hello"})
-    frames = await read_sse(response)  # stops at the done frame's data line...
-    assert frames[-1]["type"] == "done"
     with pytest.raises(AssertionError, match="frame done"):
-        api.contract.flush()  # ...which the check still sees (the teardown flushes too)
+        await read_sse(response)
+        # A reader that stops at the done frame's data line may not have seen the blank
+        # line that ends it: the check still sees that frame (the teardown flushes too).
+        api.contract.flush()
     _forget(api, 1)
 
 
