@@ -24,13 +24,13 @@ import aiohttp
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import fit_request
 from bot.runtimes.eventstream import server_events
+from bot.runtimes.rounds import RoundOutcome, tool_rounds
 from bot.runtimes.tools import (
     RepoTools,
     ToolCall,
     ToolResult,
     ToolSpec,
     repo_tools,
-    status_text,
     tools_available,
 )
 from bot.runtimes.transport import (
@@ -104,6 +104,37 @@ class _Message:
         return content
 
 
+class _Conversation:
+    """One turn's messages on the Messages API wire (bot.runtimes.rounds drives it)."""
+
+    def __init__(
+        self,
+        runtime: AnthropicRuntime,
+        http: aiohttp.ClientSession,
+        request: RuntimeRequest,
+        tools: RepoTools | None,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        self.runtime, self.http, self.request = runtime, http, request
+        self.tools, self.messages = tools, messages
+        self.state = _Message()
+
+    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
+        self.state = _Message()
+        body = self.runtime._body(self.request, self.messages, self.tools, final=final)
+        return self.runtime._round(self.http, body, self.state)
+
+    def outcome(self, round_number: int) -> RoundOutcome:
+        # Only a `tool_use` stop asks for tools; other stops end the turn with its answer.
+        calls = self.state.tool_calls() if self.state.stop_reason == "tool_use" else []
+        usage = Usage(input_tokens=self.state.input_tokens, output_tokens=self.state.output_tokens)
+        return RoundOutcome(text=self.state.text, calls=calls, usage=usage)
+
+    def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
+        self.messages.append({"role": "assistant", "content": self.state.history_content()})
+        self.messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
+
+
 class AnthropicRuntime:
     name = "anthropic"
 
@@ -146,41 +177,13 @@ class AnthropicRuntime:
         messages: list[dict[str, Any]] = [
             {"role": m.role, "content": m.content} for m in fitted.messages if m.content.strip()
         ]
-        produced = False  # text, reasoning or a tool call: the route is pinned from then on
-        answered = False  # reply text (not only reasoning) has been streamed
         async with client_session(self.http) as http:
-            for round_number in range(self.tool_rounds + 1):
-                final = tools is None or round_number == self.tool_rounds
-                body = self._body(request, messages, tools, final=final)
-                state = _Message()
-                try:
-                    async with aclosing(self._round(http, body, state)) as events:
-                        async for event in events:
-                            produced = True
-                            answered = answered or isinstance(event, Delta)
-                            yield event
-                except UpstreamFailure as exc:
-                    raise (exc.after_content() if produced else exc) from None
-                yield Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
-                calls = state.tool_calls()
-                if state.stop_reason != "tool_use" or not calls:
-                    return
-                if tools is None or final:
-                    if answered:
-                        yield Status("the model asked for more tools than this turn allows")
-                        return
-                    limit = f"the limit of {self.tool_rounds} rounds" if tools else "no tools"
-                    raise UpstreamFailure(
-                        f"{self.where} kept calling tools ({limit}) without answering",
-                        before_content=False,
-                    )
-                produced = True
-                yield Status(status_text(round_number + 1, self.tool_rounds, calls))
-                results = await tools.run(calls, last_round=round_number + 1 == self.tool_rounds)
-                messages.append({"role": "assistant", "content": state.history_content()})
-                messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
-                if state.text and not state.text.endswith("\n"):
-                    yield Delta("\n\n")  # keep text from before and after the tools apart
+            conversation = _Conversation(self, http, request, tools, messages)
+            async with aclosing(
+                tool_rounds(conversation, tools=tools, rounds=self.tool_rounds, where=self.where)
+            ) as events:
+                async for event in events:
+                    yield event
 
     def _body(
         self,

@@ -24,6 +24,7 @@ import aiohttp
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import fit_request
 from bot.runtimes.eventstream import server_events
+from bot.runtimes.rounds import RoundOutcome, tool_rounds
 from bot.runtimes.thinktags import ThinkTagSplitter
 from bot.runtimes.tools import (
     RepoTools,
@@ -31,7 +32,6 @@ from bot.runtimes.tools import (
     ToolResult,
     ToolSpec,
     repo_tools,
-    status_text,
     tools_available,
 )
 from bot.runtimes.transport import (
@@ -69,6 +69,39 @@ class _Round:
             )
             for index, entry in sorted(self.calls.items())
         ]
+
+
+class _Conversation:
+    """One turn's messages on the Chat Completions wire (bot.runtimes.rounds drives it)."""
+
+    def __init__(
+        self,
+        runtime: OpenAIRuntime,
+        http: aiohttp.ClientSession,
+        request: RuntimeRequest,
+        tools: RepoTools | None,
+        messages: list[dict[str, Any]],
+    ) -> None:
+        self.runtime, self.http, self.request = runtime, http, request
+        self.tools, self.messages = tools, messages
+        self.state = _Round()
+
+    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
+        self.state = _Round()
+        body = self.runtime._body(self.messages, self.request, self.tools, final=final)
+        return self.runtime._round(self.http, body, self.state)
+
+    def outcome(self, round_number: int) -> RoundOutcome:
+        usage = self.state.usage
+        return RoundOutcome(
+            text=self.state.text,
+            calls=self.state.tool_calls(round_number),
+            usage=None if usage is None else Usage(input_tokens=usage[0], output_tokens=usage[1]),
+        )
+
+    def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
+        self.messages.append(_assistant_with_calls(outcome.text, outcome.calls))
+        self.messages.extend(_tool_message(result) for result in results)
 
 
 class OpenAIRuntime:
@@ -109,43 +142,13 @@ class OpenAIRuntime:
         )
         messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
         messages += [{"role": m.role, "content": m.content} for m in fitted.messages]
-        produced = False  # text, reasoning or a tool call: the route is pinned from then on
-        answered = False  # reply text (not only reasoning) has been streamed
         async with client_session(self.http) as http:
-            for round_number in range(self.tool_rounds + 1):
-                final = tools is None or round_number == self.tool_rounds
-                body = self._body(messages, request, tools, final=final)
-                state = _Round()
-                try:
-                    async with aclosing(self._round(http, body, state)) as events:
-                        async for event in events:
-                            produced = True
-                            answered = answered or isinstance(event, Delta)
-                            yield event
-                except UpstreamFailure as exc:
-                    raise (exc.after_content() if produced else exc) from None
-                if state.usage is not None:
-                    yield Usage(input_tokens=state.usage[0], output_tokens=state.usage[1])
-                calls = state.tool_calls(round_number + 1)
-                if not calls:
-                    return
-                if tools is None or final:
-                    if answered:
-                        yield Status("the model asked for more tools than this turn allows")
-                        return
-                    limit = f"the limit of {self.tool_rounds} rounds" if tools else "no tools"
-                    raise UpstreamFailure(
-                        f"{self.where} kept calling tools ({limit}) without answering",
-                        before_content=False,
-                    )
-                produced = True
-                yield Status(status_text(round_number + 1, self.tool_rounds, calls))
-                last = round_number + 1 == self.tool_rounds
-                results = await tools.run(calls, last_round=last)
-                messages.append(_assistant_with_calls(state.text, calls))
-                messages.extend(_tool_message(result) for result in results)
-                if state.text and not state.text.endswith("\n"):
-                    yield Delta("\n\n")  # keep text from before and after the tools apart
+            conversation = _Conversation(self, http, request, tools, messages)
+            async with aclosing(
+                tool_rounds(conversation, tools=tools, rounds=self.tool_rounds, where=self.where)
+            ) as events:
+                async for event in events:
+                    yield event
 
     def _body(
         self,
