@@ -26,6 +26,7 @@ from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.github.installations import stored_installations
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
 from bot.runtimes.base import Runtime
@@ -142,7 +143,11 @@ def build_services(
         background=background,
         redis=redis_client,
         memory=memory,
-        github=GitHubClient.from_settings(settings) if settings.github_configured else None,
+        github=GitHubClient.from_settings(
+            settings, stored_installation=stored_installations(database)
+        )
+        if settings.github_configured
+        else None,
         model_http=model_http,
     )
     if redis_client is not None:
