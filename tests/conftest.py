@@ -155,6 +155,21 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     return Settings.from_env({}, defaults=values)
 
 
+async def store_deliveries(db: Any, deliveries: list[Any]) -> set[str]:
+    """Store webhook deliveries the way the receiver does (webhooks.writer.DeliveryWriter:
+    its connection, its one multi-row INSERT); returns the ids that were new."""
+    import asyncio
+
+    from webhooks.writer import DeliveryWriter
+
+    writer = DeliveryWriter(db)
+    try:
+        new = await asyncio.gather(*(writer.record(delivery) for delivery in deliveries))
+    finally:
+        await writer.close()
+    return {d.delivery_id for d, is_new in zip(deliveries, new, strict=True) if is_new}
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return make_settings(tmp_path)
