@@ -9,7 +9,7 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
-from bot.errors import BadRequest, NotFound
+from bot.errors import BadRequest, NotFound, SteelframeError
 from operator_api.auth import OPERATOR_ID
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
@@ -30,6 +30,16 @@ CHAT_FIELDS = {"message", "session", "agent", "focus"}
 MAX_MESSAGE = 32_000
 # Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md).
 ERROR_STATUS = {"runtime": 502, "timeout": 504, "stopped": 409, "session_deleted": 404}
+
+
+class TurnFailed(SteelframeError):
+    """A blocking turn that ended in an error frame; its reason picks the status, and the
+    error middleware writes the body like every other error's."""
+
+    def __init__(self, message: str, reason: str, session: str) -> None:
+        super().__init__(message, detail={"reason": reason, "session": session})
+        self.status = ERROR_STATUS.get(reason, 500)
+        self.code = f"turn_{reason}"
 
 
 def _chat(request: web.Request) -> ChatService:
@@ -64,7 +74,7 @@ def _bad(message: str, field: str) -> BadRequest:
 @endpoints.post(
     "/api/operator/chat",
     "Blocking chat turn",
-    {"200": json_body(ref("ChatResponse")), **errors(400, 401, 404, 409, 413, 502, 504)},
+    {"200": json_body(ref("ChatResponse")), **errors(400, 401, 404, 409, 413, 500, 502, 504)},
     body=ref("ChatRequest"),
 )
 async def chat_blocking(request: web.Request) -> web.Response:
@@ -76,14 +86,7 @@ async def chat_blocking(request: web.Request) -> web.Response:
     if final.get("type") == "done":
         return web.json_response(final["response"])
     reason = final.get("reason", "internal")
-    return web.json_response(
-        {
-            "error": final.get("error", "the turn failed"),
-            "code": f"turn_{reason}",
-            "detail": {"reason": reason, "session": handle.session_id},
-        },
-        status=ERROR_STATUS.get(reason, 500),
-    )
+    raise TurnFailed(final.get("error", "the turn failed"), reason, handle.session_id)
 
 
 @endpoints.post(

@@ -30,6 +30,7 @@ ERROR_TEXT = {
     404: "Not found (or another operator's)",
     409: "Conflict",
     413: "Body too large",
+    500: "Unexpected failure (logged with the request id)",
     502: "The model (or GitHub) failed",
     503: "Not configured",
     504: "The model timed out",
