@@ -21,22 +21,19 @@ from typing import Any
 
 import aiohttp
 
-from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
-from bot.runtimes.budget import fit_request
+from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
+from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import RoundOutcome, tool_rounds
+from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn
 from bot.runtimes.tools import (
     RepoTools,
     ToolCall,
     ToolResult,
     ToolSpec,
-    repo_tools,
-    tools_available,
 )
 from bot.runtimes.transport import (
     Endpoint,
     UpstreamFailure,
-    client_session,
     clip,
     error_detail,
     failure_from_exception,
@@ -104,25 +101,18 @@ class _Message:
         return content
 
 
+@dataclass
 class _Conversation:
     """One turn's messages on the Messages API wire (bot.runtimes.rounds drives it)."""
 
-    def __init__(
-        self,
-        runtime: AnthropicRuntime,
-        http: aiohttp.ClientSession,
-        request: RuntimeRequest,
-        tools: RepoTools | None,
-        messages: list[dict[str, Any]],
-    ) -> None:
-        self.runtime, self.http, self.request = runtime, http, request
-        self.tools, self.messages = tools, messages
-        self.state = _Message()
+    turn: WireTurn[AnthropicRuntime]
+    state: _Message = field(default_factory=_Message)
 
     def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
         self.state = _Message()
-        body = self.runtime._body(self.request, self.messages, self.tools, final=final)
-        return self.runtime._round(self.http, body, self.state)
+        turn = self.turn
+        body = turn.wire._body(turn.request, turn.messages, turn.tools, final=final)
+        return turn.wire._round(turn.http, body, self.state)
 
     def outcome(self, round_number: int) -> RoundOutcome:
         # Only a `tool_use` stop asks for tools; other stops end the turn with its answer.
@@ -131,8 +121,8 @@ class _Conversation:
         return RoundOutcome(text=self.state.text, calls=calls, usage=usage)
 
     def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
-        self.messages.append({"role": "assistant", "content": self.state.history_content()})
-        self.messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
+        self.turn.messages.append({"role": "assistant", "content": self.state.history_content()})
+        self.turn.messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
 
 
 class AnthropicRuntime:
@@ -156,34 +146,17 @@ class AnthropicRuntime:
         self.thinking_tokens = thinking_tokens
         self.where = f"the Anthropic endpoint {endpoint.label} (model {model})"
 
-    async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
-        yield Route(model=self.model, endpoint=self.endpoint.label)
-        use_tools = tools_available(request.checkout, self.tool_rounds)
-        fitted = fit_request(
-            request,
-            model=self.model,
-            window=self.context_tokens,
-            thinking_tokens=self.thinking_tokens,
-            tools=use_tools,
-        )
-        for event in fitted.events():
-            yield event
-        tools = (
-            repo_tools(request.checkout, rounds=self.tool_rounds, room_tokens=fitted.room)
-            if use_tools
-            else None
-        )
+    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        return stream_turn(self, request)
+
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
         # The API refuses empty text; a stored turn can be empty (a reply that was all trailer).
-        messages: list[dict[str, Any]] = [
+        return [
             {"role": m.role, "content": m.content} for m in fitted.messages if m.content.strip()
         ]
-        async with client_session(self.http) as http:
-            conversation = _Conversation(self, http, request, tools, messages)
-            async with aclosing(
-                tool_rounds(conversation, tools=tools, rounds=self.tool_rounds, where=self.where)
-            ) as events:
-                async for event in events:
-                    yield event
+
+    def conversation(self, turn: WireTurn[Any]) -> _Conversation:
+        return _Conversation(turn)
 
     def _body(
         self,

@@ -21,23 +21,20 @@ from typing import Any
 
 import aiohttp
 
-from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
-from bot.runtimes.budget import fit_request
+from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
+from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import RoundOutcome, tool_rounds
+from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn
 from bot.runtimes.thinktags import ThinkTagSplitter
 from bot.runtimes.tools import (
     RepoTools,
     ToolCall,
     ToolResult,
     ToolSpec,
-    repo_tools,
-    tools_available,
 )
 from bot.runtimes.transport import (
     Endpoint,
     UpstreamFailure,
-    client_session,
     clip,
     error_detail,
     failure_from_exception,
@@ -71,25 +68,18 @@ class _Round:
         ]
 
 
+@dataclass
 class _Conversation:
     """One turn's messages on the Chat Completions wire (bot.runtimes.rounds drives it)."""
 
-    def __init__(
-        self,
-        runtime: OpenAIRuntime,
-        http: aiohttp.ClientSession,
-        request: RuntimeRequest,
-        tools: RepoTools | None,
-        messages: list[dict[str, Any]],
-    ) -> None:
-        self.runtime, self.http, self.request = runtime, http, request
-        self.tools, self.messages = tools, messages
-        self.state = _Round()
+    turn: WireTurn[OpenAIRuntime]
+    state: _Round = field(default_factory=_Round)
 
     def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
         self.state = _Round()
-        body = self.runtime._body(self.messages, self.request, self.tools, final=final)
-        return self.runtime._round(self.http, body, self.state)
+        turn = self.turn
+        body = turn.wire._body(turn.messages, turn.request, turn.tools, final=final)
+        return turn.wire._round(turn.http, body, self.state)
 
     def outcome(self, round_number: int) -> RoundOutcome:
         usage = self.state.usage
@@ -100,8 +90,8 @@ class _Conversation:
         )
 
     def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
-        self.messages.append(_assistant_with_calls(outcome.text, outcome.calls))
-        self.messages.extend(_tool_message(result) for result in results)
+        self.turn.messages.append(_assistant_with_calls(outcome.text, outcome.calls))
+        self.turn.messages.extend(_tool_message(result) for result in results)
 
 
 class OpenAIRuntime:
@@ -121,34 +111,18 @@ class OpenAIRuntime:
         self.endpoint = endpoint
         self.context_tokens = context_tokens
         self.tool_rounds = tool_rounds
+        self.thinking_tokens = 0  # reasoning, where a server has it, needs no token budget
         self.where = f"the OpenAI-compatible endpoint {endpoint.label} (model {model})"
 
-    async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
-        yield Route(model=self.model, endpoint=self.endpoint.label)
-        use_tools = tools_available(request.checkout, self.tool_rounds)
-        fitted = fit_request(
-            request,
-            model=self.model,
-            window=self.context_tokens,
-            thinking_tokens=0,
-            tools=use_tools,
-        )
-        for event in fitted.events():
-            yield event
-        tools = (
-            repo_tools(request.checkout, rounds=self.tool_rounds, room_tokens=fitted.room)
-            if use_tools
-            else None
-        )
-        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
-        messages += [{"role": m.role, "content": m.content} for m in fitted.messages]
-        async with client_session(self.http) as http:
-            conversation = _Conversation(self, http, request, tools, messages)
-            async with aclosing(
-                tool_rounds(conversation, tools=tools, rounds=self.tool_rounds, where=self.where)
-            ) as events:
-                async for event in events:
-                    yield event
+    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        return stream_turn(self, request)
+
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
+        messages: Messages = [{"role": "system", "content": request.system}]
+        return messages + [{"role": m.role, "content": m.content} for m in fitted.messages]
+
+    def conversation(self, turn: WireTurn[Any]) -> _Conversation:
+        return _Conversation(turn)
 
     def _body(
         self,

@@ -13,11 +13,23 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-from bot.runtimes.base import Delta, RuntimeEvent, Status, Usage
-from bot.runtimes.tools import RepoTools, ToolCall, ToolResult, status_text
-from bot.runtimes.transport import UpstreamFailure
+import aiohttp
+
+from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Usage
+from bot.runtimes.budget import Fitted, fit_request
+from bot.runtimes.tools import (
+    RepoTools,
+    ToolCall,
+    ToolResult,
+    repo_tools,
+    status_text,
+    tools_available,
+)
+from bot.runtimes.transport import Endpoint, UpstreamFailure, client_session
+
+Messages = list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -42,6 +54,69 @@ class Conversation(Protocol):
     def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
         """Add the model's tool calls and their results to the messages."""
         ...
+
+
+W = TypeVar("W")
+
+
+@dataclass(frozen=True)
+class WireTurn(Generic[W]):
+    """What a runtime's conversation works with: its wire (request bodies, reading a round),
+    the HTTP session, the request, the turn's tools and the messages so far."""
+
+    wire: W
+    http: aiohttp.ClientSession
+    request: RuntimeRequest
+    tools: RepoTools | None
+    messages: Messages
+
+
+class ModelWire(Protocol):
+    """A hosted-model runtime as `stream_turn` uses it: where it sends, and its wire."""
+
+    model: str
+    endpoint: Endpoint
+    context_tokens: int
+    thinking_tokens: int
+    tool_rounds: int
+    where: str
+    http: aiohttp.ClientSession | None
+
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
+        """The fitted history in the provider's message format."""
+        ...
+
+    def conversation(self, turn: WireTurn[Any]) -> Conversation: ...
+
+
+async def stream_turn(
+    wire: ModelWire, request: RuntimeRequest
+) -> AsyncGenerator[RuntimeEvent, None]:
+    """A whole turn: the route, the history fitted to the window (with room for tools when
+    the turn has a checkout), then the tool rounds."""
+    yield Route(model=wire.model, endpoint=wire.endpoint.label)
+    use_tools = tools_available(request.checkout, wire.tool_rounds)
+    fitted = fit_request(
+        request,
+        model=wire.model,
+        window=wire.context_tokens,
+        thinking_tokens=wire.thinking_tokens,
+        tools=use_tools,
+    )
+    for event in fitted.events():
+        yield event
+    tools = (
+        repo_tools(request.checkout, rounds=wire.tool_rounds, room_tokens=fitted.room)
+        if use_tools
+        else None
+    )
+    async with client_session(wire.http) as http:
+        turn = WireTurn(wire, http, request, tools, wire.messages(request, fitted))
+        conversation = wire.conversation(turn)
+        rounds = tool_rounds(conversation, tools=tools, rounds=wire.tool_rounds, where=wire.where)
+        async with aclosing(rounds) as events:
+            async for event in events:
+                yield event
 
 
 async def tool_rounds(
