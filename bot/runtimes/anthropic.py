@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,7 @@ import aiohttp
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn
+from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn, streamed_round
 from bot.runtimes.tools import (
     RepoTools,
     ToolCall,
@@ -36,8 +35,6 @@ from bot.runtimes.transport import (
     UpstreamFailure,
     clip,
     error_detail,
-    failure_from_exception,
-    failure_from_response,
     redact,
 )
 
@@ -187,26 +184,17 @@ class AnthropicRuntime:
             headers["x-api-key"] = self.endpoint.api_key.reveal()
         return headers
 
-    async def _round(
+    def _round(
         self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Message
     ) -> AsyncGenerator[RuntimeEvent, None]:
-        try:
-            async with self.endpoint.post(http, "v1/messages", body, self._headers()) as response:
-                if response.status >= 400:
-                    raise await failure_from_response(
-                        response, where=self.where, secrets=self.endpoint.secrets()
-                    )
-                async with aclosing(self._read(response, state)) as events:
-                    async for event in events:
-                        yield event
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            failure = failure_from_exception(
-                exc, where=self.where, read_timeout=self.endpoint.read_timeout
-            )
-            if failure is None:
-                raise
-            log.warning("model call failed: %s %s: %s", self.model, self.endpoint.label, exc)
-            raise failure from None
+        return streamed_round(
+            self,
+            http,
+            "v1/messages",
+            body,
+            self._headers(),
+            lambda answer: self._read(answer, state),
+        )
 
     async def _read(
         self, response: aiohttp.ClientResponse, state: _Message

@@ -10,7 +10,8 @@ and a failure after content was streamed is reported as such (no fallback route 
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+import logging
+from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -27,7 +28,15 @@ from bot.runtimes.tools import (
     status_text,
     tools_available,
 )
-from bot.runtimes.transport import Endpoint, UpstreamFailure, client_session
+from bot.runtimes.transport import (
+    Endpoint,
+    UpstreamFailure,
+    client_session,
+    failure_from_exception,
+    failure_from_response,
+)
+
+log = logging.getLogger(__name__)
 
 Messages = list[dict[str, Any]]
 
@@ -117,6 +126,36 @@ async def stream_turn(
         async with aclosing(rounds) as events:
             async for event in events:
                 yield event
+
+
+async def streamed_round(
+    wire: ModelWire,
+    http: aiohttp.ClientSession,
+    path: str,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    read: Callable[[aiohttp.ClientResponse], AsyncGenerator[RuntimeEvent, None]],
+) -> AsyncGenerator[RuntimeEvent, None]:
+    """POST one round to the endpoint and stream what `read` makes of the answer; an error
+    status or a network failure becomes an UpstreamFailure that names the endpoint (its
+    secrets redacted)."""
+    try:
+        async with wire.endpoint.post(http, path, body, headers) as response:
+            if response.status >= 400:
+                raise await failure_from_response(
+                    response, where=wire.where, secrets=wire.endpoint.secrets()
+                )
+            async with aclosing(read(response)) as events:
+                async for event in events:
+                    yield event
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        failure = failure_from_exception(
+            exc, where=wire.where, read_timeout=wire.endpoint.read_timeout
+        )
+        if failure is None:
+            raise
+        log.warning("model call failed: %s %s: %s", wire.model, wire.endpoint.label, exc)
+        raise failure from None
 
 
 async def tool_rounds(
