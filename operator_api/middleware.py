@@ -7,6 +7,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from sqlalchemy.exc import DataError, IntegrityError
 
 from bot.errors import SteelframeError
 
@@ -33,6 +34,29 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = web.json_response(
             error_body(exc.message, exc.detail, code=exc.code), status=exc.status
         )
+    except (IntegrityError, DataError) as exc:
+        # A value that passed validation but the schema refuses (a reference to a row that
+        # is gone, a number out of a column's range): the request's fault, and nothing was
+        # stored (the transaction rolled back). Named by constraint class, never by values.
+        status = 409 if isinstance(exc, IntegrityError) else 400
+        log.warning(
+            "%s %s -> %s database refused: %s [%s]",
+            request.method,
+            request.path,
+            status,
+            type(exc.orig).__name__,
+            request_id,
+        )
+        response = web.json_response(
+            error_body(
+                "the request conflicts with stored data"
+                if status == 409
+                else "a value is out of range for storage",
+                {"request_id": request_id},
+                code="conflict" if status == 409 else "bad_request",
+            ),
+            status=status,
+        )
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -58,4 +82,5 @@ def _code_for(status: int) -> str:
         404: "not_found",
         405: "method_not_allowed",
         413: "payload_too_large",
+        431: "headers_too_large",
     }.get(status, "http_error")
