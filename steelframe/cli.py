@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from bot import __version__
 from bot.config import ConfigError, Settings
+from steelframe.failures import explain, explain_listen
 
 T = TypeVar("T")
 COMMAND_MODULES = [
@@ -79,7 +80,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:
+        message = _infrastructure_message(exc, args)
+        if message is None:
+            raise
+        print(f"steelframe: {message}", file=sys.stderr)
+        return 1
     return int(result or 0)
+
+
+def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | None:
+    """A database, Redis or port failure as one line naming the setting to check."""
+    if isinstance(exc, OSError) and hasattr(args, "port"):
+        message = explain_listen(exc, getattr(args, "host", "127.0.0.1"), args.port)
+        if message is not None:
+            return message
+    try:
+        settings: Settings | None = load_settings()
+    except ConfigError:
+        settings = None
+    return explain(exc, settings)
 
 
 if __name__ == "__main__":

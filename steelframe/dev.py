@@ -1,6 +1,7 @@
 """`steelframe dev`: the whole system on embedded defaults, no network, no credentials.
 
-SQLite file under ./var, the offline runtime and a fresh token for the `dev` operator.
+The same SQLite file under ./var as every other command, the offline runtime and a fresh
+token for the `dev` operator.
 Whatever the environment configures (database URL, a real model, WEBHOOK_SECRET) overrides
 these defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
 """
@@ -26,7 +27,6 @@ from bot.operators import create_operator, rotate_token
 from steelframe.cli import configure_logging, load_settings
 
 DEV_OPERATOR = "dev"
-DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
 
 
 def register(subparsers: Any) -> None:
@@ -44,7 +44,9 @@ def dev_token(session: Any) -> str:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    settings = load_settings(**DEV_DEFAULTS)
+    # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
+    # the database `dev` runs on (the default, under the data directory).
+    settings = load_settings()
     configure_logging(settings.log_level)
     asyncio.run(run_dev(settings, host=args.host, port=args.port))
     return 0

@@ -18,7 +18,7 @@ from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError
 SERVER_LOG = logging.getLogger("steelframe.http.server")
 
 
-class QuietProtocolLog(logging.LoggerAdapter):  # type: ignore[type-arg]
+class QuietProtocolLog(logging.LoggerAdapter):
     """Passed to aiohttp's RequestHandler as its `logger` (`handler_args`)."""
 
     def __init__(self, logger: logging.Logger = SERVER_LOG) -> None:

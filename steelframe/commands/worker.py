@@ -45,6 +45,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
     ctx = build_context(settings, queue_name=queue)
+    ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
     print("steelframe: applying migrations ...", flush=True)
     dbmod.upgrade(ctx.db.engine)
     return ctx
