@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
 from bot.agents import sync_agents
@@ -83,6 +84,18 @@ def _redis_ping(client: redis.Redis) -> bool:
         return False
 
 
+def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> None:
+    """Mirror the agents; two instances starting together may both insert a row, and the
+    loser's next round finds it."""
+    for attempt in range(3):
+        try:
+            database.call(sync_agents, settings.agents, clock=clock)
+            return
+        except IntegrityError:
+            if attempt == 2:
+                raise
+
+
 def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
     """Runtimes by agent (bot.runtimes.registry), sharing one connection pool per process."""
 
@@ -106,7 +119,7 @@ def build_services(
     database = dbmod.Database.from_url(settings.database_url)
     if migrate:
         dbmod.upgrade(database.engine)
-    database.call(sync_agents, settings.agents, clock=clock)
+    _sync_agents(database, settings, clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
     locks: TurnLocks = (
         RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
