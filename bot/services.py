@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,9 @@ from bot.runtimes.transport import SharedClient
 from memory import Memory
 
 log = logging.getLogger(__name__)
+# The web service never waits longer than this for a row lock (PostgreSQL): a frozen worker
+# holding one makes a request fail fast (503 busy) or record an intent, never hang.
+REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass
@@ -96,6 +100,19 @@ def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> 
                 raise
 
 
+def _log_reindex_progress() -> Callable[[int, int], None]:
+    """Start-up rebuild progress as a log line per tenth (a service has no terminal)."""
+    shown: set[int] = set()
+
+    def report(done: int, total: int) -> None:
+        tenth = 10 if total <= 0 else min(10, done * 10 // total)
+        if tenth not in shown:
+            shown.add(tenth)
+            log.warning("memory: rebuilding the index: %d/%d chunks", done, total)
+
+    return report
+
+
 def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
     """Runtimes by agent (bot.runtimes.registry), sharing one connection pool per process."""
 
@@ -116,7 +133,9 @@ def build_services(
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
     model_http = SharedClient()
-    database = dbmod.Database.from_url(settings.database_url)
+    database = dbmod.Database.from_url(
+        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
+    )
     if migrate:
         dbmod.upgrade(database.engine)
     _sync_agents(database, settings, clock)
@@ -131,6 +150,9 @@ def build_services(
     registry = TurnRegistry(on_finish=release_turn)
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
+    # An index left by another database under this data directory is rebuilt now, at start,
+    # not answered from (memory.identity).
+    memory.bind(progress=_log_reindex_progress())
     chat = ChatService(
         db=database,
         settings=settings,

@@ -81,7 +81,10 @@ async def terminate(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
-    return web.json_response(await _service(request).terminate(task_id, actor=actor))
+    result = await _service(request).terminate(task_id, actor=actor)
+    # 202: a frozen worker holds the task; the request is recorded and applied by the
+    # reconciler once that worker's job is stopped (docs/api.md).
+    return web.json_response(result.detail, status=200 if result.applied else 202)
 
 
 @routes.post("/api/operator/tasks/{id}/archive")

@@ -7,8 +7,9 @@ import random
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from sqlalchemy.exc import DataError, IntegrityError
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
+from bot.db import is_lock_timeout
 from bot.errors import SteelframeError
 
 log = logging.getLogger("steelframe.http")
@@ -57,6 +58,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
             ),
             status=status,
         )
+    except OperationalError as exc:
+        response = _database_unavailable(request, request_id, exc)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -72,6 +75,30 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         )
     if not response.prepared:
         response.headers["X-Request-Id"] = request_id
+    return response
+
+
+def _database_unavailable(
+    request: web.Request, request_id: str, exc: OperationalError
+) -> web.Response:
+    """A row another process holds past the lock bound (a frozen worker), or a database that
+    does not answer: 503 with a reason and when to retry, never a hung request or a 500."""
+    if is_lock_timeout(exc):
+        message, code = "the data is locked by a process that is not answering", "busy"
+    else:
+        message, code = "the database is unavailable", "database_unavailable"
+    log.warning(
+        "%s %s -> 503 %s: %s [%s]",
+        request.method,
+        request.path,
+        code,
+        type(exc.orig).__name__,
+        request_id,
+    )
+    response = web.json_response(
+        error_body(message, {"request_id": request_id, "retry_after": 5}, code=code), status=503
+    )
+    response.headers["Retry-After"] = "5"
     return response
 
 

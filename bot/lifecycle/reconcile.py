@@ -5,6 +5,7 @@ also at every worker start and periodically inside `steelframe worker`).
 * a `queued` task whose RQ job is gone (Redis lost it, a crash before enqueue): re-enqueued;
 * a task whose branch was pushed and whose pull request exists: `delivered`;
 * labels that disagree with the state (live tasks and those finished in the last week);
+* a terminate recorded while a frozen worker held the task: its job stopped, then applied;
 * a terminated task's job still running a lease period later: RQ is told to stop it;
 * notices whose poster died, results not yet delivered to their chat session;
 * worktrees no live run owns.
@@ -19,9 +20,11 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import or_, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from bot.lifecycle import leases, progress, tasks, worktree
+from bot.db import is_lock_timeout
+from bot.lifecycle import leases, progress, stop_requests, tasks, worktree
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
@@ -29,6 +32,7 @@ from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.service import terminate_tx
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
 
 log = logging.getLogger(__name__)
@@ -43,6 +47,7 @@ class ReconcileReport:
     delivered: list[int] = field(default_factory=list)
     labels_fixed: list[int] = field(default_factory=list)
     stopped: list[int] = field(default_factory=list)
+    terminated: list[int] = field(default_factory=list)
     notices_posted: int = 0
     chat_results: int = 0
     worktrees_removed: int = 0
@@ -55,6 +60,7 @@ class ReconcileReport:
             f"delivered (pull request found): {self.delivered or 'none'}",
             f"labels repaired: {self.labels_fixed or 'none'}",
             f"jobs of terminated tasks stopped: {self.stopped or 'none'}",
+            f"recorded terminate requests applied: {self.terminated or 'none'}",
             f"notices posted: {self.notices_posted}",
             f"chat results delivered: {self.chat_results}",
             f"stale worktrees removed: {self.worktrees_removed}",
@@ -88,6 +94,11 @@ async def reconcile(
     report = ReconcileReport()
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
     grace = timedelta(seconds=ctx.policy.lease_seconds)
+    say("applying terminate requests ...")
+    for task_id, actor in ctx.db.call(stop_requests.pending):
+        await _guard(
+            report, task_id, _apply_stop_request(ctx, github, queue, task_id, actor, report)
+        )
     say("checking running tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.RUNNING):
         await _check_running(ctx, github, queue, task_id, grace, report)
@@ -115,6 +126,38 @@ async def reconcile(
     report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
     report.worktrees_removed = await asyncio.to_thread(_sweep_worktrees, ctx)
     return report
+
+
+async def _apply_stop_request(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    queue: LifecycleQueue,
+    task_id: int,
+    actor: str,
+    report: ReconcileReport,
+) -> None:
+    """A terminate recorded while a frozen worker held the task's row: stop that job (its
+    death frees the row), then terminate; the request is forgotten once applied or moot."""
+    task = ctx.db.call(tasks.get_task, task_id)
+    if task.state not in LIVE:
+        ctx.db.call(stop_requests.forget, task_id)
+        return
+    try:
+        change = ctx.db.call(terminate_tx, task_id, actor, ctx.clock)
+    except OperationalError as exc:
+        if not is_lock_timeout(exc):
+            raise
+        if await asyncio.to_thread(queue.is_started, task.job_id):
+            done = await asyncio.to_thread(queue.cancel, task.job_id)
+            await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=None)
+            report.stopped.append(task_id)
+            log.warning("reconcile: task %s: stopped the job holding its row: %s", task_id, done)
+        return  # the next pass terminates once the row is free
+    ctx.db.call(stop_requests.forget, task_id)
+    await asyncio.to_thread(queue.cancel_queued, task.job_id)
+    report.terminated.append(task_id)
+    log.info("reconcile: task %s terminated as %s asked", task_id, actor)
+    await publish(ctx.db, github, change, create_progress=False, clock=ctx.clock)
 
 
 def _recently(session: Session, state: TaskState, since: object) -> list[int]:

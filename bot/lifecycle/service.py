@@ -17,10 +17,10 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
-from bot.db import Database
+from bot.db import Database, bound_lock_wait, is_lock_timeout
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.errors import BadRequest, Conflict
-from bot.lifecycle import progress, tasks
+from bot.lifecycle import progress, stop_requests, tasks
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import Change, publish
@@ -34,6 +34,18 @@ log = logging.getLogger(__name__)
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PICKUP_ROUNDS = 5
 MAX_BOARD = 1000
+# How long a terminate waits for a task row another process holds before recording the
+# request instead (the operator's answer stays well inside a few seconds).
+TERMINATE_LOCK_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Termination:
+    """The task after a terminate; `applied` is False when it was recorded for the
+    reconciler because a frozen worker held the task's row."""
+
+    detail: dict[str, Any]
+    applied: bool
 
 
 @dataclass(frozen=True)
@@ -353,10 +365,14 @@ class TaskService:
 
     # -- terminate and archive ---------------------------------------------------------------
 
-    async def terminate(self, task_id: int, *, actor: str) -> dict[str, Any]:
+    async def terminate(self, task_id: int, *, actor: str) -> Termination:
         """Stop a queued, running or waiting task: the state first (a running job notices
         within a second, kills its runtime and removes its worktree; the reconciler asks RQ
-        to stop a job that does not), a queued job cancelled, a comment, the labels."""
+        to stop a job that does not), a queued job cancelled, a comment, the labels.
+
+        Bounded: when a frozen worker holds the task's row past TERMINATE_LOCK_SECONDS, the
+        request is recorded instead (`applied=False`) and the reconciler stops that worker's
+        job and applies it."""
         task = await self.db.run(tasks.get_task, task_id)
         if task.state not in LIVE:
             raise Conflict(
@@ -364,7 +380,19 @@ class TaskService:
                 "can be terminated",
                 detail={"task": task_id, "state": task.state},
             )
-        change = await self.db.run(lambda s: _terminate_tx(s, task_id, actor, self.clock))
+        try:
+            change = await self.db.run(lambda s: terminate_tx(s, task_id, actor, self.clock))
+        except OperationalError as exc:
+            if not is_lock_timeout(exc):
+                raise
+            await self.db.run(stop_requests.record, task_id, actor, self.clock)
+            log.warning(
+                "lifecycle: task %s is locked by a worker that does not answer; terminate by "
+                "%s recorded for the reconciler",
+                task_id,
+                actor,
+            )
+            return Termination(await self.detail(task_id), applied=False)
         cancelled = await asyncio.to_thread(self.queue.cancel_queued, task.job_id)
         log.info(
             "lifecycle: task %s terminated by %s (queued job cancelled: %s)",
@@ -373,7 +401,7 @@ class TaskService:
             cancelled,
         )
         await publish(self.db, self.github, change, create_progress=False, clock=self.clock)
-        return await self.detail(task_id)
+        return Termination(await self.detail(task_id), applied=True)
 
     async def archive(self, task_id: int, *, actor: str) -> dict[str, Any]:
         """Hide a finished task from the board (idempotent)."""
@@ -409,8 +437,10 @@ class TaskService:
         return await self.db.run(tasks.task_detail, task_id)
 
 
-def _terminate_tx(session: Session, task_id: int, actor: str, clock: Clock) -> Change:
-    """Terminate inside one transaction: the state and the notice saying so."""
+def terminate_tx(session: Session, task_id: int, actor: str, clock: Clock) -> Change:
+    """Terminate inside one transaction: the state and the notice saying so. Waits at most
+    TERMINATE_LOCK_SECONDS for the task's row (OperationalError, see `is_lock_timeout`)."""
+    bound_lock_wait(session, TERMINATE_LOCK_SECONDS)
     event = tasks.transition(
         session,
         task_id,

@@ -36,6 +36,8 @@ def _serialise(connection: Connection) -> None:
     the version table already at head and does nothing. SQLite: BEGIN IMMEDIATE takes the
     file's write lock before the version is read (the busy timeout queues the others)."""
     if connection.dialect.name == "postgresql":
+        # Wait as long as the migrating process needs, whatever the engine's request bound.
+        connection.execute(text("SET LOCAL lock_timeout = 0"))
         key = "hashtext('steelframe-migrations:' || current_schema())"
         connection.execute(text(f"SELECT pg_advisory_xact_lock({key})"))
     elif connection.dialect.name == "sqlite":
