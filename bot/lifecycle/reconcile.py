@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from bot.db import is_lock_timeout
-from bot.lifecycle import leases, progress, stop_requests, tasks, worktree
+from bot.lifecycle import leases, progress, tasks, termination, worktree
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
@@ -32,7 +32,6 @@ from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.service import terminate_tx
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
 
 log = logging.getLogger(__name__)
@@ -95,12 +94,15 @@ async def reconcile(
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
     grace = timedelta(seconds=ctx.policy.lease_seconds)
     say("applying terminate requests ...")
-    for task_id, actor in ctx.db.call(stop_requests.pending):
+    requested = dict(ctx.db.call(termination.pending))
+    for task_id, actor in requested.items():
         await _guard(
             report, task_id, _apply_stop_request(ctx, github, queue, task_id, actor, report)
         )
     say("checking running tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.RUNNING):
+        if task_id in requested:
+            continue  # being terminated: never retried meanwhile
         await _check_running(ctx, github, queue, task_id, grace, report)
     say("checking queued tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.QUEUED):
@@ -136,28 +138,28 @@ async def _apply_stop_request(
     actor: str,
     report: ReconcileReport,
 ) -> None:
-    """A terminate recorded while a frozen worker held the task's row: stop that job (its
-    death frees the row), then terminate; the request is forgotten once applied or moot."""
-    task = ctx.db.call(tasks.get_task, task_id)
-    if task.state not in LIVE:
-        ctx.db.call(stop_requests.forget, task_id)
-        return
+    """A terminate recorded while a frozen worker held the task's row: terminate now, or,
+    while the row is still held, stop the job holding it (its death frees the row; RQ's
+    handling of the killed horse, or the next pass, then terminates)."""
+    job = ctx.db.call(tasks.get_task, task_id).job_id
     try:
-        change = ctx.db.call(terminate_tx, task_id, actor, ctx.clock)
+        if await termination.apply(ctx.db, github, task_id, actor, ctx.clock):
+            await asyncio.to_thread(queue.cancel_queued, job)
+            report.terminated.append(task_id)
+            log.info("reconcile: task %s terminated as %s asked", task_id, actor)
+        return
     except OperationalError as exc:
         if not is_lock_timeout(exc):
             raise
-        if await asyncio.to_thread(queue.is_started, task.job_id):
-            done = await asyncio.to_thread(queue.cancel, task.job_id)
-            await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=None)
-            report.stopped.append(task_id)
-            log.warning("reconcile: task %s: stopped the job holding its row: %s", task_id, done)
-        return  # the next pass terminates once the row is free
-    ctx.db.call(stop_requests.forget, task_id)
-    await asyncio.to_thread(queue.cancel_queued, task.job_id)
-    report.terminated.append(task_id)
-    log.info("reconcile: task %s terminated as %s asked", task_id, actor)
-    await publish(ctx.db, github, change, create_progress=False, clock=ctx.clock)
+    if await asyncio.to_thread(queue.is_started, job):
+        done = await asyncio.to_thread(queue.cancel, job)
+        # This run is being stopped on purpose: its runtime group goes with its horse (RQ
+        # does not report a stopped job as a killed horse), and its lease with them.
+        lease = ctx.db.call(leases.current, task_id)
+        holder = lease.pid if lease is not None else None
+        await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=holder)
+        report.stopped.append(task_id)
+        log.warning("reconcile: task %s: stopped the job holding its row: %s", task_id, done)
 
 
 def _recently(session: Session, state: TaskState, since: object) -> list[int]:

@@ -17,10 +17,10 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
-from bot.db import Database, bound_lock_wait, is_lock_timeout
+from bot.db import Database, is_lock_timeout
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.errors import BadRequest, Conflict
-from bot.lifecycle import progress, stop_requests, tasks
+from bot.lifecycle import progress, tasks, termination
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import Change, publish
@@ -34,9 +34,6 @@ log = logging.getLogger(__name__)
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PICKUP_ROUNDS = 5
 MAX_BOARD = 1000
-# How long a terminate waits for a task row another process holds before recording the
-# request instead (the operator's answer stays well inside a few seconds).
-TERMINATE_LOCK_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -370,9 +367,9 @@ class TaskService:
         within a second, kills its runtime and removes its worktree; the reconciler asks RQ
         to stop a job that does not), a queued job cancelled, a comment, the labels.
 
-        Bounded: when a frozen worker holds the task's row past TERMINATE_LOCK_SECONDS, the
-        request is recorded instead (`applied=False`) and the reconciler stops that worker's
-        job and applies it."""
+        Bounded: when a frozen worker holds the task's row past the lock bound
+        (`termination.TERMINATE_LOCK_SECONDS`), the request is recorded instead
+        (`applied=False`); the run's recovery or the reconciler applies it."""
         task = await self.db.run(tasks.get_task, task_id)
         if task.state not in LIVE:
             raise Conflict(
@@ -381,11 +378,11 @@ class TaskService:
                 detail={"task": task_id, "state": task.state},
             )
         try:
-            change = await self.db.run(lambda s: terminate_tx(s, task_id, actor, self.clock))
+            change = await self.db.run(termination.terminate_tx, task_id, actor, self.clock)
         except OperationalError as exc:
             if not is_lock_timeout(exc):
                 raise
-            await self.db.run(stop_requests.record, task_id, actor, self.clock)
+            await self.db.run(termination.record, task_id, actor, self.clock)
             log.warning(
                 "lifecycle: task %s is locked by a worker that does not answer; terminate by "
                 "%s recorded for the reconciler",
@@ -435,25 +432,6 @@ class TaskService:
 
     async def detail(self, task_id: int) -> dict[str, Any]:
         return await self.db.run(tasks.task_detail, task_id)
-
-
-def terminate_tx(session: Session, task_id: int, actor: str, clock: Clock) -> Change:
-    """Terminate inside one transaction: the state and the notice saying so. Waits at most
-    TERMINATE_LOCK_SECONDS for the task's row (OperationalError, see `is_lock_timeout`)."""
-    bound_lock_wait(session, TERMINATE_LOCK_SECONDS)
-    event = tasks.transition(
-        session,
-        task_id,
-        TaskState.TERMINATED,
-        actor=actor,
-        detail=f"terminated by {actor}",
-        expect=LIVE,
-        clock=clock,
-    )
-    key = f"terminated-e{event.id}"
-    text = f"Steelframe stopped working on this issue: terminated by {actor}."
-    progress.add_notice(session, task_id, key, text, clock)
-    return Change(task_id, TaskState.TERMINATED, event.id, Phase.TERMINATED, "", key)
 
 
 def build_task_service(
