@@ -15,6 +15,8 @@ from bot.errors import SteelframeError
 log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = web.RequestKey("request_id", str)
+# Its own generator: request ids never disturb (or depend on) the global `random` state.
+_REQUEST_IDS = random.Random()
 
 
 def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
@@ -24,7 +26,9 @@ def error_body(error: str, detail: object = None, *, code: str) -> dict[str, obj
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     # Not a secret, only a log correlation id: a PRNG draw, not a syscall per request.
-    request_id = request.headers.get("X-Request-Id", "")[:64] or f"{random.getrandbits(64):016x}"
+    request_id = (
+        request.headers.get("X-Request-Id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
+    )
     request[REQUEST_ID] = request_id
     try:
         response = await handler(request)

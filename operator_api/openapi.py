@@ -376,8 +376,13 @@ def _task_paths(ref: Any) -> dict[str, Any]:
         },
         "/api/operator/tasks/{id}/terminate": {
             "post": _op(
-                "Stop a queued, running or waiting task (job cancelled, runtime killed)",
-                {"200": _json(ref("TaskDetail")), **_errors(400, 401, 404, 409, 413, 503)},
+                "Stop a queued, running or waiting task (job cancelled, runtime killed); 202: a"
+                " frozen worker holds the task, the request is recorded and applied later",
+                {
+                    "200": _json(ref("TaskDetail")),
+                    "202": _json(ref("TaskDetail")),
+                    **_errors(400, 401, 404, 409, 413, 503),
+                },
                 params=[TASK_PATH],
             )
         },
