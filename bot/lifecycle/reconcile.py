@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -338,6 +339,19 @@ def _sweep_worktrees(ctx: LifecycleContext) -> int:
         worktree.remove(path)
         removed += 1
     return removed
+
+
+def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
+    """Beside a worker (`steelframe worker`, `dev`'s in-process one), until `stop` is set: a
+    pass every lease period, so expired leases, lost jobs and a retry whose scheduled job
+    vanished in a restart are repaired within about two lease periods, not at next start."""
+    while not stop.wait(ctx.policy.lease_seconds):
+        try:
+            report = run_reconcile(ctx, say=lambda line: None)
+            if report.recovered or report.requeued or report.labels_fixed or report.terminated:
+                log.info("reconcile: %s", "; ".join(report.lines()[:5]))
+        except Exception:
+            log.exception("reconcile: periodic pass failed; trying again later")
 
 
 def run_reconcile(ctx: LifecycleContext, *, say: Callable[[str], None] = print) -> ReconcileReport:
