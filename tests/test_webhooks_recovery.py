@@ -11,7 +11,7 @@ from typing import Any
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.clock import utcnow
 from bot.config import Secret
@@ -26,7 +26,7 @@ from webhooks.deliveries import (
     insert_deliveries,
     requeue,
 )
-from webhooks.processor import DeliveryProcessor
+from webhooks.processor import DeliveryProcessor, RetryPolicy
 from webhooks.router import build_router
 from webhooks.routing import WebhookContext, handles
 
@@ -71,7 +71,7 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
     )
     before = services_factory(settings)  # a previous run: stored, acknowledged, then killed
     before.db.call(insert_deliveries, [stored("a"), stored("b"), stored("c")])
-    before.db.call(claim, ["c"], now=utcnow())  # c is being processed by a live process
+    before.db.call(claim, ["c"], now=utcnow(), owner="alive")  # a live process has c
     api = await api_factory(settings)
     deadline = time.monotonic() + 10
     while statuses(api.services.db)["b"] != DeliveryStatus.PROCESSED:
@@ -84,20 +84,39 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
     }
 
 
-async def test_processing_past_its_lease_is_taken_again(
+async def test_a_claim_not_renewed_within_its_lease_is_taken_over(
     services_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     start = datetime(2025, 1, 1, tzinfo=UTC)
     db.call(insert_deliveries, [stored("old", at=start), stored("new", at=start)])
-    db.call(claim, ["old", "new"], now=start)
-    later = start + timedelta(seconds=601)
-    assert db.call(claim_stale, now=later, grace=30, lease=600, limit=10) == [
-        ("new", "issues", OPENED),
-        ("old", "issues", OPENED),
-    ]
+    db.call(claim, ["old", "new"], now=start, owner="dead")
+    later = start + timedelta(seconds=16)
+    taken = db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="next")
+    assert [(row.delivery_id, row.attempt) for row in taken] == [("new", 2), ("old", 2)]
     # Claimed again just now: within the lease, nobody takes them.
-    assert db.call(claim_stale, now=later, grace=30, lease=600, limit=10) == []
+    assert db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="third") == []
+
+
+async def test_a_renewed_claim_is_not_taken_over(
+    services_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    db = services_factory(make_settings(tmp_path)).db
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    db.call(insert_deliveries, [stored("kept", at=start)])
+    db.call(claim, ["kept"], now=start, owner="alive")
+    renewed = start + timedelta(seconds=10)
+
+    def renew(session: Any) -> None:
+        session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.claimed_by == "alive")
+            .values(claimed_at=renewed)
+        )
+
+    db.call(renew)
+    later = start + timedelta(seconds=20)  # past the first claim's lease, not the renewal's
+    assert db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="other") == []
 
 
 async def test_received_rows_wait_out_the_grace_period(
@@ -106,9 +125,10 @@ async def test_received_rows_wait_out_the_grace_period(
     db = services_factory(make_settings(tmp_path)).db
     now = utcnow()
     db.call(insert_deliveries, [stored("fresh", at=now)])
-    assert db.call(claim_stale, now=now, grace=30, lease=600, limit=10) == []
-    taken = db.call(claim_stale, now=now + timedelta(seconds=31), grace=30, lease=600, limit=10)
-    assert [row[0] for row in taken] == ["fresh"]
+    assert db.call(claim_stale, now=now, grace=30, lease=15, limit=10, owner="me") == []
+    later = now + timedelta(seconds=31)
+    taken = db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="me")
+    assert [row.delivery_id for row in taken] == ["fresh"]
 
 
 async def test_two_processes_recovering_at_once_process_each_delivery_once(
@@ -127,7 +147,7 @@ async def test_two_processes_recovering_at_once_process_each_delivery_once(
     assert set(statuses(db).values()) == {DeliveryStatus.PROCESSED}
 
 
-async def test_a_failed_delivery_requeued_by_the_operator_is_processed_again(
+async def test_a_dead_delivery_replayed_by_the_operator_is_processed_again(
     services_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path)
@@ -142,9 +162,13 @@ async def test_a_failed_delivery_requeued_by_the_operator_is_processed_again(
         if len(attempts) == 1:
             raise ConnectionError("database went away")
 
-    processor = DeliveryProcessor(router, WebhookContext(db=db, settings=settings, clock=utcnow))
+    processor = DeliveryProcessor(
+        router,
+        WebhookContext(db=db, settings=settings, clock=utcnow),
+        retry=RetryPolicy(max_attempts=1),
+    )
     await processor.recover(grace_seconds=0)
-    assert statuses(db) == {"broken": DeliveryStatus.FAILED}
+    assert statuses(db) == {"broken": DeliveryStatus.DEAD}
     assert db.call(requeue, "broken") is True
     await processor.recover(grace_seconds=0)
     assert statuses(db) == {"broken": DeliveryStatus.PROCESSED} and len(attempts) == 2
