@@ -19,6 +19,7 @@ from bot.services import Services, build_services
 from operator_api import board_routes, chat_routes, decision_routes, meta_routes
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
+from steelframe.http_logging import quiet_parse_errors
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,7 @@ def create_app(
     plugins: tuple[AppPlugin, ...] | None = None,
     **service_overrides: Any,
 ) -> web.Application:
+    quiet_parse_errors()  # oversized headers: one log line each, no traceback
     # The largest body any route accepts is a GitHub webhook (25 MB); chat routes enforce
     # their own much lower cap while reading.
     app = web.Application(

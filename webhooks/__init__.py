@@ -23,7 +23,7 @@ SHUTDOWN_DRAIN_SECONDS = 5.0
 
 def setup(app: web.Application, services: Services) -> None:
     from operator_api.openapi import register_paths
-    from webhooks import routes
+    from webhooks import operator_routes, routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
     from webhooks.memory_sink import MemorySink
     from webhooks.processor import DeliveryProcessor
@@ -55,7 +55,8 @@ def setup(app: web.Application, services: Services) -> None:
     )
     app[PROCESSOR] = processor
     app.add_routes(routes.routes)
-    register_paths({routes.PATH: {"post": OPENAPI_OPERATION}})
+    app.add_routes(operator_routes.routes)
+    register_paths({routes.PATH: {"post": OPENAPI_OPERATION}, **operator_routes.OPENAPI_PATHS})
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         # What start-up built (modules, ORM metadata, routers) lives as long as the process:
@@ -110,6 +111,9 @@ OPENAPI_OPERATION = {
         "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
         "401": _answer("Missing or wrong signature; nothing stored"),
         "413": _answer("Body over 25 MB"),
-        "503": _answer("Not configured, or the delivery could not be stored"),
+        "503": _answer(
+            "Not configured, the delivery could not be stored, or too many bodies are being "
+            "read at once (Retry-After says when to come back)"
+        ),
     },
 }

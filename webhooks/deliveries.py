@@ -365,24 +365,31 @@ def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime, owner
     return list(result.scalars())
 
 
-def requeue(session: Session, delivery_id: str) -> bool:
-    """Process a finished delivery again (operator action). A dead or retrying one keeps
-    the outcomes of handlers that succeeded, so only the failed ones run; a processed one
-    runs every handler again. Rejected deliveries and ones being processed are not
-    replayable."""
+class Replay(StrEnum):
+    QUEUED = "queued"
+    UNKNOWN = "unknown"
+    NOT_REPLAYABLE = "not_replayable"  # rejected (fix the cause, redeliver) or in progress
+
+
+def requeue(session: Session, delivery_id: str) -> Replay:
+    """Process a finished delivery again (operator action), at the next sweep. A dead or
+    retrying one keeps the outcomes of handlers that succeeded, so only the failed ones
+    run; a processed one runs every handler again."""
     d = WebhookDelivery
     row = session.get(d, delivery_id, with_for_update=True)
-    if row is None or row.status in (DeliveryStatus.REJECTED, DeliveryStatus.PROCESSING):
-        return False
-    keep = row.status in FAILED_STATUSES
-    row.outcomes = row.outcomes if keep else None
+    if row is None:
+        return Replay.UNKNOWN
+    if row.status in (DeliveryStatus.REJECTED, DeliveryStatus.PROCESSING):
+        return Replay.NOT_REPLAYABLE
+    if row.status not in FAILED_STATUSES:
+        row.outcomes = None
     row.status = DeliveryStatus.RECEIVED
     row.reason = None
     row.claimed_at = None
     row.claimed_by = None
     row.next_attempt_at = None
     row.attempts = 0
-    return True
+    return Replay.QUEUED
 
 
 def failed_ids(session: Session, *, limit: int = 10_000) -> list[str]:
