@@ -66,7 +66,7 @@ async def replay_route(request: web.Request) -> web.Response:
 
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
-_BEARER = [{"operatorToken": []}]
+_BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}]
 
 
 def _error(description: str) -> dict[str, Any]:

@@ -172,7 +172,7 @@ class Transport:
                         request_id=headers.get("x-github-request-id"),
                     )
                 if credential.pace_key is not None:
-                    self.pacer.block_until(credential.pace_key, self._clock() + wait)
+                    await self.pacer.block_until(credential.pace_key, self._clock() + wait)
             else:
                 wait = server_error_wait(headers, attempt=attempt, policy=self.retry)
             log.warning(

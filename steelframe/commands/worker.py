@@ -1,4 +1,8 @@
-"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`."""
+"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`.
+
+Reconciling is one process's job at a time across every worker: each pass first takes a
+Redis lease (`bot.redis_lease`); a worker that finds it held skips that pass.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import argparse
 import logging
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from rq import Queue
@@ -14,11 +19,29 @@ from bot import db as dbmod
 from bot.config import Settings
 from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.reconcile import ReconcileReport, run_reconcile
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
+from bot.redis_lease import held
 from steelframe.cli import configure_logging, load_settings
 
 log = logging.getLogger("steelframe.worker")
+# The lease lapses this long after its holder stops renewing it (a crashed reconciler).
+RECONCILER_LEASE_SECONDS = 30.0
+
+
+def reconciler_lease_name(queue: str) -> str:
+    return f"steelframe:reconciler:{queue}"
+
+
+def reconcile_if_leader(
+    ctx: LifecycleContext, say: Callable[[str], None]
+) -> ReconcileReport | None:
+    """One reconcile pass if no other process is reconciling (None when one is)."""
+    name = reconciler_lease_name(ctx.queue_name)
+    with held(ctx.redis, name, ttl=RECONCILER_LEASE_SECONDS) as leader:
+        if not leader:
+            return None
+        return run_reconcile(ctx, say=say)
 
 
 def register(subparsers: Any) -> None:
@@ -57,7 +80,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if ctx is None:
         return 2
     context.bind(ctx)
-    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    if report is None:
+        print("steelframe: another process is reconciling now; try again shortly", file=sys.stderr)
+        return 1
     for line in report.lines():
         print(line)
     return 1 if report.errors else 0
@@ -67,8 +93,10 @@ def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
     """While the worker runs: expired leases and lost jobs are found within a lease time."""
     while not stop.wait(ctx.policy.lease_seconds):
         try:
-            report = run_reconcile(ctx, say=lambda line: None)
-            if report.recovered or report.requeued or report.labels_fixed:
+            report = reconcile_if_leader(ctx, say=lambda line: None)
+            if report is None:
+                log.debug("reconcile: another worker holds the reconciler lease; skipped")
+            elif report.recovered or report.requeued or report.labels_fixed:
                 log.info("reconcile: %s", "; ".join(report.lines()[:4]))
         except Exception:
             log.exception("reconcile: periodic pass failed; trying again later")
@@ -82,8 +110,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     context.bind(ctx)
     print("steelframe worker: reconciling before work ...", flush=True)
-    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
-    for line in report.lines():
+    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    if report is None:
+        print("reconcile: another worker is reconciling; skipped", flush=True)
+    for line in report.lines() if report is not None else []:
         print(f"reconcile: {line}", flush=True)
     queue = Queue(args.queue, connection=ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
