@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import mmap
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -24,6 +25,7 @@ DEFAULT_IN_FLIGHT_BYTES = 64 * 1024 * 1024
 LARGE_BODY = 1024 * 1024
 RESERVED_FOR_SMALL = 8 * 1024 * 1024
 RETRY_AFTER_SECONDS = 5
+MAP_AT_LEAST = 256 * 1024
 
 
 class Busy(Unavailable):
@@ -79,9 +81,7 @@ class SignedBody:
             # before a byte of it is read.
             budget.take(expected, body_size=expected)
             self.held = expected
-        # One allocation of the declared size: growing a buffer by doubling would briefly
-        # hold two copies of a 25 MB body.
-        self._buffer = bytearray(expected or 0)
+        self._buffer = _buffer(expected or 0)
         self.size = 0
 
     def feed(self, chunk: bytes) -> None:
@@ -91,6 +91,7 @@ class SignedBody:
         if self._expected is None:  # chunked: take the bytes as they come
             self._budget.take(len(chunk), body_size=end)
             self.held += len(chunk)
+            assert isinstance(self._buffer, bytearray)
             self._buffer += chunk
         else:
             self._buffer[self.size : end] = chunk
@@ -104,14 +105,29 @@ class SignedBody:
         expected = (PREFIX + self._mac.hexdigest()).encode()
         if not hmac.compare_digest(header.encode(), expected):
             raise Unauthorized("X-Hub-Signature-256 does not match the body")
-        body = bytes(memoryview(self._buffer)[: self.size])
-        self._buffer = bytearray()
+        body = bytes(self._buffer[: self.size])
+        self._drop()
         return body
 
     def release(self) -> None:
-        self._buffer = bytearray()
+        self._drop()
         self._budget.give(self.held)
         self.held = 0
+
+    def _drop(self) -> None:
+        if isinstance(self._buffer, mmap.mmap):
+            self._buffer.close()
+        self._buffer = bytearray()
+
+
+def _buffer(size: int) -> bytearray | mmap.mmap:
+    """One allocation of the declared size (growing a buffer by doubling would briefly hold
+    two copies of a 25 MB body). Large ones are anonymous maps: unmapped when closed, so
+    the memory goes back to the system at once instead of staying in the allocator's heap
+    as resident pages."""
+    if size >= MAP_AT_LEAST:
+        return mmap.mmap(-1, size)
+    return bytearray(size)
 
 
 @contextmanager
