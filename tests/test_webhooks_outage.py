@@ -1,0 +1,112 @@
+"""A GitHub blip drops no work: a pickup label and a Decision delivered while the API
+answers 502 for 10 s fail their first attempts, are retried with backoff, and both take
+effect once GitHub recovers (real Redis and RQ, SQLite and PostgreSQL)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+
+from bot.github.retry import RetryPolicy as GitHubRetryPolicy
+from bot.lifecycle.models import Task
+from bot.lifecycle.states import TaskState
+from tests.conftest import GitHubSandbox
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, wait_for
+from webhooks.appkeys import PROCESSOR
+from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+from webhooks.processor import RetryPolicy
+
+OUTAGE_SECONDS = 10.0
+
+
+def as_person(lc: Lifecycle, login: str, action: Callable[..., Any], *args: Any) -> None:
+    """Act on github.com's side (its web UI keeps working while the API fails): the change
+    and its webhook, without going through the faulted REST API."""
+    world = lc.sandbox.sandbox
+    repo, user = world.world.repo(lc.repo), world.world.user(login)
+    outcome = action(world.ops, repo, user, *args)
+    world.emit(outcome.hooks)
+
+
+def count(lc: Lifecycle, status: DeliveryStatus) -> int:
+    return int(
+        lc.ctx.db.call(
+            lambda s: s.scalar(select(func.count()).where(WebhookDelivery.status == status))
+        )
+    )
+
+
+def find_task(lc: Lifecycle, issue: int) -> Task | None:
+    return lc.ctx.db.call(
+        lambda s: s.scalar(select(Task).where(Task.repo == lc.repo, Task.issue == issue))
+    )
+
+
+async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_after_it(
+    github_sandbox: GitHubSandbox,
+    api_factory: Callable[..., Any],
+    tmp_path: Path,
+    redis_url: str,
+    any_db_url: str,
+) -> None:
+    lc = await start_lifecycle(
+        github_sandbox,
+        api_factory,
+        tmp_path,
+        redis_url,
+        coding_command=command("question"),
+        database_url=any_db_url,
+    )
+    github_sandbox.user_token("maintainer", "write")
+    # The client gives up within a second, so the outage outlasts its own retries and the
+    # delivery's retries (backoff 1, 2, 4, 4... s) are what carries the work over it.
+    assert lc.api.services.github is not None
+    lc.api.services.github.transport.retry = GitHubRetryPolicy(max_attempts=2, base_delay=0.2)
+    lc.api.raw.app[PROCESSOR].retry = RetryPolicy(max_attempts=10, base_delay=1.0, max_delay=4.0)
+
+    waiting = await lc.open_issue("Add a cache")
+    await lc.work()
+    assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
+    fresh = int(
+        (await lc.github.create_issue(lc.repo, title="Fix the docs", body="typo"))["number"]
+    )
+    await lc.settle()
+    assert find_task(lc, fresh) is None
+
+    github_sandbox.fail("server_error", path="*", times=1_000_000)  # every API call: 502
+    try:
+        as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).add_labels, fresh, [PICKUP])
+        decision = {"body": f"{DECISION}\nUse Redis."}
+        as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
+        # Both failed (the author's access cannot be checked) and wait for their retry.
+        await wait_for(lambda: count(lc, DeliveryStatus.RETRYING) >= 2, within=OUTAGE_SECONDS)
+        await asyncio.sleep(OUTAGE_SECONDS)  # the outage itself, not a wait for a result
+        assert find_task(lc, fresh) is None
+        assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
+    finally:
+        github_sandbox.sandbox.faults.clear()
+
+    await wait_for(
+        lambda: count(lc, DeliveryStatus.RETRYING) == 0 and find_task(lc, fresh) is not None,
+        within=60,
+    )
+    assert count(lc, DeliveryStatus.DEAD) == 0
+    task = lc.task(waiting)
+    assert task.state == TaskState.RUNNING and task.pending_decision == "Use Redis."
+    await lc.work()
+    assert lc.task(waiting).state == TaskState.DELIVERED  # the Decision took effect
+    picked = find_task(lc, fresh)
+    assert picked is not None and picked.state == TaskState.WAITING_FOR_INFO  # and the pickup
+    retried = lc.ctx.db.call(
+        lambda s: list(s.scalars(select(WebhookDelivery).where(WebhookDelivery.attempts > 1)))
+    )
+    assert {(d.event, d.action) for d in retried} >= {
+        ("issues", "labeled"),
+        ("issue_comment", "created"),
+    }
+    assert all(d.status == DeliveryStatus.PROCESSED for d in retried)
