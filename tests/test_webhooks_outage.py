@@ -67,7 +67,7 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
     # delivery's retries (backoff 1, 2, 4, 4... s) are what carries the work over it.
     assert lc.api.services.github is not None
     lc.api.services.github.transport.retry = GitHubRetryPolicy(max_attempts=2, base_delay=0.2)
-    lc.api.raw.app[PROCESSOR].retry = RetryPolicy(max_attempts=10, base_delay=1.0, max_delay=4.0)
+    lc.api.raw.app[PROCESSOR].retry = RetryPolicy(max_attempts=20, base_delay=1.0, max_delay=4.0)
 
     waiting = await lc.open_issue("Add a cache")
     await lc.work()
@@ -84,7 +84,7 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
         decision = {"body": f"{DECISION}\nUse Redis."}
         as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
         # Both failed (the author's access cannot be checked) and wait for their retry.
-        await wait_for(lambda: count(lc, DeliveryStatus.RETRYING) >= 2, within=OUTAGE_SECONDS)
+        await wait_for(lambda: count(lc, DeliveryStatus.RETRYING) >= 2, within=60)
         await asyncio.sleep(OUTAGE_SECONDS)  # the outage itself, not a wait for a result
         assert find_task(lc, fresh) is None
         assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
@@ -93,7 +93,7 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
 
     await wait_for(
         lambda: count(lc, DeliveryStatus.RETRYING) == 0 and find_task(lc, fresh) is not None,
-        within=60,
+        within=90,
     )
     assert count(lc, DeliveryStatus.DEAD) == 0
     task = lc.task(waiting)

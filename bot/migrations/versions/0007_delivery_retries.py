@@ -1,6 +1,4 @@
-"""Webhook deliveries are retried and dead-lettered: per-handler outcomes, when the next
-attempt is due, and which process holds a claim (claims expire in seconds, renewed while
-the owner works).
+"""Webhook deliveries are retried and dead-lettered; claims name their owner.
 
 Revision ID: 0007_delivery_retries
 Revises: 0006_pending_kind
@@ -18,6 +16,8 @@ depends_on = None
 
 
 def upgrade() -> None:
+    # Per-handler outcomes (a retry runs only the failed ones), when the next attempt is due,
+    # and which process holds a claim (claims expire in seconds, renewed while it works).
     with op.batch_alter_table("github_deliveries") as batch:
         batch.add_column(sa.Column("claimed_by", sa.String(40)))
         batch.add_column(sa.Column("next_attempt_at", sa.DateTime))
