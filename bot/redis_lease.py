@@ -57,7 +57,9 @@ class RedisLease:
 
     def holder(self) -> str | None:
         value = self._redis.get(self.name)
-        return None if value is None else bytes(value).decode()
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @contextmanager

@@ -180,3 +180,19 @@ async def test_clients_built_from_settings_with_redis_pace_through_it(
     finally:
         await first.close()
         await second.close()
+
+
+async def test_with_redis_unreachable_each_process_paces_alone(fake_time: FakeTime) -> None:
+    from tests.fakes.serve_process import free_port
+
+    ledger = RedisLedger.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    try:
+        pacer = pacer_for(PacingPolicy(min_interval=2.0), fake_time, ledger)
+        start = fake_time.now
+        times: list[float] = []
+        await pacer.block_until(1, start + 5)
+        for _ in range(2):
+            await send(pacer, 1, "POST", times, fake_time)
+        assert [t - start for t in times] == [5.0, 7.0]
+    finally:
+        await ledger.close()

@@ -1,6 +1,7 @@
-"""A GitHub blip drops no work: a pickup label and a Decision delivered while the API
-answers 502 for 10 s fail their first attempts, are retried with backoff, and both take
-effect once GitHub recovers (real Redis and RQ, SQLite and PostgreSQL)."""
+"""Outages drop no work. A pickup label and a Decision delivered while GitHub's API answers
+502 for 10 s fail their first attempts, are retried with backoff, and both take effect once
+GitHub recovers (real Redis and RQ, SQLite and PostgreSQL). A pickup while Redis is down
+is not a failed delivery: its task is stored, and enqueued once Redis is back."""
 
 from __future__ import annotations
 
@@ -9,14 +10,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import redis
+from rq import Queue
 from sqlalchemy import func, select
 
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
+from bot.lifecycle import context
+from bot.lifecycle.context import build_context, github_factory
 from bot.lifecycle.models import Task
+from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
-from tests.conftest import GitHubSandbox
+from bot.lifecycle.worker import InProcessWorker
+from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, wait_for
+from tests.fakes.serve_process import free_port
 from webhooks.appkeys import PROCESSOR
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 from webhooks.processor import RetryPolicy
@@ -110,3 +118,52 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
         ("issue_comment", "created"),
     }
     assert all(d.status == DeliveryStatus.PROCESSED for d in retried)
+
+
+async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_later(
+    github_sandbox: GitHubSandbox,
+    api_factory: Callable[..., Any],
+    tmp_path: Path,
+    redis_url: str,
+) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings = github_sandbox.settings(
+        tmp_path, redis_url=down, task_lease_seconds=1.0, coding_command=command("commit")
+    )
+    api = await api_factory(settings)
+    github_sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
+    github = github_sandbox.client()
+    issue = await github.create_issue(
+        SANDBOX_REPO, title="Make it blue", body="It is red.", labels=[PICKUP]
+    )
+    await github_sandbox.settle()
+    await asyncio.wait_for(api.raw.app[PROCESSOR].drain(), 30)
+    db = api.services.db
+    rows = db.call(lambda s: list(s.scalars(select(WebhookDelivery))))
+    pickups = [r for r in rows if r.event == "issues"]  # opened, then labeled: the pickup
+    assert len(pickups) == 2
+    # Not failed, not retrying: the pickup did its part (the task is stored).
+    assert {r.status for r in pickups} == {DeliveryStatus.PROCESSED}
+    task = db.call(lambda s: s.scalar(select(Task).where(Task.issue == issue["number"])))
+    assert task is not None and task.state == TaskState.QUEUED
+
+    # Redis is back: the reconciler enqueues the queued task that has no job; a worker runs it.
+    back = github_sandbox.settings(
+        tmp_path, redis_url=redis_url, task_lease_seconds=1.0, coding_command=command("commit")
+    )
+    connection = redis.Redis.from_url(redis_url)
+    ctx = build_context(back, db=db, connection=connection, github=github_factory(back))
+    context.bind(ctx)
+    try:
+        await wait_for(
+            lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued, within=60
+        )
+        worker = InProcessWorker(
+            [Queue(ctx.queue_name, connection=connection)], connection=connection
+        )
+        await asyncio.to_thread(worker.work, burst=True)
+        state = db.call(lambda s: s.get(Task, task.id).state)
+        assert state == TaskState.DELIVERED
+    finally:
+        context.bind(None)
+        connection.close()

@@ -5,16 +5,24 @@ between them) and a rate-limit block apply to the installation, not to a process
 several `serve` instances and workers each pacing alone, together they would exceed them.
 Each check-and-record is one Lua script, so two processes never both take the last slot.
 Times are the callers' epoch clocks (NTP-synchronised hosts agree to well under the
-second that matters here).
+second that matters here). While Redis cannot be reached, each process paces its own
+requests (a `LocalLedger`) rather than failing every GitHub write.
 """
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 
+import redis
 import redis.asyncio as aioredis
 
-from bot.github.pacing import HOUR, MINUTE, PacingPolicy
+from bot.github.pacing import HOUR, MINUTE, LocalLedger, PacingPolicy
+
+log = logging.getLogger(__name__)
+# How often the "Redis is unreachable, pacing locally" warning may repeat.
+WARN_EVERY_SECONDS = 60.0
 
 DEFAULT_PREFIX = "steelframe:github-pacing"
 
@@ -66,6 +74,8 @@ class RedisLedger:
         self._prefix = prefix
         self._reserve = client.register_script(RESERVE)
         self._block = client.register_script(BLOCK)
+        self._local = LocalLedger()  # while Redis is unreachable
+        self._warned_at = 0.0
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisLedger:
@@ -74,20 +84,44 @@ class RedisLedger:
     def _keys(self, key: int) -> tuple[str, str]:
         return f"{self._prefix}:{key}:sent", f"{self._prefix}:{key}:blocked"
 
+    def _unreachable(self, exc: redis.RedisError) -> None:
+        if time.monotonic() - self._warned_at > WARN_EVERY_SECONDS:
+            self._warned_at = time.monotonic()
+            log.warning("github pacing: Redis unreachable (%s); pacing this process alone", exc)
+
     async def reserve(self, key: int, now: float, policy: PacingPolicy) -> float:
         member = f"{now:.6f}:{uuid.uuid4().hex[:8]}"
-        args: list[str | float] = [repr(now), policy.min_interval, policy.per_minute, policy.per_hour, member]
-        wait = await self._reserve(keys=list(self._keys(key)), args=args)
+        args: list[str | float] = [
+            repr(now),
+            policy.min_interval,
+            policy.per_minute,
+            policy.per_hour,
+            member,
+        ]
+        try:
+            wait = await self._reserve(keys=list(self._keys(key)), args=args)
+        except redis.RedisError as exc:
+            self._unreachable(exc)
+            return await self._local.reserve(key, now, policy)
         return float(wait)
 
     async def block_until(self, key: int, when: float) -> None:
+        await self._local.block_until(key, when)
         _, blocked = self._keys(key)
-        await self._block(keys=[blocked], args=[repr(when)])
+        try:
+            await self._block(keys=[blocked], args=[repr(when)])
+        except redis.RedisError as exc:
+            self._unreachable(exc)
 
     async def blocked_until(self, key: int) -> float:
+        local = await self._local.blocked_until(key)
         _, blocked = self._keys(key)
-        value = await self._redis.get(blocked)
-        return float(value) if value is not None else 0.0
+        try:
+            value = await self._redis.get(blocked)
+        except redis.RedisError as exc:
+            self._unreachable(exc)
+            return local
+        return max(local, float(value) if value is not None else 0.0)
 
     async def close(self) -> None:
         await self._redis.aclose()
