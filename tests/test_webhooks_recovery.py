@@ -20,6 +20,7 @@ from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings
 from webhooks.deliveries import (
     DeliveryStatus,
     NewDelivery,
+    Replay,
     WebhookDelivery,
     claim,
     claim_stale,
@@ -169,7 +170,7 @@ async def test_a_dead_delivery_replayed_by_the_operator_is_processed_again(
     )
     await processor.recover(grace_seconds=0)
     assert statuses(db) == {"broken": DeliveryStatus.DEAD}
-    assert db.call(requeue, "broken") is True
+    assert db.call(requeue, "broken") is Replay.QUEUED
     await processor.recover(grace_seconds=0)
     assert statuses(db) == {"broken": DeliveryStatus.PROCESSED} and len(attempts) == 2
-    assert db.call(requeue, "never-seen") is False
+    assert db.call(requeue, "never-seen") is Replay.UNKNOWN
