@@ -1,8 +1,11 @@
-"""Receiving one delivery (no HTTP here): verify, parse, check what handlers need, store.
+"""Receiving one delivery (no HTTP here): refuse early, read within bounds, verify, parse,
+check what handlers need, store.
 
-Order matters: the signature is checked before anything is stored (a forged delivery
-leaves no trace), the row is committed before the answer (an acknowledged delivery is
-durable), and processing happens after the answer.
+Order matters: what the headers alone can refuse is refused before the body is read; the
+body counts against the budget of bytes in flight while it is read (`webhooks.body`); the
+signature is checked before anything is stored (a forged delivery leaves no trace), the row
+is committed before the answer (an acknowledged delivery is durable), and processing
+happens after the answer.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from webhooks.body import InFlight, SignedBody, reading
 from webhooks.deliveries import MAX_DELIVERY_ID, MAX_EVENT, DeliveryStatus, NewDelivery
 from webhooks.processor import DeliveryProcessor
 from webhooks.routing import lookup, missing_needs
-from webhooks.signature import PREFIX, verify_signature
+from webhooks.signature import PREFIX
 from webhooks.writer import DeliveryWriter
 
 
@@ -69,14 +72,6 @@ class Receiver:
         """A body to feed while reading the request, counted against the budget of bytes in
         flight until the block ends (Busy when the budget is spent)."""
         return reading(self.budget, secret, max_body=self.max_body, expected=content_length)
-
-    async def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[Receipt, str]:
-        """Store one delivery whose body is in hand; (ACCEPTED or DUPLICATE, delivery id).
-        Raises a domain error (401, 400, 413, 503) otherwise."""
-        self.precheck(headers, len(body))
-        assert self.secret is not None
-        verify_signature(self.secret, body, headers.get("x-hub-signature-256"))
-        return await self.accept(headers, body)
 
     async def accept(self, headers: Mapping[str, str], body: bytes) -> tuple[Receipt, str]:
         """Store a delivery whose signature was verified; a 400 is stored as rejected with
