@@ -174,3 +174,48 @@ async def test_a_dead_delivery_replayed_by_the_operator_is_processed_again(
     await processor.recover(grace_seconds=0)
     assert statuses(db) == {"broken": DeliveryStatus.PROCESSED} and len(attempts) == 2
     assert db.call(requeue, "never-seen") is Replay.UNKNOWN
+
+
+async def test_a_live_owner_keeps_its_claim_by_heartbeat_and_a_dead_ones_is_taken_over(
+    services_factory: Callable[..., Any], tmp_path: Path, any_db_url: str
+) -> None:
+    settings = make_settings(tmp_path, database_url=any_db_url)
+    db = services_factory(settings).db
+    now = [datetime(2025, 1, 1, tzinfo=UTC)]
+    db.call(insert_deliveries, [stored("slow", at=now[0])])
+    started, release = asyncio.Event(), asyncio.Event()
+    runs: list[str] = []
+    router = Router()
+
+    @handles(router, "issues", action="opened")
+    async def slow(event: Event, ctx: WebhookContext) -> None:
+        runs.append(event.delivery_id)
+        started.set()
+        await release.wait()
+
+    ctx = WebhookContext(db=db, settings=settings, clock=lambda: now[0])
+    owner = DeliveryProcessor(router, ctx, lease_seconds=0.3, sweep_seconds=3600)
+    owner.start()  # its first sweep claims `slow` and blocks in the handler
+    await asyncio.wait_for(started.wait(), 20)
+
+    def claimed_at() -> datetime | None:
+        return db.call(lambda s: s.get(WebhookDelivery, "slow").claimed_at)
+
+    # Far past the first claim's lease: the owner's heartbeat has renewed it meanwhile.
+    now[0] += timedelta(seconds=60)
+    deadline = time.monotonic() + 20
+    while claimed_at() != now[0]:
+        assert time.monotonic() < deadline, "the heartbeat did not renew the claim"
+        await asyncio.sleep(0.05)
+    other = DeliveryProcessor(router, ctx, lease_seconds=0.3)
+    assert await other.recover() == 0  # a live owner's claim is not taken
+    # The owner dies (no drain, no outcome): once its lease lapses, the other takes over.
+    for task in owner._tasks:
+        task.cancel()
+    await asyncio.gather(*owner._tasks, return_exceptions=True)
+    now[0] += timedelta(seconds=1)
+    release.set()
+    assert await other.recover() == 1
+    assert runs == ["slow", "slow"] and statuses(db) == {"slow": DeliveryStatus.PROCESSED}
+    await owner.close()
+    await other.close()
