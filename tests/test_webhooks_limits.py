@@ -147,6 +147,9 @@ async def test_operators_list_dead_letters_and_replay_them(api: ApiClient) -> No
     assert row.status == DeliveryStatus.RECEIVED and row.attempts == 0 and '"ok"' in row.outcomes
     assert (await api.post("/api/operator/deliveries/nope/replay")).status == 404
     assert (await api.post("/api/operator/deliveries/rejected/replay")).status == 409
+    for bad in ("%00", "x" * 101, "a%0Ab"):
+        response = await api.post(f"/api/operator/deliveries/{bad}/replay")
+        assert response.status == 400 and (await response.json())["detail"]["field"] == "id"
 
 
 @pytest.mark.parametrize(

@@ -52,8 +52,9 @@ async def list_route(request: web.Request) -> web.Response:
 @routes.post(REPLAY_PATH)
 async def replay_route(request: web.Request) -> web.Response:
     delivery_id = request.match_info["id"]
-    if not 0 < len(delivery_id) <= MAX_DELIVERY_ID:
-        raise BadRequest("delivery id is missing or too long", detail={"field": "id"})
+    # Printable only: a NUL cannot even be compared on PostgreSQL (it would be a 500).
+    if not 0 < len(delivery_id) <= MAX_DELIVERY_ID or not delivery_id.isprintable():
+        raise BadRequest("delivery id is missing, too long or unprintable", detail={"field": "id"})
     result = await request.app[SERVICES].db.run(requeue, delivery_id)
     if result is Replay.UNKNOWN:
         raise NotFound(f"no delivery {delivery_id!r}", detail={"delivery": delivery_id})
