@@ -22,7 +22,8 @@ from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
 from bot.lifecycle.reconcile import ReconcileReport, run_reconcile
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from bot.redis_lease import held
-from steelframe.cli import configure_logging, load_settings
+from steelframe.cli import load_settings
+from steelframe.logs import configure_logging
 
 log = logging.getLogger("steelframe.worker")
 # The lease lapses this long after its holder stops renewing it (a crashed reconciler).
@@ -71,7 +72,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
@@ -100,7 +101,7 @@ def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
