@@ -277,7 +277,8 @@ class DeliveryProcessor:
                     name,
                     type(exc).__name__,
                     str(exc)[:300],
-                    exc_info=not isinstance(exc, PERMANENT),
+                    # The traceback once (the first attempt), not once per retry.
+                    exc_info=item.attempt == 1 and not isinstance(exc, PERMANENT),
                 )
                 failure = f"{type(exc).__name__}: {exc}"[:300]
                 outcomes[name] = failure
