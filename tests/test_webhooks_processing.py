@@ -142,3 +142,20 @@ async def test_a_failing_handler_does_not_stop_the_others_and_only_it_is_retried
     assert rows(db) == {"both": (DeliveryStatus.PROCESSED, 2)}
     outcomes = json.loads(db.call(lambda s: s.scalar(select(WebhookDelivery.outcomes))))
     assert set(outcomes.values()) == {"ok"} and len(outcomes) == 2
+
+
+def test_retry_delays_grow_exponentially_with_jitter_up_to_a_cap() -> None:
+    policy = RetryPolicy(base_delay=5.0, max_delay=600.0, jitter=0.5)
+    assert [policy.delay(n, rng=lambda: 0.0) for n in range(1, 9)] == [
+        5.0,
+        10.0,
+        20.0,
+        40.0,
+        80.0,
+        160.0,
+        320.0,
+        600.0,
+    ]
+    assert policy.delay(3, rng=lambda: 1.0) == 10.0  # at most half taken off
+    spread = {round(policy.delay(2), 3) for _ in range(50)}
+    assert len(spread) > 1 and all(5.0 <= d <= 10.0 for d in spread)

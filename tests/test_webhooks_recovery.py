@@ -219,3 +219,26 @@ async def test_a_live_owner_keeps_its_claim_by_heartbeat_and_a_dead_ones_is_take
     assert runs == ["slow", "slow"] and statuses(db) == {"slow": DeliveryStatus.PROCESSED}
     await owner.close()
     await other.close()
+
+
+async def test_a_delivery_whose_processing_keeps_being_cut_short_becomes_dead(
+    services_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path)
+    db = services_factory(settings).db
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    db.call(insert_deliveries, [stored("poison", at=start)])
+
+    def crashed_eight_times(session: Any) -> None:
+        row = session.get(WebhookDelivery, "poison")
+        row.status, row.attempts, row.claimed_at = DeliveryStatus.PROCESSING, 8, start
+
+    db.call(crashed_eight_times)
+    calls: list[str] = []
+    later = start + timedelta(minutes=1)
+    ctx = WebhookContext(db=db, settings=settings, clock=lambda: later)
+    processor = DeliveryProcessor(counting(calls), ctx, retry=RetryPolicy(max_attempts=8))
+    assert await processor.recover() == 1
+    assert calls == []  # not fed to a ninth process
+    row = db.call(lambda s: s.get(WebhookDelivery, "poison"))
+    assert row.status == DeliveryStatus.DEAD and row.reason == "processing was interrupted 8 times"
