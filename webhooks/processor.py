@@ -77,7 +77,7 @@ PERMANENT = (BadRequest, GitHubRejected)
 class RetryPolicy:
     """Attempts per delivery and the waits between them: base * 2**(n-1), capped, times a
     random factor in [1 - jitter, 1] so deliveries that failed together do not all come
-    back at once. Defaults: 8 attempts over about 10 minutes."""
+    back at once. Defaults: 8 attempts over 5 to 10 minutes."""
 
     max_attempts: int = 8
     base_delay: float = 5.0
