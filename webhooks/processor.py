@@ -41,6 +41,7 @@ from gidgethub.sansio import Event
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.github.errors import GitHubRejected
+from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import (
     OK,
@@ -259,6 +260,10 @@ class DeliveryProcessor:
             # again past the limit): stop feeding it to processes it may be killing.
             reason = f"processing was interrupted {item.attempt - 1} times"
             return Finished(item.delivery_id, DeliveryStatus.DEAD, reason, item.outcomes)
+        with log_ids(delivery_id=item.delivery_id):  # on every line its handlers log
+            return await self._run_handlers(item, event, handlers)
+
+    async def _run_handlers(self, item: Pending, event: Event, handlers: Any) -> Finished:
         outcomes = dict(item.outcomes)
         failures: list[str] = []
         permanent = False
