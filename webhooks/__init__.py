@@ -17,13 +17,14 @@ from aiohttp import web
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
+from webhooks.operator_routes import OPENAPI_PATHS as OPERATOR_PATHS
 
 log = logging.getLogger("steelframe.webhooks")
 SHUTDOWN_DRAIN_SECONDS = 5.0
 
 
 def setup(app: web.Application, services: Services) -> None:
-    from webhooks import routes
+    from webhooks import operator_routes, routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
     from webhooks.memory_sink import MemorySink
     from webhooks.metrics import delivery_collector
@@ -57,6 +58,7 @@ def setup(app: web.Application, services: Services) -> None:
     app[PROCESSOR] = processor
     services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
+    app.add_routes(operator_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         # What start-up built (modules, ORM metadata, routers) lives as long as the process:
@@ -112,9 +114,12 @@ OPENAPI_OPERATION = {
         "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
         "401": _answer("Missing or wrong signature; nothing stored"),
         "413": _answer("Body over 25 MB"),
-        "503": _answer("Not configured, or the delivery could not be stored"),
+        "503": _answer(
+            "Not configured, the delivery could not be stored, or too many bodies are being "
+            "read at once (Retry-After says when to come back)"
+        ),
     },
 }
 # routes.PATH, spelled out: importing webhooks.routes here would load the receiver stack
-# for every importer of this package.
-OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}}
+# for every importer of this package. The delivery log's operator paths come with it.
+OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}, **OPERATOR_PATHS}
