@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
 
 from bot import db as dbmod
 from bot.agents import sync_agents
@@ -24,6 +25,7 @@ from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, watch_commits
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.lifecycle.service import TaskService, build_task_service
@@ -44,6 +46,8 @@ class Services:
     chat: ChatService
     registry: TurnRegistry
     background: BackgroundTasks
+    # The operator events stream (task changes, results, sessions): Redis streams or local.
+    events: OperatorEvents
     redis: redis.Redis | None = None
     # Session memory: chunk store + index (`memory.search`, `memory.add`) for every part.
     memory: Memory | None = None
@@ -69,6 +73,7 @@ class Services:
         await self.chat.locks.close()
         await self.model_http.close()
         await self.background.close()
+        await self.events.log.close()
         if self.redis is not None:
             self.redis.close()
         if self.github is not None:
@@ -116,6 +121,11 @@ def build_services(
         await locks.release(handle.operator_id, handle.turn_id)
 
     registry = TurnRegistry(on_finish=release_turn)
+    event_log: EventLog = LocalEventLog()
+    if settings.redis_url and redis_client is not None:
+        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+    events = OperatorEvents(event_log, database)
+    watch_commits(database, events)
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
     chat = ChatService(
@@ -132,6 +142,7 @@ def build_services(
         ),
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
+        events=events,
         clock=clock,
     )
     services = Services(
@@ -140,6 +151,7 @@ def build_services(
         chat=chat,
         registry=registry,
         background=background,
+        events=events,
         redis=redis_client,
         memory=memory,
         github=GitHubClient.from_settings(settings) if settings.github_configured else None,

@@ -177,6 +177,21 @@ def openapi_document() -> dict[str, Any]:
             ),
         },
     }
+    paths["/api/operator/events"] = {
+        "get": _op(
+            "The operator's events stream (SSE): task, result, session; resume with Last-Event-ID",
+            {
+                "200": {
+                    "description": "text/event-stream of Event objects; `: ping` heartbeats",
+                    "content": {"text/event-stream": {"schema": ref("Event")}},
+                },
+                **_errors(400, 401),
+            },
+            params=[
+                _query("last_event_id", {"type": "integer"}, "instead of the Last-Event-ID header")
+            ],
+        )
+    }
     paths.update(_task_paths(ref))
     schemas: dict[str, Any] = {
         "Error": {
@@ -319,6 +334,27 @@ def openapi_document() -> dict[str, Any]:
                 "session": {"type": "string"},
                 "turn_id": {"type": "string"},
             },
+        },
+    }
+    schemas["Event"] = {
+        "type": "object",
+        "required": ["id", "type"],
+        "properties": {
+            "id": {"type": "integer", "description": "monotonic per operator"},
+            "type": {"enum": ["task", "result", "session", "resync"]},
+            "task_id": {"type": "integer"},
+            "repo": {"type": "string"},
+            "issue": {"type": "integer"},
+            "title": {"type": "string"},
+            "state": {"type": "string"},
+            "pr_url": {"type": ["string", "null"]},
+            "reason": {"type": "string"},
+            "updated_at": {"type": "string"},
+            "session_id": {"type": "string"},
+            "kind": {"enum": ["delivered", "question", "failed"]},
+            "text": {"type": "string"},
+            "message_id": {"type": "string"},
+            "change": {"enum": ["created", "updated", "deleted", "summarised"]},
         },
     }
     schemas.update(_task_schemas(ref))

@@ -29,6 +29,7 @@ from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.db import Database
 from bot.errors import BadRequest, Conflict
+from bot.events import OperatorEvents, SessionChange
 from bot.runtimes.base import (
     ContextBudget,
     Delta,
@@ -84,6 +85,7 @@ class ChatService:
         policy: IntentPolicy | None = None,
         summary_sinks: tuple[SummarySink, ...] = (),
         locks: TurnLocks | None = None,
+        events: OperatorEvents | None = None,
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
@@ -96,7 +98,13 @@ class ChatService:
         self.policy: IntentPolicy = policy or DraftOnlyPolicy()
         self.summary_sinks = summary_sinks
         self.locks: TurnLocks = locks or LocalTurnLocks()
+        self.events = events
         self.clock = clock
+
+    async def _announce(self, operator_id: int, session_id: str, change: SessionChange) -> None:
+        """A session change on the operator's events stream (never fails the caller)."""
+        if self.events is not None:
+            await asyncio.to_thread(self.events.session_changed, operator_id, session_id, change)
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -259,6 +267,8 @@ class ChatService:
                 else None
             )
         )
+        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
+        await self._announce(request.operator_id, ts.id, change)
         history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
         await emit(
             {
@@ -472,12 +482,16 @@ class ChatService:
             issue=issue,
             clock=self.clock,
         )
+        await self._announce(operator_id, row.id, SessionChange.CREATED)
         if previous is not None:
+            await self._announce(operator_id, previous, SessionChange.UPDATED)
             self.background.spawn(self.summarise(previous), name=f"summary-{previous}")
         return {**store.session_json(row, turns=0, active=True), "previous_session": previous}
 
     async def summarise(self, session_id: str) -> None:
-        await self.db.run(summarise_session, session_id, sinks=self.summary_sinks)
+        summary = await self.db.run(summarise_session, session_id, sinks=self.summary_sinks)
+        if summary is not None:
+            await self._announce(summary.operator_id, session_id, SessionChange.SUMMARISED)
 
     async def resume_pending_summaries(self) -> None:
         """At start-up: summaries a crash or restart left undone."""
@@ -502,10 +516,14 @@ class ChatService:
             if (await self.registry.stop(operator_id)).state is StopState.FINISHING:
                 self._refuse_while_busy(operator_id, "delete its session")
         await self.db.run(store.delete_session, operator_id, session_id)
+        await self._announce(operator_id, session_id, SessionChange.DELETED)
 
     async def clear(self, operator_id: int, *, session_id: str | None) -> dict[str, Any]:
         self._refuse_while_busy(operator_id, "clear the conversation")
-        return await self.db.run(store.clear_session, operator_id, session_id=session_id)
+        cleared = await self.db.run(store.clear_session, operator_id, session_id=session_id)
+        if cleared["session"] is not None:
+            await self._announce(operator_id, cleared["session"], SessionChange.UPDATED)
+        return cleared
 
     async def stop(self, operator_id: int) -> dict[str, Any]:
         """Stop the operator's turn here, or signal the instance that runs it. A turn whose
