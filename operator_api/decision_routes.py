@@ -51,7 +51,8 @@ async def publish_decision(request: web.Request) -> web.Response:
 
 @routes.post("/api/operator/chat/file")
 async def file_pending(request: web.Request) -> web.Response:
-    """File the session's pending proposal (the TUI's `y`), or an explicit title/body."""
+    """File the session's pending proposal (the TUI's `y`, the GUI's File button), or an
+    explicit title/body."""
     services = request.app[SERVICES]
     data = await read_json(request, limit=services.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})
@@ -60,27 +61,32 @@ async def file_pending(request: web.Request) -> web.Response:
     title = optional_str(data, "title", max_length=300)
     body = optional_str(data, "body", max_length=services.settings.chat_max_body)
     operator = request[OPERATOR_ID]
-    pending = await services.db.run(store.take_pending, operator, session_id=sid)
-    if not (title and title.strip()):
-        if pending is None:
-            raise BadRequest(
-                "nothing to file: no pending proposal and no title", detail={"field": "title"}
-            )
-        sid, title, body = pending[0], pending[1], body if body is not None else pending[2]
-    kind = (
-        FilingKind(pending[3]) if pending is not None and title == pending[1] else FilingKind.WORK
-    )
+    held = await services.db.run(store.take_pending, operator, session_id=sid)
+    proposal = held[1] if held is not None and not (title and title.strip()) else None
+    if proposal is None and not (title and title.strip()):
+        raise BadRequest(
+            "nothing to file: no pending proposal and no title", detail={"field": "title"}
+        )
     if services.filing is None:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")
+    if held is not None and proposal is not None:
+        sid = held[0]
     agent = await services.db.run(store.agent_of, operator, sid)
+    if proposal is not None:
+        # The proposal's own key: a confirmation in words or a second click files nothing more.
+        key, kind = proposal.key, FilingKind(proposal.kind)
+        title, body = proposal.title, body if body is not None else proposal.body
+    else:
+        key, kind = filing_key("explicit", operator, sid, title), FilingKind.WORK
+    assert title is not None
     filed = await services.filing.file(
-        key=filing_key("explicit", operator, sid, title),
+        key=key,
         repo=_repo_for(request, agent),
         title=title,
         body=body or f"Filed from Steelframe Chat by the operator:\n\n{title}",
         kind=kind,
         origin_session=sid,
     )
-    if pending is not None and sid == pending[0]:
-        await services.db.run(store.clear_pending, operator, sid)
+    if proposal is not None and sid is not None:
+        await services.db.run(store.clear_pending, operator, sid, proposal.key)
     return web.json_response(filed.as_response(), status=201 if not filed.reused else 200)

@@ -20,7 +20,15 @@ from bot.chat import sessions as store
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
 from bot.chat.inflight import StopState, TurnHandle, TurnRegistry
-from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy, held
+from bot.chat.intents import (
+    DraftOnlyPolicy,
+    IntentContext,
+    IntentOutcome,
+    IntentPolicy,
+    held,
+    proposal_key,
+    proposes,
+)
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.summary import SummarySink, pending_summaries, summarise_session
 from bot.chat.titles import title_from_message
@@ -232,7 +240,9 @@ class ChatService:
             "agent": ts.agent,
             "filed": outcome.filed,
             "notes": outcome.notes,
-            "pending": list(outcome.pending) if outcome.pending else None,
+            "pending": outcome.pending.as_json()
+            if isinstance(outcome.pending, store.Proposal)
+            else None,
         }
         record = store.TurnRecord(
             turn_id=handle.turn_id,
@@ -414,10 +424,12 @@ class ChatService:
         except Exception as exc:
             log.warning("intent %s could not be applied: %s", trailer.intent, exc)
             message = getattr(exc, "message", "the action could not be completed")
-            if not (trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY):
-                return IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
-            # Keep the proposal so the operator can file it explicitly once GitHub answers.
-            outcome = held(trailer, f"not applied: {message}")
+            if not proposes(trailer):
+                # A confirmed proposal that failed to file stays pending (UNSET keeps it).
+                outcome = IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
+            else:
+                # Keep the proposal so the operator can confirm it again once GitHub answers.
+                outcome = held(trailer, f"not applied: {message}", key=proposal_key(handle.turn_id))
             outcome.reply_suffix = f"\n\n(Not done: {message})"
             return outcome
 
@@ -433,7 +445,7 @@ class ChatService:
         history: list[dict[str, Any]],
         meta: dict[str, Any],
     ) -> dict[str, Any]:
-        pending = outcome.pending if outcome.pending else None
+        pending = ts.pending if outcome.pending is store.UNSET else outcome.pending
         return {
             "reply": reply,
             "intent": outcome.intent.value,
@@ -450,9 +462,9 @@ class ChatService:
             "usage": draft.usage,
             "decision_body": decision[0] if decision else None,
             "decision_issue": decision[1] if decision else None,
-            "pending_title": pending[0] if pending else None,
-            "pending_body": pending[1] if pending else None,
-            "pending_kind": pending[2] if pending else None,
+            "pending_title": pending.title if pending else None,
+            "pending_body": pending.body if pending else None,
+            "pending_kind": pending.kind if pending else None,
             "filed_issue_number": outcome.filed.get("number"),
             "filed_issue_url": outcome.filed.get("url"),
             "filed_task_started": bool(outcome.filed.get("task_started", False)),

@@ -28,6 +28,20 @@ class SessionGone(Exception):
     """The session was deleted while a turn was running; the turn must write nothing."""
 
 
+@dataclass(frozen=True)
+class Proposal:
+    """Work or a memory the model proposed and the operator has not confirmed yet. `key` is
+    its filing key: confirmed by a message, `y`, a button or the API, it files one issue."""
+
+    title: str
+    body: str
+    kind: str  # bot.filing.FilingKind value
+    key: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"title": self.title, "body": self.body, "kind": self.kind}
+
+
 @dataclass
 class TurnSession:
     """What the turn pipeline needs to know about its session, read in one transaction."""
@@ -41,6 +55,7 @@ class TurnSession:
     decision_issue: int | None
     history: list[dict[str, Any]] = field(default_factory=list)
     created: bool = False
+    pending: Proposal | None = None
 
 
 def new_id() -> str:
@@ -154,7 +169,27 @@ def open_for_turn(
         decision_issue=row.decision_issue,
         history=[turn_json(turn) for turn in reversed(turns)],
         created=created,
+        pending=proposal_of(row),
     )
+
+
+def proposal_of(row: ChatSession) -> Proposal | None:
+    if not row.pending_title:
+        return None
+    return Proposal(
+        title=row.pending_title,
+        body=row.pending_body or "",
+        kind=row.pending_kind or "work",
+        key=row.pending_key or f"proposal:{row.id}:{row.pending_title}"[:64],
+    )
+
+
+def set_pending(row: ChatSession, proposal: Proposal | None) -> None:
+    """Hold a new proposal (replacing the last one), or clear it with None."""
+    row.pending_title = proposal.title if proposal else None
+    row.pending_body = proposal.body if proposal else None
+    row.pending_kind = proposal.kind if proposal else None
+    row.pending_key = proposal.key if proposal else None
 
 
 @dataclass(frozen=True)
@@ -169,7 +204,7 @@ class TurnRecord:
     meta: dict[str, Any]
     title: str | None = None
     decision: tuple[str, int] | Any | None = UNSET
-    pending: tuple[str, str, str] | Any | None = UNSET  # (title, body, kind)
+    pending: Proposal | Any | None = UNSET  # a new proposal, None to clear, UNSET to keep
 
 
 def persist_turn(
@@ -221,7 +256,7 @@ def persist_turn(
         else:
             row.decision_body, row.decision_issue = record.decision
     if record.pending is not UNSET:
-        row.pending_title, row.pending_body, row.pending_kind = record.pending or (None, None, None)
+        set_pending(row, record.pending)
     row.last_activity_at = now
     if row.closed_at is not None:
         # A closed session reopened and continued: it is live again, and is summarised
@@ -339,7 +374,7 @@ def clear_session(session: Session, operator_id: int, *, session_id: str | None)
         row = _owned(session, operator_id, session_id)
     result = session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
     clear_decision(row)
-    row.pending_title = row.pending_body = row.pending_kind = None
+    set_pending(row, None)
     return {"session": row.id, "cleared": result.rowcount}  # type: ignore[attr-defined]
 
 
@@ -361,9 +396,7 @@ def session_json(
         "summary": row.summary,
         "summary_status": row.summary_status,
         "decision": decision,
-        "pending": {"title": row.pending_title, "body": row.pending_body, "kind": row.pending_kind}
-        if row.pending_title
-        else None,
+        "pending": proposal.as_json() if (proposal := proposal_of(row)) else None,
         "turns": turns,
         "active": active,
     }
@@ -399,20 +432,24 @@ def decision_published(
 
 def take_pending(
     session: Session, operator_id: int, *, session_id: str | None
-) -> tuple[str, str, str, str] | None:
-    """(session id, title, body, kind) of the session's pending proposal, if any."""
+) -> tuple[str, Proposal] | None:
+    """(session id, proposal) of the named or active session's pending proposal, if any."""
     if session_id is not None:
         row: ChatSession | None = _owned(session, operator_id, session_id)
     else:
         row = _active(session, _operator(session, operator_id))
-    if row is None or not row.pending_title:
+    if row is None:
         return None
-    return row.id, row.pending_title, row.pending_body or "", row.pending_kind or "work"
+    proposal = proposal_of(row)
+    return (row.id, proposal) if proposal is not None else None
 
 
-def clear_pending(session: Session, operator_id: int, session_id: str) -> None:
+def clear_pending(session: Session, operator_id: int, session_id: str, key: str) -> None:
+    """Clear the proposal that was filed (a newer one held meanwhile stays)."""
     row = _owned(session, operator_id, session_id)
-    row.pending_title = row.pending_body = row.pending_kind = None
+    proposal = proposal_of(row)
+    if proposal is not None and proposal.key == key:
+        set_pending(row, None)
 
 
 def agent_of(session: Session, operator_id: int, session_id: str | None) -> str | None:

@@ -1,0 +1,27 @@
+"""A held proposal has a key of its own, so every way of confirming it (a message, `y`, the
+File button, POST .../chat/file) files one issue, and the same words proposed again later
+are a new proposal.
+
+Revision ID: 0007_pending_key
+Revises: 0006_pending_kind
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0007_pending_key"
+down_revision = "0006_pending_kind"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("chat_sessions") as batch:
+        batch.add_column(sa.Column("pending_key", sa.String(64)))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("chat_sessions") as batch:
+        batch.drop_column("pending_key")
