@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from bot.agents import resolve_agent
@@ -19,6 +21,7 @@ from operator_api.validation import (
 )
 
 routes = web.RouteTableDef()
+MAX_REQUEST_KEY = 200
 
 
 def _repo_for(request: web.Request, agent: str | None) -> str:
@@ -27,11 +30,25 @@ def _repo_for(request: web.Request, agent: str | None) -> str:
     return resolve_agent(request.app[SERVICES].settings.agents, agent).repo
 
 
+def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
+    """The client's idempotency key: the `Idempotency-Key` header, else `request_id`."""
+    header = request.headers.get("Idempotency-Key")
+    raw = header if header is not None else optional_str(data, "request_id", max_length=200)
+    field = "Idempotency-Key" if header is not None else "request_id"
+    if raw is None:
+        return None
+    if not raw.strip() or len(raw) > MAX_REQUEST_KEY:
+        raise BadRequest(
+            f"{field} must be 1 to {MAX_REQUEST_KEY} characters", detail={"field": field}
+        )
+    return raw.strip()
+
+
 @routes.post("/api/operator/chat/decision")
 async def publish_decision(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     data = await read_json(request, limit=services.settings.chat_max_body)
-    reject_unknown(data, {"issue", "body", "session_id"})
+    reject_unknown(data, {"issue", "body", "session_id", "request_id"})
     if "issue" not in data or data["issue"] is None:
         raise BadRequest("issue is required", detail={"field": "issue"})
     issue = issue_number(data["issue"], "issue")
@@ -44,7 +61,13 @@ async def publish_decision(request: web.Request) -> web.Response:
     agent = await services.db.run(store.agent_of, operator, sid)
     if services.publisher is None:
         raise Unavailable("the GitHub App is not configured: nothing can be published")
-    published = await services.publisher.publish(_repo_for(request, agent), issue, body)
+    published = await services.publisher.publish(
+        _repo_for(request, agent),
+        issue,
+        body,
+        operator_id=operator,
+        request_key=_request_key(request, data),
+    )
     await services.db.run(store.decision_published, operator, session_id=sid, issue=issue)
     return web.json_response(published.as_response())
 

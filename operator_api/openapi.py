@@ -308,6 +308,12 @@ def openapi_document() -> dict[str, Any]:
                 "issue": {"type": "integer", "minimum": 1},
                 "body": {"type": "string", "minLength": 1},
                 "session_id": {"type": "string"},
+                "request_id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 200,
+                    "description": "idempotency key (or the Idempotency-Key header)",
+                },
             },
         },
         "Published": {
