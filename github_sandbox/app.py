@@ -12,13 +12,13 @@ from typing import Any
 from aiohttp import web
 
 from github_sandbox import control_routes, rest_routes
-from github_sandbox.appkeys import SANDBOX
+from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.operations import SandboxError
+from github_sandbox.ratelimit import budget
 from github_sandbox.sandbox import Exchange, Sandbox
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-RATE_LIMIT = 5000
 INJECTED = web.RequestKey("injected_fault", bool)
 
 
@@ -68,11 +68,8 @@ async def rate_limit_headers(request: web.Request, handler: Handler) -> web.Stre
     counts = request.app[USAGE]
     key = request.headers.get("Authorization", "")
     counts[key] = counts.get(key, 0) + 1
-    now = int(sandbox.clock())
-    response.headers.setdefault("x-ratelimit-limit", str(RATE_LIMIT))
-    response.headers.setdefault("x-ratelimit-remaining", str(max(RATE_LIMIT - counts[key], 0)))
-    response.headers.setdefault("x-ratelimit-used", str(counts[key]))
-    response.headers.setdefault("x-ratelimit-reset", str(now - now % 3600 + 3600))
+    for name, value in budget(sandbox.clock(), counts[key]).items():
+        response.headers.setdefault(f"x-ratelimit-{name}", str(value))
     response.headers.setdefault("x-ratelimit-resource", "core")
     response.headers["x-github-request-id"] = uuid.uuid4().hex[:20].upper()
     return response
@@ -89,6 +86,7 @@ async def recorder(request: web.Request, handler: Handler) -> web.StreamResponse
                 method=request.method,
                 route=resource.canonical if resource is not None else request.path,
                 path=request.path,
+                query=dict(request.query),
                 status=response.status,
                 request=_decoded(await request.read()),
                 response=_decoded(response.body if isinstance(response.body, bytes) else b""),
@@ -105,9 +103,6 @@ def _decoded(raw: bytes) -> Any:
         return json.loads(raw)
     except ValueError:
         return raw.decode(errors="replace")
-
-
-USAGE = web.AppKey("usage", dict[str, int])
 
 
 @web.middleware
