@@ -184,6 +184,18 @@ FIELDS: tuple[_Field, ...] = (
     _Field("STEELFRAME_CHAT_MAX_BODY", "chat_max_body", _positive_int, "bytes"),
     _Field("STEELFRAME_HEARTBEAT_SECONDS", "heartbeat_seconds", _positive_float, "SSE heartbeat"),
     _Field("STEELFRAME_TURN_TIMEOUT_SECONDS", "turn_timeout_seconds", _positive_float, "per turn"),
+    _Field(
+        "STEELFRAME_SUMMARY_IDLE_SECONDS",
+        "summary_idle_seconds",
+        _positive_float,
+        "idle time before a session is summarised",
+    ),
+    _Field(
+        "STEELFRAME_CHECKOUT_REFRESH_SECONDS",
+        "checkout_refresh_seconds",
+        _positive_float,
+        "Chat's managed clone: refresh at most this often",
+    ),
     _Field("STEELFRAME_TASK_TIME_LIMIT", "task_time_limit", _positive_int, "seconds"),
     _Field("STEELFRAME_TASK_MAX_ATTEMPTS", "task_max_attempts", _positive_int, "attempts"),
     _Field("STEELFRAME_TASK_MAX_TOKENS", "task_max_tokens", _positive_int, "tokens a task"),
@@ -239,6 +251,8 @@ class Settings:
     chat_max_body: int = DEFAULT_CHAT_MAX_BODY
     heartbeat_seconds: float = 15.0
     turn_timeout_seconds: float = 300.0
+    summary_idle_seconds: float = 1800.0
+    checkout_refresh_seconds: float = 60.0
     task_time_limit: int = 1800
     task_max_attempts: int = 3
     task_max_tokens: int | None = None

@@ -156,6 +156,15 @@ async def chat_session_get(request: web.Request) -> web.Response:
     return web.json_response(await _chat(request).get_session(request[OPERATOR_ID], sid))
 
 
+@routes.post("/api/operator/chat/session/{session}/open")
+async def chat_session_open(request: web.Request) -> web.Response:
+    """Reopen: the next message without a `session` goes to this one."""
+    sid = session_id(request.match_info["session"])
+    data = await read_json(request, limit=1024, required=False)
+    reject_unknown(data, set())
+    return web.json_response(await _chat(request).open_session(request[OPERATOR_ID], sid))
+
+
 @routes.delete("/api/operator/chat/session/{session}")
 async def chat_session_delete(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])

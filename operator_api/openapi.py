@@ -147,6 +147,13 @@ def openapi_document() -> dict[str, Any]:
                 {"201": _json(ref("Session")), **_errors(400, 401, 413)},
             )
         },
+        "/api/operator/chat/session/{session}/open": {
+            "post": _op(
+                "Reopen a session: pin the next message to it (the one left is summarised)",
+                {"200": _json(ref("Session")), **_errors(400, 401, 404)},
+                params=[SESSION_PATH],
+            )
+        },
         "/api/operator/chat/decision": {
             "post": _op(
                 "Publish a Decision comment (marker once; removes steelframe:needs_human)",
@@ -166,7 +173,7 @@ def openapi_document() -> dict[str, Any]:
         },
         "/api/operator/chat/session/{session}": {
             "get": _op(
-                "A session's messages and summary; pins the next message to it",
+                "A session's messages and summary (reading changes nothing)",
                 {"200": _json(ref("Session")), **_errors(400, 401, 404)},
                 params=[SESSION_PATH],
             ),

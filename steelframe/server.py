@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
@@ -56,10 +57,17 @@ def create_app(
         await built.chat.resume_pending_summaries()
         # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
         listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
+        # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
+        sweeper = asyncio.create_task(
+            built.chat.summaries.run_idle_sweeps(
+                idle=timedelta(seconds=settings.summary_idle_seconds), clock=built.chat.clock
+            )
+        )
         yield
-        listener.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await listener
+        for task in (listener, sweeper):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if owned:
             await built.close()
 

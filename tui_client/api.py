@@ -111,8 +111,12 @@ class OperatorClient:
         return dict(await self.request("POST", "/api/operator/chat/new", body=body))
 
     async def session(self, session_id: str) -> dict[str, Any]:
-        """The session's messages, Decision draft and pending proposal; pins it server-side."""
+        """The session's messages, Decision draft and pending proposal (reading only)."""
         return dict(await self.request("GET", f"/api/operator/chat/session/{session_id}"))
+
+    async def open_session(self, session_id: str) -> dict[str, Any]:
+        """Reopen: as `session`, and the next message goes to it (POST .../open)."""
+        return dict(await self.request("POST", f"/api/operator/chat/session/{session_id}/open"))
 
     async def delete_session(self, session_id: str) -> None:
         await self.request("DELETE", f"/api/operator/chat/session/{session_id}")

@@ -262,7 +262,7 @@ class ChatPanel(Widget):
         if await self._refuse_while_busy():
             return
         try:
-            session = await self.client.session(session_id)
+            session = await self.client.open_session(session_id)
         except TRANSPORT_ERRORS as exc:
             await self.report(exc)
             return

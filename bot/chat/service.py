@@ -30,7 +30,8 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.prompt import messages, system_prompt
-from bot.chat.summary import SummarySink, pending_summaries, summarise_session
+from bot.chat.summariser import Summariser
+from bot.chat.summary import SummarySink
 from bot.chat.titles import title_from_message
 from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
 from bot.clock import Clock, utcnow
@@ -108,6 +109,14 @@ class ChatService:
         self.locks: TurnLocks = locks or LocalTurnLocks()
         self.events = events
         self.clock = clock
+        self.summaries = Summariser(
+            db=db,
+            agents=self.agents,
+            runtimes=runtimes,
+            background=background,
+            sinks=summary_sinks,
+            events=events,
+        )
 
     async def _announce(self, operator_id: int, session_id: str, change: SessionChange) -> None:
         """A session change on the operator's events stream (never fails the caller)."""
@@ -497,24 +506,28 @@ class ChatService:
         await self._announce(operator_id, row.id, SessionChange.CREATED)
         if previous is not None:
             await self._announce(operator_id, previous, SessionChange.UPDATED)
-            self.background.spawn(self.summarise(previous), name=f"summary-{previous}")
+            self.summaries.spawn(previous)
         return {**store.session_json(row, turns=0, active=True), "previous_session": previous}
 
     async def summarise(self, session_id: str) -> None:
-        summary = await self.db.run(summarise_session, session_id, sinks=self.summary_sinks)
-        if summary is not None:
-            await self._announce(summary.operator_id, session_id, SessionChange.SUMMARISED)
+        await self.summaries.summarise(session_id)
 
     async def resume_pending_summaries(self) -> None:
         """At start-up: summaries a crash or restart left undone."""
-        for session_id in await self.db.run(pending_summaries):
-            self.background.spawn(self.summarise(session_id), name=f"summary-{session_id}")
+        await self.summaries.resume_pending()
 
     async def list_sessions(self, operator_id: int) -> list[dict[str, Any]]:
         return await self.db.run(store.list_sessions, operator_id)
 
     async def get_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
         return await self.db.run(store.get_session, operator_id, session_id)
+
+    async def open_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
+        """Reopen a session: the next message goes to it; the one left is summarised."""
+        opened, left = await self.db.run(store.open_session, operator_id, session_id)
+        if left is not None:
+            self.summaries.spawn(left)
+        return opened
 
     async def history(
         self, operator_id: int, *, session_id: str | None, limit: int

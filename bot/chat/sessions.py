@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bot.chat.summary import mark_left
 from bot.clock import Clock, utcnow
 from bot.errors import NotFound
 from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
@@ -258,10 +259,10 @@ def persist_turn(
     if record.pending is not UNSET:
         set_pending(row, record.pending)
     row.last_activity_at = now
-    if row.closed_at is not None:
-        # A closed session reopened and continued: it is live again, and is summarised
-        # anew when a new chat closes it.
-        row.closed_at = None
+    # A new turn makes any summary stale: the session is summarised again when the operator
+    # leaves it (or it idles). A closed session continued is live again.
+    row.closed_at = None
+    if row.summary_status == SummaryStatus.DONE:
         row.summary_status = SummaryStatus.NONE
     try:
         session.flush()
@@ -290,11 +291,7 @@ def new_session(
     if previous is not None and previous.closed_at is None:
         previous.closed_at = clock()
         clear_decision(previous)
-        has_turns = session.scalar(
-            select(func.count()).select_from(ChatTurn).where(ChatTurn.session_id == previous.id)
-        )
-        if has_turns:
-            previous.summary_status = SummaryStatus.PENDING
+        if mark_left(session, previous.id):
             previous_id = previous.id
     kind = SessionKind.DISCUSS if issue is not None else SessionKind.CHAT
     if issue is not None and not title:
@@ -325,15 +322,25 @@ def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> li
     ]
 
 
-def get_session(
-    session: Session, operator_id: int, session_id: str, *, pin: bool = True
-) -> dict[str, Any]:
-    """The session with its messages and stored summary; reopening pins the next message."""
+def get_session(session: Session, operator_id: int, session_id: str) -> dict[str, Any]:
+    """The session with its messages and stored summary. Reading changes nothing."""
     row = _owned(session, operator_id, session_id)
-    if pin:
-        _operator(session, operator_id).active_session_id = row.id
+    active = _operator(session, operator_id).active_session_id == row.id
     messages = [turn_json(turn) for turn in row.turns]
-    return {**session_json(row, turns=len(messages), active=pin), "messages": messages}
+    return {**session_json(row, turns=len(messages), active=active), "messages": messages}
+
+
+def open_session(
+    session: Session, operator_id: int, session_id: str
+) -> tuple[dict[str, Any], str | None]:
+    """Reopen: pin the next message to this session. Returns it and the session the
+    operator left by doing so when that one is due a summary."""
+    row = _owned(session, operator_id, session_id)
+    operator = _operator(session, operator_id)
+    left = operator.active_session_id
+    operator.active_session_id = row.id
+    due = left is not None and left != row.id and mark_left(session, left)
+    return get_session(session, operator_id, session_id), (left if due else None)
 
 
 def history(
