@@ -20,6 +20,7 @@ from bot.background import BackgroundTasks
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.issue_context import IssueContextLoader
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
@@ -176,5 +177,6 @@ def build_services(
             clock=clock,
         )
         services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
+        chat.issues = IssueContextLoader(services.github)
         chat.policy = GitHubIntentPolicy(services.filing)
     return services

@@ -92,7 +92,10 @@ async def test_each_clearing_event_clears_the_draft(
     elif event == "new_chat":
         await service.post("/api/operator/chat/new", json={})
     elif event == "discuss":
-        await service.post("/api/operator/chat/new", json={"issue": issue + 100})
+        assert service.services.github is not None
+        other = await service.services.github.create_issue(SANDBOX_REPO, title="t", body="b")
+        started = await service.post("/api/operator/chat/new", json={"issue": other["number"]})
+        assert started.status == 201
     else:
         await service.post(
             "/api/operator/chat", json={"message": "switch", "session": session, "agent": "other"}

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.agents import resolve_agent
@@ -29,15 +29,17 @@ from bot.chat.intents import (
     proposal_key,
     proposes,
 )
+from bot.chat.issue_context import IssueContextLoader
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.summariser import Summariser
 from bot.chat.summary import SummarySink
 from bot.chat.titles import title_from_message
 from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
+from bot.chat.turn import Draft, FinishedTurn, TurnContext
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.db import Database
-from bot.errors import BadRequest, Conflict
+from bot.errors import BadRequest, Conflict, NotFound
 from bot.events import OperatorEvents, SessionChange
 from bot.runtimes.base import (
     ContextBudget,
@@ -70,17 +72,6 @@ class TurnRequest:
     focus: Any = store.UNSET  # int, None (clear focus) or UNSET (keep)
 
 
-@dataclass
-class Draft:
-    reply: str
-    trailer: Trailer
-    reasoning: str
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
-    route: Route | None = None
-    budget: ContextBudget | None = None
-    first_frame_ms: float | None = None
-
-
 class ChatService:
     def __init__(
         self,
@@ -95,6 +86,7 @@ class ChatService:
         summary_sinks: tuple[SummarySink, ...] = (),
         locks: TurnLocks | None = None,
         events: OperatorEvents | None = None,
+        issues: IssueContextLoader | None = None,
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
@@ -108,6 +100,8 @@ class ChatService:
         self.summary_sinks = summary_sinks
         self.locks: TurnLocks = locks or LocalTurnLocks()
         self.events = events
+        # Reads the focused issue from GitHub for each turn; None without a GitHub App.
+        self.issues = issues
         self.clock = clock
         self.summaries = Summariser(
             db=db,
@@ -191,112 +185,123 @@ class ChatService:
                 log.warning("turn %s: slot not renewed: %s", handle.turn_id, type(exc).__name__)
 
     async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
+        """Gather context, draft (with the citation check), apply the intent, persist,
+        answer. A failure ends the turn with an error frame and writes nothing."""
         started = time.perf_counter()
         agent = resolve_agent(self.agents, ts.agent)
-        emit = handle.emit
-        await emit(
+        await handle.emit(
             {"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id}
         )
-        grounding = await self._ground(request.message, agent, ts.focus, emit)
+        context = await self._gather(request.message, agent, ts, handle.emit)
         runtime = self.runtimes(agent)
+        drafted = await self._draft_cited(runtime, request, ts, agent, context, handle.emit)
+        if drafted is None:
+            return
+        draft, context = drafted
+        handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
+        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
+        model = draft.route.model if draft.route else runtime.model
+        finished = FinishedTurn(
+            session=ts,
+            turn_id=handle.turn_id,
+            draft=draft,
+            outcome=outcome,
+            context=context,
+            model=model,
+            endpoint=draft.route.endpoint if draft.route else runtime.name,
+            requested_model=runtime.model,
+            cost_usd=cost_usd(self.settings.model_prices, model, draft.usage),
+            total_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        stored = await self._persist(handle, request, finished)
+        if stored is None:
+            return
+        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
+        await self._announce(request.operator_id, ts.id, change)
+        history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
+        await handle.emit({"type": "done", "response": finished.response(history)})
+
+    async def _gather(
+        self, message: str, agent: AgentConfig, ts: store.TurnSession, emit: Any
+    ) -> TurnContext:
+        """Retrieval, and the focused issue read from GitHub (neither ever fails the turn)."""
+        grounding = await self._ground(message, agent, ts.focus, emit)
+        if ts.focus is None or self.issues is None:
+            return TurnContext(grounding)
+        try:
+            issue = await self.issues.load(agent.repo, ts.focus)
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or type(exc).__name__
+            log.warning("focused issue #%s not read: %s", ts.focus, reason)
+            await emit({"type": "status", "text": f"issue #{ts.focus} unavailable"})
+            return TurnContext(grounding, issue_error=str(reason)[:200])
+        await emit(
+            {"type": "status", "text": f"issue #{ts.focus} · {len(issue.comments)} comments"}
+        )
+        return TurnContext(grounding, issue=issue)
+
+    async def _draft_cited(
+        self,
+        runtime: Runtime,
+        request: TurnRequest,
+        ts: store.TurnSession,
+        agent: AgentConfig,
+        context: TurnContext,
+        emit: Any,
+    ) -> tuple[Draft, TurnContext] | None:
+        """Draft; if hits were kept and the draft cites none, widen once and draft again.
+        None when the turn failed (its error frame is sent)."""
         try:
             async with asyncio.timeout(self.settings.turn_timeout_seconds):
-                draft = await self._draft(runtime, request, ts, agent, grounding, emit, number=1)
-                redrafted = False
+                draft = await self._draft(runtime, request, ts, agent, context, emit, number=1)
+                grounding = context.grounding
                 if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
                     await emit({"type": "status", "text": "no citation · widening retrieval"})
-                    grounding = await self._widen(request.message, agent, ts.focus, grounding, emit)
-                    draft, redrafted = await self._redraft(
-                        runtime, request, ts, agent, grounding, emit, first=draft
+                    widened = await self._widen(request.message, agent, ts.focus, grounding, emit)
+                    context = replace(context, grounding=widened)
+                    draft = await self._redraft(
+                        runtime, request, ts, agent, context, emit, first=draft
                     )
         except RuntimeError_ as exc:
             await emit({"type": "error", "error": exc.message, "reason": "runtime"})
-            return
+            return None
         except TimeoutError:
             await emit(
                 {"type": "error", "error": "the model did not finish in time", "reason": "timeout"}
             )
-            return
+            return None
+        return draft, context
 
-        handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
-        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
-        reply = draft.reply + outcome.reply_suffix
-        meta = {
-            "model": draft.route.model if draft.route else runtime.model,
-            "endpoint": draft.route.endpoint if draft.route else runtime.name,
-            "requested_model": runtime.model,
-            "usage": draft.usage,
-            "cost_usd": cost_usd(
-                self.settings.model_prices,
-                draft.route.model if draft.route else runtime.model,
-                draft.usage,
-            ),
-            "context": draft.budget.as_meta() if draft.budget else None,
-            "timings": {
-                "first_frame_ms": draft.first_frame_ms,
-                "total_ms": round((time.perf_counter() - started) * 1000, 1),
-            },
-            "retrieval": {
-                "available": grounding.available,
-                "recency_fallback": grounding.recency_fallback,
-                **grounding.meta,
-            },
-            "retrieve_hits": len(grounding.kept_hits),
-            "retrieved": grounding.hits,
-            "redrafted": redrafted,
-            "trailer_malformed": draft.trailer.malformed,
-            "focus": ts.focus,
-            "agent": ts.agent,
-            "filed": outcome.filed,
-            "notes": outcome.notes,
-            "pending": outcome.pending.as_json()
-            if isinstance(outcome.pending, store.Proposal)
-            else None,
-        }
+    async def _persist(
+        self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn
+    ) -> list[dict[str, Any]] | None:
+        """Both messages and the session changes in one transaction; None (and an error
+        frame) when the session was deleted meanwhile."""
+        ts = finished.session
         record = store.TurnRecord(
             turn_id=handle.turn_id,
             user_message=request.message,
-            reply=reply,
-            reasoning=draft.reasoning,
-            intent=outcome.intent.value,
-            meta=meta,
+            reply=finished.reply,
+            reasoning=finished.draft.reasoning,
+            intent=finished.outcome.intent.value,
+            meta=finished.meta(),
             title=title_from_message(request.message) if ts.title is None else None,
-            decision=outcome.decision,
-            pending=outcome.pending,
+            decision=finished.outcome.decision,
+            pending=finished.outcome.pending,
         )
         try:
-            stored = await self.db.run(
+            return await self.db.run(
                 store.persist_turn, request.operator_id, ts.id, record, clock=self.clock
             )
         except store.SessionGone:
-            await emit(
+            await handle.emit(
                 {
                     "type": "error",
                     "error": "the session was deleted during the turn",
                     "reason": "session_deleted",
                 }
             )
-            return
-        decision = (
-            outcome.decision
-            if outcome.decision is not store.UNSET
-            else (
-                (ts.decision_body, ts.decision_issue)
-                if ts.decision_body and ts.decision_issue
-                else None
-            )
-        )
-        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
-        await self._announce(request.operator_id, ts.id, change)
-        history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
-        await emit(
-            {
-                "type": "done",
-                "response": self._response(
-                    ts, handle, reply, draft, outcome, grounding, decision, history, meta
-                ),
-            }
-        )
+            return None
 
     async def _redraft(
         self,
@@ -304,24 +309,25 @@ class ChatService:
         request: TurnRequest,
         ts: store.TurnSession,
         agent: AgentConfig,
-        grounding: Grounding,
+        context: TurnContext,
         emit: Any,
         *,
         first: Draft,
-    ) -> tuple[Draft, bool]:
+    ) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""
         try:
             second = await self._draft(
-                runtime, request, ts, agent, grounding, emit, number=2, hint=REDRAFT_HINT
+                runtime, request, ts, agent, context, emit, number=2, hint=REDRAFT_HINT
             )
         except RuntimeError_ as exc:
             log.warning("re-draft failed, keeping the first draft: %s", exc.message)
             await emit({"type": "status", "text": "re-draft failed · keeping the first draft"})
             await emit(_delta(first.reply, 1, replace=True))
-            return first, False
+            return first
         for name, count in first.usage.items():  # both drafts were paid for
             second.usage[name] = second.usage.get(name, 0) + count
-        return second, True
+        second.redrafted = True
+        return second
 
     async def _ground(
         self, query: str, agent: AgentConfig, focus: int | None, emit: Any
@@ -354,12 +360,13 @@ class ChatService:
         request: TurnRequest,
         ts: store.TurnSession,
         agent: AgentConfig,
-        grounding: Grounding,
+        context: TurnContext,
         emit: Any,
         *,
         number: int,
         hint: str | None = None,
     ) -> Draft:
+        grounding = context.grounding
         facts = TurnFacts(
             message=request.message,
             focus=ts.focus,
@@ -372,7 +379,11 @@ class ChatService:
         )
         runtime_request = RuntimeRequest(
             system=system_prompt(
-                agent=agent, focus=ts.focus, grounding=grounding, redraft_hint=hint
+                agent=agent,
+                focus=ts.focus,
+                grounding=grounding,
+                issue_block=context.issue_block,
+                redraft_hint=hint,
             ),
             messages=messages(ts.history, request.message),
             facts=facts,
@@ -442,44 +453,6 @@ class ChatService:
             outcome.reply_suffix = f"\n\n(Not done: {message})"
             return outcome
 
-    def _response(
-        self,
-        ts: store.TurnSession,
-        handle: TurnHandle,
-        reply: str,
-        draft: Draft,
-        outcome: IntentOutcome,
-        grounding: Grounding,
-        decision: Any,
-        history: list[dict[str, Any]],
-        meta: dict[str, Any],
-    ) -> dict[str, Any]:
-        pending = ts.pending if outcome.pending is store.UNSET else outcome.pending
-        return {
-            "reply": reply,
-            "intent": outcome.intent.value,
-            "session": ts.id,
-            "turn_id": handle.turn_id,
-            "agent": ts.agent,
-            "focus": ts.focus,
-            "history": history,
-            "retrieve_hits": len(grounding.kept_hits),
-            "retrieved": grounding.hits,
-            "retrieval_available": grounding.available,
-            "reasoning": draft.reasoning[: store.REASONING_CAP],
-            "model": meta["model"],
-            "usage": draft.usage,
-            "decision_body": decision[0] if decision else None,
-            "decision_issue": decision[1] if decision else None,
-            "pending_title": pending.title if pending else None,
-            "pending_body": pending.body if pending else None,
-            "pending_kind": pending.kind if pending else None,
-            "filed_issue_number": outcome.filed.get("number"),
-            "filed_issue_url": outcome.filed.get("url"),
-            "filed_task_started": bool(outcome.filed.get("task_started", False)),
-            "notes": outcome.notes,
-        }
-
     # -- sessions ------------------------------------------------------------------------
 
     def _refuse_while_busy(self, operator_id: int, action: str) -> None:
@@ -495,6 +468,13 @@ class ChatService:
     ) -> dict[str, Any]:
         self._refuse_while_busy(operator_id, "start a new chat")
         agent_config = resolve_agent(self.agents, agent)
+        if issue is not None and self.issues is not None:
+            # Discuss on an issue GitHub does not have fails here, not at Publish.
+            if not await self.issues.exists(agent_config.repo, issue):
+                raise NotFound(
+                    f"issue #{issue} not found in {agent_config.repo}",
+                    detail={"field": "issue", "repo": agent_config.repo},
+                )
         row, previous = await self.db.run(
             store.new_session,
             operator_id,
