@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from bot.chat.retrieval import untrusted
 from bot.errors import NotFound
+from bot.markers import is_status_comment
 
 log = logging.getLogger(__name__)
 BODY_CHARS = 4_000
@@ -22,7 +23,6 @@ COMMENT_CHARS = 1_000
 LAST_COMMENTS = 5
 BUDGET_CHARS = 9_000  # the whole block; the oldest kept comments go first when over
 _MARKER = re.compile(r"<!--.*?-->", re.DOTALL)
-_OWN_COMMENT = re.compile(r"<!--\s*steelframe-(?:progress|notice)", re.IGNORECASE)
 
 
 class IssueReader(Protocol):
@@ -114,7 +114,7 @@ class IssueContextLoader:
         """Read the issue (NotFound when GitHub has none), its last comments and its PR."""
         issue = await self.github.get_issue(repo, number)
         comments = await self.github.list_comments(repo, number)
-        kept = [c for c in comments if not _OWN_COMMENT.search(str(c.get("body") or ""))]
+        kept = [c for c in comments if not is_status_comment(str(c.get("body") or ""))]
         return IssueContext(
             repo=repo,
             number=number,

@@ -7,7 +7,6 @@ is given, a draft, and the finished turn the metadata and the ChatResponse are m
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,15 +15,8 @@ from bot.chat.grounding import Grounding
 from bot.chat.intents import IntentOutcome
 from bot.chat.issue_context import IssueContext
 from bot.chat.trailer import Trailer
+from bot.markers import without_markers
 from bot.runtimes.base import ContextBudget, Route
-
-# Steelframe's own HTML-comment markers (filing, publish, decision, progress ...) can come
-# back through the model from retrieved or GitHub text; they never reach a reply.
-_STEELFRAME_MARKER = re.compile(r"<!--\s*steelframe[^>]*?-->", re.IGNORECASE | re.DOTALL)
-
-
-def without_markers(text: str) -> str:
-    return _STEELFRAME_MARKER.sub("", text)
 
 
 @dataclass(frozen=True)
