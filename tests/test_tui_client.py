@@ -261,7 +261,9 @@ async def test_recency_fallback_row_says_there_were_no_semantic_hits() -> None:
         await message.finish({"reply": "hi", "retrieve_hits": 0, "retrieved": [recent]})
         await pilot.pause()
         assert message.hits is not None
-        assert message.hits.title == "retrieve 0 hits · (no semantic hits) 1 recent summary"
+        assert (
+            message.hits.title == "retrieve 0 hits · (no semantic hits) 1 recent summary (ctrl+g)"
+        )
         assert [str(s.render()) for s in message.hits.query(".hit")] == [
             "chat_summary · session ab12 · Asked: x"
         ]
