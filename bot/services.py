@@ -17,6 +17,7 @@ import redis.asyncio as aioredis
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
+from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
@@ -178,5 +179,10 @@ def build_services(
         )
         services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
         chat.issues = IssueContextLoader(services.github)
+        chat.checkouts = ManagedCheckouts(
+            settings.data_dir / "checkouts",
+            services.github,
+            refresh_seconds=settings.checkout_refresh_seconds,
+        )
         chat.policy = GitHubIntentPolicy(services.filing)
     return services

@@ -17,6 +17,7 @@ from typing import Any
 from bot.agents import resolve_agent
 from bot.background import BackgroundTasks
 from bot.chat import sessions as store
+from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
 from bot.chat.inflight import StopState, TurnHandle, TurnRegistry
@@ -87,6 +88,7 @@ class ChatService:
         locks: TurnLocks | None = None,
         events: OperatorEvents | None = None,
         issues: IssueContextLoader | None = None,
+        checkouts: ManagedCheckouts | None = None,
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
@@ -102,6 +104,8 @@ class ChatService:
         self.events = events
         # Reads the focused issue from GitHub for each turn; None without a GitHub App.
         self.issues = issues
+        # Managed clones of each agent's repository (with a GitHub App); None: configured.
+        self.checkouts = checkouts
         self.clock = clock
         self.summaries = Summariser(
             db=db,
@@ -189,6 +193,8 @@ class ChatService:
         answer. A failure ends the turn with an error frame and writes nothing."""
         started = time.perf_counter()
         agent = resolve_agent(self.agents, ts.agent)
+        if self.checkouts is not None:
+            agent = await self.checkouts.for_agent(agent)  # fresh enough: merged memory shows
         await handle.emit(
             {"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id}
         )
