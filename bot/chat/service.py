@@ -372,29 +372,9 @@ class ChatService:
         number: int,
         hint: str | None = None,
     ) -> Draft:
-        grounding = context.grounding
-        facts = TurnFacts(
-            message=request.message,
-            focus=ts.focus,
-            hits=grounding.hits,
-            recency_fallback=grounding.recency_fallback,
-            committed_memory=grounding.committed_memory,
-            task=grounding.task,
-            retrieval_available=grounding.available,
-            redraft_hint=hint,
-        )
-        runtime_request = RuntimeRequest(
-            system=system_prompt(
-                agent=agent,
-                focus=ts.focus,
-                grounding=grounding,
-                issue_block=context.issue_block,
-                redraft_hint=hint,
-            ),
-            messages=messages(ts.history, request.message),
-            facts=facts,
-            checkout=agent.checkout,
-        )
+        """One draft streamed: thinking and visible reply tokens go out as frames (the
+        trailer held back), usage, route and budget are kept."""
+        runtime_request = _runtime_request(request, ts, agent, context, hint)
         visible = TrailerFilter()
         reasoning: list[str] = []
         draft = Draft(reply="", trailer=Trailer(), reasoning="")
@@ -550,6 +530,40 @@ class ChatService:
             return {"stopped": False}
         await self.locks.signal_stop(operator_id)
         return {"stopped": True, "session": held.get("session") or None, "turn_id": held["turn_id"]}
+
+
+def _runtime_request(
+    request: TurnRequest,
+    ts: store.TurnSession,
+    agent: AgentConfig,
+    context: TurnContext,
+    hint: str | None,
+) -> RuntimeRequest:
+    """What the model is sent for one draft: the system prompt, the conversation, the facts."""
+    grounding = context.grounding
+    facts = TurnFacts(
+        message=request.message,
+        focus=ts.focus,
+        hits=grounding.hits,
+        recency_fallback=grounding.recency_fallback,
+        committed_memory=grounding.committed_memory,
+        task=grounding.task,
+        retrieval_available=grounding.available,
+        redraft_hint=hint,
+    )
+    system = system_prompt(
+        agent=agent,
+        focus=ts.focus,
+        grounding=grounding,
+        issue_block=context.issue_block,
+        redraft_hint=hint,
+    )
+    return RuntimeRequest(
+        system=system,
+        messages=messages(ts.history, request.message),
+        facts=facts,
+        checkout=agent.checkout,
+    )
 
 
 def _delta(text: str, draft: int, *, replace: bool) -> dict[str, Any]:
