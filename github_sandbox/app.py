@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import control_routes, rest_routes
+from github_sandbox import control_routes, registration_routes, rest_routes
 from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.operations import SandboxError
 from github_sandbox.ratelimit import budget
@@ -23,7 +23,17 @@ INJECTED = web.RequestKey("injected_fault", bool)
 
 
 def _is_control(request: web.Request) -> bool:
-    return request.path.startswith(control_routes.PREFIX)
+    """The sandbox's own control API and GitHub's web pages: neither is the REST API (no
+    rate-limit headers, never recorded for the contract check)."""
+    if request.path.startswith(control_routes.PREFIX):
+        return True
+    resource = request.match_info.route.resource
+    return resource is not None and resource.canonical in WEB_PAGES
+
+
+WEB_PAGES = frozenset(
+    route.path for route in registration_routes.web_routes if isinstance(route, web.RouteDef)
+)
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -121,6 +131,7 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app[SANDBOX] = sandbox
     app[USAGE] = {}
     app.add_routes(rest_routes.routes)
+    app.add_routes(registration_routes.web_routes)
     app.add_routes(control_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:

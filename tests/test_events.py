@@ -52,8 +52,10 @@ async def test_a_waiting_reader_wakes_on_an_append_from_another_thread(
 ) -> None:
     reading = asyncio.create_task(event_log.read(7, 0, wait=30))
     await asyncio.sleep(0.05)  # let the reader block first (not a timing assertion)
-    threading.Thread(target=event_log.append, args=(7, "task", {"task_id": 1})).start()
+    writer = threading.Thread(target=event_log.append, args=(7, "task", {"task_id": 1}))
+    writer.start()
     batch = await asyncio.wait_for(reading, 30)
+    await asyncio.to_thread(writer.join, 30)
     assert [e.data for e in batch.events] == [{"task_id": 1}]
     await event_log.close()
 
