@@ -178,9 +178,19 @@ def openapi_document() -> dict[str, Any]:
         },
         "/api/operator/chat/decision": {
             "post": _op(
-                "Publish a Decision comment (marker once; removes steelframe:needs_human)",
+                "Publish a Decision comment (marker once; removes steelframe:needs_human); "
+                "idempotent by Idempotency-Key or request_id, never by text",
                 {"200": _json(ref("Published")), **_errors(400, 401, 404, 413, 502)},
                 body=ref("DecisionRequest"),
+                params=[
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+                        "description": "one key per publish; a retry with it posts nothing more",
+                    }
+                ],
             )
         },
         "/api/operator/chat/file": {
@@ -341,6 +351,11 @@ def openapi_document() -> dict[str, Any]:
                 "summary": {"type": ["string", "null"]},
                 "summary_status": {"type": "string"},
                 "decision": {"type": ["object", "null"]},
+                "pending": {
+                    "type": ["object", "null"],
+                    "description": "the proposal waiting for the operator (title, body, kind)",
+                },
+                "active": {"type": "boolean", "description": "the next message goes here"},
                 "messages": {"type": "array", "items": ref("Message")},
             },
         },
