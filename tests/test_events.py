@@ -209,3 +209,16 @@ async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_liv
         assert active["session"] == elsewhere["id"] and active["messages"] == []
     finally:
         await feed.close()
+
+
+async def test_a_lost_counter_never_reuses_an_id(redis_url: str) -> None:
+    log = RedisEventLog(redis.Redis.from_url(redis_url), reader=aioredis.Redis.from_url(redis_url))
+    try:
+        assert [log.append(9, "session", {"n": n}) for n in range(3)] == [1, 2, 3]
+        log.client.delete(RedisEventLog.keys(9)[1])  # the counter evicted, the stream kept
+        assert log.append(9, "session", {"n": 3}) == 4
+        batch = await log.read(9, 3, wait=0.1)
+        assert [(e.id, e.data) for e in batch.events] == [(4, {"n": 3})]
+    finally:
+        await log.close()
+        log.client.close()

@@ -28,8 +28,18 @@ import redis.asyncio as aioredis
 DEFAULT_MAXLEN = 1000
 KEY_PREFIX = "steelframe:events:op:"
 READ_COUNT = 100
+# The counter and the stream move together; should the counter be lost while the stream is
+# not (an eviction), the next id still follows the stream's newest one.
 _APPEND = """
 local n = redis.call('INCR', KEYS[2])
+local top = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if top[1] then
+  local newest = tonumber(string.match(top[1][1], '^(%d+)'))
+  if newest >= n then
+    n = newest + 1
+    redis.call('SET', KEYS[2], n)
+  end
+end
 redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[2], n .. '-1', 'e', ARGV[1])
 return n
 """

@@ -1,6 +1,4 @@
-"""A held proposal has a key of its own, so every way of confirming it (a message, `y`, the
-File button, POST .../chat/file) files one issue, and the same words proposed again later
-are a new proposal.
+"""A held proposal has its own filing key: however it is confirmed, one issue.
 
 Revision ID: 0007_pending_key
 Revises: 0006_pending_kind
