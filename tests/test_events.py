@@ -163,9 +163,9 @@ async def test_an_event_made_on_one_instance_reaches_a_client_of_another(
 
 
 async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_live(
-    make: Make,
+    make: Make, any_db_url: str
 ) -> None:
-    lc = await make(coding_command=command("commit"))
+    lc = await make(coding_command=command("commit"), database_url=any_db_url)
     api = lc.api
     filing = await (await api.post("/api/operator/chat/new", json={})).json()
     filed = await api.post(

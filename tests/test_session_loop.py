@@ -123,3 +123,26 @@ async def test_a_failing_model_falls_back_to_an_extractive_summary(
     assert stored["summary_status"] == "done"
     assert "Use a nightly job." in stored["summary"]
     assert "1 message(s)" in stored["summary"]
+
+
+async def test_leaving_and_idle_summaries_on_sqlite_and_postgresql(
+    api_factory: Any, tmp_path: Any, any_db_url: str
+) -> None:
+    from tests.conftest import make_settings
+
+    api = await api_factory(make_settings(tmp_path, database_url=any_db_url))
+    first = await _say(api, "Why is CI red?")
+    second = await (await api.post("/api/operator/chat/new", json={})).json()
+    await _say(api, "Another topic", second["id"])
+    await api.post(f"/api/operator/chat/session/{first['session']}/open")  # leaves the second
+    await api.services.background.drain()
+    assert (await _session(api, first["session"]))["summary_status"] == "done"  # new chat
+    assert (await _session(api, second["id"]))["summary_status"] == "done"  # reopen
+    await _say(api, "And now?")  # the first, continued: its summary is stale
+    assert (await _session(api, first["session"]))["summary_status"] == "none"
+    due = await api.services.chat.summaries.sweep_idle(
+        utcnow() + timedelta(hours=1), timedelta(minutes=30)
+    )
+    assert due == [first["session"]]
+    await api.services.background.drain()
+    assert (await _session(api, first["session"]))["summary_status"] == "done"

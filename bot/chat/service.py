@@ -116,6 +116,11 @@ class ChatService:
             events=events,
         )
 
+    async def session_updated(self, operator_id: int, session_id: str) -> None:
+        """Something outside a turn changed the session (a publish cleared its Decision
+        draft, a filing its proposal): tell the operator's clients."""
+        await self._announce(operator_id, session_id, SessionChange.UPDATED)
+
     async def _announce(self, operator_id: int, session_id: str, change: SessionChange) -> None:
         """A session change on the operator's events stream (never fails the caller)."""
         if self.events is not None:

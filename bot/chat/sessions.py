@@ -424,7 +424,7 @@ def turn_json(turn: ChatTurn) -> dict[str, Any]:
 
 def decision_published(
     session: Session, operator_id: int, *, session_id: str | None, issue: int
-) -> None:
+) -> str | None:
     """Publish succeeded: clear the draft of the named session, else of the active session
     when its draft is for that issue (spec: the draft clears on Publish success)."""
     if session_id is not None:
@@ -433,8 +433,10 @@ def decision_published(
         row = _active(session, _operator(session, operator_id))
         if row is not None and row.decision_issue != issue:
             row = None
-    if row is not None:
-        clear_decision(row)
+    if row is None:
+        return None
+    clear_decision(row)
+    return row.id
 
 
 def take_pending(
