@@ -105,7 +105,15 @@ class DraftOnlyPolicy:
         if proposes(trailer):
             why = "no GitHub App configured: nothing was filed"
             return held(trailer, why, key=proposal_key(ctx.turn_id))
-        return IntentOutcome(intent=trailer.intent)
+        outcome = IntentOutcome(intent=trailer.intent)
+        if ctx.session.pending is not None:
+            answer = reply_to_proposal(ctx.message)
+            if answer is ProposalReply.CONFIRM:
+                outcome.notes.append("no GitHub App configured: the proposal stays pending")
+            elif answer is ProposalReply.DECLINE:
+                outcome.pending = None
+                outcome.notes.append("the operator declined the pending proposal: dropped")
+        return outcome
 
 
 class GitHubIntentPolicy:
