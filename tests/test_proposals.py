@@ -211,3 +211,21 @@ async def test_requests_to_remember_file_a_memory(
     done = await _say(api, message)
     [issue] = issues(github_sandbox)
     assert MEMORY_LABEL in issue.labels and done["filed_issue_number"] == issue.number
+
+
+async def test_without_a_github_app_a_confirmation_keeps_the_proposal_and_says_why(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    from tests.conftest import make_settings
+
+    runtime = ScriptedRuntime(
+        [reply("The cache looks stale.", trailer=PROPOSE), reply("Ok.", trailer=ANSWER)]
+    )
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    first = await _say(api, "why is the page slow?")
+    assert first["pending_title"] == "Purge the cache"
+    kept = await _say(api, "yes, file it", first["session"])
+    assert kept["pending_title"] == "Purge the cache" and kept["filed_issue_number"] is None
+    assert "no GitHub App configured: the proposal stays pending" in kept["notes"]
+    dropped = await _say(api, "no", first["session"])
+    assert dropped["pending_title"] is None
