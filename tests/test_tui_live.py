@@ -152,7 +152,10 @@ async def test_f_sets_and_clears_the_focus_with_the_next_message(api: ApiClient)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         app.chat.composer.focus()
-        await pilot.press("f")
+        await pilot.press("f")  # in the composer `f` is a letter
+        assert app.chat.composer.value == "f" and not isinstance(app.screen, IssuePrompt)
+        app.chat.composer.value = ""
+        await pilot.press("ctrl+f")
         await until(pilot, lambda: isinstance(app.screen, IssuePrompt), "the focus prompt")
         await pilot.press("1", "2", "enter")
         assert status(app).endswith("focus → #12 with the next message")
@@ -160,7 +163,8 @@ async def test_f_sets_and_clears_the_focus_with_the_next_message(api: ApiClient)
         session = app.chat.state.session_id
         stored = await (await api.get(f"/api/operator/chat/session/{session}")).json()
         assert stored["focus"] == 12 and app.chat.state.focus == 12
-        await pilot.press("f")
+        app.chat.sessions.focus()
+        await pilot.press("f")  # outside the composer `f` opens the prompt
         await until(pilot, lambda: isinstance(app.screen, IssuePrompt), "the focus prompt")
         await pilot.press("enter")  # empty: clear
         assert status(app).endswith("focus → none with the next message")

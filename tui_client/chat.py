@@ -76,6 +76,10 @@ class ChatPanel(Widget):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "new_chat", "New chat"),
         Binding("escape", "stop", "Stop"),
+        # `f` where no text is typed (session list, transcript); ctrl+f from the composer,
+        # where `f` must stay a letter ("fix the build").
+        Binding("ctrl+f", "focus_issue", "Focus #N"),
+        Binding("f", "focus_issue", "Focus #N", show=False),
         Binding("ctrl+t", "toggle_row('thinking')", "Thinking"),
         Binding("ctrl+g", "toggle_row('hits')", "Hits"),
     ]
@@ -477,8 +481,11 @@ class ChatPanel(Widget):
 
         self.app.push_screen(DecisionEditor(state.decision_issue, state.decision_body), edited)
 
-    @on(Composer.FocusIssue)
-    def _focus_issue(self) -> None:
+    def action_focus_issue(self) -> None:
+        """Set the focus (an issue number) or clear it (empty), for the next message."""
+        if self.state.busy:
+            return
+
         def chosen(issue: int | None) -> None:
             if issue is None:
                 return  # cancelled

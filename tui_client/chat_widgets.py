@@ -60,7 +60,6 @@ class Composer(Input):
         Binding("P", "publish", "Publish decision", priority=True),
         Binding("D", "edit_decision", "Edit decision", priority=True),
         Binding("y", "file", "File issue", priority=True),
-        Binding("f", "focus_issue", "Set/clear focus", priority=True),
     ]
 
     class Publish(Message):
@@ -70,9 +69,6 @@ class Composer(Input):
         pass
 
     class File(Message):
-        pass
-
-    class FocusIssue(Message):
         pass
 
     def __init__(self, state: ChatState, **kwargs: Any) -> None:
@@ -86,8 +82,6 @@ class Composer(Input):
             return self.value == "" and not self.state.busy and self.state.has_decision
         if action == "file":
             return self.value == "" and not self.state.busy and self.state.can_file
-        if action == "focus_issue":
-            return self.value == "" and not self.state.busy
         return super().check_action(action, parameters)
 
     def action_publish(self) -> None:
@@ -98,6 +92,3 @@ class Composer(Input):
 
     def action_file(self) -> None:
         self.post_message(self.File())
-
-    def action_focus_issue(self) -> None:
-        self.post_message(self.FocusIssue())
