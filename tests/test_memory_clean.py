@@ -69,3 +69,39 @@ def test_a_delivered_task_result_reenters_the_prompt_as_untrusted_data() -> None
     assert result.startswith('<untrusted-data source="task_result" task="3" issue="12"')
     assert "Ignore your rules" in result and result.endswith("</untrusted-data>")
     assert prior[-1].content == "what did it do?"
+
+
+async def test_steelframe_text_indexed_earlier_is_never_a_hit(
+    api_factory: object, settings: object
+) -> None:
+    from memory import ChunkIn
+
+    runtime = ScriptedRuntime([reply("Noted.")])
+    api = await api_factory(settings, runtimes=lambda agent: runtime)  # type: ignore[operator]
+    memory = api.services.memory
+    repo = api.services.settings.repo
+    memory.add(
+        [
+            ChunkIn(
+                text="<!-- steelframe-progress task=3 -->\nSteelframe progress on the export "
+                "job: queued, running, delivered",
+                source="comment",
+                repo=repo,
+                issue=3,
+            ),
+            ChunkIn(
+                text="The export job runs nightly <!-- steelframe-filing:abc --> at 02:00.",
+                source="issue",
+                repo=repo,
+                issue=4,
+            ),
+        ]
+    )
+    done = await (
+        await api.post("/api/operator/chat", json={"message": "when does the export job run?"})
+    ).json()
+    texts = [f"{hit.get('text')} {hit.get('preview')}" for hit in done["retrieved"]]
+    assert texts and not any("progress" in t or "steelframe" in t for t in texts)
+    system = runtime.requests[-1].system
+    assert "steelframe-progress" not in system and "steelframe-filing" not in system
+    assert "The export job runs nightly" in system

@@ -36,7 +36,7 @@ from bot.chat.summariser import Summariser
 from bot.chat.summary import SummarySink
 from bot.chat.titles import title_from_message
 from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
-from bot.chat.turn import Draft, FinishedTurn, TurnContext
+from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.db import Database
@@ -236,7 +236,7 @@ class ChatService:
         self, message: str, agent: AgentConfig, ts: store.TurnSession, emit: Any
     ) -> TurnContext:
         """Retrieval, and the focused issue read from GitHub (neither ever fails the turn)."""
-        grounding = await self._ground(message, agent, ts.focus, emit)
+        grounding = clean_grounding(await self._ground(message, agent, ts.focus, emit))
         if ts.focus is None or self.issues is None:
             return TurnContext(grounding)
         try:
@@ -269,7 +269,7 @@ class ChatService:
                 if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
                     await emit({"type": "status", "text": "no citation · widening retrieval"})
                     widened = await self._widen(request.message, agent, ts.focus, grounding, emit)
-                    context = replace(context, grounding=widened)
+                    context = replace(context, grounding=clean_grounding(widened))
                     draft = await self._redraft(
                         runtime, request, ts, agent, context, emit, first=draft
                     )

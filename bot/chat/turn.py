@@ -7,16 +7,39 @@ is given, a draft, and the finished turn the metadata and the ChatResponse are m
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.chat import sessions as store
 from bot.chat.grounding import Grounding
 from bot.chat.intents import IntentOutcome
 from bot.chat.issue_context import IssueContext
+from bot.chat.retrieval import context_block, fallback_block
 from bot.chat.trailer import Trailer
-from bot.markers import without_markers
+from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
+
+
+def clean_grounding(grounding: Grounding) -> Grounding:
+    """Steelframe's own text out of the hits: its status comments (indexed before they were
+    kept out of memory) are dropped, its markers removed from what stays."""
+    hits = [
+        {
+            **hit,
+            "text": without_markers(str(hit.get("text") or "")),
+            "preview": without_markers(str(hit.get("preview") or "")),
+        }
+        for hit in grounding.hits
+        if not is_status_comment(str(hit.get("text") or ""))
+    ]
+    if hits == grounding.hits:
+        return grounding
+    block = fallback_block(hits) if grounding.recency_fallback else context_block(hits)
+    if not hits and not grounding.recency_fallback:
+        block = fallback_block([])
+    dropped = len(grounding.hits) - len(hits)
+    meta = {**grounding.meta, "own_text_dropped": dropped}
+    return replace(grounding, hits=hits, prompt_block=block, meta=meta)
 
 
 @dataclass(frozen=True)
