@@ -166,6 +166,7 @@ def build_services(
         event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
     events = OperatorEvents(event_log, database)
     watch_commits(database, events)
+    metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
     chat = ChatService(
@@ -194,7 +195,12 @@ def build_services(
         events=events,
         redis=redis_client,
         memory=memory,
-        github=GitHubClient.from_settings(settings) if settings.github_configured else None,
+        github=(
+            GitHubClient.from_settings(settings, observe=metrics.github_answer)
+            if settings.github_configured
+            else None
+        ),
+        metrics=metrics,
         model_http=model_http,
     )
     if redis_client is not None:
