@@ -12,6 +12,7 @@ a turn never fails for it. Nothing writes to a clone but this module.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import logging
 import shutil
 import time
@@ -80,12 +81,21 @@ class ManagedCheckouts:
             return folder
 
     async def _sync(self, repo: str, folder: Path) -> None:
+        # `serve --processes N` shares data_dir: one process at a time runs git in a clone.
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(folder.parent / f"{folder.name}.lock", "a") as lock:
+            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
+            try:
+                await self._fetch(repo, folder)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    async def _fetch(self, repo: str, folder: Path) -> None:
         info = await self.github.get_repo(repo)
         url, branch = str(info["clone_url"]), str(info.get("default_branch") or "main")
         token = await self.github.installation_token(repo)
         if not (folder / ".git").is_dir():
             shutil.rmtree(folder, ignore_errors=True)
-            folder.parent.mkdir(parents=True, exist_ok=True)
             await git(folder.parent, "init", "-q", str(folder))
         await git(folder, "fetch", "-q", "--depth", "1", url, branch, token=token, url=url)
         await git(folder, "reset", "-q", "--hard", "FETCH_HEAD")
