@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from bot.config import AgentConfig
 from bot.lifecycle.worktree import git
@@ -82,13 +82,11 @@ class ManagedCheckouts:
 
     async def _sync(self, repo: str, folder: Path) -> None:
         # `serve --processes N` shares data_dir: one process at a time runs git in a clone.
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with open(folder.parent / f"{folder.name}.lock", "a") as lock:
-            await asyncio.to_thread(fcntl.flock, lock, fcntl.LOCK_EX)
-            try:
-                await self._fetch(repo, folder)
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
+        lock = await asyncio.to_thread(_locked, folder.parent / f"{folder.name}.lock")
+        try:
+            await self._fetch(repo, folder)
+        finally:
+            lock.close()  # closing the file releases the lock
 
     async def _fetch(self, repo: str, folder: Path) -> None:
         info = await self.github.get_repo(repo)
@@ -101,6 +99,14 @@ class ManagedCheckouts:
         await git(folder, "reset", "-q", "--hard", "FETCH_HEAD")
         await git(folder, "clean", "-q", "-fdx")
         log.info("checkout of %s refreshed at %s", repo, branch)
+
+
+def _locked(path: Path) -> IO[str]:
+    """The lock file, held exclusively (blocks until the other process is done)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = open(path, "a")  # noqa: SIM115 - held open until the caller closes it
+    fcntl.flock(handle, fcntl.LOCK_EX)
+    return handle
 
 
 def _reason(exc: BaseException) -> str:
