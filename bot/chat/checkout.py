@@ -104,7 +104,7 @@ class ManagedCheckouts:
 def _locked(path: Path) -> IO[str]:
     """The lock file, held exclusively (blocks until the other process is done)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = open(path, "a")  # noqa: SIM115 - held open until the caller closes it
+    handle = open(path, "a")  # held open (and locked) until the caller closes it
     fcntl.flock(handle, fcntl.LOCK_EX)
     return handle
 
