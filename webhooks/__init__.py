@@ -43,6 +43,7 @@ def setup(app: web.Application, services: Services) -> None:
         github=services.github,
         chunks=MemorySink(services.db),
         tasks=services.tasks,
+        checkouts=services.chat.checkouts,
     )
     writer = DeliveryWriter(services.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007_delivery_retries"
-down_revision = "0006_pending_kind"
+down_revision = "0007_fault_tolerance"
 branch_labels = None
 depends_on = None
 
