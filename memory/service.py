@@ -7,6 +7,7 @@ for Chat and for the workers, in process, no HTTP hop.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -18,10 +19,12 @@ from sqlalchemy.orm import Session
 from memory import chunks, sync
 from memory.analysis import Analyzer
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
+from memory.errors import IndexIncompatible
 from memory.index import DEFAULT_K, Hit, SearchIndex
-from memory.manifest import Manifest
+from memory.manifest import Manifest, read_manifest
 from memory.writer import IndexWriter
 
+log = logging.getLogger(__name__)
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 FOLDER = "memory"  # the index lives in <data dir>/memory
 DISTINCTIVE_MIN_CHARS = 4
@@ -73,8 +76,27 @@ class Memory:
         return added
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
-        with self.sessions() as session:
-            return sync.sync(session, self.writer, limit=limit)
+        """Catch the index up with the rows; an index built with another analysis (an older
+        version of Steelframe) is rebuilt first, its progress logged."""
+        try:
+            with self.sessions() as session:
+                return sync.sync(session, self.writer, limit=limit)
+        except IndexIncompatible:
+            self.upgrade_index(progress=_log_progress)
+            with self.sessions() as session:
+                return sync.sync(session, self.writer, limit=limit)
+
+    def upgrade_index(self, *, progress: Callable[[int, int], None] | None = None) -> bool:
+        """Rebuild the index if it was built with another analysis (ANALYSIS_VERSION): run
+        at start-up with a progress bar, and by `sync` if a turn meets an old index first.
+        Returns whether it rebuilt."""
+        try:
+            read_manifest(self.root, analysis=dict(self.analyzer.signature))
+        except IndexIncompatible:
+            log.warning("memory index: built with another analysis, rebuilding from the rows")
+            self.reindex(progress=progress)
+            return True
+        return False
 
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> Manifest:
         """Rebuild the index from the rows (`steelframe memory reindex`), then catch up."""
@@ -125,3 +147,10 @@ class Memory:
             "watermark": manifest.watermark,
             "gaps": len(manifest.gaps),
         }
+
+
+def _log_progress(done: int, total: int) -> None:
+    """Rebuild progress in the log, once per tenth."""
+    tenth = done * 10 // max(total, 1)
+    if done >= total or tenth != max(0, done - sync.REBUILD_BATCH) * 10 // max(total, 1):
+        log.info("memory index: rebuilding, %d/%d chunks", done, total)

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import configure_logging, load_settings
+from steelframe.commands.memory import upgrade_index
 
 DEV_OPERATOR = "dev"
 DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
@@ -75,6 +77,7 @@ async def run_dev(
                 github_api_url=sandbox.url,
             )
         app = create_app(settings)
+        await asyncio.to_thread(upgrade_index, app[SERVICES].memory, sys.stdout)
         runner = web.AppRunner(app)
         await runner.setup()
         parts.push_async_callback(runner.cleanup)

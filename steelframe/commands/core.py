@@ -9,10 +9,12 @@ from typing import Any
 from aiohttp import web
 
 from bot import db as dbmod
+from bot.appkeys import SERVICES
 from bot.config import settings_fields
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import configure_logging, load_settings, with_database
+from steelframe.commands.memory import upgrade_index
 
 
 def register(subparsers: Any) -> None:
@@ -46,6 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     configure_logging(settings.log_level)
     app = create_app(settings)
+    upgrade_index(app[SERVICES].memory, sys.stdout)
     print(f"url: http://{args.host}:{args.port}", flush=True)
     web.run_app(app, host=args.host, port=args.port, print=None)
     return 0
