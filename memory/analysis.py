@@ -159,7 +159,7 @@ class Terms:
 
 
 def _content(word: str) -> bool:
-    return len(word) >= 2 and word not in STOP_WORDS and not word.isdigit()
+    return len(word) >= 2 and word not in STOP_WORDS  # numbers too: "410", "2024", "0044"
 
 
 def _feature(term: str) -> int:

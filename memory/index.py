@@ -212,26 +212,27 @@ class SearchIndex:
         found.sort(key=lambda item: item[0])
         return [segment.record(i) for _, segment, i in found[:limit]]
 
-    def cosines(self, query: str, records: Sequence[Record]) -> list[float]:
-        """Each record's cosine with `query`, as `search` would score it (known terms)."""
-        if not records:
-            return []
+    def cosines(self, query: str, records: Sequence[Record]) -> tuple[list[float], float]:
+        """Each record's cosine with `query` as `search` scores it, and the query's coverage
+        (see Hit); for chunks found another way (links, an expanded query)."""
         terms, logtf = self.analyzer.query(query)
-        if terms.size == 0:
-            return [0.0] * len(records)
+        if not records or terms.size == 0:
+            return [0.0] * len(records), 0.0
         snap = self.snapshot()
         df = snap.df(terms)
-        weights = np.where(df > 0, logtf * idf(np.maximum(df, 0), snap.live_docs), 0.0)
+        full = logtf * idf(np.maximum(df, 0), snap.live_docs)
+        weights = np.where(df > 0, full, 0.0)
         norm = float(np.sqrt(np.dot(weights, weights)))
         if norm == 0.0:
-            return [0.0] * len(records)
+            return [0.0] * len(records), 0.0
+        coverage = norm / float(np.sqrt(np.dot(full, full)))
         analysed = self.analyzer.batch([index_text(r.text, r.paths) for r in records])
         doc = doc_weights(analysed).astype(np.float64)
         position = np.minimum(np.searchsorted(terms, analysed.term), terms.size - 1)
         matched = terms[position] == analysed.term
         contributions = np.where(matched, doc * weights[position] / norm, 0.0)
         scores = np.bincount(analysed.doc, weights=contributions, minlength=len(records))
-        return [float(x) for x in scores]
+        return [float(x) for x in scores], coverage
 
     def df(self, tokens: list[str]) -> dict[str, int]:
         """Live document frequency of each analysed term (`Analyzer.tokens`)."""

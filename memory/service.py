@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -20,14 +20,15 @@ from memory import chunks, sync
 from memory.analysis import Analyzer
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
 from memory.errors import IndexIncompatible
+from memory.feedback import Expansion, expansion, rare_terms
 from memory.index import DEFAULT_K, Hit, SearchIndex
 from memory.manifest import Manifest, read_manifest
+from memory.segment import Record
 from memory.writer import IndexWriter
 
 log = logging.getLogger(__name__)
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 FOLDER = "memory"  # the index lives in <data dir>/memory
-DISTINCTIVE_MIN_CHARS = 4
 
 
 class Memory:
@@ -62,11 +63,42 @@ class Memory:
         k: int = DEFAULT_K,
         floor: float = 0.0,
         focus_only: bool = False,
+        within: Collection[int] | None = None,
     ) -> list[Hit]:
         """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search)."""
         return self.index.search(
-            query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only
+            query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only, within=within
         )
+
+    def feedback_search(
+        self,
+        query: str,
+        feedback: Sequence[Record],
+        *,
+        repo: str | None,
+        focus: int | None = None,
+        k: int = DEFAULT_K,
+        floor: float = 0.0,
+    ) -> tuple[list[Hit], Expansion]:
+        """`search` with the query expanded by pseudo-relevance feedback from `feedback`
+        (Rocchio over the mid-frequency terms of those chunks; memory.feedback). Scores are
+        cosines with the expanded query."""
+        grown = expansion(self.analyzer, self.index.snapshot(), query, feedback)
+        hits = self.index.search_terms(
+            grown.terms, grown.tf, repo=repo, focus=focus, k=k, floor=floor
+        )
+        return hits, grown
+
+    def about(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
+        """Live chunks about these issues/PRs (their own text, comments, sessions)."""
+        return self.index.about(issues, repo=repo)
+
+    def linking(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
+        """Live pull request chunks whose text closes one of these issues (`Fixes #N`)."""
+        return self.index.linking(issues, repo=repo)
+
+    def cosines(self, query: str, records: Sequence[Record]) -> tuple[list[float], float]:
+        return self.index.cosines(query, records)
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
         """Store chunks in their own transaction, then bring the index up to date."""
@@ -123,18 +155,14 @@ class Memory:
             records = chunks.recent(session, repo=repo, source=source, limit=limit)
         return [Hit(record, 0.0) for record in records]
 
-    def distinctive(self, text: str, *, n: int = 5) -> list[str]:
-        """The rarest words of `text` in the index: what a reply citing it would repeat."""
-        tokens = {
-            t
-            for t in self.analyzer.tokens(text)
-            if len(t) >= DISTINCTIVE_MIN_CHARS and not t.isdigit()
-        }
-        if not tokens:
-            return []
-        df = self.index.df(sorted(tokens))
-        ranked = sorted((count, token) for token, count in df.items() if count > 0)
-        return [token for _, token in ranked[:n]]
+    def distinctive(self, text: str, *, exclude: str = "") -> list[str]:
+        """The terms of `text` rare in the index (by idf): what a reply that used it would
+        repeat (memory.feedback.rare_terms); the terms of `exclude` (the question) aside."""
+        return rare_terms(self.analyzer, self.index.snapshot(), text, exclude=exclude)
+
+    def terms(self, text: str) -> set[str]:
+        """The analysed terms of `text` (to compare a reply with `distinctive` terms)."""
+        return set(self.analyzer.tokens(text))
 
     def stats(self) -> dict[str, Any]:
         snapshot = self.index.snapshot()

@@ -56,6 +56,7 @@ class Q:
     expected: str | None
     focus: int | None = None
     paraphrase: bool = False
+    also: tuple[str, ...] = ()  # other chunks that answer the question as well
 
 
 THREADS: list[Thread] = []
@@ -71,8 +72,8 @@ def thread(*args: object, **kwargs: object) -> None:
 
 
 def ask(kind: str, text: str, expected: str | None, *, focus: int | None = None,
-        para: bool = False) -> None:
-    QUESTIONS.append(Q(kind, text, expected, focus, para))
+        para: bool = False, also: tuple[str, ...] = ()) -> None:
+    QUESTIONS.append(Q(kind, text, expected, focus, para, also))
 
 
 # -- ledger and the nightly close ---------------------------------------------------------
@@ -105,8 +106,8 @@ thread(
                       "tests/ledger/test_close_day.py"))],
 )
 ask("lookup", "What made the nightly close_day job post fees twice?", "issue:12")
-ask("why", "Why didn't we just raise the job timeout for close_day?", "c:12:2")
-ask("status", "Is the double fee posting bug fixed?", "pr:31")
+ask("why", "Why didn't we just raise the job timeout for close_day?", "c:12:2", also=('chat:fee-posting',))
+ask("status", "Is the double fee posting bug fixed?", "pr:31", also=('work:12:1', 'chat:fee-posting'))
 ask("lookup", "Which migration backfills the daily postings table?", "pr:31")
 ask("lookup", "close day retry posting fees twice", "issue:12")
 ask("why", "How come the retries happen on big tenants?", "c:12:1")
@@ -218,7 +219,7 @@ thread(
 )
 ask("lookup", "When do we fetch ECB exchange rates now?", "pr:44")
 ask("why", "Why were USD invoices issued in the morning using the wrong rate?", "issue:22")
-ask("lookup", "What happens with exchange rates on weekends?", "c:22:2")
+ask("lookup", "What happens with exchange rates on weekends?", "c:22:2", also=('pr:44',))
 ask("status", "Is the FX rate lag fixed?", "pr:44")
 ask("lookup", "Currency conversion figures lag twenty-four hours", "issue:22", para=True)
 
@@ -237,9 +238,9 @@ thread(
           " Classic and Modern templates' font-family. Snapshot tests render every template"
           " with \u20ac, \u00a3, \u00a5 and \u0142.\n\nFixes #25"),
 )
-ask("lookup", "Why does the euro sign show as a box in PDF invoices?", "issue:25")
-ask("lookup", "Which font did we bundle for PDF templates?", "pr:47")
-ask("status", "Is the missing euro glyph fixed in the Classic template?", "pr:47")
+ask("lookup", "Why does the euro sign show as a box in PDF invoices?", "issue:25", also=('chat:pdf-fonts',))
+ask("lookup", "Which font did we bundle for PDF templates?", "pr:47", also=('chat:pdf-fonts',))
+ask("status", "Is the missing euro glyph fixed in the Classic template?", "pr:47", also=('chat:pdf-fonts',))
 ask("lookup", "WeasyPrint 60 currency symbol rendering", "issue:25")
 ask("lookup", "The money symbol comes out as an empty square in printable bills", "issue:25",
     para=True)
@@ -265,10 +266,10 @@ thread(
                log=["$ pytest tests/test_reminders.py -q", "9 passed in 4.87s"],
                paths=("tallyho/reminders.py", "tests/test_reminders.py"))],
 )
-ask("lookup", "Why did customers get two reminder emails?", "issue:27")
+ask("lookup", "Why did customers get two reminder emails?", "issue:27", also=('chat:reminders-dup',))
 ask("lookup", "What Redis key guards the reminder batch?", "pr:50")
 ask("why", "Why a Redis lock instead of running the scheduler as a singleton?", "c:27:2")
-ask("status", "Are duplicate reminder emails fixed?", "pr:50")
+ask("status", "Are duplicate reminder emails fixed?", "pr:50", also=('work:27:1', 'chat:reminders-dup'))
 ask("cross-session", "How did the worker test the reminder lock?", "work:27:1")
 ask("lookup", "Clients were nagged again about unpaid bills while we rolled out a release",
     "issue:27", para=True)
@@ -377,9 +378,9 @@ thread(
                paths=("tallyho/bank/mt940.py",))],
 )
 ask("lookup", "Why did the Sparkasse statement import fail?", "issue:42")
-ask("lookup", "Which banks' MT940 files break the import?", "c:42:2")
-ask("cross-session", "What did the worker need to continue on the MT940 issue?", "work:42:1")
-ask("status", "Is the MT940 subfield parsing merged?", "pr:65")
+ask("lookup", "Which banks' MT940 files break the import?", "c:42:2", also=('issue:42',))
+ask("cross-session", "What did the worker need to continue on the MT940 issue?", "work:42:1", also=('chat:mt940-followup',))
+ask("status", "Is the MT940 subfield parsing merged?", "pr:65", also=('chat:mt940-done', 'work:42:2'))
 ask("lookup", "Imports from German savings banks fail", "issue:42", para=True)
 
 thread(
@@ -507,7 +508,7 @@ thread(
 )
 ask("lookup", "Why were recurring invoices on the 31st missing in February?", "issue:60")
 ask("lookup", "Which command backfills the missed recurring invoices?", "pr:83")
-ask("status", "Do recurring invoices work for the 31st now?", "pr:83")
+ask("status", "Do recurring invoices work for the 31st now?", "pr:83", also=('work:60:1', 'chat:recurring-explain'))
 ask("cross-session", "Did the worker cover leap years in the recurring fix?", "work:60:1")
 ask("lookup", "Monthly billing vanishes in short months", "issue:60", para=True)
 
@@ -558,7 +559,7 @@ thread(
          " so the fixed option matters."),
     ],
 )
-ask("lookup", "What late fee options did we agree on?", "c:69:1")
+ask("lookup", "What late fee options did we agree on?", "c:69:1", also=('chat:late-fees',))
 ask("lookup", "What is the French recovery indemnity for late B2B payment?", "c:69:2")
 ask("status", "Are late fees implemented?", "issue:69")
 ask("why", "Why is there no compound interest on overdue invoices?", "c:69:1")
@@ -655,7 +656,7 @@ thread(
           "aiohttp TCPConnector(keepalive_timeout=1) for the PDF sidecar and one retry on"
           " ConnectionResetError. Sentry events dropped to zero. Fixes #84"),
 )
-ask("lookup", "Why were there ConnectionResetErrors from the PDF sidecar?", "c:84:1")
+ask("lookup", "Why were there ConnectionResetErrors from the PDF sidecar?", "c:84:1", also=('chat:sidecar-errors',))
 ask("lookup", "What keepalive do we use for the PDF renderer client?", "pr:98")
 ask("status", "Is Sentry still flooded with connection resets?", "pr:98")
 
@@ -673,9 +674,9 @@ thread(
           "Replaces Celery with RQ 1.16 and rq-scheduler. Job functions are top-level and"
           " take ids. The month-end report runs as a chain via depends_on. Fixes #87"),
 )
-ask("why", "Why did we move off Celery?", "issue:87")
+ask("why", "Why did we move off Celery?", "issue:87", also=('chat:celery-rq',))
 ask("lookup", "What replaced Celery's chords for the month-end report?", "pr:101")
-ask("lookup", "What do we use for periodic jobs?", "c:87:1")
+ask("lookup", "What do we use for periodic jobs?", "c:87:1", also=('chat:celery-rq', 'pr:101'))
 ask("why", "What did we give up by switching task queues?", "c:87:2")
 ask("lookup", "Why did the old job runner drop work when it restarted?", "issue:87", para=True)
 
@@ -727,8 +728,8 @@ thread(
           " with bursts up to 100 per token. Over the limit: 429 and Retry-After."
           " Fixes #96"),
 )
-ask("lookup", "What are the API rate limits per token?", "pr:107")
-ask("lookup", "What status code does a throttled request get?", "pr:107")
+ask("lookup", "What are the API rate limits per token?", "pr:107", also=('c:96:1',))
+ask("lookup", "What status code does a throttled request get?", "pr:107", also=('c:96:1',))
 ask("lookup", "Why did we add rate limiting?", "issue:96")
 ask("lookup", "Everything slowing down because one customer keeps polling", "issue:96",
     para=True)
@@ -802,7 +803,7 @@ thread(
          " the design system anyway."),
     ],
 )
-ask("status", "Are we doing dark mode for 1.0?", "c:108:2")
+ask("status", "Are we doing dark mode for 1.0?", "c:108:2", also=('chat:q3-roadmap',))
 ask("lookup", "What blocks a dark theme?", "issue:108")
 
 thread(
@@ -1210,7 +1211,7 @@ thread(
 ask("lookup", "Why were payment deletions missing from the audit log?", "issue:135")
 ask("lookup", "What does the audit entry of a deleted row contain?", "pr:143")
 ask("cross-session", "What did the worker change for audit logging of deletions?",
-    "work:135:1")
+    "work:135:1", also=('pr:143',))
 
 thread(
     138,
@@ -1249,7 +1250,7 @@ thread(
           " connection and health_check_interval=15. Prometheus alert"
           " `RQQueueBacklog` at 1,000 jobs for 10 minutes. Fixes #141"),
 )
-ask("lookup", "What error did the RQ workers get after the Redis failover?", "issue:141")
+ask("lookup", "What error did the RQ workers get after the Redis failover?", "issue:141", also=('note:runbook-redis', 'chat:oncall-handbook'))
 ask("lookup", "How long were jobs piling up during the failover incident?", "issue:141")
 ask("lookup", "What alert did we add for the job queue?", "pr:149")
 ask("why", "Why didn't the workers reconnect on their own?", "c:141:1")
@@ -1350,7 +1351,7 @@ thread(
 )
 ask("lookup", "When does the legacy v1 API return 410?", "c:159:1")
 ask("lookup", "Which tenant asked for more time on the v1 API removal?", "c:159:2")
-ask("status", "Is the old v1 API gone?", "c:159:2")
+ask("status", "Is the old v1 API gone?", "c:159:2", also=('c:159:1',))
 
 thread(
     162,
@@ -1488,7 +1489,7 @@ thread(
           " ambiguous ones go to the review queue. 87% auto-matched on the pilot tenants."
           " Fixes #195"),
 )
-ask("lookup", "How are bank transactions matched to invoices?", "c:195:1")
+ask("lookup", "How are bank transactions matched to invoices?", "c:195:1", also=('pr:198',))
 ask("lookup", "What share of bank lines get matched automatically?", "pr:198")
 ask("why", "Why are ambiguous matches never booked automatically?", "c:195:2")
 ask("lookup", "Reconciling deposits with outstanding bills without manual work", "issue:195",
@@ -1649,7 +1650,7 @@ ask("lookup", "Where is the Redis failover postmortem?", "c:141:3")
 ask("cross-session", "Why did the worker stop on the SQLAlchemy upgrade?", "work:36:1")
 ask("cross-session", "How did the worker test gapless numbering under concurrency?",
     "work:144:1")
-ask("lookup", "Which files did tomasz attach for the MT940 parser?", "c:42:3")
+ask("lookup", "Which files did tomasz attach for the MT940 parser?", "c:42:3", also=('chat:mt940-followup',))
 ask("lookup", "Why did xdist make the reminder tests flaky?", "c:78:3")
 ask("lookup", "How long did the first month-end chain on RQ take?", "c:87:3")
 ask("lookup", "Who asked for Swiss franc rates from the SNB?", "c:22:3")
@@ -1902,7 +1903,7 @@ thread(
     pr=PR(288, "Invoice attachments", "Up to 3 attachments (10 MB), virus-scanned with"
           " ClamAV, sent with the invoice email. Fixes #285"),
 )
-ask("lookup", "What limits apply to invoice attachments?", "c:285:1")
+ask("lookup", "What limits apply to invoice attachments?", "c:285:1", also=('pr:288',))
 ask("lookup", "Which virus scanner checks uploaded attachments?", "pr:288")
 
 thread(
@@ -2052,7 +2053,7 @@ ask("lookup", "Where is Storybook hosted?", "note:design-system")
 
 for focus, text, expected in [
     (12, "what's the status of this one?", "pr:31"),
-    (12, "who fixed it and how?", "pr:31"),
+    (12, "who fixed it and how?", ("pr:31", "work:12:1")),
     (14, "what did we decide here?", "c:14:3"),
     (19, "which PR closes this?", "pr:41"),
     (27, "did the worker finish this?", "work:27:1"),
@@ -2082,7 +2083,8 @@ for focus, text, expected in [
     (25, "is this fixed?", "pr:47"),
     (30, "what does a client get with an old one?", "pr:53"),
 ]:
-    ask("focus", text, expected, focus=focus)
+    first, *others = (expected,) if isinstance(expected, str) else expected
+    ask("focus", text, first, focus=focus, also=tuple(others))
 
 # -- questions memory cannot answer (honesty: nothing above "weak") ----------------------
 

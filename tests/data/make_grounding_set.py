@@ -10,7 +10,8 @@ uses (webhooks/handlers, bot/lifecycle/run.py, bot/chat/summary.py). The history
 by hand in grounding_history.py; this script only renders it, numbers it and checks it.
 
 Questions have a kind (lookup, status, why, cross-session, focus, no-answer, injection),
-the key of the chunk that answers them (none for no-answer), an optional focus (an issue
+the key of the chunk that answers them (none for no-answer) and of any other chunk that
+answers them as well (`also`: a chat summary that repeats a PR's outcome), an optional focus (an issue
 number, as a Discuss session has) and a `paraphrase` flag: a paraphrase shares no word
 with its chunk (words: lower-cased runs of letters, digits and `_`, stop words aside), so
 only stemming, identifier parts, links or expansion can find it. `check()` enforces that.
@@ -100,6 +101,7 @@ def render() -> dict[str, Any]:
             "kind": q.kind,
             "question": q.text,
             "expected": q.expected,
+            "also": list(q.also),
             "focus": q.focus,
             "paraphrase": q.paraphrase,
         }
@@ -131,8 +133,9 @@ def check(data: dict[str, Any]) -> list[str]:
             problems.append(f"unknown kind {q['kind']!r}")
         if (q["expected"] is None) != (q["kind"] == "no-answer"):
             problems.append(f"expected must be set exactly when answerable: {q['question']!r}")
-        if q["expected"] is not None and q["expected"] not in by_key:
-            problems.append(f"no chunk {q['expected']!r} for {q['question']!r}")
+        for key in [q["expected"], *q["also"]]:
+            if key is not None and key not in by_key:
+                problems.append(f"no chunk {key!r} for {q['question']!r}")
         if q["kind"] == "focus" and q["focus"] is None:
             problems.append(f"focus question without a focus: {q['question']!r}")
         if q["paraphrase"] and q["expected"] in by_key:
