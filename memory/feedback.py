@@ -107,4 +107,3 @@ def _names(
             if at is not None and names[at] is None:
                 names[at] = term
     return tuple(name for name in names if name is not None)
-

@@ -64,6 +64,13 @@ class Hit:
         }
 
 
+@dataclass(frozen=True)
+class Scored:
+    scores: list[float]  # cosine of each record with the query (its known terms)
+    coverage: float  # share of the query's weight the index knows
+    coordination: list[float]  # share of the (known) query weight each record contains
+
+
 class SearchIndex:
     def __init__(self, root: Path, analyzer: Analyzer) -> None:
         self.root = root
@@ -212,27 +219,31 @@ class SearchIndex:
         found.sort(key=lambda item: item[0])
         return [segment.record(i) for _, segment, i in found[:limit]]
 
-    def cosines(self, query: str, records: Sequence[Record]) -> tuple[list[float], float]:
-        """Each record's cosine with `query` as `search` scores it, and the query's coverage
-        (see Hit); for chunks found another way (links, an expanded query)."""
+    def cosines(self, query: str, records: Sequence[Record]) -> Scored:
+        """Each record's cosine with `query` as `search` scores it, the query's coverage
+        (see Hit), and the share of the query's weight each record contains (its
+        coordination): for chunks found another way (links, an expanded query) and for
+        ordering the kept ones."""
         terms, logtf = self.analyzer.query(query)
+        none = Scored([0.0] * len(records), 0.0, [0.0] * len(records))
         if not records or terms.size == 0:
-            return [0.0] * len(records), 0.0
+            return none
         snap = self.snapshot()
         df = snap.df(terms)
         full = logtf * idf(np.maximum(df, 0), snap.live_docs)
         weights = np.where(df > 0, full, 0.0)
         norm = float(np.sqrt(np.dot(weights, weights)))
         if norm == 0.0:
-            return [0.0] * len(records), 0.0
+            return none
         coverage = norm / float(np.sqrt(np.dot(full, full)))
         analysed = self.analyzer.batch([index_text(r.text, r.paths) for r in records])
         doc = doc_weights(analysed).astype(np.float64)
         position = np.minimum(np.searchsorted(terms, analysed.term), terms.size - 1)
         matched = terms[position] == analysed.term
-        contributions = np.where(matched, doc * weights[position] / norm, 0.0)
-        scores = np.bincount(analysed.doc, weights=contributions, minlength=len(records))
-        return [float(x) for x in scores], coverage
+        query_weight = np.where(matched, weights[position] / norm, 0.0)
+        scores = np.bincount(analysed.doc, weights=doc * query_weight, minlength=len(records))
+        coord = np.bincount(analysed.doc, weights=query_weight**2, minlength=len(records))
+        return Scored([float(x) for x in scores], coverage, [float(x) for x in coord])
 
     def df(self, tokens: list[str]) -> dict[str, int]:
         """Live document frequency of each analysed term (`Analyzer.tokens`)."""

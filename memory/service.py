@@ -21,7 +21,7 @@ from memory.analysis import Analyzer
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
 from memory.errors import IndexIncompatible
 from memory.feedback import Expansion, expansion, rare_terms
-from memory.index import DEFAULT_K, Hit, SearchIndex
+from memory.index import DEFAULT_K, Hit, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
 from memory.segment import Record
 from memory.writer import IndexWriter
@@ -97,7 +97,7 @@ class Memory:
         """Live pull request chunks whose text closes one of these issues (`Fixes #N`)."""
         return self.index.linking(issues, repo=repo)
 
-    def cosines(self, query: str, records: Sequence[Record]) -> tuple[list[float], float]:
+    def cosines(self, query: str, records: Sequence[Record]) -> Scored:
         return self.index.cosines(query, records)
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:

@@ -46,6 +46,7 @@ RELATIVE_MARGIN = 0.45
 # No question of the labelled set that memory cannot answer reaches it.
 STRONG_SCORE = 0.3
 ROUNDS = 3
+COORDINATION = 1.0
 CHAT_K = 8  # semantic hits injected per turn at most (focus context comes on top)
 CONTEXT_K = 3  # focus context: the issue's own text and up to two closing pull requests
 THREAD_RECENT = 2  # ...and, in a Discuss session, its newest chunks if the question matches few
@@ -321,11 +322,11 @@ class MemoryGrounder:
             given += rest[-(recent - len(matched)) :]
         skip = set(turn.hits) | {h.chunk_id for h in matched}
         given = [r for r in {r.id: r for r in given}.values() if r.id not in skip]
-        scores, coverage = await asyncio.to_thread(self.memory.cosines, turn.query, given)
+        scored = await asyncio.to_thread(self.memory.cosines, turn.query, given)
         kind = RoundQuery.FOCUS if turn.focus is not None else RoundQuery.LINKS
         added = await self._keep(
             turn,
-            [Hit(r, s, coverage) for r, s in zip(given, scores, strict=True)],
+            [Hit(r, s, scored.coverage) for r, s in zip(given, scored.scores, strict=True)],
             kind,
             strength=Strength.CONTEXT,
         )
@@ -361,13 +362,11 @@ class MemoryGrounder:
         """Record `hits` as kept by `kind`; strength from the whole question's cosine."""
         if not hits:
             return []
+        scored = await asyncio.to_thread(self.memory.cosines, turn.query, [h.record for h in hits])
         if kind in (RoundQuery.MESSAGE, RoundQuery.FOCUS, RoundQuery.LINKS):
             whole = [h.score * h.coverage for h in hits]
         else:  # scored against an expanded query: what matters is the question itself
-            scores, coverage = await asyncio.to_thread(
-                self.memory.cosines, turn.query, [h.record for h in hits]
-            )
-            whole = [s * coverage for s in scores]
+            whole = [s * scored.coverage for s in scored.scores]
         added = await asyncio.to_thread(self._hits, turn.query, hits, kind)
         for hit, score in zip(added, whole, strict=True):
             hit["strength"] = (
@@ -375,6 +374,8 @@ class MemoryGrounder:
             ).value
             hit["question_score"] = round(score, 4)
             turn.hits[hit["id"]] = hit
+        for hit, matched in zip(added, scored.coordination, strict=True):
+            hit["matched"] = round(matched, 4)
         return added
 
     def _hits(self, query: str, hits: list[Hit], kind: RoundQuery) -> list[dict[str, Any]]:
@@ -441,16 +442,21 @@ def ordered(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def best(group: list[dict[str, Any]]) -> float:
         if _thread_key(group[0]) in focus:
             return 2.0  # the focused thread's own hits come right after its context
-        return max((h["score"] for h in group if h["strength"] != "context"), default=-1.0)
+        return max((_rank(h) for h in group if h["strength"] != "context"), default=-1.0)
 
     out = list(first)
     for group in sorted(groups.values(), key=lambda g: -best(g)):
-        semantic = sorted(
-            (h for h in group if h["strength"] != "context"), key=lambda h: -h["score"]
-        )
+        semantic = sorted((h for h in group if h["strength"] != "context"), key=lambda h: -_rank(h))
         context = [h for h in group if h["strength"] == "context"]
         out += [*semantic, *context]
     return out
+
+
+def _rank(hit: dict[str, Any]) -> float:
+    """Ordering key: the cosine, times the share of the question the hit contains to the
+    power COORDINATION (a chunk that matches one rare word of the question strongly does
+    not lead one that matches most of it)."""
+    return float(hit["score"]) * float(hit.get("matched", 1.0)) ** COORDINATION
 
 
 def _thread_key(hit: dict[str, Any]) -> tuple[str, int]:

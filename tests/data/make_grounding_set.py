@@ -104,6 +104,7 @@ def render() -> dict[str, Any]:
             "also": list(q.also),
             "focus": q.focus,
             "paraphrase": q.paraphrase,
+            "bridge": q.bridge if q.paraphrase else None,
         }
         for q in history.QUESTIONS
     ]
