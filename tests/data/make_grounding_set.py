@@ -11,10 +11,13 @@ by hand in grounding_history.py; this script only renders it, numbers it and che
 
 Questions have a kind (lookup, status, why, cross-session, focus, no-answer, injection),
 the key of the chunk that answers them (none for no-answer) and of any other chunk that
-answers them as well (`also`: a chat summary that repeats a PR's outcome), an optional focus (an issue
-number, as a Discuss session has) and a `paraphrase` flag: a paraphrase shares no word
-with its chunk (words: lower-cased runs of letters, digits and `_`, stop words aside), so
-only stemming, identifier parts, links or expansion can find it. `check()` enforces that.
+answers them as well (`also`: a chat summary that repeats a PR's outcome), an optional
+focus (an issue number, as a Discuss session has) and a `paraphrase` flag: a paraphrase
+shares no word with its chunk (words: lower-cased runs of letters, digits and `_`, stop
+words aside), so only stemming, identifier parts, links or expansion can find it;
+`check()` enforces that. Most paraphrases keep a stem or an identifier part ("deploying"
+for "deploys"); five (`bridge: synonym`) share nothing at all, which no lexical index
+bridges: they are in the paraphrase figure all the same.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import grounding_history as history  # noqa: E402
+import grounding_history as history
 
 OUT = Path(__file__).parent / "grounding_set.json"
 KINDS = ("lookup", "status", "why", "cross-session", "focus", "no-answer", "injection")
@@ -83,8 +86,11 @@ def render() -> dict[str, Any]:
     for chat in history.CHATS:
         asked = [f"Asked: {q}" for q in chat.asked]
         text = "\n".join(
-            [f"Session: {chat.title} ({len(chat.asked)} question(s)).", *asked]
-            + [f"Last answer: {chat.answer}"]
+            [
+                f"Session: {chat.title} ({len(chat.asked)} question(s)).",
+                *asked,
+                f"Last answer: {chat.answer}",
+            ]
         )
         extra: dict[str, Any] = {"session_id": _hex(f"chat:{chat.key}", 32)}
         if chat.focus is not None:
