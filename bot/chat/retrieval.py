@@ -225,9 +225,9 @@ class MemoryGrounder:
         await self._round(turn, RoundQuery.MESSAGE, emit, self._message_round)
         if turn.focus is not None:
             await self._round(turn, RoundQuery.FOCUS, emit, self._focus_round)
-        elif any(h["strength"] == Strength.STRONG for h in turn.semantic):
+        elif _strong(turn):
             await self._round(turn, RoundQuery.LINKS, emit, self._links_round)
-        if turn.semantic and len(turn.semantic) < CHAT_K:
+        if _strong(turn) and len(turn.semantic) < CHAT_K:
             await self._round(turn, RoundQuery.EXPANSION, emit, self._expansion_round)
 
     async def _round(self, turn: _Turn, kind: RoundQuery, emit: Emit, run: Any) -> None:
@@ -287,7 +287,7 @@ class MemoryGrounder:
         """Without a focus, the best strong hit plays its part: its issue and the PRs that
         close it (`Fixes #N`, both ways) come in as context, and its thread's chunks that
         match the question are kept at the floor like any hit."""
-        anchor = next(h for h in turn.semantic if h["strength"] == Strength.STRONG)
+        anchor = _strong(turn)[0]
         if anchor["source"] == ChunkSource.PULL_REQUEST.value and anchor.get("links"):
             issues = list(anchor["links"])
         elif anchor.get("issue"):
@@ -304,29 +304,29 @@ class MemoryGrounder:
         own = [r for r in about if r.source == ChunkSource.ISSUE.value][-len(issues) :]
         closing = await asyncio.to_thread(self.memory.linking, issues, repo=repo)
         closing = closing[-max(1, CONTEXT_K - len(own)) :]
+        given = {r.id: r for r in [*own, *closing] if r.id not in turn.hits}
         pulls = {r.issue for r in closing if r.issue is not None}
         room = ROUND_K[RoundQuery.FOCUS]  # its own share, even when round 1 is full
         found = await asyncio.to_thread(
             self.memory.search,
             turn.query,
             repo=repo,
-            k=room + len(turn.hits),
+            k=room + len(turn.hits) + len(given),
             floor=self.floor,
             within={*issues, *pulls},
         )
-        matched = _select(_new(found, turn), room, self.floor, margin=0.0)
-        given = [*own, *closing]
+        fresh = [h for h in _new(found, turn) if h.chunk_id not in given]
+        matched = _select(fresh, room, self.floor, margin=0.0)
         if recent and len(matched) < recent:  # a short question in a Discuss session
-            taken = {h.chunk_id for h in matched} | {r.id for r in given}
+            taken = {h.chunk_id for h in matched} | set(given) | set(turn.hits)
             rest = [r for r in about if r.id not in taken and r.source != ChunkSource.ISSUE.value]
-            given += rest[-(recent - len(matched)) :]
-        skip = set(turn.hits) | {h.chunk_id for h in matched}
-        given = [r for r in {r.id: r for r in given}.values() if r.id not in skip]
-        scored = await asyncio.to_thread(self.memory.cosines, turn.query, given)
+            given.update((r.id, r) for r in rest[-(recent - len(matched)) :])
+        records = list(given.values())
+        scored = await asyncio.to_thread(self.memory.cosines, turn.query, records)
         kind = RoundQuery.FOCUS if turn.focus is not None else RoundQuery.LINKS
         added = await self._keep(
             turn,
-            [Hit(r, s, scored.coverage) for r, s in zip(given, scored.scores, strict=True)],
+            [Hit(r, s, scored.coverage) for r, s in zip(records, scored.scores, strict=True)],
             kind,
             strength=Strength.CONTEXT,
         )
@@ -334,12 +334,17 @@ class MemoryGrounder:
         return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
 
     async def _expansion_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        feedback = [_record(h) for h in sorted(turn.semantic, key=lambda h: -h["score"])]
+        """Rocchio feedback from the strong hits: the question plus their mid-frequency
+        terms. Its new hits are weighed against each other (the feedback chunks themselves
+        always match an expansion of their own terms best)."""
+        feedback = [_record(h) for h in _strong(turn)]
         room = min(EXPANSION_K, CHAT_K - len(turn.semantic))
         found, added_terms = await asyncio.to_thread(
             self._feedback, turn, feedback, room + len(turn.hits)
         )
-        chosen = _select(_new(found, turn), room, self.floor, best=_best(found))
+        if not added_terms:  # nothing to ask that round 1 did not
+            return [], {"added_terms": []}
+        chosen = _select(_new(found, turn), room, self.floor)
         added = await self._keep(turn, chosen, RoundQuery.EXPANSION)
         return added, {"added_terms": list(added_terms)}
 
@@ -485,8 +490,11 @@ def _select(
     return [h for h in ranked if h.score >= bar][:room]
 
 
-def _best(hits: list[Hit]) -> float | None:
-    return max((h.score for h in hits), default=None)
+def _strong(turn: _Turn) -> list[dict[str, Any]]:
+    """The turn's strong hits, best first."""
+    return sorted(
+        (h for h in turn.semantic if h["strength"] == Strength.STRONG), key=lambda h: -h["score"]
+    )
 
 
 def _new(hits: list[Hit], turn: _Turn) -> list[Hit]:
