@@ -33,6 +33,13 @@ MID_DF_SHARE = 0.05  # a term in more than this share of chunks says little abou
 RARE_DF_SHARE = 0.01  # "rare" for citations: in at most this share of chunks (at least 3)
 RARE_TERMS = 8
 _HASHLIKE = re.compile(r"^(?=.*\d)[0-9a-f]{7,}$")  # marker hashes, commit ids, uuids' parts
+# The assistant's own vocabulary: any reply about this project may use these words, rare in
+# the index or not, so they are never evidence that a reply used a chunk (stemmed).
+REPLY_WORDS = frozenset(
+    "oper chat request file issu project worker session memori status chang updat check"
+    " answer question context hit retriev repositori task work pull pr commit summari"
+    " decis steelfram assist model repli".split()
+)
 
 
 @dataclass(frozen=True)
@@ -93,7 +100,12 @@ def _evidence(term: str) -> bool:
         return False  # issue numbers are checked as citations of their own
     if term.startswith("v") and term[1:2].isdigit():
         return True  # a version says which release
-    return len(term) >= 4 and not term.isdigit() and not _HASHLIKE.match(term)
+    return (
+        len(term) >= 4
+        and not term.isdigit()
+        and term not in REPLY_WORDS
+        and not _HASHLIKE.match(term)
+    )
 
 
 def _names(

@@ -40,7 +40,13 @@ def test_question_words_and_function_words_are_stopped(analyzer: Analyzer) -> No
 
 
 def test_non_ascii_text_is_analysed_like_ascii(analyzer: Analyzer) -> None:
-    assert analyzer.tokens("Naïve café deploys #12 v1.2") == ["naïv", "café", "deploy", "#12", "v1.2"]
+    assert analyzer.tokens("Naïve café deploys #12 v1.2") == [
+        "naïv",
+        "café",
+        "deploy",
+        "#12",
+        "v1.2",
+    ]
     assert analyzer.tokens("deploys #12 v1.2") == analyzer.tokens("deploys #12 v1.2 é")[:3]
 
 
