@@ -32,6 +32,7 @@ import string
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import Stemmer
@@ -109,22 +110,18 @@ class Terms:
             for text in texts
         ]
         cache = self._cache
-        missing = {raw for text_runs in runs for raw in text_runs if raw not in cache}
+        missing = set(chain.from_iterable(runs)) - cache.keys()  # set operations run in C
         if missing:
             if len(cache) + len(missing) > CACHE_LIMIT:
                 cache.clear()
+                missing = set(chain.from_iterable(runs))
             plain = [raw for raw in missing if raw.isalpha() and raw.islower() and raw.isascii()]
-            for raw, stem in zip(plain, self._stems([w for w in plain]), strict=True):
+            for raw, stem in zip(plain, self._stems(plain), strict=True):
                 cache[raw] = (stem,) if _content(raw) else ()
             for raw in missing.difference(plain):
                 cache[raw] = self._run(raw)
-        out: list[list[str]] = []
-        for text_runs in runs:
-            terms: list[str] = []
-            for raw in text_runs:
-                terms += cache[raw]
-            out.append(terms)
-        return out
+        lookup = cache.__getitem__
+        return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
 
     def _run(self, raw: str) -> tuple[str, ...]:
         token = raw.strip(".-")
