@@ -48,11 +48,13 @@ ANALYSIS_VERSION = 2
 CACHE_LIMIT = 200_000  # distinct raw tokens remembered (cleared when full)
 
 # scikit-learn's English list, less the words that name things in software (an "empty"
-# queue, the "system" prompt, a function "call", a "full" rebuild...).
+# queue, the "system" prompt, a function "call", a "full" rebuild...) and counts ("two
+# reminder emails", "three retries").
 _KEEP = frozenset(
     "system empty call show move found find fire full back front top bottom name part detail"
     " describe side fill interest bill computer con de cry mill amount thick thin sincere"
-    " first last next well".split()
+    " first last next third well two three four five six eight nine ten eleven twelve"
+    " fifteen twenty forty fifty sixty hundred".split()
 )
 # The words of questions and requests: they say what is asked, not what it is about, and
 # dilute short questions ("what did we say about the flaky test?").

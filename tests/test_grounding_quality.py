@@ -24,7 +24,7 @@ DATA = load_set()
 # where this lexical index stands against it.
 ANSWERABLE_AT_LEAST = 0.90
 STEM_PARAPHRASES_AT_LEAST = 0.85
-PARAPHRASES_AT_LEAST = 0.75
+PARAPHRASES_AT_LEAST = 0.80
 CITATION_AT_LEAST = 0.95
 GENERIC = (
     "The operator can make a request in the chat to file an issue; a worker will check the"

@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # The Chat floor (spec rule 2): a named constant, deliberately not a setting. A kept hit's
 # cosine with its round's query is at least this. Calibrated on tests/data/grounding_set.json
 # (tests/test_grounding_quality.py holds the numbers; docs/memory.md shows the distribution).
-CHAT_FLOOR = 0.1
+CHAT_FLOOR = 0.12
 # ...and at least this share of the round's best score: a long tail of one-word matches
 # under a good hit is noise, not context.
 RELATIVE_MARGIN = 0.45
