@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -310,3 +312,14 @@ def test_pull_request_closing_references_are_recorded_and_survive_merges(
     hits = memory.search("change", repo="o/r", within={101, 103}, k=10)
     assert sorted(h.record.issue for h in hits) == [101, 103]
     assert memory.linking([12], repo="other/repo") == []
+
+
+def test_the_memory_schema_loads_without_the_index_or_scikit_learn() -> None:
+    import memory
+
+    assert set(memory.__all__) == set(memory._EXPORTS)
+    probe = "import sys, memory.models; print('sklearn' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"
