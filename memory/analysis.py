@@ -96,6 +96,7 @@ class Terms:
 
     def __init__(self) -> None:
         self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer.maxCacheSize = 0  # our own cache holds whole tokens; its own would thrash
         self._stem_lock = threading.Lock()  # one PyStemmer object is not thread-safe
         self._cache: dict[str, tuple[str, ...]] = {}
 
@@ -112,15 +113,16 @@ class Terms:
             for text in texts
         ]
         cache = self._cache
-        missing = set(chain.from_iterable(runs)) - cache.keys()  # set operations run in C
+        unique = set(chain.from_iterable(runs))
+        missing = [raw for raw in unique if raw not in cache]
         if missing:
             if len(cache) + len(missing) > CACHE_LIMIT:
                 cache.clear()
-                missing = set(chain.from_iterable(runs))
+                missing = list(unique)
             plain = [raw for raw in missing if raw.isalpha() and raw.islower() and raw.isascii()]
             for raw, stem in zip(plain, self._stems(plain), strict=True):
                 cache[raw] = (stem,) if _content(raw) else ()
-            for raw in missing.difference(plain):
+            for raw in set(missing).difference(plain):
                 cache[raw] = self._run(raw)
         lookup = cache.__getitem__
         return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
