@@ -11,18 +11,19 @@ Terms (docs/memory.md, Analysis, has the examples):
 - a stop list (English function words plus the words of questions and requests: did, does,
   say, tell, happen, remind...) is dropped before stemming.
 
-Each term is hashed with murmurhash3 (seed 0, `abs` modulo 2^20, scikit-learn's
-`FeatureHasher`, which `HashingVectorizer` uses too). Weights are SMART `lnc.ltc`
-(docs/memory.md says why):
+Each term is hashed with murmurhash3 (seed 0, `abs` modulo 2^20, as scikit-learn's
+`HashingVectorizer` does), once per distinct raw token (cached with its terms). Weights are
+SMART `lnc.ltc` (docs/memory.md says why):
 
 - a chunk's weight is `1 + ln(tf)`, L2-normalised over the chunk: no corpus statistic, so a
   stored chunk never changes when others arrive and rebuild equals incremental exactly;
 - a query's weight is `(1 + ln(tf)) * idf`, idf computed at query time from the kept
   document frequencies.
 
-Speed: analysing a raw token (stemming, splitting) happens once per distinct token in a
-bounded cache; a chunk costs one regex scan plus a dictionary look-up per token, which keeps
-adding 1,000 chunks well inside its budget.
+Speed: analysing and hashing a raw token (stemming, splitting) happens once per distinct
+token in a bounded cache; a chunk costs one `bytes.translate` and `split` plus a dictionary
+look-up per token, and counting is one `np.unique`, which keeps adding 1,000 chunks well
+inside its budget.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from itertools import chain
 import numpy as np
 import Stemmer
 from numpy.typing import NDArray
-from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import murmurhash3_32
 
@@ -99,12 +99,40 @@ class Terms:
         self._stemmer.maxCacheSize = 0  # our own cache holds whole tokens; its own would thrash
         self._stem_lock = threading.Lock()  # one PyStemmer object is not thread-safe
         self._cache: dict[str, tuple[str, ...]] = {}
+        self._features: dict[str, tuple[int, ...]] = {}  # the same, hashed
 
     def of(self, text: str) -> list[str]:
         return self.many([text])[0]
 
     def many(self, texts: Sequence[str]) -> list[list[str]]:
-        """Terms of each text. Runs not seen before are analysed together, so the plain
+        """Terms of each text, in order."""
+        runs = self._resolve(texts)
+        try:
+            lookup = self._cache.__getitem__
+            return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
+        except KeyError:  # another thread cleared the full cache meanwhile
+            return [[t for raw in text_runs for t in self._uncached(raw)] for text_runs in runs]
+
+    def features(self, texts: Sequence[str]) -> list[list[int]]:
+        """Feature ids of each text's terms, in order (hashed once per distinct token)."""
+        runs = self._resolve(texts)
+        try:
+            lookup = self._features.__getitem__
+            return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
+        except KeyError:  # another thread cleared the full cache meanwhile
+            return [
+                [_feature(t) for raw in text_runs for t in self._uncached(raw)]
+                for text_runs in runs
+            ]
+
+    def _uncached(self, raw: str) -> tuple[str, ...]:
+        plain = raw.isalpha() and raw.islower() and raw.isascii()
+        if plain:
+            return self._stems([raw]) if _content(raw) else ()
+        return self._run(raw)
+
+    def _resolve(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's raw tokens; tokens not seen before are analysed together, so the plain
         lower-case words among them (most of them) are stemmed in one call."""
         runs = [
             text.encode("ascii").translate(_ASCII_TABLE).decode("ascii").split()
@@ -115,17 +143,22 @@ class Terms:
         cache = self._cache
         unique = set(chain.from_iterable(runs))
         missing = [raw for raw in unique if raw not in cache]
-        if missing:
-            if len(cache) + len(missing) > CACHE_LIMIT:
-                cache.clear()
-                missing = list(unique)
-            plain = [raw for raw in missing if raw.isalpha() and raw.islower() and raw.isascii()]
-            for raw, stem in zip(plain, self._stems(plain), strict=True):
-                cache[raw] = (stem,) if _content(raw) else ()
-            for raw in set(missing).difference(plain):
-                cache[raw] = self._run(raw)
-        lookup = cache.__getitem__
-        return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
+        if not missing:
+            return runs
+        if len(cache) + len(missing) > CACHE_LIMIT:
+            cache.clear()
+            self._features.clear()
+            missing = list(unique)
+        plain = [raw for raw in missing if raw.isalpha() and raw.islower() and raw.isascii()]
+        found: dict[str, tuple[str, ...]] = {
+            raw: (stem,) if _content(raw) else ()
+            for raw, stem in zip(plain, self._stems(plain), strict=True)
+        }
+        for raw in set(missing).difference(plain):
+            found[raw] = self._run(raw)
+        self._features.update((raw, tuple(map(_feature, terms))) for raw, terms in found.items())
+        cache.update(found)  # after the features: a reader of both never misses
+        return runs
 
     def _run(self, raw: str) -> tuple[str, ...]:
         token = raw.strip(".-")
@@ -172,10 +205,6 @@ class Analyzer:
 
     def __init__(self) -> None:
         self._terms = Terms()
-        # Batches are hashed in scikit-learn's compiled loop (the one HashingVectorizer runs).
-        self._hasher = FeatureHasher(
-            n_features=N_FEATURES, input_type="string", alternate_sign=False
-        )
 
     @property
     def signature(self) -> dict[str, object]:
@@ -190,16 +219,19 @@ class Analyzer:
         return _feature(term)
 
     def batch(self, texts: Sequence[str]) -> DocTerms:
-        matrix = self._hasher.transform(self._terms.many(texts))
-        matrix.sum_duplicates()  # one entry per (doc, term), terms sorted within each doc
-        doc = np.repeat(np.arange(len(texts), dtype=np.int64), np.diff(matrix.indptr))
+        per_text = self._terms.features(texts)
+        lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+        flat = np.fromiter(chain.from_iterable(per_text), dtype=np.int64, count=int(lengths.sum()))
+        doc = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        # one row per (doc, term), sorted by doc then term
+        pairs, counts = np.unique(doc * N_FEATURES + flat, return_counts=True)
         return DocTerms(
-            doc, matrix.indices.astype(np.int64), matrix.data.astype(np.int64), len(texts)
+            pairs // N_FEATURES, pairs % N_FEATURES, counts.astype(np.int64), len(texts)
         )
 
     def query(self, text: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """(sorted unique term ids, 1 + ln(tf)) of a query; idf is applied by the index."""
-        features = np.fromiter(map(_feature, self._terms.of(text)), dtype=np.int64)
+        features = np.asarray(self._terms.features([text])[0], dtype=np.int64)
         if features.size == 0:
             return features, np.zeros(0, dtype=np.float64)
         terms, counts = np.unique(features, return_counts=True)
