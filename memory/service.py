@@ -19,8 +19,9 @@ from sqlalchemy.orm import Session
 from memory import chunks, sync
 from memory.analysis import Analyzer
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
-from memory.errors import IndexIncompatible
+from memory.errors import IndexIncompatible, IndexUnavailable
 from memory.feedback import Expansion, expansion, rare_terms
+from memory.identity import database_identity
 from memory.index import DEFAULT_K, Hit, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
 from memory.segment import Record
@@ -46,6 +47,7 @@ class Memory:
         self.analyzer = Analyzer()
         self.index = SearchIndex(root, self.analyzer)
         self.writer = IndexWriter(root, self.analyzer, clock=wall)
+        self._bound = False
 
     @classmethod
     def in_data_dir(
@@ -53,6 +55,47 @@ class Memory:
     ) -> Memory:
         """The memory of a Steelframe installation: its index under the data dir."""
         return cls(data_dir / FOLDER, sessions, clock=clock)
+
+    def bind(self, *, progress: Callable[[int, int], None] | None = None) -> str:
+        """Tie the index to this memory's database (memory.identity): from now on it reads
+        and writes only an index built from it. An index built from another database (or
+        before identities existed) is rebuilt from this one, reporting `progress`.
+        An index built with another analysis (an older Steelframe: ANALYSIS_VERSION) is
+        rebuilt the same way. Returns "current", "new" or "rebuilt". Called at start; every
+        use binds first."""
+        identity = self._identify()
+        try:
+            manifest = read_manifest(self.root, analysis=dict(self.analyzer.signature))
+        except IndexIncompatible:
+            log.warning("memory: the index in %s was built with another analysis; rebuilding")
+            self.reindex(progress=progress)
+            return "rebuilt"
+        except IndexUnavailable:
+            return "current"  # corrupt: reported on use, as before
+        if manifest is None or (manifest.database is None and not manifest.segments):
+            return "new"
+        if manifest.database == identity:
+            return "current"
+        log.warning(
+            "memory: the index in %s was built from another database; rebuilding it from "
+            "this one (%d chunks were indexed there)",
+            self.root,
+            manifest.live_docs,
+        )
+        self.reindex(progress=progress)
+        return "rebuilt"
+
+    def _identify(self) -> str:
+        with self.sessions() as session:
+            identity = database_identity(session)
+        self.writer.database = identity
+        self.index.expect_database(identity)
+        self._bound = True
+        return identity
+
+    def _ensure_bound(self) -> None:
+        if not self._bound:
+            self.bind()
 
     def search(
         self,
@@ -66,6 +109,7 @@ class Memory:
         within: Collection[int] | None = None,
     ) -> list[Hit]:
         """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search)."""
+        self._ensure_bound()
         return self.index.search(
             query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only, within=within
         )
@@ -83,6 +127,7 @@ class Memory:
         """`search` with the query expanded by pseudo-relevance feedback from `feedback`
         (Rocchio over the mid-frequency terms of those chunks; memory.feedback). Scores are
         cosines with the expanded query."""
+        self._ensure_bound()
         grown = expansion(self.analyzer, self.index.snapshot(), query, feedback)
         hits = self.index.search_terms(
             grown.terms, grown.tf, repo=repo, focus=focus, k=k, floor=floor
@@ -91,13 +136,16 @@ class Memory:
 
     def about(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
         """Live chunks about these issues/PRs (their own text, comments, sessions)."""
+        self._ensure_bound()
         return self.index.about(issues, repo=repo)
 
     def linking(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
         """Live pull request chunks whose text closes one of these issues (`Fixes #N`)."""
+        self._ensure_bound()
         return self.index.linking(issues, repo=repo)
 
     def cosines(self, query: str, records: Sequence[Record]) -> Scored:
+        self._ensure_bound()
         return self.index.cosines(query, records)
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
@@ -109,29 +157,25 @@ class Memory:
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
         """Catch the index up with the rows; an index built with another analysis (an older
-        version of Steelframe) is rebuilt first, its progress logged."""
+        version of Steelframe) met here is rebuilt first, its progress logged."""
+        self._ensure_bound()
         try:
             with self.sessions() as session:
                 return sync.sync(session, self.writer, limit=limit)
         except IndexIncompatible:
-            self.upgrade_index(progress=_log_progress)
+            self.reindex(progress=_log_progress)
             with self.sessions() as session:
                 return sync.sync(session, self.writer, limit=limit)
 
     def upgrade_index(self, *, progress: Callable[[int, int], None] | None = None) -> bool:
-        """Rebuild the index if it was built with another analysis (ANALYSIS_VERSION): run
-        at start-up with a progress bar, and by `sync` if a turn meets an old index first.
-        Returns whether it rebuilt."""
-        try:
-            read_manifest(self.root, analysis=dict(self.analyzer.signature))
-        except IndexIncompatible:
-            log.warning("memory index: built with another analysis, rebuilding from the rows")
-            self.reindex(progress=progress)
-            return True
-        return False
+        """At start-up, with a progress bar: rebuild an index built with another analysis
+        or from another database (`bind`). Returns whether it rebuilt."""
+        return self.bind(progress=progress) == "rebuilt"
 
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> Manifest:
         """Rebuild the index from the rows (`steelframe memory reindex`), then catch up."""
+        if not self._bound:
+            self._identify()  # a rebuild needs no check: it makes the index this database's
         with self.sessions() as session:
             manifest = sync.rebuild(session, self.writer, progress=progress)
         self.sync()
@@ -139,6 +183,7 @@ class Memory:
 
     def merge(self, *, limit: int = 100) -> int:
         """Run due merges (a background job); returns how many ran."""
+        self._ensure_bound()
         merged = 0
         while merged < limit and self.writer.merge_once():
             merged += 1
@@ -158,6 +203,7 @@ class Memory:
     def distinctive(self, text: str, *, exclude: str = "") -> list[str]:
         """The terms of `text` rare in the index (by idf): what a reply that used it would
         repeat (memory.feedback.rare_terms); the terms of `exclude` (the question) aside."""
+        self._ensure_bound()
         return rare_terms(self.analyzer, self.index.snapshot(), text, exclude=exclude)
 
     def terms(self, text: str) -> set[str]:
@@ -165,6 +211,7 @@ class Memory:
         return set(self.analyzer.tokens(text))
 
     def stats(self) -> dict[str, Any]:
+        self._ensure_bound()
         snapshot = self.index.snapshot()
         manifest = snapshot.manifest
         return {
