@@ -21,6 +21,8 @@ DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
 DEFAULT_CHAT_MAX_BODY = 64 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
 RUNTIMES = ("offline", "openai", "anthropic", "command")
+# Coding agents the worker knows how to drive (docs/runtimes.md, "Coding agents").
+CODING_AGENTS = ("demo", "command", "claude", "codex", "aider")
 
 
 class ConfigError(Exception):
@@ -113,6 +115,12 @@ def _bool(value: str) -> bool:
     raise ValueError("must be true or false")
 
 
+def _coding_agent(value: str) -> str:
+    if value not in CODING_AGENTS:
+        raise ValueError(f"must be one of {', '.join(CODING_AGENTS)}")
+    return value
+
+
 def _runtime(value: str) -> str:
     if value not in RUNTIMES:
         raise ValueError(f"must be one of {', '.join(RUNTIMES)}")
@@ -176,6 +184,9 @@ FIELDS: tuple[_Field, ...] = (
         "STEELFRAME_THINKING_TOKENS", "thinking_tokens", _non_negative_int, "anthropic thinking"
     ),
     _Field("STEELFRAME_CODING_COMMAND", "coding_command", _str, "worker's coding runtime"),
+    _Field("STEELFRAME_CODING_AGENT", "coding_agent", _coding_agent, "|".join(CODING_AGENTS)),
+    _Field("STEELFRAME_CODING_MODEL", "coding_model", _str, "model the coding agent uses"),
+    _Field("STEELFRAME_CODING_MAX_TURNS", "coding_max_turns", _positive_int, "claude turns"),
     _Field("STEELFRAME_REPO", "repo", _repo, "default agent repository owner/name"),
     _Field("STEELFRAME_CHECKOUT", "checkout", Path, "default agent read-only checkout"),
     _Field("STEELFRAME_AGENTS", "agents_json", _json_object, "extra agents (JSON)"),
@@ -231,6 +242,10 @@ class Settings:
     tool_rounds: int = 4
     thinking_tokens: int = 0
     coding_command: str | None = None
+    # None: `command` when STEELFRAME_CODING_COMMAND is set, else no coding runtime.
+    coding_agent: str | None = None
+    coding_model: str | None = None
+    coding_max_turns: int = 50
     repo: str = "steelframe-dev/sandbox"
     checkout: Path = Path(".")
     agents_json: dict[str, Any] = field(default_factory=dict)
@@ -296,6 +311,10 @@ class Settings:
             raise ConfigError("PRIVATE_KEY and PRIVATE_KEY_PATH: set one, not both")
         if self.runtime == "command" and not self.chat_command:
             raise ConfigError("STEELFRAME_CHAT_COMMAND: required when STEELFRAME_RUNTIME=command")
+        if self.coding_agent == "command" and not self.coding_command:
+            raise ConfigError(
+                "STEELFRAME_CODING_COMMAND: required when STEELFRAME_CODING_AGENT=command"
+            )
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ConfigError(f"STEELFRAME_LOG_LEVEL: {self.log_level!r} is not a log level")
         for name in self.agents_json:

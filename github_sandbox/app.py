@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import control_routes, rest_routes
+from github_sandbox import control_routes, pages, rest_routes
 from github_sandbox.appkeys import SANDBOX
 from github_sandbox.operations import SandboxError
 from github_sandbox.sandbox import Exchange, Sandbox
@@ -23,7 +23,8 @@ INJECTED = web.RequestKey("injected_fault", bool)
 
 
 def _is_control(request: web.Request) -> bool:
-    return request.path.startswith(control_routes.PREFIX)
+    """The sandbox's own endpoints and its HTML pages: not GitHub's REST API."""
+    return request.path.startswith(control_routes.PREFIX) or pages.is_page(request)
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -127,6 +128,8 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app[USAGE] = {}
     app.add_routes(rest_routes.routes)
     app.add_routes(control_routes.routes)
+    # Last: the pages' `/{owner}/{repo}/...` patterns must not shadow a REST route.
+    app.add_routes(pages.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield

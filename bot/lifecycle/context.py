@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ import redis
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
+from bot.lifecycle.agents import demo
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
@@ -38,10 +40,16 @@ class LifecyclePolicy:
     lease_seconds: float = 60.0
     backoff_seconds: float = 30.0
     coding_command: tuple[str, ...] | None = None
+    # Which agent runs (bot.config.CODING_AGENTS); None: no coding runtime is configured.
+    coding_agent: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LifecyclePolicy:
         command = tuple(shlex.split(settings.coding_command)) if settings.coding_command else None
+        agent = settings.coding_agent or ("command" if command else None)
+        if agent == "demo":
+            # A script run by this interpreter, so the sandbox wraps it like any command.
+            command = (sys.executable, str(Path(demo.__file__).resolve()))
         return cls(
             time_limit=float(settings.task_time_limit),
             max_attempts=settings.task_max_attempts,
@@ -50,6 +58,7 @@ class LifecyclePolicy:
             lease_seconds=settings.task_lease_seconds,
             backoff_seconds=settings.task_retry_backoff_seconds,
             coding_command=command or None,
+            coding_agent=agent,
         )
 
     @property

@@ -38,7 +38,8 @@ MAX_MEMORY_PATHS = 50
 STOP_POLL_SECONDS = 1.0
 NO_RUNTIME_NOTICE = (
     "Steelframe picked up this issue, but no coding runtime is configured on its workers "
-    "(`STEELFRAME_CODING_COMMAND` is not set), so nothing was changed and no pull request "
+    "(neither `STEELFRAME_CODING_AGENT` nor `STEELFRAME_CODING_COMMAND` is set), so nothing "
+    "was changed and no pull request "
     "will come from this run. Once a runtime is configured, publish a Decision on this issue "
     "to resume the task."
 )
@@ -479,7 +480,10 @@ async def _open_pull(
     body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
         f"<!-- steelframe-task {task.id} -->"
     )
-    pull = await github.create_pull(task.repo, title=task.title, head=branch, base=base, body=body)
+    title = task.title
+    if ctx.policy.coding_agent == "demo":
+        title = f"{title} (demo runtime)"
+    pull = await github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
     ctx.db.call(
         tasks.touch,
         task.id,
