@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 import time
@@ -31,3 +32,10 @@ def fail(message: str, code: int) -> None:
 def hang() -> None:
     while True:
         time.sleep(3600)
+
+
+def transcript(name: str) -> list[str]:
+    """The verbatim lines of a documented transcript kept next to the fakes."""
+    here = os.path.dirname(os.path.realpath(__file__))
+    with open(os.path.join(here, name), encoding="utf-8") as lines:
+        return [line.rstrip("\n") for line in lines if line.strip()]
