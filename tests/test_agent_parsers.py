@@ -4,6 +4,9 @@ what each line becomes, and what the run's result is."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -211,3 +214,22 @@ def test_progress_in_words_is_throttled() -> None:
         "Claude Code is working: 1 command run; 1 file edit; 1 other tool call (Grep)."
     )
     assert tally.due(100.0) and not tally.due(101.0) and tally.due(116.0)
+
+
+def test_doctor_lists_each_agent_with_its_version_and_flags_the_configured_one(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+    env.update(PATH=f"{BIN}:/usr/bin:/bin", FAKE_CODEX_VERSION="0.44.0")
+    env["STEELFRAME_CODING_AGENT"] = "codex"
+    doctor = [sys.executable, "-m", "steelframe.cli", "doctor"]
+    run = subprocess.run(doctor, env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 1, run.stderr
+    assert "claude  Claude Code  2.1.332    supported" in run.stdout
+    assert "unsupported version (the preset is written for 0.171.0)" in run.stdout
+    env["STEELFRAME_CODING_AGENT"] = "claude"
+    run = subprocess.run(doctor, env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.endswith("ok\n"), run.stdout
+    env["PATH"] = "/usr/bin:/bin"
+    run = subprocess.run(doctor, env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 1 and "not installed (install: npm install -g" in run.stdout
