@@ -1,0 +1,70 @@
+"""The presets with the real CLIs (pinned, installed from npm into a cache), headless against
+a loopback fake model server speaking the provider's streaming wire format, end to end
+through the lifecycle: the real agent edits the worktree and the task delivers."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from bot.lifecycle.agents.presets import Agent
+from bot.lifecycle.states import TaskState
+from tests.fakes.anthropic_server import FakeAnthropic, answer, tool_round
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.real_agents import real_agent_bin
+
+KEY = "sk-ant-test-key"
+MODEL = "claude-sonnet-4-5"
+
+
+@pytest.fixture
+async def anthropic() -> AsyncIterator[tuple[FakeAnthropic, str]]:
+    fake = FakeAnthropic(api_key=KEY)
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield fake, f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.slow
+async def test_real_claude_code_delivers_through_the_preset(
+    make: Make, anthropic: tuple[FakeAnthropic, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binaries = real_agent_bin(Agent.CLAUDE)
+    fake, url = anthropic
+    # Claude Code asks for extended thinking: each answer starts with a signed thinking block.
+    bash = {"command": "echo hello > hello.txt", "description": "Create hello.txt"}
+    fake.enqueue(
+        MODEL,
+        tool_round(("Bash", bash), text="I'll create the file.", thinking="Use the shell."),
+        answer("Done: created hello.txt.", thinking="It is done."),
+    )
+    monkeypatch.setenv("PATH", f"{binaries}:{os.environ['PATH']}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
+    monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
+    values: dict[str, Any] = {"coding_agent": "claude", "coding_model": MODEL}
+    lc = await make(**values, task_time_limit=120)
+    issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, [e.detail for e in lc.events(task.id)]
+    assert lc.branch_file("hello.txt", f"steelframe/issue-{issue}") == "hello\n"
+    assert task.runtime_session and task.cost_usd > 0 and task.tokens_used > 0
+    assert len(fake.requests) == 2 and fake.requests[0].headers.get("x-api-key") == KEY
+    # The worker's prompt reached the model, the issue text marked as data.
+    first = str(fake.requests[0].body["messages"])
+    assert "Create hello.txt containing the word hello." in first
+    home = Path(lc.settings.data_dir, "agent-homes", f"task-{task.id}")
+    assert (await asyncio.to_thread(os.listdir, home / ".claude")) != []  # sessions kept
