@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,8 @@ from bot.lifecycle.states import TaskState
 from tests.fakes.anthropic_server import FakeAnthropic, answer, tool_round
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.real_agents import real_agent_bin
+from tests.fakes.real_agents import cache_root, real_agent_bin
+from tests.fakes.responses_server import FakeResponses, Run, Say
 
 KEY = "sk-ant-test-key"
 MODEL = "claude-sonnet-4-5"
@@ -33,6 +36,31 @@ async def anthropic() -> AsyncIterator[tuple[FakeAnthropic, str]]:
     await site.start()
     try:
         yield fake, f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+def data_outside_tmp() -> Iterator[Path]:
+    """A data directory outside /tmp: Codex refuses to create the helper binaries of its
+    Linux sandbox under a temporary directory, and its commands then cannot start."""
+    cache_root().mkdir(parents=True, exist_ok=True)
+    folder = Path(tempfile.mkdtemp(prefix="data-", dir=cache_root()))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+async def responses() -> AsyncIterator[tuple[FakeResponses, str]]:
+    fake = FakeResponses(api_key="sk-codex-test")
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield fake, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
     finally:
         await runner.cleanup()
 
@@ -68,3 +96,40 @@ async def test_real_claude_code_delivers_through_the_preset(
     assert "Create hello.txt containing the word hello." in first
     home = Path(lc.settings.data_dir, "agent-homes", f"task-{task.id}")
     assert (await asyncio.to_thread(os.listdir, home / ".claude")) != []  # sessions kept
+
+
+@pytest.mark.slow
+async def test_real_codex_cli_delivers_through_the_preset(
+    make: Make,
+    responses: tuple[FakeResponses, str],
+    monkeypatch: pytest.MonkeyPatch,
+    data_outside_tmp: Path,
+) -> None:
+    binaries = real_agent_bin(Agent.CODEX)
+    fake, url = responses
+    fake.enqueue(
+        [Say("I'll create the file."), Run("echo hello > hello.txt")],
+        [Say("Done: created hello.txt.")],
+    )
+    monkeypatch.setenv("PATH", f"{binaries}:{os.environ['PATH']}")
+    monkeypatch.setenv("CODEX_API_KEY", "sk-codex-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    prices = {"gpt-5-codex": {"input": 1.25, "output": 10.0}}
+    lc = await make(
+        coding_agent="codex",
+        coding_model="gpt-5-codex",
+        model_prices=prices,
+        task_time_limit=120,
+        data_dir=data_outside_tmp,
+    )
+    issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, [e.detail for e in lc.events(task.id)]
+    assert lc.branch_file("hello.txt", f"steelframe/issue-{issue}") == "hello\n"
+    # Two model calls of 1,200 input and 60 output tokens each, priced per million.
+    assert task.tokens_used == 2 * (1200 + 60)
+    assert task.cost_usd == pytest.approx((2400 * 1.25 + 120 * 10.0) / 1e6)
+    assert task.runtime_session  # the thread id, for `codex exec resume`
+    outputs = [i for i in fake.requests[1]["input"] if i.get("type") == "function_call_output"]
+    assert outputs and "exited with code 0" in outputs[0]["output"]
