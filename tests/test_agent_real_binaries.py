@@ -20,7 +20,9 @@ from bot.lifecycle.states import TaskState
 from tests.fakes.anthropic_server import FakeAnthropic, answer, tool_round
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.real_agents import cache_root, real_agent_bin
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import answer as chat_answer
+from tests.fakes.real_agents import cache_root, real_agent_bin, real_aider_bin
 from tests.fakes.responses_server import FakeResponses, Run, Say
 
 KEY = "sk-ant-test-key"
@@ -133,3 +135,41 @@ async def test_real_codex_cli_delivers_through_the_preset(
     assert task.runtime_session  # the thread id, for `codex exec resume`
     outputs = [i for i in fake.requests[1]["input"] if i.get("type") == "function_call_output"]
     assert outputs and "exited with code 0" in outputs[0]["output"]
+
+
+# aider's diff edit format: a SEARCH/REPLACE block with an empty SEARCH creates the file.
+AIDER_EDIT = (
+    "I'll create it.\n\nhello.txt\n```\n<<<<<<< SEARCH\n=======\nhello\n>>>>>>> REPLACE\n```\n"
+)
+
+
+@pytest.mark.slow
+async def test_real_aider_delivers_through_the_preset(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    binaries = real_aider_bin()
+    fake = FakeOpenAI(api_key="sk-openai-test", unstreamed=True)  # --no-stream
+    fake.enqueue("gpt-4o", chat_answer(AIDER_EDIT, usage=(2100, 120)))
+    runner = web.AppRunner(fake.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        monkeypatch.setenv("PATH", f"{binaries}:{os.environ['PATH']}")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test")
+        monkeypatch.setenv("OPENAI_API_BASE", f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
+        lc = await make(coding_agent="aider", coding_model="gpt-4o", task_time_limit=180)
+        issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
+        await lc.work()
+    finally:
+        await runner.cleanup()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, [e.detail for e in lc.events(task.id)]
+    branch = f"steelframe/issue-{issue}"
+    assert lc.branch_file("hello.txt", branch) == "hello\n"
+    assert lc.branch_file(".gitignore", branch) is None  # --no-gitignore
+    tree = lc.branch_file("", branch) or ""
+    assert ".aider" not in tree  # neither its history nor its tags cache
+    # aider's own usage line: 2.1k sent, 120 received, its cost for gpt-4o.
+    assert task.tokens_used == 2100 + 120 and task.cost_usd > 0
+    assert len(fake.requests) == 1 and fake.requests[0].body.get("stream") in (None, False)

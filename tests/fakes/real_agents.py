@@ -18,6 +18,7 @@ from bot.lifecycle.agents.presets import PRESETS, Agent
 
 PACKAGES = {Agent.CLAUDE: "@anthropic-ai/claude-code", Agent.CODEX: "@openai/codex"}
 INSTALL_TIMEOUT_SECONDS = 600
+AIDER_PACKAGE = "aider-chat"
 
 
 def cache_root() -> Path:
@@ -56,4 +57,32 @@ def real_agent_bin(agent: Agent) -> Path:
             )
             if done.returncode != 0 or not binary.exists():
                 _unavailable(f"`npm install {spec}` failed: {done.stderr.strip()[-300:]}")
+    return binary.parent
+
+
+def real_aider_bin() -> Path:
+    """The `bin` of a virtualenv of its own holding the pinned aider, from PyPI."""
+    pinned = PRESETS[Agent.AIDER].pinned
+    folder = cache_root() / f"aider-{pinned}"
+    binary = folder / "bin" / "aider"
+    if binary.exists():
+        return binary.parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.parent / f".aider-{pinned}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not binary.exists():
+            steps = [
+                ["python3", "-m", "venv", str(folder)],
+                [str(folder / "bin" / "pip"), "install", "--quiet", f"{AIDER_PACKAGE}=={pinned}"],
+            ]
+            for step in steps:
+                done = subprocess.run(
+                    step,
+                    capture_output=True,
+                    text=True,
+                    timeout=INSTALL_TIMEOUT_SECONDS,
+                    check=False,
+                )
+                if done.returncode != 0:
+                    _unavailable(f"`{' '.join(step)}` failed: {done.stderr.strip()[-300:]}")
     return binary.parent

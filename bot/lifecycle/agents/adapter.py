@@ -100,6 +100,8 @@ def run_agent(agent: Agent, run: AgentRun, home: Path) -> Event:
             for event in parser.feed(line.rstrip("\n")):
                 emit(event)
         code = process.wait()
+        if agent == Agent.AIDER:
+            aider.remove_caches(run.cwd)
         return parser.result(code, changed=changed(run.cwd, head_before))
 
 

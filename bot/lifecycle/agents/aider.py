@@ -11,6 +11,7 @@ It never commits (`--no-auto-commits --no-dirty-commits`): the worker does.
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 
 from bot.lifecycle.agents.base import (
@@ -57,6 +58,14 @@ def launch(run: AgentRun, scratch: Path) -> Launch:
     if run.model:
         argv += ["--model", run.model]
     return Launch(argv=tuple(argv), stdin=None)
+
+
+def remove_caches(checkout: Path) -> None:
+    """aider leaves its repository-map cache (`.aider.tags.cache.v4/`) in the checkout's root,
+    which has no place in a pull request (the next run builds it again)."""
+    for cache in checkout.glob(".aider.tags.cache.v*"):
+        if cache.is_dir() and not cache.is_symlink():
+            shutil.rmtree(cache, ignore_errors=True)
 
 
 def _count(text: str) -> int:
