@@ -163,3 +163,18 @@ async def test_aider_with_malformed_edits_fails_and_retries(make: Make) -> None:
     task = lc.task(issue)
     assert task.state == TaskState.FAILED and task.attempts == 2
     assert task.cost_usd == pytest.approx(0.0081 * 2)
+
+
+async def test_an_agent_sees_its_own_key_and_no_other_variable_of_the_worker(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-chat-model-key")
+    monkeypatch.setenv("DATABASE_PASSWORD", "hunter2")
+    monkeypatch.setenv("CLAUDE_CODE_USE_BEDROCK", "0")
+    lc = await start(make, "claude")
+    issue = await lc.open_issue("Env scenario:env", "Write the names of your variables down.")
+    await lc.work()
+    names = set((lc.branch_file("hello.txt", f"steelframe/issue-{issue}") or "").split())
+    assert {"ANTHROPIC_API_KEY", "CLAUDE_CODE_USE_BEDROCK", "PATH", "HOME"} <= names
+    assert not names & {"OPENAI_API_KEY", "CODEX_API_KEY", "DATABASE_PASSWORD"}
+    assert not any(name.startswith("STEELFRAME_") for name in names)

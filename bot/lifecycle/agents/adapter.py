@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bot.lifecycle.agents import aider, claude, codex
 from bot.lifecycle.agents.base import AgentRun, Event, Launch, Parser, failed, log
-from bot.lifecycle.agents.presets import PRESETS, Agent
+from bot.lifecycle.agents.presets import PRESETS, Agent, agent_environment
 
 
 def emit(event: Event) -> None:
@@ -73,7 +73,7 @@ def run_agent(agent: Agent, run: AgentRun, home: Path) -> Event:
     head_before = _git(run.cwd, "rev-parse", "HEAD")
     with tempfile.TemporaryDirectory(prefix="steelframe-agent-") as scratch:
         launch, parser = prepare(agent, run, Path(scratch), home)
-        env = {**os.environ, "HOME": str(home), **launch.env}
+        env = {**agent_environment(os.environ, PRESETS[agent]), "HOME": str(home), **launch.env}
         try:
             process = subprocess.Popen(
                 launch.argv,
