@@ -190,25 +190,26 @@ def _coding_line(settings: Settings) -> str:
 
 def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
     """What a newcomer can do now, printed once everything is up."""
+    ask = "file an issue for the login page, which shows a blank screen after a wrong password"
     lines = [
         "",
-        "Try it:",
+        "Try it: open Chat in another terminal",
         f"  steelframe-tui --url {url} --token {token}",
-        "  then type: file an issue for the login page, which shows a blank screen after "
-        "a wrong password",
-        "  or, without the TUI:",
+        f"  and type: {ask}",
+        "  (or, without the TUI:",
         f"  curl -s -X POST {url}/api/operator/chat -H 'Authorization: Bearer {token}' \\",
-        '       -d \'{"message": "file an issue for the flaky login test"}\'',
+        f'       -d \'{{"message": "{ask}"}}\')',
     ]
     if settings.coding_agent == "demo":
         lines += [
-            "The issue is filed and labelled, a task runs, and a pull request appears.",
-            "A one-line issue gets a question first: Discuss it in Chat, draft a Decision,",
-            "Publish it, and the task resumes to a pull request.",
+            "Chat files the issue, a task runs the demo coding runtime, and a pull request",
+            "appears. A one-line issue (file an issue for the flaky login test) gets a",
+            "question first: Discuss it in Chat, draft a Decision, Publish it, and the task",
+            "resumes to a pull request.",
         ]
     if sandbox is not None:
-        lines.append(f"Issues and pull requests open in a browser at {sandbox.url}/{settings.repo}")
-    lines.append("Board: curl -s -H 'Authorization: Bearer TOKEN' " + f"{url}/api/operator/board")
+        lines.append(f"Issues and pull requests open in a browser: {sandbox.url}/{settings.repo}")
+    lines.append(f"Board: curl -s -H 'Authorization: Bearer {token}' {url}/api/operator/board")
     return "\n".join(lines)
 
 
