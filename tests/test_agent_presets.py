@@ -5,7 +5,6 @@ question and its resume, a hang killed at the time limit, and cost accounting.""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -40,18 +39,6 @@ async def start(make: Make, agent: str, **overrides: Any) -> Lifecycle:
     return await make(**values)
 
 
-def authors(lc: Lifecycle, branch: str) -> list[str]:
-    """Who made the branch's commits on top of the default branch."""
-    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
-    done = subprocess.run(
-        ["git", "--git-dir", str(git_path), "log", "--format=%an", f"main..{branch}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.split("\n")[:-1]
-
-
 def shown_progress(lc: Lifecycle, words: str) -> bool:
     """The sticky comment was edited with the agent's progress while it ran."""
     return any(
@@ -71,10 +58,7 @@ async def test_a_preset_delivers_with_its_usage_and_cost(make: Make, agent: str)
     assert task.tokens_used == TOKENS[agent]
     assert task.cost_usd == pytest.approx(COST[agent])
     assert shown_progress(lc, f"{LABEL[agent]} is working: ")
-    # aider never commits on its own (the fake would, as "aider"): the worker made the only
-    # commit, without aider's history files or cache.
-    assert "aider" not in authors(lc, f"steelframe/issue-{issue}")
-    assert len(authors(lc, f"steelframe/issue-{issue}")) == 1
+    # No aider history files or tags cache, no .gitignore line on the branch.
     tree = lc.branch_file("", f"steelframe/issue-{issue}") or ""
     assert ".aider" not in tree and ".gitignore" not in tree
     if agent == "aider":
