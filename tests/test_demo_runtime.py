@@ -64,3 +64,12 @@ def test_after_a_decision_the_note_carries_it(tmp_path: Path) -> None:
     note = (tmp_path / "notes" / "issue-7.md").read_text()
     assert "## Issue text\n\n(empty)" in note
     assert "## Decisions received\n\n> Retry twice.\n> Then log it.\n" in note
+
+
+def test_a_notes_link_planted_in_the_repository_is_not_written_through(tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (tmp_path / "notes").symlink_to(outside)
+    events = run_demo(tmp_path, "The login page shows a blank screen after a wrong password.")
+    assert events[-1]["status"] == "error"
+    assert list(outside.iterdir()) == []

@@ -111,6 +111,10 @@ def main() -> int:
         emit(type="result", status="question", question=QUESTION)
         return 0
     path = Path("notes") / f"issue-{issue}.md"
+    if not issue.isdigit() or path.parent.is_symlink() or path.is_symlink():
+        # The repository is someone else's: never write through a link it planted.
+        emit(type="result", status="error", error="notes/ is a link in this repository")
+        return 0
     path.parent.mkdir(exist_ok=True)
     path.write_text(note(issue, title_of(prompt), text, [decision] if decision else []))
     emit(type="log", text=f"demo runtime: wrote {path}")
