@@ -1,9 +1,9 @@
 """`steelframe dev`: the whole system on embedded defaults, no network, no credentials.
 
-SQLite file under ./var, the offline runtime, the demo coding runtime and a fresh token for
-the `dev` operator. Whatever the environment configures (database URL, a real model, a
-coding agent, WEBHOOK_SECRET) overrides these defaults. Other packages add their embedded
-parts through `DEV_EXTRAS`.
+The same SQLite file under ./var as every other command, the offline runtime, the demo
+coding runtime and a fresh token for the `dev` operator. Whatever the environment
+configures (database URL, a real model, a coding agent, WEBHOOK_SECRET) overrides these
+defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from steelframe.logs import configure_logging
 from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
-DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
 
 
 def register(subparsers: Any) -> None:
@@ -57,7 +56,9 @@ def dev_settings(settings: Settings) -> Settings:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    settings = dev_settings(load_settings(**DEV_DEFAULTS))
+    # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
+    # the database `dev` runs on (the default, under the data directory).
+    settings = dev_settings(load_settings())
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
