@@ -1,10 +1,12 @@
 FROM python:3.11-slim
 WORKDIR /app
-# bubblewrap isolates every coding run (docs/lifecycle.md, "The sandbox"); util-linux
-# brings prlimit and setpriv, which set its limits and drop root inside it.
+# git: the worker's checkouts; bubblewrap: the coding sandbox every run happens in
+# (docs/lifecycle.md, "The sandbox"); util-linux: prlimit and setpriv, which set its limits
+# and drop root inside it.
 RUN apt-get update && apt-get install -y --no-install-recommends git bubblewrap util-linux \
     && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md app.yml* ./
+COPY steelframe ./steelframe
 COPY bot ./bot
 COPY operator_api ./operator_api
 COPY webhooks ./webhooks
@@ -15,6 +17,8 @@ RUN pip install --no-cache-dir .
 ENV STEELFRAME_DATA_DIR=/data
 VOLUME /data
 EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"
 # serve runs the migrations first; run workers from the same image with `steelframe worker`.
 #
 # A worker container must be allowed to create the sandbox's namespaces. As root in the

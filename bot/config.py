@@ -17,12 +17,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-DEFAULT_DATABASE_URL = "sqlite:///var/steelframe.db"
+DEFAULT_DATA_DIR = Path("var")
+# Every command in a checkout (serve, dev, worker, webhooks, memory...) uses the same file
+# under the data directory unless STEELFRAME_DATABASE_URL says otherwise.
+DEFAULT_DATABASE_FILE = "steelframe.db"
+DEFAULT_DATABASE_URL = f"sqlite:///{DEFAULT_DATA_DIR / DEFAULT_DATABASE_FILE}"
 DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
 DEFAULT_CHAT_MAX_BODY = 64 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
 RUNTIMES = ("offline", "openai", "anthropic", "command")
 SANDBOXES = ("bwrap", "off")
+# Coding agents the worker knows how to drive (docs/runtimes.md, "Coding agents").
+CODING_AGENTS = ("demo", "command", "claude", "codex", "aider")
 
 
 class ConfigError(Exception):
@@ -88,10 +94,14 @@ def _positive_float(value: str) -> float:
 
 
 def _mask_url_password(url: str) -> str:
-    parsed = urlsplit(url)
-    if parsed.password is None:
+    try:
+        parsed = urlsplit(url)
+        password = parsed.password
+    except ValueError:  # not even a URL: show nothing of it rather than a secret
+        return "(unparseable URL)"
+    if password is None:
         return url
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    netloc = parsed.netloc.replace(f":{password}@", ":***@", 1)
     return urlunsplit(parsed._replace(netloc=netloc))
 
 
@@ -121,6 +131,12 @@ def _protocol(value: str) -> str:
     return value
 
 
+def _log_format(value: str) -> str:
+    if value not in {"text", "json"}:
+        raise ValueError("must be text or json")
+    return value
+
+
 def _bool(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -128,6 +144,12 @@ def _bool(value: str) -> bool:
     if lowered in {"0", "false", "no", "off"}:
         return False
     raise ValueError("must be true or false")
+
+
+def _coding_agent(value: str) -> str:
+    if value not in CODING_AGENTS:
+        raise ValueError(f"must be one of {', '.join(CODING_AGENTS)}")
+    return value
 
 
 def _runtime(value: str) -> str:
@@ -186,6 +208,35 @@ def _paths(value: str) -> tuple[Path, ...]:
     return paths
 
 
+# Scheme aliases other tools print (Heroku, docker images) for the drivers we ship.
+_POSTGRES_ALIASES = {"postgres", "postgresql+psycopg2", "postgres+psycopg"}
+
+
+def _database_url(value: str) -> str:
+    """A SQLAlchemy URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
+    relative SQLite path is made absolute (a coding run or worker may change directory)."""
+    # Here, not at the top: `steelframe --version` reads no settings and must not pay for
+    # importing SQLAlchemy (bench/cli_startup.py).
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(value.strip())
+    except ArgumentError:
+        raise ValueError(
+            "is not a database URL (expected sqlite:///path/to/file.db or "
+            "postgresql://user:password@host:5432/database)"
+        ) from None
+    if url.drivername in _POSTGRES_ALIASES:
+        url = url.set(drivername="postgresql+psycopg")
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ValueError(f"{backend!r} is not supported: use sqlite:/// or postgresql://")
+    if backend == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).expanduser().resolve()))
+    return url.render_as_string(hide_password=False)
+
+
 def _secret(value: str) -> Secret:
     return Secret(value)
 
@@ -226,7 +277,10 @@ class Settings:
     """Every setting Steelframe reads; docs/configuration.md mirrors it (a test checks)."""
 
     database_url: str = setting(
-        "STEELFRAME_DATABASE_URL", _str, "SQLAlchemy URL", DEFAULT_DATABASE_URL
+        "STEELFRAME_DATABASE_URL",
+        _database_url,
+        "SQLAlchemy URL (postgres:// accepted); default: a file in the data directory",
+        DEFAULT_DATABASE_URL,
     )
     redis_url: str | None = setting(
         "STEELFRAME_REDIS_URL", _str, "Redis URL for RQ and stop signals"
@@ -250,6 +304,18 @@ class Settings:
     )
     model_timeout_seconds: float = setting(
         "STEELFRAME_MODEL_TIMEOUT_SECONDS", _float, "idle model wait", 120.0
+    )
+    model_connections: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS",
+        _positive_int,
+        "model streams a process holds open at once",
+        1000,
+    )
+    model_connections_per_host: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS_PER_HOST",
+        _non_negative_int,
+        "at most this many to one provider host; 0: no cap",
+        0,
     )
     tool_rounds: int = setting(
         "STEELFRAME_TOOL_ROUNDS", _non_negative_int, "repo tool rounds; 0=off", 4
@@ -292,6 +358,16 @@ class Settings:
         "extra paths the coding runtime writes (os.pathsep-separated)",
         (),
     )
+    # None: `command` when STEELFRAME_CODING_COMMAND is set, else no coding runtime.
+    coding_agent: str | None = setting(
+        "STEELFRAME_CODING_AGENT", _coding_agent, "|".join(CODING_AGENTS)
+    )
+    coding_model: str | None = setting(
+        "STEELFRAME_CODING_MODEL", _str, "model the coding agent uses (its own default: none)"
+    )
+    coding_max_turns: int = setting(
+        "STEELFRAME_CODING_MAX_TURNS", _positive_int, "agent turns per run (claude)", 50
+    )
     repo: str = setting(
         "STEELFRAME_REPO", _repo, "default agent repository owner/name", "steelframe-dev/sandbox"
     )
@@ -305,7 +381,7 @@ class Settings:
         "STEELFRAME_PICKUP_LABELS", _labels, "comma-separated", DEFAULT_PICKUP_LABELS
     )
     data_dir: Path = setting(
-        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", Path("var")
+        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", DEFAULT_DATA_DIR
     )
     chat_max_body: int = setting(
         "STEELFRAME_CHAT_MAX_BODY", _positive_int, "bytes", DEFAULT_CHAT_MAX_BODY
@@ -315,6 +391,18 @@ class Settings:
     )
     turn_timeout_seconds: float = setting(
         "STEELFRAME_TURN_TIMEOUT_SECONDS", _positive_float, "per turn", 300.0
+    )
+    summary_idle_seconds: float = setting(
+        "STEELFRAME_SUMMARY_IDLE_SECONDS",
+        _positive_float,
+        "idle time before a session is summarised",
+        1800.0,
+    )
+    checkout_refresh_seconds: float = setting(
+        "STEELFRAME_CHECKOUT_REFRESH_SECONDS",
+        _positive_float,
+        "Chat's managed clone: refresh at most this often",
+        60.0,
     )
     task_time_limit: int = setting("STEELFRAME_TASK_TIME_LIMIT", _positive_int, "seconds", 1800)
     task_max_attempts: int = setting("STEELFRAME_TASK_MAX_ATTEMPTS", _positive_int, "attempts", 3)
@@ -334,6 +422,21 @@ class Settings:
     )
     log_level: str = setting(
         "STEELFRAME_LOG_LEVEL", _str, "DEBUG|INFO|WARNING|ERROR", "INFO", aliases=("LOG_LEVEL",)
+    )
+    log_format: str = setting(
+        "STEELFRAME_LOG_FORMAT",
+        _log_format,
+        "text|json: one JSON object a line, with request, delivery, task and turn ids",
+        "text",
+        aliases=("LOG_FORMAT",),
+    )
+    access_log: bool = setting(
+        "STEELFRAME_ACCESS_LOG", _bool, "aiohttp's access log, one line a request", False
+    )
+    metrics_token: Secret | None = setting(
+        "STEELFRAME_METRICS_TOKEN",
+        _secret,
+        "bearer token for /metrics; unset: only this machine may scrape",
     )
     host: str = setting("HOST", _str, "address `serve` and `dev` listen on", "127.0.0.1")
     port: int = setting("PORT", _port, "port `serve` and `dev` listen on (0: any free)", 8080)
@@ -398,6 +501,7 @@ class Settings:
             protocol = values.get("ghe_protocol", "https")
             values["github_api_url"] = f"{protocol}://{values['ghe_host']}/api/v3"
             sources["github_api_url"] = f"GHE_HOST ({sources['ghe_host']})"
+        _resolve_paths(values)
         settings = cls(**values, sources=sources)
         settings.validate()
         return settings
@@ -409,6 +513,10 @@ class Settings:
             _pem_from_variable(self.private_key.reveal())  # refuses a malformed key at start
         if self.runtime == "command" and not self.chat_command:
             raise ConfigError("STEELFRAME_CHAT_COMMAND: required when STEELFRAME_RUNTIME=command")
+        if self.coding_agent == "command" and not self.coding_command:
+            raise ConfigError(
+                "STEELFRAME_CODING_COMMAND: required when STEELFRAME_CODING_AGENT=command"
+            )
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ConfigError(
                 f"STEELFRAME_LOG_LEVEL (or LOG_LEVEL): {self.log_level!r} is not a log level"
@@ -531,11 +639,25 @@ _BY_ENV = {name: f for f in FIELDS for name in (f.env, *f.aliases)}
 _BY_ATTR = {f.attr: f for f in FIELDS}
 
 
+def _resolve_paths(values: dict[str, Any]) -> None:
+    """Paths absolute once, at start: worktrees, git and coding runs change directory.
+    The default database lives in the data directory, the same for every command."""
+    data_dir = Path(values.get("data_dir", DEFAULT_DATA_DIR)).expanduser().resolve()
+    values["data_dir"] = data_dir
+    values["checkout"] = Path(values.get("checkout", Path("."))).expanduser().resolve()
+    values.setdefault("database_url", f"sqlite:///{data_dir / DEFAULT_DATABASE_FILE}")
+
+
 def _parse(spec: SettingSpec, raw: str) -> Any:
     try:
         return spec.parse(raw)
     except (ValueError, TypeError) as exc:
-        shown = "(secret)" if spec.parse is _secret else repr(raw)
+        if spec.parse is _secret:
+            shown = "(secret)"
+        elif spec.parse is _database_url:
+            shown = repr(_mask_url_password(raw))
+        else:
+            shown = repr(raw)
         raise ConfigError(f"{spec.env}: {shown} is not valid: {exc}") from exc
 
 

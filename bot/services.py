@@ -8,27 +8,37 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
+from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
+from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
-from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.frames import RedisFrameRelay
+from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.issue_context import IssueContextLoader
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, watch_commits
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.github.installations import stored_installations
+from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
+from bot.metrics import Metrics
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
@@ -36,6 +46,9 @@ from bot.runtimes.transport import SharedClient
 from memory import Memory
 
 log = logging.getLogger(__name__)
+# The web service never waits longer than this for a row lock (PostgreSQL): a frozen worker
+# holding one makes a request fail fast (503 busy) or record an intent, never hang.
+REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass
@@ -45,6 +58,8 @@ class Services:
     chat: ChatService
     registry: TurnRegistry
     background: BackgroundTasks
+    # The operator events stream (task changes, results, sessions): Redis streams or local.
+    events: OperatorEvents
     redis: redis.Redis | None = None
     # Session memory: chunk store + index (`memory.search`, `memory.add`) for every part.
     memory: Memory | None = None
@@ -56,6 +71,7 @@ class Services:
     # The task lifecycle (pickup, resume, terminate, board) when Redis is configured.
     tasks: TaskService | None = None
     model_http: SharedClient = field(default_factory=SharedClient)
+    metrics: Metrics = field(default_factory=Metrics)
     extras: dict[str, Any] = field(default_factory=dict)
 
     async def health(self) -> dict[str, Any]:
@@ -69,11 +85,35 @@ class Services:
             "coding_sandbox": sandbox_status(self.settings),
         }
 
+    async def readiness(self) -> dict[str, dict[str, Any]]:
+        """What this instance needs to serve, each {"ok", "detail"}: the database, Redis (when
+        configured), the memory index. A failing one makes /readyz answer 503 with why."""
+        health = await self.health()
+        checks: dict[str, dict[str, Any]] = {
+            "database": _check(
+                health["database"], "reachable", "unreachable: check STEELFRAME_DATABASE_URL"
+            ),
+        }
+        if health["redis"] is not None:
+            checks["redis"] = _check(
+                health["redis"], "reachable", "unreachable: check STEELFRAME_REDIS_URL"
+            )
+        if self.memory is not None:
+            checks["index"] = await asyncio.to_thread(_index_check, self.memory)
+        # Never unready for it, but said where operators look: coding runs unisolated.
+        sandbox = health["coding_sandbox"]
+        checks["coding_sandbox"] = {
+            "ok": True,
+            "detail": sandbox["warning"] or f"coding runs in the {sandbox['mode']} sandbox",
+        }
+        return checks
+
     async def close(self) -> None:
         await self.registry.close()
         await self.chat.locks.close()
         await self.model_http.close()
         await self.background.close()
+        await self.events.log.close()
         if self.redis is not None:
             self.redis.close()
         if self.github is not None:
@@ -81,11 +121,48 @@ class Services:
         self.db.dispose()
 
 
+def _check(ok: bool, good: str, bad: str) -> dict[str, Any]:
+    return {"ok": bool(ok), "detail": good if ok else bad}
+
+
+def _index_check(memory: Memory) -> dict[str, Any]:
+    try:
+        stats = memory.stats()
+    except Exception as exc:  # any failure to read the index means not ready, with why
+        return {"ok": False, "detail": f"memory index unreadable: {type(exc).__name__}: {exc}"}
+    return {"ok": True, "detail": f"{stats['chunks']} chunks"}
+
+
 def _redis_ping(client: redis.Redis) -> bool:
     try:
         return bool(client.ping())
     except redis.RedisError:
         return False
+
+
+def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> None:
+    """Mirror the agents; two instances starting together may both insert a row, and the
+    loser's next round finds it."""
+    for attempt in range(3):
+        try:
+            database.call(sync_agents, settings.agents, clock=clock)
+            return
+        except IntegrityError:
+            if attempt == 2:
+                raise
+
+
+def _log_reindex_progress() -> Callable[[int, int], None]:
+    """Start-up rebuild progress as a log line per tenth (a service has no terminal)."""
+    shown: set[int] = set()
+
+    def report(done: int, total: int) -> None:
+        tenth = 10 if total <= 0 else min(10, done * 10 // total)
+        if tenth not in shown:
+            shown.add(tenth)
+            log.warning("memory: rebuilding the index: %d/%d chunks", done, total)
+
+    return report
 
 
 def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
@@ -107,11 +184,13 @@ def build_services(
     migrate: bool = True,
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
-    model_http = SharedClient()
-    database = dbmod.Database.from_url(settings.database_url)
+    model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
+    database = dbmod.Database.from_url(
+        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
+    )
     if migrate:
         dbmod.upgrade(database.engine)
-    database.call(sync_agents, settings.agents, clock=clock)
+    _sync_agents(database, settings, clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
     locks: TurnLocks = (
         RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
@@ -120,9 +199,23 @@ def build_services(
     async def release_turn(handle: TurnHandle) -> None:
         await locks.release(handle.operator_id, handle.turn_id)
 
-    registry = TurnRegistry(on_finish=release_turn)
+    relay = (
+        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        if settings.redis_url
+        else None
+    )
+    registry = TurnRegistry(on_finish=release_turn, relay=relay)
+    event_log: EventLog = LocalEventLog()
+    if settings.redis_url and redis_client is not None:
+        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+    events = OperatorEvents(event_log, database)
+    watch_commits(database, events)
+    metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
+    # An index left by another database under this data directory is rebuilt now, at start,
+    # not answered from (memory.identity).
+    memory.bind(progress=_log_reindex_progress())
     chat = ChatService(
         db=database,
         settings=settings,
@@ -137,6 +230,7 @@ def build_services(
         ),
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
+        events=events,
         clock=clock,
     )
     services = Services(
@@ -145,9 +239,19 @@ def build_services(
         chat=chat,
         registry=registry,
         background=background,
+        events=events,
         redis=redis_client,
         memory=memory,
-        github=GitHubClient.from_settings(settings) if settings.github_configured else None,
+        github=(
+            GitHubClient.from_settings(
+                settings,
+                observe=metrics.github_answer,
+                stored_installation=stored_installations(database),
+            )
+            if settings.github_configured
+            else None
+        ),
+        metrics=metrics,
         model_http=model_http,
     )
     if redis_client is not None:
@@ -159,6 +263,7 @@ def build_services(
             time_limit=settings.task_time_limit,
             clock=clock,
         )
+        services.metrics.add_collector(lifecycle_collector(database, redis_client))
     if services.github is not None:
         # With a GitHub App, Chat's filing intents file for real (still only on request).
         services.filing = FilingService(
@@ -169,5 +274,11 @@ def build_services(
             clock=clock,
         )
         services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
+        chat.issues = IssueContextLoader(services.github)
+        chat.checkouts = ManagedCheckouts(
+            settings.data_dir / "checkouts",
+            services.github,
+            refresh_seconds=settings.checkout_refresh_seconds,
+        )
         chat.policy = GitHubIntentPolicy(services.filing)
     return services

@@ -9,8 +9,10 @@ The protocol (docs/lifecycle.md, "The coding command"):
 * It writes JSON lines to stdout: `{"type": "session", "session_id", "transcript"}` as soon
   as it has a session (stored at once, so a continuation resumes it even after a crash),
   `{"type": "usage", "input_tokens", "output_tokens", "cost_usd"}` with running totals,
-  `{"type": "log", "text"}`, and last `{"type": "result", "status": "done" | "question" |
-  "error", "summary", "question", "error"}`. Other lines are kept as log text.
+  `{"type": "log", "text"}`, `{"type": "progress", "action": "command" | "edit" | "tool",
+  "name"}` for each step the agent takes, and last `{"type": "result", "status": "done" |
+  "question" | "error", "summary", "question", "error", "limit"}`. Other lines are kept as
+  log text.
 * Exit status 0 with a result line is an answer; anything else is an error.
 * It never pushes: the worker commits what it left, pushes and opens the pull request.
 
@@ -113,6 +115,11 @@ class CodingOutcome:
 
 
 SessionHook = Callable[[str | None, str | None], Awaitable[None]]
+# Called with each step the agent reports: ("command" | "edit" | "tool", tool name).
+ProgressHook = Callable[[str, str], None]
+PROGRESS_ACTIONS = frozenset({"command", "edit", "tool"})
+# An agent's own limits that end a run as a limit (not retried), by the name the task uses.
+AGENT_LIMITS = frozenset({"turns", "cost", "tokens", "time"})
 # Returns the name of the limit the running totals exceed, or None.
 UsageHook = Callable[[int, float], str | None]
 StartHook = Callable[[int], Awaitable[None]]
@@ -167,6 +174,8 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
     if kind == "log":
         outcome.log_tail.append(str(event.get("text", ""))[:500])
         return None
+    if kind == "progress":
+        return "progress" if event.get("action") in PROGRESS_ACTIONS else None
     if kind == "result":
         status = str(event.get("status", ""))
         outcome.summary = str(event.get("summary") or "")
@@ -179,6 +188,9 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
         elif status == "question":
             outcome.status = CodingStatus.ERROR
             outcome.error = "the runtime asked a question but sent no question text"
+        elif status == "error" and event.get("limit") in AGENT_LIMITS:
+            outcome.status = CodingStatus.LIMIT
+            outcome.limit = str(event["limit"])
         elif status == "error":
             outcome.status = CodingStatus.ERROR
             outcome.error = "the coding runtime gave up"
@@ -213,6 +225,7 @@ async def run_coding(
     on_start: StartHook,
     on_session: SessionHook,
     on_usage: UsageHook,
+    on_progress: ProgressHook | None = None,
     grace: float = KILL_GRACE_SECONDS,
 ) -> CodingOutcome:
     """Run the command to its result, its time limit, a limit on usage, or `stop`.
@@ -230,7 +243,7 @@ async def run_coding(
         return outcome
     await on_start(process.pid)
     ended_by, saw_result = await _supervise(
-        process, request, outcome, stop, on_session, on_usage, grace
+        process, request, outcome, stop, (on_session, on_usage, on_progress), grace
     )
     outcome.seconds = time.monotonic() - started
     outcome.exit_code = process.returncode
@@ -252,11 +265,11 @@ async def _supervise(
     request: CodingRequest,
     outcome: CodingOutcome,
     stop: asyncio.Event,
-    on_session: SessionHook,
-    on_usage: UsageHook,
+    hooks: tuple[SessionHook, UsageHook, ProgressHook | None],
     grace: float,
 ) -> tuple[CodingStatus | None, bool]:
     """Feed the prompt, read both streams into the log, and wait for the end."""
+    on_session, on_usage, on_progress = hooks
     saw_result = False
     ended_by: CodingStatus | None = None
     tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
@@ -296,6 +309,8 @@ async def _supervise(
                     outcome.limit = exceeded
                     ended_by = CodingStatus.LIMIT
                     return
+            elif seen == "progress" and on_progress is not None:
+                on_progress(str(event["action"]), str(event.get("name") or "")[:40])
             elif seen == "result":
                 saw_result = True
 

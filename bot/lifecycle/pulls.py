@@ -36,6 +36,8 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
         f"<!-- steelframe-task {task.id} -->"
     )
+    if run.ctx.policy.coding_agent == "demo":
+        title = f"{title} (demo runtime)"
     pull = await run.github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
     run.ctx.db.call(
         tasks.touch,

@@ -109,6 +109,8 @@ class SandboxRun:
     repo: Path
     tmp: Path
     prompt: Path
+    # An agent's own state kept between a task's runs: read-write at the same path.
+    home: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -166,7 +168,8 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
     # The run's own places first: an extra path under /tmp is mounted over the private /tmp.
     args += ["--bind", str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
     made: set[str] = {"/usr", "/etc", "/proc", "/dev", "/tmp"}
-    for mode, paths in (("--ro-bind", policy.read_only), ("--bind", policy.writable)):
+    writable = (*policy.writable, *([run.home] if run.home is not None else []))
+    for mode, paths in (("--ro-bind", policy.read_only), ("--bind", writable)):
         for path in paths:
             for parent in _ancestors(PurePosixPath(path)):
                 if parent not in made:
@@ -232,7 +235,7 @@ def _hand_over(run: SandboxRun) -> None:
     """As root, the runtime is nobody: give it its repository copy and temporary folder."""
     if os.geteuid() != 0:
         return
-    for top in (run.repo, run.tmp):
+    for top in (run.repo, run.tmp, *([run.home] if run.home is not None else [])):
         os.chown(top, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
         for folder, dirs, files in os.walk(top):
             for name in (*dirs, *files):

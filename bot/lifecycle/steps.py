@@ -13,14 +13,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.models import EventKind, TaskLog
 from bot.lifecycle.outcomes import Change, change_state, publish
+from bot.lifecycle.presets_run import preset_label
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
@@ -34,7 +37,8 @@ log = logging.getLogger(__name__)
 MAX_REASON = 200
 NO_RUNTIME_NOTICE = (
     "Steelframe picked up this issue, but no coding runtime is configured on its workers "
-    "(`STEELFRAME_CODING_COMMAND` is not set), so nothing was changed and no pull request "
+    "(neither `STEELFRAME_CODING_AGENT` nor `STEELFRAME_CODING_COMMAND` is set), so nothing "
+    "was changed and no pull request "
     "will come from this run. Once a runtime is configured, publish a Decision on this issue "
     "to resume the task."
 )
@@ -50,6 +54,10 @@ class IssueText:
     title: str
     body: str
     note: str  # for the progress comment ("" when the text is as it was pinned)
+    labels: tuple[dict[str, Any], ...] = ()  # as the issue has them now
+
+    def as_issue(self) -> dict[str, Any]:
+        return {"title": self.title, "body": self.body, "labels": list(self.labels)}
 
 
 async def work(run: Run) -> str:
@@ -89,6 +97,24 @@ async def work(run: Run) -> str:
     run.watch.check()
     await remember(ctx, task, prompt, outcome, await _paths(tree))
     return await _conclude(run, tree, outcome)
+
+
+async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
+    task = run.task
+    hits = await retrieve(run.ctx, task, text.body)
+    return build_prompt(
+        PromptInput(
+            repo=task.repo,
+            issue=task.issue,
+            title=text.title,
+            body=text.body,
+            branch=tree.branch,
+            hits=hits,
+            question=task.question,
+            decision=task.pending_decision,
+            **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
+        )
+    )
 
 
 async def issue_text(run: Run) -> IssueText:

@@ -1,7 +1,7 @@
 """Coding runs in a sandbox: the issue text a task works from, and private run logs.
 
 Revision ID: 0007_sandbox
-Revises: 0006_pending_kind
+Revises: 0007_pending_key
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007_sandbox"
-down_revision = "0006_pending_kind"
+down_revision = "0007_pending_key"
 branch_labels = None
 depends_on = None
 
