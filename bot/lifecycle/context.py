@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import os
 import shlex
+import sys
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import redis
 
+import bot
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
 from bot.events import OperatorEvents, RedisEventLog, watch_commits
-from bot.lifecycle.agents.presets import Agent, adapter_command, demo_command
+from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
 from bot.lifecycle.redact import Redactor, from_settings
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
@@ -72,7 +74,7 @@ class LifecyclePolicy:
             coding_model=settings.coding_model,
             max_turns=settings.coding_max_turns,
             coding_prices=settings.model_prices.get(settings.coding_model or ""),
-            sandbox=SandboxPolicy.from_settings(settings),
+            sandbox=_sandbox_policy(settings, agent),
         )
 
     @property
@@ -82,6 +84,24 @@ class LifecyclePolicy:
     def backoff(self, attempt: int) -> float:
         """Delay before attempt `attempt + 1`: base, 2x base, 4x base ... capped."""
         return min(self.backoff_seconds * (2 ** max(0, attempt - 1)), MAX_BACKOFF_SECONDS)
+
+
+def _sandbox_policy(settings: Settings, agent: str | None) -> SandboxPolicy:
+    """The operator's sandbox, plus what a preset or the demo needs inside it: its key
+    variables and own settings, and this interpreter with Steelframe's `bot` package
+    (read-only; the adapter runs from them). Never the checkout around the package: in
+    development the data directory lives there."""
+    policy = SandboxPolicy.from_settings(settings)
+    if agent in (None, Agent.COMMAND):
+        return policy
+    preset = PRESETS.get(Agent(agent))
+    runtime = (Path(sys.prefix), Path(sys.base_prefix), Path(bot.__file__).resolve().parent)
+    return replace(
+        policy,
+        env_passthrough=(*policy.env_passthrough, *(preset.key_variables if preset else ())),
+        env_prefixes=preset.own_prefixes if preset else (),
+        read_only=(*policy.read_only, *runtime),
+    )
 
 
 @dataclass
@@ -153,18 +173,26 @@ def build_context(
         connection = redis.Redis.from_url(settings.redis_url)
     # Task changes and results this worker commits go to the operator events stream.
     watch_commits(database, OperatorEvents(RedisEventLog(connection), database))
+    policy = LifecyclePolicy.from_settings(settings)
     return LifecycleContext(
         settings=settings,
         db=database,
         redis=connection,
         github=github if github is not None else github_factory(settings),
-        policy=LifecyclePolicy.from_settings(settings),
+        policy=policy,
         memory=memory or None,
         clock=clock,
         queue_name=queue_name,
         pickup_labels=settings.pickup_labels,
-        redactor=from_settings(settings, os.environ),
+        redactor=_redactor(settings, policy),
     )
+
+
+def _redactor(settings: Settings, policy: LifecyclePolicy) -> Redactor:
+    """The settings' secrets and the values of every key variable the runtime is given."""
+    redactor = from_settings(settings, os.environ)
+    redactor.add(*(os.environ.get(name) for name in policy.sandbox.env_passthrough))
+    return redactor
 
 
 _bound: LifecycleContext | None = None

@@ -83,6 +83,8 @@ class SandboxPolicy:
     enabled: bool = True
     network: bool = True
     env_passthrough: tuple[str, ...] = ()
+    # Name prefixes that also pass (a preset's own settings, `CLAUDE_CODE_*`).
+    env_prefixes: tuple[str, ...] = ()
     memory_mb: int = 4096
     max_processes: int = 256
     read_only: tuple[Path, ...] = ()
@@ -135,6 +137,7 @@ def allowed_env(
         if name in ALLOWED_ENV
         or name.startswith(ALLOWED_ENV_PREFIXES)
         or name in policy.env_passthrough
+        or (policy.env_prefixes and name.startswith(policy.env_prefixes))
     }
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.update(extra)

@@ -23,7 +23,7 @@ from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.models import EventKind, TaskLog
 from bot.lifecycle.outcomes import Change, change_state, publish
-from bot.lifecycle.presets_run import preset_label
+from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
@@ -362,9 +362,18 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
         env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
     if task.runtime_transcript:
         env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
+    label = preset_label(ctx)
+    on_progress, updates = progress_hook(run, label or "The coding runtime")
+    home = None
+    if label:
+        home = agent_home(ctx, task)
+        env.update(agent_env(ctx, task, home))
+    sandboxed = SandboxRun(
+        repo=tree.path, tmp=run.folder / "tmp", prompt=run.folder / "prompt.md", home=home
+    )
     request = CodingRequest(
         command=ctx.policy.coding_command,
-        run=SandboxRun(repo=tree.path, tmp=run.folder / "tmp", prompt=run.folder / "prompt.md"),
+        run=sandboxed,
         prompt=prompt,
         time_limit=remaining,
         task_env=env,
@@ -377,9 +386,14 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
             on_start=on_start,
             on_session=on_session,
             on_usage=on_usage,
+            on_progress=on_progress,
         )
     finally:
         await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=None)
+        # A progress edit never fails the run; the state change that follows rewrites it.
+        for result in await asyncio.gather(*updates, return_exceptions=True):
+            if isinstance(result, Exception):
+                log.warning("lifecycle: task %s progress not shown: %s", task.id, result)
 
 
 def _store_session(

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxUnavailable, ensure_available
+from tests.fakes.agents import BIN as AGENTS
 from tests.fakes.coding import HERE
 
 WRAPPERS = frozenset({"bwrap", "setpriv", "prlimit"})
@@ -52,7 +53,8 @@ def sandbox_settings(tmp_path: Path, *, sandbox: bool | None = None) -> dict[str
     wanted = bwrap_problem() is None if sandbox is None else sandbox
     return {
         "coding_sandbox": "bwrap" if wanted else "off",
-        "coding_read_only_paths": (Path(sys.prefix), Path(sys.base_prefix), HERE),
+        # The interpreter, the scripted runtimes and the fake agent CLIs.
+        "coding_read_only_paths": (Path(sys.prefix), Path(sys.base_prefix), HERE, AGENTS),
         "coding_writable_paths": (exchange_dir(tmp_path),),
     }
 
