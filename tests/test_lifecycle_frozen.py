@@ -19,7 +19,8 @@ from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.test_lifecycle_worker import parent_of, start_worker
+from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
+from tests.fakes.workers import start_worker
 
 # The bound is a deadline the operator sees, not a benchmark: generous for a loaded machine
 # but far below "until the client gives up".
@@ -30,7 +31,7 @@ TERMINATE_DEADLINE = 5.0
 async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_row(
     make: Make, tmp_path: Path, pg_url: str
 ) -> None:
-    pids = tmp_path / "pids.txt"
+    pids = exchange_dir(tmp_path) / "pids.txt"
     libpq_url = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
     lc = await make(
         coding_command=command("hold_lock", pids, libpq_url),
@@ -45,8 +46,8 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
     runtime = horse = 0
     try:
         await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=60)
-        runtime = int(pids.read_text())
-        horse = parent_of(runtime)
+        (runtime,) = runtime_pids(str(pids))  # its host pid (the file has its namespace's)
+        horse = launcher_of(runtime)
         os.kill(horse, signal.SIGSTOP)
         os.kill(runtime, signal.SIGSTOP)  # the whole run frozen, the row still locked
 

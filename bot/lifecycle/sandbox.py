@@ -204,7 +204,8 @@ def _identity() -> tuple[list[str], list[str]]:
         ]
         return caps, drop
     uid, gid = os.getuid(), os.getgid()
-    userns = ["--unshare-user", "--disable-userns", "--uid", str(uid), "--gid", str(gid)]
+    # Nested user namespaces stay allowed: Codex sandboxes its own commands with bubblewrap.
+    userns = ["--unshare-user", "--uid", str(uid), "--gid", str(gid)]
     return [*userns, "--cap-drop", "ALL"], []
 
 
