@@ -194,6 +194,13 @@ async def run(n_latency: int, n_throughput: int, redis_url: str | None) -> dict[
                 "github_write_interval": 0.0,
                 "repo": REPO,
                 "coding_command": shlex.join([sys.executable, str(NOOP)]),
+                # The no-op runtime runs in the coding sandbox like any: it sees the
+                # interpreter and itself.
+                "coding_read_only_paths": (
+                    Path(sys.prefix),
+                    Path(sys.base_prefix),
+                    NOOP.parent,
+                ),
                 "task_lease_seconds": 30.0,
             },
         )

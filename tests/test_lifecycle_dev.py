@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.coding import command
+from tests.fakes.sandbox import sandbox_settings
 
 CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
 
@@ -36,6 +37,11 @@ def test_dev_runs_a_worker_on_an_embedded_redis_that_delivers_a_labelled_issue(
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
     env["STEELFRAME_CODING_COMMAND"] = command("commit")
+    sandbox = sandbox_settings(tmp_path)
+    env["STEELFRAME_CODING_SANDBOX"] = sandbox["coding_sandbox"]
+    env["STEELFRAME_CODING_READ_ONLY_PATHS"] = os.pathsep.join(
+        map(str, sandbox["coding_read_only_paths"])
+    )
     # Absolute: the dev sandbox turns its repositories' paths into file:// clone URLs.
     env["STEELFRAME_DATA_DIR"] = str(tmp_path / "var")
     process = subprocess.Popen(

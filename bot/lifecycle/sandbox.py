@@ -172,7 +172,8 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
     args += ["--bind", str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
     made: set[str] = {"/usr", "/etc", "/proc", "/dev", "/tmp"}
     writable = (*policy.writable, *([run.home] if run.home is not None else []))
-    for mode, paths in (("--ro-bind", policy.read_only), ("--bind", writable)):
+    # A read-only extra that does not exist (yet) is simply not shown.
+    for mode, paths in (("--ro-bind-try", policy.read_only), ("--bind", writable)):
         for path in paths:
             for parent in _ancestors(PurePosixPath(path)):
                 if parent not in made:

@@ -17,6 +17,7 @@ import pytest
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxUnavailable, ensure_available
 from tests.fakes.agents import BIN as AGENTS
 from tests.fakes.coding import HERE
+from tests.fakes.real_agents import cache_root
 
 WRAPPERS = frozenset({"bwrap", "setpriv", "prlimit"})
 
@@ -53,8 +54,14 @@ def sandbox_settings(tmp_path: Path, *, sandbox: bool | None = None) -> dict[str
     wanted = bwrap_problem() is None if sandbox is None else sandbox
     return {
         "coding_sandbox": "bwrap" if wanted else "off",
-        # The interpreter, the scripted runtimes and the fake agent CLIs.
-        "coding_read_only_paths": (Path(sys.prefix), Path(sys.base_prefix), HERE, AGENTS),
+        # The interpreter, the scripted runtimes, the fake agent CLIs and the real ones.
+        "coding_read_only_paths": (
+            Path(sys.prefix),
+            Path(sys.base_prefix),
+            HERE,
+            AGENTS,
+            cache_root(),
+        ),
         "coding_writable_paths": (exchange_dir(tmp_path),),
     }
 
