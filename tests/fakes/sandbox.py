@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bot.lifecycle.agents.presets import PRESETS
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxUnavailable, ensure_available
 from tests.fakes.agents import BIN as AGENTS
 from tests.fakes.coding import HERE
@@ -48,6 +49,12 @@ def exchange_dir(tmp_path: Path) -> Path:
     return folder
 
 
+def _agent_installs() -> list[Path]:
+    """The real agents' pinned installs (not the cache's other folders: tests keep private
+    data directories there)."""
+    return [cache_root() / f"{preset.binary}-{preset.pinned}" for preset in PRESETS.values()]
+
+
 def sandbox_settings(tmp_path: Path, *, sandbox: bool | None = None) -> dict[str, Any]:
     """Settings for the scripted runtimes: the interpreter and the scripts read-only, the
     exchange folder writable; in the sandbox when bubblewrap runs here (or `sandbox`)."""
@@ -60,7 +67,7 @@ def sandbox_settings(tmp_path: Path, *, sandbox: bool | None = None) -> dict[str
             Path(sys.base_prefix),
             HERE,
             AGENTS,
-            cache_root(),
+            *_agent_installs(),
         ),
         "coding_writable_paths": (exchange_dir(tmp_path),),
     }
