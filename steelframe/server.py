@@ -19,6 +19,7 @@ from bot.services import Services, build_services
 from operator_api import board_routes, chat_routes, decision_routes, meta_routes
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
+from web_gui import setup as web_gui_setup
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
@@ -68,4 +69,4 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    return (webhooks_setup,)
+    return (webhooks_setup, web_gui_setup)

@@ -1,0 +1,173 @@
+// The web GUI's entry module: sign-in, screens (Chat, Board, Dashboard), keyboard, live updates.
+import { api, ApiError, onSignedOut, setCsrf } from "./api.js";
+import { Board } from "./board.js";
+import { Chat } from "./chat.js";
+import { Dashboard } from "./dashboard.js";
+import { $, show } from "./dom.js";
+import { LiveUpdates } from "./events.js";
+import { notify } from "./notify.js";
+
+const SCREENS = ["chat", "board", "dashboard"];
+const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
+
+class App {
+  constructor() {
+    this.chat = null;
+    this.board = null;
+    this.dashboard = null;
+    this.live = null;
+    this.knownStates = new Map();
+  }
+
+  async boot() {
+    $("#signin-form").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.signIn();
+    });
+    onSignedOut(() => this.signedOut("Your session ended: sign in again."));
+    try {
+      const who = await api.get("/gui/session");
+      await this.enter(who);
+    } catch {
+      this.signedOut();
+    }
+    document.body.dataset.ready = "true";
+  }
+
+  async signIn() {
+    const input = $("#token");
+    const error = $("#signin-error");
+    error.textContent = "";
+    try {
+      const who = await api.post("/gui/session", { token: input.value });
+      input.value = "";
+      await this.enter(who);
+    } catch (err) {
+      error.textContent =
+        err instanceof ApiError && err.status === 401
+          ? "That token is not valid. Copy it again from `steelframe operator create` or the dev output."
+          : `Sign-in failed: ${err.message}`;
+    }
+  }
+
+  signedOut(message = "") {
+    this.live?.stop();
+    show($("#app"), false);
+    show($("#signin"), true);
+    $("#signin-error").textContent = message;
+    $("#token").focus();
+  }
+
+  async enter(who) {
+    setCsrf(who.csrf_token);
+    $("#operator-name").textContent = who.operator;
+    show($("#signin"), false);
+    show($("#app"), true);
+    if (!this.chat) this.setup();
+    this.chat.setAgents(who.agents);
+    const sessions = await this.chat.loadSessions();
+    const active = sessions.find((s) => s.active) || null;
+    if (active) await this.chat.open(active.id);
+    this.show(location.hash.slice(1) || "chat");
+    await this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" }));
+    for (const t of this.board.list()) this.knownStates.set(t.id, t.state);
+    this.live = new LiveUpdates({
+      onTask: (t) => this.onTask(t),
+      onResult: (r) => this.onResult(r),
+      onSession: () => this.chat.loadSessions().catch(() => {}),
+      onPoll: () => this.poll(),
+    });
+    this.live.start();
+  }
+
+  setup() {
+    this.chat = new Chat(this);
+    this.board = new Board(this);
+    this.dashboard = new Dashboard(this);
+    for (const name of SCREENS) {
+      $(`#tab-${name}`).addEventListener("click", () => this.show(name));
+    }
+    $("#sign-out").addEventListener("click", () => this.signOut());
+    window.addEventListener("hashchange", () => this.show(location.hash.slice(1)));
+    document.addEventListener("keydown", (ev) => this.onKey(ev));
+  }
+
+  show(name) {
+    if (!SCREENS.includes(name)) name = "chat";
+    for (const screen of SCREENS) {
+      show($(`#screen-${screen}`), screen === name);
+      const tab = $(`#tab-${screen}`);
+      if (screen === name) tab.setAttribute("aria-current", "page");
+      else tab.removeAttribute("aria-current");
+    }
+    show($("#chat-controls"), name === "chat");
+    if (location.hash.slice(1) !== name) history.replaceState(null, "", `#${name}`);
+    document.body.dataset.screen = name;
+  }
+
+  onKey(ev) {
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement?.tagName);
+    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
+      ev.preventDefault();
+      this.chat.newChat();
+    } else if (ev.key === "Escape" && this.chat.turn) {
+      this.chat.stop();
+    } else if (ev.key === "/" && !typing) {
+      ev.preventDefault();
+      this.show("chat");
+      $("#message").focus();
+    }
+  }
+
+  async signOut() {
+    try {
+      await api.del("/gui/session");
+    } catch (err) {
+      notify(`Sign-out failed: ${err.message}`, { level: "error" });
+      return;
+    }
+    this.signedOut("Signed out.");
+  }
+
+  onTask(task) {
+    const before = this.knownStates.get(task.task_id);
+    this.knownStates.set(task.task_id, task.state);
+    this.board.apply(task);
+    if (before && before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state);
+  }
+
+  onResult(result) {
+    const words = RESULT_WORDS[result.kind] || result.kind;
+    const shownInChat = this.chat.addResult(result);
+    if (!shownInChat || document.body.dataset.screen !== "chat") {
+      notify(`Task ${result.task_id} ${words}: ${result.text.slice(0, 160)}`, {
+        key: `result:${result.message_id}`,
+        level: result.kind === "failed" ? "error" : "info",
+        action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
+      });
+    }
+  }
+
+  announceState(taskId, issue, title, state) {
+    if (!["delivered", "waiting_for_info", "failed"].includes(state)) return;
+    const words = { delivered: "delivered", waiting_for_info: "is waiting for you", failed: "failed" }[state];
+    notify(`#${issue} ${title || ""} ${words}`, { key: `state:${taskId}:${state}` });
+  }
+
+  // Without an events stream: refresh the Board and announce what changed.
+  async poll() {
+    await this.board.load();
+    for (const t of this.board.list()) {
+      const before = this.knownStates.get(t.id);
+      this.knownStates.set(t.id, t.state);
+      if (before && before !== t.state) this.announceState(t.id, t.issue, t.title, t.state);
+    }
+  }
+
+  // After a turn that may have filed work: the Board catches up without waiting for a poll.
+  taskMayHaveChanged() {
+    if (this.live?.mode !== "stream") this.board.load().catch(() => {});
+  }
+}
+
+new App().boot();
