@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "steelframe.commands.memory",
     "steelframe.commands.tui",
     "steelframe.commands.worker",
+    "steelframe.commands.desktop",
 ]
 
 

@@ -103,8 +103,8 @@ class Gui:
         return list(result)
 
     async def screenshot(self, name: str) -> None:
-        """Saved only when STEELFRAME_SCREENSHOTS names a folder (docs/gui.md's images)."""
-        folder = os.environ.get("STEELFRAME_SCREENSHOTS")
+        """Saved only when STEELFRAME_TEST_SCREENSHOTS names a folder (docs/gui.md's images)."""
+        folder = os.environ.get("STEELFRAME_TEST_SCREENSHOTS")
         if folder:
             Path(folder).mkdir(parents=True, exist_ok=True)
             await self.page.screenshot(path=str(Path(folder) / f"{name}.png"))

@@ -25,6 +25,19 @@ class App {
       this.signIn();
     });
     onSignedOut(() => this.signedOut("Your session ended: sign in again."));
+    // `steelframe desktop` opens a dev service's page with #token=...: sign in with it and
+    // drop it from the address at once (a fragment is never sent to any server).
+    if (location.hash.startsWith("#token=")) {
+      const token = decodeURIComponent(location.hash.slice(7));
+      history.replaceState(null, "", "#chat");
+      try {
+        await this.enter(await api.post("/gui/session", { token }));
+        document.body.dataset.ready = "true";
+        return;
+      } catch {
+        /* fall through to the sign-in form */
+      }
+    }
     try {
       const who = await api.get("/gui/session");
       await this.enter(who);

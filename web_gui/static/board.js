@@ -92,7 +92,7 @@ export class Board {
       { class: "card", "data-task": task.id, "data-issue": task.issue ?? "" },
       h(
         "button",
-        { class: "card-open", onclick: () => this.openModal(task.id), "aria-label": `Open run of #${task.issue}: ${title}` },
+        { class: "card-open", onclick: () => this.openModal(task.id), title: "Open the run" },
         h("span", { class: "card-issue", text: task.issue ? `#${task.issue}` : `task ${task.id}` }),
         h("span", { class: "card-title", text: title }),
       ),

@@ -11,7 +11,7 @@ export class Dashboard {
     const live = tasks.filter((t) => !t.archived);
     this.fill("#dash-delivered", live.filter((t) => t.state === "delivered"), "No pull requests delivered yet.", (t) =>
       h("li", { class: "row" },
-        h("button", { class: "row-focus", text: `#${t.issue} ${t.title || ""}`, "aria-label": `Focus #${t.issue} in Chat: ${t.title || ""}`, onclick: () => this.focus(t.issue) }),
+        h("button", { class: "row-focus", text: `#${t.issue} ${t.title || ""}`, title: "Focus this issue in Chat", onclick: () => this.focus(t.issue) }),
         t.pr_url ? externalLink(t.pr_url, "pull request") : null,
         h("span", { class: "age", text: ago(t.updated_at) })));
     this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) =>
@@ -21,7 +21,7 @@ export class Dashboard {
         h("span", { class: "age", text: ago(t.updated_at) })));
     this.fill("#dash-failed", live.filter((t) => t.state === "failed"), "No failures.", (t) =>
       h("li", { class: "row" },
-        h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, "aria-label": `Open run of #${t.issue}`, onclick: () => this.app.board.openModal(t.id) }),
+        h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, title: "Open the run", onclick: () => this.app.board.openModal(t.id) }),
         h("span", { class: "age", text: ago(t.updated_at) })));
   }
 
