@@ -48,9 +48,7 @@ def sign_in(session: Session, token: str, *, clock: Clock = utcnow) -> WebSignIn
     now = clock()
     # Sign-in is a cheap moment to forget this operator's expired sessions.
     session.execute(
-        delete(WebSession).where(
-            WebSession.operator_id == operator.id, WebSession.expires_at < now
-        )
+        delete(WebSession).where(WebSession.operator_id == operator.id, WebSession.expires_at < now)
     )
     cookie = COOKIE_PREFIX + secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)

@@ -83,11 +83,15 @@ async def cookie_operator(request: web.Request, cookie: str) -> tuple[int, str]:
     Not cached: signing out must end the session at once."""
     identity = await request.app[SERVICES].db.run(identify, cookie)
     if request.method not in SAFE_METHODS:
-        header = request.headers.get(CSRF_HEADER)
-        double_submit = request.cookies.get(CSRF_COOKIE)
-        if not (csrf_matches(identity.csrf_token, header) and header == double_submit):
-            raise Forbidden(
-                "missing or wrong CSRF token: send the X-CSRF-Token header the page was given",
-                detail={"header": CSRF_HEADER},
-            )
+        require_csrf(request, identity.csrf_token)
     return identity.operator_id, identity.operator_name
+
+
+def require_csrf(request: web.Request, expected: str) -> None:
+    """The header must equal the session's CSRF token and the CSRF cookie (double submit)."""
+    header = request.headers.get(CSRF_HEADER)
+    if not (csrf_matches(expected, header) and header == request.cookies.get(CSRF_COOKIE)):
+        raise Forbidden(
+            "missing or wrong CSRF token: send the X-CSRF-Token header the page was given",
+            detail={"header": CSRF_HEADER},
+        )

@@ -14,8 +14,8 @@ from aiohttp import web
 
 from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
-from bot.web_sessions import SESSION_LIFETIME, csrf_matches, identify, sign_in, sign_out
-from operator_api.auth import CSRF_COOKIE, CSRF_HEADER, SESSION_COOKIE
+from bot.web_sessions import SESSION_LIFETIME, identify, sign_in, sign_out
+from operator_api.auth import CSRF_COOKIE, SESSION_COOKIE, require_csrf
 from operator_api.validation import read_json, reject_unknown
 from web_gui.assets import ASSETS
 
@@ -119,9 +119,7 @@ async def current_session(request: web.Request) -> web.Response:
 async def delete_session(request: web.Request) -> web.Response:
     cookie = _cookie(request)
     identity = await request.app[SERVICES].db.run(identify, cookie)
-    header = request.headers.get(CSRF_HEADER)
-    if not (csrf_matches(identity.csrf_token, header) and header == request.cookies.get(CSRF_COOKIE)):
-        raise Forbidden("missing or wrong CSRF token", detail={"header": CSRF_HEADER})
+    require_csrf(request, identity.csrf_token)
     await request.app[SERVICES].db.run(sign_out, cookie)
     log.info("operator %s signed out of the web GUI", identity.operator_id)
     response = web.json_response({"signed_out": True})

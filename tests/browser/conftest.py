@@ -6,6 +6,7 @@ run, except under CI=true, where they fail: CI installs the chromium package (.c
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -106,7 +107,7 @@ class Gui:
         """Saved only when STEELFRAME_TEST_SCREENSHOTS names a folder (docs/gui.md's images)."""
         folder = os.environ.get("STEELFRAME_TEST_SCREENSHOTS")
         if folder:
-            Path(folder).mkdir(parents=True, exist_ok=True)
+            await asyncio.to_thread(Path(folder).mkdir, parents=True, exist_ok=True)
             await self.page.screenshot(path=str(Path(folder) / f"{name}.png"))
 
 
@@ -148,8 +149,10 @@ async def gui_factory(browser: Any) -> AsyncIterator[GuiFactory]:
 
 
 def board_json(gui: Gui) -> Awaitable[Any]:
-    return gui.page.evaluate("() => JSON.stringify([...document.querySelectorAll('.card')]"
-                             ".map(c => [c.dataset.issue, c.closest('.column').dataset.state]))")
+    return gui.page.evaluate(
+        "() => JSON.stringify([...document.querySelectorAll('.card')]"
+        ".map(c => [c.dataset.issue, c.closest('.column').dataset.state]))"
+    )
 
 
 def cards(raw: str) -> dict[str, str]:

@@ -50,28 +50,18 @@ def xvfb() -> Iterator[str]:
         process.wait(10)
 
 
-async def test_desktop_opens_a_signed_in_window(xvfb: str, tmp_path: Path) -> None:
+@pytest.fixture
+def desktop(xvfb: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+    """`steelframe desktop` on the virtual display (a dev service: nothing answers at the
+    URL), with Chromium's debugging port open so the test can look inside the window."""
     browser = chromium_path()
-    from PIL import ImageGrab
-    from playwright.async_api import async_playwright
-
     debug_port = free_port()
-    env = {
-        **os.environ,
-        "DISPLAY": xvfb,
-        "STEELFRAME_URL": f"http://127.0.0.1:{free_port()}",  # nothing answers: start dev
-    }
+    env = {**os.environ, "DISPLAY": xvfb, "STEELFRAME_URL": f"http://127.0.0.1:{free_port()}"}
     env.pop("STEELFRAME_REDIS_URL", None)
-    desktop = subprocess.Popen(
+    process = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "steelframe.cli",
-            "desktop",
-            "--browser",
-            browser,
-            "--profile",
-            str(tmp_path / "profile"),
+            *(sys.executable, "-m", "steelframe.cli", "desktop"),
+            *("--browser", browser, "--profile", str(tmp_path / "profile")),
             "--browser-arg=--no-sandbox",
             "--browser-arg=--disable-gpu",
             f"--browser-arg=--remote-debugging-port={debug_port}",
@@ -84,26 +74,40 @@ async def test_desktop_opens_a_signed_in_window(xvfb: str, tmp_path: Path) -> No
         text=True,
     )
     try:
-        async with async_playwright() as playwright:
-            cdp = await connect(playwright, debug_port)
-            page = await find_app_page(cdp)
-            await page.wait_for_selector("#app:not([hidden])", timeout=WAIT_MS)
-            assert await page.inner_text("#operator-name") == "dev"
-            assert "token=" not in page.url  # dropped from the address at once
-            await page.wait_for_selector("body[data-ready=true]")
-            shot = await asyncio.to_thread(ImageGrab.grab, xdisplay=xvfb)
-            await cdp.close()
-        shot.save(tmp_path / "desktop.png")
-        folder = os.environ.get("STEELFRAME_TEST_SCREENSHOTS")
-        if folder:
-            shot.save(Path(folder) / "desktop.png")
-        colours = shot.convert("RGB").getcolors(maxcolors=1_000_000) or []
-        assert len(colours) > 20, "the X display shows no window"
+        yield process, debug_port
     finally:
-        desktop.send_signal(signal.SIGTERM)
-        output, _ = desktop.communicate(timeout=60)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+async def test_desktop_opens_a_signed_in_window(
+    xvfb: str, tmp_path: Path, desktop: tuple[subprocess.Popen[str], int]
+) -> None:
+    from PIL import ImageGrab
+    from playwright.async_api import async_playwright
+
+    process, debug_port = desktop
+    async with async_playwright() as playwright:
+        cdp = await connect(playwright, debug_port)
+        page = await find_app_page(cdp)
+        await page.wait_for_selector("#app:not([hidden])", timeout=WAIT_MS)
+        assert await page.inner_text("#operator-name") == "dev"
+        assert "token=" not in page.url  # dropped from the address at once
+        await page.wait_for_selector("body[data-ready=true]")
+        shot = await asyncio.to_thread(ImageGrab.grab, xdisplay=xvfb)
+        await cdp.close()
+    await asyncio.to_thread(shot.save, tmp_path / "desktop.png")
+    folder = os.environ.get("STEELFRAME_TEST_SCREENSHOTS")
+    if folder:
+        await asyncio.to_thread(shot.save, Path(folder) / "desktop.png")
+    colours = shot.convert("RGB").getcolors(maxcolors=1_000_000) or []
+    assert len(colours) > 20, "the X display shows no window"
+    # SIGTERM closes the window and stops the dev service it started.
+    process.send_signal(signal.SIGTERM)
+    output, _ = await asyncio.to_thread(process.communicate, timeout=60)
     assert "starting `steelframe dev`" in output and "token: " in output
-    assert desktop.returncode is not None
+    assert "steelframe dev: shutting down" in output
 
 
 async def connect(playwright: object, port: int) -> object:

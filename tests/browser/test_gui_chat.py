@@ -57,7 +57,9 @@ async def test_reopen_brings_back_thinking_and_the_reply(
     await gui.wait_done()
     first = await current_session(api)
     await gui.page.keyboard.press("Control+k")  # new chat
-    await gui.page.wait_for_function("() => document.querySelectorAll('#messages .msg').length == 0")
+    await gui.page.wait_for_function(
+        "() => document.querySelectorAll('#messages .msg').length == 0"
+    )
     await gui.page.click(f"[data-session='{first}'] .session-open")
     reply = gui.page.locator("#messages .msg.assistant").first
     await reply.wait_for()

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bot.runtimes.base import Delta, Thinking
+from bot.runtimes.base import Thinking
 from tests.browser.conftest import Gui, GuiFactory
 from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command

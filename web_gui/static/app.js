@@ -81,6 +81,7 @@ class App {
     const sessions = await this.chat.loadSessions();
     const active = sessions.find((s) => s.active) || null;
     if (active) await this.chat.open(active.id);
+    else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
     await this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" }));
     for (const t of this.board.list()) this.knownStates.set(t.id, t.state);

@@ -50,7 +50,8 @@ export class ReplyView {
   collapseThinking() {
     if (this.thinkingStarted !== null && this.thinkingSeconds === null) {
       const seconds = (performance.now() - this.thinkingStarted) / 1000;
-      this.thinkingSeconds = seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
+      this.thinkingSeconds =
+        seconds < 0.1 ? "under 0.1" : seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
     }
     this.thinkingLabel.classList.remove("shimmer");
     this.thinking.open = false;
