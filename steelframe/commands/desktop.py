@@ -38,9 +38,7 @@ class DesktopError(Exception):
 
 
 def register(subparsers: Any) -> None:
-    desktop = subparsers.add_parser(
-        "desktop", help="open the web GUI in its own window (Chromium/Chrome --app)"
-    )
+    desktop = subparsers.add_parser("desktop")
     desktop.add_argument(
         "--url", help=f"a running service (default STEELFRAME_URL, else {DEFAULT_URL})"
     )

@@ -22,9 +22,7 @@ log = logging.getLogger("steelframe.worker")
 
 
 def register(subparsers: Any) -> None:
-    worker = subparsers.add_parser(
-        "worker", help="run RQ workers for the task lifecycle (reconciles first)"
-    )
+    worker = subparsers.add_parser("worker")
     worker.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     worker.add_argument(
@@ -33,9 +31,7 @@ def register(subparsers: Any) -> None:
         help="run jobs in this process (RQ's SimpleWorker) instead of a forked work horse",
     )
     worker.set_defaults(handler=cmd_worker)
-    rec = subparsers.add_parser(
-        "reconcile", help="repair lifecycle drift: expired leases, lost jobs, labels, PRs"
-    )
+    rec = subparsers.add_parser("reconcile")
     rec.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
     rec.set_defaults(handler=cmd_reconcile)
 
