@@ -48,6 +48,28 @@ async def test_stop_stops_the_turn_on_the_server(
     assert all((s["turns"] or 0) == 0 for s in sessions)
 
 
+async def test_stop_pressed_before_the_server_has_the_turn_still_stops_it(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Delta("never shown")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    clicked = asyncio.Event()
+
+    async def hold_until_stop_clicked(route: Any) -> None:
+        await clicked.wait()
+        await route.continue_()
+
+    await gui.page.route("**/api/operator/chat/stream", hold_until_stop_clicked)
+    await gui.send("stop me at once")
+    await gui.page.click("#stop")
+    clicked.set()
+    await gui.page.locator("#messages .msg.assistant.stopped").wait_for()
+    await gui.wait_done()
+    assert runtime.cancelled.is_set() or not runtime.requests
+
+
 async def test_reopen_brings_back_thinking_and_the_reply(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:

@@ -367,6 +367,8 @@ export class Chat {
     this.turn.session = response.headers.get("X-Steelframe-Session");
     this.turn.turnId = response.headers.get("X-Steelframe-Turn");
     this.turn.user = user;
+    this.turn.started = true;
+    if (this.turn.stopWanted) this.stop(); // Stop pressed before the server had the turn
     await this.follow(response);
   }
 
@@ -500,11 +502,25 @@ export class Chat {
 
   async stop() {
     if (!this.turn) return;
-    try {
-      const result = await api.post("/api/operator/chat/stop");
+    if (!this.turn.started) {
+      this.turn.stopWanted = true;
+      this.els.status.textContent = "stopping…";
+      return;
+    }
+    const turn = this.turn;
+    // "Nothing in flight" while our stream is still open means the stop crossed the turn's
+    // start on the server: ask again (briefly) until it lands or the turn ends.
+    for (let attempt = 0; attempt < 5 && this.turn === turn && !turn.finished; attempt++) {
+      let result;
+      try {
+        result = await api.post("/api/operator/chat/stop");
+      } catch (err) {
+        notify(`Stop failed: ${err.message}`, { level: "error" });
+        return;
+      }
       if (result.reason === "finishing") this.els.status.textContent = "finishing: the answer is being saved";
-    } catch (err) {
-      notify(`Stop failed: ${err.message}`, { level: "error" });
+      if (result.stopped || result.reason) return;
+      await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
     }
   }
 
@@ -523,6 +539,7 @@ export class Chat {
     this.startTurn(view);
     this.turn.session = sessionId;
     this.turn.resumedOnOpen = true;
+    this.turn.started = true;
     await this.follow(response);
   }
 
