@@ -28,6 +28,20 @@ WATCH = """() => {
 }"""
 
 
+# Every toast shown, kept in sessionStorage so a reload does not forget the earlier ones.
+TOASTS = """
+(() => {
+  const watch = () => new MutationObserver(records => {
+    const seen = JSON.parse(sessionStorage.getItem('toasts') || '[]');
+    for (const r of records) for (const n of r.addedNodes) seen.push(n.textContent);
+    sessionStorage.setItem('toasts', JSON.stringify(seen));
+  }).observe(document.querySelector('#toasts'), {childList: true});
+  if (document.querySelector('#toasts')) watch();
+  else window.addEventListener('DOMContentLoaded', watch);
+})()
+"""
+
+
 async def card_state(gui: Gui, issue: int) -> str | None:
     state: str | None = await gui.page.evaluate(
         "(n) => document.querySelector(`.card[data-issue='${n}']`)"
@@ -130,6 +144,8 @@ async def test_the_whole_loop_in_the_browser(make: Make, gui_factory: GuiFactory
         pickup=False,
     )
     gui = await gui_factory(lc.api)
+    await gui.page.add_init_script(TOASTS)
+    await gui.page.evaluate(TOASTS)
     await gui.screenshot("signed-in")
     await ask_with_hits(gui)
     await gui.screenshot("chat")
@@ -152,6 +168,11 @@ async def test_the_whole_loop_in_the_browser(make: Make, gui_factory: GuiFactory
     await row.click()
     await gui.page.wait_for_selector("#screen-chat:not([hidden])")
     assert await gui.page.inner_text("#focus-text") == f"focus: #{issue}"
+    # Each change was announced where the operator was, exactly once (polls repeat the
+    # same states; a reconnecting stream could too).
+    toasts = await gui.page.evaluate("() => JSON.parse(sessionStorage.getItem('toasts'))")
+    assert sum("is waiting for you" in t for t in toasts) == 1, toasts
+    assert sum(t.startswith(f"#{issue}") and "delivered" in t for t in toasts) == 1, toasts
     assert not page_errors(gui)
 
 

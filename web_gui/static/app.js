@@ -89,6 +89,7 @@ class App {
       onTask: (t) => this.onTask(t),
       onResult: (r) => this.onResult(r),
       onSession: () => this.chat.loadSessions().catch(() => {}),
+      onResync: () => this.poll().then(() => this.chat.loadSessions()).catch(() => {}),
       onPoll: () => this.poll(),
     });
     this.live.start();
@@ -147,7 +148,7 @@ class App {
     const before = this.knownStates.get(task.task_id);
     this.knownStates.set(task.task_id, task.state);
     this.board.apply(task);
-    if (before && before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state);
+    if (before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state);
   }
 
   onResult(result) {
@@ -174,7 +175,8 @@ class App {
     for (const t of this.board.list()) {
       const before = this.knownStates.get(t.id);
       this.knownStates.set(t.id, t.state);
-      if (before && before !== t.state) this.announceState(t.id, t.issue, t.title, t.state);
+      // A task first seen now (filed since the page loaded) counts as a change too.
+      if (before !== t.state) this.announceState(t.id, t.issue, t.title, t.state);
     }
   }
 

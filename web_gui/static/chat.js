@@ -151,6 +151,8 @@ export class Chat {
       notify(`Could not open that chat: ${err.message}`, { level: "error" });
       return;
     }
+    // Pin it for messages sent without a session (services where reading does not pin).
+    api.post(`/api/operator/chat/session/${encodeURIComponent(id)}/open`).catch(() => {});
     this.unseen.delete(id);
     this.app.show("chat");
     this.load(session);

@@ -3,8 +3,9 @@
 const POLL_MS = 4000;
 
 export class LiveUpdates {
-  constructor({ onTask, onResult, onSession, onPoll }) {
-    this.handlers = { task: onTask, result: onResult, session: onSession };
+  constructor({ onTask, onResult, onSession, onResync, onPoll }) {
+    // `resync`: events after our id were dropped, so reload what is shown.
+    this.handlers = { task: onTask, result: onResult, session: onSession, resync: onResync };
     this.onPoll = onPoll;
     this.source = null;
     this.timer = null;
