@@ -120,6 +120,12 @@ def _protocol(value: str) -> str:
     return value
 
 
+def _log_format(value: str) -> str:
+    if value not in {"text", "json"}:
+        raise ValueError("must be text or json")
+    return value
+
+
 def _bool(value: str) -> bool:
     lowered = value.strip().lower()
     if lowered in {"1", "true", "yes", "on"}:
@@ -228,6 +234,18 @@ class Settings:
     model_timeout_seconds: float = setting(
         "STEELFRAME_MODEL_TIMEOUT_SECONDS", _float, "idle model wait", 120.0
     )
+    model_connections: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS",
+        _positive_int,
+        "model streams a process holds open at once",
+        1000,
+    )
+    model_connections_per_host: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS_PER_HOST",
+        _non_negative_int,
+        "at most this many to one provider host; 0: no cap",
+        0,
+    )
     tool_rounds: int = setting(
         "STEELFRAME_TOOL_ROUNDS", _non_negative_int, "repo tool rounds; 0=off", 4
     )
@@ -279,6 +297,21 @@ class Settings:
     )
     log_level: str = setting(
         "STEELFRAME_LOG_LEVEL", _str, "DEBUG|INFO|WARNING|ERROR", "INFO", aliases=("LOG_LEVEL",)
+    )
+    log_format: str = setting(
+        "STEELFRAME_LOG_FORMAT",
+        _log_format,
+        "text|json: one JSON object a line, with request, delivery, task and turn ids",
+        "text",
+        aliases=("LOG_FORMAT",),
+    )
+    access_log: bool = setting(
+        "STEELFRAME_ACCESS_LOG", _bool, "aiohttp's access log, one line a request", False
+    )
+    metrics_token: Secret | None = setting(
+        "STEELFRAME_METRICS_TOKEN",
+        _secret,
+        "bearer token for /metrics; unset: only this machine may scrape",
     )
     host: str = setting("HOST", _str, "address `serve` and `dev` listen on", "127.0.0.1")
     port: int = setting("PORT", _port, "port `serve` and `dev` listen on (0: any free)", 8080)

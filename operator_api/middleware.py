@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
 from bot.errors import SteelframeError
+from bot.log_context import bind_ids
 
 log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = web.RequestKey("request_id", str)
+REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
 
 
 def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
@@ -24,6 +27,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     # Not a secret, only a log correlation id: a PRNG draw, not a syscall per request.
     request_id = request.headers.get("X-Request-Id", "")[:64] or f"{random.getrandbits(64):016x}"
     request[REQUEST_ID] = request_id
+    request[REQUEST_STARTED] = time.monotonic()
+    bind_ids(request_id=request_id)  # each request runs in a task of its own
     try:
         response = await handler(request)
     except SteelframeError as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -70,16 +69,6 @@ def with_database(fn: Callable[..., T], *args: Any) -> T:
         return database.call(fn, *args)
     finally:
         database.dispose()
-
-
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    # Alembic narrates every plugin and step at INFO; keep start-up output to what matters.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):

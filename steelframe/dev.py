@@ -23,8 +23,9 @@ from bot.config import Secret, Settings
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
-from steelframe.cli import configure_logging, load_settings
+from steelframe.cli import load_settings
 from steelframe.commands.core import add_listen_arguments
+from steelframe.logs import configure_logging
 from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
@@ -46,7 +47,7 @@ def dev_token(session: Any) -> str:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     settings = load_settings(**DEV_DEFAULTS)
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     port = settings.port if args.port is None else args.port
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
     return 0

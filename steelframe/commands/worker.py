@@ -16,7 +16,8 @@ from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
-from steelframe.cli import configure_logging, load_settings
+from steelframe.cli import load_settings
+from steelframe.logs import configure_logging
 
 log = logging.getLogger("steelframe.worker")
 
@@ -48,7 +49,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
@@ -72,7 +73,7 @@ def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
