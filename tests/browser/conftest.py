@@ -119,7 +119,8 @@ async def gui_factory(browser: Any) -> AsyncIterator[GuiFactory]:
     contexts: list[Any] = []
 
     async def make(api: ApiClient, *, sign_in: bool = True, **context: Any) -> Gui:
-        ctx = await browser.new_context(viewport={"width": 1280, "height": 800}, **context)
+        context.setdefault("viewport", {"width": 1280, "height": 800})
+        ctx = await browser.new_context(**context)
         contexts.append(ctx)
         page = await ctx.new_page()
         page.set_default_timeout(WAIT_MS)

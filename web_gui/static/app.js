@@ -45,6 +45,7 @@ class App {
       this.signedOut();
     }
     document.body.dataset.ready = "true";
+    document.body.dataset.readyMs = String(Math.round(performance.now())); // bench/gui.py
   }
 
   async signIn() {
