@@ -169,3 +169,18 @@ def test_vendored_browser_code_matches_its_pinned_npm_digests(folder: Path) -> N
         for name, entry in package["files"].items():
             digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
             assert digest == entry["sha256"], f"{name} differs from {package['name']}"
+
+
+@pytest.mark.postgres
+async def test_cookie_sessions_on_postgresql(api_factory: Any, tmp_path: Path, pg_url: str) -> None:
+    from tests.conftest import make_settings
+
+    api = await api_factory(make_settings(tmp_path, database_url=pg_url))
+    body, _ = await sign_in(api)
+    made = await api.raw.post(
+        "/api/operator/chat/new", json={}, headers={"X-CSRF-Token": body["csrf_token"]}
+    )
+    assert made.status == 201
+    out = await api.raw.delete("/gui/session", headers={"X-CSRF-Token": body["csrf_token"]})
+    assert out.status == 200
+    assert (await api.raw.get("/api/operator/chat/sessions")).status == 401

@@ -94,6 +94,8 @@ async def test_reopen_brings_back_thinking_and_the_reply(
 
 
 async def draft(gui: Gui, issue: int) -> None:
+    if await gui.page.is_hidden("#focus-form"):
+        await gui.page.click("#focus-clear")
     await gui.page.fill("#focus-input", str(issue))
     await gui.page.click("#focus-form button")
     assert await gui.page.inner_text("#focus-text") == f"focus: #{issue}"
@@ -127,6 +129,13 @@ async def test_focus_clear_and_agent_switch_clear_the_decision_draft(
     after = await session_json(api, sid)
     assert after["agent"] == "ops" and after["decision"] is None
     assert await gui.page.input_value("#agent-select") == "ops"
+
+    await draft(gui, 9)
+    await gui.page.click("#new-chat")  # a new chat starts without the draft...
+    await gui.page.wait_for_selector("#publish-bar", state="hidden")
+    await gui.page.click(f"[data-session='{sid}'] .session-open")  # ...which stays with its own
+    await gui.page.wait_for_selector("#publish-bar:not([hidden])")
+    assert await gui.page.inner_text("#publish") == "Publish to #9"
 
 
 async def test_delete_sign_out_and_csrf_refusal(
