@@ -117,6 +117,12 @@ async def discuss_and_draft(gui: Gui, issue: int) -> None:
     await gui.page.wait_for_selector("#publish-bar:not([hidden])", timeout=WAIT_MS)
     assert await gui.page.input_value("#decision-text") == "Use Redis."
     await gui.screenshot("chat-decision")
+    # Citations are clickable: `#N` of a known run opens its run modal.
+    cite = gui.page.locator("#messages .msg.assistant .cite", has_text=f"#{issue}").first
+    await cite.click()
+    await gui.page.locator("#run-modal").wait_for(state="visible")
+    assert f"#{issue}" in await gui.page.inner_text("#run-title")
+    await gui.page.click("#run-close")
 
 
 async def publish(gui: Gui, lc: Lifecycle, issue: int) -> None:
@@ -168,6 +174,11 @@ async def test_the_whole_loop_in_the_browser(make: Make, gui_factory: GuiFactory
     await row.click()
     await gui.page.wait_for_selector("#screen-chat:not([hidden])")
     assert await gui.page.inner_text("#focus-text") == f"focus: #{issue}"
+    # A cited session id opens that session.
+    await gui.page.locator("#messages .cite[title='Open this session']").first.click()
+    await gui.page.wait_for_function(
+        "() => document.querySelector('#chat-title').textContent.startsWith('Why does')"
+    )
     # Each change was announced where the operator was, exactly once (polls repeat the
     # same states; a reconnecting stream could too).
     toasts = await gui.page.evaluate("() => JSON.parse(sessionStorage.getItem('toasts'))")

@@ -2,6 +2,7 @@
 import { api, ApiError, onSignedOut, setCsrf } from "./api.js";
 import { Board } from "./board.js";
 import { Chat } from "./chat.js";
+import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
 import { $, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
@@ -79,12 +80,15 @@ class App {
     show($("#app"), true);
     if (!this.chat) this.setup();
     this.chat.setAgents(who.agents);
-    const sessions = await this.chat.loadSessions();
+    // The Board first (in parallel): replies link `#N` to runs it knows.
+    const [sessions] = await Promise.all([
+      this.chat.loadSessions(),
+      this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" })),
+    ]);
     const active = sessions.find((s) => s.active) || null;
     if (active) await this.chat.open(active.id);
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
-    await this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" }));
     for (const t of this.board.list()) this.knownStates.set(t.id, t.state);
     this.live = new LiveUpdates({
       onTask: (t) => this.onTask(t),
@@ -105,6 +109,11 @@ class App {
     }
     $("#sign-out").addEventListener("click", () => this.signOut());
     window.addEventListener("hashchange", () => this.show(location.hash.slice(1)));
+    setCitationHandler({
+      session: (id) => this.chat.open(id),
+      issue: (n) => this.board.openIssue(n),
+      knowsIssue: (n) => this.board.findIssue(n) !== null,
+    });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
   }
 

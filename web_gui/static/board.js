@@ -61,6 +61,15 @@ export class Board {
     if (this.modalTask === task.id) this.openModal(task.id);
   }
 
+  findIssue(issue) {
+    return this.list().find((t) => t.issue === issue) || null;
+  }
+
+  openIssue(issue) {
+    const task = this.findIssue(issue);
+    if (task) this.openModal(task.id);
+  }
+
   column(task) {
     return task.archived ? "archived" : task.state;
   }

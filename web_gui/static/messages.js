@@ -1,6 +1,7 @@
 // One chat message on screen: the user's text, or a reply with its Thinking accordion,
 // the reply (sanitised Markdown) and the expandable "retrieve N hits" row.
 import { h, externalLink } from "./dom.js";
+import { linkCitations } from "./citations.js";
 import { renderMarkdown } from "./markdown.js";
 
 export function userMessage(text, id) {
@@ -81,6 +82,7 @@ export class ReplyView {
     this.el.dataset.id = message.id || this.el.dataset.id;
     this.text = message.content || "";
     renderMarkdown(this.body, this.text);
+    linkCitations(this.body);
     const reasoning = message.reasoning || "";
     if (reasoning) {
       this.thinkingText = reasoning;
