@@ -34,13 +34,14 @@ AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 WAIT_MS = 30_000
 
 
-def chromium_path() -> str:
-    found = CHROMIUM if Path(CHROMIUM).exists() else shutil.which("chromium")
+def chromium_path(configured: str | None = None) -> str:
+    wanted = configured or CHROMIUM
+    found = wanted if Path(wanted).exists() else shutil.which("chromium")
     if found:
         return found
     if os.environ.get("CI"):
-        pytest.fail(f"Chromium must be installed in CI (apt-get install chromium): {CHROMIUM}")
-    pytest.skip(f"browser tests did not run: no Chromium at {CHROMIUM} (apt-get install chromium)")
+        pytest.fail(f"Chromium must be installed in CI (apt-get install chromium): {wanted}")
+    pytest.skip(f"browser tests did not run: no Chromium at {wanted} (apt-get install chromium)")
 
 
 @pytest.fixture
