@@ -154,6 +154,7 @@ def build_services(
         else None
     )
     registry = TurnRegistry(on_finish=release_turn, relay=relay)
+    metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
     chat = ChatService(
@@ -180,7 +181,12 @@ def build_services(
         background=background,
         redis=redis_client,
         memory=memory,
-        github=GitHubClient.from_settings(settings) if settings.github_configured else None,
+        github=(
+            GitHubClient.from_settings(settings, observe=metrics.github_answer)
+            if settings.github_configured
+            else None
+        ),
+        metrics=metrics,
         model_http=model_http,
     )
     if redis_client is not None:

@@ -37,9 +37,9 @@ async def test_metrics_are_prometheus_text_with_chat_tasks_and_deliveries(
 ) -> None:
     api: ApiClient = await api_factory(github_sandbox.settings(tmp_path, redis_url=redis_url))
     github_sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
-    response = await api.post("/api/operator/chat/stream", json={"message": "hello"})
-    frames = await read_sse(response)
-    assert frames[-1]["type"] == "done"
+    message = {"message": "file an issue for the flaky login test"}
+    frames = await read_sse(await api.post("/api/operator/chat/stream", json=message))
+    assert frames[-1]["type"] == "done" and frames[-1]["response"]["filed_issue_number"]
     await github_sandbox.settle()
 
     scrape = await api.raw.get("/metrics")
@@ -49,12 +49,24 @@ async def test_metrics_are_prometheus_text_with_chat_tasks_and_deliveries(
     assert found[("steelframe_chat_turns_total", (("outcome", "done"),))] == 1
     assert found[("steelframe_chat_first_frame_seconds_count", ())] == 1
     assert found[("steelframe_chat_streams_active", ())] == 0
-    for state in ("queued", "running", "waiting_for_info", "delivered", "failed", "terminated"):
-        assert found[("steelframe_tasks", (("state", state),))] == 0
-    assert found[("steelframe_queue_depth", ())] == 0
+    tasks = {
+        state: found[("steelframe_tasks", (("state", state),))]
+        for state in ("queued", "running", "waiting_for_info", "delivered", "failed", "terminated")
+    }
+    assert tasks == {**dict.fromkeys(tasks, 0.0), "queued": 1.0}  # the filed issue's task
+    assert found[("steelframe_queue_depth", ())] == 1  # no worker runs here
     assert found[("steelframe_webhook_deliveries", (("status", "processed"),))] >= 1  # the ping
     assert ("steelframe_webhook_processing_lag_seconds", ()) in found
     assert not any(name == "steelframe_scrape_errors_total" for name, _ in found)
+    # The filing's GitHub calls: counted by status, and the installation's rate budget.
+    created = ("steelframe_github_requests_total", (("method", "POST"), ("status", "201")))
+    assert found[created] >= 1
+    installation = str(github_sandbox.installation_id)
+    budget = (
+        "steelframe_github_rate_remaining",
+        (("installation", installation), ("resource", "core")),
+    )
+    assert 0 < found[budget] < 5000
 
 
 async def test_metrics_need_the_token_when_one_is_set(api_factory: Any, tmp_path: Path) -> None:
