@@ -37,7 +37,7 @@ async def test_stop_stops_the_turn_on_the_server(
     gui = await gui_factory(api)
     await gui.send("a long question")
     await gui.page.wait_for_selector("#stop:not([hidden])")
-    await gui.page.click("#stop")
+    await gui.page.keyboard.press("Escape")  # Esc stops, as the Stop button does
     stopped = gui.page.locator("#messages .msg.assistant.stopped")
     await stopped.wait_for()
     assert "Stopped. Nothing of this turn was kept" in await stopped.inner_text()
