@@ -4,6 +4,7 @@ import { api, ApiError, openStream, readSse } from "./api.js";
 import { $, h, clear, show, externalLink } from "./dom.js";
 import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
+import { renderSidebar } from "./sidebar.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
@@ -93,52 +94,12 @@ export class Chat {
   }
 
   renderSessions() {
-    const list = clear(this.els.list);
-    if (!this.sessions.length) {
-      list.append(h("p", { class: "empty", text: "No sessions yet: ask anything about your repositories." }));
-      return;
-    }
-    const groups = new Map();
-    const today = new Date().toDateString();
-    const yesterday = new Date(Date.now() - 86400000).toDateString();
-    for (const s of this.sessions) {
-      const day = new Date(s.last_activity_at).toDateString();
-      const group = day === today ? "Today" : day === yesterday ? "Yesterday" : "Earlier";
-      if (!groups.has(group)) groups.set(group, []);
-      groups.get(group).push(s);
-    }
-    for (const [name, sessions] of groups) {
-      list.append(h("h2", { class: "group", text: name }));
-      const ul = h("ul", { class: "sessions" });
-      for (const s of sessions) ul.append(this.sessionItem(s));
-      list.append(ul);
-    }
-  }
-
-  sessionItem(s) {
-    const current = this.session?.id === s.id;
-    const title = s.title || "New chat";
-    return h(
-      "li",
-      { class: current ? "session current" : "session", "data-session": s.id },
-      h(
-        "button",
-        {
-          class: "session-open",
-          "aria-current": current ? "true" : null,
-          onclick: () => this.open(s.id),
-        },
-        this.unseen.has(s.id) ? h("span", { class: "dot", "aria-label": "new task result" }) : null,
-        h("span", { class: "session-title", text: title }),
-      ),
-      h("button", {
-        class: "session-delete icon",
-        "aria-label": `Delete chat ${title}`,
-        title: "Delete chat",
-        text: "✕",
-        onclick: () => this.remove(s.id, title),
-      }),
-    );
+    renderSidebar(this.els.list, this.sessions, {
+      currentId: this.session?.id,
+      unseen: this.unseen,
+      onOpen: (id) => this.open(id),
+      onDelete: (id, title) => this.remove(id, title),
+    });
   }
 
   // -- sessions --------------------------------------------------------------------------
@@ -286,7 +247,10 @@ export class Chat {
     const d = this.decision;
     const visible = Boolean(d && d.body && d.body.trim() && d.issue && this.focus === d.issue);
     show(this.els.publishBar, visible);
-    if (!visible) return;
+    if (!visible) {
+      delete this.els.publishText.dataset.for; // the next draft fills the bar afresh
+      return;
+    }
     this.els.publishLabel.textContent = `Decision for #${d.issue}`;
     this.els.publishButton.textContent = `Publish to #${d.issue}`;
     if (this.els.publishText.dataset.for !== `${d.issue}:${d.body}`) {
