@@ -202,3 +202,33 @@ async def test_a_thousand_message_session_opens_paged(
     await gui.page.locator("#messages").evaluate("el => el.scrollTop = 0")
     await gui.page.fill("#message", "still typing")
     assert await gui.page.input_value("#message") == "still typing"
+
+
+async def test_a_turn_survives_a_reload_and_a_session_switch(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Thinking("weighing it"), Delta("the answer, once")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    other = await (await api.post("/api/operator/chat/new", json={"title": "other"})).json()
+    await (await api.post("/api/operator/chat/new", json={})).json()
+    gui = await gui_factory(api)
+    page = gui.page
+    await gui.send("held question")
+    await page.wait_for_function("() => document.querySelector('#status-line').textContent")
+    await page.reload()  # the page re-attaches to the running turn
+    await page.wait_for_selector("#stop:not([hidden])")
+    await page.click(f"[data-session='{other['id']}'] .session-open")  # look elsewhere
+    await page.wait_for_function(
+        "() => document.querySelector('#chat-title').textContent == 'other'"
+    )
+    gate.set()
+    toast = page.locator("#toasts .toast", has_text="The reply you were waiting for is ready")
+    await toast.wait_for()
+    assert await page.inner_text("#chat-title") == "other"
+    assert await page.locator("#messages .msg").count() == 0  # nothing leaked in here
+    await toast.locator("button", has_text="Open chat").click()
+    answer = page.locator("#messages .msg.assistant", has_text="the answer, once")
+    await answer.wait_for()
+    assert await answer.count() == 1
+    assert await page.locator("#messages .msg.user", has_text="held question").count() == 1

@@ -118,6 +118,13 @@ export class Chat {
     this.app.show("chat");
     this.load(session);
     this.renderSessions();
+    const turn = this.turn;
+    if (turn) {
+      // A turn runs on while another session is shown; coming back shows it again.
+      turn.away = turn.session !== session.id;
+      if (!turn.away) this.els.messages.append(...[turn.user, turn.view.el].filter(Boolean));
+      return;
+    }
     this.resume(session.id);
   }
 
@@ -422,6 +429,14 @@ export class Chat {
   }
 
   finishTurn(turn, r) {
+    if (turn.away) {
+      // Finished while another session is shown: it is saved; say so, change nothing here.
+      this.endTurn();
+      this.unseen.add(r.session);
+      this.loadSessions().catch(() => {});
+      notify("The reply you were waiting for is ready.", { action: { label: "Open chat", run: () => this.open(r.session) } });
+      return;
+    }
     const id = `${r.turn_id}-a`;
     if (this.rendered.has(id) && turn.resumedOnOpen) {
       turn.view.el.remove(); // already in the history we loaded
