@@ -8,25 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
+from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
+from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.issue_context import IssueContextLoader
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, watch_commits
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.github.installations import stored_installations
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
@@ -38,6 +45,9 @@ from bot.runtimes.transport import SharedClient
 from memory import Memory
 
 log = logging.getLogger(__name__)
+# The web service never waits longer than this for a row lock (PostgreSQL): a frozen worker
+# holding one makes a request fail fast (503 busy) or record an intent, never hang.
+REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass
@@ -47,6 +57,8 @@ class Services:
     chat: ChatService
     registry: TurnRegistry
     background: BackgroundTasks
+    # The operator events stream (task changes, results, sessions): Redis streams or local.
+    events: OperatorEvents
     redis: redis.Redis | None = None
     # Session memory: chunk store + index (`memory.search`, `memory.add`) for every part.
     memory: Memory | None = None
@@ -90,6 +102,7 @@ class Services:
         await self.chat.locks.close()
         await self.model_http.close()
         await self.background.close()
+        await self.events.log.close()
         if self.redis is not None:
             self.redis.close()
         if self.github is not None:
@@ -116,6 +129,31 @@ def _redis_ping(client: redis.Redis) -> bool:
         return False
 
 
+def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> None:
+    """Mirror the agents; two instances starting together may both insert a row, and the
+    loser's next round finds it."""
+    for attempt in range(3):
+        try:
+            database.call(sync_agents, settings.agents, clock=clock)
+            return
+        except IntegrityError:
+            if attempt == 2:
+                raise
+
+
+def _log_reindex_progress() -> Callable[[int, int], None]:
+    """Start-up rebuild progress as a log line per tenth (a service has no terminal)."""
+    shown: set[int] = set()
+
+    def report(done: int, total: int) -> None:
+        tenth = 10 if total <= 0 else min(10, done * 10 // total)
+        if tenth not in shown:
+            shown.add(tenth)
+            log.warning("memory: rebuilding the index: %d/%d chunks", done, total)
+
+    return report
+
+
 def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
     """Runtimes by agent (bot.runtimes.registry), sharing one connection pool per process."""
 
@@ -136,10 +174,12 @@ def build_services(
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
     model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
-    database = dbmod.Database.from_url(settings.database_url)
+    database = dbmod.Database.from_url(
+        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
+    )
     if migrate:
         dbmod.upgrade(database.engine)
-    database.call(sync_agents, settings.agents, clock=clock)
+    _sync_agents(database, settings, clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
     locks: TurnLocks = (
         RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
@@ -154,9 +194,17 @@ def build_services(
         else None
     )
     registry = TurnRegistry(on_finish=release_turn, relay=relay)
+    event_log: EventLog = LocalEventLog()
+    if settings.redis_url and redis_client is not None:
+        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+    events = OperatorEvents(event_log, database)
+    watch_commits(database, events)
     metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
+    # An index left by another database under this data directory is rebuilt now, at start,
+    # not answered from (memory.identity).
+    memory.bind(progress=_log_reindex_progress())
     chat = ChatService(
         db=database,
         settings=settings,
@@ -171,6 +219,7 @@ def build_services(
         ),
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
+        events=events,
         clock=clock,
     )
     services = Services(
@@ -179,10 +228,15 @@ def build_services(
         chat=chat,
         registry=registry,
         background=background,
+        events=events,
         redis=redis_client,
         memory=memory,
         github=(
-            GitHubClient.from_settings(settings, observe=metrics.github_answer)
+            GitHubClient.from_settings(
+                settings,
+                observe=metrics.github_answer,
+                stored_installation=stored_installations(database),
+            )
             if settings.github_configured
             else None
         ),
@@ -209,5 +263,11 @@ def build_services(
             clock=clock,
         )
         services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
+        chat.issues = IssueContextLoader(services.github)
+        chat.checkouts = ManagedCheckouts(
+            settings.data_dir / "checkouts",
+            services.github,
+            refresh_seconds=settings.checkout_refresh_seconds,
+        )
         chat.policy = GitHubIntentPolicy(services.filing)
     return services

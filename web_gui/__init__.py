@@ -10,13 +10,14 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot.services import Services
-from operator_api.openapi import register_paths
 from web_gui import routes
 from web_gui.assets import ASSETS, StaticAssets
 from web_gui.openapi import GUI_PATHS
+
+# The GUI's part of the API description (composed by steelframe.server).
+OPENAPI_PATHS = GUI_PATHS
 
 
 def setup(app: web.Application, services: Services) -> None:
     app[ASSETS] = StaticAssets.load()
     app.add_routes(routes.routes)
-    register_paths(GUI_PATHS)

@@ -1,4 +1,8 @@
-"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`."""
+"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`.
+
+Reconciling is one process's job at a time across every worker: each pass first takes a
+Redis lease (`bot.redis_lease`); a worker that finds it held skips that pass.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from bot import db as dbmod
 from bot.config import Settings
 from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.reconcile import reconcile_if_leader, reconcile_until
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
@@ -42,6 +46,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
     ctx = build_context(settings, queue_name=queue)
+    ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
     print("steelframe: applying migrations ...", flush=True)
     dbmod.upgrade(ctx.db.engine)
     return ctx
@@ -54,21 +59,13 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if ctx is None:
         return 2
     context.bind(ctx)
-    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    if report is None:
+        print("steelframe: another process is reconciling now; try again shortly", file=sys.stderr)
+        return 1
     for line in report.lines():
         print(line)
     return 1 if report.errors else 0
-
-
-def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
-    """While the worker runs: expired leases and lost jobs are found within a lease time."""
-    while not stop.wait(ctx.policy.lease_seconds):
-        try:
-            report = run_reconcile(ctx, say=lambda line: None)
-            if report.recovered or report.requeued or report.labels_fixed:
-                log.info("reconcile: %s", "; ".join(report.lines()[:4]))
-        except Exception:
-            log.exception("reconcile: periodic pass failed; trying again later")
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -79,8 +76,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     context.bind(ctx)
     print("steelframe worker: reconciling before work ...", flush=True)
-    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
-    for line in report.lines():
+    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    if report is None:
+        print("reconcile: another worker is reconciling; skipped", flush=True)
+    for line in report.lines() if report is not None else []:
         print(f"reconcile: {line}", flush=True)
     queue = Queue(args.queue, connection=ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
@@ -88,7 +87,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if not args.burst:
         threading.Thread(
-            target=_reconcile_forever, args=(ctx, stop), name="reconciler", daemon=True
+            target=reconcile_until, args=(ctx, stop), name="reconciler", daemon=True
         ).start()
     print(f"steelframe worker: {worker.name} listening on {args.queue}", flush=True)
     try:

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 
 from tests.conftest import ApiClient
-from tui_client.api import OperatorClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
 from tui_client.transcript import AssistantMessage, Notice
@@ -18,8 +17,7 @@ WAIT_SECONDS = 8.0  # generous for a loaded CI machine; a passing wait takes mil
 
 
 def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
-    base = url or str(api.raw.make_url("")).rstrip("/")
-    return SteelframeApp(OperatorClient(base, token if token is not None else api.token))
+    return SteelframeApp(api.operator_client(token=token, url=url))
 
 
 async def until(
@@ -52,7 +50,12 @@ def session_titles(app: SteelframeApp) -> list[str]:
 
 
 async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
-    await until(pilot, lambda: not any(w.is_running for w in app.workers), "start-up requests")
+    """Start-up requests answered (the events stream runs for as long as the app does)."""
+    await until(
+        pilot,
+        lambda: not any(w.is_running for w in app.workers if w.group != "events"),
+        "start-up requests",
+    )
 
 
 async def send(

@@ -1,7 +1,7 @@
 """Browser sign-ins for the web GUI: cookie digests paired with CSRF tokens.
 
-Revision ID: 0007_web_sessions
-Revises: 0006_pending_kind
+Revision ID: 0008_web_sessions
+Revises: 0007_pending_key
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_web_sessions"
-down_revision = "0006_pending_kind"
+revision = "0008_web_sessions"
+down_revision = "0007_pending_key"
 branch_labels = None
 depends_on = None
 
