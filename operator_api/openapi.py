@@ -23,7 +23,8 @@ Paths = Mapping[str, Mapping[str, Any]]
 
 OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict[str, Any])
 ERROR = ref("Error")
-BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}]
+# A bearer token, or the web GUI's session cookie (then POST/DELETE need X-CSRF-Token: 403).
+BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}, {"webSession": []}]
 ERROR_TEXT = {
     400: "Bad input; `detail.field` names the field",
     401: "Missing or wrong bearer token",
@@ -97,6 +98,8 @@ class Endpoints:
         self, method: str, path: str, summary: str, responses: dict[str, Any], **options: Any
     ) -> Callable[[Handler], Handler]:
         described = operation(summary, responses, **options)
+        if method != "GET" and options.get("auth", True):
+            described["responses"].setdefault("403", errors(403)["403"])  # CSRF refused
 
         def register(handler: Handler) -> Handler:
             if method.lower() in self.paths.get(path, {}):
@@ -131,7 +134,16 @@ def build_document(path_sets: Iterable[Paths]) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "Steelframe operator API", "version": __version__},
         "components": {
-            "securitySchemes": {"operatorToken": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "operatorToken": {"type": "http", "scheme": "bearer"},
+                "webSession": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "steelframe_session",
+                    "description": "The web GUI's sign-in (POST /gui/session); a POST or "
+                    "DELETE with it also needs the X-CSRF-Token header",
+                },
+            },
             "schemas": component_schemas(),
         },
         "paths": dict(sorted(paths.items())),

@@ -30,10 +30,10 @@ from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
-from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
-from webhooks import setup as webhooks_setup
 from web_gui import OPENAPI_PATHS as GUI_PATHS
 from web_gui import setup as web_gui_setup
+from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
+from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
