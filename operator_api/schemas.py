@@ -105,6 +105,10 @@ def _chat_schemas() -> dict[str, Any]:
                 "rounds": {"type": "integer", "description": "status: retrieval rounds"},
                 "query": {"type": "string", "description": "status: which retrieval query"},
                 "hits": {"type": "integer", "description": "status: hits the round found"},
+                "context": {
+                    "type": "integer",
+                    "description": "status: focus or link context the round added (not hits)",
+                },
             },
         },
         "ChatResponse": exact(

@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
     "desktop": ("steelframe.commands.desktop", "open the web GUI in its own window"),
+    "doctor": ("steelframe.commands.doctor", "which coding agents are installed and supported"),
 }
 
 
