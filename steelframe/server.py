@@ -30,6 +30,8 @@ from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
+from web_gui import OPENAPI_PATHS as GUI_PATHS
+from web_gui import setup as web_gui_setup
 from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
@@ -107,4 +109,4 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS),)
+    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS), AppPlugin(web_gui_setup, GUI_PATHS))
