@@ -119,19 +119,13 @@ def build_services(
     registry = TurnRegistry(on_finish=release_turn)
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
-    chat = ChatService(
-        db=database,
-        settings=settings,
-        runtimes=runtimes or default_runtime_factory(settings, model_http),
+    chat = _chat_service(
+        settings,
+        database,
+        memory,
+        runtimes or default_runtime_factory(settings, model_http),
         registry=registry,
         background=background,
-        grounder=MemoryGrounder(
-            memory,
-            background=background,
-            # The focused issue's task enters the prompt as task JSON (DESIGN: one chat turn).
-            tasks=lambda agent, issue: database.call(task_for_issue, agent.repo, issue),
-        ),
-        summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
         clock=clock,
     )
@@ -143,11 +137,7 @@ def build_services(
         background=background,
         redis=redis_client,
         memory=memory,
-        github=GitHubClient.from_settings(
-            settings, stored_installation=stored_installations(database)
-        )
-        if settings.github_configured
-        else None,
+        github=_github_client(settings, database),
         model_http=model_http,
     )
     if redis_client is not None:
@@ -160,14 +150,55 @@ def build_services(
             clock=clock,
         )
     if services.github is not None:
-        # With a GitHub App, Chat's filing intents file for real (still only on request).
-        services.filing = FilingService(
-            db=database,
-            github=services.github,
-            tasks=services.tasks,
-            pickup_labels=settings.pickup_labels,
-            clock=clock,
-        )
-        services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
-        chat.policy = GitHubIntentPolicy(services.filing)
+        _file_and_publish_on_github(services, services.github, clock)
     return services
+
+
+def _chat_service(
+    settings: Settings,
+    database: dbmod.Database,
+    memory: Memory,
+    runtimes: RuntimeFactory,
+    *,
+    registry: TurnRegistry,
+    background: BackgroundTasks,
+    locks: TurnLocks,
+    clock: Clock,
+) -> ChatService:
+    return ChatService(
+        db=database,
+        settings=settings,
+        runtimes=runtimes,
+        registry=registry,
+        background=background,
+        grounder=MemoryGrounder(
+            memory,
+            background=background,
+            # The focused issue's task enters the prompt as task JSON (DESIGN: one chat turn).
+            tasks=lambda agent, issue: database.call(task_for_issue, agent.repo, issue),
+        ),
+        summary_sinks=(chat_summary_sink(settings.agents),),
+        locks=locks,
+        clock=clock,
+    )
+
+
+def _github_client(settings: Settings, database: dbmod.Database) -> GitHubClient | None:
+    if not settings.github_configured:
+        return None
+    # Which installation serves a repository: what the webhooks stored, before GitHub.
+    return GitHubClient.from_settings(settings, stored_installation=stored_installations(database))
+
+
+def _file_and_publish_on_github(services: Services, github: GitHubClient, clock: Clock) -> None:
+    """With a GitHub App, Chat's filing intents file for real (still only on request) and
+    Decisions are published."""
+    services.filing = FilingService(
+        db=services.db,
+        github=github,
+        tasks=services.tasks,
+        pickup_labels=services.settings.pickup_labels,
+        clock=clock,
+    )
+    services.publisher = DecisionPublisher(db=services.db, github=github, clock=clock)
+    services.chat.policy = GitHubIntentPolicy(services.filing)

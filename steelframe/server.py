@@ -6,7 +6,6 @@ The entry package is the only one that imports every other; `bot` stays free of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
+LISTENER_STOP_SECONDS = 5.0
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
 OPERATOR_API = (meta_routes, chat_routes, board_routes, decision_routes)
 
@@ -71,8 +71,12 @@ def create_app(
         listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
         yield
         listener.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await listener
+        # Bounded: shutdown must not hang on a listener stuck in a Redis read.
+        done, _ = await asyncio.wait({listener}, timeout=LISTENER_STOP_SECONDS)
+        if not done:
+            log.warning("the stop listener did not end within %ss", LISTENER_STOP_SECONDS)
+        elif not listener.cancelled() and listener.exception() is not None:
+            log.warning("the stop listener failed: %s", listener.exception())
         if owned:
             await built.close()
 

@@ -100,9 +100,38 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def _claim_redis_database(admin: redis.Redis) -> int:
     for db in random.sample(range(1, 16), 15):
-        if admin.set(f"steelframe-test:db:{db}", os.getpid(), nx=True, ex=3600):
+        key = f"steelframe-test:db:{db}"
+        if admin.set(key, os.getpid(), nx=True, ex=3600) or _take_over(admin, key):
             return db
     raise RuntimeError("all 15 Redis test databases are claimed by other test sessions")
+
+
+def _take_over(admin: redis.Redis, key: str) -> bool:
+    """Claim a database whose claiming session was killed (its process is gone), instead of
+    waiting out the hour the claim would otherwise hold it. Atomic: WATCH, then replace only
+    the value that was read."""
+    with admin.pipeline() as pipe:
+        try:
+            pipe.watch(key)
+            owner = pipe.get(key)
+            if owner is None or _alive(int(owner)):
+                return False
+            pipe.multi()
+            pipe.set(key, os.getpid(), ex=3600)
+            pipe.execute()
+            return True
+        except (redis.WatchError, ValueError):
+            return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
 
 
 @pytest.fixture(scope="session")

@@ -136,6 +136,11 @@ class RedisTurnLocks:
                         with contextlib.suppress(ValueError):
                             await on_stop(int(message["data"]))
             except aioredis.RedisError as exc:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    # redis-py can turn the cancel that arrives mid-read into a connection
+                    # error; retrying would swallow the cancel and never stop.
+                    raise asyncio.CancelledError from exc
                 log.warning("stop listener lost Redis (%s); retrying", type(exc).__name__)
                 await asyncio.sleep(1.0)
             finally:
