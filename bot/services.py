@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
-from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.frames import RedisFrameRelay
+from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
@@ -27,8 +30,10 @@ from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
+from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
+from bot.metrics import Metrics
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
@@ -36,6 +41,9 @@ from bot.runtimes.transport import SharedClient
 from memory import Memory
 
 log = logging.getLogger(__name__)
+# The web service never waits longer than this for a row lock (PostgreSQL): a frozen worker
+# holding one makes a request fail fast (503 busy) or record an intent, never hang.
+REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass
@@ -56,6 +64,7 @@ class Services:
     # The task lifecycle (pickup, resume, terminate, board) when Redis is configured.
     tasks: TaskService | None = None
     model_http: SharedClient = field(default_factory=SharedClient)
+    metrics: Metrics = field(default_factory=Metrics)
     extras: dict[str, Any] = field(default_factory=dict)
 
     async def health(self) -> dict[str, Any]:
@@ -64,6 +73,23 @@ class Services:
         if self.redis is not None:
             redis_ok = await asyncio.to_thread(_redis_ping, self.redis)
         return {"database": database, "redis": redis_ok}
+
+    async def readiness(self) -> dict[str, dict[str, Any]]:
+        """What this instance needs to serve, each {"ok", "detail"}: the database, Redis (when
+        configured), the memory index. A failing one makes /readyz answer 503 with why."""
+        health = await self.health()
+        checks: dict[str, dict[str, Any]] = {
+            "database": _check(
+                health["database"], "reachable", "unreachable: check STEELFRAME_DATABASE_URL"
+            ),
+        }
+        if health["redis"] is not None:
+            checks["redis"] = _check(
+                health["redis"], "reachable", "unreachable: check STEELFRAME_REDIS_URL"
+            )
+        if self.memory is not None:
+            checks["index"] = await asyncio.to_thread(_index_check, self.memory)
+        return checks
 
     async def close(self) -> None:
         await self.registry.close()
@@ -77,11 +103,48 @@ class Services:
         self.db.dispose()
 
 
+def _check(ok: bool, good: str, bad: str) -> dict[str, Any]:
+    return {"ok": bool(ok), "detail": good if ok else bad}
+
+
+def _index_check(memory: Memory) -> dict[str, Any]:
+    try:
+        stats = memory.stats()
+    except Exception as exc:  # any failure to read the index means not ready, with why
+        return {"ok": False, "detail": f"memory index unreadable: {type(exc).__name__}: {exc}"}
+    return {"ok": True, "detail": f"{stats['chunks']} chunks"}
+
+
 def _redis_ping(client: redis.Redis) -> bool:
     try:
         return bool(client.ping())
     except redis.RedisError:
         return False
+
+
+def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> None:
+    """Mirror the agents; two instances starting together may both insert a row, and the
+    loser's next round finds it."""
+    for attempt in range(3):
+        try:
+            database.call(sync_agents, settings.agents, clock=clock)
+            return
+        except IntegrityError:
+            if attempt == 2:
+                raise
+
+
+def _log_reindex_progress() -> Callable[[int, int], None]:
+    """Start-up rebuild progress as a log line per tenth (a service has no terminal)."""
+    shown: set[int] = set()
+
+    def report(done: int, total: int) -> None:
+        tenth = 10 if total <= 0 else min(10, done * 10 // total)
+        if tenth not in shown:
+            shown.add(tenth)
+            log.warning("memory: rebuilding the index: %d/%d chunks", done, total)
+
+    return report
 
 
 def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
@@ -103,11 +166,13 @@ def build_services(
     migrate: bool = True,
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
-    model_http = SharedClient()
-    database = dbmod.Database.from_url(settings.database_url)
+    model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
+    database = dbmod.Database.from_url(
+        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
+    )
     if migrate:
         dbmod.upgrade(database.engine)
-    database.call(sync_agents, settings.agents, clock=clock)
+    _sync_agents(database, settings, clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
     locks: TurnLocks = (
         RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
@@ -116,9 +181,18 @@ def build_services(
     async def release_turn(handle: TurnHandle) -> None:
         await locks.release(handle.operator_id, handle.turn_id)
 
-    registry = TurnRegistry(on_finish=release_turn)
+    relay = (
+        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        if settings.redis_url
+        else None
+    )
+    registry = TurnRegistry(on_finish=release_turn, relay=relay)
+    metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
+    # An index left by another database under this data directory is rebuilt now, at start,
+    # not answered from (memory.identity).
+    memory.bind(progress=_log_reindex_progress())
     chat = _chat_service(
         settings,
         database,
@@ -137,7 +211,16 @@ def build_services(
         background=background,
         redis=redis_client,
         memory=memory,
-        github=_github_client(settings, database),
+        github=(
+            GitHubClient.from_settings(
+                settings,
+                observe=metrics.github_answer,
+                stored_installation=stored_installations(database),
+            )
+            if settings.github_configured
+            else None
+        ),
+        metrics=metrics,
         model_http=model_http,
     )
     if redis_client is not None:
@@ -149,6 +232,7 @@ def build_services(
             time_limit=settings.task_time_limit,
             clock=clock,
         )
+        services.metrics.add_collector(lifecycle_collector(database, redis_client))
     if services.github is not None:
         _file_and_publish_on_github(services, services.github, clock)
     return services
@@ -181,13 +265,6 @@ def _chat_service(
         locks=locks,
         clock=clock,
     )
-
-
-def _github_client(settings: Settings, database: dbmod.Database) -> GitHubClient | None:
-    if not settings.github_configured:
-        return None
-    # Which installation serves a repository: what the webhooks stored, before GitHub.
-    return GitHubClient.from_settings(settings, stored_installation=stored_installations(database))
 
 
 def _file_and_publish_on_github(services: Services, github: GitHubClient, clock: Clock) -> None:

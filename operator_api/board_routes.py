@@ -97,15 +97,23 @@ async def task_detail(request: web.Request) -> web.Response:
 
 @endpoints.post(
     "/api/operator/tasks/{id}/terminate",
-    "Stop a queued, running or waiting task (job cancelled, runtime killed)",
-    {"200": json_body(ref("TaskDetail")), **ACTION_ERRORS},
+    "Stop a queued, running or waiting task (job cancelled, runtime killed); 202: a frozen "
+    "worker holds the task, the request is recorded and applied later",
+    {
+        "200": json_body(ref("TaskDetail")),
+        "202": json_body(ref("TaskDetail"), "Recorded; applied once the worker's job stops"),
+        **ACTION_ERRORS,
+    },
     params=[TASK],
 )
 async def terminate(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
-    return web.json_response(await _service(request).terminate(task_id, actor=actor))
+    result = await _service(request).terminate(task_id, actor=actor)
+    # 202: a frozen worker holds the task; the request is recorded and applied by the
+    # reconciler once that worker's job is stopped (docs/api.md).
+    return web.json_response(result.detail, status=200 if result.applied else 202)
 
 
 @endpoints.post(

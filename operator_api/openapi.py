@@ -27,6 +27,7 @@ BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}]
 ERROR_TEXT = {
     400: "Bad input; `detail.field` names the field",
     401: "Missing or wrong bearer token",
+    403: "Not allowed from here (or without the right token)",
     404: "Not found (or another operator's)",
     409: "Conflict",
     413: "Body too large",

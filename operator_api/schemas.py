@@ -312,6 +312,17 @@ def component_schemas() -> dict[str, Any]:
                 "redis": {"type": ["boolean", "null"]},
             }
         ),
+        "Readiness": exact(
+            {
+                "status": {"enum": ["ready", "not_ready"]},
+                "checks": {
+                    "type": "object",
+                    "additionalProperties": exact(
+                        {"ok": {"type": "boolean"}, "detail": {"type": "string"}}
+                    ),
+                },
+            }
+        ),
         **_chat_schemas(),
         **_action_schemas(),
         **_task_schemas(),

@@ -1,6 +1,7 @@
 """`steelframe dev`: the whole system on embedded defaults, no network, no credentials.
 
-SQLite file under ./var, the offline runtime and a fresh token for the `dev` operator.
+The same SQLite file under ./var as every other command, the offline runtime and a fresh
+token for the `dev` operator.
 Whatever the environment configures (database URL, a real model, WEBHOOK_SECRET) overrides
 these defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
 """
@@ -23,12 +24,12 @@ from bot.config import Secret, Settings
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
-from steelframe.cli import configure_logging, load_settings
+from steelframe.cli import load_settings
 from steelframe.commands.core import add_listen_arguments
+from steelframe.logs import configure_logging
 from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
-DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
 
 
 def register(subparsers: Any) -> None:
@@ -45,8 +46,10 @@ def dev_token(session: Any) -> str:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    settings = load_settings(**DEV_DEFAULTS)
-    configure_logging(settings.log_level)
+    # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
+    # the database `dev` runs on (the default, under the data directory).
+    settings = load_settings()
+    configure_logging(settings)
     port = settings.port if args.port is None else args.port
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
     return 0

@@ -16,17 +16,18 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
-from operator_api import board_routes, chat_routes, decision_routes, meta_routes
+from operator_api import board_routes, chat_routes, decision_routes, meta_routes, metrics_routes
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
+from steelframe.protocol_log import QuietProtocolLog
 from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
 LISTENER_STOP_SECONDS = 5.0
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
-OPERATOR_API = (meta_routes, chat_routes, board_routes, decision_routes)
+OPERATOR_API = (meta_routes, metrics_routes, chat_routes, board_routes, decision_routes)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ def create_app(
     app = web.Application(
         middlewares=[errors_middleware, auth_middleware],
         client_max_size=DEFAULT_WEBHOOK_MAX_BODY,
+        # A request aiohttp cannot parse (header line over 8 KB...) is a 400 and one log line.
+        handler_args={"logger": QuietProtocolLog()},
     )
     app[TOKEN_CACHE] = TokenCache()
     for module in OPERATOR_API:

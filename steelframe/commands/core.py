@@ -3,21 +3,39 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any
-
-from aiohttp import web
 
 from bot import db as dbmod
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
-from steelframe.cli import configure_logging, load_settings, with_database
+from steelframe.cli import load_settings, with_database
+from steelframe.logs import access_logger, configure_logging
+from steelframe.processes import run_processes
+from steelframe.serving import serve_until_stopped
 from steelframe.webhook_relay import relay_context
 
 
 def register(subparsers: Any) -> None:
     serve = subparsers.add_parser("serve")
     add_listen_arguments(serve)
+    serve.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="serve processes sharing the port, one event loop each (more than 1 needs Redis)",
+    )
+    serve.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="bind with SO_REUSEPORT, so several serve processes can share the port",
+    )
+    serve.add_argument(
+        "--no-relay",
+        action="store_true",
+        help="do not open WEBHOOK_PROXY_URL here (another process of this service does)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
     db = subparsers.add_parser("db")
@@ -58,18 +76,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from steelframe.server import create_app
 
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
+    if args.processes < 1:
+        print("steelframe: --processes must be at least 1", file=sys.stderr)
+        return 2
+    if args.processes > 1:
+        return run_processes(args, settings, host, port)
     app = create_app(settings)
-    if settings.webhook_proxy_url:
+    if settings.webhook_proxy_url and not args.no_relay:
         if port == 0:
             print("steelframe: WEBHOOK_PROXY_URL needs a fixed port (PORT)", file=sys.stderr)
             return 2
         app.cleanup_ctx.append(relay_context(settings, host, port))
         print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
-    print(f"url: http://{host}:{port}", flush=True)
-    web.run_app(app, host=host, port=port, print=None)
+    asyncio.run(
+        serve_until_stopped(
+            app,
+            host=host,
+            port=port,
+            reuse_port=args.reuse_port,
+            access_log=access_logger(settings),
+            announce=not args.reuse_port,  # a child of --processes: the parent said where
+        )
+    )
     return 0
 
 

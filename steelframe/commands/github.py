@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from bot.errors import SteelframeError
 from steelframe import registration
-from steelframe.cli import configure_logging, load_settings, with_database
+from steelframe.cli import load_settings, with_database
+from steelframe.logs import configure_logging
 
 
 def register(subparsers: Any) -> None:
@@ -42,7 +43,7 @@ def cmd_github_check(args: argparse.Namespace) -> int:
     from bot.github.client import GitHubClient
 
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     if not settings.github_configured:
         print(
             "steelframe: no GitHub App configured (APP_ID and PRIVATE_KEY[_PATH])", file=sys.stderr
