@@ -21,8 +21,8 @@ from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
-from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
+from webhooks.routes import OPENAPI_PATHS as WEBHOOK_PATHS
 
 log = logging.getLogger(__name__)
 LISTENER_STOP_SECONDS = 5.0

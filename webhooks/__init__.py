@@ -1,7 +1,7 @@
 """GitHub webhooks: the signed endpoint, the durable delivery log, and the event router.
 
-`setup(app, services)` is the web service's plugin and `OPENAPI_PATHS` its part of the API
-description (see `steelframe.server.default_plugins`, which composes both).
+`setup(app, services)` is the web service's plugin, and `webhooks.routes.OPENAPI_PATHS` its
+part of the API description (`steelframe.server.default_plugins` composes both).
 """
 
 from __future__ import annotations
@@ -84,37 +84,3 @@ async def _load_identity(services: Services) -> None:
         log.info("GitHub App %s (%s)", identity.slug, identity.bot_login)
     except Exception as exc:  # the service runs without it; calls that need it retry
         log.warning("could not load the GitHub App's identity: %s", exc)
-
-
-# The document's shared error shape (the composition root supplies the components).
-_ERROR = {"$ref": "#/components/schemas/Error"}
-
-
-def _answer(description: str) -> dict[str, object]:
-    return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
-
-
-OPENAPI_OPERATION = {
-    "summary": "GitHub webhook deliveries (signed with WEBHOOK_SECRET)",
-    "description": "Stored durably before the answer; processed after it. Authenticated by "
-    "X-Hub-Signature-256, not by an operator token.",
-    "parameters": [
-        {"name": name, "in": "header", "required": True, "schema": {"type": "string"}}
-        for name in ("X-GitHub-Event", "X-GitHub-Delivery", "X-Hub-Signature-256")
-    ],
-    "requestBody": {
-        "required": True,
-        "content": {"application/json": {"schema": {"type": "object"}}},
-    },
-    "responses": {
-        "202": {"description": "Stored; will be processed"},
-        "200": {"description": "A redelivery of a stored delivery; not processed again"},
-        "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
-        "401": _answer("Missing or wrong signature; nothing stored"),
-        "413": _answer("Body over 25 MB"),
-        "503": _answer("Not configured, or the delivery could not be stored"),
-    },
-}
-# routes.PATH, spelled out: importing webhooks.routes here would load the receiver stack
-# for every importer of this package.
-OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}}
