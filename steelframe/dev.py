@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from bot.models import Operator
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import load_settings
 from steelframe.commands.core import add_listen_arguments
+from steelframe.commands.memory import upgrade_memory_index
 from steelframe.logs import configure_logging
 from steelframe.webhook_relay import local_target, running_relay
 
@@ -79,6 +81,9 @@ async def run_dev(
                 webhook_secret=Secret(sandbox.webhook_secret),
                 github_api_url=sandbox.url,
             )
+        # An index of an older analysis is rebuilt here, with a progress bar, before the app
+        # binds it (which would rebuild it too, but only into the log).
+        await asyncio.to_thread(upgrade_memory_index, settings, sys.stdout)
         app = create_app(settings)
         runner = web.AppRunner(app)
         await runner.setup()

@@ -9,6 +9,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
@@ -16,18 +17,32 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
-from operator_api import board_routes, chat_routes, decision_routes, meta_routes, metrics_routes
+from operator_api import (
+    board_routes,
+    chat_routes,
+    decision_routes,
+    events_routes,
+    meta_routes,
+    metrics_routes,
+)
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
+from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
-from webhooks.routes import OPENAPI_PATHS as WEBHOOK_PATHS
 
 log = logging.getLogger(__name__)
-LISTENER_STOP_SECONDS = 5.0
+BACKGROUND_STOP_SECONDS = 5.0
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
-OPERATOR_API = (meta_routes, metrics_routes, chat_routes, board_routes, decision_routes)
+OPERATOR_API = (
+    meta_routes,
+    metrics_routes,
+    chat_routes,
+    board_routes,
+    decision_routes,
+    events_routes,
+)
 
 
 @dataclass(frozen=True)
@@ -72,14 +87,22 @@ def create_app(
         await built.chat.resume_pending_summaries()
         # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
         listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
+        # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
+        sweeper = asyncio.create_task(
+            built.chat.summaries.run_idle_sweeps(
+                idle=timedelta(seconds=settings.summary_idle_seconds), clock=built.chat.clock
+            )
+        )
         yield
-        listener.cancel()
-        # Bounded: shutdown must not hang on a listener stuck in a Redis read.
-        done, _ = await asyncio.wait({listener}, timeout=LISTENER_STOP_SECONDS)
-        if not done:
-            log.warning("the stop listener did not end within %ss", LISTENER_STOP_SECONDS)
-        elif not listener.cancelled() and listener.exception() is not None:
-            log.warning("the stop listener failed: %s", listener.exception())
+        for task in (listener, sweeper):
+            task.cancel()
+        # Bounded: shutdown must not hang on a background task stuck in a Redis read.
+        done, stuck = await asyncio.wait({listener, sweeper}, timeout=BACKGROUND_STOP_SECONDS)
+        for task in stuck:
+            log.warning("%s did not end within %ss", task.get_coro(), BACKGROUND_STOP_SECONDS)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("%s failed: %s", task.get_coro(), task.exception())
         if owned:
             await built.close()
 

@@ -12,6 +12,7 @@ import contextlib
 import os
 import random
 import shutil
+import socket
 import subprocess
 import uuid
 import weakref
@@ -98,30 +99,32 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
+_CLAIM_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+# Take over a claim only if it still names the dead session that made it.
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+end
+return false
+"""
+
+
 def _claim_redis_database(admin: redis.Redis) -> int:
-    for db in random.sample(range(1, 16), 15):
-        key = f"steelframe-test:db:{db}"
-        if admin.set(key, os.getpid(), nx=True, ex=3600) or _take_over(admin, key):
+    """A Redis database number of this session's own: a free one, else one whose claiming
+    session died on this machine (a killed run never released it)."""
+    numbers = random.sample(range(1, 16), 15)
+    for db in numbers:
+        if admin.set(f"steelframe-test:db:{db}", _CLAIM_OWNER, nx=True, ex=3600):
             return db
-    raise RuntimeError("all 15 Redis test databases are claimed by other test sessions")
-
-
-def _take_over(admin: redis.Redis, key: str) -> bool:
-    """Claim a database whose claiming session was killed (its process is gone), instead of
-    waiting out the hour the claim would otherwise hold it. Atomic: WATCH, then replace only
-    the value that was read."""
-    with admin.pipeline() as pipe:
-        try:
-            pipe.watch(key)
-            owner = pipe.get(key)
-            if owner is None or _alive(int(owner)):
-                return False
-            pipe.multi()
-            pipe.set(key, os.getpid(), ex=3600)
-            pipe.execute()
-            return True
-        except (redis.WatchError, ValueError):
-            return False
+    host = socket.gethostname()
+    for db in numbers:
+        key = f"steelframe-test:db:{db}"
+        owner = (admin.get(key) or b"").decode()
+        owner_host, _, pid = owner.rpartition(":")
+        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+            if admin.eval(_TAKE_OVER, 1, key, owner, _CLAIM_OWNER, 3600):
+                return db
+    raise RuntimeError("all 15 Redis test databases are claimed by other live test sessions")
 
 
 def _alive(pid: int) -> bool:
@@ -130,7 +133,7 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # someone else's live process
+        return True
     return True
 
 

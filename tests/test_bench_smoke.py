@@ -20,6 +20,14 @@ def test_cli_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     assert "steelframe --version" in out and "vs baseline" in out
 
 
+def test_webhook_memory_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import webhook_memory
+
+    webhook_memory.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "naive" in out and "steelframe vs naive" in out
+
+
 def test_chat_streams_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     chat_streams.main(["--smoke"])
     out = capsys.readouterr().out
