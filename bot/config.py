@@ -26,6 +26,8 @@ DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
 DEFAULT_CHAT_MAX_BODY = 64 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
 RUNTIMES = ("offline", "openai", "anthropic", "command")
+# Coding agents the worker knows how to drive (docs/runtimes.md, "Coding agents").
+CODING_AGENTS = ("demo", "command", "claude", "codex", "aider")
 
 
 class ConfigError(Exception):
@@ -141,6 +143,12 @@ def _bool(value: str) -> bool:
     if lowered in {"0", "false", "no", "off"}:
         return False
     raise ValueError("must be true or false")
+
+
+def _coding_agent(value: str) -> str:
+    if value not in CODING_AGENTS:
+        raise ValueError(f"must be one of {', '.join(CODING_AGENTS)}")
+    return value
 
 
 def _runtime(value: str) -> str:
@@ -295,6 +303,16 @@ class Settings:
     coding_command: str | None = setting(
         "STEELFRAME_CODING_COMMAND", _str, "worker's coding runtime"
     )
+    # None: `command` when STEELFRAME_CODING_COMMAND is set, else no coding runtime.
+    coding_agent: str | None = setting(
+        "STEELFRAME_CODING_AGENT", _coding_agent, "|".join(CODING_AGENTS)
+    )
+    coding_model: str | None = setting(
+        "STEELFRAME_CODING_MODEL", _str, "model the coding agent uses (its own default: none)"
+    )
+    coding_max_turns: int = setting(
+        "STEELFRAME_CODING_MAX_TURNS", _positive_int, "agent turns per run (claude)", 50
+    )
     repo: str = setting(
         "STEELFRAME_REPO", _repo, "default agent repository owner/name", "steelframe-dev/sandbox"
     )
@@ -440,6 +458,10 @@ class Settings:
             _pem_from_variable(self.private_key.reveal())  # refuses a malformed key at start
         if self.runtime == "command" and not self.chat_command:
             raise ConfigError("STEELFRAME_CHAT_COMMAND: required when STEELFRAME_RUNTIME=command")
+        if self.coding_agent == "command" and not self.coding_command:
+            raise ConfigError(
+                "STEELFRAME_CODING_COMMAND: required when STEELFRAME_CODING_AGENT=command"
+            )
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ConfigError(
                 f"STEELFRAME_LOG_LEVEL (or LOG_LEVEL): {self.log_level!r} is not a log level"

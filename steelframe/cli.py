@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
     "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
+    "doctor": ("steelframe.commands.doctor", "which coding agents are installed and supported"),
 }
 
 

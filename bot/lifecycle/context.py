@@ -21,6 +21,7 @@ from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
 from bot.events import OperatorEvents, RedisEventLog, watch_commits
+from bot.lifecycle.agents.presets import Agent, adapter_command, demo_command
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
@@ -39,10 +40,23 @@ class LifecyclePolicy:
     lease_seconds: float = 60.0
     backoff_seconds: float = 30.0
     coding_command: tuple[str, ...] | None = None
+    # Which agent runs (bot.config.CODING_AGENTS); None: no coding runtime is configured.
+    coding_agent: str | None = None
+    coding_model: str | None = None
+    max_turns: int = 50
+    # USD per million tokens of the coding model, for agents that report only tokens.
+    coding_prices: dict[str, float] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LifecyclePolicy:
         command = tuple(shlex.split(settings.coding_command)) if settings.coding_command else None
+        agent = settings.coding_agent or ("command" if command else None)
+        if agent == Agent.DEMO:
+            command = demo_command()
+        elif agent not in (None, Agent.COMMAND):
+            # Presets run through the adapter, a coding command like any other, so the
+            # coding sandbox wraps every agent the same way.
+            command = adapter_command(Agent(agent))
         return cls(
             time_limit=float(settings.task_time_limit),
             max_attempts=settings.task_max_attempts,
@@ -51,6 +65,10 @@ class LifecyclePolicy:
             lease_seconds=settings.task_lease_seconds,
             backoff_seconds=settings.task_retry_backoff_seconds,
             coding_command=command or None,
+            coding_agent=agent,
+            coding_model=settings.coding_model,
+            max_turns=settings.coding_max_turns,
+            coding_prices=settings.model_prices.get(settings.coding_model or ""),
         )
 
     @property
