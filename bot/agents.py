@@ -30,7 +30,8 @@ def sync_agents(
 
 
 def resolve_agent(agents: Mapping[str, AgentConfig], name: str | None) -> AgentConfig:
-    agent = agents.get(name or DEFAULT_AGENT)
+    # Only None means "the default": an empty name is a name no agent has.
+    agent = agents.get(DEFAULT_AGENT if name is None else name)
     if agent is None:
         raise BadRequest(
             f"unknown agent {name!r}", detail={"field": "agent", "known": sorted(agents)}

@@ -17,7 +17,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-DEFAULT_DATABASE_URL = "sqlite:///var/steelframe.db"
+DEFAULT_DATA_DIR = Path("var")
+# Every command in a checkout (serve, dev, worker, webhooks, memory...) uses the same file
+# under the data directory unless STEELFRAME_DATABASE_URL says otherwise.
+DEFAULT_DATABASE_FILE = "steelframe.db"
+DEFAULT_DATABASE_URL = f"sqlite:///{DEFAULT_DATA_DIR / DEFAULT_DATABASE_FILE}"
 DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
 DEFAULT_CHAT_MAX_BODY = 64 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
@@ -87,10 +91,14 @@ def _positive_float(value: str) -> float:
 
 
 def _mask_url_password(url: str) -> str:
-    parsed = urlsplit(url)
-    if parsed.password is None:
+    try:
+        parsed = urlsplit(url)
+        password = parsed.password
+    except ValueError:  # not even a URL: show nothing of it rather than a secret
+        return "(unparseable URL)"
+    if password is None:
         return url
-    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    netloc = parsed.netloc.replace(f":{password}@", ":***@", 1)
     return urlunsplit(parsed._replace(netloc=netloc))
 
 
@@ -169,6 +177,35 @@ def _json_object(value: str) -> dict[str, Any]:
     return parsed
 
 
+# Scheme aliases other tools print (Heroku, docker images) for the drivers we ship.
+_POSTGRES_ALIASES = {"postgres", "postgresql+psycopg2", "postgres+psycopg"}
+
+
+def _database_url(value: str) -> str:
+    """A SQLAlchemy URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
+    relative SQLite path is made absolute (a coding run or worker may change directory)."""
+    # Here, not at the top: `steelframe --version` reads no settings and must not pay for
+    # importing SQLAlchemy (bench/cli_startup.py).
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(value.strip())
+    except ArgumentError:
+        raise ValueError(
+            "is not a database URL (expected sqlite:///path/to/file.db or "
+            "postgresql://user:password@host:5432/database)"
+        ) from None
+    if url.drivername in _POSTGRES_ALIASES:
+        url = url.set(drivername="postgresql+psycopg")
+    backend = url.get_backend_name()
+    if backend not in ("sqlite", "postgresql"):
+        raise ValueError(f"{backend!r} is not supported: use sqlite:/// or postgresql://")
+    if backend == "sqlite" and url.database and url.database != ":memory:":
+        url = url.set(database=str(Path(url.database).expanduser().resolve()))
+    return url.render_as_string(hide_password=False)
+
+
 def _secret(value: str) -> Secret:
     return Secret(value)
 
@@ -209,7 +246,10 @@ class Settings:
     """Every setting Steelframe reads; docs/configuration.md mirrors it (a test checks)."""
 
     database_url: str = setting(
-        "STEELFRAME_DATABASE_URL", _str, "SQLAlchemy URL", DEFAULT_DATABASE_URL
+        "STEELFRAME_DATABASE_URL",
+        _database_url,
+        "SQLAlchemy URL (postgres:// accepted); default: a file in the data directory",
+        DEFAULT_DATABASE_URL,
     )
     redis_url: str | None = setting(
         "STEELFRAME_REDIS_URL", _str, "Redis URL for RQ and stop signals"
@@ -268,7 +308,7 @@ class Settings:
         "STEELFRAME_PICKUP_LABELS", _labels, "comma-separated", DEFAULT_PICKUP_LABELS
     )
     data_dir: Path = setting(
-        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", Path("var")
+        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", DEFAULT_DATA_DIR
     )
     chat_max_body: int = setting(
         "STEELFRAME_CHAT_MAX_BODY", _positive_int, "bytes", DEFAULT_CHAT_MAX_BODY
@@ -376,6 +416,7 @@ class Settings:
             protocol = values.get("ghe_protocol", "https")
             values["github_api_url"] = f"{protocol}://{values['ghe_host']}/api/v3"
             sources["github_api_url"] = f"GHE_HOST ({sources['ghe_host']})"
+        _resolve_paths(values)
         settings = cls(**values, sources=sources)
         settings.validate()
         return settings
@@ -509,11 +550,25 @@ _BY_ENV = {name: f for f in FIELDS for name in (f.env, *f.aliases)}
 _BY_ATTR = {f.attr: f for f in FIELDS}
 
 
+def _resolve_paths(values: dict[str, Any]) -> None:
+    """Paths absolute once, at start: worktrees, git and coding runs change directory.
+    The default database lives in the data directory, the same for every command."""
+    data_dir = Path(values.get("data_dir", DEFAULT_DATA_DIR)).expanduser().resolve()
+    values["data_dir"] = data_dir
+    values["checkout"] = Path(values.get("checkout", Path("."))).expanduser().resolve()
+    values.setdefault("database_url", f"sqlite:///{data_dir / DEFAULT_DATABASE_FILE}")
+
+
 def _parse(spec: SettingSpec, raw: str) -> Any:
     try:
         return spec.parse(raw)
     except (ValueError, TypeError) as exc:
-        shown = "(secret)" if spec.parse is _secret else repr(raw)
+        if spec.parse is _secret:
+            shown = "(secret)"
+        elif spec.parse is _database_url:
+            shown = repr(_mask_url_password(raw))
+        else:
+            shown = repr(raw)
         raise ConfigError(f"{spec.env}: {shown} is not valid: {exc}") from exc
 
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, TypeVar
 from sqlalchemy import JSON, Engine, create_engine, event, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
 from memory.models import UTCDateTime  # memory may not import bot, so it owns the type
@@ -35,7 +36,11 @@ class Base(DeclarativeBase):
     }
 
 
-def create_db_engine(url: str, **kwargs: Any) -> Engine:
+# PostgreSQL's SQLSTATE for "could not obtain lock" (lock_timeout, NOWAIT).
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+def create_db_engine(url: str, *, lock_timeout: float | None = None, **kwargs: Any) -> Engine:
     """An engine with the per-backend settings Steelframe relies on.
 
     SQLite: the file's folder is created, WAL lets readers run beside the one writer,
@@ -59,12 +64,45 @@ def create_db_engine(url: str, **kwargs: Any) -> Engine:
             cursor.close()
 
         return engine
-    if parsed.get_backend_name() == "postgresql" and parsed.get_driver_name() in ("", "psycopg2"):
-        url = str(parsed.set(drivername="postgresql+psycopg"))
+    if parsed.drivername in ("postgres", "postgresql", "postgresql+psycopg2"):
+        url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
     kwargs.setdefault("pool_pre_ping", True)
     kwargs.setdefault("pool_size", 10)
     kwargs.setdefault("max_overflow", 20)
-    return create_engine(url, **kwargs)
+    engine = create_engine(url, **kwargs)
+    if lock_timeout is not None:
+        _bound_lock_waits(engine, lock_timeout)
+    return engine
+
+
+def _bound_lock_waits(engine: Engine, seconds: float) -> None:
+    """Every statement on this engine waits at most `seconds` for a row lock, so a frozen
+    process holding one (a SIGSTOP'd work horse) cannot hang a request: the statement fails
+    with LOCK_NOT_AVAILABLE instead. Set per connection and committed, so it survives the
+    pool's rollback on check-in."""
+
+    @event.listens_for(engine, "connect")
+    def _lock_timeout(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET lock_timeout = {int(seconds * 1000)}")
+        cursor.close()
+        dbapi_connection.commit()
+
+
+def bound_lock_wait(session: Session, seconds: float) -> None:
+    """This transaction waits at most `seconds` for a row lock (PostgreSQL; SQLite's busy
+    timeout already bounds its whole-file lock)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(text(f"SET LOCAL lock_timeout = {int(seconds * 1000)}"))
+
+
+def is_lock_timeout(exc: BaseException) -> bool:
+    """A lock wait gave up: PostgreSQL's lock_timeout/NOWAIT, or SQLite's busy timeout."""
+    if not isinstance(exc, OperationalError):
+        return False
+    if getattr(exc.orig, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+        return True
+    return "database is locked" in str(exc.orig)
 
 
 def alembic_config(engine: Engine) -> Any:
@@ -100,8 +138,8 @@ class Database:
         self.sessions = sessionmaker(engine, expire_on_commit=False)
 
     @classmethod
-    def from_url(cls, url: str) -> Database:
-        return cls(create_db_engine(url))
+    def from_url(cls, url: str, *, lock_timeout: float | None = None) -> Database:
+        return cls(create_db_engine(url, lock_timeout=lock_timeout))
 
     @contextmanager
     def session(self) -> Iterator[Session]:

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
 from bot.agents import sync_agents
@@ -27,6 +29,7 @@ from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.github.installations import stored_installations
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
@@ -38,6 +41,9 @@ from bot.runtimes.transport import SharedClient
 from memory import Memory
 
 log = logging.getLogger(__name__)
+# The web service never waits longer than this for a row lock (PostgreSQL): a frozen worker
+# holding one makes a request fail fast (503 busy) or record an intent, never hang.
+REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass
@@ -116,6 +122,31 @@ def _redis_ping(client: redis.Redis) -> bool:
         return False
 
 
+def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> None:
+    """Mirror the agents; two instances starting together may both insert a row, and the
+    loser's next round finds it."""
+    for attempt in range(3):
+        try:
+            database.call(sync_agents, settings.agents, clock=clock)
+            return
+        except IntegrityError:
+            if attempt == 2:
+                raise
+
+
+def _log_reindex_progress() -> Callable[[int, int], None]:
+    """Start-up rebuild progress as a log line per tenth (a service has no terminal)."""
+    shown: set[int] = set()
+
+    def report(done: int, total: int) -> None:
+        tenth = 10 if total <= 0 else min(10, done * 10 // total)
+        if tenth not in shown:
+            shown.add(tenth)
+            log.warning("memory: rebuilding the index: %d/%d chunks", done, total)
+
+    return report
+
+
 def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFactory:
     """Runtimes by agent (bot.runtimes.registry), sharing one connection pool per process."""
 
@@ -136,10 +167,12 @@ def build_services(
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
     model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
-    database = dbmod.Database.from_url(settings.database_url)
+    database = dbmod.Database.from_url(
+        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
+    )
     if migrate:
         dbmod.upgrade(database.engine)
-    database.call(sync_agents, settings.agents, clock=clock)
+    _sync_agents(database, settings, clock)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
     locks: TurnLocks = (
         RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
@@ -157,6 +190,9 @@ def build_services(
     metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
+    # An index left by another database under this data directory is rebuilt now, at start,
+    # not answered from (memory.identity).
+    memory.bind(progress=_log_reindex_progress())
     chat = ChatService(
         db=database,
         settings=settings,
@@ -182,7 +218,11 @@ def build_services(
         redis=redis_client,
         memory=memory,
         github=(
-            GitHubClient.from_settings(settings, observe=metrics.github_answer)
+            GitHubClient.from_settings(
+                settings,
+                observe=metrics.github_answer,
+                stored_installation=stored_installations(database),
+            )
             if settings.github_configured
             else None
         ),

@@ -25,3 +25,7 @@ class IndexCorrupt(IndexUnavailable):
 
 class IndexIncompatible(IndexUnavailable):
     """The index was built with another analysis (tokens, hashing or weights)."""
+
+
+class IndexForeign(IndexUnavailable):
+    """The index was built from another database than the one this process uses."""

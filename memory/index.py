@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from memory.analysis import Analyzer, idf
-from memory.manifest import MANIFEST
+from memory.manifest import MANIFEST, check_database
 from memory.segment import Record
 from memory.snapshot import SegmentCache, Snapshot, load_snapshot, lookup
 
@@ -64,6 +64,14 @@ class SearchIndex:
         self._lock = threading.Lock()
         self._snapshot: Snapshot | None = None
         self._stamp: tuple[int, int, int] | None = None
+        self._database: str | None = None
+
+    def expect_database(self, identity: str) -> None:
+        """Answer only from an index built from this database (checked at every reload)."""
+        with self._lock:
+            self._database = identity
+            self._snapshot = None
+            self._stamp = None
 
     def snapshot(self) -> Snapshot:
         """The current generation; a stat of the manifest tells whether it changed."""
@@ -75,9 +83,9 @@ class SearchIndex:
             stamp = _stamp(self.root / MANIFEST)
             if self._snapshot is None or stamp != self._stamp:
                 self._snapshot = None  # never answer from a generation we could not verify
-                self._snapshot = load_snapshot(
-                    self.root, self._cache, analysis=self.analyzer.signature
-                )
+                loaded = load_snapshot(self.root, self._cache, analysis=self.analyzer.signature)
+                check_database(loaded.manifest, self._database, self.root)
+                self._snapshot = loaded
                 self._stamp = stamp
             return self._snapshot
 

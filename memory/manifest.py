@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from memory.errors import IndexCorrupt, IndexIncompatible
+from memory.errors import IndexCorrupt, IndexForeign, IndexIncompatible
 from memory.segment import SegmentInfo
 
 FORMAT = 1
@@ -32,6 +32,9 @@ class Manifest:
     # each with the time it was first missed.
     watermark: int = 0
     gaps: dict[int, float] = field(default_factory=dict)
+    # The identity of the database the rows came from (memory.identity); None: written
+    # before identities existed, so its origin is unknown.
+    database: str | None = None
 
     @property
     def docs(self) -> int:
@@ -54,6 +57,7 @@ class Manifest:
             "dead": {"file": self.dead_file, "count": self.dead_count},
             "watermark": self.watermark,
             "gaps": {str(k): v for k, v in sorted(self.gaps.items())},
+            "database": self.database,
         }
 
     @classmethod
@@ -77,9 +81,24 @@ class Manifest:
                 dead_count=int(data["dead"]["count"]),
                 watermark=int(data["watermark"]),
                 gaps={int(k): float(v) for k, v in data["gaps"].items()},
+                database=None if data.get("database") is None else str(data["database"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise IndexCorrupt(f"manifest is malformed ({type(exc).__name__}: {exc})") from exc
+
+
+def check_database(manifest: Manifest, expected: str | None, root: Path) -> None:
+    """Refuse an index built from another database (or of unknown origin) than `expected`;
+    an empty index with no origin is anyone's."""
+    if expected is None or manifest.database == expected:
+        return
+    if manifest.database is None and not manifest.segments:
+        return
+    origin = "an unknown database" if manifest.database is None else "another database"
+    raise IndexForeign(
+        f"the index in {root} was built from {origin}, not this one; "
+        "run `steelframe memory reindex` (or set STEELFRAME_DATA_DIR to this database's own)"
+    )
 
 
 def read_manifest(root: Path, *, analysis: dict[str, Any]) -> Manifest | None:

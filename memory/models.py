@@ -68,3 +68,14 @@ class MemoryChunk(MemoryBase):
     # exactly what the replaced chunk had counted.
     live: Mapped[bool] = mapped_column(default=True)
     replaces: Mapped[int | None] = mapped_column(ChunkId)
+
+
+class DatabaseIdentity(MemoryBase):
+    """One row: a random id for this database, also written into the index manifest, so an
+    index under a data directory is never read against another database."""
+
+    __tablename__ = "memory_identity"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    identity: Mapped[str] = mapped_column(String(32))
+    created_at: Mapped[datetime]

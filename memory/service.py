@@ -7,6 +7,7 @@ for Chat and for the workers, in process, no HTTP hop.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -18,10 +19,13 @@ from sqlalchemy.orm import Session
 from memory import chunks, sync
 from memory.analysis import Analyzer
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
+from memory.errors import IndexUnavailable
+from memory.identity import database_identity
 from memory.index import DEFAULT_K, Hit, SearchIndex
-from memory.manifest import Manifest
+from memory.manifest import Manifest, read_manifest
 from memory.writer import IndexWriter
 
+log = logging.getLogger(__name__)
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 FOLDER = "memory"  # the index lives in <data dir>/memory
 DISTINCTIVE_MIN_CHARS = 4
@@ -42,6 +46,7 @@ class Memory:
         self.analyzer = Analyzer()
         self.index = SearchIndex(root, self.analyzer)
         self.writer = IndexWriter(root, self.analyzer, clock=wall)
+        self._bound = False
 
     @classmethod
     def in_data_dir(
@@ -49,6 +54,41 @@ class Memory:
     ) -> Memory:
         """The memory of a Steelframe installation: its index under the data dir."""
         return cls(data_dir / FOLDER, sessions, clock=clock)
+
+    def bind(self, *, progress: Callable[[int, int], None] | None = None) -> str:
+        """Tie the index to this memory's database (memory.identity): from now on it reads
+        and writes only an index built from it. An index built from another database (or
+        before identities existed) is rebuilt from this one, reporting `progress`.
+        Returns "current", "new" or "rebuilt". Called at start; every use binds first."""
+        identity = self._identify()
+        try:
+            manifest = read_manifest(self.root, analysis=dict(self.analyzer.signature))
+        except IndexUnavailable:
+            return "current"  # corrupt or another analysis: reported on use, as before
+        if manifest is None or (manifest.database is None and not manifest.segments):
+            return "new"
+        if manifest.database == identity:
+            return "current"
+        log.warning(
+            "memory: the index in %s was built from another database; rebuilding it from "
+            "this one (%d chunks were indexed there)",
+            self.root,
+            manifest.live_docs,
+        )
+        self.reindex(progress=progress)
+        return "rebuilt"
+
+    def _identify(self) -> str:
+        with self.sessions() as session:
+            identity = database_identity(session)
+        self.writer.database = identity
+        self.index.expect_database(identity)
+        self._bound = True
+        return identity
+
+    def _ensure_bound(self) -> None:
+        if not self._bound:
+            self.bind()
 
     def search(
         self,
@@ -61,6 +101,7 @@ class Memory:
         focus_only: bool = False,
     ) -> list[Hit]:
         """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search)."""
+        self._ensure_bound()
         return self.index.search(
             query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only
         )
@@ -73,11 +114,14 @@ class Memory:
         return added
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
+        self._ensure_bound()
         with self.sessions() as session:
             return sync.sync(session, self.writer, limit=limit)
 
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> Manifest:
         """Rebuild the index from the rows (`steelframe memory reindex`), then catch up."""
+        if not self._bound:
+            self._identify()  # a rebuild needs no check: it makes the index this database's
         with self.sessions() as session:
             manifest = sync.rebuild(session, self.writer, progress=progress)
         self.sync()
@@ -85,6 +129,7 @@ class Memory:
 
     def merge(self, *, limit: int = 100) -> int:
         """Run due merges (a background job); returns how many ran."""
+        self._ensure_bound()
         merged = 0
         while merged < limit and self.writer.merge_once():
             merged += 1
@@ -110,11 +155,13 @@ class Memory:
         }
         if not tokens:
             return []
+        self._ensure_bound()
         df = self.index.df(sorted(tokens))
         ranked = sorted((count, token) for token, count in df.items() if count > 0)
         return [token for _, token in ranked[:n]]
 
     def stats(self) -> dict[str, Any]:
+        self._ensure_bound()
         snapshot = self.index.snapshot()
         manifest = snapshot.manifest
         return {

@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from memory.analysis import Analyzer, index_text
 from memory.errors import IndexUnavailable
-from memory.manifest import Manifest, read_manifest, write_manifest
+from memory.manifest import Manifest, check_database, read_manifest, write_manifest
 from memory.segment import (
     Record,
     Segment,
@@ -124,6 +124,8 @@ class IndexWriter:
         self.clock = clock
         self._cache = SegmentCache(root)
         self._thread_lock = threading.Lock()
+        # The database this writer indexes (memory.identity); set by `Memory.bind`.
+        self.database: str | None = None
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -138,7 +140,12 @@ class IndexWriter:
     @contextmanager
     def update(self) -> Iterator[Update]:
         with self.locked():
-            update = Update(self, self._manifest())
+            manifest = self._manifest()
+            # Never add this database's rows to an index of another one.
+            check_database(manifest, self.database, self.root)
+            if manifest.database is None:
+                manifest = replace(manifest, database=self.database)
+            update = Update(self, manifest)
             yield update
             if update.changed:
                 self._swap(update.manifest.next())
@@ -264,6 +271,7 @@ class IndexWriter:
                 repos=tuple(repos),
                 watermark=watermark,
                 gaps=gaps,
+                database=self.database,
             )
             self._swap(manifest)
         return manifest

@@ -8,7 +8,9 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
+from bot.db import is_lock_timeout
 from bot.errors import SteelframeError
 from bot.log_context import bind_ids
 
@@ -16,6 +18,8 @@ log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = web.RequestKey("request_id", str)
 REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
+# Its own generator: request ids never disturb (or depend on) the global `random` state.
+_REQUEST_IDS = random.Random()
 
 
 def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
@@ -25,7 +29,9 @@ def error_body(error: str, detail: object = None, *, code: str) -> dict[str, obj
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     # Not a secret, only a log correlation id: a PRNG draw, not a syscall per request.
-    request_id = request.headers.get("X-Request-Id", "")[:64] or f"{random.getrandbits(64):016x}"
+    request_id = (
+        request.headers.get("X-Request-Id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
+    )
     request[REQUEST_ID] = request_id
     request[REQUEST_STARTED] = time.monotonic()
     bind_ids(request_id=request_id)  # each request runs in a task of its own
@@ -38,6 +44,31 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = web.json_response(
             error_body(exc.message, exc.detail, code=exc.code), status=exc.status
         )
+    except (IntegrityError, DataError) as exc:
+        # A value that passed validation but the schema refuses (a reference to a row that
+        # is gone, a number out of a column's range): the request's fault, and nothing was
+        # stored (the transaction rolled back). Named by constraint class, never by values.
+        status = 409 if isinstance(exc, IntegrityError) else 400
+        log.warning(
+            "%s %s -> %s database refused: %s [%s]",
+            request.method,
+            request.path,
+            status,
+            type(exc.orig).__name__,
+            request_id,
+        )
+        response = web.json_response(
+            error_body(
+                "the request conflicts with stored data"
+                if status == 409
+                else "a value is out of range for storage",
+                {"request_id": request_id},
+                code="conflict" if status == 409 else "bad_request",
+            ),
+            status=status,
+        )
+    except OperationalError as exc:
+        response = _database_unavailable(request, request_id, exc)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -56,6 +87,30 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     return response
 
 
+def _database_unavailable(
+    request: web.Request, request_id: str, exc: OperationalError
+) -> web.Response:
+    """A row another process holds past the lock bound (a frozen worker), or a database that
+    does not answer: 503 with a reason and when to retry, never a hung request or a 500."""
+    if is_lock_timeout(exc):
+        message, code = "the data is locked by a process that is not answering", "busy"
+    else:
+        message, code = "the database is unavailable", "database_unavailable"
+    log.warning(
+        "%s %s -> 503 %s: %s [%s]",
+        request.method,
+        request.path,
+        code,
+        type(exc.orig).__name__,
+        request_id,
+    )
+    response = web.json_response(
+        error_body(message, {"request_id": request_id, "retry_after": 5}, code=code), status=503
+    )
+    response.headers["Retry-After"] = "5"
+    return response
+
+
 def _code_for(status: int) -> str:
     return {
         400: "bad_request",
@@ -63,4 +118,5 @@ def _code_for(status: int) -> str:
         404: "not_found",
         405: "method_not_allowed",
         413: "payload_too_large",
+        431: "headers_too_large",
     }.get(status, "http_error")

@@ -5,10 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from bot.chat.sessions import UNSET
 from bot.errors import BadRequest, PayloadTooLarge
+
+# No operator body needs more than a handful of levels; a deeper one is refused before any
+# recursive code (ours, the database driver's JSON encoder) sees it.
+MAX_DEPTH = 32
 
 
 async def read_json(request: web.Request, *, limit: int, required: bool = True) -> dict[str, Any]:
@@ -28,32 +33,74 @@ async def read_json(request: web.Request, *, limit: int, required: bool = True) 
         if required:
             raise BadRequest("request body must be a JSON object")
         return {}
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadRequest("request body is not valid JSON", detail={"reason": str(exc)}) from exc
+    data = parse_json(raw)
     if not isinstance(data, dict):
         raise BadRequest("request body must be a JSON object")
-    for name, value in data.items():
-        _storable(value, str(name))
     return data
 
 
-def _storable(value: Any, field: str) -> None:
+def parse_json(raw: bytes) -> Any:
+    """Parse with a depth-checked parser: orjson stops at 1,024 levels with an error where
+    the standard library would recurse until RecursionError; then our own limit and the
+    storable-text check walk the value without recursion."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        reason = str(exc)
+        if "depth limit" in reason or "recursion" in reason.lower():
+            raise _too_deep() from None
+        if "surrogate" not in reason:
+            raise BadRequest("request body is not valid JSON", detail={"reason": reason}) from None
+        data = _parse_with_surrogates(raw)
+    _check_tree(data)
+    return data
+
+
+def _parse_with_surrogates(raw: bytes) -> Any:
+    """Valid JSON that escapes a lone surrogate: the standard parser reads it so the error
+    can name the field; its recursion is bounded by the interpreter's guard."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:
+        raise BadRequest("request body is not valid JSON", detail={"reason": str(exc)}) from None
+
+
+def _too_deep() -> BadRequest:
+    return BadRequest(
+        f"request body is nested deeper than {MAX_DEPTH} levels", detail={"limit": MAX_DEPTH}
+    )
+
+
+def _check_tree(data: Any) -> None:
+    """Depth within MAX_DEPTH and every string storable, walked with an explicit stack."""
+    stack: list[tuple[Any, str, int]] = [(data, "body", 0)]
+    while stack:
+        value, field, depth = stack.pop()
+        if isinstance(value, str):
+            _storable(value, field)
+        elif isinstance(value, list | dict):
+            if depth >= MAX_DEPTH:
+                raise _too_deep()
+            if isinstance(value, dict):
+                # The top-level object's keys name the field in errors; deeper keys do not.
+                items = [(v, str(k) if depth == 0 else field) for k, v in value.items()]
+                for key in value:
+                    _storable(str(key), field)
+            else:
+                items = [(v, field) for v in value]
+            stack.extend((item, name, depth + 1) for item, name in items)
+
+
+def _storable(value: str, field: str) -> None:
     """Refuse text no database can keep: NUL, and lone surrogates (not UTF-8)."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise BadRequest(f"{field} contains a NUL character", detail={"field": field})
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            raise BadRequest(f"{field} is not valid UTF-8 text", detail={"field": field}) from None
-    elif isinstance(value, list):
-        for item in value:
-            _storable(item, field)
-    elif isinstance(value, dict):
-        for item in value.values():
-            _storable(item, field)
+    if "\x00" in value:
+        raise BadRequest(f"{field} contains a NUL character", detail={"field": field})
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadRequest(f"{field} is not valid UTF-8 text", detail={"field": field}) from None
 
 
 def reject_unknown(data: dict[str, Any], allowed: set[str]) -> None:

@@ -134,7 +134,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `steelframe config --list | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as exc:
+        message = _infrastructure_message(exc, args)
+        if message is None:
+            raise
+        print(f"steelframe: {message}", file=sys.stderr)
+        return 1
     return int(result or 0)
+
+
+def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | None:
+    """A database, Redis or port failure as one line naming the setting to check."""
+    # Imported on failure only: it needs redis and SQLAlchemy, which `--version` must not load.
+    from steelframe.failures import explain, explain_listen
+
+    if isinstance(exc, OSError) and hasattr(args, "port"):
+        message = explain_listen(exc, getattr(args, "host", "127.0.0.1"), args.port)
+        if message is not None:
+            return message
+    try:
+        settings: Settings | None = load_settings()
+    except ConfigError:
+        settings = None
+    return explain(exc, settings)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """`steelframe dev`: the whole system on embedded defaults, no network, no credentials.
 
-SQLite file under ./var, the offline runtime and a fresh token for the `dev` operator.
+The same SQLite file under ./var as every other command, the offline runtime and a fresh
+token for the `dev` operator.
 Whatever the environment configures (database URL, a real model, WEBHOOK_SECRET) overrides
 these defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
 """
@@ -29,7 +30,6 @@ from steelframe.logs import configure_logging
 from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
-DEV_DEFAULTS: dict[str, Any] = {"database_url": "sqlite:///var/dev.db"}
 
 
 def register(subparsers: Any) -> None:
@@ -46,7 +46,9 @@ def dev_token(session: Any) -> str:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    settings = load_settings(**DEV_DEFAULTS)
+    # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
+    # the database `dev` runs on (the default, under the data directory).
+    settings = load_settings()
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))

@@ -1,5 +1,6 @@
 """The in-process lifecycle worker of `steelframe dev`: reconciles, then works the queue on a
-background thread until stopped."""
+background thread until stopped, reconciling every lease period beside it (as `steelframe
+worker` does), so a retry lost in a restart is enqueued again instead of waiting forever."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from rq import Queue
 
 from bot.lifecycle import context
 from bot.lifecycle.context import LifecycleContext
-from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.reconcile import reconcile_until, run_reconcile
 from bot.lifecycle.worker import InProcessWorker
 
 log = logging.getLogger("steelframe.dev")
@@ -26,10 +27,18 @@ class WorkerThread:
             [Queue(ctx.queue_name, connection=ctx.redis)], connection=ctx.redis
         )
         self._thread = threading.Thread(target=self._run, name="lifecycle-worker", daemon=True)
+        self._stop_reconciling = threading.Event()
+        self._reconciler = threading.Thread(
+            target=reconcile_until,
+            args=(ctx, self._stop_reconciling),
+            name="lifecycle-reconciler",
+            daemon=True,
+        )
 
     def start(self) -> None:
         context.bind(self.ctx)
         self._thread.start()
+        self._reconciler.start()
 
     def _run(self) -> None:
         try:
@@ -40,6 +49,7 @@ class WorkerThread:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask the worker to stop after its current job; wait up to `timeout` for it."""
+        self._stop_reconciling.set()
         self.worker.stop()
         self._thread.join(timeout)
         if self._thread.is_alive():

@@ -80,7 +80,7 @@ def test_dev_prints_url_and_token_that_work(tmp_path: Path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=20)
-    assert (tmp_path / "var" / "dev.db").exists()
+    assert (tmp_path / "var" / "steelframe.db").exists()
 
 
 def _post_json(url: str, body: dict[str, object], token: str) -> dict[str, object]:

@@ -12,7 +12,8 @@ from bot.config import FIELDS, ConfigError, Settings
 
 def test_defaults_and_overrides() -> None:
     settings = Settings.from_env({"STEELFRAME_REDIS_URL": "redis://x:1/0", "APP_ID": "12"})
-    assert settings.database_url.startswith("sqlite:///var/")
+    assert settings.database_url == f"sqlite:///{Path('var').resolve() / 'steelframe.db'}"
+    assert settings.data_dir == Path("var").resolve()
     assert settings.redis_url == "redis://x:1/0" and settings.app_id == 12
     assert settings.pickup_labels == ("steelframe:work-on-this",)
 

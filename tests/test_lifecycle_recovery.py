@@ -4,11 +4,13 @@ leases, lost jobs, an existing pull request, label drift, terminate and archive.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
 from sqlalchemy import update
 
+from bot.clock import utcnow
 from bot.lifecycle import leases, tasks
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task, TaskLease
@@ -57,19 +59,26 @@ async def test_a_second_run_while_the_first_holds_the_lease_is_recorded_and_igno
 async def test_a_lease_renewed_by_its_heartbeat_outlives_its_ttl(
     make: Make, tmp_path: Path
 ) -> None:
-    started = tmp_path / "started.txt"
-    lc = await make(coding_command=command("slow", 1.5, started), task_lease_seconds=0.6)
+    started, finish = tmp_path / "started.txt", tmp_path / "finish"
+    # A TTL long enough that a loaded machine never misses a heartbeat (one every third of
+    # it); the run lasts until the lease has visibly outlived its TTL, however long that is.
+    ttl = 3.0
+    lc = await make(coding_command=command("gated", finish, started), task_lease_seconds=ttl)
     issue = await lc.open_issue()
     task = lc.task(issue)
     run = asyncio.ensure_future(lc.work())
-    await wait_for(started.exists)
+    await wait_for(started.exists, within=60)
     first = lc.ctx.db.call(leases.current, task.id)
     assert first is not None
-    await asyncio.sleep(0.9)  # longer than the TTL: only heartbeats keep it
-    renewed = lc.ctx.db.call(leases.current, task.id)
-    assert renewed is not None and renewed.holder == first.holder
-    assert renewed.expires_at > first.expires_at
+
+    def outlived() -> bool:
+        lease = lc.ctx.db.call(leases.current, task.id)
+        assert lease is not None and lease.holder == first.holder  # never lost or taken
+        return lease.heartbeat_at > first.expires_at  # renewed after the first TTL ended
+
+    await wait_for(outlived, within=60)
     assert not leases.acquire(lc.ctx.db, task.id, Holder.this_process(), ttl=5)
+    finish.touch()
     await run
     assert lc.task(issue).state == TaskState.DELIVERED
     assert lc.ctx.db.call(leases.current, task.id) is None
@@ -99,12 +108,15 @@ async def test_a_running_task_whose_lease_expired_is_retried_by_the_reconciler(
 
 
 async def test_a_queued_task_whose_job_was_lost_is_enqueued_again(make: Make) -> None:
-    lc = await make(coding_command=command("commit"), task_lease_seconds=0.2)
+    lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue()
     LifecycleQueue(lc.ctx.redis).rq.empty()  # Redis lost the job
     assert lc.queued_jobs() == []
-    await asyncio.sleep(0.25)
-    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    # A reconciler a lease period later (its clock, not a sleep: no timing to miss).
+    later = replace(
+        lc.ctx, clock=lambda: utcnow() + timedelta(seconds=lc.ctx.policy.lease_seconds + 1)
+    )
+    report = await asyncio.to_thread(run_reconcile, later, say=lambda line: None)
     assert report.requeued == [lc.task(issue).id]
     await lc.work()
     assert lc.task(issue).state == TaskState.DELIVERED

@@ -14,9 +14,15 @@ import pytest
 from bot.clock import utcnow
 from bot.config import Secret
 from bot.errors import PayloadTooLarge, Unauthorized
-from tests.conftest import WEBHOOK_SECRET, ApiClient, make_settings, webhook_headers
+from tests.conftest import (
+    WEBHOOK_SECRET,
+    ApiClient,
+    make_settings,
+    store_deliveries,
+    webhook_headers,
+)
 from webhooks.body import Busy, InFlight, SignedBody, reading
-from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery, insert_deliveries
+from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.signature import signature_for
 
 MB = 1024 * 1024
@@ -105,10 +111,10 @@ async def test_an_oversized_header_is_refused_with_one_log_line_and_no_traceback
     assert "Traceback" not in caplog.text
 
 
-def seed(api: ApiClient) -> None:
+async def seed(api: ApiClient) -> None:
     now = utcnow()
-    api.services.db.call(
-        insert_deliveries,
+    await store_deliveries(
+        api.services.db,
         [
             NewDelivery(name, "issues", "opened", 1, "a/b", "{}", now)
             for name in ("done", "dead", "again", "rejected")
@@ -131,7 +137,7 @@ def seed(api: ApiClient) -> None:
 
 
 async def test_operators_list_dead_letters_and_replay_them(api: ApiClient) -> None:
-    seed(api)
+    await seed(api)
     response = await api.get("/api/operator/deliveries?status=dead")
     assert response.status == 200
     [dead] = (await response.json())["deliveries"]
@@ -153,7 +159,16 @@ async def test_operators_list_dead_letters_and_replay_them(api: ApiClient) -> No
 
 
 @pytest.mark.parametrize(
-    "query", ["status=nonsense", "limit=0", "limit=501", "limit=x", "status=%00"]
+    "query",
+    [
+        "status=nonsense",
+        "status=",
+        "limit=0",
+        "limit=501",
+        "limit=x",
+        "status=%00",
+        "limit=" + "9" * 5000,
+    ],
 )
 async def test_bad_delivery_queries_are_400_and_change_nothing(api: ApiClient, query: str) -> None:
     response = await api.get(f"/api/operator/deliveries?{query}")
@@ -165,3 +180,10 @@ async def test_bad_delivery_queries_are_400_and_change_nothing(api: ApiClient, q
 async def test_the_delivery_log_needs_an_operator_token(api: ApiClient) -> None:
     assert (await api.raw.get("/api/operator/deliveries")).status == 401
     assert (await api.raw.post("/api/operator/deliveries/x/replay")).status == 401
+
+
+def test_the_documented_statuses_are_the_delivery_statuses() -> None:
+    from webhooks.deliveries import DeliveryStatus
+    from webhooks.operator_openapi import STATUSES
+
+    assert STATUSES == tuple(s.value for s in DeliveryStatus)

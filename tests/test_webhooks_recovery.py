@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 from bot.clock import utcnow
 from bot.config import Secret
 from bot.db import Database
-from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings
+from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_deliveries
 from webhooks.deliveries import (
     DeliveryStatus,
     NewDelivery,
@@ -24,7 +24,6 @@ from webhooks.deliveries import (
     WebhookDelivery,
     claim,
     claim_stale,
-    insert_deliveries,
     requeue,
 )
 from webhooks.processor import DeliveryProcessor, RetryPolicy
@@ -71,7 +70,7 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
         tmp_path, database_url=any_db_url, webhook_secret=Secret(WEBHOOK_SECRET)
     )
     before = services_factory(settings)  # a previous run: stored, acknowledged, then killed
-    before.db.call(insert_deliveries, [stored("a"), stored("b"), stored("c")])
+    await store_deliveries(before.db, [stored("a"), stored("b"), stored("c")])
     before.db.call(claim, ["c"], now=utcnow(), owner="alive")  # a live process has c
     api = await api_factory(settings)
     deadline = time.monotonic() + 10
@@ -90,7 +89,7 @@ async def test_a_claim_not_renewed_within_its_lease_is_taken_over(
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    db.call(insert_deliveries, [stored("old", at=start), stored("new", at=start)])
+    await store_deliveries(db, [stored("old", at=start), stored("new", at=start)])
     db.call(claim, ["old", "new"], now=start, owner="dead")
     later = start + timedelta(seconds=16)
     taken = db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="next")
@@ -104,7 +103,7 @@ async def test_a_renewed_claim_is_not_taken_over(
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    db.call(insert_deliveries, [stored("kept", at=start)])
+    await store_deliveries(db, [stored("kept", at=start)])
     db.call(claim, ["kept"], now=start, owner="alive")
     renewed = start + timedelta(seconds=10)
 
@@ -125,7 +124,7 @@ async def test_received_rows_wait_out_the_grace_period(
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     now = utcnow()
-    db.call(insert_deliveries, [stored("fresh", at=now)])
+    await store_deliveries(db, [stored("fresh", at=now)])
     assert db.call(claim_stale, now=now, grace=30, lease=15, limit=10, owner="me") == []
     later = now + timedelta(seconds=31)
     taken = db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="me")
@@ -137,7 +136,7 @@ async def test_two_processes_recovering_at_once_process_each_delivery_once(
 ) -> None:
     settings = make_settings(tmp_path, database_url=any_db_url)
     db = services_factory(settings).db
-    db.call(insert_deliveries, [stored(f"d{n:02}") for n in range(40)])
+    await store_deliveries(db, [stored(f"d{n:02}") for n in range(40)])
     calls: list[str] = []
     ctx = WebhookContext(db=db, settings=settings, clock=utcnow)
     one = DeliveryProcessor(build_router(counting(calls)), ctx)
@@ -153,7 +152,7 @@ async def test_a_dead_delivery_replayed_by_the_operator_is_processed_again(
 ) -> None:
     settings = make_settings(tmp_path)
     db = services_factory(settings).db
-    db.call(insert_deliveries, [stored("broken")])
+    await store_deliveries(db, [stored("broken")])
     attempts: list[str] = []
     router = Router()
 
@@ -182,7 +181,7 @@ async def test_a_live_owner_keeps_its_claim_by_heartbeat_and_a_dead_ones_is_take
     settings = make_settings(tmp_path, database_url=any_db_url)
     db = services_factory(settings).db
     now = [datetime(2025, 1, 1, tzinfo=UTC)]
-    db.call(insert_deliveries, [stored("slow", at=now[0])])
+    await store_deliveries(db, [stored("slow", at=now[0])])
     started, release = asyncio.Event(), asyncio.Event()
     runs: list[str] = []
     router = Router()
@@ -227,7 +226,7 @@ async def test_a_delivery_whose_processing_keeps_being_cut_short_becomes_dead(
     settings = make_settings(tmp_path)
     db = services_factory(settings).db
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    db.call(insert_deliveries, [stored("poison", at=start)])
+    await store_deliveries(db, [stored("poison", at=start)])
 
     def crashed_eight_times(session: Any) -> None:
         row = session.get(WebhookDelivery, "poison")

@@ -1,6 +1,7 @@
 """GitHub webhooks: the signed endpoint, the durable delivery log, and the event router.
 
-`setup(app, services)` is the web service's plugin (see `steelframe.server.default_plugins`).
+`setup(app, services)` is the web service's plugin and `OPENAPI_PATHS` its part of the API
+description (see `steelframe.server.default_plugins`, which composes both).
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from aiohttp import web
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
+from webhooks.operator_openapi import DELIVERY_LOG_PATHS
 
 log = logging.getLogger("steelframe.webhooks")
 SHUTDOWN_DRAIN_SECONDS = 5.0
 
 
 def setup(app: web.Application, services: Services) -> None:
-    from operator_api.openapi import register_paths
     from webhooks import operator_routes, routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
     from webhooks.memory_sink import MemorySink
@@ -58,7 +59,6 @@ def setup(app: web.Application, services: Services) -> None:
     services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
     app.add_routes(operator_routes.routes)
-    register_paths({routes.PATH: {"post": OPENAPI_OPERATION}, **operator_routes.OPENAPI_PATHS})
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         # What start-up built (modules, ORM metadata, routers) lives as long as the process:
@@ -88,6 +88,7 @@ async def _load_identity(services: Services) -> None:
         log.warning("could not load the GitHub App's identity: %s", exc)
 
 
+# The document's shared error shape (the composition root supplies the components).
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
@@ -119,3 +120,6 @@ OPENAPI_OPERATION = {
         ),
     },
 }
+# routes.PATH, spelled out: importing webhooks.routes here would load the receiver stack
+# for every importer of this package.
+OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}, **DELIVERY_LOG_PATHS}

@@ -77,7 +77,8 @@ class Receiver:
         """Store a delivery whose signature was verified; a 400 is stored as rejected with
         the reason."""
         event_name, delivery_id = _event_and_id(headers)
-        text = body.decode("utf-8", errors="replace")
+        # NUL is not storable text on PostgreSQL; GitHub's JSON never carries a raw one.
+        text = body.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
         try:
             data = _parse(headers.get("content-type", ""), body)
         except ValueError as exc:
@@ -112,10 +113,10 @@ class Receiver:
 def _event_and_id(headers: Mapping[str, str]) -> tuple[str, str]:
     event_name = headers.get("x-github-event", "").strip()
     delivery_id = headers.get("x-github-delivery", "").strip()
-    if not event_name or len(event_name) > MAX_EVENT:
-        raise BadRequest("X-GitHub-Event header is missing or too long")
-    if not delivery_id or len(delivery_id) > MAX_DELIVERY_ID:
-        raise BadRequest("X-GitHub-Delivery header is missing or too long")
+    if not _token(event_name) or len(event_name) > MAX_EVENT:
+        raise BadRequest("X-GitHub-Event header is missing, too long or not printable ASCII")
+    if not _token(delivery_id) or len(delivery_id) > MAX_DELIVERY_ID:
+        raise BadRequest("X-GitHub-Delivery header is missing, too long or not printable ASCII")
     return event_name, delivery_id
 
 
@@ -133,16 +134,31 @@ def _parse(content_type: str, body: bytes) -> dict[str, Any]:
     return data
 
 
+def _token(value: str) -> bool:
+    """A header value we store and log: GitHub's are short printable ASCII."""
+    return bool(value) and value.isascii() and value.isprintable()
+
+
+def _storable(value: Any) -> str | None:
+    """A payload string for a column: text without NUL (PostgreSQL refuses it)."""
+    return value.replace("\x00", "\ufffd") if isinstance(value, str) else None
+
+
 def _new_delivery(delivery_id: str, event: str, data: Any, text: str, now: datetime) -> NewDelivery:
-    action = lookup(data, "action")
+    action = _storable(lookup(data, "action"))
     installation = lookup(data, "installation.id")
-    repo = lookup(data, "repository.full_name")
+    repo = _storable(lookup(data, "repository.full_name"))
     return NewDelivery(
         delivery_id=delivery_id,
         event=event,
-        action=action[:MAX_EVENT] if isinstance(action, str) else None,
-        installation_id=installation if isinstance(installation, int) else None,
-        repo=repo[:200] if isinstance(repo, str) else None,
+        action=action[:MAX_EVENT] if action is not None else None,
+        # A bool is an int to Python, and a column of 64 bits holds no bigger id.
+        installation_id=installation
+        if isinstance(installation, int)
+        and not isinstance(installation, bool)
+        and 0 < installation < 2**63
+        else None,
+        repo=repo[:200] if repo is not None else None,
         body=text,
         received_at=now,
     )

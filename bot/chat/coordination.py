@@ -13,7 +13,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import redis.asyncio as aioredis
 
@@ -33,6 +33,10 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[
 return 0
 """
 StopHandler = Callable[[int], Awaitable[object]]
+T = TypeVar("T")
+CONNECT_TIMEOUT = 3.0
+LISTENER_RETRY_SECONDS = 1.0
+LISTENER_MAX_RETRY_SECONDS = 60.0
 
 
 class TurnLocks(Protocol):
@@ -83,11 +87,49 @@ class LocalTurnLocks:
 
 
 class RedisTurnLocks:
+    """The slot and stop signals in Redis; while Redis is unreachable, degraded to one
+    process (the in-process registry still allows one turn per operator here): chat keeps
+    answering, the outage and the recovery are logged once each, never every second."""
+
     def __init__(self, url: str, *, ttl_seconds: float = SLOT_TTL_SECONDS) -> None:
-        self._redis = aioredis.Redis.from_url(url)
+        # A blackholed host fails a connect in seconds, not after the OS's minutes.
+        self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
         self._ttl_ms = int(ttl_seconds * 1000)
+        self._down = False
+
+    @property
+    def degraded(self) -> bool:
+        """True while Redis is unreachable and slots are held in this process only."""
+        return self._down
+
+    async def _call(self, what: str, fn: Callable[[], Awaitable[T]], fallback: T) -> T:
+        try:
+            result = await fn()
+        except aioredis.RedisError as exc:
+            self._went_down(what, exc)
+            return fallback
+        self._came_back()
+        return result
+
+    def _went_down(self, what: str, exc: Exception) -> None:
+        if not self._down:
+            self._down = True
+            log.warning(
+                "Redis unreachable (%s during %s): chat turn slots and stops work in this "
+                "process only until it is back; check STEELFRAME_REDIS_URL",
+                type(exc).__name__,
+                what,
+            )
+
+    def _came_back(self) -> None:
+        if self._down:
+            self._down = False
+            log.warning("Redis reachable again: chat turn slots are shared across instances")
 
     async def acquire(self, operator_id: int, turn_id: str) -> str | None:
+        return await self._call("acquire", lambda: self._acquire(operator_id, turn_id), None)
+
+    async def _acquire(self, operator_id: int, turn_id: str) -> str | None:
         value = json.dumps({"turn_id": turn_id, "session": ""})
         for _ in range(2):  # the holder may finish between our SET and GET: try once more
             if await self._redis.set(f"{KEY_PREFIX}{operator_id}", value, nx=True, px=self._ttl_ms):
@@ -99,19 +141,31 @@ class RedisTurnLocks:
 
     async def describe(self, operator_id: int, turn_id: str, session_id: str) -> None:
         value = json.dumps({"turn_id": turn_id, "session": session_id})
-        await self._redis.set(f"{KEY_PREFIX}{operator_id}", value, xx=True, px=self._ttl_ms)
+        key = f"{KEY_PREFIX}{operator_id}"
+        await self._call(
+            "describe", lambda: self._redis.set(key, value, xx=True, px=self._ttl_ms), None
+        )
 
     async def holder(self, operator_id: int) -> dict[str, str] | None:
-        raw = await self._redis.get(f"{KEY_PREFIX}{operator_id}")
+        raw = await self._call(
+            "holder", lambda: self._redis.get(f"{KEY_PREFIX}{operator_id}"), None
+        )
         return None if raw is None else dict(json.loads(raw))
 
     async def release(self, operator_id: int, turn_id: str) -> None:
+        # Unreachable: the key expires by itself within the slot's TTL.
+        await self._call("release", lambda: self._release(operator_id, turn_id), None)
+
+    async def _release(self, operator_id: int, turn_id: str) -> None:
         key = f"{KEY_PREFIX}{operator_id}"
         raw = await self._redis.get(key)
         if raw is not None and json.loads(raw).get("turn_id") == turn_id:
             await self._redis.eval(_RELEASE, 1, key, raw)
 
     async def renew(self, operator_id: int, turn_id: str) -> None:
+        await self._call("renew", lambda: self._renew(operator_id, turn_id), None)
+
+    async def _renew(self, operator_id: int, turn_id: str) -> None:
         key = f"{KEY_PREFIX}{operator_id}"
         raw = await self._redis.get(key)
         if raw is not None and json.loads(raw).get("turn_id") == turn_id:
@@ -122,22 +176,28 @@ class RedisTurnLocks:
         return self._ttl_ms / 3000
 
     async def signal_stop(self, operator_id: int) -> None:
-        await self._redis.publish(STOP_CHANNEL, str(operator_id))
+        # Unreachable: only a turn in this process can be stopped (the caller tried it first).
+        await self._call("stop", lambda: self._redis.publish(STOP_CHANNEL, str(operator_id)), None)
 
     async def run_stop_listener(self, on_stop: StopHandler) -> None:
         """Until cancelled: call `on_stop(operator_id)` for each stop any instance publishes.
-        Reconnects after a Redis outage so stops keep working once it is back."""
+        Reconnects after a Redis outage, backing off up to a minute, so stops keep working
+        once it is back; the outage is logged once, not on every attempt."""
+        delay = LISTENER_RETRY_SECONDS
         while True:
             pubsub = self._redis.pubsub()
             try:
                 await pubsub.subscribe(STOP_CHANNEL)
+                self._came_back()
+                delay = LISTENER_RETRY_SECONDS
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
                         with contextlib.suppress(ValueError):
                             await on_stop(int(message["data"]))
             except aioredis.RedisError as exc:
-                log.warning("stop listener lost Redis (%s); retrying", type(exc).__name__)
-                await asyncio.sleep(1.0)
+                self._went_down("the stop listener", exc)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, LISTENER_MAX_RETRY_SECONDS)
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()

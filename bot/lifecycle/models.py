@@ -143,3 +143,15 @@ class ChatDelivery(Base):
     # "delivered" or "skipped" (the session was deleted before the result arrived).
     outcome: Mapped[str] = mapped_column(String(20))
     at: Mapped[datetime]
+
+
+class TaskStopRequest(Base):
+    """A terminate that could not take the task's row lock in time (a frozen work horse
+    holds it): the reconciler stops the job, then applies it. No foreign key, so recording
+    the request never waits on the locked task row."""
+
+    __tablename__ = "task_stop_requests"
+
+    task_id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    actor: Mapped[str] = mapped_column(String(200))
+    requested_at: Mapped[datetime]

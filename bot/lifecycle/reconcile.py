@@ -5,6 +5,7 @@ also at every worker start and periodically inside `steelframe worker`).
 * a `queued` task whose RQ job is gone (Redis lost it, a crash before enqueue): re-enqueued;
 * a task whose branch was pushed and whose pull request exists: `delivered`;
 * labels that disagree with the state (live tasks and those finished in the last week);
+* a terminate recorded while a frozen worker held the task: its job stopped, then applied;
 * a terminated task's job still running a lease period later: RQ is told to stop it;
 * notices whose poster died, results not yet delivered to their chat session;
 * worktrees no live run owns.
@@ -14,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 from sqlalchemy import or_, select
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from bot.lifecycle import leases, progress, tasks, worktree
+from bot.db import is_lock_timeout
+from bot.lifecycle import leases, progress, tasks, termination, worktree
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
@@ -43,6 +47,7 @@ class ReconcileReport:
     delivered: list[int] = field(default_factory=list)
     labels_fixed: list[int] = field(default_factory=list)
     stopped: list[int] = field(default_factory=list)
+    terminated: list[int] = field(default_factory=list)
     notices_posted: int = 0
     chat_results: int = 0
     worktrees_removed: int = 0
@@ -55,6 +60,7 @@ class ReconcileReport:
             f"delivered (pull request found): {self.delivered or 'none'}",
             f"labels repaired: {self.labels_fixed or 'none'}",
             f"jobs of terminated tasks stopped: {self.stopped or 'none'}",
+            f"recorded terminate requests applied: {self.terminated or 'none'}",
             f"notices posted: {self.notices_posted}",
             f"chat results delivered: {self.chat_results}",
             f"stale worktrees removed: {self.worktrees_removed}",
@@ -88,8 +94,16 @@ async def reconcile(
     report = ReconcileReport()
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
     grace = timedelta(seconds=ctx.policy.lease_seconds)
+    say("applying terminate requests ...")
+    requested = dict(ctx.db.call(termination.pending))
+    for task_id, actor in requested.items():
+        await _guard(
+            report, task_id, _apply_stop_request(ctx, github, queue, task_id, actor, report)
+        )
     say("checking running tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.RUNNING):
+        if task_id in requested:
+            continue  # being terminated: never retried meanwhile
         await _check_running(ctx, github, queue, task_id, grace, report)
     say("checking queued tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.QUEUED):
@@ -115,6 +129,38 @@ async def reconcile(
     report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
     report.worktrees_removed = await asyncio.to_thread(_sweep_worktrees, ctx)
     return report
+
+
+async def _apply_stop_request(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    queue: LifecycleQueue,
+    task_id: int,
+    actor: str,
+    report: ReconcileReport,
+) -> None:
+    """A terminate recorded while a frozen worker held the task's row: terminate now, or,
+    while the row is still held, stop the job holding it (its death frees the row; RQ's
+    handling of the killed horse, or the next pass, then terminates)."""
+    job = ctx.db.call(tasks.get_task, task_id).job_id
+    try:
+        if await termination.apply(ctx.db, github, task_id, actor, ctx.clock):
+            await asyncio.to_thread(queue.cancel_queued, job)
+            report.terminated.append(task_id)
+            log.info("reconcile: task %s terminated as %s asked", task_id, actor)
+        return
+    except OperationalError as exc:
+        if not is_lock_timeout(exc):
+            raise
+    if await asyncio.to_thread(queue.is_started, job):
+        done = await asyncio.to_thread(queue.cancel, job)
+        # This run is being stopped on purpose: its runtime group goes with its horse (RQ
+        # does not report a stopped job as a killed horse), and its lease with them.
+        lease = ctx.db.call(leases.current, task_id)
+        holder = lease.pid if lease is not None else None
+        await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=holder)
+        report.stopped.append(task_id)
+        log.warning("reconcile: task %s: stopped the job holding its row: %s", task_id, done)
 
 
 def _recently(session: Session, state: TaskState, since: object) -> list[int]:
@@ -293,6 +339,31 @@ def _sweep_worktrees(ctx: LifecycleContext) -> int:
         worktree.remove(path)
         removed += 1
     return removed
+
+
+def reconcile_until(
+    ctx: LifecycleContext,
+    stop: threading.Event,
+    *,
+    one_pass: Callable[[LifecycleContext], ReconcileReport | None] | None = None,
+) -> None:
+    """Beside a worker (`steelframe worker`, `dev`'s in-process one), until `stop` is set: a
+    pass every lease period, so expired leases, lost jobs and a retry whose scheduled job
+    vanished in a restart are repaired within about two lease periods, not at next start.
+    `one_pass` runs a pass (None: it was skipped, e.g. another worker holds the lease)."""
+    while not stop.wait(ctx.policy.lease_seconds):
+        try:
+            report = (one_pass or _quiet_pass)(ctx)
+            if report is None:
+                continue  # skipped: another process is reconciling now
+            if report.recovered or report.requeued or report.labels_fixed or report.terminated:
+                log.info("reconcile: %s", "; ".join(report.lines()[:5]))
+        except Exception:
+            log.exception("reconcile: periodic pass failed; trying again later")
+
+
+def _quiet_pass(ctx: LifecycleContext) -> ReconcileReport:
+    return run_reconcile(ctx, say=lambda line: None)
 
 
 def run_reconcile(ctx: LifecycleContext, *, say: Callable[[str], None] = print) -> ReconcileReport:

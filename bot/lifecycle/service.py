@@ -18,10 +18,10 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
-from bot.db import Database
+from bot.db import Database, is_lock_timeout
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.errors import BadRequest, Conflict
-from bot.lifecycle import progress, tasks
+from bot.lifecycle import progress, tasks, termination
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import Change, publish
@@ -35,6 +35,15 @@ log = logging.getLogger(__name__)
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PICKUP_ROUNDS = 5
 MAX_BOARD = 1000
+
+
+@dataclass(frozen=True)
+class Termination:
+    """The task after a terminate; `applied` is False when it was recorded for the
+    reconciler because a frozen worker held the task's row."""
+
+    detail: dict[str, Any]
+    applied: bool
 
 
 @dataclass(frozen=True)
@@ -363,10 +372,14 @@ class TaskService:
 
     # -- terminate and archive ---------------------------------------------------------------
 
-    async def terminate(self, task_id: int, *, actor: str) -> dict[str, Any]:
+    async def terminate(self, task_id: int, *, actor: str) -> Termination:
         """Stop a queued, running or waiting task: the state first (a running job notices
         within a second, kills its runtime and removes its worktree; the reconciler asks RQ
-        to stop a job that does not), a queued job cancelled, a comment, the labels."""
+        to stop a job that does not), a queued job cancelled, a comment, the labels.
+
+        Bounded: when a frozen worker holds the task's row past the lock bound
+        (`termination.TERMINATE_LOCK_SECONDS`), the request is recorded instead
+        (`applied=False`); the run's recovery or the reconciler applies it."""
         task = await self.db.run(tasks.get_task, task_id)
         if task.state not in LIVE:
             raise Conflict(
@@ -374,7 +387,19 @@ class TaskService:
                 "can be terminated",
                 detail={"task": task_id, "state": task.state},
             )
-        change = await self.db.run(lambda s: _terminate_tx(s, task_id, actor, self.clock))
+        try:
+            change = await self.db.run(termination.terminate_tx, task_id, actor, self.clock)
+        except OperationalError as exc:
+            if not is_lock_timeout(exc):
+                raise
+            await self.db.run(termination.record, task_id, actor, self.clock)
+            log.warning(
+                "lifecycle: task %s is locked by a worker that does not answer; terminate by "
+                "%s recorded for the reconciler",
+                task_id,
+                actor,
+            )
+            return Termination(await self.detail(task_id), applied=False)
         cancelled = await asyncio.to_thread(self.queue.cancel_queued, task.job_id)
         log.info(
             "lifecycle: task %s terminated by %s (queued job cancelled: %s)",
@@ -383,7 +408,7 @@ class TaskService:
             cancelled,
         )
         await publish(self.db, self.github, change, create_progress=False, clock=self.clock)
-        return await self.detail(task_id)
+        return Termination(await self.detail(task_id), applied=True)
 
     async def archive(self, task_id: int, *, actor: str) -> dict[str, Any]:
         """Hide a finished task from the board (idempotent)."""
@@ -417,23 +442,6 @@ class TaskService:
 
     async def detail(self, task_id: int) -> dict[str, Any]:
         return await self.db.run(tasks.task_detail, task_id)
-
-
-def _terminate_tx(session: Session, task_id: int, actor: str, clock: Clock) -> Change:
-    """Terminate inside one transaction: the state and the notice saying so."""
-    event = tasks.transition(
-        session,
-        task_id,
-        TaskState.TERMINATED,
-        actor=actor,
-        detail=f"terminated by {actor}",
-        expect=LIVE,
-        clock=clock,
-    )
-    key = f"terminated-e{event.id}"
-    text = f"Steelframe stopped working on this issue: terminated by {actor}."
-    progress.add_notice(session, task_id, key, text, clock)
-    return Change(task_id, TaskState.TERMINATED, event.id, Phase.TERMINATED, "", key)
 
 
 def build_task_service(

@@ -19,7 +19,7 @@ from bot import db as dbmod
 from bot.config import Settings
 from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import ReconcileReport, run_reconcile
+from bot.lifecycle.reconcile import ReconcileReport, reconcile_until, run_reconcile
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from bot.redis_lease import held
 from steelframe.cli import load_settings
@@ -65,6 +65,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
     ctx = build_context(settings, queue_name=queue)
+    ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
     print("steelframe: applying migrations ...", flush=True)
     dbmod.upgrade(ctx.db.engine)
     return ctx
@@ -86,19 +87,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     return 1 if report.errors else 0
 
 
-def _reconcile_forever(ctx: LifecycleContext, stop: threading.Event) -> None:
-    """While the worker runs: expired leases and lost jobs are found within a lease time."""
-    while not stop.wait(ctx.policy.lease_seconds):
-        try:
-            report = reconcile_if_leader(ctx, say=lambda line: None)
-            if report is None:
-                log.debug("reconcile: another worker holds the reconciler lease; skipped")
-            elif report.recovered or report.requeued or report.labels_fixed:
-                log.info("reconcile: %s", "; ".join(report.lines()[:4]))
-        except Exception:
-            log.exception("reconcile: periodic pass failed; trying again later")
-
-
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = load_settings()
     configure_logging(settings)
@@ -118,7 +106,11 @@ def cmd_worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if not args.burst:
         threading.Thread(
-            target=_reconcile_forever, args=(ctx, stop), name="reconciler", daemon=True
+            target=reconcile_until,
+            args=(ctx, stop),
+            kwargs={"one_pass": lambda ctx: reconcile_if_leader(ctx, say=lambda line: None)},
+            name="reconciler",
+            daemon=True,
         ).start()
     print(f"steelframe worker: {worker.name} listening on {args.queue}", flush=True)
     try:

@@ -1,0 +1,102 @@
+"""Operator actions stay bounded when a worker is frozen (SIGSTOP) while it holds the task's
+row lock: terminate answers within 5 s with the request recorded, and it takes effect once
+the frozen job is stopped, with no retry in between."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bot.lifecycle import termination
+from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Make, gone, wait_for
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.test_lifecycle_worker import parent_of, start_worker
+
+# The bound is a deadline the operator sees, not a benchmark: generous for a loaded machine
+# but far below "until the client gives up".
+TERMINATE_DEADLINE = 5.0
+
+
+@pytest.mark.slow
+async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_row(
+    make: Make, tmp_path: Path, pg_url: str
+) -> None:
+    pids = tmp_path / "pids.txt"
+    libpq_url = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    lc = await make(
+        coding_command=command("hold_lock", pids, libpq_url),
+        # A long lease: the worker's own periodic reconciler must not clear the frozen run
+        # before the operator's request does.
+        task_lease_seconds=60.0,
+        database_url=pg_url,
+    )
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    worker = start_worker(lc, tmp_path / "worker.log")
+    runtime = horse = 0
+    try:
+        await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=60)
+        runtime = int(pids.read_text())
+        horse = parent_of(runtime)
+        os.kill(horse, signal.SIGSTOP)
+        os.kill(runtime, signal.SIGSTOP)  # the whole run frozen, the row still locked
+
+        response = await asyncio.wait_for(
+            lc.api.post(f"/api/operator/tasks/{task.id}/terminate"), TERMINATE_DEADLINE
+        )
+        assert response.status == 202, await response.text()
+        assert (await response.json())["state"] == TaskState.RUNNING
+        operator = lc.ctx.db.call(termination.requested_by, task.id)
+        assert operator is not None and operator.startswith("operator:op-")
+        # Reads and the other actions answer too: none waits on the frozen row.
+        board = await asyncio.wait_for(lc.api.get("/api/operator/board"), TERMINATE_DEADLINE)
+        assert board.status == 200
+        again = await asyncio.wait_for(
+            lc.api.post(f"/api/operator/tasks/{task.id}/terminate"), TERMINATE_DEADLINE
+        )
+        assert again.status == 202  # still recorded once
+        archive = await asyncio.wait_for(
+            lc.api.post(f"/api/operator/tasks/{task.id}/archive"), TERMINATE_DEADLINE
+        )
+        assert archive.status == 409
+
+        # The worker honours the request: the reconciler stops the frozen job, the killed
+        # horse's recovery (or the next pass) terminates instead of retrying.
+        reports: list[list[str]] = []
+
+        async def terminated() -> bool:
+            report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+            reports.append(report.lines())
+            return lc.task(issue).state == TaskState.TERMINATED
+
+        deadline = asyncio.get_running_loop().time() + 60
+        while not await terminated():
+            log = (tmp_path / "worker.log").read_text()[-3000:]
+            assert asyncio.get_running_loop().time() < deadline, f"{reports[:2]}\n{log}"
+            await asyncio.sleep(0.5)
+        assert await gone(horse, runtime, within=30)
+    finally:
+        for pid in (p for p in (runtime, horse) if p > 0):  # nothing stays frozen holding rows
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        os.killpg(worker.pid, signal.SIGTERM)
+        try:
+            await asyncio.to_thread(worker.wait, 10)
+        except subprocess.TimeoutExpired:
+            os.killpg(worker.pid, signal.SIGKILL)
+            await asyncio.to_thread(worker.wait)
+    states = [e.to_state for e in lc.events(task.id) if e.to_state]
+    assert states[-1] == TaskState.TERMINATED
+    assert TaskState.QUEUED not in states[states.index(TaskState.RUNNING) :], states
+    assert lc.ctx.db.call(termination.pending) == []
+    terminated_by = [e for e in lc.events(task.id) if e.to_state == TaskState.TERMINATED]
+    assert terminated_by[0].actor == operator

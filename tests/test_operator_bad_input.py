@@ -1,0 +1,94 @@
+"""Bad input on the operator API: deep or huge JSON, empty references and oversized header
+lines are clear 4xx answers that change nothing and log one line, never a 500."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+
+from tests.conftest import ApiClient
+
+# Every operator endpoint that reads a JSON body.
+BODY_ENDPOINTS = [
+    "/api/operator/chat",
+    "/api/operator/chat/stream",
+    "/api/operator/chat/clear",
+    "/api/operator/chat/new",
+    "/api/operator/chat/decision",
+    "/api/operator/chat/file",
+    "/api/operator/tasks/1/terminate",
+    "/api/operator/tasks/1/archive",
+]
+
+
+def _nested(depth: int) -> bytes:
+    return b'{"message": ' + b"[" * depth + b"]" * depth + b"}"
+
+
+@pytest.mark.parametrize("path", BODY_ENDPOINTS)
+@pytest.mark.parametrize("depth", [40, 900, 5_000])
+async def test_deeply_nested_json_is_a_400_on_every_endpoint(
+    api: ApiClient, path: str, depth: int
+) -> None:
+    body = _nested(depth)
+    response = await api.post(path, data=body, headers={"Content-Type": "application/json"})
+    # Bodies over an endpoint's own cap are a 413 before parsing; the rest are refused as deep.
+    assert response.status in (400, 413), await response.text()
+    error = await response.json()
+    assert error["error"] and error["code"] in ("bad_request", "payload_too_large")
+    if response.status == 400:
+        assert "nested deeper" in error["error"]
+    history = await (await api.get("/api/operator/chat")).json()
+    assert history["messages"] == []
+
+
+async def test_a_body_within_the_depth_limit_is_still_read(api: ApiClient) -> None:
+    response = await api.post("/api/operator/chat/new", data=b'{"title": "ok"}')
+    assert response.status == 201
+
+
+@pytest.mark.parametrize("path", ["/api/operator/chat", "/api/operator/chat/new"])
+async def test_an_empty_agent_name_is_a_400_not_a_foreign_key_violation(
+    api: ApiClient, path: str
+) -> None:
+    response = await api.post(
+        path, json={"message": "hi", "agent": ""} if "new" not in path else {"agent": ""}
+    )
+    assert response.status == 400
+    error = await response.json()
+    assert error["detail"]["field"] == "agent"
+    assert "unknown agent" in error["error"]
+    sessions = await (await api.get("/api/operator/chat/sessions")).json()
+    assert sessions["sessions"] == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"NaN", b'{"message": NaN}', b'{"message": 1e999}', b'{"message": "\\ud800"}', b"\xff"],
+)
+async def test_json_the_database_cannot_store_is_a_400(api: ApiClient, body: bytes) -> None:
+    response = await api.post("/api/operator/chat", data=body)
+    assert response.status == 400
+    assert (await response.json())["code"] == "bad_request"
+
+
+async def test_a_header_line_over_8_kb_is_refused_with_one_quiet_log_line(
+    api: ApiClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = api.raw.server
+    with caplog.at_level(logging.INFO):
+        reader, writer = await asyncio.open_connection(server.host, server.port)
+        writer.write(
+            b"GET /api/operator/chat HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9_000 + b"\r\n\r\n"
+        )
+        await writer.drain()
+        status_line = await asyncio.wait_for(reader.readline(), timeout=30)
+        writer.close()
+    assert status_line.split()[1] in (b"400", b"431")
+    refused = [r for r in caplog.records if "malformed request" in r.getMessage()]
+    assert len(refused) == 1
+    assert refused[0].levelno == logging.WARNING
+    assert not any(r.exc_info for r in caplog.records), "a traceback was logged"
+    assert not any("aaaa" in r.getMessage() for r in caplog.records), "the header was logged"
