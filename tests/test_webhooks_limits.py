@@ -1,10 +1,8 @@
 """Bounded intake and the operator's view of deliveries: the budget of body bytes in
-flight, quiet refusals of oversized headers, and /api/operator/deliveries."""
+flight and /api/operator/deliveries (oversized headers: tests/test_operator_bad_input.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -87,28 +85,6 @@ async def test_the_endpoint_answers_503_with_retry_after_when_the_budget_is_spen
         "/api/github/webhooks", data=small, headers=webhook_headers(small, "ping")
     )
     assert response.status == 202
-
-
-async def test_an_oversized_header_is_refused_with_one_log_line_and_no_traceback(
-    api: ApiClient, caplog: pytest.LogCaptureFixture
-) -> None:
-    url = api.raw.make_url("/api/github/webhooks")
-    reader, writer = await asyncio.open_connection(url.host, url.port)
-    caplog.set_level(logging.DEBUG, logger="aiohttp.server")
-    writer.write(
-        b"POST /api/github/webhooks HTTP/1.1\r\nHost: x\r\nX-Junk: "
-        + b"a" * 9000
-        + b"\r\nContent-Length: 0\r\n\r\n"
-    )
-    status = await asyncio.wait_for(reader.readline(), 10)
-    await asyncio.wait_for(reader.read(), 10)  # the connection is closed after the answer
-    writer.close()
-    assert status.split()[1] in (b"400", b"431")
-    records = [r for r in caplog.records if r.name == "aiohttp.server"]
-    assert len(records) == 1
-    assert records[0].levelno == logging.WARNING and records[0].exc_info is None
-    assert "refused a malformed request" in records[0].getMessage()
-    assert "Traceback" not in caplog.text
 
 
 async def seed(api: ApiClient) -> None:
