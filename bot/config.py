@@ -319,6 +319,18 @@ class Settings:
     turn_timeout_seconds: float = setting(
         "STEELFRAME_TURN_TIMEOUT_SECONDS", _positive_float, "per turn", 300.0
     )
+    summary_idle_seconds: float = setting(
+        "STEELFRAME_SUMMARY_IDLE_SECONDS",
+        _positive_float,
+        "idle time before a session is summarised",
+        1800.0,
+    )
+    checkout_refresh_seconds: float = setting(
+        "STEELFRAME_CHECKOUT_REFRESH_SECONDS",
+        _positive_float,
+        "Chat's managed clone: refresh at most this often",
+        60.0,
+    )
     task_time_limit: int = setting("STEELFRAME_TASK_TIME_LIMIT", _positive_int, "seconds", 1800)
     task_max_attempts: int = setting("STEELFRAME_TASK_MAX_ATTEMPTS", _positive_int, "attempts", 3)
     task_max_tokens: int | None = setting(

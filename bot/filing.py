@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -64,6 +65,38 @@ class FiledIssue:
         }
 
 
+# A memory issue says what its worker does (bot/lifecycle/memory_task.py): the fact sits
+# above this line, the instructions below it; the worker writes only the fact.
+MEMORY_SEPARATOR = "<!-- steelframe-memory-fact-end -->"
+MEMORY_DIR = "docs/memory"
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def memory_path(title: str) -> str:
+    """Where a memory titled `title` is written: `docs/memory/<slug>.md`, from the title
+    alone (never from text in the issue), so the worker cannot be steered elsewhere."""
+    words = title.lower().removeprefix("remember:").strip()
+    slug = _SLUG.sub("-", words).strip("-")[:60].strip("-") or "memory"
+    return f"{MEMORY_DIR}/{slug}.md"
+
+
+def memory_issue_body(title: str, fact: str) -> str:
+    """The body of a `steelframe:memory` issue: the fact, then what closes the issue."""
+    return (
+        f"{fact.strip()}\n\n{MEMORY_SEPARATOR}\n---\n"
+        "**Committed memory.** Steelframe's worker closes this issue: it writes the fact above, "
+        f"unchanged, to `{memory_path(title)}` and opens a pull request that fixes this issue. "
+        "Once the pull request is merged, Chat reads the fact as committed memory, which "
+        "outranks retrieved context."
+    )
+
+
+def memory_fact(body: str) -> str:
+    """The fact of a memory issue's body (everything above the separator), without markers."""
+    fact = body.split(MEMORY_SEPARATOR, 1)[0]
+    return re.sub(r"<!--.*?-->", "", fact, flags=re.DOTALL).strip()
+
+
 def filing_key(*parts: object) -> str:
     return "filing:" + hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:40]
 
@@ -109,6 +142,8 @@ class FilingService:
         title = issue_title(title)
         if not title:
             raise BadRequest("an issue needs a title", detail={"field": "title"})
+        if kind is FilingKind.MEMORY:
+            body = memory_issue_body(title, body or title)
         request = {
             "repo": repo,
             "title": title,

@@ -77,6 +77,8 @@ class ChatSession(Base):
     pending_title: Mapped[str | None] = mapped_column(String(300))
     pending_body: Mapped[str | None] = mapped_column(Text)
     pending_kind: Mapped[str | None] = mapped_column(String(20))  # work | memory
+    # The proposal's own filing key (the turn that proposed it): one issue however confirmed.
+    pending_key: Mapped[str | None] = mapped_column(String(64))
 
     turns: Mapped[list[ChatTurn]] = relationship(
         back_populates="session",

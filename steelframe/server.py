@@ -10,6 +10,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
@@ -17,7 +18,14 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
-from operator_api import board_routes, chat_routes, decision_routes, meta_routes, metrics_routes
+from operator_api import (
+    board_routes,
+    chat_routes,
+    decision_routes,
+    events_routes,
+    meta_routes,
+    metrics_routes,
+)
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
@@ -27,7 +35,14 @@ from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
-OPERATOR_API = (meta_routes, metrics_routes, chat_routes, board_routes, decision_routes)
+OPERATOR_API = (
+    meta_routes,
+    metrics_routes,
+    chat_routes,
+    board_routes,
+    decision_routes,
+    events_routes,
+)
 
 
 @dataclass(frozen=True)
@@ -72,10 +87,17 @@ def create_app(
         await built.chat.resume_pending_summaries()
         # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
         listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
+        # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
+        sweeper = asyncio.create_task(
+            built.chat.summaries.run_idle_sweeps(
+                idle=timedelta(seconds=settings.summary_idle_seconds), clock=built.chat.clock
+            )
+        )
         yield
-        listener.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await listener
+        for task in (listener, sweeper):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if owned:
             await built.close()
 

@@ -12,9 +12,9 @@ import redis
 
 from bot import db as dbmod
 from bot.lifecycle.context import build_context
+from bot.lifecycle.reconcile import reconcile_if_leader, reconciler_lease_name
 from bot.redis_lease import RedisLease, held
 from steelframe.cli import main
-from steelframe.commands.worker import reconcile_if_leader, reconciler_lease_name
 from tests.conftest import make_settings
 
 

@@ -154,6 +154,9 @@ async def test_a_fresh_client_finds_the_installation_the_webhooks_stored(
     await fresh.create_issue("octo-org/widgets", title="t", body="b", labels=[])
     lookups = [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]
     assert lookups == []  # the stored answer served; no API round trip
+    # Its `issues.opened` webhook stores the installation again: let that land first, or it
+    # would overwrite the stale answer below.
+    await settle(github_sandbox, github_service)
 
     def stale(session: Any) -> None:
         row = session.scalar(

@@ -17,7 +17,7 @@ from aiohttp import web
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
-from webhooks.operator_openapi import DELIVERY_LOG_PATHS
+from webhooks.operator_routes import OPENAPI_PATHS as OPERATOR_PATHS
 
 log = logging.getLogger("steelframe.webhooks")
 SHUTDOWN_DRAIN_SECONDS = 5.0
@@ -43,6 +43,7 @@ def setup(app: web.Application, services: Services) -> None:
         github=services.github,
         chunks=MemorySink(services.db),
         tasks=services.tasks,
+        checkouts=services.chat.checkouts,
     )
     writer = DeliveryWriter(services.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)
@@ -121,5 +122,5 @@ OPENAPI_OPERATION = {
     },
 }
 # routes.PATH, spelled out: importing webhooks.routes here would load the receiver stack
-# for every importer of this package.
-OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}, **DELIVERY_LOG_PATHS}
+# for every importer of this package. The delivery log's operator paths come with it.
+OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}, **OPERATOR_PATHS}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from bot.errors import error_body
 from webhooks.appkeys import RECEIVER
 from webhooks.body import Busy
 from webhooks.receiver import Receipt
@@ -32,7 +33,7 @@ async def receive_webhook(request: web.Request) -> web.Response:
             receipt, delivery_id = await receiver.accept(request.headers, verified)
     except Busy as exc:
         response = web.json_response(
-            {"error": exc.message, "code": exc.code, "detail": exc.detail},
+            error_body(exc.message, exc.detail, code=exc.code),
             status=exc.status,
             headers={"Retry-After": str(exc.retry_after)},
         )

@@ -278,6 +278,10 @@ class GitHubClient:
 
         return await self._create(repo, "/issues", payload, made_already)
 
+    async def get_repo(self, repo: str) -> dict[str, Any]:
+        """The repository (`clone_url`, `default_branch`, ...)."""
+        return dict((await self.request("GET", repo, "")).data)
+
     async def get_issue(self, repo: str, number: int) -> dict[str, Any]:
         return dict((await self.request("GET", repo, f"/issues/{int(number)}")).data)
 

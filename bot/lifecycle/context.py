@@ -20,6 +20,7 @@ import redis
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
+from bot.events import OperatorEvents, RedisEventLog, watch_commits
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
@@ -126,6 +127,8 @@ def build_context(
         if not settings.redis_url:
             raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
         connection = redis.Redis.from_url(settings.redis_url)
+    # Task changes and results this worker commits go to the operator events stream.
+    watch_commits(database, OperatorEvents(RedisEventLog(connection), database))
     return LifecycleContext(
         settings=settings,
         db=database,

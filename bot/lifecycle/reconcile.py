@@ -34,6 +34,7 @@ from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
+from bot.redis_lease import held
 
 log = logging.getLogger(__name__)
 LABEL_WINDOW = timedelta(days=7)
@@ -341,29 +342,39 @@ def _sweep_worktrees(ctx: LifecycleContext) -> int:
     return removed
 
 
-def reconcile_until(
-    ctx: LifecycleContext,
-    stop: threading.Event,
-    *,
-    one_pass: Callable[[LifecycleContext], ReconcileReport | None] | None = None,
-) -> None:
+# The reconciler lease lapses this long after its holder stops renewing it (a crash).
+RECONCILER_LEASE_SECONDS = 30.0
+
+
+def reconciler_lease_name(queue: str) -> str:
+    return f"steelframe:reconciler:{queue}"
+
+
+def reconcile_if_leader(
+    ctx: LifecycleContext, say: Callable[[str], None]
+) -> ReconcileReport | None:
+    """One reconcile pass if no other process is reconciling (None when one is): each pass
+    first takes a Redis lease, so any number of workers reconcile one at a time."""
+    name = reconciler_lease_name(ctx.queue_name)
+    with held(ctx.redis, name, ttl=RECONCILER_LEASE_SECONDS) as leader:
+        if not leader:
+            return None
+        return run_reconcile(ctx, say=say)
+
+
+def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
     """Beside a worker (`steelframe worker`, `dev`'s in-process one), until `stop` is set: a
     pass every lease period, so expired leases, lost jobs and a retry whose scheduled job
-    vanished in a restart are repaired within about two lease periods, not at next start.
-    `one_pass` runs a pass (None: it was skipped, e.g. another worker holds the lease)."""
+    vanished in a restart are repaired within about two lease periods, not at next start."""
     while not stop.wait(ctx.policy.lease_seconds):
         try:
-            report = (one_pass or _quiet_pass)(ctx)
+            report = reconcile_if_leader(ctx, say=lambda line: None)
             if report is None:
-                continue  # skipped: another process is reconciling now
-            if report.recovered or report.requeued or report.labels_fixed or report.terminated:
+                log.debug("reconcile: another worker holds the reconciler lease; skipped")
+            elif report.recovered or report.requeued or report.labels_fixed or report.terminated:
                 log.info("reconcile: %s", "; ".join(report.lines()[:5]))
         except Exception:
             log.exception("reconcile: periodic pass failed; trying again later")
-
-
-def _quiet_pass(ctx: LifecycleContext) -> ReconcileReport:
-    return run_reconcile(ctx, say=lambda line: None)
 
 
 def run_reconcile(ctx: LifecycleContext, *, say: Callable[[str], None] = print) -> ReconcileReport:

@@ -22,6 +22,7 @@ from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.leases import Holder
+from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import Change, change_state, publish
 from bot.lifecycle.progress import Phase
@@ -228,7 +229,9 @@ async def _work(
     )
     if task.pushed_at is not None and await _existing_pull(ctx, github, task) is not None:
         return await finish_delivered(ctx, github, task.id, actor, summary="")
-    if not ctx.policy.coding_command:
+    issue = await github.get_issue(task.repo, task.issue)
+    memory = memory_write(issue)  # a steelframe:memory task: the worker writes it itself
+    if not ctx.policy.coding_command and memory is None:
         change = change_state(
             ctx.db,
             task.id,
@@ -247,7 +250,6 @@ async def _work(
     remaining = ctx.policy.time_limit - task.runtime_seconds
     if remaining <= 0:
         return await finish_failed(ctx, github, task.id, actor, limit="time", retry=False)
-    issue = await github.get_issue(task.repo, task.issue)
     token = await github.installation_token(task.repo)
     info = (await github.request("GET", task.repo, "")).data
     watch.check()
@@ -258,22 +260,26 @@ async def _work(
         token=token,
         branch=task.branch or tasks.branch_name(task.issue),
     )
-    hits = await _retrieve(ctx, task, str(issue.get("body") or ""))
-    prompt = build_prompt(
-        PromptInput(
-            repo=task.repo,
-            issue=task.issue,
-            title=str(issue.get("title") or task.title),
-            body=str(issue.get("body") or ""),
-            branch=tree.branch,
-            hits=hits,
-            question=task.question,
-            decision=task.pending_decision,
+    if memory is not None:
+        prompt = f"Write the committed memory {memory.path} for #{task.issue}."
+        outcome = await asyncio.to_thread(write_memory, tree.path, memory)
+    else:
+        hits = await _retrieve(ctx, task, str(issue.get("body") or ""))
+        prompt = build_prompt(
+            PromptInput(
+                repo=task.repo,
+                issue=task.issue,
+                title=str(issue.get("title") or task.title),
+                body=str(issue.get("body") or ""),
+                branch=tree.branch,
+                hits=hits,
+                question=task.question,
+                decision=task.pending_decision,
+            )
         )
-    )
-    outcome = await _code(
-        ctx, task, tree.path, folder / "prompt.md", prompt, remaining, holder, watch
-    )
+        outcome = await _code(
+            ctx, task, tree.path, folder / "prompt.md", prompt, remaining, holder, watch
+        )
     ctx.db.call(
         tasks.touch,
         task.id,

@@ -10,7 +10,6 @@ import argparse
 import logging
 import sys
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from rq import Queue
@@ -19,30 +18,12 @@ from bot import db as dbmod
 from bot.config import Settings
 from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import ReconcileReport, reconcile_until, run_reconcile
+from bot.lifecycle.reconcile import reconcile_if_leader, reconcile_until
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
-from bot.redis_lease import held
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
 
 log = logging.getLogger("steelframe.worker")
-# The lease lapses this long after its holder stops renewing it (a crashed reconciler).
-RECONCILER_LEASE_SECONDS = 30.0
-
-
-def reconciler_lease_name(queue: str) -> str:
-    return f"steelframe:reconciler:{queue}"
-
-
-def reconcile_if_leader(
-    ctx: LifecycleContext, say: Callable[[str], None]
-) -> ReconcileReport | None:
-    """One reconcile pass if no other process is reconciling (None when one is)."""
-    name = reconciler_lease_name(ctx.queue_name)
-    with held(ctx.redis, name, ttl=RECONCILER_LEASE_SECONDS) as leader:
-        if not leader:
-            return None
-        return run_reconcile(ctx, say=say)
 
 
 def register(subparsers: Any) -> None:
@@ -106,11 +87,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     stop = threading.Event()
     if not args.burst:
         threading.Thread(
-            target=reconcile_until,
-            args=(ctx, stop),
-            kwargs={"one_pass": lambda ctx: reconcile_if_leader(ctx, say=lambda line: None)},
-            name="reconciler",
-            daemon=True,
+            target=reconcile_until, args=(ctx, stop), name="reconciler", daemon=True
         ).start()
     print(f"steelframe worker: {worker.name} listening on {args.queue}", flush=True)
     try:
