@@ -62,6 +62,7 @@ GUI_PATHS: dict[str, Any] = {
                 "400": _ERR,
                 "401": _ERR,
                 "403": _ERR,
+                "413": _ERR,
             },
         },
         "delete": {
