@@ -118,6 +118,7 @@ async def test_no_operation_of_the_openapi_document_answers_5xx(service: ApiClie
     # Every operation but the document schemathesis itself was loaded from.
     operations = {f"{m.upper()} {p}" for p, ops in document.items() for m in ops}
     operations.discard("GET /api/openapi.json")
+    operations -= {f"GET {path}" for path in ENDLESS_STREAMS}
     fuzzed = {label.rsplit(" ", 1)[0] for label, n in calls.items() if n > 0}
     assert fuzzed == operations, json.dumps(calls)  # every operation was really exercised
     negative = [label for label, n in calls.items() if label.endswith("negative") and n > 0]
