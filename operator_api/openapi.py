@@ -23,8 +23,9 @@ Paths = Mapping[str, Mapping[str, Any]]
 
 OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict[str, Any])
 ERROR = ref("Error")
-# A bearer token, or the web GUI's session cookie (then POST/DELETE need X-CSRF-Token: 403).
-BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}, {"webSession": []}]
+# A bearer token, or the web GUI's session cookie (whose writes also need the CSRF header).
+BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}, {"operatorSession": []}]
+CSRF_REFUSED = "Signed in with the session cookie but without the matching X-CSRF-Token"
 ERROR_TEXT = {
     400: "Bad input; `detail.field` names the field",
     401: "Missing or wrong bearer token",
@@ -99,7 +100,7 @@ class Endpoints:
     ) -> Callable[[Handler], Handler]:
         described = operation(summary, responses, **options)
         if method != "GET" and options.get("auth", True):
-            described["responses"].setdefault("403", errors(403)["403"])  # CSRF refused
+            described["responses"].setdefault("403", json_body(ERROR, CSRF_REFUSED))
 
         def register(handler: Handler) -> Handler:
             if method.lower() in self.paths.get(path, {}):
@@ -136,12 +137,12 @@ def build_document(path_sets: Iterable[Paths]) -> dict[str, Any]:
         "components": {
             "securitySchemes": {
                 "operatorToken": {"type": "http", "scheme": "bearer"},
-                "webSession": {
+                "operatorSession": {
                     "type": "apiKey",
                     "in": "cookie",
                     "name": "steelframe_session",
-                    "description": "The web GUI's sign-in (POST /gui/session); a POST or "
-                    "DELETE with it also needs the X-CSRF-Token header",
+                    "description": "the web GUI's session (POST /gui/session); writes also "
+                    "send X-CSRF-Token",
                 },
             },
             "schemas": component_schemas(),

@@ -6,7 +6,6 @@ The entry package is the only one that imports every other; `bot` stays free of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
+BACKGROUND_STOP_SECONDS = 5.0
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
 OPERATOR_API = (
     meta_routes,
@@ -98,8 +98,13 @@ def create_app(
         yield
         for task in (listener, sweeper):
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # Bounded: shutdown must not hang on a background task stuck in a Redis read.
+        done, stuck = await asyncio.wait({listener, sweeper}, timeout=BACKGROUND_STOP_SECONDS)
+        for task in stuck:
+            log.warning("%s did not end within %ss", task.get_coro(), BACKGROUND_STOP_SECONDS)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("%s failed: %s", task.get_coro(), task.exception())
         if owned:
             await built.close()
 
