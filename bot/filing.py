@@ -158,49 +158,63 @@ class FilingService:
             "labels": self.labels_for(kind),
         }
 
-        async def create(req: dict[str, Any]) -> dict[str, Any]:
-            issue = await self.github.create_issue(
-                req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
-            )
-            return {"number": issue["number"], "url": issue["html_url"]}
-
         async def find(req: dict[str, Any]) -> dict[str, Any] | None:
-            needle = marker(key)
-            issues = await self.github.list_issues(
-                req["repo"], state="all", labels=[FROM_TUI_LABEL]
-            )
-            for issue in issues:
-                # Only an issue the App opened counts: anyone can type the marker.
-                author = (issue.get("user") or {}).get("login") or ""
-                if needle in (issue.get("body") or "") and await self.github.is_app_login(author):
-                    return {"number": issue["number"], "url": issue["html_url"]}
-            return None
+            return await self._find_filed(req["repo"], marker(key))
 
         outcome = await run_once(
             self.db,
             key=key,
             kind="file_issue",
             request=request,
-            perform=create,
+            perform=self._create,
             reconcile=find,
             clock=self.clock,
         )
         number, url = int(outcome.result["number"]), str(outcome.result["url"])
-        started = False
-        if self.tasks is not None:
-            try:
-                await self.tasks.pickup(
-                    repo,
-                    number,
-                    title=title,
-                    body=str(request["body"]),  # the text the task works from (pinned)
-                    origin_session=origin_session,
-                    cause=f"chat:{kind}",
-                )
-                started = True
-            except Exception as exc:
-                # The issue exists: report it filed (so nobody files it again) with its task
-                # not started; the pickup label lets the reconciler or a redelivery start it.
-                log.warning("filed %s#%s but its task did not start: %s", repo, number, exc)
+        started = await self._start_task(
+            repo, number, title, str(request["body"]), origin_session, kind
+        )
         log.info("filed %s#%s (key %s, reused=%s)", repo, number, key, outcome.reused)
         return FiledIssue(number, url, started, outcome.reused)
+
+    async def _create(self, req: dict[str, Any]) -> dict[str, Any]:
+        issue = await self.github.create_issue(
+            req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
+        )
+        return {"number": issue["number"], "url": issue["html_url"]}
+
+    async def _find_filed(self, repo: str, needle: str) -> dict[str, Any] | None:
+        """The issue an earlier attempt filed (after a crash between create and record)."""
+        for issue in await self.github.list_issues(repo, state="all", labels=[FROM_TUI_LABEL]):
+            # Only an issue the App opened counts: anyone can type the marker.
+            author = (issue.get("user") or {}).get("login") or ""
+            if needle in (issue.get("body") or "") and await self.github.is_app_login(author):
+                return {"number": issue["number"], "url": issue["html_url"]}
+        return None
+
+    async def _start_task(
+        self,
+        repo: str,
+        number: int,
+        title: str,
+        body: str,
+        origin_session: str | None,
+        kind: FilingKind,
+    ) -> bool:
+        if self.tasks is None:
+            return False
+        try:
+            await self.tasks.pickup(
+                repo,
+                number,
+                title=title,
+                body=body,  # the text the task works from (pinned)
+                origin_session=origin_session,
+                cause=f"chat:{kind}",
+            )
+        except Exception as exc:
+            # The issue exists: report it filed (so nobody files it again) with its task not
+            # started; the pickup label lets the reconciler or a redelivery start it.
+            log.warning("filed %s#%s but its task did not start: %s", repo, number, exc)
+            return False
+        return True

@@ -111,6 +111,7 @@ def _code_for(status: int) -> str:
     return {
         400: "bad_request",
         401: "unauthorized",
+        403: "forbidden",
         404: "not_found",
         405: "method_not_allowed",
         413: "payload_too_large",

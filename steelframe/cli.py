@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
     "doctor": ("steelframe.commands.doctor", "which coding agents are installed and supported"),
+    "desktop": ("steelframe.commands.desktop", "open the web GUI in its own window"),
 }
 
 
@@ -152,14 +153,17 @@ def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | N
     # Imported on failure only: it needs redis and SQLAlchemy, which `--version` must not load.
     from steelframe.failures import explain, explain_listen
 
-    if isinstance(exc, OSError) and hasattr(args, "port"):
-        message = explain_listen(exc, getattr(args, "host", "127.0.0.1"), args.port)
-        if message is not None:
-            return message
     try:
         settings: Settings | None = load_settings()
     except ConfigError:
         settings = None
+    if isinstance(exc, OSError) and hasattr(args, "port"):
+        # The options, else HOST and PORT (what serve and dev listened on).
+        host = args.host or (settings.host if settings else "127.0.0.1")
+        port = args.port if args.port is not None else (settings.port if settings else 8080)
+        message = explain_listen(exc, host, port)
+        if message is not None:
+            return message
     return explain(exc, settings)
 
 

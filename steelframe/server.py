@@ -6,7 +6,6 @@ The entry package is the only one that imports every other; `bot` stays free of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,10 +29,13 @@ from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
+from web_gui import OPENAPI_PATHS as GUI_PATHS
+from web_gui import setup as web_gui_setup
 from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
+BACKGROUND_STOP_SECONDS = 5.0
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
 OPERATOR_API = (
     meta_routes,
@@ -96,8 +98,13 @@ def create_app(
         yield
         for task in (listener, sweeper):
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        # Bounded: shutdown must not hang on a background task stuck in a Redis read.
+        done, stuck = await asyncio.wait({listener, sweeper}, timeout=BACKGROUND_STOP_SECONDS)
+        for task in stuck:
+            log.warning("%s did not end within %ss", task.get_coro(), BACKGROUND_STOP_SECONDS)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("%s failed: %s", task.get_coro(), task.exception())
         if owned:
             await built.close()
 
@@ -107,4 +114,4 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS),)
+    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS), AppPlugin(web_gui_setup, GUI_PATHS))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import chat_overhead, chat_streams, cli_startup, webhooks_probot
+from bench import chat_overhead, chat_streams, cli_startup, gui, webhooks_probot
 from tests.fakes.tools import require_tool
 
 
@@ -43,3 +43,10 @@ def test_webhooks_against_probot_smoke(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "probot" in out and "ratio rps" in out
     assert out.rstrip().endswith("acknowledged but not stored: 0")
+
+
+def test_gui_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    require_tool("chromium", "chromium")
+    gui.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "load -> interactive" in out and "first delta -> frame" in out and "ratio" in out

@@ -97,6 +97,16 @@ def _answer(description: str) -> dict[str, object]:
     return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
 
 
+def _ack(description: str, status: str) -> dict[str, object]:
+    schema = {
+        "type": "object",
+        "required": ["delivery", "status"],
+        "additionalProperties": False,
+        "properties": {"delivery": {"type": "string"}, "status": {"const": status}},
+    }
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
 OPENAPI_OPERATION = {
     "summary": "GitHub webhook deliveries (signed with WEBHOOK_SECRET)",
     "description": "Stored durably before the answer; processed after it. Authenticated by "
@@ -110,8 +120,8 @@ OPENAPI_OPERATION = {
         "content": {"application/json": {"schema": {"type": "object"}}},
     },
     "responses": {
-        "202": {"description": "Stored; will be processed"},
-        "200": {"description": "A redelivery of a stored delivery; not processed again"},
+        "202": _ack("Stored; will be processed", "accepted"),
+        "200": _ack("A redelivery of a stored delivery; not processed again", "duplicate"),
         "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
         "401": _answer("Missing or wrong signature; nothing stored"),
         "413": _answer("Body over 25 MB"),

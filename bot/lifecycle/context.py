@@ -130,16 +130,20 @@ class LifecycleContext:
             self._pid = os.getpid()
 
 
-def github_factory(settings: Settings) -> GitHubFactory | None:
-    """A fresh App client per job (each job runs its own event loop), or None without an App."""
+def github_factory(settings: Settings, db: Database | None = None) -> GitHubFactory | None:
+    """A fresh App client per job (each job runs its own event loop), or None without an App.
+    With `db`, a job's client finds a repository's installation in what the webhooks stored
+    before asking GitHub (a fresh client has no cache)."""
     if not settings.github_configured:
         return None
 
     @asynccontextmanager
     async def client() -> AsyncIterator[GitHubApi]:
         from bot.github.client import GitHubClient
+        from bot.github.installations import stored_installations
 
-        github = GitHubClient.from_settings(settings)
+        stored = stored_installations(db) if db is not None else None
+        github = GitHubClient.from_settings(settings, stored_installation=stored)
         try:
             yield github
         finally:
@@ -178,7 +182,7 @@ def build_context(
         settings=settings,
         db=database,
         redis=connection,
-        github=github if github is not None else github_factory(settings),
+        github=github if github is not None else github_factory(settings, database),
         policy=policy,
         memory=memory or None,
         clock=clock,

@@ -1,7 +1,7 @@
 """Coding runs in a sandbox: the issue text a task works from, and private run logs.
 
 Revision ID: 0007_sandbox
-Revises: 0007_pending_key
+Revises: 0008_web_sessions
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0007_sandbox"
-down_revision = "0007_pending_key"
+down_revision = "0008_web_sessions"
 branch_labels = None
 depends_on = None
 
