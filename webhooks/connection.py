@@ -60,30 +60,36 @@ class LoopConnection:
                 self._connection = await self._connect()
             connection = self._connection
             try:
-                results = []
-                async with connection.cursor() as cursor:
-                    for sql, params in statements:
-                        await cursor.execute(sql, params)
-                        results.append(await cursor.fetchall() if cursor.description else [])
-                await connection.commit()
+                if len(statements) == 1:
+                    # In autocommit one statement is its own transaction: one round trip
+                    # instead of three (BEGIN, the statement, COMMIT).
+                    return [await _run(connection, *statements[0])]
+                async with connection.transaction():
+                    return [await _run(connection, sql, params) for sql, params in statements]
             except BaseException:  # cancelled too: the connection's state is unknown
                 self._connection = None
                 with contextlib.suppress(Exception):
                     await connection.close()
                 raise
-            return results
 
     async def _connect(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
         engine = self._db.engine
         _, params = engine.dialect.create_connect_args(engine.url)
         params.pop("context", None)  # SQLAlchemy's adapters; these statements need none
-        return await psycopg.AsyncConnection.connect(**params)
+        return await psycopg.AsyncConnection.connect(**params, autocommit=True)
 
     async def close(self) -> None:
         async with self._lock:
             connection, self._connection = self._connection, None
             if connection is not None:
                 await connection.close()
+
+
+async def _run(
+    connection: psycopg.AsyncConnection[tuple[Any, ...]], sql: str, params: Sequence[Any]
+) -> Rows:
+    cursor = await connection.execute(sql, params)
+    return await cursor.fetchall() if cursor.description else []
 
 
 class ThreadConnection:
