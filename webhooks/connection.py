@@ -93,12 +93,12 @@ async def _run(
 
 
 class ThreadConnection:
-    """A pooled DBAPI connection used only on a thread of its own."""
+    """A pooled DBAPI connection used only on the webhook thread of its database."""
 
     def __init__(self, db: Database, *, name: str) -> None:
         self.dialect = db.engine.dialect.name
         self._db = db
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._thread = _SQLITE_THREADS.take(db, name)
         self._connection: Any = None  # used only on _thread
 
     async def transaction(self, statements: Sequence[Statement]) -> list[Rows]:
@@ -140,4 +140,34 @@ class ThreadConnection:
                 self._connection = None
 
         await asyncio.get_running_loop().run_in_executor(self._thread, release)
-        self._thread.shutdown(wait=True)
+        _SQLITE_THREADS.give(self._db)
+
+
+class _SharedThreads:
+    """One thread per SQLite database for every webhook connection to it. SQLite lets one
+    transaction write at a time: two connections writing from two threads (intake and
+    processing) make one of them sleep in SQLite's busy handler, in steps of up to 100 ms,
+    while the lock is held. On one thread their transactions simply queue, each starting
+    as soon as the one before commits."""
+
+    def __init__(self) -> None:
+        self._threads: dict[int, tuple[ThreadPoolExecutor, int]] = {}
+
+    def take(self, db: Database, name: str) -> ThreadPoolExecutor:
+        thread, users = self._threads.get(id(db)) or (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=name),
+            0,
+        )
+        self._threads[id(db)] = (thread, users + 1)
+        return thread
+
+    def give(self, db: Database) -> None:
+        thread, users = self._threads[id(db)]
+        if users > 1:
+            self._threads[id(db)] = (thread, users - 1)
+            return
+        del self._threads[id(db)]
+        thread.shutdown(wait=True)
+
+
+_SQLITE_THREADS = _SharedThreads()
