@@ -200,6 +200,7 @@ def steelframe_round(
         "STEELFRAME_LOG_LEVEL": "ERROR",
     }
     command = [sys.executable, "-m", "steelframe.cli", "serve", "--port", str(port)]
+    command += ["--loop", args.loop]
     if processes > 1:
         env["STEELFRAME_REDIS_URL"] = args.redis_url
         command += ["--processes", str(processes)]
@@ -289,6 +290,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=64, help="wrk connections")
     parser.add_argument("--processes", action="store_true", help="--processes 2 against 1")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument(
+        "--loop", default="auto", choices=("auto", "uvloop", "asyncio"), help="serve --loop"
+    )
     parser.add_argument("--smoke", action="store_true", help="one short round on SQLite")
     args = parser.parse_args(argv)
     missing = missing_tools()

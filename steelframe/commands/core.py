@@ -11,8 +11,8 @@ from bot import db as dbmod
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import load_settings, with_database
-from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
 from steelframe.commands.memory import upgrade_memory_index
+from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
 from steelframe.serving import serve_until_stopped
@@ -90,6 +90,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.processes < 1:
         print("steelframe: --processes must be at least 1", file=sys.stderr)
         return 2
+    try:
+        factory = loop_factory(args.loop)
+    except LoopUnavailable as exc:
+        print(f"steelframe: {exc}", file=sys.stderr)
+        return 2
     # An index of an older analysis is rebuilt once, here, before any process serves
     # (a --processes child finds it current: a manifest read).
     upgrade_memory_index(settings, sys.stdout)
@@ -102,11 +107,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 2
         app.cleanup_ctx.append(relay_context(settings, host, port))
         print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
-    try:
-        factory = loop_factory(args.loop)
-    except LoopUnavailable as exc:
-        print(f"steelframe: {exc}", file=sys.stderr)
-        return 2
     with asyncio.Runner(loop_factory=factory) as runner:
         runner.run(
             serve_until_stopped(
