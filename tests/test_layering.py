@@ -22,6 +22,7 @@ PACKAGES = (
     "memory",
     "tui_client",
     "github_sandbox",
+    "web_gui",
 )
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -68,6 +69,8 @@ def test_the_untouched_layering_keeps_every_contract(tmp_path: Path) -> None:
         ("webhooks/probe.py", "import github_sandbox.shapes\n", "never imports the GitHub"),
         ("steelframe/probe.py", "import github_sandbox\n", "never imports the GitHub"),
         ("tui_client/probe.py", "import bot.errors\n", "TUI client imports only"),
+        ("web_gui/probe.py", "import webhooks.routing\n", "web GUI uses the core"),
+        ("bot/probe.py", "import web_gui.routes\n", "The core (bot)"),
     ],
 )
 def test_a_forbidden_import_fails_lint(

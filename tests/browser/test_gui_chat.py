@@ -42,7 +42,8 @@ async def test_stop_stops_the_turn_on_the_server(
     await stopped.wait_for()
     assert "Stopped. Nothing of this turn was kept" in await stopped.inner_text()
     await gui.wait_done()
-    assert runtime.cancelled.is_set()
+    # The model call was cancelled, or the stop landed before it started.
+    assert runtime.cancelled.is_set() or not runtime.requests
     assert await gui.page.inner_text("#status-line") == "stopped"
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
     assert all((s["turns"] or 0) == 0 for s in sessions)

@@ -88,6 +88,7 @@ async def file_and_watch(gui: Gui, lc: Lifecycle) -> int:
     await gui.screen("board")
     await wait_card(gui, number, "queued")
     await gui.screenshot("board")
+    await lc.settle()  # the filed issue's webhooks, then its job
     await lc.work()
     assert lc.task(number).state == TaskState.WAITING_FOR_INFO
     await wait_card(gui, number, "waiting_for_info")  # moved live, no reload

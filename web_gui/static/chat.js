@@ -107,13 +107,12 @@ export class Chat {
   async open(id) {
     let session;
     try {
-      session = await api.get(`/api/operator/chat/session/${encodeURIComponent(id)}`);
+      // Reopening pins it: a message sent without a session goes here (docs/api.md).
+      session = await api.post(`/api/operator/chat/session/${encodeURIComponent(id)}/open`);
     } catch (err) {
       notify(`Could not open that chat: ${err.message}`, { level: "error" });
       return;
     }
-    // Pin it for messages sent without a session (services where reading does not pin).
-    api.post(`/api/operator/chat/session/${encodeURIComponent(id)}/open`).catch(() => {});
     this.unseen.delete(id);
     this.app.show("chat");
     this.load(session);
