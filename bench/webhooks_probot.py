@@ -132,17 +132,19 @@ def wrk(port: int, script: Path, seconds: int, connections: int) -> dict[str, fl
     out = result.stdout
     total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    # Percentiles anchored at the line start: "+/- Stdev 75.99%" is not the 99th.
     return {
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
-        "p50": _ms(re.search(r"50%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
-        "p99": _ms(re.search(r"99%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
+        "p50": _ms(re.search(r"^\s+50%\s+(\S+)", out, re.M).group(1)),  # type: ignore[union-attr]
+        "p99": _ms(re.search(r"^\s+99%\s+(\S+)", out, re.M).group(1)),  # type: ignore[union-attr]
         "acked": total - (int(bad.group(1)) if bad else 0),
     }
 
 
 def _ms(text: str) -> float:
-    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
-    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+    # wrk writes latencies as 812.00us, 3.21ms, 1.02s or 1.50m.
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s|m)", text).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}[unit]
 
 
 def _free_port() -> int:
@@ -199,6 +201,7 @@ def steelframe_round(
         "STEELFRAME_LOG_LEVEL": "ERROR",
     }
     command = [sys.executable, "-m", "steelframe.cli", "serve", "--port", str(port)]
+    command += ["--loop", args.loop]
     if processes > 1:
         env["STEELFRAME_REDIS_URL"] = args.redis_url
         command += ["--processes", str(processes)]
@@ -288,6 +291,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--connections", type=int, default=64, help="wrk connections")
     parser.add_argument("--processes", action="store_true", help="--processes 2 against 1")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument(
+        "--loop", default="auto", choices=("auto", "uvloop", "asyncio"), help="serve --loop"
+    )
     parser.add_argument("--smoke", action="store_true", help="one short round on SQLite")
     args = parser.parse_args(argv)
     missing = missing_tools()

@@ -40,11 +40,11 @@ def reserve_port(host: str, port: int) -> socket.socket:
     return reserved
 
 
-def child_command(host: str, port: int, slot: int) -> list[str]:
+def child_command(host: str, port: int, slot: int, *, loop: str = "auto") -> list[str]:
     """One child's command line; only the first holds the webhook relay open (one relay
     client per service, or every delivery would arrive once per process)."""
     command = [sys.executable, "-m", "steelframe.cli", "serve", "--reuse-port"]
-    command += ["--host", host, "--port", str(port), "--processes", "1"]
+    command += ["--host", host, "--port", str(port), "--processes", "1", "--loop", loop]
     return command if slot == 0 else [*command, "--no-relay"]
 
 
@@ -65,7 +65,8 @@ def run_processes(args: argparse.Namespace, settings: Settings, host: str, port:
     print(f"url: http://{host}:{port}", flush=True)
     print(f"serve: {args.processes} processes sharing port {port}", flush=True)
     with reserved:
-        return Supervisor(functools.partial(child_command, host, port), args.processes).run()
+        command = functools.partial(child_command, host, port, loop=args.loop)
+        return Supervisor(command, args.processes).run()
 
 
 class Supervisor:

@@ -60,24 +60,23 @@ class LoopConnection:
                 self._connection = await self._connect()
             connection = self._connection
             try:
-                results = []
-                async with connection.cursor() as cursor:
-                    for sql, params in statements:
-                        await cursor.execute(sql, params)
-                        results.append(await cursor.fetchall() if cursor.description else [])
-                await connection.commit()
+                if len(statements) == 1:
+                    # In autocommit one statement is its own transaction: one round trip
+                    # instead of three (BEGIN, the statement, COMMIT).
+                    return [await _run(connection, *statements[0])]
+                async with connection.transaction():
+                    return [await _run(connection, sql, params) for sql, params in statements]
             except BaseException:  # cancelled too: the connection's state is unknown
                 self._connection = None
                 with contextlib.suppress(Exception):
                     await connection.close()
                 raise
-            return results
 
     async def _connect(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
         engine = self._db.engine
         _, params = engine.dialect.create_connect_args(engine.url)
         params.pop("context", None)  # SQLAlchemy's adapters; these statements need none
-        return await psycopg.AsyncConnection.connect(**params)
+        return await psycopg.AsyncConnection.connect(**params, autocommit=True)
 
     async def close(self) -> None:
         async with self._lock:
@@ -86,13 +85,20 @@ class LoopConnection:
                 await connection.close()
 
 
+async def _run(
+    connection: psycopg.AsyncConnection[tuple[Any, ...]], sql: str, params: Sequence[Any]
+) -> Rows:
+    cursor = await connection.execute(sql, params)
+    return await cursor.fetchall() if cursor.description else []
+
+
 class ThreadConnection:
-    """A pooled DBAPI connection used only on a thread of its own."""
+    """A pooled DBAPI connection used only on the webhook thread of its database."""
 
     def __init__(self, db: Database, *, name: str) -> None:
         self.dialect = db.engine.dialect.name
         self._db = db
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._thread = _SQLITE_THREADS.take(db, name)
         self._connection: Any = None  # used only on _thread
 
     async def transaction(self, statements: Sequence[Statement]) -> list[Rows]:
@@ -134,4 +140,34 @@ class ThreadConnection:
                 self._connection = None
 
         await asyncio.get_running_loop().run_in_executor(self._thread, release)
-        self._thread.shutdown(wait=True)
+        _SQLITE_THREADS.give(self._db)
+
+
+class _SharedThreads:
+    """One thread per SQLite database for every webhook connection to it. SQLite lets one
+    transaction write at a time: two connections writing from two threads (intake and
+    processing) make one of them sleep in SQLite's busy handler, in steps of up to 100 ms,
+    while the lock is held. On one thread their transactions simply queue, each starting
+    as soon as the one before commits."""
+
+    def __init__(self) -> None:
+        self._threads: dict[int, tuple[ThreadPoolExecutor, int]] = {}
+
+    def take(self, db: Database, name: str) -> ThreadPoolExecutor:
+        thread, users = self._threads.get(id(db)) or (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix=name),
+            0,
+        )
+        self._threads[id(db)] = (thread, users + 1)
+        return thread
+
+    def give(self, db: Database) -> None:
+        thread, users = self._threads[id(db)]
+        if users > 1:
+            self._threads[id(db)] = (thread, users - 1)
+            return
+        del self._threads[id(db)]
+        thread.shutdown(wait=True)
+
+
+_SQLITE_THREADS = _SharedThreads()

@@ -94,7 +94,9 @@ class Receiver:
         stored = await self._store(_new_delivery(delivery_id, event_name, data, text, self.clock()))
         if not stored:
             return Receipt.DUPLICATE, delivery_id
-        self.processor.submit(delivery_id, event_name, data)
+        # The text, not `data`: the queue may be long, and parsing again costs less than
+        # the garbage collector walking every queued payload (see `submit_stored`).
+        self.processor.submit_stored(delivery_id, event_name, text)
         return Receipt.ACCEPTED, delivery_id
 
     async def _store(self, delivery: NewDelivery) -> bool:

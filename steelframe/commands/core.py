@@ -12,6 +12,7 @@ from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import load_settings, with_database
 from steelframe.commands.memory import upgrade_memory_index
+from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
 from steelframe.serving import serve_until_stopped
@@ -21,6 +22,12 @@ from steelframe.webhook_relay import relay_context
 def register(subparsers: Any) -> None:
     serve = subparsers.add_parser("serve")
     add_listen_arguments(serve)
+    serve.add_argument(
+        "--loop",
+        choices=CHOICES,
+        default="auto",
+        help="event loop: uvloop when installed (auto), or asyncio's own",
+    )
     serve.add_argument(
         "--processes",
         type=int,
@@ -83,6 +90,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.processes < 1:
         print("steelframe: --processes must be at least 1", file=sys.stderr)
         return 2
+    try:
+        factory = loop_factory(args.loop)
+    except LoopUnavailable as exc:
+        print(f"steelframe: {exc}", file=sys.stderr)
+        return 2
     # An index of an older analysis is rebuilt once, here, before any process serves
     # (a --processes child finds it current: a manifest read).
     upgrade_memory_index(settings, sys.stdout)
@@ -95,16 +107,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
             return 2
         app.cleanup_ctx.append(relay_context(settings, host, port))
         print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
-    asyncio.run(
-        serve_until_stopped(
-            app,
-            host=host,
-            port=port,
-            reuse_port=args.reuse_port,
-            access_log=access_logger(settings),
-            announce=not args.reuse_port,  # a child of --processes: the parent said where
+    with asyncio.Runner(loop_factory=factory) as runner:
+        runner.run(
+            serve_until_stopped(
+                app,
+                host=host,
+                port=port,
+                reuse_port=args.reuse_port,
+                access_log=access_logger(settings),
+                announce=not args.reuse_port,  # a child of --processes: the parent said where
+            )
         )
-    )
     return 0
 
 
