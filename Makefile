@@ -13,8 +13,9 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
 	@touch $(STAMP)
 
+# `make run PORT=9000` listens there (the PORT variable works for `steelframe dev` too).
 run: $(STAMP)
-	$(BIN)/steelframe dev
+	$(BIN)/steelframe dev $(if $(PORT),--port $(PORT))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -7,17 +7,15 @@ names the variable. Secrets are wrapped in `Secret` so they never show in a repr
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
-
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
 
 DEFAULT_DATA_DIR = Path("var")
 # Every command in a checkout (serve, dev, worker, webhooks, memory...) uses the same file
@@ -74,10 +72,6 @@ def _str(value: str) -> str:
     return value
 
 
-def _int(value: str) -> int:
-    return int(value)
-
-
 def _positive_int(value: str) -> int:
     number = int(value)
     if number <= 0:
@@ -113,6 +107,31 @@ def _non_negative_int(value: str) -> int:
     if number < 0:
         raise ValueError("must be zero or a positive integer")
     return number
+
+
+def _port(value: str) -> int:
+    number = int(value)
+    if not 0 <= number <= 65535:
+        raise ValueError("must be a port number from 0 to 65535")
+    return number
+
+
+def _host(value: str) -> str:
+    if not value or "/" in value or "://" in value:
+        raise ValueError("must be a host name such as github.example.com, without a scheme")
+    return value
+
+
+def _protocol(value: str) -> str:
+    if value not in {"http", "https"}:
+        raise ValueError("must be http or https")
+    return value
+
+
+def _log_format(value: str) -> str:
+    if value not in {"text", "json"}:
+        raise ValueError("must be text or json")
+    return value
 
 
 def _bool(value: str) -> bool:
@@ -163,23 +182,24 @@ _POSTGRES_ALIASES = {"postgres", "postgresql+psycopg2", "postgres+psycopg"}
 
 
 def _database_url(value: str) -> str:
-    """A SQLAlchemy URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
-    relative SQLite path is made absolute (a coding run or worker may change directory)."""
-    try:
-        url = make_url(value.strip())
-    except ArgumentError:
+    """A database URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
+    relative SQLite path is made absolute (a coding run or worker may change directory).
+    Read without SQLAlchemy, so `--help` stays light; the engine checks the rest."""
+    scheme, separator, rest = value.strip().partition("://")
+    if not separator or not scheme:
         raise ValueError(
             "is not a database URL (expected sqlite:///path/to/file.db or "
             "postgresql://user:password@host:5432/database)"
-        ) from None
-    if url.drivername in _POSTGRES_ALIASES:
-        url = url.set(drivername="postgresql+psycopg")
-    backend = url.get_backend_name()
+        )
+    if scheme in _POSTGRES_ALIASES:
+        scheme = "postgresql+psycopg"
+    backend = scheme.partition("+")[0]
     if backend not in ("sqlite", "postgresql"):
         raise ValueError(f"{backend!r} is not supported: use sqlite:/// or postgresql://")
-    if backend == "sqlite" and url.database and url.database != ":memory:":
-        url = url.set(database=str(Path(url.database).expanduser().resolve()))
-    return url.render_as_string(hide_password=False)
+    if backend == "sqlite" and rest.startswith("/") and rest not in ("/", "/:memory:"):
+        path, query_mark, query = rest[1:].partition("?")
+        rest = "/" + str(Path(path).expanduser().resolve()) + query_mark + query
+    return f"{scheme}://{rest}"
 
 
 def _secret(value: str) -> Secret:
@@ -187,112 +207,175 @@ def _secret(value: str) -> Secret:
 
 
 @dataclass(frozen=True)
-class _Field:
+class SettingSpec:
+    """How one setting is read: its variable, its parser and one line of help."""
+
     env: str
     attr: str
     parse: Callable[[str], Any]
     help: str
+    default: Any
+    secret: bool
+    aliases: tuple[str, ...] = ()
 
 
-# The one list of every variable Steelframe reads. docs/configuration.md mirrors it.
-FIELDS: tuple[_Field, ...] = (
-    _Field("STEELFRAME_DATABASE_URL", "database_url", _database_url, "SQLAlchemy URL"),
-    _Field("STEELFRAME_REDIS_URL", "redis_url", _str, "Redis URL for RQ and stop signals"),
-    _Field("STEELFRAME_RUNTIME", "runtime", _runtime, "offline|openai|anthropic|command"),
-    _Field("STEELFRAME_MODEL", "model", _str, "model name for openai/anthropic"),
-    _Field("STEELFRAME_FALLBACKS", "fallbacks", _json_list, "ordered fallback routes (JSON)"),
-    _Field("STEELFRAME_MODEL_PRICES", "model_prices", _json_object, "USD per 1M tokens"),
-    _Field("STEELFRAME_CONTEXT_TOKENS", "context_tokens", _positive_int, "context window"),
-    _Field("STEELFRAME_CHAT_COMMAND", "chat_command", _str, "command runtime: the CLI to run"),
-    _Field("STEELFRAME_MODEL_CONTEXT", "model_context", _json_object, "context tokens by model"),
-    _Field("STEELFRAME_MODEL_TIMEOUT_SECONDS", "model_timeout_seconds", _float, "idle model wait"),
-    _Field("STEELFRAME_TOOL_ROUNDS", "tool_rounds", _non_negative_int, "repo tool rounds; 0=off"),
-    _Field(
-        "STEELFRAME_THINKING_TOKENS", "thinking_tokens", _non_negative_int, "anthropic thinking"
-    ),
-    _Field("STEELFRAME_CODING_COMMAND", "coding_command", _str, "worker's coding runtime"),
-    _Field("STEELFRAME_REPO", "repo", _repo, "default agent repository owner/name"),
-    _Field("STEELFRAME_CHECKOUT", "checkout", Path, "default agent read-only checkout"),
-    _Field("STEELFRAME_AGENTS", "agents_json", _json_object, "extra agents (JSON)"),
-    _Field("STEELFRAME_PICKUP_LABELS", "pickup_labels", _labels, "comma-separated"),
-    _Field("STEELFRAME_DATA_DIR", "data_dir", Path, "where indexes and worktrees live"),
-    _Field("STEELFRAME_CHAT_MAX_BODY", "chat_max_body", _positive_int, "bytes"),
-    _Field("STEELFRAME_HEARTBEAT_SECONDS", "heartbeat_seconds", _positive_float, "SSE heartbeat"),
-    _Field("STEELFRAME_TURN_TIMEOUT_SECONDS", "turn_timeout_seconds", _positive_float, "per turn"),
-    _Field("STEELFRAME_TASK_TIME_LIMIT", "task_time_limit", _positive_int, "seconds"),
-    _Field("STEELFRAME_TASK_MAX_ATTEMPTS", "task_max_attempts", _positive_int, "attempts"),
-    _Field("STEELFRAME_TASK_MAX_TOKENS", "task_max_tokens", _positive_int, "tokens a task"),
-    _Field("STEELFRAME_TASK_MAX_COST_USD", "task_max_cost_usd", _float, "USD a task"),
-    _Field("STEELFRAME_TASK_LEASE_SECONDS", "task_lease_seconds", _float, "run lease expiry"),
-    _Field(
-        "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS",
-        "task_retry_backoff_seconds",
-        _float,
-        "first retry delay; doubles per attempt",
-    ),
-    _Field("STEELFRAME_LOG_LEVEL", "log_level", _str, "DEBUG|INFO|WARNING|ERROR"),
-    _Field("OPENAI_BASE_URL", "openai_base_url", _str, "OpenAI-compatible base URL"),
-    _Field("OPENAI_API_KEY", "openai_api_key", _secret, "secret"),
-    _Field("ANTHROPIC_BASE_URL", "anthropic_base_url", _str, "Anthropic base URL"),
-    _Field("ANTHROPIC_API_KEY", "anthropic_api_key", _secret, "secret"),
-    _Field("APP_ID", "app_id", _positive_int, "GitHub App id"),
-    _Field("PRIVATE_KEY", "private_key", _secret, "PEM of the App's private key"),
-    _Field("PRIVATE_KEY_PATH", "private_key_path", Path, "path to that PEM"),
-    _Field("WEBHOOK_SECRET", "webhook_secret", _secret, "webhook HMAC secret"),
-    _Field("GITHUB_API_URL", "github_api_url", _str, "GitHub REST base URL"),
-    _Field(
-        "STEELFRAME_GITHUB_WRITE_INTERVAL",
-        "github_write_interval",
-        _float,
-        "seconds between writes per installation",
-    ),
-)
-_BY_ENV = {f.env: f for f in FIELDS}
-_BY_ATTR = {f.attr: f for f in FIELDS}
+def setting(
+    env: str,
+    parse: Callable[[str], Any],
+    help: str,
+    default: Any = None,
+    *,
+    aliases: tuple[str, ...] = (),
+) -> Any:
+    """Declare a `Settings` field together with the variable that sets it (one place each).
+
+    `aliases` are other names that set it (Probot's, for instance); the main name wins."""
+    meta = {"env": env, "parse": parse, "help": help, "aliases": aliases}
+    if isinstance(default, list | dict):
+        factory = type(default)
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
 
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = DEFAULT_DATABASE_URL
-    redis_url: str | None = None
-    runtime: str = "offline"
-    model: str | None = None
-    fallbacks: list[Any] = field(default_factory=list)
-    model_prices: dict[str, Any] = field(default_factory=dict)
-    context_tokens: int = 32_000
-    chat_command: str | None = None
-    model_context: dict[str, Any] = field(default_factory=dict)
-    model_timeout_seconds: float = 120.0
-    tool_rounds: int = 4
-    thinking_tokens: int = 0
-    coding_command: str | None = None
-    repo: str = "steelframe-dev/sandbox"
-    checkout: Path = Path(".")
-    agents_json: dict[str, Any] = field(default_factory=dict)
-    pickup_labels: tuple[str, ...] = DEFAULT_PICKUP_LABELS
-    data_dir: Path = DEFAULT_DATA_DIR
-    chat_max_body: int = DEFAULT_CHAT_MAX_BODY
-    heartbeat_seconds: float = 15.0
-    turn_timeout_seconds: float = 300.0
-    task_time_limit: int = 1800
-    task_max_attempts: int = 3
-    task_max_tokens: int | None = None
-    task_max_cost_usd: float | None = None
+    """Every setting Steelframe reads; docs/configuration.md mirrors it (a test checks)."""
+
+    database_url: str = setting(
+        "STEELFRAME_DATABASE_URL", _database_url, "SQLAlchemy URL", DEFAULT_DATABASE_URL
+    )
+    redis_url: str | None = setting(
+        "STEELFRAME_REDIS_URL", _str, "Redis URL for RQ and stop signals"
+    )
+    runtime: str = setting("STEELFRAME_RUNTIME", _runtime, "|".join(RUNTIMES), "offline")
+    model: str | None = setting("STEELFRAME_MODEL", _str, "model name for openai/anthropic")
+    fallbacks: list[Any] = setting(
+        "STEELFRAME_FALLBACKS", _json_list, "ordered fallback routes (JSON)", []
+    )
+    model_prices: dict[str, Any] = setting(
+        "STEELFRAME_MODEL_PRICES", _json_object, "USD per 1M tokens", {}
+    )
+    context_tokens: int = setting(
+        "STEELFRAME_CONTEXT_TOKENS", _positive_int, "context window", 32_000
+    )
+    chat_command: str | None = setting(
+        "STEELFRAME_CHAT_COMMAND", _str, "command runtime: the CLI to run"
+    )
+    model_context: dict[str, Any] = setting(
+        "STEELFRAME_MODEL_CONTEXT", _json_object, "context tokens by model", {}
+    )
+    model_timeout_seconds: float = setting(
+        "STEELFRAME_MODEL_TIMEOUT_SECONDS", _float, "idle model wait", 120.0
+    )
+    model_connections: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS",
+        _positive_int,
+        "model streams a process holds open at once",
+        1000,
+    )
+    model_connections_per_host: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS_PER_HOST",
+        _non_negative_int,
+        "at most this many to one provider host; 0: no cap",
+        0,
+    )
+    tool_rounds: int = setting(
+        "STEELFRAME_TOOL_ROUNDS", _non_negative_int, "repo tool rounds; 0=off", 4
+    )
+    thinking_tokens: int = setting(
+        "STEELFRAME_THINKING_TOKENS", _non_negative_int, "anthropic thinking", 0
+    )
+    coding_command: str | None = setting(
+        "STEELFRAME_CODING_COMMAND", _str, "worker's coding runtime"
+    )
+    repo: str = setting(
+        "STEELFRAME_REPO", _repo, "default agent repository owner/name", "steelframe-dev/sandbox"
+    )
+    checkout: Path = setting(
+        "STEELFRAME_CHECKOUT", Path, "default agent read-only checkout", Path(".")
+    )
+    agents_json: dict[str, Any] = setting(
+        "STEELFRAME_AGENTS", _json_object, "extra agents (JSON)", {}
+    )
+    pickup_labels: tuple[str, ...] = setting(
+        "STEELFRAME_PICKUP_LABELS", _labels, "comma-separated", DEFAULT_PICKUP_LABELS
+    )
+    data_dir: Path = setting(
+        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", Path("var")
+    )
+    chat_max_body: int = setting(
+        "STEELFRAME_CHAT_MAX_BODY", _positive_int, "bytes", DEFAULT_CHAT_MAX_BODY
+    )
+    heartbeat_seconds: float = setting(
+        "STEELFRAME_HEARTBEAT_SECONDS", _positive_float, "SSE heartbeat", 15.0
+    )
+    turn_timeout_seconds: float = setting(
+        "STEELFRAME_TURN_TIMEOUT_SECONDS", _positive_float, "per turn", 300.0
+    )
+    task_time_limit: int = setting("STEELFRAME_TASK_TIME_LIMIT", _positive_int, "seconds", 1800)
+    task_max_attempts: int = setting("STEELFRAME_TASK_MAX_ATTEMPTS", _positive_int, "attempts", 3)
+    task_max_tokens: int | None = setting(
+        "STEELFRAME_TASK_MAX_TOKENS", _positive_int, "tokens a task"
+    )
+    task_max_cost_usd: float | None = setting("STEELFRAME_TASK_MAX_COST_USD", _float, "USD a task")
     # A run renews its lease every third of this; a lease not renewed for this long is dead.
-    task_lease_seconds: float = 60.0
-    task_retry_backoff_seconds: float = 30.0
-    log_level: str = "INFO"
-    openai_base_url: str = "https://api.openai.com/v1"
-    openai_api_key: Secret | None = None
-    anthropic_base_url: str = "https://api.anthropic.com"
-    anthropic_api_key: Secret | None = None
-    app_id: int | None = None
-    private_key: Secret | None = None
-    private_key_path: Path | None = None
-    webhook_secret: Secret | None = None
-    github_api_url: str = "https://api.github.com"
+    task_lease_seconds: float = setting(
+        "STEELFRAME_TASK_LEASE_SECONDS", _float, "run lease expiry", 60.0
+    )
+    task_retry_backoff_seconds: float = setting(
+        "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS",
+        _float,
+        "first retry delay; doubles per attempt",
+        30.0,
+    )
+    log_level: str = setting(
+        "STEELFRAME_LOG_LEVEL", _str, "DEBUG|INFO|WARNING|ERROR", "INFO", aliases=("LOG_LEVEL",)
+    )
+    log_format: str = setting(
+        "STEELFRAME_LOG_FORMAT",
+        _log_format,
+        "text|json: one JSON object a line, with request, delivery, task and turn ids",
+        "text",
+        aliases=("LOG_FORMAT",),
+    )
+    access_log: bool = setting(
+        "STEELFRAME_ACCESS_LOG", _bool, "aiohttp's access log, one line a request", False
+    )
+    metrics_token: Secret | None = setting(
+        "STEELFRAME_METRICS_TOKEN",
+        _secret,
+        "bearer token for /metrics; unset: only this machine may scrape",
+    )
+    host: str = setting("HOST", _str, "address `serve` and `dev` listen on", "127.0.0.1")
+    port: int = setting("PORT", _port, "port `serve` and `dev` listen on (0: any free)", 8080)
+    openai_base_url: str = setting(
+        "OPENAI_BASE_URL", _str, "OpenAI-compatible base URL", "https://api.openai.com/v1"
+    )
+    openai_api_key: Secret | None = setting("OPENAI_API_KEY", _secret, "secret")
+    anthropic_base_url: str = setting(
+        "ANTHROPIC_BASE_URL", _str, "Anthropic base URL", "https://api.anthropic.com"
+    )
+    anthropic_api_key: Secret | None = setting("ANTHROPIC_API_KEY", _secret, "secret")
+    app_id: int | None = setting("APP_ID", _positive_int, "GitHub App id")
+    private_key: Secret | None = setting("PRIVATE_KEY", _secret, "PEM of the App's private key")
+    private_key_path: Path | None = setting("PRIVATE_KEY_PATH", Path, "path to that PEM")
+    webhook_secret: Secret | None = setting("WEBHOOK_SECRET", _secret, "webhook HMAC secret")
+    github_api_url: str = setting(
+        "GITHUB_API_URL", _str, "GitHub REST base URL", "https://api.github.com"
+    )
+    ghe_host: str | None = setting(
+        "GHE_HOST", _host, "GitHub Enterprise host; sets the API URL unless GITHUB_API_URL does"
+    )
+    ghe_protocol: str = setting("GHE_PROTOCOL", _protocol, "http|https for GHE_HOST", "https")
+    webhook_proxy_url: str | None = setting(
+        "WEBHOOK_PROXY_URL", _str, "a smee.io-style relay to receive webhooks through"
+    )
     # GitHub asks for at least 1 s between content-creating requests per installation.
-    github_write_interval: float = 1.0
+    github_write_interval: float = setting(
+        "STEELFRAME_GITHUB_WRITE_INTERVAL", _float, "seconds between writes per installation", 1.0
+    )
+    # Where each value came from (default, a file, the environment): for `config --list`.
+    sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def from_env(
@@ -301,39 +384,47 @@ class Settings:
         *,
         toml_path: Path | None = None,
         defaults: Mapping[str, Any] | None = None,
+        dotenv: Mapping[str, str] | None = None,
     ) -> Settings:
-        """Build settings: `defaults` < steelframe.toml < environment.
+        """Build settings: `defaults` < steelframe.toml < `.env` < environment.
 
         `defaults` lets an entry point such as `steelframe dev` supply its embedded defaults
-        while anything the environment sets still wins.
+        while anything the environment sets still wins. `dotenv` holds the variables of a
+        `.env` file, which never override the real environment (as in Probot).
         """
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = dict(defaults or {})
+        sources = dict.fromkeys(values, "dev default")
         if toml_path is None and "STEELFRAME_CONFIG" in environ:
             toml_path = Path(environ["STEELFRAME_CONFIG"])
         if toml_path is not None:
-            values.update(_read_toml(toml_path))
-        for name, raw in environ.items():
-            if name == "STEELFRAME_CONFIG" or name.startswith("STEELFRAME_TEST_"):
-                continue
-            spec = _BY_ENV.get(name)
-            if spec is None:
-                if name.startswith("STEELFRAME_"):
-                    raise ConfigError(f"{name}: unknown setting (see docs/configuration.md)")
-                continue
-            values[spec.attr] = _parse(spec, raw)
+            from_toml = _read_toml(toml_path)
+            values.update(from_toml)
+            sources.update(dict.fromkeys(from_toml, str(toml_path)))
+        for origin, variables in ((".env", dotenv or {}), ("environment", environ)):
+            parsed = _read_variables(variables)
+            values.update(parsed)
+            sources.update(dict.fromkeys(parsed, origin))
+        if values.get("ghe_host") and "github_api_url" not in values:
+            protocol = values.get("ghe_protocol", "https")
+            values["github_api_url"] = f"{protocol}://{values['ghe_host']}/api/v3"
+            sources["github_api_url"] = f"GHE_HOST ({sources['ghe_host']})"
         _resolve_paths(values)
-        settings = cls(**values)
+        settings = cls(**values, sources=sources)
         settings.validate()
         return settings
 
     def validate(self) -> None:
         if self.private_key is not None and self.private_key_path is not None:
             raise ConfigError("PRIVATE_KEY and PRIVATE_KEY_PATH: set one, not both")
+        if self.private_key is not None:
+            _pem_from_variable(self.private_key.reveal())  # refuses a malformed key at start
         if self.runtime == "command" and not self.chat_command:
             raise ConfigError("STEELFRAME_CHAT_COMMAND: required when STEELFRAME_RUNTIME=command")
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
-            raise ConfigError(f"STEELFRAME_LOG_LEVEL: {self.log_level!r} is not a log level")
+            raise ConfigError(
+                f"STEELFRAME_LOG_LEVEL (or LOG_LEVEL): {self.log_level!r} is not a log level"
+            )
         for name in self.agents_json:
             _agent_from_json(name, self.agents_json[name], self)
 
@@ -354,8 +445,7 @@ class Settings:
     def private_key_pem(self) -> Secret | None:
         """The App's private key, read from PRIVATE_KEY or the file at PRIVATE_KEY_PATH."""
         if self.private_key is not None:
-            # Env files often carry the PEM on one line with literal \n.
-            return Secret(self.private_key.reveal().replace("\\n", "\n"))
+            return Secret(_pem_from_variable(self.private_key.reveal()))
         if self.private_key_path is not None:
             try:
                 return Secret(self.private_key_path.read_text())
@@ -365,12 +455,92 @@ class Settings:
                 ) from exc
         return None
 
+    def described(self) -> list[tuple[str, str, str, str, str]]:
+        """(variable, value, source, default, help) for every setting, secrets masked."""
+        shown = self.redacted()
+        return [
+            (
+                spec.env,
+                shown[spec.env],
+                self.sources.get(spec.attr, "default"),
+                _shown_default(spec),
+                spec.help,
+            )
+            for spec in FIELDS
+        ]
+
     def redacted(self) -> dict[str, str]:
         """Every setting as text, secrets masked: for `steelframe config` and start-up logs."""
-        shown = {spec.env: str(getattr(self, spec.attr)) for spec in FIELDS}
+        shown = {spec.env: _shown(getattr(self, spec.attr)) for spec in FIELDS}
         for env in ("STEELFRAME_DATABASE_URL", "STEELFRAME_REDIS_URL"):
             shown[env] = _mask_url_password(shown[env])
         return shown
+
+
+# Variables of the TUI client (`steelframe-tui`), which share a shell with the service's.
+CLIENT_VARIABLES = frozenset({"STEELFRAME_TOKEN", "STEELFRAME_URL"})
+
+
+def _read_variables(variables: Mapping[str, str]) -> dict[str, Any]:
+    """Parse the known variables of one source; an unknown `STEELFRAME_*` one is an error."""
+    values: dict[str, Any] = {}
+    for name, raw in variables.items():
+        if name == "STEELFRAME_CONFIG" or name.startswith("STEELFRAME_TEST_"):
+            continue
+        if name in CLIENT_VARIABLES:
+            continue
+        spec = _BY_ENV.get(name)
+        if spec is None:
+            if name.startswith("STEELFRAME_"):
+                raise ConfigError(f"{name}: unknown setting (see docs/configuration.md)")
+            continue
+        if name != spec.env and spec.env in variables:
+            continue  # the main name wins over an alias
+        values[spec.attr] = _parse(spec, raw)
+    return values
+
+
+def _pem_from_variable(value: str) -> str:
+    """PRIVATE_KEY as a PEM (env files often carry it on one line with literal \\n) or as
+    base64 of the PEM, as Probot accepts both."""
+    if "-----BEGIN" in value:
+        return value.replace("\\n", "\n")
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode()
+    except (ValueError, UnicodeDecodeError):
+        decoded = ""
+    if "-----BEGIN" not in decoded:
+        raise ConfigError("PRIVATE_KEY: neither a PEM nor the base64 of one")
+    return decoded
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, list | dict):
+        return json.dumps(value)
+    return str(value)
+
+
+def _spec(f: Any) -> SettingSpec:
+    default = f.default_factory() if f.default is MISSING else f.default
+    return SettingSpec(
+        env=f.metadata["env"],
+        attr=f.name,
+        parse=f.metadata["parse"],
+        help=f.metadata["help"],
+        default=default,
+        secret=f.metadata["parse"] is _secret,
+        aliases=f.metadata["aliases"],
+    )
+
+
+# The one list of every variable Steelframe reads, derived from the `Settings` declaration.
+FIELDS: tuple[SettingSpec, ...] = tuple(_spec(f) for f in fields(Settings) if f.metadata)
+_BY_ENV = {name: f for f in FIELDS for name in (f.env, *f.aliases)}
+_BY_ATTR = {f.attr: f for f in FIELDS}
 
 
 def _resolve_paths(values: dict[str, Any]) -> None:
@@ -382,7 +552,7 @@ def _resolve_paths(values: dict[str, Any]) -> None:
     values.setdefault("database_url", f"sqlite:///{data_dir / DEFAULT_DATABASE_FILE}")
 
 
-def _parse(spec: _Field, raw: str) -> Any:
+def _parse(spec: SettingSpec, raw: str) -> Any:
     try:
         return spec.parse(raw)
     except (ValueError, TypeError) as exc:
@@ -437,7 +607,9 @@ def _agent_from_json(name: str, raw: Any, settings: Settings) -> AgentConfig:
     return AgentConfig(name, repo, checkout, runtime)
 
 
-def settings_fields() -> list[tuple[str, str, str]]:
-    """(variable, default, help) for docs and `steelframe config --help`."""
-    defaults = {f.name: f.default for f in fields(Settings)}
-    return [(f.env, str(defaults.get(f.attr, "")), f.help) for f in FIELDS]
+def _shown_default(spec: SettingSpec) -> str:
+    if spec.default is None or spec.default in ({}, []):
+        return "(unset)"
+    if isinstance(spec.default, tuple):
+        return ",".join(spec.default)
+    return str(spec.default)

@@ -157,3 +157,22 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+def current_revisions(engine: Engine) -> tuple[str, ...]:
+    """The migrations applied to this database (empty before the first upgrade)."""
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as connection:
+        return tuple(MigrationContext.configure(connection).get_current_heads())
+
+
+def migration_history() -> list[tuple[str, str]]:
+    """(revision, one-line description) of every migration, oldest first."""
+    from alembic.script import ScriptDirectory
+
+    scripts = ScriptDirectory(str(MIGRATIONS_DIR))
+    return [
+        (script.revision, (script.doc or "").strip())
+        for script in reversed(list(scripts.walk_revisions()))
+    ]

@@ -29,6 +29,11 @@ class Unauthorized(SteelframeError):
     code = "unauthorized"
 
 
+class Forbidden(SteelframeError):
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(SteelframeError):
     status = 404
     code = "not_found"

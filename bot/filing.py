@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
+from bot.chat.titles import issue_title
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import BadRequest
@@ -105,7 +106,7 @@ class FilingService:
     ) -> FiledIssue:
         """File once per key; a repeat returns the same issue. Starting the task is
         idempotent on the lifecycle side (a second pickup of a live task does nothing)."""
-        title = " ".join(title.split())[:250]
+        title = issue_title(title)
         if not title:
             raise BadRequest("an issue needs a title", detail={"field": "title"})
         request = {

@@ -19,7 +19,8 @@ from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
-from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.frames import RedisFrameRelay
+from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
@@ -28,8 +29,10 @@ from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
+from bot.metrics import Metrics
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
@@ -60,6 +63,7 @@ class Services:
     # The task lifecycle (pickup, resume, terminate, board) when Redis is configured.
     tasks: TaskService | None = None
     model_http: SharedClient = field(default_factory=SharedClient)
+    metrics: Metrics = field(default_factory=Metrics)
     extras: dict[str, Any] = field(default_factory=dict)
 
     async def health(self) -> dict[str, Any]:
@@ -68,6 +72,23 @@ class Services:
         if self.redis is not None:
             redis_ok = await asyncio.to_thread(_redis_ping, self.redis)
         return {"database": database, "redis": redis_ok}
+
+    async def readiness(self) -> dict[str, dict[str, Any]]:
+        """What this instance needs to serve, each {"ok", "detail"}: the database, Redis (when
+        configured), the memory index. A failing one makes /readyz answer 503 with why."""
+        health = await self.health()
+        checks: dict[str, dict[str, Any]] = {
+            "database": _check(
+                health["database"], "reachable", "unreachable: check STEELFRAME_DATABASE_URL"
+            ),
+        }
+        if health["redis"] is not None:
+            checks["redis"] = _check(
+                health["redis"], "reachable", "unreachable: check STEELFRAME_REDIS_URL"
+            )
+        if self.memory is not None:
+            checks["index"] = await asyncio.to_thread(_index_check, self.memory)
+        return checks
 
     async def close(self) -> None:
         await self.registry.close()
@@ -79,6 +100,18 @@ class Services:
         if self.github is not None:
             await self.github.close()
         self.db.dispose()
+
+
+def _check(ok: bool, good: str, bad: str) -> dict[str, Any]:
+    return {"ok": bool(ok), "detail": good if ok else bad}
+
+
+def _index_check(memory: Memory) -> dict[str, Any]:
+    try:
+        stats = memory.stats()
+    except Exception as exc:  # any failure to read the index means not ready, with why
+        return {"ok": False, "detail": f"memory index unreadable: {type(exc).__name__}: {exc}"}
+    return {"ok": True, "detail": f"{stats['chunks']} chunks"}
 
 
 def _redis_ping(client: redis.Redis) -> bool:
@@ -132,7 +165,7 @@ def build_services(
     migrate: bool = True,
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
-    model_http = SharedClient()
+    model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
     database = dbmod.Database.from_url(
         settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
     )
@@ -147,7 +180,13 @@ def build_services(
     async def release_turn(handle: TurnHandle) -> None:
         await locks.release(handle.operator_id, handle.turn_id)
 
-    registry = TurnRegistry(on_finish=release_turn)
+    relay = (
+        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        if settings.redis_url
+        else None
+    )
+    registry = TurnRegistry(on_finish=release_turn, relay=relay)
+    metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
     # An index left by another database under this data directory is rebuilt now, at start,
@@ -177,7 +216,12 @@ def build_services(
         background=background,
         redis=redis_client,
         memory=memory,
-        github=GitHubClient.from_settings(settings) if settings.github_configured else None,
+        github=(
+            GitHubClient.from_settings(settings, observe=metrics.github_answer)
+            if settings.github_configured
+            else None
+        ),
+        metrics=metrics,
         model_http=model_http,
     )
     if redis_client is not None:
@@ -189,6 +233,7 @@ def build_services(
             time_limit=settings.task_time_limit,
             clock=clock,
         )
+        services.metrics.add_collector(lifecycle_collector(database, redis_client))
     if services.github is not None:
         # With a GitHub App, Chat's filing intents file for real (still only on request).
         services.filing = FilingService(

@@ -11,19 +11,29 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import control_routes, rest_routes
-from github_sandbox.appkeys import SANDBOX
+from github_sandbox import control_routes, registration_routes, rest_routes
+from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.operations import SandboxError
+from github_sandbox.ratelimit import budget
 from github_sandbox.sandbox import Exchange, Sandbox
 
 log = logging.getLogger(__name__)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-RATE_LIMIT = 5000
 INJECTED = web.RequestKey("injected_fault", bool)
 
 
 def _is_control(request: web.Request) -> bool:
-    return request.path.startswith(control_routes.PREFIX)
+    """The sandbox's own control API and GitHub's web pages: neither is the REST API (no
+    rate-limit headers, never recorded for the contract check)."""
+    if request.path.startswith(control_routes.PREFIX):
+        return True
+    resource = request.match_info.route.resource
+    return resource is not None and resource.canonical in WEB_PAGES
+
+
+WEB_PAGES = frozenset(
+    route.path for route in registration_routes.web_routes if isinstance(route, web.RouteDef)
+)
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> web.Response:
@@ -68,11 +78,8 @@ async def rate_limit_headers(request: web.Request, handler: Handler) -> web.Stre
     counts = request.app[USAGE]
     key = request.headers.get("Authorization", "")
     counts[key] = counts.get(key, 0) + 1
-    now = int(sandbox.clock())
-    response.headers.setdefault("x-ratelimit-limit", str(RATE_LIMIT))
-    response.headers.setdefault("x-ratelimit-remaining", str(max(RATE_LIMIT - counts[key], 0)))
-    response.headers.setdefault("x-ratelimit-used", str(counts[key]))
-    response.headers.setdefault("x-ratelimit-reset", str(now - now % 3600 + 3600))
+    for name, value in budget(sandbox.clock(), counts[key]).items():
+        response.headers.setdefault(f"x-ratelimit-{name}", str(value))
     response.headers.setdefault("x-ratelimit-resource", "core")
     response.headers["x-github-request-id"] = uuid.uuid4().hex[:20].upper()
     return response
@@ -89,6 +96,7 @@ async def recorder(request: web.Request, handler: Handler) -> web.StreamResponse
                 method=request.method,
                 route=resource.canonical if resource is not None else request.path,
                 path=request.path,
+                query=dict(request.query),
                 status=response.status,
                 request=_decoded(await request.read()),
                 response=_decoded(response.body if isinstance(response.body, bytes) else b""),
@@ -107,9 +115,6 @@ def _decoded(raw: bytes) -> Any:
         return raw.decode(errors="replace")
 
 
-USAGE = web.AppKey("usage", dict[str, int])
-
-
 @web.middleware
 async def persist(request: web.Request, handler: Handler) -> web.StreamResponse:
     response = await handler(request)
@@ -126,6 +131,7 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app[SANDBOX] = sandbox
     app[USAGE] = {}
     app.add_routes(rest_routes.routes)
+    app.add_routes(registration_routes.web_routes)
     app.add_routes(control_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:

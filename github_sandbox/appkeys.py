@@ -1,4 +1,4 @@
-"""The typed application key the sandbox's routes find their `Sandbox` under."""
+"""The typed application keys the sandbox's routes find their state under."""
 
 from __future__ import annotations
 
@@ -7,3 +7,5 @@ from aiohttp import web
 from github_sandbox.sandbox import Sandbox
 
 SANDBOX = web.AppKey("sandbox", Sandbox)
+# Requests per credential (the Authorization header), for the rate-limit answers.
+USAGE = web.AppKey("usage", dict[str, int])

@@ -8,6 +8,7 @@ root). jsonschema is a development dependency, imported here only.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,14 @@ class Contract:
         found = self.openapi["paths"].get(route, {}).get(method.lower())
         return found if isinstance(found, dict) else None
 
+    def _described(self, method: str, route: str) -> tuple[dict[str, Any] | None, list[str]]:
+        """The operation, or the problem that it has no description: what the contract
+        does not know can never pass."""
+        operation = self.operation(method, route)
+        if operation is None:
+            return None, [f"{method} {route} is not an operation GitHub's description has"]
+        return operation, []
+
     def _resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         while "$ref" in node:
             target: Any = self.openapi
@@ -72,24 +81,58 @@ class Contract:
         ]
 
     def request_problems(self, method: str, route: str, body: Any) -> list[str]:
-        operation = self.operation(method, route)
-        if operation is None or "requestBody" not in operation:
-            return []
+        operation, problems = self._described(method, route)
+        if operation is None:
+            return problems
+        if "requestBody" not in operation:
+            return [] if body is None else [f"{method} {route} takes no body, got one"]
         spec = self._resolve(operation["requestBody"])
         if body is None and not spec.get("required", False):
             return []
         return self._validate(spec["content"]["application/json"]["schema"], body)
 
-    def response_problems(self, method: str, route: str, status: int, body: Any) -> list[str]:
-        operation = self.operation(method, route)
+    def query_problems(self, method: str, route: str, query: Mapping[str, str]) -> list[str]:
+        """Every query parameter must be one the operation declares, with a value its
+        schema accepts (query strings are text: integers and booleans are parsed first)."""
+        operation, problems = self._described(method, route)
         if operation is None:
-            return []
+            return problems
+        declared = {
+            spec["name"]: spec["schema"]
+            for spec in map(self._resolve, operation.get("parameters", []))
+            if spec.get("in") == "query"
+        }
+        for name, raw in query.items():
+            schema = declared.get(name)
+            if schema is None:
+                problems.append(f"query parameter {name!r} is not declared by {method} {route}")
+                continue
+            problems += [
+                f"query parameter {name}: {p.removeprefix('<root>: ')}"
+                for p in self._validate(schema, _typed(schema, raw))
+            ]
+        return problems
+
+    def response_problems(
+        self,
+        method: str,
+        route: str,
+        status: int,
+        body: Any,
+        media_type: str = "application/json",
+    ) -> list[str]:
+        operation, problems = self._described(method, route)
+        if operation is None:
+            return problems
         spec = operation["responses"].get(str(status))
         if spec is None and status in ANY_ENDPOINT_ERRORS:
             return self._validate({"$ref": "#/components/schemas/basic-error"}, body)
         if spec is None:
             return [f"status {status} is not a documented answer of {method} {route}"]
-        content = self._resolve(spec).get("content", {}).get("application/json")
+        documented = self._resolve(spec).get("content", {})
+        content = documented.get(media_type)
+        if content is None and documented:
+            return [f"{status} of {method} {route} documents no {media_type} body"]
         if content is None:
             return [] if body is None else [f"{status} documents no body, got one"]
         return self._validate(content["schema"], body)
@@ -144,6 +187,20 @@ class Contract:
             # The examples are repository hooks' pings; an App's ping names no repository.
             optional |= {"repository", "sender"}
         return _missing_keys(example, payload, "", optional)
+
+
+def _typed(schema: dict[str, Any], raw: str) -> Any:
+    """A query string value as the type its schema names (unparseable text stays text, so
+    the schema check reports it)."""
+    kind = schema.get("type")
+    if kind == "integer":
+        try:
+            return int(raw)
+        except ValueError:
+            return raw
+    if kind == "boolean" and raw in ("true", "false"):
+        return raw == "true"
+    return raw
 
 
 def _missing_keys(example: Any, ours: Any, where: str, optional: set[str]) -> list[str]:

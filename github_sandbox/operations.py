@@ -9,14 +9,15 @@ carry is a 404 "Label does not exist".
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from github_sandbox import git
 from github_sandbox.shapes import Shapes
-from github_sandbox.state import Comment, Issue, Label, Pull, Repo, User, World
+from github_sandbox.state import PERMISSION_RANK, Comment, Issue, Label, Pull, Repo, User, World
 
-PERMISSION_RANK = {"none": 0, "read": 1, "triage": 1, "write": 2, "maintain": 2, "admin": 3}
+_HEX_COLOR = re.compile(r"[0-9a-fA-F]{6}")
 
 
 class SandboxError(Exception):
@@ -312,6 +313,45 @@ class Operations:
         issue = self.issue(repo, number)
         return [self.shapes.comment(repo, repo.comments[i]) for i in issue.comment_ids]
 
+    def delete_comment(self, repo: Repo, actor: User, comment_id: int) -> Outcome:
+        comment = self.comment(repo, comment_id)
+        if comment.user.id != actor.id and not self.can_push(repo, actor):
+            raise SandboxError(403, "Resource not accessible by integration")
+        issue = repo.issues[comment.issue_number]
+        shaped = self.shapes.comment(repo, comment)
+        del repo.comments[comment_id]
+        issue.comment_ids.remove(comment_id)
+        hook = self._hook(
+            repo,
+            "issue_comment",
+            actor,
+            action="deleted",
+            issue=self.shapes.issue(repo, issue),
+            comment=shaped,
+        )
+        return Outcome(None, 204, [hook])
+
+    def create_label(self, repo: Repo, actor: User, data: dict[str, Any]) -> Outcome:
+        """A repository label; a name that exists (case-insensitively) is GitHub's 422
+        `already_exists`."""
+        name = data.get("name")
+        if not isinstance(name, str) or not name.strip():
+            raise validation_failed("name", "missing_field", resource="Label")
+        if name.strip().lower() in repo.labels:
+            raise validation_failed("name", "already_exists", resource="Label")
+        color = data.get("color", "ededed")
+        description = data.get("description")
+        if not isinstance(color, str) or not _HEX_COLOR.fullmatch(color.removeprefix("#")):
+            raise validation_failed("color", resource="Label")
+        if description is not None and (not isinstance(description, str) or len(description) > 100):
+            raise validation_failed("description", resource="Label")
+        label = Label(self.world.next_id(), name.strip(), color.removeprefix("#"), description)
+        repo.labels[label.name.lower()] = label
+        shaped = self.shapes.label(repo, label)
+        return Outcome(
+            shaped, 201, [self._hook(repo, "label", actor, action="created", label=shaped)]
+        )
+
     # -- pull requests ---------------------------------------------------------------------
 
     def create_pull(self, repo: Repo, actor: User, data: dict[str, Any]) -> Outcome:
@@ -428,7 +468,11 @@ class Operations:
         permission = self.permission(repo, user)
         legacy = {"maintain": "write", "triage": "read"}.get(permission, permission)
         return Outcome(
-            {"permission": legacy, "role_name": permission, "user": self.shapes.user(user)}
+            {
+                "permission": legacy,
+                "role_name": permission,
+                "user": self.shapes.collaborator(user, permission),
+            }
         )
 
 

@@ -10,9 +10,11 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from github_sandbox.appkeys import SANDBOX
+from github_sandbox import contents, registration
+from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.auth import Caller, issue_installation_token, resolve_token, verify_app_jwt
-from github_sandbox.operations import Outcome, SandboxError, not_found
+from github_sandbox.operations import Outcome, SandboxError, not_found, validation_failed
+from github_sandbox.ratelimit import SEARCH_LIMIT, budget
 from github_sandbox.sandbox import Sandbox
 from github_sandbox.state import Repo, iso
 
@@ -71,11 +73,23 @@ def _answer(request: web.Request, outcome: Outcome) -> web.Response:
 
 def _page(request: web.Request, items: list[Any]) -> web.Response:
     """One page of `items` with GitHub's `Link` header (next, last, prev, first)."""
+    chunk, headers = _slice(request, items)
+    return web.json_response(chunk, headers=headers)
+
+
+def _slice(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
+    """The page of `items` the query asks for, and the `Link` header to the others. A page
+    or per_page that is not a number is GitHub's documented 422 "Validation Failed"."""
     try:
         per_page = min(max(int(request.query.get("per_page", DEFAULT_PER_PAGE)), 1), MAX_PER_PAGE)
         page = max(int(request.query.get("page", 1)), 1)
     except ValueError as exc:
-        raise SandboxError(400, "Invalid page or per_page") from exc
+        field_name = (
+            "page"
+            if "page" in request.query and not request.query["page"].isdigit()
+            else "per_page"
+        )
+        raise validation_failed(field_name) from exc
     last = max((len(items) + per_page - 1) // per_page, 1)
     chunk = items[(page - 1) * per_page : page * per_page]
     base = _sandbox(request).base_url.rstrip("/") + request.path
@@ -90,7 +104,7 @@ def _page(request: web.Request, items: list[Any]) -> web.Response:
     if page > 1:
         links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
     headers = {"Link": ", ".join(links)} if links else {}
-    return web.json_response(chunk, headers=headers)
+    return chunk, headers
 
 
 # -- the App ------------------------------------------------------------------------------
@@ -134,13 +148,67 @@ async def create_access_token(request: web.Request) -> web.Response:
     return web.json_response(body, status=201)
 
 
+@routes.post("/app-manifests/{code}/conversions")
+async def create_from_manifest(request: web.Request) -> web.Response:
+    # No credential: the one-time code is the proof (GitHub's manifest flow).
+    return web.json_response(
+        registration.convert(_sandbox(request), request.match_info["code"]), status=201
+    )
+
+
+@routes.get("/installation/repositories")
+async def installation_repositories(request: web.Request) -> web.Response:
+    sandbox = _sandbox(request)
+    caller = resolve_token(sandbox.world, request.headers.get("Authorization", ""))
+    if caller.installation is None:
+        raise SandboxError(403, "You must authenticate with an installation access token")
+    names = sorted(caller.installation.repos)
+    repos = [sandbox.world.repos[name] for name in names if name in sandbox.world.repos]
+    chunk, headers = _slice(request, [sandbox.shapes.repository(repo) for repo in repos])
+    body = {"total_count": len(repos), "repository_selection": "selected", "repositories": chunk}
+    return web.json_response(body, headers=headers)
+
+
+@routes.get("/rate_limit")
+async def rate_limit(request: web.Request) -> web.Response:
+    """The caller's budget; asking does not spend it (as on GitHub)."""
+    sandbox = _sandbox(request)
+    used = request.app[USAGE].get(request.headers.get("Authorization", ""), 0)
+    core = budget(sandbox.clock(), used)
+    search = budget(sandbox.clock(), 0, SEARCH_LIMIT)
+    return web.json_response({"resources": {"core": core, "search": search}, "rate": core})
+
+
 # -- repositories, issues, labels -------------------------------------------------------
 
 
 @routes.get(REPO)
 async def get_repo(request: web.Request) -> web.Response:
     repo, _ = _repo(request)
-    return web.json_response(_sandbox(request).shapes.repository(repo))
+    return web.json_response(_sandbox(request).shapes.full_repository(repo))
+
+
+@routes.get(REPO + "/contents/{path:.*}")
+async def get_content(request: web.Request) -> web.Response:
+    repo, _ = _repo(request)
+    if repo.git_path is None:
+        raise not_found()
+    sandbox = _sandbox(request)
+    ref = request.query.get("ref") or repo.default_branch
+    found = contents.lookup(repo.git_path, ref, request.match_info["path"])
+    if found is None:
+        raise not_found()
+    if isinstance(found, list):
+        return web.json_response(
+            [contents.entry_shape(sandbox.shapes, repo, ref, e) for e in found]
+        )
+    if found.kind == "submodule":  # nothing makes submodules in sandbox repositories
+        raise not_found()
+    data = contents.blob(repo.git_path, found.sha)
+    if found.kind == "symlink":
+        shaped = {**contents.entry_shape(sandbox.shapes, repo, ref, found), "target": data.decode()}
+        return web.json_response(shaped)
+    return web.json_response(contents.file_shape(sandbox.shapes, repo, ref, found, data))
 
 
 @routes.post(REPO + "/issues")
@@ -175,6 +243,13 @@ async def list_repo_labels(request: web.Request) -> web.Response:
     repo, _ = _repo(request)
     shapes = _sandbox(request).shapes
     return _page(request, [shapes.label(repo, label) for label in repo.labels.values()])
+
+
+@routes.post(REPO + "/labels")
+async def create_label(request: web.Request) -> web.Response:
+    repo, caller = _repo(request)
+    data = await _json(request)
+    return _answer(request, _sandbox(request).ops.create_label(repo, caller.user, data))
 
 
 @routes.get(REPO + "/issues/{issue_number}/labels")
@@ -233,6 +308,28 @@ async def update_comment(request: web.Request) -> web.Response:
     comment_id = _number(request, "comment_id")
     ops = _sandbox(request).ops
     return _answer(request, ops.update_comment(repo, caller.user, comment_id, data))
+
+
+@routes.delete(REPO + "/issues/comments/{comment_id}")
+async def delete_comment(request: web.Request) -> web.Response:
+    repo, caller = _repo(request)
+    comment_id = _number(request, "comment_id")
+    outcome = _sandbox(request).ops.delete_comment(repo, caller.user, comment_id)
+    _sandbox(request).emit(outcome.hooks)
+    return web.Response(status=204)
+
+
+@routes.get(REPO + "/issues/{issue_number}/timeline")
+async def list_timeline(request: web.Request) -> web.Response:
+    """The issue's timeline as far as the sandbox keeps history: its comments, each a
+    `commented` event, oldest first."""
+    repo, _ = _repo(request)
+    sandbox = _sandbox(request)
+    issue = sandbox.ops.issue(repo, _number(request, "issue_number"))
+    events = [
+        sandbox.shapes.timeline_comment(repo, repo.comments[cid]) for cid in issue.comment_ids
+    ]
+    return _page(request, events)
 
 
 # -- pull requests, collaborators ------------------------------------------------------

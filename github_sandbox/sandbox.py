@@ -30,6 +30,7 @@ class Exchange:
     method: str
     route: str  # the route template, e.g. /repos/{owner}/{repo}/issues
     path: str
+    query: dict[str, str]
     status: int
     request: Any
     response: Any
@@ -53,6 +54,8 @@ class Sandbox:
     hooks: HookSender = field(init=False)
     traffic: list[Exchange] = field(default_factory=list)
     token_requests: dict[int, int] = field(default_factory=dict)
+    # App-manifest codes not yet exchanged, with when they expire (registration.py).
+    manifest_codes: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # Clone URLs are file:// URIs, which must be absolute (dev's data dir is relative).

@@ -10,6 +10,7 @@ import base64
 from typing import Any
 
 from github_sandbox.state import (
+    PERMISSION_RANK,
     AppInfo,
     Comment,
     Installation,
@@ -191,6 +192,32 @@ class Shapes:
             "custom_properties": {},
         }
 
+    def full_repository(self, repo: Repo) -> dict[str, Any]:
+        """`GET /repos/{owner}/{repo}`'s shape: the repository plus the counts only that
+        answer carries (webhooks' repository objects have no such keys)."""
+        return {
+            **self.repository(repo),
+            "has_discussions": False,
+            "network_count": 0,
+            "subscribers_count": 0,
+        }
+
+    def collaborator(self, user: User, permission: str) -> dict[str, Any]:
+        """A user as the collaborator-permission answer names them: with their role and
+        what it lets them do."""
+        level = PERMISSION_RANK.get(permission, 0)
+        return {
+            **self.user(user),
+            "permissions": {
+                "pull": level >= 1,
+                "triage": permission != "read" and level >= 1,
+                "push": level >= 2,
+                "maintain": permission in ("maintain", "admin"),
+                "admin": level >= 3,
+            },
+            "role_name": permission,
+        }
+
     # -- issues, labels, comments ------------------------------------------------------
 
     def label(self, repo: Repo, label: Label) -> dict[str, Any]:
@@ -276,6 +303,14 @@ class Shapes:
             "performed_via_github_app": None,
             "body": comment.body,
             "reactions": self.reactions(url),
+        }
+
+    def timeline_comment(self, repo: Repo, comment: Comment) -> dict[str, Any]:
+        """A comment as the issue timeline lists it: a `commented` event."""
+        return {
+            "event": "commented",
+            "actor": self.user(comment.user),
+            **self.comment(repo, comment),
         }
 
     # -- pull requests -------------------------------------------------------------------

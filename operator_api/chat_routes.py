@@ -11,7 +11,7 @@ from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
 from bot.errors import BadRequest, NotFound
 from operator_api.auth import OPERATOR_ID
-from operator_api.sse import last_event_id, stream_turn
+from operator_api.sse import last_event_id, stream_frames, stream_turn
 from operator_api.validation import (
     optional_issue,
     optional_str,
@@ -89,15 +89,28 @@ async def chat_resume(request: web.Request) -> web.StreamResponse:
     """Re-attach to the in-flight (or just finished) turn, from after Last-Event-ID."""
     raw_session = request.query.get("session")
     raw_turn = request.query.get("turn")
-    handle = request.app[SERVICES].registry.find(
-        request[OPERATOR_ID],
-        session_id=session_id(raw_session) if raw_session else None,
-        turn_id=session_id(raw_turn, "turn") if raw_turn else None,
-    )
-    if handle is None or not handle.session_id:
+    wanted_session = session_id(raw_session) if raw_session else None
+    wanted_turn = session_id(raw_turn, "turn") if raw_turn else None
+    after = last_event_id(request)
+    services = request.app[SERVICES]
+    heartbeat = services.settings.heartbeat_seconds
+    registry = services.registry
+    handle = registry.find(request[OPERATOR_ID], session_id=wanted_session, turn_id=wanted_turn)
+    if handle is not None and handle.session_id:
+        return await stream_turn(request, handle, after=after, heartbeat=heartbeat)
+    # Another instance may run it: its frames come through Redis.
+    relay = registry.relay
+    relayed = None
+    if relay is not None:
+        relayed = await relay.locate(
+            request[OPERATOR_ID], session_id=wanted_session, turn_id=wanted_turn
+        )
+    if relay is None or relayed is None:
         raise NotFound("no turn in flight for this session")
-    heartbeat = request.app[SERVICES].settings.heartbeat_seconds
-    return await stream_turn(request, handle, after=last_event_id(request), heartbeat=heartbeat)
+    frames = relay.replay(relayed.turn_id, after=after, heartbeat=heartbeat)
+    return await stream_frames(
+        request, frames, session_id=relayed.session_id, turn_id=relayed.turn_id
+    )
 
 
 @routes.get("/api/operator/chat")

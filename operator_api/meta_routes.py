@@ -13,10 +13,23 @@ routes = web.RouteTableDef()
 
 @routes.get("/healthz")
 async def healthz(request: web.Request) -> web.Response:
+    """Liveness: the process answers (200), whatever its dependencies say; a restart would
+    not fix the database. The body still says how they are."""
     checks = await request.app[SERVICES].health()
     healthy = checks["database"] and checks["redis"] is not False
     return web.json_response(
         {"status": "ok" if healthy else "degraded", "version": __version__, **checks}
+    )
+
+
+@routes.get("/readyz")
+async def readyz(request: web.Request) -> web.Response:
+    """Readiness: 503 naming what is down, so a load balancer sends no traffic here."""
+    checks = await request.app[SERVICES].readiness()
+    ready = all(check["ok"] for check in checks.values())
+    return web.json_response(
+        {"status": "ready" if ready else "not_ready", "checks": checks},
+        status=200 if ready else 503,
     )
 
 

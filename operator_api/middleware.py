@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -11,12 +12,14 @@ from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from bot.db import is_lock_timeout
 from bot.errors import SteelframeError
+from bot.log_context import bind_ids
 
 log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = web.RequestKey("request_id", str)
 # Its own generator: request ids never disturb (or depend on) the global `random` state.
 _REQUEST_IDS = random.Random()
+REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
 
 
 def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
@@ -30,6 +33,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         request.headers.get("X-Request-Id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
     )
     request[REQUEST_ID] = request_id
+    request[REQUEST_STARTED] = time.monotonic()
+    bind_ids(request_id=request_id)  # each request runs in a task of its own
     try:
         response = await handler(request)
     except SteelframeError as exc:

@@ -75,6 +75,28 @@ def openapi_document() -> dict[str, Any]:
                 auth=False,
             )
         },
+        "/readyz": {
+            "get": _op(
+                "Readiness: 200 when the database, Redis (if configured) and the memory index "
+                "serve; 503 naming what is down",
+                {"200": _json(ref("Readiness")), "503": _json(ref("Readiness"))},
+                auth=False,
+            )
+        },
+        "/metrics": {
+            "get": _op(
+                "Prometheus metrics of this process (bearer STEELFRAME_METRICS_TOKEN, or "
+                "loopback clients when it is unset)",
+                {
+                    "200": {
+                        "description": "Prometheus text exposition",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    "403": _json(ref("Error")),
+                },
+                auth=False,
+            )
+        },
         "/api/openapi.json": {
             "get": _op("This document", {"200": _json({"type": "object"})}, auth=False)
         },
@@ -191,6 +213,21 @@ def openapi_document() -> dict[str, Any]:
                 "version": {"type": "string"},
                 "database": {"type": "boolean"},
                 "redis": {"type": ["boolean", "null"]},
+            },
+        },
+        "Readiness": {
+            "type": "object",
+            "required": ["status", "checks"],
+            "properties": {
+                "status": {"enum": ["ready", "not_ready"]},
+                "checks": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["ok", "detail"],
+                        "properties": {"ok": {"type": "boolean"}, "detail": {"type": "string"}},
+                    },
+                },
             },
         },
         "ChatRequest": {

@@ -7,12 +7,16 @@ bot.chat.inflight). Heartbeat comments keep idle connections open through proxie
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from aiohttp import web
 
+from bot.appkeys import SERVICES
 from bot.chat.inflight import TurnHandle
 from bot.errors import BadRequest
+from operator_api.middleware import REQUEST_STARTED
 
 SSE_HEADERS = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -42,13 +46,39 @@ def last_event_id(request: web.Request) -> int:
 async def stream_turn(
     request: web.Request, handle: TurnHandle, *, after: int, heartbeat: float
 ) -> web.StreamResponse:
+    frames = handle.subscribe(after=after, heartbeat=heartbeat)
+    return await stream_frames(
+        request, frames, session_id=handle.session_id, turn_id=handle.turn_id
+    )
+
+
+async def stream_frames(
+    request: web.Request,
+    frames: AsyncIterator[dict[str, Any] | None],
+    *,
+    session_id: str,
+    turn_id: str,
+) -> web.StreamResponse:
+    """Write a turn's frames as SSE (None: a heartbeat comment) until the terminal one."""
+    metrics = request.app[SERVICES].metrics
     response = web.StreamResponse(headers=SSE_HEADERS)
-    response.headers["X-Steelframe-Session"] = handle.session_id
-    response.headers["X-Steelframe-Turn"] = handle.turn_id
+    response.headers["X-Steelframe-Session"] = session_id
+    response.headers["X-Steelframe-Turn"] = turn_id
     await response.prepare(request)
+    started = request.get(REQUEST_STARTED, time.monotonic())
+    outcome, first = "detached", True
+    metrics.chat_streams.inc()
     try:
-        async for frame in handle.subscribe(after=after, heartbeat=heartbeat):
+        async for frame in frames:
             await response.write(HEARTBEAT if frame is None else encode_frame(frame))
+            if frame is not None and first:
+                metrics.chat_first_frame.observe(time.monotonic() - started)
+                first = False
+            if frame is not None and frame.get("type") in ("done", "error"):
+                outcome = str(frame["type"])
     except (ConnectionResetError, ConnectionError):
         return response  # the client left; the turn continues detached
+    finally:
+        metrics.chat_streams.dec()
+        metrics.chat_turns.labels(outcome).inc()
     return response

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -17,25 +16,45 @@ from typing import Any, TypeVar
 
 from bot import __version__
 from bot.config import ConfigError, Settings
-from steelframe.failures import explain, explain_listen
 
 T = TypeVar("T")
-COMMAND_MODULES = [
-    "steelframe.commands.core",
-    "steelframe.dev",
-    "steelframe.commands.github",
-    "steelframe.commands.memory",
-    "steelframe.commands.tui",
-    "steelframe.commands.worker",
-]
+
+# Every top-level command, the module that registers it and its one-line help. Only the
+# module of the command being run is imported, so `--version` and `--help` stay fast.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "serve": ("steelframe.commands.core", "run the web service (migrates first)"),
+    "dev": ("steelframe.dev", "run everything locally on embedded defaults"),
+    "worker": ("steelframe.commands.worker", "run RQ workers for the task lifecycle"),
+    "reconcile": ("steelframe.commands.worker", "repair lifecycle drift once and exit"),
+    "db": ("steelframe.commands.core", "database migrations: upgrade, current, history"),
+    "operator": ("steelframe.commands.core", "manage operators and their tokens"),
+    "config": ("steelframe.commands.core", "show the effective settings (secrets masked)"),
+    "github": ("steelframe.commands.github", "GitHub App commands"),
+    "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
+    "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
+    "tui": ("steelframe.commands.tui", "open the terminal client"),
+}
 
 
 def load_settings(**defaults: object) -> Settings:
-    """Settings for this process: embedded `defaults` < ./steelframe.toml < environment."""
+    """Settings for this process: embedded `defaults` < ./steelframe.toml < ./.env <
+    environment (a `.env` file never overrides a variable the environment sets)."""
     toml = Path("steelframe.toml")
     return Settings.from_env(
-        os.environ, toml_path=toml if toml.exists() else None, defaults=defaults
+        os.environ,
+        toml_path=toml if toml.exists() else None,
+        defaults=defaults,
+        dotenv=read_dotenv(Path(".env")),
     )
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """The variables of a `.env` file (quotes, `export`, multi-line PEM values), if any."""
+    if not path.is_file():
+        return {}
+    from dotenv import dotenv_values  # only when there is a file: keeps start-up light
+
+    return {name: value for name, value in dotenv_values(path).items() if value is not None}
 
 
 def with_database(fn: Callable[..., T], *args: Any) -> T:
@@ -51,27 +70,62 @@ def with_database(fn: Callable[..., T], *args: Any) -> T:
         database.dispose()
 
 
-def configure_logging(level: str) -> None:
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows each option's default after its help, when it has a meaningful one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        shown = action.default not in (None, False, argparse.SUPPRESS, "")
+        if shown and "%(default)" not in text and (action.option_strings or action.nargs == "?"):
+            text += " (default: %(default)s)"
+        return text
+
+
+class _Subcommands(argparse._SubParsersAction):
+    """Subcommands whose one-line help is also their description (`steelframe db --help`)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        if "help" not in kwargs and name in COMMANDS:  # a top-level command: the table says
+            kwargs["help"] = COMMANDS[name][1]
+        kwargs.setdefault("description", kwargs.get("help"))
+        return super().add_parser(name, **kwargs)
+
+
+class CommandParser(argparse.ArgumentParser):
+    """Every (sub)command's parser: described, with defaults shown, subcommands alike."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+        self.register("action", "parsers", _Subcommands)
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser for `argv`: the named command's module is imported; the others are listed."""
+    parser = CommandParser(
+        prog="steelframe",
+        description="Steelframe: operator bot and GitHub App for AI coding work.",
+        epilog="Run `steelframe COMMAND --help` for a command's options.",
     )
-    # Alembic narrates every plugin and step at INFO; keep start-up output to what matters.
-    logging.getLogger("alembic").setLevel(logging.WARNING)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="steelframe", description="Steelframe operator bot")
     parser.add_argument("--version", action="version", version=f"steelframe {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(subparsers)
+    chosen = _command_module(argv)
+    for name, (module, help_text) in COMMANDS.items():
+        if module != chosen:
+            subparsers.add_parser(name, help=help_text)
+    if chosen is not None:
+        importlib.import_module(chosen).register(subparsers)
     return parser
 
 
+def _command_module(argv: Sequence[str] | None) -> str | None:
+    words = list(sys.argv[1:] if argv is None else argv)
+    first = next((word for word in words if not word.startswith("-")), None)
+    return COMMANDS[first][0] if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)
@@ -91,14 +145,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | None:
     """A database, Redis or port failure as one line naming the setting to check."""
-    if isinstance(exc, OSError) and hasattr(args, "port"):
-        message = explain_listen(exc, getattr(args, "host", "127.0.0.1"), args.port)
-        if message is not None:
-            return message
+    # Loaded only once something failed: `--help` and `--version` import no driver.
+    from steelframe.failures import explain, explain_listen
+
     try:
         settings: Settings | None = load_settings()
     except ConfigError:
         settings = None
+    if isinstance(exc, OSError) and hasattr(args, "port"):
+        host = getattr(args, "host", None) or (settings.host if settings else "127.0.0.1")
+        port = args.port if args.port is not None else (settings.port if settings else 8080)
+        message = explain_listen(exc, host, port)
+        if message is not None:
+            return message
     return explain(exc, settings)
 
 

@@ -24,15 +24,17 @@ from bot.config import Secret, Settings
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
-from steelframe.cli import configure_logging, load_settings
+from steelframe.cli import load_settings
+from steelframe.commands.core import add_listen_arguments
+from steelframe.logs import configure_logging
+from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
 
 
 def register(subparsers: Any) -> None:
-    dev = subparsers.add_parser("dev", help="run everything locally on embedded defaults")
-    dev.add_argument("--host", default="127.0.0.1")
-    dev.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    dev = subparsers.add_parser("dev")
+    add_listen_arguments(dev)
     dev.set_defaults(handler=cmd_dev)
 
 
@@ -47,8 +49,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
     # the database `dev` runs on (the default, under the data directory).
     settings = load_settings()
-    configure_logging(settings.log_level)
-    asyncio.run(run_dev(settings, host=args.host, port=args.port))
+    configure_logging(settings)
+    port = settings.port if args.port is None else args.port
+    asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
     return 0
 
 
@@ -90,6 +93,10 @@ async def run_dev(
                 f"github: sandbox at {sandbox.url} · repo {settings.repo} (no credentials)",
                 flush=True,
             )
+        elif settings.webhook_proxy_url:
+            relay = running_relay(settings.webhook_proxy_url, local_target(host, bound))
+            await parts.enter_async_context(relay)
+            print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
         database: Database = app[SERVICES].db
         token = await database.run(dev_token)
         print(

@@ -16,7 +16,7 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
-from operator_api import board_routes, chat_routes, decision_routes, meta_routes
+from operator_api import board_routes, chat_routes, decision_routes, meta_routes, metrics_routes
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from steelframe.protocol_log import QuietProtocolLog
@@ -45,6 +45,7 @@ def create_app(
     )
     app[TOKEN_CACHE] = TokenCache()
     app.add_routes(meta_routes.routes)
+    app.add_routes(metrics_routes.routes)
     app.add_routes(chat_routes.routes)
     app.add_routes(board_routes.routes)
     app.add_routes(decision_routes.routes)

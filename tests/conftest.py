@@ -362,6 +362,11 @@ class GitHubSandbox:
             if ex.injected:
                 continue
             where = f"{ex.method} {ex.path} -> {ex.status}"
+            if ex.query:
+                problems += [
+                    f"{where} query {p}"
+                    for p in self.contract.query_problems(ex.method, ex.route, ex.query)
+                ]
             if ex.method in ("POST", "PATCH", "PUT"):
                 problems += [
                     f"{where} request {p}"

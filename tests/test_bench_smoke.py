@@ -4,10 +4,34 @@ from __future__ import annotations
 
 import pytest
 
-from bench import chat_overhead
+from bench import chat_overhead, chat_streams, cli_startup, webhooks_probot
+from tests.fakes.tools import require_tool
 
 
 def test_chat_overhead_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     chat_overhead.main(["--smoke"])
     out = capsys.readouterr().out
     assert "request -> first status" in out and "blocking rps" in out and "ratio" in out
+
+
+def test_cli_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    cli_startup.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "steelframe --version" in out and "vs baseline" in out
+
+
+def test_chat_streams_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    chat_streams.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "concurrent chat streams" in out and "ratio done p50" in out
+    steelframe_row = next(line for line in out.splitlines() if line.startswith("  steelframe"))
+    assert steelframe_row.split()[-1] == "0"  # no stream failed
+
+
+def test_webhooks_against_probot_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    for tool, package in (("wrk", "wrk"), ("node", "nodejs"), ("npm", "npm")):
+        require_tool(tool, package)
+    webhooks_probot.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "probot" in out and "ratio rps" in out
+    assert out.rstrip().endswith("acknowledged but not stored: 0")

@@ -31,10 +31,19 @@ async def test_stream_emits_status_thinking_delta_done_with_ids(api: ApiClient) 
     types = [f["type"] for f in frames]
     assert types[0] == "status" and "thinking" in types and "delta" in types
     assert types[-1] == "done"
-    assert [f["id"] for f in frames] == list(range(1, len(frames) + 1))
+    first = frames[0]["id"]
+    assert [f["id"] for f in frames] == list(range(first, first + len(frames)))
     streamed = "".join(f["text"] for f in frames if f["type"] == "delta")
     assert "STEELFRAME_META" not in streamed
     assert frames[-1]["response"]["reply"] == streamed.strip()
+
+
+async def test_frame_ids_keep_growing_across_the_turns_of_a_session(api: ApiClient) -> None:
+    first = await read_sse(await api.post("/api/operator/chat/stream", json={"message": "one"}))
+    second = await read_sse(await api.post("/api/operator/chat/stream", json={"message": "two"}))
+    assert first[-1]["response"]["session"] == second[-1]["response"]["session"]
+    assert second[0]["id"] > first[-1]["id"]  # a Last-Event-ID never names another turn's frame
+    assert second[0]["id"] < 2**53  # exact as a JavaScript number
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from either instance."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +82,44 @@ async def test_a_renewed_slot_is_kept_and_an_abandoned_one_expires(redis_url: st
         assert (await locks.holder(1) or {})["turn_id"] == "next"
     finally:
         await locks.close()
+
+
+async def test_a_turn_resumes_on_the_other_instance_losing_and_doubling_nothing(
+    api_factory: Any, tmp_path: Path, redis_url: str
+) -> None:
+    words = [Delta(f"w{i} ") for i in range(60)]
+    runtime = ScriptedRuntime([[*words]], delay=0.01)
+    settings = make_settings(tmp_path, redis_url=redis_url)
+    first = await api_factory(settings, runtimes=lambda agent: runtime)
+    other = (await api_factory(settings, runtimes=lambda agent: runtime)).as_operator(first.token)
+
+    response = await first.post("/api/operator/chat/stream", json={"message": "stream it"})
+    seen: list[dict[str, Any]] = []
+    async for raw in response.content:
+        if raw.startswith(b"data: "):
+            seen.append(json.loads(raw[6:]))
+            if seen[-1].get("text") == "w5 ":
+                break
+    session = response.headers["X-Steelframe-Session"]
+    response.close()  # the client's connection (and its load balancer route) is gone
+
+    resumed = await other.get(
+        f"/api/operator/chat/stream?session={session}",
+        headers={"Last-Event-ID": str(seen[-1]["id"])},
+    )
+    assert resumed.status == 200 and resumed.headers["X-Steelframe-Session"] == session
+    frames = seen + await read_sse(resumed)
+    ids = [f["id"] for f in frames]
+    assert ids == list(range(ids[0], ids[0] + len(frames)))
+    assert "".join(f.get("text", "") for f in frames if f["type"] == "delta").split() == [
+        f"w{i}" for i in range(60)
+    ]
+    assert frames[-1]["type"] == "done"
+
+    # Someone else's session, or a turn that never was, is not found on either instance.
+    stranger = other.new_operator("stranger")
+    refused = await stranger.get(f"/api/operator/chat/stream?session={session}")
+    assert refused.status == 404
 
 
 async def test_chat_keeps_answering_with_redis_down_and_says_so_once(

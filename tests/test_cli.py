@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
-from steelframe.cli import main
+import pytest
+
+from steelframe.cli import COMMANDS, build_parser, main
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -26,14 +30,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_operator_create_prints_the_token_last(
-    tmp_path: Path, capsys: object, monkeypatch: object
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import pytest
-
-    mp: pytest.MonkeyPatch = monkeypatch  # type: ignore[assignment]
-    mp.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     assert main(["operator", "create", "alice"]) == 0
-    out = capsys.readouterr().out.strip().splitlines()  # type: ignore[attr-defined]
+    out = capsys.readouterr().out.strip().splitlines()
     assert re.fullmatch(r"sfo_[\w-]{20,}", out[-1])
     assert main(["operator", "create", "alice"]) == 1  # already exists
 
@@ -90,3 +91,106 @@ def _post_json(url: str, body: dict[str, object], token: str) -> dict[str, objec
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return dict(json.load(response))
+
+
+def _every_parser(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in dict.fromkeys(action.choices.values()):
+                yield from _every_parser(child)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_and_option_has_help(command: str) -> None:
+    parser = build_parser([command])
+    [top] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for sub in _every_parser(top.choices[command]):
+        assert sub.description, f"{sub.prog} has no description"
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
+                continue
+            assert action.help, f"{sub.prog} {action.dest} has no help"
+
+
+def test_version_and_help_import_no_command_module() -> None:
+    probe = (
+        "import sys; from steelframe.cli import main\n"
+        "for argv in (['--version'], ['--help']):\n"
+        "    try: main(argv)\n"
+        "    except SystemExit: pass\n"
+        "heavy = {'sklearn', 'sqlalchemy', 'aiohttp', 'textual', 'rq', 'bot.db'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert "serve" in result.stdout and "steelframe 0.1.0" in result.stdout
+
+
+def test_db_current_and_history_say_where_the_database_stands(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    assert main(["db", "current"]) == 1
+    assert "no migration applied yet" in capsys.readouterr().out
+    assert main(["db", "upgrade"]) == 0
+    capsys.readouterr()
+    assert main(["db", "current"]) == 0
+    latest = capsys.readouterr().out.split()[0]
+    assert main(["db", "history"]) == 0
+    history = capsys.readouterr().out.splitlines()
+    assert history[0].split()[0] == "0001_foundation"
+    assert history[-1].split()[:2] == ["*", latest]
+    assert sum(line.startswith("*") for line in history) == 1
+
+
+def test_dotenv_in_the_working_directory_configures_the_commands(tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    del env["STEELFRAME_DATABASE_URL"]
+    env["LOG_LEVEL"] = "WARNING"  # the environment wins over the file
+    (tmp_path / ".env").write_text(
+        f'STEELFRAME_DATABASE_URL="sqlite:///{tmp_path / "fromfile.db"}"\n'
+        "export LOG_LEVEL=DEBUG\n"
+        "WEBHOOK_SECRET='from the file'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "config", "--list"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
+    assert rows["STEELFRAME_DATABASE_URL"][1:3] == [f"sqlite:///{tmp_path / 'fromfile.db'}", ".env"]
+    assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["WARNING", "environment"]
+    assert rows["WEBHOOK_SECRET"][1] == "Secret('**********')"
+    assert "from the file" not in result.stdout
+
+
+def test_make_run_takes_a_port() -> None:
+    root = Path(__file__).resolve().parent.parent
+    result = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "run", "PORT=9123"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert result.stdout.strip().endswith("steelframe dev --port 9123")
+
+
+def test_the_tuis_exported_variables_do_not_break_server_commands(tmp_path: Path) -> None:
+    env = _env(tmp_path) | {"STEELFRAME_URL": "http://127.0.0.1:8080", "STEELFRAME_TOKEN": "x"}
+    result = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "db", "upgrade"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr

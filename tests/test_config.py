@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, Settings
+from bot.config import FIELDS, ConfigError, Settings
 
 
 def test_defaults_and_overrides() -> None:
@@ -81,3 +82,84 @@ def test_toml_unknown_key_is_refused(tmp_path: Path) -> None:
     toml.write_text("colour = 'red'\n")
     with pytest.raises(ConfigError, match="colour"):
         Settings.from_env({}, toml_path=toml)
+
+
+# -- Probot's conventions (docs/github.md, "Probot's names") ---------------------------------
+
+
+def test_log_level_is_probots_name_and_the_steelframe_name_wins() -> None:
+    assert Settings.from_env({"LOG_LEVEL": "debug"}).log_level == "debug"
+    both = {"LOG_LEVEL": "debug", "STEELFRAME_LOG_LEVEL": "WARNING"}
+    assert Settings.from_env(both).log_level == "WARNING"
+    with pytest.raises(ConfigError, match="LOG_LEVEL"):
+        Settings.from_env({"LOG_LEVEL": "loud"})
+
+
+def test_host_and_port_set_where_the_service_listens() -> None:
+    settings = Settings.from_env({"PORT": "3000", "HOST": "0.0.0.0"})
+    assert (settings.host, settings.port) == ("0.0.0.0", 3000)
+    with pytest.raises(ConfigError, match="PORT"):
+        Settings.from_env({"PORT": "70000"})
+
+
+def test_private_key_may_be_base64_of_the_pem() -> None:
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n-----END RSA PRIVATE KEY-----\n"
+    encoded = base64.b64encode(pem.encode()).decode()
+    key = Settings.from_env({"PRIVATE_KEY": encoded}).private_key_pem()
+    assert key is not None and key.reveal() == pem
+    escaped = pem.replace("\n", "\\n")
+    key = Settings.from_env({"PRIVATE_KEY": escaped}).private_key_pem()
+    assert key is not None and key.reveal() == pem
+
+
+def test_a_private_key_that_is_neither_pem_nor_base64_is_refused_without_echo() -> None:
+    with pytest.raises(ConfigError, match="PRIVATE_KEY") as info:
+        Settings.from_env({"PRIVATE_KEY": "not-a-key-at-all"})
+    assert "not-a-key-at-all" not in str(info.value)
+
+
+def test_ghe_host_sets_the_api_url_unless_github_api_url_does() -> None:
+    settings = Settings.from_env({"GHE_HOST": "github.example.com"})
+    assert settings.github_api_url == "https://github.example.com/api/v3"
+    settings = Settings.from_env({"GHE_HOST": "ghe.local", "GHE_PROTOCOL": "http"})
+    assert settings.github_api_url == "http://ghe.local/api/v3"
+    explicit = {"GHE_HOST": "ghe.local", "GITHUB_API_URL": "https://api.ghe.local"}
+    assert Settings.from_env(explicit).github_api_url == "https://api.ghe.local"
+    with pytest.raises(ConfigError, match="GHE_HOST"):
+        Settings.from_env({"GHE_HOST": "https://ghe.local"})
+
+
+def test_dotenv_fills_in_but_never_overrides_the_environment() -> None:
+    settings = Settings.from_env(
+        {"APP_ID": "7"}, dotenv={"APP_ID": "99", "WEBHOOK_SECRET": "from-file"}
+    )
+    assert settings.app_id == 7
+    assert settings.webhook_secret is not None and settings.webhook_secret.reveal() == "from-file"
+    assert settings.sources["app_id"] == "environment"
+    assert settings.sources["webhook_secret"] == ".env"
+    with pytest.raises(ConfigError, match="STEELFRAME_NOPE"):
+        Settings.from_env({}, dotenv={"STEELFRAME_NOPE": "1"})
+
+
+def test_the_tuis_variables_live_beside_the_services() -> None:
+    settings = Settings.from_env(
+        {"STEELFRAME_TOKEN": "sfo_x", "STEELFRAME_URL": "http://127.0.0.1:8080"}
+    )
+    assert settings.runtime == "offline"
+
+
+def test_every_setting_is_described_with_value_source_and_default() -> None:
+    settings = Settings.from_env(
+        {"WEBHOOK_SECRET": "hush", "STEELFRAME_RUNTIME": "offline"},
+        defaults={"database_url": "sqlite:///var/dev.db"},
+    )
+    rows = {row[0]: row for row in settings.described()}
+    assert set(rows) == {spec.env for spec in FIELDS}
+    assert rows["WEBHOOK_SECRET"][1] == "Secret('**********')"
+    assert rows["STEELFRAME_RUNTIME"][2] == "environment"
+    assert rows["STEELFRAME_DATABASE_URL"][1:4] == (
+        "sqlite:///var/dev.db",
+        "dev default",
+        "sqlite:///var/steelframe.db",
+    )
+    assert all("object at 0x" not in cell for row in rows.values() for cell in row)

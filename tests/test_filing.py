@@ -60,6 +60,16 @@ async def test_file_an_issue_files_labels_and_starts_the_task(
     assert [t["issue"] for t in board["tasks"]] == [issue.number]
 
 
+async def test_a_request_with_a_colon_files_the_words_after_it(
+    service: ApiClient, github_sandbox: GitHubSandbox
+) -> None:
+    done = await (
+        await service.post("/api/operator/chat", json={"message": "file an issue: fix it"})
+    ).json()
+    [issue] = issues(github_sandbox)
+    assert issue.title == "fix it" and done["filed_issue_number"] == issue.number
+
+
 async def test_remember_files_a_memory_issue(
     service: ApiClient, github_sandbox: GitHubSandbox
 ) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -257,3 +259,14 @@ def test_recent_returns_the_newest_summaries_of_the_repo(memory: Memory) -> None
     memory.add([_chunk("a note", source="note")])
     recent = memory.recent(repo="o/r", limit=3)
     assert [h.record.text for h in recent] == ["summary 4", "summary 3", "summary 2"]
+
+
+def test_the_memory_schema_loads_without_the_index_or_scikit_learn() -> None:
+    import memory
+
+    assert set(memory.__all__) == set(memory._EXPORTS)
+    probe = "import sys, memory.models; print('sklearn' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip() == "False"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import aiohttp
 import pytest
 
+from github_sandbox import registration
 from github_sandbox.faults import SECONDARY_MESSAGE
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 
@@ -37,7 +39,15 @@ async def test_list_issues_pages_with_link_headers(github_sandbox: GitHubSandbox
     assert 'rel="next"' not in headers["Link"] and 'rel="prev"' in headers["Link"]
     assert int(headers["x-ratelimit-remaining"]) < int(headers["x-ratelimit-limit"])
     status, _, body = await request(github_sandbox, "GET", path + "&page=x", headers=auth)
-    assert status == 400 and body["message"] == "Invalid page or per_page"
+    assert status == 422 and body["errors"][0]["field"] == "page"
+    # That query broke GitHub's contract on purpose: the check must see it (and nothing
+    # else); the exchange then leaves the record the teardown checks.
+    bad = sandbox.traffic.pop()
+    contract = github_sandbox.contract
+    assert contract.query_problems(bad.method, bad.route, bad.query) == [
+        "query parameter page: 'x' is not of type 'integer'"
+    ]
+    assert contract.response_problems(bad.method, bad.route, bad.status, bad.response) == []
 
 
 async def test_faults_are_injected_and_run_out(github_sandbox: GitHubSandbox) -> None:
@@ -111,3 +121,52 @@ async def test_install_grant_and_merge_through_the_control_api(
         ("installation_repositories", "added"),
     ]
     assert {d["error"] for d in deliveries} == {"no webhook URL configured"}
+
+
+async def test_contents_labels_comments_and_the_manifest_exchange_behave_as_githubs(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    sandbox = github_sandbox.sandbox
+    repo = sandbox.world.repo(SANDBOX_REPO)
+    assert repo is not None
+    owner = {"Authorization": f"token {github_sandbox.user_token('steelframe-dev')}"}
+    base = f"/repos/{SANDBOX_REPO}"
+    status, _, readme = await request(
+        github_sandbox, "GET", base + "/contents/README.md", headers=owner
+    )
+    assert status == 200 and readme["type"] == "file"
+    assert base64.b64decode(readme["content"]).decode().startswith(f"# {SANDBOX_REPO}")
+    status, _, root = await request(
+        github_sandbox, "GET", base + "/contents/?ref=main", headers=owner
+    )
+    assert status == 200 and [e["name"] for e in root] == ["README.md"]
+    status, _, _ = await request(github_sandbox, "GET", base + "/contents/nope.md", headers=owner)
+    assert status == 404
+    label = {"name": "triage", "color": "ff0000"}
+    status, _, made = await request(
+        github_sandbox, "POST", base + "/labels", headers=owner, json=label
+    )
+    assert status == 201 and made["name"] == "triage"
+    status, _, body = await request(
+        github_sandbox, "POST", base + "/labels", headers=owner, json=label
+    )
+    assert status == 422 and body["errors"][0]["code"] == "already_exists"
+    issue = sandbox.ops.create_issue(repo, sandbox.world.user("alice"), {"title": "t"}).body
+    comment = sandbox.ops.create_comment(
+        repo, sandbox.world.user("alice"), issue["number"], {"body": "c"}
+    ).body
+    stranger = {"Authorization": f"token {github_sandbox.user_token('mallory')}"}
+    path = f"{base}/issues/comments/{comment['id']}"
+    status, _, _ = await request(github_sandbox, "DELETE", path, headers=stranger)
+    assert status == 403 and comment["id"] in repo.comments
+    async with aiohttp.ClientSession() as session:
+        async with session.delete(github_sandbox.url + path, headers=owner) as response:
+            assert response.status == 204
+    assert comment["id"] not in repo.comments
+    status, _, _ = await request(github_sandbox, "GET", "/installation/repositories", headers=owner)
+    assert status == 403  # a person's token is not an installation's
+    code = registration.manifest_code(sandbox, {"url": "http://localhost", "name": "Mine"})
+    status, _, app = await request(github_sandbox, "POST", f"/app-manifests/{code}/conversions")
+    assert status == 201 and app["name"] == "Mine" and app["id"] == github_sandbox.app_id
+    status, _, _ = await request(github_sandbox, "POST", f"/app-manifests/{code}/conversions")
+    assert status == 404  # a code is good for one exchange

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.chat.titles import title_from_message
+from bot.chat.titles import issue_title, title_from_message
 
 
 def test_short_message_is_the_title() -> None:
@@ -25,3 +25,10 @@ def test_one_long_word_is_cut_hard() -> None:
 
 def test_newlines_are_flattened() -> None:
     assert title_from_message("line one\nline two") == "line one line two"
+
+
+def test_issue_titles_never_start_with_punctuation() -> None:
+    assert issue_title(": fix it") == "fix it"
+    assert issue_title(" -- «Deploy»  broken\n now") == "«Deploy» broken now"
+    assert issue_title("#42 regression") == "#42 regression"  # a reference, not punctuation
+    assert issue_title("x" * 300) == "x" * 250

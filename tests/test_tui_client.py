@@ -244,7 +244,8 @@ def test_missing_token_or_bad_url_exits_2_with_a_clear_message(
 
 
 def test_steelframe_tui_subcommand_takes_the_same_options() -> None:
-    args = build_parser().parse_args(["tui", "--url", "http://h:1", "--token", "sfo_t"])
+    argv = ["tui", "--url", "http://h:1", "--token", "sfo_t"]
+    args = build_parser(argv).parse_args(argv)
     assert (args.url, args.token) == ("http://h:1", "sfo_t")
     assert args.handler.__module__ == "steelframe.commands.tui"
 

@@ -4,6 +4,8 @@ the real service, the service stores, processes, remembers and files text in mem
 from __future__ import annotations
 
 import asyncio
+import logging
+from typing import Any
 
 from sqlalchemy import select
 
@@ -116,3 +118,21 @@ async def test_a_redelivery_from_github_is_acknowledged_not_processed_again(
     assert opened.status == 200 and opened.attempts == 2
     row = next(d for d in again if d.delivery_id == opened.id)
     assert row.attempts == 1 and len(again) == len(stored)
+
+
+async def test_without_redis_only_a_pickup_label_is_warned_about(
+    github_sandbox: GitHubSandbox, github_service: ApiClient, caplog: Any
+) -> None:
+    github = github_service.services.github
+    assert github is not None and github_service.services.tasks is None  # no Redis here
+    with caplog.at_level(logging.WARNING, logger="steelframe.webhooks"):
+        await github.create_issue(SANDBOX_REPO, title="plain", body="b", labels=["bug"])
+        await settle(github_sandbox, github_service)
+        assert not [r for r in caplog.records if "pickup label" in r.getMessage()]
+        await github.create_issue(
+            SANDBOX_REPO, title="work", body="b", labels=["steelframe:work-on-this"]
+        )
+        await settle(github_sandbox, github_service)
+    warned = [r.getMessage() for r in caplog.records if "pickup label" in r.getMessage()]
+    assert warned  # the pickup label arrived and was dropped: say so
+    assert all("no Redis for the lifecycle" in line for line in warned)

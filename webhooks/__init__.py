@@ -26,6 +26,7 @@ def setup(app: web.Application, services: Services) -> None:
     from webhooks import routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
     from webhooks.memory_sink import MemorySink
+    from webhooks.metrics import delivery_collector
     from webhooks.processor import DeliveryProcessor
     from webhooks.receiver import Receiver
     from webhooks.router import build_router
@@ -54,6 +55,7 @@ def setup(app: web.Application, services: Services) -> None:
         max_body=DEFAULT_WEBHOOK_MAX_BODY,
     )
     app[PROCESSOR] = processor
+    services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
     register_paths({routes.PATH: {"post": OPENAPI_OPERATION}})
 

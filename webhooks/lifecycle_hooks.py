@@ -39,11 +39,25 @@ COMMENT_NEEDS: dict[str, type] = {
 async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
     """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it."""
     if ctx.tasks is None:
-        log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
+        if carries_pickup_label(event.data, ctx.settings.pickup_labels):
+            log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
         return
     result = await ctx.tasks.on_issue_event(event.data)
     if result is not None:
         log.info("pickup [%s]: task %s %s", event.delivery_id, result.task_id, result)
+
+
+def carries_pickup_label(payload: dict[str, object], pickup_labels: tuple[str, ...]) -> bool:
+    """Whether an `issues` event is about a pickup label: the one just added, or one the
+    opened or reopened issue carries."""
+    if payload.get("action") == "labeled":
+        label = payload.get("label")
+        return isinstance(label, dict) and label.get("name") in pickup_labels
+    issue = payload.get("issue")
+    labels = issue.get("labels") if isinstance(issue, dict) else None
+    return any(
+        isinstance(label, dict) and label.get("name") in pickup_labels for label in labels or []
+    )
 
 
 async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:

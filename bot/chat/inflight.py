@@ -7,6 +7,10 @@ Finished turns linger briefly so a late re-attach still gets the closing `done`/
 
 One operator has at most one turn in flight: a second send while one runs is a Conflict
 (409) naming the running turn's session, which the client can resume.
+
+Frame ids grow across the turns of a session (the turn's start in milliseconds times 1,000,
+plus the frame's place), so a client's `Last-Event-ID` never names a frame of another turn.
+With Redis, frames are also relayed (bot/chat/frames.py) for resume on other instances.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.chat.frames import FrameRelay
 from bot.errors import Conflict
 
 log = logging.getLogger(__name__)
@@ -44,6 +49,8 @@ class TurnHandle:
     # Runs just before the terminal frame is sent, so a client that reacts to `done` at
     # once finds the turn slot already free (the Redis lock released).
     before_terminal: Callable[[TurnHandle], Awaitable[None]] | None = None
+    first_id: int = 1  # the id of this turn's first frame (frame_base)
+    relay: FrameRelay | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     @property
@@ -59,11 +66,14 @@ class TurnHandle:
                 await release(self)
             except Exception:
                 log.warning("releasing turn %s failed", self.turn_id, exc_info=True)
-        self.frames.append({"id": len(self.frames) + 1, **frame})
+        numbered = {"id": self.first_id + len(self.frames), **frame}
+        self.frames.append(numbered)
         if frame.get("type") in TERMINAL_TYPES:
             self.finished_at = time.monotonic()
         self._changed.set()
         self._changed = asyncio.Event()
+        if self.relay is not None:
+            await self.relay.publish(self.operator_id, self.turn_id, self.session_id, numbered)
         # Let subscribers write this frame now: a runtime that produces many events without
         # awaiting I/O would otherwise hold the loop and the client would see nothing.
         await asyncio.sleep(0)
@@ -76,7 +86,7 @@ class TurnHandle:
         Yields None when `heartbeat` seconds pass with nothing new (the SSE writer sends a
         comment line so proxies keep the connection open).
         """
-        position = max(0, after)
+        position = min(max(0, after - self.first_id + 1), len(self.frames))
         while True:
             while position < len(self.frames):
                 frame = self.frames[position]
@@ -91,6 +101,13 @@ class TurnHandle:
                 await asyncio.wait_for(changed.wait(), timeout=heartbeat)
             except TimeoutError:
                 yield None
+
+
+def frame_base() -> int:
+    """The first frame id of a turn starting now: larger than any id of an earlier turn of
+    the same session (unless a turn sent 1,000 frames a millisecond), and below 2**53, so
+    JavaScript reads it exactly."""
+    return time.time_ns() // 1_000_000 * 1000 + 1
 
 
 class StopState(StrEnum):
@@ -117,7 +134,9 @@ class TurnRegistry:
         *,
         linger_seconds: float = DEFAULT_LINGER_SECONDS,
         on_finish: Callable[[TurnHandle], Awaitable[None]] | None = None,
+        relay: FrameRelay | None = None,
     ) -> None:
+        self.relay = relay
         self._by_operator: dict[int, TurnHandle] = {}
         self._recent: dict[str, TurnHandle] = {}
         self._linger = linger_seconds
@@ -133,7 +152,9 @@ class TurnRegistry:
                 "a turn is already in flight for this operator; resume it or stop it first",
                 detail={"session": running.session_id or None, "turn_id": running.turn_id},
             )
-        handle = TurnHandle(turn_id=turn_id, operator_id=operator_id, session_id="")
+        handle = TurnHandle(
+            turn_id=turn_id, operator_id=operator_id, session_id="", first_id=frame_base()
+        )
         self._by_operator[operator_id] = handle
         return handle
 
@@ -146,6 +167,7 @@ class TurnRegistry:
     ) -> TurnHandle:
         handle.session_id = session_id
         handle.before_terminal = self._on_finish
+        handle.relay = self.relay
         self._recent[handle.turn_id] = handle
         if handle.stop_requested:  # stopped while its session was being resolved
             run = _stopped_before_start
@@ -208,6 +230,8 @@ class TurnRegistry:
                 handle.task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await handle.task
+        if self.relay is not None:
+            await self.relay.close()
 
     def _evict(self) -> None:
         now = time.monotonic()

@@ -29,7 +29,7 @@ from bot.github.app_auth import (
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
 from bot.github.pacing import Pacer, PacingPolicy
 from bot.github.retry import RetryPolicy, server_error_wait
-from bot.github.transport import Credential, Response, Transport
+from bot.github.transport import Credential, Observer, Response, Transport
 
 log = logging.getLogger(__name__)
 USER_AGENT = "steelframe-github-app"
@@ -79,6 +79,7 @@ class GitHubClient:
         pacing: PacingPolicy | None = None,
         session: aiohttp.ClientSession | None = None,
         user_agent: str = USER_AGENT,
+        observe: Observer | None = None,
     ) -> None:
         self.app = AppCredentials(app_id, private_key, clock=clock)
         self._clock = clock
@@ -92,6 +93,7 @@ class GitHubClient:
             clock=clock,
             sleep=sleep,
             session=session,
+            observe=observe,
         )
         self.tokens = TokenCache(self._fetch_token, clock=clock)
         self.installations = InstallationLookup(self._fetch_installation, clock=clock)

@@ -61,6 +61,10 @@ class Response:
     next_url: str | None
 
 
+# Told of every answer GitHub gives (method, status, installation or None, headers): metrics.
+Observer = Callable[[str, int, str | None, Mapping[str, str]], None]
+
+
 class Transport:
     def __init__(
         self,
@@ -73,8 +77,10 @@ class Transport:
         sleep: Sleep,
         timeout: float = 30.0,
         session: aiohttp.ClientSession | None = None,
+        observe: Observer | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
+        self.observe = observe
         self.user_agent = user_agent
         self.pacer = pacer
         self.retry = retry
@@ -198,9 +204,14 @@ class Transport:
         if body:
             headers["content-type"] = "application/json"
         if credential.pace_key is None:
-            return await self._exchange(method, url, headers, body)
-        async with self.pacer.slot(credential.pace_key, method):
-            return await self._exchange(method, url, headers, body)
+            answer = await self._exchange(method, url, headers, body)
+        else:
+            async with self.pacer.slot(credential.pace_key, method):
+                answer = await self._exchange(method, url, headers, body)
+        if self.observe is not None:
+            installation = None if credential.pace_key is None else str(credential.pace_key)
+            self.observe(method, answer[0], installation, answer[1])
+        return answer
 
     async def _exchange(
         self, method: str, url: URL, headers: dict[str, str], body: bytes

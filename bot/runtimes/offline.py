@@ -12,6 +12,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
+from bot.chat.titles import issue_title
 from bot.chat.trailer import Intent, Trailer, render_trailer
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking, Usage
 
@@ -122,8 +123,8 @@ def _cite(hit: dict[str, object]) -> str:
 
 
 def _title(text: str) -> str:
-    first_line = text.strip().splitlines()[0].strip().rstrip(".")
-    return first_line[:120] or "Untitled work"
+    first_line = issue_title(text.strip().splitlines()[0] if text.strip() else "", limit=120)
+    return first_line.rstrip(".") or "Untitled work"
 
 
 def _body(message: str, focus: int | None) -> str:

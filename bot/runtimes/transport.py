@@ -204,16 +204,27 @@ def _connect_reason(exc: aiohttp.ClientConnectorError) -> str:
     return os.strerror(code).lower() if code else "connection failed"
 
 
+DEFAULT_MODEL_CONNECTIONS = 1000
+
+
 class SharedClient:
     """One client session for all model calls of a process, made on first use (inside the
-    running loop, as aiohttp requires) and closed with the service."""
+    running loop, as aiohttp requires) and closed with the service.
 
-    def __init__(self) -> None:
+    aiohttp's default connector holds 100 connections, which caps a process at 100 model
+    streams at once however many operators are waiting; `connections` sizes it (a 30-second
+    answer holds its connection for 30 seconds), and `per_host` caps one provider where its
+    rate limits need it (0: no cap beyond the total)."""
+
+    def __init__(self, connections: int = DEFAULT_MODEL_CONNECTIONS, per_host: int = 0) -> None:
+        self.connections = connections
+        self.per_host = per_host
         self._session: aiohttp.ClientSession | None = None
 
     def get(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
+            connector = aiohttp.TCPConnector(limit=self.connections, limit_per_host=self.per_host)
+            self._session = aiohttp.ClientSession(connector=connector)
         return self._session
 
     async def close(self) -> None:

@@ -3,51 +3,104 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any
 
-from aiohttp import web
-
 from bot import db as dbmod
-from bot.config import settings_fields
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
-from steelframe.cli import configure_logging, load_settings, with_database
+from steelframe.cli import load_settings, with_database
+from steelframe.logs import access_logger, configure_logging
+from steelframe.processes import run_processes
+from steelframe.serving import serve_until_stopped
+from steelframe.webhook_relay import relay_context
 
 
 def register(subparsers: Any) -> None:
-    serve = subparsers.add_parser("serve", help="run the web service (migrates first)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
+    serve = subparsers.add_parser("serve")
+    add_listen_arguments(serve)
+    serve.add_argument(
+        "--processes",
+        type=int,
+        default=1,
+        help="serve processes sharing the port, one event loop each (more than 1 needs Redis)",
+    )
+    serve.add_argument(
+        "--reuse-port",
+        action="store_true",
+        help="bind with SO_REUSEPORT, so several serve processes can share the port",
+    )
+    serve.add_argument(
+        "--no-relay",
+        action="store_true",
+        help="do not open WEBHOOK_PROXY_URL here (another process of this service does)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
-    db = subparsers.add_parser("db", help="database commands")
+    db = subparsers.add_parser("db")
     db_sub = db.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
     upgrade = db_sub.add_parser("upgrade", help="apply all migrations")
     upgrade.set_defaults(handler=cmd_db_upgrade)
+    current = db_sub.add_parser("current", help="show the migration the database is at")
+    current.set_defaults(handler=cmd_db_current)
+    history = db_sub.add_parser("history", help="list every migration, marking the applied one")
+    history.set_defaults(handler=cmd_db_history)
 
-    operator = subparsers.add_parser("operator", help="manage operators")
+    operator = subparsers.add_parser("operator")
     op_sub = operator.add_subparsers(dest="operator_command", required=True, metavar="SUBCOMMAND")
     create = op_sub.add_parser("create", help="create an operator; prints its token last")
-    create.add_argument("name")
+    create.add_argument("name", help="the operator's name")
     create.set_defaults(handler=cmd_operator_create)
     rotate = op_sub.add_parser("rotate", help="issue a new token for an operator")
-    rotate.add_argument("name")
+    rotate.add_argument("name", help="the operator's name")
     rotate.set_defaults(handler=cmd_operator_rotate)
 
-    config = subparsers.add_parser("config", help="show the effective settings (secrets masked)")
-    config.add_argument("--list", action="store_true", help="list every variable and default")
+    config = subparsers.add_parser("config")
+    config.add_argument(
+        "--list",
+        action="store_true",
+        help="every setting with its value, where it came from, its default and meaning",
+    )
     config.set_defaults(handler=cmd_config)
+
+
+def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="address to listen on (default: HOST, else 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, help="port to listen on; 0 picks a free one (default: PORT, else 8080)"
+    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from steelframe.server import create_app
 
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
+    host = args.host or settings.host
+    port = settings.port if args.port is None else args.port
+    if args.processes < 1:
+        print("steelframe: --processes must be at least 1", file=sys.stderr)
+        return 2
+    if args.processes > 1:
+        return run_processes(args, settings, host, port)
     app = create_app(settings)
-    print(f"url: http://{args.host}:{args.port}", flush=True)
-    web.run_app(app, host=args.host, port=args.port, print=None)
+    if settings.webhook_proxy_url and not args.no_relay:
+        if port == 0:
+            print("steelframe: WEBHOOK_PROXY_URL needs a fixed port (PORT)", file=sys.stderr)
+            return 2
+        app.cleanup_ctx.append(relay_context(settings, host, port))
+        print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
+    asyncio.run(
+        serve_until_stopped(
+            app,
+            host=host,
+            port=port,
+            reuse_port=args.reuse_port,
+            access_log=access_logger(settings),
+            announce=not args.reuse_port,  # a child of --processes: the parent said where
+        )
+    )
     return 0
 
 
@@ -58,6 +111,33 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
     dbmod.upgrade(database.engine)
     print("database is up to date")
     database.dispose()
+    return 0
+
+
+def cmd_db_current(args: argparse.Namespace) -> int:
+    database = dbmod.Database.from_url(load_settings().database_url)
+    try:
+        applied = dbmod.current_revisions(database.engine)
+    finally:
+        database.dispose()
+    latest = dbmod.migration_history()[-1][0]
+    if not applied:
+        print(f"no migration applied yet; run `steelframe db upgrade` (latest: {latest})")
+        return 1
+    state = "up to date" if applied == (latest,) else f"behind; latest is {latest}"
+    print(f"{', '.join(applied)} ({state})")
+    return 0
+
+
+def cmd_db_history(args: argparse.Namespace) -> int:
+    database = dbmod.Database.from_url(load_settings().database_url)
+    try:
+        applied = set(dbmod.current_revisions(database.engine))
+    finally:
+        database.dispose()
+    for revision, description in dbmod.migration_history():
+        mark = "*" if revision in applied else " "
+        print(f"{mark} {revision:24} {description}")
     return 0
 
 
@@ -84,10 +164,14 @@ def cmd_operator_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_config(args: argparse.Namespace) -> int:
-    if args.list:
-        for env, default, help_text in settings_fields():
-            print(f"{env:32} {default:28} {help_text}")
+    settings = load_settings()
+    if not args.list:
+        for key, value in settings.redacted().items():
+            print(f"{key}={value}")
         return 0
-    for key, value in load_settings().redacted().items():
-        print(f"{key}={value}")
+    rows = [("VARIABLE", "VALUE", "SOURCE", "DEFAULT", "MEANING"), *settings.described()]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        print("  ".join([*cells, row[4]]).rstrip())
     return 0

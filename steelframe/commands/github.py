@@ -11,24 +11,31 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.errors import SteelframeError
-from steelframe.cli import configure_logging, load_settings, with_database
+from steelframe import registration
+from steelframe.cli import load_settings, with_database
+from steelframe.logs import configure_logging
 
 
 def register(subparsers: Any) -> None:
-    github = subparsers.add_parser("github", help="GitHub App commands")
+    github = subparsers.add_parser("github")
     github_sub = github.add_subparsers(dest="github_command", required=True, metavar="SUBCOMMAND")
     check = github_sub.add_parser("check", help="authenticate as the App; show its installation")
     check.add_argument("--repo", help="owner/name (default: STEELFRAME_REPO)")
     check.set_defaults(handler=cmd_github_check)
+    register_app = github_sub.add_parser(
+        "register", help="register the GitHub App from app.yml (GitHub's manifest flow)"
+    )
+    registration.add_arguments(register_app)
+    register_app.set_defaults(handler=registration.cmd_github_register)
 
-    hooks = subparsers.add_parser("webhooks", help="the webhook delivery log")
+    hooks = subparsers.add_parser("webhooks")
     hooks_sub = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="SUBCOMMAND")
     listing = hooks_sub.add_parser("list", help="newest deliveries first")
     listing.add_argument("--status", help="received|processing|processed|ignored|failed|rejected")
-    listing.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--limit", type=int, default=20, help="at most this many deliveries")
     listing.set_defaults(handler=cmd_webhooks_list)
     replay = hooks_sub.add_parser("replay", help="process a stored delivery again")
-    replay.add_argument("delivery_id")
+    replay.add_argument("delivery_id", help="the X-GitHub-Delivery id of a stored delivery")
     replay.set_defaults(handler=cmd_webhooks_replay)
 
 
@@ -36,7 +43,7 @@ def cmd_github_check(args: argparse.Namespace) -> int:
     from bot.github.client import GitHubClient
 
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     if not settings.github_configured:
         print(
             "steelframe: no GitHub App configured (APP_ID and PRIVATE_KEY[_PATH])", file=sys.stderr

@@ -17,7 +17,7 @@ BAR_WIDTH = 30
 
 def register(subparsers: Any) -> None:
     # `memory` (numpy, scikit-learn) is imported by the handlers, so other commands start fast.
-    memory = subparsers.add_parser("memory", help="session memory: add, search, reindex")
+    memory = subparsers.add_parser("memory")
     sub = memory.add_subparsers(dest="memory_command", required=True, metavar="SUBCOMMAND")
 
     add = sub.add_parser("add", help="store a chunk of memory")
@@ -36,10 +36,10 @@ def register(subparsers: Any) -> None:
     add.set_defaults(handler=cmd_add)
 
     search = sub.add_parser("search", help="print the hits for a query, with scores")
-    search.add_argument("query")
+    search.add_argument("query", help="what to look for, in plain words")
     search.add_argument("--repo", help="only this repository (default: all)")
     search.add_argument("--focus", type=int, help="lift chunks about this issue/PR")
-    search.add_argument("-k", type=int, default=8, help="how many hits (default 8)")
+    search.add_argument("-k", type=int, default=8, help="how many hits")
     search.add_argument("--floor", type=float, help="minimum cosine (default: the Chat floor)")
     search.set_defaults(handler=cmd_search)
 

@@ -10,7 +10,7 @@ from tui_client.__main__ import add_arguments, run
 
 
 def register(subparsers: Any) -> None:
-    tui = subparsers.add_parser("tui", help="open the terminal client (--url, --token or env)")
+    tui = subparsers.add_parser("tui")
     add_arguments(tui)
     tui.set_defaults(handler=cmd_tui)
 

@@ -16,15 +16,14 @@ from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
 from bot.lifecycle.reconcile import reconcile_until, run_reconcile
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
-from steelframe.cli import configure_logging, load_settings
+from steelframe.cli import load_settings
+from steelframe.logs import configure_logging
 
 log = logging.getLogger("steelframe.worker")
 
 
 def register(subparsers: Any) -> None:
-    worker = subparsers.add_parser(
-        "worker", help="run RQ workers for the task lifecycle (reconciles first)"
-    )
+    worker = subparsers.add_parser("worker")
     worker.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     worker.add_argument(
@@ -33,9 +32,7 @@ def register(subparsers: Any) -> None:
         help="run jobs in this process (RQ's SimpleWorker) instead of a forked work horse",
     )
     worker.set_defaults(handler=cmd_worker)
-    rec = subparsers.add_parser(
-        "reconcile", help="repair lifecycle drift: expired leases, lost jobs, labels, PRs"
-    )
+    rec = subparsers.add_parser("reconcile")
     rec.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
     rec.set_defaults(handler=cmd_reconcile)
 
@@ -53,7 +50,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
@@ -66,7 +63,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     settings = load_settings()
-    configure_logging(settings.log_level)
+    configure_logging(settings)
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2

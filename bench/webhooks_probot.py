@@ -1,0 +1,306 @@
+"""Webhook intake beside Probot: deliveries per second and latency under wrk, same payload,
+same load, each server pinned to one core, rounds interleaved.
+
+- probot: Probot (pinned below, installed from the npm registry into a cache folder on first
+  use) with an app that subscribes to `issues`; it verifies, parses and dispatches, and
+  stores and dedupes nothing.
+- steelframe: `steelframe serve` (or `--processes 2` with `--processes`): verifies, stores
+  durably (the delivery is committed before the answer), dedupes, processes after the answer.
+
+wrk (64 connections, 1 thread on the other core) sends GitHub's real `issues.opened` example,
+signed, with a unique X-GitHub-Delivery per request. After each Steelframe round the stored
+deliveries are counted against wrk's acknowledged requests: none may be lost.
+
+    python -m bench.webhooks_probot [--db sqlite,postgres] [--seconds 10] [--rounds 3]
+    python -m bench.webhooks_probot --processes       # serve --processes 2 vs 1, on 2 cores
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from bench.webhooks import PG_URL, SECRET, payload
+
+PROBOT = "probot@14.3.2"
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "steelframe-bench"
+PROBOT_APP = "module.exports = (app) => { app.on('issues', async () => {}); };\n"
+
+
+def missing_tools() -> list[str]:
+    return [tool for tool in ("node", "npm", "wrk", "taskset") if shutil.which(tool) is None]
+
+
+def probot_dir() -> Path:
+    folder = CACHE / PROBOT.replace("@", "-")
+    if not (folder / "node_modules/probot/bin/probot.js").exists():
+        print(f"installing {PROBOT} from the npm registry into {folder} ...", flush=True)
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(folder), PROBOT],
+            check=True,
+            capture_output=True,
+        )
+    (folder / "app.cjs").write_text(PROBOT_APP)
+    return folder
+
+
+def wrk_script(body: bytes, scratch: Path) -> Path:
+    from webhooks.signature import signature_for
+
+    signature = signature_for(SECRET, body)
+    script = scratch / "deliveries.lua"
+    script.write_text(
+        "wrk.method = 'POST'\n"
+        f"wrk.body = [==[{body.decode()}]==]\n"
+        "wrk.headers['Content-Type'] = 'application/json'\n"
+        "wrk.headers['X-GitHub-Event'] = 'issues'\n"
+        f"wrk.headers['X-Hub-Signature-256'] = '{signature}'\n"
+        "wrk.headers['User-Agent'] = 'GitHub-Hookshot/bench'\n"
+        "local counter = 0\n"
+        "local prefix = tostring(os.time()) .. '-' .. tostring(math.random(1, 1e9)) .. '-'\n"
+        "request = function()\n"
+        "  counter = counter + 1\n"
+        "  wrk.headers['X-GitHub-Delivery'] = prefix .. counter\n"
+        "  return wrk.format(nil, '/api/github/webhooks')\n"
+        "end\n"
+    )
+    return script
+
+
+@contextmanager
+def server(
+    command: list[str], env: dict[str, str], port: int, cwd: Path | None = None
+) -> Iterator[None]:
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen(
+        ["taskset", "-c", "1", *command], env=env, cwd=cwd, stdout=log, stderr=log
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/ping", timeout=1)
+                break
+            except urllib.error.HTTPError:
+                break  # it answers (404 is an answer)
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    said = log.read().decode(errors="replace")[-2000:]
+                    raise RuntimeError(f"{command[0]} did not start:\n{said}") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def wrk(port: int, script: Path, seconds: int, connections: int) -> dict[str, float]:
+    result = subprocess.run(
+        [
+            "taskset",
+            "-c",
+            "0",
+            "wrk",
+            "-t1",
+            f"-c{connections}",
+            f"-d{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            f"http://127.0.0.1:{port}",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = result.stdout
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    bad = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "p50": _ms(re.search(r"50%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
+        "p99": _ms(re.search(r"99%\s+(\S+)", out).group(1)),  # type: ignore[union-attr]
+        "acked": total - (int(bad.group(1)) if bad else 0),
+    }
+
+
+def _ms(text: str) -> float:
+    value, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", text).groups()  # type: ignore[union-attr]
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _stored(database_url: str) -> int:
+    from sqlalchemy import func, select
+
+    from bot.db import Database
+    from webhooks.deliveries import WebhookDelivery
+
+    database = Database.from_url(database_url)
+    try:
+        return int(
+            database.call(lambda s: s.scalar(select(func.count()).select_from(WebhookDelivery)))
+        )
+    finally:
+        database.dispose()
+
+
+@contextmanager
+def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
+    if kind == "sqlite":
+        yield f"sqlite:///{scratch / f'bench-{time.monotonic_ns()}.db'}"
+        return
+    from sqlalchemy import create_engine, text
+
+    schema = f"bench_{time.monotonic_ns()}"
+    admin = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+    try:
+        yield f"{PG_URL}?options=-csearch_path%3D{schema}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+def steelframe_round(
+    database_url: str, scratch: Path, script: Path, args: argparse.Namespace, processes: int
+) -> dict[str, float]:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+    env |= {
+        "STEELFRAME_DATABASE_URL": database_url,
+        "STEELFRAME_DATA_DIR": str(scratch / f"var-{port}"),
+        "WEBHOOK_SECRET": SECRET,
+        "STEELFRAME_LOG_LEVEL": "ERROR",
+    }
+    command = [sys.executable, "-m", "steelframe.cli", "serve", "--port", str(port)]
+    if processes > 1:
+        env["STEELFRAME_REDIS_URL"] = args.redis_url
+        command += ["--processes", str(processes)]
+    with server(command, env, port):
+        figures = wrk(port, script, args.seconds, args.connections)
+    figures["stored"] = _stored(database_url)
+    return figures
+
+
+def probot_round(folder: Path, script: Path, args: argparse.Namespace) -> dict[str, float]:
+    from github_sandbox.keys import generate_app_keys
+
+    port = _free_port()
+    env = dict(os.environ) | {
+        "APP_ID": "1",
+        "PRIVATE_KEY": generate_app_keys()[0],
+        "WEBHOOK_SECRET": SECRET,
+        "PORT": str(port),
+        "HOST": "127.0.0.1",
+        "LOG_LEVEL": "fatal",
+        "NODE_ENV": "production",
+    }
+    command = ["node", str(folder / "node_modules/probot/bin/probot.js"), "run", "./app.cjs"]
+    with server(command, env, port, cwd=folder):
+        return wrk(port, script, args.seconds, args.connections)
+
+
+def _median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(row[key] for row in rows)
+
+
+def compare(args: argparse.Namespace) -> None:
+    folder = probot_dir()
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        script = wrk_script(payload(), scratch)
+        for kind in args.db:
+            probot: list[dict[str, float]] = []
+            steel: list[dict[str, float]] = []
+            for round_no in range(args.rounds):
+                print(f"{kind}: round {round_no + 1}/{args.rounds} ...", flush=True)
+                probot.append(probot_round(folder, script, args))
+                with fresh_database(kind, scratch) as url:
+                    steel.append(steelframe_round(url, scratch, script, args, 1))
+            lost = sum(max(0, row["acked"] - row["stored"]) for row in steel)
+            print(
+                f"webhook intake on {kind}, {args.connections} connections, "
+                f"{args.seconds} s x {args.rounds} interleaved rounds (medians)"
+            )
+            for name, rows in (("probot", probot), ("steelframe", steel)):
+                print(
+                    f"  {name:11} {_median(rows, 'rps'):9.0f} deliveries/s"
+                    f"  p50 {_median(rows, 'p50'):6.2f} ms  p99 {_median(rows, 'p99'):6.2f} ms"
+                )
+            rps = _median(steel, "rps") / _median(probot, "rps")
+            p99 = _median(steel, "p99") / _median(probot, "p99")
+            print(
+                f"  ratio rps {rps:.2f}x (target >= 1.0x)  p99 {p99:.2f}x (target <= 1.0x)"
+                f"  acknowledged but not stored: {lost}"
+            )
+
+
+def processes(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp)
+        script = wrk_script(payload(), scratch)
+        one: list[dict[str, float]] = []
+        two: list[dict[str, float]] = []
+        for round_no in range(args.rounds):
+            print(f"round {round_no + 1}/{args.rounds} ...", flush=True)
+            for count, rows in ((1, one), (2, two)):
+                with fresh_database("postgres", scratch) as url:
+                    rows.append(steelframe_round(url, scratch, script, args, count))
+        print(f"serve --processes 2 vs 1 on PostgreSQL (wrk unpinned), {args.seconds} s rounds")
+        print(f"  1 process   {_median(one, 'rps'):9.0f} deliveries/s")
+        print(
+            f"  2 processes {_median(two, 'rps'):9.0f} deliveries/s"
+            f"  ratio {_median(two, 'rps') / _median(one, 'rps'):.2f}x (target >= 1.6x)"
+        )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--db", default="sqlite,postgres", type=lambda v: v.split(","))
+    parser.add_argument("--seconds", type=int, default=10, help="length of one wrk run")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds")
+    parser.add_argument("--connections", type=int, default=64, help="wrk connections")
+    parser.add_argument("--processes", action="store_true", help="--processes 2 against 1")
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument("--smoke", action="store_true", help="one short round on SQLite")
+    args = parser.parse_args(argv)
+    missing = missing_tools()
+    if missing:
+        print(
+            f"bench.webhooks_probot did not run: missing {', '.join(missing)} "
+            "(Debian packages nodejs, npm, wrk, util-linux)"
+        )
+        return
+    if args.smoke:
+        args.db, args.seconds, args.rounds, args.connections = ["sqlite"], 1, 1, 4
+    processes(args) if args.processes else compare(args)
+
+
+if __name__ == "__main__":
+    main()

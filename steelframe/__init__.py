@@ -1,0 +1,1 @@
+"""Steelframe's entry: the CLI and its commands, the web service composition, dev mode."""

@@ -1,0 +1,63 @@
+"""Logging for every entry point: text for a person at a terminal, or one JSON object per
+line (`STEELFRAME_LOG_FORMAT=json`, Probot's `LOG_FORMAT`) for a log pipeline. Either way a
+line carries the ids of the work it belongs to (bot/log_context.py), never a payload."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+
+from bot.config import Settings
+from bot.log_context import KNOWN_IDS, current_ids
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(ids)s"
+
+
+class _WithIds(logging.Filter):
+    """Adds the context's ids (and any passed as `extra=`) to the record."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = dict(current_ids())
+        for name in KNOWN_IDS:
+            value = getattr(record, name, None)
+            if value is not None:
+                ids[name] = str(value)
+        record.log_ids = ids
+        record.ids = "".join(f" {k}={v}" for k, v in ids.items())
+        return True
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+            **getattr(record, "log_ids", {}),
+        }
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure_logging(settings: Settings) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_WithIds())
+    if settings.log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level.upper())
+    # Alembic narrates every plugin and step at INFO; keep start-up output to what matters.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def access_logger(settings: Settings) -> logging.Logger | None:
+    """aiohttp's access log (one line a request) only when asked for: at scale it is the
+    load balancer's job, and a line per request costs more than some requests."""
+    return logging.getLogger("aiohttp.access") if settings.access_log else None

@@ -1,0 +1,127 @@
+"""`steelframe serve --processes N`: N serve processes on one port, one event loop each.
+
+Each child is an ordinary `serve --reuse-port`: with SO_REUSEPORT the kernel spreads new
+connections over the processes' listening sockets. The parent binds the port first (without
+listening), so port 0 resolves to one free port that all children share, and the port stays
+reserved while children restart. Everything the processes share (turn slots, stop signals,
+frames for resume, the events stream, delivery claims) already goes through the database and
+Redis, exactly as for several instances behind a load balancer; so N > 1 needs Redis.
+
+The parent forwards SIGINT/SIGTERM to every child and waits for them; a child that dies is
+started again, unless it keeps dying at start, which stops the whole group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+from bot.config import Settings
+
+# A child that exits within this long after it started counts as failing at start.
+QUICK_EXIT_SECONDS = 5.0
+MAX_QUICK_EXITS = 3
+
+
+def reserve_port(host: str, port: int) -> socket.socket:
+    """A bound, non-listening SO_REUSEPORT socket: resolves port 0 and holds the port."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    reserved = socket.socket(family, socket.SOCK_STREAM)
+    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    reserved.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+    reserved.bind((host, port))
+    return reserved
+
+
+def child_command(host: str, port: int, slot: int) -> list[str]:
+    """One child's command line; only the first holds the webhook relay open (one relay
+    client per service, or every delivery would arrive once per process)."""
+    command = [sys.executable, "-m", "steelframe.cli", "serve", "--reuse-port"]
+    command += ["--host", host, "--port", str(port), "--processes", "1"]
+    return command if slot == 0 else [*command, "--no-relay"]
+
+
+def run_processes(args: argparse.Namespace, settings: Settings, host: str, port: int) -> int:
+    if not settings.redis_url:
+        print(
+            "steelframe: --processes needs Redis (STEELFRAME_REDIS_URL): the processes share "
+            "turn slots, stop signals and the events stream through it",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        reserved = reserve_port(host, port)
+    except OSError as exc:
+        print(f"steelframe: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
+        return 2
+    port = reserved.getsockname()[1]
+    print(f"url: http://{host}:{port}", flush=True)
+    print(f"serve: {args.processes} processes sharing port {port}", flush=True)
+    with reserved:
+        return Supervisor(functools.partial(child_command, host, port), args.processes).run()
+
+
+class Supervisor:
+    def __init__(self, command: Callable[[int], list[str]], count: int) -> None:
+        self.command = command
+        self.count = count
+        self.children: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
+        self.stopping = False
+        self.quick_exits = 0
+
+    def run(self) -> int:
+        previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            for slot in range(self.count):
+                self._start(slot)
+            return self._watch()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._terminate_all()
+
+    def _start(self, slot: int) -> None:
+        child = subprocess.Popen(self.command(slot))
+        self.children[slot] = (child, time.monotonic())
+
+    def _watch(self) -> int:
+        while not self.stopping:
+            for slot, (child, started) in list(self.children.items()):
+                code = child.poll()
+                if code is None or self.stopping:
+                    continue
+                quick = time.monotonic() - started < QUICK_EXIT_SECONDS
+                self.quick_exits = self.quick_exits + 1 if quick else 0
+                print(f"serve: process {child.pid} exited ({code})", file=sys.stderr, flush=True)
+                if self.quick_exits >= MAX_QUICK_EXITS:
+                    print("serve: processes keep failing at start; stopping", file=sys.stderr)
+                    return 1
+                self._start(slot)
+            time.sleep(0.2)
+        return 0
+
+    def _stop(self, signum: int, frame: object) -> None:
+        self.stopping = True
+        for child, _ in self.children.values():
+            with contextlib.suppress(ProcessLookupError):
+                child.send_signal(signum)
+
+    def _terminate_all(self, grace: float = 15.0) -> None:
+        deadline = time.monotonic() + grace
+        for child, _ in self.children.values():
+            if child.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    child.terminate()
+        for child, _ in self.children.values():
+            try:
+                child.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()

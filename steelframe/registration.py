@@ -1,0 +1,196 @@
+"""`steelframe github register`: a local page that registers the GitHub App from `app.yml`.
+
+As Probot does it: the page posts the manifest (with this service's URLs) to GitHub, GitHub
+redirects back to `/callback` with a code, the code is exchanged for the App's credentials,
+and they are written to `.env` (the key in its own file, both mode 0600).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import html
+import json
+import secrets
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import yaml
+from aiohttp import web
+
+from bot.config import Settings
+from bot.errors import SteelframeError
+from bot.github.manifest import (
+    AppCredentials,
+    app_manifest,
+    exchange_code,
+    new_app_url,
+    write_credentials,
+)
+from steelframe.cli import load_settings
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--manifest", default="app.yml", help="the App manifest to register")
+    parser.add_argument("--org", help="register the App for this organization, not your user")
+    parser.add_argument("--name", help="the App's name (default: the manifest's)")
+    parser.add_argument(
+        "--webhook-url",
+        help="where GitHub sends webhooks (default: WEBHOOK_PROXY_URL if set, else "
+        "http://localhost:PORT/api/github/webhooks)",
+    )
+    parser.add_argument("--env-file", default=".env", help="where the credentials are written")
+    parser.add_argument("--host", default="127.0.0.1", help="address of the registration page")
+    parser.add_argument(
+        "--port", type=int, default=3000, help="port of the registration page; 0 picks one"
+    )
+
+
+@dataclass
+class Registration:
+    """One registration: the manifest, the form target, and the credentials once back."""
+
+    settings: Settings
+    manifest_template: dict[str, Any]
+    args: argparse.Namespace
+    state: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    done: asyncio.Future[AppCredentials] | None = None
+    written: tuple[Path, Path] | None = None
+
+    def manifest(self, page_url: str) -> dict[str, Any]:
+        return app_manifest(
+            self.manifest_template,
+            webhook_url=self.webhook_url(),
+            redirect_url=f"{page_url}/callback",
+            name=self.args.name,
+        )
+
+    def webhook_url(self) -> str:
+        if self.args.webhook_url:
+            return str(self.args.webhook_url)
+        if self.settings.webhook_proxy_url:
+            return self.settings.webhook_proxy_url
+        return f"http://localhost:{self.settings.port}/api/github/webhooks"
+
+
+PAGE_KEY = web.AppKey("registration", Registration)
+
+
+async def page(request: web.Request) -> web.Response:
+    registration = request.app[PAGE_KEY]
+    page_url = f"{request.scheme}://{request.host}"
+    target = new_app_url(
+        registration.settings.github_api_url,
+        organization=registration.args.org,
+        state=registration.state,
+    )
+    manifest = json.dumps(registration.manifest(page_url))
+    owner = f"the organization {registration.args.org}" if registration.args.org else "your user"
+    return web.Response(
+        content_type="text/html",
+        text=f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Register the GitHub App</title></head>
+<body><main>
+<h1>Register Steelframe as a GitHub App</h1>
+<p>GitHub will create the App for {html.escape(owner)} from <code>{
+            html.escape(registration.args.manifest)
+        }</code>, then send you back here; the credentials are written to
+<code>{html.escape(registration.args.env_file)}</code>.</p>
+<form action="{html.escape(target)}" method="post">
+<input type="hidden" name="manifest" value="{html.escape(manifest)}">
+<button type="submit">Register the GitHub App</button>
+</form></main></body></html>""",
+    )
+
+
+async def callback(request: web.Request) -> web.Response:
+    registration = request.app[PAGE_KEY]
+    if request.query.get("state") != registration.state:
+        raise web.HTTPBadRequest(text="this registration was not started here (state mismatch)")
+    code = request.query.get("code")
+    if not code:
+        raise web.HTTPBadRequest(text="GitHub sent no code")
+    try:
+        async with aiohttp.ClientSession() as session:
+            credentials = await exchange_code(session, registration.settings.github_api_url, code)
+    except SteelframeError as exc:
+        raise web.HTTPBadGateway(text=exc.message) from exc
+    registration.written = await asyncio.to_thread(
+        write_credentials, credentials, env_file=Path(registration.args.env_file)
+    )
+    assert registration.done is not None
+    if not registration.done.done():
+        registration.done.set_result(credentials)
+    install = f"{credentials.html_url}/installations/new"
+    return web.Response(
+        content_type="text/html",
+        text=f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>GitHub App registered</title></head>
+<body><main><h1>Registered {html.escape(credentials.name)}</h1>
+<p>App id {credentials.id}; the credentials are in
+<code>{html.escape(str(registration.written[0]))}</code>.</p>
+<p>Next: <a href="{html.escape(install)}">install the App on a repository</a>, then run
+<code>steelframe github check --repo OWNER/NAME</code>.</p></main></body></html>""",
+    )
+
+
+def registration_app(registration: Registration) -> web.Application:
+    app = web.Application()
+    app[PAGE_KEY] = registration
+    app.add_routes([web.get("/", page), web.get("/callback", callback)])
+    return app
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    try:
+        manifest = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise SteelframeError(f"{path}: cannot read the manifest ({exc.strerror})") from exc
+    except yaml.YAMLError as exc:
+        raise SteelframeError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(manifest, dict):
+        raise SteelframeError(f"{path}: the manifest must be a mapping")
+    return manifest
+
+
+async def run_registration(
+    registration: Registration, *, say: Any = print
+) -> tuple[AppCredentials, tuple[Path, Path]]:
+    """Serve the page until GitHub's redirect has been handled; the credentials written."""
+    registration.done = asyncio.get_running_loop().create_future()
+    runner = web.AppRunner(registration_app(registration), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, registration.args.host, registration.args.port)
+    await site.start()
+    try:
+        host, port = runner.addresses[0][:2]
+        say(f"open http://{host}:{port}/ in your browser to register the GitHub App")
+        credentials = await registration.done
+        assert registration.written is not None
+        return credentials, registration.written
+    finally:
+        await runner.cleanup()
+
+
+def cmd_github_register(args: argparse.Namespace) -> int:
+    settings = load_settings()
+    try:
+        registration = Registration(settings, read_manifest(Path(args.manifest)), args)
+        credentials, (env_file, key_path) = asyncio.run(
+            run_registration(registration, say=lambda line: print(line, flush=True))
+        )
+    except SteelframeError as exc:
+        print(f"steelframe: {exc.message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("steelframe: registration cancelled; nothing was written", file=sys.stderr)
+        return 130
+    print(f"registered {credentials.name} (app id {credentials.id}, {credentials.slug})")
+    print(f"wrote APP_ID, WEBHOOK_SECRET and PRIVATE_KEY_PATH to {env_file} (mode 0600)")
+    print(f"private key: {key_path} (mode 0600)")
+    print(f"next: install the App: {credentials.html_url}/installations/new")
+    print("then: steelframe github check --repo OWNER/NAME")
+    return 0

@@ -1,0 +1,40 @@
+"""Running the web service until a signal: bind, say where, serve, stop cleanly.
+
+Like aiohttp's `run_app`, with the bound address printed (port 0 resolves to a real port)
+and SO_REUSEPORT for `--processes`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+
+from aiohttp import web
+
+
+async def serve_until_stopped(
+    app: web.Application,
+    *,
+    host: str,
+    port: int,
+    reuse_port: bool = False,
+    access_log: logging.Logger | None = None,
+    announce: bool = True,
+) -> None:
+    runner = web.AppRunner(app, access_log=access_log, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
+        await site.start()
+        if announce:
+            bound = runner.addresses[0][1] if runner.addresses else port
+            print(f"url: http://{host}:{bound}", flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):  # not every platform has it
+                loop.add_signal_handler(sig, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()

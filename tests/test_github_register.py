@@ -1,0 +1,156 @@
+"""`steelframe github register`: the manifest flow end to end against the sandbox (page,
+form post, redirect with a code, code exchange, credentials written 0600), after which
+`github check` passes with what was written."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bot.config import Settings
+from steelframe.cli import build_parser, main, read_dotenv
+from steelframe.registration import Registration, read_manifest, run_registration
+from tests.conftest import GitHubSandbox
+from webhooks.signature import signature_for
+
+ROOT = Path(__file__).resolve().parent.parent
+CREDENTIAL_VARIABLES = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET")
+
+
+async def _start(
+    sandbox: GitHubSandbox, tmp_path: Path, *extra: str
+) -> tuple[asyncio.Task[Any], str, Registration]:
+    manifest, env_file = str(ROOT / "app.yml"), str(tmp_path / ".env")
+    argv = ["github", "register", "--manifest", manifest, "--env-file", env_file, "--port", "0"]
+    args = build_parser(argv).parse_args([*argv, *extra])
+    settings = Settings.from_env({"GITHUB_API_URL": sandbox.url})
+    registration = Registration(settings, read_manifest(Path(args.manifest)), args)
+    said: asyncio.Queue[str] = asyncio.Queue()
+    task = asyncio.create_task(run_registration(registration, say=said.put_nowait))
+    line = await asyncio.wait_for(said.get(), 30)
+    [page_url] = re.findall(r"http://\S+/", line)
+    return task, page_url.rstrip("/"), registration
+
+
+async def _submit_form(session: aiohttp.ClientSession, page_url: str) -> str:
+    """What the browser does: load the page, post its form to GitHub; GitHub's redirect."""
+    async with session.get(page_url) as response:
+        assert response.status == 200
+        page = await response.text()
+    action = html.unescape(re.search(r'<form action="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    manifest = html.unescape(re.search(r'name="manifest" value="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    async with session.post(action, data={"manifest": manifest}, allow_redirects=False) as answer:
+        assert answer.status == 302
+        return answer.headers["Location"]
+
+
+@pytest.fixture
+async def hook_receiver(aiohttp_server: Any) -> tuple[str, list[tuple[dict[str, str], bytes]]]:
+    """A loopback endpoint standing in for the service's webhook URL; keeps what it got."""
+    received: list[tuple[dict[str, str], bytes]] = []
+
+    async def receive(request: web.Request) -> web.Response:
+        received.append((dict(request.headers), await request.read()))
+        return web.Response(status=202)
+
+    app = web.Application()
+    app.router.add_post("/api/github/webhooks", receive)
+    server = await aiohttp_server(app)
+    return str(server.make_url("/api/github/webhooks")), received
+
+
+async def test_register_writes_credentials_that_github_check_accepts(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    hook_url, received = hook_receiver
+    task, page_url, registration = await _start(
+        github_sandbox, tmp_path, "--webhook-url", hook_url, "--name", "Steelframe Test"
+    )
+    async with aiohttp.ClientSession() as session:
+        location = await _submit_form(session, page_url)
+        assert location.startswith(f"{page_url}/callback?code=")
+        async with session.get(location) as response:
+            assert response.status == 200
+            assert "installations/new" in await response.text()
+    credentials, (env_file, key_path) = await asyncio.wait_for(task, 30)
+
+    app = github_sandbox.sandbox.world.app
+    assert (credentials.id, credentials.name, app.slug) == (app.id, "Steelframe Test", app.slug)
+    assert app.events == ("issues", "issue_comment", "pull_request")  # from app.yml
+    written = read_dotenv(env_file)
+    assert written["APP_ID"] == str(app.id)
+    assert Path(written["PRIVATE_KEY_PATH"]) == key_path
+    assert key_path.read_text().startswith("-----BEGIN PRIVATE KEY-----")
+    for path in (env_file, key_path):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    # The App's webhooks now go to the manifest's URL, signed with the written secret.
+    await github_sandbox.settle()
+    [(headers, body)] = received
+    assert headers["X-GitHub-Event"] == "ping"
+    assert headers["X-Hub-Signature-256"] == signature_for(written["WEBHOOK_SECRET"], body)
+    assert registration.state not in env_file.read_text()
+
+    # Install the new App, as the page's next step says, then `github check` with the file.
+    installation = github_sandbox.sandbox.install("octo-org", account_type="Organization")
+    github_sandbox.sandbox.add_repo("octo-org/widgets", installation=installation)
+    for name in CREDENTIAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_API_URL", github_sandbox.url)
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["github", "check", "--repo", "octo-org/widgets"]) == 0
+    out = capsys.readouterr().out
+    assert f"(id {app.id})" in out and "installation token: ok" in out
+
+
+async def test_an_existing_env_file_keeps_its_other_lines_and_loses_a_pasted_key(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    (tmp_path / ".env").write_text("LOG_LEVEL=DEBUG\nPRIVATE_KEY='old'\nAPP_ID=1\n")
+    task, page_url, _ = await _start(github_sandbox, tmp_path, "--webhook-url", hook_receiver[0])
+    async with aiohttp.ClientSession() as session:
+        location = await _submit_form(session, page_url)
+        forged = location.split("state=")[0] + "state=forged"
+        async with session.get(forged) as response:
+            assert response.status == 400  # not a registration this page started
+        async with session.get(location) as response:
+            assert response.status == 200
+        # The code is single-use: exchanging it again is refused.
+        code = location.split("code=")[1].split("&")[0]
+        async with session.post(f"{github_sandbox.url}/app-manifests/{code}/conversions") as again:
+            assert again.status == 404
+    _, (env_file, _) = await asyncio.wait_for(task, 30)
+    written = read_dotenv(env_file)
+    assert written["LOG_LEVEL"] == "DEBUG" and "PRIVATE_KEY" not in written
+    assert written["APP_ID"] == str(github_sandbox.sandbox.world.app.id)
+
+
+async def test_a_bad_manifest_is_refused_by_github_with_a_reason(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.post(
+            f"{github_sandbox.url}/settings/apps/new",
+            data={"manifest": '{"name": "x"}'},
+            allow_redirects=False,
+        ) as response:
+            assert response.status == 422
+            assert "url" in (await response.json())["message"]
+        async with session.post(
+            f"{github_sandbox.url}/app-manifests/never-issued/conversions"
+        ) as response:
+            assert response.status == 404
