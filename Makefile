@@ -21,6 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo
 
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)

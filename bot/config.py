@@ -242,7 +242,10 @@ class Settings:
     """Every setting Steelframe reads; docs/configuration.md mirrors it (a test checks)."""
 
     database_url: str = setting(
-        "STEELFRAME_DATABASE_URL", _database_url, "SQLAlchemy URL", DEFAULT_DATABASE_URL
+        "STEELFRAME_DATABASE_URL",
+        _database_url,
+        "SQLAlchemy URL (postgres:// accepted); default: a file in the data directory",
+        DEFAULT_DATABASE_URL,
     )
     redis_url: str | None = setting(
         "STEELFRAME_REDIS_URL", _str, "Redis URL for RQ and stop signals"
@@ -301,7 +304,7 @@ class Settings:
         "STEELFRAME_PICKUP_LABELS", _labels, "comma-separated", DEFAULT_PICKUP_LABELS
     )
     data_dir: Path = setting(
-        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", Path("var")
+        "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", DEFAULT_DATA_DIR
     )
     chat_max_body: int = setting(
         "STEELFRAME_CHAT_MAX_BODY", _positive_int, "bytes", DEFAULT_CHAT_MAX_BODY

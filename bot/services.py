@@ -29,6 +29,7 @@ from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
+from bot.github.installations import stored_installations
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
@@ -217,7 +218,11 @@ def build_services(
         redis=redis_client,
         memory=memory,
         github=(
-            GitHubClient.from_settings(settings, observe=metrics.github_answer)
+            GitHubClient.from_settings(
+                settings,
+                observe=metrics.github_answer,
+                stored_installation=stored_installations(database),
+            )
             if settings.github_configured
             else None
         ),

@@ -97,6 +97,19 @@ class Operations:
             payload["installation"] = self.shapes.installation_lite(inst)
         return HookEvent(event, payload)
 
+    def _comment_hook(
+        self,
+        repo: Repo,
+        actor: User,
+        action: str,
+        issue: Issue,
+        comment: dict[str, Any],
+        **extra: Any,
+    ) -> HookEvent:
+        issue_shape = self.shapes.issue(repo, issue)
+        fields = {"action": action, "issue": issue_shape, "comment": comment, **extra}
+        return self._hook(repo, "issue_comment", actor, **fields)
+
     def _label(self, repo: Repo, name: str) -> Label:
         found = repo.labels.get(name.lower())
         if found is None:
@@ -264,15 +277,7 @@ class Operations:
         issue.comment_ids.append(comment.id)
         self._touch(issue)
         shaped = self.shapes.comment(repo, comment)
-        hook = self._hook(
-            repo,
-            "issue_comment",
-            actor,
-            action="created",
-            issue=self.shapes.issue(repo, issue),
-            comment=shaped,
-        )
-        return Outcome(shaped, 201, [hook])
+        return Outcome(shaped, 201, [self._comment_hook(repo, actor, "created", issue, shaped)])
 
     def comment(self, repo: Repo, comment_id: int) -> Comment:
         found = repo.comments.get(comment_id)
@@ -296,17 +301,8 @@ class Operations:
         issue = repo.issues[comment.issue_number]
         hooks = []
         if previous != body:
-            hooks.append(
-                self._hook(
-                    repo,
-                    "issue_comment",
-                    actor,
-                    action="edited",
-                    issue=self.shapes.issue(repo, issue),
-                    comment=shaped,
-                    changes={"body": {"from": previous}},
-                )
-            )
+            changes = {"body": {"from": previous}}
+            hooks.append(self._comment_hook(repo, actor, "edited", issue, shaped, changes=changes))
         return Outcome(shaped, 200, hooks)
 
     def list_comments(self, repo: Repo, number: int) -> list[dict[str, Any]]:
@@ -321,15 +317,7 @@ class Operations:
         shaped = self.shapes.comment(repo, comment)
         del repo.comments[comment_id]
         issue.comment_ids.remove(comment_id)
-        hook = self._hook(
-            repo,
-            "issue_comment",
-            actor,
-            action="deleted",
-            issue=self.shapes.issue(repo, issue),
-            comment=shaped,
-        )
-        return Outcome(None, 204, [hook])
+        return Outcome(None, 204, [self._comment_hook(repo, actor, "deleted", issue, shaped)])
 
     def create_label(self, repo: Repo, actor: User, data: dict[str, Any]) -> Outcome:
         """A repository label; a name that exists (case-insensitively) is GitHub's 422

@@ -12,9 +12,14 @@ from bot.lifecycle import tasks
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
 from operator_api.auth import OPERATOR_NAME
+from operator_api.openapi import Endpoints, errors, json_body, path_param, query
+from operator_api.schemas import ref
 from operator_api.validation import query_int, read_json, reject_unknown
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+routes = endpoints.routes
+TASK = path_param("id", {"type": "integer", "minimum": 1})
+ACTION_ERRORS = errors(400, 401, 404, 409, 413, 503)
 ACTION_BODY_LIMIT = 1024
 TASK_ID = re.compile(r"[1-9][0-9]{0,11}")
 
@@ -59,7 +64,16 @@ async def _no_body(request: web.Request) -> None:
     reject_unknown(await read_json(request, limit=ACTION_BODY_LIMIT, required=False), set())
 
 
-@routes.get("/api/operator/board")
+@endpoints.get(
+    "/api/operator/board",
+    "Tasks newest first (archived ones only with archived=true)",
+    {"200": json_body(ref("Board")), **errors(400, 401)},
+    params=[
+        query("state", {"enum": [s.value for s in TaskState]}, "only tasks in this state"),
+        query("archived", {"type": "boolean"}, "include archived tasks"),
+        query("limit", {"type": "integer", "minimum": 1, "maximum": 1000}, "at most N"),
+    ],
+)
 async def board(request: web.Request) -> web.Response:
     state = _state(request)
     archived = _flag(request, "archived")
@@ -70,13 +84,28 @@ async def board(request: web.Request) -> web.Response:
     return web.json_response({"tasks": found})
 
 
-@routes.get("/api/operator/tasks/{id}")
+@endpoints.get(
+    "/api/operator/tasks/{id}",
+    "A task with its event log",
+    {"200": json_body(ref("TaskDetail")), **errors(400, 401, 404)},
+    params=[TASK],
+)
 async def task_detail(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     return web.json_response(await request.app[SERVICES].db.run(tasks.task_detail, task_id))
 
 
-@routes.post("/api/operator/tasks/{id}/terminate")
+@endpoints.post(
+    "/api/operator/tasks/{id}/terminate",
+    "Stop a queued, running or waiting task (job cancelled, runtime killed); 202: a frozen "
+    "worker holds the task, the request is recorded and applied later",
+    {
+        "200": json_body(ref("TaskDetail")),
+        "202": json_body(ref("TaskDetail"), "Recorded; applied once the worker's job stops"),
+        **ACTION_ERRORS,
+    },
+    params=[TASK],
+)
 async def terminate(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
@@ -87,7 +116,12 @@ async def terminate(request: web.Request) -> web.Response:
     return web.json_response(result.detail, status=200 if result.applied else 202)
 
 
-@routes.post("/api/operator/tasks/{id}/archive")
+@endpoints.post(
+    "/api/operator/tasks/{id}/archive",
+    "Hide a finished task from the board",
+    {"200": json_body(ref("TaskDetail")), **ACTION_ERRORS},
+    params=[TASK],
+)
 async def archive(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)

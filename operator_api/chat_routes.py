@@ -9,8 +9,10 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
-from bot.errors import BadRequest, NotFound
+from bot.errors import BadRequest, NotFound, SteelframeError
 from operator_api.auth import OPERATOR_ID
+from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
+from operator_api.schemas import ref
 from operator_api.sse import last_event_id, stream_frames, stream_turn
 from operator_api.validation import (
     optional_issue,
@@ -21,11 +23,23 @@ from operator_api.validation import (
     session_id,
 )
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+routes = endpoints.routes
+SESSION = path_param("session", {"type": "string"})
 CHAT_FIELDS = {"message", "session", "agent", "focus"}
 MAX_MESSAGE = 32_000
 # Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md).
 ERROR_STATUS = {"runtime": 502, "timeout": 504, "stopped": 409, "session_deleted": 404}
+
+
+class TurnFailed(SteelframeError):
+    """A blocking turn that ended in an error frame; its reason picks the status, and the
+    error middleware writes the body like every other error's."""
+
+    def __init__(self, message: str, reason: str, session: str) -> None:
+        super().__init__(message, detail={"reason": reason, "session": session})
+        self.status = ERROR_STATUS.get(reason, 500)
+        self.code = f"turn_{reason}"
 
 
 def _chat(request: web.Request) -> ChatService:
@@ -57,7 +71,12 @@ def _bad(message: str, field: str) -> BadRequest:
     return BadRequest(message, detail={"field": field})
 
 
-@routes.post("/api/operator/chat")
+@endpoints.post(
+    "/api/operator/chat",
+    "Blocking chat turn",
+    {"200": json_body(ref("ChatResponse")), **errors(400, 401, 404, 409, 413, 500, 502, 504)},
+    body=ref("ChatRequest"),
+)
 async def chat_blocking(request: web.Request) -> web.Response:
     handle = await _chat(request).start_turn(await _turn_request(request))
     final: dict[str, Any] = {}
@@ -67,24 +86,31 @@ async def chat_blocking(request: web.Request) -> web.Response:
     if final.get("type") == "done":
         return web.json_response(final["response"])
     reason = final.get("reason", "internal")
-    return web.json_response(
-        {
-            "error": final.get("error", "the turn failed"),
-            "code": f"turn_{reason}",
-            "detail": {"reason": reason, "session": handle.session_id},
-        },
-        status=ERROR_STATUS.get(reason, 500),
-    )
+    raise TurnFailed(final.get("error", "the turn failed"), reason, handle.session_id)
 
 
-@routes.post("/api/operator/chat/stream")
+@endpoints.post(
+    "/api/operator/chat/stream",
+    "Streaming chat turn (SSE)",
+    {"200": SSE, **errors(400, 401, 404, 409, 413)},
+    body=ref("ChatRequest"),
+)
 async def chat_stream(request: web.Request) -> web.StreamResponse:
     handle = await _chat(request).start_turn(await _turn_request(request))
     heartbeat = request.app[SERVICES].settings.heartbeat_seconds
     return await stream_turn(request, handle, after=0, heartbeat=heartbeat)
 
 
-@routes.get("/api/operator/chat/stream")
+@endpoints.get(
+    "/api/operator/chat/stream",
+    "Re-attach to the in-flight turn; replays frames after Last-Event-ID",
+    {"200": SSE, **errors(400, 401, 404)},
+    params=[
+        query("session", {"type": "string"}, "session id"),
+        query("turn", {"type": "string"}, "turn id"),
+        query("last_event_id", {"type": "integer"}, "instead of the Last-Event-ID header"),
+    ],
+)
 async def chat_resume(request: web.Request) -> web.StreamResponse:
     """Re-attach to the in-flight (or just finished) turn, from after Last-Event-ID."""
     raw_session = request.query.get("session")
@@ -113,7 +139,15 @@ async def chat_resume(request: web.Request) -> web.StreamResponse:
     )
 
 
-@routes.get("/api/operator/chat")
+@endpoints.get(
+    "/api/operator/chat",
+    "History of a session (default: the active one)",
+    {"200": json_body(ref("History")), **errors(400, 401, 404)},
+    params=[
+        query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "last N messages"),
+        query("session", {"type": "string"}, "session id"),
+    ],
+)
 async def chat_history(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", default=50, maximum=500)
     raw = request.query.get("session")
@@ -123,12 +157,22 @@ async def chat_history(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
-@routes.post("/api/operator/chat/stop")
+@endpoints.post(
+    "/api/operator/chat/stop",
+    "Stop this operator's in-flight turn",
+    {"200": json_body(ref("StopResult")), **errors(401)},
+)
 async def chat_stop(request: web.Request) -> web.Response:
     return web.json_response(await _chat(request).stop(request[OPERATOR_ID]))
 
 
-@routes.post("/api/operator/chat/clear")
+@endpoints.post(
+    "/api/operator/chat/clear",
+    "Clear a session's messages",
+    {"200": json_body(ref("Cleared")), **errors(400, 401, 404, 409, 413)},
+    body=ref("ClearRequest"),
+    body_required=False,
+)
 async def chat_clear(request: web.Request) -> web.Response:
     data = await read_json(
         request, limit=request.app[SERVICES].settings.chat_max_body, required=False
@@ -141,12 +185,22 @@ async def chat_clear(request: web.Request) -> web.Response:
     return web.json_response(result)
 
 
-@routes.get("/api/operator/chat/sessions")
+@endpoints.get(
+    "/api/operator/chat/sessions",
+    "Sessions, newest activity first",
+    {"200": json_body(ref("Sessions")), **errors(401)},
+)
 async def chat_sessions(request: web.Request) -> web.Response:
     return web.json_response({"sessions": await _chat(request).list_sessions(request[OPERATOR_ID])})
 
 
-@routes.post("/api/operator/chat/new")
+@endpoints.post(
+    "/api/operator/chat/new",
+    "Close the open session and start a new one (Discuss with issue)",
+    {"201": json_body(ref("NewSession")), **errors(400, 401, 409, 413)},
+    body=ref("NewSessionRequest"),
+    body_required=False,
+)
 async def chat_new(request: web.Request) -> web.Response:
     data = await read_json(
         request, limit=request.app[SERVICES].settings.chat_max_body, required=False
@@ -163,13 +217,23 @@ async def chat_new(request: web.Request) -> web.Response:
     return web.json_response(session, status=201)
 
 
-@routes.get("/api/operator/chat/session/{session}")
+@endpoints.get(
+    "/api/operator/chat/session/{session}",
+    "A session's messages and summary; pins the next message to it",
+    {"200": json_body(ref("Session")), **errors(400, 401, 404)},
+    params=[SESSION],
+)
 async def chat_session_get(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
     return web.json_response(await _chat(request).get_session(request[OPERATOR_ID], sid))
 
 
-@routes.delete("/api/operator/chat/session/{session}")
+@endpoints.delete(
+    "/api/operator/chat/session/{session}",
+    "Delete a session and its turns (a turn running in it is stopped first)",
+    {"200": json_body(ref("Deleted")), **errors(400, 401, 404, 409)},
+    params=[SESSION],
+)
 async def chat_session_delete(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
     await _chat(request).delete_session(request[OPERATOR_ID], sid)

@@ -10,6 +10,8 @@ from bot.chat import sessions as store
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
 from operator_api.auth import OPERATOR_ID
+from operator_api.openapi import Endpoints, errors, json_body
+from operator_api.schemas import ref
 from operator_api.validation import (
     issue_number,
     optional_str,
@@ -18,7 +20,8 @@ from operator_api.validation import (
     session_id,
 )
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+routes = endpoints.routes
 
 
 def _repo_for(request: web.Request, agent: str | None) -> str:
@@ -27,7 +30,12 @@ def _repo_for(request: web.Request, agent: str | None) -> str:
     return resolve_agent(request.app[SERVICES].settings.agents, agent).repo
 
 
-@routes.post("/api/operator/chat/decision")
+@endpoints.post(
+    "/api/operator/chat/decision",
+    "Publish a Decision comment (marker once; removes steelframe:needs_human)",
+    {"200": json_body(ref("Published")), **errors(400, 401, 404, 413, 502, 503)},
+    body=ref("DecisionRequest"),
+)
 async def publish_decision(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     data = await read_json(request, limit=services.settings.chat_max_body)
@@ -49,7 +57,17 @@ async def publish_decision(request: web.Request) -> web.Response:
     return web.json_response(published.as_response())
 
 
-@routes.post("/api/operator/chat/file")
+@endpoints.post(
+    "/api/operator/chat/file",
+    "File the session's pending proposal (or an explicit title/body) as an issue",
+    {
+        "201": json_body(ref("Filed"), "Filed"),
+        "200": json_body(ref("Filed"), "Filed before (same key): the same issue"),
+        **errors(400, 401, 404, 413, 502, 503),
+    },
+    body=ref("FileRequest"),
+    body_required=False,
+)
 async def file_pending(request: web.Request) -> web.Response:
     """File the session's pending proposal (the TUI's `y`), or an explicit title/body."""
     services = request.app[SERVICES]

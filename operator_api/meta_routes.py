@@ -1,4 +1,4 @@
-"""Unauthenticated service routes: health and the OpenAPI description."""
+"""Unauthenticated service routes: health, the OpenAPI description and its reference page."""
 
 from __future__ import annotations
 
@@ -6,12 +6,20 @@ from aiohttp import web
 
 from bot import __version__
 from bot.appkeys import SERVICES
-from operator_api.openapi import openapi_document
+from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body
+from operator_api.reference import render_reference
+from operator_api.schemas import ref
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+routes = endpoints.routes
 
 
-@routes.get("/healthz")
+@endpoints.get(
+    "/healthz",
+    "Health: version, database and Redis reachability",
+    {"200": json_body(ref("Health"))},
+    auth=False,
+)
 async def healthz(request: web.Request) -> web.Response:
     """Liveness: the process answers (200), whatever its dependencies say; a restart would
     not fix the database. The body still says how they are."""
@@ -22,7 +30,13 @@ async def healthz(request: web.Request) -> web.Response:
     )
 
 
-@routes.get("/readyz")
+@endpoints.get(
+    "/readyz",
+    "Readiness: 200 when the database, Redis (if configured) and the memory index serve; "
+    "503 naming what is down",
+    {"200": json_body(ref("Readiness")), "503": json_body(ref("Readiness"), "Not ready")},
+    auth=False,
+)
 async def readyz(request: web.Request) -> web.Response:
     """Readiness: 503 naming what is down, so a load balancer sends no traffic here."""
     checks = await request.app[SERVICES].readiness()
@@ -33,6 +47,28 @@ async def readyz(request: web.Request) -> web.Response:
     )
 
 
-@routes.get("/api/openapi.json")
+@endpoints.get(
+    "/api/openapi.json",
+    "This document",
+    {"200": json_body({"type": "object", "required": ["openapi", "info", "paths"]})},
+    auth=False,
+)
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(openapi_document())
+    return web.json_response(request.app[OPENAPI_DOCUMENT])
+
+
+@endpoints.get(
+    "/api/docs",
+    "The API reference: this document as a readable page",
+    {
+        "200": {
+            "description": "HTML",
+            "content": {"text/html": {"schema": {"type": "string"}}},
+        }
+    },
+    auth=False,
+)
+async def reference(request: web.Request) -> web.Response:
+    # Rendered per request: a page people open now and then, from the app's own document.
+    page = render_reference(request.app[OPENAPI_DOCUMENT])
+    return web.Response(text=page, content_type="text/html")

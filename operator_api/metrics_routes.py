@@ -13,8 +13,10 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.errors import Forbidden
 from bot.metrics import CONTENT_TYPE
+from operator_api.openapi import Endpoints, errors
 
-routes = web.RouteTableDef()
+endpoints = Endpoints()
+routes = endpoints.routes
 
 
 def _allowed(request: web.Request) -> bool:
@@ -28,7 +30,19 @@ def _allowed(request: web.Request) -> bool:
         return False
 
 
-@routes.get("/metrics")
+@endpoints.get(
+    "/metrics",
+    "Prometheus metrics of this process (docs/deploy.md): bearer STEELFRAME_METRICS_TOKEN, or "
+    "clients on this machine when it is unset",
+    {
+        "200": {
+            "description": "Prometheus text exposition",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        **errors(403),
+    },
+    auth=False,
+)
 async def metrics(request: web.Request) -> web.Response:
     if not _allowed(request):
         raise Forbidden(

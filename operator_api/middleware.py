@@ -17,9 +17,9 @@ from bot.log_context import bind_ids
 log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = web.RequestKey("request_id", str)
+REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
 # Its own generator: request ids never disturb (or depend on) the global `random` state.
 _REQUEST_IDS = random.Random()
-REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
 
 
 def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:

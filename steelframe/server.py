@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -19,13 +20,23 @@ from bot.services import Services, build_services
 from operator_api import board_routes, chat_routes, decision_routes, meta_routes, metrics_routes
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
+from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
+from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
-# Extra set-up steps (the webhook route, the GitHub client, memory...) register here so the
-# app factory stays one list: each takes the app and its services.
-AppPlugin = Callable[[web.Application, Services], None]
+# The operator API's route tables; each also declares its endpoints' OpenAPI operations.
+OPERATOR_API = (meta_routes, metrics_routes, chat_routes, board_routes, decision_routes)
+
+
+@dataclass(frozen=True)
+class AppPlugin:
+    """An optional part of the service (the webhook route...): its set-up step, which takes
+    the app and its services, and the paths it adds to the API description."""
+
+    setup: Callable[[web.Application, Services], None]
+    openapi_paths: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def create_app(
@@ -44,16 +55,18 @@ def create_app(
         handler_args={"logger": QuietProtocolLog()},
     )
     app[TOKEN_CACHE] = TokenCache()
-    app.add_routes(meta_routes.routes)
-    app.add_routes(metrics_routes.routes)
-    app.add_routes(chat_routes.routes)
-    app.add_routes(board_routes.routes)
-    app.add_routes(decision_routes.routes)
+    for module in OPERATOR_API:
+        app.add_routes(module.endpoints.routes)
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built
-    for plugin in plugins if plugins is not None else default_plugins():
-        plugin(app, built)
+    chosen = plugins if plugins is not None else default_plugins()
+    for plugin in chosen:
+        plugin.setup(app, built)
+    # One document per app, built once from the declarations of what this app serves.
+    app[OPENAPI_DOCUMENT] = build_document(
+        [*(m.endpoints.paths for m in OPERATOR_API), *(p.openapi_paths for p in chosen)]
+    )
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         await built.chat.resume_pending_summaries()
@@ -72,4 +85,4 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    return (webhooks_setup,)
+    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS),)

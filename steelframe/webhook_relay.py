@@ -21,6 +21,8 @@ from typing import Any
 
 import aiohttp
 
+from bot.runtimes.eventstream import server_events
+
 log = logging.getLogger("steelframe.relay")
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 # Headers of the relay's own request or the event, never GitHub's: not forwarded.
@@ -59,23 +61,9 @@ def delivery_from_event(data: str) -> RelayedDelivery | None:
 async def server_sent_events(
     response: aiohttp.ClientResponse,
 ) -> AsyncIterator[tuple[str, str]]:
-    """(event type, data) per event of a text/event-stream response."""
-    kind, data = "message", list[str]()
-    async for raw in response.content:
-        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-        if not line:
-            if data:
-                yield kind, "\n".join(data)
-            kind, data = "message", list[str]()
-        elif line.startswith(":"):
-            continue
-        else:
-            name, _, value = line.partition(":")
-            value = value.removeprefix(" ")
-            if name == "event":
-                kind = value
-            elif name == "data":
-                data.append(value)
+    """(event type, data) per event of a text/event-stream response (the runtimes' parser)."""
+    async for event in server_events(response.content):
+        yield event.event, event.data
 
 
 class WebhookRelay:

@@ -8,11 +8,14 @@ where they must run and fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
 import subprocess
 import uuid
+import weakref
+from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -152,6 +155,21 @@ def make_settings(tmp_path: Path, **overrides: Any) -> Settings:
     return Settings.from_env({}, defaults=values)
 
 
+async def store_deliveries(db: Any, deliveries: list[Any]) -> set[str]:
+    """Store webhook deliveries the way the receiver does (webhooks.writer.DeliveryWriter:
+    its connection, its one multi-row INSERT); returns the ids that were new."""
+    import asyncio
+
+    from webhooks.writer import DeliveryWriter
+
+    writer = DeliveryWriter(db)
+    try:
+        new = await asyncio.gather(*(writer.record(delivery) for delivery in deliveries))
+    finally:
+        await writer.close()
+    return {d.delivery_id for d, is_new in zip(deliveries, new, strict=True) if is_new}
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return make_settings(tmp_path)
@@ -172,12 +190,27 @@ def services_factory() -> Iterator[Callable[..., Services]]:
 
 
 class ApiClient:
-    """An aiohttp test client that sends an operator's bearer token."""
+    """An aiohttp test client that sends an operator's bearer token; its answers (and those
+    of the TUI clients it makes) are checked against the app's OpenAPI document."""
 
-    def __init__(self, client: Any, token: str, services: Services) -> None:
+    def __init__(self, client: Any, token: str, services: Services, contract: Any) -> None:
         self.raw = client
         self.token = token
         self.services = services
+        self.contract = contract
+
+    def operator_client(self, *, token: str | None = None, url: str | None = None) -> Any:
+        """The TUI's OperatorClient for this app (or for a proxy in front of it at `url`)."""
+        from yarl import URL
+
+        from tests.api_contract import checked_response_class
+        from tui_client.api import OperatorClient
+
+        base = url or str(self.raw.make_url("")).rstrip("/")
+        self.contract.origins.add(URL(base).origin())
+        options = {"response_class": checked_response_class(self.contract)}
+        chosen = token if token is not None else self.token
+        return OperatorClient(base, chosen, session_options=options)
 
     def headers(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}", **(extra or {})}
@@ -196,7 +229,7 @@ class ApiClient:
         return await self.request("DELETE", path, **kwargs)
 
     def as_operator(self, token: str) -> ApiClient:
-        return ApiClient(self.raw, token, self.services)
+        return ApiClient(self.raw, token, self.services, self.contract)
 
     def new_operator(self, name: str) -> ApiClient:
         _, token = self.services.db.call(create_operator, name)
@@ -205,18 +238,34 @@ class ApiClient:
 
 @pytest.fixture
 async def api_factory(aiohttp_client: Any) -> AsyncIterator[Callable[..., Any]]:
-    """Build the real app (with optional overrides, e.g. `runtimes=`) and a client for it."""
+    """Build the real app (with optional overrides, e.g. `runtimes=`) and a client for it.
+
+    Every answer the client receives is checked against the app's OpenAPI document
+    (tests/api_contract.py); a mismatch fails the test where it reads the answer, and
+    again at teardown."""
+    from operator_api.openapi import OPENAPI_DOCUMENT
+    from tests.api_contract import ApiContract, checked_response_class
+
+    contracts: list[ApiContract] = []
 
     async def factory(settings: Settings, **overrides: Any) -> ApiClient:
         from steelframe.server import create_app
 
         app = create_app(settings, **overrides)
-        client = await aiohttp_client(app)
+        contract = ApiContract(app[OPENAPI_DOCUMENT])
+        contracts.append(contract)
+        client = await aiohttp_client(app, response_class=checked_response_class(contract))
+        contract.origins.add(client.make_url("/").origin())
         services = app[SERVICES]
         _, token = services.db.call(create_operator, f"op-{uuid.uuid4().hex[:6]}")
-        return ApiClient(client, token, services)
+        return ApiClient(client, token, services, contract)
 
     yield factory
+    for contract in contracts:
+        with contextlib.suppress(AssertionError):  # listed in contract.problems
+            contract.flush()
+    problems = [p for contract in contracts for p in contract.problems]
+    assert not problems, "answers broke the OpenAPI document:\n" + "\n".join(problems)
 
 
 @pytest.fixture
@@ -225,19 +274,52 @@ async def api(api_factory: Callable[..., Any], settings: Settings) -> ApiClient:
     return await api_factory(settings)
 
 
-async def read_sse(response: Any, *, until: str | None = "done") -> list[dict[str, Any]]:
-    """Parse SSE `data:` frames (ignoring heartbeats) until a terminal frame."""
-    import json
+class _FrameStream:
+    """The frames of one SSE response, parsed by the TUI's reader (the project's one SSE
+    client parser); frames a chunk carried past the one a test stopped at wait here for its
+    next read."""
 
+    def __init__(self, response: Any) -> None:
+        from tui_client.sse import SseReader
+
+        self.response = response
+        self.reader = SseReader()
+        self.ready: deque[dict[str, Any]] = deque()
+
+    async def next(self) -> dict[str, Any] | None:
+        while not self.ready:
+            chunk = await self.response.content.readany()
+            if not chunk:
+                return None
+            self.ready.extend(self.reader.feed(chunk))
+        return self.ready.popleft()
+
+
+_STREAMS: weakref.WeakKeyDictionary[Any, _FrameStream] = weakref.WeakKeyDictionary()
+
+
+async def frames_until(
+    response: Any, stop: Callable[[dict[str, Any]], bool]
+) -> list[dict[str, Any]]:
+    """Frames of an SSE response up to and including the first one `stop` accepts (or to
+    the end of the stream)."""
+    stream = _STREAMS.get(response)
+    if stream is None:
+        stream = _STREAMS[response] = _FrameStream(response)
     frames: list[dict[str, Any]] = []
-    async for raw_line in response.content:
-        line = raw_line.decode().rstrip("\n")
-        if line.startswith("data: "):
-            frame = json.loads(line[len("data: ") :])
-            frames.append(frame)
-            if frame["type"] in ("done", "error") or (until and frame["type"] == until):
-                break
+    while (frame := await stream.next()) is not None:
+        frames.append(frame)
+        if stop(frame):
+            break
     return frames
+
+
+async def read_sse(response: Any, *, until: str | None = "done") -> list[dict[str, Any]]:
+    """Frames (heartbeats are comments, not frames) until a terminal frame or `until`."""
+    return await frames_until(
+        response,
+        lambda f: f["type"] in ("done", "error") or (until is not None and f["type"] == until),
+    )
 
 
 # -- The local GitHub sandbox (issue 4) ---------------------------------------------------

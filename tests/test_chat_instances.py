@@ -12,7 +12,7 @@ import redis
 
 from bot.chat.coordination import STOP_CHANNEL
 from bot.runtimes.base import Delta
-from tests.conftest import make_settings, read_sse
+from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.runtimes import ScriptedRuntime
 
 
@@ -39,9 +39,7 @@ async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
     await _until_subscribed(redis_url, 2)
 
     response = await first.post("/api/operator/chat/stream", json={"message": "long one"})
-    async for raw in response.content:
-        if raw.startswith(b"data: ") and b'"delta"' in raw:
-            break
+    await frames_until(response, lambda frame: frame["type"] == "delta")
     refused = await second.post("/api/operator/chat", json={"message": "me too"})
     assert refused.status == 409
     assert (await refused.json())["detail"]["session"] == response.headers["X-Steelframe-Session"]

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
 from bot.runtimes.base import Delta, Thinking
-from tests.conftest import ApiClient, make_settings, read_sse
+from tests.conftest import ApiClient, frames_until, make_settings, read_sse
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
 
@@ -16,17 +15,6 @@ async def _api_with(
     api_factory: Any, tmp_path: Path, runtime: ScriptedRuntime, **overrides: Any
 ) -> ApiClient:
     return await api_factory(make_settings(tmp_path, **overrides), runtimes=lambda agent: runtime)
-
-
-async def _frames_until(response: Any, predicate: Any) -> list[dict[str, Any]]:
-    frames: list[dict[str, Any]] = []
-    async for raw in response.content:
-        line = raw.decode().rstrip("\n")
-        if line.startswith("data: "):
-            frames.append(json.loads(line[6:]))
-            if predicate(frames[-1]):
-                break
-    return frames
 
 
 async def _message_count(api: ApiClient) -> int:
@@ -40,7 +28,7 @@ async def test_stop_cancels_the_model_call_and_persists_nothing(
     slow = ScriptedRuntime([[Delta(f"word{i} ") for i in range(200)]], delay=0.02)
     api = await _api_with(api_factory, tmp_path, slow)
     response = await api.post("/api/operator/chat/stream", json={"message": "long answer please"})
-    first = await _frames_until(response, lambda f: f["type"] == "delta")
+    first = await frames_until(response, lambda f: f["type"] == "delta")
     assert first[-1]["type"] == "delta"
     stopped = await (await api.post("/api/operator/chat/stop")).json()
     assert stopped["stopped"] is True
@@ -64,7 +52,7 @@ async def test_second_concurrent_send_is_409_and_changes_nothing(
     runtime = ScriptedRuntime([reply("done at last")], gate=gate)
     api = await _api_with(api_factory, tmp_path, runtime)
     first = await api.post("/api/operator/chat/stream", json={"message": "first"})
-    await _frames_until(first, lambda f: f["type"] == "status")
+    await frames_until(first, lambda f: f["type"] == "status")
     second = await api.post("/api/operator/chat", json={"message": "second", "focus": 5})
     assert second.status == 409
     body = await second.json()
@@ -85,7 +73,7 @@ async def test_disconnect_then_resume_with_last_event_id_loses_and_doubles_nothi
     runtime = ScriptedRuntime([[Thinking("plan"), *words]], delay=0.01)
     api = await _api_with(api_factory, tmp_path, runtime)
     response = await api.post("/api/operator/chat/stream", json={"message": "stream it"})
-    seen = await _frames_until(response, lambda f: f["type"] == "delta" and f["text"] == "w3 ")
+    seen = await frames_until(response, lambda f: f["type"] == "delta" and f["text"] == "w3 ")
     session = response.headers["X-Steelframe-Session"]
     response.close()  # the client goes away mid-turn
     last = seen[-1]["id"]
@@ -110,7 +98,7 @@ async def test_turn_finishes_and_persists_when_client_disconnects(
     runtime = ScriptedRuntime([reply("finished without you", pieces=10)], delay=0.02)
     api = await _api_with(api_factory, tmp_path, runtime)
     response = await api.post("/api/operator/chat/stream", json={"message": "go"})
-    await _frames_until(response, lambda f: f["type"] == "status")
+    await frames_until(response, lambda f: f["type"] == "status")
     session = response.headers["X-Steelframe-Session"]
     response.close()
     handle = api.services.registry.for_operator(_operator_id(api))
@@ -141,7 +129,7 @@ async def test_deleting_the_session_of_a_running_turn_stops_it_and_writes_nothin
     runtime = ScriptedRuntime([reply("too late")], gate=gate)
     api = await _api_with(api_factory, tmp_path, runtime)
     response = await api.post("/api/operator/chat/stream", json={"message": "doomed"})
-    await _frames_until(response, lambda f: f["type"] == "status")
+    await frames_until(response, lambda f: f["type"] == "status")
     session = response.headers["X-Steelframe-Session"]
     assert (await api.delete(f"/api/operator/chat/session/{session}")).status == 200
     frames = await read_sse(response)
@@ -161,7 +149,7 @@ async def test_a_session_deleted_elsewhere_mid_turn_fails_closed(
     api = await api_factory(settings, runtimes=lambda agent: runtime)
     elsewhere = (await api_factory(settings)).as_operator(api.token)
     response = await api.post("/api/operator/chat/stream", json={"message": "doomed"})
-    await _frames_until(response, lambda f: f["type"] == "status")
+    await frames_until(response, lambda f: f["type"] == "status")
     session = response.headers["X-Steelframe-Session"]
     assert (await elsewhere.delete(f"/api/operator/chat/session/{session}")).status == 200
     gate.set()
@@ -176,7 +164,7 @@ async def test_new_chat_and_clear_wait_for_the_running_turn(
     gate = asyncio.Event()
     api = await _api_with(api_factory, tmp_path, ScriptedRuntime([reply("ok")], gate=gate))
     response = await api.post("/api/operator/chat/stream", json={"message": "busy"})
-    await _frames_until(response, lambda f: f["type"] == "status")
+    await frames_until(response, lambda f: f["type"] == "status")
     assert (await api.post("/api/operator/chat/new", json={})).status == 409
     assert (await api.post("/api/operator/chat/clear")).status == 409
     gate.set()

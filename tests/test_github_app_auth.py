@@ -12,7 +12,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from bot.config import ConfigError, Secret
-from bot.github.app_auth import AppCredentials
+from bot.github.app_auth import AppCredentials, InstallationLookup
 from bot.github.client import GitHubClient
 from tests.conftest import SANDBOX_APP_ID, SANDBOX_REPO, FakeTime, GitHubSandbox
 
@@ -123,3 +123,24 @@ async def test_logs_never_carry_the_key_or_tokens(
     assert token not in text
     assert github_sandbox.private_key.splitlines()[1] not in text
     assert github_client.app.jwt() not in text
+
+
+async def test_the_installation_lookup_asks_the_store_then_github() -> None:
+    asked: list[str] = []
+    stored: dict[str, int] = {"o/kept": 7}
+
+    async def fetch(repo: str) -> int:
+        asked.append(repo)
+        return 42
+
+    async def durable(repo: str) -> int | None:
+        if repo == "o/broken":
+            raise OSError("database down")
+        return stored.get(repo)
+
+    lookup = InstallationLookup(fetch, clock=lambda: 1000.0, durable=durable)
+    assert await lookup.get("o/kept") == 7 and asked == []
+    assert await lookup.get("o/unknown") == 42 and asked == ["o/unknown"]
+    assert await lookup.get("o/broken") == 42  # a store that fails is only a missed shortcut
+    lookup.invalidate("o/kept")  # GitHub refused installation 7 for it
+    assert await lookup.get("o/kept") == 42 and asked[-1] == "o/kept"

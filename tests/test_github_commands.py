@@ -10,21 +10,19 @@ import pytest
 from bot.clock import utcnow
 from bot.db import Database, upgrade
 from steelframe.cli import main
-from tests.conftest import SANDBOX_REPO, GitHubSandbox
-from webhooks.deliveries import DeliveryStatus, Finished, NewDelivery, finish, insert_deliveries
+from tests.conftest import SANDBOX_REPO, GitHubSandbox, store_deliveries
+from webhooks.deliveries import DeliveryStatus, Finished, NewDelivery, finish
 
 
 def seed(url: str) -> None:
     db = Database.from_url(url)
     upgrade(db.engine)
     now = utcnow()
-    db.call(
-        insert_deliveries,
-        [
-            NewDelivery("ok-1", "issues", "opened", 1, "a/b", "{}", now),
-            NewDelivery("bad-1", "issue_comment", "created", 1, "a/b", "{}", now),
-        ],
-    )
+    delivered = [
+        NewDelivery("ok-1", "issues", "opened", 1, "a/b", "{}", now),
+        NewDelivery("bad-1", "issue_comment", "created", 1, "a/b", "{}", now),
+    ]
+    asyncio.run(store_deliveries(db, delivered))
     db.call(
         finish,
         [

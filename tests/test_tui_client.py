@@ -23,7 +23,7 @@ from tui_client.transcript import AssistantMessage, hit_line
 
 
 def client_for(api: ApiClient, token: str | None = None) -> OperatorClient:
-    return OperatorClient(str(api.raw.make_url("")), token or api.token)
+    return api.operator_client(token=token or api.token)
 
 
 # -- SSE reader ------------------------------------------------------------------------
@@ -101,7 +101,7 @@ async def test_client_resumes_a_stream_that_breaks_mid_frame_without_loss_or_dou
     api: ApiClient,
 ) -> None:
     proxy = LoopbackProxy(api.raw.port)
-    client = OperatorClient(await proxy.start(), api.token)
+    client = api.operator_client(url=await proxy.start())
     try:
         frames = [frame async for frame in client.turn("tell me everything")]
     finally:

@@ -7,10 +7,12 @@ import asyncio
 import logging
 from typing import Any
 
+import pytest
 from sqlalchemy import select
 
 from bot.github.client import GitHubClient
-from bot.github.installations import GitHubInstallation, GitHubRepository
+from bot.github.errors import GitHubNotFound
+from bot.github.installations import GitHubInstallation, GitHubRepository, stored_installations
 from memory.models import MemoryChunk
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from webhooks.appkeys import PROCESSOR
@@ -136,3 +138,33 @@ async def test_without_redis_only_a_pickup_label_is_warned_about(
     warned = [r.getMessage() for r in caplog.records if "pickup label" in r.getMessage()]
     assert warned  # the pickup label arrived and was dropped: say so
     assert all("no Redis for the lifecycle" in line for line in warned)
+
+
+async def test_a_fresh_client_finds_the_installation_the_webhooks_stored(
+    github_sandbox: GitHubSandbox, github_service: ApiClient
+) -> None:
+    """A new process (empty caches) asks the database before GitHub; a stored answer that
+    GitHub contradicts is not asked again."""
+    sandbox = github_sandbox.sandbox
+    installation = sandbox.install("octo-org", account_type="Organization")
+    sandbox.add_repo("octo-org/widgets", installation=installation)
+    await settle(github_sandbox, github_service)
+    db = github_service.services.db
+    fresh = github_sandbox.client(stored_installation=stored_installations(db))
+    await fresh.create_issue("octo-org/widgets", title="t", body="b", labels=[])
+    lookups = [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]
+    assert lookups == []  # the stored answer served; no API round trip
+
+    def stale(session: Any) -> None:
+        row = session.scalar(
+            select(GitHubRepository).where(GitHubRepository.full_name == "octo-org/widgets")
+        )
+        row.installation_id = 999_999_999  # an installation GitHub does not know
+
+    db.call(stale)
+    restarted = github_sandbox.client(stored_installation=stored_installations(db))
+    with pytest.raises(GitHubNotFound):
+        await restarted.installation_token("octo-org/widgets")
+    assert await restarted.installation_token("octo-org/widgets")  # asked GitHub this time
+    lookups = [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]
+    assert len(lookups) == 1 and lookups[0].status == 200

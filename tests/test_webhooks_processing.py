@@ -16,8 +16,8 @@ from sqlalchemy import select
 
 from bot.clock import utcnow
 from bot.db import Database
-from tests.conftest import GITHUB_DATA, make_settings
-from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery, insert_deliveries
+from tests.conftest import GITHUB_DATA, make_settings, store_deliveries
+from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.processor import DeliveryProcessor
 from webhooks.routing import WebhookContext, handles
 from webhooks.writer import DeliveryWriter
@@ -86,9 +86,8 @@ async def test_a_stored_form_encoded_delivery_is_processed_after_a_restart(
 ) -> None:
     settings = make_settings(tmp_path, database_url=any_db_url)
     db = services_factory(settings).db
-    db.call(
-        insert_deliveries,
-        [stored("form", urlencode({"payload": OPENED})), stored("garbage", "payload=%7Bnot")],
+    await store_deliveries(
+        db, [stored("form", urlencode({"payload": OPENED})), stored("garbage", "payload=%7Bnot")]
     )
     calls: list[str] = []
     processor = DeliveryProcessor(
@@ -107,7 +106,7 @@ async def test_a_failing_handler_does_not_stop_the_others_and_the_delivery_says_
 ) -> None:
     settings = make_settings(tmp_path)
     db = services_factory(settings).db
-    db.call(insert_deliveries, [stored("both")])
+    await store_deliveries(db, [stored("both")])
     router = Router()
     calls: list[str] = []
 

@@ -16,14 +16,13 @@ from sqlalchemy import select
 from bot.clock import utcnow
 from bot.config import Secret
 from bot.db import Database
-from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings
+from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_deliveries
 from webhooks.deliveries import (
     DeliveryStatus,
     NewDelivery,
     WebhookDelivery,
     claim,
     claim_stale,
-    insert_deliveries,
     requeue,
 )
 from webhooks.processor import DeliveryProcessor
@@ -70,7 +69,7 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
         tmp_path, database_url=any_db_url, webhook_secret=Secret(WEBHOOK_SECRET)
     )
     before = services_factory(settings)  # a previous run: stored, acknowledged, then killed
-    before.db.call(insert_deliveries, [stored("a"), stored("b"), stored("c")])
+    await store_deliveries(before.db, [stored("a"), stored("b"), stored("c")])
     before.db.call(claim, ["c"], now=utcnow())  # c is being processed by a live process
     api = await api_factory(settings)
     deadline = time.monotonic() + 10
@@ -89,7 +88,7 @@ async def test_processing_past_its_lease_is_taken_again(
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     start = datetime(2025, 1, 1, tzinfo=UTC)
-    db.call(insert_deliveries, [stored("old", at=start), stored("new", at=start)])
+    await store_deliveries(db, [stored("old", at=start), stored("new", at=start)])
     db.call(claim, ["old", "new"], now=start)
     later = start + timedelta(seconds=601)
     assert db.call(claim_stale, now=later, grace=30, lease=600, limit=10) == [
@@ -105,7 +104,7 @@ async def test_received_rows_wait_out_the_grace_period(
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     now = utcnow()
-    db.call(insert_deliveries, [stored("fresh", at=now)])
+    await store_deliveries(db, [stored("fresh", at=now)])
     assert db.call(claim_stale, now=now, grace=30, lease=600, limit=10) == []
     taken = db.call(claim_stale, now=now + timedelta(seconds=31), grace=30, lease=600, limit=10)
     assert [row[0] for row in taken] == ["fresh"]
@@ -116,7 +115,7 @@ async def test_two_processes_recovering_at_once_process_each_delivery_once(
 ) -> None:
     settings = make_settings(tmp_path, database_url=any_db_url)
     db = services_factory(settings).db
-    db.call(insert_deliveries, [stored(f"d{n:02}") for n in range(40)])
+    await store_deliveries(db, [stored(f"d{n:02}") for n in range(40)])
     calls: list[str] = []
     ctx = WebhookContext(db=db, settings=settings, clock=utcnow)
     one = DeliveryProcessor(build_router(counting(calls)), ctx)
@@ -132,7 +131,7 @@ async def test_a_failed_delivery_requeued_by_the_operator_is_processed_again(
 ) -> None:
     settings = make_settings(tmp_path)
     db = services_factory(settings).db
-    db.call(insert_deliveries, [stored("broken")])
+    await store_deliveries(db, [stored("broken")])
     attempts: list[str] = []
     router = Router()
 

@@ -52,10 +52,15 @@ class OperatorClient:
     """One operator's view of the service. The aiohttp session is made on first use, so the
     client can be built before the event loop runs; `close()` releases it."""
 
-    def __init__(self, base_url: str, token: str) -> None:
+    def __init__(
+        self, base_url: str, token: str, *, session_options: dict[str, Any] | None = None
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self._token = token
         self._http: aiohttp.ClientSession | None = None
+        # Extra aiohttp.ClientSession options (the test suite passes a response class that
+        # checks every answer against the service's OpenAPI document).
+        self._session_options = dict(session_options or {})
 
     def __repr__(self) -> str:
         return f"OperatorClient({self.base_url!r}, token=***)"
@@ -63,7 +68,9 @@ class OperatorClient:
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._token}"}, timeout=DEFAULT_TIMEOUT
+                headers={"Authorization": f"Bearer {self._token}"},
+                timeout=DEFAULT_TIMEOUT,
+                **self._session_options,
             )
         return self._http
 

@@ -1,6 +1,7 @@
 """GitHub webhooks: the signed endpoint, the durable delivery log, and the event router.
 
-`setup(app, services)` is the web service's plugin (see `steelframe.server.default_plugins`).
+`setup(app, services)` is the web service's plugin and `OPENAPI_PATHS` its part of the API
+description (see `steelframe.server.default_plugins`, which composes both).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ SHUTDOWN_DRAIN_SECONDS = 5.0
 
 
 def setup(app: web.Application, services: Services) -> None:
-    from operator_api.openapi import register_paths
     from webhooks import routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
     from webhooks.memory_sink import MemorySink
@@ -57,7 +57,6 @@ def setup(app: web.Application, services: Services) -> None:
     app[PROCESSOR] = processor
     services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
-    register_paths({routes.PATH: {"post": OPENAPI_OPERATION}})
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         # What start-up built (modules, ORM metadata, routers) lives as long as the process:
@@ -87,6 +86,7 @@ async def _load_identity(services: Services) -> None:
         log.warning("could not load the GitHub App's identity: %s", exc)
 
 
+# The document's shared error shape (the composition root supplies the components).
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
@@ -115,3 +115,6 @@ OPENAPI_OPERATION = {
         "503": _answer("Not configured, or the delivery could not be stored"),
     },
 }
+# routes.PATH, spelled out: importing webhooks.routes here would load the receiver stack
+# for every importer of this package.
+OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}}

@@ -19,11 +19,9 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    insert,
     select,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base
@@ -93,26 +91,6 @@ class Finished:
     delivery_id: str
     status: DeliveryStatus
     reason: str | None = None
-
-
-def insert_deliveries(session: Session, deliveries: Sequence[NewDelivery]) -> set[str]:
-    """Insert what is new in one statement; returns the ids actually inserted (a known id
-    is skipped by ON CONFLICT DO NOTHING, on SQLite and PostgreSQL alike)."""
-    if not deliveries:
-        return set()
-    table = cast(Table, WebhookDelivery.__table__)
-    dialect = session.get_bind().dialect.name
-    stmt: Any
-    if dialect == "postgresql":
-        stmt = postgresql.insert(table).on_conflict_do_nothing(index_elements=["delivery_id"])
-    elif dialect == "sqlite":
-        stmt = sqlite.insert(table).on_conflict_do_nothing(index_elements=["delivery_id"])
-    else:  # pragma: no cover - Steelframe runs on SQLite and PostgreSQL
-        stmt = insert(table)
-    result = session.execute(
-        stmt.returning(table.c.delivery_id), [delivery.row() for delivery in deliveries]
-    )
-    return set(result.scalars())
 
 
 _COLUMNS = (

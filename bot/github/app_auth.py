@@ -9,6 +9,7 @@ format are GitHub's business (it is changing them), so nothing here checks eithe
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +19,8 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from bot.config import ConfigError, Secret
+
+log = logging.getLogger(__name__)
 
 JWT_BACKDATE_SECONDS = 60
 # exp - iat = 600 s: GitHub's maximum, measured from the backdated iat.
@@ -125,8 +128,11 @@ class TokenCache:
 
 
 class InstallationLookup:
-    """Which installation serves a repository (`GET /repos/{owner}/{repo}/installation`),
-    cached for a while; webhooks prime it with what they learn."""
+    """Which installation serves a repository, cached for a while; webhooks prime it with
+    what they learn. On a miss it asks `durable` first (what the webhooks stored, e.g.
+    `installation_for` in the database: no API call after a restart), then GitHub
+    (`GET /repos/{owner}/{repo}/installation`). A repository invalidated because GitHub
+    refused its installation is asked of GitHub next, never of the stored answer."""
 
     def __init__(
         self,
@@ -134,12 +140,15 @@ class InstallationLookup:
         *,
         clock: EpochClock,
         ttl: float = INSTALLATION_LOOKUP_TTL_SECONDS,
+        durable: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
         self._fetch = fetch
+        self._durable = durable
         self._clock = clock
         self._ttl = ttl
         self._known: dict[str, tuple[int, float]] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self._distrusted: set[str] = set()  # stored answers GitHub has contradicted
 
     async def get(self, repo: str) -> int:
         key = repo.lower()
@@ -150,9 +159,22 @@ class InstallationLookup:
             known = self._fresh(key)
             if known is not None:
                 return known
+            stored = await self._stored(repo)
+            if stored is not None:
+                self._known[key] = (stored, self._clock() + self._ttl)
+                return stored
             installation_id = await self._fetch(repo)
             self.remember(repo, installation_id)
             return installation_id
+
+    async def _stored(self, repo: str) -> int | None:
+        if self._durable is None or repo.lower() in self._distrusted:
+            return None
+        try:
+            return await self._durable(repo)
+        except Exception as exc:  # the database is a shortcut; GitHub still answers
+            log.warning("installation lookup for %s: stored answer unavailable (%s)", repo, exc)
+            return None
 
     def _fresh(self, key: str) -> int | None:
         known = self._known.get(key)
@@ -162,6 +184,8 @@ class InstallationLookup:
 
     def remember(self, repo: str, installation_id: int) -> None:
         self._known[repo.lower()] = (installation_id, self._clock() + self._ttl)
+        self._distrusted.discard(repo.lower())
 
     def invalidate(self, repo: str) -> None:
         self._known.pop(repo.lower(), None)
+        self._distrusted.add(repo.lower())

@@ -80,6 +80,7 @@ class GitHubClient:
         session: aiohttp.ClientSession | None = None,
         user_agent: str = USER_AGENT,
         observe: Observer | None = None,
+        stored_installation: Callable[[str], Awaitable[int | None]] | None = None,
     ) -> None:
         self.app = AppCredentials(app_id, private_key, clock=clock)
         self._clock = clock
@@ -96,7 +97,11 @@ class GitHubClient:
             observe=observe,
         )
         self.tokens = TokenCache(self._fetch_token, clock=clock)
-        self.installations = InstallationLookup(self._fetch_installation, clock=clock)
+        # `stored_installation`: what the webhooks recorded (bot.github.installations), asked
+        # before GitHub is.
+        self.installations = InstallationLookup(
+            self._fetch_installation, clock=clock, durable=stored_installation
+        )
         self._identity: AppIdentity | None = None
 
     @classmethod

@@ -4,14 +4,14 @@ delivery). Core functions take a session; upserts, so a redelivered event change
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import BigInteger, String, select
+from sqlalchemy import BigInteger, String, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
-from bot.db import Base
+from bot.db import Base, Database
 
 
 class GitHubInstallation(Base):
@@ -114,9 +114,24 @@ def forget_repositories(session: Session, repo_ids: Iterable[int], *, now: datet
 
 
 def installation_for(session: Session, full_name: str) -> int | None:
-    """The installation serving `full_name`, as the webhooks told us (None if unknown)."""
+    """The installation serving `full_name`, as the webhooks told us (None if unknown or
+    suspended). Names compare case-insensitively, as GitHub's do."""
     return session.scalar(
-        select(GitHubRepository.installation_id).where(
-            GitHubRepository.full_name == full_name, GitHubRepository.removed_at.is_(None)
+        select(GitHubRepository.installation_id)
+        .outerjoin(GitHubInstallation, GitHubInstallation.id == GitHubRepository.installation_id)
+        .where(
+            func.lower(GitHubRepository.full_name) == full_name.lower(),
+            GitHubRepository.removed_at.is_(None),
+            GitHubInstallation.removed_at.is_(None),
+            GitHubInstallation.suspended_at.is_(None),
         )
     )
+
+
+def stored_installations(db: Database) -> Callable[[str], Awaitable[int | None]]:
+    """`installation_for` as the GitHub client's lookup asks it (off the event loop)."""
+
+    async def lookup(full_name: str) -> int | None:
+        return await db.run(installation_for, full_name)
+
+    return lookup

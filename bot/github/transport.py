@@ -65,6 +65,15 @@ class Response:
 Observer = Callable[[str, int, str | None, Mapping[str, str]], None]
 
 
+@dataclass(frozen=True)
+class _Answer:
+    """An error answer: its status, headers and GitHub's message (with any 422 details)."""
+
+    status: int
+    headers: Mapping[str, str]
+    message: str
+
+
 class Transport:
     def __init__(
         self,
@@ -131,26 +140,13 @@ class Transport:
         while True:
             attempt += 1
             try:
-                response = await self._send(method, url, body, credential)
+                status, headers, raw = await self._send(method, url, body, credential)
             except (aiohttp.ClientError, TimeoutError) as exc:
-                if attempt >= self.retry.max_attempts or not retry_server_errors:
-                    raise GitHubUnavailable(
-                        f"GitHub did not answer {method} {url.path}: {type(exc).__name__}"
-                    ) from exc
-                wait = server_error_wait({}, attempt=attempt, policy=self.retry)
-                log.warning(
-                    "github %s %s: %s; retry %d in %.1fs",
-                    method,
-                    url.path,
-                    type(exc).__name__,
-                    attempt,
-                    wait,
-                )
+                wait = self._unanswered_wait(method, url, exc, attempt, retry_server_errors)
                 await self._sleep(wait)
                 continue
-            status, headers, raw = response
-            message = _message(headers, raw)
-            verdict = classify(status, headers, message)
+            answer = _Answer(status, headers, _message(headers, raw))
+            verdict = classify(status, headers, answer.message)
             if verdict is Verdict.OK:
                 data, _, next_url = sansio.decipher_response(status, headers, raw)
                 return Response(status, headers, data, next_url)
@@ -159,28 +155,11 @@ class Transport:
                 credential.forget()
                 reauthenticated = True
                 continue
-            if verdict is Verdict.FAIL:
-                raise _failure(status, headers, message)
-            if attempt >= self.retry.max_attempts or (
-                verdict is Verdict.SERVER_ERROR and not retry_server_errors
-            ):
-                raise _exhausted(verdict, status, headers, message)
             if verdict is Verdict.RATE_LIMITED:
                 strikes += 1
-                wait = rate_limit_wait(
-                    headers, now=self._clock(), strike=strikes, policy=self.retry
-                )
-                if wait > self.retry.max_wait:
-                    raise GitHubRateLimited(
-                        f"GitHub rate limit: asked to wait {wait:.0f}s ({message})",
-                        retry_at=self._clock() + wait,
-                        github_status=status,
-                        request_id=headers.get("x-github-request-id"),
-                    )
-                if credential.pace_key is not None:
-                    self.pacer.block_until(credential.pace_key, self._clock() + wait)
-            else:
-                wait = server_error_wait(headers, attempt=attempt, policy=self.retry)
+            wait = self._retry_wait(
+                answer, verdict, attempt, strikes, credential, retry_server_errors
+            )
             log.warning(
                 "github %s %s -> %d (%s); retry %d in %.1fs",
                 method,
@@ -191,6 +170,58 @@ class Transport:
                 wait,
             )
             await self._sleep(wait)
+
+    def _unanswered_wait(
+        self, method: str, url: URL, exc: Exception, attempt: int, retry_server_errors: bool
+    ) -> float:
+        """How long to wait before sending again after GitHub did not answer at all (or
+        raise: attempts used up, or a create that must not be sent twice blindly)."""
+        if attempt >= self.retry.max_attempts or not retry_server_errors:
+            raise GitHubUnavailable(
+                f"GitHub did not answer {method} {url.path}: {type(exc).__name__}"
+            ) from exc
+        wait = server_error_wait({}, attempt=attempt, policy=self.retry)
+        log.warning(
+            "github %s %s: %s; retry %d in %.1fs",
+            method,
+            url.path,
+            type(exc).__name__,
+            attempt,
+            wait,
+        )
+        return wait
+
+    def _retry_wait(
+        self,
+        answer: _Answer,
+        verdict: Verdict,
+        attempt: int,
+        strikes: int,
+        credential: Credential,
+        retry_server_errors: bool,
+    ) -> float:
+        """How long to wait before retrying an error answer, or the error to raise: a final
+        refusal, attempts used up, or a rate-limit wait longer than the policy allows. A
+        rate-limit wait also holds back every call of the same installation (the pacer)."""
+        if verdict is Verdict.FAIL:
+            raise _failure(answer.status, answer.headers, answer.message)
+        if attempt >= self.retry.max_attempts or (
+            verdict is Verdict.SERVER_ERROR and not retry_server_errors
+        ):
+            raise _exhausted(verdict, answer.status, answer.headers, answer.message)
+        if verdict is not Verdict.RATE_LIMITED:
+            return server_error_wait(answer.headers, attempt=attempt, policy=self.retry)
+        wait = rate_limit_wait(answer.headers, now=self._clock(), strike=strikes, policy=self.retry)
+        if wait > self.retry.max_wait:
+            raise GitHubRateLimited(
+                f"GitHub rate limit: asked to wait {wait:.0f}s ({answer.message})",
+                retry_at=self._clock() + wait,
+                github_status=answer.status,
+                request_id=answer.headers.get("x-github-request-id"),
+            )
+        if credential.pace_key is not None:
+            self.pacer.block_until(credential.pace_key, self._clock() + wait)
+        return wait
 
     async def _send(
         self, method: str, url: URL, body: bytes, credential: Credential

@@ -15,32 +15,26 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
-from bot.runtimes.budget import fit_request
+from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
+from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
+from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn, streamed_round
 from bot.runtimes.tools import (
     RepoTools,
     ToolCall,
     ToolResult,
     ToolSpec,
-    repo_tools,
-    status_text,
-    tools_available,
 )
 from bot.runtimes.transport import (
     Endpoint,
     UpstreamFailure,
-    client_session,
     clip,
     error_detail,
-    failure_from_exception,
-    failure_from_response,
     redact,
 )
 
@@ -104,6 +98,30 @@ class _Message:
         return content
 
 
+@dataclass
+class _Conversation:
+    """One turn's messages on the Messages API wire (bot.runtimes.rounds drives it)."""
+
+    turn: WireTurn[AnthropicRuntime]
+    state: _Message = field(default_factory=_Message)
+
+    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
+        self.state = _Message()
+        turn = self.turn
+        body = turn.wire._body(turn.request, turn.messages, turn.tools, final=final)
+        return turn.wire._round(turn.http, body, self.state)
+
+    def outcome(self, round_number: int) -> RoundOutcome:
+        # Only a `tool_use` stop asks for tools; other stops end the turn with its answer.
+        calls = self.state.tool_calls() if self.state.stop_reason == "tool_use" else []
+        usage = Usage(input_tokens=self.state.input_tokens, output_tokens=self.state.output_tokens)
+        return RoundOutcome(text=self.state.text, calls=calls, usage=usage)
+
+    def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
+        self.turn.messages.append({"role": "assistant", "content": self.state.history_content()})
+        self.turn.messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
+
+
 class AnthropicRuntime:
     name = "anthropic"
 
@@ -125,62 +143,17 @@ class AnthropicRuntime:
         self.thinking_tokens = thinking_tokens
         self.where = f"the Anthropic endpoint {endpoint.label} (model {model})"
 
-    async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
-        yield Route(model=self.model, endpoint=self.endpoint.label)
-        use_tools = tools_available(request.checkout, self.tool_rounds)
-        fitted = fit_request(
-            request,
-            model=self.model,
-            window=self.context_tokens,
-            thinking_tokens=self.thinking_tokens,
-            tools=use_tools,
-        )
-        for event in fitted.events():
-            yield event
-        tools = (
-            repo_tools(request.checkout, rounds=self.tool_rounds, room_tokens=fitted.room)
-            if use_tools
-            else None
-        )
+    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        return stream_turn(self, request)
+
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
         # The API refuses empty text; a stored turn can be empty (a reply that was all trailer).
-        messages: list[dict[str, Any]] = [
+        return [
             {"role": m.role, "content": m.content} for m in fitted.messages if m.content.strip()
         ]
-        produced = False  # text, reasoning or a tool call: the route is pinned from then on
-        answered = False  # reply text (not only reasoning) has been streamed
-        async with client_session(self.http) as http:
-            for round_number in range(self.tool_rounds + 1):
-                final = tools is None or round_number == self.tool_rounds
-                body = self._body(request, messages, tools, final=final)
-                state = _Message()
-                try:
-                    async with aclosing(self._round(http, body, state)) as events:
-                        async for event in events:
-                            produced = True
-                            answered = answered or isinstance(event, Delta)
-                            yield event
-                except UpstreamFailure as exc:
-                    raise (exc.after_content() if produced else exc) from None
-                yield Usage(input_tokens=state.input_tokens, output_tokens=state.output_tokens)
-                calls = state.tool_calls()
-                if state.stop_reason != "tool_use" or not calls:
-                    return
-                if tools is None or final:
-                    if answered:
-                        yield Status("the model asked for more tools than this turn allows")
-                        return
-                    limit = f"the limit of {self.tool_rounds} rounds" if tools else "no tools"
-                    raise UpstreamFailure(
-                        f"{self.where} kept calling tools ({limit}) without answering",
-                        before_content=False,
-                    )
-                produced = True
-                yield Status(status_text(round_number + 1, self.tool_rounds, calls))
-                results = await tools.run(calls, last_round=round_number + 1 == self.tool_rounds)
-                messages.append({"role": "assistant", "content": state.history_content()})
-                messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
-                if state.text and not state.text.endswith("\n"):
-                    yield Delta("\n\n")  # keep text from before and after the tools apart
+
+    def conversation(self, turn: WireTurn[Any]) -> _Conversation:
+        return _Conversation(turn)
 
     def _body(
         self,
@@ -211,26 +184,17 @@ class AnthropicRuntime:
             headers["x-api-key"] = self.endpoint.api_key.reveal()
         return headers
 
-    async def _round(
+    def _round(
         self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Message
     ) -> AsyncGenerator[RuntimeEvent, None]:
-        try:
-            async with self.endpoint.post(http, "v1/messages", body, self._headers()) as response:
-                if response.status >= 400:
-                    raise await failure_from_response(
-                        response, where=self.where, secrets=self.endpoint.secrets()
-                    )
-                async with aclosing(self._read(response, state)) as events:
-                    async for event in events:
-                        yield event
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            failure = failure_from_exception(
-                exc, where=self.where, read_timeout=self.endpoint.read_timeout
-            )
-            if failure is None:
-                raise
-            log.warning("model call failed: %s %s: %s", self.model, self.endpoint.label, exc)
-            raise failure from None
+        return streamed_round(
+            self,
+            http,
+            "v1/messages",
+            body,
+            self._headers(),
+            lambda answer: self._read(answer, state),
+        )
 
     async def _read(
         self, response: aiohttp.ClientResponse, state: _Message

@@ -15,33 +15,27 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncGenerator
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 
-from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
-from bot.runtimes.budget import fit_request
+from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
+from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
+from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn, streamed_round
 from bot.runtimes.thinktags import ThinkTagSplitter
 from bot.runtimes.tools import (
     RepoTools,
     ToolCall,
     ToolResult,
     ToolSpec,
-    repo_tools,
-    status_text,
-    tools_available,
 )
 from bot.runtimes.transport import (
     Endpoint,
     UpstreamFailure,
-    client_session,
     clip,
     error_detail,
-    failure_from_exception,
-    failure_from_response,
     redact,
 )
 
@@ -71,6 +65,32 @@ class _Round:
         ]
 
 
+@dataclass
+class _Conversation:
+    """One turn's messages on the Chat Completions wire (bot.runtimes.rounds drives it)."""
+
+    turn: WireTurn[OpenAIRuntime]
+    state: _Round = field(default_factory=_Round)
+
+    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
+        self.state = _Round()
+        turn = self.turn
+        body = turn.wire._body(turn.messages, turn.request, turn.tools, final=final)
+        return turn.wire._round(turn.http, body, self.state)
+
+    def outcome(self, round_number: int) -> RoundOutcome:
+        usage = self.state.usage
+        return RoundOutcome(
+            text=self.state.text,
+            calls=self.state.tool_calls(round_number),
+            usage=None if usage is None else Usage(input_tokens=usage[0], output_tokens=usage[1]),
+        )
+
+    def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
+        self.turn.messages.append(_assistant_with_calls(outcome.text, outcome.calls))
+        self.turn.messages.extend(_tool_message(result) for result in results)
+
+
 class OpenAIRuntime:
     name = "openai"
 
@@ -88,64 +108,18 @@ class OpenAIRuntime:
         self.endpoint = endpoint
         self.context_tokens = context_tokens
         self.tool_rounds = tool_rounds
+        self.thinking_tokens = 0  # reasoning, where a server has it, needs no token budget
         self.where = f"the OpenAI-compatible endpoint {endpoint.label} (model {model})"
 
-    async def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
-        yield Route(model=self.model, endpoint=self.endpoint.label)
-        use_tools = tools_available(request.checkout, self.tool_rounds)
-        fitted = fit_request(
-            request,
-            model=self.model,
-            window=self.context_tokens,
-            thinking_tokens=0,
-            tools=use_tools,
-        )
-        for event in fitted.events():
-            yield event
-        tools = (
-            repo_tools(request.checkout, rounds=self.tool_rounds, room_tokens=fitted.room)
-            if use_tools
-            else None
-        )
-        messages: list[dict[str, Any]] = [{"role": "system", "content": request.system}]
-        messages += [{"role": m.role, "content": m.content} for m in fitted.messages]
-        produced = False  # text, reasoning or a tool call: the route is pinned from then on
-        answered = False  # reply text (not only reasoning) has been streamed
-        async with client_session(self.http) as http:
-            for round_number in range(self.tool_rounds + 1):
-                final = tools is None or round_number == self.tool_rounds
-                body = self._body(messages, request, tools, final=final)
-                state = _Round()
-                try:
-                    async with aclosing(self._round(http, body, state)) as events:
-                        async for event in events:
-                            produced = True
-                            answered = answered or isinstance(event, Delta)
-                            yield event
-                except UpstreamFailure as exc:
-                    raise (exc.after_content() if produced else exc) from None
-                if state.usage is not None:
-                    yield Usage(input_tokens=state.usage[0], output_tokens=state.usage[1])
-                calls = state.tool_calls(round_number + 1)
-                if not calls:
-                    return
-                if tools is None or final:
-                    if answered:
-                        yield Status("the model asked for more tools than this turn allows")
-                        return
-                    limit = f"the limit of {self.tool_rounds} rounds" if tools else "no tools"
-                    raise UpstreamFailure(
-                        f"{self.where} kept calling tools ({limit}) without answering",
-                        before_content=False,
-                    )
-                produced = True
-                yield Status(status_text(round_number + 1, self.tool_rounds, calls))
-                last = round_number + 1 == self.tool_rounds
-                results = await tools.run(calls, last_round=last)
-                messages.append(_assistant_with_calls(state.text, calls))
-                messages.extend(_tool_message(result) for result in results)
-                if state.text and not state.text.endswith("\n"):
-                    yield Delta("\n\n")  # keep text from before and after the tools apart
+    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        return stream_turn(self, request)
+
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
+        messages: Messages = [{"role": "system", "content": request.system}]
+        return messages + [{"role": m.role, "content": m.content} for m in fitted.messages]
+
+    def conversation(self, turn: WireTurn[Any]) -> _Conversation:
+        return _Conversation(turn)
 
     def _body(
         self,
@@ -175,28 +149,17 @@ class OpenAIRuntime:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key.reveal()}"
         return headers
 
-    async def _round(
+    def _round(
         self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Round
     ) -> AsyncGenerator[RuntimeEvent, None]:
-        try:
-            async with self.endpoint.post(
-                http, "chat/completions", body, self._headers()
-            ) as response:
-                if response.status >= 400:
-                    raise await failure_from_response(
-                        response, where=self.where, secrets=self.endpoint.secrets()
-                    )
-                async with aclosing(self._read(response, state)) as events:
-                    async for event in events:
-                        yield event
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            failure = failure_from_exception(
-                exc, where=self.where, read_timeout=self.endpoint.read_timeout
-            )
-            if failure is None:
-                raise
-            log.warning("model call failed: %s %s: %s", self.model, self.endpoint.label, exc)
-            raise failure from None
+        return streamed_round(
+            self,
+            http,
+            "chat/completions",
+            body,
+            self._headers(),
+            lambda answer: self._read(answer, state),
+        )
 
     async def _read(
         self, response: aiohttp.ClientResponse, state: _Round

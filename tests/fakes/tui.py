@@ -8,7 +8,6 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 
 from tests.conftest import ApiClient
-from tui_client.api import OperatorClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
 from tui_client.transcript import AssistantMessage, Notice
@@ -18,8 +17,7 @@ WAIT_SECONDS = 8.0  # generous for a loaded CI machine; a passing wait takes mil
 
 
 def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
-    base = url or str(api.raw.make_url("")).rstrip("/")
-    return SteelframeApp(OperatorClient(base, token if token is not None else api.token))
+    return SteelframeApp(api.operator_client(token=token, url=url))
 
 
 async def until(
