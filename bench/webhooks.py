@@ -78,6 +78,7 @@ def bare_app() -> web.Application:
 def naive_app(database_url: str) -> web.Application:
     from bot.clock import utcnow
     from bot.db import Database, upgrade
+    from bot.errors import Unauthorized
     from webhooks.deliveries import DeliveryStatus, WebhookDelivery
     from webhooks.signature import verify_signature
 
@@ -102,7 +103,10 @@ def naive_app(database_url: str) -> web.Application:
 
     async def receive(request: web.Request) -> web.Response:
         body = await request.read()
-        verify_signature(SECRET, body, request.headers.get("X-Hub-Signature-256"))
+        try:
+            verify_signature(SECRET, body, request.headers.get("X-Hub-Signature-256"))
+        except Unauthorized:
+            return web.json_response({"error": "bad signature"}, status=401)
         data = json.loads(body)
         await asyncio.to_thread(
             store,

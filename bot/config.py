@@ -26,6 +26,8 @@ DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
 DEFAULT_CHAT_MAX_BODY = 64 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
 RUNTIMES = ("offline", "openai", "anthropic", "command")
+# Coding agents the worker knows how to drive (docs/runtimes.md, "Coding agents").
+CODING_AGENTS = ("demo", "command", "claude", "codex", "aider")
 
 
 class ConfigError(Exception):
@@ -141,6 +143,12 @@ def _bool(value: str) -> bool:
     if lowered in {"0", "false", "no", "off"}:
         return False
     raise ValueError("must be true or false")
+
+
+def _coding_agent(value: str) -> str:
+    if value not in CODING_AGENTS:
+        raise ValueError(f"must be one of {', '.join(CODING_AGENTS)}")
+    return value
 
 
 def _runtime(value: str) -> str:
@@ -291,6 +299,16 @@ class Settings:
     coding_command: str | None = setting(
         "STEELFRAME_CODING_COMMAND", _str, "worker's coding runtime"
     )
+    # None: `command` when STEELFRAME_CODING_COMMAND is set, else no coding runtime.
+    coding_agent: str | None = setting(
+        "STEELFRAME_CODING_AGENT", _coding_agent, "|".join(CODING_AGENTS)
+    )
+    coding_model: str | None = setting(
+        "STEELFRAME_CODING_MODEL", _str, "model the coding agent uses (its own default: none)"
+    )
+    coding_max_turns: int = setting(
+        "STEELFRAME_CODING_MAX_TURNS", _positive_int, "agent turns per run (claude)", 50
+    )
     repo: str = setting(
         "STEELFRAME_REPO", _repo, "default agent repository owner/name", "steelframe-dev/sandbox"
     )
@@ -314,6 +332,18 @@ class Settings:
     )
     turn_timeout_seconds: float = setting(
         "STEELFRAME_TURN_TIMEOUT_SECONDS", _positive_float, "per turn", 300.0
+    )
+    summary_idle_seconds: float = setting(
+        "STEELFRAME_SUMMARY_IDLE_SECONDS",
+        _positive_float,
+        "idle time before a session is summarised",
+        1800.0,
+    )
+    checkout_refresh_seconds: float = setting(
+        "STEELFRAME_CHECKOUT_REFRESH_SECONDS",
+        _positive_float,
+        "Chat's managed clone: refresh at most this often",
+        60.0,
     )
     task_time_limit: int = setting("STEELFRAME_TASK_TIME_LIMIT", _positive_int, "seconds", 1800)
     task_max_attempts: int = setting("STEELFRAME_TASK_MAX_ATTEMPTS", _positive_int, "attempts", 3)
@@ -424,6 +454,10 @@ class Settings:
             _pem_from_variable(self.private_key.reveal())  # refuses a malformed key at start
         if self.runtime == "command" and not self.chat_command:
             raise ConfigError("STEELFRAME_CHAT_COMMAND: required when STEELFRAME_RUNTIME=command")
+        if self.coding_agent == "command" and not self.coding_command:
+            raise ConfigError(
+                "STEELFRAME_CODING_COMMAND: required when STEELFRAME_CODING_AGENT=command"
+            )
         if self.log_level.upper() not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ConfigError(
                 f"STEELFRAME_LOG_LEVEL (or LOG_LEVEL): {self.log_level!r} is not a log level"

@@ -2,27 +2,27 @@
 
 The comment carries `<!-- steelframe-decision -->` exactly once (it resumes a task waiting
 for info, even when the App wrote it) and `steelframe:needs_human` is removed. A publish is
-keyed on (repo, issue, body) within a window of PUBLISH_WINDOW: a double click or a retry
-posts one comment, while the same words published again later (a new question answered the
-same way) post again. A publish that failed after GitHub stored the comment is reconciled by
-its key marker.
+idempotent by the client's key (an `Idempotency-Key` header or a `request_id`), never by its
+text: a retry or a double click with the same key answers the first comment, while the same
+words published again under a new key (a second question answered "Yes, proceed") post
+again and resume the task again. A publish that failed after GitHub stored the comment is
+reconciled by its key marker.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import uuid
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any, Protocol
 
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import BadRequest
-from bot.idempotency import completed, run_once
+from bot.idempotency import run_once
 
 DECISION_MARKER = "<!-- steelframe-decision -->"
-PUBLISH_WINDOW = timedelta(minutes=10)
 NEEDS_HUMAN_LABEL = "steelframe:needs_human"
 _MARKER_RE = re.compile(r"\s*<!--\s*steelframe-decision\s*-->\s*", re.IGNORECASE)
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
@@ -69,10 +69,12 @@ def decision_comment(body: str, key: str) -> str:
     return f"{DECISION_MARKER}\n{text}\n\n<!-- steelframe-publish:{key} -->"
 
 
-def publish_key(repo: str, issue: int, body: str) -> str:
-    normalised = " ".join(_MARKER_RE.sub(" ", body).split())
-    digest = hashlib.sha256(f"{repo}\x1f{issue}\x1f{normalised}".encode()).hexdigest()[:40]
-    return f"publish:{digest}"
+def publish_key(operator_id: int, repo: str, issue: int, request_key: str | None) -> str:
+    """The side-effect key of one publish: the client's key (scoped to the operator and the
+    issue), or a fresh one when the client sent none (each such request is a new publish)."""
+    client = request_key if request_key is not None else f"fresh:{uuid.uuid4().hex}"
+    digest = hashlib.sha256(f"{operator_id}\x1f{repo}\x1f{issue}\x1f{client}".encode())
+    return f"publish:{digest.hexdigest()[:40]}"
 
 
 class DecisionPublisher:
@@ -81,13 +83,17 @@ class DecisionPublisher:
         self.github = github
         self.clock = clock
 
-    async def publish(self, repo: str, issue: int, body: str) -> Published:
-        base = publish_key(repo, issue, body)
-        window = int(self.clock().timestamp() // PUBLISH_WINDOW.total_seconds())
-        previous = await self.db.run(completed, f"{base}:{window - 1}")
-        if previous is not None:  # a retry just across the window's edge
-            return _published(issue, previous, reused=True)
-        key = f"{base}:{window}"
+    async def publish(
+        self,
+        repo: str,
+        issue: int,
+        body: str,
+        *,
+        operator_id: int,
+        request_key: str | None = None,
+    ) -> Published:
+        """Post the Decision once per `request_key` (None: this call is a publish of its own)."""
+        key = publish_key(operator_id, repo, issue, request_key)
         comment = decision_comment(body, key.removeprefix("publish:"))
         # 404 with GitHub's message when the issue does not exist, before anything is stored.
         await self.github.get_issue(repo, issue)

@@ -9,6 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
+    """The JSON every HTTP error answer carries (docs/api.md, "Errors")."""
+    return {"error": error, "code": code, "detail": detail}
+
+
 class SteelframeError(Exception):
     status = 500
     code = "internal_error"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
@@ -64,6 +65,38 @@ class FiledIssue:
         }
 
 
+# A memory issue says what its worker does (bot/lifecycle/memory_task.py): the fact sits
+# above this line, the instructions below it; the worker writes only the fact.
+MEMORY_SEPARATOR = "<!-- steelframe-memory-fact-end -->"
+MEMORY_DIR = "docs/memory"
+_SLUG = re.compile(r"[^a-z0-9]+")
+
+
+def memory_path(title: str) -> str:
+    """Where a memory titled `title` is written: `docs/memory/<slug>.md`, from the title
+    alone (never from text in the issue), so the worker cannot be steered elsewhere."""
+    words = title.lower().removeprefix("remember:").strip()
+    slug = _SLUG.sub("-", words).strip("-")[:60].strip("-") or "memory"
+    return f"{MEMORY_DIR}/{slug}.md"
+
+
+def memory_issue_body(title: str, fact: str) -> str:
+    """The body of a `steelframe:memory` issue: the fact, then what closes the issue."""
+    return (
+        f"{fact.strip()}\n\n{MEMORY_SEPARATOR}\n---\n"
+        "**Committed memory.** Steelframe's worker closes this issue: it writes the fact above, "
+        f"unchanged, to `{memory_path(title)}` and opens a pull request that fixes this issue. "
+        "Once the pull request is merged, Chat reads the fact as committed memory, which "
+        "outranks retrieved context."
+    )
+
+
+def memory_fact(body: str) -> str:
+    """The fact of a memory issue's body (everything above the separator), without markers."""
+    fact = body.split(MEMORY_SEPARATOR, 1)[0]
+    return re.sub(r"<!--.*?-->", "", fact, flags=re.DOTALL).strip()
+
+
 def filing_key(*parts: object) -> str:
     return "filing:" + hashlib.sha256("\x1f".join(map(str, parts)).encode()).hexdigest()[:40]
 
@@ -109,6 +142,8 @@ class FilingService:
         title = issue_title(title)
         if not title:
             raise BadRequest("an issue needs a title", detail={"field": "title"})
+        if kind is FilingKind.MEMORY:
+            body = memory_issue_body(title, body or title)
         request = {
             "repo": repo,
             "title": title,
@@ -116,44 +151,50 @@ class FilingService:
             "labels": self.labels_for(kind),
         }
 
-        async def create(req: dict[str, Any]) -> dict[str, Any]:
-            issue = await self.github.create_issue(
-                req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
-            )
-            return {"number": issue["number"], "url": issue["html_url"]}
-
         async def find(req: dict[str, Any]) -> dict[str, Any] | None:
-            needle = marker(key)
-            issues = await self.github.list_issues(
-                req["repo"], state="all", labels=[FROM_TUI_LABEL]
-            )
-            for issue in issues:
-                # Only an issue the App opened counts: anyone can type the marker.
-                author = (issue.get("user") or {}).get("login") or ""
-                if needle in (issue.get("body") or "") and await self.github.is_app_login(author):
-                    return {"number": issue["number"], "url": issue["html_url"]}
-            return None
+            return await self._find_filed(req["repo"], marker(key))
 
         outcome = await run_once(
             self.db,
             key=key,
             kind="file_issue",
             request=request,
-            perform=create,
+            perform=self._create,
             reconcile=find,
             clock=self.clock,
         )
         number, url = int(outcome.result["number"]), str(outcome.result["url"])
-        started = False
-        if self.tasks is not None:
-            try:
-                await self.tasks.pickup(
-                    repo, number, title=title, origin_session=origin_session, cause=f"chat:{kind}"
-                )
-                started = True
-            except Exception as exc:
-                # The issue exists: report it filed (so nobody files it again) with its task
-                # not started; the pickup label lets the reconciler or a redelivery start it.
-                log.warning("filed %s#%s but its task did not start: %s", repo, number, exc)
+        started = await self._start_task(repo, number, title, origin_session, kind)
         log.info("filed %s#%s (key %s, reused=%s)", repo, number, key, outcome.reused)
         return FiledIssue(number, url, started, outcome.reused)
+
+    async def _create(self, req: dict[str, Any]) -> dict[str, Any]:
+        issue = await self.github.create_issue(
+            req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
+        )
+        return {"number": issue["number"], "url": issue["html_url"]}
+
+    async def _find_filed(self, repo: str, needle: str) -> dict[str, Any] | None:
+        """The issue an earlier attempt filed (after a crash between create and record)."""
+        for issue in await self.github.list_issues(repo, state="all", labels=[FROM_TUI_LABEL]):
+            # Only an issue the App opened counts: anyone can type the marker.
+            author = (issue.get("user") or {}).get("login") or ""
+            if needle in (issue.get("body") or "") and await self.github.is_app_login(author):
+                return {"number": issue["number"], "url": issue["html_url"]}
+        return None
+
+    async def _start_task(
+        self, repo: str, number: int, title: str, origin_session: str | None, kind: FilingKind
+    ) -> bool:
+        if self.tasks is None:
+            return False
+        try:
+            await self.tasks.pickup(
+                repo, number, title=title, origin_session=origin_session, cause=f"chat:{kind}"
+            )
+        except Exception as exc:
+            # The issue exists: report it filed (so nobody files it again) with its task not
+            # started; the pickup label lets the reconciler or a redelivery start it.
+            log.warning("filed %s#%s but its task did not start: %s", repo, number, exc)
+            return False
+        return True

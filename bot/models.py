@@ -41,6 +41,21 @@ class Operator(Base):
     active_session_id: Mapped[str | None] = mapped_column(String(32))
 
 
+class WebSession(Base):
+    """A browser sign-in (web GUI): the cookie is shown once and stored only as a digest, and
+    the CSRF token it is paired with is checked on every state-changing request."""
+
+    __tablename__ = "web_sessions"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    operator_id: Mapped[int] = mapped_column(
+        ForeignKey("operators.id", ondelete="CASCADE"), index=True
+    )
+    csrf_token: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+
+
 class Agent(Base):
     """Mirror of the configured agents, so sessions can reference them by name."""
 
@@ -77,6 +92,8 @@ class ChatSession(Base):
     pending_title: Mapped[str | None] = mapped_column(String(300))
     pending_body: Mapped[str | None] = mapped_column(Text)
     pending_kind: Mapped[str | None] = mapped_column(String(20))  # work | memory
+    # The proposal's own filing key (the turn that proposed it): one issue however confirmed.
+    pending_key: Mapped[str | None] = mapped_column(String(64))
 
     turns: Mapped[list[ChatTurn]] = relationship(
         back_populates="session",

@@ -13,20 +13,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+import redis.asyncio as aioredis
 from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
+from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.issue_context import IssueContextLoader
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, watch_commits
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
@@ -53,6 +57,8 @@ class Services:
     chat: ChatService
     registry: TurnRegistry
     background: BackgroundTasks
+    # The operator events stream (task changes, results, sessions): Redis streams or local.
+    events: OperatorEvents
     redis: redis.Redis | None = None
     # Session memory: chunk store + index (`memory.search`, `memory.add`) for every part.
     memory: Memory | None = None
@@ -96,6 +102,7 @@ class Services:
         await self.chat.locks.close()
         await self.model_http.close()
         await self.background.close()
+        await self.events.log.close()
         if self.redis is not None:
             self.redis.close()
         if self.github is not None:
@@ -187,6 +194,11 @@ def build_services(
         else None
     )
     registry = TurnRegistry(on_finish=release_turn, relay=relay)
+    event_log: EventLog = LocalEventLog()
+    if settings.redis_url and redis_client is not None:
+        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+    events = OperatorEvents(event_log, database)
+    watch_commits(database, events)
     metrics = Metrics()
     background = BackgroundTasks()
     memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
@@ -207,6 +219,7 @@ def build_services(
         ),
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
+        events=events,
         clock=clock,
     )
     services = Services(
@@ -215,6 +228,7 @@ def build_services(
         chat=chat,
         registry=registry,
         background=background,
+        events=events,
         redis=redis_client,
         memory=memory,
         github=(
@@ -249,5 +263,11 @@ def build_services(
             clock=clock,
         )
         services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
+        chat.issues = IssueContextLoader(services.github)
+        chat.checkouts = ManagedCheckouts(
+            settings.data_dir / "checkouts",
+            services.github,
+            refresh_seconds=settings.checkout_refresh_seconds,
+        )
         chat.policy = GitHubIntentPolicy(services.filing)
     return services

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import control_routes, registration_routes, rest_routes
+from github_sandbox import control_routes, pages, registration_routes, rest_routes
 from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.operations import SandboxError
 from github_sandbox.ratelimit import budget
@@ -28,7 +28,7 @@ def _is_control(request: web.Request) -> bool:
     if request.path.startswith(control_routes.PREFIX):
         return True
     resource = request.match_info.route.resource
-    return resource is not None and resource.canonical in WEB_PAGES
+    return (resource is not None and resource.canonical in WEB_PAGES) or pages.is_page(request)
 
 
 WEB_PAGES = frozenset(
@@ -133,6 +133,8 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app.add_routes(rest_routes.routes)
     app.add_routes(registration_routes.web_routes)
     app.add_routes(control_routes.routes)
+    # Last: the pages' `/{owner}/{repo}/...` patterns must not shadow a REST route.
+    app.add_routes(pages.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield

@@ -27,7 +27,11 @@ async def serve_sandbox(
     runner = web.AppRunner(create_sandbox_app(sandbox), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError:
+        await runner.cleanup()  # the port is taken: leave nothing half started
+        raise
     bound = runner.addresses[0][1]
     sandbox.base_url = f"http://{host}:{bound}"
     return SandboxServer(sandbox, runner, sandbox.base_url)

@@ -1,58 +1,84 @@
-"""Text analysis: tokens, hashed features and TF-IDF weights, the same for chunks and queries.
+"""Text analysis: terms, hashed features and TF-IDF weights, the same for chunks and queries.
 
-Features are exactly scikit-learn's `HashingVectorizer(n_features=2**20, alternate_sign=False,
-stop_words="english")` (default token pattern, lowercase, signed murmurhash3 seed 0, `abs`
-modulo n_features); a test checks that equivalence. Tokenising is done here (an ASCII fast
-path), because the vectorizer's regex and per-token Python filtering alone would use most of
-the budget for adding 1,000 chunks. Weights are SMART `lnc.ltc` (docs/memory.md says why):
+Terms (docs/memory.md, Analysis, has the examples):
+
+- words are lower-cased and Snowball-stemmed (PyStemmer), so "deploys", "deployed" and
+  "deploying" are one term;
+- identifiers (snake_case, CamelCase, kebab-case) are kept whole *and* split into their stemmed
+  parts, so `close_day` matches "close day" and the exact identifier still ranks first;
+- issue and PR references (`#123`, `owner/name#123`) and versions (`v0.9.0`, `7.2`) are single
+  terms (`#123`, `v0.9.0`), never cut at the dots;
+- a stop list (English function words plus the words of questions and requests: did, does,
+  say, tell, happen, remind...) is dropped before stemming.
+
+Each term is hashed with murmurhash3 (seed 0, `abs` modulo 2^20, as scikit-learn's
+`HashingVectorizer` does), once per distinct raw token (cached with its terms). Weights are
+SMART `lnc.ltc` (docs/memory.md says why):
 
 - a chunk's weight is `1 + ln(tf)`, L2-normalised over the chunk: no corpus statistic, so a
   stored chunk never changes when others arrive and rebuild equals incremental exactly;
 - a query's weight is `(1 + ln(tf)) * idf`, idf computed at query time from the kept
-  document frequencies, L2-normalised over the query terms known to the index.
+  document frequencies.
+
+Speed: analysing and hashing a raw token (stemming, splitting) happens once per distinct
+token in a bounded cache; a chunk costs one `bytes.translate` and `split` plus a dictionary
+look-up per token, and counting is one `np.unique`, which keeps adding 1,000 chunks well
+inside its budget.
 """
 
 from __future__ import annotations
 
 import re
 import string
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import filterfalse
+from itertools import chain
 
 import numpy as np
+import Stemmer
 from numpy.typing import NDArray
-from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import murmurhash3_32
 
 N_FEATURES = 2**20
-# Bump when tokens, hashing or weights change: an index built another way must be rebuilt.
-ANALYSIS_VERSION = 1
-# sklearn's default token pattern `(?u)\b\w\w+\b`: a maximal run of word characters is
-# always bounded by word boundaries, so this shorter form finds the same tokens, faster.
-_TOKEN = re.compile(r"\w\w+")
-# ASCII fast path: bytes.translate maps every non-word byte to a space and lower-cases, so
-# `split()` yields the same maximal word runs as the regex (plus 1-character runs, dropped
-# with the stop words), at a fraction of the regex's cost.
-_ASCII_WORD = frozenset(string.ascii_letters.encode() + string.digits.encode() + b"_")
-_ASCII_TABLE = bytes(
-    (b + 32 if 65 <= b <= 90 else b) if b in _ASCII_WORD else 0x20 for b in range(256)
+# Bump when terms, hashing or weights change: an index built another way is rebuilt
+# (memory.Memory.sync does it by itself, with progress; `steelframe memory reindex` too).
+ANALYSIS_VERSION = 2
+CACHE_LIMIT = 200_000  # distinct raw tokens remembered (cleared when full)
+
+# scikit-learn's English list, less the words that name things in software (an "empty"
+# queue, the "system" prompt, a function "call", a "full" rebuild...) and counts ("two
+# reminder emails", "three retries").
+_KEEP = frozenset(
+    "system empty call show move found find fire full back front top bottom name part detail"
+    " describe side fill interest bill computer con de cry mill amount thick thin sincere"
+    " first last next third well two three four five six eight nine ten eleven twelve"
+    " fifteen twenty forty fifty sixty hundred".split()
 )
-_DROP = frozenset(ENGLISH_STOP_WORDS) | frozenset(string.ascii_lowercase + string.digits + "_")
+# The words of questions and requests: they say what is asked, not what it is about, and
+# dilute short questions ("what did we say about the flaky test?").
+_QUESTION = frozenset(
+    "did does doing done say said says saying tell told telling know knew known think thought"
+    " try tried trying want wanted wants wonder wondering remind recall remember explain"
+    " explained happen happened happens happening anything something thing things stuff"
+    " way ways make made makes let lets like just really actually got gets getting going"
+    " guess maybe please thanks thank okay ok hey hi hello yes yeah ago lately recently"
+    " today yesterday exactly basically currently specifically anybody somebody someone"
+    " didn doesn isn wasn aren weren hasn haven couldn wouldn shouldn don won ve ll".split()
+)
+STOP_WORDS = (frozenset(ENGLISH_STOP_WORDS) - _KEEP) | _QUESTION
 
-
-def _words(text: str) -> list[str]:
-    """Content tokens in order: lower-cased word runs, stop words and 1-character runs out."""
-    if text.isascii():
-        runs = text.encode("ascii").translate(_ASCII_TABLE).decode("ascii").split()
-    else:
-        runs = _TOKEN.findall(text.lower())
-    return list(filterfalse(_DROP.__contains__, runs))
-
-
-def _feature(token: str) -> int:
-    return abs(murmurhash3_32(token, seed=0)) % N_FEATURES
+# A raw token is a run of word characters, '#', '.' and '-' (cut anywhere else): an ASCII
+# fast path maps every other byte to a space with bytes.translate, then splits (C speed);
+# each distinct run is then analysed once (Terms._run) and cached.
+_RUN_BYTES = frozenset((string.ascii_letters + string.digits + "_#.-").encode())
+_ASCII_TABLE = bytes(b if b in _RUN_BYTES else 0x20 for b in range(256))
+_RUN = re.compile(r"[\w#.-]+")
+_REF = re.compile(r"#\d+")
+_VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+")
+_PIECES = re.compile(r"(#\d+)|[.#]+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 
 
 @dataclass(frozen=True)
@@ -65,37 +91,147 @@ class DocTerms:
     n_docs: int
 
 
-class Analyzer:
-    """Stateless; safe to share between threads."""
+class Terms:
+    """Raw token -> its terms, computed once per distinct token (stemming is the cost)."""
 
     def __init__(self) -> None:
-        # Batches are hashed in scikit-learn's compiled loop (the one HashingVectorizer runs).
-        self._hasher = FeatureHasher(
-            n_features=N_FEATURES, input_type="string", alternate_sign=False
-        )
+        self._stemmer = Stemmer.Stemmer("english")
+        self._stemmer.maxCacheSize = 0  # our own cache holds whole tokens; its own would thrash
+        self._stem_lock = threading.Lock()  # one PyStemmer object is not thread-safe
+        self._cache: dict[str, tuple[str, ...]] = {}
+        self._features: dict[str, tuple[int, ...]] = {}  # the same, hashed
+
+    def of(self, text: str) -> list[str]:
+        return self.many([text])[0]
+
+    def many(self, texts: Sequence[str]) -> list[list[str]]:
+        """Terms of each text, in order."""
+        runs = self._resolve(texts)
+        try:
+            lookup = self._cache.__getitem__
+            return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
+        except KeyError:  # another thread cleared the full cache meanwhile
+            return [[t for raw in text_runs for t in self._uncached(raw)] for text_runs in runs]
+
+    def features(self, texts: Sequence[str]) -> list[list[int]]:
+        """Feature ids of each text's terms, in order (hashed once per distinct token)."""
+        runs = self._resolve(texts)
+        try:
+            lookup = self._features.__getitem__
+            return [list(chain.from_iterable(map(lookup, text_runs))) for text_runs in runs]
+        except KeyError:  # another thread cleared the full cache meanwhile
+            return [
+                [_feature(t) for raw in text_runs for t in self._uncached(raw)]
+                for text_runs in runs
+            ]
+
+    def _uncached(self, raw: str) -> tuple[str, ...]:
+        plain = raw.isalpha() and raw.islower() and raw.isascii()
+        if plain:
+            return self._stems([raw]) if _content(raw) else ()
+        return self._run(raw)
+
+    def _resolve(self, texts: Sequence[str]) -> list[list[str]]:
+        """Each text's raw tokens; tokens not seen before are analysed together, so the plain
+        lower-case words among them (most of them) are stemmed in one call."""
+        runs = [
+            text.encode("ascii").translate(_ASCII_TABLE).decode("ascii").split()
+            if text.isascii()
+            else _RUN.findall(text)
+            for text in texts
+        ]
+        cache = self._cache
+        unique = set(chain.from_iterable(runs))
+        missing = [raw for raw in unique if raw not in cache]
+        if not missing:
+            return runs
+        if len(cache) + len(missing) > CACHE_LIMIT:
+            cache.clear()
+            self._features.clear()
+            missing = list(unique)
+        plain = [raw for raw in missing if raw.isalpha() and raw.islower() and raw.isascii()]
+        found: dict[str, tuple[str, ...]] = {
+            raw: (stem,) if _content(raw) else ()
+            for raw, stem in zip(plain, self._stems(plain), strict=True)
+        }
+        for raw in set(missing).difference(plain):
+            found[raw] = self._run(raw)
+        self._features.update((raw, tuple(map(_feature, terms))) for raw, terms in found.items())
+        cache.update(found)  # after the features: a reader of both never misses
+        return runs
+
+    def _run(self, raw: str) -> tuple[str, ...]:
+        token = raw.strip(".-")
+        if not token:
+            return ()
+        if _REF.fullmatch(token):
+            return (token,)  # an issue or PR reference
+        if _VERSION.fullmatch(token):
+            return ("v" + token.lstrip("vV"),)  # v0.9.0 and 0.9.0 are one term
+        if "#" in token or "." in token:  # file.py, owner/name#12 (the '/' is cut), e.g.
+            pieces = [p for p in _PIECES.split(token) if p]
+            return tuple(t for piece in pieces for t in self._run(piece))
+        return self._word(token)
+
+    def _word(self, raw: str) -> tuple[str, ...]:
+        lower = raw.lower()
+        pieces: list[str] = []
+        for part in re.split(r"[_-]+", raw):
+            if part.isascii() and not part.islower() and not part.isupper():
+                pieces.extend(_CAMEL.findall(part))  # CamelCase / mixedCase
+            elif part:
+                pieces.append(part)
+        words = [p.lower() for p in pieces]
+        if len(words) <= 1:
+            return self._stems([lower]) if _content(lower) else ()
+        # An identifier: kept whole (exact matches rank first) plus its parts.
+        return (lower, *self._stems([w for w in words if _content(w)]))
+
+    def _stems(self, words: list[str]) -> tuple[str, ...]:
+        with self._stem_lock:
+            return tuple(self._stemmer.stemWords(words))
+
+
+def _content(word: str) -> bool:
+    return len(word) >= 2 and word not in STOP_WORDS  # numbers too: "410", "2024", "0044"
+
+
+def _feature(term: str) -> int:
+    return abs(murmurhash3_32(term, seed=0)) % N_FEATURES
+
+
+class Analyzer:
+    """Safe to share between threads."""
+
+    def __init__(self) -> None:
+        self._terms = Terms()
 
     @property
     def signature(self) -> dict[str, object]:
         return {"version": ANALYSIS_VERSION, "n_features": N_FEATURES, "weights": "lnc.ltc"}
 
     def tokens(self, text: str) -> list[str]:
-        """Content tokens in order (stop words dropped), as the index sees them."""
-        return _words(text)
+        """Terms in order (stop words dropped, stemmed), as the index sees them."""
+        return self._terms.of(text)
 
-    def feature(self, token: str) -> int:
-        return _feature(token.lower())
+    def feature(self, term: str) -> int:
+        """The feature id of an analysed term (as `tokens` returns it)."""
+        return _feature(term)
 
     def batch(self, texts: Sequence[str]) -> DocTerms:
-        matrix = self._hasher.transform([_words(text) for text in texts])
-        matrix.sum_duplicates()  # one entry per (doc, term), terms sorted within each doc
-        doc = np.repeat(np.arange(len(texts), dtype=np.int64), np.diff(matrix.indptr))
+        per_text = self._terms.features(texts)
+        lengths = np.fromiter(map(len, per_text), dtype=np.int64, count=len(per_text))
+        flat = np.fromiter(chain.from_iterable(per_text), dtype=np.int64, count=int(lengths.sum()))
+        doc = np.repeat(np.arange(len(texts), dtype=np.int64), lengths)
+        # one row per (doc, term), sorted by doc then term
+        pairs, counts = np.unique(doc * N_FEATURES + flat, return_counts=True)
         return DocTerms(
-            doc, matrix.indices.astype(np.int64), matrix.data.astype(np.int64), len(texts)
+            pairs // N_FEATURES, pairs % N_FEATURES, counts.astype(np.int64), len(texts)
         )
 
     def query(self, text: str) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """(sorted unique term ids, 1 + ln(tf)) of a query; idf is applied by the index."""
-        features = np.fromiter(map(_feature, _words(text)), dtype=np.int64)
+        features = np.asarray(self._terms.features([text])[0], dtype=np.int64)
         if features.size == 0:
             return features, np.zeros(0, dtype=np.float64)
         terms, counts = np.unique(features, return_counts=True)
@@ -112,6 +248,24 @@ def doc_weights(terms: DocTerms) -> NDArray[np.float32]:
 def idf(df: NDArray[np.int64], n_docs: int) -> NDArray[np.float64]:
     """scikit-learn's smoothed idf: ln((1 + n) / (1 + df)) + 1."""
     return np.log((1.0 + n_docs) / (1.0 + df.astype(np.float64))) + 1.0
+
+
+# GitHub's closing keywords (docs: "Linking a pull request to an issue using a keyword"):
+# close, closes, closed, fix, fixes, fixed, resolve, resolves, resolved, then #N or owner/name#N.
+_CLOSING = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?#(\d+)\b",
+    re.IGNORECASE,
+)
+
+
+def closing_references(text: str) -> tuple[int, ...]:
+    """Issue numbers a pull request's text closes (`Fixes #12`), in order, no repeats."""
+    seen: dict[int, None] = {}
+    for match in _CLOSING.finditer(text):
+        number = int(match.group(1))
+        if 0 < number < 2**31:
+            seen.setdefault(number, None)
+    return tuple(seen)
 
 
 def index_text(text: str, paths: Sequence[str]) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,9 +16,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from memory.analysis import Analyzer, idf
+from memory.analysis import Analyzer, doc_weights, idf, index_text
 from memory.manifest import MANIFEST, check_database
-from memory.segment import Record
+from memory.segment import Record, Segment
 from memory.snapshot import SegmentCache, Snapshot, load_snapshot, lookup
 
 DEFAULT_K = 8
@@ -30,7 +31,12 @@ PREVIEW_CHARS = 200
 @dataclass(frozen=True)
 class Hit:
     record: Record
-    score: float  # cosine similarity, in [0, 1]
+    # Cosine similarity in [0, 1] with the query's terms the index knows (a word no chunk
+    # contains cannot tell chunks apart, so it does not dilute every score).
+    score: float
+    # Share of the query's weight the index knows (1.0 when it knows every word): the cosine
+    # with the whole query is score * coverage. Chat uses it to call a hit weak.
+    coverage: float = 1.0
 
     @property
     def chunk_id(self) -> int:
@@ -46,14 +52,23 @@ class Hit:
             "id": self.record.id,
             "source": self.record.source,
             "score": round(self.score, 4),
+            "coverage": round(self.coverage, 4),
             "repo": self.record.repo,
             "issue": self.record.issue,
             "session_id": self.record.session_id,
             "paths": list(self.record.paths),
             "created_at": self.record.created_at,
+            "links": list(self.record.links),
             "preview": preview,
             "text": text,
         }
+
+
+@dataclass(frozen=True)
+class Scored:
+    scores: list[float]  # cosine of each record with the query (its known terms)
+    coverage: float  # share of the query's weight the index knows
+    coordination: list[float]  # share of the (known) query weight each record contains
 
 
 class SearchIndex:
@@ -98,14 +113,41 @@ class SearchIndex:
         k: int = DEFAULT_K,
         floor: float = 0.0,
         focus_only: bool = False,
+        within: Collection[int] | None = None,
     ) -> list[Hit]:
         """The top `k` chunks by cosine >= `floor`, best first (ties: newest chunk first).
 
         `repo` filters to one repository (None: all). `focus` lifts chunks about that
-        issue/PR in the ranking, or with `focus_only` keeps only them.
+        issue/PR in the ranking, or with `focus_only` keeps only them; `within` keeps only
+        chunks about one of these issues/PRs.
         """
-        snap = self.snapshot()
         terms, logtf = self.analyzer.query(query)
+        return self.search_terms(
+            terms,
+            logtf,
+            repo=repo,
+            focus=focus,
+            k=k,
+            floor=floor,
+            focus_only=focus_only,
+            within=within,
+        )
+
+    def search_terms(
+        self,
+        terms: NDArray[np.int64],
+        tf: NDArray[np.float64],
+        *,
+        repo: str | None,
+        focus: int | None = None,
+        k: int = DEFAULT_K,
+        floor: float = 0.0,
+        focus_only: bool = False,
+        within: Collection[int] | None = None,
+    ) -> list[Hit]:
+        """`search` for a query given as sorted unique feature ids and their tf weights
+        (`Analyzer.query`, or a weighted query such as an expansion's)."""
+        snap = self.snapshot()
         if k <= 0 or terms.size == 0 or not snap.segments:
             return []
         code = None if repo is None else snap.repo_code(repo)
@@ -117,10 +159,15 @@ class SearchIndex:
         known = df > 0
         if not known.any():
             return []
-        # Unseen terms (df 0, the highest idf) stay in the query's norm: a chunk matching
-        # one word of a question about something else should not look like a good match.
-        weights = logtf * idf(np.maximum(df, 0), snap.live_docs)
-        weights = weights / np.sqrt(float(np.dot(weights, weights)))
+        weights = tf * idf(np.maximum(df, 0), snap.live_docs)
+        total = float(np.dot(weights, weights))
+        weights = np.where(known, weights, 0.0)
+        norm = float(np.dot(weights, weights))
+        weights = weights / np.sqrt(norm)
+        coverage = float(np.sqrt(norm / total))
+        allowed = None if within is None else np.asarray(sorted(within), dtype=np.int64)
+        if focus_only and focus is not None:
+            allowed = np.asarray([focus], dtype=np.int64)
         threshold = max(floor, 1e-12)
         keys: list[NDArray[np.float64]] = []
         scores: list[NDArray[np.float64]] = []
@@ -142,21 +189,72 @@ class SearchIndex:
             candidates = np.flatnonzero(score >= threshold)
             if code is not None and candidates.size:
                 candidates = candidates[segment.repo[candidates] == code]
+            if allowed is not None and candidates.size:
+                candidates = candidates[np.isin(segment.issue[candidates], allowed)]
             key = score[candidates]
             if focus is not None and candidates.size:
-                on_focus = segment.issue[candidates] == focus
-                if focus_only:
-                    candidates, key = candidates[on_focus], key[on_focus]
-                else:
-                    key = key + FOCUS_BOOST * on_focus
+                key = key + FOCUS_BOOST * (segment.issue[candidates] == focus)
             candidates, key = _top(candidates, key, k)
             keys.append(key)
             scores.append(score[candidates])
             where.append((number, candidates))
-        return _merge(snap, keys, scores, where, k)
+        return _merge(snap, keys, scores, where, k, coverage)
+
+    def about(self, issues: Collection[int], *, repo: str | None, limit: int = 50) -> list[Record]:
+        """Live chunks about any of `issues` (their `issue` field), oldest first."""
+        return self._records(repo, limit, lambda s: np.flatnonzero(np.isin(s.issue, _ints(issues))))
+
+    def linking(
+        self, issues: Collection[int], *, repo: str | None, limit: int = 50
+    ) -> list[Record]:
+        """Live pull request chunks that close any of `issues` (`Fixes #12`), oldest first."""
+        return self._records(repo, limit, lambda s: s.linking(_ints(issues)))
+
+    def _records(
+        self, repo: str | None, limit: int, select: Callable[[Segment], NDArray[np.int64]]
+    ) -> list[Record]:
+        snap = self.snapshot()
+        code = None if repo is None else snap.repo_code(repo)
+        if repo is not None and code is None:
+            return []
+        found: list[tuple[int, Segment, int]] = []
+        for segment, dead in zip(snap.segments, snap.dead_locals, strict=True):
+            local = select(segment)
+            if code is not None:
+                local = local[segment.repo[local] == code]
+            local = np.setdiff1d(local, dead)
+            found.extend((int(segment.ids[i]), segment, int(i)) for i in local)
+        found.sort(key=lambda item: item[0])
+        return [segment.record(i) for _, segment, i in found[:limit]]
+
+    def cosines(self, query: str, records: Sequence[Record]) -> Scored:
+        """Each record's cosine with `query` as `search` scores it, the query's coverage
+        (see Hit), and the share of the query's weight each record contains (its
+        coordination): for chunks found another way (links, an expanded query) and for
+        ordering the kept ones."""
+        terms, logtf = self.analyzer.query(query)
+        none = Scored([0.0] * len(records), 0.0, [0.0] * len(records))
+        if not records or terms.size == 0:
+            return none
+        snap = self.snapshot()
+        df = snap.df(terms)
+        full = logtf * idf(np.maximum(df, 0), snap.live_docs)
+        weights = np.where(df > 0, full, 0.0)
+        norm = float(np.sqrt(np.dot(weights, weights)))
+        if norm == 0.0:
+            return none
+        coverage = norm / float(np.sqrt(np.dot(full, full)))
+        analysed = self.analyzer.batch([index_text(r.text, r.paths) for r in records])
+        doc = doc_weights(analysed).astype(np.float64)
+        position = np.minimum(np.searchsorted(terms, analysed.term), terms.size - 1)
+        matched = terms[position] == analysed.term
+        query_weight = np.where(matched, weights[position] / norm, 0.0)
+        scores = np.bincount(analysed.doc, weights=doc * query_weight, minlength=len(records))
+        coord = np.bincount(analysed.doc, weights=query_weight**2, minlength=len(records))
+        return Scored([float(x) for x in scores], coverage, [float(x) for x in coord])
 
     def df(self, tokens: list[str]) -> dict[str, int]:
-        """Live document frequency of each token (for distinctive-term choices)."""
+        """Live document frequency of each analysed term (`Analyzer.tokens`)."""
         snap = self.snapshot()
         features = {token: self.analyzer.feature(token) for token in tokens}
         wanted = np.unique(np.asarray([f for f in features.values() if f >= 0], np.int64))
@@ -185,6 +283,7 @@ def _merge(
     scores: list[NDArray[np.float64]],
     where: list[tuple[int, NDArray[np.int64]]],
     k: int,
+    coverage: float,
 ) -> list[Hit]:
     if not keys:
         return []
@@ -194,7 +293,14 @@ def _merge(
     local = np.concatenate([c for _, c in where])
     ids = np.concatenate([snap.segments[n].ids[c] for n, c in where]).astype(np.int64)
     order = np.lexsort((-ids, -key))[:k]
-    return [Hit(snap.segments[int(seg[i])].record(int(local[i])), float(score[i])) for i in order]
+    return [
+        Hit(snap.segments[int(seg[i])].record(int(local[i])), float(score[i]), coverage)
+        for i in order
+    ]
+
+
+def _ints(values: Collection[int]) -> NDArray[np.int64]:
+    return np.asarray(sorted(set(values)), dtype=np.int64)
 
 
 def _stamp(path: Path) -> tuple[int, int, int] | None:

@@ -16,6 +16,8 @@ corpus size.
     issue    int32[D]    issue/PR number, 0 for none
     poffs    int64[D+1]  byte offsets of each document's JSON record in `payload`
     payload  uint8[...]  the records: provenance and text, returned with hits
+    lptr     int64[D+1]  issues a document links are links[lptr[i]:lptr[i+1]]
+    links    int32[L]    issue numbers pull requests close (`Fixes #12`), found at indexing
 """
 
 from __future__ import annotations
@@ -25,21 +27,33 @@ import mmap
 import os
 import struct
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from memory.analysis import Analyzer, doc_weights, index_text
+from memory.analysis import Analyzer, closing_references, doc_weights, index_text
 from memory.errors import IndexCorrupt
 
-MAGIC = b"SFSEG001"
+MAGIC = b"SFSEG002"  # 002: links
 _PREFIX = struct.Struct("<8sQ")  # magic, header size
 _ALIGN = 64
 HEADER_BYTES = 1024  # magic, header size and the JSON layout; the arrays start after it
-ARRAYS = ("terms", "tptr", "docs", "weights", "ids", "repo", "issue", "poffs", "payload")
+ARRAYS = (
+    "terms",
+    "tptr",
+    "docs",
+    "weights",
+    "ids",
+    "repo",
+    "issue",
+    "poffs",
+    "payload",
+    "lptr",
+    "links",
+)
 _DTYPES = {
     "terms": np.int32,
     "tptr": np.int64,
@@ -50,6 +64,8 @@ _DTYPES = {
     "issue": np.int32,
     "poffs": np.int64,
     "payload": np.uint8,
+    "lptr": np.int64,
+    "links": np.int32,
 }
 
 
@@ -65,6 +81,7 @@ class Record:
     session_id: str | None = None
     paths: tuple[str, ...] = ()
     created_at: str | None = None
+    links: tuple[int, ...] = ()  # issues this pull request closes (`Fixes #12`)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +92,7 @@ class Record:
             "session_id": self.session_id,
             "paths": list(self.paths),
             "created_at": self.created_at,
+            "links": list(self.links),
             "text": self.text,
         }
 
@@ -89,6 +107,7 @@ class Record:
             session_id=data.get("session_id"),
             paths=tuple(data.get("paths") or ()),
             created_at=data.get("created_at"),
+            links=tuple(int(n) for n in data.get("links") or ()),
         )
 
 
@@ -104,6 +123,8 @@ class Segment:
     issue: NDArray[np.int32]
     poffs: NDArray[np.int64]
     payload: NDArray[np.uint8]
+    lptr: NDArray[np.int64]
+    links: NDArray[np.int32]
 
     @property
     def n_docs(self) -> int:
@@ -154,6 +175,8 @@ class Segment:
             and self.poffs.shape[0] == docs + 1
             and (t == 0 or (int(self.tptr[0]) == 0 and int(self.tptr[-1]) == postings))
             and (docs == 0 or int(self.poffs[-1]) == self.payload.shape[0])
+            and self.lptr.shape[0] == docs + 1
+            and int(self.lptr[-1]) == self.links.shape[0]
         )
         if not ok:
             raise IndexCorrupt(f"segment {self.name}: contents do not match the manifest")
@@ -164,6 +187,13 @@ class Segment:
             return Record.from_json(json.loads(self.payload[start:end].tobytes()))
         except (ValueError, KeyError, TypeError) as exc:
             raise IndexCorrupt(f"segment {self.name}: record {local} unreadable") from exc
+
+    def linking(self, issues: NDArray[np.int64]) -> NDArray[np.int64]:
+        """Local numbers of the documents that link (close) any of `issues`."""
+        if self.links.shape[0] == 0 or issues.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        at = np.flatnonzero(np.isin(self.links, issues))
+        return np.unique(np.searchsorted(self.lptr, at, side="right") - 1).astype(np.int64)
 
     def locals_of(self, ids: NDArray[np.int64]) -> NDArray[np.int64]:
         """Local numbers of the given chunk ids that live in this segment."""
@@ -205,11 +235,14 @@ class SegmentBuilder:
         self._issue: list[NDArray[np.int32]] = []
         self._blobs: list[bytes] = []
         self._lengths: list[NDArray[np.int64]] = []
+        self._links: list[int] = []
+        self._link_counts: list[int] = []
         self.n_docs = 0
 
     def add(self, records: Sequence[Record]) -> None:
         if not records:
             return
+        records = [with_links(r) for r in records]
         terms = self._analyzer.batch([index_text(r.text, r.paths) for r in records])
         self._terms.append(terms.term.astype(np.int32))
         self._docs.append((terms.doc + self.n_docs).astype(np.int32))
@@ -222,6 +255,9 @@ class SegmentBuilder:
         blobs = [json.dumps(r.to_json()).encode() for r in records]
         self._lengths.append(np.fromiter(map(len, blobs), np.int64, n))
         self._blobs.append(b"".join(blobs))
+        for record in records:
+            self._links.extend(record.links)
+            self._link_counts.append(len(record.links))
         self.n_docs += n
 
     def write(self, path: Path) -> SegmentInfo:
@@ -241,11 +277,24 @@ class SegmentBuilder:
             "repo": _concat(self._repo, np.int32),
             "issue": _concat(self._issue, np.int32),
             "poffs": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            "lptr": np.concatenate([[0], np.cumsum(self._link_counts, dtype=np.int64)]).astype(
+                np.int64
+            ),
+            "links": np.asarray(self._links, dtype=np.int32),
         }
         ids = arrays["ids"]
         if ids.size > 1 and not bool(np.all(ids[1:] > ids[:-1])):
             raise ValueError("segment records must have strictly ascending ids")
         return _write(path, arrays, self._blobs)
+
+
+def with_links(record: Record) -> Record:
+    """A pull request's record with the issues its text closes (indexing finds them, so a
+    rebuild finds the same)."""
+    if record.links or record.source != "pull_request":
+        return record
+    links = closing_references(record.text)
+    return replace(record, links=links) if links else record
 
 
 def _concat(parts: list[NDArray[Any]], dtype: Any) -> NDArray[Any]:
@@ -280,10 +329,12 @@ def merge_segments(path: Path, segments: Sequence[Segment], dead: NDArray[np.int
     starts = np.concatenate([[0], np.cumsum([s.n_docs for s in segments])]).astype(np.int64)
     owner = np.searchsorted(starts, order, side="right") - 1
     chunks: list[bytes] = []
+    links: list[NDArray[np.int32]] = []
     for seg_index, position in zip(owner.tolist(), order.tolist(), strict=True):
         segment = segments[seg_index]
         local = position - int(starts[seg_index])
         chunks.append(segment.payload[segment.poffs[local] : segment.poffs[local + 1]].tobytes())
+        links.append(segment.links[segment.lptr[local] : segment.lptr[local + 1]])
     lengths = np.fromiter(map(len, chunks), dtype=np.int64, count=len(chunks))
     all_ids = ids[order]
     arrays = {
@@ -292,6 +343,8 @@ def merge_segments(path: Path, segments: Sequence[Segment], dead: NDArray[np.int
         "repo": _gather(segments, "repo", order),
         "issue": _gather(segments, "issue", order),
         "poffs": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        "lptr": np.concatenate([[0], np.cumsum([part.size for part in links], dtype=np.int64)]),
+        "links": np.concatenate(links).astype(np.int32) if links else np.zeros(0, np.int32),
     }
     return _write(path, arrays, chunks)
 

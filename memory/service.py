@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
@@ -19,16 +19,17 @@ from sqlalchemy.orm import Session
 from memory import chunks, sync
 from memory.analysis import Analyzer
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
-from memory.errors import IndexUnavailable
+from memory.errors import IndexIncompatible, IndexUnavailable
+from memory.feedback import Expansion, expansion, rare_terms
 from memory.identity import database_identity
-from memory.index import DEFAULT_K, Hit, SearchIndex
+from memory.index import DEFAULT_K, Hit, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
+from memory.segment import Record
 from memory.writer import IndexWriter
 
 log = logging.getLogger(__name__)
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 FOLDER = "memory"  # the index lives in <data dir>/memory
-DISTINCTIVE_MIN_CHARS = 4
 
 
 class Memory:
@@ -59,12 +60,18 @@ class Memory:
         """Tie the index to this memory's database (memory.identity): from now on it reads
         and writes only an index built from it. An index built from another database (or
         before identities existed) is rebuilt from this one, reporting `progress`.
-        Returns "current", "new" or "rebuilt". Called at start; every use binds first."""
+        An index built with another analysis (an older Steelframe: ANALYSIS_VERSION) is
+        rebuilt the same way. Returns "current", "new" or "rebuilt". Called at start; every
+        use binds first."""
         identity = self._identify()
         try:
             manifest = read_manifest(self.root, analysis=dict(self.analyzer.signature))
+        except IndexIncompatible:
+            log.warning("memory: the index in %s was built with another analysis; rebuilding")
+            self.reindex(progress=progress)
+            return "rebuilt"
         except IndexUnavailable:
-            return "current"  # corrupt or another analysis: reported on use, as before
+            return "current"  # corrupt: reported on use, as before
         if manifest is None or (manifest.database is None and not manifest.segments):
             return "new"
         if manifest.database == identity:
@@ -99,12 +106,47 @@ class Memory:
         k: int = DEFAULT_K,
         floor: float = 0.0,
         focus_only: bool = False,
+        within: Collection[int] | None = None,
     ) -> list[Hit]:
         """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search)."""
         self._ensure_bound()
         return self.index.search(
-            query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only
+            query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only, within=within
         )
+
+    def feedback_search(
+        self,
+        query: str,
+        feedback: Sequence[Record],
+        *,
+        repo: str | None,
+        focus: int | None = None,
+        k: int = DEFAULT_K,
+        floor: float = 0.0,
+    ) -> tuple[list[Hit], Expansion]:
+        """`search` with the query expanded by pseudo-relevance feedback from `feedback`
+        (Rocchio over the mid-frequency terms of those chunks; memory.feedback). Scores are
+        cosines with the expanded query."""
+        self._ensure_bound()
+        grown = expansion(self.analyzer, self.index.snapshot(), query, feedback)
+        hits = self.index.search_terms(
+            grown.terms, grown.tf, repo=repo, focus=focus, k=k, floor=floor
+        )
+        return hits, grown
+
+    def about(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
+        """Live chunks about these issues/PRs (their own text, comments, sessions)."""
+        self._ensure_bound()
+        return self.index.about(issues, repo=repo)
+
+    def linking(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
+        """Live pull request chunks whose text closes one of these issues (`Fixes #N`)."""
+        self._ensure_bound()
+        return self.index.linking(issues, repo=repo)
+
+    def cosines(self, query: str, records: Sequence[Record]) -> Scored:
+        self._ensure_bound()
+        return self.index.cosines(query, records)
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
         """Store chunks in their own transaction, then bring the index up to date."""
@@ -114,9 +156,21 @@ class Memory:
         return added
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
+        """Catch the index up with the rows; an index built with another analysis (an older
+        version of Steelframe) met here is rebuilt first, its progress logged."""
         self._ensure_bound()
-        with self.sessions() as session:
-            return sync.sync(session, self.writer, limit=limit)
+        try:
+            with self.sessions() as session:
+                return sync.sync(session, self.writer, limit=limit)
+        except IndexIncompatible:
+            self.reindex(progress=_log_progress)
+            with self.sessions() as session:
+                return sync.sync(session, self.writer, limit=limit)
+
+    def upgrade_index(self, *, progress: Callable[[int, int], None] | None = None) -> bool:
+        """At start-up, with a progress bar: rebuild an index built with another analysis
+        or from another database (`bind`). Returns whether it rebuilt."""
+        return self.bind(progress=progress) == "rebuilt"
 
     def reindex(self, *, progress: Callable[[int, int], None] | None = None) -> Manifest:
         """Rebuild the index from the rows (`steelframe memory reindex`), then catch up."""
@@ -146,19 +200,15 @@ class Memory:
             records = chunks.recent(session, repo=repo, source=source, limit=limit)
         return [Hit(record, 0.0) for record in records]
 
-    def distinctive(self, text: str, *, n: int = 5) -> list[str]:
-        """The rarest words of `text` in the index: what a reply citing it would repeat."""
-        tokens = {
-            t
-            for t in self.analyzer.tokens(text)
-            if len(t) >= DISTINCTIVE_MIN_CHARS and not t.isdigit()
-        }
-        if not tokens:
-            return []
+    def distinctive(self, text: str, *, exclude: str = "") -> list[str]:
+        """The terms of `text` rare in the index (by idf): what a reply that used it would
+        repeat (memory.feedback.rare_terms); the terms of `exclude` (the question) aside."""
         self._ensure_bound()
-        df = self.index.df(sorted(tokens))
-        ranked = sorted((count, token) for token, count in df.items() if count > 0)
-        return [token for _, token in ranked[:n]]
+        return rare_terms(self.analyzer, self.index.snapshot(), text, exclude=exclude)
+
+    def terms(self, text: str) -> set[str]:
+        """The analysed terms of `text` (to compare a reply with `distinctive` terms)."""
+        return set(self.analyzer.tokens(text))
 
     def stats(self) -> dict[str, Any]:
         self._ensure_bound()
@@ -172,3 +222,10 @@ class Memory:
             "watermark": manifest.watermark,
             "gaps": len(manifest.gaps),
         }
+
+
+def _log_progress(done: int, total: int) -> None:
+    """Rebuild progress in the log, once per tenth."""
+    tenth = done * 10 // max(total, 1)
+    if done >= total or tenth != max(0, done - sync.REBUILD_BATCH) * 10 // max(total, 1):
+        log.info("memory index: rebuilding, %d/%d chunks", done, total)

@@ -1,4 +1,6 @@
-"""Operator auth: every /api/operator/* request needs `Authorization: Bearer TOKEN`.
+"""Operator auth: every /api/operator/* request needs `Authorization: Bearer TOKEN`, or the
+web GUI's session cookie (bot.web_sessions) plus, on state-changing methods, its CSRF token
+in the `X-CSRF-Token` header (double submit: it must equal the CSRF cookie and the session's).
 
 Checked before the body is read, so a flood of unauthenticated requests costs one header
 parse each (and at most one indexed lookup for a wrong token).
@@ -11,14 +13,19 @@ import time
 from aiohttp import web
 
 from bot.appkeys import SERVICES
-from bot.errors import Unauthorized
+from bot.errors import Forbidden, Unauthorized
 from bot.operators import authenticate, hash_token
+from bot.web_sessions import csrf_matches, identify
 from operator_api.middleware import Handler
 
 OPERATOR_ID = web.RequestKey("operator_id", int)
 OPERATOR_NAME = web.RequestKey("operator_name", str)
 PROTECTED_PREFIX = "/api/operator/"
 CACHE_SECONDS = 30.0
+SESSION_COOKIE = "steelframe_session"
+CSRF_COOKIE = "steelframe_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class TokenCache:
@@ -55,6 +62,10 @@ def bearer_token(request: web.Request) -> str:
 async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     if not request.path.startswith(PROTECTED_PREFIX):
         return await handler(request)
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if cookie and "Authorization" not in request.headers:
+        request[OPERATOR_ID], request[OPERATOR_NAME] = await cookie_operator(request, cookie)
+        return await handler(request)
     token = bearer_token(request)
     digest = hash_token(token)
     cache = request.app[TOKEN_CACHE]
@@ -65,3 +76,22 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
         cache.put(digest, *cached)
     request[OPERATOR_ID], request[OPERATOR_NAME] = cached
     return await handler(request)
+
+
+async def cookie_operator(request: web.Request, cookie: str) -> tuple[int, str]:
+    """The signed-in browser's operator; unsafe methods must carry the CSRF token too.
+    Not cached: signing out must end the session at once."""
+    identity = await request.app[SERVICES].db.run(identify, cookie)
+    if request.method not in SAFE_METHODS:
+        require_csrf(request, identity.csrf_token)
+    return identity.operator_id, identity.operator_name
+
+
+def require_csrf(request: web.Request, expected: str) -> None:
+    """The header must equal the session's CSRF token and the CSRF cookie (double submit)."""
+    header = request.headers.get(CSRF_HEADER)
+    if not (csrf_matches(expected, header) and header == request.cookies.get(CSRF_COOKIE)):
+        raise Forbidden(
+            "missing or wrong CSRF token: send the X-CSRF-Token header the page was given",
+            detail={"header": CSRF_HEADER},
+        )

@@ -197,8 +197,9 @@ async def chat_sessions(request: web.Request) -> web.Response:
 
 @endpoints.post(
     "/api/operator/chat/new",
-    "Close the open session and start a new one (Discuss with issue)",
-    {"201": json_body(ref("NewSession")), **errors(400, 401, 409, 413)},
+    "Close the open session and start a new one (Discuss with issue: 404 when GitHub does "
+    "not have that issue)",
+    {"201": json_body(ref("NewSession")), **errors(400, 401, 404, 409, 413, 502, 503)},
     body=ref("NewSessionRequest"),
     body_required=False,
 )
@@ -220,13 +221,29 @@ async def chat_new(request: web.Request) -> web.Response:
 
 @endpoints.get(
     "/api/operator/chat/session/{session}",
-    "A session's messages and summary; pins the next message to it",
+    "A session's messages and summary (reading changes nothing)",
     {"200": json_body(ref("Session")), **errors(400, 401, 404)},
     params=[SESSION],
 )
 async def chat_session_get(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
     return web.json_response(await _chat(request).get_session(request[OPERATOR_ID], sid))
+
+
+@endpoints.post(
+    "/api/operator/chat/session/{session}/open",
+    "Reopen a session: pin the next message to it (the one left is summarised)",
+    {"200": json_body(ref("Session")), **errors(400, 401, 404, 413)},
+    params=[SESSION],
+    body={"type": "object", "additionalProperties": False},
+    body_required=False,
+)
+async def chat_session_open(request: web.Request) -> web.Response:
+    """Reopen: the next message without a `session` goes to this one."""
+    sid = session_id(request.match_info["session"])
+    data = await read_json(request, limit=1024, required=False)
+    reject_unknown(data, set())
+    return web.json_response(await _chat(request).open_session(request[OPERATOR_ID], sid))
 
 
 @endpoints.delete(

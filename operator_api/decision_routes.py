@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from bot.agents import resolve_agent
@@ -22,6 +24,7 @@ from operator_api.validation import (
 
 endpoints = Endpoints()
 routes = endpoints.routes
+MAX_REQUEST_KEY = 200
 
 
 def _repo_for(request: web.Request, agent: str | None) -> str:
@@ -30,16 +33,40 @@ def _repo_for(request: web.Request, agent: str | None) -> str:
     return resolve_agent(request.app[SERVICES].settings.agents, agent).repo
 
 
+def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
+    """The client's idempotency key: the `Idempotency-Key` header, else `request_id`."""
+    header = request.headers.get("Idempotency-Key")
+    raw = header if header is not None else optional_str(data, "request_id", max_length=200)
+    field = "Idempotency-Key" if header is not None else "request_id"
+    if raw is None:
+        return None
+    if not raw.strip() or len(raw) > MAX_REQUEST_KEY:
+        raise BadRequest(
+            f"{field} must be 1 to {MAX_REQUEST_KEY} characters", detail={"field": field}
+        )
+    return raw.strip()
+
+
 @endpoints.post(
     "/api/operator/chat/decision",
-    "Publish a Decision comment (marker once; removes steelframe:needs_human)",
+    "Publish a Decision comment (marker once; removes steelframe:needs_human); idempotent by "
+    "Idempotency-Key or request_id, never by text",
     {"200": json_body(ref("Published")), **errors(400, 401, 404, 413, 502, 503)},
     body=ref("DecisionRequest"),
+    params=[
+        {
+            "name": "Idempotency-Key",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY},
+            "description": "one key per publish; a retry with it posts nothing more",
+        }
+    ],
 )
 async def publish_decision(request: web.Request) -> web.Response:
     services = request.app[SERVICES]
     data = await read_json(request, limit=services.settings.chat_max_body)
-    reject_unknown(data, {"issue", "body", "session_id"})
+    reject_unknown(data, {"issue", "body", "session_id", "request_id"})
     if "issue" not in data or data["issue"] is None:
         raise BadRequest("issue is required", detail={"field": "issue"})
     issue = issue_number(data["issue"], "issue")
@@ -52,8 +79,16 @@ async def publish_decision(request: web.Request) -> web.Response:
     agent = await services.db.run(store.agent_of, operator, sid)
     if services.publisher is None:
         raise Unavailable("the GitHub App is not configured: nothing can be published")
-    published = await services.publisher.publish(_repo_for(request, agent), issue, body)
-    await services.db.run(store.decision_published, operator, session_id=sid, issue=issue)
+    published = await services.publisher.publish(
+        _repo_for(request, agent),
+        issue,
+        body,
+        operator_id=operator,
+        request_key=_request_key(request, data),
+    )
+    cleared = await services.db.run(store.decision_published, operator, session_id=sid, issue=issue)
+    if cleared is not None:
+        await services.chat.session_updated(operator, cleared)
     return web.json_response(published.as_response())
 
 
@@ -69,7 +104,8 @@ async def publish_decision(request: web.Request) -> web.Response:
     body_required=False,
 )
 async def file_pending(request: web.Request) -> web.Response:
-    """File the session's pending proposal (the TUI's `y`), or an explicit title/body."""
+    """File the session's pending proposal (the TUI's `y`, the GUI's File button), or an
+    explicit title/body."""
     services = request.app[SERVICES]
     data = await read_json(request, limit=services.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})
@@ -78,27 +114,33 @@ async def file_pending(request: web.Request) -> web.Response:
     title = optional_str(data, "title", max_length=300)
     body = optional_str(data, "body", max_length=services.settings.chat_max_body)
     operator = request[OPERATOR_ID]
-    pending = await services.db.run(store.take_pending, operator, session_id=sid)
-    if not (title and title.strip()):
-        if pending is None:
-            raise BadRequest(
-                "nothing to file: no pending proposal and no title", detail={"field": "title"}
-            )
-        sid, title, body = pending[0], pending[1], body if body is not None else pending[2]
-    kind = (
-        FilingKind(pending[3]) if pending is not None and title == pending[1] else FilingKind.WORK
-    )
+    held = await services.db.run(store.take_pending, operator, session_id=sid)
+    proposal = held[1] if held is not None and not (title and title.strip()) else None
+    if proposal is None and not (title and title.strip()):
+        raise BadRequest(
+            "nothing to file: no pending proposal and no title", detail={"field": "title"}
+        )
     if services.filing is None:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")
+    if held is not None and proposal is not None:
+        sid = held[0]
     agent = await services.db.run(store.agent_of, operator, sid)
+    if proposal is not None:
+        # The proposal's own key: a confirmation in words or a second click files nothing more.
+        key, kind = proposal.key, FilingKind(proposal.kind)
+        title, body = proposal.title, body if body is not None else proposal.body
+    else:
+        key, kind = filing_key("explicit", operator, sid, title), FilingKind.WORK
+    assert title is not None
     filed = await services.filing.file(
-        key=filing_key("explicit", operator, sid, title),
+        key=key,
         repo=_repo_for(request, agent),
         title=title,
         body=body or f"Filed from Steelframe Chat by the operator:\n\n{title}",
         kind=kind,
         origin_session=sid,
     )
-    if pending is not None and sid == pending[0]:
-        await services.db.run(store.clear_pending, operator, sid)
+    if proposal is not None and sid is not None:
+        await services.db.run(store.clear_pending, operator, sid, proposal.key)
+        await services.chat.session_updated(operator, sid)
     return web.json_response(filed.as_response(), status=201 if not filed.reused else 200)

@@ -11,7 +11,7 @@ from aiohttp import web
 from sqlalchemy.exc import DataError, IntegrityError, OperationalError
 
 from bot.db import is_lock_timeout
-from bot.errors import SteelframeError
+from bot.errors import SteelframeError, error_body
 from bot.log_context import bind_ids
 
 log = logging.getLogger("steelframe.http")
@@ -20,10 +20,6 @@ REQUEST_ID = web.RequestKey("request_id", str)
 REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
 # Its own generator: request ids never disturb (or depend on) the global `random` state.
 _REQUEST_IDS = random.Random()
-
-
-def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
-    return {"error": error, "code": code, "detail": detail}
 
 
 @web.middleware
@@ -115,6 +111,7 @@ def _code_for(status: int) -> str:
     return {
         400: "bad_request",
         401: "unauthorized",
+        403: "forbidden",
         404: "not_found",
         405: "method_not_allowed",
         413: "payload_too_large",

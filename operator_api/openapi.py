@@ -23,7 +23,9 @@ Paths = Mapping[str, Mapping[str, Any]]
 
 OPENAPI_DOCUMENT = web.AppKey("openapi_document", dict[str, Any])
 ERROR = ref("Error")
-BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}]
+# A bearer token, or the web GUI's session cookie (whose writes also need the CSRF header).
+BEARER: list[dict[str, list[str]]] = [{"operatorToken": []}, {"operatorSession": []}]
+CSRF_REFUSED = "Signed in with the session cookie but without the matching X-CSRF-Token"
 ERROR_TEXT = {
     400: "Bad input; `detail.field` names the field",
     401: "Missing or wrong bearer token",
@@ -98,6 +100,8 @@ class Endpoints:
         self, method: str, path: str, summary: str, responses: dict[str, Any], **options: Any
     ) -> Callable[[Handler], Handler]:
         described = operation(summary, responses, **options)
+        if method != "GET" and options.get("auth", True):
+            described["responses"].setdefault("403", json_body(ERROR, CSRF_REFUSED))
 
         def register(handler: Handler) -> Handler:
             if method.lower() in self.paths.get(path, {}):
@@ -132,7 +136,16 @@ def build_document(path_sets: Iterable[Paths]) -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {"title": "Steelframe operator API", "version": __version__},
         "components": {
-            "securitySchemes": {"operatorToken": {"type": "http", "scheme": "bearer"}},
+            "securitySchemes": {
+                "operatorToken": {"type": "http", "scheme": "bearer"},
+                "operatorSession": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "steelframe_session",
+                    "description": "the web GUI's session (POST /gui/session); writes also "
+                    "send X-CSRF-Token",
+                },
+            },
             "schemas": component_schemas(),
         },
         "paths": dict(sorted(paths.items())),

@@ -105,6 +105,10 @@ def _chat_schemas() -> dict[str, Any]:
                 "rounds": {"type": "integer", "description": "status: retrieval rounds"},
                 "query": {"type": "string", "description": "status: which retrieval query"},
                 "hits": {"type": "integer", "description": "status: hits the round found"},
+                "context": {
+                    "type": "integer",
+                    "description": "status: focus or link context the round added (not hits)",
+                },
             },
         },
         "ChatResponse": exact(
@@ -182,6 +186,12 @@ def _action_schemas() -> dict[str, Any]:
                 "issue": {"type": "integer", "minimum": 1},
                 "body": {"type": "string", "minLength": 1},
                 "session_id": {"type": "string"},
+                "request_id": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 200,
+                    "description": "idempotency key (or the Idempotency-Key header)",
+                },
             },
         },
         "Published": exact(
@@ -323,6 +333,27 @@ def component_schemas() -> dict[str, Any]:
                 },
             }
         ),
+        "Event": {
+            "type": "object",
+            "required": ["id", "type"],
+            "properties": {
+                "id": {"type": "integer", "description": "monotonic per operator"},
+                "type": {"enum": ["task", "result", "session", "resync"]},
+                "task_id": {"type": "integer"},
+                "repo": {"type": "string"},
+                "issue": {"type": "integer"},
+                "title": {"type": "string"},
+                "state": {"type": "string"},
+                "pr_url": {"type": ["string", "null"]},
+                "reason": {"type": "string"},
+                "updated_at": {"type": "string"},
+                "session_id": {"type": "string"},
+                "kind": {"enum": ["delivered", "question", "failed"]},
+                "text": {"type": "string"},
+                "message_id": {"type": "string"},
+                "change": {"enum": ["created", "updated", "deleted", "summarised"]},
+            },
+        },
         **_chat_schemas(),
         **_action_schemas(),
         **_task_schemas(),

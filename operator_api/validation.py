@@ -10,6 +10,7 @@ from aiohttp import web
 
 from bot.chat.sessions import UNSET
 from bot.errors import BadRequest, PayloadTooLarge
+from bot.params import bounded_int
 
 # No operator body needs more than a handful of levels; a deeper one is refused before any
 # recursive code (ours, the database driver's JSON encoder) sees it.
@@ -142,16 +143,7 @@ def optional_issue(data: dict[str, Any], name: str) -> Any:
 
 
 def query_int(request: web.Request, name: str, *, default: int, maximum: int) -> int:
-    raw = request.query.get(name)
-    if raw is None:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise BadRequest(f"{name} must be a positive integer", detail={"field": name}) from None
-    if value <= 0 or value > maximum:
-        raise BadRequest(f"{name} must be between 1 and {maximum}", detail={"field": name})
-    return value
+    return bounded_int(request.query.get(name), name, default=default, maximum=maximum)
 
 
 def session_id(value: str, name: str = "session") -> str:

@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
     "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
+    "doctor": ("steelframe.commands.doctor", "which coding agents are installed and supported"),
+    "desktop": ("steelframe.commands.desktop", "open the web GUI in its own window"),
 }
 
 
@@ -156,6 +158,7 @@ def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | N
     except ConfigError:
         settings = None
     if isinstance(exc, OSError) and hasattr(args, "port"):
+        # The options, else HOST and PORT (what serve and dev listened on).
         host = getattr(args, "host", None) or (settings.host if settings else "127.0.0.1")
         port = args.port if args.port is not None else (settings.port if settings else 8080)
         message = explain_listen(exc, host, port)

@@ -1,9 +1,9 @@
 """`steelframe dev`: the whole system on embedded defaults, no network, no credentials.
 
-The same SQLite file under ./var as every other command, the offline runtime and a fresh
-token for the `dev` operator.
-Whatever the environment configures (database URL, a real model, WEBHOOK_SECRET) overrides
-these defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
+The same SQLite file under ./var as every other command, the offline runtime, the demo
+coding runtime and a fresh token for the `dev` operator. Whatever the environment
+configures (database URL, a real model, a coding agent, WEBHOOK_SECRET) overrides these
+defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ from bot.models import Operator
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import load_settings
 from steelframe.commands.core import add_listen_arguments
+from steelframe.commands.memory import upgrade_memory_index
 from steelframe.logs import configure_logging
 from steelframe.webhook_relay import local_target, running_relay
 
@@ -45,10 +47,20 @@ def dev_token(session: Any) -> str:
     return rotate_token(session, DEV_OPERATOR)
 
 
+def dev_settings(settings: Settings) -> Settings:
+    """The embedded defaults that depend on what else is set: the demo coding runtime unless
+    a real one is configured, and an absolute data directory (the worker and the coding
+    runtime run in other directories)."""
+    changes: dict[str, Any] = {"data_dir": settings.data_dir.resolve()}
+    if settings.coding_agent is None and not settings.coding_command:
+        changes["coding_agent"] = "demo"
+    return dataclasses.replace(settings, **changes)
+
+
 def cmd_dev(args: argparse.Namespace) -> int:
     # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
     # the database `dev` runs on (the default, under the data directory).
-    settings = load_settings()
+    settings = dev_settings(load_settings())
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
@@ -79,6 +91,9 @@ async def run_dev(
                 webhook_secret=Secret(sandbox.webhook_secret),
                 github_api_url=sandbox.url,
             )
+        # An index of an older analysis is rebuilt here, with a progress bar, before the app
+        # binds it (which would rebuild it too, but only into the log).
+        await asyncio.to_thread(upgrade_memory_index, settings, sys.stdout)
         app = create_app(settings)
         runner = web.AppRunner(app)
         await runner.setup()
@@ -103,11 +118,13 @@ async def run_dev(
             f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}",
             flush=True,
         )
+        print(f"coding: {_coding_line(settings)}", flush=True)
         print(f"url: {url}", flush=True)
         print(f"token: {token}", flush=True)
         worker = _start_worker(app[SERVICES])
         if worker is not None:
             parts.push_async_callback(asyncio.to_thread, worker.stop)
+        print(_next_steps(url, token, settings, sandbox), flush=True)
         if ready is not None:
             ready(url, token)
         stop = asyncio.Event()
@@ -163,6 +180,43 @@ def _start_worker(services: Any) -> Any:
     worker.start()
     print(f"worker: in process on queue {ctx.queue_name}", flush=True)
     return worker
+
+
+def _coding_line(settings: Settings) -> str:
+    agent = settings.coding_agent or ("command" if settings.coding_command else None)
+    if agent == "demo":
+        return (
+            "demo runtime (writes a note, changes no code) · for a real agent set "
+            "STEELFRAME_CODING_AGENT=claude|codex|aider (docs/runtimes.md)"
+        )
+    if agent is None:
+        return "none configured (tasks wait for info)"
+    return agent + (f" · model {settings.coding_model}" if settings.coding_model else "")
+
+
+def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
+    """What a newcomer can do now, printed once everything is up."""
+    ask = "file an issue for the login page, which shows a blank screen after a wrong password"
+    lines = [
+        "",
+        "Try it: open Chat in another terminal",
+        f"  steelframe-tui --url {url} --token {token}",
+        f"  and type: {ask}",
+        "  (or, without the TUI:",
+        f"  curl -s -X POST {url}/api/operator/chat -H 'Authorization: Bearer {token}' \\",
+        f'       -d \'{{"message": "{ask}"}}\')',
+    ]
+    if settings.coding_agent == "demo":
+        lines += [
+            "Chat files the issue, a task runs the demo coding runtime, and a pull request",
+            "appears. A one-line issue (file an issue for the flaky login test) gets a",
+            "question first: Discuss it in Chat, draft a Decision, Publish it, and the task",
+            "resumes to a pull request.",
+        ]
+    if sandbox is not None:
+        lines.append(f"Issues and pull requests open in a browser: {sandbox.url}/{settings.repo}")
+    lines.append(f"Board: curl -s -H 'Authorization: Bearer {token}' {url}/api/operator/board")
+    return "\n".join(lines)
 
 
 def _safe_url(url: str) -> str:

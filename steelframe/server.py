@@ -6,10 +6,10 @@ The entry package is the only one that imports every other; `bot` stays free of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from aiohttp import web
@@ -17,17 +17,34 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
-from operator_api import board_routes, chat_routes, decision_routes, meta_routes, metrics_routes
+from operator_api import (
+    board_routes,
+    chat_routes,
+    decision_routes,
+    events_routes,
+    meta_routes,
+    metrics_routes,
+)
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
+from web_gui import OPENAPI_PATHS as GUI_PATHS
+from web_gui import setup as web_gui_setup
 from webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 from webhooks import setup as webhooks_setup
 
 log = logging.getLogger(__name__)
+BACKGROUND_STOP_SECONDS = 5.0
 # The operator API's route tables; each also declares its endpoints' OpenAPI operations.
-OPERATOR_API = (meta_routes, metrics_routes, chat_routes, board_routes, decision_routes)
+OPERATOR_API = (
+    meta_routes,
+    metrics_routes,
+    chat_routes,
+    board_routes,
+    decision_routes,
+    events_routes,
+)
 
 
 @dataclass(frozen=True)
@@ -72,10 +89,22 @@ def create_app(
         await built.chat.resume_pending_summaries()
         # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
         listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
+        # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
+        sweeper = asyncio.create_task(
+            built.chat.summaries.run_idle_sweeps(
+                idle=timedelta(seconds=settings.summary_idle_seconds), clock=built.chat.clock
+            )
+        )
         yield
-        listener.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await listener
+        for task in (listener, sweeper):
+            task.cancel()
+        # Bounded: shutdown must not hang on a background task stuck in a Redis read.
+        done, stuck = await asyncio.wait({listener, sweeper}, timeout=BACKGROUND_STOP_SECONDS)
+        for task in stuck:
+            log.warning("%s did not end within %ss", task.get_coro(), BACKGROUND_STOP_SECONDS)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("%s failed: %s", task.get_coro(), task.exception())
         if owned:
             await built.close()
 
@@ -85,4 +114,4 @@ def create_app(
 
 def default_plugins() -> tuple[AppPlugin, ...]:
     """The optional parts of the service; each package adds its own `setup` here."""
-    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS),)
+    return (AppPlugin(webhooks_setup, WEBHOOK_PATHS), AppPlugin(web_gui_setup, GUI_PATHS))

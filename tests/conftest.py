@@ -12,6 +12,7 @@ import contextlib
 import os
 import random
 import shutil
+import socket
 import subprocess
 import uuid
 import weakref
@@ -98,11 +99,42 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
+_CLAIM_OWNER = f"{socket.gethostname()}:{os.getpid()}"
+# Take over a claim only if it still names the dead session that made it.
+_TAKE_OVER = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[3])
+end
+return false
+"""
+
+
 def _claim_redis_database(admin: redis.Redis) -> int:
-    for db in random.sample(range(1, 16), 15):
-        if admin.set(f"steelframe-test:db:{db}", os.getpid(), nx=True, ex=3600):
+    """A Redis database number of this session's own: a free one, else one whose claiming
+    session died on this machine (a killed run never released it)."""
+    numbers = random.sample(range(1, 16), 15)
+    for db in numbers:
+        if admin.set(f"steelframe-test:db:{db}", _CLAIM_OWNER, nx=True, ex=3600):
             return db
-    raise RuntimeError("all 15 Redis test databases are claimed by other test sessions")
+    host = socket.gethostname()
+    for db in numbers:
+        key = f"steelframe-test:db:{db}"
+        owner = (admin.get(key) or b"").decode()
+        owner_host, _, pid = owner.rpartition(":")
+        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+            if admin.eval(_TAKE_OVER, 1, key, owner, _CLAIM_OWNER, 3600):
+                return db
+    raise RuntimeError("all 15 Redis test databases are claimed by other live test sessions")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench import chat_overhead, chat_streams, cli_startup, webhooks_probot
+from bench import chat_overhead, chat_streams, cli_startup, gui, webhooks_probot
 from tests.fakes.tools import require_tool
 
 
@@ -18,6 +18,14 @@ def test_cli_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     cli_startup.main(["--smoke"])
     out = capsys.readouterr().out
     assert "steelframe --version" in out and "vs baseline" in out
+
+
+def test_webhook_memory_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import webhook_memory
+
+    webhook_memory.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "naive" in out and "steelframe vs naive" in out
 
 
 def test_chat_streams_smoke(capsys: pytest.CaptureFixture[str]) -> None:
@@ -35,3 +43,10 @@ def test_webhooks_against_probot_smoke(capsys: pytest.CaptureFixture[str]) -> No
     out = capsys.readouterr().out
     assert "probot" in out and "ratio rps" in out
     assert out.rstrip().endswith("acknowledged but not stored: 0")
+
+
+def test_gui_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    require_tool("chromium", "chromium")
+    gui.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "load -> interactive" in out and "first delta -> frame" in out and "ratio" in out

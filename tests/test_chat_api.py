@@ -148,8 +148,11 @@ async def test_sessions_new_title_reopen_and_pin(api: ApiClient) -> None:
     title = sessions[1]["title"]
     assert len(title) <= 60 and title.endswith("…")
     assert title.startswith("First chat about the deploy pipeline")
-    # reopening pins the next message to the old session
+    # reading does not move the next message; reopening (POST .../open) does
     await api.get(f"/api/operator/chat/session/{first['session']}")
+    stays = await (await api.post("/api/operator/chat", json={"message": "still here"})).json()
+    assert stays["session"] == new["id"]
+    await api.post(f"/api/operator/chat/session/{first['session']}/open")
     again = await (await api.post("/api/operator/chat", json={"message": "continue"})).json()
     assert again["session"] == first["session"]
 
@@ -244,10 +247,10 @@ async def test_paired_surrogate_escapes_are_fine(api: ApiClient) -> None:
 async def test_a_reopened_session_is_summarised_again_when_closed(api: ApiClient) -> None:
     first = await (await api.post("/api/operator/chat", json={"message": "Why is CI red?"})).json()
     await api.post("/api/operator/chat/new", json={})
-    await api.get(f"/api/operator/chat/session/{first['session']}")  # reopen
+    await api.post(f"/api/operator/chat/session/{first['session']}/open")  # reopen
     await api.post("/api/operator/chat", json={"message": "And the flaky login test?"})
     await api.post("/api/operator/chat/new", json={})
     await api.services.background.drain()
     stored = await (await api.get(f"/api/operator/chat/session/{first['session']}")).json()
     assert stored["summary_status"] == "done"
-    assert "And the flaky login test?" in stored["summary"]
+    assert "2 message(s)" in stored["summary"]

@@ -174,7 +174,8 @@ def test_dotenv_in_the_working_directory_configures_the_commands(tmp_path: Path)
 def test_make_run_takes_a_port() -> None:
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "run", "PORT=9123"],
+        # --no-print-directory: under `make test` this make is nested and would say so.
+        ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "run", "PORT=9123"],
         cwd=root,
         capture_output=True,
         text=True,

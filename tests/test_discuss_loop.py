@@ -49,3 +49,30 @@ async def test_a_focused_turn_sees_the_issues_task_state(make: Make) -> None:
         await lc.api.post("/api/operator/chat", json={"message": "where is it?", "focus": issue})
     ).json()
     assert f"Task for #{issue}: state `waiting_for_info`" in done["reply"]
+
+
+async def test_the_same_decision_text_published_twice_resumes_twice(make: Make) -> None:
+    """Issue 13, item 4: "Yes, proceed" to two questions in a row is two Decisions."""
+    lc = await make(coding_command=command("ask_twice"))
+    issue = await lc.open_issue("Two questions")
+    await lc.work()
+    assert lc.task(issue).question == "Question 1: proceed?"
+    for round_ in (1, 2):
+        published = await lc.api.post(
+            "/api/operator/chat/decision", json={"issue": issue, "body": "Yes, proceed"}
+        )
+        assert published.status == 200
+        await lc.settle()
+        task = lc.task(issue)
+        assert task.state == TaskState.RUNNING and task.pending_decision == "Yes, proceed"
+        await lc.work()
+        if round_ == 1:
+            assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+            assert lc.task(issue).question == "Question 2: proceed?"
+            assert "steelframe:needs_human" in await lc.labels(issue)
+    assert lc.task(issue).state == TaskState.DELIVERED
+    rounds = lc.branch_file("ROUND.md", f"steelframe/issue-{issue}")
+    assert rounds == "decision 1\ndecision 2\n"
+    decisions = [c for c in await lc.comments(issue) if "steelframe-decision" in c["body"]]
+    decisions = [c for c in decisions if "Yes, proceed" in c["body"]]
+    assert len(decisions) == 2

@@ -85,11 +85,19 @@ def _fuzz_operation(
     return calls
 
 
+# Streams that never end by themselves: schemathesis reads a stream to its end, and the
+# heartbeats keep its read timeout from ever firing. tests/test_events.py sends the events
+# stream its bad input (401, 400 on Last-Event-ID) and reads it with a deadline.
+ENDLESS_STREAMS = frozenset({"/api/operator/events"})
+
+
 def _fuzz_schema(base_url: str, token: str, *, unavailable_ok: bool = False) -> dict[str, int]:
     schema = schemathesis.openapi.from_url(f"{base_url}/api/openapi.json")
     calls: dict[str, int] = {}
     for result in schema.get_all_operations():
         operation = result.ok()
+        if operation.path in ENDLESS_STREAMS:
+            continue
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
             label = f"{operation.method.upper()} {operation.path} {mode.value}"
             calls[label] = _fuzz_operation(operation, mode, base_url, token, unavailable_ok)
@@ -120,6 +128,7 @@ async def test_no_operation_of_the_openapi_document_answers_5xx(service: ApiClie
     # Every operation but the document schemathesis itself was loaded from.
     operations = {f"{m.upper()} {p}" for p, ops in document.items() for m in ops}
     operations.discard("GET /api/openapi.json")
+    operations -= {f"GET {path}" for path in ENDLESS_STREAMS}
     fuzzed = {label.rsplit(" ", 1)[0] for label, n in calls.items() if n > 0}
     assert fuzzed == operations, json.dumps(calls)  # every operation was really exercised
     negative = [label for label, n in calls.items() if label.endswith("negative") and n > 0]

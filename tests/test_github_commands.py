@@ -4,34 +4,59 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from bot.clock import utcnow
 from bot.db import Database, upgrade
 from steelframe.cli import main
 from tests.conftest import SANDBOX_REPO, GitHubSandbox, store_deliveries
-from webhooks.deliveries import DeliveryStatus, Finished, NewDelivery, finish
+from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 
 
 def seed(url: str) -> None:
     db = Database.from_url(url)
     upgrade(db.engine)
     now = utcnow()
-    delivered = [
-        NewDelivery("ok-1", "issues", "opened", 1, "a/b", "{}", now),
-        NewDelivery("bad-1", "issue_comment", "created", 1, "a/b", "{}", now),
-    ]
-    asyncio.run(store_deliveries(db, delivered))
-    db.call(
-        finish,
-        [
-            Finished("ok-1", DeliveryStatus.PROCESSED),
-            Finished("bad-1", DeliveryStatus.FAILED, "KeyError: 'x'"),
-        ],
-        now=now,
+    asyncio.run(
+        store_deliveries(
+            db,
+            [
+                NewDelivery("ok-1", "issues", "opened", 1, "a/b", "{}", now),
+                NewDelivery("bad-1", "issue_comment", "created", 1, "a/b", "{}", now),
+                NewDelivery("bad-2", "issue_comment", "created", 1, "a/b", "{}", now),
+                NewDelivery("again-1", "issues", "labeled", 1, "a/b", "{}", now),
+            ],
+        )
     )
+
+    def finish(session: Any) -> None:
+        outcomes = {
+            "ok-1": (DeliveryStatus.PROCESSED, None),
+            "bad-1": (DeliveryStatus.DEAD, "gave up after 8 attempts: KeyError: 'x'"),
+            "bad-2": (DeliveryStatus.DEAD, "not retryable: BadRequest: no"),
+            "again-1": (DeliveryStatus.RETRYING, "GitHubUnavailable: 502"),
+        }
+        for row in session.scalars(select(WebhookDelivery)):
+            row.status, row.reason = outcomes[row.delivery_id]
+            row.attempts = 1
+            if row.status == DeliveryStatus.RETRYING:
+                row.next_attempt_at = now
+
+    db.call(finish)
     db.dispose()
+
+
+def statuses(url: str) -> dict[str, str]:
+    db = Database.from_url(url)
+    try:
+        return db.call(
+            lambda s: {d.delivery_id: d.status for d in s.scalars(select(WebhookDelivery))}
+        )
+    finally:
+        db.dispose()
 
 
 @pytest.fixture
@@ -43,26 +68,55 @@ def database_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return url
 
 
-def test_webhooks_list_shows_the_log_and_filters_by_status(
+def test_webhooks_list_shows_the_log_and_the_failed_ones(
     database_env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["webhooks", "list"]) == 0
     out = capsys.readouterr().out
     assert "ok-1" in out and "issues.opened" in out and "processed" in out
-    assert main(["webhooks", "list", "--status", "failed"]) == 0
+    assert main(["webhooks", "list", "--failed"]) == 0
     out = capsys.readouterr().out
-    assert "bad-1" in out and "KeyError: 'x'" in out and "ok-1" not in out
+    assert "bad-1" in out and "gave up after 8 attempts: KeyError: 'x'" in out
+    assert "again-1" in out and "retrying" in out and "next " in out
+    assert "ok-1" not in out
+    assert main(["webhooks", "list", "--status", "dead"]) == 0
+    out = capsys.readouterr().out
+    assert "bad-1" in out and "bad-2" in out and "again-1" not in out
     assert main(["webhooks", "list", "--status", "nonsense"]) == 2
 
 
-def test_webhooks_replay_requeues_a_failed_delivery(
+def test_webhooks_replay_takes_ids(database_env: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["webhooks", "replay", "bad-1", "ok-1"]) == 0
+    assert statuses(database_env) == {
+        "ok-1": DeliveryStatus.RECEIVED,
+        "bad-1": DeliveryStatus.RECEIVED,
+        "bad-2": DeliveryStatus.DEAD,
+        "again-1": DeliveryStatus.RETRYING,
+    }
+    assert main(["webhooks", "replay", "no-such-delivery"]) == 1
+    assert "no delivery 'no-such-delivery'" in capsys.readouterr().err
+
+
+def test_webhooks_replay_failed_takes_only_the_dead_ones(
     database_env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["webhooks", "replay", "bad-1"]) == 0
-    assert main(["webhooks", "list", "--status", "received"]) == 0
-    assert "bad-1" in capsys.readouterr().out
-    assert main(["webhooks", "replay", "no-such-delivery"]) == 1
-    assert "no replayable delivery" in capsys.readouterr().err
+    assert main(["webhooks", "replay", "--failed"]) == 0
+    assert "2 dead deliveries queued again" in capsys.readouterr().out
+    assert statuses(database_env) == {
+        "ok-1": DeliveryStatus.PROCESSED,
+        "bad-1": DeliveryStatus.RECEIVED,
+        "bad-2": DeliveryStatus.RECEIVED,
+        "again-1": DeliveryStatus.RETRYING,
+    }
+
+
+def test_webhooks_replay_needs_ids_or_failed(
+    database_env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["webhooks", "replay"]) == 2
+    assert main(["webhooks", "replay", "--failed", "bad-1"]) == 2
+    assert "give delivery ids or --failed" in capsys.readouterr().err
+    assert statuses(database_env)["bad-1"] == DeliveryStatus.DEAD
 
 
 async def test_github_check_authenticates_against_the_sandbox(

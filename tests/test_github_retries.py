@@ -106,8 +106,8 @@ async def test_rate_limit_holds_back_the_installations_next_requests(
 ) -> None:
     github_sandbox.fail("secondary_rate_limit", path=ISSUE_PATH, retry_after=45)
     await github.get_issue(SANDBOX_REPO, 1)
-    lane = github.pacer._lane(github_sandbox.installation_id)
-    assert lane.blocked_until == pytest.approx(fake_time.now, abs=0.01)
+    blocked = await github.pacer.ledger.blocked_until(github_sandbox.installation_id)
+    assert blocked == pytest.approx(fake_time.now, abs=0.01)
 
 
 @pytest.mark.parametrize("kind", ["issue", "comment", "pull"])

@@ -10,7 +10,14 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding
-from bot.chat.retrieval import CHAT_FLOOR, ROUNDS, MemoryGrounder, untrusted
+from bot.chat.retrieval import (
+    CHAT_FLOOR,
+    RELATIVE_MARGIN,
+    ROUNDS,
+    STRONG_SCORE,
+    MemoryGrounder,
+    untrusted,
+)
 from bot.config import FIELDS, AgentConfig, Settings
 from bot.db import Database, upgrade
 from memory import ChunkIn, Memory
@@ -47,6 +54,15 @@ class Frames:
         return [f["text"] for f in self.frames if f["type"] == "status"]
 
 
+# Unrelated project notes, so that term statistics look like a real index's.
+BACKGROUND = [
+    f"{topic} notes, part {i}: reviewed and merged"
+    for i, topic in enumerate(
+        ["deploy", "release", "billing", "webhook", "queue", "login", "export", "search"] * 3
+    )
+]
+
+
 def _seed(memory: Memory, *texts: str, **kwargs: Any) -> list[int]:
     source = kwargs.pop("source", "issue")
     return [a.id for a in memory.add([ChunkIn(t, source, REPO, **kwargs) for t in texts])]
@@ -59,9 +75,14 @@ async def test_each_round_emits_a_status_frame_with_its_hit_count(
     memory: Memory, agent: AgentConfig
 ) -> None:
     strong = [
-        _seed(memory, f"nightly deploy failed again run {i}", issue=100 + i)[0] for i in range(7)
+        _seed(memory, f"nightly deploy failed {where}", issue=100 + i)[0]
+        for i, where in enumerate(["on the canary", "in production"])
     ]
-    focused = _seed(memory, "deploy notes for the focused issue", issue=40)[0]
+    cause = _seed(memory, "nightly deploy failed: the migration lock was held", issue=107)[0]
+    # Only the expansion can find this one: it shares no word with the question, but the
+    # mid-frequency terms "migration" and "lock" with a strong hit.
+    other_words = _seed(memory, "raised the migration lock timeout to 30 s", issue=108)[0]
+    focused = _seed(memory, "#40 Staging notes\n\nSee the runbook.", issue=40)[0]
     frames = Frames()
     grounding = await MemoryGrounder(memory).ground(
         query="nightly deploy failed", agent=agent, focus=40, emit=frames
@@ -69,43 +90,142 @@ async def test_each_round_emits_a_status_frame_with_its_hit_count(
     retrieve = [f for f in frames.frames if f.get("round")]
     assert [f["query"] for f in retrieve] == ["message", "focus", "expansion"]
     assert [f["text"] for f in retrieve] == [
-        f"retrieve 1/{ROUNDS} · 6 hits",
-        f"retrieve 2/{ROUNDS} · 1 hit",
-        f"retrieve 3/{ROUNDS} · 1 hit",
+        f"retrieve 1/{ROUNDS} · 3 hits",
+        f"retrieve 2/{ROUNDS} · 0 hits + 1 focus context",
+        f"retrieve 3/{ROUNDS} · 1 hit · expanded with 2 terms",
     ]
-    kept = grounding.kept_hits
-    assert [h["round"] for h in kept] == ["message"] * 6 + ["focus", "expansion"]
-    assert kept[6]["id"] == focused  # the focus round gets the focused issue's chunk in
-    assert {h["id"] for h in kept} == {*strong, focused}
-    assert len(grounding.meta["rounds"]) == len(retrieve) == ROUNDS
+    kept = {h["id"]: h for h in grounding.kept_hits}
+    assert kept[focused]["strength"] == "context" and kept[focused]["round"] == "focus"
+    assert grounding.kept_hits[0]["id"] == focused  # the subject of the session comes first
+    assert kept[other_words]["round"] == "expansion"
+    assert kept[other_words]["strength"] == "weak"  # it does not match the question itself
+    assert {h for h in kept if kept[h]["round"] == "message"} == {*strong, cause}
+    rounds = grounding.meta["rounds"]
+    assert [r["query"] for r in rounds] == ["message", "focus", "expansion"]
+    assert sorted(rounds[2]["added_terms"]) == ["lock", "migrat"]
+    assert rounds[1]["context"] == 1 and rounds[1]["ids"] == [focused]
 
 
-async def test_without_focus_or_hits_later_rounds_are_skipped(
+async def test_without_focus_later_rounds_follow_the_strong_hits(
     memory: Memory, agent: AgentConfig
 ) -> None:
     _seed(memory, "redis pinned after the rq upgrade", issue=41)
     frames = Frames()
     await MemoryGrounder(memory).ground(query="redis rq", agent=agent, focus=None, emit=frames)
-    assert [f["query"] for f in frames.frames if f.get("round")] == ["message", "expansion"]
+    assert [f["query"] for f in frames.frames if f.get("round")] == [
+        "message",
+        "links",
+        "expansion",
+    ]
 
 
-async def test_only_hits_at_or_above_the_chat_floor_are_kept(
+async def test_weak_hits_alone_run_no_links_or_expansion(
     memory: Memory, agent: AgentConfig
 ) -> None:
-    strong, weak = _seed(
+    _seed(memory, "redis " + " ".join(f"word{i}" for i in range(30)), issue=41)
+    frames = Frames()
+    grounding = await MemoryGrounder(memory).ground(
+        query="redis cluster failover alerting", agent=agent, focus=None, emit=frames
+    )
+    assert [h["strength"] for h in grounding.kept_hits] == ["weak"]
+    assert [f["query"] for f in frames.frames if f.get("round")] == ["message"]
+
+
+async def test_kept_hits_pass_the_floor_and_the_margin_to_the_best(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    strong, tail, weak = _seed(
         memory,
         "redis pinned to 7.2 after the rq upgrade",
+        "upgrade notes " + " ".join(f"filler{i}" for i in range(12)),
         "rq " + " ".join(f"filler{i}" for i in range(60)),
     )
-    below = memory.search("redis rq upgrade", repo=REPO, k=5)
-    assert {h.chunk_id for h in below} == {strong, weak}
-    assert min(h.score for h in below) < CHAT_FLOOR
+    everything = {h.chunk_id: h.score for h in memory.search("redis rq upgrade", repo=REPO, k=5)}
+    assert set(everything) == {strong, tail, weak}
+    assert everything[weak] < CHAT_FLOOR  # under the floor
+    assert CHAT_FLOOR <= everything[tail] < RELATIVE_MARGIN * everything[strong]  # a long tail
     grounding = await MemoryGrounder(memory).ground(
         query="redis rq upgrade", agent=agent, focus=None, emit=Frames()
     )
     assert [h["id"] for h in grounding.kept_hits] == [strong]
     assert all(h["score"] >= CHAT_FLOOR for h in grounding.kept_hits)
     assert not any("floor" in f.attr for f in FIELDS)  # a named constant, not a config key
+
+
+async def test_weak_hits_are_labelled_in_the_prompt_and_the_response(
+    api: ApiClient,
+) -> None:
+    memory = api.services.memory
+    assert memory is not None
+    memory.add([ChunkIn(text, "note", REPO) for text in BACKGROUND])
+    memory.add(
+        [ChunkIn("The HMAC check itself is fast; the fixture waits for a port.", "note", REPO)]
+    )
+    body = await (
+        await api.post("/api/operator/chat", json={"message": "How fast can a cheetah run?"})
+    ).json()
+    assert body["retrieve_hits"] == 1
+    hit = body["retrieved"][0]
+    assert hit["strength"] == "weak" and hit["question_score"] < STRONG_SCORE
+    assert "weak match" in body["reply"]  # the offline runtime says so
+    session = await (await api.get(f"/api/operator/chat/session/{body['session']}")).json()
+    stored = session["messages"][-1]["meta"]
+    assert stored["retrieved"][0]["strength"] == "weak"
+    assert stored["retrieval"]["strong"] == STRONG_SCORE
+
+
+async def test_a_weak_hit_is_marked_in_the_context_block(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, *BACKGROUND, source="note")
+    _seed(memory, "The HMAC check itself is fast; the fixture waits for a port.", source="note")
+    grounding = await MemoryGrounder(memory).ground(
+        query="How fast can a cheetah run?", agent=agent, focus=None, emit=Frames()
+    )
+    block = grounding.prompt_block
+    assert 'strength="weak"' in block
+    assert block.splitlines()[1].startswith('Hits marked strength="weak"')
+
+
+async def test_focused_issue_and_its_closing_pr_come_in_as_context(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    issue = _seed(memory, "#12 close_day double-posts fees when retried", issue=12)[0]
+    pull = _seed(
+        memory,
+        "PR #31 Idempotent fee posting\n\nKeyed on tenant and business date. Fixes #12",
+        source="pull_request",
+        issue=31,
+    )[0]
+    unrelated = _seed(memory, "PR #32 Bump ruff\n\nFixes #13", source="pull_request", issue=32)
+    frames = Frames()
+    grounding = await MemoryGrounder(memory).ground(
+        query="what's the status of this one?", agent=agent, focus=12, emit=frames
+    )
+    context = [h for h in grounding.kept_hits if h["strength"] == "context"]
+    assert [h["id"] for h in context] == [issue, pull]  # not floor-gated: no shared word
+    assert all(h["score"] < CHAT_FLOOR for h in context)
+    assert context[1]["links"] == [12] and 'closes="#12"' in grounding.prompt_block
+    assert unrelated[0] not in {h["id"] for h in grounding.kept_hits}
+    assert 'strength="context"' in grounding.prompt_block
+    assert "retrieve 2/3 · 0 hits + 2 focus context" in frames.texts
+
+
+async def test_links_round_brings_the_pr_that_closes_a_strong_hits_issue(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, "#57 Flaky webhook signature test times out on CI", issue=57)
+    pull = _seed(memory, "PR #60 Wait for the port\n\nCloses #57", source="pull_request", issue=60)[
+        0
+    ]
+    frames = Frames()
+    grounding = await MemoryGrounder(memory).ground(
+        query="flaky webhook signature test", agent=agent, focus=None, emit=frames
+    )
+    kept = {h["id"]: h for h in grounding.kept_hits}
+    assert kept[pull]["round"] == "links" and kept[pull]["strength"] == "context"
+    links = next(r for r in grounding.meta["rounds"] if r["query"] == "links")
+    assert links["followed"] == [57] and links["closing_prs"] == [60]
 
 
 async def test_kept_hits_are_injected_as_untrusted_data_with_provenance(
@@ -171,16 +291,35 @@ async def test_empty_memory_injects_no_semantic_hits_alone(
 # -- rule 4: citations and widening ----------------------------------------------------
 
 
-def test_cites_recognises_issue_session_and_distinctive_words() -> None:
-    grounder = MemoryGrounder.__new__(MemoryGrounder)
-    hit = {"id": 1, "issue": 41, "session_id": "0123456789abcdef", "distinctive": ["serialization"]}
-    grounding = Grounding(hits=[hit])
+async def test_cites_recognises_issue_session_and_rare_terms(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, *(f"operator request note {i} about the chat file" for i in range(150)))
+    _seed(
+        memory,
+        "Pinned redis because the serialization of jobs broke; the operator asked to make the"
+        " chat request file smaller. <!-- steelframe-task:9f3ab27c41d0e8aa -->",
+        source="worker_session",
+        issue=41,
+        session_id="0123456789abcdef",
+    )
+    grounder = MemoryGrounder(memory)
+    grounding = await grounder.ground(
+        query="what happened with redis?", agent=agent, focus=None, emit=Frames()
+    )
+    hit = grounding.kept_hits[0]
+    assert "serial" in hit["distinctive"]  # stemmed, rare in the index
+    assert not {"redi", "oper", "chat", "request", "file", "make"} & set(hit["distinctive"])
     assert grounder.cites("See #41 for the fix.", grounding)
     assert not grounder.cites("See #410 for the fix.", grounding)
     assert grounder.cites("As in session 01234567, we pinned it.", grounding)
     assert grounder.cites("The Serialization broke.", grounding)
-    assert not grounder.cites("Redis was pinned.", grounding)
-    assert grounder.cites("anything", Grounding(hits=[hit], recency_fallback=True)) is False
+    # generic words, the question's own words and the marker hash cite nothing
+    assert not grounder.cites("The operator can make a chat request to file it.", grounding)
+    assert not grounder.cites("Redis happened.", grounding)
+    assert not grounder.cites("Marker 9f3ab27c41d0e8aa.", grounding)
+    fallback = Grounding(hits=grounding.kept_hits, recency_fallback=True)
+    assert grounder.cites("See #41", fallback) is False
 
 
 async def test_widen_adds_more_hits_after_an_uncited_draft(
@@ -193,7 +332,7 @@ async def test_widen_adds_more_hits_after_an_uncited_draft(
     wider = await grounder.widen(
         query="deploy pipeline", agent=agent, focus=None, previous=first, emit=frames
     )
-    assert len(first.kept_hits) == 8 < len(wider.kept_hits) <= 12
+    assert len(first.kept_hits) == 6 < len(wider.kept_hits) <= 12
     assert {h["id"] for h in first.kept_hits} <= {h["id"] for h in wider.kept_hits} <= set(ids)
     assert frames.texts[0].startswith("retrieve widen · ")
     assert wider.meta["rounds"][-1]["query"] == "widen"

@@ -164,6 +164,9 @@ def test_decision_comment_has_the_marker_exactly_once() -> None:
     comment = decision_comment(pasted, "abc")
     assert comment.count("steelframe-decision") == 1
     assert comment.startswith(DECISION_MARKER) and "Ship it." in comment
-    assert publish_key("o/r", 1, pasted) == publish_key("o/r", 1, "Ship it.")
+    # keyed by the client's key, never by the text
+    assert publish_key(1, "o/r", 1, "k1") == publish_key(1, "o/r", 1, "k1")
+    assert publish_key(1, "o/r", 1, "k1") != publish_key(2, "o/r", 1, "k1")
+    assert publish_key(1, "o/r", 1, None) != publish_key(1, "o/r", 1, None)
     with pytest.raises(BadRequest):
         decision_comment(f"  {DECISION_MARKER} ", "abc")

@@ -26,7 +26,9 @@ from webhooks.deliveries import WebhookDelivery
 MODEL = "instances-model"
 
 
-async def _serve(env: dict[str, str], cwd: Path) -> tuple[asyncio.subprocess.Process, str]:
+async def _serve(env: dict[str, str], cwd: Path, started: list[asyncio.subprocess.Process]) -> str:
+    """Start a serve process (kept in `started` at once, so it is stopped whatever fails
+    next) and return its URL."""
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -39,10 +41,11 @@ async def _serve(env: dict[str, str], cwd: Path) -> tuple[asyncio.subprocess.Pro
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
     )
+    started.append(process)
     assert process.stdout is not None
     while line := (await asyncio.wait_for(process.stdout.readline(), 120)).decode():
         if line.startswith("url: "):
-            return process, line.split(" ", 1)[1].strip()
+            return line.split(" ", 1)[1].strip()
     raise AssertionError(f"serve printed no url (exit {await process.wait()})")
 
 
@@ -64,14 +67,12 @@ async def instances(
         "OPENAI_API_KEY": "sk-test",
         "WEBHOOK_SECRET": WEBHOOK_SECRET,
     }
-    processes, urls = [], []
+    processes: list[asyncio.subprocess.Process] = []
+    urls: list[str] = []
     try:
         for name in ("a", "b"):  # one after the other: the first applies the migrations
-            process, url = await _serve(
-                env | {"STEELFRAME_DATA_DIR": str(tmp_path / name)}, tmp_path
-            )
-            processes.append(process)
-            urls.append(url)
+            data = {"STEELFRAME_DATA_DIR": str(tmp_path / name)}
+            urls.append(await _serve(env | data, tmp_path, processes))
         database = Database.from_url(pg_url)
         _, token = database.call(create_operator, "operator")
         database.dispose()
@@ -80,7 +81,11 @@ async def instances(
         for process in processes:
             if process.returncode is None:
                 process.terminate()
-                await asyncio.wait_for(process.wait(), 60)
+                try:
+                    await asyncio.wait_for(process.wait(), 30)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
 
 
 async def _frames(

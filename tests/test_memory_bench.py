@@ -24,4 +24,5 @@ def test_retrieval_benchmark_smoke_run_reports_index_and_baselines() -> None:
         assert line in out
     assert "TfidfVectorizer refit + brute-force cosine" in out
     assert "rank_bm25 BM25Okapi" in out
+    assert "== grounding quality:" in out and "Chat grounder: kept, 3 rounds (ours)" in out
     assert "failed" not in out

@@ -99,3 +99,31 @@ def test_search_on_a_corrupt_index_says_how_to_repair(
     assert main(["memory", "reindex"]) == 0
     assert main(["memory", "search", "chunk text"]) == 0
     assert "1. " in capsys.readouterr().out
+
+
+def test_start_up_rebuilds_an_index_of_an_older_analysis_with_a_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import json
+
+    from steelframe.cli import load_settings
+    from steelframe.commands.memory import upgrade_memory_index
+
+    for i in range(3):
+        assert main(["memory", "add", f"deploys of build {i}"]) == 0
+    capsys.readouterr()
+    manifest = tmp_path / "var" / "memory" / "manifest.json"
+    old = json.loads(manifest.read_text())
+    old["analysis"]["version"] = 1  # what the previous release wrote
+    manifest.write_text(json.dumps(old))
+    out = io.StringIO()
+    upgrade_memory_index(load_settings(), out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("memory index rebuild (new analysis) [")
+    assert lines[-2].endswith("100% 3/3 chunks") and lines[-1] == "memory index rebuilt"
+    again = io.StringIO()
+    upgrade_memory_index(load_settings(), again)
+    assert again.getvalue() == ""  # current now: nothing to do
+    assert main(["memory", "search", "deployed builds"]) == 0  # stemmed: the new analysis
+    assert capsys.readouterr().out.count("deploys of build") == 3

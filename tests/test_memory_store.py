@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -15,6 +16,7 @@ from sqlalchemy import inspect, select
 
 from bot.db import Database, upgrade
 from memory import ChunkError, ChunkIn, ChunkSource, Memory, add_chunks
+from memory.errors import IndexIncompatible
 from memory.manifest import MANIFEST
 from memory.models import MemoryChunk
 from memory.writer import MERGE_FACTOR
@@ -259,6 +261,57 @@ def test_recent_returns_the_newest_summaries_of_the_repo(memory: Memory) -> None
     memory.add([_chunk("a note", source="note")])
     recent = memory.recent(repo="o/r", limit=3)
     assert [h.record.text for h in recent] == ["summary 4", "summary 3", "summary 2"]
+
+
+def test_an_index_of_an_older_analysis_is_rebuilt_by_the_next_sync(memory: Memory) -> None:
+    memory.add([_chunk(f"deployed build {i}") for i in range(7)])
+    manifest = json.loads((memory.root / MANIFEST).read_text())
+    manifest["analysis"]["version"] = 1  # as an older Steelframe wrote it
+    (memory.root / MANIFEST).write_text(json.dumps(manifest))
+    with pytest.raises(IndexIncompatible, match="reindex"):
+        memory.search("deploying builds", repo="o/r")
+    memory.add([_chunk("deploys of build 8")])  # its sync meets the old index first
+    assert len(memory.search("deploying builds", repo="o/r", k=20)) == 8
+    current = json.loads((memory.root / MANIFEST).read_text())["analysis"]
+    assert current == memory.analyzer.signature
+
+
+def test_start_up_rebuilds_an_old_index_with_progress(memory: Memory) -> None:
+    memory.add([_chunk(f"row {i}") for i in range(6)])
+    assert memory.upgrade_index() is False  # current: nothing to do
+    manifest = json.loads((memory.root / MANIFEST).read_text())
+    manifest["analysis"]["version"] = 1
+    (memory.root / MANIFEST).write_text(json.dumps(manifest))
+    steps: list[tuple[int, int]] = []
+    assert memory.upgrade_index(progress=lambda done, total: steps.append((done, total)))
+    assert steps[0] == (0, 6) and steps[-1] == (6, 6)
+    assert len(memory.search("row", repo="o/r", k=20)) == 6
+
+
+def test_pull_request_closing_references_are_recorded_and_survive_merges(
+    memory: Memory,
+) -> None:
+    memory.add([_chunk("#12 fees posted twice", source="issue", issue=12)])
+    for batch in range(MERGE_FACTOR):
+        memory.add(
+            [
+                _chunk(
+                    f"PR #{100 + batch} change {batch}\n\nFixes #12, closes o/r#{20 + batch}",
+                    source="pull_request",
+                    issue=100 + batch,
+                )
+            ]
+        )
+    memory.add([_chunk("A comment saying fixes #12 is not a pull request", issue=12)])
+    before = [r.issue for r in memory.linking([12], repo="o/r")]
+    assert before == [100 + b for b in range(MERGE_FACTOR)]
+    assert [r.links for r in memory.linking([21], repo="o/r")] == [(12, 21)]
+    assert memory.merge() >= 1
+    assert [r.issue for r in memory.linking([12], repo="o/r")] == before
+    assert [r.source for r in memory.about([12], repo="o/r")] == ["issue", "note"]
+    hits = memory.search("change", repo="o/r", within={101, 103}, k=10)
+    assert sorted(h.record.issue for h in hits) == [101, 103]
+    assert memory.linking([12], repo="other/repo") == []
 
 
 def test_the_memory_schema_loads_without_the_index_or_scikit_learn() -> None:

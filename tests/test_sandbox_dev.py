@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import sqlite3
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -122,3 +124,28 @@ async def test_the_dev_sandbox_keeps_its_world_across_restarts(tmp_path: Path) -
     _, public = generate_app_keys()
     assert second.server.sandbox.world.app.public_key_pem != public
     await second.close()
+
+
+async def test_the_dev_sandbox_keeps_its_port_and_takes_another_when_it_is_held(
+    tmp_path: Path, caplog: Any
+) -> None:
+    first = await start_dev_sandbox(tmp_path / "gh", "steelframe-dev/sandbox")
+    port = int(first.url.rsplit(":", 1)[1])
+    await first.close()
+    again = await start_dev_sandbox(tmp_path / "gh", "steelframe-dev/sandbox")
+    try:
+        assert again.url == first.url
+    finally:
+        await again.close()
+    # Another process holds the port now: a free one, a warning, and that one is kept.
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", port))
+    holder.listen()
+    try:
+        moved = await start_dev_sandbox(tmp_path / "gh", "steelframe-dev/sandbox")
+        await moved.close()
+    finally:
+        holder.close()
+    assert moved.url != first.url
+    assert f"port {port} of the last run is taken" in caplog.text
+    assert (tmp_path / "gh" / "port").read_text().strip() == moved.url.rsplit(":", 1)[1]

@@ -80,7 +80,7 @@ async def test_thinking_shows_inline_while_streaming_then_collapses(
         assert status(app) == "Chat · thinking · esc stop"
         runtime.release.set()
         await until(pilot, lambda: not message.streaming, "the turn to end")
-        assert message.thinking.collapsed and message.thinking.title == "Thinking"
+        assert message.thinking.collapsed and message.thinking.title == "Thinking (ctrl+t)"
         assert str(message.thinking_text.render()) == "Weighing the deploy logs"
         assert message.reply.source == "The build is **green**."
 
@@ -100,7 +100,7 @@ async def test_grounded_second_draft_replaces_the_first_and_hits_row_expands(
         assert len(runtime.requests) == 2  # the first draft cited nothing: a grounded re-draft
         assert message.reply.source == "Per #42 the deploy is blue-green."
         assert "FIRST-DRAFT" not in message.reply_text
-        assert message.hits is not None and message.hits.title == "retrieve 1 hits"
+        assert message.hits is not None and message.hits.title == "retrieve 1 hits (ctrl+g)"
         assert message.hits.collapsed
         await pilot.click(message.hits)
         await until(pilot, lambda: not message.hits.collapsed, "the hits row to expand")  # type: ignore[union-attr]
@@ -116,7 +116,7 @@ async def test_grounded_second_draft_replaces_the_first_and_hits_row_expands(
         )
         reopened = replies(app)[0]
         await until(pilot, lambda: reopened.hits is not None, "the reopened hits row")
-        assert reopened.hits is not None and reopened.hits.title == "retrieve 1 hits"
+        assert reopened.hits is not None and reopened.hits.title == "retrieve 1 hits (ctrl+g)"
         assert reopened.reply.source == "Per #42 the deploy is blue-green."
 
 

@@ -250,12 +250,20 @@ async def test_answer_comes_before_processing(hooks: ApiClient) -> None:
     assert rows(hooks)[0].status == DeliveryStatus.PROCESSED and calls == ["slow"]
 
 
-async def test_handler_failure_is_stored_as_failed_with_the_reason(hooks: ApiClient) -> None:
+async def test_a_handler_failure_is_stored_with_the_reason_and_a_retry_time(
+    hooks: ApiClient,
+) -> None:
     calls: list[str] = []
     hooks.raw.app[PROCESSOR].router = build_router(counting_router(calls, fail=True))
     body = example("issues", "opened.payload.json")
     assert (await post(hooks, body, webhook_headers(body, "issues", delivery="f"))).status == 202
     await drain(hooks)
     [row] = rows(hooks)
-    assert row.status == DeliveryStatus.FAILED
+    assert row.status == DeliveryStatus.RETRYING and row.attempts == 1
     assert row.reason == "RuntimeError: the handler broke"
+    assert row.next_attempt_at is not None and row.next_attempt_at > row.received_at
+    outcomes = json.loads(row.outcomes or "{}")
+    assert outcomes["tests.test_webhooks_endpoint.counting_router.<locals>.count_it"] == (
+        "RuntimeError: the handler broke"
+    )
+    assert outcomes["webhooks.handlers.issues.on_issue"] == "ok"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from sqlalchemy import select
 from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound
 from bot.github.installations import GitHubInstallation, GitHubRepository, stored_installations
+from bot.lifecycle.context import github_factory
 from memory.models import MemoryChunk
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from webhooks.appkeys import PROCESSOR
@@ -154,6 +156,9 @@ async def test_a_fresh_client_finds_the_installation_the_webhooks_stored(
     await fresh.create_issue("octo-org/widgets", title="t", body="b", labels=[])
     lookups = [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]
     assert lookups == []  # the stored answer served; no API round trip
+    # Its `issues.opened` webhook stores the installation again: let that land first, or it
+    # would overwrite the stale answer below.
+    await settle(github_sandbox, github_service)
 
     def stale(session: Any) -> None:
         row = session.scalar(
@@ -168,3 +173,18 @@ async def test_a_fresh_client_finds_the_installation_the_webhooks_stored(
     assert await restarted.installation_token("octo-org/widgets")  # asked GitHub this time
     lookups = [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]
     assert len(lookups) == 1 and lookups[0].status == 200
+
+
+async def test_a_workers_job_client_finds_the_installation_the_webhooks_stored(
+    github_sandbox: GitHubSandbox, github_service: ApiClient, tmp_path: Path
+) -> None:
+    """Each lifecycle job makes a fresh client (no cache): it asks the database first."""
+    sandbox = github_sandbox.sandbox
+    installation = sandbox.install("octo-org", account_type="Organization")
+    sandbox.add_repo("octo-org/widgets", installation=installation)
+    await settle(github_sandbox, github_service)
+    factory = github_factory(github_sandbox.settings(tmp_path), github_service.services.db)
+    assert factory is not None
+    async with factory() as github:
+        await github.create_issue("octo-org/widgets", title="t", body="b", labels=[])
+    assert not [ex for ex in sandbox.traffic if ex.route.endswith("/installation")]

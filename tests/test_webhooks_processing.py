@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -18,7 +19,7 @@ from bot.clock import utcnow
 from bot.db import Database
 from tests.conftest import GITHUB_DATA, make_settings, store_deliveries
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
-from webhooks.processor import DeliveryProcessor
+from webhooks.processor import DeliveryProcessor, RetryPolicy
 from webhooks.routing import WebhookContext, handles
 from webhooks.writer import DeliveryWriter
 
@@ -97,30 +98,63 @@ async def test_a_stored_form_encoded_delivery_is_processed_after_a_restart(
     assert calls == ["form"]
     assert rows(db) == {
         "form": (DeliveryStatus.PROCESSED, 1),
-        "garbage": (DeliveryStatus.FAILED, 1),
+        "garbage": (DeliveryStatus.DEAD, 1),
     }
 
 
-async def test_a_failing_handler_does_not_stop_the_others_and_the_delivery_says_why(
+async def test_a_failing_handler_does_not_stop_the_others_and_only_it_is_retried(
     services_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path)
     db = services_factory(settings).db
     await store_deliveries(db, [stored("both")])
     router = Router()
-    calls: list[str] = []
+    remembered: list[str] = []
+    picked: list[str] = []
 
     @handles(router, "issues", action="opened")
     async def remember(event: Event, ctx: WebhookContext) -> None:
-        raise RuntimeError("memory is down")
+        remembered.append(event.delivery_id)
+        if len(remembered) == 1:
+            raise RuntimeError("memory is down")
 
     @handles(router, "issues", action="opened")
     async def pickup(event: Event, ctx: WebhookContext) -> None:
-        calls.append(event.delivery_id)
+        picked.append(event.delivery_id)
 
-    processor = DeliveryProcessor(router, WebhookContext(db=db, settings=settings, clock=utcnow))
+    now = [utcnow()]
+    processor = DeliveryProcessor(
+        router,
+        WebhookContext(db=db, settings=settings, clock=lambda: now[0]),
+        retry=RetryPolicy(base_delay=60.0, jitter=0.0),
+    )
     assert await processor.recover(grace_seconds=0) == 1
-    assert calls == ["both"]
-    assert rows(db) == {"both": (DeliveryStatus.FAILED, 1)}
+    assert picked == ["both"] and remembered == ["both"]
+    assert rows(db) == {"both": (DeliveryStatus.RETRYING, 1)}
     reason = db.call(lambda s: s.scalar(select(WebhookDelivery.reason)))
     assert reason == "RuntimeError: memory is down"
+    assert await processor.recover(grace_seconds=0) == 0  # not due yet
+    now[0] += timedelta(seconds=61)
+    # Due now: only the handler that failed runs again.
+    assert await processor.recover(grace_seconds=0) == 1
+    assert picked == ["both"] and remembered == ["both", "both"]
+    assert rows(db) == {"both": (DeliveryStatus.PROCESSED, 2)}
+    outcomes = json.loads(db.call(lambda s: s.scalar(select(WebhookDelivery.outcomes))))
+    assert set(outcomes.values()) == {"ok"} and len(outcomes) == 2
+
+
+def test_retry_delays_grow_exponentially_with_jitter_up_to_a_cap() -> None:
+    policy = RetryPolicy(base_delay=5.0, max_delay=600.0, jitter=0.5)
+    assert [policy.delay(n, rng=lambda: 0.0) for n in range(1, 9)] == [
+        5.0,
+        10.0,
+        20.0,
+        40.0,
+        80.0,
+        160.0,
+        320.0,
+        600.0,
+    ]
+    assert policy.delay(3, rng=lambda: 1.0) == 10.0  # at most half taken off
+    spread = {round(policy.delay(2), 3) for _ in range(50)}
+    assert len(spread) > 1 and all(5.0 <= d <= 10.0 for d in spread)

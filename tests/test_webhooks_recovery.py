@@ -11,7 +11,7 @@ from typing import Any
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from bot.clock import utcnow
 from bot.config import Secret
@@ -20,12 +20,13 @@ from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_del
 from webhooks.deliveries import (
     DeliveryStatus,
     NewDelivery,
+    Replay,
     WebhookDelivery,
     claim,
     claim_stale,
     requeue,
 )
-from webhooks.processor import DeliveryProcessor
+from webhooks.processor import DeliveryProcessor, RetryPolicy
 from webhooks.router import build_router
 from webhooks.routing import WebhookContext, handles
 
@@ -70,7 +71,7 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
     )
     before = services_factory(settings)  # a previous run: stored, acknowledged, then killed
     await store_deliveries(before.db, [stored("a"), stored("b"), stored("c")])
-    before.db.call(claim, ["c"], now=utcnow())  # c is being processed by a live process
+    before.db.call(claim, ["c"], now=utcnow(), owner="alive")  # a live process has c
     api = await api_factory(settings)
     deadline = time.monotonic() + 10
     while statuses(api.services.db)["b"] != DeliveryStatus.PROCESSED:
@@ -83,20 +84,39 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
     }
 
 
-async def test_processing_past_its_lease_is_taken_again(
+async def test_a_claim_not_renewed_within_its_lease_is_taken_over(
     services_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     db = services_factory(make_settings(tmp_path)).db
     start = datetime(2025, 1, 1, tzinfo=UTC)
     await store_deliveries(db, [stored("old", at=start), stored("new", at=start)])
-    db.call(claim, ["old", "new"], now=start)
-    later = start + timedelta(seconds=601)
-    assert db.call(claim_stale, now=later, grace=30, lease=600, limit=10) == [
-        ("new", "issues", OPENED),
-        ("old", "issues", OPENED),
-    ]
+    db.call(claim, ["old", "new"], now=start, owner="dead")
+    later = start + timedelta(seconds=16)
+    taken = db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="next")
+    assert [(row.delivery_id, row.attempt) for row in taken] == [("new", 2), ("old", 2)]
     # Claimed again just now: within the lease, nobody takes them.
-    assert db.call(claim_stale, now=later, grace=30, lease=600, limit=10) == []
+    assert db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="third") == []
+
+
+async def test_a_renewed_claim_is_not_taken_over(
+    services_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    db = services_factory(make_settings(tmp_path)).db
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    await store_deliveries(db, [stored("kept", at=start)])
+    db.call(claim, ["kept"], now=start, owner="alive")
+    renewed = start + timedelta(seconds=10)
+
+    def renew(session: Any) -> None:
+        session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.claimed_by == "alive")
+            .values(claimed_at=renewed)
+        )
+
+    db.call(renew)
+    later = start + timedelta(seconds=20)  # past the first claim's lease, not the renewal's
+    assert db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="other") == []
 
 
 async def test_received_rows_wait_out_the_grace_period(
@@ -105,9 +125,10 @@ async def test_received_rows_wait_out_the_grace_period(
     db = services_factory(make_settings(tmp_path)).db
     now = utcnow()
     await store_deliveries(db, [stored("fresh", at=now)])
-    assert db.call(claim_stale, now=now, grace=30, lease=600, limit=10) == []
-    taken = db.call(claim_stale, now=now + timedelta(seconds=31), grace=30, lease=600, limit=10)
-    assert [row[0] for row in taken] == ["fresh"]
+    assert db.call(claim_stale, now=now, grace=30, lease=15, limit=10, owner="me") == []
+    later = now + timedelta(seconds=31)
+    taken = db.call(claim_stale, now=later, grace=30, lease=15, limit=10, owner="me")
+    assert [row.delivery_id for row in taken] == ["fresh"]
 
 
 async def test_two_processes_recovering_at_once_process_each_delivery_once(
@@ -126,7 +147,7 @@ async def test_two_processes_recovering_at_once_process_each_delivery_once(
     assert set(statuses(db).values()) == {DeliveryStatus.PROCESSED}
 
 
-async def test_a_failed_delivery_requeued_by_the_operator_is_processed_again(
+async def test_a_dead_delivery_replayed_by_the_operator_is_processed_again(
     services_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path)
@@ -141,10 +162,82 @@ async def test_a_failed_delivery_requeued_by_the_operator_is_processed_again(
         if len(attempts) == 1:
             raise ConnectionError("database went away")
 
-    processor = DeliveryProcessor(router, WebhookContext(db=db, settings=settings, clock=utcnow))
+    processor = DeliveryProcessor(
+        router,
+        WebhookContext(db=db, settings=settings, clock=utcnow),
+        retry=RetryPolicy(max_attempts=1),
+    )
     await processor.recover(grace_seconds=0)
-    assert statuses(db) == {"broken": DeliveryStatus.FAILED}
-    assert db.call(requeue, "broken") is True
+    assert statuses(db) == {"broken": DeliveryStatus.DEAD}
+    assert db.call(requeue, "broken") is Replay.QUEUED
     await processor.recover(grace_seconds=0)
     assert statuses(db) == {"broken": DeliveryStatus.PROCESSED} and len(attempts) == 2
-    assert db.call(requeue, "never-seen") is False
+    assert db.call(requeue, "never-seen") is Replay.UNKNOWN
+
+
+async def test_a_live_owner_keeps_its_claim_by_heartbeat_and_a_dead_ones_is_taken_over(
+    services_factory: Callable[..., Any], tmp_path: Path, any_db_url: str
+) -> None:
+    settings = make_settings(tmp_path, database_url=any_db_url)
+    db = services_factory(settings).db
+    now = [datetime(2025, 1, 1, tzinfo=UTC)]
+    await store_deliveries(db, [stored("slow", at=now[0])])
+    started, release = asyncio.Event(), asyncio.Event()
+    runs: list[str] = []
+    router = Router()
+
+    @handles(router, "issues", action="opened")
+    async def slow(event: Event, ctx: WebhookContext) -> None:
+        runs.append(event.delivery_id)
+        started.set()
+        await release.wait()
+
+    ctx = WebhookContext(db=db, settings=settings, clock=lambda: now[0])
+    owner = DeliveryProcessor(router, ctx, lease_seconds=0.3, sweep_seconds=3600)
+    owner.start()  # its first sweep claims `slow` and blocks in the handler
+    await asyncio.wait_for(started.wait(), 20)
+
+    def claimed_at() -> datetime | None:
+        return db.call(lambda s: s.get(WebhookDelivery, "slow").claimed_at)
+
+    # Far past the first claim's lease: the owner's heartbeat has renewed it meanwhile.
+    now[0] += timedelta(seconds=60)
+    deadline = time.monotonic() + 20
+    while claimed_at() != now[0]:
+        assert time.monotonic() < deadline, "the heartbeat did not renew the claim"
+        await asyncio.sleep(0.05)
+    other = DeliveryProcessor(router, ctx, lease_seconds=0.3)
+    assert await other.recover() == 0  # a live owner's claim is not taken
+    # The owner dies (no drain, no outcome): once its lease lapses, the other takes over.
+    for task in owner._tasks:
+        task.cancel()
+    await asyncio.gather(*owner._tasks, return_exceptions=True)
+    now[0] += timedelta(seconds=1)
+    release.set()
+    assert await other.recover() == 1
+    assert runs == ["slow", "slow"] and statuses(db) == {"slow": DeliveryStatus.PROCESSED}
+    await owner.close()
+    await other.close()
+
+
+async def test_a_delivery_whose_processing_keeps_being_cut_short_becomes_dead(
+    services_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path)
+    db = services_factory(settings).db
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    await store_deliveries(db, [stored("poison", at=start)])
+
+    def crashed_eight_times(session: Any) -> None:
+        row = session.get(WebhookDelivery, "poison")
+        row.status, row.attempts, row.claimed_at = DeliveryStatus.PROCESSING, 8, start
+
+    db.call(crashed_eight_times)
+    calls: list[str] = []
+    later = start + timedelta(minutes=1)
+    ctx = WebhookContext(db=db, settings=settings, clock=lambda: later)
+    processor = DeliveryProcessor(counting(calls), ctx, retry=RetryPolicy(max_attempts=8))
+    assert await processor.recover() == 1
+    assert calls == []  # not fed to a ninth process
+    row = db.call(lambda s: s.get(WebhookDelivery, "poison"))
+    assert row.status == DeliveryStatus.DEAD and row.reason == "processing was interrupted 8 times"

@@ -7,6 +7,7 @@ A turn's SSE stream that breaks mid-turn is re-attached from the last frame id i
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -22,6 +23,9 @@ DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=5)
 # A turn streams for as long as the model takes; the server sends heartbeats while it is idle.
 STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=5, sock_read=120)
 RESUME_ATTEMPTS = 2
+EVENTS_BACKOFF_MIN = 0.5
+EVENTS_BACKOFF_MAX = 30.0
+KEEP: Any = object()  # "leave the session's focus as it is"
 
 
 class ServiceUnreachable(Exception):
@@ -118,8 +122,12 @@ class OperatorClient:
         return dict(await self.request("POST", "/api/operator/chat/new", body=body))
 
     async def session(self, session_id: str) -> dict[str, Any]:
-        """The session's messages, Decision draft and pending proposal; pins it server-side."""
+        """The session's messages, Decision draft and pending proposal (reading only)."""
         return dict(await self.request("GET", f"/api/operator/chat/session/{session_id}"))
+
+    async def open_session(self, session_id: str) -> dict[str, Any]:
+        """Reopen: as `session`, and the next message goes to it (POST .../open)."""
+        return dict(await self.request("POST", f"/api/operator/chat/session/{session_id}/open"))
 
     async def delete_session(self, session_id: str) -> None:
         await self.request("DELETE", f"/api/operator/chat/session/{session_id}")
@@ -128,11 +136,14 @@ class OperatorClient:
         return dict(await self.request("POST", "/api/operator/chat/stop"))
 
     async def publish_decision(
-        self, *, issue: int, body: str, session_id: str | None
+        self, *, issue: int, body: str, session_id: str | None, request_id: str | None = None
     ) -> dict[str, Any]:
+        """Publish; `request_id` (one per press of P) makes a retry post nothing more."""
         payload: dict[str, Any] = {"issue": issue, "body": body}
         if session_id:
             payload["session_id"] = session_id
+        if request_id:
+            payload["request_id"] = request_id
         return dict(await self.request("POST", "/api/operator/chat/decision", body=payload))
 
     async def file_pending(self, *, session_id: str | None) -> dict[str, Any]:
@@ -140,13 +151,17 @@ class OperatorClient:
         payload = {"session": session_id} if session_id else {}
         return dict(await self.request("POST", "/api/operator/chat/file", body=payload))
 
-    async def turn(self, message: str, *, session_id: str | None = None) -> AsyncIterator[Frame]:
+    async def turn(
+        self, message: str, *, session_id: str | None = None, focus: Any = KEEP
+    ) -> AsyncIterator[Frame]:
         """The frames of one turn, ending with `done` or `error`. A stream that breaks before
         its terminal frame is re-attached (GET .../chat/stream) from the last frame id seen,
-        so no frame is lost or doubled."""
+        so no frame is lost or doubled. `focus`: an issue number, None to clear, or KEEP."""
         body: dict[str, Any] = {"message": message}
         if session_id:
             body["session"] = session_id
+        if focus is not KEEP:
+            body["focus"] = focus
         reader = SseReader()
         state: dict[str, str | None] = {"session": session_id, "turn": None}
         try:
@@ -215,12 +230,46 @@ class OperatorClient:
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise ServiceUnreachable(self.base_url, _reason(exc)) from exc
 
+    # -- events --------------------------------------------------------------------------
+
+    async def events(self, *, last_event_id: int | None = None) -> AsyncIterator[Frame]:
+        """The operator's events stream, forever: a broken connection is re-opened (after a
+        pause that doubles up to EVENTS_BACKOFF_MAX) from the last event id seen, so nothing
+        is missed; a `resync` frame says some were (reload what is shown)."""
+        reader = SseReader()
+        position = last_event_id
+        pause = EVENTS_BACKOFF_MIN
+        while True:
+            headers = {} if position is None else {"Last-Event-ID": str(position)}
+            try:
+                async with self._session().get(
+                    self.base_url + "/api/operator/events", headers=headers, timeout=STREAM_TIMEOUT
+                ) as response:
+                    if response.status >= 400:
+                        raise _api_error(
+                            response.status, response.reason or "", await response.read()
+                        )
+                    pause = EVENTS_BACKOFF_MIN
+                    async for chunk in response.content.iter_any():
+                        for frame in reader.feed(chunk):
+                            position = reader.last_event_id
+                            yield frame
+            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+                log.info("events stream broke (%s); re-opening in %.1f s", _reason(exc), pause)
+            reader.reset()
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, EVENTS_BACKOFF_MAX)
+
     # -- board ---------------------------------------------------------------------------
 
     async def board(self, *, state: str | None = None) -> list[dict[str, Any]]:
         params = {"state": state} if state else None
         result = await self.request("GET", "/api/operator/board", params=params)
         return list(result["tasks"])
+
+    async def task(self, task_id: int | str) -> dict[str, Any]:
+        """One task with its event log, lease and why it waits (GET /api/operator/tasks/{id})."""
+        return dict(await self.request("GET", f"/api/operator/tasks/{task_id}"))
 
     async def terminate(self, task_id: int | str) -> dict[str, Any]:
         return dict(await self.request("POST", f"/api/operator/tasks/{task_id}/terminate"))

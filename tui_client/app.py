@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from textual import on
+from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
-from tui_client.api import OperatorClient
+from tui_client.api import ApiError, OperatorClient
 from tui_client.board import BoardPanel
-from tui_client.chat import ChatPanel
+from tui_client.chat import ChatPanel, describe
+from tui_client.live import task_notice
 
 
 class SteelframeApp(App[None]):
@@ -28,6 +29,7 @@ class SteelframeApp(App[None]):
         super().__init__()
         self.client = client
         self.sub_title = client.base_url
+        self.told: list[str] = []
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -48,6 +50,40 @@ class SteelframeApp(App[None]):
 
     def on_mount(self) -> None:
         self.chat.composer.focus()
+        self.watch_events()
+
+    # -- the operator events stream ------------------------------------------------------
+
+    def tell(self, text: str, *, severity: str = "information") -> None:
+        """A notification (kept in `told`, newest last, so the operator can be shown it)."""
+        self.told.append(text)
+        self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
+
+    @work(exclusive=True, group="events")
+    async def watch_events(self) -> None:
+        """Task changes, results and session changes, live: the Board, the session list and
+        an open transcript follow them (the client re-opens a broken stream by itself)."""
+        try:
+            async for frame in self.client.events():
+                self.apply_event(frame)
+        except ApiError as exc:
+            self.tell(f"Live updates stopped: {describe(exc)}", severity="error")
+
+    def apply_event(self, frame: dict[str, Any]) -> None:
+        kind = frame.get("type")
+        if kind == "task":
+            self.board.task_changed(frame)
+            notice = task_notice(frame)
+            if notice is not None:
+                self.tell(notice[0], severity=notice[1])
+        elif kind == "result":
+            self.chat.result_arrived(str(frame.get("session_id") or ""))
+        elif kind == "session":
+            self.chat.session_changed(str(frame.get("session_id") or ""), str(frame.get("change")))
+        elif kind == "resync":
+            self.board.load()
+            self.chat.load_sessions()
+            self.chat.refresh_transcript()
 
     async def on_unmount(self) -> None:
         await self.client.close()

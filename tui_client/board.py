@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual import work
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -19,10 +19,13 @@ from textual.widgets.data_table import RowDoesNotExist
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat import describe, while_mounted
 from tui_client.modals import ConfirmScreen
+from tui_client.task_detail import TaskDetailScreen
 
 # Live work first, then what needs the operator, then history.
 STATE_ORDER = ("running", "waiting_for_info", "queued", "failed", "delivered", "terminated")
-COLUMNS = ("Issue", "Title", "State", "PR", "Last event")
+# (label, width): all five fit an 80-column terminal with the table's cell padding.
+COLUMNS = (("Issue", 6), ("Title", 25), ("State", 10), ("PR", 6), ("Last event", 19))
+STATE_SHORT = {"waiting_for_info": "waiting"}
 
 
 def board_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -44,19 +47,29 @@ def board_summary(tasks: list[dict[str, Any]]) -> str:
 
 def _row(task: dict[str, Any]) -> tuple[str, ...]:
     event = task.get("last_event") or {}
-    last = " ".join(str(event.get(key) or "") for key in ("kind", "detail")).strip()
+    last = str(event.get("detail") or event.get("kind") or "")
     issue = task.get("issue")
-    return (
+    pr_url = str(task.get("pr_url") or "")
+    pull = pr_url.rstrip("/").rsplit("/", 1)[-1]
+    state = str(task.get("state") or "")
+    cells = (
         f"#{issue}" if issue else "-",
         str(task.get("title") or ""),
-        str(task.get("state") or ""),
-        str(task.get("pr_url") or ""),
+        STATE_SHORT.get(state, state),
+        f"#{pull}" if pull.isdigit() else "",
         last,
     )
+    return tuple(_fit(cell, width) for cell, (_, width) in zip(cells, COLUMNS, strict=True))
+
+
+def _fit(text: str, width: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 class BoardPanel(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "detail", "Details"),
         Binding("e", "discuss", "Discuss"),
         Binding("t", "terminate", "Terminate"),
         Binding("a", "archive", "Archive"),
@@ -77,7 +90,8 @@ class BoardPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield Static("Board", id="board-status", markup=False)
         table: DataTable[str] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS)
+        for label, width in COLUMNS:
+            table.add_column(label, width=width)
         yield table
 
     @property
@@ -118,6 +132,30 @@ class BoardPanel(Vertical):
         except RowDoesNotExist:
             return None
         return self.tasks.get(str(key.value))
+
+    def task_changed(self, frame: dict[str, Any]) -> None:
+        """A `task` event: the Board shows the new state (reloaded, so order and counts
+        follow)."""
+        self.load()
+
+    def action_detail(self) -> None:
+        task = self.selected_task()
+        if task is not None:
+            self.show_detail(str(task["id"]))
+
+    @work(exclusive=True, group="task-detail")
+    @while_mounted
+    async def show_detail(self, task_id: str) -> None:
+        try:
+            detail = await self.client.task(task_id)
+        except (ApiError, ServiceUnreachable) as exc:
+            self.set_status(f"task {task_id}: {describe(exc)}", error=True)
+            return
+        await self.app.push_screen(TaskDetailScreen(detail))
+
+    @on(DataTable.RowSelected, "#board-table")
+    def _row_selected(self, event: DataTable.RowSelected) -> None:
+        self.show_detail(str(event.row_key.value))
 
     def action_discuss(self) -> None:
         task = self.selected_task()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
@@ -17,16 +18,17 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.css.query import NoMatches
-from textual.message import Message
 from textual.widget import MountError, Widget
-from textual.widgets import Input, Label, ListItem, ListView, Static
+from textual.widgets import Input, Label, ListView, Static
 
-from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
+from tui_client.api import KEEP, ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
-from tui_client.modals import ConfirmScreen, IssuePrompt
+from tui_client.chat_widgets import Composer, SessionItem, SessionList
+from tui_client.modals import ConfirmScreen, DecisionEditor, IssuePrompt
 from tui_client.sse import SseError
 from tui_client.transcript import AssistantMessage, Notice, UserMessage, response_from_message
 
+__all__ = ["ChatPanel", "Composer", "SessionItem", "SessionList", "describe", "while_mounted"]
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 W = TypeVar("W", bound=Widget)
@@ -70,82 +72,16 @@ def offline_reason(exc: Exception) -> str | None:
     return None
 
 
-class SessionItem(ListItem):
-    def __init__(self, session: dict[str, Any]) -> None:
-        super().__init__(classes="session-item")
-        self.session_id = str(session["id"])
-        self.title = str(session.get("title") or "New chat")
-        self.focus_issue = session.get("focus")
-
-    def compose(self) -> ComposeResult:
-        yield Label(self.title, markup=False)
-
-
-class SessionList(ListView):
-    """The operator's chat sessions, newest activity first (as the service orders them)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("d", "delete_session", "Delete chat"),
-        Binding("e", "discuss", "Discuss #N"),
-    ]
-
-    class DeleteRequested(Message):
-        def __init__(self, session_id: str, title: str) -> None:
-            super().__init__()
-            self.session_id = session_id
-            self.title = title
-
-    class DiscussRequested(Message):
-        pass
-
-    def action_delete_session(self) -> None:
-        item = self.highlighted_child
-        if isinstance(item, SessionItem):
-            self.post_message(self.DeleteRequested(item.session_id, item.title))
-
-    def action_discuss(self) -> None:
-        self.post_message(self.DiscussRequested())
-
-
-class Composer(Input):
-    """The message box. With nothing typed, `P` publishes a Decision draft and `y` files a
-    pending proposal; otherwise those keys are just letters."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Priority: an Input swallows printable keys before ordinary bindings see them.
-        # When `check_action` says no, the key falls through and is typed as usual.
-        Binding("P", "publish", "Publish decision", priority=True),
-        Binding("y", "file", "File issue", priority=True),
-    ]
-
-    class Publish(Message):
-        pass
-
-    class File(Message):
-        pass
-
-    def __init__(self, state: ChatState, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.state = state
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "publish":
-            return self.value == "" and not self.state.busy and self.state.has_decision
-        if action == "file":
-            return self.value == "" and not self.state.busy and self.state.can_file
-        return super().check_action(action, parameters)
-
-    def action_publish(self) -> None:
-        self.post_message(self.Publish())
-
-    def action_file(self) -> None:
-        self.post_message(self.File())
-
-
 class ChatPanel(Widget):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+n", "new_chat", "New chat"),
         Binding("escape", "stop", "Stop"),
+        # `f` where no text is typed (session list, transcript); ctrl+f from the composer,
+        # where `f` must stay a letter ("fix the build").
+        Binding("ctrl+f", "focus_issue", "Focus #N"),
+        Binding("f", "focus_issue", "Focus #N", show=False),
+        Binding("ctrl+t", "toggle_row('thinking')", "Thinking"),
+        Binding("ctrl+g", "toggle_row('hits')", "Hits"),
     ]
 
     def __init__(self, client: OperatorClient, **kwargs: Any) -> None:
@@ -153,6 +89,8 @@ class ChatPanel(Widget):
         self.client = client
         self.state = ChatState()
         self._keys_shown: tuple[bool, ...] = ()
+        self.unseen: set[str] = set()  # sessions a task result reached while not open
+        self._stale = False  # the open transcript changed during a turn: reload after it
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -220,6 +158,60 @@ class ChatPanel(Widget):
             return self.state.busy
         return True
 
+    def action_toggle_row(self, part: str) -> None:
+        """Open or close the last reply's Thinking or retrieve-hits row (no shift+tab hunt)."""
+        for message in reversed(list(self.transcript.query(AssistantMessage))):
+            row = message.thinking if part == "thinking" else message.hits
+            if row is not None and row.display:
+                row.collapsed = not row.collapsed
+                return
+
+    # -- live updates (the operator events stream, see SteelframeApp.watch_events) -------
+
+    def result_arrived(self, session_id: str) -> None:
+        """A task result was appended to `session_id`: show it if open, else mark it."""
+        if session_id and session_id == self.state.session_id:
+            self.refresh_transcript()
+        elif session_id:
+            self.unseen.add(session_id)
+            self.load_sessions()
+
+    def session_changed(self, session_id: str, change: str) -> None:
+        self.load_sessions()
+        if change == "deleted" and session_id == self.state.session_id and not self.state.busy:
+            self.state.reset()
+            self.call_later(self.transcript.remove_children)
+            self.refresh_status()
+
+    @work(exclusive=True, group="refresh-transcript")
+    @while_mounted
+    async def refresh_transcript(self) -> None:
+        """Re-read the open session (GET: reading pins nothing) and show it again; during a
+        turn, after it (the turn's own reply must not be replaced mid-stream)."""
+        session_id = self.state.session_id
+        if session_id is None:
+            return
+        if self.state.busy:
+            self._stale = True
+            return
+        try:
+            session = await self.client.session(session_id)
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return
+        # Rendered by the panel's message loop (see load_sessions: no cancelled mounts).
+        self.call_later(self._show_refreshed, session)
+
+    async def _show_refreshed(self, session: dict[str, Any]) -> None:
+        if self.state.session_id != session.get("id") or self.state.busy:
+            return
+        kept = self.state.focus_change, self.state.focus
+        self.state.open_session(session)
+        if kept[0] is not KEEP:  # a focus the operator set stays set
+            self.state.focus_change, self.state.focus = kept
+        await self._render_session(session)
+        self.refresh_status()
+
     # -- sessions ------------------------------------------------------------------------
 
     @work(exclusive=True, group="sessions")
@@ -231,7 +223,9 @@ class ChatPanel(Widget):
             await self.report(exc)
             return
         self.state.offline = None
-        await self._show_sessions(sessions)
+        # Rendered by the panel's own message loop, not by this worker: a newer load (live
+        # updates ask often) cancels this worker, and a list cancelled mid-mount never settles.
+        self.call_later(self._show_sessions, sessions)
         if open_active and self.state.session_id is None:
             active = next((s for s in sessions if s.get("active")), None)
             if active is not None:
@@ -242,7 +236,9 @@ class ChatPanel(Widget):
     async def _show_sessions(self, sessions: list[dict[str, Any]]) -> None:
         listing = self.sessions
         await listing.clear()
-        await listing.extend(SessionItem(session) for session in sessions)
+        await listing.extend(
+            SessionItem(session, unseen=str(session["id"]) in self.unseen) for session in sessions
+        )
         for index, session in enumerate(sessions):
             if session["id"] == self.state.session_id:
                 listing.index = index
@@ -262,7 +258,7 @@ class ChatPanel(Widget):
         if await self._refuse_while_busy():
             return
         try:
-            session = await self.client.session(session_id)
+            session = await self.client.open_session(session_id)
         except TRANSPORT_ERRORS as exc:
             await self.report(exc)
             return
@@ -270,6 +266,9 @@ class ChatPanel(Widget):
         self.state.open_session(session)
         await self._render_session(session)
         self.refresh_status()
+        if session_id in self.unseen:
+            self.unseen.discard(session_id)
+            self.load_sessions()
 
     async def _render_session(self, session: dict[str, Any]) -> None:
         transcript = self.transcript
@@ -389,8 +388,9 @@ class ChatPanel(Widget):
         self.refresh_status()
         reply = AssistantMessage()
         await self.transcript.mount_all([UserMessage(text), reply])
+        focus, state.focus_change = state.focus_change, KEEP
         try:
-            async for frame in self.client.turn(text, session_id=state.session_id):
+            async for frame in self.client.turn(text, session_id=state.session_id, focus=focus):
                 await self._apply_frame(frame, reply)
         except TRANSPORT_ERRORS as exc:
             await reply.fail(describe(exc))
@@ -404,6 +404,9 @@ class ChatPanel(Widget):
         finally:
             state.busy, state.phase = False, ""
             self.refresh_status()
+            if self._stale:
+                self._stale = False
+                self.refresh_transcript()
 
     async def _apply_frame(self, frame: dict[str, Any], reply: AssistantMessage) -> None:
         kind = frame.get("type")
@@ -461,6 +464,42 @@ class ChatPanel(Widget):
     def _file(self) -> None:
         self.file_pending()
 
+    @on(Composer.EditDecision)
+    def _edit_decision(self) -> None:
+        state = self.state
+        if not (state.decision_body and state.decision_issue):
+            return
+
+        def edited(text: str | None) -> None:
+            if text is not None and text.strip():
+                state.decision_body = text.strip()
+                self.refresh_status()
+                self.call_later(
+                    self.notice,
+                    f"Decision draft for #{state.decision_issue} edited: P publishes it",
+                )
+
+        self.app.push_screen(DecisionEditor(state.decision_issue, state.decision_body), edited)
+
+    def action_focus_issue(self) -> None:
+        """Set the focus (an issue number) or clear it (empty), for the next message."""
+        if self.state.busy:
+            return
+
+        def chosen(issue: int | None) -> None:
+            if issue is None:
+                return  # cancelled
+            # 0 is the prompt's "empty": clear the focus. Sent with the next message.
+            self.state.focus_change = issue or None
+            self.state.focus = issue or None
+            self.refresh_status()
+
+        current = self.state.focus
+        question = "Focus on which issue? (empty clears the focus)"
+        if current is not None:
+            question = f"Focused on #{current}. Focus on which issue? (empty clears it)"
+        self.app.push_screen(IssuePrompt(question, allow_empty=True), chosen)
+
     @work(exclusive=True, group="publish")
     @while_mounted
     async def publish_decision(self) -> None:
@@ -468,9 +507,13 @@ class ChatPanel(Widget):
         if not (state.decision_body and state.decision_issue):
             return
         issue = state.decision_issue
+        request_id = uuid.uuid4().hex  # one press, one Decision (a retry posts nothing more)
         try:
             result = await self.client.publish_decision(
-                issue=issue, body=state.decision_body, session_id=state.session_id
+                issue=issue,
+                body=state.decision_body,
+                session_id=state.session_id,
+                request_id=request_id,
             )
         except TRANSPORT_ERRORS as exc:
             await self.report(exc)

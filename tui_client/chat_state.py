@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from tui_client.api import KEEP
+
 DECIDE = "decide"
 
 
@@ -24,6 +26,8 @@ class ChatState:
     busy: bool = False
     phase: str = ""
     offline: str | None = None  # why the service is unusable right now, if it is
+    # A focus set (issue) or cleared (None) with `f`, sent with the next message; KEEP: none.
+    focus_change: Any = KEEP
 
     @property
     def has_decision(self) -> bool:
@@ -51,6 +55,7 @@ class ChatState:
         self.intent = assistant[-1].get("intent") if assistant else None
         self.busy = False
         self.phase = ""
+        self.focus_change = KEEP
 
     def finish_turn(self, response: dict[str, Any]) -> None:
         """Adopt a `done` frame's ChatResponse."""
@@ -80,6 +85,9 @@ def status_line(state: ChatState, *, composer_empty: bool) -> str:
     if composer_empty and state.can_file:
         return f'Chat · Proposal "{state.pending_title}" · press y to file'
     parts = ["Chat", state.title or "New chat"]
-    if state.focus is not None:
+    if state.focus_change is not KEEP:
+        change = f"#{state.focus_change}" if state.focus_change is not None else "none"
+        parts.append(f"focus → {change} with the next message")
+    elif state.focus is not None:
         parts.append(f"focused on #{state.focus}")
     return " · ".join(parts)

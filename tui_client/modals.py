@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Label, TextArea
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -43,13 +43,17 @@ class ConfirmScreen(ModalScreen[bool]):
 
 
 class IssuePrompt(ModalScreen[int | None]):
-    """Asks for an issue number (Discuss from the session list); None when cancelled."""
+    """Asks for an issue number (Discuss, focus); None when cancelled. With `allow_empty`,
+    Enter on nothing answers 0 ("no issue": clear the focus)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, question: str = "Discuss which issue?") -> None:
+    def __init__(
+        self, question: str = "Discuss which issue?", *, allow_empty: bool = False
+    ) -> None:
         super().__init__(classes="modal")
         self.question = question
+        self.allow_empty = allow_empty
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -67,7 +71,39 @@ class IssuePrompt(ModalScreen[int | None]):
     def _submitted(self, event: Input.Submitted) -> None:
         event.stop()
         value = event.value.strip()
+        if not value and self.allow_empty:
+            self.dismiss(0)
+            return
         if not value.isdigit() or int(value) <= 0:
             self.query_one("#issue-error", Label).update("an issue number is a positive integer")
             return
         self.dismiss(int(value))
+
+
+class DecisionEditor(ModalScreen[str | None]):
+    """Edit a Decision draft before publishing it; ctrl+s keeps the text, esc drops the edit."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+s", "save", "Keep"),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, issue: int, body: str) -> None:
+        super().__init__(classes="modal")
+        self.issue = issue
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog decision-editor"):
+            yield Label(f"Decision draft for #{self.issue}", markup=False, classes="question")
+            yield TextArea(self.body, id="decision-text")
+            yield Label("ctrl+s keep · esc cancel · then P publishes", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one(TextArea).focus()
+
+    def action_save(self) -> None:
+        self.dismiss(self.query_one(TextArea).text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -8,6 +8,7 @@ the `retrieve N hits` row, the Decision draft and what was filed (spec: Chat, SS
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from textual.app import ComposeResult
@@ -16,7 +17,34 @@ from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
 THINKING_LIVE = "Thinking…"
-THINKING_DONE = "Thinking"
+THINKING_DONE = "Thinking (ctrl+t)"
+HITS_HINT = " (ctrl+g)"
+
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+
+
+def hard_breaks(text: str) -> str:
+    """Markdown joins lines separated by one newline into one paragraph; a chat reply means
+    each line. Outside code fences, a line followed by another non-blank line ends with a
+    hard break."""
+    lines = text.split("\n")
+    fenced = False
+    out: list[str] = []
+    for index, line in enumerate(lines):
+        if _FENCE.match(line):
+            fenced = not fenced
+        following = lines[index + 1] if index + 1 < len(lines) else ""
+        breaks = (
+            not fenced
+            and not _FENCE.match(line)
+            and line.strip()
+            and following.strip()
+            and not _FENCE.match(following)
+            and not line.endswith(("  ", "\\"))
+        )
+        out.append(line + "  " if breaks else line)
+    return "\n".join(out)
 
 
 class UserMessage(Static):
@@ -127,7 +155,7 @@ class AssistantMessage(Vertical):
         await self._stop_stream()
         self.streaming = False
         self.reply_text = str(response.get("reply") or "")
-        await self.reply.update(self.reply_text)
+        await self.reply.update(hard_breaks(self.reply_text))
         reasoning = response.get("reasoning")
         if reasoning:
             self.reasoning = str(reasoning)
@@ -166,7 +194,10 @@ class AssistantMessage(Vertical):
         if retrieved or count:
             lines = [Static(hit_line(hit), markup=False, classes="hit") for hit in retrieved]
             self.hits = Collapsible(
-                *lines, title=hits_title(count, len(retrieved)), collapsed=True, classes="hits"
+                *lines,
+                title=hits_title(count, len(retrieved)) + HITS_HINT,
+                collapsed=True,
+                classes="hits",
             )
             extras.append(self.hits)
         number = response.get("filed_issue_number")

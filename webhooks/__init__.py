@@ -17,13 +17,14 @@ from aiohttp import web
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
+from webhooks.operator_routes import OPENAPI_PATHS as OPERATOR_PATHS
 
 log = logging.getLogger("steelframe.webhooks")
 SHUTDOWN_DRAIN_SECONDS = 5.0
 
 
 def setup(app: web.Application, services: Services) -> None:
-    from webhooks import routes
+    from webhooks import operator_routes, routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
     from webhooks.memory_sink import MemorySink
     from webhooks.metrics import delivery_collector
@@ -42,6 +43,7 @@ def setup(app: web.Application, services: Services) -> None:
         github=services.github,
         chunks=MemorySink(services.db),
         tasks=services.tasks,
+        checkouts=services.chat.checkouts,
     )
     writer = DeliveryWriter(services.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)
@@ -57,6 +59,7 @@ def setup(app: web.Application, services: Services) -> None:
     app[PROCESSOR] = processor
     services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
+    app.add_routes(operator_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         # What start-up built (modules, ORM metadata, routers) lives as long as the process:
@@ -94,6 +97,16 @@ def _answer(description: str) -> dict[str, object]:
     return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
 
 
+def _ack(description: str, status: str) -> dict[str, object]:
+    schema = {
+        "type": "object",
+        "required": ["delivery", "status"],
+        "additionalProperties": False,
+        "properties": {"delivery": {"type": "string"}, "status": {"const": status}},
+    }
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
 OPENAPI_OPERATION = {
     "summary": "GitHub webhook deliveries (signed with WEBHOOK_SECRET)",
     "description": "Stored durably before the answer; processed after it. Authenticated by "
@@ -107,14 +120,17 @@ OPENAPI_OPERATION = {
         "content": {"application/json": {"schema": {"type": "object"}}},
     },
     "responses": {
-        "202": {"description": "Stored; will be processed"},
-        "200": {"description": "A redelivery of a stored delivery; not processed again"},
+        "202": _ack("Stored; will be processed", "accepted"),
+        "200": _ack("A redelivery of a stored delivery; not processed again", "duplicate"),
         "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
         "401": _answer("Missing or wrong signature; nothing stored"),
         "413": _answer("Body over 25 MB"),
-        "503": _answer("Not configured, or the delivery could not be stored"),
+        "503": _answer(
+            "Not configured, the delivery could not be stored, or too many bodies are being "
+            "read at once (Retry-After says when to come back)"
+        ),
     },
 }
 # routes.PATH, spelled out: importing webhooks.routes here would load the receiver stack
-# for every importer of this package.
-OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}}
+# for every importer of this package. The delivery log's operator paths come with it.
+OPENAPI_PATHS = {"/api/github/webhooks": {"post": OPENAPI_OPERATION}, **OPERATOR_PATHS}

@@ -1,24 +1,30 @@
 """The delivery log: every webhook GitHub sent, stored before it is acknowledged.
 
 Keyed on `X-GitHub-Delivery` (a redelivery reuses the GUID), so a second copy is not
-inserted. Status moves received -> processing (claimed atomically, so one process handles
-a delivery) -> processed | ignored | failed; `rejected` is a delivery answered 400.
+inserted. Status moves received -> processing (claimed atomically by one process, whose
+claim expires `lease` seconds after its last renewal) -> processed | ignored | retrying
+(a handler failed; `next_attempt_at` says when it runs again) -> ... -> dead (failed on its
+last attempt: a dead letter, replayable by the operator). `rejected` is a delivery answered
+400. `outcomes` holds each handler's result (JSON: handler -> "ok" or the error), so a
+retry runs only the handlers that have not succeeded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, cast
 
+import orjson
 from sqlalchemy import (
     BigInteger,
     Index,
     String,
     Table,
     Text,
+    or_,
     select,
     update,
 )
@@ -29,6 +35,7 @@ from bot.db import Base
 MAX_DELIVERY_ID = 100
 MAX_EVENT = 64
 REASON_LIMIT = 1000
+OK = "ok"  # a handler's outcome when it succeeded
 
 
 class DeliveryStatus(StrEnum):
@@ -36,8 +43,13 @@ class DeliveryStatus(StrEnum):
     PROCESSING = "processing"
     PROCESSED = "processed"
     IGNORED = "ignored"  # stored and acknowledged; no handler for this event/action
-    FAILED = "failed"  # a handler raised; `reason` says why
+    RETRYING = "retrying"  # a handler failed; runs again at `next_attempt_at`
+    DEAD = "dead"  # failed on its last attempt (or cannot be processed); `reason` says why
     REJECTED = "rejected"  # answered 400 (malformed, or missing what a handler needs)
+
+
+# What an operator means by "failed": given up on, or still being retried.
+FAILED_STATUSES = (DeliveryStatus.DEAD, DeliveryStatus.RETRYING)
 
 
 class WebhookDelivery(Base):
@@ -54,9 +66,13 @@ class WebhookDelivery(Base):
     status: Mapped[str] = mapped_column(String(20))
     reason: Mapped[str | None] = mapped_column(Text)
     received_at: Mapped[datetime]
+    # Renewed by the owner's heartbeat while it works; older than the lease = owner died.
     claimed_at: Mapped[datetime | None]
+    claimed_by: Mapped[str | None] = mapped_column(String(40))
     processed_at: Mapped[datetime | None]
+    next_attempt_at: Mapped[datetime | None]
     attempts: Mapped[int] = mapped_column(default=0)
+    outcomes: Mapped[str | None] = mapped_column(Text)
 
 
 @dataclass(frozen=True)
@@ -88,9 +104,36 @@ class NewDelivery:
 
 @dataclass(frozen=True)
 class Finished:
+    """One attempt's result. `outcomes` maps each handler run so far to "ok" or its error;
+    `retry_at` is set when status is RETRYING."""
+
     delivery_id: str
     status: DeliveryStatus
     reason: str | None = None
+    outcomes: dict[str, str] = field(default_factory=dict)
+    retry_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Claimed:
+    """A stored delivery taken for processing by the sweep: its attempt number (1-based)
+    and what its handlers did on earlier attempts."""
+
+    delivery_id: str
+    event: str
+    body: str
+    attempt: int
+    outcomes: dict[str, str]
+
+
+def load_outcomes(text: str | None) -> dict[str, str]:
+    if not text:
+        return {}
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return {}
+    return {str(k): str(v) for k, v in data.items()} if isinstance(data, dict) else {}
 
 
 _COLUMNS = (
@@ -144,56 +187,145 @@ def _ids_condition(dialect: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
 
 
 def claim_statement(
-    dialect: str, delivery_ids: Sequence[str], now: datetime
+    dialect: str, delivery_ids: Sequence[str], now: datetime, owner: str
 ) -> tuple[str, list[Any]]:
-    """`claim` for a DBAPI cursor (the processor's hot path); it returns the ids taken."""
+    """Take deliveries still `received` for `owner` (the processor's hot path); it returns
+    the ids taken."""
     mark = "?" if dialect == "sqlite" else "%s"
     condition, ids = _ids_condition(dialect, delivery_ids)
     return (
         f"UPDATE github_deliveries SET status = {mark}, claimed_at = {mark}, "
-        f"attempts = attempts + 1 WHERE status = {mark} AND {condition} "
+        f"claimed_by = {mark}, attempts = attempts + 1 WHERE status = {mark} AND {condition} "
         "RETURNING delivery_id",
         [
             DeliveryStatus.PROCESSING.value,
             db_time(dialect, now),
+            owner,
             DeliveryStatus.RECEIVED.value,
             *ids,
         ],
     )
 
 
+def renew_statement(
+    dialect: str, owner: str, delivery_ids: Sequence[str], now: datetime
+) -> tuple[str, list[Any]]:
+    """The heartbeat: the claims `owner` still holds on these deliveries are good for
+    another lease (one whose claim was taken over stays with its new owner)."""
+    mark = "?" if dialect == "sqlite" else "%s"
+    condition, ids = _ids_condition(dialect, delivery_ids)
+    return (
+        f"UPDATE github_deliveries SET claimed_at = {mark} "
+        f"WHERE {condition} AND claimed_by = {mark} AND status = {mark}",
+        [db_time(dialect, now), *ids, owner, DeliveryStatus.PROCESSING.value],
+    )
+
+
 def finish_statements(
-    dialect: str, results: Sequence[Finished], now: datetime
+    dialect: str, results: Sequence[Finished], now: datetime, owner: str
 ) -> list[tuple[str, list[Any]]]:
-    """`finish` for a DBAPI cursor: one UPDATE per (status, reason)."""
+    """Record outcomes: one UPDATE per (status, reason, outcomes), so a batch that went well
+    is a statement or two however long it is; a retry has its own due time. Only claims
+    `owner` still holds are written (one whose claim expired was taken over: the new owner
+    records it)."""
     mark = "?" if dialect == "sqlite" else "%s"
     statements = []
-    for (status, reason), delivery_ids in _outcomes(results).items():
+    for (status, reason, outcomes, retry_at), delivery_ids in _outcomes(results).items():
         condition, ids = _ids_condition(dialect, delivery_ids)
         statements.append(
             (
                 f"UPDATE github_deliveries SET status = {mark}, reason = {mark}, "
-                f"processed_at = {mark} WHERE {condition}",
-                [status, reason, db_time(dialect, now), *ids],
+                f"outcomes = {mark}, next_attempt_at = {mark}, processed_at = {mark}, "
+                f"claimed_by = NULL WHERE {condition} AND claimed_by = {mark} "
+                f"AND status = {mark}",
+                [
+                    status,
+                    reason,
+                    outcomes,
+                    None if retry_at is None else db_time(dialect, retry_at),
+                    db_time(dialect, now),
+                    *ids,
+                    owner,
+                    DeliveryStatus.PROCESSING.value,
+                ],
             )
         )
     return statements
 
 
-def _outcomes(results: Sequence[Finished]) -> dict[tuple[str, str | None], list[str]]:
-    groups: dict[tuple[str, str | None], list[str]] = {}
+OutcomeKey = tuple[str, str | None, str | None, datetime | None]
+
+
+def _outcomes(results: Sequence[Finished]) -> dict[OutcomeKey, list[str]]:
+    groups: dict[OutcomeKey, list[str]] = {}
     for r in results:
         reason = None if r.reason is None else r.reason[:REASON_LIMIT]
-        groups.setdefault((str(r.status), reason), []).append(r.delivery_id)
+        outcomes = (
+            orjson.dumps(r.outcomes, option=orjson.OPT_SORT_KEYS).decode() if r.outcomes else None
+        )
+        key = (str(r.status), reason, outcomes, r.retry_at)
+        groups.setdefault(key, []).append(r.delivery_id)
     return groups
 
 
-def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime) -> list[str]:
+def claim_stale(
+    session: Session, *, now: datetime, grace: float, lease: float, limit: int, owner: str
+) -> list[Claimed]:
+    """Deliveries nobody is processing, claimed for `owner` and returned oldest first:
+    `received` for longer than `grace` seconds (their process died after acknowledging),
+    `retrying` whose next attempt is due, or `processing` whose claim was not renewed for
+    `lease` seconds (its process died mid-way)."""
+    received_before = now - timedelta(seconds=grace)
+    lease_before = now - timedelta(seconds=lease)
+    d = WebhookDelivery
+    takeable = or_(
+        (d.status == DeliveryStatus.RECEIVED) & (d.received_at <= received_before),
+        (d.status == DeliveryStatus.RETRYING) & (d.next_attempt_at <= now),
+        (d.status == DeliveryStatus.PROCESSING) & (d.claimed_at <= lease_before),
+    )
+    candidates = list(
+        session.scalars(
+            select(d.delivery_id)
+            .where(takeable)
+            .order_by(d.received_at, d.delivery_id)
+            .limit(limit)
+        )
+    )
+    if not candidates:
+        return []
+    # One conditional UPDATE is the atomic step: a row another process claimed (or renewed)
+    # meanwhile no longer matches `takeable`, so each row has one owner.
+    taken = set(
+        session.scalars(
+            update(d)
+            .where(d.delivery_id.in_(candidates), takeable)
+            .values(
+                status=DeliveryStatus.PROCESSING,
+                claimed_at=now,
+                claimed_by=owner,
+                attempts=d.attempts + 1,
+            )
+            .returning(d.delivery_id)
+        )
+    )
+    if not taken:
+        return []
+    rows = session.execute(
+        select(d.delivery_id, d.event, d.body, d.attempts, d.outcomes)
+        .where(d.delivery_id.in_(taken))
+        .order_by(d.received_at, d.delivery_id)
+    ).all()
+    return [
+        Claimed(row.delivery_id, row.event, row.body, row.attempts, load_outcomes(row.outcomes))
+        for row in rows
+    ]
+
+
+def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime, owner: str) -> list[str]:
     """Atomically take deliveries still `received` (one process wins each)."""
     if not delivery_ids:
         return []
     table = cast(Table, WebhookDelivery.__table__)
-    # A Core UPDATE (no ORM session synchronisation): this runs for every batch.
     result = session.execute(
         update(table)
         .where(
@@ -203,6 +335,7 @@ def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime) -> li
         .values(
             status=DeliveryStatus.PROCESSING,
             claimed_at=now,
+            claimed_by=owner,
             attempts=table.c.attempts + 1,
         )
         .returning(table.c.delivery_id)
@@ -210,72 +343,111 @@ def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime) -> li
     return list(result.scalars())
 
 
-def claim_stale(
-    session: Session, *, now: datetime, grace: float, lease: float, limit: int
-) -> list[tuple[str, str, str]]:
-    """Deliveries nobody is processing: `received` for longer than `grace` seconds (their
-    process died after acknowledging), or `processing` past the `lease` (it died while
-    processing). Claims and returns them oldest first as (id, event, body)."""
-    received_before = now - timedelta(seconds=grace)
-    lease_before = now - timedelta(seconds=lease)
-    candidates = session.execute(
-        select(WebhookDelivery.delivery_id, WebhookDelivery.status)
-        .where(
-            (
-                (WebhookDelivery.status == DeliveryStatus.RECEIVED)
-                & (WebhookDelivery.received_at <= received_before)
-            )
-            | (
-                (WebhookDelivery.status == DeliveryStatus.PROCESSING)
-                & (WebhookDelivery.claimed_at <= lease_before)
-            )
-        )
-        .order_by(WebhookDelivery.received_at, WebhookDelivery.delivery_id)
-        .limit(limit)
-    ).all()
-    stale = [row.delivery_id for row in candidates if row.status == DeliveryStatus.PROCESSING]
-    if stale:
-        # Back to `received` first, so the one claim below is the atomic step for both kinds.
-        session.execute(
-            update(WebhookDelivery)
-            .where(
-                WebhookDelivery.delivery_id.in_(stale),
-                WebhookDelivery.status == DeliveryStatus.PROCESSING,
-                WebhookDelivery.claimed_at <= lease_before,
-            )
-            .values(status=DeliveryStatus.RECEIVED)
-        )
-    taken = set(claim(session, [row.delivery_id for row in candidates], now=now))
-    if not taken:
-        return []
-    rows = session.execute(
-        select(WebhookDelivery.delivery_id, WebhookDelivery.event, WebhookDelivery.body)
-        .where(WebhookDelivery.delivery_id.in_(taken))
-        .order_by(WebhookDelivery.received_at, WebhookDelivery.delivery_id)
-    ).all()
-    return [(row.delivery_id, row.event, row.body) for row in rows]
+class Replay(StrEnum):
+    QUEUED = "queued"
+    UNKNOWN = "unknown"
+    NOT_REPLAYABLE = "not_replayable"  # rejected (fix the cause, redeliver) or in progress
 
 
-def finish(session: Session, results: Sequence[Finished], *, now: datetime) -> None:
-    """Record outcomes: one UPDATE per (status, reason), so a batch that went well is one
-    statement however long it is."""
-    table = cast(Table, WebhookDelivery.__table__)
-    for (status, reason), ids in _outcomes(results).items():
-        session.execute(
-            update(table)
-            .where(table.c.delivery_id.in_(ids))
-            .values(status=status, reason=reason, processed_at=now)
-        )
+def requeue(session: Session, delivery_id: str) -> Replay:
+    """Process a finished delivery again (operator action), at the next sweep. A dead or
+    retrying one keeps the outcomes of handlers that succeeded, so only the failed ones
+    run; a processed one runs every handler again."""
+    d = WebhookDelivery
+    row = session.get(d, delivery_id, with_for_update=True)
+    if row is None:
+        return Replay.UNKNOWN
+    if row.status in (DeliveryStatus.REJECTED, DeliveryStatus.PROCESSING):
+        return Replay.NOT_REPLAYABLE
+    if row.status not in FAILED_STATUSES:
+        row.outcomes = None
+    row.status = DeliveryStatus.RECEIVED
+    row.reason = None
+    row.claimed_at = None
+    row.claimed_by = None
+    row.next_attempt_at = None
+    row.attempts = 0
+    return Replay.QUEUED
 
 
-def requeue(session: Session, delivery_id: str) -> bool:
-    """Put a failed (or any finished) delivery back to be processed again (operator action)."""
-    result = session.execute(
-        update(WebhookDelivery)
-        .where(
-            WebhookDelivery.delivery_id == delivery_id,
-            WebhookDelivery.status != DeliveryStatus.REJECTED,
+def failed_ids(session: Session, *, limit: int = 10_000) -> list[str]:
+    """Dead deliveries, oldest first (what `replay --failed` takes)."""
+    return list(
+        session.scalars(
+            select(WebhookDelivery.delivery_id)
+            .where(WebhookDelivery.status == DeliveryStatus.DEAD)
+            .order_by(WebhookDelivery.received_at)
+            .limit(limit)
         )
-        .values(status=DeliveryStatus.RECEIVED, reason=None, claimed_at=None)
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True)
+class DeliverySummary:
+    delivery_id: str
+    event: str
+    action: str | None
+    repo: str | None
+    status: str
+    reason: str | None
+    attempts: int
+    outcomes: dict[str, str]
+    received_at: datetime
+    processed_at: datetime | None
+    next_attempt_at: datetime | None
+
+    def public(self) -> dict[str, Any]:
+        def iso(value: datetime | None) -> str | None:
+            return None if value is None else value.isoformat()
+
+        return {
+            "delivery": self.delivery_id,
+            "event": self.event,
+            "action": self.action,
+            "repo": self.repo,
+            "status": self.status,
+            "reason": self.reason,
+            "attempts": self.attempts,
+            "handlers": self.outcomes,
+            "received_at": iso(self.received_at),
+            "processed_at": iso(self.processed_at),
+            "next_attempt_at": iso(self.next_attempt_at),
+        }
+
+
+def list_deliveries(
+    session: Session, *, statuses: Sequence[str] = (), limit: int = 20
+) -> list[DeliverySummary]:
+    """Newest first, optionally only some statuses (no bodies: they can be 25 MB)."""
+    d = WebhookDelivery
+    query = select(
+        d.delivery_id,
+        d.event,
+        d.action,
+        d.repo,
+        d.status,
+        d.reason,
+        d.attempts,
+        d.outcomes,
+        d.received_at,
+        d.processed_at,
+        d.next_attempt_at,
+    ).order_by(d.received_at.desc(), d.delivery_id)
+    if statuses:
+        query = query.where(d.status.in_(list(statuses)))
+    return [
+        DeliverySummary(
+            row.delivery_id,
+            row.event,
+            row.action,
+            row.repo,
+            row.status,
+            row.reason,
+            row.attempts,
+            load_outcomes(row.outcomes),
+            row.received_at,
+            row.processed_at,
+            row.next_attempt_at,
+        )
+        for row in session.execute(query.limit(limit))
+    ]

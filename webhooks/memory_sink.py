@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 
 from bot.db import Database
+from bot.markers import is_status_comment, without_markers
 from memory import ChunkIn, add_chunk
 from memory.chunks import MAX_TEXT_CHARS
 from webhooks.chunks import ChunkSource, GitHubText
@@ -19,10 +20,12 @@ class MemorySink:
         self._recent = RecentWrites()
 
     async def add(self, chunk: GitHubText) -> None:
+        if is_status_comment(chunk.text):
+            return  # Steelframe's own progress and notices are not memory of the project
         fingerprint = hashlib.sha256(chunk.text.encode()).hexdigest()
         if self._recent.unchanged(chunk.ref, fingerprint):
             return
-        text = chunk.text
+        text = without_markers(chunk.text).strip()
         if chunk.source is ChunkSource.COMMENT and chunk.author:
             # Who said it is part of what retrieval should show.
             where = f" on #{chunk.issue}" if chunk.issue is not None else ""

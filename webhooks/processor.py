@@ -1,14 +1,23 @@
-"""Processing stored deliveries after they were acknowledged.
+"""Processing stored deliveries after they were acknowledged, with retries and dead letters.
 
 New deliveries come through an in-memory queue; each batch is claimed atomically in the
 database first (so one process handles a delivery even with several `serve` instances),
-dispatched through the router in arrival order, and its results recorded in the same
-transaction that claims the next batch, on a connection of the processor's own (see
-`webhooks.connection`). While acknowledgements are being written, processing waits (a
-little), so under load it runs in small steady batches beside intake, never as a burst.
-Deliveries a crash left behind are found by a sweep: at start-up every
-`received` row, and periodically rows `received` longer than a grace period or
-`processing` past their lease.
+dispatched through the router in arrival order, and its results recorded in small groups
+on a connection of the processor's own (see `webhooks.connection`). While acknowledgements
+are being written, processing waits (a little), so under load it runs in small steady
+batches beside intake, never as a burst.
+
+A claim names its owner and expires `lease_seconds` after its last renewal; the owner's
+heartbeat renews every claim it holds, so a live process keeps its batch however long it
+takes, and the batch of a process that died is taken over by a sweep (any instance, or the
+restarted one) within a lease plus a sweep interval. The sweep also takes `received` rows
+older than a grace period (lost from a dead process's queue; at start-up, all of them) and
+`retrying` rows whose next attempt is due.
+
+A handler that raises is retried with exponential backoff and jitter (`RetryPolicy`); a
+handler that succeeded is recorded in the delivery's `outcomes` and never run again for it.
+After the last attempt the delivery is `dead`: listed by `steelframe webhooks list
+--failed` and the operator API, replayed by `steelframe webhooks replay`.
 """
 
 from __future__ import annotations
@@ -16,8 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
+import uuid
 from collections import deque
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -26,14 +39,19 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.db import Database
+from bot.errors import BadRequest
+from bot.github.errors import GitHubRejected
+from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import (
+    OK,
+    Claimed,
     DeliveryStatus,
     Finished,
     claim_stale,
     claim_statement,
-    finish,
     finish_statements,
+    renew_statement,
 )
 from webhooks.routing import WebhookContext
 from webhooks.writer import DeliveryWriter
@@ -42,11 +60,35 @@ log = logging.getLogger("steelframe.webhooks")
 BATCH = 500
 # A delivery still `received` after this long was lost from its process's queue.
 GRACE_SECONDS = 30.0
-# A delivery `processing` longer than this belongs to a process that died.
-LEASE_SECONDS = 600.0
-SWEEP_SECONDS = 60.0
+# A claim not renewed for this long belongs to a process that died; the owner renews its
+# claims every LEASE_SECONDS / 3, so a live owner never loses one.
+LEASE_SECONDS = 15.0
+# How often each instance looks for stale claims, lost and due deliveries (an indexed query).
+SWEEP_SECONDS = 5.0
 INTAKE_PRIORITY_SECONDS = 0.1
 YIELD_EVERY = 16
+# Outcomes are committed at least every this many deliveries: a crash re-runs at most
+# that many handlers that had already succeeded (they are idempotent).
+RECORD_EVERY = 16
+# Failures no retry can fix: the delivery is dead at once.
+PERMANENT = (BadRequest, GitHubRejected)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Attempts per delivery and the waits between them: base * 2**(n-1), capped, times a
+    random factor in [1 - jitter, 1] so deliveries that failed together do not all come
+    back at once. Defaults: 8 attempts over 5 to 10 minutes."""
+
+    max_attempts: int = 8
+    base_delay: float = 5.0
+    max_delay: float = 600.0
+    jitter: float = 0.5
+
+    def delay(self, attempt: int, *, rng: Callable[[], float] = random.random) -> float:
+        """Seconds before attempt `attempt + 1` after attempt `attempt` (1-based) failed."""
+        full = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        return full * (1.0 - self.jitter * rng())
 
 
 @dataclass(frozen=True)
@@ -54,6 +96,13 @@ class Pending:
     delivery_id: str
     event: str
     data: Any
+    attempt: int = 1
+    outcomes: dict[str, str] = field(default_factory=dict)
+
+
+def handler_name(handler: Any) -> str:
+    """A handler's stable name in `outcomes` (module and qualified name)."""
+    return f"{getattr(handler, '__module__', '?')}.{getattr(handler, '__qualname__', handler)}"
 
 
 class DeliveryProcessor:
@@ -66,6 +115,7 @@ class DeliveryProcessor:
         sweep_seconds: float = SWEEP_SECONDS,
         grace_seconds: float = GRACE_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.router = router
         self.ctx = ctx
@@ -74,14 +124,20 @@ class DeliveryProcessor:
         self.sweep_seconds = sweep_seconds
         self.grace_seconds = grace_seconds
         self.lease_seconds = lease_seconds
+        self.retry = retry or RetryPolicy()
+        # Names this process's claims; a claim is written back only by its owner.
+        self.owner = uuid.uuid4().hex[:16]
         self._pending: deque[Pending] = deque()
         self._arrived = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._idle = asyncio.Event()
         self._idle.set()
         self._busy = False
-        # Claims and outcomes of new deliveries go through a connection of their own, so
-        # processing never waits for (or holds) the shared thread pool or the writer's.
+        self._held: set[str] = set()  # claims taken, not yet recorded: the heartbeat renews them
+        self._next_retry: datetime | None = None
+        self._wake = asyncio.Event()
+        # Claims and outcomes go through a connection of their own, so processing never
+        # waits for (or holds) the shared thread pool or the writer's.
         self._statuses = dedicated_connection(self.db, name="webhook-processor")
 
     def submit(self, delivery_id: str, event: str, data: Any) -> None:
@@ -93,6 +149,7 @@ class DeliveryProcessor:
         self._tasks = [
             asyncio.create_task(self._consume(), name="webhook-processor"),
             asyncio.create_task(self._sweep_forever(), name="webhook-sweeper"),
+            asyncio.create_task(self._heartbeat_forever(), name="webhook-heartbeat"),
         ]
 
     async def close(self) -> None:
@@ -128,27 +185,40 @@ class DeliveryProcessor:
             claimed = await self._record(unrecorded, batch)
             unrecorded = []
             try:
-                for n, item in enumerate(claimed, 1):
-                    unrecorded.append(await self.dispatch(item))
-                    if n % YIELD_EVERY == 0:
-                        await asyncio.sleep(0)  # let requests in: handlers may not await
+                unrecorded = await self._run(claimed)
             except Exception:
-                # Outcomes so far are still recorded; the rest come back after the lease.
+                # Outcomes so far are recorded; the rest come back after the lease.
                 log.exception("processing %d webhook deliveries failed", len(claimed))
 
+    async def _run(self, claimed: list[Pending]) -> list[Finished]:
+        """Dispatch in order, committing outcomes every RECORD_EVERY deliveries; returns
+        the last, unrecorded ones (written with the next claim)."""
+        unrecorded: list[Finished] = []
+        for n, item in enumerate(claimed, 1):
+            unrecorded.append(await self.dispatch(item))
+            if n % RECORD_EVERY == 0:
+                await self._record(unrecorded, [])
+                unrecorded = []
+            elif n % YIELD_EVERY == 0:
+                await asyncio.sleep(0)  # let requests in: handlers may not await
+        return unrecorded
+
     async def _record(self, results: list[Finished], batch: list[Pending]) -> list[Pending]:
-        """In one transaction on the processor's own connection: record the last batch's
-        outcomes and claim the next batch; returns what was claimed, in arrival order. On
-        failure nothing changed: claimed-but-unrecorded rows come back after the lease,
-        unclaimed ones after the grace period (handlers are idempotent)."""
+        """In one transaction on the processor's own connection: record finished outcomes
+        and claim the next batch; returns what was claimed, in arrival order. On failure
+        nothing changed: claimed-but-unrecorded rows come back after the lease, unclaimed
+        ones after the grace period (handlers are idempotent)."""
         now = self.ctx.clock()
         dialect = self._statuses.dialect
-        statements = finish_statements(dialect, results, now)
+        statements = finish_statements(dialect, results, now, self.owner)
         if batch:
             ids = [item.delivery_id for item in batch]
-            statements.append(claim_statement(dialect, ids, now))
+            statements.append(claim_statement(dialect, ids, now, self.owner))
         if not statements:
             return []
+        # Recorded or not, these are no longer renewed: if the write failed, their claims
+        # expire and a sweep runs them again.
+        self._held.difference_update(r.delivery_id for r in results)
         try:
             rows = await self._statuses.transaction(statements)
         except Exception:
@@ -156,12 +226,14 @@ class DeliveryProcessor:
                 "recording %d and claiming %d webhook deliveries failed", len(results), len(batch)
             )
             return []
+        self._note_retries(results)
         claimed = {row[0] for row in rows[-1]} if batch else set()
         taken = []
         for item in batch:
             if item.delivery_id in claimed:
                 claimed.discard(item.delivery_id)  # a second copy in the batch is not taken
                 taken.append(item)
+        self._held.update(item.delivery_id for item in taken)
         return taken
 
     async def _yield_to_intake(self) -> None:
@@ -172,37 +244,87 @@ class DeliveryProcessor:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.writer.quiet(), INTAKE_PRIORITY_SECONDS)
 
-    async def _handle(self, batch: list[Pending]) -> None:
-        if not batch:
-            return
-        results = [await self.dispatch(item) for item in batch]
-        await self.db.run(finish, results, now=self.ctx.clock())
+    # -- one delivery ----------------------------------------------------------------------
 
     async def dispatch(self, item: Pending) -> Finished:
-        """Run every handler routed for the delivery. Each runs even if another failed
-        (remembering text must not cost a task its pickup); any failure marks the delivery
-        failed with every reason."""
+        """Run the routed handlers that have not yet succeeded for this delivery. Each runs
+        even if another failed (remembering text must not cost a task its pickup). Any
+        failure schedules a retry, or on the last attempt (or a permanent error) makes the
+        delivery dead, with every reason."""
         event = Event(item.data, event=item.event, delivery_id=item.delivery_id)
         handlers = self.router.fetch(event)
         if not handlers:
             return Finished(item.delivery_id, DeliveryStatus.IGNORED)
-        failures = []
+        if item.attempt > self.retry.max_attempts:
+            # Only crashes mid-way get a delivery here (a failure is scheduled, not claimed
+            # again past the limit): stop feeding it to processes it may be killing.
+            reason = f"processing was interrupted {item.attempt - 1} times"
+            return Finished(item.delivery_id, DeliveryStatus.DEAD, reason, item.outcomes)
+        with log_ids(delivery_id=item.delivery_id):  # on every line its handlers log
+            return await self._run_handlers(item, event, handlers)
+
+    async def _run_handlers(self, item: Pending, event: Event, handlers: Any) -> Finished:
+        outcomes = dict(item.outcomes)
+        failures: list[str] = []
+        permanent = False
         for handler in handlers:
+            name = handler_name(handler)
+            if outcomes.get(name) == OK:
+                continue  # succeeded on an earlier attempt
             try:
                 await handler(event, self.ctx)
             except Exception as exc:
-                log.exception(
-                    "webhook %s (%s) failed in %s",
+                log.warning(
+                    "webhook %s (%s) attempt %d failed in %s: %s: %s",
                     item.delivery_id,
                     item.event,
-                    getattr(handler, "__qualname__", handler),
+                    item.attempt,
+                    name,
+                    type(exc).__name__,
+                    str(exc)[:300],
+                    # The traceback once (the first attempt), not once per retry.
+                    exc_info=item.attempt == 1 and not isinstance(exc, PERMANENT),
                 )
-                failures.append(f"{type(exc).__name__}: {exc}")
-        if failures:
-            return Finished(item.delivery_id, DeliveryStatus.FAILED, "; ".join(failures))
-        return Finished(item.delivery_id, DeliveryStatus.PROCESSED)
+                failure = f"{type(exc).__name__}: {exc}"[:300]
+                outcomes[name] = failure
+                failures.append(failure)
+                permanent = permanent or isinstance(exc, PERMANENT)
+            else:
+                outcomes[name] = OK
+        if not failures:
+            return Finished(item.delivery_id, DeliveryStatus.PROCESSED, None, outcomes)
+        return self._failed(item, outcomes, "; ".join(failures), permanent=permanent)
 
-    # -- recovery --------------------------------------------------------------------------
+    def _failed(
+        self, item: Pending, outcomes: dict[str, str], reason: str, *, permanent: bool
+    ) -> Finished:
+        if permanent or item.attempt >= self.retry.max_attempts:
+            why = "not retryable" if permanent else f"gave up after {item.attempt} attempts"
+            log.error("webhook %s (%s) is dead (%s): %s", item.delivery_id, item.event, why, reason)
+            return Finished(item.delivery_id, DeliveryStatus.DEAD, f"{why}: {reason}", outcomes)
+        wait = self.retry.delay(item.attempt)
+        retry_at = self.ctx.clock() + timedelta(seconds=wait)
+        log.info(
+            "webhook %s (%s): attempt %d of %d failed; next in %.1fs",
+            item.delivery_id,
+            item.event,
+            item.attempt,
+            self.retry.max_attempts,
+            wait,
+        )
+        return Finished(item.delivery_id, DeliveryStatus.RETRYING, reason, outcomes, retry_at)
+
+    def _note_retries(self, results: list[Finished]) -> None:
+        """Wake the sweep when the earliest retry this process scheduled is due."""
+        due = [r.retry_at for r in results if r.retry_at is not None]
+        if not due:
+            return
+        earliest = min(due)
+        if self._next_retry is None or earliest < self._next_retry:
+            self._next_retry = earliest
+            self._wake.set()
+
+    # -- recovery and retries -------------------------------------------------------------
 
     async def recover(self, *, grace_seconds: float | None = None) -> int:
         """Process deliveries nobody is processing (see the module docstring); returns how
@@ -216,20 +338,23 @@ class DeliveryProcessor:
                 grace=grace,
                 lease=self.lease_seconds,
                 limit=BATCH,
+                owner=self.owner,
             )
             if not rows:
                 return handled
-            batch = []
-            broken = []
-            for delivery_id, event, body in rows:
+            self._held.update(row.delivery_id for row in rows)
+            batch: list[Pending] = []
+            broken: list[Finished] = []
+            for row in rows:
                 try:
-                    batch.append(Pending(delivery_id, event, payload_of(body)))
+                    batch.append(_pending(row))
                 except ValueError:
-                    broken.append(Finished(delivery_id, DeliveryStatus.FAILED, "body is not JSON"))
-            await self.db.run(finish, broken, now=self.ctx.clock())
-            await self._handle(batch)
+                    reason = "body is not JSON"
+                    broken.append(Finished(row.delivery_id, DeliveryStatus.DEAD, reason))
+            await self._record(broken, [])
+            await self._record(await self._run(batch), [])
             handled += len(rows)
-            log.info("recovered %d stored webhook deliveries", len(rows))
+            log.info("swept %d stored webhook deliveries (retries, lost, taken over)", len(rows))
 
     async def _sweep_forever(self) -> None:
         first = True
@@ -239,7 +364,36 @@ class DeliveryProcessor:
             except Exception:
                 log.exception("webhook recovery sweep failed")
             first = False
-            await asyncio.sleep(self.sweep_seconds)
+            await self._sleep_until_next_sweep()
+
+    async def _sleep_until_next_sweep(self) -> None:
+        delay = self.sweep_seconds
+        if self._next_retry is not None:
+            until = (self._next_retry - self.ctx.clock()).total_seconds()
+            if until <= delay:
+                self._next_retry = None  # this sweep takes it (or another instance did)
+                delay = max(until, 0.0)
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def _heartbeat_forever(self) -> None:
+        """Renew this process's claims well within the lease while it holds any."""
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            if not self._held:
+                continue
+            try:
+                statement = renew_statement(
+                    self._statuses.dialect, self.owner, sorted(self._held), self.ctx.clock()
+                )
+                await self._statuses.transaction([statement])
+            except Exception:
+                log.exception("renewing webhook delivery claims failed")
+
+
+def _pending(row: Claimed) -> Pending:
+    return Pending(row.delivery_id, row.event, payload_of(row.body), row.attempt, row.outcomes)
 
 
 def payload_of(body: str) -> Any:

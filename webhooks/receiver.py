@@ -1,14 +1,18 @@
-"""Receiving one delivery (no HTTP here): verify, parse, check what handlers need, store.
+"""Receiving one delivery (no HTTP here): refuse early, read within bounds, verify, parse,
+check what handlers need, store.
 
-Order matters: the signature is checked before anything is stored (a forged delivery
-leaves no trace), the row is committed before the answer (an acknowledged delivery is
-durable), and processing happens after the answer.
+Order matters: what the headers alone can refuse is refused before the body is read; the
+body counts against the budget of bytes in flight while it is read (`webhooks.body`); the
+signature is checked before anything is stored (a forged delivery leaves no trace), the row
+is committed before the answer (an acknowledged delivery is durable), and processing
+happens after the answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -19,11 +23,12 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.clock import Clock
-from bot.errors import BadRequest, PayloadTooLarge, Unavailable
+from bot.errors import BadRequest, PayloadTooLarge, Unauthorized, Unavailable
+from webhooks.body import InFlight, SignedBody, reading
 from webhooks.deliveries import MAX_DELIVERY_ID, MAX_EVENT, DeliveryStatus, NewDelivery
 from webhooks.processor import DeliveryProcessor
 from webhooks.routing import lookup, missing_needs
-from webhooks.signature import verify_signature
+from webhooks.signature import PREFIX
 from webhooks.writer import DeliveryWriter
 
 
@@ -40,25 +45,38 @@ class Receiver:
     processor: DeliveryProcessor
     clock: Clock
     max_body: int
+    budget: InFlight = field(default_factory=InFlight)
 
     def check_size(self, content_length: int | None) -> None:
         if content_length is not None and content_length > self.max_body:
             raise PayloadTooLarge(f"webhook payloads are at most {self.max_body} bytes")
 
-    async def receive(self, headers: Mapping[str, str], body: bytes) -> tuple[Receipt, str]:
-        """Store one delivery; (ACCEPTED or DUPLICATE, delivery id). Raises a domain error
-        (401, 400, 413, 503) otherwise; a 400 is stored as rejected with the reason."""
+    def precheck(self, headers: Mapping[str, str], content_length: int | None) -> str:
+        """What can be refused before reading a byte of the body: no secret (503), too
+        large (413), no or malformed signature header (401), missing GitHub headers (400).
+        Returns the secret to verify with."""
         if self.secret is None:
             raise Unavailable("WEBHOOK_SECRET is not configured; deliveries cannot be verified")
-        if len(body) > self.max_body:
-            raise PayloadTooLarge(f"webhook payloads are at most {self.max_body} bytes")
-        verify_signature(self.secret, body, headers.get("x-hub-signature-256"))
-        event_name = headers.get("x-github-event", "").strip()
-        delivery_id = headers.get("x-github-delivery", "").strip()
-        if not _token(event_name) or len(event_name) > MAX_EVENT:
-            raise BadRequest("X-GitHub-Event header is missing, too long or not printable ASCII")
-        if not _token(delivery_id) or len(delivery_id) > MAX_DELIVERY_ID:
-            raise BadRequest("X-GitHub-Delivery header is missing, too long or not printable ASCII")
+        self.check_size(content_length)
+        header = headers.get("x-hub-signature-256")
+        if not header:
+            raise Unauthorized("missing X-Hub-Signature-256 header")
+        if not header.startswith(PREFIX):
+            raise Unauthorized("X-Hub-Signature-256 must start with sha256=")
+        _event_and_id(headers)
+        return self.secret
+
+    def reading(
+        self, secret: str, content_length: int | None
+    ) -> AbstractContextManager[SignedBody]:
+        """A body to feed while reading the request, counted against the budget of bytes in
+        flight until the block ends (Busy when the budget is spent)."""
+        return reading(self.budget, secret, max_body=self.max_body, expected=content_length)
+
+    async def accept(self, headers: Mapping[str, str], body: bytes) -> tuple[Receipt, str]:
+        """Store a delivery whose signature was verified; a 400 is stored as rejected with
+        the reason."""
+        event_name, delivery_id = _event_and_id(headers)
         # NUL is not storable text on PostgreSQL; GitHub's JSON never carries a raw one.
         text = body.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
         try:
@@ -90,6 +108,16 @@ class Receiver:
     ) -> None:
         delivery = _new_delivery(delivery_id, event, data, text, self.clock())
         await self._store(replace(delivery, status=DeliveryStatus.REJECTED, reason=reason))
+
+
+def _event_and_id(headers: Mapping[str, str]) -> tuple[str, str]:
+    event_name = headers.get("x-github-event", "").strip()
+    delivery_id = headers.get("x-github-delivery", "").strip()
+    if not _token(event_name) or len(event_name) > MAX_EVENT:
+        raise BadRequest("X-GitHub-Event header is missing, too long or not printable ASCII")
+    if not _token(delivery_id) or len(delivery_id) > MAX_DELIVERY_ID:
+        raise BadRequest("X-GitHub-Delivery header is missing, too long or not printable ASCII")
+    return event_name, delivery_id
 
 
 def _parse(content_type: str, body: bytes) -> dict[str, Any]:

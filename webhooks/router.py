@@ -5,7 +5,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 
 from webhooks import lifecycle_hooks
-from webhooks.handlers import comments, installations, issues, ping, pulls
+from webhooks.handlers import comments, installations, issues, ping, pulls, repository_changes
 from webhooks.routing import compose
 
 ROUTERS: list[Router] = [
@@ -14,6 +14,7 @@ ROUTERS: list[Router] = [
     issues.router,
     comments.router,
     pulls.router,
+    repository_changes.router,
     lifecycle_hooks.router,
 ]
 

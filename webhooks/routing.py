@@ -16,6 +16,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.chat.checkout import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import Settings
 from bot.db import Database
@@ -58,6 +59,8 @@ class WebhookContext:
     chunks: ChunkSink | None = None
     # The task lifecycle (pickup labels, Decision comments); None without Redis.
     tasks: TaskService | None = None
+    # Chat's managed clones, told when a repository changed; None without a GitHub App.
+    checkouts: ManagedCheckouts | None = None
     recent: RecentWrites = field(default_factory=RecentWrites)
 
 

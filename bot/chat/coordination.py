@@ -195,6 +195,11 @@ class RedisTurnLocks:
                         with contextlib.suppress(ValueError):
                             await on_stop(int(message["data"]))
             except aioredis.RedisError as exc:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    # redis-py can turn the cancel that arrives mid-read into a connection
+                    # error; retrying would swallow the cancel and never stop.
+                    raise asyncio.CancelledError from exc
                 self._went_down("the stop listener", exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, LISTENER_MAX_RETRY_SECONDS)

@@ -1,61 +1,49 @@
 """Server policy for the trailer's intent: what a turn may do, decided here, not by the model.
 
-Side effects need the operator's own explicit request in this turn's message. Retrieved
-text, issue bodies and comments never reach `operator_asked_to_file`, so they cannot cause
-a filing however they are worded.
+Side effects need the operator's own words in this turn's message (`bot/chat/phrasing.py`):
+an explicit request ("file an issue for ...", "remember that ..."), or a confirmation of the
+proposal waiting on the session ("yes", "go ahead", "file it"). Retrieved text, issue bodies
+and comments never reach those checks, so they cannot cause a filing however worded.
+
+A proposal (any filing intent the operator did not ask for) stays pending on the session
+until it is filed, replaced by a newer one, declined or cleared; a turn that neither
+confirms nor replaces it leaves it as it is.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.chat.sessions import UNSET, TurnSession
+from bot.chat.phrasing import (
+    ProposalReply,
+    confirms_filing,
+    operator_asked_to_file,
+    operator_asked_to_remember,
+    reply_to_proposal,
+)
+from bot.chat.sessions import UNSET, Proposal, TurnSession
 from bot.chat.trailer import Intent, Trailer
 from bot.config import AgentConfig
 from bot.filing import FilingKind, FilingService, filing_key
 
-# An explicit request is an imperative at the start of a sentence ("file an issue for ...",
-# "please open a ticket ...", "can you create a new issue ..."), for a NEW issue. Questions
-# ("why did nobody create a ticket?"), negations ("don't file an issue"), and references to
-# an existing one ("open the issue about login") are not requests; when in doubt the
-# proposal is held for the operator's explicit `y`.
-_LEAD = (
-    r"^(?:(?:please|pls|ok|okay|so|and|then|now|also)[\s,]+)*"
-    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?)?"
-)
-_ASK_TO_FILE = re.compile(
-    _LEAD + r"(?:file|open|create|raise|log|make)\s+(?:me\s+)?"
-    r"(?:(?:an?|one|another)\s+(?:new\s+)?|new\s+)(?:github\s+)?(?:issue|ticket|task|bug)\b"
-    r"|" + _LEAD + r"file\s+(?:the\s+)?work\b",
-    re.IGNORECASE,
-)
-_ASK_TO_REMEMBER = re.compile(
-    _LEAD + r"(?:remember|memorize|note|keep\s+in\s+mind)(?:\s+that\b|\s*:)"
-    r"|" + _LEAD + r"file\s+(?:a\s+)?memory\b",
-    re.IGNORECASE,
-)
-_CLAUSES = re.compile(r"(?<=[.!?;])\s+|\n+")
-
-
-def _clauses(message: str) -> list[str]:
-    return [part.strip(" \t\"'*>-") for part in _CLAUSES.split(message) if part.strip()]
-
-
-def operator_asked_to_file(message: str) -> bool:
-    return any(_ASK_TO_FILE.match(clause) for clause in _clauses(message))
-
-
-def operator_asked_to_remember(message: str) -> bool:
-    return any(_ASK_TO_REMEMBER.match(clause) for clause in _clauses(message))
+__all__ = [
+    "DraftOnlyPolicy",
+    "GitHubIntentPolicy",
+    "IntentContext",
+    "IntentOutcome",
+    "IntentPolicy",
+    "held",
+    "operator_asked_to_file",
+    "operator_asked_to_remember",
+]
 
 
 @dataclass
 class IntentOutcome:
     intent: Intent
     decision: Any = UNSET  # (body, issue) to store, None to clear, UNSET to keep
-    pending: Any = None  # (title, body) proposed but not filed; None clears the last one
+    pending: Any = UNSET  # a new Proposal to hold, None to clear the held one, UNSET to keep
     filed: dict[str, Any] = field(default_factory=dict)
     reply_suffix: str = ""
     notes: list[str] = field(default_factory=list)
@@ -78,15 +66,23 @@ class IntentPolicy(Protocol):
 PENDING_TITLE_LIMIT = 250  # the column holds 300; GitHub titles are shorter in practice
 
 
-def held(trailer: Trailer, why: str) -> IntentOutcome:
-    """A filing the server did not make: kept as the session's pending proposal (title,
-    body, kind) for the operator's explicit `y`, whatever the model asked for."""
+def held(trailer: Trailer, why: str, *, key: str) -> IntentOutcome:
+    """A filing the server did not make: held as the session's pending proposal (title,
+    body, kind) for the operator's confirmation, whatever the model asked for."""
     kind = FilingKind.MEMORY if trailer.intent is Intent.FILE_MEMORY else FilingKind.WORK
     default = "Remember this" if kind is FilingKind.MEMORY else "Untitled work"
     title = " ".join((trailer.title or default).split())[:PENDING_TITLE_LIMIT]
-    return IntentOutcome(
-        intent=trailer.intent, pending=(title, trailer.body or "", kind.value), notes=[why]
-    )
+    proposal = Proposal(title=title, body=trailer.body or "", kind=kind.value, key=key)
+    return IntentOutcome(intent=trailer.intent, pending=proposal, notes=[why])
+
+
+def proposes(trailer: Trailer) -> bool:
+    return trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY
+
+
+def proposal_key(turn_id: str) -> str:
+    """The filing key of a proposal made on `turn_id`."""
+    return filing_key("proposal", turn_id)
 
 
 def decide_outcome(ctx: IntentContext) -> IntentOutcome:
@@ -106,37 +102,79 @@ class DraftOnlyPolicy:
         trailer = ctx.trailer
         if trailer.intent is Intent.DECIDE:
             return decide_outcome(ctx)
-        if trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY:
-            return held(trailer, "no GitHub App configured: nothing was filed")
-        return IntentOutcome(intent=trailer.intent)
+        if proposes(trailer):
+            why = "no GitHub App configured: nothing was filed"
+            return held(trailer, why, key=proposal_key(ctx.turn_id))
+        outcome = IntentOutcome(intent=trailer.intent)
+        if ctx.session.pending is not None:
+            answer = reply_to_proposal(ctx.message)
+            if answer is ProposalReply.CONFIRM:
+                outcome.notes.append("no GitHub App configured: the proposal stays pending")
+            elif answer is ProposalReply.DECLINE:
+                outcome.pending = None
+                outcome.notes.append("the operator declined the pending proposal: dropped")
+        return outcome
 
 
 class GitHubIntentPolicy:
-    """Policy with the GitHub App wired: filings happen, but only on the operator's request.
+    """Policy with the GitHub App wired: filings happen, but only on the operator's word.
 
-    `file_work`/`open_issue`/`create_issue` file when this turn's message asks for it;
-    `propose_work`, or any filing intent the operator did not ask for, is held as
-    `pending_title` for an explicit `y`. `file_memory` files a `steelframe:memory` issue when
-    the operator asked Chat to remember something. The filing key is the turn id, so a
-    retried turn never files twice.
+    First the pending proposal: a confirmation files it (its own key, so a `y` pressed as
+    well files nothing more), a decline drops it. Then the trailer: a filing intent files on
+    this turn when the message asks for it ("file an issue for ...", "remember that ...",
+    or "yes, file it" when nothing is pending); otherwise it is held as the new proposal.
     """
 
     def __init__(self, filing: FilingService) -> None:
         self.filing = filing
 
     async def apply(self, ctx: IntentContext) -> IntentOutcome:
+        pending = ctx.session.pending
+        answer = reply_to_proposal(ctx.message) if pending is not None else None
+        if pending is not None and answer is ProposalReply.CONFIRM:
+            return await self.file_proposal(ctx, pending)
+        outcome = await self._trailer(ctx, nothing_pending=pending is None)
+        if answer is ProposalReply.DECLINE and outcome.pending is UNSET:
+            outcome.pending = None
+            outcome.notes.append("the operator declined the pending proposal: dropped")
+        return outcome
+
+    async def _trailer(self, ctx: IntentContext, *, nothing_pending: bool) -> IntentOutcome:
         trailer = ctx.trailer
         if trailer.intent is Intent.DECIDE:
             return decide_outcome(ctx)
+        if not proposes(trailer):
+            return IntentOutcome(intent=trailer.intent)
+        said_so = nothing_pending and confirms_filing(ctx.message)
         if trailer.intent is Intent.FILE_MEMORY:
-            if not operator_asked_to_remember(ctx.message):
-                return held(trailer, "the operator did not ask to remember anything")
-            return await self._file(ctx, FilingKind.MEMORY)
-        if trailer.intent.files_work:
-            if trailer.intent is Intent.PROPOSE_WORK or not operator_asked_to_file(ctx.message):
-                return held(trailer, "proposed work is filed only when the operator confirms")
-            return await self._file(ctx, FilingKind.WORK)
-        return IntentOutcome(intent=trailer.intent)
+            if said_so or operator_asked_to_remember(ctx.message):
+                return await self._file(ctx, FilingKind.MEMORY)
+            why = "the operator did not ask to remember anything: held for confirmation"
+        else:
+            if said_so or operator_asked_to_file(ctx.message):
+                return await self._file(ctx, FilingKind.WORK)
+            why = "proposed work is filed only when the operator asks or confirms"
+        return held(trailer, why, key=proposal_key(ctx.turn_id))
+
+    async def file_proposal(self, ctx: IntentContext, proposal: Proposal) -> IntentOutcome:
+        """The operator confirmed the pending proposal in words: file it, clear it."""
+        kind = FilingKind(proposal.kind)
+        filed = await self.filing.file(
+            key=proposal.key,
+            repo=ctx.agent.repo,
+            title=proposal.title,
+            body=proposal.body or proposal.title,
+            kind=kind,
+            origin_session=ctx.session.id,
+        )
+        intent = Intent.FILE_MEMORY if kind is FilingKind.MEMORY else Intent.FILE_WORK
+        return IntentOutcome(
+            intent=intent,
+            pending=None,
+            filed={"number": filed.number, "url": filed.url, "task_started": filed.task_started},
+            reply_suffix=f"\n\nFiled as #{filed.number}: {filed.url}",
+            notes=["the operator confirmed the pending proposal"],
+        )
 
     async def _file(self, ctx: IntentContext, kind: FilingKind) -> IntentOutcome:
         title = ctx.trailer.title or ctx.message.strip().splitlines()[0][:120]

@@ -8,6 +8,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.chat.grounding import Grounding
+from bot.chat.retrieval import untrusted
 from bot.config import AgentConfig
 from bot.runtimes.base import ChatMessage
 
@@ -25,7 +26,12 @@ def _environment() -> Environment:
 
 
 def system_prompt(
-    *, agent: AgentConfig, focus: int | None, grounding: Grounding, redraft_hint: str | None
+    *,
+    agent: AgentConfig,
+    focus: int | None,
+    grounding: Grounding,
+    redraft_hint: str | None,
+    issue_block: str = "",
 ) -> str:
     return (
         _environment()
@@ -35,6 +41,7 @@ def system_prompt(
             focus=focus,
             committed_block=grounding.committed_block,
             task=grounding.task,
+            issue_block=issue_block,
             prompt_block=grounding.prompt_block,
             redraft_hint=redraft_hint,
         )
@@ -42,9 +49,24 @@ def system_prompt(
 
 
 def messages(history: list[dict[str, Any]], message: str) -> list[ChatMessage]:
-    """Prior turns then the operator's message, unchanged (it is never rewritten)."""
+    """Prior turns then the operator's message, unchanged (it is never rewritten). A task
+    result a worker delivered into the session re-enters as untrusted data with its
+    provenance, never as something Steelframe itself said."""
     prior = [
-        ChatMessage(role="user" if turn["role"] == "user" else "assistant", content=turn["content"])
+        ChatMessage(role="user" if turn["role"] == "user" else "assistant", content=_content(turn))
         for turn in history
     ]
     return [*prior, ChatMessage(role="user", content=message)]
+
+
+def _content(turn: dict[str, Any]) -> str:
+    meta = turn.get("meta") or {}
+    if meta.get("kind") != "task_result":
+        return str(turn["content"])
+    return untrusted(
+        str(turn["content"]),
+        source="task_result",
+        task=meta.get("task_id"),
+        issue=meta.get("issue"),
+        state=meta.get("state"),
+    )

@@ -1,62 +1,97 @@
 """Retrieve grounding for Chat turns (spec: Retrieve grounding), over `memory.search`.
 
-Up to three rounds (docs/memory.md says what each asks and why), hits kept only at cosine
->= CHAT_FLOOR, injected as a `Prior Steelframe context:` block of untrusted data with
-provenance; committed memory first; `(no semantic hits)` plus recent summaries when nothing
-passes the floor; one widening when the draft cites nothing. A broken index or database
-makes retrieval unavailable for the turn, never the turn fail.
+Up to three rounds (docs/memory.md says what each asks and why): the message; the focus and
+links (the focused issue's own text and the pull requests that close it come in as context,
+not as floor-gated hits); pseudo-relevance feedback. Hits are kept at cosine >= CHAT_FLOOR
+and within RELATIVE_MARGIN of the round's best, and labelled weak unless they match the
+whole question well (STRONG_SCORE). They are injected as a `Prior Steelframe context:` block
+of untrusted data; committed memory first; `(no semantic hits)` plus recent summaries when
+nothing is kept; one widening when the draft cites nothing. A broken index or database makes
+retrieval unavailable for the turn, never the turn fail.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
 import re
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from bot.background import BackgroundTasks
+from bot.chat.blocks import HEADER, committed_block, context_block, fallback_block, untrusted
 from bot.chat.grounding import NO_SEMANTIC_HITS, Emit, Grounding
 from bot.chat.summary import SessionSummary, SummarySink
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
 from memory.committed import CommittedMemory
+from memory.segment import Record
 
 log = logging.getLogger(__name__)
 
-# The Chat floor (spec rule 2): a named constant, deliberately not a setting. Calibrated on
-# tests/data/memory_quality.json: the right chunk scores >= 0.2 for every labelled query,
-# the best match of an unrelated question 0.14 (tests/test_memory_quality.py holds both).
-CHAT_FLOOR = 0.16
+# The Chat floor (spec rule 2): a named constant, deliberately not a setting. A kept hit's
+# cosine with its round's query is at least this. Calibrated on tests/data/grounding_set.json
+# (tests/test_grounding_quality.py holds the numbers; docs/memory.md shows the distribution).
+CHAT_FLOOR = 0.12
+# ...and at least this share of the round's best score: a long tail of one-word matches
+# under a good hit is noise, not context.
+RELATIVE_MARGIN = 0.45
+# A hit is "strong" when its cosine with the whole question (words the index has never seen
+# included) reaches this; below it the hit is labelled weak in the prompt and the response.
+# No question of the labelled set that memory cannot answer reaches it.
+STRONG_SCORE = 0.3
 ROUNDS = 3
-CHAT_K = 8  # hits injected per turn at most
+COORDINATION = 1.0
+CHAT_K = 8  # semantic hits injected per turn at most (focus context comes on top)
+CONTEXT_K = 3  # focus context: the issue's own text and up to two closing pull requests
+THREAD_RECENT = 2  # ...and, in a Discuss session, its newest chunks if the question matches few
 WIDEN_K = 12  # after a draft that cites nothing, up to this many
-EXPANSION_TERMS = 6
 HIT_TEXT_CHARS = 1_200
 RECENCY_LIMIT = 3
 COMMITTED_BUDGET = 8_000
 SYNC_ROWS_PER_TURN = 2_000  # a big backlog is caught up over several turns (or `reindex`)
-HEADER = "Prior Steelframe context:"
 TaskLookup = Callable[[AgentConfig, int], dict[str, Any] | None]
+__all__ = ["CHAT_FLOOR", "HEADER", "MemoryGrounder", "chat_summary_sink", "untrusted"]
 
 
 class RoundQuery(StrEnum):
     MESSAGE = "message"  # the operator's message, whole repository, focus lifted
-    FOCUS = "focus"  # the message, only chunks about the focused issue/PR
-    EXPANSION = "expansion"  # the message plus the distinctive words of the hits so far
-    WIDEN = "widen"  # after an uncited draft: expansion, no focus, more hits
-    RECENCY = "recency"  # not retrieval: the newest summaries, when nothing passed the floor
+    FOCUS = "focus"  # the focused issue's text and closing PRs (context), hits about them
+    LINKS = "links"  # without a focus: the PRs closing the issues found, the issues closed
+    EXPANSION = "expansion"  # pseudo-relevance feedback from the hits so far
+    WIDEN = "widen"  # after an uncited draft: feedback from every hit, no focus, more hits
+    RECENCY = "recency"  # not retrieval: the newest summaries, when nothing is kept
 
 
-# New hits each round may add (CHAT_K caps the total): the focus round has its own share, so
-# a focused issue's own history gets in even when the repository-wide round is full.
-ROUND_K = {RoundQuery.MESSAGE: 6, RoundQuery.FOCUS: 3, RoundQuery.EXPANSION: 3}
+class Strength(StrEnum):
+    STRONG = "strong"
+    WEAK = "weak"
+    CONTEXT = "context"  # focus context: given, not found
+
+
+# New hits each round may add (CHAT_K caps the total).
+ROUND_K = {RoundQuery.MESSAGE: 6, RoundQuery.FOCUS: 3, RoundQuery.LINKS: 3}
+EXPANSION_K = 3
+
+
+@dataclass
+class _Turn:
+    """What the rounds of one turn have kept so far."""
+
+    query: str
+    agent: AgentConfig
+    focus: int | None
+    hits: dict[int, dict[str, Any]]
+    rounds: list[dict[str, Any]]
+
+    @property
+    def semantic(self) -> list[dict[str, Any]]:
+        return [h for h in self.hits.values() if h["strength"] != Strength.CONTEXT]
 
 
 class MemoryGrounder:
@@ -82,13 +117,19 @@ class MemoryGrounder:
             committed_memory=[f.to_json() for f in committed.files],
             committed_block=committed_block(committed),
             task=await asyncio.to_thread(self._task, agent, focus),
-            meta={"floor": self.floor, "committed": _committed_meta(committed)},
+            meta={
+                "floor": self.floor,
+                "margin": RELATIVE_MARGIN,
+                "strong": STRONG_SCORE,
+                "committed": _committed_meta(committed),
+            },
         )
         try:
             report, merge_due = await asyncio.to_thread(self._sync)
             if merge_due:
                 self._merge_in_background()
-            hits, rounds = await self._rounds(query, agent, focus, emit)
+            turn = _Turn(query, agent, focus, {}, [])
+            await self._rounds(turn, emit)
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = _reason(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
@@ -101,9 +142,10 @@ class MemoryGrounder:
             )
         meta = {
             **base.meta,
-            "rounds": rounds,
+            "rounds": turn.rounds,
             "index": {"added": report.added, "behind": report.behind},
         }
+        hits = ordered(list(turn.hits.values()))
         if hits:
             return replace(
                 base, hits=hits, prompt_block=context_block(hits), meta={**meta, "retrieval": "ok"}
@@ -127,13 +169,16 @@ class MemoryGrounder:
     async def widen(
         self, *, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Emit
     ) -> Grounding:
-        kept = {hit["id"]: hit for hit in previous.kept_hits}
         started = time.perf_counter()
-        found = await asyncio.to_thread(
-            self._search, _expanded(query, kept.values()), agent, None, WIDEN_K, False
+        turn = _Turn(query, agent, None, {h["id"]: h for h in previous.kept_hits}, [])
+        feedback = [_record(h) for h in previous.kept_hits]
+        found, added_terms = await asyncio.to_thread(
+            self._feedback, turn, feedback, WIDEN_K + len(turn.hits)
         )
-        new = [hit for hit in found if hit.chunk_id not in kept][: max(0, WIDEN_K - len(kept))]
-        added = await asyncio.to_thread(self._hits, new, RoundQuery.WIDEN)
+        room = max(0, WIDEN_K - len(turn.hits))
+        added = await self._keep(
+            turn, _select(_new(found, turn), room, self.floor), RoundQuery.WIDEN
+        )
         await emit(
             {
                 "type": "status",
@@ -142,82 +187,208 @@ class MemoryGrounder:
                 "hits": len(added),
             }
         )
-        hits = [*kept.values(), *added]
-        widened = {"query": RoundQuery.WIDEN.value, "hits": len(added), "ms": _ms(started)}
-        rounds = [*previous.meta.get("rounds", []), widened]
+        hits = ordered(list(turn.hits.values()))
+        widened = {
+            "query": RoundQuery.WIDEN.value,
+            "hits": len(added),
+            "added_terms": list(added_terms),
+            "ms": _ms(started),
+        }
         return replace(
             previous,
             hits=hits,
             prompt_block=context_block(hits),
-            meta={**previous.meta, "rounds": rounds},
+            meta={**previous.meta, "rounds": [*previous.meta.get("rounds", []), widened]},
         )
 
     def cites(self, reply: str, grounding: Grounding) -> bool:
-        """Does the reply cite a kept hit: its #issue, its session id (or the first 8
-        characters of it), or one of its distinctive words?"""
-        lowered = reply.lower()
-        for hit in grounding.kept_hits:
-            issue = hit.get("issue")
-            if issue and re.search(rf"#{int(issue)}(?!\d)", reply):
+        """Does the reply cite a kept hit: its #issue (or a #PR it closes), its session id
+        (or its first 8 characters), or one of its rare terms (memory.feedback.rare_terms)?"""
+        hits = grounding.kept_hits
+        if not hits:
+            return False
+        said = self.memory.terms(reply)
+        for hit in hits:
+            numbers = [hit.get("issue"), *(hit.get("links") or [])]
+            if any(n and re.search(rf"#{int(n)}(?!\d)", reply) for n in numbers):
                 return True
             session = hit.get("session_id")
             if session and (session in reply or (len(session) >= 8 and session[:8] in reply)):
                 return True
-            for word in hit.get("distinctive", []):
-                if re.search(rf"\b{re.escape(word)}\b", lowered):
-                    return True
+            if said.intersection(hit.get("distinctive", [])):
+                return True
         return False
 
     # -- rounds --------------------------------------------------------------------------
 
-    async def _rounds(
-        self, query: str, agent: AgentConfig, focus: int | None, emit: Emit
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-        kept: dict[int, dict[str, Any]] = {}
-        rounds: list[dict[str, Any]] = []
-        for kind in (RoundQuery.MESSAGE, RoundQuery.FOCUS, RoundQuery.EXPANSION):
-            room = min(ROUND_K[kind], CHAT_K - len(kept))
-            if room <= 0 or (kind is RoundQuery.FOCUS and focus is None):
-                continue
-            if kind is RoundQuery.EXPANSION and not kept:
-                continue
-            started = time.perf_counter()
-            text = _expanded(query, kept.values()) if kind is RoundQuery.EXPANSION else query
-            found = await asyncio.to_thread(
-                self._search, text, agent, focus, room + len(kept), kind is RoundQuery.FOCUS
-            )
-            new = [hit for hit in found if hit.chunk_id not in kept][:room]
-            for hit in await asyncio.to_thread(self._hits, new, kind):
-                kept[hit["id"]] = hit
-            number = len(rounds) + 1
-            rounds.append(
-                {"round": number, "query": kind.value, "hits": len(new), "ms": _ms(started)}
-            )
-            await emit(
-                {
-                    "type": "status",
-                    "text": f"retrieve {number}/{ROUNDS} · {_count(len(new), 'hit', 'hits')}",
-                    "round": number,
-                    "rounds": ROUNDS,
-                    "query": kind.value,
-                    "hits": len(new),
-                }
-            )
-        return list(kept.values()), rounds
+    async def _rounds(self, turn: _Turn, emit: Emit) -> None:
+        await self._round(turn, RoundQuery.MESSAGE, emit, self._message_round)
+        if turn.focus is not None:
+            await self._round(turn, RoundQuery.FOCUS, emit, self._focus_round)
+        elif _strong(turn):
+            await self._round(turn, RoundQuery.LINKS, emit, self._links_round)
+        if _strong(turn) and len(turn.semantic) < CHAT_K:
+            await self._round(turn, RoundQuery.EXPANSION, emit, self._expansion_round)
 
-    def _search(
-        self, text: str, agent: AgentConfig, focus: int | None, k: int, focus_only: bool
-    ) -> list[Hit]:
-        return self.memory.search(
-            text, repo=agent.repo, focus=focus, k=k, floor=self.floor, focus_only=focus_only
+    async def _round(self, turn: _Turn, kind: RoundQuery, emit: Emit, run: Any) -> None:
+        started = time.perf_counter()
+        added, detail = await run(turn)
+        number = len(turn.rounds) + 1
+        hits = sum(1 for h in added if h["strength"] != Strength.CONTEXT)
+        context = len(added) - hits
+        entry = {
+            "round": number,
+            "query": kind.value,
+            "hits": hits,
+            "context": context,
+            "ids": [h["id"] for h in added],
+            **detail,
+            "ms": _ms(started),
+        }
+        turn.rounds.append(entry)
+        text = f"retrieve {number}/{ROUNDS} · {_count(hits, 'hit', 'hits')}"
+        if context:
+            text += f" + {context} focus context"
+        if detail.get("added_terms"):
+            text += f" · expanded with {len(detail['added_terms'])} terms"
+        await emit(
+            {
+                "type": "status",
+                "text": text,
+                "round": number,
+                "rounds": ROUNDS,
+                "query": kind.value,
+                "hits": hits,
+                "context": context,
+            }
         )
 
-    def _hits(self, hits: list[Hit], kind: RoundQuery) -> list[dict[str, Any]]:
+    async def _message_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        room = ROUND_K[RoundQuery.MESSAGE]
+        found = await asyncio.to_thread(
+            self.memory.search,
+            turn.query,
+            repo=turn.agent.repo,
+            focus=turn.focus,
+            k=room,
+            floor=self.floor,
+        )
+        chosen = _select(found, room, self.floor)
+        return await self._keep(turn, chosen, RoundQuery.MESSAGE), {}
+
+    async def _focus_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The focused issue's own text and the PRs that close it come in as context (not
+        floor-gated); then the chunks of its thread that match the question."""
+        assert turn.focus is not None
+        added, detail = await self._thread(turn, [turn.focus], recent=THREAD_RECENT)
+        return added, {"focus": turn.focus, **detail}
+
+    async def _links_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Without a focus, the best strong hit plays its part: its issue and the PRs that
+        close it (`Fixes #N`, both ways) come in as context, and its thread's chunks that
+        match the question are kept at the floor like any hit."""
+        anchor = _strong(turn)[0]
+        if anchor["source"] == ChunkSource.PULL_REQUEST.value and anchor.get("links"):
+            issues = list(anchor["links"])
+        elif anchor.get("issue"):
+            issues = [anchor["issue"]]
+        else:
+            return [], {"followed": []}
+        return await self._thread(turn, issues, recent=THREAD_RECENT)
+
+    async def _thread(
+        self, turn: _Turn, issues: list[int], *, recent: int
+    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        repo = turn.agent.repo
+        about = await asyncio.to_thread(self.memory.about, issues, repo=repo)
+        own = [r for r in about if r.source == ChunkSource.ISSUE.value][-len(issues) :]
+        closing = await asyncio.to_thread(self.memory.linking, issues, repo=repo)
+        closing = closing[-max(1, CONTEXT_K - len(own)) :]
+        given = {r.id: r for r in [*own, *closing] if r.id not in turn.hits}
+        pulls = {r.issue for r in closing if r.issue is not None}
+        room = ROUND_K[RoundQuery.FOCUS]  # its own share, even when round 1 is full
+        found = await asyncio.to_thread(
+            self.memory.search,
+            turn.query,
+            repo=repo,
+            k=room + len(turn.hits) + len(given),
+            floor=self.floor,
+            within={*issues, *pulls},
+        )
+        fresh = [h for h in _new(found, turn) if h.chunk_id not in given]
+        matched = _select(fresh, room, self.floor, margin=0.0)
+        if recent and len(matched) < recent:  # a short question in a Discuss session
+            taken = {h.chunk_id for h in matched} | set(given) | set(turn.hits)
+            rest = [r for r in about if r.id not in taken and r.source != ChunkSource.ISSUE.value]
+            given.update((r.id, r) for r in rest[-(recent - len(matched)) :])
+        records = list(given.values())
+        scored = await asyncio.to_thread(self.memory.cosines, turn.query, records)
+        kind = RoundQuery.FOCUS if turn.focus is not None else RoundQuery.LINKS
+        added = await self._keep(
+            turn,
+            [Hit(r, s, scored.coverage) for r, s in zip(records, scored.scores, strict=True)],
+            kind,
+            strength=Strength.CONTEXT,
+        )
+        added += await self._keep(turn, matched, kind)
+        return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
+
+    async def _expansion_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """Rocchio feedback from the strong hits: the question plus their mid-frequency
+        terms. Its new hits are weighed against each other (the feedback chunks themselves
+        always match an expansion of their own terms best)."""
+        feedback = [_record(h) for h in _strong(turn)]
+        room = min(EXPANSION_K, CHAT_K - len(turn.semantic))
+        found, added_terms = await asyncio.to_thread(
+            self._feedback, turn, feedback, room + len(turn.hits)
+        )
+        if not added_terms:  # nothing to ask that round 1 did not
+            return [], {"added_terms": []}
+        chosen = _select(_new(found, turn), room, self.floor)
+        added = await self._keep(turn, chosen, RoundQuery.EXPANSION)
+        return added, {"added_terms": list(added_terms)}
+
+    def _feedback(
+        self, turn: _Turn, feedback: list[Record], k: int
+    ) -> tuple[list[Hit], tuple[str, ...]]:
+        hits, grown = self.memory.feedback_search(
+            turn.query, feedback, repo=turn.agent.repo, focus=turn.focus, k=k, floor=self.floor
+        )
+        return hits, grown.added
+
+    async def _keep(
+        self,
+        turn: _Turn,
+        hits: list[Hit],
+        kind: RoundQuery,
+        *,
+        strength: Strength | None = None,
+    ) -> list[dict[str, Any]]:
+        """Record `hits` as kept by `kind`; strength from the whole question's cosine."""
+        if not hits:
+            return []
+        scored = await asyncio.to_thread(self.memory.cosines, turn.query, [h.record for h in hits])
+        if kind in (RoundQuery.MESSAGE, RoundQuery.FOCUS, RoundQuery.LINKS):
+            whole = [h.score * h.coverage for h in hits]
+        else:  # scored against an expanded query: what matters is the question itself
+            whole = [s * scored.coverage for s in scored.scores]
+        added = await asyncio.to_thread(self._hits, turn.query, hits, kind)
+        for hit, score in zip(added, whole, strict=True):
+            hit["strength"] = (
+                strength or (Strength.STRONG if score >= STRONG_SCORE else Strength.WEAK)
+            ).value
+            hit["question_score"] = round(score, 4)
+            turn.hits[hit["id"]] = hit
+        for hit, matched in zip(added, scored.coordination, strict=True):
+            hit["matched"] = round(matched, 4)
+        return added
+
+    def _hits(self, query: str, hits: list[Hit], kind: RoundQuery) -> list[dict[str, Any]]:
         return [
             {
                 **hit.to_json(text_limit=HIT_TEXT_CHARS),
                 "round": kind.value,
-                "distinctive": self.memory.distinctive(hit.record.text),
+                "distinctive": self.memory.distinctive(hit.record.text, exclude=query),
             }
             for hit in hits
         ]
@@ -258,51 +429,90 @@ class MemoryGrounder:
             return None
 
 
-# -- prompt blocks ---------------------------------------------------------------------
+# -- selection -------------------------------------------------------------------------
 
 
-def untrusted(text: str, **provenance: Any) -> str:
-    """Wrap external text as data with its provenance; the text cannot close the wrapper."""
-    attributes = " ".join(
-        f'{name}="{html.escape(str(value), quote=True)}"'
-        for name, value in provenance.items()
-        if value not in (None, "", [], ())
+def ordered(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The order the prompt (and the response) shows: the focus context first (the subject
+    of a Discuss session), then thread by thread, threads by their best hit's score. In a
+    thread: its best hit, the context that came with it (the PR closing it), the rest by
+    score. An issue, its comments and the PR that fixed it are read together."""
+    first = [h for h in hits if h["round"] == RoundQuery.FOCUS and h["strength"] == "context"]
+    focus = {_thread_key(h) for h in first}
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for hit in hits:
+        if hit not in first:
+            groups.setdefault(_thread_key(hit), []).append(hit)
+
+    def best(group: list[dict[str, Any]]) -> float:
+        if _thread_key(group[0]) in focus:
+            return 2.0  # the focused thread's own hits come right after its context
+        return max((_rank(h) for h in group if h["strength"] != "context"), default=-1.0)
+
+    out = list(first)
+    for group in sorted(groups.values(), key=lambda g: -best(g)):
+        semantic = sorted((h for h in group if h["strength"] != "context"), key=lambda h: -_rank(h))
+        context = [h for h in group if h["strength"] == "context"]
+        out += [*semantic, *context]
+    return out
+
+
+def _rank(hit: dict[str, Any]) -> float:
+    """Ordering key: the cosine, times the share of the question the hit contains to the
+    power COORDINATION (a chunk that matches one rare word of the question strongly does
+    not lead one that matches most of it)."""
+    return float(hit["score"]) * float(hit.get("matched", 1.0)) ** COORDINATION
+
+
+def _thread_key(hit: dict[str, Any]) -> tuple[str, int]:
+    links = hit.get("links") or []
+    if hit["source"] == ChunkSource.PULL_REQUEST.value and links:
+        return ("issue", min(links))
+    if hit.get("issue"):
+        return ("issue", int(hit["issue"]))
+    return ("chunk", int(hit["id"]))
+
+
+def _select(
+    hits: Iterable[Hit],
+    room: int,
+    floor: float,
+    *,
+    margin: float = RELATIVE_MARGIN,
+    best: float | None = None,
+) -> list[Hit]:
+    """Hits at or above the floor and within `margin` of the best score, at most `room`."""
+    ranked = list(hits)
+    if room <= 0 or not ranked:
+        return []
+    top = best if best is not None else max(h.score for h in ranked)
+    bar = max(floor, margin * top)
+    return [h for h in ranked if h.score >= bar][:room]
+
+
+def _strong(turn: _Turn) -> list[dict[str, Any]]:
+    """The turn's strong hits, best first."""
+    return sorted(
+        (h for h in turn.semantic if h["strength"] == Strength.STRONG), key=lambda h: -h["score"]
     )
-    body = re.sub(r"<(/?)(untrusted-data)", r"&lt;\1\2", text, flags=re.IGNORECASE)
-    return f"<untrusted-data {attributes}>\n{body}\n</untrusted-data>"
 
 
-def _hit_block(hit: dict[str, Any]) -> str:
-    return untrusted(
-        hit["text"],
-        source=hit["source"],
-        chunk=hit["id"],
-        score=hit.get("score"),
+def _new(hits: list[Hit], turn: _Turn) -> list[Hit]:
+    return [h for h in hits if h.chunk_id not in turn.hits]
+
+
+def _record(hit: dict[str, Any]) -> Record:
+    return Record(
+        id=int(hit["id"]),
+        source=str(hit["source"]),
+        repo=str(hit.get("repo") or ""),
+        text=str(hit.get("text") or ""),
         issue=hit.get("issue"),
-        session=hit.get("session_id"),
-        paths=", ".join(hit.get("paths") or []),
-        created=hit.get("created_at"),
+        paths=tuple(hit.get("paths") or ()),
     )
 
 
-def context_block(hits: list[dict[str, Any]]) -> str:
-    return "\n".join([HEADER, *(_hit_block(hit) for hit in hits)])
-
-
-def fallback_block(recent: list[dict[str, Any]]) -> str:
-    """Spec rule 3: say there were no semantic hits, never pass recency off as retrieval."""
-    lines = [HEADER, NO_SEMANTIC_HITS]
-    if recent:
-        lines.append("Most recent session summaries (by recency, not relevance):")
-        lines.extend(_hit_block(hit) for hit in recent)
-    return "\n".join(lines)
-
-
-def committed_block(committed: CommittedMemory) -> str:
-    parts = [untrusted(f.text, source="committed_memory", path=f.path) for f in committed.files]
-    if committed.omitted:
-        parts.append(f"(omitted for size: {', '.join(committed.omitted)})")
-    return "\n".join(parts)
+# -- committed memory, helpers -----------------------------------------------------------
 
 
 def _committed(agent: AgentConfig) -> CommittedMemory:
@@ -320,15 +530,6 @@ def _committed_meta(committed: CommittedMemory) -> dict[str, Any]:
         "omitted": committed.omitted,
         "skipped": committed.skipped,
     }
-
-
-def _expanded(query: str, hits: Any) -> str:
-    words: list[str] = []
-    for hit in hits:
-        for word in hit.get("distinctive", [])[:2]:
-            if word not in words:
-                words.append(word)
-    return " ".join([query, *words[:EXPANSION_TERMS]])
 
 
 def _count(n: int, one: str, many: str) -> str:

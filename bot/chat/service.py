@@ -11,24 +11,37 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.agents import resolve_agent
 from bot.background import BackgroundTasks
 from bot.chat import sessions as store
+from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
 from bot.chat.inflight import StopState, TurnHandle, TurnRegistry
-from bot.chat.intents import DraftOnlyPolicy, IntentContext, IntentOutcome, IntentPolicy, held
+from bot.chat.intents import (
+    DraftOnlyPolicy,
+    IntentContext,
+    IntentOutcome,
+    IntentPolicy,
+    held,
+    proposal_key,
+    proposes,
+)
+from bot.chat.issue_context import IssueContextLoader
 from bot.chat.prompt import messages, system_prompt
-from bot.chat.summary import SummarySink, pending_summaries, summarise_session
+from bot.chat.summariser import Summariser
+from bot.chat.summary import SummarySink
 from bot.chat.titles import title_from_message
 from bot.chat.trailer import Intent, Trailer, TrailerFilter, split_reply
+from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.db import Database
-from bot.errors import BadRequest, Conflict
+from bot.errors import BadRequest, Conflict, NotFound
+from bot.events import OperatorEvents, SessionChange
 from bot.runtimes.base import (
     ContextBudget,
     Delta,
@@ -60,17 +73,6 @@ class TurnRequest:
     focus: Any = store.UNSET  # int, None (clear focus) or UNSET (keep)
 
 
-@dataclass
-class Draft:
-    reply: str
-    trailer: Trailer
-    reasoning: str
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
-    route: Route | None = None
-    budget: ContextBudget | None = None
-    first_frame_ms: float | None = None
-
-
 class ChatService:
     def __init__(
         self,
@@ -84,6 +86,9 @@ class ChatService:
         policy: IntentPolicy | None = None,
         summary_sinks: tuple[SummarySink, ...] = (),
         locks: TurnLocks | None = None,
+        events: OperatorEvents | None = None,
+        issues: IssueContextLoader | None = None,
+        checkouts: ManagedCheckouts | None = None,
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
@@ -96,7 +101,30 @@ class ChatService:
         self.policy: IntentPolicy = policy or DraftOnlyPolicy()
         self.summary_sinks = summary_sinks
         self.locks: TurnLocks = locks or LocalTurnLocks()
+        self.events = events
+        # Reads the focused issue from GitHub for each turn; None without a GitHub App.
+        self.issues = issues
+        # Managed clones of each agent's repository (with a GitHub App); None: configured.
+        self.checkouts = checkouts
         self.clock = clock
+        self.summaries = Summariser(
+            db=db,
+            agents=self.agents,
+            runtimes=runtimes,
+            background=background,
+            sinks=summary_sinks,
+            events=events,
+        )
+
+    async def session_updated(self, operator_id: int, session_id: str) -> None:
+        """Something outside a turn changed the session (a publish cleared its Decision
+        draft, a filing its proposal): tell the operator's clients."""
+        await self._announce(operator_id, session_id, SessionChange.UPDATED)
+
+    async def _announce(self, operator_id: int, session_id: str, change: SessionChange) -> None:
+        """A session change on the operator's events stream (never fails the caller)."""
+        if self.events is not None:
+            await asyncio.to_thread(self.events.session_changed, operator_id, session_id, change)
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -166,108 +194,125 @@ class ChatService:
                 log.warning("turn %s: slot not renewed: %s", handle.turn_id, type(exc).__name__)
 
     async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
+        """Gather context, draft (with the citation check), apply the intent, persist,
+        answer. A failure ends the turn with an error frame and writes nothing."""
         started = time.perf_counter()
         agent = resolve_agent(self.agents, ts.agent)
-        emit = handle.emit
-        await emit(
+        if self.checkouts is not None:
+            agent = await self.checkouts.for_agent(agent)  # fresh enough: merged memory shows
+        await handle.emit(
             {"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id}
         )
-        grounding = await self._ground(request.message, agent, ts.focus, emit)
+        context = await self._gather(request.message, agent, ts, handle.emit)
         runtime = self.runtimes(agent)
+        drafted = await self._draft_cited(runtime, request, ts, agent, context, handle.emit)
+        if drafted is None:
+            return
+        draft, context = drafted
+        handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
+        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
+        model = draft.route.model if draft.route else runtime.model
+        finished = FinishedTurn(
+            session=ts,
+            turn_id=handle.turn_id,
+            draft=draft,
+            outcome=outcome,
+            context=context,
+            model=model,
+            endpoint=draft.route.endpoint if draft.route else runtime.name,
+            requested_model=runtime.model,
+            cost_usd=cost_usd(self.settings.model_prices, model, draft.usage),
+            total_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        stored = await self._persist(handle, request, finished)
+        if stored is None:
+            return
+        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
+        await self._announce(request.operator_id, ts.id, change)
+        history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
+        await handle.emit({"type": "done", "response": finished.response(history)})
+
+    async def _gather(
+        self, message: str, agent: AgentConfig, ts: store.TurnSession, emit: Any
+    ) -> TurnContext:
+        """Retrieval, and the focused issue read from GitHub (neither ever fails the turn)."""
+        grounding = clean_grounding(await self._ground(message, agent, ts.focus, emit))
+        if ts.focus is None or self.issues is None:
+            return TurnContext(grounding)
+        try:
+            issue = await self.issues.load(agent.repo, ts.focus)
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or type(exc).__name__
+            log.warning("focused issue #%s not read: %s", ts.focus, reason)
+            await emit({"type": "status", "text": f"issue #{ts.focus} unavailable"})
+            return TurnContext(grounding, issue_error=str(reason)[:200])
+        await emit(
+            {"type": "status", "text": f"issue #{ts.focus} · {len(issue.comments)} comments"}
+        )
+        return TurnContext(grounding, issue=issue)
+
+    async def _draft_cited(
+        self,
+        runtime: Runtime,
+        request: TurnRequest,
+        ts: store.TurnSession,
+        agent: AgentConfig,
+        context: TurnContext,
+        emit: Any,
+    ) -> tuple[Draft, TurnContext] | None:
+        """Draft; if hits were kept and the draft cites none, widen once and draft again.
+        None when the turn failed (its error frame is sent)."""
         try:
             async with asyncio.timeout(self.settings.turn_timeout_seconds):
-                draft = await self._draft(runtime, request, ts, agent, grounding, emit, number=1)
-                redrafted = False
+                draft = await self._draft(runtime, request, ts, agent, context, emit, number=1)
+                grounding = context.grounding
                 if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
                     await emit({"type": "status", "text": "no citation · widening retrieval"})
-                    grounding = await self._widen(request.message, agent, ts.focus, grounding, emit)
-                    draft, redrafted = await self._redraft(
-                        runtime, request, ts, agent, grounding, emit, first=draft
+                    widened = await self._widen(request.message, agent, ts.focus, grounding, emit)
+                    context = replace(context, grounding=clean_grounding(widened))
+                    draft = await self._redraft(
+                        runtime, request, ts, agent, context, emit, first=draft
                     )
         except RuntimeError_ as exc:
             await emit({"type": "error", "error": exc.message, "reason": "runtime"})
-            return
+            return None
         except TimeoutError:
             await emit(
                 {"type": "error", "error": "the model did not finish in time", "reason": "timeout"}
             )
-            return
+            return None
+        return draft, context
 
-        handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
-        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
-        reply = draft.reply + outcome.reply_suffix
-        meta = {
-            "model": draft.route.model if draft.route else runtime.model,
-            "endpoint": draft.route.endpoint if draft.route else runtime.name,
-            "requested_model": runtime.model,
-            "usage": draft.usage,
-            "cost_usd": cost_usd(
-                self.settings.model_prices,
-                draft.route.model if draft.route else runtime.model,
-                draft.usage,
-            ),
-            "context": draft.budget.as_meta() if draft.budget else None,
-            "timings": {
-                "first_frame_ms": draft.first_frame_ms,
-                "total_ms": round((time.perf_counter() - started) * 1000, 1),
-            },
-            "retrieval": {
-                "available": grounding.available,
-                "recency_fallback": grounding.recency_fallback,
-                **grounding.meta,
-            },
-            "retrieve_hits": len(grounding.kept_hits),
-            "retrieved": grounding.hits,
-            "redrafted": redrafted,
-            "trailer_malformed": draft.trailer.malformed,
-            "focus": ts.focus,
-            "agent": ts.agent,
-            "filed": outcome.filed,
-            "notes": outcome.notes,
-            "pending": list(outcome.pending) if outcome.pending else None,
-        }
+    async def _persist(
+        self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn
+    ) -> list[dict[str, Any]] | None:
+        """Both messages and the session changes in one transaction; None (and an error
+        frame) when the session was deleted meanwhile."""
+        ts = finished.session
         record = store.TurnRecord(
             turn_id=handle.turn_id,
             user_message=request.message,
-            reply=reply,
-            reasoning=draft.reasoning,
-            intent=outcome.intent.value,
-            meta=meta,
+            reply=finished.reply,
+            reasoning=finished.draft.reasoning,
+            intent=finished.outcome.intent.value,
+            meta=finished.meta(),
             title=title_from_message(request.message) if ts.title is None else None,
-            decision=outcome.decision,
-            pending=outcome.pending,
+            decision=finished.outcome.decision,
+            pending=finished.outcome.pending,
         )
         try:
-            stored = await self.db.run(
+            return await self.db.run(
                 store.persist_turn, request.operator_id, ts.id, record, clock=self.clock
             )
         except store.SessionGone:
-            await emit(
+            await handle.emit(
                 {
                     "type": "error",
                     "error": "the session was deleted during the turn",
                     "reason": "session_deleted",
                 }
             )
-            return
-        decision = (
-            outcome.decision
-            if outcome.decision is not store.UNSET
-            else (
-                (ts.decision_body, ts.decision_issue)
-                if ts.decision_body and ts.decision_issue
-                else None
-            )
-        )
-        history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
-        await emit(
-            {
-                "type": "done",
-                "response": self._response(
-                    ts, handle, reply, draft, outcome, grounding, decision, history, meta
-                ),
-            }
-        )
+            return None
 
     async def _redraft(
         self,
@@ -275,24 +320,25 @@ class ChatService:
         request: TurnRequest,
         ts: store.TurnSession,
         agent: AgentConfig,
-        grounding: Grounding,
+        context: TurnContext,
         emit: Any,
         *,
         first: Draft,
-    ) -> tuple[Draft, bool]:
+    ) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""
         try:
             second = await self._draft(
-                runtime, request, ts, agent, grounding, emit, number=2, hint=REDRAFT_HINT
+                runtime, request, ts, agent, context, emit, number=2, hint=REDRAFT_HINT
             )
         except RuntimeError_ as exc:
             log.warning("re-draft failed, keeping the first draft: %s", exc.message)
             await emit({"type": "status", "text": "re-draft failed · keeping the first draft"})
             await emit(_delta(first.reply, 1, replace=True))
-            return first, False
+            return first
         for name, count in first.usage.items():  # both drafts were paid for
             second.usage[name] = second.usage.get(name, 0) + count
-        return second, True
+        second.redrafted = True
+        return second
 
     async def _ground(
         self, query: str, agent: AgentConfig, focus: int | None, emit: Any
@@ -325,30 +371,15 @@ class ChatService:
         request: TurnRequest,
         ts: store.TurnSession,
         agent: AgentConfig,
-        grounding: Grounding,
+        context: TurnContext,
         emit: Any,
         *,
         number: int,
         hint: str | None = None,
     ) -> Draft:
-        facts = TurnFacts(
-            message=request.message,
-            focus=ts.focus,
-            hits=grounding.hits,
-            recency_fallback=grounding.recency_fallback,
-            committed_memory=grounding.committed_memory,
-            task=grounding.task,
-            retrieval_available=grounding.available,
-            redraft_hint=hint,
-        )
-        runtime_request = RuntimeRequest(
-            system=system_prompt(
-                agent=agent, focus=ts.focus, grounding=grounding, redraft_hint=hint
-            ),
-            messages=messages(ts.history, request.message),
-            facts=facts,
-            checkout=agent.checkout,
-        )
+        """One draft streamed: thinking and visible reply tokens go out as frames (the
+        trailer held back), usage, route and budget are kept."""
+        runtime_request = _runtime_request(request, ts, agent, context, hint)
         visible = TrailerFilter()
         reasoning: list[str] = []
         draft = Draft(reply="", trailer=Trailer(), reasoning="")
@@ -404,50 +435,14 @@ class ChatService:
         except Exception as exc:
             log.warning("intent %s could not be applied: %s", trailer.intent, exc)
             message = getattr(exc, "message", "the action could not be completed")
-            if not (trailer.intent.files_work or trailer.intent is Intent.FILE_MEMORY):
-                return IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
-            # Keep the proposal so the operator can file it explicitly once GitHub answers.
-            outcome = held(trailer, f"not applied: {message}")
+            if not proposes(trailer):
+                # A confirmed proposal that failed to file stays pending (UNSET keeps it).
+                outcome = IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
+            else:
+                # Keep the proposal so the operator can confirm it again once GitHub answers.
+                outcome = held(trailer, f"not applied: {message}", key=proposal_key(handle.turn_id))
             outcome.reply_suffix = f"\n\n(Not done: {message})"
             return outcome
-
-    def _response(
-        self,
-        ts: store.TurnSession,
-        handle: TurnHandle,
-        reply: str,
-        draft: Draft,
-        outcome: IntentOutcome,
-        grounding: Grounding,
-        decision: Any,
-        history: list[dict[str, Any]],
-        meta: dict[str, Any],
-    ) -> dict[str, Any]:
-        pending = outcome.pending if outcome.pending else None
-        return {
-            "reply": reply,
-            "intent": outcome.intent.value,
-            "session": ts.id,
-            "turn_id": handle.turn_id,
-            "agent": ts.agent,
-            "focus": ts.focus,
-            "history": history,
-            "retrieve_hits": len(grounding.kept_hits),
-            "retrieved": grounding.hits,
-            "retrieval_available": grounding.available,
-            "reasoning": draft.reasoning[: store.REASONING_CAP],
-            "model": meta["model"],
-            "usage": draft.usage,
-            "decision_body": decision[0] if decision else None,
-            "decision_issue": decision[1] if decision else None,
-            "pending_title": pending[0] if pending else None,
-            "pending_body": pending[1] if pending else None,
-            "pending_kind": pending[2] if pending else None,
-            "filed_issue_number": outcome.filed.get("number"),
-            "filed_issue_url": outcome.filed.get("url"),
-            "filed_task_started": bool(outcome.filed.get("task_started", False)),
-            "notes": outcome.notes,
-        }
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -464,6 +459,13 @@ class ChatService:
     ) -> dict[str, Any]:
         self._refuse_while_busy(operator_id, "start a new chat")
         agent_config = resolve_agent(self.agents, agent)
+        if issue is not None and self.issues is not None:
+            # Discuss on an issue GitHub does not have fails here, not at Publish.
+            if not await self.issues.exists(agent_config.repo, issue):
+                raise NotFound(
+                    f"issue #{issue} not found in {agent_config.repo}",
+                    detail={"field": "issue", "repo": agent_config.repo},
+                )
         row, previous = await self.db.run(
             store.new_session,
             operator_id,
@@ -472,23 +474,31 @@ class ChatService:
             issue=issue,
             clock=self.clock,
         )
+        await self._announce(operator_id, row.id, SessionChange.CREATED)
         if previous is not None:
-            self.background.spawn(self.summarise(previous), name=f"summary-{previous}")
+            await self._announce(operator_id, previous, SessionChange.UPDATED)
+            self.summaries.spawn(previous)
         return {**store.session_json(row, turns=0, active=True), "previous_session": previous}
 
     async def summarise(self, session_id: str) -> None:
-        await self.db.run(summarise_session, session_id, sinks=self.summary_sinks)
+        await self.summaries.summarise(session_id)
 
     async def resume_pending_summaries(self) -> None:
         """At start-up: summaries a crash or restart left undone."""
-        for session_id in await self.db.run(pending_summaries):
-            self.background.spawn(self.summarise(session_id), name=f"summary-{session_id}")
+        await self.summaries.resume_pending()
 
     async def list_sessions(self, operator_id: int) -> list[dict[str, Any]]:
         return await self.db.run(store.list_sessions, operator_id)
 
     async def get_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
         return await self.db.run(store.get_session, operator_id, session_id)
+
+    async def open_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
+        """Reopen a session: the next message goes to it; the one left is summarised."""
+        opened, left = await self.db.run(store.open_session, operator_id, session_id)
+        if left is not None:
+            self.summaries.spawn(left)
+        return opened
 
     async def history(
         self, operator_id: int, *, session_id: str | None, limit: int
@@ -502,10 +512,14 @@ class ChatService:
             if (await self.registry.stop(operator_id)).state is StopState.FINISHING:
                 self._refuse_while_busy(operator_id, "delete its session")
         await self.db.run(store.delete_session, operator_id, session_id)
+        await self._announce(operator_id, session_id, SessionChange.DELETED)
 
     async def clear(self, operator_id: int, *, session_id: str | None) -> dict[str, Any]:
         self._refuse_while_busy(operator_id, "clear the conversation")
-        return await self.db.run(store.clear_session, operator_id, session_id=session_id)
+        cleared = await self.db.run(store.clear_session, operator_id, session_id=session_id)
+        if cleared["session"] is not None:
+            await self._announce(operator_id, cleared["session"], SessionChange.UPDATED)
+        return cleared
 
     async def stop(self, operator_id: int) -> dict[str, Any]:
         """Stop the operator's turn here, or signal the instance that runs it. A turn whose
@@ -521,6 +535,40 @@ class ChatService:
             return {"stopped": False}
         await self.locks.signal_stop(operator_id)
         return {"stopped": True, "session": held.get("session") or None, "turn_id": held["turn_id"]}
+
+
+def _runtime_request(
+    request: TurnRequest,
+    ts: store.TurnSession,
+    agent: AgentConfig,
+    context: TurnContext,
+    hint: str | None,
+) -> RuntimeRequest:
+    """What the model is sent for one draft: the system prompt, the conversation, the facts."""
+    grounding = context.grounding
+    facts = TurnFacts(
+        message=request.message,
+        focus=ts.focus,
+        hits=grounding.hits,
+        recency_fallback=grounding.recency_fallback,
+        committed_memory=grounding.committed_memory,
+        task=grounding.task,
+        retrieval_available=grounding.available,
+        redraft_hint=hint,
+    )
+    system = system_prompt(
+        agent=agent,
+        focus=ts.focus,
+        grounding=grounding,
+        issue_block=context.issue_block,
+        redraft_hint=hint,
+    )
+    return RuntimeRequest(
+        system=system,
+        messages=messages(ts.history, request.message),
+        facts=facts,
+        checkout=agent.checkout,
+    )
 
 
 def _delta(text: str, draft: int, *, replace: bool) -> dict[str, Any]:

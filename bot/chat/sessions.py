@@ -14,6 +14,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bot.chat.summary import mark_left
 from bot.clock import Clock, utcnow
 from bot.errors import NotFound
 from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
@@ -26,6 +27,20 @@ UNSET: Any = object()
 
 class SessionGone(Exception):
     """The session was deleted while a turn was running; the turn must write nothing."""
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """Work or a memory the model proposed and the operator has not confirmed yet. `key` is
+    its filing key: confirmed by a message, `y`, a button or the API, it files one issue."""
+
+    title: str
+    body: str
+    kind: str  # bot.filing.FilingKind value
+    key: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"title": self.title, "body": self.body, "kind": self.kind}
 
 
 @dataclass
@@ -41,6 +56,7 @@ class TurnSession:
     decision_issue: int | None
     history: list[dict[str, Any]] = field(default_factory=list)
     created: bool = False
+    pending: Proposal | None = None
 
 
 def new_id() -> str:
@@ -154,7 +170,27 @@ def open_for_turn(
         decision_issue=row.decision_issue,
         history=[turn_json(turn) for turn in reversed(turns)],
         created=created,
+        pending=proposal_of(row),
     )
+
+
+def proposal_of(row: ChatSession) -> Proposal | None:
+    if not row.pending_title:
+        return None
+    return Proposal(
+        title=row.pending_title,
+        body=row.pending_body or "",
+        kind=row.pending_kind or "work",
+        key=row.pending_key or f"proposal:{row.id}:{row.pending_title}"[:64],
+    )
+
+
+def set_pending(row: ChatSession, proposal: Proposal | None) -> None:
+    """Hold a new proposal (replacing the last one), or clear it with None."""
+    row.pending_title = proposal.title if proposal else None
+    row.pending_body = proposal.body if proposal else None
+    row.pending_kind = proposal.kind if proposal else None
+    row.pending_key = proposal.key if proposal else None
 
 
 @dataclass(frozen=True)
@@ -169,7 +205,7 @@ class TurnRecord:
     meta: dict[str, Any]
     title: str | None = None
     decision: tuple[str, int] | Any | None = UNSET
-    pending: tuple[str, str, str] | Any | None = UNSET  # (title, body, kind)
+    pending: Proposal | Any | None = UNSET  # a new proposal, None to clear, UNSET to keep
 
 
 def persist_turn(
@@ -221,12 +257,12 @@ def persist_turn(
         else:
             row.decision_body, row.decision_issue = record.decision
     if record.pending is not UNSET:
-        row.pending_title, row.pending_body, row.pending_kind = record.pending or (None, None, None)
+        set_pending(row, record.pending)
     row.last_activity_at = now
-    if row.closed_at is not None:
-        # A closed session reopened and continued: it is live again, and is summarised
-        # anew when a new chat closes it.
-        row.closed_at = None
+    # A new turn makes any summary stale: the session is summarised again when the operator
+    # leaves it (or it idles). A closed session continued is live again.
+    row.closed_at = None
+    if row.summary_status == SummaryStatus.DONE:
         row.summary_status = SummaryStatus.NONE
     try:
         session.flush()
@@ -255,11 +291,7 @@ def new_session(
     if previous is not None and previous.closed_at is None:
         previous.closed_at = clock()
         clear_decision(previous)
-        has_turns = session.scalar(
-            select(func.count()).select_from(ChatTurn).where(ChatTurn.session_id == previous.id)
-        )
-        if has_turns:
-            previous.summary_status = SummaryStatus.PENDING
+        if mark_left(session, previous.id):
             previous_id = previous.id
     kind = SessionKind.DISCUSS if issue is not None else SessionKind.CHAT
     if issue is not None and not title:
@@ -290,15 +322,25 @@ def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> li
     ]
 
 
-def get_session(
-    session: Session, operator_id: int, session_id: str, *, pin: bool = True
-) -> dict[str, Any]:
-    """The session with its messages and stored summary; reopening pins the next message."""
+def get_session(session: Session, operator_id: int, session_id: str) -> dict[str, Any]:
+    """The session with its messages and stored summary. Reading changes nothing."""
     row = _owned(session, operator_id, session_id)
-    if pin:
-        _operator(session, operator_id).active_session_id = row.id
+    active = _operator(session, operator_id).active_session_id == row.id
     messages = [turn_json(turn) for turn in row.turns]
-    return {**session_json(row, turns=len(messages), active=pin), "messages": messages}
+    return {**session_json(row, turns=len(messages), active=active), "messages": messages}
+
+
+def open_session(
+    session: Session, operator_id: int, session_id: str
+) -> tuple[dict[str, Any], str | None]:
+    """Reopen: pin the next message to this session. Returns it and the session the
+    operator left by doing so when that one is due a summary."""
+    row = _owned(session, operator_id, session_id)
+    operator = _operator(session, operator_id)
+    left = operator.active_session_id
+    operator.active_session_id = row.id
+    due = left is not None and left != row.id and mark_left(session, left)
+    return get_session(session, operator_id, session_id), (left if due else None)
 
 
 def history(
@@ -339,7 +381,7 @@ def clear_session(session: Session, operator_id: int, *, session_id: str | None)
         row = _owned(session, operator_id, session_id)
     result = session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
     clear_decision(row)
-    row.pending_title = row.pending_body = row.pending_kind = None
+    set_pending(row, None)
     return {"session": row.id, "cleared": result.rowcount}  # type: ignore[attr-defined]
 
 
@@ -361,9 +403,7 @@ def session_json(
         "summary": row.summary,
         "summary_status": row.summary_status,
         "decision": decision,
-        "pending": {"title": row.pending_title, "body": row.pending_body, "kind": row.pending_kind}
-        if row.pending_title
-        else None,
+        "pending": proposal.as_json() if (proposal := proposal_of(row)) else None,
         "turns": turns,
         "active": active,
     }
@@ -384,7 +424,7 @@ def turn_json(turn: ChatTurn) -> dict[str, Any]:
 
 def decision_published(
     session: Session, operator_id: int, *, session_id: str | None, issue: int
-) -> None:
+) -> str | None:
     """Publish succeeded: clear the draft of the named session, else of the active session
     when its draft is for that issue (spec: the draft clears on Publish success)."""
     if session_id is not None:
@@ -393,26 +433,32 @@ def decision_published(
         row = _active(session, _operator(session, operator_id))
         if row is not None and row.decision_issue != issue:
             row = None
-    if row is not None:
-        clear_decision(row)
+    if row is None:
+        return None
+    clear_decision(row)
+    return row.id
 
 
 def take_pending(
     session: Session, operator_id: int, *, session_id: str | None
-) -> tuple[str, str, str, str] | None:
-    """(session id, title, body, kind) of the session's pending proposal, if any."""
+) -> tuple[str, Proposal] | None:
+    """(session id, proposal) of the named or active session's pending proposal, if any."""
     if session_id is not None:
         row: ChatSession | None = _owned(session, operator_id, session_id)
     else:
         row = _active(session, _operator(session, operator_id))
-    if row is None or not row.pending_title:
+    if row is None:
         return None
-    return row.id, row.pending_title, row.pending_body or "", row.pending_kind or "work"
+    proposal = proposal_of(row)
+    return (row.id, proposal) if proposal is not None else None
 
 
-def clear_pending(session: Session, operator_id: int, session_id: str) -> None:
+def clear_pending(session: Session, operator_id: int, session_id: str, key: str) -> None:
+    """Clear the proposal that was filed (a newer one held meanwhile stays)."""
     row = _owned(session, operator_id, session_id)
-    row.pending_title = row.pending_body = row.pending_kind = None
+    proposal = proposal_of(row)
+    if proposal is not None and proposal.key == key:
+        set_pending(row, None)
 
 
 def agent_of(session: Session, operator_id: int, session_id: str | None) -> str | None:

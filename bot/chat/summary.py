@@ -1,16 +1,29 @@
-"""Session summaries, made in the background when a new chat closes the previous one."""
+"""Session summaries: every session the operator leaves gets one (a new chat, reopening
+another, or an idle time), written by the agent's model when one is configured and made
+extractively, with no model, otherwise or when the model fails.
+
+The three steps are separate so no database transaction waits on a model: `summary_source`
+reads the turns, the caller writes the text (`extractive_summary` or a model), and
+`store_summary` saves it and hands it to the sinks (memory, for one).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
-from bot.models import ChatSession, ChatTurn, Role, SummaryStatus
+from bot.models import ChatSession, ChatTurn, Operator, Role, SummaryStatus
 
 SUMMARY_LIMIT = 1200
+SOURCE_TURNS = 60  # the newest turns a summary is made from
+_MARKER = re.compile(r"<!--.*?-->", re.DOTALL)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_FILED = re.compile(r"Filed as #(\d+)")
 
 
 @dataclass(frozen=True)
@@ -23,51 +36,109 @@ class SessionSummary:
     text: str
 
 
+@dataclass(frozen=True)
+class SummarySource:
+    session_id: str
+    agent: str
+    title: str | None
+    turns: list[tuple[str, str]]  # (role, content), oldest first
+
+    def transcript(self, limit: int = 12_000) -> str:
+        lines = [f"{role}: {_flat(content, 1500)}" for role, content in self.turns]
+        text = "\n".join(lines)
+        return text[-limit:]
+
+
 SummarySink = Callable[[Session, SessionSummary], None]
 
 
-def summarise_turns(title: str | None, turns: list[tuple[str, str]]) -> str:
-    """An extractive summary: what was asked and the last answers, within SUMMARY_LIMIT.
-
-    Deterministic and model-free, so closing a session never depends on a model being up.
-    """
+def extractive_summary(title: str | None, turns: list[tuple[str, str]]) -> str:
+    """A model-free summary: the subject, what came of it (the answers' opening sentences,
+    issues filed, task results), and the open question if the session ended on one."""
     asked = [content for role, content in turns if role == Role.USER]
-    answered = [content for role, content in turns if role == Role.ASSISTANT]
-    parts = [f"Session: {title or 'untitled'} ({len(asked)} question(s))."]
-    for question in asked[:5]:
-        parts.append(f"Asked: {_line(question)}")
-    if answered:
-        parts.append(f"Last answer: {_line(answered[-1], 400)}")
-    text = "\n".join(parts)
-    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"
+    answers = [content for role, content in turns if role == Role.ASSISTANT]
+    subject = title or (_flat(asked[0], 80) if asked else "untitled")
+    parts = [f"{subject}: {len(asked)} message(s) from the operator."]
+    filed = sorted({int(n) for answer in answers for n in _FILED.findall(answer)})
+    if filed:
+        parts.append("Filed: " + ", ".join(f"#{n}" for n in filed) + ".")
+    for answer in answers[-3:]:
+        lead = _first_sentences(_MARKER.sub("", answer))
+        if lead:
+            parts.append(f"- {lead}")
+    if turns and turns[-1][0] == Role.USER:
+        parts.append(f"Left open: {_flat(turns[-1][1], 200)}")
+    return _cap("\n".join(parts))
 
 
-def summarise_session(
-    session: Session, session_id: str, *, sinks: tuple[SummarySink, ...] = ()
-) -> SessionSummary | None:
-    """Store the summary of a closed session and hand it to the sinks (memory, for one).
-
-    Idempotent: a session already summarised, or deleted meanwhile, is left alone.
-    """
-    row = session.get(ChatSession, session_id, with_for_update=True)
+def summary_source(session: Session, session_id: str) -> SummarySource | None:
+    """The turns to summarise, or None when the session is gone or already summarised."""
+    row = session.get(ChatSession, session_id)
     if row is None or row.summary_status == SummaryStatus.DONE:
         return None
     turns = session.execute(
         select(ChatTurn.role, ChatTurn.content)
         .where(ChatTurn.session_id == session_id)
-        .order_by(ChatTurn.seq)
+        .order_by(ChatTurn.seq.desc())
+        .limit(SOURCE_TURNS)
     ).all()
-    text = summarise_turns(row.title, [(role, content) for role, content in turns])
-    row.summary = text
+    if not turns:
+        return None
+    ordered = [(str(role), str(content)) for role, content in reversed(turns)]
+    return SummarySource(row.id, row.agent, row.title, ordered)
+
+
+def store_summary(
+    session: Session, session_id: str, text: str, *, sinks: tuple[SummarySink, ...] = ()
+) -> SessionSummary | None:
+    """Save the summary and hand it to the sinks. Idempotent: a session summarised or
+    deleted meanwhile is left alone."""
+    row = session.get(ChatSession, session_id, with_for_update=True)
+    if row is None or row.summary_status == SummaryStatus.DONE:
+        return None
+    row.summary = _cap(_MARKER.sub("", text).strip())
     row.summary_status = SummaryStatus.DONE
-    summary = SessionSummary(row.id, row.operator_id, row.agent, row.focus_issue, row.title, text)
+    summary = SessionSummary(
+        row.id, row.operator_id, row.agent, row.focus_issue, row.title, row.summary
+    )
     for sink in sinks:
         sink(session, summary)
     return summary
 
 
+def mark_left(session: Session, session_id: str) -> bool:
+    """The operator left the session: it is due a summary if it has turns the stored one
+    does not cover. True when the caller should make it."""
+    row = session.get(ChatSession, session_id, with_for_update=True)
+    if row is None or row.summary_status in (SummaryStatus.DONE, SummaryStatus.PENDING):
+        return False
+    has_turns = session.scalar(select(exists().where(ChatTurn.session_id == session_id)))
+    if not has_turns:
+        return False
+    row.summary_status = SummaryStatus.PENDING
+    return True
+
+
+def idle_sessions(session: Session, *, before: datetime, limit: int = 50) -> list[str]:
+    """Sessions with turns nobody touched since `before` and no current summary; marked
+    pending here, so two instances sweeping at once do not both summarise them."""
+    rows = session.scalars(
+        select(ChatSession)
+        .where(
+            ChatSession.summary_status == SummaryStatus.NONE,
+            ChatSession.last_activity_at < before,
+            exists().where(ChatTurn.session_id == ChatSession.id),
+        )
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    ).all()
+    for row in rows:
+        row.summary_status = SummaryStatus.PENDING
+    return [row.id for row in rows]
+
+
 def pending_summaries(session: Session) -> list[str]:
-    """Sessions closed but not summarised (a crash or restart interrupted them)."""
+    """Sessions due a summary that a crash or restart interrupted."""
     return list(
         session.scalars(
             select(ChatSession.id).where(ChatSession.summary_status == SummaryStatus.PENDING)
@@ -75,6 +146,22 @@ def pending_summaries(session: Session) -> list[str]:
     )
 
 
-def _line(text: str, limit: int = 200) -> str:
+def active_session_of(session: Session, operator_id: int) -> str | None:
+    operator = session.get(Operator, operator_id)
+    return operator.active_session_id if operator is not None else None
+
+
+def _first_sentences(text: str, limit: int = 300) -> str:
+    flat = " ".join(text.split())
+    sentences = _SENTENCE.split(flat)
+    lead = " ".join(sentences[:2])
+    return lead if len(lead) <= limit else lead[: limit - 1] + "…"
+
+
+def _flat(text: str, limit: int = 200) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _cap(text: str) -> str:
+    return text if len(text) <= SUMMARY_LIMIT else text[: SUMMARY_LIMIT - 1] + "…"

@@ -27,8 +27,9 @@ from bot.github.app_auth import (
     TokenCache,
 )
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
-from bot.github.pacing import Pacer, PacingPolicy
+from bot.github.pacing import Ledger, Pacer, PacingPolicy
 from bot.github.retry import RetryPolicy, server_error_wait
+from bot.github.shared_pacing import DEFAULT_PREFIX, RedisLedger
 from bot.github.transport import Credential, Observer, Response, Transport
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class GitHubClient:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         retry: RetryPolicy | None = None,
         pacing: PacingPolicy | None = None,
+        ledger: Ledger | None = None,
         session: aiohttp.ClientSession | None = None,
         user_agent: str = USER_AGENT,
         observe: Observer | None = None,
@@ -85,7 +87,8 @@ class GitHubClient:
         self.app = AppCredentials(app_id, private_key, clock=clock)
         self._clock = clock
         self._sleep = sleep
-        self.pacer = Pacer(pacing or PacingPolicy(), clock=clock, sleep=sleep)
+        # With a shared ledger (Redis), every process paces one budget per installation.
+        self.pacer = Pacer(pacing or PacingPolicy(), clock=clock, sleep=sleep, ledger=ledger)
         self.transport = Transport(
             base_url=base_url,
             user_agent=user_agent,
@@ -113,6 +116,9 @@ class GitHubClient:
             "base_url": settings.github_api_url,
             "pacing": PacingPolicy(min_interval=settings.github_write_interval),
         }
+        if settings.redis_url and "ledger" not in overrides:
+            prefix = f"{DEFAULT_PREFIX}:{settings.app_id}"
+            options["ledger"] = RedisLedger.from_url(settings.redis_url, prefix=prefix)
         options.update(overrides)
         return cls(app_id=settings.app_id, private_key=key, **options)
 
@@ -121,6 +127,7 @@ class GitHubClient:
 
     async def close(self) -> None:
         await self.transport.close()
+        await self.pacer.close()
 
     # -- App identity and installation auth ---------------------------------------------
 
@@ -270,6 +277,10 @@ class GitHubClient:
             return None
 
         return await self._create(repo, "/issues", payload, made_already)
+
+    async def get_repo(self, repo: str) -> dict[str, Any]:
+        """The repository (`clone_url`, `default_branch`, ...)."""
+        return dict((await self.request("GET", repo, "")).data)
 
     async def get_issue(self, repo: str, number: int) -> dict[str, Any]:
         return dict((await self.request("GET", repo, f"/issues/{int(number)}")).data)

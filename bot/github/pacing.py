@@ -4,6 +4,11 @@
 concurrently; wait at least a second between POST, PATCH, PUT and DELETE requests; and the
 secondary limits allow at most 80 content-creating requests a minute and 500 an hour.
 A rate-limit answer blocks every request of that installation until GitHub's wait is over.
+
+The rules live in `Pacer`; what has been sent and any block are kept in a `Ledger`: in
+this process (`LocalLedger`), or in Redis (`bot.github.shared_pacing.RedisLedger`) so
+every process of a deployment - each `serve`, each worker's jobs - shares one budget per
+installation.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Protocol
 
 Sleep = Callable[[float], Awaitable[None]]
 CONTENT_METHODS = frozenset({"POST", "PATCH", "PUT", "DELETE"})
@@ -27,20 +33,46 @@ class PacingPolicy:
     per_hour: int = 500
 
 
+class Ledger(Protocol):
+    """Where sends and blocks are recorded, per installation."""
+
+    async def reserve(self, key: int, now: float, policy: PacingPolicy) -> float:
+        """Record a content-creating send at `now` if the policy allows it (returns 0.0),
+        else record nothing and return how many seconds to wait first."""
+        ...
+
+    async def block_until(self, key: int, when: float) -> None: ...
+
+    async def blocked_until(self, key: int) -> float: ...
+
+    async def close(self) -> None: ...
+
+
+def next_allowed(sent: list[float], blocked: float, now: float, policy: PacingPolicy) -> float:
+    """When the next content-creating send may go, given the sends of the last hour (oldest
+    first) and any block (sans-I/O: `LocalLedger` uses it; `RedisLedger` runs the same
+    rules in Lua)."""
+    earliest = blocked
+    if sent:
+        earliest = max(earliest, sent[-1] + policy.min_interval)
+    recent = [t for t in sent if t > now - MINUTE]
+    if len(recent) >= policy.per_minute:
+        earliest = max(earliest, recent[-policy.per_minute] + MINUTE)
+    if len(sent) >= policy.per_hour:
+        earliest = max(earliest, sent[-policy.per_hour] + HOUR)
+    return earliest
+
+
 @dataclass
 class _Lane:
-    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     sent: deque[float] = field(default_factory=deque)
     blocked_until: float = 0.0
 
 
-class Pacer:
-    """Serialises and spaces content-creating requests per key (an installation id)."""
+class LocalLedger:
+    """This process's sends (without Redis: each process paces its own requests)."""
 
-    def __init__(self, policy: PacingPolicy, *, clock: Callable[[], float], sleep: Sleep) -> None:
-        self.policy = policy
-        self._clock = clock
-        self._sleep = sleep
+    def __init__(self) -> None:
         self._lanes: dict[int, _Lane] = {}
 
     def _lane(self, key: int) -> _Lane:
@@ -49,14 +81,51 @@ class Pacer:
             lane = self._lanes[key] = _Lane()
         return lane
 
-    def block_until(self, key: int, when: float) -> None:
-        """GitHub said to wait: hold every request of this installation until `when`."""
+    async def reserve(self, key: int, now: float, policy: PacingPolicy) -> float:
+        lane = self._lane(key)
+        while lane.sent and lane.sent[0] <= now - HOUR:
+            lane.sent.popleft()
+        wait = next_allowed(list(lane.sent), lane.blocked_until, now, policy) - now
+        if wait > 0:
+            return wait
+        lane.sent.append(now)
+        return 0.0
+
+    async def block_until(self, key: int, when: float) -> None:
         lane = self._lane(key)
         lane.blocked_until = max(lane.blocked_until, when)
 
+    async def blocked_until(self, key: int) -> float:
+        return self._lane(key).blocked_until
+
+    async def close(self) -> None:
+        return None
+
+
+class Pacer:
+    """Serialises (within the process) and spaces (across every process sharing the
+    ledger) content-creating requests per key (an installation id)."""
+
+    def __init__(
+        self,
+        policy: PacingPolicy,
+        *,
+        clock: Callable[[], float],
+        sleep: Sleep,
+        ledger: Ledger | None = None,
+    ) -> None:
+        self.policy = policy
+        self.ledger: Ledger = ledger or LocalLedger()
+        self._clock = clock
+        self._sleep = sleep
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    async def block_until(self, key: int, when: float) -> None:
+        """GitHub said to wait: hold every request of this installation until `when`."""
+        await self.ledger.block_until(key, when)
+
     async def wait_unblocked(self, key: int) -> None:
-        lane = self._lane(key)
-        while (delay := lane.blocked_until - self._clock()) > 0:
+        while (delay := await self.ledger.blocked_until(key) - self._clock()) > 0:
             await self._sleep(delay)
 
     @asynccontextmanager
@@ -67,23 +136,11 @@ class Pacer:
             await self.wait_unblocked(key)
             yield
             return
-        lane = self._lane(key)
-        async with lane.lock:
-            while (delay := self._next_allowed(lane) - self._clock()) > 0:
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            while (delay := await self.ledger.reserve(key, self._clock(), self.policy)) > 0:
                 await self._sleep(delay)
-            lane.sent.append(self._clock())
             yield
 
-    def _next_allowed(self, lane: _Lane) -> float:
-        now = self._clock()
-        while lane.sent and lane.sent[0] <= now - HOUR:
-            lane.sent.popleft()
-        earliest = lane.blocked_until
-        if lane.sent:
-            earliest = max(earliest, lane.sent[-1] + self.policy.min_interval)
-        recent = [t for t in lane.sent if t > now - MINUTE]
-        if len(recent) >= self.policy.per_minute:
-            earliest = max(earliest, recent[-self.policy.per_minute] + MINUTE)
-        if len(lane.sent) >= self.policy.per_hour:
-            earliest = max(earliest, lane.sent[-self.policy.per_hour] + HOUR)
-        return earliest
+    async def close(self) -> None:
+        await self.ledger.close()

@@ -157,7 +157,7 @@ class Transport:
                 continue
             if verdict is Verdict.RATE_LIMITED:
                 strikes += 1
-            wait = self._retry_wait(
+            wait = await self._retry_wait(
                 answer, verdict, attempt, strikes, credential, retry_server_errors
             )
             log.warning(
@@ -191,7 +191,7 @@ class Transport:
         )
         return wait
 
-    def _retry_wait(
+    async def _retry_wait(
         self,
         answer: _Answer,
         verdict: Verdict,
@@ -220,7 +220,7 @@ class Transport:
                 request_id=answer.headers.get("x-github-request-id"),
             )
         if credential.pace_key is not None:
-            self.pacer.block_until(credential.pace_key, self._clock() + wait)
+            await self.pacer.block_until(credential.pace_key, self._clock() + wait)
         return wait
 
     async def _send(

@@ -8,8 +8,10 @@ The protocol (docs/lifecycle.md, "The coding command"):
 * It writes JSON lines to stdout: `{"type": "session", "session_id", "transcript"}` as soon
   as it has a session (stored at once, so a continuation resumes it even after a crash),
   `{"type": "usage", "input_tokens", "output_tokens", "cost_usd"}` with running totals,
-  `{"type": "log", "text"}`, and last `{"type": "result", "status": "done" | "question" |
-  "error", "summary", "question", "error"}`. Other lines are kept as log text.
+  `{"type": "log", "text"}`, `{"type": "progress", "action": "command" | "edit" | "tool",
+  "name"}` for each step the agent takes, and last `{"type": "result", "status": "done" |
+  "question" | "error", "summary", "question", "error", "limit"}`. Other lines are kept as
+  log text.
 * Exit status 0 with a result line is an answer; anything else is an error.
 * It never pushes: the worker commits what it left, pushes and opens the pull request.
 """
@@ -95,6 +97,11 @@ class CodingOutcome:
 
 
 SessionHook = Callable[[str | None, str | None], Awaitable[None]]
+# Called with each step the agent reports: ("command" | "edit" | "tool", tool name).
+ProgressHook = Callable[[str, str], None]
+PROGRESS_ACTIONS = frozenset({"command", "edit", "tool"})
+# An agent's own limits that end a run as a limit (not retried), by the name the task uses.
+AGENT_LIMITS = frozenset({"turns", "cost", "tokens", "time"})
 # Returns the name of the limit the running totals exceed, or None.
 UsageHook = Callable[[int, float], str | None]
 StartHook = Callable[[int], Awaitable[None]]
@@ -159,6 +166,8 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
     if kind == "log":
         outcome.log_tail.append(str(event.get("text", "")))
         return None
+    if kind == "progress":
+        return "progress" if event.get("action") in PROGRESS_ACTIONS else None
     if kind == "result":
         status = str(event.get("status", ""))
         outcome.summary = str(event.get("summary") or "")
@@ -171,6 +180,9 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
         elif status == "question":
             outcome.status = CodingStatus.ERROR
             outcome.error = "the runtime asked a question but sent no question text"
+        elif status == "error" and event.get("limit") in AGENT_LIMITS:
+            outcome.status = CodingStatus.LIMIT
+            outcome.limit = str(event["limit"])
         else:
             outcome.status = CodingStatus.ERROR
             outcome.error = outcome.error or f"the runtime reported status {status!r}"
@@ -188,6 +200,7 @@ async def run_coding(
     on_start: StartHook,
     on_session: SessionHook,
     on_usage: UsageHook,
+    on_progress: ProgressHook | None = None,
     grace: float = KILL_GRACE_SECONDS,
 ) -> CodingOutcome:
     """Run the command to its result, its time limit, a limit on usage, or `stop`."""
@@ -252,6 +265,8 @@ async def run_coding(
                     outcome.limit = exceeded
                     ended_by = CodingStatus.LIMIT
                     return
+            elif seen == "progress" and on_progress is not None:
+                on_progress(str(event["action"]), str(event.get("name") or "")[:40])
             elif seen == "result":
                 saw_result = True
 

@@ -20,6 +20,8 @@ import redis
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
+from bot.events import OperatorEvents, RedisEventLog, watch_commits
+from bot.lifecycle.agents.presets import Agent, adapter_command, demo_command
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
@@ -38,10 +40,23 @@ class LifecyclePolicy:
     lease_seconds: float = 60.0
     backoff_seconds: float = 30.0
     coding_command: tuple[str, ...] | None = None
+    # Which agent runs (bot.config.CODING_AGENTS); None: no coding runtime is configured.
+    coding_agent: str | None = None
+    coding_model: str | None = None
+    max_turns: int = 50
+    # USD per million tokens of the coding model, for agents that report only tokens.
+    coding_prices: dict[str, float] | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LifecyclePolicy:
         command = tuple(shlex.split(settings.coding_command)) if settings.coding_command else None
+        agent = settings.coding_agent or ("command" if command else None)
+        if agent == Agent.DEMO:
+            command = demo_command()
+        elif agent not in (None, Agent.COMMAND):
+            # Presets run through the adapter, a coding command like any other, so the
+            # coding sandbox wraps every agent the same way.
+            command = adapter_command(Agent(agent))
         return cls(
             time_limit=float(settings.task_time_limit),
             max_attempts=settings.task_max_attempts,
@@ -50,6 +65,10 @@ class LifecyclePolicy:
             lease_seconds=settings.task_lease_seconds,
             backoff_seconds=settings.task_retry_backoff_seconds,
             coding_command=command or None,
+            coding_agent=agent,
+            coding_model=settings.coding_model,
+            max_turns=settings.coding_max_turns,
+            coding_prices=settings.model_prices.get(settings.coding_model or ""),
         )
 
     @property
@@ -85,16 +104,20 @@ class LifecycleContext:
             self._pid = os.getpid()
 
 
-def github_factory(settings: Settings) -> GitHubFactory | None:
-    """A fresh App client per job (each job runs its own event loop), or None without an App."""
+def github_factory(settings: Settings, db: Database | None = None) -> GitHubFactory | None:
+    """A fresh App client per job (each job runs its own event loop), or None without an App.
+    With `db`, a job's client finds a repository's installation in what the webhooks stored
+    before asking GitHub (a fresh client has no cache)."""
     if not settings.github_configured:
         return None
 
     @asynccontextmanager
     async def client() -> AsyncIterator[GitHubApi]:
         from bot.github.client import GitHubClient
+        from bot.github.installations import stored_installations
 
-        github = GitHubClient.from_settings(settings)
+        stored = stored_installations(db) if db is not None else None
+        github = GitHubClient.from_settings(settings, stored_installation=stored)
         try:
             yield github
         finally:
@@ -126,11 +149,13 @@ def build_context(
         if not settings.redis_url:
             raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
         connection = redis.Redis.from_url(settings.redis_url)
+    # Task changes and results this worker commits go to the operator events stream.
+    watch_commits(database, OperatorEvents(RedisEventLog(connection), database))
     return LifecycleContext(
         settings=settings,
         db=database,
         redis=connection,
-        github=github if github is not None else github_factory(settings),
+        github=github if github is not None else github_factory(settings, database),
         policy=LifecyclePolicy.from_settings(settings),
         memory=memory or None,
         clock=clock,

@@ -22,6 +22,7 @@ LIMIT_NAMES = {
     "tokens": "the token limit of {tokens} tokens per task (STEELFRAME_TASK_MAX_TOKENS)",
     "cost": "the cost limit of {cost} USD per task (STEELFRAME_TASK_MAX_COST_USD)",
     "attempts": "the limit of {attempts} attempts per task (STEELFRAME_TASK_MAX_ATTEMPTS)",
+    "turns": "the coding agent's limit of {turns} turns per run (STEELFRAME_CODING_MAX_TURNS)",
 }
 
 
@@ -38,6 +39,7 @@ def limit_text(ctx: LifecycleContext, name: str) -> str:
         tokens=policy.max_tokens,
         cost=policy.max_cost_usd,
         attempts=policy.max_attempts,
+        turns=policy.max_turns,
     )
 
 

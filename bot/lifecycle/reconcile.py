@@ -35,6 +35,7 @@ from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
+from bot.redis_lease import held
 
 log = logging.getLogger(__name__)
 LABEL_WINDOW = timedelta(days=7)
@@ -343,6 +344,26 @@ def _sweep_worktrees(ctx: LifecycleContext) -> int:
     return removed
 
 
+# The reconciler lease lapses this long after its holder stops renewing it (a crash).
+RECONCILER_LEASE_SECONDS = 30.0
+
+
+def reconciler_lease_name(queue: str) -> str:
+    return f"steelframe:reconciler:{queue}"
+
+
+def reconcile_if_leader(
+    ctx: LifecycleContext, say: Callable[[str], None]
+) -> ReconcileReport | None:
+    """One reconcile pass if no other process is reconciling (None when one is): each pass
+    first takes a Redis lease, so any number of workers reconcile one at a time."""
+    name = reconciler_lease_name(ctx.queue_name)
+    with held(ctx.redis, name, ttl=RECONCILER_LEASE_SECONDS) as leader:
+        if not leader:
+            return None
+        return run_reconcile(ctx, say=say)
+
+
 def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
     """Beside a worker (`steelframe worker`, `dev`'s in-process one), until `stop` is set: a
     pass every lease period, so expired leases, lost jobs and a retry whose scheduled job
@@ -360,8 +381,10 @@ def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
 def _reconcile_every_lease(ctx: LifecycleContext, stop: threading.Event) -> None:
     while not stop.wait(ctx.policy.lease_seconds):
         try:
-            report = run_reconcile(ctx, say=lambda line: None)
-            if report.recovered or report.requeued or report.labels_fixed or report.terminated:
+            report = reconcile_if_leader(ctx, say=lambda line: None)
+            if report is None:
+                log.debug("reconcile: another worker holds the reconciler lease; skipped")
+            elif report.recovered or report.requeued or report.labels_fixed or report.terminated:
                 log.info("reconcile: %s", "; ".join(report.lines()[:5]))
         except Exception:
             log.exception("reconcile: periodic pass failed; trying again later")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,14 +19,18 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle.agents.base import ASK_INSTRUCTION
+from bot.lifecycle.agents.presets import PRESETS, Agent
+from bot.lifecycle.agents.tally import Tally
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.leases import Holder
+from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import Change, change_state, publish
-from bot.lifecycle.progress import Phase
+from bot.lifecycle.progress import Phase, update_progress
 from bot.lifecycle.prompt import PromptInput, build_prompt, summary_of
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
@@ -38,7 +44,8 @@ MAX_MEMORY_PATHS = 50
 STOP_POLL_SECONDS = 1.0
 NO_RUNTIME_NOTICE = (
     "Steelframe picked up this issue, but no coding runtime is configured on its workers "
-    "(`STEELFRAME_CODING_COMMAND` is not set), so nothing was changed and no pull request "
+    "(neither `STEELFRAME_CODING_AGENT` nor `STEELFRAME_CODING_COMMAND` is set), so nothing "
+    "was changed and no pull request "
     "will come from this run. Once a runtime is configured, publish a Decision on this issue "
     "to resume the task."
 )
@@ -228,7 +235,9 @@ async def _work(
     )
     if task.pushed_at is not None and await _existing_pull(ctx, github, task) is not None:
         return await finish_delivered(ctx, github, task.id, actor, summary="")
-    if not ctx.policy.coding_command:
+    issue = await github.get_issue(task.repo, task.issue)
+    memory = memory_write(issue)  # a steelframe:memory task: the worker writes it itself
+    if not ctx.policy.coding_command and memory is None:
         change = change_state(
             ctx.db,
             task.id,
@@ -247,7 +256,6 @@ async def _work(
     remaining = ctx.policy.time_limit - task.runtime_seconds
     if remaining <= 0:
         return await finish_failed(ctx, github, task.id, actor, limit="time", retry=False)
-    issue = await github.get_issue(task.repo, task.issue)
     token = await github.installation_token(task.repo)
     info = (await github.request("GET", task.repo, "")).data
     watch.check()
@@ -258,22 +266,27 @@ async def _work(
         token=token,
         branch=task.branch or tasks.branch_name(task.issue),
     )
-    hits = await _retrieve(ctx, task, str(issue.get("body") or ""))
-    prompt = build_prompt(
-        PromptInput(
-            repo=task.repo,
-            issue=task.issue,
-            title=str(issue.get("title") or task.title),
-            body=str(issue.get("body") or ""),
-            branch=tree.branch,
-            hits=hits,
-            question=task.question,
-            decision=task.pending_decision,
+    if memory is not None:
+        prompt = f"Write the committed memory {memory.path} for #{task.issue}."
+        outcome = await asyncio.to_thread(write_memory, tree.path, memory)
+    else:
+        hits = await _retrieve(ctx, task, str(issue.get("body") or ""))
+        prompt = build_prompt(
+            PromptInput(
+                repo=task.repo,
+                issue=task.issue,
+                title=str(issue.get("title") or task.title),
+                body=str(issue.get("body") or ""),
+                branch=tree.branch,
+                hits=hits,
+                question=task.question,
+                decision=task.pending_decision,
+                **({"ask": ASK_INSTRUCTION} if _preset_label(ctx) else {}),
+            )
         )
-    )
-    outcome = await _code(
-        ctx, task, tree.path, folder / "prompt.md", prompt, remaining, holder, watch
-    )
+        outcome = await _code(
+            ctx, github, task, tree.path, folder / "prompt.md", prompt, remaining, holder, watch
+        )
     ctx.db.call(
         tasks.touch,
         task.id,
@@ -376,8 +389,59 @@ async def _remember(
         log.warning("lifecycle: task %s run not recorded in memory: %s", task.id, _describe(exc))
 
 
+def _preset_label(ctx: LifecycleContext) -> str | None:
+    """The agent's name when a preset (not a protocol-speaking command) runs."""
+    agent = ctx.policy.coding_agent
+    preset = PRESETS.get(Agent(agent)) if agent else None
+    return preset.label if preset else None
+
+
+def _agent_env(ctx: LifecycleContext, task: Task) -> dict[str, str]:
+    """What the adapter of a preset needs to know (docs/runtimes.md, "Coding agents")."""
+    policy = ctx.policy
+    env = {
+        "STEELFRAME_AGENT_MAX_TURNS": str(policy.max_turns),
+        # Kept between the runs of a task, so a resumed session finds its files.
+        "STEELFRAME_AGENT_HOME": str(
+            (ctx.settings.data_dir / "agent-homes" / f"task-{task.id}").resolve()
+        ),
+    }
+    if policy.coding_model:
+        env["STEELFRAME_AGENT_MODEL"] = policy.coding_model
+    if policy.max_cost_usd is not None:
+        env["STEELFRAME_AGENT_BUDGET_USD"] = f"{max(policy.max_cost_usd - task.cost_usd, 0):.4f}"
+    if policy.coding_prices:
+        env["STEELFRAME_AGENT_PRICES"] = json.dumps(policy.coding_prices)
+    return env
+
+
+def _progress_hook(
+    ctx: LifecycleContext, github: GitHubApi, task: Task, label: str
+) -> tuple[Callable[[str, str], None], list[asyncio.Future[Any]]]:
+    """Count the agent's steps; edit the progress comment with them, throttled."""
+    tally = Tally()
+    pending: list[asyncio.Future[Any]] = []
+    note = _attempt_note(ctx, task)
+
+    def on_progress(action: str, name: str) -> None:
+        tally.add(action, name)
+        if not tally.due(time.monotonic()) or any(not f.done() for f in pending):
+            return
+        words = f"{note}\n\n{tally.words(label)}"
+        pending.append(
+            asyncio.ensure_future(
+                update_progress(
+                    ctx.db, github, task.id, Phase.RUNNING, words, create=False, clock=ctx.clock
+                )
+            )
+        )
+
+    return on_progress, pending
+
+
 async def _code(
     ctx: LifecycleContext,
+    github: GitHubApi,
     task: Task,
     cwd: Path,
     prompt_file: Path,
@@ -432,6 +496,10 @@ async def _code(
         env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
     if task.runtime_transcript:
         env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
+    label = _preset_label(ctx)
+    on_progress, updates = _progress_hook(ctx, github, task, label or "The coding runtime")
+    if label:
+        env.update(_agent_env(ctx, task))
     try:
         return await run_coding(
             CodingRequest(
@@ -446,9 +514,14 @@ async def _code(
             on_start=on_start,
             on_session=on_session,
             on_usage=on_usage,
+            on_progress=on_progress,
         )
     finally:
         await asyncio.to_thread(leases.note_child, ctx.db, task.id, holder, pgid=None)
+        # A progress edit never fails the run; the state change that follows rewrites it.
+        for result in await asyncio.gather(*updates, return_exceptions=True):
+            if isinstance(result, Exception):
+                log.warning("lifecycle: task %s progress not shown: %s", task.id, result)
 
 
 async def _existing_pull(
@@ -479,7 +552,10 @@ async def _open_pull(
     body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
         f"<!-- steelframe-task {task.id} -->"
     )
-    pull = await github.create_pull(task.repo, title=task.title, head=branch, base=base, body=body)
+    title = task.title
+    if ctx.policy.coding_agent == "demo":
+        title = f"{title} (demo runtime)"
+    pull = await github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
     ctx.db.call(
         tasks.touch,
         task.id,

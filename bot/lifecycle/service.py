@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -95,7 +96,16 @@ class TaskService:
             raise BadRequest("issue must be a positive integer", detail={"field": "issue"})
         result, job = await self._pickup_row(repo, issue, title, origin_session, cause)
         if job is not None:
-            await asyncio.to_thread(self.queue.enqueue, result.task_id, job=job)
+            try:
+                await asyncio.to_thread(self.queue.enqueue, result.task_id, job=job)
+            except redis.RedisError as exc:
+                # The task row is committed as `queued`: the reconciler enqueues a queued
+                # task without a job once Redis is back, so the pickup itself succeeded.
+                log.warning(
+                    "lifecycle: task %s queued, not yet enqueued (%s); the reconciler will",
+                    result.task_id,
+                    type(exc).__name__,
+                )
             log.info("lifecycle: task %s for %s#%s (%s)", result.task_id, repo, issue, cause)
             await self._show_queued(result.task_id)
         return result

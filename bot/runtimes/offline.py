@@ -116,10 +116,13 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
 
 def _cite(hit: dict[str, object]) -> str:
     if hit.get("issue"):
-        return f"#{hit['issue']} ({hit.get('source', 'memory')})"
-    if hit.get("session_id"):
-        return f"session {hit['session_id']}"
-    return str(hit.get("source", "memory"))
+        where = f"#{hit['issue']} ({hit.get('source', 'memory')})"
+    elif hit.get("session_id"):
+        where = f"session {hit['session_id']}"
+    else:
+        where = str(hit.get("source", "memory"))
+    # Retrieval labels loose matches; an honest answer says so (docs/memory.md).
+    return f"{where}, weak match" if hit.get("strength") == "weak" else where
 
 
 def _title(text: str) -> str:

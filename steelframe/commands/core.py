@@ -11,6 +11,7 @@ from bot import db as dbmod
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import load_settings, with_database
+from steelframe.commands.memory import upgrade_memory_index
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
 from steelframe.serving import serve_until_stopped
@@ -82,6 +83,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.processes < 1:
         print("steelframe: --processes must be at least 1", file=sys.stderr)
         return 2
+    # An index of an older analysis is rebuilt once, here, before any process serves
+    # (a --processes child finds it current: a manifest read).
+    upgrade_memory_index(settings, sys.stdout)
     if args.processes > 1:
         return run_processes(args, settings, host, port)
     app = create_app(settings)

@@ -1,5 +1,6 @@
 """GitHub commands: `github check` (is the App reachable and installed?), `webhooks list`
-and `webhooks replay` (look at the delivery log; process a failed delivery again)."""
+and `webhooks replay` (look at the delivery log and its dead letters; process deliveries
+again)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ import argparse
 import asyncio
 import sys
 from typing import Any
-
-from sqlalchemy import select
 
 from bot.errors import SteelframeError
 from steelframe import registration
@@ -31,11 +30,25 @@ def register(subparsers: Any) -> None:
     hooks = subparsers.add_parser("webhooks")
     hooks_sub = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="SUBCOMMAND")
     listing = hooks_sub.add_parser("list", help="newest deliveries first")
-    listing.add_argument("--status", help="received|processing|processed|ignored|failed|rejected")
+    which = listing.add_mutually_exclusive_group()
+    which.add_argument(
+        "--status", help="received|processing|processed|ignored|retrying|dead|rejected"
+    )
+    which.add_argument(
+        "--failed", action="store_true", help="dead letters and deliveries being retried"
+    )
     listing.add_argument("--limit", type=int, default=20, help="at most this many deliveries")
     listing.set_defaults(handler=cmd_webhooks_list)
-    replay = hooks_sub.add_parser("replay", help="process a stored delivery again")
-    replay.add_argument("delivery_id", help="the X-GitHub-Delivery id of a stored delivery")
+    replay = hooks_sub.add_parser(
+        "replay", help="process stored deliveries again (by id, or every dead one)"
+    )
+    replay.add_argument(
+        "delivery_ids",
+        nargs="*",
+        metavar="DELIVERY_ID",
+        help="X-GitHub-Delivery ids of stored deliveries",
+    )
+    replay.add_argument("--failed", action="store_true", help="every dead delivery")
     replay.set_defaults(handler=cmd_webhooks_replay)
 
 
@@ -73,44 +86,54 @@ def cmd_github_check(args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_list(args: argparse.Namespace) -> int:
-    from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+    from webhooks.deliveries import FAILED_STATUSES, DeliveryStatus, list_deliveries
 
     if args.status is not None and args.status not in set(DeliveryStatus):
         print(f"steelframe: unknown status {args.status!r}", file=sys.stderr)
         return 2
-
-    def newest(session: Any) -> list[tuple[Any, ...]]:
-        query = select(
-            WebhookDelivery.received_at,
-            WebhookDelivery.delivery_id,
-            WebhookDelivery.event,
-            WebhookDelivery.action,
-            WebhookDelivery.repo,
-            WebhookDelivery.status,
-            WebhookDelivery.reason,
-        ).order_by(WebhookDelivery.received_at.desc())
-        if args.status:
-            query = query.where(WebhookDelivery.status == args.status)
-        return [tuple(row) for row in session.execute(query.limit(max(args.limit, 1)))]
-
-    for received, delivery, event, action, repo, status, reason in with_database(newest):
-        kind = f"{event}.{action}" if action else event
-        note = f"  ({reason})" if reason else ""
+    statuses = list(FAILED_STATUSES) if args.failed else [args.status] if args.status else []
+    found = with_database(
+        lambda session: list_deliveries(session, statuses=statuses, limit=max(args.limit, 1))
+    )
+    for d in found:
+        kind = f"{d.event}.{d.action}" if d.action else d.event
+        due = f" next {d.next_attempt_at:%H:%M:%S}" if d.status == DeliveryStatus.RETRYING else ""
+        note = f"  ({d.reason})" if d.reason else ""
         print(
-            f"{received:%Y-%m-%d %H:%M:%S}  {delivery:36}  {kind:32} {repo or '-':30} "
-            f"{status}{note}"
+            f"{d.received_at:%Y-%m-%d %H:%M:%S}  {d.delivery_id:36}  {kind:32} "
+            f"{d.repo or '-':30} {d.status} x{d.attempts}{due}{note}"
         )
+    if args.failed and not found:
+        print("no failed deliveries")
     return 0
 
 
 def cmd_webhooks_replay(args: argparse.Namespace) -> int:
-    from webhooks.deliveries import requeue
+    from webhooks.deliveries import Replay, failed_ids, requeue
 
-    if not with_database(requeue, args.delivery_id):
-        print(
-            f"steelframe: no replayable delivery {args.delivery_id!r} (rejected ones are not)",
-            file=sys.stderr,
-        )
-        return 1
-    print(f"{args.delivery_id}: queued; a running service processes it within a minute")
-    return 0
+    if bool(args.delivery_ids) == bool(args.failed):
+        print("steelframe: give delivery ids or --failed (not both)", file=sys.stderr)
+        return 2
+
+    def replay_all(session: Any) -> list[tuple[str, Replay]]:
+        ids = failed_ids(session) if args.failed else list(dict.fromkeys(args.delivery_ids))
+        return [(delivery_id, requeue(session, delivery_id)) for delivery_id in ids]
+
+    results = with_database(replay_all)
+    status = 0
+    for delivery_id, result in results:
+        if result is Replay.QUEUED:
+            print(f"{delivery_id}: queued; a running service processes it within seconds")
+        elif result is Replay.UNKNOWN:
+            print(f"steelframe: no delivery {delivery_id!r}", file=sys.stderr)
+            status = 1
+        else:
+            print(
+                f"steelframe: {delivery_id!r} cannot be replayed (rejected, or being "
+                "processed: redeliver a rejected one from GitHub after fixing the cause)",
+                file=sys.stderr,
+            )
+            status = 1
+    if args.failed:
+        print(f"{len(results)} dead deliveries queued again")
+    return status

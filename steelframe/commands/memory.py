@@ -144,7 +144,27 @@ def cmd_reindex(args: argparse.Namespace) -> int:
     return 0
 
 
-def progress_bar(stream: TextIO) -> Callable[[int, int], None]:
+def upgrade_memory_index(settings: Any, stream: TextIO) -> None:
+    """`upgrade_index` for a command that has no app yet (`serve` before its processes)."""
+    from memory import Memory
+
+    database = dbmod.Database.from_url(settings.database_url)
+    try:
+        dbmod.upgrade(database.engine)
+        upgrade_index(Memory.in_data_dir(settings.data_dir, database.session), stream)
+    finally:
+        database.dispose()
+
+
+def upgrade_index(memory: Any, stream: TextIO) -> None:
+    """At start-up: an index built with an older analysis is rebuilt now, with a bar."""
+    if memory is not None and memory.upgrade_index(
+        progress=progress_bar(stream, label="memory index rebuild (new analysis)")
+    ):
+        print("memory index rebuilt", file=stream, flush=True)
+
+
+def progress_bar(stream: TextIO, *, label: str = "reindex") -> Callable[[int, int], None]:
     """A redrawn bar on a terminal; a line per tenth elsewhere (logs, pipes)."""
     interactive = stream.isatty()
     shown: set[int] = set()
@@ -157,7 +177,7 @@ def progress_bar(stream: TextIO) -> Callable[[int, int], None]:
         shown.add(tenth)
         filled = int(fraction * BAR_WIDTH)
         bar = "#" * filled + "." * (BAR_WIDTH - filled)
-        line = f"reindex [{bar}] {fraction:4.0%} {done:,}/{total:,} chunks"
+        line = f"{label} [{bar}] {fraction:4.0%} {done:,}/{total:,} chunks"
         if interactive:
             stream.write("\r" + line + ("\n" if fraction >= 1.0 else ""))
         else:

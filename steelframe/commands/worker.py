@@ -1,4 +1,8 @@
-"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`."""
+"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`.
+
+Reconciling is one process's job at a time across every worker: each pass first takes a
+Redis lease (`bot.redis_lease`); a worker that finds it held skips that pass.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from bot import db as dbmod
 from bot.config import Settings
 from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import reconcile_until, run_reconcile
+from bot.lifecycle.reconcile import reconcile_if_leader, reconcile_until
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
@@ -55,7 +59,10 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     if ctx is None:
         return 2
     context.bind(ctx)
-    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    if report is None:
+        print("steelframe: another process is reconciling now; try again shortly", file=sys.stderr)
+        return 1
     for line in report.lines():
         print(line)
     return 1 if report.errors else 0
@@ -69,8 +76,10 @@ def cmd_worker(args: argparse.Namespace) -> int:
         return 2
     context.bind(ctx)
     print("steelframe worker: reconciling before work ...", flush=True)
-    report = run_reconcile(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
-    for line in report.lines():
+    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    if report is None:
+        print("reconcile: another worker is reconciling; skipped", flush=True)
+    for line in report.lines() if report is not None else []:
         print(f"reconcile: {line}", flush=True)
     queue = Queue(args.queue, connection=ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker

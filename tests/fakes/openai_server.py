@@ -171,8 +171,11 @@ class Recorded:
 
 
 class FakeOpenAI:
-    def __init__(self, *, api_key: str | None = None) -> None:
+    def __init__(self, *, api_key: str | None = None, unstreamed: bool = False) -> None:
         self.api_key = api_key
+        # Also answer `"stream": false` with one `chat.completion` (aider's `--no-stream`);
+        # off by default, so a client that should stream is caught when it does not.
+        self.unstreamed = unstreamed
         self.scripts: dict[str, deque[Script]] = defaultdict(deque)
         self.requests: list[Recorded] = []
 
@@ -194,7 +197,8 @@ class FakeOpenAI:
             return _error(400, "We could not parse the JSON body of your request.")
         if not isinstance(body, dict):
             return _error(400, "The request body must be a JSON object.")
-        problem = _validate(body)
+        whole = self.unstreamed and not body.get("stream")
+        problem = _validate({**body, "stream": True} if whole else body)
         if problem is not None:
             return problem
         model = body["model"]
@@ -223,6 +227,9 @@ class FakeOpenAI:
                 code=script.code,
                 headers=script.headers,
             )
+        if whole:
+            record.finished.set()
+            return web.json_response(_completion(model, script))
         return await self._stream(request, record, script)
 
     def _authorise(self, request: web.Request) -> web.Response | None:
@@ -335,6 +342,33 @@ class FakeOpenAI:
             record.client_gone.set()
             raise
         return response
+
+
+def _completion(model: str, script: list[Step]) -> dict[str, Any]:
+    """The script as one `chat.completion` object (text, finish reason and usage)."""
+    text = "".join(step.text for step in script if isinstance(step, Content))
+    finish = next((step.reason for step in script if isinstance(step, Finish)), "stop")
+    usage = next((step for step in script if isinstance(step, UsageStep)), UsageStep(0, 0))
+    return {
+        "id": f"chatcmpl-{int(time.time() * 1000)}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": "fp_fake",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "logprobs": None,
+                "finish_reason": finish,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.prompt_tokens + usage.completion_tokens,
+        },
+    }
 
 
 def _validate(body: dict[str, Any]) -> web.Response | None:

@@ -50,7 +50,12 @@ def session_titles(app: SteelframeApp) -> list[str]:
 
 
 async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
-    await until(pilot, lambda: not any(w.is_running for w in app.workers), "start-up requests")
+    """Start-up requests answered (the events stream runs for as long as the app does)."""
+    await until(
+        pilot,
+        lambda: not any(w.is_running for w in app.workers if w.group != "events"),
+        "start-up requests",
+    )
 
 
 async def send(

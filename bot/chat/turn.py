@@ -1,0 +1,168 @@
+"""The values one chat turn passes between its steps, and the shapes it stores and answers.
+
+`ChatService` runs the steps (gather context, draft with the citation check, apply the
+intent, persist, answer); this module says what each step hands on: the context the model
+is given, a draft, and the finished turn the metadata and the ChatResponse are made from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from bot.chat import sessions as store
+from bot.chat.grounding import Grounding
+from bot.chat.intents import IntentOutcome
+from bot.chat.issue_context import IssueContext
+from bot.chat.retrieval import context_block, fallback_block
+from bot.chat.trailer import Trailer
+from bot.markers import is_status_comment, without_markers
+from bot.runtimes.base import ContextBudget, Route
+
+
+def clean_grounding(grounding: Grounding) -> Grounding:
+    """Steelframe's own text out of the hits: its status comments (indexed before they were
+    kept out of memory) are dropped, its markers removed from what stays."""
+    hits = [
+        {
+            **hit,
+            "text": without_markers(str(hit.get("text") or "")),
+            "preview": without_markers(str(hit.get("preview") or "")),
+        }
+        for hit in grounding.hits
+        if not is_status_comment(str(hit.get("text") or ""))
+    ]
+    if hits == grounding.hits:
+        return grounding
+    block = fallback_block(hits) if grounding.recency_fallback else context_block(hits)
+    if not hits and not grounding.recency_fallback:
+        block = fallback_block([])
+    dropped = len(grounding.hits) - len(hits)
+    meta = {**grounding.meta, "own_text_dropped": dropped}
+    return replace(grounding, hits=hits, prompt_block=block, meta=meta)
+
+
+@dataclass(frozen=True)
+class TurnContext:
+    """What the model is given besides the conversation: retrieval and the focused issue."""
+
+    grounding: Grounding
+    issue: IssueContext | None = None
+    issue_error: str | None = None
+
+    @property
+    def issue_block(self) -> str:
+        if self.issue is not None:
+            return self.issue.prompt_block()
+        if self.issue_error:
+            return (
+                f"(the focused issue could not be read from GitHub this turn: {self.issue_error})"
+            )
+        return ""
+
+
+@dataclass
+class Draft:
+    reply: str
+    trailer: Trailer
+    reasoning: str
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    route: Route | None = None
+    budget: ContextBudget | None = None
+    first_frame_ms: float | None = None
+    redrafted: bool = False
+
+
+@dataclass(frozen=True)
+class FinishedTurn:
+    """Everything the stored metadata and the ChatResponse are made from."""
+
+    session: store.TurnSession
+    turn_id: str
+    draft: Draft
+    outcome: IntentOutcome
+    context: TurnContext
+    model: str
+    endpoint: str
+    requested_model: str
+    cost_usd: float | None
+    total_ms: float
+
+    @property
+    def reply(self) -> str:
+        return without_markers(self.draft.reply) + self.outcome.reply_suffix
+
+    @property
+    def pending(self) -> store.Proposal | None:
+        if self.outcome.pending is store.UNSET:
+            return self.session.pending
+        pending = self.outcome.pending
+        return pending if isinstance(pending, store.Proposal) else None
+
+    @property
+    def decision(self) -> tuple[str, int] | None:
+        if self.outcome.decision is not store.UNSET:
+            return self.outcome.decision
+        ts = self.session
+        return (
+            (ts.decision_body, ts.decision_issue)
+            if ts.decision_body and ts.decision_issue
+            else None
+        )
+
+    def meta(self) -> dict[str, Any]:
+        grounding = self.context.grounding
+        return {
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "requested_model": self.requested_model,
+            "usage": self.draft.usage,
+            "cost_usd": self.cost_usd,
+            "context": self.draft.budget.as_meta() if self.draft.budget else None,
+            "timings": {"first_frame_ms": self.draft.first_frame_ms, "total_ms": self.total_ms},
+            "retrieval": {
+                "available": grounding.available,
+                "recency_fallback": grounding.recency_fallback,
+                **grounding.meta,
+            },
+            "retrieve_hits": len(grounding.kept_hits),
+            "retrieved": grounding.hits,
+            "issue": self.context.issue.facts() if self.context.issue else None,
+            "issue_error": self.context.issue_error,
+            "redrafted": self.draft.redrafted,
+            "trailer_malformed": self.draft.trailer.malformed,
+            "focus": self.session.focus,
+            "agent": self.session.agent,
+            "filed": self.outcome.filed,
+            "notes": self.outcome.notes,
+            "pending": self.pending.as_json() if self.pending else None,
+        }
+
+    def response(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+        """The ChatResponse (docs/api.md)."""
+        grounding, pending, decision = self.context.grounding, self.pending, self.decision
+        filed = self.outcome.filed
+        return {
+            "reply": self.reply,
+            "intent": self.outcome.intent.value,
+            "session": self.session.id,
+            "turn_id": self.turn_id,
+            "agent": self.session.agent,
+            "focus": self.session.focus,
+            "history": history,
+            "retrieve_hits": len(grounding.kept_hits),
+            "retrieved": grounding.hits,
+            "retrieval_available": grounding.available,
+            "reasoning": self.draft.reasoning[: store.REASONING_CAP],
+            "model": self.model,
+            "usage": self.draft.usage,
+            "decision_body": decision[0] if decision else None,
+            "decision_issue": decision[1] if decision else None,
+            "pending_title": pending.title if pending else None,
+            "pending_body": pending.body if pending else None,
+            "pending_kind": pending.kind if pending else None,
+            "filed_issue_number": filed.get("number"),
+            "filed_issue_url": filed.get("url"),
+            "filed_task_started": bool(filed.get("task_started", False)),
+            "notes": self.outcome.notes,
+        }

@@ -1,0 +1,93 @@
+"""Report what a database transaction changed once it commits: task transitions and task
+results written to a chat session.
+
+The task event log and the chat turns are the truth; this mirrors each committed row onto
+the operator events stream, so every path that changes a task (workers, the reconciler, a
+webhook, an operator) is reported without each having to remember to. Rows are collected
+after each flush and announced after the commit; a rollback drops them.
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.db import Database
+from bot.events.publisher import OperatorEvents, ResultMessage, TaskChange
+from bot.lifecycle.models import EventKind, TaskEvent
+from bot.models import ChatTurn
+
+log = logging.getLogger(__name__)
+INFO_KEY = "steelframe.events"
+TASK_RESULT = "task_result"  # ChatTurn.meta["kind"] of a delivered task result
+_STATE_EVENTS = frozenset({EventKind.CREATED.value, EventKind.TRANSITION.value})
+# Session factories already watched: a worker context sharing the web service's Database
+# (dev mode, tests) must not report every change twice.
+_watched: weakref.WeakSet[sessionmaker[Session]] = weakref.WeakSet()
+
+
+@dataclass
+class _Pending:
+    tasks: list[TaskChange] = field(default_factory=list)
+    results: list[ResultMessage] = field(default_factory=list)
+
+
+def watch_commits(db: Database, events: OperatorEvents) -> None:
+    """Announce task transitions and delivered results committed through `db` (once per
+    session factory, whoever calls this first)."""
+    maker = db.sessions
+    if maker in _watched:
+        return
+    _watched.add(maker)
+
+    @event.listens_for(maker, "after_flush")
+    def _collect(session: Session, _context: Any) -> None:
+        pending: _Pending | None = None
+        for row in session.new:
+            found = _task_change(row) or _result(row)
+            if found is None:
+                continue
+            pending = pending or session.info.setdefault(INFO_KEY, _Pending())
+            if isinstance(found, TaskChange):
+                pending.tasks.append(found)
+            else:
+                pending.results.append(found)
+
+    @event.listens_for(maker, "after_commit")
+    def _announce(session: Session) -> None:
+        pending = session.info.pop(INFO_KEY, None)
+        if pending is None:
+            return
+        try:
+            events.tasks_changed(pending.tasks)
+            events.results_delivered(pending.results)
+        except Exception as exc:  # the change is committed; its notice is best-effort
+            log.warning("events: committed changes not announced: %s", type(exc).__name__)
+
+    @event.listens_for(maker, "after_rollback")
+    def _forget(session: Session) -> None:
+        session.info.pop(INFO_KEY, None)
+
+
+def _task_change(row: object) -> TaskChange | None:
+    if not isinstance(row, TaskEvent) or row.kind not in _STATE_EVENTS or not row.to_state:
+        return None
+    return TaskChange(row.task_id, str(row.to_state), row.detail or "", row.at)
+
+
+def _result(row: object) -> ResultMessage | None:
+    if not isinstance(row, ChatTurn) or (row.meta or {}).get("kind") != TASK_RESULT:
+        return None
+    meta = row.meta
+    return ResultMessage(
+        message_id=row.id,
+        session_id=row.session_id,
+        task_id=int(meta.get("task_id") or 0),
+        state=str(meta.get("state") or ""),
+        text=row.content,
+    )

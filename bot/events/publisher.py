@@ -1,0 +1,186 @@
+"""What the operator events stream carries, and to whom (docs/api.md, "Events").
+
+`task` goes to every operator (the Board is shared), `result` and `session` to the operator
+who owns the chat session. Events are notifications: the state itself is in the API (board,
+sessions), so a failed append is retried a few times, then logged and dropped; it never
+fails the state change it reports. A client that may have missed events gets `resync`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncGenerator, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.db import Database
+from bot.events.log import Event, EventLog
+from bot.lifecycle.models import Task
+from bot.lifecycle.states import TaskState
+from bot.models import ChatSession, Operator
+
+log = logging.getLogger(__name__)
+APPEND_ATTEMPTS = 3
+APPEND_BACKOFF_SECONDS = 0.05
+RESULT_TEXT_LIMIT = 4000
+
+
+class EventType(StrEnum):
+    TASK = "task"
+    RESULT = "result"
+    SESSION = "session"
+    # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
+    # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
+    RESYNC = "resync"
+
+
+class SessionChange(StrEnum):
+    CREATED = "created"
+    UPDATED = "updated"
+    DELETED = "deleted"
+    SUMMARISED = "summarised"
+
+
+class ResultKind(StrEnum):
+    DELIVERED = "delivered"
+    QUESTION = "question"
+    FAILED = "failed"
+
+
+RESULT_KIND = {
+    TaskState.DELIVERED: ResultKind.DELIVERED,
+    TaskState.WAITING_FOR_INFO: ResultKind.QUESTION,
+    TaskState.FAILED: ResultKind.FAILED,
+}
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """One committed transition of a task, as the events stream reports it."""
+
+    task_id: int
+    state: str
+    reason: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class ResultMessage:
+    """A task result appended to a chat session (bot.lifecycle.delivery)."""
+
+    message_id: str
+    session_id: str
+    task_id: int
+    state: str
+    text: str
+
+
+class OperatorEvents:
+    def __init__(self, log_: EventLog, db: Database) -> None:
+        self.log = log_
+        self.db = db
+
+    # -- publishing (synchronous: called after commits, from any thread) ------------------
+
+    def append(self, operator_ids: Iterable[int], type_: EventType, data: dict[str, Any]) -> None:
+        for operator_id in operator_ids:
+            for attempt in range(1, APPEND_ATTEMPTS + 1):
+                try:
+                    self.log.append(operator_id, type_.value, data)
+                    break
+                except Exception as exc:
+                    if attempt == APPEND_ATTEMPTS:
+                        log.warning(
+                            "events: %s event for operator %s dropped: %s",
+                            type_.value,
+                            operator_id,
+                            type(exc).__name__,
+                        )
+                    else:
+                        time.sleep(APPEND_BACKOFF_SECONDS * attempt)
+
+    def tasks_changed(self, changes: list[TaskChange]) -> None:
+        if not changes:
+            return
+        rows, operators = self.db.call(_tasks_and_operators, {c.task_id for c in changes})
+        for change in changes:
+            task = rows.get(change.task_id)
+            if task is not None:
+                self.append(operators, EventType.TASK, task_payload(task, change))
+
+    def results_delivered(self, results: list[ResultMessage]) -> None:
+        if not results:
+            return
+        owners = self.db.call(_session_owners, {r.session_id for r in results})
+        for result in results:
+            owner = owners.get(result.session_id)
+            if owner is not None:
+                self.append([owner], EventType.RESULT, result_payload(result))
+
+    def session_changed(self, operator_id: int, session_id: str, change: SessionChange) -> None:
+        self.append(
+            [operator_id], EventType.SESSION, {"session_id": session_id, "change": change.value}
+        )
+
+    # -- reading ------------------------------------------------------------------------
+
+    async def stream(
+        self, operator_id: int, *, after: int | None, heartbeat: float
+    ) -> AsyncGenerator[Event | None, None]:
+        """Events after `after` (None: from now on), then live ones, forever; None when a
+        heartbeat is due. A gap yields one `resync` event carrying the newest id."""
+        position = await self.log.last_id(operator_id) if after is None else after
+        while True:
+            batch = await self.log.read(operator_id, position, wait=heartbeat)
+            if batch.gap:
+                position = batch.last_id
+                yield Event(position, EventType.RESYNC.value, {"reason": "events were missed"})
+                continue
+            if not batch.events:
+                yield None
+                continue
+            for event in batch.events:
+                position = event.id
+                yield event
+
+
+def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
+    return {
+        "task_id": task.id,
+        "repo": task.repo,
+        "issue": task.issue,
+        "title": task.title,
+        "state": change.state,
+        "pr_url": task.pr_url,
+        "reason": change.reason,
+        "updated_at": change.at.isoformat(),
+    }
+
+
+def result_payload(result: ResultMessage) -> dict[str, Any]:
+    kind = RESULT_KIND.get(result.state, ResultKind.FAILED)  # type: ignore[call-overload]
+    return {
+        "session_id": result.session_id,
+        "task_id": result.task_id,
+        "kind": kind.value,
+        "text": result.text[:RESULT_TEXT_LIMIT],
+        "message_id": result.message_id,
+    }
+
+
+def _tasks_and_operators(session: Session, task_ids: set[int]) -> tuple[dict[int, Task], list[int]]:
+    rows = {task.id: task for task in session.scalars(select(Task).where(Task.id.in_(task_ids)))}
+    return rows, list(session.scalars(select(Operator.id)))
+
+
+def _session_owners(session: Session, session_ids: set[str]) -> dict[str, int]:
+    rows = session.execute(
+        select(ChatSession.id, ChatSession.operator_id).where(ChatSession.id.in_(session_ids))
+    )
+    return {session_id: operator_id for session_id, operator_id in rows}

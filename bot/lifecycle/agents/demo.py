@@ -1,0 +1,133 @@
+"""The demo coding runtime `steelframe dev` uses when no real agent is configured.
+
+It speaks the coding-command protocol (docs/lifecycle.md, "The coding command") and
+changes no code: it writes `notes/issue-N.md` (the issue title, the issue text it was
+given, the Decisions received, and how to configure a real agent), so the worker commits,
+pushes and opens a real pull request. An issue whose text is shorter than a sentence gets
+a question first, so the Discuss -> Decision -> Publish -> resume loop shows too.
+
+Run as a script (`python demo.py`): standard library only, so it runs wherever the coding
+sandbox can run a Python file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+# "Shorter than a sentence": fewer words than this, or no text at all.
+MIN_WORDS = 5
+CONFIGURE = (
+    "To have a real coding agent do the work, set `STEELFRAME_CODING_AGENT` to `claude`, "
+    "`codex` or `aider` (or `STEELFRAME_CODING_COMMAND` to any command speaking the "
+    "coding-command protocol); see docs/runtimes.md."
+)
+QUESTION = (
+    "The demo runtime asks this because the issue says less than a sentence: what should "
+    "change, and how will we know it is done? Answer in Chat (Discuss this issue, then "
+    "Publish the Decision) and the task resumes."
+)
+_TITLE = re.compile(r"^You are working on issue #\d+ of \S+: (?P<title>.*)$", re.MULTILINE)
+# What Steelframe itself adds to an issue it files from Chat: markers, its preamble, a
+# "Related" line, and the operator's imperative ("file an issue for ...") in the quote.
+_MARKER = re.compile(r"<!--.*?-->", re.DOTALL)
+_PREAMBLE = re.compile(r"^(Filed from Steelframe Chat\b.*|Related: #\d+)$", re.IGNORECASE)
+_IMPERATIVE = re.compile(
+    r"^\s*(?:please\s+)?(?:file|open|create)\s+(?:an?\s+)?(?:new\s+)?"
+    r"(?:issue|task|work|ticket)(?:\s+(?:for|to|about|:))?\s*",
+    re.IGNORECASE,
+)
+
+
+def emit(**event: object) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def title_of(prompt: str) -> str:
+    found = _TITLE.search(prompt)
+    return found.group("title").strip() if found else "(untitled)"
+
+
+def issue_text_of(prompt: str) -> str:
+    """The issue text between the prompt's `<issue>` lines (the worker's own delimiters)."""
+    lines = prompt.splitlines()
+    try:
+        start = lines.index("<issue>")
+    except ValueError:
+        return ""
+    # The last closing line before the worker's next section: the text may contain one.
+    end = len(lines)
+    for index in range(len(lines) - 1, start, -1):
+        if lines[index] == "</issue>":
+            end = index
+            break
+    text = "\n".join(lines[start + 1 : end]).strip()
+    return "" if text == "(empty)" else text
+
+
+def request_of(text: str) -> str:
+    """The words someone wrote to ask for the change, without what Steelframe adds when it
+    files from Chat (so "file an issue for the flaky test" counts as four words)."""
+    kept = []
+    for line in _MARKER.sub("", text).splitlines():
+        line = line.strip().removeprefix(">").strip()
+        if line and not _PREAMBLE.match(line):
+            kept.append(_IMPERATIVE.sub("", line, count=1))
+    return " ".join(kept)
+
+
+def too_short(text: str) -> bool:
+    return len(request_of(text).split()) < MIN_WORDS
+
+
+def quoted(text: str) -> str:
+    return "\n".join(f"> {line}" if line else ">" for line in text.splitlines())
+
+
+def note(issue: str, title: str, text: str, decisions: list[str]) -> str:
+    received = "\n\n".join(quoted(d) for d in decisions) if decisions else "None."
+    return (
+        f"# Issue #{issue}: {title}\n\n"
+        "This note was made by Steelframe's **demo runtime**. It changes no code: it wrote "
+        "this file so that the whole loop (issue, task, branch, pull request) can be seen "
+        f"without a coding agent. {CONFIGURE}\n\n"
+        "## Issue text\n\n"
+        f"{quoted(text) if text else '(empty)'}\n\n"
+        "## Decisions received\n\n"
+        f"{received}\n"
+    )
+
+
+def main() -> int:
+    prompt = sys.stdin.read()
+    issue = os.environ.get("STEELFRAME_ISSUE", "0")
+    decision = os.environ.get("STEELFRAME_DECISION", "").strip()
+    text = issue_text_of(prompt)
+    if not decision and too_short(text):
+        emit(type="log", text="demo runtime: the issue text is shorter than a sentence")
+        emit(type="result", status="question", question=QUESTION)
+        return 0
+    path = Path("notes") / f"issue-{issue}.md"
+    if not issue.isdigit() or path.parent.is_symlink() or path.is_symlink():
+        # The repository is someone else's: never write through a link it planted.
+        emit(type="result", status="error", error="notes/ is a link in this repository")
+        return 0
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(note(issue, title_of(prompt), text, [decision] if decision else []))
+    emit(type="log", text=f"demo runtime: wrote {path}")
+    emit(
+        type="result",
+        status="done",
+        summary=(
+            f"Made by Steelframe's demo runtime: it wrote `{path}` (the issue text and the "
+            f"Decisions received) and changed no code. {CONFIGURE}"
+        ),
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

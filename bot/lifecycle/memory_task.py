@@ -1,0 +1,49 @@
+"""A `steelframe:memory` task: the worker itself writes the fact to `docs/memory/` and the
+run goes on as any delivered run does (commit, push, pull request that fixes the issue).
+
+No coding runtime is involved: the fact is the operator's words from Chat, the file's path
+comes from the issue title alone (`bot.filing.memory_path`), and nothing else in the issue
+is acted on, so a memory task needs no runtime and cannot be steered into other changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.filing import MEMORY_LABEL, MEMORY_SEPARATOR, memory_fact, memory_path
+from bot.lifecycle.coding import CodingOutcome, CodingStatus
+
+
+@dataclass(frozen=True)
+class MemoryWrite:
+    path: str  # relative to the repository root, under docs/memory/
+    fact: str
+    title: str
+
+
+def memory_write(issue: dict[str, Any]) -> MemoryWrite | None:
+    """What a memory issue asks to write, or None when the issue is not one."""
+    labels = {str(label.get("name")) for label in issue.get("labels") or []}
+    body = str(issue.get("body") or "")
+    if MEMORY_LABEL not in labels or MEMORY_SEPARATOR not in body:
+        return None
+    fact = memory_fact(body)
+    if not fact:
+        return None
+    title = str(issue.get("title") or "")
+    return MemoryWrite(path=memory_path(title), fact=fact, title=title)
+
+
+def write_memory(tree: Path, write: MemoryWrite) -> CodingOutcome:
+    """Write the fact (a file already holding it is left as it is)."""
+    target = tree / write.path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    text = f"{write.fact}\n"
+    if target.is_file() and target.read_text(encoding="utf-8") == text:
+        summary = f"{write.path} already holds this fact."
+    else:
+        target.write_text(text, encoding="utf-8")
+        summary = f"Committed memory: wrote the fact to {write.path}."
+    return CodingOutcome(status=CodingStatus.DONE, summary=summary, log_tail=[summary])

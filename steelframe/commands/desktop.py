@@ -1,0 +1,183 @@
+"""`steelframe desktop`: the web GUI in its own application window.
+
+The installed Chromium (or Chrome) in `--app` mode, with a profile of its own so its sign-in
+cookie and window stay apart from the operator's everyday browser. pywebview would need GTK
+or Qt bindings that do not install cleanly from the registries, and a browser is already
+what the GUI is tested in. Against a running service (--url, STEELFRAME_URL, or the dev
+default), or, when none answers, a `steelframe dev` it starts and stops again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+# A client's variables (shared with the TUI); the service refuses unknown STEELFRAME_* names.
+CLIENT_ENV = ("STEELFRAME_URL", "STEELFRAME_TOKEN")
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
+DEV_START_SECONDS = 180.0
+STOP_SECONDS = 15.0
+
+
+class DesktopError(Exception):
+    """Something the operator can fix, said in words (exit status 2)."""
+
+
+def register(subparsers: Any) -> None:
+    desktop = subparsers.add_parser("desktop")
+    desktop.add_argument(
+        "--url", help=f"a running service (default STEELFRAME_URL, else {DEFAULT_URL})"
+    )
+    desktop.add_argument("--browser", help="Chromium or Chrome executable (default: found on PATH)")
+    desktop.add_argument(
+        "--profile",
+        type=Path,
+        help="the window's own browser profile (default ~/.local/share/steelframe/desktop)",
+    )
+    desktop.add_argument(
+        "--no-dev", action="store_true", help="never start a dev service when none answers"
+    )
+    desktop.add_argument(
+        "--browser-arg",
+        action="append",
+        default=[],
+        help="an extra browser flag (repeatable), e.g. --browser-arg=--no-sandbox",
+    )
+    desktop.set_defaults(handler=cmd_desktop)
+
+
+def cmd_desktop(args: argparse.Namespace) -> int:
+    try:
+        browser = find_browser(args.browser)
+        url = args.url or os.environ.get("STEELFRAME_URL") or DEFAULT_URL
+        profile = args.profile or Path.home() / ".local/share/steelframe/desktop"
+        with _terminate_on_sigterm(), service(url.rstrip("/"), allow_dev=not args.no_dev) as page:
+            return run_window(browser, page, profile, args.browser_arg)
+    except DesktopError as exc:
+        print(f"steelframe desktop: {exc}", file=sys.stderr)
+        return 2
+
+
+def find_browser(explicit: str | None) -> str:
+    candidates = [explicit] if explicit else [shutil.which(name) for name in BROWSERS]
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return candidate
+    raise DesktopError(
+        "no Chromium or Chrome found: install one (apt-get install chromium) or pass --browser"
+    )
+
+
+def healthy(url: str, timeout: float = 2.0) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=timeout) as response:
+            return response.status == 200 and "status" in json.loads(response.read())
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+@contextmanager
+def service(url: str, *, allow_dev: bool) -> Iterator[str]:
+    """The page to open: the running service's, or a dev service's started for the window
+    (signed in by a token in the URL fragment, which never leaves the browser)."""
+    if healthy(url):
+        yield f"{url}/"
+        return
+    if not allow_dev:
+        raise DesktopError(f"no service answers at {url}: start `steelframe serve` or pass --url")
+    print(f"steelframe desktop: nothing answers at {url}; starting `steelframe dev`", flush=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k not in CLIENT_ENV},
+        start_new_session=True,  # Ctrl-C in this terminal reaches the dev service via us
+    )
+    try:
+        dev_url, token = _read_dev_banner(process)
+        yield f"{dev_url}/#token={token}"
+    finally:
+        _stop(process)
+
+
+def _read_dev_banner(process: subprocess.Popen[str]) -> tuple[str, str]:
+    assert process.stdout is not None
+    url = token = None
+    deadline = time.monotonic() + DEV_START_SECONDS
+    for line in process.stdout:
+        print(line, end="", flush=True)
+        if line.startswith("url: "):
+            url = line[5:].strip()
+        elif line.startswith("token: "):
+            token = line[7:].strip()
+        if url and token:
+            # Keep echoing what dev prints, so its pipe never fills and blocks it.
+            threading.Thread(target=_echo, args=(process.stdout,), daemon=True).start()
+            return url, token
+        if time.monotonic() > deadline:
+            break
+    raise DesktopError("`steelframe dev` did not start: see its output above")
+
+
+def _echo(stream: Any) -> None:
+    for line in stream:
+        print(line, end="", flush=True)
+
+
+def run_window(browser: str, page: str, profile: Path, extra: list[str]) -> int:
+    profile.mkdir(parents=True, exist_ok=True)
+    command = [
+        browser,
+        f"--app={page}",
+        f"--user-data-dir={profile}",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        *extra,
+    ]
+    window = subprocess.Popen(command)
+    try:
+        return window.wait()
+    finally:
+        _stop(window)
+
+
+def _stop(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(STOP_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def _terminate_on_sigterm() -> Iterator[None]:
+    """SIGTERM unwinds like Ctrl-C, so the window and the dev service are stopped too."""
+
+    def raise_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,161 @@
+"""Browser fixtures: Debian's Chromium driven by Playwright against the real service.
+
+Without /usr/bin/chromium (or STEELFRAME_TEST_CHROMIUM) the browser tests say they did not
+run, except under CI=true, where they fail: CI installs the chromium package (.ci/run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ApiClient
+
+CHROMIUM = os.environ.get("STEELFRAME_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+AXE = Path(__file__).with_name("vendor") / "axe.min.js"
+# Generous: the machine is shared by many developers; conditions are waited on, not timed.
+WAIT_MS = 30_000
+
+
+def chromium_path(configured: str | None = None) -> str:
+    wanted = configured or CHROMIUM
+    found = wanted if Path(wanted).exists() else shutil.which("chromium")
+    if found:
+        return found
+    if os.environ.get("CI"):
+        pytest.fail(f"Chromium must be installed in CI (apt-get install chromium): {wanted}")
+    pytest.skip(f"browser tests did not run: no Chromium at {wanted} (apt-get install chromium)")
+
+
+@pytest.fixture
+async def browser() -> AsyncIterator[Any]:
+    path = chromium_path()
+    try:
+        from playwright.async_api import async_playwright
+    except ImportError:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip("browser tests did not run: the playwright package is not installed")
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            await launched.close()
+
+
+@dataclass
+class Gui:
+    """A signed-in page on the service, and what the test watches on it."""
+
+    page: Any
+    api: ApiClient
+    base: str
+    console_errors: list[str]
+    dialogs: list[str]
+
+    async def open(self, path: str = "/") -> None:
+        await self.page.goto(self.base + path)
+        await self.page.wait_for_selector("body[data-ready=true]", timeout=WAIT_MS)
+
+    async def sign_in(self, token: str | None = None) -> None:
+        await self.open()
+        await self.page.fill("#token", token or self.api.token)
+        await self.page.click("#signin-form button[type=submit]")
+        await self.page.wait_for_selector("#app:not([hidden])", timeout=WAIT_MS)
+
+    async def screen(self, name: str) -> None:
+        await self.page.click(f"#tab-{name}")
+        await self.page.wait_for_selector(f"#screen-{name}:not([hidden])", timeout=WAIT_MS)
+
+    async def send(self, text: str) -> None:
+        await self.page.fill("#message", text)
+        await self.page.press("#message", "Enter")
+
+    async def wait_done(self) -> None:
+        """The running turn finished (Send is back)."""
+        await self.page.wait_for_selector("#send:not([hidden])", timeout=WAIT_MS)
+
+    async def axe(self) -> list[dict[str, Any]]:
+        """Serious and critical axe-core violations on the page as it is now."""
+        await self.page.evaluate(AXE.read_text() + "\n;0")
+        result = await self.page.evaluate(
+            "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+            ".filter(v => ['serious','critical'].includes(v.impact))"
+            ".map(v => ({id: v.id, impact: v.impact, help: v.help,"
+            " nodes: v.nodes.map(n => n.target.join(' ')).slice(0, 5)}))"
+        )
+        return list(result)
+
+    async def screenshot(self, name: str) -> None:
+        """Saved only when STEELFRAME_TEST_SCREENSHOTS names a folder (docs/gui.md's images)."""
+        folder = os.environ.get("STEELFRAME_TEST_SCREENSHOTS")
+        if folder:
+            await asyncio.to_thread(Path(folder).mkdir, parents=True, exist_ok=True)
+            await self.page.screenshot(path=str(Path(folder) / f"{name}.png"))
+
+
+GuiFactory = Callable[..., Awaitable[Gui]]
+
+
+@pytest.fixture
+async def gui_factory(browser: Any) -> AsyncIterator[GuiFactory]:
+    contexts: list[Any] = []
+
+    async def make(api: ApiClient, *, sign_in: bool = True, **context: Any) -> Gui:
+        context.setdefault("viewport", {"width": 1280, "height": 800})
+        ctx = await browser.new_context(**context)
+        contexts.append(ctx)
+        page = await ctx.new_page()
+        page.set_default_timeout(WAIT_MS)
+        errors: list[str] = []
+        dialogs: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+
+        async def on_dialog(dialog: Any) -> None:
+            dialogs.append(f"{dialog.type}: {dialog.message}")
+            # Confirmations are the GUI's own (delete, terminate); anything else is an attack.
+            if dialog.type == "confirm":
+                await dialog.accept()
+            else:
+                await dialog.dismiss()
+
+        page.on("dialog", on_dialog)
+        base = str(api.raw.make_url("/")).rstrip("/")
+        gui = Gui(page, api, base, errors, dialogs)
+        if sign_in:
+            await gui.sign_in()
+        return gui
+
+    yield make
+    for ctx in contexts:
+        await ctx.close()
+
+
+def board_json(gui: Gui) -> Awaitable[Any]:
+    return gui.page.evaluate(
+        "() => JSON.stringify([...document.querySelectorAll('.card')]"
+        ".map(c => [c.dataset.issue, c.closest('.column').dataset.state]))"
+    )
+
+
+def cards(raw: str) -> dict[str, str]:
+    return {issue: state for issue, state in json.loads(raw)}

@@ -1,0 +1,76 @@
+"""axe-core (vendored from npm, injected by the test) finds no serious or critical
+violation on any screen, in light and dark; and the loop's core works from the keyboard."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Gui, GuiFactory
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+
+async def check(gui: Gui, screen: str) -> None:
+    violations = await gui.axe()
+    assert violations == [], f"{screen}: {violations}"
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, scheme: Any) -> None:
+    lc = await make(coding_command=command("question"))
+    issue = await lc.open_issue("Add a cache", "Make the export faster.")
+    await lc.work()
+    gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
+    await gui.open()
+    await gui.page.wait_for_selector("#signin:not([hidden])")
+    await check(gui, "sign-in")
+    await gui.screenshot(f"signin-{scheme}")
+    await gui.sign_in()
+    await check(gui, "empty chat")
+    await gui.page.fill("#focus-input", str(issue))
+    await gui.page.click("#focus-form button")
+    await gui.send("draft a decision: Use Redis.")
+    await gui.wait_done()
+    await gui.page.wait_for_selector("#publish-bar:not([hidden])")
+    await gui.page.locator("details.thinking summary").last.click()
+    await check(gui, "chat with a reply and the Publish bar")
+    await gui.screenshot(f"chat-{scheme}")
+    await gui.screen("board")
+    await gui.page.wait_for_selector(f".card[data-issue='{issue}']")
+    await check(gui, "board")
+    await gui.page.click(f".card[data-issue='{issue}'] .card-open")
+    await gui.page.locator("#run-modal").wait_for(state="visible")
+    await check(gui, "run modal")
+    await gui.page.keyboard.press("Escape")
+    await gui.screen("dashboard")
+    await check(gui, "dashboard")
+
+
+async def test_the_chat_works_from_the_keyboard(make: Make, gui_factory: GuiFactory) -> None:
+    lc = await make()
+    gui = await gui_factory(lc.api)
+    page = gui.page
+    await page.locator("body").focus()
+    await page.keyboard.press("/")  # focuses the composer
+    assert await page.evaluate("document.activeElement.id") == "message"
+    await page.keyboard.type("first line")
+    await page.keyboard.press("Shift+Enter")
+    await page.keyboard.type("second line")
+    assert await page.input_value("#message") == "first line\nsecond line"
+    await page.keyboard.press("Enter")
+    await gui.wait_done()
+    assert "first line\nsecond line" in await page.locator(".msg.user").inner_text()
+    # Tab reaches the screens' tabs, and each has a visible focus ring.
+    for _ in range(40):
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.id") == "tab-board":
+            break
+    else:
+        raise AssertionError("the Board tab is not reachable with Tab")
+    outline = await page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
+    assert outline != "none"
+    await page.keyboard.press("Enter")
+    await page.wait_for_selector("#screen-board:not([hidden])")

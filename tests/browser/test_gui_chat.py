@@ -1,0 +1,235 @@
+"""The Chat surface in Chromium: stop, reopen, focus, agent switch, delete, sign-out, CSRF,
+and a 1,000-message session opened with paged history."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from bot.clock import utcnow
+from bot.models import ChatTurn
+from bot.runtimes.base import Delta, Thinking
+from bot.runtimes.offline import OfflineRuntime
+from tests.browser.conftest import WAIT_MS, Gui, GuiFactory
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.runtimes import ScriptedRuntime
+
+
+async def session_json(api: ApiClient, sid: str) -> dict[str, Any]:
+    response = await api.get(f"/api/operator/chat/session/{sid}")
+    assert response.status == 200
+    data: dict[str, Any] = await response.json()
+    return data
+
+
+async def current_session(api: ApiClient) -> str:
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    return str(sessions[0]["id"])
+
+
+async def test_stop_stops_the_turn_on_the_server(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Thinking("pondering"), Delta("never shown")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    await gui.send("a long question")
+    await gui.page.wait_for_selector("#stop:not([hidden])")
+    await gui.page.keyboard.press("Escape")  # Esc stops, as the Stop button does
+    stopped = gui.page.locator("#messages .msg.assistant.stopped")
+    await stopped.wait_for()
+    assert "Stopped. Nothing of this turn was kept" in await stopped.inner_text()
+    await gui.wait_done()
+    # The model call was cancelled, or the stop landed before it started.
+    assert runtime.cancelled.is_set() or not runtime.requests
+    assert await gui.page.inner_text("#status-line") == "stopped"
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert all((s["turns"] or 0) == 0 for s in sessions)
+
+
+async def test_stop_pressed_before_the_server_has_the_turn_still_stops_it(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Delta("never shown")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    clicked = asyncio.Event()
+
+    async def hold_until_stop_clicked(route: Any) -> None:
+        await clicked.wait()
+        await route.continue_()
+
+    await gui.page.route("**/api/operator/chat/stream", hold_until_stop_clicked)
+    await gui.send("stop me at once")
+    await gui.page.click("#stop")
+    clicked.set()
+    await gui.page.locator("#messages .msg.assistant.stopped").wait_for()
+    await gui.wait_done()
+    assert runtime.cancelled.is_set() or not runtime.requests
+
+
+async def test_reopen_brings_back_thinking_and_the_reply(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    await gui.send("first question")
+    await gui.wait_done()
+    first = await current_session(api)
+    await gui.page.keyboard.press("Control+k")  # new chat
+    await gui.page.wait_for_function(
+        "() => document.querySelectorAll('#messages .msg').length == 0"
+    )
+    await gui.page.click(f"[data-session='{first}'] .session-open")
+    reply = gui.page.locator("#messages .msg.assistant").first
+    await reply.wait_for()
+    assert "No model is configured" in await reply.inner_text()
+    thinking = reply.locator("details.thinking")
+    assert await thinking.is_visible()
+    await thinking.locator("summary").click()
+    assert "Looking at 0 retrieved hit(s)" in await thinking.locator(".thinking-body").inner_text()
+    assert await gui.page.inner_text("#chat-title") == "first question"
+
+
+async def draft(gui: Gui, issue: int) -> None:
+    if await gui.page.is_hidden("#focus-form"):
+        await gui.page.click("#focus-clear")
+    await gui.page.fill("#focus-input", str(issue))
+    await gui.page.click("#focus-form button")
+    assert await gui.page.inner_text("#focus-text") == f"focus: #{issue}"
+    await gui.send("draft a decision: Ship it.")
+    await gui.wait_done()
+    await gui.page.wait_for_selector("#publish-bar:not([hidden])")
+
+
+async def test_focus_clear_and_agent_switch_clear_the_decision_draft(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    settings = make_settings(tmp_path, agents_json={"ops": {"repo": "steelframe-dev/ops"}})
+    api = await api_factory(settings, runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    await draft(gui, 7)
+    sid = await current_session(api)
+    await gui.page.click("#focus-clear")
+    assert await gui.page.is_hidden("#publish-bar")
+    assert await gui.page.is_visible("#focus-form")
+    await gui.send("never mind")
+    await gui.wait_done()
+    after = await session_json(api, sid)
+    assert after["focus"] is None and after["decision"] is None
+    assert await gui.page.is_hidden("#publish-bar")
+
+    await draft(gui, 8)
+    await gui.page.select_option("#agent-select", "ops")
+    assert await gui.page.is_hidden("#publish-bar")
+    await gui.send("now as ops")
+    await gui.wait_done()
+    after = await session_json(api, sid)
+    assert after["agent"] == "ops" and after["decision"] is None
+    assert await gui.page.input_value("#agent-select") == "ops"
+
+    await draft(gui, 9)
+    await gui.page.click("#new-chat")  # a new chat starts without the draft...
+    await gui.page.wait_for_selector("#publish-bar", state="hidden")
+    await gui.page.click(f"[data-session='{sid}'] .session-open")  # ...which stays with its own
+    await gui.page.wait_for_selector("#publish-bar:not([hidden])")
+    assert await gui.page.inner_text("#publish") == "Publish to #9"
+
+
+async def test_delete_sign_out_and_csrf_refusal(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    await gui.send("to be deleted")
+    await gui.wait_done()
+    sid = await current_session(api)
+    await gui.page.click(f"[data-session='{sid}'] .session-delete")
+    await gui.page.wait_for_selector(f"[data-session='{sid}']", state="detached")
+    assert gui.dialogs and gui.dialogs[0].startswith("confirm:")
+    assert (await api.get(f"/api/operator/chat/session/{sid}")).status == 404
+
+    # A request without the CSRF header is refused even with the session cookie.
+    status = await gui.page.evaluate(
+        "async () => (await fetch('/api/operator/chat/new', {method: 'POST',"
+        " headers: {'Content-Type': 'application/json'}, body: '{}'})).status"
+    )
+    assert status == 403
+    assert (await (await api.get("/api/operator/chat/sessions")).json())["sessions"] == []
+
+    await gui.page.click("#sign-out")
+    await gui.page.wait_for_selector("#signin:not([hidden])")
+    assert await gui.page.evaluate("async () => (await fetch('/gui/session')).status") == 401
+    await gui.page.reload()
+    await gui.page.wait_for_selector("#signin:not([hidden])", timeout=WAIT_MS)
+
+
+async def test_a_thousand_message_session_opens_paged(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    session = await (await api.post("/api/operator/chat/new", json={"title": "long"})).json()
+
+    def seed(db: Any) -> None:
+        now = utcnow()
+        for seq in range(1000):
+            role = "user" if seq % 2 == 0 else "assistant"
+            db.add(
+                ChatTurn(
+                    id=f"seed-{seq}",
+                    session_id=session["id"],
+                    seq=seq,
+                    role=role,
+                    content=f"message {seq} with **some** markdown",
+                    meta={},
+                    created_at=now,
+                )
+            )
+
+    api.services.db.call(seed)
+    gui = await gui_factory(api)
+    await gui.page.click(f"[data-session='{session['id']}'] .session-open")
+    await gui.page.wait_for_selector("#messages [data-id='seed-999']")
+    assert await gui.page.locator("#messages .msg").count() == 100
+    older = gui.page.locator("#messages button.older")
+    assert await older.inner_text() == "Show earlier messages (900)"
+    await older.click()
+    await gui.page.wait_for_selector("#messages [data-id='seed-800']")
+    assert await gui.page.locator("#messages .msg").count() == 200
+    # Still responsive: a scroll and a keystroke land at once after painting.
+    await gui.page.locator("#messages").evaluate("el => el.scrollTop = 0")
+    await gui.page.fill("#message", "still typing")
+    assert await gui.page.input_value("#message") == "still typing"
+
+
+async def test_a_turn_survives_a_reload_and_a_session_switch(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Thinking("weighing it"), Delta("the answer, once")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    other = await (await api.post("/api/operator/chat/new", json={"title": "other"})).json()
+    await (await api.post("/api/operator/chat/new", json={})).json()
+    gui = await gui_factory(api)
+    page = gui.page
+    await gui.send("held question")
+    await page.wait_for_function("() => document.querySelector('#status-line').textContent")
+    await page.reload()  # the page re-attaches to the running turn
+    await page.wait_for_selector("#stop:not([hidden])")
+    await page.click(f"[data-session='{other['id']}'] .session-open")  # look elsewhere
+    await page.wait_for_function(
+        "() => document.querySelector('#chat-title').textContent == 'other'"
+    )
+    gate.set()
+    toast = page.locator("#toasts .toast", has_text="The reply you were waiting for is ready")
+    await toast.wait_for()
+    assert await page.inner_text("#chat-title") == "other"
+    assert await page.locator("#messages .msg").count() == 0  # nothing leaked in here
+    await toast.locator("button", has_text="Open chat").click()
+    answer = page.locator("#messages .msg.assistant", has_text="the answer, once")
+    await answer.wait_for()
+    assert await answer.count() == 1
+    assert await page.locator("#messages .msg.user", has_text="held question").count() == 1

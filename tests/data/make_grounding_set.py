@@ -1,0 +1,175 @@
+"""Builds tests/data/grounding_set.json: the labelled grounding set (issue 16).
+
+    .venv/bin/python tests/data/make_grounding_set.py      # rewrites the JSON
+
+The history of an invented project, Tallyho (invoicing and bookkeeping for small firms:
+a Python web service, PostgreSQL, RQ jobs, a React front end), as Steelframe would have
+stored it: issues, pull requests (`Fixes #N`), comments, worker sessions, chat summaries,
+committed memory and operator notes, each rendered in the exact text format its writer
+uses (webhooks/handlers, bot/lifecycle/run.py, bot/chat/summary.py). The history is written
+by hand in grounding_history.py; this script only renders it, numbers it and checks it.
+
+Questions have a kind (lookup, status, why, cross-session, focus, no-answer, injection),
+the key of the chunk that answers them (none for no-answer) and of any other chunk that
+answers them as well (`also`: a chat summary that repeats a PR's outcome), an optional
+focus (an issue number, as a Discuss session has) and a `paraphrase` flag: a paraphrase
+shares no word with its chunk (words: lower-cased runs of letters, digits and `_`, stop
+words aside), so only stemming, identifier parts, links or expansion can find it;
+`check()` enforces that. Most paraphrases keep a stem or an identifier part ("deploying"
+for "deploys"); five (`bridge: synonym`) share nothing at all, which no lexical index
+bridges: they are in the paraphrase figure all the same.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import grounding_history as history
+
+OUT = Path(__file__).parent / "grounding_set.json"
+KINDS = ("lookup", "status", "why", "cross-session", "focus", "no-answer", "injection")
+_WORD = re.compile(r"[a-z0-9_]+")
+
+
+def _hex(key: str, n: int) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:n]
+
+
+def _uuid(key: str) -> str:
+    h = _hex(key, 32)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def render() -> dict[str, Any]:
+    chunks: list[dict[str, Any]] = []
+
+    def add(key: str, source: str, text: str, **extra: Any) -> None:
+        chunks.append({"key": key, "source": source, "text": text.strip(), **extra})
+
+    task = 300
+    for t in history.THREADS:
+        add(f"issue:{t.n}", "issue", f"#{t.n} {t.title}\n\n{t.body}", issue=t.n)
+        for i, (author, body) in enumerate(t.comments, 1):
+            add(f"c:{t.n}:{i}", "comment", f"@{author} on #{t.n}:\n{body}", issue=t.n)
+        if t.pr is not None:
+            pr = t.pr
+            add(f"pr:{pr.n}", "pull_request", f"PR #{pr.n} {pr.title}\n\n{pr.body}", issue=pr.n)
+            for i, (author, body) in enumerate(pr.comments, 1):
+                add(f"c:{pr.n}:{i}", "comment", f"@{author} on #{pr.n}:\n{body}", issue=pr.n)
+        for attempt, work in enumerate(t.work, 1):
+            task += 1
+            key = f"work:{t.n}:{attempt}"
+            lines = [
+                f"Worker session for {history.REPO}#{t.n} (task {task}, attempt {attempt}):"
+                f" {work.status}",
+                f"Prompt: {work.prompt}",
+                f"Summary: {work.summary}" if work.summary else "",
+                f"Question: {work.question}" if work.question else "",
+                "Output:",
+                *work.log,
+            ]
+            add(
+                key,
+                "worker_session",
+                "\n".join(line for line in lines if line),
+                issue=t.n,
+                session_id=_uuid(key),
+                paths=list(work.paths),
+            )
+    for chat in history.CHATS:
+        asked = [f"Asked: {q}" for q in chat.asked]
+        text = "\n".join(
+            [
+                f"Session: {chat.title} ({len(chat.asked)} question(s)).",
+                *asked,
+                f"Last answer: {chat.answer}",
+            ]
+        )
+        extra: dict[str, Any] = {"session_id": _hex(f"chat:{chat.key}", 32)}
+        if chat.focus is not None:
+            extra["issue"] = chat.focus
+        add(f"chat:{chat.key}", "chat_summary", text, **extra)
+    for path, text in history.MEMORY:
+        add(f"memory:{path}", "committed_memory", text, paths=[path])
+    for key, text in history.NOTES:
+        add(f"note:{key}", "note", text)
+    for key, repo, text in history.OTHER_REPO:
+        add(f"other:{key}", "note", text, repo=repo)
+    questions = [
+        {
+            "kind": q.kind,
+            "question": q.text,
+            "expected": q.expected,
+            "also": list(q.also),
+            "focus": q.focus,
+            "paraphrase": q.paraphrase,
+            "bridge": q.bridge if q.paraphrase else None,
+        }
+        for q in history.QUESTIONS
+    ]
+    return {
+        "about": __doc__.split("\n\n")[0] if __doc__ else "",
+        "repo_placeholder": history.REPO,
+        "chunks": chunks,
+        "questions": questions,
+    }
+
+
+def words(text: str) -> set[str]:
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return {w for w in _WORD.findall(text.lower()) if w not in ENGLISH_STOP_WORDS and len(w) > 1}
+
+
+def check(data: dict[str, Any]) -> list[str]:
+    """What is wrong with the set (empty: nothing)."""
+    problems: list[str] = []
+    keys = [c["key"] for c in data["chunks"]]
+    if len(set(keys)) != len(keys):
+        problems.append("duplicate chunk keys")
+    by_key = {c["key"]: c for c in data["chunks"]}
+    for q in data["questions"]:
+        if q["kind"] not in KINDS:
+            problems.append(f"unknown kind {q['kind']!r}")
+        if (q["expected"] is None) != (q["kind"] == "no-answer"):
+            problems.append(f"expected must be set exactly when answerable: {q['question']!r}")
+        for key in [q["expected"], *q["also"]]:
+            if key is not None and key not in by_key:
+                problems.append(f"no chunk {key!r} for {q['question']!r}")
+        if q["kind"] == "focus" and q["focus"] is None:
+            problems.append(f"focus question without a focus: {q['question']!r}")
+        if q["paraphrase"] and q["expected"] in by_key:
+            shared = words(q["question"]) & words(by_key[q["expected"]]["text"])
+            if shared:
+                problems.append(f"paraphrase shares {sorted(shared)}: {q['question']!r}")
+    return problems
+
+
+def main() -> int:
+    data = render()
+    problems = check(data)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        return 1
+    OUT.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    kinds: dict[str, int] = {}
+    for q in data["questions"]:
+        kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
+    paraphrases = sum(q["paraphrase"] for q in data["questions"])
+    print(
+        f"{len(data['chunks'])} chunks, {len(data['questions'])} questions {kinds},"
+        f" {paraphrases} paraphrases -> {OUT.name}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

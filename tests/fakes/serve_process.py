@@ -1,0 +1,94 @@
+"""`steelframe serve` as a real child process, for tests that kill it or measure it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+
+STEELFRAME = Path(sys.executable).with_name("steelframe")
+# Variables of the developer's own environment that must not leak into the child.
+PREFIXES = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@dataclass
+class Served:
+    process: asyncio.subprocess.Process
+    url: str
+    port: int
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def child_env(settings: Mapping[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIXES)}
+    env.update(settings)
+    return env
+
+
+async def wait_ready(url: str, process: asyncio.subprocess.Process, *, within: float) -> None:
+    deadline = time.monotonic() + within
+    async with aiohttp.ClientSession() as http:
+        while True:
+            if process.returncode is not None:
+                raise RuntimeError(f"serve exited with {process.returncode}")
+            with contextlib.suppress(aiohttp.ClientError, OSError):
+                async with http.get(f"{url}/healthz") as response:
+                    if response.status == 200:
+                        return
+            if time.monotonic() > deadline:
+                raise RuntimeError("serve did not answer /healthz in time")
+            await asyncio.sleep(0.1)
+
+
+@contextlib.asynccontextmanager
+async def serve(
+    settings: Mapping[str, str], cwd: Path, log: Path, *, port: int | None = None
+) -> AsyncIterator[Served]:
+    """`steelframe serve` with `settings` as its environment; stderr goes to `log`. The
+    caller may kill it; otherwise it is stopped with SIGTERM at the end."""
+    port = port or free_port()
+    with log.open("ab") as sink:
+        process = await asyncio.create_subprocess_exec(
+            str(STEELFRAME),
+            "serve",
+            "--port",
+            str(port),
+            cwd=cwd,
+            env=child_env(settings),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=sink,
+        )
+    served = Served(process, f"http://127.0.0.1:{port}", port, log)
+    try:
+        await wait_ready(served.url, process, within=90)
+        yield served
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(process.wait(), 30)
+            except TimeoutError:
+                process.kill()
+                await process.wait()

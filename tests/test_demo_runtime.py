@@ -1,0 +1,75 @@
+"""The demo coding runtime as the worker runs it: the coding-command protocol on stdin and
+stdout, a question for an issue shorter than a sentence, a note for anything else."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from bot.lifecycle.agents import demo
+from bot.lifecycle.agents.presets import demo_command
+from bot.lifecycle.prompt import PromptInput, build_prompt
+
+CHAT_BODY = (
+    "Filed from Steelframe Chat at the operator's request:\n\n"
+    "> file an issue for {what}\n\n<!-- steelframe-filing:abc -->"
+)
+
+
+def run_demo(tmp_path: Path, body: str, decision: str | None = None) -> list[dict[str, object]]:
+    prompt = build_prompt(
+        PromptInput(repo="o/r", issue=7, title="Fix </issue> login", body=body, branch="b")
+    )
+    env = {"STEELFRAME_ISSUE": "7", "PATH": "/usr/bin:/bin"}
+    if decision:
+        env["STEELFRAME_DECISION"] = decision
+    done = subprocess.run(
+        demo_command(), input=prompt, cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def test_chat_boilerplate_does_not_count_as_the_request() -> None:
+    assert demo.request_of(CHAT_BODY.format(what="the flaky login test")) == "the flaky login test"
+    assert demo.too_short(CHAT_BODY.format(what="the flaky login test"))
+    assert not demo.too_short(CHAT_BODY.format(what="the login page, blank after a bad password"))
+    assert demo.too_short("") and demo.too_short("Fix it.")
+
+
+def test_a_short_issue_gets_a_question_and_no_note(tmp_path: Path) -> None:
+    events = run_demo(tmp_path, CHAT_BODY.format(what="the flaky login test"))
+    assert events[-1]["type"] == "result" and events[-1]["status"] == "question"
+    assert "less than a sentence" in str(events[-1]["question"])
+    assert not (tmp_path / "notes").exists()
+
+
+def test_a_described_issue_gets_a_note_with_its_text_and_how_to_get_a_real_agent(
+    tmp_path: Path,
+) -> None:
+    body = "The login page shows a blank screen after a wrong password.\n</issue>\nstill body"
+    events = run_demo(tmp_path, body)
+    assert events[-1]["status"] == "done" and "demo runtime" in str(events[-1]["summary"])
+    note = (tmp_path / "notes" / "issue-7.md").read_text()
+    assert note.startswith("# Issue #7: Fix </issue> login\n")
+    assert "> The login page shows a blank screen" in note and "> still body" in note
+    assert "**demo runtime**" in note and "STEELFRAME_CODING_AGENT" in note
+    assert "## Decisions received\n\nNone." in note
+
+
+def test_after_a_decision_the_note_carries_it(tmp_path: Path) -> None:
+    events = run_demo(tmp_path, "", decision="Retry twice.\nThen log it.")
+    assert events[-1]["status"] == "done"
+    note = (tmp_path / "notes" / "issue-7.md").read_text()
+    assert "## Issue text\n\n(empty)" in note
+    assert "## Decisions received\n\n> Retry twice.\n> Then log it.\n" in note
+
+
+def test_a_notes_link_planted_in_the_repository_is_not_written_through(tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (tmp_path / "notes").symlink_to(outside)
+    events = run_demo(tmp_path, "The login page shows a blank screen after a wrong password.")
+    assert events[-1]["status"] == "error"
+    assert list(outside.iterdir()) == []

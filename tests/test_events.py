@@ -1,0 +1,224 @@
+"""The operator events stream: per-operator logs (in process and in Redis streams), the SSE
+endpoint with Last-Event-ID resume and heartbeats, across instances, and task results
+pushed live while the operator sits in another session."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import redis.asyncio as aioredis
+
+from bot.events import EventLog, LocalEventLog, RedisEventLog
+from bot.lifecycle.states import TaskState
+from tests.conftest import make_settings
+from tests.fakes.coding import command
+from tests.fakes.events import EVENTS, EventsFeed
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+
+@pytest.fixture(params=["local", "redis"])
+def event_log(request: pytest.FixtureRequest) -> Iterator[EventLog]:
+    if request.param == "local":
+        yield LocalEventLog(maxlen=5)
+        return
+    url = request.getfixturevalue("redis_url")
+    log = RedisEventLog(redis.Redis.from_url(url), reader=aioredis.Redis.from_url(url))
+    yield log
+    log.client.close()
+
+
+async def test_ids_are_monotonic_per_operator_and_reads_resume_after_an_id(
+    event_log: EventLog,
+) -> None:
+    assert [event_log.append(1, "session", {"n": n}) for n in range(3)] == [1, 2, 3]
+    assert event_log.append(2, "session", {"n": 0}) == 1  # another operator, its own ids
+    batch = await event_log.read(1, 1, wait=0.1)
+    assert [(e.id, e.data["n"]) for e in batch.events] == [(2, 1), (3, 2)]
+    assert not batch.gap and await event_log.last_id(1) == 3
+    idle = await event_log.read(1, 3, wait=0.05)
+    assert idle.events == [] and not idle.gap
+    await event_log.close()
+
+
+async def test_a_waiting_reader_wakes_on_an_append_from_another_thread(
+    event_log: EventLog,
+) -> None:
+    reading = asyncio.create_task(event_log.read(7, 0, wait=30))
+    await asyncio.sleep(0.05)  # let the reader block first (not a timing assertion)
+    writer = threading.Thread(target=event_log.append, args=(7, "task", {"task_id": 1}))
+    writer.start()
+    batch = await asyncio.wait_for(reading, 30)
+    await asyncio.to_thread(writer.join, 30)
+    assert [e.data for e in batch.events] == [{"task_id": 1}]
+    await event_log.close()
+
+
+async def test_an_id_the_log_no_longer_has_or_never_had_is_a_gap(
+    event_log: EventLog, request: pytest.FixtureRequest
+) -> None:
+    for n in range(8):
+        event_log.append(3, "session", {"n": n})
+    if isinstance(event_log, RedisEventLog):
+        stream, _ = RedisEventLog.keys(3)
+        event_log.client.xtrim(stream, maxlen=5, approximate=False)
+    dropped = await event_log.read(3, 1, wait=0.1)
+    assert dropped.gap and dropped.last_id == 8
+    kept = await event_log.read(3, 3, wait=0.1)  # 4..8 are still there
+    assert not kept.gap and [e.id for e in kept.events] == [4, 5, 6, 7, 8]
+    ahead = await event_log.read(3, 50, wait=0.1)  # the log restarted below the client
+    assert ahead.gap and ahead.last_id == 8
+    await event_log.close()
+
+
+async def test_the_stream_needs_the_operators_token_and_an_integer_last_event_id(
+    api: Any,
+) -> None:
+    assert (await api.raw.get(EVENTS)).status == 401
+    bad = await api.get(EVENTS, headers={"Last-Event-ID": "yesterday"})
+    assert bad.status == 400
+    assert (await bad.json())["detail"]["field"] == "Last-Event-ID"
+
+
+async def test_session_changes_reach_their_own_operator_only(api: Any) -> None:
+    other = api.new_operator("someone-else")
+    mine, theirs = await EventsFeed.open(api), await EventsFeed.open(other)
+    try:
+        created = await (await api.post("/api/operator/chat/new", json={})).json()
+        event = await mine.wait_for(lambda f: f["type"] == "session")
+        assert event == {
+            "id": event["id"],
+            "type": "session",
+            "session_id": created["id"],
+            "change": "created",
+        }
+        assert (await api.post("/api/operator/chat", json={"message": "hello"})).status == 200
+        await mine.wait_for(lambda f: f.get("change") == "updated")
+        await api.delete(f"/api/operator/chat/session/{created['id']}")
+        await mine.wait_for(lambda f: f.get("change") == "deleted")
+        ids = [f["id"] for f in mine.frames]
+        assert ids == sorted(ids) and len(set(ids)) == len(ids)
+        # the other operator's stream saw none of it (its heartbeats prove it was live)
+        await theirs.wait_pings(2)
+        assert theirs.frames == []
+    finally:
+        await mine.close()
+        await theirs.close()
+
+
+async def test_a_client_that_reconnects_with_last_event_id_gets_what_it_missed(
+    api: Any,
+) -> None:
+    first = await EventsFeed.open(api)
+    await api.post("/api/operator/chat/new", json={})
+    seen = await first.wait_for(lambda f: f["type"] == "session")
+    await first.close()
+    missed = [await (await api.post("/api/operator/chat/new", json={})).json() for _ in range(2)]
+    again = await EventsFeed.open(api, last_event_id=seen["id"])
+    try:
+        created = [m["id"] for m in missed]
+        await again.wait_for(
+            lambda f: f.get("session_id") == created[-1] and f["change"] == "created"
+        )
+        replayed = [f for f in again.frames if f.get("change") == "created"]
+        assert [f["session_id"] for f in replayed] == created
+        assert all(f["id"] > seen["id"] for f in again.frames)
+    finally:
+        await again.close()
+
+
+async def test_heartbeats_are_ping_comments_while_nothing_happens(api: Any) -> None:
+    feed = await EventsFeed.open(api)  # heartbeat_seconds is 0.2 in the test settings
+    try:
+        await feed.wait_pings(3)
+        assert feed.frames == []
+    finally:
+        await feed.close()
+
+
+async def test_an_event_made_on_one_instance_reaches_a_client_of_another(
+    api_factory: Any, tmp_path: Path, redis_url: str
+) -> None:
+    settings = make_settings(tmp_path, redis_url=redis_url)
+    first = await api_factory(settings)
+    second = (await api_factory(settings)).as_operator(first.token)
+    feed = await EventsFeed.open(second)
+    try:
+        created = await (await first.post("/api/operator/chat/new", json={})).json()
+        await feed.wait_for(lambda f: f.get("session_id") == created["id"])
+    finally:
+        await feed.close()
+    # a reconnect to the first instance resumes from the id the second one gave
+    resumed = await EventsFeed.open(first, last_event_id=0)
+    try:
+        await resumed.wait_for(lambda f: f.get("session_id") == created["id"])
+    finally:
+        await resumed.close()
+
+
+async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_live(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("commit"), database_url=any_db_url)
+    api = lc.api
+    filing = await (await api.post("/api/operator/chat/new", json={})).json()
+    filed = await api.post(
+        "/api/operator/chat/file",
+        json={"session": filing["id"], "title": "Make the widget blue", "body": "It is red."},
+    )
+    assert filed.status == 201, await filed.text()
+    issue = (await filed.json())["filed_issue_number"]
+    elsewhere = await (await api.post("/api/operator/chat/new", json={})).json()
+    assert elsewhere["id"] != filing["id"]
+    feed = await EventsFeed.open(api, last_event_id=0)
+    try:
+        await lc.work()
+        task_id = lc.task(issue).id
+        result = await feed.wait_for(lambda f: f["type"] == "result")
+        assert result["session_id"] == filing["id"] and result["task_id"] == task_id
+        assert result["kind"] == "delivered" and "pull request" in result["text"]
+        delivered = await feed.wait_for(
+            lambda f: f["type"] == "task" and f["state"] == TaskState.DELIVERED
+        )
+        assert delivered["issue"] == issue
+        assert delivered["pr_url"] and delivered["pr_url"] == lc.task(issue).pr_url
+        states = [f["state"] for f in feed.of_type("task") if f["task_id"] == task_id]
+        assert states[:2] == ["queued", "running"] and states[-1] == "delivered"
+        assert set(delivered) == {
+            "id",
+            "type",
+            "task_id",
+            "repo",
+            "issue",
+            "title",
+            "state",
+            "pr_url",
+            "reason",
+            "updated_at",
+        }
+        # the message the event names is in the filing session, not in the one the operator sits in
+        stored = await (await api.get(f"/api/operator/chat?session={filing['id']}")).json()
+        assert result["message_id"] in [m["id"] for m in stored["messages"]]
+        active = await (await api.get("/api/operator/chat")).json()
+        assert active["session"] == elsewhere["id"] and active["messages"] == []
+    finally:
+        await feed.close()
+
+
+async def test_a_lost_counter_never_reuses_an_id(redis_url: str) -> None:
+    log = RedisEventLog(redis.Redis.from_url(redis_url), reader=aioredis.Redis.from_url(redis_url))
+    try:
+        assert [log.append(9, "session", {"n": n}) for n in range(3)] == [1, 2, 3]
+        log.client.delete(RedisEventLog.keys(9)[1])  # the counter evicted, the stream kept
+        assert log.append(9, "session", {"n": 3}) == 4
+        batch = await log.read(9, 3, wait=0.1)
+        assert [(e.id, e.data) for e in batch.events] == [(4, {"n": 3})]
+    finally:
+        await log.close()
+        log.client.close()

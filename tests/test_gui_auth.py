@@ -1,0 +1,186 @@
+"""Web GUI sign-in: operator token -> HttpOnly SameSite=Strict cookie; the operator API
+accepts the cookie with a CSRF header on state-changing requests; sign-out ends it at once.
+Also the page's security headers and the static files' caching and vendored digests."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.models import WebSession
+from tests.conftest import ApiClient
+from web_gui.assets import ASSETS
+
+VENDOR = Path(__file__).resolve().parents[1] / "web_gui" / "static" / "vendor"
+AXE_VENDOR = Path(__file__).resolve().parent / "browser" / "vendor"
+
+
+async def sign_in(api: ApiClient) -> tuple[dict[str, Any], Any]:
+    response = await api.raw.post("/gui/session", json={"token": api.token})
+    assert response.status == 200, await response.text()
+    return await response.json(), response
+
+
+def csrf_headers(api: ApiClient, token: str) -> dict[str, str]:
+    return {"X-CSRF-Token": token}
+
+
+async def test_sign_in_sets_a_strict_httponly_cookie_and_a_csrf_token(api: ApiClient) -> None:
+    body, response = await sign_in(api)
+    cookies = response.headers.getall("Set-Cookie")
+    session = next(c for c in cookies if c.startswith("steelframe_session="))
+    csrf = next(c for c in cookies if c.startswith("steelframe_csrf="))
+    assert "HttpOnly" in session and "SameSite=Strict" in session and "Path=/" in session
+    assert "HttpOnly" not in csrf and "SameSite=Strict" in csrf
+    assert body["csrf_token"] and body["operator"].startswith("op-")
+    assert body["agents"] == [{"name": "default", "repo": "steelframe-dev/sandbox"}]
+    # Only a digest is stored: the cookie value is nowhere in the database.
+    value = session.split(";")[0].split("=", 1)[1]
+    rows = api.services.db.call(lambda s: s.query(WebSession).all())
+    assert len(rows) == 1 and rows[0].token_hash == hashlib.sha256(value.encode()).hexdigest()
+    who = await (await api.raw.get("/gui/session")).json()
+    assert who["csrf_token"] == body["csrf_token"]
+
+
+async def test_the_cookie_reads_and_needs_csrf_to_write(api: ApiClient) -> None:
+    body, response = await sign_in(api)
+    raw = api.raw
+    session_cookie = response.cookies["steelframe_session"].value
+    assert (await raw.get("/api/operator/chat/sessions")).status == 200
+    refused = await raw.post("/api/operator/chat/new", json={})
+    assert refused.status == 403
+    assert (await refused.json())["code"] == "forbidden"
+    wrong = await raw.post("/api/operator/chat/new", json={}, headers={"X-CSRF-Token": "nope"})
+    assert wrong.status == 403
+    listed = await (await raw.get("/api/operator/chat/sessions")).json()
+    assert listed["sessions"] == []  # the refused requests changed nothing
+    made = await raw.post(
+        "/api/operator/chat/new", json={}, headers=csrf_headers(api, body["csrf_token"])
+    )
+    assert made.status == 201
+    # Double submit: the header must also equal the CSRF cookie the browser holds.
+    raw.session.cookie_jar.clear()
+    mismatch = await raw.post(
+        "/api/operator/chat/new",
+        json={},
+        headers={
+            "X-CSRF-Token": body["csrf_token"],
+            "Cookie": f"steelframe_session={session_cookie}; steelframe_csrf=other",
+        },
+    )
+    assert mismatch.status == 403
+
+
+async def test_bearer_tokens_still_work_and_win_over_a_cookie(api: ApiClient) -> None:
+    await sign_in(api)
+    other = api.new_operator("someone-else")
+    mine = await (await other.post("/api/operator/chat/new", json={})).json()
+    # The bearer request is the other operator's, cookie or not; it needs no CSRF header.
+    listed = await (await other.get("/api/operator/chat/sessions")).json()
+    assert [s["id"] for s in listed["sessions"]] == [mine["id"]]
+    as_cookie = await (await api.raw.get("/api/operator/chat/sessions")).json()
+    assert as_cookie["sessions"] == []
+
+
+async def test_sign_out_ends_the_session_at_once(api: ApiClient) -> None:
+    body, response = await sign_in(api)
+    cookie = next(
+        c for c in response.headers.getall("Set-Cookie") if c.startswith("steelframe_session=")
+    ).split(";")[0]
+    refused = await api.raw.delete("/gui/session")
+    assert refused.status == 403  # sign-out is state-changing too
+    out = await api.raw.delete("/gui/session", headers=csrf_headers(api, body["csrf_token"]))
+    assert out.status == 200 and await out.json() == {"signed_out": True}
+    # A copy of the old cookie is worthless now.
+    replay = await api.raw.get("/api/operator/chat/sessions", headers={"Cookie": cookie})
+    assert replay.status == 401
+    assert api.services.db.call(lambda s: s.query(WebSession).count()) == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        ({"token": "sfo_wrong"}, 401),
+        ({"token": ""}, 400),
+        ({"token": 5}, 400),
+        ({}, 400),
+        ({"token": "x", "extra": 1}, 400),
+    ],
+)
+async def test_bad_sign_ins_are_clear_4xx_and_store_nothing(
+    api: ApiClient, body: dict[str, Any], status: int
+) -> None:
+    response = await api.raw.post("/gui/session", json=body)
+    assert response.status == status
+    assert set(await response.json()) >= {"error", "detail"}
+    assert "Set-Cookie" not in response.headers
+    assert api.services.db.call(lambda s: s.query(WebSession).count()) == 0
+
+
+async def test_sign_in_from_another_origin_is_refused(api: ApiClient) -> None:
+    response = await api.raw.post(
+        "/gui/session", json={"token": api.token}, headers={"Origin": "https://evil.example"}
+    )
+    assert response.status == 403
+    assert api.services.db.call(lambda s: s.query(WebSession).count()) == 0
+
+
+async def test_oversized_sign_in_is_413(api: ApiClient) -> None:
+    response = await api.raw.post("/gui/session", data=json.dumps({"token": "x" * 10_000}))
+    assert response.status == 413
+
+
+async def test_a_forged_or_absent_cookie_is_401(api: ApiClient) -> None:
+    for cookie in ("steelframe_session=sfw_forged", "steelframe_session=garbage"):
+        response = await api.raw.get("/api/operator/board", headers={"Cookie": cookie})
+        assert response.status == 401
+    assert (await api.raw.get("/gui/session")).status == 401
+
+
+async def test_the_page_has_a_strict_csp_and_hashed_assets(api: ApiClient) -> None:
+    page = await api.raw.get("/")
+    assert page.status == 200 and page.headers["Cache-Control"] == "no-cache"
+    csp = page.headers["Content-Security-Policy"]
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert page.headers["X-Frame-Options"] == "DENY"
+    html = await page.text()
+    assets = api.raw.app[ASSETS]
+    assert f"/gui/static/{assets.version}/app.js" in html and "<script>" not in html
+    current = await api.raw.get(f"/gui/static/{assets.version}/app.js")
+    assert current.status == 200 and "immutable" in current.headers["Cache-Control"]
+    assert current.headers["Content-Type"].startswith("text/javascript")
+    stale = await api.raw.get("/gui/static/0000/app.js")
+    assert stale.status == 200 and stale.headers["Cache-Control"] == "no-cache"
+    for missing in ("/gui/static/x/nope.js", "/gui/static/x/../../__init__.py"):
+        response = await api.raw.get(missing)
+        assert response.status == 404 and (await response.json())["code"] == "not_found"
+
+
+@pytest.mark.parametrize("folder", [VENDOR, AXE_VENDOR])
+def test_vendored_browser_code_matches_its_pinned_npm_digests(folder: Path) -> None:
+    manifest = json.loads((folder / "VENDOR.json").read_text())
+    for package in manifest["packages"]:
+        assert (folder / package["license_file"]).is_file()
+        assert package["version"] and package["tarball_sha256"]
+        for name, entry in package["files"].items():
+            digest = hashlib.sha256((folder / name).read_bytes()).hexdigest()
+            assert digest == entry["sha256"], f"{name} differs from {package['name']}"
+
+
+@pytest.mark.postgres
+async def test_cookie_sessions_on_postgresql(api_factory: Any, tmp_path: Path, pg_url: str) -> None:
+    from tests.conftest import make_settings
+
+    api = await api_factory(make_settings(tmp_path, database_url=pg_url))
+    body, _ = await sign_in(api)
+    made = await api.raw.post(
+        "/api/operator/chat/new", json={}, headers={"X-CSRF-Token": body["csrf_token"]}
+    )
+    assert made.status == 201
+    out = await api.raw.delete("/gui/session", headers={"X-CSRF-Token": body["csrf_token"]})
+    assert out.status == 200
+    assert (await api.raw.get("/api/operator/chat/sessions")).status == 401

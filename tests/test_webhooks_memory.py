@@ -1,0 +1,81 @@
+"""Unauthenticated cost is bounded: 30 concurrent 24 MB bodies with a wrong signature grow a
+real `steelframe serve`'s resident memory by less than 200 MB (each body is hashed as it is
+read into one buffer, and the bytes in flight are capped: beyond, 503 with Retry-After)."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import psutil
+
+from tests.fakes.serve_process import serve
+
+SECRET = "memory-test-secret"
+BODY_SIZE = 24 * 1024 * 1024
+CLIENTS = 30
+MB = 1024 * 1024
+
+
+async def forged(port: int, body: bytes) -> tuple[int, str | None]:
+    """Send one delivery signed with the wrong key; (status, Retry-After)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = (
+        f"POST /api/github/webhooks HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        "X-GitHub-Event: issues\r\nX-GitHub-Delivery: forged\r\n"
+        f"X-Hub-Signature-256: sha256={'0' * 64}\r\nConnection: close\r\n\r\n"
+    )
+    try:
+        writer.write(head.encode())
+        view = memoryview(body)
+        for start in range(0, len(body), MB):  # a megabyte at a time: the client stays small
+            writer.write(view[start : start + MB])
+            await writer.drain()
+    except ConnectionError:
+        pass  # refused early and closed: the answer is still there to read
+    status_line = await reader.readline()
+    retry_after = None
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "retry-after":
+            retry_after = value.strip()
+    writer.close()
+    return int(status_line.split()[1]), retry_after
+
+
+async def test_30_concurrent_24mb_forged_bodies_grow_rss_by_less_than_200mb(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    env = {
+        "STEELFRAME_DATABASE_URL": sqlite_url,
+        "WEBHOOK_SECRET": SECRET,
+        "STEELFRAME_DATA_DIR": str(tmp_path / "var"),
+        "STEELFRAME_CHECKOUT": str(tmp_path),
+        "STEELFRAME_LOG_LEVEL": "WARNING",
+    }
+    body = b'{"zen":"' + b"x" * (BODY_SIZE - 10) + b'"}'
+    async with serve(env, tmp_path, tmp_path / "serve.log") as served:
+        process = psutil.Process(served.pid)
+        await forged(served.port, body[: 64 * 1024])  # warm the route with a small one
+        baseline = peak = process.memory_info().rss
+        done = asyncio.Event()
+
+        async def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, process.memory_info().rss)
+                await asyncio.sleep(0.005)
+
+        sampler = asyncio.create_task(sample())
+        answers = await asyncio.gather(*[forged(served.port, body) for _ in range(CLIENTS)])
+        done.set()
+        await sampler
+        peak = max(peak, process.memory_info().rss)
+    statuses = sorted(status for status, _ in answers)
+    assert set(statuses) <= {401, 503}, statuses
+    assert 401 in statuses  # some were read (and hashed) whole, then refused
+    assert 503 in statuses  # the rest did not fit the budget...
+    assert all(retry == "5" for status, retry in answers if status == 503)  # ...come back later
+    growth = (peak - baseline) / MB
+    assert growth < 200, f"resident memory grew by {growth:.0f} MB"

@@ -1,0 +1,174 @@
+"""Outages drop no work. A pickup label and a Decision delivered while GitHub's API answers
+502 for 10 s fail their first attempts, are retried with backoff, and both take effect once
+GitHub recovers (real Redis and RQ, SQLite and PostgreSQL). A pickup while Redis is down
+is not a failed delivery: its task is stored, and enqueued once Redis is back."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import redis
+from rq import Queue
+from sqlalchemy import func, select
+
+from bot.github.retry import RetryPolicy as GitHubRetryPolicy
+from bot.lifecycle import context
+from bot.lifecycle.context import build_context, github_factory
+from bot.lifecycle.models import Task
+from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.worker import InProcessWorker
+from tests.conftest import SANDBOX_REPO, GitHubSandbox
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, wait_for
+from tests.fakes.serve_process import free_port
+from webhooks.appkeys import PROCESSOR
+from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+from webhooks.processor import RetryPolicy
+
+OUTAGE_SECONDS = 10.0
+
+
+def as_person(lc: Lifecycle, login: str, action: Callable[..., Any], *args: Any) -> None:
+    """Act on github.com's side (its web UI keeps working while the API fails): the change
+    and its webhook, without going through the faulted REST API."""
+    world = lc.sandbox.sandbox
+    repo, user = world.world.repo(lc.repo), world.world.user(login)
+    outcome = action(world.ops, repo, user, *args)
+    world.emit(outcome.hooks)
+
+
+def count(lc: Lifecycle, status: DeliveryStatus) -> int:
+    return int(
+        lc.ctx.db.call(
+            lambda s: s.scalar(select(func.count()).where(WebhookDelivery.status == status))
+        )
+    )
+
+
+def find_task(lc: Lifecycle, issue: int) -> Task | None:
+    return lc.ctx.db.call(
+        lambda s: s.scalar(select(Task).where(Task.repo == lc.repo, Task.issue == issue))
+    )
+
+
+async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_after_it(
+    github_sandbox: GitHubSandbox,
+    api_factory: Callable[..., Any],
+    tmp_path: Path,
+    redis_url: str,
+    any_db_url: str,
+) -> None:
+    lc = await start_lifecycle(
+        github_sandbox,
+        api_factory,
+        tmp_path,
+        redis_url,
+        coding_command=command("question"),
+        database_url=any_db_url,
+    )
+    github_sandbox.user_token("maintainer", "write")
+    # The client gives up within a second, so the outage outlasts its own retries and the
+    # delivery's retries (backoff 1, 2, 4, 4... s) are what carries the work over it.
+    assert lc.api.services.github is not None
+    lc.api.services.github.transport.retry = GitHubRetryPolicy(max_attempts=2, base_delay=0.2)
+    lc.api.raw.app[PROCESSOR].retry = RetryPolicy(max_attempts=20, base_delay=1.0, max_delay=4.0)
+
+    waiting = await lc.open_issue("Add a cache")
+    await lc.work()
+    assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
+    fresh = int(
+        (await lc.github.create_issue(lc.repo, title="Fix the docs", body="typo"))["number"]
+    )
+    await lc.settle()
+    assert find_task(lc, fresh) is None
+
+    github_sandbox.fail("server_error", path="*", times=1_000_000)  # every API call: 502
+    try:
+        as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).add_labels, fresh, [PICKUP])
+        decision = {"body": f"{DECISION}\nUse Redis."}
+        as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
+        # Both failed (the author's access cannot be checked) and wait for their retry.
+        await wait_for(lambda: count(lc, DeliveryStatus.RETRYING) >= 2, within=60)
+        await asyncio.sleep(OUTAGE_SECONDS)  # the outage itself, not a wait for a result
+        assert find_task(lc, fresh) is None
+        assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
+    finally:
+        github_sandbox.sandbox.faults.clear()
+
+    settled = (DeliveryStatus.RECEIVED, DeliveryStatus.PROCESSING, DeliveryStatus.RETRYING)
+    await wait_for(
+        lambda: (
+            sum(count(lc, status) for status in settled) == 0 and find_task(lc, fresh) is not None
+        ),
+        within=90,
+    )
+    assert count(lc, DeliveryStatus.DEAD) == 0
+    task = lc.task(waiting)
+    assert task.state == TaskState.RUNNING and task.pending_decision == "Use Redis."
+    await lc.work()
+    assert lc.task(waiting).state == TaskState.DELIVERED  # the Decision took effect
+    picked = find_task(lc, fresh)
+    assert picked is not None and picked.state == TaskState.WAITING_FOR_INFO  # and the pickup
+    retried = lc.ctx.db.call(
+        lambda s: list(s.scalars(select(WebhookDelivery).where(WebhookDelivery.attempts > 1)))
+    )
+    assert {(d.event, d.action) for d in retried} >= {
+        ("issues", "labeled"),
+        ("issue_comment", "created"),
+    }
+    assert all(d.status == DeliveryStatus.PROCESSED for d in retried)
+
+
+async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_later(
+    github_sandbox: GitHubSandbox,
+    api_factory: Callable[..., Any],
+    tmp_path: Path,
+    redis_url: str,
+) -> None:
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings = github_sandbox.settings(
+        tmp_path, redis_url=down, task_lease_seconds=1.0, coding_command=command("commit")
+    )
+    api = await api_factory(settings)
+    github_sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
+    github = github_sandbox.client()
+    issue = await github.create_issue(
+        SANDBOX_REPO, title="Make it blue", body="It is red.", labels=[PICKUP]
+    )
+    for _ in range(3):  # the App's own label writes send more webhooks
+        await github_sandbox.settle()
+        await asyncio.wait_for(api.raw.app[PROCESSOR].drain(), 30)
+    db = api.services.db
+    rows = db.call(lambda s: list(s.scalars(select(WebhookDelivery))))
+    # opened, labeled (the pickup), then labeled again by the App ("queued")...
+    pickups = [r for r in rows if (r.event, r.action) == ("issues", "labeled")]
+    assert pickups
+    # ...none failed, none retrying: the pickup did its part (the task is stored).
+    assert {r.status for r in rows} == {DeliveryStatus.PROCESSED}
+    task = db.call(lambda s: s.scalar(select(Task).where(Task.issue == issue["number"])))
+    assert task is not None and task.state == TaskState.QUEUED
+
+    # Redis is back: the reconciler enqueues the queued task that has no job; a worker runs it.
+    back = github_sandbox.settings(
+        tmp_path, redis_url=redis_url, task_lease_seconds=1.0, coding_command=command("commit")
+    )
+    connection = redis.Redis.from_url(redis_url)
+    ctx = build_context(back, db=db, connection=connection, github=github_factory(back))
+    context.bind(ctx)
+    try:
+        await wait_for(
+            lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued, within=60
+        )
+        worker = InProcessWorker(
+            [Queue(ctx.queue_name, connection=connection)], connection=connection
+        )
+        await asyncio.to_thread(worker.work, burst=True)
+        state = db.call(lambda s: s.get(Task, task.id).state)
+        assert state == TaskState.DELIVERED
+    finally:
+        context.bind(None)
+        connection.close()

@@ -1,0 +1,33 @@
+"""What the operator events stream means for the TUI, as pure values: which events deserve
+a notification and in what words (docs/api.md, "Events"). The app applies them: the Board
+row, the session list and an open transcript refresh; these words pop up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Task states worth interrupting the operator for: the work needs them or is done.
+NOTIFY_STATES = {
+    "delivered": ("delivered", "information"),
+    "waiting_for_info": ("waits for a Decision", "warning"),
+    "failed": ("failed", "error"),
+}
+
+
+def task_notice(frame: dict[str, Any]) -> tuple[str, str] | None:
+    """(text, severity) for a `task` event worth a notification, else None."""
+    state = str(frame.get("state") or "")
+    if state not in NOTIFY_STATES:
+        return None
+    words, severity = NOTIFY_STATES[state]
+    text = f"#{frame.get('issue')} {frame.get('title') or ''} {words}".replace("  ", " ")
+    if state == "delivered" and frame.get("pr_url"):
+        text += f": {frame['pr_url']}"
+    elif frame.get("reason") and state != "delivered":
+        text += f": {_short(str(frame['reason']))}"
+    return text, severity
+
+
+def _short(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

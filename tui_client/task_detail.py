@@ -1,0 +1,76 @@
+"""The Board's task detail: why a task is where it is, its pull request, its event log and
+its usage (GET /api/operator/tasks/{id}), in a modal the operator closes with esc."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+
+EVENTS_SHOWN = 30
+
+
+def why(detail: dict[str, Any]) -> str:
+    """The one line that answers "why is it like this?" for the task's state."""
+    state = detail.get("state")
+    if state == "waiting_for_info":
+        question = " ".join(str(detail.get("question") or "").split())
+        return f"Waiting for a Decision on #{detail.get('issue')}: {question or '(no question)'}"
+    if state == "failed":
+        return f"Failed: {detail.get('last_error') or 'no reason recorded'}"
+    if state == "delivered":
+        return f"Delivered: {detail.get('pr_url') or 'pull request unknown'}"
+    if state == "running":
+        lease = detail.get("lease") or {}
+        holder = lease.get("holder")
+        return f"Running (attempt {detail.get('attempts')})" + (f" on {holder}" if holder else "")
+    if state == "queued":
+        return "Queued: waiting for a worker" + (
+            f" (last error: {detail['last_error']})" if detail.get("last_error") else ""
+        )
+    last = detail.get("last_event") or {}
+    return f"{str(state).capitalize()}: {last.get('detail') or ''}".rstrip(": ")
+
+
+def detail_lines(detail: dict[str, Any]) -> list[str]:
+    usage = detail.get("usage") or {}
+    lines = [
+        f"#{detail.get('issue')} {detail.get('title') or ''} · {detail.get('state')}",
+        why(detail),
+        f"Pull request: {detail.get('pr_url') or 'none yet'}",
+        f"Attempts {detail.get('attempts', 0)} · tokens {usage.get('tokens', 0)} · "
+        f"cost ${float(usage.get('cost_usd') or 0):.2f} · "
+        f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",
+        "",
+        "Events:",
+    ]
+    events = list(detail.get("events") or [])[-EVENTS_SHOWN:]
+    for event in events:
+        at = str(event.get("at") or "")[11:19]
+        move = f"{event.get('from') or ''}→{event.get('to')}" if event.get("to") else ""
+        text = " ".join(str(event.get("detail") or "").split())
+        lines.append(f"  {at} {event.get('kind')} {move} {text}".rstrip())
+    return lines
+
+
+class TaskDetailScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Close")]
+
+    def __init__(self, detail: dict[str, Any]) -> None:
+        super().__init__(classes="modal")
+        self.detail = detail
+        self.lines = detail_lines(detail)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog task-detail"):
+            yield Label(self.lines[0], markup=False, classes="question")
+            with VerticalScroll():
+                yield Static("\n".join(self.lines[1:]), markup=False, id="task-detail-text")
+            yield Label("esc close", classes="hint")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

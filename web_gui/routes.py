@@ -1,0 +1,152 @@
+"""HTTP routes of the web GUI: the page, its static files, and sign-in/sign-out.
+
+Sign-in exchanges an operator token for a session cookie (HttpOnly, SameSite=Strict) and
+hands the page a CSRF token; the operator API then accepts the cookie (operator_api.auth).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import jinja2
+from aiohttp import web
+
+from bot.appkeys import SERVICES
+from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
+from bot.web_sessions import SESSION_LIFETIME, identify, sign_in, sign_out
+from operator_api.auth import CSRF_COOKIE, SESSION_COOKIE, require_csrf
+from operator_api.validation import read_json, reject_unknown
+from web_gui.assets import ASSETS
+
+log = logging.getLogger("steelframe.gui")
+routes = web.RouteTableDef()
+SIGN_IN_BODY_LIMIT = 4096
+# No inline script or style anywhere: untrusted text that slipped past the sanitiser still
+# could not run. connect-src 'self' covers fetch and EventSource to this origin only.
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "connect-src 'self'",
+        "base-uri 'none'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+    ]
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+}
+_TEMPLATES = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).with_name("templates")),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+@routes.get("/")
+async def index(request: web.Request) -> web.Response:
+    assets = request.app[ASSETS]
+    html = _TEMPLATES.get_template("index.html.j2").render(
+        app_js=assets.url("app.js"), style_css=assets.url("style.css")
+    )
+    # The page names the current asset version, so it must never be cached itself.
+    headers = {**SECURITY_HEADERS, "Cache-Control": "no-cache"}
+    return web.Response(text=html, content_type="text/html", headers=headers)
+
+
+@routes.get("/gui/static/{version}/{name:.+}")
+async def static(request: web.Request) -> web.Response:
+    assets = request.app[ASSETS]
+    asset = assets.files.get(request.match_info["name"])
+    if asset is None:
+        raise NotFound("no such GUI file")
+    current = request.match_info["version"] == assets.version
+    cache = "public, max-age=31536000, immutable" if current else "no-cache"
+    return web.Response(
+        body=asset.body,
+        headers={
+            "Content-Type": asset.content_type,
+            "Cache-Control": cache,
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@routes.post("/gui/session")
+async def create_session(request: web.Request) -> web.Response:
+    _same_origin(request)
+    data = await read_json(request, limit=SIGN_IN_BODY_LIMIT)
+    reject_unknown(data, {"token"})
+    token = data.get("token")
+    if not isinstance(token, str) or not token.strip():
+        raise BadRequest("token is required", detail={"field": "token"})
+    signed = await request.app[SERVICES].db.run(sign_in, token.strip())
+    log.info("operator %s signed in to the web GUI", signed.operator_id)
+    response = web.json_response(_who(request, signed.operator_name, signed.csrf_token))
+    secure = request.secure
+    max_age = int(SESSION_LIFETIME.total_seconds())
+    response.set_cookie(
+        SESSION_COOKIE,
+        signed.cookie,
+        httponly=True,
+        samesite="Strict",
+        secure=secure,
+        path="/",
+        max_age=max_age,
+    )
+    # Readable by the page on purpose: it echoes it in X-CSRF-Token (double submit).
+    response.set_cookie(
+        CSRF_COOKIE, signed.csrf_token, samesite="Strict", secure=secure, path="/", max_age=max_age
+    )
+    return response
+
+
+@routes.get("/gui/session")
+async def current_session(request: web.Request) -> web.Response:
+    identity = await request.app[SERVICES].db.run(identify, _cookie(request))
+    response = web.json_response(_who(request, identity.operator_name, identity.csrf_token))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@routes.delete("/gui/session")
+async def delete_session(request: web.Request) -> web.Response:
+    cookie = _cookie(request)
+    identity = await request.app[SERVICES].db.run(identify, cookie)
+    require_csrf(request, identity.csrf_token)
+    await request.app[SERVICES].db.run(sign_out, cookie)
+    log.info("operator %s signed out of the web GUI", identity.operator_id)
+    response = web.json_response({"signed_out": True})
+    response.del_cookie(SESSION_COOKIE, path="/")
+    response.del_cookie(CSRF_COOKIE, path="/")
+    return response
+
+
+def _cookie(request: web.Request) -> str:
+    cookie = request.cookies.get(SESSION_COOKIE)
+    if not cookie:
+        raise Unauthorized("not signed in")
+    return cookie
+
+
+def _same_origin(request: web.Request) -> None:
+    """Browsers send Origin on every POST: a sign-in posted from another site is refused
+    (login CSRF would sign the victim in as the attacker)."""
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != f"{request.scheme}://{request.host}":
+        raise Forbidden("sign-in from another origin is refused", detail={"origin": origin})
+
+
+def _who(request: web.Request, name: str, csrf: str) -> dict[str, object]:
+    agents = request.app[SERVICES].settings.agents
+    return {
+        "operator": name,
+        "csrf_token": csrf,
+        "agents": [{"name": a.name, "repo": a.repo} for a in agents.values()],
+    }

@@ -1,0 +1,101 @@
+// The operator API over the session cookie: JSON requests with the CSRF header, and SSE
+// streams read from fetch (POST bodies and Last-Event-ID need more than EventSource offers).
+
+const auth = { csrf: null, onSignedOut: () => {} };
+
+export class ApiError extends Error {
+  constructor(status, body) {
+    super(body?.error || `request failed (${status})`);
+    this.status = status;
+    this.body = body || {};
+  }
+}
+
+export function setCsrf(token) {
+  auth.csrf = token;
+}
+
+export function onSignedOut(callback) {
+  auth.onSignedOut = callback;
+}
+
+function headers(method, extra = {}) {
+  const result = { Accept: "application/json", ...extra };
+  if (!["GET", "HEAD"].includes(method) && auth.csrf) result["X-CSRF-Token"] = auth.csrf;
+  return result;
+}
+
+export async function request(method, path, body) {
+  const init = { method, headers: headers(method), credentials: "same-origin" };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch {
+    throw new ApiError(0, { error: "the service cannot be reached: check that it is running" });
+  }
+  const data = await response.json().catch(() => ({}));
+  if (!response.ok) {
+    if (response.status === 401 && path.startsWith("/api/")) auth.onSignedOut();
+    throw new ApiError(response.status, data);
+  }
+  return data;
+}
+
+export const api = {
+  get: (path) => request("GET", path),
+  post: (path, body) => request("POST", path, body),
+  del: (path) => request("DELETE", path),
+};
+
+// Read an SSE response: onFrame(frame, id) for each `data:` frame; returns the last id seen.
+export async function readSse(response, onFrame) {
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = "";
+  let lastId = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    buffer += decoder.decode(value, { stream: true });
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let data = null;
+      for (const line of block.split("\n")) {
+        if (line.startsWith("id: ")) lastId = Number(line.slice(4)) || lastId;
+        else if (line.startsWith("data: ")) data = line.slice(6);
+      }
+      if (data !== null) {
+        let frame;
+        try {
+          frame = JSON.parse(data);
+        } catch {
+          continue;
+        }
+        if (onFrame(frame, lastId) === false) return lastId;
+      }
+    }
+  }
+  return lastId;
+}
+
+export async function openStream(method, path, { body, lastEventId, signal } = {}) {
+  const extra = { Accept: "text/event-stream" };
+  if (lastEventId) extra["Last-Event-ID"] = String(lastEventId);
+  const init = { method, headers: headers(method, extra), credentials: "same-origin", signal };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const response = await fetch(path, init);
+  if (!response.ok) {
+    const data = await response.json().catch(() => ({}));
+    throw new ApiError(response.status, data);
+  }
+  return response;
+}

@@ -1,0 +1,199 @@
+// The web GUI's entry module: sign-in, screens (Chat, Board, Dashboard), keyboard, live updates.
+import { api, ApiError, onSignedOut, setCsrf } from "./api.js";
+import { Board } from "./board.js";
+import { Chat } from "./chat.js";
+import { setCitationHandler } from "./citations.js";
+import { Dashboard } from "./dashboard.js";
+import { $, show } from "./dom.js";
+import { LiveUpdates } from "./events.js";
+import { notify } from "./notify.js";
+
+const SCREENS = ["chat", "board", "dashboard"];
+const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
+
+class App {
+  constructor() {
+    this.chat = null;
+    this.board = null;
+    this.dashboard = null;
+    this.live = null;
+    this.knownStates = new Map();
+  }
+
+  async boot() {
+    $("#signin-form").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.signIn();
+    });
+    onSignedOut(() => this.signedOut("Your session ended: sign in again."));
+    // `steelframe desktop` opens a dev service's page with #token=...: sign in with it and
+    // drop it from the address at once (a fragment is never sent to any server).
+    if (location.hash.startsWith("#token=")) {
+      const token = decodeURIComponent(location.hash.slice(7));
+      history.replaceState(null, "", "#chat");
+      try {
+        await this.enter(await api.post("/gui/session", { token }));
+        document.body.dataset.ready = "true";
+        return;
+      } catch {
+        /* fall through to the sign-in form */
+      }
+    }
+    try {
+      const who = await api.get("/gui/session");
+      await this.enter(who);
+    } catch {
+      this.signedOut();
+    }
+    document.body.dataset.ready = "true";
+    document.body.dataset.readyMs = String(Math.round(performance.now())); // bench/gui.py
+  }
+
+  async signIn() {
+    const input = $("#token");
+    const error = $("#signin-error");
+    error.textContent = "";
+    try {
+      const who = await api.post("/gui/session", { token: input.value });
+      input.value = "";
+      await this.enter(who);
+    } catch (err) {
+      error.textContent =
+        err instanceof ApiError && err.status === 401
+          ? "That token is not valid. Copy it again from `steelframe operator create` or the dev output."
+          : `Sign-in failed: ${err.message}`;
+    }
+  }
+
+  signedOut(message = "") {
+    this.live?.stop();
+    show($("#app"), false);
+    show($("#signin"), true);
+    $("#signin-error").textContent = message;
+    $("#token").focus();
+  }
+
+  async enter(who) {
+    setCsrf(who.csrf_token);
+    $("#operator-name").textContent = who.operator;
+    show($("#signin"), false);
+    show($("#app"), true);
+    if (!this.chat) this.setup();
+    this.chat.setAgents(who.agents);
+    // The Board first (in parallel): replies link `#N` to runs it knows.
+    const [sessions] = await Promise.all([
+      this.chat.loadSessions(),
+      this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" })),
+    ]);
+    const active = sessions.find((s) => s.active) || null;
+    if (active) await this.chat.open(active.id);
+    else this.chat.renderMessages([]);
+    this.show(location.hash.slice(1) || "chat");
+    for (const t of this.board.list()) this.knownStates.set(t.id, t.state);
+    this.live = new LiveUpdates({
+      onTask: (t) => this.onTask(t),
+      onResult: (r) => this.onResult(r),
+      onSession: () => this.chat.loadSessions().catch(() => {}),
+      onResync: () => this.poll().then(() => this.chat.loadSessions()).catch(() => {}),
+      onPoll: () => this.poll(),
+    });
+    this.live.start();
+  }
+
+  setup() {
+    this.chat = new Chat(this);
+    this.board = new Board(this);
+    this.dashboard = new Dashboard(this);
+    for (const name of SCREENS) {
+      $(`#tab-${name}`).addEventListener("click", () => this.show(name));
+    }
+    $("#sign-out").addEventListener("click", () => this.signOut());
+    window.addEventListener("hashchange", () => this.show(location.hash.slice(1)));
+    setCitationHandler({
+      session: (id) => this.chat.open(id),
+      issue: (n) => this.board.openIssue(n),
+      knowsIssue: (n) => this.board.findIssue(n) !== null,
+    });
+    document.addEventListener("keydown", (ev) => this.onKey(ev));
+  }
+
+  show(name) {
+    if (!SCREENS.includes(name)) name = "chat";
+    for (const screen of SCREENS) {
+      show($(`#screen-${screen}`), screen === name);
+      const tab = $(`#tab-${screen}`);
+      if (screen === name) tab.setAttribute("aria-current", "page");
+      else tab.removeAttribute("aria-current");
+    }
+    show($("#chat-controls"), name === "chat");
+    if (location.hash.slice(1) !== name) history.replaceState(null, "", `#${name}`);
+    document.body.dataset.screen = name;
+  }
+
+  onKey(ev) {
+    const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement?.tagName);
+    if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
+      ev.preventDefault();
+      this.chat.newChat();
+    } else if (ev.key === "Escape" && this.chat.turn) {
+      this.chat.stop();
+    } else if (ev.key === "/" && !typing) {
+      ev.preventDefault();
+      this.show("chat");
+      $("#message").focus();
+    }
+  }
+
+  async signOut() {
+    try {
+      await api.del("/gui/session");
+    } catch (err) {
+      notify(`Sign-out failed: ${err.message}`, { level: "error" });
+      return;
+    }
+    this.signedOut("Signed out.");
+  }
+
+  onTask(task) {
+    const before = this.knownStates.get(task.task_id);
+    this.knownStates.set(task.task_id, task.state);
+    this.board.apply(task);
+    if (before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state);
+  }
+
+  onResult(result) {
+    const words = RESULT_WORDS[result.kind] || result.kind;
+    const shownInChat = this.chat.addResult(result);
+    if (!shownInChat || document.body.dataset.screen !== "chat") {
+      notify(`Task ${result.task_id} ${words}: ${result.text.slice(0, 160)}`, {
+        key: `result:${result.message_id}`,
+        level: result.kind === "failed" ? "error" : "info",
+        action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
+      });
+    }
+  }
+
+  announceState(taskId, issue, title, state) {
+    if (!["delivered", "waiting_for_info", "failed"].includes(state)) return;
+    const words = { delivered: "delivered", waiting_for_info: "is waiting for you", failed: "failed" }[state];
+    notify(`#${issue} ${title || ""} ${words}`, { key: `state:${taskId}:${state}` });
+  }
+
+  // Without an events stream: refresh the Board and announce what changed.
+  async poll() {
+    await this.board.load();
+    for (const t of this.board.list()) {
+      const before = this.knownStates.get(t.id);
+      this.knownStates.set(t.id, t.state);
+      // A task first seen now (filed since the page loaded) counts as a change too.
+      if (before !== t.state) this.announceState(t.id, t.issue, t.title, t.state);
+    }
+  }
+
+  // After a turn that may have filed work: the Board catches up without waiting for a poll.
+  taskMayHaveChanged() {
+    if (this.live?.mode !== "stream") this.board.load().catch(() => {});
+  }
+}
+
+new App().boot();

@@ -1,0 +1,198 @@
+// The Board: task cards by state, updated live; the run modal (events, why it waits, PR,
+// private log, Terminate, Discuss).
+import { api } from "./api.js";
+import { $, h, clear, ago, externalLink } from "./dom.js";
+import { notify } from "./notify.js";
+
+export const STATES = [
+  ["queued", "Queued"],
+  ["running", "Running"],
+  ["waiting_for_info", "Waiting for info"],
+  ["delivered", "Delivered"],
+  ["failed", "Failed"],
+  ["terminated", "Terminated"],
+  ["archived", "Archived"],
+];
+const LIVE = new Set(["queued", "running", "waiting_for_info"]);
+
+export class Board {
+  constructor(app) {
+    this.app = app;
+    this.tasks = new Map();
+    this.modalTask = null;
+    this.logAvailable = true;
+    this.modal = $("#run-modal");
+    this.modal.addEventListener("close", () => { this.modalTask = null; });
+    $("#run-close").addEventListener("click", () => this.modal.close());
+  }
+
+  async load() {
+    const [live, archived] = await Promise.all([
+      api.get("/api/operator/board?limit=1000"),
+      api.get("/api/operator/board?archived=true&limit=1000"),
+    ]);
+    this.tasks.clear();
+    for (const t of [...live.tasks, ...archived.tasks]) this.tasks.set(t.id, t);
+    this.render();
+    this.app.dashboard.render(this.list());
+  }
+
+  list() {
+    return [...this.tasks.values()].sort((a, b) => (b.updated_at || "").localeCompare(a.updated_at || ""));
+  }
+
+  // A `task` event: {task_id, issue, title, state, pr_url, reason, updated_at}.
+  apply(event) {
+    const known = this.tasks.get(event.task_id) || { id: event.task_id, archived: false };
+    const task = {
+      ...known,
+      id: event.task_id,
+      issue: event.issue ?? known.issue,
+      title: event.title ?? known.title,
+      state: event.state ?? known.state,
+      pr_url: event.pr_url ?? known.pr_url,
+      reason: event.reason ?? known.reason,
+      updated_at: event.updated_at ?? known.updated_at,
+    };
+    if (event.state === "archived") task.archived = true;
+    this.tasks.set(task.id, task);
+    this.render();
+    this.app.dashboard.render(this.list());
+    if (this.modalTask === task.id) this.openModal(task.id);
+  }
+
+  findIssue(issue) {
+    return this.list().find((t) => t.issue === issue) || null;
+  }
+
+  openIssue(issue) {
+    const task = this.findIssue(issue);
+    if (task) this.openModal(task.id);
+  }
+
+  column(task) {
+    return task.archived ? "archived" : task.state;
+  }
+
+  render() {
+    const root = clear($("#board-columns"));
+    const tasks = this.list();
+    if (!tasks.length) {
+      root.append(h("p", { class: "empty", text: "No tasks yet. Filed issues with the pickup label appear here." }));
+    }
+    for (const [state, label] of STATES) {
+      const cards = tasks.filter((t) => this.column(t) === state);
+      root.append(
+        h(
+          "section",
+          { class: `column state-${state}`, "aria-label": `${label} (${cards.length})`, "data-state": state },
+          h("h2", {}, label, h("span", { class: "count", text: ` ${cards.length}` })),
+          h("ul", { class: "cards" }, cards.map((t) => this.card(t))),
+        ),
+      );
+    }
+  }
+
+  card(task) {
+    const title = task.title || "(untitled)";
+    const finished = !LIVE.has(task.state);
+    return h(
+      "li",
+      { class: "card", "data-task": task.id, "data-issue": task.issue ?? "" },
+      h(
+        "button",
+        { class: "card-open", onclick: () => this.openModal(task.id), title: "Open the run" },
+        h("span", { class: "card-issue", text: task.issue ? `#${task.issue}` : `task ${task.id}` }),
+        h("span", { class: "card-title", text: title }),
+      ),
+      h("div", { class: "card-meta" },
+        h("span", { class: `badge ${task.state}`, text: task.state.replaceAll("_", " ") }),
+        h("span", { class: "age", text: ago(task.updated_at) }),
+        task.pr_url ? externalLink(task.pr_url, "PR") : null,
+      ),
+      h("div", { class: "card-actions" },
+        task.issue ? h("button", { class: "discuss", text: "Discuss", onclick: () => this.app.chat.discuss(task.issue), "aria-label": `Discuss #${task.issue}` }) : null,
+        finished && !task.archived ? h("button", { class: "archive", text: "Archive", onclick: () => this.archive(task.id), "aria-label": `Archive #${task.issue}` }) : null,
+      ),
+    );
+  }
+
+  async archive(id) {
+    try {
+      const task = await api.post(`/api/operator/tasks/${id}/archive`);
+      this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
+      this.render();
+      this.app.dashboard.render(this.list());
+    } catch (err) {
+      notify(`Archive failed: ${err.message}`, { level: "error" });
+    }
+  }
+
+  async terminate(id) {
+    if (!window.confirm("Terminate this run? The coding agent is stopped and the task ends.")) return;
+    try {
+      const task = await api.post(`/api/operator/tasks/${id}/terminate`);
+      this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
+      this.render();
+      this.openModal(id);
+    } catch (err) {
+      notify(`Terminate failed: ${err.message}`, { level: "error" });
+    }
+  }
+
+  async openModal(id) {
+    let detail;
+    try {
+      detail = await api.get(`/api/operator/tasks/${id}`);
+    } catch (err) {
+      notify(`Could not load the run: ${err.message}`, { level: "error" });
+      return;
+    }
+    this.modalTask = id;
+    $("#run-title").textContent = `${detail.issue ? `#${detail.issue} ` : ""}${detail.title || ""}`;
+    const body = clear($("#run-body"));
+    body.append(
+      h("p", {}, h("span", { class: `badge ${detail.state}`, text: detail.state.replaceAll("_", " ") }),
+        detail.pr_url ? h("span", {}, " · ", externalLink(detail.pr_url, "pull request")) : null,
+        detail.usage?.cost_usd ? ` · $${Number(detail.usage.cost_usd).toFixed(2)}` : null),
+    );
+    const why = waitingReason(detail);
+    if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));
+    if (detail.last_error) body.append(h("h3", { text: "Last error" }), h("pre", { class: "log", text: detail.last_error }));
+    body.append(h("h3", { text: "Events" }), h("ol", { class: "events" }, (detail.events || []).map(eventItem)));
+    const logSlot = h("div", { class: "log-slot" });
+    body.append(logSlot);
+    this.loadLog(id, logSlot);
+    const actions = clear($("#run-actions"));
+    if (LIVE.has(detail.state)) actions.append(h("button", { class: "danger", text: "Terminate", onclick: () => this.terminate(id) }));
+    if (detail.issue) actions.append(h("button", { text: "Discuss", onclick: () => { this.modal.close(); this.app.chat.discuss(detail.issue); } }));
+    if (!this.modal.open) this.modal.showModal();
+  }
+
+  async loadLog(id, slot) {
+    if (!this.logAvailable) return;
+    try {
+      const log = await api.get(`/api/operator/tasks/${id}/log`);
+      const text = typeof log === "string" ? log : log.text ?? log.log ?? JSON.stringify(log, null, 2);
+      slot.append(h("h3", { text: "Private log" }), h("pre", { class: "log", text }));
+    } catch (err) {
+      if (err.status === 404 && !err.body?.detail) this.logAvailable = err.body?.error !== "Not Found";
+    }
+  }
+}
+
+function waitingReason(detail) {
+  if (detail.state !== "waiting_for_info") return detail.reason || "";
+  return detail.question || detail.reason || detail.last_event?.detail || "waiting for the operator's Decision";
+}
+
+function eventItem(ev) {
+  const change = ev.from || ev.to ? ` ${ev.from || "·"} → ${ev.to || "·"}` : "";
+  return h(
+    "li",
+    {},
+    h("time", { datetime: ev.at, text: new Date(ev.at).toLocaleString() }),
+    h("span", { class: "event-kind", text: ` ${ev.kind}${change}` }),
+    ev.detail ? h("div", { class: "event-detail", text: ev.detail }) : null,
+  );
+}

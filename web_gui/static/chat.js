@@ -1,0 +1,545 @@
+// The Chat surface: sessions sidebar, header (agent, focus), messages, status line, the
+// Publish bar and the composer. Turns stream over SSE and resume after a dropped connection.
+import { api, ApiError, openStream, readSse } from "./api.js";
+import { $, h, clear, show, externalLink } from "./dom.js";
+import { ReplyView, renderStored, userMessage } from "./messages.js";
+import { notify } from "./notify.js";
+import { renderSidebar } from "./sidebar.js";
+
+const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
+const RESUME_TRIES = 5;
+
+export class Chat {
+  constructor(app) {
+    this.app = app;
+    this.sessions = [];
+    this.session = null; // the open session (with messages)
+    this.focus = null;
+    this.focusChanged = false; // send focus with the next message
+    this.agent = null;
+    this.agentChanged = false;
+    this.decision = null; // {body, issue}
+    this.turn = null; // {session, turnId, lastId, view, done}
+    this.unseen = new Set();
+    this.rendered = new Set();
+    this.hiddenOlder = [];
+    this.els = {
+      list: $("#session-list"),
+      messages: $("#messages"),
+      status: $("#status-line"),
+      composer: $("#composer"),
+      input: $("#message"),
+      send: $("#send"),
+      stop: $("#stop"),
+      publishBar: $("#publish-bar"),
+      publishLabel: $("#publish-label"),
+      publishText: $("#decision-text"),
+      publishButton: $("#publish"),
+      focusChip: $("#focus-chip"),
+      focusText: $("#focus-text"),
+      focusForm: $("#focus-form"),
+      focusInput: $("#focus-input"),
+      agent: $("#agent-select"),
+      title: $("#chat-title"),
+    };
+    this.bind();
+  }
+
+  bind() {
+    const e = this.els;
+    e.composer.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.send();
+    });
+    e.input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
+        ev.preventDefault();
+        this.send();
+      }
+    });
+    e.stop.addEventListener("click", () => this.stop());
+    $("#new-chat").addEventListener("click", () => this.newChat());
+    $("#focus-clear").addEventListener("click", () => this.setFocus(null));
+    e.focusForm.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const n = Number(e.focusInput.value);
+      if (Number.isInteger(n) && n > 0) {
+        this.setFocus(n);
+        e.focusInput.value = "";
+      } else notify("Focus needs an issue or PR number, e.g. 42", { level: "error" });
+    });
+    e.agent.addEventListener("change", () => this.switchAgent(e.agent.value));
+    e.publishBar.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      this.publish();
+    });
+  }
+
+  setAgents(agents) {
+    clear(this.els.agent);
+    for (const agent of agents) {
+      this.els.agent.append(h("option", { value: agent.name, text: `${agent.name} (${agent.repo})` }));
+    }
+    this.agent = agents[0]?.name || "default";
+    this.els.agent.value = this.agent;
+  }
+
+  // -- sidebar ---------------------------------------------------------------------------
+
+  async loadSessions() {
+    const data = await api.get("/api/operator/chat/sessions");
+    this.sessions = data.sessions;
+    this.renderSessions();
+    return this.sessions;
+  }
+
+  renderSessions() {
+    renderSidebar(this.els.list, this.sessions, {
+      currentId: this.session?.id,
+      unseen: this.unseen,
+      onOpen: (id) => this.open(id),
+      onDelete: (id, title) => this.remove(id, title),
+    });
+  }
+
+  // -- sessions --------------------------------------------------------------------------
+
+  async open(id) {
+    let session;
+    try {
+      // Reopening pins it: a message sent without a session goes here (docs/api.md).
+      session = await api.post(`/api/operator/chat/session/${encodeURIComponent(id)}/open`);
+    } catch (err) {
+      notify(`Could not open that chat: ${err.message}`, { level: "error" });
+      return;
+    }
+    this.unseen.delete(id);
+    this.app.show("chat");
+    this.load(session);
+    this.renderSessions();
+    const turn = this.turn;
+    if (turn) {
+      // A turn runs on while another session is shown; coming back shows it again.
+      turn.away = turn.session !== session.id;
+      if (!turn.away) this.els.messages.append(...[turn.user, turn.view.el].filter(Boolean));
+      return;
+    }
+    this.resume(session.id);
+  }
+
+  load(session) {
+    this.session = session;
+    this.focus = session.focus ?? null;
+    this.focusChanged = false;
+    this.agent = session.agent || this.agent;
+    this.agentChanged = false;
+    this.els.agent.value = this.agent;
+    this.decision = session.decision || null;
+    this.els.title.textContent = session.title || "New chat";
+    this.renderFocus();
+    this.renderMessages(session.messages || []);
+    this.renderPending(session.pending);
+    this.renderPublishBar();
+  }
+
+  renderMessages(messages) {
+    const box = clear(this.els.messages);
+    this.rendered = new Set(messages.map((m) => m.id));
+    this.hiddenOlder = messages.slice(0, Math.max(0, messages.length - PAGE));
+    const shown = messages.slice(-PAGE);
+    if (!messages.length) {
+      box.append(h("p", { class: "empty", id: "chat-empty", text: this.focus
+        ? `Focused on #${this.focus}. You speak first: nothing is sent until you do.`
+        : "Ask anything about your repositories. Enter sends, Shift+Enter adds a line." }));
+    }
+    if (this.hiddenOlder.length) box.append(this.olderButton());
+    const fragment = document.createDocumentFragment();
+    for (const m of shown) fragment.append(renderStored(m));
+    box.append(fragment);
+    box.scrollTop = box.scrollHeight;
+  }
+
+  olderButton() {
+    return h("button", {
+      class: "older",
+      text: `Show earlier messages (${this.hiddenOlder.length})`,
+      onclick: (ev) => {
+        const page = this.hiddenOlder.splice(Math.max(0, this.hiddenOlder.length - PAGE));
+        const fragment = document.createDocumentFragment();
+        for (const m of page) fragment.append(renderStored(m));
+        const box = this.els.messages;
+        const before = box.scrollHeight;
+        ev.currentTarget.replaceWith(...(this.hiddenOlder.length ? [this.olderButton()] : []), fragment);
+        box.scrollTop += box.scrollHeight - before; // keep the reader where they were
+      },
+    });
+  }
+
+  async newChat({ issue = null } = {}) {
+    if (this.turn) {
+      notify("A turn is running: stop it or let it finish first.", { level: "error" });
+      return null;
+    }
+    const body = issue ? { issue, title: `Discuss #${issue}` } : {};
+    if (this.agent) body.agent = this.agent;
+    let session;
+    try {
+      session = await api.post("/api/operator/chat/new", body);
+    } catch (err) {
+      notify(`Could not start a new chat: ${err.message}`, { level: "error" });
+      return null;
+    }
+    this.load({ ...session, messages: [] });
+    this.app.show("chat");
+    await this.loadSessions();
+    this.els.input.value = "";
+    this.els.input.focus();
+    return session;
+  }
+
+  discuss(issue) {
+    return this.newChat({ issue });
+  }
+
+  async remove(id, title) {
+    if (!window.confirm(`Delete the chat "${title}" and its messages?`)) return;
+    try {
+      await api.del(`/api/operator/chat/session/${encodeURIComponent(id)}`);
+    } catch (err) {
+      notify(`Could not delete: ${err.message}`, { level: "error" });
+      return;
+    }
+    if (this.session?.id === id) {
+      this.session = null;
+      this.decision = null;
+      this.renderPublishBar();
+      clear(this.els.messages).append(h("p", { class: "empty", text: "Chat deleted. Start a new one or pick another." }));
+      this.els.title.textContent = "New chat";
+    }
+    notify(`Deleted "${title}"`);
+    await this.loadSessions();
+  }
+
+  // -- focus, agent, decision -------------------------------------------------------------
+
+  setFocus(issue) {
+    if (issue === this.focus) return;
+    this.focus = issue;
+    this.focusChanged = true;
+    // The server clears the draft when the focus changes; the bar goes now.
+    this.decision = null;
+    this.renderFocus();
+    this.renderPublishBar();
+  }
+
+  renderFocus() {
+    const has = this.focus !== null && this.focus !== undefined;
+    show(this.els.focusChip, has);
+    show(this.els.focusForm, !has);
+    this.els.focusText.textContent = has ? `focus: #${this.focus}` : "";
+    $("#focus-clear").setAttribute("aria-label", has ? `Clear focus #${this.focus}` : "Clear focus");
+  }
+
+  switchAgent(name) {
+    if (name === this.agent) return;
+    this.agent = name;
+    this.agentChanged = true;
+    this.decision = null;
+    this.renderPublishBar();
+    notify(`Agent: ${name}. It answers from your next message.`);
+  }
+
+  renderPublishBar() {
+    const d = this.decision;
+    const visible = Boolean(d && d.body && d.body.trim() && d.issue && this.focus === d.issue);
+    show(this.els.publishBar, visible);
+    if (!visible) {
+      delete this.els.publishText.dataset.for; // the next draft fills the bar afresh
+      return;
+    }
+    this.els.publishLabel.textContent = `Decision for #${d.issue}`;
+    this.els.publishButton.textContent = `Publish to #${d.issue}`;
+    if (this.els.publishText.dataset.for !== `${d.issue}:${d.body}`) {
+      this.els.publishText.value = d.body;
+      this.els.publishText.dataset.for = `${d.issue}:${d.body}`;
+    }
+  }
+
+  async publish() {
+    const d = this.decision;
+    const body = this.els.publishText.value;
+    if (!d || !body.trim()) return;
+    this.els.publishButton.disabled = true;
+    try {
+      const result = await api.post("/api/operator/chat/decision", {
+        issue: d.issue,
+        body,
+        session_id: this.session?.id,
+      });
+      this.decision = null;
+      this.renderPublishBar();
+      notify(`Published the Decision to #${result.issue}`, { link: result.comment_url });
+    } catch (err) {
+      notify(`Publish failed: ${err.message}. The draft is kept; try again.`, { level: "error" });
+    } finally {
+      this.els.publishButton.disabled = false;
+    }
+  }
+
+  renderPending(pending, view) {
+    $("#pending-slot")?.remove();
+    if (!pending || !pending.title) return;
+    const slot = h(
+      "div",
+      { class: "pending", id: "pending-slot" },
+      h("span", { text: pending.kind === "memory" ? "Proposed memory: " : "Proposed issue: " }),
+      h("strong", { text: pending.title }),
+      h("button", { class: "file", text: "File", onclick: () => this.file(slot) }),
+    );
+    (view ? view.actions : this.els.messages).append(slot);
+  }
+
+  async file(slot) {
+    try {
+      const filed = await api.post("/api/operator/chat/file", { session: this.session?.id });
+      slot.replaceWith(filedNote(filed.filed_issue_number, filed.filed_issue_url));
+    } catch (err) {
+      notify(`Filing failed: ${err.message}`, { level: "error" });
+    }
+  }
+
+  // -- turns -----------------------------------------------------------------------------
+
+  async send() {
+    const text = this.els.input.value;
+    if (!text.trim() || this.turn) return;
+    const body = { message: text };
+    if (this.session?.id) body.session = this.session.id;
+    if (this.agentChanged || !this.session) body.agent = this.agent;
+    if (this.focusChanged || (!this.session && this.focus)) body.focus = this.focus;
+    $("#chat-empty")?.remove();
+    const view = new ReplyView();
+    const user = userMessage(text, "");
+    this.els.messages.append(user, view.el);
+    this.els.input.value = "";
+    this.startTurn(view);
+    let response;
+    try {
+      response = await openStream("POST", "/api/operator/chat/stream", { body, signal: this.turn.abort.signal });
+    } catch (err) {
+      this.endTurn();
+      user.remove();
+      view.el.remove();
+      this.els.input.value = text;
+      this.sendFailed(err);
+      return;
+    }
+    this.focusChanged = false;
+    this.agentChanged = false;
+    this.turn.session = response.headers.get("X-Steelframe-Session");
+    this.turn.turnId = response.headers.get("X-Steelframe-Turn");
+    this.turn.user = user;
+    this.turn.started = true;
+    if (this.turn.stopWanted) this.stop(); // Stop pressed before the server had the turn
+    await this.follow(response);
+  }
+
+  sendFailed(err) {
+    if (err instanceof ApiError && err.status === 409 && err.body?.detail?.session) {
+      notify("A turn is already running: showing it.", { level: "error" });
+      this.open(err.body.detail.session);
+      return;
+    }
+    notify(`Not sent: ${err.message}`, { level: "error" });
+  }
+
+  startTurn(view) {
+    this.turn = { view, lastId: 0, abort: new AbortController(), finished: false };
+    show(this.els.send, false);
+    show(this.els.stop, true);
+    this.els.status.textContent = "starting…";
+    this.els.status.classList.add("busy");
+  }
+
+  endTurn() {
+    this.turn = null;
+    show(this.els.send, true);
+    show(this.els.stop, false);
+    this.els.status.classList.remove("busy");
+  }
+
+  // Follow a turn's frames; if the connection drops before done/error, re-attach with
+  // Last-Event-ID and carry on from the next frame (no duplicates, nothing lost).
+  async follow(response) {
+    const turn = this.turn;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        turn.lastId = await readSse(response, (frame, id) => {
+          turn.lastId = id;
+          return this.onFrame(turn, frame);
+        });
+      } catch {
+        /* the network dropped: resume below */
+      }
+      if (turn.finished || this.turn !== turn) return;
+      if (attempt >= RESUME_TRIES) {
+        turn.view.stopped("The connection to the service was lost. Reopen the chat to see the answer.");
+        this.endTurn();
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      try {
+        const q = turn.turnId ? `turn=${encodeURIComponent(turn.turnId)}` : `session=${encodeURIComponent(turn.session)}`;
+        response = await openStream("GET", `/api/operator/chat/stream?${q}`, { lastEventId: turn.lastId });
+      } catch {
+        response = null;
+        if (attempt + 1 >= RESUME_TRIES) continue;
+      }
+      if (!response) continue;
+    }
+  }
+
+  onFrame(turn, frame) {
+    const view = turn.view;
+    switch (frame.type) {
+      case "status":
+        if (frame.session) turn.session = frame.session;
+        if (frame.turn_id) turn.turnId = frame.turn_id;
+        this.els.status.textContent = frame.text;
+        break;
+      case "thinking":
+        view.addThinking(frame.text);
+        break;
+      case "delta":
+        view.addDelta(frame.text, frame.replace);
+        break;
+      case "done":
+        turn.finished = true;
+        this.finishTurn(turn, frame.response);
+        return false;
+      case "error":
+        turn.finished = true;
+        this.failTurn(turn, frame);
+        return false;
+      default:
+        break;
+    }
+    return true;
+  }
+
+  finishTurn(turn, r) {
+    if (turn.away) {
+      // Finished while another session is shown: it is saved; say so, change nothing here.
+      this.endTurn();
+      this.unseen.add(r.session);
+      this.loadSessions().catch(() => {});
+      notify("The reply you were waiting for is ready.", { action: { label: "Open chat", run: () => this.open(r.session) } });
+      return;
+    }
+    const id = `${r.turn_id}-a`;
+    if (this.rendered.has(id) && turn.resumedOnOpen) {
+      turn.view.el.remove(); // already in the history we loaded
+    } else {
+      this.rendered.add(id);
+      turn.view.finish({
+        id,
+        content: r.reply,
+        reasoning: r.reasoning,
+        retrieved: r.retrieved,
+        retrieveHits: r.retrieve_hits,
+      });
+      if (turn.user) turn.user.dataset.id = `${r.turn_id}-u`;
+      if (r.filed_issue_number) turn.view.actions.append(filedNote(r.filed_issue_number, r.filed_issue_url));
+      else if (r.pending_title)
+        this.renderPending({ title: r.pending_title, body: r.pending_body, kind: r.pending_kind }, turn.view);
+    }
+    this.els.status.textContent = r.retrieve_hits ? `done · ${r.retrieve_hits} hits` : "done";
+    if (!this.session || this.session.id !== r.session) this.session = { id: r.session, messages: [] };
+    this.focus = r.focus ?? null;
+    this.agent = r.agent || this.agent;
+    this.els.agent.value = this.agent;
+    this.decision = r.decision_body && r.decision_issue ? { body: r.decision_body, issue: r.decision_issue } : null;
+    this.renderFocus();
+    this.renderPublishBar();
+    this.endTurn();
+    this.loadSessions().then(() => {
+      const s = this.sessions.find((x) => x.id === r.session);
+      if (s) this.els.title.textContent = s.title || "New chat";
+    });
+    this.app.taskMayHaveChanged();
+  }
+
+  failTurn(turn, frame) {
+    const text =
+      frame.reason === "stopped"
+        ? "Stopped. Nothing of this turn was kept; your next message starts fresh."
+        : `The turn failed (${frame.reason}): ${frame.error}. Try again.`;
+    turn.view.stopped(text);
+    if (frame.reason === "stopped" && turn.user) turn.user.classList.add("stopped");
+    this.els.status.textContent = frame.reason === "stopped" ? "stopped" : "failed";
+    this.endTurn();
+  }
+
+  async stop() {
+    if (!this.turn) return;
+    if (!this.turn.started) {
+      this.turn.stopWanted = true;
+      this.els.status.textContent = "stopping…";
+      return;
+    }
+    const turn = this.turn;
+    // "Nothing in flight" while our stream is still open means the stop crossed the turn's
+    // start on the server: ask again (briefly) until it lands or the turn ends.
+    for (let attempt = 0; attempt < 5 && this.turn === turn && !turn.finished; attempt++) {
+      let result;
+      try {
+        result = await api.post("/api/operator/chat/stop");
+      } catch (err) {
+        notify(`Stop failed: ${err.message}`, { level: "error" });
+        return;
+      }
+      if (result.reason === "finishing") this.els.status.textContent = "finishing: the answer is being saved";
+      if (result.stopped || result.reason) return;
+      await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+    }
+  }
+
+  // After opening a session (or reloading the page), re-attach to a turn still running in it.
+  async resume(sessionId) {
+    if (this.turn) return;
+    let response;
+    try {
+      response = await openStream("GET", `/api/operator/chat/stream?session=${encodeURIComponent(sessionId)}`);
+    } catch {
+      return; // nothing in flight
+    }
+    if (this.session?.id !== sessionId || this.turn) return;
+    const view = new ReplyView();
+    this.els.messages.append(view.el);
+    this.startTurn(view);
+    this.turn.session = sessionId;
+    this.turn.resumedOnOpen = true;
+    this.turn.started = true;
+    await this.follow(response);
+  }
+
+  // A task result pushed by the events stream, shown once in its session.
+  addResult(result) {
+    if (this.rendered.has(result.message_id)) return false;
+    if (this.session?.id === result.session_id) {
+      this.rendered.add(result.message_id);
+      const view = new ReplyView(result.message_id);
+      view.finish({ id: result.message_id, content: result.text });
+      this.els.messages.append(view.el);
+      this.els.messages.scrollTop = this.els.messages.scrollHeight;
+      return true;
+    }
+    this.unseen.add(result.session_id);
+    this.renderSessions();
+    return false;
+  }
+}
+
+function filedNote(number, url) {
+  return h("p", { class: "filed" }, "Filed as ", url ? externalLink(url, `#${number}`) : `#${number}`);
+}

@@ -1,0 +1,145 @@
+// One chat message on screen: the user's text, or a reply with its Thinking accordion,
+// the reply (sanitised Markdown) and the expandable "retrieve N hits" row.
+import { h, externalLink } from "./dom.js";
+import { linkCitations } from "./citations.js";
+import { renderMarkdown } from "./markdown.js";
+
+export function userMessage(text, id) {
+  return h(
+    "article",
+    { class: "msg user", "data-id": id, "aria-label": "You said" },
+    h("div", { class: "who", text: "you" }),
+    h("div", { class: "body plain", text }),
+  );
+}
+
+export class ReplyView {
+  constructor(id) {
+    this.thinkingText = "";
+    this.text = "";
+    this.thinkingStarted = null;
+    this.thinkingSeconds = null;
+    this.paintQueued = false;
+    this.thinking = h("details", { class: "thinking", hidden: true });
+    this.thinkingLabel = h("summary", { text: "Thinking" });
+    this.thinkingBody = h("div", { class: "thinking-body" });
+    this.thinking.append(this.thinkingLabel, this.thinkingBody);
+    this.body = h("div", { class: "body markdown" });
+    this.hits = h("div", { class: "hits-slot" });
+    this.actions = h("div", { class: "actions" });
+    this.el = h(
+      "article",
+      { class: "msg assistant", "data-id": id || "", "aria-label": "Steelframe replied" },
+      h("div", { class: "who", text: "steelframe" }),
+      this.thinking,
+      this.body,
+      this.hits,
+      this.actions,
+    );
+  }
+
+  addThinking(text) {
+    if (this.thinkingStarted === null) this.thinkingStarted = performance.now();
+    this.thinkingText += text;
+    this.thinking.hidden = false;
+    this.thinking.open = true;
+    this.thinkingLabel.classList.add("shimmer");
+    this.thinkingLabel.textContent = "Thinking…";
+    this.thinkingBody.textContent = this.thinkingText;
+  }
+
+  collapseThinking() {
+    if (this.thinkingStarted !== null && this.thinkingSeconds === null) {
+      const seconds = (performance.now() - this.thinkingStarted) / 1000;
+      this.thinkingSeconds =
+        seconds < 0.1 ? "under 0.1" : seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
+    }
+    this.thinkingLabel.classList.remove("shimmer");
+    this.thinking.open = false;
+    this.thinkingLabel.textContent =
+      this.thinkingSeconds === null ? "Thinking" : `Thought for ${this.thinkingSeconds} s`;
+  }
+
+  addDelta(text, replace) {
+    if (this.thinking.open) this.collapseThinking();
+    // A grounded second draft replaces the first: never concatenate drafts.
+    this.text = replace ? text : this.text + text;
+    this.el.classList.toggle("redraft", Boolean(replace) || this.el.classList.contains("redraft"));
+    this.paintSoon();
+  }
+
+  paintSoon() {
+    if (this.paintQueued) return;
+    this.paintQueued = true;
+    // One paint per frame, however many tokens arrived: the first lands in the next frame.
+    requestAnimationFrame(() => {
+      this.paintQueued = false;
+      renderMarkdown(this.body, this.text);
+    });
+  }
+
+  finish(message) {
+    this.el.dataset.id = message.id || this.el.dataset.id;
+    this.text = message.content || "";
+    renderMarkdown(this.body, this.text);
+    linkCitations(this.body);
+    const reasoning = message.reasoning || "";
+    if (reasoning) {
+      this.thinkingText = reasoning;
+      this.thinkingBody.textContent = reasoning;
+      this.thinking.hidden = false;
+    }
+    this.collapseThinking();
+    this.setHits(message.retrieved || [], message.retrieveHits);
+  }
+
+  setHits(hits, count) {
+    this.hits.replaceChildren();
+    if (!hits.length) return;
+    const n = count ?? hits.length;
+    const list = h("ul", { class: "hit-list" }, hits.map(hitItem));
+    this.hits.append(
+      h("details", { class: "hits" }, h("summary", { text: `retrieve ${n} hits` }), list),
+    );
+  }
+
+  stopped(reasonText) {
+    this.collapseThinking();
+    this.text = "";
+    this.body.replaceChildren(h("p", { class: "note", text: reasonText }));
+    this.el.classList.add("stopped");
+  }
+}
+
+function hitItem(hit) {
+  const parts = [];
+  parts.push(h("span", { class: "hit-source", text: hit.source || "memory" }));
+  if (typeof hit.score === "number") parts.push(h("span", { class: "hit-score", text: hit.score.toFixed(2) }));
+  if (hit.issue) {
+    const link = hit.url || hit.issue_url;
+    parts.push(link ? externalLink(link, `#${hit.issue}`) : h("span", { text: `#${hit.issue}` }));
+  }
+  if (hit.pr) parts.push(h("span", { text: `PR #${hit.pr}` }));
+  if (hit.session_id) parts.push(h("span", { class: "hit-session", text: `session ${hit.session_id}` }));
+  const paths = Array.isArray(hit.paths) && hit.paths.length ? hit.paths.join(", ") : "";
+  return h(
+    "li",
+    { class: "hit" },
+    h("div", { class: "hit-meta" }, parts),
+    paths ? h("div", { class: "hit-paths", text: paths }) : null,
+    h("div", { class: "hit-preview", text: hit.preview || hit.text || "" }),
+  );
+}
+
+export function renderStored(message) {
+  if (message.role === "user") return userMessage(message.content, message.id);
+  const view = new ReplyView(message.id);
+  view.finish({
+    id: message.id,
+    content: message.content,
+    reasoning: message.reasoning,
+    retrieved: message.meta?.retrieved || [],
+    retrieveHits: message.meta?.retrieve_hits,
+  });
+  return view.el;
+}

@@ -1,0 +1,51 @@
+// The sessions sidebar: newest activity first, grouped Today / Yesterday / Earlier, a dot on
+// sessions with unseen task results, and a delete button on each.
+import { h, clear } from "./dom.js";
+
+export function renderSidebar(list, sessions, { currentId, unseen, onOpen, onDelete }) {
+  clear(list);
+  if (!sessions.length) {
+    list.append(h("p", { class: "empty", text: "No sessions yet: ask anything about your repositories." }));
+    return;
+  }
+  for (const [name, group] of byDay(sessions)) {
+    list.append(
+      h("h2", { class: "group", text: name }),
+      h("ul", { class: "sessions" }, group.map((s) => item(s, s.id === currentId, unseen.has(s.id), onOpen, onDelete))),
+    );
+  }
+}
+
+function byDay(sessions) {
+  const groups = new Map();
+  const today = new Date().toDateString();
+  const yesterday = new Date(Date.now() - 86400000).toDateString();
+  for (const s of sessions) {
+    const day = new Date(s.last_activity_at).toDateString();
+    const name = day === today ? "Today" : day === yesterday ? "Yesterday" : "Earlier";
+    if (!groups.has(name)) groups.set(name, []);
+    groups.get(name).push(s);
+  }
+  return groups;
+}
+
+function item(s, current, unseen, onOpen, onDelete) {
+  const title = s.title || "New chat";
+  return h(
+    "li",
+    { class: current ? "session current" : "session", "data-session": s.id },
+    h(
+      "button",
+      { class: "session-open", "aria-current": current ? "true" : null, onclick: () => onOpen(s.id) },
+      unseen ? h("span", { class: "dot", "aria-label": "new task result" }) : null,
+      h("span", { class: "session-title", text: title }),
+    ),
+    h("button", {
+      class: "session-delete icon",
+      "aria-label": `Delete chat ${title}`,
+      title: "Delete chat",
+      text: "✕",
+      onclick: () => onDelete(s.id, title),
+    }),
+  );
+}
