@@ -105,12 +105,12 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
 async def test_a_stale_terminate_request_never_stops_the_next_generation(make: Make) -> None:
     lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue()
-    await lc.work()
     task = lc.task(issue)
-    assert task.state == TaskState.DELIVERED
-    # Recorded while a frozen run held the row; the run delivered before it was applied.
+    assert (await lc.service.terminate(task.id, actor="operator:first")).applied
+    # A request recorded while a frozen run held the row, left over when the task finished.
     lc.ctx.db.call(termination.record, task.id, "operator:late", lc.ctx.clock)
-    await lc.service.pickup(lc.repo, issue, title="again", cause="test:reopen")
+    reopened = await lc.service.pickup(lc.repo, issue, title="again", cause="test:reopen")
+    assert reopened.started
     assert lc.ctx.db.call(termination.pending) == []
     report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
     assert report.terminated == []
