@@ -213,28 +213,24 @@ _POSTGRES_ALIASES = {"postgres", "postgresql+psycopg2", "postgres+psycopg"}
 
 
 def _database_url(value: str) -> str:
-    """A SQLAlchemy URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
-    relative SQLite path is made absolute (a coding run or worker may change directory)."""
-    # Here, not at the top: `steelframe --version` reads no settings and must not pay for
-    # importing SQLAlchemy (bench/cli_startup.py).
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        url = make_url(value.strip())
-    except ArgumentError:
+    """A database URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
+    relative SQLite path is made absolute (a coding run or worker may change directory).
+    Read without SQLAlchemy, so `--help` stays light; the engine checks the rest."""
+    scheme, separator, rest = value.strip().partition("://")
+    if not separator or not scheme:
         raise ValueError(
             "is not a database URL (expected sqlite:///path/to/file.db or "
             "postgresql://user:password@host:5432/database)"
-        ) from None
-    if url.drivername in _POSTGRES_ALIASES:
-        url = url.set(drivername="postgresql+psycopg")
-    backend = url.get_backend_name()
+        )
+    if scheme in _POSTGRES_ALIASES:
+        scheme = "postgresql+psycopg"
+    backend = scheme.partition("+")[0]
     if backend not in ("sqlite", "postgresql"):
         raise ValueError(f"{backend!r} is not supported: use sqlite:/// or postgresql://")
-    if backend == "sqlite" and url.database and url.database != ":memory:":
-        url = url.set(database=str(Path(url.database).expanduser().resolve()))
-    return url.render_as_string(hide_password=False)
+    if backend == "sqlite" and rest.startswith("/") and rest not in ("/", "/:memory:"):
+        path, query_mark, query = rest[1:].partition("?")
+        rest = "/" + str(Path(path).expanduser().resolve()) + query_mark + query
+    return f"{scheme}://{rest}"
 
 
 def _secret(value: str) -> Secret:

@@ -68,7 +68,7 @@ async def _no_body(request: web.Request) -> None:
 @endpoints.get(
     "/api/operator/board",
     "Tasks newest first (archived ones only with archived=true)",
-    {"200": json_body(ref("Board")), **errors(400, 401)},
+    {"200": json_body(ref("Board")), **errors(400, 401, 503)},
     params=[
         query("state", {"enum": [s.value for s in TaskState]}, "only tasks in this state"),
         query("archived", {"type": "boolean"}, "include archived tasks"),
@@ -87,7 +87,7 @@ async def board(request: web.Request) -> web.Response:
 @endpoints.get(
     "/api/operator/tasks/{id}",
     "A task with its event log",
-    {"200": json_body(ref("TaskDetail")), **errors(400, 401, 404)},
+    {"200": json_body(ref("TaskDetail")), **errors(400, 401, 404, 503)},
     params=[TASK],
 )
 async def task_detail(request: web.Request) -> web.Response:

@@ -103,8 +103,9 @@ async def chat_stream(request: web.Request) -> web.StreamResponse:
 
 @endpoints.get(
     "/api/operator/chat/stream",
-    "Re-attach to the in-flight turn; replays frames after Last-Event-ID",
-    {"200": SSE, **errors(400, 401, 404)},
+    "Re-attach to the in-flight turn; replays frames after Last-Event-ID (503: another"
+    " instance's turn cannot be found while Redis is unreachable)",
+    {"200": SSE, **errors(400, 401, 404, 503)},
     params=[
         query("session", {"type": "string"}, "session id"),
         query("turn", {"type": "string"}, "turn id"),

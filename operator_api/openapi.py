@@ -35,7 +35,8 @@ ERROR_TEXT = {
     413: "Body too large",
     500: "Unexpected failure (logged with the request id)",
     502: "The model (or GitHub) failed",
-    503: "Not configured",
+    503: "Not configured, or a dependency (database, Redis, a row a frozen worker holds) is"
+    " unavailable; `Retry-After` when retrying helps",
     504: "The model timed out",
 }
 SSE = {

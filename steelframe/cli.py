@@ -150,7 +150,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | None:
     """A database, Redis or port failure as one line naming the setting to check."""
-    # Imported on failure only: it needs redis and SQLAlchemy, which `--version` must not load.
+    # Loaded only once something failed: `--help` and `--version` import no driver.
     from steelframe.failures import explain, explain_listen
 
     try:
@@ -159,7 +159,7 @@ def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | N
         settings = None
     if isinstance(exc, OSError) and hasattr(args, "port"):
         # The options, else HOST and PORT (what serve and dev listened on).
-        host = args.host or (settings.host if settings else "127.0.0.1")
+        host = getattr(args, "host", None) or (settings.host if settings else "127.0.0.1")
         port = args.port if args.port is not None else (settings.port if settings else 8080)
         message = explain_listen(exc, host, port)
         if message is not None:

@@ -52,6 +52,7 @@ class WorkerThread:
         self._stop_reconciling.set()
         self.worker.stop()
         self._thread.join(timeout)
+        self._reconciler.join(timeout)  # a pass in progress finishes before its parts close
         if self._thread.is_alive():
             log.warning(
                 "worker: still finishing a job; its lease expires and the next start "

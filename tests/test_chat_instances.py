@@ -130,14 +130,21 @@ async def test_chat_keeps_answering_with_redis_down_and_says_so_once(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     settings = make_settings(tmp_path, redis_url=f"redis://127.0.0.1:{port}/0")
-    with caplog.at_level(logging.WARNING, logger="bot.chat.coordination"):
+    with caplog.at_level(logging.WARNING):
         api = await api_factory(settings)
         for text in ("first", "second", "third"):
             response = await api.post("/api/operator/chat", json={"message": text})
             assert response.status == 200, await response.text()
         stopped = await api.post("/api/operator/chat/stop")
         assert stopped.status == 200
+        resume = await api.get("/api/operator/chat/stream?session=elsewhere1")  # not here
+        assert resume.status == 503
+        assert "STEELFRAME_REDIS_URL" in (await resume.json())["error"]
     assert api.services.chat.locks.degraded
     outages = [r for r in caplog.records if "Redis unreachable" in r.getMessage()]
     assert len(outages) == 1, [r.getMessage() for r in caplog.records]
     assert "STEELFRAME_REDIS_URL" in outages[0].getMessage()
+    # Neither the turn slot nor the frame relay complains per turn or per frame.
+    chat_parts = ("bot.chat.coordination", "bot.chat.frames")
+    warnings = [r.getMessage() for r in caplog.records if r.name in chat_parts]
+    assert len(warnings) <= 2, warnings

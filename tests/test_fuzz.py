@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +40,23 @@ def _examples() -> int:
     return int(os.environ.get("STEELFRAME_TEST_FUZZ_EXAMPLES", EXAMPLES))
 
 
-def _check(response: Any, label: str) -> None:
-    assert response.status_code < 500, f"{label} -> {response.status_code}: {response.text[:500]}"
-    if response.status_code >= 400:
+# Probes answer their own report (`status`, `checks`), 503 when a dependency is down.
+PROBES = ("/readyz", "/healthz")
+
+
+def _check(response: Any, label: str, unavailable_ok: bool) -> None:
+    status = response.status_code
+    allowed = unavailable_ok and status == 503
+    assert status < 500 or allowed, f"{label} -> {status}: {response.text[:500]}"
+    if status >= 400:
         body = response.json()  # every error is JSON ...
-        assert isinstance(body, dict) and body.get("error"), body  # ... with a message
+        key = "status" if any(f" {probe} " in label for probe in PROBES) else "error"
+        assert isinstance(body, dict) and body.get(key), (label, body)  # ... with a reason
 
 
-def _fuzz_operation(operation: Any, mode: Any, base_url: str, token: str) -> int:
+def _fuzz_operation(
+    operation: Any, mode: Any, base_url: str, token: str, unavailable_ok: bool
+) -> int:
     calls = 0
 
     @given(case=operation.as_strategy(generation_mode=mode), authed=st.booleans())
@@ -65,7 +75,7 @@ def _fuzz_operation(operation: Any, mode: Any, base_url: str, token: str) -> int
         if content_type.startswith("text/event-stream"):
             assert response.status_code == 200, label  # a stream that started is a 200
             return
-        _check(response, label)
+        _check(response, label, unavailable_ok)
 
     try:
         run()
@@ -81,7 +91,7 @@ def _fuzz_operation(operation: Any, mode: Any, base_url: str, token: str) -> int
 ENDLESS_STREAMS = frozenset({"/api/operator/events"})
 
 
-def _fuzz_schema(base_url: str, token: str) -> dict[str, int]:
+def _fuzz_schema(base_url: str, token: str, *, unavailable_ok: bool = False) -> dict[str, int]:
     schema = schemathesis.openapi.from_url(f"{base_url}/api/openapi.json")
     calls: dict[str, int] = {}
     for result in schema.get_all_operations():
@@ -90,7 +100,7 @@ def _fuzz_schema(base_url: str, token: str) -> dict[str, int]:
             continue
         for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
             label = f"{operation.method.upper()} {operation.path} {mode.value}"
-            calls[label] = _fuzz_operation(operation, mode, base_url, token)
+            calls[label] = _fuzz_operation(operation, mode, base_url, token, unavailable_ok)
     return calls
 
 
@@ -123,6 +133,19 @@ async def test_no_operation_of_the_openapi_document_answers_5xx(service: ApiClie
     assert fuzzed == operations, json.dumps(calls)  # every operation was really exercised
     negative = [label for label, n in calls.items() if label.endswith("negative") and n > 0]
     assert len(negative) >= len(operations) // 2, calls  # and most with invalid input too
+
+
+@pytest.mark.slow
+async def test_with_redis_down_operations_answer_503_with_a_reason_never_500(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on: Redis is down
+        probe.bind(("127.0.0.1", 0))
+        down = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    api: ApiClient = await api_factory(github_sandbox.settings(tmp_path, redis_url=down))
+    base_url = str(api.raw.make_url("")).rstrip("/")
+    calls = await asyncio.to_thread(_fuzz_schema, base_url, api.token, unavailable_ok=True)
+    assert calls["POST /api/operator/chat positive"] > 0
 
 
 JSONISH = st.recursive(

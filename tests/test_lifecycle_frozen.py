@@ -101,3 +101,18 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
     assert lc.ctx.db.call(termination.pending) == []
     terminated_by = [e for e in lc.events(task.id) if e.to_state == TaskState.TERMINATED]
     assert terminated_by[0].actor == operator
+
+
+async def test_a_stale_terminate_request_never_stops_the_next_generation(make: Make) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    assert (await lc.service.terminate(task.id, actor="operator:first")).applied
+    # A request recorded while a frozen run held the row, left over when the task finished.
+    lc.ctx.db.call(termination.record, task.id, "operator:late", lc.ctx.clock)
+    reopened = await lc.service.pickup(lc.repo, issue, title="again", cause="test:reopen")
+    assert reopened.started
+    assert lc.ctx.db.call(termination.pending) == []
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert report.terminated == []
+    assert lc.task(issue).state == TaskState.QUEUED

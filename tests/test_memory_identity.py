@@ -120,3 +120,22 @@ def test_serve_rebuilds_a_foreign_index_at_start_and_logs_progress(
         services.db.dispose()
     lines = [r.getMessage() for r in caplog.records]
     assert any("rebuilding the index" in line for line in lines), lines
+
+
+def test_the_cli_on_another_database_rebuilds_the_shared_index_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from steelframe.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("STEELFRAME_DATA_DIR", str(tmp_path / "var"))  # shared by both
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'dev.db'}")
+    assert main(["memory", "add", "the zebra migration plan", "--repo", "o/r"]) == 0
+    assert main(["memory", "search", "zebra migration", "--floor", "0"]) == 0
+    assert "zebra migration plan" in capsys.readouterr().out
+
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'prod.db'}")
+    assert main(["memory", "search", "zebra migration", "--floor", "0"]) == 0
+    captured = capsys.readouterr()
+    assert "zebra" not in captured.out  # never an answer from dev's database
+    assert "memory index rebuilt from this database" in captured.err

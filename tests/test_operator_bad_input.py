@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +93,21 @@ async def test_a_header_line_over_8_kb_is_refused_with_one_quiet_log_line(
     assert refused[0].levelno == logging.WARNING
     assert not any(r.exc_info for r in caplog.records), "a traceback was logged"
     assert not any("aaaa" in r.getMessage() for r in caplog.records), "the header was logged"
+
+
+async def test_a_database_that_goes_away_is_a_503_with_a_reason_not_a_500(
+    api: ApiClient, tmp_path: Path
+) -> None:
+    database = Path(api.services.db.engine.url.database or "")
+
+    def take_it_away() -> None:
+        api.services.db.dispose()  # no pooled connection keeps the old file open
+        database.rename(tmp_path / "moved-away.db")
+        database.mkdir()  # where the file was, nothing SQLite can open
+
+    await asyncio.to_thread(take_it_away)
+    response = await api.get("/api/operator/board")
+    assert response.status == 503
+    assert response.headers["Retry-After"] == "5"
+    error = await response.json()
+    assert error["code"] == "database_unavailable" and error["error"]

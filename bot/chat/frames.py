@@ -7,8 +7,9 @@ Keys (all expire `linger` seconds after the turn's last frame):
 - `steelframe:chat:latest:{operator_id}`: {turn_id, session_id} of the operator's latest turn.
 - `steelframe:chat:turn:{turn_id}:operator`: whose turn it is (a turn id names one operator).
 
-Publishing never fails a turn: a Redis error is logged once per turn and the turn goes on,
-resumable on its own instance as before.
+Publishing never fails a turn: a Redis outage is logged once (and its end once), and the
+turn goes on, resumable on its own instance as before. Finding another instance's turn while
+Redis is unreachable is a 503 naming the setting, never a 500.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from typing import Any, Protocol
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
+
+from bot.errors import Unavailable
 
 log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
@@ -55,7 +58,7 @@ class RedisFrameRelay:
     def __init__(self, url: str, *, linger: float) -> None:
         self._redis = aioredis.Redis.from_url(url)
         self._linger_ms = int(linger * 1000)
-        self._failed: set[str] = set()  # turns whose publishing failed (logged once)
+        self._down = False  # publishing failed since the last success (logged once)
 
     async def publish(self, operator_id: int, turn_id: str, session_id: str, frame: Frame) -> None:
         stream = f"{PREFIX}frames:{turn_id}"
@@ -71,14 +74,35 @@ class RedisFrameRelay:
                     pipe.set(f"{PREFIX}turn:{turn_id}:operator", operator_id, px=self._linger_ms)
                 await pipe.execute()
         except RedisError as exc:
-            if turn_id not in self._failed:
-                self._failed.add(turn_id)
-                log.warning("turn %s: frames not relayed through Redis: %s", turn_id, exc)
+            if not self._down:
+                self._down = True
+                log.warning(
+                    "turn %s: frames not relayed through Redis until it is back (%s); turns "
+                    "resume only on the instance running them",
+                    turn_id,
+                    type(exc).__name__,
+                )
+            return
+        if self._down:
+            self._down = False
+            log.warning("frames are relayed through Redis again")
 
     async def locate(
         self, operator_id: int, *, session_id: str | None, turn_id: str | None
     ) -> RelayedTurn | None:
         """The operator's turn by id, or their latest one (in `session_id` if given)."""
+        try:
+            return await self._locate(operator_id, session_id=session_id, turn_id=turn_id)
+        except RedisError as exc:
+            raise Unavailable(
+                "turns running on other instances cannot be found while Redis is "
+                "unreachable; check STEELFRAME_REDIS_URL",
+                detail={"reason": type(exc).__name__},
+            ) from exc
+
+    async def _locate(
+        self, operator_id: int, *, session_id: str | None, turn_id: str | None
+    ) -> RelayedTurn | None:
         if turn_id is not None:
             owner = await self._redis.get(f"{PREFIX}turn:{turn_id}:operator")
             if owner is None or int(owner) != operator_id:

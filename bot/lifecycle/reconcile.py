@@ -14,6 +14,7 @@ also at every worker start and periodically inside `steelframe worker`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -24,7 +25,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
-from bot.db import is_lock_timeout
+from bot.db import Database, is_lock_timeout
 from bot.lifecycle import leases, progress, tasks, termination, worktree
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_all_pending
@@ -38,6 +39,7 @@ from bot.redis_lease import held
 
 log = logging.getLogger(__name__)
 LABEL_WINDOW = timedelta(days=7)
+RECONCILE_LOCK_SECONDS = 10.0
 ACTOR = "reconciler"
 
 
@@ -105,7 +107,7 @@ async def reconcile(
     for task_id in ctx.db.call(_ids, TaskState.RUNNING):
         if task_id in requested:
             continue  # being terminated: never retried meanwhile
-        await _check_running(ctx, github, queue, task_id, grace, report)
+        await _guard(report, task_id, _check_running(ctx, github, queue, task_id, grace, report))
     say("checking queued tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.QUEUED):
         await asyncio.to_thread(_check_queued, ctx, queue, task_id, grace, report)
@@ -366,6 +368,17 @@ def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
     """Beside a worker (`steelframe worker`, `dev`'s in-process one), until `stop` is set: a
     pass every lease period, so expired leases, lost jobs and a retry whose scheduled job
     vanished in a restart are repaired within about two lease periods, not at next start."""
+    # Its own engine whose row-lock waits are bounded: a frozen work horse holding a task's
+    # row makes that task's repair fail this pass (and come back next), never hangs the loop.
+    db = Database.from_url(ctx.settings.database_url, lock_timeout=RECONCILE_LOCK_SECONDS)
+    bounded = dataclasses.replace(ctx, db=db)
+    try:
+        _reconcile_every_lease(bounded, stop)
+    finally:
+        db.dispose()
+
+
+def _reconcile_every_lease(ctx: LifecycleContext, stop: threading.Event) -> None:
     while not stop.wait(ctx.policy.lease_seconds):
         try:
             report = reconcile_if_leader(ctx, say=lambda line: None)

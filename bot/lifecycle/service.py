@@ -217,6 +217,8 @@ class TaskService:
             )
             return PickupResult(task.id, created=False, started=False), None
         job = job_id(task.id, task.generation + 1, "a1")
+        # A terminate recorded for the finished generation must not stop the new one.
+        termination.forget(session, task.id)
         tasks.transition(
             session,
             task.id,

@@ -55,7 +55,12 @@ def _memory() -> Iterator[Any]:
     database = dbmod.Database.from_url(settings.database_url)
     try:
         dbmod.upgrade(database.engine)
-        yield settings, Memory.in_data_dir(settings.data_dir, database.session)
+        memory = Memory.in_data_dir(settings.data_dir, database.session)
+        # An index of another database under this data directory is rebuilt before use,
+        # with the bar on stderr (the command's own output stays clean).
+        if memory.bind(progress=progress_bar(sys.stderr)) == "rebuilt":
+            print("memory index rebuilt from this database", file=sys.stderr)
+        yield settings, memory
     finally:
         database.dispose()
 
