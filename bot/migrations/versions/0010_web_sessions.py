@@ -1,7 +1,7 @@
 """Browser sign-ins for the web GUI: cookie digests paired with CSRF tokens.
 
-Revision ID: 0008_web_sessions
-Revises: 0007_pending_key
+Revision ID: 0010_web_sessions
+Revises: 0009_pending_key
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008_web_sessions"
-down_revision = "0007_pending_key"
+revision = "0010_web_sessions"
+down_revision = "0009_pending_key"
 branch_labels = None
 depends_on = None
 

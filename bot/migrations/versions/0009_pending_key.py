@@ -1,7 +1,7 @@
 """A held proposal has its own filing key: however it is confirmed, one issue.
 
-Revision ID: 0007_pending_key
-Revises: 0006_pending_kind
+Revision ID: 0009_pending_key
+Revises: 0008_delivery_retries
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_pending_key"
-down_revision = "0007_delivery_retries"
+revision = "0009_pending_key"
+down_revision = "0008_delivery_retries"
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """Coding runs in a sandbox: the issue text a task works from, and private run logs.
 
-Revision ID: 0007_sandbox
-Revises: 0008_web_sessions
+Revision ID: 0011_sandbox
+Revises: 0010_web_sessions
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_sandbox"
-down_revision = "0008_web_sessions"
+revision = "0011_sandbox"
+down_revision = "0010_web_sessions"
 branch_labels = None
 depends_on = None
 

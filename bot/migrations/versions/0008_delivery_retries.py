@@ -1,7 +1,7 @@
 """Webhook deliveries are retried and dead-lettered; claims name their owner.
 
-Revision ID: 0007_delivery_retries
-Revises: 0006_pending_kind
+Revision ID: 0008_delivery_retries
+Revises: 0007_fault_tolerance
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0007_delivery_retries"
+revision = "0008_delivery_retries"
 down_revision = "0007_fault_tolerance"
 branch_labels = None
 depends_on = None
