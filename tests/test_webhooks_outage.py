@@ -24,6 +24,7 @@ from bot.lifecycle.worker import InProcessWorker
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, wait_for
+from tests.fakes.sandbox import sandbox_settings
 from tests.fakes.serve_process import free_port
 from webhooks.appkeys import PROCESSOR
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
@@ -131,7 +132,11 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
 ) -> None:
     down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
     settings = github_sandbox.settings(
-        tmp_path, redis_url=down, task_lease_seconds=1.0, coding_command=command("commit")
+        tmp_path,
+        redis_url=down,
+        task_lease_seconds=1.0,
+        coding_command=command("commit"),
+        **sandbox_settings(tmp_path),
     )
     api = await api_factory(settings)
     github_sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
@@ -154,7 +159,11 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
 
     # Redis is back: the reconciler enqueues the queued task that has no job; a worker runs it.
     back = github_sandbox.settings(
-        tmp_path, redis_url=redis_url, task_lease_seconds=1.0, coding_command=command("commit")
+        tmp_path,
+        redis_url=redis_url,
+        task_lease_seconds=1.0,
+        coding_command=command("commit"),
+        **sandbox_settings(tmp_path),
     )
     connection = redis.Redis.from_url(redis_url)
     ctx = build_context(back, db=db, connection=connection, github=github_factory(back))

@@ -37,8 +37,14 @@ def memory_write(issue: dict[str, Any]) -> MemoryWrite | None:
 
 
 def write_memory(tree: Path, write: MemoryWrite) -> CodingOutcome:
-    """Write the fact (a file already holding it is left as it is)."""
+    """Write the fact (a file already holding it is left as it is). The repository is
+    untrusted: a symlink on the way (a committed `docs/memory` link) is refused rather than
+    followed out of the checkout."""
     target = tree / write.path
+    on_the_way = [target, *target.relative_to(tree).parents]
+    if any((tree / part).is_symlink() for part in on_the_way if str(part) != "."):
+        error = f"{write.path} passes through a symbolic link in the repository; not written"
+        return CodingOutcome(status=CodingStatus.ERROR, error=error, log_tail=[error])
     target.parent.mkdir(parents=True, exist_ok=True)
     text = f"{write.fact}\n"
     if target.is_file() and target.read_text(encoding="utf-8") == text:

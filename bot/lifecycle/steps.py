@@ -21,6 +21,7 @@ from bot.lifecycle import leases, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
+from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, TaskLog
 from bot.lifecycle.outcomes import Change, change_state, publish
 from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
@@ -69,33 +70,34 @@ async def work(run: Run) -> str:
         return await finish_delivered(
             ctx, run.github, task.id, run.actor, summary="", fence=run.fence
         )
-    if not ctx.policy.coding_command:
+    memory = memory_write(text.as_issue())  # a steelframe:memory task: written here
+    if memory is None and not ctx.policy.coding_command:
         return await _no_runtime(run)
     remaining = ctx.policy.time_limit - task.runtime_seconds
     if remaining <= 0:
         return await _fail(run, limit="time", retry=False)
+    if memory is not None:  # no runtime runs, so no sandbox is needed
+        tree = await _prepare(run)
+        prompt = f"Write the committed memory {memory.path} for #{task.issue}."
+        outcome = await asyncio.to_thread(write_memory, tree.path, memory)
+        return await _finish_run(run, tree, prompt, outcome)
     refused = await _sandbox_refusal(run)
     if refused is not None:
         return refused
     tree = await _prepare(run)
-    hits = await retrieve(ctx, task, text.body)
-    prompt = build_prompt(
-        PromptInput(
-            repo=task.repo,
-            issue=task.issue,
-            title=text.title,
-            body=text.body,
-            branch=tree.branch,
-            hits=hits,
-            question=task.question,
-            decision=task.pending_decision,
-        )
-    )
+    prompt = await _prompt(run, text, tree)
     outcome = await _code(run, tree, prompt, remaining)
+    return await _finish_run(run, tree, prompt, outcome)
+
+
+async def _finish_run(
+    run: Run, tree: worktree.Worktree, prompt: str, outcome: CodingOutcome
+) -> str:
+    """Keep the private log, account for the run, remember it, then deliver, ask or fail."""
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
     _account(run, outcome)
     run.watch.check()
-    await remember(ctx, task, prompt, outcome, await _paths(tree))
+    await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
     return await _conclude(run, tree, outcome)
 
 
@@ -123,17 +125,18 @@ async def issue_text(run: Run) -> IssueText:
     task = run.task
     issue = await run.github.get_issue(task.repo, task.issue)
     title, body = str(issue.get("title") or task.title), str(issue.get("body") or "")
+    labels = tuple(label for label in issue.get("labels") or () if isinstance(label, dict))
     if task.pinned_at is None:
         changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
         run.ctx.db.call(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
-        return IssueText(title, body, "")
-    pinned = IssueText(task.issue_title or task.title, task.issue_body or "", "")
+        return IssueText(title, body, "", labels)
+    pinned = IssueText(task.issue_title or task.title, task.issue_body or "", "", labels)
     if (title, body) == (pinned.title, pinned.body):
         return pinned
     log.info(
         "lifecycle: task %s: issue text changed since pickup; the pinned text is used", task.id
     )
-    return IssueText(pinned.title, pinned.body, EDITED_NOTE)
+    return IssueText(pinned.title, pinned.body, EDITED_NOTE, labels)
 
 
 async def _announce(run: Run, text: IssueText) -> None:

@@ -158,7 +158,8 @@ export class Board {
     );
     const why = waitingReason(detail);
     if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));
-    if (detail.last_error) body.append(h("h3", { text: "Last error" }), h("pre", { class: "log", text: detail.last_error }));
+    // tabindex: a scrollable region must be reachable by keyboard (axe: scrollable-region-focusable).
+    if (detail.last_error) body.append(h("h3", { text: "Last error" }), h("pre", { class: "log", tabindex: 0, text: detail.last_error }));
     body.append(h("h3", { text: "Events" }), h("ol", { class: "events" }, (detail.events || []).map(eventItem)));
     const logSlot = h("div", { class: "log-slot" });
     body.append(logSlot);
@@ -173,8 +174,13 @@ export class Board {
     if (!this.logAvailable) return;
     try {
       const log = await api.get(`/api/operator/tasks/${id}/log`);
-      const text = typeof log === "string" ? log : log.text ?? log.log ?? JSON.stringify(log, null, 2);
-      slot.append(h("h3", { text: "Private log" }), h("pre", { class: "log", text }));
+      const runs = log.runs ?? [];
+      if (!runs.length) return;
+      // GET /api/operator/tasks/{id}/log: each run's redacted log, newest last (docs/api.md).
+      const text = runs
+        .map((run) => `attempt ${run.attempt} · ${run.status} · ${run.at}\n${run.text}`)
+        .join("\n\n");
+      slot.append(h("h3", { text: "Private log" }), h("pre", { class: "log", tabindex: 0, text }));
     } catch (err) {
       if (err.status === 404 && !err.body?.detail) this.logAvailable = err.body?.error !== "Not Found";
     }
