@@ -23,6 +23,9 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 
+# Three test processes (pytest-xdist): most tests wait on real processes, not the CPU.
+# `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.
+PYTEST_ARGS ?= -n 3
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 

@@ -108,6 +108,20 @@ async def test_kill_9_mid_burst_then_every_delivery_is_processed_within_30s_and_
         while len(acked) < KILL_AFTER:
             assert not burst.done(), "the burst ended before the kill"
             await asyncio.sleep(0.005)
+        # Processing yields to a busy intake: kill once it holds a claimed batch, so the
+        # restart has one to take over (on a loaded machine that may take a moment).
+        engine = create_engine(url)
+        try:
+            with engine.connect() as connection:
+                claimed_sql = text(
+                    "SELECT count(*) FROM github_deliveries WHERE status = 'processing'"
+                )
+                while not connection.execute(claimed_sql).scalar():
+                    assert not burst.done(), "the burst ended before a batch was claimed"
+                    connection.commit()  # a fresh snapshot for the next look
+                    await asyncio.sleep(0.01)
+        finally:
+            engine.dispose()
         first.process.kill()  # SIGKILL: no shutdown, no drain, claims left behind
         await first.process.wait()
         await burst
