@@ -25,8 +25,9 @@ from bench.webhooks import database, server_process
 MB = 1024 * 1024
 
 
-async def forged(port: int, body: bytes) -> int:
-    """One delivery signed with the wrong key, written a megabyte at a time; its status."""
+async def forged(port: int, body: bytes) -> tuple[int, str | None]:
+    """One delivery signed with the wrong key, written a megabyte at a time (the client
+    stays small); (status, Retry-After). The memory test uses it too."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     head = (
         f"POST /api/github/webhooks HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
@@ -37,14 +38,19 @@ async def forged(port: int, body: bytes) -> int:
     try:
         writer.write(head.encode())
         view = memoryview(body)
-        for start in range(0, len(body), MB):
+        for start in range(0, len(body), MB):  # a megabyte at a time: the client stays small
             writer.write(view[start : start + MB])
             await writer.drain()
     except ConnectionError:
-        pass
-    status = await reader.readline()
+        pass  # refused early and closed: the answer is still there to read
+    status_line = await reader.readline()
+    retry_after = None
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode().partition(":")
+        if name.lower() == "retry-after":
+            retry_after = value.strip()
     writer.close()
-    return int(status.split()[1]) if status else 0
+    return int(status_line.split()[1]), retry_after
 
 
 async def flood(impl: str, scratch: Path, *, bodies: int, size: int) -> tuple[float, Counter[int]]:
@@ -65,7 +71,8 @@ async def flood(impl: str, scratch: Path, *, bodies: int, size: int) -> tuple[fl
                     await asyncio.sleep(0.005)
 
             sampler = asyncio.create_task(sample())
-            statuses = await asyncio.gather(*[forged(port, body) for _ in range(bodies)])
+            answers = await asyncio.gather(*[forged(port, body) for _ in range(bodies)])
+            statuses = [status for status, _ in answers]
             done.set()
             await sampler
     return (peak - before) / MB, Counter(statuses)

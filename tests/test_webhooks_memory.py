@@ -9,39 +9,12 @@ from pathlib import Path
 
 import psutil
 
+from bench.webhook_memory import MB, forged
 from tests.fakes.serve_process import serve
 
 SECRET = "memory-test-secret"
 BODY_SIZE = 24 * 1024 * 1024
 CLIENTS = 30
-MB = 1024 * 1024
-
-
-async def forged(port: int, body: bytes) -> tuple[int, str | None]:
-    """Send one delivery signed with the wrong key; (status, Retry-After)."""
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    head = (
-        f"POST /api/github/webhooks HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-        "X-GitHub-Event: issues\r\nX-GitHub-Delivery: forged\r\n"
-        f"X-Hub-Signature-256: sha256={'0' * 64}\r\nConnection: close\r\n\r\n"
-    )
-    try:
-        writer.write(head.encode())
-        view = memoryview(body)
-        for start in range(0, len(body), MB):  # a megabyte at a time: the client stays small
-            writer.write(view[start : start + MB])
-            await writer.drain()
-    except ConnectionError:
-        pass  # refused early and closed: the answer is still there to read
-    status_line = await reader.readline()
-    retry_after = None
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.decode().partition(":")
-        if name.lower() == "retry-after":
-            retry_after = value.strip()
-    writer.close()
-    return int(status_line.split()[1]), retry_after
 
 
 async def test_30_concurrent_24mb_forged_bodies_grow_rss_by_less_than_200mb(
