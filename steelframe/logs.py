@@ -51,7 +51,14 @@ def configure_logging(settings: Settings) -> None:
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    # Like logging.basicConfig: handlers someone else installed (pytest's capture, an
+    # embedding application) are left alone; ours replaces only ours.
+    ours = [h for h in root.handlers if getattr(h, "steelframe", False)]
+    if ours or not root.handlers:
+        handler.steelframe = True  # type: ignore[attr-defined]
+        for old in ours:
+            root.removeHandler(old)
+        root.addHandler(handler)
     root.setLevel(settings.log_level.upper())
     # Alembic narrates every plugin and step at INFO; keep start-up output to what matters.
     logging.getLogger("alembic").setLevel(logging.WARNING)

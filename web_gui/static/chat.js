@@ -490,7 +490,8 @@ export class Chat {
     const turn = this.turn;
     // "Nothing in flight" while our stream is still open means the stop crossed the turn's
     // start on the server: ask again (briefly) until it lands or the turn ends.
-    for (let attempt = 0; attempt < 5 && this.turn === turn && !turn.finished; attempt++) {
+    // About 15 s in all: a loaded service may take seconds to register the turn.
+    for (let attempt = 0; attempt < 12 && this.turn === turn && !turn.finished; attempt++) {
       let result;
       try {
         result = await api.post("/api/operator/chat/stop");
@@ -500,7 +501,7 @@ export class Chat {
       }
       if (result.reason === "finishing") this.els.status.textContent = "finishing: the answer is being saved";
       if (result.stopped || result.reason) return;
-      await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+      await new Promise((r) => setTimeout(r, Math.min(200 * (attempt + 1), 1500)));
     }
   }
 
