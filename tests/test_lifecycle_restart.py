@@ -41,6 +41,8 @@ async def test_a_retry_whose_job_vanished_in_a_restart_runs_without_another_rest
     try:
         await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=90)
     finally:
-        worker.stop()
+        # Generous on a loaded machine: the worker's own threads (RQ's command subscriber)
+        # must be gone before the test's Redis connection closes.
+        worker.stop(timeout=60)
     await lc.settle()
     assert len(await lc.pulls()) == 1
