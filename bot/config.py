@@ -131,6 +131,13 @@ def _protocol(value: str) -> str:
     return value
 
 
+def _public_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in {"http", "https"} or not parts.netloc or parts.path not in {"", "/"}:
+        raise ValueError("must be an origin such as https://steelframe.example.com, no path")
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def _log_format(value: str) -> str:
     if value not in {"text", "json"}:
         raise ValueError("must be text or json")
@@ -436,6 +443,11 @@ class Settings:
     )
     host: str = setting("HOST", _str, "address `serve` and `dev` listen on", "127.0.0.1")
     port: int = setting("PORT", _port, "port `serve` and `dev` listen on (0: any free)", 8080)
+    # Behind a TLS-terminating proxy the service sees http and the proxy's host; browsers see
+    # this origin. Forwarded headers are not trusted: anyone can send them.
+    public_url: str | None = setting(
+        "STEELFRAME_PUBLIC_URL", _public_url, "origin browsers reach the service at, behind a proxy"
+    )
     openai_base_url: str = setting(
         "OPENAI_BASE_URL", _str, "OpenAI-compatible base URL", "https://api.openai.com/v1"
     )

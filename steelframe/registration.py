@@ -73,6 +73,8 @@ class Registration:
             return str(self.args.webhook_url)
         if self.settings.webhook_proxy_url:
             return self.settings.webhook_proxy_url
+        if self.settings.public_url:
+            return f"{self.settings.public_url}/api/github/webhooks"
         return f"http://localhost:{self.settings.port}/api/github/webhooks"
 
 

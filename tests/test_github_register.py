@@ -154,3 +154,17 @@ async def test_a_bad_manifest_is_refused_by_github_with_a_reason(
             f"{github_sandbox.url}/app-manifests/never-issued/conversions"
         ) as response:
             assert response.status == 404
+
+
+def test_the_manifest_points_webhooks_at_the_public_url_when_one_is_set() -> None:
+    argv = ["github", "register", "--manifest", str(ROOT / "app.yml")]
+    args = build_parser(argv).parse_args(argv)
+    manifest = read_manifest(Path(args.manifest))
+    public = Settings.from_env({"STEELFRAME_PUBLIC_URL": "https://bot.example.com"})
+    assert Registration(public, manifest, args).webhook_url() == (
+        "https://bot.example.com/api/github/webhooks"
+    )
+    local = Settings.from_env({"PORT": "9000"})
+    assert Registration(local, manifest, args).webhook_url() == (
+        "http://localhost:9000/api/github/webhooks"
+    )

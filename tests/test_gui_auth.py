@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from bot.config import ConfigError, Settings
 from bot.models import WebSession
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, make_settings
 from web_gui.assets import ASSETS
 
 VENDOR = Path(__file__).resolve().parents[1] / "web_gui" / "static" / "vendor"
@@ -184,3 +185,40 @@ async def test_cookie_sessions_on_postgresql(api_factory: Any, tmp_path: Path, p
     out = await api.raw.delete("/gui/session", headers={"X-CSRF-Token": body["csrf_token"]})
     assert out.status == 200
     assert (await api.raw.get("/api/operator/chat/sessions")).status == 401
+
+
+async def test_behind_a_tls_proxy_the_public_origin_signs_in_with_secure_cookies(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The proxy speaks plain HTTP to the service; browsers send the public https origin."""
+    public = "https://steelframe.example.com"
+    api = await api_factory(make_settings(tmp_path, public_url=public))
+    spoofed = await api.raw.post(
+        "/gui/session",
+        json={"token": api.token},
+        headers={"Origin": f"http://{api.raw.host}:{api.raw.port}", "X-Forwarded-Proto": "https"},
+    )
+    assert spoofed.status == 403  # the service's own view is not the public origin any more
+    response = await api.raw.post(
+        "/gui/session", json={"token": api.token}, headers={"Origin": public}
+    )
+    assert response.status == 200, await response.text()
+    cookies = response.headers.getall("Set-Cookie")
+    assert all(
+        "Secure" in c for c in cookies if c.startswith(("steelframe_session=", "steelframe_csrf="))
+    )
+    assert len(cookies) == 2
+
+
+async def test_without_a_public_url_plain_http_cookies_are_not_secure(api: ApiClient) -> None:
+    _, response = await sign_in(api)
+    assert not any("Secure" in c for c in response.headers.getall("Set-Cookie"))
+
+
+def test_a_public_url_with_a_path_or_another_scheme_is_refused(tmp_path: Path) -> None:
+    for bad in ("steelframe.example.com", "ftp://x.example", "https://x.example/gui"):
+        with pytest.raises(ConfigError, match="STEELFRAME_PUBLIC_URL"):
+            Settings.from_env({"STEELFRAME_PUBLIC_URL": bad})
+    assert Settings.from_env({"STEELFRAME_PUBLIC_URL": "https://x.example/"}).public_url == (
+        "https://x.example"
+    )

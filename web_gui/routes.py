@@ -89,7 +89,7 @@ async def create_session(request: web.Request) -> web.Response:
     signed = await request.app[SERVICES].db.run(sign_in, token.strip())
     log.info("operator %s signed in to the web GUI", signed.operator_id)
     response = web.json_response(_who(request, signed.operator_name, signed.csrf_token))
-    secure = request.secure
+    secure = _public_origin(request).startswith("https://")
     max_age = int(SESSION_LIFETIME.total_seconds())
     response.set_cookie(
         SESSION_COOKIE,
@@ -139,8 +139,14 @@ def _same_origin(request: web.Request) -> None:
     """Browsers send Origin on every POST: a sign-in posted from another site is refused
     (login CSRF would sign the victim in as the attacker)."""
     origin = request.headers.get("Origin")
-    if origin is not None and origin != f"{request.scheme}://{request.host}":
+    if origin is not None and origin != _public_origin(request):
         raise Forbidden("sign-in from another origin is refused", detail={"origin": origin})
+
+
+def _public_origin(request: web.Request) -> str:
+    """The origin browsers use: STEELFRAME_PUBLIC_URL behind a TLS proxy, else what we see."""
+    configured = request.app[SERVICES].settings.public_url
+    return configured or f"{request.scheme}://{request.host}"
 
 
 def _who(request: web.Request, name: str, csrf: str) -> dict[str, object]:
