@@ -68,6 +68,7 @@ def test_the_env_example_names_only_settings_steelframe_knows() -> None:
             "STEELFRAME_REPO": "owner/name",
             "STEELFRAME_RUNTIME": "offline",
             "OPENAI_BASE_URL": "http://127.0.0.1",
+            "STEELFRAME_PUBLIC_URL": "https://steelframe.example.com",
         }
     )  # an unknown STEELFRAME_* name would raise
 

@@ -181,3 +181,21 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     finally:
         context.bind(None)
         connection.close()
+
+
+async def test_terminate_while_redis_is_down_stops_the_task(
+    github_sandbox: GitHubSandbox, api_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    """The queued job cannot be cancelled without Redis; the task's state is what stops it."""
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    settings = github_sandbox.settings(tmp_path, redis_url=down, **sandbox_settings(tmp_path))
+    api = await api_factory(settings)
+    issue = await github_sandbox.client().create_issue(
+        SANDBOX_REPO, title="Make it blue", body="It is red."
+    )
+    picked = await api.services.tasks.pickup(
+        SANDBOX_REPO, issue["number"], title="Make it blue", cause="test"
+    )
+    response = await api.post(f"/api/operator/tasks/{picked.task_id}/terminate")
+    assert response.status == 200, await response.text()
+    assert (await response.json())["state"] == TaskState.TERMINATED

@@ -501,7 +501,12 @@ class TaskService:
                 actor,
             )
             return Termination(await self.detail(task_id), applied=False)
-        cancelled = await asyncio.to_thread(self.queue.cancel_queued, task.job_id)
+        try:
+            cancelled: bool | str = await asyncio.to_thread(self.queue.cancel_queued, task.job_id)
+        except redis.RedisError as exc:
+            # The state change above is what stops the task: a job that runs later finds the
+            # task terminated and does nothing, so the cancel is only a tidy-up.
+            cancelled = f"no, Redis unreachable ({type(exc).__name__}); the job will skip it"
         log.info(
             "lifecycle: task %s terminated by %s (queued job cancelled: %s)",
             task_id,
