@@ -239,6 +239,12 @@ class TaskService:
                 clock=self.clock,
             )
             return PickupResult(task.id, created=False, started=False), None
+        return self._reopen(session, task, title, cause)
+
+    def _reopen(
+        self, session: Session, task: Task, title: str, cause: str
+    ) -> tuple[PickupResult, str | None]:
+        """A failed or terminated task picked up again: a new generation, queued afresh."""
         job = job_id(task.id, task.generation + 1, "a1")
         # A terminate recorded for the finished generation must not stop the new one.
         termination.forget(session, task.id)
