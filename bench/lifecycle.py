@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import shlex
 import sys
 import tempfile
@@ -32,8 +33,7 @@ from rq.job import Job
 from bench._stats import percentile, ratio, summary_ms
 from bot import db as dbmod
 from bot.config import Secret, Settings
-from bot.lifecycle import context
-from bot.lifecycle.context import build_context
+from bot.lifecycle.context import LifecycleContext, build_context
 from bot.lifecycle.models import Task
 from bot.lifecycle.service import build_task_service
 from bot.lifecycle.states import FINISHED
@@ -46,8 +46,9 @@ NOOP = Path(__file__).with_name("_noop_runtime.py")
 NOOP_JOB = "bench.lifecycle.noop_job"
 
 
-def noop_job() -> None:
-    """The baseline: a job that does nothing."""
+def noop_job(lifecycle: LifecycleContext) -> None:
+    """The baseline: a job that does nothing (its worker hands it the context, as it does
+    every job)."""
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float:
@@ -59,8 +60,11 @@ class Background:
     """An in-process worker on a thread, working until stopped. Used as `async with`: the
     sandbox serves on this event loop, so waiting for the thread must not block it."""
 
-    def __init__(self, connection: redis.Redis, queue: str) -> None:
-        self.worker = InProcessWorker([Queue(queue, connection=connection)], connection=connection)
+    def __init__(self, lifecycle: LifecycleContext, queue: str) -> None:
+        connection = lifecycle.redis
+        self.worker = InProcessWorker(
+            [Queue(queue, connection=connection)], connection=connection, lifecycle=lifecycle
+        )
         self.thread = threading.Thread(
             target=self.worker.work, kwargs={"with_scheduler": False, "logging_level": "WARNING"}
         )
@@ -82,11 +86,14 @@ async def _until(predicate: Any, *, within: float = 120.0) -> None:
         await asyncio.sleep(0.005)
 
 
-async def bare_rq(connection: redis.Redis, n_latency: int, n_throughput: int) -> dict[str, Any]:
+async def bare_rq(
+    settings: Settings, connection: redis.Redis, n_latency: int, n_throughput: int
+) -> dict[str, Any]:
     name = f"bench-bare-rq-{uuid.uuid4().hex[:8]}"
     queue = Queue(name, connection=connection)
     latencies: list[float] = []
-    async with Background(connection, name):
+    ctx = build_context(settings, environ=os.environ, connection=connection, memory=None)
+    async with Background(ctx, name):
         for _ in range(n_latency):
             job = queue.enqueue(NOOP_JOB)
             await _until(lambda job=job: job.get_status() == "finished")
@@ -96,6 +103,7 @@ async def bare_rq(connection: redis.Redis, n_latency: int, n_throughput: int) ->
         jobs = [queue.enqueue(NOOP_JOB) for _ in range(n_throughput)]
         await _until(lambda: all(j.get_status() == "finished" for j in jobs))
         elapsed = time.perf_counter() - started
+    ctx.db.dispose()
     return {"latency": latencies, "per_minute": n_throughput / elapsed * 60}
 
 
@@ -106,8 +114,9 @@ async def lifecycle(
     dbmod.upgrade(db.engine)
     # A queue of its own, so a shared Redis given with --redis-url is left as it was.
     queue = f"bench-lifecycle-{uuid.uuid4().hex[:8]}"
-    ctx = build_context(settings, db=db, connection=connection, memory=None, queue_name=queue)
-    context.bind(ctx)
+    ctx = build_context(
+        settings, environ=os.environ, db=db, connection=connection, memory=None, queue_name=queue
+    )
     service = build_task_service(
         db=db,
         connection=connection,
@@ -133,7 +142,7 @@ async def lifecycle(
     rq_latency: list[float] = []
     pickup_latency: list[float] = []
     failed: list[int] = []
-    async with Background(connection, ctx.queue_name):
+    async with Background(ctx, ctx.queue_name):
         for number in numbers[:n_latency]:
             called = datetime.now(UTC)
             result = await service.pickup(REPO, number, title=f"Task {number}", cause="bench")
@@ -154,7 +163,6 @@ async def lifecycle(
     states = db.call(lambda s: [s.get(Task, i).state for i in ids])
     failed += [i for i, state in zip(ids, states, strict=True) if state != "delivered"]
     db.dispose()
-    context.bind(None)
     return {
         "latency": rq_latency,
         "pickup_latency": pickup_latency,
@@ -212,7 +220,7 @@ async def run(n_latency: int, n_throughput: int, redis_url: str | None) -> dict[
             pacing=PacingPolicy(min_interval=0),
         )
         try:
-            bare = await bare_rq(connection, n_latency, n_throughput)
+            bare = await bare_rq(settings, connection, n_latency, n_throughput)
             steel = await lifecycle(settings, connection, github, n_latency, n_throughput)
         finally:
             await github.close()

@@ -14,7 +14,7 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 DEFAULT_DATA_DIR = Path("var")
@@ -153,20 +153,31 @@ def _bool(value: str) -> bool:
     raise ValueError("must be true or false")
 
 
-def _coding_agent(value: str) -> str:
-    if value not in CODING_AGENTS:
-        raise ValueError(f"must be one of {', '.join(CODING_AGENTS)}")
-    return value
+_J = TypeVar("_J")
 
 
-def _runtime(value: str) -> str:
-    if value not in RUNTIMES:
-        raise ValueError(f"must be one of {', '.join(RUNTIMES)}")
-    return value
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """A parser that takes only one of `choices` (its error lists them)."""
+
+    def parse(value: str) -> str:
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+_coding_agent = _one_of(CODING_AGENTS)
+_runtime = _one_of(RUNTIMES)
+_sandbox = _one_of(SANDBOXES)
+
+
+def _comma_list(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def _labels(value: str) -> tuple[str, ...]:
-    labels = tuple(label.strip() for label in value.split(",") if label.strip())
+    labels = _comma_list(value)
     if not labels:
         raise ValueError("must name at least one label")
     return labels
@@ -180,27 +191,22 @@ def _repo(value: str) -> str:
 
 
 def _json_list(value: str) -> list[Any]:
-    parsed = json.loads(value)
-    if not isinstance(parsed, list):
-        raise ValueError("must be a JSON list")
-    return parsed
+    return _json_of(list, value, "must be a JSON list")
 
 
 def _json_object(value: str) -> dict[str, Any]:
+    return _json_of(dict, value, "must be a JSON object")
+
+
+def _json_of(kind: type[_J], value: str, wrong: str) -> _J:
     parsed = json.loads(value)
-    if not isinstance(parsed, dict):
-        raise ValueError("must be a JSON object")
+    if not isinstance(parsed, kind):
+        raise ValueError(wrong)
     return parsed
 
 
-def _sandbox(value: str) -> str:
-    if value not in SANDBOXES:
-        raise ValueError(f"must be one of {', '.join(SANDBOXES)}")
-    return value
-
-
 def _names(value: str) -> tuple[str, ...]:
-    names = tuple(name.strip() for name in value.split(",") if name.strip())
+    names = _comma_list(value)
     for name in names:
         if not name.replace("_", "").isalnum() or name[0].isdigit():
             raise ValueError(f"{name!r} is not an environment variable name")
@@ -279,6 +285,8 @@ def setting(
 class Settings:
     """Every setting Steelframe reads; docs/configuration.md mirrors it (a test checks)."""
 
+    # One `setting(...)` per field: the table's repeated shape is the declaration, written
+    # once per setting (duplicates lists it; nothing here is copied logic).
     database_url: str = setting(
         "STEELFRAME_DATABASE_URL",
         _database_url,

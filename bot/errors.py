@@ -24,6 +24,8 @@ class SteelframeError(Exception):
         self.detail = detail
 
 
+# One class per status, each two declarations long: the repeated shape (a duplicates row) is
+# the tree itself, so that callers raise and catch by name (`except NotFound`).
 class BadRequest(SteelframeError):
     status = 400
     code = "bad_request"

@@ -19,6 +19,7 @@ Collector = Callable[["Metrics"], Awaitable[None]]
 
 
 class Metrics:
+    # Long: the metric declarations, one per metric, read as a table.
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         r = self.registry

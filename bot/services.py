@@ -185,37 +185,13 @@ def build_services(
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
     model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
-    database = dbmod.Database.from_url(
-        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
-    )
-    if migrate:
-        dbmod.upgrade(database.engine)
-    _sync_agents(database, settings, clock)
+    database = _open_database(settings, clock=clock, migrate=migrate)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
-    locks: TurnLocks = (
-        RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
-    )
-
-    async def release_turn(handle: TurnHandle) -> None:
-        await locks.release(handle.operator_id, handle.turn_id)
-
-    relay = (
-        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
-        if settings.redis_url
-        else None
-    )
-    registry = TurnRegistry(on_finish=release_turn, relay=relay)
-    event_log: EventLog = LocalEventLog()
-    if settings.redis_url and redis_client is not None:
-        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
-    events = OperatorEvents(event_log, database)
-    watch_commits(database, events)
+    locks, registry = _turn_coordination(settings)
+    events = _operator_events(settings, database, redis_client)
     metrics = Metrics()
     background = BackgroundTasks()
-    memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
-    # An index left by another database under this data directory is rebuilt now, at start,
-    # not answered from (memory.identity).
-    memory.bind(progress=_log_reindex_progress())
+    memory = _open_memory(settings, database, clock)
     chat = ChatService(
         db=database,
         settings=settings,
@@ -242,43 +218,110 @@ def build_services(
         events=events,
         redis=redis_client,
         memory=memory,
-        github=(
-            GitHubClient.from_settings(
-                settings,
-                observe=metrics.github_answer,
-                stored_installation=stored_installations(database),
-            )
-            if settings.github_configured
-            else None
-        ),
+        github=_github_client(settings, database, metrics),
         metrics=metrics,
         model_http=model_http,
     )
     if redis_client is not None:
-        services.tasks = build_task_service(
-            db=database,
-            connection=redis_client,
-            github=services.github,
-            pickup_labels=settings.pickup_labels,
-            time_limit=settings.task_time_limit,
-            clock=clock,
-        )
-        services.metrics.add_collector(lifecycle_collector(database, redis_client))
+        _attach_lifecycle(services, redis_client, clock)
     if services.github is not None:
-        # With a GitHub App, Chat's filing intents file for real (still only on request).
-        services.filing = FilingService(
-            db=database,
-            github=services.github,
-            tasks=services.tasks,
-            pickup_labels=settings.pickup_labels,
-            clock=clock,
-        )
-        services.publisher = DecisionPublisher(db=database, github=services.github, clock=clock)
-        chat.issues = IssueContextLoader(services.github)
-        chat.checkouts = ManagedCheckouts(
-            settings.data_dir / "checkouts",
-            services.github,
-            refresh_seconds=settings.checkout_refresh_seconds,
-        )
-        chat.policy = GitHubIntentPolicy(services.filing)
+        _attach_github_intents(services, services.github, clock)
     return services
+
+
+def _open_database(settings: Settings, *, clock: Clock, migrate: bool) -> dbmod.Database:
+    """The database at the schema this code expects, with the configured agents mirrored."""
+    database = dbmod.Database.from_url(
+        settings.database_url, lock_timeout=REQUEST_LOCK_TIMEOUT_SECONDS
+    )
+    if migrate:
+        dbmod.upgrade(database.engine)
+    _sync_agents(database, settings, clock)
+    return database
+
+
+def _turn_coordination(settings: Settings) -> tuple[TurnLocks, TurnRegistry]:
+    """One turn per operator across instances (Redis locks) and the running turns' frames
+    relayed to any instance (Redis); in-process stand-ins without Redis."""
+    locks: TurnLocks = (
+        RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
+    )
+
+    async def release_turn(handle: TurnHandle) -> None:
+        await locks.release(handle.operator_id, handle.turn_id)
+
+    relay = (
+        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        if settings.redis_url
+        else None
+    )
+    return locks, TurnRegistry(on_finish=release_turn, relay=relay)
+
+
+def _operator_events(
+    settings: Settings, database: dbmod.Database, redis_client: redis.Redis | None
+) -> OperatorEvents:
+    """The operator events stream (Redis streams, or in-process), fed by every commit."""
+    event_log: EventLog = LocalEventLog()
+    if settings.redis_url and redis_client is not None:
+        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+    events = OperatorEvents(event_log, database)
+    watch_commits(database, events)
+    return events
+
+
+def _open_memory(settings: Settings, database: dbmod.Database, clock: Clock) -> Memory:
+    memory = Memory.in_data_dir(settings.data_dir, database.session, clock=clock)
+    # An index left by another database under this data directory is rebuilt now, at start,
+    # not answered from (memory.identity).
+    memory.bind(progress=_log_reindex_progress())
+    return memory
+
+
+def _github_client(
+    settings: Settings, database: dbmod.Database, metrics: Metrics
+) -> GitHubClient | None:
+    """The App client when one is configured; it finds a repository's installation in what
+    the webhooks stored before asking GitHub."""
+    if not settings.github_configured:
+        return None
+    return GitHubClient.from_settings(
+        settings,
+        observe=metrics.github_answer,
+        stored_installation=stored_installations(database),
+    )
+
+
+def _attach_lifecycle(services: Services, redis_client: redis.Redis, clock: Clock) -> None:
+    """The task lifecycle (it needs Redis for its queue) and its metrics."""
+    settings, database = services.settings, services.db
+    services.tasks = build_task_service(
+        db=database,
+        connection=redis_client,
+        github=services.github,
+        pickup_labels=settings.pickup_labels,
+        time_limit=settings.task_time_limit,
+        clock=clock,
+    )
+    services.metrics.add_collector(lifecycle_collector(database, redis_client))
+
+
+def _attach_github_intents(services: Services, github: GitHubClient, clock: Clock) -> None:
+    """With a GitHub App, Chat's filing intents file for real (still only on request), its
+    focused issue is read from GitHub and its checkouts are kept fresh."""
+    settings, database, chat = services.settings, services.db, services.chat
+    services.filing = FilingService(
+        db=database,
+        github=github,
+        tasks=services.tasks,
+        pickup_labels=settings.pickup_labels,
+        clock=clock,
+    )
+    services.publisher = DecisionPublisher(db=database, github=github, clock=clock)
+    chat.issues = IssueContextLoader(github)
+    chat.checkouts = ManagedCheckouts(
+        settings.data_dir / "checkouts",
+        github,
+        refresh_seconds=settings.checkout_refresh_seconds,
+    )
+    chat.policy = GitHubIntentPolicy(services.filing)

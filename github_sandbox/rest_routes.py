@@ -225,6 +225,11 @@ async def get_content(request: web.Request) -> web.Response:
     return web.json_response(contents.file_shape(sandbox.shapes, repo, ref, found, data))
 
 
+# The handlers below repeat one shape on purpose (a duplicates row): each parses the path and
+# body, calls one `Operations` method and shapes its answer, so the route table reads like
+# GitHub's REST reference; the logic lives once, in `operations.py`.
+
+
 @routes.post(REPO + "/issues")
 async def create_issue(request: web.Request) -> web.Response:
     repo, caller = _repo(request)

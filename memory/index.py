@@ -133,6 +133,7 @@ class SearchIndex:
             within=within,
         )
 
+    # Long: one vectorised scoring pass over the segments; its arrays read together.
     def search_terms(
         self,
         terms: NDArray[np.int64],

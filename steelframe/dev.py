@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -171,6 +172,7 @@ def _start_worker(services: Any) -> Any:
         return None
     ctx = build_context(
         settings,
+        environ=os.environ,
         db=services.db,
         connection=services.redis,
         github=github_factory(settings),

@@ -9,7 +9,6 @@ import threading
 
 from rq import Queue
 
-from bot.lifecycle import context
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.reconcile import reconcile_until, run_reconcile
 from bot.lifecycle.worker import InProcessWorker
@@ -24,7 +23,7 @@ class WorkerThread:
     def __init__(self, ctx: LifecycleContext) -> None:
         self.ctx = ctx
         self.worker = InProcessWorker(
-            [Queue(ctx.queue_name, connection=ctx.redis)], connection=ctx.redis
+            [Queue(ctx.queue_name, connection=ctx.redis)], connection=ctx.redis, lifecycle=ctx
         )
         self._thread = threading.Thread(target=self._run, name="lifecycle-worker", daemon=True)
         self._stop_reconciling = threading.Event()
@@ -36,7 +35,6 @@ class WorkerThread:
         )
 
     def start(self) -> None:
-        context.bind(self.ctx)
         self._thread.start()
         self._reconciler.start()
 

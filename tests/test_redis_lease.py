@@ -3,6 +3,7 @@ across workers."""
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,7 +69,7 @@ def test_a_worker_skips_reconciling_while_another_holds_the_lease(
     client: redis.Redis, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = make_settings(tmp_path, redis_url=redis_url)
-    ctx = build_context(settings, connection=client, memory=False)
+    ctx = build_context(settings, environ=os.environ, connection=client, memory=False)
     dbmod.upgrade(ctx.db.engine)
     said: list[str] = []
     with held(client, reconciler_lease_name(ctx.queue_name), ttl=30) as leader:

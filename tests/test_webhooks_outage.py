@@ -6,6 +6,7 @@ is not a failed delivery: its task is stored, and enqueued once Redis is back.""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,6 @@ from rq import Queue
 from sqlalchemy import func, select
 
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
-from bot.lifecycle import context
 from bot.lifecycle.context import build_context, github_factory
 from bot.lifecycle.models import Task
 from bot.lifecycle.reconcile import run_reconcile
@@ -166,20 +166,20 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
         **sandbox_settings(tmp_path),
     )
     connection = redis.Redis.from_url(redis_url)
-    ctx = build_context(back, db=db, connection=connection, github=github_factory(back))
-    context.bind(ctx)
+    ctx = build_context(
+        back, environ=os.environ, db=db, connection=connection, github=github_factory(back)
+    )
     try:
         await wait_for(
             lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued, within=60
         )
         worker = InProcessWorker(
-            [Queue(ctx.queue_name, connection=connection)], connection=connection
+            [Queue(ctx.queue_name, connection=connection)], connection=connection, lifecycle=ctx
         )
         await asyncio.to_thread(worker.work, burst=True)
         state = db.call(lambda s: s.get(Task, task.id).state)
         assert state == TaskState.DELIVERED
     finally:
-        context.bind(None)
         connection.close()
 
 

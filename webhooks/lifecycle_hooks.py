@@ -20,10 +20,12 @@ Decision comment the App posted must still resume a waiting task.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.lifecycle.service import IssueEvent
 from webhooks.routing import WebhookContext, handles
 
 router = Router()
@@ -38,25 +40,33 @@ COMMENT_NEEDS: dict[str, type] = {
 
 async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
     """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it."""
+    issue_event = parse_issue_event(event.data)
     if ctx.tasks is None:
-        if carries_pickup_label(event.data, ctx.settings.pickup_labels):
+        if issue_event.names_pickup_label(ctx.settings.pickup_labels):
             log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
         return
-    result = await ctx.tasks.on_issue_event(event.data)
+    result = await ctx.tasks.on_issue_event(issue_event)
     if result is not None:
         log.info("pickup [%s]: task %s %s", event.delivery_id, result.task_id, result)
 
 
-def carries_pickup_label(payload: dict[str, object], pickup_labels: tuple[str, ...]) -> bool:
-    """Whether an `issues` event is about a pickup label: the one just added, or one the
-    opened or reopened issue carries."""
-    if payload.get("action") == "labeled":
-        label = payload.get("label")
-        return isinstance(label, dict) and label.get("name") in pickup_labels
-    issue = payload.get("issue")
-    labels = issue.get("labels") if isinstance(issue, dict) else None
-    return any(
-        isinstance(label, dict) and label.get("name") in pickup_labels for label in labels or []
+def parse_issue_event(payload: dict[str, Any]) -> IssueEvent:
+    """The parts of an `issues` payload the lifecycle reads (ISSUE_NEEDS were checked before
+    the handler runs); missing optional fields read as empty."""
+    issue = payload.get("issue") or {}
+    label = payload.get("label")
+    return IssueEvent(
+        action=str(payload.get("action") or ""),
+        repo=str(payload["repository"]["full_name"]),
+        number=int(issue["number"]),
+        title=str(issue.get("title") or ""),
+        body=str(issue.get("body") or ""),
+        sender=str((payload.get("sender") or {}).get("login") or ""),
+        labels=tuple(
+            str(each.get("name")) for each in issue.get("labels") or [] if isinstance(each, dict)
+        ),
+        added_label=str(label.get("name") or "") if isinstance(label, dict) else None,
+        is_pull_request="pull_request" in issue,
     )
 
 

@@ -73,6 +73,18 @@ class TurnRequest:
     focus: Any = store.UNSET  # int, None (clear focus) or UNSET (keep)
 
 
+@dataclass(frozen=True)
+class _Drafting:
+    """Who drafts a turn's reply, for whom and where its frames go: what every draft of one
+    turn shares (the context it drafts from may widen between drafts)."""
+
+    runtime: Runtime
+    request: TurnRequest
+    session: store.TurnSession
+    agent: AgentConfig
+    emit: Any
+
+
 class ChatService:
     def __init__(
         self,
@@ -205,7 +217,9 @@ class ChatService:
         )
         context = await self._gather(request.message, agent, ts, handle.emit)
         runtime = self.runtimes(agent)
-        drafted = await self._draft_cited(runtime, request, ts, agent, context, handle.emit)
+        drafted = await self._draft_cited(
+            _Drafting(runtime, request, ts, agent, handle.emit), context
+        )
         if drafted is None:
             return
         draft, context = drafted
@@ -252,27 +266,21 @@ class ChatService:
         return TurnContext(grounding, issue=issue)
 
     async def _draft_cited(
-        self,
-        runtime: Runtime,
-        request: TurnRequest,
-        ts: store.TurnSession,
-        agent: AgentConfig,
-        context: TurnContext,
-        emit: Any,
+        self, drafting: _Drafting, context: TurnContext
     ) -> tuple[Draft, TurnContext] | None:
         """Draft; if hits were kept and the draft cites none, widen once and draft again.
         None when the turn failed (its error frame is sent)."""
+        emit, agent, focus = drafting.emit, drafting.agent, drafting.session.focus
         try:
             async with asyncio.timeout(self.settings.turn_timeout_seconds):
-                draft = await self._draft(runtime, request, ts, agent, context, emit, number=1)
+                draft = await self._draft(drafting, context, number=1)
                 grounding = context.grounding
                 if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
                     await emit({"type": "status", "text": "no citation · widening retrieval"})
-                    widened = await self._widen(request.message, agent, ts.focus, grounding, emit)
+                    message = drafting.request.message
+                    widened = await self._widen(message, agent, focus, grounding, emit)
                     context = replace(context, grounding=clean_grounding(widened))
-                    draft = await self._redraft(
-                        runtime, request, ts, agent, context, emit, first=draft
-                    )
+                    draft = await self._redraft(drafting, context, first=draft)
         except RuntimeError_ as exc:
             await emit({"type": "error", "error": exc.message, "reason": "runtime"})
             return None
@@ -314,22 +322,11 @@ class ChatService:
             )
             return None
 
-    async def _redraft(
-        self,
-        runtime: Runtime,
-        request: TurnRequest,
-        ts: store.TurnSession,
-        agent: AgentConfig,
-        context: TurnContext,
-        emit: Any,
-        *,
-        first: Draft,
-    ) -> Draft:
+    async def _redraft(self, drafting: _Drafting, context: TurnContext, *, first: Draft) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""
+        emit = drafting.emit
         try:
-            second = await self._draft(
-                runtime, request, ts, agent, context, emit, number=2, hint=REDRAFT_HINT
-            )
+            second = await self._draft(drafting, context, number=2, hint=REDRAFT_HINT)
         except RuntimeError_ as exc:
             log.warning("re-draft failed, keeping the first draft: %s", exc.message)
             await emit({"type": "status", "text": "re-draft failed · keeping the first draft"})
@@ -366,20 +363,14 @@ class ChatService:
             return previous
 
     async def _draft(
-        self,
-        runtime: Runtime,
-        request: TurnRequest,
-        ts: store.TurnSession,
-        agent: AgentConfig,
-        context: TurnContext,
-        emit: Any,
-        *,
-        number: int,
-        hint: str | None = None,
+        self, drafting: _Drafting, context: TurnContext, *, number: int, hint: str | None = None
     ) -> Draft:
         """One draft streamed: thinking and visible reply tokens go out as frames (the
         trailer held back), usage, route and budget are kept."""
-        runtime_request = _runtime_request(request, ts, agent, context, hint)
+        emit = drafting.emit
+        runtime_request = _runtime_request(
+            drafting.request, drafting.session, drafting.agent, context, hint
+        )
         visible = TrailerFilter()
         reasoning: list[str] = []
         draft = Draft(reply="", trailer=Trailer(), reasoning="")
@@ -388,7 +379,7 @@ class ChatService:
             # Clients drop what they showed of the earlier draft now, even if this one
             # turns out to stream no visible text.
             await emit(_delta("", number, replace=True))
-        async for event in runtime.stream(runtime_request):
+        async for event in drafting.runtime.stream(runtime_request):
             if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
                 draft.first_frame_ms = round((time.perf_counter() - started) * 1000, 1)
             if isinstance(event, Delta):

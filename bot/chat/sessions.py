@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import delete, func, select
@@ -249,6 +250,17 @@ def persist_turn(
         created_at=now,
     )
     session.add_all([user, assistant])
+    _apply_turn(row, record, now)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise SessionGone(session_id) from exc
+    return [turn_json(user), turn_json(assistant)]
+
+
+def _apply_turn(row: ChatSession, record: TurnRecord, now: datetime) -> None:
+    """What a stored turn changes on its session: title, decision, pending proposal,
+    activity, and the summary it made stale."""
     if row.title is None and record.title:
         row.title = record.title
     if record.decision is not UNSET:
@@ -264,11 +276,6 @@ def persist_turn(
     row.closed_at = None
     if row.summary_status == SummaryStatus.DONE:
         row.summary_status = SummaryStatus.NONE
-    try:
-        session.flush()
-    except IntegrityError as exc:
-        raise SessionGone(session_id) from exc
-    return [turn_json(user), turn_json(assistant)]
 
 
 def new_session(

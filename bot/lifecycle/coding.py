@@ -260,6 +260,8 @@ async def run_coding(
     return outcome
 
 
+# Long: the three readers are closures over the outcome and `ended_by`, which the wait
+# loop below races; apart, that shared state would have to be passed around.
 async def _supervise(
     process: asyncio.subprocess.Process,
     request: CodingRequest,

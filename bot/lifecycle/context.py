@@ -1,9 +1,10 @@
-"""What a lifecycle job needs, built once per worker process and bound before work starts.
+"""What a lifecycle job needs, built once per worker process by its entry point.
 
-RQ job functions take only ids (they are pickled into Redis), so the worker's entry point
-(`steelframe worker`, `steelframe dev`, a test) builds a `LifecycleContext` and binds it;
-jobs look it up. A worker started another way (plain `rq worker`) builds one from the
-environment on first use, as an entry point would.
+RQ job functions are enqueued with only a task id (the job is pickled into Redis). The
+worker's entry point (`steelframe worker`, `steelframe dev`, a test) builds one
+`LifecycleContext` from its settings and its environment and gives it to the worker, which
+hands it to every job it runs (`bot.lifecycle.worker`). Nothing here is process-global and
+nothing reads the environment: the entry point passes it in.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -158,6 +159,7 @@ def github_factory(settings: Settings, db: Database | None = None) -> GitHubFact
 def build_context(
     settings: Settings,
     *,
+    environ: Mapping[str, str],
     db: Database | None = None,
     connection: redis.Redis | None = None,
     github: GitHubFactory | None = None,
@@ -165,7 +167,9 @@ def build_context(
     clock: Clock = utcnow,
     queue_name: str = DEFAULT_QUEUE,
 ) -> LifecycleContext:
-    """Everything from settings; `memory=True` opens the installation's memory index."""
+    """Everything from settings; `memory=True` opens the installation's memory index.
+    `environ` is the worker's environment: the key variables the coding runtime is given
+    from it are secrets the logs must not show."""
     database = db or Database.from_url(settings.database_url)
     if memory is True:
         from memory import Memory as MemoryIndex
@@ -188,29 +192,12 @@ def build_context(
         clock=clock,
         queue_name=queue_name,
         pickup_labels=settings.pickup_labels,
-        redactor=_redactor(settings, policy),
+        redactor=_redactor(settings, policy, environ),
     )
 
 
-def _redactor(settings: Settings, policy: LifecyclePolicy) -> Redactor:
+def _redactor(settings: Settings, policy: LifecyclePolicy, environ: Mapping[str, str]) -> Redactor:
     """The settings' secrets and the values of every key variable the runtime is given."""
-    redactor = from_settings(settings, os.environ)
-    redactor.add(*(os.environ.get(name) for name in policy.sandbox.env_passthrough))
+    redactor = from_settings(settings, environ)
+    redactor.add(*(environ.get(name) for name in policy.sandbox.env_passthrough))
     return redactor
-
-
-_bound: LifecycleContext | None = None
-
-
-def bind(context: LifecycleContext | None) -> None:
-    """Set (or clear, with None) this process's context; the worker entry point calls it."""
-    global _bound
-    _bound = context
-
-
-def current() -> LifecycleContext:
-    global _bound
-    if _bound is None:
-        _bound = build_context(Settings.from_env(os.environ))
-    _bound.after_fork()
-    return _bound

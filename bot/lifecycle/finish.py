@@ -133,36 +133,7 @@ async def finish_failed(
     """Schedule the next attempt (backoff) or fail the task with a comment saying why."""
     task = ctx.db.call(tasks.get_task, task_id)
     if retry and task.attempts < ctx.policy.max_attempts:
-        delay = ctx.policy.backoff(task.attempts)
-        job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
-        try:
-            change = change_state(
-                ctx.db,
-                task_id,
-                TaskState.QUEUED,
-                actor=actor,
-                detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
-                data={"error": error, "retry_in": delay},
-                # Only a running task is retried: a terminated one stays terminated.
-                expect=[TaskState.RUNNING],
-                changes={"last_error": error, "job_id": job},
-                phase=Phase.RETRYING,
-                note=(
-                    f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
-                    f"Retrying in {delay:g} s."
-                ),
-                fence=fence,
-                clock=ctx.clock,
-            )
-        except IllegalTransition as exc:
-            return _moved(task_id, exc)
-        except LeaseLost:
-            return _fenced_out(task_id)
-        LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
-            task_id, job=job, delay=delay
-        )
-        await publish(ctx.db, github, change, clock=ctx.clock)
-        return f"retry: {error}"
+        return await _retry_later(ctx, github, task, actor, error=error, fence=fence)
     if limit is not None:
         error = f"stopped by {limit_text(ctx, limit)}"
     else:
@@ -192,6 +163,49 @@ async def finish_failed(
         ctx.db.call(_limit_event, task_id, actor, limit, ctx)
     await publish(ctx.db, github, change, clock=ctx.clock)
     return f"failed: {error}"
+
+
+async def _retry_later(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    task: Task,
+    actor: str,
+    *,
+    error: str,
+    fence: str | None,
+) -> str:
+    """Queue the running task's next attempt after its backoff, saying so on the issue."""
+    task_id = task.id
+    delay = ctx.policy.backoff(task.attempts)
+    job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
+    try:
+        change = change_state(
+            ctx.db,
+            task_id,
+            TaskState.QUEUED,
+            actor=actor,
+            detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
+            data={"error": error, "retry_in": delay},
+            # Only a running task is retried: a terminated one stays terminated.
+            expect=[TaskState.RUNNING],
+            changes={"last_error": error, "job_id": job},
+            phase=Phase.RETRYING,
+            note=(
+                f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
+                f"Retrying in {delay:g} s."
+            ),
+            fence=fence,
+            clock=ctx.clock,
+        )
+    except IllegalTransition as exc:
+        return _moved(task_id, exc)
+    except LeaseLost:
+        return _fenced_out(task_id)
+    LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
+        task_id, job=job, delay=delay
+    )
+    await publish(ctx.db, github, change, clock=ctx.clock)
+    return f"retry: {error}"
 
 
 def _limit_event(

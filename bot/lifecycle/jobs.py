@@ -1,7 +1,9 @@
 """The RQ job functions of the `steelframe-lifecycle` queue, and RQ's failure callbacks.
 
-Top-level, importable by path, taking only a task id. Each opens its own database session
-through the worker's bound context (`bot.lifecycle.context.current`).
+Top-level, importable by path, enqueued with only a task id. The lifecycle worker that runs
+one calls it with its `LifecycleContext` first (`bot.lifecycle.worker.LifecycleJob`): the
+context its entry point built once from the worker's settings. Each job opens its own
+database sessions through it.
 """
 
 from __future__ import annotations
@@ -13,14 +15,15 @@ from typing import Any
 from redis import Redis
 from rq.job import Job
 
-from bot.lifecycle import context
+from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 from bot.lifecycle.run import run_task
+from bot.lifecycle.worker import lifecycle_of, task_of
 
 log = logging.getLogger(__name__)
 
 
-def task_lifecycle(task_id: int) -> str:
+def task_lifecycle(lifecycle: LifecycleContext, task_id: int) -> str:
     """Run a queued task: mark it running, prepare the worktree, run the coding runtime,
     then deliver (branch + PR), ask (comment + `steelframe:needs_human`) or fail/retry.
 
@@ -29,39 +32,34 @@ def task_lifecycle(task_id: int) -> str:
     longer queued and does nothing. Every GitHub step is idempotent (markers, stored ids),
     so a rerun after a crash never doubles a comment or a pull request.
     """
-    return asyncio.run(run_task(context.current(), task_id, continuation=False))
+    return asyncio.run(run_task(lifecycle, task_id, continuation=False))
 
 
-def task_continue(task_id: int) -> str:
+def task_continue(lifecycle: LifecycleContext, task_id: int) -> str:
     """Continue a task a Decision resumed: the same run, with the decision's text and the
     runtime session (or transcript) stored when the first run started.
 
     Run twice: as `task_lifecycle` (lease, then state check); a continuation whose task is
     no longer `running` does nothing.
     """
-    return asyncio.run(run_task(context.current(), task_id, continuation=True))
-
-
-def _task_of(job: Job) -> int | None:
-    args = job.args or ()
-    return int(args[0]) if args and isinstance(args[0], int) else None
+    return asyncio.run(run_task(lifecycle, task_id, continuation=True))
 
 
 def on_job_failure(job: Job, connection: Redis, *exc_info: Any) -> None:
     """RQ's failure callback: the job raised (RQ's own timeout, a bug). The task is retried
     or failed now instead of waiting for its lease to expire. Called twice: the second call
     finds the task no longer running and does nothing."""
-    task_id = _task_of(job)
+    task_id = task_of(job)
     if task_id is not None:
         reason = f"the worker job failed ({exc_info[0].__name__ if exc_info else 'error'})"
-        recover_dead_run(context.current(), task_id, reason=reason, dead_pid=None)
+        recover_dead_run(lifecycle_of(job), task_id, reason=reason, dead_pid=None)
 
 
 def on_job_stopped(job: Job, connection: Redis) -> None:
     """RQ's stopped callback (a stop-job command): the run is gone; if the task was not
     terminated (an operator stopped the job by hand), it is retried or failed."""
-    task_id = _task_of(job)
+    task_id = task_of(job)
     if task_id is not None:
         recover_dead_run(
-            context.current(), task_id, reason="the worker job was stopped", dead_pid=None
+            lifecycle_of(job), task_id, reason="the worker job was stopped", dead_pid=None
         )

@@ -15,14 +15,7 @@ async def existing_pull(run: Run) -> dict[str, Any] | None:
     if not pulls:
         return None
     pull = pulls[0]
-    run.ctx.db.call(
-        tasks.touch,
-        task.id,
-        run.ctx.clock,
-        fence=run.fence,
-        pr_number=int(pull["number"]),
-        pr_url=str(pull.get("html_url") or pull.get("url") or ""),
-    )
+    _remember(run, pull)
     return pull
 
 
@@ -39,9 +32,14 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     if run.ctx.policy.coding_agent == "demo":
         title = f"{title} (demo runtime)"
     pull = await run.github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
+    _remember(run, pull)
+
+
+def _remember(run: Run, pull: dict[str, Any]) -> None:
+    """Keep the task's pull request (number and link), under the run's lease."""
     run.ctx.db.call(
         tasks.touch,
-        task.id,
+        run.task.id,
         run.ctx.clock,
         fence=run.fence,
         pr_number=int(pull["number"]),

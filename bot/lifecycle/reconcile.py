@@ -20,6 +20,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
@@ -189,18 +190,8 @@ def _stop_leftover_job(
     done = queue.cancel(task.job_id)
     clean_orphans(ctx, task_id, dead_pid=None)
 
-    def note(session: Session) -> None:
-        tasks.record(
-            session,
-            tasks.get_task(session, task_id),
-            EventKind.RECONCILED,
-            actor=ACTOR,
-            detail=f"the job of the terminated task still ran: {done}",
-            data={"job_id": task.job_id, "action": done},
-            clock=ctx.clock,
-        )
-
-    ctx.db.call(note)
+    detail = f"the job of the terminated task still ran: {done}"
+    ctx.db.call(_note_repair, ctx, task_id, detail, {"job_id": task.job_id, "action": done})
     report.stopped.append(task_id)
 
 
@@ -253,15 +244,8 @@ def _check_queued(
 
     def note(session: Session) -> None:
         tasks.touch(session, task_id, ctx.clock, job_id=job)
-        tasks.record(
-            session,
-            tasks.get_task(session, task_id),
-            EventKind.RECONCILED,
-            actor=ACTOR,
-            detail="queued without a job; enqueued again",
-            data={"job_id": job, "lost_job": task.job_id},
-            clock=ctx.clock,
-        )
+        detail = "queued without a job; enqueued again"
+        _note_repair(session, ctx, task_id, detail, {"job_id": job, "lost_job": task.job_id})
 
     ctx.db.call(note)
     queue.enqueue(task_id, job=job, continuation=bool(task.pending_decision))
@@ -309,18 +293,8 @@ async def _check_labels(
     if not changes:
         return
 
-    def note(session: Session) -> None:
-        tasks.record(
-            session,
-            tasks.get_task(session, task_id),
-            EventKind.RECONCILED,
-            actor=ACTOR,
-            detail=f"labels repaired ({' '.join(changes)})",
-            data={"labels": changes},
-            clock=ctx.clock,
-        )
-
-    ctx.db.call(note)
+    detail = f"labels repaired ({' '.join(changes)})"
+    ctx.db.call(_note_repair, ctx, task_id, detail, {"labels": changes})
     report.labels_fixed.append(task_id)
     if state in FINISHED or state == TaskState.WAITING_FOR_INFO:
         log.info("reconcile: task %s labels repaired: %s", task_id, changes)
@@ -400,3 +374,18 @@ def run_reconcile(ctx: LifecycleContext, *, say: Callable[[str], None] = print) 
             return await reconcile(ctx, github, say=say)
 
     return asyncio.run(main())
+
+
+def _note_repair(
+    session: Session, ctx: LifecycleContext, task_id: int, detail: str, data: dict[str, Any]
+) -> None:
+    """Record on the task what the reconciler repaired (a `reconciled` event)."""
+    tasks.record(
+        session,
+        tasks.get_task(session, task_id),
+        EventKind.RECONCILED,
+        actor=ACTOR,
+        detail=detail,
+        data=data,
+        clock=ctx.clock,
+    )

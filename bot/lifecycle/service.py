@@ -62,6 +62,29 @@ class IssueText:
 
 
 @dataclass(frozen=True)
+class IssueEvent:
+    """An `issues` webhook event as the lifecycle reads it (webhooks.lifecycle_hooks parses
+    the payload): what happened, to which issue, by whom, and the labels involved."""
+
+    action: str
+    repo: str
+    number: int
+    title: str
+    body: str
+    sender: str
+    labels: tuple[str, ...] = ()  # the issue's labels
+    added_label: str | None = None  # `labeled`: the label just added
+    is_pull_request: bool = False
+
+    def names_pickup_label(self, pickup_labels: tuple[str, ...]) -> bool:
+        """The label just added is a pickup label, or (any other action) the issue
+        carries one."""
+        if self.action == "labeled":
+            return self.added_label in pickup_labels
+        return any(name in pickup_labels for name in self.labels)
+
+
+@dataclass(frozen=True)
 class ResumeResult:
     task_id: int | None
     resumed: bool
@@ -216,6 +239,12 @@ class TaskService:
                 clock=self.clock,
             )
             return PickupResult(task.id, created=False, started=False), None
+        return self._reopen(session, task, title, cause)
+
+    def _reopen(
+        self, session: Session, task: Task, title: str, cause: str
+    ) -> tuple[PickupResult, str | None]:
+        """A failed or terminated task picked up again: a new generation, queued afresh."""
         job = job_id(task.id, task.generation + 1, "a1")
         # A terminate recorded for the finished generation must not stop the new one.
         termination.forget(session, task.id)
@@ -256,52 +285,41 @@ class TaskService:
 
     # -- webhooks ----------------------------------------------------------------------------
 
-    async def on_issue_event(self, payload: dict[str, Any]) -> PickupResult | None:
+    async def on_issue_event(self, event: IssueEvent) -> PickupResult | None:
         """`issues` opened/labeled/reopened carrying a pickup label starts the task."""
-        action = str(payload.get("action") or "")
-        issue = payload.get("issue") or {}
-        if "pull_request" in issue:
+        if event.is_pull_request:
             return None
-        if action == "edited":
-            await self.on_issue_edited(payload)
+        if event.action == "edited":
+            await self.on_issue_edited(event)
             return None
-        if action == "labeled":
-            wanted = str((payload.get("label") or {}).get("name") or "") in self.pickup_labels
-        elif action in ("opened", "reopened"):
-            names = {str(label.get("name")) for label in issue.get("labels") or []}
-            wanted = bool(names & set(self.pickup_labels))
-        else:
+        if event.action not in ("labeled", "opened", "reopened"):
             return None
-        if not wanted:
+        if not event.names_pickup_label(self.pickup_labels):
             return None
-        repo, number = str(payload["repository"]["full_name"]), int(issue["number"])
-        sender = str((payload.get("sender") or {}).get("login") or "")
         # An issue template can apply the pickup label for anyone, and an author may reopen
         # their own issue: only the App or someone with write access starts a task.
-        allowed, why = await self._may_act(repo, sender, "starting a task")
+        allowed, why = await self._may_act(event.repo, event.sender, "starting a task")
         if not allowed:
-            await self._pickup_ignored(repo, number, sender, action, why)
+            await self._pickup_ignored(event.repo, event.number, event.sender, event.action, why)
             return None
         return await self.pickup(
-            repo,
-            number,
-            title=str(issue.get("title") or ""),
-            body=str(issue.get("body") or ""),
-            cause=f"webhook:issues.{action}",
+            event.repo,
+            event.number,
+            title=event.title,
+            body=event.body,
+            cause=f"webhook:issues.{event.action}",
         )
 
-    async def on_issue_edited(self, payload: dict[str, Any]) -> bool:
+    async def on_issue_edited(self, event: IssueEvent) -> bool:
         """An edit of a picked-up issue re-pins its text only if the App or a writer made
         it; anyone else's is recorded and not used. True when the text was re-pinned."""
-        issue = payload.get("issue") or {}
-        repo, number = str(payload["repository"]["full_name"]), int(issue["number"])
+        repo, number, sender = event.repo, event.number, event.sender
         task = await self.db.run(lambda s: tasks.find_task(s, repo, number))
         if task is None or task.state not in LIVE:
             return False
-        sender = str((payload.get("sender") or {}).get("login") or "")
         allowed, why = await self._may_act(repo, sender, "changing a picked-up issue's text")
         kind = EventKind.ISSUE_PINNED if allowed else EventKind.EDIT_IGNORED
-        text = IssueText(str(issue.get("title") or ""), str(issue.get("body") or ""))
+        text = IssueText(event.title, event.body)
 
         def note(session: Session) -> None:
             if allowed:

@@ -22,7 +22,7 @@ from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
-from bot.lifecycle.models import EventKind, TaskLog
+from bot.lifecycle.models import EventKind, Task, TaskLog
 from bot.lifecycle.outcomes import Change, change_state, publish
 from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
 from bot.lifecycle.progress import Phase
@@ -332,6 +332,24 @@ async def _paths(tree: worktree.Worktree) -> list[str]:
         return []
 
 
+def _task_env(task: Task) -> dict[str, str]:
+    """The task as the coding command sees it (docs/lifecycle.md, the coding-command
+    protocol): its ids, the Decision it resumes with, and the session to resume."""
+    env = {
+        "STEELFRAME_TASK_ID": str(task.id),
+        "STEELFRAME_REPO": task.repo,
+        "STEELFRAME_ISSUE": str(task.issue),
+        "STEELFRAME_ATTEMPT": str(task.attempts),
+    }
+    if task.pending_decision:
+        env["STEELFRAME_DECISION"] = task.pending_decision
+    if task.runtime_session:
+        env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
+    if task.runtime_transcript:
+        env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
+    return env
+
+
 async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> CodingOutcome:
     ctx, task = run.ctx, run.task
     assert ctx.policy.coding_command is not None
@@ -353,18 +371,7 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
             return "cost"
         return None
 
-    env = {
-        "STEELFRAME_TASK_ID": str(task.id),
-        "STEELFRAME_REPO": task.repo,
-        "STEELFRAME_ISSUE": str(task.issue),
-        "STEELFRAME_ATTEMPT": str(task.attempts),
-    }
-    if task.pending_decision:
-        env["STEELFRAME_DECISION"] = task.pending_decision
-    if task.runtime_session:
-        env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
-    if task.runtime_transcript:
-        env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
+    env = _task_env(task)
     label = preset_label(ctx)
     on_progress, updates = progress_hook(run, label or "The coding runtime")
     home = None

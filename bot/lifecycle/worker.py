@@ -1,53 +1,103 @@
 """RQ workers for the lifecycle queue: RQ's forking `Worker` for `steelframe worker`, and an
 in-process `SimpleWorker` for `steelframe dev` (in a thread) and tests.
 
-Both are RQ's own classes with two additions: a work horse that dies is recovered at once
-(`handle_work_horse_killed`), and the in-process one can run off the main thread, stops on
-request within a second and moves due scheduled jobs (retry backoff) itself.
+Both are RQ's own classes with three additions: each is given the `LifecycleContext` its
+entry point built and hands it to every job it runs (`LifecycleJob`: a job is enqueued with
+only a task id, and its function is called with the context first); a work horse that dies
+is recovered at once (`handle_work_horse_killed`); and the in-process one can run off the
+main thread, stops on request within a second and moves due scheduled jobs (retry backoff)
+itself.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import Any
+from collections.abc import Callable
+from functools import partial
+from typing import Any, ClassVar
 
 from rq import Queue, SimpleWorker, Worker
 from rq.job import Job
 from rq.timeouts import TimerDeathPenalty
+from rq.worker import BaseWorker
 
-from bot.lifecycle import context
+from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 
 log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1
 
 
-def _task_of(job: Job) -> int | None:
+def task_of(job: Job) -> int | None:
+    """The task id a lifecycle job was enqueued with (None for any other job)."""
     args = job.args or ()
     return int(args[0]) if args and isinstance(args[0], int) else None
 
 
-class LifecycleWorker(Worker):
+class LifecycleJob(Job):
+    """A job as a lifecycle worker fetches it: its function is called with the worker's
+    context first, then the task id it was enqueued with. The context is a class attribute
+    of the worker's own job class (`for_worker`), so every job that worker fetches carries
+    it (the ones it runs and the abandoned ones its registry cleanup fails); it is never
+    stored in Redis."""
+
+    lifecycle: ClassVar[LifecycleContext | None] = None
+
+    @classmethod
+    def for_worker(cls, lifecycle: LifecycleContext) -> type[LifecycleJob]:
+        return type(cls.__name__, (cls,), {"lifecycle": lifecycle, "__module__": __name__})
+
+    @property
+    def func(self) -> Callable[..., Any]:
+        return partial(super().func, lifecycle_of(self))
+
+
+def lifecycle_of(job: Job) -> LifecycleContext:
+    """The context of the worker that fetched `job` (ready for this process: a forked work
+    horse opens its own database connections)."""
+    lifecycle = getattr(job, "lifecycle", None)
+    if lifecycle is None:
+        raise RuntimeError(
+            f"job {job.id} needs a lifecycle worker (`steelframe worker`), which gives it "
+            "the lifecycle context; this worker gave none"
+        )
+    lifecycle.after_fork()
+    return lifecycle
+
+
+class _ContextGivingWorker(BaseWorker):
+    """What both workers add to RQ's: the entry point's context, given to every job the
+    worker fetches through its job class (its queues and their registries use it too)."""
+
+    def __init__(self, queues: list[Queue], *, lifecycle: LifecycleContext, **kwargs: Any) -> None:
+        job_class = LifecycleJob.for_worker(lifecycle)
+        super().__init__(queues, job_class=job_class, **kwargs)
+        for queue in self.queues:
+            queue.job_class = job_class
+        self.lifecycle = lifecycle
+
+
+class LifecycleWorker(_ContextGivingWorker, Worker):
     """RQ's forking worker; a killed work horse's task is retried or failed right away."""
 
     def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)
-        task_id = _task_of(job)
+        task_id = task_of(job)
         if task_id is None:
             return
         reason = f"the worker process running it died (wait status {ret_val})"
-        recover_dead_run(context.current(), task_id, reason=reason, dead_pid=retpid)
+        recover_dead_run(self.lifecycle, task_id, reason=reason, dead_pid=retpid)
 
 
-class InProcessWorker(SimpleWorker):
+class InProcessWorker(_ContextGivingWorker, SimpleWorker):
     """RQ's SimpleWorker, usable from a background thread and stoppable with `stop()`."""
 
     # RQ's default job timeout uses SIGALRM, which only the main thread may set.
     death_penalty_class = TimerDeathPenalty
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(self, queues: list[Queue], *, lifecycle: LifecycleContext, **kwargs: Any) -> None:
+        super().__init__(queues, lifecycle=lifecycle, **kwargs)
         self._stopping = threading.Event()
 
     def stop(self) -> None:

@@ -167,6 +167,7 @@ async def _tree_git(tree: Worktree, *args: str, check: bool = True) -> str:
     return await git(tree.path, *args, check=check, git_dir=tree.git_dir, work_tree=tree.path)
 
 
+# Long: one git sequence read top to bottom; most lines are git arguments, one per line.
 async def prepare(folder: Path, *, clone_url: str, token: str | None, branch: str) -> Worktree:
     """A fresh clone on `branch` (the remote's branch if a run pushed one, else the default
     branch): the worker's git directory in `folder/git`, the files in `folder/repo`."""

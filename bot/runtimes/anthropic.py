@@ -23,15 +23,9 @@ import aiohttp
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn, streamed_round
-from bot.runtimes.tools import (
-    RepoTools,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-)
+from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireTurn
+from bot.runtimes.tools import ToolCall, ToolResult, ToolSpec
 from bot.runtimes.transport import (
-    Endpoint,
     UpstreamFailure,
     clip,
     error_detail,
@@ -107,9 +101,7 @@ class _Conversation:
 
     def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
         self.state = _Message()
-        turn = self.turn
-        body = turn.wire._body(turn.request, turn.messages, turn.tools, final=final)
-        return turn.wire._round(turn.http, body, self.state)
+        return self.turn.wire.start_round(self.turn, self.state, final=final)
 
     def outcome(self, round_number: int) -> RoundOutcome:
         # Only a `tool_use` stop asks for tools; other stops end the turn with its answer.
@@ -122,29 +114,10 @@ class _Conversation:
         self.turn.messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
 
 
-class AnthropicRuntime:
+class AnthropicRuntime(HostedRuntime):
     name = "anthropic"
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        endpoint: Endpoint,
-        context_tokens: int,
-        tool_rounds: int = 4,
-        thinking_tokens: int = 0,
-        http: aiohttp.ClientSession | None = None,
-    ) -> None:
-        self.model = model
-        self.http = http
-        self.endpoint = endpoint
-        self.context_tokens = context_tokens
-        self.tool_rounds = tool_rounds
-        self.thinking_tokens = thinking_tokens
-        self.where = f"the Anthropic endpoint {endpoint.label} (model {model})"
-
-    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
-        return stream_turn(self, request)
+    PATH = "v1/messages"
+    PROVIDER = "the Anthropic endpoint"
 
     def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
         # The API refuses empty text; a stored turn can be empty (a reply that was all trailer).
@@ -155,19 +128,13 @@ class AnthropicRuntime:
     def conversation(self, turn: WireTurn[Any]) -> _Conversation:
         return _Conversation(turn)
 
-    def _body(
-        self,
-        request: RuntimeRequest,
-        messages: list[dict[str, Any]],
-        tools: RepoTools | None,
-        *,
-        final: bool,
-    ) -> dict[str, Any]:
+    def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
+        request, tools = turn.request, turn.tools
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": request.max_output_tokens + self.thinking_tokens,
             "system": request.system,
-            "messages": messages,
+            "messages": turn.messages,
             "stream": True,
         }
         if self.thinking_tokens:
@@ -178,25 +145,13 @@ class AnthropicRuntime:
                 body["tool_choice"] = {"type": "none"}
         return body
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
         if self.endpoint.api_key:
             headers["x-api-key"] = self.endpoint.api_key.reveal()
         return headers
 
-    def _round(
-        self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Message
-    ) -> AsyncGenerator[RuntimeEvent, None]:
-        return streamed_round(
-            self,
-            http,
-            "v1/messages",
-            body,
-            self._headers(),
-            lambda answer: self._read(answer, state),
-        )
-
-    async def _read(
+    async def read(
         self, response: aiohttp.ClientResponse, state: _Message
     ) -> AsyncGenerator[RuntimeEvent, None]:
         async for sse in server_events(response.content):

@@ -4,6 +4,10 @@ Sans-I/O: `EventStreamParser.feed(line)` returns a finished event or None; `serv
 adapts any async iterator of byte lines (an aiohttp response body) to it. Follows the
 WHATWG event-stream rules the providers rely on: comment lines start with `:`, one optional
 space after the colon is dropped, several `data:` lines join with a newline.
+
+`tui_client/sse.py` reads the operator API's frames by the same rules; the layering keeps
+them apart on purpose (the core imports no shell, and `tui_client` nothing of ours), so a
+few lines of their field handling look alike.
 """
 
 from __future__ import annotations

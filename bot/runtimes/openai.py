@@ -23,16 +23,10 @@ import aiohttp
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import Messages, RoundOutcome, WireTurn, stream_turn, streamed_round
+from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireTurn
 from bot.runtimes.thinktags import ThinkTagSplitter
-from bot.runtimes.tools import (
-    RepoTools,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-)
+from bot.runtimes.tools import ToolCall, ToolResult, ToolSpec
 from bot.runtimes.transport import (
-    Endpoint,
     UpstreamFailure,
     clip,
     error_detail,
@@ -74,9 +68,7 @@ class _Conversation:
 
     def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
         self.state = _Round()
-        turn = self.turn
-        body = turn.wire._body(turn.messages, turn.request, turn.tools, final=final)
-        return turn.wire._round(turn.http, body, self.state)
+        return self.turn.wire.start_round(self.turn, self.state, final=final)
 
     def outcome(self, round_number: int) -> RoundOutcome:
         usage = self.state.usage
@@ -91,28 +83,12 @@ class _Conversation:
         self.turn.messages.extend(_tool_message(result) for result in results)
 
 
-class OpenAIRuntime:
+class OpenAIRuntime(HostedRuntime):
+    """Reasoning, where a server has it, needs no token budget: `thinking_tokens` stays 0."""
+
     name = "openai"
-
-    def __init__(
-        self,
-        *,
-        model: str,
-        endpoint: Endpoint,
-        context_tokens: int,
-        tool_rounds: int = 4,
-        http: aiohttp.ClientSession | None = None,
-    ) -> None:
-        self.model = model
-        self.http = http
-        self.endpoint = endpoint
-        self.context_tokens = context_tokens
-        self.tool_rounds = tool_rounds
-        self.thinking_tokens = 0  # reasoning, where a server has it, needs no token budget
-        self.where = f"the OpenAI-compatible endpoint {endpoint.label} (model {model})"
-
-    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
-        return stream_turn(self, request)
+    PATH = "chat/completions"
+    PROVIDER = "the OpenAI-compatible endpoint"
 
     def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
         messages: Messages = [{"role": "system", "content": request.system}]
@@ -121,17 +97,11 @@ class OpenAIRuntime:
     def conversation(self, turn: WireTurn[Any]) -> _Conversation:
         return _Conversation(turn)
 
-    def _body(
-        self,
-        messages: list[dict[str, Any]],
-        request: RuntimeRequest,
-        tools: RepoTools | None,
-        *,
-        final: bool,
-    ) -> dict[str, Any]:
+    def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
+        request, tools = turn.request, turn.tools
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": messages,
+            "messages": turn.messages,
             "stream": True,
             "stream_options": {"include_usage": True},
             # `max_tokens`, not `max_completion_tokens`: every compatible server reads it.
@@ -143,25 +113,13 @@ class OpenAIRuntime:
                 body["tool_choice"] = "none"
         return body
 
-    def _headers(self) -> dict[str, str]:
+    def headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
         if self.endpoint.api_key:
             headers["Authorization"] = f"Bearer {self.endpoint.api_key.reveal()}"
         return headers
 
-    def _round(
-        self, http: aiohttp.ClientSession, body: dict[str, Any], state: _Round
-    ) -> AsyncGenerator[RuntimeEvent, None]:
-        return streamed_round(
-            self,
-            http,
-            "chat/completions",
-            body,
-            self._headers(),
-            lambda answer: self._read(answer, state),
-        )
-
-    async def _read(
+    async def read(
         self, response: aiohttp.ClientResponse, state: _Round
     ) -> AsyncGenerator[RuntimeEvent, None]:
         splitter = ThinkTagSplitter()

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import aiohttp
 
@@ -96,6 +96,71 @@ class ModelWire(Protocol):
         ...
 
     def conversation(self, turn: WireTurn[Any]) -> Conversation: ...
+
+
+class HostedRuntime:
+    """A hosted model as a runtime: a model at an endpoint, its context window, tool rounds
+    and thinking budget; whole turns stream through `stream_turn`, each round through
+    `post_round`. A provider's subclass gives its wire: `PATH`, `PROVIDER`, `headers`,
+    `messages` and `conversation`."""
+
+    name: str
+    PATH: ClassVar[str]  # where one round is POSTed, below the endpoint's base URL
+    PROVIDER: ClassVar[str]  # how messages name the endpoint ("the Anthropic endpoint")
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        endpoint: Endpoint,
+        context_tokens: int,
+        tool_rounds: int = 4,
+        thinking_tokens: int = 0,
+        http: aiohttp.ClientSession | None = None,
+    ) -> None:
+        self.model = model
+        self.http = http
+        self.endpoint = endpoint
+        self.context_tokens = context_tokens
+        self.tool_rounds = tool_rounds
+        self.thinking_tokens = thinking_tokens
+        self.where = f"{self.PROVIDER} {endpoint.label} (model {model})"
+
+    def stream(self, request: RuntimeRequest) -> AsyncGenerator[RuntimeEvent, None]:
+        return stream_turn(self, request)
+
+    def start_round(
+        self, turn: WireTurn[Any], state: Any, *, final: bool
+    ) -> AsyncGenerator[RuntimeEvent, None]:
+        """One round of `turn` (`final`: no tools), its answer read into `state` (a fresh
+        one per round, kept by the conversation for `outcome`)."""
+        return streamed_round(
+            self,
+            turn.http,
+            self.PATH,
+            self.body(turn, final=final),
+            self.headers(),
+            lambda response: self.read(response, state),
+        )
+
+    def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
+        """The request body of one round of `turn`."""
+        raise NotImplementedError
+
+    def read(
+        self, response: aiohttp.ClientResponse, state: Any
+    ) -> AsyncGenerator[RuntimeEvent, None]:
+        """Stream one round's answer as events, keeping what the round left in `state`."""
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
+        raise NotImplementedError
+
+    def conversation(self, turn: WireTurn[Any]) -> Conversation:
+        raise NotImplementedError
 
 
 async def stream_turn(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import threading
 from typing import Any
@@ -16,7 +17,6 @@ from rq import Queue
 
 from bot import db as dbmod
 from bot.config import Settings
-from bot.lifecycle import context
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
 from bot.lifecycle.reconcile import reconcile_if_leader, reconcile_until
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
@@ -45,7 +45,7 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
     if not settings.redis_url:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
-    ctx = build_context(settings, queue_name=queue)
+    ctx = build_context(settings, environ=os.environ, queue_name=queue)
     ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
     print("steelframe: applying migrations ...", flush=True)
     dbmod.upgrade(ctx.db.engine)
@@ -58,7 +58,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
-    context.bind(ctx)
     report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
     if report is None:
         print("steelframe: another process is reconciling now; try again shortly", file=sys.stderr)
@@ -74,7 +73,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
     ctx = _context(settings, args.queue)
     if ctx is None:
         return 2
-    context.bind(ctx)
     print("steelframe worker: reconciling before work ...", flush=True)
     report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
     if report is None:
@@ -83,7 +81,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         print(f"reconcile: {line}", flush=True)
     queue = Queue(args.queue, connection=ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
-    worker = worker_class([queue], connection=ctx.redis)
+    worker = worker_class([queue], connection=ctx.redis, lifecycle=ctx)
     stop = threading.Event()
     if not args.burst:
         threading.Thread(

@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.fakes.openai_server import Cut, Hold, Pause, split
+from tests.fakes.openai_server import Cut, Hold, Pause, play, split, timing_step
 
 # -- script steps -------------------------------------------------------------------------
 
@@ -200,7 +200,6 @@ class FakeAnthropic:
         )
         await response.prepare(request)
         index = 0
-        output_tokens = 0
 
         async def send(name: str, payload: dict[str, Any]) -> None:
             data = json.dumps({"type": name, **payload})
@@ -214,7 +213,7 @@ class FakeAnthropic:
             await send("content_block_stop", {"index": index})
             index += 1
 
-        try:
+        async def steps() -> None:
             for step in script:
                 if isinstance(step, Start):
                     message: dict[str, Any] = {
@@ -272,23 +271,10 @@ class FakeAnthropic:
                     await send("error", {"error": {"type": step.type, "message": step.message}})
                 elif isinstance(step, Unknown):
                     await send(step.name, {"index": index, "note": "new in a later API version"})
-                elif isinstance(step, Pause):
-                    await asyncio.sleep(step.seconds)
-                elif isinstance(step, Hold):
-                    await asyncio.Event().wait()  # until the client leaves and we are cancelled
-                elif isinstance(step, Cut):
-                    assert request.transport is not None
-                    request.transport.close()
-                    record.finished.set()
-                    return response
-            await response.write_eof()
-            record.finished.set()
-        except (ConnectionResetError, ConnectionError):
-            record.client_gone.set()
-        except asyncio.CancelledError:  # the client closed the connection
-            record.client_gone.set()
-            raise
-        return response
+                else:
+                    await timing_step(step, request)
+
+        return await play(response, record, steps)
 
     def _validate(self, body: dict[str, Any]) -> str | None:
         if not isinstance(body.get("model"), str):

@@ -4,6 +4,7 @@ real Redis and RQ, and an in-process worker run on demand in a thread."""
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -14,7 +15,6 @@ import pytest
 from rq import Queue
 
 from bot.config import Settings
-from bot.lifecycle import context
 from bot.lifecycle.context import LifecycleContext, build_context, github_factory
 from bot.lifecycle.models import Task, TaskEvent
 from bot.lifecycle.service import TaskService
@@ -61,7 +61,9 @@ class Lifecycle:
 
     def worker(self) -> InProcessWorker:
         return InProcessWorker(
-            [Queue(self.ctx.queue_name, connection=self.ctx.redis)], connection=self.ctx.redis
+            [Queue(self.ctx.queue_name, connection=self.ctx.redis)],
+            connection=self.ctx.redis,
+            lifecycle=self.ctx,
         )
 
     async def work(self, *, max_jobs: int | None = None) -> None:
@@ -163,12 +165,12 @@ async def start_lifecycle(
     assert api.services.tasks is not None
     ctx = build_context(
         settings,
+        environ=os.environ,
         db=api.services.db,
         connection=api.services.redis,
         github=github_factory(settings),
         memory=api.services.memory,
     )
-    context.bind(ctx)
     return Lifecycle(sandbox, api, settings, ctx)
 
 
@@ -204,4 +206,3 @@ async def make_fixture(
         return await start_lifecycle(github_sandbox, api_factory, tmp_path, redis_url, **overrides)
 
     yield build
-    context.bind(None)

@@ -21,7 +21,7 @@ import asyncio
 import json
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -96,6 +96,41 @@ class Hold:
 @dataclass(frozen=True)
 class Cut:
     """Drop the connection mid-stream, without finishing the chunked body."""
+
+
+class _CutOnPurpose(Exception):
+    """A Cut step dropped the connection: the script ends there."""
+
+
+async def timing_step(step: object, request: web.Request) -> None:
+    """Play a step every fake provider knows: Pause, Hold or Cut (others: nothing)."""
+    if isinstance(step, Pause):
+        await asyncio.sleep(step.seconds)
+    elif isinstance(step, Hold):
+        await asyncio.Event().wait()  # until the client leaves and we are cancelled
+    elif isinstance(step, Cut):
+        assert request.transport is not None
+        request.transport.close()
+        raise _CutOnPurpose
+
+
+async def play(
+    response: web.StreamResponse, record: Any, steps: Callable[[], Awaitable[None]]
+) -> web.StreamResponse:
+    """Stream a script (`steps`) to its end and record how it ended: finished (written out,
+    or cut on purpose) or the client gone."""
+    try:
+        await steps()
+        await response.write_eof()
+        record.finished.set()
+    except _CutOnPurpose:
+        record.finished.set()
+    except (ConnectionResetError, ConnectionError):
+        record.client_gone.set()
+    except asyncio.CancelledError:  # the client closed the connection
+        record.client_gone.set()
+        raise
+    return response
 
 
 @dataclass(frozen=True)
@@ -277,7 +312,7 @@ class FakeOpenAI:
                 payload["usage"] = None
             return payload
 
-        try:
+        async def steps() -> None:
             await send(chunk({"role": "assistant", "content": "", "refusal": None}))
             for step in script:
                 if isinstance(step, Content):
@@ -325,23 +360,10 @@ class FakeOpenAI:
                     await send({"error": error})
                 elif isinstance(step, Raw):
                     await response.write(f"{step.line}\n".encode())
-                elif isinstance(step, Pause):
-                    await asyncio.sleep(step.seconds)
-                elif isinstance(step, Hold):
-                    await asyncio.Event().wait()  # until the client leaves and we are cancelled
-                elif isinstance(step, Cut):
-                    assert request.transport is not None
-                    request.transport.close()
-                    record.finished.set()
-                    return response
-            await response.write_eof()
-            record.finished.set()
-        except (ConnectionResetError, ConnectionError):
-            record.client_gone.set()
-        except asyncio.CancelledError:  # the client closed the connection
-            record.client_gone.set()
-            raise
-        return response
+                else:
+                    await timing_step(step, request)
+
+        return await play(response, record, steps)
 
 
 def _completion(model: str, script: list[Step]) -> dict[str, Any]:

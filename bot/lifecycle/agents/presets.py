@@ -38,6 +38,7 @@ class Preset:
         return bool(self.supported.fullmatch(version))
 
 
+# A table, one entry per agent: the entries share a shape, not logic.
 PRESETS = {
     Agent.CLAUDE: Preset(
         Agent.CLAUDE,
