@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from sqlalchemy import func, select
 
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
 from bot.lifecycle.context import build_context, github_factory
-from bot.lifecycle.models import Task
+from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.worker import InProcessWorker
@@ -199,3 +200,45 @@ async def test_terminate_while_redis_is_down_stops_the_task(
     response = await api.post(f"/api/operator/tasks/{picked.task_id}/terminate")
     assert response.status == 200, await response.text()
     assert (await response.json())["state"] == TaskState.TERMINATED
+
+
+async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_a_failure(
+    github_sandbox: GitHubSandbox,
+    api_factory: Callable[..., Any],
+    tmp_path: Path,
+    redis_url: str,
+) -> None:
+    lc = await start_lifecycle(
+        github_sandbox,
+        api_factory,
+        tmp_path,
+        redis_url,
+        coding_command=command("question"),
+        task_lease_seconds=1.0,
+    )
+    waiting = await lc.open_issue("Add a cache")
+    await lc.work()
+    task = lc.task(waiting)
+    assert task.state == TaskState.WAITING_FOR_INFO
+    github_sandbox.user_token("maintainer", "write")
+
+    # The instance that receives the Decision has lost Redis (same database).
+    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    cut_off = await api_factory(replace(lc.settings, redis_url=down))
+    github_sandbox.deliver_to(str(cut_off.raw.make_url("/api/github/webhooks")))
+    decision = {"body": f"{DECISION}\nUse Redis."}
+    as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
+    await github_sandbox.settle()
+    await asyncio.wait_for(cut_off.raw.app[PROCESSOR].drain(), 30)
+    # The Decision's delivery did its part: nothing waits for a retry.
+    assert count(lc, DeliveryStatus.RETRYING) == count(lc, DeliveryStatus.DEAD) == 0
+    resumed = lc.task(waiting)
+    assert resumed.state == TaskState.RUNNING and resumed.pending_decision == "Use Redis."
+
+    # Redis is back: the reconciler gives the resumed task its continuation, not a retry.
+    await wait_for(lambda: task.id in run_reconcile(lc.ctx, say=print).requeued, within=60)
+    github_sandbox.deliver_to(str(lc.api.raw.make_url("/api/github/webhooks")))
+    await lc.work()
+    assert lc.task(waiting).state == TaskState.DELIVERED
+    kinds = [event.kind for event in lc.events(task.id)]
+    assert EventKind.RETRY_SCHEDULED not in kinds and lc.task(waiting).attempts <= 1

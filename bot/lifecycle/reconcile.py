@@ -223,6 +223,11 @@ async def _check_running(
             return
         if task.updated_at > now - grace:
             return
+        if task.pending_decision:
+            # Resumed while Redis was unreachable: no run has started, so nothing failed.
+            await asyncio.to_thread(_enqueue_again, ctx, queue, task, "resumed without a job")
+            report.requeued.append(task_id)
+            return
     reason = "the worker running it stopped (its lease expired)"
     result = await recover(ctx, github, task_id, reason=reason, dead_pid=None)
     if not result.startswith(("live", "nothing")):
@@ -240,16 +245,21 @@ def _check_queued(
     task = ctx.db.call(tasks.get_task, task_id)
     if queue.is_pending(task.job_id) or task.updated_at > ctx.clock() - grace:
         return
+    _enqueue_again(ctx, queue, task, "queued without a job")
+    report.requeued.append(task_id)
+
+
+def _enqueue_again(ctx: LifecycleContext, queue: LifecycleQueue, task: Task, why: str) -> None:
+    """A new job for a task whose job Redis never got or lost (noted on the task)."""
     job = job_id(task.id, task.generation, f"r{task.attempts + 1}")
 
     def note(session: Session) -> None:
-        tasks.touch(session, task_id, ctx.clock, job_id=job)
-        detail = "queued without a job; enqueued again"
-        _note_repair(session, ctx, task_id, detail, {"job_id": job, "lost_job": task.job_id})
+        tasks.touch(session, task.id, ctx.clock, job_id=job)
+        detail = f"{why}; enqueued again"
+        _note_repair(session, ctx, task.id, detail, {"job_id": job, "lost_job": task.job_id})
 
     ctx.db.call(note)
-    queue.enqueue(task_id, job=job, continuation=bool(task.pending_decision))
-    report.requeued.append(task_id)
+    queue.enqueue(task.id, job=job, continuation=bool(task.pending_decision))
 
 
 async def _check_pull(

@@ -408,7 +408,17 @@ class TaskService:
             )
         except IllegalTransition as exc:
             return ResumeResult(task.id, False, f"task is {exc.current}")
-        await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
+        try:
+            await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
+        except redis.RedisError as exc:
+            # The resume is committed: the reconciler enqueues the continuation of a resumed
+            # task that has no job once Redis is back (not a failed run, no attempt spent).
+            log.warning(
+                "lifecycle: task %s resumed, continuation not yet enqueued (%s); the "
+                "reconciler will",
+                task.id,
+                type(exc).__name__,
+            )
         log.info("lifecycle: task %s resumed by a Decision from %s", task.id, author)
         if self.github is not None:
             try:
