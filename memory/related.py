@@ -42,7 +42,7 @@ amount, sum, total, figure
 currency, money, eur, usd, chf, euro, dollar, franc
 deploy, release, ship, rollout, rollback
 migration, schema change, alter table, ddl
-lock, freeze, block, stall, hang, wait
+lock, freeze, froze, frozen, block, stall, hang, wait
 kill, terminate, restart, crash, die, dead
 container, docker, image, pod
 server, host, machine, box, instance, node, vm
@@ -124,8 +124,8 @@ cancel, cancellation, churn
 ocr, receipt, scan
 uptime, availability, downtime, outage, sla, incident
 quarter, quarterly, q1, q2, q3, q4
-decide, decision, choose, chose, choice, pick
-trade-off, drawback, downside, lose, losing, give up, cost
+decide, decision, choose, chose, chosen, choice, pick
+trade-off, drawback, downside, lose, lost, losing, give up, cost
 ip, ip address, nat, network
 lockout, locked out, blocked
 typo, mistype, wrong password, failed login
