@@ -29,8 +29,8 @@ from bot.chat.grounding import NO_SEMANTIC_HITS, Emit, Grounding
 from bot.chat.summary import SessionSummary, SummarySink
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
-from memory.feedback import Expansion
 from memory.committed import CommittedMemory
+from memory.feedback import Expansion
 from memory.segment import Record
 
 log = logging.getLogger(__name__)
