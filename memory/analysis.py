@@ -44,7 +44,7 @@ from sklearn.utils import murmurhash3_32
 N_FEATURES = 2**20
 # Bump when terms, hashing or weights change: an index built another way is rebuilt
 # (memory.Memory.sync does it by itself, with progress; `steelframe memory reindex` too).
-ANALYSIS_VERSION = 2
+ANALYSIS_VERSION = 3
 CACHE_LIMIT = 200_000  # distinct raw tokens remembered (cleared when full)
 
 # scikit-learn's English list, less the words that name things in software (an "empty"
@@ -79,6 +79,8 @@ _REF = re.compile(r"#\d+")
 _VERSION = re.compile(r"[vV]?\d+(?:\.\d+)+")
 _PIECES = re.compile(r"(#\d+)|[.#]+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+# An acronym's plural ("PDFs", "URLs", "IDs"): the acronym, not a CamelCase "PD" + "Fs".
+_ACRONYM_PLURAL = re.compile(r"[A-Z]{2,}s")
 
 
 @dataclass(frozen=True)
@@ -174,6 +176,8 @@ class Terms:
         return self._word(token)
 
     def _word(self, raw: str) -> tuple[str, ...]:
+        if _ACRONYM_PLURAL.fullmatch(raw):
+            raw = raw[:-1]
         lower = raw.lower()
         pieces: list[str] = []
         for part in re.split(r"[_-]+", raw):

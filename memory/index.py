@@ -234,6 +234,12 @@ class SearchIndex:
         coordination): for chunks found another way (links, an expanded query) and for
         ordering the kept ones."""
         terms, logtf = self.analyzer.query(query)
+        return self.cosines_terms(terms, logtf, records)
+
+    def cosines_terms(
+        self, terms: NDArray[np.int64], logtf: NDArray[np.float64], records: Sequence[Record]
+    ) -> Scored:
+        """`cosines` for a query given as feature ids and tf weights (`search_terms`)."""
         none = Scored([0.0] * len(records), 0.0, [0.0] * len(records))
         if not records or terms.size == 0:
             return none

@@ -24,6 +24,7 @@ from memory.feedback import Expansion, expansion, rare_terms
 from memory.identity import database_identity
 from memory.index import DEFAULT_K, Hit, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
+from memory.related import Related, expand
 from memory.segment import Record
 from memory.writer import IndexWriter
 
@@ -47,6 +48,7 @@ class Memory:
         self.analyzer = Analyzer()
         self.index = SearchIndex(root, self.analyzer)
         self.writer = IndexWriter(root, self.analyzer, clock=wall)
+        self.related = Related.analysed(self.analyzer.tokens)
         self._bound = False
 
     @classmethod
@@ -134,6 +136,25 @@ class Memory:
         )
         return hits, grown
 
+    def related_search(
+        self,
+        query: str,
+        *,
+        repo: str | None,
+        focus: int | None = None,
+        k: int = DEFAULT_K,
+        floor: float = 0.0,
+    ) -> tuple[list[Hit], Expansion]:
+        """`search` with the question's related terms added (memory.related: "bill" also
+        asks for "invoice"), at a fraction of a question term's weight. Scores are cosines
+        with the grown query; `Expansion.added` names the terms added."""
+        self._ensure_bound()
+        grown = expand(self.analyzer, self.index.snapshot(), self.related, query)
+        hits = self.index.search_terms(
+            grown.terms, grown.tf, repo=repo, focus=focus, k=k, floor=floor
+        )
+        return hits, grown
+
     def about(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
         """Live chunks about these issues/PRs (their own text, comments, sessions)."""
         self._ensure_bound()
@@ -144,8 +165,12 @@ class Memory:
         self._ensure_bound()
         return self.index.linking(issues, repo=repo)
 
-    def cosines(self, query: str, records: Sequence[Record]) -> Scored:
+    def cosines(self, query: str | Expansion, records: Sequence[Record]) -> Scored:
+        """Each record's cosine with `query` (a question, or a grown query), its coverage
+        and coordination (memory.index.SearchIndex.cosines)."""
         self._ensure_bound()
+        if isinstance(query, Expansion):
+            return self.index.cosines_terms(query.terms, query.tf, records)
         return self.index.cosines(query, records)
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:

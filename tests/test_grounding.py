@@ -131,6 +131,33 @@ async def test_weak_hits_alone_run_no_links_or_expansion(
     assert [f["query"] for f in frames.frames if f.get("round")] == ["message"]
 
 
+async def test_a_question_in_other_words_finds_its_chunk_through_related_terms(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, *BACKGROUND)
+    wanted = _seed(memory, "Migrations lock the invoices table during deploys", issue=81)[0]
+    frames = Frames()
+    grounding = await MemoryGrounder(memory).ground(
+        query="schema change froze billing while shipping", agent=agent, focus=None, emit=frames
+    )
+    hit = grounding.kept_hits[0]
+    assert hit["id"] == wanted
+    # found by related terms only: it shares no word with the question, so it stays weak
+    assert hit["strength"] == "weak" and hit["question_score"] == 0
+    message = next(r for r in grounding.meta["rounds"] if r["query"] == "message")
+    assert {"migrat", "lock", "invoic", "deploy"} <= set(message["related_terms"])
+
+
+async def test_related_terms_never_make_an_unrelated_question_strong(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, *BACKGROUND, "Invoices are locked once sent", issue=5)
+    grounding = await MemoryGrounder(memory).ground(
+        query="bill freeze", agent=agent, focus=None, emit=Frames()
+    )
+    assert grounding.kept_hits and all(h["strength"] == "weak" for h in grounding.kept_hits)
+
+
 async def test_kept_hits_pass_the_floor_and_the_margin_to_the_best(
     memory: Memory, agent: AgentConfig
 ) -> None:

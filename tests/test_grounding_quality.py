@@ -19,11 +19,12 @@ from tests.conftest import ApiClient
 REPO = "steelframe-dev/sandbox"  # the default agent's repository in tests
 DATA = load_set()
 
-# What this set measures today (bench/README.md, docs/memory.md): a regression guard. The
-# issue's bar is 95 % of answerable questions and 80 % of paraphrases; the report says
-# where this lexical index stands against it.
+# The numbers where they are met (paraphrases 80 %, no-answer, injection, citation);
+# answerable questions are held at a regression guard under the 95 % (today 90.7 %;
+# bench/README.md and docs/memory.md say what the misses are).
 ANSWERABLE_AT_LEAST = 0.90
-STEM_PARAPHRASES_AT_LEAST = 0.85
+STEM_PARAPHRASES_AT_LEAST = 0.90
+SYNONYM_PARAPHRASES_AT_LEAST = 0.55  # related-term expansion (memory.related)
 PARAPHRASES_AT_LEAST = 0.80
 CITATION_AT_LEAST = 0.95
 GENERIC = (
@@ -104,6 +105,7 @@ async def test_grounding_quality_through_the_chat_turn(
     assert _share(figures["answerable"]) >= ANSWERABLE_AT_LEAST
     assert _share(figures["paraphrase"]) >= PARAPHRASES_AT_LEAST
     assert _share(figures["paraphrase_stem"]) >= STEM_PARAPHRASES_AT_LEAST
+    assert _share(figures["paraphrase_synonym"]) >= SYNONYM_PARAPHRASES_AT_LEAST
     assert figures["no_answer_above_weak"] == 0
     assert figures["injection"] >= 8 and figures["injection_side_effects"] == 0
     assert _share(figures["citation"]) >= CITATION_AT_LEAST

@@ -26,6 +26,11 @@ def test_identifiers_are_kept_whole_and_split_into_parts(analyzer: Analyzer) -> 
     assert set(analyzer.tokens("close day")) < set(analyzer.tokens("close_day"))
 
 
+def test_an_acronyms_plural_is_the_acronym(analyzer: Analyzer) -> None:
+    assert analyzer.tokens("PDFs URLs IDs") == analyzer.tokens("PDF URL ID") == ["pdf", "url", "id"]
+    assert analyzer.tokens("PDFsidecar")[0] == "pdfsidecar"  # CamelCase stays CamelCase
+
+
 def test_versions_and_references_are_single_terms(analyzer: Analyzer) -> None:
     assert analyzer.tokens("v0.9.0, 0.9.0 and 7.2.") == ["v0.9.0", "v0.9.0", "v7.2"]
     assert analyzer.tokens("see #123 and acme/app#45") == ["#123", "acm", "app", "#45"]

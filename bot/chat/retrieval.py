@@ -30,6 +30,7 @@ from bot.chat.summary import SessionSummary, SummarySink
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
 from memory.committed import CommittedMemory
+from memory.feedback import Expansion
 from memory.segment import Record
 
 log = logging.getLogger(__name__)
@@ -264,9 +265,11 @@ class MemoryGrounder:
         )
 
     async def _message_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The question and its related terms (memory.related: "bill" asks for "invoice"
+        too, at a fraction of the weight), so a question in other words finds its chunk."""
         room = ROUND_K[RoundQuery.MESSAGE]
-        found = await asyncio.to_thread(
-            self.memory.search,
+        found, grown = await asyncio.to_thread(
+            self.memory.related_search,
             turn.query,
             repo=turn.agent.repo,
             focus=turn.focus,
@@ -274,7 +277,8 @@ class MemoryGrounder:
             floor=self.floor,
         )
         chosen = _select(found, room, self.floor)
-        return await self._keep(turn, chosen, RoundQuery.MESSAGE), {}
+        added = await self._keep(turn, chosen, RoundQuery.MESSAGE, grown=grown)
+        return added, {"related_terms": list(grown.added)}
 
     async def _focus_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The focused issue's own text and the PRs that close it come in as context (not
@@ -363,15 +367,22 @@ class MemoryGrounder:
         kind: RoundQuery,
         *,
         strength: Strength | None = None,
+        grown: Expansion | None = None,
     ) -> list[dict[str, Any]]:
-        """Record `hits` as kept by `kind`; strength from the whole question's cosine."""
+        """Record `hits` as kept by `kind`. Strength always from the cosine with the question
+        itself (words the index never saw included): related or expansion terms find a
+        chunk, they never make it strong. `matched` (the ordering's coordination) is the
+        share of the query the round searched with (`grown`) that the hit contains."""
         if not hits:
             return []
-        scored = await asyncio.to_thread(self.memory.cosines, turn.query, [h.record for h in hits])
-        if kind in (RoundQuery.MESSAGE, RoundQuery.FOCUS, RoundQuery.LINKS):
-            whole = [h.score * h.coverage for h in hits]
-        else:  # scored against an expanded query: what matters is the question itself
-            whole = [s * scored.coverage for s in scored.scores]
+        records = [h.record for h in hits]
+        scored = await asyncio.to_thread(self.memory.cosines, turn.query, records)
+        whole = [s * scored.coverage for s in scored.scores]
+        coordination = scored.coordination
+        if grown is not None and grown.added:
+            coordination = (
+                await asyncio.to_thread(self.memory.cosines, grown, records)
+            ).coordination
         added = await asyncio.to_thread(self._hits, turn.query, hits, kind)
         for hit, score in zip(added, whole, strict=True):
             hit["strength"] = (
@@ -379,7 +390,7 @@ class MemoryGrounder:
             ).value
             hit["question_score"] = round(score, 4)
             turn.hits[hit["id"]] = hit
-        for hit, matched in zip(added, scored.coordination, strict=True):
+        for hit, matched in zip(added, coordination, strict=True):
             hit["matched"] = round(matched, 4)
         return added
 

@@ -3218,3 +3218,48 @@ for text, expected in [
     ("Did the container shrink?", "pr:68"),
 ]:
     QUESTIONS.append(Q("lookup", text, expected, None, True, (), "synonym"))
+
+# Held out: twenty more synonym paraphrases and five no-answer questions written together,
+# before any related-term expansion existed, so that expansion is measured on questions it
+# was not shaped by (the five above were known when it was written).
+for text, expected in [
+    ("Do access keys for the programmatic interface ever lapse?", "issue:30"),
+    ("Bills settled halfway remain flagged as unsettled and dunning continues", "issue:51"),
+    ("Passwordless sign-in URLs for the client self-service area die too quickly", "issue:57"),
+    ("Refund documents omit which bill they amend", "issue:63"),
+    (
+        "Our exception monitoring is swamped by dropped sockets to the document converter",
+        "issue:84",
+    ),
+    (
+        "Sales graphs put late-evening takings of antipodean firms into tomorrow's column",
+        "issue:99",
+    ),
+    ("Writing a bill, stepping away for a while, and the new rows vanish", "issue:105"),
+    ("Blind users cannot navigate the billing overview with assistive software", "issue:111"),
+    ("A crypto package no longer compiles on the minimal musl base", "issue:132"),
+    ("Removing a received transfer leaves no trace in the change history", "issue:135"),
+    ("After issuing a bill, someone can still swap dollars for euros on it", "issue:138"),
+    ("Hotmail folks find our billing messages in their unwanted-mail folder", "issue:168"),
+    (
+        "Company picture feature lets attackers execute JavaScript in a victim's session",
+        "issue:213",
+    ),
+    ("Generating printable bills stalls concurrent traffic on the same process", "issue:228"),
+    ("Preproduction environment mailed genuine clients", "issue:246"),
+    ("Forgotten-credential messages arrive very late", "issue:279"),
+    ("Franc sums display with odd separators for firms in Switzerland", "issue:291"),
+    ("An intermittent payment-provider check breaks around twelve at night", "issue:306"),
+    ("Closing a customer account keeps their documents in object storage", "issue:315"),
+    ("Region picker offers obsolete clock areas", "issue:201"),
+]:
+    QUESTIONS.append(Q("lookup", text, expected, None, True, (), "synonym"))
+
+for text in [
+    "How do we shard the message broker across regions?",
+    "Did the load test of the websocket gateway pass?",
+    "Who approved the switch to a monorepo?",
+    "What is the retention period for container logs in Loki?",
+    "Which Firebase project sends push notifications?",
+]:
+    ask("no-answer", text, None)
