@@ -13,20 +13,13 @@ import pytest
 
 from bot.lifecycle import worktree
 from bot.lifecycle.worktree import WorktreeError, fence_ref
+from tests.fakes.git import seeded_origin
 
 BRANCH = "steelframe/issue-1"
 
 
 async def _origin(tmp_path: Path) -> str:
-    origin = tmp_path / "origin.git"
-    seed = tmp_path / "seed"
-    await worktree.git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(origin))
-    await worktree.git(tmp_path, "init", "--quiet", "-b", "main", str(seed))
-    (seed / "README.md").write_text("hello\n")
-    await worktree.git(seed, "add", "README.md")
-    await worktree.git(seed, "commit", "--quiet", "-m", "seed")
-    await worktree.git(seed, "push", "--quiet", str(origin), "main")
-    return origin.as_uri()
+    return (await seeded_origin(tmp_path)).as_uri()
 
 
 async def _refs(tmp_path: Path) -> dict[str, str]:

@@ -69,3 +69,19 @@ def remote_refs(git_path: object) -> dict[str, str]:
         check=True,
     ).stdout
     return dict(line.split(" ", 1) for line in listed.splitlines())
+
+
+async def seeded_origin(tmp_path: Path) -> Path:
+    """`tmp_path/origin.git`: a bare repository whose `main` holds one commit (README.md),
+    made with the worker's own git helper."""
+    from bot.lifecycle import worktree
+
+    origin = tmp_path / "origin.git"
+    seed = tmp_path / "seed"
+    await worktree.git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(origin))
+    await worktree.git(tmp_path, "init", "--quiet", "-b", "main", str(seed))
+    (seed / "README.md").write_text("hello\n")
+    await worktree.git(seed, "add", "README.md")
+    await worktree.git(seed, "commit", "--quiet", "-m", "seed")
+    await worktree.git(seed, "push", "--quiet", str(origin), "main")
+    return origin
