@@ -13,6 +13,7 @@ from aiohttp import web
 
 from github_sandbox import control_routes, pages, registration_routes, rest_routes
 from github_sandbox.appkeys import SANDBOX, USAGE
+from github_sandbox.auth import presented, rate_key
 from github_sandbox.operations import SandboxError
 from github_sandbox.ratelimit import budget
 from github_sandbox.sandbox import Exchange, Sandbox
@@ -70,14 +71,16 @@ async def faults(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def rate_limit_headers(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """GitHub's `x-ratelimit-*` headers on every REST answer, counted per credential."""
+    """GitHub's `x-ratelimit-*` headers on every REST answer, counted per credential (all
+    of an installation's tokens together, as GitHub counts them)."""
     response = await handler(request)
     if _is_control(request):
         return response
     sandbox = request.app[SANDBOX]
     counts = request.app[USAGE]
-    key = request.headers.get("Authorization", "")
-    counts[key] = counts.get(key, 0) + 1
+    key = rate_key(sandbox.world, request.headers.get("Authorization", ""))
+    if request.path != "/rate_limit":  # asking for the budget does not spend it
+        counts[key] = counts.get(key, 0) + 1
     for name, value in budget(sandbox.clock(), counts[key]).items():
         response.headers.setdefault(f"x-ratelimit-{name}", str(value))
     response.headers.setdefault("x-ratelimit-resource", "core")
@@ -101,6 +104,7 @@ async def recorder(request: web.Request, handler: Handler) -> web.StreamResponse
                 request=_decoded(await request.read()),
                 response=_decoded(response.body if isinstance(response.body, bytes) else b""),
                 injected=request.get(INJECTED, False),
+                credential=presented(sandbox.world, request.headers.get("Authorization", "")),
             )
         )
     return response

@@ -127,8 +127,30 @@ def token_scope(
     return repos, wanted
 
 
+# The permission each part of a repository's API needs (GitHub docs, "Permissions
+# required for GitHub Apps"); anything else under the repository (the repository itself,
+# a collaborator's permission) needs `metadata`.
+AREA_PERMISSIONS = {
+    "issues": "issues",
+    "labels": "issues",
+    "pulls": "pull_requests",
+    "contents": "contents",
+    "git": "contents",
+}
+
+
+def needed_permission(repo: str, method: str, path: str) -> tuple[str, int]:
+    """(permission name, level) a call on `path` (under /repos/`repo`) needs."""
+    prefix = f"/repos/{repo}".lower()
+    rest = path[len(prefix) :] if path.lower().startswith(prefix) else path
+    name = AREA_PERMISSIONS.get(rest.strip("/").split("/", 1)[0], "metadata")
+    return name, 1 if method in ("GET", "HEAD") else 2
+
+
 def check_scope(caller: Caller, repo: str, method: str, path: str) -> None:
-    """404 for a repository the token was not issued for; 403 for a permission it lacks."""
+    """As GitHub answers a token narrowed by its request: 404 for a repository it was not
+    issued for (hidden, like any repository a token cannot reach); 403 "Resource not
+    accessible by integration" for a permission it lacks."""
     token = caller.token
     if token is None:
         return
@@ -136,15 +158,46 @@ def check_scope(caller: Caller, repo: str, method: str, path: str) -> None:
         raise SandboxError(404, "Not Found")
     if token.permissions is None:
         return
-    if "/pulls" in path:
-        name = "pull_requests"
-    elif "/issues" in path or "/labels" in path:
-        name = "issues"
-    else:
-        name = "metadata"
-    need = 1 if method in ("GET", "HEAD") else 2
+    name, need = needed_permission(repo, method, path)
     if LEVELS.get(token.permissions.get(name, ""), 0) < need:
         raise SandboxError(*NOT_ACCESSIBLE)
+
+
+@dataclass(frozen=True)
+class Presented:
+    """The credential a request carried, as the sandbox knows it (for tests to see which
+    token served each request; never part of an answer)."""
+
+    kind: str  # "app" | "installation" | "user" | "none" | "unknown"
+    installation_id: int | None = None
+    repos: frozenset[str] | None = None  # None: every repository of the installation
+    permissions: tuple[tuple[str, str], ...] | None = None  # None: all the App was granted
+
+
+def presented(world: World, header: str) -> Presented:
+    scheme, _, value = header.partition(" ")
+    value = value.strip()
+    if not value:
+        return Presented("none")
+    issued = world.tokens.get(value)
+    if issued is not None:
+        permissions = issued.permissions
+        return Presented(
+            "installation",
+            issued.installation_id,
+            issued.repos,
+            None if permissions is None else tuple(sorted(permissions.items())),
+        )
+    if value in world.user_tokens:
+        return Presented("user")
+    return Presented("app" if scheme.lower() == "bearer" and value.count(".") == 2 else "unknown")
+
+
+def rate_key(world: World, header: str) -> str:
+    """Whose rate budget a request spends: an installation's for any of its tokens (GitHub
+    counts installation tokens per installation), else the credential's own."""
+    issued = world.tokens.get(header.partition(" ")[2].strip())
+    return f"installation:{issued.installation_id}" if issued is not None else header
 
 
 def issue_installation_token(

@@ -16,6 +16,7 @@ from github_sandbox.auth import (
     Caller,
     check_scope,
     issue_installation_token,
+    rate_key,
     resolve_token,
     token_scope,
     verify_app_jwt,
@@ -176,7 +177,10 @@ async def installation_repositories(request: web.Request) -> web.Response:
     caller = resolve_token(sandbox.world, request.headers.get("Authorization", ""))
     if caller.installation is None:
         raise SandboxError(403, "You must authenticate with an installation access token")
-    names = sorted(caller.installation.repos)
+    reach = caller.installation.repos
+    if caller.token is not None and caller.token.repos is not None:
+        reach = reach & caller.token.repos  # a narrowed token lists only its repositories
+    names = sorted(reach)
     repos = [sandbox.world.repos[name] for name in names if name in sandbox.world.repos]
     chunk, headers = _slice(request, [sandbox.shapes.repository(repo) for repo in repos])
     body = {"total_count": len(repos), "repository_selection": "selected", "repositories": chunk}
@@ -187,7 +191,9 @@ async def installation_repositories(request: web.Request) -> web.Response:
 async def rate_limit(request: web.Request) -> web.Response:
     """The caller's budget; asking does not spend it (as on GitHub)."""
     sandbox = _sandbox(request)
-    used = request.app[USAGE].get(request.headers.get("Authorization", ""), 0)
+    used = request.app[USAGE].get(
+        rate_key(sandbox.world, request.headers.get("Authorization", "")), 0
+    )
     core = budget(sandbox.clock(), used)
     search = budget(sandbox.clock(), 0, SEARCH_LIMIT)
     return web.json_response({"resources": {"core": core, "search": search}, "rate": core})

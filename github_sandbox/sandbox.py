@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from github_sandbox import git
-from github_sandbox.auth import TOKEN_TTL_SECONDS, issue_user_token
+from github_sandbox.auth import TOKEN_TTL_SECONDS, Presented, issue_user_token
 from github_sandbox.faults import FaultPlan
 from github_sandbox.hooks import Delivery, HookSender
 from github_sandbox.operations import HookEvent, Operations
@@ -35,6 +35,7 @@ class Exchange:
     request: Any
     response: Any
     injected: bool = False  # answered by an injected fault, not by the endpoint
+    credential: Presented | None = None  # the token (its scope) that the request carried
 
 
 @dataclass

@@ -1,5 +1,6 @@
-"""Fenced finishes: every change a run makes carries its lease; a run that stalled past its
-lease and wakes after another took the task over changes nothing."""
+"""Fenced finishes: every change a run makes carries its lease, and its push lands only
+while its claim on the branch stands; a run that stalled past its lease and wakes after
+another took the task over changes nothing, on the remote branch neither."""
 
 from __future__ import annotations
 
@@ -15,12 +16,13 @@ import pytest
 from rq.job import Job
 
 from bot.errors import Conflict
-from bot.lifecycle import leases, tasks
+from bot.lifecycle import leases, tasks, worktree
 from bot.lifecycle.finish import finish_delivered, finish_failed
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
 from tests.fakes.coding import command
+from tests.fakes.git import held_push_git, remote_refs
 from tests.fakes.lifecycle import Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
@@ -42,7 +44,14 @@ async def _snapshot(lc: Lifecycle, issue: int) -> dict[str, Any]:
         "labels": await lc.labels(issue),
         "pulls": await lc.pulls(),
         "branch": lc.branch_file("LATE.md", f"steelframe/issue-{issue}"),
+        "refs": remote_refs(_git_path(lc)),  # every branch and fence ref of the remote
     }
+
+
+def _git_path(lc: Lifecycle) -> Path:
+    repo = lc.sandbox.sandbox.world.repo(lc.repo)
+    assert repo is not None and repo.git_path is not None
+    return repo.git_path
 
 
 def _lease_expired(lc: Lifecycle, task_id: int) -> bool:
@@ -50,31 +59,63 @@ def _lease_expired(lc: Lifecycle, task_id: int) -> bool:
     return lease is not None and lease.expires_at < lc.ctx.clock()
 
 
+async def _take_over(lc: Lifecycle, issue: int, folder: Path) -> Holder:
+    """What another run does when it takes the task over: take the expired lease (for
+    longer than this test), then claim the task's branch before it clones."""
+    task = lc.task(issue)
+    other = Holder.this_process()
+    assert leases.acquire(lc.ctx.db, task.id, other, ttl=600, clock=lc.ctx.clock)
+    await worktree.claim(
+        folder,
+        url=_git_path(lc).as_uri(),
+        token=None,  # file:// in the sandbox: git over it needs none
+        branch=f"steelframe/issue-{issue}",
+        who="the run that took over",
+    )
+    return other
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("stalls", ["while its runtime works", "between lease check and push"])
 async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
-    make: Make, tmp_path: Path
+    make: Make, tmp_path: Path, stalls: str
 ) -> None:
-    started, go = exchange_dir(tmp_path) / "started", exchange_dir(tmp_path) / "go"
+    """The whole worker stalls (a frozen VM, a GC pause): no heartbeat, no reconciler; its
+    lease expires and another run takes the task over. Then it wakes. Stalled while its
+    runtime works, its next fenced step stops it; stalled after its last lease check, at
+    the push itself (a `git` that holds the push while the worker is frozen), the remote
+    refuses the push because the run that took over claimed the branch."""
+    exchange = exchange_dir(tmp_path)
+    started, go = exchange / "started", exchange / "go"
+    held, push_go = tmp_path / "push-held", tmp_path / "push-go"
+    at_push = stalls == "between lease check and push"
+    if at_push:
+        go.write_text("go\n")  # the runtime does its work at once; the push is held
     lc = await make(coding_command=command("wait_go", started, go), task_lease_seconds=1.0)
     issue = await lc.open_issue()
     task = lc.task(issue)
-    worker = start_worker(lc, tmp_path / "worker.log")
+    path = f"{held_push_git(tmp_path, held, push_go)}{os.pathsep}{os.environ['PATH']}"
+    worker = start_worker(lc, tmp_path / "worker.log", env={"PATH": path})
     horse = None
     try:
-        await wait_for(lambda: started.exists() and started.read_text().strip(), within=60)
-        (runtime,) = runtime_pids(str(started))
-        horse = launcher_of(runtime)
-        # The whole worker stalls (a frozen VM, a GC pause): no heartbeat, no reconciler.
+        if at_push:
+            await wait_for(lambda: held.exists() and held.read_text().strip(), within=60)
+            horse = int(held.read_text())  # the process whose `git push` is held
+        else:
+            await wait_for(lambda: started.exists() and started.read_text().strip(), within=60)
+            (runtime,) = runtime_pids(str(started))
+            horse = launcher_of(runtime)
         os.killpg(worker.pid, signal.SIGSTOP)
         os.kill(horse, signal.SIGSTOP)
         await wait_for(lambda: _lease_expired(lc, task.id), within=30)
-        # Another run takes the task over (its lease outlives this test).
-        other = Holder.this_process()
-        assert leases.acquire(lc.ctx.db, task.id, other, ttl=600, clock=lc.ctx.clock)
+        other = await _take_over(lc, issue, tmp_path / "other-run")
         before = await _snapshot(lc, issue)
-        assert before["state"] == TaskState.RUNNING
-        go.write_text("go\n")  # the runtime finishes its work while its worker sleeps
-        assert await gone(runtime, within=30)
+        assert before["state"] == TaskState.RUNNING and before["branch"] is None
+        if at_push:
+            push_go.write_text("go\n")  # its push goes out as soon as it wakes
+        else:
+            go.write_text("go\n")  # the runtime finishes its work while its worker sleeps
+            assert await gone(runtime, within=30)
         os.kill(horse, signal.SIGCONT)
         os.killpg(worker.pid, signal.SIGCONT)
         # The job that ran it (the worker's start-up reconcile may have re-enqueued it).
@@ -82,9 +123,10 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
         await wait_for(lambda: job.get_status(refresh=True) == "finished", within=60)
         assert job.return_value() == "stopped: lease lost"
         await lc.settle()
-        assert await _snapshot(lc, issue) == before  # nothing at all changed
+        assert await _snapshot(lc, issue) == before  # nothing at all changed, nor the branch
         assert lc.ctx.db.call(leases.current, task.id).holder == other.id
     finally:
+        push_go.write_text("go\n")
         if horse is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(horse, signal.SIGCONT)

@@ -11,6 +11,7 @@ from aiohttp import web
 from bot.lifecycle import worktree
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
+from tests.fakes.git import seeded_origin
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir
@@ -49,14 +50,7 @@ async def test_a_runtime_rewriting_its_git_remote_never_receives_the_token(
 
 
 async def test_the_worker_git_directory_is_outside_the_runtime_tree(tmp_path: Path) -> None:
-    origin = tmp_path / "origin.git"
-    seed = tmp_path / "seed"
-    await worktree.git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(origin))
-    await worktree.git(tmp_path, "init", "--quiet", "-b", "main", str(seed))
-    (seed / "README.md").write_text("hello\n")
-    await worktree.git(seed, "add", "README.md")
-    await worktree.git(seed, "commit", "--quiet", "-m", "seed")
-    await worktree.git(seed, "push", "--quiet", str(origin), "main")
+    origin = await seeded_origin(tmp_path)
     tree = await worktree.prepare(
         tmp_path / "run", clone_url=origin.as_uri(), token="ghs_secret", branch="b"
     )

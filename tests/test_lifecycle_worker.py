@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -131,7 +132,11 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
         os.kill(horse, signal.SIGSTOP)  # a stuck work horse: it cannot notice anything
         response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
         assert response.status == 200
-        await asyncio.sleep(1.2)  # a lease period: the reconciler's grace
+        # The reconciler's grace: a lease period since the terminate last changed the task
+        # (a condition, not a sleep: on a loaded machine the terminate's own GitHub calls
+        # can take most of a second).
+        grace = timedelta(seconds=lc.settings.task_lease_seconds)
+        await wait_for(lambda: lc.task(issue).updated_at < lc.ctx.clock() - grace, within=30)
         report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
         assert report.stopped == [task.id]
         assert await gone(horse, runtime, grandchild, *sandbox_processes)

@@ -85,14 +85,46 @@ class InstallationToken:
         return cls(token=Secret(str(data["token"])), expires_at=expires.timestamp())
 
 
-class TokenCache:
-    """Installation tokens by installation id, refreshed before they expire.
+@dataclass(frozen=True)
+class TokenScope:
+    """What an installation token is asked for: the installation, and optionally one
+    repository ("owner/name", lower case) and the permissions it may use (GitHub's
+    fine-grained names; GitHub adds `metadata: read`). None: everything the installation
+    was granted, on every repository it covers."""
 
-    Concurrent callers for one installation share one fetch (a lock per installation)."""
+    installation_id: int
+    repo: str | None = None
+    permissions: tuple[tuple[str, str], ...] | None = None
+
+    @classmethod
+    def of(cls, installation_id: int, repo: str, permissions: dict[str, str]) -> TokenScope:
+        return cls(installation_id, repo.lower(), tuple(sorted(permissions.items())))
+
+    def request_body(self) -> dict[str, object] | None:
+        """The body of `POST /app/installations/{id}/access_tokens` (None: no narrowing)."""
+        body: dict[str, object] = {}
+        if self.repo is not None:
+            body["repositories"] = [self.repo.split("/", 1)[1]]
+        if self.permissions is not None:
+            body["permissions"] = dict(self.permissions)
+        return body or None
+
+    def describe(self) -> str:
+        """For logs: where and what, never the token."""
+        where = self.repo or "every repository"
+        what = ",".join(f"{k}:{v}" for k, v in self.permissions or ()) or "all permissions"
+        return f"installation {self.installation_id}, {where}, {what}"
+
+
+class TokenCache:
+    """Installation tokens by scope (installation, repository, permissions), refreshed
+    before they expire.
+
+    Concurrent callers for one scope share one fetch (a lock per scope)."""
 
     def __init__(
         self,
-        fetch: Callable[[int], Awaitable[InstallationToken]],
+        fetch: Callable[[TokenScope], Awaitable[InstallationToken]],
         *,
         clock: EpochClock,
         margin: float = TOKEN_REFRESH_MARGIN_SECONDS,
@@ -100,31 +132,35 @@ class TokenCache:
         self._fetch = fetch
         self._clock = clock
         self._margin = margin
-        self._tokens: dict[int, InstallationToken] = {}
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._tokens: dict[TokenScope, InstallationToken] = {}
+        self._locks: dict[TokenScope, asyncio.Lock] = {}
 
-    async def get(self, installation_id: int) -> str:
-        cached = self._fresh(installation_id)
+    async def get(self, scope: TokenScope) -> str:
+        cached = self._fresh(scope)
         if cached is not None:
             return cached
-        lock = self._locks.setdefault(installation_id, asyncio.Lock())
-        async with lock:
-            cached = self._fresh(installation_id)
+        async with self._locks.setdefault(scope, asyncio.Lock()):
+            cached = self._fresh(scope)
             if cached is not None:
                 return cached
-            token = await self._fetch(installation_id)
-            self._tokens[installation_id] = token
+            token = await self._fetch(scope)
+            self._tokens[scope] = token
             return token.token.reveal()
 
-    def _fresh(self, installation_id: int) -> str | None:
-        token = self._tokens.get(installation_id)
+    def _fresh(self, scope: TokenScope) -> str | None:
+        token = self._tokens.get(scope)
         if token is not None and self._clock() < token.expires_at - self._margin:
             return token.token.reveal()
         return None
 
+    def forget(self, scope: TokenScope) -> None:
+        """Forget one token GitHub refused (revoked)."""
+        self._tokens.pop(scope, None)
+
     def invalidate(self, installation_id: int) -> None:
-        """Forget a token GitHub refused (revoked, or the installation was removed)."""
-        self._tokens.pop(installation_id, None)
+        """Forget every token of an installation (it was removed, or GitHub refused one)."""
+        for scope in [s for s in self._tokens if s.installation_id == installation_id]:
+            self._tokens.pop(scope, None)
 
 
 class InstallationLookup:

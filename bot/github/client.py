@@ -1,9 +1,12 @@
 """`GitHubClient`: the REST calls Steelframe makes as a GitHub App, one method each.
 
 Repositories are "owner/name" strings. Every call authenticates as the installation that
-serves the repository (looked up and cached), goes through the per-installation pacer and
-the retry rules in `bot.github.transport`, and fails with a `bot.github.errors` error
-carrying GitHub's status and message.
+serves the repository (looked up and cached) with a token limited to that one repository
+and the least permission the call needs (`needed_permissions`; tokens cached per
+installation, repository and permissions), goes through the per-installation pacer (all of
+an installation's tokens share its rate budget, as on GitHub) and the retry rules in
+`bot.github.transport`, and fails with a `bot.github.errors` error carrying GitHub's status
+and message.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from bot.github.app_auth import (
     InstallationLookup,
     InstallationToken,
     TokenCache,
+    TokenScope,
 )
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
@@ -42,6 +46,18 @@ PERMISSIONS = ("admin", "write", "read", "none")
 # How many of the newest App-made issues/comments to look through after a create failed
 # with 5xx, before sending it again.
 RECONCILE_WINDOW = 30
+# The fine-grained permission each part of a repository's API needs (GitHub docs, the
+# "Permissions required for GitHub Apps" page): labels belong to issues. The repository
+# itself and a collaborator's permission need only `metadata: read`, which every token has.
+AREA_PERMISSIONS = {
+    "issues": "issues",
+    "labels": "issues",
+    "pulls": "pull_requests",
+    "contents": "contents",
+    "git": "contents",
+}
+METADATA_ONLY = {"metadata": "read"}
+READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 @dataclass(frozen=True)
@@ -58,6 +74,20 @@ def split_repo(repo: str) -> tuple[str, str]:
     if not owner or not name or "/" in name:
         raise BadRequest(f"repository must look like owner/name, got {repo!r}")
     return owner, name
+
+
+def needed_permissions(method: str, path: str) -> dict[str, str]:
+    """The least permission a call needs: `path` is relative to the repository URL
+    ("/issues/3/comments"); reads need `read`, anything else `write`."""
+    area = path.strip("/").split("/", 1)[0]
+    name = AREA_PERMISSIONS.get(area)
+    if name is None:
+        if method.upper() in READ_METHODS and area in ("", "collaborators"):
+            return dict(METADATA_ONLY)
+        # A call this table does not know would get a token that cannot make it; say so
+        # here rather than as GitHub's 403 in production.
+        raise ValueError(f"no permission known for {method} {path or '/'}")
+    return {name: "read" if method.upper() in READ_METHODS else "write"}
 
 
 def _repo_path(repo: str) -> str:
@@ -173,51 +203,51 @@ class GitHubClient:
         )
         return int(response.data["id"])
 
-    async def _fetch_token(self, installation_id: int) -> InstallationToken:
+    async def _fetch_token(self, scope: TokenScope) -> InstallationToken:
         response = await self.transport.request(
             "POST",
-            f"/app/installations/{installation_id}/access_tokens",
+            f"/app/installations/{scope.installation_id}/access_tokens",
             credential=self._app_credential(),
+            payload=scope.request_body(),
         )
-        log.info("github: new token for installation %s", installation_id)
+        log.info("github: new token (%s)", scope.describe())
         return InstallationToken.from_github(response.data)
 
-    async def installation_id(self, repo: str) -> int:
-        return await self.installations.get(repo)
-
-    async def installation_token(self, repo: str) -> str:
-        """A current installation token for `repo` (for git over HTTPS: user
-        `x-access-token`, this as the password). Never log it."""
-        installation_id = await self.installations.get(repo)
+    async def _token(self, repo: str, scope: TokenScope) -> str:
         try:
-            return await self.tokens.get(installation_id)
+            return await self.tokens.get(scope)
         except GitHubNotFound:
             # The App was uninstalled or moved: ask again which installation serves it.
             self.installations.invalidate(repo)
             raise
 
-    async def scoped_token(self, repo: str, permissions: dict[str, str]) -> str:
-        """A fresh installation token for `repo` alone with only `permissions` (for one git
-        step of a task: `{"contents": "read"}` to clone, `"write"` to push). Not cached: a
-        step asks once. Never log it."""
-        installation_id = await self.installations.get(repo)
-        response = await self.transport.request(
-            "POST",
-            f"/app/installations/{installation_id}/access_tokens",
-            credential=self._app_credential(),
-            payload={"repositories": [repo.split("/", 1)[1]], "permissions": permissions},
-        )
-        log.info("github: scoped token for %s (%s)", repo, ",".join(sorted(permissions)))
-        return str(response.data["token"])
+    async def installation_id(self, repo: str) -> int:
+        return await self.installations.get(repo)
 
-    async def _repo_credential(self, repo: str) -> Credential:
+    async def installation_token(self, repo: str) -> str:
+        """A current token of the installation that serves `repo`, with everything the
+        installation was granted (for git over HTTPS: user `x-access-token`, this as the
+        password). Not used for a task: tasks use `scoped_token`. Never log it."""
+        return await self._token(repo, TokenScope(await self.installations.get(repo)))
+
+    async def scoped_token(self, repo: str, permissions: dict[str, str]) -> str:
+        """A token for `repo` alone with only `permissions` (for one git step of a task:
+        `{"contents": "read"}` to clone, `"write"` to push), cached like every scope.
+        Never log it."""
+        scope = TokenScope.of(await self.installations.get(repo), repo, permissions)
+        return await self._token(repo, scope)
+
+    async def _repo_credential(self, repo: str, permissions: dict[str, str]) -> Credential:
+        """A token for `repo` alone with `permissions`, paced (and rate-budgeted) with
+        every other token of its installation."""
         installation_id = await self.installations.get(repo)
+        scope = TokenScope.of(installation_id, repo, permissions)
 
         async def token() -> str:
-            return await self.tokens.get(installation_id)
+            return await self._token(repo, scope)
 
         def forget() -> None:
-            self.tokens.invalidate(installation_id)
+            self.tokens.forget(scope)
 
         return Credential("token", token, pace_key=installation_id, forget=forget)
 
@@ -230,11 +260,12 @@ class GitHubClient:
         payload: Any = None,
         params: dict[str, str] | None = None,
     ) -> Response:
-        """A call as `repo`'s installation; `path` is relative to the repository URL."""
+        """A call as `repo`'s installation, with a token for `repo` alone and the least
+        permission the call needs; `path` is relative to the repository URL."""
         return await self.transport.request(
             method,
             _repo_path(repo) + path,
-            credential=await self._repo_credential(repo),
+            credential=await self._repo_credential(repo, needed_permissions(method, path)),
             payload=payload,
             params=params,
         )
@@ -243,7 +274,7 @@ class GitHubClient:
         self, repo: str, path: str, *, params: dict[str, str] | None = None
     ) -> list[dict[str, Any]]:
         """Every item of a list endpoint, following `Link: rel="next"`."""
-        credential = await self._repo_credential(repo)
+        credential = await self._repo_credential(repo, needed_permissions("GET", path))
         query = {"per_page": str(PER_PAGE), **(params or {})}
         response = await self.transport.request(
             "GET", _repo_path(repo) + path, credential=credential, params=query
@@ -418,7 +449,7 @@ class GitHubClient:
                 response = await self.transport.request(
                     "POST",
                     _repo_path(repo) + path,
-                    credential=await self._repo_credential(repo),
+                    credential=await self._repo_credential(repo, needed_permissions("POST", path)),
                     payload=payload,
                     retry_server_errors=False,
                 )

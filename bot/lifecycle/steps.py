@@ -4,7 +4,10 @@ the sandbox check, the worktree, the prompt, the coding runtime, its record, and
 
 Every change a step makes to the task carries the run's lease holder (`Run.fence`), and
 each effect outside the database (push, pull request) is preceded by a lease check, so a
-run that lost its lease changes nothing. Every text that leaves the run (comments, events,
+run that lost its lease changes nothing. The push is fenced on the remote as well: the run
+claims its branch when it starts (`worktree.claim`) and its push lands only while that
+claim stands, so a run that stalls between its lease check and the push, and wakes after
+another run took over, still changes nothing. Every text that leaves the run (comments, events,
 memory, the private log, the pushed branch) goes through the context's `Redactor`.
 """
 
@@ -207,17 +210,24 @@ async def _token(run: Run, level: str) -> str:
     return token
 
 
+def _who(run: Run) -> str:
+    """This run, as its fence commits name it."""
+    return f"task {run.task.id} attempt {run.task.attempts} run {run.holder.id}"
+
+
 async def _prepare(run: Run) -> worktree.Worktree:
+    """Claim the task's branch for this run (it holds the lease now), then clone."""
     task = run.task
     info = (await run.github.request("GET", task.repo, "")).data
-    token = await _token(run, "read")
-    run.watch.check()
+    url, branch = str(info["clone_url"]), task.branch or tasks.branch_name(task.issue)
+    claim_token, clone_token = await _token(run, "write"), await _token(run, "read")
+    run.check_lease()
     leases.note_worktree(run.ctx.db, task.id, run.holder, path=str(run.folder))
+    fence = await worktree.claim(
+        run.folder, url=url, token=claim_token, branch=branch, who=_who(run)
+    )
     return await worktree.prepare(
-        run.folder,
-        clone_url=str(info["clone_url"]),
-        token=token,
-        branch=task.branch or tasks.branch_name(task.issue),
+        run.folder, clone_url=url, token=clone_token, branch=branch, fence=fence
     )
 
 
@@ -285,9 +295,16 @@ async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
 
 
 async def _push(run: Run, tree: worktree.Worktree) -> None:
-    """Push the branch (the caller checked it for secrets), if the run still holds its lease."""
+    """Push the branch (the caller checked it for secrets), if the run still holds its
+    lease: checked right before the push, and the push itself lands only while this run's
+    claim on the branch stands (a run that took over since has replaced it)."""
+    token = await _token(run, "write")
     run.check_lease()
-    await worktree.push(tree, token=await _token(run, "write"))
+    try:
+        await worktree.push(tree, token=token, who=_who(run))
+    except worktree.WorktreeError:
+        run.check_lease()  # refused because another run claimed the branch: lease lost
+        raise
     run.ctx.db.call(
         tasks.touch, run.task.id, run.ctx.clock, fence=run.fence, pushed_at=run.ctx.clock()
     )

@@ -6,6 +6,12 @@ So nothing the runtime writes (a `.git/config` remote, filters, hooks) reaches a
 command the worker runs with the installation token. Every worker git command runs with
 no global or system config, no hooks, no fsmonitor and a minimal environment; the token
 goes as an HTTP header scoped to the clone URL's origin, never into a config file.
+
+Pushes are fenced on the remote itself: a run first claims its branch (`claim`: the
+branch's fence ref, `refs/steelframe/fence/<branch>`, now points at a commit of this run's
+own), and its push is one atomic compare-and-swap (`push`: the fence ref and the branch
+move together, and only if both still hold what this run last saw). A run whose branch
+another run claimed since (it lost its lease) changes nothing on the remote.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import asyncio
 import base64
 import logging
 import os
+import secrets
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +44,7 @@ SAFE_OPTIONS = (
 )
 # The only parts of the worker's environment git needs; everything else (PRIVATE_KEY,
 # WEBHOOK_SECRET, API keys, database and Redis URLs) stays out of git's processes.
+FENCE_PREFIX = "refs/steelframe/fence/"
 PASSED_ENV = (
     "PATH",
     "HOME",
@@ -57,6 +65,16 @@ class WorktreeError(Exception):
     """A git step failed; the message names the step and git's own complaint."""
 
 
+@dataclass
+class RemoteState:
+    """What this run knows the remote holds, which its push requires to still hold: the
+    branch's commit ("" when the branch does not exist) and this run's claim on the
+    branch's fence ref ("" when it made none)."""
+
+    branch_sha: str
+    fence_sha: str
+
+
 @dataclass(frozen=True)
 class Worktree:
     path: Path  # the runtime's working tree
@@ -65,6 +83,13 @@ class Worktree:
     resumed: bool  # the branch already existed on the remote (a continuation)
     git_dir: Path  # the worker's own git directory, outside `path`
     url: str  # where the worker pushes: the clone URL, never a remote's config
+    remote: RemoteState  # updated by each push
+
+
+def fence_ref(branch: str) -> str:
+    """The ref that says which run may push `branch` (not a branch: no pull request,
+    not fetched by a clone)."""
+    return FENCE_PREFIX + branch
 
 
 def git_dir_of(folder: Path) -> Path:
@@ -167,10 +192,45 @@ async def _tree_git(tree: Worktree, *args: str, check: bool = True) -> str:
     return await git(tree.path, *args, check=check, git_dir=tree.git_dir, work_tree=tree.path)
 
 
+async def _fence_commit(cwd: Path, git_dir: Path, who: str) -> str:
+    """A new commit (empty tree, no parent) naming `who`, unique by its nonce."""
+    tree = await git(cwd, "mktree", git_dir=git_dir)  # stdin is empty: the empty tree
+    message = f"steelframe fence: {who} {secrets.token_hex(8)}"
+    return await git(cwd, "commit-tree", tree, "-m", message, git_dir=git_dir)
+
+
+async def claim(folder: Path, *, url: str, token: str | None, branch: str, who: str) -> str:
+    """Make this run the only one whose push of `branch` can succeed: point the branch's
+    fence ref at a new commit of its own (forced: the caller holds the task's lease, so
+    any earlier claim belongs to a run that lost it). Returns the claim's sha. Made before
+    the clone, so whatever an earlier run pushed before the claim is what this run starts
+    from, and nothing it pushes after the claim lands."""
+    await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
+    git_dir = folder / "claim.git"
+    await git(folder, "init", "--quiet", "--bare", str(git_dir))
+    sha = await _fence_commit(folder, git_dir, who)
+    await git(
+        folder,
+        "push",
+        "--quiet",
+        "--force",
+        url,
+        f"{sha}:{fence_ref(branch)}",
+        token=token,
+        url=url,
+        git_dir=git_dir,
+    )
+    await asyncio.to_thread(remove, git_dir)
+    return sha
+
+
 # Long: one git sequence read top to bottom; most lines are git arguments, one per line.
-async def prepare(folder: Path, *, clone_url: str, token: str | None, branch: str) -> Worktree:
+async def prepare(
+    folder: Path, *, clone_url: str, token: str | None, branch: str, fence: str = ""
+) -> Worktree:
     """A fresh clone on `branch` (the remote's branch if a run pushed one, else the default
-    branch): the worker's git directory in `folder/git`, the files in `folder/repo`."""
+    branch): the worker's git directory in `folder/git`, the files in `folder/repo`.
+    `fence`: this run's claim on the branch (`claim`), which its push requires."""
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
     git_dir = git_dir_of(folder)
     path = folder / "repo"
@@ -231,6 +291,7 @@ async def prepare(folder: Path, *, clone_url: str, token: str | None, branch: st
         resumed=bool(remote),
         git_dir=git_dir,
         url=clone_url,
+        remote=RemoteState(branch_sha=remote, fence_sha=fence),
     )
     await _tree_git(tree, "reset", "--quiet")
     return tree
@@ -258,20 +319,33 @@ async def changed_paths(tree: Worktree) -> list[str]:
     return [line for line in out.splitlines() if line]
 
 
-async def push(tree: Worktree, *, token: str | None) -> None:
-    """Push the branch to the clone URL (not a remote the runtime could have rewritten);
-    forced, because the branch is Steelframe's own and a retry may have rewritten it."""
+async def push(tree: Worktree, *, token: str | None, who: str) -> None:
+    """Push the branch to the clone URL (not a remote the runtime could have rewritten),
+    fenced: one atomic push moves the fence ref to a new commit of this run's and the
+    branch to HEAD, and the remote applies it only if the fence ref still holds this run's
+    claim and the branch still holds what this run cloned (or last pushed). Otherwise
+    nothing moves and this raises: another run claimed the branch (this one lost its
+    lease), or someone pushed to it meanwhile. The branch may be rewritten (forced within
+    that check): it is Steelframe's own and a retry may have rewritten it."""
+    known = tree.remote
+    fence = fence_ref(tree.branch)
+    next_fence = await _fence_commit(tree.path, tree.git_dir, who)
+    head = await _tree_git(tree, "rev-parse", "HEAD")
     await git(
         tree.path,
         "push",
         "--quiet",
-        "--force",
+        "--atomic",
+        f"--force-with-lease={fence}:{known.fence_sha}",
+        f"--force-with-lease=refs/heads/{tree.branch}:{known.branch_sha}",
         tree.url,
-        f"HEAD:refs/heads/{tree.branch}",
+        f"{next_fence}:{fence}",
+        f"{head}:refs/heads/{tree.branch}",
         token=token,
         url=tree.url,
         git_dir=tree.git_dir,
     )
+    known.branch_sha, known.fence_sha = head, next_fence
 
 
 async def branch_history(tree: Worktree) -> str:

@@ -1,8 +1,11 @@
-"""Git plumbing for tests: a branch with one commit in a sandbox repository."""
+"""Git plumbing for tests: a branch with one commit in a sandbox repository, the refs of
+one, and a `git` that holds a branch push until the test lets it go."""
 
 from __future__ import annotations
 
 import os
+import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -28,3 +31,57 @@ def branch_with_commit(git_path: object, branch: str) -> None:
     tree = run("mktree", stdin=f"100644 blob {blob}\tchange.txt\n")
     commit = run("commit-tree", tree, "-p", "refs/heads/main", "-m", "change")
     run("update-ref", f"refs/heads/{branch}", commit)
+
+
+def held_push_git(folder: Path, held: Path, go: Path) -> Path:
+    """A `bin/` folder whose `git` is the real one, except that a push of a branch
+    (`refs/heads/...`) first writes its parent's pid (the worker process that pushes) to
+    `held` and waits (at most ten minutes) for `go` to exist: the stall between a run's
+    last lease check and its push, where a test can freeze that worker. Put it first on
+    the worker's PATH."""
+    real = shutil.which("git")
+    assert real is not None, "git is not installed"
+    bin_dir = folder / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    script = bin_dir / "git"
+    script.write_text(
+        "#!/bin/sh\n"
+        'case " $* " in\n'
+        '  *" push "*refs/heads/*)\n'
+        f'    echo "$PPID" > {shlex.quote(str(held))}\n'
+        "    tries=0\n"
+        f"    while [ ! -e {shlex.quote(str(go))} ] && [ $tries -lt 12000 ]; do\n"
+        "      sleep 0.05; tries=$((tries + 1))\n"
+        "    done ;;\n"
+        "esac\n"
+        f'exec {shlex.quote(real)} "$@"\n'
+    )
+    script.chmod(0o755)
+    return bin_dir
+
+
+def remote_refs(git_path: object) -> dict[str, str]:
+    """Every ref of a sandbox repository (branches and fence refs) and its commit."""
+    listed = subprocess.run(
+        ["git", "-C", str(git_path), "for-each-ref", "--format=%(refname) %(objectname)"],
+        text=True,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return dict(line.split(" ", 1) for line in listed.splitlines())
+
+
+async def seeded_origin(tmp_path: Path) -> Path:
+    """`tmp_path/origin.git`: a bare repository whose `main` holds one commit (README.md),
+    made with the worker's own git helper."""
+    from bot.lifecycle import worktree
+
+    origin = tmp_path / "origin.git"
+    seed = tmp_path / "seed"
+    await worktree.git(tmp_path, "init", "--quiet", "--bare", "-b", "main", str(origin))
+    await worktree.git(tmp_path, "init", "--quiet", "-b", "main", str(seed))
+    (seed / "README.md").write_text("hello\n")
+    await worktree.git(seed, "add", "README.md")
+    await worktree.git(seed, "commit", "--quiet", "-m", "seed")
+    await worktree.git(seed, "push", "--quiet", str(origin), "main")
+    return origin

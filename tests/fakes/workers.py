@@ -44,12 +44,15 @@ def worker_env(lc: Lifecycle) -> dict[str, str]:
     return env
 
 
-def start_worker(lc: Lifecycle, log: Path, *args: str) -> subprocess.Popen[bytes]:
-    """`steelframe worker ARGS` in a session of its own, its output in `log`."""
+def start_worker(
+    lc: Lifecycle, log: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`steelframe worker ARGS` in a session of its own, its output in `log`; `env` is
+    laid over `worker_env(lc)`."""
     with open(log, "wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "steelframe.cli", "worker", *args],
-            env=worker_env(lc),
+            env={**worker_env(lc), **(env or {})},
             cwd=lc.settings.data_dir.parent,
             stdout=out,
             stderr=subprocess.STDOUT,
