@@ -48,7 +48,8 @@ async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
     assert stopped["stopped"] is True
     frames = await read_sse(response)
     assert frames[-1]["type"] == "error" and frames[-1]["reason"] == "stopped"
-    assert slow.cancelled.is_set()
+    # The turn's runtime call is cancelled as the stop lands (possibly just after the frame).
+    await asyncio.wait_for(slow.cancelled.wait(), 30)
 
     # the slot is free again, on either instance
     again = await second.post("/api/operator/chat/stream", json={"message": "fresh"})

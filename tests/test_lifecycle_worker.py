@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -132,13 +131,20 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
         os.kill(horse, signal.SIGSTOP)  # a stuck work horse: it cannot notice anything
         response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
         assert response.status == 200
-        # The reconciler's grace: a lease period since the terminate last changed the task
-        # (a condition, not a sleep: on a loaded machine the terminate's own GitHub calls
-        # can take most of a second).
-        grace = timedelta(seconds=lc.settings.task_lease_seconds)
-        await wait_for(lambda: lc.task(issue).updated_at < lc.ctx.clock() - grace, within=30)
-        report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
-        assert report.stopped == [task.id]
+
+        # A lease period after the terminate, a reconciler asks RQ to stop the job: this
+        # pass, or the worker's own periodic one when the machine is slow enough that it
+        # comes first (it records that on the task).
+        def stopped_through_rq() -> bool:
+            if task.id in run_reconcile(lc.ctx, say=lambda line: None).stopped:
+                return True
+            return any(
+                e.kind == EventKind.RECONCILED
+                and (e.detail or "").startswith("the job of the terminated task still ran")
+                for e in lc.events(task.id)
+            )
+
+        await wait_for(stopped_through_rq, within=60)
         assert await gone(horse, runtime, grandchild, *sandbox_processes)
         assert list(lc.ctx.worktrees.glob(f"task-{task.id}-*")) == []
     finally:

@@ -17,6 +17,7 @@ from tests.conftest import ApiClient, make_settings
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, notices, ready, replies, send, session_titles, status, tui, until
+from tui_client.chat import SessionItem
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import Notice, UserMessage
 
@@ -174,7 +175,14 @@ async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> No
             pilot, lambda: session_titles(app) == ["second topic", "first topic"], "both sessions"
         )
         app.chat.sessions.focus()
-        await pilot.press("down", "enter")
+        # As a person does: down until the first topic is highlighted (where the highlight
+        # starts depends on when the list last refreshed), then enter.
+        for _ in range(3):
+            await pilot.press("down")
+            highlighted = app.chat.sessions.highlighted_child
+            if isinstance(highlighted, SessionItem) and highlighted.session_id == first_id:
+                break
+        await pilot.press("enter")
         await until(pilot, lambda: app.chat.state.session_id == first_id, "the first session")
         await until(
             pilot,
