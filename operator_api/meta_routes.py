@@ -6,7 +6,7 @@ from aiohttp import web
 
 from bot import __version__
 from bot.appkeys import SERVICES
-from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body
+from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body, text_body
 from operator_api.reference import render_reference
 from operator_api.schemas import ref
 
@@ -60,12 +60,7 @@ async def openapi(request: web.Request) -> web.Response:
 @endpoints.get(
     "/api/docs",
     "The API reference: this document as a readable page",
-    {
-        "200": {
-            "description": "HTML",
-            "content": {"text/html": {"schema": {"type": "string"}}},
-        }
-    },
+    {"200": text_body("text/html", "HTML")},
     auth=False,
 )
 async def reference(request: web.Request) -> web.Response:

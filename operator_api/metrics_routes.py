@@ -13,7 +13,7 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.errors import Forbidden
 from bot.metrics import CONTENT_TYPE
-from operator_api.openapi import Endpoints, errors
+from operator_api.openapi import Endpoints, errors, text_body
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -34,13 +34,7 @@ def _allowed(request: web.Request) -> bool:
     "/metrics",
     "Prometheus metrics of this process (docs/deploy.md): bearer STEELFRAME_METRICS_TOKEN, or "
     "clients on this machine when it is unset",
-    {
-        "200": {
-            "description": "Prometheus text exposition",
-            "content": {"text/plain": {"schema": {"type": "string"}}},
-        },
-        **errors(403),
-    },
+    {"200": text_body("text/plain", "Prometheus text exposition"), **errors(403)},
     auth=False,
 )
 async def metrics(request: web.Request) -> web.Response:

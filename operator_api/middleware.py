@@ -8,7 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from sqlalchemy.exc import DataError, IntegrityError, OperationalError
+from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
 from bot.db import is_lock_timeout
 from bot.errors import SteelframeError, error_body
@@ -45,14 +45,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         # is gone, a number out of a column's range): the request's fault, and nothing was
         # stored (the transaction rolled back). Named by constraint class, never by values.
         status = 409 if isinstance(exc, IntegrityError) else 400
-        log.warning(
-            "%s %s -> %s database refused: %s [%s]",
-            request.method,
-            request.path,
-            status,
-            type(exc.orig).__name__,
-            request_id,
-        )
+        _log_database_error(request, request_id, f"{status} database refused", exc)
         response = web.json_response(
             error_body(
                 "the request conflicts with stored data"
@@ -92,19 +85,26 @@ def _database_unavailable(
         message, code = "the data is locked by a process that is not answering", "busy"
     else:
         message, code = "the database is unavailable", "database_unavailable"
-    log.warning(
-        "%s %s -> 503 %s: %s [%s]",
-        request.method,
-        request.path,
-        code,
-        type(exc.orig).__name__,
-        request_id,
-    )
+    _log_database_error(request, request_id, f"503 {code}", exc)
     response = web.json_response(
         error_body(message, {"request_id": request_id, "retry_after": 5}, code=code), status=503
     )
     response.headers["Retry-After"] = "5"
     return response
+
+
+def _log_database_error(
+    request: web.Request, request_id: str, answer: str, exc: DBAPIError
+) -> None:
+    """What the database refused, by the driver's error class: never its values."""
+    log.warning(
+        "%s %s -> %s: %s [%s]",
+        request.method,
+        request.path,
+        answer,
+        type(exc.orig).__name__,
+        request_id,
+    )
 
 
 def _code_for(status: int) -> str:

@@ -49,6 +49,11 @@ def json_body(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+def text_body(media_type: str, description: str) -> dict[str, Any]:
+    """A response whose body is text of `media_type` (a page, a metrics exposition)."""
+    return {"description": description, "content": {media_type: {"schema": {"type": "string"}}}}
+
+
 def errors(*codes: int) -> dict[str, Any]:
     return {str(code): json_body(ERROR, ERROR_TEXT[code]) for code in codes}
 

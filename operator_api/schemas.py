@@ -3,6 +3,10 @@
 Response objects list every key they carry as `required` and allow no other keys, so a
 generated client gets exact types and the test suite's response check (tests/conftest.py)
 fails on a key the service sends but this document does not name.
+
+The shapes are tables, one entry per key: rows such as `"name": {"type": "string"}` repeat
+in many objects (a `duplicates` row) because many objects carry such keys, not copied logic;
+keys two objects share in meaning are declared once (`session_fields`, `task_fields`).
 """
 
 from __future__ import annotations
@@ -25,6 +29,14 @@ def exact(properties: dict[str, Any], *, optional: tuple[str, ...] = ()) -> dict
         "additionalProperties": False,
         "properties": properties,
     }
+
+
+def request_object(properties: dict[str, Any], *, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A request body: these keys at most, the `required` ones among them."""
+    schema: dict[str, Any] = {"type": "object"}
+    if required:
+        schema["required"] = list(required)
+    return {**schema, "additionalProperties": False, "properties": properties}
 
 
 def _chat_schemas() -> dict[str, Any]:
@@ -68,11 +80,8 @@ def _chat_schemas() -> dict[str, Any]:
         "active": {"type": "boolean"},
     }
     return {
-        "ChatRequest": {
-            "type": "object",
-            "required": ["message"],
-            "additionalProperties": False,
-            "properties": {
+        "ChatRequest": request_object(
+            {
                 "message": {"type": "string", "minLength": 1},
                 "session": {"type": ["string", "null"]},
                 "agent": {"type": ["string", "null"]},
@@ -82,7 +91,8 @@ def _chat_schemas() -> dict[str, Any]:
                     "description": "null clears the focus",
                 },
             },
-        },
+            required=("message",),
+        ),
         "Frame": {
             "type": "object",
             "required": ["id", "type"],
@@ -178,11 +188,8 @@ def _chat_schemas() -> dict[str, Any]:
 
 def _action_schemas() -> dict[str, Any]:
     return {
-        "DecisionRequest": {
-            "type": "object",
-            "required": ["issue", "body"],
-            "additionalProperties": False,
-            "properties": {
+        "DecisionRequest": request_object(
+            {
                 "issue": {"type": "integer", "minimum": 1},
                 "body": {"type": "string", "minLength": 1},
                 "session_id": {"type": "string"},
@@ -193,7 +200,8 @@ def _action_schemas() -> dict[str, Any]:
                     "description": "idempotency key (or the Idempotency-Key header)",
                 },
             },
-        },
+            required=("issue", "body"),
+        ),
         "Published": exact(
             {
                 "published": {"type": "boolean"},
@@ -202,29 +210,21 @@ def _action_schemas() -> dict[str, Any]:
                 "comment_url": {"type": "string"},
             }
         ),
-        "FileRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
+        "FileRequest": request_object(
+            {
                 "session": {"type": ["string", "null"]},
                 "title": {"type": ["string", "null"], "maxLength": 300},
                 "body": {"type": ["string", "null"]},
-            },
-        },
-        "ClearRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {"session": {"type": ["string", "null"]}},
-        },
-        "NewSessionRequest": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
+            }
+        ),
+        "ClearRequest": request_object({"session": {"type": ["string", "null"]}}),
+        "NewSessionRequest": request_object(
+            {
                 "title": {"type": ["string", "null"], "maxLength": 200},
                 "issue": {"type": ["integer", "null"], "minimum": 1},
                 "agent": {"type": ["string", "null"]},
-            },
-        },
+            }
+        ),
         "Filed": exact(
             {
                 "filed_issue_number": {"type": "integer"},

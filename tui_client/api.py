@@ -11,6 +11,7 @@ import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -50,6 +51,15 @@ class ApiError(Exception):
     @property
     def unauthorized(self) -> bool:
         return self.status == 401
+
+
+@dataclass
+class _ChatStream:
+    """One turn's stream as the client follows it: the turn the service named (a header),
+    and whether the turn's terminal frame arrived."""
+
+    turn: str | None = None
+    ended: bool = False
 
 
 class OperatorClient:
@@ -163,33 +173,26 @@ class OperatorClient:
         if focus is not KEEP:
             body["focus"] = focus
         reader = SseReader()
-        state: dict[str, str | None] = {"session": session_id, "turn": None}
-        try:
-            async for frame in self._frames(
-                "POST", "/api/operator/chat/stream", reader, state, body=body
-            ):
-                yield frame
-                if frame.get("type") in TERMINAL:
-                    return
-        except ServiceUnreachable as exc:
-            broken: ServiceUnreachable = exc
-        else:
-            broken = ServiceUnreachable(self.base_url, "the stream ended before the turn did")
-        for _ in range(RESUME_ATTEMPTS):
-            if not state["turn"]:
-                break  # the service never accepted the turn: nothing to re-attach to
-            log.info("re-attaching to turn %s after frame %s", state["turn"], reader.last_event_id)
-            params = {"turn": str(state["turn"]), "last_event_id": str(reader.last_event_id)}
-            reader.reset()
+        stream = _ChatStream()
+        method, request = "POST", {"body": body}
+        broken = ServiceUnreachable(self.base_url, "the stream ended before the turn did")
+        for attempt in range(1 + RESUME_ATTEMPTS):
+            if attempt:
+                if not stream.turn:
+                    break  # the service never accepted the turn: nothing to re-attach to
+                log.info(
+                    "re-attaching to turn %s after frame %s", stream.turn, reader.last_event_id
+                )
+                params = {"turn": stream.turn, "last_event_id": str(reader.last_event_id)}
+                method, request = "GET", {"params": params}
+                reader.reset()
             try:
-                async for frame in self._frames(
-                    "GET", "/api/operator/chat/stream", reader, state, params=params
-                ):
+                async for frame in self._frames(method, reader, stream, **request):
                     yield frame
-                    if frame.get("type") in TERMINAL:
-                        return
             except ServiceUnreachable as exc:
                 broken = exc
+            if stream.ended:
+                return
         raise broken
 
     async def resume(self, session_id: str, *, last_event_id: int = 0) -> AsyncIterator[Frame]:
@@ -197,36 +200,33 @@ class OperatorClient:
         reader = SseReader()
         reader.last_event_id = last_event_id
         params = {"session": session_id, "last_event_id": str(last_event_id)}
-        state: dict[str, str | None] = {"session": session_id, "turn": None}
-        async for frame in self._frames(
-            "GET", "/api/operator/chat/stream", reader, state, params=params
-        ):
+        async for frame in self._frames("GET", reader, _ChatStream(), params=params):
             yield frame
-            if frame.get("type") in TERMINAL:
-                return
 
     async def _frames(
         self,
         method: str,
-        path: str,
         reader: SseReader,
-        state: dict[str, str | None],
+        stream: _ChatStream,
         *,
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
     ) -> AsyncIterator[Frame]:
-        url = self.base_url + path
+        """A turn's frames from the chat stream, up to and including its terminal one."""
+        url = self.base_url + "/api/operator/chat/stream"
         try:
             async with self._session().request(
                 method, url, json=body, params=params, timeout=STREAM_TIMEOUT
             ) as response:
                 if response.status >= 400:
                     raise _api_error(response.status, response.reason or "", await response.read())
-                state["session"] = response.headers.get("X-Steelframe-Session") or state["session"]
-                state["turn"] = response.headers.get("X-Steelframe-Turn") or state["turn"]
+                stream.turn = response.headers.get("X-Steelframe-Turn") or stream.turn
                 async for chunk in response.content.iter_any():
                     for frame in reader.feed(chunk):
                         yield frame
+                        if frame.get("type") in TERMINAL:
+                            stream.ended = True
+                            return
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise ServiceUnreachable(self.base_url, _reason(exc)) from exc
 

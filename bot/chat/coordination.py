@@ -154,22 +154,22 @@ class RedisTurnLocks:
 
     async def release(self, operator_id: int, turn_id: str) -> None:
         # Unreachable: the key expires by itself within the slot's TTL.
-        await self._call("release", lambda: self._release(operator_id, turn_id), None)
-
-    async def _release(self, operator_id: int, turn_id: str) -> None:
-        key = f"{KEY_PREFIX}{operator_id}"
-        raw = await self._redis.get(key)
-        if raw is not None and json.loads(raw).get("turn_id") == turn_id:
-            await self._redis.eval(_RELEASE, 1, key, raw)
+        await self._call("release", lambda: self._on_own_slot(operator_id, turn_id, _RELEASE), None)
 
     async def renew(self, operator_id: int, turn_id: str) -> None:
-        await self._call("renew", lambda: self._renew(operator_id, turn_id), None)
+        await self._call(
+            "renew",
+            lambda: self._on_own_slot(operator_id, turn_id, _RENEW, str(self._ttl_ms)),
+            None,
+        )
 
-    async def _renew(self, operator_id: int, turn_id: str) -> None:
+    async def _on_own_slot(self, operator_id: int, turn_id: str, script: str, *args: str) -> None:
+        """Run `script` on the operator's slot while `turn_id` holds it (the script compares
+        the value it was given with the stored one, so a slot taken over meanwhile is left)."""
         key = f"{KEY_PREFIX}{operator_id}"
         raw = await self._redis.get(key)
         if raw is not None and json.loads(raw).get("turn_id") == turn_id:
-            await self._redis.eval(_RENEW, 1, key, raw, str(self._ttl_ms))
+            await self._redis.eval(script, 1, key, raw, *args)
 
     @property
     def renew_every(self) -> float:

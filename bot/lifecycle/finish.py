@@ -8,13 +8,14 @@ A run passes its lease holder as `fence`: a run that lost its lease changes noth
 from __future__ import annotations
 
 import logging
+from typing import Unpack
 
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import tasks
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import change_state, publish
+from bot.lifecycle.outcomes import Change, ChangeFields, change_state, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
@@ -42,6 +43,19 @@ def _fenced_out(task_id: int) -> str:
     return "stopped: lease lost"
 
 
+def _conclude(
+    ctx: LifecycleContext, task_id: int, wanted: TaskState, **change: Unpack[ChangeFields]
+) -> Change | str:
+    """Move the run's task to where the run ended; the run's words instead when the task is
+    no longer the run's to move (someone else moved it, or the run lost its lease)."""
+    try:
+        return change_state(ctx.db, task_id, wanted, **change)
+    except IllegalTransition as exc:
+        return _moved(task_id, exc)
+    except LeaseLost:
+        return _fenced_out(task_id)
+
+
 def limit_text(ctx: LifecycleContext, name: str) -> str:
     policy = ctx.policy
     return LIMIT_NAMES[name].format(
@@ -63,24 +77,21 @@ async def finish_delivered(
     fence: str | None = None,
 ) -> str:
     task = ctx.db.call(tasks.get_task, task_id)
-    try:
-        change = change_state(
-            ctx.db,
-            task_id,
-            TaskState.DELIVERED,
-            actor=actor,
-            detail=f"pull request {task.pr_url}",
-            data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": summary},
-            expect=[TaskState.RUNNING],  # a run only finishes its own running task
-            changes={"summary": summary or None, "last_error": None, "pending_decision": None},
-            note=summary,
-            fence=fence,
-            clock=ctx.clock,
-        )
-    except IllegalTransition as exc:
-        return _moved(task_id, exc)
-    except LeaseLost:
-        return _fenced_out(task_id)
+    change = _conclude(
+        ctx,
+        task_id,
+        TaskState.DELIVERED,
+        actor=actor,
+        detail=f"pull request {task.pr_url}",
+        data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": summary},
+        expect=[TaskState.RUNNING],  # a run only finishes its own running task
+        changes={"summary": summary or None, "last_error": None, "pending_decision": None},
+        note=summary,
+        fence=fence,
+        clock=ctx.clock,
+    )
+    if isinstance(change, str):
+        return change
     await publish(ctx.db, github, change, clock=ctx.clock)
     return f"delivered: {task.pr_url}"
 
@@ -99,22 +110,21 @@ async def finish_question(
         "Answer by publishing a Decision on this issue (from Steelframe's Chat, or a Decision "
         "comment by someone with write access); the task resumes with it."
     )
-    try:
-        change = change_state(
-            ctx.db,
-            task.id,
-            TaskState.WAITING_FOR_INFO,
-            actor=actor,
-            detail="the coding runtime asked a question",
-            data={"question": question},
-            expect=[TaskState.RUNNING],
-            changes={"question": question, "pending_decision": None},
-            notice=text,
-            fence=fence,
-            clock=ctx.clock,
-        )
-    except LeaseLost:
-        return _fenced_out(task.id)
+    change = _conclude(
+        ctx,
+        task.id,
+        TaskState.WAITING_FOR_INFO,
+        actor=actor,
+        detail="the coding runtime asked a question",
+        data={"question": question},
+        expect=[TaskState.RUNNING],
+        changes={"question": question, "pending_decision": None},
+        notice=text,
+        fence=fence,
+        clock=ctx.clock,
+    )
+    if isinstance(change, str):
+        return change
     await publish(ctx.db, github, change, clock=ctx.clock)
     return "waiting_for_info: question asked"
 
@@ -140,25 +150,22 @@ async def finish_failed(
         error = error or "unknown error"
         if retry:
             error = f"{error} (after {task.attempts} attempts)"
-    try:
-        change = change_state(
-            ctx.db,
-            task_id,
-            TaskState.FAILED,
-            actor=actor,
-            detail=error[:500],
-            data={"error": error, "limit": limit},
-            expect=[TaskState.QUEUED, TaskState.RUNNING],  # before or during its own run
-            changes={"last_error": error},
-            notice=f"Steelframe could not finish this issue: {error}.",
-            note=f"Failed: {error}",
-            fence=fence,
-            clock=ctx.clock,
-        )
-    except IllegalTransition as exc:
-        return _moved(task_id, exc)
-    except LeaseLost:
-        return _fenced_out(task_id)
+    change = _conclude(
+        ctx,
+        task_id,
+        TaskState.FAILED,
+        actor=actor,
+        detail=error[:500],
+        data={"error": error, "limit": limit},
+        expect=[TaskState.QUEUED, TaskState.RUNNING],  # before or during its own run
+        changes={"last_error": error},
+        notice=f"Steelframe could not finish this issue: {error}.",
+        note=f"Failed: {error}",
+        fence=fence,
+        clock=ctx.clock,
+    )
+    if isinstance(change, str):
+        return change
     if limit is not None:
         ctx.db.call(_limit_event, task_id, actor, limit, ctx)
     await publish(ctx.db, github, change, clock=ctx.clock)
@@ -178,29 +185,26 @@ async def _retry_later(
     task_id = task.id
     delay = ctx.policy.backoff(task.attempts)
     job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
-    try:
-        change = change_state(
-            ctx.db,
-            task_id,
-            TaskState.QUEUED,
-            actor=actor,
-            detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
-            data={"error": error, "retry_in": delay},
-            # Only a running task is retried: a terminated one stays terminated.
-            expect=[TaskState.RUNNING],
-            changes={"last_error": error, "job_id": job},
-            phase=Phase.RETRYING,
-            note=(
-                f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
-                f"Retrying in {delay:g} s."
-            ),
-            fence=fence,
-            clock=ctx.clock,
-        )
-    except IllegalTransition as exc:
-        return _moved(task_id, exc)
-    except LeaseLost:
-        return _fenced_out(task_id)
+    change = _conclude(
+        ctx,
+        task_id,
+        TaskState.QUEUED,
+        actor=actor,
+        detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
+        data={"error": error, "retry_in": delay},
+        # Only a running task is retried: a terminated one stays terminated.
+        expect=[TaskState.RUNNING],
+        changes={"last_error": error, "job_id": job},
+        phase=Phase.RETRYING,
+        note=(
+            f"Attempt {task.attempts} of {ctx.policy.max_attempts} failed: {error}\n"
+            f"Retrying in {delay:g} s."
+        ),
+        fence=fence,
+        clock=ctx.clock,
+    )
+    if isinstance(change, str):
+        return change
     LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
         task_id, job=job, delay=delay
     )

@@ -8,9 +8,8 @@ idempotent and best-effort here: if GitHub fails, the reconciler repairs it late
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Unpack
 
 from sqlalchemy.orm import Session
 
@@ -34,38 +33,30 @@ class Change:
     notice_key: str | None = None
 
 
+class ChangeFields(tasks.TransitionFields, total=False):
+    """`change_state`'s keywords as one type, for what passes them on (lifecycle.finish)."""
+
+    notice: str | None
+    phase: Phase | None
+    note: str
+
+
 def change_state(
     db: Database,
     task_id: int,
     wanted: TaskState,
     *,
-    actor: str,
-    detail: str = "",
-    data: dict[str, Any] | None = None,
-    expect: Iterable[TaskState] | None = None,
-    changes: dict[str, Any] | None = None,
     notice: str | None = None,
     phase: Phase | None = None,
     note: str = "",
-    fence: str | None = None,
-    clock: Clock = utcnow,
+    **fields: Unpack[tasks.TransitionFields],
 ) -> Change:
-    """Transition (raises IllegalTransition, or LeaseLost for a `fence` that no longer holds
-    the lease) and queue the notice, in one transaction."""
+    """`tasks.transition` (raises IllegalTransition, or LeaseLost for a `fence` that no
+    longer holds the lease) and the notice queued, in one transaction."""
+    clock = fields.get("clock", utcnow)
 
     def apply(session: Session) -> Change:
-        event = tasks.transition(
-            session,
-            task_id,
-            wanted,
-            actor=actor,
-            detail=detail,
-            data=data,
-            expect=expect,
-            changes=changes,
-            fence=fence,
-            clock=clock,
-        )
+        event = tasks.transition(session, task_id, wanted, **fields)
         key = None
         if notice:
             key = f"{wanted}-e{event.id}"

@@ -72,6 +72,18 @@ class ReconcileReport:
         ]
 
 
+@dataclass(frozen=True)
+class _Pass:
+    """What every check of one reconcile pass works with: the queue, how long a task may
+    look stuck before it is repaired (a lease period), and the report being written."""
+
+    ctx: LifecycleContext
+    github: GitHubApi | None
+    queue: LifecycleQueue
+    grace: timedelta
+    report: ReconcileReport
+
+
 def _ids(session: Session, *states: TaskState) -> list[int]:
     return list(session.scalars(select(Task.id).where(Task.state.in_(states)).order_by(Task.id)))
 
@@ -98,20 +110,19 @@ async def reconcile(
     report = ReconcileReport()
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
     grace = timedelta(seconds=ctx.policy.lease_seconds)
+    this = _Pass(ctx, github, queue, grace, report)
     say("applying terminate requests ...")
     requested = dict(ctx.db.call(termination.pending))
     for task_id, actor in requested.items():
-        await _guard(
-            report, task_id, _apply_stop_request(ctx, github, queue, task_id, actor, report)
-        )
+        await _guard(report, task_id, _apply_stop_request(this, task_id, actor))
     say("checking running tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.RUNNING):
         if task_id in requested:
             continue  # being terminated: never retried meanwhile
-        await _guard(report, task_id, _check_running(ctx, github, queue, task_id, grace, report))
+        await _guard(report, task_id, _check_running(this, task_id))
     say("checking queued tasks ...")
     for task_id in ctx.db.call(_ids, TaskState.QUEUED):
-        await asyncio.to_thread(_check_queued, ctx, queue, task_id, grace, report)
+        await asyncio.to_thread(_check_queued, this, task_id)
     if github is not None:
         say("looking for pull requests of pushed branches ...")
         for task_id in ctx.db.call(_ids, TaskState.QUEUED, TaskState.FAILED):
@@ -128,27 +139,21 @@ async def reconcile(
             report.errors.append(f"notices: {exc}")
     say("checking jobs of terminated tasks ...")
     for task_id in ctx.db.call(_recently, TaskState.TERMINATED, ctx.clock() - LABEL_WINDOW):
-        await asyncio.to_thread(_stop_leftover_job, ctx, queue, task_id, grace, report)
+        await asyncio.to_thread(_stop_leftover_job, this, task_id)
     say("delivering results to chat sessions ...")
     report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
     report.worktrees_removed = await asyncio.to_thread(_sweep_worktrees, ctx)
     return report
 
 
-async def _apply_stop_request(
-    ctx: LifecycleContext,
-    github: GitHubApi | None,
-    queue: LifecycleQueue,
-    task_id: int,
-    actor: str,
-    report: ReconcileReport,
-) -> None:
+async def _apply_stop_request(this: _Pass, task_id: int, actor: str) -> None:
     """A terminate recorded while a frozen worker held the task's row: terminate now, or,
     while the row is still held, stop the job holding it (its death frees the row; RQ's
     handling of the killed horse, or the next pass, then terminates)."""
+    ctx, queue, report = this.ctx, this.queue, this.report
     job = ctx.db.call(tasks.get_task, task_id).job_id
     try:
-        if await termination.apply(ctx.db, github, task_id, actor, ctx.clock):
+        if await termination.apply(ctx.db, this.github, task_id, actor, ctx.clock):
             await asyncio.to_thread(queue.cancel_queued, job)
             report.terminated.append(task_id)
             log.info("reconcile: task %s terminated as %s asked", task_id, actor)
@@ -175,24 +180,19 @@ def _recently(session: Session, state: TaskState, since: object) -> list[int]:
     )
 
 
-def _stop_leftover_job(
-    ctx: LifecycleContext,
-    queue: LifecycleQueue,
-    task_id: int,
-    grace: timedelta,
-    report: ReconcileReport,
-) -> None:
+def _stop_leftover_job(this: _Pass, task_id: int) -> None:
     """A terminated task's job that still runs after a lease period did not notice (a
     stuck work horse): ask RQ to stop it, and kill what it left on this host."""
+    ctx = this.ctx
     task = ctx.db.call(tasks.get_task, task_id)
-    if task.updated_at > ctx.clock() - grace or not queue.is_started(task.job_id):
+    if task.updated_at > ctx.clock() - this.grace or not this.queue.is_started(task.job_id):
         return
-    done = queue.cancel(task.job_id)
+    done = this.queue.cancel(task.job_id)
     clean_orphans(ctx, task_id, dead_pid=None)
 
     detail = f"the job of the terminated task still ran: {done}"
     ctx.db.call(_note_repair, ctx, task_id, detail, {"job_id": task.job_id, "action": done})
-    report.stopped.append(task_id)
+    this.report.stopped.append(task_id)
 
 
 async def _guard(report: ReconcileReport, task_id: int, step: Awaitable[None]) -> None:
@@ -204,14 +204,8 @@ async def _guard(report: ReconcileReport, task_id: int, step: Awaitable[None]) -
         log.warning("reconcile: task %s: %s", task_id, message)
 
 
-async def _check_running(
-    ctx: LifecycleContext,
-    github: GitHubApi | None,
-    queue: LifecycleQueue,
-    task_id: int,
-    grace: timedelta,
-    report: ReconcileReport,
-) -> None:
+async def _check_running(this: _Pass, task_id: int) -> None:
+    ctx = this.ctx
     now = ctx.clock()
     lease = ctx.db.call(leases.current, task_id)
     if leases.is_live(lease, now):
@@ -219,38 +213,32 @@ async def _check_running(
     task = ctx.db.call(tasks.get_task, task_id)
     if lease is None:
         # Resumed and waiting for its continuation, or just started: not dead yet.
-        if await asyncio.to_thread(queue.is_pending, task.job_id):
+        if await asyncio.to_thread(this.queue.is_pending, task.job_id):
             return
-        if task.updated_at > now - grace:
+        if task.updated_at > now - this.grace:
             return
         if task.pending_decision:
             # Resumed while Redis was unreachable: no run has started, so nothing failed.
-            await asyncio.to_thread(_enqueue_again, ctx, queue, task, "resumed without a job")
-            report.requeued.append(task_id)
+            await asyncio.to_thread(_enqueue_again, this, task, "resumed without a job")
             return
     reason = "the worker running it stopped (its lease expired)"
-    result = await recover(ctx, github, task_id, reason=reason, dead_pid=None)
+    result = await recover(ctx, this.github, task_id, reason=reason, dead_pid=None)
     if not result.startswith(("live", "nothing")):
-        report.recovered.append(task_id)
+        this.report.recovered.append(task_id)
         log.warning("reconcile: task %s recovered: %s", task_id, result)
 
 
-def _check_queued(
-    ctx: LifecycleContext,
-    queue: LifecycleQueue,
-    task_id: int,
-    grace: timedelta,
-    report: ReconcileReport,
-) -> None:
+def _check_queued(this: _Pass, task_id: int) -> None:
+    ctx = this.ctx
     task = ctx.db.call(tasks.get_task, task_id)
-    if queue.is_pending(task.job_id) or task.updated_at > ctx.clock() - grace:
+    if this.queue.is_pending(task.job_id) or task.updated_at > ctx.clock() - this.grace:
         return
-    _enqueue_again(ctx, queue, task, "queued without a job")
-    report.requeued.append(task_id)
+    _enqueue_again(this, task, "queued without a job")
 
 
-def _enqueue_again(ctx: LifecycleContext, queue: LifecycleQueue, task: Task, why: str) -> None:
+def _enqueue_again(this: _Pass, task: Task, why: str) -> None:
     """A new job for a task whose job Redis never got or lost (noted on the task)."""
+    ctx = this.ctx
     job = job_id(task.id, task.generation, f"r{task.attempts + 1}")
 
     def note(session: Session) -> None:
@@ -259,7 +247,8 @@ def _enqueue_again(ctx: LifecycleContext, queue: LifecycleQueue, task: Task, why
         _note_repair(session, ctx, task.id, detail, {"job_id": job, "lost_job": task.job_id})
 
     ctx.db.call(note)
-    queue.enqueue(task.id, job=job, continuation=bool(task.pending_decision))
+    this.queue.enqueue(task.id, job=job, continuation=bool(task.pending_decision))
+    this.report.requeued.append(task.id)
 
 
 async def _check_pull(

@@ -43,7 +43,8 @@ class Started:
 
 @dataclass(frozen=True)
 class Skipped:
-    """Nothing to do: the task is not queued or running (said in `reason`)."""
+    """Nothing to do: the task is not queued or running, or the run lost its lease (said in
+    `reason`)."""
 
     reason: str
 
@@ -88,7 +89,17 @@ def _ignored(session: Session, task_id: int, actor: str, ctx: LifecycleContext) 
 
 
 def _start(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> StartResult:
-    """Move the task to running and count the attempt (fenced on the lease)."""
+    """Move the task to running and count the attempt (fenced on the lease); Skipped when
+    someone else moved the task meanwhile or the run lost its lease."""
+    try:
+        return _begin_attempt(ctx, task_id, holder, actor)
+    except IllegalTransition as exc:
+        return Skipped(f"skipped: task is {exc.current}")
+    except LeaseLost:
+        return Skipped("stopped: lease lost")
+
+
+def _begin_attempt(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> StartResult:
     task = ctx.db.call(tasks.get_task, task_id)
     if task.state not in (TaskState.QUEUED, TaskState.RUNNING):
         return Skipped(f"skipped: task is {task.state}")
@@ -120,12 +131,7 @@ async def _leased(
     if ctx.github is None:
         return await _without_github(ctx, task_id, holder, actor)
     async with ctx.github() as github:
-        try:
-            started = _start(ctx, task_id, holder, actor)
-        except IllegalTransition as exc:
-            return f"skipped: task is {exc.current}"
-        except LeaseLost:
-            return "stopped: lease lost"
+        started = _start(ctx, task_id, holder, actor)
         if isinstance(started, OutOfAttempts):
             return await finish_failed(
                 ctx, github, task_id, actor, limit="attempts", retry=False, fence=holder.id
@@ -179,12 +185,7 @@ def _failure_class(exc: BaseException) -> str:
 
 
 async def _without_github(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> str:
-    try:
-        started = _start(ctx, task_id, holder, actor)
-    except IllegalTransition as exc:
-        return f"skipped: task is {exc.current}"
-    except LeaseLost:
-        return "stopped: lease lost"
+    started = _start(ctx, task_id, holder, actor)
     if isinstance(started, Skipped):
         return started.reason
     return await finish_failed(

@@ -62,6 +62,18 @@ class IssueText:
 
 
 @dataclass(frozen=True)
+class _Pickup:
+    """One pickup as its transaction sees it: the issue, its text, the chat session that
+    filed it (if any) and who or what picked it up (`cause`, the events' actor)."""
+
+    repo: str
+    issue: int
+    text: IssueText
+    origin: str | None
+    cause: str
+
+
+@dataclass(frozen=True)
 class IssueEvent:
     """An `issues` webhook event as the lifecycle reads it (webhooks.lifecycle_hooks parses
     the payload): what happened, to which issue, by whom, and the labels involved."""
@@ -128,8 +140,8 @@ class TaskService:
         without a body the first run pins what the issue says then)."""
         if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
             raise BadRequest("issue must be a positive integer", detail={"field": "issue"})
-        text = IssueText(title, body)
-        result, job = await self._pickup_row(repo, issue, text, origin_session, cause)
+        wanted = _Pickup(repo, issue, IssueText(title, body), origin_session, cause)
+        result, job = await self._pickup_row(wanted)
         if job is not None:
             try:
                 await asyncio.to_thread(self.queue.enqueue, result.task_id, job=job)
@@ -145,34 +157,19 @@ class TaskService:
             await self._show_queued(result.task_id)
         return result
 
-    async def _pickup_row(
-        self,
-        repo: str,
-        issue: int,
-        text: IssueText,
-        origin: str | None,
-        cause: str,
-    ) -> tuple[PickupResult, str | None]:
+    async def _pickup_row(self, wanted: _Pickup) -> tuple[PickupResult, str | None]:
         for _ in range(PICKUP_ROUNDS):
             try:
-                return await self.db.run(self._pickup_tx, repo, issue, text, origin, cause)
+                return await self.db.run(self._pickup_tx, wanted)
             except (IntegrityError, OperationalError):
                 # Two pickups raced to create the row: the next round finds it.
                 continue
-        return await self.db.run(self._pickup_tx, repo, issue, text, origin, cause)
+        return await self.db.run(self._pickup_tx, wanted)
 
-    def _pickup_tx(
-        self,
-        session: Session,
-        repo: str,
-        issue: int,
-        text: IssueText,
-        origin: str | None,
-        cause: str,
-    ) -> tuple[PickupResult, str | None]:
-        result, job = self._pickup_task(session, repo, issue, text.title, origin, cause)
+    def _pickup_tx(self, session: Session, wanted: _Pickup) -> tuple[PickupResult, str | None]:
+        result, job = self._pickup_task(session, wanted)
         if job is not None:
-            self._pin(session, result.task_id, text, cause)
+            self._pin(session, result.task_id, wanted.text, wanted.cause)
         return result, job
 
     def _pin(self, session: Session, task_id: int, text: IssueText, cause: str) -> None:
@@ -196,37 +193,29 @@ class TaskService:
                 clock=self.clock,
             )
 
-    def _pickup_task(
-        self,
-        session: Session,
-        repo: str,
-        issue: int,
-        title: str,
-        origin: str | None,
-        cause: str,
-    ) -> tuple[PickupResult, str | None]:
-        task = tasks.find_task(session, repo, issue)
+    def _pickup_task(self, session: Session, wanted: _Pickup) -> tuple[PickupResult, str | None]:
+        task = tasks.find_task(session, wanted.repo, wanted.issue)
         if task is None:
             task = tasks.new_task(
                 session,
-                repo=repo,
-                issue=issue,
-                title=title,
-                origin_session=origin,
-                actor=cause,
+                repo=wanted.repo,
+                issue=wanted.issue,
+                title=wanted.text.title,
+                origin_session=wanted.origin,
+                actor=wanted.cause,
                 clock=self.clock,
             )
             job = job_id(task.id, task.generation, "a1")
             tasks.touch(session, task.id, self.clock, job_id=job)
             return PickupResult(task.id, created=True, started=True), job
-        if origin and not task.origin_session:
-            task.origin_session = origin
+        if wanted.origin and not task.origin_session:
+            task.origin_session = wanted.origin
             tasks.record(
                 session,
                 task,
                 EventKind.ORIGIN_LINKED,
-                actor=cause,
-                detail=f"results go to chat session {origin}",
+                actor=wanted.cause,
+                detail=f"results go to chat session {wanted.origin}",
                 clock=self.clock,
             )
         if task.state in LIVE or task.state == TaskState.DELIVERED:
@@ -234,12 +223,12 @@ class TaskService:
                 session,
                 task,
                 EventKind.PICKUP_IGNORED,
-                actor=cause,
+                actor=wanted.cause,
                 detail=f"task is already {task.state}",
                 clock=self.clock,
             )
             return PickupResult(task.id, created=False, started=False), None
-        return self._reopen(session, task, title, cause)
+        return self._reopen(session, task, wanted.text.title, wanted.cause)
 
     def _reopen(
         self, session: Session, task: Task, title: str, cause: str

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
@@ -21,6 +21,18 @@ from bot.lifecycle.states import IllegalTransition, TaskState, check_transition
 
 MAX_TITLE = 300
 CAS_ROUNDS = 5
+
+
+class TransitionFields(TypedDict, total=False):
+    """`transition`'s keywords as one type, for what passes them on (outcomes.change_state)."""
+
+    actor: Required[str]
+    detail: str
+    data: dict[str, Any] | None
+    expect: Iterable[TaskState] | None
+    changes: dict[str, Any] | None
+    fence: str | None
+    clock: Clock
 
 
 class LeaseLost(Conflict):

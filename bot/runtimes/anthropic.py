@@ -23,7 +23,7 @@ import aiohttp
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireTurn
+from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireConversation, WireTurn
 from bot.runtimes.tools import ToolCall, ToolResult, ToolSpec
 from bot.runtimes.transport import (
     UpstreamFailure,
@@ -92,16 +92,8 @@ class _Message:
         return content
 
 
-@dataclass
-class _Conversation:
+class _Conversation(WireConversation[_Message]):
     """One turn's messages on the Messages API wire (bot.runtimes.rounds drives it)."""
-
-    turn: WireTurn[AnthropicRuntime]
-    state: _Message = field(default_factory=_Message)
-
-    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
-        self.state = _Message()
-        return self.turn.wire.start_round(self.turn, self.state, final=final)
 
     def outcome(self, round_number: int) -> RoundOutcome:
         # Only a `tool_use` stop asks for tools; other stops end the turn with its answer.
@@ -126,7 +118,7 @@ class AnthropicRuntime(HostedRuntime):
         ]
 
     def conversation(self, turn: WireTurn[Any]) -> _Conversation:
-        return _Conversation(turn)
+        return _Conversation(turn, _Message)
 
     def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
         request, tools = turn.request, turn.tools

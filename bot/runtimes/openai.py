@@ -23,7 +23,7 @@ import aiohttp
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireTurn
+from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireConversation, WireTurn
 from bot.runtimes.thinktags import ThinkTagSplitter
 from bot.runtimes.tools import ToolCall, ToolResult, ToolSpec
 from bot.runtimes.transport import (
@@ -59,16 +59,8 @@ class _Round:
         ]
 
 
-@dataclass
-class _Conversation:
+class _Conversation(WireConversation[_Round]):
     """One turn's messages on the Chat Completions wire (bot.runtimes.rounds drives it)."""
-
-    turn: WireTurn[OpenAIRuntime]
-    state: _Round = field(default_factory=_Round)
-
-    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
-        self.state = _Round()
-        return self.turn.wire.start_round(self.turn, self.state, final=final)
 
     def outcome(self, round_number: int) -> RoundOutcome:
         usage = self.state.usage
@@ -95,7 +87,7 @@ class OpenAIRuntime(HostedRuntime):
         return messages + [{"role": m.role, "content": m.content} for m in fitted.messages]
 
     def conversation(self, turn: WireTurn[Any]) -> _Conversation:
-        return _Conversation(turn)
+        return _Conversation(turn, _Round)
 
     def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
         request, tools = turn.request, turn.tools

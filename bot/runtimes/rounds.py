@@ -80,6 +80,23 @@ class WireTurn(Generic[W]):
     messages: Messages
 
 
+S = TypeVar("S")
+
+
+class WireConversation(Generic[S]):
+    """A conversation whose every round is read into a fresh state (`new_state()`), kept
+    in `state` for the provider's `outcome` and `record` of that round."""
+
+    def __init__(self, turn: WireTurn[Any], new_state: Callable[[], S]) -> None:
+        self.turn = turn
+        self._new_state = new_state
+        self.state = new_state()
+
+    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
+        self.state = self._new_state()
+        return self.turn.wire.start_round(self.turn, self.state, final=final)
+
+
 class ModelWire(Protocol):
     """A hosted-model runtime as `stream_turn` uses it: where it sends, and its wire."""
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from typing import Any
+
+from sqlalchemy.orm import Session
 
 from bot import db as dbmod
 from bot.errors import SteelframeError
@@ -159,23 +162,29 @@ def cmd_db_history(args: argparse.Namespace) -> int:
 
 
 def cmd_operator_create(args: argparse.Namespace) -> int:
-    try:
-        operator, token = with_database(create_operator, args.name)
-    except SteelframeError as exc:
-        print(f"steelframe: {exc.message}", file=sys.stderr)
-        return 1
-    print(f"created operator {operator.name!r}; keep this token, it is shown once:")
-    print(token)
-    return 0
+    def create(session: Session, name: str) -> tuple[str, str]:
+        operator, token = create_operator(session, name)
+        return f"created operator {operator.name!r}; keep this token, it is shown once:", token
+
+    return _print_token(create, args.name)
 
 
 def cmd_operator_rotate(args: argparse.Namespace) -> int:
+    def rotate(session: Session, name: str) -> tuple[str, str]:
+        return f"new token for {name!r}; the old one no longer works:", rotate_token(session, name)
+
+    return _print_token(rotate, args.name)
+
+
+def _print_token(make: Callable[[Session, str], tuple[str, str]], name: str) -> int:
+    """Make the named operator's token (`make` gives a heading and the token), then print
+    the heading and the token alone on the last line; a refusal is one line on stderr."""
     try:
-        token = with_database(rotate_token, args.name)
+        heading, token = with_database(make, name)
     except SteelframeError as exc:
         print(f"steelframe: {exc.message}", file=sys.stderr)
         return 1
-    print(f"new token for {args.name!r}; the old one no longer works:")
+    print(heading)
     print(token)
     return 0
 

@@ -16,7 +16,6 @@ from typing import Any
 from rq import Queue
 
 from bot import db as dbmod
-from bot.config import Settings
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
 from bot.lifecycle.reconcile import reconcile_if_leader, reconcile_until
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
@@ -41,7 +40,11 @@ def register(subparsers: Any) -> None:
     rec.set_defaults(handler=cmd_reconcile)
 
 
-def _context(settings: Settings, queue: str) -> LifecycleContext | None:
+def _context(queue: str) -> LifecycleContext | None:
+    """The lifecycle's context for a command (logging set up, migrations applied), or None
+    after saying that the lifecycle needs Redis."""
+    settings = load_settings()
+    configure_logging(settings)
     if not settings.redis_url:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
@@ -52,13 +55,15 @@ def _context(settings: Settings, queue: str) -> LifecycleContext | None:
     return ctx
 
 
+def _say_reconciling(line: str) -> None:
+    print(f"reconcile: {line}", flush=True)
+
+
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    configure_logging(settings)
-    ctx = _context(settings, args.queue)
+    ctx = _context(args.queue)
     if ctx is None:
         return 2
-    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    report = reconcile_if_leader(ctx, say=_say_reconciling)
     if report is None:
         print("steelframe: another process is reconciling now; try again shortly", file=sys.stderr)
         return 1
@@ -68,17 +73,15 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    configure_logging(settings)
-    ctx = _context(settings, args.queue)
+    ctx = _context(args.queue)
     if ctx is None:
         return 2
     print("steelframe worker: reconciling before work ...", flush=True)
-    report = reconcile_if_leader(ctx, say=lambda line: print(f"reconcile: {line}", flush=True))
+    report = reconcile_if_leader(ctx, say=_say_reconciling)
     if report is None:
         print("reconcile: another worker is reconciling; skipped", flush=True)
     for line in report.lines() if report is not None else []:
-        print(f"reconcile: {line}", flush=True)
+        _say_reconciling(line)
     queue = Queue(args.queue, connection=ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
     worker = worker_class([queue], connection=ctx.redis, lifecycle=ctx)
@@ -92,7 +95,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         worker.work(
             burst=args.burst,
             with_scheduler=not args.in_process,
-            logging_level=settings.log_level.upper(),
+            logging_level=ctx.settings.log_level.upper(),
         )
     finally:
         stop.set()

@@ -7,6 +7,7 @@ protocol events as dicts. No I/O, so tests drive them with the documented transc
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -68,6 +69,16 @@ def progress(action: str, name: str) -> Event:
     """A protocol `progress` line: an action (command, edit, tool) and the tool's name."""
     plain = _NAME.match(name or "")
     return {"type": "progress", "action": action, "name": plain.group(0) if plain else "tool"}
+
+
+def json_object(line: str) -> dict[str, Any] | list[Event]:
+    """A JSON-lines agent's output line as the object it carries, or else the events the
+    line makes: plain text passes on as a log line; JSON that is not an object is dropped."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return [log(line)] if line.strip() else []
+    return message if isinstance(message, dict) else []
 
 
 def log(text: str) -> Event:

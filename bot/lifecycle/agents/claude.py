@@ -9,7 +9,6 @@ stable and new keys appear often: lines are parsed as JSON and unknown types are
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from bot.lifecycle.agents.base import (
     done,
     failed,
     find_question,
+    json_object,
     log,
     progress,
     usage,
@@ -87,12 +87,9 @@ class ClaudeParser:
         self.denied: list[str] = []
 
     def feed(self, line: str) -> list[Event]:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            return [log(line)] if line.strip() else []
-        if not isinstance(message, dict):
-            return []
+        message = json_object(line)
+        if isinstance(message, list):
+            return message
         kind, subtype = message.get("type"), message.get("subtype")
         if kind == "system" and subtype == "init":
             return self._session(message.get("session_id"))

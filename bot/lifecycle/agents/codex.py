@@ -22,6 +22,7 @@ from bot.lifecycle.agents.base import (
     done,
     failed,
     find_question,
+    json_object,
     log,
     progress,
     usage,
@@ -58,12 +59,9 @@ class CodexParser:
         self._started: set[str] = set()
 
     def feed(self, line: str) -> list[Event]:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            return [log(line)] if line.strip() else []
-        if not isinstance(event, dict):
-            return []
+        event = json_object(line)
+        if isinstance(event, list):
+            return event
         kind = event.get("type")
         if kind == "thread.started" and event.get("thread_id"):
             if self.thread_id == event["thread_id"]:
