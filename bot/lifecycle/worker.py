@@ -27,6 +27,8 @@ from bot.lifecycle.recovery import recover_dead_run
 
 log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1
+# How long stopping waits for the command listener (it exits as soon as its read returns).
+UNSUBSCRIBE_SECONDS = 10
 
 
 def task_of(job: Job) -> int | None:
@@ -107,6 +109,19 @@ class InProcessWorker(_ContextGivingWorker, SimpleWorker):
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is threading.main_thread():
             super()._install_signal_handlers()
+
+    def unsubscribe(self) -> None:
+        """RQ's order (unsubscribe, then stop the listener, join for 1 s, close) races: the
+        listener can read the unsubscribe reply and block in its next 60 s read before it is
+        told to stop, and is then closed under its feet (an exception in a thread of the
+        process that hosts this worker). Told first, the reply wakes it and it exits."""
+        if self.pubsub_thread is None or self.pubsub is None:
+            return
+        self.pubsub_thread.stop()
+        self.pubsub.unsubscribe()
+        self.pubsub_thread.join(timeout=UNSUBSCRIBE_SECONDS)
+        if not self.pubsub_thread.is_alive():
+            self.pubsub.close()
 
     def _enqueue_due(self) -> None:
         """Move scheduled jobs that are due (retry backoff) onto their queue, as RQ's
