@@ -7,11 +7,12 @@ keeps running whatever the service does.
 
 from __future__ import annotations
 
+import enum
 import functools
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
+from typing import Any, ClassVar, Concatenate, Final, ParamSpec, TypeVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -33,6 +34,16 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 W = TypeVar("W", bound=Widget)
 TRANSPORT_ERRORS = (ApiError, ServiceUnreachable, SseError)
+T = TypeVar("T")
+
+
+class Unanswered(enum.Enum):
+    """A request that failed; the failure is already on the screen."""
+
+    UNANSWERED = enum.auto()
+
+
+UNANSWERED: Final = Unanswered.UNANSWERED
 STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
 
 
@@ -145,6 +156,14 @@ class ChatPanel(Widget):
     async def notice(self, text: str, *, kind: str = "info") -> None:
         await self.transcript.mount(Notice(text, kind=kind))
 
+    async def _ask(self, request: Awaitable[T]) -> T | Unanswered:
+        """The service's answer, or UNANSWERED once its failure is shown to the operator."""
+        try:
+            return await request
+        except TRANSPORT_ERRORS as exc:
+            await self.report(exc)
+            return UNANSWERED
+
     async def report(self, exc: Exception) -> None:
         """Show a failed request in the transcript; mark the service offline if it is."""
         reason = offline_reason(exc)
@@ -194,10 +213,8 @@ class ChatPanel(Widget):
         if self.state.busy:
             self._stale = True
             return
-        try:
-            session = await self.client.session(session_id)
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        session = await self._ask(self.client.session(session_id))
+        if session is UNANSWERED:
             return
         # Rendered by the panel's message loop (see load_sessions: no cancelled mounts).
         self.call_later(self._show_refreshed, session)
@@ -217,10 +234,8 @@ class ChatPanel(Widget):
     @work(exclusive=True, group="sessions")
     @while_mounted
     async def load_sessions(self, *, open_active: bool = False) -> None:
-        try:
-            sessions = await self.client.sessions()
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        sessions = await self._ask(self.client.sessions())
+        if sessions is UNANSWERED:
             return
         self.state.offline = None
         # Rendered by the panel's own message loop, not by this worker: a newer load (live
@@ -257,10 +272,8 @@ class ChatPanel(Widget):
         the next message to it."""
         if await self._refuse_while_busy():
             return
-        try:
-            session = await self.client.open_session(session_id)
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        session = await self._ask(self.client.open_session(session_id))
+        if session is UNANSWERED:
             return
         self.state.offline = None
         self.state.open_session(session)
@@ -311,12 +324,9 @@ class ChatPanel(Widget):
         """A fresh session; with an issue, a Discuss session focused on it. Nothing is sent."""
         if await self._refuse_while_busy():
             return
-        try:
-            session = await self.client.new_session(
-                title=f"Discuss #{issue}" if issue is not None else None, issue=issue
-            )
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        title = f"Discuss #{issue}" if issue is not None else None
+        session = await self._ask(self.client.new_session(title=title, issue=issue))
+        if session is UNANSWERED:
             return
         self.state.offline = None
         self.state.open_session(session)
@@ -353,10 +363,7 @@ class ChatPanel(Widget):
     @work(group="delete")
     @while_mounted
     async def delete_session(self, session_id: str) -> None:
-        try:
-            await self.client.delete_session(session_id)
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        if await self._ask(self.client.delete_session(session_id)) is UNANSWERED:
             return
         if self.state.session_id == session_id:
             self.state.reset()
@@ -508,15 +515,15 @@ class ChatPanel(Widget):
             return
         issue = state.decision_issue
         request_id = uuid.uuid4().hex  # one press, one Decision (a retry posts nothing more)
-        try:
-            result = await self.client.publish_decision(
+        result = await self._ask(
+            self.client.publish_decision(
                 issue=issue,
                 body=state.decision_body,
                 session_id=state.session_id,
                 request_id=request_id,
             )
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        )
+        if result is UNANSWERED:
             return
         state.clear_decision()
         url = result.get("comment_url") or ""
@@ -533,10 +540,8 @@ class ChatPanel(Widget):
         if not state.can_file:
             return
         title = state.pending_title
-        try:
-            result = await self.client.file_pending(session_id=state.session_id)
-        except TRANSPORT_ERRORS as exc:
-            await self.report(exc)
+        result = await self._ask(self.client.file_pending(session_id=state.session_id))
+        if result is UNANSWERED:
             return
         state.pending_title = None
         started = " · task started" if result.get("filed_task_started") else ""

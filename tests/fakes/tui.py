@@ -13,7 +13,7 @@ from tui_client.chat import SessionItem
 from tui_client.transcript import AssistantMessage, Notice
 
 SIZE = (120, 40)
-WAIT_SECONDS = 8.0  # generous for a loaded CI machine; a passing wait takes milliseconds
+WAIT_SECONDS = 30.0  # generous for a loaded CI machine; a passing wait takes milliseconds
 
 
 def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
