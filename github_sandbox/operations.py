@@ -52,6 +52,15 @@ def validation_failed(field_name: str, code: str = "invalid", **extra: Any) -> S
     )
 
 
+def refused_as_custom(resource: str, message: str) -> SandboxError:
+    """GitHub's 422 for a rule of the resource rather than a field ("code": "custom")."""
+    return SandboxError(
+        422,
+        "Validation Failed",
+        errors=[{"resource": resource, "code": "custom", "message": message}],
+    )
+
+
 @dataclass
 class HookEvent:
     event: str
@@ -357,34 +366,15 @@ class Operations:
         if head_sha is None:
             raise validation_failed("head", resource="PullRequest")
         if head_sha == base_sha:
-            raise SandboxError(
-                422,
-                "Validation Failed",
-                errors=[
-                    {
-                        "resource": "PullRequest",
-                        "code": "custom",
-                        "message": f"No commits between {base} and {head}",
-                    }
-                ],
-            )
+            raise refused_as_custom("PullRequest", f"No commits between {base} and {head}")
         for pull in repo.pulls.values():
             if (
                 pull.head_ref == head
                 and pull.base_ref == base
                 and repo.issues[pull.number].state == "open"
             ):
-                raise SandboxError(
-                    422,
-                    "Validation Failed",
-                    errors=[
-                        {
-                            "resource": "PullRequest",
-                            "code": "custom",
-                            "message": "A pull request already exists for "
-                            f"{repo.owner.login}:{head}.",
-                        }
-                    ],
+                raise refused_as_custom(
+                    "PullRequest", f"A pull request already exists for {repo.owner.login}:{head}."
                 )
         created = self.create_issue(repo, actor, {"title": data["title"], "body": data.get("body")})
         issue = repo.issues[created.body["number"]]
