@@ -36,10 +36,11 @@ def asks_state(question: str) -> bool:
 
 
 def ordered(hits: list[dict[str, Any]], *, state: bool = False) -> list[dict[str, Any]]:
-    """The focus context first (the subject of a Discuss session), then thread by thread,
-    threads by their best hit's rank. In a thread: its hits by rank, then the context that
-    came with them (the issue and PR of a followed link); with `state`, the pull request
-    that closes the thread's issue first."""
+    """The focus context first (the subject of a Discuss session), then thread by thread:
+    threads with a strong hit (one that matches the question itself well) before threads
+    found only loosely, each by its best hit's rank. In a thread: its hits by rank, then the
+    context that came with them (the issue and PR of a followed link); with `state`, the
+    pull request that closes the thread's issue first."""
     first = [h for h in hits if h["round"] == "focus" and h["strength"] == "context"]
     focus = {thread_key(h) for h in first}
     groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
@@ -47,13 +48,14 @@ def ordered(hits: list[dict[str, Any]], *, state: bool = False) -> list[dict[str
         if hit not in first:
             groups.setdefault(thread_key(hit), []).append(hit)
 
-    def best(group: list[dict[str, Any]]) -> float:
+    def best(group: list[dict[str, Any]]) -> tuple[bool, float]:
         if thread_key(group[0]) in focus:
-            return 2.0  # the focused thread's own hits come right after its context
-        return max((rank(h) for h in group if h["strength"] != "context"), default=-1.0)
+            return True, 2.0  # the focused thread's own hits come right after its context
+        strong = any(h["strength"] == "strong" for h in group)
+        return strong, max((rank(h) for h in group if h["strength"] != "context"), default=-1.0)
 
     out = list(first)
-    for group in sorted(groups.values(), key=lambda g: -best(g)):
+    for group in sorted(groups.values(), key=best, reverse=True):
         key = thread_key(group[0])
         semantic = sorted((h for h in group if h["strength"] != "context"), key=lambda h: -rank(h))
         context = [h for h in group if h["strength"] == "context"]
