@@ -340,8 +340,15 @@ class MemoryGrounder:
         scored = await asyncio.to_thread(self.memory.cosines, turn.query, records)
         kind = RoundQuery.FOCUS if turn.focus is not None else RoundQuery.LINKS
         pairs = zip(records, scored.scores, strict=True)
-        if given_as != Strength.CONTEXT:  # found, not given: at the floor like any hit
-            pairs = ((r, s) for r, s in pairs if s >= self.floor)  # type: ignore[assignment]
+        if given_as != Strength.CONTEXT:
+            # Found, not given: at the floor like any hit; but a question about the state of
+            # something asks what was done, so the PR closing the issue comes in regardless.
+            done = asks_state(turn.query)
+            pairs = (  # type: ignore[assignment]
+                (r, s)
+                for r, s in pairs
+                if s >= self.floor or (done and r.source == ChunkSource.PULL_REQUEST.value)
+            )
         added = await self._keep(
             turn,
             [Hit(r, s, scored.coverage) for r, s in pairs],
