@@ -69,6 +69,11 @@ def _seed(memory: Memory, *texts: str, **kwargs: Any) -> list[int]:
     return [a.id for a in memory.add([ChunkIn(t, source, REPO, **kwargs) for t in texts])]
 
 
+def _seed_pull(memory: Memory, number: int, title: str, fixes: int) -> int:
+    text = f"PR #{number} {title}\n\nFixes #{fixes}"
+    return _seed(memory, text, source="pull_request", issue=number)[0]
+
+
 # -- rules 1-3: rounds, floor, the context block ----------------------------------------
 
 
@@ -124,9 +129,7 @@ async def test_weak_hits_alone_run_no_expansion_and_their_links_stay_weak(
     memory: Memory, agent: AgentConfig
 ) -> None:
     weak = _seed(memory, "redis " + " ".join(f"word{i}" for i in range(30)), issue=41)[0]
-    pull = _seed(
-        memory, "PR #44 Sentinel-aware client\n\nFixes #41", source="pull_request", issue=44
-    )[0]
+    pull = _seed_pull(memory, 44, "Sentinel-aware client", fixes=41)
     frames = Frames()
     grounding = await MemoryGrounder(memory).ground(
         query="redis cluster failover alerting", agent=agent, focus=None, emit=frames
@@ -276,12 +279,7 @@ async def test_a_comment_on_a_pr_is_read_with_the_issue_the_pr_closes(
 ) -> None:
     _seed(memory, *BACKGROUND)
     issue = _seed(memory, "#36 Aging report slow after the ORM upgrade", issue=36)[0]
-    pull = _seed(
-        memory,
-        "PR #59 ORM 2.0 upgrade\n\nFixes #36",
-        source="pull_request",
-        issue=59,
-    )[0]
+    pull = _seed_pull(memory, 59, "ORM 2.0 upgrade", fixes=36)
     comment = _seed(
         memory, "@priya on #59: aging report unchanged, 1.8 s", source="comment", issue=59
     )[0]
@@ -303,12 +301,7 @@ async def test_a_discuss_sessions_newest_chunks_include_the_closing_prs_comments
         source="comment",
         issue=12,
     )
-    _seed(
-        memory,
-        "PR #31 Idempotent fee posting\n\nFixes #12",
-        source="pull_request",
-        issue=31,
-    )
+    _seed_pull(memory, 31, "Idempotent fee posting", fixes=12)
     review = _seed(
         memory, "@jo on #31: deployed to production on Monday", source="comment", issue=31
     )[0]

@@ -2,9 +2,10 @@
 
 Up to three rounds (docs/memory.md says what each asks and why): the message; the focus and
 links (the focused issue's own text and the pull requests that close it come in as context,
-not as floor-gated hits); pseudo-relevance feedback. Hits are kept at cosine >= CHAT_FLOOR
-and within RELATIVE_MARGIN of the round's best, and labelled weak unless they match the
-whole question well (STRONG_SCORE). They are injected as a `Prior Steelframe context:` block
+not as floor-gated hits; a weak best hit's links are floor-gated hits); pseudo-relevance
+feedback. Hits are kept at cosine >= CHAT_FLOOR and within RELATIVE_MARGIN of the round's
+best, and labelled weak unless they match the whole question well (STRONG_SCORE). They are
+ordered thread by thread (bot.chat.ordering) and injected as a `Prior Steelframe context:` block
 of untrusted data; committed memory first; `(no semantic hits)` plus recent summaries when
 nothing is kept; one widening when the draft cites nothing. A broken index or database makes
 retrieval unavailable for the turn, never the turn fail.
@@ -302,7 +303,7 @@ class MemoryGrounder:
             return [], {"followed": []}
         if strong:
             return await self._thread(turn, issues, recent=THREAD_RECENT)
-        return await self._thread(turn, issues, recent=0, given_as=Strength.WEAK)
+        return await self._thread(turn, issues, recent=0, as_context=False)
 
     async def _thread(
         self,
@@ -310,7 +311,7 @@ class MemoryGrounder:
         issues: list[int],
         *,
         recent: int,
-        given_as: Strength = Strength.CONTEXT,
+        as_context: bool = True,
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         repo = turn.agent.repo
         about = await asyncio.to_thread(self.memory.about, issues, repo=repo)
@@ -339,21 +340,21 @@ class MemoryGrounder:
         records = list(given.values())
         scored = await asyncio.to_thread(self.memory.cosines, turn.query, records)
         kind = RoundQuery.FOCUS if turn.focus is not None else RoundQuery.LINKS
-        pairs = zip(records, scored.scores, strict=True)
-        if given_as != Strength.CONTEXT:
+        pairs = list(zip(records, scored.scores, strict=True))
+        if not as_context:
             # Found, not given: at the floor like any hit; but a question about the state of
             # something asks what was done, so the PR closing the issue comes in regardless.
             done = asks_state(turn.query)
-            pairs = (  # type: ignore[assignment]
+            pairs = [
                 (r, s)
                 for r, s in pairs
                 if s >= self.floor or (done and r.source == ChunkSource.PULL_REQUEST.value)
-            )
+            ]
         added = await self._keep(
             turn,
             [Hit(r, s, scored.coverage) for r, s in pairs],
             kind,
-            strength=given_as if given_as == Strength.CONTEXT else None,
+            strength=Strength.CONTEXT if as_context else None,
         )
         added += await self._keep(turn, matched, kind)
         return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
