@@ -15,15 +15,15 @@ from typing import Any
 # Ordering key: cosine times the share of the round's query the hit contains, to this power.
 # A chunk that matches one rare word of the question strongly should not lead one that
 # matches most of it; at 1.0 the share punished chunks found through related terms (they
-# match few of the question's own words), at 0.5 it still breaks near-ties. Measured on the
-# labelled set (bench/README.md): 1.0 and 0.25 each kept 2 answers fewer than 0.5.
+# match few of the question's own words). Measured on the labelled set (docs/memory.md,
+# Order): 1.0 375, 0.5 378, 0.25 379 of 396; anywhere from 0.25 to 0.6 is within one answer.
 COORDINATION = 0.5
 
 # Each further chunk of a thread ranks as the thread's best hit times this, to the power of
 # its place in the thread. 1.0 keeps threads whole (an issue, its comments and its PR read
 # together: the answer to a status or why question is often the thread's third chunk);
 # below it, a second thread whose best hit is nearly as good comes in between. Measured on
-# the labelled set (bench/README.md): 1.0 375, 0.95 377, 0.9 376, 0.8 374 of 396.
+# the labelled set (docs/memory.md, Order): 1.0 376, 0.95 378, 0.9 377, 0.8 375 of 396.
 THREAD_DECAY = 0.95
 
 # A question about the state of something: it opens with an auxiliary verb ("is", "did",
