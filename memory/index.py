@@ -211,6 +211,26 @@ class SearchIndex:
         """Live pull request chunks that close any of `issues` (`Fixes #12`), oldest first."""
         return self._records(repo, limit, lambda s: s.linking(_ints(issues)))
 
+    def closes(self, numbers: Collection[int], *, repo: str | None) -> dict[int, tuple[int, ...]]:
+        """For each of `numbers` that is a pull request with closing references, the issues
+        it closes (from the links recorded at indexing; no payload is read)."""
+        snap = self.snapshot()
+        code = None if repo is None else snap.repo_code(repo)
+        wanted = _ints(numbers)
+        if (repo is not None and code is None) or wanted.size == 0:
+            return {}
+        found: dict[int, set[int]] = {}
+        for segment, dead in zip(snap.segments, snap.dead_locals, strict=True):
+            local = np.flatnonzero(np.isin(segment.issue, wanted))
+            if code is not None:
+                local = local[segment.repo[local] == code]
+            local = np.setdiff1d(local, dead)
+            local = local[segment.lptr[local + 1] > segment.lptr[local]]
+            for i in local.tolist():
+                closed = segment.links[segment.lptr[i] : segment.lptr[i + 1]].tolist()
+                found.setdefault(int(segment.issue[i]), set()).update(closed)
+        return {number: tuple(sorted(closed)) for number, closed in found.items()}
+
     def _records(
         self, repo: str | None, limit: int, select: Callable[[Segment], NDArray[np.int64]]
     ) -> list[Record]:

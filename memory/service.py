@@ -165,6 +165,12 @@ class Memory:
         self._ensure_bound()
         return self.index.linking(issues, repo=repo)
 
+    def closes(self, numbers: Collection[int], *, repo: str | None) -> dict[int, tuple[int, ...]]:
+        """The issues each pull request among `numbers` closes (`Fixes #N`), by number: a
+        comment on PR #59 belongs to the thread of the issue #59 fixes."""
+        self._ensure_bound()
+        return self.index.closes(numbers, repo=repo)
+
     def cosines(self, query: str | Expansion, records: Sequence[Record]) -> Scored:
         """Each record's cosine with `query` (a question, or a grown query), its coverage
         and coordination (memory.index.SearchIndex.cosines)."""

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding
+from bot.chat.ordering import asks_state, ordered
 from bot.chat.retrieval import (
     CHAT_FLOOR,
     RELATIVE_MARGIN,
@@ -68,6 +69,11 @@ def _seed(memory: Memory, *texts: str, **kwargs: Any) -> list[int]:
     return [a.id for a in memory.add([ChunkIn(t, source, REPO, **kwargs) for t in texts])]
 
 
+def _seed_pull(memory: Memory, number: int, title: str, fixes: int) -> int:
+    text = f"PR #{number} {title}\n\nFixes #{fixes}"
+    return _seed(memory, text, source="pull_request", issue=number)[0]
+
+
 # -- rules 1-3: rounds, floor, the context block ----------------------------------------
 
 
@@ -119,16 +125,29 @@ async def test_without_focus_later_rounds_follow_the_strong_hits(
     ]
 
 
-async def test_weak_hits_alone_run_no_links_or_expansion(
+async def test_weak_hits_alone_run_no_expansion_and_their_links_stay_weak(
     memory: Memory, agent: AgentConfig
 ) -> None:
-    _seed(memory, "redis " + " ".join(f"word{i}" for i in range(30)), issue=41)
+    weak = _seed(memory, "redis " + " ".join(f"word{i}" for i in range(30)), issue=41)[0]
+    pull = _seed_pull(memory, 44, "Sentinel-aware client", fixes=41)
     frames = Frames()
     grounding = await MemoryGrounder(memory).ground(
         query="redis cluster failover alerting", agent=agent, focus=None, emit=frames
     )
-    assert [h["strength"] for h in grounding.kept_hits] == ["weak"]
-    assert [f["query"] for f in frames.frames if f.get("round")] == ["message"]
+    # the weak best hit is followed, but what it brings is found, not given: floor-gated
+    # (the PR shares no word with the question) and never context
+    assert [(h["id"], h["strength"]) for h in grounding.kept_hits] == [(weak, "weak")]
+    assert [f["query"] for f in frames.frames if f.get("round")] == ["message", "links"]
+    # a question about the state of it asks what was done: the closing PR comes in, first
+    # in its thread, labelled by its own score
+    grounding = await MemoryGrounder(memory).ground(
+        query="is the redis cluster failover alerting resolved?",
+        agent=agent,
+        focus=None,
+        emit=frames,
+    )
+    kept = [(h["id"], h["strength"], h["round"]) for h in grounding.kept_hits]
+    assert kept == [(pull, "weak", "links"), (weak, "weak", "message")]
 
 
 async def test_a_question_in_other_words_finds_its_chunk_through_related_terms(
@@ -253,6 +272,69 @@ async def test_links_round_brings_the_pr_that_closes_a_strong_hits_issue(
     assert kept[pull]["round"] == "links" and kept[pull]["strength"] == "context"
     links = next(r for r in grounding.meta["rounds"] if r["query"] == "links")
     assert links["followed"] == [57] and links["closing_prs"] == [60]
+
+
+async def test_a_comment_on_a_pr_is_read_with_the_issue_the_pr_closes(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, *BACKGROUND)
+    issue = _seed(memory, "#36 Aging report slow after the ORM upgrade", issue=36)[0]
+    pull = _seed_pull(memory, 59, "ORM 2.0 upgrade", fixes=36)
+    comment = _seed(
+        memory, "@priya on #59: aging report unchanged, 1.8 s", source="comment", issue=59
+    )[0]
+    grounding = await MemoryGrounder(memory).ground(
+        query="aging report after the upgrade", agent=agent, focus=None, emit=Frames()
+    )
+    kept = {h["id"]: h for h in grounding.kept_hits}
+    assert {issue, pull, comment} <= set(kept)
+    assert kept[comment]["thread"] == 36 == kept[pull]["thread"] == kept[issue]["thread"]
+
+
+async def test_a_discuss_sessions_newest_chunks_include_the_closing_prs_comments(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    _seed(memory, "#12 close_day double-posts fees when retried", issue=12)
+    _seed(
+        memory,
+        "@marek on #12: the retry happens after the job timeout",
+        source="comment",
+        issue=12,
+    )
+    _seed_pull(memory, 31, "Idempotent fee posting", fixes=12)
+    review = _seed(
+        memory, "@jo on #31: deployed to production on Monday", source="comment", issue=31
+    )[0]
+    grounding = await MemoryGrounder(memory).ground(
+        query="and then?", agent=agent, focus=12, emit=Frames()
+    )
+    context = [h["id"] for h in grounding.kept_hits if h["strength"] == "context"]
+    assert review in context  # the newest chunk of the thread is the PR's comment
+
+
+def test_the_order_reads_threads_together_strong_threads_first() -> None:
+    def hit(i: int, score: float, strength: str, **kw: Any) -> dict[str, Any]:
+        base = {"id": i, "score": score, "matched": 1.0, "strength": strength, "round": "message"}
+        return {"source": "comment", "links": [], **base, **kw}
+
+    loose = hit(1, 0.40, "weak", issue=7)  # found through related terms: weak
+    issue = hit(2, 0.35, "strong", source="issue", issue=12, thread=12)
+    comment = hit(3, 0.20, "weak", issue=31, thread=12)  # on PR #31, which fixes #12
+    pull = hit(4, 0.0, "context", source="pull_request", issue=31, links=[12], round="links")
+    other = hit(5, 0.34, "strong", issue=40)
+    order = [h["id"] for h in ordered([loose, issue, comment, pull, other])]
+    # strong threads first; #40's best is nearly #12's, so it comes in after #12's best hit
+    assert order == [2, 5, 3, 4, 1]
+    # a question about state: the PR that closes the thread's issue leads it
+    assert [h["id"] for h in ordered([issue, comment, pull], state=True)] == [4, 2, 3]
+
+
+def test_status_questions_are_told_by_their_words() -> None:
+    assert asks_state("Is the PDF snapshot flake fixed?")
+    assert asks_state("How big is the Docker image now?")
+    assert asks_state("Did we get rid of floats in the tax code?")
+    assert not asks_state("Why must sent invoices be immutable?")
+    assert not asks_state("Which bucket holds the GDPR exports?")
 
 
 async def test_kept_hits_are_injected_as_untrusted_data_with_provenance(

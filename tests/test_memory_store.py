@@ -312,6 +312,9 @@ def test_pull_request_closing_references_are_recorded_and_survive_merges(
     hits = memory.search("change", repo="o/r", within={101, 103}, k=10)
     assert sorted(h.record.issue for h in hits) == [101, 103]
     assert memory.linking([12], repo="other/repo") == []
+    # by number: which issues each PR closes (a comment on #101 belongs to #12's thread)
+    assert memory.closes([12, 101, 102, 999], repo="o/r") == {101: (12, 21), 102: (12, 22)}
+    assert memory.closes([101], repo="other/repo") == {}
 
 
 def test_the_memory_schema_loads_without_the_index_or_scikit_learn() -> None:

@@ -2,9 +2,10 @@
 
 Up to three rounds (docs/memory.md says what each asks and why): the message; the focus and
 links (the focused issue's own text and the pull requests that close it come in as context,
-not as floor-gated hits); pseudo-relevance feedback. Hits are kept at cosine >= CHAT_FLOOR
-and within RELATIVE_MARGIN of the round's best, and labelled weak unless they match the
-whole question well (STRONG_SCORE). They are injected as a `Prior Steelframe context:` block
+not as floor-gated hits; a weak best hit's links are floor-gated hits); pseudo-relevance
+feedback. Hits are kept at cosine >= CHAT_FLOOR and within RELATIVE_MARGIN of the round's
+best, and labelled weak unless they match the whole question well (STRONG_SCORE). They are
+ordered thread by thread (bot.chat.ordering) and injected as a `Prior Steelframe context:` block
 of untrusted data; committed memory first; `(no semantic hits)` plus recent summaries when
 nothing is kept; one widening when the draft cites nothing. A broken index or database makes
 retrieval unavailable for the turn, never the turn fail.
@@ -26,6 +27,7 @@ from sqlalchemy.orm import Session
 from bot.background import BackgroundTasks
 from bot.chat.blocks import HEADER, committed_block, context_block, fallback_block, untrusted
 from bot.chat.grounding import NO_SEMANTIC_HITS, Emit, Grounding
+from bot.chat.ordering import asks_state, ordered, rank
 from bot.chat.summary import SessionSummary, SummarySink
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
@@ -47,7 +49,6 @@ RELATIVE_MARGIN = 0.45
 # No question of the labelled set that memory cannot answer reaches it.
 STRONG_SCORE = 0.3
 ROUNDS = 3
-COORDINATION = 1.0
 CHAT_K = 8  # semantic hits injected per turn at most (focus context comes on top)
 CONTEXT_K = 3  # focus context: the issue's own text and up to two closing pull requests
 THREAD_RECENT = 2  # ...and, in a Discuss session, its newest chunks if the question matches few
@@ -146,7 +147,7 @@ class MemoryGrounder:
             "rounds": turn.rounds,
             "index": {"added": report.added, "behind": report.behind},
         }
-        hits = ordered(list(turn.hits.values()))
+        hits = await self._ordered(turn)
         if hits:
             return replace(
                 base, hits=hits, prompt_block=context_block(hits), meta={**meta, "retrieval": "ok"}
@@ -188,7 +189,7 @@ class MemoryGrounder:
                 "hits": len(added),
             }
         )
-        hits = ordered(list(turn.hits.values()))
+        hits = await self._ordered(turn)
         widened = {
             "query": RoundQuery.WIDEN.value,
             "hits": len(added),
@@ -226,7 +227,7 @@ class MemoryGrounder:
         await self._round(turn, RoundQuery.MESSAGE, emit, self._message_round)
         if turn.focus is not None:
             await self._round(turn, RoundQuery.FOCUS, emit, self._focus_round)
-        elif _strong(turn):
+        elif turn.semantic:
             await self._round(turn, RoundQuery.LINKS, emit, self._links_round)
         if _strong(turn) and len(turn.semantic) < CHAT_K:
             await self._round(turn, RoundQuery.EXPANSION, emit, self._expansion_round)
@@ -288,20 +289,29 @@ class MemoryGrounder:
         return added, {"focus": turn.focus, **detail}
 
     async def _links_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        """Without a focus, the best strong hit plays its part: its issue and the PRs that
-        close it (`Fixes #N`, both ways) come in as context, and its thread's chunks that
-        match the question are kept at the floor like any hit."""
-        anchor = _strong(turn)[0]
+        """Without a focus, the best hit plays its part: its issue and the PRs that close it
+        (`Fixes #N`, both ways) come in, and its thread's chunks that match the question are
+        kept at the floor like any hit. A strong anchor's issue and PRs are context (given);
+        a weak anchor's are only found: floor-gated and weak, without the newest chunks."""
+        strong = _strong(turn)
+        anchor = strong[0] if strong else max(turn.semantic, key=rank)
         if anchor["source"] == ChunkSource.PULL_REQUEST.value and anchor.get("links"):
             issues = list(anchor["links"])
         elif anchor.get("issue"):
             issues = [anchor["issue"]]
         else:
             return [], {"followed": []}
-        return await self._thread(turn, issues, recent=THREAD_RECENT)
+        if strong:
+            return await self._thread(turn, issues, recent=THREAD_RECENT)
+        return await self._thread(turn, issues, recent=0, as_context=False)
 
     async def _thread(
-        self, turn: _Turn, issues: list[int], *, recent: int
+        self,
+        turn: _Turn,
+        issues: list[int],
+        *,
+        recent: int,
+        as_context: bool = True,
     ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         repo = turn.agent.repo
         about = await asyncio.to_thread(self.memory.about, issues, repo=repo)
@@ -323,16 +333,28 @@ class MemoryGrounder:
         matched = _select(fresh, room, self.floor, margin=0.0)
         if recent and len(matched) < recent:  # a short question in a Discuss session
             taken = {h.chunk_id for h in matched} | set(given) | set(turn.hits)
-            rest = [r for r in about if r.id not in taken and r.source != ChunkSource.ISSUE.value]
+            # the newest chunks of the thread: the issue's comments and its PRs' comments
+            rest = await asyncio.to_thread(self.memory.about, {*issues, *pulls}, repo=repo)
+            rest = [r for r in rest if r.id not in taken and r.source != ChunkSource.ISSUE.value]
             given.update((r.id, r) for r in rest[-(recent - len(matched)) :])
         records = list(given.values())
         scored = await asyncio.to_thread(self.memory.cosines, turn.query, records)
         kind = RoundQuery.FOCUS if turn.focus is not None else RoundQuery.LINKS
+        pairs = list(zip(records, scored.scores, strict=True))
+        if not as_context:
+            # Found, not given: at the floor like any hit; but a question about the state of
+            # something asks what was done, so the PR closing the issue comes in regardless.
+            done = asks_state(turn.query)
+            pairs = [
+                (r, s)
+                for r, s in pairs
+                if s >= self.floor or (done and r.source == ChunkSource.PULL_REQUEST.value)
+            ]
         added = await self._keep(
             turn,
-            [Hit(r, s, scored.coverage) for r, s in zip(records, scored.scores, strict=True)],
+            [Hit(r, s, scored.coverage) for r, s in pairs],
             kind,
-            strength=Strength.CONTEXT,
+            strength=Strength.CONTEXT if as_context else None,
         )
         added += await self._keep(turn, matched, kind)
         return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
@@ -351,6 +373,18 @@ class MemoryGrounder:
         chosen = _select(_new(found, turn), room, self.floor)
         added = await self._keep(turn, chosen, RoundQuery.EXPANSION)
         return added, {"added_terms": list(added_terms)}
+
+    async def _ordered(self, turn: _Turn) -> list[dict[str, Any]]:
+        """The kept hits in prompt order (bot.chat.ordering), each with its `thread`: a
+        comment on a pull request belongs to the thread of the issue the PR closes."""
+        hits = list(turn.hits.values())
+        numbers = {int(h["issue"]) for h in hits if h.get("issue")}
+        closes = await asyncio.to_thread(self.memory.closes, numbers, repo=turn.agent.repo)
+        for hit in hits:
+            number = hit.get("issue")
+            if number:
+                hit["thread"] = min(closes.get(int(number)) or hit.get("links") or [number])
+        return ordered(hits, state=asks_state(turn.query))
 
     def _feedback(
         self, turn: _Turn, feedback: list[Record], k: int
@@ -441,47 +475,6 @@ class MemoryGrounder:
 
 
 # -- selection -------------------------------------------------------------------------
-
-
-def ordered(hits: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The order the prompt (and the response) shows: the focus context first (the subject
-    of a Discuss session), then thread by thread, threads by their best hit's score. In a
-    thread: its best hit, the context that came with it (the PR closing it), the rest by
-    score. An issue, its comments and the PR that fixed it are read together."""
-    first = [h for h in hits if h["round"] == RoundQuery.FOCUS and h["strength"] == "context"]
-    focus = {_thread_key(h) for h in first}
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
-    for hit in hits:
-        if hit not in first:
-            groups.setdefault(_thread_key(hit), []).append(hit)
-
-    def best(group: list[dict[str, Any]]) -> float:
-        if _thread_key(group[0]) in focus:
-            return 2.0  # the focused thread's own hits come right after its context
-        return max((_rank(h) for h in group if h["strength"] != "context"), default=-1.0)
-
-    out = list(first)
-    for group in sorted(groups.values(), key=lambda g: -best(g)):
-        semantic = sorted((h for h in group if h["strength"] != "context"), key=lambda h: -_rank(h))
-        context = [h for h in group if h["strength"] == "context"]
-        out += [*semantic, *context]
-    return out
-
-
-def _rank(hit: dict[str, Any]) -> float:
-    """Ordering key: the cosine, times the share of the question the hit contains to the
-    power COORDINATION (a chunk that matches one rare word of the question strongly does
-    not lead one that matches most of it)."""
-    return float(hit["score"]) * float(hit.get("matched", 1.0)) ** COORDINATION
-
-
-def _thread_key(hit: dict[str, Any]) -> tuple[str, int]:
-    links = hit.get("links") or []
-    if hit["source"] == ChunkSource.PULL_REQUEST.value and links:
-        return ("issue", min(links))
-    if hit.get("issue"):
-        return ("issue", int(hit["issue"]))
-    return ("chunk", int(hit["id"]))
 
 
 def _select(
