@@ -116,7 +116,10 @@ class Terms:
             return [[t for raw in text_runs for t in self._uncached(raw)] for text_runs in runs]
 
     def features(self, texts: Sequence[str]) -> list[list[int]]:
-        """Feature ids of each text's terms, in order (hashed once per distinct token)."""
+        """Feature ids of each text's terms, in order (hashed once per distinct token).
+
+        The same shape as `many` on purpose: both are the indexing hot loop, and a shared
+        step taking the cache and the fallback as arguments cost a call per token."""
         runs = self._resolve(texts)
         try:
             lookup = self._features.__getitem__

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,6 +26,17 @@ DEFAULT_K = 8
 # issue/PR: enough to lift a relevant focus hit over a slightly better unrelated one.
 FOCUS_BOOST = 0.15
 PREVIEW_CHARS = 200
+
+
+class Narrowing(TypedDict, total=False):
+    """Which chunks a search ranks and keeps (`SearchIndex.search_terms` says each one's
+    meaning and default); passed through unchanged by every search entry point."""
+
+    focus: int | None
+    k: int
+    floor: float
+    focus_only: bool
+    within: Collection[int] | None
 
 
 @dataclass(frozen=True)
@@ -104,34 +115,11 @@ class SearchIndex:
                 self._stamp = stamp
             return self._snapshot
 
-    def search(
-        self,
-        query: str,
-        *,
-        repo: str | None,
-        focus: int | None = None,
-        k: int = DEFAULT_K,
-        floor: float = 0.0,
-        focus_only: bool = False,
-        within: Collection[int] | None = None,
-    ) -> list[Hit]:
-        """The top `k` chunks by cosine >= `floor`, best first (ties: newest chunk first).
-
-        `repo` filters to one repository (None: all). `focus` lifts chunks about that
-        issue/PR in the ranking, or with `focus_only` keeps only them; `within` keeps only
-        chunks about one of these issues/PRs.
-        """
+    def search(self, query: str, *, repo: str | None, **narrowing: Unpack[Narrowing]) -> list[Hit]:
+        """The top `k` chunks by cosine >= `floor`, best first (ties: newest chunk first);
+        `search_terms` says what narrows them."""
         terms, logtf = self.analyzer.query(query)
-        return self.search_terms(
-            terms,
-            logtf,
-            repo=repo,
-            focus=focus,
-            k=k,
-            floor=floor,
-            focus_only=focus_only,
-            within=within,
-        )
+        return self.search_terms(terms, logtf, repo=repo, **narrowing)
 
     # Long: one vectorised scoring pass over the segments; its arrays read together.
     def search_terms(
@@ -147,7 +135,11 @@ class SearchIndex:
         within: Collection[int] | None = None,
     ) -> list[Hit]:
         """`search` for a query given as sorted unique feature ids and their tf weights
-        (`Analyzer.query`, or a weighted query such as an expansion's)."""
+        (`Analyzer.query`, or a weighted query such as an expansion's).
+
+        `repo` filters to one repository (None: all). `focus` lifts chunks about that
+        issue/PR in the ranking, or with `focus_only` keeps only them; `within` keeps only
+        chunks about one of these issues/PRs."""
         snap = self.snapshot()
         if k <= 0 or terms.size == 0 or not snap.segments:
             return []

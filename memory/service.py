@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from sqlalchemy.orm import Session
 
@@ -22,7 +22,7 @@ from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
 from memory.errors import IndexIncompatible, IndexUnavailable
 from memory.feedback import Expansion, expansion, rare_terms
 from memory.identity import database_identity
-from memory.index import DEFAULT_K, Hit, Scored, SearchIndex
+from memory.index import DEFAULT_K, Hit, Narrowing, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
 from memory.related import Related, expand
 from memory.segment import Record
@@ -99,22 +99,10 @@ class Memory:
         if not self._bound:
             self.bind()
 
-    def search(
-        self,
-        query: str,
-        *,
-        repo: str | None,
-        focus: int | None = None,
-        k: int = DEFAULT_K,
-        floor: float = 0.0,
-        focus_only: bool = False,
-        within: Collection[int] | None = None,
-    ) -> list[Hit]:
-        """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search)."""
+    def search(self, query: str, *, repo: str | None, **narrowing: Unpack[Narrowing]) -> list[Hit]:
+        """Top chunks by TF-IDF cosine (see memory.index.SearchIndex.search_terms)."""
         self._ensure_bound()
-        return self.index.search(
-            query, repo=repo, focus=focus, k=k, floor=floor, focus_only=focus_only, within=within
-        )
+        return self.index.search(query, repo=repo, **narrowing)
 
     def feedback_search(
         self,
