@@ -4,6 +4,8 @@ again within about two lease periods, not only at the next start."""
 
 from __future__ import annotations
 
+import asyncio
+
 from bot.lifecycle import tasks
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.states import TaskState
@@ -41,8 +43,9 @@ async def test_a_retry_whose_job_vanished_in_a_restart_runs_without_another_rest
     try:
         await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=90)
     finally:
-        # Generous on a loaded machine: the worker's own threads (RQ's command subscriber)
-        # must be gone before the test's Redis connection closes.
-        worker.stop(timeout=60)
+        # Off the event loop: the job may still be making its last GitHub calls, which the
+        # sandbox on this loop must answer. Generous on a loaded machine: the worker's own
+        # threads (RQ's command subscriber) must be gone before the test's Redis closes.
+        await asyncio.to_thread(worker.stop, timeout=60)
     await lc.settle()
     assert len(await lc.pulls()) == 1
