@@ -31,6 +31,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base
+from bot.handler_runs import done_handlers, forget_done
 
 MAX_DELIVERY_ID = 100
 MAX_EVENT = 64
@@ -356,8 +357,17 @@ def claim_stale(
         .where(d.delivery_id.in_(taken))
         .order_by(d.received_at, d.delivery_id)
     ).all()
+    # A handler whose effect committed is done, even if the process died before it recorded
+    # the delivery's outcome.
+    done = done_handlers(session, list(taken))
     return [
-        Claimed(row.delivery_id, row.event, row.body, row.attempts, load_outcomes(row.outcomes))
+        Claimed(
+            row.delivery_id,
+            row.event,
+            row.body,
+            row.attempts,
+            load_outcomes(row.outcomes) | dict.fromkeys(done.get(row.delivery_id, ()), OK),
+        )
         for row in rows
     ]
 
@@ -402,6 +412,7 @@ def requeue(session: Session, delivery_id: str) -> Replay:
         return Replay.NOT_REPLAYABLE
     if row.status not in FAILED_STATUSES:
         row.outcomes = None
+        forget_done(session, delivery_id)
     row.status = DeliveryStatus.RECEIVED
     row.reason = None
     row.claimed_at = None

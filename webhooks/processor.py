@@ -41,6 +41,7 @@ from gidgethub.sansio import Event
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.github.errors import GitHubRejected
+from bot.handler_runs import running
 from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import (
@@ -291,7 +292,9 @@ class DeliveryProcessor:
             if outcomes.get(name) == OK:
                 continue  # succeeded on an earlier attempt
             try:
-                await handler(event, self.ctx)
+                # The handler's effect commits with its "done" record (bot.handler_runs).
+                with running(item.delivery_id, name, self.ctx.clock):
+                    await handler(event, self.ctx)
             except Exception as exc:
                 log.warning(
                     "webhook %s (%s) attempt %d failed in %s: %s: %s",

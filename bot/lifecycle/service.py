@@ -21,6 +21,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database, is_lock_timeout
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.errors import BadRequest, Conflict
+from bot.handler_runs import record_done
 from bot.lifecycle import progress, tasks, termination
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import EventKind, Task
@@ -150,6 +151,7 @@ class TaskService:
         result, job = self._pickup_task(session, repo, issue, text.title, origin, cause)
         if job is not None:
             self._pin(session, result.task_id, text, cause)
+        record_done(session)  # a webhook's pickup: the handler is done with this commit
         return result, job
 
     def _pin(self, session: Session, task_id: int, text: IssueText, cause: str) -> None:
@@ -322,6 +324,7 @@ class TaskService:
                 detail=detail,
                 clock=self.clock,
             )
+            record_done(session)
 
         await self.db.run(note)
         log.info("lifecycle: task %s issue edit by %s: pinned=%s", task.id, sender, allowed)
@@ -342,6 +345,7 @@ class TaskService:
                     data={"action": f"issues.{action}"},
                     clock=self.clock,
                 )
+            record_done(session)
 
         await self.db.run(note)
         log.info("lifecycle: pickup of %s#%s (issues.%s) ignored: %s", repo, issue, action, why)
@@ -435,6 +439,7 @@ class TaskService:
             data={"comment_id": comment_id},
             clock=self.clock,
         )
+        record_done(session)
         return Change(task_id, TaskState.RUNNING, event.id, Phase.RUNNING, "Resumed by a Decision.")
 
     async def _may_decide(self, repo: str, author: str) -> tuple[bool, str]:
@@ -466,6 +471,7 @@ class TaskService:
                 data={"comment_id": comment_id},
                 clock=self.clock,
             )
+            record_done(session)
 
         await self.db.run(note)
         log.info("lifecycle: task %s Decision comment %s ignored: %s", task.id, comment_id, why)
