@@ -42,6 +42,9 @@ class DeliveryWriter:
             self._flusher = asyncio.create_task(self._flush(), name="webhook-writer")
         return await future
 
+    def is_quiet(self) -> bool:
+        return self._quiet.is_set()
+
     async def quiet(self) -> None:
         """Return when no write is pending (background work yields to acknowledgements)."""
         await self._quiet.wait()
