@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import String, delete, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.clock import Clock
@@ -65,11 +66,13 @@ def record_done(session: Session) -> None:
     run = _current.get()
     if run is None:
         return
-    if session.get(HandlerDone, (run.delivery_id, run.handler)) is None:
-        session.add(
-            HandlerDone(delivery_id=run.delivery_id, handler=run.handler, done_at=run.clock())
-        )
-        session.flush()
+    # One statement (no lookup first): this runs once per handler per delivery under load.
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    session.execute(
+        insert(HandlerDone)
+        .values(delivery_id=run.delivery_id, handler=run.handler, done_at=run.clock())
+        .on_conflict_do_nothing()
+    )
 
 
 def done_handlers(session: Session, delivery_ids: Sequence[str]) -> dict[str, set[str]]:
