@@ -3,9 +3,11 @@
 New deliveries come through an in-memory queue; each batch is claimed atomically in the
 database first (so one process handles a delivery even with several `serve` instances),
 dispatched through the router in arrival order, and its results recorded in small groups
-on a connection of the processor's own (see `webhooks.connection`). While acknowledgements
-are being written, processing waits (a little), so under load it runs in small steady
-batches beside intake, never as a burst.
+on a connection of the processor's own (see `webhooks.connection`). Intake comes first:
+while acknowledgements are being written, processing runs in slices of 16 and takes about
+PROCESSING_SHARE of the time (`_give_way`); the backlog waits, durable, in the log. Each
+handler's effect commits with its "done" record (`bot.handler_runs`), so no handler runs
+twice for a delivery, crash or not.
 
 A claim names its owner and expires `lease_seconds` after its last renewal; the owner's
 heartbeat renews every claim it holds, so a live process keeps its batch however long it
