@@ -283,6 +283,10 @@ def compare(args: argparse.Namespace) -> None:
                     f"  p50 {_median(rows, 'p50'):6.2f} ms  p99 {_median(rows, 'p99'):6.2f} ms"
                     f"  {_median(rows, 'per_cpu_s'):6.0f} per CPU-second"
                 )
+            rounds = ", ".join(
+                f"{s['rps'] / p['rps']:.2f}x" for p, s in zip(probot, steel, strict=True)
+            )
+            print(f"  rps ratio per round: {rounds}")
             rps = _median(steel, "rps") / _median(probot, "rps")
             p99 = _median(steel, "p99") / _median(probot, "p99")
             per_cpu = _median(steel, "per_cpu_s") / _median(probot, "per_cpu_s")
@@ -290,10 +294,6 @@ def compare(args: argparse.Namespace) -> None:
                 f"  ratio rps {rps:.2f}x (target >= 1.0x)  p99 {p99:.2f}x (target <= 1.0x)"
                 f"  per CPU-second {per_cpu:.2f}x  acknowledged but not stored: {lost}"
             )
-            rounds = ", ".join(
-                f"{s['rps'] / p['rps']:.2f}x" for p, s in zip(probot, steel, strict=True)
-            )
-            print(f"  rps ratio per round: {rounds}")
 
 
 def processes(args: argparse.Namespace) -> None:
