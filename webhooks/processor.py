@@ -72,6 +72,8 @@ SWEEP_SECONDS = 5.0
 INTAKE_PRIORITY_SECONDS = 0.1
 # While deliveries arrive, processing takes at most about this share of the process's time.
 PROCESSING_SHARE = 0.2
+# Deliveries held in memory for processing (their text, ~8 KB each); more wait in the log.
+MAX_QUEUED = 2000
 # Outcomes are committed at least every this many deliveries: a crash re-runs at most
 # that many handlers that had already succeeded (they are idempotent).
 RECORD_EVERY = 16
@@ -125,6 +127,7 @@ class DeliveryProcessor:
         grace_seconds: float = GRACE_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
         retry: RetryPolicy | None = None,
+        max_queued: int = MAX_QUEUED,
     ) -> None:
         self.router = router
         self.ctx = ctx
@@ -134,6 +137,8 @@ class DeliveryProcessor:
         self.grace_seconds = grace_seconds
         self.lease_seconds = lease_seconds
         self.retry = retry or RetryPolicy()
+        self.max_queued = max_queued
+        self._overflowed = False  # deliveries left `received` in the log: take them from there
         # Names this process's claims; a claim is written back only by its owner.
         self.owner = uuid.uuid4().hex[:16]
         self._pending: deque[Pending] = deque()
@@ -161,8 +166,15 @@ class DeliveryProcessor:
         self._enqueue(Pending(delivery_id, event, None, body=body))
 
     def _enqueue(self, item: Pending) -> None:
+        """Queue a delivery, unless the queue is full: during a burst intake outruns
+        processing (which gives way to it), and each queued delivery holds its text in
+        memory. Beyond `max_queued` the delivery stays `received` in the log, and the
+        processor takes it from there once its queue has drained."""
         self._idle.clear()
-        self._pending.append(item)
+        if len(self._pending) >= self.max_queued:
+            self._overflowed = True
+        else:
+            self._pending.append(item)
         self._arrived.set()
 
     def start(self) -> None:
@@ -194,6 +206,9 @@ class DeliveryProcessor:
                 if unrecorded:
                     await self._record(unrecorded, [])
                     unrecorded = []
+                if self._overflowed:
+                    await self._take_overflow()
+                    continue
                 self._busy = False
                 self._idle.set()
                 while not self._pending:
@@ -209,6 +224,15 @@ class DeliveryProcessor:
             except Exception:
                 # Outcomes so far are recorded; the rest come back after the lease.
                 log.exception("processing %d webhook deliveries failed", len(claimed))
+
+    async def _take_overflow(self) -> None:
+        """Process the deliveries the full queue left in the log (`received`, no grace:
+        another instance's unclaimed ones too, which is harmless, claims being atomic)."""
+        self._overflowed = False
+        try:
+            await self.recover(grace_seconds=0.0)
+        except Exception:  # the sweep takes them after the grace period
+            log.exception("taking webhook deliveries the full queue left in the log failed")
 
     async def _run(self, claimed: list[Pending]) -> list[Finished]:
         """Dispatch in order, committing outcomes every RECORD_EVERY deliveries and then
