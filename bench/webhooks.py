@@ -79,7 +79,7 @@ def naive_app(database_url: str) -> web.Application:
     from bot.clock import utcnow
     from bot.db import Database, upgrade
     from bot.errors import Unauthorized
-    from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+    from webhooks.deliveries import DeliveryBody, DeliveryStatus, WebhookDelivery
     from webhooks.signature import verify_signature
 
     db = Database.from_url(database_url)
@@ -94,12 +94,12 @@ def naive_app(database_url: str) -> web.Application:
                     action=data.get("action"),
                     installation_id=None,
                     repo=data["repository"]["full_name"],
-                    body=text,
                     status=DeliveryStatus.RECEIVED,
                     received_at=utcnow(),
                     attempts=0,
                 )
             )
+            session.add(DeliveryBody(delivery_id=delivery, body=text))
 
     async def receive(request: web.Request) -> web.Response:
         body = await request.read()

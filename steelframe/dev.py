@@ -30,6 +30,7 @@ from steelframe.cli import load_settings
 from steelframe.commands.core import add_listen_arguments
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.logs import configure_logging
+from steelframe.protocol_log import QuietAppRunner
 from steelframe.webhook_relay import local_target, running_relay
 
 DEV_OPERATOR = "dev"
@@ -96,7 +97,7 @@ async def run_dev(
         # binds it (which would rebuild it too, but only into the log).
         await asyncio.to_thread(upgrade_memory_index, settings, sys.stdout)
         app = create_app(settings)
-        runner = web.AppRunner(app)
+        runner = QuietAppRunner(app)
         await runner.setup()
         parts.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, host, port)

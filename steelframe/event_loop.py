@@ -1,9 +1,9 @@
 """The event loop `serve` runs on: uvloop when it is installed (`pip install
 steelframe[fast]`), asyncio's own otherwise; `serve --loop asyncio` chooses asyncio's.
 
-uvloop (libuv) does the per-request work of the loop and its transports in C: on the webhook
-benchmark (bench/webhooks_probot.py) it is a measurable share of a delivery's cost. It does
-not exist on Windows, so it is optional and everything works without it.
+uvloop (libuv) does the loop's and its transports' work in C, but on the webhook benchmark
+(bench/webhooks_probot.py) it made no measurable difference to a delivery's cost, so it is
+optional rather than a dependency. It does not exist on Windows.
 """
 
 from __future__ import annotations

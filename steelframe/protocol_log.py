@@ -1,10 +1,17 @@
-"""The HTTP server's own log: malformed requests are one line, never a traceback.
+"""Requests aiohttp cannot parse: one log line and a JSON answer, never a traceback.
 
-aiohttp answers a request it cannot parse (a header line over 8 KB, a bad request line)
-with 400 before any route runs, and logs the parser's exception with its traceback at ERROR.
-On a public port that is noise anyone can generate. This logger keeps one WARNING line per
-refusal, naming the peer and the kind of error but not the offending bytes, and passes every
-other exception through unchanged.
+aiohttp answers a request it cannot parse (a header line over its 8 KB limit, a bad
+request line) before any route or middleware runs: with a plain-text 400 built by its
+`RequestHandler.handle_error`, after logging the parser's exception with its traceback at
+ERROR. On a public port that is noise anyone can generate. Here:
+
+- `QuietProtocolLog` (the handler's `logger`, `handler_args`) keeps one WARNING line per
+  refusal, naming the peer and the kind of error but not the offending bytes, and passes
+  every other exception through unchanged;
+- `QuietAppRunner` serves connections through `QuietRequestHandler`, which answers the
+  refusal the way every other error is answered: JSON with a message (docs/api.md,
+  "Errors"), 431 for a line over the limit (`LineTooLong`), 400 for anything else
+  malformed, and the connection closed (the parser's state is unknown after an error).
 """
 
 from __future__ import annotations
@@ -13,9 +20,14 @@ import logging
 import sys
 from typing import Any
 
-from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError
+from aiohttp import web
+from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
+from aiohttp.web_protocol import RequestHandler
+
+from bot.errors import error_body
 
 SERVER_LOG = logging.getLogger("steelframe.http.server")
+HEADERS_TOO_LARGE = 431
 
 
 class QuietProtocolLog(logging.LoggerAdapter):
@@ -32,7 +44,64 @@ class QuietProtocolLog(logging.LoggerAdapter):
                 "refused a malformed request from %s: %s (status %s)",
                 peer,
                 type(exc).__name__,
-                getattr(exc, "code", 400),
+                refusal_status(exc),
             )
             return
         self.logger.error(msg, *args, exc_info=exc_info, **kwargs)
+
+
+def refusal_status(exc: BaseException) -> int:
+    return HEADERS_TOO_LARGE if isinstance(exc, LineTooLong) else 400
+
+
+def refusal(exc: HttpProcessingError) -> web.Response:
+    """The JSON answer to a request aiohttp could not parse; it never echoes the request's
+    bytes (aiohttp's message quotes the first 100 of the offending line)."""
+    if isinstance(exc, LineTooLong):
+        limit = exc.args[1] if len(exc.args) > 1 else "the limit"
+        message = f"a request line or header line is longer than {limit} bytes"
+        code = "headers_too_large"
+    else:
+        message = f"the request is not valid HTTP/1.1 ({type(exc).__name__})"
+        code = "bad_request"
+    response = web.json_response(error_body(message, code=code), status=refusal_status(exc))
+    response.force_close()
+    return response
+
+
+class QuietRequestHandler(RequestHandler):
+    def handle_error(
+        self,
+        request: Any,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if not isinstance(exc, HttpProcessingError):
+            return super().handle_error(request, status, exc, message)
+        # Through the handler's logger (QuietProtocolLog): one line, no traceback.
+        self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
+        return refusal(exc)
+
+
+class QuietServer(web.Server):
+    """aiohttp's low-level server, making each connection's handler a QuietRequestHandler
+    (aiohttp offers no setting for the handler class)."""
+
+    def __call__(self) -> RequestHandler:
+        return QuietRequestHandler(self, loop=self._loop, **self._kwargs)
+
+
+class QuietAppRunner(web.AppRunner):
+    """`web.AppRunner` whose server is a QuietServer: the app starts up as usual, then its
+    server's handler, request factory and settings are served through QuietServer."""
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        return QuietServer(
+            server.request_handler,
+            request_factory=server.request_factory,
+            handler_cancellation=server.handler_cancellation,
+            loop=server._loop,
+            **server._kwargs,
+        )

@@ -12,6 +12,8 @@ import signal
 
 from aiohttp import web
 
+from steelframe.protocol_log import QuietAppRunner
+
 
 async def serve_until_stopped(
     app: web.Application,
@@ -22,7 +24,7 @@ async def serve_until_stopped(
     access_log: logging.Logger | None = None,
     announce: bool = True,
 ) -> None:
-    runner = web.AppRunner(app, access_log=access_log, handle_signals=False)
+    runner = QuietAppRunner(app, access_log=access_log, handle_signals=False)
     await runner.setup()
     try:
         site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)

@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 import redis
+from aiohttp.test_utils import TestServer
+from aiohttp.web_runner import BaseRunner
 from sqlalchemy import create_engine, text
 
 from bot.appkeys import SERVICES
@@ -268,6 +270,13 @@ class ApiClient:
         return self.as_operator(token)
 
 
+class QuietTestServer(TestServer):
+    async def _make_runner(self, **kwargs: Any) -> BaseRunner:
+        from steelframe.protocol_log import QuietAppRunner
+
+        return QuietAppRunner(self.app, **kwargs)
+
+
 @pytest.fixture
 async def api_factory(aiohttp_client: Any) -> AsyncIterator[Callable[..., Any]]:
     """Build the real app (with optional overrides, e.g. `runtimes=`) and a client for it.
@@ -286,7 +295,9 @@ async def api_factory(aiohttp_client: Any) -> AsyncIterator[Callable[..., Any]]:
         app = create_app(settings, **overrides)
         contract = ApiContract(app[OPENAPI_DOCUMENT])
         contracts.append(contract)
-        client = await aiohttp_client(app, response_class=checked_response_class(contract))
+        # Served like `steelframe serve` serves it (malformed requests answered quietly).
+        server = QuietTestServer(app)
+        client = await aiohttp_client(server, response_class=checked_response_class(contract))
         contract.origins.add(client.make_url("/").origin())
         services = app[SERVICES]
         _, token = services.db.call(create_operator, f"op-{uuid.uuid4().hex[:6]}")

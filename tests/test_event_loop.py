@@ -19,7 +19,7 @@ def test_auto_uses_uvloop_when_installed() -> None:
     if uvloop is None:
         if sys.platform == "win32":
             pytest.skip("uvloop does not exist on Windows")
-        pytest.fail("uvloop is a dependency everywhere but Windows: pip install -e .")
+        pytest.fail("the dev install has uvloop everywhere but Windows: pip install -e '.[dev]'")
     factory = event_loop.loop_factory("auto")
     assert factory is uvloop.new_event_loop
     with asyncio.Runner(loop_factory=factory) as runner:

@@ -4,11 +4,13 @@ flight, quiet refusals of oversized headers, and /api/operator/deliveries."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from bot.clock import utcnow
@@ -21,6 +23,7 @@ from tests.conftest import (
     store_deliveries,
     webhook_headers,
 )
+from tests.fakes.serve_process import serve
 from webhooks.body import Busy, InFlight, SignedBody, reading
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.signature import signature_for
@@ -89,26 +92,69 @@ async def test_the_endpoint_answers_503_with_retry_after_when_the_budget_is_spen
     assert response.status == 202
 
 
-async def test_an_oversized_header_is_refused_with_one_log_line_and_no_traceback(
+async def refused_raw(host: str, port: int, head: bytes) -> tuple[int, dict[str, str], Any]:
+    """Send `head` on a raw socket (no client library would send it); the status, headers
+    and JSON body of the answer, read until the server closes the connection."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(head)
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)  # closed after the answer
+    finally:
+        writer.close()
+    top, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *header_lines = top.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in header_lines)
+    return int(status_line.split()[1]), headers, json.loads(body)
+
+
+OVERSIZED = (
+    b"POST /api/github/webhooks HTTP/1.1\r\nHost: x\r\nX-Junk: "
+    + b"a" * 9000
+    + b"\r\nContent-Length: 0\r\n\r\n"
+)
+
+
+def assert_refused_quietly(status: int, headers: dict[str, str], body: Any) -> None:
+    assert status == 431
+    assert headers["Content-Type"].startswith("application/json")
+    assert body["code"] == "headers_too_large"
+    assert "longer than 8190 bytes" in body["error"] and "aaaa" not in body["error"]
+
+
+async def test_an_oversized_header_is_refused_with_431_json_and_one_log_line(
     api: ApiClient, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = api.raw.make_url("/api/github/webhooks")
-    reader, writer = await asyncio.open_connection(url.host, url.port)
     caplog.set_level(logging.DEBUG)
-    writer.write(
-        b"POST /api/github/webhooks HTTP/1.1\r\nHost: x\r\nX-Junk: "
-        + b"a" * 9000
-        + b"\r\nContent-Length: 0\r\n\r\n"
-    )
-    status = await asyncio.wait_for(reader.readline(), 10)
-    await asyncio.wait_for(reader.read(), 10)  # the connection is closed after the answer
-    writer.close()
-    assert status.split()[1] in (b"400", b"431")
+    assert_refused_quietly(*await refused_raw(str(url.host), int(url.port or 0), OVERSIZED))
     records = [r for r in caplog.records if r.name.endswith("http.server")]
     assert len(records) == 1
     assert records[0].levelno == logging.WARNING and records[0].exc_info is None
     assert "refused a malformed request" in records[0].getMessage()
-    assert "Traceback" not in caplog.text
+    assert "Traceback" not in caplog.text and "aaaa" not in caplog.text
+    # The service goes on answering.
+    assert (await api.raw.get("/healthz")).status == 200
+
+
+async def test_serve_refuses_an_oversized_header_with_431_json_and_one_log_line(
+    tmp_path: Path,
+) -> None:
+    env = {
+        "STEELFRAME_DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite'}",
+        "STEELFRAME_DATA_DIR": str(tmp_path / "var"),
+        "STEELFRAME_CHECKOUT": str(tmp_path),
+        "WEBHOOK_SECRET": WEBHOOK_SECRET,
+    }
+    async with serve(env, tmp_path, tmp_path / "serve.log") as served:
+        assert_refused_quietly(*await refused_raw("127.0.0.1", served.port, OVERSIZED))
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"{served.url}/healthz") as response:
+                assert response.status == 200
+        log = served.log_text()
+    refusals = [line for line in log.splitlines() if "refused a malformed request" in line]
+    assert len(refusals) == 1
+    assert "Traceback" not in log and "aaaa" not in log
 
 
 async def seed(api: ApiClient) -> None:

@@ -158,3 +158,27 @@ def test_retry_delays_grow_exponentially_with_jitter_up_to_a_cap() -> None:
     assert policy.delay(3, rng=lambda: 1.0) == 10.0  # at most half taken off
     spread = {round(policy.delay(2), 3) for _ in range(50)}
     assert len(spread) > 1 and all(5.0 <= d <= 10.0 for d in spread)
+
+
+async def test_deliveries_beyond_a_full_queue_wait_in_the_log_and_are_processed_once(
+    services_factory: Callable[..., Any], tmp_path: Path, any_db_url: str
+) -> None:
+    settings = make_settings(tmp_path, database_url=any_db_url)
+    db = services_factory(settings).db
+    writer = DeliveryWriter(db)
+    calls: list[str] = []
+    ctx = WebhookContext(db=db, settings=settings, clock=utcnow)
+    processor = DeliveryProcessor(recording(calls), ctx, writer=writer, max_queued=5)
+    # Only the queue's consumer: the start-up sweep would take every stored row itself.
+    processor._tasks = [asyncio.create_task(processor._consume())]
+    ids = [f"d{n:03}" for n in range(40)]
+    try:
+        assert all(await asyncio.gather(*(writer.record(stored(i)) for i in ids)))
+        for delivery_id in ids:
+            processor.submit_stored(delivery_id, "issues", OPENED)
+        await asyncio.wait_for(processor.drain(), 20)
+    finally:
+        await writer.close()
+        await processor.close()
+    assert sorted(calls) == ids  # the 5 queued and the 35 taken from the log, once each
+    assert rows(db) == {i: (DeliveryStatus.PROCESSED, 1) for i in ids}

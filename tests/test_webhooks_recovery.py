@@ -16,7 +16,10 @@ from sqlalchemy import select, update
 from bot.clock import utcnow
 from bot.config import Secret
 from bot.db import Database
+from memory import ChunkIn, add_chunk
+from memory.models import MemoryChunk
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_deliveries
+from webhooks.chunks import Write
 from webhooks.deliveries import (
     DeliveryStatus,
     NewDelivery,
@@ -26,6 +29,7 @@ from webhooks.deliveries import (
     claim_stale,
     requeue,
 )
+from webhooks.handlers.common import commit
 from webhooks.processor import DeliveryProcessor, RetryPolicy
 from webhooks.router import build_router
 from webhooks.routing import WebhookContext, handles
@@ -241,3 +245,43 @@ async def test_a_delivery_whose_processing_keeps_being_cut_short_becomes_dead(
     assert calls == []  # not fed to a ninth process
     row = db.call(lambda s: s.get(WebhookDelivery, "poison"))
     assert row.status == DeliveryStatus.DEAD and row.reason == "processing was interrupted 8 times"
+
+
+async def test_a_handler_whose_effect_committed_before_its_process_died_is_not_run_again(
+    services_factory: Callable[..., Any], tmp_path: Path, any_db_url: str
+) -> None:
+    settings = make_settings(tmp_path, database_url=any_db_url)
+    db = services_factory(settings).db
+    await store_deliveries(db, [stored("x")])
+    runs: list[str] = []
+    committed = asyncio.Event()
+    router = Router()
+
+    @handles(router, "issues", action="opened")
+    async def remembers(event: Event, ctx: WebhookContext) -> None:
+        runs.append(event.delivery_id)
+        text = f"run {len(runs)}"
+        await commit(ctx, [Write(lambda s: add_chunk(s, ChunkIn(text, "issue", "o/r", key="k")))])
+        if len(runs) == 1:
+            committed.set()
+            await asyncio.Event().wait()  # dies here: effect committed, outcome not recorded
+
+    now = [utcnow()]
+    ctx = WebhookContext(db=db, settings=settings, clock=lambda: now[0])
+    owner = DeliveryProcessor(router, ctx, lease_seconds=0.3, sweep_seconds=3600)
+    owner.start()
+    await asyncio.wait_for(committed.wait(), 20)
+    for task in owner._tasks:  # the process dies: no drain, no outcome, no renewal
+        task.cancel()
+    await asyncio.gather(*owner._tasks, return_exceptions=True)
+    now[0] += timedelta(seconds=60)
+    other = DeliveryProcessor(router, ctx, lease_seconds=0.3)
+    assert await other.recover() == 1  # taken over...
+    assert runs == ["x"]  # ...and not run again
+    assert statuses(db) == {"x": DeliveryStatus.PROCESSED}
+    texts = db.call(lambda s: list(s.scalars(select(MemoryChunk.text))))
+    assert texts == ["run 1"]
+    # An operator's replay of a processed delivery runs every handler again.
+    assert db.call(requeue, "x") is Replay.QUEUED
+    assert await other.recover(grace_seconds=0) == 1
+    assert runs == ["x", "x"] and statuses(db) == {"x": DeliveryStatus.PROCESSED}

@@ -41,7 +41,7 @@ def setup(app: web.Application, services: Services) -> None:
         settings=settings,
         clock=utcnow,
         github=services.github,
-        chunks=MemorySink(services.db),
+        chunks=MemorySink(),
         tasks=services.tasks,
         checkouts=services.chat.checkouts,
     )

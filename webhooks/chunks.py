@@ -3,10 +3,13 @@ provenance. `memory` implements the store; the webhooks only see this Protocol."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
+
+from sqlalchemy.orm import Session
 
 
 class ChunkSource(StrEnum):
@@ -32,5 +35,21 @@ class GitHubText:
     created_at: datetime
 
 
+def _nothing() -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Write:
+    """Part of a handler's one transaction (`webhooks.handlers.common.commit`): `apply` runs
+    in it, `committed` after it committed (e.g. to remember what was written)."""
+
+    apply: Callable[[Session], object]
+    committed: Callable[[], None] = _nothing
+
+
 class ChunkSink(Protocol):
-    async def add(self, chunk: GitHubText) -> None: ...
+    def write(self, chunk: GitHubText) -> Write | None:
+        """What storing `chunk` writes in the handler's transaction; None if nothing (the
+        same text was just stored, or it is not memory)."""
+        ...

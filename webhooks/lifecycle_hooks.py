@@ -8,11 +8,14 @@ router you add to `webhooks.router.ROUTERS`):
     async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
         ...
 
-Handlers run after the delivery is stored and acknowledged, at least once (a crash between
-handling and recording the result runs the handler again on recovery), so make them
-idempotent. `ctx` gives the database, settings, clock, the GitHub client and the memory
-sink. `needs` is checked before acknowledging: a payload without it is answered 400 and
-stored as rejected, and the handler never sees it. Comments the App wrote carry
+Handlers run after the delivery is stored and acknowledged. Write a handler's database
+effect in one transaction that calls `bot.handler_runs.record_done(session)` (or through
+`webhooks.handlers.common.commit`): the handler is then recorded as done with its effect,
+and a crash never runs it twice. Make GitHub calls idempotent (look up before creating): a
+crash between a GitHub call and that commit runs the handler again. `ctx` gives the
+database, settings, clock, the GitHub client and the memory sink. `needs` is checked
+before acknowledging: a payload without it is answered 400 and stored as rejected, and the
+handler never sees it. Comments the App wrote carry
 `sender.login == (await ctx.github.identity()).bot_login` - do not drop them blindly: a
 Decision comment the App posted must still resume a waiting task.
 """

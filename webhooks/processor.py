@@ -3,9 +3,11 @@
 New deliveries come through an in-memory queue; each batch is claimed atomically in the
 database first (so one process handles a delivery even with several `serve` instances),
 dispatched through the router in arrival order, and its results recorded in small groups
-on a connection of the processor's own (see `webhooks.connection`). While acknowledgements
-are being written, processing waits (a little), so under load it runs in small steady
-batches beside intake, never as a burst.
+on a connection of the processor's own (see `webhooks.connection`). Intake comes first:
+while acknowledgements are being written, processing runs in slices of 16 and takes about
+PROCESSING_SHARE of the time (`_give_way`); the backlog waits, durable, in the log. Each
+handler's effect commits with its "done" record (`bot.handler_runs`), so no handler runs
+twice for a delivery, crash or not.
 
 A claim names its owner and expires `lease_seconds` after its last renewal; the owner's
 heartbeat renews every claim it holds, so a live process keeps its batch however long it
@@ -26,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import random
+import time
 import uuid
 from collections import deque
 from collections.abc import Callable
@@ -41,6 +44,7 @@ from gidgethub.sansio import Event
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.github.errors import GitHubRejected
+from bot.handler_runs import running
 from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import (
@@ -66,7 +70,10 @@ LEASE_SECONDS = 15.0
 # How often each instance looks for stale claims, lost and due deliveries (an indexed query).
 SWEEP_SECONDS = 5.0
 INTAKE_PRIORITY_SECONDS = 0.1
-YIELD_EVERY = 16
+# While deliveries arrive, processing takes at most about this share of the process's time.
+PROCESSING_SHARE = 0.2
+# Deliveries held in memory for processing (their text, ~8 KB each); more wait in the log.
+MAX_QUEUED = 2000
 # Outcomes are committed at least every this many deliveries: a crash re-runs at most
 # that many handlers that had already succeeded (they are idempotent).
 RECORD_EVERY = 16
@@ -120,6 +127,7 @@ class DeliveryProcessor:
         grace_seconds: float = GRACE_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
         retry: RetryPolicy | None = None,
+        max_queued: int = MAX_QUEUED,
     ) -> None:
         self.router = router
         self.ctx = ctx
@@ -129,6 +137,8 @@ class DeliveryProcessor:
         self.grace_seconds = grace_seconds
         self.lease_seconds = lease_seconds
         self.retry = retry or RetryPolicy()
+        self.max_queued = max_queued
+        self._overflowed = False  # deliveries left `received` in the log: take them from there
         # Names this process's claims; a claim is written back only by its owner.
         self.owner = uuid.uuid4().hex[:16]
         self._pending: deque[Pending] = deque()
@@ -156,8 +166,15 @@ class DeliveryProcessor:
         self._enqueue(Pending(delivery_id, event, None, body=body))
 
     def _enqueue(self, item: Pending) -> None:
+        """Queue a delivery, unless the queue is full: during a burst intake outruns
+        processing (which gives way to it), and each queued delivery holds its text in
+        memory. Beyond `max_queued` the delivery stays `received` in the log, and the
+        processor takes it from there once its queue has drained."""
         self._idle.clear()
-        self._pending.append(item)
+        if len(self._pending) >= self.max_queued:
+            self._overflowed = True
+        else:
+            self._pending.append(item)
         self._arrived.set()
 
     def start(self) -> None:
@@ -189,6 +206,9 @@ class DeliveryProcessor:
                 if unrecorded:
                     await self._record(unrecorded, [])
                     unrecorded = []
+                if self._overflowed:
+                    await self._take_overflow()
+                    continue
                 self._busy = False
                 self._idle.set()
                 while not self._pending:
@@ -205,17 +225,28 @@ class DeliveryProcessor:
                 # Outcomes so far are recorded; the rest come back after the lease.
                 log.exception("processing %d webhook deliveries failed", len(claimed))
 
+    async def _take_overflow(self) -> None:
+        """Process the deliveries the full queue left in the log (`received`, no grace:
+        another instance's unclaimed ones too, which is harmless, claims being atomic)."""
+        self._overflowed = False
+        try:
+            await self.recover(grace_seconds=0.0)
+        except Exception:  # the sweep takes them after the grace period
+            log.exception("taking webhook deliveries the full queue left in the log failed")
+
     async def _run(self, claimed: list[Pending]) -> list[Finished]:
-        """Dispatch in order, committing outcomes every RECORD_EVERY deliveries; returns
-        the last, unrecorded ones (written with the next claim)."""
+        """Dispatch in order, committing outcomes every RECORD_EVERY deliveries and then
+        giving way to intake (`_give_way`); returns the last, unrecorded ones (written with
+        the next claim)."""
         unrecorded: list[Finished] = []
+        started = time.monotonic()
         for n, item in enumerate(claimed, 1):
             unrecorded.append(await self.dispatch(item))
             if n % RECORD_EVERY == 0:
                 await self._record(unrecorded, [])
                 unrecorded = []
-            elif n % YIELD_EVERY == 0:
-                await asyncio.sleep(0)  # let requests in: handlers may not await
+                await self._give_way(time.monotonic() - started)
+                started = time.monotonic()
         return unrecorded
 
     async def _record(self, results: list[Finished], batch: list[Pending]) -> list[Pending]:
@@ -259,6 +290,19 @@ class DeliveryProcessor:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.writer.quiet(), INTAKE_PRIORITY_SECONDS)
 
+    async def _give_way(self, spent: float) -> None:
+        """After a slice of processing that took `spent` seconds: while deliveries are still
+        arriving, wait until the writer is quiet, at most long enough that processing takes
+        PROCESSING_SHARE of the time. Processing and intake share one core (one event loop,
+        and SQLite's thread): without this, handlers took ~40% of it during a burst and the
+        acknowledged rate fell by as much. The deliveries wait in the log, durable; once the
+        burst is over processing runs flat out (the backlog drains at its own rate)."""
+        if self.writer is None or self.writer.is_quiet():
+            await asyncio.sleep(0)  # let requests in: handlers may not await
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.writer.quiet(), spent * (1 / PROCESSING_SHARE - 1))
+
     # -- one delivery ----------------------------------------------------------------------
 
     async def dispatch(self, item: Pending) -> Finished:
@@ -291,7 +335,9 @@ class DeliveryProcessor:
             if outcomes.get(name) == OK:
                 continue  # succeeded on an earlier attempt
             try:
-                await handler(event, self.ctx)
+                # The handler's effect commits with its "done" record (bot.handler_runs).
+                with running(item.delivery_id, name, self.ctx.clock):
+                    await handler(event, self.ctx)
             except Exception as exc:
                 log.warning(
                     "webhook %s (%s) attempt %d failed in %s: %s: %s",

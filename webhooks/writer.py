@@ -17,7 +17,7 @@ import logging
 
 from bot.db import Database
 from webhooks.connection import dedicated_connection
-from webhooks.deliveries import NewDelivery, insert_parameters, insert_statement
+from webhooks.deliveries import NewDelivery, insert_statements
 
 log = logging.getLogger("steelframe.webhooks")
 MAX_BATCH = 500
@@ -41,6 +41,9 @@ class DeliveryWriter:
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="webhook-writer")
         return await future
+
+    def is_quiet(self) -> bool:
+        return self._quiet.is_set()
 
     async def quiet(self) -> None:
         """Return when no write is pending (background work yields to acknowledgements)."""
@@ -90,9 +93,8 @@ class DeliveryWriter:
         return inserted
 
     async def _run(self, rows: list[NewDelivery]) -> set[str]:
-        dialect = self._connection.dialect
-        statement = (insert_statement(dialect, len(rows)), insert_parameters(dialect, rows))
-        [inserted] = await self._connection.transaction([statement])
+        statements = insert_statements(self._connection.dialect, rows)
+        inserted = (await self._connection.transaction(statements))[0]
         return {row[0] for row in inserted}
 
     async def close(self) -> None:

@@ -21,6 +21,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database, is_lock_timeout
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.errors import BadRequest, Conflict
+from bot.handler_runs import record_done
 from bot.lifecycle import progress, tasks, termination
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import EventKind, Task
@@ -170,6 +171,7 @@ class TaskService:
         result, job = self._pickup_task(session, wanted)
         if job is not None:
             self._pin(session, result.task_id, wanted.text, wanted.cause)
+        record_done(session)  # a webhook's pickup: the handler is done with this commit
         return result, job
 
     def _pin(self, session: Session, task_id: int, text: IssueText, cause: str) -> None:
@@ -329,6 +331,7 @@ class TaskService:
                 detail=detail,
                 clock=self.clock,
             )
+            record_done(session)
 
         await self.db.run(note)
         log.info("lifecycle: task %s issue edit by %s: pinned=%s", task.id, sender, allowed)
@@ -349,6 +352,7 @@ class TaskService:
                     data={"action": f"issues.{action}"},
                     clock=self.clock,
                 )
+            record_done(session)
 
         await self.db.run(note)
         log.info("lifecycle: pickup of %s#%s (issues.%s) ignored: %s", repo, issue, action, why)
@@ -452,6 +456,7 @@ class TaskService:
             data={"comment_id": comment_id},
             clock=self.clock,
         )
+        record_done(session)
         return Change(task_id, TaskState.RUNNING, event.id, Phase.RUNNING, "Resumed by a Decision.")
 
     async def _may_decide(self, repo: str, author: str) -> tuple[bool, str]:
@@ -483,6 +488,7 @@ class TaskService:
                 data={"comment_id": comment_id},
                 clock=self.clock,
             )
+            record_done(session)
 
         await self.db.run(note)
         log.info("lifecycle: task %s Decision comment %s ignored: %s", task.id, comment_id, why)

@@ -12,8 +12,7 @@ from webhooks.handlers.common import (
     github_time,
     log,
     login_of,
-    remember_repository,
-    store_text,
+    remember_text,
 )
 from webhooks.routing import WebhookContext, handles
 
@@ -30,8 +29,8 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
     comment = event.data["comment"]
     repo = str(event.data["repository"]["full_name"])
     number = int(event.data["issue"]["number"])
-    await remember_repository(event, ctx)
-    await store_text(
+    await remember_text(
+        event,
         ctx,
         GitHubText(
             source=ChunkSource.COMMENT,

@@ -1,42 +1,75 @@
 """What several handlers share: remembering the repository a delivery is about (and which
-installation serves it), and storing GitHub text in memory."""
+installation serves it), storing GitHub text in memory, and committing a handler's writes
+in one transaction with its "done" record (exactly once across crashes: bot.handler_runs)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import datetime
 
 from gidgethub.sansio import Event
+from sqlalchemy.orm import Session
 
 from bot.github.installations import RepoRef, remember_repositories
-from webhooks.chunks import GitHubText
+from bot.handler_runs import record_done
+from webhooks.chunks import GitHubText, Write
 from webhooks.routing import WebhookContext, lookup
 
 log = logging.getLogger("steelframe.webhooks")
 REPO_NEEDS: dict[str, type] = {"repository.full_name": str, "repository.id": int}
 
 
-async def remember_repository(event: Event, ctx: WebhookContext) -> None:
-    """Record the repository (and its installation, when the delivery names one), and tell
-    the client which installation serves it, saving a lookup."""
+def repository_write(event: Event, ctx: WebhookContext) -> Write | None:
+    """Recording the repository (and its installation, when the delivery names one); None
+    if this process recorded the same lately. Tells the client at once which installation
+    serves it, saving a lookup."""
     full_name = str(lookup(event.data, "repository.full_name"))
     repo_id = int(lookup(event.data, "repository.id"))
     installation = lookup(event.data, "installation.id")
     installation_id = installation if isinstance(installation, int) else None
-    ref = RepoRef(repo_id, full_name, bool(lookup(event.data, "repository.private")))
-    key = f"repository:{repo_id}"
-    if not ctx.recent.unchanged(key, (ref, installation_id)):
-        await ctx.db.run(remember_repositories, installation_id, [ref], now=ctx.clock())
-        ctx.recent.wrote(key, (ref, installation_id))
     if installation_id is not None and ctx.github is not None:
         ctx.github.installations.remember(full_name, installation_id)
+    ref = RepoRef(repo_id, full_name, bool(lookup(event.data, "repository.private")))
+    key, fingerprint = f"repository:{repo_id}", (ref, installation_id)
+    if ctx.recent.unchanged(key, fingerprint):
+        return None
+    now = ctx.clock()
+    return Write(
+        apply=lambda session: remember_repositories(session, installation_id, [ref], now=now),
+        committed=lambda: ctx.recent.wrote(key, fingerprint),
+    )
 
 
-async def store_text(ctx: WebhookContext, chunk: GitHubText) -> None:
+def text_write(ctx: WebhookContext, chunk: GitHubText) -> Write | None:
     if ctx.chunks is None:
         log.debug("no memory sink configured; %s not stored", chunk.ref)
+        return None
+    return ctx.chunks.write(chunk)
+
+
+async def commit(ctx: WebhookContext, writes: Iterable[Write | None]) -> None:
+    """Apply a handler's writes in one transaction together with the record that the handler
+    is done for this delivery: after a crash either both are committed (the handler is not
+    run again) or neither (running it again is its first run). Nothing to write, nothing
+    committed: the processor records the outcome with the delivery's."""
+    todo = [write for write in writes if write is not None]
+    if not todo:
         return
-    await ctx.chunks.add(chunk)
+
+    def apply(session: Session) -> None:
+        for write in todo:
+            write.apply(session)
+        record_done(session)
+
+    await ctx.db.run(apply)
+    for write in todo:
+        write.committed()
+
+
+async def remember_text(event: Event, ctx: WebhookContext, chunk: GitHubText) -> None:
+    """The repository and the text, in the handler's one transaction."""
+    await commit(ctx, [repository_write(event, ctx), text_write(ctx, chunk)])
 
 
 def github_time(value: object, default: datetime) -> datetime:

@@ -14,7 +14,8 @@ from bot.github.installations import (
     remember_installation,
     remember_repositories,
 )
-from webhooks.handlers.common import log
+from webhooks.chunks import Write
+from webhooks.handlers.common import commit, log
 from webhooks.routing import WebhookContext, handles
 
 router = Router()
@@ -38,7 +39,9 @@ async def on_installation(event: Event, ctx: WebhookContext) -> None:
     now = ctx.clock()
     ctx.recent.clear()  # repositories may have moved between installations
     if action == "deleted":
-        await ctx.db.run(forget_installation, installation_id, now=now)
+        await commit(
+            ctx, [Write(lambda session: forget_installation(session, installation_id, now=now))]
+        )
         if ctx.github is not None:
             ctx.github.tokens.invalidate(installation_id)
         log.info("installation %s removed (%s)", installation_id, account.get("login"))
@@ -58,7 +61,7 @@ async def on_installation(event: Event, ctx: WebhookContext) -> None:
             session, installation_id, _refs(event.data.get("repositories")), now=now
         )
 
-    await ctx.db.run(remember)
+    await commit(ctx, [Write(remember)])
     log.info("installation %s %s (%s)", installation_id, action, account.get("login"))
 
 
@@ -83,7 +86,7 @@ async def on_installation_repositories(event: Event, ctx: WebhookContext) -> Non
         remember_repositories(session, installation_id, added, now=now)
         forget_repositories(session, [ref.id for ref in removed], now=now)
 
-    await ctx.db.run(apply)
+    await commit(ctx, [Write(apply)])
     if ctx.github is not None:
         for ref in added:
             ctx.github.installations.remember(ref.full_name, installation_id)

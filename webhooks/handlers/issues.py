@@ -12,8 +12,7 @@ from webhooks.handlers.common import (
     github_time,
     log,
     login_of,
-    remember_repository,
-    store_text,
+    remember_text,
 )
 from webhooks.routing import WebhookContext, handles
 
@@ -40,8 +39,7 @@ def issue_text(event: Event, ctx: WebhookContext) -> GitHubText:
 
 
 async def on_issue(event: Event, ctx: WebhookContext) -> None:
-    await remember_repository(event, ctx)
-    await store_text(ctx, issue_text(event, ctx))
+    await remember_text(event, ctx, issue_text(event, ctx))
     log.info(
         "issues.%s %s#%s [%s]",
         event.data.get("action"),

@@ -9,11 +9,12 @@ from gidgethub.sansio import Event
 from webhooks.chunks import ChunkSource, GitHubText
 from webhooks.handlers.common import (
     REPO_NEEDS,
+    commit,
     github_time,
     log,
     login_of,
-    remember_repository,
-    store_text,
+    remember_text,
+    repository_write,
 )
 from webhooks.routing import WebhookContext, handles
 
@@ -26,9 +27,9 @@ async def on_pull_opened(event: Event, ctx: WebhookContext) -> None:
     pull = event.data["pull_request"]
     repo = str(event.data["repository"]["full_name"])
     number = int(pull["number"])
-    await remember_repository(event, ctx)
     body = pull.get("body") or ""
-    await store_text(
+    await remember_text(
+        event,
         ctx,
         GitHubText(
             source=ChunkSource.PULL_REQUEST,
@@ -47,7 +48,7 @@ async def on_pull_opened(event: Event, ctx: WebhookContext) -> None:
 @handles(router, "pull_request", action="closed", needs=NEEDS)
 async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:
     pull = event.data["pull_request"]
-    await remember_repository(event, ctx)
+    await commit(ctx, [repository_write(event, ctx)])
     log.info(
         "pull_request.closed %s#%s merged=%s [%s]",
         event.data["repository"]["full_name"],
