@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -146,7 +147,11 @@ async def in_the_window(url: str, pickups: dict[int, str], burst: asyncio.Task[N
 async def reconcile_labels(settings: Settings) -> None:
     connection = redis.Redis.from_url(str(settings.redis_url))
     ctx = build_context(
-        settings, connection=connection, github=github_factory(settings), memory=False
+        settings,
+        environ=os.environ,
+        connection=connection,
+        github=github_factory(settings),
+        memory=False,
     )
     try:
         await asyncio.to_thread(run_reconcile, ctx, say=lambda line: None)
