@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from gidgethub.routing import Router
@@ -49,14 +50,7 @@ async def on_installation(event: Event, ctx: WebhookContext) -> None:
     suspended = {"suspend": True, "unsuspend": False}.get(str(action))
 
     def remember(session: Any) -> None:
-        remember_installation(
-            session,
-            installation_id,
-            account_login=account.get("login"),
-            account_type=account.get("type"),
-            now=now,
-            suspended=suspended,
-        )
+        _remember_account(session, installation_id, account, now, suspended=suspended)
         remember_repositories(
             session, installation_id, _refs(event.data.get("repositories")), now=now
         )
@@ -75,14 +69,7 @@ async def on_installation_repositories(event: Event, ctx: WebhookContext) -> Non
     ctx.recent.clear()
 
     def apply(session: Any) -> None:
-        account = installation["account"]
-        remember_installation(
-            session,
-            installation_id,
-            account_login=account.get("login"),
-            account_type=account.get("type"),
-            now=now,
-        )
+        _remember_account(session, installation_id, installation["account"], now)
         remember_repositories(session, installation_id, added, now=now)
         forget_repositories(session, [ref.id for ref in removed], now=now)
 
@@ -93,3 +80,22 @@ async def on_installation_repositories(event: Event, ctx: WebhookContext) -> Non
         for ref in removed:
             ctx.github.installations.invalidate(ref.full_name)
     log.info("installation %s: +%d -%d repositories", installation_id, len(added), len(removed))
+
+
+def _remember_account(
+    session: Any,
+    installation_id: int,
+    account: dict[str, Any],
+    now: datetime,
+    *,
+    suspended: bool | None = None,
+) -> None:
+    """The installation and the account it belongs to, as the event names them."""
+    remember_installation(
+        session,
+        installation_id,
+        account_login=account.get("login"),
+        account_type=account.get("type"),
+        now=now,
+        suspended=suspended,
+    )
