@@ -110,6 +110,7 @@ class Services:
 
     async def close(self) -> None:
         await self.registry.close()
+        await self.chat.writes.close()  # the writes of the turns just stopped
         await self.chat.locks.close()
         await self.model_http.close()
         await self.background.close()
