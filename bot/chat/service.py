@@ -60,6 +60,10 @@ from bot.runtimes.pricing import cost_usd
 
 log = logging.getLogger(__name__)
 RuntimeFactory = Callable[[AgentConfig], Runtime]
+# Turns retrieving at once. Retrieval is CPU work on the thread pool; 1,000 turns starting
+# within a second queued 1,000 jobs there, ahead of the reads that new requests need before
+# their first frame (auth, the session). More than a few at once gains nothing under the GIL.
+GROUNDING_AT_ONCE = 4
 SESSION_DELETED: dict[str, Any] = {
     "type": "error",
     "error": "the session was deleted during the turn",
@@ -101,6 +105,7 @@ class ChatService:
         self.db = db
         # Turns' session writes and their messages, committed together (SQLite: one writer).
         self.writes = GroupCommit(db)
+        self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
         self.settings = settings
         self.agents = settings.agents
         self.runtimes = runtimes
@@ -379,7 +384,8 @@ class ChatService:
         self, query: str, agent: AgentConfig, focus: int | None, emit: Any
     ) -> Grounding:
         try:
-            return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
+            async with self._grounding:
+                return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
         except Exception as exc:  # retrieval never fails the turn (spec: Retrieve grounding)
             log.warning("retrieval unavailable: %s", type(exc).__name__)
             await emit({"type": "status", "text": "retrieve unavailable"})
