@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-import redis.asyncio as aioredis
 from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
@@ -39,6 +38,7 @@ from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
 from bot.metrics import Metrics
+from bot.redis_clients import blocking_reader
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
@@ -201,14 +201,19 @@ def build_services(
         await locks.release(handle.operator_id, handle.turn_id)
 
     relay = (
-        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        RedisFrameRelay(
+            settings.redis_url,
+            linger=DEFAULT_LINGER_SECONDS,
+            longest_block=settings.heartbeat_seconds,
+        )
         if settings.redis_url
         else None
     )
     registry = TurnRegistry(on_finish=release_turn, relay=relay)
     event_log: EventLog = LocalEventLog()
     if settings.redis_url and redis_client is not None:
-        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+        reader = blocking_reader(settings.redis_url, longest_block=settings.heartbeat_seconds)
+        event_log = RedisEventLog(redis_client, reader=reader)
     events = OperatorEvents(event_log, database)
     watch_commits(database, events)
     metrics = Metrics()
