@@ -116,7 +116,9 @@ async def test_a_turn_resumes_and_stops_through_the_other_instance(
     instances: tuple[list[str], str, FakeOpenAI, str],
 ) -> None:
     (a, b), token, model, _ = instances
-    model.enqueue(MODEL, [Content("w0 "), Content("w1 "), Pause(0.4), Content("w2 "), Hold()])
+    # The pause outlasts redis-py's default 5 s socket timeout: the relay's blocking read
+    # on B must survive a quiet turn (bot/redis_clients.py).
+    model.enqueue(MODEL, [Content("w0 "), Content("w1 "), Pause(6.0), Content("w2 "), Hold()])
     headers = {"Authorization": f"Bearer {token}"}
     async with aiohttp.ClientSession(headers=headers) as http:
         started = await http.post(f"{a}/api/operator/chat/stream", json={"message": "go on"})
@@ -182,7 +184,9 @@ async def fleet(
         task_max_attempts=2,
         **sandbox_settings(tmp_path),
     )
-    env = settings_env(settings)
+    # A heartbeat longer than redis-py's default 5 s socket timeout: the events stream's
+    # blocking read must outlast it (bot/redis_clients.py).
+    env = settings_env(settings) | {"STEELFRAME_HEARTBEAT_SECONDS": "7"}
     processes: list[asyncio.subprocess.Process] = []
     workers: list[subprocess.Popen[bytes]] = []
     try:
@@ -222,8 +226,10 @@ async def test_work_filed_through_one_instance_reaches_the_events_stream_on_the_
         aiohttp.ClientSession(base_url=a, headers=headers) as on_a,
         aiohttp.ClientSession(base_url=b, headers=headers) as on_b,
     ):
-        feed = await EventsFeed.open(on_b)  # the operator watches through instance B
+        # The operator watches through B (and a second client through A).
+        feed, also = await EventsFeed.open(on_b), await EventsFeed.open(on_a)
         try:
+            await feed.wait_pings(1)  # a quiet heartbeat's wait (7 s) and the stream lives on
             filing = await (await on_a.post("/api/operator/chat/new", json={})).json()
             filed = await on_a.post(
                 "/api/operator/chat/file",
@@ -240,8 +246,10 @@ async def test_work_filed_through_one_instance_reaches_the_events_stream_on_the_
                 event_for("task", issue=issue, state=TaskState.DELIVERED), within=180
             )
             result = await feed.wait_for(event_for("result", session_id=filing["id"]))
+            await also.wait_for(event_for("task", issue=issue, state=TaskState.DELIVERED))
         finally:
             await feed.close()
+            await also.close()
     assert result["kind"] == "delivered" and result["task_id"] == delivered["task_id"]
     states = [f["state"] for f in feed.of_type("task") if f["task_id"] == delivered["task_id"]]
     assert states[0] == "queued" and "running" in states and states[-1] == "delivered"
