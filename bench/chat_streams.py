@@ -5,7 +5,11 @@ chunks `--interval` seconds apart (30 tokens, 1 s: a 30-second answer). Every cl
 own operator (one turn each), posts `POST /api/operator/chat/stream` and reads to `done`.
 Steelframe runs as a real `steelframe serve` process with the `openai` runtime; the baseline
 (bench/_bare_relay.py) relays the same completion with one unlimited client session and no
-work. Reported: request -> first frame and request -> done, errors, and the ratios.
+work. Reported: request -> first frame and request -> done, errors, and the ratios; the CPU
+each server used for its 1,000 streams (so the relay's cost per token, beside the bare
+relay's); and, from `serve`'s own /metrics, the share of first frames it sent within 50 ms of
+reading the request (the client's figure also holds the wait to be accepted and read, which
+a loaded machine makes long for the bare relay too).
 
     python -m bench.chat_streams [--streams 1000] [--tokens 30] [--interval 1.0] [--smoke]
 """
@@ -22,21 +26,44 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
+import psutil
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench._stats import percentile, ratio
 from bot.db import Database, upgrade
 from bot.operators import create_operator
 
 CLIENT_TIMEOUT_SECONDS = 120.0
+FIRST_FRAME_TARGET = 0.05
+FIRST_FRAME_METRIC = "steelframe_chat_first_frame_seconds"
+
+
+@dataclass
+class Load:
+    firsts: list[float]
+    dones: list[float]
+    errors: list[str]
+    cpu_seconds: float  # the server process's user + system time during the load
+    served_in_target: float | None = None  # serve's share of first frames within 50 ms
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    process: psutil.Process
+
+    def cpu(self) -> float:
+        times = self.process.cpu_times()
+        return float(times.user + times.system)
 
 
 @contextmanager
-def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[str]:
-    """A child process that prints `url: ...`; its URL, and it is stopped afterwards."""
+def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[Server]:
+    """A child process that prints `url: ...`; its URL and process, stopped afterwards."""
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
@@ -44,7 +71,7 @@ def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[s
         assert process.stdout is not None
         for line in process.stdout:
             if line.startswith("url: "):
-                yield line.split(" ", 1)[1].strip()
+                yield Server(line.split(" ", 1)[1].strip(), psutil.Process(process.pid))
                 break
         else:
             raise RuntimeError(f"{command[2]} printed no url (exit {process.wait()})")
@@ -84,11 +111,11 @@ async def _one(
     return "stream ended without done"
 
 
-async def load(
-    url: str, tokens: list[str | None], ramp: float
-) -> tuple[list[float], list[float], list[str]]:
+async def load(server: Server, tokens: list[str | None], ramp: float) -> Load:
     """Every operator opens one stream; arrivals spread evenly over `ramp` seconds (1,000
     in one second is the arrival rate), so all streams run at once for most of an answer."""
+    url = server.url
+    cpu_before = server.cpu()
     timeout = aiohttp.ClientTimeout(total=CLIENT_TIMEOUT_SECONDS)
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(timeout=timeout, connector=connector) as http:
@@ -104,7 +131,24 @@ async def load(
     firsts = [r[0] for r in results if isinstance(r, tuple)]
     dones = [r[1] for r in results if isinstance(r, tuple)]
     errors = [r for r in results if isinstance(r, str)]
-    return firsts, dones, errors
+    return Load(firsts, dones, errors, server.cpu() - cpu_before)
+
+
+async def served_in_target(url: str) -> float | None:
+    """From serve's /metrics: the share of chat streams whose first frame it wrote within
+    FIRST_FRAME_TARGET of starting to handle the request (None if it has no such metric)."""
+    async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as response:
+        text = await response.text()
+    within = total = None
+    for family in text_string_to_metric_families(text):
+        if family.name != FIRST_FRAME_METRIC:
+            continue
+        for sample in family.samples:
+            if sample.name.endswith("_bucket") and float(sample.labels["le"]) == FIRST_FRAME_TARGET:
+                within = sample.value
+            elif sample.name.endswith("_count"):
+                total = sample.value
+    return within / total if within is not None and total else None
 
 
 def _operators(database_url: str, count: int) -> list[str | None]:
@@ -116,7 +160,7 @@ def _operators(database_url: str, count: int) -> list[str | None]:
         database.dispose()
 
 
-def run(streams: int, tokens: int, interval: float, ramp: float) -> dict[str, Any]:
+def run(streams: int, tokens: int, interval: float, ramp: float) -> dict[str, Load]:
     python = sys.executable
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -130,7 +174,7 @@ def run(streams: int, tokens: int, interval: float, ramp: float) -> dict[str, An
                 "--interval",
                 str(interval),
             ]
-        ) as model_url,
+        ) as model,
     ):
         database_url = f"sqlite:///{Path(tmp) / 'bench.db'}"
         print(f"creating {streams} operators ...", flush=True)
@@ -143,39 +187,55 @@ def run(streams: int, tokens: int, interval: float, ramp: float) -> dict[str, An
             "STEELFRAME_RUNTIME": "openai",
             "STEELFRAME_MODEL": "bench",
             "STEELFRAME_TOOL_ROUNDS": "0",
-            "OPENAI_BASE_URL": model_url,
+            "OPENAI_BASE_URL": model.url,
             "OPENAI_API_KEY": "bench",
             "STEELFRAME_LOG_LEVEL": "WARNING",
         }
         serve = [python, "-m", "steelframe.cli", "serve", "--port", "0"]
-        relay = [python, "-m", "bench._bare_relay", "--model-url", model_url]
-        with started(relay) as bare_url, started(serve, env) as steel_url:
+        relay = [python, "-m", "bench._bare_relay", "--model-url", model.url]
+        with started(relay) as bare_server, started(serve, env) as steel_server:
             print(f"{streams} streams against the bare relay ...", flush=True)
-            bare = asyncio.run(load(bare_url, [None] * streams, ramp))
+            bare = asyncio.run(load(bare_server, [None] * streams, ramp))
             print(f"{streams} streams against steelframe serve ...", flush=True)
-            steel = asyncio.run(load(steel_url, operator_tokens, ramp))
+            steel = asyncio.run(load(steel_server, operator_tokens, ramp))
+            steel.served_in_target = asyncio.run(served_in_target(steel_server.url))
     return {"bare": bare, "steelframe": steel}
 
 
-def report(result: dict[str, Any], streams: int, tokens: int, interval: float, ramp: float) -> None:
+def report(
+    result: dict[str, Load], streams: int, tokens: int, interval: float, ramp: float
+) -> None:
     print(
         f"{streams} concurrent chat streams opened over {ramp:g} s; model: {tokens} tokens,"
         f" {interval:g} s apart ({tokens * interval - interval:g} s an answer)"
     )
-    print(f"  {'':12} {'done p50':>10} {'done p99':>10} {'first p99':>10} {'errors':>7}")
-    for name in ("bare", "steelframe"):
-        firsts, dones, errors = result[name]
-        print(
-            f"  {name:12} {percentile(dones, 50):9.2f}s {percentile(dones, 99):9.2f}s"
-            f" {percentile(firsts, 99) * 1000:8.1f}ms {len(errors):7d}"
-            + (f"  ({sorted(set(errors))[:3]})" if errors else "")
-        )
-    (_, bare_done, _), (steel_first, steel_done, _) = result["bare"], result["steelframe"]
     print(
-        f"  ratio done p50 {ratio(percentile(steel_done, 50), percentile(bare_done, 50))}"
-        f" (target <= 1.10x); steelframe first frame p99"
-        f" {percentile(steel_first, 99) * 1000:.1f} ms (target <= 50 ms)"
+        f"  {'':12} {'done p50':>10} {'done p99':>10} {'first p50':>10} {'first p99':>10}"
+        f" {'errors':>7} {'cpu':>7} {'cpu/frame':>10}"
     )
+    frames = streams * (tokens + 2)  # status, the tokens, done
+    for name in ("bare", "steelframe"):
+        run = result[name]
+        print(
+            f"  {name:12} {percentile(run.dones, 50):9.2f}s {percentile(run.dones, 99):9.2f}s"
+            f" {percentile(run.firsts, 50) * 1000:8.1f}ms"
+            f" {percentile(run.firsts, 99) * 1000:8.1f}ms"
+            f" {len(run.errors):7d} {run.cpu_seconds:6.1f}s"
+            f" {run.cpu_seconds / frames * 1e6:8.1f}us"
+            + (f"  ({sorted(set(run.errors))[:3]})" if run.errors else "")
+        )
+    bare, steel = result["bare"], result["steelframe"]
+    print(
+        f"  ratio done p50 {ratio(percentile(steel.dones, 50), percentile(bare.dones, 50))}"
+        f" (target <= 1.10x); cpu {ratio(steel.cpu_seconds, bare.cpu_seconds)};"
+        f" steelframe first frame p99 {percentile(steel.firsts, 99) * 1000:.1f} ms"
+        f" (target <= {FIRST_FRAME_TARGET * 1000:g} ms)"
+    )
+    if steel.served_in_target is not None:
+        print(
+            f"  serve wrote {steel.served_in_target:.1%} of first frames within"
+            f" {FIRST_FRAME_TARGET * 1000:g} ms of handling the request (its /metrics)"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

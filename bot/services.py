@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-import redis.asyncio as aioredis
 from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
@@ -39,6 +38,7 @@ from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
 from bot.metrics import Metrics
+from bot.redis_clients import blocking_reader
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
@@ -110,6 +110,7 @@ class Services:
 
     async def close(self) -> None:
         await self.registry.close()
+        await self.chat.writes.close()  # the writes of the turns just stopped
         await self.chat.locks.close()
         await self.model_http.close()
         await self.background.close()
@@ -251,7 +252,11 @@ def _turn_coordination(settings: Settings) -> tuple[TurnLocks, TurnRegistry]:
         await locks.release(handle.operator_id, handle.turn_id)
 
     relay = (
-        RedisFrameRelay(settings.redis_url, linger=DEFAULT_LINGER_SECONDS)
+        RedisFrameRelay(
+            settings.redis_url,
+            linger=DEFAULT_LINGER_SECONDS,
+            longest_block=settings.heartbeat_seconds,
+        )
         if settings.redis_url
         else None
     )
@@ -264,7 +269,8 @@ def _operator_events(
     """The operator events stream (Redis streams, or in-process), fed by every commit."""
     event_log: EventLog = LocalEventLog()
     if settings.redis_url and redis_client is not None:
-        event_log = RedisEventLog(redis_client, reader=aioredis.Redis.from_url(settings.redis_url))
+        reader = blocking_reader(settings.redis_url, longest_block=settings.heartbeat_seconds)
+        event_log = RedisEventLog(redis_client, reader=reader)
     events = OperatorEvents(event_log, database)
     watch_commits(database, events)
     return events

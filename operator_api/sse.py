@@ -6,11 +6,11 @@ bot.chat.inflight). Heartbeat comments keep idle connections open through proxie
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from bot.appkeys import SERVICES
@@ -28,8 +28,9 @@ HEARTBEAT = b": keep-alive\n\n"
 
 
 def encode_frame(frame: dict[str, Any]) -> bytes:
-    payload = json.dumps(frame, ensure_ascii=False, separators=(",", ":"))
-    return f"id: {frame['id']}\ndata: {payload}\n\n".encode()
+    """One SSE event: compact UTF-8 JSON (orjson: a tenth of `json.dumps`'s cost, paid for
+    every token of every stream)."""
+    return b"id: %d\ndata: %s\n\n" % (frame["id"], orjson.dumps(frame))
 
 
 def last_event_id(request: web.Request) -> int:

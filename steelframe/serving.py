@@ -14,6 +14,12 @@ from aiohttp import web
 
 from steelframe.protocol_log import QuietAppRunner
 
+# Connections the kernel may hold for `accept` (clamped to net.core.somaxconn). aiohttp's
+# default, 128, overflows when 1,000 operators open chat streams within a second while the
+# loop is busy: the dropped SYNs are retried after 1 s, then 3 s, which was the 2-8 s first
+# frame p99 of bench/chat_streams.py.
+LISTEN_BACKLOG = 4096
+
 
 async def serve_until_stopped(
     app: web.Application,
@@ -27,7 +33,9 @@ async def serve_until_stopped(
     runner = QuietAppRunner(app, access_log=access_log, handle_signals=False)
     await runner.setup()
     try:
-        site = web.TCPSite(runner, host, port, reuse_port=reuse_port or None)
+        site = web.TCPSite(
+            runner, host, port, reuse_port=reuse_port or None, backlog=LISTEN_BACKLOG
+        )
         await site.start()
         if announce:
             bound = runner.addresses[0][1] if runner.addresses else port

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +152,9 @@ async def test_a_session_deleted_elsewhere_mid_turn_fails_closed(
     response = await api.post("/api/operator/chat/stream", json={"message": "doomed"})
     await frames_until(response, lambda f: f["type"] == "status")
     session = response.headers["X-Steelframe-Session"]
+    # The first frame goes out before the session is written; the turn's own instance
+    # answers once it is (another one may not see it for the batched write's few ms).
+    assert (await api.get(f"/api/operator/chat/session/{session}")).status == 200
     assert (await elsewhere.delete(f"/api/operator/chat/session/{session}")).status == 200
     gate.set()
     frames = await read_sse(response)
@@ -280,3 +284,26 @@ async def test_blocking_endpoint_maps_runtime_failure_to_502(
     assert response.status == 502
     assert (await response.json())["error"] == "model endpoint refused the connection"
     assert await _message_count(api) == 0
+
+
+async def test_the_first_frame_goes_out_while_another_writer_holds_the_database(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The first frame names the turn's session before the session is written (1,000
+    turns starting at once would otherwise queue their first frames on SQLite's one
+    writer): a writer holding the lock delays the turn's work, not its first frame."""
+    api = await _api_with(api_factory, tmp_path, ScriptedRuntime([reply("answered")]))
+    writer = sqlite3.connect(tmp_path / "steelframe.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # SQLite's write lock, held by another connection
+    try:
+        response = await api.post("/api/operator/chat/stream", json={"message": "hello"})
+        [first] = await frames_until(response, lambda f: True)
+        assert first["type"] == "status" and first["text"] == "turn started"
+        assert first["session"] == response.headers["X-Steelframe-Session"]
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    frames = await read_sse(response)
+    assert frames[-1]["type"] == "done"
+    history = await (await api.get(f"/api/operator/chat?session={first['session']}")).json()
+    assert [m["content"] for m in history["messages"]] == ["hello", "answered"]

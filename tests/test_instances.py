@@ -1,12 +1,17 @@
 """Two real `serve` processes on one PostgreSQL and one Redis, as behind a load balancer: a
 chat turn started through one is resumed and stopped through the other, and a webhook
-delivered to both is stored and processed once."""
+delivered to both is stored and processed once. With the GitHub sandbox App and two real
+workers: work filed through one instance is run once, its deliveries sent to both are
+processed once, and the operator's events stream on the other instance reports it all."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,10 +22,16 @@ import pytest
 from sqlalchemy import select
 
 from bot.db import Database
+from bot.lifecycle.models import Task
+from bot.lifecycle.states import TaskState
 from bot.operators import create_operator
-from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, webhook_headers
+from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, GitHubSandbox, webhook_headers
+from tests.fakes.coding import command
+from tests.fakes.events import EventsFeed
 from tests.fakes.lifecycle import wait_for
 from tests.fakes.openai_server import Content, FakeOpenAI, Hold, Pause
+from tests.fakes.sandbox import sandbox_settings
+from tests.fakes.workers import settings_env, spawn_worker
 from webhooks.deliveries import WebhookDelivery
 
 MODEL = "instances-model"
@@ -105,7 +116,9 @@ async def test_a_turn_resumes_and_stops_through_the_other_instance(
     instances: tuple[list[str], str, FakeOpenAI, str],
 ) -> None:
     (a, b), token, model, _ = instances
-    model.enqueue(MODEL, [Content("w0 "), Content("w1 "), Pause(0.4), Content("w2 "), Hold()])
+    # The pause outlasts redis-py's default 5 s socket timeout: the relay's blocking read
+    # on B must survive a quiet turn (bot/redis_clients.py).
+    model.enqueue(MODEL, [Content("w0 "), Content("w1 "), Pause(6.0), Content("w2 "), Hold()])
     headers = {"Authorization": f"Bearer {token}"}
     async with aiohttp.ClientSession(headers=headers) as http:
         started = await http.post(f"{a}/api/operator/chat/stream", json={"message": "go on"})
@@ -150,5 +163,129 @@ async def test_a_delivery_sent_to_both_instances_is_stored_and_processed_once(
             )
 
         await wait_for(lambda: rows() == [("processed", 1)], within=60)
+    finally:
+        database.dispose()
+
+
+@pytest.fixture
+async def fleet(
+    github_sandbox: GitHubSandbox, pg_url: str, redis_url: str, tmp_path: Path
+) -> AsyncIterator[tuple[list[str], str]]:
+    """Two `serve` instances and two `steelframe worker`s (real processes) on one PostgreSQL
+    and one Redis, with the sandbox App; the sandbox sends its webhooks to the first."""
+    settings = github_sandbox.settings(
+        tmp_path,
+        database_url=pg_url,
+        redis_url=redis_url,
+        coding_command=command("commit"),
+        task_time_limit=60,
+        task_lease_seconds=5.0,
+        task_retry_backoff_seconds=0.0,
+        task_max_attempts=2,
+        **sandbox_settings(tmp_path),
+    )
+    # A heartbeat longer than redis-py's default 5 s socket timeout: the events stream's
+    # blocking read must outlast it (bot/redis_clients.py).
+    env = settings_env(settings) | {"STEELFRAME_HEARTBEAT_SECONDS": "7"}
+    processes: list[asyncio.subprocess.Process] = []
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        urls = []
+        for name in ("a", "b"):  # one after the other: the first applies the migrations
+            data = {"STEELFRAME_DATA_DIR": str(tmp_path / f"serve-{name}")}
+            urls.append(await _serve(env | data, tmp_path, processes))
+        for number in (1, 2):
+            workers.append(spawn_worker(settings, tmp_path / f"worker-{number}.log"))
+        github_sandbox.deliver_to(f"{urls[0]}/api/github/webhooks")
+        database = Database.from_url(pg_url)
+        _, token = database.call(create_operator, "operator")
+        database.dispose()
+        yield urls, token
+    finally:
+        for worker in workers:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(worker.pid, signal.SIGTERM)
+        for worker in workers:
+            try:
+                await asyncio.to_thread(worker.wait, 30)
+            except subprocess.TimeoutExpired:
+                os.killpg(worker.pid, signal.SIGKILL)
+                await asyncio.to_thread(worker.wait)
+        for process in processes:
+            if process.returncode is None:
+                process.terminate()
+                await process.wait()
+
+
+async def test_work_filed_through_one_instance_reaches_the_events_stream_on_the_other(
+    fleet: tuple[list[str], str], github_sandbox: GitHubSandbox, pg_url: str
+) -> None:
+    (a, b), token = fleet
+    headers = {"Authorization": f"Bearer {token}"}
+    async with (
+        aiohttp.ClientSession(base_url=a, headers=headers) as on_a,
+        aiohttp.ClientSession(base_url=b, headers=headers) as on_b,
+    ):
+        # The operator watches through B (and a second client through A).
+        feed, also = await EventsFeed.open(on_b), await EventsFeed.open(on_a)
+        try:
+            await feed.wait_pings(1)  # a quiet heartbeat's wait (7 s) and the stream lives on
+            filing = await (await on_a.post("/api/operator/chat/new", json={})).json()
+            filed = await on_a.post(
+                "/api/operator/chat/file",
+                json={"session": filing["id"], "title": "Make the widget blue", "body": "Red."},
+            )
+            assert filed.status == 201, await filed.text()
+            issue = (await filed.json())["filed_issue_number"]
+
+            def event_for(kind: str, **fields: Any) -> Any:
+                return lambda f: f["type"] == kind and all(f.get(k) == v for k, v in fields.items())
+
+            await feed.wait_for(event_for("session", session_id=filing["id"], change="created"))
+            delivered = await feed.wait_for(
+                event_for("task", issue=issue, state=TaskState.DELIVERED), within=180
+            )
+            result = await feed.wait_for(event_for("result", session_id=filing["id"]))
+            await also.wait_for(event_for("task", issue=issue, state=TaskState.DELIVERED))
+        finally:
+            await feed.close()
+            await also.close()
+    assert result["kind"] == "delivered" and result["task_id"] == delivered["task_id"]
+    states = [f["state"] for f in feed.of_type("task") if f["task_id"] == delivered["task_id"]]
+    assert states[0] == "queued" and "running" in states and states[-1] == "delivered"
+
+    # Every webhook the sandbox sent to A (the issue, the pull request, comments...) is now
+    # sent to B as well, as a load balancer retrying on the other instance would.
+    await github_sandbox.settle()
+    sent = list(github_sandbox.sandbox.hooks.sent)
+    assert sent and all(d.status is not None and d.status < 300 for d in sent)
+    github_sandbox.deliver_to(f"{b}/api/github/webhooks")
+    for delivery in sent:
+        github_sandbox.sandbox.hooks.redeliver(delivery.id)
+    await github_sandbox.settle()
+    assert all(d.status is not None and d.status < 300 for d in sent)
+
+    database = Database.from_url(pg_url)
+    try:
+
+        def stored() -> dict[str, tuple[str, int]]:
+            return database.call(
+                lambda s: {
+                    d.delivery_id: (d.status, d.attempts)
+                    for d in s.scalars(select(WebhookDelivery))
+                }
+            )
+
+        ids = {d.id for d in sent}
+
+        def processed() -> bool:
+            rows = stored()
+            return ids <= set(rows) and all(rows[i][0] == "processed" for i in ids)
+
+        await wait_for(processed, within=60)
+        rows = stored()
+        assert all(rows[i][1] == 1 for i in ids), rows  # each processed once, on one instance
+        tasks = database.call(lambda s: s.scalars(select(Task).where(Task.issue == issue)).all())
+        assert [(t.state, t.attempts) for t in tasks] == [(TaskState.DELIVERED, 1)]
     finally:
         database.dispose()

@@ -20,10 +20,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from bot.errors import Unavailable
+from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader
 
 log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
@@ -55,8 +55,10 @@ class FrameRelay(Protocol):
 
 
 class RedisFrameRelay:
-    def __init__(self, url: str, *, linger: float) -> None:
-        self._redis = aioredis.Redis.from_url(url)
+    def __init__(
+        self, url: str, *, linger: float, longest_block: float = DEFAULT_LONGEST_BLOCK
+    ) -> None:
+        self._redis = blocking_reader(url, longest_block=longest_block)
         self._linger_ms = int(linger * 1000)
         self._down = False  # publishing failed since the last success (logged once)
 
@@ -126,7 +128,7 @@ class RedisFrameRelay:
         running the turn died and nothing more will come)."""
         stream = f"{PREFIX}frames:{turn_id}"
         position = "0-0"
-        block = int((heartbeat or 15.0) * 1000)
+        block = int((heartbeat or DEFAULT_LONGEST_BLOCK) * 1000)
         while True:
             # RESP2's shape: [[stream, [(entry id, {b"f": frame JSON}), ...]]]
             answer: Any = await self._redis.xread({stream: position}, block=block, count=500)

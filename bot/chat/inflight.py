@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -51,7 +52,10 @@ class TurnHandle:
     before_terminal: Callable[[TurnHandle], Awaitable[None]] | None = None
     first_id: int = 1  # the id of this turn's first frame (frame_base)
     relay: FrameRelay | None = None
-    _changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set once the turn's session is written (after its first frame), or will never be.
+    opened: asyncio.Event = field(default_factory=asyncio.Event)
+    # One future per waiting subscriber, resolved by the next frame.
+    _waiters: list[asyncio.Future[bool]] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -70,8 +74,10 @@ class TurnHandle:
         self.frames.append(numbered)
         if frame.get("type") in TERMINAL_TYPES:
             self.finished_at = time.monotonic()
-        self._changed.set()
-        self._changed = asyncio.Event()
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(True)
         if self.relay is not None:
             await self.relay.publish(self.operator_id, self.turn_id, self.session_id, numbered)
         # Let subscribers write this frame now: a runtime that produces many events without
@@ -96,11 +102,31 @@ class TurnHandle:
                     return
             if self.finished:
                 return
-            changed = self._changed
-            try:
-                await asyncio.wait_for(changed.wait(), timeout=heartbeat)
-            except TimeoutError:
+            if not await self._next_frame(heartbeat):
                 yield None
+
+    async def _next_frame(self, heartbeat: float | None) -> bool:
+        """Wait for the next frame: True when it came, False after `heartbeat` seconds.
+
+        A future and a timer, not `wait_for` on an Event: on Python 3.11 `wait_for` makes a
+        task for every wait, and this runs once per frame per subscriber (bench/README.md,
+        1,000 chat streams)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = None if heartbeat is None else loop.call_later(heartbeat, _lapse, waiter)
+        try:
+            return await waiter
+        finally:
+            if timer is not None:
+                timer.cancel()
+            if waiter in self._waiters:  # it lapsed, or its subscriber left
+                self._waiters.remove(waiter)
+
+
+def _lapse(waiter: asyncio.Future[bool]) -> None:
+    if not waiter.done():
+        waiter.set_result(False)
 
 
 def frame_base() -> int:
@@ -139,6 +165,9 @@ class TurnRegistry:
         self.relay = relay
         self._by_operator: dict[int, TurnHandle] = {}
         self._recent: dict[str, TurnHandle] = {}
+        # Finished turns, oldest first: eviction looks only at the expired head, not at
+        # every recent turn on every request (1,000 turns a second made that quadratic).
+        self._finished: deque[TurnHandle] = deque()
         self._linger = linger_seconds
         self._on_finish = on_finish
 
@@ -188,6 +217,8 @@ class TurnRegistry:
         finally:
             if not handle.finished:
                 await handle.emit({"type": "error", "error": "the turn ended without an answer"})
+            handle.opened.set()  # a turn stopped before its session write writes none
+            self._finished.append(handle)
 
     def for_operator(self, operator_id: int) -> TurnHandle | None:
         return self._by_operator.get(operator_id)
@@ -235,8 +266,12 @@ class TurnRegistry:
 
     def _evict(self) -> None:
         now = time.monotonic()
-        for turn_id, handle in list(self._recent.items()):
-            if handle.finished_at is not None and now - handle.finished_at > self._linger:
-                del self._recent[turn_id]
-                if self._by_operator.get(handle.operator_id) is handle:
-                    del self._by_operator[handle.operator_id]
+        while self._finished:
+            handle = self._finished[0]
+            if handle.finished_at is not None and now - handle.finished_at <= self._linger:
+                return
+            self._finished.popleft()
+            if self._recent.get(handle.turn_id) is handle:
+                del self._recent[handle.turn_id]
+            if self._by_operator.get(handle.operator_id) is handle:
+                del self._by_operator[handle.operator_id]

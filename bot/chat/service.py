@@ -8,6 +8,7 @@ errors back. A turn runs detached in the `TurnRegistry`; its frames are `status`
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from bot.config import AgentConfig, Settings
 from bot.db import Database
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.events import OperatorEvents, SessionChange
+from bot.group_commit import GroupCommit
 from bot.runtimes.base import (
     ContextBudget,
     Delta,
@@ -58,6 +60,15 @@ from bot.runtimes.pricing import cost_usd
 
 log = logging.getLogger(__name__)
 RuntimeFactory = Callable[[AgentConfig], Runtime]
+# Turns retrieving at once. Retrieval is CPU work on the thread pool; 1,000 turns starting
+# within a second queued 1,000 jobs there, ahead of the reads that new requests need before
+# their first frame (auth, the session). More than a few at once gains nothing under the GIL.
+GROUNDING_AT_ONCE = 4
+SESSION_DELETED: dict[str, Any] = {
+    "type": "error",
+    "error": "the session was deleted during the turn",
+    "reason": "session_deleted",
+}
 REDRAFT_HINT = (
     "Your previous draft cited none of the retrieved context. Answer again, citing the hits "
     "(#issue, session id or their distinctive words) where they are relevant."
@@ -104,6 +115,9 @@ class ChatService:
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
+        # Turns' session writes and their messages, committed together (SQLite: one writer).
+        self.writes = GroupCommit(db)
+        self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
         self.settings = settings
         self.agents = settings.agents
         self.runtimes = runtimes
@@ -141,8 +155,9 @@ class ChatService:
     # -- turns ---------------------------------------------------------------------------
 
     async def start_turn(self, request: TurnRequest) -> TurnHandle:
-        """Validate, resolve the session, and start the turn detached; errors raise here,
-        before any stream begins, so the client gets a plain 4xx."""
+        """Validate, resolve the session (a read), and start the turn detached; errors raise
+        here, before any stream begins, so the client gets a plain 4xx. The session is
+        written by the turn itself, after its first frame (`_open`)."""
         message = request.message
         if not message.strip():
             raise BadRequest("message is required", detail={"field": "message"})
@@ -159,22 +174,21 @@ class ChatService:
                     detail={"session": held.get("session") or None, "turn_id": holder or None},
                 )
             acquired = True
-            turn_session = await self.db.run(
-                store.open_for_turn,
+            target = await self.db.run(
+                store.resolve_turn,
                 request.operator_id,
                 session_id=request.session_id,
                 agent=request.agent,
                 focus=request.focus,
                 default_agent="default",
-                clock=self.clock,
             )
-            if turn_session.agent not in self.agents:
+            if target.agent not in self.agents:
                 raise BadRequest(
-                    f"this session's agent {turn_session.agent!r} is no longer configured;"
+                    f"this session's agent {target.agent!r} is no longer configured;"
                     " name another agent",
                     detail={"field": "agent", "known": sorted(self.agents)},
                 )
-            await self.locks.describe(request.operator_id, handle.turn_id, turn_session.id)
+            await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
         except BaseException:
             self.registry.release(handle)
             if acquired:
@@ -182,16 +196,51 @@ class ChatService:
             raise
         return self.registry.launch(
             handle,
-            session_id=turn_session.id,
-            run=lambda running: self._run(running, request, turn_session),
+            session_id=target.session_id,
+            run=lambda running: self._run(running, request, target),
         )
 
-    async def _run(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
+    async def _run(
+        self, handle: TurnHandle, request: TurnRequest, target: store.TurnTarget
+    ) -> None:
         renewer = asyncio.create_task(self._keep_slot(handle), name=f"slot-{handle.turn_id}")
         try:
-            await self._turn(handle, request, ts)
+            # The first frame goes out before any write: it names the session and the turn,
+            # which are already decided (spec: the SSE stream starts with `status`).
+            await handle.emit(
+                {
+                    "type": "status",
+                    "text": "turn started",
+                    "session": target.session_id,
+                    "turn_id": handle.turn_id,
+                }
+            )
+            ts = await self._open(handle, request, target)
+            if ts is not None:
+                await self._turn(handle, request, ts)
         finally:
             renewer.cancel()
+
+    async def _open(
+        self, handle: TurnHandle, request: TurnRequest, target: store.TurnTarget
+    ) -> store.TurnSession | None:
+        """Write the turn's session, batched with other turns' writes. A stop meanwhile lets
+        the write land first, so a client told the turn stopped finds the session the first
+        frame named. None (and an error frame) if the session was deleted since."""
+        write = asyncio.ensure_future(
+            self.writes.run(store.open_for_turn, request.operator_id, target, clock=self.clock)
+        )
+        try:
+            return await asyncio.shield(write)
+        except store.SessionGone:
+            await handle.emit(SESSION_DELETED)
+            return None
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await write
+            raise
+        finally:
+            handle.opened.set()
 
     async def _keep_slot(self, handle: TurnHandle) -> None:
         """Renew the operator's turn slot while this turn lives (see coordination)."""
@@ -212,9 +261,6 @@ class ChatService:
         agent = resolve_agent(self.agents, ts.agent)
         if self.checkouts is not None:
             agent = await self.checkouts.for_agent(agent)  # fresh enough: merged memory shows
-        await handle.emit(
-            {"type": "status", "text": "turn started", "session": ts.id, "turn_id": handle.turn_id}
-        )
         context = await self._gather(request.message, agent, ts, handle.emit)
         runtime = self.runtimes(agent)
         drafted = await self._draft_cited(
@@ -309,17 +355,11 @@ class ChatService:
             pending=finished.outcome.pending,
         )
         try:
-            return await self.db.run(
+            return await self.writes.run(
                 store.persist_turn, request.operator_id, ts.id, record, clock=self.clock
             )
         except store.SessionGone:
-            await handle.emit(
-                {
-                    "type": "error",
-                    "error": "the session was deleted during the turn",
-                    "reason": "session_deleted",
-                }
-            )
+            await handle.emit(SESSION_DELETED)
             return None
 
     async def _redraft(self, drafting: _Drafting, context: TurnContext, *, first: Draft) -> Draft:
@@ -341,7 +381,8 @@ class ChatService:
         self, query: str, agent: AgentConfig, focus: int | None, emit: Any
     ) -> Grounding:
         try:
-            return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
+            async with self._grounding:
+                return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
         except Exception as exc:  # retrieval never fails the turn (spec: Retrieve grounding)
             log.warning("retrieval unavailable: %s", type(exc).__name__)
             await emit({"type": "status", "text": "retrieve unavailable"})
@@ -437,6 +478,15 @@ class ChatService:
 
     # -- sessions ------------------------------------------------------------------------
 
+    async def _settled(self, operator_id: int) -> None:
+        """Wait for the session write of a turn that has started here: its first frame
+        named the session before it was written, and this instance answers about sessions
+        as if it had been written first. (Another instance may not see it for the few
+        milliseconds the batched write takes: docs/api.md, Chat.)"""
+        handle = self.registry.for_operator(operator_id)
+        if handle is not None and handle.task is not None:
+            await handle.opened.wait()
+
     def _refuse_while_busy(self, operator_id: int, action: str) -> None:
         running = self.registry.busy(operator_id)
         if running is not None:
@@ -479,13 +529,16 @@ class ChatService:
         await self.summaries.resume_pending()
 
     async def list_sessions(self, operator_id: int) -> list[dict[str, Any]]:
+        await self._settled(operator_id)
         return await self.db.run(store.list_sessions, operator_id)
 
     async def get_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
+        await self._settled(operator_id)
         return await self.db.run(store.get_session, operator_id, session_id)
 
     async def open_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
         """Reopen a session: the next message goes to it; the one left is summarised."""
+        await self._settled(operator_id)
         opened, left = await self.db.run(store.open_session, operator_id, session_id)
         if left is not None:
             self.summaries.spawn(left)
@@ -494,10 +547,12 @@ class ChatService:
     async def history(
         self, operator_id: int, *, session_id: str | None, limit: int
     ) -> dict[str, Any]:
+        await self._settled(operator_id)
         return await self.db.run(store.history, operator_id, session_id=session_id, limit=limit)
 
     async def delete_session(self, operator_id: int, session_id: str) -> None:
         """Delete a session; a turn running in it is stopped first (its model call too)."""
+        await self._settled(operator_id)
         running = self.registry.busy(operator_id)
         if running is not None and running.session_id == session_id:
             if (await self.registry.stop(operator_id)).state is StopState.FINISHING:

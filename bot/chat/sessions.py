@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -97,10 +97,27 @@ def _create(
     kind: SessionKind = SessionKind.CHAT,
     clock: Clock = utcnow,
 ) -> ChatSession:
+    row = _new_row(operator.id, agent=agent, title=title, focus=focus, kind=kind, clock=clock)
+    session.add(row)
+    operator.active_session_id = row.id
+    session.flush()
+    return row
+
+
+def _new_row(
+    operator_id: int,
+    *,
+    agent: str,
+    title: str | None = None,
+    focus: int | None = None,
+    kind: SessionKind = SessionKind.CHAT,
+    clock: Clock = utcnow,
+    session_id: str | None = None,
+) -> ChatSession:
     now = clock()
-    row = ChatSession(
-        id=new_id(),
-        operator_id=operator.id,
+    return ChatSession(
+        id=session_id or new_id(),
+        operator_id=operator_id,
         agent=agent,
         kind=kind,
         title=title,
@@ -109,10 +126,6 @@ def _create(
         last_activity_at=now,
         summary_status=SummaryStatus.NONE,
     )
-    session.add(row)
-    operator.active_session_id = row.id
-    session.flush()
-    return row
 
 
 def clear_decision(row: ChatSession) -> None:
@@ -120,7 +133,21 @@ def clear_decision(row: ChatSession) -> None:
     row.decision_issue = None
 
 
-def open_for_turn(
+@dataclass(frozen=True)
+class TurnTarget:
+    """Where a message goes, decided by a read before the turn's stream opens (so a session
+    or agent that is wrong is still a plain 4xx); `open_for_turn` writes it once the turn's
+    first frame is out."""
+
+    session_id: str
+    agent: str  # the agent the turn runs with (a switch, else the session's)
+    exists: bool  # False: `open_for_turn` creates the session under `session_id`
+    pin: bool  # a named session becomes the operator's active one
+    switch_agent: str | None = None
+    focus: Any = UNSET  # int, None (clear focus) or UNSET (keep)
+
+
+def resolve_turn(
     session: Session,
     operator_id: int,
     *,
@@ -128,32 +155,45 @@ def open_for_turn(
     agent: str | None,
     focus: int | Any | None = UNSET,
     default_agent: str,
-    clock: Clock = utcnow,
-) -> TurnSession:
-    """Resolve the session a message goes to: the named one (pinned from now on), else the
-    operator's active one, else a new one. Applies an agent switch or focus change, which
-    clear the Decision draft (spec: Discuss and Decision)."""
+) -> TurnTarget:
+    """The session a message goes to: the named one (pinned from now on), else the
+    operator's active one, else a new one (its id chosen now). Reads only."""
     operator = _operator(session, operator_id)
-    row: ChatSession | None
-    if session_id is not None:
-        row = _owned(session, operator_id, session_id)
-        operator.active_session_id = row.id
-    else:
-        row = _active(session, operator)
-    created = row is None
+    row = (
+        _owned(session, operator_id, session_id)
+        if session_id is not None
+        else _active(session, operator)
+    )
     if row is None:
-        row = _create(
-            session,
-            operator,
-            agent=agent or default_agent,
-            focus=None if focus is UNSET else focus,
-            clock=clock,
-        )
-    if agent is not None and agent != row.agent:
-        row.agent = agent
+        return TurnTarget(new_id(), agent or default_agent, exists=False, pin=False, focus=focus)
+    return TurnTarget(
+        row.id,
+        agent or row.agent,
+        exists=True,
+        pin=session_id is not None,
+        switch_agent=agent,
+        focus=focus,
+    )
+
+
+def open_for_turn(
+    session: Session, operator_id: int, target: TurnTarget, *, clock: Clock = utcnow
+) -> TurnSession:
+    """Write what `resolve_turn` decided: create or pin the session, apply an agent switch or
+    focus change (either clears the Decision draft: spec, Discuss and Decision); read what
+    the turn needs. SessionGone if the session was deleted since it was resolved."""
+    if not target.exists:
+        return _open_new(session, operator_id, target, clock=clock)
+    row = session.get(ChatSession, target.session_id)
+    if row is None or row.operator_id != operator_id:
+        raise SessionGone(target.session_id)
+    if target.pin:
+        _activate(session, operator_id, row.id)
+    if target.switch_agent is not None and target.switch_agent != row.agent:
+        row.agent = target.switch_agent
         clear_decision(row)
-    if focus is not UNSET and focus != row.focus_issue:
-        row.focus_issue = focus
+    if target.focus is not UNSET and target.focus != row.focus_issue:
+        row.focus_issue = target.focus
         clear_decision(row)
     turns = session.scalars(
         select(ChatTurn)
@@ -170,9 +210,42 @@ def open_for_turn(
         decision_body=row.decision_body,
         decision_issue=row.decision_issue,
         history=[turn_json(turn) for turn in reversed(turns)],
-        created=created,
+        created=not target.exists,
         pending=proposal_of(row),
     )
+
+
+def _open_new(
+    session: Session, operator_id: int, target: TurnTarget, *, clock: Clock
+) -> TurnSession:
+    """A new session: two statements and no read (it has no history yet), since every
+    turn's first message writes one and 1,000 operators may start within a second."""
+    focus = None if target.focus is UNSET else target.focus
+    row = _new_row(
+        operator_id, agent=target.agent, focus=focus, clock=clock, session_id=target.session_id
+    )
+    session.add(row)
+    _activate(session, operator_id, row.id)  # flushes the new row first (autoflush)
+    return TurnSession(
+        id=row.id,
+        agent=row.agent,
+        title=None,
+        focus=focus,
+        kind=row.kind,
+        decision_body=None,
+        decision_issue=None,
+        created=True,
+    )
+
+
+def _activate(session: Session, operator_id: int, session_id: str) -> None:
+    """Make the session the operator's active one; SessionGone if the operator is gone."""
+    done = session.execute(
+        update(Operator).where(Operator.id == operator_id).values(active_session_id=session_id),
+        execution_options={"synchronize_session": False},  # its row is not loaded here
+    )
+    if getattr(done, "rowcount", 1) == 0:
+        raise SessionGone(session_id)
 
 
 def proposal_of(row: ChatSession) -> Proposal | None:

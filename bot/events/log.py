@@ -23,6 +23,8 @@ from typing import Any, Protocol
 import redis
 import redis.asyncio as aioredis
 
+from bot.redis_clients import blocking_reader
+
 # Events kept per operator: a client that was away for longer than this many events gets a
 # `resync` event and reloads instead of a replay (DEFAULT_MAXLEN is ~days of a busy board).
 DEFAULT_MAXLEN = 1000
@@ -163,7 +165,7 @@ class RedisEventLog:
 
     @classmethod
     def from_url(cls, url: str, *, maxlen: int = DEFAULT_MAXLEN) -> RedisEventLog:
-        return cls(redis.Redis.from_url(url), reader=aioredis.Redis.from_url(url), maxlen=maxlen)
+        return cls(redis.Redis.from_url(url), reader=blocking_reader(url), maxlen=maxlen)
 
     @staticmethod
     def keys(operator_id: int) -> tuple[str, str]:

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bot.config import Settings
 from tests.fakes.lifecycle import Lifecycle
 
 CREDENTIAL_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
@@ -15,7 +16,12 @@ CREDENTIAL_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GI
 def worker_env(lc: Lifecycle) -> dict[str, str]:
     """The environment `steelframe worker` needs to reach the test's database, Redis and
     sandbox App (everything the in-process bench has in its settings)."""
-    s = lc.settings
+    return settings_env(lc.settings)
+
+
+def settings_env(s: Settings) -> dict[str, str]:
+    """`s` as the environment of a `steelframe` child process (worker or serve) that reaches
+    the test's database, Redis and sandbox App."""
     assert s.private_key is not None and s.redis_url is not None
     env = {k: v for k, v in os.environ.items() if not k.startswith(CREDENTIAL_VARS)}
     env.update(
@@ -26,6 +32,8 @@ def worker_env(lc: Lifecycle) -> dict[str, str]:
             "STEELFRAME_CHECKOUT": str(s.checkout),
             "APP_ID": str(s.app_id),
             "PRIVATE_KEY": s.private_key.reveal(),
+            "WEBHOOK_SECRET": s.webhook_secret.reveal() if s.webhook_secret else "",
+            "STEELFRAME_REPO": s.repo,
             "GITHUB_API_URL": s.github_api_url,
             "STEELFRAME_GITHUB_WRITE_INTERVAL": "0",
             "STEELFRAME_CODING_COMMAND": s.coding_command or "",
@@ -49,11 +57,19 @@ def start_worker(
 ) -> subprocess.Popen[bytes]:
     """`steelframe worker ARGS` in a session of its own, its output in `log`; `env` is
     laid over `worker_env(lc)`."""
+    return spawn_worker(lc.settings, log, *args, env=env)
+
+
+def spawn_worker(
+    settings: Settings, log: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`steelframe worker ARGS` for `settings`, in a session of its own, output in `log`;
+    `env` is laid over `settings_env(settings)`."""
     with open(log, "wb") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "steelframe.cli", "worker", *args],
-            env={**worker_env(lc), **(env or {})},
-            cwd=lc.settings.data_dir.parent,
+            env={**settings_env(settings), **(env or {})},
+            cwd=settings.data_dir.parent,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -1,0 +1,20 @@
+"""Redis clients for blocking reads (`XREAD BLOCK`): their socket timeout outlasts the block.
+
+redis-py (8) gives every client a 5 s socket timeout by default, so an `XREAD BLOCK 15000`
+(a heartbeat's wait with nothing new) failed with TimeoutError after 5 s: the operator events
+stream and a chat turn resumed on another instance died after five quiet seconds. Tests with a
+0.2 s heartbeat never waited that long; tests/test_instances.py, with real processes and the
+default heartbeat, did.
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+
+DEFAULT_LONGEST_BLOCK = 15.0  # seconds: the default SSE heartbeat (STEELFRAME_HEARTBEAT_SECONDS)
+BLOCK_MARGIN_SECONDS = 10.0  # for Redis to answer once the block is over
+
+
+def blocking_reader(url: str, *, longest_block: float = DEFAULT_LONGEST_BLOCK) -> aioredis.Redis:
+    """A client whose reads may block up to `longest_block` seconds in Redis."""
+    return aioredis.Redis.from_url(url, socket_timeout=longest_block + BLOCK_MARGIN_SECONDS)
