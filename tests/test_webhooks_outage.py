@@ -214,7 +214,6 @@ async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_
         tmp_path,
         redis_url,
         coding_command=command("question"),
-        task_lease_seconds=1.0,
     )
     waiting = await lc.open_issue("Add a cache")
     await lc.work()
