@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, func, or_, select
 from sqlalchemy.orm import Session
 
 from memory.errors import ChunkError
@@ -180,11 +180,22 @@ def _row(values: Any) -> Row:
 
 def rows_after(session: Session, *, watermark: int, gaps: Sequence[int], limit: int) -> list[Row]:
     """Rows the index has not seen: above the watermark, or in its gaps; ascending ids."""
+    condition = _unseen(watermark, gaps)
+    statement = select(*_COLUMNS).where(condition).order_by(MemoryChunk.id).limit(limit)
+    return [_row(values) for values in session.execute(statement)]
+
+
+def any_after(session: Session, *, watermark: int, gaps: Sequence[int]) -> bool:
+    """Is there a row `rows_after` would return? (An id, not the row: a cheap probe.)"""
+    statement = select(MemoryChunk.id).where(_unseen(watermark, gaps)).limit(1)
+    return session.execute(statement).first() is not None
+
+
+def _unseen(watermark: int, gaps: Sequence[int]) -> ColumnElement[bool]:
     condition = MemoryChunk.id > watermark
     if gaps:
         condition = or_(condition, MemoryChunk.id.in_(list(gaps)))
-    statement = select(*_COLUMNS).where(condition).order_by(MemoryChunk.id).limit(limit)
-    return [_row(values) for values in session.execute(statement)]
+    return condition
 
 
 def iter_rows(session: Session, *, batch: int) -> Iterator[list[Row]]:

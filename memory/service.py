@@ -26,7 +26,8 @@ from memory.index import DEFAULT_K, Hit, Narrowing, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
 from memory.related import Related, expand
 from memory.segment import Record
-from memory.writer import IndexWriter
+from memory.snapshot import Snapshot
+from memory.writer import IndexWriter, plan_merge
 
 log = logging.getLogger(__name__)
 SessionFactory = Callable[[], AbstractContextManager[Session]]
@@ -50,6 +51,8 @@ class Memory:
         self.writer = IndexWriter(root, self.analyzer, clock=wall)
         self.related = Related.analysed(self.analyzer.tokens)
         self._bound = False
+        # Memory.recent's answers, each with the snapshot (generation) it was read under.
+        self._recent: dict[tuple[str, ChunkSource, int], tuple[Snapshot, tuple[Hit, ...]]] = {}
 
     @classmethod
     def in_data_dir(
@@ -176,8 +179,12 @@ class Memory:
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
         """Catch the index up with the rows; an index built with another analysis (an older
-        version of Steelframe) met here is rebuilt first, its progress logged."""
+        version of Steelframe) met here is rebuilt first, its progress logged. When no row
+        is new (memory.sync.pending: one query), nothing is locked, read or written."""
         self._ensure_bound()
+        current = self._unchanged()
+        if current is not None:
+            return sync.SyncReport(0, 0, current.watermark, behind=False)
         try:
             with self.sessions() as session:
                 return sync.sync(session, self.writer, limit=limit)
@@ -208,16 +215,54 @@ class Memory:
             merged += 1
         return merged
 
+    def _unchanged(self) -> Manifest | None:
+        """The index's manifest when a sync would change nothing, else None. Read through
+        the search side's snapshot (a stat of the manifest while its generation stands);
+        any doubt about the index (corrupt, foreign, another analysis) is left to the
+        locked sync, which reports or repairs it."""
+        try:
+            manifest = self.index.snapshot().manifest
+        except IndexUnavailable:
+            return None
+        with self.sessions() as session:
+            if sync.pending(session, manifest, now=self.writer.clock()):
+                return None
+        return manifest
+
     def merge_due(self) -> bool:
-        return self.writer.merge_due()
+        """Is a merge due in the current generation (its snapshot is the one searches use,
+        loaded once per generation rather than on every call)?"""
+        self._ensure_bound()
+        return bool(plan_merge(self.index.snapshot()))
 
     def recent(
         self, *, repo: str, source: ChunkSource = ChunkSource.CHAT_SUMMARY, limit: int = 3
     ) -> list[Hit]:
-        """Newest chunks of a source, unranked (score 0): the recency fallback."""
+        """Newest chunks of a source, unranked (score 0): the recency fallback.
+
+        Read from the rows once per index generation: a chunk added or replaced changes the
+        generation when it is indexed (the next `sync`; a turn syncs before it asks), so
+        until then the answer stands. The generation is taken before the rows are read, so
+        a sync racing the read only makes the next call read again."""
+        key = (repo, source, limit)
+        snapshot = self._snapshot_or_none()
+        cached = self._recent.get(key)
+        if snapshot is not None and cached is not None and cached[0] is snapshot:
+            return list(cached[1])
         with self.sessions() as session:
             records = chunks.recent(session, repo=repo, source=source, limit=limit)
-        return [Hit(record, 0.0) for record in records]
+        hits = [Hit(record, 0.0) for record in records]
+        if snapshot is not None:
+            self._recent[key] = (snapshot, tuple(hits))
+        return hits
+
+    def _snapshot_or_none(self) -> Snapshot | None:
+        if not self._bound:
+            return None  # no generation to key on yet: read the rows each time
+        try:
+            return self.index.snapshot()
+        except IndexUnavailable:
+            return None
 
     def distinctive(self, text: str, *, exclude: str = "") -> list[str]:
         """The terms of `text` rare in the index (by idf): what a reply that used it would

@@ -53,6 +53,16 @@ def sync(session: Session, writer: IndexWriter, *, limit: int = SYNC_BATCH) -> S
     return SyncReport(added, removed, watermark, behind=len(rows) >= limit)
 
 
+def pending(session: Session, manifest: Manifest, *, now: float) -> bool:
+    """Would `sync` change an index at `manifest`: a row above its watermark or in one of its
+    gaps, or a gap old enough to drop? One indexed query and no lock, so a turn over an
+    index with nothing new (the common case) costs a read, not a lock, a manifest parse and
+    a write."""
+    if prune_gaps(manifest.gaps, now) != manifest.gaps:
+        return True
+    return chunks.any_after(session, watermark=manifest.watermark, gaps=sorted(manifest.gaps))
+
+
 def rebuild(
     session: Session,
     writer: IndexWriter,

@@ -21,7 +21,7 @@ from bot.chat.retrieval import (
 )
 from bot.config import FIELDS, AgentConfig, Settings
 from bot.db import Database, upgrade
-from memory import ChunkIn, Memory
+from memory import ChunkIn, Memory, add_chunk
 from memory.manifest import MANIFEST
 from tests.conftest import ApiClient, read_sse
 from tests.fakes.runtimes import ScriptedRuntime, reply
@@ -395,6 +395,59 @@ async def test_empty_memory_injects_no_semantic_hits_alone(
     )
     assert grounding.prompt_block == f"Prior Steelframe context:\n{NO_SEMANTIC_HITS}"
     assert grounding.available and grounding.hits == []
+
+
+def _add_elsewhere(memory: Memory, chunk: ChunkIn, how: str) -> None:
+    """Add a chunk as another process would: its row alone (a worker's or the chat summary
+    sink's `add_chunk`, the index left to catch up), or through its own `Memory` over the
+    same index folder (which syncs the index, changing its generation)."""
+    if how == "row only":
+        with memory.sessions() as session:
+            add_chunk(session, chunk)
+    else:
+        Memory(memory.root, memory.sessions).add([chunk])
+
+
+@pytest.mark.parametrize("how", ["row only", "another memory"])
+async def test_a_chunk_added_elsewhere_after_a_turn_is_found_by_the_next_turn(
+    memory: Memory, agent: AgentConfig, how: str
+) -> None:
+    _seed(memory, *BACKGROUND)
+    grounder = MemoryGrounder(memory)
+    first = await grounder.ground(
+        query="why does the xylophone tuning drift", agent=agent, focus=None, emit=Frames()
+    )
+    assert first.kept_hits == []
+    again = await grounder.ground(  # an unchanged index: the turn reads it as it stands
+        query="why does the xylophone tuning drift", agent=agent, focus=None, emit=Frames()
+    )
+    assert again.kept_hits == [] and again.meta["index"]["added"] == 0
+    _add_elsewhere(
+        memory, ChunkIn("xylophone tuning drifts when the room is cold", "issue", REPO), how
+    )
+    second = await grounder.ground(
+        query="why does the xylophone tuning drift", agent=agent, focus=None, emit=Frames()
+    )
+    assert ["xylophone tuning drifts when the room is cold"] == [
+        h["text"] for h in second.kept_hits
+    ]
+
+
+@pytest.mark.parametrize("how", ["row only", "another memory"])
+async def test_a_summary_added_elsewhere_after_a_turn_joins_the_next_recency_fallback(
+    memory: Memory, agent: AgentConfig, how: str
+) -> None:
+    grounder = MemoryGrounder(memory)
+    first = await grounder.ground(query="anything", agent=agent, focus=None, emit=Frames())
+    assert first.recency_fallback and first.hits == []
+    summary = ChunkIn(
+        "Session: agreed to ship on Fridays", "chat_summary", REPO, session_id="s-new"
+    )
+    _add_elsewhere(memory, summary, how)
+    frames = Frames()
+    second = await grounder.ground(query="anything", agent=agent, focus=None, emit=frames)
+    assert [h["text"] for h in second.hits] == ["Session: agreed to ship on Fridays"]
+    assert frames.texts[-1] == f"{NO_SEMANTIC_HITS} · 1 recent summary"
 
 
 # -- rule 4: citations and widening ----------------------------------------------------

@@ -10,10 +10,19 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.chat.sessions import (
+    UNSET,
+    Proposal,
+    TurnRecord,
+    TurnTarget,
+    open_for_turn,
+    persist_turn,
+)
+from bot.clock import utcnow
 from bot.db import Database, upgrade
 from bot.errors import Conflict
 from bot.group_commit import GroupCommit
-from bot.models import Operator
+from bot.models import Agent, ChatSession, Operator
 from bot.operators import create_operator
 
 
@@ -63,3 +72,42 @@ async def test_a_write_whose_caller_is_cancelled_still_commits(db: Database) -> 
         await caller
     await writes.close()
     assert _names(db) == {"kept"}
+
+
+async def test_a_turn_opened_after_one_stored_in_the_same_batch_reads_what_it_stored(
+    db: Database,
+) -> None:
+    """Writes of one batch share an ORM session: a session row an earlier write loaded (and
+    something still holds) must not hide what the plain UPDATE of `persist_turn` changed."""
+
+    def setup(session: Session) -> int:
+        agent = Agent(name="default", repo="o/r", checkout="/", runtime="x", updated_at=utcnow())
+        session.add(agent)
+        operator, _ = create_operator(session, "ada")
+        session.flush()
+        open_for_turn(session, operator.id, TurnTarget("s1", "default", exists=False, pin=False))
+        return operator.id
+
+    held: list[ChatSession] = []
+
+    def load(session: Session) -> str | None:
+        row = session.get(ChatSession, "s1")
+        assert row is not None
+        held.append(row)  # kept alive: the identity map holds only what someone references
+        return row.pending_title
+
+    operator_id = db.call(setup)
+    again = TurnTarget("s1", "default", exists=True, pin=False, focus=UNSET)
+    proposal = Proposal(title="Fix the flaky deploy", body="why", kind="work", key="k1")
+    record = TurnRecord("t1", "hi", "hello", "", "chat", {}, title="Deploys", pending=proposal)
+    writes = GroupCommit(db)
+    before, stored, after = await asyncio.gather(
+        writes.run(load),
+        writes.run(persist_turn, operator_id, "s1", record),
+        writes.run(open_for_turn, operator_id, again),
+    )
+    assert writes.batches == 1
+    assert before is None
+    assert [m["content"] for m in stored] == ["hi", "hello"]
+    assert after.pending == proposal and after.title == "Deploys"
+    assert [m["content"] for m in after.history] == ["hi", "hello"]

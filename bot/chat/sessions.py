@@ -6,14 +6,16 @@ belongs to another operator is NotFound, exactly as if it did not exist.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import BindParameter, Update, bindparam, case, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.util import identity_key
 
 from bot.chat.summary import mark_left
 from bot.clock import Clock, utcnow
@@ -218,14 +220,14 @@ def open_for_turn(
 def _open_new(
     session: Session, operator_id: int, target: TurnTarget, *, clock: Clock
 ) -> TurnSession:
-    """A new session: two statements and no read (it has no history yet), since every
-    turn's first message writes one and 1,000 operators may start within a second."""
+    """A new session: two plain statements and no read (it has no history yet), since
+    every turn's first message writes one and 1,000 operators may start within a second."""
     focus = None if target.focus is UNSET else target.focus
     row = _new_row(
         operator_id, agent=target.agent, focus=focus, clock=clock, session_id=target.session_id
     )
-    session.add(row)
-    _activate(session, operator_id, row.id)  # flushes the new row first (autoflush)
+    session.execute(insert(ChatSession), [_values(row)])
+    _activate(session, operator_id, row.id)
     return TurnSession(
         id=row.id,
         agent=row.agent,
@@ -292,13 +294,25 @@ def persist_turn(
 ) -> list[dict[str, Any]]:
     """Write the user and assistant turns together; returns the two stored messages.
 
+    Three plain statements (update the session, read its last seq, insert both messages)
+    rather than an ORM load and flush: every turn of 1,000 concurrent streams ends here, in
+    a group commit (bot.group_commit), where the ORM's load and unit of work showed in the
+    profile. The update comes first so it holds the session's row lock (PostgreSQL) while
+    the seq is read.
+
     Fails closed: if the session was deleted meanwhile, SessionGone and nothing is written
     (the foreign key refuses orphans even if the delete lands between our check and insert).
     """
-    row = session.get(ChatSession, session_id, with_for_update=True)
-    if row is None or row.operator_id != operator_id:
-        raise SessionGone(session_id)
     now = clock()
+    statement, params = _turn_changes(record, now)
+    done = session.execute(
+        statement,
+        {**params, "p_session": session_id, "p_operator": operator_id},
+        execution_options={"synchronize_session": False},
+    )
+    if getattr(done, "rowcount", 1) == 0:
+        raise SessionGone(session_id)
+    _forget_loaded(session, session_id)
     seq = (
         session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == session_id)) or 0
     )
@@ -308,6 +322,8 @@ def persist_turn(
         seq=seq + 1,
         role=Role.USER,
         content=record.user_message,
+        reasoning=None,
+        intent=None,
         meta={},
         created_at=now,
     )
@@ -322,33 +338,90 @@ def persist_turn(
         meta=record.meta,
         created_at=now,
     )
-    session.add_all([user, assistant])
-    _apply_turn(row, record, now)
     try:
-        session.flush()
+        session.execute(insert(ChatTurn), [_values(user), _values(assistant)])
     except IntegrityError as exc:
         raise SessionGone(session_id) from exc
     return [turn_json(user), turn_json(assistant)]
 
 
-def _apply_turn(row: ChatSession, record: TurnRecord, now: datetime) -> None:
+def _turn_changes(record: TurnRecord, now: datetime) -> tuple[Update, dict[str, Any]]:
     """What a stored turn changes on its session: title, decision, pending proposal,
-    activity, and the summary it made stale."""
-    if row.title is None and record.title:
-        row.title = record.title
+    activity, and the summary it made stale. An UPDATE (one of eight, built once) and its
+    parameters."""
+    params: dict[str, Any] = {"p_now": now}
+    if record.title:
+        params["p_title"] = record.title
     if record.decision is not UNSET:
-        if record.decision is None:
-            clear_decision(row)
-        else:
-            row.decision_body, row.decision_issue = record.decision
+        body, issue = record.decision if record.decision is not None else (None, None)
+        params.update(p_decision_body=body, p_decision_issue=issue)
     if record.pending is not UNSET:
-        set_pending(row, record.pending)
-    row.last_activity_at = now
-    # A new turn makes any summary stale: the session is summarised again when the operator
-    # leaves it (or it idles). A closed session continued is live again.
-    row.closed_at = None
-    if row.summary_status == SummaryStatus.DONE:
-        row.summary_status = SummaryStatus.NONE
+        proposal = record.pending
+        params.update(
+            p_pending_title=proposal.title if proposal else None,
+            p_pending_body=proposal.body if proposal else None,
+            p_pending_kind=proposal.kind if proposal else None,
+            p_pending_key=proposal.key if proposal else None,
+        )
+    statement = _turn_update(
+        "p_title" in params, "p_decision_body" in params, "p_pending_title" in params
+    )
+    return statement, params
+
+
+@functools.cache
+def _turn_update(title: bool, decision: bool, pending: bool) -> Update:
+    """The session's UPDATE for a stored turn, its values bound by name (a statement built
+    per call would have its cache key computed per call, as costly as the ORM flush)."""
+    changes: dict[Any, Any] = {
+        ChatSession.last_activity_at: _param(ChatSession.last_activity_at, "p_now"),
+        # A new turn makes any summary stale: the session is summarised again when the
+        # operator leaves it (or it idles). A closed session continued is live again.
+        ChatSession.closed_at: None,
+        ChatSession.summary_status: case(
+            (ChatSession.summary_status == SummaryStatus.DONE.value, SummaryStatus.NONE.value),
+            else_=ChatSession.summary_status,
+        ),
+    }
+    columns = [ChatSession.decision_body, ChatSession.decision_issue] if decision else []
+    if pending:
+        columns += [
+            ChatSession.pending_title,
+            ChatSession.pending_body,
+            ChatSession.pending_kind,
+            ChatSession.pending_key,
+        ]
+    changes.update({column: _param(column, f"p_{column.key}") for column in columns})
+    if title:  # only a session without a title takes the turn's
+        changes[ChatSession.title] = func.coalesce(
+            ChatSession.title, _param(ChatSession.title, "p_title")
+        )
+    return (
+        update(ChatSession)
+        .where(
+            ChatSession.id == _param(ChatSession.id, "p_session"),
+            ChatSession.operator_id == _param(ChatSession.operator_id, "p_operator"),
+        )
+        .values(changes)
+    )
+
+
+def _param(column: Any, name: str) -> BindParameter[Any]:
+    return bindparam(name, type_=column.type)
+
+
+def _values(row: Any) -> dict[str, Any]:
+    """A transient row's columns, for a plain INSERT (the ORM object never joins the
+    session: a group commit's shared session would otherwise hold every row it wrote)."""
+    return {column.key: getattr(row, column.key) for column in row.__table__.columns}
+
+
+def _forget_loaded(session: Session, session_id: str) -> None:
+    """A group commit shares one ORM session between writes: a copy of this row loaded by
+    an earlier write is stale after a plain UPDATE, so the next read loads it again."""
+    loaded = session.identity_map.get(identity_key(ChatSession, session_id))
+    if loaded is not None:
+        session.expire(loaded)
 
 
 def new_session(
