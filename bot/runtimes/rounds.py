@@ -11,6 +11,7 @@ and a failure after content was streamed is reported as such (no fallback route 
 from __future__ import annotations
 
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Callable
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -115,7 +116,7 @@ class ModelWire(Protocol):
     def conversation(self, turn: WireTurn[Any]) -> Conversation: ...
 
 
-class HostedRuntime:
+class HostedRuntime(ABC):
     """A hosted model as a runtime: a model at an endpoint, its context window, tool rounds
     and thinking budget; whole turns stream through `stream_turn`, each round through
     `post_round`. A provider's subclass gives its wire: `PATH`, `PROVIDER`, `headers`,
@@ -160,24 +161,26 @@ class HostedRuntime:
             lambda response: self.read(response, state),
         )
 
+    @abstractmethod
     def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
         """The request body of one round of `turn`."""
-        raise NotImplementedError
+        ...
 
+    @abstractmethod
     def read(
         self, response: aiohttp.ClientResponse, state: Any
     ) -> AsyncGenerator[RuntimeEvent, None]:
         """Stream one round's answer as events, keeping what the round left in `state`."""
-        raise NotImplementedError
+        ...
 
-    def headers(self) -> dict[str, str]:
-        raise NotImplementedError
+    @abstractmethod
+    def headers(self) -> dict[str, str]: ...
 
-    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
-        raise NotImplementedError
+    @abstractmethod
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages: ...
 
-    def conversation(self, turn: WireTurn[Any]) -> Conversation:
-        raise NotImplementedError
+    @abstractmethod
+    def conversation(self, turn: WireTurn[Any]) -> Conversation: ...
 
 
 async def stream_turn(
