@@ -25,6 +25,7 @@ from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineToo
 from aiohttp.web_protocol import RequestHandler
 
 from bot.errors import error_body
+from steelframe.direct_routes import direct_dispatch
 
 SERVER_LOG = logging.getLogger("steelframe.http.server")
 HEADERS_TOO_LARGE = 431
@@ -94,12 +95,13 @@ class QuietServer(web.Server):
 
 class QuietAppRunner(web.AppRunner):
     """`web.AppRunner` whose server is a QuietServer: the app starts up as usual, then its
-    server's handler, request factory and settings are served through QuietServer."""
+    server's handler (with the app's direct routes in front, `steelframe.direct_routes`),
+    request factory and settings are served through QuietServer."""
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         return QuietServer(
-            server.request_handler,
+            direct_dispatch(self.app, server.request_handler),
             request_factory=server.request_factory,
             handler_cancellation=server.handler_cancellation,
             loop=server._loop,

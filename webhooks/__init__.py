@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
+from bot.appkeys import DIRECT_ROUTES
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
@@ -59,6 +60,8 @@ def setup(app: web.Application, services: Services) -> None:
     app[PROCESSOR] = processor
     services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
+    # Served before URL dispatch and middlewares as well (steelframe.direct_routes).
+    app.setdefault(DIRECT_ROUTES, {})[("POST", routes.PATH)] = routes.direct_handler(app[RECEIVER])
     app.add_routes(operator_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:

@@ -7,13 +7,16 @@ it is read, and the connection is closed after the answer.
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Awaitable, Callable
+
 import orjson
 from aiohttp import web
 
 from bot.errors import error_body
 from webhooks.appkeys import RECEIVER
 from webhooks.body import Busy
-from webhooks.receiver import Receipt
+from webhooks.receiver import Receipt, Receiver
 
 routes = web.RouteTableDef()
 PATH = "/api/github/webhooks"
@@ -22,7 +25,11 @@ CHUNK = 64 * 1024
 
 @routes.post(PATH)
 async def receive_webhook(request: web.Request) -> web.Response:
-    receiver = request.app[RECEIVER]
+    return await receive(request.app[RECEIVER], request)
+
+
+async def receive(receiver: Receiver, request: web.Request) -> web.Response:
+    """The delivery's answer; served directly (`direct_handler`) or through the router."""
     # Refused before reading: oversized (GitHub never sends more than 25 MB), unsigned,
     # not from GitHub's hook shape, or no secret to check against.
     secret = receiver.precheck(request.headers, request.content_length)
@@ -43,6 +50,12 @@ async def receive_webhook(request: web.Request) -> web.Response:
     if receipt is Receipt.DUPLICATE:
         return _acknowledgement(delivery_id, "duplicate", 200)
     return _acknowledgement(delivery_id, "accepted", 202)
+
+
+def direct_handler(receiver: Receiver) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The handler the server may call before routing (`bot.appkeys.DIRECT_ROUTES`): it
+    carries its receiver, since `request.app` is set only by aiohttp's router."""
+    return functools.partial(receive, receiver)
 
 
 def _acknowledgement(delivery_id: str, status: str, code: int) -> web.Response:
