@@ -268,3 +268,29 @@ async def test_a_handler_failure_is_stored_with_the_reason_and_a_retry_time(
         "RuntimeError: the handler broke"
     )
     assert outcomes["webhooks.handlers.issues.on_issue"] == "ok"
+
+
+async def test_payload_not_utf8_is_400_and_stored_as_rejected(hooks: ApiClient) -> None:
+    # msgspec would skip the bad byte inside a string it does not read (webhooks.fields).
+    body = example("issues", "opened.payload.json").replace(b"Hello-World", b"Hello-W\xfforld", 1)
+    assert b"\xff" in body
+    response = await post(hooks, body, webhook_headers(body, "issues", delivery="latin"))
+    assert response.status == 400
+    assert "not JSON" in (await response.json())["detail"]["reason"]
+    [row] = rows(hooks)
+    assert row.status == DeliveryStatus.REJECTED
+
+
+async def test_number_out_of_range_outside_what_intake_reads_is_dead_lettered(
+    hooks: ApiClient,
+) -> None:
+    """The one documented difference of reading fields without a full parse
+    (webhooks.fields): acknowledged, then dead as "body is not JSON", never processed."""
+    data = json.loads(example("issues", "opened.payload.json"))
+    body = json.dumps(data).replace('"comments": 0', '"comments": 1e400', 1).encode()
+    assert b"1e400" in body
+    response = await post(hooks, body, webhook_headers(body, "issues", delivery="huge"))
+    assert response.status == 202
+    await drain(hooks)
+    [row] = rows(hooks)
+    assert (row.status, row.reason) == (DeliveryStatus.DEAD, "body is not JSON")

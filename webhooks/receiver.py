@@ -10,7 +10,8 @@ happens after the answer.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -26,10 +27,15 @@ from bot.clock import Clock
 from bot.errors import BadRequest, PayloadTooLarge, Unauthorized, Unavailable
 from webhooks.body import InFlight, SignedBody, reading
 from webhooks.deliveries import MAX_DELIVERY_ID, MAX_EVENT, DeliveryStatus, NewDelivery
+from webhooks.fields import FieldReader, Fields
 from webhooks.processor import DeliveryProcessor
 from webhooks.routing import lookup, missing_needs
 from webhooks.signature import PREFIX
 from webhooks.writer import DeliveryWriter
+
+# A payload's value by dotted path (`routing.lookup` on a parsed one, `fields.Fields.get`).
+Getter = Callable[[str], Any]
+_FORM = "application/x-www-form-urlencoded"
 
 
 class Receipt(StrEnum):
@@ -46,6 +52,10 @@ class Receiver:
     clock: Clock
     max_body: int
     budget: InFlight = field(default_factory=InFlight)
+    fields: FieldReader = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fields = FieldReader(self.router)
 
     def check_size(self, content_length: int | None) -> None:
         if content_length is not None and content_length > self.max_body:
@@ -77,27 +87,43 @@ class Receiver:
         """Store a delivery whose signature was verified; a 400 is stored as rejected with
         the reason."""
         event_name, delivery_id = _event_and_id(headers)
-        # NUL is not storable text on PostgreSQL; GitHub's JSON never carries a raw one.
-        text = body.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+        content_type = headers.get("content-type", "")
+        read = None if content_type.startswith(_FORM) else _read_json(self, event_name, body)
+        if read is not None:
+            text, (fields, missing) = read
+            get: Getter = fields.get
+        else:  # a form, or a payload only a full parse answers for (`webhooks.fields`)
+            text, get, missing = await self._parse_in_full(
+                event_name, delivery_id, content_type, body
+            )
+        if missing:
+            reason = f"payload lacks {', '.join(missing)}"
+            await self._reject(delivery_id, event_name, get, text, reason)
+            raise BadRequest(reason, detail={"missing": missing})
+        stored = await self._store(_new_delivery(delivery_id, event_name, get, text, self.clock()))
+        if not stored:
+            return Receipt.DUPLICATE, delivery_id
+        # The text, not a payload: the queue may be long, and parsing again costs less than
+        # the garbage collector walking every queued payload (see `submit_stored`).
+        self.processor.submit_stored(delivery_id, event_name, text)
+        return Receipt.ACCEPTED, delivery_id
+
+    async def _parse_in_full(
+        self, event_name: str, delivery_id: str, content_type: str, body: bytes
+    ) -> tuple[str, Getter, list[str]]:
+        """The stored text, the payload's values and what it lacks, from a full parse; a
+        payload that is not a JSON object is stored as rejected and answered 400."""
+        text = _text(body)
         try:
-            data = _parse(headers.get("content-type", ""), body)
+            data = _parse(content_type, body)
         except ValueError as exc:
-            await self._reject(delivery_id, event_name, None, text, f"malformed payload: {exc}")
+            reason = f"malformed payload: {exc}"
+            await self._reject(delivery_id, event_name, _nothing, text, reason)
             raise BadRequest(
                 "the payload is not a JSON object", detail={"reason": str(exc)}
             ) from exc
         missing = missing_needs(self.router, Event(data, event=event_name, delivery_id=delivery_id))
-        if missing:
-            reason = f"payload lacks {', '.join(missing)}"
-            await self._reject(delivery_id, event_name, data, text, reason)
-            raise BadRequest(reason, detail={"missing": missing})
-        stored = await self._store(_new_delivery(delivery_id, event_name, data, text, self.clock()))
-        if not stored:
-            return Receipt.DUPLICATE, delivery_id
-        # The text, not `data`: the queue may be long, and parsing again costs less than
-        # the garbage collector walking every queued payload (see `submit_stored`).
-        self.processor.submit_stored(delivery_id, event_name, text)
-        return Receipt.ACCEPTED, delivery_id
+        return text, functools.partial(lookup, data), missing
 
     async def _store(self, delivery: NewDelivery) -> bool:
         try:
@@ -106,9 +132,9 @@ class Receiver:
             raise Unavailable("the delivery could not be stored; redeliver it later") from exc
 
     async def _reject(
-        self, delivery_id: str, event: str, data: Any, text: str, reason: str
+        self, delivery_id: str, event: str, get: Getter, text: str, reason: str
     ) -> None:
-        delivery = _new_delivery(delivery_id, event, data, text, self.clock())
+        delivery = _new_delivery(delivery_id, event, get, text, self.clock())
         await self._store(replace(delivery, status=DeliveryStatus.REJECTED, reason=reason))
 
 
@@ -122,9 +148,34 @@ def _event_and_id(headers: Mapping[str, str]) -> tuple[str, str]:
     return event_name, delivery_id
 
 
+def _read_json(
+    receiver: Receiver, event: str, body: bytes
+) -> tuple[str, tuple[Fields, list[str]]] | None:
+    """The stored text and what intake reads of a JSON body, without parsing it in full;
+    None if only the full parse can answer (not UTF-8, or see `webhooks.fields`)."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None  # not JSON to orjson either: the full parse words the 400
+    read = receiver.fields.read(event, body)
+    if read is None:
+        return None
+    # NUL is not storable text on PostgreSQL; GitHub's JSON never carries a raw one.
+    return (text.replace("\x00", "\ufffd") if "\x00" in text else text), read
+
+
+def _text(body: bytes) -> str:
+    """The body as stored: text without NUL (PostgreSQL refuses it), invalid UTF-8 replaced."""
+    return body.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+
+
+def _nothing(path: str) -> None:
+    return None
+
+
 def _parse(content_type: str, body: bytes) -> dict[str, Any]:
     raw: str | bytes = body
-    if content_type.startswith("application/x-www-form-urlencoded"):
+    if content_type.startswith(_FORM):
         # Repository hooks can be configured to send the JSON as a form field.
         raw = parse_qs(body.decode("utf-8", errors="replace")).get("payload", [""])[0]
     try:
@@ -146,10 +197,13 @@ def _storable(value: Any) -> str | None:
     return value.replace("\x00", "\ufffd") if isinstance(value, str) else None
 
 
-def _new_delivery(delivery_id: str, event: str, data: Any, text: str, now: datetime) -> NewDelivery:
-    action = _storable(lookup(data, "action"))
-    installation = lookup(data, "installation.id")
-    repo = _storable(lookup(data, "repository.full_name"))
+def _new_delivery(
+    delivery_id: str, event: str, get: Getter, text: str, now: datetime
+) -> NewDelivery:
+    """The delivery log's row; `get` gives a payload's value by dotted path."""
+    action = _storable(get("action"))
+    installation = get("installation.id")
+    repo = _storable(get("repository.full_name"))
     return NewDelivery(
         delivery_id=delivery_id,
         event=event,

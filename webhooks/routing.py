@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,13 +99,23 @@ def lookup(data: Any, path: str) -> Any:
 
 def missing_needs(router: Router, event: Event) -> list[str]:
     """What the handlers routed for `event` need and the payload lacks (or has mistyped)."""
-    problems = []
-    for path, kind in _needs(router, event):
-        value = lookup(event.data, path)
+    return problems(_needs(router, event), lambda path: lookup(event.data, path))
+
+
+def problems(needs: Iterable[tuple[str, type]], get: Callable[[str], Any]) -> list[str]:
+    """Each need whose value (`get(path)`) is absent or of another type, as `path (type)`."""
+    found = []
+    for path, kind in needs:
+        value = get(path)
         wrong_type = not isinstance(value, kind) or (kind is int and isinstance(value, bool))
         if value is None or wrong_type:
-            problems.append(f"{path} ({kind.__name__})")
-    return sorted(set(problems))
+            found.append(f"{path} ({kind.__name__})")
+    return sorted(set(found))
+
+
+def needs_for(router: Router, event: str, action: str | None) -> tuple[tuple[str, type], ...]:
+    """The needs of the handlers routed for `event` with `action` (text or None)."""
+    return _needs_by_route(router, event, action)
 
 
 def _needs(router: Router, event: Event) -> tuple[tuple[str, type], ...]:
