@@ -12,7 +12,7 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalErr
 
 from bot.db import is_lock_timeout
 from bot.errors import SteelframeError, error_body
-from bot.log_context import bind_ids
+from bot.log_context import bind_id
 
 log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -30,7 +30,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     )
     request[REQUEST_ID] = request_id
     request[REQUEST_STARTED] = time.monotonic()
-    bind_ids(request_id=request_id)  # each request runs in a task of its own
+    bind_id("request_id", request_id)  # each request runs in a task of its own
     try:
         response = await handler(request)
     except SteelframeError as exc:

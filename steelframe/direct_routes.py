@@ -39,7 +39,8 @@ def direct_dispatch(app: web.Application, routed: ServerHandler) -> ServerHandle
     }
 
     async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
-        handler = direct.get((request.method, request.path))
+        # The path as sent: an encoded or absolute form, or a query, takes the routed way.
+        handler = direct.get((request.method, request.raw_path))
         if handler is None or hdrs.EXPECT in request.headers:
             return await routed(request)
         # The application's request factory makes a web.Request of every request.

@@ -233,7 +233,8 @@ def db_time(dialect: str, value: datetime) -> Any:
     """A timestamp as `UTCDateTime` stores it, for a DBAPI cursor: naive UTC, and on SQLite
     SQLAlchemy's text format for DateTime (PostgreSQL takes the value)."""
     naive = value.astimezone(UTC).replace(tzinfo=None)
-    return naive.strftime("%Y-%m-%d %H:%M:%S.%f") if dialect == "sqlite" else naive
+    # isoformat, not strftime: the same text at less than half the cost (per delivery).
+    return naive.isoformat(" ", "microseconds") if dialect == "sqlite" else naive
 
 
 def _ids_condition(dialect: str, ids: Sequence[str]) -> tuple[str, list[Any]]:
