@@ -55,6 +55,24 @@ def test_a_wrong_signature_or_an_overlong_body_is_refused_and_the_budget_freed()
     assert budget.used == 0
 
 
+def test_a_small_body_read_whole_is_verified_as_it_was_read_and_budgeted() -> None:
+    budget = InFlight(10 * MB)
+    body = b'{"zen": "small"}'
+    with reading(budget, "s3cret", max_body=MB, expected=len(body)) as signed:
+        assert budget.used == len(body)
+        signed.feed_all(body)
+        assert signed.verified(signature_for("s3cret", body)) is body  # kept, not copied
+    assert budget.used == 0
+    with pytest.raises(Unauthorized), reading(budget, "s3cret", max_body=MB, expected=5) as short:
+        short.feed_all(b"abc")  # the client stopped early
+        short.verified(signature_for("s3cret", b"abcde"))
+    with pytest.raises(PayloadTooLarge), reading(budget, "s", max_body=99, expected=3) as long:
+        long.feed_all(b"1234")
+    with pytest.raises(ValueError), reading(budget, "s", max_body=99, expected=None) as chunked:
+        chunked.feed_all(b"12")  # no declared length: fed chunk by chunk
+    assert budget.used == 0
+
+
 def test_the_budget_refuses_what_does_not_fit_and_keeps_room_for_small_bodies() -> None:
     budget = InFlight(64 * MB, large=MB, reserve=8 * MB)
     big = [SignedBody("s", max_body=25 * MB, expected=24 * MB, budget=budget) for _ in range(2)]

@@ -82,13 +82,15 @@ class SignedBody:
             # before a byte of it is read.
             budget.take(expected, body_size=expected)
             self.held = expected
-        self._buffer = _buffer(expected or 0)
+        # Allocated on the first chunk: a body read whole (`feed_all`) needs none.
+        self._buffer: bytearray | mmap.mmap | None = None
+        self._whole: bytes | None = None
         self.size = 0
 
     def feed(self, chunk: bytes) -> None:
-        end = self.size + len(chunk)
-        if end > self._max_body or (self._expected is not None and end > self._expected):
-            raise PayloadTooLarge(f"webhook payloads are at most {self._max_body} bytes")
+        end = self._within(self.size + len(chunk))
+        if self._buffer is None:
+            self._buffer = _buffer(self._expected or 0)
         if self._expected is None:  # chunked: take the bytes as they come
             self._budget.take(len(chunk), body_size=end)
             self.held += len(chunk)
@@ -99,6 +101,20 @@ class SignedBody:
         self._mac.update(chunk)
         self.size = end
 
+    def feed_all(self, data: bytes) -> None:
+        """The whole of a small body, read at once: hashed and kept as it is, with no
+        buffer and no copy. Only for a body of declared length, instead of `feed`."""
+        if self._expected is None or self.size or self._buffer is not None:
+            raise ValueError("feed_all takes the whole of a body of declared length")
+        self.size = self._within(len(data))
+        self._mac.update(data)
+        self._whole = data
+
+    def _within(self, end: int) -> int:
+        if end > self._max_body or (self._expected is not None and end > self._expected):
+            raise PayloadTooLarge(f"webhook payloads are at most {self._max_body} bytes")
+        return end
+
     def verified(self, header: str | None) -> bytes:
         """The body, if `header` is its signature; Unauthorized otherwise."""
         if not header:
@@ -106,7 +122,12 @@ class SignedBody:
         expected = (PREFIX + self._mac.hexdigest()).encode()
         if not hmac.compare_digest(header.encode(), expected):
             raise Unauthorized("X-Hub-Signature-256 does not match the body")
-        body = bytes(memoryview(self._buffer)[: self.size])  # one copy, not two
+        if self._whole is not None:
+            body = self._whole
+        elif self._buffer is None:
+            body = b""
+        else:
+            body = bytes(memoryview(self._buffer)[: self.size])  # one copy, not two
         self._drop()
         return body
 
@@ -118,7 +139,7 @@ class SignedBody:
     def _drop(self) -> None:
         if isinstance(self._buffer, mmap.mmap):
             self._buffer.close()
-        self._buffer = bytearray()
+        self._buffer = self._whole = None
 
 
 @functools.lru_cache(maxsize=4)
