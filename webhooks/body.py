@@ -13,8 +13,6 @@ import functools
 import hashlib
 import hmac
 import mmap
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from bot.errors import PayloadTooLarge, Unauthorized, Unavailable
 from webhooks.signature import PREFIX
@@ -136,6 +134,13 @@ class SignedBody:
         self._budget.give(self.held)
         self.held = 0
 
+    # A context manager itself (`reading`): a generator-based one cost ~2% of a delivery.
+    def __enter__(self) -> SignedBody:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
+
     def _drop(self) -> None:
         if isinstance(self._buffer, mmap.mmap):
             self._buffer.close()
@@ -159,13 +164,6 @@ def _buffer(size: int) -> bytearray | mmap.mmap:
     return bytearray(size)
 
 
-@contextmanager
-def reading(
-    budget: InFlight, secret: str, *, max_body: int, expected: int | None
-) -> Iterator[SignedBody]:
-    """A `SignedBody` whose bytes count against `budget` until the block ends."""
-    body = SignedBody(secret, max_body=max_body, expected=expected, budget=budget)
-    try:
-        yield body
-    finally:
-        body.release()
+def reading(budget: InFlight, secret: str, *, max_body: int, expected: int | None) -> SignedBody:
+    """A `SignedBody` whose bytes count against `budget` until its `with` block ends."""
+    return SignedBody(secret, max_body=max_body, expected=expected, budget=budget)

@@ -66,7 +66,7 @@ class FieldReader:
         if action is not None and not isinstance(action, str):
             return None  # routed by gidgethub's own rules: take the full parse
         needs = needs_for(self._router, event, action)
-        if not shape.covers(path for path, _ in needs):
+        if not shape.covers(needs):
             shape = self._reshape(event, (path for path, _ in needs))
             values = shape.decode(body)
             if values is None:
@@ -87,6 +87,7 @@ class _Shape:
 
     def __init__(self, paths: frozenset[str]) -> None:
         self.paths = paths
+        self._covered: dict[tuple[tuple[str, type], ...], bool] = {}
         tree: dict[Any, Any] = {}
         for path in sorted(paths):
             node = tree
@@ -98,8 +99,11 @@ class _Shape:
         # keys below it looked up in that value (a path under another path read).
         self._steps = {path: _steps(tree, path.split(".")) for path in paths}
 
-    def covers(self, paths: Iterable[str]) -> bool:
-        return all(path in self.paths for path in paths)
+    def covers(self, needs: tuple[tuple[str, type], ...]) -> bool:
+        known = self._covered.get(needs)
+        if known is None:  # one answer per (event, action): needs_for caches the tuple
+            known = self._covered[needs] = all(path in self.paths for path, _ in needs)
+        return known
 
     def decode(self, body: bytes) -> dict[str, Any] | None:
         try:
