@@ -13,6 +13,7 @@ deliveries are counted against wrk's acknowledged requests: none may be lost.
 
     python -m bench.webhooks_probot [--db sqlite,postgres] [--seconds 10] [--rounds 3]
     python -m bench.webhooks_probot --processes       # serve --processes 2 vs 1, on 2 cores
+    python -m bench.webhooks_probot --baseline /tmp/base  # and another revision, same rounds
 """
 
 from __future__ import annotations
@@ -216,8 +217,15 @@ def fresh_database(kind: str, scratch: Path) -> Iterator[str]:
 
 
 def steelframe_round(
-    database_url: str, scratch: Path, script: Path, args: argparse.Namespace, processes: int
+    database_url: str,
+    scratch: Path,
+    script: Path,
+    args: argparse.Namespace,
+    processes: int,
+    checkout: Path | None = None,
 ) -> dict[str, float]:
+    """One round of `serve`, from this checkout or from `checkout` (another revision's
+    tree, e.g. `git worktree add /tmp/base main`, run with this environment)."""
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
     env |= {
@@ -231,7 +239,7 @@ def steelframe_round(
     if processes > 1:
         env["STEELFRAME_REDIS_URL"] = args.redis_url
         command += ["--processes", str(processes)]
-    with server(command, env, port) as process:
+    with server(command, env, port, cwd=checkout) as process:
         figures = measured(process, port, script, args)
     figures["stored"] = _stored(database_url)
     return figures
@@ -267,17 +275,22 @@ def compare(args: argparse.Namespace) -> None:
         for kind in args.db:
             probot: list[dict[str, float]] = []
             steel: list[dict[str, float]] = []
+            base: list[dict[str, float]] = []
             for round_no in range(args.rounds):
                 print(f"{kind}: round {round_no + 1}/{args.rounds} ...", flush=True)
                 probot.append(probot_round(folder, script, args))
                 with fresh_database(kind, scratch) as url:
                     steel.append(steelframe_round(url, scratch, script, args, 1))
-            lost = sum(max(0, row["acked"] - row["stored"]) for row in steel)
+                if args.baseline is not None:
+                    with fresh_database(kind, scratch) as url:
+                        base.append(steelframe_round(url, scratch, script, args, 1, args.baseline))
+            lost = sum(max(0, row["acked"] - row["stored"]) for row in steel + base)
             print(
                 f"webhook intake on {kind}, {args.connections} connections, "
                 f"{args.seconds} s x {args.rounds} interleaved rounds (medians)"
             )
-            for name, rows in (("probot", probot), ("steelframe", steel)):
+            named = [("probot", probot), ("steelframe", steel)] + [("baseline", base)] * bool(base)
+            for name, rows in named:
                 print(
                     f"  {name:11} {_median(rows, 'rps'):9.0f} deliveries/s"
                     f"  p50 {_median(rows, 'p50'):6.2f} ms  p99 {_median(rows, 'p99'):6.2f} ms"
@@ -294,6 +307,13 @@ def compare(args: argparse.Namespace) -> None:
                 f"  ratio rps {rps:.2f}x (target >= 1.0x)  p99 {p99:.2f}x (target <= 1.0x)"
                 f"  per CPU-second {per_cpu:.2f}x  acknowledged but not stored: {lost}"
             )
+            if base:
+                steel_cpu, base_cpu = _median(steel, "per_cpu_s"), _median(base, "per_cpu_s")
+                print(
+                    f"  steelframe vs baseline ({args.baseline}): per CPU-second "
+                    f"{steel_cpu / base_cpu:.2f}x; baseline vs probot per CPU-second "
+                    f"{base_cpu / _median(probot, 'per_cpu_s'):.2f}x"
+                )
 
 
 def processes(args: argparse.Namespace) -> None:
@@ -327,6 +347,11 @@ def main(argv: list[str] | None = None) -> None:
         "--loop", default="auto", choices=("auto", "uvloop", "asyncio"), help="serve --loop"
     )
     parser.add_argument("--smoke", action="store_true", help="one short round on SQLite")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="another revision's tree whose serve runs in the same interleaved rounds",
+    )
     args = parser.parse_args(argv)
     missing = missing_tools()
     if missing:
