@@ -71,7 +71,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     cache = request.app[TOKEN_CACHE]
     cached = cache.get(digest)
     if cached is None:
-        operator = await request.app[SERVICES].db.run(authenticate, token)
+        operator = await request.app[SERVICES].db.run_first(authenticate, token)
         cached = (operator.id, operator.name)
         cache.put(digest, *cached)
     request[OPERATOR_ID], request[OPERATOR_NAME] = cached
@@ -81,7 +81,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 async def cookie_operator(request: web.Request, cookie: str) -> tuple[int, str]:
     """The signed-in browser's operator; unsafe methods must carry the CSRF token too.
     Not cached: signing out must end the session at once."""
-    identity = await request.app[SERVICES].db.run(identify, cookie)
+    identity = await request.app[SERVICES].db.run_first(identify, cookie)
     if request.method not in SAFE_METHODS:
         require_csrf(request, identity.csrf_token)
     return identity.operator_id, identity.operator_name

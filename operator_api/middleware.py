@@ -29,7 +29,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         request.headers.get("X-Request-Id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
     )
     request[REQUEST_ID] = request_id
-    request[REQUEST_STARTED] = time.monotonic()
+    request[REQUEST_STARTED] = getattr(request.protocol, "received_at", None) or time.monotonic()
     bind_ids(request_id=request_id)  # each request runs in a task of its own
     try:
         response = await handler(request)

@@ -174,7 +174,7 @@ class ChatService:
                     detail={"session": held.get("session") or None, "turn_id": holder or None},
                 )
             acquired = True
-            target = await self.db.run(
+            target = await self.db.run_first(
                 store.resolve_turn,
                 request.operator_id,
                 session_id=request.session_id,
