@@ -114,11 +114,11 @@ class MemoryGrounder:
     async def ground(
         self, *, query: str, agent: AgentConfig, focus: int | None, emit: Emit
     ) -> Grounding:
-        committed = await asyncio.to_thread(_committed, agent)
+        committed, task, synced = await asyncio.to_thread(self._prepare, agent, focus)
         base = Grounding(
             committed_memory=[f.to_json() for f in committed.files],
             committed_block=committed_block(committed),
-            task=await asyncio.to_thread(self._task, agent, focus),
+            task=task,
             meta={
                 "floor": self.floor,
                 "margin": RELATIVE_MARGIN,
@@ -127,7 +127,9 @@ class MemoryGrounder:
             },
         )
         try:
-            report, merge_due = await asyncio.to_thread(self._sync)
+            if isinstance(synced, Exception):
+                raise synced
+            report, merge_due = synced
             if merge_due:
                 self._merge_in_background()
             turn = _Turn(query, agent, focus, {}, [])
@@ -379,7 +381,11 @@ class MemoryGrounder:
         comment on a pull request belongs to the thread of the issue the PR closes."""
         hits = list(turn.hits.values())
         numbers = {int(h["issue"]) for h in hits if h.get("issue")}
-        closes = await asyncio.to_thread(self.memory.closes, numbers, repo=turn.agent.repo)
+        closes = (
+            await asyncio.to_thread(self.memory.closes, numbers, repo=turn.agent.repo)
+            if numbers
+            else {}
+        )
         for hit in hits:
             number = hit.get("issue")
             if number:
@@ -452,6 +458,19 @@ class MemoryGrounder:
             }
             for hit in hits
         ]
+
+    def _prepare(
+        self, agent: AgentConfig, focus: int | None
+    ) -> tuple[CommittedMemory, dict[str, Any] | None, tuple[Any, bool] | Exception]:
+        """What a turn reads before it searches, in one thread hop: each hop costs the loop
+        a submit and a wake-up, and 1,000 turns starting within a second paid three each.
+        The index's catch-up may fail (the turn then goes on without retrieval); the
+        committed files and the task never do."""
+        committed, task = _committed(agent), self._task(agent, focus)
+        try:
+            return committed, task, self._sync()
+        except Exception as exc:
+            return committed, task, exc
 
     def _sync(self) -> tuple[Any, bool]:
         report = self.memory.sync(limit=SYNC_ROWS_PER_TURN)
