@@ -71,12 +71,12 @@ def create_app(
         # A request aiohttp cannot parse (header line over 8 KB...) is a 400 and one log line.
         handler_args={"logger": QuietProtocolLog()},
     )
-    app[TOKEN_CACHE] = TokenCache()
     for module in OPERATOR_API:
         app.add_routes(module.endpoints.routes)
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built
+    app[TOKEN_CACHE] = TokenCache(built.db)
     chosen = plugins if plugins is not None else default_plugins()
     for plugin in chosen:
         plugin.setup(app, built)

@@ -44,6 +44,7 @@ from bot.db import Database
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.events import OperatorEvents, SessionChange
 from bot.group_commit import GroupCommit
+from bot.group_read import GroupRead
 from bot.runtimes.base import (
     ContextBudget,
     Delta,
@@ -117,6 +118,8 @@ class ChatService:
         self.db = db
         # Turns' session writes and their messages, committed together (SQLite: one writer).
         self.writes = GroupCommit(db)
+        # Where each starting turn goes, read together with other turns' (bot.group_read).
+        self._placements = GroupRead(db, store.placements)
         self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
         self.settings = settings
         self.agents = settings.agents
@@ -174,9 +177,8 @@ class ChatService:
                     detail={"session": held.get("session") or None, "turn_id": holder or None},
                 )
             acquired = True
-            target = await self.db.run_first(
-                store.resolve_turn,
-                request.operator_id,
+            target = store.place_turn(
+                await self._placements.get((request.operator_id, request.session_id)),
                 session_id=request.session_id,
                 agent=request.agent,
                 focus=request.focus,
