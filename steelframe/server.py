@@ -26,7 +26,7 @@ from operator_api import (
     metrics_routes,
 )
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
-from operator_api.middleware import errors_middleware
+from operator_api.middleware import errors_middleware, on_response_prepare
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
 from web_gui import OPENAPI_PATHS as GUI_PATHS
@@ -77,6 +77,7 @@ def create_app(
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built
     app[TOKEN_CACHE] = TokenCache(built.db)
+    app.on_response_prepare.append(on_response_prepare)
     chosen = plugins if plugins is not None else default_plugins()
     for plugin in chosen:
         plugin.setup(app, built)

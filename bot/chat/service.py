@@ -58,6 +58,7 @@ from bot.runtimes.base import (
     Usage,
 )
 from bot.runtimes.pricing import cost_usd
+from bot.unanswered import Unanswered
 
 log = logging.getLogger(__name__)
 RuntimeFactory = Callable[[AgentConfig], Runtime]
@@ -114,8 +115,11 @@ class ChatService:
         issues: IssueContextLoader | None = None,
         checkouts: ManagedCheckouts | None = None,
         clock: Clock = utcnow,
+        unanswered: Unanswered | None = None,
     ) -> None:
         self.db = db
+        # Requests the HTTP layer has not answered yet: a started turn's heavy work yields.
+        self.unanswered = unanswered or Unanswered()
         # Turns' session writes and their messages, committed together (SQLite: one writer).
         self.writes = GroupCommit(db)
         # Where each starting turn goes, read together with other turns' (bot.group_read).
@@ -219,6 +223,7 @@ class ChatService:
             )
             ts = await self._open(handle, request, target)
             if ts is not None:
+                await self.unanswered.quiet()  # requests still waiting go first
                 await self._turn(handle, request, ts)
         finally:
             renewer.cancel()
