@@ -39,6 +39,7 @@ from bot.operators import create_operator
 
 CLIENT_TIMEOUT_SECONDS = 120.0
 FIRST_FRAME_TARGET = 0.05
+SERVER_CORE: int | None = None  # set by --pin
 FIRST_FRAME_METRIC = "steelframe_chat_first_frame_seconds"
 
 
@@ -46,8 +47,11 @@ FIRST_FRAME_METRIC = "steelframe_chat_first_frame_seconds"
 class Load:
     firsts: list[float]
     dones: list[float]
+    model_starts: list[float]  # request -> the model's first token relayed
+    finishes: list[float]  # the model's last token relayed -> done
     errors: list[str]
     cpu_seconds: float  # the server process's user + system time during the load
+    client_lag: float = 0.0  # the load generator's loop lag p99 while streams opened
     served_in_target: float | None = None  # serve's share of first frames within 50 ms
 
 
@@ -71,7 +75,10 @@ def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[S
         assert process.stdout is not None
         for line in process.stdout:
             if line.startswith("url: "):
-                yield Server(line.split(" ", 1)[1].strip(), psutil.Process(process.pid))
+                server = psutil.Process(process.pid)
+                if SERVER_CORE is not None:
+                    server.cpu_affinity([SERVER_CORE])
+                yield Server(line.split(" ", 1)[1].strip(), server)
                 break
         else:
             raise RuntimeError(f"{command[2]} printed no url (exit {process.wait()})")
@@ -85,11 +92,11 @@ def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[S
 
 async def _one(
     http: aiohttp.ClientSession, url: str, token: str | None, start: asyncio.Event, delay: float
-) -> tuple[float, float] | str:
+) -> tuple[float, float, float, float] | str:
     await start.wait()
     await asyncio.sleep(delay)
     began = time.perf_counter()
-    first = None
+    first = first_token = last_token = None
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with http.post(
@@ -100,10 +107,13 @@ async def _one(
             async for raw in response.content:
                 if not raw.startswith(b"data: "):
                     continue
-                first = first or time.perf_counter() - began
+                now = time.perf_counter() - began
+                first = first or now
                 kind = json.loads(raw[6:])["type"]
+                if kind == "delta":
+                    first_token, last_token = first_token or now, now
                 if kind == "done":
-                    return first, time.perf_counter() - began
+                    return first, now, first_token or now, now - (last_token or now)
                 if kind == "error":
                     return "error frame"
     except (aiohttp.ClientError, TimeoutError) as exc:
@@ -127,11 +137,29 @@ async def load(server: Server, tokens: list[str | None], ramp: float) -> Load:
         ]
         await asyncio.sleep(0)
         start.set()
+        lags = asyncio.create_task(_loop_lag(ramp + 3.0))
         results = await asyncio.gather(*clients)
+        lag = await lags
     firsts = [r[0] for r in results if isinstance(r, tuple)]
     dones = [r[1] for r in results if isinstance(r, tuple)]
+    model_starts = [r[2] for r in results if isinstance(r, tuple)]
+    finishes = [r[3] for r in results if isinstance(r, tuple)]
     errors = [r for r in results if isinstance(r, str)]
-    return Load(firsts, dones, errors, server.cpu() - cpu_before)
+    return Load(
+        firsts, dones, model_starts, finishes, errors, server.cpu() - cpu_before, client_lag=lag
+    )
+
+
+async def _loop_lag(seconds: float, tick: float = 0.01) -> float:
+    """The load generator's own event-loop lag (p99) while streams open: a client too busy
+    to read its sockets delays the first frames it measures, whatever the server does."""
+    lags = []
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        before = time.perf_counter()
+        await asyncio.sleep(tick)
+        lags.append(time.perf_counter() - before - tick)
+    return percentile(lags, 99)
 
 
 async def served_in_target(url: str) -> float | None:
@@ -224,6 +252,19 @@ def report(
             f" {run.cpu_seconds / frames * 1e6:8.1f}us"
             + (f"  ({sorted(set(run.errors))[:3]})" if run.errors else "")
         )
+    print(
+        f"  {'':12} {'1st token p50':>14} {'p99':>8} {'last->done p50':>15} {'p99':>8}"
+        f" {'client lag p99':>15}"
+    )
+    for name in ("bare", "steelframe"):
+        run = result[name]
+        print(
+            f"  {name:12} {percentile(run.model_starts, 50) * 1000:12.1f}ms"
+            f" {percentile(run.model_starts, 99) * 1000:6.0f}ms"
+            f" {percentile(run.finishes, 50) * 1000:13.1f}ms"
+            f" {percentile(run.finishes, 99) * 1000:6.0f}ms"
+            f" {run.client_lag * 1000:13.1f}ms"
+        )
     bare, steel = result["bare"], result["steelframe"]
     print(
         f"  ratio done p50 {ratio(percentile(steel.dones, 50), percentile(bare.dones, 50))}"
@@ -245,7 +286,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--interval", type=float, default=1.0, help="seconds between tokens")
     parser.add_argument("--ramp", type=float, default=1.0, help="seconds over which they open")
     parser.add_argument("--smoke", action="store_true", help="tiny run for the test suite")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="each server on core 1, the clients and the model on core 0 (as the webhook bench)",
+    )
     args = parser.parse_args(argv)
+    if args.pin:
+        global SERVER_CORE
+        SERVER_CORE = 1
+        os.sched_setaffinity(0, {0})
     if args.smoke:
         args.streams, args.tokens, args.interval, args.ramp = 5, 3, 0.05, 0.05
     result = run(args.streams, args.tokens, args.interval, args.ramp)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
@@ -43,13 +45,38 @@ def rotate_token(session: Session, name: str) -> str:
     return token
 
 
-def authenticate(session: Session, token: str) -> Operator:
+@dataclass(frozen=True)
+class Identity:
+    """Who a token belongs to."""
+
+    id: int
+    name: str
+
+
+# Built once: every API request with a token not yet cached runs one, on the path to its
+# first byte. A Core SELECT on the session's connection costs a fifth of an ORM load.
+_BY_DIGEST = select(Operator.id, Operator.name, Operator.token_hash).where(
+    Operator.token_hash == bindparam("digest")
+)
+_BY_DIGESTS = select(Operator.id, Operator.name, Operator.token_hash).where(
+    Operator.token_hash.in_(bindparam("digests", expanding=True))
+)
+
+
+def authenticate(session: Session, token: str) -> Identity:
     """The operator whose token this is, or Unauthorized. Lookup by hash is constant-time
     with respect to the token's content (the index compares digests, never the secret)."""
     if not token:
         raise Unauthorized("missing bearer token")
     digest = hash_token(token)
-    operator = session.scalar(select(Operator).where(Operator.token_hash == digest))
-    if operator is None or not hmac.compare_digest(operator.token_hash, digest):
+    row = session.connection().execute(_BY_DIGEST, {"digest": digest}).first()
+    if row is None or not hmac.compare_digest(row.token_hash, digest):
         raise Unauthorized("invalid bearer token")
-    return operator
+    return Identity(row.id, row.name)
+
+
+def identities(session: Session, digests: Sequence[str]) -> dict[str, Identity]:
+    """The operators whose token digests these are (`hash_token`), by digest: one statement
+    for a batch of requests (bot.group_read); a digest nobody holds is left out."""
+    rows = session.connection().execute(_BY_DIGESTS, {"digests": list(digests)})
+    return {row.token_hash: Identity(row.id, row.name) for row in rows}

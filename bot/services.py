@@ -43,6 +43,7 @@ from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
 from bot.runtimes.transport import SharedClient
+from bot.unanswered import Unanswered
 from memory import Memory
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,8 @@ class Services:
     tasks: TaskService | None = None
     model_http: SharedClient = field(default_factory=SharedClient)
     metrics: Metrics = field(default_factory=Metrics)
+    # Requests whose answer has not started; a started chat turn yields to them.
+    unanswered: Unanswered = field(default_factory=Unanswered)
     extras: dict[str, Any] = field(default_factory=dict)
 
     async def health(self) -> dict[str, Any]:
@@ -193,6 +196,7 @@ def build_services(
     metrics = Metrics()
     background = BackgroundTasks()
     memory = _open_memory(settings, database, clock)
+    unanswered = Unanswered()
     chat = ChatService(
         db=database,
         settings=settings,
@@ -209,6 +213,7 @@ def build_services(
         locks=locks,
         events=events,
         clock=clock,
+        unanswered=unanswered,
     )
     services = Services(
         settings=settings,
@@ -222,6 +227,7 @@ def build_services(
         github=_github_client(settings, database, metrics),
         metrics=metrics,
         model_http=model_http,
+        unanswered=unanswered,
     )
     if redis_client is not None:
         _attach_lifecycle(services, redis_client, clock)

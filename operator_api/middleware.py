@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
+from bot.appkeys import SERVICES
 from bot.db import is_lock_timeout
 from bot.errors import SteelframeError, error_body
 from bot.log_context import bind_id
@@ -18,6 +19,7 @@ log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID = web.RequestKey("request_id", str)
 REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
+AWAITING_ANSWER = web.RequestKey("awaiting_answer", bool)  # counted in Services.unanswered
 # Its own generator: request ids never disturb (or depend on) the global `random` state.
 _REQUEST_IDS = random.Random()
 
@@ -29,7 +31,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         request.headers.get("X-Request-Id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
     )
     request[REQUEST_ID] = request_id
-    request[REQUEST_STARTED] = time.monotonic()
+    request[REQUEST_STARTED] = getattr(request.protocol, "received_at", None) or time.monotonic()
     bind_id("request_id", request_id)  # each request runs in a task of its own
     try:
         response = await handler(request)
@@ -74,6 +76,25 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     if not response.prepared:
         response.headers["X-Request-Id"] = request_id
     return response
+
+
+def awaiting_answer(request: web.Request) -> None:
+    """Count the request in `Services.unanswered` until `answered`."""
+    request.app[SERVICES].unanswered.arrived()
+    request[AWAITING_ANSWER] = True
+
+
+def answered(request: web.Request) -> None:
+    """The request's answer has started (or it ended without one): count it once."""
+    if request.get(AWAITING_ANSWER):
+        request[AWAITING_ANSWER] = False
+        request.app[SERVICES].unanswered.answered()
+
+
+async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
+    """aiohttp's signal as an answer's headers go out: a stream counts as answered at its
+    first byte, not when its last frame is written."""
+    answered(request)
 
 
 def _database_unavailable(

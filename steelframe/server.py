@@ -26,7 +26,7 @@ from operator_api import (
     metrics_routes,
 )
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
-from operator_api.middleware import errors_middleware
+from operator_api.middleware import errors_middleware, on_response_prepare
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.protocol_log import QuietProtocolLog
 from web_gui import OPENAPI_PATHS as GUI_PATHS
@@ -71,12 +71,13 @@ def create_app(
         # A request aiohttp cannot parse (header line over 8 KB...) is a 400 and one log line.
         handler_args={"logger": QuietProtocolLog()},
     )
-    app[TOKEN_CACHE] = TokenCache()
     for module in OPERATOR_API:
         app.add_routes(module.endpoints.routes)
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built
+    app[TOKEN_CACHE] = TokenCache(built.db)
+    app.on_response_prepare.append(on_response_prepare)
     chosen = plugins if plugins is not None else default_plugins()
     for plugin in chosen:
         plugin.setup(app, built)

@@ -22,6 +22,9 @@ def _environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         autoescape=False,  # plain-text prompts, not HTML
+        # Templates ship with the package and never change while it runs: no stat of the
+        # template file on every turn's render.
+        auto_reload=False,
     )
 
 

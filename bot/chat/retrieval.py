@@ -114,11 +114,12 @@ class MemoryGrounder:
     async def ground(
         self, *, query: str, agent: AgentConfig, focus: int | None, emit: Emit
     ) -> Grounding:
-        committed = await asyncio.to_thread(_committed, agent)
+        prepared = await asyncio.to_thread(self._prepare, agent, focus)
+        committed, task, synced = prepared.committed, prepared.task, prepared.synced
         base = Grounding(
             committed_memory=[f.to_json() for f in committed.files],
             committed_block=committed_block(committed),
-            task=await asyncio.to_thread(self._task, agent, focus),
+            task=task,
             meta={
                 "floor": self.floor,
                 "margin": RELATIVE_MARGIN,
@@ -127,7 +128,9 @@ class MemoryGrounder:
             },
         )
         try:
-            report, merge_due = await asyncio.to_thread(self._sync)
+            if isinstance(synced, Exception):
+                raise synced
+            report, merge_due = synced
             if merge_due:
                 self._merge_in_background()
             turn = _Turn(query, agent, focus, {}, [])
@@ -152,7 +155,7 @@ class MemoryGrounder:
             return replace(
                 base, hits=hits, prompt_block=context_block(hits), meta={**meta, "retrieval": "ok"}
             )
-        recent = await self._recent(agent)
+        recent = _recent(prepared.recent)
         await emit(
             {
                 "type": "status",
@@ -379,7 +382,11 @@ class MemoryGrounder:
         comment on a pull request belongs to the thread of the issue the PR closes."""
         hits = list(turn.hits.values())
         numbers = {int(h["issue"]) for h in hits if h.get("issue")}
-        closes = await asyncio.to_thread(self.memory.closes, numbers, repo=turn.agent.repo)
+        closes = (
+            await asyncio.to_thread(self.memory.closes, numbers, repo=turn.agent.repo)
+            if numbers
+            else {}
+        )
         for hit in hits:
             number = hit.get("issue")
             if number:
@@ -438,20 +445,25 @@ class MemoryGrounder:
             for hit in hits
         ]
 
-    async def _recent(self, agent: AgentConfig) -> list[dict[str, Any]]:
+    def _prepare(self, agent: AgentConfig, focus: int | None) -> _Prepared:
+        """What a turn reads before it searches, in one thread hop: each hop costs the loop
+        a submit and a wake-up, and 1,000 turns starting within a second paid four each.
+        The recency fallback is read here too, after the index caught up: it is cached per
+        index generation, so asking for it when hits make it unneeded costs a lookup. The
+        catch-up and the recency read may fail (the turn goes on without them); the
+        committed files and the task never do."""
+        committed, task = _committed(agent), self._task(agent, focus)
+        synced: tuple[Any, bool] | Exception
         try:
-            hits = await asyncio.to_thread(self.memory.recent, repo=agent.repo, limit=RECENCY_LIMIT)
+            synced = self._sync()
         except Exception as exc:
-            log.warning("recent summaries unavailable: %s", _reason(exc))
-            return []
-        return [
-            {
-                **hit.to_json(text_limit=HIT_TEXT_CHARS),
-                "score": None,
-                "round": RoundQuery.RECENCY.value,
-            }
-            for hit in hits
-        ]
+            synced = exc
+        recent: list[Hit] | Exception
+        try:
+            recent = self.memory.recent(repo=agent.repo, limit=RECENCY_LIMIT)
+        except Exception as exc:
+            recent = exc
+        return _Prepared(committed, task, synced, recent)
 
     def _sync(self) -> tuple[Any, bool]:
         report = self.memory.sync(limit=SYNC_ROWS_PER_TURN)
@@ -517,6 +529,28 @@ def _record(hit: dict[str, Any]) -> Record:
 
 
 # -- committed memory, helpers -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    committed: CommittedMemory
+    task: dict[str, Any] | None
+    synced: tuple[Any, bool] | Exception  # the index's catch-up report and merge_due
+    recent: list[Hit] | Exception  # the newest summaries: the recency fallback
+
+
+def _recent(prepared: list[Hit] | Exception) -> list[dict[str, Any]]:
+    if isinstance(prepared, Exception):
+        log.warning("recent summaries unavailable: %s", _reason(prepared))
+        return []
+    return [
+        {
+            **hit.to_json(text_limit=HIT_TEXT_CHARS),
+            "score": None,
+            "round": RoundQuery.RECENCY.value,
+        }
+        for hit in prepared
+    ]
 
 
 def _committed(agent: AgentConfig) -> CommittedMemory:

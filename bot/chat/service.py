@@ -44,6 +44,7 @@ from bot.db import Database
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.events import OperatorEvents, SessionChange
 from bot.group_commit import GroupCommit
+from bot.group_read import GroupRead
 from bot.runtimes.base import (
     ContextBudget,
     Delta,
@@ -57,6 +58,7 @@ from bot.runtimes.base import (
     Usage,
 )
 from bot.runtimes.pricing import cost_usd
+from bot.unanswered import Unanswered
 
 log = logging.getLogger(__name__)
 RuntimeFactory = Callable[[AgentConfig], Runtime]
@@ -113,10 +115,15 @@ class ChatService:
         issues: IssueContextLoader | None = None,
         checkouts: ManagedCheckouts | None = None,
         clock: Clock = utcnow,
+        unanswered: Unanswered | None = None,
     ) -> None:
         self.db = db
+        # Requests the HTTP layer has not answered yet: a started turn's heavy work yields.
+        self.unanswered = unanswered or Unanswered()
         # Turns' session writes and their messages, committed together (SQLite: one writer).
         self.writes = GroupCommit(db)
+        # Where each starting turn goes, read together with other turns' (bot.group_read).
+        self._placements = GroupRead(db, store.placements)
         self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
         self.settings = settings
         self.agents = settings.agents
@@ -174,9 +181,8 @@ class ChatService:
                     detail={"session": held.get("session") or None, "turn_id": holder or None},
                 )
             acquired = True
-            target = await self.db.run(
-                store.resolve_turn,
-                request.operator_id,
+            target = store.place_turn(
+                await self._placements.get((request.operator_id, request.session_id)),
                 session_id=request.session_id,
                 agent=request.agent,
                 focus=request.focus,
@@ -217,6 +223,7 @@ class ChatService:
             )
             ts = await self._open(handle, request, target)
             if ts is not None:
+                await self.unanswered.quiet()  # requests still waiting go first
                 await self._turn(handle, request, ts)
         finally:
             renewer.cancel()

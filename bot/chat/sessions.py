@@ -8,11 +8,24 @@ from __future__ import annotations
 
 import functools
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BindParameter, Update, bindparam, case, delete, func, insert, select, update
+from sqlalchemy import (
+    BindParameter,
+    Select,
+    Update,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
@@ -149,6 +162,19 @@ class TurnTarget:
     focus: Any = UNSET  # int, None (clear focus) or UNSET (keep)
 
 
+# A turn's question before its first frame: (operator, the session it names, or None for
+# the operator's active one).
+TurnKey = tuple[int, str | None]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a turn's key points: the session (None: there is none) and its agent."""
+
+    session_id: str | None
+    agent: str | None
+
+
 def resolve_turn(
     session: Session,
     operator_id: int,
@@ -160,22 +186,86 @@ def resolve_turn(
 ) -> TurnTarget:
     """The session a message goes to: the named one (pinned from now on), else the
     operator's active one, else a new one (its id chosen now). Reads only."""
-    operator = _operator(session, operator_id)
-    row = (
-        _owned(session, operator_id, session_id)
-        if session_id is not None
-        else _active(session, operator)
+    key = (operator_id, session_id)
+    return place_turn(
+        placements(session, [key]).get(key),
+        session_id=session_id,
+        agent=agent,
+        focus=focus,
+        default_agent=default_agent,
     )
-    if row is None:
+
+
+def placements(session: Session, keys: Sequence[TurnKey]) -> dict[TurnKey, Placement]:
+    """Where each key points, for a batch of turns (bot.group_read: every turn waits on this
+    for its first frame, and 1,000 may start within a second): at most two Core SELECTs of
+    the operators beside their sessions. A key whose operator does not exist is left out."""
+    found: dict[TurnKey, Placement] = {}
+    connection = session.connection()
+    active = sorted({operator for operator, named in keys if named is None})
+    if active:
+        for row in connection.execute(_ACTIVE_PLACEMENTS, {"operators": active}):
+            found[(row.id, None)] = Placement(row.session_id, row.agent)
+    named = {(operator, name) for operator, name in keys if name is not None}
+    if named:
+        rows = connection.execute(
+            _NAMED_PLACEMENTS,
+            {
+                "operators": sorted({operator for operator, _ in named}),
+                "sessions": sorted({name for _, name in named if name is not None}),
+            },
+        )
+        operators = set()
+        for row in rows:
+            operators.add(row.id)
+            if (row.id, row.session_id) in named:
+                found[(row.id, row.session_id)] = Placement(row.session_id, row.agent)
+        for key in named:
+            if key[0] in operators:
+                found.setdefault(key, Placement(None, None))
+    return found
+
+
+def place_turn(
+    found: Placement | None,
+    *,
+    session_id: str | None,
+    agent: str | None,
+    focus: int | Any | None = UNSET,
+    default_agent: str,
+) -> TurnTarget:
+    """The turn's target from where its key pointed (`placements`); NotFound for an operator
+    that does not exist or a named session that is not the operator's."""
+    if found is None:
+        raise NotFound("operator not found")
+    named = session_id is not None
+    if found.session_id is None:
+        if named:
+            raise NotFound(f"session {session_id} not found")
         return TurnTarget(new_id(), agent or default_agent, exists=False, pin=False, focus=focus)
     return TurnTarget(
-        row.id,
-        agent or row.agent,
+        found.session_id,
+        agent or found.agent or default_agent,
         exists=True,
-        pin=session_id is not None,
+        pin=named,
         switch_agent=agent,
         focus=focus,
     )
+
+
+def _placements(session_matches: Any) -> Select[int, str, str]:
+    """Operators beside the sessions a turn would go to (NULLs when there is none); a
+    session of another operator never matches."""
+    return (
+        select(Operator.id, ChatSession.id.label("session_id"), ChatSession.agent)
+        .select_from(Operator)
+        .outerjoin(ChatSession, and_(session_matches, ChatSession.operator_id == Operator.id))
+        .where(Operator.id.in_(bindparam("operators", expanding=True)))
+    )
+
+
+_NAMED_PLACEMENTS = _placements(ChatSession.id.in_(bindparam("sessions", expanding=True)))
+_ACTIVE_PLACEMENTS = _placements(ChatSession.id == Operator.active_session_id)
 
 
 def open_for_turn(
@@ -226,7 +316,7 @@ def _open_new(
     row = _new_row(
         operator_id, agent=target.agent, focus=focus, clock=clock, session_id=target.session_id
     )
-    session.execute(insert(ChatSession), [_values(row)])
+    session.connection().execute(_INSERT_SESSION, _values(row))
     _activate(session, operator_id, row.id)
     return TurnSession(
         id=row.id,
@@ -242,12 +332,27 @@ def _open_new(
 
 def _activate(session: Session, operator_id: int, session_id: str) -> None:
     """Make the session the operator's active one; SessionGone if the operator is gone."""
-    done = session.execute(
-        update(Operator).where(Operator.id == operator_id).values(active_session_id=session_id),
-        execution_options={"synchronize_session": False},  # its row is not loaded here
+    done = session.connection().execute(
+        _ACTIVATE, {"p_operator": operator_id, "p_session": session_id}
     )
-    if getattr(done, "rowcount", 1) == 0:
+    if done.rowcount == 0:
         raise SessionGone(session_id)
+    loaded = session.identity_map.get(identity_key(Operator, operator_id))
+    if loaded is not None:  # a copy this session loaded earlier is stale now
+        session.expire(loaded, ["active_session_id"])
+
+
+# Core statements for the writes every chat turn makes, built once: on the session's
+# connection they skip the ORM's per-statement work (the bulk-insert and ORM-enabled
+# update paths, a cache key per call), which was most of a group commit's time.
+_INSERT_SESSION = insert(ChatSession)
+_INSERT_TURNS = insert(ChatTurn)
+_ACTIVATE = (
+    update(Operator)
+    .where(Operator.id == bindparam("p_operator"))
+    .values(active_session_id=bindparam("p_session"))
+)
+_LAST_SEQ = select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == bindparam("p_session"))
 
 
 def proposal_of(row: ChatSession) -> Proposal | None:
@@ -305,17 +410,14 @@ def persist_turn(
     """
     now = clock()
     statement, params = _turn_changes(record, now)
-    done = session.execute(
-        statement,
-        {**params, "p_session": session_id, "p_operator": operator_id},
-        execution_options={"synchronize_session": False},
+    connection = session.connection()
+    done = connection.execute(
+        statement, {**params, "p_session": session_id, "p_operator": operator_id}
     )
-    if getattr(done, "rowcount", 1) == 0:
+    if done.rowcount == 0:
         raise SessionGone(session_id)
     _forget_loaded(session, session_id)
-    seq = (
-        session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == session_id)) or 0
-    )
+    seq = connection.execute(_LAST_SEQ, {"p_session": session_id}).scalar() or 0
     user = ChatTurn(
         id=f"{record.turn_id}-u",
         session_id=session_id,
@@ -339,7 +441,7 @@ def persist_turn(
         created_at=now,
     )
     try:
-        session.execute(insert(ChatTurn), [_values(user), _values(assistant)])
+        connection.execute(_INSERT_TURNS, [_values(user), _values(assistant)])
     except IntegrityError as exc:
         raise SessionGone(session_id) from exc
     return [turn_json(user), turn_json(assistant)]

@@ -1,0 +1,74 @@
+"""Requests not yet answered go first (bot.unanswered): a started chat turn waits, before its
+retrieval and model call, while any request has not had its first byte, for at most
+`max_wait`; a stream counts as answered at its first frame."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from bot.runtimes.base import Delta
+from bot.unanswered import Unanswered
+from tests.conftest import ApiClient, frames_until, make_settings, read_sse
+from tests.fakes.runtimes import ScriptedRuntime
+
+
+async def test_quiet_returns_at_once_with_nothing_unanswered() -> None:
+    await asyncio.wait_for(Unanswered().quiet(), timeout=5)
+
+
+async def test_quiet_waits_for_the_last_answer() -> None:
+    unanswered = Unanswered(max_wait=60)
+    unanswered.arrived()
+    unanswered.arrived()
+    waiting = asyncio.ensure_future(unanswered.quiet())
+    unanswered.answered()
+    await asyncio.sleep(0)
+    assert not waiting.done()  # one request is still waiting
+    unanswered.answered()
+    await asyncio.wait_for(waiting, timeout=5)
+
+
+async def test_a_request_that_is_never_answered_delays_quiet_by_max_wait_only() -> None:
+    unanswered = Unanswered(max_wait=0.2)
+    unanswered.arrived()
+    await asyncio.wait_for(unanswered.quiet(), timeout=10)
+    assert unanswered.count == 1
+
+
+async def test_a_turn_asks_its_model_only_once_waiting_requests_are_answered(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    runtime = ScriptedRuntime([[Delta("hello")]])
+    api: ApiClient = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    unanswered = api.services.unanswered
+    unanswered.max_wait = 60
+    unanswered.arrived()  # a request elsewhere that has not had its first byte
+    response = await api.post("/api/operator/chat/stream", json={"message": "hi"})
+    first = await frames_until(response, lambda f: f["type"] == "status")
+    assert first[0]["text"] == "turn started"  # the first frame is not held back
+    await asyncio.sleep(0.2)
+    assert runtime.requests == []  # the model call waits
+    unanswered.answered()
+    frames = await read_sse(response)
+    assert frames[-1]["type"] == "done"
+    assert len(runtime.requests) == 1
+
+
+async def test_every_answer_is_counted_once_streams_at_their_first_frame(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Delta("hello")]], gate=gate)
+    api: ApiClient = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    response = await api.post("/api/operator/chat/stream", json={"message": "hi"})
+    await frames_until(response, lambda f: f["type"] == "status")
+    assert api.services.unanswered.count == 0  # streaming, but answered
+    refused = await api.post("/api/operator/chat", json={"message": ""})
+    assert refused.status == 400
+    await api.get("/api/operator/chat/sessions")
+    assert api.services.unanswered.count == 0
+    gate.set()
+    assert (await read_sse(response))[-1]["type"] == "done"
+    assert api.services.unanswered.count == 0
