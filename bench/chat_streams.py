@@ -275,7 +275,7 @@ def report(
     if steel.served_in_target is not None:
         print(
             f"  serve wrote {steel.served_in_target:.1%} of first frames within"
-            f" {FIRST_FRAME_TARGET * 1000:g} ms of handling the request (its /metrics)"
+            f" {FIRST_FRAME_TARGET * 1000:g} ms of the request's arrival (its /metrics)"
         )
 
 

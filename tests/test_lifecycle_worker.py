@@ -15,7 +15,7 @@ import pytest
 
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
-from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.reconcile import reconciler_lease_name, run_reconcile
 from bot.lifecycle.states import TaskState
 from steelframe.cli import main
 from tests.fakes.coding import command
@@ -179,6 +179,24 @@ async def test_reconcile_command_reports_what_it_repaired(make: Make, tmp_path: 
     assert "steelframe:delivered" in await lc.labels(issue)
     fixed = [e for e in lc.events(lc.task(issue).id) if e.kind == EventKind.RECONCILED]
     assert len(fixed) == 1
+
+
+async def test_a_worker_waits_out_the_reconciler_lease_of_a_dead_one_then_repairs(
+    make: Make, tmp_path: Path
+) -> None:
+    # A worker killed during its reconcile pass leaves the lease until it expires; the next
+    # worker's first pass must still run (for `--burst` it is the only one).
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    await lc.work()
+    await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
+    lc.ctx.redis.set(reconciler_lease_name(lc.ctx.queue_name), "a-dead-worker", px=3000)
+    worker = start_worker(lc, tmp_path / "worker.log", "--burst")
+    assert await asyncio.to_thread(worker.wait, 60) == 0
+    output = (tmp_path / "worker.log").read_text()
+    assert "another worker is reconciling; waiting for its pass" in output
+    assert f"labels repaired: [{lc.task(issue).id}]" in output
+    assert "steelframe:delivered" in await lc.labels(issue)
 
 
 def test_worker_without_redis_says_what_to_set(

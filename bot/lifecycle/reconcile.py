@@ -17,6 +17,7 @@ import asyncio
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -335,6 +336,25 @@ def reconcile_if_leader(
         if not leader:
             return None
         return run_reconcile(ctx, say=say)
+
+
+def reconcile_as_leader(
+    ctx: LifecycleContext,
+    say: Callable[[str], None],
+    *,
+    within: float = RECONCILER_LEASE_SECONDS,
+    every: float = 0.5,
+) -> ReconcileReport | None:
+    """`reconcile_if_leader`, waiting for the lease (at most `within`) when another process
+    holds it. A worker starting after a crash relies on its first pass to recover what the
+    dead one was running; if that one died holding the lease, skipping would leave the
+    tasks to a later pass (never, for `--burst`). None only if the lease stayed taken."""
+    deadline = time.monotonic() + within
+    while True:
+        report = reconcile_if_leader(ctx, say)
+        if report is not None or time.monotonic() >= deadline:
+            return report
+        time.sleep(every)  # the holder's pass or its lease's expiry, whichever comes first
 
 
 def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:

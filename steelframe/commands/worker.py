@@ -17,7 +17,12 @@ from rq import Queue
 
 from bot import db as dbmod
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
-from bot.lifecycle.reconcile import reconcile_if_leader, reconcile_until
+from bot.lifecycle.reconcile import (
+    RECONCILER_LEASE_SECONDS,
+    reconcile_as_leader,
+    reconcile_if_leader,
+    reconcile_until,
+)
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
@@ -79,7 +84,16 @@ def cmd_worker(args: argparse.Namespace) -> int:
     print("steelframe worker: reconciling before work ...", flush=True)
     report = reconcile_if_leader(ctx, say=_say_reconciling)
     if report is None:
-        print("reconcile: another worker is reconciling; skipped", flush=True)
+        # Another worker's pass, or the lease of one that died during its pass: wait for
+        # either to end, since this pass recovers what a crashed worker was running.
+        print(
+            "reconcile: another worker is reconciling; waiting for its pass"
+            f" (at most {RECONCILER_LEASE_SECONDS:.0f} s) ...",
+            flush=True,
+        )
+        report = reconcile_as_leader(ctx, say=_say_reconciling)
+    if report is None:
+        print("reconcile: the lease stayed taken; skipped", flush=True)
     for line in report.lines() if report is not None else []:
         _say_reconciling(line)
     queue = Queue(args.queue, connection=ctx.redis)
