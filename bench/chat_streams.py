@@ -8,10 +8,11 @@ Steelframe runs as a real `steelframe serve` process with the `openai` runtime; 
 work. Reported: request -> first frame and request -> done, errors, and the ratios; the CPU
 each server used for its 1,000 streams (so the relay's cost per token, beside the bare
 relay's); and, from `serve`'s own /metrics, the share of first frames it sent within 50 ms of
-reading the request (the client's figure also holds the wait to be accepted and read, which
-a loaded machine makes long for the bare relay too).
+the request's bytes arriving (the client's figure also holds the client's own delays, which a
+loaded machine makes long for the bare relay too). Each phase of a turn is printed too, with
+the load generator's own loop lag.
 
-    python -m bench.chat_streams [--streams 1000] [--tokens 30] [--interval 1.0] [--smoke]
+    python -m bench.chat_streams [--streams 1000] [--tokens 30] [--interval 1.0] [--pin] [--smoke]
 """
 
 from __future__ import annotations

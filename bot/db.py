@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -28,6 +29,22 @@ T = TypeVar("T")
 # Threads for `Database.run_first`: a request waits on one such read at a time, and SQLite
 # and psycopg release the GIL while they wait, so two keep reads moving while one is slow.
 FIRST_READ_THREADS = 2
+_FIRST_READS: ThreadPoolExecutor | None = None
+_FIRST_READS_LOCK = threading.Lock()
+
+
+def _first_reads() -> ThreadPoolExecutor:
+    """Threads of their own for the reads a request waits on before it can answer
+    (`Database.run_first`), one pool per process: on the shared pool they queued behind
+    retrieval and batched writes, and 1,000 chat streams opened within a second waited
+    0.5-1 s for their first frame."""
+    global _FIRST_READS
+    with _FIRST_READS_LOCK:
+        if _FIRST_READS is None:
+            _FIRST_READS = ThreadPoolExecutor(FIRST_READ_THREADS, thread_name_prefix="db-first")
+        return _FIRST_READS
+
+
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 
 
@@ -141,10 +158,6 @@ class Database:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.sessions = sessionmaker(engine, expire_on_commit=False)
-        # Threads of their own for the reads a request waits on before it can answer
-        # (`run_first`): on the shared pool they queued behind retrieval and batched writes,
-        # and 1,000 chat streams opened within a second waited 0.5-1 s for their first frame.
-        self._first = ThreadPoolExecutor(FIRST_READ_THREADS, thread_name_prefix="db-first")
 
     @classmethod
     def from_url(cls, url: str, *, lock_timeout: float | None = None) -> Database:
@@ -170,7 +183,7 @@ class Database:
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         call = functools.partial(context.run, self.call, fn, *args, **kwargs)
-        return await loop.run_in_executor(self._first, call)
+        return await loop.run_in_executor(_first_reads(), call)
 
     def dispose(self) -> None:
         """Close pooled connections (the next call opens new ones)."""
