@@ -21,6 +21,7 @@ class Unanswered:
     def __init__(self, max_wait: float = MAX_WAIT) -> None:
         self.max_wait = max_wait
         self.count = 0
+        self.waiting = 0  # turns in `quiet()` now
         self._quiet: asyncio.Event | None = None  # made on first use, on the running loop
 
     def arrived(self) -> None:
@@ -39,6 +40,10 @@ class Unanswered:
             return
         if self._quiet is None:
             self._quiet = asyncio.Event()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(self.max_wait):
-                await self._quiet.wait()
+        self.waiting += 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.max_wait):
+                    await self._quiet.wait()
+        finally:
+            self.waiting -= 1

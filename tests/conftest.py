@@ -101,6 +101,17 @@ def any_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return str(request.getfixturevalue("pg_url"))
 
 
+@pytest.fixture
+def any_db(any_db_url: str) -> Iterator[Any]:
+    """A migrated database (bot.db.Database) on each backend, disposed afterwards."""
+    from bot.db import Database, upgrade
+
+    database = Database.from_url(any_db_url)
+    upgrade(database.engine)
+    yield database
+    database.dispose()
+
+
 _CLAIM_OWNER = f"{socket.gethostname()}:{os.getpid()}"
 # Take over a claim only if it still names the dead session that made it.
 _TAKE_OVER = """

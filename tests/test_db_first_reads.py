@@ -6,33 +6,22 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 
-import pytest
-
-from bot.db import Database, upgrade
+from bot.db import Database
 from bot.operators import authenticate, create_operator
 
 
-@pytest.fixture
-def db(any_db_url: str) -> Iterator[Database]:
-    database = Database.from_url(any_db_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
-
-
 async def test_a_first_read_completes_while_background_work_holds_every_pool_thread(
-    db: Database,
+    any_db: Database,
 ) -> None:
-    operator, token = db.call(create_operator, "ada")
+    operator, token = any_db.call(create_operator, "ada")
     release = threading.Event()
     # More blocked jobs than the default pool has threads: everything behind them waits.
     blockers = [asyncio.to_thread(release.wait, 30) for _ in range(40)]
     background = asyncio.gather(*blockers)
     try:
-        queued = asyncio.ensure_future(db.run(authenticate, token))
-        first = await asyncio.wait_for(db.run_first(authenticate, token), timeout=20)
+        queued = asyncio.ensure_future(any_db.run(authenticate, token))
+        first = await asyncio.wait_for(any_db.run_first(authenticate, token), timeout=20)
         assert (first.id, first.name) == (operator.id, "ada")
         # The same read on the shared pool is still queued behind the background work.
         assert not queued.done()

@@ -5,32 +5,23 @@ batch and no later one."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import pytest
 from sqlalchemy.orm import Session
 
 from bot.chat.sessions import Placement, new_session, placements
 from bot.clock import utcnow
-from bot.db import Database, upgrade
+from bot.db import Database
 from bot.group_read import GroupRead
 from bot.models import Agent
 from bot.operators import Identity, create_operator, hash_token, identities
 
 
-@pytest.fixture
-def db(any_db_url: str) -> Iterator[Database]:
-    database = Database.from_url(any_db_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
-
-
 async def test_concurrent_lookups_share_statements_and_each_gets_its_own_answer(
-    db: Database,
+    any_db: Database,
 ) -> None:
-    made = [db.call(create_operator, f"op{i}") for i in range(60)]
-    reads = GroupRead(db, identities)
+    made = [any_db.call(create_operator, f"op{i}") for i in range(60)]
+    reads = GroupRead(any_db, identities)
     wrong = [hash_token(f"not-a-token-{i}") for i in range(5)]
     asked = [hash_token(token) for _, token in made] + wrong
     answers = await asyncio.gather(*(reads.get(digest) for digest in asked))
@@ -39,15 +30,17 @@ async def test_concurrent_lookups_share_statements_and_each_gets_its_own_answer(
     assert reads.batches < len(asked) / 4  # 65 questions, a few statements
 
 
-async def test_the_same_key_asked_twice_at_once_is_answered_for_both(db: Database) -> None:
-    operator, token = db.call(create_operator, "ada")
-    reads = GroupRead(db, identities)
+async def test_the_same_key_asked_twice_at_once_is_answered_for_both(any_db: Database) -> None:
+    operator, token = any_db.call(create_operator, "ada")
+    reads = GroupRead(any_db, identities)
     both = await asyncio.gather(reads.get(hash_token(token)), reads.get(hash_token(token)))
     assert both == [Identity(operator.id, "ada")] * 2
 
 
-async def test_a_failing_batch_fails_its_callers_and_the_next_batch_answers(db: Database) -> None:
-    operator, token = db.call(create_operator, "ada")
+async def test_a_failing_batch_fails_its_callers_and_the_next_batch_answers(
+    any_db: Database,
+) -> None:
+    operator, token = any_db.call(create_operator, "ada")
     failing = True
 
     def flaky(session: Session, keys: Sequence[str]) -> dict[str, Identity]:
@@ -55,7 +48,7 @@ async def test_a_failing_batch_fails_its_callers_and_the_next_batch_answers(db: 
             raise ConnectionError("database went away")
         return identities(session, keys)
 
-    reads = GroupRead(db, flaky)
+    reads = GroupRead(any_db, flaky)
     results = await asyncio.gather(
         *(reads.get(hash_token(token)) for _ in range(3)), return_exceptions=True
     )
@@ -64,9 +57,9 @@ async def test_a_failing_batch_fails_its_callers_and_the_next_batch_answers(db: 
     assert await reads.get(hash_token(token)) == Identity(operator.id, "ada")
 
 
-async def test_a_cancelled_caller_leaves_its_batch_to_answer_the_others(db: Database) -> None:
-    operator, token = db.call(create_operator, "ada")
-    reads = GroupRead(db, identities)
+async def test_a_cancelled_caller_leaves_its_batch_to_answer_the_others(any_db: Database) -> None:
+    operator, token = any_db.call(create_operator, "ada")
+    reads = GroupRead(any_db, identities)
     cancelled = asyncio.ensure_future(reads.get(hash_token(token)))
     kept = asyncio.ensure_future(reads.get(hash_token(token)))
     await asyncio.sleep(0)
@@ -75,16 +68,16 @@ async def test_a_cancelled_caller_leaves_its_batch_to_answer_the_others(db: Data
     assert cancelled.cancelled()
 
 
-async def test_placements_name_a_new_active_named_or_missing_session(db: Database) -> None:
+async def test_placements_name_a_new_active_named_or_missing_session(any_db: Database) -> None:
     def agent(session: Session) -> None:
         session.add(
             Agent(name="default", repo="o/r", checkout="/", runtime="x", updated_at=utcnow())
         )
 
-    db.call(agent)
-    ada, _ = db.call(create_operator, "ada")
-    bob, _ = db.call(create_operator, "bob")
-    ada_session, _ = db.call(new_session, ada.id, agent="default")
+    any_db.call(agent)
+    ada, _ = any_db.call(create_operator, "ada")
+    bob, _ = any_db.call(create_operator, "bob")
+    ada_session, _ = any_db.call(new_session, ada.id, agent="default")
     missing_operator = 10_000
     keys = [
         (ada.id, None),
@@ -93,7 +86,7 @@ async def test_placements_name_a_new_active_named_or_missing_session(db: Databas
         (bob.id, ada_session.id),
         (missing_operator, None),
     ]
-    found = db.call(placements, keys)
+    found = any_db.call(placements, keys)
     assert found[(ada.id, None)] == Placement(ada_session.id, "default")
     assert found[(bob.id, None)] == Placement(None, None)  # no active session: a new one
     assert found[(ada.id, ada_session.id)] == Placement(ada_session.id, "default")

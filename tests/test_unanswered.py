@@ -11,6 +11,7 @@ from typing import Any
 from bot.runtimes.base import Delta
 from bot.unanswered import Unanswered
 from tests.conftest import ApiClient, frames_until, make_settings, read_sse
+from tests.fakes.lifecycle import wait_for
 from tests.fakes.runtimes import ScriptedRuntime
 
 
@@ -24,7 +25,7 @@ async def test_quiet_waits_for_the_last_answer() -> None:
     unanswered.arrived()
     waiting = asyncio.ensure_future(unanswered.quiet())
     unanswered.answered()
-    await asyncio.sleep(0)
+    await wait_for(lambda: unanswered.waiting == 1, within=30)
     assert not waiting.done()  # one request is still waiting
     unanswered.answered()
     await asyncio.wait_for(waiting, timeout=5)
@@ -48,7 +49,7 @@ async def test_a_turn_asks_its_model_only_once_waiting_requests_are_answered(
     response = await api.post("/api/operator/chat/stream", json={"message": "hi"})
     first = await frames_until(response, lambda f: f["type"] == "status")
     assert first[0]["text"] == "turn started"  # the first frame is not held back
-    await asyncio.sleep(0.2)
+    await wait_for(lambda: unanswered.waiting == 1, within=30)  # the turn yields here
     assert runtime.requests == []  # the model call waits
     unanswered.answered()
     frames = await read_sse(response)
