@@ -11,6 +11,7 @@ from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
 from bot.errors import BadRequest, NotFound, SteelframeError
 from operator_api.auth import OPERATOR_ID
+from operator_api.middleware import answered
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
 from operator_api.sse import last_event_id, stream_frames, stream_turn
@@ -79,6 +80,8 @@ def _bad(message: str, field: str) -> BadRequest:
 )
 async def chat_blocking(request: web.Request) -> web.Response:
     handle = await _chat(request).start_turn(await _turn_request(request))
+    # From here it waits on its own turn, not on the service: no turn should yield to it.
+    answered(request)
     final: dict[str, Any] = {}
     async for frame in handle.subscribe():
         if frame is not None and frame["type"] in ("done", "error"):

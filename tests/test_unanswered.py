@@ -73,3 +73,18 @@ async def test_every_answer_is_counted_once_streams_at_their_first_frame(
     gate.set()
     assert (await read_sse(response))[-1]["type"] == "done"
     assert api.services.unanswered.count == 0
+
+
+async def test_a_blocking_turn_does_not_wait_on_its_own_request(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    # The blocking endpoint answers only when its turn is done: counted as unanswered until
+    # then, its own turn would yield to it for the whole `max_wait`.
+    runtime = ScriptedRuntime([[Delta("hello")]])
+    api: ApiClient = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    api.services.unanswered.max_wait = 600
+    answer = await asyncio.wait_for(
+        api.post("/api/operator/chat", json={"message": "hi"}), timeout=60
+    )
+    assert answer.status == 200
+    assert api.services.unanswered.count == 0
