@@ -5,6 +5,7 @@ batch and no later one."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
@@ -59,11 +60,19 @@ async def test_a_failing_batch_fails_its_callers_and_the_next_batch_answers(
 
 async def test_a_cancelled_caller_leaves_its_batch_to_answer_the_others(any_db: Database) -> None:
     operator, token = any_db.call(create_operator, "ada")
-    reads = GroupRead(any_db, identities)
+    started, release = threading.Event(), threading.Event()
+
+    def held(session: Session, keys: Sequence[str]) -> dict[str, Identity]:
+        started.set()
+        release.wait(30)
+        return identities(session, keys)
+
+    reads = GroupRead(any_db, held)
     cancelled = asyncio.ensure_future(reads.get(hash_token(token)))
     kept = asyncio.ensure_future(reads.get(hash_token(token)))
-    await asyncio.sleep(0)
+    assert await asyncio.to_thread(started.wait, 30)  # both are in the batch being read
     cancelled.cancel()
+    release.set()
     assert await kept == Identity(operator.id, "ada")
     assert cancelled.cancelled()
 
