@@ -7,6 +7,7 @@ run, except under CI=true, where they fail: CI installs the chromium package (.c
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -70,6 +71,7 @@ class Gui:
     base: str
     console_errors: list[str]
     dialogs: list[str]
+    failed_requests: list[str]
 
     async def open(self, path: str = "/") -> None:
         await self.page.goto(self.base + path)
@@ -86,8 +88,14 @@ class Gui:
         await self.page.wait_for_selector(f"#screen-{name}:not([hidden])", timeout=WAIT_MS)
 
     async def send(self, text: str) -> None:
+        """Type and press Enter, then wait until the composer took the message (it clears):
+        Chromium may hand the key to the page after `press` returns, and `wait_done` before
+        that would see the Send button of the turn not yet started."""
         await self.page.fill("#message", text)
         await self.page.press("#message", "Enter")
+        await self.page.wait_for_function(
+            "() => document.querySelector('#message').value === ''", timeout=WAIT_MS
+        )
 
     async def wait_done(self) -> None:
         """The running turn finished (Send is back)."""
@@ -115,9 +123,37 @@ class Gui:
 GuiFactory = Callable[..., Awaitable[Gui]]
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    if report.when == "call":
+        item.stash[CALL_FAILED] = report.failed
+    return report
+
+
+CALL_FAILED = pytest.StashKey[bool]()
+
+
+async def describe_page(gui: Gui) -> str:
+    """What a person looking at the page would see, for a failed test's report."""
+    shown = await gui.page.evaluate(
+        "() => ['#status', '#messages', '#toasts'].map(s => "
+        "s + ': ' + (document.querySelector(s)?.innerText ?? '(absent)').slice(-2000))"
+    )
+    return "\n".join(
+        [
+            f"page {gui.page.url}",
+            *shown,
+            f"console errors: {gui.console_errors}",
+            f"failed requests: {gui.failed_requests}",
+        ]
+    )
+
+
 @pytest.fixture
-async def gui_factory(browser: Any) -> AsyncIterator[GuiFactory]:
+async def gui_factory(browser: Any, request: pytest.FixtureRequest) -> AsyncIterator[GuiFactory]:
     contexts: list[Any] = []
+    guis: list[Gui] = []
 
     async def make(api: ApiClient, *, sign_in: bool = True, **context: Any) -> Gui:
         context.setdefault("viewport", {"width": 1280, "height": 800})
@@ -129,6 +165,14 @@ async def gui_factory(browser: Any) -> AsyncIterator[GuiFactory]:
         dialogs: list[str] = []
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
         page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+        failed: list[str] = []
+        page.on(
+            "response",
+            lambda r: (
+                failed.append(f"{r.request.method} {r.url} {r.status}") if r.status >= 400 else None
+            ),
+        )
+        page.on("requestfailed", lambda r: failed.append(f"{r.method} {r.url} {r.failure}"))
 
         async def on_dialog(dialog: Any) -> None:
             dialogs.append(f"{dialog.type}: {dialog.message}")
@@ -140,12 +184,17 @@ async def gui_factory(browser: Any) -> AsyncIterator[GuiFactory]:
 
         page.on("dialog", on_dialog)
         base = str(api.raw.make_url("/")).rstrip("/")
-        gui = Gui(page, api, base, errors, dialogs)
+        gui = Gui(page, api, base, errors, dialogs, failed)
+        guis.append(gui)
         if sign_in:
             await gui.sign_in()
         return gui
 
     yield make
+    if request.node.stash.get(CALL_FAILED, False):
+        for gui in guis:
+            with contextlib.suppress(Exception):  # the page may be gone; the failure stands
+                print(await describe_page(gui))
     for ctx in contexts:
         await ctx.close()
 

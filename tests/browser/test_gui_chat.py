@@ -233,3 +233,30 @@ async def test_a_turn_survives_a_reload_and_a_session_switch(
     await answer.wait_for()
     assert await answer.count() == 1
     assert await page.locator("#messages .msg.user", has_text="held question").count() == 1
+
+
+async def test_a_message_sent_while_the_sessions_load_keeps_its_reply(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The composer works as soon as the app shows; the sign-in's first render of the
+    stored chats, landing after the reply, must not wipe it."""
+    api = await api_factory(make_settings(tmp_path))
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    held = asyncio.Event()
+
+    async def hold_sessions(route: Any) -> None:
+        answer = await route.fetch()  # read now (no chats yet), delivered late
+        await held.wait()
+        await route.fulfill(response=answer)
+
+    await page.route("**/api/operator/chat/sessions", hold_sessions)
+    await gui.sign_in()
+    await gui.send("what runs on Mondays?")
+    await gui.wait_done()
+    held.set()
+    await page.wait_for_selector("body[data-screen=chat]")  # sign-in's render has run
+    await page.wait_for_selector("#session-list .session")
+    assert await page.locator("#messages .msg.user").count() == 1
+    reply = page.locator("#messages .msg.assistant", has_text="No model is configured")
+    assert await reply.count() == 1

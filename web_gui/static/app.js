@@ -80,13 +80,18 @@ class App {
     show($("#app"), true);
     if (!this.chat) this.setup();
     this.chat.setAgents(who.agents);
+    const sends = this.chat.sends;
     // The Board first (in parallel): replies link `#N` to runs it knows.
     const [sessions] = await Promise.all([
       this.chat.loadSessions(),
       this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" })),
     ]);
+    // The composer is live as soon as the app shows: a message sent while the sessions
+    // loaded is already on screen, rendering the stored chat now would wipe its reply, and
+    // the list read before it lacks its chat.
     const active = sessions.find((s) => s.active) || null;
-    if (active) await this.chat.open(active.id);
+    if (this.chat.sends !== sends) await this.chat.loadSessions();
+    else if (active) await this.chat.open(active.id);
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
     for (const t of this.board.list()) this.knownStates.set(t.id, t.state);

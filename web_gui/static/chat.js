@@ -20,6 +20,7 @@ export class Chat {
     this.agentChanged = false;
     this.decision = null; // {body, issue}
     this.turn = null; // {session, turnId, lastId, view, done}
+    this.sends = 0; // messages sent from this page: sign-in's first render must not wipe them
     this.unseen = new Set();
     this.rendered = new Set();
     this.hiddenOlder = [];
@@ -318,6 +319,7 @@ export class Chat {
     if (this.agentChanged || !this.session) body.agent = this.agent;
     if (this.focusChanged || (!this.session && this.focus)) body.focus = this.focus;
     $("#chat-empty")?.remove();
+    this.sends += 1;
     const view = new ReplyView();
     const user = userMessage(text, "");
     this.els.messages.append(user, view.el);
