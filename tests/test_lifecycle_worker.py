@@ -203,11 +203,15 @@ async def test_a_worker_waits_out_the_reconciler_lease_of_a_dead_one_then_repair
     issue = await lc.open_issue()
     await lc.work()
     await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
-    lc.ctx.redis.set(reconciler_lease_name(lc.ctx.queue_name), "a-dead-worker", px=3000)
-    worker = start_worker(lc, tmp_path / "worker.log", "--burst")
+    lease = reconciler_lease_name(lc.ctx.queue_name)
+    lc.ctx.redis.set(lease, "a-dead-worker", px=60_000)  # outlives a slow worker start
+    log = tmp_path / "worker.log"
+    worker = start_worker(lc, log, "--burst")
+    waiting = "another worker is reconciling; waiting for its pass"
+    await wait_for(lambda: waiting in log.read_text(), within=60)
+    lc.ctx.redis.pexpire(lease, 1)  # the dead worker's lease runs out
     assert await asyncio.to_thread(worker.wait, 60) == 0
-    output = (tmp_path / "worker.log").read_text()
-    assert "another worker is reconciling; waiting for its pass" in output
+    output = log.read_text()
     assert f"labels repaired: [{lc.task(issue).id}]" in output
     assert "steelframe:delivered" in await lc.labels(issue)
 
