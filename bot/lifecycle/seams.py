@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from memory import ChunkIn, Hit
+if TYPE_CHECKING:  # names only: importing memory's index code costs a worker ~1 s at start
+    from memory import ChunkIn, Hit
 
 
 class GitHubApi(Protocol):
