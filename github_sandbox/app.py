@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import control_routes, pages, registration_routes, rest_routes
+from github_sandbox import control_routes, git_http, pages, registration_routes, rest_routes
 from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.auth import presented, rate_key
 from github_sandbox.operations import SandboxError
@@ -24,12 +24,16 @@ INJECTED = web.RequestKey("injected_fault", bool)
 
 
 def _is_control(request: web.Request) -> bool:
-    """The sandbox's own control API and GitHub's web pages: neither is the REST API (no
-    rate-limit headers, never recorded for the contract check)."""
+    """The sandbox's own control API, GitHub's web pages and git over HTTP: none is the
+    REST API (no rate-limit headers, never recorded for the contract check)."""
     if request.path.startswith(control_routes.PREFIX):
         return True
     resource = request.match_info.route.resource
-    return (resource is not None and resource.canonical in WEB_PAGES) or pages.is_page(request)
+    return (
+        (resource is not None and resource.canonical in WEB_PAGES)
+        or pages.is_page(request)
+        or git_http.is_git(request)
+    )
 
 
 WEB_PAGES = frozenset(
@@ -122,7 +126,7 @@ def _decoded(raw: bytes) -> Any:
 @web.middleware
 async def persist(request: web.Request, handler: Handler) -> web.StreamResponse:
     response = await handler(request)
-    if request.method != "GET":
+    if request.method != "GET" and not git_http.is_git(request):  # git keeps its own files
         request.app[SANDBOX].save()
     return response
 
@@ -137,6 +141,7 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app.add_routes(rest_routes.routes)
     app.add_routes(registration_routes.web_routes)
     app.add_routes(control_routes.routes)
+    app.add_routes(git_http.routes)
     # Last: the pages' `/{owner}/{repo}/...` patterns must not shadow a REST route.
     app.add_routes(pages.routes)
 

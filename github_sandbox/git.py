@@ -42,7 +42,8 @@ def init_bare(path: Path, *, branch: str, readme: str) -> str:
     tree = _git(path, "mktree", stdin=f"100644 blob {blob}\tREADME.md\n")
     commit = _git(path, "commit-tree", tree, "-m", "Initial commit")
     _git(path, "update-ref", f"refs/heads/{branch}", commit)
-    # Pushes over file:// need no hooks; allow pushing to the checked-out branch name.
+    # Pushes (git_http, or file:// through the control API) need no hooks; allow pushing
+    # to the checked-out branch name.
     _git(path, "config", "receive.denyCurrentBranch", "ignore")
     return commit
 

@@ -59,7 +59,8 @@ class Sandbox:
     manifest_codes: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # Clone URLs are file:// URIs, which must be absolute (dev's data dir is relative).
+        # The control API hands out file:// URIs of the bare repositories, which must be
+        # absolute (dev's data dir is relative).
         self.root = self.root.resolve()
         now = self.clock()
         owner = User(1, "steelframe-dev", "Organization")

@@ -114,7 +114,7 @@ class Shapes:
         url = f"{self.api}/repos/{repo.full_name}"
         html = f"{self.html}/{repo.full_name}"
         open_issues = sum(1 for i in repo.issues.values() if i.state == "open")
-        clone = repo.git_path.as_uri() if repo.git_path is not None else f"{html}.git"
+        clone = f"{html}.git"  # git over smart HTTP with the token, as on github.com
         return {
             **self.repo_lite(repo),
             "owner": self.user(repo.owner),

@@ -1,0 +1,198 @@
+"""Git over smart HTTP, as github.com serves it: clone, fetch and push at a repository's
+`clone_url` (`{base}/{owner}/{repo}.git`), with the credentials GitHub takes.
+
+The protocol is real git's: `git http-backend` (CGI) answers every request, so a client
+speaks to the sandbox exactly as to github.com. In front of it, GitHub's access rules:
+
+- an installation token (or a user's) as HTTP Basic password, any user name (GitHub's own
+  advice is `x-access-token`); a public repository can be cloned without one;
+- no credentials, or a bad or expired token: 401 with `WWW-Authenticate: Basic`;
+- a repository the token cannot reach (not in its installation, not in a token narrowed to
+  other repositories, private to a user without access): 404 "Repository not found.";
+- a push without `contents: write` (a token narrowed to read, a user without write): 403.
+
+Git's answers are plain text, not the REST API's JSON; these routes are not the REST API
+(no rate-limit headers, not recorded for the contract check: `is_git`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import os
+from pathlib import Path
+
+from aiohttp import web
+
+from github_sandbox.appkeys import SANDBOX
+from github_sandbox.auth import Caller, check_scope, resolve_token
+from github_sandbox.operations import SandboxError
+from github_sandbox.sandbox import Sandbox
+from github_sandbox.state import Repo
+
+routes = web.RouteTableDef()
+GIT = "git"
+SERVICES = frozenset({"git-upload-pack", "git-receive-pack"})
+MAX_PUSH_BYTES = 100 * 1024 * 1024  # far beyond any test's push; GitHub's limit is 2 GB
+REPO = "/{owner}/{repo:[^/]+}.git"
+
+
+def is_git(request: web.Request) -> bool:
+    route = request.match_info.route
+    return bool(route.name and route.name.startswith(f"{GIT}:"))
+
+
+def _plain(status: int, text: str, **headers: str) -> web.Response:
+    return web.Response(status=status, text=text + "\n", headers=headers)
+
+
+def _unauthorized() -> web.Response:
+    return _plain(
+        401,
+        "Invalid username or token. Password authentication is not supported for Git operations.",
+        **{"WWW-Authenticate": 'Basic realm="GitHub"'},
+    )
+
+
+def _not_found() -> web.Response:
+    return _plain(404, "Repository not found.")
+
+
+def _password(header: str) -> str | None:
+    """The password of `Basic base64(user:password)` (the token), None if absent or not
+    Basic."""
+    scheme, _, encoded = header.partition(" ")
+    if scheme.lower() != "basic" or not encoded.strip():
+        return None
+    try:
+        decoded = base64.b64decode(encoded.strip(), validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _, colon, password = decoded.partition(":")
+    return password if colon and password else None
+
+
+class _Refused(Exception):
+    def __init__(self, response: web.Response) -> None:
+        self.response = response
+
+
+def _authorize(request: web.Request, service: str) -> Repo:
+    """The repository, if this request's credentials may run `service` on it."""
+    sandbox = request.app[SANDBOX]
+    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
+    token = _password(request.headers.get("Authorization", ""))
+    push = service == "git-receive-pack"
+    if token is None:
+        if repo is not None and not repo.private and not push and repo.git_path is not None:
+            return repo  # anyone may clone a public repository
+        raise _Refused(_unauthorized())
+    try:
+        caller = resolve_token(sandbox.world, f"token {token}")
+    except SandboxError as exc:
+        raise _Refused(_unauthorized() if exc.status == 401 else _plain(403, exc.message)) from None
+    if repo is None or repo.git_path is None or not _reaches(sandbox, caller, repo):
+        raise _Refused(_not_found())
+    if push and not _may_push(sandbox, caller, repo):
+        denied = f"Permission to {repo.full_name}.git denied to {caller.user.login}."
+        raise _Refused(_plain(403, denied))
+    return repo
+
+
+def _reaches(sandbox: Sandbox, caller: Caller, repo: Repo) -> bool:
+    if caller.kind == "installation":
+        assert caller.installation is not None
+        if repo.full_name.lower() not in caller.installation.repos:
+            return False
+        try:
+            check_scope(caller, repo.full_name, "GET", f"/repos/{repo.full_name}/git")
+        except SandboxError as exc:
+            return exc.status != 404  # narrowed to other repositories: hidden
+        return True
+    return not repo.private or sandbox.ops.permission(repo, caller.user) != "none"
+
+
+def _may_push(sandbox: Sandbox, caller: Caller, repo: Repo) -> bool:
+    if caller.kind == "installation":
+        try:
+            check_scope(caller, repo.full_name, "POST", f"/repos/{repo.full_name}/git")
+        except SandboxError:
+            return False
+        return True
+    return sandbox.ops.can_push(repo, caller.user)
+
+
+async def _backend(request: web.Request, repo: Repo, path_info: str, body: bytes) -> web.Response:
+    """Run `git http-backend` for this request and answer what it printed."""
+    assert repo.git_path is not None
+    git_path: Path = repo.git_path
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_PROJECT_ROOT": str(git_path.parent),
+        "GIT_HTTP_EXPORT_ALL": "1",
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "PATH_INFO": f"/{git_path.name}{path_info}",
+        "REQUEST_METHOD": request.method,
+        "QUERY_STRING": request.query_string,
+        "CONTENT_TYPE": request.headers.get("Content-Type", ""),
+        "CONTENT_LENGTH": str(len(body)),
+        "REMOTE_USER": "steelframe-sandbox",  # authorised above; enables receive-pack
+        "REMOTE_ADDR": request.remote or "127.0.0.1",
+        "GIT_PROTOCOL": request.headers.get("Git-Protocol", ""),
+    }
+    process = await asyncio.create_subprocess_exec(
+        "git",
+        "http-backend",
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate(body)
+    # CGI: header lines, a blank line, the body (git ends its header lines with CRLF).
+    separator = b"\r\n\r\n" if b"\r\n\r\n" in out else b"\n\n"
+    head, _, payload = out.partition(separator)
+    status = 200
+    headers: dict[str, str] = {}
+    for line in head.decode("latin-1").splitlines():
+        name, _, value = line.partition(":")
+        if name.lower() == "status":
+            status = int(value.split()[0])
+        elif name:
+            headers[name.strip()] = value.strip()
+    if process.returncode != 0 and status == 200:
+        return _plain(500, f"git http-backend failed: {err.decode(errors='replace').strip()}")
+    return web.Response(status=status, body=payload, headers=headers)
+
+
+async def _serve(request: web.Request, service: str, path_info: str) -> web.Response:
+    if service not in SERVICES:
+        return _plain(403, "Unsupported service: only git-upload-pack and git-receive-pack.")
+    try:
+        repo = _authorize(request, service)
+    except _Refused as refused:
+        return refused.response
+    body = b""
+    if request.method == "POST":
+        if request.content_length is not None and request.content_length > MAX_PUSH_BYTES:
+            return _plain(413, "The request is too large.")
+        body = await request.content.read(MAX_PUSH_BYTES + 1)
+        if len(body) > MAX_PUSH_BYTES:
+            return _plain(413, "The request is too large.")
+    return await _backend(request, repo, path_info, body)
+
+
+@routes.get(f"{REPO}/info/refs", name=f"{GIT}:refs")
+async def info_refs(request: web.Request) -> web.Response:
+    service = request.query.get("service", "")
+    if not service:  # the "dumb" protocol: GitHub serves smart HTTP only
+        return _plain(403, "Please upgrade your git client: only smart HTTP is served.")
+    return await _serve(request, service, "/info/refs")
+
+
+@routes.post(REPO + "/{service:git-(?:upload|receive)-pack}", name=f"{GIT}:rpc")
+async def rpc(request: web.Request) -> web.Response:
+    service = request.match_info["service"]
+    return await _serve(request, service, f"/{service}")

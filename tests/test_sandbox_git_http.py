@@ -1,0 +1,204 @@
+"""Git over smart HTTP at the sandbox's `clone_url`, with GitHub's access rules: the worker's
+own git commands (`bot.lifecycle.worktree.git_env`: the token as a Basic header scoped to
+the clone URL's origin) clone and push; what a token or a user may not do is refused as
+GitHub refuses it (401, 404 "Repository not found.", 403 "Permission ... denied")."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from bot.lifecycle.worktree import git_env
+from github_sandbox import git as bare
+from tests.conftest import SANDBOX_REPO, GitHubSandbox
+
+
+async def run_git(
+    *args: str, cwd: Path, token: str | None, url: str
+) -> subprocess.CompletedProcess[str]:
+    """git as the worker runs it: no outside config, the token only for `url`'s origin."""
+    return await asyncio.to_thread(
+        subprocess.run,
+        ["git", *args],
+        cwd=cwd,
+        env=git_env(token, url),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def clone_url(github_sandbox: GitHubSandbox, repo: str, token: str) -> str:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(
+            f"{github_sandbox.url}/repos/{repo}", headers={"Authorization": f"token {token}"}
+        ) as response,
+    ):
+        assert response.status == 200
+        return str((await response.json())["clone_url"])
+
+
+async def commit_file(folder: Path, name: str, text: str) -> None:
+    (folder / name).write_text(text)
+    for args in (("add", name), ("commit", "-q", "-m", f"add {name}")):
+        done = await run_git(*args, cwd=folder, token=None, url="")
+        assert done.returncode == 0, done.stderr
+
+
+async def test_the_worker_clones_and_pushes_over_http_with_a_scoped_token(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    client = github_sandbox.client()
+    token = await client.scoped_token(SANDBOX_REPO, {"contents": "write"})
+    url = await clone_url(github_sandbox, SANDBOX_REPO, token)
+    assert url == f"{github_sandbox.url}/{SANDBOX_REPO}.git"  # GitHub's shape, not a path
+
+    cloned = await run_git("clone", "-q", url, "work", cwd=tmp_path, token=token, url=url)
+    assert cloned.returncode == 0, cloned.stderr
+    work = tmp_path / "work"
+    assert (work / "README.md").exists()
+    await run_git("checkout", "-q", "-b", "steelframe/issue-1", cwd=work, token=None, url=url)
+    await commit_file(work, "CHANGE.md", "over http\n")
+    pushed = await run_git("push", "-q", url, "steelframe/issue-1", cwd=work, token=token, url=url)
+    assert pushed.returncode == 0, pushed.stderr
+    git_path = github_sandbox.sandbox.world.repo(SANDBOX_REPO).git_path
+    head = await asyncio.to_thread(bare.branch_sha, git_path, "steelframe/issue-1")
+    local = await run_git("rev-parse", "HEAD", cwd=work, token=None, url=url)
+    assert head == local.stdout.strip()
+
+
+async def test_a_token_without_contents_write_cannot_push(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    client = github_sandbox.client()
+    token = await client.scoped_token(SANDBOX_REPO, {"contents": "read"})
+    url = await clone_url(github_sandbox, SANDBOX_REPO, token)
+    assert (
+        await run_git("clone", "-q", url, "w", cwd=tmp_path, token=token, url=url)
+    ).returncode == 0
+    work = tmp_path / "w"
+    await commit_file(work, "NOPE.md", "refused\n")
+    pushed = await run_git(
+        "push", "-q", url, "HEAD:refs/heads/nope", cwd=work, token=token, url=url
+    )
+    assert pushed.returncode != 0
+    assert "403" in pushed.stderr
+    git_path = github_sandbox.sandbox.world.repo(SANDBOX_REPO).git_path
+    assert await asyncio.to_thread(bare.branch_sha, git_path, "nope") is None
+
+
+async def test_a_token_narrowed_to_another_repository_finds_nothing(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    installation = github_sandbox.sandbox.world.installations[github_sandbox.installation_id]
+    github_sandbox.sandbox.add_repo("steelframe-dev/other", installation=installation, notify=False)
+    client = github_sandbox.client()
+    token = await client.scoped_token("steelframe-dev/other", {"contents": "write"})
+    url = f"{github_sandbox.url}/{SANDBOX_REPO}.git"
+    listed = await run_git("ls-remote", url, cwd=tmp_path, token=token, url=url)
+    assert listed.returncode != 0
+    assert "Repository not found." in listed.stderr
+
+
+@pytest.mark.parametrize(
+    ("authorization", "status"),
+    [
+        (None, 401),  # a private repository asks for credentials
+        ("Basic eC1hY2Nlc3MtdG9rZW46Z2hzX25vdF9pc3N1ZWQ=", 401),  # x-access-token:ghs_not_issued
+        ("Basic !!!", 401),  # not base64
+        ("Bearer ghs_whatever", 401),  # git sends Basic; anything else is no credential
+    ],
+)
+async def test_missing_or_bad_credentials_are_asked_for_again(
+    github_sandbox: GitHubSandbox, authorization: str | None, status: int
+) -> None:
+    github_sandbox.sandbox.add_repo("steelframe-dev/private", private=True, notify=False)
+    headers = {"Authorization": authorization} if authorization else {}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(
+            f"{github_sandbox.url}/steelframe-dev/private.git/info/refs",
+            params={"service": "git-upload-pack"},
+            headers=headers,
+        ) as response,
+    ):
+        assert response.status == status
+        assert response.headers["WWW-Authenticate"] == 'Basic realm="GitHub"'
+        assert "x-ratelimit-remaining" not in response.headers  # not the REST API
+
+
+async def test_an_expired_token_is_refused(github_sandbox: GitHubSandbox, tmp_path: Path) -> None:
+    client = github_sandbox.client()
+    token = await client.scoped_token(SANDBOX_REPO, {"contents": "write"})
+    url = f"{github_sandbox.url}/{SANDBOX_REPO}.git"
+    github_sandbox.sandbox.world.tokens[token].expires_at = 0.0
+    listed = await run_git("ls-remote", url, cwd=tmp_path, token=token, url=url)
+    # 401: git would ask for a user name and password, and may not (as on github.com).
+    assert listed.returncode != 0 and "terminal prompts disabled" in listed.stderr
+
+
+async def test_a_public_repository_clones_without_credentials_but_never_takes_a_push(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    github_sandbox.sandbox.add_repo("octo/public", notify=False)
+    url = f"{github_sandbox.url}/octo/public.git"
+    cloned = await run_git("clone", "-q", url, "p", cwd=tmp_path, token=None, url=url)
+    assert cloned.returncode == 0, cloned.stderr
+    work = tmp_path / "p"
+    await commit_file(work, "ANON.md", "no\n")
+    pushed = await run_git("push", "-q", url, "HEAD:refs/heads/anon", cwd=work, token=None, url=url)
+    assert pushed.returncode != 0
+
+
+async def test_a_user_pushes_only_with_write_permission(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    sandbox = github_sandbox.sandbox
+    sandbox.add_repo("octo/tools", private=True, notify=False)
+    sandbox.grant("octo/tools", "reader", "read")
+    sandbox.grant("octo/tools", "writer", "write")
+    url = f"{github_sandbox.url}/octo/tools.git"
+    stranger = await run_git(
+        "ls-remote", url, cwd=tmp_path, token=sandbox.user_token("stranger"), url=url
+    )
+    assert stranger.returncode != 0 and "Repository not found." in stranger.stderr
+    reader = sandbox.user_token("reader")
+    assert (
+        await run_git("clone", "-q", url, "r", cwd=tmp_path, token=reader, url=url)
+    ).returncode == 0
+    await commit_file(tmp_path / "r", "R.md", "r\n")
+    refused = await run_git(
+        "push", "-q", url, "HEAD:refs/heads/r", cwd=tmp_path / "r", token=reader, url=url
+    )
+    assert refused.returncode != 0 and "Permission to octo/tools.git denied to reader" in (
+        refused.stderr
+    )
+    writer = sandbox.user_token("writer")
+    pushed = await run_git(
+        "push", "-q", url, "HEAD:refs/heads/w", cwd=tmp_path / "r", token=writer, url=url
+    )
+    assert pushed.returncode == 0, pushed.stderr
+
+
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [
+        ("/info/refs", {}),  # the dumb protocol
+        ("/info/refs", {"service": "git-upload-archive"}),
+    ],
+)
+async def test_only_the_smart_upload_and_receive_services_are_served(
+    github_sandbox: GitHubSandbox, path: str, query: dict[str, str]
+) -> None:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{github_sandbox.url}/{SANDBOX_REPO}.git{path}", params=query) as response,
+    ):
+        assert response.status == 403
+        assert "only" in await response.text()
