@@ -12,6 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from bot.lifecycle import worktree
 from bot.lifecycle.worktree import git_env
 from github_sandbox import git as bare
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
@@ -141,6 +142,8 @@ async def test_an_expired_token_is_refused(github_sandbox: GitHubSandbox, tmp_pa
     listed = await run_git("ls-remote", url, cwd=tmp_path, token=token, url=url)
     # 401: git would ask for a user name and password, and may not (as on github.com).
     assert listed.returncode != 0 and "terminal prompts disabled" in listed.stderr
+    with pytest.raises(worktree.WorktreeError, match=r"the remote refused the token \(HTTP 401"):
+        await worktree.git(tmp_path, "ls-remote", url, token=token, url=url)
 
 
 async def test_a_public_repository_clones_without_credentials_but_never_takes_a_push(

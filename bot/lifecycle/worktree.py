@@ -165,8 +165,16 @@ async def git(
         raise WorktreeError(f"git {args[0]} timed out") from None
     if check and process.returncode != 0:
         message = err.decode(errors="replace").strip().splitlines()
-        raise WorktreeError(f"git {args[0]} failed: {message[-1] if message else 'no output'}")
+        raise WorktreeError(f"git {args[0]} failed: {_explain(message[-1] if message else '')}")
     return out.decode(errors="replace").strip()
+
+
+def _explain(last_line: str) -> str:
+    """git's last word, said plainly where it misleads: on a 401 git wants to prompt for a
+    user name, which a worker never may."""
+    if "could not read Username" in last_line:
+        return f"the remote refused the token (HTTP 401; {last_line})"
+    return last_line or "no output"
 
 
 def run_root(root: Path, task_id: int, run: str) -> Path:
