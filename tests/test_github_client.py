@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from aiohttp import web
 from bot.errors import NotFound
 from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound, GitHubRejected
+from bot.lifecycle.worktree import git_env
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 
 
@@ -94,21 +96,30 @@ async def test_list_issues_filters_by_label_and_state(github_client: GitHubClien
     assert [i["title"] for i in closed] == ["one"]
 
 
-def _push_branch(clone_url: str, workdir: Path, branch: str) -> None:
-    env_git = ["git", "-c", "user.name=Worker", "-c", "user.email=w@example.invalid"]
-    subprocess.run(["git", "clone", "-q", clone_url, str(workdir)], check=True)
-    subprocess.run(["git", "-C", str(workdir), "checkout", "-q", "-b", branch], check=True)
+def _push_branch(clone_url: str, token: str, workdir: Path, branch: str) -> None:
+    """Clone and push as the worker does (the token for the clone URL's origin only); run
+    off the event loop: the sandbox answering git shares the test's loop."""
+    env = git_env(token, clone_url)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], check=True, env=env, timeout=60)
+
+    git("clone", "-q", clone_url, str(workdir))
+    git("-C", str(workdir), "checkout", "-q", "-b", branch)
     (workdir / "fix.txt").write_text("fixed\n")
-    subprocess.run(["git", "-C", str(workdir), "add", "fix.txt"], check=True)
-    subprocess.run([*env_git, "-C", str(workdir), "commit", "-q", "-m", "fix"], check=True)
-    subprocess.run(["git", "-C", str(workdir), "push", "-q", "origin", branch], check=True)
+    git("-C", str(workdir), "add", "fix.txt")
+    git("-C", str(workdir), "commit", "-q", "-m", "fix")
+    git("-C", str(workdir), "push", "-q", "origin", branch)
 
 
 async def test_pull_request_from_a_pushed_branch(
     github_sandbox: GitHubSandbox, github_client: GitHubClient, tmp_path: Path
 ) -> None:
     repo = await github_client.request("GET", SANDBOX_REPO, "")
-    _push_branch(repo.data["clone_url"], tmp_path / "work", "steelframe/issue-1")
+    token = await github_client.scoped_token(SANDBOX_REPO, {"contents": "write"})
+    await asyncio.to_thread(
+        _push_branch, repo.data["clone_url"], token, tmp_path / "work", "steelframe/issue-1"
+    )
     pull = await github_client.create_pull(
         SANDBOX_REPO, title="Fix", head="steelframe/issue-1", base="main", body="Closes #1"
     )
