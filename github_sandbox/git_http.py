@@ -92,35 +92,35 @@ def _authorize(request: web.Request, service: str) -> Repo:
         caller = resolve_token(sandbox.world, f"token {token}")
     except SandboxError as exc:
         raise _Refused(_unauthorized() if exc.status == 401 else _plain(403, exc.message)) from None
-    if repo is None or repo.git_path is None or not _reaches(sandbox, caller, repo):
+    if repo is None or repo.git_path is None or not _visible(sandbox, caller, repo):
         raise _Refused(_not_found())
-    if push and not _may_push(sandbox, caller, repo):
+    if not _permitted(sandbox, caller, repo, push=push):
         denied = f"Permission to {repo.full_name}.git denied to {caller.user.login}."
         raise _Refused(_plain(403, denied))
     return repo
 
 
-def _reaches(sandbox: Sandbox, caller: Caller, repo: Repo) -> bool:
+def _visible(sandbox: Sandbox, caller: Caller, repo: Repo) -> bool:
+    """GitHub hides (404) what a credential cannot see at all."""
     if caller.kind == "installation":
-        assert caller.installation is not None
-        if repo.full_name.lower() not in caller.installation.repos:
-            return False
-        try:
-            check_scope(caller, repo.full_name, "GET", f"/repos/{repo.full_name}/git")
-        except SandboxError as exc:
-            return exc.status != 404  # narrowed to other repositories: hidden
-        return True
+        assert caller.installation is not None and caller.token is not None
+        name = repo.full_name.lower()
+        narrowed = caller.token.repos
+        return name in caller.installation.repos and (narrowed is None or name in narrowed)
     return not repo.private or sandbox.ops.permission(repo, caller.user) != "none"
 
 
-def _may_push(sandbox: Sandbox, caller: Caller, repo: Repo) -> bool:
+def _permitted(sandbox: Sandbox, caller: Caller, repo: Repo, *, push: bool) -> bool:
+    """`contents: read` to fetch, `write` to push (a user: read or write access)."""
     if caller.kind == "installation":
         try:
-            check_scope(caller, repo.full_name, "POST", f"/repos/{repo.full_name}/git")
+            check_scope(
+                caller, repo.full_name, "POST" if push else "GET", f"/repos/{repo.full_name}/git"
+            )
         except SandboxError:
             return False
         return True
-    return sandbox.ops.can_push(repo, caller.user)
+    return not push or sandbox.ops.can_push(repo, caller.user)
 
 
 async def _backend(request: web.Request, repo: Repo, path_info: str, body: bytes) -> web.Response:

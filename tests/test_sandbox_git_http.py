@@ -94,6 +94,17 @@ async def test_a_token_without_contents_write_cannot_push(
     assert await asyncio.to_thread(bare.branch_sha, git_path, "nope") is None
 
 
+async def test_a_token_without_contents_cannot_clone(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    client = github_sandbox.client()
+    token = await client.scoped_token(SANDBOX_REPO, {"issues": "write"})
+    url = f"{github_sandbox.url}/{SANDBOX_REPO}.git"
+    cloned = await run_git("clone", "-q", url, "c", cwd=tmp_path, token=token, url=url)
+    assert cloned.returncode != 0 and "403" in cloned.stderr
+    assert not (tmp_path / "c" / "README.md").exists()
+
+
 async def test_a_token_narrowed_to_another_repository_finds_nothing(
     github_sandbox: GitHubSandbox, tmp_path: Path
 ) -> None:
