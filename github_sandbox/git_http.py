@@ -174,14 +174,14 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
         repo = _authorize(request, service)
     except _Refused as refused:
         return refused.response
-    body = b""
-    if request.method == "POST":
-        if request.content_length is not None and request.content_length > MAX_PUSH_BYTES:
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_any():  # to the end: git sends large packs chunked
+        size += len(chunk)
+        if size > MAX_PUSH_BYTES:
             return _plain(413, "The request is too large.")
-        body = await request.content.read(MAX_PUSH_BYTES + 1)
-        if len(body) > MAX_PUSH_BYTES:
-            return _plain(413, "The request is too large.")
-    return await _backend(request, repo, path_info, body)
+        chunks.append(chunk)
+    return await _backend(request, repo, path_info, b"".join(chunks))
 
 
 @routes.get(f"{REPO}/info/refs", name=f"{GIT}:refs")

@@ -6,6 +6,7 @@ GitHub refuses it (401, 404 "Repository not found.", 403 "Permission ... denied"
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 from pathlib import Path
 
@@ -45,8 +46,10 @@ async def clone_url(github_sandbox: GitHubSandbox, repo: str, token: str) -> str
         return str((await response.json())["clone_url"])
 
 
-async def commit_file(folder: Path, name: str, text: str) -> None:
-    (folder / name).write_text(text)
+async def commit_file(folder: Path, name: str, text: str | None) -> None:
+    """Commit `name` with `text` (None: as it already is on disk)."""
+    if text is not None:
+        (folder / name).write_text(text)
     for args in (("add", name), ("commit", "-q", "-m", f"add {name}")):
         done = await run_git(*args, cwd=folder, token=None, url="")
         assert done.returncode == 0, done.stderr
@@ -72,6 +75,25 @@ async def test_the_worker_clones_and_pushes_over_http_with_a_scoped_token(
     head = await asyncio.to_thread(bare.branch_sha, git_path, "steelframe/issue-1")
     local = await run_git("rev-parse", "HEAD", cwd=work, token=None, url=url)
     assert head == local.stdout.strip()
+
+
+async def test_a_large_push_arrives_whole(github_sandbox: GitHubSandbox, tmp_path: Path) -> None:
+    client = github_sandbox.client()
+    token = await client.scoped_token(SANDBOX_REPO, {"contents": "write"})
+    url = f"{github_sandbox.url}/{SANDBOX_REPO}.git"
+    assert (
+        await run_git("clone", "-q", url, "big", cwd=tmp_path, token=token, url=url)
+    ).returncode == 0
+    work = tmp_path / "big"
+    await asyncio.to_thread((work / "blob.bin").write_bytes, os.urandom(3 * 1024 * 1024))
+    await commit_file(work, "blob.bin", None)
+    pushed = await run_git("push", "-q", url, "HEAD:refs/heads/big", cwd=work, token=token, url=url)
+    assert pushed.returncode == 0, pushed.stderr
+    again = await run_git(
+        "clone", "-q", "-b", "big", url, "back", cwd=tmp_path, token=token, url=url
+    )
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "back" / "blob.bin").read_bytes() == (work / "blob.bin").read_bytes()
 
 
 async def test_a_token_without_contents_write_cannot_push(
