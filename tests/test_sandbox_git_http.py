@@ -55,17 +55,24 @@ async def commit_file(folder: Path, name: str, text: str | None) -> None:
         assert done.returncode == 0, done.stderr
 
 
+async def scoped_clone(
+    github_sandbox: GitHubSandbox, folder: Path, contents: str
+) -> tuple[str, str]:
+    """A token narrowed to the sandbox repository's `contents` at that level, and the
+    repository cloned with it into `folder` over its `clone_url`: (token, url)."""
+    token = await github_sandbox.client().scoped_token(SANDBOX_REPO, {"contents": contents})
+    url = await clone_url(github_sandbox, SANDBOX_REPO, token)
+    cloned = await run_git("clone", "-q", url, folder.name, cwd=folder.parent, token=token, url=url)
+    assert cloned.returncode == 0, cloned.stderr
+    return token, url
+
+
 async def test_the_worker_clones_and_pushes_over_http_with_a_scoped_token(
     github_sandbox: GitHubSandbox, tmp_path: Path
 ) -> None:
-    client = github_sandbox.client()
-    token = await client.scoped_token(SANDBOX_REPO, {"contents": "write"})
-    url = await clone_url(github_sandbox, SANDBOX_REPO, token)
-    assert url == f"{github_sandbox.url}/{SANDBOX_REPO}.git"  # GitHub's shape, not a path
-
-    cloned = await run_git("clone", "-q", url, "work", cwd=tmp_path, token=token, url=url)
-    assert cloned.returncode == 0, cloned.stderr
     work = tmp_path / "work"
+    token, url = await scoped_clone(github_sandbox, work, "write")
+    assert url == f"{github_sandbox.url}/{SANDBOX_REPO}.git"  # GitHub's shape, not a path
     assert (work / "README.md").exists()
     await run_git("checkout", "-q", "-b", "steelframe/issue-1", cwd=work, token=None, url=url)
     await commit_file(work, "CHANGE.md", "over http\n")
@@ -78,13 +85,8 @@ async def test_the_worker_clones_and_pushes_over_http_with_a_scoped_token(
 
 
 async def test_a_large_push_arrives_whole(github_sandbox: GitHubSandbox, tmp_path: Path) -> None:
-    client = github_sandbox.client()
-    token = await client.scoped_token(SANDBOX_REPO, {"contents": "write"})
-    url = f"{github_sandbox.url}/{SANDBOX_REPO}.git"
-    assert (
-        await run_git("clone", "-q", url, "big", cwd=tmp_path, token=token, url=url)
-    ).returncode == 0
     work = tmp_path / "big"
+    token, url = await scoped_clone(github_sandbox, work, "write")
     await asyncio.to_thread((work / "blob.bin").write_bytes, os.urandom(3 * 1024 * 1024))
     await commit_file(work, "blob.bin", None)
     pushed = await run_git("push", "-q", url, "HEAD:refs/heads/big", cwd=work, token=token, url=url)
@@ -99,13 +101,8 @@ async def test_a_large_push_arrives_whole(github_sandbox: GitHubSandbox, tmp_pat
 async def test_a_token_without_contents_write_cannot_push(
     github_sandbox: GitHubSandbox, tmp_path: Path
 ) -> None:
-    client = github_sandbox.client()
-    token = await client.scoped_token(SANDBOX_REPO, {"contents": "read"})
-    url = await clone_url(github_sandbox, SANDBOX_REPO, token)
-    assert (
-        await run_git("clone", "-q", url, "w", cwd=tmp_path, token=token, url=url)
-    ).returncode == 0
     work = tmp_path / "w"
+    token, url = await scoped_clone(github_sandbox, work, "read")
     await commit_file(work, "NOPE.md", "refused\n")
     pushed = await run_git(
         "push", "-q", url, "HEAD:refs/heads/nope", cwd=work, token=token, url=url
