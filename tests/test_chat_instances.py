@@ -10,7 +10,7 @@ from typing import Any
 
 import redis
 
-from bot.chat.coordination import STOP_CHANNEL
+from bot.chat.coordination import RedisTurnLocks, stop_channel
 from bot.runtimes.base import Delta
 from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.runtimes import ScriptedRuntime
@@ -18,9 +18,10 @@ from tests.fakes.runtimes import ScriptedRuntime
 
 async def _until_subscribed(redis_url: str, listeners: int) -> None:
     client = redis.Redis.from_url(redis_url)
+    channel = stop_channel(int(client.connection_pool.connection_kwargs.get("db") or 0))
     try:
         for _ in range(200):
-            if dict(client.pubsub_numsub(STOP_CHANNEL)).get(STOP_CHANNEL.encode(), 0) >= listeners:
+            if dict(client.pubsub_numsub(channel)).get(channel.encode(), 0) >= listeners:
                 return
             await asyncio.sleep(0.02)
         raise AssertionError("stop listeners never subscribed")
@@ -58,9 +59,30 @@ async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
     await read_sse(again)
 
 
-async def test_a_renewed_slot_is_kept_and_an_abandoned_one_expires(redis_url: str) -> None:
-    from bot.chat.coordination import RedisTurnLocks
+async def test_a_stop_reaches_only_the_deployment_on_its_redis_database(redis_url: str) -> None:
+    """Pub/sub channels are server-wide: two deployments on databases of one Redis server
+    must not stop each other's operators (both have an operator 1)."""
+    ours = redis_url
+    base, db = ours.rsplit("/", 1)
+    theirs = f"{base}/{(int(db) + 1) % 16}"
+    listening = RedisTurnLocks(ours, ttl_seconds=2.0)
+    other = RedisTurnLocks(theirs, ttl_seconds=2.0)
+    heard: asyncio.Queue[int] = asyncio.Queue()
+    listener = asyncio.create_task(listening.run_stop_listener(heard.put))
+    try:
+        await _until_subscribed(ours, 1)
+        await other.signal_stop(1)  # another deployment's operator 1
+        await listening.signal_stop(2)  # then ours
+        assert await asyncio.wait_for(heard.get(), 30) == 2
+        assert heard.empty()
+    finally:
+        listener.cancel()
+        await asyncio.gather(listener, return_exceptions=True)
+        await listening.close()
+        await other.close()
 
+
+async def test_a_renewed_slot_is_kept_and_an_abandoned_one_expires(redis_url: str) -> None:
     # No timing bound is asserted: the abandoned slot lapses some time after its 2 s TTL
     # while the renewed one survives however long that takes (a loaded machine may pause
     # this loop for a while; a renewal every poll keeps well inside the TTL).

@@ -7,10 +7,8 @@ processed once, and the operator's events stream on the other instance reports i
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -31,7 +29,7 @@ from tests.fakes.events import EventsFeed
 from tests.fakes.lifecycle import wait_for
 from tests.fakes.openai_server import Content, FakeOpenAI, Hold, Pause
 from tests.fakes.sandbox import sandbox_settings
-from tests.fakes.workers import settings_env, spawn_worker
+from tests.fakes.workers import settings_env, spawn_worker, stop_processes
 from webhooks.deliveries import WebhookDelivery
 
 MODEL = "instances-model"
@@ -202,15 +200,7 @@ async def fleet(
         database.dispose()
         yield urls, token
     finally:
-        for worker in workers:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(worker.pid, signal.SIGTERM)
-        for worker in workers:
-            try:
-                await asyncio.to_thread(worker.wait, 30)
-            except subprocess.TimeoutExpired:
-                os.killpg(worker.pid, signal.SIGKILL)
-                await asyncio.to_thread(worker.wait)
+        await stop_processes(workers)
         for process in processes:
             if process.returncode is None:
                 process.terminate()

@@ -4,7 +4,6 @@ another took the task over changes nothing, on the remote branch neither."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
@@ -26,7 +25,7 @@ from tests.fakes.git import held_push_git, remote_refs
 from tests.fakes.lifecycle import Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
-from tests.fakes.workers import start_worker
+from tests.fakes.workers import start_worker, stop_processes
 
 
 async def _snapshot(lc: Lifecycle, issue: int) -> dict[str, Any]:
@@ -130,9 +129,7 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
         if horse is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(horse, signal.SIGCONT)
-        os.killpg(worker.pid, signal.SIGCONT)
-        os.killpg(worker.pid, signal.SIGTERM)
-        await asyncio.to_thread(worker.wait, 30)
+        await stop_processes([worker])
 
 
 async def test_every_finish_of_a_run_that_lost_its_lease_is_refused(make: Make) -> None:

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
-from tests.fakes.workers import start_worker
+from tests.fakes.workers import start_worker, stop_processes
 
 # The bound is a deadline the operator sees, not a benchmark: generous for a loaded machine
 # but far below "until the client gives up".
@@ -89,12 +88,7 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
         for pid in (p for p in (runtime, horse) if p > 0):  # nothing stays frozen holding rows
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            await asyncio.to_thread(worker.wait, 10)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            await asyncio.to_thread(worker.wait)
+        await stop_processes([worker], within=10)
     states = [e.to_state for e in lc.events(task.id) if e.to_state]
     assert states[-1] == TaskState.TERMINATED
     assert TaskState.QUEUED not in states[states.index(TaskState.RUNNING) :], states

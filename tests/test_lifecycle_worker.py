@@ -28,7 +28,7 @@ from tests.fakes.sandbox import (
     running_in_sandbox,
     runtime_pids,
 )
-from tests.fakes.workers import CREDENTIAL_VARS, start_worker, worker_env
+from tests.fakes.workers import CREDENTIAL_VARS, start_worker, stop_processes, worker_env
 
 
 @pytest.mark.slow
@@ -95,12 +95,7 @@ async def test_a_killed_work_horse_is_retried_by_the_worker_that_forked_it(
         os.kill(horse, signal.SIGKILL)
         await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=30)
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            await asyncio.to_thread(worker.wait, 10)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            await asyncio.to_thread(worker.wait)
+        await stop_processes([worker], within=10)
     task = lc.task(issue)
     assert task.attempts == 2
     assert await gone(runtime_pid)
@@ -160,12 +155,7 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
         await wait_for(terminated, within=60)
         assert list(lc.ctx.worktrees.glob(f"task-{task.id}-*")) == []
     finally:
-        os.killpg(worker.pid, signal.SIGTERM)
-        try:
-            await asyncio.to_thread(worker.wait, 10)
-        except subprocess.TimeoutExpired:
-            os.killpg(worker.pid, signal.SIGKILL)
-            await asyncio.to_thread(worker.wait)
+        await stop_processes([worker], within=10)
     assert lc.task(issue).state == TaskState.TERMINATED
     if applied_at_once:
         stopped = [e for e in lc.events(task.id) if e.kind == EventKind.RECONCILED]

@@ -14,8 +14,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
-
-CREDENTIAL_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
+from tests.fakes.workers import CREDENTIAL_VARS, stop_processes
 
 
 def _env(tmp_path: Path, **settings: str) -> dict[str, str]:
@@ -79,15 +78,7 @@ async def test_two_serves_and_two_workers_started_at_once_on_a_fresh_schema_all_
             assert loop.time() < deadline, f"not all came up: {served} {listening}\n{report}"
             await asyncio.sleep(0.2)
     finally:
-        for process in processes:
-            if process.poll() is None:
-                os.killpg(process.pid, 15)
-        for process in processes:
-            try:
-                await asyncio.to_thread(process.wait, 20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, 9)
-                await asyncio.to_thread(process.wait)
+        await stop_processes(processes, within=20)
     text = "".join(log.read_text() for log in logs)
     assert "Traceback" not in text and "UniqueViolation" not in text, text[-3000:]
 

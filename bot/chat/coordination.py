@@ -24,6 +24,15 @@ KEY_PREFIX = "steelframe:chat:turn:"
 # alive never loses it.
 SLOT_TTL_SECONDS = 30.0
 STOP_CHANNEL = "steelframe:chat:stop"
+
+
+def stop_channel(redis_db: int) -> str:
+    """The stop channel of the deployment on Redis database `redis_db`: pub/sub channels are
+    server-wide, not per database, and a stop for operator 1 of another deployment sharing
+    the server must not stop ours."""
+    return f"{STOP_CHANNEL}:{redis_db}"
+
+
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
 return 0
@@ -96,6 +105,9 @@ class RedisTurnLocks:
         self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
         self._ttl_ms = int(ttl_seconds * 1000)
         self._down = False
+        self.stop_channel = stop_channel(
+            int(self._redis.connection_pool.connection_kwargs.get("db") or 0)
+        )
 
     @property
     def degraded(self) -> bool:
@@ -177,7 +189,9 @@ class RedisTurnLocks:
 
     async def signal_stop(self, operator_id: int) -> None:
         # Unreachable: only a turn in this process can be stopped (the caller tried it first).
-        await self._call("stop", lambda: self._redis.publish(STOP_CHANNEL, str(operator_id)), None)
+        await self._call(
+            "stop", lambda: self._redis.publish(self.stop_channel, str(operator_id)), None
+        )
 
     async def run_stop_listener(self, on_stop: StopHandler) -> None:
         """Until cancelled: call `on_stop(operator_id)` for each stop any instance publishes.
@@ -187,7 +201,7 @@ class RedisTurnLocks:
         while True:
             pubsub = self._redis.pubsub()
             try:
-                await pubsub.subscribe(STOP_CHANNEL)
+                await pubsub.subscribe(self.stop_channel)
                 self._came_back()
                 delay = LISTENER_RETRY_SECONDS
                 async for message in pubsub.listen():

@@ -56,6 +56,7 @@ from bot.runtimes.base import (
     Thinking,
     TurnFacts,
     Usage,
+    closing_stream,
 )
 from bot.runtimes.pricing import cost_usd
 from bot.unanswered import Unanswered
@@ -427,25 +428,28 @@ class ChatService:
             # Clients drop what they showed of the earlier draft now, even if this one
             # turns out to stream no visible text.
             await emit(_delta("", number, replace=True))
-        async for event in drafting.runtime.stream(runtime_request):
-            if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
-                draft.first_frame_ms = round((time.perf_counter() - started) * 1000, 1)
-            if isinstance(event, Delta):
-                text = visible.feed(event.text)
-                if text:
-                    await emit(_delta(text, number, replace=False))
-            elif isinstance(event, Thinking):
-                reasoning.append(event.text)
-                await emit({"type": "thinking", "text": event.text, "draft": number})
-            elif isinstance(event, Usage):
-                draft.usage["input_tokens"] += event.input_tokens
-                draft.usage["output_tokens"] += event.output_tokens
-            elif isinstance(event, Route):
-                draft.route = event
-            elif isinstance(event, ContextBudget):
-                draft.budget = event
-            elif isinstance(event, Status):
-                await emit({"type": "status", "text": event.text})
+        # Closed as soon as the turn ends, a stop landing between two events included, so
+        # the model call (its HTTP stream) ends with it rather than when it is collected.
+        async with closing_stream(drafting.runtime.stream(runtime_request)) as events:
+            async for event in events:
+                if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
+                    draft.first_frame_ms = round((time.perf_counter() - started) * 1000, 1)
+                if isinstance(event, Delta):
+                    text = visible.feed(event.text)
+                    if text:
+                        await emit(_delta(text, number, replace=False))
+                elif isinstance(event, Thinking):
+                    reasoning.append(event.text)
+                    await emit({"type": "thinking", "text": event.text, "draft": number})
+                elif isinstance(event, Usage):
+                    draft.usage["input_tokens"] += event.input_tokens
+                    draft.usage["output_tokens"] += event.output_tokens
+                elif isinstance(event, Route):
+                    draft.route = event
+                elif isinstance(event, ContextBudget):
+                    draft.budget = event
+                elif isinstance(event, Status):
+                    await emit({"type": "status", "text": event.text})
         tail = visible.flush()
         if tail.strip():
             await emit(_delta(tail, number, replace=False))

@@ -2,11 +2,14 @@
 
 A runtime is cancelled by cancelling the task that iterates it; implementations must close
 their upstream request when that happens (an `async with` around the request does it).
+Callers read a stream inside `closing_stream`, so a stream left between two events (the
+reader cancelled while it handled one) is closed then too, not when it is collected.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -118,3 +121,16 @@ class Runtime(Protocol):
     model: str
 
     def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]: ...
+
+
+@asynccontextmanager
+async def closing_stream(
+    events: AsyncIterator[RuntimeEvent],
+) -> AsyncIterator[AsyncIterator[RuntimeEvent]]:
+    """Close a runtime's stream when we stop reading it, so its upstream request ends now."""
+    try:
+        yield events
+    finally:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
 
 from bot.runtimes.base import (
     Delta,
@@ -22,6 +21,7 @@ from bot.runtimes.base import (
     RuntimeRequest,
     Status,
     Thinking,
+    closing_stream,
 )
 from bot.runtimes.transport import UpstreamFailure
 
@@ -58,19 +58,6 @@ class FallbackRuntime:
                     following.model,
                 )
                 yield Status(f"{route.model} unavailable · trying {following.model}: {exc.message}")
-
-
-@asynccontextmanager
-async def closing_stream(
-    events: AsyncIterator[RuntimeEvent],
-) -> AsyncIterator[AsyncIterator[RuntimeEvent]]:
-    """Close a route's stream when we stop reading it, so its upstream request ends now."""
-    try:
-        yield events
-    finally:
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
 
 
 def _may_fall_back(exc: RuntimeError_) -> bool:

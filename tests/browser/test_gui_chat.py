@@ -216,7 +216,8 @@ async def test_a_turn_survives_a_reload_and_a_session_switch(
     gui = await gui_factory(api)
     page = gui.page
     await gui.send("held question")
-    await page.wait_for_function("() => document.querySelector('#status-line').textContent")
+    # The server holds the turn (the page shows "starting…" before its request has left).
+    await asyncio.wait_for(runtime.called.wait(), WAIT_MS / 1000)
     await page.reload()  # the page re-attaches to the running turn
     await page.wait_for_selector("#stop:not([hidden])")
     await page.click(f"[data-session='{other['id']}'] .session-open")  # look elsewhere

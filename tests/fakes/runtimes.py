@@ -14,7 +14,9 @@ class ScriptedRuntime:
     """Plays `drafts[n]` for the n-th call (the last one repeats), one event per `delay`.
 
     `gate`, when set, is awaited before the first event so a test can hold a turn open;
-    `cancelled` is set if the turn is cancelled mid-stream (stop must cancel the model call).
+    `called` is set once a turn has reached the model (the server holds a running turn);
+    `cancelled` is set if the turn is cancelled mid-stream (stop must end the model call),
+    at an event's wait or, closed by its reader, between two events.
     """
 
     drafts: Sequence[Sequence[RuntimeEvent]]
@@ -23,11 +25,13 @@ class ScriptedRuntime:
     name: str = "scripted"
     model: str = "scripted-model"
     requests: list[RuntimeRequest] = field(default_factory=list)
+    called: asyncio.Event = field(default_factory=asyncio.Event)
     cancelled: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
         index = min(len(self.requests), len(self.drafts) - 1)
         self.requests.append(request)
+        self.called.set()
         try:
             if self.gate is not None:
                 await self.gate.wait()
@@ -36,7 +40,7 @@ class ScriptedRuntime:
                 if self.delay:
                     await asyncio.sleep(self.delay)
                 yield event
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, GeneratorExit):  # the reader stopped mid-stream
             self.cancelled.set()
             raise
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from bot.config import Settings
@@ -74,3 +78,23 @@ def spawn_worker(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+
+
+async def stop_processes(
+    processes: Iterable[subprocess.Popen[bytes]], *, within: float = 30
+) -> None:
+    """Stop process groups started in sessions of their own: SIGTERM (a worker finishes its
+    job), then SIGKILL for any still there after `within` seconds, so a teardown never
+    hangs on a stuck one nor hides the failure that brought the test here."""
+    processes = list(processes)
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGCONT)  # a frozen group cannot act on SIGTERM
+            os.killpg(process.pid, signal.SIGTERM)
+    for process in processes:
+        try:
+            await asyncio.to_thread(process.wait, within)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            await asyncio.to_thread(process.wait)
