@@ -61,7 +61,10 @@ async def errors(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 @web.middleware
 async def faults(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if _is_control(request):
+    """Injected failures, on the REST API and on git over HTTP (an outage, or a 502 in front
+    of a push, reaches git too); never on the control API or the web pages."""
+    git = git_http.is_git(request)
+    if _is_control(request) and not git:
         return await handler(request)
     fault = request.app[SANDBOX].faults.take(request.method, request.path)
     if fault is None:
@@ -70,6 +73,8 @@ async def faults(request: web.Request, handler: Handler) -> web.StreamResponse:
     if fault.after_effect:
         await handler(request)
     log.info("sandbox: injected %s on %s %s", fault.status, request.method, request.path)
+    if git:  # git's answers are plain text
+        return git_http.plain(fault.status, fault.message, **fault.headers)
     return _error(fault.status, fault.message, fault.headers)
 
 

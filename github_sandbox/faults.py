@@ -1,6 +1,7 @@
 """Injected failures: tests tell the sandbox to answer the next matching requests with a
 5xx, a secondary rate limit (403 + Retry-After), an exhausted primary limit, or a 429,
-optionally after doing the work (GitHub can fail a create after acting on it)."""
+optionally after doing the work (GitHub can fail a create after acting on it). Faults
+match REST and git-over-HTTP paths alike."""
 
 from __future__ import annotations
 

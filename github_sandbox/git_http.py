@@ -12,7 +12,8 @@ speaks to the sandbox exactly as to github.com. In front of it, GitHub's access 
 - a push without `contents: write` (a token narrowed to read, a user without write): 403.
 
 Git's answers are plain text, not the REST API's JSON; these routes are not the REST API
-(no rate-limit headers, not recorded for the contract check: `is_git`).
+(no rate-limit headers, not recorded for the contract check: `is_git`), but injected
+faults reach them (`app.faults`), as an outage of GitHub's reaches git.
 """
 
 from __future__ import annotations
@@ -43,12 +44,12 @@ def is_git(request: web.Request) -> bool:
     return bool(route.name and route.name.startswith(f"{GIT}:"))
 
 
-def _plain(status: int, text: str, **headers: str) -> web.Response:
+def plain(status: int, text: str, **headers: str) -> web.Response:
     return web.Response(status=status, text=text + "\n", headers=headers)
 
 
 def _unauthorized() -> web.Response:
-    return _plain(
+    return plain(
         401,
         "Invalid username or token. Password authentication is not supported for Git operations.",
         **{"WWW-Authenticate": 'Basic realm="GitHub"'},
@@ -56,7 +57,7 @@ def _unauthorized() -> web.Response:
 
 
 def _not_found() -> web.Response:
-    return _plain(404, "Repository not found.")
+    return plain(404, "Repository not found.")
 
 
 def _password(header: str) -> str | None:
@@ -91,12 +92,12 @@ def _authorize(request: web.Request, service: str) -> Repo:
     try:
         caller = resolve_token(sandbox.world, f"token {token}")
     except SandboxError as exc:
-        raise _Refused(_unauthorized() if exc.status == 401 else _plain(403, exc.message)) from None
+        raise _Refused(_unauthorized() if exc.status == 401 else plain(403, exc.message)) from None
     if repo is None or repo.git_path is None or not _visible(sandbox, caller, repo):
         raise _Refused(_not_found())
     if not _permitted(sandbox, caller, repo, push=push):
         denied = f"Permission to {repo.full_name}.git denied to {caller.user.login}."
-        raise _Refused(_plain(403, denied))
+        raise _Refused(plain(403, denied))
     return repo
 
 
@@ -163,13 +164,13 @@ async def _backend(request: web.Request, repo: Repo, path_info: str, body: bytes
         elif name:
             headers[name.strip()] = value.strip()
     if process.returncode != 0 and status == 200:
-        return _plain(500, f"git http-backend failed: {err.decode(errors='replace').strip()}")
+        return plain(500, f"git http-backend failed: {err.decode(errors='replace').strip()}")
     return web.Response(status=status, body=payload, headers=headers)
 
 
 async def _serve(request: web.Request, service: str, path_info: str) -> web.Response:
     if service not in SERVICES:
-        return _plain(403, "Unsupported service: only git-upload-pack and git-receive-pack.")
+        return plain(403, "Unsupported service: only git-upload-pack and git-receive-pack.")
     try:
         repo = _authorize(request, service)
     except _Refused as refused:
@@ -179,7 +180,7 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
     async for chunk in request.content.iter_any():  # to the end: git sends large packs chunked
         size += len(chunk)
         if size > MAX_PUSH_BYTES:
-            return _plain(413, "The request is too large.")
+            return plain(413, "The request is too large.")
         chunks.append(chunk)
     return await _backend(request, repo, path_info, b"".join(chunks))
 
@@ -188,7 +189,7 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
 async def info_refs(request: web.Request) -> web.Response:
     service = request.query.get("service", "")
     if not service:  # the "dumb" protocol: GitHub serves smart HTTP only
-        return _plain(403, "Please upgrade your git client: only smart HTTP is served.")
+        return plain(403, "Please upgrade your git client: only smart HTTP is served.")
     return await _serve(request, service, "/info/refs")
 
 

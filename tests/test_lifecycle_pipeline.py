@@ -218,6 +218,22 @@ async def test_github_failing_after_acting_doubles_no_comment_and_no_pull_reques
     assert [f.hits for f in lc.sandbox.sandbox.faults.faults] == [1, 1]
 
 
+async def test_git_answering_502_once_per_step_costs_the_run_no_attempt(make: Make) -> None:
+    """The claim, the clone and the push each meet one 502 (the claim's after GitHub took
+    it); each step is tried again, and the run delivers on its first attempt."""
+    lc = await make(coding_command=command("commit"))
+    issue = await lc.open_issue()
+    lc.sandbox.fail(method="POST", path="*.git/git-receive-pack", after_effect=True)
+    lc.sandbox.fail(method="POST", path="*.git/git-upload-pack")
+    lc.sandbox.fail(method="GET", path="*.git/info/refs")
+    await lc.work()
+    task = lc.task(issue)
+    assert (task.state, task.attempts) == (TaskState.DELIVERED, 1)
+    assert [f.hits for f in lc.sandbox.sandbox.faults.faults] == [1, 1, 1]
+    (pull,) = await lc.pulls()
+    assert lc.branch_file("CHANGE.md", pull["head"]["ref"]) is not None
+
+
 async def test_a_retry_waits_its_backoff_in_rqs_scheduled_registry(
     make: Make, tmp_path: Path
 ) -> None:

@@ -12,6 +12,11 @@ branch's fence ref, `refs/steelframe/fence/<branch>`, now points at a commit of 
 own), and its push is one atomic compare-and-swap (`push`: the fence ref and the branch
 move together, and only if both still hold what this run last saw). A run whose branch
 another run claimed since (it lost its lease) changes nothing on the remote.
+
+Steps that reach the remote (claim, clone, push) are tried again, a few times with backoff,
+when git says the failure was on the way or in the remote (a 5xx, a 429, a dropped
+connection), so a blip of GitHub's does not throw away a whole coding run. A push whose
+answer was lost is found landed on the remote rather than pushed twice.
 """
 
 from __future__ import annotations
@@ -20,9 +25,10 @@ import asyncio
 import base64
 import logging
 import os
+import re
 import secrets
 import shutil
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -30,6 +36,15 @@ from urllib.parse import urlsplit
 log = logging.getLogger(__name__)
 
 GIT_TIMEOUT_SECONDS = 300.0
+# Waits before the second and third try of a step that reaches the remote.
+REMOTE_RETRY_DELAYS = (1.0, 4.0)
+# What git prints when a request failed on the way or in the remote rather than being
+# refused: an HTTP status git names (5xx, 429), or, with none named, a lost connection.
+HTTP_STATUS = re.compile(r"(?:returned error:|HTTP) (\d{3})")
+LOST_CONNECTION = re.compile(
+    r"Could not resolve host|Failed to connect|Connection (?:refused|reset|timed out)"
+    r"|early EOF|unexpected disconnect|hung up unexpectedly|Empty reply from server"
+)
 BOT_NAME = "steelframe[bot]"
 BOT_EMAIL = "steelframe-bot@users.noreply.github.com"
 SAFE_OPTIONS = (
@@ -62,7 +77,22 @@ PASSED_ENV = (
 
 
 class WorktreeError(Exception):
-    """A git step failed; the message names the step and git's own complaint."""
+    """A git step failed; the message names the step and git's own complaint. `transient`:
+    git said the request failed on the way or in the remote (worth another try)."""
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def is_transient(stderr: str) -> bool:
+    """True if git's complaint is a failure of the remote or the network, not a refusal
+    (401, 403, 404, a rejected push), judged by the HTTP statuses it names, else by how
+    the connection ended."""
+    statuses = HTTP_STATUS.findall(stderr)
+    if statuses:
+        return all(code.startswith("5") or code == "429" for code in statuses)
+    return LOST_CONNECTION.search(stderr) is not None
 
 
 @dataclass
@@ -164,17 +194,39 @@ async def git(
         await process.wait()
         raise WorktreeError(f"git {args[0]} timed out") from None
     if check and process.returncode != 0:
-        message = err.decode(errors="replace").strip().splitlines()
-        raise WorktreeError(f"git {args[0]} failed: {_explain(message[-1] if message else '')}")
+        complaint = err.decode(errors="replace").strip()
+        raise WorktreeError(
+            f"git {args[0]} failed: {_explain(complaint)}", transient=is_transient(complaint)
+        )
     return out.decode(errors="replace").strip()
 
 
-def _explain(last_line: str) -> str:
+async def _reaching_remote(step: str, attempt: Callable[[], Awaitable[object]]) -> None:
+    """`attempt` (a git step that reaches the remote), tried again after each transient
+    failure while `REMOTE_RETRY_DELAYS` lasts; the last failure is raised."""
+    for delay in (*REMOTE_RETRY_DELAYS, None):
+        try:
+            await attempt()
+            return
+        except WorktreeError as exc:
+            if not exc.transient or delay is None:
+                raise
+            log.warning("git %s: %s; trying again in %.1f s", step, exc, delay)
+        await asyncio.sleep(delay)
+
+
+def _explain(complaint: str) -> str:
     """git's last word, said plainly where it misleads: on a 401 git wants to prompt for a
-    user name, which a worker never may."""
-    if "could not read Username" in last_line:
-        return f"the remote refused the token (HTTP 401; {last_line})"
-    return last_line or "no output"
+    user name, which a worker never may; after a failed request it says the remote hung
+    up, the HTTP status it got being a line earlier."""
+    lines = complaint.splitlines()
+    last = lines[-1] if lines else ""
+    if "could not read Username" in last:
+        return f"the remote refused the token (HTTP 401; {last})"
+    statuses = HTTP_STATUS.findall(complaint)
+    if statuses and statuses[-1] not in last:
+        return f"the remote answered HTTP {statuses[-1]} ({last})"
+    return last or "no output"
 
 
 def run_root(root: Path, task_id: int, run: str) -> Path:
@@ -217,16 +269,20 @@ async def claim(folder: Path, *, url: str, token: str | None, branch: str, who: 
     git_dir = folder / "claim.git"
     await git(folder, "init", "--quiet", "--bare", str(git_dir))
     sha = await _fence_commit(folder, git_dir, who)
-    await git(
-        folder,
-        "push",
-        "--quiet",
-        "--force",
-        url,
-        f"{sha}:{fence_ref(branch)}",
-        token=token,
-        url=url,
-        git_dir=git_dir,
+    refspec = f"{sha}:{fence_ref(branch)}"  # forced to one sha: a retry is harmless
+    await _reaching_remote(
+        "claim",
+        lambda: git(
+            folder,
+            "push",
+            "--quiet",
+            "--force",
+            url,
+            refspec,
+            token=token,
+            url=url,
+            git_dir=git_dir,
+        ),
     )
     await asyncio.to_thread(remove, git_dir)
     return sha
@@ -242,17 +298,22 @@ async def prepare(
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
     git_dir = git_dir_of(folder)
     path = folder / "repo"
-    await git(
-        folder,
-        "clone",
-        "--quiet",
-        "--no-tags",
-        "--bare",
-        clone_url,
-        str(git_dir),
-        token=token,
-        url=clone_url,
-    )
+
+    async def clone() -> None:
+        await asyncio.to_thread(remove, git_dir)  # what a failed try left, if anything
+        await git(
+            folder,
+            "clone",
+            "--quiet",
+            "--no-tags",
+            "--bare",
+            clone_url,
+            str(git_dir),
+            token=token,
+            url=clone_url,
+        )
+
+    await _reaching_remote("clone", clone)
     # A bare clone maps the remote's branches onto local ones; copy them to origin/* (from
     # the clone itself, no second trip to the remote), so the base stays where it was.
     await git(
@@ -339,21 +400,56 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
     fence = fence_ref(tree.branch)
     next_fence = await _fence_commit(tree.path, tree.git_dir, who)
     head = await _tree_git(tree, "rev-parse", "HEAD")
-    await git(
-        tree.path,
-        "push",
-        "--quiet",
-        "--atomic",
-        f"--force-with-lease={fence}:{known.fence_sha}",
-        f"--force-with-lease=refs/heads/{tree.branch}:{known.branch_sha}",
-        tree.url,
-        f"{next_fence}:{fence}",
-        f"{head}:refs/heads/{tree.branch}",
-        token=token,
-        url=tree.url,
-        git_dir=tree.git_dir,
-    )
+    wanted = {fence: next_fence, f"refs/heads/{tree.branch}": head}
+    tried = False
+
+    async def attempt() -> None:
+        nonlocal tried
+        try:
+            await git(
+                tree.path,
+                "push",
+                "--quiet",
+                "--atomic",
+                f"--force-with-lease={fence}:{known.fence_sha}",
+                f"--force-with-lease=refs/heads/{tree.branch}:{known.branch_sha}",
+                tree.url,
+                *(f"{sha}:{ref}" for ref, sha in wanted.items()),
+                token=token,
+                url=tree.url,
+                git_dir=tree.git_dir,
+            )
+        except WorktreeError as exc:
+            # An earlier try may have landed with its answer lost (this one then finds the
+            # leases moved), or this one may have: the remote says which.
+            if (exc.transient or tried) and await _remote_holds(tree, token, wanted):
+                return
+            tried = True
+            raise
+
+    await _reaching_remote("push", attempt)
     known.branch_sha, known.fence_sha = head, next_fence
+
+
+async def _remote_holds(tree: Worktree, token: str | None, wanted: dict[str, str]) -> bool:
+    """True if the remote's refs are at `wanted` ({ref: sha}); False if not or unknown."""
+    try:
+        listed = await git(
+            tree.path,
+            "ls-remote",
+            tree.url,
+            *wanted,
+            token=token,
+            url=tree.url,
+            git_dir=tree.git_dir,
+        )
+    except WorktreeError:
+        return False
+    held: dict[str, str] = {}
+    for line in listed.splitlines():  # "<sha>\t<ref>"
+        sha, _, ref = line.partition("\t")
+        held[ref] = sha
+    return all(held.get(ref) == sha for ref, sha in wanted.items())
 
 
 async def branch_history(tree: Worktree) -> str:
