@@ -244,6 +244,7 @@ def _task_schemas() -> dict[str, Any]:
         "state": {"type": "string"},
         "archived": {"type": "boolean"},
         "pr_url": NULLABLE_STR,
+        "cost_usd": {"type": "number"},
         "last_event": {
             "oneOf": [
                 {"type": "null"},
@@ -375,6 +376,7 @@ def component_schemas() -> dict[str, Any]:
                 "title": {"type": "string"},
                 "state": {"type": "string"},
                 "pr_url": {"type": ["string", "null"]},
+                "cost_usd": {"type": "number"},
                 "reason": {"type": "string"},
                 "updated_at": {"type": "string"},
                 "session_id": {"type": "string"},

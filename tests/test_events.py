@@ -199,9 +199,11 @@ async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_liv
             "title",
             "state",
             "pr_url",
+            "cost_usd",
             "reason",
             "updated_at",
         }
+        assert delivered["cost_usd"] == lc.task(issue).cost_usd > 0  # the run reported one
         # the message the event names is in the filing session, not in the one the operator sits in
         stored = await (await api.get(f"/api/operator/chat?session={filing['id']}")).json()
         assert result["message_id"] in [m["id"] for m in stored["messages"]]

@@ -158,6 +158,7 @@ def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
         "title": task.title,
         "state": change.state,
         "pr_url": task.pr_url,
+        "cost_usd": task.cost_usd,
         "reason": change.reason,
         "updated_at": change.at.isoformat(),
     }

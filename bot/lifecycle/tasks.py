@@ -245,6 +245,7 @@ def task_json(task: Task, last: TaskEvent | None) -> dict[str, Any]:
         "state": task.state,
         "archived": task.archived,
         "pr_url": task.pr_url,
+        "cost_usd": task.cost_usd,
         "last_event": None
         if last is None
         else {"kind": last.kind, "at": _iso(last.at), "detail": last.detail},

@@ -161,6 +161,8 @@ async def test_the_whole_loop_in_the_browser(make: Make, gui_factory: GuiFactory
     await publish(gui, lc, issue)
     await gui.screen("board")
     await wait_card(gui, issue, "delivered")
+    card = gui.page.locator(f".card[data-issue='{issue}']")
+    assert await card.locator(".cost").inner_text() == "$0.42"  # what the runtime reported
     await gui.page.click(f".card[data-issue='{issue}'] .card-open")
     modal = gui.page.locator("#run-modal")
     await modal.wait_for(state="visible")

@@ -15,6 +15,12 @@ export const STATES = [
 ];
 const LIVE = new Set(["queued", "running", "waiting_for_info"]);
 
+// What a run cost, as people read money: cents, and a sub-cent spend not shown as $0.00.
+function dollars(usd) {
+  const value = Number(usd);
+  return value < 0.01 ? "<$0.01" : `$${value.toFixed(2)}`;
+}
+
 export class Board {
   constructor(app) {
     this.app = app;
@@ -51,6 +57,7 @@ export class Board {
       title: event.title ?? known.title,
       state: event.state ?? known.state,
       pr_url: event.pr_url ?? known.pr_url,
+      cost_usd: event.cost_usd ?? known.cost_usd,
       reason: event.reason ?? known.reason,
       updated_at: event.updated_at ?? known.updated_at,
     };
@@ -108,6 +115,7 @@ export class Board {
       h("div", { class: "card-meta" },
         h("span", { class: `badge ${task.state}`, text: task.state.replaceAll("_", " ") }),
         h("span", { class: "age", text: ago(task.updated_at) }),
+        task.cost_usd ? h("span", { class: "cost", text: dollars(task.cost_usd), title: "What the coding runtime spent on it" }) : null,
         task.pr_url ? externalLink(task.pr_url, "PR") : null,
       ),
       h("div", { class: "card-actions" },
@@ -154,7 +162,7 @@ export class Board {
     body.append(
       h("p", {}, h("span", { class: `badge ${detail.state}`, text: detail.state.replaceAll("_", " ") }),
         detail.pr_url ? h("span", {}, " · ", externalLink(detail.pr_url, "pull request")) : null,
-        detail.usage?.cost_usd ? ` · $${Number(detail.usage.cost_usd).toFixed(2)}` : null),
+        detail.usage?.cost_usd ? ` · ${dollars(detail.usage.cost_usd)}` : null),
     );
     const why = waitingReason(detail);
     if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));

@@ -1,5 +1,5 @@
 """First run: stores a session, asks a question. Continuation: writes what it was told
-(and the session it resumed) into ANSWER.md, uncommitted, and reports done."""
+(and the session it resumed) into ANSWER.md, uncommitted, and reports done (and $0.42)."""
 
 import os
 import sys
@@ -20,4 +20,5 @@ else:
     with open("ANSWER.md", "w") as answer:
         answer.write(f"decision: {decision}\nsession: {resumed}\ntranscript: {transcript}\n")
         answer.write(f"prompt mentions decision: {decision in prompt}\n")
+    emit(type="usage", input_tokens=2000, output_tokens=400, cost_usd=0.42)
     emit(type="result", status="done", summary="Applied the decision.")
