@@ -9,6 +9,7 @@ from pathlib import Path
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
+from tests.fakes.git import remote_refs
 from tests.fakes.lifecycle import DECISION, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, host_pids
@@ -30,6 +31,9 @@ async def test_a_committing_runtime_delivers_a_pull_request_that_fixes_the_issue
     assert f"Fixes #{issue}" in pulls[0]["body"]
     assert task.pr_url == pulls[0]["html_url"]
     assert lc.branch_file("CHANGE.md", f"steelframe/issue-{issue}") == f"Change for issue {issue}\n"
+    # The run released its claim on the branch: the repository keeps no fence ref.
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    assert set(remote_refs(git_path)) == {"refs/heads/main", f"refs/heads/steelframe/issue-{issue}"}
     labels = await lc.labels(issue)
     assert "steelframe:delivered" in labels and "steelframe:in-progress" not in labels
     progress = [c for c in await lc.comments(issue) if "steelframe-progress" in c["body"]]

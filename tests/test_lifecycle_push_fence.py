@@ -91,3 +91,26 @@ async def test_a_push_over_a_branch_someone_else_moved_is_refused(tmp_path: Path
     with pytest.raises(WorktreeError):
         await worktree.push(run, token=None, who="run")
     assert await _refs(tmp_path) == before  # the person's commit is not overwritten
+
+
+async def test_a_finished_run_releases_its_claim_and_a_stale_run_still_pushes_nothing(
+    tmp_path: Path,
+) -> None:
+    url = await _origin(tmp_path)
+    stale = await _run(tmp_path, url, "stale")
+    await _change(stale, "stale")
+    done = await _run(tmp_path, url, "done")  # took over, pushed, finished
+    await _change(done, "done")
+    await worktree.push(done, token=None, who="done")
+    await worktree.release(done, token=None)
+    after = await _refs(tmp_path)
+    assert fence_ref(BRANCH) not in after  # no claim left in the repository
+    assert after[f"refs/heads/{BRANCH}"] == done.remote.branch_sha
+    with pytest.raises(WorktreeError):  # the stale run's claim is gone, not free to take
+        await worktree.push(stale, token=None, who="stale")
+    assert await _refs(tmp_path) == after
+    # The next run claims again; a late release of the finished one leaves that claim.
+    later = await _run(tmp_path, url, "later")
+    with pytest.raises(WorktreeError):
+        await worktree.release(done, token=None)
+    assert (await _refs(tmp_path))[fence_ref(BRANCH)] == later.remote.fence_sha

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from bot.github.errors import GitHubError
 from bot.lifecycle import leases, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
@@ -101,7 +102,19 @@ async def _finish_run(
     _account(run, outcome)
     run.watch.check()
     await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
-    return await _conclude(run, tree, outcome)
+    concluded = await _conclude(run, tree, outcome)
+    await _release(run, tree)
+    return concluded
+
+
+async def _release(run: Run, tree: worktree.Worktree) -> None:
+    """The run has pushed all it will: remove its claim on the branch, so the repository
+    does not keep a fence ref per task. Best effort: a claim left behind is one small ref
+    (the next run of the task forces its own over it)."""
+    try:
+        await worktree.release(tree, token=await _token(run, "write"))
+    except (worktree.WorktreeError, GitHubError) as exc:
+        log.info("lifecycle: task %s: its branch's claim stays (%s)", run.task.id, exc)
 
 
 async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:

@@ -431,6 +431,27 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
     known.branch_sha, known.fence_sha = head, next_fence
 
 
+async def release(tree: Worktree, *, token: str | None) -> None:
+    """Remove this run's claim on its branch once it will push nothing more, if the fence
+    ref still holds it (a run that claimed since keeps its own). The task's next run
+    claims the branch again, and a stale run's push finds no claim of its own to move."""
+    fence = fence_ref(tree.branch)
+    await _reaching_remote(
+        "release",
+        lambda: git(
+            tree.path,
+            "push",
+            "--quiet",
+            f"--force-with-lease={fence}:{tree.remote.fence_sha}",
+            tree.url,
+            f":{fence}",
+            token=token,
+            url=tree.url,
+            git_dir=tree.git_dir,
+        ),
+    )
+
+
 async def _remote_holds(tree: Worktree, token: str | None, wanted: dict[str, str]) -> bool:
     """True if the remote's refs are at `wanted` ({ref: sha}); False if not or unknown."""
     try:
