@@ -153,7 +153,10 @@ async def start_lifecycle(
     values: dict[str, Any] = {
         "redis_url": redis_url,
         "task_time_limit": 30,
-        "task_lease_seconds": 3.0,
+        # Long enough that a run's heartbeat, starved on a loaded machine, keeps its lease
+        # (a lost lease stops the run and leaves the task `running`); tests of expiry set
+        # their own.
+        "task_lease_seconds": 15.0,
         "task_retry_backoff_seconds": 0.0,
         "task_max_attempts": 2,
         **sandbox_settings(tmp_path),
