@@ -16,7 +16,14 @@ from bot.chat.trailer import split_reply
 from bot.config import AgentConfig
 from bot.db import Database
 from bot.events import OperatorEvents, SessionChange
-from bot.runtimes.base import ChatMessage, Delta, Runtime, RuntimeRequest, TurnFacts
+from bot.runtimes.base import (
+    ChatMessage,
+    Delta,
+    Runtime,
+    RuntimeRequest,
+    TurnFacts,
+    closing_stream,
+)
 
 log = logging.getLogger(__name__)
 MODEL_SUMMARY_SECONDS = 60.0
@@ -120,6 +127,7 @@ async def _collect(runtime: Runtime, agent: AgentConfig, source: store.SummarySo
         checkout=agent.checkout,
         max_output_tokens=400,
     )
-    pieces = [event.text async for event in runtime.stream(request) if isinstance(event, Delta)]
+    async with closing_stream(runtime.stream(request)) as events:  # a timeout ends it too
+        pieces = [event.text async for event in events if isinstance(event, Delta)]
     text, _ = split_reply("".join(pieces))
     return text.strip()
