@@ -118,7 +118,7 @@ def _seed(session: Session) -> int:
         TaskState.WAITING_FOR_INFO,
         actor="test",
         detail="the coding runtime asked a question",
-        changes={"question": "Redis or SQLite?"},
+        changes={"question": "Redis or SQLite?", "cost_usd": 0.42},
     )
     return task.id
 
@@ -133,10 +133,11 @@ async def test_the_board_fits_80_columns_and_enter_shows_why_a_task_waits(
         await pilot.press("f2")
         await until(pilot, lambda: app.board.table.row_count == 1, "the board")
         table = app.board.table
-        assert len(table.columns) == 5
+        assert len(table.columns) == 6
         assert table.virtual_size.width <= 80, table.virtual_size
         row = [str(cell) for cell in table.get_row_at(0)]
         assert row[0] == "#42" and row[2] == "waiting" and row[1].endswith("…")
+        assert row[4] == "$0.42"  # what the runtime reported spending
         table.focus()
         await pilot.press("enter")
         await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen), "the task detail")

@@ -25,7 +25,14 @@ from tui_client.task_detail import TaskDetailScreen
 # Live work first, then what needs the operator, then history.
 STATE_ORDER = ("running", "waiting_for_info", "queued", "failed", "delivered", "terminated")
 # (label, width): all five fit an 80-column terminal with the table's cell padding.
-COLUMNS = (("Issue", 6), ("Title", 25), ("State", 10), ("PR", 6), ("Last event", 19))
+COLUMNS = (
+    ("Issue", 6),
+    ("Title", 22),
+    ("State", 10),
+    ("PR", 6),
+    ("Cost", 6),
+    ("Last event", 16),
+)
 STATE_SHORT = {"waiting_for_info": "waiting"}
 
 
@@ -58,9 +65,17 @@ def _row(task: dict[str, Any]) -> tuple[str, ...]:
         str(task.get("title") or ""),
         STATE_SHORT.get(state, state),
         f"#{pull}" if pull.isdigit() else "",
+        dollars(float(task.get("cost_usd") or 0)),
         last,
     )
     return tuple(_fit(cell, width) for cell, (_, width) in zip(cells, COLUMNS, strict=True))
+
+
+def dollars(usd: float) -> str:
+    """What a task cost, as people read money ("" before the runtime reported any)."""
+    if not usd:
+        return ""
+    return "<$0.01" if usd < 0.01 else f"${usd:.2f}"
 
 
 def _fit(text: str, width: int) -> str:
