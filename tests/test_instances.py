@@ -235,7 +235,7 @@ async def test_work_filed_through_one_instance_reaches_the_events_stream_on_the_
             delivered = await feed.wait_for(
                 event_for("task", issue=issue, state=TaskState.DELIVERED), within=180
             )
-            result = await feed.wait_for(event_for("result", session_id=filing["id"]))
+            result = await feed.wait_for(event_for("result", session_id=filing["id"]), within=90)
             await also.wait_for(event_for("task", issue=issue, state=TaskState.DELIVERED))
         finally:
             await feed.close()

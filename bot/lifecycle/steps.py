@@ -24,6 +24,7 @@ from bot.github.errors import GitHubError
 from bot.lifecycle import leases, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
+from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, Task, TaskLog
@@ -103,6 +104,9 @@ async def _finish_run(
     run.watch.check()
     await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
     concluded = await _conclude(run, tree, outcome)
+    # The result reaches the chat that filed the task first; the claim's removal is
+    # housekeeping (a git push) and may take its retries.
+    await asyncio.to_thread(deliver_pending, run.ctx.db, run.task.id, clock=run.ctx.clock)
     await _release(run, tree)
     return concluded
 
