@@ -165,7 +165,7 @@ class RedisTurnLocks:
         return None if raw is None else dict(json.loads(raw))
 
     async def release(self, operator_id: int, turn_id: str) -> None:
-        # Unreachable: the key expires by itself within the slot's TTL.
+        # With Redis unreachable the slot is left: its key expires by itself within the TTL.
         await self._call("release", lambda: self._on_own_slot(operator_id, turn_id, _RELEASE), None)
 
     async def renew(self, operator_id: int, turn_id: str) -> None:
@@ -188,7 +188,7 @@ class RedisTurnLocks:
         return self._ttl_ms / 3000
 
     async def signal_stop(self, operator_id: int) -> None:
-        # Unreachable: only a turn in this process can be stopped (the caller tried it first).
+        # With Redis unreachable only a turn in this process can stop (the caller tried it).
         await self._call(
             "stop", lambda: self._redis.publish(self.stop_channel, str(operator_id)), None
         )
