@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+from sqlalchemy.exc import OperationalError
+
+from bot.lifecycle import steps
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
@@ -236,6 +240,35 @@ async def test_git_answering_502_once_per_step_costs_the_run_no_attempt(make: Ma
     assert [f.hits for f in lc.sandbox.sandbox.faults.faults] == [1, 1, 1]
     (pull,) = await lc.pulls()
     assert lc.branch_file("CHANGE.md", pull["head"]["ref"]) is not None
+
+
+async def test_a_result_delivery_failing_in_the_run_never_fails_the_delivered_task(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database fails the run's own delivery of its result to the filing chat: the
+    task stays delivered, the run still removes its claim, and the delivery when the run
+    ends brings the result once."""
+    lc = await make(coding_command=command("commit"))
+    filing = await (await lc.api.post("/api/operator/chat/new", json={})).json()
+    filed = await lc.api.post(
+        "/api/operator/chat/file",
+        json={"session": filing["id"], "title": "Make the widget blue", "body": "It is red."},
+    )
+    issue = (await filed.json())["filed_issue_number"]
+
+    def locked(*args: object, **kwargs: object) -> list[str]:
+        raise OperationalError("INSERT INTO chat_turns", {}, Exception("database is locked"))
+
+    monkeypatch.setattr(steps, "deliver_pending", locked)
+    await lc.work()
+    task = lc.task(issue)
+    assert (task.state, task.attempts) == (TaskState.DELIVERED, 1)
+    history = await (await lc.api.get(f"/api/operator/chat?session={filing['id']}")).json()
+    results = [m for m in history["messages"] if (m.get("meta") or {}).get("kind") == "task_result"]
+    assert len(results) == 1 and "was delivered" in results[0]["content"]
+    # and the run still tidied up after itself: its claim on the branch is gone
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    assert not [ref for ref in remote_refs(git_path) if ref.startswith("refs/steelframe/")]
 
 
 async def test_a_retry_waits_its_backoff_in_rqs_scheduled_registry(

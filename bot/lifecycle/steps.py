@@ -104,21 +104,27 @@ async def _finish_run(
     run.watch.check()
     await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
     concluded = await _conclude(run, tree, outcome)
-    # The result reaches the chat that filed the task first; the claim's removal is
-    # housekeeping (a git push) and may take its retries.
-    await asyncio.to_thread(deliver_pending, run.ctx.db, run.task.id, clock=run.ctx.clock)
-    await _release(run, tree)
+    await _after_conclusion(run, tree)
     return concluded
 
 
-async def _release(run: Run, tree: worktree.Worktree) -> None:
-    """The run has pushed all it will: remove its claim on the branch, so the repository
-    does not keep a fence ref per task. Best effort: a claim left behind is one small ref
-    (the next run of the task forces its own over it)."""
+async def _after_conclusion(run: Run, tree: worktree.Worktree) -> None:
+    """The task's state is settled: its result goes to the chat that filed the task, then
+    the run, which has pushed all it will, removes its claim on the branch (so the
+    repository keeps no fence ref per task). Neither may fail the concluded run: a result
+    not delivered now is delivered when the run ends or by the reconciler, and a claim
+    left behind is one small ref (the task's next run forces its own over it)."""
+    task_id = run.task.id
+    try:
+        await asyncio.to_thread(deliver_pending, run.ctx.db, task_id, clock=run.ctx.clock)
+    except Exception as exc:
+        log.warning(
+            "lifecycle: task %s: result not delivered yet (%s)", task_id, type(exc).__name__
+        )
     try:
         await worktree.release(tree, token=await _token(run, "write"))
     except (worktree.WorktreeError, GitHubError) as exc:
-        log.info("lifecycle: task %s: its branch's claim stays (%s)", run.task.id, exc)
+        log.info("lifecycle: task %s: its branch's claim stays (%s)", task_id, exc)
 
 
 async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
