@@ -21,7 +21,7 @@ from bot.chat import sessions as store
 from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
 from bot.chat.grounding import Grounder, Grounding, NoGrounding
-from bot.chat.inflight import StopState, TurnHandle, TurnRegistry
+from bot.chat.inflight import Emit, StopState, TurnHandle, TurnRegistry
 from bot.chat.intents import (
     DraftOnlyPolicy,
     IntentContext,
@@ -51,6 +51,7 @@ from bot.runtimes.base import (
     Route,
     Runtime,
     RuntimeError_,
+    RuntimeEvent,
     RuntimeRequest,
     Status,
     Thinking,
@@ -416,46 +417,20 @@ class ChatService:
     ) -> Draft:
         """One draft streamed: thinking and visible reply tokens go out as frames (the
         trailer held back), usage, route and budget are kept."""
-        emit = drafting.emit
         runtime_request = _runtime_request(
             drafting.request, drafting.session, drafting.agent, context, hint
         )
-        visible = TrailerFilter()
-        reasoning: list[str] = []
-        draft = Draft(reply="", trailer=Trailer(), reasoning="")
-        started = time.perf_counter()
+        streamed = _DraftStream(drafting.emit, number)
         if number > 1:
             # Clients drop what they showed of the earlier draft now, even if this one
             # turns out to stream no visible text.
-            await emit(_delta("", number, replace=True))
+            await drafting.emit(_delta("", number, replace=True))
         # Closed as soon as the turn ends, a stop landing between two events included, so
         # the model call (its HTTP stream) ends with it rather than when it is collected.
         async with closing_stream(drafting.runtime.stream(runtime_request)) as events:
             async for event in events:
-                if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
-                    draft.first_frame_ms = round((time.perf_counter() - started) * 1000, 1)
-                if isinstance(event, Delta):
-                    text = visible.feed(event.text)
-                    if text:
-                        await emit(_delta(text, number, replace=False))
-                elif isinstance(event, Thinking):
-                    reasoning.append(event.text)
-                    await emit({"type": "thinking", "text": event.text, "draft": number})
-                elif isinstance(event, Usage):
-                    draft.usage["input_tokens"] += event.input_tokens
-                    draft.usage["output_tokens"] += event.output_tokens
-                elif isinstance(event, Route):
-                    draft.route = event
-                elif isinstance(event, ContextBudget):
-                    draft.budget = event
-                elif isinstance(event, Status):
-                    await emit({"type": "status", "text": event.text})
-        tail = visible.flush()
-        if tail.strip():
-            await emit(_delta(tail, number, replace=False))
-        draft.reply, draft.trailer = split_reply(visible.text)
-        draft.reasoning = "".join(reasoning)
-        return draft
+                await streamed.take(event)
+        return await streamed.finish()
 
     async def _apply_intent(
         self,
@@ -592,6 +567,48 @@ class ChatService:
             return {"stopped": False}
         await self.locks.signal_stop(operator_id)
         return {"stopped": True, "session": held.get("session") or None, "turn_id": held["turn_id"]}
+
+
+class _DraftStream:
+    """One draft as its runtime events arrive: frames out, the rest kept for the Draft."""
+
+    def __init__(self, emit: Emit, number: int) -> None:
+        self.emit = emit
+        self.number = number
+        self.visible = TrailerFilter()
+        self.reasoning: list[str] = []
+        self.draft = Draft(reply="", trailer=Trailer(), reasoning="")
+        self.started = time.perf_counter()
+
+    async def take(self, event: RuntimeEvent) -> None:
+        draft = self.draft
+        if draft.first_frame_ms is None and isinstance(event, Thinking | Delta):
+            draft.first_frame_ms = round((time.perf_counter() - self.started) * 1000, 1)
+        if isinstance(event, Delta):
+            text = self.visible.feed(event.text)
+            if text:
+                await self.emit(_delta(text, self.number, replace=False))
+        elif isinstance(event, Thinking):
+            self.reasoning.append(event.text)
+            await self.emit({"type": "thinking", "text": event.text, "draft": self.number})
+        elif isinstance(event, Usage):
+            draft.usage["input_tokens"] += event.input_tokens
+            draft.usage["output_tokens"] += event.output_tokens
+        elif isinstance(event, Route):
+            draft.route = event
+        elif isinstance(event, ContextBudget):
+            draft.budget = event
+        elif isinstance(event, Status):
+            await self.emit({"type": "status", "text": event.text})
+
+    async def finish(self) -> Draft:
+        """The held-back tail out, the reply split from its trailer."""
+        tail = self.visible.flush()
+        if tail.strip():
+            await self.emit(_delta(tail, self.number, replace=False))
+        self.draft.reply, self.draft.trailer = split_reply(self.visible.text)
+        self.draft.reasoning = "".join(self.reasoning)
+        return self.draft
 
 
 def _runtime_request(
