@@ -12,7 +12,7 @@ import pytest
 from bot.lifecycle import worktree
 from bot.lifecycle.worktree import WorktreeError, fence_ref
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
-from tests.test_sandbox_git_http import clone_url
+from tests.fakes.git import clone_url
 
 BRANCH = "steelframe/issue-1"
 PUSH = "*.git/git-receive-pack"

@@ -17,6 +17,7 @@ from bot.lifecycle import worktree
 from bot.lifecycle.worktree import git_env
 from github_sandbox import git as bare
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
+from tests.fakes.git import clone_url
 
 
 async def run_git(
@@ -33,17 +34,6 @@ async def run_git(
         timeout=60,
         check=False,
     )
-
-
-async def clone_url(github_sandbox: GitHubSandbox, repo: str, token: str) -> str:
-    async with (
-        aiohttp.ClientSession() as http,
-        http.get(
-            f"{github_sandbox.url}/repos/{repo}", headers={"Authorization": f"token {token}"}
-        ) as response,
-    ):
-        assert response.status == 200
-        return str((await response.json())["clone_url"])
 
 
 async def commit_file(folder: Path, name: str, text: str | None) -> None:

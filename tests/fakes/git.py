@@ -1,5 +1,6 @@
 """Git plumbing for tests: a branch with one commit in a sandbox repository, the refs of
-one, and a `git` that holds a branch push until the test lets it go."""
+one, a repository's clone URL as the API gives it, and a `git` that holds a branch push
+until the test lets it go."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+import aiohttp
 
 from github_sandbox.git import SANDBOX_AUTHOR
+
+if TYPE_CHECKING:
+    from tests.conftest import GitHubSandbox
 
 
 def branch_with_commit(git_path: object, branch: str) -> None:
@@ -85,3 +92,15 @@ async def seeded_origin(tmp_path: Path) -> Path:
     await worktree.git(seed, "commit", "--quiet", "-m", "seed")
     await worktree.git(seed, "push", "--quiet", str(origin), "main")
     return origin
+
+
+async def clone_url(github_sandbox: GitHubSandbox, repo: str, token: str) -> str:
+    """`repo`'s `clone_url` as the sandbox's REST API gives it to `token`."""
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(
+            f"{github_sandbox.url}/repos/{repo}", headers={"Authorization": f"token {token}"}
+        ) as response,
+    ):
+        assert response.status == 200
+        return str((await response.json())["clone_url"])
