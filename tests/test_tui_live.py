@@ -143,6 +143,7 @@ async def test_the_board_fits_80_columns_and_enter_shows_why_a_task_waits(
         await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen), "the task detail")
         lines = app.screen.lines  # type: ignore[attr-defined]
         assert "Waiting for a Decision on #42: Redis or SQLite?" in lines
+        assert any("cost $0.42" in line for line in lines)
         assert any("waiting_for_info" in line and "asked a question" in line for line in lines)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, TaskDetailScreen), "closed")

@@ -20,7 +20,7 @@ from textual.widgets.data_table import RowDoesNotExist
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat import describe, while_mounted
 from tui_client.modals import ConfirmScreen, LogScreen, log_text
-from tui_client.task_detail import TaskDetailScreen
+from tui_client.task_detail import TaskDetailScreen, dollars
 
 # Live work first, then what needs the operator, then history.
 STATE_ORDER = ("running", "waiting_for_info", "queued", "failed", "delivered", "terminated")
@@ -69,13 +69,6 @@ def _row(task: dict[str, Any]) -> tuple[str, ...]:
         last,
     )
     return tuple(_fit(cell, width) for cell, (_, width) in zip(cells, COLUMNS, strict=True))
-
-
-def dollars(usd: float) -> str:
-    """What a task cost, as people read money ("" before the runtime reported any)."""
-    if not usd:
-        return ""
-    return "<$0.01" if usd < 0.01 else f"${usd:.2f}"
 
 
 def _fit(text: str, width: int) -> str:

@@ -36,6 +36,13 @@ def why(detail: dict[str, Any]) -> str:
     return f"{str(state).capitalize()}: {last.get('detail') or ''}".rstrip(": ")
 
 
+def dollars(usd: float) -> str:
+    """What a task cost, as people read money ("" before the runtime reported any)."""
+    if not usd:
+        return ""
+    return "<$0.01" if usd < 0.01 else f"${usd:.2f}"
+
+
 def detail_lines(detail: dict[str, Any]) -> list[str]:
     usage = detail.get("usage") or {}
     lines = [
@@ -43,7 +50,7 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
         why(detail),
         f"Pull request: {detail.get('pr_url') or 'none yet'}",
         f"Attempts {detail.get('attempts', 0)} · tokens {usage.get('tokens', 0)} · "
-        f"cost ${float(usage.get('cost_usd') or 0):.2f} · "
+        f"cost {dollars(float(usage.get('cost_usd') or 0)) or '$0.00'} · "
         f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",
         "",
         "Events:",
