@@ -38,6 +38,12 @@ def explain(exc: BaseException, settings: Settings | None) -> str | None:
             f"cannot reach Redis at {where}: {_first_line(exc)}. "
             f"Check {REDIS_SETTING} and that redis-server is running."
         )
+    if isinstance(exc, redis.exceptions.InvalidResponse):
+        where = shown.get(REDIS_SETTING, "the configured Redis")
+        return (
+            f"cannot reach Redis at {where}: what answers there does not speak Redis "
+            f"({_first_line(exc)}). Check {REDIS_SETTING}: its port may be another service's."
+        )
     return None
 
 

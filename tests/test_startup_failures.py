@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import socketserver
 import subprocess
 import sys
+import threading
 import urllib.request
 from pathlib import Path
 
@@ -136,6 +138,26 @@ def test_an_unreachable_redis_is_one_line_naming_the_setting(tmp_path: Path) -> 
     )
     _one_line_naming(result, "cannot reach Redis", "STEELFRAME_REDIS_URL")
     assert "reconcile" not in result.stdout  # nothing was attempted without Redis
+
+
+class _WebServer(socketserver.StreamRequestHandler):
+    """What a web server says to anything that is not HTTP: a 400 status line."""
+
+    def handle(self) -> None:
+        self.rfile.readline()
+        self.wfile.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+
+
+def test_a_redis_url_at_a_web_server_is_one_line_naming_the_setting(tmp_path: Path) -> None:
+    """A port that is another service's answers, but not as Redis."""
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), _WebServer) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        try:
+            url = f"redis://127.0.0.1:{server.server_address[1]}/0"
+            result = _run(tmp_path, "worker", "--burst", STEELFRAME_REDIS_URL=url)
+        finally:
+            server.shutdown()
+    _one_line_naming(result, "does not speak Redis", "STEELFRAME_REDIS_URL")
 
 
 def test_a_busy_port_is_one_line_naming_the_option(tmp_path: Path) -> None:
