@@ -61,7 +61,8 @@ async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
 
 async def test_a_stop_reaches_only_the_deployment_on_its_redis_database(redis_url: str) -> None:
     """Pub/sub channels are server-wide: two deployments on databases of one Redis server
-    must not stop each other's operators (both have an operator 1)."""
+    must not stop each other's operators. (The other database may be another test
+    session's: its stop names an operator id no deployment here has.)"""
     ours = redis_url
     base, db = ours.rsplit("/", 1)
     theirs = f"{base}/{(int(db) + 1) % 16}"
@@ -71,9 +72,9 @@ async def test_a_stop_reaches_only_the_deployment_on_its_redis_database(redis_ur
     listener = asyncio.create_task(listening.run_stop_listener(heard.put))
     try:
         await _until_subscribed(ours, 1)
-        await other.signal_stop(1)  # another deployment's operator 1
+        await other.signal_stop(1_000_000)  # another deployment's operator
         await listening.signal_stop(2)  # then ours
-        assert await asyncio.wait_for(heard.get(), 30) == 2
+        assert await asyncio.wait_for(heard.get(), 30) == 2  # theirs, first, never came
         assert heard.empty()
     finally:
         listener.cancel()
