@@ -107,7 +107,6 @@ def pg_url(postgres_server: str, _left_schemas: list[str]) -> Iterator[str]:
         _left_schemas.append(schema)
     finally:
         admin.dispose()
-    admin.dispose()
 
 
 @pytest.fixture
