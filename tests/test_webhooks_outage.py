@@ -110,7 +110,8 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
     )
     assert count(lc, DeliveryStatus.DEAD) == 0
     task = lc.task(waiting)
-    assert task.state == TaskState.RUNNING and task.pending_decision == "Use Redis."
+    events = [(e.kind, e.to_state, e.detail) for e in lc.events(task.id)]
+    assert task.state == TaskState.RUNNING and task.pending_decision == "Use Redis.", events
     await lc.work()
     assert lc.task(waiting).state == TaskState.DELIVERED  # the Decision took effect
     picked = find_task(lc, fresh)
