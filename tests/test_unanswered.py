@@ -5,6 +5,7 @@ retrieval and model call, while any request has not had its first byte, for at m
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,70 @@ async def test_a_blocking_turn_does_not_wait_on_its_own_request(
     )
     assert answer.status == 200
     assert api.services.unanswered.count == 0
+
+
+async def test_turns_held_by_a_burst_go_one_at_a_time_oldest_first() -> None:
+    # Let go all at once, the held turns would start together and the requests arriving
+    # meanwhile would wait for all of them.
+    unanswered = Unanswered(max_wait=60, tick=0.5)
+    unanswered.arrived()
+    gone: list[tuple[int, int]] = []  # (which turn, how many still waited as it went on)
+
+    async def turn(number: int) -> None:
+        await unanswered.quiet()
+        for _ in range(3):  # a few turns of the loop, far shorter than a tick
+            await asyncio.sleep(0)
+        gone.append((number, unanswered.waiting))
+
+    turns = []
+    for number in range(3):
+        turns.append(asyncio.ensure_future(turn(number)))
+        await wait_for(lambda: unanswered.waiting == len(turns), within=30)
+    unanswered.answered()
+    await asyncio.wait_for(asyncio.gather(*turns), timeout=30)
+    assert [number for number, _ in gone] == [0, 1, 2]
+    assert gone[0][1] == 2  # the first went on alone
+
+
+async def test_a_turn_waits_while_the_loop_runs_late_then_goes_when_overdue() -> None:
+    # Requests whose connections wait in the accept queue are not counted; a loop that runs
+    # late is how they show. Here every turn of the loop takes 20 ms of CPU.
+    unanswered = Unanswered(max_wait=0.5, tick=0.001, lag=0.005)
+    loop = asyncio.get_running_loop()
+    busy = True
+
+    def hog() -> None:
+        end = time.perf_counter() + 0.02
+        while time.perf_counter() < end:
+            pass
+        if busy:
+            loop.call_soon(hog)
+
+    unanswered.arrived()
+    held = asyncio.ensure_future(_timed(unanswered.quiet()))
+    await wait_for(lambda: unanswered.waiting == 1, within=30)
+    unanswered.answered()  # nothing unanswered now: only the late loop holds it
+    loop.call_soon(hog)
+    try:
+        waited = await asyncio.wait_for(held, timeout=30)
+    finally:
+        busy = False
+    assert waited >= 0.5  # let go only when overdue
+
+
+async def test_a_held_turn_that_is_cancelled_does_not_hold_the_next() -> None:
+    unanswered = Unanswered(max_wait=60)
+    unanswered.arrived()
+    first = asyncio.ensure_future(unanswered.quiet())
+    second = asyncio.ensure_future(unanswered.quiet())
+    await wait_for(lambda: unanswered.waiting == 2, within=30)
+    first.cancel()
+    unanswered.answered()
+    await asyncio.wait_for(second, timeout=30)
+    assert unanswered.waiting == 0
+
+
+async def _timed(waiting: Any) -> float:
+    began = time.monotonic()
+    await waiting
+    return time.monotonic() - began
