@@ -271,6 +271,22 @@ async def test_a_result_delivery_failing_in_the_run_never_fails_the_delivered_ta
     assert not [ref for ref in remote_refs(git_path) if ref.startswith("refs/steelframe/")]
 
 
+async def test_a_run_failing_after_its_claim_leaves_no_claim_in_the_repository(
+    make: Make,
+) -> None:
+    """GitHub refuses the clone (after the run claimed its branch): the attempt fails, and
+    the run still removes its claim, so a task never run again leaves no fence ref."""
+    lc = await make(coding_command=command("commit"), task_max_attempts=1)
+    issue = await lc.open_issue()
+    lc.sandbox.fail(method="POST", path="*.git/git-upload-pack", status=403, times=10)
+    await lc.work()
+    task = lc.task(issue)
+    assert (task.state, task.attempts) == (TaskState.FAILED, 1)
+    assert [f.hits for f in lc.sandbox.sandbox.faults.faults] == [1]  # the clone was tried
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    assert not [ref for ref in remote_refs(git_path) if ref.startswith("refs/steelframe/")]
+
+
 async def test_a_retry_waits_its_backoff_in_rqs_scheduled_registry(
     make: Make, tmp_path: Path
 ) -> None:

@@ -35,6 +35,10 @@ async def _run(tmp_path: Path, url: str, name: str) -> worktree.Worktree:
     return await worktree.prepare(folder, clone_url=url, token=None, branch=BRANCH, fence=fence)
 
 
+def _claim(url: str, tree: worktree.Worktree) -> worktree.Claim:
+    return worktree.Claim(url, BRANCH, tree.remote)
+
+
 async def _change(tree: worktree.Worktree, name: str) -> None:
     (tree.path / f"{name}.md").write_text(f"{name}\n")
     assert await worktree.commit_all(tree, name)
@@ -102,7 +106,7 @@ async def test_a_finished_run_releases_its_claim_and_a_stale_run_still_pushes_no
     done = await _run(tmp_path, url, "done")  # took over, pushed, finished
     await _change(done, "done")
     await worktree.push(done, token=None, who="done")
-    await worktree.release(done, token=None)
+    await worktree.release(tmp_path / "done", _claim(url, done), token=None)
     after = await _refs(tmp_path)
     assert fence_ref(BRANCH) not in after  # no claim left in the repository
     assert after[f"refs/heads/{BRANCH}"] == done.remote.branch_sha
@@ -112,5 +116,19 @@ async def test_a_finished_run_releases_its_claim_and_a_stale_run_still_pushes_no
     # The next run claims again; a late release of the finished one leaves that claim.
     later = await _run(tmp_path, url, "later")
     with pytest.raises(WorktreeError):
-        await worktree.release(done, token=None)
+        await worktree.release(tmp_path / "done", _claim(url, done), token=None)
     assert (await _refs(tmp_path))[fence_ref(BRANCH)] == later.remote.fence_sha
+
+
+async def test_a_run_that_never_cloned_releases_its_claim_from_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    """A run whose clone failed after its claim: nothing but the claim to go by."""
+    url = await _origin(tmp_path)
+    folder = tmp_path / "failed"
+    fence = await worktree.claim(folder, url=url, token=None, branch=BRANCH, who="failed")
+    assert (await _refs(tmp_path))[fence_ref(BRANCH)] == fence
+    claim = worktree.Claim(url, BRANCH, worktree.RemoteState("", fence))
+    await worktree.release(folder, claim, token=None)
+    assert fence_ref(BRANCH) not in await _refs(tmp_path)
+    assert list(folder.iterdir()) == []  # its git directory for the release is gone too

@@ -28,7 +28,7 @@ from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run, RunStopped, Watch
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
-from bot.lifecycle.steps import keep_log, work
+from bot.lifecycle.steps import keep_log, let_go, work
 from bot.lifecycle.tasks import LeaseLost
 
 log = logging.getLogger(__name__)
@@ -144,6 +144,13 @@ async def _leased(
 
 
 async def _guarded(run: Run, github: GitHubApi) -> str:
+    """The run's steps, then its claim on the branch let go, however the run ended."""
+    ended = await _ended(run, github)
+    await let_go(run)
+    return ended
+
+
+async def _ended(run: Run, github: GitHubApi) -> str:
     """The run's steps; whatever they raise ends the run in the worker's own words."""
     task_id = run.task.id
     try:

@@ -12,6 +12,7 @@ from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import Task
 from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.worktree import Claim
 
 MAX_PUBLIC_BLOCK = 4000
 
@@ -45,6 +46,8 @@ class Run:
     actor: str
     watch: Watch
     folder: Path
+    # This run's claim on the task's branch while it holds one (`steps.let_go` ends it).
+    claim: Claim | None = None
 
     @property
     def fence(self) -> str:

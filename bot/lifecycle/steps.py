@@ -104,11 +104,11 @@ async def _finish_run(
     run.watch.check()
     await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
     concluded = await _conclude(run, tree, outcome)
-    await _after_conclusion(run, tree)
+    await _after_conclusion(run)
     return concluded
 
 
-async def _after_conclusion(run: Run, tree: worktree.Worktree) -> None:
+async def _after_conclusion(run: Run) -> None:
     """The task's state is settled: its result goes to the chat that filed the task, then
     the run, which has pushed all it will, removes its claim on the branch (so the
     repository keeps no fence ref per task). Neither may fail the concluded run: a result
@@ -121,10 +121,21 @@ async def _after_conclusion(run: Run, tree: worktree.Worktree) -> None:
         log.warning(
             "lifecycle: task %s: result not delivered yet (%s)", task_id, type(exc).__name__
         )
+    await let_go(run)
+
+
+async def let_go(run: Run) -> None:
+    """Remove the run's claim on its branch, if it holds one: when it concluded, and when
+    it ends any other way (failed, stopped, its lease lost), so a task that is never run
+    again leaves no fence ref behind. Best-effort: a claim left is one small ref, and the
+    task's next run forces its own over it."""
+    claim, run.claim = run.claim, None
+    if claim is None:
+        return
     try:
-        await worktree.release(tree, token=await _token(run, "write"))
-    except (worktree.WorktreeError, GitHubError) as exc:
-        log.info("lifecycle: task %s: its branch's claim stays (%s)", task_id, exc)
+        await worktree.release(run.folder, claim, token=await _token(run, "write"))
+    except (worktree.WorktreeError, GitHubError, OSError) as exc:
+        log.info("lifecycle: task %s: its branch's claim stays (%s)", run.task.id, exc)
 
 
 async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
@@ -249,9 +260,12 @@ async def _prepare(run: Run) -> worktree.Worktree:
     fence = await worktree.claim(
         run.folder, url=url, token=claim_token, branch=branch, who=_who(run)
     )
-    return await worktree.prepare(
+    run.claim = worktree.Claim(url, branch, worktree.RemoteState("", fence))
+    tree = await worktree.prepare(
         run.folder, clone_url=url, token=clone_token, branch=branch, fence=fence
     )
+    run.claim = worktree.Claim(url, branch, tree.remote)  # its pushes move the claim
+    return tree
 
 
 def keep_log(run: Run, status: str, text: str) -> None:

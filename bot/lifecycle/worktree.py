@@ -106,6 +106,16 @@ class RemoteState:
 
 
 @dataclass(frozen=True)
+class Claim:
+    """A run's claim on a branch: where, and what the remote's fence ref holds for it
+    (`remote.fence_sha`, moved by each of the run's pushes)."""
+
+    url: str
+    branch: str
+    remote: RemoteState
+
+
+@dataclass(frozen=True)
 class Worktree:
     path: Path  # the runtime's working tree
     branch: str
@@ -431,25 +441,31 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
     known.branch_sha, known.fence_sha = head, next_fence
 
 
-async def release(tree: Worktree, *, token: str | None) -> None:
-    """Remove this run's claim on its branch once it will push nothing more, if the fence
-    ref still holds it (a run that claimed since keeps its own). The task's next run
-    claims the branch again, and a stale run's push finds no claim of its own to move."""
-    fence = fence_ref(tree.branch)
-    await _reaching_remote(
-        "release",
-        lambda: git(
-            tree.path,
-            "push",
-            "--quiet",
-            f"--force-with-lease={fence}:{tree.remote.fence_sha}",
-            tree.url,
-            f":{fence}",
-            token=token,
-            url=tree.url,
-            git_dir=tree.git_dir,
-        ),
-    )
+async def release(folder: Path, claim: Claim, *, token: str | None) -> None:
+    """Remove a run's claim on its branch once it will push nothing more, if the fence ref
+    still holds it (a run that claimed since keeps its own). From a git directory of its
+    own in `folder`, so a run whose clone never happened releases its claim too. The task's
+    next run claims the branch again, and a stale run's push finds no claim to move."""
+    fence = fence_ref(claim.branch)
+    git_dir = folder / "release.git"
+    await git(folder, "init", "--quiet", "--bare", str(git_dir))
+    try:
+        await _reaching_remote(
+            "release",
+            lambda: git(
+                folder,
+                "push",
+                "--quiet",
+                f"--force-with-lease={fence}:{claim.remote.fence_sha}",
+                claim.url,
+                f":{fence}",
+                token=token,
+                url=claim.url,
+                git_dir=git_dir,
+            ),
+        )
+    finally:
+        await asyncio.to_thread(remove, git_dir)
 
 
 async def _remote_holds(tree: Worktree, token: str | None, wanted: dict[str, str]) -> bool:
