@@ -134,8 +134,13 @@ async def let_go(run: Run) -> None:
         return
     try:
         await worktree.release(run.folder, claim, token=await _token(run, "write"))
-    except (worktree.WorktreeError, GitHubError, OSError) as exc:
-        log.info("lifecycle: task %s: its branch's claim stays (%s)", run.task.id, exc)
+    except Exception as exc:  # tidying up never fails a run whose outcome is settled
+        reason = str(exc) if isinstance(exc, worktree.WorktreeError | GitHubError) else ""
+        log.info(
+            "lifecycle: task %s: its branch's claim stays (%s)",
+            run.task.id,
+            reason or type(exc).__name__,
+        )
 
 
 async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
