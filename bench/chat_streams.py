@@ -13,6 +13,7 @@ loaded machine makes long for the bare relay too). Each phase of a turn is print
 the load generator's own loop lag.
 
     python -m bench.chat_streams [--streams 1000] [--tokens 30] [--interval 1.0] [--pin] [--smoke]
+    python -m bench.chat_streams --processes 2 [--redis-url URL]   # serve --processes 2
 """
 
 from __future__ import annotations
@@ -62,8 +63,28 @@ class Server:
     process: psutil.Process
 
     def cpu(self) -> float:
-        times = self.process.cpu_times()
-        return float(times.user + times.system)
+        """User + system time of the server and its children (`serve --processes N`)."""
+        total = 0.0
+        for each in [self.process, *self.process.children(recursive=True)]:
+            try:
+                times = each.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            total += times.user + times.system
+        return total
+
+    def listening(self) -> int:
+        """How many of its processes listen on its port (`--processes` children start
+        after the parent has printed its URL)."""
+        port = int(self.url.rsplit(":", 1)[1])
+        count = 0
+        for each in [self.process, *self.process.children(recursive=True)]:
+            try:
+                sockets = each.net_connections(kind="tcp")
+            except psutil.NoSuchProcess:
+                continue
+            count += any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in sockets)
+        return count
 
 
 @contextmanager
@@ -189,7 +210,22 @@ def _operators(database_url: str, count: int) -> list[str | None]:
         database.dispose()
 
 
-def run(streams: int, tokens: int, interval: float, ramp: float) -> dict[str, Load]:
+def _until_listening(server: Server, processes: int) -> None:
+    deadline = time.monotonic() + 60
+    while server.listening() < processes:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"serve: {processes} processes did not listen within 60 s")
+        time.sleep(0.2)
+
+
+def run(
+    streams: int,
+    tokens: int,
+    interval: float,
+    ramp: float,
+    processes: int = 1,
+    redis_url: str = "",
+) -> dict[str, Load]:
     python = sys.executable
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -221,13 +257,22 @@ def run(streams: int, tokens: int, interval: float, ramp: float) -> dict[str, Lo
             "STEELFRAME_LOG_LEVEL": "WARNING",
         }
         serve = [python, "-m", "steelframe.cli", "serve", "--port", "0"]
+        if processes > 1:  # they share turn slots and stops through Redis
+            env["STEELFRAME_REDIS_URL"] = redis_url
+            serve += ["--processes", str(processes)]
         relay = [python, "-m", "bench._bare_relay", "--model-url", model.url]
         with started(relay) as bare_server, started(serve, env) as steel_server:
+            _until_listening(steel_server, processes)
             print(f"{streams} streams against the bare relay ...", flush=True)
             bare = asyncio.run(load(bare_server, [None] * streams, ramp))
-            print(f"{streams} streams against steelframe serve ...", flush=True)
+            print(
+                f"{streams} streams against steelframe serve ({processes} process"
+                f"{'es' if processes > 1 else ''}) ...",
+                flush=True,
+            )
             steel = asyncio.run(load(steel_server, operator_tokens, ramp))
-            steel.served_in_target = asyncio.run(served_in_target(steel_server.url))
+            if processes == 1:  # with more, /metrics is whichever process answers
+                steel.served_in_target = asyncio.run(served_in_target(steel_server.url))
     return {"bare": bare, "steelframe": steel}
 
 
@@ -288,6 +333,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ramp", type=float, default=1.0, help="seconds over which they open")
     parser.add_argument("--smoke", action="store_true", help="tiny run for the test suite")
     parser.add_argument(
+        "--processes", type=int, default=1, help="serve --processes N (needs --redis-url)"
+    )
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument(
         "--pin",
         action="store_true",
         help="each server on core 1, the clients and the model on core 0 (as the webhook bench)",
@@ -299,7 +348,9 @@ def main(argv: list[str] | None = None) -> None:
         os.sched_setaffinity(0, {0})
     if args.smoke:
         args.streams, args.tokens, args.interval, args.ramp = 5, 3, 0.05, 0.05
-    result = run(args.streams, args.tokens, args.interval, args.ramp)
+    result = run(
+        args.streams, args.tokens, args.interval, args.ramp, args.processes, args.redis_url
+    )
     report(result, args.streams, args.tokens, args.interval, args.ramp)
 
 
