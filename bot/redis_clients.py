@@ -9,6 +9,8 @@ default heartbeat, did.
 
 from __future__ import annotations
 
+from typing import Any
+
 import redis.asyncio as aioredis
 
 DEFAULT_LONGEST_BLOCK = 15.0  # seconds: the default SSE heartbeat (STEELFRAME_HEARTBEAT_SECONDS)
@@ -18,3 +20,19 @@ BLOCK_MARGIN_SECONDS = 10.0  # for Redis to answer once the block is over
 def blocking_reader(url: str, *, longest_block: float = DEFAULT_LONGEST_BLOCK) -> aioredis.Redis:
     """A client whose reads may block up to `longest_block` seconds in Redis."""
     return aioredis.Redis.from_url(url, socket_timeout=longest_block + BLOCK_MARGIN_SECONDS)
+
+
+def xread_entries(answer: Any) -> list[Any]:
+    """The entries, `(entry id, {field: value})`, of an XREAD answer, in either reply shape:
+    RESP2's `[[stream, entries], ...]` or RESP3's `{stream: [entries]}` (a
+    STEELFRAME_REDIS_URL ending in `?protocol=3`)."""
+    if not answer:
+        return []
+    if isinstance(answer, dict):
+        found: list[Any] = []
+        for value in answer.values():
+            # redis-py wraps each stream's entries in one more list under RESP3
+            nested = bool(value) and isinstance(value[0], list)
+            found.extend(value[0] if nested else value)
+        return found
+    return [entry for _, entries in answer for entry in entries]

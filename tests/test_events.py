@@ -23,12 +23,14 @@ from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
 
-@pytest.fixture(params=["local", "redis"])
+@pytest.fixture(params=["local", "redis", "redis-resp3"])
 def event_log(request: pytest.FixtureRequest) -> Iterator[EventLog]:
     if request.param == "local":
         yield LocalEventLog(maxlen=5)
         return
     url = request.getfixturevalue("redis_url")
+    if request.param == "redis-resp3":  # XREAD answers in another shape
+        url += ("&" if "?" in url else "?") + "protocol=3"
     log = RedisEventLog(redis.Redis.from_url(url), reader=aioredis.Redis.from_url(url))
     yield log
     log.client.close()

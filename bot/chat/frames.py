@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from redis.exceptions import RedisError
 
 from bot.errors import Unavailable
-from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader
+from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader, xread_entries
 
 log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
@@ -130,14 +130,14 @@ class RedisFrameRelay:
         position = "0-0"
         block = int((heartbeat or DEFAULT_LONGEST_BLOCK) * 1000)
         while True:
-            # RESP2's shape: [[stream, [(entry id, {b"f": frame JSON}), ...]]]
             answer: Any = await self._redis.xread({stream: position}, block=block, count=500)
-            if not answer:
+            entries = xread_entries(answer)  # (entry id, {b"f": frame JSON})
+            if not entries:
                 if not await self._redis.exists(stream):
                     return
                 yield None
                 continue
-            for entry_id, fields in answer[0][1]:
+            for entry_id, fields in entries:
                 position = entry_id
                 frame = json.loads(fields[b"f"])
                 if frame["id"] <= after:

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import redis
 import redis.asyncio as aioredis
 
-from bot.redis_clients import blocking_reader
+from bot.redis_clients import blocking_reader, xread_entries
 
 # Events kept per operator: a client that was away for longer than this many events gets a
 # `resync` event and reloads instead of a replay (DEFAULT_MAXLEN is ~days of a busy board).
@@ -196,8 +196,7 @@ class RedisEventLog:
         )
         events = [
             _decode(_entry_number(entry_id), fields[b"e"])
-            for _, entries in found or []
-            for entry_id, fields in entries
+            for entry_id, fields in xread_entries(found)
         ]
         return Batch(events, last_id=max([last, *(e.id for e in events)]))
 
