@@ -15,11 +15,21 @@ import redis.asyncio as aioredis
 
 DEFAULT_LONGEST_BLOCK = 15.0  # seconds: the default SSE heartbeat (STEELFRAME_HEARTBEAT_SECONDS)
 BLOCK_MARGIN_SECONDS = 10.0  # for Redis to answer once the block is over
+# Each stream a client waits on (an operator's events, a chat turn resumed from another
+# instance) holds one connection in its blocking read. redis-py's pool stops at 100 and
+# fails the next with MaxConnectionsError: the 101st operator's events stream broke.
+# Redis's own default limit is 10,000 clients.
+MAX_BLOCKING_READS = 10_000
 
 
 def blocking_reader(url: str, *, longest_block: float = DEFAULT_LONGEST_BLOCK) -> aioredis.Redis:
-    """A client whose reads may block up to `longest_block` seconds in Redis."""
-    return aioredis.Redis.from_url(url, socket_timeout=longest_block + BLOCK_MARGIN_SECONDS)
+    """A client whose reads may block up to `longest_block` seconds in Redis, as many at
+    once as there are streams to wait on (up to MAX_BLOCKING_READS)."""
+    return aioredis.Redis.from_url(
+        url,
+        socket_timeout=longest_block + BLOCK_MARGIN_SECONDS,
+        max_connections=MAX_BLOCKING_READS,
+    )
 
 
 def xread_entries(answer: Any) -> list[Any]:

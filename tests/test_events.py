@@ -226,3 +226,19 @@ async def test_a_lost_counter_never_reuses_an_id(redis_url: str) -> None:
     finally:
         await log.close()
         log.client.close()
+
+
+async def test_300_operators_waiting_on_their_events_at_once_all_get_them(
+    redis_url: str,
+) -> None:
+    # Each waiting operator holds a connection in a blocking XREAD: a pool of 100 failed
+    # the 101st with MaxConnectionsError, and its events stream broke.
+    log = RedisEventLog.from_url(redis_url)
+    operators = range(1, 301)
+    readers = [asyncio.create_task(log.read(operator, 0, wait=30)) for operator in operators]
+    for operator in operators:  # from a thread, as the lifecycle does: the reads run meanwhile
+        await asyncio.to_thread(log.append, operator, "task", {"task_id": operator})
+    batches = await asyncio.wait_for(asyncio.gather(*readers), 60)
+    assert [[e.data["task_id"] for e in b.events] for b in batches] == [[o] for o in operators]
+    await log.close()
+    log.client.close()

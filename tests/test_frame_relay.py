@@ -3,6 +3,8 @@ another replays from any frame id on, in either of Redis's reply protocols."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from bot.chat.frames import RedisFrameRelay
@@ -29,3 +31,23 @@ async def test_a_turn_is_replayed_after_a_frame_id_to_its_terminal_frame(
     finally:
         await relay.close()
     assert replayed == frames[1:]
+
+
+async def test_every_frame_of_500_turns_streaming_at_once_is_relayed(redis_url: str) -> None:
+    # One pipeline per frame took a pooled connection per frame in flight: past the pool's
+    # 100, publishing failed and those frames were missing on every other instance.
+    relay = RedisFrameRelay(redis_url, linger=60)
+    turns = [f"turn-{n}" for n in range(500)]
+
+    async def stream(operator_id: int, turn_id: str) -> None:
+        await relay.publish(operator_id, turn_id, "s", {"id": 1, "type": "status"})
+        await relay.publish(operator_id, turn_id, "s", {"id": 2, "type": "delta", "text": "a"})
+        await relay.publish(operator_id, turn_id, "s", {"id": 3, "type": "done"})
+
+    try:
+        await asyncio.gather(*(stream(n, turn) for n, turn in enumerate(turns)))
+        for turn_id in turns:
+            replayed = [f async for f in relay.replay(turn_id, after=0, heartbeat=5)]
+            assert [f["id"] for f in replayed] == [1, 2, 3], turn_id
+    finally:
+        await relay.close()

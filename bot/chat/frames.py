@@ -14,12 +14,14 @@ Redis is unreachable is a 503 naming the setting, never a 500.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from bot.errors import Unavailable
@@ -28,8 +30,19 @@ from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader, xread_entr
 log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
 MAX_FRAMES = 50_000  # a turn longer than this keeps its newest frames (XADD MAXLEN ~)
+MAX_BATCH = 500  # frames written in one pipeline at most
 TERMINAL_TYPES = frozenset({"done", "error"})
+LOOKUP_TYPES = frozenset({"status", *TERMINAL_TYPES})  # frames that renew the lookups
 Frame = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    operator_id: int
+    turn_id: str
+    session_id: str
+    frame: Frame
+    written: asyncio.Future[None]
 
 
 @dataclass(frozen=True)
@@ -58,22 +71,49 @@ class RedisFrameRelay:
     def __init__(
         self, url: str, *, linger: float, longest_block: float = DEFAULT_LONGEST_BLOCK
     ) -> None:
-        self._redis = blocking_reader(url, longest_block=longest_block)
+        self._redis = blocking_reader(url, longest_block=longest_block)  # locate, replay
+        # Publishing has a client of its own, which writes one batch at a time: a pipeline
+        # per frame took a connection per frame, and with 1,000 turns streaming the pool's
+        # 100 ran out (MaxConnectionsError: frames missing from the relay). Resumed streams
+        # blocked in XREAD hold the other client's connections.
+        self._writer = aioredis.Redis.from_url(url)
         self._linger_ms = int(linger * 1000)
         self._down = False  # publishing failed since the last success (logged once)
+        self._outbox: list[_Outgoing] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def publish(self, operator_id: int, turn_id: str, session_id: str, frame: Frame) -> None:
-        stream = f"{PREFIX}frames:{turn_id}"
+        """Relay the frame with the others published meanwhile (one pipeline for all);
+        returns once it is written, or once writing it failed (logged, never raised)."""
+        written = asyncio.get_running_loop().create_future()
+        self._outbox.append(_Outgoing(operator_id, turn_id, session_id, frame, written))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="frame-relay")
+        await written
+
+    async def _flush(self) -> None:
+        while self._outbox:
+            batch, self._outbox = self._outbox[:MAX_BATCH], self._outbox[MAX_BATCH:]
+            await self._write(batch)
+            for item in batch:
+                if not item.written.done():  # its turn was cancelled meanwhile
+                    item.written.set_result(None)
+
+    async def _write(self, batch: list[_Outgoing]) -> None:
         try:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.xadd(stream, {"f": json.dumps(frame)}, maxlen=MAX_FRAMES, approximate=True)
-                pipe.pexpire(stream, self._linger_ms)
-                if frame.get("type") == "status" or frame.get("type") in TERMINAL_TYPES:
-                    # Cheap enough on these (one or two a turn and round): keep the lookups
-                    # alive as long as the stream, whatever frame comes first or last.
-                    latest = json.dumps({"turn_id": turn_id, "session_id": session_id})
-                    pipe.set(f"{PREFIX}latest:{operator_id}", latest, px=self._linger_ms)
-                    pipe.set(f"{PREFIX}turn:{turn_id}:operator", operator_id, px=self._linger_ms)
+            async with self._writer.pipeline(transaction=False) as pipe:
+                streams = set()
+                for item in batch:
+                    stream = f"{PREFIX}frames:{item.turn_id}"
+                    streams.add(stream)
+                    text = json.dumps(item.frame)
+                    pipe.xadd(stream, {"f": text}, maxlen=MAX_FRAMES, approximate=True)
+                    if item.frame.get("type") in LOOKUP_TYPES:
+                        # Cheap enough on these (one or two a turn and round): the lookups
+                        # live as long as the stream, whatever frame comes first or last.
+                        self._lookups(pipe, item)
+                for stream in streams:
+                    pipe.pexpire(stream, self._linger_ms)
                 await pipe.execute()
         except RedisError as exc:
             if not self._down:
@@ -81,13 +121,19 @@ class RedisFrameRelay:
                 log.warning(
                     "turn %s: frames not relayed through Redis until it is back (%s); turns "
                     "resume only on the instance running them",
-                    turn_id,
+                    batch[0].turn_id,
                     type(exc).__name__,
                 )
             return
         if self._down:
             self._down = False
             log.warning("frames are relayed through Redis again")
+
+    def _lookups(self, pipe: Any, item: _Outgoing) -> None:
+        latest = json.dumps({"turn_id": item.turn_id, "session_id": item.session_id})
+        pipe.set(f"{PREFIX}latest:{item.operator_id}", latest, px=self._linger_ms)
+        owner = f"{PREFIX}turn:{item.turn_id}:operator"
+        pipe.set(owner, item.operator_id, px=self._linger_ms)
 
     async def locate(
         self, operator_id: int, *, session_id: str | None, turn_id: str | None
@@ -147,4 +193,7 @@ class RedisFrameRelay:
                     return
 
     async def close(self) -> None:
+        if self._flusher is not None:
+            await asyncio.gather(self._flusher, return_exceptions=True)
+        await self._writer.aclose()
         await self._redis.aclose()
