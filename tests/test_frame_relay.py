@@ -4,6 +4,7 @@ another replays from any frame id on, in either of Redis's reply protocols."""
 from __future__ import annotations
 
 import asyncio
+import socket
 
 import pytest
 
@@ -51,3 +52,17 @@ async def test_every_frame_of_500_turns_streaming_at_once_is_relayed(redis_url: 
             assert [f["id"] for f in replayed] == [1, 2, 3], turn_id
     finally:
         await relay.close()
+
+
+async def test_a_redis_that_stopped_answering_pauses_a_turn_and_never_ends_it() -> None:
+    # A listener that never answers: what a frozen redis-server looks like to a client.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        relay = RedisFrameRelay(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", linger=60)
+        try:
+            frame = {"id": 1, "type": "status", "text": "turn started"}
+            # returns (after the write timeout) instead of holding the turn for good
+            await asyncio.wait_for(relay.publish(1, "turn-1", "s", frame), timeout=60)
+        finally:
+            await asyncio.wait_for(relay.close(), timeout=60)

@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
 MAX_FRAMES = 50_000  # a turn longer than this keeps its newest frames (XADD MAXLEN ~)
 MAX_BATCH = 500  # frames written in one pipeline at most
+# A frame's turn waits for its write at most this long: a Redis that stopped answering (a
+# frozen server, a lost network) costs the turns a pause, never their end. (redis-py 8's
+# default is the same; said here so it does not hang on a library's default.)
+WRITE_TIMEOUT = 5.0
 TERMINAL_TYPES = frozenset({"done", "error"})
 LOOKUP_TYPES = frozenset({"status", *TERMINAL_TYPES})  # frames that renew the lookups
 Frame = dict[str, Any]
@@ -76,7 +80,9 @@ class RedisFrameRelay:
         # per frame took a connection per frame, and with 1,000 turns streaming the pool's
         # 100 ran out (MaxConnectionsError: frames missing from the relay). Resumed streams
         # blocked in XREAD hold the other client's connections.
-        self._writer = aioredis.Redis.from_url(url)
+        self._writer = aioredis.Redis.from_url(
+            url, socket_timeout=WRITE_TIMEOUT, socket_connect_timeout=WRITE_TIMEOUT
+        )
         self._linger_ms = int(linger * 1000)
         self._down = False  # publishing failed since the last success (logged once)
         self._outbox: list[_Outgoing] = []
