@@ -32,6 +32,9 @@ from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 from webhooks.processor import RetryPolicy
 
 OUTAGE_SECONDS = 10.0
+# Long enough that a heartbeat starved on a loaded machine does not lose a run's lease
+# (with 1 s, CI lost one and the run stopped half-way); nothing here waits for one to expire.
+LEASE_SECONDS = 15.0
 
 
 def as_person(lc: Lifecycle, login: str, action: Callable[..., Any], *args: Any) -> None:
@@ -136,7 +139,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     settings = github_sandbox.settings(
         tmp_path,
         redis_url=down,
-        task_lease_seconds=1.0,
+        task_lease_seconds=LEASE_SECONDS,
         coding_command=command("commit"),
         **sandbox_settings(tmp_path),
     )
@@ -163,7 +166,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     back = github_sandbox.settings(
         tmp_path,
         redis_url=redis_url,
-        task_lease_seconds=1.0,
+        task_lease_seconds=LEASE_SECONDS,
         coding_command=command("commit"),
         **sandbox_settings(tmp_path),
     )
