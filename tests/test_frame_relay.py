@@ -66,3 +66,22 @@ async def test_a_redis_that_stopped_answering_pauses_a_turn_and_never_ends_it() 
             await asyncio.wait_for(relay.publish(1, "turn-1", "s", frame), timeout=60)
         finally:
             await asyncio.wait_for(relay.close(), timeout=60)
+
+
+async def test_a_frame_that_cannot_be_written_fails_its_turn_and_holds_no_other(
+    redis_url: str,
+) -> None:
+    relay = RedisFrameRelay(redis_url, linger=60)
+    try:
+        bad = {"id": 1, "type": "delta", "text": object()}  # not JSON
+        with pytest.raises(TypeError):
+            await asyncio.wait_for(relay.publish(1, "turn-1", "s", bad), timeout=30)
+        good = {"id": 1, "type": "status", "text": "turn started"}
+        await asyncio.wait_for(relay.publish(2, "turn-2", "s", good), timeout=30)
+        first = None
+        async for frame in relay.replay("turn-2", after=0, heartbeat=5):
+            first = frame  # the turn is still going: take its first frame and leave
+            break
+    finally:
+        await relay.close()
+    assert first == good

@@ -90,7 +90,8 @@ class RedisFrameRelay:
 
     async def publish(self, operator_id: int, turn_id: str, session_id: str, frame: Frame) -> None:
         """Relay the frame with the others published meanwhile (one pipeline for all);
-        returns once it is written, or once writing it failed (logged, never raised)."""
+        returns once it is written, or once Redis failed it (logged, never raised). Any
+        other failure of the batch (a frame that is not JSON) is raised to its turns."""
         written = asyncio.get_running_loop().create_future()
         self._outbox.append(_Outgoing(operator_id, turn_id, session_id, frame, written))
         if self._flusher is None or self._flusher.done():
@@ -100,10 +101,24 @@ class RedisFrameRelay:
     async def _flush(self) -> None:
         while self._outbox:
             batch, self._outbox = self._outbox[:MAX_BATCH], self._outbox[MAX_BATCH:]
-            await self._write(batch)
-            for item in batch:
-                if not item.written.done():  # its turn was cancelled meanwhile
-                    item.written.set_result(None)
+            failure: BaseException | None = None
+            try:
+                await self._write(batch)
+            except BaseException as exc:  # not Redis's (those are logged): its turns see it
+                failure = exc
+                raise
+            finally:
+                # Every turn in the batch goes on, whatever happened to the write: none
+                # may wait for good on a flusher that is gone.
+                for item in batch:
+                    if item.written.done():  # its turn was cancelled meanwhile
+                        continue
+                    if failure is None:
+                        item.written.set_result(None)
+                    elif isinstance(failure, asyncio.CancelledError):  # shutting down
+                        item.written.cancel()
+                    else:
+                        item.written.set_exception(failure)
 
     async def _write(self, batch: list[_Outgoing]) -> None:
         try:
