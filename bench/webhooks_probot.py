@@ -215,6 +215,31 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _drained(database_url: str, timeout: float = 600.0) -> float:
+    """Seconds from the end of the load until `serve` has processed every delivery it
+    stored (the backlog a burst leaves: processing gives way to intake while it lasts)."""
+    from sqlalchemy import func, select
+
+    from bot.db import Database
+    from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+
+    started = time.monotonic()
+    database = Database.from_url(database_url)
+    unprocessed = (
+        select(func.count())
+        .select_from(WebhookDelivery)
+        .where(WebhookDelivery.status.in_([DeliveryStatus.RECEIVED, DeliveryStatus.PROCESSING]))
+    )
+    try:
+        while database.call(lambda s: s.scalar(unprocessed)):
+            if time.monotonic() - started > timeout:
+                return float("inf")
+            time.sleep(0.1)
+        return time.monotonic() - started
+    finally:
+        database.dispose()
+
+
 def _stored(database_url: str) -> int:
     from sqlalchemy import func, select
 
@@ -274,7 +299,9 @@ def steelframe_round(
             env["STEELFRAME_REDIS_URL"] = args.redis_url
             command += ["--processes", str(processes)]
         with server(command, env, port, cwd=checkout) as process:
-            return measured(process, port, script, args)
+            figures = measured(process, port, script, args)
+            figures["drained"] = _drained(database_url)
+            return figures
 
     figures = on_a_free_port(on)
     figures["stored"] = _stored(database_url)
@@ -331,10 +358,15 @@ def compare(args: argparse.Namespace) -> None:
             )
             named = [("probot", probot), ("steelframe", steel)] + [("baseline", base)] * bool(base)
             for name, rows in named:
+                drained = (
+                    ""
+                    if name == "probot"
+                    else f"  all processed {_median(rows, 'drained'):.1f} s after"
+                )
                 print(
                     f"  {name:11} {_median(rows, 'rps'):9.0f} deliveries/s"
                     f"  p50 {_median(rows, 'p50'):6.2f} ms  p99 {_median(rows, 'p99'):6.2f} ms"
-                    f"  {_median(rows, 'per_cpu_s'):6.0f} per CPU-second"
+                    f"  {_median(rows, 'per_cpu_s'):6.0f} per CPU-second{drained}"
                 )
             rounds = ", ".join(
                 f"{s['rps'] / p['rps']:.2f}x" for p, s in zip(probot, steel, strict=True)

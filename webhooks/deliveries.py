@@ -266,6 +266,12 @@ def claim_statement(
     )
 
 
+def bodies_statement(dialect: str, delivery_ids: Sequence[str]) -> tuple[str, list[Any]]:
+    """The stored text of these deliveries: (delivery_id, body) rows."""
+    condition, ids = _ids_condition(dialect, delivery_ids)
+    return f"SELECT delivery_id, body FROM github_delivery_bodies WHERE {condition}", ids
+
+
 def renew_statement(
     dialect: str, owner: str, delivery_ids: Sequence[str], now: datetime
 ) -> tuple[str, list[Any]]:

@@ -4,8 +4,9 @@ New deliveries come through an in-memory queue; each batch is claimed atomically
 database first (so one process handles a delivery even with several `serve` instances),
 dispatched through the router in arrival order, and its results recorded in small groups
 on a connection of the processor's own (see `webhooks.connection`). Intake comes first:
-while acknowledgements are being written, processing runs in slices of 16 and takes about
-PROCESSING_SHARE of the time (`_give_way`); the backlog waits, durable, in the log. Each
+while deliveries are being received (`webhooks.arrivals`), processing runs in slices of 16
+and takes about PROCESSING_SHARE of the time (`_give_way`); the backlog waits, durable, in
+the log, and a long queue holds ids rather than texts (`_enqueue`). Each
 handler's effect commits with its "done" record (`bot.handler_runs`), so no handler runs
 twice for a delivery, crash or not.
 
@@ -32,7 +33,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs
@@ -46,19 +47,20 @@ from bot.errors import BadRequest
 from bot.github.errors import GitHubRejected
 from bot.handler_runs import running
 from bot.log_context import log_ids
+from webhooks.arrivals import Arrivals
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import (
     OK,
     Claimed,
     DeliveryStatus,
     Finished,
+    bodies_statement,
     claim_stale,
     claim_statement,
     finish_statements,
     renew_statement,
 )
 from webhooks.routing import WebhookContext
-from webhooks.writer import DeliveryWriter
 
 log = logging.getLogger("steelframe.webhooks")
 BATCH = 500
@@ -72,8 +74,12 @@ SWEEP_SECONDS = 5.0
 INTAKE_PRIORITY_SECONDS = 0.1
 # While deliveries arrive, processing takes at most about this share of the process's time.
 PROCESSING_SHARE = 0.2
-# Deliveries held in memory for processing (their text, ~8 KB each); more wait in the log.
-MAX_QUEUED = 2000
+# Deliveries queued with their text (~8 KB each); later ones are queued by id, their text
+# read back from the log with their claim.
+MAX_QUEUED_TEXTS = 2000
+# Deliveries queued in all (a hundred bytes or so each by id); more wait in the log, found
+# by a scan once the queue has drained.
+MAX_QUEUED = 100_000
 # Outcomes are committed at least every this many deliveries: a crash re-runs at most
 # that many handlers that had already succeeded (they are idempotent).
 RECORD_EVERY = 16
@@ -98,10 +104,11 @@ class RetryPolicy:
         return full * (1.0 - self.jitter * rng())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pending:
     """A delivery waiting to be processed: its payload, or (`body`) the stored text to
-    parse when its turn comes."""
+    parse when its turn comes, or neither (`read_back`): the text is read from the log
+    with its claim."""
 
     delivery_id: str
     event: str
@@ -109,6 +116,7 @@ class Pending:
     attempt: int = 1
     outcomes: dict[str, str] = field(default_factory=dict)
     body: str | None = None
+    read_back: bool = False
 
 
 def handler_name(handler: Any) -> str:
@@ -122,22 +130,25 @@ class DeliveryProcessor:
         router: Router,
         ctx: WebhookContext,
         *,
-        writer: DeliveryWriter | None = None,
+        intake: Arrivals | None = None,
         sweep_seconds: float = SWEEP_SECONDS,
         grace_seconds: float = GRACE_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
         retry: RetryPolicy | None = None,
         max_queued: int = MAX_QUEUED,
+        max_queued_texts: int = MAX_QUEUED_TEXTS,
     ) -> None:
         self.router = router
         self.ctx = ctx
-        self.writer = writer
+        self.intake = intake
         self.db: Database = ctx.db
         self.sweep_seconds = sweep_seconds
         self.grace_seconds = grace_seconds
         self.lease_seconds = lease_seconds
         self.retry = retry or RetryPolicy()
         self.max_queued = max_queued
+        self.max_queued_texts = max_queued_texts
+        self._texts = 0  # queued deliveries that hold their text or payload
         self._overflowed = False  # deliveries left `received` in the log: take them from there
         # Names this process's claims; a claim is written back only by its owner.
         self.owner = uuid.uuid4().hex[:16]
@@ -166,15 +177,20 @@ class DeliveryProcessor:
         self._enqueue(Pending(delivery_id, event, None, body=body))
 
     def _enqueue(self, item: Pending) -> None:
-        """Queue a delivery, unless the queue is full: during a burst intake outruns
-        processing (which gives way to it), and each queued delivery holds its text in
-        memory. Beyond `max_queued` the delivery stays `received` in the log, and the
-        processor takes it from there once its queue has drained."""
+        """Queue a delivery. During a burst intake outruns processing (which gives way to
+        it), so the queue grows: past `max_queued_texts` a delivery is queued by its id
+        alone (its text is read back from the log with its claim, in the same statement
+        batch, instead of held in memory), and past `max_queued` it is not queued at all:
+        it stays `received` in the log, and the processor scans for it once its queue has
+        drained."""
         self._idle.clear()
         if len(self._pending) >= self.max_queued:
             self._overflowed = True
+        elif self._texts >= self.max_queued_texts:
+            self._pending.append(Pending(item.delivery_id, item.event, None, read_back=True))
         else:
             self._pending.append(item)
+            self._texts += 1
         self._arrived.set()
 
     def start(self) -> None:
@@ -217,16 +233,19 @@ class DeliveryProcessor:
             self._busy = True
             await self._yield_to_intake()
             batch = [self._pending.popleft() for _ in range(min(BATCH, len(self._pending)))]
+            self._texts -= sum(not item.read_back for item in batch)
+            started = time.monotonic()
             claimed = await self._record(unrecorded, batch)
             unrecorded = []
             try:
-                unrecorded = await self._run(claimed)
+                # The claim (and the texts read back with it) counts toward the first slice.
+                unrecorded = await self._run(claimed, started=started)
             except Exception:
                 # Outcomes so far are recorded; the rest come back after the lease.
                 log.exception("processing %d webhook deliveries failed", len(claimed))
 
     async def _take_overflow(self) -> None:
-        """Process the deliveries the full queue left in the log (`received`, no grace:
+        """Process the deliveries the full queue left out (`received`, no grace:
         another instance's unclaimed ones too, which is harmless, claims being atomic)."""
         self._overflowed = False
         try:
@@ -234,12 +253,12 @@ class DeliveryProcessor:
         except Exception:  # the sweep takes them after the grace period
             log.exception("taking webhook deliveries the full queue left in the log failed")
 
-    async def _run(self, claimed: list[Pending]) -> list[Finished]:
+    async def _run(self, claimed: list[Pending], *, started: float | None = None) -> list[Finished]:
         """Dispatch in order, committing outcomes every RECORD_EVERY deliveries and then
-        giving way to intake (`_give_way`); returns the last, unrecorded ones (written with
-        the next claim)."""
+        giving way to intake (`_give_way`, for the time since `started`, by default now);
+        returns the last, unrecorded ones (written with the next claim)."""
         unrecorded: list[Finished] = []
-        started = time.monotonic()
+        started = time.monotonic() if started is None else started
         for n, item in enumerate(claimed, 1):
             unrecorded.append(await self.dispatch(item))
             if n % RECORD_EVERY == 0:
@@ -250,16 +269,21 @@ class DeliveryProcessor:
         return unrecorded
 
     async def _record(self, results: list[Finished], batch: list[Pending]) -> list[Pending]:
-        """In one transaction on the processor's own connection: record finished outcomes
-        and claim the next batch; returns what was claimed, in arrival order. On failure
-        nothing changed: claimed-but-unrecorded rows come back after the lease, unclaimed
-        ones after the grace period (handlers are idempotent)."""
+        """In one transaction on the processor's own connection: record finished outcomes,
+        claim the next batch and read the text of its deliveries queued by id; returns
+        what was claimed, in arrival order. On failure nothing changed: claimed-but-
+        unrecorded rows come back after the lease, unclaimed ones after the grace period
+        (handlers are idempotent)."""
         now = self.ctx.clock()
         dialect = self._statuses.dialect
         statements = finish_statements(dialect, results, now, self.owner)
+        claim_at = len(statements)
+        unread = [item.delivery_id for item in batch if item.read_back]
         if batch:
             ids = [item.delivery_id for item in batch]
             statements.append(claim_statement(dialect, ids, now, self.owner))
+        if unread:
+            statements.append(bodies_statement(dialect, unread))
         if not statements:
             return []
         # Recorded or not, these are no longer renewed: if the write failed, their claims
@@ -273,35 +297,40 @@ class DeliveryProcessor:
             )
             return []
         self._note_retries(results)
-        claimed = {row[0] for row in rows[-1]} if batch else set()
+        claimed = {row[0] for row in rows[claim_at]} if batch else set()
+        # The body and the row were committed together before the acknowledgement, so a
+        # claimed row has one; "" (not JSON) would make the delivery dead, not lost.
+        bodies: dict[str, str] = dict(rows[claim_at + 1]) if unread else {}
         taken = []
         for item in batch:
             if item.delivery_id in claimed:
                 claimed.discard(item.delivery_id)  # a second copy in the batch is not taken
+                if item.read_back:
+                    item = replace(item, body=bodies.get(item.delivery_id, ""), read_back=False)
                 taken.append(item)
         self._held.update(item.delivery_id for item in taken)
         return taken
 
     async def _yield_to_intake(self) -> None:
-        """Processing waits while acknowledgements are being written, but never longer than
+        """Processing waits while deliveries are being received, but never longer than
         INTAKE_PRIORITY_SECONDS, so it cannot starve (and batches stay small and steady)."""
-        if self.writer is None:
+        if self.intake is None:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.writer.quiet(), INTAKE_PRIORITY_SECONDS)
+            await asyncio.wait_for(self.intake.quiet(), INTAKE_PRIORITY_SECONDS)
 
     async def _give_way(self, spent: float) -> None:
         """After a slice of processing that took `spent` seconds: while deliveries are still
-        arriving, wait until the writer is quiet, at most long enough that processing takes
-        PROCESSING_SHARE of the time. Processing and intake share one core (one event loop,
+        arriving, wait until none is being received, at most long enough that processing
+        takes PROCESSING_SHARE of the time. Processing and intake share one core (one event loop,
         and SQLite's thread): without this, handlers took ~40% of it during a burst and the
         acknowledged rate fell by as much. The deliveries wait in the log, durable; once the
         burst is over processing runs flat out (the backlog drains at its own rate)."""
-        if self.writer is None or self.writer.is_quiet():
+        if self.intake is None or self.intake.is_quiet():
             await asyncio.sleep(0)  # let requests in: handlers may not await
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.writer.quiet(), spent * (1 / PROCESSING_SHARE - 1))
+            await asyncio.wait_for(self.intake.quiet(), spent * (1 / PROCESSING_SHARE - 1))
 
     # -- one delivery ----------------------------------------------------------------------
 
