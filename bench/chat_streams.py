@@ -13,6 +13,7 @@ loaded machine makes long for the bare relay too). Each phase of a turn is print
 the load generator's own loop lag.
 
     python -m bench.chat_streams [--streams 1000] [--tokens 30] [--interval 1.0] [--pin] [--smoke]
+    python -m bench.chat_streams --redis-url URL                   # serve with Redis
     python -m bench.chat_streams --processes 2 [--redis-url URL]   # serve --processes 2
 """
 
@@ -43,6 +44,7 @@ CLIENT_TIMEOUT_SECONDS = 120.0
 FIRST_FRAME_TARGET = 0.05
 SERVER_CORE: int | None = None  # set by --pin
 FIRST_FRAME_METRIC = "steelframe_chat_first_frame_seconds"
+PROCESSES_REDIS = "redis://127.0.0.1:6379/14"
 
 
 @dataclass
@@ -257,8 +259,9 @@ def run(
             "STEELFRAME_LOG_LEVEL": "WARNING",
         }
         serve = [python, "-m", "steelframe.cli", "serve", "--port", "0"]
-        if processes > 1:  # they share turn slots and stops through Redis
+        if redis_url:  # several processes share turn slots, stops and frames through it
             env["STEELFRAME_REDIS_URL"] = redis_url
+        if processes > 1:
             serve += ["--processes", str(processes)]
         relay = [python, "-m", "bench._bare_relay", "--model-url", model.url]
         with started(relay) as bare_server, started(serve, env) as steel_server:
@@ -335,7 +338,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--processes", type=int, default=1, help="serve --processes N (needs --redis-url)"
     )
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/14")
+    parser.add_argument(
+        "--redis-url", help=f"serve with Redis (with --processes 2 or more: {PROCESSES_REDIS})"
+    )
     parser.add_argument(
         "--pin",
         action="store_true",
@@ -348,9 +353,8 @@ def main(argv: list[str] | None = None) -> None:
         os.sched_setaffinity(0, {0})
     if args.smoke:
         args.streams, args.tokens, args.interval, args.ramp = 5, 3, 0.05, 0.05
-    result = run(
-        args.streams, args.tokens, args.interval, args.ramp, args.processes, args.redis_url
-    )
+    redis_url = args.redis_url or (PROCESSES_REDIS if args.processes > 1 else "")
+    result = run(args.streams, args.tokens, args.interval, args.ramp, args.processes, redis_url)
     report(result, args.streams, args.tokens, args.interval, args.ramp)
 
 

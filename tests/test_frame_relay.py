@@ -7,8 +7,9 @@ import asyncio
 import socket
 
 import pytest
+import redis.asyncio as aioredis
 
-from bot.chat.frames import RedisFrameRelay
+from bot.chat.frames import PREFIX, RedisFrameRelay
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
@@ -32,6 +33,26 @@ async def test_a_turn_is_replayed_after_a_frame_id_to_its_terminal_frame(
     finally:
         await relay.close()
     assert replayed == frames[1:]
+
+
+async def test_frames_are_relayed_after_redis_forgot_the_script_and_expire_with_the_turn(
+    redis_url: str,
+) -> None:
+    """A restarted or flushed Redis has no scripts: the relay loads its own again."""
+    relay = RedisFrameRelay(redis_url, linger=60)
+    other = aioredis.Redis.from_url(redis_url)
+    try:
+        await relay.publish(7, "turn-9", "s", {"id": 1, "type": "status"})
+        await other.script_flush()
+        await relay.publish(7, "turn-9", "s", {"id": 2, "type": "delta", "text": "a"})
+        await relay.publish(7, "turn-9", "s", {"id": 3, "type": "done"})
+        replayed = [f async for f in relay.replay("turn-9", after=0, heartbeat=5)]
+        lingers = await other.pttl(f"{PREFIX}frames:turn-9")
+    finally:
+        await relay.close()
+        await other.aclose()
+    assert [f["id"] for f in replayed] == [1, 2, 3]
+    assert 0 < lingers <= 60_000
 
 
 async def test_every_frame_of_500_turns_streaming_at_once_is_relayed(redis_url: str) -> None:
