@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
 import redis.asyncio as aioredis
@@ -33,14 +35,38 @@ def stop_channel(redis_db: int) -> str:
     return f"{STOP_CHANNEL}:{redis_db}"
 
 
-_RELEASE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+# The slots' scripts act only on a slot its turn still holds (a slot taken over meanwhile
+# is left): the turn id is compared with the stored value's in Redis, one round trip.
+_HELD_BY = """
+local function held_by(key, turn_id)
+  local value = redis.call('get', key)
+  if not value then return false end
+  local ok, slot = pcall(cjson.decode, value)
+  return ok and type(slot) == 'table' and slot['turn_id'] == turn_id
+end
+"""
+_RELEASE = (
+    _HELD_BY
+    + """
+if held_by(KEYS[1], ARGV[1]) then return redis.call('del', KEYS[1]) end
 return 0
 """
-_RENEW = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
-return 0
+)
+# KEYS are slots, ARGV[1] the TTL in ms and ARGV[i + 1] the turn renewing KEYS[i].
+_RENEW = (
+    _HELD_BY
+    + """
+local renewed = 0
+for i, key in ipairs(KEYS) do
+  if held_by(key, ARGV[i + 1]) then
+    redis.call('pexpire', key, ARGV[1])
+    renewed = renewed + 1
+  end
+end
+return renewed
 """
+)
+RENEW_BATCH = 1000  # slots renewed in one script call at most
 StopHandler = Callable[[int], Awaitable[object]]
 T = TypeVar("T")
 CONNECT_TIMEOUT = 3.0
@@ -59,6 +85,9 @@ class TurnLocks(Protocol):
     async def release(self, operator_id: int, turn_id: str) -> None: ...
 
     async def renew(self, operator_id: int, turn_id: str) -> None: ...
+
+    def keep(self, operator_id: int, turn_id: str) -> AbstractContextManager[None]:
+        """Keep the turn's slot renewed while the block runs."""
 
     async def signal_stop(self, operator_id: int) -> None: ...
 
@@ -85,6 +114,9 @@ class LocalTurnLocks:
     async def renew(self, operator_id: int, turn_id: str) -> None:
         return None
 
+    def keep(self, operator_id: int, turn_id: str) -> AbstractContextManager[None]:
+        return contextlib.nullcontext()
+
     async def signal_stop(self, operator_id: int) -> None:
         return None
 
@@ -105,6 +137,10 @@ class RedisTurnLocks:
         self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
         self._ttl_ms = int(ttl_seconds * 1000)
         self._down = False
+        self._release = self._redis.register_script(_RELEASE)
+        self._renew = self._redis.register_script(_RENEW)
+        self._kept: dict[int, str] = {}  # operator -> the turn whose slot this process renews
+        self._renewer: asyncio.Task[None] | None = None
         self.stop_channel = stop_channel(
             int(self._redis.connection_pool.connection_kwargs.get("db") or 0)
         )
@@ -166,26 +202,41 @@ class RedisTurnLocks:
 
     async def release(self, operator_id: int, turn_id: str) -> None:
         # With Redis unreachable the slot is left: its key expires by itself within the TTL.
-        await self._call("release", lambda: self._on_own_slot(operator_id, turn_id, _RELEASE), None)
+        key = f"{KEY_PREFIX}{operator_id}"
+        await self._call("release", lambda: self._release(keys=[key], args=[turn_id]), None)
 
     async def renew(self, operator_id: int, turn_id: str) -> None:
-        await self._call(
-            "renew",
-            lambda: self._on_own_slot(operator_id, turn_id, _RENEW, str(self._ttl_ms)),
-            None,
-        )
+        await self._call("renew", lambda: self._renew_slots([(operator_id, turn_id)]), None)
 
-    async def _on_own_slot(self, operator_id: int, turn_id: str, script: str, *args: str) -> None:
-        """Run `script` on the operator's slot while `turn_id` holds it (the script compares
-        the value it was given with the stored one, so a slot taken over meanwhile is left)."""
-        key = f"{KEY_PREFIX}{operator_id}"
-        raw = await self._redis.get(key)
-        if raw is not None and json.loads(raw).get("turn_id") == turn_id:
-            await self._redis.eval(script, 1, key, raw, *args)
+    async def _renew_slots(self, slots: list[tuple[int, str]]) -> None:
+        keys = [f"{KEY_PREFIX}{operator_id}" for operator_id, _ in slots]
+        await self._renew(keys=keys, args=[self._ttl_ms, *(turn_id for _, turn_id in slots)])
 
-    @property
-    def renew_every(self) -> float:
-        return self._ttl_ms / 3000
+    @contextlib.contextmanager
+    def keep(self, operator_id: int, turn_id: str) -> Iterator[None]:
+        """Keep the turn's slot renewed while the block runs. One task renews every slot
+        this process keeps, a thousand to a script call, every third of the TTL: a task and
+        a timer per turn, and two commands per turn and renewal, cost 1,000 streaming turns
+        more of the loop than their frames' relay."""
+        self._kept[operator_id] = turn_id
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.create_task(self._renew_kept(), name="chat-turn-slots")
+        try:
+            yield
+        finally:
+            if self._kept.get(operator_id) == turn_id:
+                del self._kept[operator_id]
+
+    async def _renew_kept(self) -> None:
+        while self._kept:
+            await asyncio.sleep(self._ttl_ms / 3000)
+            kept = list(self._kept.items())
+            for start in range(0, len(kept), RENEW_BATCH):
+                chunk = kept[start : start + RENEW_BATCH]
+                try:
+                    await self._call("renew", functools.partial(self._renew_slots, chunk), None)
+                except Exception:  # never the end of renewing: the slots would lapse
+                    log.warning("renewing %d chat turn slots failed", len(chunk), exc_info=True)
 
     async def signal_stop(self, operator_id: int) -> None:
         # With Redis unreachable only a turn in this process can stop (the caller tried it).
@@ -222,4 +273,7 @@ class RedisTurnLocks:
                     await pubsub.aclose()
 
     async def close(self) -> None:
+        if self._renewer is not None:
+            self._renewer.cancel()
+            await asyncio.gather(self._renewer, return_exceptions=True)
         await self._redis.aclose()

@@ -211,8 +211,7 @@ class ChatService:
     async def _run(
         self, handle: TurnHandle, request: TurnRequest, target: store.TurnTarget
     ) -> None:
-        renewer = asyncio.create_task(self._keep_slot(handle), name=f"slot-{handle.turn_id}")
-        try:
+        with self.locks.keep(handle.operator_id, handle.turn_id):
             # The first frame goes out before any write: it names the session and the turn,
             # which are already decided (spec: the SSE stream starts with `status`).
             await handle.emit(
@@ -227,8 +226,6 @@ class ChatService:
             if ts is not None:
                 await self.unanswered.quiet()  # requests still waiting go first
                 await self._turn(handle, request, ts)
-        finally:
-            renewer.cancel()
 
     async def _open(
         self, handle: TurnHandle, request: TurnRequest, target: store.TurnTarget
@@ -250,18 +247,6 @@ class ChatService:
             raise
         finally:
             handle.opened.set()
-
-    async def _keep_slot(self, handle: TurnHandle) -> None:
-        """Renew the operator's turn slot while this turn lives (see coordination)."""
-        every = getattr(self.locks, "renew_every", None)
-        if every is None:
-            return
-        while True:
-            await asyncio.sleep(every)
-            try:
-                await self.locks.renew(handle.operator_id, handle.turn_id)
-            except Exception as exc:
-                log.warning("turn %s: slot not renewed: %s", handle.turn_id, type(exc).__name__)
 
     async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
         """Gather context, draft (with the citation check), apply the intent, persist,
