@@ -18,7 +18,6 @@ from sqlalchemy import select
 from bot.clock import utcnow
 from bot.db import Database
 from tests.conftest import GITHUB_DATA, make_settings, store_deliveries
-from webhooks.arrivals import Arrivals
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.processor import DeliveryProcessor, RetryPolicy
 from webhooks.routing import WebhookContext, handles
@@ -65,7 +64,7 @@ async def test_new_deliveries_are_processed_once_in_arrival_order(
     writer = DeliveryWriter(db)
     calls: list[str] = []
     ctx = WebhookContext(db=db, settings=settings, clock=utcnow)
-    processor = DeliveryProcessor(recording(calls), ctx)
+    processor = DeliveryProcessor(recording(calls), ctx, writer=writer)
     processor.start()
     ids = [f"d{n:03}" for n in range(120)]
     try:
@@ -81,45 +80,6 @@ async def test_new_deliveries_are_processed_once_in_arrival_order(
         await processor.close()
     assert calls == ids
     assert rows(db) == {i: (DeliveryStatus.PROCESSED, 1) for i in ids}
-
-
-async def test_processing_goes_on_while_deliveries_keep_arriving(
-    services_factory: Callable[..., Any], tmp_path: Path, any_db_url: str
-) -> None:
-    """It gives way to intake, slice by slice, but a flood that never pauses does not
-    starve it."""
-    settings = make_settings(tmp_path, database_url=any_db_url)
-    db = services_factory(settings).db
-    writer = DeliveryWriter(db)
-    calls: list[str] = []
-    intake = Arrivals()
-    ctx = WebhookContext(db=db, settings=settings, clock=utcnow)
-    processor = DeliveryProcessor(recording(calls), ctx, intake=intake)
-    processor.start()
-    ids = [f"d{n:03}" for n in range(100)]  # several slices, a wait after each
-    try:
-        assert all(await asyncio.gather(*(writer.record(stored(i)) for i in ids)))
-        with intake.arriving():  # a request being received for the whole test
-            for delivery_id in ids:
-                processor.submit_stored(delivery_id, "issues", OPENED)
-            await asyncio.wait_for(processor.drain(), 30)
-            assert not intake.is_quiet()
-    finally:
-        await writer.close()
-        await processor.close()
-    assert calls == ids
-
-
-async def test_intake_is_quiet_only_when_no_delivery_is_being_received() -> None:
-    intake = Arrivals()
-    assert intake.is_quiet()
-    with intake.arriving():
-        with intake.arriving():
-            quiet = asyncio.ensure_future(intake.quiet())
-        await asyncio.sleep(0)
-        assert not intake.is_quiet() and not quiet.done()  # one still arriving
-    await asyncio.wait_for(quiet, 5)
-    assert intake.is_quiet()
 
 
 async def test_a_stored_form_encoded_delivery_is_processed_after_a_restart(
@@ -208,7 +168,9 @@ async def test_a_long_queue_reads_texts_back_and_past_its_end_waits_in_the_log_p
     writer = DeliveryWriter(db)
     calls: list[str] = []
     ctx = WebhookContext(db=db, settings=settings, clock=utcnow)
-    processor = DeliveryProcessor(recording(calls), ctx, max_queued=20, max_queued_texts=5)
+    processor = DeliveryProcessor(
+        recording(calls), ctx, writer=writer, max_queued=20, max_queued_texts=5
+    )
     # Only the queue's consumer: the start-up sweep would take every stored row itself.
     processor._tasks = [asyncio.create_task(processor._consume())]
     ids = [f"d{n:03}" for n in range(40)]

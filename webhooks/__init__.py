@@ -27,7 +27,6 @@ SHUTDOWN_DRAIN_SECONDS = 5.0
 def setup(app: web.Application, services: Services) -> None:
     from webhooks import operator_routes, routes
     from webhooks.appkeys import PROCESSOR, RECEIVER
-    from webhooks.arrivals import Arrivals
     from webhooks.memory_sink import MemorySink
     from webhooks.metrics import delivery_collector
     from webhooks.processor import DeliveryProcessor
@@ -48,15 +47,13 @@ def setup(app: web.Application, services: Services) -> None:
         checkouts=services.chat.checkouts,
     )
     writer = DeliveryWriter(services.db)
-    arrivals = Arrivals()
-    processor = DeliveryProcessor(router, ctx, intake=arrivals)
+    processor = DeliveryProcessor(router, ctx, writer=writer)
     secret = settings.webhook_secret.reveal() if settings.webhook_secret else None
     app[RECEIVER] = Receiver(
         secret=secret,
         router=router,
         writer=writer,
         processor=processor,
-        arrivals=arrivals,
         clock=utcnow,
         max_body=DEFAULT_WEBHOOK_MAX_BODY,
     )

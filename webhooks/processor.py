@@ -4,9 +4,9 @@ New deliveries come through an in-memory queue; each batch is claimed atomically
 database first (so one process handles a delivery even with several `serve` instances),
 dispatched through the router in arrival order, and its results recorded in small groups
 on a connection of the processor's own (see `webhooks.connection`). Intake comes first:
-while deliveries are being received (`webhooks.arrivals`), processing runs in slices of 16
-and takes about PROCESSING_SHARE of the time (`_give_way`); the backlog waits, durable, in
-the log, and a long queue holds ids rather than texts (`_enqueue`). Each
+while acknowledgements are being written, processing runs in slices of 16 and takes about
+PROCESSING_SHARE of the time (`_give_way`); the backlog waits, durable, in the log, and a
+long queue holds ids rather than texts (`_enqueue`). Each
 handler's effect commits with its "done" record (`bot.handler_runs`), so no handler runs
 twice for a delivery, crash or not.
 
@@ -47,7 +47,6 @@ from bot.errors import BadRequest
 from bot.github.errors import GitHubRejected
 from bot.handler_runs import running
 from bot.log_context import log_ids
-from webhooks.arrivals import Arrivals
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import (
     OK,
@@ -61,6 +60,7 @@ from webhooks.deliveries import (
     renew_statement,
 )
 from webhooks.routing import WebhookContext
+from webhooks.writer import DeliveryWriter
 
 log = logging.getLogger("steelframe.webhooks")
 BATCH = 500
@@ -130,7 +130,7 @@ class DeliveryProcessor:
         router: Router,
         ctx: WebhookContext,
         *,
-        intake: Arrivals | None = None,
+        writer: DeliveryWriter | None = None,
         sweep_seconds: float = SWEEP_SECONDS,
         grace_seconds: float = GRACE_SECONDS,
         lease_seconds: float = LEASE_SECONDS,
@@ -140,7 +140,7 @@ class DeliveryProcessor:
     ) -> None:
         self.router = router
         self.ctx = ctx
-        self.intake = intake
+        self.writer = writer
         self.db: Database = ctx.db
         self.sweep_seconds = sweep_seconds
         self.grace_seconds = grace_seconds
@@ -312,25 +312,25 @@ class DeliveryProcessor:
         return taken
 
     async def _yield_to_intake(self) -> None:
-        """Processing waits while deliveries are being received, but never longer than
+        """Processing waits while acknowledgements are being written, but never longer than
         INTAKE_PRIORITY_SECONDS, so it cannot starve (and batches stay small and steady)."""
-        if self.intake is None:
+        if self.writer is None:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.intake.quiet(), INTAKE_PRIORITY_SECONDS)
+            await asyncio.wait_for(self.writer.quiet(), INTAKE_PRIORITY_SECONDS)
 
     async def _give_way(self, spent: float) -> None:
         """After a slice of processing that took `spent` seconds: while deliveries are still
-        arriving, wait until none is being received, at most long enough that processing
-        takes PROCESSING_SHARE of the time. Processing and intake share one core (one event loop,
+        arriving, wait until the writer is quiet, at most long enough that processing takes
+        PROCESSING_SHARE of the time. Processing and intake share one core (one event loop,
         and SQLite's thread): without this, handlers took ~40% of it during a burst and the
         acknowledged rate fell by as much. The deliveries wait in the log, durable; once the
         burst is over processing runs flat out (the backlog drains at its own rate)."""
-        if self.intake is None or self.intake.is_quiet():
+        if self.writer is None or self.writer.is_quiet():
             await asyncio.sleep(0)  # let requests in: handlers may not await
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.intake.quiet(), spent * (1 / PROCESSING_SHARE - 1))
+            await asyncio.wait_for(self.writer.quiet(), spent * (1 / PROCESSING_SHARE - 1))
 
     # -- one delivery ----------------------------------------------------------------------
 

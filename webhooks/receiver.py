@@ -25,7 +25,6 @@ from gidgethub.sansio import Event
 
 from bot.clock import Clock
 from bot.errors import BadRequest, PayloadTooLarge, Unauthorized, Unavailable
-from webhooks.arrivals import Arrivals
 from webhooks.body import InFlight, SignedBody, reading
 from webhooks.deliveries import MAX_DELIVERY_ID, MAX_EVENT, DeliveryStatus, NewDelivery
 from webhooks.fields import FieldReader, Fields
@@ -53,7 +52,6 @@ class Receiver:
     clock: Clock
     max_body: int
     budget: InFlight = field(default_factory=InFlight)
-    arrivals: Arrivals = field(default_factory=Arrivals)
     fields: FieldReader = field(init=False)
 
     def __post_init__(self) -> None:

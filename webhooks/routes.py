@@ -36,7 +36,7 @@ async def receive(receiver: Receiver, request: web.Request) -> web.Response:
     length = request.content_length
     secret = receiver.precheck(request.headers, length)
     try:
-        with receiver.arrivals.arriving(), receiver.reading(secret, length) as body:
+        with receiver.reading(secret, length) as body:
             if length is not None and length <= CHUNK:
                 # Most deliveries: one read of what is already buffered, no copy of it.
                 body.feed_all(await _read_exactly(request, length))

@@ -29,21 +29,35 @@ class DeliveryWriter:
         self._pending: list[tuple[NewDelivery, asyncio.Future[bool]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._connection = dedicated_connection(db, name="webhook-writer")
+        self._quiet = asyncio.Event()
+        self._quiet.set()
         self.batches = 0  # for the benchmark's report
 
     async def record(self, delivery: NewDelivery) -> bool:
         """Store the delivery durably; True if new, False if its id was already stored."""
         future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._pending.append((delivery, future))
+        self._quiet.clear()
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush(), name="webhook-writer")
         return await future
 
+    def is_quiet(self) -> bool:
+        return self._quiet.is_set()
+
+    async def quiet(self) -> None:
+        """Return when no write is pending (background work yields to acknowledgements)."""
+        await self._quiet.wait()
+
     async def _flush(self) -> None:
-        while self._pending:
-            batch = self._pending[: self._max_batch]
-            del self._pending[: self._max_batch]
-            await self._flush_batch(batch)
+        try:
+            while self._pending:
+                batch = self._pending[: self._max_batch]
+                del self._pending[: self._max_batch]
+                await self._flush_batch(batch)
+        finally:
+            if not self._pending:
+                self._quiet.set()
 
     async def _flush_batch(self, batch: list[tuple[NewDelivery, asyncio.Future[bool]]]) -> None:
         unique: dict[str, NewDelivery] = {}
