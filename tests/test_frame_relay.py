@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
 
 from bot.chat.frames import PREFIX, RedisFrameRelay
+from steelframe.embedded_redis import start_embedded_redis
 
 
 @pytest.mark.parametrize("protocol", [2, 3])
@@ -36,11 +38,13 @@ async def test_a_turn_is_replayed_after_a_frame_id_to_its_terminal_frame(
 
 
 async def test_frames_are_relayed_after_redis_forgot_the_script_and_expire_with_the_turn(
-    redis_url: str,
+    tmp_path: Path,
 ) -> None:
-    """A restarted or flushed Redis has no scripts: the relay loads its own again."""
-    relay = RedisFrameRelay(redis_url, linger=60)
-    other = aioredis.Redis.from_url(redis_url)
+    """A restarted or flushed Redis has no scripts: the relay loads its own again. (A Redis
+    of the test's own: SCRIPT FLUSH is server-wide.)"""
+    server = start_embedded_redis(tmp_path / "redis")
+    relay = RedisFrameRelay(server.url, linger=60)
+    other = aioredis.Redis.from_url(server.url)
     try:
         await relay.publish(7, "turn-9", "s", {"id": 1, "type": "status"})
         await other.script_flush()
@@ -51,6 +55,7 @@ async def test_frames_are_relayed_after_redis_forgot_the_script_and_expire_with_
     finally:
         await relay.close()
         await other.aclose()
+        server.stop()
     assert [f["id"] for f in replayed] == [1, 2, 3]
     assert 0 < lingers <= 60_000
 
