@@ -22,6 +22,7 @@ from sqlalchemy import select
 from bot.db import Database
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
+from bot.models import ChatTurn
 from bot.operators import create_operator
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, GitHubSandbox, webhook_headers
 from tests.fakes.coding import command
@@ -207,8 +208,28 @@ async def fleet(
                 await process.wait()
 
 
+def _no_result(pg_url: str, session_id: str, logs: Path) -> str:
+    """What to look at when a delivered task's result event never came: whether the result
+    was written to the session at all, and what the workers logged."""
+    database = Database.from_url(pg_url)
+    try:
+        turns = database.call(
+            lambda s: [
+                (turn.id, (turn.meta or {}).get("kind"))
+                for turn in s.scalars(select(ChatTurn).where(ChatTurn.session_id == session_id))
+            ]
+        )
+    finally:
+        database.dispose()
+    tails = "\n".join(
+        f"--- {log.name}\n" + "\n".join(log.read_text(errors="replace").splitlines()[-40:])
+        for log in sorted(logs.glob("worker-*.log"))
+    )
+    return f"no result event within 90 s; the session's turns: {turns}\n{tails}"
+
+
 async def test_work_filed_through_one_instance_reaches_the_events_stream_on_the_other(
-    fleet: tuple[list[str], str], github_sandbox: GitHubSandbox, pg_url: str
+    fleet: tuple[list[str], str], github_sandbox: GitHubSandbox, pg_url: str, tmp_path: Path
 ) -> None:
     (a, b), token = fleet
     headers = {"Authorization": f"Bearer {token}"}
@@ -235,7 +256,12 @@ async def test_work_filed_through_one_instance_reaches_the_events_stream_on_the_
             delivered = await feed.wait_for(
                 event_for("task", issue=issue, state=TaskState.DELIVERED), within=180
             )
-            result = await feed.wait_for(event_for("result", session_id=filing["id"]), within=90)
+            try:
+                result = await feed.wait_for(
+                    event_for("result", session_id=filing["id"]), within=90
+                )
+            except TimeoutError:
+                raise AssertionError(_no_result(pg_url, filing["id"], tmp_path)) from None
             await also.wait_for(event_for("task", issue=issue, state=TaskState.DELIVERED))
         finally:
             await feed.close()
