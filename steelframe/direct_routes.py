@@ -10,6 +10,10 @@ aiohttp sets while routing); it stays registered in the router too, so a test cl
 another method (405) or a request with `Expect` (aiohttp's 100-continue) takes the usual
 way. Errors are answered by the same `errors_middleware` as every other route: the same
 request id, JSON shape and logging.
+
+In its usual shape the webhook request does not reach aiohttp at all (`steelframe.lanes`);
+this is its way when it comes in any other (chunked, `Expect`, after another request on
+the same connection).
 """
 
 from __future__ import annotations

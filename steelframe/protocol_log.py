@@ -16,6 +16,7 @@ ERROR. On a public port that is noise anyone can generate. Here:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sys
 import time
@@ -25,8 +26,10 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
+from bot.appkeys import LANE_ROUTES
 from bot.errors import error_body
 from steelframe.direct_routes import direct_dispatch
+from steelframe.lanes import Lanes
 
 SERVER_LOG = logging.getLogger("steelframe.http.server")
 HEADERS_TOO_LARGE = 431
@@ -97,10 +100,22 @@ class QuietRequestHandler(RequestHandler):
 
 class QuietServer(web.Server):
     """aiohttp's low-level server, making each connection's handler a QuietRequestHandler
-    (aiohttp offers no setting for the handler class)."""
+    (aiohttp offers no setting for the handler class), behind the app's fast lanes if it
+    declares any (`steelframe.lanes`)."""
 
-    def __call__(self) -> RequestHandler:
+    lanes: Lanes | None = None
+
+    def __call__(self) -> asyncio.BaseProtocol:  # type: ignore[override]
+        return self.lanes() if self.lanes is not None else self.handler()
+
+    def handler(self) -> RequestHandler:
         return QuietRequestHandler(self, loop=self._loop, **self._kwargs)
+
+    async def shutdown(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (aiohttp's)
+        if self.lanes is None:
+            await super().shutdown(timeout)
+            return
+        await asyncio.gather(self.lanes.shutdown(timeout), super().shutdown(timeout))
 
 
 class QuietAppRunner(web.AppRunner):
@@ -110,10 +125,13 @@ class QuietAppRunner(web.AppRunner):
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
-        return QuietServer(
+        quiet = QuietServer(
             direct_dispatch(self.app, server.request_handler),
             request_factory=server.request_factory,
             handler_cancellation=server.handler_cancellation,
             loop=server._loop,
             **server._kwargs,
         )
+        if routes := self.app.get(LANE_ROUTES):
+            quiet.lanes = Lanes(routes, quiet.handler, access_log=server._kwargs.get("access_log"))
+        return quiet

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from bot.appkeys import DIRECT_ROUTES
+from bot.appkeys import DIRECT_ROUTES, LANE_ROUTES
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
@@ -62,6 +62,9 @@ def setup(app: web.Application, services: Services) -> None:
     app.add_routes(routes.routes)
     # Served before URL dispatch and middlewares as well (steelframe.direct_routes).
     app.setdefault(DIRECT_ROUTES, {})[("POST", routes.PATH)] = routes.direct_handler(app[RECEIVER])
+    # And, in its usual shape, before aiohttp's request machinery (steelframe.lanes).
+    lane = routes.WebhookLane(app[RECEIVER])
+    app.setdefault(LANE_ROUTES, {})[lane.request_line] = lane
     app.add_routes(operator_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:

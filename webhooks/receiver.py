@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -76,9 +75,7 @@ class Receiver:
         _event_and_id(headers)
         return self.secret
 
-    def reading(
-        self, secret: str, content_length: int | None
-    ) -> AbstractContextManager[SignedBody]:
+    def reading(self, secret: str, content_length: int | None) -> SignedBody:
         """A body to feed while reading the request, counted against the budget of bytes in
         flight until the block ends (Busy when the budget is spent)."""
         return reading(self.budget, secret, max_body=self.max_body, expected=content_length)

@@ -1,0 +1,470 @@
+"""Fast lanes: a declared request line served by a small HTTP/1.1 protocol of ours, in
+front of aiohttp, which gets every connection the moment a request is not that shape.
+
+Why: a webhook delivery is one request shape, sent by one client, thousands of times a
+second at peak. On the webhook benchmark (bench/README.md, "Webhook intake beside Probot")
+aiohttp's request machinery (the request object and its header multidict, the response
+object, its payload writer, the handler task's bookkeeping) was ~30% of a delivery's CPU,
+more than the route's own work. A lane does what that one shape needs and nothing else.
+
+What a lane serves: exactly a declared request line (`POST /api/github/webhooks HTTP/1.1`)
+with a single decimal Content-Length, no Transfer-Encoding, Expect or Upgrade, a header
+block of printable ASCII within MAX_HEAD bytes, no header twice and no folded line. The
+first request on a connection that is anything else, however slightly, is handed to
+aiohttp's own protocol with every byte not yet consumed, and the connection stays there:
+aiohttp's parser and answers (400, 413, 431, chunked bodies, 100-continue) apply to it as
+to any other request. Requests on a connection are answered in order, one at a time.
+
+Answers and errors keep the service's shape: JSON, `X-Request-Id`, the same log line as
+`operator_api.middleware.errors_middleware` for a refused request. A route begins a
+request from its headers (refusing it before a byte of the body is read: the connection
+then closes, the body unread), is fed the body as it arrives, and finishes with an Answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import random
+import socket
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from email.utils import formatdate
+from http import HTTPStatus
+from typing import Protocol, cast
+
+import orjson
+
+from bot.errors import SteelframeError, error_body
+from bot.log_context import bind_id, log_ids
+
+log = logging.getLogger("steelframe.http")
+# aiohttp's own limit for a request line or header line (8,190 bytes) is per line; a lane
+# takes a whole header block this size at most and hands anything larger to aiohttp.
+MAX_HEAD = 8190
+# Bytes read ahead while a request is answered (pipelined requests) before reading pauses.
+MAX_READ_AHEAD = 256 * 1024
+KEEP_ALIVE_SECONDS = 75.0  # aiohttp's default: an idle connection, or a slow header block
+LINGER_SECONDS = 10.0  # aiohttp's `lingering_time`: dropping a refused body's bytes
+_TOKEN = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_FIELD_VALUE = bytes(range(0x20, 0x7F)) + b"\t"
+# Headers whose presence means the request is not the simple shape a lane serves.
+_NOT_SIMPLE = frozenset({"transfer-encoding", "expect", "upgrade"})
+# Its own generator: request ids never disturb (or depend on) the global `random` state.
+_REQUEST_IDS = random.Random()
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    status: int
+    body: bytes
+    headers: tuple[tuple[str, str], ...] = ()
+    close: bool = False
+
+
+class LaneRequest(Protocol):
+    """One request being read: fed its body, then finished once, then released."""
+
+    def feed(self, chunk: bytes, *, whole: bool) -> None:
+        """The body's next bytes; `whole` when this one chunk is the entire body."""
+        ...
+
+    async def finish(self) -> tuple[int, bytes]:
+        """The answer's status and JSON body; raises SteelframeError to refuse."""
+        ...
+
+    def release(self) -> None: ...
+
+
+class LaneRoute(Protocol):
+    request_line: bytes  # e.g. b"POST /api/github/webhooks HTTP/1.1"
+    path: str  # for log lines
+
+    def begin(self, headers: Mapping[str, str], content_length: int) -> LaneRequest:
+        """A request from its headers (lower-case names); raises SteelframeError to refuse
+        it before its body is read."""
+        ...
+
+
+class Lanes:
+    """The declared routes and the lanes open now, for one server."""
+
+    def __init__(
+        self,
+        routes: Mapping[bytes, LaneRoute],
+        fallback: Callable[[], asyncio.BaseProtocol],
+        *,
+        access_log: logging.Logger | None = None,
+    ) -> None:
+        self.routes = dict(routes)
+        self.fallback = fallback
+        self.access_log = access_log
+        self.open: set[LaneProtocol] = set()
+        self.stopping = False
+        self.answered = 0  # requests answered on a lane
+        self.handed_off = 0  # connections given to aiohttp
+        self._date = (0, b"")
+
+    def __call__(self) -> asyncio.BaseProtocol:
+        """The server's protocol factory: a lane per connection."""
+        if self.stopping:
+            return self.fallback()
+        return LaneProtocol(self)
+
+    def date(self) -> bytes:
+        """The Date header's value, formatted once a second."""
+        now = int(time.time())
+        if self._date[0] != now:
+            self._date = (now, formatdate(now, usegmt=True).encode("ascii"))
+        return self._date[1]
+
+    async def shutdown(self, within: float | None) -> None:
+        """Close idle lanes now, and busy ones after their answer, within `within` seconds."""
+        self.stopping = True
+        busy = []
+        for lane in list(self.open):
+            if lane.answering is None and lane.reading is None:
+                lane.close()
+            else:
+                lane.close_after_answer = True
+                if lane.answering is not None:
+                    busy.append(lane.answering)
+        if busy:
+            await asyncio.wait(busy, timeout=within)
+        for lane in list(self.open):
+            lane.close()
+
+
+class LaneProtocol(asyncio.Protocol):
+    """One connection, served here while its requests are a declared route's shape."""
+
+    def __init__(self, lanes: Lanes) -> None:
+        self._lanes = lanes
+        self._transport: asyncio.Transport | None = None
+        # Bytes received and not yet taken: `_data` from `_at` on (slices of what arrived,
+        # not a buffer copied into: a whole request in one read is never copied whole).
+        self._data = b""
+        self._at = 0
+        self._paused = False  # reading paused: read ahead too far, or writes backed up
+        self._writes_paused = False
+        self._idle: asyncio.TimerHandle | None = None
+        self._dropping = -1  # bytes of a refused body still to drop, when lingering
+        self.reading: _Reading | None = None  # the request whose body is being read
+        self.answering: asyncio.Task[None] | None = None
+        self.close_after_answer = False
+
+    # asyncio.Protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses; they have its methods.
+        self._transport = cast(asyncio.Transport, transport)
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            with contextlib.suppress(OSError):  # answers are small: send them at once
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._lanes.open.add(self)
+        self._arm_idle()
+
+    def data_received(self, data: bytes) -> None:
+        if self._dropping >= 0:
+            self._drop(len(data))
+            return
+        self._data = self._data[self._at :] + data if self._at < len(self._data) else data
+        self._at = 0
+        self._advance()
+        if not self._paused and self._unread() > MAX_READ_AHEAD and self._transport:
+            self._pause()
+
+    def eof_received(self) -> bool | None:
+        return None  # the transport closes; an answer under way is dropped, as in aiohttp
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lanes.open.discard(self)
+        self._cancel_idle()
+        if self.reading is not None:
+            self.reading.request.release()
+            self.reading = None
+        self._transport = None
+        self._data, self._at = b"", 0
+
+    def pause_writing(self) -> None:
+        self._writes_paused = True
+        self._pause()
+
+    def resume_writing(self) -> None:
+        self._writes_paused = False
+        self._resume()
+
+    # Serving
+
+    def close(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+
+    def _advance(self) -> None:
+        """Take what the buffer holds: a body's next bytes, or the next request's head."""
+        while self._transport is not None and self.answering is None:
+            if self.reading is not None:
+                if not self._read_body():
+                    return
+                continue
+            if not self._unread() or not self._begin_next():
+                return
+
+    def _unread(self) -> int:
+        return len(self._data) - self._at
+
+    def _begin_next(self) -> bool:
+        """Parse the next head in the buffer; False if more bytes are needed or the
+        connection left the lane."""
+        data, at = self._data, self._at
+        end = data.find(b"\r\n\r\n", at, at + MAX_HEAD + 4)
+        if end < 0:
+            if self._unread() > MAX_HEAD or not self._may_be_declared(data[at:]):
+                self._hand_off()
+            return False
+        head = _parse_head(data[at:end], self._lanes.routes)
+        if head is None:
+            self._hand_off()
+            return False
+        self._at = end + 4
+        self._cancel_idle()
+        route, headers, length, keep_alive = head
+        request_id = headers.get("x-request-id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
+        try:
+            request = route.begin(headers, length)
+        except Exception as exc:
+            # Refused before reading the body: answer, and close rather than read it.
+            answer = _failure(route, exc, request_id)
+            self._write(answer, route, request_id, close=True, unread=length)
+            return False
+        self.reading = _Reading(route, request, request_id, length, keep_alive)
+        return True
+
+    def _may_be_declared(self, partial: bytes) -> bool:
+        """Whether a head still arriving can be a declared request line: anything else is
+        aiohttp's from its first bytes."""
+        first = partial.partition(b"\r\n")[0]
+        return any(line.startswith(first) or first.startswith(line) for line in self._lanes.routes)
+
+    def _read_body(self) -> bool:
+        """Feed the body what the buffer holds; once whole, answer. False if more bytes
+        are needed."""
+        reading = self.reading
+        assert reading is not None
+        data, at = self._data, self._at
+        if reading.remaining and at == len(data):
+            return False
+        take = min(reading.remaining, len(data) - at)
+        chunk = data if at == 0 and take == len(data) else data[at : at + take]
+        self._at = at + take
+        whole = take == reading.length
+        reading.remaining -= take
+        try:
+            if take or whole:
+                reading.request.feed(chunk, whole=whole)
+        except Exception as exc:
+            self.reading = None
+            reading.request.release()
+            failure = _failure(reading.route, exc, reading.request_id)
+            self._write(
+                failure, reading.route, reading.request_id, close=True, unread=reading.remaining
+            )
+            return False
+        if reading.remaining:
+            return False
+        self.reading = None
+        self.answering = asyncio.get_running_loop().create_task(self._answer(reading))
+        return False
+
+    async def _answer(self, reading: _Reading) -> None:
+        bind_id("request_id", reading.request_id)  # the task's own context
+        try:
+            try:
+                status, body = await reading.request.finish()
+                answer = Answer(status, body)
+            except Exception as exc:
+                answer = _failure(reading.route, exc, reading.request_id)
+        finally:
+            reading.request.release()
+        self.answering = None
+        self._write(answer, reading.route, reading.request_id, close=not reading.keep_alive)
+        if self._transport is not None:
+            self._arm_idle()
+            self._resume()
+            self._advance()
+
+    def _write(
+        self, answer: Answer, route: LaneRoute, request_id: str, *, close: bool, unread: int = 0
+    ) -> None:
+        """Send the answer; close after it if asked to (or the answer or a shutdown asks),
+        dropping the `unread` bytes of the request's body first."""
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        self._lanes.answered += 1
+        close = close or answer.close or self.close_after_answer
+        extra = b"".join(b"%s: %s\r\n" % (n.encode(), v.encode()) for n, v in answer.headers)
+        transport.write(
+            _HEAD
+            % (
+                answer.status,
+                _reason(answer.status),
+                len(answer.body),
+                self._lanes.date(),
+                request_id.encode("ascii"),
+            )
+            + extra
+            + (b"Connection: close\r\n\r\n" if close else b"\r\n")
+            + answer.body
+        )
+        if self._lanes.access_log is not None:
+            peer = transport.get_extra_info("peername")
+            # aiohttp's format, less what a lane does not keep (referer, user agent).
+            self._lanes.access_log.info(
+                '%s "%s" %s %s',
+                peer[0] if peer else "-",
+                route.request_line.decode("ascii"),
+                answer.status,
+                len(answer.body),
+            )
+        if close:
+            self._linger(unread)
+
+    def _hand_off(self) -> None:
+        """Give the connection, with every byte not yet consumed, to aiohttp's protocol."""
+        transport = self._transport
+        assert transport is not None
+        self._lanes.open.discard(self)
+        self._lanes.handed_off += 1
+        self._cancel_idle()
+        self._transport = None
+        protocol = self._lanes.fallback()
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        if self._unread():
+            cast(asyncio.Protocol, protocol).data_received(self._data[self._at :])
+        self._data, self._at = b"", 0
+        if self._paused:
+            transport.resume_reading()
+
+    def _linger(self, unread: int) -> None:
+        """Close once the client has sent the rest of a refused body, or LINGER_SECONDS on.
+        Closing with bytes unread would reset the connection, and a client still sending
+        might lose the answer with it; the bytes are dropped as they come, never kept."""
+        transport = self._transport
+        assert transport is not None
+        self._cancel_idle()
+        self._dropping = unread
+        buffered = self._unread()
+        self._data, self._at = b"", 0
+        self._drop(buffered)
+        if not transport.is_closing():
+            if transport.can_write_eof():
+                transport.write_eof()  # the answer is whole: the client may stop waiting
+            self._resume()
+            self._idle = asyncio.get_running_loop().call_later(LINGER_SECONDS, self.close)
+
+    def _drop(self, size: int) -> None:
+        self._dropping -= size
+        if self._dropping <= 0:
+            self.close()
+
+    def _pause(self) -> None:
+        if not self._paused and self._transport is not None:
+            self._paused = True
+            self._transport.pause_reading()
+
+    def _resume(self) -> None:
+        if (
+            self._paused
+            and not self._writes_paused
+            and self._transport is not None
+            and self._unread() <= MAX_READ_AHEAD
+        ):
+            self._paused = False
+            self._transport.resume_reading()
+
+    def _arm_idle(self) -> None:
+        self._cancel_idle()
+        self._idle = asyncio.get_running_loop().call_later(KEEP_ALIVE_SECONDS, self.close)
+
+    def _cancel_idle(self) -> None:
+        if self._idle is not None:
+            self._idle.cancel()
+            self._idle = None
+
+
+@dataclass(slots=True)
+class _Reading:
+    route: LaneRoute
+    request: LaneRequest
+    request_id: str
+    length: int
+    keep_alive: bool
+    remaining: int = 0
+
+    def __post_init__(self) -> None:
+        self.remaining = self.length
+
+
+def _parse_head(
+    head: bytes, routes: Mapping[bytes, LaneRoute]
+) -> tuple[LaneRoute, dict[str, str], int, bool] | None:
+    """The route, headers (lower-case names), Content-Length and keep-alive of a head in
+    the simple shape a lane serves; None for anything else (aiohttp's then)."""
+    lines = head.split(b"\r\n")
+    route = routes.get(lines[0])
+    if route is None:
+        return None
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, colon, value = line.partition(b":")
+        # A token name, then printable ASCII: no bare CR or LF, no folding, no NUL.
+        if not colon or not name or name.translate(None, _TOKEN):
+            return None
+        if value.translate(None, _FIELD_VALUE):
+            return None
+        key = name.decode("ascii").lower()
+        if key in headers or key in _NOT_SIMPLE:
+            return None
+        headers[key] = value.strip(b" \t").decode("ascii")
+    length = headers.get("content-length", "")
+    if not length.isdigit() or len(length) > 18 or not length.isascii():
+        return None
+    connection = headers.get("connection", "keep-alive").lower()
+    if connection not in ("keep-alive", "close"):
+        return None
+    return route, headers, int(length), connection != "close"
+
+
+def _failure(route: LaneRoute, exc: Exception, request_id: str) -> Answer:
+    """The JSON answer to an error, logged as `errors_middleware` logs it: a domain error's
+    status and message, anything else a bare 500 (the details go to the log only)."""
+    with log_ids(request_id=request_id):  # bound already in an answer's task, not here
+        if not isinstance(exc, SteelframeError):
+            log.error("unhandled error on POST %s [%s]", route.path, request_id, exc_info=exc)
+            body = error_body("internal error", {"request_id": request_id}, code="internal_error")
+            return Answer(500, orjson.dumps(body))
+        log.info("POST %s -> %s %s [%s]", route.path, exc.status, exc.code, request_id)
+    retry_after = getattr(exc, "retry_after", None)
+    return Answer(
+        exc.status,
+        orjson.dumps(error_body(exc.message, exc.detail, code=exc.code)),
+        headers=(("Retry-After", str(retry_after)),) if retry_after is not None else (),
+        close=retry_after is not None,
+    )
+
+
+_HEAD = (
+    b"HTTP/1.1 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n"
+    b"Content-Length: %d\r\nDate: %s\r\nX-Request-Id: %s\r\n"
+)
+
+
+@functools.cache
+def _reason(status: int) -> bytes:
+    return HTTPStatus(status).phrase.encode("ascii")
