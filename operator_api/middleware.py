@@ -24,12 +24,15 @@ AWAITING_ANSWER = web.RequestKey("awaiting_answer", bool)  # counted in Services
 _REQUEST_IDS = random.Random()
 
 
+def request_id_for(sent: str) -> str:
+    """The request's id: the client's `X-Request-Id` (its first 64 characters), or a new
+    one. Not a secret, only a log correlation id: a PRNG draw, not a syscall per request."""
+    return sent[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
+
+
 @web.middleware
 async def errors_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    # Not a secret, only a log correlation id: a PRNG draw, not a syscall per request.
-    request_id = (
-        request.headers.get("X-Request-Id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
-    )
+    request_id = request_id_for(request.headers.get("X-Request-Id", ""))
     request[REQUEST_ID] = request_id
     request[REQUEST_STARTED] = getattr(request.protocol, "received_at", None) or time.monotonic()
     bind_id("request_id", request_id)  # each request runs in a task of its own

@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import functools
 import logging
-import random
 import socket
 import time
 from collections.abc import Callable, Mapping
@@ -40,6 +39,7 @@ import orjson
 
 from bot.errors import SteelframeError, error_body
 from bot.log_context import bind_id, log_ids
+from operator_api.middleware import request_id_for
 
 log = logging.getLogger("steelframe.http")
 # aiohttp's own limit for a request line or header line (8,190 bytes) is per line; a lane
@@ -49,12 +49,11 @@ MAX_HEAD = 8190
 MAX_READ_AHEAD = 256 * 1024
 KEEP_ALIVE_SECONDS = 75.0  # aiohttp's default: an idle connection, or a slow header block
 LINGER_SECONDS = 10.0  # aiohttp's `lingering_time`: dropping a refused body's bytes
+SHUTDOWN_POLL_SECONDS = 0.05  # how often shutdown looks at bodies still arriving
 _TOKEN = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _FIELD_VALUE = bytes(range(0x20, 0x7F)) + b"\t"
 # Headers whose presence means the request is not the simple shape a lane serves.
 _NOT_SIMPLE = frozenset({"transfer-encoding", "expect", "upgrade"})
-# Its own generator: request ids never disturb (or depend on) the global `random` state.
-_REQUEST_IDS = random.Random()
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,18 +121,24 @@ class Lanes:
         return self._date[1]
 
     async def shutdown(self, within: float | None) -> None:
-        """Close idle lanes now, and busy ones after their answer, within `within` seconds."""
+        """Close idle lanes now, and the others after their answer (a body still arriving
+        is read and answered too), within `within` seconds; then close whatever is left."""
         self.stopping = True
-        busy = []
+        loop = asyncio.get_running_loop()
+        deadline = None if within is None else loop.time() + within
         for lane in list(self.open):
+            lane.close_after_answer = True
             if lane.answering is None and lane.reading is None:
                 lane.close()
-            else:
-                lane.close_after_answer = True
-                if lane.answering is not None:
-                    busy.append(lane.answering)
-        if busy:
-            await asyncio.wait(busy, timeout=within)
+        while busy := [lane for lane in self.open if lane.answering or lane.reading]:
+            left = None if deadline is None else deadline - loop.time()
+            if left is not None and left <= 0:
+                break
+            answers = [lane.answering for lane in busy if lane.answering is not None]
+            if answers:
+                await asyncio.wait(answers, timeout=left)
+            else:  # bodies still arriving: look again shortly
+                await asyncio.sleep(min(SHUTDOWN_POLL_SECONDS, left or SHUTDOWN_POLL_SECONDS))
         for lane in list(self.open):
             lane.close()
 
@@ -233,7 +238,7 @@ class LaneProtocol(asyncio.Protocol):
         self._at = end + 4
         self._cancel_idle()
         route, headers, length, keep_alive = head
-        request_id = headers.get("x-request-id", "")[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
+        request_id = request_id_for(headers.get("x-request-id", ""))
         try:
             request = route.begin(headers, length)
         except Exception as exc:
@@ -292,7 +297,7 @@ class LaneProtocol(asyncio.Protocol):
             reading.request.release()
         self.answering = None
         self._write(answer, reading.route, reading.request_id, close=not reading.keep_alive)
-        if self._transport is not None:
+        if self._transport is not None and not self._transport.is_closing():
             self._arm_idle()
             self._resume()
             self._advance()

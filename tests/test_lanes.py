@@ -339,24 +339,33 @@ def held_request(**headers: str) -> bytes:
     return f"POST /held HTTP/1.1\r\n{head}\r\nok".encode()
 
 
-async def test_shutdown_lets_an_answer_under_way_finish_and_closes_idle_lanes(
+async def test_shutdown_lets_answers_under_way_finish_and_closes_idle_lanes(
     held: tuple[Any, HeldRoute],
 ) -> None:
     client, route = held
     port = client.server.port
-    async with connection(port) as (busy_reader, busy_writer), connection(port) as (idle, _):
+    lanes = client.server.runner.server.lanes
+    async with (
+        connection(port) as (busy_reader, busy_writer),
+        connection(port) as (late_reader, late_writer),
+        connection(port) as (idle, _),
+    ):
         busy_writer.write(held_request())
         await route.started.wait()
+        late = held_request()
+        late_writer.write(late[:-1])  # the body's last byte still to come
+        await wait_for(lambda: any(lane.reading for lane in list(lanes.open)))
         stopping = asyncio.create_task(client.server.close())
         assert await closed_by_server(idle)  # the idle lane is closed at once
-        assert not stopping.done()
+        late_writer.write(late[-1:])
         route.go.set()
-        answer = await read_answer(busy_reader)
-        assert (answer.status, answer.json()) == (200, {"held": True})
-        assert answer.headers["connection"] == "close"
-        assert await closed_by_server(busy_reader)
+        for reader in (busy_reader, late_reader):
+            answer = await read_answer(reader)
+            assert (answer.status, answer.json()) == (200, {"held": True})
+            assert answer.headers["connection"] == "close"
+            assert await closed_by_server(reader)
         await stopping
-    assert route.released == 1
+    assert route.released == 2
 
 
 async def test_a_refusal_before_the_body_closes_and_a_crash_is_a_bare_500(
