@@ -48,6 +48,9 @@ MAX_HEAD = 8190
 # Bytes read ahead while a request is answered (pipelined requests) before reading pauses.
 MAX_READ_AHEAD = 256 * 1024
 KEEP_ALIVE_SECONDS = 75.0  # aiohttp's default: an idle connection, or a slow header block
+# A body that stops arriving for this long is dropped with its connection: a client trickling
+# a large declared body would otherwise hold its share of the bytes-in-flight budget for good.
+BODY_IDLE_SECONDS = 30.0
 LINGER_SECONDS = 10.0  # aiohttp's `lingering_time`: dropping a refused body's bytes
 SHUTDOWN_POLL_SECONDS = 0.05  # how often shutdown looks at bodies still arriving
 _TOKEN = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -280,7 +283,9 @@ class LaneProtocol(asyncio.Protocol):
             )
             return False
         if reading.remaining:
+            self._arm_idle(BODY_IDLE_SECONDS)  # again with each chunk: only a stall ends it
             return False
+        self._cancel_idle()
         self.reading = None
         self.answering = asyncio.get_running_loop().create_task(self._answer(reading))
         return False
@@ -393,9 +398,10 @@ class LaneProtocol(asyncio.Protocol):
             self._paused = False
             self._transport.resume_reading()
 
-    def _arm_idle(self) -> None:
+    def _arm_idle(self, seconds: float | None = None) -> None:
         self._cancel_idle()
-        self._idle = asyncio.get_running_loop().call_later(KEEP_ALIVE_SECONDS, self.close)
+        seconds = KEEP_ALIVE_SECONDS if seconds is None else seconds
+        self._idle = asyncio.get_running_loop().call_later(seconds, self.close)
 
     def _cancel_idle(self) -> None:
         if self._idle is not None:

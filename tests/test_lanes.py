@@ -263,6 +263,20 @@ async def test_a_client_gone_mid_body_gives_its_budget_back(served: Served) -> N
     assert served.stored() == 0 and served.lanes.answered == 0
 
 
+async def test_a_body_that_stops_arriving_is_dropped_with_its_budget(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(lanes, "BODY_IDLE_SECONDS", 0.3)
+    receiver = served.app[RECEIVER]
+    raw = request_bytes(delivery="stalled")
+    async with connection(served.port) as (reader, writer):
+        writer.write(raw[: len(raw) - 100])
+        await wait_for(lambda: receiver.budget.used > 0)
+        assert await closed_by_server(reader)
+    await wait_for(lambda: receiver.budget.used == 0)
+    assert served.stored() == 0
+
+
 async def test_a_header_block_over_the_limit_is_aiohttps_431(served: Served) -> None:
     raw = request_bytes(delivery="large", headers={"X-Padding": "p" * (lanes.MAX_HEAD + 10)})
     async with connection(served.port) as (reader, writer):
