@@ -14,6 +14,9 @@ first request on a connection that is anything else, however slightly, is handed
 aiohttp's own protocol with every byte not yet consumed, and the connection stays there:
 aiohttp's parser and answers (400, 413, 431, chunked bodies, 100-continue) apply to it as
 to any other request. Requests on a connection are answered in order, one at a time.
+Behind a proxy that reuses its upstream connections for every route (deploy/nginx.conf's
+keepalive pool), a connection leaves the lane at its first other request: deliveries on it
+are still served, by aiohttp, as before lanes existed.
 
 Answers and errors keep the service's shape: JSON, `X-Request-Id`, the same log line as
 `operator_api.middleware.errors_middleware` for a refused request. A route begins a
