@@ -46,6 +46,11 @@ class NotFound(SteelframeError):
     code = "not_found"
 
 
+class RequestTimeout(SteelframeError):
+    status = 408
+    code = "request_timeout"
+
+
 class Conflict(SteelframeError):
     status = 409
     code = "conflict"

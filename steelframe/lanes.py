@@ -40,7 +40,7 @@ from typing import Protocol, cast
 
 import orjson
 
-from bot.errors import SteelframeError, error_body
+from bot.errors import RequestTimeout, SteelframeError, error_body
 from bot.log_context import bind_id, log_ids
 from operator_api.middleware import request_id_for
 
@@ -286,7 +286,8 @@ class LaneProtocol(asyncio.Protocol):
             )
             return False
         if reading.remaining:
-            self._arm_idle(BODY_IDLE_SECONDS)  # again with each chunk: only a stall ends it
+            self._cancel_idle()  # armed again with each chunk: only a stall ends it
+            self._idle = asyncio.get_running_loop().call_later(BODY_IDLE_SECONDS, self._stalled)
             return False
         self._cancel_idle()
         self.reading = None
@@ -401,10 +402,25 @@ class LaneProtocol(asyncio.Protocol):
             self._paused = False
             self._transport.resume_reading()
 
-    def _arm_idle(self, seconds: float | None = None) -> None:
+    def _arm_idle(self) -> None:
         self._cancel_idle()
-        seconds = KEEP_ALIVE_SECONDS if seconds is None else seconds
-        self._idle = asyncio.get_running_loop().call_later(seconds, self.close)
+        self._idle = asyncio.get_running_loop().call_later(KEEP_ALIVE_SECONDS, self.close)
+
+    def _stalled(self) -> None:
+        """A body stopped arriving: 408, and the connection closed (nothing is left unread
+        that the client has sent)."""
+        reading, self.reading = self.reading, None
+        self._idle = None
+        if reading is None:
+            return
+        reading.request.release()
+        stall = RequestTimeout(f"the request body stopped arriving for {BODY_IDLE_SECONDS:g} s")
+        self._write(
+            _failure(reading.route, stall, reading.request_id),
+            reading.route,
+            reading.request_id,
+            close=True,
+        )
 
     def _cancel_idle(self) -> None:
         if self._idle is not None:

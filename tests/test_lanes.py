@@ -27,6 +27,7 @@ from steelframe.protocol_log import QuietAppRunner
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, QuietTestServer, make_settings
 from tests.conftest import webhook_headers as signed_headers
 from tests.fakes.lifecycle import wait_for
+from webhooks import routes as webhook_routes
 from webhooks.appkeys import RECEIVER
 from webhooks.body import InFlight
 from webhooks.deliveries import WebhookDelivery
@@ -271,10 +272,26 @@ async def test_a_body_that_stops_arriving_is_dropped_with_its_budget(
     raw = request_bytes(delivery="stalled")
     async with connection(served.port) as (reader, writer):
         writer.write(raw[: len(raw) - 100])
-        await wait_for(lambda: receiver.budget.used > 0)
+        answer = await read_answer(reader)
+        assert answer.status == 408 and answer.json()["code"] == "request_timeout"
+        assert answer.headers["connection"] == "close"
         assert await closed_by_server(reader)
     await wait_for(lambda: receiver.budget.used == 0)
     assert served.stored() == 0
+
+
+async def test_a_chunked_body_that_stops_arriving_is_a_408_from_aiohttp_too(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(webhook_routes, "BODY_STALL_SECONDS", 0.3)
+    receiver = served.app[RECEIVER]
+    raw = request_bytes(delivery="stalled-chunked", chunked=True)
+    async with connection(served.port) as (reader, writer):
+        writer.write(raw[: len(raw) - 200])
+        answer = await read_answer(reader)
+    assert answer.status == 408 and answer.json()["code"] == "request_timeout"
+    await wait_for(lambda: receiver.budget.used == 0)
+    assert served.stored() == 0 and served.lanes.handed_off == 1
 
 
 async def test_a_header_block_over_the_limit_is_aiohttps_431(served: Served) -> None:

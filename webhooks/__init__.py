@@ -130,6 +130,7 @@ OPENAPI_OPERATION = {
         "200": _ack("A redelivery of a stored delivery; not processed again", "duplicate"),
         "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
         "401": _answer("Missing or wrong signature; nothing stored"),
+        "408": _answer("The body stopped arriving for 30 s; nothing stored"),
         "413": _answer("Body over 25 MB"),
         "503": _answer(
             "Not configured, the delivery could not be stored, or too many bodies are being "

@@ -8,13 +8,14 @@ it is read, and the connection is closed after the answer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 
 import orjson
 from aiohttp import web
 
-from bot.errors import error_body
+from bot.errors import RequestTimeout, error_body
 from webhooks.appkeys import RECEIVER
 from webhooks.body import Busy, SignedBody
 from webhooks.receiver import Receipt, Receiver
@@ -22,6 +23,7 @@ from webhooks.receiver import Receipt, Receiver
 routes = web.RouteTableDef()
 PATH = "/api/github/webhooks"
 CHUNK = 64 * 1024
+BODY_STALL_SECONDS = 30.0  # as a fast lane's BODY_IDLE_SECONDS (steelframe.lanes)
 
 
 @routes.post(PATH)
@@ -41,7 +43,7 @@ async def receive(receiver: Receiver, request: web.Request) -> web.Response:
                 # Most deliveries: one read of what is already buffered, no copy of it.
                 body.feed_all(await _read_exactly(request, length))
             else:
-                async for chunk in request.content.iter_chunked(CHUNK):
+                async for chunk in _chunks(request):
                     body.feed(chunk)
             verified = body.verified(request.headers.get("X-Hub-Signature-256"))
             receipt, delivery_id = await receiver.accept(request.headers, verified)
@@ -59,9 +61,33 @@ async def receive(receiver: Receiver, request: web.Request) -> web.Response:
 
 async def _read_exactly(request: web.Request, length: int) -> bytes:
     try:
-        return await request.content.readexactly(length)
+        async with _stall_limit():
+            return await request.content.readexactly(length)
     except asyncio.IncompleteReadError as exc:  # sent less than declared: will not verify
         return exc.partial
+
+
+async def _chunks(request: web.Request) -> AsyncIterator[bytes]:
+    """The body as it arrives, each read within BODY_STALL_SECONDS."""
+    while True:
+        async with _stall_limit():
+            chunk = await request.content.readany()
+        if not chunk:
+            return
+        yield chunk
+
+
+@contextlib.asynccontextmanager
+async def _stall_limit() -> AsyncIterator[None]:
+    """A read that waits longer than BODY_STALL_SECONDS is a 408: a client trickling a
+    large declared body would otherwise hold its share of the bytes-in-flight budget."""
+    try:
+        async with asyncio.timeout(BODY_STALL_SECONDS):
+            yield
+    except TimeoutError:
+        raise RequestTimeout(
+            f"the webhook body stopped arriving for {BODY_STALL_SECONDS:g} s"
+        ) from None
 
 
 def direct_handler(receiver: Receiver) -> Callable[[web.Request], Awaitable[web.Response]]:
