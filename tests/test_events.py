@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -295,3 +296,41 @@ async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
             if batch.events:
                 return batch.events
     return []
+
+
+async def test_a_process_about_to_exit_pays_what_it_owes_and_a_forked_child_owes_nothing(
+    tmp_path: Path, services_factory: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A forked RQ work horse exits right after its job (its timer threads die with it), so
+    # the worker appends what the job's events still owe first (`settle_owed`).
+    monkeypatch.setattr(publisher, "APPEND_BACKOFF_SECONDS", 0.0)
+    monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 3600.0)  # only settle_owed pays
+    db = services_factory(make_settings(tmp_path)).db
+    port = free_port()
+    before = start_embedded_redis(tmp_path / "before", port=port)
+    log = RedisEventLog(
+        redis.Redis.from_url(before.url, socket_timeout=2),
+        reader=aioredis.Redis.from_url(before.url, socket_timeout=2),
+    )
+    events = OperatorEvents(log, db)
+    before.stop()
+    await asyncio.to_thread(events.session_changed, 5, "s-1", SessionChange.UPDATED)
+    await asyncio.to_thread(publisher.settle_owed, 0.2)
+    assert events.owes_resyncs  # Redis is still down
+    child = os.fork()
+    if child == 0:  # the child's copy of the debt is the parent's to pay
+        os._exit(1 if events.owes_resyncs else 0)
+    _, status = await asyncio.to_thread(os.waitpid, child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    after = start_embedded_redis(tmp_path / "after", port=port)
+    try:
+        # Other tests' services in this process may owe Redis servers long gone: only this
+        # one's debt is looked at.
+        await asyncio.to_thread(publisher.settle_owed, 2.0)
+        assert not events.owes_resyncs
+        told = await _events_once_there(log, 5)
+        assert [event.type for event in told] == ["resync"]
+    finally:
+        after.stop()
+        log.client.close()
+        await log.close()

@@ -12,8 +12,10 @@ backoff until it lands, so their clients reload instead of showing stale state).
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
+import weakref
 from collections.abc import AsyncGenerator, Iterable
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +40,7 @@ APPEND_BACKOFF_SECONDS = 0.05
 RESYNC_BACKOFF_SECONDS = 1.0
 RESYNC_BACKOFF_CAP_SECONDS = 60.0
 RESYNC_ATTEMPTS = 40
+SETTLE_RETRY_SECONDS = 0.5  # `settle_owed`: between two tries before a process exits
 MISSED = {"reason": "events were missed"}
 RESULT_TEXT_LIMIT = 4000
 
@@ -118,6 +121,11 @@ class OperatorEvents:
                     else:
                         time.sleep(APPEND_BACKOFF_SECONDS * attempt)
 
+    @property
+    def owes_resyncs(self) -> bool:
+        """Operators missed events and have not been told yet (the log is unreachable)."""
+        return self._owed.owes()
+
     def missed(self, operator_ids: Iterable[int] | None) -> None:
         """These operators (None: every operator, when who could not even be read) missed
         an event: they are owed a `resync`, appended as soon as the log takes it."""
@@ -168,17 +176,51 @@ class OperatorEvents:
                 yield event
 
 
+def settle_owed(within: float) -> bool:
+    """Append every resync this process owes now, trying until `within` seconds have
+    passed: for a process about to exit (a forked work horse after its job), whose timer
+    threads die with it. True if nothing is owed any more."""
+    deadline = time.monotonic() + within
+    owing = [owed for owed in list(_EVERY_OWED) if owed.owes()]
+    while owing:
+        for owed in owing:
+            owed.pay_now()
+        owing = [owed for owed in owing if owed.owes()]
+        left = deadline - time.monotonic()
+        if not owing or left <= 0:
+            break
+        time.sleep(min(SETTLE_RETRY_SECONDS, left))
+    return not owing
+
+
 class _OwedResyncs:
     """Operators owed a `resync` event, and the timer thread that appends them."""
 
     def __init__(self, events: OperatorEvents) -> None:
         self._events = events
+        self._forget()
+        _EVERY_OWED.add(self)
+
+    def _forget(self) -> None:
+        """Nothing owed (also in a forked child: the parent pays its own debts, and a lock
+        a parent's thread held at the fork would never be released in the child)."""
         self._lock = threading.Lock()
         self._operators: set[int] = set()
         self._everyone = False
         self._misses = 0  # bumped by every miss: a debt is paid only for misses before it
         self._attempt = 0
         self._timer: threading.Timer | None = None
+
+    def owes(self) -> bool:
+        with self._lock:
+            return bool(self._operators) or self._everyone
+
+    def pay_now(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+        self._pay()
 
     def add(self, operator_ids: Iterable[int] | None) -> None:
         with self._lock:
@@ -228,6 +270,17 @@ class _OwedResyncs:
                 self._everyone = False
                 return
             self._schedule()
+
+
+_EVERY_OWED: weakref.WeakSet[_OwedResyncs] = weakref.WeakSet()
+
+
+def _forget_in_child() -> None:
+    for owed in list(_EVERY_OWED):
+        owed._forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _operator_ids(session: Session) -> list[int]:

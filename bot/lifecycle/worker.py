@@ -22,6 +22,7 @@ from rq.job import Job
 from rq.timeouts import TimerDeathPenalty
 from rq.worker import BaseWorker
 
+from bot.events.publisher import settle_owed
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1
 # How long stopping waits for the command listener (it exits as soon as its read returns).
 UNSUBSCRIBE_SECONDS = 10
+SETTLE_OWED_SECONDS = 5.0  # after a job, trying to append the resyncs its events owe
 
 
 def task_of(job: Job) -> int | None:
@@ -82,6 +84,14 @@ class _ContextGivingWorker(BaseWorker):
 
 class LifecycleWorker(_ContextGivingWorker, Worker):
     """RQ's forking worker; a killed work horse's task is retried or failed right away."""
+
+    def perform_job(self, *args: Any, **kwargs: Any) -> bool:
+        """In the work horse, which exits right after, and its timer threads with it: the
+        resyncs its job's events still owe (Redis was down) are appended first."""
+        try:
+            return bool(super().perform_job(*args, **kwargs))
+        finally:
+            settle_owed(within=SETTLE_OWED_SECONDS)
 
     def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)
