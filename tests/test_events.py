@@ -9,7 +9,8 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, p
 from bot.events.publisher import SessionChange
 from bot.lifecycle.states import TaskState
 from bot.operators import create_operator
-from steelframe.embedded_redis import start_embedded_redis
+from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.events import EVENTS, EventsFeed
@@ -251,40 +252,63 @@ async def test_300_operators_waiting_on_their_events_at_once_all_get_them(
     log.client.close()
 
 
-async def test_operators_who_missed_events_while_redis_was_down_are_told_to_reload(
+@dataclass
+class RedisOutage:
+    """Operator events on a Redis of their own, already stopped; `restart` starts an empty
+    one on the same port (as after a restart without persistence)."""
+
+    events: OperatorEvents
+    log: RedisEventLog
+    db: Any
+    port: int
+    folder: Path
+    again: EmbeddedRedis | None = None
+
+    def restart(self) -> None:
+        self.again = start_embedded_redis(self.folder / "after", port=self.port)
+
+
+@pytest.fixture
+async def redis_outage(
     tmp_path: Path, services_factory: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> AsyncIterator[RedisOutage]:
     monkeypatch.setattr(publisher, "APPEND_BACKOFF_SECONDS", 0.0)
-    monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 0.1)
     db = services_factory(make_settings(tmp_path)).db
-
-    def two_operators(session: Any) -> list[int]:
-        made = [create_operator(session, name)[0] for name in ("ada", "bo")]
-        session.flush()
-        return [operator.id for operator in made]
-
-    ada, bo = db.call(two_operators)
     port = free_port()
     before = start_embedded_redis(tmp_path / "before", port=port)
     log = RedisEventLog(
         redis.Redis.from_url(before.url, socket_timeout=2),
         reader=aioredis.Redis.from_url(before.url, socket_timeout=2),
     )
-    events = OperatorEvents(log, db)
+    outage = RedisOutage(OperatorEvents(log, db), log, db, port, tmp_path)
     before.stop()
+    yield outage
+    if outage.again is not None:
+        outage.again.stop()
+    log.client.close()
+    await log.close()
+
+
+async def test_operators_who_missed_events_while_redis_was_down_are_told_to_reload(
+    redis_outage: RedisOutage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 0.1)
+    events = redis_outage.events
+
+    def two_operators(session: Any) -> list[int]:
+        made = [create_operator(session, name)[0] for name in ("ada", "bo")]
+        session.flush()
+        return [operator.id for operator in made]
+
+    ada, bo = redis_outage.db.call(two_operators)
     # Ada's session event is dropped; then a task change whose readers were unknown.
     await asyncio.to_thread(events.session_changed, ada, "s-1", SessionChange.UPDATED)
     await asyncio.to_thread(events.missed, None)
-    after = start_embedded_redis(tmp_path / "after", port=port)  # empty, as after a restart
-    try:
-        for operator_id in (ada, bo):
-            told = await _events_once_there(log, operator_id)
-            assert told and {event.type for event in told} == {"resync"}
-            assert told[0].data == {"reason": "events were missed"}
-    finally:
-        after.stop()
-        log.client.close()
-        await log.close()
+    redis_outage.restart()
+    for operator_id in (ada, bo):
+        told = await _events_once_there(redis_outage.log, operator_id)
+        assert told and {event.type for event in told} == {"resync"}
+        assert told[0].data == {"reason": "events were missed"}
 
 
 async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
@@ -299,21 +323,12 @@ async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
 
 
 async def test_a_process_about_to_exit_pays_what_it_owes_and_a_forked_child_owes_nothing(
-    tmp_path: Path, services_factory: Any, monkeypatch: pytest.MonkeyPatch
+    redis_outage: RedisOutage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A forked RQ work horse exits right after its job (its timer threads die with it), so
     # the worker appends what the job's events still owe first (`settle_owed`).
-    monkeypatch.setattr(publisher, "APPEND_BACKOFF_SECONDS", 0.0)
     monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 3600.0)  # only settle_owed pays
-    db = services_factory(make_settings(tmp_path)).db
-    port = free_port()
-    before = start_embedded_redis(tmp_path / "before", port=port)
-    log = RedisEventLog(
-        redis.Redis.from_url(before.url, socket_timeout=2),
-        reader=aioredis.Redis.from_url(before.url, socket_timeout=2),
-    )
-    events = OperatorEvents(log, db)
-    before.stop()
+    events = redis_outage.events
     await asyncio.to_thread(events.session_changed, 5, "s-1", SessionChange.UPDATED)
     await asyncio.to_thread(publisher.settle_owed, 0.2)
     assert events.owes_resyncs  # Redis is still down
@@ -322,15 +337,10 @@ async def test_a_process_about_to_exit_pays_what_it_owes_and_a_forked_child_owes
         os._exit(1 if events.owes_resyncs else 0)
     _, status = await asyncio.to_thread(os.waitpid, child, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    after = start_embedded_redis(tmp_path / "after", port=port)
-    try:
-        # Other tests' services in this process may owe Redis servers long gone: only this
-        # one's debt is looked at.
-        await asyncio.to_thread(publisher.settle_owed, 2.0)
-        assert not events.owes_resyncs
-        told = await _events_once_there(log, 5)
-        assert [event.type for event in told] == ["resync"]
-    finally:
-        after.stop()
-        log.client.close()
-        await log.close()
+    redis_outage.restart()
+    # Other tests' services in this process may owe Redis servers long gone: only this
+    # one's debt is looked at.
+    await asyncio.to_thread(publisher.settle_owed, 2.0)
+    assert not events.owes_resyncs
+    told = await _events_once_there(redis_outage.log, 5)
+    assert [event.type for event in told] == ["resync"]
