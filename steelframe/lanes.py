@@ -21,7 +21,8 @@ are still served, by aiohttp, as before lanes existed.
 Answers and errors keep the service's shape: JSON, `X-Request-Id`, the same log line as
 `operator_api.middleware.errors_middleware` for a refused request. A route begins a
 request from its headers (refusing it before a byte of the body is read: the connection
-then closes, the body unread), is fed the body as it arrives, and finishes with an Answer.
+then closes, once what the client still sends of the body has been dropped), is fed the
+body as it arrives (a stall of BODY_IDLE_SECONDS is a 408), and finishes with an answer.
 """
 
 from __future__ import annotations
