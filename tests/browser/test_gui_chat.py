@@ -83,6 +83,7 @@ async def test_reopen_brings_back_thinking_and_the_reply(
     await gui.page.wait_for_function(
         "() => document.querySelectorAll('#messages .msg').length == 0"
     )
+    await new_chat_listed(gui, before=first)
     await gui.page.click(f"[data-session='{first}'] .session-open")
     reply = gui.page.locator("#messages .msg.assistant").first
     await reply.wait_for()
@@ -92,6 +93,18 @@ async def test_reopen_brings_back_thinking_and_the_reply(
     await thinking.locator("summary").click()
     assert "Looking at 0 retrieved hit(s)" in await thinking.locator(".thinking-body").inner_text()
     assert await gui.page.inner_text("#chat-title") == "first question"
+
+
+async def new_chat_listed(gui: Gui, *, before: str) -> None:
+    """Until the sidebar has reloaded with the new chat as the current one: a click on the
+    list before that can land after it moved under the pointer, on the new (empty) chat."""
+    await gui.page.wait_for_function(
+        """(before) => {
+          const current = document.querySelector("[data-session].current");
+          return current !== null && current.dataset.session !== before;
+        }""",
+        arg=before,
+    )
 
 
 async def draft(gui: Gui, issue: int) -> None:
@@ -134,6 +147,7 @@ async def test_focus_clear_and_agent_switch_clear_the_decision_draft(
     await draft(gui, 9)
     await gui.page.click("#new-chat")  # a new chat starts without the draft...
     await gui.page.wait_for_selector("#publish-bar", state="hidden")
+    await new_chat_listed(gui, before=sid)
     await gui.page.click(f"[data-session='{sid}'] .session-open")  # ...which stays with its own
     await gui.page.wait_for_selector("#publish-bar:not([hidden])")
     assert await gui.page.inner_text("#publish") == "Publish to #9"
