@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from bench import chat_overhead, chat_streams, cli_startup, frame_relay, gui, webhooks_probot
+from bench import (
+    chat_overhead,
+    chat_streams,
+    cli_startup,
+    connects,
+    frame_relay,
+    gui,
+    webhooks_probot,
+)
 from tests.fakes.tools import require_tool
 
 
@@ -36,6 +44,12 @@ def test_chat_streams_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     # name, done p50, done p99, first p50, first p99, errors, cpu, cpu/frame
     assert steelframe_row.split()[5] == "0"  # no stream failed
     assert "of first frames within 50 ms" in out  # serve's own figure, from its /metrics
+
+
+def test_connects_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    connects.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "uvloop" in out and "serve's loop" in out and "ratio cpu" in out
 
 
 def test_frame_relay_smoke(redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
