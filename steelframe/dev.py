@@ -27,6 +27,7 @@ from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, rotate_token
 from steelframe.cli import load_settings
+from steelframe.collector import tune_for_serving
 from steelframe.commands.core import add_listen_arguments
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.logs import configure_logging
@@ -99,6 +100,7 @@ async def run_dev(
         app = create_app(settings)
         runner = QuietAppRunner(app)
         await runner.setup()
+        tune_for_serving()
         parts.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, host, port)
         await site.start()

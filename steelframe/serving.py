@@ -12,6 +12,7 @@ import signal
 
 from aiohttp import web
 
+from steelframe.collector import tune_for_serving
 from steelframe.protocol_log import QuietAppRunner
 
 # Connections the kernel may hold for `accept` (clamped to net.core.somaxconn). aiohttp's
@@ -32,6 +33,7 @@ async def serve_until_stopped(
 ) -> None:
     runner = QuietAppRunner(app, access_log=access_log, handle_signals=False)
     await runner.setup()
+    tune_for_serving()
     try:
         site = web.TCPSite(
             runner, host, port, reuse_port=reuse_port or None, backlog=LISTEN_BACKLOG

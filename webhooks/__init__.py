@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 from collections.abc import AsyncIterator
 
@@ -68,11 +67,6 @@ def setup(app: web.Application, services: Services) -> None:
     app.add_routes(operator_routes.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        # What start-up built (modules, ORM metadata, routers) lives as long as the process:
-        # move it out of the collector's view, so a full collection under a burst of
-        # deliveries takes milliseconds instead of stalling every request for ~100 ms.
-        if gc.get_freeze_count() == 0:  # once per process (tests build many apps)
-            gc.freeze()
         processor.start()  # its first sweep processes what a previous run left behind
         if services.github is not None:
             services.background.spawn(_load_identity(services), name="github-identity")
