@@ -5,6 +5,7 @@ chooses asyncio's.
 uvloop (libuv) does the loop's and its transports' work in C: on the webhook benchmark
 (bench/webhooks_probot.py) ~10% less CPU per delivery than asyncio's loop, once the
 webhook path itself was trimmed (before that the difference was within the noise).
+`serve` runs it as `ServeLoop`, which connects to IP addresses without looking them up again.
 """
 
 from __future__ import annotations
@@ -54,9 +55,9 @@ if uvloop is not None:
         uvloop's `sock_connect` sends every address through getaddrinfo on libuv's thread
         pool, an IP address too, because it asks for no socket type (uvloop's fast path
         needs one). aiohttp connects every outgoing connection that way (aiohappyeyeballs),
-        with addresses its resolver has already resolved: each model call of a chat turn
-        paid a thread-pool round trip and ~4x the CPU of the connect itself
-        (bench/connects.py), 1,000 of them when 1,000 operators open a stream at once."""
+        with addresses its resolver has already resolved: each model call on a new
+        connection paid a thread-pool round trip, and 1.33x the CPU it costs now
+        (bench/connects.py); 1,000 operators opening streams at once make 1,000 of them."""
 
         async def sock_connect(self, sock: socket.socket, address: Any) -> None:
             if not numeric_address(sock, address):
