@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from alembic import command
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from bot import db as dbmod
 from tests.conftest import make_settings, read_sse
@@ -42,3 +43,31 @@ async def test_chat_flow_on_each_backend(api_factory: Any, tmp_path: Path, any_d
     assert sessions[1]["summary_status"] == "done"
     assert (await api.delete(f"/api/operator/chat/session/{done['session']}")).status == 200
     assert len((await (await api.get("/api/operator/chat/sessions")).json())["sessions"]) == 1
+
+
+def test_webhook_bodies_are_compressed_with_lz4_on_postgresql(pg_url: str) -> None:
+    """The database's CPU per delivery under a burst was mostly pglz compressing bodies."""
+    engine = dbmod.create_db_engine(pg_url)
+    dbmod.upgrade(engine)
+    body = json.dumps({"action": "opened", "issue": {"body": "words " * 2000}})
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO github_delivery_bodies (delivery_id, body) VALUES ('d-1', :body)"),
+            {"body": body},
+        )
+        method = connection.scalar(
+            text("SELECT pg_column_compression(body) FROM github_delivery_bodies")
+        )
+        stored = connection.scalar(text("SELECT body FROM github_delivery_bodies"))
+    assert method == "lz4" and stored == body
+    command.downgrade(dbmod.alembic_config(engine), "0013_delivery_bodies")
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO github_delivery_bodies (delivery_id, body) VALUES ('d-2', :body)"),
+            {"body": body},
+        )
+        methods = connection.scalars(
+            text("SELECT pg_column_compression(body) FROM github_delivery_bodies ORDER BY 1")
+        ).all()
+    assert methods == ["lz4", "pglz"]  # written before, and after, the downgrade
+    engine.dispose()
