@@ -45,29 +45,36 @@ async def test_chat_flow_on_each_backend(api_factory: Any, tmp_path: Path, any_d
     assert len((await (await api.get("/api/operator/chat/sessions")).json())["sessions"]) == 1
 
 
+def _store_body(engine: Any, delivery_id: str, body: str) -> list[str]:
+    """Store a webhook body; each stored body's compression method, in delivery order."""
+    with engine.begin() as connection:
+        connection.execute(
+            text("INSERT INTO github_delivery_bodies (delivery_id, body) VALUES (:id, :body)"),
+            {"id": delivery_id, "body": body},
+        )
+        assert (
+            connection.scalar(
+                text("SELECT body FROM github_delivery_bodies WHERE delivery_id = :id"),
+                {"id": delivery_id},
+            )
+            == body
+        )
+        return list(
+            connection.scalars(
+                text(
+                    "SELECT pg_column_compression(body) FROM github_delivery_bodies"
+                    " ORDER BY delivery_id"
+                )
+            )
+        )
+
+
 def test_webhook_bodies_are_compressed_with_lz4_on_postgresql(pg_url: str) -> None:
     """The database's CPU per delivery under a burst was mostly pglz compressing bodies."""
     engine = dbmod.create_db_engine(pg_url)
     dbmod.upgrade(engine)
     body = json.dumps({"action": "opened", "issue": {"body": "words " * 2000}})
-    with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO github_delivery_bodies (delivery_id, body) VALUES ('d-1', :body)"),
-            {"body": body},
-        )
-        method = connection.scalar(
-            text("SELECT pg_column_compression(body) FROM github_delivery_bodies")
-        )
-        stored = connection.scalar(text("SELECT body FROM github_delivery_bodies"))
-    assert method == "lz4" and stored == body
+    assert _store_body(engine, "d-1", body) == ["lz4"]
     command.downgrade(dbmod.alembic_config(engine), "0013_delivery_bodies")
-    with engine.begin() as connection:
-        connection.execute(
-            text("INSERT INTO github_delivery_bodies (delivery_id, body) VALUES ('d-2', :body)"),
-            {"body": body},
-        )
-        methods = connection.scalars(
-            text("SELECT pg_column_compression(body) FROM github_delivery_bodies ORDER BY 1")
-        ).all()
-    assert methods == ["lz4", "pglz"]  # written before, and after, the downgrade
+    assert _store_body(engine, "d-2", body) == ["lz4", "pglz"]  # before, and after, it
     engine.dispose()
