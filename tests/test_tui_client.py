@@ -12,7 +12,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 from steelframe.cli import build_parser
-from tests.conftest import ApiClient, make_settings
+from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tui_client.__main__ import main, resolve
@@ -271,3 +271,16 @@ async def test_recency_fallback_row_says_there_were_no_semantic_hits() -> None:
         assert [str(s.render()) for s in message.hits.query(".hit")] == [
             "chat_summary · session ab12 · Asked: x"
         ]
+
+
+async def test_closing_the_client_ends_its_events_stream(api: ApiClient) -> None:
+    """The TUI closes its client as it exits: the events stream it was reading then ends
+    instead of failing (aiohttp raises a bare RuntimeError for a read after the close)."""
+    client = client_for(api)
+    events = client.events()
+    first = asyncio.create_task(anext(events))
+    await read_sse(await api.post("/api/operator/chat/stream", json={"message": "hello"}))
+    assert (await asyncio.wait_for(first, 30))["type"] == "session"
+    await client.close()  # between two reads
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(anext(events), 30)

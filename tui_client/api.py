@@ -254,7 +254,13 @@ class OperatorClient:
                         for frame in reader.feed(chunk):
                             position = reader.last_event_id
                             yield frame
-            except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            except (aiohttp.ClientError, TimeoutError, OSError, RuntimeError) as exc:
+                if self._http is None:
+                    # This client's `close` took the connection away (a read after it is a
+                    # bare RuntimeError from aiohttp): the stream ends with the client.
+                    return
+                if isinstance(exc, RuntimeError):
+                    raise
                 log.info("events stream broke (%s); re-opening in %.1f s", _reason(exc), pause)
             reader.reset()
             await asyncio.sleep(pause)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.worker import WorkerCancelled, WorkerFailed
 
 from tui_client.api import ApiError, OperatorClient
 from tui_client.board import BoardPanel
@@ -86,6 +88,11 @@ class SteelframeApp(App[None]):
             self.chat.refresh_transcript()
 
     async def on_unmount(self) -> None:
+        # The events worker reads through the client: stopped first, it ends cancelled
+        # rather than failing on a connection closed between two of its reads.
+        for worker in self.workers.cancel_group(self, "events"):
+            with contextlib.suppress(WorkerCancelled, WorkerFailed):
+                await worker.wait()
         await self.client.close()
 
     def action_show_tab(self, tab: str) -> None:
