@@ -17,10 +17,16 @@ from typing import Any
 import pytest
 import redis
 import redis.asyncio as aioredis
+from sqlalchemy import delete
+from sqlalchemy.orm import Session
 
 from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, publisher
+from bot.events.commits import TASK_RESULT
 from bot.events.publisher import SessionChange
+from bot.lifecycle.models import ChatDelivery
+from bot.lifecycle.reconcile import lock_bounded, run_reconcile
 from bot.lifecycle.states import TaskState
+from bot.models import ChatTurn
 from bot.operators import create_operator
 from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import make_settings
@@ -219,6 +225,36 @@ async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_liv
         assert result["message_id"] in [m["id"] for m in stored["messages"]]
         active = await (await api.get("/api/operator/chat")).json()
         assert active["session"] == elsewhere["id"] and active["messages"] == []
+    finally:
+        await feed.close()
+
+
+async def test_a_result_the_periodic_reconciler_delivers_reaches_the_events_stream(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("commit"))
+    filing = await (await lc.api.post("/api/operator/chat/new", json={})).json()
+    filed = await lc.api.post(
+        "/api/operator/chat/file",
+        json={"session": filing["id"], "title": "Make the widget blue", "body": "It is red."},
+    )
+    assert filed.status == 201, await filed.text()
+    await lc.work()
+
+    def undeliver(session: Session) -> None:
+        """The worker died between the task's transition and the result's delivery."""
+        session.execute(delete(ChatDelivery))
+        session.execute(delete(ChatTurn).where(ChatTurn.meta["kind"].as_string() == TASK_RESULT))
+
+    lc.ctx.db.call(undeliver)
+    feed = await EventsFeed.open(lc.api)
+    try:
+        # The pass `steelframe worker`'s reconciler thread runs, on the engine it runs on.
+        with lock_bounded(lc.ctx) as periodic:
+            report = await asyncio.to_thread(run_reconcile, periodic, say=lambda line: None)
+        assert report.chat_results == 1
+        result = await feed.wait_for(lambda f: f["type"] == "result")
+        assert result["session_id"] == filing["id"] and result["kind"] == "delivered"
     finally:
         await feed.close()
 

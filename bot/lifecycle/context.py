@@ -179,8 +179,7 @@ def build_context(
         if not settings.redis_url:
             raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
         connection = redis.Redis.from_url(settings.redis_url)
-    # Task changes and results this worker commits go to the operator events stream.
-    watch_commits(database, OperatorEvents(RedisEventLog(connection), database))
+    announce_commits(database, connection)
     policy = LifecyclePolicy.from_settings(settings)
     return LifecycleContext(
         settings=settings,
@@ -194,6 +193,13 @@ def build_context(
         pickup_labels=settings.pickup_labels,
         redactor=_redactor(settings, policy, environ),
     )
+
+
+def announce_commits(database: Database, connection: redis.Redis) -> None:
+    """Task changes and results committed through `database` go to the operator events
+    stream: every database a lifecycle process writes through needs this, or what it commits
+    (a reconciler's repair, a result it delivers) never reaches the operators' screens."""
+    watch_commits(database, OperatorEvents(RedisEventLog(connection), database))
 
 
 def _redactor(settings: Settings, policy: LifecyclePolicy, environ: Mapping[str, str]) -> Redactor:

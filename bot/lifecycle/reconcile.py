@@ -18,7 +18,8 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -29,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from bot.db import Database, is_lock_timeout
 from bot.lifecycle import leases, progress, tasks, termination, worktree
-from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import change_state, publish
@@ -361,12 +362,19 @@ def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
     """Beside a worker (`steelframe worker`, `dev`'s in-process one), until `stop` is set: a
     pass every lease period, so expired leases, lost jobs and a retry whose scheduled job
     vanished in a restart are repaired within about two lease periods, not at next start."""
-    # Its own engine whose row-lock waits are bounded: a frozen work horse holding a task's
-    # row makes that task's repair fail this pass (and come back next), never hangs the loop.
-    db = Database.from_url(ctx.settings.database_url, lock_timeout=RECONCILE_LOCK_SECONDS)
-    bounded = dataclasses.replace(ctx, db=db)
-    try:
+    with lock_bounded(ctx) as bounded:
         _reconcile_every_lease(bounded, stop)
+
+
+@contextmanager
+def lock_bounded(ctx: LifecycleContext) -> Iterator[LifecycleContext]:
+    """`ctx` on its own engine whose row-lock waits are bounded: a frozen work horse holding
+    a task's row makes that task's repair fail this pass (and come back next), never hangs
+    the periodic loop. Its commits are announced like the worker's own."""
+    db = Database.from_url(ctx.settings.database_url, lock_timeout=RECONCILE_LOCK_SECONDS)
+    announce_commits(db, ctx.redis)
+    try:
+        yield dataclasses.replace(ctx, db=db)
     finally:
         db.dispose()
 
