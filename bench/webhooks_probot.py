@@ -12,7 +12,7 @@ signed, with a unique X-GitHub-Delivery per request. After each Steelframe round
 deliveries are counted against wrk's acknowledged requests: none may be lost.
 
     python -m bench.webhooks_probot [--db sqlite,postgres] [--seconds 10] [--rounds 3]
-    python -m bench.webhooks_probot --processes       # serve --processes 2 vs 1, on 2 cores
+    python -m bench.webhooks_probot --processes       # serve --processes 2 vs 1, unpinned
     python -m bench.webhooks_probot --baseline /tmp/base  # and another revision, same rounds
 """
 
@@ -79,20 +79,34 @@ def wrk_script(body: bytes, scratch: Path) -> Path:
     return script
 
 
+SERVER_CORE = "1"
+LOAD_CORE = "0"
+
+
+def pinned(command: list[str], core: str | None) -> list[str]:
+    """`command` on one core (`taskset`), or wherever the kernel puts it (None)."""
+    return command if core is None else ["taskset", "-c", core, *command]
+
+
 @contextmanager
 def server(
-    command: list[str], env: dict[str, str], port: int, cwd: Path | None = None
+    command: list[str],
+    env: dict[str, str],
+    port: int,
+    cwd: Path | None = None,
+    core: str | None = SERVER_CORE,
+    listeners: int = 1,
 ) -> Iterator[subprocess.Popen[bytes]]:
+    """The server, once `listeners` of its processes listen on `port` (wrk's connections
+    are kept alive: any opened before a process listens never reach it)."""
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen(
-        ["taskset", "-c", "1", *command], env=env, cwd=cwd, stdout=log, stderr=log
-    )
+    process = subprocess.Popen(pinned(command, core), env=env, cwd=cwd, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 60
         # Listening on the port, and this process: the port was free when chosen, but another
         # program (a test's server, when the smoke run shares the machine) may have taken it
         # since, and wrk must never measure, or flood, a stranger.
-        while not _listens(process.pid, port):
+        while _listening(process.pid, port) < listeners:
             if process.poll() is not None or time.monotonic() > deadline:
                 log.seek(0)
                 said = log.read().decode(errors="replace")[-2000:]
@@ -111,24 +125,24 @@ class ServerDidNotStart(RuntimeError):
     pass
 
 
-def _listens(pid: int, port: int) -> bool:
-    """Whether the process `pid` (or a child: `taskset` execs, `--processes` forks) listens
-    on `port`."""
+def _listening(pid: int, port: int) -> int:
+    """How many of the process `pid` and its children (`taskset` execs, `--processes`
+    forks) listen on `port`."""
     import psutil
 
     try:
         process = psutil.Process(pid)
         tree = [process, *process.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return False
+        return 0
+    count = 0
     for each in tree:
         try:
             sockets = each.net_connections(kind="tcp")
         except psutil.NoSuchProcess:
             continue
-        if any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets):
-            return True
-    return False
+        count += any(s.status == psutil.CONN_LISTEN and s.laddr.port == port for s in sockets)
+    return count
 
 
 def on_a_free_port(
@@ -158,33 +172,28 @@ def cpu_seconds(pid: int) -> float:
 
 
 def measured(
-    process: subprocess.Popen[bytes], port: int, script: Path, args: argparse.Namespace
+    process: subprocess.Popen[bytes],
+    port: int,
+    script: Path,
+    args: argparse.Namespace,
+    core: str | None = LOAD_CORE,
 ) -> dict[str, float]:
     """wrk's figures and the server's CPU time during the run: on a machine shared with
     other work the rate moves with what else runs on the server's core, while deliveries
     per CPU-second of the server (what one free core would sustain) moves much less."""
     before = cpu_seconds(process.pid)
-    figures = wrk(port, script, args.seconds, args.connections)
+    figures = wrk(port, script, args.seconds, args.connections, core)
     figures["cpu"] = cpu_seconds(process.pid) - before
     figures["per_cpu_s"] = figures["acked"] / figures["cpu"] if figures["cpu"] else 0.0
     return figures
 
 
-def wrk(port: int, script: Path, seconds: int, connections: int) -> dict[str, float]:
+def wrk(
+    port: int, script: Path, seconds: int, connections: int, core: str | None = LOAD_CORE
+) -> dict[str, float]:
+    command = ["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(script)]
     result = subprocess.run(
-        [
-            "taskset",
-            "-c",
-            "0",
-            "wrk",
-            "-t1",
-            f"-c{connections}",
-            f"-d{seconds}s",
-            "--latency",
-            "-s",
-            str(script),
-            f"http://127.0.0.1:{port}",
-        ],
+        pinned([*command, f"http://127.0.0.1:{port}"], core),
         capture_output=True,
         text=True,
         check=True,
@@ -301,9 +310,12 @@ def steelframe_round(
     args: argparse.Namespace,
     processes: int,
     checkout: Path | None = None,
+    pin: bool = True,
 ) -> dict[str, float]:
     """One round of `serve`, from this checkout or from `checkout` (another revision's
-    tree, e.g. `git worktree add /tmp/base main`, run with this environment)."""
+    tree, e.g. `git worktree add /tmp/base main`, run with this environment); `pin=False`
+    lets the kernel place `serve` and wrk on any core."""
+    server_core, load_core = (SERVER_CORE, LOAD_CORE) if pin else (None, None)
 
     def on(port: int) -> dict[str, float]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
@@ -318,8 +330,10 @@ def steelframe_round(
         if processes > 1:
             env["STEELFRAME_REDIS_URL"] = args.redis_url
             command += ["--processes", str(processes)]
-        with server(command, env, port, cwd=checkout) as process:
-            figures = measured(process, port, script, args)
+        with server(
+            command, env, port, cwd=checkout, core=server_core, listeners=processes
+        ) as process:
+            figures = measured(process, port, script, args, load_core)
             figures["drained"] = _drained(database_url)
             return figures
 
@@ -410,22 +424,36 @@ def compare(args: argparse.Namespace) -> None:
 
 
 def processes(args: argparse.Namespace) -> None:
+    """`serve --processes 2` against one process, nothing pinned: the machine's cores are
+    shared by wrk, the database and `serve`, as they would be in production."""
     with tempfile.TemporaryDirectory() as tmp:
         scratch = Path(tmp)
         script = wrk_script(payload(), scratch)
-        one: list[dict[str, float]] = []
-        two: list[dict[str, float]] = []
-        for round_no in range(args.rounds):
-            print(f"round {round_no + 1}/{args.rounds} ...", flush=True)
-            for count, rows in ((1, one), (2, two)):
-                with fresh_database("postgres", scratch) as url:
-                    rows.append(steelframe_round(url, scratch, script, args, count))
-        print(f"serve --processes 2 vs 1 on PostgreSQL (wrk unpinned), {args.seconds} s rounds")
-        print(f"  1 process   {_median(one, 'rps'):9.0f} deliveries/s")
-        print(
-            f"  2 processes {_median(two, 'rps'):9.0f} deliveries/s"
-            f"  ratio {_median(two, 'rps') / _median(one, 'rps'):.2f}x (target >= 1.6x)"
-        )
+        for kind in args.db:
+            one: list[dict[str, float]] = []
+            two: list[dict[str, float]] = []
+            for round_no in range(args.rounds):
+                print(f"{kind}: round {round_no + 1}/{args.rounds} ...", flush=True)
+                for count, rows in ((1, one), (2, two)):
+                    with fresh_database(kind, scratch) as url:
+                        rows.append(steelframe_round(url, scratch, script, args, count, pin=False))
+            lost = sum(max(0, row["acked"] - row["stored"]) for row in one + two)
+            print(
+                f"serve --processes 2 vs 1 on {kind}, nothing pinned, "
+                f"{args.seconds} s x {args.rounds} interleaved rounds (medians)"
+            )
+            for name, rows in (("1 process", one), ("2 processes", two)):
+                print(
+                    f"  {name:11} {_median(rows, 'rps'):9.0f} deliveries/s"
+                    f"  p99 {_median(rows, 'p99'):6.2f} ms"
+                    f"  {_median(rows, 'cpu'):5.1f} CPU-seconds"
+                )
+            rounds = ", ".join(f"{t['rps'] / o['rps']:.2f}x" for o, t in zip(one, two, strict=True))
+            print(f"  ratio per round: {rounds}")
+            print(
+                f"  ratio {_median(two, 'rps') / _median(one, 'rps'):.2f}x (target >= 1.6x)"
+                f"  acknowledged but not stored: {lost}"
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
