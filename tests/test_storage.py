@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,8 @@ from alembic import command
 from sqlalchemy import inspect, text
 
 from bot import db as dbmod
-from tests.conftest import make_settings, read_sse
+from tests.conftest import make_settings, read_sse, store_deliveries
+from webhooks.deliveries import DeliveryBody, NewDelivery
 
 
 def test_migrations_upgrade_downgrade_upgrade(any_db_url: str) -> None:
@@ -77,4 +79,42 @@ def test_webhook_bodies_are_compressed_with_lz4_on_postgresql(pg_url: str) -> No
     assert _store_body(engine, "d-1", body) == ["lz4"]
     command.downgrade(dbmod.alembic_config(engine), "0013_delivery_bodies")
     assert _store_body(engine, "d-2", body) == ["lz4", "pglz"]  # before, and after, it
+    engine.dispose()
+
+
+async def test_webhook_bodies_are_compressed_on_sqlite_and_read_back_as_signed(
+    sqlite_url: str,
+) -> None:
+    """SQLite's writes are made by the process that acknowledges deliveries: a body is
+    stored compressed, reads back as the exact text, and a downgrade restores the text."""
+    engine = dbmod.create_db_engine(sqlite_url)
+    dbmod.upgrade(engine)
+    db = dbmod.Database(engine)
+    issue = {"body": "Ünïcode ✓ words " * 500}
+    body = json.dumps({"action": "opened", "issue": issue}, ensure_ascii=False)
+    with engine.begin() as connection:  # a body an earlier version stored as text
+        connection.execute(
+            text("INSERT INTO github_delivery_bodies (delivery_id, body) VALUES ('old', :b)"),
+            {"b": body},
+        )
+    new = NewDelivery("new", "issues", "opened", None, None, body, datetime.now(UTC))
+    assert await store_deliveries(db, [new]) == {"new"}
+
+    def stored() -> dict[str, tuple[str, int]]:
+        with engine.connect() as connection:
+            rows = connection.execute(
+                text("SELECT delivery_id, typeof(body), length(body) FROM github_delivery_bodies")
+            )
+            return {id_: (kind, size) for id_, kind, size in rows}
+
+    as_stored = stored()
+    assert as_stored["old"] == ("text", len(body))
+    kind, size = as_stored["new"]
+    assert kind == "blob" and size < len(body.encode()) / 4
+    assert db.call(lambda s: [s.get(DeliveryBody, i).body for i in ("old", "new")]) == [body] * 2
+
+    command.downgrade(dbmod.alembic_config(engine), "0014_body_lz4")
+    assert stored() == {"old": ("text", len(body)), "new": ("text", len(body))}
+    with engine.connect() as connection:
+        assert set(connection.scalars(text("SELECT body FROM github_delivery_bodies"))) == {body}
     engine.dispose()

@@ -32,6 +32,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base
 from bot.handler_runs import done_handlers, forget_done
+from webhooks.stored_bodies import StoredBody, packed
 
 MAX_DELIVERY_ID = 100
 MAX_EVENT = 64
@@ -78,12 +79,12 @@ class DeliveryBody(Base):
     """The body exactly as signed (UTF-8 text), so it can be re-verified and re-parsed. In a
     table of its own, written once: SQLite rewrites a whole row on every status change,
     and with the body (~8 KB) in it the two status changes of each delivery were two thirds
-    of the database's work under load."""
+    of the database's work under load. Compressed on SQLite (`webhooks.stored_bodies`)."""
 
     __tablename__ = "github_delivery_bodies"
 
     delivery_id: Mapped[str] = mapped_column(String(MAX_DELIVERY_ID), primary_key=True)
-    body: Mapped[str] = mapped_column(Text)
+    body: Mapped[str] = mapped_column(StoredBody)
 
 
 @dataclass(frozen=True)
@@ -188,7 +189,7 @@ def insert_statements(
     qmarks (its statement cache keeps each size's plan)."""
     rows = [_values(dialect, delivery) for delivery in deliveries]
     ids = [delivery.delivery_id for delivery in deliveries]
-    bodies = [delivery.body for delivery in deliveries]
+    bodies = [packed(dialect, delivery.body) for delivery in deliveries]
     into = f"INSERT INTO github_deliveries ({', '.join(_COLUMNS)})"
     if dialect != "sqlite":
         arrays = ", ".join(f"%b::{kind}" for kind in _PG_ARRAYS)
@@ -267,7 +268,8 @@ def claim_statement(
 
 
 def bodies_statement(dialect: str, delivery_ids: Sequence[str]) -> tuple[str, list[Any]]:
-    """The stored text of these deliveries: (delivery_id, body) rows."""
+    """The stored bodies of these deliveries: (delivery_id, body) rows, each body as
+    `webhooks.stored_bodies.unpacked` reads it."""
     condition, ids = _ids_condition(dialect, delivery_ids)
     return f"SELECT delivery_id, body FROM github_delivery_bodies WHERE {condition}", ids
 

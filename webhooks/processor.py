@@ -60,6 +60,7 @@ from webhooks.deliveries import (
     renew_statement,
 )
 from webhooks.routing import WebhookContext
+from webhooks.stored_bodies import unpacked
 from webhooks.writer import DeliveryWriter
 
 log = logging.getLogger("steelframe.webhooks")
@@ -300,7 +301,7 @@ class DeliveryProcessor:
         claimed = {row[0] for row in rows[claim_at]} if batch else set()
         # The body and the row were committed together before the acknowledgement, so a
         # claimed row has one; "" (not JSON) would make the delivery dead, not lost.
-        bodies: dict[str, str] = dict(rows[claim_at + 1]) if unread else {}
+        bodies = {id_: unpacked(stored) for id_, stored in rows[claim_at + 1]} if unread else {}
         taken = []
         for item in batch:
             if item.delivery_id in claimed:
