@@ -58,6 +58,7 @@ class Base(DeclarativeBase):
     }
 
 
+SQLITE_PAGE_SIZE = 8192
 # PostgreSQL's SQLSTATE for "could not obtain lock" (lock_timeout, NOWAIT).
 LOCK_NOT_AVAILABLE = "55P03"
 
@@ -66,8 +67,8 @@ def create_db_engine(url: str, *, lock_timeout: float | None = None, **kwargs: A
     """An engine with the per-backend settings Steelframe relies on.
 
     SQLite: the file's folder is created, WAL lets readers run beside the one writer,
-    foreign keys are enforced (deleted sessions must cascade and refuse orphans) and a
-    busy timeout queues writers instead of failing them.
+    foreign keys are enforced (deleted sessions must cascade and refuse orphans), a busy
+    timeout queues writers instead of failing them, and a new database gets 8 KB pages.
     """
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -80,6 +81,10 @@ def create_db_engine(url: str, *, lock_timeout: float | None = None, **kwargs: A
         def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA foreign_keys=ON")
+            # Before WAL, which fixes the page size; only a new (empty) database takes it.
+            # Three compressed webhook bodies (~2.3 KB) fit a page where one fitted 4 KB,
+            # and each page is one write less: 1.07x deliveries a second (bench/README.md).
+            cursor.execute(f"PRAGMA page_size={SQLITE_PAGE_SIZE}")
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute("PRAGMA busy_timeout=30000")

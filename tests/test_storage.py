@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -118,3 +119,20 @@ async def test_webhook_bodies_are_compressed_on_sqlite_and_read_back_as_signed(
     with engine.connect() as connection:
         assert set(connection.scalars(text("SELECT body FROM github_delivery_bodies"))) == {body}
     engine.dispose()
+
+
+def test_a_new_sqlite_database_has_8_kb_pages_and_an_older_one_keeps_its_own(
+    tmp_path: Path,
+) -> None:
+    older = tmp_path / "older.db"
+    with sqlite3.connect(older) as connection:  # an earlier version's file: 4 KB pages, WAL
+        connection.execute("PRAGMA journal_mode=WAL")
+        connection.execute("CREATE TABLE kept (x)")
+    connection.close()
+    for path, size in ((tmp_path / "new.db", dbmod.SQLITE_PAGE_SIZE), (older, 4096)):
+        engine = dbmod.create_db_engine(f"sqlite:///{path}")
+        dbmod.upgrade(engine)
+        with engine.connect() as connection:
+            assert connection.scalar(text("PRAGMA page_size")) == size
+            assert connection.scalar(text("PRAGMA journal_mode")) == "wal"
+        engine.dispose()
