@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rq import Worker
 
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
@@ -160,6 +161,37 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
     if applied_at_once:
         stopped = [e for e in lc.events(task.id) if e.kind == EventKind.RECONCILED]
         assert stopped[-1].data["action"] == "stop_sent"
+
+
+# RQ's command listener reads with a 60 s timeout: a worker that waited it out to stop
+# would still be running well past this.
+STOPS_WITHIN = 20
+
+
+async def test_a_worker_process_told_to_stop_exits_at_once(make: Make, tmp_path: Path) -> None:
+    lc = await make()
+    worker = start_worker(lc, tmp_path / "worker.log")
+    try:
+
+        def listening() -> bool:
+            """Waiting for jobs (its signal handlers are installed by then) and subscribed to
+            the channel RQ's commands come on."""
+            idle = [w.name for w in Worker.all(connection=lc.ctx.redis) if w.state == "idle"]
+            return bool(idle) and bool(lc.ctx.redis.pubsub_channels(f"rq:pubsub:{idle[0]}"))
+
+        await wait_for(listening, within=30)
+        os.killpg(worker.pid, signal.SIGTERM)
+        code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)
+    finally:
+        await stop_processes([worker], within=1)
+    assert code == 0, (tmp_path / "worker.log").read_text()
+
+
+async def test_an_in_process_worker_stops_at_once(make: Make) -> None:
+    lc = await make()
+    worker = lc.worker()  # `steelframe dev`'s: a burst over an empty queue, then it stops
+    await asyncio.wait_for(asyncio.to_thread(worker.work, burst=True), STOPS_WITHIN)
+    assert worker.pubsub_thread is not None and not worker.pubsub_thread.is_alive()
 
 
 async def test_reconcile_command_reports_what_it_repaired(make: Make, tmp_path: Path) -> None:

@@ -81,6 +81,20 @@ class _ContextGivingWorker(BaseWorker):
             queue.job_class = job_class
         self.lifecycle = lifecycle
 
+    def unsubscribe(self) -> None:
+        """Stop the command listener (RQ's pubsub thread, reading with a 60 s timeout) at
+        once. RQ's order (unsubscribe, then stop the listener) races: the listener can read
+        the unsubscribe reply and block in its next read before it is told to stop, and
+        since redis-py 8.2 `stop()` waits for the thread, so every worker took up to 60 s to
+        stop. Told first without waiting (`timeout=0`), the reply wakes it and it exits."""
+        if self.pubsub_thread is None or self.pubsub is None:
+            return
+        self.pubsub_thread.stop(timeout=0)
+        self.pubsub.unsubscribe()
+        self.pubsub_thread.join(timeout=UNSUBSCRIBE_SECONDS)
+        if not self.pubsub_thread.is_alive():
+            self.pubsub.close()
+
 
 class LifecycleWorker(_ContextGivingWorker, Worker):
     """RQ's forking worker; a killed work horse's task is retried or failed right away."""
@@ -119,19 +133,6 @@ class InProcessWorker(_ContextGivingWorker, SimpleWorker):
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is threading.main_thread():
             super()._install_signal_handlers()
-
-    def unsubscribe(self) -> None:
-        """RQ's order (unsubscribe, then stop the listener, join for 1 s, close) races: the
-        listener can read the unsubscribe reply and block in its next 60 s read before it is
-        told to stop, and is then closed under its feet (an exception in a thread of the
-        process that hosts this worker). Told first, the reply wakes it and it exits."""
-        if self.pubsub_thread is None or self.pubsub is None:
-            return
-        self.pubsub_thread.stop()
-        self.pubsub.unsubscribe()
-        self.pubsub_thread.join(timeout=UNSUBSCRIBE_SECONDS)
-        if not self.pubsub_thread.is_alive():
-            self.pubsub.close()
 
     def _enqueue_due(self) -> None:
         """Move scheduled jobs that are due (retry backoff) onto their queue, as RQ's
