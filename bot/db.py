@@ -58,6 +58,7 @@ class Base(DeclarativeBase):
     }
 
 
+# The page size of a new SQLite database (`create_db_engine`).
 SQLITE_PAGE_SIZE = 8192
 # PostgreSQL's SQLSTATE for "could not obtain lock" (lock_timeout, NOWAIT).
 LOCK_NOT_AVAILABLE = "55P03"

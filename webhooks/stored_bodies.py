@@ -3,7 +3,7 @@
 SQLite: compressed with lz4 (the block format, its length in front) and stored as a BLOB.
 On SQLite the database's writes are made by the process that acknowledges deliveries, and
 under a burst writing each ~8 KB body twice (into the WAL, then into the database file at
-the checkpoint) was a third of that process's CPU: compressed, a body is ~2.3 KB, and the
+the checkpoint) was about 30% of that process's CPU: compressed, a body is ~2.3 KB, and the
 same process stores 1.1-1.2x the deliveries a second (bench/README.md). lz4 takes ~4 us a
 body each way; zlib, ~17 us to compress, would cost what it saves.
 
