@@ -12,12 +12,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from rq import Worker
+from rq import Queue, Worker
 
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.reconcile import reconciler_lease_name, run_reconcile
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.stop_request import STOP_SIGNALS, StopRequest
+from bot.lifecycle.worker import LifecycleWorker
 from steelframe.cli import main
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, alive, gone, wait_for
@@ -185,6 +187,75 @@ async def test_a_worker_process_told_to_stop_exits_at_once(make: Make, tmp_path:
     finally:
         await stop_processes([worker], within=1)
     assert code == 0, (tmp_path / "worker.log").read_text()
+
+
+async def test_a_worker_told_to_stop_while_starting_finishes_start_up_and_leaves(
+    make: Make, tmp_path: Path
+) -> None:
+    """A deploy or a scale-down can SIGTERM a worker that is still migrating: it finishes the
+    step, never takes a job, and leaves no worker record behind (it was killed outright,
+    mid-migration, before RQ's own handlers were installed)."""
+    lc = await make()
+    log = tmp_path / "worker.log"
+    worker = start_worker(lc, log)
+    try:
+        await wait_for(lambda: "applying migrations" in log.read_text(), within=60)
+        os.killpg(worker.pid, signal.SIGTERM)
+        code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)
+    finally:
+        await stop_processes([worker], within=1)
+    output = log.read_text()
+    assert code == 0, output
+    assert "SIGTERM while starting" in output
+    assert Worker.all(connection=lc.ctx.redis) == []
+
+
+async def test_a_stop_cuts_short_the_wait_for_another_workers_reconcile(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make()
+    lc.ctx.redis.set(reconciler_lease_name(lc.ctx.queue_name), "a-dead-worker", px=120_000)
+    log = tmp_path / "worker.log"
+    worker = start_worker(lc, log)
+    try:
+        await wait_for(lambda: "another worker is reconciling" in log.read_text(), within=60)
+        os.killpg(worker.pid, signal.SIGINT)
+        code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)  # not the lease's 120 s
+    finally:
+        await stop_processes([worker], within=1)
+    output = log.read_text()
+    assert code == 0, output
+    assert "SIGINT while starting; stopped" in output
+    assert "the lease stayed taken" not in output
+
+
+async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
+    make: Make,
+) -> None:
+    """The window inside `work()` itself: registered and subscribed, RQ's handlers not yet in.
+    A stop that arrived there leaves at the loop's first turn, deregistered, with the queued
+    job left for the next worker."""
+    lc = await make(coding_command=command("commit"))
+    await lc.open_issue()
+    assert Queue(lc.ctx.queue_name, connection=lc.ctx.redis).count == 1
+    stop_request = StopRequest()
+    stop_request.event.set()
+    stop_request.signal_name = "SIGTERM"
+    worker = LifecycleWorker(
+        [Queue(lc.ctx.queue_name, connection=lc.ctx.redis)],
+        connection=lc.ctx.redis,
+        lifecycle=lc.ctx,
+        stop_request=stop_request,
+    )
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    try:
+        worked = worker.work()  # on the main thread, where RQ installs its handlers
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+    assert worked is False
+    assert Worker.all(connection=lc.ctx.redis) == []
+    assert Queue(lc.ctx.queue_name, connection=lc.ctx.redis).count == 1
 
 
 async def test_an_in_process_worker_stops_at_once(make: Make) -> None:

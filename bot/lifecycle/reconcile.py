@@ -345,17 +345,22 @@ def reconcile_as_leader(
     *,
     within: float = RECONCILER_LEASE_SECONDS,
     every: float = 0.5,
+    stop: threading.Event | None = None,
 ) -> ReconcileReport | None:
-    """`reconcile_if_leader`, waiting for the lease (at most `within`) when another process
-    holds it. A worker starting after a crash relies on its first pass to recover what the
-    dead one was running; if that one died holding the lease, skipping would leave the
-    tasks to a later pass (never, for `--burst`). None only if the lease stayed taken."""
+    """`reconcile_if_leader`, waiting for the lease (at most `within`, or until `stop` is
+    set) when another process holds it. A worker starting after a crash relies on its first
+    pass to recover what the dead one was running; if that one died holding the lease,
+    skipping would leave the tasks to a later pass (never, for `--burst`). None only if the
+    lease stayed taken."""
     deadline = time.monotonic() + within
+    stop = stop or threading.Event()
     while True:
         report = reconcile_if_leader(ctx, say)
         if report is not None or time.monotonic() >= deadline:
             return report
-        time.sleep(every)  # the holder's pass or its lease's expiry, whichever comes first
+        # the holder's pass or its lease's expiry, whichever comes first
+        if stop.wait(every):
+            return None
 
 
 def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:

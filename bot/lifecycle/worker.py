@@ -6,7 +6,8 @@ entry point built and hands it to every job it runs (`LifecycleJob`: a job is en
 only a task id, and its function is called with the context first); a work horse that dies
 is recovered at once (`handle_work_horse_killed`); and the in-process one can run off the
 main thread, stops on request within a second and moves due scheduled jobs (retry backoff)
-itself.
+itself. A stop signalled while the worker starts (`StopRequest`) is a warm shutdown at the
+loop's first turn.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from rq.worker import BaseWorker
 from bot.events.publisher import settle_owed
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
+from bot.lifecycle.stop_request import StopRequest
 
 log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1
@@ -74,12 +76,30 @@ class _ContextGivingWorker(BaseWorker):
     """What both workers add to RQ's: the entry point's context, given to every job the
     worker fetches through its job class (its queues and their registries use it too)."""
 
-    def __init__(self, queues: list[Queue], *, lifecycle: LifecycleContext, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        queues: list[Queue],
+        *,
+        lifecycle: LifecycleContext,
+        stop_request: StopRequest | None = None,
+        **kwargs: Any,
+    ) -> None:
         job_class = LifecycleJob.for_worker(lifecycle)
         super().__init__(queues, job_class=job_class, **kwargs)
         for queue in self.queues:
             queue.job_class = job_class
         self.lifecycle = lifecycle
+        self.stop_request = stop_request
+
+    def _install_signal_handlers(self) -> None:
+        """RQ's handlers, then any stop signalled before they were in: checked after, so a
+        signal lands either in the request or in RQ's handler, never between."""
+        super()._install_signal_handlers()
+        if self.stop_request is not None and self.stop_request.requested:
+            self.log.info(
+                "Worker %s: %s while starting; stopping", self.name, self.stop_request.signal_name
+            )
+            self._stop_requested = True
 
     def unsubscribe(self) -> None:
         """Stop the command listener (RQ's pubsub thread, reading with a 60 s timeout) at

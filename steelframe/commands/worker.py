@@ -23,6 +23,7 @@ from bot.lifecycle.reconcile import (
     reconcile_if_leader,
     reconcile_until,
 )
+from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
@@ -78,6 +79,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
+    # From here on a stop signal lets start-up finish its step (a migration, a reconcile
+    # pass) and the worker leave cleanly, instead of killing it halfway.
+    stop_request = StopRequest().install()
     ctx = _context(args.queue)
     if ctx is None:
         return 2
@@ -91,14 +95,18 @@ def cmd_worker(args: argparse.Namespace) -> int:
             f" (at most {RECONCILER_LEASE_SECONDS:.0f} s) ...",
             flush=True,
         )
-        report = reconcile_as_leader(ctx, say=_say_reconciling)
-    if report is None:
+        report = reconcile_as_leader(ctx, say=_say_reconciling, stop=stop_request.event)
+    if report is None and not stop_request.requested:
         print("reconcile: the lease stayed taken; skipped", flush=True)
     for line in report.lines() if report is not None else []:
         _say_reconciling(line)
+    if stop_request.requested:
+        print(f"steelframe worker: {stop_request.signal_name} while starting; stopped", flush=True)
+        ctx.db.dispose()
+        return 0
     queue = Queue(args.queue, connection=ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
-    worker = worker_class([queue], connection=ctx.redis, lifecycle=ctx)
+    worker = worker_class([queue], connection=ctx.redis, lifecycle=ctx, stop_request=stop_request)
     stop = threading.Event()
     if not args.burst:
         threading.Thread(
