@@ -229,6 +229,26 @@ async def test_a_stop_cuts_short_the_wait_for_another_workers_reconcile(
     assert "the lease stayed taken" not in output
 
 
+def test_a_second_stop_signal_while_starting_stops_at_once() -> None:
+    """The first signal waits for the start-up step; a second one (Ctrl+C again on a step
+    that hangs) ends the process as the signal would have without the handler."""
+    script = (
+        "import os, signal, time\n"
+        "from bot.lifecycle.stop_request import StopRequest\n"
+        "request = StopRequest().install()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "print(request.requested, request.signal_name, flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
+        "time.sleep(30)\n"
+        "print('still running', flush=True)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=STOPS_WITHIN
+    )
+    assert result.stdout == "True SIGTERM\n", result.stderr
+    assert result.returncode == -signal.SIGTERM
+
+
 async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
     make: Make,
 ) -> None:

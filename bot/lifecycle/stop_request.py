@@ -5,11 +5,14 @@ command channel and started its scheduler. Until then Python's defaults applied:
 (an orchestrator scaling down, a deploy replacing the worker) killed the process outright,
 mid-migration or mid-reconcile, and left its worker record in Redis. `StopRequest` holds
 both signals from the start of `steelframe worker`, so start-up finishes what it is doing,
-and the worker's loop then leaves at its first turn (a warm shutdown, deregistered).
+and the worker's loop then leaves at its first turn (a warm shutdown, deregistered). A
+second signal stops the process at once, as RQ's own handlers do: a person pressing Ctrl+C
+twice on a start-up step that hangs (a database that does not answer) is not kept waiting.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from types import FrameType
@@ -31,6 +34,10 @@ class StopRequest:
         return self
 
     def _remember(self, signum: int, frame: FrameType | None) -> None:
+        if self.event.is_set():  # the second: die of it, as without this handler
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+            return
         self.signal_name = signal.Signals(signum).name
         self.event.set()
 
