@@ -56,6 +56,20 @@ class WebSession(Base):
     expires_at: Mapped[datetime]
 
 
+class OwedResync(Base):
+    """An operator who missed an event while the events log was unreachable, kept until a
+    `resync` reaches them. In memory alone the debt died with its process (a forked work
+    horse exits seconds after its job, a pod is replaced): recorded here, any reconciler
+    pass pays it (bot/events/publisher.py). One row a miss, so paying deletes exactly the
+    rows it read and a miss recorded meanwhile stays."""
+
+    __tablename__ = "owed_resyncs"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))
+    missed_at: Mapped[datetime]
+
+
 class Agent(Base):
     """Mirror of the configured agents, so sessions can reference them by name."""
 

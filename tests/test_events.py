@@ -7,17 +7,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
 import redis.asyncio as aioredis
-from sqlalchemy import delete
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, publisher
@@ -26,7 +29,7 @@ from bot.events.publisher import SessionChange
 from bot.lifecycle.models import ChatDelivery
 from bot.lifecycle.reconcile import lock_bounded, run_reconcile
 from bot.lifecycle.states import TaskState
-from bot.models import ChatTurn
+from bot.models import ChatTurn, Operator
 from bot.operators import create_operator
 from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import make_settings
@@ -380,3 +383,92 @@ async def test_a_process_about_to_exit_pays_what_it_owes_and_a_forked_child_owes
     assert not events.owes_resyncs
     told = await _events_once_there(redis_outage.log, 5)
     assert [event.type for event in told] == ["resync"]
+
+
+# A process that owes a resync and dies: the events log is unreachable (nothing listens on
+# the URL), so its session event is dropped, and it exits without paying (as a forked work
+# horse exits after its job, or a pod is replaced).
+_DIES_OWING = """
+import os, sys
+import redis
+from bot.db import Database
+from bot.events import OperatorEvents, RedisEventLog, publisher
+from bot.events.publisher import SessionChange
+publisher.APPEND_BACKOFF_SECONDS = 0.0
+database_url, redis_url, operator_id = sys.argv[1], sys.argv[2], int(sys.argv[3])
+log = RedisEventLog(redis.Redis.from_url(redis_url, socket_timeout=2))
+events = OperatorEvents(log, Database.from_url(database_url))
+events.session_changed(operator_id, "s-1", SessionChange.UPDATED)
+print("owes", events.owes_resyncs, flush=True)
+os._exit(0)
+"""
+
+
+async def test_a_resync_owed_by_a_process_that_died_reaches_its_operator(
+    redis_outage: RedisOutage,
+) -> None:
+    ada, bo = redis_outage.db.call(_two_operators)
+    dead = await asyncio.to_thread(
+        subprocess.run,
+        [
+            sys.executable,
+            "-c",
+            _DIES_OWING,
+            str(redis_outage.db.engine.url.render_as_string(hide_password=False)),
+            f"redis://127.0.0.1:{redis_outage.port}/0",
+            str(ada),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert dead.stdout == "owes True\n", dead.stderr
+    redis_outage.restart()
+    # This process missed nothing itself; what it pays is what the dead one recorded.
+    survivor = OperatorEvents(redis_outage.log, redis_outage.db)
+    assert not survivor.owes_resyncs
+    assert await asyncio.to_thread(survivor.pay_recorded) == 1
+    told = await _events_once_there(redis_outage.log, ada)
+    assert [(event.type, event.data) for event in told] == [("resync", publisher.MISSED)]
+    assert await redis_outage.log.last_id(bo) == 0  # bo missed nothing
+    assert await asyncio.to_thread(survivor.pay_recorded) == 0  # paid once
+
+
+async def test_paying_its_own_debt_a_process_pays_the_recorded_ones_once_each(
+    redis_outage: RedisOutage, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 3600.0)  # only settle_owed pays
+    ada, bo = redis_outage.db.call(_two_operators)
+    redis_outage.db.call(publisher._record_owed, [bo], datetime.now(UTC))  # a dead process's
+    events = redis_outage.events
+    await asyncio.to_thread(events.session_changed, ada, "s-1", SessionChange.UPDATED)
+    redis_outage.restart()
+    await asyncio.to_thread(publisher.settle_owed, 5.0)
+    assert not events.owes_resyncs
+    for operator_id in (ada, bo):  # ada's own debt was recorded too: one resync, not two
+        told = await _events_once_there(redis_outage.log, operator_id)
+        assert [event.type for event in told] == ["resync"]
+    assert redis_outage.db.call(publisher._owed_rows) == []
+
+
+async def test_the_reconciler_pays_resyncs_that_dead_processes_owed(make: Make) -> None:
+    lc = await make()
+    operator_id = lc.ctx.db.call(lambda session: session.scalar(select(Operator.id)))
+    lc.ctx.db.call(publisher._record_owed, [operator_id], datetime.now(UTC))
+    feed = await EventsFeed.open(lc.api)
+    try:
+        with lock_bounded(lc.ctx) as periodic:
+            report = await asyncio.to_thread(run_reconcile, periodic, say=lambda line: None)
+        assert report.resyncs_paid == 1, report.lines()
+        assert "operators told to reload after missed events: 1" in report.lines()
+        resync = await feed.wait_for(lambda frame: frame["type"] == "resync")
+        assert resync["reason"] == publisher.MISSED["reason"]
+    finally:
+        await feed.close()
+    assert lc.ctx.db.call(publisher._owed_rows) == []
+
+
+def _two_operators(session: Any) -> list[int]:
+    made = [create_operator(session, name)[0] for name in ("ada", "bo")]
+    session.flush()
+    return [operator.id for operator in made]

@@ -6,7 +6,10 @@ sessions), so a failed append is retried a few times, then logged and dropped; i
 fails the state change it reports. A client that may have missed events gets `resync`: on
 a gap in the log, and after a dropped event, once the log takes appends again (`missed`:
 the operators who missed one are owed a `resync` event, appended from a timer thread with
-backoff until it lands, so their clients reload instead of showing stale state).
+backoff until it lands, so their clients reload instead of showing stale state). A debt
+whose operators are known is also recorded in the database (`OwedResync`): a process that
+dies owing it (a forked work horse exits seconds after its job) leaves it to the next
+reconciler pass of any worker, or to any process paying its own (`pay_recorded`).
 """
 
 from __future__ import annotations
@@ -16,20 +19,20 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Collection, Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from bot.db import Database
 from bot.events.log import Event, EventLog
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
-from bot.models import ChatSession, Operator
+from bot.models import ChatSession, Operator, OwedResync
 
 log = logging.getLogger(__name__)
 APPEND_ATTEMPTS = 3
@@ -128,8 +131,30 @@ class OperatorEvents:
 
     def missed(self, operator_ids: Iterable[int] | None) -> None:
         """These operators (None: every operator, when who could not even be read) missed
-        an event: they are owed a `resync`, appended as soon as the log takes it."""
+        an event: they are owed a `resync`, appended as soon as the log takes it. Known
+        operators' debts are recorded in the database too, so they outlive this process."""
+        if operator_ids is not None:
+            operator_ids = list(operator_ids)
+            try:
+                self.db.call(_record_owed, operator_ids, datetime.now(UTC))
+            except Exception as exc:  # the debt is still held in memory
+                log.info("events: owed resyncs not recorded: %s", type(exc).__name__)
         self._owed.add(operator_ids)
+
+    def pay_recorded(self, *, already_told: Collection[int] = ()) -> int:
+        """Append a `resync` for every debt recorded in the database (by any process, dead
+        or alive), then delete the rows read; a miss recorded meanwhile stays for the next
+        payment. Operators in `already_told` got one in this round: their rows go without a
+        second. The number of operators told; raises what the database or the log raised
+        (the rows stay, and a debt paid twice is one reload more)."""
+        rows = self.db.call(_owed_rows)
+        if not rows:
+            return 0
+        owed = sorted({operator_id for _, operator_id in rows} - set(already_told))
+        for operator_id in owed:
+            self.log.append(operator_id, EventType.RESYNC.value, MISSED)
+        self.db.call(_forget_owed, [row_id for row_id, _ in rows])
+        return len(owed)
 
     def tasks_changed(self, changes: list[TaskChange]) -> None:
         if not changes:
@@ -253,6 +278,11 @@ class _OwedResyncs:
             settled = True
         except Exception as exc:
             log.info("events: owed resyncs not appended yet: %s", type(exc).__name__)
+        if settled:  # the log takes appends: what dead processes owed goes too
+            try:
+                self._events.pay_recorded(already_told=paid)
+            except Exception as exc:  # left to the next payment or reconciler pass
+                log.info("events: recorded resyncs not paid yet: %s", type(exc).__name__)
         with self._lock:
             self._timer = None
             if misses == self._misses:  # nothing missed since: what was paid is settled
@@ -281,6 +311,21 @@ def _forget_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def _record_owed(session: Session, operator_ids: list[int], at: datetime) -> None:
+    session.add_all(
+        OwedResync(operator_id=operator_id, missed_at=at) for operator_id in operator_ids
+    )
+
+
+def _owed_rows(session: Session) -> list[tuple[int, int]]:
+    rows = session.execute(select(OwedResync.id, OwedResync.operator_id).order_by(OwedResync.id))
+    return [(row_id, operator_id) for row_id, operator_id in rows]
+
+
+def _forget_owed(session: Session, row_ids: list[int]) -> None:
+    session.execute(delete(OwedResync).where(OwedResync.id.in_(row_ids)))
 
 
 def _operator_ids(session: Session) -> list[int]:

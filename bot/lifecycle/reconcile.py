@@ -29,6 +29,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from bot.db import Database, is_lock_timeout
+from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle import leases, progress, tasks, termination, worktree
 from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
@@ -57,6 +58,7 @@ class ReconcileReport:
     notices_posted: int = 0
     chat_results: int = 0
     worktrees_removed: int = 0
+    resyncs_paid: int = 0
     errors: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -70,6 +72,7 @@ class ReconcileReport:
             f"notices posted: {self.notices_posted}",
             f"chat results delivered: {self.chat_results}",
             f"stale worktrees removed: {self.worktrees_removed}",
+            f"operators told to reload after missed events: {self.resyncs_paid}",
             *(f"error: {e}" for e in self.errors),
         ]
 
@@ -145,7 +148,17 @@ async def reconcile(
     say("delivering results to chat sessions ...")
     report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
     report.worktrees_removed = await asyncio.to_thread(_sweep_worktrees, ctx)
+    say("paying resyncs owed to operators ...")
+    try:
+        report.resyncs_paid = await asyncio.to_thread(_pay_owed_resyncs, ctx)
+    except Exception as exc:  # the log or the database is down: the debts stay recorded
+        report.errors.append(f"owed resyncs: {type(exc).__name__}: {exc}")
     return report
+
+
+def _pay_owed_resyncs(ctx: LifecycleContext) -> int:
+    """The resyncs that processes recorded and did not pay (they died owing them)."""
+    return OperatorEvents(RedisEventLog(ctx.redis), ctx.db).pay_recorded()
 
 
 async def _apply_stop_request(this: _Pass, task_id: int, actor: str) -> None:
