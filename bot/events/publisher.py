@@ -141,20 +141,30 @@ class OperatorEvents:
                 log.info("events: owed resyncs not recorded: %s", type(exc).__name__)
         self._owed.add(operator_ids)
 
-    def pay_recorded(self, *, already_told: Collection[int] = ()) -> int:
-        """Append a `resync` for every debt recorded in the database (by any process, dead
-        or alive), then delete the rows read; a miss recorded meanwhile stays for the next
-        payment. Operators in `already_told` got one in this round: their rows go without a
-        second. The number of operators told; raises what the database or the log raised
-        (the rows stay, and a debt paid twice is one reload more)."""
-        rows = self.db.call(_owed_rows)
-        if not rows:
-            return 0
-        owed = sorted({operator_id for _, operator_id in rows} - set(already_told))
-        for operator_id in owed:
+    def pay_recorded(self, *, also: Collection[int] = ()) -> set[int]:
+        """Append one `resync` to each operator with a debt recorded in the database (by any
+        process, dead or alive) and to those in `also`, then delete the rows read. They are
+        read first: a miss recorded once the resyncs went out is not covered by them, and
+        stays. A database that cannot be read leaves `also` to be paid alone. The operators
+        told; raises what the log raised (the rows stay: a debt paid twice is one reload
+        more, never one less)."""
+        try:
+            rows = self.db.call(_owed_rows)
+        except Exception as exc:
+            if not also:
+                raise
+            log.info("events: recorded resyncs not read: %s", type(exc).__name__)
+            rows = []
+        told: set[int] = set()
+        for operator_id in sorted(set(also) | {operator_id for _, operator_id in rows}):
             self.log.append(operator_id, EventType.RESYNC.value, MISSED)
-        self.db.call(_forget_owed, [row_id for row_id, _ in rows])
-        return len(owed)
+            told.add(operator_id)
+        if rows:
+            try:
+                self.db.call(_forget_owed, [row_id for row_id, _ in rows])
+            except Exception as exc:  # paid all the same; the rows are paid again later
+                log.info("events: paid resyncs not forgotten: %s", type(exc).__name__)
+        return told
 
     def tasks_changed(self, changes: list[TaskChange]) -> None:
         if not changes:
@@ -272,17 +282,11 @@ class _OwedResyncs:
         try:
             if everyone:
                 operators |= set(self._events.db.call(_operator_ids))
-            for operator_id in sorted(operators):
-                self._events.log.append(operator_id, EventType.RESYNC.value, MISSED)
-                paid.add(operator_id)
+            # What dead processes recorded goes with this process's own debt.
+            paid = self._events.pay_recorded(also=operators)
             settled = True
         except Exception as exc:
             log.info("events: owed resyncs not appended yet: %s", type(exc).__name__)
-        if settled:  # the log takes appends: what dead processes owed goes too
-            try:
-                self._events.pay_recorded(already_told=paid)
-            except Exception as exc:  # left to the next payment or reconciler pass
-                log.info("events: recorded resyncs not paid yet: %s", type(exc).__name__)
         with self._lock:
             self._timer = None
             if misses == self._misses:  # nothing missed since: what was paid is settled

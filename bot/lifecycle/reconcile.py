@@ -158,7 +158,7 @@ async def reconcile(
 
 def _pay_owed_resyncs(ctx: LifecycleContext) -> int:
     """The resyncs that processes recorded and did not pay (they died owing them)."""
-    return OperatorEvents(RedisEventLog(ctx.redis), ctx.db).pay_recorded()
+    return len(OperatorEvents(RedisEventLog(ctx.redis), ctx.db).pay_recorded())
 
 
 async def _apply_stop_request(this: _Pass, task_id: int, actor: str) -> None:
