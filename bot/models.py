@@ -1,4 +1,4 @@
-"""Storage models of the core: operators, agents, chat sessions and chat turns."""
+"""Storage models of the core: operators, agents, chat sessions and chat turns, owed resyncs."""
 
 from __future__ import annotations
 
@@ -64,10 +64,15 @@ class OwedResync(Base):
     rows it read and a miss recorded meanwhile stays."""
 
     __tablename__ = "owed_resyncs"
+    # Ids never reused (SQLite reuses the largest rowid once it is deleted): a payer that
+    # read rows late deletes those rows, never a new miss that took a deleted row's id.
+    __table_args__ = ({"sqlite_autoincrement": True},)
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))
-    missed_at: Mapped[datetime]
+    operator_id: Mapped[int] = mapped_column(
+        ForeignKey("operators.id", ondelete="CASCADE"), index=True
+    )
+    missed_at: Mapped[datetime]  # when: for a person reading the table
 
 
 class Agent(Base):

@@ -451,6 +451,15 @@ async def test_paying_its_own_debt_a_process_pays_the_recorded_ones_once_each(
     assert redis_outage.db.call(publisher._owed_rows) == []
 
 
+async def test_a_debt_is_recorded_for_each_operator_that_exists(
+    redis_outage: RedisOutage,
+) -> None:
+    ada, bo = redis_outage.db.call(_two_operators)
+    await asyncio.to_thread(redis_outage.events.missed, [ada, 999_999, bo])  # one deleted since
+    recorded = redis_outage.db.call(publisher._owed_rows)
+    assert sorted(operator_id for _, operator_id in recorded) == [ada, bo]
+
+
 async def test_the_reconciler_pays_resyncs_that_dead_processes_owed(make: Make) -> None:
     lc = await make()
     operator_id = lc.ctx.db.call(lambda session: session.scalar(select(Operator.id)))

@@ -189,55 +189,43 @@ async def test_a_worker_process_told_to_stop_exits_at_once(make: Make, tmp_path:
     assert code == 0, (tmp_path / "worker.log").read_text()
 
 
-async def test_a_worker_told_to_stop_while_starting_finishes_start_up_and_leaves(
-    make: Make, tmp_path: Path
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+async def test_a_worker_told_to_stop_while_starting_leaves_cleanly(
+    make: Make, tmp_path: Path, signum: signal.Signals
 ) -> None:
-    """A deploy or a scale-down can SIGTERM a worker that is still migrating: it finishes the
-    step, never takes a job, and leaves no worker record behind (it was killed outright,
-    mid-migration, before RQ's own handlers were installed)."""
-    lc = await make()
-    log = tmp_path / "worker.log"
-    worker = start_worker(lc, log)
-    try:
-        await wait_for(lambda: "applying migrations" in log.read_text(), within=60)
-        os.killpg(worker.pid, signal.SIGTERM)
-        code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)
-    finally:
-        await stop_processes([worker], within=1)
-    output = log.read_text()
-    assert code == 0, output
-    assert "SIGTERM while starting" in output
-    assert Worker.all(connection=lc.ctx.redis) == []
-
-
-async def test_a_stop_cuts_short_the_wait_for_another_workers_reconcile(
-    make: Make, tmp_path: Path
-) -> None:
+    """A deploy or a scale-down (SIGTERM), or a person (Ctrl+C), stops a worker that is
+    still starting: here parked waiting for another worker's reconcile lease (up to 30 s).
+    It leaves at once with 0, takes no job and leaves no worker record. Before, it was
+    killed outright by the signal, whatever step it was in."""
     lc = await make()
     lc.ctx.redis.set(reconciler_lease_name(lc.ctx.queue_name), "a-dead-worker", px=120_000)
     log = tmp_path / "worker.log"
     worker = start_worker(lc, log)
     try:
         await wait_for(lambda: "another worker is reconciling" in log.read_text(), within=60)
-        os.killpg(worker.pid, signal.SIGINT)
+        os.killpg(worker.pid, signum)
         code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)  # not the lease's 120 s
     finally:
         await stop_processes([worker], within=1)
     output = log.read_text()
     assert code == 0, output
-    assert "SIGINT while starting; stopped" in output
+    assert f"{signum.name} while starting; stopped" in output
     assert "the lease stayed taken" not in output
+    assert Worker.all(connection=lc.ctx.redis) == []
 
 
 def test_a_second_stop_signal_while_starting_stops_at_once() -> None:
-    """The first signal waits for the start-up step; a second one (Ctrl+C again on a step
-    that hangs) ends the process as the signal would have without the handler."""
+    """The first signal waits for the start-up step; the same signal delivered twice at once
+    (a supervisor forwarding it beside the terminal) is one stop; asked again later (Ctrl+C
+    again on a step that hangs), the process ends as the signal's default action ends it."""
     script = (
         "import os, signal, time\n"
-        "from bot.lifecycle.stop_request import StopRequest\n"
-        "request = StopRequest().install()\n"
+        "from bot.lifecycle import stop_request\n"
+        "request = stop_request.StopRequest().install()\n"
+        "os.kill(os.getpid(), signal.SIGTERM)\n"
         "os.kill(os.getpid(), signal.SIGTERM)\n"
         "print(request.requested, request.signal_name, flush=True)\n"
+        "time.sleep(stop_request.DUPLICATE_SECONDS + 0.2)\n"
         "os.kill(os.getpid(), signal.SIGTERM)\n"
         "time.sleep(30)\n"
         "print('still running', flush=True)\n"
@@ -249,6 +237,45 @@ def test_a_second_stop_signal_while_starting_stops_at_once() -> None:
     assert result.returncode == -signal.SIGTERM
 
 
+def test_a_process_forked_while_the_worker_starts_can_be_stopped() -> None:
+    """RQ forks its scheduler before it installs its handlers; the child must die of the
+    SIGTERM its parent stops it with, not remember it for a parent's start-up it has not."""
+    script = (
+        "import os, signal, time\n"
+        "from bot.lifecycle.stop_request import StopRequest\n"
+        "StopRequest().install()\n"
+        "ready, started = os.pipe()\n"
+        "child = os.fork()\n"
+        "if child == 0:\n"
+        "    os.write(started, b'!')\n"
+        "    time.sleep(30)\n"
+        "    os._exit(0)\n"
+        "os.read(ready, 1)\n"
+        "os.kill(child, signal.SIGTERM)\n"
+        "_, status = os.waitpid(child, 0)\n"
+        "print(os.waitstatus_to_exitcode(status), flush=True)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=STOPS_WITHIN
+    )
+    assert result.stdout == f"{-signal.SIGTERM}\n", result.stderr
+
+
+def test_the_handlers_a_worker_found_are_back_once_it_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`steelframe worker` called in process (as tests and embedders do) leaves the caller's
+    SIGTERM and SIGINT handlers as they were."""
+    for name in list(os.environ):
+        if name.startswith(CREDENTIAL_VARS):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
+    monkeypatch.chdir(tmp_path)
+    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    assert main(["worker", "--burst"]) == 2  # no Redis: says so and returns
+    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
+
+
 async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
     make: Make,
 ) -> None:
@@ -258,9 +285,8 @@ async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
     lc = await make(coding_command=command("commit"))
     await lc.open_issue()
     assert Queue(lc.ctx.queue_name, connection=lc.ctx.redis).count == 1
-    stop_request = StopRequest()
-    stop_request.event.set()
-    stop_request.signal_name = "SIGTERM"
+    stop_request = StopRequest()  # as if its handler had been signalled during RQ's start
+    stop_request.requested, stop_request.signal_name = True, "SIGTERM"
     worker = LifecycleWorker(
         [Queue(lc.ctx.queue_name, connection=lc.ctx.redis)],
         connection=lc.ctx.redis,

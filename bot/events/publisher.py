@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, insert, literal, select
 from sqlalchemy.orm import Session
 
 from bot.db import Database
@@ -45,6 +45,7 @@ RESYNC_BACKOFF_CAP_SECONDS = 60.0
 RESYNC_ATTEMPTS = 40
 SETTLE_RETRY_SECONDS = 0.5  # `settle_owed`: between two tries before a process exits
 MISSED = {"reason": "events were missed"}
+FORGET_BATCH = 1000  # paid debts deleted per statement
 RESULT_TEXT_LIMIT = 4000
 
 
@@ -318,9 +319,12 @@ os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def _record_owed(session: Session, operator_ids: list[int], at: datetime) -> None:
-    session.add_all(
-        OwedResync(operator_id=operator_id, missed_at=at) for operator_id in operator_ids
+    """A row for each of these operators that exists (one deleted meanwhile owes nothing,
+    and an unknown id must not fail the others' rows)."""
+    known = select(Operator.id, literal(at, OwedResync.missed_at.type)).where(
+        Operator.id.in_(operator_ids)
     )
+    session.execute(insert(OwedResync).from_select(["operator_id", "missed_at"], known))
 
 
 def _owed_rows(session: Session) -> list[tuple[int, int]]:
@@ -329,7 +333,9 @@ def _owed_rows(session: Session) -> list[tuple[int, int]]:
 
 
 def _forget_owed(session: Session, row_ids: list[int]) -> None:
-    session.execute(delete(OwedResync).where(OwedResync.id.in_(row_ids)))
+    for start in range(0, len(row_ids), FORGET_BATCH):  # bounded statements after long outages
+        batch = row_ids[start : start + FORGET_BATCH]
+        session.execute(delete(OwedResync).where(OwedResync.id.in_(batch)))
 
 
 def _operator_ids(session: Session) -> list[int]:

@@ -157,7 +157,8 @@ async def reconcile(
 
 
 def _pay_owed_resyncs(ctx: LifecycleContext) -> int:
-    """The resyncs that processes recorded and did not pay (they died owing them)."""
+    """The resyncs processes recorded and have not paid yet: above all those of processes
+    that died owing them, which nobody else would pay."""
     return len(OperatorEvents(RedisEventLog(ctx.redis), ctx.db).pay_recorded())
 
 
@@ -358,22 +359,27 @@ def reconcile_as_leader(
     *,
     within: float = RECONCILER_LEASE_SECONDS,
     every: float = 0.5,
-    stop: threading.Event | None = None,
+    pause: Callable[[float], bool] | None = None,
 ) -> ReconcileReport | None:
-    """`reconcile_if_leader`, waiting for the lease (at most `within`, or until `stop` is
-    set) when another process holds it. A worker starting after a crash relies on its first
-    pass to recover what the dead one was running; if that one died holding the lease,
-    skipping would leave the tasks to a later pass (never, for `--burst`). None only if the
-    lease stayed taken."""
+    """`reconcile_if_leader`, waiting for the lease (at most `within`) when another process
+    holds it. A worker starting after a crash relies on its first pass to recover what the
+    dead one was running; if that one died holding the lease, skipping would leave the
+    tasks to a later pass (never, for `--burst`). `pause(seconds)` waits between two tries
+    and says whether to give up (a stop was asked for). None if the lease stayed taken or
+    the wait was given up."""
     deadline = time.monotonic() + within
-    stop = stop or threading.Event()
+    pause = pause or _sleep
     while True:
         report = reconcile_if_leader(ctx, say)
         if report is not None or time.monotonic() >= deadline:
             return report
-        # the holder's pass or its lease's expiry, whichever comes first
-        if stop.wait(every):
+        if pause(every):  # the holder's pass or its lease's expiry, whichever comes first
             return None
+
+
+def _sleep(seconds: float) -> bool:
+    time.sleep(seconds)
+    return False
 
 
 def reconcile_until(ctx: LifecycleContext, stop: threading.Event) -> None:
@@ -405,6 +411,8 @@ def _reconcile_every_lease(ctx: LifecycleContext, stop: threading.Event) -> None
                 log.debug("reconcile: another worker holds the reconciler lease; skipped")
             elif report.recovered or report.requeued or report.labels_fixed or report.terminated:
                 log.info("reconcile: %s", "; ".join(report.lines()[:5]))
+            if report is not None and report.errors:
+                log.warning("reconcile: periodic pass: %s", "; ".join(report.errors))
         except Exception:
             log.exception("reconcile: periodic pass failed; trying again later")
 

@@ -92,13 +92,15 @@ class _ContextGivingWorker(BaseWorker):
         self.stop_request = stop_request
 
     def _install_signal_handlers(self) -> None:
-        """RQ's handlers, then any stop signalled before they were in: checked after, so a
-        signal lands either in the request or in RQ's handler, never between."""
+        """RQ's handlers, then any stop signalled before they were in: checked after them
+        too, so a signal lands either in the request or in RQ's handler, never between.
+        (RQ calls this just outside its loop's `try`, so nothing slow comes after them.)"""
+        request = self.stop_request
+        if request is not None and request.requested:
+            self.log.info("Worker %s: %s while starting; stopping", self.name, request.signal_name)
+            self._stop_requested = True
         super()._install_signal_handlers()
-        if self.stop_request is not None and self.stop_request.requested:
-            self.log.info(
-                "Worker %s: %s while starting; stopping", self.name, self.stop_request.signal_name
-            )
+        if request is not None and request.requested:
             self._stop_requested = True
 
     def unsubscribe(self) -> None:

@@ -82,12 +82,19 @@ def cmd_worker(args: argparse.Namespace) -> int:
     # From here on a stop signal lets start-up finish its step (a migration, a reconcile
     # pass) and the worker leave cleanly, instead of killing it halfway.
     stop_request = StopRequest().install()
+    try:
+        return _work(args, stop_request)
+    finally:
+        stop_request.restore()
+
+
+def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
     ctx = _context(args.queue)
     if ctx is None:
         return 2
     print("steelframe worker: reconciling before work ...", flush=True)
     report = reconcile_if_leader(ctx, say=_say_reconciling)
-    if report is None:
+    if report is None and not stop_request.requested:
         # Another worker's pass, or the lease of one that died during its pass: wait for
         # either to end, since this pass recovers what a crashed worker was running.
         print(
@@ -95,7 +102,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
             f" (at most {RECONCILER_LEASE_SECONDS:.0f} s) ...",
             flush=True,
         )
-        report = reconcile_as_leader(ctx, say=_say_reconciling, stop=stop_request.event)
+        report = reconcile_as_leader(ctx, say=_say_reconciling, pause=stop_request.wait)
     if report is None and not stop_request.requested:
         print("reconcile: the lease stayed taken; skipped", flush=True)
     for line in report.lines() if report is not None else []:

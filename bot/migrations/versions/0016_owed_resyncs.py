@@ -26,8 +26,11 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.Column("missed_at", sa.DateTime, nullable=False),
+        sqlite_autoincrement=True,  # ids never reused: see bot.models.OwedResync
     )
+    op.create_index("ix_owed_resyncs_operator_id", "owed_resyncs", ["operator_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_owed_resyncs_operator_id", "owed_resyncs")
     op.drop_table("owed_resyncs")
