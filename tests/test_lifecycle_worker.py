@@ -230,9 +230,7 @@ def test_a_second_stop_signal_while_starting_stops_at_once() -> None:
         "time.sleep(30)\n"
         "print('still running', flush=True)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=STOPS_WITHIN
-    )
+    result = _python(script)
     assert result.stdout == "True SIGTERM\n", result.stderr
     assert result.returncode == -signal.SIGTERM
 
@@ -255,25 +253,15 @@ def test_a_process_forked_while_the_worker_starts_can_be_stopped() -> None:
         "_, status = os.waitpid(child, 0)\n"
         "print(os.waitstatus_to_exitcode(status), flush=True)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=STOPS_WITHIN
-    )
+    result = _python(script)
     assert result.stdout == f"{-signal.SIGTERM}\n", result.stderr
 
 
-def test_the_handlers_a_worker_found_are_back_once_it_returns(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """`steelframe worker` called in process (as tests and embedders do) leaves the caller's
-    SIGTERM and SIGINT handlers as they were."""
-    for name in list(os.environ):
-        if name.startswith(CREDENTIAL_VARS):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
-    monkeypatch.chdir(tmp_path)
-    before = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
-    assert main(["worker", "--burst"]) == 2  # no Redis: says so and returns
-    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == before
+def _python(script: str) -> subprocess.CompletedProcess[str]:
+    """`script` run by this environment's Python in a process of its own."""
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=STOPS_WITHIN
+    )
 
 
 async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
@@ -363,6 +351,9 @@ def test_worker_without_redis_says_what_to_set(
             monkeypatch.delenv(name)
     monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
     monkeypatch.chdir(tmp_path)
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
     assert main(["worker", "--burst"]) == 2
     assert main(["reconcile"]) == 2
     assert "set STEELFRAME_REDIS_URL" in capsys.readouterr().err
+    # Called in process (as here, or by an embedder), it leaves the caller's handlers.
+    assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == handlers
