@@ -23,6 +23,8 @@ import redis.asyncio as aioredis
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
+from bot import db as dbmod
+from bot.db import Database
 from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, publisher
 from bot.events.commits import TASK_RESULT
 from bot.events.publisher import SessionChange
@@ -458,6 +460,37 @@ async def test_a_debt_is_recorded_for_each_operator_that_exists(
     await asyncio.to_thread(redis_outage.events.missed, [ada, 999_999, bo])  # one deleted since
     recorded = redis_outage.db.call(publisher._owed_rows)
     assert sorted(operator_id for _, operator_id in recorded) == [ada, bo]
+
+
+class _UnreachableLog(LocalEventLog):
+    def append(self, operator_id: int, type_: str, data: dict[str, Any]) -> int:
+        raise redis.ConnectionError("the events log is down")
+
+
+def test_owed_resyncs_are_recorded_paid_and_forgotten_on_each_database(
+    any_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(publisher, "APPEND_BACKOFF_SECONDS", 0.0)
+    monkeypatch.setattr(publisher, "RESYNC_BACKOFF_SECONDS", 3600.0)  # no timer pays here
+    db = Database.from_url(any_db_url)
+    try:
+        dbmod.upgrade(db.engine)
+        ada, bo = db.call(_two_operators)
+        down = OperatorEvents(_UnreachableLog(), db)
+        down.session_changed(ada, "s-1", SessionChange.UPDATED)
+        down.missed([bo, 999_999])
+        first = db.call(publisher._owed_rows)
+        assert sorted(operator_id for _, operator_id in first) == [ada, bo]
+        log = LocalEventLog()
+        assert OperatorEvents(log, db).pay_recorded() == {ada, bo}
+        assert db.call(publisher._owed_rows) == []
+        for operator_id in (ada, bo):
+            assert asyncio.run(log.read(operator_id, 0, wait=0)).events[0].type == "resync"
+        down.missed([ada])  # a new miss never takes the id of a row already paid
+        [(row_id, _)] = db.call(publisher._owed_rows)
+        assert row_id > max(row_id for row_id, _ in first)
+    finally:
+        db.dispose()
 
 
 async def test_the_reconciler_pays_resyncs_that_dead_processes_owed(make: Make) -> None:
