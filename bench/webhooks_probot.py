@@ -14,6 +14,7 @@ deliveries are counted against wrk's acknowledged requests: none may be lost.
     python -m bench.webhooks_probot [--db sqlite,postgres] [--seconds 10] [--rounds 3]
     python -m bench.webhooks_probot --processes       # serve --processes 2 vs 1, unpinned
     python -m bench.webhooks_probot --baseline /tmp/base  # and another revision, same rounds
+    python -m bench.webhooks_probot --via-nginx       # each server behind nginx (deploy/)
 """
 
 from __future__ import annotations
@@ -171,6 +172,57 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
+# deploy/nginx.conf's webhook route, in front of one server: its own keepalive pool, so the
+# connections that carry deliveries stay on serve's fast lane (steelframe/lanes.py).
+NGINX_CONF = """
+worker_processes 1;
+daemon off;
+pid {prefix}/nginx.pid;
+error_log stderr error;
+{user}
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    upstream webhooks {{
+        server 127.0.0.1:{upstream};
+        keepalive 16;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        client_max_body_size 26m;
+        location = /api/github/webhooks {{
+            proxy_pass http://webhooks;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_set_header X-Request-Id $request_id;
+        }}
+    }}
+}}
+"""
+
+
+@contextmanager
+def in_front(upstream: int, args: argparse.Namespace, core: str | None) -> Iterator[int]:
+    """The port wrk sends to: the server's own, or with `--via-nginx` that of an nginx in
+    front of it, on wrk's `core` (so a pinned server's core stays its own)."""
+    if not args.via_nginx:
+        yield upstream
+        return
+    with tempfile.TemporaryDirectory() as prefix:
+        port = _free_port()
+        user = "user root;" if os.geteuid() == 0 else ""  # its temp folders are ours
+        conf = Path(prefix) / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(prefix=prefix, user=user, upstream=upstream, port=port))
+        command = ["nginx", "-p", prefix, "-c", str(conf)]
+        with server(command, dict(os.environ), port, core=core):
+            yield port
+
+
 def measured(
     process: subprocess.Popen[bytes],
     port: int,
@@ -181,8 +233,9 @@ def measured(
     """wrk's figures and the server's CPU time during the run: on a machine shared with
     other work the rate moves with what else runs on the server's core, while deliveries
     per CPU-second of the server (what one free core would sustain) moves much less."""
-    before = cpu_seconds(process.pid)
-    figures = wrk(port, script, args.seconds, args.connections, core)
+    with in_front(port, args, core) as target:
+        before = cpu_seconds(process.pid)
+        figures = wrk(target, script, args.seconds, args.connections, core)
     figures["cpu"] = cpu_seconds(process.pid) - before
     figures["per_cpu_s"] = figures["acked"] / figures["cpu"] if figures["cpu"] else 0.0
     return figures
@@ -387,7 +440,8 @@ def compare(args: argparse.Namespace) -> None:
                         base.append(steelframe_round(url, scratch, script, args, 1, args.baseline))
             lost = sum(max(0, row["acked"] - row["stored"]) for row in steel + base)
             print(
-                f"webhook intake on {kind}, {args.connections} connections, "
+                f"webhook intake on {kind}{' through nginx' if args.via_nginx else ''}, "
+                f"{args.connections} connections, "
                 f"{args.seconds} s x {args.rounds} interleaved rounds (medians)"
             )
             named = [("probot", probot), ("steelframe", steel)] + [("baseline", base)] * bool(base)
@@ -469,16 +523,21 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--smoke", action="store_true", help="one short round on SQLite")
     parser.add_argument(
+        "--via-nginx",
+        action="store_true",
+        help="wrk reaches each server through nginx, as deploy/nginx.conf routes webhooks",
+    )
+    parser.add_argument(
         "--baseline",
         type=Path,
         help="another revision's tree whose serve runs in the same interleaved rounds",
     )
     args = parser.parse_args(argv)
-    missing = missing_tools()
+    missing = missing_tools() + (["nginx"] if args.via_nginx and not shutil.which("nginx") else [])
     if missing:
         print(
             f"bench.webhooks_probot did not run: missing {', '.join(missing)} "
-            "(Debian packages nodejs, npm, wrk, util-linux)"
+            "(Debian packages nodejs, npm, wrk, util-linux; nginx-light for --via-nginx)"
         )
         return
     if args.smoke:

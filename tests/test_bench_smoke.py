@@ -67,6 +67,15 @@ def test_webhooks_against_probot_smoke(capsys: pytest.CaptureFixture[str]) -> No
     assert out.rstrip().endswith("acknowledged but not stored: 0")
 
 
+def test_webhooks_through_nginx_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    for tool, package in (("wrk", "wrk"), ("node", "nodejs"), ("nginx", "nginx-light")):
+        require_tool(tool, package)
+    webhooks_probot.main(["--smoke", "--via-nginx"])
+    out = capsys.readouterr().out
+    assert "webhook intake on sqlite through nginx" in out and "ratio rps" in out
+    assert out.rstrip().endswith("acknowledged but not stored: 0")
+
+
 def test_gui_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     require_tool("chromium", "chromium")
     gui.main(["--smoke"])
