@@ -11,7 +11,16 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import control_routes, git_http, pages, registration_routes, rest_routes
+from github_sandbox import (
+    ci_control_routes,
+    ci_routes,
+    control_routes,
+    git_http,
+    pages,
+    registration_routes,
+    rest_routes,
+    review_routes,
+)
 from github_sandbox.appkeys import SANDBOX, USAGE
 from github_sandbox.auth import presented, rate_key
 from github_sandbox.operations import SandboxError
@@ -144,11 +153,15 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app[SANDBOX] = sandbox
     app[USAGE] = {}
     app.add_routes(rest_routes.routes)
+    app.add_routes(review_routes.routes)
+    app.add_routes(ci_routes.routes)
     app.add_routes(registration_routes.web_routes)
     app.add_routes(control_routes.routes)
+    app.add_routes(ci_control_routes.routes)
     app.add_routes(git_http.routes)
     # Last: the pages' `/{owner}/{repo}/...` patterns must not shadow a REST route.
     app.add_routes(pages.routes)
+    app.add_routes(ci_routes.log_routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import jwt
 
 from github_sandbox.operations import SandboxError
+from github_sandbox.permissions import OPERATIONS
 from github_sandbox.state import Installation, IssuedToken, User, World
 
 # GitHub refuses App JWTs whose exp is more than 10 minutes ahead; a little slack for skew.
@@ -147,18 +148,28 @@ def needed_permission(repo: str, method: str, path: str) -> tuple[str, int]:
     return name, 1 if method in ("GET", "HEAD") else 2
 
 
-def check_scope(caller: Caller, repo: str, method: str, path: str) -> None:
+def check_scope(
+    caller: Caller, repo: str, method: str, path: str, route: str | None = None
+) -> None:
     """As GitHub answers a token narrowed by its request: 404 for a repository it was not
     issued for (hidden, like any repository a token cannot reach); 403 "Resource not
-    accessible by integration" for a permission it lacks."""
+    accessible by integration" for a permission it lacks, or for an operation installation
+    tokens may not call. `route`: the operation's route template, looked up in
+    `permissions.OPERATIONS` (git over HTTP has none: its path says `contents`)."""
     token = caller.token
     if token is None:
         return
     if token.repos is not None and repo.lower() not in token.repos:
         raise SandboxError(404, "Not Found")
+    described = None if route is None else OPERATIONS.get((method, route))
+    if described is not None and not described.installation_tokens:
+        raise SandboxError(*NOT_ACCESSIBLE)
     if token.permissions is None:
         return
-    name, need = needed_permission(repo, method, path)
+    if described is not None:
+        name, need = described.permission, described.level
+    else:
+        name, need = needed_permission(repo, method, path)
     if LEVELS.get(token.permissions.get(name, ""), 0) < need:
         raise SandboxError(*NOT_ACCESSIBLE)
 

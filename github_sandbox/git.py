@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 SANDBOX_AUTHOR = {
@@ -66,3 +68,104 @@ def fast_forward(path: Path, branch: str, sha: str) -> bool:
         return False
     _git(path, "update-ref", f"refs/heads/{branch}", sha, current)
     return True
+
+
+@dataclass(frozen=True)
+class ChangedFile:
+    """One file a pull request changes, as `git diff base...head` tells it."""
+
+    filename: str
+    status: str  # GitHub's words: "added" | "removed" | "modified" | "renamed"
+    sha: str  # the blob at head ("0"*40 for a removed file)
+    additions: int
+    deletions: int
+    patch: str  # from the first "@@" on, as GitHub's `patch` field holds it
+    previous_filename: str | None = None
+
+
+_STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed"}
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+
+
+def changed_files(path: Path, base: str, head: str) -> list[ChangedFile]:
+    found = []
+    statuses = _git(path, "diff", "--name-status", "-M", f"{base}...{head}").splitlines()
+    counts = _git(path, "diff", "--numstat", "-M", f"{base}...{head}").splitlines()
+    for status_line, count_line in zip(statuses, counts, strict=True):
+        kind, *names = status_line.split("\t")
+        added, deleted, _ = count_line.split("\t", 2)
+        name = names[-1]
+        patch = _git(path, "diff", "-M", f"{base}...{head}", "--", *names)
+        sha = "0" * 40 if kind == "D" else _git(path, "rev-parse", f"{head}:{name}")
+        found.append(
+            ChangedFile(
+                filename=name,
+                status=_STATUS.get(kind[0], "modified"),
+                sha=sha,
+                additions=int(added) if added.isdigit() else 0,
+                deletions=int(deleted) if deleted.isdigit() else 0,
+                patch=patch[patch.find("@@") :] if "@@" in patch else "",
+                previous_filename=names[0] if kind.startswith("R") else None,
+            )
+        )
+    return found
+
+
+def hunk_through(patch: str, line: int) -> tuple[str, int] | None:
+    """The diff hunk of `patch` that shows head line `line`, cut after that line (GitHub's
+    `diff_hunk` of a review comment), and that line's `position` (lines below the first
+    "@@", counting later "@@" lines too); None when the diff does not show that line."""
+    hunk: list[str] = []
+    current = 0
+    for position, text in enumerate(patch.splitlines()):
+        header = _HUNK.match(text)
+        if header:
+            hunk, current = [text], int(header.group(1))
+            continue
+        if not hunk:
+            continue
+        hunk.append(text)
+        if text.startswith("-"):
+            continue
+        if current == line:
+            return "\n".join(hunk), position
+        current += 1
+    return None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    tree: str
+    message: str
+    timestamp: int  # the committer's date, epoch seconds
+    author_name: str
+    author_email: str
+    parents: tuple[str, ...]
+
+
+def commit_info(path: Path, sha: str) -> CommitInfo | None:
+    try:
+        raw = _git(path, "show", "-s", "--format=%H%x00%T%x00%ct%x00%an%x00%ae%x00%P%x00%B", sha)
+    except RuntimeError:
+        return None
+    full, tree, stamp, name, email, parents, message = raw.split("\0", 6)
+    return CommitInfo(full, tree, message.strip(), int(stamp), name, email, tuple(parents.split()))
+
+
+def resolve_commit(path: Path, ref: str) -> str | None:
+    """The commit a branch name, tag or sha names (GitHub's `{ref}` in a commit's path)."""
+    if ref.startswith("-"):
+        return None
+    try:
+        return _git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    except RuntimeError:
+        return None
+
+
+def branches_containing(path: Path, sha: str) -> list[str]:
+    try:
+        raw = _git(path, "branch", "--format=%(refname:short)", "--contains", sha)
+    except RuntimeError:
+        return []
+    return raw.split()[:10]  # GitHub names at most 10

@@ -23,9 +23,7 @@ _HEX_COLOR = re.compile(r"[0-9a-fA-F]{6}")
 class SandboxError(Exception):
     """An error answer in GitHub's shape: {"message", "documentation_url", "status"}."""
 
-    def __init__(
-        self, status: int, message: str, *, errors: list[dict[str, Any]] | None = None
-    ) -> None:
+    def __init__(self, status: int, message: str, *, errors: list[Any] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message

@@ -4,116 +4,29 @@ operation by its route)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import urlencode
 
 from aiohttp import web
 
 from github_sandbox import contents, registration
-from github_sandbox.appkeys import SANDBOX, USAGE
-from github_sandbox.auth import (
-    Caller,
-    check_scope,
-    issue_installation_token,
-    rate_key,
-    resolve_token,
-    token_scope,
-    verify_app_jwt,
-)
-from github_sandbox.operations import Outcome, SandboxError, not_found, validation_failed
+from github_sandbox.appkeys import USAGE
+from github_sandbox.auth import issue_installation_token, rate_key, resolve_token, token_scope
+from github_sandbox.operations import SandboxError, not_found
 from github_sandbox.ratelimit import SEARCH_LIMIT, budget
-from github_sandbox.sandbox import Sandbox
-from github_sandbox.state import Repo, iso
+from github_sandbox.rest_common import (
+    REPO,
+    answer,
+    app_caller,
+    page,
+    page_slice,
+    path_number,
+    read_json,
+    repo_and_caller,
+    sandbox_of,
+)
+from github_sandbox.state import iso
 
 routes = web.RouteTableDef()
-REPO = "/repos/{owner}/{repo}"
-DEFAULT_PER_PAGE = 30
-MAX_PER_PAGE = 100
-
-
-def _sandbox(request: web.Request) -> Sandbox:
-    return request.app[SANDBOX]
-
-
-def _app_caller(request: web.Request) -> Caller:
-    return verify_app_jwt(_sandbox(request).world, request.headers.get("Authorization", ""))
-
-
-def _repo(request: web.Request) -> tuple[Repo, Caller]:
-    """The repository named in the path, as the caller may see it (404 otherwise, as
-    GitHub hides what a token cannot reach)."""
-    sandbox = _sandbox(request)
-    caller = resolve_token(sandbox.world, request.headers.get("Authorization", ""))
-    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
-    if repo is None:
-        raise not_found()
-    if caller.kind == "installation":
-        assert caller.installation is not None
-        if repo.full_name.lower() not in caller.installation.repos:
-            raise not_found()
-        check_scope(caller, repo.full_name, request.method, request.path)
-    elif repo.private and sandbox.ops.permission(repo, caller.user) == "none":
-        raise not_found()
-    return repo, caller
-
-
-async def _json(request: web.Request) -> Any:
-    raw = await request.read()
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except ValueError as exc:
-        raise SandboxError(400, "Problems parsing JSON") from exc
-
-
-def _number(request: web.Request, key: str) -> int:
-    try:
-        return int(request.match_info[key])
-    except ValueError as exc:
-        raise not_found() from exc
-
-
-def _answer(request: web.Request, outcome: Outcome) -> web.Response:
-    _sandbox(request).emit(outcome.hooks)
-    return web.json_response(outcome.body, status=outcome.status)
-
-
-def _page(request: web.Request, items: list[Any]) -> web.Response:
-    """One page of `items` with GitHub's `Link` header (next, last, prev, first)."""
-    chunk, headers = _slice(request, items)
-    return web.json_response(chunk, headers=headers)
-
-
-def _slice(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[str, str]]:
-    """The page of `items` the query asks for, and the `Link` header to the others. A page
-    or per_page that is not a number is GitHub's documented 422 "Validation Failed"."""
-    try:
-        per_page = min(max(int(request.query.get("per_page", DEFAULT_PER_PAGE)), 1), MAX_PER_PAGE)
-        page = max(int(request.query.get("page", 1)), 1)
-    except ValueError as exc:
-        field_name = (
-            "page"
-            if "page" in request.query and not request.query["page"].isdigit()
-            else "per_page"
-        )
-        raise validation_failed(field_name) from exc
-    last = max((len(items) + per_page - 1) // per_page, 1)
-    chunk = items[(page - 1) * per_page : page * per_page]
-    base = _sandbox(request).base_url.rstrip("/") + request.path
-
-    def url(number: int) -> str:
-        query = {**request.query, "per_page": str(per_page), "page": str(number)}
-        return f"{base}?{urlencode(query)}"
-
-    links = []
-    if page < last:
-        links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
-    if page > 1:
-        links += [f'<{url(page - 1)}>; rel="prev"', f'<{url(1)}>; rel="first"']
-    headers = {"Link": ", ".join(links)} if links else {}
-    return chunk, headers
 
 
 # -- the App ------------------------------------------------------------------------------
@@ -121,15 +34,15 @@ def _slice(request: web.Request, items: list[Any]) -> tuple[list[Any], dict[str,
 
 @routes.get("/app")
 async def get_app(request: web.Request) -> web.Response:
-    _app_caller(request)
-    sandbox = _sandbox(request)
+    app_caller(request)
+    sandbox = sandbox_of(request)
     return web.json_response(sandbox.shapes.app(sandbox.world.app))
 
 
 @routes.get(REPO + "/installation")
 async def get_repo_installation(request: web.Request) -> web.Response:
-    _app_caller(request)
-    sandbox = _sandbox(request)
+    app_caller(request)
+    sandbox = sandbox_of(request)
     repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
     if repo is None or repo.installation_id is None:
         raise not_found()
@@ -139,14 +52,14 @@ async def get_repo_installation(request: web.Request) -> web.Response:
 
 @routes.post("/app/installations/{installation_id}/access_tokens")
 async def create_access_token(request: web.Request) -> web.Response:
-    _app_caller(request)
-    sandbox = _sandbox(request)
-    inst = sandbox.world.installations.get(_number(request, "installation_id"))
+    app_caller(request)
+    sandbox = sandbox_of(request)
+    inst = sandbox.world.installations.get(path_number(request, "installation_id"))
     if inst is None:
         raise not_found()
     if inst.suspended_at is not None:
         raise SandboxError(403, "This installation has been suspended")
-    repos, permissions = token_scope(sandbox.world, inst, await _json(request))
+    repos, permissions = token_scope(sandbox.world, inst, await read_json(request))
     token, issued = issue_installation_token(
         sandbox.world, inst, sandbox.token_ttl, repos=repos, permissions=permissions
     )
@@ -167,13 +80,13 @@ async def create_access_token(request: web.Request) -> web.Response:
 async def create_from_manifest(request: web.Request) -> web.Response:
     # No credential: the one-time code is the proof (GitHub's manifest flow).
     return web.json_response(
-        registration.convert(_sandbox(request), request.match_info["code"]), status=201
+        registration.convert(sandbox_of(request), request.match_info["code"]), status=201
     )
 
 
 @routes.get("/installation/repositories")
 async def installation_repositories(request: web.Request) -> web.Response:
-    sandbox = _sandbox(request)
+    sandbox = sandbox_of(request)
     caller = resolve_token(sandbox.world, request.headers.get("Authorization", ""))
     if caller.installation is None:
         raise SandboxError(403, "You must authenticate with an installation access token")
@@ -182,7 +95,7 @@ async def installation_repositories(request: web.Request) -> web.Response:
         reach = reach & caller.token.repos  # a narrowed token lists only its repositories
     names = sorted(reach)
     repos = [sandbox.world.repos[name] for name in names if name in sandbox.world.repos]
-    chunk, headers = _slice(request, [sandbox.shapes.repository(repo) for repo in repos])
+    chunk, headers = page_slice(request, [sandbox.shapes.repository(repo) for repo in repos])
     body = {"total_count": len(repos), "repository_selection": "selected", "repositories": chunk}
     return web.json_response(body, headers=headers)
 
@@ -190,7 +103,7 @@ async def installation_repositories(request: web.Request) -> web.Response:
 @routes.get("/rate_limit")
 async def rate_limit(request: web.Request) -> web.Response:
     """The caller's budget; asking does not spend it (as on GitHub)."""
-    sandbox = _sandbox(request)
+    sandbox = sandbox_of(request)
     used = request.app[USAGE].get(
         rate_key(sandbox.world, request.headers.get("Authorization", "")), 0
     )
@@ -204,16 +117,16 @@ async def rate_limit(request: web.Request) -> web.Response:
 
 @routes.get(REPO)
 async def get_repo(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    return web.json_response(_sandbox(request).shapes.full_repository(repo))
+    repo, _ = repo_and_caller(request)
+    return web.json_response(sandbox_of(request).shapes.full_repository(repo))
 
 
 @routes.get(REPO + "/contents/{path:.*}")
 async def get_content(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
+    repo, _ = repo_and_caller(request)
     if repo.git_path is None:
         raise not_found()
-    sandbox = _sandbox(request)
+    sandbox = sandbox_of(request)
     ref = request.query.get("ref") or repo.default_branch
     found = contents.lookup(repo.git_path, ref, request.match_info["path"])
     if found is None:
@@ -238,66 +151,70 @@ async def get_content(request: web.Request) -> web.Response:
 
 @routes.post(REPO + "/issues")
 async def create_issue(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    return _answer(request, _sandbox(request).ops.create_issue(repo, caller.user, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    return answer(request, sandbox_of(request).ops.create_issue(repo, caller.user, data))
 
 
 @routes.get(REPO + "/issues")
 async def list_issues(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    return _page(request, _sandbox(request).ops.list_issues(repo, dict(request.query)))
+    repo, _ = repo_and_caller(request)
+    return page(request, sandbox_of(request).ops.list_issues(repo, dict(request.query)))
 
 
 @routes.get(REPO + "/issues/{issue_number}")
 async def get_issue(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    return _answer(request, _sandbox(request).ops.get_issue(repo, _number(request, "issue_number")))
+    repo, _ = repo_and_caller(request)
+    return answer(
+        request, sandbox_of(request).ops.get_issue(repo, path_number(request, "issue_number"))
+    )
 
 
 @routes.patch(REPO + "/issues/{issue_number}")
 async def update_issue(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    number = _number(request, "issue_number")
-    return _answer(request, _sandbox(request).ops.update_issue(repo, caller.user, number, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    number = path_number(request, "issue_number")
+    return answer(request, sandbox_of(request).ops.update_issue(repo, caller.user, number, data))
 
 
 @routes.get(REPO + "/labels")
 async def list_repo_labels(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    shapes = _sandbox(request).shapes
-    return _page(request, [shapes.label(repo, label) for label in repo.labels.values()])
+    repo, _ = repo_and_caller(request)
+    shapes = sandbox_of(request).shapes
+    return page(request, [shapes.label(repo, label) for label in repo.labels.values()])
 
 
 @routes.post(REPO + "/labels")
 async def create_label(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    return _answer(request, _sandbox(request).ops.create_label(repo, caller.user, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    return answer(request, sandbox_of(request).ops.create_label(repo, caller.user, data))
 
 
 @routes.get(REPO + "/issues/{issue_number}/labels")
 async def list_issue_labels(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    ops = _sandbox(request).ops
-    return _page(request, ops.issue_labels(repo, ops.issue(repo, _number(request, "issue_number"))))
+    repo, _ = repo_and_caller(request)
+    ops = sandbox_of(request).ops
+    return page(
+        request, ops.issue_labels(repo, ops.issue(repo, path_number(request, "issue_number")))
+    )
 
 
 @routes.post(REPO + "/issues/{issue_number}/labels")
 async def add_labels(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    number = _number(request, "issue_number")
-    return _answer(request, _sandbox(request).ops.add_labels(repo, caller.user, number, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    number = path_number(request, "issue_number")
+    return answer(request, sandbox_of(request).ops.add_labels(repo, caller.user, number, data))
 
 
 @routes.delete(REPO + "/issues/{issue_number}/labels/{name}")
 async def remove_label(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    number = _number(request, "issue_number")
+    repo, caller = repo_and_caller(request)
+    number = path_number(request, "issue_number")
     name = request.match_info["name"]
-    return _answer(request, _sandbox(request).ops.remove_label(repo, caller.user, number, name))
+    return answer(request, sandbox_of(request).ops.remove_label(repo, caller.user, number, name))
 
 
 # -- comments ---------------------------------------------------------------------------
@@ -305,42 +222,42 @@ async def remove_label(request: web.Request) -> web.Response:
 
 @routes.get(REPO + "/issues/{issue_number}/comments")
 async def list_comments(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    number = _number(request, "issue_number")
-    return _page(request, _sandbox(request).ops.list_comments(repo, number))
+    repo, _ = repo_and_caller(request)
+    number = path_number(request, "issue_number")
+    return page(request, sandbox_of(request).ops.list_comments(repo, number))
 
 
 @routes.post(REPO + "/issues/{issue_number}/comments")
 async def create_comment(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    number = _number(request, "issue_number")
-    return _answer(request, _sandbox(request).ops.create_comment(repo, caller.user, number, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    number = path_number(request, "issue_number")
+    return answer(request, sandbox_of(request).ops.create_comment(repo, caller.user, number, data))
 
 
 @routes.get(REPO + "/issues/comments/{comment_id}")
 async def get_comment(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    sandbox = _sandbox(request)
-    comment = sandbox.ops.comment(repo, _number(request, "comment_id"))
+    repo, _ = repo_and_caller(request)
+    sandbox = sandbox_of(request)
+    comment = sandbox.ops.comment(repo, path_number(request, "comment_id"))
     return web.json_response(sandbox.shapes.comment(repo, comment))
 
 
 @routes.patch(REPO + "/issues/comments/{comment_id}")
 async def update_comment(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    comment_id = _number(request, "comment_id")
-    ops = _sandbox(request).ops
-    return _answer(request, ops.update_comment(repo, caller.user, comment_id, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    comment_id = path_number(request, "comment_id")
+    ops = sandbox_of(request).ops
+    return answer(request, ops.update_comment(repo, caller.user, comment_id, data))
 
 
 @routes.delete(REPO + "/issues/comments/{comment_id}")
 async def delete_comment(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    comment_id = _number(request, "comment_id")
-    outcome = _sandbox(request).ops.delete_comment(repo, caller.user, comment_id)
-    _sandbox(request).emit(outcome.hooks)
+    repo, caller = repo_and_caller(request)
+    comment_id = path_number(request, "comment_id")
+    outcome = sandbox_of(request).ops.delete_comment(repo, caller.user, comment_id)
+    sandbox_of(request).emit(outcome.hooks)
     return web.Response(status=204)
 
 
@@ -348,13 +265,13 @@ async def delete_comment(request: web.Request) -> web.Response:
 async def list_timeline(request: web.Request) -> web.Response:
     """The issue's timeline as far as the sandbox keeps history: its comments, each a
     `commented` event, oldest first."""
-    repo, _ = _repo(request)
-    sandbox = _sandbox(request)
-    issue = sandbox.ops.issue(repo, _number(request, "issue_number"))
+    repo, _ = repo_and_caller(request)
+    sandbox = sandbox_of(request)
+    issue = sandbox.ops.issue(repo, path_number(request, "issue_number"))
     events = [
         sandbox.shapes.timeline_comment(repo, repo.comments[cid]) for cid in issue.comment_ids
     ]
-    return _page(request, events)
+    return page(request, events)
 
 
 # -- pull requests, collaborators ------------------------------------------------------
@@ -362,38 +279,38 @@ async def list_timeline(request: web.Request) -> web.Response:
 
 @routes.post(REPO + "/pulls")
 async def create_pull(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    return _answer(request, _sandbox(request).ops.create_pull(repo, caller.user, data))
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    return answer(request, sandbox_of(request).ops.create_pull(repo, caller.user, data))
 
 
 @routes.get(REPO + "/pulls")
 async def list_pulls(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    return _page(request, _sandbox(request).ops.list_pulls(repo, dict(request.query)))
+    repo, _ = repo_and_caller(request)
+    return page(request, sandbox_of(request).ops.list_pulls(repo, dict(request.query)))
 
 
 @routes.get(REPO + "/pulls/{pull_number}")
 async def get_pull(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
-    sandbox = _sandbox(request)
-    pull = sandbox.ops.pull(repo, _number(request, "pull_number"))
+    repo, _ = repo_and_caller(request)
+    sandbox = sandbox_of(request)
+    pull = sandbox.ops.pull(repo, path_number(request, "pull_number"))
     return web.json_response(sandbox.shapes.pull(repo, pull))
 
 
 @routes.patch(REPO + "/pulls/{pull_number}")
 async def update_pull(request: web.Request) -> web.Response:
-    repo, caller = _repo(request)
-    data = await _json(request)
-    number = _number(request, "pull_number")
-    ops = _sandbox(request).ops
+    repo, caller = repo_and_caller(request)
+    data = await read_json(request)
+    number = path_number(request, "pull_number")
+    ops = sandbox_of(request).ops
     if data.get("state") == "closed":
-        return _answer(request, ops.close_pull(repo, caller.user, number, merge=False))
-    return web.json_response(_sandbox(request).shapes.pull(repo, ops.pull(repo, number)))
+        return answer(request, ops.close_pull(repo, caller.user, number, merge=False))
+    return web.json_response(sandbox_of(request).shapes.pull(repo, ops.pull(repo, number)))
 
 
 @routes.get(REPO + "/collaborators/{username}/permission")
 async def collaborator_permission(request: web.Request) -> web.Response:
-    repo, _ = _repo(request)
+    repo, _ = repo_and_caller(request)
     username = request.match_info["username"]
-    return _answer(request, _sandbox(request).ops.collaborator_permission(repo, username))
+    return answer(request, sandbox_of(request).ops.collaborator_permission(repo, username))

@@ -4,6 +4,7 @@ with a bare git repo, grant a collaborator, hand out a user token)."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +58,8 @@ class Sandbox:
     token_requests: dict[int, int] = field(default_factory=dict)
     # App-manifest codes not yet exchanged, with when they expire (registration.py).
     manifest_codes: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
+    # Signs the sandbox's short-lived URLs (a job log behind its redirect, page forms).
+    url_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
 
     def __post_init__(self) -> None:
         # The control API hands out file:// URIs of the bare repositories, which must be
@@ -71,6 +74,9 @@ class Sandbox:
         loaded = load_world(self.state_path) if self.state_path is not None else None
         if loaded is not None and loaded.app.id == self.app_id:
             loaded.app.public_key_pem = self.public_key_pem  # dev makes a new key each run
+            # A world from an older sandbox: the App's events and permissions as they are now.
+            loaded.app.events = app.events
+            loaded.app.permissions = {**app.permissions, **loaded.app.permissions}
             loaded.clock = self.clock
             self.world = loaded
         else:

@@ -17,6 +17,7 @@ from github_sandbox.state import (
     Issue,
     Label,
     Pull,
+    Reaction,
     Repo,
     User,
     iso,
@@ -231,11 +232,13 @@ class Shapes:
             "description": label.description,
         }
 
-    def reactions(self, url: str) -> dict[str, Any]:
+    def reactions(self, url: str, given: list[Reaction] | None = None) -> dict[str, Any]:
         counts = dict.fromkeys(
             ("+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"), 0
         )
-        return {"url": f"{url}/reactions", "total_count": 0, **counts}
+        for reaction in given or []:
+            counts[reaction.content] += 1
+        return {"url": f"{url}/reactions", "total_count": len(given or []), **counts}
 
     def issue(self, repo: Repo, issue: Issue) -> dict[str, Any]:
         url = f"{self.api}/repos/{repo.full_name}/issues/{issue.number}"
@@ -302,7 +305,7 @@ class Shapes:
             "author_association": author_association(repo, comment.user),
             "performed_via_github_app": None,
             "body": comment.body,
-            "reactions": self.reactions(url),
+            "reactions": self.reactions(url, comment.reactions),
         }
 
     def timeline_comment(self, repo: Repo, comment: Comment) -> dict[str, Any]:
@@ -356,7 +359,7 @@ class Shapes:
             "merge_commit_sha": pull.merge_commit_sha,
             "assignee": None,
             "assignees": [],
-            "requested_reviewers": [],
+            "requested_reviewers": [self.user(user) for user in pull.requested_reviewers],
             "requested_teams": [],
             "labels": [self.label(repo, repo.labels[name.lower()]) for name in issue.labels],
             "milestone": None,
@@ -389,7 +392,9 @@ class Shapes:
             "mergeable_state": "unknown" if issue.state == "closed" else "clean",
             "merged_by": None if pull.merged_by is None else self.user(pull.merged_by),
             "comments": len(issue.comment_ids),
-            "review_comments": 0,
+            "review_comments": sum(
+                1 for c in repo.review_comments.values() if c.pull_number == pull.number
+            ),
             "maintainer_can_modify": False,
             "commits": 1,
             "additions": 0,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,6 +15,21 @@ PERMISSION_RANK = {"none": 0, "read": 1, "triage": 1, "write": 2, "maintain": 2,
 
 def iso(epoch: float) -> str:
     return datetime.fromtimestamp(int(epoch), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Upgradable:
+    """A dataclass whose pickled form from an older sandbox (`steelframe dev` keeps its
+    world on disk) gains the fields added since, with their defaults."""
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for item in fields(self):  # type: ignore[arg-type]
+            if item.name in state:
+                continue
+            if item.default_factory is not MISSING:
+                state[item.name] = item.default_factory()
+            elif item.default is not MISSING:
+                state[item.name] = item.default
+        self.__dict__.update(state)
 
 
 @dataclass
@@ -37,6 +52,13 @@ class AppInfo:
         "issues",
         "issue_comment",
         "pull_request",
+        "pull_request_review",
+        "pull_request_review_comment",
+        "check_run",
+        "check_suite",
+        "status",
+        "workflow_run",
+        "workflow_job",
     )
     permissions: dict[str, str] = field(
         default_factory=lambda: {
@@ -44,6 +66,10 @@ class AppInfo:
             "issues": "write",
             "metadata": "read",
             "pull_requests": "write",
+            # Reading CI: check runs, commit statuses and Actions runs and their logs.
+            "checks": "write",
+            "statuses": "read",
+            "actions": "read",
         }
     )
 
@@ -58,13 +84,22 @@ class Label:
 
 
 @dataclass
-class Comment:
+class Reaction:
+    id: int
+    user: User
+    content: str  # "+1" | "-1" | "laugh" | "confused" | "heart" | "hooray" | "rocket" | "eyes"
+    created_at: float
+
+
+@dataclass
+class Comment(Upgradable):
     id: int
     issue_number: int
     user: User
     body: str
     created_at: float
     updated_at: float
+    reactions: list[Reaction] = field(default_factory=list)
 
 
 @dataclass
@@ -85,7 +120,7 @@ class Issue:
 
 
 @dataclass
-class Pull:
+class Pull(Upgradable):
     id: int
     number: int
     head_ref: str
@@ -96,10 +131,136 @@ class Pull:
     merged_at: float | None = None
     merge_commit_sha: str | None = None
     merged_by: User | None = None
+    requested_reviewers: list[User] = field(default_factory=list)
 
 
 @dataclass
-class Repo:
+class Review:
+    id: int
+    pull_number: int
+    user: User
+    body: str | None
+    state: str  # "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED"
+    commit_id: str
+    submitted_at: float
+    comment_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class ReviewComment:
+    """A comment on a line of a pull request's diff; a reply names the thread's first
+    comment in `in_reply_to_id` and repeats its place."""
+
+    id: int
+    pull_number: int
+    review_id: int
+    user: User
+    body: str
+    path: str
+    line: int
+    side: str  # "RIGHT" (the head's lines) | "LEFT" (the base's)
+    commit_id: str
+    diff_hunk: str
+    position: int  # the line's place in the file's diff (GitHub's older addressing)
+    created_at: float
+    updated_at: float
+    start_line: int | None = None
+    in_reply_to_id: int | None = None
+    reactions: list[Reaction] = field(default_factory=list)
+
+
+@dataclass
+class Annotation:
+    path: str
+    start_line: int
+    end_line: int
+    annotation_level: str  # "notice" | "warning" | "failure"
+    message: str
+    title: str | None = None
+    raw_details: str | None = None
+
+
+@dataclass
+class CheckSuite:
+    id: int
+    head_sha: str
+    head_branch: str | None
+    created_at: float
+    updated_at: float
+    by_actions: bool = False  # GitHub Actions' suite, else the App's
+    status: str = "queued"
+    conclusion: str | None = None
+
+
+@dataclass
+class CheckRun:
+    id: int
+    name: str
+    head_sha: str
+    suite_id: int
+    started_at: float
+    status: str = "queued"  # "queued" | "in_progress" | "completed" | ...
+    conclusion: str | None = None
+    completed_at: float | None = None
+    details_url: str | None = None
+    external_id: str = ""
+    title: str | None = None
+    summary: str | None = None
+    text: str | None = None
+    annotations: list[Annotation] = field(default_factory=list)
+    by_actions: bool = False  # a GitHub Actions job's check run, else the App's own
+
+
+@dataclass
+class CommitStatus:
+    id: int
+    sha: str
+    state: str  # "error" | "failure" | "pending" | "success"
+    context: str
+    creator: User
+    created_at: float
+    updated_at: float
+    description: str | None = None
+    target_url: str | None = None
+
+
+@dataclass
+class Job:
+    id: int
+    run_id: int
+    name: str
+    head_sha: str
+    head_branch: str | None
+    check_run_id: int
+    created_at: float
+    status: str = "completed"
+    conclusion: str | None = None
+    started_at: float | None = None
+    completed_at: float | None = None
+    log: str = ""  # the plain text served behind the log download's redirect
+
+
+@dataclass
+class WorkflowRun:
+    id: int
+    name: str
+    path: str  # the workflow file, e.g. ".github/workflows/ci.yml"
+    workflow_id: int
+    run_number: int
+    head_sha: str
+    head_branch: str | None
+    suite_id: int
+    actor: User
+    created_at: float
+    updated_at: float
+    event: str = "pull_request"
+    status: str = "completed"
+    conclusion: str | None = None
+    job_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class Repo(Upgradable):
     id: int
     owner: User
     name: str
@@ -114,6 +275,13 @@ class Repo:
     comments: dict[int, Comment] = field(default_factory=dict)
     collaborators: dict[str, str] = field(default_factory=dict)  # lower login -> permission
     next_number: int = 1
+    reviews: dict[int, Review] = field(default_factory=dict)
+    review_comments: dict[int, ReviewComment] = field(default_factory=dict)
+    check_suites: dict[int, CheckSuite] = field(default_factory=dict)
+    check_runs: dict[int, CheckRun] = field(default_factory=dict)
+    statuses: list[CommitStatus] = field(default_factory=list)  # oldest first
+    workflow_runs: dict[int, WorkflowRun] = field(default_factory=dict)
+    jobs: dict[int, Job] = field(default_factory=dict)
 
     @property
     def full_name(self) -> str:

@@ -525,10 +525,19 @@ class GitHubSandbox:
                     for p in self.contract.query_problems(ex.method, ex.route, ex.query)
                 ]
             if ex.method in ("POST", "PATCH", "PUT"):
-                problems += [
-                    f"{where} request {p}"
-                    for p in self.contract.request_problems(ex.method, ex.route, ex.request)
-                ]
+                broken = self.contract.request_problems(ex.method, ex.route, ex.request)
+                # A request the schema rejects passes only when it was refused with one of
+                # GitHub's error shapes; a sandbox that took it would hide a client's mistake.
+                if (
+                    broken
+                    and 400 <= ex.status < 500
+                    and self.contract.operation(ex.method, ex.route)
+                ):
+                    problems += [
+                        f"{where} refusal {p}" for p in self.contract.error_problems(ex.response)
+                    ]
+                    continue
+                problems += [f"{where} request {p}" for p in broken]
             problems += [
                 f"{where} response {p}"
                 for p in self.contract.response_problems(

@@ -6,18 +6,22 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from bot.github.client import GitHubClient
+from bot.github.client import GitHubClient, needed_permissions
 from github_sandbox import registration
 from github_sandbox.contract import Contract
+from github_sandbox.permissions import OPERATIONS, READ
 from tests.conftest import GITHUB_DATA, SANDBOX_REPO, GitHubSandbox
 from tests.fakes.git import branch_with_commit
 
 REST_EXAMPLES = GITHUB_DATA / "rest-examples"
+# The examples of the 21 operations the after-PR description adds (shared/github/README.md).
+AFTER_PR_EXAMPLES = GITHUB_DATA / "after-pr" / "rest-examples"
 # Known quirks of the description's own examples (shared/github/README.md), each with the
 # exact problems the check must report for it: anything else in those files still fails.
 TEAM_TYPE = "requested_teams/0: 'type' is a required property"
@@ -26,6 +30,10 @@ QUIRKS: dict[tuple[str, str], list[str]] = {
     ("pulls__get", "response-200-default.json"): [TEAM_TYPE],
     ("pulls__list", "response-200-default.json"): [f"0/{TEAM_TYPE}"],
     ("pulls__update", "response-200-default.json"): [TEAM_TYPE],
+    ("pulls__request-reviewers", "response-201-default.json"): [TEAM_TYPE],
+    ("actions__list-jobs-for-workflow-run", "response-200-default.json"): [
+        "jobs/0: 'created_at' is a required property"
+    ],
     ("repos__get", "response-200-default-response.json"): [
         "source: 'language' is a required property",
         "<root>: 'language' is a required property",
@@ -59,7 +67,7 @@ def _operation(contract: Contract, folder: str) -> tuple[str, str]:
     raise AssertionError(f"no operation {wanted}")
 
 
-EXAMPLE_FILES = sorted(REST_EXAMPLES.glob("*/*.json"))
+EXAMPLE_FILES = sorted([*REST_EXAMPLES.glob("*/*.json"), *AFTER_PR_EXAMPLES.glob("*/*.json")])
 
 
 @pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -233,6 +241,7 @@ async def test_every_described_operation_is_served_and_matches_the_description(
     await github_client.get_pull(repo, pull["number"])
     await github_client.list_pulls(repo)
     await github_client.request("PATCH", repo, f"/pulls/{pull['number']}", payload={"body": "x"})
+    await _after_the_pull_request(github_sandbox, github_client, pull["number"])
     await github_client.identity()  # GET /app; the installation and token calls came first
     token = await github_client.installation_token(repo)
     auth = {"Authorization": f"token {token}"}
@@ -252,6 +261,99 @@ async def test_every_described_operation_is_served_and_matches_the_description(
         for method in methods
     }
     served = {(ex.method, ex.route) for ex in github_sandbox.sandbox.traffic}
-    assert len(described) == 28
+    assert len(described) == 49
     assert described == served
     assert github_sandbox.contract_problems() == []
+
+
+async def _after_the_pull_request(
+    github_sandbox: GitHubSandbox, github_client: GitHubClient, number: int
+) -> None:
+    """One call of each operation the after-PR description adds: a person reviews with
+    their token, the App reacts, replies, reads CI and merges."""
+    repo = SANDBOX_REPO
+    person = {"Authorization": f"token {github_sandbox.user_token('rita', 'write')}"}
+    pull = await github_client.get_pull(repo, number)
+    sha = pull["head"]["sha"]
+    base = f"{github_sandbox.url}/repos/{repo}"
+    async with aiohttp.ClientSession(headers=person) as session:
+        files = await github_client.list_pull_files(repo, number)
+        path = next(f.filename for f in files if f.status == "added")
+        async with session.post(
+            f"{base}/pulls/{number}/reviews",
+            json={
+                "event": "COMMENT",
+                "body": "b",
+                "comments": [{"path": path, "line": 1, "body": "c"}],
+            },
+        ) as response:
+            review = await response.json()
+            assert response.status == 200, review
+        async with session.post(
+            f"{base}/pulls/{number}/comments",
+            json={"body": "d", "commit_id": sha, "path": path, "line": 1},
+        ) as response:
+            single = await response.json()
+            assert response.status == 201, single
+        async with session.post(
+            f"{base}/pulls/{number}/comments/{single['id']}/replies", json={"body": "e"}
+        ) as response:
+            assert response.status == 201
+        issue_comment = await github_client.create_comment(repo, number, "f")
+    await github_client.list_reviews(repo, number)
+    await github_client.list_comments_for_review(repo, number, review["id"])
+    await github_client.list_review_comments(repo, number)
+    await github_client.reply_to_review_comment(repo, number, single["id"], "g")
+    await github_client.react_to_review_comment(repo, single["id"])
+    await github_client.react_to_issue_comment(repo, issue_comment["id"])
+    token = await github_client.installation_token(repo)
+    async with aiohttp.ClientSession(headers={"Authorization": f"token {token}"}) as session:
+        async with session.post(
+            f"{base}/check-runs", json={"name": "lint", "head_sha": sha}
+        ) as response:
+            check = await response.json()
+        async with session.patch(
+            f"{base}/check-runs/{check['id']}", json={"conclusion": "success"}
+        ) as response:
+            assert response.status == 200
+    await github_client.get_check_run(repo, check["id"])
+    await github_client.list_check_run_annotations(repo, check["id"])
+    await github_client.list_check_runs_for_ref(repo, sha)
+    await github_client.combined_status(repo, sha)
+    control = f"{github_sandbox.url}/_sandbox/repos/{repo}/commits/{sha}/checks"
+    async with aiohttp.ClientSession() as session:
+        async with session.post(control, json={"log": "boom"}) as response:
+            failed = await response.json()
+    await github_client.get_workflow_run(repo, failed["workflow_run_id"])
+    jobs = await github_client.list_jobs(repo, failed["workflow_run_id"])
+    assert (await github_client.download_job_log(repo, jobs[0].id)).text == "boom"
+    github_sandbox.sandbox.grant(repo, "octo-reviewer", "read")
+    await github_client.request_reviewers(repo, number, ["octo-reviewer"])
+    assert (await github_client.merge_pull(repo, number, sha=sha)).merged
+
+
+def test_each_repository_operation_asks_the_permission_github_names(contract: Contract) -> None:
+    """The sandbox's permission table has one row per described repository operation, with
+    GitHub's operation id and its word on installation tokens (`enabledForGitHubApps`), and
+    the client asks for a token with exactly that permission."""
+    repo_prefix = "/repos/{owner}/{repo}"
+    described = {}
+    for route, methods in contract.openapi["paths"].items():
+        for method, operation in methods.items():
+            # The App's own JWT call: no installation token is involved.
+            if route.startswith(repo_prefix) and operation["operationId"] != (
+                "apps/get-repo-installation"
+            ):
+                described[(method.upper(), route)] = operation
+    assert set(OPERATIONS) == set(described)
+    examples = {"{path}": "README.md", "{name}": "bug", "{username}": "octocat", "{ref}": "main"}
+    for (method, route), operation in described.items():
+        need = OPERATIONS[(method, route)]
+        assert need.operation_id == operation["operationId"]
+        assert need.installation_tokens == operation["x-github"]["enabledForGitHubApps"]
+        path = route.removeprefix(repo_prefix)
+        for placeholder, value in examples.items():
+            path = path.replace(placeholder, value)
+        path = re.sub(r"\{[a-z_]+\}", "7", path)
+        level = "read" if need.level == READ else "write"
+        assert needed_permissions(method, path) == {need.permission: level}, (method, route)

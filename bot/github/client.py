@@ -32,6 +32,22 @@ from bot.github.app_auth import (
 )
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
+from bot.github.records import (
+    Annotation,
+    CheckRun,
+    CombinedStatus,
+    Job,
+    JobLog,
+    MergeResult,
+    MergeState,
+    PullFile,
+    Reaction,
+    Review,
+    ReviewComment,
+    WorkflowRun,
+    record,
+    records,
+)
 from bot.github.retry import RetryPolicy, server_error_wait
 from bot.github.shared_pacing import DEFAULT_PREFIX, RedisLedger
 from bot.github.transport import Credential, Observer, Response, Transport
@@ -55,7 +71,13 @@ AREA_PERMISSIONS = {
     "pulls": "pull_requests",
     "contents": "contents",
     "git": "contents",
+    "check-runs": "checks",
+    "actions": "actions",
 }
+# Under /commits/{ref}/ the last part says which: check runs or the combined status.
+COMMIT_PERMISSIONS = {"check-runs": "checks", "status": "statuses"}
+# A job's log is cut to its last bytes (the failure is at the end of a log).
+JOB_LOG_TAIL_BYTES = 256 * 1024
 METADATA_ONLY = {"metadata": "read"}
 READ_METHODS = frozenset({"GET", "HEAD"})
 
@@ -79,8 +101,13 @@ def split_repo(repo: str) -> tuple[str, str]:
 def needed_permissions(method: str, path: str) -> dict[str, str]:
     """The least permission a call needs: `path` is relative to the repository URL
     ("/issues/3/comments"); reads need `read`, anything else `write`."""
-    area = path.strip("/").split("/", 1)[0]
+    parts = path.split("?", 1)[0].strip("/").split("/")
+    area = parts[0]
     name = AREA_PERMISSIONS.get(area)
+    if area == "commits" and len(parts) >= 3:
+        name = COMMIT_PERMISSIONS.get(parts[-1])
+    elif area == "pulls" and len(parts) == 3 and parts[-1] == "merge":
+        name = "contents"  # merging writes the base branch: GitHub asks for contents
     if name is None:
         if method.upper() in READ_METHODS and area in ("", "collaborators"):
             return dict(METADATA_ONLY)
@@ -271,15 +298,21 @@ class GitHubClient:
         )
 
     async def paginate(
-        self, repo: str, path: str, *, params: dict[str, str] | None = None
+        self,
+        repo: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        key: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Every item of a list endpoint, following `Link: rel="next"`."""
+        """Every item of a list endpoint, following `Link: rel="next"`. `key`: the list
+        is that field of an object answer (`check_runs`, `jobs`)."""
         credential = await self._repo_credential(repo, needed_permissions("GET", path))
         query = {"per_page": str(PER_PAGE), **(params or {})}
         response = await self.transport.request(
             "GET", _repo_path(repo) + path, credential=credential, params=query
         )
-        items: list[dict[str, Any]] = list(response.data)
+        items: list[dict[str, Any]] = _items(response.data, key)
         pages = 1
         while response.next_url is not None and pages < MAX_PAGES:
             next_url = response.next_url
@@ -291,7 +324,7 @@ class GitHubClient:
                     detail={"base_url": self.transport.base_url},
                 )
             response = await self.transport.request("GET", next_url, credential=credential)
-            items.extend(response.data)
+            items.extend(_items(response.data, key))
             pages += 1
         return items
 
@@ -432,6 +465,151 @@ class GitHubClient:
         permission = str(response.data.get("permission", "none"))
         return permission if permission in PERMISSIONS else "none"
 
+    # -- After the pull request: reviews, reactions, CI, files, merge ---------------------
+
+    async def react_to_issue_comment(
+        self, repo: str, comment_id: int, content: str = "eyes"
+    ) -> Reaction:
+        """React to an issue (or pull request conversation) comment; reacting twice with
+        the same content answers the first reaction (GitHub's 200), so a retry is safe."""
+        path = f"/issues/comments/{int(comment_id)}/reactions"
+        response = await self.request("POST", repo, path, payload={"content": content})
+        return record(Reaction, response.data)
+
+    async def react_to_review_comment(
+        self, repo: str, comment_id: int, content: str = "eyes"
+    ) -> Reaction:
+        path = f"/pulls/comments/{int(comment_id)}/reactions"
+        response = await self.request("POST", repo, path, payload={"content": content})
+        return record(Reaction, response.data)
+
+    async def get_review_comment(self, repo: str, comment_id: int) -> ReviewComment:
+        response = await self.request("GET", repo, f"/pulls/comments/{int(comment_id)}")
+        return record(ReviewComment, response.data)
+
+    async def reply_to_review_comment(
+        self, repo: str, number: int, comment_id: int, body: str
+    ) -> ReviewComment:
+        """Reply on the thread of review comment `comment_id` of pull request `number`.
+
+        Sent as a review comment `in_reply_to` the thread: GitHub's description marks the
+        replies endpoint (`create-reply-for-review-comment`) as not for installation tokens
+        (`enabledForGitHubApps: false`). A 5xx is checked for a reply already made before
+        sending again, so a retry never doubles it."""
+        original = await self.get_review_comment(repo, comment_id)
+        thread = original.thread_id
+        payload = {
+            "body": body,
+            "in_reply_to": thread,
+            # Required by the schema, ignored by GitHub beside in_reply_to.
+            "commit_id": original.commit_id,
+            "path": original.path,
+        }
+
+        async def made_already() -> dict[str, Any] | None:
+            login = (await self.identity()).bot_login
+            for item in reversed(await self.paginate(repo, f"/pulls/{int(number)}/comments")):
+                if (
+                    item.get("in_reply_to_id") == thread
+                    and item.get("body") == body
+                    and (item.get("user") or {}).get("login") == login
+                ):
+                    return item
+            return None
+
+        made = await self._create(repo, f"/pulls/{int(number)}/comments", payload, made_already)
+        return record(ReviewComment, made)
+
+    async def list_review_comments(self, repo: str, number: int) -> list[ReviewComment]:
+        """Every review comment of the pull request, oldest first (replies included)."""
+        return records(ReviewComment, await self.paginate(repo, f"/pulls/{int(number)}/comments"))
+
+    async def list_reviews(self, repo: str, number: int) -> list[Review]:
+        return records(Review, await self.paginate(repo, f"/pulls/{int(number)}/reviews"))
+
+    async def list_comments_for_review(
+        self, repo: str, number: int, review_id: int
+    ) -> list[ReviewComment]:
+        path = f"/pulls/{int(number)}/reviews/{int(review_id)}/comments"
+        return records(ReviewComment, await self.paginate(repo, path))
+
+    async def get_check_run(self, repo: str, check_run_id: int) -> CheckRun:
+        response = await self.request("GET", repo, f"/check-runs/{int(check_run_id)}")
+        return record(CheckRun, response.data)
+
+    async def list_check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
+        path = f"/check-runs/{int(check_run_id)}/annotations"
+        return records(Annotation, await self.paginate(repo, path))
+
+    async def list_check_runs_for_ref(self, repo: str, ref: str) -> list[CheckRun]:
+        """The newest check run of each name on the commit `ref` names (sha or branch)."""
+        path = f"/commits/{quote(ref, safe='/')}/check-runs"
+        return records(CheckRun, await self.paginate(repo, path, key="check_runs"))
+
+    async def combined_status(self, repo: str, ref: str) -> CombinedStatus:
+        """The commit's combined status: "failure" when any context failed or errored."""
+        path = f"/commits/{quote(ref, safe='/')}/status"
+        response = await self.request("GET", repo, path, params={"per_page": str(PER_PAGE)})
+        return record(CombinedStatus, response.data)
+
+    async def get_workflow_run(self, repo: str, run_id: int) -> WorkflowRun:
+        response = await self.request("GET", repo, f"/actions/runs/{int(run_id)}")
+        return record(WorkflowRun, response.data)
+
+    async def list_jobs(self, repo: str, run_id: int) -> list[Job]:
+        path = f"/actions/runs/{int(run_id)}/jobs"
+        return records(Job, await self.paginate(repo, path, key="jobs"))
+
+    async def download_job_log(
+        self, repo: str, job_id: int, *, max_bytes: int = JOB_LOG_TAIL_BYTES
+    ) -> JobLog:
+        """The job's log, its last `max_bytes`. GitHub answers with a 302 to a short-lived
+        signed URL; that URL is fetched without the token (it may be another host)."""
+        response = await self.request_redirect(repo, f"/actions/jobs/{int(job_id)}/logs")
+        raw, cut = await self.transport.download_tail(
+            response.headers["Location"], max_bytes=max_bytes
+        )
+        return JobLog(int(job_id), raw.decode(errors="replace"), cut)
+
+    async def request_redirect(self, repo: str, path: str) -> Response:
+        """GET an endpoint GitHub answers with a redirect, answered as it is (not
+        followed, so the token stays with the API)."""
+        response = await self.transport.request(
+            "GET",
+            _repo_path(repo) + path,
+            credential=await self._repo_credential(repo, needed_permissions("GET", path)),
+            follow_redirects=False,
+        )
+        if "Location" not in response.headers:
+            raise GitHubRejected(f"GitHub did not redirect GET {path}")
+        return response
+
+    async def list_pull_files(self, repo: str, number: int) -> list[PullFile]:
+        return records(PullFile, await self.paginate(repo, f"/pulls/{int(number)}/files"))
+
+    async def merge_state(self, repo: str, number: int) -> MergeState:
+        """Open or closed, merged or not, and whether GitHub can merge it now."""
+        return record(MergeState, await self.get_pull(repo, number))
+
+    async def merge_pull(
+        self, repo: str, number: int, *, sha: str | None = None, method: str = "merge"
+    ) -> MergeResult:
+        """Merge the pull request; `sha`: only if its head is still that commit (GitHub's
+        409 otherwise, a GitHubRejected)."""
+        payload: dict[str, str] = {"merge_method": method}
+        if sha is not None:
+            payload["sha"] = sha
+        response = await self.request("PUT", repo, f"/pulls/{int(number)}/merge", payload=payload)
+        return record(MergeResult, response.data)
+
+    async def request_reviewers(self, repo: str, number: int, logins: list[str]) -> None:
+        await self.request(
+            "POST",
+            repo,
+            f"/pulls/{int(number)}/requested_reviewers",
+            payload={"reviewers": list(logins)},
+        )
+
     # -- Creates that survive a 5xx ------------------------------------------------------
 
     async def _create(
@@ -466,6 +644,13 @@ class GitHubClient:
                 log.info("github: POST %s on %s had succeeded despite the 5xx", path, repo)
                 return found
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+def _items(data: Any, key: str | None) -> list[dict[str, Any]]:
+    found = data.get(key) if key is not None and isinstance(data, dict) else data
+    if not isinstance(found, list):
+        raise GitHubRejected("GitHub's list answer is not a list")
+    return list(found)
 
 
 def _within(url: str, base_url: str) -> bool:

@@ -126,11 +126,14 @@ class Transport:
         payload: Any = None,
         params: Mapping[str, str] | None = None,
         retry_server_errors: bool = True,
+        follow_redirects: bool = True,
     ) -> Response:
         """Send, retrying 5xx/network failures and rate limits by the policy.
 
         `retry_server_errors=False` is for creates: a 5xx may come after GitHub acted, so
-        the caller checks before sending again (rate-limit answers are never acted on)."""
+        the caller checks before sending again (rate-limit answers are never acted on).
+        `follow_redirects=False` answers a 3xx as it is (its `Location` in the headers): a
+        redirect that leaves the API must not carry the token."""
         url = self.url(path)
         if params:
             url = url.update_query(params)
@@ -140,11 +143,15 @@ class Transport:
         while True:
             attempt += 1
             try:
-                status, headers, raw = await self._send(method, url, body, credential)
+                status, headers, raw = await self._send(
+                    method, url, body, credential, follow_redirects
+                )
             except (aiohttp.ClientError, TimeoutError) as exc:
                 wait = self._unanswered_wait(method, url, exc, attempt, retry_server_errors)
                 await self._sleep(wait)
                 continue
+            if not follow_redirects and 300 <= status < 400 and "Location" in headers:
+                return Response(status, headers, None, None)
             answer = _Answer(status, headers, _message(headers, raw))
             verdict = classify(status, headers, answer.message)
             if verdict is Verdict.OK:
@@ -224,7 +231,12 @@ class Transport:
         return wait
 
     async def _send(
-        self, method: str, url: URL, body: bytes, credential: Credential
+        self,
+        method: str,
+        url: URL,
+        body: bytes,
+        credential: Credential,
+        follow_redirects: bool = True,
     ) -> tuple[int, Mapping[str, str], bytes]:
         token = await credential.token()
         if credential.kind == "jwt":
@@ -235,20 +247,47 @@ class Transport:
         if body:
             headers["content-type"] = "application/json"
         if credential.pace_key is None:
-            answer = await self._exchange(method, url, headers, body)
+            answer = await self._exchange(method, url, headers, body, follow_redirects)
         else:
             async with self.pacer.slot(credential.pace_key, method):
-                answer = await self._exchange(method, url, headers, body)
+                answer = await self._exchange(method, url, headers, body, follow_redirects)
         if self.observe is not None:
             installation = None if credential.pace_key is None else str(credential.pace_key)
             self.observe(method, answer[0], installation, answer[1])
         return answer
 
     async def _exchange(
-        self, method: str, url: URL, headers: dict[str, str], body: bytes
+        self,
+        method: str,
+        url: URL,
+        headers: dict[str, str],
+        body: bytes,
+        follow_redirects: bool = True,
     ) -> tuple[int, Mapping[str, str], bytes]:
-        async with self._client().request(method, url, headers=headers, data=body) as resp:
+        async with self._client().request(
+            method, url, headers=headers, data=body, allow_redirects=follow_redirects
+        ) as resp:
             return resp.status, resp.headers, await resp.read()
+
+    async def download_tail(self, url: str, *, max_bytes: int) -> tuple[bytes, bool]:
+        """GET `url` with no credential (where a redirect from the API points: GitHub's
+        signed log storage) and keep its last `max_bytes`; (bytes, whether cut)."""
+        kept = bytearray()
+        cut = False
+        try:
+            async with self._client().get(
+                URL(url, encoded=True), headers={"User-Agent": self.user_agent}
+            ) as resp:
+                if resp.status != 200:
+                    raise _failure(resp.status, resp.headers, f"download answered {resp.status}")
+                async for chunk in resp.content.iter_chunked(64 * 1024):
+                    kept += chunk
+                    if len(kept) > max_bytes:
+                        del kept[: len(kept) - max_bytes]
+                        cut = True
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise GitHubUnavailable(f"download failed: {type(exc).__name__}") from exc
+        return bytes(kept), cut
 
 
 def _message(headers: Mapping[str, str], raw: bytes) -> str:
