@@ -17,6 +17,7 @@ from github_sandbox import (
     control_routes,
     git_http,
     pages,
+    pull_forms,
     registration_routes,
     rest_routes,
     review_routes,
@@ -162,6 +163,7 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     # Last: the pages' `/{owner}/{repo}/...` patterns must not shadow a REST route.
     app.add_routes(pages.routes)
     app.add_routes(ci_routes.log_routes)
+    app.add_routes(pull_forms.routes)
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield

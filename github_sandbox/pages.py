@@ -20,6 +20,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from github_sandbox.appkeys import SANDBOX
 from github_sandbox.operations import not_found
+from github_sandbox.pull_view import after_pr_view
 from github_sandbox.state import Issue, Repo, iso
 
 routes = web.RouteTableDef()
@@ -138,6 +139,7 @@ async def pull_page(request: web.Request) -> web.Response:
     return _render(
         "pull.html.j2",
         **_view(repo, issue),
+        **after_pr_view(request.app[SANDBOX], repo, pull),
         pull_state=state,
         head=pull.head_ref,
         base=pull.base_ref,
