@@ -29,8 +29,9 @@ from aiohttp import web
 from github_sandbox.appkeys import SANDBOX
 from github_sandbox.auth import Caller, check_scope, resolve_token
 from github_sandbox.operations import SandboxError
+from github_sandbox.review_ops import Reviews
 from github_sandbox.sandbox import Sandbox
-from github_sandbox.state import Repo
+from github_sandbox.state import Repo, User
 
 routes = web.RouteTableDef()
 GIT = "git"
@@ -79,15 +80,16 @@ class _Refused(Exception):
         self.response = response
 
 
-def _authorize(request: web.Request, service: str) -> Repo:
-    """The repository, if this request's credentials may run `service` on it."""
+def _authorize(request: web.Request, service: str) -> tuple[Repo, User | None]:
+    """The repository and who asks (None: anyone, for a public clone), if this request's
+    credentials may run `service` on it."""
     sandbox = request.app[SANDBOX]
     repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
     token = _password(request.headers.get("Authorization", ""))
     push = service == "git-receive-pack"
     if token is None:
         if repo is not None and not repo.private and not push and repo.git_path is not None:
-            return repo  # anyone may clone a public repository
+            return repo, None  # anyone may clone a public repository
         raise _Refused(_unauthorized())
     try:
         caller = resolve_token(sandbox.world, f"token {token}")
@@ -98,7 +100,7 @@ def _authorize(request: web.Request, service: str) -> Repo:
     if not _permitted(sandbox, caller, repo, push=push):
         denied = f"Permission to {repo.full_name}.git denied to {caller.user.login}."
         raise _Refused(plain(403, denied))
-    return repo
+    return repo, caller.user
 
 
 def _visible(sandbox: Sandbox, caller: Caller, repo: Repo) -> bool:
@@ -172,7 +174,7 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
     if service not in SERVICES:
         return plain(403, "Unsupported service: only git-upload-pack and git-receive-pack.")
     try:
-        repo = _authorize(request, service)
+        repo, pusher = _authorize(request, service)
     except _Refused as refused:
         return refused.response
     chunks: list[bytes] = []
@@ -182,7 +184,12 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
         if size > MAX_PUSH_BYTES:
             return plain(413, "The request is too large.")
         chunks.append(chunk)
-    return await _backend(request, repo, path_info, b"".join(chunks))
+    response = await _backend(request, repo, path_info, b"".join(chunks))
+    if service == "git-receive-pack" and response.status == 200 and pusher is not None:
+        # A push that moves an open pull request's head: GitHub's `synchronize`.
+        sandbox: Sandbox = request.app[SANDBOX]
+        sandbox.emit(Reviews(sandbox.ops).synchronize(repo, pusher))
+    return response
 
 
 @routes.get(f"{REPO}/info/refs", name=f"{GIT}:refs")

@@ -143,6 +143,31 @@ class Reviews:
             submitted_at=self.world.now(),
         )
 
+    def synchronize(self, repo: Repo, pusher: User) -> list[HookEvent]:
+        """After a push: each open pull request whose head branch moved takes the new
+        head (`pull_request.synchronize`, with `before` and `after`)."""
+        hooks = []
+        for pull in sorted(repo.pulls.values(), key=lambda p: p.number):
+            before = pull.head_sha
+            after = self.head_sha(repo, pull)
+            if after == before or repo.issues[pull.number].state != "open":
+                continue
+            pull.head_sha = after
+            self.ops._touch(repo.issues[pull.number])
+            hooks.append(
+                self.ops._hook(
+                    repo,
+                    "pull_request",
+                    pusher,
+                    action="synchronize",
+                    number=pull.number,
+                    before=before,
+                    after=after,
+                    pull_request=self.shapes.pull(repo, pull),
+                )
+            )
+        return hooks
+
     # -- reviews ---------------------------------------------------------------------------
 
     def create_review(self, repo: Repo, actor: User, number: int, data: Any) -> Outcome:

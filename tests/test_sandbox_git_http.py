@@ -225,3 +225,32 @@ async def test_only_the_smart_upload_and_receive_services_are_served(
     ):
         assert response.status == 403
         assert "only" in await response.text()
+
+
+async def test_a_push_to_a_pull_requests_branch_moves_its_head_with_synchronize(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    work = tmp_path / "work"
+    token, url = await scoped_clone(github_sandbox, work, "write")
+    await run_git("checkout", "-q", "-b", "steelframe/issue-1", cwd=work, token=None, url="")
+    await commit_file(work, "A.md", "a\n")
+    pushed = await run_git("push", "-q", url, "steelframe/issue-1", cwd=work, token=token, url=url)
+    assert pushed.returncode == 0, pushed.stderr
+    client = github_sandbox.client()
+    pull = await client.create_pull(
+        SANDBOX_REPO, title="A", head="steelframe/issue-1", base="main", body=""
+    )
+    before = pull["head"]["sha"]
+    await commit_file(work, "A.md", "a, fixed\n")
+    pushed = await run_git("push", "-q", url, "steelframe/issue-1", cwd=work, token=token, url=url)
+    assert pushed.returncode == 0, pushed.stderr
+    await github_sandbox.settle()
+    synced = [
+        d.payload
+        for d in github_sandbox.sandbox.hooks.sent
+        if (d.event, d.action) == ("pull_request", "synchronize")
+    ]
+    assert len(synced) == 1 and synced[0]["before"] == before
+    after = (await client.get_pull(SANDBOX_REPO, pull["number"]))["head"]["sha"]
+    assert synced[0]["after"] == after != before
+    assert synced[0]["pull_request"]["head"]["sha"] == after
