@@ -336,3 +336,26 @@ async def test_the_combined_status_reflects_a_failing_status(
         ("ci/lint", "failure"),
     ]
     assert statuses[0]["branches"][0]["name"] == "steelframe/notes"
+
+
+def test_a_world_kept_by_an_older_sandbox_loads_with_the_new_fields_empty(tmp_path: Path) -> None:
+    """`steelframe dev` keeps its world on disk: one saved before reviews and CI existed
+    must still load, with none of them."""
+    from github_sandbox.persistence import load_world, save_world
+    from github_sandbox.state import AppInfo, Comment, Repo, User, World
+
+    owner = User(1, "octo")
+    app = AppInfo(1, "app", "App", owner, User(2, "app[bot]", "Bot"), "", 0.0)
+    repo = Repo(3, owner, "tools", 0.0)
+    repo.comments[4] = Comment(4, 1, owner, "hi", 0.0, 0.0)
+    world = World(app=app)
+    world.repos["octo/tools"] = repo
+    for name in ("reviews", "review_comments", "check_runs", "statuses", "jobs"):
+        del repo.__dict__[name]  # as an older sandbox pickled it
+    del repo.comments[4].__dict__["reactions"]
+    save_world(world, tmp_path / "world.pickle")
+    loaded = load_world(tmp_path / "world.pickle")
+    assert loaded is not None
+    again = loaded.repos["octo/tools"]
+    assert again.reviews == {} and again.check_runs == {} and again.statuses == []
+    assert again.comments[4].reactions == [] and again.comments[4].body == "hi"
