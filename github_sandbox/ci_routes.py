@@ -26,6 +26,8 @@ from github_sandbox.rest_common import (
 )
 from github_sandbox.sandbox import Sandbox
 
+# The handlers repeat one shape on purpose (a duplicates row), as in `rest_routes`: parse,
+# call one method, answer; so the table reads like GitHub's REST reference.
 routes = web.RouteTableDef()
 # Not the REST API: the plain-text log behind the redirect (the web host, like the pages).
 log_routes = web.RouteTableDef()

@@ -10,6 +10,7 @@ sit on a line the diff shows. Nobody may approve or request changes on their own
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from github_sandbox import git
@@ -293,22 +294,17 @@ class Reviews:
         root = target.in_reply_to_id or target.id
         item = self._new_review(repo, pull, actor, "", "COMMENTED")
         now = self.world.now()
-        comment = ReviewComment(
+        # A reply sits where its thread does: the same file, line and diff hunk.
+        comment = replace(
+            target,
             id=self.world.next_id(),
-            pull_number=number,
             review_id=item.id,
             user=actor,
             body=body,
-            path=target.path,
-            line=target.line,
-            side=target.side,
-            commit_id=target.commit_id,
-            diff_hunk=target.diff_hunk,
-            position=target.position,
             created_at=now,
             updated_at=now,
-            start_line=target.start_line,
             in_reply_to_id=root,
+            reactions=[],
         )
         return self._single(repo, actor, pull, item, comment)
 

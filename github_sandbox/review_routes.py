@@ -19,6 +19,8 @@ from github_sandbox.rest_common import (
 from github_sandbox.review_ops import Reviews
 from github_sandbox.review_shapes import review_comment
 
+# The handlers repeat one shape on purpose (a duplicates row), as in `rest_routes`: parse,
+# call one method, answer; so the table reads like GitHub's REST reference.
 routes = web.RouteTableDef()
 PULL = REPO + "/pulls/{pull_number}"
 

@@ -6,40 +6,21 @@ octokit/webhooks' schemas."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
-from github_sandbox.git import SANDBOX_AUTHOR
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
+from tests.fakes.git import branch_with_file
 
 NOTES = "first line\nsecond line\nthird line\n"
 
 
 def branch_with_notes(git_path: Path, branch: str, text: str = NOTES) -> str:
     """`branch` = main plus notes.md holding `text`; its commit sha."""
-
-    def git(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            ["git", "-C", str(git_path), *args],
-            input=stdin,
-            text=True,
-            capture_output=True,
-            check=True,
-            env={**os.environ, **SANDBOX_AUTHOR},
-        )
-        return done.stdout.strip()
-
-    blob = git("hash-object", "-w", "--stdin", stdin=text)
-    readme = git("rev-parse", "main:README.md")
-    tree = git("mktree", stdin=f"100644 blob {readme}\tREADME.md\n100644 blob {blob}\tnotes.md\n")
-    commit = git("commit-tree", tree, "-p", "refs/heads/main", "-m", "Add notes")
-    git("update-ref", f"refs/heads/{branch}", commit)
-    return commit
+    return branch_with_file(git_path, branch, "notes.md", text)
 
 
 class Person:

@@ -8,6 +8,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,9 +20,9 @@ if TYPE_CHECKING:
     from tests.conftest import GitHubSandbox
 
 
-def branch_with_commit(git_path: object, branch: str) -> None:
+def _plumbing(git_path: object) -> Callable[..., str]:
+    """git plumbing in the bare repository at `git_path`, as the sandbox's author."""
     path = Path(str(git_path))
-    env = {**SANDBOX_AUTHOR}
 
     def run(*args: str, stdin: str | None = None) -> str:
         done = subprocess.run(
@@ -30,10 +31,27 @@ def branch_with_commit(git_path: object, branch: str) -> None:
             text=True,
             capture_output=True,
             check=True,
-            env={**os.environ, **env},
+            env={**os.environ, **SANDBOX_AUTHOR},
         )
         return done.stdout.strip()
 
+    return run
+
+
+def branch_with_file(git_path: object, branch: str, name: str, text: str) -> str:
+    """`branch` = main plus the file `name` holding `text` (one commit); its sha."""
+    run = _plumbing(git_path)
+    blob = run("hash-object", "-w", "--stdin", stdin=text)
+    entries = run("ls-tree", "refs/heads/main").splitlines()
+    entries = [e for e in entries if e.split("\t", 1)[1] != name]
+    tree = run("mktree", stdin="".join(f"{e}\n" for e in entries) + f"100644 blob {blob}\t{name}\n")
+    commit = run("commit-tree", tree, "-p", "refs/heads/main", "-m", f"Add {name}")
+    run("update-ref", f"refs/heads/{branch}", commit)
+    return commit
+
+
+def branch_with_commit(git_path: object, branch: str) -> None:
+    run = _plumbing(git_path)
     blob = run("hash-object", "-w", "--stdin", stdin="change\n")
     tree = run("mktree", stdin=f"100644 blob {blob}\tchange.txt\n")
     commit = run("commit-tree", tree, "-p", "refs/heads/main", "-m", "change")
