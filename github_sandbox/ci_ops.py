@@ -159,10 +159,10 @@ class Checks:
         )
 
     def _settle_suite(self, repo: Repo, suite: CheckSuite) -> list[HookEvent]:
-        """Complete the suite when its last run completes (`check_suite.completed`)."""
+        """Complete the suite when its last run completes (`check_suite.completed`); a run
+        added to it reopens it first (`create_check_run`, `fail_workflow`)."""
         runs = [r for r in repo.check_runs.values() if r.suite_id == suite.id]
         if suite.status == "completed" or any(r.status != "completed" for r in runs):
-            suite.status = "in_progress" if runs and suite.status != "completed" else suite.status
             return []
         suite.status = "completed"
         suite.conclusion = min(
@@ -187,6 +187,7 @@ class Checks:
             raise validation_failed("head_sha", "missing_field", resource="CheckRun")
         sha = self.commit(repo, head_sha)
         suite = self._suite(repo, sha, by_actions=False)
+        suite.status, suite.conclusion = "in_progress", None  # a new run reopens the suite
         run = CheckRun(self.world.next_id(), name, sha, suite.id, self.world.now())
         self._apply(run, data)
         repo.check_runs[run.id] = run

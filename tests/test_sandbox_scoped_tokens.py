@@ -194,3 +194,27 @@ async def test_an_installations_tokens_share_its_pacing_and_rate_budget(
         assert status == 200
         budgets.append(body["resources"]["core"]["used"])
     assert budgets[0] == budgets[1] >= 3  # GitHub counts an installation's tokens together
+
+
+async def test_ci_and_merge_calls_need_the_permission_github_names(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    """Check runs need `checks`, the combined status `statuses`, runs and logs `actions`,
+    and a merge `contents: write` (not `pull_requests`), as `permissions.py` says."""
+    client = github_sandbox.client()
+    base = f"/repos/{SANDBOX_REPO}"
+    calls = [
+        ("GET", f"{base}/commits/main/check-runs", "checks"),
+        ("GET", f"{base}/commits/main/status", "statuses"),
+        ("GET", f"{base}/actions/runs/1", "actions"),
+        ("PUT", f"{base}/pulls/1/merge", "contents"),
+    ]
+    pulls_writer = f"token {await client.scoped_token(SANDBOX_REPO, {'pull_requests': 'write'})}"
+    for method, path, _ in calls:
+        status, answer = await call(github_sandbox, method, path, pulls_writer)
+        assert (status, answer["message"]) == (403, "Resource not accessible by integration")
+    answers = []
+    for method, path, permission in calls[:3]:
+        auth = f"token {await client.scoped_token(SANDBOX_REPO, {permission: 'read'})}"
+        answers.append((await call(github_sandbox, method, path, auth))[0])
+    assert answers == [200, 200, 404]  # let in (there is no workflow run 1)
