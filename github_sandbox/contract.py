@@ -148,7 +148,12 @@ class Contract:
         """An answer refusing a request the description's schema rejects: any of GitHub's
         error shapes (basic, validation, simple validation) passes."""
         shapes = ("basic-error", "validation-error", "validation-error-simple")
-        found = [self._validate({"$ref": f"#/components/schemas/{n}"}, body) for n in shapes]
+        # GitHub's errors always say why (`basic-error` itself requires nothing).
+        said = {"type": "object", "required": ["message"]}
+        found = [
+            self._validate({"allOf": [{"$ref": f"#/components/schemas/{n}"}, said]}, body)
+            for n in shapes
+        ]
         return [] if any(not problems for problems in found) else found[0]
 
     # -- webhooks --------------------------------------------------------------------------

@@ -357,3 +357,12 @@ def test_each_repository_operation_asks_the_permission_github_names(contract: Co
         path = re.sub(r"\{[a-z_]+\}", "7", path)
         level = "read" if need.level == READ else "write"
         assert needed_permissions(method, path) == {need.permission: level}, (method, route)
+
+
+def test_a_refusal_must_be_one_of_githubs_error_shapes(contract: Contract) -> None:
+    """What the fixture asks of an answer to a request the schema rejects."""
+    assert contract.error_problems({"message": "Not Found", "documentation_url": "x"}) == []
+    simple = {"message": "Unprocessable Entity", "documentation_url": "x", "errors": ["why"]}
+    assert contract.error_problems(simple) == []
+    assert contract.error_problems({"id": 1, "state": "open"})
+    assert contract.error_problems(None)
