@@ -154,7 +154,7 @@ class Checks:
 
     def _run_hook(self, repo: Repo, run: CheckRun, action: str) -> HookEvent:
         shaped = self.shaped_run(repo, run, whole_suite=True)
-        return self.ops._hook(
+        return self.ops.hook(
             repo, "check_run", self._sender(run.by_actions), action=action, check_run=shaped
         )
 
@@ -171,7 +171,7 @@ class Checks:
         suite.updated_at = self.world.now()
         shaped = self._shaped_suite(repo, suite, with_commit=True)
         sender = self._sender(suite.by_actions)
-        return [self.ops._hook(repo, "check_suite", sender, action="completed", check_suite=shaped)]
+        return [self.ops.hook(repo, "check_suite", sender, action="completed", check_suite=shaped)]
 
     # -- check runs ------------------------------------------------------------------------
 
@@ -349,7 +349,7 @@ class Checks:
             [] if repo.git_path is None else git.branches_containing(repo.git_path, commit.sha)
         )
         fields = ci_shapes.status_event(self.shapes, repo, item, commit, branches)
-        hook = self.ops._hook(repo, "status", creator, **fields)
+        hook = self.ops.hook(repo, "status", creator, **fields)
         return Outcome(ci_shapes.simple_status(self.shapes, repo, item), 201, [hook])
 
     # -- Actions ---------------------------------------------------------------------------
@@ -409,7 +409,7 @@ class Checks:
             run.job_ids.append(item.id)
             shaped_job = ci_shapes.job(self.shapes, repo, item, run)
             hooks.append(
-                self.ops._hook(
+                self.ops.hook(
                     repo, "workflow_job", actor, action="completed", workflow_job=shaped_job
                 )
             )
@@ -417,7 +417,7 @@ class Checks:
         repo.workflow_runs[run.id] = run
         hooks += self._settle_suite(repo, suite)
         hooks.append(
-            self.ops._hook(
+            self.ops.hook(
                 repo,
                 "workflow_run",
                 actor,

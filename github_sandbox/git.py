@@ -84,7 +84,6 @@ class ChangedFile:
 
 
 _STATUS = {"A": "added", "D": "removed", "M": "modified", "R": "renamed", "T": "changed"}
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
 
 
 def changed_files(path: Path, base: str, head: str) -> list[ChangedFile]:
@@ -111,25 +110,31 @@ def changed_files(path: Path, base: str, head: str) -> list[ChangedFile]:
     return found
 
 
-def hunk_through(patch: str, line: int) -> tuple[str, int] | None:
-    """The diff hunk of `patch` that shows head line `line`, cut after that line (GitHub's
-    `diff_hunk` of a review comment), and that line's `position` (lines below the first
-    "@@", counting later "@@" lines too); None when the diff does not show that line."""
+_HUNK_SIDES = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+def hunk_through(patch: str, line: int, side: str = "RIGHT") -> tuple[str, int] | None:
+    """The diff hunk of `patch` that shows `line` (of the head for side RIGHT, of the base
+    for LEFT), cut after that line (GitHub's `diff_hunk` of a review comment), and that
+    line's `position` (lines below the first "@@", counting later "@@" lines too); None
+    when the diff does not show that line."""
     hunk: list[str] = []
-    current = 0
+    old = new = 0
     for position, text in enumerate(patch.splitlines()):
-        header = _HUNK.match(text)
+        header = _HUNK_SIDES.match(text)
         if header:
-            hunk, current = [text], int(header.group(1))
+            hunk, old, new = [text], int(header.group(1)), int(header.group(2))
             continue
         if not hunk:
             continue
         hunk.append(text)
-        if text.startswith("-"):
-            continue
-        if current == line:
+        removed, added = text.startswith("-"), text.startswith("+")
+        if (side == "RIGHT" and not removed and new == line) or (
+            side == "LEFT" and not added and old == line
+        ):
             return "\n".join(hunk), position
-        current += 1
+        old += 0 if added else 1
+        new += 0 if removed else 1
     return None
 
 

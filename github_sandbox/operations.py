@@ -95,7 +95,7 @@ class Operations:
             raise not_found()
         return found
 
-    def _hook(self, repo: Repo, event: str, sender: User, **fields: Any) -> HookEvent:
+    def hook(self, repo: Repo, event: str, sender: User, **fields: Any) -> HookEvent:
         payload: dict[str, Any] = {**fields}
         payload["repository"] = self.shapes.repository(repo)
         payload["sender"] = self.shapes.user(sender)
@@ -115,7 +115,7 @@ class Operations:
     ) -> HookEvent:
         issue_shape = self.shapes.issue(repo, issue)
         fields = {"action": action, "issue": issue_shape, "comment": comment, **extra}
-        return self._hook(repo, "issue_comment", actor, **fields)
+        return self.hook(repo, "issue_comment", actor, **fields)
 
     def _label(self, repo: Repo, name: str) -> Label:
         found = repo.labels.get(name.lower())
@@ -123,7 +123,7 @@ class Operations:
             found = repo.labels[name.lower()] = Label(self.world.next_id(), name)
         return found
 
-    def _touch(self, issue: Issue) -> None:
+    def touch(self, issue: Issue) -> None:
         issue.updated_at = self.world.now()
 
     # -- issues ----------------------------------------------------------------------------
@@ -149,7 +149,7 @@ class Operations:
         repo.next_number += 1
         repo.issues[issue.number] = issue
         hooks = [
-            self._hook(repo, "issues", actor, action="opened", issue=self.shapes.issue(repo, issue))
+            self.hook(repo, "issues", actor, action="opened", issue=self.shapes.issue(repo, issue))
         ]
         # GitHub drops labels silently for users without push access.
         if self.can_push(repo, actor):
@@ -162,7 +162,7 @@ class Operations:
             label = self._label(repo, name)
             if label.name not in issue.labels:
                 issue.labels.append(label.name)
-                self._touch(issue)
+                self.touch(issue)
                 hooks.append(self._labeled(repo, issue, actor, "labeled", label))
         return hooks
 
@@ -170,7 +170,7 @@ class Operations:
         self, repo: Repo, issue: Issue, actor: User, action: str, label: Label
     ) -> HookEvent:
         if issue.is_pull:
-            return self._hook(
+            return self.hook(
                 repo,
                 "pull_request",
                 actor,
@@ -179,7 +179,7 @@ class Operations:
                 pull_request=self.shapes.pull(repo, repo.pulls[issue.number]),
                 label=self.shapes.label(repo, label),
             )
-        return self._hook(
+        return self.hook(
             repo,
             "issues",
             actor,
@@ -215,9 +215,9 @@ class Operations:
                 changes[key] = {"from": getattr(issue, key) or ""}
                 setattr(issue, key, data[key])
         if changes:
-            self._touch(issue)
+            self.touch(issue)
             hooks.append(
-                self._hook(
+                self.hook(
                     repo,
                     "issues",
                     actor,
@@ -235,10 +235,10 @@ class Operations:
             issue.state_reason = data.get("state_reason") or (
                 "completed" if state == "closed" else "reopened"
             )
-            self._touch(issue)
+            self.touch(issue)
             action = "closed" if state == "closed" else "reopened"
             hooks.append(
-                self._hook(
+                self.hook(
                     repo, "issues", actor, action=action, issue=self.shapes.issue(repo, issue)
                 )
             )
@@ -267,7 +267,7 @@ class Operations:
         if carried is None:
             raise SandboxError(404, "Label does not exist")
         issue.labels.remove(carried)
-        self._touch(issue)
+        self.touch(issue)
         hook = self._labeled(repo, issue, actor, "unlabeled", repo.labels[carried.lower()])
         return Outcome(self.issue_labels(repo, issue), 200, [hook])
 
@@ -282,7 +282,7 @@ class Operations:
         comment = Comment(self.world.next_id(), issue.number, actor, body, now, now)
         repo.comments[comment.id] = comment
         issue.comment_ids.append(comment.id)
-        self._touch(issue)
+        self.touch(issue)
         shaped = self.shapes.comment(repo, comment)
         return Outcome(shaped, 201, [self._comment_hook(repo, actor, "created", issue, shaped)])
 
@@ -344,7 +344,7 @@ class Operations:
         repo.labels[label.name.lower()] = label
         shaped = self.shapes.label(repo, label)
         return Outcome(
-            shaped, 201, [self._hook(repo, "label", actor, action="created", label=shaped)]
+            shaped, 201, [self.hook(repo, "label", actor, action="created", label=shaped)]
         )
 
     # -- pull requests ---------------------------------------------------------------------
@@ -388,7 +388,7 @@ class Operations:
         )
         repo.pulls[issue.number] = pull
         shaped = self.shapes.pull(repo, pull)
-        hook = self._hook(
+        hook = self.hook(
             repo, "pull_request", actor, action="opened", number=pull.number, pull_request=shaped
         )
         return Outcome(shaped, 201, [hook])
@@ -430,9 +430,9 @@ class Operations:
         issue.state = "closed"
         issue.closed_at = now
         issue.state_reason = "completed"
-        self._touch(issue)
+        self.touch(issue)
         shaped = self.shapes.pull(repo, pull)
-        hook = self._hook(
+        hook = self.hook(
             repo, "pull_request", actor, action="closed", number=number, pull_request=shaped
         )
         return Outcome(shaped, 200, [hook])

@@ -66,7 +66,7 @@ class Reviews:
         self, repo: Repo, event: str, actor: User, pull: Pull, **fields: Any
     ) -> HookEvent:
         shaped = simple_pull(self.shapes, repo, pull)
-        return self.ops._hook(repo, event, actor, pull_request=shaped, **fields)
+        return self.ops.hook(repo, event, actor, pull_request=shaped, **fields)
 
     def review_comment(self, repo: Repo, comment_id: int) -> ReviewComment:
         found = repo.review_comments.get(comment_id)
@@ -93,7 +93,7 @@ class Reviews:
         if start_line is not None and (not isinstance(start_line, int) or start_line > line):
             raise validation_failed("start_line", resource="PullRequestReviewComment")
         change = next((f for f in self.files(repo, pull) if f.filename == path), None)
-        placed = None if change is None else git.hunk_through(change.patch, line)
+        placed = None if change is None else git.hunk_through(change.patch, line, side)
         if placed is None:
             raise refused_as_custom(
                 "PullRequestReviewComment",
@@ -154,9 +154,9 @@ class Reviews:
             if after == before or repo.issues[pull.number].state != "open":
                 continue
             pull.head_sha = after
-            self.ops._touch(repo.issues[pull.number])
+            self.ops.touch(repo.issues[pull.number])
             hooks.append(
-                self.ops._hook(
+                self.ops.hook(
                     repo,
                     "pull_request",
                     pusher,
@@ -369,7 +369,7 @@ class Reviews:
             if user not in pull.requested_reviewers:
                 pull.requested_reviewers.append(user)
                 hooks.append(
-                    self.ops._hook(
+                    self.ops.hook(
                         repo,
                         "pull_request",
                         actor,

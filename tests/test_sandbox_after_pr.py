@@ -340,3 +340,18 @@ def test_a_world_kept_by_an_older_sandbox_loads_with_the_new_fields_empty(tmp_pa
     again = loaded.repos["octo/tools"]
     assert again.reviews == {} and again.check_runs == {} and again.statuses == []
     assert again.comments[4].reactions == [] and again.comments[4].body == "hi"
+
+
+def test_a_comment_finds_its_line_on_either_side_of_the_diff() -> None:
+    from github_sandbox.git import hunk_through
+
+    patch = "@@ -1,3 +1,3 @@\n keep\n-old two\n+new two\n three\n@@ -9 +9,2 @@\n nine\n+ten"
+    assert hunk_through(patch, 2) == ("@@ -1,3 +1,3 @@\n keep\n-old two\n+new two", 3)
+    assert hunk_through(patch, 2, "LEFT") == ("@@ -1,3 +1,3 @@\n keep\n-old two", 2)
+    assert hunk_through(patch, 3, "LEFT") == (
+        "@@ -1,3 +1,3 @@\n keep\n-old two\n+new two\n three",
+        4,
+    )
+    assert hunk_through(patch, 10) == ("@@ -9 +9,2 @@\n nine\n+ten", 7)
+    assert hunk_through(patch, 10, "LEFT") is None  # the base has no line 10 shown
+    assert hunk_through(patch, 5) is None  # between the hunks: not in the diff
