@@ -5,8 +5,9 @@ operations they may not with `x-github.enabledForGitHubApps: false`).
 
 Keyed by (method, route) as GitHub's OpenAPI description spells them, with its operation
 id beside each: a test checks this table against the description (every described
-repository operation has exactly one row, the ids and the App flag agree) and against the
-client's own table in `bot.github.client`.
+repository operation has exactly one row; the ids, the App flag and the permission its
+`x-github` category names agree, merging being the one exception: contents) and against
+the client's own table in `bot.github.client`.
 """
 
 from __future__ import annotations

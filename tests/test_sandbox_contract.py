@@ -15,7 +15,7 @@ import pytest
 from bot.github.client import GitHubClient, needed_permissions
 from github_sandbox import registration
 from github_sandbox.contract import Contract
-from github_sandbox.permissions import OPERATIONS, READ
+from github_sandbox.permissions import OPERATIONS, READ, WRITE
 from tests.conftest import GITHUB_DATA, SANDBOX_REPO, GitHubSandbox
 from tests.fakes.git import branch_with_commit
 
@@ -357,6 +357,32 @@ def test_each_repository_operation_asks_the_permission_github_names(contract: Co
         path = re.sub(r"\{[a-z_]+\}", "7", path)
         level = "read" if need.level == READ else "write"
         assert needed_permissions(method, path) == {need.permission: level}, (method, route)
+        assert need.permission == _permission_of(operation["x-github"], route), route
+        assert need.level == (READ if method == "GET" else WRITE), route
+
+
+# GitHub's description files each operation under a category; the fine-grained permission
+# follows it, with the exceptions GitHub's permissions page names.
+CATEGORY_PERMISSIONS = {
+    "issues": "issues",
+    "pulls": "pull_requests",
+    "checks": "checks",
+    "actions": "actions",
+    "commits": "statuses",
+    "collaborators": "metadata",
+}
+PERMISSION_EXCEPTIONS = {"/repos/{owner}/{repo}/pulls/{pull_number}/merge": "contents"}
+
+
+def _permission_of(x_github: dict[str, str], route: str) -> str:
+    if route in PERMISSION_EXCEPTIONS:
+        return PERMISSION_EXCEPTIONS[route]
+    category, subcategory = x_github["category"], x_github["subcategory"]
+    if category == "reactions":  # a reaction belongs to what it reacts to
+        return "issues" if "/issues/" in route else "pull_requests"
+    if category == "repos":
+        return "contents" if subcategory == "contents" else "metadata"
+    return CATEGORY_PERMISSIONS[category]
 
 
 def test_a_refusal_must_be_one_of_githubs_error_shapes(contract: Contract) -> None:
