@@ -11,6 +11,7 @@ from bot.lifecycle import leases
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import Task
+from bot.lifecycle.repo_config import RepoEnv
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.worktree import Claim
 
@@ -48,6 +49,8 @@ class Run:
     folder: Path
     # This run's claim on the task's branch while it holds one (`steps.let_go` ends it).
     claim: Claim | None = None
+    # The repository's environment (setup_run.prepare).
+    repo_env: RepoEnv | None = None
 
     @property
     def fence(self) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle import leases, setup_run, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.delivery import deliver_pending
@@ -90,9 +90,25 @@ async def work(run: Run) -> str:
     if refused is not None:
         return refused
     tree = await _prepare(run)
+    refused = await _environment(run, tree)
+    if refused is not None:
+        return refused
     prompt = await _prompt(run, text, tree)
     outcome = await _code(run, tree, prompt, remaining)
     return await _finish_run(run, tree, prompt, outcome)
+
+
+async def _environment(run: Run, tree: worktree.Worktree) -> str | None:
+    """The repository's config and setup (setup_run.prepare); the failure when refused."""
+    try:
+        run.repo_env = await setup_run.prepare(run, tree)
+    except setup_run.SetupRefused as exc:
+        if exc.private:
+            await asyncio.to_thread(keep_log, run, "setup", exc.private)
+        return await _fail(run, error=run.public(exc.public, 300), retry=exc.retry)
+    if run.repo_env.setup_log:
+        await asyncio.to_thread(keep_log, run, "setup", run.repo_env.setup_log)
+    return None
 
 
 async def _finish_run(
@@ -146,18 +162,22 @@ async def let_go(run: Run) -> None:
 async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
     task = run.task
     hits = await retrieve(run.ctx, task, text.body)
-    return build_prompt(
-        PromptInput(
-            repo=task.repo,
-            issue=task.issue,
-            title=text.title,
-            body=text.body,
-            branch=tree.branch,
-            hits=hits,
-            question=task.question,
-            decision=task.pending_decision,
-            **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
+    instructions = run.repo_env.instructions if run.repo_env else ""
+    return (
+        build_prompt(
+            PromptInput(
+                repo=task.repo,
+                issue=task.issue,
+                title=text.title,
+                body=text.body,
+                branch=tree.branch,
+                hits=hits,
+                question=task.question,
+                decision=task.pending_decision,
+                **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
+            )
         )
+        + instructions
     )
 
 
