@@ -135,6 +135,24 @@ async def test_a_setup_that_writes_its_secret_into_the_workspace_is_refused_and_
     assert await lc.pulls() == []
 
 
+@pytest.mark.parametrize("outcome", ["passed", "failed"])
+async def test_the_test_command_result_is_in_the_pull_request_body(
+    make: Make, tmp_path: Path, outcome: str
+) -> None:
+    lc, _, _ = await _bench(make, tmp_path)
+    test = "test -f CHANGE.md" if outcome == "passed" else "echo broken >&2; exit 3"
+    _seed(lc, {".steelframe/config.yml": f"test: {json.dumps(test)}\n"})
+    issue = await _run_issue(lc, "Tested change")
+    assert lc.task(issue).state == TaskState.DELIVERED
+    [pull] = await lc.pulls()
+    if outcome == "passed":
+        assert "Tests: `test -f CHANGE.md` passed in " in pull["body"]
+    else:
+        assert "Tests: `echo broken >&2; exit 3` failed (exit 3) in " in pull["body"]
+    test_events = [n for n in _notes(lc, issue) if n.startswith("Tests:")]
+    assert len(test_events) == 1
+
+
 @pytest.mark.parametrize(
     ("config", "reason"),
     [

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.lifecycle import tasks
+from bot.lifecycle.repo_tests import tests_line
 from bot.lifecycle.scope import Run
 
 
@@ -26,8 +27,11 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
         return
     task = run.task
     branch = task.branch or tasks.branch_name(task.issue)
-    body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
-        f"<!-- steelframe-task {task.id} -->"
+    tests = tests_line(run.tests, run.ctx.redactor)
+    body = (
+        f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n"
+        + (f"{tests}\n\n" if tests else "")
+        + f"<!-- steelframe-task {task.id} -->"
     )
     if run.ctx.policy.coding_agent == "demo":
         title = f"{title} (demo runtime)"

@@ -34,6 +34,7 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
 from bot.lifecycle.recall import remember, retrieve
+from bot.lifecycle.repo_tests import run_tests
 from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable, ensure_available
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
@@ -394,6 +395,7 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
         if summary:
             error += f" (it said: {run.public(outcome.summary, MAX_REASON)})"
         return await _fail(run, error=error, retry=False)
+    run.tests = await run_tests(run, tree)  # after the commit: what tests write stays out
     if await _holds_secret(run, tree):
         return await _fail(run, error=SECRET_FOUND, retry=False)
     await _push(run, tree)
