@@ -447,7 +447,7 @@ class Settings:
         "STEELFRAME_SETUP_SECRETS_DIR", Path, "folder of <owner>/<repo>.env setup-only secrets"
     )
     setup_time_limit: int = setting(
-        "STEELFRAME_SETUP_TIME_LIMIT", _positive_int, "seconds each setup command may take", 900
+        "STEELFRAME_SETUP_TIME_LIMIT", _positive_int, "seconds all of setup may take", 600
     )
     setup_cache_keep: int = setting(
         "STEELFRAME_SETUP_CACHE_KEEP",
@@ -456,7 +456,7 @@ class Settings:
         3,
     )
     test_time_limit: int = setting(
-        "STEELFRAME_TEST_TIME_LIMIT", _positive_int, "seconds the test command may take", 600
+        "STEELFRAME_TEST_TIME_LIMIT", _positive_int, "seconds the test command may take", 300
     )
     repo_agents: tuple[str, ...] = setting(
         "STEELFRAME_REPO_AGENTS",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from bot.config import Settings
+from bot.lifecycle.context import LifecyclePolicy
 from bot.lifecycle.repo_config import (
     DEFAULT,
     DEFAULT_KEY_FILES,
@@ -13,6 +15,7 @@ from bot.lifecycle.repo_config import (
     matches_key_file,
     parse,
 )
+from bot.lifecycle.setup_run import SetupRefused, effective_policy, for_the_prompt
 
 FULL = """
 setup:
@@ -142,3 +145,35 @@ def test_key_files_match_by_name_in_any_folder_or_by_whole_path() -> None:
     patterns = ("services/*/requirements.txt",)
     assert matches_key_file("services/api/requirements.txt", patterns)
     assert not matches_key_file("requirements.txt", patterns)
+
+
+def test_a_model_overrides_the_installations_and_the_agent_stays() -> None:
+    settings = Settings(coding_agent="claude", coding_model="claude-sonnet-4-5")
+    policy = LifecyclePolicy.from_settings(settings)
+    chosen = effective_policy(settings, policy, parse("model: claude-opus-4-1"))
+    assert chosen.coding_model == "claude-opus-4-1"
+    assert chosen.coding_agent == "claude" and chosen.coding_command == policy.coding_command
+    assert effective_policy(settings, policy, DEFAULT) is policy
+
+
+def test_another_agent_only_where_the_installation_allows_it() -> None:
+    settings = Settings(coding_agent="claude")
+    policy = LifecyclePolicy.from_settings(settings)
+    with pytest.raises(SetupRefused, match="does not let repositories choose"):
+        effective_policy(settings, policy, parse("agent: codex"))
+    allowing = Settings(coding_agent="claude", repo_agents=("codex",))
+    chosen = effective_policy(
+        allowing, LifecyclePolicy.from_settings(allowing), parse("agent: codex")
+    )
+    assert chosen.coding_agent == "codex"
+    assert chosen.coding_command is not None and chosen.coding_command[-1] == "codex"
+    assert "OPENAI_API_KEY" in chosen.sandbox.env_passthrough
+    assert "ANTHROPIC_API_KEY" not in chosen.sandbox.env_passthrough
+
+
+def test_instruction_files_an_agent_reads_natively_stay_out_of_its_prompt() -> None:
+    config = parse("instructions: [AGENTS.md, CLAUDE.md, docs/STYLE.md]")
+    assert for_the_prompt(config, "claude") == ["AGENTS.md", "docs/STYLE.md"]
+    assert for_the_prompt(config, "codex") == ["CLAUDE.md", "docs/STYLE.md"]
+    assert for_the_prompt(config, "aider") == ["AGENTS.md", "CLAUDE.md", "docs/STYLE.md"]
+    assert for_the_prompt(config, "command") == ["AGENTS.md", "CLAUDE.md", "docs/STYLE.md"]

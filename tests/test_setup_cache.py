@@ -100,3 +100,19 @@ def test_keep_zero_turns_the_cache_off(tmp_path: Path) -> None:
     cache = SetupCache(tmp_path / "cache", keep=0)
     assert not cache.store(REPO, "k1", _made(tmp_path / "setup", "v1"), ["node_modules"])
     assert cache.lookup(REPO, "k1") is None
+
+
+def test_nothing_is_restored_through_a_link_a_branch_planted(tmp_path: Path) -> None:
+    cache = SetupCache(tmp_path / "cache", keep=3)
+    source = tmp_path / "setup"
+    (source / "web" / "node_modules").mkdir(parents=True)
+    (source / "web" / "node_modules" / "x.js").write_text("x")
+    cache.store(REPO, "k1", source, ["web/node_modules"])
+    checkout, elsewhere = tmp_path / "checkout", tmp_path / "elsewhere"
+    checkout.mkdir()
+    elsewhere.mkdir()
+    os.symlink(elsewhere, checkout / "web")  # an earlier run's branch made `web` a link
+    entry = cache.lookup(REPO, "k1")
+    assert entry is not None
+    assert cache.restore(entry, checkout).paths == []
+    assert list(elsewhere.iterdir()) == []

@@ -82,7 +82,9 @@ async def test_setup_runs_once_then_the_cache_starts_the_next_run_until_a_key_fi
     make: Make, tmp_path: Path
 ) -> None:
     lc, report, value = await _bench(make, tmp_path)
-    _seed(lc, {".steelframe/config.yml": SETUP})
+    rules = "Always run the linter before you finish."
+    config = SETUP + "instructions: [AGENTS.md]\n"
+    _seed(lc, {".steelframe/config.yml": config, "AGENTS.md": rules + "\n"})
 
     first = await _run_issue(lc, "First change")
     assert lc.task(first).state == TaskState.DELIVERED
@@ -90,6 +92,7 @@ async def test_setup_runs_once_then_the_cache_starts_the_next_run_until_a_key_fi
     seen = json.loads(report.read_text())
     assert seen["stamp"] and seen["secret_length"] == str(len(value))  # setup had the secret
     assert seen["found"] == []  # ... and the agent finds it nowhere
+    assert rules in seen["prompt"]  # a command agent reads no AGENTS.md by itself
     branch = f"steelframe/issue-{first}"
     assert lc.branch_file("CHANGE.md", branch) is not None
     assert lc.branch_file(".deps/stamp", branch) is None  # what setup made is never pushed

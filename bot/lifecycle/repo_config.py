@@ -112,6 +112,8 @@ class RepoEnv:
     instructions: str = ""
     setup: str = "none"
     setup_log: str = ""
+    # Setup's time counts against the task's wall-clock limit: the agent gets the rest.
+    setup_seconds: float = 0.0
 
 
 # What a repository without a config file gets: no setup, no test, the installation's

@@ -71,6 +71,19 @@ def copy_path(source: Path, target: Path) -> None:
         shutil.copy2(source, target, follow_symlinks=False)
 
 
+def free_place(checkout: Path, rel: str) -> bool:
+    """Whether setup's product may go to `checkout/rel`: nothing is there yet, and no folder
+    on the way is a symlink (on a continuation the checkout is the branch an agent wrote,
+    and the worker, root in the image, must never write through a link it planted)."""
+    here = checkout
+    for part in Path(rel).parts[:-1]:
+        here = here / part
+        if here.is_symlink() or (here.exists() and not here.is_dir()):
+            return False
+    target = checkout / rel
+    return not (target.exists() or target.is_symlink())
+
+
 @dataclass(frozen=True)
 class Restored:
     paths: list[str]
@@ -110,10 +123,9 @@ class SetupCache:
         copied: list[str] = []
         try:
             for rel in paths:
-                target = checkout / rel
-                if target.exists() or target.is_symlink():
+                if not free_place(checkout, rel):
                     continue
-                copy_path(entry / "files" / rel, target)
+                copy_path(entry / "files" / rel, checkout / rel)
                 copied.append(rel)
         except OSError:
             for rel in copied:

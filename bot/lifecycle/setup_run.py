@@ -17,11 +17,13 @@ import asyncio
 import logging
 import os
 import shutil
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from bot.config import Settings
 from bot.lifecycle import tasks, worktree
 from bot.lifecycle.context import LifecycleContext, LifecyclePolicy
 from bot.lifecycle.models import EventKind
@@ -38,7 +40,13 @@ from bot.lifecycle.repo_config import (
 )
 from bot.lifecycle.sandbox import SandboxRun
 from bot.lifecycle.scope import Run
-from bot.lifecycle.setup_cache import SetupCache, TreeEntry, cache_key, remove_path
+from bot.lifecycle.setup_cache import (
+    SetupCache,
+    TreeEntry,
+    cache_key,
+    free_place,
+    remove_path,
+)
 from bot.lifecycle.setup_process import CommandResult, run_command
 from bot.lifecycle.setup_secrets import SetupSecretError, files_holding, load
 
@@ -101,34 +109,44 @@ async def read_config(tree: worktree.Worktree, base: BaseTree) -> RepoConfig:
     return parse(await _blob(tree, sha))
 
 
-def effective_policy(ctx: LifecycleContext, config: RepoConfig) -> LifecyclePolicy:
+def effective_policy(
+    settings: Settings, policy: LifecyclePolicy, config: RepoConfig
+) -> LifecyclePolicy:
     """The installation's policy with the repository's agent and model, where allowed: a
-    model for any preset; another agent only one the operator lists in
-    STEELFRAME_REPO_AGENTS (its key variables must be set for it)."""
-    settings, current = ctx.settings, ctx.policy.coding_agent
+    model for any agent; another agent only one the operator lists in STEELFRAME_REPO_AGENTS
+    (its key variables must be set for it). Raises SetupRefused for any other agent."""
+    current = policy.coding_agent
     agent = config.agent.value if config.agent is not None else current
+    model = config.model or policy.coding_model
     if agent != current and agent not in settings.repo_agents:
         raise SetupRefused(
             f"{CONFIG_PATH} asks for the agent {agent}, which this installation does not let "
             f"repositories choose (it runs {current or 'no agent'}; STEELFRAME_REPO_AGENTS)"
         )
-    if agent == current and config.model is None:
-        return ctx.policy
-    changed = replace(settings, coding_agent=agent, coding_model=config.model or None)
-    if config.model is None:
-        changed = replace(changed, coding_model=settings.coding_model)
-    return LifecyclePolicy.from_settings(changed)
+    if agent != current:
+        # Another agent: its own command and sandbox (key variables), as the settings make.
+        return LifecyclePolicy.from_settings(
+            replace(settings, coding_agent=agent, coding_model=model)
+        )
+    if model == policy.coding_model:
+        return policy
+    return replace(policy, coding_model=model, coding_prices=settings.model_prices.get(model or ""))
+
+
+def for_the_prompt(config: RepoConfig, agent: str | None) -> list[str]:
+    """The config's instruction files that `agent` does not read by itself."""
+    native = NATIVE_INSTRUCTIONS.get(agent or "", ())
+    return [path for path in config.instructions if path not in native]
 
 
 async def instructions_text(
     tree: worktree.Worktree, base: BaseTree, config: RepoConfig, agent: str | None
 ) -> str:
     """The instruction files the agent does not read by itself, for its prompt."""
-    native = NATIVE_INSTRUCTIONS.get(agent or "", ())
     parts: list[str] = []
-    for path in config.instructions:
+    for path in for_the_prompt(config, agent):
         sha = base.sha(path)
-        if path in native or sha is None:
+        if sha is None:
             continue
         text = (await _blob(tree, sha))[:MAX_INSTRUCTIONS_BYTES]
         parts += [f'<instructions file="{path}">', text, "</instructions>"]
@@ -182,9 +200,9 @@ def move_products(source: Path, checkout: Path, paths: list[str]) -> list[str]:
     """Move setup's products into the agent's checkout (a path it has already stays)."""
     moved = []
     for rel in paths:
-        target = checkout / rel
-        if target.exists() or target.is_symlink():
+        if not free_place(checkout, rel):
             continue
+        target = checkout / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         os.rename(source / rel, target)
         moved.append(rel)
@@ -194,7 +212,7 @@ def move_products(source: Path, checkout: Path, paths: list[str]) -> list[str]:
 def setup_failure(result: CommandResult, index: int, total: int) -> str:
     which = f"setup command {index} of {total}"
     if result.timed_out:
-        return f"{which} did not finish within STEELFRAME_SETUP_TIME_LIMIT"
+        return f"{which} did not finish within STEELFRAME_SETUP_TIME_LIMIT (all of setup)"
     if result.exit_code is None:
         return f"{which} could not start"
     return f"{which} failed (exit {result.exit_code})"
@@ -258,7 +276,7 @@ async def prepare(run: Run, tree: worktree.Worktree) -> RepoEnv:
         config = await read_config(tree, base)
     except RepoConfigError as exc:
         raise SetupRefused(str(exc)) from exc
-    policy = effective_policy(run.ctx, config)
+    policy = effective_policy(run.ctx.settings, run.ctx.policy, config)
     if config.network.allow:
         sandbox = policy.sandbox
         policy = replace(
@@ -291,7 +309,7 @@ async def _setup(run: Run, tree: worktree.Worktree, base: BaseTree, env: RepoEnv
     secrets = load_secrets(run.ctx, repo, config)
     count = len(config.setup)
     await say(run, f"setup: running {count} command{'s' if count != 1 else ''}", {"key": key})
-    work = run.folder / "setup"
+    started, work = time.monotonic(), run.folder / "setup"
     place = SandboxRun(repo=work / "repo", tmp=work / "tmp", prompt=work / "prompt.md")
     try:
         await export_base(tree, place.repo)
@@ -306,7 +324,8 @@ async def _setup(run: Run, tree: worktree.Worktree, base: BaseTree, env: RepoEnv
     finally:
         await asyncio.to_thread(remove_path, work)
     await say(run, f"setup: ran {count} command{'s' if count != 1 else ''}", {"setup": "ran"})
-    return replace(env, setup="ran", setup_log=output)
+    took = time.monotonic() - started
+    return replace(env, setup="ran", setup_log=output, setup_seconds=took)
 
 
 async def _run_commands(
@@ -319,13 +338,14 @@ async def _run_commands(
     policy = replace(sandbox, env_passthrough=(), env_prefixes=())
     env = {"STEELFRAME_REPO": run.task.repo, "STEELFRAME_SETUP": "1", **secrets}
     output: list[str] = []
+    deadline = time.monotonic() + run.ctx.settings.setup_time_limit  # for all of setup
     for index, command in enumerate(config.setup, 1):
         result = await run_command(
             policy,
             place,
             command,
             env,
-            time_limit=run.ctx.settings.setup_time_limit,
+            time_limit=max(deadline - time.monotonic(), 0.0),
             stop=run.watch.stop,
         )
         run.watch.check()

@@ -94,6 +94,7 @@ async def work(run: Run) -> str:
     refused = await _environment(run, tree)
     if refused is not None:
         return refused
+    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
     prompt = await _prompt(run, text, tree)
     outcome = await _code(run, tree, prompt, remaining)
     return await _finish_run(run, tree, prompt, outcome)
