@@ -15,7 +15,8 @@ from bot.lifecycle.repo_config import (
     matches_key_file,
     parse,
 )
-from bot.lifecycle.setup_run import SetupRefused, effective_policy, for_the_prompt
+from bot.lifecycle.sandbox import SandboxPolicy
+from bot.lifecycle.setup_run import SetupRefused, effective_policy, for_the_prompt, with_registries
 
 FULL = """
 setup:
@@ -177,3 +178,14 @@ def test_instruction_files_an_agent_reads_natively_stay_out_of_its_prompt() -> N
     assert for_the_prompt(config, "codex") == ["CLAUDE.md", "docs/STYLE.md"]
     assert for_the_prompt(config, "aider") == ["AGENTS.md", "CLAUDE.md", "docs/STYLE.md"]
     assert for_the_prompt(config, "command") == ["AGENTS.md", "CLAUDE.md", "docs/STYLE.md"]
+
+
+def test_the_configs_registries_are_added_to_the_runs_allowlist() -> None:
+    policy = LifecyclePolicy(sandbox=SandboxPolicy(allow_hosts=("api.anthropic.com:443",)))
+    config = parse("network:\n  allow: [registry.npmjs.org, 'pypi.org:443']\n")
+    assert with_registries(policy, config).sandbox.allow_hosts == (
+        "api.anthropic.com:443",
+        "registry.npmjs.org",
+        "pypi.org:443",
+    )
+    assert with_registries(policy, DEFAULT) is policy

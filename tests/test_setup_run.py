@@ -183,3 +183,25 @@ async def test_a_wrong_config_fails_the_run_with_one_line_and_nothing_runs_or_is
     assert {r for r in remote_refs(git_path) if r.startswith("refs/heads/")} == branches_before
     assert await lc.pulls() == []
     assert any(reason in c["body"] for c in await lc.comments(issue))
+
+
+async def test_a_failed_setup_is_shown_to_the_operator_only_and_redacted(
+    make: Make, tmp_path: Path
+) -> None:
+    lc, report, value = await _bench(make, tmp_path, task_max_attempts=1)
+    failing = 'echo "fetching with $NPM_TOKEN"; echo "E404 left-pad not found" >&2; exit 7'
+    config = f"setup:\n  - {json.dumps(failing)}\nsetup_secrets: [NPM_TOKEN]\n"
+    _seed(lc, {".steelframe/config.yml": config})
+
+    issue = await _run_issue(lc, "Broken setup")
+    task = lc.task(issue)
+    assert task.state == TaskState.FAILED and not report.exists()
+    assert task.last_error is not None
+    assert "setup command 1 of 1 failed (exit 7)" in task.last_error
+    private = _logs(lc, issue)
+    assert "E404 left-pad not found" in private and "fetching with [REDACTED]" in private
+    assert value not in private
+    public = "\n".join(c["body"] for c in await lc.comments(issue))
+    assert "setup command 1 of 1 failed (exit 7)" in public
+    assert "E404" not in public and "fetching" not in public and value not in public
+    assert _cached_entries(lc) == []

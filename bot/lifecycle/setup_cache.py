@@ -13,6 +13,7 @@ per repository stay (a restore counts as use).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -162,15 +163,16 @@ class SetupCache:
             children = list(folder.iterdir())
         except OSError:
             return
-        now = time.time()
-        entries = [c for c in children if not c.name.startswith(".")]
-        entries.sort(key=lambda c: c.stat().st_mtime, reverse=True)
+        now, ages = time.time(), {}
+        for child in children:
+            with contextlib.suppress(OSError):  # another run pruned it meanwhile
+                ages[child] = now - child.stat().st_mtime
+        entries = sorted((c for c in ages if not c.name.startswith(".")), key=ages.__getitem__)
         doomed = entries[self.keep :]
         doomed += [
             c
-            for c in children
-            if c.name.startswith((PARTIAL, TRASH))
-            and now - c.stat().st_mtime > STALE_PARTIAL_SECONDS
+            for c, age in ages.items()
+            if c.name.startswith((PARTIAL, TRASH)) and age > STALE_PARTIAL_SECONDS
         ]
         for old in doomed:
             # Renamed first, so a lookup never finds an entry half removed.

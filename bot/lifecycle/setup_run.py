@@ -133,6 +133,16 @@ def effective_policy(
     return replace(policy, coding_model=model, coding_prices=settings.model_prices.get(model or ""))
 
 
+def with_registries(policy: LifecyclePolicy, config: RepoConfig) -> LifecyclePolicy:
+    """The run's egress allowlist plus the registries the config names (setup, the agent
+    and the tests all run with it)."""
+    if not config.network.allow:
+        return policy
+    sandbox = policy.sandbox
+    allowed = replace(sandbox, allow_hosts=sandbox.allow_hosts + config.network.allow)
+    return replace(policy, sandbox=allowed)
+
+
 def for_the_prompt(config: RepoConfig, agent: str | None) -> list[str]:
     """The config's instruction files that `agent` does not read by itself."""
     native = NATIVE_INSTRUCTIONS.get(agent or "", ())
@@ -276,12 +286,7 @@ async def prepare(run: Run, tree: worktree.Worktree) -> RepoEnv:
         config = await read_config(tree, base)
     except RepoConfigError as exc:
         raise SetupRefused(str(exc)) from exc
-    policy = effective_policy(run.ctx.settings, run.ctx.policy, config)
-    if config.network.allow:
-        sandbox = policy.sandbox
-        policy = replace(
-            policy, sandbox=replace(sandbox, allow_hosts=sandbox.allow_hosts + config.network.allow)
-        )
+    policy = with_registries(effective_policy(run.ctx.settings, run.ctx.policy, config), config)
     if policy != run.ctx.policy:
         run.ctx = replace(run.ctx, policy=policy)
         run.ctx.redactor.add(*(os.environ.get(n) for n in policy.sandbox.env_passthrough))
