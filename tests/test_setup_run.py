@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from bot.lifecycle.models import EventKind, TaskLog
+from bot.lifecycle.repo_tests import DRAFT_NOTE
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.git import commit_files, remote_refs
@@ -138,22 +139,58 @@ async def test_a_setup_that_writes_its_secret_into_the_workspace_is_refused_and_
     assert await lc.pulls() == []
 
 
-@pytest.mark.parametrize("outcome", ["passed", "failed"])
-async def test_the_test_command_result_is_in_the_pull_request_body(
-    make: Make, tmp_path: Path, outcome: str
-) -> None:
-    lc, _, _ = await _bench(make, tmp_path)
-    test = "test -f CHANGE.md" if outcome == "passed" else "echo broken >&2; exit 3"
+def _issue(pull: dict[str, Any]) -> int:
+    return int(str(pull["head"]["ref"]).rsplit("-", 1)[1])
+
+
+def _runs(report: Path) -> list[dict[str, Any]]:
+    lines = Path(f"{report}.runs").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+async def _tested(make: Make, tmp_path: Path, test: str) -> tuple[Lifecycle, dict[str, Any], Path]:
+    lc, report, _ = await _bench(make, tmp_path)
     _seed(lc, {".steelframe/config.yml": f"test: {json.dumps(test)}\n"})
     issue = await _run_issue(lc, "Tested change")
     assert lc.task(issue).state == TaskState.DELIVERED
     [pull] = await lc.pulls()
-    if outcome == "passed":
-        assert "Tests: `test -f CHANGE.md` passed in " in pull["body"]
-    else:
-        assert "Tests: `echo broken >&2; exit 3` failed (exit 3) in " in pull["body"]
-    test_events = [n for n in _notes(lc, issue) if n.startswith("Tests:")]
-    assert len(test_events) == 1
+    return lc, pull, report
+
+
+async def test_passing_tests_are_said_in_the_pull_request_body(make: Make, tmp_path: Path) -> None:
+    lc, pull, report = await _tested(make, tmp_path, "touch made-by-tests && test -f CHANGE.md")
+    assert "Tests: `touch made-by-tests && test -f CHANGE.md` passed in " in pull["body"]
+    assert pull["draft"] is False and len(_runs(report)) == 1
+    branch = pull["head"]["ref"]
+    assert lc.branch_file("made-by-tests", branch) is None  # what tests write is not pushed
+    [tests] = [n for n in _notes(lc, _issue(pull)) if n.startswith("Tests:")]
+    assert tests.startswith("Tests: `touch made-by-tests && test -f CHANGE.md` passed in ")
+
+
+async def test_red_tests_give_the_agent_one_more_run_with_their_output(
+    make: Make, tmp_path: Path
+) -> None:
+    lc, pull, report = await _tested(make, tmp_path, "touch made-by-tests; test -f FIXED.md")
+    runs = _runs(report)
+    assert [r["fixing"] for r in runs] == [False, True]  # the second saw the failure
+    assert "Tests: `touch made-by-tests; test -f FIXED.md` passed in " in pull["body"]
+    assert pull["draft"] is False
+    branch = pull["head"]["ref"]
+    assert lc.branch_file("FIXED.md", branch) and lc.branch_file("CHANGE.md", branch)
+    assert lc.branch_file("made-by-tests", branch) is None
+    tests = [n for n in _notes(lc, _issue(pull)) if n.startswith("Tests:")]
+    assert len(tests) == 2 and "failed (exit 1)" in tests[0] and "passed" in tests[1]
+
+
+async def test_tests_red_after_the_second_run_make_the_pull_request_a_draft(
+    make: Make, tmp_path: Path
+) -> None:
+    _, pull, report = await _tested(make, tmp_path, "echo broken >&2; exit 3")
+    assert len(_runs(report)) == 2
+    assert "Tests: `echo broken >&2; exit 3` failed (exit 3) in " in pull["body"]
+    assert DRAFT_NOTE in pull["body"] and pull["draft"] is True
+    prompt = json.loads(report.read_text())["prompt"]
+    assert "<test-output>\nbroken\n</test-output>" in prompt
 
 
 @pytest.mark.parametrize(

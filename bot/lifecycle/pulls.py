@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.lifecycle import tasks
-from bot.lifecycle.repo_tests import tests_line
+from bot.lifecycle.repo_tests import DRAFT_NOTE, tests_line
 from bot.lifecycle.scope import Run
 
 
@@ -28,6 +28,9 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     task = run.task
     branch = task.branch or tasks.branch_name(task.issue)
     tests = tests_line(run.tests, run.ctx.redactor)
+    draft = run.tests is not None and not run.tests.passed  # after the agent's second run
+    if draft:
+        tests += f"\n\n{DRAFT_NOTE}"
     body = (
         f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n"
         + (f"{tests}\n\n" if tests else "")
@@ -35,7 +38,9 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     )
     if run.ctx.policy.coding_agent == "demo":
         title = f"{title} (demo runtime)"
-    pull = await run.github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
+    pull = await run.github.create_pull(
+        task.repo, title=title, head=branch, base=base, body=body, draft=draft
+    )
     _remember(run, pull)
 
 

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, setup_run, tasks, worktree
+from bot.lifecycle import leases, repo_tests, setup_run, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
-from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
+from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
@@ -34,7 +34,6 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
 from bot.lifecycle.recall import remember, retrieve
-from bot.lifecycle.repo_tests import run_tests
 from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable, ensure_available
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
@@ -96,8 +95,43 @@ async def work(run: Run) -> str:
         return refused
     remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
     prompt = await _prompt(run, text, tree)
-    outcome = await _code(run, tree, prompt, remaining)
+    outcome = await _checked(run, tree, prompt, await _code(run, tree, prompt, remaining))
     return await _finish_run(run, tree, prompt, outcome)
+
+
+async def _checked(
+    run: Run, tree: worktree.Worktree, prompt: str, outcome: CodingOutcome
+) -> CodingOutcome:
+    """Check before delivering: a done run whose tests fail gets one more run with their
+    output; its outcome is the run's, unless it failed (then the first is delivered, and
+    the red tests make its pull request a draft)."""
+    if outcome.status != CodingStatus.DONE or not await repo_tests.check(run, tree):
+        return outcome
+    await _counted(run, outcome)  # the second run's limits count the first
+    assert run.tests is not None
+    fix = repo_tests.fix_prompt(prompt, run.tests, run.ctx.redactor)
+    setup = run.repo_env.setup_seconds if run.repo_env else 0.0
+    again = await _code(
+        run, tree, fix, run.ctx.policy.time_limit - run.task.runtime_seconds - setup
+    )
+    if again.status in (CodingStatus.DONE, CodingStatus.QUESTION, CodingStatus.STOPPED):
+        if again.status == CodingStatus.DONE:
+            await repo_tests.check(run, tree)
+        return again
+    # The second run failed: the first run's work (kept and counted above) is delivered.
+    await _counted(run, again)
+    delivered = RunLog()
+    delivered.add("worker", "the second run failed; the first run's work is delivered as a draft")
+    return replace(
+        outcome, seconds=0.0, input_tokens=0, output_tokens=0, cost_usd=0.0, log=delivered
+    )
+
+
+async def _counted(run: Run, outcome: CodingOutcome) -> None:
+    """A run that is not the run's last: its log kept and its usage counted now."""
+    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
+    _account(run, outcome)
+    run.task = run.ctx.db.call(tasks.get_task, run.task.id)
 
 
 async def _environment(run: Run, tree: worktree.Worktree) -> str | None:
@@ -396,7 +430,6 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
         if summary:
             error += f" (it said: {run.public(outcome.summary, MAX_REASON)})"
         return await _fail(run, error=error, retry=False)
-    run.tests = await run_tests(run, tree)  # after the commit: what tests write stays out
     if await _holds_secret(run, tree):
         return await _fail(run, error=SECRET_FOUND, retry=False)
     await _push(run, tree)

@@ -1,7 +1,8 @@
 """Looks for secrets the way a hostile agent would, then commits one change. Args: REPORT
 MARKER... It writes REPORT (JSON): what setup left it (`.deps/`), where any MARKER (a part
 of every secret's value) is in its environment or in a file it can read under the places it
-can write or was given (the workspace, /tmp, /run, its home), and the prompt it got."""
+can write or was given (the workspace, /tmp, /run, its home), and the prompt it got; and
+adds a line to REPORT.runs. Given a failed test run to fix, it also commits FIXED.md."""
 
 import json
 import os
@@ -43,6 +44,12 @@ Path(report).write_text(
         }
     )
 )
+fixing = "<test-output>" in prompt
+with open(f"{report}.runs", "a") as runs:
+    runs.write(json.dumps({"fixing": fixing}) + "\n")
 issue = os.environ["STEELFRAME_ISSUE"]
-commit("CHANGE.md", f"Change for issue {issue}\n", f"Fix issue {issue}")
+if fixing:
+    commit("FIXED.md", "Fixed what the tests said\n", "Fix the tests")
+else:
+    commit("CHANGE.md", f"Change for issue {issue}\n", f"Fix issue {issue}")
 emit(type="result", status="done", summary=f"Added CHANGE.md for #{issue}.")
