@@ -110,10 +110,10 @@ async def _checked(
     await _counted(run, outcome)  # the second run's limits count the first
     assert run.tests is not None
     fix = repo_tests.fix_prompt(prompt, run.tests, run.ctx.redactor)
-    setup = run.repo_env.setup_seconds if run.repo_env else 0.0
-    again = await _code(
-        run, tree, fix, run.ctx.policy.time_limit - run.task.runtime_seconds - setup
-    )
+    # Setup's and the tests' time count too: the RQ job's margin stays for git and GitHub.
+    spent = run.task.runtime_seconds + run.tests.seconds
+    spent += run.repo_env.setup_seconds if run.repo_env else 0.0
+    again = await _code(run, tree, fix, run.ctx.policy.time_limit - spent)
     if again.status in (CodingStatus.DONE, CodingStatus.QUESTION, CodingStatus.STOPPED):
         if again.status == CodingStatus.DONE:
             await repo_tests.check(run, tree)
