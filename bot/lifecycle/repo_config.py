@@ -102,15 +102,21 @@ class RepoConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
             raise ValueError("setup_secrets names secrets but there are no setup commands")
 
 
+class SetupState(StrEnum):
+    NONE = "none"  # the config names no setup
+    CACHED = "cached"  # restored from the setup cache
+    RAN = "ran"
+
+
 @dataclass(frozen=True)
 class RepoEnv:
     """What a run learned and made of the repository's environment before its agent
     started: the config, the instruction text for the prompt, what happened to setup
-    (`none`, `cached` or `ran`) and setup's output for the operator's log."""
+    and setup's output for the operator's log."""
 
     config: RepoConfig
     instructions: str = ""
-    setup: str = "none"
+    setup: SetupState = SetupState.NONE
     setup_log: str = ""
     # Setup's time counts against the task's wall-clock limit: the agent gets the rest.
     setup_seconds: float = 0.0

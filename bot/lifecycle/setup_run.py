@@ -36,6 +36,7 @@ from bot.lifecycle.repo_config import (
     RepoConfig,
     RepoConfigError,
     RepoEnv,
+    SetupState,
     parse,
 )
 from bot.lifecycle.sandbox import SandboxRun
@@ -309,8 +310,8 @@ async def _setup(run: Run, tree: worktree.Worktree, base: BaseTree, env: RepoEnv
             log.info("lifecycle: task %s: setup cache entry went away (%s)", run.task.id, exc)
         else:
             ignore(restored.paths, *excludes)
-            await say(run, "setup: cached", {"setup": "cached", "key": key})
-            return replace(env, setup="cached")
+            await say(run, "setup: cached", {"setup": SetupState.CACHED, "key": key})
+            return replace(env, setup=SetupState.CACHED)
     secrets = load_secrets(run.ctx, repo, config)
     count = len(config.setup)
     await say(run, f"setup: running {count} command{'s' if count != 1 else ''}", {"key": key})
@@ -328,9 +329,11 @@ async def _setup(run: Run, tree: worktree.Worktree, base: BaseTree, env: RepoEnv
         ignore(moved, *excludes)
     finally:
         await asyncio.to_thread(remove_path, work)
-    await say(run, f"setup: ran {count} command{'s' if count != 1 else ''}", {"setup": "ran"})
+    await say(
+        run, f"setup: ran {count} command{'s' if count != 1 else ''}", {"setup": SetupState.RAN}
+    )
     took = time.monotonic() - started
-    return replace(env, setup="ran", setup_log=output, setup_seconds=took)
+    return replace(env, setup=SetupState.RAN, setup_log=output, setup_seconds=took)
 
 
 async def _run_commands(

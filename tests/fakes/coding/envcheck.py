@@ -1,7 +1,8 @@
 """Looks for secrets the way a hostile agent would, then commits one change. Args: REPORT
 MARKER... It writes REPORT (JSON): what setup left it (`.deps/`), where any MARKER (a part
 of every secret's value) is in its environment or in a file it can read under the places it
-can write or was given (the workspace, /tmp, /run, its home), and the prompt it got; and
+can write or was given (the workspace, /tmp, /run, /etc, its home, the exchange folder),
+and the prompt it got; and
 adds a line to REPORT.runs. Given a failed test run to fix, it also commits FIXED.md."""
 
 import json
@@ -23,7 +24,8 @@ try:
         found.append("/proc/self/environ")
 except OSError:
     pass
-for top in {"/workspace", "/tmp", "/run", os.environ.get("HOME", "/tmp")}:
+places = {"/workspace", "/tmp", "/run", "/etc", os.environ.get("HOME", "/tmp")}
+for top in places | {os.path.dirname(report)}:
     for folder, _dirs, files in os.walk(top):
         for name in files:
             path = os.path.join(folder, name)
