@@ -29,6 +29,8 @@ RUNTIMES = ("offline", "openai", "anthropic", "command")
 SANDBOXES = ("bwrap", "off")
 # Coding agents the worker knows how to drive (docs/runtimes.md, "Coding agents").
 CODING_AGENTS = ("demo", "command", "claude", "codex", "aider")
+# The agents a repository's own config may ask for (docs/repository-config.md).
+REPO_AGENTS = ("claude", "codex", "aider")
 
 
 class ConfigError(Exception):
@@ -174,6 +176,14 @@ _sandbox = _one_of(SANDBOXES)
 
 def _comma_list(value: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value.split(",") if item.strip())
+
+
+def _repo_agents(value: str) -> tuple[str, ...]:
+    agents = _comma_list(value)
+    for agent in agents:
+        if agent not in REPO_AGENTS:
+            raise ValueError(f"{agent!r} is not one of {', '.join(REPO_AGENTS)}")
+    return agents
 
 
 def _labels(value: str) -> tuple[str, ...]:
@@ -430,6 +440,29 @@ class Settings:
         _float,
         "first retry delay; doubles per attempt",
         30.0,
+    )
+    # The repository's own environment (docs/repository-config.md): setup, its secrets
+    # and cache, the test command, and which agents a repository may choose.
+    setup_secrets_dir: Path | None = setting(
+        "STEELFRAME_SETUP_SECRETS_DIR", Path, "folder of <owner>/<repo>.env setup-only secrets"
+    )
+    setup_time_limit: int = setting(
+        "STEELFRAME_SETUP_TIME_LIMIT", _positive_int, "seconds all of setup may take", 600
+    )
+    setup_cache_keep: int = setting(
+        "STEELFRAME_SETUP_CACHE_KEEP",
+        _non_negative_int,
+        "prepared workspaces kept per repository (0: no cache)",
+        3,
+    )
+    test_time_limit: int = setting(
+        "STEELFRAME_TEST_TIME_LIMIT", _positive_int, "seconds the test command may take", 300
+    )
+    repo_agents: tuple[str, ...] = setting(
+        "STEELFRAME_REPO_AGENTS",
+        _repo_agents,
+        "agents a repository's config may choose besides the installation's (comma-separated)",
+        (),
     )
     log_level: str = setting(
         "STEELFRAME_LOG_LEVEL", _str, "DEBUG|INFO|WARNING|ERROR", "INFO", aliases=("LOG_LEVEL",)

@@ -431,9 +431,11 @@ class GitHubClient:
     # -- Pull requests and permissions ----------------------------------------------------
 
     async def create_pull(
-        self, repo: str, *, title: str, head: str, base: str, body: str
+        self, repo: str, *, title: str, head: str, base: str, body: str, draft: bool = False
     ) -> dict[str, Any]:
-        payload = {"title": title, "head": head, "base": base, "body": body}
+        payload: dict[str, Any] = {"title": title, "head": head, "base": base, "body": body}
+        if draft:
+            payload["draft"] = True
 
         async def made_already() -> dict[str, Any] | None:
             existing = await self.list_pulls(repo, head=head, state="open")

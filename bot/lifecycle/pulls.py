@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.lifecycle import tasks
+from bot.lifecycle.repo_tests import DRAFT_NOTE, tests_line
 from bot.lifecycle.scope import Run
 
 
@@ -26,12 +27,20 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
         return
     task = run.task
     branch = task.branch or tasks.branch_name(task.issue)
-    body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
-        f"<!-- steelframe-task {task.id} -->"
+    tests = tests_line(run.tests, run.ctx.redactor)
+    draft = run.tests is not None and not run.tests.passed  # after the agent's second run
+    if draft:
+        tests += f"\n\n{DRAFT_NOTE}"
+    body = (
+        f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n"
+        + (f"{tests}\n\n" if tests else "")
+        + f"<!-- steelframe-task {task.id} -->"
     )
     if run.ctx.policy.coding_agent == "demo":
         title = f"{title} (demo runtime)"
-    pull = await run.github.create_pull(task.repo, title=title, head=branch, base=base, body=body)
+    pull = await run.github.create_pull(
+        task.repo, title=title, head=branch, base=base, body=body, draft=draft
+    )
     _remember(run, pull)
 
 

@@ -89,6 +89,7 @@ class SandboxPolicy:
     max_processes: int = 256
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
+    allow_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxPolicy:

@@ -11,7 +11,9 @@ from bot.lifecycle import leases
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import Task
+from bot.lifecycle.repo_config import RepoEnv
 from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.setup_process import CommandResult
 from bot.lifecycle.worktree import Claim
 
 MAX_PUBLIC_BLOCK = 4000
@@ -48,6 +50,9 @@ class Run:
     folder: Path
     # This run's claim on the task's branch while it holds one (`steps.let_go` ends it).
     claim: Claim | None = None
+    # The repository's environment (setup_run.prepare) and its test command's result.
+    repo_env: RepoEnv | None = None
+    tests: CommandResult | None = None
 
     @property
     def fence(self) -> str:

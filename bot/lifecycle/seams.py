@@ -30,7 +30,7 @@ class GitHubApi(Protocol):
     async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]: ...
 
     async def create_pull(
-        self, repo: str, *, title: str, head: str, base: str, body: str
+        self, repo: str, *, title: str, head: str, base: str, body: str, draft: bool = False
     ) -> dict[str, Any]: ...
 
     async def list_pulls(

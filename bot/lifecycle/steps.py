@@ -15,15 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle import leases, repo_tests, setup_run, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
-from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
+from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
@@ -90,9 +90,61 @@ async def work(run: Run) -> str:
     if refused is not None:
         return refused
     tree = await _prepare(run)
+    refused = await _environment(run, tree)
+    if refused is not None:
+        return refused
+    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
     prompt = await _prompt(run, text, tree)
-    outcome = await _code(run, tree, prompt, remaining)
+    outcome = await _checked(run, tree, prompt, await _code(run, tree, prompt, remaining))
     return await _finish_run(run, tree, prompt, outcome)
+
+
+async def _checked(
+    run: Run, tree: worktree.Worktree, prompt: str, outcome: CodingOutcome
+) -> CodingOutcome:
+    """Check before delivering: a done run whose tests fail gets one more run with their
+    output; its outcome is the run's, unless it failed (then the first is delivered, and
+    the red tests make its pull request a draft)."""
+    if outcome.status != CodingStatus.DONE or not await repo_tests.check(run, tree):
+        return outcome
+    await _counted(run, outcome)  # the second run's limits count the first
+    assert run.tests is not None
+    fix = repo_tests.fix_prompt(prompt, run.tests, run.ctx.redactor)
+    # Setup's and the tests' time count too: the RQ job's margin stays for git and GitHub.
+    spent = run.task.runtime_seconds + run.tests.seconds
+    spent += run.repo_env.setup_seconds if run.repo_env else 0.0
+    again = await _code(run, tree, fix, run.ctx.policy.time_limit - spent)
+    if again.status in (CodingStatus.DONE, CodingStatus.QUESTION, CodingStatus.STOPPED):
+        if again.status == CodingStatus.DONE:
+            await repo_tests.check(run, tree)
+        return again
+    # The second run failed: the first run's work (kept and counted above) is delivered.
+    await _counted(run, again)
+    delivered = RunLog()
+    delivered.add("worker", "the second run failed; the first run's work is delivered as a draft")
+    return replace(
+        outcome, seconds=0.0, input_tokens=0, output_tokens=0, cost_usd=0.0, log=delivered
+    )
+
+
+async def _counted(run: Run, outcome: CodingOutcome) -> None:
+    """A run that is not the run's last: its log kept and its usage counted now."""
+    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
+    _account(run, outcome)
+    run.task = run.ctx.db.call(tasks.get_task, run.task.id)
+
+
+async def _environment(run: Run, tree: worktree.Worktree) -> str | None:
+    """The repository's config and setup (setup_run.prepare); the failure when refused."""
+    try:
+        run.repo_env = await setup_run.prepare(run, tree)
+    except setup_run.SetupRefused as exc:
+        if exc.private:
+            await asyncio.to_thread(keep_log, run, "setup", exc.private)
+        return await _fail(run, error=run.public(exc.public, 300), retry=exc.retry)
+    if run.repo_env.setup_log:
+        await asyncio.to_thread(keep_log, run, "setup", run.repo_env.setup_log)
+    return None
 
 
 async def _finish_run(
@@ -146,18 +198,22 @@ async def let_go(run: Run) -> None:
 async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
     task = run.task
     hits = await retrieve(run.ctx, task, text.body)
-    return build_prompt(
-        PromptInput(
-            repo=task.repo,
-            issue=task.issue,
-            title=text.title,
-            body=text.body,
-            branch=tree.branch,
-            hits=hits,
-            question=task.question,
-            decision=task.pending_decision,
-            **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
+    instructions = run.repo_env.instructions if run.repo_env else ""
+    return (
+        build_prompt(
+            PromptInput(
+                repo=task.repo,
+                issue=task.issue,
+                title=text.title,
+                body=text.body,
+                branch=tree.branch,
+                hits=hits,
+                question=task.question,
+                decision=task.pending_decision,
+                **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
+            )
         )
+        + instructions
     )
 
 

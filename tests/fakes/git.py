@@ -122,3 +122,34 @@ async def clone_url(github_sandbox: GitHubSandbox, repo: str, token: str) -> str
     ):
         assert response.status == 200
         return str((await response.json())["clone_url"])
+
+
+def commit_files(git_path: object, files: dict[str, str], branch: str = "main") -> str:
+    """Commit `files` ({path: text}) on top of `branch` of a sandbox repository, as a
+    person pushing to it would (the repository's config, a changed lockfile)."""
+    path = Path(str(git_path))
+    env = {**os.environ, **SANDBOX_AUTHOR}
+    index = path / f"seed-index-{os.getpid()}"
+
+    def run(*args: str, stdin: str | None = None) -> str:
+        done = subprocess.run(
+            ["git", "-C", str(path), *args],
+            input=stdin,
+            text=True,
+            capture_output=True,
+            check=True,
+            env={**env, "GIT_INDEX_FILE": str(index)},
+        )
+        return done.stdout.strip()
+
+    try:
+        run("read-tree", f"refs/heads/{branch}")
+        for name, text in files.items():
+            blob = run("hash-object", "-w", "--stdin", stdin=text)
+            run("update-index", "--add", "--cacheinfo", f"100644,{blob},{name}")
+        tree = run("write-tree")
+        commit = run("commit-tree", tree, "-p", f"refs/heads/{branch}", "-m", "seed files")
+        run("update-ref", f"refs/heads/{branch}", commit)
+    finally:
+        index.unlink(missing_ok=True)
+    return commit

@@ -1,0 +1,118 @@
+"""One shell command of the repository's (a setup command, the test command) run in the
+coding sandbox: its own process group, a time limit, a stop signal, and the tail of what it
+printed. The caller decides what the command sees (`SandboxRun`) and redacts the tail."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from bot.lifecycle.coding import kill_group
+from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, wrap
+
+SHELL = "/bin/sh"
+# What is kept of a command's output (its end, where the failure usually is).
+TAIL_BYTES = 16 * 1024
+TAIL_LINES = 40
+KILL_GRACE_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    command: str
+    exit_code: int | None  # None: it did not finish (time limit, stopped, not started)
+    seconds: float
+    tail: str  # the last lines it printed (stdout and stderr), not redacted
+    timed_out: bool = False
+    stopped: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+def tail_lines(raw: bytes, lines: int = TAIL_LINES) -> str:
+    text = raw.decode(errors="replace").replace("\r", "\n")
+    kept = [line.rstrip()[:500] for line in text.splitlines() if line.strip()]
+    return "\n".join(kept[-lines:])
+
+
+async def run_command(
+    policy: SandboxPolicy,
+    run: SandboxRun,
+    command: str,
+    env: Mapping[str, str],
+    *,
+    time_limit: float,
+    stop: asyncio.Event | None = None,
+) -> CommandResult:
+    """`sh -c command` in the sandbox, to its end, its time limit or `stop`.
+
+    Raises `SandboxUnavailable` (from `wrap`) before starting anything if it cannot run."""
+    if not run.prompt.exists():
+        run.prompt.write_text("")
+    launch = wrap(policy, run, [SHELL, "-c", command], env)
+    started = time.monotonic()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *launch.argv,
+            cwd=launch.cwd,
+            env=launch.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return CommandResult(command, None, 0.0, f"could not start: {exc.strerror or exc}")
+    buffer = bytearray()
+    ended, stopped = await _wait(process, buffer, time_limit, stop)
+    return CommandResult(
+        command=command,
+        exit_code=process.returncode if ended else None,
+        seconds=time.monotonic() - started,
+        tail=tail_lines(bytes(buffer)),
+        timed_out=not ended and not stopped,
+        stopped=not ended and stopped,
+    )
+
+
+async def _wait(
+    process: asyncio.subprocess.Process,
+    buffer: bytearray,
+    time_limit: float,
+    stop: asyncio.Event | None,
+) -> tuple[bool, bool]:
+    """Read the output's tail into `buffer` until the process ends, its time is up or
+    `stop` is set; then its whole group goes. (Whether it ended, whether it was stopped.)"""
+
+    async def read() -> None:
+        assert process.stdout is not None
+        while chunk := await process.stdout.read(65536):
+            buffer.extend(chunk)
+            del buffer[:-TAIL_BYTES]
+
+    reader = asyncio.ensure_future(read())
+    waiter = asyncio.ensure_future(process.wait())
+    stopper = asyncio.ensure_future(stop.wait() if stop is not None else asyncio.Event().wait())
+    try:
+        await asyncio.wait({waiter, stopper}, timeout=time_limit, return_when="FIRST_COMPLETED")
+    finally:
+        ended = waiter.done()
+        stopped = stop is not None and stop.is_set()
+        if not ended:
+            kill_group(process.pid, signal.SIGTERM)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(waiter), KILL_GRACE_SECONDS)
+        kill_group(process.pid, signal.SIGKILL)  # what it left running shares its group
+        for future in (waiter, reader):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(future), KILL_GRACE_SECONDS)
+        for future in (reader, stopper, waiter):
+            future.cancel()
+        await asyncio.gather(reader, stopper, waiter, return_exceptions=True)
+    return ended, stopped
