@@ -1,6 +1,6 @@
 """What a lifecycle job needs, built once per worker process by its entry point.
 
-RQ job functions are enqueued with only a task id (the job is pickled into Redis). The
+RQ job functions are enqueued with only a task id (the job is JSON in Redis). The
 worker's entry point (`steelframe worker`, `steelframe dev`, a test) builds one
 `LifecycleContext` from its settings and its environment and gives it to the worker, which
 hands it to every job it runs (`bot.lifecycle.worker`). Nothing here is process-global and
