@@ -28,6 +28,7 @@ from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_c
 from bot.lifecycle.redact import Redactor, from_settings
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
+from bot.redis_auth import require_authenticated_redis
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
 # Retry delays double from the configured base up to this cap.
@@ -170,6 +171,8 @@ def build_context(
     """Everything from settings; `memory=True` opens the installation's memory index.
     `environ` is the worker's environment: the key variables the coding runtime is given
     from it are secrets the logs must not show."""
+    if connection is None:
+        require_authenticated_redis(settings)  # before opening anything
     database = db or Database.from_url(settings.database_url)
     if memory is True:
         from memory import Memory as MemoryIndex
