@@ -25,6 +25,7 @@ from bot.config import Settings
 from bot.db import Database
 from bot.events import OperatorEvents, RedisEventLog, watch_commits
 from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
+from bot.lifecycle.push_limit import PushLimits
 from bot.lifecycle.redact import Redactor, from_settings
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
@@ -53,6 +54,7 @@ class LifecyclePolicy:
     # USD per million tokens of the coding model, for agents that report only tokens.
     coding_prices: dict[str, float] | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    push: PushLimits = field(default_factory=PushLimits)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LifecyclePolicy:
@@ -77,6 +79,7 @@ class LifecyclePolicy:
             max_turns=settings.coding_max_turns,
             coding_prices=settings.model_prices.get(settings.coding_model or ""),
             sandbox=_sandbox_policy(settings, agent),
+            push=PushLimits(settings.push_max_bytes, settings.push_max_file_bytes),
         )
 
     @property

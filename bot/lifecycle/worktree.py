@@ -179,8 +179,9 @@ async def git(
     check: bool = True,
     git_dir: Path | None = None,
     work_tree: Path | None = None,
+    stdin: bytes | None = None,
 ) -> str:
-    """Run git; the token (if any) is sent only to `url`'s origin."""
+    """Run git (given `stdin`, if any); the token (if any) is sent only to `url`'s origin."""
     location: list[str] = []
     if git_dir is not None:
         location += [f"--git-dir={git_dir}"]
@@ -193,12 +194,12 @@ async def git(
         *args,
         cwd=cwd,
         env=git_env(token, url),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_SECONDS)
+        out, err = await asyncio.wait_for(process.communicate(stdin), GIT_TIMEOUT_SECONDS)
     except TimeoutError:
         process.kill()
         await process.wait()
