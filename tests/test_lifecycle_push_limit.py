@@ -3,10 +3,15 @@ the limit nothing is pushed and the task fails with one line naming the file and
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
+import pytest
+
 from bot.lifecycle.push_limit import ChangeSize, PushLimits, refusal, sized
+from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.worktree import RemoteState, Worktree, history_holds
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -75,6 +80,55 @@ async def test_a_change_within_the_limits_is_delivered(make: Make) -> None:
     await lc.work()
     assert lc.task(issue).state == TaskState.DELIVERED
     assert lc.branch_file("data/ok.bin", f"steelframe/issue-{issue}") == "\0" * (MIB // 2)
+
+
+async def test_a_large_change_within_the_limits_is_pushed_with_flat_memory(make: Make) -> None:
+    """Under the limit the secret check reads the whole patch, as git writes it, a chunk at
+    a time: a 64 MiB file goes out and the worker's peak memory stays where it was."""
+    lc = await make(
+        coding_command=command("large", f"data/big.bin:{64 * MIB}"),
+        push_max_file_bytes=128 * MIB,
+        push_max_bytes=128 * MIB,
+    )
+    issue = await lc.open_issue()
+    _reset_peak()
+    before = _status("VmRSS")
+    await lc.work()
+    grown = _status("VmHWM") - before
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert grown < 32 * MIB, f"the worker grew by {grown / MIB:.0f} MiB"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
+
+
+@pytest.mark.parametrize("offset", range(0, 40, 3))
+async def test_a_secret_cut_by_a_chunk_boundary_is_still_found(tmp_path: Path, offset: int) -> None:
+    secret = "sk-secret-0123456789abcdef"
+    _git(tmp_path, "init", "--quiet", "--initial-branch=main")
+    _git(tmp_path, "commit", "--quiet", "--allow-empty", "-m", "base")
+    _git(tmp_path, "update-ref", "refs/remotes/origin/main", "HEAD")
+    (tmp_path / "notes.txt").write_text("x" * offset + secret + "\n" + "y" * 500)
+    _git(tmp_path, "add", "notes.txt")
+    _git(tmp_path, "commit", "--quiet", "-m", "notes")
+    tree = Worktree(
+        path=tmp_path,
+        branch="work",
+        base="main",
+        resumed=False,
+        git_dir=tmp_path / ".git",
+        url="",
+        remote=RemoteState(branch_sha="", fence_sha=""),
+    )
+    redactor = Redactor([secret])
+    found = redactor.contains_secret
+    overlap = redactor.longest_value
+    assert await history_holds(tree, found, overlap=overlap, chunk=16)
+    assert not await history_holds(
+        tree, Redactor(["not-in-it-at-all"]).contains_secret, overlap=16, chunk=16
+    )
 
 
 def test_git_batch_check_lines_are_summed_by_blob() -> None:

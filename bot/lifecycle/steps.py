@@ -336,8 +336,10 @@ async def _unpushable(run: Run, tree: worktree.Worktree) -> str:
 
 
 async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
-    history = await worktree.branch_history(tree)
-    if not run.ctx.redactor.contains_secret(history):
+    redactor = run.ctx.redactor
+    if not await worktree.history_holds(
+        tree, redactor.contains_secret, overlap=redactor.longest_value
+    ):
         return False
     files = await worktree.files_with(tree, run.ctx.redactor.contains_secret)
     where = ", ".join(files) or "commit metadata"
