@@ -74,13 +74,8 @@ class TrustedJob(Job):
                 f"job {self.id}: its payload is not JSON (pickled by an older Steelframe, "
                 "or not written by Steelframe)"
             ) from exc
-        func_name, instance, args, kwargs = _steelframe_call(self.id, payload, self.functions)
-        self._func_name, self._instance, self._args, self._kwargs = (
-            func_name,
-            instance,
-            args,
-            kwargs,
-        )
+        call = _steelframe_call(self.id, payload, self.functions)
+        self._func_name, self._instance, self._args, self._kwargs = call
 
     def refusal(self) -> str | None:
         """Why this job must not run, or None when it is one Steelframe enqueued."""
