@@ -28,7 +28,7 @@ def _clickable_hosts(text: str) -> set[str]:
     """Hosts of links GitHub would render outside code spans: markdown links and images,
     autolinks, bare URLs."""
     prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)  # fenced: never a link
-    prose = re.sub(r"(`+).*?\1", "", prose)
+    prose = re.sub(r"(?<![\\`])(`+).*?\1", "", prose)
     found = re.findall(r"\]\(\s*<?(?:https?:)?//([^/\s)>]+)", prose)
     found += re.findall(r"(?:https?://|www\.)([^/\s)>`]+)", prose)
     return {host.lower().removeprefix("www.") for host in found}
@@ -50,6 +50,7 @@ def _assert_harmless(text: str) -> None:
         "close closes #2",  # dropping one keyword must not make another
         "**Closes** #3 and _fixes_ #4 and fixes [#6](https://github.com/owner/repo/issues/6)",
         "`fixes #2` inside a code span, ```closes #3``` too",
+        "`https://evil.example/unclosed`` and ``a` https://evil.example/in-a-span ``",
         "Ｃｌｏｓｅｓ ＃１ and ｆｉｘｅｓ：＃２",  # fullwidth lookalikes NFKC turns into ASCII
         "clo\u200bses #1 and fi\u00adxes #2 and re\ufeffsolves #3",  # invisible characters
         "@maintainer @org/team ＠fullwidth a@b.example @\u200bsplit",
@@ -60,6 +61,7 @@ def _assert_harmless(text: str) -> None:
         "[ref]: https://evil.example/r\n[ref]: //evil.example/p\n[text][ref]",
         "[x](javascript:alert(1)) [y](mailto:a@evil.example) [z](//evil.example/q)",
         "[code `span`](https://evil.example/c) and `https://evil.example/in-code`",
+        r"\`https://evil.example/escaped\` is prose, not code",
         "```\nfixes #2 https://evil.example/in-fence @someone\n```\nafter the fence https://evil.example/a",
     ],
 )
@@ -82,7 +84,8 @@ def test_what_stays_readable() -> None:
         PLACE,
     )
     assert shown == (
-        "#1; cc @\u200bmaintainer; see docs (`https://evil.example/x`) or `https://evil.example/y`."
+        "#1; cc @\u200bmaintainer; see docs (https:\u200b//evil.example/x) or "
+        "https:\u200b//evil.example/y."
     )
 
 
@@ -115,4 +118,4 @@ async def test_a_delivered_pull_request_body_carries_none_of_it(make: Make) -> N
     assert [m.group(1) for m in CLOSES.finditer(body)] == [str(issue)]
     assert not MENTION.search(body)
     assert _clickable_hosts(body) <= {place.host}
-    assert "@\u200bmaintainer" in body and "report (`https://evil.example/r`)" in body
+    assert "@\u200bmaintainer" in body and "report (https:\u200b//evil.example/r)" in body

@@ -12,9 +12,10 @@ anywhere. `defang` is applied to that text after redaction and flattening (`Run.
   kept as text;
 * `@name` gets a zero-width space after the `@` (GitHub renders it as `@name`, and neither
   mentions nor autolinks an address from it);
-* a markdown link or image to another host becomes its text with the address in a code
-  span; a bare URL to another host becomes a code span (never clickable, still readable);
-  links to the repository's own host stay.
+* a markdown link or image to another host becomes its text with the address after it; a
+  bare URL to another host stays as text; either way a zero-width space after `https:` (and
+  in `www.`) keeps GitHub from linking it (still readable, never clickable); links to the
+  repository's own host stay.
 
 The text is NFKC-normalised and stripped of invisible characters first, so what is checked
 is what is published: fullwidth `＃１` or `ｈｔｔｐｓ：／／` cannot slip past as lookalikes.
@@ -43,7 +44,10 @@ _CLOSING = re.compile(
     rf"(?P<keyword>{_KEYWORD})(?P<gap>[\s:*_~`\[]*)(?P<reference>{_REFERENCE})(?![\w-])",
     re.IGNORECASE,
 )
-_CODE_SPAN = re.compile(r"(`+)(?:.*?[^`])?\1(?!`)")
+# A code span (CommonMark: it opens and closes with whole backtick runs of one length); a
+# backslash-escaped backtick opens none (GitHub would show what follows as prose, links and
+# all).
+_CODE_SPAN = re.compile(r"(?<![\\`])(`+)(?!`)(?:.*?[^`])?\1(?!`)")
 # A markdown link or image, `[text](destination "title")`; its text may hold one level of
 # brackets (a link inside a link's text).
 _LINK = re.compile(
@@ -53,7 +57,7 @@ _LINK = re.compile(
 # A reference definition, `[label]: destination`.
 _DEFINITION = re.compile(r"^(?P<label>\s*\[[^\]]+\]:\s*)(?P<url>\S+)(?P<rest>.*)$")
 _BARE_URL = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>`\"]+", re.IGNORECASE)
-_TRAILING = ".,:;!?'\")]}*_~"
+_TRAILING = ".,:;!?'\")]}*_~\\"
 _FENCE = re.compile(r"^\s*(```|~~~)")
 
 
@@ -163,7 +167,7 @@ def _link(match: re.Match[str], place: PublicPlace) -> str:
     text = match.group("text").strip()
     # The link's text keeps no brackets, so the result is never a link again.
     shown = text.replace("[", "(").replace("]", ")")
-    return f"{shown} ({_code(url)})" if shown else _code(url)
+    return f"{shown} ({_unlinked(url)})" if shown else _unlinked(url)
 
 
 def _bare_urls(prose: str, place: PublicPlace) -> str:
@@ -171,18 +175,19 @@ def _bare_urls(prose: str, place: PublicPlace) -> str:
         url = match.group(0)
         trimmed = url.rstrip(_TRAILING)
         tail = url[len(trimmed) :]
-        return match.group(0) if _stays(trimmed, place) else _code(trimmed) + tail
+        return match.group(0) if _stays(trimmed, place) else _unlinked(trimmed) + tail
 
     return _BARE_URL.sub(replace, prose)
 
 
 def _definition(line: str, place: PublicPlace) -> str:
-    """A reference definition to another host loses its address: `[text][label]` then
-    renders as plain text."""
+    """A reference definition to another host is no definition any more (its brackets
+    go, its address is text): `[text][label]` then renders as plain text."""
     match = _DEFINITION.match(line)
-    if match is None or _stays(match.group("url"), place) or match.group("url").startswith("`"):
+    if match is None or _stays(match.group("url"), place):
         return line
-    return f"{match.group('label')}{_code(match.group('url'))}{match.group('rest')}"
+    label = match.group("label").replace("[", "").replace("]", "")
+    return f"{label}{_unlinked(match.group('url'))}{match.group('rest')}"
 
 
 def _stays(url: str, place: PublicPlace) -> bool:
@@ -199,6 +204,8 @@ def _schemeless(url: str) -> str:
     return f"http://{url}" if url.lower().startswith("www.") else url
 
 
-def _code(text: str) -> str:
-    """`text` as a code span (backticks inside cannot end it early)."""
-    return "`" + text.replace("`", "%60") + "`"
+def _unlinked(url: str) -> str:
+    """`url` as text GitHub links nowhere: a zero-width space inside each `://`, `//` at the
+    start and `www.` (no markup to get wrong, whatever surrounds it)."""
+    url = re.sub(r"^//", "/\u200b/", url.replace("://", ":\u200b//"))
+    return re.sub(r"(?i)\b(www)\.", "\\1\u200b.", url)
