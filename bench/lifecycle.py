@@ -27,17 +27,17 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue
-from rq.job import Job
 
 from bench._stats import percentile, ratio, summary_ms
 from bot import db as dbmod
 from bot.config import Secret, Settings
 from bot.lifecycle.context import LifecycleContext, build_context
 from bot.lifecycle.models import Task
+from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.service import build_task_service
 from bot.lifecycle.states import FINISHED
-from bot.lifecycle.worker import InProcessWorker
+from bot.lifecycle.trusted_jobs import JOB_FUNCTIONS, TrustedJob
+from bot.lifecycle.worker import InProcessWorker, LifecycleJob
 
 REPO = "bench/widgets"
 APP_ID = 777
@@ -46,9 +46,15 @@ NOOP = Path(__file__).with_name("_noop_runtime.py")
 NOOP_JOB = "bench.lifecycle.noop_job"
 
 
-def noop_job(lifecycle: LifecycleContext) -> None:
+def noop_job(lifecycle: LifecycleContext, task_id: int) -> None:
     """The baseline: a job that does nothing (its worker hands it the context, as it does
-    every job)."""
+    every job, and it is enqueued with a task id, as they are)."""
+
+
+class BenchJob(LifecycleJob):
+    """The lifecycle's job class with the baseline's no-op on its allowlist."""
+
+    functions = JOB_FUNCTIONS | {NOOP_JOB}
 
 
 def _seconds(start: datetime | None, end: datetime | None) -> float:
@@ -63,7 +69,10 @@ class Background:
     def __init__(self, lifecycle: LifecycleContext, queue: str) -> None:
         connection = lifecycle.redis
         self.worker = InProcessWorker(
-            [Queue(queue, connection=connection)], connection=connection, lifecycle=lifecycle
+            [rq_queue(queue, connection)],
+            connection=connection,
+            lifecycle=lifecycle,
+            jobs=BenchJob,
         )
         self.thread = threading.Thread(
             target=self.worker.work, kwargs={"with_scheduler": False, "logging_level": "WARNING"}
@@ -90,17 +99,17 @@ async def bare_rq(
     settings: Settings, connection: redis.Redis, n_latency: int, n_throughput: int
 ) -> dict[str, Any]:
     name = f"bench-bare-rq-{uuid.uuid4().hex[:8]}"
-    queue = Queue(name, connection=connection)
+    queue = rq_queue(name, connection)
     latencies: list[float] = []
     ctx = build_context(settings, environ=os.environ, connection=connection, memory=None)
     async with Background(ctx, name):
         for _ in range(n_latency):
-            job = queue.enqueue(NOOP_JOB)
+            job = queue.enqueue(NOOP_JOB, 0)
             await _until(lambda job=job: job.get_status() == "finished")
             job.refresh()
             latencies.append(_seconds(job.enqueued_at, job.started_at))
         started = time.perf_counter()
-        jobs = [queue.enqueue(NOOP_JOB) for _ in range(n_throughput)]
+        jobs = [queue.enqueue(NOOP_JOB, 0) for _ in range(n_throughput)]
         await _until(lambda: all(j.get_status() == "finished" for j in jobs))
         elapsed = time.perf_counter() - started
     ctx.db.dispose()
@@ -135,7 +144,7 @@ async def lifecycle(
         rows = db.call(lambda s: [(s.get(Task, i).state, s.get(Task, i).job_id) for i in task_ids])
         return all(
             state in FINISHED
-            and Job.fetch(str(job), connection=connection).get_status() == "finished"
+            and TrustedJob.fetch(str(job), connection=connection).get_status() == "finished"
             for state, job in rows
         )
 
@@ -148,7 +157,7 @@ async def lifecycle(
             result = await service.pickup(REPO, number, title=f"Task {number}", cause="bench")
             await _until(lambda result=result: finished([result.task_id]))
             task = db.call(lambda s, i=result.task_id: s.get(Task, i))
-            job = Job.fetch(str(task.job_id), connection=connection)
+            job = TrustedJob.fetch(str(task.job_id), connection=connection)
             rq_latency.append(_seconds(job.enqueued_at, job.started_at))
             pickup_latency.append(_seconds(called, job.started_at))
             if task.state != "delivered":

@@ -515,6 +515,25 @@ class Settings:
     github_write_interval: float = setting(
         "STEELFRAME_GITHUB_WRITE_INTERVAL", _float, "seconds between writes per installation", 1.0
     )
+    # Issue 36 (what a coding run can reach): Redis auth, the push limit.
+    redis_allow_unauthenticated: bool = setting(
+        "STEELFRAME_REDIS_ALLOW_UNAUTHENTICATED",
+        _bool,
+        "let serve and worker use a Redis off loopback without a password",
+        False,
+    )
+    push_max_bytes: int = setting(
+        "STEELFRAME_PUSH_MAX_BYTES",
+        _positive_int,
+        "largest change a run may push: bytes of its new files, in total",
+        50 * 1024 * 1024,
+    )
+    push_max_file_bytes: int = setting(
+        "STEELFRAME_PUSH_MAX_FILE_BYTES",
+        _positive_int,
+        "largest single file a run may push, in bytes",
+        20 * 1024 * 1024,
+    )
     # Where each value came from (default, a file, the environment): for `config --list`.
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

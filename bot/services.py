@@ -38,6 +38,7 @@ from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
 from bot.metrics import Metrics
+from bot.redis_auth import require_authenticated_redis
 from bot.redis_clients import blocking_reader
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
@@ -188,6 +189,7 @@ def build_services(
     migrate: bool = True,
 ) -> Services:
     check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
+    require_authenticated_redis(settings)
     model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
     database = _open_database(settings, clock=clock, migrate=migrate)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None

@@ -22,7 +22,9 @@ import asyncio
 import base64
 import binascii
 import os
+import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 from aiohttp import web
 
@@ -126,8 +128,11 @@ def _permitted(sandbox: Sandbox, caller: Caller, repo: Repo, *, push: bool) -> b
     return not push or sandbox.ops.can_push(repo, caller.user)
 
 
-async def _backend(request: web.Request, repo: Repo, path_info: str, body: bytes) -> web.Response:
-    """Run `git http-backend` for this request and answer what it printed."""
+async def _backend(
+    request: web.Request, repo: Repo, path_info: str, body: BinaryIO, size: int
+) -> web.Response:
+    """Run `git http-backend` on this request's body (spooled to `body`, `size` bytes) and
+    answer what it printed."""
     assert repo.git_path is not None
     git_path: Path = repo.git_path
     env = {
@@ -140,7 +145,7 @@ async def _backend(request: web.Request, repo: Repo, path_info: str, body: bytes
         "REQUEST_METHOD": request.method,
         "QUERY_STRING": request.query_string,
         "CONTENT_TYPE": request.headers.get("Content-Type", ""),
-        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_LENGTH": str(size),
         "REMOTE_USER": "steelframe-sandbox",  # authorised above; enables receive-pack
         "REMOTE_ADDR": request.remote or "127.0.0.1",
         "GIT_PROTOCOL": request.headers.get("Git-Protocol", ""),
@@ -149,11 +154,11 @@ async def _backend(request: web.Request, repo: Repo, path_info: str, body: bytes
         "git",
         "http-backend",
         env=env,
-        stdin=asyncio.subprocess.PIPE,
+        stdin=body,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-    out, err = await process.communicate(body)
+    out, err = await process.communicate()
     # CGI: header lines, a blank line, the body (git ends its header lines with CRLF).
     separator = b"\r\n\r\n" if b"\r\n\r\n" in out else b"\n\n"
     head, _, payload = out.partition(separator)
@@ -177,14 +182,17 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
         repo, pusher = _authorize(request, service)
     except _Refused as refused:
         return refused.response
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.content.iter_any():  # to the end: git sends large packs chunked
-        size += len(chunk)
-        if size > MAX_PUSH_BYTES:
-            return plain(413, "The request is too large.")
-        chunks.append(chunk)
-    response = await _backend(request, repo, path_info, b"".join(chunks))
+    # Spooled to disk, not held: `steelframe dev` serves the sandbox in its own process, so a
+    # large push would otherwise grow it by the pack's size, twice.
+    with tempfile.TemporaryFile() as body:
+        size = 0
+        async for chunk in request.content.iter_any():  # to the end: git sends large packs chunked
+            size += len(chunk)
+            if size > MAX_PUSH_BYTES:
+                return plain(413, "The request is too large.")
+            body.write(chunk)
+        body.seek(0)
+        response = await _backend(request, repo, path_info, body, size)
     if service == "git-receive-pack" and response.status == 200 and pusher is not None:
         # A push that moves an open pull request's head: GitHub's `synchronize`.
         sandbox: Sandbox = request.app[SANDBOX]

@@ -7,9 +7,8 @@ from __future__ import annotations
 import logging
 import threading
 
-from rq import Queue
-
 from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import reconcile_until, run_reconcile
 from bot.lifecycle.worker import InProcessWorker
 
@@ -23,7 +22,7 @@ class WorkerThread:
     def __init__(self, ctx: LifecycleContext) -> None:
         self.ctx = ctx
         self.worker = InProcessWorker(
-            [Queue(ctx.queue_name, connection=ctx.redis)], connection=ctx.redis, lifecycle=ctx
+            [rq_queue(ctx.queue_name, ctx.redis)], connection=ctx.redis, lifecycle=ctx
         )
         self._thread = threading.Thread(target=self._run, name="lifecycle-worker", daemon=True)
         self._stop_reconciling = threading.Event()

@@ -3,12 +3,19 @@ through; `docker compose config` validates the file where a Compose is installed
 
 from __future__ import annotations
 
+import re
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import pytest
+import redis
 import yaml
 
+from bot.redis_auth import unauthenticated_remote_host
+from tests.fakes.serve_process import free_port
 from tests.fakes.tools import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,9 +42,7 @@ def test_compose_runs_two_serve_instances_behind_a_proxy_and_two_workers() -> No
         serve = services[name]
         assert serve["command"][:2] == ["steelframe", "serve"]
         assert "/readyz" in " ".join(serve["healthcheck"]["test"])
-        env = serve["environment"]
-        assert env["STEELFRAME_DATABASE_URL"].startswith("postgresql+psycopg://")
-        assert env["STEELFRAME_REDIS_URL"].startswith("redis://")
+        assert serve["env_file"] == "deploy/steelframe.env"
         assert serve["depends_on"]["postgres"]["condition"] == "service_healthy"
     for name in ("worker-1", "worker-2"):
         worker = services[name]
@@ -46,6 +51,82 @@ def test_compose_runs_two_serve_instances_behind_a_proxy_and_two_workers() -> No
     assert services["proxy"]["depends_on"]["serve-1"]["condition"] == "service_healthy"
     for name in ("postgres", "redis"):
         assert services[name]["healthcheck"]["test"]
+
+
+def _env_file(name: str) -> dict[str, str]:
+    lines = (ROOT / "deploy" / name).read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
+
+
+def _assert_authenticated(database_url: str, redis_url: str) -> None:
+    assert urlsplit(database_url).password, database_url
+    assert urlsplit(redis_url).username and urlsplit(redis_url).password, redis_url
+    assert unauthenticated_remote_host(redis_url) is None
+
+
+def test_compose_runs_postgres_and_redis_with_passwords_from_an_env_file() -> None:
+    services = _compose()["services"]
+    datastores = _env_file("datastores.env.example")
+    steelframe = _env_file("steelframe.env.example")
+    postgres = services["postgres"]
+    assert postgres["env_file"] == "deploy/datastores.env"
+    assert "POSTGRES_PASSWORD" not in postgres["environment"]  # no literal in the file
+    assert postgres["environment"]["POSTGRES_HOST_AUTH_METHOD"] == "scram-sha-256"
+    redis_service = services["redis"]
+    assert redis_service["env_file"] == "deploy/datastores.env"
+    script = redis_service["command"][-1]
+    assert "user default off" in script and "--aclfile" in script
+    assert "$$REDIS_PASSWORD" in script and "requirepass" not in script
+    assert "--user steelframe" in redis_service["healthcheck"]["test"][-1]
+    assert datastores["POSTGRES_PASSWORD"].startswith("CHANGE-ME")
+    assert datastores["REDIS_PASSWORD"].startswith("CHANGE-ME")
+    # Steelframe's URLs come from its env file only, each carrying the matching password.
+    for name in ("serve-1", "serve-2", "worker-1", "worker-2"):
+        env = services[name]["environment"]
+        assert "STEELFRAME_DATABASE_URL" not in env and "STEELFRAME_REDIS_URL" not in env
+    database_url = steelframe["STEELFRAME_DATABASE_URL"]
+    redis_url = steelframe["STEELFRAME_REDIS_URL"]
+    _assert_authenticated(database_url, redis_url)
+    assert urlsplit(database_url).password == datastores["POSTGRES_PASSWORD"]
+    assert urlsplit(redis_url).password == datastores["REDIS_PASSWORD"]
+
+
+def test_compose_redis_acl_refuses_clients_without_the_password(tmp_path: Path) -> None:
+    """The ACL file compose's Redis writes, loaded by a real redis-server: no password, no
+    answer; the example URL's user and password, PONG."""
+    server = require_tool("redis-server", "redis-server")
+    script = _compose()["services"]["redis"]["command"][-1].replace("$$", "$")
+    acl = tmp_path / "users.acl"
+    match = re.search(r"(printf .*?) > /tmp/users.acl", script, re.S)
+    assert match is not None
+    password = _env_file("datastores.env.example")["REDIS_PASSWORD"]
+    subprocess.run(
+        ["sh", "-c", f"{match.group(1)} > {acl}"], env={"REDIS_PASSWORD": password}, check=True
+    )
+    port = free_port()
+    args = ["--port", str(port), "--save", "", "--appendonly", "no", "--aclfile", str(acl)]
+    process = subprocess.Popen([server, *args], stdout=subprocess.DEVNULL)
+    try:
+        url = urlsplit(_env_file("steelframe.env.example")["STEELFRAME_REDIS_URL"])
+        local = url._replace(netloc=f"{url.username}:{url.password}@127.0.0.1:{port}")
+        client = redis.Redis.from_url(local.geturl())
+        assert _ready(client)
+        with pytest.raises(redis.AuthenticationError):
+            redis.Redis(port=port).ping()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def _ready(client: redis.Redis) -> bool:
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return bool(client.ping())
+        except redis.ConnectionError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def test_the_proxy_spreads_over_both_instances_without_buffering_streams() -> None:
@@ -75,6 +156,9 @@ def test_the_env_example_names_only_settings_steelframe_knows() -> None:
             "STEELFRAME_RUNTIME": "offline",
             "OPENAI_BASE_URL": "http://127.0.0.1",
             "STEELFRAME_PUBLIC_URL": "https://steelframe.example.com",
+            "STEELFRAME_DATABASE_URL": _env_file("steelframe.env.example")[
+                "STEELFRAME_DATABASE_URL"
+            ],
         }
     )  # an unknown STEELFRAME_* name would raise
 
@@ -89,14 +173,16 @@ def test_kubernetes_manifests_have_probes_and_the_workers_sandbox_allowance() ->
     worker = by_name[("Deployment", "steelframe-worker")]["spec"]["template"]["spec"]
     assert worker["containers"][0]["securityContext"]["seccompProfile"]["type"] == "Unconfined"
     assert ("Service", "steelframe") in by_name and ("Secret", "steelframe") in by_name
+    secret = by_name[("Secret", "steelframe")]["stringData"]
+    _assert_authenticated(secret["STEELFRAME_DATABASE_URL"], secret["STEELFRAME_REDIS_URL"])
 
 
 def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
     compose = require_tool("docker-compose", "docker-compose")
-    env_file = ROOT / "deploy/steelframe.env"
-    created = not env_file.exists()
-    if created:
-        env_file.write_text((ROOT / "deploy/steelframe.env.example").read_text())
+    env_files = [ROOT / "deploy/steelframe.env", ROOT / "deploy/datastores.env"]
+    created = [path for path in env_files if not path.exists()]
+    for path in created:
+        path.write_text(path.with_name(path.name + ".example").read_text())
     try:
         result = subprocess.run(
             [compose, "-f", str(ROOT / "compose.yaml"), "config", "--quiet"],
@@ -105,6 +191,6 @@ def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
             timeout=60,
         )
     finally:
-        if created:
-            env_file.unlink()
+        for path in created:
+            path.unlink()
     assert result.returncode == 0, result.stderr

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rq.job import Job
 
 from bot.errors import Conflict
 from bot.lifecycle import leases, tasks, worktree
@@ -20,6 +19,7 @@ from bot.lifecycle.finish import finish_delivered, finish_failed
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
+from bot.lifecycle.trusted_jobs import TrustedJob
 from tests.fakes.coding import command
 from tests.fakes.git import held_push_git, remote_refs
 from tests.fakes.lifecycle import Lifecycle, Make, gone, wait_for
@@ -118,7 +118,7 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
         os.kill(horse, signal.SIGCONT)
         os.killpg(worker.pid, signal.SIGCONT)
         # The job that ran it (the worker's start-up reconcile may have re-enqueued it).
-        job = Job.fetch(str(lc.task(issue).job_id), connection=lc.ctx.redis)
+        job = TrustedJob.fetch(str(lc.task(issue).job_id), connection=lc.ctx.redis)
         await wait_for(lambda: job.get_status(refresh=True) == "finished", within=60)
         assert job.return_value() == "stopped: lease lost"
         await lc.settle()

@@ -290,7 +290,9 @@ async def test_a_run_failing_after_its_claim_leaves_no_claim_in_the_repository(
 async def test_a_retry_waits_its_backoff_in_rqs_scheduled_registry(
     make: Make, tmp_path: Path
 ) -> None:
-    from rq.job import Job, JobStatus
+    from rq.job import JobStatus
+
+    from bot.lifecycle.trusted_jobs import TrustedJob
 
     runs = exchange_dir(tmp_path) / "runs.txt"
     lc = await make(
@@ -300,7 +302,7 @@ async def test_a_retry_waits_its_backoff_in_rqs_scheduled_registry(
     await lc.work()
     task = lc.task(issue)
     assert task.state == TaskState.QUEUED and runs.read_text().split() == ["1"]
-    job = Job.fetch(str(task.job_id), connection=lc.ctx.redis)
+    job = TrustedJob.fetch(str(task.job_id), connection=lc.ctx.redis)
     assert job.get_status() == JobStatus.SCHEDULED
     retry = [e for e in lc.events(task.id) if e.kind == EventKind.TRANSITION][-1]
     assert retry.data["retry_in"] == 2.0

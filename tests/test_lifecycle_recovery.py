@@ -191,14 +191,19 @@ async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_work
 
 
 async def test_terminating_a_queued_task_cancels_its_job(make: Make) -> None:
-    from rq.job import Job, JobStatus
+    from rq.job import JobStatus
+
+    from bot.lifecycle.trusted_jobs import TrustedJob
 
     lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue()
     task = lc.task(issue)
     response = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
     assert response.status == 200
-    assert Job.fetch(str(task.job_id), connection=lc.ctx.redis).get_status() == JobStatus.CANCELED
+    assert (
+        TrustedJob.fetch(str(task.job_id), connection=lc.ctx.redis).get_status()
+        == JobStatus.CANCELED
+    )
     await lc.work()
     assert lc.task(issue).state == TaskState.TERMINATED
     again = await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")

@@ -16,6 +16,7 @@ from rq import Queue, Worker
 
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
+from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import reconciler_lease_name, run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.stop_request import STOP_SIGNALS, StopRequest
@@ -276,7 +277,7 @@ async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
     stop_request = StopRequest()  # as if its handler had been signalled during RQ's start
     stop_request.requested, stop_request.signal_name = True, "SIGTERM"
     worker = LifecycleWorker(
-        [Queue(lc.ctx.queue_name, connection=lc.ctx.redis)],
+        [rq_queue(lc.ctx.queue_name, lc.ctx.redis)],
         connection=lc.ctx.redis,
         lifecycle=lc.ctx,
         stop_request=stop_request,

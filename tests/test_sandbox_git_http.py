@@ -254,3 +254,34 @@ async def test_a_push_to_a_pull_requests_branch_moves_its_head_with_synchronize(
     after = (await client.get_pull(SANDBOX_REPO, pull["number"]))["head"]["sha"]
     assert synced[0]["after"] == after != before
     assert synced[0]["pull_request"]["head"]["sha"] == after
+
+
+def _peak_reset() -> int:
+    """Reset this process's peak RSS (Linux: `clear_refs` 5) and return the current RSS."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return _status_bytes("VmRSS")
+
+
+def _status_bytes(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} in /proc/self/status")
+
+
+async def test_a_large_push_is_spooled_not_held(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    """The sandbox runs in this process (as in `steelframe dev`): receiving a 32 MiB pack
+    of incompressible data leaves its peak memory where it was."""
+    work = tmp_path / "big"
+    token, url = await scoped_clone(github_sandbox, work, "write")
+    await asyncio.to_thread((work / "noise.bin").write_bytes, os.urandom(32 * 1024 * 1024))
+    await commit_file(work, "noise.bin", None)
+    before = _peak_reset()
+    pushed = await run_git(
+        "push", "-q", url, "HEAD:refs/heads/noise", cwd=work, token=token, url=url
+    )
+    grown = _status_bytes("VmHWM") - before
+    assert pushed.returncode == 0, pushed.stderr
+    assert grown < 16 * 1024 * 1024, f"the sandbox grew by {grown / 2**20:.0f} MiB"

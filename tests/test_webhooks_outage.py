@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from rq import Queue
 from sqlalchemy import func, select
 
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
 from bot.lifecycle.context import build_context, github_factory
 from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.worker import InProcessWorker
@@ -180,7 +180,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
             lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued, within=60
         )
         worker = InProcessWorker(
-            [Queue(ctx.queue_name, connection=connection)], connection=connection, lifecycle=ctx
+            [rq_queue(ctx.queue_name, connection)], connection=connection, lifecycle=ctx
         )
         await asyncio.to_thread(worker.work, burst=True)
         state = db.call(lambda s: s.get(Task, task.id).state)

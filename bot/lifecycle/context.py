@@ -1,6 +1,6 @@
 """What a lifecycle job needs, built once per worker process by its entry point.
 
-RQ job functions are enqueued with only a task id (the job is pickled into Redis). The
+RQ job functions are enqueued with only a task id (the job is JSON in Redis). The
 worker's entry point (`steelframe worker`, `steelframe dev`, a test) builds one
 `LifecycleContext` from its settings and its environment and gives it to the worker, which
 hands it to every job it runs (`bot.lifecycle.worker`). Nothing here is process-global and
@@ -25,9 +25,11 @@ from bot.config import Settings
 from bot.db import Database
 from bot.events import OperatorEvents, RedisEventLog, watch_commits
 from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
+from bot.lifecycle.push_limit import PushLimits
 from bot.lifecycle.redact import Redactor, from_settings
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
+from bot.redis_auth import require_authenticated_redis
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
 # Retry delays double from the configured base up to this cap.
@@ -52,6 +54,7 @@ class LifecyclePolicy:
     # USD per million tokens of the coding model, for agents that report only tokens.
     coding_prices: dict[str, float] | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    push: PushLimits = field(default_factory=PushLimits)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LifecyclePolicy:
@@ -76,6 +79,7 @@ class LifecyclePolicy:
             max_turns=settings.coding_max_turns,
             coding_prices=settings.model_prices.get(settings.coding_model or ""),
             sandbox=_sandbox_policy(settings, agent),
+            push=PushLimits(settings.push_max_bytes, settings.push_max_file_bytes),
         )
 
     @property
@@ -170,6 +174,8 @@ def build_context(
     """Everything from settings; `memory=True` opens the installation's memory index.
     `environ` is the worker's environment: the key variables the coding runtime is given
     from it are secrets the logs must not show."""
+    if connection is None:
+        require_authenticated_redis(settings)  # before opening anything
     database = db or Database.from_url(settings.database_url)
     if memory is True:
         from memory import Memory as MemoryIndex

@@ -27,7 +27,8 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
         return
     task = run.task
     branch = task.branch or tasks.branch_name(task.issue)
-    tests = tests_line(run.tests, run.ctx.redactor)
+    # The command is the repository's text: defanged like the runtime's words.
+    tests = run.public_block(tests_line(run.tests, run.ctx.redactor))
     draft = run.tests is not None and not run.tests.passed  # after the agent's second run
     if draft:
         tests += f"\n\n{DRAFT_NOTE}"

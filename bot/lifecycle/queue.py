@@ -2,7 +2,9 @@
 
 Jobs are named by import path so enqueuing never imports the worker's code; job ids carry
 the task, generation and attempt (plus a nonce: a re-enqueue never collides with an old
-job still kept in a registry).
+job still kept in a registry). Jobs are JSON and fetched as `TrustedJob`s
+(`bot.lifecycle.trusted_jobs`): nothing read from Redis is unpickled or run unless it is one
+of Steelframe's own jobs.
 """
 
 from __future__ import annotations
@@ -18,13 +20,17 @@ from rq.exceptions import InvalidJobOperation, NoSuchJobError
 from rq.job import Job, JobStatus
 
 from bot.lifecycle.context import DEFAULT_QUEUE
+from bot.lifecycle.trusted_jobs import (
+    CONTINUE_JOB,
+    JOB_SERIALIZER,
+    LIFECYCLE_JOB,
+    ON_FAILURE,
+    ON_STOPPED,
+    TrustedJob,
+)
 
 log = logging.getLogger(__name__)
 
-LIFECYCLE_JOB = "bot.lifecycle.jobs.task_lifecycle"
-CONTINUE_JOB = "bot.lifecycle.jobs.task_continue"
-ON_FAILURE = "bot.lifecycle.jobs.on_job_failure"
-ON_STOPPED = "bot.lifecycle.jobs.on_job_stopped"
 # Beyond the coding runtime's own limit: clone, push and GitHub calls around it.
 JOB_OVERHEAD_SECONDS = 600
 RESULT_TTL_SECONDS = 24 * 3600
@@ -33,6 +39,12 @@ PENDING = frozenset({JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED, 
 
 def job_id(task_id: int, generation: int, label: str) -> str:
     return f"task-{task_id}-g{generation}-{label}-{uuid.uuid4().hex[:6]}"
+
+
+def rq_queue(name: str, connection: redis.Redis, job_class: type[Job] = TrustedJob) -> Queue:
+    """RQ's queue `name` as every lifecycle process must open it: JSON jobs, fetched as
+    `TrustedJob`s (a queue opened with RQ's defaults would unpickle what it reads)."""
+    return Queue(name, connection=connection, job_class=job_class, serializer=JOB_SERIALIZER)
 
 
 class LifecycleQueue:
@@ -44,7 +56,7 @@ class LifecycleQueue:
         time_limit: float = 1800.0,
     ) -> None:
         self.connection = connection
-        self.rq = Queue(name, connection=connection)
+        self.rq = rq_queue(name, connection)
         self.job_timeout = int(time_limit) + JOB_OVERHEAD_SECONDS
 
     @property
@@ -78,7 +90,7 @@ class LifecycleQueue:
         if not job:
             return None
         try:
-            return Job.fetch(job, connection=self.connection).get_status(refresh=False)
+            return TrustedJob.fetch(job, connection=self.connection).get_status(refresh=False)
         except NoSuchJobError:
             return None
 
@@ -93,7 +105,7 @@ class LifecycleQueue:
         if self.status(job) not in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
             return False
         try:
-            Job.fetch(str(job), connection=self.connection).cancel()
+            TrustedJob.fetch(str(job), connection=self.connection).cancel()
         except (NoSuchJobError, InvalidJobOperation):
             return False
         return True
@@ -107,7 +119,7 @@ class LifecycleQueue:
             return "none"
         if status in (JobStatus.QUEUED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
             try:
-                Job.fetch(job, connection=self.connection).cancel()
+                TrustedJob.fetch(job, connection=self.connection).cancel()
                 return "cancelled"
             except (NoSuchJobError, InvalidJobOperation):
                 return "none"

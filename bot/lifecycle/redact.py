@@ -44,6 +44,12 @@ class Redactor:
                 ordered = sorted(self._values, key=len, reverse=True)
                 self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
 
+    @property
+    def longest_value(self) -> int:
+        """The length of the longest secret (text searched in pieces overlaps by this)."""
+        with self._lock:
+            return max(map(len, self._values), default=0)
+
     def redact(self, text: str) -> str:
         pattern = self._pattern
         return text if pattern is None or not text else pattern.sub(MASK, text)

@@ -11,6 +11,7 @@ from bot.lifecycle import leases
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import Task
+from bot.lifecycle.public_text import PublicPlace, defang, normalize
 from bot.lifecycle.repo_config import RepoEnv
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.setup_process import CommandResult
@@ -59,10 +60,20 @@ class Run:
         return self.holder.id
 
     def public(self, text: str, limit: int = MAX_PUBLIC_BLOCK) -> str:
-        return self.ctx.redactor.public_text(text, limit)
+        """Text from outside (the runtime's words, the issue title) as one line of a
+        comment or pull request: redacted, flattened, defanged (`public_text`)."""
+        return defang(self.ctx.redactor.public_text(normalize(text), limit), self.place)
 
     def public_block(self, text: str, limit: int = MAX_PUBLIC_BLOCK) -> str:
-        return self.ctx.redactor.public_block(text, limit)
+        """The same, keeping line breaks (a summary, a question)."""
+        return defang(self.ctx.redactor.public_block(normalize(text), limit), self.place)
+
+    @property
+    def place(self) -> PublicPlace:
+        """Where this run's public text goes: its own issue's closing keyword and links to
+        the repository's host are the only ones kept."""
+        api = self.ctx.settings.github_api_url
+        return PublicPlace.of(self.task.repo, self.task.issue, api)
 
     def check_lease(self) -> None:
         """Before an effect outside the database: stopped, or lost the lease, changes nothing."""

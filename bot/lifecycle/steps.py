@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, repo_tests, setup_run, tasks, worktree
+from bot.lifecycle import leases, push_limit, repo_tests, setup_run, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
 from bot.lifecycle.delivery import deliver_pending
@@ -380,9 +380,22 @@ async def _conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -
     return await _deliver(run, tree, outcome)
 
 
+async def _unpushable(run: Run, tree: worktree.Worktree) -> str:
+    """Why the branch may not be pushed (too large, or a known secret in it), or "": the
+    size first, measured by git, so nothing large is ever read here."""
+    too_large = push_limit.refusal(await push_limit.measure(tree), run.ctx.policy.push)
+    if too_large is not None:
+        log.warning("lifecycle: task %s: %s", run.task.id, too_large)
+        await asyncio.to_thread(keep_log, run, "blocked", f"[worker] {too_large}")
+        return run.public(too_large, MAX_REASON)
+    return SECRET_FOUND if await _holds_secret(run, tree) else ""
+
+
 async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
-    history = await worktree.branch_history(tree)
-    if not run.ctx.redactor.contains_secret(history):
+    redactor = run.ctx.redactor
+    if not await worktree.history_holds(
+        tree, redactor.contains_secret, overlap=redactor.longest_value
+    ):
         return False
     files = await worktree.files_with(tree, run.ctx.redactor.contains_secret)
     where = ", ".join(files) or "commit metadata"
@@ -411,8 +424,8 @@ async def _push(run: Run, tree: worktree.Worktree) -> None:
 async def _ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
     # Keep what the runtime did so far on the branch; the continuation starts from it.
     if await worktree.commit_all(tree, f"Work in progress on #{run.task.issue}"):
-        if await _holds_secret(run, tree):
-            return await _fail(run, error=SECRET_FOUND, retry=False)
+        if refused := await _unpushable(run, tree):
+            return await _fail(run, error=refused, retry=False)
         await _push(run, tree)
     question = run.public_block(outcome.question)
     return await finish_question(
@@ -430,8 +443,8 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
         if summary:
             error += f" (it said: {run.public(outcome.summary, MAX_REASON)})"
         return await _fail(run, error=error, retry=False)
-    if await _holds_secret(run, tree):
-        return await _fail(run, error=SECRET_FOUND, retry=False)
+    if refused := await _unpushable(run, tree):
+        return await _fail(run, error=refused, retry=False)
     await _push(run, tree)
     run.check_lease()
     await open_pull(run, tree.base, title, summary)

@@ -1,13 +1,15 @@
 """RQ workers for the lifecycle queue: RQ's forking `Worker` for `steelframe worker`, and an
 in-process `SimpleWorker` for `steelframe dev` (in a thread) and tests.
 
-Both are RQ's own classes with three additions: each is given the `LifecycleContext` its
-entry point built and hands it to every job it runs (`LifecycleJob`: a job is enqueued with
-only a task id, and its function is called with the context first); a work horse that dies
-is recovered at once (`handle_work_horse_killed`); and the in-process one can run off the
-main thread, stops on request within a second and moves due scheduled jobs (retry backoff)
-itself. A stop signalled while the worker starts (`StopRequest`) is a warm shutdown at the
-loop's first turn.
+Both are RQ's own classes with four additions: they read and run only Steelframe's own jobs,
+in JSON (`bot.lifecycle.trusted_jobs`: every job they fetch is a `TrustedJob`, and a refused
+one fails with its reason in the log, nothing of it run); each is given the
+`LifecycleContext` its entry point built and hands it to every job it runs (`LifecycleJob`:
+a job is enqueued with only a task id, and its function is called with the context first);
+a work horse that dies is recovered at once (`handle_work_horse_killed`); and the in-process
+one can run off the main thread, stops on request within a second and moves due scheduled
+jobs (retry backoff) itself. A stop signalled while the worker starts (`StopRequest`) is a
+warm shutdown at the loop's first turn.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bot.events.publisher import settle_owed
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 from bot.lifecycle.stop_request import StopRequest
+from bot.lifecycle.trusted_jobs import JOB_SERIALIZER, RefusedJob, TrustedJob, trusted_task_id
 
 log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1
@@ -36,12 +39,12 @@ SETTLE_OWED_SECONDS = 5.0  # after a job, trying to append the resyncs its event
 
 
 def task_of(job: Job) -> int | None:
-    """The task id a lifecycle job was enqueued with (None for any other job)."""
-    args = job.args or ()
-    return int(args[0]) if args and isinstance(args[0], int) else None
+    """The task id a lifecycle job was enqueued with (None for any other job, and for a
+    refused one: its task id is whatever its writer chose)."""
+    return trusted_task_id(job)
 
 
-class LifecycleJob(Job):
+class LifecycleJob(TrustedJob):
     """A job as a lifecycle worker fetches it: its function is called with the worker's
     context first, then the task id it was enqueued with. The context is a class attribute
     of the worker's own job class (`for_worker`), so every job that worker fetches carries
@@ -82,12 +85,14 @@ class _ContextGivingWorker(BaseWorker):
         *,
         lifecycle: LifecycleContext,
         stop_request: StopRequest | None = None,
+        jobs: type[LifecycleJob] = LifecycleJob,
         **kwargs: Any,
     ) -> None:
-        job_class = LifecycleJob.for_worker(lifecycle)
-        super().__init__(queues, job_class=job_class, **kwargs)
+        job_class = jobs.for_worker(lifecycle)
+        super().__init__(queues, job_class=job_class, serializer=JOB_SERIALIZER, **kwargs)
         for queue in self.queues:
             queue.job_class = job_class
+            queue.serializer = JOB_SERIALIZER
         self.lifecycle = lifecycle
         self.stop_request = stop_request
 
@@ -102,6 +107,13 @@ class _ContextGivingWorker(BaseWorker):
         super()._install_signal_handlers()
         if request is not None and request.requested:
             self._stop_requested = True
+
+    def handle_exception(self, job: Job, *exc_info: Any) -> None:
+        """A refused job is one line naming why (no traceback: nothing of it ran)."""
+        if isinstance(exc_info[1], RefusedJob):
+            self.log.error("Worker %s: refused job %s: %s", self.name, job.id, exc_info[1])
+            return
+        super().handle_exception(job, *exc_info)
 
     def unsubscribe(self) -> None:
         """Stop the command listener (RQ's pubsub thread, reading with a 60 s timeout) at

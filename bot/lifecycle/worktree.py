@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
 import logging
 import os
 import re
@@ -179,8 +180,9 @@ async def git(
     check: bool = True,
     git_dir: Path | None = None,
     work_tree: Path | None = None,
+    stdin: bytes | None = None,
 ) -> str:
-    """Run git; the token (if any) is sent only to `url`'s origin."""
+    """Run git (given `stdin`, if any); the token (if any) is sent only to `url`'s origin."""
     location: list[str] = []
     if git_dir is not None:
         location += [f"--git-dir={git_dir}"]
@@ -193,12 +195,12 @@ async def git(
         *args,
         cwd=cwd,
         env=git_env(token, url),
-        stdin=asyncio.subprocess.DEVNULL,
+        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
-        out, err = await asyncio.wait_for(process.communicate(), GIT_TIMEOUT_SECONDS)
+        out, err = await asyncio.wait_for(process.communicate(stdin), GIT_TIMEOUT_SECONDS)
     except TimeoutError:
         process.kill()
         await process.wait()
@@ -489,20 +491,50 @@ async def _remote_holds(tree: Worktree, token: str | None, wanted: dict[str, str
     return all(held.get(ref) == sha for ref, sha in wanted.items())
 
 
-async def branch_history(tree: Worktree) -> str:
-    """Everything a push would publish: every commit ahead of the base with its message,
-    author and whole patch (binary files as text), so a secret anywhere in it shows."""
-    return await _tree_git(
-        tree,
-        "log",
-        "--patch",
-        "--text",
-        "--format=fuller",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        f"origin/{tree.base}..HEAD",
+HISTORY_CHUNK = 1024 * 1024
+
+
+async def history_holds(
+    tree: Worktree, found: Callable[[str], bool], *, overlap: int, chunk: int = HISTORY_CHUNK
+) -> bool:
+    """Whether `found` flags anything a push would publish: every commit ahead of the base
+    with its message, author and whole patch (binary files as text). Read as git writes it,
+    `chunk` bytes at a time, each searched with the last `overlap` characters before it (a
+    value cut in two by a chunk's end is still seen): memory stays flat whatever the size."""
+    process = await asyncio.create_subprocess_exec(
+        "git",
+        *SAFE_OPTIONS,
+        f"--git-dir={tree.git_dir}",
+        f"--work-tree={tree.path}",
+        *("log", "--patch", "--text", "--format=fuller", "--no-color"),
+        *("--no-ext-diff", "--no-textconv", f"origin/{tree.base}..HEAD"),
+        cwd=tree.path,
+        env=git_env(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
     )
+    assert process.stdout is not None
+    try:
+        async with asyncio.timeout(GIT_TIMEOUT_SECONDS):
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            tail = ""
+            while piece := await process.stdout.read(chunk):
+                text = tail + decoder.decode(piece)
+                if found(text):
+                    return True
+                tail = text[-overlap:] if overlap > 0 else ""
+            if found(tail + decoder.decode(b"", final=True)):
+                return True
+            if await process.wait() != 0:
+                raise WorktreeError("git log failed")
+            return False
+    except TimeoutError:
+        raise WorktreeError("git log timed out") from None
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
 
 
 async def files_with(tree: Worktree, found: Callable[[str], bool]) -> list[str]:

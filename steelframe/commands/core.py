@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from bot import db as dbmod
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
+from bot.redis_auth import require_authenticated_redis
 from steelframe.cli import load_settings, with_database
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
@@ -87,6 +88,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from steelframe.server import create_app
 
     settings = load_settings()
+    require_authenticated_redis(settings)  # before anything is opened (build_services again)
     configure_logging(settings)
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port

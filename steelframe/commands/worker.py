@@ -13,10 +13,9 @@ import sys
 import threading
 from typing import Any
 
-from rq import Queue
-
 from bot import db as dbmod
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
+from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
     RECONCILER_LEASE_SECONDS,
     reconcile_as_leader,
@@ -111,7 +110,7 @@ def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
         print(f"steelframe worker: {stop_request.signal_name} while starting; stopped", flush=True)
         ctx.db.dispose()
         return 0
-    queue = Queue(args.queue, connection=ctx.redis)
+    queue = rq_queue(args.queue, ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
     worker = worker_class([queue], connection=ctx.redis, lifecycle=ctx, stop_request=stop_request)
     stop = threading.Event()

@@ -12,11 +12,11 @@ from typing import Any
 
 import aiohttp
 import pytest
-from rq import Queue
 
 from bot.config import Settings
 from bot.lifecycle.context import LifecycleContext, build_context, github_factory
 from bot.lifecycle.models import Task, TaskEvent
+from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.worker import InProcessWorker
 from tests.conftest import ApiClient, GitHubSandbox
@@ -61,7 +61,7 @@ class Lifecycle:
 
     def worker(self) -> InProcessWorker:
         return InProcessWorker(
-            [Queue(self.ctx.queue_name, connection=self.ctx.redis)],
+            [rq_queue(self.ctx.queue_name, self.ctx.redis)],
             connection=self.ctx.redis,
             lifecycle=self.ctx,
         )
@@ -92,7 +92,7 @@ class Lifecycle:
         )
 
     def queued_jobs(self) -> list[str]:
-        return list(Queue(self.ctx.queue_name, connection=self.ctx.redis).job_ids)
+        return list(rq_queue(self.ctx.queue_name, self.ctx.redis).job_ids)
 
     async def comments(self, issue: int) -> list[dict[str, Any]]:
         return await self.github.list_comments(self.repo, issue)
