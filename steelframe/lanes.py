@@ -8,10 +8,11 @@ object, its payload writer, the handler task's bookkeeping) was ~30% of a delive
 more than the route's own work. A lane does what that one shape needs and nothing else.
 
 Parsing is llhttp's, in its strict mode: request line, header syntax, Content-Length and
-its conflicts with Transfer-Encoding, line endings, control bytes. Ours is only the
-routing, and one rule that makes a hand-off exact: llhttp is never fed past the first blank
-line (CRLF CRLF) of a head it has not finished, nor past the body's declared end, so the
-first byte of every request is known.
+its conflicts with Transfer-Encoding, line endings, control bytes (`steelframe.lane_heads`
+holds the callbacks and the choice of what a lane serves). Ours here is the connection, and
+one rule that makes a hand-off exact: llhttp is never fed past the first blank line (CRLF
+CRLF) of a head it has not finished, nor past a body's declared end, so the first byte of
+every request is known. (No hand-off ever needs llhttp's position inside what it was fed.)
 
 What a lane serves: a head llhttp accepts whose request line is exactly a declared one
 (`POST /api/github/webhooks HTTP/1.1`), with a Content-Length, no Transfer-Encoding, Expect
@@ -45,7 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Protocol, cast
+from typing import cast
 
 import httptools
 import orjson
@@ -53,6 +54,7 @@ import orjson
 from bot.errors import RequestTimeout, SteelframeError, error_body
 from bot.log_context import bind_id, log_ids
 from operator_api.middleware import request_id_for
+from steelframe.lane_heads import HeadParser, LaneRequest, LaneRoute, LaneRoutes
 
 log = logging.getLogger("steelframe.http")
 # aiohttp's own limit for a request line or header line (8,190 bytes) is per line; a lane
@@ -66,8 +68,6 @@ KEEP_ALIVE_SECONDS = 75.0  # aiohttp's default: an idle connection, or a slow he
 BODY_IDLE_SECONDS = 30.0
 LINGER_SECONDS = 10.0  # aiohttp's `lingering_time`: dropping a refused body's bytes
 SHUTDOWN_POLL_SECONDS = 0.05  # how often shutdown looks at bodies still arriving
-# Headers whose presence means the request is not the simple shape a lane serves.
-_NOT_SIMPLE = frozenset({b"transfer-encoding", b"expect", b"upgrade"})
 _BLANK_LINE = b"\r\n\r\n"  # the end of a head: llhttp (strict) accepts no bare LF
 
 
@@ -77,30 +77,6 @@ class Answer:
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
     close: bool = False
-
-
-class LaneRequest(Protocol):
-    """One request being read: fed its body, then finished once, then released."""
-
-    def feed(self, chunk: bytes, *, whole: bool) -> None:
-        """The body's next bytes; `whole` when this one chunk is the entire body."""
-        ...
-
-    async def finish(self) -> tuple[int, bytes]:
-        """The answer's status and JSON body; raises SteelframeError to refuse."""
-        ...
-
-    def release(self) -> None: ...
-
-
-class LaneRoute(Protocol):
-    request_line: bytes  # e.g. b"POST /api/github/webhooks HTTP/1.1"
-    path: str  # for log lines
-
-    def begin(self, headers: Mapping[str, str], content_length: int) -> LaneRequest:
-        """A request from its headers (lower-case names); raises SteelframeError to refuse
-        it before its body is read."""
-        ...
 
 
 class Lanes:
@@ -113,11 +89,7 @@ class Lanes:
         *,
         access_log: logging.Logger | None = None,
     ) -> None:
-        # (method, target, version) of each declared request line, as llhttp reports them.
-        self.routes: dict[tuple[bytes, bytes, str], LaneRoute] = {}
-        for line, route in routes.items():
-            method, target, version = line.split(b" ")
-            self.routes[method, target, version.removeprefix(b"HTTP/").decode("ascii")] = route
+        self.routes = LaneRoutes(routes)
         self.fallback = fallback
         self.access_log = access_log
         self.open: set[LaneProtocol] = set()
@@ -131,10 +103,6 @@ class Lanes:
         if self.stopping:
             return self.fallback()
         return LaneProtocol(self)
-
-    def may_declare(self, method: bytes, target: bytes) -> bool:
-        """Whether a request line seen up to `target` (perhaps a prefix) can be declared."""
-        return any(m == method and t.startswith(target) for m, t, _ in self.routes)
 
     def date(self) -> bytes:
         """The Date header's value, formatted once a second."""
@@ -166,73 +134,13 @@ class Lanes:
             lane.close()
 
 
-class _NotLane(Exception):
-    """Raised from a parser callback: the request is not a declared route's shape."""
-
-
-class _Message:
-    """httptools' callbacks for one connection: what llhttp reported of the current request
-    (they only record; the protocol acts once `feed_data` returns)."""
-
-    __slots__ = (
-        "body",
-        "complete",
-        "headers",
-        "keep_alive",
-        "lanes",
-        "parser",
-        "route",
-        "target",
-    )
-
-    def __init__(self, lanes: Lanes) -> None:
-        self.lanes = lanes
-        self.parser = httptools.HttpRequestParser(self)
-        self.target = b""
-        self.headers: dict[bytes, bytes] = {}
-        self.route: LaneRoute | None = None  # set once a head in the lane's shape is parsed
-        self.keep_alive = True
-        self.body: list[bytes] = []
-        self.complete = False
-
-    def next(self) -> None:
-        """Ready for the connection's next request (llhttp resets itself)."""
-        self.target, self.headers, self.route, self.complete = b"", {}, None, False
-
-    def on_url(self, url: bytes) -> None:  # perhaps in pieces, as the head arrives
-        self.target += url
-        if not self.lanes.may_declare(self.parser.get_method(), self.target):
-            raise _NotLane
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        key = name.lower()
-        if key in self.headers or key in _NOT_SIMPLE or not value.isascii():
-            raise _NotLane
-        self.headers[key] = value
-
-    def on_headers_complete(self) -> None:
-        parser = self.parser
-        key = (parser.get_method(), self.target, parser.get_http_version())
-        route = self.lanes.routes.get(key)
-        if route is None or b"content-length" not in self.headers or parser.should_upgrade():
-            raise _NotLane
-        self.route = route
-        self.keep_alive = parser.should_keep_alive()  # reset by llhttp once the message ends
-
-    def on_body(self, body: bytes) -> None:
-        self.body.append(body)
-
-    def on_message_complete(self) -> None:
-        self.complete = True
-
-
 class LaneProtocol(asyncio.Protocol):
     """One connection, served here while its requests are a declared route's shape."""
 
     def __init__(self, lanes: Lanes) -> None:
         self._lanes = lanes
         self._transport: asyncio.Transport | None = None
-        self._message = _Message(lanes)
+        self._message = HeadParser(lanes.routes)
         # Bytes received: the current request begins at `_start` (kept until its head is
         # taken, for a hand-off), and llhttp has been fed them up to `_at`.
         self._data = b""
@@ -324,19 +232,19 @@ class LaneProtocol(asyncio.Protocol):
             return False
         upto = len(data) if end < 0 else end + len(_BLANK_LINE)
         try:
-            message.parser.feed_data(memoryview(data)[self._at : upto])
-        except httptools.HttpParserError:  # refused by llhttp, or _NotLane: aiohttp's
+            message.feed(memoryview(data)[self._at : upto])
+        except httptools.HttpParserError:  # refused by llhttp, or NotLane: aiohttp's
             self._hand_off()
             return False
         self._at = upto
         route = message.route
         if route is None:  # leading empty lines, or the head still arriving
             return end >= 0
+        if end < 0 or message.body:  # llhttp's head ended before the blank line: never
+            return self._disagree("a head")
         self._start = upto
         self._cancel_idle()
-        headers = {
-            k.decode("ascii"): v.strip(b" \t").decode("ascii") for k, v in message.headers.items()
-        }
+        headers = message.headers
         length = int(headers["content-length"])  # llhttp's digits, checked as it parsed
         request_id = request_id_for(headers.get("x-request-id", ""))
         try:
@@ -358,12 +266,15 @@ class LaneProtocol(asyncio.Protocol):
         take = min(reading.remaining, len(self._data) - at)
         if reading.remaining and not take:
             return False
-        whole = take == reading.length
         if take:
-            message.parser.feed_data(memoryview(self._data)[at : at + take])
+            try:
+                message.feed(memoryview(self._data)[at : at + take])
+            except httptools.HttpParserError:  # a Content-Length body: never
+                return self._disagree("a body")
             self._at = self._start = at + take
             reading.remaining -= take
         chunks, message.body = message.body or [b""], []  # b"": Content-Length 0
+        whole = take == reading.length and len(chunks) == 1
         try:
             for chunk in chunks:
                 reading.request.feed(chunk, whole=whole)
@@ -379,15 +290,22 @@ class LaneProtocol(asyncio.Protocol):
             self._cancel_idle()  # armed again with each chunk: only a stall ends it
             self._idle = asyncio.get_running_loop().call_later(BODY_IDLE_SECONDS, self._stalled)
             return False
+        if not message.complete:  # llhttp ends a request where its Content-Length does
+            return self._disagree("a request's end")
         self._cancel_idle()
         self.reading = None
-        if not message.complete:  # llhttp ends a message where its Content-Length does
-            log.error("llhttp did not end a lane request at its Content-Length; closing")
-            reading.request.release()
-            self.close()
-            return False
         message.next()
         self.answering = asyncio.get_running_loop().create_task(self._answer(reading))
+        return False
+
+    def _disagree(self, what: str) -> bool:
+        """llhttp framed a request otherwise than the lane fed it (its strict mode makes
+        this impossible): no byte after it can be trusted to anyone, so close."""
+        log.error("llhttp and the lane disagree on where %s ends; connection closed", what)
+        if self.reading is not None:
+            self.reading.request.release()
+            self.reading = None
+        self.close()
         return False
 
     async def _answer(self, reading: _Reading) -> None:
