@@ -1,5 +1,5 @@
-"""Fast lanes: a declared request line served by a small HTTP/1.1 protocol of ours, in
-front of aiohttp, which gets every connection the moment a request is not that shape.
+"""Fast lanes: a declared request line served in front of aiohttp, parsed by httptools
+(llhttp, the parser Node.js and uvicorn use), and every other request handed to aiohttp.
 
 Why: a webhook delivery is one request shape, sent by one client, thousands of times a
 second at peak. On the webhook benchmark (bench/README.md, "Webhook intake beside Probot")
@@ -7,22 +7,31 @@ aiohttp's request machinery (the request object and its header multidict, the re
 object, its payload writer, the handler task's bookkeeping) was ~30% of a delivery's CPU,
 more than the route's own work. A lane does what that one shape needs and nothing else.
 
-What a lane serves: exactly a declared request line (`POST /api/github/webhooks HTTP/1.1`)
-with a single decimal Content-Length, no Transfer-Encoding, Expect or Upgrade, a header
-block of printable ASCII within MAX_HEAD bytes, no header twice and no folded line. The
-first request on a connection that is anything else, however slightly, is handed to
-aiohttp's own protocol with every byte not yet consumed, and the connection stays there:
-aiohttp's parser and answers (400, 413, 431, chunked bodies, 100-continue) apply to it as
-to any other request. Requests on a connection are answered in order, one at a time.
-Behind a proxy that reuses its upstream connections for every route (deploy/nginx.conf's
-keepalive pool), a connection leaves the lane at its first other request: deliveries on it
-are still served, by aiohttp, as before lanes existed.
+Parsing is llhttp's, in its strict mode: request line, header syntax, Content-Length and
+its conflicts with Transfer-Encoding, line endings, control bytes (`steelframe.lane_heads`
+holds the callbacks and the choice of what a lane serves). Ours here is the connection, and
+one rule that makes a hand-off exact: llhttp is never fed past the first blank line (CRLF
+CRLF) of a head it has not finished, nor past a body's declared end, so the first byte of
+every request is known. (No hand-off ever needs llhttp's position inside what it was fed.)
+
+What a lane serves: a head llhttp accepts whose request line is exactly a declared one
+(`POST /api/github/webhooks HTTP/1.1`), with a Content-Length, no Transfer-Encoding, Expect
+or Upgrade, ASCII header values, no header twice, within MAX_HEAD bytes. Any other request
+(or one llhttp refuses) is handed to aiohttp's own protocol from its first byte, with every
+byte not yet consumed, and the connection stays there: aiohttp's parser and answers (400,
+413, 431, chunked bodies, 100-continue) apply to it as to any other request. Requests on a
+connection are answered in order, one at a time: a request pipelined behind a lane's is
+read only once the lane's answer is written. Behind a proxy that reuses its upstream
+connections for every route (deploy/nginx.conf's keepalive pool), a connection leaves the
+lane at its first other request: deliveries on it are still served, by aiohttp.
 
 Answers and errors keep the service's shape: JSON, `X-Request-Id`, the same log line as
 `operator_api.middleware.errors_middleware` for a refused request. A route begins a
 request from its headers (refusing it before a byte of the body is read: the connection
 then closes, once what the client still sends of the body has been dropped), is fed the
 body as it arrives (a stall of BODY_IDLE_SECONDS is a 408), and finishes with an answer.
+A head still incomplete KEEP_ALIVE_SECONDS after the connection opened (or after its last
+answer) closes the connection.
 """
 
 from __future__ import annotations
@@ -37,13 +46,15 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Protocol, cast
+from typing import cast
 
+import httptools
 import orjson
 
 from bot.errors import RequestTimeout, SteelframeError, error_body
 from bot.log_context import bind_id, log_ids
 from operator_api.middleware import request_id_for
+from steelframe.lane_heads import HeadParser, LaneRequest, LaneRoute, LaneRoutes
 
 log = logging.getLogger("steelframe.http")
 # aiohttp's own limit for a request line or header line (8,190 bytes) is per line; a lane
@@ -57,10 +68,7 @@ KEEP_ALIVE_SECONDS = 75.0  # aiohttp's default: an idle connection, or a slow he
 BODY_IDLE_SECONDS = 30.0
 LINGER_SECONDS = 10.0  # aiohttp's `lingering_time`: dropping a refused body's bytes
 SHUTDOWN_POLL_SECONDS = 0.05  # how often shutdown looks at bodies still arriving
-_TOKEN = b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-_FIELD_VALUE = bytes(range(0x20, 0x7F)) + b"\t"
-# Headers whose presence means the request is not the simple shape a lane serves.
-_NOT_SIMPLE = frozenset({"transfer-encoding", "expect", "upgrade"})
+_BLANK_LINE = b"\r\n\r\n"  # the end of a head: llhttp (strict) accepts no bare LF
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,30 +77,6 @@ class Answer:
     body: bytes
     headers: tuple[tuple[str, str], ...] = ()
     close: bool = False
-
-
-class LaneRequest(Protocol):
-    """One request being read: fed its body, then finished once, then released."""
-
-    def feed(self, chunk: bytes, *, whole: bool) -> None:
-        """The body's next bytes; `whole` when this one chunk is the entire body."""
-        ...
-
-    async def finish(self) -> tuple[int, bytes]:
-        """The answer's status and JSON body; raises SteelframeError to refuse."""
-        ...
-
-    def release(self) -> None: ...
-
-
-class LaneRoute(Protocol):
-    request_line: bytes  # e.g. b"POST /api/github/webhooks HTTP/1.1"
-    path: str  # for log lines
-
-    def begin(self, headers: Mapping[str, str], content_length: int) -> LaneRequest:
-        """A request from its headers (lower-case names); raises SteelframeError to refuse
-        it before its body is read."""
-        ...
 
 
 class Lanes:
@@ -105,7 +89,7 @@ class Lanes:
         *,
         access_log: logging.Logger | None = None,
     ) -> None:
-        self.routes = dict(routes)
+        self.routes = LaneRoutes(routes)
         self.fallback = fallback
         self.access_log = access_log
         self.open: set[LaneProtocol] = set()
@@ -156,9 +140,11 @@ class LaneProtocol(asyncio.Protocol):
     def __init__(self, lanes: Lanes) -> None:
         self._lanes = lanes
         self._transport: asyncio.Transport | None = None
-        # Bytes received and not yet taken: `_data` from `_at` on (slices of what arrived,
-        # not a buffer copied into: a whole request in one read is never copied whole).
+        self._message = HeadParser(lanes.routes)
+        # Bytes received: the current request begins at `_start` (kept until its head is
+        # taken, for a hand-off), and llhttp has been fed them up to `_at`.
         self._data = b""
+        self._start = 0
         self._at = 0
         self._paused = False  # reading paused: read ahead too far, or writes backed up
         self._writes_paused = False
@@ -184,8 +170,13 @@ class LaneProtocol(asyncio.Protocol):
         if self._dropping >= 0:
             self._drop(len(data))
             return
-        self._data = self._data[self._at :] + data if self._at < len(self._data) else data
-        self._at = 0
+        keep = self._start if self.reading is None else self._at
+        if keep < len(self._data):
+            self._data = self._data[keep:] + data
+        else:
+            self._data = data
+        self._start -= keep
+        self._at -= keep
         self._advance()
         if not self._paused and self._unread() > MAX_READ_AHEAD and self._transport:
             self._pause()
@@ -200,7 +191,7 @@ class LaneProtocol(asyncio.Protocol):
             self.reading.request.release()
             self.reading = None
         self._transport = None
-        self._data, self._at = b"", 0
+        self._data, self._start, self._at = b"", 0, 0
 
     def pause_writing(self) -> None:
         self._writes_paused = True
@@ -223,28 +214,38 @@ class LaneProtocol(asyncio.Protocol):
                 if not self._read_body():
                     return
                 continue
-            if not self._unread() or not self._begin_next():
+            if not self._unread() or not self._read_head():
                 return
 
     def _unread(self) -> int:
         return len(self._data) - self._at
 
-    def _begin_next(self) -> bool:
-        """Parse the next head in the buffer; False if more bytes are needed or the
+    def _read_head(self) -> bool:
+        """Feed llhttp the next head's bytes, never past its first blank line; once it is
+        a declared route's, begin the request. False if more bytes are needed or the
         connection left the lane."""
-        data, at = self._data, self._at
-        end = data.find(b"\r\n\r\n", at, at + MAX_HEAD + 4)
-        if end < 0:
-            if self._unread() > MAX_HEAD or not self._may_be_declared(data[at:]):
-                self._hand_off()
-            return False
-        head = _parse_head(data[at:end], self._lanes.routes)
-        if head is None:
+        data, start, message = self._data, self._start, self._message
+        # A blank line may straddle what was fed before and what just arrived.
+        end = data.find(_BLANK_LINE, max(start, self._at - 3), start + MAX_HEAD + 4)
+        if end < 0 and len(data) - start > MAX_HEAD:
             self._hand_off()
             return False
-        self._at = end + 4
+        upto = len(data) if end < 0 else end + len(_BLANK_LINE)
+        try:
+            message.feed(memoryview(data)[self._at : upto])
+        except httptools.HttpParserError:  # refused by llhttp, or NotLane: aiohttp's
+            self._hand_off()
+            return False
+        self._at = upto
+        route = message.route
+        if route is None:  # leading empty lines, or the head still arriving
+            return end >= 0
+        if end < 0 or message.body:  # llhttp's head ended before the blank line: never
+            return self._disagree("a head")
+        self._start = upto
         self._cancel_idle()
-        route, headers, length, keep_alive = head
+        headers = message.headers
+        length = int(headers["content-length"])  # llhttp's digits, checked as it parsed
         request_id = request_id_for(headers.get("x-request-id", ""))
         try:
             request = route.begin(headers, length)
@@ -253,30 +254,29 @@ class LaneProtocol(asyncio.Protocol):
             answer = _failure(route, exc, request_id)
             self._write(answer, route, request_id, close=True, unread=length)
             return False
-        self.reading = _Reading(route, request, request_id, length, keep_alive)
+        self.reading = _Reading(route, request, request_id, length, message.keep_alive)
         return True
 
-    def _may_be_declared(self, partial: bytes) -> bool:
-        """Whether a head still arriving can be a declared request line: anything else is
-        aiohttp's from its first bytes."""
-        first = partial.partition(b"\r\n")[0]
-        return any(line.startswith(first) or first.startswith(line) for line in self._lanes.routes)
-
     def _read_body(self) -> bool:
-        """Feed the body what the buffer holds; once whole, answer. False if more bytes
-        are needed."""
-        reading = self.reading
+        """Feed llhttp what the buffer holds of the body, never past its end; once whole,
+        answer. False if more bytes are needed."""
+        reading, message = self.reading, self._message
         assert reading is not None
-        data, at = self._data, self._at
-        if reading.remaining and at == len(data):
+        at = self._at
+        take = min(reading.remaining, len(self._data) - at)
+        if reading.remaining and not take:
             return False
-        take = min(reading.remaining, len(data) - at)
-        chunk = data if at == 0 and take == len(data) else data[at : at + take]
-        self._at = at + take
-        whole = take == reading.length
-        reading.remaining -= take
+        if take:
+            try:
+                message.feed(memoryview(self._data)[at : at + take])
+            except httptools.HttpParserError:  # a Content-Length body: never
+                return self._disagree("a body")
+            self._at = self._start = at + take
+            reading.remaining -= take
+        chunks, message.body = message.body or [b""], []  # b"": Content-Length 0
+        whole = take == reading.length and len(chunks) == 1
         try:
-            if take or whole:
+            for chunk in chunks:
                 reading.request.feed(chunk, whole=whole)
         except Exception as exc:
             self.reading = None
@@ -290,9 +290,22 @@ class LaneProtocol(asyncio.Protocol):
             self._cancel_idle()  # armed again with each chunk: only a stall ends it
             self._idle = asyncio.get_running_loop().call_later(BODY_IDLE_SECONDS, self._stalled)
             return False
+        if not message.complete:  # llhttp ends a request where its Content-Length does
+            return self._disagree("a request's end")
         self._cancel_idle()
         self.reading = None
+        message.next()
         self.answering = asyncio.get_running_loop().create_task(self._answer(reading))
+        return False
+
+    def _disagree(self, what: str) -> bool:
+        """llhttp framed a request otherwise than the lane fed it (its strict mode makes
+        this impossible): no byte after it can be trusted to anyone, so close."""
+        log.error("llhttp and the lane disagree on where %s ends; connection closed", what)
+        if self.reading is not None:
+            self.reading.request.release()
+            self.reading = None
+        self.close()
         return False
 
     async def _answer(self, reading: _Reading) -> None:
@@ -350,7 +363,8 @@ class LaneProtocol(asyncio.Protocol):
             self._linger(unread)
 
     def _hand_off(self) -> None:
-        """Give the connection, with every byte not yet consumed, to aiohttp's protocol."""
+        """Give the connection to aiohttp's protocol, with every byte from the first of the
+        request the lane does not serve."""
         transport = self._transport
         assert transport is not None
         self._lanes.open.discard(self)
@@ -360,9 +374,9 @@ class LaneProtocol(asyncio.Protocol):
         protocol = self._lanes.fallback()
         transport.set_protocol(protocol)
         protocol.connection_made(transport)
-        if self._unread():
-            cast(asyncio.Protocol, protocol).data_received(self._data[self._at :])
-        self._data, self._at = b"", 0
+        if self._start < len(self._data):
+            cast(asyncio.Protocol, protocol).data_received(self._data[self._start :])
+        self._data, self._start, self._at = b"", 0, 0
         if self._paused:
             transport.resume_reading()
 
@@ -375,7 +389,7 @@ class LaneProtocol(asyncio.Protocol):
         self._cancel_idle()
         self._dropping = unread
         buffered = self._unread()
-        self._data, self._at = b"", 0
+        self._data, self._start, self._at = b"", 0, 0
         self._drop(buffered)
         if not transport.is_closing():
             if transport.can_write_eof():
@@ -440,36 +454,6 @@ class _Reading:
 
     def __post_init__(self) -> None:
         self.remaining = self.length
-
-
-def _parse_head(
-    head: bytes, routes: Mapping[bytes, LaneRoute]
-) -> tuple[LaneRoute, dict[str, str], int, bool] | None:
-    """The route, headers (lower-case names), Content-Length and keep-alive of a head in
-    the simple shape a lane serves; None for anything else (aiohttp's then)."""
-    lines = head.split(b"\r\n")
-    route = routes.get(lines[0])
-    if route is None:
-        return None
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        # A token name, then printable ASCII: no bare CR or LF, no folding, no NUL.
-        if not colon or not name or name.translate(None, _TOKEN):
-            return None
-        if value.translate(None, _FIELD_VALUE):
-            return None
-        key = name.decode("ascii").lower()
-        if key in headers or key in _NOT_SIMPLE:
-            return None
-        headers[key] = value.strip(b" \t").decode("ascii")
-    length = headers.get("content-length", "")
-    if not length.isdigit() or len(length) > 18 or not length.isascii():
-        return None
-    connection = headers.get("connection", "keep-alive").lower()
-    if connection not in ("keep-alive", "close"):
-        return None
-    return route, headers, int(length), connection != "close"
 
 
 def _failure(route: LaneRoute, exc: Exception, request_id: str) -> Answer:

@@ -120,11 +120,16 @@ class Served:
         )
 
 
-@pytest.fixture
-async def served(api_factory: Callable[..., Any], tmp_path: Path) -> Served:
+async def serve(api_factory: Callable[..., Any], tmp_path: Path) -> Served:
+    """The real app, served as `steelframe serve` serves it, with the webhook lane."""
     hooks = await api_factory(make_settings(tmp_path, webhook_secret=Secret(WEBHOOK_SECRET)))
     server = hooks.raw.server
     return Served(server.port, server.runner.server.lanes, hooks.services, server.app)
+
+
+@pytest.fixture
+async def served(api_factory: Callable[..., Any], tmp_path: Path) -> Served:
+    return await serve(api_factory, tmp_path)
 
 
 async def test_deliveries_in_githubs_shape_are_answered_on_the_lane_in_order(
