@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.lifecycle import tasks
+from bot.lifecycle import egress_blocked, tasks
 from bot.lifecycle.scope import Run
 
 
@@ -29,6 +29,8 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     body = f"Fixes #{task.issue}\n\n{summary or 'Changes made by Steelframe.'}\n\n" + (
         f"<!-- steelframe-task {task.id} -->"
     )
+    if blocked := run.ctx.db.call(egress_blocked.summary_for, task.id, task.generation):
+        body = f"{body}\n\n{blocked}"
     if run.ctx.policy.coding_agent == "demo":
         title = f"{title} (demo runtime)"
     pull = await run.github.create_pull(task.repo, title=title, head=branch, base=base, body=body)

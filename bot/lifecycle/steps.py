@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle import egress_blocked, leases, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.delivery import deliver_pending
@@ -449,7 +449,7 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
         policy=ctx.policy.sandbox,
     )
     try:
-        return await run_coding(
+        outcome = await run_coding(
             request,
             stop=run.watch.stop,
             on_start=on_start,
@@ -457,12 +457,20 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
             on_usage=on_usage,
             on_progress=on_progress,
         )
+        # A record for operators and the pull request, kept even if the lease was lost.
+        blocked = outcome.blocked
+        await asyncio.to_thread(ctx.db.call, _store_blocked, task, blocked)
+        return outcome
     finally:
         await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=None)
         # A progress edit never fails the run; the state change that follows rewrites it.
         for result in await asyncio.gather(*updates, return_exceptions=True):
             if isinstance(result, Exception):
                 log.warning("lifecycle: task %s progress not shown: %s", task.id, result)
+
+
+def _store_blocked(session: Session, task: Task, found: list[egress_blocked.BlockedHost]) -> None:
+    egress_blocked.store(session, task.id, task.generation, task.attempts, found)
 
 
 def _store_session(
