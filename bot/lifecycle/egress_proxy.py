@@ -56,6 +56,8 @@ HOP_BY_HOP = frozenset(
         b"host",
     }
 )
+# How long a refused client may take to stop sending before the connection is closed.
+LINGER_SECONDS = 1.0
 Resolver = Callable[[str, int], Awaitable[list[IPAddress]]]
 
 
@@ -120,10 +122,13 @@ async def read_head(reader: asyncio.StreamReader, limits: ProxyLimits) -> Reques
                 raise BadRequest(400, "malformed request head") from exc
         if not head.complete and len(seen) > limits.max_head_bytes:
             raise BadRequest(431, "request head too large")
+    # llhttp accepts only CRLF line ends, so the head it completed ends at the first blank line.
+    end = seen.index(b"\r\n\r\n") + 4
+    if end > limits.max_head_bytes:
+        raise BadRequest(431, "request head too large")
     head.method = parser.get_method()
     head.version = parser.get_http_version()
-    # llhttp accepts only CRLF line ends, so the head it completed ends at the first blank line.
-    head.rest = bytes(seen[seen.index(b"\r\n\r\n") + 4 :])
+    head.rest = bytes(seen[end:])
     return head
 
 
@@ -245,7 +250,8 @@ class EgressProxy:
         task = asyncio.current_task()
         assert task is not None
         if len(self._open) >= self.limits.max_connections:
-            await _answer(writer, refusal(503, "too many connections at once"))
+            await _answer(reader, writer, refusal(503, "too many connections at once"))
+            writer.close()
             return
         self._open.add(task)
         try:
@@ -261,18 +267,18 @@ class EgressProxy:
             head = await asyncio.wait_for(read_head(reader, self.limits), self.limits.head_seconds)
             target, origin_form = self._target(head)
         except BadRequest as exc:
-            await _answer(writer, refusal(exc.status, str(exc)))
+            await _answer(reader, writer, refusal(exc.status, str(exc)))
             return
         try:
             addresses = await self._allowed(target)
         except EgressRefused as exc:
             self.blocked.add(target.host, target.port, str(exc))
             log.info("egress: refused %s: %s", target, exc)
-            await _answer(writer, refusal(403, str(exc)))
+            await _answer(reader, writer, refusal(403, str(exc)))
             return
         upstream = await self._connect(target, addresses)
         if upstream is None:
-            await _answer(writer, refusal(502, f"{target} did not answer"))
+            await _answer(reader, writer, refusal(502, f"{target} did not answer"))
             return
         up_reader, up_writer = upstream
         try:
@@ -317,10 +323,19 @@ class EgressProxy:
         return None
 
 
-async def _answer(writer: asyncio.StreamWriter, response: bytes) -> None:
-    with contextlib.suppress(ConnectionError):
+async def _answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, response: bytes
+) -> None:
+    """Send a refusal and let the client finish sending: closing on unread bytes would
+    reset the connection, and the client would never read the answer."""
+    with contextlib.suppress(ConnectionError, TimeoutError):
         writer.write(response)
         await writer.drain()
+        if writer.can_write_eof():
+            writer.write_eof()
+        async with asyncio.timeout(LINGER_SECONDS):
+            while await reader.read(65536):
+                pass
 
 
 async def _pipe_both(

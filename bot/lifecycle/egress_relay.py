@@ -4,6 +4,7 @@ loopback and relays each connection to the worker's proxy on the Unix socket bou
 sandbox, then becomes the coding command (exec), which keeps its pid, exit status and signals.
 
 Usage: relay.py SOCKET [FORWARD ...] -- COMMAND [ARGS ...]
+(and, as the relay re-executes itself: relay.py --serve SOCKET FD[=FORWARD] ...)
 
 * A proxy port on 127.0.0.1 (any free one): every byte goes to the worker's proxy as is.
   The command gets it as HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and the lowercase names).
