@@ -183,7 +183,9 @@ async def test_a_hostile_runtime_with_the_allowlist_reaches_no_host_service_and_
     detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
     (blocked,) = detail["blocked"]  # once per host: every attempt went to 127.0.0.1
     assert blocked["host"] == "127.0.0.1" and blocked["count"] == 6
-    assert "blocked: " in pull["body"] and "to `127.0.0.1`" in pull["body"]
+    assert "blocked: 6 requests to `127.0.0.1`" in pull["body"]
+    metrics = await (await lc.api.raw.get("/metrics")).text()
+    assert "\nsteelframe_egress_blocked_requests 6.0\n" in metrics
     _assert_nothing_leaked(lc, found)
     assert "key=[REDACTED]" in pull["body"] and f"Fixes #{issue}" in pull["body"]
     assert lc.branch_file("CHANGE.md", f"steelframe/issue-{issue}") == "A harmless change\n"

@@ -1,8 +1,8 @@
 """A coding run's egress, put together: the proxy runs for as long as the sandboxed process
-(`running_egress`), and `egress_problem` says whether the filter works on this host
-(doctor and readiness ask it). The parts: `egress_policy` (what is allowed),
-`egress_proxy` (the worker's proxy), `egress_relay` (its in-sandbox half),
-`egress_blocked` (what was refused)."""
+(`running_egress`); `egress_problem` says whether the filter works on this host (doctor and
+readiness ask it) and `ensure_available` refuses a run without it. The parts:
+`egress_policy` (what is allowed), `egress_proxy` (the worker's proxy), `egress_relay` (its
+in-sandbox half), `egress_blocked` (what was refused)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ import shutil
 import sys
 import tempfile
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bot.clock import Clock, utcnow
+from bot.lifecycle import sandbox
 from bot.lifecycle.egress_blocked import BlockedLog
 from bot.lifecycle.egress_proxy import EgressProxy
 from bot.lifecycle.sandbox import (
@@ -66,11 +68,26 @@ async def running_egress(launch: Launch, clock: Clock = utcnow) -> AsyncIterator
 @functools.lru_cache(maxsize=1)
 def egress_problem() -> str | None:
     """None when a sandboxed run's network is closed and its proxy filters on this host,
-    else why not (cached: the host does not change while a process runs)."""
-    try:
-        return asyncio.run(_probe(os.path.realpath(sys.executable)))
-    except (OSError, SandboxUnavailable) as exc:
-        return f"the egress probe could not run: {exc}"
+    else why not (cached: the host does not change while a process runs). Blocking (about
+    half a second, once); it runs its own event loop on a thread of its own, so any caller
+    may ask, an async one through `asyncio.to_thread`."""
+    interpreter = os.path.realpath(sys.executable)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="egress-probe") as pool:
+        try:
+            return pool.submit(asyncio.run, _probe(interpreter)).result()
+        except (OSError, SandboxUnavailable) as exc:
+            return f"the egress probe could not run: {exc}"
+
+
+def ensure_available(policy: SandboxPolicy) -> list[str]:
+    """`sandbox.ensure_available`, and with the allowlist network, that the egress filter
+    works here: no filter, no run (the run fails with the reason, as without bwrap)."""
+    warnings = sandbox.ensure_available(policy)
+    if policy.enabled and policy.network == Network.ALLOWLIST:
+        problem = egress_problem()
+        if problem is not None:
+            raise SandboxUnavailable(problem)
+    return warnings
 
 
 async def _probe(interpreter: str) -> str | None:

@@ -25,6 +25,7 @@ from bot.lifecycle import egress_blocked, leases, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.delivery import deliver_pending
+from bot.lifecycle.egress import ensure_available
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, Task, TaskLog
@@ -34,7 +35,7 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
 from bot.lifecycle.recall import remember, retrieve
-from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable, ensure_available
+from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
