@@ -56,7 +56,16 @@ def test_ipv6_literals_are_bracketed_and_compressed() -> None:
 
 @pytest.mark.parametrize(
     "entry",
-    ["", "exa mple.org", "-bad-.org", "host:99999", "user:pw@host", "a" * 64 + ".org", "h:0"],
+    [
+        "",
+        "exa mple.org",
+        "-bad-.org",
+        "host:99999",
+        "user:pw@host",
+        "a" * 64 + ".org",
+        "h:0",
+        "example.org:443/path",
+    ],
 )
 def test_malformed_entries_are_refused(entry: str) -> None:
     with pytest.raises(BadTarget):

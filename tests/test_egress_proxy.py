@@ -200,6 +200,7 @@ async def test_plain_http_is_forwarded_once_in_origin_form_without_proxy_headers
         (b"GET https://example.org/ HTTP/1.1\r\n\r\n", 400, b"only http:// is forwarded"),
         (b"CONNECT example.org HTTP/1.1\r\n\r\n", 400, b"CONNECT needs host:port"),
         (b"CONNECT exa_mple.org:443 HTTP/1.1\r\n\r\n", 400, b"CONNECT needs host:port"),
+        (b"CONNECT example.org:443/x HTTP/1.1\r\n\r\n", 400, b"CONNECT needs host:port"),
         (b"GET http://a/ HTTP/1.1\r\nX: " + b"y" * 20_000 + b"\r\n\r\n", 431, b"too large"),
         (b"CONNECT example.org:443 HTTP/1.1\r\n", 400, b"ended before its head did"),
     ],

@@ -71,14 +71,14 @@ def normal_host(host: str) -> str:
 def parse_entry(entry: str, *, port_required: bool = False) -> tuple[str, int | None]:
     """`host`, `host:port`, `[v6]:port` or a URL as (host, port or None)."""
     text = entry.strip()
-    if "://" not in text:
-        text = f"//{text}"
+    bare = "://" not in text
     try:
-        parts = urlsplit(text)
+        parts = urlsplit(f"//{text}" if bare else text)
         port = parts.port
     except ValueError as exc:
         raise BadTarget(f"{entry!r} is not host[:port]") from exc
-    if not parts.hostname or parts.username or parts.password:
+    extra = bare and (parts.path or parts.query or parts.fragment)
+    if not parts.hostname or parts.username or parts.password or extra:
         raise BadTarget(f"{entry!r} is not host[:port]")
     if port is None and parts.scheme in ("http", "https"):
         port = 443 if parts.scheme == "https" else 80

@@ -258,6 +258,8 @@ class EgressProxy:
             await self._serve(reader, writer)
         except (ConnectionError, TimeoutError, asyncio.IncompleteReadError):
             pass
+        except Exception:  # one connection's surprise must not reach the run
+            log.exception("egress: a connection failed")
         finally:
             self._open.discard(task)
             writer.close()
