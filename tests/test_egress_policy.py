@@ -18,6 +18,7 @@ from bot.lifecycle.egress_policy import (
     is_own_address,
     parse_entry,
     parse_target,
+    public_entry,
     url_target,
 )
 from bot.lifecycle.sandbox import Network, SandboxPolicy
@@ -180,3 +181,12 @@ def test_settings_map_the_old_booleans_and_refuse_bad_entries() -> None:
         Settings.from_env({"STEELFRAME_EGRESS_PRIVATE": "127.0.0.1"})
     settings = Settings.from_env({"STEELFRAME_EGRESS_ALLOW": "pypi.org,files.pythonhosted.org:443"})
     assert settings.egress_allow == ("pypi.org", "files.pythonhosted.org:443")
+
+
+def test_a_repository_may_add_names_and_public_addresses_but_no_private_one() -> None:
+    assert public_entry("Registry.NPMjs.org") == "registry.npmjs.org"
+    assert public_entry("pypi.org:8443") == "pypi.org:8443"
+    assert public_entry("[2606:4700::1111]:443") == "[2606:4700::1111]:443"
+    for private in ("127.0.0.1:6379", "10.0.0.5", "[::1]:80", "169.254.169.254"):
+        with pytest.raises(BadTarget, match="only the operator can allow one"):
+            public_entry(private)

@@ -105,6 +105,18 @@ def url_target(url: str) -> Target | None:
     return Target(host, port or 443)
 
 
+def public_entry(entry: str) -> str:
+    """An allowlist entry a repository (or anything short of the operator) may add: a host
+    name or a public IP literal, with an optional port. BadTarget says why not; a name is
+    still checked against what it resolves to when a request comes."""
+    host, port = parse_entry(entry)
+    literal = Target(host, port or 443).address
+    reason = unreachable_reason(literal) if literal is not None else None
+    if reason is not None:
+        raise BadTarget(f"{entry!r} is a {reason} address: only the operator can allow one")
+    return str(Target(host, port)) if port else host
+
+
 @dataclass(frozen=True)
 class Allowlist:
     """The run's allowlist: entries with a port allow that port, entries without allow
