@@ -127,9 +127,13 @@ def launch(argv: list[str]) -> None:
     """`SOCKET [FORWARD ...] -- COMMAND ...`: listen, start the relay, become COMMAND."""
     split = argv.index("--")
     path, forwards, command = argv[0], argv[1:split], argv[split + 1 :]
-    listeners: list[tuple[socket.socket, str | None]] = [
-        (_listener(*_split(forward)), forward) for forward in forwards
-    ]
+    listeners: list[tuple[socket.socket, str | None]] = []
+    for forward in forwards:
+        try:
+            listeners.append((_listener(*_split(forward)), forward))
+        except OSError as exc:  # a port below 1024 as nobody: reached through the proxy only
+            print(f"steelframe relay: not listening on {forward}: {exc}", file=sys.stderr)
+    forwards = [forward for _, forward in listeners if forward]
     proxy = _listener("127.0.0.1", 0)
     listeners.append((proxy, None))
     url = f"http://127.0.0.1:{proxy.getsockname()[1]}"
