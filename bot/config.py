@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from bot.lifecycle.egress_policy import parse_entry
+
 DEFAULT_DATA_DIR = Path("var")
 # Every command in a checkout (serve, dev, worker, webhooks, memory...) uses the same file
 # under the data directory unless STEELFRAME_DATABASE_URL says otherwise.
@@ -186,6 +188,33 @@ def _repo_agents(value: str) -> tuple[str, ...]:
     return agents
 
 
+# The coding run's network: `allowlist` (the default) or `off`; the old true/false still work.
+_NETWORK_MODES = {"allowlist": "allowlist", "off": "off"}
+_NETWORK_MODES |= dict.fromkeys(("1", "true", "yes", "on"), "allowlist")
+_NETWORK_MODES |= dict.fromkeys(("0", "false", "no"), "off")
+
+
+def _network(value: str) -> str:
+    mode = _NETWORK_MODES.get(value.strip().lower())
+    if mode is None:
+        raise ValueError("must be allowlist or off")
+    return mode
+
+
+def _egress_hosts(value: str) -> tuple[str, ...]:
+    entries = _comma_list(value)
+    for entry in entries:
+        parse_entry(entry)  # BadTarget (a ValueError) names the entry
+    return entries
+
+
+def _egress_private(value: str) -> tuple[str, ...]:
+    entries = _comma_list(value)
+    for entry in entries:
+        parse_entry(entry, port_required=True)
+    return entries
+
+
 def _labels(value: str) -> tuple[str, ...]:
     labels = _comma_list(value)
     if not labels:
@@ -352,8 +381,33 @@ class Settings:
     coding_sandbox: str = setting(
         "STEELFRAME_CODING_SANDBOX", _sandbox, "bwrap|off (off: no isolation)", "bwrap"
     )
-    coding_network: bool = setting(
-        "STEELFRAME_CODING_NETWORK", _bool, "the coding runtime may use the network", True
+    # --- the coding run's network (docs/lifecycle.md, "Egress"; issue 36) ---
+    coding_network: str = setting(
+        "STEELFRAME_CODING_NETWORK",
+        _network,
+        "allowlist (out only through the run's proxy, to allowed hosts) | off (no way out); "
+        "true/false mean the same",
+        "allowlist",
+    )
+    egress_allow: tuple[str, ...] = setting(
+        "STEELFRAME_EGRESS_ALLOW",
+        _egress_hosts,
+        "hosts coding runs may reach besides the agent's model API: host[:port], "
+        "comma-separated (no port: 443 and 80)",
+        (),
+    )
+    egress_private: tuple[str, ...] = setting(
+        "STEELFRAME_EGRESS_PRIVATE",
+        _egress_private,
+        "host:port entries coding runs may reach although private or loopback (a local "
+        "model server), comma-separated",
+        (),
+    )
+    coding_file_size_mb: int = setting(
+        "STEELFRAME_CODING_FILE_SIZE_MB",
+        _positive_int,
+        "largest file the coding runtime may write (MB)",
+        100,
     )
     coding_env_passthrough: tuple[str, ...] = setting(
         "STEELFRAME_CODING_ENV_PASSTHROUGH",

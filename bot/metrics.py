@@ -83,6 +83,12 @@ class Metrics:
         self.queue_depth = Gauge(
             "steelframe_queue_depth", "Jobs waiting in the lifecycle queue", registry=r
         )
+        # Read from the stored record at scrape time, like the webhook retries above.
+        self.egress_blocked = Gauge(
+            "steelframe_egress_blocked_requests",
+            "Requests the coding runs' egress proxies refused, over all tasks",
+            registry=r,
+        )
 
     def add_collector(self, collector: Collector) -> None:
         self.collectors.append(collector)

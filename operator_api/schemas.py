@@ -266,7 +266,7 @@ def _task_schemas() -> dict[str, Any]:
         "CodingSandbox": exact(
             {
                 "mode": {"enum": ["bwrap", "off"]},
-                "network": {"type": "boolean"},
+                "network": {"enum": ["allowlist", "off"]},
                 "warning": NULLABLE_STR,
             }
         ),
@@ -285,6 +285,16 @@ def _task_schemas() -> dict[str, Any]:
                         }
                     ),
                 },
+            }
+        ),
+        "BlockedHost": exact(
+            {
+                "attempt": {"type": "integer"},
+                "host": {"type": "string"},
+                "port": {"type": "integer"},
+                "count": {"type": "integer"},
+                "reason": {"type": "string"},
+                "first_at": {"type": "string"},
             }
         ),
         "TaskEvent": exact(
@@ -319,6 +329,7 @@ def _task_schemas() -> dict[str, Any]:
                     }
                 ),
                 "created_at": {"type": "string"},
+                "blocked": {"type": "array", "items": ref("BlockedHost")},
                 "lease": {
                     "oneOf": [
                         {"type": "null"},

@@ -11,6 +11,7 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from aiohttp import web
@@ -27,6 +28,12 @@ from tests.fakes.responses_server import FakeResponses, Run, Say
 
 KEY = "sk-ant-test-key"
 MODEL = "claude-sonnet-4-5"
+
+
+def _endpoint(url: str) -> str:
+    """The fake server's host:port, which the run's egress proxy may reach although it is
+    on loopback (STEELFRAME_EGRESS_PRIVATE)."""
+    return urlsplit(url).netloc
 
 
 @pytest.fixture
@@ -85,7 +92,7 @@ async def test_real_claude_code_delivers_through_the_preset(
     monkeypatch.setenv("ANTHROPIC_BASE_URL", url)
     monkeypatch.setenv("CLAUDE_CODE_MAX_RETRIES", "0")
     values: dict[str, Any] = {"coding_agent": "claude", "coding_model": MODEL}
-    lc = await make(**values, task_time_limit=120)
+    lc = await make(**values, task_time_limit=120, egress_private=(_endpoint(url),))
     issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
     await lc.work()
     task = lc.task(issue)
@@ -123,6 +130,7 @@ async def test_real_codex_cli_delivers_through_the_preset(
         model_prices=prices,
         task_time_limit=120,
         data_dir=data_outside_tmp,
+        egress_private=(_endpoint(url),),
     )
     issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
     await lc.work()
@@ -157,8 +165,14 @@ async def test_real_aider_delivers_through_the_preset(
     try:
         monkeypatch.setenv("PATH", f"{binaries}:{os.environ['PATH']}")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test")
-        monkeypatch.setenv("OPENAI_API_BASE", f"http://127.0.0.1:{runner.addresses[0][1]}/v1")
-        lc = await make(coding_agent="aider", coding_model="gpt-4o", task_time_limit=180)
+        url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        monkeypatch.setenv("OPENAI_API_BASE", url)
+        lc = await make(
+            coding_agent="aider",
+            coding_model="gpt-4o",
+            task_time_limit=180,
+            egress_private=(_endpoint(url),),
+        )
         issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
         await lc.work()
     finally:

@@ -9,6 +9,7 @@ import contextlib
 import os
 import signal
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -34,6 +35,8 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
     libpq_url = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
     lc = await make(
         coding_command=command("hold_lock", pids, libpq_url),
+        # The stand-in horse reaches the database from the sandbox: named, as a private host.
+        egress_private=(urlsplit(libpq_url).netloc.rsplit("@", 1)[-1],),
         # A long lease: the worker's own periodic reconciler must not clear the frozen run
         # before the operator's request does.
         task_lease_seconds=60.0,

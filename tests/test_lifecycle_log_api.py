@@ -61,4 +61,4 @@ async def test_isolation_turned_off_shows_on_healthz_and_the_board(make: Make) -
 async def test_with_the_sandbox_on_there_is_no_warning(make: Make) -> None:
     lc = await make(coding_sandbox="bwrap")
     health = await (await lc.api.raw.get("/healthz")).json()
-    assert health["coding_sandbox"] == {"mode": "bwrap", "network": True, "warning": None}
+    assert health["coding_sandbox"] == {"mode": "bwrap", "network": "allowlist", "warning": None}

@@ -55,6 +55,7 @@ async def test_metrics_are_prometheus_text_with_chat_tasks_and_deliveries(
     }
     assert tasks == {**dict.fromkeys(tasks, 0.0), "queued": 1.0}  # the filed issue's task
     assert found[("steelframe_queue_depth", ())] == 1  # no worker runs here
+    assert found[("steelframe_egress_blocked_requests", ())] == 0  # no run was refused a host
     assert found[("steelframe_webhook_deliveries", (("status", "processed"),))] >= 1  # the ping
     assert ("steelframe_webhook_processing_lag_seconds", ()) in found
     assert not any(name == "steelframe_scrape_errors_total" for name, _ in found)

@@ -11,6 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import text
@@ -22,7 +23,7 @@ from tests.conftest import WEBHOOK_SECRET, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.sandbox import require_bwrap
+from tests.fakes.sandbox import exchange_dir, require_bwrap
 
 LOOT = "sk-fake-model-key-0123456789abcdef"
 ATTEMPTS = (
@@ -32,21 +33,23 @@ ATTEMPTS = (
     "database_file",
     "worker_git_dir",
     "worker_processes",
-    "redis_port",
-    "database_port",
+    *(
+        f"{target}_{way}"
+        for target in ("redis", "database", "service", "github")
+        for way in ("port", "via_proxy")
+    ),
     "mint_token",
     "post_comment",
 )
-# With the network on, the host's loopback is the runtime's too (docs/lifecycle.md says so).
-REACHABLE_WITH_NETWORK = {"redis_port", "database_port"}
 
 
 async def _attack(
-    make: Make, sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any, mode: str, network: bool
+    make: Make, sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any, mode: str, network: str
 ) -> Lifecycle:
     require_bwrap()
     key_file = tmp_path / "app-key.pem"  # the App key as a file, for the runtime to try
     key_file.write_text(sandbox.private_key)
+    targets = exchange_dir(tmp_path) / "targets.json"  # the service's port, once it listens
     monkeypatch.setenv("FAKE_MODEL_API_KEY", LOOT)
     # The worker's own environment holds secrets, as a real worker's does.
     monkeypatch.setenv("WEBHOOK_SECRET", WEBHOOK_SECRET)
@@ -59,14 +62,18 @@ async def _attack(
         tmp_path / "var",  # its data directory, with the worktrees
         sandbox.url,
         sandbox.installation_id,
+        targets,
     )
-    return await make(
+    lc = await make(
         coding_command=attacker,
         coding_network=network,
         coding_env_passthrough=("FAKE_MODEL_API_KEY",),
         private_key=None,
         private_key_path=key_file,
     )
+    service, github = urlsplit(str(lc.api.raw.make_url("/"))), urlsplit(sandbox.url)
+    targets.write_text(json.dumps({"service": service.port, "github": github.port}))
+    return lc
 
 
 def _verdicts(log_text: str) -> dict[str, str]:
@@ -133,7 +140,7 @@ def _assert_nothing_leaked(lc: Lifecycle, found: dict[str, str]) -> None:
 async def test_a_hostile_runtime_without_network_gets_nothing_and_leaks_nothing(
     make: Make, github_sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any, mode: str
 ) -> None:
-    lc = await _attack(make, github_sandbox, tmp_path, monkeypatch, mode, network=False)
+    lc = await _attack(make, github_sandbox, tmp_path, monkeypatch, mode, network="off")
     issue = await lc.open_issue("Make the widget blue", "Please.")
     await lc.work()
     task = lc.task(issue)
@@ -157,22 +164,29 @@ async def test_a_hostile_runtime_without_network_gets_nothing_and_leaks_nothing(
 
 
 @pytest.mark.slow
-async def test_a_hostile_runtime_with_network_mints_no_token_and_its_summary_is_redacted(
+async def test_a_hostile_runtime_with_the_allowlist_reaches_no_host_service_and_is_recorded(
     make: Make, github_sandbox: GitHubSandbox, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    lc = await _attack(make, github_sandbox, tmp_path, monkeypatch, "leak", network=True)
+    lc = await _attack(make, github_sandbox, tmp_path, monkeypatch, "leak", network="allowlist")
     issue = await lc.open_issue("Make the widget blue", "Please.")
     await lc.work()
     task = lc.task(issue)
     assert task.state == TaskState.DELIVERED
     found = await _public_and_stored_text(lc, issue, task.id)
+    (pull,) = await lc.pulls()
     verdicts = _verdicts(found["private log"])
     assert set(verdicts) == set(ATTEMPTS), found["private log"]
-    succeeded = {name for name, v in verdicts.items() if v == "SUCCEEDED"}
-    assert succeeded <= REACHABLE_WITH_NETWORK  # the documented limit of network on
-    assert verdicts["mint_token"] == "blocked" and verdicts["post_comment"] == "blocked"
+    # Its own network namespace: nothing on the host's loopback, directly or through the
+    # run's egress proxy, which refused every attempt with a 403 and recorded it.
+    assert {name for name, v in verdicts.items() if v == "SUCCEEDED"} == set()
+    assert "redis_via_proxy: blocked (HTTP/1.1 403 Forbidden)" in found["private log"]
+    detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
+    (blocked,) = detail["blocked"]  # once per host: every attempt went to 127.0.0.1
+    assert blocked["host"] == "127.0.0.1" and blocked["count"] == 6
+    assert "blocked: 6 requests to `127.0.0.1`" in pull["body"]
+    metrics = await (await lc.api.raw.get("/metrics")).text()
+    assert "\nsteelframe_egress_blocked_requests 6.0\n" in metrics
     _assert_nothing_leaked(lc, found)
-    (pull,) = await lc.pulls()
     assert "key=[REDACTED]" in pull["body"] and f"Fixes #{issue}" in pull["body"]
     assert lc.branch_file("CHANGE.md", f"steelframe/issue-{issue}") == "A harmless change\n"
     # The worker cloned and pushed with tokens for this repository alone, contents only.

@@ -17,6 +17,7 @@ from bot.lifecycle.coding import CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.redact import MASK, Redactor
 from bot.lifecycle.sandbox import (
     INSTALL_HINT,
+    Network,
     SandboxPolicy,
     SandboxRun,
     SandboxUnavailable,
@@ -93,7 +94,7 @@ def _policy(**overrides: object) -> SandboxPolicy:
         "read_only": (Path(sys.prefix), Path(sys.base_prefix)),
         "memory_mb": 128,
         "max_processes": 16,
-        "network": False,
+        "network": Network.OFF,
         "env_passthrough": ("MODEL_KEY",),
     }
     values.update(overrides)
@@ -124,10 +125,13 @@ async def test_the_runtime_sees_only_its_copy_a_private_tmp_and_a_read_only_syst
     assert seen["forks"] < 16  # type: ignore[operator]
 
 
-async def test_with_the_network_on_the_host_loopback_is_reachable(tmp_path: Path) -> None:
+async def test_with_the_allowlist_network_the_host_loopback_is_not_reachable(
+    tmp_path: Path,
+) -> None:
     require_bwrap()
-    seen = await _probe(tmp_path, _policy(network=True, memory_mb=1024))
-    assert seen["redis"] == "connected"  # the documented limit of network on
+    seen = await _probe(tmp_path, _policy(network=Network.ALLOWLIST, memory_mb=1024))
+    assert seen["redis"] == "ConnectionRefusedError"  # its own loopback, whatever the mode
+    assert {"HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"} <= set(seen["env"])  # type: ignore[arg-type]
 
 
 def test_a_command_outside_the_read_only_system_is_refused_with_the_setting_to_use(

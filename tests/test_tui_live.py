@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from sqlalchemy.orm import Session
 
+from bot.clock import utcnow
+from bot.lifecycle import egress_blocked
+from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task, transition
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, make_settings
@@ -126,7 +129,11 @@ def _seed(session: Session) -> int:
 async def test_the_board_fits_80_columns_and_enter_shows_why_a_task_waits(
     board_api: ApiClient,
 ) -> None:
-    board_api.services.db.call(_seed)
+    task_id = board_api.services.db.call(_seed)
+    refused = BlockedHost(
+        "example.org", 443, utcnow(), 3, "example.org:443 is not on this run's allowlist"
+    )
+    board_api.services.db.call(egress_blocked.store, task_id, 1, 1, [refused])
     app = tui(board_api)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)
@@ -145,6 +152,7 @@ async def test_the_board_fits_80_columns_and_enter_shows_why_a_task_waits(
         assert "Waiting for a Decision on #42: Redis or SQLite?" in lines
         assert any("cost $0.42" in line for line in lines)
         assert any("waiting_for_info" in line and "asked a question" in line for line in lines)
+        assert any(line.startswith("  attempt 1: example.org:443 × 3 · ") for line in lines)
         await pilot.press("escape")
         await until(pilot, lambda: not isinstance(app.screen, TaskDetailScreen), "closed")
 

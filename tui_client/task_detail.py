@@ -43,6 +43,21 @@ def dollars(usd: float) -> str:
     return "<$0.01" if usd < 0.01 else f"${usd:.2f}"
 
 
+def blocked_lines(detail: dict[str, Any]) -> list[str]:
+    """What the runs' egress proxies refused, a line per host and run (none: nothing)."""
+    blocked = list(detail.get("blocked") or [])
+    if not blocked:
+        return []
+    lines = ["", "Blocked requests (not on the run's allowlist, or a private address):"]
+    for entry in blocked:
+        count = int(entry.get("count") or 0)
+        lines.append(
+            f"  attempt {entry.get('attempt')}: {entry.get('host')}:{entry.get('port')} "
+            f"× {count} · {entry.get('reason') or ''}".rstrip(" ·")
+        )
+    return lines
+
+
 def detail_lines(detail: dict[str, Any]) -> list[str]:
     usage = detail.get("usage") or {}
     lines = [
@@ -52,6 +67,7 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
         f"Attempts {detail.get('attempts', 0)} · tokens {usage.get('tokens', 0)} · "
         f"cost {dollars(float(usage.get('cost_usd') or 0)) or '$0.00'} · "
         f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",
+        *blocked_lines(detail),
         "",
         "Events:",
     ]

@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.lifecycle.egress import running_egress
+from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.sandbox import Launch, SandboxPolicy, SandboxRun, wrap
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,8 @@ class CodingOutcome:
     log_tail: list[str] = field(default_factory=list)
     log: RunLog = field(default_factory=RunLog)
     sandboxed: bool = False
+    # Requests the run's egress proxy refused, once per host.
+    blocked: list[BlockedHost] = field(default_factory=list)
 
     @property
     def tokens(self) -> int:
@@ -206,16 +210,18 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
 
 
 async def _spawn(launch: Launch) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *launch.argv,
-        cwd=launch.cwd,
-        env=launch.env,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-        limit=MAX_LINE_BYTES,
-    )
+    with launch.command() as (argv, fds):
+        return await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=launch.cwd,
+            env=launch.env,
+            pass_fds=fds,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+            limit=MAX_LINE_BYTES,
+        )
 
 
 async def run_coding(
@@ -231,20 +237,34 @@ async def run_coding(
     """Run the command to its result, its time limit, a limit on usage, or `stop`.
 
     Raises `SandboxUnavailable` before starting anything if the sandbox cannot run."""
+    hooks = (on_session, on_usage, on_progress)
     request.run.prompt.write_text(request.prompt)
     launch = wrap(request.policy, request.run, request.command, request.task_env)
-    started = time.monotonic()
     outcome = CodingOutcome(status=CodingStatus.ERROR, sandboxed=launch.sandboxed)
+    async with running_egress(launch) as blocked:
+        await _run_launched(launch, request, outcome, stop, on_start, hooks, grace)
+    outcome.blocked = blocked.hosts()
+    return outcome
+
+
+async def _run_launched(
+    launch: Launch,
+    request: CodingRequest,
+    outcome: CodingOutcome,
+    stop: asyncio.Event,
+    on_start: StartHook,
+    hooks: tuple[SessionHook, UsageHook, ProgressHook | None],
+    grace: float,
+) -> None:
+    started = time.monotonic()
     try:
         process = await _spawn(launch)
     except OSError as exc:
         outcome.error = "the coding command could not be started"
         outcome.log.add("worker", f"could not start the coding command: {exc.strerror or exc}")
-        return outcome
+        return
     await on_start(process.pid)
-    ended_by, saw_result = await _supervise(
-        process, request, outcome, stop, (on_session, on_usage, on_progress), grace
-    )
+    ended_by, saw_result = await _supervise(process, request, outcome, stop, hooks, grace)
     outcome.seconds = time.monotonic() - started
     outcome.exit_code = process.returncode
     if ended_by is not None:
@@ -257,7 +277,6 @@ async def run_coding(
     elif not saw_result:
         outcome.status = CodingStatus.ERROR
         outcome.error = "the coding command exited without a result line"
-    return outcome
 
 
 # Long: the three readers are closures over the outcome and `ended_by`, which the wait

@@ -93,7 +93,8 @@ class LifecyclePolicy:
 
 def _sandbox_policy(settings: Settings, agent: str | None) -> SandboxPolicy:
     """The operator's sandbox, plus what a preset or the demo needs inside it: its key
-    variables and own settings, and this interpreter with Steelframe's `bot` package
+    variables and own settings, its model API on the egress allowlist, and this
+    interpreter with Steelframe's `bot` package
     (read-only; the adapter runs from them). Never the checkout around the package: in
     development the data directory lives there."""
     policy = SandboxPolicy.from_settings(settings)
@@ -106,6 +107,8 @@ def _sandbox_policy(settings: Settings, agent: str | None) -> SandboxPolicy:
         env_passthrough=(*policy.env_passthrough, *(preset.key_variables if preset else ())),
         env_prefixes=preset.own_prefixes if preset else (),
         read_only=(*policy.read_only, *runtime),
+        configured_hosts=(*policy.configured_hosts, *(preset.api_hosts if preset else ())),
+        url_variables=preset.url_variables if preset else (),
     )
 
 

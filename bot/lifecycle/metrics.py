@@ -1,5 +1,6 @@
-"""Scrape-time figures of the task lifecycle: tasks by state and the queue's depth, read
-from the database and Redis so every instance reports the same shared truth."""
+"""Scrape-time figures of the task lifecycle: tasks by state, the queue's depth and the
+requests coding runs were refused, read from the database and Redis so every instance
+reports the same shared truth."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from bot.db import Database
+from bot.lifecycle import egress_blocked
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
@@ -28,6 +30,7 @@ def lifecycle_collector(
     async def lifecycle(metrics: Metrics) -> None:
         counts = await db.run(_counts)
         metrics.set_counts(metrics.tasks, counts, tuple(state.value for state in TaskState))
+        metrics.egress_blocked.set(await db.run(egress_blocked.total))
         depth = await asyncio.to_thread(lambda: Queue(queue, connection=connection).count)
         metrics.queue_depth.set(depth)
 

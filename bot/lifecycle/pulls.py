@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.lifecycle import tasks
+from bot.lifecycle import egress_blocked, tasks
 from bot.lifecycle.repo_tests import DRAFT_NOTE, tests_line
 from bot.lifecycle.scope import Run
 
@@ -37,6 +37,9 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
         + (f"{tests}\n\n" if tests else "")
         + f"<!-- steelframe-task {task.id} -->"
     )
+    if blocked := run.ctx.db.call(egress_blocked.summary_for, task.id, task.generation):
+        # Host names the runtime chose: defanged like its other words.
+        body = f"{body}\n\n{run.public_block(blocked)}"
     if run.ctx.policy.coding_agent == "demo":
         title = f"{title} (demo runtime)"
     pull = await run.github.create_pull(

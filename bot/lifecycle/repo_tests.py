@@ -16,7 +16,7 @@ from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxRun
 from bot.lifecycle.scope import Run
 from bot.lifecycle.setup_process import CommandResult, run_command
-from bot.lifecycle.setup_run import say
+from bot.lifecycle.setup_run import record_blocked, say
 
 MAX_COMMAND = 120
 MAX_EVIDENCE = 4000
@@ -73,6 +73,7 @@ async def run_tests(run: Run, tree: worktree.Worktree) -> CommandResult | None:
         time_limit=run.ctx.settings.test_time_limit,
         stop=run.watch.stop,
     )
+    await record_blocked(run, result)
     run.watch.check()
     redact = run.ctx.redactor.redact
     data = {

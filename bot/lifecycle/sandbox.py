@@ -9,29 +9,39 @@ What the runtime gets (docs/lifecycle.md, "The sandbox"): its repository copy re
 `/workspace`, a private `/tmp` (a folder of the run, on disk), the prompt read-only, and a
 read-only system (`/usr`, the `/bin` and `/lib` links, a short list of `/etc` files, the
 extra read-only paths the operator names). New user (or, when the worker is root, a
-dedicated uid), pid, ipc, uts and cgroup namespaces, `--die-with-parent`, and no network
-namespace of the host when the operator turns the network off. The environment is an
-allowlist. Memory (data segment) and process count are capped with prlimit.
+dedicated uid), pid, ipc, uts, cgroup and network namespaces, `--die-with-parent`. The
+network namespace has only its own loopback: with the network in `allowlist` mode the way
+out is the run's egress proxy (`bot.lifecycle.egress`), reached through a relay that starts
+first inside the sandbox; `off` has no way out. The environment is an allowlist, handed to
+bubblewrap through an inherited descriptor (`--args`), never its command line. Memory (data
+segment), process count and file size are capped with prlimit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from bot.config import Settings
+from bot.lifecycle import egress_relay
+from bot.lifecycle.egress_policy import Allowlist, Target, url_target
 
 log = logging.getLogger(__name__)
 
 INSIDE_REPO = "/workspace"
 INSIDE_TMP = "/tmp"
 INSIDE_PROMPT = "/run/steelframe/prompt.md"
+INSIDE_EGRESS_SOCKET = "/run/steelframe/egress.sock"
+INSIDE_RELAY = "/run/steelframe/relay.py"
 # The only variables of the worker's environment that ever pass (plus the operator's list).
 ALLOWED_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")
 ALLOWED_ENV_PREFIXES = ("LC_",)
@@ -78,30 +88,57 @@ class SandboxUnavailable(Exception):
     """The sandbox cannot run here; the message says why and how to install it."""
 
 
+class Network(StrEnum):
+    """The coding run's network (docs/lifecycle.md, "Egress"): its own namespace either way."""
+
+    ALLOWLIST = "allowlist"  # out only through the run's proxy, to the allowlisted hosts
+    OFF = "off"  # no way out
+
+
 @dataclass(frozen=True)
 class SandboxPolicy:
     enabled: bool = True
-    network: bool = True
+    network: Network = Network.ALLOWLIST
     env_passthrough: tuple[str, ...] = ()
     # Name prefixes that also pass (a preset's own settings, `CLAUDE_CODE_*`).
     env_prefixes: tuple[str, ...] = ()
     memory_mb: int = 4096
     max_processes: int = 256
+    file_size_mb: int = 100
     read_only: tuple[Path, ...] = ()
     writable: tuple[Path, ...] = ()
+    # Host or host:port entries added for this run (a repository's registries, say).
     allow_hosts: tuple[str, ...] = ()
+    # The operator's (STEELFRAME_EGRESS_ALLOW) and the agent preset's model API hosts.
+    configured_hosts: tuple[str, ...] = ()
+    # Variables naming the model API's base URL (`ANTHROPIC_BASE_URL`): where the value
+    # the run is given points is allowed too.
+    url_variables: tuple[str, ...] = ()
+    # host:port entries reachable even on a private or loopback address
+    # (STEELFRAME_EGRESS_PRIVATE): exactly these, nothing else of the host's network.
+    private_hosts: tuple[str, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxPolicy:
         return cls(
             enabled=settings.coding_sandbox != "off",
-            network=settings.coding_network,
+            network=Network(settings.coding_network),
             env_passthrough=settings.coding_env_passthrough,
             memory_mb=settings.coding_memory_mb,
             max_processes=settings.coding_max_processes,
+            file_size_mb=settings.coding_file_size_mb,
             read_only=settings.coding_read_only_paths,
             writable=settings.coding_writable_paths,
+            configured_hosts=settings.egress_allow,
+            private_hosts=settings.egress_private,
         )
+
+    def allowlist(self, env: Mapping[str, str]) -> Allowlist:
+        """The run's allowlist, with the hosts of the base URLs `env` gives the runtime."""
+        from_urls = [url_target(env[name]) for name in self.url_variables if env.get(name)]
+        entries = [*self.configured_hosts, *self.allow_hosts]
+        entries += [str(target) for target in from_urls if target is not None]
+        return Allowlist.of(entries, self.private_hosts)
 
 
 @dataclass(frozen=True)
@@ -115,6 +152,19 @@ class SandboxRun:
     # An agent's own state kept between a task's runs: read-write at the same path.
     home: Path | None = None
 
+    @property
+    def egress_socket(self) -> Path:
+        """The run's egress proxy listens here, beside the prompt (in the run's folder)."""
+        return self.prompt.with_name("egress.sock")
+
+
+@dataclass(frozen=True)
+class EgressPlan:
+    """The run's way out: the proxy to start on `socket` before the launch, for `allowlist`."""
+
+    allowlist: Allowlist
+    socket: Path
+
 
 @dataclass(frozen=True)
 class Launch:
@@ -126,6 +176,27 @@ class Launch:
     prompt: str
     sandboxed: bool
     warnings: list[str] = field(default_factory=list)
+    # bubblewrap's options (they carry the environment's secrets): handed over through an
+    # inherited descriptor by `command()`, never on a command line (`argv` is bwrap, then
+    # `--` and the command, which names no secret).
+    sealed_args: tuple[str, ...] = ()
+    egress: EgressPlan | None = None
+
+    @contextlib.contextmanager
+    def command(self) -> Iterator[tuple[list[str], tuple[int, ...]]]:
+        """The argv to exec and the descriptors it must inherit (`pass_fds`)."""
+        if not self.sealed_args:
+            yield self.argv, ()
+            return
+        fd = os.memfd_create("steelframe-sandbox-args", os.MFD_CLOEXEC)
+        try:
+            data = memoryview(b"".join(arg.encode() + b"\0" for arg in self.sealed_args))
+            while data:
+                data = data[os.write(fd, data) :]
+            os.lseek(fd, 0, os.SEEK_SET)
+            yield [self.argv[0], "--args", str(fd), *self.argv[1:]], (fd,)
+        finally:
+            os.close(fd)
 
 
 def allowed_env(
@@ -148,7 +219,8 @@ def allowed_env(
 def _limits(policy: SandboxPolicy) -> list[str]:
     prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
     data = policy.memory_mb * 1024 * 1024
-    return [prlimit, f"--data={data}", f"--nproc={policy.max_processes}", "--"]
+    size = policy.file_size_mb * 1024 * 1024
+    return [prlimit, f"--data={data}", f"--nproc={policy.max_processes}", f"--fsize={size}", "--"]
 
 
 def _ancestors(path: PurePosixPath) -> list[str]:
@@ -187,6 +259,31 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
     return args
 
 
+def _egress_mounts(plan: EgressPlan, made: set[str]) -> list[str]:
+    """The proxy's socket, the relay script and the interpreter that runs it (read-only)."""
+    args = ["--bind", str(plan.socket), INSIDE_EGRESS_SOCKET]
+    args += ["--ro-bind", egress_relay.__file__, INSIDE_RELAY]
+    prefix = PurePosixPath(sys.base_prefix)
+    if not any(prefix.is_relative_to(root) for root in made):
+        for parent in _ancestors(prefix):
+            if parent not in made:
+                args += ["--perms", "0755", "--dir", parent]
+        args += ["--ro-bind", str(prefix), str(prefix)]
+    return args
+
+
+def _relay(plan: EgressPlan) -> list[str]:
+    """The command that starts the relay and then becomes the runtime."""
+    forwards = [str(t) for t in sorted(plan.allowlist.private) if _loopback(t)]
+    interpreter = os.path.realpath(sys.executable)
+    return [interpreter, "-I", "-S", INSIDE_RELAY, INSIDE_EGRESS_SOCKET, *forwards, "--"]
+
+
+def _loopback(target: Target) -> bool:
+    address = target.address
+    return address is not None and address.is_loopback
+
+
 def _identity() -> tuple[list[str], list[str]]:
     """Namespace options and the command prefix that sets who the runtime is."""
     if os.geteuid() == 0:
@@ -211,21 +308,21 @@ def _identity() -> tuple[list[str], list[str]]:
     return [*userns, "--cap-drop", "ALL"], []
 
 
-def bwrap_args(policy: SandboxPolicy, run: SandboxRun, env: Mapping[str, str]) -> list[str]:
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not installed: {INSTALL_HINT}")
-    namespaces, drop = _identity()
-    args = [bwrap, *namespaces, "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+def bwrap_args(
+    policy: SandboxPolicy, run: SandboxRun, env: Mapping[str, str], egress: EgressPlan | None
+) -> list[str]:
+    """bubblewrap's options (its program and its command are not among them)."""
+    namespaces, _ = _identity()
+    args = [*namespaces, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net"]
     args += ["--unshare-cgroup-try", "--hostname", "steelframe-sandbox"]
-    if not policy.network:
-        args.append("--unshare-net")
     args += ["--die-with-parent", "--new-session", "--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
     args += _mounts(policy, run)
-    args += ["--chdir", INSIDE_REPO, "--"]
-    return args + drop
+    if egress is not None:
+        made = {"/usr", *(str(p) for p in (*policy.read_only, *policy.writable))}
+        args += _egress_mounts(egress, made)
+    return [*args, "--chdir", INSIDE_REPO]
 
 
 def _visible(policy: SandboxPolicy, program: str) -> bool:
@@ -282,17 +379,26 @@ def wrap(
             f"the coding command {argv[0]} is outside the sandbox's read-only system: add "
             "its installation folder to STEELFRAME_CODING_READ_ONLY_PATHS"
         )
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not installed: {INSTALL_HINT}")
     env = allowed_env(base, policy, extra_env)
     env.update(HOME=INSIDE_TMP, TMPDIR=INSIDE_TMP, STEELFRAME_PROMPT_FILE=INSIDE_PROMPT)
-    launch_argv = [*bwrap_args(policy, run, env), *_limits(policy), *argv]
+    egress = None
+    if policy.network == Network.ALLOWLIST:
+        egress = EgressPlan(policy.allowlist(env), run.egress_socket)
+    relay = _relay(egress) if egress is not None else []
+    sealed = bwrap_args(policy, run, env, egress)
     _hand_over(run)
     return Launch(
-        argv=launch_argv,
-        env=dict(env),  # bwrap itself sees only the allowlist too (its /proc/1/environ)
+        argv=[bwrap, "--", *_identity()[1], *_limits(policy), *relay, *argv],
+        env={},  # bwrap itself needs nothing, and its /proc/<pid>/environ shows nothing
         cwd=run.repo,
         repo=INSIDE_REPO,
         prompt=INSIDE_PROMPT,
         sandboxed=True,
+        sealed_args=tuple(sealed),
+        egress=egress,
     )
 
 
@@ -308,15 +414,17 @@ def _probe(policy: SandboxPolicy) -> str | None:
         tmp.mkdir(exist_ok=True)
         prompt.write_text("probe\n")
         run = SandboxRun(repo=repo, tmp=tmp, prompt=prompt)
-        launch = wrap(SandboxPolicy(network=policy.network), run, ["/usr/bin/true"], {})
-        done = subprocess.run(
-            launch.argv,
-            env=launch.env,
-            cwd=launch.cwd,
-            capture_output=True,
-            timeout=PROBE_TIMEOUT_SECONDS,
-            check=False,
-        )
+        launch = wrap(SandboxPolicy(network=Network.OFF), run, ["/usr/bin/true"], {})
+        with launch.command() as (argv, fds):
+            done = subprocess.run(
+                argv,
+                env=launch.env,
+                cwd=launch.cwd,
+                pass_fds=fds,
+                capture_output=True,
+                timeout=PROBE_TIMEOUT_SECONDS,
+                check=False,
+            )
     except (OSError, subprocess.SubprocessError, SandboxUnavailable) as exc:
         return f"the sandbox could not start: {exc}"
     finally:
@@ -348,6 +456,6 @@ def status(settings: Settings) -> dict[str, object]:
     off = settings.coding_sandbox == "off"
     return {
         "mode": settings.coding_sandbox,
-        "network": settings.coding_network,
+        "network": str(settings.coding_network),
         "warning": OFF_WARNING if off else None,
     }

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from bot.lifecycle.coding import kill_group
+from bot.lifecycle.egress import running_egress
+from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, wrap
 
 SHELL = "/bin/sh"
@@ -29,6 +31,8 @@ class CommandResult:
     tail: str  # the last lines it printed (stdout and stderr), not redacted
     timed_out: bool = False
     stopped: bool = False
+    # What its egress proxy refused (recorded on the task by the caller).
+    blocked: tuple[BlockedHost, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -57,20 +61,24 @@ async def run_command(
         run.prompt.write_text("")
     launch = wrap(policy, run, [SHELL, "-c", command], env)
     started = time.monotonic()
-    try:
-        process = await asyncio.create_subprocess_exec(
-            *launch.argv,
-            cwd=launch.cwd,
-            env=launch.env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return CommandResult(command, None, 0.0, f"could not start: {exc.strerror or exc}")
-    buffer = bytearray()
-    ended, stopped = await _wait(process, buffer, time_limit, stop)
+    # Its own proxy, as the agent's run has: setup reaches the registries, nothing else.
+    async with running_egress(launch) as blocked:
+        try:
+            with launch.command() as (argv, fds):
+                process = await asyncio.create_subprocess_exec(
+                    *argv,
+                    cwd=launch.cwd,
+                    env=launch.env,
+                    stdin=asyncio.subprocess.DEVNULL,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT,
+                    start_new_session=True,
+                    pass_fds=fds,
+                )
+        except OSError as exc:
+            return CommandResult(command, None, 0.0, f"could not start: {exc.strerror or exc}")
+        buffer = bytearray()
+        ended, stopped = await _wait(process, buffer, time_limit, stop)
     return CommandResult(
         command=command,
         exit_code=process.returncode if ended else None,
@@ -78,6 +86,7 @@ async def run_command(
         tail=tail_lines(bytes(buffer)),
         timed_out=not ended and not stopped,
         stopped=not ended and stopped,
+        blocked=tuple(blocked.hosts()),
     )
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
-from bot.lifecycle import tasks, worktree
+from bot.lifecycle import egress_blocked, tasks, worktree
 from bot.lifecycle.context import LifecycleContext, LifecyclePolicy
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.progress import Phase, update_progress
@@ -356,6 +356,7 @@ async def _run_commands(
             time_limit=max(deadline - time.monotonic(), 0.0),
             stop=run.watch.stop,
         )
+        await record_blocked(run, result)
         run.watch.check()
         status = "timed out" if result.timed_out else f"exit {result.exit_code}"
         output += [f"[setup] $ {command}", result.tail, f"[setup] {status}, {result.seconds:.1f} s"]
@@ -368,6 +369,20 @@ async def _run_commands(
                 retry=True,
             )
     return "\n".join(output)
+
+
+async def record_blocked(run: Run, result: CommandResult) -> None:
+    """What a repository command's proxy refused, on the task beside the agent's."""
+    if result.blocked:
+        task = run.task
+        await asyncio.to_thread(
+            run.ctx.db.call,
+            egress_blocked.add,
+            task.id,
+            task.generation,
+            task.attempts,
+            result.blocked,
+        )
 
 
 async def say(run: Run, text: str, data: dict[str, str]) -> None:

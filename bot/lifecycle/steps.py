@@ -21,10 +21,11 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, push_limit, repo_tests, setup_run, tasks, worktree
+from bot.lifecycle import egress_blocked, leases, push_limit, repo_tests, setup_run, tasks, worktree
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
 from bot.lifecycle.delivery import deliver_pending
+from bot.lifecycle.egress import ensure_available
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, Task, TaskLog
@@ -34,7 +35,7 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
 from bot.lifecycle.recall import remember, retrieve
-from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable, ensure_available
+from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
@@ -518,7 +519,7 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
         policy=ctx.policy.sandbox,
     )
     try:
-        return await run_coding(
+        outcome = await run_coding(
             request,
             stop=run.watch.stop,
             on_start=on_start,
@@ -526,12 +527,21 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
             on_usage=on_usage,
             on_progress=on_progress,
         )
+        # A record for operators and the pull request, kept even if the lease was lost.
+        blocked = outcome.blocked
+        await asyncio.to_thread(ctx.db.call, _store_blocked, task, blocked)
+        return outcome
     finally:
         await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=None)
         # A progress edit never fails the run; the state change that follows rewrites it.
         for result in await asyncio.gather(*updates, return_exceptions=True):
             if isinstance(result, Exception):
                 log.warning("lifecycle: task %s progress not shown: %s", task.id, result)
+
+
+def _store_blocked(session: Session, task: Task, found: list[egress_blocked.BlockedHost]) -> None:
+    # Added to what setup's commands were refused, if it ran (the same run's record).
+    egress_blocked.add(session, task.id, task.generation, task.attempts, found)
 
 
 def _store_session(

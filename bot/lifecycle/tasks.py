@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.errors import Conflict, NotFound
+from bot.lifecycle import egress_blocked
 from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease, TaskLog
 from bot.lifecycle.states import IllegalTransition, TaskState, check_transition
 
@@ -302,6 +303,8 @@ def task_detail(session: Session, task_id: int) -> dict[str, Any]:
             "runtime_seconds": round(task.runtime_seconds, 3),
         },
         "created_at": _iso(task.created_at),
+        # What the runs' egress proxies refused, once per host per run.
+        "blocked": egress_blocked.as_json(egress_blocked.of_task(session, task_id)),
         "lease": None
         if lease is None
         else {

@@ -7,6 +7,9 @@ from typing import Any
 
 import pytest
 
+from bot.clock import utcnow
+from bot.lifecycle import egress_blocked
+from bot.lifecycle.egress_blocked import BlockedHost
 from tests.browser.conftest import Gui, GuiFactory
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
@@ -23,6 +26,9 @@ async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, sche
     lc = await make(coding_command=command("question"))
     issue = await lc.open_issue("Add a cache", "Make the export faster.")
     await lc.work()
+    task = lc.task(issue)  # a run that was refused a host: the run modal lists it
+    refused = BlockedHost("example.org", 443, utcnow(), 3, "not on this run's allowlist")
+    lc.ctx.db.call(egress_blocked.store, task.id, task.generation, task.attempts, [refused])
     gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
     await gui.open()
     await gui.page.wait_for_selector("#signin:not([hidden])")
@@ -43,6 +49,8 @@ async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, sche
     await check(gui, "board")
     await gui.page.click(f".card[data-issue='{issue}'] .card-open")
     await gui.page.locator("#run-modal").wait_for(state="visible")
+    blocked = await gui.page.locator("#run-modal .blocked").inner_text()
+    assert "example.org:443 · 3 requests · attempt 1" in blocked
     await check(gui, "run modal")
     await gui.page.keyboard.press("Escape")
     await gui.screen("dashboard")

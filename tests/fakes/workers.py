@@ -47,6 +47,7 @@ def settings_env(s: Settings) -> dict[str, str]:
             "STEELFRAME_LOG_LEVEL": "INFO",
             "STEELFRAME_CODING_SANDBOX": s.coding_sandbox,
             "STEELFRAME_CODING_NETWORK": str(s.coding_network).lower(),
+            "STEELFRAME_EGRESS_PRIVATE": ",".join(s.egress_private),
             "STEELFRAME_CODING_READ_ONLY_PATHS": os.pathsep.join(
                 map(str, s.coding_read_only_paths)
             ),

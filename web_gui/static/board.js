@@ -168,6 +168,10 @@ export class Board {
     if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));
     // tabindex: a scrollable region must be reachable by keyboard (axe: scrollable-region-focusable).
     if (detail.last_error) body.append(h("h3", { text: "Last error" }), h("pre", { class: "log", tabindex: 0, text: detail.last_error }));
+    if (detail.blocked?.length) {
+      // Hosts the run's egress proxy refused (docs/lifecycle.md, "Egress"); text only: the runtime chose them.
+      body.append(h("h3", { text: "Blocked requests" }), h("ul", { class: "blocked" }, detail.blocked.map(blockedItem)));
+    }
     body.append(h("h3", { text: "Events" }), h("ol", { class: "events" }, (detail.events || []).map(eventItem)));
     const logSlot = h("div", { class: "log-slot" });
     body.append(logSlot);
@@ -208,5 +212,16 @@ function eventItem(ev) {
     h("time", { datetime: ev.at, text: new Date(ev.at).toLocaleString() }),
     h("span", { class: "event-kind", text: ` ${ev.kind}${change}` }),
     ev.detail ? h("div", { class: "event-detail", text: ev.detail }) : null,
+  );
+}
+
+function blockedItem(entry) {
+  const times = entry.count === 1 ? "1 request" : `${entry.count} requests`;
+  return h(
+    "li",
+    {},
+    h("code", { text: `${entry.host}:${entry.port}` }),
+    ` · ${times} · attempt ${entry.attempt}`,
+    entry.reason ? h("div", { class: "event-detail", text: entry.reason }) : null,
   );
 }

@@ -33,6 +33,10 @@ class Preset:
     install: str
     # The agent's own settings (`CLAUDE_CODE_USE_BEDROCK`, `AIDER_MODEL`, ...) also pass.
     own_prefixes: tuple[str, ...] = ()
+    # Its provider's API (host:port), on every run's egress allowlist, and the variables
+    # naming another base URL, whose host is allowed instead when the operator sets one.
+    api_hosts: tuple[str, ...] = ()
+    url_variables: tuple[str, ...] = ()
 
     def supports(self, version: str) -> bool:
         return bool(self.supported.fullmatch(version))
@@ -49,6 +53,8 @@ PRESETS = {
         ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"),
         "npm install -g @anthropic-ai/claude-code@2.1.332",
         ("CLAUDE_CODE_", "ANTHROPIC_"),
+        ("api.anthropic.com:443",),
+        ("ANTHROPIC_BASE_URL",),
     ),
     Agent.CODEX: Preset(
         Agent.CODEX,
@@ -59,6 +65,8 @@ PRESETS = {
         ("CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
         "npm install -g @openai/codex@0.171.0",
         ("CODEX_",),
+        ("api.openai.com:443",),
+        ("OPENAI_BASE_URL",),
     ),
     Agent.AIDER: Preset(
         Agent.AIDER,
@@ -69,6 +77,8 @@ PRESETS = {
         ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE"),
         "python -m pip install aider-chat==0.86.2 (in a virtualenv of its own)",
         ("AIDER_",),
+        ("api.openai.com:443", "api.anthropic.com:443"),
+        ("OPENAI_API_BASE",),
     ),
 }
 # What any agent may see of the environment besides its own variables: where programs are,

@@ -4,7 +4,10 @@ on stdout (the run's private log). Then it leaks what it can: the model key it w
 (FAKE_MODEL_API_KEY) on stdout, stderr, in a fake traceback, in its summary, its
 declared reason and its session id, with a Decision marker and a mention.
 
-Args: MODE KEY_FILE DB_FILE DATA_DIR API_URL INSTALLATION_ID
+Args: MODE KEY_FILE DB_FILE DATA_DIR API_URL INSTALLATION_ID TARGETS_FILE
+TARGETS_FILE (JSON, written by the test once the service listens) names the ports of the
+service and the GitHub sandbox: each is tried directly and through the egress proxy, as are
+Redis and PostgreSQL.
 MODE `steal` also commits the key into the change (the worker must not push it);
 MODE `leak` leaves a clean change (the worker delivers it, its public text redacted);
 MODE `fail` gives up with the key in its declared reason.
@@ -20,7 +23,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(__file__))
 from _protocol import commit, emit, read_prompt
 
-mode, key_file, db_file, data_dir, api, installation = sys.argv[1:7]
+mode, key_file, db_file, data_dir, api, installation, targets_file = sys.argv[1:8]
 repo, issue = os.environ["STEELFRAME_REPO"], os.environ["STEELFRAME_ISSUE"]
 loot = os.environ.get("FAKE_MODEL_API_KEY", "")
 WORKER_NAMES = ("WEBHOOK_SECRET", "PRIVATE_KEY", "STEELFRAME_DATABASE_URL", "REDIS", "APP_ID")
@@ -70,6 +73,23 @@ def connect(name: str, port: int) -> None:
         report(name, False, type(exc).__name__)
 
 
+def through_proxy(name: str, port: int) -> None:
+    """CONNECT to a loopback port through the run's egress proxy (HTTPS_PROXY)."""
+    proxy = os.environ.get("HTTPS_PROXY")
+    if not proxy:
+        report(name, False, "no proxy")
+        return
+    try:
+        with socket.create_connection(("127.0.0.1", int(proxy.rsplit(":", 1)[1])), 5) as tunnel:
+            ask = f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+            tunnel.sendall(ask.encode())
+            status = tunnel.recv(200).split(b"\r\n", 1)[0].decode()
+    except OSError as exc:
+        report(name, False, type(exc).__name__)
+        return
+    report(name, " 200 " in status, status)
+
+
 def call(name: str, method: str, url: str, body: object, token: str | None) -> None:
     headers = {"Content-Type": "application/json", "Accept": "application/vnd.github+json"}
     if token:
@@ -98,8 +118,11 @@ emit(type="session", session_id=f"sess-{loot}")
 environ_of("proc_parent_environ", str(os.getppid()))
 environ_of("proc_1_environ", "1")
 files()
-connect("redis_port", 6379)
-connect("database_port", 5432)
+with open(targets_file) as targets:
+    ports = {"redis": 6379, "database": 5432, **json.load(targets)}
+for target, port in ports.items():
+    connect(f"{target}_port", port)
+    through_proxy(f"{target}_via_proxy", port)
 github()
 # Leak what it holds, everywhere it can.
 print(f"model key: {loot}", flush=True)

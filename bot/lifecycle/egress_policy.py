@@ -1,0 +1,202 @@
+"""Which hosts a coding run may reach: its allowlist, and the check of the addresses a
+host resolves to (docs/lifecycle.md, "Egress").
+
+Pure decisions on values: the proxy (`bot.lifecycle.egress_proxy`) does the resolving and
+the connecting. A host is reachable when it is on the run's allowlist and every address it
+resolves to is a public one that is not this machine's own; an entry of the operator's
+explicit private list (host:port) skips the address check for exactly that host and port.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+# A host named without a port may be reached on the web's two ports.
+DEFAULT_PORTS = (443, 80)
+_LABEL = re.compile(r"(?!-)[a-z0-9-]{1,63}(?<!-)")
+MAX_HOST = 253
+
+
+class EgressRefused(Exception):
+    """The proxy refuses a request; the message is the one-line reason the runtime sees."""
+
+
+class BadTarget(ValueError):
+    """A host or host:port that is not one (an allowlist entry, a request's target)."""
+
+
+@dataclass(frozen=True, order=True)
+class Target:
+    """A host (lowercase ASCII: a DNS name, or an IP literal without brackets) and a port."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    @property
+    def address(self) -> IPAddress | None:
+        """The host as an IP address when it is a literal one."""
+        try:
+            return ipaddress.ip_address(self.host)
+        except ValueError:
+            return None
+
+
+def normal_host(host: str) -> str:
+    """`host` as the allowlist compares it: IDNA (ASCII), lowercase, no trailing dot; an
+    IP literal in its compressed form. BadTarget when it is not a host name."""
+    host = host.strip().removeprefix("[").removesuffix("]").rstrip(".")
+    try:
+        return str(ipaddress.ip_address(host))
+    except ValueError:
+        pass
+    try:
+        ascii_host = host.encode("idna").decode("ascii").lower()
+    except UnicodeError as exc:
+        raise BadTarget(f"{host[:80]!r} is not a host name") from exc
+    labels = ascii_host.split(".")
+    if len(ascii_host) > MAX_HOST or not all(_LABEL.fullmatch(label) for label in labels):
+        raise BadTarget(f"{host[:80]!r} is not a host name")
+    return ascii_host
+
+
+def parse_entry(entry: str, *, port_required: bool = False) -> tuple[str, int | None]:
+    """`host`, `host:port`, `[v6]:port` or a URL as (host, port or None)."""
+    text = entry.strip()
+    bare = "://" not in text
+    try:
+        parts = urlsplit(f"//{text}" if bare else text)
+        port = parts.port
+    except ValueError as exc:
+        raise BadTarget(f"{entry!r} is not host[:port]") from exc
+    extra = bare and (parts.path or parts.query or parts.fragment)
+    if not parts.hostname or parts.username or parts.password or extra:
+        raise BadTarget(f"{entry!r} is not host[:port]")
+    if port is None and parts.scheme in ("http", "https"):
+        port = 443 if parts.scheme == "https" else 80
+    if port_required and not port:
+        raise BadTarget(f"{entry!r} names no port (host:port)")
+    if port == 0:
+        raise BadTarget(f"{entry!r}: port 0")
+    return normal_host(parts.hostname), port
+
+
+def parse_target(authority: str) -> Target:
+    """A request's `host:port` (CONNECT's authority)."""
+    host, port = parse_entry(authority, port_required=True)
+    assert port is not None
+    return Target(host, port)
+
+
+def url_target(url: str) -> Target | None:
+    """Where an operator's base URL (`ANTHROPIC_BASE_URL=...`) points, or None."""
+    try:
+        host, port = parse_entry(url)
+    except BadTarget:
+        return None
+    return Target(host, port or 443)
+
+
+def public_entry(entry: str) -> str:
+    """An allowlist entry a repository (or anything short of the operator) may add: a host
+    name or a public IP literal, with an optional port. BadTarget says why not; a name is
+    still checked against what it resolves to when a request comes."""
+    host, port = parse_entry(entry)
+    literal = Target(host, port or 443).address
+    reason = unreachable_reason(literal) if literal is not None else None
+    if reason is not None:
+        raise BadTarget(f"{entry!r} is a {reason} address: only the operator can allow one")
+    return str(Target(host, port)) if port else host
+
+
+@dataclass(frozen=True)
+class Allowlist:
+    """The run's allowlist: entries with a port allow that port, entries without allow
+    DEFAULT_PORTS; `private` entries (host, port) are allowed and skip the address check."""
+
+    hosts: frozenset[tuple[str, int | None]] = frozenset()
+    private: frozenset[Target] = frozenset()
+
+    @classmethod
+    def of(cls, entries: Iterable[str], private: Iterable[str] = ()) -> Allowlist:
+        """From settings-style entries; BadTarget names the first malformed one."""
+        hosts = frozenset(parse_entry(entry) for entry in entries)
+        exact = frozenset(Target(*_with_port(parse_entry(e, port_required=True))) for e in private)
+        return cls(hosts, exact)
+
+    def allows(self, target: Target) -> bool:
+        if target in self.private:
+            return True
+        if (target.host, target.port) in self.hosts:
+            return True
+        return target.port in DEFAULT_PORTS and (target.host, None) in self.hosts
+
+    def entries(self) -> list[str]:
+        """Every entry, as the operator would write it (for logs and the task)."""
+        named = [str(Target(h, p)) if p else h for h, p in self.hosts]
+        return sorted({*named, *(str(t) for t in self.private)})
+
+
+def _with_port(entry: tuple[str, int | None]) -> tuple[str, int]:
+    host, port = entry
+    assert port is not None
+    return host, port
+
+
+def unreachable_reason(address: IPAddress) -> str | None:
+    """Why this address is never reached from a coding run, or None when it may be."""
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return unreachable_reason(address.ipv4_mapped)
+    for label, hit in (
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("unspecified", address.is_unspecified),
+        ("private", address.is_private),
+        ("reserved", address.is_reserved),
+    ):
+        if hit:
+            return label
+    if not address.is_global:
+        return "not public"
+    return None
+
+
+def check_addresses(
+    target: Target,
+    addresses: Sequence[IPAddress],
+    allowlist: Allowlist,
+    is_own: Callable[[IPAddress], bool],
+) -> list[IPAddress]:
+    """The addresses to connect to (exactly those checked: no second lookup), or
+    EgressRefused when any of them may not be reached."""
+    if not addresses:
+        raise EgressRefused(f"{target.host} does not resolve")
+    if target in allowlist.private:
+        return list(addresses)
+    for address in addresses:
+        reason = unreachable_reason(address)
+        if reason is None and is_own(address):
+            reason = "this machine's own"
+        if reason is not None:
+            raise EgressRefused(f"{target} resolves to a {reason} address ({address})")
+    return list(addresses)
+
+
+def is_own_address(address: IPAddress) -> bool:
+    """Whether `address` is one of this machine's: only a local address can be bound."""
+    family = socket.AF_INET6 if address.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((str(address), 0))
+        except OSError:
+            return False
+    return True
