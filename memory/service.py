@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from memory import chunks, sync
 from memory.analysis import Analyzer
+from memory.answerability import Cover, cover
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
 from memory.errors import IndexIncompatible, IndexUnavailable
 from memory.feedback import Expansion, expansion, rare_terms
@@ -169,6 +170,15 @@ class Memory:
         if isinstance(query, Expansion):
             return self.index.cosines_terms(query.terms, query.tf, records)
         return self.index.cosines(query, records)
+
+    def coverage(self, question: str, records: Sequence[Record]) -> Cover:
+        """How much of the question's distinctive vocabulary `records` contain (memory.
+        answerability): the evidence of Chat's answerability verdict."""
+        self._ensure_bound()
+        return cover(self.analyzer, self.index.snapshot(), question, records, self._related_terms)
+
+    def _related_terms(self, term: str) -> set[str]:
+        return set(self.related.of([term], set()))
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
         """Store chunks in their own transaction, then bring the index up to date."""

@@ -115,6 +115,11 @@ def _chat_schemas() -> dict[str, Any]:
                 "rounds": {"type": "integer", "description": "status: retrieval rounds"},
                 "query": {"type": "string", "description": "status: which retrieval query"},
                 "hits": {"type": "integer", "description": "status: hits the round found"},
+                "verdict": {
+                    "type": "string",
+                    "enum": ["answers", "nothing"],
+                    "description": "status `retrieve verdict`: does memory answer the question",
+                },
                 "context": {
                     "type": "integer",
                     "description": "status: focus or link context the round added (not hits)",
@@ -133,6 +138,11 @@ def _chat_schemas() -> dict[str, Any]:
                 "retrieve_hits": {"type": "integer"},
                 "retrieved": {"type": "array", "items": {"type": "object"}},
                 "retrieval_available": {"type": "boolean"},
+                "memory_verdict": {
+                    "type": "string",
+                    "enum": ["answers", "nothing", "unavailable"],
+                    "description": "does session memory answer the question (docs/memory.md)",
+                },
                 "reasoning": {"type": "string"},
                 "model": {"type": "string"},
                 "usage": {"type": "object"},

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding
+from bot.chat.grounding import NO_SEMANTIC_HITS, NOTHING_ANSWERS, Grounding, Verdict
 from bot.chat.ordering import asks_state, ordered
 from bot.chat.retrieval import (
     CHAT_FLOOR,
@@ -230,7 +230,11 @@ async def test_a_weak_hit_is_marked_in_the_context_block(
     )
     block = grounding.prompt_block
     assert 'strength="weak"' in block
-    assert block.splitlines()[1].startswith('Hits marked strength="weak"')
+    notes = block.splitlines()[1:3]
+    assert any(line.startswith('Hits marked strength="weak"') for line in notes)
+    # ...and no hit answers a question about cheetahs: the verdict says so first
+    assert grounding.verdict is Verdict.NOTHING
+    assert notes[0].startswith(NOTHING_ANSWERS)
 
 
 async def test_focused_issue_and_its_closing_pr_come_in_as_context(
@@ -383,6 +387,7 @@ async def test_no_semantic_hits_says_so_and_adds_recent_summaries(
     assert grounding.hits[0]["round"] == "recency" and grounding.hits[0]["score"] is None
     assert frames.texts == [
         f"retrieve 1/{ROUNDS} · 0 hits",
+        f"retrieve verdict · {NOTHING_ANSWERS}",
         f"{NO_SEMANTIC_HITS} · 1 recent summary",
     ]
 
@@ -393,8 +398,12 @@ async def test_empty_memory_injects_no_semantic_hits_alone(
     grounding = await MemoryGrounder(memory).ground(
         query="anything", agent=agent, focus=None, emit=Frames()
     )
-    assert grounding.prompt_block == f"Prior Steelframe context:\n{NO_SEMANTIC_HITS}"
+    assert grounding.prompt_block == (
+        f"Prior Steelframe context:\n{NO_SEMANTIC_HITS}\n"
+        f"{NOTHING_ANSWERS}: say so first, in those words."
+    )
     assert grounding.available and grounding.hits == []
+    assert grounding.verdict is Verdict.NOTHING
 
 
 def _add_elsewhere(memory: Memory, chunk: ChunkIn, how: str) -> None:

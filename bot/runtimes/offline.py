@@ -13,6 +13,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
+from bot.chat.grounding import NOTHING_ANSWERS
 from bot.chat.phrasing import filing_request, memory_request
 from bot.chat.titles import issue_title
 from bot.chat.trailer import Intent, Trailer, render_trailer
@@ -91,6 +92,10 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
         lines.append(f"Committed memory `{memory.get('path')}`: {_preview(memory.get('text', ''))}")
     if not facts.retrieval_available:
         lines.append("Session memory was unavailable for this turn.")
+    elif facts.hits and not facts.recency_fallback and not facts.memory_answers:
+        lines.append("Closest in session memory, not an answer:")
+        for hit in facts.hits[:3]:
+            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
     elif facts.hits and not facts.recency_fallback:
         lines.append("From session memory:")
         for hit in facts.hits[:5]:
@@ -101,6 +106,8 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
             lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
     else:
         lines.append("Session memory has nothing on this yet.")
+    if trailer.intent is Intent.ANSWER and facts.retrieval_available and not facts.memory_answers:
+        lines.insert(0, f"{NOTHING_ANSWERS}.")  # said first, before anything else
     return "\n".join(lines), trailer
 
 

@@ -1,0 +1,110 @@
+"""The answerability verdict (issue 31): each turn decides whether session memory answers the
+question; when it does not, the reply says so first, the closest chunks are listed apart as
+"not an answer", the model's prompt gets the same verdict, and the response, the turn's
+metadata and the `retrieve` status rows carry it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bot.chat.grounding import NOTHING_ANSWERS
+from bot.config import Settings
+from memory import ChunkIn
+from tests.conftest import ApiClient, read_sse
+from tests.fakes.runtimes import ScriptedRuntime, reply
+
+REPO = "steelframe-dev/sandbox"
+CHUNKS = [
+    ChunkIn(
+        "#12 close_day job double-posts fees when it is retried\n\nThe nightly close_day RQ"
+        " job posts card fees to the ledger; a retry after a timeout posts them again.",
+        "issue",
+        REPO,
+        issue=12,
+    ),
+    ChunkIn(
+        "@dana on #12:\nKey the fee posting on tenant and business date with a unique"
+        " constraint instead of raising the job timeout.",
+        "comment",
+        REPO,
+        issue=12,
+    ),
+    ChunkIn(
+        "PR #31 close_day: idempotent fee posting\n\nPosts fees with ON CONFLICT DO NOTHING."
+        " Fixes #12",
+        "pull_request",
+        REPO,
+        issue=31,
+    ),
+    ChunkIn(
+        "#14 Trial balance report is slow\n\nThe report scans every journal line; the"
+        " cluster's proxy cuts it at 30 s.",
+        "issue",
+        REPO,
+        issue=14,
+    ),
+    ChunkIn("Deploys run from the release job on the main cluster.", "note", REPO),
+    ChunkIn("The staging database is restored from last night's backup.", "note", REPO),
+]
+NO_ANSWER = "Which Kubernetes version does the Loki logging cluster run?"
+ANSWERABLE = "Why does close_day post the fees twice when it is retried?"
+
+
+async def _api(api_factory: Any, settings: Settings, **overrides: Any) -> ApiClient:
+    api: ApiClient = await api_factory(settings, **overrides)
+    assert api.services.memory is not None
+    api.services.memory.add(CHUNKS)
+    return api
+
+
+async def test_memory_with_no_answer_says_so_first_and_lists_the_closest_apart(
+    api_factory: Any, settings: Settings
+) -> None:
+    api = await _api(api_factory, settings)
+    response = await api.post("/api/operator/chat/stream", json={"message": NO_ANSWER})
+    frames = await read_sse(response)
+    done = frames[-1]["response"]
+    assert done["memory_verdict"] == "nothing"
+    assert done["reply"].startswith(NOTHING_ANSWERS)
+    if done["retrieve_hits"]:
+        assert "Closest in session memory, not an answer:" in done["reply"]
+        assert "From session memory:" not in done["reply"]
+    verdicts = [f for f in frames if f["type"] == "status" and f.get("verdict")]
+    assert [f["verdict"] for f in verdicts] == ["nothing"]
+    assert verdicts[0]["text"] == f"retrieve verdict · {NOTHING_ANSWERS}"
+    evidence = done["history"][-1]["meta"]["answerability"]
+    assert evidence["verdict"] == "nothing" and "kubernet" in evidence["missing"]
+
+
+async def test_memory_that_answers_answers(api_factory: Any, settings: Settings) -> None:
+    api = await _api(api_factory, settings)
+    done = await (await api.post("/api/operator/chat", json={"message": ANSWERABLE})).json()
+    assert done["memory_verdict"] == "answers"
+    assert not done["reply"].startswith(NOTHING_ANSWERS)
+    assert "From session memory:" in done["reply"] and "#12" in done["reply"]
+    evidence = done["history"][-1]["meta"]["answerability"]
+    assert evidence["coverage"] >= 0.55 and evidence["verdict"] == "answers"
+
+
+async def test_the_model_gets_the_same_verdict_and_an_honest_reply_needs_no_citation(
+    api_factory: Any, settings: Settings
+) -> None:
+    scripted = ScriptedRuntime(drafts=[reply(f"{NOTHING_ANSWERS}. Nothing about Loki.")])
+    api = await _api(api_factory, settings, runtimes=lambda agent: scripted)
+    done = await (await api.post("/api/operator/chat", json={"message": NO_ANSWER})).json()
+    assert done["memory_verdict"] == "nothing"
+    request = scripted.requests[0]
+    assert request.facts.memory_answers is False
+    assert f"{NOTHING_ANSWERS}:" in request.system
+    assert len(scripted.requests) == 1  # saying memory has nothing is not an uncited draft
+
+
+async def test_a_turn_with_an_answer_tells_the_model_nothing_of_the_kind(
+    api_factory: Any, settings: Settings
+) -> None:
+    scripted = ScriptedRuntime(drafts=[reply("Per #12, a retry posts the fees again.")])
+    api = await _api(api_factory, settings, runtimes=lambda agent: scripted)
+    await api.post("/api/operator/chat", json={"message": ANSWERABLE})
+    request = scripted.requests[0]
+    assert request.facts.memory_answers is True
+    assert NOTHING_ANSWERS not in request.system
