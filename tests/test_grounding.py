@@ -157,14 +157,14 @@ async def test_a_question_in_other_words_finds_its_chunk_through_related_terms(
     wanted = _seed(memory, "Migrations lock the invoices table during deploys", issue=81)[0]
     frames = Frames()
     grounding = await MemoryGrounder(memory).ground(
-        query="schema change froze billing while shipping", agent=agent, focus=None, emit=frames
+        query="schema change stalled writes while shipping", agent=agent, focus=None, emit=frames
     )
     hit = grounding.kept_hits[0]
     assert hit["id"] == wanted
     # found by related terms only: it shares no word with the question, so it stays weak
     assert hit["strength"] == "weak" and hit["question_score"] == 0
     message = next(r for r in grounding.meta["rounds"] if r["query"] == "message")
-    assert {"migrat", "lock", "invoic", "deploy"} <= set(message["related_terms"])
+    assert {"migrat", "lock", "deploy"} <= set(message["related_terms"])
 
 
 async def test_related_terms_never_make_an_unrelated_question_strong(

@@ -38,7 +38,8 @@ from bot.chat.ordering import asks_state, ordered, rank, thread_key
 from bot.chat.summary import SessionSummary, SummarySink
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
-from memory.committed import CommittedMemory
+from memory.answerability import Cover
+from memory.committed import CommittedMemory, read_related
 from memory.feedback import Expansion
 from memory.segment import Record
 
@@ -108,6 +109,7 @@ class _Turn:
     focus: int | None
     hits: dict[int, dict[str, Any]]
     rounds: list[dict[str, Any]]
+    related: tuple[str, ...] = ()  # the repository's committed `related:` table
 
     @property
     def semantic(self) -> list[dict[str, Any]]:
@@ -151,7 +153,7 @@ class MemoryGrounder:
             report, merge_due = synced
             if merge_due:
                 self._merge_in_background()
-            turn = _Turn(query, agent, focus, {}, [])
+            turn = _Turn(query, agent, focus, {}, [], prepared.related)
             await self._rounds(turn, emit)
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = _reason(exc)
@@ -272,16 +274,13 @@ class MemoryGrounder:
             return Answerability(Verdict.NOTHING, "no hit")
         context = [h for h in hits if h["strength"] == Strength.CONTEXT]
         shown = [*semantic[:VERDICT_TOP], *context]
-        union = self.memory.coverage(turn.query, [_record(h) for h in shown])
+        union = self._coverage(turn, shown)
         # ...and by thread: an answer is one thread that holds the question, not three
         # threads that each hold a word of it
         by_thread: dict[tuple[str, int], list[dict[str, Any]]] = {}
         for hit in shown:
             by_thread.setdefault(thread_key(hit), []).append(hit)
-        covers = [
-            self.memory.coverage(turn.query, [_record(h) for h in group])
-            for group in by_thread.values()
-        ]
+        covers = [self._coverage(turn, group) for group in by_thread.values()]
         covered = max(covers, key=lambda c: c.coverage)
         best = max((float(h.get("question_score") or 0.0) for h in semantic), default=0.0)
         threads: dict[tuple[str, int], float] = {}
@@ -321,6 +320,11 @@ class MemoryGrounder:
             agreement=agreement,
             fits=_fits(turn.query, str(lead["source"])),
             missing=covered.missing[:8],
+        )
+
+    def _coverage(self, turn: _Turn, hits: list[dict[str, Any]]) -> Cover:
+        return self.memory.coverage(
+            turn.query, [_record(h) for h in hits], repo=turn.agent.repo, related=turn.related
         )
 
     # -- rounds --------------------------------------------------------------------------
@@ -378,6 +382,7 @@ class MemoryGrounder:
             focus=turn.focus,
             k=room,
             floor=self.floor,
+            related=turn.related,
         )
         chosen = _select(found, room, self.floor)
         added = await self._keep(turn, chosen, RoundQuery.MESSAGE, grown=grown)
@@ -552,6 +557,7 @@ class MemoryGrounder:
         catch-up and the recency read may fail (the turn goes on without them); the
         committed files and the task never do."""
         committed, task = _committed(agent), self._task(agent, focus)
+        related = _related_table(agent)
         synced: tuple[Any, bool] | Exception
         try:
             synced = self._sync()
@@ -562,7 +568,7 @@ class MemoryGrounder:
             recent = self.memory.recent(repo=agent.repo, limit=RECENCY_LIMIT)
         except Exception as exc:
             recent = exc
-        return _Prepared(committed, task, synced, recent)
+        return _Prepared(committed, task, synced, recent, related)
 
     def _sync(self) -> tuple[Any, bool]:
         report = self.memory.sync(limit=SYNC_ROWS_PER_TURN)
@@ -651,6 +657,7 @@ class _Prepared:
     task: dict[str, Any] | None
     synced: tuple[Any, bool] | Exception  # the index's catch-up report and merge_due
     recent: list[Hit] | Exception  # the newest summaries: the recency fallback
+    related: tuple[str, ...] = ()  # the committed `related:` table (memory.committed)
 
 
 def _recent(prepared: list[Hit] | Exception) -> list[dict[str, Any]]:
@@ -673,6 +680,14 @@ def _committed(agent: AgentConfig) -> CommittedMemory:
     except OSError as exc:
         log.warning("committed memory unreadable for agent %s: %s", agent.name, _reason(exc))
         return CommittedMemory()
+
+
+def _related_table(agent: AgentConfig) -> tuple[str, ...]:
+    try:
+        return read_related(agent.checkout)
+    except OSError as exc:  # read_related reports what it can; this is the rest
+        log.warning("related table unreadable for agent %s: %s", agent.name, _reason(exc))
+        return ()
 
 
 def _committed_meta(committed: CommittedMemory) -> dict[str, Any]:
