@@ -158,10 +158,11 @@ class Memory:
         )
         return hits, grown
 
-    def about(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
-        """Live chunks about these issues/PRs (their own text, comments, sessions)."""
+    def about(self, issues: Collection[int], *, repo: str | None, limit: int = 50) -> list[Record]:
+        """Live chunks about these issues/PRs (their own text, comments, sessions), the
+        oldest `limit` of them, oldest first."""
         self._ensure_bound()
-        return self.index.about(issues, repo=repo)
+        return self.index.about(issues, repo=repo, limit=limit)
 
     def linking(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
         """Live pull request chunks whose text closes one of these issues (`Fixes #N`)."""

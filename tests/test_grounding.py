@@ -253,9 +253,10 @@ async def test_focused_issue_and_its_closing_pr_come_in_as_context(
         query="what's the status of this one?", agent=agent, focus=12, emit=frames
     )
     context = [h for h in grounding.kept_hits if h["strength"] == "context"]
-    assert [h["id"] for h in context] == [issue, pull]  # not floor-gated: no shared word
+    # not floor-gated: no shared word; a status question puts the latest event first
+    assert [h["id"] for h in context] == [pull, issue]
     assert all(h["score"] < CHAT_FLOOR for h in context)
-    assert context[1]["links"] == [12] and 'closes="#12"' in grounding.prompt_block
+    assert context[0]["links"] == [12] and 'closes="#12"' in grounding.prompt_block
     assert unrelated[0] not in {h["id"] for h in grounding.kept_hits}
     assert 'strength="context"' in grounding.prompt_block
     assert "retrieve 2/3 · 0 hits + 2 focus context" in frames.texts

@@ -61,9 +61,9 @@ GATES: dict[str, dict[str, float]] = {
         "no_answer_honest": 0.94,  # below the target: 16/17
     },
     "heron": {
-        "answerable": 0.76,  # below the target: 48/63
+        "answerable": 0.77,  # below the target: 49/63
         "paraphrase": 0.10,  # below the target: 1/10
-        "focus_scoped": 0.80,  # below the target: 8/10
+        "focus_scoped": 0.90,
         "citation": 0.95,
         "no_answer_honest": 0.75,  # below the target: 6/8
     },

@@ -36,6 +36,7 @@ from bot.chat.grounding import (
 )
 from bot.chat.ordering import asks_state, ordered, rank, thread_key
 from bot.chat.summary import SessionSummary, SummarySink
+from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
 from memory.answerability import Cover
@@ -57,6 +58,7 @@ RELATIVE_MARGIN = 0.45
 # No question of the labelled set that memory cannot answer reaches it.
 STRONG_SCORE = 0.3
 ROUNDS = 3
+FOCUS_THREAD_LIMIT = 500  # chunks of a focused thread read to find what a question asks for
 # The answerability verdict (docs/memory.md, Answerability): memory answers the question when
 # the top hits (and the focus context) hold at least this share of the question's idf
 # weight (memory.answerability). Calibrated on the tuning part of the labelled set only
@@ -425,8 +427,20 @@ class MemoryGrounder:
         own = [r for r in about if r.source == ChunkSource.ISSUE.value][-len(issues) :]
         closing = await asyncio.to_thread(self.memory.linking, issues, repo=repo)
         closing = closing[-max(1, CONTEXT_K - len(own)) :]
-        given = {r.id: r for r in [*own, *closing] if r.id not in turn.hits}
         pulls = {r.issue for r in closing if r.issue is not None}
+        asked: list[Record] = []
+        if as_context and turn.focus is not None:
+            # Focus ranks within the thread (bot.chat.thread_focus): what the question asks
+            # for comes first, and the latest Decision is always in view.
+            thread = await asyncio.to_thread(
+                self.memory.about, {*issues, *pulls}, repo=repo, limit=FOCUS_THREAD_LIMIT
+            )
+            asked = answering(turn.query, thread)
+            decision = latest_decision(thread)
+            asked += [decision] if decision is not None and decision not in asked else []
+            for record in [*asked, *own]:  # found by round 1 already: given now, in place
+                turn.hits.pop(record.id, None)
+        given = {r.id: r for r in [*asked, *own, *closing] if r.id not in turn.hits}
         room = ROUND_K[RoundQuery.FOCUS]  # its own share, even when round 1 is full
         found = await asyncio.to_thread(
             self.memory.search,
