@@ -482,6 +482,15 @@ class Settings:
     github_write_interval: float = setting(
         "STEELFRAME_GITHUB_WRITE_INTERVAL", _float, "seconds between writes per installation", 1.0
     )
+    # -- grounding (bot/chat/retrieval.py, bot/chat/search_words.py) --
+    # Rounds 2 and 3 also search with words the model proposes: one short extra model call
+    # per turn (docs/memory.md). Off by default for that cost; the offline runtime never asks.
+    chat_model_search_words: bool = setting(
+        "STEELFRAME_CHAT_MODEL_SEARCH_WORDS",
+        _bool,
+        "ask the model for search words each turn (one short extra model call)",
+        False,
+    )
     # Where each value came from (default, a file, the environment): for `config --list`.
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

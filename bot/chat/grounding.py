@@ -36,6 +36,7 @@ class Answerability:
     reason: str
     coverage: float = 0.0  # idf-weighted share of the question one thread of the top holds
     spread: float = 0.0  # ...that the top hits hold together
+    model_words: float = 0.0  # share of the model's search words one thread holds
     best: float = 0.0  # the best hit's cosine with the whole question
     margin: float = 0.0  # the best thread's rank over the next thread's
     agreement: bool = False  # later rounds found more of the best hit's thread

@@ -35,6 +35,7 @@ from bot.chat.grounding import (
     Verdict,
 )
 from bot.chat.ordering import asks_state, ordered, rank, thread_key
+from bot.chat.search_words import SearchWords
 from bot.chat.summary import SessionSummary, SummarySink
 from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
@@ -69,6 +70,9 @@ ANSWER_COVERAGE = 0.55
 # answered, 173 of 204 answerable ones; docs/memory.md has the table).
 SUPPORTED_COVERAGE = 0.4
 SUPPORTED_BEST = 0.25
+# ...or when one thread holds this share of the model's search words (bot.chat.search_words).
+# Not calibrated: the labelled sets are asked offline, with no model (docs/memory.md).
+MODEL_WORDS_COVERAGE = 0.7
 VERDICT_TOP = 3  # the semantic hits, in prompt order, the coverage is measured over
 CHAT_K = 8  # semantic hits injected per turn at most (focus context comes on top)
 CONTEXT_K = 3  # focus context: the issue's own text and up to two closing pull requests
@@ -87,6 +91,7 @@ class RoundQuery(StrEnum):
     FOCUS = "focus"  # the focused issue's text and closing PRs (context), hits about them
     LINKS = "links"  # without a focus: the PRs closing the issues found, the issues closed
     EXPANSION = "expansion"  # pseudo-relevance feedback from the hits so far
+    MODEL = "model"  # the question with the search words the model proposed
     WIDEN = "widen"  # after an uncited draft: feedback from every hit, no focus, more hits
     RECENCY = "recency"  # not retrieval: the newest summaries, when nothing is kept
 
@@ -112,6 +117,12 @@ class _Turn:
     hits: dict[int, dict[str, Any]]
     rounds: list[dict[str, Any]]
     related: tuple[str, ...] = ()  # the repository's committed `related:` table
+    words: tuple[str, ...] = ()  # search words the model proposed (bot.chat.search_words)
+
+    @property
+    def searched(self) -> str:
+        """What rounds 2 and 3 search with: the question and the model's words."""
+        return " ".join([self.query, *self.words])
 
     @property
     def semantic(self) -> list[dict[str, Any]]:
@@ -126,8 +137,10 @@ class MemoryGrounder:
         background: BackgroundTasks | None = None,
         tasks: TaskLookup | None = None,
         floor: float = CHAT_FLOOR,
+        search_words: SearchWords | None = None,
     ) -> None:
         self.memory = memory
+        self.search_words = search_words
         self.background = background
         self.tasks = tasks
         self.floor = floor
@@ -136,7 +149,27 @@ class MemoryGrounder:
     async def ground(
         self, *, query: str, agent: AgentConfig, focus: int | None, emit: Emit
     ) -> Grounding:
-        prepared = await asyncio.to_thread(self._prepare, agent, focus)
+        words = (
+            asyncio.ensure_future(self.search_words(agent, query))
+            if self.search_words is not None
+            else None
+        )
+        try:
+            prepared = await asyncio.to_thread(self._prepare, agent, focus)
+            return await self._ground(query, agent, focus, emit, prepared, words)
+        finally:
+            if words is not None and not words.done():
+                words.cancel()
+
+    async def _ground(
+        self,
+        query: str,
+        agent: AgentConfig,
+        focus: int | None,
+        emit: Emit,
+        prepared: _Prepared,
+        words: asyncio.Future[tuple[str, ...]] | None,
+    ) -> Grounding:
         committed, task, synced = prepared.committed, prepared.task, prepared.synced
         base = Grounding(
             committed_memory=[f.to_json() for f in committed.files],
@@ -156,7 +189,7 @@ class MemoryGrounder:
             if merge_due:
                 self._merge_in_background()
             turn = _Turn(query, agent, focus, {}, [], prepared.related)
-            await self._rounds(turn, emit)
+            await self._rounds(turn, emit, words)
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = _reason(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
@@ -284,6 +317,20 @@ class MemoryGrounder:
             by_thread.setdefault(thread_key(hit), []).append(hit)
         covers = [self._coverage(turn, group) for group in by_thread.values()]
         covered = max(covers, key=lambda c: c.coverage)
+        # The model's words (it saw the question, not memory) held by one thread: evidence
+        # the thread answers in other words than the question's.
+        said = " ".join(turn.words)
+        by_words = (
+            max(
+                (
+                    self.memory.coverage(said, [_record(h) for h in g]).coverage
+                    for g in by_thread.values()
+                ),
+                default=0.0,
+            )
+            if said
+            else 0.0
+        )
         best = max((float(h.get("question_score") or 0.0) for h in semantic), default=0.0)
         threads: dict[tuple[str, int], float] = {}
         for hit in semantic:
@@ -303,9 +350,12 @@ class MemoryGrounder:
             covered.coverage >= ANSWER_COVERAGE
             or (covered.coverage >= SUPPORTED_COVERAGE and best >= SUPPORTED_BEST)
             or about_focus
+            or by_words >= MODEL_WORDS_COVERAGE
         )
         if about_focus:
             reason = f"a question about the focused issue #{turn.focus} in words memory knows"
+        elif by_words >= MODEL_WORDS_COVERAGE and covered.coverage < SUPPORTED_COVERAGE:
+            reason = f"one thread holds {by_words:.0%} of the model's search words"
         else:
             reason = (
                 f"one thread of the top hits holds {covered.coverage:.0%} of the question's"
@@ -317,6 +367,7 @@ class MemoryGrounder:
             reason,
             coverage=covered.coverage,
             spread=union.coverage,
+            model_words=round(by_words, 4),
             best=round(best, 4),
             margin=round(margin, 3),
             agreement=agreement,
@@ -331,13 +382,19 @@ class MemoryGrounder:
 
     # -- rounds --------------------------------------------------------------------------
 
-    async def _rounds(self, turn: _Turn, emit: Emit) -> None:
+    async def _rounds(
+        self, turn: _Turn, emit: Emit, words: asyncio.Future[tuple[str, ...]] | None = None
+    ) -> None:
         await self._round(turn, RoundQuery.MESSAGE, emit, self._message_round)
+        if words is not None:
+            turn.words = await words  # asked while round 1 ran; () when the model said nothing
         if turn.focus is not None:
             await self._round(turn, RoundQuery.FOCUS, emit, self._focus_round)
         elif turn.semantic:
             await self._round(turn, RoundQuery.LINKS, emit, self._links_round)
-        if _strong(turn) and len(turn.semantic) < CHAT_K:
+        if turn.words and len(turn.semantic) < CHAT_K:
+            await self._round(turn, RoundQuery.MODEL, emit, self._model_round)
+        elif _strong(turn) and len(turn.semantic) < CHAT_K:
             await self._round(turn, RoundQuery.EXPANSION, emit, self._expansion_round)
 
     async def _round(self, turn: _Turn, kind: RoundQuery, emit: Emit, run: Any) -> None:
@@ -359,6 +416,8 @@ class MemoryGrounder:
         text = f"retrieve {number}/{ROUNDS} · {_count(hits, 'hit', 'hits')}"
         if context:
             text += f" + {context} focus context"
+        if detail.get("model_words"):
+            text += f" · model words: {' '.join(detail['model_words'])}"
         if detail.get("added_terms"):
             text += f" · expanded with {len(detail['added_terms'])} terms"
         await emit(
@@ -444,7 +503,7 @@ class MemoryGrounder:
         room = ROUND_K[RoundQuery.FOCUS]  # its own share, even when round 1 is full
         found = await asyncio.to_thread(
             self.memory.search,
-            turn.query,
+            turn.searched,
             repo=repo,
             k=room + len(turn.hits) + len(given),
             floor=self.floor,
@@ -479,6 +538,24 @@ class MemoryGrounder:
         )
         added += await self._keep(turn, matched, kind)
         return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
+
+    async def _model_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The question with the model's search words (related terms too): a paraphrase is
+        bridged by the model's vocabulary. Its hits are weighed against each other."""
+        room = min(ROUND_K[RoundQuery.MESSAGE], CHAT_K - len(turn.semantic))
+        found, _ = await asyncio.to_thread(
+            self.memory.related_search,
+            turn.searched,
+            repo=turn.agent.repo,
+            focus=turn.focus,
+            k=room + len(turn.hits),
+            floor=self.floor,
+            related=turn.related,
+        )
+        added = await self._keep(
+            turn, _select(_new(found, turn), room, self.floor), RoundQuery.MODEL
+        )
+        return added, {"model_words": list(turn.words)}
 
     async def _expansion_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Rocchio feedback from the strong hits: the question plus their mid-frequency
