@@ -12,6 +12,7 @@ from bot.config import Settings
 from memory import ChunkIn
 from tests.conftest import ApiClient, read_sse
 from tests.fakes.runtimes import ScriptedRuntime, reply
+from tui_client.transcript import hits_title
 
 REPO = "steelframe-dev/sandbox"
 CHUNKS = [
@@ -108,3 +109,11 @@ async def test_a_turn_with_an_answer_tells_the_model_nothing_of_the_kind(
     request = scripted.requests[0]
     assert request.facts.memory_answers is True
     assert NOTHING_ANSWERS not in request.system
+
+
+def test_the_tui_row_says_the_hits_are_the_closest_when_nothing_answers() -> None:
+    assert hits_title(3, 3, "nothing") == (
+        "retrieve 3 hits · nothing answers this: closest, not an answer"
+    )
+    assert hits_title(3, 3, "answers") == "retrieve 3 hits"
+    assert hits_title(0, 2, "nothing").startswith("retrieve 0 hits · (no semantic hits)")
