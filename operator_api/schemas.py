@@ -115,11 +115,6 @@ def _chat_schemas() -> dict[str, Any]:
                 "rounds": {"type": "integer", "description": "status: retrieval rounds"},
                 "query": {"type": "string", "description": "status: which retrieval query"},
                 "hits": {"type": "integer", "description": "status: hits the round found"},
-                "verdict": {
-                    "type": "string",
-                    "enum": ["answers", "nothing"],
-                    "description": "status `retrieve verdict`: does memory answer the question",
-                },
                 "context": {
                     "type": "integer",
                     "description": "status: focus or link context the round added (not hits)",

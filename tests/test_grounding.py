@@ -388,7 +388,6 @@ async def test_no_semantic_hits_says_so_and_adds_recent_summaries(
     assert grounding.hits[0]["round"] == "recency" and grounding.hits[0]["score"] is None
     assert frames.texts == [
         f"retrieve 1/{ROUNDS} · 0 hits",
-        f"retrieve verdict · {NOTHING_ANSWERS}",
         f"{NO_SEMANTIC_HITS} · 1 recent summary",
     ]
 

@@ -208,14 +208,6 @@ class MemoryGrounder:
         hits = await self._ordered(turn)
         judged = await asyncio.to_thread(self._judge, turn, hits)
         meta["answerability"] = judged.to_json()
-        await emit(
-            {
-                "type": "status",
-                "text": "retrieve verdict · "
-                + ("memory answers this" if judged.verdict is Verdict.ANSWERS else NOTHING_ANSWERS),
-                "verdict": judged.verdict.value,
-            }
-        )
         if hits:
             return replace(
                 base,
