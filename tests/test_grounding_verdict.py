@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bot.chat.grounding import NOTHING_ANSWERS
 from bot.config import Settings
 from memory import ChunkIn
@@ -115,3 +117,20 @@ def test_the_tui_row_says_the_hits_are_the_closest_when_nothing_answers() -> Non
     )
     assert hits_title(3, 3, "answers") == "retrieve 3 hits"
     assert hits_title(0, 2, "nothing").startswith("retrieve 0 hits · (no semantic hits)")
+
+
+async def test_a_verdict_that_cannot_be_reached_never_fails_the_turn(
+    api_factory: Any, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = await _api(api_factory, settings)
+    assert api.services.memory is not None
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(api.services.memory, "coverage", broken)
+    response = await api.post("/api/operator/chat", json={"message": ANSWERABLE})
+    assert response.status == 200
+    done = await response.json()
+    assert done["memory_verdict"] == "unavailable" and done["retrieve_hits"] >= 1
+    assert not done["reply"].startswith(NOTHING_ANSWERS)

@@ -206,7 +206,11 @@ class MemoryGrounder:
             "index": {"added": report.added, "behind": report.behind},
         }
         hits = await self._ordered(turn)
-        judged = await asyncio.to_thread(self._judge, turn, hits)
+        try:
+            judged = await asyncio.to_thread(self._judge, turn, hits)
+        except Exception as exc:  # the verdict, like retrieval, never fails the turn
+            log.warning("answerability unavailable (agent %s): %s", agent.name, _reason(exc))
+            judged = Answerability(Verdict.UNAVAILABLE, _reason(exc))
         meta["answerability"] = judged.to_json()
         if hits:
             return replace(
