@@ -588,6 +588,15 @@ class Settings:
         "largest single file a run may push, in bytes",
         20 * 1024 * 1024,
     )
+    # -- grounding (bot/chat/retrieval.py, bot/chat/search_words.py) --
+    # Rounds 2 and 3 also search with words the model proposes: one short extra model call
+    # per turn (docs/memory.md). Off by default for that cost; the offline runtime never asks.
+    chat_model_search_words: bool = setting(
+        "STEELFRAME_CHAT_MODEL_SEARCH_WORDS",
+        _bool,
+        "ask the model for search words each turn (one short extra model call)",
+        False,
+    )
     # Where each value came from (default, a file, the environment): for `config --list`.
     sources: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 

@@ -25,6 +25,7 @@ from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
+from bot.chat.search_words import model_search_words
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
@@ -199,10 +200,11 @@ def build_services(
     background = BackgroundTasks()
     memory = _open_memory(settings, database, clock)
     unanswered = Unanswered()
+    runtime_factory = runtimes or default_runtime_factory(settings, model_http)
     chat = ChatService(
         db=database,
         settings=settings,
-        runtimes=runtimes or default_runtime_factory(settings, model_http),
+        runtimes=runtime_factory,
         registry=registry,
         background=background,
         grounder=MemoryGrounder(
@@ -210,6 +212,10 @@ def build_services(
             background=background,
             # The focused issue's task enters the prompt as task JSON (DESIGN: one chat turn).
             tasks=lambda agent, issue: database.call(task_for_issue, agent.repo, issue),
+            # rounds 2 and 3 search with the model's words too (bot/chat/search_words.py)
+            search_words=(
+                model_search_words(runtime_factory) if settings.chat_model_search_words else None
+            ),
         ),
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,

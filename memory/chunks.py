@@ -230,3 +230,15 @@ def recent(session: Session, *, repo: str, source: ChunkSource, limit: int) -> l
         .limit(limit)
     )
     return [_row(values).record for values in session.execute(statement)]
+
+
+def newest(session: Session, *, repo: str, limit: int) -> list[Record]:
+    """The newest live chunks of a repository, any source (what domain words are learned
+    from: memory.domain)."""
+    statement = (
+        select(*_COLUMNS)
+        .where(MemoryChunk.repo == repo, MemoryChunk.live.is_(True))
+        .order_by(MemoryChunk.id.desc())
+        .limit(limit)
+    )
+    return [_row(values).record for values in session.execute(statement)]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 COMMITTED_DIR = ("docs", "memory")
 DEFAULT_BUDGET = 8_000  # characters of committed memory per turn
 MAX_FILES = 100
@@ -69,3 +71,31 @@ def read_committed(checkout: Path, *, budget: int = DEFAULT_BUDGET) -> Committed
                 omitted.append(relative)
             remaining = 0
     return CommittedMemory(files, omitted, skipped)
+
+
+RELATED_FILE = "related.yml"  # docs/memory/related.yml: the repository's own related terms
+RELATED_MAX_BYTES = 64_000
+RELATED_MAX_GROUPS = 2_000
+
+
+def read_related(checkout: Path) -> tuple[str, ...]:
+    """The optional `related:` table of the repository's committed memory
+    (`docs/memory/related.yml`): a list of groups, each a string of comma-separated words
+    that name the same thing in this project ("hub, broker, emqx"), in memory.related's
+    syntax. Missing, unreadable, too big or malformed: no groups (logged by the caller as
+    nothing; a bad table never fails a turn)."""
+    folder = checkout.joinpath(*COMMITTED_DIR)
+    path = folder / RELATED_FILE
+    try:
+        real = path.resolve()
+        if not real.is_relative_to(folder.resolve()) or not real.is_file():
+            return ()
+        if real.stat().st_size > RELATED_MAX_BYTES:
+            return ()
+        data = yaml.safe_load(real.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, yaml.YAMLError):
+        return ()
+    groups = data.get("related") if isinstance(data, dict) else None
+    if not isinstance(groups, list):
+        return ()
+    return tuple(g for g in groups if isinstance(g, str) and g.strip())[:RELATED_MAX_GROUPS]

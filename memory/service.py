@@ -18,13 +18,15 @@ from sqlalchemy.orm import Session
 
 from memory import chunks, sync
 from memory.analysis import Analyzer
+from memory.answerability import Cover, cover
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
+from memory.domain import LEARN_CHUNKS, learn
 from memory.errors import IndexIncompatible, IndexUnavailable
 from memory.feedback import Expansion, expansion, rare_terms
 from memory.identity import database_identity
 from memory.index import DEFAULT_K, Hit, Narrowing, Scored, SearchIndex
 from memory.manifest import Manifest, read_manifest
-from memory.related import Related, expand
+from memory.related import LEARNED_WEIGHT, Related, expand, related_of
 from memory.segment import Record
 from memory.snapshot import Snapshot
 from memory.writer import IndexWriter, plan_merge
@@ -32,6 +34,8 @@ from memory.writer import IndexWriter, plan_merge
 log = logging.getLogger(__name__)
 SessionFactory = Callable[[], AbstractContextManager[Session]]
 FOLDER = "memory"  # the index lives in <data dir>/memory
+RELEARN_SHARE = 0.05  # domain words are learned again once memory grew by this share...
+RELEARN_MIN = 20  # ...and by at least this many chunks
 
 
 class Memory:
@@ -50,6 +54,10 @@ class Memory:
         self.index = SearchIndex(root, self.analyzer)
         self.writer = IndexWriter(root, self.analyzer, clock=wall)
         self.related = Related.analysed(self.analyzer.tokens)
+        # Per repository: its learned domain words (memory.domain) and the live chunk count
+        # they were learned at; relearned once memory grew by RELEARN_SHARE.
+        self._learned: dict[str, tuple[int, Related]] = {}
+        self._committed: dict[tuple[str, ...], Related] = {}  # `related:` tables, analysed
         self._bound = False
         # Memory.recent's answers, each with the snapshot (generation) it was read under.
         self._recent: dict[tuple[str, ChunkSource, int], tuple[Snapshot, tuple[Hit, ...]]] = {}
@@ -135,21 +143,26 @@ class Memory:
         focus: int | None = None,
         k: int = DEFAULT_K,
         floor: float = 0.0,
+        related: Sequence[str] = (),
     ) -> tuple[list[Hit], Expansion]:
         """`search` with the question's related terms added (memory.related: "bill" also
         asks for "invoice"), at a fraction of a question term's weight. Scores are cosines
-        with the grown query; `Expansion.added` names the terms added."""
+        with the grown query; `Expansion.added` names the terms added. Related terms come
+        from the general table, the repository's learned domain words and `related` (the
+        lines of its committed `related:` table)."""
         self._ensure_bound()
-        grown = expand(self.analyzer, self.index.snapshot(), self.related, query)
+        sources = self.related_sources(repo, related)
+        grown = expand(self.analyzer, self.index.snapshot(), sources, query)
         hits = self.index.search_terms(
             grown.terms, grown.tf, repo=repo, focus=focus, k=k, floor=floor
         )
         return hits, grown
 
-    def about(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
-        """Live chunks about these issues/PRs (their own text, comments, sessions)."""
+    def about(self, issues: Collection[int], *, repo: str | None, limit: int = 50) -> list[Record]:
+        """Live chunks about these issues/PRs (their own text, comments, sessions), the
+        oldest `limit` of them, oldest first."""
         self._ensure_bound()
-        return self.index.about(issues, repo=repo)
+        return self.index.about(issues, repo=repo, limit=limit)
 
     def linking(self, issues: Collection[int], *, repo: str | None) -> list[Record]:
         """Live pull request chunks whose text closes one of these issues (`Fixes #N`)."""
@@ -169,6 +182,54 @@ class Memory:
         if isinstance(query, Expansion):
             return self.index.cosines_terms(query.terms, query.tf, records)
         return self.index.cosines(query, records)
+
+    def coverage(
+        self,
+        question: str,
+        records: Sequence[Record],
+        *,
+        repo: str | None = None,
+        related: Sequence[str] = (),
+    ) -> Cover:
+        """How much of the question's distinctive vocabulary `records` contain (memory.
+        answerability): the evidence of Chat's answerability verdict. A question term
+        counts in part through its related terms (the same sources as `related_search`)."""
+        self._ensure_bound()
+        sources = self.related_sources(repo, related)
+
+        def related_terms(term: str) -> set[str]:
+            return set(related_of(sources, [term], set()))
+
+        return cover(self.analyzer, self.index.snapshot(), question, records, related_terms)
+
+    def related_sources(self, repo: str | None, committed: Sequence[str] = ()) -> list[Related]:
+        """The related-term sources of a repository: the general table, its learned domain
+        words (memory.domain) and its committed `related:` table's lines."""
+        sources = [self.related]
+        if committed:
+            key = tuple(committed)
+            table = self._committed.get(key)
+            if table is None:
+                if len(self._committed) > 16:
+                    self._committed.clear()
+                table = self._committed[key] = Related.of_lines(self.analyzer.tokens, key)
+            sources.append(table)
+        if repo is not None:
+            sources.append(self._domain(repo))
+        return sources
+
+    def _domain(self, repo: str) -> Related:
+        """The repository's learned domain words, relearned when memory grew by a share."""
+        live = self.index.snapshot().live_docs
+        learned = self._learned.get(repo)
+        if learned is not None and live - learned[0] < max(RELEARN_MIN, RELEARN_SHARE * learned[0]):
+            return learned[1]
+        with self.sessions() as session:
+            records = chunks.newest(session, repo=repo, limit=LEARN_CHUNKS)
+        words = learn(self.analyzer, records)
+        table = Related.of_terms(words.groups(), weight=LEARNED_WEIGHT)
+        self._learned[repo] = (live, table)
+        return table
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
         """Store chunks in their own transaction, then bring the index up to date."""

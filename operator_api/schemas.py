@@ -133,6 +133,11 @@ def _chat_schemas() -> dict[str, Any]:
                 "retrieve_hits": {"type": "integer"},
                 "retrieved": {"type": "array", "items": {"type": "object"}},
                 "retrieval_available": {"type": "boolean"},
+                "memory_verdict": {
+                    "type": "string",
+                    "enum": ["answers", "nothing", "unavailable"],
+                    "description": "does session memory answer the question (docs/memory.md)",
+                },
                 "reasoning": {"type": "string"},
                 "model": {"type": "string"},
                 "usage": {"type": "object"},

@@ -78,13 +78,16 @@ def hit_line(hit: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def hits_title(injected: int, listed: int) -> str:
+def hits_title(injected: int, listed: int, verdict: str | None = None) -> str:
     """`retrieve N hits`; with no semantic hits the list holds recent session summaries
-    (spec: Retrieve grounding, recency fallback), and the title says so."""
+    (spec: Retrieve grounding, recency fallback), and the title says so; when memory has
+    nothing that answers the question (the turn's verdict), the hits are the closest."""
     if injected == 0 and listed:
         return f"retrieve 0 hits · (no semantic hits) {listed} recent " + (
             "summary" if listed == 1 else "summaries"
         )
+    if verdict == "nothing" and injected:
+        return f"retrieve {injected} hits · nothing answers this: closest, not an answer"
     return f"retrieve {injected} hits"
 
 
@@ -98,6 +101,7 @@ def response_from_message(message: dict[str, Any]) -> dict[str, Any]:
         "intent": message.get("intent"),
         "retrieve_hits": meta.get("retrieve_hits", 0),
         "retrieved": meta.get("retrieved") or [],
+        "memory_verdict": meta.get("memory_verdict"),
         "notes": meta.get("notes") or [],
         "filed_issue_number": filed.get("number"),
         "filed_issue_url": filed.get("url"),
@@ -195,7 +199,7 @@ class AssistantMessage(Vertical):
             lines = [Static(hit_line(hit), markup=False, classes="hit") for hit in retrieved]
             self.hits = Collapsible(
                 *lines,
-                title=hits_title(count, len(retrieved)) + HITS_HINT,
+                title=hits_title(count, len(retrieved), response.get("memory_verdict")) + HITS_HINT,
                 collapsed=True,
                 classes="hits",
             )

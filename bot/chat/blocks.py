@@ -7,7 +7,7 @@ import html
 import re
 from typing import Any
 
-from bot.chat.grounding import NO_SEMANTIC_HITS
+from bot.chat.grounding import NO_SEMANTIC_HITS, NOTHING_ANSWERS
 from memory.committed import CommittedMemory
 
 HEADER = "Prior Steelframe context:"
@@ -47,8 +47,17 @@ def hit_block(hit: dict[str, Any]) -> str:
     )
 
 
-def context_block(hits: list[dict[str, Any]]) -> str:
-    notes = []
+NOTHING_NOTE = (
+    f"{NOTHING_ANSWERS}: none of the blocks below answers the question (they hold too little"
+    " of its words). Say so first, in those words; then, if useful, list them apart as"
+    ' "closest, not an answer". Do not answer from them.'
+)
+
+
+def context_block(hits: list[dict[str, Any]], *, answers: bool = True) -> str:
+    """The hits as untrusted data; with `answers` False (the turn's verdict: memory has
+    nothing that answers the question) they are announced as the closest, not an answer."""
+    notes = [] if answers else [NOTHING_NOTE]
     if any(hit.get("strength") == "weak" for hit in hits):
         notes.append(WEAK_NOTE)
     if any(hit.get("strength") == "context" for hit in hits):
@@ -58,7 +67,7 @@ def context_block(hits: list[dict[str, Any]]) -> str:
 
 def fallback_block(recent: list[dict[str, Any]]) -> str:
     """Spec rule 3: say there were no semantic hits, never pass recency off as retrieval."""
-    lines = [HEADER, NO_SEMANTIC_HITS]
+    lines = [HEADER, NO_SEMANTIC_HITS, f"{NOTHING_ANSWERS}: say so first, in those words."]
     if recent:
         lines.append("Most recent session summaries (by recency, not relevance):")
         lines.extend(hit_block(hit) for hit in recent)

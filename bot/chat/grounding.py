@@ -7,13 +7,47 @@ memory); `NoGrounding` is used where no memory is wired (it retrieves nothing an
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Protocol
 
 from bot.config import AgentConfig
 
 Emit = Callable[[dict[str, Any]], Awaitable[None]]
 NO_SEMANTIC_HITS = "(no semantic hits)"
+# What a reply says first when memory does not answer the question (docs/memory.md,
+# Answerability); the offline runtime says it verbatim, a model is told to.
+NOTHING_ANSWERS = "Session memory has nothing that answers this"
+
+
+class Verdict(StrEnum):
+    """Does session memory answer this turn's question? (bot/chat/retrieval.py decides.)"""
+
+    ANSWERS = "answers"
+    NOTHING = "nothing"  # the kept hits, if any, are the closest chunks, not an answer
+    UNAVAILABLE = "unavailable"  # retrieval failed or no memory is wired
+
+
+@dataclass(frozen=True)
+class Answerability:
+    """The verdict and the evidence it was decided on (shown in the turn's metadata)."""
+
+    verdict: Verdict
+    reason: str
+    coverage: float = 0.0  # idf-weighted share of the question one thread of the top holds
+    spread: float = 0.0  # ...that the top hits hold together
+    model_words: float = 0.0  # share of the model's search words one thread holds
+    best: float = 0.0  # the best hit's cosine with the whole question
+    margin: float = 0.0  # the best thread's rank over the next thread's
+    agreement: bool = False  # later rounds found more of the best hit's thread
+    fits: bool = False  # the best hit's source is what the question's kind asks for
+    missing: tuple[str, ...] = ()  # distinctive question terms no top hit contains
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "verdict": self.verdict.value, "missing": list(self.missing)}
+
+
+UNAVAILABLE = Answerability(Verdict.UNAVAILABLE, "retrieval unavailable")
 
 
 @dataclass(frozen=True)
@@ -26,6 +60,11 @@ class Grounding:
     committed_block: str = ""
     task: dict[str, Any] | None = None
     meta: dict[str, Any] = field(default_factory=dict)
+    answerability: Answerability = UNAVAILABLE
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.answerability.verdict
 
     @property
     def kept_hits(self) -> list[dict[str, Any]]:

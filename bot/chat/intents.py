@@ -5,6 +5,9 @@ an explicit request ("file an issue for ...", "remember that ..."), or a confirm
 proposal waiting on the session ("yes", "go ahead", "file it"). Retrieved text, issue bodies
 and comments never reach those checks, so they cannot cause a filing however worded.
 
+A question about whether to do something ("should we ...?") is answered: a filing intent
+the model attached to it is dropped, never held (`questions_are_answered`).
+
 A proposal (any filing intent the operator did not ask for) stays pending on the session
 until it is filed, replaced by a newer one, declined or cleared; a turn that neither
 confirms nor replaces it leaves it as it is.
@@ -17,6 +20,7 @@ from typing import Any, Protocol
 
 from bot.chat.phrasing import (
     ProposalReply,
+    asks_whether_to_act,
     confirms_filing,
     operator_asked_to_file,
     operator_asked_to_remember,
@@ -85,6 +89,22 @@ def proposal_key(turn_id: str) -> str:
     return filing_key("proposal", turn_id)
 
 
+QUESTION_NOTE = "a question about whether to do something is answered, never a proposal"
+
+
+def questions_are_answered(ctx: IntentContext) -> IntentOutcome | None:
+    """The answer outcome for a filing intent on a message that only asks whether to act
+    (no request, no confirmation in it); None when the message asks for a filing."""
+    message = ctx.message
+    if operator_asked_to_file(message) or operator_asked_to_remember(message):
+        return None
+    if confirms_filing(message) or reply_to_proposal(message) is ProposalReply.CONFIRM:
+        return None
+    if not asks_whether_to_act(message):
+        return None
+    return IntentOutcome(intent=Intent.ANSWER, notes=[QUESTION_NOTE])
+
+
 def decide_outcome(ctx: IntentContext) -> IntentOutcome:
     """A Decision draft is stored only with a body and a focused issue; never posted here."""
     body = (ctx.trailer.decision_body or "").strip()
@@ -102,6 +122,8 @@ class DraftOnlyPolicy:
         trailer = ctx.trailer
         if trailer.intent is Intent.DECIDE:
             return decide_outcome(ctx)
+        if proposes(trailer) and (answered := questions_are_answered(ctx)) is not None:
+            return answered
         if proposes(trailer):
             why = "no GitHub App configured: nothing was filed"
             return held(trailer, why, key=proposal_key(ctx.turn_id))
@@ -145,6 +167,8 @@ class GitHubIntentPolicy:
             return decide_outcome(ctx)
         if not proposes(trailer):
             return IntentOutcome(intent=trailer.intent)
+        if (answered := questions_are_answered(ctx)) is not None:
+            return answered
         said_so = nothing_pending and confirms_filing(ctx.message)
         if trailer.intent is Intent.FILE_MEMORY:
             if said_so or operator_asked_to_remember(ctx.message):

@@ -1,6 +1,11 @@
 """What the operator's own message asks for: a new filing, a memory, or an answer to the
 proposal waiting on the session (confirm it, decline it, or neither).
 
+One grammar: the server's intent policy (bot/chat/intents.py) and the offline runtime
+(bot/runtimes/offline.py) both read requests through `filing_request` and `memory_request`,
+so a phrasing that files in one files in the other. A question is never a request
+(`asks_a_question`): "should we file an issue?" gets an answer, not a proposal.
+
 Only the operator's message of the turn is ever read here; retrieved memory, issue bodies
 and comments never reach these functions, so however they are worded they cannot file.
 When in doubt the answer is "no side effect": a proposal stays pending for an explicit
@@ -69,7 +74,7 @@ _ASK_TO_REMEMBER = re.compile(
         [
             _LEAD + r"(?:remember|memorize|memorise|note\s+down|make\s+a\s+note|keep\s+in\s+mind"
             r"|note)(?:\s+(?:that|this))?\s*[:,-]?\s+"
-            r"(?!(?:when|what|how|why|which|who|whom|whose|where|if|whether)\b)\S",
+            r"(?!(?:when|what|how|why|which|who|whom|whose|where|if|whether)\b)(?=\S)",
             _LEAD + r"(?:remember|memorize|memorise)\s+(?:this|that)\s*[:.!]?\s*$",
             _LEAD + r"file\s+(?:a\s+|this\s+as\s+a\s+)?memory\b",
             _LEAD + r"(?:add|save|commit|store)\s+(?:this|that|it)\s+(?:to|in|as)\s+"
@@ -158,20 +163,81 @@ def _clauses(message: str) -> list[str]:
     return [_normalise(part) for part in _CLAUSES.split(message) if _normalise(part)]
 
 
+# What may join a request to its subject: "file an issue for/about/to/on: X".
+_SUBJECT_LEAD = re.compile(
+    r"^[\s,:;-]*(?:(?:filed|opened|created|raised|logged)\b\s*)?"
+    r"(?:(?:for|about|to|on|regarding|re|that|saying)\b)?[\s:,-]*",
+    re.IGNORECASE,
+)
+# A question: it asks, whatever it is about ("should we file an issue?", "what does this PR
+# change, and should we do what it asks"): a question mark, or an opening interrogative.
+_INTERROGATIVE = re.compile(
+    r"^(?:(?:ok|okay|so|and|hey|hi|then|now|also|but)\b[\s,]*)*"
+    r"(?:what|why|how|which|who|whom|whose|where|when|should|shall|could|would|can|is|are|"
+    r"was|were|do|does|did|will|has|have|had|may|might|must|isn't|aren't|doesn't|"
+    r"didn't|shouldn't|wouldn't|couldn't)\b",
+    re.IGNORECASE,
+)
+
+
+def filing_request(message: str) -> str | None:
+    """The operator's explicit request for a new issue on this turn, as what it asks to
+    file ("file an issue for the slow export" -> "the slow export"; "" when the request
+    names nothing, as in "file this as an issue"); None when the message asks for none."""
+    return _request(message, _ASK_TO_FILE)
+
+
+def memory_request(message: str) -> str | None:
+    """The operator's explicit request to remember something, as the fact ("remember that
+    staging needs a VPN" -> "staging needs a VPN"; "" for "remember this"); else None."""
+    return _request(message, _ASK_TO_REMEMBER)
+
+
 def operator_asked_to_file(message: str) -> bool:
     """An explicit request for a new issue in the operator's own words, on this turn."""
-    return any(
-        (_ASK_TO_FILE.match(clause) and not clause.endswith("?")) or _polite(clause, _ASK_TO_FILE)
-        for clause in _clauses(message)
-    )
+    return filing_request(message) is not None
 
 
 def operator_asked_to_remember(message: str) -> bool:
+    return memory_request(message) is not None
+
+
+def asks_a_question(message: str) -> bool:
+    """Does the message ask something (rather than request a filing)? A polite request
+    ("can you file an issue for X?") is a request too, so callers ask `filing_request`
+    first."""
     return any(
-        (_ASK_TO_REMEMBER.match(clause) and not clause.endswith("?"))
-        or _polite(clause, _ASK_TO_REMEMBER)
-        for clause in _clauses(message)
+        clause.endswith("?") or bool(_INTERROGATIVE.match(clause)) for clause in _clauses(message)
     )
+
+
+# Asking whether to act: "should we ...", "do we need ...", "is it worth ...", "what should
+# we do ...", "would you propose ...". Such a question is answered; it never leaves a
+# proposal, whatever the model's trailer says (bot/chat/intents.py).
+_WHETHER = re.compile(
+    r"\b(?:should|shall|ought|must)\s+(?:we|i|you|they|someone|somebody|it|this|that)\b|"
+    r"\b(?:do|does|would|will)\s+(?:we|i|you)\s+(?:need|want|think|suggest|recommend|propose)\b|"
+    r"\b(?:is|was|would)\s+it\s+(?:be\s+)?(?:worth|wise|better|a\s+good\s+idea)\b|"
+    r"\bwhat\s+(?:should|shall|do|would|could)\s+(?:we|i|you)\s+do\b|"
+    r"\b(?:next\s+steps?|propose|suggest|recommend)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_whether_to_act(message: str) -> bool:
+    """A question about whether to do something ("what does this PR change, and should we
+    do what it asks?"): it gets an answer, never a proposal. An explicit request in the same
+    message ("can you file an issue for X?") is a request, so callers ask that first."""
+    return asks_a_question(message) and bool(_WHETHER.search(_normalise(message)))
+
+
+def _request(message: str, pattern: re.Pattern[str]) -> str | None:
+    for clause in _clauses(message):
+        match = pattern.match(clause)
+        if match and (not clause.endswith("?") or _polite(clause, pattern)):
+            subject = _SUBJECT_LEAD.sub("", clause[match.end() :], count=1)
+            return subject.strip().rstrip("?.!").strip()
+    return None
 
 
 def _polite(clause: str, pattern: re.Pattern[str]) -> bool:

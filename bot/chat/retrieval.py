@@ -26,12 +26,22 @@ from sqlalchemy.orm import Session
 
 from bot.background import BackgroundTasks
 from bot.chat.blocks import HEADER, committed_block, context_block, fallback_block, untrusted
-from bot.chat.grounding import NO_SEMANTIC_HITS, Emit, Grounding
-from bot.chat.ordering import asks_state, ordered, rank
+from bot.chat.grounding import (
+    NO_SEMANTIC_HITS,
+    NOTHING_ANSWERS,
+    Answerability,
+    Emit,
+    Grounding,
+    Verdict,
+)
+from bot.chat.ordering import asks_state, ordered, rank, thread_key
+from bot.chat.search_words import SearchWords
 from bot.chat.summary import SessionSummary, SummarySink
+from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
-from memory.committed import CommittedMemory
+from memory.answerability import Cover
+from memory.committed import CommittedMemory, read_related
 from memory.feedback import Expansion
 from memory.segment import Record
 
@@ -49,6 +59,21 @@ RELATIVE_MARGIN = 0.45
 # No question of the labelled set that memory cannot answer reaches it.
 STRONG_SCORE = 0.3
 ROUNDS = 3
+FOCUS_THREAD_LIMIT = 500  # chunks of a focused thread read to find what a question asks for
+# The answerability verdict (docs/memory.md, Answerability): memory answers the question when
+# the top hits (and the focus context) hold at least this share of the question's idf
+# weight (memory.answerability). Calibrated on the tuning part of the labelled set only
+# (tests/test_grounding_quality.py); the frozen part and the second set are reported.
+ANSWER_COVERAGE = 0.55
+# ...or at least SUPPORTED_COVERAGE when the best hit's cosine with the whole question
+# reaches SUPPORTED_BEST (on the tuning part: 0 of 20 no-answer questions said to be
+# answered, 173 of 204 answerable ones; docs/memory.md has the table).
+SUPPORTED_COVERAGE = 0.4
+SUPPORTED_BEST = 0.25
+# ...or when one thread holds this share of the model's search words (bot.chat.search_words).
+# Not calibrated: the labelled sets are asked offline, with no model (docs/memory.md).
+MODEL_WORDS_COVERAGE = 0.7
+VERDICT_TOP = 3  # the semantic hits, in prompt order, the coverage is measured over
 CHAT_K = 8  # semantic hits injected per turn at most (focus context comes on top)
 CONTEXT_K = 3  # focus context: the issue's own text and up to two closing pull requests
 THREAD_RECENT = 2  # ...and, in a Discuss session, its newest chunks if the question matches few
@@ -66,6 +91,7 @@ class RoundQuery(StrEnum):
     FOCUS = "focus"  # the focused issue's text and closing PRs (context), hits about them
     LINKS = "links"  # without a focus: the PRs closing the issues found, the issues closed
     EXPANSION = "expansion"  # pseudo-relevance feedback from the hits so far
+    MODEL = "model"  # the question with the search words the model proposed
     WIDEN = "widen"  # after an uncited draft: feedback from every hit, no focus, more hits
     RECENCY = "recency"  # not retrieval: the newest summaries, when nothing is kept
 
@@ -90,6 +116,13 @@ class _Turn:
     focus: int | None
     hits: dict[int, dict[str, Any]]
     rounds: list[dict[str, Any]]
+    related: tuple[str, ...] = ()  # the repository's committed `related:` table
+    words: tuple[str, ...] = ()  # search words the model proposed (bot.chat.search_words)
+
+    @property
+    def searched(self) -> str:
+        """What rounds 2 and 3 search with: the question and the model's words."""
+        return " ".join([self.query, *self.words])
 
     @property
     def semantic(self) -> list[dict[str, Any]]:
@@ -104,8 +137,10 @@ class MemoryGrounder:
         background: BackgroundTasks | None = None,
         tasks: TaskLookup | None = None,
         floor: float = CHAT_FLOOR,
+        search_words: SearchWords | None = None,
     ) -> None:
         self.memory = memory
+        self.search_words = search_words
         self.background = background
         self.tasks = tasks
         self.floor = floor
@@ -114,7 +149,27 @@ class MemoryGrounder:
     async def ground(
         self, *, query: str, agent: AgentConfig, focus: int | None, emit: Emit
     ) -> Grounding:
-        prepared = await asyncio.to_thread(self._prepare, agent, focus)
+        words = (
+            asyncio.ensure_future(self.search_words(agent, query))
+            if self.search_words is not None
+            else None
+        )
+        try:
+            prepared = await asyncio.to_thread(self._prepare, agent, focus)
+            return await self._ground(query, agent, focus, emit, prepared, words)
+        finally:
+            if words is not None and not words.done():
+                words.cancel()
+
+    async def _ground(
+        self,
+        query: str,
+        agent: AgentConfig,
+        focus: int | None,
+        emit: Emit,
+        prepared: _Prepared,
+        words: asyncio.Future[tuple[str, ...]] | None,
+    ) -> Grounding:
         committed, task, synced = prepared.committed, prepared.task, prepared.synced
         base = Grounding(
             committed_memory=[f.to_json() for f in committed.files],
@@ -133,8 +188,8 @@ class MemoryGrounder:
             report, merge_due = synced
             if merge_due:
                 self._merge_in_background()
-            turn = _Turn(query, agent, focus, {}, [])
-            await self._rounds(turn, emit)
+            turn = _Turn(query, agent, focus, {}, [], prepared.related)
+            await self._rounds(turn, emit, words)
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = _reason(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
@@ -151,9 +206,19 @@ class MemoryGrounder:
             "index": {"added": report.added, "behind": report.behind},
         }
         hits = await self._ordered(turn)
+        try:
+            judged = await asyncio.to_thread(self._judge, turn, hits)
+        except Exception as exc:  # the verdict, like retrieval, never fails the turn
+            log.warning("answerability unavailable (agent %s): %s", agent.name, _reason(exc))
+            judged = Answerability(Verdict.UNAVAILABLE, _reason(exc))
+        meta["answerability"] = judged.to_json()
         if hits:
             return replace(
-                base, hits=hits, prompt_block=context_block(hits), meta={**meta, "retrieval": "ok"}
+                base,
+                hits=hits,
+                prompt_block=context_block(hits, answers=judged.verdict is Verdict.ANSWERS),
+                meta={**meta, "retrieval": "ok"},
+                answerability=judged,
             )
         recent = _recent(prepared.recent)
         await emit(
@@ -169,6 +234,7 @@ class MemoryGrounder:
             recency_fallback=True,
             prompt_block=fallback_block(recent),
             meta={**meta, "retrieval": "recency fallback"},
+            answerability=judged,
         )
 
     async def widen(
@@ -202,7 +268,7 @@ class MemoryGrounder:
         return replace(
             previous,
             hits=hits,
-            prompt_block=context_block(hits),
+            prompt_block=context_block(hits, answers=previous.verdict is not Verdict.NOTHING),
             meta={**previous.meta, "rounds": [*previous.meta.get("rounds", []), widened]},
         )
 
@@ -212,6 +278,8 @@ class MemoryGrounder:
         hits = grounding.kept_hits
         if not hits:
             return False
+        if grounding.verdict is Verdict.NOTHING and reply.lstrip().startswith(NOTHING_ANSWERS):
+            return True  # it says memory has no answer: nothing of the closest needs citing
         said = self.memory.terms(reply)
         for hit in hits:
             numbers = [hit.get("issue"), *(hit.get("links") or [])]
@@ -224,15 +292,105 @@ class MemoryGrounder:
                 return True
         return False
 
+    # -- the verdict -----------------------------------------------------------------------
+
+    def _judge(self, turn: _Turn, hits: list[dict[str, Any]]) -> Answerability:
+        """Does memory answer the question? (docs/memory.md, Answerability.) The evidence:
+        the share of the question's distinctive vocabulary the top hits and the focus
+        context contain (memory.answerability), the best hit's cosine with the question,
+        the margin of the best thread over the next, whether later rounds found more of
+        the best thread, and whether the best hit's source is what the question asks for."""
+        semantic = [h for h in hits if h["strength"] != Strength.CONTEXT]
+        if not hits:
+            return Answerability(Verdict.NOTHING, "no hit")
+        context = [h for h in hits if h["strength"] == Strength.CONTEXT]
+        shown = [*semantic[:VERDICT_TOP], *context]
+        union = self._coverage(turn, shown)
+        # ...and by thread: an answer is one thread that holds the question, not three
+        # threads that each hold a word of it
+        by_thread: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for hit in shown:
+            by_thread.setdefault(thread_key(hit), []).append(hit)
+        covers = [self._coverage(turn, group) for group in by_thread.values()]
+        covered = max(covers, key=lambda c: c.coverage)
+        # The model's words (it saw the question, not memory) held by one thread: evidence
+        # the thread answers in other words than the question's.
+        said = " ".join(turn.words)
+        by_words = (
+            max(
+                (
+                    self.memory.coverage(said, [_record(h) for h in g]).coverage
+                    for g in by_thread.values()
+                ),
+                default=0.0,
+            )
+            if said
+            else 0.0
+        )
+        best = max((float(h.get("question_score") or 0.0) for h in semantic), default=0.0)
+        threads: dict[tuple[str, int], float] = {}
+        for hit in semantic:
+            key = thread_key(hit)
+            threads[key] = max(threads.get(key, 0.0), rank(hit))
+        ranks = sorted(threads.values(), reverse=True)
+        margin = ranks[0] / ranks[1] if len(ranks) > 1 and ranks[1] > 0 else float(bool(ranks))
+        lead = semantic[0] if semantic else hits[0]
+        agreement = any(
+            h["round"] != RoundQuery.MESSAGE.value and thread_key(h) == thread_key(lead)
+            for h in semantic[1:]
+        )
+        # In a Discuss session a question in words memory knows ("is it done?", "what did
+        # we decide here?") is about the focused thread, which is given: it answers.
+        about_focus = turn.focus is not None and bool(context) and not union.unknown
+        answers = (
+            covered.coverage >= ANSWER_COVERAGE
+            or (covered.coverage >= SUPPORTED_COVERAGE and best >= SUPPORTED_BEST)
+            or about_focus
+            or by_words >= MODEL_WORDS_COVERAGE
+        )
+        if about_focus:
+            reason = f"a question about the focused issue #{turn.focus} in words memory knows"
+        elif by_words >= MODEL_WORDS_COVERAGE and covered.coverage < SUPPORTED_COVERAGE:
+            reason = f"one thread holds {by_words:.0%} of the model's search words"
+        else:
+            reason = (
+                f"one thread of the top hits holds {covered.coverage:.0%} of the question's"
+                f" distinctive words, the best hit's cosine is {best:.2f}"
+                + ("" if answers else f" (missing: {', '.join(covered.missing[:4])})")
+            )
+        return Answerability(
+            Verdict.ANSWERS if answers else Verdict.NOTHING,
+            reason,
+            coverage=covered.coverage,
+            spread=union.coverage,
+            model_words=round(by_words, 4),
+            best=round(best, 4),
+            margin=round(margin, 3),
+            agreement=agreement,
+            fits=_fits(turn.query, str(lead["source"])),
+            missing=covered.missing[:8],
+        )
+
+    def _coverage(self, turn: _Turn, hits: list[dict[str, Any]]) -> Cover:
+        return self.memory.coverage(
+            turn.query, [_record(h) for h in hits], repo=turn.agent.repo, related=turn.related
+        )
+
     # -- rounds --------------------------------------------------------------------------
 
-    async def _rounds(self, turn: _Turn, emit: Emit) -> None:
+    async def _rounds(
+        self, turn: _Turn, emit: Emit, words: asyncio.Future[tuple[str, ...]] | None = None
+    ) -> None:
         await self._round(turn, RoundQuery.MESSAGE, emit, self._message_round)
+        if words is not None:
+            turn.words = await words  # asked while round 1 ran; () when the model said nothing
         if turn.focus is not None:
             await self._round(turn, RoundQuery.FOCUS, emit, self._focus_round)
         elif turn.semantic:
             await self._round(turn, RoundQuery.LINKS, emit, self._links_round)
-        if _strong(turn) and len(turn.semantic) < CHAT_K:
+        if turn.words and len(turn.semantic) < CHAT_K:
+            await self._round(turn, RoundQuery.MODEL, emit, self._model_round)
+        elif _strong(turn) and len(turn.semantic) < CHAT_K:
             await self._round(turn, RoundQuery.EXPANSION, emit, self._expansion_round)
 
     async def _round(self, turn: _Turn, kind: RoundQuery, emit: Emit, run: Any) -> None:
@@ -254,6 +412,8 @@ class MemoryGrounder:
         text = f"retrieve {number}/{ROUNDS} · {_count(hits, 'hit', 'hits')}"
         if context:
             text += f" + {context} focus context"
+        if detail.get("model_words"):
+            text += f" · model words: {' '.join(detail['model_words'])}"
         if detail.get("added_terms"):
             text += f" · expanded with {len(detail['added_terms'])} terms"
         await emit(
@@ -279,6 +439,7 @@ class MemoryGrounder:
             focus=turn.focus,
             k=room,
             floor=self.floor,
+            related=turn.related,
         )
         chosen = _select(found, room, self.floor)
         added = await self._keep(turn, chosen, RoundQuery.MESSAGE, grown=grown)
@@ -321,12 +482,24 @@ class MemoryGrounder:
         own = [r for r in about if r.source == ChunkSource.ISSUE.value][-len(issues) :]
         closing = await asyncio.to_thread(self.memory.linking, issues, repo=repo)
         closing = closing[-max(1, CONTEXT_K - len(own)) :]
-        given = {r.id: r for r in [*own, *closing] if r.id not in turn.hits}
         pulls = {r.issue for r in closing if r.issue is not None}
+        asked: list[Record] = []
+        if as_context and turn.focus is not None:
+            # Focus ranks within the thread (bot.chat.thread_focus): what the question asks
+            # for comes first, and the latest Decision is always in view.
+            thread = await asyncio.to_thread(
+                self.memory.about, {*issues, *pulls}, repo=repo, limit=FOCUS_THREAD_LIMIT
+            )
+            asked = answering(turn.query, thread)
+            decision = latest_decision(thread)
+            asked += [decision] if decision is not None and decision not in asked else []
+            for record in [*asked, *own]:  # found by round 1 already: given now, in place
+                turn.hits.pop(record.id, None)
+        given = {r.id: r for r in [*asked, *own, *closing] if r.id not in turn.hits}
         room = ROUND_K[RoundQuery.FOCUS]  # its own share, even when round 1 is full
         found = await asyncio.to_thread(
             self.memory.search,
-            turn.query,
+            turn.searched,
             repo=repo,
             k=room + len(turn.hits) + len(given),
             floor=self.floor,
@@ -361,6 +534,24 @@ class MemoryGrounder:
         )
         added += await self._keep(turn, matched, kind)
         return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
+
+    async def _model_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The question with the model's search words (related terms too): a paraphrase is
+        bridged by the model's vocabulary. Its hits are weighed against each other."""
+        room = min(ROUND_K[RoundQuery.MESSAGE], CHAT_K - len(turn.semantic))
+        found, _ = await asyncio.to_thread(
+            self.memory.related_search,
+            turn.searched,
+            repo=turn.agent.repo,
+            focus=turn.focus,
+            k=room + len(turn.hits),
+            floor=self.floor,
+            related=turn.related,
+        )
+        added = await self._keep(
+            turn, _select(_new(found, turn), room, self.floor), RoundQuery.MODEL
+        )
+        return added, {"model_words": list(turn.words)}
 
     async def _expansion_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """Rocchio feedback from the strong hits: the question plus their mid-frequency
@@ -453,6 +644,7 @@ class MemoryGrounder:
         catch-up and the recency read may fail (the turn goes on without them); the
         committed files and the task never do."""
         committed, task = _committed(agent), self._task(agent, focus)
+        related = _related_table(agent)
         synced: tuple[Any, bool] | Exception
         try:
             synced = self._sync()
@@ -463,7 +655,7 @@ class MemoryGrounder:
             recent = self.memory.recent(repo=agent.repo, limit=RECENCY_LIMIT)
         except Exception as exc:
             recent = exc
-        return _Prepared(committed, task, synced, recent)
+        return _Prepared(committed, task, synced, recent, related)
 
     def _sync(self) -> tuple[Any, bool]:
         report = self.memory.sync(limit=SYNC_ROWS_PER_TURN)
@@ -506,6 +698,21 @@ def _select(
     return [h for h in ranked if h.score >= bar][:room]
 
 
+# What a question's kind asks for, by its words: the source that answers it.
+_KIND_SOURCES = (
+    (re.compile(r"\b(?:worker|attempt|tried|try|session|agent)\b", re.I), {"worker_session"}),
+    (re.compile(r"\b(?:fix|fixed|pr|pull|merged|change[sd]?)\b", re.I), {"pull_request"}),
+    (re.compile(r"\b(?:decide[sd]?|decision|agree[sd]?|chose|choose)\b", re.I), {"comment"}),
+    (re.compile(r"\b(?:why|how come|reason)\b", re.I), {"comment", "issue"}),
+)
+
+
+def _fits(question: str, source: str) -> bool:
+    """Is `source` what the question's kind asks for? (A question of no kind: any fits.)"""
+    wanted = [sources for pattern, sources in _KIND_SOURCES if pattern.search(question)]
+    return not wanted or any(source in sources for sources in wanted)
+
+
 def _strong(turn: _Turn) -> list[dict[str, Any]]:
     """The turn's strong hits, best first."""
     return sorted(
@@ -537,6 +744,7 @@ class _Prepared:
     task: dict[str, Any] | None
     synced: tuple[Any, bool] | Exception  # the index's catch-up report and merge_due
     recent: list[Hit] | Exception  # the newest summaries: the recency fallback
+    related: tuple[str, ...] = ()  # the committed `related:` table (memory.committed)
 
 
 def _recent(prepared: list[Hit] | Exception) -> list[dict[str, Any]]:
@@ -559,6 +767,14 @@ def _committed(agent: AgentConfig) -> CommittedMemory:
     except OSError as exc:
         log.warning("committed memory unreadable for agent %s: %s", agent.name, _reason(exc))
         return CommittedMemory()
+
+
+def _related_table(agent: AgentConfig) -> tuple[str, ...]:
+    try:
+        return read_related(agent.checkout)
+    except OSError as exc:  # read_related reports what it can; this is the rest
+        log.warning("related table unreadable for agent %s: %s", agent.name, _reason(exc))
+        return ()
 
 
 def _committed_meta(committed: CommittedMemory) -> dict[str, Any]:

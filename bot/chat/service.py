@@ -20,7 +20,7 @@ from bot.background import BackgroundTasks
 from bot.chat import sessions as store
 from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, TurnLocks
-from bot.chat.grounding import Grounder, Grounding, NoGrounding
+from bot.chat.grounding import Grounder, Grounding, NoGrounding, Verdict
 from bot.chat.inflight import Emit, StopState, TurnHandle, TurnRegistry
 from bot.chat.intents import (
     DraftOnlyPolicy,
@@ -614,6 +614,7 @@ def _runtime_request(
         task=grounding.task,
         retrieval_available=grounding.available,
         redraft_hint=hint,
+        memory_answers=grounding.verdict is not Verdict.NOTHING,
     )
     system = system_prompt(
         agent=agent,

@@ -96,6 +96,9 @@ class TurnFacts:
     task: dict[str, Any] | None = None
     retrieval_available: bool = True
     redraft_hint: str | None = None
+    # The answerability verdict (bot.chat.grounding.Verdict): False when session memory
+    # has nothing that answers the question (the hits are the closest, not an answer).
+    memory_answers: bool = True
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 It answers from the facts the turn was given (retrieved hits, committed memory, the focus,
 task state), says plainly that no model is configured, and writes a STEELFRAME_META trailer
 like a model would. Intents come only from the operator's own message, recognised by the
-explicit phrasings below, never from retrieved or GitHub text.
+same grammar the server's intent policy reads (bot/chat/phrasing.py), never from retrieved
+or GitHub text; a question is answered, never turned into a proposal.
 """
 
 from __future__ import annotations
@@ -12,24 +13,20 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
+from bot.chat.grounding import NOTHING_ANSWERS
+from bot.chat.phrasing import filing_request, memory_request
 from bot.chat.titles import issue_title
 from bot.chat.trailer import Intent, Trailer, render_trailer
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking, Usage
 
-_FILE_WORK = re.compile(
-    r"^\s*(?:please\s+)?(?:file|open|create)\s+(?:an?\s+)?(?:new\s+)?(?:issue|task|work)"
-    r"(?:\s+(?:for|to|about|:))?\s*(?P<what>.+)$",
-    re.IGNORECASE | re.DOTALL,
-)
-_REMEMBER = re.compile(
-    r"^\s*(?:please\s+)?remember(?:\s+that)?[:\s]+(?P<what>.+)$", re.IGNORECASE | re.DOTALL
-)
 _DECIDE = re.compile(
     r"^\s*(?:please\s+)?(?:draft|write|make)\s+(?:a\s+|the\s+)?decision"
     r"(?:\s*(?:for|on|about|that|:))?\s*(?P<what>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
-_PROPOSE = re.compile(r"\b(?:should we|what should|next step|propose)\b", re.IGNORECASE)
+# A request that names no subject of its own ("file an issue for it", "remember this"):
+# the title comes from the whole message instead.
+_PRONOUNS = frozenset({"", "it", "this", "that", "them", "one"})
 NO_MODEL_NOTE = (
     "No model is configured (offline runtime), "
     "so this answer is assembled from what this turn was given."
@@ -66,12 +63,12 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
     lines: list[str] = []
     trailer = Trailer()
 
-    if match := _FILE_WORK.match(message):
-        title = _title(match.group("what"))
+    if (work := filing_request(message)) is not None:
+        title = _title(work if work.lower() not in _PRONOUNS else message)
         lines.append(f"Filing an issue: **{title}**.")
         trailer = Trailer(intent=Intent.FILE_WORK, title=title, body=_body(message, facts.focus))
-    elif match := _REMEMBER.match(message):
-        fact = match.group("what").strip()
+    elif (fact := memory_request(message)) is not None:
+        fact = fact if fact.lower() not in _PRONOUNS else message
         title = _title(f"Remember: {fact}")
         lines.append(f"I will file this as committed memory: {fact}")
         trailer = Trailer(intent=Intent.FILE_MEMORY, title=title, body=fact)
@@ -95,6 +92,10 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
         lines.append(f"Committed memory `{memory.get('path')}`: {_preview(memory.get('text', ''))}")
     if not facts.retrieval_available:
         lines.append("Session memory was unavailable for this turn.")
+    elif facts.hits and not facts.recency_fallback and not facts.memory_answers:
+        lines.append("Closest in session memory, not an answer:")
+        for hit in facts.hits[:3]:
+            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
     elif facts.hits and not facts.recency_fallback:
         lines.append("From session memory:")
         for hit in facts.hits[:5]:
@@ -105,12 +106,8 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
             lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
     else:
         lines.append("Session memory has nothing on this yet.")
-    if trailer.intent is Intent.ANSWER and _PROPOSE.search(message) and facts.hits:
-        trailer = Trailer(
-            intent=Intent.PROPOSE_WORK,
-            title=_title(f"Follow up: {message}"),
-            body=_body(message, facts.focus),
-        )
+    if trailer.intent is Intent.ANSWER and facts.retrieval_available and not facts.memory_answers:
+        lines.insert(0, f"{NOTHING_ANSWERS}.")  # said first, before anything else
     return "\n".join(lines), trailer
 
 

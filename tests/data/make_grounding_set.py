@@ -19,6 +19,17 @@ words aside), so only stemming, identifier parts, links or expansion can find it
 for "deploys"); twenty-five (`bridge: synonym`) share nothing at all: only related-term
 expansion bridges those. Twenty of them (and five no-answer questions) were written before
 that expansion existed and held out from its writing. All are in the paraphrase figure.
+
+    .venv/bin/python tests/data/make_grounding_set.py heron  # the second set
+
+The second set (grounding_history_heron.py -> grounding_set_heron.json) is another domain,
+written by the grounding helper on 2026-12-05 before any change of that session: all of it
+is evaluation, nothing is tuned on it.
+
+The split (SPLIT below): the first set's questions are cut into a tuning part and a frozen
+evaluation part by a rule of their text alone, stated in the JSON. No table entry, constant
+or rule of memory/ or bot/chat/retrieval.py may be changed after reading the frozen part's
+per-question results; only aggregate figures of it are printed (tests, bench).
 """
 
 from __future__ import annotations
@@ -32,10 +43,30 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import grounding_history as history
+import grounding_history
+import grounding_history_heron
 
-OUT = Path(__file__).parent / "grounding_set.json"
-KINDS = ("lookup", "status", "why", "cross-session", "focus", "no-answer", "injection")
+SETS = {
+    "tallyho": (grounding_history, Path(__file__).parent / "grounding_set.json"),
+    "heron": (grounding_history_heron, Path(__file__).parent / "grounding_set_heron.json"),
+}
+KINDS = ("lookup", "status", "why", "cross-session", "focus", "no-answer", "injection", "probe")
+TUNING, FROZEN = "tuning", "frozen"
+SPLIT = {
+    "rule": (
+        "sha256('grounding-split:' + question text), first 8 hex digits as an integer: odd is"
+        " frozen (evaluation), even is tuning"
+    ),
+    "provenance": (
+        "split by the grounding helper, 2026-12-05, before any change of this session;"
+        " questions and chunks written earlier by the set's author (issue 16), who also wrote"
+        " memory/related.py's table after reading the set's missed paraphrases"
+    ),
+}
+HERON_PROVENANCE = (
+    "written by the grounding helper, 2026-12-05, before any change of this session and"
+    " before any retrieval ran on it; all of it is evaluation (frozen)"
+)
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
@@ -48,7 +79,14 @@ def _uuid(key: str) -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-def render() -> dict[str, Any]:
+def part(question: str) -> str:
+    """The split's rule (SPLIT): a question's part from its text alone."""
+    digest = hashlib.sha256(f"grounding-split:{question}".encode()).hexdigest()
+    return FROZEN if int(digest[:8], 16) % 2 else TUNING
+
+
+def render(name: str = "tallyho") -> dict[str, Any]:
+    history = SETS[name][0]
     chunks: list[dict[str, Any]] = []
 
     def add(key: str, source: str, text: str, **extra: Any) -> None:
@@ -112,12 +150,17 @@ def render() -> dict[str, Any]:
             "focus": q.focus,
             "paraphrase": q.paraphrase,
             "bridge": q.bridge if q.paraphrase else None,
+            "part": part(q.text) if name == "tallyho" else FROZEN,
         }
         for q in history.QUESTIONS
     ]
+    about = (history.__doc__ or "").split("\n\n")[0] if name != "tallyho" else None
     return {
-        "about": __doc__.split("\n\n")[0] if __doc__ else "",
+        "about": about or (__doc__.split("\n\n")[0] if __doc__ else ""),
         "repo_placeholder": history.REPO,
+        "split": SPLIT
+        if name == "tallyho"
+        else {"rule": "all frozen", "provenance": HERON_PROVENANCE},
         "chunks": chunks,
         "questions": questions,
     }
@@ -154,20 +197,22 @@ def check(data: dict[str, Any]) -> list[str]:
 
 
 def main() -> int:
-    data = render()
+    name = sys.argv[1] if len(sys.argv) > 1 else "tallyho"
+    data = render(name)
     problems = check(data)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
         return 1
-    OUT.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    out = SETS[name][1]
+    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     kinds: dict[str, int] = {}
     for q in data["questions"]:
         kinds[q["kind"]] = kinds.get(q["kind"], 0) + 1
     paraphrases = sum(q["paraphrase"] for q in data["questions"])
     print(
         f"{len(data['chunks'])} chunks, {len(data['questions'])} questions {kinds},"
-        f" {paraphrases} paraphrases -> {OUT.name}"
+        f" {paraphrases} paraphrases -> {out.name}"
     )
     return 0
 

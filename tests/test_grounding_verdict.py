@@ -1,0 +1,136 @@
+"""The answerability verdict (issue 31): each turn decides whether session memory answers the
+question; when it does not, the reply says so first, the closest chunks are listed apart as
+"not an answer", the model's prompt gets the same verdict, and the response, the turn's
+metadata and the TUI's `retrieve N hits` row carry it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bot.chat.grounding import NOTHING_ANSWERS
+from bot.config import Settings
+from memory import ChunkIn
+from tests.conftest import ApiClient, read_sse
+from tests.fakes.runtimes import ScriptedRuntime, reply
+from tui_client.transcript import hits_title
+
+REPO = "steelframe-dev/sandbox"
+CHUNKS = [
+    ChunkIn(
+        "#12 close_day job double-posts fees when it is retried\n\nThe nightly close_day RQ"
+        " job posts card fees to the ledger; a retry after a timeout posts them again.",
+        "issue",
+        REPO,
+        issue=12,
+    ),
+    ChunkIn(
+        "@dana on #12:\nKey the fee posting on tenant and business date with a unique"
+        " constraint instead of raising the job timeout.",
+        "comment",
+        REPO,
+        issue=12,
+    ),
+    ChunkIn(
+        "PR #31 close_day: idempotent fee posting\n\nPosts fees with ON CONFLICT DO NOTHING."
+        " Fixes #12",
+        "pull_request",
+        REPO,
+        issue=31,
+    ),
+    ChunkIn(
+        "#14 Trial balance report is slow\n\nThe report scans every journal line; the"
+        " cluster's proxy cuts it at 30 s.",
+        "issue",
+        REPO,
+        issue=14,
+    ),
+    ChunkIn("Deploys run from the release job on the main cluster.", "note", REPO),
+    ChunkIn("The staging database is restored from last night's backup.", "note", REPO),
+]
+NO_ANSWER = "Which Kubernetes version does the Loki logging cluster run?"
+ANSWERABLE = "Why does close_day post the fees twice when it is retried?"
+
+
+async def _api(api_factory: Any, settings: Settings, **overrides: Any) -> ApiClient:
+    api: ApiClient = await api_factory(settings, **overrides)
+    assert api.services.memory is not None
+    api.services.memory.add(CHUNKS)
+    return api
+
+
+async def test_memory_with_no_answer_says_so_first_and_lists_the_closest_apart(
+    api_factory: Any, settings: Settings
+) -> None:
+    api = await _api(api_factory, settings)
+    response = await api.post("/api/operator/chat/stream", json={"message": NO_ANSWER})
+    frames = await read_sse(response)
+    done = frames[-1]["response"]
+    assert done["memory_verdict"] == "nothing"
+    assert done["reply"].startswith(NOTHING_ANSWERS)
+    if done["retrieve_hits"]:
+        assert "Closest in session memory, not an answer:" in done["reply"]
+        assert "From session memory:" not in done["reply"]
+    assert frames[-1]["response"]["history"][-1]["meta"]["memory_verdict"] == "nothing"
+    evidence = done["history"][-1]["meta"]["answerability"]
+    assert evidence["verdict"] == "nothing" and "kubernet" in evidence["missing"]
+
+
+async def test_memory_that_answers_answers(api_factory: Any, settings: Settings) -> None:
+    api = await _api(api_factory, settings)
+    done = await (await api.post("/api/operator/chat", json={"message": ANSWERABLE})).json()
+    assert done["memory_verdict"] == "answers"
+    assert not done["reply"].startswith(NOTHING_ANSWERS)
+    assert "From session memory:" in done["reply"] and "#12" in done["reply"]
+    evidence = done["history"][-1]["meta"]["answerability"]
+    assert evidence["coverage"] >= 0.55 and evidence["verdict"] == "answers"
+
+
+async def test_the_model_gets_the_same_verdict_and_an_honest_reply_needs_no_citation(
+    api_factory: Any, settings: Settings
+) -> None:
+    scripted = ScriptedRuntime(drafts=[reply(f"{NOTHING_ANSWERS}. Nothing about Loki.")])
+    api = await _api(api_factory, settings, runtimes=lambda agent: scripted)
+    done = await (await api.post("/api/operator/chat", json={"message": NO_ANSWER})).json()
+    assert done["memory_verdict"] == "nothing"
+    request = scripted.requests[0]
+    assert request.facts.memory_answers is False
+    assert f"{NOTHING_ANSWERS}:" in request.system
+    assert len(scripted.requests) == 1  # saying memory has nothing is not an uncited draft
+
+
+async def test_a_turn_with_an_answer_tells_the_model_nothing_of_the_kind(
+    api_factory: Any, settings: Settings
+) -> None:
+    scripted = ScriptedRuntime(drafts=[reply("Per #12, a retry posts the fees again.")])
+    api = await _api(api_factory, settings, runtimes=lambda agent: scripted)
+    await api.post("/api/operator/chat", json={"message": ANSWERABLE})
+    request = scripted.requests[0]
+    assert request.facts.memory_answers is True
+    assert NOTHING_ANSWERS not in request.system
+
+
+def test_the_tui_row_says_the_hits_are_the_closest_when_nothing_answers() -> None:
+    assert hits_title(3, 3, "nothing") == (
+        "retrieve 3 hits · nothing answers this: closest, not an answer"
+    )
+    assert hits_title(3, 3, "answers") == "retrieve 3 hits"
+    assert hits_title(0, 2, "nothing").startswith("retrieve 0 hits · (no semantic hits)")
+
+
+async def test_a_verdict_that_cannot_be_reached_never_fails_the_turn(
+    api_factory: Any, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = await _api(api_factory, settings)
+    assert api.services.memory is not None
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(api.services.memory, "coverage", broken)
+    response = await api.post("/api/operator/chat", json={"message": ANSWERABLE})
+    assert response.status == 200
+    done = await response.json()
+    assert done["memory_verdict"] == "unavailable" and done["retrieve_hits"] >= 1
+    assert not done["reply"].startswith(NOTHING_ANSWERS)
