@@ -28,12 +28,14 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.lifecycle.pull_end import end_pull, parse_pull_closed
 from bot.lifecycle.service import IssueEvent
 from webhooks.routing import WebhookContext, handles
 
 router = Router()
 log = logging.getLogger("steelframe.webhooks")
 ISSUE_NEEDS: dict[str, type] = {"repository.full_name": str, "issue.number": int}
+PULL_NEEDS: dict[str, type] = {"repository.full_name": str, "pull_request.number": int}
 COMMENT_NEEDS: dict[str, type] = {
     **ISSUE_NEEDS,
     "comment.id": int,
@@ -83,6 +85,14 @@ async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
         log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
 
 
+async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request` closed: a task's pull request merged -> `merged`, else `closed`."""
+    closed = parse_pull_closed(event.data)
+    by_app = ctx.github is not None and await ctx.github.is_app_login(closed.author)
+    await end_pull(ctx.db, ctx.github, closed, opened_by_app=by_app, clock=ctx.clock)
+
+
 for _action in ("opened", "labeled", "reopened", "edited"):
     handles(router, "issues", action=_action, needs=ISSUE_NEEDS)(on_pickup_label)
 handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)
+handles(router, "pull_request", action="closed", needs=PULL_NEEDS)(on_pull_closed)

@@ -29,6 +29,7 @@ class EventKind(StrEnum):
     NOTE = "note"
     ISSUE_PINNED = "issue_pinned"
     EDIT_IGNORED = "edit_ignored"
+    PULL_END_IGNORED = "pull_end_ignored"
 
 
 class Task(Base):

@@ -29,7 +29,7 @@ from bot.lifecycle.outcomes import Change, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.states import FINISHED, LIVE, IllegalTransition, TaskState
+from bot.lifecycle.states import FINAL, FINISHED, LIVE, IllegalTransition, TaskState
 
 log = logging.getLogger(__name__)
 # GitHub's legacy permission field folds `maintain` into `write`.
@@ -220,7 +220,7 @@ class TaskService:
                 detail=f"results go to chat session {wanted.origin}",
                 clock=self.clock,
             )
-        if task.state in LIVE or task.state == TaskState.DELIVERED:
+        if task.state in LIVE or task.state in FINAL or task.state == TaskState.DELIVERED:
             tasks.record(
                 session,
                 task,
