@@ -84,15 +84,15 @@ def parse_pull_closed(payload: dict[str, Any]) -> PullClosed:
     )
 
 
-def _task_of(session: Session, closed: PullClosed) -> Task | None:
-    """The task whose branch this pull request comes from, in the same repository, and
-    whose recorded pull request (if any) is this one."""
-    if closed.head_repo != closed.repo:
+def task_of_pull(
+    session: Session, repo: str, number: int, head_ref: str, head_repo: str
+) -> Task | None:
+    """The task whose branch pull request `number` comes from, in the same repository,
+    and whose recorded pull request (if any) is this one."""
+    if head_repo != repo:
         return None
-    task = session.scalar(
-        select(Task).where(Task.repo == closed.repo, Task.branch == closed.head_ref)
-    )
-    if task is None or task.pr_number not in (None, closed.number):
+    task = session.scalar(select(Task).where(Task.repo == repo, Task.branch == head_ref))
+    if task is None or task.pr_number not in (None, number):
         return None
     return task
 
@@ -139,7 +139,7 @@ def _not_ours(closed: PullClosed, why: str) -> PullEnd:
 
 
 def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
-    task = _task_of(session, closed)
+    task = task_of_pull(session, closed.repo, closed.number, closed.head_ref, closed.head_repo)
     if task is None:
         record_done(session)
         return PullEnd(EndVerdict.NOT_OURS, f"no task has branch {closed.head_ref!r} here")
