@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.lifecycle.models import ThreadKind, ThreadState
 from bot.lifecycle.reviews import CUT_NOTE, MAX_REVIEW_TEXT, ack_marker, pinned_text
+from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -148,3 +150,34 @@ def test_review_text_over_64_kb_is_cut_with_a_note() -> None:
     cut = pinned_text("é" * MAX_REVIEW_TEXT)
     assert cut.endswith(CUT_NOTE)
     assert len(cut.removesuffix(CUT_NOTE).encode()) <= MAX_REVIEW_TEXT
+
+
+async def test_answering_a_thread_replies_once_and_settles_it_in_the_ledger(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("commit"), database_url=any_db_url)
+    issue, number = await delivered_pull(lc)
+    task_id = lc.task(issue).id
+    first = await _comment(lc, "maintainer", number, "write")
+    second = await _comment(lc, "maintainer", number, "write")
+    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    answers = [
+        ThreadAnswer(ThreadKind.COMMENT, first["id"], ThreadState.ADDRESSED, "Calmer.", head),
+        ThreadAnswer(ThreadKind.COMMENT, second["id"], ThreadState.DECLINED, "The issue asks it."),
+    ]
+    assert await answer_threads(lc.ctx.db, lc.github, task_id, answers) == 2
+    await lc.settle()
+    assert await answer_threads(lc.ctx.db, lc.github, task_id, answers) == 0  # settled
+    replies = [c for c in await lc.github.list_review_comments(lc.repo, number) if c.in_reply_to_id]
+    assert sorted((r.in_reply_to_id, r.body.splitlines()[1]) for r in replies) == sorted(
+        [(first["id"], f"Addressed in {head}."), (second["id"], "Not changed.")]
+    )
+    detail = await _detail(lc, task_id)
+    states = {
+        t["root_id"]: (t["state"], t["commit"], t["reason"]) for t in detail["review_threads"]
+    }
+    assert states == {
+        first["id"]: ("addressed", head, None),
+        second["id"]: ("declined", None, "The issue asks it."),
+    }
+    assert detail["ready_for_review"] is True  # nothing open: the reviewer's turn

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.github.records import Reaction
+from bot.github.records import Reaction, ReviewComment
 
 if TYPE_CHECKING:  # names only: importing memory's index code costs a worker ~1 s at start
     from memory import ChunkIn, Hit
@@ -48,6 +48,12 @@ class GitHubApi(Protocol):
     async def react_to_review_comment(
         self, repo: str, comment_id: int, content: str = "eyes"
     ) -> Reaction: ...
+
+    async def list_review_comments(self, repo: str, number: int) -> list[ReviewComment]: ...
+
+    async def reply_to_review_comment(
+        self, repo: str, number: int, comment_id: int, body: str
+    ) -> ReviewComment: ...
 
     async def request(
         self,
