@@ -15,6 +15,7 @@ from tests.fakes.tui import SIZE, ready, replies, session_titles, status, tui, u
 from tui_client.app import SteelframeApp
 from tui_client.board import board_order, board_summary
 from tui_client.modals import ConfirmScreen
+from tui_client.task_detail import detail_lines
 
 REPO = "octo/widgets"
 
@@ -186,3 +187,19 @@ def test_merged_and_closed_tasks_sort_after_delivered_and_are_counted() -> None:
     ]
     assert [t["state"] for t in board_order(tasks)] == ["delivered", "merged", "closed"]
     assert board_summary(tasks) == "Board · delivered 1 · merged 1 · closed 1"
+
+
+def test_the_task_detail_lists_review_threads_and_whether_the_task_is_ready() -> None:
+    detail = {
+        "issue": 4,
+        "state": "delivered",
+        "ready_for_review": False,
+        "review_threads": [
+            {"path": "a.py", "line": 3, "author": "ann", "state": "open"},
+            {"path": None, "author": "bo", "state": "addressed", "commit": "abc123"},
+        ],
+    }
+    lines = detail_lines(detail)
+    start = lines.index("Review threads (not ready for review):")
+    assert lines[start + 1 : start + 3] == ["  open a.py:3 @ann", "  addressed review @bo abc123"]
+    assert not any("Review threads" in line for line in detail_lines({"issue": 4}))

@@ -43,6 +43,20 @@ def dollars(usd: float) -> str:
     return "<$0.01" if usd < 0.01 else f"${usd:.2f}"
 
 
+def thread_lines(detail: dict[str, Any]) -> list[str]:
+    """The review thread ledger: what is open, what was addressed (commit) or declined."""
+    threads = list(detail.get("review_threads") or [])
+    if not threads:
+        return []
+    ready = "ready for review" if detail.get("ready_for_review") else "not ready for review"
+    lines = ["", f"Review threads ({ready}):"]
+    for thread in threads:
+        where = f"{thread.get('path')}:{thread.get('line')}" if thread.get("path") else "review"
+        note = str(thread.get("commit") or thread.get("reason") or "")[:60]
+        lines.append(f"  {thread.get('state')} {where} @{thread.get('author')} {note}".rstrip())
+    return lines
+
+
 def detail_lines(detail: dict[str, Any]) -> list[str]:
     usage = detail.get("usage") or {}
     lines = [
@@ -52,6 +66,7 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
         f"Attempts {detail.get('attempts', 0)} · tokens {usage.get('tokens', 0)} · "
         f"cost {dollars(float(usage.get('cost_usd') or 0)) or '$0.00'} · "
         f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",
+        *thread_lines(detail),
         "",
         "Events:",
     ]

@@ -37,7 +37,13 @@ router = Router()
 log = logging.getLogger("steelframe.webhooks")
 ISSUE_NEEDS: dict[str, type] = {"repository.full_name": str, "issue.number": int}
 PULL_NEEDS: dict[str, type] = {"repository.full_name": str, "pull_request.number": int}
-REVIEW_COMMENT_NEEDS: dict[str, type] = {**PULL_NEEDS, "comment.id": int, "comment.body": str}
+REVIEW_COMMENT_NEEDS: dict[str, type] = {
+    **PULL_NEEDS,
+    "comment.id": int,
+    "comment.body": str,
+    "comment.path": str,
+    "comment.commit_id": str,
+}
 REVIEW_NEEDS: dict[str, type] = {**PULL_NEEDS, "review.id": int, "review.state": str}
 COMMENT_NEEDS: dict[str, type] = {
     **ISSUE_NEEDS,
