@@ -348,6 +348,24 @@ def _task_schemas() -> dict[str, Any]:
                     ]
                 },
                 "events": {"type": "array", "items": ref("TaskEvent")},
+                "review_threads": {"type": "array", "items": ref("ReviewThread")},
+                "ready_for_review": {"type": "boolean"},
+            }
+        ),
+        "ReviewThread": exact(
+            {
+                "kind": {"enum": ["comment", "review"]},
+                "root_id": {"type": "integer"},
+                "pr_number": {"type": "integer"},
+                "path": NULLABLE_STR,
+                "line": NULLABLE_INT,
+                "author": {"type": "string"},
+                "state": {"enum": ["open", "addressed", "declined", "needs_operator"]},
+                "commit": NULLABLE_STR,
+                "reason": NULLABLE_STR,
+                "url": NULLABLE_STR,
+                "created_at": {"type": "string"},
+                "updated_at": {"type": "string"},
             }
         ),
     }

@@ -34,7 +34,13 @@ def test_manifest_names_the_webhook_path_events_and_permissions() -> None:
     assert app["name"] == "Steelframe"
     hook = app["hook_attributes"]
     assert isinstance(hook, dict) and hook["url"].endswith("/api/github/webhooks")
-    assert app["default_events"] == ["issues", "issue_comment", "pull_request"]
+    assert app["default_events"] == [
+        "issues",
+        "issue_comment",
+        "pull_request",
+        "pull_request_review",
+        "pull_request_review_comment",
+    ]
     assert app["default_permissions"] == {
         "issues": "write",
         "pull_requests": "write",

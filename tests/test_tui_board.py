@@ -13,7 +13,9 @@ from bot.lifecycle.tasks import new_task, transition
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import SIZE, ready, replies, session_titles, status, tui, until
 from tui_client.app import SteelframeApp
+from tui_client.board import board_order, board_summary
 from tui_client.modals import ConfirmScreen
+from tui_client.task_detail import detail_lines
 
 REPO = "octo/widgets"
 
@@ -175,3 +177,29 @@ async def test_the_board_warns_when_coding_runs_are_not_isolated(
         await open_board(pilot, app)
         line = str(app.board.query_one("#board-status").render())
         assert "WARNING" in line and "without isolation" in line
+
+
+def test_merged_and_closed_tasks_sort_after_delivered_and_are_counted() -> None:
+    tasks = [
+        {"issue": 1, "state": "closed"},
+        {"issue": 2, "state": "merged"},
+        {"issue": 3, "state": "delivered"},
+    ]
+    assert [t["state"] for t in board_order(tasks)] == ["delivered", "merged", "closed"]
+    assert board_summary(tasks) == "Board · delivered 1 · merged 1 · closed 1"
+
+
+def test_the_task_detail_lists_review_threads_and_whether_the_task_is_ready() -> None:
+    detail = {
+        "issue": 4,
+        "state": "delivered",
+        "ready_for_review": False,
+        "review_threads": [
+            {"path": "a.py", "line": 3, "author": "ann", "state": "open"},
+            {"path": None, "author": "bo", "state": "addressed", "commit": "abc123"},
+        ],
+    }
+    lines = detail_lines(detail)
+    start = lines.index("Review threads (not ready for review):")
+    assert lines[start + 1 : start + 3] == ["  open a.py:3 @ann", "  addressed review @bo abc123"]
+    assert not any("Review threads" in line for line in detail_lines({"issue": 4}))

@@ -23,7 +23,16 @@ from tui_client.modals import ConfirmScreen, LogScreen, log_text
 from tui_client.task_detail import TaskDetailScreen, dollars
 
 # Live work first, then what needs the operator, then history.
-STATE_ORDER = ("running", "waiting_for_info", "queued", "failed", "delivered", "terminated")
+STATE_ORDER = (
+    "running",
+    "waiting_for_info",
+    "queued",
+    "failed",
+    "delivered",
+    "merged",
+    "closed",
+    "terminated",
+)
 # (label, width): all five fit an 80-column terminal with the table's cell padding.
 COLUMNS = (
     ("Issue", 6),

@@ -58,6 +58,20 @@ def blocked_lines(detail: dict[str, Any]) -> list[str]:
     return lines
 
 
+def thread_lines(detail: dict[str, Any]) -> list[str]:
+    """The review thread ledger: what is open, what was addressed (commit) or declined."""
+    threads = list(detail.get("review_threads") or [])
+    if not threads:
+        return []
+    ready = "ready for review" if detail.get("ready_for_review") else "not ready for review"
+    lines = ["", f"Review threads ({ready}):"]
+    for thread in threads:
+        where = f"{thread.get('path')}:{thread.get('line')}" if thread.get("path") else "review"
+        note = str(thread.get("commit") or thread.get("reason") or "")[:60]
+        lines.append(f"  {thread.get('state')} {where} @{thread.get('author')} {note}".rstrip())
+    return lines
+
+
 def detail_lines(detail: dict[str, Any]) -> list[str]:
     usage = detail.get("usage") or {}
     lines = [
@@ -68,6 +82,7 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
         f"cost {dollars(float(usage.get('cost_usd') or 0)) or '$0.00'} · "
         f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",
         *blocked_lines(detail),
+        *thread_lines(detail),
         "",
         "Events:",
     ]

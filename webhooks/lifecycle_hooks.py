@@ -28,12 +28,23 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.lifecycle.pull_end import end_pull, parse_pull_closed
+from bot.lifecycle.reviews import ReviewIntake
 from bot.lifecycle.service import IssueEvent
 from webhooks.routing import WebhookContext, handles
 
 router = Router()
 log = logging.getLogger("steelframe.webhooks")
 ISSUE_NEEDS: dict[str, type] = {"repository.full_name": str, "issue.number": int}
+PULL_NEEDS: dict[str, type] = {"repository.full_name": str, "pull_request.number": int}
+REVIEW_COMMENT_NEEDS: dict[str, type] = {
+    **PULL_NEEDS,
+    "comment.id": int,
+    "comment.body": str,
+    "comment.path": str,
+    "comment.commit_id": str,
+}
+REVIEW_NEEDS: dict[str, type] = {**PULL_NEEDS, "review.id": int, "review.state": str}
 COMMENT_NEEDS: dict[str, type] = {
     **ISSUE_NEEDS,
     "comment.id": int,
@@ -83,6 +94,33 @@ async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
         log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
 
 
+async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request` closed: a task's pull request merged -> `merged`, else `closed`."""
+    closed = parse_pull_closed(event.data)
+    by_app = ctx.github is not None and await ctx.github.is_app_login(closed.author)
+    await end_pull(ctx.db, ctx.github, closed, opened_by_app=by_app, clock=ctx.clock)
+
+
+async def on_review_comment(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request_review_comment` created on a task's pull request: `eyes` at once and
+    the thread in the ledger, if a person with write access wrote it."""
+    intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
+    result = await intake.on_review_comment(event.data)
+    log.debug("review comment [%s]: %s", event.delivery_id, result.reason)
+
+
+async def on_review_submitted(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request_review` submitted with text: acknowledged, recorded in the ledger."""
+    intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
+    result = await intake.on_review(event.data)
+    log.debug("review [%s]: %s", event.delivery_id, result.reason)
+
+
 for _action in ("opened", "labeled", "reopened", "edited"):
     handles(router, "issues", action=_action, needs=ISSUE_NEEDS)(on_pickup_label)
 handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)
+handles(router, "pull_request", action="closed", needs=PULL_NEEDS)(on_pull_closed)
+handles(router, "pull_request_review_comment", action="created", needs=REVIEW_COMMENT_NEEDS)(
+    on_review_comment
+)
+handles(router, "pull_request_review", action="submitted", needs=REVIEW_NEEDS)(on_review_submitted)

@@ -29,6 +29,7 @@ class EventKind(StrEnum):
     NOTE = "note"
     ISSUE_PINNED = "issue_pinned"
     EDIT_IGNORED = "edit_ignored"
+    PULL_END_IGNORED = "pull_end_ignored"
 
 
 class Task(Base):
@@ -176,4 +177,57 @@ class TaskLog(Base):
     holder: Mapped[str] = mapped_column(String(200))
     status: Mapped[str] = mapped_column(String(20))
     text: Mapped[str] = mapped_column(Text)
+    at: Mapped[datetime]
+
+
+class ThreadState(StrEnum):
+    OPEN = "open"
+    ADDRESSED = "addressed"
+    DECLINED = "declined"
+    NEEDS_OPERATOR = "needs_operator"
+
+
+class ThreadKind(StrEnum):
+    COMMENT = "comment"  # a thread of review comments on a line; root: its first comment
+    REVIEW = "review"  # a submitted review's own text; root: the review
+
+
+class ReviewThread(Base):
+    """The thread ledger: every review thread on a task's pull request and where it stands
+    (docs/api.md, "Review threads"). `text` is the root's text as it was recorded (cut at
+    bot.lifecycle.reviews.MAX_REVIEW_TEXT with a note), untrusted."""
+
+    __tablename__ = "review_threads"
+    __table_args__ = (
+        UniqueConstraint("task_id", "kind", "root_id", name="uq_review_threads_root"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))
+    root_id: Mapped[int] = mapped_column(BigInteger)
+    pr_number: Mapped[int]
+    path: Mapped[str | None] = mapped_column(Text)
+    line: Mapped[int | None]
+    author: Mapped[str] = mapped_column(String(100))
+    state: Mapped[str] = mapped_column(String(20), default=ThreadState.OPEN)
+    commit: Mapped[str | None] = mapped_column(String(64))
+    reason: Mapped[str | None] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text, default="")
+    url: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class ReviewAck(Base):
+    """A review comment or review Steelframe acknowledged (its `eyes` reaction, or for a
+    review's own text the acknowledging comment): written after GitHub answered, so a
+    redelivery finds it and makes no call at all."""
+
+    __tablename__ = "review_acks"
+
+    kind: Mapped[str] = mapped_column(String(20), primary_key=True)
+    github_id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=False)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    answer_id: Mapped[int | None] = mapped_column(BigInteger)  # the reaction or the comment
     at: Mapped[datetime]

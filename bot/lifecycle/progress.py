@@ -35,6 +35,8 @@ class Phase(StrEnum):
     DELIVERED = "delivered"
     FAILED = "failed"
     TERMINATED = "terminated"
+    MERGED = "merged"
+    CLOSED = "closed without merge"
 
 
 PHASE_FOR_STATE = {
@@ -44,6 +46,8 @@ PHASE_FOR_STATE = {
     TaskState.DELIVERED: Phase.DELIVERED,
     TaskState.FAILED: Phase.FAILED,
     TaskState.TERMINATED: Phase.TERMINATED,
+    TaskState.MERGED: Phase.MERGED,
+    TaskState.CLOSED: Phase.CLOSED,
 }
 ORDER = [Phase.PICKED_UP, Phase.RUNNING, Phase.QUESTION, Phase.DELIVERED]
 
@@ -65,12 +69,14 @@ def progress_body(task: Task, phase: Phase, note: str = "") -> str:
     lines = [progress_marker(task.id), f"**Steelframe** is working on this issue (task {task.id})."]
     lines.append("")
     reached = ORDER.index(phase) if phase in ORDER else ORDER.index(Phase.RUNNING)
+    if phase in (Phase.MERGED, Phase.CLOSED):  # the pull request's end, after delivery
+        reached = ORDER.index(Phase.DELIVERED)
     for index, step in enumerate(ORDER):
         if step == Phase.QUESTION and phase != Phase.QUESTION:
             continue
         mark = "x" if index <= reached else " "
         lines.append(f"- [{mark}] {step}")
-    if phase in (Phase.FAILED, Phase.TERMINATED, Phase.RETRYING):
+    if phase in (Phase.FAILED, Phase.TERMINATED, Phase.RETRYING, Phase.MERGED, Phase.CLOSED):
         lines.append(f"- [x] {phase}")
     lines.append("")
     lines.append(f"State: `{task.state}` · attempt {task.attempts}")

@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from bot.github.records import Reaction, ReviewComment
+
 if TYPE_CHECKING:  # names only: importing memory's index code costs a worker ~1 s at start
     from memory import ChunkIn, Hit
 
@@ -42,6 +44,16 @@ class GitHubApi(Protocol):
     async def scoped_token(self, repo: str, permissions: dict[str, str]) -> str: ...
 
     async def is_app_login(self, login: str) -> bool: ...
+
+    async def react_to_review_comment(
+        self, repo: str, comment_id: int, content: str = "eyes"
+    ) -> Reaction: ...
+
+    async def list_review_comments(self, repo: str, number: int) -> list[ReviewComment]: ...
+
+    async def reply_to_review_comment(
+        self, repo: str, number: int, comment_id: int, body: str
+    ) -> ReviewComment: ...
 
     async def request(
         self,

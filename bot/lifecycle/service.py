@@ -23,17 +23,16 @@ from bot.decisions import DECISION_MARKER, decision_text
 from bot.errors import BadRequest, Conflict
 from bot.handler_runs import record_done
 from bot.lifecycle import progress, tasks, termination
+from bot.lifecycle.access import may_act
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import Change, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.states import FINISHED, LIVE, IllegalTransition, TaskState
+from bot.lifecycle.states import FINAL, FINISHED, LIVE, IllegalTransition, TaskState
 
 log = logging.getLogger(__name__)
-# GitHub's legacy permission field folds `maintain` into `write`.
-WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 PICKUP_ROUNDS = 5
 MAX_BOARD = 1000
 
@@ -220,7 +219,7 @@ class TaskService:
                 detail=f"results go to chat session {wanted.origin}",
                 clock=self.clock,
             )
-        if task.state in LIVE or task.state == TaskState.DELIVERED:
+        if task.state in LIVE or task.state in FINAL or task.state == TaskState.DELIVERED:
             tasks.record(
                 session,
                 task,
@@ -463,17 +462,7 @@ class TaskService:
         return await self._may_act(repo, author, "a Decision")
 
     async def _may_act(self, repo: str, login: str, what: str) -> tuple[bool, str]:
-        """Whether `login` is the App or has write access on `repo`, and why (or why not)."""
-        if self.github is None:
-            return False, "GitHub is not configured, so the author's access cannot be checked"
-        if not login:
-            return False, f"the sender is unknown; {what} needs write access"
-        if await self.github.is_app_login(login):
-            return True, "the App"
-        permission = await self.github.collaborator_permission(repo, login)
-        if permission in WRITE_PERMISSIONS:
-            return True, permission
-        return False, f"{login} has {permission} access; {what} needs write access"
+        return await may_act(self.github, repo, login, what)
 
     async def _decision_ignored(
         self, task: Task, author: str, comment_id: int, why: str

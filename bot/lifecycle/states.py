@@ -17,11 +17,18 @@ class TaskState(StrEnum):
     DELIVERED = "delivered"
     FAILED = "failed"
     TERMINATED = "terminated"
+    # Final: the task's pull request was merged, or closed without a merge (docs/lifecycle.md).
+    MERGED = "merged"
+    CLOSED = "closed"
 
 
 # A run may be in flight (or about to be) only in these states; a second pickup does nothing.
 LIVE = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.WAITING_FOR_INFO})
-FINISHED = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.TERMINATED})
+# Nothing moves a task out of these: its pull request is merged or closed.
+FINAL = frozenset({TaskState.MERGED, TaskState.CLOSED})
+FINISHED = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.TERMINATED, *FINAL})
+# A pull request's end reaches a task only in these states (a live run finishes first).
+PULL_ENDABLE = frozenset({TaskState.DELIVERED, TaskState.FAILED})
 # Results that reach the chat session a task was filed from (spec: background results).
 CHAT_RESULTS = frozenset({TaskState.DELIVERED, TaskState.WAITING_FOR_INFO, TaskState.FAILED})
 
@@ -40,9 +47,13 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     ),
     TaskState.WAITING_FOR_INFO: frozenset({TaskState.RUNNING, TaskState.TERMINATED}),
     # A failed task whose pull request turns out to exist was delivered after all.
-    TaskState.FAILED: frozenset({TaskState.QUEUED, TaskState.DELIVERED}),
+    TaskState.FAILED: frozenset(
+        {TaskState.QUEUED, TaskState.DELIVERED, TaskState.MERGED, TaskState.CLOSED}
+    ),
     TaskState.TERMINATED: frozenset({TaskState.QUEUED}),
-    TaskState.DELIVERED: frozenset(),
+    TaskState.DELIVERED: frozenset({TaskState.MERGED, TaskState.CLOSED}),
+    TaskState.MERGED: frozenset(),
+    TaskState.CLOSED: frozenset(),
 }
 
 
@@ -55,6 +66,8 @@ class StateLabel(StrEnum):
     DELIVERED = "steelframe:delivered"
     FAILED = "steelframe:failed"
     TERMINATED = "steelframe:terminated"
+    MERGED = "steelframe:merged"
+    CLOSED = "steelframe:closed"
 
 
 LABEL_FOR_STATE: dict[TaskState, StateLabel] = {
@@ -64,6 +77,8 @@ LABEL_FOR_STATE: dict[TaskState, StateLabel] = {
     TaskState.DELIVERED: StateLabel.DELIVERED,
     TaskState.FAILED: StateLabel.FAILED,
     TaskState.TERMINATED: StateLabel.TERMINATED,
+    TaskState.MERGED: StateLabel.MERGED,
+    TaskState.CLOSED: StateLabel.CLOSED,
 }
 
 

@@ -18,6 +18,7 @@ from bot.clock import Clock, utcnow
 from bot.errors import Conflict, NotFound
 from bot.lifecycle import egress_blocked
 from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease, TaskLog
+from bot.lifecycle.review_ledger import ready_for_review, review_threads, thread_json
 from bot.lifecycle.states import IllegalTransition, TaskState, check_transition
 
 MAX_TITLE = 300
@@ -286,6 +287,7 @@ def task_detail(session: Session, task_id: int) -> dict[str, Any]:
     task = get_task(session, task_id)
     log = events(session, task_id)
     lease = session.get(TaskLease, task_id)
+    ledger = review_threads(session, task_id)
     return {
         **task_json(task, log[-1] if log else None),
         "origin_session": task.origin_session,
@@ -313,6 +315,8 @@ def task_detail(session: Session, task_id: int) -> dict[str, Any]:
             "expires_at": _iso(lease.expires_at),
         },
         "events": [event_json(e) for e in log],
+        "review_threads": [thread_json(thread) for thread in ledger],
+        "ready_for_review": ready_for_review(task, ledger),
     }
 
 

@@ -11,6 +11,8 @@ export const STATES = [
   ["delivered", "Delivered"],
   ["failed", "Failed"],
   ["terminated", "Terminated"],
+  ["merged", "Merged"],
+  ["closed", "Closed"],
   ["archived", "Archived"],
 ];
 const LIVE = new Set(["queued", "running", "waiting_for_info"]);

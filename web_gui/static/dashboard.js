@@ -9,10 +9,11 @@ export class Dashboard {
 
   render(tasks) {
     const live = tasks.filter((t) => !t.archived);
-    this.fill("#dash-delivered", live.filter((t) => t.state === "delivered"), "No pull requests delivered yet.", (t) =>
+    this.fill("#dash-delivered", live.filter((t) => ["delivered", "merged"].includes(t.state)), "No pull requests delivered yet.", (t) =>
       h("li", { class: "row" },
         h("button", { class: "row-focus", text: `#${t.issue} ${t.title || ""}`, title: "Focus this issue in Chat", onclick: () => this.focus(t.issue) }),
         t.pr_url ? externalLink(t.pr_url, "pull request") : null,
+        t.state === "merged" ? h("span", { class: "badge merged", text: "merged" }) : null,
         h("span", { class: "age", text: ago(t.updated_at) })));
     this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) =>
       h("li", { class: "row" },

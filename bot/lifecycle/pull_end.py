@@ -1,0 +1,220 @@
+"""The end of a task's pull request: merged -> `merged`, closed without a merge -> `closed`.
+
+Both states are final (bot.lifecycle.states.FINAL). The `pull_request` `closed` webhook
+drives it (webhooks.lifecycle_hooks); the state change, its memory record (the merged
+outcome with the pull request and the task's Decisions) and the webhook handler's "done"
+record commit in one transaction, then labels and the sticky comment follow (idempotent,
+repaired by the reconciler). A redelivery finds the task already final and changes nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.handler_runs import record_done
+from bot.lifecycle import tasks
+from bot.lifecycle.models import EventKind, Task, TaskEvent
+from bot.lifecycle.outcomes import Change, publish
+from bot.lifecycle.progress import PHASE_FOR_STATE
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import FINAL, PULL_ENDABLE, TaskState
+from memory import ChunkIn, ChunkSource, add_chunk
+
+log = logging.getLogger(__name__)
+MAX_DECISIONS_IN_MEMORY = 20
+MAX_MEMORY_TEXT = 8000
+
+
+@dataclass(frozen=True)
+class PullClosed:
+    """A `pull_request` `closed` event as the lifecycle reads it."""
+
+    repo: str
+    number: int
+    title: str
+    url: str
+    head_ref: str
+    head_repo: str  # the head branch's repository: a fork's branch is never a task's
+    author: str  # who opened the pull request
+    merged: bool
+    closed_by: str
+    merge_commit: str | None = None
+
+
+class EndVerdict(StrEnum):
+    ENDED = "ended"
+    ALREADY = "already final"
+    NOT_OURS = "not a Steelframe pull request"
+    IGNORED = "ignored"
+
+
+@dataclass(frozen=True)
+class PullEnd:
+    verdict: EndVerdict
+    reason: str
+    task_id: int | None = None
+    state: TaskState | None = None
+
+
+def parse_pull_closed(payload: dict[str, Any]) -> PullClosed:
+    """The parts of a `pull_request` payload read here (number and repository were checked
+    before the handler ran); missing optional fields read as empty."""
+    pull = payload.get("pull_request") or {}
+    head = pull.get("head") or {}
+    head_repo = head.get("repo") or {}
+    return PullClosed(
+        repo=str(payload["repository"]["full_name"]),
+        number=int(pull["number"]),
+        title=str(pull.get("title") or ""),
+        url=str(pull.get("html_url") or ""),
+        head_ref=str(head.get("ref") or ""),
+        head_repo=str(head_repo.get("full_name") or "") if isinstance(head_repo, dict) else "",
+        author=str((pull.get("user") or {}).get("login") or ""),
+        merged=bool(pull.get("merged")),
+        closed_by=str((payload.get("sender") or {}).get("login") or ""),
+        merge_commit=pull.get("merge_commit_sha") if pull.get("merged") else None,
+    )
+
+
+def task_of_pull(
+    session: Session, repo: str, number: int, head_ref: str, head_repo: str
+) -> Task | None:
+    """The task whose branch pull request `number` comes from, in the same repository,
+    and whose recorded pull request (if any) is this one."""
+    if head_repo != repo:
+        return None
+    task = session.scalar(select(Task).where(Task.repo == repo, Task.branch == head_ref))
+    if task is None or task.pr_number not in (None, number):
+        return None
+    return task
+
+
+async def end_pull(
+    db: Database,
+    github: GitHubApi | None,
+    closed: PullClosed,
+    *,
+    opened_by_app: bool,
+    clock: Clock = utcnow,
+) -> PullEnd:
+    """Move the task of `closed`'s branch to `merged` or `closed` (once), remember the
+    outcome, then show it on the issue. `opened_by_app`: the pull request's author is the
+    App (a person's pull request from a branch named like a task's is not the task's)."""
+    if not opened_by_app:
+        return _not_ours(closed, f"opened by {closed.author or 'unknown'}, not the App")
+    result = await db.run(_end_tx, closed, clock)
+    if result.verdict is EndVerdict.ENDED and result.task_id is not None:
+        state = result.state or TaskState.MERGED
+        event_id = await db.run(_last_event_id, result.task_id)
+        change = Change(result.task_id, state, event_id, PHASE_FOR_STATE[state], result.reason)
+        await publish(db, github, change, create_progress=False, clock=clock)
+    log.info(
+        "lifecycle: %s#%s closed (merged=%s): task %s %s: %s",
+        closed.repo,
+        closed.number,
+        closed.merged,
+        result.task_id,
+        result.verdict,
+        result.reason,
+    )
+    return result
+
+
+def _not_ours(closed: PullClosed, why: str) -> PullEnd:
+    log.info(
+        "lifecycle: %s#%s closed: not a Steelframe pull request (%s)",
+        closed.repo,
+        closed.number,
+        why,
+    )
+    return PullEnd(EndVerdict.NOT_OURS, why)
+
+
+def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
+    task = task_of_pull(session, closed.repo, closed.number, closed.head_ref, closed.head_repo)
+    if task is None:
+        record_done(session)
+        return PullEnd(EndVerdict.NOT_OURS, f"no task has branch {closed.head_ref!r} here")
+    wanted = TaskState.MERGED if closed.merged else TaskState.CLOSED
+    ignored = _why_ignored(task, wanted)
+    if ignored is not None:
+        verdict, why = ignored
+        if verdict is EndVerdict.IGNORED:
+            tasks.record(
+                session,
+                task,
+                EventKind.PULL_END_IGNORED,
+                actor=f"webhook:pull_request.closed:{closed.closed_by}",
+                detail=f"pull request #{closed.number} {wanted}; ignored: {why}",
+                data={"pr_number": closed.number, "merged": closed.merged},
+                clock=clock,
+            )
+        record_done(session)
+        return PullEnd(verdict, why, task.id, TaskState(task.state))
+    by = closed.closed_by or "unknown"
+    ended = "merged" if closed.merged else "closed without a merge"
+    detail = f"pull request #{closed.number} {ended} by {by}"
+    tasks.transition(
+        session,
+        task.id,
+        wanted,
+        actor=f"webhook:pull_request.closed:{by}",
+        detail=detail,
+        data={"pr_number": closed.number, "pr_url": closed.url, "merge": closed.merge_commit},
+        expect=PULL_ENDABLE,
+        changes={"pr_number": closed.number, "pr_url": task.pr_url or closed.url or None},
+        clock=clock,
+    )
+    add_chunk(session, _outcome_chunk(session, task, closed, by), clock=clock)
+    record_done(session)
+    return PullEnd(EndVerdict.ENDED, detail, task.id, wanted)
+
+
+def _why_ignored(task: Task, wanted: TaskState) -> tuple[EndVerdict, str] | None:
+    if task.state in FINAL:
+        return EndVerdict.ALREADY, f"task is already {task.state}"
+    if task.archived:
+        return EndVerdict.IGNORED, "the task is archived"
+    if task.state not in PULL_ENDABLE:
+        return EndVerdict.IGNORED, f"task is {task.state}, not delivered"
+    return None
+
+
+def _outcome_chunk(session: Session, task: Task, closed: PullClosed, by: str) -> ChunkIn:
+    """The outcome as memory keeps it: what happened to the pull request, for which issue,
+    and the Decisions the task ran with (what a later Chat or run should know)."""
+    decisions = list(
+        session.scalars(
+            select(TaskEvent.detail)
+            .where(TaskEvent.task_id == task.id, TaskEvent.kind == EventKind.DECISION)
+            .order_by(TaskEvent.id)
+            .limit(MAX_DECISIONS_IN_MEMORY)
+        )
+    )
+    ended = "was merged" if closed.merged else "was closed without a merge"
+    lines = [
+        f"Pull request #{closed.number} ({closed.title}) for {task.repo}#{task.issue} "
+        f"{ended} by {by} (task {task.id}).",
+        f"Pull request: {closed.url}" if closed.url else "",
+        f"Merge commit: {closed.merge_commit}" if closed.merge_commit else "",
+        *(f"Decision: {text}" for text in decisions),
+    ]
+    return ChunkIn(
+        text="\n".join(line for line in lines if line)[:MAX_MEMORY_TEXT],
+        source=ChunkSource.PULL_REQUEST,
+        repo=task.repo,
+        issue=task.issue,
+        key=f"pull-outcome:{task.repo}#{closed.number}",
+    )
+
+
+def _last_event_id(session: Session, task_id: int) -> int:
+    return int(tasks.events(session, task_id, limit=1)[-1].id)

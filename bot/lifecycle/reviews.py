@@ -1,0 +1,248 @@
+"""Reviews on a task's pull request: acknowledged at once, and every thread in the ledger.
+
+A review comment (`pull_request_review_comment` created) or a submitted review with text
+(`pull_request_review` submitted, changes requested or commented) by a person with write
+access gets Steelframe's `eyes` reaction within seconds of the webhook, and its thread a
+row in `review_threads` (`open`). GitHub has no reactions on a review itself (its REST API
+reacts to issues, issue comments, review comments, commit comments and releases), so a
+review's own text is acknowledged by one short comment on the pull request naming the
+review; the comments of a review arrive as review-comment webhooks and get their reaction
+there. Readers, bots, the App itself, pull requests Steelframe did not open and tasks that
+are terminated, archived, merged or closed: one log line, nothing else.
+
+Idempotent: GitHub answers a repeated reaction with the first one; the acknowledgement is
+recorded (`review_acks`) with the thread and the webhook handler's done-record in one
+transaction after GitHub answered, so a redelivery under any id makes no second call.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.github.records import Review, ReviewComment, record
+from bot.handler_runs import record_done
+from bot.lifecycle.access import may_review
+from bot.lifecycle.models import ReviewAck, ReviewThread, ThreadKind, ThreadState
+from bot.lifecycle.pull_end import task_of_pull
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import FINAL, TaskState
+
+log = logging.getLogger(__name__)
+# Review text kept in the ledger (and later handed to a run) at most; GitHub allows 65,536
+# characters per comment, so this only cuts what something else wrote.
+MAX_REVIEW_TEXT = 64 * 1024
+CUT_NOTE = "\n\n[Steelframe cut this review text at 64 KB; the rest is on GitHub.]"
+# Reviews that ask something of the change (an approval asks nothing).
+ACTIONABLE_REVIEWS = frozenset({"CHANGES_REQUESTED", "COMMENTED"})
+ACK_PREFIX = "<!-- steelframe-review-ack "
+EYES = "eyes"
+
+
+@dataclass(frozen=True)
+class PullOf:
+    """The pull request a review event is about, as the lifecycle reads it."""
+
+    repo: str
+    number: int
+    head_ref: str
+    head_repo: str
+    author: str
+
+
+@dataclass(frozen=True)
+class ReviewPickup:
+    task_id: int | None
+    acknowledged: bool
+    reason: str
+
+
+def pull_of(payload: dict[str, Any]) -> PullOf:
+    pull = payload.get("pull_request") or {}
+    head = pull.get("head") or {}
+    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    return PullOf(
+        repo=str(payload["repository"]["full_name"]),
+        number=int(pull["number"]),
+        head_ref=str(head.get("ref") or ""),
+        head_repo=str((head_repo or {}).get("full_name") or ""),
+        author=str((pull.get("user") or {}).get("login") or ""),
+    )
+
+
+def pinned_text(text: str | None) -> str:
+    """Review text as the ledger keeps it: cut at MAX_REVIEW_TEXT with a note."""
+    text = text or ""
+    if len(text.encode()) <= MAX_REVIEW_TEXT:
+        return text
+    return text.encode()[:MAX_REVIEW_TEXT].decode(errors="ignore") + CUT_NOTE
+
+
+def ack_marker(review_id: int) -> str:
+    return f"{ACK_PREFIX}review={review_id} -->"
+
+
+class ReviewIntake:
+    """What the webhooks do with reviews of a task's pull request (no HTTP here)."""
+
+    def __init__(self, *, db: Database, github: GitHubApi | None, clock: Clock = utcnow) -> None:
+        self.db = db
+        self.github = github
+        self.clock = clock
+
+    async def on_review_comment(self, payload: dict[str, Any]) -> ReviewPickup:
+        pull = pull_of(payload)
+        comment = record(ReviewComment, payload.get("comment"))
+        user = comment.user
+        found = await self._accepted(pull, user.login if user else "", user.type if user else "")
+        if isinstance(found, ReviewPickup):
+            return self._ignored(pull, f"review comment {comment.id}", found)
+        task_id = found
+        if await self.db.run(_acked, ThreadKind.COMMENT, comment.id):
+            return ReviewPickup(task_id, False, "already acknowledged")
+        assert self.github is not None  # _accepted checked it
+        reaction = await self.github.react_to_review_comment(pull.repo, comment.id, EYES)
+        await self.db.run(_record_comment, task_id, pull, comment, reaction.id, self.clock)
+        log.info("lifecycle: task %s review comment %s acknowledged", task_id, comment.id)
+        return ReviewPickup(task_id, True, "acknowledged")
+
+    async def on_review(self, payload: dict[str, Any]) -> ReviewPickup:
+        pull = pull_of(payload)
+        review = record(Review, payload.get("review"))
+        user = review.user
+        what = f"review {review.id}"
+        if review.state.upper() not in ACTIONABLE_REVIEWS or not (review.body or "").strip():
+            # Its comments (if any) come as review-comment webhooks; an approval asks nothing.
+            return self._ignored(pull, what, ReviewPickup(None, False, "no review text to act on"))
+        found = await self._accepted(pull, user.login if user else "", user.type if user else "")
+        if isinstance(found, ReviewPickup):
+            return self._ignored(pull, what, found)
+        task_id = found
+        if await self.db.run(_acked, ThreadKind.REVIEW, review.id):
+            return ReviewPickup(task_id, False, "already acknowledged")
+        comment_id = await self._acknowledge_review(pull, review)
+        await self.db.run(_record_review, task_id, pull, review, comment_id, self.clock)
+        log.info("lifecycle: task %s review %s acknowledged", task_id, review.id)
+        return ReviewPickup(task_id, True, "acknowledged")
+
+    async def _acknowledge_review(self, pull: PullOf, review: Review) -> int:
+        """One comment on the pull request naming the review (found by its marker after a
+        crash between posting and recording it)."""
+        assert self.github is not None
+        marker = ack_marker(review.id)
+        for existing in await self.github.list_comments(pull.repo, pull.number):
+            if marker in str(existing.get("body") or ""):
+                return int(existing["id"])
+        who = f"@{review.user.login}" if review.user else "the reviewer"
+        body = f"{marker}\n👀 Steelframe picked up the review by {who}: {review.html_url}".strip()
+        return int((await self.github.create_comment(pull.repo, pull.number, body))["id"])
+
+    async def _accepted(self, pull: PullOf, login: str, user_type: str) -> int | ReviewPickup:
+        """The task whose pull request this is, if the review may steer it; else why not."""
+        if self.github is None or not await self.github.is_app_login(pull.author):
+            return ReviewPickup(None, False, "not a pull request Steelframe opened")
+        task = await self.db.run(
+            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
+        )
+        if task is None:
+            return ReviewPickup(None, False, "no task has this pull request")
+        if task.archived or task.state == TaskState.TERMINATED or task.state in FINAL:
+            state = "archived" if task.archived else task.state
+            return ReviewPickup(task.id, False, f"the task is {state}")
+        allowed, why = await may_review(self.github, pull.repo, login, user_type=user_type)
+        if not allowed:
+            return ReviewPickup(task.id, False, why)
+        return task.id
+
+    @staticmethod
+    def _ignored(pull: PullOf, what: str, result: ReviewPickup) -> ReviewPickup:
+        log.info("lifecycle: %s on %s#%s ignored: %s", what, pull.repo, pull.number, result.reason)
+        return result
+
+
+def _acked(session: Session, kind: ThreadKind, github_id: int) -> bool:
+    return session.get(ReviewAck, (str(kind), github_id)) is not None
+
+
+def _ack(
+    session: Session, task_id: int, kind: ThreadKind, github_id: int, answer: int, clock: Clock
+) -> None:
+    if session.get(ReviewAck, (str(kind), github_id)) is None:
+        session.add(
+            ReviewAck(kind=kind, github_id=github_id, task_id=task_id, answer_id=answer, at=clock())
+        )
+
+
+def _record_comment(
+    session: Session,
+    task_id: int,
+    pull: PullOf,
+    comment: ReviewComment,
+    reaction_id: int,
+    clock: Clock,
+) -> None:
+    """The comment's thread in the ledger (a reply by a writer opens its thread again) and
+    the acknowledgement, with the handler's done-record."""
+    root = comment.thread_id
+    thread = _thread(session, task_id, ThreadKind.COMMENT, root)
+    now = clock()
+    if thread is None:
+        session.add(
+            ReviewThread(
+                task_id=task_id,
+                kind=ThreadKind.COMMENT,
+                root_id=root,
+                pr_number=pull.number,
+                path=comment.path,
+                line=comment.line,
+                author=comment.user.login if comment.user else "",
+                state=ThreadState.OPEN,
+                text=pinned_text(comment.body),
+                url=comment.html_url or None,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    elif thread.state != ThreadState.OPEN:
+        thread.state, thread.reason, thread.updated_at = ThreadState.OPEN, None, now
+    _ack(session, task_id, ThreadKind.COMMENT, comment.id, reaction_id, clock)
+    record_done(session)
+
+
+def _record_review(
+    session: Session, task_id: int, pull: PullOf, review: Review, comment_id: int, clock: Clock
+) -> None:
+    now = clock()
+    if _thread(session, task_id, ThreadKind.REVIEW, review.id) is None:
+        session.add(
+            ReviewThread(
+                task_id=task_id,
+                kind=ThreadKind.REVIEW,
+                root_id=review.id,
+                pr_number=pull.number,
+                author=review.user.login if review.user else "",
+                state=ThreadState.OPEN,
+                text=pinned_text(review.body),
+                url=review.html_url or None,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    _ack(session, task_id, ThreadKind.REVIEW, review.id, comment_id, clock)
+    record_done(session)
+
+
+def _thread(session: Session, task_id: int, kind: ThreadKind, root: int) -> ReviewThread | None:
+    return session.scalar(
+        select(ReviewThread).where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.kind == kind,
+            ReviewThread.root_id == root,
+        )
+    )

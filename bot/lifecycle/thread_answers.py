@@ -1,0 +1,115 @@
+"""Answering review threads after a run: one reply on each thread (what changed and the
+commit, why it was declined, or the agent's question) and its ledger row settled.
+
+The seam the review continuation run calls when it ends (issue 37: not wired into the run
+yet). Replies carry a marker naming the thread, so a crash between replying and settling
+the row finds the reply instead of posting a second; a settled thread is never answered
+again. The answer text comes from the agent: the caller passes it redacted for the public
+(`Run.public_block`), as every other text the run posts.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.lifecycle.models import ReviewThread, Task, ThreadKind, ThreadState
+from bot.lifecycle.seams import GitHubApi
+
+log = logging.getLogger(__name__)
+ANSWER_PREFIX = "<!-- steelframe-thread-answer "
+MAX_ANSWER = 4000
+SETTLED = frozenset({ThreadState.ADDRESSED, ThreadState.DECLINED, ThreadState.NEEDS_OPERATOR})
+
+
+@dataclass(frozen=True)
+class ThreadAnswer:
+    kind: ThreadKind
+    root_id: int
+    state: ThreadState  # one of SETTLED
+    text: str  # public: already redacted by the caller
+    commit: str | None = None  # the fix (addressed)
+
+
+def answer_marker(kind: ThreadKind, root_id: int) -> str:
+    return f"{ANSWER_PREFIX}{kind}={root_id} -->"
+
+
+def answer_body(answer: ThreadAnswer) -> str:
+    head = {
+        ThreadState.ADDRESSED: f"Addressed in {answer.commit}." if answer.commit else "Addressed.",
+        ThreadState.DECLINED: "Not changed.",
+        ThreadState.NEEDS_OPERATOR: "Steelframe has a question before changing this:",
+    }[answer.state]
+    text = answer.text.strip()[:MAX_ANSWER]
+    return f"{answer_marker(answer.kind, answer.root_id)}\n{head}\n\n{text}".rstrip()
+
+
+async def answer_threads(
+    db: Database,
+    github: GitHubApi,
+    task_id: int,
+    answers: list[ThreadAnswer],
+    *,
+    clock: Clock = utcnow,
+) -> int:
+    """Reply on each still-open thread named in `answers` and settle its row; how many
+    were answered now (a settled or unknown thread is skipped)."""
+    task = await db.run(lambda s: s.get(Task, task_id))
+    if task is None:
+        return 0
+    answered = 0
+    for answer in answers:
+        if answer.state not in SETTLED:
+            raise ValueError(f"a thread is answered as settled, not {answer.state}")
+        thread = await db.run(_open_thread, task_id, answer.kind, answer.root_id)
+        if thread is None:
+            continue
+        await _reply_once(github, task, thread, answer)
+        await db.run(_settle, task_id, answer, clock)
+        answered += 1
+    log.info("lifecycle: task %s: %s review threads answered", task_id, answered)
+    return answered
+
+
+async def _reply_once(
+    github: GitHubApi, task: Task, thread: ReviewThread, answer: ThreadAnswer
+) -> None:
+    body = answer_body(answer)
+    marker = answer_marker(answer.kind, answer.root_id)
+    if answer.kind == ThreadKind.COMMENT:
+        replies = await github.list_review_comments(task.repo, thread.pr_number)
+        if not any(marker in reply.body for reply in replies):
+            await github.reply_to_review_comment(task.repo, thread.pr_number, thread.root_id, body)
+        return
+    comments = await github.list_comments(task.repo, thread.pr_number)
+    if not any(marker in str(comment.get("body") or "") for comment in comments):
+        await github.create_comment(task.repo, thread.pr_number, body)
+
+
+def _open_thread(
+    session: Session, task_id: int, kind: ThreadKind, root_id: int
+) -> ReviewThread | None:
+    return session.scalar(
+        select(ReviewThread).where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.kind == kind,
+            ReviewThread.root_id == root_id,
+            ReviewThread.state == ThreadState.OPEN,
+        )
+    )
+
+
+def _settle(session: Session, task_id: int, answer: ThreadAnswer, clock: Clock) -> None:
+    thread = _open_thread(session, task_id, answer.kind, answer.root_id)
+    if thread is None:
+        return
+    thread.state = answer.state
+    thread.commit = answer.commit if answer.state == ThreadState.ADDRESSED else None
+    thread.reason = None if answer.state == ThreadState.ADDRESSED else answer.text[:MAX_ANSWER]
+    thread.updated_at = clock()

@@ -1,0 +1,56 @@
+"""A person acting on a delivered task's pull request in the GitHub sandbox (merge, close,
+review), and GitHub sending a webhook again under a new delivery id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+
+from github_sandbox.operations import HookEvent
+from tests.fakes.lifecycle import Lifecycle
+
+
+async def as_person(
+    lc: Lifecycle,
+    login: str,
+    method: str,
+    path: str,
+    payload: Any = None,
+    *,
+    permission: str | None = "write",
+) -> Any:
+    """One REST call on the sandbox repo as `login` (a collaborator with `permission`)."""
+    token = lc.sandbox.user_token(login, permission)
+    async with aiohttp.ClientSession() as http:
+        response = await http.request(
+            method,
+            f"{lc.sandbox.url}/repos/{lc.repo}{path}",
+            json=payload,
+            headers={"Authorization": f"token {token}"},
+        )
+        assert response.status < 300, await response.text()
+        answer = await response.json() if response.content_length != 0 else None
+    await lc.settle()
+    return answer
+
+
+async def delivered_pull(lc: Lifecycle, title: str = "Make the widget blue") -> tuple[int, int]:
+    """A task delivered by the committing runtime: (issue, pull request number)."""
+    issue = await lc.open_issue(title)
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == "delivered" and task.pr_number is not None
+    return issue, task.pr_number
+
+
+async def send_again(lc: Lifecycle, event: str, action: str, times: int = 1) -> int:
+    """The last `event`.`action` webhook the sandbox sent, sent `times` more times, each
+    under a new delivery id (what a receiver's duplicate check cannot catch); how many
+    originals matched."""
+    sent = [d for d in lc.sandbox.sandbox.hooks.sent if d.event == event and d.action == action]
+    assert sent, f"no {event}.{action} webhook was sent"
+    for _ in range(times):
+        lc.sandbox.sandbox.hooks.enqueue([HookEvent(event, sent[-1].payload)])
+    await lc.settle()
+    return len(sent)
