@@ -103,10 +103,13 @@ async def exchange_code(session: aiohttp.ClientSession, api_url: str, code: str)
         raise RegistrationError(f"GitHub's answer lacks {exc}") from exc
 
 
-def write_credentials(credentials: AppCredentials, *, env_file: Path) -> tuple[Path, Path]:
-    """Keep the private key in its own file beside `.env` and point `.env` at it; both
-    readable by the owner only (0600). Other lines of `.env` stay as they were."""
-    key_path = env_file.resolve().parent / f"{credentials.slug}.private-key.pem"
+def write_credentials(
+    credentials: AppCredentials, *, env_file: Path, key_dir: Path | None = None
+) -> tuple[Path, Path]:
+    """Keep the private key in its own file in `key_dir` (default: beside `.env`) and point
+    `.env` at it; both readable by the owner only (0600). Other lines of `.env` stay."""
+    folder = (key_dir or env_file.parent).expanduser().resolve()
+    key_path = folder / f"{credentials.slug}.private-key.pem"
     _write_private(key_path, credentials.private_key.reveal())
     updates = {
         "APP_ID": str(credentials.id),

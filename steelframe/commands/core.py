@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 from bot import db as dbmod
 from bot.errors import SteelframeError
 from bot.operators import create_operator, rotate_token
+from bot.serving_checks import Check, serving_checks
 from steelframe.cli import load_settings, with_database
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
@@ -88,6 +89,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = load_settings()
     configure_logging(settings)
+    warn_unready(serving_checks(settings))
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     if args.processes < 1:
@@ -122,6 +124,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def warn_unready(checks: list[Check]) -> None:
+    """One start-up line per missing setting, the reason /readyz gives (it answers 503)."""
+    for check in checks:
+        if not check.ok:
+            print(f"steelframe: warning: not ready: {check.detail}", file=sys.stderr, flush=True)
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
