@@ -13,9 +13,11 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import shutil
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -202,15 +204,21 @@ def _coding_line(settings: Settings) -> str:
 def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
     """What a newcomer can do now, printed once everything is up."""
     ask = "file an issue for the login page, which shows a blank screen after a wrong password"
+    tui, steelframe = runnable("steelframe-tui"), runnable("steelframe")
     lines = [
         "",
         "Try it: open Chat in another terminal",
-        f"  steelframe-tui --url {url} --token {token}",
+        f"  {tui} --url {url} --token {token}",
         f"  and type: {ask}",
         "  (or, without the TUI:",
         f"  curl -s -X POST {url}/api/operator/chat -H 'Authorization: Bearer {token}' \\",
         f'       -d \'{{"message": "{ask}"}}\')',
+        f"The web GUI in its own window: {steelframe} desktop --url {url}",
+        f"Check the configuration: {steelframe} doctor",
     ]
+    if tui != "steelframe-tui":
+        folder = Path(tui).parent
+        lines.append(f"(to type them bare: source {folder}/activate, or PATH={folder}:$PATH)")
     if settings.coding_agent == "demo":
         lines += [
             "Chat files the issue, a task runs the demo coding runtime, and a pull request",
@@ -222,6 +230,16 @@ def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
         lines.append(f"Issues and pull requests open in a browser: {sandbox.url}/{settings.repo}")
     lines.append(f"Board: curl -s -H 'Authorization: Bearer {token}' {url}/api/operator/board")
     return "\n".join(lines)
+
+
+def runnable(script: str) -> str:
+    """`script` as it can be pasted here: the bare name when PATH finds this install's, else
+    the absolute path of the one beside this Python (a venv that is not on PATH)."""
+    beside = Path(sys.executable).with_name(script)
+    found = shutil.which(script)
+    if found is not None and beside.exists() and Path(found).resolve() == beside.resolve():
+        return script
+    return str(beside) if beside.exists() else script
 
 
 def _safe_url(url: str) -> str:
