@@ -32,6 +32,7 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.progress import progress_while
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.summariser import Summariser
 from bot.chat.summary import SummarySink
@@ -434,7 +435,9 @@ class ChatService:
             agent=agent,
         )
         try:
-            return await self.policy.apply(context)
+            # Filing and publishing wait on GitHub's write pacing: say so while they do.
+            async with progress_while(handle.emit, "waiting on GitHub"):
+                return await self.policy.apply(context)
         except Exception as exc:
             log.warning("intent %s could not be applied: %s", trailer.intent, exc)
             message = getattr(exc, "message", "the action could not be completed")
