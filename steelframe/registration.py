@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import html
 import json
 import os
@@ -27,6 +28,7 @@ from aiohttp import web
 from bot.config import Settings
 from bot.errors import SteelframeError
 from bot.github.manifest import (
+    PUBLIC_GITHUB_API,
     AppCredentials,
     app_manifest,
     exchange_code,
@@ -45,6 +47,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--webhook-url",
         help="where GitHub sends webhooks (default: WEBHOOK_PROXY_URL if set, else "
         "http://localhost:PORT/api/github/webhooks)",
+    )
+    parser.add_argument(
+        "--github-url",
+        help="the GitHub API to register with: GitHub Enterprise's https://HOST/api/v3, or a "
+        "local sandbox's URL (default: GITHUB_API_URL, else GHE_HOST, else api.github.com)",
     )
     parser.add_argument("--env-file", default=".env", help="where the credentials are written")
     parser.add_argument(
@@ -95,11 +102,35 @@ def default_key_dir(environ: Mapping[str, str] = os.environ) -> Path:
     return Path(config_home).expanduser() / "steelframe"
 
 
+def github_variables(settings: Settings) -> dict[str, str]:
+    """The variables that name the GitHub this App was registered on, for `.env`: GHE_HOST
+    (and GHE_PROTOCOL) as configured, else GITHUB_API_URL unless it is github.com's."""
+    if settings.ghe_host and settings.sources.get("github_api_url", "").startswith("GHE_HOST"):
+        found = {"GHE_HOST": settings.ghe_host}
+        if settings.ghe_protocol != "https":
+            found["GHE_PROTOCOL"] = settings.ghe_protocol
+        return found
+    if settings.github_api_url.rstrip("/") == PUBLIC_GITHUB_API:
+        return {}
+    return {"GITHUB_API_URL": settings.github_api_url.rstrip("/")}
+
+
+def with_github_url(settings: Settings, url: str | None) -> Settings:
+    """`--github-url` wins over GITHUB_API_URL and GHE_HOST."""
+    if not url:
+        return settings
+    sources = {**settings.sources, "github_api_url": "--github-url"}
+    return dataclasses.replace(settings, github_api_url=url.rstrip("/"), sources=sources)
+
+
 def _write(registration: Registration, credentials: AppCredentials) -> tuple[Path, Path]:
     key_dir: Path = registration.args.key_dir or default_key_dir()
     key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     return write_credentials(
-        credentials, env_file=Path(registration.args.env_file), key_dir=key_dir
+        credentials,
+        env_file=Path(registration.args.env_file),
+        key_dir=key_dir,
+        where=github_variables(registration.settings),
     )
 
 
@@ -202,7 +233,7 @@ async def run_registration(
 
 
 def cmd_github_register(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = with_github_url(load_settings(), args.github_url)
     try:
         registration = Registration(settings, read_manifest(Path(args.manifest)), args)
         credentials, (env_file, key_path) = asyncio.run(
@@ -215,7 +246,8 @@ def cmd_github_register(args: argparse.Namespace) -> int:
         print("steelframe: registration cancelled; nothing was written", file=sys.stderr)
         return 130
     print(f"registered {credentials.name} (app id {credentials.id}, {credentials.slug})")
-    print(f"wrote APP_ID, WEBHOOK_SECRET and PRIVATE_KEY_PATH to {env_file} (mode 0600)")
+    names = ["APP_ID", "WEBHOOK_SECRET", "PRIVATE_KEY_PATH", *github_variables(settings)]
+    print(f"wrote {', '.join(names)} to {env_file} (mode 0600)")
     print(f"private key: {key_path} (mode 0600)")
     for path in (env_file, key_path):
         if committable(path):

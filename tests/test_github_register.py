@@ -19,7 +19,12 @@ from aiohttp import web
 
 from bot.config import Settings
 from steelframe.cli import build_parser, main, read_dotenv
-from steelframe.registration import Registration, read_manifest, run_registration
+from steelframe.registration import (
+    Registration,
+    read_manifest,
+    run_registration,
+    with_github_url,
+)
 from steelframe.secrets_in_git import committable
 from tests.conftest import GitHubSandbox
 from webhooks.signature import signature_for
@@ -37,12 +42,13 @@ def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 async def _start(
-    sandbox: GitHubSandbox, tmp_path: Path, *extra: str
+    sandbox: GitHubSandbox, tmp_path: Path, *extra: str, environ: dict[str, str] | None = None
 ) -> tuple[asyncio.Task[Any], str, Registration]:
     manifest, env_file = str(ROOT / "app.yml"), str(tmp_path / ".env")
     argv = ["github", "register", "--manifest", manifest, "--env-file", env_file, "--port", "0"]
     args = build_parser(argv).parse_args([*argv, *extra])
-    settings = Settings.from_env({"GITHUB_API_URL": sandbox.url})
+    environ = {"GITHUB_API_URL": sandbox.url} if environ is None else environ
+    settings = with_github_url(Settings.from_env(environ), args.github_url)
     registration = Registration(settings, read_manifest(Path(args.manifest)), args)
     said: asyncio.Queue[str] = asyncio.Queue()
     task = asyncio.create_task(run_registration(registration, say=said.put_nowait))
@@ -224,3 +230,51 @@ def _git(checkout: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=checkout, capture_output=True, text=True, check=True
     ).stdout
+
+
+async def test_github_url_points_register_at_a_sandbox_and_lands_in_the_env_file(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    task, page_url, _ = await _start(
+        github_sandbox,
+        tmp_path,
+        *("--github-url", github_sandbox.url, "--webhook-url", hook_receiver[0]),
+        environ={},
+    )
+    async with aiohttp.ClientSession() as session:
+        async with session.get(await _submit_form(session, page_url)) as response:
+            assert response.status == 200
+    _, (env_file, _) = await asyncio.wait_for(task, 30)
+    written = read_dotenv(env_file)
+    assert written["GITHUB_API_URL"] == github_sandbox.url
+    assert Settings.from_env({}, dotenv=written).github_api_url == github_sandbox.url
+
+
+async def test_ghe_host_at_a_server_without_api_v3_says_so(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    host = github_sandbox.url.removeprefix("http://")
+    task, page_url, _ = await _start(
+        github_sandbox,
+        tmp_path,
+        "--webhook-url",
+        hook_receiver[0],
+        environ={"GHE_HOST": host, "GHE_PROTOCOL": "http"},
+    )
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(await _submit_form(session, page_url)) as response:
+                assert response.status == 502
+                text = await response.text()
+    finally:
+        task.cancel()
+    # The request to a path GitHub does not have is the point here, not a contract breach.
+    github_sandbox.sandbox.traffic[:] = [
+        ex for ex in github_sandbox.sandbox.traffic if not ex.path.startswith("/api/v3/")
+    ]
+    assert "GHE_HOST" in text and "GITHUB_API_URL (or --github-url)" in text
+    assert not (tmp_path / ".env").exists()  # nothing written
