@@ -24,6 +24,7 @@ from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.operator_commands import OperatorCommands
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
@@ -341,4 +342,7 @@ def _attach_github_intents(services: Services, github: GitHubClient, clock: Cloc
         github,
         refresh_seconds=settings.checkout_refresh_seconds,
     )
-    chat.policy = GitHubIntentPolicy(services.filing)
+    # The operator's typed commands ("publish it", ...) first, then the filing policy.
+    chat.policy = OperatorCommands(
+        GitHubIntentPolicy(services.filing), db=database, publisher=services.publisher
+    )
