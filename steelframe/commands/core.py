@@ -12,7 +12,7 @@ from sqlalchemy.orm import Session
 
 from bot import db as dbmod
 from bot.errors import SteelframeError
-from bot.operators import create_operator, rotate_token
+from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.serving_checks import Check, serving_checks
 from steelframe.cli import load_settings, with_database
 from steelframe.commands.memory import upgrade_memory_index
@@ -67,6 +67,13 @@ def register(subparsers: Any) -> None:
     rotate = op_sub.add_parser("rotate", help="issue a new token for an operator")
     rotate.add_argument("name", help="the operator's name")
     rotate.set_defaults(handler=cmd_operator_rotate)
+    listing = op_sub.add_parser("list", help="every operator's name and creation time")
+    listing.set_defaults(handler=cmd_operator_list)
+    revoke = op_sub.add_parser(
+        "revoke", help="end an operator's token and browser sign-ins (rotate issues a new one)"
+    )
+    revoke.add_argument("name", help="the operator's name")
+    revoke.set_defaults(handler=cmd_operator_revoke)
 
     config = subparsers.add_parser("config")
     config.add_argument(
@@ -183,6 +190,22 @@ def cmd_operator_rotate(args: argparse.Namespace) -> int:
         return f"new token for {name!r}; the old one no longer works:", rotate_token(session, name)
 
     return _print_token(rotate, args.name)
+
+
+def cmd_operator_list(args: argparse.Namespace) -> int:
+    for name, created in with_database(list_operators):
+        print(f"{name:<30} created {created:%Y-%m-%d %H:%M:%S}")
+    return 0
+
+
+def cmd_operator_revoke(args: argparse.Namespace) -> int:
+    try:
+        with_database(revoke_token, args.name)
+    except SteelframeError as exc:
+        print(f"steelframe: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.name!r}: its token and browser sign-ins no longer work")
+    return 0
 
 
 def _print_token(make: Callable[[Session, str], tuple[str, str]], name: str) -> int:

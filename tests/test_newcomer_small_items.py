@@ -1,0 +1,66 @@
+"""The smaller traps of issue 33: `operator list` and `revoke`, and an SQLite folder that
+cannot be made, said in one line instead of a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, func, select
+from sqlalchemy.orm import Session
+
+from bot.errors import Unauthorized
+from bot.models import WebSession
+from bot.operators import authenticate
+from bot.web_sessions import sign_in
+from steelframe.cli import main
+
+
+def test_operators_are_listed_and_a_token_revoked(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("STEELFRAME_DATABASE_URL", url)
+    tokens = {}
+    for name in ("alice", "bob"):
+        assert main(["operator", "create", name]) == 0
+        tokens[name] = capsys.readouterr().out.strip().splitlines()[-1]
+    assert main(["operator", "list"]) == 0
+    listed = capsys.readouterr().out
+    assert [line.split()[0] for line in listed.splitlines()] == ["alice", "bob"]
+    assert "sfo_" not in listed  # names, never tokens
+    engine = create_engine(url)
+    with Session(engine) as session, session.begin():
+        sign_in(session, tokens["alice"])  # a browser signed in with the token
+    assert main(["operator", "revoke", "alice"]) == 0
+    assert "revoked 'alice'" in capsys.readouterr().out
+    with Session(engine) as session:
+        with pytest.raises(Unauthorized):
+            authenticate(session, tokens["alice"])
+        assert authenticate(session, tokens["bob"]).name == "bob"
+        assert session.scalar(select(func.count()).select_from(WebSession)) == 0
+    engine.dispose()
+    assert main(["operator", "revoke", "carol"]) == 1
+    assert "no operator named 'carol'" in capsys.readouterr().err
+
+
+def test_an_sqlite_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+    env["STEELFRAME_DATABASE_URL"] = "sqlite:////proc/steelframe-nowhere/x.db"
+    result = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "db", "upgrade"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "steelframe: cannot make the folder /proc/steelframe-nowhere for the SQLite database "
+        "sqlite:////proc/steelframe-nowhere/x.db: No such file or directory. Check "
+        "STEELFRAME_DATABASE_URL (or STEELFRAME_DATA_DIR, where the default database lives)."
+    )
