@@ -17,6 +17,7 @@ from bot.models import WebSession
 from bot.operators import authenticate
 from bot.web_sessions import sign_in
 from steelframe.cli import main
+from tests.fakes.serve_process import free_port
 
 
 def test_operators_are_listed_and_a_token_revoked(
@@ -64,3 +65,26 @@ def test_an_sqlite_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> Non
         "sqlite:////proc/steelframe-nowhere/x.db: No such file or directory. Check "
         "STEELFRAME_DATABASE_URL (or STEELFRAME_DATA_DIR, where the default database lives)."
     )
+
+
+def test_github_check_without_an_answer_does_not_say_github_said(
+    tmp_path: Path, github_app_keys: tuple[str, str]
+) -> None:
+    key = tmp_path / "app.pem"
+    key.write_text(github_app_keys[0])
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+    env.update(APP_ID="1", PRIVATE_KEY_PATH=str(key), GITHUB_API_URL=closed)
+    env["STEELFRAME_DATABASE_URL"] = f"sqlite:///{tmp_path / 'x.db'}"
+    result = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "github", "check", "--repo", "o/r"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"steelframe: no answer from {closed}: GitHub did not answer GET /app")
+    assert "GitHub said" not in result.stderr

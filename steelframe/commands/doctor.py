@@ -123,9 +123,13 @@ def _github_checks(settings: Settings) -> list[Check]:
 
     from bot.errors import SteelframeError
     from bot.github.client import GitHubClient
+    from bot.github.errors import GitHubUnavailable
+    from bot.github.retry import RetryPolicy
 
     async def identify() -> str:
-        client = GitHubClient.from_settings(settings)
+        client = GitHubClient.from_settings(
+            settings, retry=RetryPolicy(max_attempts=2, base_delay=0.5)
+        )
         try:
             identity = await asyncio.wait_for(client.identity(), GITHUB_SECONDS)
             return f"{identity.slug} (id {identity.id}) at {settings.github_api_url}"
@@ -134,6 +138,8 @@ def _github_checks(settings: Settings) -> list[Check]:
 
     try:
         return [Check("github_app", True, asyncio.run(identify()))]
+    except GitHubUnavailable as exc:
+        return [Check("github_app", False, f"no answer from {settings.github_api_url}: {exc}")]
     except SteelframeError as exc:
         return [Check("github_app", False, f"{settings.github_api_url}: {exc.message}")]
     except (aiohttp.ClientError, OSError, TimeoutError) as exc:

@@ -54,6 +54,8 @@ def register(subparsers: Any) -> None:
 
 def cmd_github_check(args: argparse.Namespace) -> int:
     from bot.github.client import GitHubClient
+    from bot.github.errors import GitHubUnavailable
+    from bot.github.retry import RetryPolicy
 
     settings = load_settings()
     configure_logging(settings)
@@ -65,7 +67,10 @@ def cmd_github_check(args: argparse.Namespace) -> int:
     repo = args.repo or settings.repo
 
     async def check() -> None:
-        client = GitHubClient.from_settings(settings)
+        # One quick retry: an operator at a terminal wants the answer, not a long backoff.
+        client = GitHubClient.from_settings(
+            settings, retry=RetryPolicy(max_attempts=2, base_delay=0.5)
+        )
         try:
             print(f"checking the App at {settings.github_api_url} ...", flush=True)
             identity = await client.identity()
@@ -79,6 +84,13 @@ def cmd_github_check(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(check())
+    except GitHubUnavailable as exc:  # no answer at all: not something GitHub said
+        print(
+            f"steelframe: no answer from {settings.github_api_url}: {exc.message}. Check "
+            "GITHUB_API_URL (or GHE_HOST) and the network.",
+            file=sys.stderr,
+        )
+        return 1
     except SteelframeError as exc:
         print(f"steelframe: GitHub said: {exc.message}", file=sys.stderr)
         return 1
