@@ -88,3 +88,32 @@ def test_github_check_without_an_answer_does_not_say_github_said(
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"steelframe: no answer from {closed}: GitHub did not answer GET /app")
     assert "GitHub said" not in result.stderr
+
+
+async def test_webhooks_sign_prints_a_curl_the_service_accepts(tmp_path: Path) -> None:
+    import asyncio
+    import json
+
+    from tests.fakes.serve_process import serve
+
+    payload = tmp_path / "ping.json"
+    payload.write_text('{"zen": "Keep it logically awesome.", "hook_id": 1}')
+    settings = {"STEELFRAME_DATA_DIR": str(tmp_path / "var"), "WEBHOOK_SECRET": "s3cret"}
+
+    def signed(secret: str, url: str) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+        env["STEELFRAME_DATABASE_URL"] = f"sqlite:///{tmp_path / 'cli.db'}"
+        sign = [sys.executable, "-m", "steelframe.cli", "webhooks", "sign", "--event", "ping"]
+        printed = subprocess.run(
+            [*sign, "--url", url, "--secret", secret, str(payload)],
+            env=env, capture_output=True, text=True, check=True, timeout=60,
+        ).stdout  # fmt: skip
+        sent = subprocess.run(["bash", "-c", printed], capture_output=True, text=True, timeout=60)
+        answer: dict[str, str] = json.loads(sent.stdout)
+        return answer
+
+    async with serve(settings, tmp_path, tmp_path / "serve.log") as served:
+        accepted = await asyncio.to_thread(signed, "s3cret", served.url)
+        refused = await asyncio.to_thread(signed, "wrong", served.url)
+    assert accepted["status"] == "accepted"
+    assert refused["code"] == "unauthorized"  # a wrong secret is refused, not stored
