@@ -72,11 +72,7 @@ def register(subparsers: Any) -> None:
 def own_services(settings: Settings, data_dir: Path | None) -> tuple[Settings, list[str]]:
     """Dev's own data folder, SQLite database and (embedded) Redis, and the names of the
     configured settings this replaced."""
-    configured = [
-        env
-        for attr, env in OWN_SERVICES.items()
-        if settings.sources.get(attr, "default") not in ("default", "dev default")
-    ]
+    configured = [env for attr, env in OWN_SERVICES.items() if _configured(settings, attr)]
     folder = (data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
     own = dataclasses.replace(
         settings,
@@ -85,6 +81,12 @@ def own_services(settings: Settings, data_dir: Path | None) -> tuple[Settings, l
         redis_url=None,
     )
     return own, configured
+
+
+def _configured(settings: Settings, attr: str) -> bool:
+    """Whether a file or the environment set `attr` (not a default, not emptied)."""
+    source = settings.sources.get(attr, "default")
+    return source not in ("default", "dev default") and not source.endswith("(empty: unset)")
 
 
 def dev_token(session: Any, data_dir: Path) -> str:

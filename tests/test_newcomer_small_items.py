@@ -117,3 +117,18 @@ async def test_webhooks_sign_prints_a_curl_the_service_accepts(tmp_path: Path) -
         refused = await asyncio.to_thread(signed, "wrong", served.url)
     assert accepted["status"] == "accepted"
     assert refused["code"] == "unauthorized"  # a wrong secret is refused, not stored
+
+
+def test_an_empty_variable_unsets_what_env_file_says() -> None:
+    from bot.config import Settings
+
+    dotenv = {"WEBHOOK_SECRET": "abc", "APP_ID": "5", "STEELFRAME_CODING_AGENT": "claude"}
+    emptied = Settings.from_env(
+        {"WEBHOOK_SECRET": "", "APP_ID": "", "STEELFRAME_CODING_AGENT": ""}, dotenv=dotenv
+    )
+    assert (emptied.webhook_secret, emptied.app_id, emptied.coding_agent) == (None, None, None)
+    assert emptied.sources["app_id"] == "environment (empty: unset)"
+    kept = Settings.from_env({}, dotenv=dotenv)
+    assert kept.app_id == 5 and kept.coding_agent == "claude"
+    with pytest.raises(Exception, match="STEELFRAME_NOPE: unknown setting"):
+        Settings.from_env({"STEELFRAME_NOPE": ""})  # an unknown name is still refused
