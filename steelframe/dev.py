@@ -32,7 +32,7 @@ from bot.models import Operator
 from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
 from steelframe.collector import tune_for_serving
-from steelframe.commands.core import add_listen_arguments
+from steelframe.commands.core import add_listen_arguments, claim_port
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
 from steelframe.logs import configure_logging
@@ -139,6 +139,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
     settings = dev_settings(settings)
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
+    claim_port(args.host or settings.host, port)  # before the sandbox, Redis and database
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
     return 0
 

@@ -132,3 +132,22 @@ def test_an_empty_variable_unsets_what_env_file_says() -> None:
     assert kept.app_id == 5 and kept.coding_agent == "claude"
     with pytest.raises(Exception, match="STEELFRAME_NOPE: unknown setting"):
         Settings.from_env({"STEELFRAME_NOPE": ""})  # an unknown name is still refused
+
+
+@pytest.mark.parametrize("command", ["serve", "dev"])
+def test_a_taken_port_fails_before_any_start_up_work(tmp_path: Path, command: str) -> None:
+    import socket
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "steelframe.cli", command, "--port", str(port)],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"steelframe: cannot listen on 127.0.0.1:{port}: the port is already in use. "
+        "Stop the other process or choose another port with --port."
+    )
+    assert not (tmp_path / "var").exists()  # no database, index, Redis or sandbox made first

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -107,6 +108,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except LoopUnavailable as exc:
         print(f"steelframe: {exc}", file=sys.stderr)
         return 2
+    if not args.reuse_port:
+        claim_port(host, port)  # a taken port fails now, not after the start-up work
     # An index of an older analysis is rebuilt once, here, before any process serves
     # (a --processes child finds it current: a manifest read).
     upgrade_memory_index(settings, sys.stdout)
@@ -131,6 +134,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def claim_port(host: str, port: int) -> None:
+    """Raise the OSError a bind would (port taken...) before any start-up work; the caller's
+    one-line message (cli.main) names the port. Port 0 is always free."""
+    if port == 0:
+        return
+    with socket.create_server((host, port)):  # SO_REUSEADDR, as the server binds
+        pass
 
 
 def warn_unready(checks: list[Check]) -> None:
