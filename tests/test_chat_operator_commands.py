@@ -54,6 +54,7 @@ def test_the_short_issue_path_works_as_typed(dev: Dev) -> None:
     assert "Nothing to publish" in early["reply"]
     opened = dev.chat(f"discuss #{number}", session=session)
     assert f"Discussing #{number} in this session" in opened["reply"]
+    assert "Its task asks: " in opened["reply"] and "less than a sentence" in opened["reply"]
     sessions = dev.call("GET", "/api/operator/chat/sessions")["sessions"]
     assert next(s for s in sessions if s["id"] == session)["focus"] == number
     drafted = dev.chat(

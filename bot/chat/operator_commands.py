@@ -92,18 +92,27 @@ class OperatorCommands:
         if found is None:
             return await self.inner.apply(ctx)
         if found.command is Command.DISCUSS:
-            return IntentOutcome(
-                intent=Intent.ANSWER,
-                reply_suffix=(
-                    f"\n\nDiscussing #{found.issue} in this session: ask about it, say "
-                    '"draft a decision: ...", then "publish it".'
-                ),
-                notes=[f"the operator opened a Discuss session on #{found.issue}"],
-            )
+            assert found.issue is not None
+            return await self._discuss(ctx, found.issue)
         if found.command is Command.PUBLISH:
             return await self._publish(ctx)
         assert found.issue is not None
         return await self._waiting_for(ctx, found.issue)
+
+    async def _discuss(self, ctx: IntentContext, issue: int) -> IntentOutcome:
+        """The session is focused on the issue (`command_focus`); say so, with the question
+        its task asked, which is what the Decision answers."""
+        task = await self.db.run(task_for_issue, ctx.agent.repo, issue)
+        question = (task or {}).get("question")
+        asked = f"\nIts task asks: {question}" if question else ""
+        return IntentOutcome(
+            intent=Intent.ANSWER,
+            reply_suffix=(
+                f"\n\nDiscussing #{issue} in this session: ask about it, say "
+                f'"draft a decision: ...", then "publish it".{asked}'
+            ),
+            notes=[f"the operator opened a Discuss session on #{issue}"],
+        )
 
     async def _publish(self, ctx: IntentContext) -> IntentOutcome:
         body, issue = ctx.session.decision_body, ctx.session.decision_issue
