@@ -65,7 +65,9 @@ def test_the_short_issue_path_works_as_typed(dev: Dev) -> None:
     published = dev.chat("publish it", session=session)
     assert f"Published the Decision on #{number}: " in published["reply"]
     link = published["reply"].rsplit(": ", 1)[1].split()[0]
-    assert "retry the login step twice" in _page(link)
+    comment = _page(link)
+    assert "retry the login step twice" in comment
+    assert "published by operator" in comment and "dev" in comment  # who, not only the bot
     task = dev.wait_for(number, "delivered")
     assert "retry the login step twice" in _page(task["pr_url"])
     # Published once: the draft is gone, so a second "publish it" posts nothing more.

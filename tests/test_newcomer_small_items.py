@@ -151,3 +151,13 @@ def test_a_taken_port_fails_before_any_start_up_work(tmp_path: Path, command: st
         "Stop the other process or choose another port with --port."
     )
     assert not (tmp_path / "var").exists()  # no database, index, Redis or sandbox made first
+
+
+def test_a_decision_names_the_operator_who_published_it_outside_its_text() -> None:
+    from bot.decisions import DECISION_MARKER, decision_comment, decision_text
+
+    comment = decision_comment("Retry twice.", "k1", by="ada `lovelace`\n")
+    assert comment.startswith(DECISION_MARKER) and comment.count("steelframe-decision") == 1
+    assert "— published by operator `ada lovelace` via Steelframe" in comment
+    assert decision_text(comment) == "Retry twice."  # the runtime is told the Decision only
+    assert "published by" not in decision_comment("Retry twice.", "k1")
