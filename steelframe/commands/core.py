@@ -141,8 +141,10 @@ def claim_port(host: str, port: int) -> None:
     one-line message (cli.main) names the port. Port 0 is always free."""
     if port == 0:
         return
-    with socket.create_server((host, port)):  # SO_REUSEADDR, as the server binds
-        pass
+    found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    for family, *_, address in found[:1]:  # the first address, as a bind tries it first
+        with socket.create_server(address[:2], family=family):  # SO_REUSEADDR, as serving does
+            pass
 
 
 def warn_unready(checks: list[Check]) -> None:
