@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.chat.operator_commands import Command, OperatorCommand, parse_command
-from tests.test_dev_demo_loop import Dev, _page, _start, _stop
+from tests.test_dev_demo_loop import Dev, _page, _start, _stop, _until
 
 
 def test_commands_are_whole_messages_in_the_operators_words() -> None:
@@ -70,6 +70,14 @@ def test_the_short_issue_path_works_as_typed(dev: Dev) -> None:
     assert "published by operator" in comment and "dev" in comment  # who, not only the bot
     task = dev.wait_for(number, "delivered")
     assert "retry the login step twice" in _page(task["pr_url"])
+
+    # The issue's labels follow the task: delivered, and no queued label left behind.
+    def delivered_page() -> str | None:
+        page = _page(filed["filed_issue_url"])
+        return page if "steelframe:delivered" in page else None
+
+    issue = _until(delivered_page, "the delivered label", dev)
+    assert "steelframe:queued" not in issue and "steelframe:needs_human" not in issue
     # Published once: the draft is gone, so a second "publish it" posts nothing more.
     again = dev.chat("publish it", session=session)
     assert "Nothing to publish" in again["reply"]
