@@ -10,12 +10,16 @@ from aiohttp.typedefs import Handler
 from bot.errors import Unauthorized
 
 DEV_TOKEN_PREFIX = "sfd_"
+# Set on every app by create_app: whether this service is `steelframe dev` (for places that
+# read a token from a body, e.g. the web GUI's sign-in, which the middleware does not see).
+DEV_TOKENS_ACCEPTED = web.AppKey("dev_tokens_accepted", bool)
 REFUSED = "a token of `steelframe dev` is refused by this service: use `steelframe operator create`"
 
 
 def is_dev_token(token: str) -> bool:
     """For every place a token arrives: the Authorization header here; the web GUI's
-    sign-in (which reads its own body) is to call it too."""
+    sign-in (which reads its own body) is to refuse one too unless the app's
+    DEV_TOKENS_ACCEPTED is set."""
     return token.strip().startswith(DEV_TOKEN_PREFIX)
 
 

@@ -28,7 +28,7 @@ from operator_api import (
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware, on_response_prepare
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
-from steelframe.dev_tokens import refuse_dev_tokens
+from steelframe.dev_tokens import DEV_TOKENS_ACCEPTED, refuse_dev_tokens
 from steelframe.protocol_log import QuietProtocolLog
 from web_gui import OPENAPI_PATHS as GUI_PATHS
 from web_gui import setup as web_gui_setup
@@ -77,6 +77,7 @@ def create_app(
     )
     for module in OPERATOR_API:
         app.add_routes(module.endpoints.routes)
+    app[DEV_TOKENS_ACCEPTED] = accept_dev_tokens
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built

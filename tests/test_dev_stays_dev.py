@@ -69,12 +69,15 @@ async def test_a_dev_token_is_refused_by_a_service_that_is_not_dev(
     refused = await api.raw.get("/api/operator/board", headers=bearer)
     assert refused.status == 401
     assert (await refused.json())["error"] == REFUSED
+    from steelframe.dev_tokens import DEV_TOKENS_ACCEPTED
+
+    assert api.raw.app[DEV_TOKENS_ACCEPTED] is False  # for the GUI sign-in to read
     # An operator's own token still works on it.
     assert (await api.get("/api/operator/board")).status == 200
     # The same database served by dev accepts it.
     dev = await api_factory(settings, accept_dev_tokens=True)
     board = await dev.raw.get("/api/operator/board", headers=bearer)
-    assert board.status == 200
+    assert board.status == 200 and dev.raw.app[DEV_TOKENS_ACCEPTED] is True
 
 
 def test_the_dev_token_survives_a_restart_and_is_renewed_once_lost(tmp_path: Path) -> None:
