@@ -1,35 +1,52 @@
-FROM python:3.11-slim
-WORKDIR /app
-# git: the worker's checkouts; bubblewrap: the coding sandbox every run happens in
-# (docs/lifecycle.md, "The sandbox"); util-linux: prlimit and setpriv, which set its limits
-# and drop root inside it.
-RUN apt-get update && apt-get install -y --no-install-recommends git bubblewrap util-linux \
-    && rm -rf /var/lib/apt/lists/*
-COPY pyproject.toml README.md app.yml* ./
+# Two stages: the wheel is built from exactly the files COPY'd below (tests/test_image.py
+# builds and starts it from the same list), and the image keeps only its runtime
+# dependencies: no build tools, no dev extras, no pip cache.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
 COPY steelframe ./steelframe
 COPY bot ./bot
 COPY operator_api ./operator_api
 COPY webhooks ./webhooks
 COPY memory ./memory
 COPY tui_client ./tui_client
+COPY web_gui ./web_gui
 COPY github_sandbox ./github_sandbox
-RUN pip install --no-cache-dir .
+RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
+
+FROM python:3.11-slim
+# git: the worker's checkouts; bubblewrap: the coding sandbox every run happens in
+# (docs/lifecycle.md, "The sandbox"); util-linux: prlimit and setpriv, which set its limits
+# and drop privileges inside it.
+RUN apt-get update && apt-get install -y --no-install-recommends git bubblewrap util-linux \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+# app.yml: the App manifest `steelframe github register` reads (optional in the image).
+COPY app.yml /app/
+# A user of its own: the service never needs root, and a coding run escaping its sandbox
+# lands as this user, not as root. /data belongs to it before the volume is declared, so
+# a fresh named volume starts with the same owner.
+RUN useradd --create-home --uid 10001 --user-group steelframe \
+    && mkdir -p /data && chown steelframe:steelframe /data
+USER steelframe
+WORKDIR /app
 ENV STEELFRAME_DATA_DIR=/data
 VOLUME /data
 EXPOSE 8080
+# Ready, not merely alive: /readyz is 503 while a setting serving needs is missing
+# (webhook secret, App credentials) or the database or Redis is down.
 HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
-    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=2)"
+    CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/readyz', timeout=2)"
 # serve runs the migrations first; run workers from the same image with `steelframe worker`.
 #
-# A worker container must be allowed to create the sandbox's namespaces. As root in the
-# container (this image's default) bwrap needs no user namespace, but it does call
-# mount(2), pivot_root(2) and unshare(2), which Docker's default seccomp profile and its
-# dropped CAP_SYS_ADMIN refuse: run workers with
-#   docker run --cap-add SYS_ADMIN --security-opt seccomp=unconfined \
-#     --security-opt apparmor=unconfined IMAGE steelframe worker
-# (or a seccomp profile that allows those calls). Run as a non-root user instead, bwrap
-# needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1 where that knob
-# exists; Ubuntu 24.04 hosts also need an AppArmor profile for bwrap) and the same
-# seccomp allowance. A worker that cannot create them refuses coding runs and says why;
-# STEELFRAME_CODING_SANDBOX=off runs them unisolated instead (not recommended).
+# A worker container must be allowed to create the sandbox's namespaces. As this image's
+# non-root user, bwrap needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1
+# where that knob exists; Ubuntu 24.04 hosts also need an AppArmor profile for bwrap) and a
+# seccomp profile that allows mount(2), pivot_root(2) and unshare(2), which Docker's default
+# refuses: run workers with
+#   docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
+#     IMAGE steelframe worker
+# (as compose.yaml does). A worker that cannot create them refuses coding runs and says
+# why; STEELFRAME_CODING_SANDBOX=off runs them unisolated instead (not recommended).
 CMD ["steelframe", "serve", "--host", "0.0.0.0", "--port", "8080"]

@@ -1,21 +1,44 @@
 # The two commands that do all set-up on a fresh machine: `make run` and `make test`.
+# Every command lives in .venv/bin: `source .venv/bin/activate` (or
+# `export PATH="$PWD/.venv/bin:$PATH"`) puts them on PATH; the targets below run them as is.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# The runtime install (what `make run` needs) and the dev extras (tests, lint, benchmarks);
+# the dev install includes the runtime one, so it marks both.
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench clean
+.PHONY: run tui doctor desktop test lint bench clean
 
-$(STAMP): pyproject.toml
+$(RUNTIME_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing steelframe (first run takes a minute)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --progress-bar on -e .
+	@touch $(RUNTIME_STAMP)
+
+$(STAMP): pyproject.toml
+	@echo "==> creating $(VENV) and installing steelframe with its dev extras"
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip
 	@$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
-	@touch $(STAMP)
+	@touch $(STAMP) $(RUNTIME_STAMP)
 
 # `make run PORT=9000` listens there (the PORT variable works for `steelframe dev` too).
-run: $(STAMP)
+run: $(RUNTIME_STAMP)
 	$(BIN)/steelframe dev $(if $(PORT),--port $(PORT))
+
+# The clients and checks `make run` mentions, runnable as printed.
+# `make tui URL=... TOKEN=...` (or STEELFRAME_URL / STEELFRAME_TOKEN in the environment).
+tui: $(RUNTIME_STAMP)
+	$(BIN)/steelframe tui $(if $(URL),--url $(URL)) $(if $(TOKEN),--token $(TOKEN))
+
+doctor: $(RUNTIME_STAMP)
+	$(BIN)/steelframe doctor
+
+desktop: $(RUNTIME_STAMP)
+	$(BIN)/steelframe desktop $(if $(URL),--url $(URL))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -29,8 +52,9 @@ PYTEST_ARGS ?= -n 3
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
+# `make bench ARGS="dev_loop"` runs one benchmark (python -m bench --help lists them).
 bench: $(STAMP)
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

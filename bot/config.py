@@ -625,7 +625,17 @@ class Settings:
             values.update(from_toml)
             sources.update(dict.fromkeys(from_toml, str(toml_path)))
         for origin, variables in ((".env", dotenv or {}), ("environment", environ)):
-            parsed = _read_variables(variables)
+            # An empty variable (`WEBHOOK_SECRET= steelframe serve`) unsets the setting,
+            # whatever a lower source said: back to its default, as in a shell.
+            emptied = {
+                _BY_ENV[n].attr for n, raw in variables.items() if raw == "" and n in _BY_ENV
+            }
+            for attr in emptied:
+                values.pop(attr, None)
+                sources[attr] = f"{origin} (empty: unset)"
+            parsed = _read_variables(
+                {n: raw for n, raw in variables.items() if not (raw == "" and n in _BY_ENV)}
+            )
             values.update(parsed)
             sources.update(dict.fromkeys(parsed, origin))
         if values.get("ghe_host") and "github_api_url" not in values:

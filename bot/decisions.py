@@ -17,10 +17,13 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from sqlalchemy.orm import Session
+
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.idempotency import run_once
+from bot.models import Operator
 
 DECISION_MARKER = "<!-- steelframe-decision -->"
 NEEDS_HUMAN_LABEL = "steelframe:needs_human"
@@ -28,9 +31,15 @@ _MARKER_RE = re.compile(r"\s*<!--\s*steelframe-decision\s*-->\s*", re.IGNORECASE
 _HTML_COMMENT_RE = re.compile(r"<!--.*?-->", re.DOTALL)
 
 
+# Before the line that names who published: what follows is not part of the Decision.
+SIGNATURE_MARKER = "<!-- steelframe-signature -->"
+
+
 def decision_text(comment_body: str) -> str:
-    """What a Decision comment says, without its markers (what the coding runtime is told)."""
-    return _HTML_COMMENT_RE.sub("", comment_body).strip()
+    """What a Decision comment says, without its markers or its signature line (what the
+    coding runtime is told)."""
+    said = comment_body.split(SIGNATURE_MARKER, 1)[0]
+    return _HTML_COMMENT_RE.sub("", said).strip()
 
 
 class CommentApi(Protocol):
@@ -61,12 +70,17 @@ class Published:
         }
 
 
-def decision_comment(body: str, key: str) -> str:
-    """The operator's text with the decision marker exactly once (pasted copies removed)."""
+def decision_comment(body: str, key: str, *, by: str | None = None) -> str:
+    """The operator's text with the decision marker exactly once (pasted copies removed),
+    signed with the name of the operator who published it (`by`), when known."""
     text = _MARKER_RE.sub("\n", body).strip()
     if not text:
         raise BadRequest("body is required", detail={"field": "body"})
-    return f"{DECISION_MARKER}\n{text}\n\n<!-- steelframe-publish:{key} -->"
+    signed = ""
+    if by:
+        name = re.sub(r"[`\s]+", " ", by).strip()
+        signed = f"\n\n{SIGNATURE_MARKER}\n— published by operator `{name}` via Steelframe"
+    return f"{DECISION_MARKER}\n{text}{signed}\n\n<!-- steelframe-publish:{key} -->"
 
 
 def publish_key(operator_id: int, repo: str, issue: int, request_key: str | None) -> str:
@@ -94,7 +108,8 @@ class DecisionPublisher:
     ) -> Published:
         """Post the Decision once per `request_key` (None: this call is a publish of its own)."""
         key = publish_key(operator_id, repo, issue, request_key)
-        comment = decision_comment(body, key.removeprefix("publish:"))
+        name = await self.db.run(_operator_name, operator_id)
+        comment = decision_comment(body, key.removeprefix("publish:"), by=name)
         # 404 with GitHub's message when the issue does not exist, before anything is stored.
         await self.github.get_issue(repo, issue)
 
@@ -125,6 +140,11 @@ class DecisionPublisher:
         # Idempotent by nature: removing a label that is gone is a no-op.
         await self.github.remove_label(repo, issue, NEEDS_HUMAN_LABEL)
         return _published(issue, outcome.result, reused=outcome.reused)
+
+
+def _operator_name(session: Session, operator_id: int) -> str | None:
+    operator = session.get(Operator, operator_id)
+    return operator.name if operator is not None else None
 
 
 def _published(issue: int, result: dict[str, Any], *, reused: bool) -> Published:

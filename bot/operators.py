@@ -7,13 +7,14 @@ import hmac
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.errors import BadRequest, Conflict, Unauthorized
-from bot.models import Operator
+from bot.models import Operator, WebSession
 
 TOKEN_PREFIX = "sfo_"
 
@@ -43,6 +44,22 @@ def rotate_token(session: Session, name: str) -> str:
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     operator.token_hash = hash_token(token)
     return token
+
+
+def list_operators(session: Session) -> list[tuple[str, datetime]]:
+    """Every operator's name and when it was created, oldest first (never a token)."""
+    rows = session.execute(select(Operator.name, Operator.created_at).order_by(Operator.id))
+    return [(name, created) for name, created in rows]
+
+
+def revoke_token(session: Session, name: str) -> None:
+    """The operator's token stops working and its browser sign-ins end; the operator and
+    its sessions stay (`rotate` gives it a new token)."""
+    operator = session.scalar(select(Operator).where(Operator.name == name))
+    if operator is None:
+        raise BadRequest(f"no operator named {name!r}")
+    operator.token_hash = hash_token(secrets.token_urlsafe(32))  # never shown: nothing opens
+    session.execute(delete(WebSession).where(WebSession.operator_id == operator.id))
 
 
 @dataclass(frozen=True)

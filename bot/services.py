@@ -24,6 +24,7 @@ from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import GitHubIntentPolicy
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.operator_commands import OperatorCommands
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.search_words import model_search_words
 from bot.chat.service import ChatService, RuntimeFactory
@@ -45,6 +46,7 @@ from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
 from bot.runtimes.transport import SharedClient
+from bot.serving_checks import coding_runtime_check, sandbox_checks, serving_checks
 from bot.unanswered import Unanswered
 from memory import Memory
 
@@ -92,7 +94,8 @@ class Services:
 
     async def readiness(self) -> dict[str, dict[str, Any]]:
         """What this instance needs to serve, each {"ok", "detail"}: the database, Redis (when
-        configured), the memory index. A failing one makes /readyz answer 503 with why."""
+        configured), the memory index, the GitHub App settings serving needs. A failing one
+        makes /readyz answer 503 with why."""
         health = await self.health()
         checks: dict[str, dict[str, Any]] = {
             "database": _check(
@@ -105,12 +108,15 @@ class Services:
             )
         if self.memory is not None:
             checks["index"] = await asyncio.to_thread(_index_check, self.memory)
-        # Never unready for it, but said where operators look: coding runs unisolated.
-        sandbox = health["coding_sandbox"]
-        checks["coding_sandbox"] = {
-            "ok": True,
-            "detail": sandbox["warning"] or f"coding runs in the {sandbox['mode']} sandbox",
-        }
+        # The settings serving needs (each missing one a 503 reason), then the sandbox's
+        # findings (bot.serving_checks.SANDBOX_CHECKS) and the coding runtime, said only.
+        found = [
+            *serving_checks(self.settings),
+            *await asyncio.to_thread(sandbox_checks, self.settings),  # probes, cached
+            coding_runtime_check(self.settings),
+        ]
+        for check in found:
+            checks[check.name] = {"ok": check.ok, "detail": check.detail}
         return checks
 
     async def close(self) -> None:
@@ -344,4 +350,7 @@ def _attach_github_intents(services: Services, github: GitHubClient, clock: Cloc
         github,
         refresh_seconds=settings.checkout_refresh_seconds,
     )
-    chat.policy = GitHubIntentPolicy(services.filing)
+    # The operator's typed commands ("publish it", ...) first, then the filing policy.
+    chat.policy = OperatorCommands(
+        GitHubIntentPolicy(services.filing), db=database, publisher=services.publisher
+    )

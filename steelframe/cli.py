@@ -33,7 +33,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
     "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
-    "doctor": ("steelframe.commands.doctor", "which coding agents are installed and supported"),
+    "doctor": (
+        "steelframe.commands.doctor",
+        "check the configuration: database, Redis, GitHub App, sandbox, coding agent, model",
+    ),
     "desktop": ("steelframe.commands.desktop", "open the web GUI in its own window"),
 }
 

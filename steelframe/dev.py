@@ -1,8 +1,9 @@
 """`steelframe dev`: the whole system on embedded defaults, no network, no credentials.
 
-The same SQLite file under ./var as every other command, the offline runtime, the demo
-coding runtime and a fresh token for the `dev` operator. Whatever the environment
-configures (database URL, a real model, a coding agent, WEBHOOK_SECRET) overrides these
+The same SQLite file under ./var as every other command (its own, whatever database and
+Redis the shell configures, unless --use-configured-services), the offline runtime, the
+demo coding runtime and a token for the `dev` operator that only dev accepts. Whatever else
+the environment configures (a real model, a coding agent, a GitHub App) overrides these
 defaults. Other packages add their embedded parts through `DEV_EXTRAS`.
 """
 
@@ -13,23 +14,27 @@ import asyncio
 import contextlib
 import dataclasses
 import os
+import secrets
+import shutil
 import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 from sqlalchemy import select
 
 from bot.appkeys import SERVICES
-from bot.config import Secret, Settings
+from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Secret, Settings
 from bot.db import Database
 from bot.models import Operator
-from bot.operators import create_operator, rotate_token
+from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
 from steelframe.collector import tune_for_serving
-from steelframe.commands.core import add_listen_arguments
+from steelframe.commands.core import add_listen_arguments, claim_port
 from steelframe.commands.memory import upgrade_memory_index
+from steelframe.dev_tokens import DEV_TOKEN_PREFIX
 from steelframe.logs import configure_logging
 from steelframe.protocol_log import QuietAppRunner
 from steelframe.webhook_relay import local_target, running_relay
@@ -37,17 +42,72 @@ from steelframe.webhook_relay import local_target, running_relay
 DEV_OPERATOR = "dev"
 
 
+# What dev keeps to itself unless told otherwise: a shell configured for production must
+# not have dev create operators in, or run tasks against, its database and Redis.
+OWN_SERVICES = {
+    "data_dir": "STEELFRAME_DATA_DIR",
+    "database_url": "STEELFRAME_DATABASE_URL",
+    "redis_url": "STEELFRAME_REDIS_URL",
+}
+TOKEN_FILE = "dev-token"
+
+
 def register(subparsers: Any) -> None:
     dev = subparsers.add_parser("dev")
     add_listen_arguments(dev)
+    dev.add_argument(
+        "--data-dir",
+        type=Path,
+        help=f"dev's data folder: its database, Redis and sandbox (default: {DEFAULT_DATA_DIR})",
+    )
+    dev.add_argument(
+        "--use-configured-services",
+        action="store_true",
+        help="run on the STEELFRAME_DATA_DIR, STEELFRAME_DATABASE_URL and STEELFRAME_REDIS_URL "
+        "this shell or .env configures (by default dev ignores them and keeps its own)",
+    )
     dev.set_defaults(handler=cmd_dev)
 
 
-def dev_token(session: Any) -> str:
-    """A fresh token for the dev operator (tokens are stored hashed, so a new one each start)."""
-    if session.scalar(select(Operator).where(Operator.name == DEV_OPERATOR)) is None:
-        return create_operator(session, DEV_OPERATOR)[1]
-    return rotate_token(session, DEV_OPERATOR)
+def own_services(settings: Settings, data_dir: Path | None) -> tuple[Settings, list[str]]:
+    """Dev's own data folder, SQLite database and (embedded) Redis, and the names of the
+    configured settings this replaced."""
+    configured = [env for attr, env in OWN_SERVICES.items() if _configured(settings, attr)]
+    folder = (data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
+    own = dataclasses.replace(
+        settings,
+        data_dir=folder,
+        database_url=f"sqlite:///{folder / DEFAULT_DATABASE_FILE}",
+        redis_url=None,
+    )
+    return own, configured
+
+
+def _configured(settings: Settings, attr: str) -> bool:
+    """Whether a file or the environment set `attr` (not a default, not emptied)."""
+    source = settings.sources.get(attr, "default")
+    return source not in ("default", "dev default") and not source.endswith("(empty: unset)")
+
+
+def dev_token(session: Any, data_dir: Path) -> str:
+    """The dev operator's token: the one kept in the data folder while it still works (an
+    open TUI survives a restart), else a new one, kept there (0600). Dev tokens carry
+    DEV_TOKEN_PREFIX, which a service that is not dev refuses (steelframe/dev_tokens.py)."""
+    kept = data_dir / TOKEN_FILE
+    operator = session.scalar(select(Operator).where(Operator.name == DEV_OPERATOR))
+    with contextlib.suppress(OSError):
+        token = kept.read_text().strip()
+        if operator is not None and token and operator.token_hash == hash_token(token):
+            return token
+    token = DEV_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    if operator is None:
+        operator, _ = create_operator(session, DEV_OPERATOR)
+    operator.token_hash = hash_token(token)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(kept, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(token + "\n")
+    return token
 
 
 def dev_settings(settings: Settings) -> Settings:
@@ -61,11 +121,25 @@ def dev_settings(settings: Settings) -> Settings:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
-    # No database of its own: `webhooks list` or `memory reindex` in this checkout must see
-    # the database `dev` runs on (the default, under the data directory).
-    settings = dev_settings(load_settings())
+    # The default data folder is every command's: `webhooks list` or `memory reindex` in
+    # this checkout see the database `dev` runs on.
+    settings = load_settings()
+    if args.use_configured_services:
+        if args.data_dir is not None:
+            settings = dataclasses.replace(settings, data_dir=args.data_dir.resolve())
+    else:
+        settings, ignored = own_services(settings, args.data_dir)
+        if ignored:
+            print(
+                f"steelframe dev: not using {', '.join(ignored)} of this shell: dev keeps its "
+                f"own data folder ({settings.data_dir}), database and Redis "
+                "(--use-configured-services runs on them)",
+                flush=True,
+            )
+    settings = dev_settings(settings)
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
+    claim_port(args.host or settings.host, port)  # before the sandbox, Redis and database
     asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
     return 0
 
@@ -86,18 +160,11 @@ async def run_dev(
         sandbox = await _start_sandbox(settings)
         if sandbox is not None:
             parts.push_async_callback(sandbox.close)
-            settings = dataclasses.replace(
-                settings,
-                app_id=sandbox.app_id,
-                private_key=Secret(sandbox.private_key),
-                private_key_path=None,
-                webhook_secret=Secret(sandbox.webhook_secret),
-                github_api_url=sandbox.url,
-            )
+            settings = on_sandbox(settings, sandbox)
         # An index of an older analysis is rebuilt here, with a progress bar, before the app
         # binds it (which would rebuild it too, but only into the log).
         await asyncio.to_thread(upgrade_memory_index, settings, sys.stdout)
-        app = create_app(settings)
+        app = create_app(settings, accept_dev_tokens=True)
         runner = QuietAppRunner(app)
         await runner.setup()
         tune_for_serving()
@@ -117,7 +184,7 @@ async def run_dev(
             await parts.enter_async_context(relay)
             print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
         database: Database = app[SERVICES].db
-        token = await database.run(dev_token)
+        token = await database.run(dev_token, settings.data_dir)
         print(
             f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}",
             flush=True,
@@ -140,6 +207,26 @@ async def run_dev(
             await stop.wait()
         finally:
             print("steelframe dev: shutting down", flush=True)
+
+
+def on_sandbox(settings: Settings, sandbox: Any) -> Settings:
+    """The settings that point every part at the local sandbox's App."""
+    return dataclasses.replace(
+        settings,
+        app_id=sandbox.app_id,
+        private_key=Secret(sandbox.private_key),
+        private_key_path=None,
+        webhook_secret=Secret(sandbox.webhook_secret),
+        github_api_url=sandbox.url,
+        # GitHub's 1 s between writes protects github.com, not a local sandbox: paced, a
+        # filing took 7 s and Publish to PR 9 s (bench/dev_loop.py, bench/README.md). An
+        # interval set on purpose (STEELFRAME_GITHUB_WRITE_INTERVAL) still applies.
+        github_write_interval=(
+            settings.github_write_interval
+            if settings.sources.get("github_write_interval") in (".env", "environment")
+            else 0.0
+        ),
+    )
 
 
 async def _start_sandbox(settings: Settings) -> Any:
@@ -202,15 +289,21 @@ def _coding_line(settings: Settings) -> str:
 def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
     """What a newcomer can do now, printed once everything is up."""
     ask = "file an issue for the login page, which shows a blank screen after a wrong password"
+    tui, steelframe = runnable("steelframe-tui"), runnable("steelframe")
     lines = [
         "",
         "Try it: open Chat in another terminal",
-        f"  steelframe-tui --url {url} --token {token}",
+        f"  {tui} --url {url} --token {token}",
         f"  and type: {ask}",
         "  (or, without the TUI:",
         f"  curl -s -X POST {url}/api/operator/chat -H 'Authorization: Bearer {token}' \\",
         f'       -d \'{{"message": "{ask}"}}\')',
+        f"The web GUI in its own window: {steelframe} desktop --url {url}",
+        f"Check the configuration: {steelframe} doctor",
     ]
+    if tui != "steelframe-tui":
+        folder = Path(tui).parent
+        lines.append(f"(to type them bare: source {folder}/activate, or PATH={folder}:$PATH)")
     if settings.coding_agent == "demo":
         lines += [
             "Chat files the issue, a task runs the demo coding runtime, and a pull request",
@@ -222,6 +315,16 @@ def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
         lines.append(f"Issues and pull requests open in a browser: {sandbox.url}/{settings.repo}")
     lines.append(f"Board: curl -s -H 'Authorization: Bearer {token}' {url}/api/operator/board")
     return "\n".join(lines)
+
+
+def runnable(script: str) -> str:
+    """`script` as it can be pasted here: the bare name when PATH finds this install's, else
+    the absolute path of the one beside this Python (a venv that is not on PATH)."""
+    beside = Path(sys.executable).with_name(script)
+    found = shutil.which(script)
+    if found is not None and beside.exists() and Path(found).resolve() == beside.resolve():
+        return script
+    return str(beside) if beside.exists() else script
 
 
 def _safe_url(url: str) -> str:

@@ -38,6 +38,13 @@ def explain(exc: BaseException, settings: Settings | None) -> str | None:
             f"cannot reach Redis at {where}: {_first_line(exc)}. "
             f"Check {REDIS_SETTING} and that redis-server is running."
         )
+    folder = _sqlite_folder_problem(exc, settings)
+    if folder is not None:
+        return (
+            f"cannot make the folder {folder} for the SQLite database {database}: "
+            f"{exc.strerror if isinstance(exc, OSError) else exc}. Check {DATABASE_SETTING} "
+            "(or STEELFRAME_DATA_DIR, where the default database lives)."
+        )
     if isinstance(exc, redis.exceptions.InvalidResponse):
         where = shown.get(REDIS_SETTING, "the configured Redis")
         return (
@@ -57,6 +64,18 @@ def explain_listen(exc: OSError, host: str, port: int) -> str | None:
     if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES, errno.EPERM):
         return f"cannot listen on {host}:{port}: {exc.strerror}. Check --host and --port."
     return None
+
+
+def _sqlite_folder_problem(exc: BaseException, settings: Settings | None) -> str | None:
+    """The folder of the SQLite database that could not be made, when that is `exc`."""
+    if settings is None or not isinstance(exc, OSError) or not exc.filename:
+        return None
+    url = settings.database_url
+    if not url.startswith("sqlite:///"):
+        return None
+    path = url.removeprefix("sqlite:///").split("?", 1)[0]
+    failed = str(exc.filename)
+    return failed if path.startswith(failed.rstrip("/") + "/") else None
 
 
 def _first_line(exc: BaseException) -> str:

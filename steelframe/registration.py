@@ -2,17 +2,21 @@
 
 As Probot does it: the page posts the manifest (with this service's URLs) to GitHub, GitHub
 redirects back to `/callback` with a code, the code is exchanged for the App's credentials,
-and they are written to `.env` (the key in its own file, both mode 0600).
+and they are written to `.env` (the key in its own file, both mode 0600). The key goes
+outside the checkout by default (`~/.config/steelframe/`), so `git add -A` cannot commit it.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import html
 import json
+import os
 import secrets
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from aiohttp import web
 from bot.config import Settings
 from bot.errors import SteelframeError
 from bot.github.manifest import (
+    PUBLIC_GITHUB_API,
     AppCredentials,
     app_manifest,
     exchange_code,
@@ -31,6 +36,7 @@ from bot.github.manifest import (
     write_credentials,
 )
 from steelframe.cli import load_settings
+from steelframe.secrets_in_git import committable
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,7 +48,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where GitHub sends webhooks (default: WEBHOOK_PROXY_URL if set, else "
         "http://localhost:PORT/api/github/webhooks)",
     )
+    parser.add_argument(
+        "--github-url",
+        help="the GitHub API to register with: GitHub Enterprise's https://HOST/api/v3, or a "
+        "local sandbox's URL (default: GITHUB_API_URL, else GHE_HOST, else api.github.com)",
+    )
     parser.add_argument("--env-file", default=".env", help="where the credentials are written")
+    parser.add_argument(
+        "--key-dir",
+        type=Path,
+        help="folder for the App's private key (default: $XDG_CONFIG_HOME/steelframe, else "
+        "~/.config/steelframe: outside any checkout)",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address of the registration page")
     parser.add_argument(
         "--port", type=int, default=3000, help="port of the registration page; 0 picks one"
@@ -76,6 +93,45 @@ class Registration:
         if self.settings.public_url:
             return f"{self.settings.public_url}/api/github/webhooks"
         return f"http://localhost:{self.settings.port}/api/github/webhooks"
+
+
+def default_key_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where a private key lives unless told otherwise: the user's configuration folder,
+    never the working directory (which is usually a git checkout)."""
+    config_home = environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config_home).expanduser() / "steelframe"
+
+
+def github_variables(settings: Settings) -> dict[str, str]:
+    """The variables that name the GitHub this App was registered on, for `.env`: GHE_HOST
+    (and GHE_PROTOCOL) as configured, else GITHUB_API_URL unless it is github.com's."""
+    if settings.ghe_host and settings.sources.get("github_api_url", "").startswith("GHE_HOST"):
+        found = {"GHE_HOST": settings.ghe_host}
+        if settings.ghe_protocol != "https":
+            found["GHE_PROTOCOL"] = settings.ghe_protocol
+        return found
+    if settings.github_api_url.rstrip("/") == PUBLIC_GITHUB_API:
+        return {}
+    return {"GITHUB_API_URL": settings.github_api_url.rstrip("/")}
+
+
+def with_github_url(settings: Settings, url: str | None) -> Settings:
+    """`--github-url` wins over GITHUB_API_URL and GHE_HOST."""
+    if not url:
+        return settings
+    sources = {**settings.sources, "github_api_url": "--github-url"}
+    return dataclasses.replace(settings, github_api_url=url.rstrip("/"), sources=sources)
+
+
+def _write(registration: Registration, credentials: AppCredentials) -> tuple[Path, Path]:
+    key_dir: Path = registration.args.key_dir or default_key_dir()
+    key_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return write_credentials(
+        credentials,
+        env_file=Path(registration.args.env_file),
+        key_dir=key_dir,
+        where=github_variables(registration.settings),
+    )
 
 
 PAGE_KEY = web.AppKey("registration", Registration)
@@ -120,9 +176,7 @@ async def callback(request: web.Request) -> web.Response:
             credentials = await exchange_code(session, registration.settings.github_api_url, code)
     except SteelframeError as exc:
         raise web.HTTPBadGateway(text=exc.message) from exc
-    registration.written = await asyncio.to_thread(
-        write_credentials, credentials, env_file=Path(registration.args.env_file)
-    )
+    registration.written = await asyncio.to_thread(_write, registration, credentials)
     assert registration.done is not None
     if not registration.done.done():
         registration.done.set_result(credentials)
@@ -133,7 +187,8 @@ async def callback(request: web.Request) -> web.Response:
 <html lang="en"><head><meta charset="utf-8"><title>GitHub App registered</title></head>
 <body><main><h1>Registered {html.escape(credentials.name)}</h1>
 <p>App id {credentials.id}; the credentials are in
-<code>{html.escape(str(registration.written[0]))}</code>.</p>
+<code>{html.escape(str(registration.written[0]))}</code>, the private key in
+<code>{html.escape(str(registration.written[1]))}</code> (both readable by you only).</p>
 <p>Next: <a href="{html.escape(install)}">install the App on a repository</a>, then run
 <code>steelframe github check --repo OWNER/NAME</code>.</p></main></body></html>""",
     )
@@ -178,7 +233,7 @@ async def run_registration(
 
 
 def cmd_github_register(args: argparse.Namespace) -> int:
-    settings = load_settings()
+    settings = with_github_url(load_settings(), args.github_url)
     try:
         registration = Registration(settings, read_manifest(Path(args.manifest)), args)
         credentials, (env_file, key_path) = asyncio.run(
@@ -191,8 +246,16 @@ def cmd_github_register(args: argparse.Namespace) -> int:
         print("steelframe: registration cancelled; nothing was written", file=sys.stderr)
         return 130
     print(f"registered {credentials.name} (app id {credentials.id}, {credentials.slug})")
-    print(f"wrote APP_ID, WEBHOOK_SECRET and PRIVATE_KEY_PATH to {env_file} (mode 0600)")
+    names = ["APP_ID", "WEBHOOK_SECRET", "PRIVATE_KEY_PATH", *github_variables(settings)]
+    print(f"wrote {', '.join(names)} to {env_file} (mode 0600)")
     print(f"private key: {key_path} (mode 0600)")
+    for path in (env_file, key_path):
+        if committable(path):
+            print(
+                f"warning: {path} is in a git checkout that does not ignore it: add it to "
+                ".gitignore before `git add`",
+                file=sys.stderr,
+            )
     print(f"next: install the App: {credentials.html_url}/installations/new")
     print("then: steelframe github check --repo OWNER/NAME")
     return 0

@@ -28,6 +28,7 @@ from operator_api import (
 from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.middleware import errors_middleware, on_response_prepare
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
+from steelframe.dev_tokens import DEV_TOKENS_ACCEPTED, refuse_dev_tokens
 from steelframe.protocol_log import QuietProtocolLog
 from web_gui import OPENAPI_PATHS as GUI_PATHS
 from web_gui import setup as web_gui_setup
@@ -61,18 +62,22 @@ def create_app(
     *,
     services: Services | None = None,
     plugins: tuple[AppPlugin, ...] | None = None,
+    accept_dev_tokens: bool = False,
     **service_overrides: Any,
 ) -> web.Application:
+    # Only `steelframe dev` accepts the tokens it mints (steelframe/dev_tokens.py).
+    dev_tokens = [] if accept_dev_tokens else [refuse_dev_tokens]
     # The largest body any route accepts is a GitHub webhook (25 MB); chat routes enforce
     # their own much lower cap while reading.
     app = web.Application(
-        middlewares=[errors_middleware, auth_middleware],
+        middlewares=[errors_middleware, *dev_tokens, auth_middleware],
         client_max_size=DEFAULT_WEBHOOK_MAX_BODY,
         # A request aiohttp cannot parse (header line over 8 KB...) is a 400 and one log line.
         handler_args={"logger": QuietProtocolLog()},
     )
     for module in OPERATOR_API:
         app.add_routes(module.endpoints.routes)
+    app[DEV_TOKENS_ACCEPTED] = accept_dev_tokens
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built

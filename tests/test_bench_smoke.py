@@ -81,3 +81,11 @@ def test_gui_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     gui.main(["--smoke"])
     out = capsys.readouterr().out
     assert "load -> interactive" in out and "first delta -> frame" in out and "ratio" in out
+
+
+def test_dev_loop_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    from bench import dev_loop
+
+    dev_loop.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "filing -> PR" in out and "dev (no pacing)" in out

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import html
 import re
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,13 @@ from aiohttp import web
 
 from bot.config import Settings
 from steelframe.cli import build_parser, main, read_dotenv
-from steelframe.registration import Registration, read_manifest, run_registration
+from steelframe.registration import (
+    Registration,
+    read_manifest,
+    run_registration,
+    with_github_url,
+)
+from steelframe.secrets_in_git import committable
 from tests.conftest import GitHubSandbox
 from webhooks.signature import signature_for
 
@@ -25,13 +33,22 @@ ROOT = Path(__file__).resolve().parent.parent
 CREDENTIAL_VARIABLES = ("APP_ID", "PRIVATE_KEY", "PRIVATE_KEY_PATH", "WEBHOOK_SECRET")
 
 
+@pytest.fixture(autouse=True)
+def config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The user's configuration folder, where keys go by default: never the real one."""
+    home = tmp_path / "config-home"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home))
+    return home
+
+
 async def _start(
-    sandbox: GitHubSandbox, tmp_path: Path, *extra: str
+    sandbox: GitHubSandbox, tmp_path: Path, *extra: str, environ: dict[str, str] | None = None
 ) -> tuple[asyncio.Task[Any], str, Registration]:
     manifest, env_file = str(ROOT / "app.yml"), str(tmp_path / ".env")
     argv = ["github", "register", "--manifest", manifest, "--env-file", env_file, "--port", "0"]
     args = build_parser(argv).parse_args([*argv, *extra])
-    settings = Settings.from_env({"GITHUB_API_URL": sandbox.url})
+    environ = {"GITHUB_API_URL": sandbox.url} if environ is None else environ
+    settings = with_github_url(Settings.from_env(environ), args.github_url)
     registration = Registration(settings, read_manifest(Path(args.manifest)), args)
     said: asyncio.Queue[str] = asyncio.Queue()
     task = asyncio.create_task(run_registration(registration, say=said.put_nowait))
@@ -168,3 +185,96 @@ def test_the_manifest_points_webhooks_at_the_public_url_when_one_is_set() -> Non
     assert Registration(local, manifest, args).webhook_url() == (
         "http://localhost:9000/api/github/webhooks"
     )
+
+
+async def test_the_key_lands_outside_the_checkout_and_git_ignores_the_env_file(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    config_home: Path,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    checkout = tmp_path / "checkout"
+    checkout.mkdir()
+    await asyncio.to_thread(_git, checkout, "init", "-q")
+    shutil.copy(ROOT / ".gitignore", checkout / ".gitignore")
+    task, page_url, _ = await _start(github_sandbox, checkout, "--webhook-url", hook_receiver[0])
+    async with aiohttp.ClientSession() as session:
+        async with session.get(await _submit_form(session, page_url)) as response:
+            assert response.status == 200
+            assert "readable by you only" in await response.text()
+    credentials, (env_file, key_path) = await asyncio.wait_for(task, 30)
+    assert key_path == config_home / "steelframe" / f"{credentials.slug}.private-key.pem"
+    assert stat.S_IMODE(key_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(key_path.parent.stat().st_mode) == 0o700
+    assert env_file.parent == checkout and read_dotenv(env_file)["PRIVATE_KEY_PATH"] == str(
+        key_path
+    )
+    # `git add -A` in the checkout picks up neither secret.
+    await asyncio.to_thread(_git, checkout, "add", "-A")
+    staged = await asyncio.to_thread(_git, checkout, "diff", "--cached", "--name-only")
+    assert staged.split() == [".gitignore"]
+    assert not committable(env_file) and not committable(key_path)
+
+
+def test_the_repository_ignores_env_files_keys_and_the_data_folder() -> None:
+    names = [".env", "x.private-key.pem", "var/", ".env.production"]
+    result = subprocess.run(
+        ["git", "check-ignore", *names], cwd=ROOT, capture_output=True, text=True
+    )
+    assert result.stdout.split() == names
+    # A template without secrets stays committable.
+    assert subprocess.run(["git", "check-ignore", "-q", ".env.example"], cwd=ROOT).returncode == 1
+
+
+def _git(checkout: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=checkout, capture_output=True, text=True, check=True
+    ).stdout
+
+
+async def test_github_url_points_register_at_a_sandbox_and_lands_in_the_env_file(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    task, page_url, _ = await _start(
+        github_sandbox,
+        tmp_path,
+        *("--github-url", github_sandbox.url, "--webhook-url", hook_receiver[0]),
+        environ={},
+    )
+    async with aiohttp.ClientSession() as session:
+        async with session.get(await _submit_form(session, page_url)) as response:
+            assert response.status == 200
+    _, (env_file, _) = await asyncio.wait_for(task, 30)
+    written = read_dotenv(env_file)
+    assert written["GITHUB_API_URL"] == github_sandbox.url
+    assert Settings.from_env({}, dotenv=written).github_api_url == github_sandbox.url
+
+
+async def test_ghe_host_at_a_server_without_api_v3_says_so(
+    github_sandbox: GitHubSandbox,
+    tmp_path: Path,
+    hook_receiver: tuple[str, list[tuple[dict[str, str], bytes]]],
+) -> None:
+    host = github_sandbox.url.removeprefix("http://")
+    task, page_url, _ = await _start(
+        github_sandbox,
+        tmp_path,
+        "--webhook-url",
+        hook_receiver[0],
+        environ={"GHE_HOST": host, "GHE_PROTOCOL": "http"},
+    )
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.get(await _submit_form(session, page_url)) as response:
+                assert response.status == 502
+                text = await response.text()
+    finally:
+        task.cancel()
+    # The request to a path GitHub does not have is the point here, not a contract breach.
+    github_sandbox.sandbox.traffic[:] = [
+        ex for ex in github_sandbox.sandbox.traffic if not ex.path.startswith("/api/v3/")
+    ]
+    assert "GHE_HOST" in text and "GITHUB_API_URL (or --github-url)" in text
+    assert not (tmp_path / ".env").exists()  # nothing written

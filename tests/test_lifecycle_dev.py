@@ -43,9 +43,9 @@ def test_dev_runs_a_worker_on_an_embedded_redis_that_delivers_a_labelled_issue(
         map(str, sandbox["coding_read_only_paths"])
     )
     # Absolute: the dev sandbox turns its repositories' paths into file:// clone URLs.
-    env["STEELFRAME_DATA_DIR"] = str(tmp_path / "var")
+    data_dir = str(tmp_path / "var")
     process = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0", "--data-dir", data_dir],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

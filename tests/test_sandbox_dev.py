@@ -64,6 +64,7 @@ async def test_dev_brings_up_the_sandbox_and_its_webhooks_reach_the_service(
         "-m",
         "steelframe.cli",
         "dev",
+        "--use-configured-services",  # this test's database and Redis
         "--port",
         "0",
         cwd=tmp_path,

@@ -32,6 +32,8 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.operator_commands import command_focus
+from bot.chat.progress import progress_while
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.summariser import Summariser
 from bot.chat.summary import SummarySink
@@ -187,7 +189,8 @@ class ChatService:
                 await self._placements.get((request.operator_id, request.session_id)),
                 session_id=request.session_id,
                 agent=request.agent,
-                focus=request.focus,
+                # "discuss #N" typed in Chat focuses the session on N (operator_commands).
+                focus=command_focus(message, request.focus),
                 default_agent="default",
             )
             if target.agent not in self.agents:
@@ -434,7 +437,9 @@ class ChatService:
             agent=agent,
         )
         try:
-            return await self.policy.apply(context)
+            # Filing and publishing wait on GitHub's write pacing: say so while they do.
+            async with progress_while(handle.emit, "waiting on GitHub"):
+                return await self.policy.apply(context)
         except Exception as exc:
             log.warning("intent %s could not be applied: %s", trailer.intent, exc)
             message = getattr(exc, "message", "the action could not be completed")

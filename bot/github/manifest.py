@@ -81,6 +81,15 @@ async def exchange_code(session: aiohttp.ClientSession, api_url: str, code: str)
     timeout = aiohttp.ClientTimeout(total=CONVERSION_TIMEOUT_SECONDS)
     try:
         async with session.post(url, headers=headers, timeout=timeout) as response:
+            if response.status == 404 and api_url.rstrip("/").endswith("/api/v3"):
+                # GHE_HOST makes the API URL https://HOST/api/v3: a host that serves its API
+                # elsewhere (the local sandbox does, at its root) answers 404 here.
+                raise RegistrationError(
+                    f"{api_url} answered 404 to the code exchange: if GHE_HOST points at a "
+                    "server whose API is not under /api/v3 (the local sandbox's is at its "
+                    "root), set GITHUB_API_URL (or --github-url) to its API instead; "
+                    "otherwise the code was used or expired: register again"
+                )
             if response.status != 201:
                 raise RegistrationError(
                     f"GitHub answered {response.status} to the code exchange; the code is "
@@ -103,15 +112,24 @@ async def exchange_code(session: aiohttp.ClientSession, api_url: str, code: str)
         raise RegistrationError(f"GitHub's answer lacks {exc}") from exc
 
 
-def write_credentials(credentials: AppCredentials, *, env_file: Path) -> tuple[Path, Path]:
-    """Keep the private key in its own file beside `.env` and point `.env` at it; both
-    readable by the owner only (0600). Other lines of `.env` stay as they were."""
-    key_path = env_file.resolve().parent / f"{credentials.slug}.private-key.pem"
+def write_credentials(
+    credentials: AppCredentials,
+    *,
+    env_file: Path,
+    key_dir: Path | None = None,
+    where: Mapping[str, str] | None = None,
+) -> tuple[Path, Path]:
+    """Keep the private key in its own file in `key_dir` (default: beside `.env`) and point
+    `.env` at it; both readable by the owner only (0600). `where` adds the variables naming
+    the GitHub the App lives on (GITHUB_API_URL or GHE_HOST). Other lines of `.env` stay."""
+    folder = (key_dir or env_file.parent).expanduser().resolve()
+    key_path = folder / f"{credentials.slug}.private-key.pem"
     _write_private(key_path, credentials.private_key.reveal())
     updates = {
         "APP_ID": str(credentials.id),
         "PRIVATE_KEY_PATH": str(key_path),
         "WEBHOOK_SECRET": credentials.webhook_secret.reveal(),
+        **(where or {}),
     }
     _write_private(env_file, _updated_env(env_file, updates, drop={"PRIVATE_KEY"}))
     return env_file, key_path

@@ -441,6 +441,11 @@ def _probe(policy: SandboxPolicy) -> str | None:
     return None
 
 
+def probe_problem(settings: Settings) -> str | None:
+    """None when the settings' sandbox starts on this host, else why not (cached)."""
+    return _probe(SandboxPolicy.from_settings(settings))
+
+
 def ensure_available(policy: SandboxPolicy) -> list[str]:
     """Raise SandboxUnavailable if the sandbox cannot run; else the warnings to log."""
     if not policy.enabled:

@@ -269,7 +269,16 @@ class TaskService:
         if task.state != TaskState.QUEUED:
             return
         try:
-            await progress.sync_labels(self.github, task.repo, task.issue, TaskState.QUEUED)
+            state = TaskState.QUEUED
+            for _ in range(3):
+                await progress.sync_labels(self.github, task.repo, task.issue, state)
+                # A worker may have moved the task on, and synced its labels, while these
+                # requests were in flight: a queued label landing last stayed until the
+                # reconciler's pass. Follow the state until the labels match it.
+                now = (await self.db.run(tasks.get_task, task_id)).state
+                if now == state:
+                    break
+                state = TaskState(now)
         except Exception as exc:  # the worker and the reconciler sync labels again
             log.warning("lifecycle: task %s queued label not set: %s", task_id, exc)
 

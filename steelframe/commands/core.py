@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import socket
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -12,8 +13,9 @@ from sqlalchemy.orm import Session
 
 from bot import db as dbmod
 from bot.errors import SteelframeError
-from bot.operators import create_operator, rotate_token
+from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.redis_auth import require_authenticated_redis
+from bot.serving_checks import Check, serving_checks
 from steelframe.cli import load_settings, with_database
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
@@ -67,6 +69,13 @@ def register(subparsers: Any) -> None:
     rotate = op_sub.add_parser("rotate", help="issue a new token for an operator")
     rotate.add_argument("name", help="the operator's name")
     rotate.set_defaults(handler=cmd_operator_rotate)
+    listing = op_sub.add_parser("list", help="every operator's name and creation time")
+    listing.set_defaults(handler=cmd_operator_list)
+    revoke = op_sub.add_parser(
+        "revoke", help="end an operator's token and browser sign-ins (rotate issues a new one)"
+    )
+    revoke.add_argument("name", help="the operator's name")
+    revoke.set_defaults(handler=cmd_operator_revoke)
 
     config = subparsers.add_parser("config")
     config.add_argument(
@@ -90,6 +99,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     require_authenticated_redis(settings)  # before anything is opened (build_services again)
     configure_logging(settings)
+    warn_unready(serving_checks(settings))
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     if args.processes < 1:
@@ -100,6 +110,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except LoopUnavailable as exc:
         print(f"steelframe: {exc}", file=sys.stderr)
         return 2
+    if not args.reuse_port:
+        claim_port(host, port)  # a taken port fails now, not after the start-up work
     # An index of an older analysis is rebuilt once, here, before any process serves
     # (a --processes child finds it current: a manifest read).
     upgrade_memory_index(settings, sys.stdout)
@@ -124,6 +136,24 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def claim_port(host: str, port: int) -> None:
+    """Raise the OSError a bind would (port taken...) before any start-up work; the caller's
+    one-line message (cli.main) names the port. Port 0 is always free."""
+    if port == 0:
+        return
+    found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    for family, *_, address in found[:1]:  # the first address, as a bind tries it first
+        with socket.create_server(address[:2], family=family):  # SO_REUSEADDR, as serving does
+            pass
+
+
+def warn_unready(checks: list[Check]) -> None:
+    """One start-up line per missing setting, the reason /readyz gives (it answers 503)."""
+    for check in checks:
+        if not check.ok:
+            print(f"steelframe: warning: not ready: {check.detail}", file=sys.stderr, flush=True)
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -176,6 +206,22 @@ def cmd_operator_rotate(args: argparse.Namespace) -> int:
         return f"new token for {name!r}; the old one no longer works:", rotate_token(session, name)
 
     return _print_token(rotate, args.name)
+
+
+def cmd_operator_list(args: argparse.Namespace) -> int:
+    for name, created in with_database(list_operators):
+        print(f"{name:<30} created {created:%Y-%m-%d %H:%M:%S}")
+    return 0
+
+
+def cmd_operator_revoke(args: argparse.Namespace) -> int:
+    try:
+        with_database(revoke_token, args.name)
+    except SteelframeError as exc:
+        print(f"steelframe: {exc.message}", file=sys.stderr)
+        return 1
+    print(f"revoked {args.name!r}: its token and browser sign-ins no longer work")
+    return 0
 
 
 def _print_token(make: Callable[[Session, str], tuple[str, str]], name: str) -> int:

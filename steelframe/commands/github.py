@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import shlex
 import sys
+import uuid
+from pathlib import Path
 from typing import Any
 
 from bot.errors import SteelframeError
@@ -50,10 +53,20 @@ def register(subparsers: Any) -> None:
     )
     replay.add_argument("--failed", action="store_true", help="every dead delivery")
     replay.set_defaults(handler=cmd_webhooks_replay)
+    sign = hooks_sub.add_parser(
+        "sign", help="print a curl command that posts a payload file as a signed webhook"
+    )
+    sign.add_argument("payload", type=Path, help="the JSON payload file (GitHub's shape)")
+    sign.add_argument("--event", default="issues", help="the X-GitHub-Event header")
+    sign.add_argument("--url", help="the service (default: http://127.0.0.1:PORT)")
+    sign.add_argument("--secret", help="the webhook secret (default: WEBHOOK_SECRET)")
+    sign.set_defaults(handler=cmd_webhooks_sign)
 
 
 def cmd_github_check(args: argparse.Namespace) -> int:
     from bot.github.client import GitHubClient
+    from bot.github.errors import GitHubUnavailable
+    from bot.github.retry import RetryPolicy
 
     settings = load_settings()
     configure_logging(settings)
@@ -65,7 +78,10 @@ def cmd_github_check(args: argparse.Namespace) -> int:
     repo = args.repo or settings.repo
 
     async def check() -> None:
-        client = GitHubClient.from_settings(settings)
+        # One quick retry: an operator at a terminal wants the answer, not a long backoff.
+        client = GitHubClient.from_settings(
+            settings, retry=RetryPolicy(max_attempts=2, base_delay=0.5)
+        )
         try:
             print(f"checking the App at {settings.github_api_url} ...", flush=True)
             identity = await client.identity()
@@ -79,6 +95,13 @@ def cmd_github_check(args: argparse.Namespace) -> int:
 
     try:
         asyncio.run(check())
+    except GitHubUnavailable as exc:  # no answer at all: not something GitHub said
+        print(
+            f"steelframe: no answer from {settings.github_api_url}: {exc.message}. Check "
+            "GITHUB_API_URL (or GHE_HOST) and the network.",
+            file=sys.stderr,
+        )
+        return 1
     except SteelframeError as exc:
         print(f"steelframe: GitHub said: {exc.message}", file=sys.stderr)
         return 1
@@ -137,3 +160,30 @@ def cmd_webhooks_replay(args: argparse.Namespace) -> int:
     if args.failed:
         print(f"{len(results)} dead deliveries queued again")
     return status
+
+
+def cmd_webhooks_sign(args: argparse.Namespace) -> int:
+    """A copy-paste way to send a test delivery: the payload signed as GitHub signs it."""
+    from webhooks.signature import signature_for
+
+    settings = load_settings()
+    secret = args.secret or (settings.webhook_secret.reveal() if settings.webhook_secret else "")
+    if not secret:
+        print("steelframe: no secret: set WEBHOOK_SECRET or pass --secret", file=sys.stderr)
+        return 2
+    try:
+        body = args.payload.read_bytes()
+    except OSError as exc:
+        print(f"steelframe: {args.payload}: {exc.strerror}", file=sys.stderr)
+        return 2
+    url = (args.url or f"http://127.0.0.1:{settings.port}").rstrip("/")
+    command = [
+        "curl", "-s", "-X", "POST", f"{url}/api/github/webhooks",
+        "-H", "Content-Type: application/json",
+        "-H", f"X-GitHub-Event: {args.event}",
+        "-H", f"X-GitHub-Delivery: {uuid.uuid4()}",
+        "-H", f"X-Hub-Signature-256: {signature_for(secret, body)}",
+        "--data-binary", f"@{args.payload}",
+    ]  # fmt: skip
+    print(shlex.join(command))
+    return 0

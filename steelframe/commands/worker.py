@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from bot import db as dbmod
+from bot.config import Settings
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
@@ -24,6 +25,7 @@ from bot.lifecycle.reconcile import (
 )
 from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
+from bot.serving_checks import coding_runtime_check, github_app_check
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
 
@@ -50,6 +52,7 @@ def _context(queue: str) -> LifecycleContext | None:
     after saying that the lifecycle needs Redis."""
     settings = load_settings()
     configure_logging(settings)
+    _warn_about_coding(settings)
     if not settings.redis_url:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
@@ -58,6 +61,13 @@ def _context(queue: str) -> LifecycleContext | None:
     print("steelframe: applying migrations ...", flush=True)
     dbmod.upgrade(ctx.db.engine)
     return ctx
+
+
+def _warn_about_coding(settings: Settings) -> None:
+    """A worker without the App or a coding agent takes tasks it cannot finish: say so."""
+    for check in (github_app_check(settings), coding_runtime_check(settings)):
+        if not check.ok or check.note:
+            print(f"steelframe worker: warning: {check.detail}", file=sys.stderr, flush=True)
 
 
 def _say_reconciling(line: str) -> None:

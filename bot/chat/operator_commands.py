@@ -1,0 +1,155 @@
+"""The short-issue path typed in Chat: "discuss #15", "publish it", "what is #15 waiting for?".
+
+Commands in the operator's own words, matched whole (a sentence that merely mentions
+publishing is not one), so they work the same with any runtime, the offline one included:
+
+- `discuss #N` focuses this session on issue N: the Discuss session, where a Decision is
+  drafted with the issue and its comments in context (the turn reads them).
+- `publish it` publishes the Decision drafted in this session on its issue, once per turn
+  (the turn id is the publish key), and clears the draft.
+- `what is #N waiting for?` shows the task's state and the question it asked.
+
+Only the operator's message is read: text from GitHub or a model never triggers a command.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from bot.chat.intents import IntentContext, IntentOutcome, IntentPolicy
+from bot.chat.sessions import UNSET
+from bot.chat.trailer import Intent
+from bot.db import Database
+from bot.decisions import DecisionPublisher
+from bot.lifecycle.tasks import task_for_issue
+
+
+class Command(enum.Enum):
+    DISCUSS = "discuss"
+    PUBLISH = "publish"
+    WAITING_FOR = "waiting_for"
+
+
+@dataclass(frozen=True)
+class OperatorCommand:
+    command: Command
+    issue: int | None = None
+
+
+_END = r"\s*[.!?]*\s*$"
+_PATTERNS = (
+    (Command.DISCUSS, re.compile(r"^\s*(?:let'?s\s+)?discuss\s+(?:issue\s+)?#(\d+)" + _END, re.I)),
+    (
+        Command.PUBLISH,
+        re.compile(
+            r"^\s*(?:ok,?\s+|yes,?\s+)?publish(?:\s+(?:it|that|the\s+decision))?" + _END, re.I
+        ),
+    ),
+    (
+        Command.WAITING_FOR,
+        re.compile(
+            r"^\s*what(?:'s|\s+is)\s+(?:issue\s+)?#(\d+)\s+waiting\s+(?:for|on)" + _END, re.I
+        ),
+    ),
+)
+
+
+def parse_command(message: str) -> OperatorCommand | None:
+    """The command the whole message is, or None."""
+    for command, pattern in _PATTERNS:
+        found = pattern.match(message)
+        if found:
+            issue = int(found.group(1)) if found.groups() else None
+            return OperatorCommand(command, issue)
+    return None
+
+
+def command_focus(message: str, focus: Any) -> Any:
+    """The focus a turn takes: `discuss #N` focuses the session on N (unless the request
+    itself names a focus); anything else keeps the request's."""
+    found = parse_command(message)
+    if found is not None and found.command is Command.DISCUSS and focus is UNSET:
+        return found.issue
+    return focus
+
+
+class OperatorCommands:
+    """An intent policy that runs the operator's commands and hands anything else to
+    `inner` (the filing policy)."""
+
+    def __init__(
+        self, inner: IntentPolicy, *, db: Database, publisher: DecisionPublisher | None
+    ) -> None:
+        self.inner = inner
+        self.db = db
+        self.publisher = publisher
+
+    async def apply(self, ctx: IntentContext) -> IntentOutcome:
+        found = parse_command(ctx.message)
+        if found is None:
+            return await self.inner.apply(ctx)
+        if found.command is Command.DISCUSS:
+            assert found.issue is not None
+            return await self._discuss(ctx, found.issue)
+        if found.command is Command.PUBLISH:
+            return await self._publish(ctx)
+        assert found.issue is not None
+        return await self._waiting_for(ctx, found.issue)
+
+    async def _discuss(self, ctx: IntentContext, issue: int) -> IntentOutcome:
+        """The session is focused on the issue (`command_focus`); say so, with the question
+        its task asked, which is what the Decision answers."""
+        task = await self.db.run(task_for_issue, ctx.agent.repo, issue)
+        question = (task or {}).get("question")
+        asked = f"\nIts task asks: {question}" if question else ""
+        return IntentOutcome(
+            intent=Intent.ANSWER,
+            reply_suffix=(
+                f"\n\nDiscussing #{issue} in this session: ask about it, say "
+                f'"draft a decision: ...", then "publish it".{asked}'
+            ),
+            notes=[f"the operator opened a Discuss session on #{issue}"],
+        )
+
+    async def _publish(self, ctx: IntentContext) -> IntentOutcome:
+        body, issue = ctx.session.decision_body, ctx.session.decision_issue
+        if not body or issue is None:
+            return _said(
+                "Nothing to publish: no Decision is drafted in this session. Say "
+                '"discuss #N", then "draft a decision: ...".'
+            )
+        if self.publisher is None:
+            return _said("Not published: the GitHub App is not configured.")
+        published = await self.publisher.publish(
+            ctx.agent.repo,
+            issue,
+            body,
+            operator_id=ctx.operator_id,
+            request_key=f"chat:{ctx.turn_id}",
+        )
+        return IntentOutcome(
+            intent=Intent.ANSWER,
+            decision=None,
+            reply_suffix=f"\n\nPublished the Decision on #{issue}: {published.comment_url}",
+            notes=[f"the operator published the drafted Decision on #{issue}"],
+        )
+
+    async def _waiting_for(self, ctx: IntentContext, issue: int) -> IntentOutcome:
+        task = await self.db.run(task_for_issue, ctx.agent.repo, issue)
+        if task is None:
+            return _said(f"#{issue} has no task: label it to start one, or file it in Chat.")
+        question = task.get("question")
+        state = str(task.get("state"))
+        if question:
+            return _said(
+                f"#{issue} is {state}, waiting for an answer to: {question}\n"
+                f'Say "discuss #{issue}" to draft a Decision, then "publish it".'
+            )
+        return _said(f"#{issue} is {state}; it is not waiting for an answer.")
+
+
+def _said(text: str) -> IntentOutcome:
+    return IntentOutcome(intent=Intent.STATUS, reply_suffix=f"\n\n{text}")

@@ -1,0 +1,155 @@
+"""Is this configuration complete for the role it plays? The settings a serving role needs
+(webhook secret, App id and key pair), a coding runtime for workers, and the sandbox.
+
+One source for three readers: `/readyz` (503 naming each missing setting), the start-up
+warning of `serve` and `worker`, and `steelframe doctor`. Settings only, no I/O beyond
+reading the key file: reachability (database, Redis, GitHub) is checked by their callers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from bot.config import ConfigError, Settings
+
+
+@dataclass(frozen=True)
+class Check:
+    """One finding: `ok` False makes /readyz 503 and doctor exit 1; `note` marks an ok
+    finding worth a look (doctor prints it as a warning)."""
+
+    name: str
+    ok: bool
+    detail: str
+    note: bool = False
+
+
+def github_app_check(settings: Settings) -> Check:
+    """APP_ID and a readable, well-formed private key, together or not at all. None of
+    them is a service without GitHub (Chat only): ready, and said so."""
+    has_key = settings.private_key is not None or settings.private_key_path is not None
+    if settings.app_id is None and not has_key:
+        if settings.webhook_secret is not None:
+            return Check(
+                "github_app",
+                False,
+                "WEBHOOK_SECRET is set but APP_ID and PRIVATE_KEY_PATH (or PRIVATE_KEY) are "
+                "not: set the App's id and key",
+            )
+        return Check(
+            "github_app",
+            True,
+            "no GitHub App configured: webhooks and filing answer 503 (Chat only); "
+            "`steelframe github register` makes one",
+            note=True,
+        )
+    if settings.app_id is None:
+        return Check("github_app", False, "APP_ID missing: the private key has no App to sign for")
+    if not has_key:
+        return Check(
+            "github_app",
+            False,
+            f"APP_ID={settings.app_id} but no private key: set PRIVATE_KEY_PATH (or PRIVATE_KEY)",
+        )
+    try:
+        key = settings.private_key_pem()
+    except ConfigError as exc:
+        return Check("github_app", False, str(exc))
+    if key is None or "PRIVATE KEY-----" not in key.reveal():
+        return Check("github_app", False, "PRIVATE_KEY_PATH: the file holds no PEM private key")
+    return Check("github_app", True, f"App {settings.app_id} at {settings.github_api_url}")
+
+
+def webhook_secret_check(settings: Settings) -> Check:
+    if settings.webhook_secret is not None:
+        return Check("webhook_secret", True, "set")
+    if settings.github_configured:
+        return Check(
+            "webhook_secret",
+            False,
+            "WEBHOOK_SECRET missing: every webhook delivery is refused (503)",
+        )
+    return Check("webhook_secret", True, "not set (no GitHub App configured)", note=True)
+
+
+def coding_runtime_check(settings: Settings) -> Check:
+    """What a worker runs coding tasks with; a serving role never needs one itself."""
+    agent = settings.coding_agent or ("command" if settings.coding_command else None)
+    if agent is None:
+        return Check(
+            "coding_runtime",
+            True,
+            "no coding agent configured (STEELFRAME_CODING_AGENT): workers leave tasks "
+            "waiting for info; `steelframe dev` uses its demo runtime",
+            note=True,
+        )
+    model = f" · model {settings.coding_model}" if settings.coding_model else ""
+    return Check("coding_runtime", True, f"{agent}{model}")
+
+
+def serving_checks(settings: Settings) -> list[Check]:
+    """What `serve` needs besides its database and Redis: each failing one is a 503 reason."""
+    return [github_app_check(settings), webhook_secret_check(settings)]
+
+
+# The sandbox checks: each takes the settings and returns its findings (bubblewrap, the
+# egress filter, the setup cache); /readyz and doctor show them all. Some probe the host
+# once (blocking): async callers run them on a thread.
+SandboxCheck = Callable[[Settings], list[Check]]
+
+
+def _bubblewrap_check(settings: Settings) -> list[Check]:
+    from bot.lifecycle.sandbox import status
+
+    found = status(settings)
+    warning = found.get("warning")
+    detail = warning or f"coding runs in the {found.get('mode')} sandbox"
+    # Never unready for it (a serving role runs no code), but said where operators look.
+    return [Check("coding_sandbox", True, str(detail), note=bool(warning))]
+
+
+def _egress_check(settings: Settings) -> list[Check]:
+    """Whether a coding run's network is closed but for its allowlist proxy on this host
+    (a probe that starts a sandbox once per process: about half a second, then cached)."""
+    from bot.lifecycle.egress import egress_problem
+    from bot.lifecycle.sandbox import Network, probe_problem
+
+    if settings.coding_sandbox == "off" or settings.coding_network == Network.OFF:
+        return [Check("coding_egress", True, "not used: the coding run has no network")]
+    sandbox_problem = probe_problem(settings)
+    if sandbox_problem is not None:
+        return [Check("coding_egress", True, "not checked: the sandbox cannot start", note=True)]
+    problem = egress_problem()
+    if problem is not None:
+        # Workers refuse coding runs here (the run fails with this reason); a serving role
+        # runs none, so it is said, not a 503.
+        return [Check("coding_egress", True, f"coding runs refused: {problem}", note=True)]
+    return [Check("coding_egress", True, "each run's network is closed but for its proxy")]
+
+
+def _setup_cache_check(settings: Settings) -> list[Check]:
+    """Whether repository setup can be cached here: its folder can be made and written."""
+    import tempfile
+
+    if settings.setup_cache_keep <= 0:
+        return [Check("setup_cache", True, "off (STEELFRAME_SETUP_CACHE_KEEP=0)")]
+    root = settings.data_dir / "setup-cache"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, prefix=".probe-"):
+            pass
+    except OSError as exc:
+        detail = f"{root} is not writable ({exc.strerror or exc}): every run repeats its setup"
+        return [Check("setup_cache", True, detail, note=True)]
+    return [
+        Check("setup_cache", True, f"{root}, newest {settings.setup_cache_keep} per repository")
+    ]
+
+
+SANDBOX_CHECKS: list[SandboxCheck] = [_bubblewrap_check, _egress_check, _setup_cache_check]
+
+
+def sandbox_checks(settings: Settings) -> list[Check]:
+    """Every registered sandbox check's findings, in order."""
+    return [check for probe in SANDBOX_CHECKS for check in probe(settings)]

@@ -1,0 +1,146 @@
+"""Readiness tells the truth: /readyz is 503 naming each missing serving setting (webhook
+secret, App id and key pair), `serve` warns at start-up, and `steelframe doctor` checks the
+whole configuration, exits 0 on a dev shell and 1 on a broken App, and warns about
+secrets git tracks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from bot.config import Secret
+from bot.serving_checks import SANDBOX_CHECKS, Check, sandbox_checks
+from tests.conftest import GitHubSandbox, make_settings
+from tests.fakes.serve_process import child_env, serve
+
+STEELFRAME = [sys.executable, "-m", "steelframe.cli"]
+
+
+def _settings(folder: Path, **values: Any) -> Any:
+    folder.mkdir()
+    return make_settings(folder, **values)
+
+
+async def _readyz(api_factory: Any, settings: Any) -> tuple[int, dict[str, Any]]:
+    api = await api_factory(settings)
+    answer = await api.raw.get("/readyz")
+    return answer.status, await answer.json()
+
+
+async def test_readyz_names_each_missing_serving_setting(
+    api_factory: Any, tmp_path: Path, github_sandbox: GitHubSandbox
+) -> None:
+    app = {
+        "app_id": github_sandbox.app_id,
+        "private_key": Secret(github_sandbox.private_key),
+        "github_api_url": github_sandbox.url,
+    }
+    # The App without its webhook secret: every delivery would be refused.
+    status, body = await _readyz(api_factory, _settings(tmp_path / "a", **app))
+    assert status == 503 and body["status"] == "not_ready"
+    assert body["checks"]["webhook_secret"] == {
+        "ok": False,
+        "detail": "WEBHOOK_SECRET missing: every webhook delivery is refused (503)",
+    }
+    assert body["checks"]["github_app"]["ok"] is True
+    # An App id with no key.
+    status, body = await _readyz(
+        api_factory,
+        _settings(tmp_path / "b", app_id=7, webhook_secret=Secret("s")),
+    )
+    assert status == 503 and "no private key" in body["checks"]["github_app"]["detail"]
+    # A secret with no App.
+    status, body = await _readyz(api_factory, _settings(tmp_path / "c", webhook_secret=Secret("s")))
+    assert status == 503 and "APP_ID" in body["checks"]["github_app"]["detail"]
+    # Everything set: ready, and the coding runtime said.
+    status, body = await _readyz(
+        api_factory, _settings(tmp_path / "d", **app, webhook_secret=Secret("s"))
+    )
+    assert status == 200, body
+    assert body["checks"]["github_app"]["detail"] == (
+        f"App {github_sandbox.app_id} at {github_sandbox.url}"
+    )
+    assert "no coding agent configured" in body["checks"]["coding_runtime"]["detail"]
+
+
+async def test_serve_warns_at_start_up_for_each_missing_setting(
+    tmp_path: Path, github_sandbox: GitHubSandbox
+) -> None:
+    key = tmp_path / "app.pem"
+    key.write_text(github_sandbox.private_key)
+    settings = {"STEELFRAME_DATA_DIR": str(tmp_path / "data"), "APP_ID": "7"}
+    settings.update(PRIVATE_KEY_PATH=str(key), GITHUB_API_URL=github_sandbox.url)
+    async with serve(settings, tmp_path, tmp_path / "serve.log") as served:
+        pass
+    assert (
+        "steelframe: warning: not ready: WEBHOOK_SECRET missing: every webhook delivery is "
+        "refused (503)" in served.log_text()
+    )
+
+
+def _doctor(cwd: Path, **variables: str) -> subprocess.CompletedProcess[str]:
+    env = child_env({"STEELFRAME_DATA_DIR": str(cwd / "var"), **variables})
+    return subprocess.run(
+        [*STEELFRAME, "doctor"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_doctor_is_happy_on_a_dev_shell_and_warns_about_tracked_secrets(tmp_path: Path) -> None:
+    run = _doctor(tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = run.stdout.splitlines()
+    for name in ("database", "redis", "github_app", "webhook_secret", "coding_sandbox"):
+        assert any(line.split()[1:2] == [name] for line in lines), (name, run.stdout)
+    assert any(line.startswith("warn") and " redis " in line for line in lines)
+    assert lines[-1] == "ok"
+    # A checkout whose .env git tracks: a warning naming it, not a failure.
+    (tmp_path / ".env").write_text("LOG_LEVEL=INFO\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", ".env"], cwd=tmp_path, check=True)
+    run = _doctor(tmp_path)
+    assert run.returncode == 0
+    [secrets] = [line for line in run.stdout.splitlines() if " secrets " in line]
+    assert secrets.startswith("warn") and "git tracks .env" in secrets
+
+
+async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
+    github_sandbox: GitHubSandbox, tmp_path: Path, github_app_keys: tuple[str, str]
+) -> None:
+    import asyncio
+
+    key = tmp_path / "app.pem"
+    key.write_text(github_app_keys[0])
+    app = {
+        "APP_ID": str(github_sandbox.app_id),
+        "PRIVATE_KEY_PATH": str(key),
+        "WEBHOOK_SECRET": "s",
+        "GITHUB_API_URL": github_sandbox.url,
+    }
+    run = await asyncio.to_thread(_doctor, tmp_path, **app)
+    assert run.returncode == 0, run.stdout
+    [line] = [line for line in run.stdout.splitlines() if " github_app " in line]
+    assert line.startswith("ok") and f"(id {github_sandbox.app_id}) at {github_sandbox.url}" in line
+    # Another App's id with this key: GitHub refuses the JWT, and doctor says so.
+    run = await asyncio.to_thread(_doctor, tmp_path, **{**app, "APP_ID": "999"})
+    assert run.returncode == 1
+    [line] = [line for line in run.stdout.splitlines() if " github_app " in line]
+    assert line.startswith("FAIL") and github_sandbox.url in line
+    # The App's id with no key at all: the setting is named, GitHub is not asked.
+    run = await asyncio.to_thread(_doctor, tmp_path, APP_ID="5", GITHUB_API_URL=github_sandbox.url)
+    assert run.returncode == 1 and "no private key: set PRIVATE_KEY_PATH" in run.stdout
+
+
+async def test_a_sandbox_check_added_to_the_list_reaches_readyz(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(tmp_path)
+    assert [check.name for check in sandbox_checks(settings)] == ["coding_sandbox"]
+    SANDBOX_CHECKS.append(lambda s: [Check("egress", False, "the egress proxy is down")])
+    try:
+        status, body = await _readyz(api_factory, settings)
+    finally:
+        SANDBOX_CHECKS.pop()
+    assert status == 503
+    assert body["checks"]["egress"] == {"ok": False, "detail": "the egress proxy is down"}
