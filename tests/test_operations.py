@@ -89,8 +89,8 @@ async def test_readyz_is_503_naming_redis_when_it_stops(api_factory: Any, tmp_pa
         body = await ready.json()
         assert ready.status == 200 and body["status"] == "ready"
         assert set(body["checks"]) == {
-            *("database", "redis", "index", "coding_sandbox"),
-            *("github_app", "webhook_secret", "coding_runtime"),
+            *("database", "redis", "index", "coding_sandbox", "coding_egress"),
+            *("setup_cache", "github_app", "webhook_secret", "coding_runtime"),
         }
     finally:
         embedded.stop()

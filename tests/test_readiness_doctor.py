@@ -13,6 +13,7 @@ from typing import Any
 from bot.config import Secret
 from bot.serving_checks import SANDBOX_CHECKS, Check, sandbox_checks
 from tests.conftest import GitHubSandbox, make_settings
+from tests.fakes.sandbox import require_bwrap
 from tests.fakes.serve_process import child_env, serve
 
 STEELFRAME = [sys.executable, "-m", "steelframe.cli"]
@@ -136,7 +137,8 @@ async def test_a_sandbox_check_added_to_the_list_reaches_readyz(
     api_factory: Any, tmp_path: Path
 ) -> None:
     settings = make_settings(tmp_path)
-    assert [check.name for check in sandbox_checks(settings)] == ["coding_sandbox"]
+    names = [check.name for check in sandbox_checks(settings)]
+    assert names == ["coding_sandbox", "coding_egress", "setup_cache"]
     SANDBOX_CHECKS.append(lambda s: [Check("egress", False, "the egress proxy is down")])
     try:
         status, body = await _readyz(api_factory, settings)
@@ -144,3 +146,23 @@ async def test_a_sandbox_check_added_to_the_list_reaches_readyz(
         SANDBOX_CHECKS.pop()
     assert status == 503
     assert body["checks"]["egress"] == {"ok": False, "detail": "the egress proxy is down"}
+
+
+async def test_readyz_says_the_coding_runs_network_is_closed_and_where_setup_is_cached(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The egress probe starts a real sandbox: a disallowed connection refused, the
+    relay up. A setup cache folder that cannot be written is said, never hidden."""
+    require_bwrap()
+    settings = make_settings(tmp_path)
+    status, body = await _readyz(api_factory, settings)
+    assert status == 200
+    assert body["checks"]["coding_egress"] == {
+        "ok": True,
+        "detail": "each run's network is closed but for its proxy",
+    }
+    assert body["checks"]["setup_cache"]["detail"].startswith(str(tmp_path))
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the data folder should be\n")
+    found = {c.name: c for c in sandbox_checks(make_settings(tmp_path, data_dir=blocked))}
+    assert found["setup_cache"].note and "not writable" in found["setup_cache"].detail
