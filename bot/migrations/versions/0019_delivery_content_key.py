@@ -1,0 +1,29 @@
+"""Each delivery's content key and its first delivery, so a replay under a new id is known.
+
+Revision ID: 0019_delivery_content_key
+Revises: 0016_owed_resyncs
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0019_delivery_content_key"
+down_revision = "0016_owed_resyncs"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    # Deliveries stored before this revision have no key: a replay of one of them is taken
+    # as new once (and keyed from then on).
+    op.create_table(
+        "github_delivery_keys",
+        sa.Column("content_key", sa.String(200), primary_key=True),
+        sa.Column("delivery_id", sa.String(100), nullable=False),
+    )
+
+
+def downgrade() -> None:
+    op.drop_table("github_delivery_keys")
