@@ -1,4 +1,5 @@
-"""Each delivery's content key and its first delivery, so a replay under a new id is known.
+"""Each delivery's content key and its first delivery, so a replay under a new id is known;
+and one-time sign-in codes (`bot.sign_in_codes`), which replace tokens in sign-in links.
 
 Revision ID: 0019_delivery_content_key
 Revises: 0016_owed_resyncs
@@ -23,7 +24,20 @@ def upgrade() -> None:
         sa.Column("content_key", sa.String(200), primary_key=True),
         sa.Column("delivery_id", sa.String(100), nullable=False),
     )
+    op.create_table(
+        "sign_in_codes",
+        sa.Column("code_hash", sa.String(64), primary_key=True),
+        sa.Column(
+            "operator_id",
+            sa.Integer,
+            sa.ForeignKey("operators.id", ondelete="CASCADE"),
+            nullable=False,
+        ),
+        sa.Column("browser_hash", sa.String(64), unique=True),
+        sa.Column("expires_at", sa.DateTime, nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("sign_in_codes")
     op.drop_table("github_delivery_keys")
