@@ -456,6 +456,19 @@ class Settings:
     public_url: str | None = setting(
         "STEELFRAME_PUBLIC_URL", _public_url, "origin browsers reach the service at, behind a proxy"
     )
+    # Hardening (issue 35): throttled authentication failures.
+    auth_free_failures: int = setting(
+        "STEELFRAME_AUTH_FREE_FAILURES",
+        _positive_int,
+        "failed authentications per client address or token prefix before backoff",
+        10,
+    )
+    auth_backoff_ceiling_seconds: float = setting(
+        "STEELFRAME_AUTH_BACKOFF_CEILING_SECONDS",
+        _positive_float,
+        "longest wait (Retry-After) after failed authentications",
+        60.0,
+    )
     openai_base_url: str = setting(
         "OPENAI_BASE_URL", _str, "OpenAI-compatible base URL", "https://api.openai.com/v1"
     )

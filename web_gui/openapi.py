@@ -40,6 +40,7 @@ GUI_PATHS: dict[str, Any] = {
             "responses": {
                 "200": {"description": "OK", "content": {"application/json": {"schema": _SESSION}}},
                 "401": _ERR,
+                "429": _ERR,
             },
         },
         "post": {
@@ -63,12 +64,13 @@ GUI_PATHS: dict[str, Any] = {
                 "401": _ERR,
                 "403": _ERR,
                 "413": _ERR,
+                "429": _ERR,
             },
         },
         "delete": {
             "summary": "Sign out (needs the X-CSRF-Token header)",
             "tags": ["gui"],
-            "responses": {"200": {"description": "OK"}, "401": _ERR, "403": _ERR},
+            "responses": {"200": {"description": "OK"}, "401": _ERR, "403": _ERR, "429": _ERR},
         },
     },
     "/api/operator/sign-in-codes": {

@@ -19,7 +19,7 @@ from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from bot.sign_in_codes import CODE_LIFETIME, claim, mint, redeem
 from bot.web_sessions import SESSION_LIFETIME, WebSignIn, identify, sign_in, sign_out
-from operator_api.auth import CSRF_COOKIE, OPERATOR_ID, SESSION_COOKIE, require_csrf
+from operator_api.auth import CSRF_COOKIE, OPERATOR_ID, SESSION_COOKIE, checked, require_csrf
 from operator_api.validation import read_json, reject_unknown
 from web_gui.assets import ASSETS
 
@@ -93,7 +93,8 @@ async def create_session(request: web.Request) -> web.Response:
     token = data.get("token")
     if not isinstance(token, str) or not token.strip():
         raise BadRequest("token is required", detail={"field": "token"})
-    signed = await request.app[SERVICES].db.run(sign_in, token.strip())
+    token = token.strip()
+    signed = await checked(request, token, lambda: request.app[SERVICES].db.run(sign_in, token))
     log.info("operator %s signed in to the web GUI", signed.operator_id)
     return _signed_in(request, signed)
 
@@ -137,7 +138,8 @@ async def claim_link(request: web.Request) -> web.Response:
     code = data.get("code")
     if not isinstance(code, str) or not code.strip():
         raise BadRequest("code is required", detail={"field": "code"})
-    claimed = await request.app[SERVICES].db.run(claim, code.strip())
+    code = code.strip()
+    claimed = await checked(request, code, lambda: request.app[SERVICES].db.run(claim, code))
     response = web.json_response({"operator": claimed.operator_name})
     response.headers["Cache-Control"] = "no-store"
     response.set_cookie(
@@ -159,7 +161,7 @@ async def confirm_link(request: web.Request) -> web.Response:
     data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
     reject_unknown(data, set())
     nonce = request.cookies.get(LINK_COOKIE, "")
-    signed = await request.app[SERVICES].db.run(redeem, nonce)
+    signed = await checked(request, nonce, lambda: request.app[SERVICES].db.run(redeem, nonce))
     log.info("operator %s signed in to the web GUI with a link", signed.operator_id)
     response = _signed_in(request, signed)
     response.del_cookie(LINK_COOKIE, path=LINK_PATH)
@@ -168,7 +170,10 @@ async def confirm_link(request: web.Request) -> web.Response:
 
 @routes.get("/gui/session")
 async def current_session(request: web.Request) -> web.Response:
-    identity = await request.app[SERVICES].db.run(identify, _cookie(request))
+    cookie = _cookie(request)
+    identity = await checked(
+        request, cookie, lambda: request.app[SERVICES].db.run(identify, cookie)
+    )
     response = web.json_response(_who(request, identity.operator_name, identity.csrf_token))
     response.headers["Cache-Control"] = "no-store"
     return response
