@@ -447,7 +447,7 @@ class Settings:
     metrics_token: Secret | None = setting(
         "STEELFRAME_METRICS_TOKEN",
         _secret,
-        "bearer token for /metrics; unset: only this machine may scrape",
+        "bearer token for /metrics, always required; unset: nobody may scrape",
     )
     host: str = setting("HOST", _str, "address `serve` and `dev` listen on", "127.0.0.1")
     port: int = setting("PORT", _port, "port `serve` and `dev` listen on (0: any free)", 8080)
