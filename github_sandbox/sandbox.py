@@ -4,6 +4,7 @@ with a bare git repo, grant a collaborator, hand out a user token)."""
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +56,8 @@ class Sandbox:
     hooks: HookSender = field(init=False)
     traffic: list[Exchange] = field(default_factory=list)
     token_requests: dict[int, int] = field(default_factory=dict)
+    # What the control API (/_sandbox/*) requires in X-Sandbox-Secret: new at each start.
+    control_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     # App-manifest codes not yet exchanged, with when they expire (registration.py).
     manifest_codes: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
 
