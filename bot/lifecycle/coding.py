@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from bot.lifecycle.run_cgroup import RunCgroup
 from bot.lifecycle.sandbox import Launch, SandboxPolicy, SandboxRun, wrap
 
 log = logging.getLogger(__name__)
@@ -205,9 +206,10 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
     return None
 
 
-async def _spawn(launch: Launch) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        *launch.argv,
+async def _spawn(launch: Launch, policy: SandboxPolicy) -> asyncio.subprocess.Process:
+    group = RunCgroup.start(policy.memory_mb, policy.max_processes)  # limits for the whole run
+    process = await asyncio.create_subprocess_exec(
+        *(group.joining(launch.argv) if group else launch.argv),
         cwd=launch.cwd,
         env=launch.env,
         stdin=asyncio.subprocess.PIPE,
@@ -216,6 +218,9 @@ async def _spawn(launch: Launch) -> asyncio.subprocess.Process:
         start_new_session=True,
         limit=MAX_LINE_BYTES,
     )
+    if group is not None:
+        group.watch(process)
+    return process
 
 
 async def run_coding(
@@ -236,7 +241,7 @@ async def run_coding(
     started = time.monotonic()
     outcome = CodingOutcome(status=CodingStatus.ERROR, sandboxed=launch.sandboxed)
     try:
-        process = await _spawn(launch)
+        process = await _spawn(launch, request.policy)
     except OSError as exc:
         outcome.error = "the coding command could not be started"
         outcome.log.add("worker", f"could not start the coding command: {exc.strerror or exc}")
