@@ -1,5 +1,8 @@
-"""Each delivery's content key and its first delivery, so a replay under a new id is known;
-and one-time sign-in codes (`bot.sign_in_codes`), which replace tokens in sign-in links.
+"""Webhook deliveries' content keys (replays known), and one-time sign-in codes.
+
+Each content key keeps its first delivery, so a replay under a new id is known
+(`webhooks.content_keys`); sign-in codes replace tokens in sign-in links
+(`bot.sign_in_codes`).
 
 Revision ID: 0019_delivery_content_key
 Revises: 0016_owed_resyncs
