@@ -43,6 +43,7 @@ from bot.operators import create_operator
 
 CLIENT_TIMEOUT_SECONDS = 120.0
 FIRST_FRAME_TARGET = 0.05
+METRICS_TOKEN = "bench-metrics"  # /metrics always needs its token
 SERVER_CORE: int | None = None  # set by --pin
 FIRST_FRAME_METRIC = "steelframe_chat_first_frame_seconds"
 PROCESSES_REDIS = "redis://127.0.0.1:6379/14"
@@ -206,7 +207,11 @@ async def _loop_lag(seconds: float, tick: float = 0.01) -> float:
 async def served_in_target(url: str) -> float | None:
     """From serve's /metrics: the share of chat streams whose first frame it wrote within
     FIRST_FRAME_TARGET of starting to handle the request (None if it has no such metric)."""
-    async with aiohttp.ClientSession() as http, http.get(f"{url}/metrics") as response:
+    scrape = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{url}/metrics", headers=scrape) as response,
+    ):
         text = await response.text()
     within = total = None
     for family in text_string_to_metric_families(text):
@@ -274,6 +279,7 @@ def run(
             "OPENAI_BASE_URL": model.url,
             "OPENAI_API_KEY": "bench",
             "STEELFRAME_LOG_LEVEL": "WARNING",
+            "STEELFRAME_METRICS_TOKEN": METRICS_TOKEN,
         }
         serve = [python, "-m", "steelframe.cli", "serve", "--port", "0"]
         if redis_url:  # several processes share turn slots, stops and frames through it

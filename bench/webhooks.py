@@ -199,6 +199,13 @@ async def server_process(impl: str, database_url: str, data_dir: Path) -> AsyncI
 # -- the load -----------------------------------------------------------------------------
 
 
+def _about_issue(body: bytes, n: int) -> bytes:
+    """The delivery about another issue (same size give or take a few digits)."""
+    data = json.loads(body)
+    data["issue"]["id"] = 10_000_000 + n
+    return json.dumps(data, separators=(",", ":")).encode()
+
+
 def prepare(host: str, body: bytes) -> tuple[str, bytes]:
     """(delivery id, the whole HTTP request) for one signed delivery."""
     delivery = str(uuid.uuid4())
@@ -258,7 +265,9 @@ async def blast(
     coordinated omission). Acknowledged ids are appended to `acked` as answers arrive."""
     host, port = url.removeprefix("http://").split(":")
     # Signed and serialised up front: the clients only write bytes and read answers.
-    prepared = [prepare(host, body) for _ in range(requests)]
+    # Each about an issue of its own: the same body again would be a replay (issue 35),
+    # stored and never processed.
+    prepared = [prepare(host, _about_issue(body, n)) for n in range(requests)]
     deliveries = iter(range(requests))
     latencies: list[float] = []
     errors = 0

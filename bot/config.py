@@ -534,7 +534,7 @@ class Settings:
     metrics_token: Secret | None = setting(
         "STEELFRAME_METRICS_TOKEN",
         _secret,
-        "bearer token for /metrics; unset: only this machine may scrape",
+        "bearer token for /metrics, always required; unset: nobody may scrape",
     )
     host: str = setting("HOST", _str, "address `serve` and `dev` listen on", "127.0.0.1")
     port: int = setting("PORT", _port, "port `serve` and `dev` listen on (0: any free)", 8080)
@@ -542,6 +542,19 @@ class Settings:
     # this origin. Forwarded headers are not trusted: anyone can send them.
     public_url: str | None = setting(
         "STEELFRAME_PUBLIC_URL", _public_url, "origin browsers reach the service at, behind a proxy"
+    )
+    # Hardening (issue 35): throttled authentication failures.
+    auth_free_failures: int = setting(
+        "STEELFRAME_AUTH_FREE_FAILURES",
+        _positive_int,
+        "failed authentications per client address or token prefix before backoff",
+        10,
+    )
+    auth_backoff_ceiling_seconds: float = setting(
+        "STEELFRAME_AUTH_BACKOFF_CEILING_SECONDS",
+        _positive_float,
+        "longest wait (Retry-After) after failed authentications",
+        60.0,
     )
     openai_base_url: str = setting(
         "OPENAI_BASE_URL", _str, "OpenAI-compatible base URL", "https://api.openai.com/v1"

@@ -61,6 +61,19 @@ class PayloadTooLarge(SteelframeError):
     code = "payload_too_large"
 
 
+class TooManyRequests(SteelframeError):
+    """Answered 429 with `Retry-After: retry_after` (seconds)."""
+
+    status = 429
+    code = "too_many_requests"
+
+    def __init__(self, message: str, *, retry_after: int, detail: Any = None) -> None:
+        super().__init__(message, detail=detail if detail is not None else {})
+        self.retry_after = retry_after
+        if isinstance(self.detail, dict):
+            self.detail.setdefault("retry_after", retry_after)
+
+
 class UpstreamError(SteelframeError):
     """A dependency (GitHub, a model) failed in a way the caller should see."""
 

@@ -94,8 +94,8 @@ def serving_checks(settings: Settings) -> list[Check]:
 
 
 # The sandbox checks: each takes the settings and returns its findings (bubblewrap, the
-# egress filter, the setup cache); /readyz and doctor show them all. Some probe the host
-# once (blocking): async callers run them on a thread.
+# egress filter, the setup cache, per-run limits); /readyz and doctor show them all. Some
+# probe the host (blocking): async callers run them on a thread.
 SandboxCheck = Callable[[Settings], list[Check]]
 
 
@@ -147,7 +147,23 @@ def _setup_cache_check(settings: Settings) -> list[Check]:
     ]
 
 
-SANDBOX_CHECKS: list[SandboxCheck] = [_bubblewrap_check, _egress_check, _setup_cache_check]
+def _run_limits_check(settings: Settings) -> list[Check]:
+    """Whether a run's memory and process limits hold for the whole run (a cgroup per run)
+    or only per process; a group is made and removed to know (about half a millisecond)."""
+    from bot.lifecycle import run_cgroup
+
+    if settings.coding_sandbox == "off":
+        return [Check("run_limits", True, "per process only: the sandbox is off", note=True)]
+    found = run_cgroup.status()
+    return [Check("run_limits", True, found.detail, note=not found.per_run)]
+
+
+SANDBOX_CHECKS: list[SandboxCheck] = [
+    _bubblewrap_check,
+    _egress_check,
+    _setup_cache_check,
+    _run_limits_check,
+]
 
 
 def sandbox_checks(settings: Settings) -> list[Check]:

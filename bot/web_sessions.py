@@ -45,23 +45,30 @@ class WebIdentity:
 def sign_in(session: Session, token: str, *, clock: Clock = utcnow) -> WebSignIn:
     """Exchange an operator token for a new browser session (Unauthorized if wrong)."""
     operator = authenticate(session, token)
+    return start_session(session, operator.id, operator.name, clock=clock)
+
+
+def start_session(
+    session: Session, operator_id: int, operator_name: str, *, clock: Clock = utcnow
+) -> WebSignIn:
+    """A new browser session for an operator already identified (a token, a sign-in code)."""
     now = clock()
     # Sign-in is a cheap moment to forget this operator's expired sessions.
     session.execute(
-        delete(WebSession).where(WebSession.operator_id == operator.id, WebSession.expires_at < now)
+        delete(WebSession).where(WebSession.operator_id == operator_id, WebSession.expires_at < now)
     )
     cookie = COOKIE_PREFIX + secrets.token_urlsafe(32)
     csrf = secrets.token_urlsafe(32)
     session.add(
         WebSession(
             token_hash=hash_token(cookie),
-            operator_id=operator.id,
+            operator_id=operator_id,
             csrf_token=csrf,
             created_at=now,
             expires_at=now + SESSION_LIFETIME,
         )
     )
-    return WebSignIn(cookie, csrf, operator.id, operator.name)
+    return WebSignIn(cookie, csrf, operator_id, operator_name)
 
 
 def identify(session: Session, cookie: str, *, clock: Clock = utcnow) -> WebIdentity:

@@ -147,7 +147,7 @@ async def persist(request: web.Request, handler: Handler) -> web.StreamResponse:
 
 
 def create_sandbox_app(sandbox: Sandbox) -> web.Application:
-    middlewares = [recorder, rate_limit_headers, errors, faults]
+    middlewares = [control_routes.guard, recorder, rate_limit_headers, errors, faults]
     if sandbox.state_path is not None:
         middlewares.insert(0, persist)
     app = web.Application(middlewares=middlewares)

@@ -1,8 +1,17 @@
 """The sandbox's control API under /_sandbox/: seeding, injected faults, the webhook target,
-and looking at what happened (deliveries). Not part of GitHub; tests and `dev` use it."""
+and looking at what happened (deliveries). Not part of GitHub; tests and `dev` use it.
+
+It mints tokens, grants access, merges and redirects webhooks, so it is not open to whatever
+can reach the port (a coding run, a web page the developer opens sending blind no-cors
+POSTs): every request needs the secret the sandbox made at start (`Sandbox.control_secret`;
+`steelframe dev` writes it to `<data dir>/github-sandbox/control-secret`) in
+X-Sandbox-Secret, else 401, and a request a browser sent (it carries `Origin`) is 403.
+"""
 
 from __future__ import annotations
 
+import hmac
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -14,6 +23,28 @@ from github_sandbox.sandbox import Sandbox
 
 routes = web.RouteTableDef()
 PREFIX = "/_sandbox"
+SECRET_HEADER = "X-Sandbox-Secret"
+
+
+@web.middleware
+async def guard(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """Refuse the control API to browsers (403) and to callers without the secret (401)."""
+    if request.path != PREFIX and not request.path.startswith(PREFIX + "/"):
+        return await handler(request)
+    if "Origin" in request.headers:
+        # Browsers send Origin on every cross-site request and on same-site POSTs; no tool
+        # of ours does. (A no-cors POST from any page would otherwise get through.)
+        return _refused(403, "the sandbox's control API is not for browsers")
+    sent = request.headers.get(SECRET_HEADER, "")
+    if not hmac.compare_digest(sent.encode(), request.app[SANDBOX].control_secret.encode()):
+        return _refused(401, f"the sandbox's control API needs its start secret in {SECRET_HEADER}")
+    return await handler(request)
+
+
+def _refused(status: int, message: str) -> web.Response:
+    return web.json_response(SandboxError(status, message).body(), status=status)
 
 
 def _sandbox(request: web.Request) -> Sandbox:

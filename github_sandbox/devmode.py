@@ -6,6 +6,7 @@ keep working)."""
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,8 @@ from github_sandbox.server import SandboxServer, serve_sandbox
 log = logging.getLogger(__name__)
 DEV_APP_ID = 1
 PORT_FILE = "port"
+# The control API's secret for this run, for the developer's tools (readable by them only).
+CONTROL_SECRET_FILE = "control-secret"
 
 
 @dataclass
@@ -29,6 +32,10 @@ class DevSandbox:
     @property
     def url(self) -> str:
         return self.server.url
+
+    @property
+    def control_secret(self) -> str:
+        return self.server.sandbox.control_secret
 
     def deliver_to(self, url: str) -> None:
         self.server.sandbox.set_webhook(url, self.webhook_secret)
@@ -56,7 +63,15 @@ async def start_dev_sandbox(
         installation = sandbox.install(owner, notify=False)
     sandbox.add_repo(repo, installation=installation, notify=False)
     sandbox.save()
+    _write_secret(root / CONTROL_SECRET_FILE, sandbox.control_secret)
     return DevSandbox(server, DEV_APP_ID, private_key, webhook_secret or secrets.token_hex(20))
+
+
+def _write_secret(path: Path, secret: str) -> None:
+    path.unlink(missing_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w") as file:
+        file.write(secret)
 
 
 async def _serve_on_kept_port(sandbox: Sandbox, port_file: Path, host: str) -> SandboxServer:

@@ -56,6 +56,8 @@ class Sandbox:
     hooks: HookSender = field(init=False)
     traffic: list[Exchange] = field(default_factory=list)
     token_requests: dict[int, int] = field(default_factory=dict)
+    # What the control API (/_sandbox/*) requires in X-Sandbox-Secret: new at each start.
+    control_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     # App-manifest codes not yet exchanged, with when they expire (registration.py).
     manifest_codes: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
     # Signs the sandbox's short-lived URLs (a job log behind its redirect, page forms).

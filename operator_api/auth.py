@@ -3,22 +3,29 @@ web GUI's session cookie (bot.web_sessions) plus, on state-changing methods, its
 in the `X-CSRF-Token` header (double submit: it must equal the CSRF cookie and the session's).
 
 Checked before the body is read, so a flood of unauthenticated requests costs one header
-parse each (and at most one indexed lookup for a wrong token).
+parse each (and at most one indexed lookup for a wrong token). Failures are throttled per
+client address and token prefix (`operator_api.throttle`): `checked` wraps every credential
+check (bearer, cookie, the GUI's sign-ins).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from bot.appkeys import SERVICES
+from bot.config import Settings
 from bot.db import Database
 from bot.errors import Forbidden, Unauthorized
 from bot.group_read import GroupRead
 from bot.operators import hash_token, identities
 from bot.web_sessions import csrf_matches, identify
 from operator_api.middleware import Handler, answered, awaiting_answer
+from operator_api.throttle import AuthThrottle, RedisStore, scopes_for
 
 OPERATOR_ID = web.RequestKey("operator_id", int)
 OPERATOR_NAME = web.RequestKey("operator_name", str)
@@ -28,6 +35,7 @@ SESSION_COOKIE = "steelframe_session"
 CSRF_COOKIE = "steelframe_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+_T = TypeVar("_T")
 
 
 class TokenCache:
@@ -65,6 +73,40 @@ class TokenCache:
 
 
 TOKEN_CACHE = web.AppKey("token_cache", TokenCache)
+AUTH_THROTTLE = web.AppKey("auth_throttle", AuthThrottle)
+
+
+def auth_throttle(settings: Settings) -> AuthThrottle:
+    """The service's throttle: its state in Redis when there is one (shared by instances)."""
+    store = None
+    if settings.redis_url:
+        # Short timeouts: a Redis that does not answer must not hold a sign-in; the
+        # throttle then counts in this process.
+        client = aioredis.Redis.from_url(
+            settings.redis_url, socket_timeout=1.0, socket_connect_timeout=1.0
+        )
+        store = RedisStore(client)
+    return AuthThrottle(
+        store,
+        free_failures=settings.auth_free_failures,
+        ceiling=settings.auth_backoff_ceiling_seconds,
+    )
+
+
+async def checked(request: web.Request, credential: str, verify: Callable[[], Awaitable[_T]]) -> _T:
+    """`verify()` a credential under the throttle: 429 while its address or prefix is
+    blocked (unless it was verified before), a failure (Unauthorized) counted."""
+    throttle = request.app[AUTH_THROTTLE]
+    digest = hash_token(credential)
+    scopes = scopes_for(request.remote, credential)
+    await throttle.before(digest, scopes)
+    try:
+        result = await verify()
+    except Unauthorized:
+        await throttle.failed(digest, scopes)
+        raise
+    await throttle.succeeded(digest)
+    return result
 
 
 def bearer_token(request: web.Request) -> str:
@@ -84,10 +126,12 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
     try:
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie and "Authorization" not in request.headers:
-            request[OPERATOR_ID], request[OPERATOR_NAME] = await cookie_operator(request, cookie)
+            request[OPERATOR_ID], request[OPERATOR_NAME] = await checked(
+                request, cookie, lambda: cookie_operator(request, cookie)
+            )
             return await handler(request)
         token = bearer_token(request)
-        identity = await request.app[TOKEN_CACHE].operator(token)
+        identity = await checked(request, token, lambda: request.app[TOKEN_CACHE].operator(token))
         request[OPERATOR_ID], request[OPERATOR_NAME] = identity
         return await handler(request)
     finally:

@@ -1,47 +1,48 @@
 """`GET /metrics`: Prometheus text exposition of this process (bot/metrics.py).
 
-Protected: with STEELFRAME_METRICS_TOKEN set, a scraper sends it as a bearer token; without
-it, only clients on this machine (loopback) may scrape, so figures never leak by default."""
+Always needs STEELFRAME_METRICS_TOKEN as a bearer token: nothing is trusted for coming from
+this machine (a coding run with network, another user on the host), and without the setting
+nobody may scrape. Wrong tokens are throttled as operator tokens are (`operator_api.auth`)."""
 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 
 from aiohttp import web
 
 from bot.appkeys import SERVICES
-from bot.errors import Forbidden
+from bot.errors import Unauthorized
 from bot.metrics import CONTENT_TYPE
+from operator_api.auth import checked
 from operator_api.openapi import Endpoints, errors, text_body
 
 endpoints = Endpoints()
 routes = endpoints.routes
 
 
-def _allowed(request: web.Request) -> bool:
-    expected = request.app[SERVICES].settings.metrics_token
-    if expected:
-        sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
-        return hmac.compare_digest(sent.encode(), expected.reveal().encode())
-    try:
-        return ipaddress.ip_address(request.remote or "").is_loopback
-    except ValueError:
-        return False
+async def _verify(expected: str, sent: str) -> None:
+    if not hmac.compare_digest(sent.encode(), expected.encode()):
+        raise Unauthorized(
+            "metrics need STEELFRAME_METRICS_TOKEN as a bearer token",
+            detail={"header": "Authorization"},
+        )
 
 
 @endpoints.get(
     "/metrics",
-    "Prometheus metrics of this process (docs/deploy.md): bearer STEELFRAME_METRICS_TOKEN, or "
-    "clients on this machine when it is unset",
-    {"200": text_body("text/plain", "Prometheus text exposition"), **errors(403)},
+    "Prometheus metrics of this process (docs/deploy.md): bearer STEELFRAME_METRICS_TOKEN, "
+    "always (unset: nobody may scrape)",
+    {"200": text_body("text/plain", "Prometheus text exposition"), **errors(401, 429)},
     auth=False,
 )
 async def metrics(request: web.Request) -> web.Response:
-    if not _allowed(request):
-        raise Forbidden(
-            "metrics are for this machine or a scraper with STEELFRAME_METRICS_TOKEN",
-            detail={"header": "Authorization"},
+    expected = request.app[SERVICES].settings.metrics_token
+    if expected is None:
+        raise Unauthorized(
+            "metrics are off: set STEELFRAME_METRICS_TOKEN and send it as a bearer token",
+            detail={"setting": "STEELFRAME_METRICS_TOKEN"},
         )
+    sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    await checked(request, sent, lambda: _verify(expected.reveal(), sent))
     body = await request.app[SERVICES].metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

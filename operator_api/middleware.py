@@ -12,7 +12,7 @@ from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalErr
 
 from bot.appkeys import SERVICES
 from bot.db import is_lock_timeout
-from bot.errors import SteelframeError, error_body
+from bot.errors import SteelframeError, TooManyRequests, error_body
 from bot.log_context import bind_id
 
 log = logging.getLogger("steelframe.http")
@@ -45,6 +45,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = web.json_response(
             error_body(exc.message, exc.detail, code=exc.code), status=exc.status
         )
+        if isinstance(exc, TooManyRequests):
+            response.headers["Retry-After"] = str(exc.retry_after)
     except (IntegrityError, DataError) as exc:
         # A value that passed validation but the schema refuses (a reference to a row that
         # is gone, a number out of a column's range): the request's fault, and nothing was

@@ -33,6 +33,8 @@ ERROR_TEXT = {
     404: "Not found (or another operator's)",
     409: "Conflict",
     413: "Body too large",
+    429: "Too many failed authentications from this address or with this token prefix;"
+    " `Retry-After` says when to try again (a token verified before is never held back)",
     500: "Unexpected failure (logged with the request id)",
     502: "The model (or GitHub) failed",
     503: "Not configured, or a dependency (database, Redis, a row a frozen worker holds) is"
@@ -107,6 +109,8 @@ class Endpoints:
         described = operation(summary, responses, **options)
         if method != "GET" and options.get("auth", True):
             described["responses"].setdefault("403", json_body(ERROR, CSRF_REFUSED))
+        if options.get("auth", True):
+            described["responses"].setdefault("429", json_body(ERROR, ERROR_TEXT[429]))
 
         def register(handler: Handler) -> Handler:
             if method.lower() in self.paths.get(path, {}):

@@ -25,7 +25,13 @@ from operator_api import (
     meta_routes,
     metrics_routes,
 )
-from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
+from operator_api.auth import (
+    AUTH_THROTTLE,
+    TOKEN_CACHE,
+    TokenCache,
+    auth_middleware,
+    auth_throttle,
+)
 from operator_api.middleware import errors_middleware, on_response_prepare
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.dev_tokens import DEV_TOKENS_ACCEPTED, refuse_dev_tokens
@@ -82,6 +88,8 @@ def create_app(
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built
     app[TOKEN_CACHE] = TokenCache(built.db)
+    app[AUTH_THROTTLE] = throttle = auth_throttle(settings)
+    app.on_cleanup.append(lambda _: throttle.close())
     app.on_response_prepare.append(on_response_prepare)
     chosen = plugins if plugins is not None else default_plugins()
     for plugin in chosen:

@@ -460,6 +460,13 @@ class GitHubSandbox:
         self.contract = Contract(GITHUB_DATA)
         self._clients: list[Any] = []
 
+    @property
+    def control_headers(self) -> dict[str, str]:
+        """What a call to the control API (/_sandbox/*) must send: this start's secret."""
+        from github_sandbox.control_routes import SECRET_HEADER
+
+        return {SECRET_HEADER: self.sandbox.control_secret}
+
     def client(self, **overrides: Any) -> Any:
         """A GitHubClient for the sandbox App; no write spacing unless `pacing=` says so."""
         from bot.config import Secret

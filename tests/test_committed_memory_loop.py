@@ -44,7 +44,9 @@ async def test_a_fact_goes_from_chat_to_a_merged_pr_to_the_next_turns_committed_
 
     assert PATH not in await _committed(lc.api, "what do we know about deploys?")
     async with lc.api.raw.session.post(
-        f"{lc.sandbox.url}/_sandbox/repos/{lc.repo}/pulls/{pull['number']}/merge", json={}
+        f"{lc.sandbox.url}/_sandbox/repos/{lc.repo}/pulls/{pull['number']}/merge",
+        json={},
+        headers=lc.sandbox.control_headers,
     ) as merged:
         assert merged.status == 200, await merged.text()
     await lc.settle()

@@ -222,3 +222,75 @@ def test_a_public_url_with_a_path_or_another_scheme_is_refused(tmp_path: Path) -
     assert Settings.from_env({"STEELFRAME_PUBLIC_URL": "https://x.example/"}).public_url == (
         "https://x.example"
     )
+
+
+# -- sign-in links: one-time codes, bound to the browser that claimed them (issue 35) -------
+
+
+def other_browser(api: ApiClient) -> Any:
+    """A second browser: its own cookie jar."""
+    import aiohttp
+
+    return aiohttp.ClientSession(
+        str(api.raw.make_url("/")), cookie_jar=aiohttp.CookieJar(unsafe=True)
+    )
+
+
+async def mint_code(api: ApiClient) -> str:
+    response = await api.raw.post(
+        "/api/operator/sign-in-codes", headers={"Authorization": f"Bearer {api.token}"}
+    )
+    assert response.status == 200, await response.text()
+    body = await response.json()
+    assert body["expires_in"] == 120
+    return str(body["code"])
+
+
+async def test_a_link_code_is_claimed_confirmed_and_used_once(api: ApiClient) -> None:
+    code = await mint_code(api)
+    async with other_browser(api) as browser:
+        claimed = await browser.post("/gui/link", json={"code": code})
+        assert claimed.status == 200 and (await claimed.json())["operator"].startswith("op-")
+        nonce = claimed.headers["Set-Cookie"]
+        assert "HttpOnly" in nonce and "SameSite=Strict" in nonce and "Path=/gui/link" in nonce
+        # Claimed: nobody else can claim it, and claiming alone signed nobody in.
+        async with other_browser(api) as thief:
+            assert (await thief.post("/gui/link", json={"code": code})).status == 401
+            assert (await thief.post("/gui/link/confirm", json={})).status == 401
+        assert (await browser.get("/gui/session")).status == 401
+        signed = await browser.post("/gui/link/confirm", json={})
+        assert signed.status == 200, await signed.text()
+        assert (await browser.get("/api/operator/board")).status == 200
+        # Used: neither the code nor the nonce works again.
+        assert (await browser.post("/gui/link/confirm", json={})).status == 401
+        assert (await browser.post("/gui/link", json={"code": code})).status == 401
+
+
+async def test_a_link_code_expires(api: ApiClient) -> None:
+    from datetime import timedelta
+
+    from bot.sign_in_codes import SignInCode
+
+    code = await mint_code(api)
+
+    def age(session: Any) -> None:
+        for row in session.query(SignInCode):
+            row.expires_at -= timedelta(minutes=3)
+
+    api.services.db.call(age)
+    answer = await api.raw.post("/gui/link", json={"code": code})
+    assert answer.status == 401 and "expired" in (await answer.json())["error"]
+
+
+async def test_a_link_from_another_origin_is_refused(api: ApiClient) -> None:
+    code = await mint_code(api)
+    answer = await api.raw.post(
+        "/gui/link", json={"code": code}, headers={"Origin": "https://evil.example"}
+    )
+    assert answer.status == 403
+    # Refused before the claim: the code still works from our own page.
+    assert (await api.raw.post("/gui/link", json={"code": code})).status == 200
+
+
+async def test_minting_a_code_needs_a_token(api: ApiClient) -> None:
+    assert (await api.raw.post("/api/operator/sign-in-codes")).status == 401

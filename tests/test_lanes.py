@@ -33,6 +33,10 @@ from webhooks.body import InFlight
 from webhooks.deliveries import WebhookDelivery
 
 OPENED = (GITHUB_DATA / "webhook-examples/issues/opened.payload.json").read_bytes()
+# Another issue opened: a new delivery, not a replay of OPENED's content.
+OTHER_OPENED = OPENED.replace(
+    b'"updated_at": "2019-05-15T15:20:18Z"', b'"updated_at": "2030-01-01T00:00:00Z"'
+)
 PATH = "/api/github/webhooks"
 
 
@@ -139,7 +143,7 @@ async def test_deliveries_in_githubs_shape_are_answered_on_the_lane_in_order(
         served.port,
         request_bytes(delivery="lane-1"),
         request_bytes(delivery="lane-1"),  # GitHub's redelivery: same id
-        request_bytes(delivery="lane-2"),
+        request_bytes(OTHER_OPENED, delivery="lane-2"),
     )
     assert (first.status, first.json()) == (202, {"delivery": "lane-1", "status": "accepted"})
     assert (again.status, again.json()) == (200, {"delivery": "lane-1", "status": "duplicate"})

@@ -20,12 +20,15 @@ from tests.fakes.sandbox import sandbox_settings
 CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
 
 
-def _call(method: str, url: str, body: dict[str, Any] | None, auth: str) -> Any:
+def _call(method: str, url: str, body: dict[str, Any] | None, auth: str, control: str = "") -> Any:
+    headers = {"Authorization": auth, "Content-Type": "application/json"}
+    if control:  # the dev sandbox's control API: its start secret (docs/github.md)
+        headers["X-Sandbox-Secret"] = control
     request = urllib.request.Request(
         url,
         method=method,
         data=None if body is None else json.dumps(body).encode(),
-        headers={"Authorization": auth, "Content-Type": "application/json"},
+        headers=headers,
     )
     with urllib.request.urlopen(request, timeout=10) as response:
         return json.load(response)
@@ -65,8 +68,11 @@ def test_dev_runs_a_worker_on_an_embedded_redis_that_delivers_a_labelled_issue(
         health = _call("GET", f"{url}/healthz", None, "")
         assert health["redis"] is True
         repo = "steelframe-dev/sandbox"
-        _call("POST", f"{sandbox}/_sandbox/repos/{repo}/collaborators", {"login": "ada"}, "")
-        user = _call("POST", f"{sandbox}/_sandbox/users", {"login": "ada"}, "")["token"]
+        control = (tmp_path / "var/github-sandbox/control-secret").read_text()
+        _call(
+            "POST", f"{sandbox}/_sandbox/repos/{repo}/collaborators", {"login": "ada"}, "", control
+        )
+        user = _call("POST", f"{sandbox}/_sandbox/users", {"login": "ada"}, "", control)["token"]
         issue = _call(
             "POST",
             f"{sandbox}/repos/{repo}/issues",

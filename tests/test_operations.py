@@ -35,14 +35,16 @@ def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
 async def test_metrics_are_prometheus_text_with_chat_tasks_and_deliveries(
     api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
 ) -> None:
-    api: ApiClient = await api_factory(github_sandbox.settings(tmp_path, redis_url=redis_url))
+    api: ApiClient = await api_factory(
+        github_sandbox.settings(tmp_path, redis_url=redis_url, metrics_token=Secret("scrape-me"))
+    )
     github_sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
     message = {"message": "file an issue for the flaky login test"}
     frames = await read_sse(await api.post("/api/operator/chat/stream", json=message))
     assert frames[-1]["type"] == "done" and frames[-1]["response"]["filed_issue_number"]
     await github_sandbox.settle()
 
-    scrape = await api.raw.get("/metrics")
+    scrape = await api.raw.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
     assert scrape.status == 200
     assert scrape.headers["Content-Type"].startswith("text/plain")
     found = samples(await scrape.text())
@@ -70,15 +72,22 @@ async def test_metrics_are_prometheus_text_with_chat_tasks_and_deliveries(
     assert 0 < found[budget] < 5000
 
 
-async def test_metrics_need_the_token_when_one_is_set(api_factory: Any, tmp_path: Path) -> None:
+async def test_metrics_need_the_token_from_loopback_too(api_factory: Any, tmp_path: Path) -> None:
     settings = make_settings(tmp_path, metrics_token=Secret("scrape-me"))
     api: ApiClient = await api_factory(settings)
+    assert api.raw.server.host == "127.0.0.1"  # loopback: no privilege for it
     refused = await api.raw.get("/metrics")
-    assert refused.status == 403 and (await refused.json())["code"] == "forbidden"
+    assert refused.status == 401 and (await refused.json())["code"] == "unauthorized"
     wrong = await api.raw.get("/metrics", headers={"Authorization": "Bearer nope"})
-    assert wrong.status == 403
+    assert wrong.status == 401
     allowed = await api.raw.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
     assert allowed.status == 200
+
+
+async def test_without_a_metrics_token_nobody_may_scrape(api: ApiClient) -> None:
+    refused = await api.raw.get("/metrics")
+    assert refused.status == 401
+    assert (await refused.json())["detail"] == {"setting": "STEELFRAME_METRICS_TOKEN"}
 
 
 async def test_readyz_is_503_naming_redis_when_it_stops(api_factory: Any, tmp_path: Path) -> None:
@@ -90,7 +99,7 @@ async def test_readyz_is_503_naming_redis_when_it_stops(api_factory: Any, tmp_pa
         assert ready.status == 200 and body["status"] == "ready"
         assert set(body["checks"]) == {
             *("database", "redis", "index", "coding_sandbox", "coding_egress"),
-            *("setup_cache", "github_app", "webhook_secret", "coding_runtime"),
+            *("setup_cache", "run_limits", "github_app", "webhook_secret", "coding_runtime"),
         }
     finally:
         embedded.stop()

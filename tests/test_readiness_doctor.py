@@ -138,7 +138,7 @@ async def test_a_sandbox_check_added_to_the_list_reaches_readyz(
 ) -> None:
     settings = make_settings(tmp_path)
     names = [check.name for check in sandbox_checks(settings)]
-    assert names == ["coding_sandbox", "coding_egress", "setup_cache"]
+    assert names == ["coding_sandbox", "coding_egress", "setup_cache", "run_limits"]
     SANDBOX_CHECKS.append(lambda s: [Check("egress", False, "the egress proxy is down")])
     try:
         status, body = await _readyz(api_factory, settings)

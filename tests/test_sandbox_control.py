@@ -16,6 +16,8 @@ from tests.conftest import SANDBOX_REPO, GitHubSandbox
 async def request(
     sandbox: GitHubSandbox, method: str, path: str, **kwargs: Any
 ) -> tuple[int, Any, Any]:
+    if path.startswith("/_sandbox/"):
+        kwargs["headers"] = {**sandbox.control_headers, **kwargs.get("headers", {})}
     async with aiohttp.ClientSession() as session:
         async with session.request(method, sandbox.url + path, **kwargs) as response:
             return response.status, response.headers.copy(), await response.json()
@@ -170,3 +172,31 @@ async def test_contents_labels_comments_and_the_manifest_exchange_behave_as_gith
     assert status == 201 and app["name"] == "Mine" and app["id"] == github_sandbox.app_id
     status, _, _ = await request(github_sandbox, "POST", f"/app-manifests/{code}/conversions")
     assert status == 404  # a code is good for one exchange
+
+
+async def test_the_control_api_needs_the_start_secret_and_refuses_browsers(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    async with aiohttp.ClientSession() as session:
+        for headers in ({}, {"X-Sandbox-Secret": "guessed"}):
+            async with session.post(
+                f"{github_sandbox.url}/_sandbox/users", json={"login": "mallory"}, headers=headers
+            ) as answer:
+                assert answer.status == 401
+                assert "X-Sandbox-Secret" in (await answer.json())["message"]
+        # A page the developer opens posts blind (no-cors): its Origin gives it away, even
+        # with the secret (a page could never know it, but no browser is let in at all).
+        browser = {"Origin": "https://evil.example", **github_sandbox.control_headers}
+        async with session.post(
+            f"{github_sandbox.url}/_sandbox/webhook",
+            json={"url": "https://evil.example"},
+            headers=browser,
+        ) as answer:
+            assert answer.status == 403
+    assert github_sandbox.sandbox.world.users.get("mallory") is None
+    assert github_sandbox.sandbox.hooks.url != "https://evil.example"
+    # The same calls with the secret work: the guard is what refused them.
+    status, _, user = await request(
+        github_sandbox, "POST", "/_sandbox/users", json={"login": "ada"}
+    )
+    assert status == 201 and user["token"]

@@ -78,7 +78,10 @@ async def test_dev_brings_up_the_sandbox_and_its_webhooks_reach_the_service(
         await read_until(process.stdout, "token", seen)
         sandbox_url = seen["github"].split()[2]
         assert "steelframe-dev/sandbox" in seen["github"] and seen["url"].startswith("http://")
-        async with aiohttp.ClientSession() as session:
+        secret_file = tmp_path / "var/github-sandbox/control-secret"
+        assert secret_file.stat().st_mode & 0o777 == 0o600
+        control = {"X-Sandbox-Secret": secret_file.read_text()}
+        async with aiohttp.ClientSession(headers=control) as session:
             async with session.post(f"{sandbox_url}/_sandbox/users", json={"login": "ada"}) as r:
                 token = (await r.json())["token"]
             async with session.post(
@@ -122,6 +125,9 @@ async def test_the_dev_sandbox_keeps_its_world_across_restarts(tmp_path: Path) -
     assert again is not None and [i.title for i in again.issues.values()] == ["one"]
     assert again.next_number == 2 and len(second.server.sandbox.world.installations) == 1
     assert second.private_key != first.private_key  # a new key each run; the world adopts it
+    # A new control secret each run too, in the file the developer's tools read.
+    assert second.control_secret != first.control_secret
+    assert (tmp_path / "control-secret").read_text() == second.control_secret
     _, public = generate_app_keys()
     assert second.server.sandbox.world.app.public_key_pem != public
     await second.close()

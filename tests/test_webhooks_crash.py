@@ -46,6 +46,10 @@ def deliveries(github: GitHubSandbox) -> list[tuple[str, str, bytes]]:
     the pickup label (the issue exists there: the task's labels go on it)."""
     base = json.loads((GITHUB_DATA / "webhook-examples/issues/opened.payload.json").read_text())
     base["issue"].update(milestone=None, assignee=None, assignees=[])
+    # About the sandbox's repository: a delivery for one the App is not installed on is
+    # ignored unread (webhooks/installed.py).
+    base["repository"]["full_name"] = SANDBOX_REPO
+    base["installation"] = {"id": github.installation_id}
     world = github.sandbox
     repo, maintainer = world.world.repo(SANDBOX_REPO), world.world.user("maintainer")
     out = []
@@ -57,7 +61,7 @@ def deliveries(github: GitHubSandbox) -> list[tuple[str, str, bytes]]:
             [labeled] = [hook for hook in outcome.hooks if hook.payload["action"] == "labeled"]
             body = json.dumps(labeled.payload, separators=(",", ":")).encode()
         else:
-            base["issue"].update(number=n, id=10_000_000 + n, title=f"Crash issue {n}")
+            base["issue"].update(number=100_000 + n, id=10_000_000 + n, title=f"Crash issue {n}")
             body = json.dumps(base, separators=(",", ":")).encode()
         out.append((f"crash-{n:04}", "issues", body))
     return out

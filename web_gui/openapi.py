@@ -40,6 +40,7 @@ GUI_PATHS: dict[str, Any] = {
             "responses": {
                 "200": {"description": "OK", "content": {"application/json": {"schema": _SESSION}}},
                 "401": _ERR,
+                "429": _ERR,
             },
         },
         "post": {
@@ -63,12 +64,91 @@ GUI_PATHS: dict[str, Any] = {
                 "401": _ERR,
                 "403": _ERR,
                 "413": _ERR,
+                "429": _ERR,
             },
         },
         "delete": {
             "summary": "Sign out (needs the X-CSRF-Token header)",
             "tags": ["gui"],
-            "responses": {"200": {"description": "OK"}, "401": _ERR, "403": _ERR},
+            "responses": {"200": {"description": "OK"}, "401": _ERR, "403": _ERR, "429": _ERR},
         },
+    },
+    "/api/operator/sign-in-codes": {
+        "post": {
+            "summary": "A one-time sign-in code for a link (`/#code=CODE`): two minutes, once",
+            "tags": ["gui"],
+            "responses": {
+                "200": {
+                    "description": "OK",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["code", "expires_in"],
+                                "properties": {
+                                    "code": {"type": "string"},
+                                    "expires_in": {"type": "integer"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "400": _ERR,
+                "401": _ERR,
+                "413": _ERR,
+                "429": _ERR,
+            },
+        }
+    },
+    "/gui/link": {
+        "post": {
+            "summary": "Claim a sign-in code for this browser (a nonce cookie); whose it is",
+            "tags": ["gui"],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["code"],
+                            "properties": {"code": {"type": "string"}},
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": {
+                    "description": "OK",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["operator"],
+                                "properties": {"operator": {"type": "string"}},
+                            }
+                        }
+                    },
+                },
+                "400": _ERR,
+                "401": _ERR,
+                "403": _ERR,
+                "413": _ERR,
+                "429": _ERR,
+            },
+        }
+    },
+    "/gui/link/confirm": {
+        "post": {
+            "summary": "Sign in the browser that claimed a code (the person confirmed)",
+            "tags": ["gui"],
+            "responses": {
+                "200": {"description": "OK", "content": {"application/json": {"schema": _SESSION}}},
+                "400": _ERR,
+                "401": _ERR,
+                "403": _ERR,
+                "413": _ERR,
+                "429": _ERR,
+            },
+        }
     },
 }

@@ -2,6 +2,9 @@
 
 Sign-in exchanges an operator token for a session cookie (HttpOnly, SameSite=Strict) and
 hands the page a CSRF token; the operator API then accepts the cookie (operator_api.auth).
+A link signs in with a one-time code instead of a token (`bot.sign_in_codes`): the page
+claims it (binding it to this browser by a nonce cookie), shows whose account it is, and
+redeems it when the person confirms.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ from aiohttp import web
 
 from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
-from bot.web_sessions import SESSION_LIFETIME, identify, sign_in, sign_out
-from operator_api.auth import CSRF_COOKIE, SESSION_COOKIE, require_csrf
+from bot.sign_in_codes import CODE_LIFETIME, claim, mint, redeem
+from bot.web_sessions import SESSION_LIFETIME, WebSignIn, identify, sign_in, sign_out
+from operator_api.auth import CSRF_COOKIE, OPERATOR_ID, SESSION_COOKIE, checked, require_csrf
 from operator_api.validation import read_json, reject_unknown
 from web_gui.assets import ASSETS
 
 log = logging.getLogger("steelframe.gui")
 routes = web.RouteTableDef()
 SIGN_IN_BODY_LIMIT = 4096
+# The claiming browser's nonce (`bot.sign_in_codes`), sent only to the redeem route.
+LINK_COOKIE = "steelframe_link"
+LINK_PATH = "/gui/link"
 # No inline script or style anywhere: untrusted text that slipped past the sanitiser still
 # could not run. connect-src 'self' covers fetch and EventSource to this origin only.
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -86,8 +93,14 @@ async def create_session(request: web.Request) -> web.Response:
     token = data.get("token")
     if not isinstance(token, str) or not token.strip():
         raise BadRequest("token is required", detail={"field": "token"})
-    signed = await request.app[SERVICES].db.run(sign_in, token.strip())
+    token = token.strip()
+    signed = await checked(request, token, lambda: request.app[SERVICES].db.run(sign_in, token))
     log.info("operator %s signed in to the web GUI", signed.operator_id)
+    return _signed_in(request, signed)
+
+
+def _signed_in(request: web.Request, signed: WebSignIn) -> web.Response:
+    """The answer that starts a browser session: who, the CSRF token, and both cookies."""
     response = web.json_response(_who(request, signed.operator_name, signed.csrf_token))
     secure = _public_origin(request).startswith("https://")
     max_age = int(SESSION_LIFETIME.total_seconds())
@@ -107,9 +120,60 @@ async def create_session(request: web.Request) -> web.Response:
     return response
 
 
+@routes.post("/api/operator/sign-in-codes")
+async def create_sign_in_code(request: web.Request) -> web.Response:
+    """A one-time code for a sign-in link (`/#code=...`), minted by a token holder."""
+    data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
+    reject_unknown(data, set())
+    minted = await request.app[SERVICES].db.run(mint, request[OPERATOR_ID])
+    return web.json_response({"code": minted.code, "expires_in": minted.expires_in})
+
+
+@routes.post(LINK_PATH)
+async def claim_link(request: web.Request) -> web.Response:
+    """Step 1 of a link's sign-in: bind the code to this browser; say whose account it is."""
+    _same_origin(request)
+    data = await read_json(request, limit=SIGN_IN_BODY_LIMIT)
+    reject_unknown(data, {"code"})
+    code = data.get("code")
+    if not isinstance(code, str) or not code.strip():
+        raise BadRequest("code is required", detail={"field": "code"})
+    code = code.strip()
+    claimed = await checked(request, code, lambda: request.app[SERVICES].db.run(claim, code))
+    response = web.json_response({"operator": claimed.operator_name})
+    response.headers["Cache-Control"] = "no-store"
+    response.set_cookie(
+        LINK_COOKIE,
+        claimed.nonce,
+        httponly=True,
+        samesite="Strict",
+        secure=_public_origin(request).startswith("https://"),
+        path=LINK_PATH,
+        max_age=int(CODE_LIFETIME.total_seconds()),
+    )
+    return response
+
+
+@routes.post(f"{LINK_PATH}/confirm")
+async def confirm_link(request: web.Request) -> web.Response:
+    """Step 2: the person confirmed; the browser that claimed the code is signed in."""
+    _same_origin(request)
+    data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
+    reject_unknown(data, set())
+    nonce = request.cookies.get(LINK_COOKIE, "")
+    signed = await checked(request, nonce, lambda: request.app[SERVICES].db.run(redeem, nonce))
+    log.info("operator %s signed in to the web GUI with a link", signed.operator_id)
+    response = _signed_in(request, signed)
+    response.del_cookie(LINK_COOKIE, path=LINK_PATH)
+    return response
+
+
 @routes.get("/gui/session")
 async def current_session(request: web.Request) -> web.Response:
-    identity = await request.app[SERVICES].db.run(identify, _cookie(request))
+    cookie = _cookie(request)
+    identity = await checked(
+        request, cookie, lambda: request.app[SERVICES].db.run(identify, cookie)
+    )
     response = web.json_response(_who(request, identity.operator_name, identity.csrf_token))
     response.headers["Cache-Control"] = "no-store"
     return response

@@ -97,12 +97,13 @@ def _answer(description: str) -> dict[str, object]:
     return {"description": description, "content": {"application/json": {"schema": _ERROR}}}
 
 
-def _ack(description: str, status: str) -> dict[str, object]:
+def _ack(description: str, *statuses: str) -> dict[str, object]:
+    status = {"const": statuses[0]} if len(statuses) == 1 else {"enum": list(statuses)}
     schema = {
         "type": "object",
         "required": ["delivery", "status"],
         "additionalProperties": False,
-        "properties": {"delivery": {"type": "string"}, "status": {"const": status}},
+        "properties": {"delivery": {"type": "string"}, "status": status},
     }
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
@@ -120,7 +121,12 @@ OPENAPI_OPERATION = {
         "content": {"application/json": {"schema": {"type": "object"}}},
     },
     "responses": {
-        "202": _ack("Stored; will be processed", "accepted"),
+        "202": _ack(
+            "Stored; will be processed (`accepted`), or an earlier delivery's content under a "
+            "new delivery id, stored and never processed (`replayed`)",
+            "accepted",
+            "replayed",
+        ),
         "200": _ack("A redelivery of a stored delivery; not processed again", "duplicate"),
         "400": _answer("Malformed payload or headers; stored as rejected with the reason"),
         "401": _answer("Missing or wrong signature; nothing stored"),

@@ -5,8 +5,10 @@ inserted. Status moves received -> processing (claimed atomically by one process
 claim expires `lease` seconds after its last renewal) -> processed | ignored | retrying
 (a handler failed; `next_attempt_at` says when it runs again) -> ... -> dead (failed on its
 last attempt: a dead letter, replayable by the operator). `rejected` is a delivery answered
-400. `outcomes` holds each handler's result (JSON: handler -> "ok" or the error), so a
-retry runs only the handlers that have not succeeded.
+400; `replayed` one whose content key (`webhooks.content_keys`) an earlier delivery had,
+stored and never processed (`github_delivery_keys` holds each key's first delivery).
+`outcomes` holds each handler's result (JSON: handler -> "ok" or the error), so a retry
+runs only the handlers that have not succeeded.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base
 from bot.handler_runs import done_handlers, forget_done
+from webhooks.content_keys import MAX_CONTENT_KEY
 from webhooks.stored_bodies import StoredBody, packed
 
 MAX_DELIVERY_ID = 100
@@ -48,6 +51,7 @@ class DeliveryStatus(StrEnum):
     RETRYING = "retrying"  # a handler failed; runs again at `next_attempt_at`
     DEAD = "dead"  # failed on its last attempt (or cannot be processed); `reason` says why
     REJECTED = "rejected"  # answered 400 (malformed, or missing what a handler needs)
+    REPLAYED = "replayed"  # an earlier delivery's content under a new id: never processed
 
 
 # What an operator means by "failed": given up on, or still being retried.
@@ -87,6 +91,16 @@ class DeliveryBody(Base):
     body: Mapped[str] = mapped_column(StoredBody)
 
 
+class DeliveryKey(Base):
+    """Each content key and the first delivery that carried it: a later delivery with the
+    key is a replay (`webhooks.content_keys`)."""
+
+    __tablename__ = "github_delivery_keys"
+
+    content_key: Mapped[str] = mapped_column(String(MAX_CONTENT_KEY), primary_key=True)
+    delivery_id: Mapped[str] = mapped_column(String(MAX_DELIVERY_ID))
+
+
 @dataclass(frozen=True)
 class NewDelivery:
     delivery_id: str
@@ -98,6 +112,7 @@ class NewDelivery:
     received_at: datetime
     status: DeliveryStatus = DeliveryStatus.RECEIVED
     reason: str | None = None
+    content_key: str | None = None  # None: never a replay (a rejected delivery)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -173,46 +188,107 @@ _PG_ARRAYS = (
     "int[]",
 )
 _CONFLICT = " ON CONFLICT (delivery_id) DO NOTHING"
+_KEY_CONFLICT = " ON CONFLICT (content_key) DO NOTHING"
+_REPLAYED_REASON = "an earlier delivery carried the same content: "
 
 
 def insert_statements(
     dialect: str, deliveries: Sequence[NewDelivery]
 ) -> list[tuple[str, Sequence[Any]]]:
-    """The writer's hot path, for a DBAPI cursor, in one transaction: each body, and each
-    row (INSERT ... ON CONFLICT DO NOTHING); the first statement returns the ids of the
-    rows that were new. A body already stored (a redelivery) is left as it is.
+    """The writer's hot path, for a DBAPI cursor, in one transaction: each content key
+    (kept only for its first delivery), each body, and each row (INSERT ... ON CONFLICT DO
+    NOTHING), stored as `replayed` when an earlier delivery had its content key. The last
+    statement writes the rows and returns (delivery_id, status) of those that were new. A
+    body already stored (a redelivery) is left as it is.
 
-    PostgreSQL: one statement, one round trip (the bodies' INSERT a data-modifying WITH),
-    one array per column through unnest, so its text is the same whatever the batch size
-    and psycopg parses and prepares it once (a text per size, each hundreds of placeholders
-    long, was parsed again on most batches). SQLite has neither: two multi-row VALUES with
-    qmarks (its statement cache keeps each size's plan)."""
+    PostgreSQL: one statement, one round trip (the keys' and the bodies' INSERTs
+    data-modifying WITHs), one array per column through unnest, so its text is the same
+    whatever the batch size and psycopg parses and prepares it once (a text per size, each
+    hundreds of placeholders long, was parsed again on most batches). SQLite has neither:
+    multi-row VALUES with qmarks (its statement cache keeps each size's plan)."""
     rows = [_values(dialect, delivery) for delivery in deliveries]
     ids = [delivery.delivery_id for delivery in deliveries]
+    keys = [delivery.content_key for delivery in deliveries]
     bodies = [packed(dialect, delivery.body) for delivery in deliveries]
-    into = f"INSERT INTO github_deliveries ({', '.join(_COLUMNS)})"
     if dialect != "sqlite":
-        arrays = ", ".join(f"%b::{kind}" for kind in _PG_ARRAYS)
-        columns = [list(column) for column in zip(*rows, strict=True)] if rows else []
-        sql = (
-            "WITH bodies AS (INSERT INTO github_delivery_bodies (delivery_id, body) "
-            f"SELECT * FROM unnest(%b::text[], %b::text[]){_CONFLICT}) "
-            f"{into} SELECT * FROM unnest({arrays}){_CONFLICT} RETURNING delivery_id"
+        return [_pg_insert(rows, ids, keys, bodies)]
+    return _sqlite_inserts(rows, ids, keys, bodies)
+
+
+def _status_of(column: dict[str, str], first: str) -> str:
+    """The SELECT list of the rows' INSERT: status and reason say `replayed` when `first`
+    (an SQL condition: this row's key is new, or was kept for this very delivery) fails."""
+    status = f"CASE WHEN {first} THEN {column['status']} ELSE '{DeliveryStatus.REPLAYED}' END"
+    reason = (
+        f"CASE WHEN {first} THEN {column['reason']} "
+        f"ELSE '{_REPLAYED_REASON}' || {column['key']} END"
+    )
+    values = {**column, "status": status, "reason": reason}
+    return ", ".join(values[name] for name in _COLUMNS)
+
+
+def _pg_insert(
+    rows: list[tuple[Any, ...]], ids: list[str], keys: list[str | None], bodies: list[Any]
+) -> tuple[str, Sequence[Any]]:
+    arrays = ", ".join(f"%b::{kind}" for kind in (*_PG_ARRAYS, "text[]"))
+    columns = [list(column) for column in zip(*rows, strict=True)] if rows else []
+    # The main statement does not see the rows its WITHs insert, only what they return:
+    # a row is first when its (key, id) pair was inserted just now by `kept`.
+    first = "(u.key IS NULL OR u.delivery_id IN (SELECT delivery_id FROM kept))"
+    column = {name: f"u.{name}" for name in (*_COLUMNS, "key")}
+    sql = (
+        "WITH kept AS (INSERT INTO github_delivery_keys (content_key, delivery_id) "
+        "SELECT k, i FROM unnest(%b::text[], %b::text[]) AS n(k, i) WHERE k IS NOT NULL"
+        f"{_KEY_CONFLICT} RETURNING delivery_id), "
+        "bodies AS (INSERT INTO github_delivery_bodies (delivery_id, body) "
+        f"SELECT * FROM unnest(%b::text[], %b::text[]){_CONFLICT}) "
+        f"INSERT INTO github_deliveries ({', '.join(_COLUMNS)}) "
+        f"SELECT {_status_of(column, first)} FROM unnest({arrays}) "
+        f"AS u({', '.join(_COLUMNS)}, key){_CONFLICT} RETURNING delivery_id, status"
+    )
+    return sql, [keys, ids, ids, bodies, *(columns or [[]] * len(_COLUMNS)), keys]
+
+
+def _sqlite_inserts(
+    rows: list[tuple[Any, ...]], ids: list[str], keys: list[str | None], bodies: list[Any]
+) -> list[tuple[str, Sequence[Any]]]:
+    # VALUES names its columns column1, column2, ...; the key comes last. A row is first
+    # when its key was kept for its own id by the statement before (same transaction).
+    column = {name: f"column{i}" for i, name in enumerate((*_COLUMNS, "key"), start=1)}
+    first = (
+        f"({column['key']} IS NULL OR EXISTS (SELECT 1 FROM github_delivery_keys k "
+        f"WHERE k.content_key = {column['key']} AND k.delivery_id = {column['delivery_id']}))"
+    )
+    one = "(" + ", ".join(["?"] * (len(_COLUMNS) + 1)) + ")"
+    pairs = [(key, delivery) for key, delivery in zip(keys, ids, strict=True) if key is not None]
+    statements: list[tuple[str, Sequence[Any]]] = []
+    if pairs:
+        statements.append(
+            (
+                "INSERT INTO github_delivery_keys (content_key, delivery_id) VALUES "
+                + ", ".join(["(?, ?)"] * len(pairs))
+                + _KEY_CONFLICT,
+                [value for pair in pairs for value in pair],
+            )
         )
-        return [(sql, [ids, bodies, *(columns or [[]] * len(_COLUMNS))])]
-    one = "(" + ", ".join(["?"] * len(_COLUMNS)) + ")"
-    return [
-        (
-            f"{into} VALUES {', '.join([one] * len(rows))}{_CONFLICT} RETURNING delivery_id",
-            [value for row in rows for value in row],
-        ),
+    statements.append(
         (
             "INSERT INTO github_delivery_bodies (delivery_id, body) VALUES "
             + ", ".join(["(?, ?)"] * len(rows))
             + _CONFLICT,
             [value for pair in zip(ids, bodies, strict=True) for value in pair],
-        ),
-    ]
+        )
+    )
+    # `WHERE true`: SQLite's parser needs it between INSERT ... SELECT and ON CONFLICT.
+    statements.append(
+        (
+            f"INSERT INTO github_deliveries ({', '.join(_COLUMNS)}) "
+            f"SELECT {_status_of(column, first)} FROM (VALUES {', '.join([one] * len(rows))}) "
+            f"WHERE true{_CONFLICT} RETURNING delivery_id, status",
+            [value for row, key in zip(rows, keys, strict=True) for value in (*row, key)],
+        )
+    )
+    return statements
 
 
 def _values(dialect: str, delivery: NewDelivery) -> tuple[Any, ...]:
@@ -423,7 +499,8 @@ def claim(session: Session, delivery_ids: Sequence[str], *, now: datetime, owner
 class Replay(StrEnum):
     QUEUED = "queued"
     UNKNOWN = "unknown"
-    NOT_REPLAYABLE = "not_replayable"  # rejected (fix the cause, redeliver) or in progress
+    # rejected (fix the cause, redeliver), a replay of another delivery, or in progress
+    NOT_REPLAYABLE = "not_replayable"
 
 
 def requeue(session: Session, delivery_id: str) -> Replay:
@@ -434,7 +511,11 @@ def requeue(session: Session, delivery_id: str) -> Replay:
     row = session.get(d, delivery_id, with_for_update=True)
     if row is None:
         return Replay.UNKNOWN
-    if row.status in (DeliveryStatus.REJECTED, DeliveryStatus.PROCESSING):
+    if row.status in (
+        DeliveryStatus.REJECTED,
+        DeliveryStatus.PROCESSING,
+        DeliveryStatus.REPLAYED,  # its content was processed as the earlier delivery
+    ):
         return Replay.NOT_REPLAYABLE
     if row.status not in FAILED_STATUSES:
         row.outcomes = None

@@ -26,9 +26,11 @@ from typing import Any
 import msgspec
 from gidgethub.routing import Router
 
+from webhooks.content_keys import key_paths
 from webhooks.routing import lookup, needs_for, problems
 
-# Read for every delivery: the columns of the delivery log (`receiver._new_delivery`).
+# Read for every delivery: the columns of the delivery log (`receiver._new_delivery`); and
+# per event, what its content key reads (`webhooks.content_keys`).
 ALWAYS = ("action", "installation.id", "repository.full_name")
 # orjson reads integers outside this range as floats (a need for an int would then fail).
 _INT_RANGE = range(-(2**63), 2**64)
@@ -58,7 +60,7 @@ class FieldReader:
     def read(self, event: str, body: bytes) -> tuple[Fields, list[str]] | None:
         """The fields and the problems with what the routed handlers need (as
         `routing.missing_needs` words them), or None: parse the payload in full instead."""
-        shape = self._shapes.get(event) or self._reshape(event, ALWAYS)
+        shape = self._shapes.get(event) or self._reshape(event, ALWAYS + key_paths(event))
         values = shape.decode(body)
         if values is None:
             return None

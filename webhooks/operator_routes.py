@@ -126,6 +126,7 @@ OPENAPI_PATHS: dict[str, Any] = {
                 },
                 "400": _error("Bad status or limit"),
                 "401": _error("Missing or wrong bearer token"),
+                "429": _error("Too many failed authentications; see Retry-After"),
             },
         }
     },
@@ -141,8 +142,9 @@ OPENAPI_PATHS: dict[str, Any] = {
                 "200": {"description": "Queued for processing"},
                 "400": _error("Bad delivery id"),
                 "401": _error("Missing or wrong bearer token"),
+                "429": _error("Too many failed authentications; see Retry-After"),
                 "404": _error("No such delivery"),
-                "409": _error("Rejected, or being processed"),
+                "409": _error("Rejected, replayed, or being processed"),
             },
         }
     },

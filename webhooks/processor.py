@@ -59,6 +59,7 @@ from webhooks.deliveries import (
     finish_statements,
     renew_statement,
 )
+from webhooks.installed import InstallationCheck
 from webhooks.routing import WebhookContext
 from webhooks.stored_bodies import unpacked
 from webhooks.writer import DeliveryWriter
@@ -165,6 +166,7 @@ class DeliveryProcessor:
         # Claims and outcomes go through a connection of their own, so processing never
         # waits for (or holds) the shared thread pool or the writer's.
         self._statuses = dedicated_connection(self.db, name="webhook-processor")
+        self._installed = InstallationCheck()
 
     def submit(self, delivery_id: str, event: str, data: Any) -> None:
         self._enqueue(Pending(delivery_id, event, data))
@@ -348,6 +350,15 @@ class DeliveryProcessor:
         handlers = self.router.fetch(event)
         if not handlers:
             return Finished(item.delivery_id, DeliveryStatus.IGNORED)
+        try:
+            why = await self._installed.not_installed(self.ctx.github, item.event, data)
+        except Exception as exc:  # GitHub unreachable: ask again later, as a handler would
+            return self._failed(
+                item, dict(item.outcomes), f"installation check: {exc}"[:300], permanent=False
+            )
+        if why is not None:
+            log.info("webhook %s (%s) ignored: %s", item.delivery_id, item.event, why)
+            return Finished(item.delivery_id, DeliveryStatus.IGNORED, why)
         if item.attempt > self.retry.max_attempts:
             # Only crashes mid-way get a delivery here (a failure is scheduled, not claimed
             # again past the limit): stop feeding it to processes it may be killing.

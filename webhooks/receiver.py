@@ -25,12 +25,13 @@ from gidgethub.sansio import Event
 from bot.clock import Clock
 from bot.errors import BadRequest, PayloadTooLarge, Unauthorized, Unavailable
 from webhooks.body import InFlight, SignedBody, reading
+from webhooks.content_keys import content_key
 from webhooks.deliveries import MAX_DELIVERY_ID, MAX_EVENT, DeliveryStatus, NewDelivery
 from webhooks.fields import FieldReader, Fields
 from webhooks.processor import DeliveryProcessor
 from webhooks.routing import lookup, missing_needs
 from webhooks.signature import PREFIX
-from webhooks.writer import DeliveryWriter
+from webhooks.writer import DeliveryWriter, Stored
 
 # A payload's value by dotted path (`routing.lookup` on a parsed one, `fields.Fields.get`).
 Getter = Callable[[str], Any]
@@ -40,6 +41,7 @@ _FORM = "application/x-www-form-urlencoded"
 class Receipt(StrEnum):
     ACCEPTED = "accepted"
     DUPLICATE = "duplicate"
+    REPLAYED = "replayed"  # an earlier delivery's content under a new id: stored, no effect
 
 
 @dataclass
@@ -97,9 +99,13 @@ class Receiver:
             reason = f"payload lacks {', '.join(missing)}"
             await self._reject(delivery_id, event_name, get, text, reason)
             raise BadRequest(reason, detail={"missing": missing})
-        stored = await self._store(_new_delivery(delivery_id, event_name, get, text, self.clock()))
-        if not stored:
+        delivery = _new_delivery(delivery_id, event_name, get, text, self.clock())
+        key = content_key(event_name, delivery.action, get, body)
+        stored = await self._store(replace(delivery, content_key=key))
+        if stored is Stored.DUPLICATE:
             return Receipt.DUPLICATE, delivery_id
+        if stored is Stored.REPLAYED:
+            return Receipt.REPLAYED, delivery_id
         # The text, not a payload: the queue may be long, and parsing again costs less than
         # the garbage collector walking every queued payload (see `submit_stored`).
         self.processor.submit_stored(delivery_id, event_name, text)
@@ -122,9 +128,9 @@ class Receiver:
         missing = missing_needs(self.router, Event(data, event=event_name, delivery_id=delivery_id))
         return text, functools.partial(lookup, data), missing
 
-    async def _store(self, delivery: NewDelivery) -> bool:
+    async def _store(self, delivery: NewDelivery) -> Stored:
         try:
-            return await self.writer.record(delivery)
+            return await self.writer.store(delivery)
         except Exception as exc:
             raise Unavailable("the delivery could not be stored; redeliver it later") from exc
 

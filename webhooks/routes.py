@@ -100,7 +100,8 @@ def acknowledgement(receipt: Receipt, delivery_id: str) -> tuple[int, bytes]:
     """The status and JSON body that acknowledge a stored delivery."""
     # orjson, not json_response's json.dumps: the answer to every delivery is on the hot path.
     body = orjson.dumps({"delivery": delivery_id, "status": receipt.value})
-    return (202 if receipt is Receipt.ACCEPTED else 200), body
+    # A replay is answered as a new delivery would be: stored, and it changes nothing.
+    return (200 if receipt is Receipt.DUPLICATE else 202), body
 
 
 _JSON = {"Content-Type": "application/json; charset=utf-8"}

@@ -14,19 +14,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from enum import StrEnum
 
 from bot.db import Database
 from webhooks.connection import dedicated_connection
-from webhooks.deliveries import NewDelivery, insert_statements
+from webhooks.deliveries import DeliveryStatus, NewDelivery, insert_statements
 
 log = logging.getLogger("steelframe.webhooks")
 MAX_BATCH = 500
 
 
+class Stored(StrEnum):
+    NEW = "new"
+    DUPLICATE = "duplicate"  # its delivery id was stored before: a redelivery
+    REPLAYED = "replayed"  # new id, an earlier delivery's content: stored, never processed
+
+
 class DeliveryWriter:
     def __init__(self, db: Database, *, max_batch: int = MAX_BATCH) -> None:
         self._max_batch = max_batch
-        self._pending: list[tuple[NewDelivery, asyncio.Future[bool]]] = []
+        self._pending: list[tuple[NewDelivery, asyncio.Future[Stored]]] = []
         self._flusher: asyncio.Task[None] | None = None
         self._connection = dedicated_connection(db, name="webhook-writer")
         self._quiet = asyncio.Event()
@@ -34,8 +41,13 @@ class DeliveryWriter:
         self.batches = 0  # for the benchmark's report
 
     async def record(self, delivery: NewDelivery) -> bool:
-        """Store the delivery durably; True if new, False if its id was already stored."""
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        """Store the delivery durably; True if its row is new (a replay's too), False if
+        its id was already stored."""
+        return await self.store(delivery) is not Stored.DUPLICATE
+
+    async def store(self, delivery: NewDelivery) -> Stored:
+        """Store the delivery durably, and say whether it was new, a duplicate or a replay."""
+        future: asyncio.Future[Stored] = asyncio.get_running_loop().create_future()
         self._pending.append((delivery, future))
         self._quiet.clear()
         if self._flusher is None or self._flusher.done():
@@ -59,7 +71,7 @@ class DeliveryWriter:
             if not self._pending:
                 self._quiet.set()
 
-    async def _flush_batch(self, batch: list[tuple[NewDelivery, asyncio.Future[bool]]]) -> None:
+    async def _flush_batch(self, batch: list[tuple[NewDelivery, asyncio.Future[Stored]]]) -> None:
         unique: dict[str, NewDelivery] = {}
         for delivery, _ in batch:
             unique.setdefault(delivery.delivery_id, delivery)
@@ -72,16 +84,22 @@ class DeliveryWriter:
         seen: set[str] = set()
         for delivery, future in batch:
             # Two copies of one id in the same batch: the first is the new one.
-            new = delivery.delivery_id in inserted and delivery.delivery_id not in seen
+            status = inserted.get(delivery.delivery_id)
+            if status is None or delivery.delivery_id in seen:
+                stored = Stored.DUPLICATE
+            elif status == DeliveryStatus.REPLAYED:
+                stored = Stored.REPLAYED
+            else:
+                stored = Stored.NEW
             seen.add(delivery.delivery_id)
             if not future.done():
-                future.set_result(new)
+                future.set_result(stored)
 
     async def _one_by_one(
-        self, batch: list[tuple[NewDelivery, asyncio.Future[bool]]], rows: list[NewDelivery]
-    ) -> set[str]:
+        self, batch: list[tuple[NewDelivery, asyncio.Future[Stored]]], rows: list[NewDelivery]
+    ) -> dict[str, str]:
         """One bad row (or a lost connection) must not fail its neighbours."""
-        inserted: set[str] = set()
+        inserted: dict[str, str] = {}
         for row in rows:
             try:
                 inserted |= await self._run([row])
@@ -92,10 +110,11 @@ class DeliveryWriter:
                         future.set_exception(exc)
         return inserted
 
-    async def _run(self, rows: list[NewDelivery]) -> set[str]:
+    async def _run(self, rows: list[NewDelivery]) -> dict[str, str]:
+        """The status of each row that was new, by delivery id."""
         statements = insert_statements(self._connection.dialect, rows)
-        inserted = (await self._connection.transaction(statements))[0]
-        return {row[0] for row in inserted}
+        inserted = (await self._connection.transaction(statements))[-1]
+        return {row[0]: row[1] for row in inserted}
 
     async def close(self) -> None:
         if self._flusher is not None:

@@ -38,6 +38,7 @@ from typing import Any
 
 from bot.lifecycle.egress import running_egress
 from bot.lifecycle.egress_blocked import BlockedHost
+from bot.lifecycle.run_cgroup import RunCgroup
 from bot.lifecycle.sandbox import Launch, SandboxPolicy, SandboxRun, wrap
 
 log = logging.getLogger(__name__)
@@ -209,19 +210,23 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
     return None
 
 
-async def _spawn(launch: Launch) -> asyncio.subprocess.Process:
+async def _spawn(launch: Launch, policy: SandboxPolicy) -> asyncio.subprocess.Process:
+    group = RunCgroup.start(policy.memory_mb, policy.max_processes)  # limits for the whole run
     with launch.command() as (argv, fds):
-        return await asyncio.create_subprocess_exec(
-            *argv,
+        process = await asyncio.create_subprocess_exec(
+            *(group.joining(argv) if group else argv),
             cwd=launch.cwd,
             env=launch.env,
-            pass_fds=fds,
+            pass_fds=fds,  # bwrap's options (the secrets) through a descriptor
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
             limit=MAX_LINE_BYTES,
         )
+    if group is not None:
+        group.watch(process)
+    return process
 
 
 async def run_coding(
@@ -258,7 +263,7 @@ async def _run_launched(
 ) -> None:
     started = time.monotonic()
     try:
-        process = await _spawn(launch)
+        process = await _spawn(launch, request.policy)
     except OSError as exc:
         outcome.error = "the coding command could not be started"
         outcome.log.add("worker", f"could not start the coding command: {exc.strerror or exc}")

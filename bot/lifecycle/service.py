@@ -396,6 +396,12 @@ class TaskService:
             return ResumeResult(None, False, "no task for this issue")
         if task.decision_comment_id == comment_id:
             return ResumeResult(task.id, False, "this Decision was already applied")
+        # Comment ids grow with time: a smaller one is older than the Decision applied last
+        # (a replayed delivery, or one GitHub sent late), and never overrides it.
+        if task.decision_comment_id is not None and comment_id < task.decision_comment_id:
+            return await self._decision_ignored(
+                task, author, comment_id, "a newer Decision was already applied"
+            )
         if task.state != TaskState.WAITING_FOR_INFO:
             return await self._decision_ignored(task, author, comment_id, f"task is {task.state}")
         allowed, why = await self._may_decide(repo, author)

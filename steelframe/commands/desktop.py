@@ -93,7 +93,7 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
 @contextmanager
 def service(url: str, *, allow_dev: bool) -> Iterator[str]:
     """The page to open: the running service's, or a dev service's started for the window
-    (signed in by a token in the URL fragment, which never leaves the browser)."""
+    (signed in by a one-time code in the URL fragment: never the token, docs/gui.md)."""
     if healthy(url):
         yield f"{url}/"
         return
@@ -109,9 +109,20 @@ def service(url: str, *, allow_dev: bool) -> Iterator[str]:
     )
     try:
         dev_url, token = _read_dev_banner(process)
-        yield f"{dev_url}/#token={token}"
+        yield f"{dev_url}/#code={sign_in_code(dev_url, token)}"
     finally:
         _stop(process)
+
+
+def sign_in_code(url: str, token: str) -> str:
+    """A one-time sign-in code for a link (`POST /api/operator/sign-in-codes`)."""
+    request = urllib.request.Request(
+        f"{url}/api/operator/sign-in-codes",
+        data=b"{}",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return str(json.loads(response.read())["code"])
 
 
 def _read_dev_banner(process: subprocess.Popen[str]) -> tuple[str, str]:

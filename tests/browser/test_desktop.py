@@ -91,9 +91,12 @@ async def test_desktop_opens_a_signed_in_window(
     async with async_playwright() as playwright:
         cdp = await connect(playwright, debug_port)
         page = await find_app_page(cdp)
+        # A one-time code in the link, never the token: the window asks, then signs in.
+        await page.wait_for_selector("#link-form:not([hidden])", timeout=WAIT_MS)
+        assert "code=" not in page.url  # dropped from the address at once
+        await page.click("#link-confirm")
         await page.wait_for_selector("#app:not([hidden])", timeout=WAIT_MS)
         assert await page.inner_text("#operator-name") == "dev"
-        assert "token=" not in page.url  # dropped from the address at once
         await page.wait_for_selector("body[data-ready=true]")
         shot = await asyncio.to_thread(ImageGrab.grab, xdisplay=xvfb)
         await cdp.close()

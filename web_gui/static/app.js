@@ -26,18 +26,18 @@ class App {
       this.signIn();
     });
     onSignedOut(() => this.signedOut("Your session ended: sign in again."));
-    // `steelframe desktop` opens a dev service's page with #token=...: sign in with it and
-    // drop it from the address at once (a fragment is never sent to any server).
-    if (location.hash.startsWith("#token=")) {
-      const token = decodeURIComponent(location.hash.slice(7));
-      history.replaceState(null, "", "#chat");
-      try {
-        await this.enter(await api.post("/gui/session", { token }));
-        document.body.dataset.ready = "true";
-        return;
-      } catch {
-        /* fall through to the sign-in form */
-      }
+    // A sign-in link carries a one-time code (`steelframe desktop`, docs/gui.md), never a
+    // token: it leaves the address bar and history at once, is bound to this browser, and
+    // signs in only when the person confirms whose account it opens. An old `#token=` link
+    // is dropped unread: it signs nobody in (login CSRF, issue 35).
+    const fragment = location.hash;
+    if (fragment.startsWith("#code=") || fragment.startsWith("#token=")) {
+      history.replaceState(null, "", location.pathname + location.search);
+    }
+    if (fragment.startsWith("#code=")) {
+      await this.offerLink(decodeURIComponent(fragment.slice(6)));
+      document.body.dataset.ready = "true";
+      return;
     }
     try {
       const who = await api.get("/gui/session");
@@ -47,6 +47,41 @@ class App {
     }
     document.body.dataset.ready = "true";
     document.body.dataset.readyMs = String(Math.round(performance.now())); // bench/gui.py
+  }
+
+  /** Claim a link's code for this browser, then ask before signing in. */
+  async offerLink(code) {
+    let claimed;
+    try {
+      claimed = await api.post("/gui/link", { code });
+    } catch (err) {
+      this.signedOut(`That sign-in link did not work: ${err.message}`);
+      return;
+    }
+    show($("#signin-form"), false);
+    show($("#link-form"), true);
+    show($("#signin"), true);
+    $("#link-question").textContent = `Sign in as ${claimed.operator}?`;
+    const done = () => {
+      show($("#link-form"), false);
+      show($("#signin-form"), true);
+    };
+    $("#link-cancel").addEventListener("click", () => {
+      done();
+      this.signedOut();
+    });
+    $("#link-form").addEventListener("submit", async (ev) => {
+      ev.preventDefault();
+      try {
+        const who = await api.post("/gui/link/confirm", {});
+        done();
+        await this.enter(who);
+      } catch (err) {
+        done();
+        this.signedOut(`Sign-in failed: ${err.message}`);
+      }
+    });
+    $("#link-confirm").focus();
   }
 
   async signIn() {

@@ -1,0 +1,68 @@
+"""A delivery's content key: what the body says happened, so a replay is known as one.
+
+GitHub's signature covers the body, not `X-GitHub-Delivery`: anyone who once saw a signed
+delivery (a proxy log, a captured request) can send it again under a fresh delivery id, and
+the delivery log, keyed on that id, took it as new. The content key names the event by its
+own ids instead: `event.action:` and, for the kinds the lifecycle and memory act on, the
+object's id and the time it changed (plus what tells two changes in one second apart: the
+label, assignee or pushed commit). Those kinds are listed in `KEY_PATHS`; intake reads the
+paths with the rest of its fields (`webhooks.fields`), so the key costs a few attribute
+reads. Any other kind, an `edited` action (two edits in one second share `updated_at` and
+differ only in `changes`) or a payload lacking an id is keyed on a BLAKE2b digest of the
+body: a replay is the same signed bytes, so the digest always catches it.
+
+The writer stores the first delivery with a key; a later one with the same key is stored
+as `replayed` and never processed (`webhooks.deliveries.insert_statements`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+# Per event: the paths that identify one change, the first two required (the object's id
+# and its change time); the rest tell apart changes of one object within one second.
+KEY_PATHS: dict[str, tuple[str, ...]] = {
+    "issue_comment": ("comment.id", "comment.updated_at"),
+    "issues": ("issue.id", "issue.updated_at", "label.id", "assignee.id", "milestone.id"),
+    "pull_request": (
+        "pull_request.id",
+        "pull_request.updated_at",
+        "label.id",
+        "assignee.id",
+        "requested_reviewer.id",
+        "requested_team.id",
+        "after",
+    ),
+    "pull_request_review": ("review.id", "review.submitted_at", "review.state"),
+    "pull_request_review_comment": ("comment.id", "comment.updated_at"),
+}
+REQUIRED = 2
+MAX_CONTENT_KEY = 200
+# Actions whose change the ids and time do not pin down (see the module docstring).
+_DIGESTED_ACTIONS = frozenset({"edited"})
+
+
+def key_paths(event: str) -> tuple[str, ...]:
+    """The payload paths the content key of `event` reads (none: a digest of the body)."""
+    return KEY_PATHS.get(event, ())
+
+
+def content_key(event: str, action: str | None, get: Callable[[str], Any], body: bytes) -> str:
+    """The delivery's content key; `get` gives a payload's value by dotted path."""
+    head = f"{event}.{action}" if action else event
+    paths = KEY_PATHS.get(event)
+    if paths and action not in _DIGESTED_ACTIONS:
+        values = [get(path) for path in paths]
+        if all(_scalar(value) for value in values[:REQUIRED]) and all(
+            value is None or _scalar(value) for value in values[REQUIRED:]
+        ):
+            key = f"{head}:" + "/".join("" if v is None else str(v) for v in values)
+            if len(key) <= MAX_CONTENT_KEY:
+                return key
+    return f"{head[: MAX_CONTENT_KEY - 40]}#" + hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (int, str)) and not isinstance(value, bool) and value != ""
