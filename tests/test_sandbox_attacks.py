@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import text
 
+from bot.config import Secret
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.steps import SECRET_FOUND
@@ -26,6 +27,7 @@ from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fix
 from tests.fakes.sandbox import exchange_dir, require_bwrap
 
 LOOT = "sk-fake-model-key-0123456789abcdef"
+METRICS_TOKEN = "scrape-the-attacks"
 ATTEMPTS = (
     "proc_parent_environ",
     "proc_1_environ",
@@ -70,6 +72,7 @@ async def _attack(
         coding_env_passthrough=("FAKE_MODEL_API_KEY",),
         private_key=None,
         private_key_path=key_file,
+        metrics_token=Secret(METRICS_TOKEN),
     )
     service, github = urlsplit(str(lc.api.raw.make_url("/"))), urlsplit(sandbox.url)
     targets.write_text(json.dumps({"service": service.port, "github": github.port}))
@@ -184,7 +187,8 @@ async def test_a_hostile_runtime_with_the_allowlist_reaches_no_host_service_and_
     (blocked,) = detail["blocked"]  # once per host: every attempt went to 127.0.0.1
     assert blocked["host"] == "127.0.0.1" and blocked["count"] == 6
     assert "blocked: 6 requests to `127.0.0.1`" in pull["body"]
-    metrics = await (await lc.api.raw.get("/metrics")).text()
+    scrape = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+    metrics = await (await lc.api.raw.get("/metrics", headers=scrape)).text()
     assert "\nsteelframe_egress_blocked_requests 6.0\n" in metrics
     _assert_nothing_leaked(lc, found)
     assert "key=[REDACTED]" in pull["body"] and f"Fixes #{issue}" in pull["body"]
