@@ -10,6 +10,8 @@ import { notify } from "./notify.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
+// A result and the task's state change are one event: one notification between them.
+const RESULT_STATE = { delivered: "delivered", question: "waiting_for_info", failed: "failed" };
 
 class App {
   constructor() {
@@ -120,6 +122,26 @@ class App {
       knowsIssue: (n) => this.board.findIssue(n) !== null,
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
+    $("#menu-toggle").addEventListener("click", () => this.drawer(!$("#app").classList.contains("drawer-open")));
+    $("#drawer-backdrop").addEventListener("click", () => this.drawer(false));
+    $("#sidebar").addEventListener("click", (ev) => {
+      if (ev.target.closest(".session-open, #new-chat")) this.drawer(false);
+    });
+    $(".skip[href='#message']").addEventListener("click", (ev) => {
+      ev.preventDefault();
+      this.show("chat");
+      $("#message").focus();
+    });
+  }
+
+  // Narrow windows: the sessions sidebar slides in over the page (docs/gui.md).
+  drawer(open) {
+    const toggle = $("#menu-toggle");
+    if (open === $("#app").classList.contains("drawer-open")) return;
+    $("#app").classList.toggle("drawer-open", open);
+    toggle.setAttribute("aria-expanded", String(open));
+    if (open) $("#new-chat").focus();
+    else if (getComputedStyle(toggle).display !== "none") toggle.focus();
   }
 
   show(name) {
@@ -140,6 +162,8 @@ class App {
     if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
       ev.preventDefault();
       this.chat.newChat();
+    } else if (ev.key === "Escape" && $("#app").classList.contains("drawer-open")) {
+      this.drawer(false);
     } else if (ev.key === "Escape" && this.chat.turn) {
       this.chat.stop();
     } else if (ev.key === "/" && !typing) {
@@ -170,8 +194,14 @@ class App {
     const words = RESULT_WORDS[result.kind] || result.kind;
     const shownInChat = this.chat.addResult(result);
     if (!shownInChat || document.body.dataset.screen !== "chat") {
-      notify(`Task ${result.task_id} ${words}: ${result.text.slice(0, 160)}`, {
+      // Named as the operator knows it (the issue), one notification per task.
+      const issue = this.board.tasks.get(result.task_id)?.issue;
+      const name = issue ? `#${issue}` : `Task ${result.task_id}`;
+      notify(`${name} ${words}: ${result.text}`, {
         key: `result:${result.message_id}`,
+        group: `task:${result.task_id}`,
+        event: RESULT_STATE[result.kind] || result.kind,
+        upgrade: true, // the result's own words replace the bare state change
         level: result.kind === "failed" ? "error" : "info",
         action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
       });
@@ -181,7 +211,12 @@ class App {
   announceState(taskId, issue, title, state) {
     if (!["delivered", "waiting_for_info", "failed"].includes(state)) return;
     const words = { delivered: "delivered", waiting_for_info: "is waiting for you", failed: "failed" }[state];
-    notify(`#${issue} ${title || ""} ${words}`, { key: `state:${taskId}:${state}` });
+    const named = title ? `#${issue} (${title})` : `#${issue}`;
+    notify(`${named} ${words}`, {
+      key: `state:${taskId}:${state}`,
+      group: `task:${taskId}`,
+      event: state,
+    });
   }
 
   // Without an events stream: refresh the Board and announce what changed.
