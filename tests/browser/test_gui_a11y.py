@@ -19,15 +19,23 @@ async def check(gui: Gui, screen: str) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, scheme: Any) -> None:
+@pytest.mark.parametrize(
+    "viewport",
+    [{"width": 1280, "height": 800}, {"width": 390, "height": 844}],
+    ids=["laptop", "phone"],
+)
+async def test_every_screen_passes_axe(
+    make: Make, gui_factory: GuiFactory, scheme: Any, viewport: dict[str, int]
+) -> None:
     lc = await make(coding_command=command("question"))
     issue = await lc.open_issue("Add a cache", "Make the export faster.")
     await lc.work()
-    gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
+    gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme, viewport=viewport)
     await gui.open()
     await gui.page.wait_for_selector("#signin:not([hidden])")
     await check(gui, "sign-in")
-    await gui.screenshot(f"signin-{scheme}")
+    phone = "-phone" if viewport["width"] < 760 else ""
+    await gui.screenshot(f"signin-{scheme}{phone}")
     await gui.sign_in()
     await check(gui, "empty chat")
     await gui.page.fill("#focus-input", str(issue))
@@ -37,7 +45,7 @@ async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, sche
     await gui.page.wait_for_selector("#publish-bar:not([hidden])")
     await gui.page.locator("details.thinking summary").last.click()
     await check(gui, "chat with a reply and the Publish bar")
-    await gui.screenshot(f"chat-{scheme}")
+    await gui.screenshot(f"chat-{scheme}{phone}")
     await gui.screen("board")
     await gui.page.wait_for_selector(f".card[data-issue='{issue}']")
     await check(gui, "board")

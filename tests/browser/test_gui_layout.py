@@ -239,3 +239,16 @@ async def test_run_modal_opens_on_a_safe_control_and_terminate_asks_first(
     async with page.expect_request(lambda r: "/terminate" in r.url and r.method == "POST"):
         await page.click("#confirm-ok")
     assert gui.dialogs == []  # no window.confirm: the page's own dialog asked
+
+
+async def test_a_signed_out_tab_goes_to_sign_in(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    await gui.page.context.clear_cookies()  # the session ended (signed out elsewhere, expired)
+    await gui.page.fill("#message", "are you there?")
+    await gui.page.press("#message", "Enter")
+    await gui.page.wait_for_selector("#signin:not([hidden])")
+    assert "sign in again" in await gui.page.inner_text("#signin-error")
+    assert "bearer" not in (await gui.page.inner_text("body")).lower()

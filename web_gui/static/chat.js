@@ -213,6 +213,13 @@ export class Chat {
       notify("A turn is running: stop it or let it finish first.", { level: "error" });
       return null;
     }
+    // An empty chat is reused rather than another one piling up in the sidebar.
+    const current = this.sessions.find((s) => s.id === this.session?.id);
+    if (!issue && current && !current.turns && current.kind === "chat" && !this.els.messages.querySelector(".msg")) {
+      this.app.show("chat");
+      this.els.input.focus();
+      return current;
+    }
     const body = issue ? { issue, title: `Discuss #${issue}` } : {};
     if (this.agent) body.agent = this.agent;
     let session;
@@ -366,6 +373,7 @@ export class Chat {
       user.remove();
       view.el.remove();
       this.els.input.value = text;
+      this.els.status.textContent = err instanceof ApiError && err.status === 0 ? "offline: not sent" : "";
       this.sendFailed(err);
       return;
     }
@@ -385,7 +393,11 @@ export class Chat {
       this.open(err.body.detail.session);
       return;
     }
-    notify(`Not sent: ${err.message}`, { level: "error" });
+    if (err instanceof ApiError && err.status === 401) return; // back at sign-in, which says so
+    notify(`Not sent: ${err.message}. Your message is back in the box.`, {
+      level: "error",
+      action: { label: "Retry", run: () => this.send() },
+    });
   }
 
   startTurn(view) {
