@@ -105,6 +105,9 @@ class App {
       onPoll: () => this.poll(),
     });
     this.live.start();
+    // Signed in: the composer has the focus (where the sign-in form had it), unless the
+    // operator already moved it.
+    if (document.activeElement === document.body && document.body.dataset.screen === "chat") $("#message").focus();
   }
 
   setup() {

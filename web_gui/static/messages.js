@@ -57,8 +57,9 @@ export class ReplyView {
     }
     this.thinkingLabel.classList.remove("shimmer");
     this.thinking.open = false;
+    // A stored reply has no timing: "Thoughts", not a "Thinking" that reads as in progress.
     this.thinkingLabel.textContent =
-      this.thinkingSeconds === null ? "Thinking" : `Thought for ${this.thinkingSeconds} s`;
+      this.thinkingSeconds === null ? "Thoughts" : `Thought for ${this.thinkingSeconds} s`;
   }
 
   addDelta(text, replace) {
