@@ -132,6 +132,7 @@ export class Board {
       this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
       this.render();
       this.app.dashboard.render(this.list());
+      notify(`Archived #${task.issue}: it is in the Archived column.`, { group: `task:${task.id}` });
     } catch (err) {
       notify(`Archive failed: ${err.message}`, { level: "error" });
     }

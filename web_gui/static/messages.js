@@ -21,6 +21,7 @@ export class ReplyView {
     this.thinkingSeconds = null;
     this.paintQueued = false;
     this.final = false; // finish() painted the stored text, with its citation links
+    this.created = performance.now();
     this.thinking = h("details", { class: "thinking", hidden: true });
     this.thinkingLabel = h("summary", { text: "Thinking" });
     this.thinkingBody = h("div", { class: "thinking-body" });
@@ -40,7 +41,9 @@ export class ReplyView {
   }
 
   addThinking(text) {
-    if (this.thinkingStarted === null) this.thinkingStarted = performance.now();
+    // Timed from when the reply was asked for: reasoning frames may arrive in one burst
+    // after the model thought for seconds, and the gap between frames is not the thinking.
+    if (this.thinkingStarted === null) this.thinkingStarted = this.created;
     this.thinkingText += text;
     this.thinking.hidden = false;
     this.thinking.open = true;
@@ -53,7 +56,7 @@ export class ReplyView {
     if (this.thinkingStarted !== null && this.thinkingSeconds === null) {
       const seconds = (performance.now() - this.thinkingStarted) / 1000;
       this.thinkingSeconds =
-        seconds < 0.1 ? "under 0.1" : seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
+        seconds < 1 ? "under 1" : seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
     }
     this.thinkingLabel.classList.remove("shimmer");
     this.thinking.open = false;
