@@ -82,3 +82,44 @@ async def test_the_chat_works_from_the_keyboard(make: Make, gui_factory: GuiFact
     assert outline != "none"
     await page.keyboard.press("Enter")
     await page.wait_for_selector("#screen-board:not([hidden])")
+
+
+async def test_keyboard_only_from_sign_in_to_publish(make: Make, gui_factory: GuiFactory) -> None:
+    """Sign in, focus an issue, ask for a Decision and publish it without a mouse, in at most
+    25 key presses besides the text typed."""
+    lc = await make()
+    issue = await lc.open_issue("Add a cache", "Make the export faster.", pickup=False)
+    gui = await gui_factory(lc.api, sign_in=False)
+    page = gui.page
+    await gui.open()
+    presses = 0
+
+    async def press(key: str) -> str:
+        nonlocal presses
+        presses += 1
+        await page.keyboard.press(key)
+        return str(await page.evaluate("document.activeElement.id"))
+
+    async def tab_back_to(target: str) -> None:
+        for _ in range(12):
+            if await press("Shift+Tab") == target:
+                return
+        raise AssertionError(f"#{target} is not reachable with Shift+Tab")
+
+    assert await page.evaluate("document.activeElement.id") == "token"
+    await page.keyboard.type(lc.api.token)
+    await press("Enter")
+    await page.wait_for_function("() => document.activeElement?.id === 'message'")
+    await tab_back_to("focus-input")
+    await page.keyboard.type(str(issue))
+    await press("Enter")
+    await page.wait_for_selector("#focus-chip:not([hidden])")
+    assert await press("/") == "message"
+    await page.keyboard.type("draft a decision: Use Redis.")
+    await press("Enter")
+    await page.wait_for_selector("#publish-bar:not([hidden])")
+    await gui.wait_done()
+    await tab_back_to("publish")
+    await press("Enter")
+    await page.locator("#toasts .toast", has_text=f"Published the Decision to #{issue}").wait_for()
+    assert presses <= 25, presses
