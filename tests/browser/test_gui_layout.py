@@ -131,6 +131,13 @@ async def test_controls_fit_and_the_chat_follows_the_newest_reply(
     await gui.screen("board")
     await no_overflow(gui, "the Board")
     await clickable(gui, "#tab-chat")
+    # The extremes and the sidebar's edge: the same holds from 360 to 2560 px.
+    await gui.screen("chat")
+    for width in (360, 800, 2560):
+        await page.set_viewport_size({"width": width, "height": 800})
+        await no_overflow(gui, f"{width} px")
+        for control in ["#send", "#publish", "#tab-board"]:
+            await clickable(gui, control)
 
 
 async def test_reload_mid_turn_keeps_the_question_and_shows_one_reply(

@@ -107,7 +107,9 @@ class App {
     this.live.start();
     // Signed in: the composer has the focus (where the sign-in form had it), unless the
     // operator already moved it.
-    if (document.activeElement === document.body && document.body.dataset.screen === "chat") $("#message").focus();
+    const left = document.activeElement;
+    const unplaced = !left || left === document.body || $("#signin").contains(left);
+    if (unplaced && document.body.dataset.screen === "chat") $("#message").focus();
   }
 
   setup() {
