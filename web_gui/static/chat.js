@@ -503,7 +503,9 @@ export class Chat {
       });
       if (turn.user?.hidden) turn.user.remove(); // resumed, and never told what was asked
       else if (turn.user) turn.user.dataset.id = `${r.turn_id}-u`;
-      if (r.filed_issue_number) turn.view.actions.append(filedNote(r.filed_issue_number, r.filed_issue_url));
+      // The reply itself says "Filed as #N: URL" (as the stored one will): no second line.
+      const said = r.filed_issue_number && (r.reply || "").includes(`Filed as #${r.filed_issue_number}`);
+      if (r.filed_issue_number && !said) turn.view.actions.append(filedNote(r.filed_issue_number, r.filed_issue_url));
       else if (r.pending_title)
         this.renderPending({ title: r.pending_title, body: r.pending_body, kind: r.pending_kind }, turn.view);
     }
