@@ -62,7 +62,7 @@ async def test_the_chat_works_from_the_keyboard(make: Make, gui_factory: GuiFact
     gui = await gui_factory(lc.api)
     page = gui.page
     # Signed in, the composer has the focus; from anywhere else "/" brings it back.
-    assert await page.evaluate("document.activeElement.id") == "message"
+    await page.wait_for_function("() => document.activeElement?.id === 'message'")
     await page.evaluate("document.activeElement.blur()")
     await page.keyboard.press("/")  # focuses the composer
     assert await page.evaluate("document.activeElement.id") == "message"

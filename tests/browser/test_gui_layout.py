@@ -259,3 +259,43 @@ async def test_a_signed_out_tab_goes_to_sign_in(
     await gui.page.wait_for_selector("#signin:not([hidden])")
     assert "sign in again" in await gui.page.inner_text("#signin-error")
     assert "bearer" not in (await gui.page.inner_text("body")).lower()
+
+
+# The page's view of the world made observable: whether the tab is hidden (set by the test)
+# and each desktop notification it creates (the browser's own, recorded on the way).
+DESKTOP_SPY = """() => {
+  window.__desktop = [];
+  Object.defineProperty(document, 'hidden',
+                        {configurable: true, get: () => Boolean(window.__hidden)});
+  const Real = window.Notification;
+  window.Notification = function (title, options) {
+    window.__desktop.push(options.body);
+    return new Real(title, options);
+  };
+  Object.defineProperty(window.Notification, 'permission', {get: () => Real.permission});
+}"""
+
+
+async def test_a_reply_ready_while_the_tab_is_hidden_reaches_the_desktop(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Delta("ready now")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    other = await (await api.post("/api/operator/chat/new", json={"title": "other"})).json()
+    await api.post("/api/operator/chat/new", json={})
+    gui = await gui_factory(api, permissions=["notifications"])
+    page = gui.page
+    assert await page.is_hidden("#desktop-alerts")  # allowed already: nothing to ask
+    await page.evaluate(DESKTOP_SPY)
+    await gui.send("take your time")
+    await asyncio.wait_for(runtime.called.wait(), WAIT_MS / 1000)
+    await page.click(f"[data-session='{other['id']}'] .session-open")
+    await page.wait_for_function(
+        "() => document.querySelector('#chat-title').textContent == 'other'"
+    )
+    await page.evaluate("() => { window.__hidden = true; }")  # the operator looks elsewhere
+    gate.set()
+    await page.wait_for_function("() => window.__desktop.length > 0")
+    assert await page.evaluate("window.__desktop") == ["The reply you were waiting for is ready."]
+    await page.locator("#toasts .toast", has_text="is ready").wait_for()  # and in the page

@@ -6,7 +6,7 @@ import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
 import { $, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
-import { notify } from "./notify.js";
+import { notify, offerDesktopAlerts } from "./notify.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
@@ -120,6 +120,7 @@ class App {
       $(`#tab-${name}`).addEventListener("click", () => this.show(name));
     }
     $("#sign-out").addEventListener("click", () => this.signOut());
+    offerDesktopAlerts($("#desktop-alerts"));
     window.addEventListener("hashchange", () => this.show(location.hash.slice(1)));
     setCitationHandler({
       session: (id) => this.chat.open(id),
@@ -206,6 +207,7 @@ class App {
         key: `result:${result.message_id}`,
         group: `task:${result.task_id}`,
         event: RESULT_STATE[result.kind] || result.kind,
+        os: true,
         upgrade: true, // the result's own words replace the bare state change
         level: result.kind === "failed" ? "error" : "info",
         action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
@@ -221,6 +223,7 @@ class App {
       key: `state:${taskId}:${state}`,
       group: `task:${taskId}`,
       event: state,
+      os: true,
     });
   }
 

@@ -485,7 +485,10 @@ export class Chat {
       this.endTurn();
       this.unseen.add(r.session);
       this.loadSessions().catch(() => {});
-      notify("The reply you were waiting for is ready.", { action: { label: "Open chat", run: () => this.open(r.session) } });
+      notify("The reply you were waiting for is ready.", {
+        action: { label: "Open chat", run: () => this.open(r.session) },
+        os: true,
+      });
       return;
     }
     const id = `${r.turn_id}-a`;

@@ -10,7 +10,7 @@ const MAX_SHOWN = 4; // the oldest goes first; each keeps its full text while sh
 
 export function notify(
   text,
-  { level = "info", link = null, action = null, key = null, group = null, event = null, upgrade = false } = {},
+  { level = "info", link = null, action = null, key = null, group = null, event = null, upgrade = false, os = false } = {},
 ) {
   if (key !== null) {
     if (seen.has(key)) return false;
@@ -27,7 +27,30 @@ export function notify(
   if (earlier) earlier.replaceWith(toast);
   else region.append(toast);
   while (region.children.length > MAX_SHOWN) region.firstElementChild.remove();
+  if (os) osNotify(text, group, action);
   return true;
+}
+
+// News about work (`os`) also reaches the desktop while the tab is hidden, once the
+// operator allowed it (the sidebar's "Desktop alerts" asks; nothing asks by itself).
+function osNotify(text, group, action) {
+  if (!document.hidden || !("Notification" in window) || Notification.permission !== "granted") return;
+  try {
+    const shown = new Notification("Steelframe", { body: text, tag: group || undefined });
+    shown.onclick = () => {
+      window.focus();
+      action?.run();
+      shown.close();
+    };
+  } catch {
+    /* some browsers (Android Chrome) allow only service-worker notifications */
+  }
+}
+
+export function offerDesktopAlerts(button) {
+  const ask = "Notification" in window && Notification.permission === "default";
+  button.hidden = !ask;
+  button.onclick = () => Notification.requestPermission().then(() => offerDesktopAlerts(button));
 }
 
 function fill(toast, text, level, link, action) {
