@@ -111,6 +111,11 @@ def _chat_schemas() -> dict[str, Any]:
                 "reason": {"type": "string"},
                 "session": {"type": "string", "description": "status `turn started`"},
                 "turn_id": {"type": "string", "description": "status `turn started`"},
+                "message": {
+                    "type": "string",
+                    "description": "status `turn started`: the operator's message, for a"
+                    " client re-attaching after a reload",
+                },
                 "round": {"type": "integer", "description": "status: retrieval round"},
                 "rounds": {"type": "integer", "description": "status: retrieval rounds"},
                 "query": {"type": "string", "description": "status: which retrieval query"},
@@ -161,7 +166,15 @@ def _chat_schemas() -> dict[str, Any]:
         ),
         "SessionSummary": exact(session_fields),
         "Session": exact(
-            {**session_fields, "messages": {"type": "array", "items": ref("Message")}}
+            {
+                **session_fields,
+                "messages": {"type": "array", "items": ref("Message")},
+                "turn_in_flight": {
+                    **NULLABLE_STR,
+                    "description": "the id of the turn still running in this session, to"
+                    " re-attach to (GET /api/operator/chat/stream?turn=); null when none",
+                },
+            }
         ),
         "NewSession": exact(
             {

@@ -307,3 +307,28 @@ async def test_the_first_frame_goes_out_while_another_writer_holds_the_database(
     assert frames[-1]["type"] == "done"
     history = await (await api.get(f"/api/operator/chat?session={first['session']}")).json()
     assert [m["content"] for m in history["messages"]] == ["hello", "answered"]
+
+
+async def test_a_session_names_its_running_turn_and_the_turn_its_message(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """A client reopening a session re-attaches only to a turn still running (no replay of a
+    finished one, no 404 to find out), and shows the operator's message from its first frame."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("held answer")], gate=gate)
+    api = await _api_with(api_factory, tmp_path, runtime)
+    idle = await (await api.post("/api/operator/chat/new", json={"title": "idle"})).json()
+    await api.post("/api/operator/chat/new", json={"title": "busy"})  # the active one
+    running = await api.post("/api/operator/chat/stream", json={"message": "still thinking?"})
+    first = (await frames_until(running, lambda f: f["type"] == "status"))[0]
+    assert first["message"] == "still thinking?"
+    sid, turn = first["session"], first["turn_id"]
+    opened = await (await api.post(f"/api/operator/chat/session/{sid}/open")).json()
+    assert opened["turn_in_flight"] == turn
+    other = await (await api.get(f"/api/operator/chat/session/{idle['id']}")).json()
+    assert other["turn_in_flight"] is None  # the running turn is not that session's
+    gate.set()
+    assert (await read_sse(running))[-1]["type"] == "done"
+    after = await (await api.get(f"/api/operator/chat/session/{sid}")).json()
+    assert after["turn_in_flight"] is None
+    assert [m["content"] for m in after["messages"]] == ["still thinking?", "held answer"]

@@ -223,6 +223,8 @@ class ChatService:
                     "text": "turn started",
                     "session": target.session_id,
                     "turn_id": handle.turn_id,
+                    # A client re-attaching after a reload shows what was asked.
+                    "message": request.message,
                 }
             )
             ts = await self._open(handle, request, target)
@@ -510,7 +512,8 @@ class ChatService:
 
     async def get_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
         await self._settled(operator_id)
-        return await self.db.run(store.get_session, operator_id, session_id)
+        found = await self.db.run(store.get_session, operator_id, session_id)
+        return {**found, "turn_in_flight": await self.turn_in_flight(operator_id, session_id)}
 
     async def open_session(self, operator_id: int, session_id: str) -> dict[str, Any]:
         """Reopen a session: the next message goes to it; the one left is summarised."""
@@ -518,7 +521,19 @@ class ChatService:
         opened, left = await self.db.run(store.open_session, operator_id, session_id)
         if left is not None:
             self.summaries.spawn(left)
-        return opened
+        return {**opened, "turn_in_flight": await self.turn_in_flight(operator_id, session_id)}
+
+    async def turn_in_flight(self, operator_id: int, session_id: str) -> str | None:
+        """The id of the operator's turn still running in this session (here, or on another
+        instance when the turn locks are shared), so a client re-attaches only to a live
+        turn and never replays a finished one."""
+        running = self.registry.busy(operator_id)
+        if running is not None:
+            return running.turn_id if running.session_id == session_id else None
+        held = await self.locks.holder(operator_id)
+        if held and held.get("session") == session_id:
+            return held.get("turn_id") or None
+        return None
 
     async def history(
         self, operator_id: int, *, session_id: str | None, limit: int

@@ -22,7 +22,14 @@ async def check(gui: Gui, screen: str) -> None:
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
-async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, scheme: Any) -> None:
+@pytest.mark.parametrize(
+    "viewport",
+    [{"width": 1280, "height": 800}, {"width": 390, "height": 844}],
+    ids=["laptop", "phone"],
+)
+async def test_every_screen_passes_axe(
+    make: Make, gui_factory: GuiFactory, scheme: Any, viewport: dict[str, int]
+) -> None:
     lc = await make(coding_command=command("question"))
     issue = await lc.open_issue("Add a cache", "Make the export faster.")
     await lc.work()
@@ -30,10 +37,12 @@ async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, sche
     refused = BlockedHost("example.org", 443, utcnow(), 3, "not on this run's allowlist")
     lc.ctx.db.call(egress_blocked.store, task.id, task.generation, task.attempts, [refused])
     gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
+    await gui.page.set_viewport_size(viewport)
     await gui.open()
     await gui.page.wait_for_selector("#signin:not([hidden])")
     await check(gui, "sign-in")
-    await gui.screenshot(f"signin-{scheme}")
+    phone = "-phone" if viewport["width"] < 760 else ""
+    await gui.screenshot(f"signin-{scheme}{phone}")
     await gui.sign_in()
     await check(gui, "empty chat")
     await gui.page.fill("#focus-input", str(issue))
@@ -43,7 +52,7 @@ async def test_every_screen_passes_axe(make: Make, gui_factory: GuiFactory, sche
     await gui.page.wait_for_selector("#publish-bar:not([hidden])")
     await gui.page.locator("details.thinking summary").last.click()
     await check(gui, "chat with a reply and the Publish bar")
-    await gui.screenshot(f"chat-{scheme}")
+    await gui.screenshot(f"chat-{scheme}{phone}")
     await gui.screen("board")
     await gui.page.wait_for_selector(f".card[data-issue='{issue}']")
     await check(gui, "board")
@@ -61,7 +70,9 @@ async def test_the_chat_works_from_the_keyboard(make: Make, gui_factory: GuiFact
     lc = await make()
     gui = await gui_factory(lc.api)
     page = gui.page
-    await page.locator("body").focus()
+    # Signed in, the composer has the focus; from anywhere else "/" brings it back.
+    await page.wait_for_function("() => document.activeElement?.id === 'message'")
+    await page.evaluate("document.activeElement.blur()")
     await page.keyboard.press("/")  # focuses the composer
     assert await page.evaluate("document.activeElement.id") == "message"
     await page.keyboard.type("first line")
@@ -82,3 +93,44 @@ async def test_the_chat_works_from_the_keyboard(make: Make, gui_factory: GuiFact
     assert outline != "none"
     await page.keyboard.press("Enter")
     await page.wait_for_selector("#screen-board:not([hidden])")
+
+
+async def test_keyboard_only_from_sign_in_to_publish(make: Make, gui_factory: GuiFactory) -> None:
+    """Sign in, focus an issue, ask for a Decision and publish it without a mouse, in at most
+    25 key presses besides the text typed."""
+    lc = await make()
+    issue = await lc.open_issue("Add a cache", "Make the export faster.", pickup=False)
+    gui = await gui_factory(lc.api, sign_in=False)
+    page = gui.page
+    await gui.open()
+    presses = 0
+
+    async def press(key: str) -> str:
+        nonlocal presses
+        presses += 1
+        await page.keyboard.press(key)
+        return str(await page.evaluate("document.activeElement.id"))
+
+    async def tab_back_to(target: str) -> None:
+        for _ in range(12):
+            if await press("Shift+Tab") == target:
+                return
+        raise AssertionError(f"#{target} is not reachable with Shift+Tab")
+
+    assert await page.evaluate("document.activeElement.id") == "token"
+    await page.keyboard.type(lc.api.token)
+    await press("Enter")
+    await page.wait_for_function("() => document.activeElement?.id === 'message'")
+    await tab_back_to("focus-input")
+    await page.keyboard.type(str(issue))
+    await press("Enter")
+    await page.wait_for_selector("#focus-chip:not([hidden])")
+    assert await press("/") == "message"
+    await page.keyboard.type("draft a decision: Use Redis.")
+    await press("Enter")
+    await page.wait_for_selector("#publish-bar:not([hidden])")
+    await gui.wait_done()
+    await tab_back_to("publish")
+    await press("Enter")
+    await page.locator("#toasts .toast", has_text=f"Published the Decision to #{issue}").wait_for()
+    assert presses <= 25, presses

@@ -148,9 +148,16 @@ async def test_focus_clear_and_agent_switch_clear_the_decision_draft(
     await gui.page.click("#new-chat")  # a new chat starts without the draft...
     await gui.page.wait_for_selector("#publish-bar", state="hidden")
     await new_chat_listed(gui, before=sid)
-    await gui.page.click(f"[data-session='{sid}'] .session-open")  # ...which stays with its own
-    await gui.page.wait_for_selector("#publish-bar:not([hidden])")
-    assert await gui.page.inner_text("#publish") == "Publish to #9"
+    # ...and the chat left keeps none either (docs/gui.md: a new chat clears it). Reopening
+    # it shows its history, not a replay of its last turn bringing the draft back.
+    await gui.page.click(f"[data-session='{sid}'] .session-open")
+    await gui.page.wait_for_selector(f"[data-session='{sid}'].current")
+    await gui.page.wait_for_function(
+        "() => document.querySelectorAll('#messages .msg.assistant').length == 5"
+    )
+    assert await gui.page.is_hidden("#publish-bar")
+    assert await gui.page.is_visible("#send")
+    assert (await session_json(api, sid))["decision"] is None
 
 
 async def test_delete_sign_out_and_csrf_refusal(

@@ -74,7 +74,7 @@ async def ask_with_hits(gui: Gui) -> None:
     )
     assert "Looking at" in await thinking.locator(".thinking-body").text_content()
     hits = reply.locator("details.hits")
-    assert re.match(r"retrieve \d+ hits", await hits.locator("summary").inner_text())
+    assert re.match(r"retrieve \d+ hits?", await hits.locator("summary").inner_text())
     await hits.locator("summary").click()
     assert "fx rate table" in await hits.locator(".hit-preview").first.inner_text()
 
@@ -82,8 +82,9 @@ async def ask_with_hits(gui: Gui) -> None:
 async def file_and_watch(gui: Gui, lc: Lifecycle) -> int:
     await gui.send("file an issue for Add a cache to the export job")
     await gui.wait_done()
-    filed = gui.page.locator("#messages .filed a").last
-    number = int((await filed.inner_text()).lstrip("#"))
+    reply = await gui.page.locator("#messages .msg.assistant").last.inner_text()
+    assert reply.count("Filed as #") == 1, reply  # said once, by the reply itself
+    number = int(re.search(r"Filed as #(\d+)", reply)[1])  # type: ignore[index]
     assert lc.task(number).state == TaskState.QUEUED
     await gui.screen("board")
     await wait_card(gui, number, "queued")

@@ -3,6 +3,8 @@ session, exactly once (live, after a reload, and with the stream resumed)."""
 
 from __future__ import annotations
 
+import re
+
 from tests.browser.conftest import GuiFactory
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
@@ -17,7 +19,8 @@ async def test_results_reach_their_session_exactly_once(
     page = gui.page
     await gui.send("file an issue for Add a cache to the export job")
     await gui.wait_done()
-    issue = int((await page.locator("#messages .filed a").last.inner_text()).lstrip("#"))
+    reply = await page.locator("#messages .msg.assistant").last.inner_text()
+    issue = int(re.search(r"Filed as #(\d+)", reply)[1])  # type: ignore[index]
     origin = await page.get_attribute("#session-list .session.current", "data-session")
     await page.keyboard.press("Control+k")  # elsewhere: a new, empty chat
     await page.wait_for_function("() => !document.querySelector('#messages .msg')")

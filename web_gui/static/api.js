@@ -92,9 +92,17 @@ export async function openStream(method, path, { body, lastEventId, signal } = {
     init.body = JSON.stringify(body);
     init.headers["Content-Type"] = "application/json";
   }
-  const response = await fetch(path, init);
+  let response;
+  try {
+    response = await fetch(path, init);
+  } catch (err) {
+    if (err?.name === "AbortError") throw err;
+    throw new ApiError(0, { error: "the service cannot be reached: check your connection, then try again" });
+  }
   if (!response.ok) {
     const data = await response.json().catch(() => ({}));
+    // A session that ended goes back to sign-in, not to an API message in the chat.
+    if (response.status === 401) auth.onSignedOut();
     throw new ApiError(response.status, data);
   }
   return response;

@@ -6,10 +6,12 @@ import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
 import { $, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
-import { notify } from "./notify.js";
+import { notify, offerDesktopAlerts } from "./notify.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
+// A result and the task's state change are one event: one notification between them.
+const RESULT_STATE = { delivered: "delivered", question: "waiting_for_info", failed: "failed" };
 
 class App {
   constructor() {
@@ -138,6 +140,11 @@ class App {
       onPoll: () => this.poll(),
     });
     this.live.start();
+    // Signed in: the composer has the focus (where the sign-in form had it), unless the
+    // operator already moved it.
+    const left = document.activeElement;
+    const unplaced = !left || left === document.body || $("#signin").contains(left);
+    if (unplaced && document.body.dataset.screen === "chat") $("#message").focus();
   }
 
   setup() {
@@ -148,6 +155,7 @@ class App {
       $(`#tab-${name}`).addEventListener("click", () => this.show(name));
     }
     $("#sign-out").addEventListener("click", () => this.signOut());
+    offerDesktopAlerts($("#desktop-alerts"));
     window.addEventListener("hashchange", () => this.show(location.hash.slice(1)));
     setCitationHandler({
       session: (id) => this.chat.open(id),
@@ -155,6 +163,26 @@ class App {
       knowsIssue: (n) => this.board.findIssue(n) !== null,
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
+    $("#menu-toggle").addEventListener("click", () => this.drawer(!$("#app").classList.contains("drawer-open")));
+    $("#drawer-backdrop").addEventListener("click", () => this.drawer(false));
+    $("#sidebar").addEventListener("click", (ev) => {
+      if (ev.target.closest(".session-open, #new-chat")) this.drawer(false);
+    });
+    $(".skip[href='#message']").addEventListener("click", (ev) => {
+      ev.preventDefault();
+      this.show("chat");
+      $("#message").focus();
+    });
+  }
+
+  // Narrow windows: the sessions sidebar slides in over the page (docs/gui.md).
+  drawer(open) {
+    const toggle = $("#menu-toggle");
+    if (open === $("#app").classList.contains("drawer-open")) return;
+    $("#app").classList.toggle("drawer-open", open);
+    toggle.setAttribute("aria-expanded", String(open));
+    if (open) $("#new-chat").focus();
+    else if (getComputedStyle(toggle).display !== "none") toggle.focus();
   }
 
   show(name) {
@@ -175,6 +203,8 @@ class App {
     if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
       ev.preventDefault();
       this.chat.newChat();
+    } else if (ev.key === "Escape" && $("#app").classList.contains("drawer-open")) {
+      this.drawer(false);
     } else if (ev.key === "Escape" && this.chat.turn) {
       this.chat.stop();
     } else if (ev.key === "/" && !typing) {
@@ -205,8 +235,15 @@ class App {
     const words = RESULT_WORDS[result.kind] || result.kind;
     const shownInChat = this.chat.addResult(result);
     if (!shownInChat || document.body.dataset.screen !== "chat") {
-      notify(`Task ${result.task_id} ${words}: ${result.text.slice(0, 160)}`, {
+      // Named as the operator knows it (the issue), one notification per task.
+      const issue = this.board.tasks.get(result.task_id)?.issue;
+      const name = issue ? `#${issue}` : `Task ${result.task_id}`;
+      notify(`${name} ${words}: ${result.text}`, {
         key: `result:${result.message_id}`,
+        group: `task:${result.task_id}`,
+        event: RESULT_STATE[result.kind] || result.kind,
+        os: true,
+        upgrade: true, // the result's own words replace the bare state change
         level: result.kind === "failed" ? "error" : "info",
         action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
       });
@@ -216,7 +253,13 @@ class App {
   announceState(taskId, issue, title, state) {
     if (!["delivered", "waiting_for_info", "failed"].includes(state)) return;
     const words = { delivered: "delivered", waiting_for_info: "is waiting for you", failed: "failed" }[state];
-    notify(`#${issue} ${title || ""} ${words}`, { key: `state:${taskId}:${state}` });
+    const named = title ? `#${issue} (${title})` : `#${issue}`;
+    notify(`${named} ${words}`, {
+      key: `state:${taskId}:${state}`,
+      group: `task:${taskId}`,
+      event: state,
+      os: true,
+    });
   }
 
   // Without an events stream: refresh the Board and announce what changed.

@@ -2,6 +2,7 @@
 // private log, Terminate, Discuss).
 import { api } from "./api.js";
 import { $, h, clear, ago, externalLink } from "./dom.js";
+import { confirmAction } from "./confirm.js";
 import { notify } from "./notify.js";
 
 export const STATES = [
@@ -133,13 +134,18 @@ export class Board {
       this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
       this.render();
       this.app.dashboard.render(this.list());
+      notify(`Archived #${task.issue}: it is in the Archived column.`, { group: `task:${task.id}` });
     } catch (err) {
       notify(`Archive failed: ${err.message}`, { level: "error" });
     }
   }
 
   async terminate(id) {
-    if (!window.confirm("Terminate this run? The coding agent is stopped and the task ends.")) return;
+    const sure = await confirmAction("Terminate this run? The coding agent is stopped and the task ends.", {
+      confirm: "Terminate",
+      cancel: "Keep running",
+    });
+    if (!sure) return;
     try {
       const task = await api.post(`/api/operator/tasks/${id}/terminate`);
       this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
@@ -181,7 +187,10 @@ export class Board {
     const actions = clear($("#run-actions"));
     if (LIVE.has(detail.state)) actions.append(h("button", { class: "danger", text: "Terminate", onclick: () => this.terminate(id) }));
     if (detail.issue) actions.append(h("button", { text: "Discuss", onclick: () => { this.modal.close(); this.app.chat.discuss(detail.issue); } }));
-    if (!this.modal.open) this.modal.showModal();
+    if (!this.modal.open) {
+      this.modal.showModal();
+      $("#run-close").focus(); // never the destructive button: Enter must not terminate
+    }
   }
 
   async loadLog(id, slot) {

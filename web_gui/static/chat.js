@@ -42,8 +42,34 @@ export class Chat {
       focusInput: $("#focus-input"),
       agent: $("#agent-select"),
       title: $("#chat-title"),
+      jump: $("#jump-latest"),
     };
+    this.pinned = true; // the operator is at the bottom: new content keeps them there
     this.bind();
+    this.followConversation();
+  }
+
+  // Pinned to the bottom while the operator is at the bottom; once they scroll up, new
+  // content leaves them where they are and "Jump to latest" offers the way back.
+  followConversation() {
+    const box = this.els.messages;
+    box.addEventListener("scroll", () => {
+      this.pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 48;
+      if (this.pinned) show(this.els.jump, false);
+    });
+    const onChange = () => {
+      if (this.pinned) box.scrollTop = box.scrollHeight;
+      else show(this.els.jump, box.scrollHeight - box.scrollTop - box.clientHeight >= 48);
+    };
+    new MutationObserver(onChange).observe(box, { childList: true, subtree: true, characterData: true, attributes: true });
+    new ResizeObserver(onChange).observe(box);
+    this.els.jump.addEventListener("click", () => this.toLatest());
+  }
+
+  toLatest() {
+    this.pinned = true;
+    show(this.els.jump, false);
+    this.els.messages.scrollTop = this.els.messages.scrollHeight;
   }
 
   bind() {
@@ -125,11 +151,17 @@ export class Chat {
       if (!turn.away) this.els.messages.append(...[turn.user, turn.view.el].filter(Boolean));
       return;
     }
-    this.resume(session.id);
+    // Only a turn still running is followed: a finished one is in the history just loaded
+    // (asking anyway would replay it, or 404 when there is none).
+    if (session.turn_in_flight) this.resume(session.id, session.turn_in_flight);
   }
 
   load(session) {
     this.session = session;
+    // The status line speaks of this session's turn, or of nothing.
+    const running = this.turn && this.turn.session === session.id;
+    this.els.status.textContent = running ? this.turn.statusText || "" : "";
+    this.els.status.classList.toggle("busy", Boolean(running));
     this.focus = session.focus ?? null;
     this.focusChanged = false;
     this.agent = session.agent || this.agent;
@@ -157,7 +189,7 @@ export class Chat {
     const fragment = document.createDocumentFragment();
     for (const m of shown) fragment.append(renderStored(m));
     box.append(fragment);
-    box.scrollTop = box.scrollHeight;
+    this.toLatest();
   }
 
   olderButton() {
@@ -180,6 +212,13 @@ export class Chat {
     if (this.turn) {
       notify("A turn is running: stop it or let it finish first.", { level: "error" });
       return null;
+    }
+    // An empty chat is reused rather than another one piling up in the sidebar.
+    const current = this.sessions.find((s) => s.id === this.session?.id);
+    if (!issue && current && !current.turns && current.kind === "chat" && !this.els.messages.querySelector(".msg")) {
+      this.app.show("chat");
+      this.els.input.focus();
+      return current;
     }
     const body = issue ? { issue, title: `Discuss #${issue}` } : {};
     if (this.agent) body.agent = this.agent;
@@ -323,6 +362,7 @@ export class Chat {
     const view = new ReplyView();
     const user = userMessage(text, "");
     this.els.messages.append(user, view.el);
+    this.toLatest(); // what was just sent, and its reply as it comes, are in view
     this.els.input.value = "";
     this.startTurn(view);
     let response;
@@ -333,6 +373,7 @@ export class Chat {
       user.remove();
       view.el.remove();
       this.els.input.value = text;
+      this.els.status.textContent = err instanceof ApiError && err.status === 0 ? "offline: not sent" : "";
       this.sendFailed(err);
       return;
     }
@@ -352,11 +393,15 @@ export class Chat {
       this.open(err.body.detail.session);
       return;
     }
-    notify(`Not sent: ${err.message}`, { level: "error" });
+    if (err instanceof ApiError && err.status === 401) return; // back at sign-in, which says so
+    notify(`Not sent: ${err.message}. Your message is back in the box.`, {
+      level: "error",
+      action: { label: "Retry", run: () => this.send() },
+    });
   }
 
   startTurn(view) {
-    this.turn = { view, lastId: 0, abort: new AbortController(), finished: false };
+    this.turn = { view, lastId: 0, abort: new AbortController(), finished: false, statusText: "starting…" };
     show(this.els.send, false);
     show(this.els.stop, true);
     this.els.status.textContent = "starting…";
@@ -407,7 +452,12 @@ export class Chat {
       case "status":
         if (frame.session) turn.session = frame.session;
         if (frame.turn_id) turn.turnId = frame.turn_id;
-        this.els.status.textContent = frame.text;
+        if (typeof frame.message === "string" && turn.user?.hidden) {
+          turn.user.querySelector(".body").textContent = frame.message;
+          turn.user.hidden = false;
+        }
+        turn.statusText = frame.text;
+        if (!turn.away) this.els.status.textContent = frame.text;
         break;
       case "thinking":
         view.addThinking(frame.text);
@@ -435,12 +485,16 @@ export class Chat {
       this.endTurn();
       this.unseen.add(r.session);
       this.loadSessions().catch(() => {});
-      notify("The reply you were waiting for is ready.", { action: { label: "Open chat", run: () => this.open(r.session) } });
+      notify("The reply you were waiting for is ready.", {
+        action: { label: "Open chat", run: () => this.open(r.session) },
+        os: true,
+      });
       return;
     }
     const id = `${r.turn_id}-a`;
     if (this.rendered.has(id) && turn.resumedOnOpen) {
       turn.view.el.remove(); // already in the history we loaded
+      turn.user?.remove();
     } else {
       this.rendered.add(id);
       turn.view.finish({
@@ -450,12 +504,20 @@ export class Chat {
         retrieved: r.retrieved,
         retrieveHits: r.retrieve_hits,
       });
-      if (turn.user) turn.user.dataset.id = `${r.turn_id}-u`;
-      if (r.filed_issue_number) turn.view.actions.append(filedNote(r.filed_issue_number, r.filed_issue_url));
+      if (turn.user?.hidden) turn.user.remove(); // resumed, and never told what was asked
+      else if (turn.user) turn.user.dataset.id = `${r.turn_id}-u`;
+      // The reply itself says "Filed as #N: URL" (as the stored one will): no second line.
+      const said = r.filed_issue_number && (r.reply || "").includes(`Filed as #${r.filed_issue_number}`);
+      if (r.filed_issue_number && !said) turn.view.actions.append(filedNote(r.filed_issue_number, r.filed_issue_url));
       else if (r.pending_title)
         this.renderPending({ title: r.pending_title, body: r.pending_body, kind: r.pending_kind }, turn.view);
     }
-    this.els.status.textContent = r.retrieve_hits ? `done · ${r.retrieve_hits} hits` : "done";
+    const hits = r.retrieve_hits ? ` · ${r.retrieve_hits} ${r.retrieve_hits === 1 ? "hit" : "hits"}` : "";
+    this.els.status.textContent = `done${hits}`;
+    if (turn.stopLate && r.filed_issue_number) {
+      this.els.status.textContent = `too late to stop: #${r.filed_issue_number} was already filed`;
+      notify(`Stop came too late: #${r.filed_issue_number} was already filed.`, { level: "error" });
+    }
     if (!this.session || this.session.id !== r.session) this.session = { id: r.session, messages: [] };
     this.focus = r.focus ?? null;
     this.agent = r.agent || this.agent;
@@ -478,7 +540,7 @@ export class Chat {
         : `The turn failed (${frame.reason}): ${frame.error}. Try again.`;
     turn.view.stopped(text);
     if (frame.reason === "stopped" && turn.user) turn.user.classList.add("stopped");
-    this.els.status.textContent = frame.reason === "stopped" ? "stopped" : "failed";
+    if (!turn.away) this.els.status.textContent = frame.reason === "stopped" ? "stopped" : "failed";
     this.endTurn();
   }
 
@@ -501,28 +563,36 @@ export class Chat {
         notify(`Stop failed: ${err.message}`, { level: "error" });
         return;
       }
-      if (result.reason === "finishing") this.els.status.textContent = "finishing: the answer is being saved";
+      if (result.reason === "finishing") {
+        turn.stopLate = true; // the answer (and what it filed) is being kept: say so at done
+        this.els.status.textContent = "too late to stop: the answer is being saved";
+      }
       if (result.stopped || result.reason) return;
       await new Promise((r) => setTimeout(r, Math.min(200 * (attempt + 1), 1500)));
     }
   }
 
-  // After opening a session (or reloading the page), re-attach to a turn still running in it.
-  async resume(sessionId) {
+  // After opening a session (or reloading the page), re-attach to the turn still running in
+  // it: the operator's own message (the turn's first frame carries it) and the reply so far.
+  async resume(sessionId, turnId) {
     if (this.turn) return;
     let response;
     try {
-      response = await openStream("GET", `/api/operator/chat/stream?session=${encodeURIComponent(sessionId)}`);
+      response = await openStream("GET", `/api/operator/chat/stream?turn=${encodeURIComponent(turnId)}`);
     } catch {
-      return; // nothing in flight
+      return; // it ended meanwhile: the next load of the session has it
     }
-    if (this.session?.id !== sessionId || this.turn) return;
+    if (this.session?.id !== sessionId || this.turn || this.rendered.has(`${turnId}-a`)) {
+      response.body?.cancel().catch(() => {});
+      return;
+    }
+    $("#chat-empty")?.remove();
     const view = new ReplyView();
-    this.els.messages.append(view.el);
+    const user = userMessage("", "");
+    user.hidden = true; // until the first frame says what was asked
+    this.els.messages.append(user, view.el);
     this.startTurn(view);
-    this.turn.session = sessionId;
-    this.turn.resumedOnOpen = true;
-    this.turn.started = true;
+    Object.assign(this.turn, { session: sessionId, turnId, user, resumedOnOpen: true, started: true });
     await this.follow(response);
   }
 

@@ -18,6 +18,8 @@ export class Dashboard {
     this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) =>
       h("li", { class: "row" },
         h("span", { text: `#${t.issue} ${t.title || ""}` }),
+        // What it asks, so the operator can answer without opening the run.
+        t.reason || t.last_event?.detail ? h("q", { class: "why", text: t.reason || t.last_event.detail }) : null,
         h("button", { text: "Discuss", "aria-label": `Discuss #${t.issue}`, onclick: () => this.app.chat.discuss(t.issue) }),
         h("span", { class: "age", text: ago(t.updated_at) })));
     this.fill("#dash-failed", live.filter((t) => t.state === "failed"), "No failures.", (t) =>

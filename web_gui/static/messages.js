@@ -20,6 +20,8 @@ export class ReplyView {
     this.thinkingStarted = null;
     this.thinkingSeconds = null;
     this.paintQueued = false;
+    this.final = false; // finish() painted the stored text, with its citation links
+    this.created = performance.now();
     this.thinking = h("details", { class: "thinking", hidden: true });
     this.thinkingLabel = h("summary", { text: "Thinking" });
     this.thinkingBody = h("div", { class: "thinking-body" });
@@ -39,7 +41,9 @@ export class ReplyView {
   }
 
   addThinking(text) {
-    if (this.thinkingStarted === null) this.thinkingStarted = performance.now();
+    // Timed from when the reply was asked for: reasoning frames may arrive in one burst
+    // after the model thought for seconds, and the gap between frames is not the thinking.
+    if (this.thinkingStarted === null) this.thinkingStarted = this.created;
     this.thinkingText += text;
     this.thinking.hidden = false;
     this.thinking.open = true;
@@ -52,15 +56,17 @@ export class ReplyView {
     if (this.thinkingStarted !== null && this.thinkingSeconds === null) {
       const seconds = (performance.now() - this.thinkingStarted) / 1000;
       this.thinkingSeconds =
-        seconds < 0.1 ? "under 0.1" : seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
+        seconds < 1 ? "under 1" : seconds < 10 ? seconds.toFixed(1) : String(Math.round(seconds));
     }
     this.thinkingLabel.classList.remove("shimmer");
     this.thinking.open = false;
+    // A stored reply has no timing: "Thoughts", not a "Thinking" that reads as in progress.
     this.thinkingLabel.textContent =
-      this.thinkingSeconds === null ? "Thinking" : `Thought for ${this.thinkingSeconds} s`;
+      this.thinkingSeconds === null ? "Thoughts" : `Thought for ${this.thinkingSeconds} s`;
   }
 
   addDelta(text, replace) {
+    if (this.final) return;
     if (this.thinking.open) this.collapseThinking();
     // A grounded second draft replaces the first: never concatenate drafts.
     this.text = replace ? text : this.text + text;
@@ -74,11 +80,13 @@ export class ReplyView {
     // One paint per frame, however many tokens arrived: the first lands in the next frame.
     requestAnimationFrame(() => {
       this.paintQueued = false;
-      renderMarkdown(this.body, this.text);
+      // A paint queued before finish() must not repaint over the final text (its links).
+      if (!this.final) renderMarkdown(this.body, this.text);
     });
   }
 
   finish(message) {
+    this.final = true;
     this.el.dataset.id = message.id || this.el.dataset.id;
     this.text = message.content || "";
     renderMarkdown(this.body, this.text);
@@ -97,13 +105,16 @@ export class ReplyView {
     this.hits.replaceChildren();
     if (!hits.length) return;
     const n = count ?? hits.length;
-    const list = h("ul", { class: "hit-list" }, hits.map(hitItem));
+    // Best first: the order the operator reads them in.
+    const ranked = [...hits].sort((a, b) => (b.score ?? -Infinity) - (a.score ?? -Infinity));
+    const list = h("ul", { class: "hit-list" }, ranked.map(hitItem));
     this.hits.append(
-      h("details", { class: "hits" }, h("summary", { text: `retrieve ${n} hits` }), list),
+      h("details", { class: "hits" }, h("summary", { text: `retrieve ${n} ${n === 1 ? "hit" : "hits"}` }), list),
     );
   }
 
   stopped(reasonText) {
+    this.final = true;
     this.collapseThinking();
     this.text = "";
     this.body.replaceChildren(h("p", { class: "note", text: reasonText }));

@@ -36,12 +36,22 @@ function item(s, current, unseen, onOpen, onDelete) {
     { class: current ? "session current" : "session", "data-session": s.id },
     h(
       "button",
-      { class: "session-open", "aria-current": current ? "true" : null, onclick: () => onOpen(s.id) },
+      {
+        class: "session-open",
+        "aria-current": current ? "true" : null,
+        "aria-keyshortcuts": "Delete",
+        onclick: () => onOpen(s.id),
+        onkeydown: (ev) => {
+          if (ev.key === "Delete") onDelete(s.id, title);
+        },
+      },
       unseen ? h("span", { class: "dot", "aria-label": "new task result" }) : null,
       h("span", { class: "session-title", text: title }),
     ),
+    // One Tab stop per session: Delete on the session deletes it; the ✕ is for the mouse.
     h("button", {
       class: "session-delete icon",
+      tabindex: "-1",
       "aria-label": `Delete chat ${title}`,
       title: "Delete chat",
       text: "✕",
