@@ -66,7 +66,7 @@ async def test_y_files_the_pending_proposal_by_its_title(
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
-        await send(pilot, app, "what should we do about CI?")
+        await send(pilot, app, "CI keeps retrying failed jobs forever.")
         assert app.chat.state.intent == "propose_work"
         assert status(app) == 'Chat · Proposal "Add a retry budget to CI" · press y to file'
         assert await sandbox_get(github_sandbox, api, "/issues") == []  # proposed, not filed

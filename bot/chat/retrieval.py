@@ -170,18 +170,8 @@ class MemoryGrounder:
         prepared: _Prepared,
         words: asyncio.Future[tuple[str, ...]] | None,
     ) -> Grounding:
-        committed, task, synced = prepared.committed, prepared.task, prepared.synced
-        base = Grounding(
-            committed_memory=[f.to_json() for f in committed.files],
-            committed_block=committed_block(committed),
-            task=task,
-            meta={
-                "floor": self.floor,
-                "margin": RELATIVE_MARGIN,
-                "strong": STRONG_SCORE,
-                "committed": _committed_meta(committed),
-            },
-        )
+        synced = prepared.synced
+        base = self._base(prepared)
         try:
             if isinstance(synced, Exception):
                 raise synced
@@ -206,11 +196,7 @@ class MemoryGrounder:
             "index": {"added": report.added, "behind": report.behind},
         }
         hits = await self._ordered(turn)
-        try:
-            judged = await asyncio.to_thread(self._judge, turn, hits)
-        except Exception as exc:  # the verdict, like retrieval, never fails the turn
-            log.warning("answerability unavailable (agent %s): %s", agent.name, _reason(exc))
-            judged = Answerability(Verdict.UNAVAILABLE, _reason(exc))
+        judged = await self._verdict(turn, hits, agent)
         meta["answerability"] = judged.to_json()
         if hits:
             return replace(
@@ -220,6 +206,33 @@ class MemoryGrounder:
                 meta={**meta, "retrieval": "ok"},
                 answerability=judged,
             )
+        return await self._recency_fallback(base, meta, judged, prepared, emit)
+
+    def _base(self, prepared: _Prepared) -> Grounding:
+        """What every turn's grounding carries, whatever retrieval finds: committed memory,
+        the focused task, the thresholds in force."""
+        committed = prepared.committed
+        return Grounding(
+            committed_memory=[f.to_json() for f in committed.files],
+            committed_block=committed_block(committed),
+            task=prepared.task,
+            meta={
+                "floor": self.floor,
+                "margin": RELATIVE_MARGIN,
+                "strong": STRONG_SCORE,
+                "committed": _committed_meta(committed),
+            },
+        )
+
+    async def _recency_fallback(
+        self,
+        base: Grounding,
+        meta: dict[str, Any],
+        judged: Answerability,
+        prepared: _Prepared,
+        emit: Emit,
+    ) -> Grounding:
+        """No semantic hit: the most recent summaries instead, said so in the status line."""
         recent = _recent(prepared.recent)
         await emit(
             {
@@ -236,6 +249,15 @@ class MemoryGrounder:
             meta={**meta, "retrieval": "recency fallback"},
             answerability=judged,
         )
+
+    async def _verdict(
+        self, turn: _Turn, hits: list[dict[str, Any]], agent: AgentConfig
+    ) -> Answerability:
+        try:
+            return await asyncio.to_thread(self._judge, turn, hits)
+        except Exception as exc:  # the verdict, like retrieval, never fails the turn
+            log.warning("answerability unavailable (agent %s): %s", agent.name, _reason(exc))
+            return Answerability(Verdict.UNAVAILABLE, _reason(exc))
 
     async def widen(
         self, *, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Emit
@@ -315,30 +337,10 @@ class MemoryGrounder:
         covered = max(covers, key=lambda c: c.coverage)
         # The model's words (it saw the question, not memory) held by one thread: evidence
         # the thread answers in other words than the question's.
-        said = " ".join(turn.words)
-        by_words = (
-            max(
-                (
-                    self.memory.coverage(said, [_record(h) for h in g]).coverage
-                    for g in by_thread.values()
-                ),
-                default=0.0,
-            )
-            if said
-            else 0.0
-        )
+        by_words = self._model_words_coverage(turn, by_thread)
         best = max((float(h.get("question_score") or 0.0) for h in semantic), default=0.0)
-        threads: dict[tuple[str, int], float] = {}
-        for hit in semantic:
-            key = thread_key(hit)
-            threads[key] = max(threads.get(key, 0.0), rank(hit))
-        ranks = sorted(threads.values(), reverse=True)
-        margin = ranks[0] / ranks[1] if len(ranks) > 1 and ranks[1] > 0 else float(bool(ranks))
         lead = semantic[0] if semantic else hits[0]
-        agreement = any(
-            h["round"] != RoundQuery.MESSAGE.value and thread_key(h) == thread_key(lead)
-            for h in semantic[1:]
-        )
+        margin, agreement = _margin_and_agreement(semantic, lead)
         # In a Discuss session a question in words memory knows ("is it done?", "what did
         # we decide here?") is about the focused thread, which is given: it answers.
         about_focus = turn.focus is not None and bool(context) and not union.unknown
@@ -369,6 +371,21 @@ class MemoryGrounder:
             agreement=agreement,
             fits=_fits(turn.query, str(lead["source"])),
             missing=covered.missing[:8],
+        )
+
+    def _model_words_coverage(
+        self, turn: _Turn, by_thread: dict[tuple[str, int], list[dict[str, Any]]]
+    ) -> float:
+        """The most of the model's search words one thread holds (0 when it proposed none)."""
+        said = " ".join(turn.words)
+        if not said:
+            return 0.0
+        return max(
+            (
+                self.memory.coverage(said, [_record(h) for h in g]).coverage
+                for g in by_thread.values()
+            ),
+            default=0.0,
         )
 
     def _coverage(self, turn: _Turn, hits: list[dict[str, Any]]) -> Cover:
@@ -485,16 +502,7 @@ class MemoryGrounder:
         pulls = {r.issue for r in closing if r.issue is not None}
         asked: list[Record] = []
         if as_context and turn.focus is not None:
-            # Focus ranks within the thread (bot.chat.thread_focus): what the question asks
-            # for comes first, and the latest Decision is always in view.
-            thread = await asyncio.to_thread(
-                self.memory.about, {*issues, *pulls}, repo=repo, limit=FOCUS_THREAD_LIMIT
-            )
-            asked = answering(turn.query, thread)
-            decision = latest_decision(thread)
-            asked += [decision] if decision is not None and decision not in asked else []
-            for record in [*asked, *own]:  # found by round 1 already: given now, in place
-                turn.hits.pop(record.id, None)
+            asked = await self._asked_in_focus(turn, {*issues, *pulls}, own)
         given = {r.id: r for r in [*asked, *own, *closing] if r.id not in turn.hits}
         room = ROUND_K[RoundQuery.FOCUS]  # its own share, even when round 1 is full
         found = await asyncio.to_thread(
@@ -534,6 +542,21 @@ class MemoryGrounder:
         )
         added += await self._keep(turn, matched, kind)
         return added, {"followed": sorted(issues), "closing_prs": sorted(pulls)}
+
+    async def _asked_in_focus(
+        self, turn: _Turn, thread_issues: set[int], own: list[Record]
+    ) -> list[Record]:
+        """Focus ranks within the thread (bot.chat.thread_focus): what the question asks for
+        comes first, and the latest Decision is always in view."""
+        thread = await asyncio.to_thread(
+            self.memory.about, thread_issues, repo=turn.agent.repo, limit=FOCUS_THREAD_LIMIT
+        )
+        asked = answering(turn.query, thread)
+        decision = latest_decision(thread)
+        asked += [decision] if decision is not None and decision not in asked else []
+        for record in [*asked, *own]:  # found by round 1 already: given now, in place
+            turn.hits.pop(record.id, None)
+        return asked
 
     async def _model_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         """The question with the model's search words (related terms too): a paraphrase is
@@ -831,3 +854,21 @@ def chat_summary_sink(agents: Mapping[str, AgentConfig]) -> SummarySink:
             )
 
     return sink
+
+
+def _margin_and_agreement(
+    semantic: list[dict[str, Any]], lead: dict[str, Any]
+) -> tuple[float, bool]:
+    """Evidence recorded beside the verdict (not used by it): how far the best thread leads
+    the next, and whether a later round found more of the leading thread."""
+    threads: dict[tuple[str, int], float] = {}
+    for hit in semantic:
+        key = thread_key(hit)
+        threads[key] = max(threads.get(key, 0.0), rank(hit))
+    ranks = sorted(threads.values(), reverse=True)
+    margin = ranks[0] / ranks[1] if len(ranks) > 1 and ranks[1] > 0 else float(bool(ranks))
+    agreement = any(
+        h["round"] != RoundQuery.MESSAGE.value and thread_key(h) == thread_key(lead)
+        for h in semantic[1:]
+    )
+    return margin, agreement
