@@ -133,7 +133,7 @@ async def test_the_board_fits_80_columns_and_enter_shows_why_a_task_waits(
     refused = BlockedHost(
         "example.org", 443, utcnow(), 3, "example.org:443 is not on this run's allowlist"
     )
-    board_api.services.db.call(egress_blocked.store, task_id, 1, 1, [refused])
+    board_api.services.db.call(egress_blocked.add, task_id, 1, 1, [refused])
     app = tui(board_api)
     async with app.run_test(size=(80, 24)) as pilot:
         await ready(pilot, app)

@@ -73,33 +73,11 @@ class EgressBlocked(Base):
     first_at: Mapped[datetime]
 
 
-def store(
-    session: Session, task_id: int, generation: int, attempt: int, found: Sequence[BlockedHost]
-) -> None:
-    """Keep a run's refusals; storing the same run again replaces its counts (idempotent)."""
-    for blocked in found:
-        row = session.scalar(
-            select(EgressBlocked).where(
-                EgressBlocked.task_id == task_id,
-                EgressBlocked.generation == generation,
-                EgressBlocked.attempt == attempt,
-                EgressBlocked.host == blocked.host,
-            )
-        )
-        if row is None:
-            row = EgressBlocked(
-                task_id=task_id, generation=generation, attempt=attempt, host=blocked.host
-            )
-            session.add(row)
-        row.port, row.count = blocked.port, blocked.count
-        row.reason, row.first_at = blocked.reason, blocked.first_at
-
-
 def add(
     session: Session, task_id: int, generation: int, attempt: int, found: Sequence[BlockedHost]
 ) -> None:
-    """Add a step's refusals (setup, the test command, the agent) to the run's record:
-    counts are summed, so each finished step is added exactly once."""
+    """Add a step's refusals (setup, the test command, the agent) to the run's record: one
+    row per host, counts summed, so each finished step is added exactly once."""
     for blocked in found:
         row = session.scalar(
             select(EgressBlocked).where(
@@ -109,10 +87,21 @@ def add(
                 EgressBlocked.host == blocked.host,
             )
         )
-        if row is None:
-            store(session, task_id, generation, attempt, [blocked])
+        if row is not None:
+            row.count += blocked.count
             continue
-        row.count += blocked.count
+        session.add(
+            EgressBlocked(
+                task_id=task_id,
+                generation=generation,
+                attempt=attempt,
+                host=blocked.host,
+                port=blocked.port,
+                count=blocked.count,
+                reason=blocked.reason,
+                first_at=blocked.first_at,
+            )
+        )
 
 
 def of_task(session: Session, task_id: int, *, generation: int | None = None) -> list[BlockedHost]:

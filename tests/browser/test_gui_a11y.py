@@ -35,7 +35,7 @@ async def test_every_screen_passes_axe(
     await lc.work()
     task = lc.task(issue)  # a run that was refused a host: the run modal lists it
     refused = BlockedHost("example.org", 443, utcnow(), 3, "not on this run's allowlist")
-    lc.ctx.db.call(egress_blocked.store, task.id, task.generation, task.attempts, [refused])
+    lc.ctx.db.call(egress_blocked.add, task.id, task.generation, task.attempts, [refused])
     gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
     await gui.page.set_viewport_size(viewport)
     await gui.open()
