@@ -101,7 +101,9 @@ async def test_a_failing_check_reads_with_its_annotations_job_and_log(
         "annotations": [{"path": "notes.md", "line": 1, "message": "test_first failed"}],
     }
     async with aiohttp.ClientSession() as session:
-        async with session.post(control, json=spec) as response:
+        async with session.post(
+            control, json=spec, headers=github_sandbox.control_headers
+        ) as response:
             made = await response.json()
     runs = await github_client.list_check_runs_for_ref(SANDBOX_REPO, "steelframe/notes")
     assert [(r.name, r.conclusion) for r in runs] == [("tests", "failure")]
@@ -129,7 +131,11 @@ async def test_combined_status_merge_state_and_a_merge_that_checks_the_head(
     url = f"{github_sandbox.url}/_sandbox/repos/{SANDBOX_REPO}/statuses/{pr['sha']}"
     async with aiohttp.ClientSession() as session:
         for state in ("pending", "failure"):
-            async with session.post(url, json={"state": state, "context": "ci/x"}) as response:
+            async with session.post(
+                url,
+                json={"state": state, "context": "ci/x"},
+                headers=github_sandbox.control_headers,
+            ) as response:
                 assert response.status == 201
     status = await github_client.combined_status(SANDBOX_REPO, pr["sha"])
     assert (status.state, status.total_count) == ("failure", 1)

@@ -105,7 +105,10 @@ async def test_register_writes_credentials_that_github_check_accepts(
 
     app = github_sandbox.sandbox.world.app
     assert (credentials.id, credentials.name, app.slug) == (app.id, "Steelframe Test", app.slug)
-    assert app.events == ("issues", "issue_comment", "pull_request")  # from app.yml
+    assert app.events == (
+        *("issues", "issue_comment", "pull_request"),
+        *("pull_request_review", "pull_request_review_comment"),
+    )  # from app.yml
     written = read_dotenv(env_file)
     assert written["APP_ID"] == str(app.id)
     assert Path(written["PRIVATE_KEY_PATH"]) == key_path

@@ -257,16 +257,19 @@ async def test_a_failing_workflow_run_has_a_job_log_behind_a_redirect(
     github_sandbox: GitHubSandbox, pull: dict[str, Any], app: Person, reviewer: Person
 ) -> None:
     control = f"{github_sandbox.url}/_sandbox/repos/{SANDBOX_REPO}/commits/{pull['sha']}/checks"
+    secret = github_sandbox.control_headers  # the control API's start secret
     log = "collecting tests\nFAILED test_notes.py::test_first - AssertionError\n"
     spec = {
         "name": "tests",
         "log": log,
         "annotations": [{"path": "notes.md", "line": 1, "message": "test_first failed"}],
     }
-    async with reviewer.session.post(control, json=spec) as response:
+    async with reviewer.session.post(control, json=spec, headers=secret) as response:
         assert response.status == 201
         made = await response.json()
-    async with reviewer.session.post(control, json={"annotations": "nope"}) as response:
+    async with reviewer.session.post(
+        control, json={"annotations": "nope"}, headers=secret
+    ) as response:
         assert response.status == 400 and "annotations" in (await response.json())["message"]
     run = await app.call("GET", f"/actions/runs/{made['workflow_run_id']}", status=200)
     assert (run["status"], run["conclusion"]) == ("completed", "failure")
@@ -296,13 +299,14 @@ async def test_the_combined_status_reflects_a_failing_status(
     github_sandbox: GitHubSandbox, pull: dict[str, Any], app: Person, reviewer: Person
 ) -> None:
     base = f"{github_sandbox.url}/_sandbox/repos/{SANDBOX_REPO}/statuses/{pull['sha']}"
+    secret = github_sandbox.control_headers  # the control API's start secret
     combined = await app.call("GET", f"/commits/{pull['sha']}/status", status=200)
     assert (combined["state"], combined["total_count"]) == ("pending", 0)
     for state, context in (("success", "ci/build"), ("failure", "ci/lint")):
         body = {"state": state, "context": context, "description": f"{context} {state}"}
-        async with reviewer.session.post(base, json=body) as response:
+        async with reviewer.session.post(base, json=body, headers=secret) as response:
             assert response.status == 201
-    async with reviewer.session.post(base, json={"state": "sideways"}) as response:
+    async with reviewer.session.post(base, json={"state": "sideways"}, headers=secret) as response:
         assert response.status == 422
     combined = await app.call("GET", "/commits/steelframe/notes/status", status=200)
     assert combined["state"] == "failure" and combined["sha"] == pull["sha"]

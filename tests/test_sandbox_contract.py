@@ -322,7 +322,9 @@ async def _after_the_pull_request(
     await github_client.combined_status(repo, sha)
     control = f"{github_sandbox.url}/_sandbox/repos/{repo}/commits/{sha}/checks"
     async with aiohttp.ClientSession() as session:
-        async with session.post(control, json={"log": "boom"}) as response:
+        async with session.post(
+            control, json={"log": "boom"}, headers=github_sandbox.control_headers
+        ) as response:
             failed = await response.json()
     await github_client.get_workflow_run(repo, failed["workflow_run_id"])
     jobs = await github_client.list_jobs(repo, failed["workflow_run_id"])

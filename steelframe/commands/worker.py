@@ -25,6 +25,7 @@ from bot.lifecycle.reconcile import (
 )
 from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
+from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import coding_runtime_check, github_app_check
 from steelframe.cli import load_settings
 from steelframe.logs import configure_logging
@@ -51,6 +52,7 @@ def _context(queue: str) -> LifecycleContext | None:
     """The lifecycle's context for a command (logging set up, migrations applied), or None
     after saying that the lifecycle needs Redis."""
     settings = load_settings()
+    require_authenticated_redis(settings)  # a refusal first, before any warning or work
     configure_logging(settings)
     _warn_about_coding(settings)
     if not settings.redis_url:
