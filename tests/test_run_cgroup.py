@@ -98,6 +98,7 @@ async def test_a_run_whose_children_together_exceed_its_memory_is_stopped(tmp_pa
     runtime: list[int] = []
     outcome, repo = await run(tmp_path, GREEDY, started=runtime)
     assert outcome.status == CodingStatus.ERROR, outcome.log.text()
+    assert outcome.error is not None and "over its memory limit" in outcome.error
     assert time.monotonic() - began < 30  # stopped, not left to its 60 s sleeps
     assert len(list(repo.glob("held-*"))) < 3  # the third never got its memory
     children = [int(path.read_text()) for path in repo.glob("started-*")]

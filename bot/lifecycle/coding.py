@@ -210,7 +210,9 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
     return None
 
 
-async def _spawn(launch: Launch, policy: SandboxPolicy) -> asyncio.subprocess.Process:
+async def _spawn(
+    launch: Launch, policy: SandboxPolicy
+) -> tuple[asyncio.subprocess.Process, RunCgroup | None]:
     group = RunCgroup.start(policy.memory_mb, policy.max_processes)  # limits for the whole run
     with launch.command() as (argv, fds):
         process = await asyncio.create_subprocess_exec(
@@ -226,7 +228,12 @@ async def _spawn(launch: Launch, policy: SandboxPolicy) -> asyncio.subprocess.Pr
         )
     if group is not None:
         group.watch(process)
-    return process
+    return process, group
+
+
+async def _out_of_memory(group: RunCgroup) -> bool:
+    await group.ended()
+    return group.memory_exhausted
 
 
 async def run_coding(
@@ -263,7 +270,7 @@ async def _run_launched(
 ) -> None:
     started = time.monotonic()
     try:
-        process = await _spawn(launch, request.policy)
+        process, group = await _spawn(launch, request.policy)
     except OSError as exc:
         outcome.error = "the coding command could not be started"
         outcome.log.add("worker", f"could not start the coding command: {exc.strerror or exc}")
@@ -276,6 +283,13 @@ async def _run_launched(
         outcome.status = ended_by
         if ended_by == CodingStatus.TIMED_OUT:
             outcome.limit = "time"
+    elif group is not None and await _out_of_memory(group):
+        # The kernel's kill reads as "status -9"; the operator needs to know it was memory.
+        outcome.status = CodingStatus.ERROR
+        outcome.error = (
+            f"the coding run went over its memory limit ({request.policy.memory_mb} MB, "
+            "STEELFRAME_CODING_MEMORY_MB) and was stopped"
+        )
     elif process.returncode != 0:
         outcome.status = CodingStatus.ERROR
         outcome.error = f"the coding command exited with status {process.returncode}"

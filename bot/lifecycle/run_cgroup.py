@@ -125,7 +125,13 @@ class RunCgroup:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(process.wait(), OOM_POLL_SECONDS)
         finally:
+            # A kill the poll did not see (the run ended of it first) still counts.
+            self.memory_exhausted = self.memory_exhausted or self._oom_kills() > 0
             await asyncio.to_thread(self.remove)
+
+    async def ended(self) -> None:
+        """Until the watch is over: the group removed and `memory_exhausted` final."""
+        await asyncio.gather(*self._watching, return_exceptions=True)
 
     def pids(self) -> set[int]:
         found: set[int] = set()
