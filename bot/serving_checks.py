@@ -8,10 +8,12 @@ reading the key file: reachability (database, Redis, GitHub) is checked by their
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bot.config import ConfigError, Settings
+from bot.lifecycle.run_cgroup import RunLimitsStatus
 
 
 @dataclass(frozen=True)
@@ -147,14 +149,21 @@ def _setup_cache_check(settings: Settings) -> list[Check]:
     ]
 
 
-def _run_limits_check(settings: Settings) -> list[Check]:
-    """Whether a run's memory and process limits hold for the whole run (a cgroup per run)
-    or only per process; a group is made and removed to know (about half a millisecond)."""
+@functools.lru_cache(maxsize=1)
+def _run_limits_status() -> RunLimitsStatus:
+    """Made once per process (a group made and removed): the host does not change, and
+    /readyz is probed every few seconds."""
     from bot.lifecycle import run_cgroup
 
+    return run_cgroup.status()
+
+
+def _run_limits_check(settings: Settings) -> list[Check]:
+    """Whether a run's memory and process limits hold for the whole run (a cgroup per run)
+    or only per process (found out once per process)."""
     if settings.coding_sandbox == "off":
         return [Check("run_limits", True, "per process only: the sandbox is off", note=True)]
-    found = run_cgroup.status()
+    found = _run_limits_status()
     return [Check("run_limits", True, found.detail, note=not found.per_run)]
 
 
