@@ -29,7 +29,8 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.lifecycle.pull_end import end_pull, parse_pull_closed
-from bot.lifecycle.reviews import ReviewIntake
+from bot.lifecycle.review_pickup import request_review_run
+from bot.lifecycle.reviews import ReviewIntake, ReviewPickup
 from bot.lifecycle.service import IssueEvent
 from webhooks.routing import WebhookContext, handles
 
@@ -107,6 +108,7 @@ async def on_review_comment(event: Event, ctx: WebhookContext) -> None:
     intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
     result = await intake.on_review_comment(event.data)
     log.debug("review comment [%s]: %s", event.delivery_id, result.reason)
+    await _ask_review_run(ctx, result)
 
 
 async def on_review_submitted(event: Event, ctx: WebhookContext) -> None:
@@ -114,6 +116,14 @@ async def on_review_submitted(event: Event, ctx: WebhookContext) -> None:
     intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
     result = await intake.on_review(event.data)
     log.debug("review [%s]: %s", event.delivery_id, result.reason)
+    await _ask_review_run(ctx, result)
+
+
+async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
+    """A writer's review queues one review run of the task (bot.lifecycle.review_pickup)."""
+    if pickup.accepted and pickup.task_id is not None and ctx.tasks is not None:
+        queue = ctx.tasks.queue
+        await request_review_run(ctx.db, ctx.github, queue, pickup.task_id, clock=ctx.clock)
 
 
 for _action in ("opened", "labeled", "reopened", "edited"):

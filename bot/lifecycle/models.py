@@ -30,6 +30,7 @@ class EventKind(StrEnum):
     ISSUE_PINNED = "issue_pinned"
     EDIT_IGNORED = "edit_ignored"
     PULL_END_IGNORED = "pull_end_ignored"
+    REVIEW_PICKUP = "review_pickup"  # a review run took threads up (bot.lifecycle.review_run)
 
 
 class Task(Base):
@@ -217,6 +218,11 @@ class ReviewThread(Base):
     url: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    # The review run that took the thread up (its job id; None: no run has yet) and the
+    # thread's text as that run was given it (root and writers' replies, untrusted).
+    picked_job: Mapped[str | None] = mapped_column(String(100))
+    picked_at: Mapped[datetime | None]
+    pinned: Mapped[str | None] = mapped_column(Text)
 
 
 class ReviewAck(Base):

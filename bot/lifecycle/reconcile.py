@@ -37,6 +37,7 @@ from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
+from bot.lifecycle.review_pickup import awaiting_run, has_review_work, request_review_run
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
 from bot.redis_lease import held
@@ -132,6 +133,9 @@ async def reconcile(
         say("looking for pull requests of pushed branches ...")
         for task_id in ctx.db.call(_ids, TaskState.QUEUED, TaskState.FAILED):
             await _guard(report, task_id, _check_pull(ctx, github, task_id, report))
+        for task_id in ctx.db.call(awaiting_run):  # review threads no run was asked for
+            asked = request_review_run(ctx.db, github, queue, task_id, clock=ctx.clock)
+            await _guard(report, task_id, _dropped(asked))
         candidates = ctx.db.call(_label_candidates, ctx.clock() - LABEL_WINDOW)
         say(f"checking labels of {len(candidates)} tasks ...")
         for task_id in candidates:
@@ -211,6 +215,10 @@ def _stop_leftover_job(this: _Pass, task_id: int) -> None:
     this.report.stopped.append(task_id)
 
 
+async def _dropped(step: Awaitable[object]) -> None:
+    await step
+
+
 async def _guard(report: ReconcileReport, task_id: int, step: Awaitable[None]) -> None:
     try:
         await step
@@ -271,8 +279,8 @@ async def _check_pull(
     ctx: LifecycleContext, github: GitHubApi, task_id: int, report: ReconcileReport
 ) -> None:
     task = ctx.db.call(tasks.get_task, task_id)
-    if task.pushed_at is None:
-        return
+    if task.pushed_at is None or ctx.db.call(has_review_work, task_id):
+        return  # not pushed, or queued for a review run (not delivered by it yet)
     if leases.is_live(ctx.db.call(leases.current, task_id), ctx.clock()):
         return
     branch = task.branch or tasks.branch_name(task.issue)

@@ -56,11 +56,20 @@ class PullOf:
     author: str
 
 
+ALREADY = "already acknowledged"
+
+
 @dataclass(frozen=True)
 class ReviewPickup:
     task_id: int | None
     acknowledged: bool
     reason: str
+
+    @property
+    def accepted(self) -> bool:
+        """A writer's review of a task's pull request (now or by an earlier delivery): its
+        thread is in the ledger, and may ask for a review run."""
+        return self.task_id is not None and (self.acknowledged or self.reason == ALREADY)
 
 
 def pull_of(payload: dict[str, Any]) -> PullOf:
@@ -105,7 +114,7 @@ class ReviewIntake:
             return self._ignored(pull, f"review comment {comment.id}", found)
         task_id = found
         if await self.db.run(_acked, ThreadKind.COMMENT, comment.id):
-            return ReviewPickup(task_id, False, "already acknowledged")
+            return ReviewPickup(task_id, False, ALREADY)
         assert self.github is not None  # _accepted checked it
         reaction = await self.github.react_to_review_comment(pull.repo, comment.id, EYES)
         await self.db.run(_record_comment, task_id, pull, comment, reaction.id, self.clock)
@@ -125,7 +134,7 @@ class ReviewIntake:
             return self._ignored(pull, what, found)
         task_id = found
         if await self.db.run(_acked, ThreadKind.REVIEW, review.id):
-            return ReviewPickup(task_id, False, "already acknowledged")
+            return ReviewPickup(task_id, False, ALREADY)
         comment_id = await self._acknowledge_review(pull, review)
         await self.db.run(_record_review, task_id, pull, review, comment_id, self.clock)
         log.info("lifecycle: task %s review %s acknowledged", task_id, review.id)
@@ -209,8 +218,10 @@ def _record_comment(
                 updated_at=now,
             )
         )
-    elif thread.state != ThreadState.OPEN:
+    elif thread.state != ThreadState.OPEN or thread.picked_job is not None:
+        # Open again and not taken up: the writer's reply asks for another review run.
         thread.state, thread.reason, thread.updated_at = ThreadState.OPEN, None, now
+        thread.picked_job = None
     _ack(session, task_id, ThreadKind.COMMENT, comment.id, reaction_id, clock)
     record_done(session)
 

@@ -24,6 +24,9 @@ from bot.lifecycle.finish import finish_failed
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.outcomes import change_state
+from bot.lifecycle.review_pickup import follow_up
+from bot.lifecycle.review_run import wanted as review_wanted
+from bot.lifecycle.review_run import work_review
 from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run, RunStopped, Watch
 from bot.lifecycle.seams import GitHubApi
@@ -73,6 +76,7 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
         await asyncio.to_thread(worktree.remove, folder)
         leases.release(ctx.db, task_id, holder)
         deliver_pending(ctx.db, task_id, clock=ctx.clock)
+        await follow_up(ctx, task_id)  # review threads that came in while it ran
 
 
 def _ignored(session: Session, task_id: int, actor: str, ctx: LifecycleContext) -> None:
@@ -154,7 +158,7 @@ async def _ended(run: Run, github: GitHubApi) -> str:
     """The run's steps; whatever they raise ends the run in the worker's own words."""
     task_id = run.task.id
     try:
-        return await work(run)
+        return await (work_review(run) if await review_wanted(run) else work(run))
     except (RunStopped, LeaseLost) as stopped:
         reason = "lease lost" if isinstance(stopped, LeaseLost) else str(stopped)
         log.info("lifecycle: task %s run stopped (%s)", task_id, reason)

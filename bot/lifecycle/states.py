@@ -51,7 +51,8 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
         {TaskState.QUEUED, TaskState.DELIVERED, TaskState.MERGED, TaskState.CLOSED}
     ),
     TaskState.TERMINATED: frozenset({TaskState.QUEUED}),
-    TaskState.DELIVERED: frozenset({TaskState.MERGED, TaskState.CLOSED}),
+    # A review of the task's pull request queues a review run (bot.lifecycle.review_pickup).
+    TaskState.DELIVERED: frozenset({TaskState.QUEUED, TaskState.MERGED, TaskState.CLOSED}),
     TaskState.MERGED: frozenset(),
     TaskState.CLOSED: frozenset(),
 }

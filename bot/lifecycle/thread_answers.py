@@ -1,11 +1,11 @@
 """Answering review threads after a run: one reply on each thread (what changed and the
 commit, why it was declined, or the agent's question) and its ledger row settled.
 
-The seam the review continuation run calls when it ends (issue 37: not wired into the run
-yet). Replies carry a marker naming the thread, so a crash between replying and settling
-the row finds the reply instead of posting a second; a settled thread is never answered
-again. The answer text comes from the agent: the caller passes it redacted for the public
-(`Run.public_block`), as every other text the run posts.
+What a review run (bot.lifecycle.review_run) calls when it ends. Replies carry a marker
+naming the thread, so a crash between replying and settling the row finds the reply
+instead of posting a second; a settled thread is never answered again. The answer text
+comes from the agent: the caller passes it redacted for the public (`Run.public_block`),
+as every other text the run posts.
 """
 
 from __future__ import annotations
@@ -56,10 +56,12 @@ async def answer_threads(
     task_id: int,
     answers: list[ThreadAnswer],
     *,
+    job: str | None = None,
     clock: Clock = utcnow,
 ) -> int:
     """Reply on each still-open thread named in `answers` and settle its row; how many
-    were answered now (a settled or unknown thread is skipped)."""
+    were answered now (a settled or unknown thread is skipped). `job`: only threads that
+    review run still holds (a writer's reply since reopened it for the next run)."""
     task = await db.run(lambda s: s.get(Task, task_id))
     if task is None:
         return 0
@@ -67,11 +69,11 @@ async def answer_threads(
     for answer in answers:
         if answer.state not in SETTLED:
             raise ValueError(f"a thread is answered as settled, not {answer.state}")
-        thread = await db.run(_open_thread, task_id, answer.kind, answer.root_id)
+        thread = await db.run(_open_thread, task_id, answer.kind, answer.root_id, job)
         if thread is None:
             continue
         await _reply_once(github, task, thread, answer)
-        await db.run(_settle, task_id, answer, clock)
+        await db.run(_settle, task_id, answer, job, clock)
         answered += 1
     log.info("lifecycle: task %s: %s review threads answered", task_id, answered)
     return answered
@@ -93,20 +95,23 @@ async def _reply_once(
 
 
 def _open_thread(
-    session: Session, task_id: int, kind: ThreadKind, root_id: int
+    session: Session, task_id: int, kind: ThreadKind, root_id: int, job: str | None = None
 ) -> ReviewThread | None:
-    return session.scalar(
-        select(ReviewThread).where(
-            ReviewThread.task_id == task_id,
-            ReviewThread.kind == kind,
-            ReviewThread.root_id == root_id,
-            ReviewThread.state == ThreadState.OPEN,
-        )
+    query = select(ReviewThread).where(
+        ReviewThread.task_id == task_id,
+        ReviewThread.kind == kind,
+        ReviewThread.root_id == root_id,
+        ReviewThread.state == ThreadState.OPEN,
     )
+    if job is not None:
+        query = query.where(ReviewThread.picked_job == job)
+    return session.scalar(query)
 
 
-def _settle(session: Session, task_id: int, answer: ThreadAnswer, clock: Clock) -> None:
-    thread = _open_thread(session, task_id, answer.kind, answer.root_id)
+def _settle(
+    session: Session, task_id: int, answer: ThreadAnswer, job: str | None, clock: Clock
+) -> None:
+    thread = _open_thread(session, task_id, answer.kind, answer.root_id, job)
     if thread is None:
         return
     thread.state = answer.state

@@ -1,0 +1,158 @@
+"""A review run: the task's agent answers a review of its pull request on the same branch.
+
+`run_task` takes this path instead of the issue's when the task's pull request exists and
+review threads are open (`review_pickup.has_review_work`), so the immediate delivery of a
+task whose pull request exists never swallows a review. The steps: the threads taken up
+and pinned (`review_pickup.pick_up`), a fresh clone of the branch as the remote has it now
+(so a person's push is the base), the issue's prompt with the review wrapped as untrusted
+data (`review_prompt`), the agent (resuming its recorded session: the task's
+`runtime_session` reaches presets as STEELFRAME_RESUME_SESSION), then:
+
+- what the agent changed is committed on top of the remote head and pushed (fenced, as
+  every push: a branch someone pushed to meanwhile refuses it, and the retried run starts
+  from the new head), so a person's commits are never overwritten;
+- each thread gets one reply (`thread_answers.answer_threads`, text through
+  `Run.public_block`) from the agent's answers file (`review_answers`);
+- the task is delivered again, or waits for a Decision when the agent asked something or
+  the run changed nothing and said nothing (no empty push).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.lifecycle import worktree
+from bot.lifecycle.coding import CodingOutcome, CodingStatus
+from bot.lifecycle.finish import finish_delivered, finish_question
+from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
+from bot.lifecycle.outcomes import Change, publish
+from bot.lifecycle.progress import Phase
+from bot.lifecycle.review_answers import Settled, settle, take_answers
+from bot.lifecycle.review_pickup import has_review_work, pick_up
+from bot.lifecycle.review_prompt import review_section
+from bot.lifecycle.scope import Run
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.steps import (
+    _account,
+    _ask,
+    _code,
+    _conclude,
+    _environment,
+    _fail,
+    _no_runtime,
+    _prepare,
+    _prompt,
+    _push,
+    _sandbox_refusal,
+    _unpushable,
+    issue_text,
+    keep_log,
+)
+from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
+
+log = logging.getLogger(__name__)
+NOTHING = (
+    "The review run changed nothing and answered no thread. Publish a Decision on this "
+    "issue to say how to go on with the review."
+)
+
+
+async def wanted(run: Run) -> bool:
+    return bool(await run.ctx.db.run(has_review_work, run.task.id))
+
+
+async def work_review(run: Run) -> str:
+    """The whole of a started review run; returns what happened, in words."""
+    ctx = run.ctx
+    text = await issue_text(run)
+    job = run.task.job_id or run.holder.id
+    threads = await pick_up(ctx.db, run.github, run.task, job=job, clock=ctx.clock)
+    await _announce(run, threads)
+    if not ctx.policy.coding_command:
+        return await _no_runtime(run)
+    remaining = ctx.policy.time_limit - run.task.runtime_seconds
+    if remaining <= 0:
+        return await _fail(run, limit="time", retry=False)
+    refused = await _sandbox_refusal(run)
+    if refused is not None:
+        return refused
+    tree = await _prepare(run)
+    refused = await _environment(run, tree)
+    if refused is not None:
+        return refused
+    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
+    prompt = await _prompt(run, text, tree) + review_section(threads)
+    outcome = await _code(run, tree, prompt, remaining)
+    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
+    _account(run, outcome)
+    run.watch.check()
+    given = await asyncio.to_thread(take_answers, tree.path)
+    if outcome.status == CodingStatus.QUESTION:
+        question = run.public_block(outcome.question)
+        await _answer(run, threads, _asked(threads, question), job)
+        return await _ask(run, tree, outcome)
+    if outcome.status != CodingStatus.DONE:
+        return await _conclude(run, tree, outcome)  # failed: retried or final, as any run
+    pushed = await _push_new(run, tree)
+    if isinstance(pushed, Refused):
+        return await _fail(run, error=pushed.reason, retry=False)
+    settled = settle(threads, given, pushed, run.public_block)
+    await _answer(run, threads, settled, job)
+    return await _end(run, settled, pushed, outcome)
+
+
+async def _announce(run: Run, threads: list[ReviewThread]) -> None:
+    who = ", ".join(sorted({f"@{t.author}" for t in threads})) or "a reviewer"
+    note = f"Answering the review by {who} ({len(threads)} thread(s))."
+    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+
+
+class Refused:
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+async def _push_new(run: Run, tree: worktree.Worktree) -> str | Refused | None:
+    """Commit what the agent left and push it: the new head, None when the agent changed
+    nothing, or why it may not be pushed. The worker's commit is made in its own git
+    directory on top of the remote head it cloned (the agent's own commits are only files
+    to it), so a person's commits on the branch are always the new commit's ancestors."""
+    if not await worktree.commit_all(tree, f"Answer the review of #{run.task.issue}"):
+        return None
+    if refused := await _unpushable(run, tree):
+        return Refused(refused)
+    await _push(run, tree)
+    return tree.remote.branch_sha  # the pushed head
+
+
+def _asked(threads: list[ReviewThread], question: str) -> Settled:
+    """The agent stopped with a question: every thread of the run waits on it."""
+    answers = [
+        ThreadAnswer(ThreadKind(t.kind), t.root_id, ThreadState.NEEDS_OPERATOR, question)
+        for t in threads
+    ]
+    return Settled(answers, [question])
+
+
+async def _answer(run: Run, threads: list[ReviewThread], settled: Settled, job: str) -> None:
+    if not threads:
+        return
+    run.check_lease()
+    await answer_threads(
+        run.ctx.db, run.github, run.task.id, settled.answers, job=job, clock=run.ctx.clock
+    )
+
+
+async def _end(run: Run, settled: Settled, pushed: str | None, outcome: CodingOutcome) -> str:
+    ctx = run.ctx
+    nothing = pushed is None and all(a.state == ThreadState.NEEDS_OPERATOR for a in settled.answers)
+    if settled.questions or nothing:
+        question = "\n\n".join(settled.questions) if settled.questions else NOTHING
+        task = run.task
+        return await finish_question(ctx, run.github, task, run.actor, question, fence=run.fence)
+    summary = run.public_block(outcome.summary)
+    return await finish_delivered(
+        ctx, run.github, run.task.id, run.actor, summary=summary, fence=run.fence
+    )

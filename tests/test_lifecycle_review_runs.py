@@ -1,0 +1,246 @@
+"""A writer's review resumes the task: one run on the same branch, one new commit, one
+reply per thread, the ledger settled; readers and bots start nothing; redeliveries make one
+run; a person's push on the branch survives. Real RQ workers (in process), the GitHub
+sandbox (its git over HTTP included), SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from bot.lifecycle.models import EventKind, ReviewThread
+from bot.lifecycle.review_answers import ANSWERS_FILE
+from bot.lifecycle.thread_answers import answer_marker
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.pulls import as_person, delivered_pull, send_again
+
+
+async def _comment(lc: Lifecycle, login: str, number: int, permission: str | None) -> Any:
+    pull = await lc.github.get_pull(lc.repo, number)
+    return await as_person(
+        lc,
+        login,
+        "POST",
+        f"/pulls/{number}/comments",
+        {
+            "body": "Blue is too loud.",
+            "commit_id": pull["head"]["sha"],
+            "path": "CHANGE.md",
+            "line": 1,
+        },
+        permission=permission,
+    )
+
+
+def _git(git_path: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(git_path), *args], capture_output=True, text=True, check=True
+    )
+    return done.stdout.strip()
+
+
+def _branch_log(lc: Lifecycle, branch: str) -> list[str]:
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    return _git(git_path, "log", "--format=%H", f"refs/heads/{branch}").splitlines()
+
+
+def _pickups(lc: Lifecycle, task_id: int) -> int:
+    return sum(1 for e in lc.events(task_id) if e.kind == EventKind.REVIEW_PICKUP)
+
+
+async def _replies(lc: Lifecycle, number: int) -> list[Any]:
+    comments = await lc.github.list_review_comments(lc.repo, number)
+    return [c for c in comments if c.in_reply_to_id]
+
+
+async def _eyes(lc: Lifecycle, comment_id: int) -> int:
+    answer = await lc.github.request("GET", lc.repo, f"/pulls/comments/{comment_id}")
+    return int(answer.data["reactions"]["eyes"])
+
+
+async def _threads(lc: Lifecycle, task_id: int) -> list[dict[str, Any]]:
+    response = await lc.api.get(f"/api/operator/tasks/{task_id}")
+    assert response.status == 200
+    return list((await response.json())["review_threads"])
+
+
+async def test_a_writers_comment_makes_one_run_one_commit_one_reply(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("review", "fix"), database_url=any_db_url)
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    before = _branch_log(lc, str(task.branch))
+    comment = await _comment(lc, "maintainer", number, "write")
+    assert await _eyes(lc, comment["id"]) == 1  # at once, before any run
+    assert lc.task(issue).state == "queued"
+    # GitHub sending the webhook three more times: still one job, one run.
+    await send_again(lc, "pull_request_review_comment", "created", times=3)
+    assert len(lc.queued_jobs()) == 1
+    await lc.work()
+    after = _branch_log(lc, str(task.branch))
+    assert after[1:] == before  # one new commit, on top of the delivered branch
+    assert "calmer blue" in (lc.branch_file("CHANGE.md", str(task.branch)) or "")
+    # The same agent session, resumed; the answers file never reaches the branch.
+    reviewed = lc.branch_file("REVIEWED.md", str(task.branch)) or ""
+    assert f"resumed review-session-{task.id}" in reviewed
+    assert lc.branch_file(ANSWERS_FILE, str(task.branch)) is None
+    (reply,) = await _replies(lc, number)
+    assert reply.in_reply_to_id == comment["id"]
+    assert answer_marker("comment", comment["id"]) in reply.body  # type: ignore[arg-type]
+    assert f"Addressed in {after[0]}." in reply.body and "Made it calmer." in reply.body
+    (thread,) = await _threads(lc, task.id)
+    assert (thread["state"], thread["commit"]) == ("addressed", after[0])
+    assert lc.task(issue).state == "delivered" and _pickups(lc, task.id) == 1
+    assert lc.queued_jobs() == []
+
+
+async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    pull = await lc.github.get_pull(lc.repo, number)
+    await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/reviews",
+        {
+            "body": "Please use a calmer blue.",
+            "event": "REQUEST_CHANGES",
+            "commit_id": pull["head"]["sha"],
+            "comments": [
+                {"path": "CHANGE.md", "line": 1, "body": "This line."},
+                {"path": "CHANGE.md", "line": 1, "body": "And say why."},
+            ],
+        },
+    )
+    await lc.work()
+    assert _pickups(lc, task.id) == 1
+    threads = await _threads(lc, task.id)
+    assert sorted(t["kind"] for t in threads) == ["comment", "comment", "review"]
+    assert {t["state"] for t in threads} == {"addressed"}
+    reviewed = lc.branch_file("REVIEWED.md", str(task.branch)) or ""
+    assert all(f"{t['kind']}:{t['root_id']}" in reviewed for t in threads)
+    assert len(await _replies(lc, number)) == 2  # one per comment thread
+    review_answers = [
+        c for c in await lc.comments(number) if "steelframe-thread-answer" in c["body"]
+    ]
+    assert len(review_answers) == 1  # the review's own text: one comment
+
+
+async def test_readers_and_bots_start_no_run(make: Make) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    before = _branch_log(lc, str(task.branch))
+    await _comment(lc, "passerby", number, None)
+    await _comment(lc, "lint-helper[bot]", number, "write")
+    assert lc.task(issue).state == "delivered" and lc.queued_jobs() == []
+    await lc.work()
+    assert _branch_log(lc, str(task.branch)) == before and _pickups(lc, task.id) == 0
+
+
+async def test_a_run_that_changes_nothing_pushes_nothing_and_asks_the_operator(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("review", "nothing"), database_url=any_db_url)
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    before = _branch_log(lc, str(task.branch))
+    comment = await _comment(lc, "maintainer", number, "write")
+    await lc.work()
+    assert _branch_log(lc, str(task.branch)) == before  # no empty push
+    (thread,) = await _threads(lc, task.id)
+    assert thread["state"] == "needs_operator" and thread["commit"] is None
+    (reply,) = await _replies(lc, number)
+    assert reply.in_reply_to_id == comment["id"] and "operator" in reply.body
+    assert lc.task(issue).state == "waiting_for_info"
+
+
+async def test_a_question_waits_for_a_decision_then_the_thread_is_addressed(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "ask"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    await _comment(lc, "maintainer", number, "write")
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    assert thread["state"] == "needs_operator" and thread["reason"] == "Which blue?"
+    assert lc.task(issue).state == "waiting_for_info"
+    (reply,) = await _replies(lc, number)
+    assert "Which blue?" in reply.body
+
+
+async def test_an_unreadable_answers_file_gets_the_workers_own_answer(make: Make) -> None:
+    lc = await make(coding_command=command("review", "garbled"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    await _comment(lc, "maintainer", number, "write")
+    await lc.work()
+    head = _branch_log(lc, str(task.branch))[0]
+    (thread,) = await _threads(lc, task.id)
+    assert (thread["state"], thread["commit"]) == ("addressed", head)
+    (reply,) = await _replies(lc, number)
+    assert f"Addressed in {head}." in reply.body
+
+
+async def test_a_persons_push_on_the_branch_survives_the_review_run(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    branch = str(task.branch)
+    # A person pushes a commit of their own to the pull request's branch, over git.
+    info = (await lc.github.request("GET", lc.repo, "")).data
+    token = lc.sandbox.user_token("maintainer", "write")
+    url = str(info["clone_url"]).replace("://", f"://x-access-token:{token}@", 1)
+    clone = tmp_path / "person"
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+    await asyncio.to_thread(
+        subprocess.run,
+        ["git", "clone", "--quiet", "--branch", branch, url, str(clone)],
+        check=True,
+        env=env,
+    )
+    (clone / "PERSON.md").write_text("A person's own change.\n")
+    _git(clone, "add", "PERSON.md")
+    _git(
+        clone,
+        "-c",
+        "user.name=Pat",
+        "-c",
+        "user.email=pat@example.invalid",
+        "commit",
+        "-q",
+        "-m",
+        "A person's commit",
+    )
+    person = _git(clone, "rev-parse", "HEAD")
+    await asyncio.to_thread(
+        subprocess.run,
+        ["git", "-C", str(clone), "push", "--quiet", "origin", branch],
+        check=True,
+        env=env,
+    )
+    assert _branch_log(lc, branch)[0] == person
+    await _comment(lc, "maintainer", number, "write")
+    await lc.work()
+    log = _branch_log(lc, branch)
+    assert log[1] == person  # the review's commit sits on top of the person's
+    assert lc.branch_file("PERSON.md", branch) == "A person's own change.\n"
+    assert "calmer blue" in (lc.branch_file("CHANGE.md", branch) or "")
+    (thread,) = await _threads(lc, task.id)
+    assert (thread["state"], thread["commit"]) == ("addressed", log[0])
+
+
+def test_thread_rows_name_the_run_that_took_them_up() -> None:
+    # A column the ledger keeps for the run's pickup (checked by the runs above too).
+    assert {"picked_job", "picked_at", "pinned"} <= set(ReviewThread.__table__.columns.keys())
