@@ -9,7 +9,9 @@ from pathlib import Path
 
 from bot.lifecycle.agents import demo
 from bot.lifecycle.agents.presets import demo_command
+from bot.lifecycle.models import ReviewThread
 from bot.lifecycle.prompt import PromptInput, build_prompt
+from bot.lifecycle.review_prompt import review_section
 
 CHAT_BODY = (
     "Filed from Steelframe Chat at the operator's request:\n\n"
@@ -73,3 +75,28 @@ def test_a_notes_link_planted_in_the_repository_is_not_written_through(tmp_path:
     events = run_demo(tmp_path, "The login page shows a blank screen after a wrong password.")
     assert events[-1]["status"] == "error"
     assert list(outside.iterdir()) == []
+
+
+def test_a_review_run_adds_the_review_to_the_note_and_answers_each_thread(
+    tmp_path: Path,
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "issue-7.md").write_text("# Issue #7: Fix login\n\nEarlier note.\n")
+    thread = ReviewThread(kind="comment", root_id=41, path="notes/issue-7.md", line=1)
+    thread.author, thread.text, thread.pinned = "maintainer", "Say which page.", None
+    prompt = build_prompt(
+        PromptInput(repo="o/r", issue=7, title="Fix login", body="Fix it.", branch="b")
+    ) + review_section([thread])
+    env = {"STEELFRAME_ISSUE": "7", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        demo_command(), input=prompt, cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["status"] == "done"  # a review run is never asked the short-issue question
+    note = (notes / "issue-7.md").read_text()
+    assert note.startswith("# Issue #7: Fix login\n\nEarlier note.")
+    assert "## Review answered" in note and "> Say which page." in note
+    answers = json.loads((tmp_path / ".steelframe" / "review-answers.json").read_text())
+    assert answers["threads"][0]["thread"] == "comment:41"
+    assert answers["threads"][0]["status"] == "addressed"

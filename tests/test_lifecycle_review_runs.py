@@ -20,7 +20,9 @@ from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fix
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 
 
-async def _comment(lc: Lifecycle, login: str, number: int, permission: str | None) -> Any:
+async def _comment(
+    lc: Lifecycle, login: str, number: int, permission: str | None, path: str = "CHANGE.md"
+) -> Any:
     pull = await lc.github.get_pull(lc.repo, number)
     return await as_person(
         lc,
@@ -30,7 +32,7 @@ async def _comment(lc: Lifecycle, login: str, number: int, permission: str | Non
         {
             "body": "Blue is too loud.",
             "commit_id": pull["head"]["sha"],
-            "path": "CHANGE.md",
+            "path": path,
             "line": 1,
         },
         permission=permission,
@@ -244,3 +246,23 @@ async def test_a_persons_push_on_the_branch_survives_the_review_run(
 def test_thread_rows_name_the_run_that_took_them_up() -> None:
     # A column the ledger keeps for the run's pickup (checked by the runs above too).
     assert {"picked_job", "picked_at", "pinned"} <= set(ReviewThread.__table__.columns.keys())
+
+
+async def test_the_demo_runtime_answers_a_review_with_a_fix_commit_and_a_reply(
+    make: Make,
+) -> None:
+    lc = await make(coding_agent="demo")
+    issue = await lc.open_issue(body="The widget is red; it should be blue like the logo.")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == "delivered" and task.pr_number is not None
+    before = _branch_log(lc, str(task.branch))
+    note_path = f"notes/issue-{issue}.md"
+    comment = await _comment(lc, "maintainer", task.pr_number, "write", note_path)
+    await lc.work()
+    after = _branch_log(lc, str(task.branch))
+    assert after[1:] == before
+    note = lc.branch_file(note_path, str(task.branch)) or ""
+    assert "## Review answered" in note and "> Blue is too loud." in note
+    (reply,) = await _replies(lc, task.pr_number)
+    assert reply.in_reply_to_id == comment["id"] and f"Addressed in {after[0]}." in reply.body

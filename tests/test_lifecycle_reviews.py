@@ -180,4 +180,7 @@ async def test_answering_a_thread_replies_once_and_settles_it_in_the_ledger(
         first["id"]: ("addressed", head, None),
         second["id"]: ("declined", None, "The issue asks it."),
     }
-    assert detail["ready_for_review"] is True  # nothing open: the reviewer's turn
+    # The comments queued a review run; with every thread settled it delivers at once.
+    assert detail["ready_for_review"] is False and detail["state"] == "queued"
+    await lc.work()
+    assert (await _detail(lc, task_id))["ready_for_review"] is True  # the reviewer's turn

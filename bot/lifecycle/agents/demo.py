@@ -4,7 +4,10 @@ It speaks the coding-command protocol (docs/lifecycle.md, "The coding command") 
 changes no code: it writes `notes/issue-N.md` (the issue title, the issue text it was
 given, the Decisions received, and how to configure a real agent), so the worker commits,
 pushes and opens a real pull request. An issue whose text is shorter than a sentence gets
-a question first, so the Discuss -> Decision -> Publish -> resume loop shows too.
+a question first, so the Discuss -> Decision -> Publish -> resume loop shows too. On a
+review run (the prompt carries `<review-thread>` blocks) it adds the review to the note
+and answers every thread `addressed` in `.steelframe/review-answers.json`, so review ->
+fix commit -> reply shows as well.
 
 Run as a script (`python demo.py`): standard library only, so it runs wherever the coding
 sandbox can run a Python file.
@@ -40,6 +43,10 @@ _IMPERATIVE = re.compile(
     r"(?:issue|task|work|ticket)(?:\s+(?:for|to|about|:))?\s*",
     re.IGNORECASE,
 )
+
+
+_THREAD = re.compile(r'^<review-thread id="(?P<id>[^"]+)"[^>]*>$')
+ANSWERS = Path(".steelframe") / "review-answers.json"
 
 
 def emit(**event: object) -> None:
@@ -101,12 +108,48 @@ def note(issue: str, title: str, text: str, decisions: list[str]) -> str:
     )
 
 
+def review_threads_of(prompt: str) -> list[tuple[str, str]]:
+    """(id, text) of each `<review-thread>` block of a review run's prompt."""
+    threads: list[tuple[str, str]] = []
+    current: tuple[str, list[str]] | None = None
+    for line in prompt.splitlines():
+        found = _THREAD.match(line)
+        if found:
+            current = (found.group("id"), [])
+        elif line == "</review-thread>" and current is not None:
+            threads.append((current[0], "\n".join(current[1]).strip()))
+            current = None
+        elif current is not None:
+            current[1].append(line)
+    return threads
+
+
+def answer_review(path: Path, threads: list[tuple[str, str]]) -> int:
+    """The review added to the note, and every thread answered."""
+    if ANSWERS.parent.is_symlink() or ANSWERS.is_symlink():
+        emit(type="result", status="error", error=".steelframe is a link in this repository")
+        return 0
+    done = path.read_text() if path.is_file() else "# Issue notes\n"
+    section = "".join(f"\n### `{key}`\n\n{quoted(text) or '>'}\n" for key, text in threads)
+    path.write_text(f"{done.rstrip()}\n\n## Review answered\n{section}")
+    entries = [
+        {"thread": key, "status": "addressed", "text": f"The demo runtime added it to `{path}`."}
+        for key, _ in threads
+    ]
+    ANSWERS.parent.mkdir(exist_ok=True)
+    ANSWERS.write_text(json.dumps({"threads": entries}))
+    emit(type="log", text=f"demo runtime: answered {len(threads)} review thread(s) in {path}")
+    summary = f"Made by Steelframe's demo runtime: it added the review to `{path}`. {CONFIGURE}"
+    emit(type="result", status="done", summary=summary)
+    return 0
+
+
 def main() -> int:
     prompt = sys.stdin.read()
     issue = os.environ.get("STEELFRAME_ISSUE", "0")
     decision = os.environ.get("STEELFRAME_DECISION", "").strip()
     text = issue_text_of(prompt)
-    if not decision and too_short(text):
+    if not decision and too_short(text) and not review_threads_of(prompt):
         emit(type="log", text="demo runtime: the issue text is shorter than a sentence")
         emit(type="result", status="question", question=QUESTION)
         return 0
@@ -116,6 +159,9 @@ def main() -> int:
         emit(type="result", status="error", error="notes/ is a link in this repository")
         return 0
     path.parent.mkdir(exist_ok=True)
+    threads = review_threads_of(prompt)
+    if threads:
+        return answer_review(path, threads)
     path.write_text(note(issue, title_of(prompt), text, [decision] if decision else []))
     emit(type="log", text=f"demo runtime: wrote {path}")
     emit(
