@@ -11,9 +11,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from bot.events import RedisEventLog
 from bot.lifecycle.models import EventKind, ReviewThread
 from bot.lifecycle.review_answers import ANSWERS_FILE
 from bot.lifecycle.thread_answers import answer_marker
+from bot.models import Operator
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -65,6 +67,18 @@ async def _eyes(lc: Lifecycle, comment_id: int) -> int:
     return int(answer.data["reactions"]["eyes"])
 
 
+async def _review_events(lc: Lifecycle) -> list[dict[str, Any]]:
+    """The `review` events on the operators' events stream."""
+    log = RedisEventLog.from_url(str(lc.settings.redis_url))
+    operators = lc.ctx.db.call(lambda s: [op.id for op in s.query(Operator).all()])
+    found = []
+    for operator in operators:
+        batch = await log.read(operator, 0, wait=0.05)
+        found += [e.data for e in batch.events if e.type == "review"]
+    await log.close()
+    return found
+
+
 async def _threads(lc: Lifecycle, task_id: int) -> list[dict[str, Any]]:
     response = await lc.api.get(f"/api/operator/tasks/{task_id}")
     assert response.status == 200
@@ -100,6 +114,10 @@ async def test_a_writers_comment_makes_one_run_one_commit_one_reply(
     assert (thread["state"], thread["commit"]) == ("addressed", after[0])
     assert lc.task(issue).state == "delivered" and _pickups(lc, task.id) == 1
     assert lc.queued_jobs() == []
+    # The events stream announced the pickup, once per operator.
+    announced = await _review_events(lc)
+    assert announced and {e["threads"][0] for e in announced} == {f"comment:{comment['id']}"}
+    assert {(e["task_id"], e["pr_number"]) for e in announced} == {(task.id, number)}
 
 
 async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:

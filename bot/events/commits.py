@@ -1,5 +1,5 @@
-"""Report what a database transaction changed once it commits: task transitions and task
-results written to a chat session.
+"""Report what a database transaction changed once it commits: task transitions, task
+results written to a chat session, and review pickups (a review run took threads up).
 
 The task event log and the chat turns are the truth; this mirrors each committed row onto
 the operator events stream, so every path that changes a task (workers, the reconciler, a
@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db import Database
-from bot.events.publisher import OperatorEvents, ResultMessage, TaskChange
+from bot.events.publisher import OperatorEvents, ResultMessage, ReviewPicked, TaskChange
 from bot.lifecycle.models import EventKind, TaskEvent
 from bot.models import ChatTurn
 
@@ -35,6 +35,7 @@ _watched: weakref.WeakSet[sessionmaker[Session]] = weakref.WeakSet()
 class _Pending:
     tasks: list[TaskChange] = field(default_factory=list)
     results: list[ResultMessage] = field(default_factory=list)
+    reviews: list[ReviewPicked] = field(default_factory=list)
 
 
 def watch_commits(db: Database, events: OperatorEvents) -> None:
@@ -49,12 +50,14 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
     def _collect(session: Session, _context: Any) -> None:
         pending: _Pending | None = None
         for row in session.new:
-            found = _task_change(row) or _result(row)
+            found = _task_change(row) or _result(row) or _review(row)
             if found is None:
                 continue
             pending = pending or session.info.setdefault(INFO_KEY, _Pending())
             if isinstance(found, TaskChange):
                 pending.tasks.append(found)
+            elif isinstance(found, ReviewPicked):
+                pending.reviews.append(found)
             else:
                 pending.results.append(found)
 
@@ -66,6 +69,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
         try:
             events.tasks_changed(pending.tasks)
             events.results_delivered(pending.results)
+            events.reviews_picked(pending.reviews)
         except Exception as exc:  # the change is committed; its notice is best-effort
             log.warning("events: committed changes not announced: %s", type(exc).__name__)
             events.missed(None)  # who missed it could not be read: everyone reloads
@@ -79,6 +83,13 @@ def _task_change(row: object) -> TaskChange | None:
     if not isinstance(row, TaskEvent) or row.kind not in _STATE_EVENTS or not row.to_state:
         return None
     return TaskChange(row.task_id, str(row.to_state), row.detail or "", row.at)
+
+
+def _review(row: object) -> ReviewPicked | None:
+    if not isinstance(row, TaskEvent) or row.kind != EventKind.REVIEW_PICKUP.value:
+        return None
+    threads = (row.data or {}).get("threads") or []
+    return ReviewPicked(row.task_id, [str(each) for each in threads], row.at)
 
 
 def _result(row: object) -> ResultMessage | None:

@@ -53,6 +53,7 @@ class EventType(StrEnum):
     TASK = "task"
     RESULT = "result"
     SESSION = "session"
+    REVIEW = "review"  # a review run took threads of a task's pull request up
     # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
     # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
     RESYNC = "resync"
@@ -85,6 +86,15 @@ class TaskChange:
     task_id: int
     state: str
     reason: str
+    at: datetime
+
+
+@dataclass(frozen=True)
+class ReviewPicked:
+    """A review run took review threads up (bot.lifecycle.review_pickup)."""
+
+    task_id: int
+    threads: list[str]  # "comment:<id>" / "review:<id>"
     at: datetime
 
 
@@ -175,6 +185,15 @@ class OperatorEvents:
             task = rows.get(change.task_id)
             if task is not None:
                 self.append(operators, EventType.TASK, task_payload(task, change))
+
+    def reviews_picked(self, picked: list[ReviewPicked]) -> None:
+        if not picked:
+            return
+        rows, operators = self.db.call(_tasks_and_operators, {p.task_id for p in picked})
+        for each in picked:
+            task = rows.get(each.task_id)
+            if task is not None:
+                self.append(operators, EventType.REVIEW, review_payload(task, each))
 
     def results_delivered(self, results: list[ResultMessage]) -> None:
         if not results:
@@ -353,6 +372,18 @@ def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
         "cost_usd": task.cost_usd,
         "reason": change.reason,
         "updated_at": change.at.isoformat(),
+    }
+
+
+def review_payload(task: Task, picked: ReviewPicked) -> dict[str, Any]:
+    return {
+        "task_id": task.id,
+        "repo": task.repo,
+        "issue": task.issue,
+        "pr_number": task.pr_number,
+        "pr_url": task.pr_url,
+        "threads": picked.threads,
+        "at": picked.at.isoformat(),
     }
 
 
