@@ -377,6 +377,7 @@ def _task_schemas() -> dict[str, Any]:
                 "commit": NULLABLE_STR,
                 "reason": NULLABLE_STR,
                 "url": NULLABLE_STR,
+                "picked_at": NULLABLE_STR,
                 "created_at": {"type": "string"},
                 "updated_at": {"type": "string"},
             }

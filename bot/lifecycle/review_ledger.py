@@ -33,6 +33,8 @@ def thread_json(thread: ReviewThread) -> dict[str, Any]:
         "commit": thread.commit,
         "reason": thread.reason,
         "url": thread.url,
+        # When a review run took the thread up (None: waiting for one).
+        "picked_at": thread.picked_at.isoformat() if thread.picked_at else None,
         "created_at": thread.created_at.isoformat(),
         "updated_at": thread.updated_at.isoformat(),
     }
