@@ -8,11 +8,13 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from bot.events import RedisEventLog
 from bot.lifecycle.models import EventKind, ReviewThread
+from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.review_answers import ANSWERS_FILE
 from bot.lifecycle.thread_answers import answer_marker
 from bot.models import Operator
@@ -284,3 +286,42 @@ async def test_the_demo_runtime_answers_a_review_with_a_fix_commit_and_a_reply(
     assert "## Review answered" in note and "> Blue is too loud." in note
     (reply,) = await _replies(lc, task.pr_number)
     assert reply.in_reply_to_id == comment["id"] and f"Addressed in {after[0]}." in reply.body
+
+
+async def test_the_reconciler_asks_the_run_a_dead_process_did_not(make: Make) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    comment = await _comment(lc, "passerby", number, None)  # a real comment, ignored
+
+    def recorded_then_died(session: Any) -> None:
+        # What the webhook's transaction leaves when its process dies before asking.
+        now = datetime.now(UTC)
+        session.add(
+            ReviewThread(
+                task_id=task.id,
+                kind="comment",
+                root_id=comment["id"],
+                pr_number=number,
+                path="CHANGE.md",
+                line=1,
+                author="maintainer",
+                state="open",
+                text="Blue is too loud.",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    lc.ctx.db.call(recorded_then_died)
+    assert lc.task(issue).state == "delivered"
+    quiet = {"say": lambda _line: None}
+    await asyncio.to_thread(run_reconcile, lc.ctx, **quiet)
+    assert lc.task(issue).state == "queued" and len(lc.queued_jobs()) == 1
+    # A second pass neither delivers the queued task (its PR exists) nor asks again.
+    await asyncio.to_thread(run_reconcile, lc.ctx, **quiet)
+    assert lc.task(issue).state == "queued" and len(lc.queued_jobs()) == 1
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    assert thread["state"] == "addressed" and thread["picked_at"] is not None
+    assert lc.task(issue).state == "delivered"
