@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from bot.events import RedisEventLog
-from bot.lifecycle.models import EventKind, ReviewThread
+from bot.lifecycle.models import EventKind, ReviewThread, ThreadKind
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.review_answers import ANSWERS_FILE
 from bot.lifecycle.thread_answers import answer_marker
 from bot.models import Operator
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 
@@ -110,7 +110,8 @@ async def test_a_writers_comment_makes_one_run_one_commit_one_reply(
     assert lc.branch_file(ANSWERS_FILE, str(task.branch)) is None
     (reply,) = await _replies(lc, number)
     assert reply.in_reply_to_id == comment["id"]
-    assert answer_marker("comment", comment["id"]) in reply.body  # type: ignore[arg-type]
+    marker = answer_marker(ThreadKind.COMMENT, comment["id"], lc.task(issue).job_id)
+    assert reply.body.startswith(marker)
     assert f"Addressed in {after[0]}." in reply.body and "Made it calmer." in reply.body
     (thread,) = await _threads(lc, task.id)
     assert (thread["state"], thread["commit"]) == ("addressed", after[0])
@@ -198,6 +199,14 @@ async def test_a_question_waits_for_a_decision_then_the_thread_is_addressed(
     assert lc.task(issue).state == "waiting_for_info"
     (reply,) = await _replies(lc, number)
     assert "Which blue?" in reply.body
+    # The Decision resumes the task: a review run of the thread that waited for it.
+    await lc.comment_as("maintainer", issue, f"{DECISION}\nThe logo's blue.", "write")
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    head = _branch_log(lc, str(task.branch))[0]
+    assert (thread["state"], thread["commit"]) == ("addressed", head)
+    assert lc.task(issue).state == "delivered" and _pickups(lc, task.id) == 2
+    assert len(await _replies(lc, number)) == 2  # the question, then the fix
 
 
 async def test_an_unreadable_answers_file_gets_the_workers_own_answer(make: Make) -> None:

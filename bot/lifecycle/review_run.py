@@ -68,6 +68,8 @@ async def work_review(run: Run) -> str:
     text = await issue_text(run)
     job = run.task.job_id or run.holder.id
     threads = await pick_up(ctx.db, run.github, run.task, job=job, clock=ctx.clock)
+    if not threads:  # answered meanwhile (a race with another path): nothing to run
+        return await finish_delivered(ctx, run.github, run.task.id, run.actor, summary="")
     await _announce(run, threads)
     if not ctx.policy.coding_command:
         return await _no_runtime(run)

@@ -36,18 +36,20 @@ class ThreadAnswer:
     commit: str | None = None  # the fix (addressed)
 
 
-def answer_marker(kind: ThreadKind, root_id: int) -> str:
-    return f"{ANSWER_PREFIX}{kind}={root_id} -->"
+def answer_marker(kind: ThreadKind, root_id: int, job: str | None = None) -> str:
+    """Names the thread and the review run answering it (a thread asked again, or whose
+    question a Decision answered, gets the next run's reply too)."""
+    return f"{ANSWER_PREFIX}{kind}={root_id}{f' job={job}' if job else ''} -->"
 
 
-def answer_body(answer: ThreadAnswer) -> str:
+def answer_body(answer: ThreadAnswer, job: str | None = None) -> str:
     head = {
         ThreadState.ADDRESSED: f"Addressed in {answer.commit}." if answer.commit else "Addressed.",
         ThreadState.DECLINED: "Not changed.",
         ThreadState.NEEDS_OPERATOR: "Steelframe has a question before changing this:",
     }[answer.state]
     text = answer.text.strip()[:MAX_ANSWER]
-    return f"{answer_marker(answer.kind, answer.root_id)}\n{head}\n\n{text}".rstrip()
+    return f"{answer_marker(answer.kind, answer.root_id, job)}\n{head}\n\n{text}".rstrip()
 
 
 async def answer_threads(
@@ -72,7 +74,7 @@ async def answer_threads(
         thread = await db.run(_open_thread, task_id, answer.kind, answer.root_id, job)
         if thread is None:
             continue
-        await _reply_once(github, task, thread, answer)
+        await _reply_once(github, task, thread, answer, job)
         await db.run(_settle, task_id, answer, job, clock)
         answered += 1
     log.info("lifecycle: task %s: %s review threads answered", task_id, answered)
@@ -80,10 +82,10 @@ async def answer_threads(
 
 
 async def _reply_once(
-    github: GitHubApi, task: Task, thread: ReviewThread, answer: ThreadAnswer
+    github: GitHubApi, task: Task, thread: ReviewThread, answer: ThreadAnswer, job: str | None
 ) -> None:
-    body = answer_body(answer)
-    marker = answer_marker(answer.kind, answer.root_id)
+    body = answer_body(answer, job)
+    marker = answer_marker(answer.kind, answer.root_id, job)
     if answer.kind == ThreadKind.COMMENT:
         replies = await github.list_review_comments(task.repo, thread.pr_number)
         if not any(marker in reply.body for reply in replies):

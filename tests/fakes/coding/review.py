@@ -2,7 +2,7 @@
 
 fix      - edits CHANGE.md per the review, answers every thread `addressed`
 nothing  - changes nothing, writes no answers
-ask      - changes nothing, answers every thread with a `question`
+ask      - changes nothing, answers every thread with a `question` (fix once decided)
 garbled  - edits CHANGE.md, writes an answers file the worker cannot read
 
 It writes the session it was told to resume (STEELFRAME_RESUME_SESSION) into REVIEWED.md,
@@ -22,6 +22,8 @@ prompt = read_prompt()
 task = os.environ["STEELFRAME_TASK_ID"]
 issue = os.environ["STEELFRAME_ISSUE"]
 mode = sys.argv[1] if len(sys.argv) > 1 else "fix"
+if mode == "ask" and os.environ.get("STEELFRAME_DECISION"):
+    mode = "fix"  # the question was answered
 threads = re.findall(r'^<review-thread id="([^"]+)"', prompt, re.MULTILINE)
 emit(type="session", session_id=f"review-session-{task}")
 if not threads:
