@@ -19,9 +19,10 @@ from bot.lifecycle.review_answers import ANSWERS_FILE
 from bot.lifecycle.thread_answers import answer_marker
 from bot.models import Operator
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import DECISION, Lifecycle, Make
+from tests.fakes.lifecycle import DECISION, Lifecycle, Make, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
+from tests.fakes.sandbox import exchange_dir
 
 
 async def _comment(
@@ -222,6 +223,29 @@ async def test_an_unreadable_answers_file_gets_the_workers_own_answer(make: Make
     assert f"Addressed in {head}." in reply.body
 
 
+async def _push_as_person(lc: Lifecycle, branch: str, folder: Path, name: str) -> str:
+    """A person clones the branch over the sandbox's git, commits `name`, pushes; the sha."""
+    info = (await lc.github.request("GET", lc.repo, "")).data
+    token = lc.sandbox.user_token("maintainer", "write")
+    url = str(info["clone_url"]).replace("://", f"://x-access-token:{token}@", 1)
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
+
+    def push() -> str:
+        subprocess.run(
+            ["git", "clone", "-q", "--branch", branch, url, str(folder)], check=True, env=env
+        )
+        (folder / name).write_text("A person's own change.\n")
+        _git(folder, "add", name)
+        who = ["-c", "user.name=Pat", "-c", "user.email=pat@example.invalid"]
+        _git(folder, *who, "commit", "-q", "-m", "A person's commit")
+        subprocess.run(
+            ["git", "-C", str(folder), "push", "-q", "origin", branch], check=True, env=env
+        )
+        return _git(folder, "rev-parse", "HEAD")
+
+    return await asyncio.to_thread(push)
+
+
 async def test_a_persons_push_on_the_branch_survives_the_review_run(
     make: Make, tmp_path: Path
 ) -> None:
@@ -229,38 +253,7 @@ async def test_a_persons_push_on_the_branch_survives_the_review_run(
     issue, number = await delivered_pull(lc)
     task = lc.task(issue)
     branch = str(task.branch)
-    # A person pushes a commit of their own to the pull request's branch, over git.
-    info = (await lc.github.request("GET", lc.repo, "")).data
-    token = lc.sandbox.user_token("maintainer", "write")
-    url = str(info["clone_url"]).replace("://", f"://x-access-token:{token}@", 1)
-    clone = tmp_path / "person"
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    await asyncio.to_thread(
-        subprocess.run,
-        ["git", "clone", "--quiet", "--branch", branch, url, str(clone)],
-        check=True,
-        env=env,
-    )
-    (clone / "PERSON.md").write_text("A person's own change.\n")
-    _git(clone, "add", "PERSON.md")
-    _git(
-        clone,
-        "-c",
-        "user.name=Pat",
-        "-c",
-        "user.email=pat@example.invalid",
-        "commit",
-        "-q",
-        "-m",
-        "A person's commit",
-    )
-    person = _git(clone, "rev-parse", "HEAD")
-    await asyncio.to_thread(
-        subprocess.run,
-        ["git", "-C", str(clone), "push", "--quiet", "origin", branch],
-        check=True,
-        env=env,
-    )
+    person = await _push_as_person(lc, branch, tmp_path / "person", "PERSON.md")
     assert _branch_log(lc, branch)[0] == person
     await _comment(lc, "maintainer", number, "write")
     await lc.work()
@@ -270,6 +263,30 @@ async def test_a_persons_push_on_the_branch_survives_the_review_run(
     assert "calmer blue" in (lc.branch_file("CHANGE.md", branch) or "")
     (thread,) = await _threads(lc, task.id)
     assert (thread["state"], thread["commit"]) == ("addressed", log[0])
+
+
+async def test_a_push_by_a_person_during_the_run_is_never_overwritten(
+    make: Make, tmp_path: Path
+) -> None:
+    # Where the held runtime may write (the coding sandbox hides the rest).
+    started, go = exchange_dir(tmp_path) / "started", exchange_dir(tmp_path) / "go"
+    lc = await make(coding_command=command("review", "fix", started, go))
+    assert lc.exchange == started.parent
+    issue, number = await delivered_pull(lc)
+    branch = str(lc.task(issue).branch)
+    await _comment(lc, "maintainer", number, "write")
+    working = asyncio.ensure_future(lc.work())
+    await wait_for(started.exists, within=120)
+    person = await _push_as_person(lc, branch, tmp_path / "person", "PERSON.md")
+    go.write_text("go")
+    await working
+    # The first attempt's push was refused (the branch moved); the retry started from the
+    # person's commit and put the review's commit on top of it.
+    log = _branch_log(lc, branch)
+    assert log[1] == person and lc.branch_file("PERSON.md", branch) is not None
+    (thread,) = await _threads(lc, lc.task(issue).id)
+    assert (thread["state"], thread["commit"]) == ("addressed", log[0])
+    assert lc.task(issue).state == "delivered"
 
 
 def test_thread_rows_name_the_run_that_took_them_up() -> None:

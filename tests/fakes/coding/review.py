@@ -5,6 +5,9 @@ nothing  - changes nothing, writes no answers
 ask      - changes nothing, answers every thread with a `question` (fix once decided)
 garbled  - edits CHANGE.md, writes an answers file the worker cannot read
 
+With ARGV[2] and ARGV[3] a review run first writes ARGV[2] and waits (at most ten
+minutes) for ARGV[3] to exist: a run a test holds while a person pushes.
+
 It writes the session it was told to resume (STEELFRAME_RESUME_SESSION) into REVIEWED.md,
 so a test sees which session the review run continued.
 """
@@ -13,6 +16,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -30,6 +34,11 @@ if not threads:
     commit("CHANGE.md", f"Change for issue {issue}\n", f"Fix issue {issue}")
     emit(type="result", status="done", summary=f"Added CHANGE.md for #{issue}.")
     raise SystemExit(0)
+if len(sys.argv) > 3:
+    Path(sys.argv[2]).write_text(f"{os.getpid()}\n")
+    deadline = time.monotonic() + 600
+    while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
+        time.sleep(0.05)
 resumed = os.environ.get("STEELFRAME_RESUME_SESSION", "")
 answers = Path(".steelframe/review-answers.json")
 answers.parent.mkdir(exist_ok=True)
