@@ -30,6 +30,7 @@ class EventKind(StrEnum):
     ISSUE_PINNED = "issue_pinned"
     EDIT_IGNORED = "edit_ignored"
     PULL_END_IGNORED = "pull_end_ignored"
+    CI_FIX_RUN = "ci_fix_run"  # failing CI on the pull request started a fix run
 
 
 class Task(Base):
