@@ -9,10 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+from sqlalchemy import select
 
 from bot.lifecycle.ci_models import CiFix
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
+from bot.models import Operator
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -56,6 +58,13 @@ async def fail_head(lc: Lifecycle, number: int, *, log: str = LOG, name: str = "
     return sha
 
 
+async def _stream(lc: Lifecycle, kind: str) -> list[dict[str, Any]]:
+    """The operator events stream's events of `kind`, as an operator's client reads them."""
+    operator = lc.ctx.db.call(lambda s: s.scalar(select(Operator.id).limit(1)))
+    batch = await lc.api.services.events.log.read(operator, 0, wait=0.1)
+    return [e.data for e in batch.events if e.type == kind]
+
+
 def _rows(lc: Lifecycle, task_id: int) -> list[CiFix]:
     return list(
         lc.ctx.db.call(
@@ -78,6 +87,15 @@ async def test_a_failing_check_gets_a_fix_run_with_the_evidence_and_a_new_commit
     assert task.state == TaskState.RUNNING
     fix_events = [e for e in lc.events(task.id) if e.kind == EventKind.CI_FIX_RUN]
     assert len(fix_events) == 1 and fix_events[0].data["head_sha"] == first
+    (announced,) = await _stream(lc, "fix_run")
+    assert announced == {
+        "task_id": task.id,
+        "pr_number": number,
+        "head_sha": first,
+        "checks": ["tests"],
+        "run": 1,
+        "of": 2,
+    }
     await lc.work()
     task = lc.task(issue)
     assert task.state == TaskState.DELIVERED

@@ -53,6 +53,8 @@ class EventType(StrEnum):
     TASK = "task"
     RESULT = "result"
     SESSION = "session"
+    # A fix run started for failing CI on a task's pull request (bot.lifecycle.ci_intake).
+    FIX_RUN = "fix_run"
     # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
     # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
     RESYNC = "resync"
@@ -86,6 +88,18 @@ class TaskChange:
     state: str
     reason: str
     at: datetime
+
+
+@dataclass(frozen=True)
+class FixRunStarted:
+    """Failing CI on a task's pull request started fix run `run` of `of`."""
+
+    task_id: int
+    pr_number: int
+    head_sha: str
+    checks: tuple[str, ...]
+    run: int
+    of: int
 
 
 @dataclass(frozen=True)
@@ -175,6 +189,13 @@ class OperatorEvents:
             task = rows.get(change.task_id)
             if task is not None:
                 self.append(operators, EventType.TASK, task_payload(task, change))
+
+    def fix_runs_started(self, started: list[FixRunStarted]) -> None:
+        if not started:
+            return
+        operators = self.db.call(_operator_ids)
+        for item in started:
+            self.append(operators, EventType.FIX_RUN, fix_run_payload(item))
 
     def results_delivered(self, results: list[ResultMessage]) -> None:
         if not results:
@@ -353,6 +374,17 @@ def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
         "cost_usd": task.cost_usd,
         "reason": change.reason,
         "updated_at": change.at.isoformat(),
+    }
+
+
+def fix_run_payload(item: FixRunStarted) -> dict[str, Any]:
+    return {
+        "task_id": item.task_id,
+        "pr_number": item.pr_number,
+        "head_sha": item.head_sha,
+        "checks": list(item.checks),
+        "run": item.run,
+        "of": item.of,
     }
 
 
