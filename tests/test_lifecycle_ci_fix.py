@@ -15,6 +15,7 @@ from bot.lifecycle.ci_models import CiFix
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from bot.models import Operator
+from github_sandbox.pull_view import form_token
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -211,3 +212,36 @@ async def test_a_fix_run_that_changes_nothing_stops_without_a_push(make: Make) -
     # The same failure again (a redelivery) starts nothing and says nothing new.
     await send_again(lc, "workflow_run", "completed", times=3)
     assert lc.queued_jobs() == [] and len(await _summaries(lc, number)) == 1
+
+
+async def test_the_demo_runtime_answers_a_check_failed_on_the_pull_request_page(
+    make: Make,
+) -> None:
+    """`steelframe dev`'s loop: a person marks a check failed with the page's form, the
+    demo runtime's fix run commits a note of what CI reported to the same pull request."""
+    lc = await make(coding_agent="demo")
+    issue = await lc.open_issue("Make the widget blue", "The widget is red and it should be blue.")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED, lc.task(issue).last_error
+    number = int(lc.task(issue).pr_number or 0)
+    before = await _head(lc, number)
+    sandbox = lc.sandbox.sandbox
+    form = {
+        "token": form_token(sandbox, lc.repo, number, "fail-check"),
+        "name": "tests",
+        "message": "widget colour is still red",
+        "path": "widget.py",
+        "line": "3",
+    }
+    async with aiohttp.ClientSession() as http:
+        page = f"{lc.sandbox.url}/{lc.repo}/pull/{number}/checks"
+        response = await http.post(page, data=form, allow_redirects=False)
+        assert response.status == 303, await response.text()
+    await lc.settle()
+    assert lc.task(issue).state == TaskState.RUNNING
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert await _head(lc, number) != before
+    note = lc.branch_file(f"notes/issue-{issue}.md", f"steelframe/issue-{issue}")
+    assert note is not None and f"CI failed on {before[:12]}" in note
+    assert "widget colour is still red" in note
