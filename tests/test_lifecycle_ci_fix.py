@@ -11,8 +11,11 @@ from typing import Any
 import aiohttp
 from sqlalchemy import select
 
+from bot.lifecycle.ci_failures import parse_failure
+from bot.lifecycle.ci_intake import CiIntake
 from bot.lifecycle.ci_models import CiFix
 from bot.lifecycle.models import EventKind
+from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
 from bot.models import Operator
 from github_sandbox.pull_view import form_token
@@ -140,6 +143,22 @@ async def test_the_same_failure_redelivered_three_times_is_one_fix_run(make: Mak
     await fail_head(lc, number)
     for event in ("check_run", "check_suite", "workflow_run", "workflow_job"):
         await send_again(lc, event, "completed", times=3)
+    # Past the receiver's duplicate checks too (delivery id, content key): the handler
+    # itself, called again with each report, finds the commit claimed.
+    intake = CiIntake(
+        db=lc.api.services.db,
+        github=lc.github,
+        queue=lc.service.queue,
+        fix_runs=2,
+        redactor=Redactor(),
+        github_api_url=lc.settings.github_api_url,
+    )
+    failures = [parse_failure(sent.event, sent.payload) for sent in lc.sandbox.sandbox.hooks.sent]
+    reports = [failure for failure in failures if failure is not None]
+    assert len(reports) >= 4 * 4  # the job, check run, suite and workflow run, 4 times each
+    for failure in reports:
+        outcome = await intake.on_failure(failure)
+        assert outcome.verdict == "already handled", outcome
     task = lc.task(issue)
     assert len(lc.queued_jobs()) == 1
     assert len([e for e in lc.events(task.id) if e.kind == EventKind.CI_FIX_RUN]) == 1
