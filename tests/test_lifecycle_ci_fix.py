@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import pytest
 from sqlalchemy import select
 
 from bot.lifecycle.ci_failures import parse_failure
-from bot.lifecycle.ci_intake import CiIntake
+from bot.lifecycle.ci_intake import CiBusy, CiIntake
 from bot.lifecycle.ci_models import CiFix
-from bot.lifecycle.models import EventKind
+from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
 from bot.models import Operator
@@ -264,3 +265,35 @@ async def test_the_demo_runtime_answers_a_check_failed_on_the_pull_request_page(
     note = lc.branch_file(f"notes/issue-{issue}.md", f"steelframe/issue-{issue}")
     assert note is not None and f"CI failed on {before[:12]}" in note
     assert "widget colour is still red" in note
+
+
+async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
+    make: Make,
+) -> None:
+    """CI can report on a run's push before the run has finished: the delivery fails for
+    the processor to retry (not dropped), and the retry after the run starts the fix."""
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    task_id = lc.task(issue).id
+    set_state = lambda state: lc.ctx.db.call(  # noqa: E731
+        lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
+    )
+    set_state(TaskState.RUNNING)
+    sha = await fail_head(lc, number)  # processed while running: retried, nothing done
+    assert _rows(lc, task_id) == [] and lc.queued_jobs() == []
+    intake = CiIntake(
+        db=lc.api.services.db,
+        github=lc.github,
+        queue=lc.service.queue,
+        fix_runs=2,
+        redactor=Redactor(),
+        github_api_url=lc.settings.github_api_url,
+    )
+    sent = next(d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite")
+    failure = parse_failure("check_suite", sent.payload)
+    assert failure is not None and failure.head_sha == sha
+    with pytest.raises(CiBusy):
+        await intake.on_failure(failure)
+    set_state(TaskState.DELIVERED)  # the run ended
+    assert (await intake.on_failure(failure)).verdict == "fix run"
+    assert len(lc.queued_jobs()) == 1

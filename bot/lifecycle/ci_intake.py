@@ -55,6 +55,11 @@ class CiGitHub(GitHubApi, CiReads, Protocol):
     async def get_pull(self, repo: str, number: int) -> dict[str, Any]: ...
 
 
+class CiBusy(Exception):
+    """A failure on the head of a task whose run is live: the webhook processor retries
+    the delivery with backoff (minutes), by when the run has ended."""
+
+
 @dataclass(frozen=True)
 class CiOutcome:
     """What a failure report came to: `started`/`stopped` (the claim), or why not."""
@@ -132,13 +137,17 @@ class CiIntake:
                 # first time).
                 await self._summary(github, task, done.head_sha)
             return CiOutcome("already handled", f"head commit is {done.verdict}", task.id)
-        if task.archived or task.state != TaskState.DELIVERED:
+        if task.archived or task.state not in (TaskState.DELIVERED, TaskState.RUNNING):
             why = "archived" if task.archived else str(task.state)
             return CiOutcome("ignored", f"the task is {why}", task.id)
         pull = await github.get_pull(task.repo, int(task.pr_number or 0))
         not_head = await self._not_head(github, pull, task, failure)
         if not_head:
             return CiOutcome("ignored", not_head, task.id)
+        if task.state == TaskState.RUNNING:
+            # The head moved while a run is live (its own push, CI faster than its finish,
+            # or a person's): the delivery is retried once the run has ended.
+            raise CiBusy(f"task {task.id} is running; the failure on its head is read later")
         return await self._decide(github, task, failure, pull)
 
     async def _not_head(
