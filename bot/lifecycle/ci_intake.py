@@ -2,8 +2,9 @@
 
 A CI webhook (webhooks.handlers.ci) reporting a failure on a commit reaches a task only
 when the commit is the head of the task's open pull request, which the App opened from the
-task's branch in the same repository, and the task is `delivered` (a live run pushes
-again; a task waiting for a person waits). The App's own checks are ignored.
+task's branch in the same repository, and the task is `delivered` (a task waiting for a
+person waits; while its run is live the handler raises `CiBusy`, so the webhook processor
+retries the delivery after the run). The App's own checks are ignored.
 
 Then, once per (task, head commit): the failure is read (`ci_evidence`), judged
 (`ci_rules`), and either a fix run starts (the task goes `running` with the evidence pinned
