@@ -6,8 +6,9 @@ is a person's to look at, and a run on it would only burn the bound.
    branch's head too: the change did not break it.
 2. Infrastructure: every failing Actions job's log shows an infrastructure signature
    (`INFRASTRUCTURE`: the runner lost, a shutdown signal, no space left, a network error
-   reaching a host, a service unavailable), or an empty log (it never ran a step). Only Actions jobs have a log to read; any other failing check, or a
-   failing status, counts as the change's.
+   reaching a host, a service unavailable), or an empty log (it never ran a step). Only
+   Actions jobs have a log to read; any other failing check, or a failing status, counts
+   as the change's.
 3. Otherwise the change's: a fix run, within the bound.
 
 Whether a failing job's annotated files intersect the pull request's files is not a rule:

@@ -84,8 +84,10 @@ async def _announce(run: Run, row: CiFix) -> None:
 
 
 def _ended(run: Run, row: CiFix, said: str) -> str:
-    """The run ended as a run does (failed, asked, stopped): the fix is over either way."""
-    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.ENDED, run.ctx.clock)
+    """The run ended as a run does (failed, asked, stopped): the fix is over, unless a
+    retry was scheduled (the task is queued again), which runs the same fix."""
+    if run.ctx.db.call(tasks.get_task, run.task.id).state != TaskState.QUEUED:
+        run.ctx.db.call(ci_store.conclude, row.id, CiFixState.ENDED, run.ctx.clock)
     return said
 
 
