@@ -297,3 +297,17 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
     set_state(TaskState.DELIVERED)  # the run ended
     assert (await intake.on_failure(failure)).verdict == "fix run"
     assert len(lc.queued_jobs()) == 1
+
+
+async def test_the_apps_own_failing_check_is_not_a_reason_to_run(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    sha = await _head(lc, number)
+    made = {"name": "steelframe", "head_sha": sha, "status": "completed", "conclusion": "failure"}
+    made["output"] = {"title": "Steelframe's own check", "summary": "red"}
+    await lc.github.request("POST", lc.repo, "/check-runs", payload=made)
+    await lc.settle()
+    sent = {(d.event, d.action) for d in lc.sandbox.sandbox.hooks.sent}
+    assert {("check_run", "completed"), ("check_suite", "completed")} <= sent
+    assert lc.task(issue).state == TaskState.DELIVERED and lc.queued_jobs() == []
+    assert _rows(lc, lc.task(issue).id) == []
