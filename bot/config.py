@@ -489,6 +489,11 @@ class Settings:
     task_lease_seconds: float = setting(
         "STEELFRAME_TASK_LEASE_SECONDS", _float, "run lease expiry", 60.0
     )
+    # Failing CI on a task's pull request (bot.lifecycle.ci_intake): fix runs per failing
+    # head commit, counting the commits fix runs pushed after it; 0 asks a person at once.
+    ci_fix_runs: int = setting(
+        "STEELFRAME_CI_FIX_RUNS", _non_negative_int, "fix runs per failing head commit", 2
+    )
     task_retry_backoff_seconds: float = setting(
         "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS",
         _float,

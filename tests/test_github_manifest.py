@@ -40,10 +40,45 @@ def test_manifest_names_the_webhook_path_events_and_permissions() -> None:
         "pull_request",
         "pull_request_review",
         "pull_request_review_comment",
+        *("check_run", "check_suite", "status", "workflow_run", "workflow_job"),
     ]
     assert app["default_permissions"] == {
         "issues": "write",
         "pull_requests": "write",
         "contents": "write",
         "metadata": "read",
+        **{"checks": "read", "statuses": "read", "actions": "read"},
     }
+
+
+def test_every_event_the_manifest_asks_for_has_a_handler() -> None:
+    """No more than the code uses: an event nobody handles is not subscribed to."""
+    from gidgethub.sansio import Event
+
+    from webhooks.router import build_router
+
+    router = build_router()
+    for name in manifest()["default_events"]:
+        action = None if name == "status" else "completed"
+        if name.startswith(("issue", "pull_request")):
+            action = {"issues": "opened", "issue_comment": "created"}.get(name, "closed")
+            if name.startswith("pull_request_review"):
+                action = "submitted" if name == "pull_request_review" else "created"
+        data = {} if action is None else {"action": action}
+        assert router.fetch(Event(data, event=name, delivery_id="-")), name
+
+
+def test_the_ci_reads_need_only_what_the_manifest_grants() -> None:
+    from bot.github.client import needed_permissions
+
+    granted = manifest()["default_permissions"]
+    for path in (
+        "/commits/abc/check-runs",
+        "/check-runs/1/annotations",
+        "/commits/abc/status",
+        "/actions/jobs/1/logs",
+        "/actions/runs/1/jobs",
+        "/pulls/1/files",
+    ):
+        ((name, level),) = needed_permissions("GET", path).items()
+        assert granted.get(name) in (level, "write"), path

@@ -5,7 +5,15 @@ from __future__ import annotations
 from gidgethub.routing import Router
 
 from webhooks import lifecycle_hooks
-from webhooks.handlers import comments, installations, issues, ping, pulls, repository_changes
+from webhooks.handlers import (
+    ci,
+    comments,
+    installations,
+    issues,
+    ping,
+    pulls,
+    repository_changes,
+)
 from webhooks.routing import compose
 
 ROUTERS: list[Router] = [
@@ -16,6 +24,7 @@ ROUTERS: list[Router] = [
     pulls.router,
     repository_changes.router,
     lifecycle_hooks.router,
+    ci.router,
 ]
 
 

@@ -18,7 +18,13 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db import Database
-from bot.events.publisher import OperatorEvents, ResultMessage, ReviewPicked, TaskChange
+from bot.events.publisher import (
+    FixRunStarted,
+    OperatorEvents,
+    ResultMessage,
+    ReviewPicked,
+    TaskChange,
+)
 from bot.lifecycle.models import EventKind, TaskEvent
 from bot.models import ChatTurn
 
@@ -36,6 +42,7 @@ class _Pending:
     tasks: list[TaskChange] = field(default_factory=list)
     results: list[ResultMessage] = field(default_factory=list)
     reviews: list[ReviewPicked] = field(default_factory=list)
+    fix_runs: list[FixRunStarted] = field(default_factory=list)
 
 
 def watch_commits(db: Database, events: OperatorEvents) -> None:
@@ -50,7 +57,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
     def _collect(session: Session, _context: Any) -> None:
         pending: _Pending | None = None
         for row in session.new:
-            found = _task_change(row) or _result(row) or _review(row)
+            found = _task_change(row) or _result(row) or _review(row) or _fix_run(row)
             if found is None:
                 continue
             pending = pending or session.info.setdefault(INFO_KEY, _Pending())
@@ -58,6 +65,8 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
                 pending.tasks.append(found)
             elif isinstance(found, ReviewPicked):
                 pending.reviews.append(found)
+            elif isinstance(found, FixRunStarted):
+                pending.fix_runs.append(found)
             else:
                 pending.results.append(found)
 
@@ -70,6 +79,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
             events.tasks_changed(pending.tasks)
             events.results_delivered(pending.results)
             events.reviews_picked(pending.reviews)
+            events.fix_runs_started(pending.fix_runs)
         except Exception as exc:  # the change is committed; its notice is best-effort
             log.warning("events: committed changes not announced: %s", type(exc).__name__)
             events.missed(None)  # who missed it could not be read: everyone reloads
@@ -90,6 +100,20 @@ def _review(row: object) -> ReviewPicked | None:
         return None
     threads = (row.data or {}).get("threads") or []
     return ReviewPicked(row.task_id, [str(each) for each in threads], row.at)
+
+
+def _fix_run(row: object) -> FixRunStarted | None:
+    if not isinstance(row, TaskEvent) or row.kind != EventKind.CI_FIX_RUN:
+        return None
+    data = row.data or {}
+    return FixRunStarted(
+        task_id=row.task_id,
+        pr_number=int(data.get("pr_number") or 0),
+        head_sha=str(data.get("head_sha") or ""),
+        checks=tuple(str(name) for name in data.get("checks") or ()),
+        run=int(data.get("fix_run") or 0),
+        of=int(data.get("fix_runs") or 0),
+    )
 
 
 def _result(row: object) -> ResultMessage | None:

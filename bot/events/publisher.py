@@ -54,6 +54,8 @@ class EventType(StrEnum):
     RESULT = "result"
     SESSION = "session"
     REVIEW = "review"  # a review run took threads of a task's pull request up
+    # A fix run started for failing CI on a task's pull request (bot.lifecycle.ci_intake).
+    FIX_RUN = "fix_run"
     # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
     # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
     RESYNC = "resync"
@@ -96,6 +98,18 @@ class ReviewPicked:
     task_id: int
     threads: list[str]  # "comment:<id>" / "review:<id>"
     at: datetime
+
+
+@dataclass(frozen=True)
+class FixRunStarted:
+    """Failing CI on a task's pull request started fix run `run` of `of`."""
+
+    task_id: int
+    pr_number: int
+    head_sha: str
+    checks: tuple[str, ...]
+    run: int
+    of: int
 
 
 @dataclass(frozen=True)
@@ -194,6 +208,13 @@ class OperatorEvents:
             task = rows.get(each.task_id)
             if task is not None:
                 self.append(operators, EventType.REVIEW, review_payload(task, each))
+
+    def fix_runs_started(self, started: list[FixRunStarted]) -> None:
+        if not started:
+            return
+        operators = self.db.call(_operator_ids)
+        for item in started:
+            self.append(operators, EventType.FIX_RUN, fix_run_payload(item))
 
     def results_delivered(self, results: list[ResultMessage]) -> None:
         if not results:
@@ -384,6 +405,17 @@ def review_payload(task: Task, picked: ReviewPicked) -> dict[str, Any]:
         "pr_url": task.pr_url,
         "threads": picked.threads,
         "at": picked.at.isoformat(),
+    }
+
+
+def fix_run_payload(item: FixRunStarted) -> dict[str, Any]:
+    return {
+        "task_id": item.task_id,
+        "pr_number": item.pr_number,
+        "head_sha": item.head_sha,
+        "checks": list(item.checks),
+        "run": item.run,
+        "of": item.of,
     }
 
 

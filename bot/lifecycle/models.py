@@ -31,6 +31,7 @@ class EventKind(StrEnum):
     EDIT_IGNORED = "edit_ignored"
     PULL_END_IGNORED = "pull_end_ignored"
     REVIEW_PICKUP = "review_pickup"  # a review run took threads up (bot.lifecycle.review_run)
+    CI_FIX_RUN = "ci_fix_run"  # failing CI on the pull request started a fix run
 
 
 class Task(Base):

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from bot.db import Database, is_lock_timeout
 from bot.events import OperatorEvents, RedisEventLog
-from bot.lifecycle import leases, progress, tasks, termination, worktree
+from bot.lifecycle import ci_store, leases, progress, tasks, termination, worktree
 from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
@@ -281,6 +281,8 @@ async def _check_pull(
     task = ctx.db.call(tasks.get_task, task_id)
     if task.pushed_at is None or ctx.db.call(has_review_work, task_id):
         return  # not pushed, or queued for a review run (not delivered by it yet)
+    if ctx.db.call(ci_store.pending_fix, task_id, task.generation) is not None:
+        return  # queued again for a fix of its pull request's CI, not waiting for one
     if leases.is_live(ctx.db.call(leases.current, task_id), ctx.clock()):
         return
     branch = task.branch or tasks.branch_name(task.issue)

@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle import ci_run, leases, tasks, worktree
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_failed
@@ -158,6 +158,8 @@ async def _ended(run: Run, github: GitHubApi) -> str:
     """The run's steps; whatever they raise ends the run in the worker's own words."""
     task_id = run.task.id
     try:
+        if (ci_fix := ci_run.pending(run)) is not None:  # failing CI on its pull request
+            return await ci_run.fix(run, ci_fix)
         return await (work_review(run) if await review_wanted(run) else work(run))
     except (RunStopped, LeaseLost) as stopped:
         reason = "lease lost" if isinstance(stopped, LeaseLost) else str(stopped)

@@ -27,8 +27,9 @@ LIVE = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.WAITING_FOR_INF
 # Nothing moves a task out of these: its pull request is merged or closed.
 FINAL = frozenset({TaskState.MERGED, TaskState.CLOSED})
 FINISHED = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.TERMINATED, *FINAL})
-# A pull request's end reaches a task only in these states (a live run finishes first).
-PULL_ENDABLE = frozenset({TaskState.DELIVERED, TaskState.FAILED})
+# A pull request's end reaches a task only in these states (a live run finishes first; a
+# task waiting for a person after failing CI may have its pull request merged by one).
+PULL_ENDABLE = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.WAITING_FOR_INFO})
 # Results that reach the chat session a task was filed from (spec: background results).
 CHAT_RESULTS = frozenset({TaskState.DELIVERED, TaskState.WAITING_FOR_INFO, TaskState.FAILED})
 
@@ -45,14 +46,25 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
             TaskState.TERMINATED,
         }
     ),
-    TaskState.WAITING_FOR_INFO: frozenset({TaskState.RUNNING, TaskState.TERMINATED}),
+    TaskState.WAITING_FOR_INFO: frozenset(
+        {TaskState.RUNNING, TaskState.TERMINATED, TaskState.MERGED, TaskState.CLOSED}
+    ),
     # A failed task whose pull request turns out to exist was delivered after all.
     TaskState.FAILED: frozenset(
         {TaskState.QUEUED, TaskState.DELIVERED, TaskState.MERGED, TaskState.CLOSED}
     ),
     TaskState.TERMINATED: frozenset({TaskState.QUEUED}),
-    # A review of the task's pull request queues a review run (bot.lifecycle.review_pickup).
-    TaskState.DELIVERED: frozenset({TaskState.QUEUED, TaskState.MERGED, TaskState.CLOSED}),
+    # A review of the task's pull request queues a review run (bot.lifecycle.review_pickup);
+    # failing CI on it gets a fix run or a person's help (bot.lifecycle.ci_intake).
+    TaskState.DELIVERED: frozenset(
+        {
+            TaskState.QUEUED,
+            TaskState.MERGED,
+            TaskState.CLOSED,
+            TaskState.RUNNING,
+            TaskState.WAITING_FOR_INFO,
+        }
+    ),
     TaskState.MERGED: frozenset(),
     TaskState.CLOSED: frozenset(),
 }

@@ -144,6 +144,24 @@ def answer_review(path: Path, threads: list[tuple[str, str]]) -> int:
     return 0
 
 
+_CI = re.compile(r"<ci-evidence>\n(?P<evidence>.*)\n</ci-evidence>", re.DOTALL)
+_CI_HEAD = re.compile(r"its CI failed on the head commit (?P<sha>[0-9a-f]+)")
+
+
+def ci_note(prompt: str) -> str | None:
+    """A fix run for failing CI (bot.lifecycle.ci_prompt): a note of what CI reported, one
+    section per failing head commit, so each fix run commits something; None otherwise."""
+    found, head = _CI.search(prompt), _CI_HEAD.search(prompt)
+    if found is None:
+        return None
+    sha = head.group("sha") if head else "unknown"
+    return (
+        f"## CI failed on {sha}\n\n"
+        "The demo runtime changes no code, so it records what CI reported; a real agent "
+        f"would fix it. {CONFIGURE}\n\n{quoted(found.group('evidence'))}\n"
+    )
+
+
 def main() -> int:
     prompt = sys.stdin.read()
     issue = os.environ.get("STEELFRAME_ISSUE", "0")
@@ -163,6 +181,9 @@ def main() -> int:
     if threads:
         return answer_review(path, threads)
     path.write_text(note(issue, title_of(prompt), text, [decision] if decision else []))
+    if (ci := ci_note(prompt)) is not None:
+        with path.open("a") as notes:
+            notes.write(f"\n{ci}")
     emit(type="log", text=f"demo runtime: wrote {path}")
     emit(
         type="result",

@@ -1,0 +1,265 @@
+"""Failing CI on a Steelframe pull request: a fix run on the branch, or a person asked.
+
+A CI webhook (webhooks.handlers.ci) reporting a failure on a commit reaches a task only
+when the commit is the head of the task's open pull request, which the App opened from the
+task's branch in the same repository, and the task is `delivered` (a task waiting for a
+person waits; while its run is live the handler raises `CiBusy`, so the webhook processor
+retries the delivery after the run). The App's own checks are ignored.
+
+Then, once per (task, head commit): the failure is read (`ci_evidence`), judged
+(`ci_rules`), and either a fix run starts (the task goes `running` with the evidence pinned
+in its row, the run is enqueued under a job id made of the task, the head commit and the
+fix run's number) or the task goes `waiting_for_info` (`steelframe:needs_human`) with one
+summary comment on the pull request (`ci_summary`). The bound (STEELFRAME_CI_FIX_RUNS)
+counts the fix runs of a chain: a failure on a commit a fix run pushed continues its
+chain; any other head commit (a person's push) starts a new one.
+
+Idempotent: the head commit's row is the claim (unique per task and commit), written in
+one transaction with the task's change and the webhook handler's done-record; every other
+delivery about the commit (another check, a redelivery under any id) finds it and only
+makes sure the summary, if one is due, is on the pull request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import redis
+from sqlalchemy.exc import IntegrityError
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.github.client import AppIdentity
+from bot.github.errors import GitHubError
+from bot.lifecycle import ci_store
+from bot.lifecycle.ci_evidence import CiReads, failing_names, read_evidence, render
+from bot.lifecycle.ci_failures import CiFailure
+from bot.lifecycle.ci_models import CiVerdict
+from bot.lifecycle.ci_rules import CiCause, judge
+from bot.lifecycle.ci_summary import post_summary, summary_body
+from bot.lifecycle.models import Task
+from bot.lifecycle.outcomes import publish
+from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.redact import Redactor
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import IllegalTransition, TaskState
+
+log = logging.getLogger(__name__)
+
+
+class CiGitHub(GitHubApi, CiReads, Protocol):
+    async def identity(self) -> AppIdentity: ...
+
+    async def get_pull(self, repo: str, number: int) -> dict[str, Any]: ...
+
+
+class CiBusy(Exception):
+    """A failure on the head of a task whose run is live: the webhook processor retries
+    the delivery with backoff (minutes), by when the run has ended."""
+
+
+@dataclass(frozen=True)
+class CiOutcome:
+    """What a failure report came to: `started`/`stopped` (the claim), or why not."""
+
+    verdict: str  # "fix run" | "needs human" | "ignored" | "already handled"
+    reason: str
+    task_id: int | None = None
+
+
+def ci_job_id(task: Task, head_sha: str, run_number: int) -> str:
+    """The fix run's job: the same for every delivery about this commit and run."""
+    return f"task-{task.id}-g{task.generation}-ci-{head_sha[:12]}-{run_number}"
+
+
+def needs_human_question(pr_number: int, reason: str) -> str:
+    return (
+        f"Failing CI on pull request #{pr_number} needs a person: {reason}. The summary is "
+        "on the pull request."
+    )
+
+
+class CiIntake:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        github: CiGitHub | None,
+        queue: LifecycleQueue | None,
+        fix_runs: int,
+        redactor: Redactor,
+        github_api_url: str,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.db = db
+        self.github = github
+        self.queue = queue
+        self.fix_runs = fix_runs
+        self.redactor = redactor
+        self.api_url = github_api_url
+        self.clock = clock
+
+    async def on_failure(self, failure: CiFailure) -> CiOutcome:
+        outcome = await self._handle(failure)
+        log.info(
+            "lifecycle: CI %s %r failed on %s@%s: task %s %s: %s",
+            failure.event,
+            failure.name,
+            failure.repo,
+            failure.head_sha[:12],
+            outcome.task_id,
+            outcome.verdict,
+            outcome.reason,
+        )
+        return outcome
+
+    async def _handle(self, failure: CiFailure) -> CiOutcome:
+        github = self.github
+        if github is None:
+            return CiOutcome("ignored", "GitHub is not configured")
+        identity = await github.identity()
+        if failure.app_id == identity.id or (
+            failure.event == "status" and await github.is_app_login(failure.sender)
+        ):
+            return CiOutcome("ignored", "the App's own check")
+        found = await self.db.run(
+            ci_store.tasks_on, failure.repo, failure.branches, failure.pull_numbers
+        )
+        if not found:
+            return CiOutcome("ignored", "not a Steelframe pull request's branch")
+        task = found[0]
+        done = await self.db.run(ci_store.row_at, task.id, failure.head_sha)
+        if done is not None:
+            if done.state in ci_store.STOPS:
+                # The summary is there (posted now if a crash or GitHub kept it off the
+                # first time).
+                await self._summary(github, task, done.head_sha)
+            return CiOutcome("already handled", f"head commit is {done.verdict}", task.id)
+        if task.archived or task.state not in (TaskState.DELIVERED, TaskState.RUNNING):
+            why = "archived" if task.archived else str(task.state)
+            return CiOutcome("ignored", f"the task is {why}", task.id)
+        pull = await github.get_pull(task.repo, int(task.pr_number or 0))
+        not_head = await self._not_head(github, pull, task, failure)
+        if not_head:
+            return CiOutcome("ignored", not_head, task.id)
+        if task.state == TaskState.RUNNING:
+            # The head moved while a run is live (its own push, CI faster than its finish,
+            # or a person's): the delivery is retried once the run has ended.
+            raise CiBusy(f"task {task.id} is running; the failure on its head is read later")
+        return await self._decide(github, task, failure, pull)
+
+    async def _not_head(
+        self, github: CiGitHub, pull: dict[str, Any], task: Task, failure: CiFailure
+    ) -> str:
+        head = pull.get("head") or {}
+        if pull.get("state") != "open":
+            return "the pull request is not open"
+        if head.get("sha") != failure.head_sha:
+            return "not the pull request's head commit"
+        if (head.get("repo") or {}).get("full_name") != task.repo:
+            return "the pull request's branch is in another repository"
+        author = str((pull.get("user") or {}).get("login") or "")
+        if not await github.is_app_login(author):
+            return f"the pull request was opened by {author or 'unknown'}, not the App"
+        return ""
+
+    async def _decide(
+        self, github: CiGitHub, task: Task, failure: CiFailure, pull: dict[str, Any]
+    ) -> CiOutcome:
+        sha = failure.head_sha
+        own = (await github.identity()).id
+        evidence = await read_evidence(
+            github, task.repo, sha, own_app_id=own, redactor=self.redactor
+        )
+        base = str((pull.get("base") or {}).get("ref") or "")
+        try:
+            on_base = await failing_names(github, task.repo, base, own) if base else set()
+        except GitHubError:
+            on_base = set()
+        judgement = judge(evidence, on_base)
+        if judgement.cause is CiCause.NOTHING:
+            return CiOutcome("ignored", judgement.reason, task.id)
+        parent = await self.db.run(ci_store.made_by_fix_run, task.id, sha)
+        chain, used = (parent.chain_sha, parent.run_number) if parent else (sha, 0)
+        checks = evidence.names or (failure.name,)
+        fix = judgement.cause is CiCause.CHANGE and used < self.fix_runs
+        if fix:
+            number = used + 1
+            reason = judgement.reason
+            note = f"CI failed ({', '.join(checks)}): fix run {number} of {self.fix_runs}."
+        else:
+            number = 0
+            reason = (
+                judgement.reason
+                if judgement.cause is not CiCause.CHANGE
+                else f"{judgement.reason} after {used} fix run(s), the limit "
+                f"(STEELFRAME_CI_FIX_RUNS={self.fix_runs})"
+            )
+            note = f"CI failed ({', '.join(checks)}): a person is needed. {reason}."
+        claim = ci_store.Claim(
+            task_id=task.id,
+            generation=task.generation,
+            pr_number=int(task.pr_number or 0),
+            head_sha=sha,
+            chain_sha=chain,
+            run_number=number,
+            verdict=CiVerdict.FIX if fix else CiVerdict.NEEDS_HUMAN,
+            checks=tuple(checks),
+            reason=reason,
+            evidence=render(evidence),
+            job_id=ci_job_id(task, sha, number) if fix else None,
+            note=self.redactor.public_text(note, 500),
+            fix_runs=self.fix_runs,
+        )
+        return await self._claim(github, task, claim)
+
+    async def _claim(self, github: CiGitHub, task: Task, claim: ci_store.Claim) -> CiOutcome:
+        question = needs_human_question(claim.pr_number, claim.reason)
+        try:
+            change = await self.db.run(ci_store.claim_tx, claim, question, self.clock)
+        except IntegrityError:
+            return CiOutcome("already handled", "another delivery claimed the commit", task.id)
+        except IllegalTransition as exc:
+            return CiOutcome("ignored", f"the task became {exc.current}", task.id)
+        if claim.verdict is CiVerdict.FIX:
+            await self._enqueue(task, str(claim.job_id))
+        else:
+            await self._summary(github, task, claim.head_sha)
+        await publish(self.db, github, change, create_progress=False, clock=self.clock)
+        verdict = "fix run" if claim.verdict is CiVerdict.FIX else "needs human"
+        return CiOutcome(verdict, claim.reason, task.id)
+
+    async def _enqueue(self, task: Task, job: str) -> None:
+        if self.queue is None:
+            log.warning("lifecycle: task %s: no queue; the reconciler will run the fix", task.id)
+            return
+        try:
+            await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
+        except redis.RedisError as exc:
+            # Committed as running: the reconciler recovers a running task with no job.
+            log.warning("lifecycle: task %s fix run not enqueued yet (%s)", task.id, exc)
+
+    async def _summary(self, github: CiGitHub, task: Task, head_sha: str) -> None:
+        await post_ci_summary(
+            self.db, github, task, head_sha, redactor=self.redactor, github_api_url=self.api_url
+        )
+
+
+async def post_ci_summary(
+    db: Database,
+    github: GitHubApi,
+    task: Task,
+    head_sha: str,
+    *,
+    redactor: Redactor,
+    github_api_url: str,
+) -> None:
+    """The pull request's summary of where CI handling stopped, for the row at `head_sha`
+    (the intake's stop, or a fix run that changed nothing)."""
+    stop = await db.run(ci_store.stop_of, task, head_sha)
+    if stop is not None:
+        body = summary_body(stop, redactor, github_api_url)
+        await post_summary(github, task.repo, stop.pr_number, body)

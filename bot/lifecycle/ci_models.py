@@ -1,0 +1,62 @@
+"""The record of failing CI on a task's pull request: one row per (task, head commit).
+
+The row is the claim: the first delivery about a failure on a head commit inserts it (a
+unique constraint), every later one (another check of the same commit, a redelivery under
+any id) finds it and changes nothing. It keeps what was decided (a fix run, or a person's
+help and why), the evidence a fix run works from (pinned when the failure was read,
+redacted, untrusted) and, once the run pushed, the commit it made: a failure on that commit
+continues the same chain of fix runs (`chain_sha`, `run_number`), which the bound counts.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from bot.db import Base
+
+
+class CiVerdict(StrEnum):
+    FIX = "fix"  # a fix run on the branch
+    NEEDS_HUMAN = "needs_human"  # the bound is spent, or the failure is not the change's
+
+
+class CiFixState(StrEnum):
+    QUEUED = "queued"  # the fix run is enqueued (or running)
+    PUSHED = "pushed"  # the fix run pushed `result_sha`
+    UNCHANGED = "unchanged"  # the fix run changed nothing: stopped, a person is asked
+    SUPERSEDED = "superseded"  # the branch moved before the run: nothing to fix there
+    ENDED = "ended"  # the run ended otherwise (failed, asked a question, terminated)
+    STOPPED = "stopped"  # no fix run: a person is asked (`verdict` needs_human)
+
+
+PENDING_STATES = frozenset({CiFixState.QUEUED})
+
+
+class CiFix(Base):
+    __tablename__ = "ci_fixes"
+    __table_args__ = (UniqueConstraint("task_id", "head_sha", name="uq_ci_fixes_head"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    task_id: Mapped[int] = mapped_column(ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    # The task's generation when the row was written: a task picked up again never runs
+    # an old generation's fix.
+    generation: Mapped[int] = mapped_column(default=1)
+    pr_number: Mapped[int]
+    head_sha: Mapped[str] = mapped_column(String(64))
+    # The first failing commit of this chain; each fix run's commit continues it.
+    chain_sha: Mapped[str] = mapped_column(String(64))
+    # Which fix run of the chain this row started (0: none was started).
+    run_number: Mapped[int] = mapped_column(default=0)
+    verdict: Mapped[str] = mapped_column(String(20))
+    state: Mapped[str] = mapped_column(String(20))
+    checks: Mapped[str] = mapped_column(Text, default="")  # the failing checks' names
+    reason: Mapped[str] = mapped_column(Text, default="")  # why this verdict, in words
+    evidence: Mapped[str] = mapped_column(Text, default="")  # redacted; untrusted
+    job_id: Mapped[str | None] = mapped_column(String(100))
+    result_sha: Mapped[str | None] = mapped_column(String(64), index=True)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]

@@ -1,0 +1,156 @@
+"""A fix run: the task's run when failing CI on its pull request started it
+(`ci_intake`), on the same branch, with the CI evidence pinned into the prompt.
+
+`run.run_task` asks `pending` first: a task whose `ci_fixes` row is queued runs `fix`
+instead of the issue's steps (the row, not the job, says so: a retry or the reconciler's
+new job runs the same fix). The run is the issue run's steps (sandbox, claim and clone,
+the repository's setup, the coding runtime, its log and usage) with another end:
+
+* the branch moved since the failure (a person pushed): nothing to fix there, the task is
+  delivered again and the new head's CI decides;
+* the runtime changed nothing: no push, the task goes `waiting_for_info` with the pull
+  request's summary (a run that changes nothing would fail the same way again);
+* it committed: the commits are pushed (fenced, checked for secrets as any push) to the
+  pull request's branch, the row records the commit, and the task is delivered again. A
+  failure on that commit continues the chain, which the bound counts.
+
+A question, an error or a limit ends the run as any run's would (steps).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from bot.lifecycle import ci_store, steps, tasks, worktree
+from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
+from bot.lifecycle.ci_models import CiFix, CiFixState
+from bot.lifecycle.ci_prompt import fix_prompt
+from bot.lifecycle.coding import CodingOutcome, CodingStatus
+from bot.lifecycle.finish import finish_delivered
+from bot.lifecycle.outcomes import Change, change_state, publish
+from bot.lifecycle.progress import Phase
+from bot.lifecycle.recall import remember
+from bot.lifecycle.scope import Run
+from bot.lifecycle.states import TaskState
+
+log = logging.getLogger(__name__)
+
+
+def pending(run: Run) -> CiFix | None:
+    """The fix run this run of the task is, if it is one."""
+    task = run.task
+    return run.ctx.db.call(ci_store.pending_fix, task.id, task.generation)
+
+
+async def fix(run: Run, row: CiFix) -> str:
+    """The whole fix run; returns what happened, in words."""
+    text = await steps.issue_text(run)
+    await _announce(run, row)
+    refused = await steps._sandbox_refusal(run)
+    if refused is not None:
+        return _ended(run, row, refused)
+    tree = await steps._prepare(run)
+    if tree.remote.branch_sha != row.head_sha:
+        return await _superseded(run, row, tree)
+    refused = await steps._environment(run, tree)
+    if refused is not None:
+        return _ended(run, row, refused)
+    remaining = run.ctx.policy.time_limit - run.task.runtime_seconds
+    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
+    if remaining <= 0:
+        return _ended(run, row, await steps._fail(run, limit="time", retry=False))
+    prompt = fix_prompt(await steps._prompt(run, text, tree), row)
+    outcome = await steps._code(run, tree, prompt, remaining)
+    await asyncio.to_thread(steps.keep_log, run, outcome.status, outcome.log.text())
+    steps._account(run, outcome)
+    run.watch.check()
+    await remember(run.ctx, run.task, prompt, outcome, await steps._paths(tree))
+    if outcome.status != CodingStatus.DONE:
+        concluded = _ended(run, row, await steps._conclude(run, tree, outcome))
+    else:
+        concluded = await _push_fix(run, row, tree, outcome)
+    await steps._after_conclusion(run)
+    return concluded
+
+
+async def _announce(run: Run, row: CiFix) -> None:
+    note = (
+        f"Fix run {row.run_number} of {run.ctx.settings.ci_fix_runs} for failing CI "
+        f"({run.public(row.checks, 200)}) on {row.head_sha[:12]} is running."
+    )
+    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+
+
+def _ended(run: Run, row: CiFix, said: str) -> str:
+    """The run ended as a run does (failed, asked, stopped): the fix is over, unless a
+    retry was scheduled (the task is queued again), which runs the same fix."""
+    if run.ctx.db.call(tasks.get_task, run.task.id).state != TaskState.QUEUED:
+        run.ctx.db.call(ci_store.conclude, row.id, CiFixState.ENDED, run.ctx.clock)
+    return said
+
+
+async def _superseded(run: Run, row: CiFix, tree: worktree.Worktree) -> str:
+    moved = tree.remote.branch_sha[:12] or "nothing"
+    log.info("lifecycle: task %s: the branch moved to %s; no fix run", run.task.id, moved)
+    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.SUPERSEDED, run.ctx.clock)
+    return await finish_delivered(
+        run.ctx,
+        run.github,
+        run.task.id,
+        run.actor,
+        summary=f"The branch moved to {moved} before the fix run; its CI decides.",
+        fence=run.fence,
+    )
+
+
+async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+    checks = run.public(row.checks, 150)
+    await worktree.commit_all(tree, f"Fix failing CI ({checks}) for #{run.task.issue}")
+    head = await worktree.git(
+        tree.path, "rev-parse", "HEAD", git_dir=tree.git_dir, work_tree=tree.path
+    )
+    if head == row.head_sha:
+        return await _unchanged(run, row, outcome)
+    if refused := await steps._unpushable(run, tree):
+        return _ended(run, row, await steps._fail(run, error=refused, retry=False))
+    await steps._push(run, tree)
+    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.PUSHED, run.ctx.clock, result_sha=head)
+    summary = run.public_block(outcome.summary) or f"Pushed a fix for the failing {checks}."
+    return await finish_delivered(
+        run.ctx, run.github, run.task.id, run.actor, summary=summary, fence=run.fence
+    )
+
+
+async def _unchanged(run: Run, row: CiFix, outcome: CodingOutcome) -> str:
+    """Nothing to push: no empty push, no second try; a person is asked."""
+    reason = f"fix run {row.run_number} changed nothing"
+    if outcome.summary:
+        reason += f" (it said: {run.public(outcome.summary, 200)})"
+    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.UNCHANGED, run.ctx.clock, reason=reason)
+    question = needs_human_question(row.pr_number, reason)
+    change = change_state(
+        run.ctx.db,
+        run.task.id,
+        TaskState.WAITING_FOR_INFO,
+        actor=run.actor,
+        detail=reason,
+        data={"head_sha": row.head_sha, "pr_number": row.pr_number, "fix_run": row.run_number},
+        expect=[TaskState.RUNNING],
+        changes={"question": question, "pending_decision": None},
+        note=f"CI still fails and {reason}: a person is needed.",
+        fence=run.fence,
+        clock=run.ctx.clock,
+    )
+    task = run.ctx.db.call(tasks.get_task, run.task.id)
+    await post_ci_summary(
+        run.ctx.db,
+        run.github,
+        task,
+        row.head_sha,
+        redactor=run.ctx.redactor,
+        github_api_url=run.ctx.settings.github_api_url,
+    )
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    return f"waiting_for_info: {reason}"

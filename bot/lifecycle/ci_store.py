@@ -1,0 +1,191 @@
+"""The database side of failing CI: which task a failing commit belongs to, the rows of
+`ci_fixes`, and the one transaction that claims a head commit and moves the task (a fix
+run, or a person asked), with the webhook handler's done-record."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock
+from bot.handler_runs import record_done
+from bot.lifecycle import tasks
+from bot.lifecycle.ci_models import PENDING_STATES, CiFix, CiFixState, CiVerdict
+from bot.lifecycle.ci_summary import CiStop, TriedRun
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.outcomes import Change
+from bot.lifecycle.progress import PHASE_FOR_STATE
+from bot.lifecycle.states import TaskState
+
+# Where CI handling stopped for a commit: a person is asked, with the summary.
+STOPS = frozenset({CiFixState.STOPPED, CiFixState.UNCHANGED})
+
+
+@dataclass(frozen=True)
+class Claim:
+    """What a failure on `head_sha` decided, to be written in one transaction."""
+
+    task_id: int
+    generation: int
+    pr_number: int
+    head_sha: str
+    chain_sha: str
+    run_number: int  # 0: no fix run
+    verdict: CiVerdict
+    checks: tuple[str, ...]
+    reason: str
+    evidence: str
+    job_id: str | None
+    note: str  # the progress comment's line
+    fix_runs: int  # the bound, for the event
+
+
+def tasks_on(
+    session: Session, repo: str, branches: Sequence[str], pulls: Sequence[int]
+) -> list[Task]:
+    """The tasks of `repo` with a pull request whose branch is one of `branches` or whose
+    pull request is one of `pulls`."""
+    if not branches and not pulls:
+        return []
+    found = session.scalars(
+        select(Task).where(
+            Task.repo == repo,
+            Task.pr_number.is_not(None),
+            or_(
+                Task.branch.in_(branches),
+                Task.branch.is_(None),
+                Task.pr_number.in_(pulls),
+            ),
+        )
+    )
+    return [
+        task
+        for task in found
+        if (task.branch or tasks.branch_name(task.issue)) in branches or task.pr_number in pulls
+    ]
+
+
+def row_at(session: Session, task_id: int, head_sha: str) -> CiFix | None:
+    return session.scalar(select(CiFix).where(CiFix.task_id == task_id, CiFix.head_sha == head_sha))
+
+
+def made_by_fix_run(session: Session, task_id: int, sha: str) -> CiFix | None:
+    """The fix run whose push made commit `sha`, if one did."""
+    return session.scalar(select(CiFix).where(CiFix.task_id == task_id, CiFix.result_sha == sha))
+
+
+def tried(session: Session, task_id: int, chain_sha: str) -> list[TriedRun]:
+    rows = session.scalars(
+        select(CiFix)
+        .where(CiFix.task_id == task_id, CiFix.chain_sha == chain_sha, CiFix.run_number > 0)
+        .order_by(CiFix.run_number)
+    )
+    return [TriedRun(r.run_number, r.head_sha, r.state, r.result_sha) for r in rows]
+
+
+def pending_fix(session: Session, task_id: int, generation: int) -> CiFix | None:
+    """The fix run a task's next run is (enqueued and not yet concluded), if any."""
+    return session.scalar(
+        select(CiFix)
+        .where(
+            CiFix.task_id == task_id,
+            CiFix.generation == generation,
+            CiFix.state.in_(PENDING_STATES),
+        )
+        .order_by(CiFix.id.desc())
+        .limit(1)
+    )
+
+
+def conclude(
+    session: Session, fix_id: int, state: CiFixState, clock: Clock, **changes: object
+) -> None:
+    row = session.get(CiFix, fix_id)
+    if row is not None and row.state in PENDING_STATES:
+        row.state = state
+        for key, value in changes.items():
+            setattr(row, key, value)
+        row.updated_at = clock()
+
+
+def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Change:
+    """Insert the head commit's row and move the task (raises IllegalTransition when the
+    task is no longer delivered, IntegrityError when another delivery claimed it first)."""
+    now = clock()
+    fix = claim.verdict is CiVerdict.FIX
+    session.add(
+        CiFix(
+            task_id=claim.task_id,
+            generation=claim.generation,
+            pr_number=claim.pr_number,
+            head_sha=claim.head_sha,
+            chain_sha=claim.chain_sha,
+            run_number=claim.run_number,
+            verdict=claim.verdict,
+            state=CiFixState.QUEUED if fix else CiFixState.STOPPED,
+            checks=", ".join(claim.checks),
+            reason=claim.reason,
+            evidence=claim.evidence,
+            job_id=claim.job_id,
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    session.flush()
+    data = {
+        "head_sha": claim.head_sha,
+        "pr_number": claim.pr_number,
+        "checks": list(claim.checks),
+        "fix_run": claim.run_number,
+        "fix_runs": claim.fix_runs,
+    }
+    actor = "webhook:ci"
+    if fix:
+        changes: dict[str, object] = {"attempts": 0, "job_id": claim.job_id, "question": None}
+        wanted = TaskState.RUNNING
+    else:
+        changes = {"question": question}
+        wanted = TaskState.WAITING_FOR_INFO
+    event = tasks.transition(
+        session,
+        claim.task_id,
+        wanted,
+        actor=actor,
+        detail=claim.note,
+        data=data,
+        expect=[TaskState.DELIVERED],
+        changes=changes,
+        clock=clock,
+    )
+    if fix:
+        task = tasks.get_task(session, claim.task_id)
+        tasks.record(
+            session,
+            task,
+            EventKind.CI_FIX_RUN,
+            actor=actor,
+            detail=claim.note,
+            data=data,
+            clock=clock,
+        )
+    record_done(session)
+    return Change(claim.task_id, wanted, event.id, PHASE_FOR_STATE[wanted], claim.note)
+
+
+def stop_of(session: Session, task: Task, head_sha: str) -> CiStop | None:
+    """What the pull request's summary says about the stop at `head_sha` (None: no stop)."""
+    row = row_at(session, task.id, head_sha)
+    if row is None or row.state not in STOPS:
+        return None
+    return CiStop(
+        repo=task.repo,
+        issue=task.issue,
+        pr_number=row.pr_number,
+        head_sha=row.head_sha,
+        checks=[name for name in row.checks.split(", ") if name],
+        tried=tried(session, task.id, row.chain_sha),
+        reason=row.reason,
+    )

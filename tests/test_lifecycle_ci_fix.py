@@ -1,0 +1,313 @@
+"""Failing CI on a Steelframe pull request: a fix run on the same branch with what failed
+(annotations, the job log's tail) in its prompt, a new commit; the bound; a failure the
+change cannot have caused; redeliveries; successes and other commits. Real RQ workers, the
+GitHub sandbox (its CI control routes make a commit's Actions run fail), SQLite and
+PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import aiohttp
+import pytest
+from sqlalchemy import select
+
+from bot.lifecycle.ci_failures import parse_failure
+from bot.lifecycle.ci_intake import CiBusy, CiIntake
+from bot.lifecycle.ci_models import CiFix
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.redact import Redactor
+from bot.lifecycle.states import TaskState
+from bot.models import Operator
+from github_sandbox.pull_view import form_token
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.pulls import delivered_pull, send_again
+
+SUMMARY = "<!-- steelframe-ci-summary -->"
+ANNOTATION = "assert widget.colour == 'blue'"
+LOG = "collected 3 items\ntests/test_widget.py F\nE   AssertionError: red != blue\n"
+
+
+async def _control(lc: Lifecycle, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http:
+        response = await http.post(
+            f"{lc.sandbox.url}/_sandbox/repos/{lc.repo}{path}",
+            json=payload,
+            headers=lc.sandbox.control_headers,
+        )
+        assert response.status == 201, await response.text()
+        answer = await response.json()
+    await lc.settle()
+    return dict(answer)
+
+
+async def _head(lc: Lifecycle, number: int) -> str:
+    pull = await lc.github.get_pull(lc.repo, number)
+    return str(pull["head"]["sha"])
+
+
+async def fail_head(lc: Lifecycle, number: int, *, log: str = LOG, name: str = "tests") -> str:
+    """The pull request's head gets a failed Actions run (check run with an annotation, a
+    job log, the suite and the workflow run, and their webhooks); the sha."""
+    sha = await _head(lc, number)
+    spec = {
+        "name": name,
+        "workflow": "CI",
+        "summary": "1 failed, 2 passed",
+        "log": log,
+        "annotations": [{"path": "tests/test_widget.py", "line": 7, "message": ANNOTATION}],
+    }
+    await _control(lc, f"/commits/{sha}/checks", spec)
+    return sha
+
+
+async def _stream(lc: Lifecycle, kind: str) -> list[dict[str, Any]]:
+    """The operator events stream's events of `kind`, as an operator's client reads them."""
+    operator = lc.ctx.db.call(lambda s: s.scalar(select(Operator.id).limit(1)))
+    batch = await lc.api.services.events.log.read(operator, 0, wait=0.1)
+    return [e.data for e in batch.events if e.type == kind]
+
+
+def _rows(lc: Lifecycle, task_id: int) -> list[CiFix]:
+    return list(
+        lc.ctx.db.call(
+            lambda s: s.query(CiFix).filter(CiFix.task_id == task_id).order_by(CiFix.id).all()
+        )
+    )
+
+
+async def _summaries(lc: Lifecycle, number: int) -> list[str]:
+    return [c["body"] for c in await lc.comments(number) if SUMMARY in c["body"]]
+
+
+async def test_a_failing_check_gets_a_fix_run_with_the_evidence_and_a_new_commit(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("echo"), database_url=any_db_url)
+    issue, number = await delivered_pull(lc)
+    first = await fail_head(lc, number)
+    task = lc.task(issue)
+    assert task.state == TaskState.RUNNING
+    fix_events = [e for e in lc.events(task.id) if e.kind == EventKind.CI_FIX_RUN]
+    assert len(fix_events) == 1 and fix_events[0].data["head_sha"] == first
+    (announced,) = await _stream(lc, "fix_run")
+    assert announced == {
+        "task_id": task.id,
+        "pr_number": number,
+        "head_sha": first,
+        "checks": ["tests"],
+        "run": 1,
+        "of": 2,
+    }
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED
+    head = await _head(lc, number)
+    assert head != first  # a new commit on the same pull request
+    prompt = lc.branch_file("PROMPT.md", task.branch or f"steelframe/issue-{issue}")
+    assert prompt is not None
+    assert "<ci-evidence>" in prompt and ANNOTATION in prompt
+    assert "AssertionError: red != blue" in prompt  # the job log's tail
+    assert f"its CI failed on the head commit {first[:12]}" in prompt
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.result_sha, row.run_number) == ("pushed", head, 1)
+    assert len(await lc.pulls()) == 1
+    assert await _summaries(lc, number) == []
+
+
+async def test_still_failing_after_the_bound_asks_a_person_with_one_summary(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("echo"), database_url=any_db_url, ci_fix_runs=1)
+    issue, number = await delivered_pull(lc)
+    await fail_head(lc, number)
+    await lc.work()
+    second = await fail_head(lc, number)  # the fix run's commit fails too: the bound is 1
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO
+    assert "steelframe:needs_human" in await lc.labels(issue)
+    assert lc.queued_jobs() == []
+    (summary,) = await _summaries(lc, number)
+    assert "`tests`" in summary and second[:12] in summary
+    assert "fix run 1 on" in summary and "STEELFRAME_CI_FIX_RUNS=1" in summary
+    await send_again(lc, "check_suite", "completed", times=2)
+    await send_again(lc, "workflow_run", "completed")
+    assert len(await _summaries(lc, number)) == 1
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+
+
+async def test_the_same_failure_redelivered_three_times_is_one_fix_run(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    await fail_head(lc, number)
+    for event in ("check_run", "check_suite", "workflow_run", "workflow_job"):
+        await send_again(lc, event, "completed", times=3)
+    # Past the receiver's duplicate checks too (delivery id, content key): the handler
+    # itself, called again with each report, finds the commit claimed.
+    intake = CiIntake(
+        db=lc.api.services.db,
+        github=lc.github,
+        queue=lc.service.queue,
+        fix_runs=2,
+        redactor=Redactor(),
+        github_api_url=lc.settings.github_api_url,
+    )
+    failures = [parse_failure(sent.event, sent.payload) for sent in lc.sandbox.sandbox.hooks.sent]
+    reports = [failure for failure in failures if failure is not None]
+    assert len(reports) >= 4 * 4  # the job, check run, suite and workflow run, 4 times each
+    for failure in reports:
+        outcome = await intake.on_failure(failure)
+        assert outcome.verdict == "already handled", outcome
+    task = lc.task(issue)
+    assert len(lc.queued_jobs()) == 1
+    assert len([e for e in lc.events(task.id) if e.kind == EventKind.CI_FIX_RUN]) == 1
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert len(_rows(lc, task.id)) == 1
+
+
+async def test_a_success_or_a_commit_that_is_not_the_head_does_nothing(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    task_id = lc.task(issue).id
+    first = await _head(lc, number)
+    await _control(lc, f"/statuses/{first}", {"state": "success", "context": "ci/lint"})
+    base = str((await lc.github.get_pull(lc.repo, number))["base"]["sha"])
+    await _control(lc, f"/statuses/{base}", {"state": "failure", "context": "ci/lint"})
+    assert lc.task(issue).state == TaskState.DELIVERED and lc.queued_jobs() == []
+    assert _rows(lc, task_id) == []
+    await fail_head(lc, number)  # the head: this one counts
+    await lc.work()
+    assert await _head(lc, number) != first
+    # `first` is no longer the pull request's head: its failures are history.
+    await _control(lc, f"/statuses/{first}", {"state": "failure", "context": "ci/other"})
+    await _control(lc, f"/commits/{first}/checks", {"name": "late"})
+    assert lc.task(issue).state == TaskState.DELIVERED and lc.queued_jobs() == []
+    assert len(_rows(lc, task_id)) == 1
+
+
+async def test_an_infrastructure_failure_asks_a_person_without_a_fix_run(
+    make: Make, any_db_url: str
+) -> None:
+    lc = await make(coding_command=command("echo"), database_url=any_db_url)
+    issue, number = await delivered_pull(lc)
+    lost = "Run the tests\n##[error]The runner has received a shutdown signal.\n"
+    await fail_head(lc, number, log=lost)
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    assert not [e for e in lc.events(task.id) if e.kind == EventKind.CI_FIX_RUN]
+    (summary,) = await _summaries(lc, number)
+    assert "no fix run" in summary and "shutdown signal" in summary
+
+
+async def test_a_status_failing_on_the_base_branch_too_is_not_the_changes(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    base = (await lc.github.get_pull(lc.repo, number))["base"]["ref"]
+    await _control(lc, f"/statuses/{base}", {"state": "failure", "context": "ci/lint"})
+    sha = await _head(lc, number)
+    await _control(
+        lc, f"/statuses/{sha}", {"state": "failure", "context": "ci/lint", "description": "E501"}
+    )
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    (summary,) = await _summaries(lc, number)
+    assert "base branch too" in summary
+
+
+async def test_a_fix_run_that_changes_nothing_stops_without_a_push(make: Make) -> None:
+    lc = await make(coding_command=command("ci_idle"))
+    issue, number = await delivered_pull(lc)
+    sha = await fail_head(lc, number)
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO
+    assert await _head(lc, number) == sha  # nothing pushed
+    assert lc.queued_jobs() == []
+    (row,) = _rows(lc, task.id)
+    assert row.state == "unchanged" and row.result_sha is None
+    (summary,) = await _summaries(lc, number)
+    assert "changed nothing" in summary and "not in the code" in summary
+    # The same failure again (a redelivery) starts nothing and says nothing new.
+    await send_again(lc, "workflow_run", "completed", times=3)
+    assert lc.queued_jobs() == [] and len(await _summaries(lc, number)) == 1
+
+
+async def test_the_demo_runtime_answers_a_check_failed_on_the_pull_request_page(
+    make: Make,
+) -> None:
+    """`steelframe dev`'s loop: a person marks a check failed with the page's form, the
+    demo runtime's fix run commits a note of what CI reported to the same pull request."""
+    lc = await make(coding_agent="demo")
+    issue = await lc.open_issue("Make the widget blue", "The widget is red and it should be blue.")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED, lc.task(issue).last_error
+    number = int(lc.task(issue).pr_number or 0)
+    before = await _head(lc, number)
+    sandbox = lc.sandbox.sandbox
+    form = {
+        "token": form_token(sandbox, lc.repo, number, "fail-check"),
+        "name": "tests",
+        "message": "widget colour is still red",
+        "path": "widget.py",
+        "line": "3",
+    }
+    async with aiohttp.ClientSession() as http:
+        page = f"{lc.sandbox.url}/{lc.repo}/pull/{number}/checks"
+        response = await http.post(page, data=form, allow_redirects=False)
+        assert response.status == 303, await response.text()
+    await lc.settle()
+    assert lc.task(issue).state == TaskState.RUNNING
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert await _head(lc, number) != before
+    note = lc.branch_file(f"notes/issue-{issue}.md", f"steelframe/issue-{issue}")
+    assert note is not None and f"CI failed on {before[:12]}" in note
+    assert "widget colour is still red" in note
+
+
+async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
+    make: Make,
+) -> None:
+    """CI can report on a run's push before the run has finished: the delivery fails for
+    the processor to retry (not dropped), and the retry after the run starts the fix."""
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    task_id = lc.task(issue).id
+    set_state = lambda state: lc.ctx.db.call(  # noqa: E731
+        lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
+    )
+    set_state(TaskState.RUNNING)
+    sha = await fail_head(lc, number)  # processed while running: retried, nothing done
+    assert _rows(lc, task_id) == [] and lc.queued_jobs() == []
+    intake = CiIntake(
+        db=lc.api.services.db,
+        github=lc.github,
+        queue=lc.service.queue,
+        fix_runs=2,
+        redactor=Redactor(),
+        github_api_url=lc.settings.github_api_url,
+    )
+    sent = next(d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite")
+    failure = parse_failure("check_suite", sent.payload)
+    assert failure is not None and failure.head_sha == sha
+    with pytest.raises(CiBusy):
+        await intake.on_failure(failure)
+    set_state(TaskState.DELIVERED)  # the run ended
+    assert (await intake.on_failure(failure)).verdict == "fix run"
+    assert len(lc.queued_jobs()) == 1
+
+
+async def test_the_apps_own_failing_check_is_not_a_reason_to_run(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    sha = await _head(lc, number)
+    made = {"name": "steelframe", "head_sha": sha, "status": "completed", "conclusion": "failure"}
+    made["output"] = {"title": "Steelframe's own check", "summary": "red"}
+    await lc.github.request("POST", lc.repo, "/check-runs", payload=made)
+    await lc.settle()
+    sent = {(d.event, d.action) for d in lc.sandbox.sandbox.hooks.sent}
+    assert {("check_run", "completed"), ("check_suite", "completed")} <= sent
+    assert lc.task(issue).state == TaskState.DELIVERED and lc.queued_jobs() == []
+    assert _rows(lc, lc.task(issue).id) == []
