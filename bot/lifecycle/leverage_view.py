@@ -1,0 +1,36 @@
+"""What issue 34 adds to a task's JSON (docs/api.md): its plan, and the budget hold a
+queued task is under. Reads only (plan_store, the task's last event)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.lifecycle import plan_store
+from bot.lifecycle.models import EventKind, Task, TaskEvent
+from bot.lifecycle.states import TaskState
+
+# The actor of the note a budget hold leaves on a task (budget_hold).
+HOLD_ACTOR = "budget"
+
+
+def hold_reason(session: Session, task: Task) -> str | None:
+    """The hold a queued task is under, as its last event says."""
+    if task.state != TaskState.QUEUED:
+        return None
+    last = session.scalar(
+        select(TaskEvent).where(TaskEvent.task_id == task.id).order_by(TaskEvent.id.desc())
+    )
+    if last is not None and last.kind == EventKind.NOTE and last.actor == HOLD_ACTOR:
+        return last.detail
+    return None
+
+
+def leverage_json(session: Session, task: Task) -> dict[str, Any]:
+    plan = plan_store.current(session, task.id, task.generation)
+    return {
+        "plan": plan.as_json() if plan is not None else None,
+        "held": hold_reason(session, task),
+    }
