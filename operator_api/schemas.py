@@ -363,6 +363,19 @@ def _task_schemas() -> dict[str, Any]:
                 "events": {"type": "array", "items": ref("TaskEvent")},
                 "review_threads": {"type": "array", "items": ref("ReviewThread")},
                 "ready_for_review": {"type": "boolean"},
+                # A plan-first task's plan, and why a queued task waits (its budget).
+                "plan": {"oneOf": [{"type": "null"}, ref("TaskPlan")]},
+                "held": NULLABLE_STR,
+            }
+        ),
+        "TaskPlan": exact(
+            {
+                "status": {"enum": ["proposed", "approved", "rejected"]},
+                "text": {"type": "string"},
+                "brief": NULLABLE_STR,
+                "edited": {"type": "boolean"},
+                "proposed_at": {"type": "string"},
+                "decided_at": NULLABLE_STR,
             }
         ),
         "ReviewThread": exact(
