@@ -366,6 +366,17 @@ def _task_schemas() -> dict[str, Any]:
                 # A plan-first task's plan, and why a queued task waits (its budget).
                 "plan": {"oneOf": [{"type": "null"}, ref("TaskPlan")]},
                 "held": NULLABLE_STR,
+                "estimate": {"oneOf": [{"type": "null"}, ref("TaskEstimate")]},
+            }
+        ),
+        "TaskEstimate": exact(
+            {
+                "runs": {"type": "integer"},
+                "tokens": {"type": "integer"},
+                "tokens_p90": {"type": "integer"},
+                "usd": {"type": ["number", "null"]},
+                "usd_p90": {"type": ["number", "null"]},
+                "text": {"type": "string"},
             }
         ),
         "TaskPlan": exact(

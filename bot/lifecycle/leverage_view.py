@@ -1,5 +1,5 @@
-"""What issue 34 adds to a task's JSON (docs/api.md): its plan, and the budget hold a
-queued task is under. Reads only (plan_store, the task's last event)."""
+"""What issue 34 adds to a task's JSON (docs/api.md): its plan, the budget hold a queued
+task is under, and what it will likely spend. Reads only."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.lifecycle import plan_store
+from bot.lifecycle import estimate, plan_store
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.states import TaskState
 
@@ -30,7 +30,9 @@ def hold_reason(session: Session, task: Task) -> str | None:
 
 def leverage_json(session: Session, task: Task) -> dict[str, Any]:
     plan = plan_store.current(session, task.id, task.generation)
+    guess = estimate.for_repo(session, task.repo, excluding=task.id)
     return {
         "plan": plan.as_json() if plan is not None else None,
         "held": hold_reason(session, task),
+        "estimate": guess.as_json() if guess is not None else None,
     }

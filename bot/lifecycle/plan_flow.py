@@ -22,7 +22,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from bot.lifecycle import budget, plan_store, tasks
+from bot.lifecycle import budget, estimate, plan_store, tasks
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.finish import finish_failed, finish_question
 from bot.lifecycle.outcomes import change_state, publish
@@ -132,14 +132,14 @@ def plan_prompt(prompt: str) -> str:
     return f"{prompt}\n{PLAN_INSTRUCTION}\n"
 
 
-def question(plan: str, estimate: str = "") -> str:
+def question(plan: str, likely: str = "") -> str:
     """The plan as the task's question (finish_question frames it for the issue)."""
     parts = [
         "**Proposed plan** (plan-first: no code is written until a Decision approves it)",
         plan,
     ]
-    if estimate:
-        parts.append(estimate)
+    if likely:
+        parts.append(likely)
     parts.append(
         "Publish a Decision: `go ahead` (Approve plan) runs it as written; `reject` ends the "
         "task; any other text is taken as the edited plan and becomes the brief."
@@ -147,14 +147,15 @@ def question(plan: str, estimate: str = "") -> str:
     return "\n\n".join(parts)
 
 
-async def propose(run: Run, outcome: CodingOutcome, estimate: str = "") -> str:
+async def propose(run: Run, outcome: CodingOutcome) -> str:
     """The plan run ended: post its plan as the task's question, or end as any run does."""
     run.watch.check()
     ctx, task = run.ctx, run.task
     if outcome.status == CodingStatus.DONE and outcome.summary.strip():
         plan = run.public_block(outcome.summary)
         ctx.db.call(_store, run, plan)
-        text = question(plan, estimate)
+        guess = ctx.db.call(estimate.for_repo, task.repo, excluding=task.id)
+        text = question(plan, guess.text() if guess is not None else "")
         return await finish_question(ctx, run.github, task, run.actor, text, fence=run.fence)
     if outcome.status == CodingStatus.QUESTION:  # it needs an answer before it can plan
         text = run.public_block(outcome.question)
