@@ -367,6 +367,18 @@ def _task_schemas() -> dict[str, Any]:
                 "plan": {"oneOf": [{"type": "null"}, ref("TaskPlan")]},
                 "held": NULLABLE_STR,
                 "estimate": {"oneOf": [{"type": "null"}, ref("TaskEstimate")]},
+                "offered": {"type": "array", "items": ref("OfferedDecision")},
+                "draft": NULLABLE_STR,
+            }
+        ),
+        "OfferedDecision": exact(
+            {
+                "issue": {"type": "integer"},
+                "task_id": {"type": "integer"},
+                "at": {"type": "string"},
+                "question": {"type": "string"},
+                "decision": {"type": "string"},
+                "score": {"type": "number"},
             }
         ),
         "TaskEstimate": exact(
