@@ -263,6 +263,7 @@ def _task_schemas() -> dict[str, Any]:
         "archived": {"type": "boolean"},
         "pr_url": NULLABLE_STR,
         "cost_usd": {"type": "number"},
+        "tokens": {"type": "integer"},
         "last_event": {
             "oneOf": [
                 {"type": "null"},
@@ -460,6 +461,7 @@ def component_schemas() -> dict[str, Any]:
                 "state": {"type": "string"},
                 "pr_url": {"type": ["string", "null"]},
                 "cost_usd": {"type": "number"},
+                "tokens": {"type": "integer"},
                 "reason": {"type": "string"},
                 "updated_at": {"type": "string"},
                 "session_id": {"type": "string"},

@@ -249,6 +249,7 @@ def task_json(task: Task, last: TaskEvent | None) -> dict[str, Any]:
         "archived": task.archived,
         "pr_url": task.pr_url,
         "cost_usd": task.cost_usd,
+        "tokens": task.tokens_used,  # with cost 0: the agent reported no cost (issue 34)
         "last_event": None
         if last is None
         else {"kind": last.kind, "at": _iso(last.at), "detail": last.detail},
