@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.config import ConfigError, Settings
+from bot.config import ConfigError, Secret, Settings
 from bot.lifecycle import budget_ledger
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.queue import rq_queue
@@ -20,6 +20,7 @@ from tests.fakes.coding import command
 from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.test_operations import samples
 
 
 def _seed(lc: Lifecycle, files: dict[str, str]) -> None:
@@ -94,7 +95,11 @@ def test_a_negative_or_non_numeric_budget_is_refused_at_start_up(name: str, valu
 async def test_a_repository_over_its_daily_budget_holds_new_runs_until_the_next_day(
     make: Make,
 ) -> None:
-    lc = await make(coding_command=command("commit"), repo_daily_max_tokens=100)
+    lc = await make(
+        coding_command=command("commit"),
+        repo_daily_max_tokens=100,
+        metrics_token=Secret("scrape-me"),
+    )
     shift = [timedelta(0)]
     lc.ctx = dataclasses.replace(lc.ctx, clock=lambda: datetime.now(UTC) + shift[0])
     first = await lc.open_issue("First change")
@@ -118,6 +123,14 @@ async def test_a_repository_over_its_daily_budget_holds_new_runs_until_the_next_
     await _run_job(lc, task.id, task.job_id)
     holds = [e for e in lc.events(task.id) if e.actor == "budget"]
     assert len(holds) == 1 and lc.task(second).state == TaskState.QUEUED
+    # /metrics: the day's and the month's spend of the repository, and the task it holds.
+    scrape = await lc.api.raw.get("/metrics", headers={"Authorization": "Bearer scrape-me"})
+    found = samples(await scrape.text())
+    for period in ("day", "month"):
+        labels = (("period", period), ("repo", lc.repo))
+        assert found[("steelframe_repo_spend_tokens", labels)] == 150
+        assert found[("steelframe_repo_spend_usd", labels)] == pytest.approx(0.001)
+    assert found[("steelframe_tasks_held_by_budget", ())] == 1
 
     shift[0] = timedelta(days=1)  # the next day: the scheduled run starts and delivers
     await _run_job(lc, task.id, task.job_id)
