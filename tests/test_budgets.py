@@ -133,6 +133,25 @@ async def test_a_repository_over_its_daily_budget_holds_new_runs_until_the_next_
     assert found[("steelframe_tasks_held_by_budget", ())] == 1
 
     shift[0] = timedelta(days=1)  # the next day: the scheduled run starts and delivers
+    await _run_job(lc, task.id, lc.task(second).job_id)
+    assert lc.task(second).state == TaskState.DELIVERED
+
+
+async def test_a_held_task_starts_once_its_repository_budget_is_raised(make: Make) -> None:
+    lc = await make(coding_command=command("commit"), repo_daily_max_cost_usd=0.0005)
+    first = await lc.open_issue("First change")
+    await lc.work()
+    assert lc.task(first).state == TaskState.DELIVERED  # 0.001 USD: over the day's budget
+    second = await lc.open_issue("Second change")
+    await lc.work()
+    task = lc.task(second)
+    assert task.state == TaskState.QUEUED
+    held = [e.detail for e in lc.events(task.id) if e.actor == "budget"]
+    assert held and "over its daily budget" in held[0] and "raised" in held[0]
+    # The operator raises it (the workers restarted with the new setting): the next look
+    # starts the task the same day.
+    raised = dataclasses.replace(lc.ctx.settings, repo_daily_max_cost_usd=1.0)
+    lc.ctx = dataclasses.replace(lc.ctx, settings=raised)
     await _run_job(lc, task.id, task.job_id)
     assert lc.task(second).state == TaskState.DELIVERED
 

@@ -1,6 +1,7 @@
 """A queued task of a repository over its daily or monthly budget waits (budget_ledger):
 the reason recorded on the task once, and its run enqueued again for when the period
-turns. Called by a run before it starts, so the task stays `queued` and nothing runs."""
+turns (looking again every ten minutes meanwhile, for a budget raised). Called by a run
+before it starts, so the task stays `queued` and nothing runs."""
 
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.states import TaskState
 
 log = logging.getLogger(__name__)
+# A held task looks again this often, so a budget raised meanwhile (the workers restarted
+# with the new setting) lets it start without waiting for the period to turn.
+RECHECK_SECONDS = 600.0
 
 
 def held(ctx: LifecycleContext, task: Task) -> str | None:
@@ -26,9 +30,9 @@ def held(ctx: LifecycleContext, task: Task) -> str | None:
     found = ctx.db.call(budget_ledger.hold, ctx.settings, task.repo, now)
     if found is None:
         return None
-    job = job_id(task.id, task.generation, f"h{found.until:%Y%m%d}")
+    job = job_id(task.id, task.generation, "hold")
     ctx.db.call(_note, task.id, found.reason, job, ctx)
-    delay = max((found.until - now).total_seconds(), 1.0)
+    delay = min(max((found.until - now).total_seconds(), 1.0), RECHECK_SECONDS)
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
     queue.enqueue(task.id, job=job, delay=delay)
     log.info("lifecycle: task %s %s", task.id, found.reason)

@@ -4,8 +4,8 @@ runs (issue 34; docs/lifecycle.md, "Budgets").
 Every run adds what it spent (tokens and USD as its agent reported them) with the time;
 a queued task of a repository whose spend this UTC day (or month) has reached
 STEELFRAME_REPO_DAILY_MAX_* (or _MONTHLY_MAX_*) does not start: it stays queued with the
-reason on the task and its run is enqueued again for the start of the next day (or month).
-A budget raised in the settings counts from the workers' next start."""
+reason on the task, and its run looks again every ten minutes (budget_hold) until the next
+day (or month) or a budget raised in the settings (from the workers' next start)."""
 
 from __future__ import annotations
 
@@ -89,6 +89,9 @@ def hold(session: Session, settings: Settings, repo: str, now: datetime) -> Hold
         else:
             continue
         when = f"{end:%Y-%m-%d %H:%M} UTC"
-        reason = f"held: {repo} is over its {period} budget ({said}); runs again from {when}"
+        reason = (
+            f"held: {repo} is over its {period} budget ({said}); runs again from {when}, "
+            "or once the budget is raised"
+        )
         return Hold(reason, end)
     return None
