@@ -276,6 +276,22 @@ def _task_schemas() -> dict[str, Any]:
     }
     return {
         "BoardTask": exact(task_fields),
+        "Spend": exact(
+            {
+                "days": {"type": "integer"},
+                "spend": {
+                    "type": "array",
+                    "items": exact(
+                        {
+                            "repo": {"type": "string"},
+                            "day": {"type": "string"},
+                            "tokens": {"type": "integer"},
+                            "usd": {"type": "number"},
+                        }
+                    ),
+                },
+            }
+        ),
         "Board": exact(
             {
                 "tasks": {"type": "array", "items": ref("BoardTask")},

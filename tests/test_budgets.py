@@ -131,6 +131,15 @@ async def test_a_repository_over_its_daily_budget_holds_new_runs_until_the_next_
         assert found[("steelframe_repo_spend_tokens", labels)] == 150
         assert found[("steelframe_repo_spend_usd", labels)] == pytest.approx(0.001)
     assert found[("steelframe_tasks_held_by_budget", ())] == 1
+    # The Dashboard's figures: the repository's spend per day.
+    spend = await (await lc.api.get("/api/operator/spend?days=7")).json()
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    assert spend == {
+        "days": 7,
+        "spend": [{"repo": lc.repo, "day": today, "tokens": 150, "usd": pytest.approx(0.001)}],
+    }
+    bad = await lc.api.get("/api/operator/spend?days=0")
+    assert bad.status == 400 and (await bad.json())["detail"]["field"] == "days"
 
     shift[0] = timedelta(days=1)  # the next day: the scheduled run starts and delivers
     await _run_job(lc, task.id, lc.task(second).job_id)

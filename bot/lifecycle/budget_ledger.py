@@ -95,3 +95,32 @@ def hold(session: Session, settings: Settings, repo: str, now: datetime) -> Hold
         )
         return Hold(reason, end)
     return None
+
+
+@dataclass(frozen=True)
+class DaySpend:
+    repo: str
+    day: str  # YYYY-MM-DD, UTC
+    tokens: int
+    usd: float
+
+    def as_json(self) -> dict[str, object]:
+        return {"repo": self.repo, "day": self.day, "tokens": self.tokens, "usd": self.usd}
+
+
+def daily(session: Session, since: datetime) -> list[DaySpend]:
+    """Each repository's spend per UTC day since `since`, by repository then day."""
+    rows = session.execute(
+        select(RepoSpend.repo, RepoSpend.at, RepoSpend.tokens, RepoSpend.cost_usd).where(
+            RepoSpend.at >= since
+        )
+    )
+    totals: dict[tuple[str, str], tuple[int, float]] = {}
+    for repo, at, tokens, usd in rows:
+        key = (str(repo), f"{at:%Y-%m-%d}")
+        known = totals.get(key, (0, 0.0))
+        totals[key] = (known[0] + int(tokens), known[1] + float(usd))
+    return [
+        DaySpend(repo, day, tokens, round(usd, 6))
+        for (repo, day), (tokens, usd) in sorted(totals.items())
+    ]

@@ -60,6 +60,11 @@ async def test_discuss_shows_the_plan_and_approve_plan_resumes_the_task(
     # The plan run's 400 tokens and the coding run's 1,200, and their cost.
     assert await card.locator(".tokens").inner_text() == "1,600 tokens"
     assert await card.locator(".cost").inner_text() == "$0.06"
+    # The Dashboard's spend chart: the repository's tokens and cost of the last 14 days.
+    await gui.screen("dashboard")
+    row = gui.page.locator(f"#dash-spend li.spend[data-repo='{lc.repo}']")
+    await row.locator(".spend-total", has_text="1,600 tokens · $0.06").wait_for()
+    assert await row.locator(".spend-bars rect").count() == 14
     assert not page_errors(gui)
 
 
