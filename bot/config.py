@@ -519,6 +519,11 @@ class Settings:
     # Every task's first run only plans (docs/lifecycle.md, "Plan-first runs"); a
     # repository's config or the `steelframe:plan-first` label asks for it per task.
     plan_first: bool = setting("STEELFRAME_PLAN_FIRST", _bool, "plan before coding", False)
+    # A task whose estimate (the 90th percentile of its repository's past tasks) is above
+    # this many USD plans first too: the operator approves before it spends.
+    approve_above_usd: float | None = setting(
+        "STEELFRAME_APPROVE_ABOVE_USD", _budget_usd, "estimated USD that asks for approval"
+    )
     # A run renews its lease every third of this; a lease not renewed for this long is dead.
     task_lease_seconds: float = setting(
         "STEELFRAME_TASK_LEASE_SECONDS", _float, "run lease expiry", 60.0

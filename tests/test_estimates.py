@@ -55,3 +55,20 @@ async def test_a_task_shows_its_estimate_before_it_runs_and_in_its_plan(
     assert detail["estimate"]["runs"] == 1 and detail["estimate"]["tokens"] == 1200
     await lc.work()
     assert "Estimate: ~1,200 tokens" in (lc.task(second).question or "")
+
+
+async def test_a_task_estimated_above_the_threshold_asks_for_approval_first(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make(
+        coding_command=command("planner", exchange_dir(tmp_path)), approve_above_usd=0.02
+    )
+    first = await lc.open_issue("First change")
+    await lc.work()
+    assert lc.task(first).state == TaskState.DELIVERED  # 0.05 USD: no history, no approval
+    second = await lc.open_issue("Second change")
+    await lc.work()
+    task = lc.task(second)
+    assert task.state == TaskState.WAITING_FOR_INFO  # likely 0.05 USD, over 0.02: a plan
+    assert "Proposed plan" in (task.question or "") and "~0.05 USD" in (task.question or "")
+    assert len(await lc.pulls()) == 1

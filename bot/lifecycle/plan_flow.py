@@ -65,14 +65,24 @@ class Gate:
 
 
 def wanted(run: Run, labels: tuple[dict[str, Any], ...]) -> bool:
-    """Whether this task is plan-first: the repository's config, the issue's label, or
-    the installation's setting."""
+    """Whether this task is plan-first: the repository's config, the issue's label, the
+    installation's setting, or an estimate above STEELFRAME_APPROVE_ABOVE_USD."""
     config = run.repo_env.config if run.repo_env is not None else None
     if config is not None and config.plan_first:
         return True
     if any(str(label.get("name") or "") == PLAN_LABEL for label in labels):
         return True
-    return run.ctx.settings.plan_first
+    return run.ctx.settings.plan_first or _costly(run)
+
+
+def _costly(run: Run) -> bool:
+    """The task will likely cost more than the operator wants spent without approval."""
+    threshold = run.ctx.settings.approve_above_usd
+    if threshold is None:
+        return False
+    task = run.task
+    guess = run.ctx.db.call(estimate.for_repo, task.repo, excluding=task.id)
+    return guess is not None and guess.usd_p90 is not None and guess.usd_p90 > threshold
 
 
 def verdict(decision: str) -> PlanStatus | None:
