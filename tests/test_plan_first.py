@@ -5,16 +5,22 @@ Real service, GitHub sandbox, RQ worker and bubblewrap where it runs here."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 from bot.lifecycle import plan_store
+from bot.lifecycle.agents.presets import demo_command
 from bot.lifecycle.plan_flow import PLAN_LABEL, verdict
 from bot.lifecycle.plan_store import PlanStatus
+from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir
+
+DESCRIBED = "The login page stays blank after a wrong password is entered."
 
 
 async def _planned(make: Make, tmp_path: Path, **settings: object) -> tuple[Lifecycle, int]:
@@ -133,3 +139,22 @@ def test_only_the_exact_words_approve_or_reject() -> None:
     # Anything else is an edited plan, even when it starts like an approval.
     assert verdict("Go ahead, but do not touch the API") is None
     assert verdict("") is None
+
+
+def test_the_demo_runtime_plans_in_plan_mode_and_writes_nothing(tmp_path: Path) -> None:
+    prompt = build_prompt(
+        PromptInput(
+            repo="o/r", issue=7, title="Fix the login", body=DESCRIBED, branch="steelframe/7"
+        )
+    )
+    env = {"STEELFRAME_ISSUE": "7", "STEELFRAME_MODE": "plan", "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        demo_command(), input=prompt, cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["status"] == "done"
+    for heading in ("Files to change", "Approach", "Risks", "Test to run", "Estimate"):
+        assert f"{heading}:" in result["summary"]
+    assert "Fix the login" in result["summary"]
+    assert list(tmp_path.iterdir()) == []  # the plan run wrote nothing
