@@ -54,6 +54,7 @@ async def test_discuss_shows_the_plan_and_approve_plan_resumes_the_task(
     assert lc.task(issue).state == TaskState.DELIVERED
     (pull,) = await lc.pulls()
     assert "### Approved plan" in pull["body"]
+    assert "edited by the operator" not in pull["body"]  # approved as written
     await gui.screen("board")
     await wait_card(gui, issue, "delivered")
     card = gui.page.locator(f".card[data-issue='{issue}']")
