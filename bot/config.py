@@ -90,6 +90,21 @@ def _float(value: str) -> float:
     return float(value)
 
 
+def _budget_tokens(value: str) -> int:
+    """A budget in tokens: 0 means "no coding runs"; negative or not a number is refused."""
+    number = int(value)
+    if number < 0:
+        raise ValueError("must be 0 or more tokens")
+    return number
+
+
+def _budget_usd(value: str) -> float:
+    number = float(value)
+    if not 0 <= number < float("inf"):  # also refuses nan
+        raise ValueError("must be 0 or more, a finite amount")
+    return number
+
+
 def _positive_float(value: str) -> float:
     number = float(value)
     if not 0 < number < float("inf"):  # also refuses nan
@@ -482,9 +497,33 @@ class Settings:
     task_time_limit: int = setting("STEELFRAME_TASK_TIME_LIMIT", _positive_int, "seconds", 1800)
     task_max_attempts: int = setting("STEELFRAME_TASK_MAX_ATTEMPTS", _positive_int, "attempts", 3)
     task_max_tokens: int | None = setting(
-        "STEELFRAME_TASK_MAX_TOKENS", _positive_int, "tokens a task"
+        "STEELFRAME_TASK_MAX_TOKENS", _budget_tokens, "tokens a task"
     )
-    task_max_cost_usd: float | None = setting("STEELFRAME_TASK_MAX_COST_USD", _float, "USD a task")
+    task_max_cost_usd: float | None = setting(
+        "STEELFRAME_TASK_MAX_COST_USD", _budget_usd, "USD a task"
+    )
+    # A repository's spend across its tasks (docs/lifecycle.md, "Budgets"): over it, new
+    # runs wait for the next day (or month) or until the operator raises the budget.
+    repo_daily_max_tokens: int | None = setting(
+        "STEELFRAME_REPO_DAILY_MAX_TOKENS", _budget_tokens, "tokens a repository, per UTC day"
+    )
+    repo_daily_max_cost_usd: float | None = setting(
+        "STEELFRAME_REPO_DAILY_MAX_COST_USD", _budget_usd, "USD a repository, per UTC day"
+    )
+    repo_monthly_max_tokens: int | None = setting(
+        "STEELFRAME_REPO_MONTHLY_MAX_TOKENS", _budget_tokens, "tokens a repository, per month"
+    )
+    repo_monthly_max_cost_usd: float | None = setting(
+        "STEELFRAME_REPO_MONTHLY_MAX_COST_USD", _budget_usd, "USD a repository, per month"
+    )
+    # Every task's first run only plans (docs/lifecycle.md, "Plan-first runs"); a
+    # repository's config or the `steelframe:plan-first` label asks for it per task.
+    plan_first: bool = setting("STEELFRAME_PLAN_FIRST", _bool, "plan before coding", False)
+    # A task whose estimate (the 90th percentile of its repository's past tasks) is above
+    # this many USD plans first too: the operator approves before it spends.
+    approve_above_usd: float | None = setting(
+        "STEELFRAME_APPROVE_ABOVE_USD", _budget_usd, "estimated USD that asks for approval"
+    )
     # A run renews its lease every third of this; a lease not renewed for this long is dead.
     task_lease_seconds: float = setting(
         "STEELFRAME_TASK_LEASE_SECONDS", _float, "run lease expiry", 60.0

@@ -35,6 +35,7 @@ from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, w
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
+from bot.lifecycle.budget_metrics import budget_collector
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
@@ -330,6 +331,7 @@ def _attach_lifecycle(services: Services, redis_client: redis.Redis, clock: Cloc
         clock=clock,
     )
     services.metrics.add_collector(lifecycle_collector(database, redis_client))
+    services.metrics.add_collector(budget_collector(services.metrics, database, clock))
 
 
 def _attach_github_intents(services: Services, github: GitHubClient, clock: Clock) -> None:

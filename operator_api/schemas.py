@@ -263,6 +263,7 @@ def _task_schemas() -> dict[str, Any]:
         "archived": {"type": "boolean"},
         "pr_url": NULLABLE_STR,
         "cost_usd": {"type": "number"},
+        "tokens": {"type": "integer"},
         "last_event": {
             "oneOf": [
                 {"type": "null"},
@@ -275,6 +276,22 @@ def _task_schemas() -> dict[str, Any]:
     }
     return {
         "BoardTask": exact(task_fields),
+        "Spend": exact(
+            {
+                "days": {"type": "integer"},
+                "spend": {
+                    "type": "array",
+                    "items": exact(
+                        {
+                            "repo": {"type": "string"},
+                            "day": {"type": "string"},
+                            "tokens": {"type": "integer"},
+                            "usd": {"type": "number"},
+                        }
+                    ),
+                },
+            }
+        ),
         "Board": exact(
             {
                 "tasks": {"type": "array", "items": ref("BoardTask")},
@@ -363,6 +380,42 @@ def _task_schemas() -> dict[str, Any]:
                 "events": {"type": "array", "items": ref("TaskEvent")},
                 "review_threads": {"type": "array", "items": ref("ReviewThread")},
                 "ready_for_review": {"type": "boolean"},
+                # A plan-first task's plan, and why a queued task waits (its budget).
+                "plan": {"oneOf": [{"type": "null"}, ref("TaskPlan")]},
+                "held": NULLABLE_STR,
+                "estimate": {"oneOf": [{"type": "null"}, ref("TaskEstimate")]},
+                "offered": {"type": "array", "items": ref("OfferedDecision")},
+                "draft": NULLABLE_STR,
+            }
+        ),
+        "OfferedDecision": exact(
+            {
+                "issue": {"type": "integer"},
+                "task_id": {"type": "integer"},
+                "at": {"type": "string"},
+                "question": {"type": "string"},
+                "decision": {"type": "string"},
+                "score": {"type": "number"},
+            }
+        ),
+        "TaskEstimate": exact(
+            {
+                "runs": {"type": "integer"},
+                "tokens": {"type": "integer"},
+                "tokens_p90": {"type": "integer"},
+                "usd": {"type": ["number", "null"]},
+                "usd_p90": {"type": ["number", "null"]},
+                "text": {"type": "string"},
+            }
+        ),
+        "TaskPlan": exact(
+            {
+                "status": {"enum": ["proposed", "approved", "rejected"]},
+                "text": {"type": "string"},
+                "brief": NULLABLE_STR,
+                "edited": {"type": "boolean"},
+                "proposed_at": {"type": "string"},
+                "decided_at": NULLABLE_STR,
             }
         ),
         "ReviewThread": exact(
@@ -425,6 +478,7 @@ def component_schemas() -> dict[str, Any]:
                 "state": {"type": "string"},
                 "pr_url": {"type": ["string", "null"]},
                 "cost_usd": {"type": "number"},
+                "tokens": {"type": "integer"},
                 "reason": {"type": "string"},
                 "updated_at": {"type": "string"},
                 "session_id": {"type": "string"},

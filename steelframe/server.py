@@ -24,6 +24,7 @@ from operator_api import (
     events_routes,
     meta_routes,
     metrics_routes,
+    spend_routes,
 )
 from operator_api.auth import (
     AUTH_THROTTLE,
@@ -51,6 +52,7 @@ OPERATOR_API = (
     board_routes,
     decision_routes,
     events_routes,
+    spend_routes,  # issue 34: the Dashboard's spend chart
 )
 
 

@@ -152,7 +152,9 @@ async def test_the_task_cost_limit_stops_an_agent_that_spends_too_much(make: Mak
     issue = await lc.open_issue("Pricey scenario:spend", "This run costs a lot of money.")
     await lc.work()
     task = lc.task(issue)
-    assert task.state == TaskState.FAILED and task.cost_usd == pytest.approx(2.5)
+    # A budget reached waits for a person (issue 34).
+    assert task.state == TaskState.WAITING_FOR_INFO and task.cost_usd == pytest.approx(2.5)
+    assert task.question == "budget reached: spent 2.50 USD of 1.00"
     limits = [e for e in lc.events(task.id) if e.kind == EventKind.LIMIT_EXCEEDED]
     assert limits and limits[0].data == {"limit": "cost"}
 

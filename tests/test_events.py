@@ -221,10 +221,12 @@ async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_liv
             "state",
             "pr_url",
             "cost_usd",
+            "tokens",
             "reason",
             "updated_at",
         }
         assert delivered["cost_usd"] == lc.task(issue).cost_usd > 0  # the run reported one
+        assert delivered["tokens"] == lc.task(issue).tokens_used > 0
         # the message the event names is in the filing session, not in the one the operator sits in
         stored = await (await api.get(f"/api/operator/chat?session={filing['id']}")).json()
         assert result["message_id"] in [m["id"] for m in stored["messages"]]

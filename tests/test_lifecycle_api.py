@@ -45,12 +45,14 @@ async def test_the_board_shows_tasks_with_their_state_pr_and_last_event(make: Ma
         "archived",
         "pr_url",
         "cost_usd",
+        "tokens",
         "last_event",
         "updated_at",
     }
     assert first["state"] == "delivered" and first["title"] == "Make the widget blue"
     assert first["pr_url"] == lc.task(first["issue"]).pr_url
     assert first["cost_usd"] == pytest.approx(0.001)  # what the runtime reported
+    assert first["tokens"] == 150
     assert tasks[0]["cost_usd"] == 0
     assert first["last_event"]["kind"] == "transition"
     assert first["last_event"]["detail"].startswith("pull request ")

@@ -162,8 +162,10 @@ async def test_a_runtime_over_its_token_limit_is_stopped(make: Make) -> None:
     issue = await lc.open_issue("Spend tokens")
     await lc.work()
     task = lc.task(issue)
-    assert task.state == TaskState.FAILED
-    assert "token limit of 2500" in (task.last_error or "")
+    # A budget reached waits for a person (issue 34), saying what was spent of what.
+    assert task.state == TaskState.WAITING_FOR_INFO
+    assert (task.question or "").startswith("budget reached: spent ")
+    assert "of 2,500" in (task.question or "")
     assert 2500 < task.tokens_used <= 4000
 
 

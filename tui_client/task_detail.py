@@ -11,6 +11,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from tui_client.task_leverage import cost_text, leverage_lines
+
 EVENTS_SHOWN = 30
 
 
@@ -79,8 +81,9 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
         why(detail),
         f"Pull request: {detail.get('pr_url') or 'none yet'}",
         f"Attempts {detail.get('attempts', 0)} · tokens {usage.get('tokens', 0)} · "
-        f"cost {dollars(float(usage.get('cost_usd') or 0)) or '$0.00'} · "
+        f"{cost_text(usage, dollars(float(usage.get('cost_usd') or 0)))} · "
         f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",
+        *leverage_lines(detail),  # plan, budget hold, estimate, offered Decisions
         *blocked_lines(detail),
         *thread_lines(detail),
         "",

@@ -391,6 +391,7 @@ def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
         "state": change.state,
         "pr_url": task.pr_url,
         "cost_usd": task.cost_usd,
+        "tokens": task.tokens_used,
         "reason": change.reason,
         "updated_at": change.at.isoformat(),
     }

@@ -68,7 +68,7 @@ class Network(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
 
 
 class Budget(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Per-task budget (parsed here, enforced by the budgets work, docs/repository-config.md)."""
+    """Per-task budget, overriding the installation's (enforced by `bot.lifecycle.budget`)."""
 
     tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
     usd: Annotated[float, msgspec.Meta(ge=0)] | None = None

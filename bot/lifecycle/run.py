@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import ci_run, leases, tasks, worktree
+from bot.lifecycle import budget_hold, ci_run, leases, tasks, worktree
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_failed
@@ -109,6 +109,8 @@ def _begin_attempt(ctx: LifecycleContext, task_id: int, holder: Holder, actor: s
         return Skipped(f"skipped: task is {task.state}")
     if task.attempts >= ctx.policy.max_attempts:
         return OutOfAttempts()
+    if (held := budget_hold.held(ctx, task)) is not None:  # the repository's budget
+        return Skipped(held)
     attempt = {"attempts": task.attempts + 1}
     if task.state == TaskState.QUEUED:
         change_state(

@@ -117,6 +117,8 @@ class SandboxPolicy:
     # host:port entries reachable even on a private or loopback address
     # (STEELFRAME_EGRESS_PRIVATE): exactly these, nothing else of the host's network.
     private_hosts: tuple[str, ...] = ()
+    # A plan-first task's plan run reads the repository and changes nothing in it.
+    repo_read_only: bool = False
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxPolicy:
@@ -242,7 +244,8 @@ def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
         args += ["--ro-bind-try", name, name]
     args += ["--proc", "/proc", "--dev", "/dev"]
     # The run's own places first: an extra path under /tmp is mounted over the private /tmp.
-    args += ["--bind", str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
+    repo_mode = "--ro-bind" if policy.repo_read_only else "--bind"
+    args += [repo_mode, str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
     made: set[str] = {"/usr", "/etc", "/proc", "/dev", "/tmp"}
     writable = (*policy.writable, *([run.home] if run.home is not None else []))
     # A read-only extra that does not exist (yet) is simply not shown.

@@ -21,7 +21,18 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import egress_blocked, leases, push_limit, repo_tests, setup_run, tasks, worktree
+from bot.lifecycle import (
+    budget,
+    budget_ledger,
+    egress_blocked,
+    leases,
+    plan_flow,
+    push_limit,
+    repo_tests,
+    setup_run,
+    tasks,
+    worktree,
+)
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
 from bot.lifecycle.delivery import deliver_pending
@@ -96,8 +107,24 @@ async def work(run: Run) -> str:
         return refused
     remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
     prompt = await _prompt(run, text, tree)
+    plan = plan_flow.gate(run, text.labels)  # plan-first: plan, or follow the approved plan
+    if plan.rejected:
+        return await plan_flow.reject(run)
+    if plan.plan_run:
+        return await _plan(run, tree, prompt, remaining)
+    prompt += plan.pinned
+    if zero := budget.for_run(run).exhausted():  # a budget of 0: no coding run
+        return await budget.reached(run, zero)
     outcome = await _checked(run, tree, prompt, await _code(run, tree, prompt, remaining))
     return await _finish_run(run, tree, prompt, outcome)
+
+
+async def _plan(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> str:
+    """A plan-first task's read-only plan run: its log and usage kept, its plan posted."""
+    outcome = await _code(run, tree, plan_flow.plan_prompt(prompt), remaining, plan=True)
+    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
+    _account(run, outcome)
+    return await plan_flow.propose(run, outcome)
 
 
 async def _checked(
@@ -361,6 +388,8 @@ def _account(run: Run, outcome: CodingOutcome) -> None:
         tokens_used=task.tokens_used + outcome.tokens,
         cost_usd=task.cost_usd + outcome.cost_usd,
     )
+    spend = (task.repo, task.id, outcome.tokens, outcome.cost_usd, run.ctx.clock)
+    run.ctx.db.call(budget_ledger.record, *spend)  # the repository's daily/monthly spend
 
 
 def failure_text(run: Run, outcome: CodingOutcome) -> str:
@@ -372,6 +401,8 @@ def failure_text(run: Run, outcome: CodingOutcome) -> str:
 
 
 async def _conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+    if outcome.status == CodingStatus.LIMIT and outcome.limit in budget.BUDGET_LIMITS:
+        return await budget.reached(run, outcome.limit)  # waits for a person
     if outcome.status in (CodingStatus.TIMED_OUT, CodingStatus.LIMIT):
         return await _fail(run, limit=outcome.limit or "time", retry=False)
     if outcome.status == CodingStatus.ERROR:
@@ -438,7 +469,7 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     task = run.task
     title = run.public(task.title, 200)
     await worktree.commit_all(tree, f"{title} (#{task.issue})")
-    summary = run.public_block(outcome.summary)
+    summary = plan_flow.with_plan(run, run.public_block(outcome.summary))
     if await worktree.commits_ahead(tree) == 0:
         error = "the coding runtime finished without changing anything"
         if summary:
@@ -479,7 +510,9 @@ def _task_env(task: Task) -> dict[str, str]:
     return env
 
 
-async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> CodingOutcome:
+async def _code(
+    run: Run, tree: worktree.Worktree, prompt: str, remaining: float, *, plan: bool = False
+) -> CodingOutcome:
     ctx, task = run.ctx, run.task
     assert ctx.policy.coding_command is not None
 
@@ -492,15 +525,14 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
         except LeaseLost:
             run.watch.halt("lease lost")
 
+    limits = budget.for_run(run)  # the setting, or the repository config's budget
+
     def on_usage(tokens: int, cost: float) -> str | None:
-        policy = ctx.policy
-        if policy.max_tokens is not None and task.tokens_used + tokens > policy.max_tokens:
-            return "tokens"
-        if policy.max_cost_usd is not None and task.cost_usd + cost > policy.max_cost_usd:
-            return "cost"
-        return None
+        return limits.exceeded(task.tokens_used + tokens, task.cost_usd + cost)
 
     env = _task_env(task)
+    if plan:  # the plan run: told so, and the repository mounted read-only
+        env[plan_flow.MODE_VARIABLE] = plan_flow.PLAN_MODE
     label = preset_label(ctx)
     on_progress, updates = progress_hook(run, label or "The coding runtime")
     home = None
@@ -516,7 +548,7 @@ async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float
         prompt=prompt,
         time_limit=remaining,
         task_env=env,
-        policy=ctx.policy.sandbox,
+        policy=replace(ctx.policy.sandbox, repo_read_only=plan),
     )
     try:
         outcome = await run_coding(

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.errors import Conflict, NotFound
 from bot.lifecycle import egress_blocked
+from bot.lifecycle.leverage_view import leverage_json
 from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease, TaskLog
 from bot.lifecycle.review_ledger import ready_for_review, review_threads, thread_json
 from bot.lifecycle.states import IllegalTransition, TaskState, check_transition
@@ -248,6 +249,7 @@ def task_json(task: Task, last: TaskEvent | None) -> dict[str, Any]:
         "archived": task.archived,
         "pr_url": task.pr_url,
         "cost_usd": task.cost_usd,
+        "tokens": task.tokens_used,  # with cost 0: the agent reported no cost (issue 34)
         "last_event": None
         if last is None
         else {"kind": last.kind, "at": _iso(last.at), "detail": last.detail},
@@ -315,6 +317,7 @@ def task_detail(session: Session, task_id: int) -> dict[str, Any]:
             "expires_at": _iso(lease.expires_at),
         },
         "events": [event_json(e) for e in log],
+        **leverage_json(session, task),  # its plan and budget hold (plan_store, budget_hold)
         "review_threads": [thread_json(thread) for thread in ledger],
         "ready_for_review": ready_for_review(task, ledger),
     }

@@ -61,6 +61,7 @@ export class Board {
       state: event.state ?? known.state,
       pr_url: event.pr_url ?? known.pr_url,
       cost_usd: event.cost_usd ?? known.cost_usd,
+      tokens: event.tokens ?? known.tokens,
       reason: event.reason ?? known.reason,
       updated_at: event.updated_at ?? known.updated_at,
     };
@@ -118,7 +119,7 @@ export class Board {
       h("div", { class: "card-meta" },
         h("span", { class: `badge ${task.state}`, text: task.state.replaceAll("_", " ") }),
         h("span", { class: "age", text: ago(task.updated_at) }),
-        task.cost_usd ? h("span", { class: "cost", text: dollars(task.cost_usd), title: "What the coding runtime spent on it" }) : null,
+        ...spend(task),
         task.pr_url ? externalLink(task.pr_url, "PR") : null,
       ),
       h("div", { class: "card-actions" },
@@ -170,8 +171,11 @@ export class Board {
     body.append(
       h("p", {}, h("span", { class: `badge ${detail.state}`, text: detail.state.replaceAll("_", " ") }),
         detail.pr_url ? h("span", {}, " · ", externalLink(detail.pr_url, "pull request")) : null,
-        detail.usage?.cost_usd ? ` · ${dollars(detail.usage.cost_usd)}` : null),
+        detail.usage?.cost_usd ? ` · ${dollars(detail.usage.cost_usd)}` : null,
+        detail.usage?.tokens ? ` · ${detail.usage.tokens.toLocaleString("en")} tokens` : null),
     );
+    if (detail.held) body.append(h("h3", { text: "Held" }), h("p", { class: "why held", text: detail.held }));
+    if (detail.estimate) body.append(h("p", { class: "estimate", text: detail.estimate.text }));
     const why = waitingReason(detail);
     if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));
     // tabindex: a scrollable region must be reachable by keyboard (axe: scrollable-region-focusable).
@@ -208,6 +212,17 @@ export class Board {
       if (err.status === 404 && !err.body?.detail) this.logAvailable = err.body?.error !== "Not Found";
     }
   }
+}
+
+// What the coding runtime spent: tokens and USD as it reported them; tokens without a cost
+// read "cost unknown", never $0 (issue 34).
+function spend(task) {
+  if (!task.cost_usd && !task.tokens) return [];
+  const cost = task.cost_usd ? dollars(task.cost_usd) : "cost unknown";
+  return [
+    task.tokens ? h("span", { class: "tokens", text: `${task.tokens.toLocaleString("en")} tokens`, title: "Tokens the coding runtime reported" }) : null,
+    h("span", { class: "cost", text: cost, title: "What the coding runtime spent on it" }),
+  ];
 }
 
 function waitingReason(detail) {

@@ -4,6 +4,7 @@ import { api, ApiError, openStream, readSse } from "./api.js";
 import { $, h, clear, show, externalLink } from "./dom.js";
 import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
+import { offerPanel } from "./offers.js";
 import { renderSidebar } from "./sidebar.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
@@ -36,6 +37,7 @@ export class Chat {
       publishLabel: $("#publish-label"),
       publishText: $("#decision-text"),
       publishButton: $("#publish"),
+      approvePlan: $("#approve-plan"),
       focusChip: $("#focus-chip"),
       focusText: $("#focus-text"),
       focusForm: $("#focus-form"),
@@ -100,6 +102,8 @@ export class Chat {
       ev.preventDefault();
       this.publish();
     });
+    // A plan-first task's plan approved as written (docs/lifecycle.md, "Plan-first runs").
+    e.approvePlan.addEventListener("click", () => this.publish("Approve plan"));
   }
 
   setAgents(agents) {
@@ -237,8 +241,32 @@ export class Chat {
     return session;
   }
 
-  discuss(issue) {
-    return this.newChat({ issue });
+  async discuss(issue) {
+    const session = await this.newChat({ issue });
+    if (session) await this.offer(issue);
+    return session;
+  }
+
+  // A waiting task's plan and the past Decisions offered for its question (issue 34): shown
+  // when Discuss opens, the plan or the best Decision as the draft. Never published by itself.
+  async offer(issue) {
+    const task = this.app.board.findIssue(issue);
+    if (!task || task.state !== "waiting_for_info") return;
+    let detail;
+    try {
+      detail = await api.get(`/api/operator/tasks/${task.id}`);
+    } catch {
+      return; // the Discuss works without it
+    }
+    const panel = offerPanel(detail);
+    if (!panel || this.focus !== issue) return;
+    this.els.messages.append(panel);
+    const plan = detail.plan?.status === "proposed";
+    const body = detail.draft || (plan ? detail.plan.text : null);
+    if (body) {
+      this.decision = { issue, body, plan };
+      this.renderPublishBar();
+    }
   }
 
   async remove(id, title) {
@@ -297,7 +325,8 @@ export class Chat {
       delete this.els.publishText.dataset.for; // the next draft fills the bar afresh
       return;
     }
-    this.els.publishLabel.textContent = `Decision for #${d.issue}`;
+    show(this.els.approvePlan, Boolean(d.plan));
+    this.els.publishLabel.textContent = d.plan ? `Plan for #${d.issue} (edit it, or approve it as proposed)` : `Decision for #${d.issue}`;
     this.els.publishButton.textContent = `Publish to #${d.issue}`;
     if (this.els.publishText.dataset.for !== `${d.issue}:${d.body}`) {
       this.els.publishText.value = d.body;
@@ -305,9 +334,9 @@ export class Chat {
     }
   }
 
-  async publish() {
+  async publish(words = null) {
     const d = this.decision;
-    const body = this.els.publishText.value;
+    const body = words ?? this.els.publishText.value;
     if (!d || !body.trim()) return;
     this.els.publishButton.disabled = true;
     try {

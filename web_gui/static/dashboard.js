@@ -1,6 +1,7 @@
 // The Dashboard: delivered PRs, questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
 import { $, h, clear, ago, externalLink } from "./dom.js";
+import { renderSpend } from "./spend.js";
 
 export class Dashboard {
   constructor(app) {
@@ -26,6 +27,7 @@ export class Dashboard {
       h("li", { class: "row" },
         h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, title: "Open the run", onclick: () => this.app.board.openModal(t.id) }),
         h("span", { class: "age", text: ago(t.updated_at) })));
+    renderSpend($("#dash-spend"), tasks.reduce((sum, t) => sum + (t.tokens || 0), 0));
   }
 
   fill(selector, tasks, empty, row) {

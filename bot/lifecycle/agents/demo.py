@@ -162,6 +162,18 @@ def ci_note(prompt: str) -> str | None:
     )
 
 
+def plan(issue: str, title: str) -> str:
+    """What the demo runtime plans in a plan-first task's read-only run."""
+    return (
+        f"Files to change: notes/issue-{issue}.md (a new note; no code).\n"
+        f"Approach: write the issue's title ({title}), its text and the Decisions received "
+        "into the note, so the whole loop can be seen without a coding agent.\n"
+        "Risks: none; the demo runtime changes no code.\n"
+        "Test to run: none (the note is the change).\n"
+        "Estimate: one short run, no tokens (the demo runtime calls no model)."
+    )
+
+
 def main() -> int:
     prompt = sys.stdin.read()
     issue = os.environ.get("STEELFRAME_ISSUE", "0")
@@ -170,6 +182,9 @@ def main() -> int:
     if not decision and too_short(text) and not review_threads_of(prompt):
         emit(type="log", text="demo runtime: the issue text is shorter than a sentence")
         emit(type="result", status="question", question=QUESTION)
+        return 0
+    if os.environ.get("STEELFRAME_MODE") == "plan":  # read-only: plan, change nothing
+        emit(type="result", status="done", summary=plan(issue, title_of(prompt)))
         return 0
     path = Path("notes") / f"issue-{issue}.md"
     if not issue.isdigit() or path.parent.is_symlink() or path.is_symlink():

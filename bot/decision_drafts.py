@@ -1,0 +1,160 @@
+"""Answers drafted from past Decisions (issue 34; docs/lifecycle.md, "Answers drafted from
+past Decisions").
+
+When a task asks a question, the published Decisions of the same repository that answered
+a similar question are recalled: each Decision with the question it answered (the
+question the task was waiting on when the Decision resumed it), ranked by the likeness of
+the two questions (memory's analyser: stop words dropped, stemmed; tf-idf cosine over the
+repository's questions), at most three, each cited with its issue and date. The best one
+is offered as a draft for the operator to edit and publish: nothing here publishes. A
+Decision answered again later by a different Decision (the same question, another
+answer) was reversed, and is never offered.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from bot.lifecycle.models import EventKind, Task, TaskEvent
+from bot.lifecycle.states import TaskState
+from memory.analysis import Analyzer
+
+MAX_OFFERED = 3
+# A past question at least this alike is offered; one this alike to a later one with a
+# different answer is the same question, answered again (the earlier answer reversed).
+OFFER_FLOOR = 0.35
+SAME_QUESTION = 0.8
+# The repository's most recent Decisions looked at.
+WINDOW = 500
+
+
+@dataclass(frozen=True)
+class PastDecision:
+    repo: str
+    issue: int
+    task_id: int
+    question: str
+    decision: str
+    at: datetime
+
+    def cite(self) -> str:
+        return f"#{self.issue} ({self.at:%Y-%m-%d})"
+
+
+@dataclass(frozen=True)
+class Offered:
+    past: PastDecision
+    score: float
+
+    def as_json(self) -> dict[str, object]:
+        return {
+            "issue": self.past.issue,
+            "task_id": self.past.task_id,
+            "at": self.past.at.isoformat(),
+            "question": self.past.question,
+            "decision": self.past.decision,
+            "score": round(self.score, 3),
+        }
+
+
+@functools.cache
+def _analyzer() -> Analyzer:
+    return Analyzer()
+
+
+def past_decisions(session: Session, repo: str) -> list[PastDecision]:
+    """The repository's Decisions with the question each answered, oldest first."""
+    rows = session.execute(
+        select(TaskEvent, Task.issue)
+        .join(Task, Task.id == TaskEvent.task_id)
+        .where(
+            Task.repo == repo,
+            (TaskEvent.kind == EventKind.DECISION)
+            | (TaskEvent.to_state == TaskState.WAITING_FOR_INFO),
+        )
+        .order_by(TaskEvent.id.desc())
+        .limit(WINDOW * 2)
+    ).all()
+    asked: dict[int, str] = {}  # the question each task waits on, as the events go by
+    found = []
+    for event, issue in reversed(rows):
+        if event.to_state == TaskState.WAITING_FOR_INFO:
+            asked[event.task_id] = str((event.data or {}).get("question") or "")
+        elif event.kind == EventKind.DECISION and asked.get(event.task_id):
+            found.append(
+                PastDecision(
+                    repo, issue, event.task_id, asked[event.task_id], event.detail, event.at
+                )
+            )
+    return found
+
+
+def _vectors(texts: Sequence[str]) -> list[dict[str, float]]:
+    """tf-idf vectors (1 + ln tf, idf over `texts`), each L2-normalised."""
+    analyzer = _analyzer()
+    counts = [Counter(analyzer.tokens(text)) for text in texts]
+    df: Counter[str] = Counter(term for count in counts for term in count)
+    n = len(texts)
+    vectors = []
+    for count in counts:
+        vector = {t: (1 + math.log(c)) * math.log(1 + n / df[t]) for t, c in count.items()}
+        norm = math.sqrt(sum(v * v for v in vector.values())) or 1.0
+        vectors.append({t: v / norm for t, v in vector.items()})
+    return vectors
+
+
+def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
+    return sum(v * b.get(t, 0.0) for t, v in a.items())
+
+
+def _standing(past: list[PastDecision], vectors: list[dict[str, float]]) -> list[int]:
+    """Indexes of the Decisions not reversed: none later answers the same question
+    differently."""
+    kept = []
+    for i, decision in enumerate(past):
+        later = range(i + 1, len(past))
+        if not any(
+            _cosine(vectors[i], vectors[j]) >= SAME_QUESTION
+            and past[j].decision.strip() != decision.decision.strip()
+            for j in later
+        ):
+            kept.append(i)
+    return kept
+
+
+def offered(session: Session, repo: str, question: str, *, task_id: int) -> list[Offered]:
+    """The standing Decisions of `repo` (other tasks') that answered a question like
+    `question`, best first, at most three."""
+    past = past_decisions(session, repo)
+    if not past or not question.strip():
+        return []
+    vectors = _vectors([*(p.question for p in past), question])
+    asked = vectors[-1]
+    matches = [
+        Offered(past[i], _cosine(vectors[i], asked))
+        for i in _standing(past, vectors[:-1])
+        if past[i].task_id != task_id
+    ]
+    matches = [m for m in matches if m.score >= OFFER_FLOOR]
+    matches.sort(key=lambda m: m.score, reverse=True)
+    return matches[:MAX_OFFERED]
+
+
+def draft(matches: Sequence[Offered]) -> str | None:
+    """The best match's Decision as a draft, citing where it comes from; None without one."""
+    if not matches:
+        return None
+    best = matches[0].past
+    return (
+        f"{best.decision}\n\n"
+        f"(Reusing the Decision published on {best.cite()}, which answered: "
+        f'"{" ".join(best.question.split())[:300]}")'
+    )

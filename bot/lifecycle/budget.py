@@ -1,0 +1,115 @@
+"""A task's budget (issue 34; docs/lifecycle.md, "Budgets"): tokens and USD as the agent
+reports them. The installation's setting (STEELFRAME_TASK_MAX_TOKENS,
+STEELFRAME_TASK_MAX_COST_USD) is the default and the repository's `.steelframe/config.yml`
+`budget:` overrides it. A run that reaches it is stopped (the coding runtime's hook ends
+the sandbox at the usage report that crosses it; nothing is committed or pushed) and the
+task waits for a person: "budget reached: spent X of Y". A Decision resumes it with the
+budget as it stands then (raised, or the run stops again at its first report).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy.orm import Session
+
+from bot.lifecycle import tasks
+from bot.lifecycle.models import EventKind
+from bot.lifecycle.outcomes import change_state, publish
+from bot.lifecycle.scope import Run
+from bot.lifecycle.states import TaskState
+
+log = logging.getLogger(__name__)
+# The limits a budget stops a run by (coding.AGENT_LIMITS names them the same).
+BUDGET_LIMITS = frozenset({"tokens", "cost"})
+
+
+@dataclass(frozen=True)
+class TaskBudget:
+    tokens: int | None = None
+    usd: float | None = None
+    source: str = "settings"  # or "repository config"
+
+    def exceeded(self, tokens: int, usd: float) -> str | None:
+        """The limit `tokens` and `usd` spent so far go over, or None."""
+        if self.tokens is not None and tokens > self.tokens:
+            return "tokens"
+        if self.usd is not None and usd > self.usd:
+            return "cost"
+        return None
+
+    def exhausted(self) -> str | None:
+        """A budget of zero: no coding run at all."""
+        if self.tokens == 0:
+            return "tokens"
+        if self.usd == 0:
+            return "cost"
+        return None
+
+    def as_json(self) -> dict[str, object]:
+        return {"tokens": self.tokens, "usd": self.usd, "source": self.source}
+
+
+def for_run(run: Run) -> TaskBudget:
+    """The setting, overridden field by field by the repository's config."""
+    policy = run.ctx.policy
+    config = run.repo_env.config.budget if run.repo_env is not None else None
+    if config is not None and (config.tokens is not None or config.usd is not None):
+        tokens = config.tokens if config.tokens is not None else policy.max_tokens
+        usd = config.usd if config.usd is not None else policy.max_cost_usd
+        return TaskBudget(tokens, usd, "repository config")
+    return TaskBudget(policy.max_tokens, policy.max_cost_usd)
+
+
+def spent_text(budget: TaskBudget, limit: str, tokens: int, usd: float) -> str:
+    if limit == "tokens":
+        return f"budget reached: spent {tokens:,} tokens of {budget.tokens:,}"
+    return f"budget reached: spent {usd:.2f} USD of {budget.usd or 0:.2f}"
+
+
+async def reached(run: Run, limit: str) -> str:
+    """The run stopped at its task budget: the task waits for a person, saying so."""
+    task = run.ctx.db.call(tasks.get_task, run.task.id)
+    budget = for_run(run)
+    said = spent_text(budget, limit, task.tokens_used, task.cost_usd)
+    where = (
+        "the repository's `.steelframe/config.yml` `budget:`"
+        if budget.source == "repository config"
+        else "STEELFRAME_TASK_MAX_TOKENS / STEELFRAME_TASK_MAX_COST_USD"
+    )
+    notice = (
+        f"Steelframe stopped this task: {said} (set by {where}). Nothing of this run was "
+        "pushed. Raise the budget and publish a Decision to go on, or leave the task here."
+    )
+    run.ctx.db.call(_event, run, limit, said)
+    change = change_state(
+        run.ctx.db,
+        run.task.id,
+        TaskState.WAITING_FOR_INFO,
+        actor=run.actor,
+        detail=said,
+        data={"question": said, "limit": limit, "budget": budget.as_json()},
+        expect=[TaskState.RUNNING],
+        changes={"question": said, "pending_decision": None},
+        notice=notice,
+        note=said[0].upper() + said[1:] + ".",
+        fence=run.fence,
+        clock=run.ctx.clock,
+    )
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    log.info("lifecycle: task %s: %s", run.task.id, said)
+    return f"waiting_for_info: {said}"
+
+
+def _event(session: Session, run: Run, limit: str, said: str) -> None:
+    tasks.hold(session, run.task.id, run.fence, run.ctx.clock)
+    tasks.record(
+        session,
+        tasks.get_task(session, run.task.id),
+        EventKind.LIMIT_EXCEEDED,
+        actor=run.actor,
+        detail=said,
+        data={"limit": limit},
+        clock=run.ctx.clock,
+    )

@@ -1,0 +1,216 @@
+"""Plan-first runs (issue 34; docs/lifecycle.md, "Plan-first runs").
+
+A task is plan-first when its repository's config says `plan_first: true`, its issue
+carries the `steelframe:plan-first` label, or STEELFRAME_PLAN_FIRST is on. Its first run
+is read-only (the sandbox mounts the repository read-only; nothing is committed or pushed)
+and ends with a plan, posted on the issue as the task's question. The Decision that
+resumes the task settles the plan: "go ahead" (or "Approve plan") approves it as written,
+"reject" ends the task, any other text is the operator's edited plan and becomes the
+brief. The approved brief is pinned into every later run's prompt and shown in the pull
+request's body.
+
+The plan is the agent's text: untrusted, made public (redacted, defanged) before it is
+stored or posted, and never read as a command; only the operator's Decision decides.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from bot.lifecycle import budget, estimate, plan_store, tasks
+from bot.lifecycle.coding import CodingOutcome, CodingStatus
+from bot.lifecycle.finish import finish_failed, finish_question
+from bot.lifecycle.outcomes import change_state, publish
+from bot.lifecycle.plan_store import Plan, PlanStatus
+from bot.lifecycle.scope import Run
+from bot.lifecycle.states import TaskState
+
+log = logging.getLogger(__name__)
+
+PLAN_LABEL = "steelframe:plan-first"
+# What the coding command is told in its environment (docs/lifecycle.md, the protocol).
+MODE_VARIABLE = "STEELFRAME_MODE"
+PLAN_MODE = "plan"
+# A Decision that is exactly one of these (case, spaces and a final `.`/`!` aside).
+APPROVALS = frozenset(
+    {"go ahead", "approve", "approved", "approve plan", "approve the plan", "lgtm", "proceed"}
+)
+REJECTIONS = frozenset({"reject", "rejected", "reject plan", "reject the plan", "cancel"})
+PLAN_INSTRUCTION = (
+    "PLAN MODE: this run is read-only. The working tree is mounted read-only and nothing "
+    "you do is kept or pushed: do not change files. Read the code, then end with a result "
+    'of status "done" whose summary is your plan, under these headings: Files to change, '
+    "Approach, Risks, Test to run, Estimate. A person approves, edits or rejects the plan "
+    "before any code is written."
+)
+REJECTED_NOTICE = (
+    "The plan was rejected by a Decision: the task ends here and nothing was changed. "
+    "Pick the issue up again to start over."
+)
+_FLAT = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What a plan-first task's run does now."""
+
+    plan_run: bool = False  # run the read-only plan run and post its plan
+    rejected: bool = False  # the Decision rejected the plan: end the task
+    pinned: str = ""  # the approved brief, for the coding run's prompt
+
+
+def wanted(run: Run, labels: tuple[dict[str, Any], ...]) -> bool:
+    """Whether this task is plan-first: the repository's config, the issue's label, the
+    installation's setting, or an estimate above STEELFRAME_APPROVE_ABOVE_USD."""
+    config = run.repo_env.config if run.repo_env is not None else None
+    if config is not None and config.plan_first:
+        return True
+    if any(str(label.get("name") or "") == PLAN_LABEL for label in labels):
+        return True
+    return run.ctx.settings.plan_first or _costly(run)
+
+
+def _costly(run: Run) -> bool:
+    """The task will likely cost more than the operator wants spent without approval."""
+    threshold = run.ctx.settings.approve_above_usd
+    if threshold is None:
+        return False
+    task = run.task
+    guess = run.ctx.db.call(estimate.for_repo, task.repo, excluding=task.id)
+    return guess is not None and guess.usd_p90 is not None and guess.usd_p90 > threshold
+
+
+def verdict(decision: str) -> PlanStatus | None:
+    """Approved or rejected by the Decision's words; None: the Decision is an edited plan."""
+    said = _FLAT.sub(" ", decision.strip().lower()).rstrip(".!").strip()
+    if said in APPROVALS:
+        return PlanStatus.APPROVED
+    if said in REJECTIONS:
+        return PlanStatus.REJECTED
+    return None
+
+
+def gate(run: Run, labels: tuple[dict[str, Any], ...]) -> Gate:
+    """Where a plan-first task stands: no plan yet (plan it), a plan the Decision just
+    settled, or one settled before (a retry, or a continuation after a later question)."""
+    if not wanted(run, labels):
+        return Gate()
+    task = run.task
+    plan = run.ctx.db.call(plan_store.current, task.id, task.generation)
+    if plan is None or (plan.status == PlanStatus.PROPOSED and not task.pending_decision):
+        return Gate(plan_run=True)
+    if plan.status == PlanStatus.PROPOSED:
+        plan = _settle(run, plan, task.pending_decision or "")
+    if plan.status == PlanStatus.REJECTED:
+        return Gate(rejected=True)
+    return Gate(pinned=pinned(plan.brief or plan.text))
+
+
+def _settle(run: Run, plan: Plan, decision: str) -> Plan:
+    task = run.task
+    status = verdict(decision)
+    brief = plan.text if status == PlanStatus.APPROVED else None
+    if status is None:  # the operator's edited plan: their words, shown like any text
+        status, brief = PlanStatus.APPROVED, run.public_block(decision)
+    settled = run.ctx.db.call(
+        plan_store.settle,
+        task.id,
+        task.generation,
+        status=status,
+        brief=brief,
+        comment_id=task.decision_comment_id,
+        clock=run.ctx.clock,
+    )
+    assert settled is not None  # the row was read above and rows are never deleted
+    log.info("lifecycle: task %s: plan %s", task.id, settled.status)
+    return settled
+
+
+def pinned(brief: str) -> str:
+    return (
+        "\n\nThe approved plan (a person approved it; follow it, and say in your summary "
+        "where you had to depart from it):\n<plan>\n" + brief + "\n</plan>\n"
+    )
+
+
+def plan_prompt(prompt: str) -> str:
+    return f"{prompt}\n{PLAN_INSTRUCTION}\n"
+
+
+def question(plan: str, likely: str = "") -> str:
+    """The plan as the task's question (finish_question frames it for the issue)."""
+    parts = [
+        "**Proposed plan** (plan-first: no code is written until a Decision approves it)",
+        plan,
+    ]
+    if likely:
+        parts.append(likely)
+    parts.append(
+        "Publish a Decision: `go ahead` (Approve plan) runs it as written; `reject` ends the "
+        "task; any other text is taken as the edited plan and becomes the brief."
+    )
+    return "\n\n".join(parts)
+
+
+async def propose(run: Run, outcome: CodingOutcome) -> str:
+    """The plan run ended: post its plan as the task's question, or end as any run does."""
+    run.watch.check()
+    ctx, task = run.ctx, run.task
+    if outcome.status == CodingStatus.DONE and outcome.summary.strip():
+        plan = run.public_block(outcome.summary)
+        ctx.db.call(_store, run, plan)
+        guess = ctx.db.call(estimate.for_repo, task.repo, excluding=task.id)
+        text = question(plan, guess.text() if guess is not None else "")
+        return await finish_question(ctx, run.github, task, run.actor, text, fence=run.fence)
+    if outcome.status == CodingStatus.QUESTION:  # it needs an answer before it can plan
+        text = run.public_block(outcome.question)
+        return await finish_question(ctx, run.github, task, run.actor, text, fence=run.fence)
+    if outcome.status == CodingStatus.LIMIT and outcome.limit in budget.BUDGET_LIMITS:
+        return await budget.reached(run, outcome.limit)
+    if outcome.status in (CodingStatus.TIMED_OUT, CodingStatus.LIMIT):
+        limit = outcome.limit or "time"
+        return await finish_failed(
+            ctx, run.github, task.id, run.actor, limit=limit, retry=False, fence=run.fence
+        )
+    error = outcome.error or "the plan run ended without a plan"
+    return await finish_failed(
+        ctx, run.github, task.id, run.actor, error=error, retry=True, fence=run.fence
+    )
+
+
+def _store(session: Session, run: Run, plan: str) -> None:
+    tasks.hold(session, run.task.id, run.fence, run.ctx.clock)  # only while the run holds it
+    plan_store.propose(session, run.task.id, run.task.generation, plan, run.ctx.clock)
+
+
+async def reject(run: Run) -> str:
+    """The Decision rejected the plan: the task ends, nothing changed."""
+    change = change_state(
+        run.ctx.db,
+        run.task.id,
+        TaskState.TERMINATED,
+        actor=run.actor,
+        detail="the plan was rejected by a Decision",
+        expect=[TaskState.RUNNING],
+        changes={"pending_decision": None},
+        notice=REJECTED_NOTICE,
+        note="The plan was rejected.",
+        fence=run.fence,
+        clock=run.ctx.clock,
+    )
+    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    return "terminated: plan rejected"
+
+
+def with_plan(run: Run, summary: str) -> str:
+    """The pull request's summary with the approved plan it followed, if any."""
+    plan = run.ctx.db.call(plan_store.current, run.task.id, run.task.generation)
+    if plan is None or plan.status != PlanStatus.APPROVED:
+        return summary
+    title = "Approved plan (edited by the operator)" if plan.edited else "Approved plan"
+    return f"{summary}\n\n### {title}\n\n{plan.brief or plan.text}".strip()

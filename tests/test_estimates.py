@@ -1,0 +1,74 @@
+"""Estimates before running (issue 34): from the repository's finished tasks, the median
+and 90th percentile of what they spent, with how many it rests on; shown on a task before
+it starts and in a plan-first task's plan; its error measured on a generated history."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from bot.lifecycle import estimate
+from bot.lifecycle.plan_flow import PLAN_LABEL
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import PICKUP, Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import exchange_dir
+
+
+def test_the_estimate_is_the_median_and_90th_percentile_of_past_spend() -> None:
+    guess = estimate.of([100, 200, 300, 400, 10_000], [0.01, 0.02, 0.03, 0.04, 1.0])
+    assert guess is not None
+    assert (guess.runs, guess.tokens, guess.tokens_p90) == (5, 300, 10_000)
+    assert guess.usd == 0.03 and "from 5 past task(s)" in guess.text()
+    # An agent that reports no cost: counted by tokens, and the cost said to be unknown.
+    unpaid = estimate.of([100, 300], [0.0, 0.0])
+    assert unpaid is not None and unpaid.usd is None and "cost unknown" in unpaid.text()
+    assert estimate.of([], []) is None
+
+
+def test_the_median_absolute_error_on_a_generated_history_of_200_runs() -> None:
+    draw = random.Random(34)
+    # Tasks of one repository: most small, some large (a log-normal spread of tokens).
+    history = [(int(draw.lognormvariate(8.5, 0.6)), 0.0) for _ in range(200)]
+    error = estimate.median_absolute_error(history)
+    typical = sorted(t for t, _ in history)[100]
+    # The median is off by less than half a typical task: useful, and honest about it.
+    assert 0 < error < typical / 2
+
+
+async def test_a_task_shows_its_estimate_before_it_runs_and_in_its_plan(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make(coding_command=command("planner", exchange_dir(tmp_path)))
+    first = await lc.open_issue("First change")
+    await lc.work()
+    assert lc.task(first).state == TaskState.DELIVERED  # spent 1,200 tokens, 0.05 USD
+    made = await lc.github.create_issue(
+        lc.repo, title="Second change", body="Also blue.", labels=[PICKUP, PLAN_LABEL]
+    )
+    await lc.settle()
+    second = int(made["number"])
+    task = lc.task(second)
+    detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
+    assert detail["state"] == TaskState.QUEUED
+    assert detail["estimate"]["runs"] == 1 and detail["estimate"]["tokens"] == 1200
+    await lc.work()
+    assert "Estimate: ~1,200 tokens" in (lc.task(second).question or "")
+
+
+async def test_a_task_estimated_above_the_threshold_asks_for_approval_first(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make(
+        coding_command=command("planner", exchange_dir(tmp_path)), approve_above_usd=0.02
+    )
+    first = await lc.open_issue("First change")
+    await lc.work()
+    assert lc.task(first).state == TaskState.DELIVERED  # 0.05 USD: no history, no approval
+    second = await lc.open_issue("Second change")
+    await lc.work()
+    task = lc.task(second)
+    assert task.state == TaskState.WAITING_FOR_INFO  # likely 0.05 USD, over 0.02: a plan
+    assert "Proposed plan" in (task.question or "") and "~0.05 USD" in (task.question or "")
+    assert len(await lc.pulls()) == 1
