@@ -103,8 +103,11 @@ async def test_register_writes_credentials_that_github_check_accepts(
             assert "installations/new" in await response.text()
     credentials, (env_file, key_path) = await asyncio.wait_for(task, 30)
 
-    app = github_sandbox.sandbox.world.app
-    assert (credentials.id, credentials.name, app.slug) == (app.id, "Steelframe Test", app.slug)
+    # GitHub creates a new App: the sandbox's first App (a running dev's) is left alone.
+    world = github_sandbox.sandbox.world
+    app = world.other_apps[credentials.id]
+    assert credentials.id != world.app.id and credentials.slug == "steelframe-test"
+    assert (credentials.name, app.slug) == ("Steelframe Test", credentials.slug)
     assert app.events == (
         *("issues", "issue_comment", "pull_request"),
         *("pull_request_review", "pull_request_review_comment"),
@@ -115,16 +118,18 @@ async def test_register_writes_credentials_that_github_check_accepts(
     assert key_path.read_text().startswith("-----BEGIN PRIVATE KEY-----")
     for path in (env_file, key_path):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    # The App's webhooks now go to the manifest's URL, signed with the written secret.
+    # The App's webhooks go to the manifest's URL, signed with the written secret.
     await github_sandbox.settle()
     [(headers, body)] = received
     assert headers["X-GitHub-Event"] == "ping"
     assert headers["X-Hub-Signature-256"] == signature_for(written["WEBHOOK_SECRET"], body)
+    assert headers["X-GitHub-Hook-Installation-Target-ID"] == str(app.id)
     assert registration.state not in env_file.read_text()
 
-    # Install the new App, as the page's next step says, then `github check` with the file.
-    installation = github_sandbox.sandbox.install("octo-org", account_type="Organization")
-    github_sandbox.sandbox.add_repo("octo-org/widgets", installation=installation)
+    # Install the new App from the link the page printed, then `github check` with the file.
+    github_sandbox.sandbox.add_repo("octo-org/widgets")
+    async with aiohttp.ClientSession() as session:
+        await install_from_page(session, f"{credentials.html_url}/installations/new", "octo-org/widgets")
     for name in CREDENTIAL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GITHUB_API_URL", github_sandbox.url)
@@ -133,6 +138,22 @@ async def test_register_writes_credentials_that_github_check_accepts(
     assert await asyncio.to_thread(main, ["github", "check", "--repo", "octo-org/widgets"]) == 0
     out = capsys.readouterr().out
     assert f"(id {app.id})" in out and "installation token: ok" in out
+
+
+async def install_from_page(session: aiohttp.ClientSession, url: str, *repos: str) -> str:
+    """What a person does with the printed install link: tick the repositories, Install."""
+    async with session.get(url) as response:
+        assert response.status == 200
+        page = await response.text()
+    action = html.unescape(re.search(r'<form[^>]* action="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    token = html.unescape(re.search(r'name="token" value="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    base = url.split("/apps/")[0]
+    form = [("token", token), *(("repos", repo) for repo in repos)]
+    async with session.post(base + action, data=form) as answer:
+        assert answer.status == 200, await answer.text()
+        text = await answer.text()
+    assert "Installed on" in text
+    return text
 
 
 async def test_an_existing_env_file_keeps_its_other_lines_and_loses_a_pasted_key(
@@ -156,7 +177,7 @@ async def test_an_existing_env_file_keeps_its_other_lines_and_loses_a_pasted_key
     _, (env_file, _) = await asyncio.wait_for(task, 30)
     written = read_dotenv(env_file)
     assert written["LOG_LEVEL"] == "DEBUG" and "PRIVATE_KEY" not in written
-    assert written["APP_ID"] == str(github_sandbox.sandbox.world.app.id)
+    assert int(written["APP_ID"]) in github_sandbox.sandbox.world.other_apps
 
 
 async def test_a_bad_manifest_is_refused_by_github_with_a_reason(
