@@ -302,3 +302,20 @@ async def test_ghe_host_at_a_server_without_api_v3_says_so(
     ]
     assert "GHE_HOST" in text and "GITHUB_API_URL (or --github-url)" in text
     assert not (tmp_path / ".env").exists()  # nothing written
+
+
+async def test_ghe_host_alone_in_front_of_the_plain_http_sandbox_says_what_to_use(
+    github_sandbox: GitHubSandbox, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GHE_HOST alone means https://HOST/api/v3: against the sandbox (plain http) the
+    command says so before anyone opens a page, instead of failing at the code exchange."""
+    host = github_sandbox.url.removeprefix("http://")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    monkeypatch.setenv("GHE_HOST", host)
+    argv = ["github", "register", "--manifest", str(ROOT / "app.yml"), "--port", "0"]
+    assert await asyncio.to_thread(main, argv) == 1
+    err = capsys.readouterr().err
+    assert f"cannot reach the GitHub API at https://{host}/api/v3" in err
+    assert "--github-url http://HOST:PORT" in err and "single-use" not in err
+    assert not (tmp_path / ".env").exists()
