@@ -10,6 +10,7 @@ from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
 from bot.errors import BadRequest, NotFound, SteelframeError
+from bot.filing_source import CLIENT_HEADER, bind_client
 from operator_api.auth import OPERATOR_ID
 from operator_api.middleware import answered
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
@@ -48,6 +49,7 @@ def _chat(request: web.Request) -> ChatService:
 
 
 async def _turn_request(request: web.Request) -> TurnRequest:
+    bind_client(request.headers.get(CLIENT_HEADER))  # the label of what this turn files
     settings = request.app[SERVICES].settings
     data = await read_json(request, limit=settings.chat_max_body)
     reject_unknown(data, CHAT_FIELDS)

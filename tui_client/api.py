@@ -82,7 +82,8 @@ class OperatorClient:
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._token}"},
+                # The client's name labels what it files (`steelframe:from-tui`).
+                headers={"Authorization": f"Bearer {self._token}", "X-Steelframe-Client": "tui"},
                 timeout=DEFAULT_TIMEOUT,
                 **self._session_options,
             )
