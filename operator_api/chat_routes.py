@@ -9,6 +9,7 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
+from bot.chat.unseen import mark_seen
 from bot.errors import BadRequest, NotFound, SteelframeError
 from bot.filing_source import CLIENT_HEADER, bind_client
 from operator_api.auth import OPERATOR_ID
@@ -249,6 +250,22 @@ async def chat_session_open(request: web.Request) -> web.Response:
     data = await read_json(request, limit=1024, required=False)
     reject_unknown(data, set())
     return web.json_response(await _chat(request).open_session(request[OPERATOR_ID], sid))
+
+
+@endpoints.post(
+    "/api/operator/chat/session/{session}/seen",
+    "The operator saw this session's task results (a client showing one live): its sidebar"
+    " dot goes (idempotent)",
+    {"200": json_body(ref("Seen")), **errors(400, 401, 404, 413)},
+    params=[SESSION],
+    body={"type": "object", "additionalProperties": False},
+    body_required=False,
+)
+async def chat_session_seen(request: web.Request) -> web.Response:
+    sid = session_id(request.match_info["session"])
+    reject_unknown(await read_json(request, limit=1024, required=False), set())
+    services = request.app[SERVICES]
+    return web.json_response(await services.db.run(mark_seen, request[OPERATOR_ID], sid))
 
 
 @endpoints.delete(
