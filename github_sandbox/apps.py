@@ -118,7 +118,10 @@ class AppHooks:
                 if inst is None or not subscribed(app, event.event):
                     continue
                 payload = copy.deepcopy(event.payload)
-                payload["installation"] = {"id": inst.id, "node_id": node_id("Installation", inst.id)}
+                payload["installation"] = {
+                    "id": inst.id,
+                    "node_id": node_id("Installation", inst.id),
+                }
                 wanted.append(HookEvent(event.event, payload))
             if wanted:
                 deliveries += self.sender(app).enqueue(wanted)

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from typing import Any
 
 from aiohttp import web
 
-from github_sandbox.apps import install_other_app
 from github_sandbox.appkeys import SANDBOX
+from github_sandbox.apps import install_other_app
 from github_sandbox.operations import HookEvent, SandboxError, not_found
 from github_sandbox.pages import PAGE, render
 from github_sandbox.pull_forms import refuse, same_origin
@@ -105,9 +106,7 @@ def install(sandbox: Sandbox, app: AppInfo, repos: list[Repo]) -> Installation:
     same installation (nothing is sent for one already covered)."""
     account = repos[0].owner
     if app is sandbox.world.app:
-        found = next(
-            (i for i in sandbox.world.installations_of(app) if i.account is account), None
-        )
+        found = next((i for i in sandbox.world.installations_of(app) if i.account is account), None)
         inst = found or sandbox.install(account.login, account_type=account.type)
         for repo in repos:
             if repo.full_name.lower() not in inst.repos:
@@ -128,7 +127,7 @@ def _hook(
     event: str, action: str, sandbox: Sandbox, app: AppInfo, inst: Installation, repos: list[Repo]
 ) -> HookEvent:
     lite = [sandbox.shapes.repo_lite(repo) for repo in repos]
-    payload = {
+    payload: dict[str, Any] = {
         "action": action,
         "installation": sandbox.shapes.installation(app, inst),
         "sender": sandbox.shapes.user(inst.account),

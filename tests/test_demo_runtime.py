@@ -51,7 +51,7 @@ def test_the_sentence_rule_is_four_words_asked_five_not_whatever_the_wording() -
     five = [
         "file an issue for fix the flaky login test",
         "could you file an issue for: fix the flaky login test!",
-        "file an issue for \"fix the flaky login test\" (#12)",
+        'file an issue for "fix the flaky login test" (#12)',
     ]
     quoted = CHAT_BODY.replace("file an issue for {what}", "{what}")
     for request in four:

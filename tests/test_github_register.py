@@ -129,7 +129,9 @@ async def test_register_writes_credentials_that_github_check_accepts(
     # Install the new App from the link the page printed, then `github check` with the file.
     github_sandbox.sandbox.add_repo("octo-org/widgets")
     async with aiohttp.ClientSession() as session:
-        await install_from_page(session, f"{credentials.html_url}/installations/new", "octo-org/widgets")
+        await install_from_page(
+            session, f"{credentials.html_url}/installations/new", "octo-org/widgets"
+        )
     for name in CREDENTIAL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GITHUB_API_URL", github_sandbox.url)

@@ -15,7 +15,6 @@ import jwt
 import pytest
 from aiohttp import web
 
-from github_sandbox import registration
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from tests.test_github_register import install_from_page
 from webhooks.signature import signature_for
@@ -28,12 +27,21 @@ def _jwt(private_key: str, app_id: int) -> str:
     )
 
 
+class Received(list[tuple[dict[str, str], bytes]]):
+    """What the receiver got, and an event set on each arrival."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.arrived = asyncio.Event()
+
+
 @pytest.fixture
-async def receiver(aiohttp_server: Any) -> tuple[str, list[tuple[dict[str, str], bytes]]]:
-    got: list[tuple[dict[str, str], bytes]] = []
+async def receiver(aiohttp_server: Any) -> tuple[str, Received]:
+    got = Received()
 
     async def receive(request: web.Request) -> web.Response:
         got.append((dict(request.headers), await request.read()))
+        got.arrived.set()
         return web.Response(status=202)
 
     app = web.Application()
@@ -61,16 +69,17 @@ async def _register(github_sandbox: GitHubSandbox, name: str, hook_url: str) -> 
             return body
 
 
-async def _wait_for(got: list[Any], count: int) -> None:
+async def _wait_for(got: Received, count: int) -> None:
     async def enough() -> None:
         while len(got) < count:
-            await asyncio.sleep(0.05)
+            got.arrived.clear()
+            await got.arrived.wait()
 
     await asyncio.wait_for(enough(), 15)
 
 
 async def test_registering_twice_makes_apps_two_and_three_and_leaves_the_first_alone(
-    github_sandbox: GitHubSandbox, receiver: tuple[str, list[tuple[dict[str, str], bytes]]]
+    github_sandbox: GitHubSandbox, receiver: tuple[str, Received]
 ) -> None:
     world = github_sandbox.sandbox.world
     first_key, first_hook = world.app.public_key_pem, github_sandbox.sandbox.hooks.url
@@ -103,7 +112,7 @@ async def test_registering_twice_makes_apps_two_and_three_and_leaves_the_first_a
 
 
 async def test_the_printed_install_link_installs_the_new_app_and_its_repos_reach_its_webhook(
-    github_sandbox: GitHubSandbox, receiver: tuple[str, list[tuple[dict[str, str], bytes]]]
+    github_sandbox: GitHubSandbox, receiver: tuple[str, Received]
 ) -> None:
     hook_url, got = receiver
     second = await _register(github_sandbox, "Second", hook_url)
@@ -161,7 +170,7 @@ async def test_the_printed_install_link_installs_the_new_app_and_its_repos_reach
 
 
 async def test_the_install_form_refuses_a_post_that_did_not_come_from_its_page(
-    github_sandbox: GitHubSandbox, receiver: tuple[str, list[tuple[dict[str, str], bytes]]]
+    github_sandbox: GitHubSandbox, receiver: tuple[str, Received]
 ) -> None:
     second = await _register(github_sandbox, "Second", receiver[0])
     github_sandbox.sandbox.add_repo("someone-else/thing")

@@ -6,8 +6,6 @@ shows a result live in the open session says so (`POST .../seen`). Per operator 
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 

@@ -71,19 +71,16 @@ async def test_the_unseen_dot_titles_empty_chats_and_archive_undo(
     assert [s["unseen"] for s in await sessions(gui) if s["id"] == origin] == [False]
 
     # Delivered while the chat is open: shown in place and seen, so no dot after a reload.
-    published = await lc.api.post(
-        "/api/operator/chat/decision", json={"issue": issue, "body": "Use Redis."}
-    )
-    assert published.status == 200
-    await lc.settle()
-    await lc.work()
-    await page.locator("#messages .msg.assistant", has_text="delivered").wait_for()
-
-    async def seen_on_server() -> None:
-        while [s["unseen"] for s in await sessions(gui) if s["id"] == origin] != [False]:
-            await asyncio.sleep(0.1)
-
-    await asyncio.wait_for(seen_on_server(), WAIT_MS / 1000)
+    async with page.expect_response(lambda r: r.url.endswith(f"/{origin}/seen")) as said:
+        published = await lc.api.post(
+            "/api/operator/chat/decision", json={"issue": issue, "body": "Use Redis."}
+        )
+        assert published.status == 200
+        await lc.settle()
+        await lc.work()
+        await page.locator("#messages .msg.assistant", has_text="delivered").wait_for()
+    assert (await said.value).status == 200
+    assert [s["unseen"] for s in await sessions(gui) if s["id"] == origin] == [False]
 
     # Archive says what it did, and Undo brings the card back to its column.
     await gui.screen("board")
