@@ -136,6 +136,10 @@ class OperatorClient:
         """The session's messages, Decision draft and pending proposal (reading only)."""
         return dict(await self.request("GET", f"/api/operator/chat/session/{session_id}"))
 
+    async def mark_seen(self, session_id: str) -> None:
+        """The operator saw this session's task results (its sidebar dot goes, server-side)."""
+        await self.request("POST", f"/api/operator/chat/session/{session_id}/seen")
+
     async def open_session(self, session_id: str) -> dict[str, Any]:
         """Reopen: as `session`, and the next message goes to it (POST .../open)."""
         return dict(await self.request("POST", f"/api/operator/chat/session/{session_id}/open"))
