@@ -6,7 +6,7 @@
 import { h, clear } from "./dom.js";
 
 export function isEmptyChat(s) {
-  return s.kind === "chat" && !s.turns && !s.pending && !s.decision && !s.focus;
+  return s.kind === "chat" && !s.turns && !s.title && !s.pending && !s.decision && !s.focus;
 }
 
 export function renderSidebar(list, all, { currentId, unseen, onOpen, onDelete }) {
