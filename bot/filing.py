@@ -18,10 +18,11 @@ from bot.chat.titles import issue_title
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import BadRequest
+from bot.filing_source import FilingClient, current_client, source_label_of
 from bot.idempotency import run_once
 
 log = logging.getLogger(__name__)
-FROM_TUI_LABEL = "steelframe:from-tui"
+FROM_TUI_LABEL = FilingClient.TUI.label  # one of the `from-*` labels (bot/filing_source.py)
 MEMORY_LABEL = "steelframe:memory"
 
 
@@ -129,7 +130,7 @@ class FilingService:
         self.clock = clock
 
     def labels_for(self, kind: FilingKind) -> list[str]:
-        labels = [*self.pickup_labels, FROM_TUI_LABEL]
+        labels = [*self.pickup_labels, current_client().label]
         if kind is FilingKind.MEMORY:
             labels.append(MEMORY_LABEL)
         return labels
@@ -159,7 +160,7 @@ class FilingService:
         }
 
         async def find(req: dict[str, Any]) -> dict[str, Any] | None:
-            return await self._find_filed(req["repo"], marker(key))
+            return await self._find_filed(req["repo"], marker(key), source_label_of(req["labels"]))
 
         outcome = await run_once(
             self.db,
@@ -183,9 +184,9 @@ class FilingService:
         )
         return {"number": issue["number"], "url": issue["html_url"]}
 
-    async def _find_filed(self, repo: str, needle: str) -> dict[str, Any] | None:
+    async def _find_filed(self, repo: str, needle: str, label: str) -> dict[str, Any] | None:
         """The issue an earlier attempt filed (after a crash between create and record)."""
-        for issue in await self.github.list_issues(repo, state="all", labels=[FROM_TUI_LABEL]):
+        for issue in await self.github.list_issues(repo, state="all", labels=[label]):
             # Only an issue the App opened counts: anyone can type the marker.
             author = (issue.get("user") or {}).get("login") or ""
             if needle in (issue.get("body") or "") and await self.github.is_app_login(author):

@@ -113,6 +113,8 @@ class ChatSession(Base):
     pending_kind: Mapped[str | None] = mapped_column(String(20))  # work | memory
     # The proposal's own filing key (the turn that proposed it): one issue however confirmed.
     pending_key: Mapped[str | None] = mapped_column(String(64))
+    # When the operator last saw this session's task results (the sidebar's dot: unseen.py).
+    results_seen_at: Mapped[datetime | None]
 
     turns: Mapped[list[ChatTurn]] = relationship(
         back_populates="session",

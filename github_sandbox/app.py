@@ -16,6 +16,7 @@ from github_sandbox import (
     ci_routes,
     control_routes,
     git_http,
+    install_pages,
     pages,
     pull_forms,
     registration_routes,
@@ -160,6 +161,7 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     app.add_routes(control_routes.routes)
     app.add_routes(ci_control_routes.routes)
     app.add_routes(git_http.routes)
+    app.add_routes(install_pages.routes)  # `/apps/{slug}` before the pages' `/{owner}/{repo}`
     # Last: the pages' `/{owner}/{repo}/...` patterns must not shadow a REST route.
     app.add_routes(pages.routes)
     app.add_routes(ci_routes.log_routes)
@@ -168,6 +170,7 @@ def create_sandbox_app(sandbox: Sandbox) -> web.Application:
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
         yield
         await sandbox.hooks.close()
+        await sandbox.other_hooks.close()
         sandbox.save()
 
     app.cleanup_ctx.append(lifecycle)

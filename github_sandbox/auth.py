@@ -13,7 +13,7 @@ import jwt
 
 from github_sandbox.operations import SandboxError
 from github_sandbox.permissions import OPERATIONS
-from github_sandbox.state import Installation, IssuedToken, User, World
+from github_sandbox.state import AppInfo, Installation, IssuedToken, User, World
 
 # GitHub refuses App JWTs whose exp is more than 10 minutes ahead; a little slack for skew.
 MAX_JWT_AHEAD_SECONDS = 600 + 30
@@ -26,6 +26,7 @@ class Caller:
     user: User
     installation: Installation | None = None
     token: IssuedToken | None = None
+    app: AppInfo | None = None  # the App whose JWT (or whose installation's token) this is
 
 
 def _credential(header: str) -> tuple[str, str]:
@@ -40,16 +41,17 @@ def verify_app_jwt(world: World, header: str) -> Caller:
     if scheme != "bearer":
         raise SandboxError(401, "A JSON web token could not be decoded")
     now = world.now()
+    app = _claimed_app(world, token)
     try:
         claims = jwt.decode(
             token,
-            world.app.public_key_pem,
+            app.public_key_pem,
             algorithms=["RS256"],
             options={"require": ["iat", "exp", "iss"], "verify_exp": False, "verify_iat": False},
         )
     except jwt.PyJWTError as exc:
         raise SandboxError(401, "A JSON web token could not be decoded") from exc
-    if str(claims["iss"]) != str(world.app.id):
+    if str(claims["iss"]) != str(app.id):
         raise SandboxError(401, "'Issuer' claim ('iss') must be an Integer")
     exp, iat = claims["exp"], claims["iat"]
     if not isinstance(exp, int) or exp <= now:
@@ -64,7 +66,23 @@ def verify_app_jwt(world: World, header: str) -> Caller:
         raise SandboxError(
             401, "'Issued at' claim ('iat') must be an Integer representing a time in the past"
         )
-    return Caller("app", world.app.bot)
+    return Caller("app", app.bot, app=app)
+
+
+def _claimed_app(world: World, token: str) -> AppInfo:
+    """The App the JWT says it is from (`iss`): its key is the one to check the signature
+    with. Each App registered on the sandbox has its own key pair, as on GitHub."""
+    try:
+        issuer = jwt.decode(token, options={"verify_signature": False}).get("iss")
+    except jwt.PyJWTError as exc:
+        raise SandboxError(401, "A JSON web token could not be decoded") from exc
+    try:
+        app = world.app_by_id(int(str(issuer)))
+    except ValueError:
+        app = None
+    if app is None:
+        raise SandboxError(401, "'Issuer' claim ('iss') must be an Integer")
+    return app
 
 
 def resolve_token(world: World, header: str) -> Caller:
@@ -81,7 +99,8 @@ def resolve_token(world: World, header: str) -> Caller:
             raise SandboxError(401, "Bad credentials")
         if installation.suspended_at is not None:
             raise SandboxError(403, "This installation has been suspended")
-        return Caller("installation", world.app.bot, installation, issued)
+        app = world.app_of(installation)
+        return Caller("installation", app.bot, installation, issued, app=app)
     login = world.user_tokens.get(token)
     if login is not None:
         return Caller("user", world.users[login])
@@ -114,7 +133,7 @@ def token_scope(
             )
     wanted = data.get("permissions")
     if wanted is not None:
-        granted = world.app.permissions
+        granted = world.app_of(installation).permissions
         if not isinstance(wanted, dict) or not all(
             isinstance(level, str) and level in LEVELS for level in wanted.values()
         ):

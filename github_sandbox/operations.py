@@ -80,7 +80,7 @@ class Operations:
     # -- helpers ---------------------------------------------------------------------------
 
     def permission(self, repo: Repo, user: User) -> str:
-        if user.type == "Bot" and user.login == self.world.app.bot.login:
+        if user.type == "Bot" and any(user.login == a.bot.login for a in self.world.all_apps()):
             return "write"
         if user.login.lower() == repo.owner.login.lower():
             return "admin"

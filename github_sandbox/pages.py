@@ -46,7 +46,7 @@ def is_page(request: web.Request) -> bool:
     return bool(route.name and route.name.startswith(f"{PAGE}:"))
 
 
-def _render(name: str, **context: Any) -> web.Response:
+def render(name: str, **context: Any) -> web.Response:
     html = _templates().get_template(name).render(**context)
     return web.Response(text=html, content_type="text/html", charset="utf-8")
 
@@ -114,7 +114,7 @@ def pull_diff(repo: Repo, number: int) -> tuple[str, bool]:
 async def repo_page(request: web.Request) -> web.Response:
     repo = _repo(request)
     issues = sorted(repo.issues.values(), key=lambda i: -i.number)
-    return _render(
+    return render(
         "repo.html.j2",
         repo=repo.full_name,
         issues=[
@@ -127,7 +127,7 @@ async def repo_page(request: web.Request) -> web.Response:
 @routes.get("/{owner}/{repo}/issues/{number:\\d+}", name=f"{PAGE}:issue")
 async def issue_page(request: web.Request) -> web.Response:
     repo, issue = _issue(request, pull=False)
-    return _render("issue.html.j2", **_view(repo, issue))
+    return render("issue.html.j2", **_view(repo, issue))
 
 
 @routes.get("/{owner}/{repo}/pull/{number:\\d+}", name=f"{PAGE}:pull")
@@ -136,7 +136,7 @@ async def pull_page(request: web.Request) -> web.Response:
     pull = repo.pulls[issue.number]
     diff, cut = pull_diff(repo, issue.number)
     state = "merged" if pull.merged_at is not None else issue.state
-    return _render(
+    return render(
         "pull.html.j2",
         **_view(repo, issue),
         **after_pr_view(request.app[SANDBOX], repo, pull),

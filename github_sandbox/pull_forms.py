@@ -42,11 +42,11 @@ class FormPost:
     fields: dict[str, str]
 
 
-def _refuse(message: str) -> web.Response:
+def refuse(message: str) -> web.Response:
     return web.Response(status=403, text=message + "\n", content_type="text/plain")
 
 
-def _same_origin(request: web.Request) -> bool:
+def same_origin(request: web.Request) -> bool:
     """What the browser says about where the post came from must be this host (a missing
     header is allowed: the form token is the proof)."""
     if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
@@ -64,8 +64,8 @@ async def _post(request: web.Request, action: str) -> FormPost | web.Response:
     form = await request.post()
     fields = {k: v for k, v in form.items() if isinstance(v, str)}
     good = form_token(sandbox, repo.full_name, number, action)
-    if not _same_origin(request) or not hmac.compare_digest(good, fields.get("token", "")):
-        return _refuse("This form did not come from the sandbox's page; nothing was done.")
+    if not same_origin(request) or not hmac.compare_digest(good, fields.get("token", "")):
+        return refuse("This form did not come from the sandbox's page; nothing was done.")
     if any(len(v) > MAX_FIELD_CHARS for v in fields.values()):
         raise SandboxError(400, f"a field is over {MAX_FIELD_CHARS} characters")
     login = fields.get("login", "").strip() or repo.owner.login

@@ -3,10 +3,10 @@ one-time code, and `POST /app-manifests/{code}/conversions` exchanges that code 
 credentials (id, private key, webhook secret, OAuth client id and secret).
 https://docs.github.com/en/apps/sharing-github-apps/registering-a-github-app-from-a-manifest
 
-The sandbox has one App: a conversion registers the manifest as that App (its name,
-permissions, events and webhook) with a fresh key pair, so JWTs signed with the returned
-key are the ones it accepts from then on, and its webhooks go to the manifest's hook URL
-signed with the new secret (GitHub pings a new URL; so does the sandbox)."""
+As on GitHub, a conversion creates a NEW App (App 2, 3…: `apps.py`) with the manifest's name,
+permissions and events, its own key pair, and its own webhook to the manifest's hook URL
+signed with a new secret (pinged at once, as GitHub does). The sandbox's first App, the one
+a running `steelframe dev` authenticates as, is left as it was."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import secrets
 from typing import Any
 from urllib.parse import urlencode
 
-from github_sandbox.keys import generate_app_keys
+from github_sandbox.apps import check_name_free, register_app
 from github_sandbox.operations import SandboxError, not_found, validation_failed
 from github_sandbox.sandbox import Sandbox
 
@@ -42,17 +42,21 @@ def parse_manifest(raw: str) -> dict[str, Any]:
     return manifest
 
 
-def manifest_code(sandbox: Sandbox, manifest: dict[str, Any]) -> str:
+def manifest_code(sandbox: Sandbox, manifest: dict[str, Any], owner: str | None = None) -> str:
     """What GitHub does when the manifest form is posted and the user confirms: a code,
-    handed to the manifest's redirect URL, valid for one conversion within the hour."""
+    handed to the manifest's redirect URL, valid for one conversion within the hour. The App
+    will belong to `owner` (an organization's form), else to the sandbox's user."""
     if not isinstance(manifest.get("url"), str):
         raise validation_failed("url", "missing_field", resource="Manifest")
+    if isinstance(manifest.get("name"), str) and manifest["name"].strip():
+        check_name_free(sandbox.world, manifest["name"].strip())
     now = sandbox.clock()
     sandbox.manifest_codes = {
         code: pending for code, pending in sandbox.manifest_codes.items() if pending[1] > now
     }
     code = secrets.token_hex(10)
-    sandbox.manifest_codes[code] = (manifest, now + CODE_TTL_SECONDS)
+    owner_login = owner or sandbox.world.app.owner.login
+    sandbox.manifest_codes[code] = (manifest, now + CODE_TTL_SECONDS, owner_login)
     return code
 
 
@@ -63,28 +67,18 @@ def redirect_with_code(manifest: dict[str, Any], code: str, state: str | None) -
 
 
 def convert(sandbox: Sandbox, code: str) -> dict[str, Any]:
-    manifest, expires_at = sandbox.manifest_codes.pop(code, ({}, 0.0))
+    manifest, expires_at, owner = sandbox.manifest_codes.pop(code, ({}, 0.0, ""))
     if expires_at <= sandbox.clock():  # unknown, already exchanged, or expired
         raise not_found()
-    app = sandbox.world.app
-    private_pem, public_pem = generate_app_keys()
-    app.public_key_pem = public_pem
-    if isinstance(manifest.get("name"), str) and manifest["name"].strip():
-        app.name = manifest["name"].strip()
-    permissions = manifest.get("default_permissions")
-    if isinstance(permissions, dict):
-        app.permissions = {str(k): str(v) for k, v in permissions.items()}
-    events = manifest.get("default_events")
-    if isinstance(events, list):
-        app.events = tuple(str(e) for e in events)
-    webhook_secret = secrets.token_hex(20)
-    hook = manifest.get("hook_attributes")
-    if isinstance(hook, dict) and isinstance(hook.get("url"), str):
-        sandbox.set_webhook(hook["url"], webhook_secret)
+    kind = "Organization" if owner != sandbox.world.app.owner.login else "User"
+    account = sandbox.world.users.get(owner.lower()) or sandbox.world.user(owner, kind=kind)
+    app, private_pem = register_app(sandbox.world, manifest, account, sandbox.clock())
+    if app.hook_url:
+        sandbox.ping(app)
     return {
         **sandbox.shapes.app(app),
         "client_id": f"Iv1.{secrets.token_hex(8)}",
         "client_secret": secrets.token_hex(20),
-        "webhook_secret": webhook_secret,
+        "webhook_secret": app.hook_secret,
         "pem": private_pem,
     }

@@ -14,7 +14,7 @@ web_routes = web.RouteTableDef()
 FORM_LIMIT = 64 * 1024
 
 
-async def _confirm(request: web.Request) -> web.Response:
+async def _confirm(request: web.Request, owner: str | None = None) -> web.Response:
     if (request.content_length or 0) > FORM_LIMIT:
         raise SandboxError(413, "manifest too large")
     form = await request.post()
@@ -23,7 +23,7 @@ async def _confirm(request: web.Request) -> web.Response:
         raise SandboxError(422, "Invalid manifest: the form has no manifest field")
     manifest = registration.parse_manifest(raw)
     # GitHub asks the person to confirm; the sandbox confirms at once and redirects.
-    code = registration.manifest_code(request.app[SANDBOX], manifest)
+    code = registration.manifest_code(request.app[SANDBOX], manifest, owner)
     raise web.HTTPFound(registration.redirect_with_code(manifest, code, request.query.get("state")))
 
 
@@ -34,4 +34,4 @@ async def new_app_for_user(request: web.Request) -> web.Response:
 
 @web_routes.post("/organizations/{org}/settings/apps/new")
 async def new_app_for_organization(request: web.Request) -> web.Response:
-    return await _confirm(request)
+    return await _confirm(request, request.match_info["org"])

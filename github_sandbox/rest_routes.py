@@ -10,6 +10,7 @@ from aiohttp import web
 
 from github_sandbox import contents, registration
 from github_sandbox.appkeys import USAGE
+from github_sandbox.apps import installation_on
 from github_sandbox.auth import issue_installation_token, rate_key, resolve_token, token_scope
 from github_sandbox.operations import SandboxError, not_found
 from github_sandbox.ratelimit import SEARCH_LIMIT, budget
@@ -34,28 +35,29 @@ routes = web.RouteTableDef()
 
 @routes.get("/app")
 async def get_app(request: web.Request) -> web.Response:
-    app_caller(request)
-    sandbox = sandbox_of(request)
-    return web.json_response(sandbox.shapes.app(sandbox.world.app))
+    caller = app_caller(request)
+    assert caller.app is not None
+    return web.json_response(sandbox_of(request).shapes.app(caller.app))
 
 
 @routes.get(REPO + "/installation")
 async def get_repo_installation(request: web.Request) -> web.Response:
-    app_caller(request)
+    caller = app_caller(request)
+    assert caller.app is not None
     sandbox = sandbox_of(request)
     repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
-    if repo is None or repo.installation_id is None:
+    inst = None if repo is None else installation_on(sandbox.world, caller.app, repo)
+    if inst is None:
         raise not_found()
-    inst = sandbox.world.installations[repo.installation_id]
-    return web.json_response(sandbox.shapes.installation(sandbox.world.app, inst))
+    return web.json_response(sandbox.shapes.installation(caller.app, inst))
 
 
 @routes.post("/app/installations/{installation_id}/access_tokens")
 async def create_access_token(request: web.Request) -> web.Response:
-    app_caller(request)
+    caller = app_caller(request)
     sandbox = sandbox_of(request)
     inst = sandbox.world.installations.get(path_number(request, "installation_id"))
-    if inst is None:
+    if inst is None or sandbox.world.app_of(inst) is not caller.app:  # another App's
         raise not_found()
     if inst.suspended_at is not None:
         raise SandboxError(403, "This installation has been suspended")
@@ -67,7 +69,7 @@ async def create_access_token(request: web.Request) -> web.Response:
     body: dict[str, Any] = {
         "token": token,
         "expires_at": iso(issued.expires_at),
-        "permissions": dict(permissions or sandbox.world.app.permissions),
+        "permissions": dict(permissions or sandbox.world.app_of(inst).permissions),
         "repository_selection": "selected",
     }
     if repos is not None:

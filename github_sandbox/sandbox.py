@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from github_sandbox import git
+from github_sandbox.apps import AppHooks
 from github_sandbox.auth import TOKEN_TTL_SECONDS, Presented, issue_user_token
 from github_sandbox.faults import FaultPlan
 from github_sandbox.hooks import Delivery, HookSender
@@ -59,9 +60,12 @@ class Sandbox:
     # What the control API (/_sandbox/*) requires in X-Sandbox-Secret: new at each start.
     control_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     # App-manifest codes not yet exchanged, with when they expire (registration.py).
-    manifest_codes: dict[str, tuple[dict[str, Any], float]] = field(default_factory=dict)
+    # (manifest, expiry, the login of the user or organization the App is for)
+    manifest_codes: dict[str, tuple[dict[str, Any], float, str]] = field(default_factory=dict)
     # Signs the sandbox's short-lived URLs (a job log behind its redirect, page forms).
     url_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    # The webhooks of Apps 2, 3… registered through the manifest flow (apps.py).
+    other_hooks: AppHooks = field(default_factory=AppHooks)
 
     def __post_init__(self) -> None:
         # The control API hands out file:// URIs of the bare repositories, which must be
@@ -100,6 +104,9 @@ class Sandbox:
         return Operations(self.world, self.shapes)
 
     def emit(self, events: list[HookEvent]) -> list[Delivery]:
+        """To the first App's webhook, and to every other App installed on the event's
+        repository (the deliveries returned are the first App's)."""
+        self.other_hooks.fan_out(self.world, events)
         return self.hooks.enqueue(events)
 
     # -- seeding ---------------------------------------------------------------------------
@@ -204,27 +211,31 @@ class Sandbox:
         if url:
             self.ping()
 
-    def ping(self) -> list[Delivery]:
-        """GitHub pings a webhook URL when it is set; so does the sandbox."""
+    def ping(self, app: AppInfo | None = None) -> list[Delivery]:
+        """GitHub pings a webhook URL when it is set; so does the sandbox. `app`: one of
+        Apps 2, 3…, pinged at its own URL (default: the first App)."""
+        other = app is not None and app is not self.world.app
+        sender = self.other_hooks.sender(app) if other and app else self.hooks
+        app = app or self.world.app
         hook_url = f"{self.shapes.api}/app/hook/config"
-        created = self.world.app.created_at
-        return self.emit(
+        created = app.created_at
+        return sender.enqueue(
             [
                 HookEvent(
                     "ping",
                     {
                         "zen": ZEN,
-                        "hook_id": self.hooks.hook_id,
+                        "hook_id": sender.hook_id,
                         "hook": {
                             "type": "App",
-                            "id": self.hooks.hook_id,
+                            "id": sender.hook_id,
                             "name": "web",
                             "active": True,
-                            "app_id": self.app_id,
-                            "events": list(self.world.app.events),
+                            "app_id": app.id,
+                            "events": list(app.events),
                             "config": {
                                 "content_type": "json",
-                                "url": self.hooks.url or "",
+                                "url": sender.url or "",
                                 "insecure_ssl": "0",
                             },
                             "updated_at": iso(created),

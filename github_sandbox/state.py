@@ -72,6 +72,10 @@ class AppInfo:
             "actions": "read",
         }
     )
+    # An App registered through the manifest flow keeps its own webhook (the sandbox's first
+    # App is pointed by the control API or `steelframe dev`, so these stay None for it).
+    hook_url: str | None = None
+    hook_secret: str | None = None
 
 
 @dataclass
@@ -295,6 +299,7 @@ class Installation:
     created_at: float
     repos: set[str] = field(default_factory=set)  # lower-case full names
     suspended_at: float | None = None
+    app_id: int | None = None  # None: the sandbox's first App (worlds saved before Apps 2, 3…)
 
 
 @dataclass
@@ -307,8 +312,10 @@ class IssuedToken:
 
 
 @dataclass
-class World:
-    """Everything the sandbox knows. Ids come from one counter, as unique as GitHub's."""
+class World(Upgradable):
+    """Everything the sandbox knows. Ids come from one counter, as unique as GitHub's.
+    `app` is the sandbox's first App (the one `steelframe dev` runs as); the manifest flow
+    registers more in `other_apps`, each with its own key, webhook and installations."""
 
     app: AppInfo
     clock: Callable[[], float] = time.time
@@ -318,6 +325,27 @@ class World:
     tokens: dict[str, IssuedToken] = field(default_factory=dict)
     user_tokens: dict[str, str] = field(default_factory=dict)  # token -> lower login
     last_id: int = 100_000
+    other_apps: dict[int, AppInfo] = field(default_factory=dict)
+
+    def app_by_id(self, app_id: int) -> AppInfo | None:
+        if app_id == self.app.id:
+            return self.app
+        return self.other_apps.get(app_id)
+
+    def app_by_slug(self, slug: str) -> AppInfo | None:
+        return next((a for a in self.all_apps() if a.slug.lower() == slug.lower()), None)
+
+    def all_apps(self) -> list[AppInfo]:
+        return [self.app, *self.other_apps.values()]
+
+    def app_of(self, installation: Installation) -> AppInfo:
+        """The App an installation belongs to (the first App for one saved without)."""
+        if installation.app_id is None:
+            return self.app
+        return self.other_apps.get(installation.app_id, self.app)
+
+    def installations_of(self, app: AppInfo) -> list[Installation]:
+        return [i for i in self.installations.values() if self.app_of(i) is app]
 
     def next_id(self) -> int:
         self.last_id += 1

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Unavailable
-from bot.lifecycle import tasks
+from bot.lifecycle import archiving, tasks
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
@@ -140,3 +140,18 @@ async def archive(request: web.Request) -> web.Response:
     await _no_body(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
     return web.json_response(await _service(request).archive(task_id, actor=actor))
+
+
+@endpoints.post(
+    "/api/operator/tasks/{id}/unarchive",
+    "Show an archived task on the board again (Undo of archive; idempotent)",
+    {"200": json_body(ref("TaskDetail")), **errors(400, 401, 404, 413, 503)},
+    params=[TASK],
+)
+async def unarchive(request: web.Request) -> web.Response:
+    task_id = _task_id(request)
+    await _no_body(request)
+    service = _service(request)
+    actor = f"operator:{request[OPERATOR_NAME]}"
+    await archiving.unarchive(service.db, task_id, actor=actor, clock=service.clock)
+    return web.json_response(await service.detail(task_id))

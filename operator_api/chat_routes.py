@@ -9,7 +9,9 @@ from aiohttp import web
 from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
+from bot.chat.unseen import mark_seen
 from bot.errors import BadRequest, NotFound, SteelframeError
+from bot.filing_source import CLIENT_HEADER, bind_client
 from operator_api.auth import OPERATOR_ID
 from operator_api.middleware import answered
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
@@ -48,6 +50,7 @@ def _chat(request: web.Request) -> ChatService:
 
 
 async def _turn_request(request: web.Request) -> TurnRequest:
+    bind_client(request.headers.get(CLIENT_HEADER))  # the label of what this turn files
     settings = request.app[SERVICES].settings
     data = await read_json(request, limit=settings.chat_max_body)
     reject_unknown(data, CHAT_FIELDS)
@@ -247,6 +250,22 @@ async def chat_session_open(request: web.Request) -> web.Response:
     data = await read_json(request, limit=1024, required=False)
     reject_unknown(data, set())
     return web.json_response(await _chat(request).open_session(request[OPERATOR_ID], sid))
+
+
+@endpoints.post(
+    "/api/operator/chat/session/{session}/seen",
+    "The operator saw this session's task results (a client showing one live): its sidebar"
+    " dot goes (idempotent)",
+    {"200": json_body(ref("Seen")), **errors(400, 401, 404, 413)},
+    params=[SESSION],
+    body={"type": "object", "additionalProperties": False},
+    body_required=False,
+)
+async def chat_session_seen(request: web.Request) -> web.Response:
+    sid = session_id(request.match_info["session"])
+    reject_unknown(await read_json(request, limit=1024, required=False), set())
+    services = request.app[SERVICES]
+    return web.json_response(await services.db.run(mark_seen, request[OPERATOR_ID], sid))
 
 
 @endpoints.delete(

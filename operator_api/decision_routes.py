@@ -11,6 +11,7 @@ from bot.appkeys import SERVICES
 from bot.chat import sessions as store
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
+from bot.filing_source import CLIENT_HEADER, bind_client
 from operator_api.auth import OPERATOR_ID
 from operator_api.openapi import Endpoints, errors, json_body
 from operator_api.schemas import ref
@@ -106,6 +107,7 @@ async def publish_decision(request: web.Request) -> web.Response:
 async def file_pending(request: web.Request) -> web.Response:
     """File the session's pending proposal (the TUI's `y`, the GUI's File button), or an
     explicit title/body."""
+    bind_client(request.headers.get(CLIENT_HEADER))  # the issue's `from-*` label
     services = request.app[SERVICES]
     data = await read_json(request, limit=services.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})

@@ -55,6 +55,11 @@ def _chat_schemas() -> dict[str, Any]:
     session_fields: dict[str, Any] = {
         "id": {"type": "string"},
         "title": NULLABLE_STR,
+        "label": {
+            "type": "string",
+            "description": "what a sidebar shows: the subject a filing asked for, else the "
+            "title, else the summary's first sentence (bot/chat/session_label.py)",
+        },
         "kind": {"enum": ["chat", "discuss"]},
         "agent": {"type": "string"},
         "focus": NULLABLE_INT,
@@ -164,7 +169,15 @@ def _chat_schemas() -> dict[str, Any]:
         "History": exact(
             {"session": NULLABLE_STR, "messages": {"type": "array", "items": ref("Message")}}
         ),
-        "SessionSummary": exact(session_fields),
+        "SessionSummary": exact(
+            {
+                **session_fields,
+                "unseen": {
+                    "type": "boolean",
+                    "description": "a task result arrived since the operator last opened it",
+                },
+            }
+        ),
         "Session": exact(
             {
                 **session_fields,
@@ -188,6 +201,7 @@ def _chat_schemas() -> dict[str, Any]:
         "Sessions": exact({"sessions": {"type": "array", "items": ref("SessionSummary")}}),
         "Cleared": exact({"session": NULLABLE_STR, "cleared": {"type": "integer"}}),
         "Deleted": exact({"deleted": {"type": "string"}}),
+        "Seen": exact({"session": {"type": "string"}, "unseen": {"type": "boolean"}}),
         "StopResult": exact(
             {
                 "stopped": {"type": "boolean"},

@@ -213,10 +213,36 @@ def read_manifest(path: Path) -> dict[str, Any]:
     return manifest
 
 
+async def check_reachable(settings: Settings) -> None:
+    """Ask the API before sending anyone to its form: a GitHub that cannot be reached (an
+    https GHE_HOST in front of the local sandbox's plain http, say) would only fail later,
+    in the browser or at the code exchange, with a message about something else."""
+    url = f"{settings.github_api_url.rstrip('/')}/rate_limit"  # unauthenticated on GitHub
+    try:
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15)) as session:
+            async with session.get(url) as response:
+                await response.read()
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        named = settings.sources.get("github_api_url", "")
+        hint = ""
+        if named.startswith("GHE_HOST"):
+            hint = (
+                f"; GHE_HOST means {settings.ghe_protocol}://{settings.ghe_host}/api/v3 (a "
+                "GitHub Enterprise server): for the local sandbox, which speaks plain http "
+                "with its API at its root, use --github-url http://HOST:PORT (or "
+                "GITHUB_API_URL) instead"
+            )
+        reason = str(exc) or type(exc).__name__
+        raise SteelframeError(
+            f"cannot reach the GitHub API at {settings.github_api_url} ({reason}){hint}"
+        ) from exc
+
+
 async def run_registration(
     registration: Registration, *, say: Any = print
 ) -> tuple[AppCredentials, tuple[Path, Path]]:
     """Serve the page until GitHub's redirect has been handled; the credentials written."""
+    await check_reachable(registration.settings)
     registration.done = asyncio.get_running_loop().create_future()
     runner = web.AppRunner(registration_app(registration), access_log=None)
     await runner.setup()

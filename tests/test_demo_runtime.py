@@ -40,6 +40,32 @@ def test_chat_boilerplate_does_not_count_as_the_request() -> None:
     assert demo.too_short("") and demo.too_short("Fix it.")
 
 
+def test_the_sentence_rule_is_four_words_asked_five_not_whatever_the_wording() -> None:
+    """Fewer than five words asks, five does not; the same request counts the same however
+    it was asked or quoted, and punctuation or a `#N` alone is not a word."""
+    four = [
+        "file an issue for the flaky login test",
+        "can you file an issue for the flaky login test?",
+        "please file an issue: the flaky login test",
+        "Let's open a new ticket about the flaky login test.",
+        "file an issue for the flaky login test — #12",
+    ]
+    five = [
+        "file an issue for fix the flaky login test",
+        "could you file an issue for: fix the flaky login test!",
+        'file an issue for "fix the flaky login test" (#12)',
+    ]
+    quoted = CHAT_BODY.replace("file an issue for {what}", "{what}")
+    for request in four:
+        body = quoted.format(what=request)
+        assert demo.words_in(demo.request_of(body)) == 4, request
+        assert demo.too_short(body), request
+    for request in five:
+        body = quoted.format(what=request)
+        assert demo.words_in(demo.request_of(body)) == 5, request
+        assert not demo.too_short(body), request
+
+
 def test_a_short_issue_gets_a_question_and_no_note(tmp_path: Path) -> None:
     events = run_demo(tmp_path, CHAT_BODY.format(what="the flaky login test"))
     assert events[-1]["type"] == "result" and events[-1]["status"] == "question"

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.filing import FROM_TUI_LABEL, MEMORY_LABEL, filing_key
+from bot.filing import MEMORY_LABEL, filing_key
+from bot.filing_source import CLIENT_HEADER, FilingClient
 from bot.runtimes.base import Delta
 from memory import ChunkIn
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
@@ -51,13 +52,42 @@ async def test_file_an_issue_files_labels_and_starts_the_task(
     assert done["intent"] == "file_work"
     [issue] = issues(github_sandbox)
     assert issue.title == "the flaky login test"
-    assert issue.labels[:2] == [PICKUP, FROM_TUI_LABEL]  # then the task's state label
+    # A plain API client (no X-Steelframe-Client) is labelled as one, not as the TUI.
+    assert issue.labels[:2] == [PICKUP, "steelframe:from-api"]  # then the task's state label
     assert done["filed_issue_number"] == issue.number
     assert done["filed_issue_url"].endswith(f"/issues/{issue.number}")
     assert done["filed_task_started"] is True
     assert done["reply"].endswith(f"Filed as #{issue.number}: {done['filed_issue_url']}")
     board = await (await service.get("/api/operator/board")).json()
     assert [t["issue"] for t in board["tasks"]] == [issue.number]
+
+
+async def test_each_client_labels_its_filings_by_its_own_name(
+    service: ApiClient, github_sandbox: GitHubSandbox
+) -> None:
+    """The `from-*` label says where the operator typed: the GUI, the TUI, or a plain API
+    client (an unknown name counts as one); the File button and a chat turn alike."""
+    sent = [("gui", "via the gui"), ("tui", "via the tui"), ("curl/8", "via curl"), (None, "bare")]
+    for client, title in sent:
+        headers = {} if client is None else {CLIENT_HEADER: client}
+        answer = await service.post(
+            "/api/operator/chat/file", json={"title": title, "body": "b"}, headers=headers
+        )
+        assert answer.status == 201, await answer.text()
+    turn = await service.post(
+        "/api/operator/chat",
+        json={"message": "file an issue for the gui turn"},
+        headers={CLIENT_HEADER: "gui"},
+    )
+    assert (await turn.json())["intent"] == "file_work"
+    labels = {issue.title: issue.labels for issue in issues(github_sandbox)}
+    assert {title: labels[title][1] for title in labels} == {
+        "via the gui": "steelframe:from-gui",
+        "via the tui": "steelframe:from-tui",
+        "via curl": "steelframe:from-api",
+        "bare": "steelframe:from-api",
+        "the gui turn": "steelframe:from-gui",
+    }
 
 
 async def test_a_request_with_a_colon_files_the_words_after_it(
@@ -80,7 +110,7 @@ async def test_remember_files_a_memory_issue(
     ).json()
     assert done["intent"] == "file_memory"
     [issue] = issues(github_sandbox)
-    assert MEMORY_LABEL in issue.labels and FROM_TUI_LABEL in issue.labels
+    assert MEMORY_LABEL in issue.labels and FilingClient.API.label in issue.labels
     assert "staging deploys need a VPN" in (issue.body or "")
     assert done["filed_issue_number"] == issue.number
 

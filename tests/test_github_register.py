@@ -103,8 +103,11 @@ async def test_register_writes_credentials_that_github_check_accepts(
             assert "installations/new" in await response.text()
     credentials, (env_file, key_path) = await asyncio.wait_for(task, 30)
 
-    app = github_sandbox.sandbox.world.app
-    assert (credentials.id, credentials.name, app.slug) == (app.id, "Steelframe Test", app.slug)
+    # GitHub creates a new App: the sandbox's first App (a running dev's) is left alone.
+    world = github_sandbox.sandbox.world
+    app = world.other_apps[credentials.id]
+    assert credentials.id != world.app.id and credentials.slug == "steelframe-test"
+    assert (credentials.name, app.slug) == ("Steelframe Test", credentials.slug)
     assert app.events == (
         *("issues", "issue_comment", "pull_request"),
         *("pull_request_review", "pull_request_review_comment"),
@@ -116,16 +119,20 @@ async def test_register_writes_credentials_that_github_check_accepts(
     assert key_path.read_text().startswith("-----BEGIN PRIVATE KEY-----")
     for path in (env_file, key_path):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    # The App's webhooks now go to the manifest's URL, signed with the written secret.
+    # The App's webhooks go to the manifest's URL, signed with the written secret.
     await github_sandbox.settle()
     [(headers, body)] = received
     assert headers["X-GitHub-Event"] == "ping"
     assert headers["X-Hub-Signature-256"] == signature_for(written["WEBHOOK_SECRET"], body)
+    assert headers["X-GitHub-Hook-Installation-Target-ID"] == str(app.id)
     assert registration.state not in env_file.read_text()
 
-    # Install the new App, as the page's next step says, then `github check` with the file.
-    installation = github_sandbox.sandbox.install("octo-org", account_type="Organization")
-    github_sandbox.sandbox.add_repo("octo-org/widgets", installation=installation)
+    # Install the new App from the link the page printed, then `github check` with the file.
+    github_sandbox.sandbox.add_repo("octo-org/widgets")
+    async with aiohttp.ClientSession() as session:
+        await install_from_page(
+            session, f"{credentials.html_url}/installations/new", "octo-org/widgets"
+        )
     for name in CREDENTIAL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("GITHUB_API_URL", github_sandbox.url)
@@ -134,6 +141,22 @@ async def test_register_writes_credentials_that_github_check_accepts(
     assert await asyncio.to_thread(main, ["github", "check", "--repo", "octo-org/widgets"]) == 0
     out = capsys.readouterr().out
     assert f"(id {app.id})" in out and "installation token: ok" in out
+
+
+async def install_from_page(session: aiohttp.ClientSession, url: str, *repos: str) -> str:
+    """What a person does with the printed install link: tick the repositories, Install."""
+    async with session.get(url) as response:
+        assert response.status == 200
+        page = await response.text()
+    action = html.unescape(re.search(r'<form[^>]* action="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    token = html.unescape(re.search(r'name="token" value="([^"]+)"', page).group(1))  # type: ignore[union-attr]
+    base = url.split("/apps/")[0]
+    form = [("token", token), *(("repos", repo) for repo in repos)]
+    async with session.post(base + action, data=form) as answer:
+        assert answer.status == 200, await answer.text()
+        text = await answer.text()
+    assert "Installed on" in text
+    return text
 
 
 async def test_an_existing_env_file_keeps_its_other_lines_and_loses_a_pasted_key(
@@ -157,7 +180,7 @@ async def test_an_existing_env_file_keeps_its_other_lines_and_loses_a_pasted_key
     _, (env_file, _) = await asyncio.wait_for(task, 30)
     written = read_dotenv(env_file)
     assert written["LOG_LEVEL"] == "DEBUG" and "PRIVATE_KEY" not in written
-    assert written["APP_ID"] == str(github_sandbox.sandbox.world.app.id)
+    assert int(written["APP_ID"]) in github_sandbox.sandbox.world.other_apps
 
 
 async def test_a_bad_manifest_is_refused_by_github_with_a_reason(
@@ -282,3 +305,20 @@ async def test_ghe_host_at_a_server_without_api_v3_says_so(
     ]
     assert "GHE_HOST" in text and "GITHUB_API_URL (or --github-url)" in text
     assert not (tmp_path / ".env").exists()  # nothing written
+
+
+async def test_ghe_host_alone_in_front_of_the_plain_http_sandbox_says_what_to_use(
+    github_sandbox: GitHubSandbox, tmp_path: Path, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GHE_HOST alone means https://HOST/api/v3: against the sandbox (plain http) the
+    command says so before anyone opens a page, instead of failing at the code exchange."""
+    host = github_sandbox.url.removeprefix("http://")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GITHUB_API_URL", raising=False)
+    monkeypatch.setenv("GHE_HOST", host)
+    argv = ["github", "register", "--manifest", str(ROOT / "app.yml"), "--port", "0"]
+    assert await asyncio.to_thread(main, argv) == 1
+    err = capsys.readouterr().err
+    assert f"cannot reach the GitHub API at https://{host}/api/v3" in err
+    assert "--github-url http://HOST:PORT" in err and "single-use" not in err
+    assert not (tmp_path / ".env").exists()

@@ -169,7 +169,8 @@ async def test_contents_labels_comments_and_the_manifest_exchange_behave_as_gith
     assert status == 403  # a person's token is not an installation's
     code = registration.manifest_code(sandbox, {"url": "http://localhost", "name": "Mine"})
     status, _, app = await request(github_sandbox, "POST", f"/app-manifests/{code}/conversions")
-    assert status == 201 and app["name"] == "Mine" and app["id"] == github_sandbox.app_id
+    assert status == 201 and app["name"] == "Mine" and app["slug"] == "mine"
+    assert app["id"] != github_sandbox.app_id  # a new App, as GitHub makes
     status, _, _ = await request(github_sandbox, "POST", f"/app-manifests/{code}/conversions")
     assert status == 404  # a code is good for one exchange
 

@@ -203,3 +203,32 @@ def test_the_task_detail_lists_review_threads_and_whether_the_task_is_ready() ->
     start = lines.index("Review threads (not ready for review):")
     assert lines[start + 1 : start + 3] == ["  open a.py:3 @ann", "  addressed review @bo abc123"]
     assert not any("Review threads" in line for line in detail_lines({"issue": 4}))
+
+
+async def test_the_highlight_stays_on_its_task_when_one_appears_above_it(api: ApiClient) -> None:
+    """A task appearing above the highlighted row (a reload after a `task` event) moves the
+    highlight with its task: Enter opens the task the operator was on, not the new one."""
+    api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        index = next(i for i, row in enumerate(rows(app)) if row[0] == "#9")
+        app.board.table.move_cursor(row=index)
+        await pilot.pause()
+        assert app.board.selected_task()["issue"] == 9  # type: ignore[index]
+
+        def add_above(session: Session) -> None:
+            new_task(session, repo=REPO, issue=20, title="New one", origin_session=None, actor="t")
+
+        api.services.db.call(add_above)
+        app.board.task_changed({"type": "task"})
+        await until(pilot, lambda: any(row[0] == "#20" for row in rows(app)), "the new row")
+        await pilot.pause()
+        moved = next(i for i, row in enumerate(rows(app)) if row[0] == "#9")
+        assert moved == index + 1  # the new task sits above it
+        assert app.board.table.cursor_row == moved
+        assert app.board.selected_task()["issue"] == 9  # type: ignore[index]
+        app.board.table.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.__class__.__name__ == "TaskDetailScreen", "detail")
+        assert app.screen.detail["issue"] == 9  # type: ignore[attr-defined]

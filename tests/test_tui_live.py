@@ -37,6 +37,32 @@ async def _file_from_new_session(api: ApiClient, title: str) -> tuple[str, int]:
     return str(session["id"]), int((await filed.json())["filed_issue_number"])
 
 
+async def test_a_result_delivered_while_no_tui_ran_has_its_dot_until_opened(make: Make) -> None:
+    """The dot is the service's (kept per operator and session): a TUI started after the
+    delivery shows it, and once the session is opened a restarted TUI shows none."""
+    lc = await make(coding_command=command("commit"))
+    filing, _ = await _file_from_new_session(lc.api, "Make the widget green")
+    await lc.api.post("/api/operator/chat/new", json={})  # the operator moved on
+    await lc.api.post("/api/operator/chat", json={"message": "something else"})
+    await lc.work()  # delivered while no client watched
+
+    def dotted(app: Any) -> list[str]:
+        return [i.session_id for i in app.chat.sessions.query("SessionItem") if i.unseen]
+
+    app = tui(lc.api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await until(pilot, lambda: dotted(app) == [filing], lambda: f"the dot, {dotted(app)}")
+        app.chat.open_session(filing)
+        await until(pilot, lambda: app.chat.state.session_id == filing, "the session to open")
+        await until(pilot, lambda: dotted(app) == [], "the dot to go")
+    again = tui(lc.api)
+    async with again.run_test(size=SIZE) as pilot:
+        await ready(pilot, again)
+        await until(pilot, lambda: len(session_titles(again)) == 2, "the sessions")
+        assert dotted(again) == []
+
+
 async def test_a_delivery_while_the_operator_sits_in_another_session_shows_up_live(
     make: Make,
 ) -> None:

@@ -82,7 +82,8 @@ class OperatorClient:
     def _session(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
             self._http = aiohttp.ClientSession(
-                headers={"Authorization": f"Bearer {self._token}"},
+                # The client's name labels what it files (`steelframe:from-tui`).
+                headers={"Authorization": f"Bearer {self._token}", "X-Steelframe-Client": "tui"},
                 timeout=DEFAULT_TIMEOUT,
                 **self._session_options,
             )
@@ -134,6 +135,10 @@ class OperatorClient:
     async def session(self, session_id: str) -> dict[str, Any]:
         """The session's messages, Decision draft and pending proposal (reading only)."""
         return dict(await self.request("GET", f"/api/operator/chat/session/{session_id}"))
+
+    async def mark_seen(self, session_id: str) -> None:
+        """The operator saw this session's task results (its sidebar dot goes, server-side)."""
+        await self.request("POST", f"/api/operator/chat/session/{session_id}/seen")
 
     async def open_session(self, session_id: str) -> dict[str, Any]:
         """Reopen: as `session`, and the next message goes to it (POST .../open)."""

@@ -191,9 +191,20 @@ class ChatPanel(Widget):
         """A task result was appended to `session_id`: show it if open, else mark it."""
         if session_id and session_id == self.state.session_id:
             self.refresh_transcript()
+            self.note_seen(session_id)
         elif session_id:
             self.unseen.add(session_id)
             self.load_sessions()
+
+    @work(group="seen")
+    @while_mounted
+    async def note_seen(self, session_id: str) -> None:
+        """Shown in the open session: seen, so no dot comes back with the next list. Best
+        effort: a failure here only leaves the dot for the next open to clear."""
+        try:
+            await self.client.mark_seen(session_id)
+        except TRANSPORT_ERRORS:
+            log.debug("could not mark session %s seen", session_id)
 
     def session_changed(self, session_id: str, change: str) -> None:
         self.load_sessions()
@@ -252,13 +263,20 @@ class ChatPanel(Widget):
         listing = self.sessions
         await listing.clear()
         await listing.extend(
-            SessionItem(session, unseen=str(session["id"]) in self.unseen) for session in sessions
+            SessionItem(session, unseen=self._unseen(session)) for session in sessions
         )
         for index, session in enumerate(sessions):
             if session["id"] == self.state.session_id:
                 listing.index = index
                 self.state.title = session.get("title")
                 self.state.focus = session.get("focus")
+
+    def _unseen(self, session: dict[str, Any]) -> bool:
+        """A result arrived since the operator last looked: noted here, or by the service
+        (kept across restarts of the TUI); never for the session on screen."""
+        sid = str(session["id"])
+        noted = sid in self.unseen or bool(session.get("unseen"))
+        return noted and sid != self.state.session_id
 
     @on(ListView.Selected, "#sessions")
     def _session_selected(self, event: ListView.Selected) -> None:

@@ -16,7 +16,8 @@ class SessionItem(ListItem):
     def __init__(self, session: dict[str, Any], *, unseen: bool = False) -> None:
         super().__init__(classes="session-item")
         self.session_id = str(session["id"])
-        self.title = str(session.get("title") or "New chat")
+        # The service's label: the subject ("Flaky login test"), not "file an issue for the…".
+        self.title = str(session.get("label") or session.get("title") or "New chat")
         self.focus_issue = session.get("focus")
         self.unseen = unseen  # a task result arrived since the operator last looked
 

@@ -30,7 +30,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
+from bot.chat.session_label import session_label
 from bot.chat.summary import mark_left
+from bot.chat.unseen import mark_seen, unseen_sessions
 from bot.clock import Clock, utcnow
 from bot.errors import NotFound
 from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
@@ -571,8 +573,12 @@ def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> li
         .order_by(ChatSession.last_activity_at.desc(), ChatSession.created_at.desc())
         .limit(limit)
     ).all()
+    unseen = unseen_sessions(session, operator_id)  # the sidebar's dot (unseen.py)
     return [
-        session_json(row, turns=count, active=row.id == operator.active_session_id)
+        {
+            **session_json(row, turns=count, active=row.id == operator.active_session_id),
+            "unseen": row.id in unseen,
+        }
         for row, count in rows
     ]
 
@@ -594,6 +600,7 @@ def open_session(
     operator = _operator(session, operator_id)
     left = operator.active_session_id
     operator.active_session_id = row.id
+    mark_seen(session, operator_id, row.id)  # opening it shows its results: no dot
     due = left is not None and left != row.id and mark_left(session, left)
     return get_session(session, operator_id, session_id), (left if due else None)
 
@@ -649,6 +656,7 @@ def session_json(
     return {
         "id": row.id,
         "title": row.title,
+        "label": session_label(row.title, row.summary),  # what the sidebar shows
         "kind": row.kind,
         "agent": row.agent,
         "focus": row.focus_issue,

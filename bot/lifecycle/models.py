@@ -25,6 +25,7 @@ class EventKind(StrEnum):
     LIMIT_EXCEEDED = "limit_exceeded"
     RECONCILED = "reconciled"
     ARCHIVED = "archived"
+    UNARCHIVED = "unarchived"  # the operator's Undo of an archive (bot/lifecycle/archiving.py)
     ORIGIN_LINKED = "origin_linked"
     NOTE = "note"
     ISSUE_PINNED = "issue_pinned"

@@ -63,6 +63,7 @@ def register(subparsers: Any) -> None:
 def cmd_desktop(args: argparse.Namespace) -> int:
     try:
         browser = find_browser(args.browser)
+        check_root(args.browser_arg)
         url = args.url or os.environ.get("STEELFRAME_URL") or DEFAULT_URL
         profile = args.profile or Path.home() / ".local/share/steelframe/desktop"
         with _terminate_on_sigterm(), service(url.rstrip("/"), allow_dev=not args.no_dev) as page:
@@ -79,6 +80,18 @@ def find_browser(explicit: str | None) -> str:
             return candidate
     raise DesktopError(
         "no Chromium or Chrome found: install one (apt-get install chromium) or pass --browser"
+    )
+
+
+def check_root(extra: list[str]) -> None:
+    """Chromium refuses to start as root without --no-sandbox, and says so only in its own
+    log line. Turning its sandbox off is the operator's call (the window can follow links
+    to any site), so as root the command says, before starting anything, how to choose."""
+    if os.geteuid() != 0 or "--no-sandbox" in extra:
+        return
+    raise DesktopError(
+        "Chromium does not run as root with its sandbox: run `steelframe desktop` as a normal "
+        "user, or accept a browser without it: steelframe desktop --browser-arg=--no-sandbox"
     )
 
 

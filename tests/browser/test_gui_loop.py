@@ -86,6 +86,8 @@ async def file_and_watch(gui: Gui, lc: Lifecycle) -> int:
     assert reply.count("Filed as #") == 1, reply  # said once, by the reply itself
     number = int(re.search(r"Filed as #(\d+)", reply)[1])  # type: ignore[index]
     assert lc.task(number).state == TaskState.QUEUED
+    issue = lc.sandbox.sandbox.world.repo(lc.repo).issues[number]  # type: ignore[union-attr]
+    assert "steelframe:from-gui" in issue.labels  # labelled by the client that filed it
     await gui.screen("board")
     await wait_card(gui, number, "queued")
     await gui.screenshot("board")

@@ -20,7 +20,8 @@ export function onSignedOut(callback) {
 }
 
 function headers(method, extra = {}) {
-  const result = { Accept: "application/json", ...extra };
+  // X-Steelframe-Client labels what the GUI files `steelframe:from-gui` (bot/filing_source.py).
+  const result = { Accept: "application/json", "X-Steelframe-Client": "gui", ...extra };
   if (!["GET", "HEAD"].includes(method) && auth.csrf) result["X-CSRF-Token"] = auth.csrf;
   return result;
 }

@@ -135,9 +135,26 @@ export class Board {
       this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
       this.render();
       this.app.dashboard.render(this.list());
-      notify(`Archived #${task.issue}: it is in the Archived column.`, { group: `task:${task.id}` });
+      notify(`Archived #${task.issue}: it is in the Archived column.`, {
+        group: `task:${task.id}`,
+        action: { label: "Undo", run: () => this.unarchive(task.id) },
+      });
     } catch (err) {
       notify(`Archive failed: ${err.message}`, { level: "error" });
+    }
+  }
+
+  // Archive's Undo: the task goes back to its column (POST .../unarchive is idempotent).
+  async unarchive(id) {
+    try {
+      const task = await api.post(`/api/operator/tasks/${id}/unarchive`);
+      this.tasks.set(task.id, { ...this.tasks.get(task.id), ...task });
+      this.render();
+      this.app.dashboard.render(this.list());
+      notify(`#${task.issue} is back on the Board.`, { group: `task:${task.id}` });
+      $("#board-columns").querySelector(`.card[data-task='${task.id}'] .card-open`)?.focus();
+    } catch (err) {
+      notify(`Undo failed: ${err.message}`, { level: "error" });
     }
   }
 

@@ -5,7 +5,7 @@ import { $, h, clear, show, externalLink } from "./dom.js";
 import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
 import { offerPanel } from "./offers.js";
-import { renderSidebar } from "./sidebar.js";
+import { isEmptyChat, renderSidebar } from "./sidebar.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
@@ -145,6 +145,8 @@ export class Chat {
       return;
     }
     this.unseen.delete(id);
+    const listed = this.sessions.find((s) => s.id === id);
+    if (listed) listed.unseen = false; // opening it saw its results (the server noted it too)
     this.app.show("chat");
     this.load(session);
     this.renderSessions();
@@ -172,7 +174,7 @@ export class Chat {
     this.agentChanged = false;
     this.els.agent.value = this.agent;
     this.decision = session.decision || null;
-    this.els.title.textContent = session.title || "New chat";
+    this.els.title.textContent = session.label || session.title || "New chat";
     this.renderFocus();
     this.renderMessages(session.messages || []);
     this.renderPending(session.pending);
@@ -217,12 +219,19 @@ export class Chat {
       notify("A turn is running: stop it or let it finish first.", { level: "error" });
       return null;
     }
-    // An empty chat is reused rather than another one piling up in the sidebar.
+    // An empty chat is reused rather than another one piling up in the sidebar: the one
+    // shown, else the newest empty one left from before (a reload, another tab).
     const current = this.sessions.find((s) => s.id === this.session?.id);
-    if (!issue && current && !current.turns && current.kind === "chat" && !this.els.messages.querySelector(".msg")) {
+    if (!issue && current && isEmptyChat(current) && !this.els.messages.querySelector(".msg")) {
       this.app.show("chat");
       this.els.input.focus();
       return current;
+    }
+    const idle = issue ? null : this.sessions.find((s) => s.id !== this.session?.id && isEmptyChat(s) && (!this.agent || s.agent === this.agent));
+    if (idle) {
+      await this.open(idle.id);
+      this.els.input.focus();
+      return idle;
     }
     const body = issue ? { issue, title: `Discuss #${issue}` } : {};
     if (this.agent) body.agent = this.agent;
@@ -557,7 +566,7 @@ export class Chat {
     this.endTurn();
     this.loadSessions().then(() => {
       const s = this.sessions.find((x) => x.id === r.session);
-      if (s) this.els.title.textContent = s.title || "New chat";
+      if (s) this.els.title.textContent = s.label || s.title || "New chat";
     });
     this.app.taskMayHaveChanged();
   }
@@ -634,6 +643,8 @@ export class Chat {
       view.finish({ id: result.message_id, content: result.text });
       this.els.messages.append(view.el);
       this.els.messages.scrollTop = this.els.messages.scrollHeight;
+      // Shown in the open session: seen, so no dot comes back with the next list or reload.
+      api.post(`/api/operator/chat/session/${encodeURIComponent(result.session_id)}/seen`).catch(() => {});
       return true;
     }
     this.unseen.add(result.session_id);

@@ -1,9 +1,17 @@
 // The sessions sidebar: newest activity first, grouped Today / Yesterday / Earlier, a dot on
-// sessions with unseen task results, and a delete button on each.
+// sessions with unseen task results (kept on the server: `unseen` in the list, so it
+// survives a reload), each titled by its `label` (the subject, not "file an issue for the…"),
+// and a delete button on each. An empty chat other than the current one is not listed: the
+// next "New chat" reuses it instead of another one piling up.
 import { h, clear } from "./dom.js";
 
-export function renderSidebar(list, sessions, { currentId, unseen, onOpen, onDelete }) {
+export function isEmptyChat(s) {
+  return s.kind === "chat" && !s.turns && !s.title && !s.pending && !s.decision && !s.focus;
+}
+
+export function renderSidebar(list, all, { currentId, unseen, onOpen, onDelete }) {
   clear(list);
+  const sessions = all.filter((s) => s.id === currentId || !isEmptyChat(s));
   if (!sessions.length) {
     list.append(h("p", { class: "empty", text: "No sessions yet: ask anything about your repositories." }));
     return;
@@ -11,7 +19,7 @@ export function renderSidebar(list, sessions, { currentId, unseen, onOpen, onDel
   for (const [name, group] of byDay(sessions)) {
     list.append(
       h("h2", { class: "group", text: name }),
-      h("ul", { class: "sessions" }, group.map((s) => item(s, s.id === currentId, unseen.has(s.id), onOpen, onDelete))),
+      h("ul", { class: "sessions" }, group.map((s) => item(s, s.id === currentId, Boolean(s.unseen) || unseen.has(s.id), onOpen, onDelete))),
     );
   }
 }
@@ -30,7 +38,7 @@ function byDay(sessions) {
 }
 
 function item(s, current, unseen, onOpen, onDelete) {
-  const title = s.title || "New chat";
+  const title = s.label || s.title || "New chat";
   return h(
     "li",
     { class: current ? "session current" : "session", "data-session": s.id },

@@ -21,15 +21,19 @@ import re
 import sys
 from pathlib import Path
 
-# "Shorter than a sentence": fewer words than this, or no text at all.
+# "Shorter than a sentence": fewer words than this, or no text at all. A word is a run of
+# letters or digits (with inner ' or -): a quote mark, a dash or "#12" alone never counts,
+# so the same request asks or not whatever punctuation or quoting came with it.
 MIN_WORDS = 5
+_WORD = re.compile(r"[^\W_]+(?:['’-][^\W_]+)*")
 CONFIGURE = (
     "To have a real coding agent do the work, set `STEELFRAME_CODING_AGENT` to `claude`, "
     "`codex` or `aider` (or `STEELFRAME_CODING_COMMAND` to any command speaking the "
     "coding-command protocol); see docs/runtimes.md."
 )
 QUESTION = (
-    "The demo runtime asks this because the issue says less than a sentence: what should "
+    "The demo runtime asks this because the issue says less than a sentence (fewer than five "
+    "words): what should "
     "change, and how will we know it is done? Answer in Chat (Discuss this issue, then "
     "Publish the Decision) and the task resumes."
 )
@@ -39,8 +43,9 @@ _TITLE = re.compile(r"^You are working on issue #\d+ of \S+: (?P<title>.*)$", re
 _MARKER = re.compile(r"<!--.*?-->", re.DOTALL)
 _PREAMBLE = re.compile(r"^(Filed from Steelframe Chat\b.*|Related: #\d+)$", re.IGNORECASE)
 _IMPERATIVE = re.compile(
-    r"^\s*(?:please\s+)?(?:file|open|create)\s+(?:an?\s+)?(?:new\s+)?"
-    r"(?:issue|task|work|ticket)(?:\s+(?:for|to|about|:))?\s*",
+    r"^\s*(?:(?:please|can\s+you|could\s+you|would\s+you|let'?s|let\s+us)\s+)*"
+    r"(?:please\s+)?(?:file|open|create|make)\s+(?:an?\s+)?(?:new\s+)?"
+    r"(?:issue|task|work|ticket|bug)\b(?:\s+(?:for|to|about|on)\b)?\s*:?\s*",
     re.IGNORECASE,
 )
 
@@ -86,8 +91,13 @@ def request_of(text: str) -> str:
     return " ".join(kept)
 
 
+def words_in(text: str) -> int:
+    """Words, not tokens: "#12" (a reference) and punctuation alone are not words."""
+    return len(_WORD.findall(re.sub(r"#\d+", " ", text)))
+
+
 def too_short(text: str) -> bool:
-    return len(request_of(text).split()) < MIN_WORDS
+    return words_in(request_of(text)) < MIN_WORDS
 
 
 def quoted(text: str) -> str:
