@@ -18,6 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db import Database
+from bot.events import ledger
 from bot.events.publisher import OperatorEvents, ResultMessage, TaskChange
 from bot.lifecycle.models import EventKind, TaskEvent
 from bot.models import ChatTurn
@@ -35,6 +36,7 @@ _watched: weakref.WeakSet[sessionmaker[Session]] = weakref.WeakSet()
 class _Pending:
     tasks: list[TaskChange] = field(default_factory=list)
     results: list[ResultMessage] = field(default_factory=list)
+    ledgers: set[int] = field(default_factory=set)  # tasks whose review threads changed
 
 
 def watch_commits(db: Database, events: OperatorEvents) -> None:
@@ -48,6 +50,10 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
     @event.listens_for(maker, "after_flush")
     def _collect(session: Session, _context: Any) -> None:
         pending: _Pending | None = None
+        for row in (*session.new, *session.dirty):
+            if (task_id := ledger.ledger_task(row)) is not None:
+                pending = pending or session.info.setdefault(INFO_KEY, _Pending())
+                pending.ledgers.add(task_id)
         for row in session.new:
             found = _task_change(row) or _result(row)
             if found is None:
@@ -66,6 +72,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
         try:
             events.tasks_changed(pending.tasks)
             events.results_delivered(pending.results)
+            ledger.announce(events, pending.ledgers)
         except Exception as exc:  # the change is committed; its notice is best-effort
             log.warning("events: committed changes not announced: %s", type(exc).__name__)
             events.missed(None)  # who missed it could not be read: everyone reloads

@@ -53,6 +53,7 @@ class EventType(StrEnum):
     TASK = "task"
     RESULT = "result"
     SESSION = "session"
+    LEDGER = "ledger"  # a task's review thread ledger changed (bot.events.ledger)
     # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
     # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
     RESYNC = "resync"
