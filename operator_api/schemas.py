@@ -273,8 +273,23 @@ def _task_schemas() -> dict[str, Any]:
         },
         "updated_at": {"type": "string"},
     }
+    # The pull request loop (bot.lifecycle.pull_view): on every Board card and task detail.
+    task_fields |= {
+        "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
+        "review": ref("ReviewCounts"),
+        "ready_for_review": {"type": "boolean"},
+    }
     return {
         "BoardTask": exact(task_fields),
+        "ReviewCounts": exact(
+            {
+                "open": {"type": "integer"},
+                "addressed": {"type": "integer"},
+                "declined": {"type": "integer"},
+                "needs_operator": {"type": "integer"},
+                "summary": {"type": "string"},
+            }
+        ),
         "Board": exact(
             {
                 "tasks": {"type": "array", "items": ref("BoardTask")},
@@ -362,7 +377,6 @@ def _task_schemas() -> dict[str, Any]:
                 },
                 "events": {"type": "array", "items": ref("TaskEvent")},
                 "review_threads": {"type": "array", "items": ref("ReviewThread")},
-                "ready_for_review": {"type": "boolean"},
             }
         ),
         "ReviewThread": exact(
@@ -377,6 +391,7 @@ def _task_schemas() -> dict[str, Any]:
                 "commit": NULLABLE_STR,
                 "reason": NULLABLE_STR,
                 "url": NULLABLE_STR,
+                "excerpt": {"type": "string"},
                 "created_at": {"type": "string"},
                 "updated_at": {"type": "string"},
             }
