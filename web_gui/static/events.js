@@ -3,9 +3,10 @@
 const POLL_MS = 4000;
 
 export class LiveUpdates {
-  constructor({ onTask, onResult, onSession, onResync, onPoll }) {
-    // `resync`: events after our id were dropped, so reload what is shown.
-    this.handlers = { task: onTask, result: onResult, session: onSession, resync: onResync };
+  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger }) {
+    // `resync`: events after our id were dropped, so reload what is shown. `ledger`: a
+    // task's review threads changed.
+    this.handlers = { task: onTask, result: onResult, session: onSession, resync: onResync, ledger: onLedger };
     this.onPoll = onPoll;
     this.source = null;
     this.timer = null;
