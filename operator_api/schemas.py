@@ -431,7 +431,7 @@ def component_schemas() -> dict[str, Any]:
             "required": ["id", "type"],
             "properties": {
                 "id": {"type": "integer", "description": "monotonic per operator"},
-                "type": {"enum": ["task", "result", "session", "resync"]},
+                "type": {"enum": ["task", "result", "session", "resync", "ledger"]},
                 "task_id": {"type": "integer"},
                 "repo": {"type": "string"},
                 "issue": {"type": "integer"},
@@ -446,6 +446,10 @@ def component_schemas() -> dict[str, Any]:
                 "text": {"type": "string"},
                 "message_id": {"type": "string"},
                 "change": {"enum": ["created", "updated", "deleted", "summarised"]},
+                # `ledger`: the task's pull request loop, as on its Board card.
+                "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
+                "review": ref("ReviewCounts"),
+                "ready_for_review": {"type": "boolean"},
             },
         },
         **_chat_schemas(),
