@@ -15,6 +15,7 @@ import pytest
 from bot.lifecycle.models import ThreadKind, ThreadState
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
 from tests.browser.conftest import Gui, GuiFactory
+from tests.browser.test_gui_layout import OVERFLOW
 from tests.browser.test_gui_xss import HOSTILE, WATCH, assert_inert
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
@@ -57,6 +58,7 @@ async def test_the_board_follows_a_review_to_the_merge(
     gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
     await gui.page.add_init_script(WATCH)
     await gui.sign_in()
+    await gui.page.wait_for_selector("body[data-live=stream]")  # no event can be missed now
     await gui.screen("board")
     card = f".card[data-issue='{issue}']"
     shown = await _text(gui, f"{card} .card-pull", "ready for review")
@@ -121,3 +123,27 @@ async def test_the_board_follows_a_review_to_the_merge(
     await _no_axe_findings(gui, "dashboard with a merge")
     # The one 401 is the page asking whether it was signed in, before the sign-in.
     assert [e for e in gui.console_errors if "401" not in e] == []
+
+
+async def test_a_closed_pull_request_on_a_phone(make: Make, gui_factory: GuiFactory) -> None:
+    """Closed without a merge, at 390x844: the card in the Closed column reads final, the
+    modal says how it ended with a long hostile review in it, and nothing overflows."""
+    lc = await make(coding_command=command("commit"))
+    issue, number = await delivered_pull(lc, "Make the widget blue " + "and wide " * 12)
+    await _comment(lc, number, "x" * 400 + f" {HOSTILE}")
+    await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": "closed"})
+    gui = await gui_factory(lc.api, viewport={"width": 390, "height": 844})
+    await gui.screen("board")
+    card = f".column.state-closed .card.final[data-issue='{issue}']"
+    await gui.page.locator(card).wait_for()
+    assert "closed" in await gui.page.inner_text(f"{card} .card-pull")
+    assert await gui.page.evaluate(OVERFLOW) <= 0, "the Board"
+    await gui.page.click(f"{card} .card-open")
+    outcome = await _text(gui, "#run-body .outcome", "Closed without a merge")
+    assert f"pull request #{number} closed without a merge by maintainer" in outcome
+    assert "1 open" in await gui.page.inner_text("#run-body .ledger-head")
+    assert await gui.page.evaluate(OVERFLOW) <= 0, "the run modal"
+    await gui.page.keyboard.press("Escape")
+    await gui.screen("dashboard")
+    assert "1 closed" in await _text(gui, "#dash-outcomes", "1 closed")
+    assert await gui.page.evaluate(OVERFLOW) <= 0, "the Dashboard"

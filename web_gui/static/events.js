@@ -22,6 +22,7 @@ export class LiveUpdates {
     this.source.onmessage = (ev) => this.dispatch(null, ev.data);
     this.source.onopen = () => {
       this.mode = "stream";
+      document.body.dataset.live = "stream"; // connected: what happens from now on shows
       this.stopPolling();
     };
     this.source.onerror = () => {
