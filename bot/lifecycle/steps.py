@@ -73,14 +73,9 @@ async def work(run: Run) -> str:
     await _announce(run, text)
     task, ctx = run.task, run.ctx
     if task.pushed_at is not None and (pull := await existing_pull(run)) is not None:
+        draft = bool(pull.get("draft"))
         return await finish_delivered(
-            ctx,
-            run.github,
-            task.id,
-            run.actor,
-            summary="",
-            fence=run.fence,
-            draft=bool(pull.get("draft")),
+            ctx, run.github, task.id, run.actor, summary="", fence=run.fence, draft=draft
         )
     memory = memory_write(text.as_issue())  # a steelframe:memory task: written here
     if memory is None and not ctx.policy.coding_command:
@@ -455,14 +450,9 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     await _push(run, tree)
     run.check_lease()
     await open_pull(run, tree.base, title, summary)
+    draft = opens_as_draft(run)
     return await finish_delivered(
-        run.ctx,
-        run.github,
-        task.id,
-        run.actor,
-        summary=summary,
-        fence=run.fence,
-        draft=opens_as_draft(run),
+        run.ctx, run.github, task.id, run.actor, summary=summary, fence=run.fence, draft=draft
     )
 
 

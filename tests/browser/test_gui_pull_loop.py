@@ -84,6 +84,7 @@ async def test_the_board_follows_a_review_to_the_merge(
     await lc.settle()
     await _text(gui, f"{card} .card-pull", "1 open · 1 addressed")
     await assert_inert(gui, "board with a hostile review")
+    await gui.screenshot(f"pull-loop-board-{scheme}")
     await _no_axe_findings(gui, "board with the ledger")
 
     # The run modal from the keyboard: the whole ledger, the reviewer's text as text.
@@ -103,6 +104,7 @@ async def test_the_board_follows_a_review_to_the_merge(
     head_line = await gui.page.inner_text("#run-body .ledger-head")
     assert head_line == "PR open · 1 open · 1 addressed · not ready for review"
     await assert_inert(gui, "run modal with a hostile review")
+    await gui.screenshot(f"pull-loop-modal-{scheme}")
     await _no_axe_findings(gui, "run modal with the ledger")
 
     # Merged while the modal is open: it shows the outcome; a notification links the PR.
