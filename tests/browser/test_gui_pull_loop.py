@@ -107,6 +107,15 @@ async def test_the_board_follows_a_review_to_the_merge(
     await gui.screenshot(f"pull-loop-modal-{scheme}")
     await _no_axe_findings(gui, "run modal with the ledger")
 
+    # The last open thread declined: ready for review, in the modal and on the card.
+    no = ThreadAnswer(ThreadKind.COMMENT, loud["id"], ThreadState.DECLINED, "Out of scope.")
+    assert await answer_threads(lc.ctx.db, lc.github, task_id, [no]) == 1
+    await lc.settle()
+    ready = "PR open · 1 addressed · 1 declined · ready for review"
+    assert await _text(gui, "#run-body .ledger-head", ready) == ready
+    assert "reason: Out of scope." in await open_row.inner_text()
+    assert "ready for review" in await gui.page.inner_text(f"{card} .card-pull")
+
     # Merged while the modal is open: it shows the outcome; a notification links the PR.
     await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
     outcome = await _text(gui, "#run-body .outcome", "Merged")
@@ -116,7 +125,8 @@ async def test_the_board_follows_a_review_to_the_merge(
     assert await toast.locator("a").get_attribute("href") == lc.task(issue).pr_url
     await gui.page.keyboard.press("Escape")
     await gui.page.locator(f".column.state-merged {card}.final").wait_for()
-    assert "merged" in await gui.page.inner_text(f"{card} .card-pull")
+    final = await gui.page.inner_text(f"{card} .card-pull")
+    assert "merged" in final and "ready for review" not in final  # nothing is left to review
 
     await gui.screen("dashboard")
     counts = await _text(gui, "#dash-outcomes", "1 merged")

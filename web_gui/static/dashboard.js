@@ -2,7 +2,7 @@
 // their review ledger), questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
 import { $, h, clear, ago, externalLink } from "./dom.js";
-import { FINAL } from "./pull.js";
+import { FINAL, isReady } from "./pull.js";
 
 const PULLS = ["delivered", "merged", "closed"];
 
@@ -20,7 +20,7 @@ export class Dashboard {
         t.pr_url ? externalLink(t.pr_url, "pull request") : null,
         FINAL.has(t.state) ? h("span", { class: `badge ${t.state}`, text: t.state }) : null,
         !FINAL.has(t.state) && t.review?.summary ? h("span", { class: "ledger-summary", text: t.review.summary }) : null,
-        t.ready_for_review ? h("span", { class: "ready", text: "ready for review" }) : null,
+        isReady(t) ? h("span", { class: "ready", text: "ready for review" }) : null,
         h("span", { class: "age", text: ago(t.updated_at) })));
     this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) =>
       h("li", { class: "row" },

@@ -21,6 +21,12 @@ export function prState(task) {
   return task.pr_state ?? null;
 }
 
+// Ready for review: the server's verdict, while the task is still `delivered` (a live `task`
+// event that moves it on, to a run or a merge, ends it before the Board reloads).
+export function isReady(task) {
+  return Boolean(task.ready_for_review) && task.state === "delivered";
+}
+
 // The card's line about the pull request: its state (linked), the ledger, ready or not.
 export function cardPull(task) {
   const state = prState(task);
@@ -33,7 +39,7 @@ export function cardPull(task) {
       ? h("a", { class: `pr-state ${state}`, href: task.pr_url, target: "_blank", rel: "noopener noreferrer", text: PR_WORDS[state] })
       : h("span", { class: `pr-state ${state}`, text: PR_WORDS[state] }),
     summary ? h("span", { class: "ledger-summary", text: summary, title: "Review threads" }) : null,
-    task.ready_for_review ? h("span", { class: "ready", text: "ready for review" }) : null,
+    isReady(task) ? h("span", { class: "ready", text: "ready for review" }) : null,
   );
 }
 
