@@ -150,11 +150,14 @@ async def test_a_closed_pull_request_on_a_phone(make: Make, gui_factory: GuiFact
     await gui.page.locator(card).wait_for()
     assert "closed" in await gui.page.inner_text(f"{card} .card-pull")
     assert await gui.page.evaluate(OVERFLOW) <= 0, "the Board"
+    await _no_axe_findings(gui, "the Board on a phone")
     await gui.page.click(f"{card} .card-open")
     outcome = await _text(gui, "#run-body .outcome", "Closed without a merge")
     assert f"pull request #{number} closed without a merge by maintainer" in outcome
     assert "1 open" in await gui.page.inner_text("#run-body .ledger-head")
     assert await gui.page.evaluate(OVERFLOW) <= 0, "the run modal"
+    await _no_axe_findings(gui, "the run modal on a phone")
+    await assert_inert(gui, "the run modal on a phone")
     await gui.page.keyboard.press("Escape")
     await gui.screen("dashboard")
     assert "1 closed" in await _text(gui, "#dash-outcomes", "1 closed")
