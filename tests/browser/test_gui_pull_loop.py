@@ -144,7 +144,9 @@ async def test_a_closed_pull_request_on_a_phone(make: Make, gui_factory: GuiFact
     issue, number = await delivered_pull(lc, "Make the widget blue " + "and wide " * 12)
     await _comment(lc, number, "x" * 400 + f" {HOSTILE}")
     await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": "closed"})
-    gui = await gui_factory(lc.api, viewport={"width": 390, "height": 844})
+    gui = await gui_factory(lc.api, sign_in=False, viewport={"width": 390, "height": 844})
+    await gui.page.add_init_script(WATCH)
+    await gui.sign_in()
     await gui.screen("board")
     card = f".column.state-closed .card.final[data-issue='{issue}']"
     await gui.page.locator(card).wait_for()
