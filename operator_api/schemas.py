@@ -288,6 +288,12 @@ def _task_schemas() -> dict[str, Any]:
         },
         "updated_at": {"type": "string"},
     }
+    # The pull request loop (bot.lifecycle.pull_view): on every Board card and task detail.
+    task_fields |= {
+        "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
+        "review": ref("ReviewCounts"),
+        "ready_for_review": {"type": "boolean"},
+    }
     return {
         "BoardTask": exact(task_fields),
         "Spend": exact(
@@ -304,6 +310,15 @@ def _task_schemas() -> dict[str, Any]:
                         }
                     ),
                 },
+            }
+        ),
+        "ReviewCounts": exact(
+            {
+                "open": {"type": "integer"},
+                "addressed": {"type": "integer"},
+                "declined": {"type": "integer"},
+                "needs_operator": {"type": "integer"},
+                "summary": {"type": "string"},
             }
         ),
         "Board": exact(
@@ -393,7 +408,6 @@ def _task_schemas() -> dict[str, Any]:
                 },
                 "events": {"type": "array", "items": ref("TaskEvent")},
                 "review_threads": {"type": "array", "items": ref("ReviewThread")},
-                "ready_for_review": {"type": "boolean"},
                 # A plan-first task's plan, and why a queued task waits (its budget).
                 "plan": {"oneOf": [{"type": "null"}, ref("TaskPlan")]},
                 "held": NULLABLE_STR,
@@ -445,6 +459,7 @@ def _task_schemas() -> dict[str, Any]:
                 "reason": NULLABLE_STR,
                 "url": NULLABLE_STR,
                 "picked_at": NULLABLE_STR,
+                "excerpt": {"type": "string"},
                 "created_at": {"type": "string"},
                 "updated_at": {"type": "string"},
             }
@@ -484,7 +499,7 @@ def component_schemas() -> dict[str, Any]:
             "required": ["id", "type"],
             "properties": {
                 "id": {"type": "integer", "description": "monotonic per operator"},
-                "type": {"enum": ["task", "result", "session", "resync"]},
+                "type": {"enum": ["task", "result", "session", "resync", "ledger"]},
                 "task_id": {"type": "integer"},
                 "repo": {"type": "string"},
                 "issue": {"type": "integer"},
@@ -500,6 +515,10 @@ def component_schemas() -> dict[str, Any]:
                 "text": {"type": "string"},
                 "message_id": {"type": "string"},
                 "change": {"enum": ["created", "updated", "deleted", "summarised"]},
+                # `ledger`: the task's pull request loop, as on its Board card.
+                "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
+                "review": ref("ReviewCounts"),
+                "ready_for_review": {"type": "boolean"},
             },
         },
         **_chat_schemas(),

@@ -48,8 +48,12 @@ async def test_the_board_shows_tasks_with_their_state_pr_and_last_event(make: Ma
         "tokens",
         "last_event",
         "updated_at",
+        "pr_state",
+        "review",
+        "ready_for_review",
     }
     assert first["state"] == "delivered" and first["title"] == "Make the widget blue"
+    assert (first["pr_state"], first["ready_for_review"]) == ("open", True)
     assert first["pr_url"] == lc.task(first["issue"]).pr_url
     assert first["cost_usd"] == pytest.approx(0.001)  # what the runtime reported
     assert first["tokens"] == 150

@@ -185,10 +185,12 @@ async def test_red_tests_give_the_agent_one_more_run_with_their_output(
 async def test_tests_red_after_the_second_run_make_the_pull_request_a_draft(
     make: Make, tmp_path: Path
 ) -> None:
-    _, pull, report = await _tested(make, tmp_path, "echo broken >&2; exit 3")
+    lc, pull, report = await _tested(make, tmp_path, "echo broken >&2; exit 3")
     assert len(_runs(report)) == 2
     assert "Tests: `echo broken >&2; exit 3` failed (exit 3) in " in pull["body"]
     assert DRAFT_NOTE in pull["body"] and pull["draft"] is True
+    board = (await (await lc.api.get("/api/operator/board")).json())["tasks"]
+    assert [t["pr_state"] for t in board] == ["draft"]  # the Board card says so too
     prompt = json.loads(report.read_text())["prompt"]
     assert "<test-output>\nbroken\n</test-output>" in prompt
 

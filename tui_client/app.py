@@ -78,6 +78,8 @@ class SteelframeApp(App[None]):
             notice = task_notice(frame)
             if notice is not None:
                 self.tell(notice[0], severity=notice[1])
+        elif kind == "ledger":  # a review thread on a task's pull request changed
+            self.board.task_changed(frame)
         elif kind == "result":
             self.chat.result_arrived(str(frame.get("session_id") or ""))
         elif kind == "session":

@@ -33,14 +33,14 @@ STATE_ORDER = (
     "closed",
     "terminated",
 )
-# (label, width): all five fit an 80-column terminal with the table's cell padding.
+# (label, width): all six fit an 80-column terminal with the table's cell padding.
 COLUMNS = (
     ("Issue", 6),
-    ("Title", 22),
+    ("Title", 18),
     ("State", 10),
     ("PR", 6),
     ("Cost", 6),
-    ("Last event", 16),
+    ("Review / last event", 20),
 )
 STATE_SHORT = {"waiting_for_info": "waiting"}
 
@@ -62,9 +62,22 @@ def board_summary(tasks: list[dict[str, Any]]) -> str:
     return "Board · " + (" · ".join(parts) if parts else "no tasks")
 
 
+def review_cell(task: dict[str, Any]) -> str | None:
+    """The pull request loop in the GUI card's words: "draft", the review ledger ("2 open ·
+    3 addressed", the server's words) and "ready for review"; None before a pull request
+    (and for merged or closed tasks, whose State says it all)."""
+    if task.get("pr_state") in (None, "merged", "closed"):
+        return None
+    parts = ["draft"] if task.get("pr_state") == "draft" else []
+    summary = str((task.get("review") or {}).get("summary") or "")
+    parts += [summary] if summary else []
+    parts += ["ready for review"] if task.get("ready_for_review") else []
+    return " · ".join(parts) or None
+
+
 def _row(task: dict[str, Any]) -> tuple[str, ...]:
     event = task.get("last_event") or {}
-    last = str(event.get("detail") or event.get("kind") or "")
+    last = review_cell(task) or str(event.get("detail") or event.get("kind") or "")
     issue = task.get("issue")
     pr_url = str(task.get("pr_url") or "")
     pull = pr_url.rstrip("/").rsplit("/", 1)[-1]
@@ -158,8 +171,8 @@ class BoardPanel(Vertical):
         return self.tasks.get(str(key.value))
 
     def task_changed(self, frame: dict[str, Any]) -> None:
-        """A `task` event: the Board shows the new state (reloaded, so order and counts
-        follow)."""
+        """A `task` event, or a `ledger` event (a review thread recorded or settled): the
+        Board shows the new state and counts (reloaded, so order and counts follow)."""
         self.load()
 
     def action_detail(self) -> None:

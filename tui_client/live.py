@@ -11,7 +11,11 @@ NOTIFY_STATES = {
     "delivered": ("delivered", "information"),
     "waiting_for_info": ("waits for a Decision", "warning"),
     "failed": ("failed", "error"),
+    # The end of the pull request loop, in the GUI's words, with the pull request's link.
+    "merged": ("was merged", "information"),
+    "closed": ("was closed without a merge", "warning"),
 }
+WITH_PR_LINK = frozenset({"delivered", "merged", "closed"})
 
 
 def task_notice(frame: dict[str, Any]) -> tuple[str, str] | None:
@@ -21,9 +25,9 @@ def task_notice(frame: dict[str, Any]) -> tuple[str, str] | None:
         return None
     words, severity = NOTIFY_STATES[state]
     text = f"#{frame.get('issue')} {frame.get('title') or ''} {words}".replace("  ", " ")
-    if state == "delivered" and frame.get("pr_url"):
+    if state in WITH_PR_LINK and frame.get("pr_url"):
         text += f": {frame['pr_url']}"
-    elif frame.get("reason") and state != "delivered":
+    elif frame.get("reason") and state not in WITH_PR_LINK:
         text += f": {_short(str(frame['reason']))}"
     return text, severity
 

@@ -45,6 +45,11 @@ def dollars(usd: float) -> str:
     return "<$0.01" if usd < 0.01 else f"${usd:.2f}"
 
 
+# The thread states in the words the GUI shows (web_gui/static/pull.js, THREAD_WORDS).
+THREAD_WORDS = {"needs_operator": "needs operator"}
+PR_WORDS = {"draft": "draft", "open": "open", "merged": "merged", "closed": "closed"}
+
+
 def blocked_lines(detail: dict[str, Any]) -> list[str]:
     """What the runs' egress proxies refused, a line per host and run (none: nothing)."""
     blocked = list(detail.get("blocked") or [])
@@ -66,12 +71,23 @@ def thread_lines(detail: dict[str, Any]) -> list[str]:
     if not threads:
         return []
     ready = "ready for review" if detail.get("ready_for_review") else "not ready for review"
-    lines = ["", f"Review threads ({ready}):"]
+    summary = str((detail.get("review") or {}).get("summary") or "")
+    lines = ["", f"Review threads ({f'{summary} · ' if summary else ''}{ready}):"]
     for thread in threads:
         where = f"{thread.get('path')}:{thread.get('line')}" if thread.get("path") else "review"
         note = str(thread.get("commit") or thread.get("reason") or "")[:60]
-        lines.append(f"  {thread.get('state')} {where} @{thread.get('author')} {note}".rstrip())
+        state = THREAD_WORDS.get(str(thread.get("state")), str(thread.get("state")))
+        lines.append(f"  {state} {where} @{thread.get('author')} {note}".rstrip())
     return lines
+
+
+def pull_line(detail: dict[str, Any]) -> str:
+    """The pull request and its state: "Pull request (merged): URL"."""
+    url = detail.get("pr_url")
+    if not url:
+        return "Pull request: none yet"
+    state = PR_WORDS.get(str(detail.get("pr_state")))
+    return f"Pull request ({state}): {url}" if state else f"Pull request: {url}"
 
 
 def detail_lines(detail: dict[str, Any]) -> list[str]:
@@ -79,7 +95,7 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
     lines = [
         f"#{detail.get('issue')} {detail.get('title') or ''} · {detail.get('state')}",
         why(detail),
-        f"Pull request: {detail.get('pr_url') or 'none yet'}",
+        pull_line(detail),
         f"Attempts {detail.get('attempts', 0)} · tokens {usage.get('tokens', 0)} · "
         f"{cost_text(usage, dollars(float(usage.get('cost_usd') or 0)))} · "
         f"runtime {float(usage.get('runtime_seconds') or 0):.1f} s",

@@ -8,6 +8,8 @@ publishing is not one), so they work the same with any runtime, the offline one 
 - `publish it` publishes the Decision drafted in this session on its issue, once per turn
   (the turn id is the publish key), and clears the draft.
 - `what is #N waiting for?` shows the task's state and the question it asked.
+- `what is left on #N?` (or "what's still open on #N", "what remains for #N") shows the
+  task's pull request and its review thread ledger (bot.chat.pull_left).
 
 Only the operator's message is read: text from GitHub or a model never triggers a command.
 """
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.chat.intents import IntentContext, IntentOutcome, IntentPolicy
+from bot.chat.pull_left import read_left, what_is_left
 from bot.chat.sessions import UNSET
 from bot.chat.trailer import Intent
 from bot.db import Database
@@ -31,6 +34,7 @@ class Command(enum.Enum):
     DISCUSS = "discuss"
     PUBLISH = "publish"
     WAITING_FOR = "waiting_for"
+    LEFT = "left"
 
 
 @dataclass(frozen=True)
@@ -40,6 +44,12 @@ class OperatorCommand:
 
 
 _END = r"\s*[.!?]*\s*$"
+# "ok so what's still left to do on issue #12?": the opening courtesies, then the question.
+_OPENING = r"^\s*(?:(?:ok(?:ay)?|so|and|now|then|hey|hi)\b[\s,]*)*"
+_LEFT_WHAT = (
+    r"what(?:'s|\s+is|\s+are)\s+(?:still\s+)?(?:left|open|outstanding|remaining|pending)"
+    r"(?:\s+to\s+do)?|what\s+(?:still\s+)?remains(?:\s+to\s+(?:do|be\s+done))?"
+)
 _PATTERNS = (
     (Command.DISCUSS, re.compile(r"^\s*(?:let'?s\s+)?discuss\s+(?:issue\s+)?#(\d+)" + _END, re.I)),
     (
@@ -54,11 +64,23 @@ _PATTERNS = (
             r"^\s*what(?:'s|\s+is)\s+(?:issue\s+)?#(\d+)\s+waiting\s+(?:for|on)" + _END, re.I
         ),
     ),
+    (
+        Command.LEFT,
+        re.compile(
+            _OPENING
+            + r"(?:"
+            + _LEFT_WHAT
+            + r")\s+(?:on|for|in|with|of)\s+(?:issue\s+|task\s+|pr\s+|pull\s+request\s+)?#(\d+)"
+            + _END,
+            re.I,
+        ),
+    ),
 )
 
 
 def parse_command(message: str) -> OperatorCommand | None:
     """The command the whole message is, or None."""
+    message = message.replace("\u2019", "'")  # "what’s" as phones type it
     for command, pattern in _PATTERNS:
         found = pattern.match(message)
         if found:
@@ -96,6 +118,10 @@ class OperatorCommands:
             return await self._discuss(ctx, found.issue)
         if found.command is Command.PUBLISH:
             return await self._publish(ctx)
+        if found.command is Command.LEFT:
+            assert found.issue is not None
+            left = await self.db.run(read_left, ctx.agent.repo, found.issue)
+            return _said(what_is_left(left, found.issue))
         assert found.issue is not None
         return await self._waiting_for(ctx, found.issue)
 

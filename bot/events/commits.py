@@ -18,6 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session, sessionmaker
 
 from bot.db import Database
+from bot.events import ledger
 from bot.events.publisher import (
     FixRunStarted,
     OperatorEvents,
@@ -43,6 +44,7 @@ class _Pending:
     results: list[ResultMessage] = field(default_factory=list)
     reviews: list[ReviewPicked] = field(default_factory=list)
     fix_runs: list[FixRunStarted] = field(default_factory=list)
+    ledgers: set[int] = field(default_factory=set)  # tasks whose review threads changed
 
 
 def watch_commits(db: Database, events: OperatorEvents) -> None:
@@ -56,6 +58,10 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
     @event.listens_for(maker, "after_flush")
     def _collect(session: Session, _context: Any) -> None:
         pending: _Pending | None = None
+        for row in (*session.new, *session.dirty):
+            if (task_id := ledger.ledger_task(row)) is not None:
+                pending = pending or session.info.setdefault(INFO_KEY, _Pending())
+                pending.ledgers.add(task_id)
         for row in session.new:
             found = _task_change(row) or _result(row) or _review(row) or _fix_run(row)
             if found is None:
@@ -80,6 +86,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
             events.results_delivered(pending.results)
             events.reviews_picked(pending.reviews)
             events.fix_runs_started(pending.fix_runs)
+            ledger.announce(events, pending.ledgers)
         except Exception as exc:  # the change is committed; its notice is best-effort
             log.warning("events: committed changes not announced: %s", type(exc).__name__)
             events.missed(None)  # who missed it could not be read: everyone reloads

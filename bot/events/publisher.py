@@ -56,6 +56,7 @@ class EventType(StrEnum):
     REVIEW = "review"  # a review run took threads of a task's pull request up
     # A fix run started for failing CI on a task's pull request (bot.lifecycle.ci_intake).
     FIX_RUN = "fix_run"
+    LEDGER = "ledger"  # a task's review thread ledger changed (bot.events.ledger)
     # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
     # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
     RESYNC = "resync"

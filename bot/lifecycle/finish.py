@@ -75,6 +75,7 @@ async def finish_delivered(
     *,
     summary: str,
     fence: str | None = None,
+    draft: bool = False,
 ) -> str:
     task = ctx.db.call(tasks.get_task, task_id)
     change = _conclude(
@@ -83,7 +84,13 @@ async def finish_delivered(
         TaskState.DELIVERED,
         actor=actor,
         detail=f"pull request {task.pr_url}",
-        data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": summary},
+        # `draft`: the pull request was opened as one (bot.lifecycle.pull_view reads it).
+        data={
+            "pr_url": task.pr_url,
+            "pr_number": task.pr_number,
+            "summary": summary,
+            "draft": draft,
+        },
         expect=[TaskState.RUNNING],  # a run only finishes its own running task
         changes={"summary": summary or None, "last_error": None, "pending_decision": None},
         note=summary,

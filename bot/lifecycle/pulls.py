@@ -10,6 +10,7 @@ from bot.lifecycle.scope import Run
 
 
 async def existing_pull(run: Run) -> dict[str, Any] | None:
+    """The open pull request of the task's branch (its `draft` as GitHub says), if any."""
     task = run.task
     branch = task.branch or tasks.branch_name(task.issue)
     pulls = await run.github.list_pulls(task.repo, head=branch, state="open")
@@ -29,7 +30,7 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     branch = task.branch or tasks.branch_name(task.issue)
     # The command is the repository's text: defanged like the runtime's words.
     tests = run.public_block(tests_line(run.tests, run.ctx.redactor))
-    draft = run.tests is not None and not run.tests.passed  # after the agent's second run
+    draft = opens_as_draft(run)
     if draft:
         tests += f"\n\n{DRAFT_NOTE}"
     body = (
@@ -46,6 +47,11 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
         task.repo, title=title, head=branch, base=base, body=body, draft=draft
     )
     _remember(run, pull)
+
+
+def opens_as_draft(run: Run) -> bool:
+    """Red repository tests after the agent's second run make the pull request a draft."""
+    return run.tests is not None and not run.tests.passed
 
 
 def _remember(run: Run, pull: dict[str, Any]) -> None:

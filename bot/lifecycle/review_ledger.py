@@ -11,6 +11,8 @@ from sqlalchemy.orm import Session
 from bot.lifecycle.models import ReviewThread, Task, ThreadState
 from bot.lifecycle.states import TaskState
 
+EXCERPT_CHARS = 160
+
 
 def review_threads(session: Session, task_id: int) -> list[ReviewThread]:
     return list(
@@ -35,6 +37,7 @@ def thread_json(thread: ReviewThread) -> dict[str, Any]:
         "url": thread.url,
         # When a review run took the thread up (None: waiting for one).
         "picked_at": thread.picked_at.isoformat() if thread.picked_at else None,
+        "excerpt": excerpt(thread.text),  # untrusted: the reviewer's words, shown as text
         "created_at": thread.created_at.isoformat(),
         "updated_at": thread.updated_at.isoformat(),
     }
@@ -45,3 +48,9 @@ def ready_for_review(task: Task, ledger: list[ReviewThread]) -> bool:
     return task.state == TaskState.DELIVERED and not any(
         thread.state == ThreadState.OPEN for thread in ledger
     )
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """The start of a review's text on one line (untrusted: shown as text, never markup)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"

@@ -44,7 +44,7 @@ from bot.lifecycle.outcomes import Change, change_state, publish
 from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
-from bot.lifecycle.pulls import existing_pull, open_pull
+from bot.lifecycle.pulls import existing_pull, open_pull, opens_as_draft
 from bot.lifecycle.recall import remember, retrieve
 from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable
 from bot.lifecycle.scope import Run
@@ -83,9 +83,10 @@ async def work(run: Run) -> str:
     text = await issue_text(run)
     await _announce(run, text)
     task, ctx = run.task, run.ctx
-    if task.pushed_at is not None and await existing_pull(run) is not None:
+    if task.pushed_at is not None and (pull := await existing_pull(run)) is not None:
+        draft = bool(pull.get("draft"))
         return await finish_delivered(
-            ctx, run.github, task.id, run.actor, summary="", fence=run.fence
+            ctx, run.github, task.id, run.actor, summary="", fence=run.fence, draft=draft
         )
     memory = memory_write(text.as_issue())  # a steelframe:memory task: written here
     if memory is None and not ctx.policy.coding_command:
@@ -480,8 +481,9 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     await _push(run, tree)
     run.check_lease()
     await open_pull(run, tree.base, title, summary)
+    draft = opens_as_draft(run)
     return await finish_delivered(
-        run.ctx, run.github, task.id, run.actor, summary=summary, fence=run.fence
+        run.ctx, run.github, task.id, run.actor, summary=summary, fence=run.fence, draft=draft
     )
 
 

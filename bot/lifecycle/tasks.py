@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.errors import Conflict, NotFound
-from bot.lifecycle import egress_blocked
+from bot.lifecycle import egress_blocked, pull_view
 from bot.lifecycle.leverage_view import leverage_json
 from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease, TaskLog
-from bot.lifecycle.review_ledger import ready_for_review, review_threads, thread_json
+from bot.lifecycle.review_ledger import review_threads, thread_json
 from bot.lifecycle.states import IllegalTransition, TaskState, check_transition
 
 MAX_TITLE = 300
@@ -281,7 +281,8 @@ def board(
             select(TaskEvent).join(latest, TaskEvent.id == latest.c.event_id)
         )
     }
-    return [task_json(task, last.get(task.id)) for task in tasks]
+    views = pull_view.views_of(session, tasks)  # PR state and ledger counts, per card
+    return [{**task_json(task, last.get(task.id)), **views[task.id].as_json()} for task in tasks]
 
 
 def task_detail(session: Session, task_id: int) -> dict[str, Any]:
@@ -319,7 +320,7 @@ def task_detail(session: Session, task_id: int) -> dict[str, Any]:
         "events": [event_json(e) for e in log],
         **leverage_json(session, task),  # its plan and budget hold (plan_store, budget_hold)
         "review_threads": [thread_json(thread) for thread in ledger],
-        "ready_for_review": ready_for_review(task, ledger),
+        **pull_view.views_of(session, [task])[task.id].as_json(),  # with ready_for_review
     }
 
 

@@ -12,6 +12,14 @@ const SCREENS = ["chat", "board", "dashboard"];
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
 // A result and the task's state change are one event: one notification between them.
 const RESULT_STATE = { delivered: "delivered", question: "waiting_for_info", failed: "failed" };
+// Task states worth a notification, in words (merged and closed end the pull request loop).
+const STATE_WORDS = {
+  delivered: "delivered",
+  waiting_for_info: "is waiting for you",
+  failed: "failed",
+  merged: "was merged",
+  closed: "was closed without a merge",
+};
 
 class App {
   constructor() {
@@ -136,6 +144,7 @@ class App {
       onTask: (t) => this.onTask(t),
       onResult: (r) => this.onResult(r),
       onSession: () => this.chat.loadSessions().catch(() => {}),
+      onLedger: (e) => this.board.applyLedger(e),
       onResync: () => this.poll().then(() => this.chat.loadSessions()).catch(() => {}),
       onPoll: () => this.poll(),
     });
@@ -228,7 +237,7 @@ class App {
     const before = this.knownStates.get(task.task_id);
     this.knownStates.set(task.task_id, task.state);
     this.board.apply(task);
-    if (before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state);
+    if (before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state, task.pr_url);
   }
 
   onResult(result) {
@@ -250,15 +259,17 @@ class App {
     }
   }
 
-  announceState(taskId, issue, title, state) {
-    if (!["delivered", "waiting_for_info", "failed"].includes(state)) return;
-    const words = { delivered: "delivered", waiting_for_info: "is waiting for you", failed: "failed" }[state];
+  announceState(taskId, issue, title, state, prUrl = null) {
+    const words = STATE_WORDS[state];
+    if (!words) return;
     const named = title ? `#${issue} (${title})` : `#${issue}`;
     notify(`${named} ${words}`, {
       key: `state:${taskId}:${state}`,
       group: `task:${taskId}`,
       event: state,
       os: true,
+      // The end of the loop links the pull request it ended.
+      link: ["merged", "closed"].includes(state) ? prUrl : null,
     });
   }
 
@@ -269,7 +280,7 @@ class App {
       const before = this.knownStates.get(t.id);
       this.knownStates.set(t.id, t.state);
       // A task first seen now (filed since the page loaded) counts as a change too.
-      if (before !== t.state) this.announceState(t.id, t.issue, t.title, t.state);
+      if (before !== t.state) this.announceState(t.id, t.issue, t.title, t.state, t.pr_url);
     }
   }
 

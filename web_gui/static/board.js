@@ -1,9 +1,10 @@
 // The Board: task cards by state, updated live; the run modal (events, why it waits, PR,
-// private log, Terminate, Discuss).
+// the review thread ledger, private log, Terminate, Discuss).
 import { api } from "./api.js";
 import { $, h, clear, ago, externalLink } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 import { notify } from "./notify.js";
+import { FINAL, cardPull, modalPull, withLedger } from "./pull.js";
 
 export const STATES = [
   ["queued", "Queued"],
@@ -66,6 +67,17 @@ export class Board {
       updated_at: event.updated_at ?? known.updated_at,
     };
     if (event.state === "archived") task.archived = true;
+    this.put(task);
+  }
+
+  // A `ledger` event: a review thread was recorded or settled (pull.js reads its fields).
+  applyLedger(event) {
+    const known = this.tasks.get(event.task_id);
+    if (!known) return; // not on this Board yet: the next load brings it whole
+    this.put(withLedger(known, event));
+  }
+
+  put(task) {
     this.tasks.set(task.id, task);
     this.render();
     this.app.dashboard.render(this.list());
@@ -109,7 +121,8 @@ export class Board {
     const finished = !LIVE.has(task.state);
     return h(
       "li",
-      { class: "card", "data-task": task.id, "data-issue": task.issue ?? "" },
+      // Merged and closed are final: the card says so and reads as done.
+      { class: FINAL.has(task.state) ? "card final" : "card", "data-task": task.id, "data-issue": task.issue ?? "" },
       h(
         "button",
         { class: "card-open", onclick: () => this.openModal(task.id), title: "Open the run" },
@@ -120,8 +133,9 @@ export class Board {
         h("span", { class: `badge ${task.state}`, text: task.state.replaceAll("_", " ") }),
         h("span", { class: "age", text: ago(task.updated_at) }),
         ...spend(task),
-        task.pr_url ? externalLink(task.pr_url, "PR") : null,
+        task.pr_url && !task.pr_state && !FINAL.has(task.state) ? externalLink(task.pr_url, "PR") : null,
       ),
+      cardPull(task),
       h("div", { class: "card-actions" },
         task.issue ? h("button", { class: "discuss", text: "Discuss", onclick: () => this.app.chat.discuss(task.issue), "aria-label": `Discuss #${task.issue}` }) : null,
         finished && !task.archived ? h("button", { class: "archive", text: "Archive", onclick: () => this.archive(task.id), "aria-label": `Archive #${task.issue}` }) : null,
@@ -197,6 +211,7 @@ export class Board {
     if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));
     // tabindex: a scrollable region must be reachable by keyboard (axe: scrollable-region-focusable).
     if (detail.last_error) body.append(h("h3", { text: "Last error" }), h("pre", { class: "log", tabindex: 0, text: detail.last_error }));
+    body.append(...modalPull(detail));
     if (detail.blocked?.length) {
       // Hosts the run's egress proxy refused (docs/lifecycle.md, "Egress"); text only: the runtime chose them.
       body.append(h("h3", { text: "Blocked requests" }), h("ul", { class: "blocked" }, detail.blocked.map(blockedItem)));

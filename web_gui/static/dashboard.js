@@ -1,7 +1,11 @@
-// The Dashboard: delivered PRs, questions waiting, failures. A delivered row sets the
+// The Dashboard: how many pull requests are open, merged and closed; delivered PRs (with
+// their review ledger), questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
 import { $, h, clear, ago, externalLink } from "./dom.js";
 import { renderSpend } from "./spend.js";
+import { FINAL, isReady } from "./pull.js";
+
+const PULLS = ["delivered", "merged", "closed"];
 
 export class Dashboard {
   constructor(app) {
@@ -10,11 +14,14 @@ export class Dashboard {
 
   render(tasks) {
     const live = tasks.filter((t) => !t.archived);
-    this.fill("#dash-delivered", live.filter((t) => ["delivered", "merged"].includes(t.state)), "No pull requests delivered yet.", (t) =>
-      h("li", { class: "row" },
+    this.counts();
+    this.fill("#dash-delivered", live.filter((t) => PULLS.includes(t.state)), "No pull requests delivered yet.", (t) =>
+      h("li", { class: FINAL.has(t.state) ? "row final" : "row" },
         h("button", { class: "row-focus", text: `#${t.issue} ${t.title || ""}`, title: "Focus this issue in Chat", onclick: () => this.focus(t.issue) }),
         t.pr_url ? externalLink(t.pr_url, "pull request") : null,
-        t.state === "merged" ? h("span", { class: "badge merged", text: "merged" }) : null,
+        FINAL.has(t.state) ? h("span", { class: `badge ${t.state}`, text: t.state }) : null,
+        !FINAL.has(t.state) && t.review?.summary ? h("span", { class: "ledger-summary", text: t.review.summary }) : null,
+        isReady(t) ? h("span", { class: "ready", text: "ready for review" }) : null,
         h("span", { class: "age", text: ago(t.updated_at) })));
     this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) =>
       h("li", { class: "row" },
@@ -28,6 +35,17 @@ export class Dashboard {
         h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, title: "Open the run", onclick: () => this.app.board.openModal(t.id) }),
         h("span", { class: "age", text: ago(t.updated_at) })));
     renderSpend($("#dash-spend"), tasks.reduce((sum, t) => sum + (t.tokens || 0), 0));
+  }
+
+  // How the delivered pull requests stand: open (delivered), merged, closed; archived
+  // tasks count too (archiving hides a card, it does not undo a merge).
+  counts() {
+    const all = [...this.app.board.tasks.values()];
+    const count = (state) => all.filter((t) => t.state === state).length;
+    const items = [["delivered", "open"], ["merged", "merged"], ["closed", "closed"]].map(([state, words]) =>
+      h("li", { class: `outcome-count ${state}`, "data-state": state },
+        h("strong", { text: String(count(state)) }), ` ${words}`));
+    clear($("#dash-outcomes")).append(...items);
   }
 
   fill(selector, tasks, empty, row) {

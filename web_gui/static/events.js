@@ -3,9 +3,10 @@
 const POLL_MS = 4000;
 
 export class LiveUpdates {
-  constructor({ onTask, onResult, onSession, onResync, onPoll }) {
-    // `resync`: events after our id were dropped, so reload what is shown.
-    this.handlers = { task: onTask, result: onResult, session: onSession, resync: onResync };
+  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger }) {
+    // `resync`: events after our id were dropped, so reload what is shown. `ledger`: a
+    // task's review threads changed.
+    this.handlers = { task: onTask, result: onResult, session: onSession, resync: onResync, ledger: onLedger };
     this.onPoll = onPoll;
     this.source = null;
     this.timer = null;
@@ -21,6 +22,7 @@ export class LiveUpdates {
     this.source.onmessage = (ev) => this.dispatch(null, ev.data);
     this.source.onopen = () => {
       this.mode = "stream";
+      document.body.dataset.live = "stream"; // connected: what happens from now on shows
       this.stopPolling();
     };
     this.source.onerror = () => {

@@ -1,0 +1,131 @@
+"""The pull request loop in the TUI, in the GUI's words: the Board row shows the review
+ledger ("1 open · 1 addressed") or "ready for review", merged and closed tasks read so; a
+`ledger` event reloads the Board; the task detail names the pull request's state and the
+thread states as the GUI does; merges and closes notify with the pull request's link."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy.orm import Session
+
+from bot.clock import utcnow
+from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.tasks import new_task, transition
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.tui import SIZE, ready, tui, until
+from tui_client.app import SteelframeApp
+from tui_client.board import review_cell
+from tui_client.live import task_notice
+from tui_client.task_detail import detail_lines
+
+REPO = "octo/widgets"
+PR = f"https://github.com/{REPO}/pull/"
+
+
+@pytest.fixture
+async def api(api_factory: Any, tmp_path: Path, redis_url: str) -> ApiClient:
+    return await api_factory(make_settings(tmp_path, redis_url=redis_url))
+
+
+def _thread(task_id: int, root: int, state: ThreadState, commit: str | None = None) -> ReviewThread:
+    now = utcnow()
+    return ReviewThread(
+        task_id=task_id,
+        kind=ThreadKind.COMMENT,
+        root_id=root,
+        pr_number=90,
+        path="a.py",
+        line=3,
+        author="ann",
+        state=state,
+        commit=commit,
+        text="Rename this.",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def seed(session: Session) -> dict[int, int]:
+    """Delivered with a reviewed PR (#9), delivered and unreviewed (#10), merged (#12)."""
+    ids = {}
+    for issue in (9, 10, 12):
+        task = new_task(
+            session, repo=REPO, issue=issue, title=f"Task {issue}", origin_session=None, actor="t"
+        )
+        ids[issue] = task.id
+        transition(session, task.id, TaskState.RUNNING, actor="t")
+        transition(
+            session,
+            task.id,
+            TaskState.DELIVERED,
+            actor="t",
+            changes={"pr_url": f"{PR}{90 + issue}"},
+        )
+    session.add(_thread(ids[9], 1, ThreadState.OPEN))
+    session.add(_thread(ids[9], 2, ThreadState.ADDRESSED, "abc1234"))
+    transition(session, ids[12], TaskState.MERGED, actor="t", detail="pull request #102 merged")
+    return ids
+
+
+def rows(app: SteelframeApp) -> dict[str, list[str]]:
+    table = app.board.table
+    found = [[str(cell) for cell in table.get_row_at(i)] for i in range(table.row_count)]
+    return {row[0]: row for row in found}
+
+
+async def test_board_rows_show_the_ledger_and_the_end_of_the_loop(api: ApiClient) -> None:
+    ids = api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("f2")
+        await until(pilot, lambda: app.board.table.row_count == 3, "the board to load")
+        shown = rows(app)
+        assert shown["#9"][2] == "delivered" and shown["#9"][5] == "1 open · 1 addressed"
+        assert shown["#10"][5] == "ready for review"
+        assert shown["#12"][2] == "merged" and shown["#12"][3] == "#102"
+        # A thread settles elsewhere: the `ledger` event reloads the row.
+        api.services.db.call(lambda s: _settle(s, ids[9]))
+        await until(
+            pilot,
+            lambda: rows(app)["#9"][5] == "2 addressed · ready…",
+            "the ledger event to reach the Board",
+        )
+
+
+def _settle(session: Session, task_id: int) -> None:
+    thread = session.query(ReviewThread).filter_by(task_id=task_id, root_id=1).one()
+    thread.state = ThreadState.ADDRESSED
+    thread.commit = "def5678"
+
+
+def test_the_cell_and_the_detail_use_the_guis_words() -> None:
+    review = {"summary": "1 needs operator"}
+    task = {"pr_state": "draft", "review": review, "ready_for_review": False}
+    assert review_cell(task) == "draft · 1 needs operator"
+    assert review_cell({"pr_state": None}) is None
+    assert review_cell({"pr_state": "merged", "review": {"summary": "2 addressed"}}) is None
+    detail = {
+        "issue": 4,
+        "state": "delivered",
+        "pr_url": f"{PR}5",
+        "pr_state": "draft",
+        "review": review,
+        "ready_for_review": False,
+        "review_threads": [{"path": None, "author": "bo", "state": "needs_operator"}],
+    }
+    lines = detail_lines(detail)
+    assert f"Pull request (draft): {PR}5" in lines
+    start = lines.index("Review threads (1 needs operator · not ready for review):")
+    assert lines[start + 1] == "  needs operator review @bo"
+
+
+def test_merges_and_closes_notify_with_the_pull_requests_link() -> None:
+    merged = {"issue": 3, "title": "Blue", "state": "merged", "pr_url": f"{PR}7", "reason": "x"}
+    assert task_notice(merged) == (f"#3 Blue was merged: {PR}7", "information")
+    closed = {**merged, "state": "closed"}
+    assert task_notice(closed) == (f"#3 Blue was closed without a merge: {PR}7", "warning")
