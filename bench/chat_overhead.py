@@ -22,9 +22,9 @@ import aiohttp
 from aiohttp import web
 
 from bench._stats import percentile, ratio, summary_ms
-from bot.appkeys import SERVICES
 from bot.config import Settings
 from bot.operators import create_operator
+from http_edge.appkeys import SERVICES
 from steelframe.server import create_app
 
 

@@ -22,12 +22,12 @@ from typing import Any
 from aiohttp import web
 
 from bench._stats import percentile, ratio, summary_ms
-from bot.appkeys import SERVICES
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.models import ChatTurn
 from bot.operators import create_operator
 from bot.runtimes.offline import OfflineRuntime
+from http_edge.appkeys import SERVICES
 from steelframe.server import create_app
 
 STANDALONE = True

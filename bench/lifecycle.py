@@ -30,7 +30,8 @@ import redis
 
 from bench._stats import percentile, ratio, summary_ms
 from bot import db as dbmod
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from bot.lifecycle.context import LifecycleContext, build_context
 from bot.lifecycle.models import Task
 from bot.lifecycle.queue import rq_queue

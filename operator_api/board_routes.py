@@ -6,16 +6,16 @@ import re
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Unavailable
 from bot.lifecycle import tasks
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
-from operator_api.auth import OPERATOR_NAME
+from http_edge.appkeys import SERVICES
+from http_edge.credentials import OPERATOR_NAME
+from http_edge.validation import query_int, read_json, reject_unknown
 from operator_api.openapi import Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
-from operator_api.validation import query_int, read_json, reject_unknown
 
 endpoints = Endpoints()
 routes = endpoints.routes

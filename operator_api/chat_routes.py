@@ -6,23 +6,17 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
 from bot.errors import BadRequest, NotFound, SteelframeError
-from operator_api.auth import OPERATOR_ID
-from operator_api.middleware import answered
+from http_edge.answers import answered
+from http_edge.appkeys import SERVICES
+from http_edge.credentials import OPERATOR_ID
+from http_edge.validation import optional_str, query_int, read_json, reject_unknown
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
 from operator_api.sse import last_event_id, stream_frames, stream_turn
-from operator_api.validation import (
-    optional_issue,
-    optional_str,
-    query_int,
-    read_json,
-    reject_unknown,
-    session_id,
-)
+from operator_api.validation import optional_issue, session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes

@@ -7,20 +7,15 @@ from typing import Any
 from aiohttp import web
 
 from bot.agents import resolve_agent
-from bot.appkeys import SERVICES
 from bot.chat import sessions as store
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
-from operator_api.auth import OPERATOR_ID
+from http_edge.appkeys import SERVICES
+from http_edge.credentials import OPERATOR_ID
+from http_edge.validation import issue_number, optional_str, read_json, reject_unknown
 from operator_api.openapi import Endpoints, errors, json_body
 from operator_api.schemas import ref
-from operator_api.validation import (
-    issue_number,
-    optional_str,
-    read_json,
-    reject_unknown,
-    session_id,
-)
+from operator_api.validation import session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes

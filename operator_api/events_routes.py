@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
-from operator_api.auth import OPERATOR_ID
+from http_edge.appkeys import SERVICES
+from http_edge.credentials import OPERATOR_ID
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
 from operator_api.sse import SSE_HEADERS, encode_frame, last_event_id

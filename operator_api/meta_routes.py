@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot import __version__
-from bot.appkeys import SERVICES
+from http_edge.appkeys import SERVICES
 from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body, text_body
 from operator_api.reference import render_reference
 from operator_api.schemas import ref

@@ -2,7 +2,8 @@
 
 Always needs STEELFRAME_METRICS_TOKEN as a bearer token: nothing is trusted for coming from
 this machine (a coding run with network, another user on the host), and without the setting
-nobody may scrape. Wrong tokens are throttled as operator tokens are (`operator_api.auth`)."""
+nobody may scrape. Wrong tokens are throttled as operator tokens are
+(`http_edge.credentials.checked`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import hmac
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import Unauthorized
 from bot.metrics import CONTENT_TYPE
-from operator_api.auth import checked
+from http_edge.appkeys import SERVICES
+from http_edge.credentials import checked
 from operator_api.openapi import Endpoints, errors, text_body
 
 endpoints = Endpoints()

@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.chat.inflight import TurnHandle
 from bot.errors import BadRequest
-from operator_api.middleware import REQUEST_STARTED
+from http_edge.appkeys import SERVICES
+from http_edge.request_ids import REQUEST_STARTED
 
 SSE_HEADERS = {
     "Content-Type": "text/event-stream; charset=utf-8",

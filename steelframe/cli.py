@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from bot import __version__
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 
 T = TypeVar("T")
 

@@ -25,11 +25,12 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select
 
-from bot.appkeys import SERVICES
-from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Secret, Settings
+from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Settings
+from bot.config_values import Secret
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, hash_token
+from http_edge.appkeys import SERVICES
 from steelframe.cli import load_settings
 from steelframe.collector import tune_for_serving
 from steelframe.commands.core import add_listen_arguments, claim_port

@@ -26,8 +26,8 @@ from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
-from bot.appkeys import LANE_ROUTES
 from bot.errors import error_body
+from http_edge.appkeys import LANE_ROUTES
 from steelframe.direct_routes import direct_dispatch
 from steelframe.lanes import Lanes
 

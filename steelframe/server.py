@@ -14,9 +14,12 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.services import Services, build_services
+from http_edge.answers import on_response_prepare
+from http_edge.appkeys import SERVICES, UNANSWERED
+from http_edge.credentials import AUTH_THROTTLE, auth_throttle
+from http_edge.errors import errors_middleware
 from operator_api import (
     board_routes,
     chat_routes,
@@ -25,14 +28,7 @@ from operator_api import (
     meta_routes,
     metrics_routes,
 )
-from operator_api.auth import (
-    AUTH_THROTTLE,
-    TOKEN_CACHE,
-    TokenCache,
-    auth_middleware,
-    auth_throttle,
-)
-from operator_api.middleware import errors_middleware, on_response_prepare
+from operator_api.auth import TOKEN_CACHE, TokenCache, auth_middleware
 from operator_api.openapi import OPENAPI_DOCUMENT, build_document
 from steelframe.dev_tokens import DEV_TOKENS_ACCEPTED, refuse_dev_tokens
 from steelframe.protocol_log import QuietProtocolLog
@@ -87,6 +83,7 @@ def create_app(
     owned = services is None
     built = services or build_services(settings, **service_overrides)
     app[SERVICES] = built
+    app[UNANSWERED] = built.unanswered
     app[TOKEN_CACHE] = TokenCache(built.db)
     app[AUTH_THROTTLE] = throttle = auth_throttle(settings)
     app.on_cleanup.append(lambda _: throttle.close())

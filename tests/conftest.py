@@ -28,10 +28,10 @@ from aiohttp.web_runner import BaseRunner
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
-from bot.appkeys import SERVICES
 from bot.config import Settings
 from bot.operators import create_operator
 from bot.services import Services, build_services
+from http_edge.appkeys import SERVICES
 
 PG_URL = os.environ.get(
     "STEELFRAME_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -469,7 +469,7 @@ class GitHubSandbox:
 
     def client(self, **overrides: Any) -> Any:
         """A GitHubClient for the sandbox App; no write spacing unless `pacing=` says so."""
-        from bot.config import Secret
+        from bot.config_values import Secret
         from bot.github.client import GitHubClient
         from bot.github.pacing import PacingPolicy
 
@@ -480,7 +480,7 @@ class GitHubSandbox:
         return client
 
     def settings(self, tmp_path: Path, **overrides: Any) -> Settings:
-        from bot.config import Secret
+        from bot.config_values import Secret
 
         values: dict[str, Any] = {
             "app_id": self.app_id,

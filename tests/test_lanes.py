@@ -18,9 +18,9 @@ import pytest
 from aiohttp import web
 from sqlalchemy import func, select
 
-from bot.appkeys import LANE_ROUTES
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.errors import BadRequest
+from http_edge.appkeys import LANE_ROUTES
 from steelframe import lanes
 from steelframe.lanes import Lanes
 from steelframe.protocol_log import QuietAppRunner

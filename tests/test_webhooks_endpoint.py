@@ -13,7 +13,8 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 from sqlalchemy import func, select
 
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, ApiClient, make_settings, webhook_headers
 from webhooks.appkeys import PROCESSOR
 from webhooks.deliveries import DeliveryBody, DeliveryStatus, WebhookDelivery

@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from bot.clock import utcnow
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.errors import PayloadTooLarge, Unauthorized
 from tests.conftest import (
     WEBHOOK_SECRET,

@@ -14,7 +14,7 @@ from gidgethub.sansio import Event
 from sqlalchemy import select, update
 
 from bot.clock import utcnow
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.db import Database
 from memory import ChunkIn, add_chunk
 from memory.models import MemoryChunk

@@ -1,7 +1,8 @@
 """HTTP routes of the web GUI: the page, its static files, and sign-in/sign-out.
 
 Sign-in exchanges an operator token for a session cookie (HttpOnly, SameSite=Strict) and
-hands the page a CSRF token; the operator API then accepts the cookie (operator_api.auth).
+hands the page a CSRF token; the operator API then accepts the cookie (operator_api.auth;
+the cookie names and the CSRF check are the edge's, http_edge.cookies).
 A link signs in with a one-time code instead of a token (`bot.sign_in_codes`): the page
 claims it (binding it to this browser by a nonce cookie), shows whose account it is, and
 redeems it when the person confirms.
@@ -15,12 +16,13 @@ from pathlib import Path
 import jinja2
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from bot.sign_in_codes import CODE_LIFETIME, claim, mint, redeem
 from bot.web_sessions import SESSION_LIFETIME, WebSignIn, identify, sign_in, sign_out
-from operator_api.auth import CSRF_COOKIE, OPERATOR_ID, SESSION_COOKIE, checked, require_csrf
-from operator_api.validation import read_json, reject_unknown
+from http_edge.appkeys import SERVICES
+from http_edge.cookies import CSRF_COOKIE, SESSION_COOKIE, require_csrf
+from http_edge.credentials import OPERATOR_ID, checked
+from http_edge.validation import read_json, reject_unknown
 from web_gui.assets import ASSETS
 
 log = logging.getLogger("steelframe.gui")

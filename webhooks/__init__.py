@@ -13,10 +13,10 @@ from collections.abc import AsyncIterator
 
 from aiohttp import web
 
-from bot.appkeys import DIRECT_ROUTES, LANE_ROUTES
 from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY
 from bot.services import Services
+from http_edge.appkeys import DIRECT_ROUTES, LANE_ROUTES
 from webhooks.operator_routes import OPENAPI_PATHS as OPERATOR_PATHS
 
 log = logging.getLogger("steelframe.webhooks")

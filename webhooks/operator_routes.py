@@ -7,9 +7,9 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.params import bounded_int
+from http_edge.appkeys import SERVICES
 from webhooks.deliveries import (
     FAILED_STATUSES,
     MAX_DELIVERY_ID,
