@@ -1,5 +1,5 @@
 """/api/operator/deliveries: the webhook delivery log for the operator (dead letters first
-of all), and replaying a delivery. Thin handlers over `webhooks.deliveries`."""
+of all), and replaying a delivery. Thin handlers over `webhooks.delivery_log`."""
 
 from __future__ import annotations
 
@@ -10,14 +10,8 @@ from aiohttp import web
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.params import bounded_int
 from http_edge.appkeys import SERVICES
-from webhooks.deliveries import (
-    FAILED_STATUSES,
-    MAX_DELIVERY_ID,
-    DeliveryStatus,
-    Replay,
-    list_deliveries,
-    requeue,
-)
+from webhooks.deliveries import FAILED_STATUSES, MAX_DELIVERY_ID, DeliveryStatus
+from webhooks.delivery_log import Replay, list_deliveries, requeue
 
 routes = web.RouteTableDef()
 LIST_PATH = "/api/operator/deliveries"

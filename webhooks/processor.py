@@ -48,11 +48,8 @@ from bot.github.errors import GitHubRejected
 from bot.handler_runs import running
 from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
-from webhooks.deliveries import (
-    OK,
-    Claimed,
-    DeliveryStatus,
-    Finished,
+from webhooks.deliveries import OK, Claimed, DeliveryStatus, Finished
+from webhooks.delivery_sql import (
     bodies_statement,
     claim_stale,
     claim_statement,
