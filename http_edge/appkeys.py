@@ -7,10 +7,8 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.services import Services
 from bot.unanswered import Unanswered
 
-SERVICES = web.AppKey("services", Services)
 # Requests whose answer has not started; a started chat turn yields to them (bot.unanswered).
 UNANSWERED = web.AppKey("unanswered", Unanswered)
 # (method, path) -> a handler served before URL dispatch and middlewares (steelframe.direct_routes).

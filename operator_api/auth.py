@@ -10,60 +10,16 @@ sign-ins); the cookie and CSRF names are the edge's (`http_edge.cookies`).
 
 from __future__ import annotations
 
-import time
-
 from aiohttp import web
 
-from bot.db import Database
-from bot.errors import Unauthorized
-from bot.group_read import GroupRead
-from bot.operators import hash_token, identities
 from bot.web_sessions import identify
 from http_edge.answers import answered, awaiting_answer
-from http_edge.appkeys import SERVICES
 from http_edge.cookies import SAFE_METHODS, SESSION_COOKIE, require_csrf
 from http_edge.credentials import OPERATOR_ID, OPERATOR_NAME, bearer_token, checked
 from http_edge.errors import Handler
+from operator_api.deps import OPERATOR_API
 
 PROTECTED_PREFIX = "/api/operator/"
-CACHE_SECONDS = 30.0
-
-
-class TokenCache:
-    """Recently verified token digests -> (operator id, name), so a busy client does not
-    hit the database on every request. Short-lived: a rotated token stops working soon.
-    Tokens not cached are looked up together (bot.group_read): 1,000 operators opening
-    chat streams within a second cost a few statements, not 1,000."""
-
-    def __init__(self, db: Database) -> None:
-        self._entries: dict[str, tuple[float, int, str]] = {}
-        self._lookups = GroupRead(db, identities)
-
-    async def operator(self, token: str) -> tuple[int, str]:
-        """The token's operator, or Unauthorized."""
-        digest = hash_token(token)
-        cached = self.get(digest)
-        if cached is not None:
-            return cached
-        identity = await self._lookups.get(digest)
-        if identity is None:
-            raise Unauthorized("invalid bearer token")
-        self.put(digest, identity.id, identity.name)
-        return identity.id, identity.name
-
-    def get(self, digest: str) -> tuple[int, str] | None:
-        entry = self._entries.get(digest)
-        if entry is None or time.monotonic() - entry[0] > CACHE_SECONDS:
-            return None
-        return entry[1], entry[2]
-
-    def put(self, digest: str, operator_id: int, name: str) -> None:
-        if len(self._entries) > 10_000:
-            self._entries.clear()
-        self._entries[digest] = (time.monotonic(), operator_id, name)
-
-
-TOKEN_CACHE = web.AppKey("token_cache", TokenCache)
 
 
 @web.middleware
@@ -80,7 +36,8 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
             )
             return await handler(request)
         token = bearer_token(request)
-        identity = await checked(request, token, lambda: request.app[TOKEN_CACHE].operator(token))
+        tokens = request.app[OPERATOR_API].tokens
+        identity = await checked(request, token, lambda: tokens.operator(token))
         request[OPERATOR_ID], request[OPERATOR_NAME] = identity
         return await handler(request)
     finally:
@@ -90,7 +47,7 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
 async def cookie_operator(request: web.Request, cookie: str) -> tuple[int, str]:
     """The signed-in browser's operator; unsafe methods must carry the CSRF token too.
     Not cached: signing out must end the session at once."""
-    identity = await request.app[SERVICES].db.run_first(identify, cookie)
+    identity = await request.app[OPERATOR_API].db.run_first(identify, cookie)
     if request.method not in SAFE_METHODS:
         require_csrf(request, identity.csrf_token)
     return identity.operator_id, identity.operator_name

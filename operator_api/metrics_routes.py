@@ -13,8 +13,8 @@ from aiohttp import web
 
 from bot.errors import Unauthorized
 from bot.metrics import CONTENT_TYPE
-from http_edge.appkeys import SERVICES
 from http_edge.credentials import checked
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, text_body
 
 endpoints = Endpoints()
@@ -37,7 +37,7 @@ async def _verify(expected: str, sent: str) -> None:
     auth=False,
 )
 async def metrics(request: web.Request) -> web.Response:
-    expected = request.app[SERVICES].settings.metrics_token
+    expected = request.app[OPERATOR_API].settings.metrics_token
     if expected is None:
         raise Unauthorized(
             "metrics are off: set STEELFRAME_METRICS_TOKEN and send it as a bearer token",
@@ -45,5 +45,5 @@ async def metrics(request: web.Request) -> web.Response:
         )
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     await checked(request, sent, lambda: _verify(expected.reveal(), sent))
-    body = await request.app[SERVICES].metrics.exposition()
+    body = await request.app[OPERATOR_API].metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

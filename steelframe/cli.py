@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot import __version__
 from bot.config import Settings
@@ -87,7 +87,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-class _Subcommands(argparse._SubParsersAction):
+if TYPE_CHECKING:  # generic in the stubs only
+    _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsersAction = argparse._SubParsersAction
+
+
+class _Subcommands(_SubParsersAction):
     """Subcommands whose one-line help is also their description (`steelframe db --help`)."""
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:

@@ -19,11 +19,11 @@ from aiohttp import web
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from bot.sign_in_codes import CODE_LIFETIME, claim, mint, redeem
 from bot.web_sessions import SESSION_LIFETIME, WebSignIn, identify, sign_in, sign_out
-from http_edge.appkeys import SERVICES
 from http_edge.cookies import CSRF_COOKIE, SESSION_COOKIE, require_csrf
 from http_edge.credentials import OPERATOR_ID, checked
 from http_edge.validation import read_json, reject_unknown
 from web_gui.assets import ASSETS
+from web_gui.deps import GUI
 
 log = logging.getLogger("steelframe.gui")
 routes = web.RouteTableDef()
@@ -96,7 +96,7 @@ async def create_session(request: web.Request) -> web.Response:
     if not isinstance(token, str) or not token.strip():
         raise BadRequest("token is required", detail={"field": "token"})
     token = token.strip()
-    signed = await checked(request, token, lambda: request.app[SERVICES].db.run(sign_in, token))
+    signed = await checked(request, token, lambda: request.app[GUI].db.run(sign_in, token))
     log.info("operator %s signed in to the web GUI", signed.operator_id)
     return _signed_in(request, signed)
 
@@ -127,7 +127,7 @@ async def create_sign_in_code(request: web.Request) -> web.Response:
     """A one-time code for a sign-in link (`/#code=...`), minted by a token holder."""
     data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
     reject_unknown(data, set())
-    minted = await request.app[SERVICES].db.run(mint, request[OPERATOR_ID])
+    minted = await request.app[GUI].db.run(mint, request[OPERATOR_ID])
     return web.json_response({"code": minted.code, "expires_in": minted.expires_in})
 
 
@@ -141,7 +141,7 @@ async def claim_link(request: web.Request) -> web.Response:
     if not isinstance(code, str) or not code.strip():
         raise BadRequest("code is required", detail={"field": "code"})
     code = code.strip()
-    claimed = await checked(request, code, lambda: request.app[SERVICES].db.run(claim, code))
+    claimed = await checked(request, code, lambda: request.app[GUI].db.run(claim, code))
     response = web.json_response({"operator": claimed.operator_name})
     response.headers["Cache-Control"] = "no-store"
     response.set_cookie(
@@ -163,7 +163,7 @@ async def confirm_link(request: web.Request) -> web.Response:
     data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
     reject_unknown(data, set())
     nonce = request.cookies.get(LINK_COOKIE, "")
-    signed = await checked(request, nonce, lambda: request.app[SERVICES].db.run(redeem, nonce))
+    signed = await checked(request, nonce, lambda: request.app[GUI].db.run(redeem, nonce))
     log.info("operator %s signed in to the web GUI with a link", signed.operator_id)
     response = _signed_in(request, signed)
     response.del_cookie(LINK_COOKIE, path=LINK_PATH)
@@ -173,9 +173,7 @@ async def confirm_link(request: web.Request) -> web.Response:
 @routes.get("/gui/session")
 async def current_session(request: web.Request) -> web.Response:
     cookie = _cookie(request)
-    identity = await checked(
-        request, cookie, lambda: request.app[SERVICES].db.run(identify, cookie)
-    )
+    identity = await checked(request, cookie, lambda: request.app[GUI].db.run(identify, cookie))
     response = web.json_response(_who(request, identity.operator_name, identity.csrf_token))
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -184,9 +182,9 @@ async def current_session(request: web.Request) -> web.Response:
 @routes.delete("/gui/session")
 async def delete_session(request: web.Request) -> web.Response:
     cookie = _cookie(request)
-    identity = await request.app[SERVICES].db.run(identify, cookie)
+    identity = await request.app[GUI].db.run(identify, cookie)
     require_csrf(request, identity.csrf_token)
-    await request.app[SERVICES].db.run(sign_out, cookie)
+    await request.app[GUI].db.run(sign_out, cookie)
     log.info("operator %s signed out of the web GUI", identity.operator_id)
     response = web.json_response({"signed_out": True})
     response.del_cookie(SESSION_COOKIE, path="/")
@@ -211,12 +209,12 @@ def _same_origin(request: web.Request) -> None:
 
 def _public_origin(request: web.Request) -> str:
     """The origin browsers use: STEELFRAME_PUBLIC_URL behind a TLS proxy, else what we see."""
-    configured = request.app[SERVICES].settings.public_url
+    configured = request.app[GUI].settings.public_url
     return configured or f"{request.scheme}://{request.host}"
 
 
 def _who(request: web.Request, name: str, csrf: str) -> dict[str, object]:
-    agents = request.app[SERVICES].settings.agents
+    agents = request.app[GUI].settings.agents
     return {
         "operator": name,
         "csrf_token": csrf,

@@ -99,7 +99,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, *, rng: Callable[[], float] = random.random) -> float:
         """Seconds before attempt `attempt + 1` after attempt `attempt` (1-based) failed."""
-        full = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        full = min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
         return full * (1.0 - self.jitter * rng())
 
 

@@ -16,8 +16,8 @@ import orjson
 from aiohttp import web
 
 from bot.errors import RequestTimeout, error_body
-from webhooks.appkeys import RECEIVER
 from webhooks.body import Busy, SignedBody
+from webhooks.deps import WEBHOOKS
 from webhooks.receiver import Receipt, Receiver
 
 routes = web.RouteTableDef()
@@ -28,7 +28,7 @@ BODY_STALL_SECONDS = 30.0  # as a fast lane's BODY_IDLE_SECONDS (steelframe.lane
 
 @routes.post(PATH)
 async def receive_webhook(request: web.Request) -> web.Response:
-    return await receive(request.app[RECEIVER], request)
+    return await receive(request.app[WEBHOOKS].receiver, request)
 
 
 async def receive(receiver: Receiver, request: web.Request) -> web.Response:
