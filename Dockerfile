@@ -11,6 +11,7 @@ COPY webhooks ./webhooks
 COPY memory ./memory
 COPY tui_client ./tui_client
 COPY web_gui ./web_gui
+COPY http_edge ./http_edge
 COPY github_sandbox ./github_sandbox
 RUN pip wheel --no-cache-dir --no-deps --wheel-dir /wheels .
 

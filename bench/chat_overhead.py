@@ -22,9 +22,9 @@ import aiohttp
 from aiohttp import web
 
 from bench._stats import percentile, ratio, summary_ms
-from bot.appkeys import SERVICES
 from bot.config import Settings
 from bot.operators import create_operator
+from steelframe.parts import PARTS
 from steelframe.server import create_app
 
 
@@ -121,9 +121,9 @@ async def run(requests: int, concurrency: int) -> dict[str, Any]:
             },
         )
         app = create_app(settings)
-        services = app[SERVICES]
+        steelframe, steel_url = await _serve(app)  # its parts are built as it starts
+        services = app[PARTS]
         tokens = [services.db.call(create_operator, f"bench-{i}")[1] for i in range(concurrency)]
-        steelframe, steel_url = await _serve(app)
         bare, bare_url = await _serve(bare_app())
         try:
             headers = {"Authorization": f"Bearer {tokens[0]}"}

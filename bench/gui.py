@@ -22,12 +22,12 @@ from typing import Any
 from aiohttp import web
 
 from bench._stats import percentile, ratio, summary_ms
-from bot.appkeys import SERVICES
 from bot.clock import utcnow
 from bot.config import Settings
 from bot.models import ChatTurn
 from bot.operators import create_operator
 from bot.runtimes.offline import OfflineRuntime
+from steelframe.parts import PARTS
 from steelframe.server import create_app
 
 STANDALONE = True
@@ -120,7 +120,7 @@ async def delta_paint(context: Any, url: str, turns: int) -> tuple[list[float], 
 
 
 def seed(app: web.Application, operator_id: int, count: int) -> str:
-    services = app[SERVICES]
+    services = app[PARTS]
     sid = uuid.uuid4().hex
 
     def write(db: Any) -> None:
@@ -192,7 +192,7 @@ async def run(loads: int, turns: int) -> None:
         app = create_app(settings, runtimes=lambda agent: OfflineRuntime(token_delay=0.005))
         runner, url = await serve(app)
         bare_runner, bare = await serve(bare_app())
-        operator, token = app[SERVICES].db.call(create_operator, "bench")
+        operator, token = app[PARTS].db.call(create_operator, "bench")
         long_sid = seed(app, operator.id, 1000)
         short_sid = seed(app, operator.id, 10)
         try:
@@ -212,8 +212,7 @@ async def run(loads: int, turns: int) -> None:
                 await browser.close()
         finally:
             await runner.cleanup()
-            await bare_runner.cleanup()
-            app[SERVICES].db.dispose()
+            await bare_runner.cleanup()  # the app's own cleanup closed its parts
     report(real, baseline, to_dom, to_frame, floor, long_open, short_open)
 
 

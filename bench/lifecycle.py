@@ -30,14 +30,16 @@ import redis
 
 from bench._stats import percentile, ratio, summary_ms
 from bot import db as dbmod
-from bot.config import Secret, Settings
-from bot.lifecycle.context import LifecycleContext, build_context
+from bot.config import Settings
+from bot.config_values import Secret
+from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.service import build_task_service
 from bot.lifecycle.states import FINISHED
 from bot.lifecycle.trusted_jobs import JOB_FUNCTIONS, TrustedJob
 from bot.lifecycle.worker import InProcessWorker, LifecycleJob
+from steelframe.composition import build_worker_context
 
 REPO = "bench/widgets"
 APP_ID = 777
@@ -101,7 +103,7 @@ async def bare_rq(
     name = f"bench-bare-rq-{uuid.uuid4().hex[:8]}"
     queue = rq_queue(name, connection)
     latencies: list[float] = []
-    ctx = build_context(settings, environ=os.environ, connection=connection, memory=None)
+    ctx = build_worker_context(settings, environ=os.environ, connection=connection, memory=None)
     async with Background(ctx, name):
         for _ in range(n_latency):
             job = queue.enqueue(NOOP_JOB, 0)
@@ -123,7 +125,7 @@ async def lifecycle(
     dbmod.upgrade(db.engine)
     # A queue of its own, so a shared Redis given with --redis-url is left as it was.
     queue = f"bench-lifecycle-{uuid.uuid4().hex[:8]}"
-    ctx = build_context(
+    ctx = build_worker_context(
         settings, environ=os.environ, db=db, connection=connection, memory=None, queue_name=queue
     )
     service = build_task_service(

@@ -32,7 +32,7 @@ from pathlib import Path
 import aiohttp
 
 from bench._stats import percentile, ratio
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.runtimes.base import ChatMessage, Delta, RuntimeRequest, TurnFacts
 from bot.runtimes.openai import OpenAIRuntime
 from bot.runtimes.transport import Endpoint

@@ -123,7 +123,8 @@ def naive_app(database_url: str) -> web.Application:
 
 
 def steelframe_app(database_url: str, data_dir: Path) -> web.Application:
-    from bot.config import Secret, Settings
+    from bot.config import Settings
+    from bot.config_values import Secret
     from steelframe.server import create_app
 
     settings = Settings.from_env(

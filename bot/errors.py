@@ -1,6 +1,6 @@
 """The error tree: every domain error carries an HTTP status and a public message.
 
-One middleware (`operator_api.middleware`) turns these into `{"error": ..., "detail": ...}`.
+One middleware (`http_edge.errors`) turns these into `{"error": ..., "detail": ...}`.
 The message is safe to show; internals go to the log with the request id, never the client.
 """
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import ipaddress
 from urllib.parse import parse_qs, urlsplit
 
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 
 LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 

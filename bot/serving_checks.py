@@ -12,7 +12,8 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 from bot.lifecycle.run_cgroup import RunLimitsStatus
 
 

@@ -6,16 +6,16 @@ import re
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Unavailable
 from bot.lifecycle import archiving, tasks
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
-from operator_api.auth import OPERATOR_NAME
+from http_edge.credentials import OPERATOR_NAME
+from http_edge.validation import query_int, read_json, reject_unknown
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
-from operator_api.validation import query_int, read_json, reject_unknown
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -26,7 +26,7 @@ TASK_ID = re.compile(r"[1-9][0-9]{0,11}")
 
 
 def _service(request: web.Request) -> TaskService:
-    service = request.app[SERVICES].tasks
+    service = request.app[OPERATOR_API].tasks
     if service is None:
         raise Unavailable("the task lifecycle needs Redis: set STEELFRAME_REDIS_URL")
     return service
@@ -79,9 +79,9 @@ async def board(request: web.Request) -> web.Response:
     state = _state(request)
     archived = _flag(request, "archived")
     limit = query_int(request, "limit", default=200, maximum=1000)
-    services = request.app[SERVICES]
-    found = await services.db.run(tasks.board, state=state, archived=archived, limit=limit)
-    return web.json_response({"tasks": found, "coding_sandbox": sandbox_status(services.settings)})
+    api = request.app[OPERATOR_API]
+    found = await api.db.run(tasks.board, state=state, archived=archived, limit=limit)
+    return web.json_response({"tasks": found, "coding_sandbox": sandbox_status(api.settings)})
 
 
 @endpoints.get(
@@ -92,7 +92,7 @@ async def board(request: web.Request) -> web.Response:
 )
 async def task_detail(request: web.Request) -> web.Response:
     task_id = _task_id(request)
-    return web.json_response(await request.app[SERVICES].db.run(tasks.task_detail, task_id))
+    return web.json_response(await request.app[OPERATOR_API].db.run(tasks.task_detail, task_id))
 
 
 @endpoints.get(
@@ -104,7 +104,7 @@ async def task_detail(request: web.Request) -> web.Response:
 async def task_log(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     limit = query_int(request, "runs", default=tasks.MAX_LOG_RUNS, maximum=tasks.MAX_LOG_RUNS)
-    found = await request.app[SERVICES].db.run(tasks.run_logs, task_id, limit=limit)
+    found = await request.app[OPERATOR_API].db.run(tasks.run_logs, task_id, limit=limit)
     return web.json_response(found)
 
 

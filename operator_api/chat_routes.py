@@ -6,25 +6,19 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.chat.service import ChatService, TurnRequest
 from bot.chat.sessions import UNSET
 from bot.chat.unseen import mark_seen
 from bot.errors import BadRequest, NotFound, SteelframeError
 from bot.filing_source import CLIENT_HEADER, bind_client
-from operator_api.auth import OPERATOR_ID
-from operator_api.middleware import answered
+from http_edge.answers import answered
+from http_edge.credentials import OPERATOR_ID
+from http_edge.validation import optional_str, query_int, read_json, reject_unknown
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
 from operator_api.sse import last_event_id, stream_frames, stream_turn
-from operator_api.validation import (
-    optional_issue,
-    optional_str,
-    query_int,
-    read_json,
-    reject_unknown,
-    session_id,
-)
+from operator_api.validation import optional_issue, session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -46,12 +40,12 @@ class TurnFailed(SteelframeError):
 
 
 def _chat(request: web.Request) -> ChatService:
-    return request.app[SERVICES].chat
+    return request.app[OPERATOR_API].chat
 
 
 async def _turn_request(request: web.Request) -> TurnRequest:
     bind_client(request.headers.get(CLIENT_HEADER))  # the label of what this turn files
-    settings = request.app[SERVICES].settings
+    settings = request.app[OPERATOR_API].settings
     data = await read_json(request, limit=settings.chat_max_body)
     reject_unknown(data, CHAT_FIELDS)
     message = data.get("message")
@@ -103,7 +97,7 @@ async def chat_blocking(request: web.Request) -> web.Response:
 )
 async def chat_stream(request: web.Request) -> web.StreamResponse:
     handle = await _chat(request).start_turn(await _turn_request(request))
-    heartbeat = request.app[SERVICES].settings.heartbeat_seconds
+    heartbeat = request.app[OPERATOR_API].settings.heartbeat_seconds
     return await stream_turn(request, handle, after=0, heartbeat=heartbeat)
 
 
@@ -125,9 +119,9 @@ async def chat_resume(request: web.Request) -> web.StreamResponse:
     wanted_session = session_id(raw_session) if raw_session else None
     wanted_turn = session_id(raw_turn, "turn") if raw_turn else None
     after = last_event_id(request)
-    services = request.app[SERVICES]
-    heartbeat = services.settings.heartbeat_seconds
-    registry = services.registry
+    api = request.app[OPERATOR_API]
+    heartbeat = api.settings.heartbeat_seconds
+    registry = api.registry
     handle = registry.find(request[OPERATOR_ID], session_id=wanted_session, turn_id=wanted_turn)
     if handle is not None and handle.session_id:
         return await stream_turn(request, handle, after=after, heartbeat=heartbeat)
@@ -182,7 +176,7 @@ async def chat_stop(request: web.Request) -> web.Response:
 )
 async def chat_clear(request: web.Request) -> web.Response:
     data = await read_json(
-        request, limit=request.app[SERVICES].settings.chat_max_body, required=False
+        request, limit=request.app[OPERATOR_API].settings.chat_max_body, required=False
     )
     reject_unknown(data, {"session"})
     raw = optional_str(data, "session", max_length=64)
@@ -211,7 +205,7 @@ async def chat_sessions(request: web.Request) -> web.Response:
 )
 async def chat_new(request: web.Request) -> web.Response:
     data = await read_json(
-        request, limit=request.app[SERVICES].settings.chat_max_body, required=False
+        request, limit=request.app[OPERATOR_API].settings.chat_max_body, required=False
     )
     reject_unknown(data, {"title", "issue", "agent"})
     issue = optional_issue(data, "issue")
@@ -264,8 +258,8 @@ async def chat_session_open(request: web.Request) -> web.Response:
 async def chat_session_seen(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
     reject_unknown(await read_json(request, limit=1024, required=False), set())
-    services = request.app[SERVICES]
-    return web.json_response(await services.db.run(mark_seen, request[OPERATOR_ID], sid))
+    api = request.app[OPERATOR_API]
+    return web.json_response(await api.db.run(mark_seen, request[OPERATOR_ID], sid))
 
 
 @endpoints.delete(

@@ -7,21 +7,16 @@ from typing import Any
 from aiohttp import web
 
 from bot.agents import resolve_agent
-from bot.appkeys import SERVICES
 from bot.chat import sessions as store
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
 from bot.filing_source import CLIENT_HEADER, bind_client
-from operator_api.auth import OPERATOR_ID
+from http_edge.credentials import OPERATOR_ID
+from http_edge.validation import issue_number, optional_str, read_json, reject_unknown
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, json_body
 from operator_api.schemas import ref
-from operator_api.validation import (
-    issue_number,
-    optional_str,
-    read_json,
-    reject_unknown,
-    session_id,
-)
+from operator_api.validation import session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -31,7 +26,7 @@ MAX_REQUEST_KEY = 200
 def _repo_for(request: web.Request, agent: str | None) -> str:
     """The session's agent's repository; an agent no longer configured is an error, never
     a silent fall back to another repository."""
-    return resolve_agent(request.app[SERVICES].settings.agents, agent).repo
+    return resolve_agent(request.app[OPERATOR_API].settings.agents, agent).repo
 
 
 def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
@@ -65,8 +60,8 @@ def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
     ],
 )
 async def publish_decision(request: web.Request) -> web.Response:
-    services = request.app[SERVICES]
-    data = await read_json(request, limit=services.settings.chat_max_body)
+    api = request.app[OPERATOR_API]
+    data = await read_json(request, limit=api.settings.chat_max_body)
     reject_unknown(data, {"issue", "body", "session_id", "request_id"})
     if "issue" not in data or data["issue"] is None:
         raise BadRequest("issue is required", detail={"field": "issue"})
@@ -77,19 +72,19 @@ async def publish_decision(request: web.Request) -> web.Response:
     raw_session = optional_str(data, "session_id", max_length=64)
     sid = session_id(raw_session, "session_id") if raw_session else None
     operator = request[OPERATOR_ID]
-    agent = await services.db.run(store.agent_of, operator, sid)
-    if services.publisher is None:
+    agent = await api.db.run(store.agent_of, operator, sid)
+    if api.publisher is None:
         raise Unavailable("the GitHub App is not configured: nothing can be published")
-    published = await services.publisher.publish(
+    published = await api.publisher.publish(
         _repo_for(request, agent),
         issue,
         body,
         operator_id=operator,
         request_key=_request_key(request, data),
     )
-    cleared = await services.db.run(store.decision_published, operator, session_id=sid, issue=issue)
+    cleared = await api.db.run(store.decision_published, operator, session_id=sid, issue=issue)
     if cleared is not None:
-        await services.chat.session_updated(operator, cleared)
+        await api.chat.session_updated(operator, cleared)
     return web.json_response(published.as_response())
 
 
@@ -108,25 +103,25 @@ async def file_pending(request: web.Request) -> web.Response:
     """File the session's pending proposal (the TUI's `y`, the GUI's File button), or an
     explicit title/body."""
     bind_client(request.headers.get(CLIENT_HEADER))  # the issue's `from-*` label
-    services = request.app[SERVICES]
-    data = await read_json(request, limit=services.settings.chat_max_body, required=False)
+    api = request.app[OPERATOR_API]
+    data = await read_json(request, limit=api.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})
     raw_session = optional_str(data, "session", max_length=64)
     sid = session_id(raw_session) if raw_session else None
     title = optional_str(data, "title", max_length=300)
-    body = optional_str(data, "body", max_length=services.settings.chat_max_body)
+    body = optional_str(data, "body", max_length=api.settings.chat_max_body)
     operator = request[OPERATOR_ID]
-    held = await services.db.run(store.take_pending, operator, session_id=sid)
+    held = await api.db.run(store.take_pending, operator, session_id=sid)
     proposal = held[1] if held is not None and not (title and title.strip()) else None
     if proposal is None and not (title and title.strip()):
         raise BadRequest(
             "nothing to file: no pending proposal and no title", detail={"field": "title"}
         )
-    if services.filing is None:
+    if api.filing is None:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")
     if held is not None and proposal is not None:
         sid = held[0]
-    agent = await services.db.run(store.agent_of, operator, sid)
+    agent = await api.db.run(store.agent_of, operator, sid)
     if proposal is not None:
         # The proposal's own key: a confirmation in words or a second click files nothing more.
         key, kind = proposal.key, FilingKind(proposal.kind)
@@ -134,7 +129,7 @@ async def file_pending(request: web.Request) -> web.Response:
     else:
         key, kind = filing_key("explicit", operator, sid, title), FilingKind.WORK
     assert title is not None
-    filed = await services.filing.file(
+    filed = await api.filing.file(
         key=key,
         repo=_repo_for(request, agent),
         title=title,
@@ -143,6 +138,6 @@ async def file_pending(request: web.Request) -> web.Response:
         origin_session=sid,
     )
     if proposal is not None and sid is not None:
-        await services.db.run(store.clear_pending, operator, sid, proposal.key)
-        await services.chat.session_updated(operator, sid)
+        await api.db.run(store.clear_pending, operator, sid, proposal.key)
+        await api.chat.session_updated(operator, sid)
     return web.json_response(filed.as_response(), status=201 if not filed.reused else 200)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
-from operator_api.auth import OPERATOR_ID
+from http_edge.credentials import OPERATOR_ID
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
 from operator_api.sse import SSE_HEADERS, encode_frame, last_event_id
@@ -32,11 +32,11 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     `Last-Event-ID` the stream starts now; with it, it replays what came after that id."""
     resume = "Last-Event-ID" in request.headers or "last_event_id" in request.query
     after = last_event_id(request) if resume else None
-    services = request.app[SERVICES]
+    api = request.app[OPERATOR_API]
     response = web.StreamResponse(headers=SSE_HEADERS)
     await response.prepare(request)
-    events = services.events.stream(
-        request[OPERATOR_ID], after=after, heartbeat=services.settings.heartbeat_seconds
+    events = api.events.stream(
+        request[OPERATOR_ID], after=after, heartbeat=api.settings.heartbeat_seconds
     )
     try:
         async for event in events:

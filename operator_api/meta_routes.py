@@ -5,7 +5,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from bot import __version__
-from bot.appkeys import SERVICES
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body, text_body
 from operator_api.reference import render_reference
 from operator_api.schemas import ref
@@ -23,7 +23,7 @@ routes = endpoints.routes
 async def healthz(request: web.Request) -> web.Response:
     """Liveness: the process answers (200), whatever its dependencies say; a restart would
     not fix the database. The body still says how they are."""
-    checks = await request.app[SERVICES].health()
+    checks = await request.app[OPERATOR_API].readiness.health()
     healthy = checks["database"] and checks["redis"] is not False
     return web.json_response(
         {"status": "ok" if healthy else "degraded", "version": __version__, **checks}
@@ -39,7 +39,7 @@ async def healthz(request: web.Request) -> web.Response:
 )
 async def readyz(request: web.Request) -> web.Response:
     """Readiness: 503 naming what is down, so a load balancer sends no traffic here."""
-    checks = await request.app[SERVICES].readiness()
+    checks = await request.app[OPERATOR_API].readiness.checks()
     ready = all(check["ok"] for check in checks.values())
     return web.json_response(
         {"status": "ready" if ready else "not_ready", "checks": checks},

@@ -2,7 +2,8 @@
 
 Always needs STEELFRAME_METRICS_TOKEN as a bearer token: nothing is trusted for coming from
 this machine (a coding run with network, another user on the host), and without the setting
-nobody may scrape. Wrong tokens are throttled as operator tokens are (`operator_api.auth`)."""
+nobody may scrape. Wrong tokens are throttled as operator tokens are
+(`http_edge.credentials.checked`)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import hmac
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import Unauthorized
 from bot.metrics import CONTENT_TYPE
-from operator_api.auth import checked
+from http_edge.credentials import checked
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, text_body
 
 endpoints = Endpoints()
@@ -36,7 +37,7 @@ async def _verify(expected: str, sent: str) -> None:
     auth=False,
 )
 async def metrics(request: web.Request) -> web.Response:
-    expected = request.app[SERVICES].settings.metrics_token
+    expected = request.app[OPERATOR_API].settings.metrics_token
     if expected is None:
         raise Unauthorized(
             "metrics are off: set STEELFRAME_METRICS_TOKEN and send it as a bearer token",
@@ -44,5 +45,5 @@ async def metrics(request: web.Request) -> web.Response:
         )
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     await checked(request, sent, lambda: _verify(expected.reveal(), sent))
-    body = await request.app[SERVICES].metrics.exposition()
+    body = await request.app[OPERATOR_API].metrics.exposition()
     return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})

@@ -7,12 +7,12 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.clock import utcnow
 from bot.lifecycle import budget_ledger
+from http_edge.validation import query_int
+from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, json_body, query
 from operator_api.schemas import ref
-from operator_api.validation import query_int
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -29,5 +29,5 @@ async def spend(request: web.Request) -> web.Response:
     days = query_int(request, "days", default=14, maximum=MAX_DAYS)
     today = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     since = today - timedelta(days=days - 1)
-    found = await request.app[SERVICES].db.run(budget_ledger.daily, since)
+    found = await request.app[OPERATOR_API].db.run(budget_ledger.daily, since)
     return web.json_response({"days": days, "spend": [day.as_json() for day in found]})

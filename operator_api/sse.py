@@ -13,10 +13,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.chat.inflight import TurnHandle
 from bot.errors import BadRequest
-from operator_api.middleware import REQUEST_STARTED
+from http_edge.request_ids import REQUEST_STARTED
+from operator_api.deps import OPERATOR_API
 
 SSE_HEADERS = {
     "Content-Type": "text/event-stream; charset=utf-8",
@@ -61,7 +61,7 @@ async def stream_frames(
     turn_id: str,
 ) -> web.StreamResponse:
     """Write a turn's frames as SSE (None: a heartbeat comment) until the terminal one."""
-    metrics = request.app[SERVICES].metrics
+    metrics = request.app[OPERATOR_API].metrics
     response = web.StreamResponse(headers=SSE_HEADERS)
     response.headers["X-Steelframe-Session"] = session_id
     response.headers["X-Steelframe-Turn"] = turn_id

@@ -12,10 +12,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot import __version__
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 
 T = TypeVar("T")
 
@@ -86,7 +87,13 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return text
 
 
-class _Subcommands(argparse._SubParsersAction):
+if TYPE_CHECKING:  # generic in the stubs only
+    _SubParsersAction = argparse._SubParsersAction[argparse.ArgumentParser]
+else:
+    _SubParsersAction = argparse._SubParsersAction
+
+
+class _Subcommands(_SubParsersAction):
     """Subcommands whose one-line help is also their description (`steelframe db --help`)."""
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:

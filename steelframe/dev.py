@@ -25,8 +25,8 @@ from typing import Any
 from aiohttp import web
 from sqlalchemy import select
 
-from bot.appkeys import SERVICES
-from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Secret, Settings
+from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Settings
+from bot.config_values import Secret
 from bot.db import Database
 from bot.models import Operator
 from bot.operators import create_operator, hash_token
@@ -36,6 +36,7 @@ from steelframe.commands.core import add_listen_arguments, claim_port
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
 from steelframe.logs import configure_logging
+from steelframe.parts import PARTS, Parts
 from steelframe.protocol_log import QuietAppRunner
 from steelframe.webhook_relay import local_target, running_relay
 
@@ -183,7 +184,7 @@ async def run_dev(
             relay = running_relay(settings.webhook_proxy_url, local_target(host, bound))
             await parts.enter_async_context(relay)
             print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
-        database: Database = app[SERVICES].db
+        database: Database = app[PARTS].db
         token = await database.run(dev_token, settings.data_dir)
         print(
             f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}",
@@ -192,7 +193,7 @@ async def run_dev(
         print(f"coding: {_coding_line(settings)}", flush=True)
         print(f"url: {url}", flush=True)
         print(f"token: {token}", flush=True)
-        worker = _start_worker(app[SERVICES])
+        worker = _start_worker(app[PARTS])
         if worker is not None:
             parts.push_async_callback(asyncio.to_thread, worker.stop)
         print(_next_steps(url, token, settings, sandbox), flush=True)
@@ -252,21 +253,24 @@ def _embedded_redis(settings: Settings) -> Any:
     return start_embedded_redis(settings.data_dir / "redis")
 
 
-def _start_worker(services: Any) -> Any:
-    """An in-process lifecycle worker (RQ SimpleWorker on a thread) on the service's parts."""
-    from bot.lifecycle.context import build_context, github_factory
+def _start_worker(parts: Parts) -> Any:
+    """An in-process lifecycle worker (RQ SimpleWorker on a thread) on the service's parts,
+    composed by the same root as `steelframe worker`, with the web process's database,
+    Redis and memory index as its overrides."""
+    from bot.lifecycle.context import github_factory
+    from steelframe.composition import build_worker_context
     from steelframe.dev_worker import WorkerThread
 
-    settings = services.settings
-    if services.redis is None:
+    settings = parts.settings
+    if parts.redis is None:
         return None
-    ctx = build_context(
+    ctx = build_worker_context(
         settings,
         environ=os.environ,
-        db=services.db,
-        connection=services.redis,
+        db=parts.db,
+        connection=parts.redis,
         github=github_factory(settings),
-        memory=services.memory,
+        memory=parts.memory,
     )
     worker = WorkerThread(ctx)
     worker.start()

@@ -24,8 +24,8 @@ from typing import cast
 
 from aiohttp import hdrs, web
 
-from bot.appkeys import DIRECT_ROUTES
-from operator_api.middleware import errors_middleware
+from http_edge.appkeys import DIRECT_ROUTES
+from http_edge.errors import errors_middleware
 
 # What aiohttp's low-level server calls with each request.
 ServerHandler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]

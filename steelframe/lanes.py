@@ -26,7 +26,7 @@ connections for every route (deploy/nginx.conf's keepalive pool), a connection l
 lane at its first other request: deliveries on it are still served, by aiohttp.
 
 Answers and errors keep the service's shape: JSON, `X-Request-Id`, the same log line as
-`operator_api.middleware.errors_middleware` for a refused request. A route begins a
+`http_edge.errors.errors_middleware` for a refused request. A route begins a
 request from its headers (refusing it before a byte of the body is read: the connection
 then closes, once what the client still sends of the body has been dropped), is fed the
 body as it arrives (a stall of BODY_IDLE_SECONDS is a 408), and finishes with an answer.
@@ -53,7 +53,7 @@ import orjson
 
 from bot.errors import RequestTimeout, SteelframeError, error_body
 from bot.log_context import bind_id, log_ids
-from operator_api.middleware import request_id_for
+from http_edge.request_ids import request_id_for
 from steelframe.lane_heads import HeadParser, LaneRequest, LaneRoute, LaneRoutes
 
 log = logging.getLogger("steelframe.http")

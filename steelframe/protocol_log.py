@@ -20,14 +20,14 @@ import asyncio
 import logging
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 
-from bot.appkeys import LANE_ROUTES
 from bot.errors import error_body
+from http_edge.appkeys import LANE_ROUTES
 from steelframe.direct_routes import direct_dispatch
 from steelframe.lanes import Lanes
 
@@ -35,7 +35,13 @@ SERVER_LOG = logging.getLogger("steelframe.http.server")
 HEADERS_TOO_LARGE = 431
 
 
-class QuietProtocolLog(logging.LoggerAdapter):
+if TYPE_CHECKING:  # generic in the stubs only
+    _LoggerAdapter = logging.LoggerAdapter[logging.Logger]
+else:
+    _LoggerAdapter = logging.LoggerAdapter
+
+
+class QuietProtocolLog(_LoggerAdapter):
     """Passed to aiohttp's RequestHandler as its `logger` (`handler_args`)."""
 
     def __init__(self, logger: logging.Logger = SERVER_LOG) -> None:

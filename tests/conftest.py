@@ -28,10 +28,9 @@ from aiohttp.web_runner import BaseRunner
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
-from bot.appkeys import SERVICES
 from bot.config import Settings
 from bot.operators import create_operator
-from bot.services import Services, build_services
+from steelframe.parts import PARTS, Parts, build_parts
 
 PG_URL = os.environ.get(
     "STEELFRAME_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -242,11 +241,11 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def services_factory() -> Iterator[Callable[..., Services]]:
-    built: list[Services] = []
+def services_factory() -> Iterator[Callable[..., Parts]]:
+    built: list[Parts] = []
 
-    def factory(settings: Settings, **kwargs: Any) -> Services:
-        services = build_services(settings, **kwargs)
+    def factory(settings: Settings, **kwargs: Any) -> Parts:
+        services = build_parts(settings, **kwargs)
         built.append(services)
         return services
 
@@ -259,7 +258,7 @@ class ApiClient:
     """An aiohttp test client that sends an operator's bearer token; its answers (and those
     of the TUI clients it makes) are checked against the app's OpenAPI document."""
 
-    def __init__(self, client: Any, token: str, services: Services, contract: Any) -> None:
+    def __init__(self, client: Any, token: str, services: Parts, contract: Any) -> None:
         self.raw = client
         self.token = token
         self.services = services
@@ -331,7 +330,7 @@ async def api_factory(aiohttp_client: Any) -> AsyncIterator[Callable[..., Any]]:
         server = QuietTestServer(app)
         client = await aiohttp_client(server, response_class=checked_response_class(contract))
         contract.origins.add(client.make_url("/").origin())
-        services = app[SERVICES]
+        services = app[PARTS]
         _, token = services.db.call(create_operator, f"op-{uuid.uuid4().hex[:6]}")
         return ApiClient(client, token, services, contract)
 
@@ -469,7 +468,7 @@ class GitHubSandbox:
 
     def client(self, **overrides: Any) -> Any:
         """A GitHubClient for the sandbox App; no write spacing unless `pacing=` says so."""
-        from bot.config import Secret
+        from bot.config_values import Secret
         from bot.github.client import GitHubClient
         from bot.github.pacing import PacingPolicy
 
@@ -480,7 +479,7 @@ class GitHubSandbox:
         return client
 
     def settings(self, tmp_path: Path, **overrides: Any) -> Settings:
-        from bot.config import Secret
+        from bot.config_values import Secret
 
         values: dict[str, Any] = {
             "app_id": self.app_id,

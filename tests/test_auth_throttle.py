@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from bot.errors import TooManyRequests
-from operator_api.throttle import AuthThrottle, MemoryStore, backoff, scopes_for
+from http_edge.throttle import AuthThrottle, MemoryStore, backoff, scopes_for
 from tests.conftest import ApiClient, make_settings
 
 BOARD = "/api/operator/board"

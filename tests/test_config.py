@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import FIELDS, ConfigError, Settings
+from bot.config import FIELDS, Settings
+from bot.config_values import ConfigError
 
 
 def test_defaults_and_overrides() -> None:

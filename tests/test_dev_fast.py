@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from bot.chat.progress import progress_while
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.github.client import GitHubClient
 from steelframe.dev import on_sandbox
 from tests.conftest import GitHubSandbox, make_settings

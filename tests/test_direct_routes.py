@@ -13,10 +13,10 @@ import pytest
 from aiohttp import web
 from sqlalchemy import func, select
 
-from bot.appkeys import DIRECT_ROUTES
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.errors import BadRequest
-from operator_api.middleware import Handler, errors_middleware
+from http_edge.appkeys import DIRECT_ROUTES
+from http_edge.errors import Handler, errors_middleware
 from tests.conftest import WEBHOOK_SECRET, QuietTestServer, make_settings, webhook_headers
 from webhooks.deliveries import WebhookDelivery
 

@@ -7,7 +7,8 @@ import ipaddress
 
 import pytest
 
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 from bot.lifecycle.egress_policy import (
     Allowlist,
     BadTarget,

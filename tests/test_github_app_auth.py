@@ -11,7 +11,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from bot.config import ConfigError, Secret
+from bot.config_values import ConfigError, Secret
 from bot.github.app_auth import AppCredentials, InstallationLookup
 from bot.github.client import GitHubClient
 from tests.conftest import SANDBOX_APP_ID, SANDBOX_REPO, FakeTime, GitHubSandbox

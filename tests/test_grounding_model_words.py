@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from bot.chat.search_words import INSTRUCTIONS, parse
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from memory import ChunkIn
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.openai_server import FakeOpenAI, HttpError, answer

@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 from bot.models import WebSession
 from tests.conftest import ApiClient, make_settings
 from web_gui.assets import ASSETS

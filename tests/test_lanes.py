@@ -18,9 +18,9 @@ import pytest
 from aiohttp import web
 from sqlalchemy import func, select
 
-from bot.appkeys import LANE_ROUTES
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.errors import BadRequest
+from http_edge.appkeys import LANE_ROUTES
 from steelframe import lanes
 from steelframe.lanes import Lanes
 from steelframe.protocol_log import QuietAppRunner
@@ -28,9 +28,9 @@ from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, QuietTestServer, make_se
 from tests.conftest import webhook_headers as signed_headers
 from tests.fakes.lifecycle import wait_for
 from webhooks import routes as webhook_routes
-from webhooks.appkeys import RECEIVER
 from webhooks.body import InFlight
 from webhooks.deliveries import WebhookDelivery
+from webhooks.deps import WEBHOOKS
 
 OPENED = (GITHUB_DATA / "webhook-examples/issues/opened.payload.json").read_bytes()
 # Another issue opened: a new delivery, not a replay of OPENED's content.
@@ -250,7 +250,7 @@ async def test_the_lanes_refusals_are_aiohttps_answers(served: Served, name: str
 async def test_a_body_the_budget_cannot_take_is_refused_with_retry_after(
     served: Served,
 ) -> None:
-    receiver = served.app[RECEIVER]
+    receiver = served.app[WEBHOOKS].receiver
     receiver.budget = InFlight(limit=1024)
     async with connection(served.port) as (reader, writer):
         writer.write(request_bytes(delivery="busy"))
@@ -263,7 +263,7 @@ async def test_a_body_the_budget_cannot_take_is_refused_with_retry_after(
 
 
 async def test_a_client_gone_mid_body_gives_its_budget_back(served: Served) -> None:
-    receiver = served.app[RECEIVER]
+    receiver = served.app[WEBHOOKS].receiver
     raw = request_bytes(delivery="gone")
     async with connection(served.port) as (_, writer):
         writer.write(raw[: len(raw) - 100])
@@ -277,7 +277,7 @@ async def test_a_body_that_stops_arriving_is_dropped_with_its_budget(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(lanes, "BODY_IDLE_SECONDS", 0.3)
-    receiver = served.app[RECEIVER]
+    receiver = served.app[WEBHOOKS].receiver
     raw = request_bytes(delivery="stalled")
     async with connection(served.port) as (reader, writer):
         writer.write(raw[: len(raw) - 100])
@@ -293,7 +293,7 @@ async def test_a_chunked_body_that_stops_arriving_is_a_408_from_aiohttp_too(
     served: Served, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(webhook_routes, "BODY_STALL_SECONDS", 0.3)
-    receiver = served.app[RECEIVER]
+    receiver = served.app[WEBHOOKS].receiver
     raw = request_bytes(delivery="stalled-chunked", chunked=True)
     async with connection(served.port) as (reader, writer):
         writer.write(raw[: len(raw) - 200])

@@ -1,9 +1,11 @@
 """`make lint`'s import contracts (pyproject.toml, [tool.importlinter]) can fail: on a copy
 of the packages, each deliberate forbidden import (a lazy one too) breaks its contract, and
-the untouched copy keeps them all."""
+the untouched copy keeps them all. The core serves no HTTP: nothing in `bot/` imports
+`aiohttp.web` (the client side of aiohttp it may use)."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
@@ -19,10 +21,11 @@ PACKAGES = (
     "bot",
     "operator_api",
     "webhooks",
+    "web_gui",
+    "http_edge",
     "memory",
     "tui_client",
     "github_sandbox",
-    "web_gui",
 )
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
@@ -62,15 +65,23 @@ def test_the_untouched_layering_keeps_every_contract(tmp_path: Path) -> None:
     ("module", "source", "contract"),
     [
         # lazy: inside a function body, where a grep for top-level imports would not look
-        ("bot/probe.py", "def f():\n    import operator_api.openapi\n", "The core (bot)"),
-        ("operator_api/probe.py", "import webhooks.routing\n", "shells do not import"),
-        ("webhooks/probe.py", "import operator_api.schemas\n", "shells do not import"),
-        ("memory/probe.py", "from bot import config\n", "memory imports nothing"),
+        ("bot/probe.py", "def f():\n    import operator_api.openapi\n", "Layers"),
+        ("bot/probe.py", "import http_edge.errors\n", "Layers"),
+        ("bot/probe.py", "import web_gui.routes\n", "Layers"),
+        ("memory/probe.py", "from bot import config\n", "Layers"),
+        ("http_edge/probe.py", "import operator_api.auth\n", "Layers"),
+        # the shells stand side by side: none imports another, nor the entry package
+        ("operator_api/probe.py", "import webhooks.routing\n", "Layers"),
+        ("webhooks/probe.py", "import operator_api.schemas\n", "Layers"),
+        ("web_gui/probe.py", "import operator_api.auth\n", "Layers"),
+        ("webhooks/probe.py", "import web_gui.routes\n", "Layers"),
+        ("operator_api/probe.py", "import steelframe.server\n", "Layers"),
         ("webhooks/probe.py", "import github_sandbox.shapes\n", "never imports the GitHub"),
         ("steelframe/probe.py", "import github_sandbox\n", "never imports the GitHub"),
+        ("github_sandbox/probe.py", "import bot.errors\n", "sandbox speaks GitHub"),
         ("tui_client/probe.py", "import bot.errors\n", "TUI client imports only"),
-        ("web_gui/probe.py", "import webhooks.routing\n", "web GUI uses the core"),
-        ("bot/probe.py", "import web_gui.routes\n", "The core (bot)"),
+        ("operator_api/probe.py", "import tui_client.api\n", "service never imports it"),
+        ("webhooks/probe.py", "def f():\n    import tui_client\n", "service never imports it"),
     ],
 )
 def test_a_forbidden_import_fails_lint(
@@ -82,3 +93,31 @@ def test_a_forbidden_import_fails_lint(
     assert result.returncode != 0
     broken = result.stdout.split("Broken contracts")[-1]
     assert contract in broken and module.removesuffix(".py").replace("/", ".") in broken
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _serves_http(path: Path) -> bool:
+    return any(name == "aiohttp.web" or name.startswith("aiohttp.web.") for name in _imports(path))
+
+
+def test_the_core_imports_no_aiohttp_web() -> None:
+    serving = sorted(
+        str(path.relative_to(ROOT)) for path in (ROOT / "bot").rglob("*.py") if _serves_http(path)
+    )
+    assert serving == []
+
+
+def test_the_aiohttp_web_check_sees_a_lazy_import(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from aiohttp import web\n")
+    assert _serves_http(probe)

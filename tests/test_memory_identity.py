@@ -11,11 +11,11 @@ import pytest
 
 from bot.config import Settings
 from bot.db import Database, upgrade
-from bot.services import build_services
 from memory import ChunkIn, ChunkSource, Memory
 from memory.errors import IndexForeign
 from memory.identity import database_identity
 from memory.manifest import MANIFEST
+from steelframe.parts import build_parts
 
 
 def _database(url: str) -> Database:
@@ -111,8 +111,8 @@ def test_serve_rebuilds_a_foreign_index_at_start_and_logs_progress(
             "checkout": tmp_path,
         },
     )
-    with caplog.at_level(logging.WARNING, logger="bot.services"):
-        services = build_services(settings)
+    with caplog.at_level(logging.WARNING, logger="steelframe.parts"):
+        services = build_parts(settings)
     try:
         assert services.memory is not None
         assert services.memory.search("zebra", repo=None) == []

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.config import Secret
+from bot.config_values import Secret
 from steelframe.embedded_redis import start_embedded_redis
 from tests.conftest import ApiClient, GitHubSandbox, make_settings, read_sse
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.serving_checks import SANDBOX_CHECKS, Check, sandbox_checks
 from tests.conftest import GitHubSandbox, make_settings
 from tests.fakes.sandbox import require_bwrap

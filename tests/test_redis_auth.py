@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 from bot.redis_auth import require_authenticated_redis, unauthenticated_remote_host
 
 # A TEST-NET-1 address (RFC 5737): nothing answers there, and nothing needs to.

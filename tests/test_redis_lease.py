@@ -12,10 +12,10 @@ import pytest
 import redis
 
 from bot import db as dbmod
-from bot.lifecycle.context import build_context
 from bot.lifecycle.reconcile import reconcile_if_leader, reconciler_lease_name
 from bot.redis_lease import RedisLease, held
 from steelframe.cli import main
+from steelframe.composition import build_worker_context
 from tests.conftest import make_settings
 
 
@@ -69,7 +69,7 @@ def test_a_worker_skips_reconciling_while_another_holds_the_lease(
     client: redis.Redis, redis_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings = make_settings(tmp_path, redis_url=redis_url)
-    ctx = build_context(settings, environ=os.environ, connection=client, memory=False)
+    ctx = build_worker_context(settings, environ=os.environ, connection=client, memory=False)
     dbmod.upgrade(ctx.db.engine)
     said: list[str] = []
     with held(client, reconciler_lease_name(ctx.queue_name), ttl=30) as leader:

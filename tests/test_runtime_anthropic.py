@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.runtimes.anthropic import API_VERSION, AnthropicRuntime
 from bot.runtimes.base import Delta, Route, Status, Thinking, Usage
 from bot.runtimes.transport import Endpoint, UpstreamFailure

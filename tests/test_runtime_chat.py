@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.openai_server import Content, FakeOpenAI, Hold, HttpError, StreamError, answer
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import AgentConfig, Secret, Settings
+from bot.config import AgentConfig, Settings
+from bot.config_values import Secret
 from bot.runtimes.base import Delta, Route, Runtime, Status
 from bot.runtimes.fallback import FallbackRuntime
 from bot.runtimes.registry import build_runtime

@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.runtimes.base import ContextBudget, Delta, Route, Status, Thinking, Usage
 from bot.runtimes.openai import OpenAIRuntime
 from bot.runtimes.transport import Endpoint, UpstreamFailure

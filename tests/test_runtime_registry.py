@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from bot.config import ConfigError, Secret, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError, Secret
 from bot.runtimes.anthropic import AnthropicRuntime
 from bot.runtimes.base import ChatMessage, ContextBudget
 from bot.runtimes.budget import fit_history, trim_text

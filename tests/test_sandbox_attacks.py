@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import text
 
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.steps import SECRET_FOUND

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from bot.lifecycle import redact
 from bot.lifecycle.coding import CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.redact import MASK, Redactor

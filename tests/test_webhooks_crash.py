@@ -22,8 +22,9 @@ from sqlalchemy import create_engine, text
 
 from bench.webhooks import Connection
 from bot.config import Settings
-from bot.lifecycle.context import build_context, github_factory
+from bot.lifecycle.context import github_factory
 from bot.lifecycle.reconcile import run_reconcile
+from steelframe.composition import build_worker_context
 from tests.conftest import GITHUB_DATA, SANDBOX_REPO, GitHubSandbox
 from tests.fakes.lifecycle import PICKUP
 from tests.fakes.serve_process import serve
@@ -150,7 +151,7 @@ async def in_the_window(url: str, pickups: dict[int, str], burst: asyncio.Task[N
 
 async def reconcile_labels(settings: Settings) -> None:
     connection = redis.Redis.from_url(str(settings.redis_url))
-    ctx = build_context(
+    ctx = build_worker_context(
         settings,
         environ=os.environ,
         connection=connection,

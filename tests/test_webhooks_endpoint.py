@@ -13,10 +13,11 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 from sqlalchemy import func, select
 
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, ApiClient, make_settings, webhook_headers
-from webhooks.appkeys import PROCESSOR
 from webhooks.deliveries import DeliveryBody, DeliveryStatus, WebhookDelivery
+from webhooks.deps import WEBHOOKS
 from webhooks.router import build_router
 from webhooks.routing import WebhookContext, handles
 
@@ -50,7 +51,7 @@ async def post(api: ApiClient, body: bytes, headers: dict[str, str]) -> Any:
 
 
 async def drain(api: ApiClient) -> None:
-    await asyncio.wait_for(api.raw.app[PROCESSOR].drain(), 10)
+    await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), 10)
 
 
 def counting_router(
@@ -209,7 +210,7 @@ async def test_same_delivery_sent_100_times_is_processed_once(
 ) -> None:
     api = await api_factory(webhook_settings(tmp_path, database_url=any_db_url))
     calls: list[str] = []
-    api.raw.app[PROCESSOR].router = build_router(counting_router(calls))
+    api.raw.app[WEBHOOKS].processor.router = build_router(counting_router(calls))
     body = example("issues", "opened.payload.json")
     headers = webhook_headers(body, "issues", delivery="same-guid")
     first = await post(api, body, headers)
@@ -228,7 +229,7 @@ async def test_concurrent_first_copies_of_a_delivery_store_one_row(
 ) -> None:
     api = await api_factory(webhook_settings(tmp_path))
     calls: list[str] = []
-    api.raw.app[PROCESSOR].router = build_router(counting_router(calls))
+    api.raw.app[WEBHOOKS].processor.router = build_router(counting_router(calls))
     body = example("issues", "opened.payload.json")
     headers = webhook_headers(body, "issues", delivery="raced")
     answers = await asyncio.gather(*[post(api, body, headers) for _ in range(20)])
@@ -240,7 +241,7 @@ async def test_concurrent_first_copies_of_a_delivery_store_one_row(
 async def test_answer_comes_before_processing(hooks: ApiClient) -> None:
     calls: list[str] = []
     gate = asyncio.Event()
-    hooks.raw.app[PROCESSOR].router = build_router(counting_router(calls, gate=gate))
+    hooks.raw.app[WEBHOOKS].processor.router = build_router(counting_router(calls, gate=gate))
     body = example("issues", "opened.payload.json")
     response = await post(hooks, body, webhook_headers(body, "issues", delivery="slow"))
     assert response.status == 202
@@ -255,7 +256,7 @@ async def test_a_handler_failure_is_stored_with_the_reason_and_a_retry_time(
     hooks: ApiClient,
 ) -> None:
     calls: list[str] = []
-    hooks.raw.app[PROCESSOR].router = build_router(counting_router(calls, fail=True))
+    hooks.raw.app[WEBHOOKS].processor.router = build_router(counting_router(calls, fail=True))
     body = example("issues", "opened.payload.json")
     assert (await post(hooks, body, webhook_headers(body, "issues", delivery="f"))).status == 202
     await drain(hooks)

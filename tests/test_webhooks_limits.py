@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from bot.clock import utcnow
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.errors import PayloadTooLarge, Unauthorized
 from tests.conftest import (
     WEBHOOK_SECRET,
@@ -93,10 +93,10 @@ def test_the_budget_refuses_what_does_not_fit_and_keeps_room_for_small_bodies() 
 async def test_the_endpoint_answers_503_with_retry_after_when_the_budget_is_spent(
     api_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
-    from webhooks.appkeys import RECEIVER
+    from webhooks.deps import WEBHOOKS
 
     api = await api_factory(make_settings(tmp_path, webhook_secret=Secret(WEBHOOK_SECRET)))
-    api.raw.app[RECEIVER].budget = InFlight(1000, large=10_000, reserve=0)
+    api.raw.app[WEBHOOKS].receiver.budget = InFlight(1000, large=10_000, reserve=0)
     body = b'{"zen": "' + b"x" * 2000 + b'"}'
     response = await api.raw.post(
         "/api/github/webhooks", data=body, headers=webhook_headers(body, "ping")

@@ -16,19 +16,20 @@ import redis
 from sqlalchemy import func, select
 
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
-from bot.lifecycle.context import build_context, github_factory
+from bot.lifecycle.context import github_factory
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.worker import InProcessWorker
+from steelframe.composition import build_worker_context
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, wait_for
 from tests.fakes.sandbox import sandbox_settings
 from tests.fakes.serve_process import free_port
-from webhooks.appkeys import PROCESSOR
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+from webhooks.deps import WEBHOOKS
 from webhooks.processor import RetryPolicy
 
 OUTAGE_SECONDS = 10.0
@@ -83,7 +84,9 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
     # delivery's retries (backoff 1, 2, 4, 4... s) are what carries the work over it.
     assert lc.api.services.github is not None
     lc.api.services.github.transport.retry = GitHubRetryPolicy(max_attempts=2, base_delay=0.2)
-    lc.api.raw.app[PROCESSOR].retry = RetryPolicy(max_attempts=20, base_delay=1.0, max_delay=4.0)
+    lc.api.raw.app[WEBHOOKS].processor.retry = RetryPolicy(
+        max_attempts=20, base_delay=1.0, max_delay=4.0
+    )
 
     waiting = await lc.open_issue("Add a cache")
     await lc.work()
@@ -152,7 +155,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     )
     for _ in range(3):  # the App's own label writes send more webhooks
         await github_sandbox.settle()
-        await asyncio.wait_for(api.raw.app[PROCESSOR].drain(), 30)
+        await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), 30)
     db = api.services.db
     rows = db.call(lambda s: list(s.scalars(select(WebhookDelivery))))
     # opened, labeled (the pickup), then labeled again by the App ("queued")...
@@ -172,7 +175,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
         **sandbox_settings(tmp_path),
     )
     connection = redis.Redis.from_url(redis_url)
-    ctx = build_context(
+    ctx = build_worker_context(
         back, environ=os.environ, db=db, connection=connection, github=github_factory(back)
     )
     try:
@@ -233,7 +236,7 @@ async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_
     decision = {"body": f"{DECISION}\nUse Redis."}
     as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
     await github_sandbox.settle()
-    await asyncio.wait_for(cut_off.raw.app[PROCESSOR].drain(), 30)
+    await asyncio.wait_for(cut_off.raw.app[WEBHOOKS].processor.drain(), 30)
     # The Decision's delivery did its part: nothing waits for a retry.
     assert count(lc, DeliveryStatus.RETRYING) == count(lc, DeliveryStatus.DEAD) == 0
     resumed = lc.task(waiting)

@@ -14,21 +14,15 @@ from gidgethub.sansio import Event
 from sqlalchemy import select, update
 
 from bot.clock import utcnow
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.db import Database
 from memory import ChunkIn, add_chunk
 from memory.models import MemoryChunk
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_deliveries
 from webhooks.chunks import Write
-from webhooks.deliveries import (
-    DeliveryStatus,
-    NewDelivery,
-    Replay,
-    WebhookDelivery,
-    claim,
-    claim_stale,
-    requeue,
-)
+from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
+from webhooks.delivery_log import Replay, requeue
+from webhooks.delivery_sql import claim, claim_stale
 from webhooks.handlers.common import commit
 from webhooks.processor import DeliveryProcessor, RetryPolicy
 from webhooks.router import build_router

@@ -25,8 +25,8 @@ from tests.test_webhooks_endpoint import (
     rows,
     webhook_settings,
 )
-from webhooks.appkeys import PROCESSOR
 from webhooks.deliveries import DeliveryBody, DeliveryStatus, WebhookDelivery
+from webhooks.deps import WEBHOOKS
 from webhooks.router import build_router
 
 
@@ -63,7 +63,7 @@ async def test_a_replay_under_a_new_id_is_stored_as_replayed_and_never_processed
 ) -> None:
     api = await api_factory(webhook_settings(tmp_path, database_url=any_db_url))
     calls: list[str] = []
-    api.raw.app[PROCESSOR].router = build_router(counting_router(calls))
+    api.raw.app[WEBHOOKS].processor.router = build_router(counting_router(calls))
     body = example("issues", "opened.payload.json")
     first = await api.raw.post(PATH, data=body, headers=webhook_headers(body, "issues"))
     assert first.status == 202
@@ -83,7 +83,7 @@ async def test_a_new_change_to_the_same_issue_is_not_a_replay(
 ) -> None:
     api = await api_factory(webhook_settings(tmp_path))
     calls: list[str] = []
-    api.raw.app[PROCESSOR].router = build_router(counting_router(calls))
+    api.raw.app[WEBHOOKS].processor.router = build_router(counting_router(calls))
     data = json.loads(example("issues", "opened.payload.json"))
     for updated_at in ("2030-01-01T00:00:00Z", "2030-01-01T00:00:01Z"):
         data["issue"]["updated_at"] = updated_at  # reopened and opened again: a new change

@@ -1,15 +1,15 @@
 """The web GUI: the Chat surface, Board and Dashboard in the browser, served at `/`.
 
 One Jinja2 page and static ES modules (no build step); it speaks only the operator API, with
-a session cookie instead of a bearer token (sign-in: `web_gui.routes`). `setup(app,
-services)` is the web service's plugin (see `steelframe.server.default_plugins`).
+a session cookie instead of a bearer token (sign-in: `web_gui.routes`). `setup(app)`
+adds its routes to the web service (see `steelframe.server.default_plugins`); what they use
+(`web_gui.deps.Gui`) comes from the composition root.
 """
 
 from __future__ import annotations
 
 from aiohttp import web
 
-from bot.services import Services
 from web_gui import routes
 from web_gui.assets import ASSETS, StaticAssets
 from web_gui.openapi import GUI_PATHS
@@ -18,6 +18,6 @@ from web_gui.openapi import GUI_PATHS
 OPENAPI_PATHS = GUI_PATHS
 
 
-def setup(app: web.Application, services: Services) -> None:
+def setup(app: web.Application) -> None:
     app[ASSETS] = StaticAssets.load()
     app.add_routes(routes.routes)

@@ -1,7 +1,8 @@
 """HTTP routes of the web GUI: the page, its static files, and sign-in/sign-out.
 
 Sign-in exchanges an operator token for a session cookie (HttpOnly, SameSite=Strict) and
-hands the page a CSRF token; the operator API then accepts the cookie (operator_api.auth).
+hands the page a CSRF token; the operator API then accepts the cookie (operator_api.auth;
+the cookie names and the CSRF check are the edge's, http_edge.cookies).
 A link signs in with a one-time code instead of a token (`bot.sign_in_codes`): the page
 claims it (binding it to this browser by a nonce cookie), shows whose account it is, and
 redeems it when the person confirms.
@@ -15,13 +16,14 @@ from pathlib import Path
 import jinja2
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from bot.sign_in_codes import CODE_LIFETIME, claim, mint, redeem
 from bot.web_sessions import SESSION_LIFETIME, WebSignIn, identify, sign_in, sign_out
-from operator_api.auth import CSRF_COOKIE, OPERATOR_ID, SESSION_COOKIE, checked, require_csrf
-from operator_api.validation import read_json, reject_unknown
+from http_edge.cookies import CSRF_COOKIE, SESSION_COOKIE, require_csrf
+from http_edge.credentials import OPERATOR_ID, checked
+from http_edge.validation import read_json, reject_unknown
 from web_gui.assets import ASSETS
+from web_gui.deps import GUI
 
 log = logging.getLogger("steelframe.gui")
 routes = web.RouteTableDef()
@@ -94,7 +96,7 @@ async def create_session(request: web.Request) -> web.Response:
     if not isinstance(token, str) or not token.strip():
         raise BadRequest("token is required", detail={"field": "token"})
     token = token.strip()
-    signed = await checked(request, token, lambda: request.app[SERVICES].db.run(sign_in, token))
+    signed = await checked(request, token, lambda: request.app[GUI].db.run(sign_in, token))
     log.info("operator %s signed in to the web GUI", signed.operator_id)
     return _signed_in(request, signed)
 
@@ -125,7 +127,7 @@ async def create_sign_in_code(request: web.Request) -> web.Response:
     """A one-time code for a sign-in link (`/#code=...`), minted by a token holder."""
     data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
     reject_unknown(data, set())
-    minted = await request.app[SERVICES].db.run(mint, request[OPERATOR_ID])
+    minted = await request.app[GUI].db.run(mint, request[OPERATOR_ID])
     return web.json_response({"code": minted.code, "expires_in": minted.expires_in})
 
 
@@ -139,7 +141,7 @@ async def claim_link(request: web.Request) -> web.Response:
     if not isinstance(code, str) or not code.strip():
         raise BadRequest("code is required", detail={"field": "code"})
     code = code.strip()
-    claimed = await checked(request, code, lambda: request.app[SERVICES].db.run(claim, code))
+    claimed = await checked(request, code, lambda: request.app[GUI].db.run(claim, code))
     response = web.json_response({"operator": claimed.operator_name})
     response.headers["Cache-Control"] = "no-store"
     response.set_cookie(
@@ -161,7 +163,7 @@ async def confirm_link(request: web.Request) -> web.Response:
     data = await read_json(request, limit=SIGN_IN_BODY_LIMIT, required=False)
     reject_unknown(data, set())
     nonce = request.cookies.get(LINK_COOKIE, "")
-    signed = await checked(request, nonce, lambda: request.app[SERVICES].db.run(redeem, nonce))
+    signed = await checked(request, nonce, lambda: request.app[GUI].db.run(redeem, nonce))
     log.info("operator %s signed in to the web GUI with a link", signed.operator_id)
     response = _signed_in(request, signed)
     response.del_cookie(LINK_COOKIE, path=LINK_PATH)
@@ -171,9 +173,7 @@ async def confirm_link(request: web.Request) -> web.Response:
 @routes.get("/gui/session")
 async def current_session(request: web.Request) -> web.Response:
     cookie = _cookie(request)
-    identity = await checked(
-        request, cookie, lambda: request.app[SERVICES].db.run(identify, cookie)
-    )
+    identity = await checked(request, cookie, lambda: request.app[GUI].db.run(identify, cookie))
     response = web.json_response(_who(request, identity.operator_name, identity.csrf_token))
     response.headers["Cache-Control"] = "no-store"
     return response
@@ -182,9 +182,9 @@ async def current_session(request: web.Request) -> web.Response:
 @routes.delete("/gui/session")
 async def delete_session(request: web.Request) -> web.Response:
     cookie = _cookie(request)
-    identity = await request.app[SERVICES].db.run(identify, cookie)
+    identity = await request.app[GUI].db.run(identify, cookie)
     require_csrf(request, identity.csrf_token)
-    await request.app[SERVICES].db.run(sign_out, cookie)
+    await request.app[GUI].db.run(sign_out, cookie)
     log.info("operator %s signed out of the web GUI", identity.operator_id)
     response = web.json_response({"signed_out": True})
     response.del_cookie(SESSION_COOKIE, path="/")
@@ -209,12 +209,12 @@ def _same_origin(request: web.Request) -> None:
 
 def _public_origin(request: web.Request) -> str:
     """The origin browsers use: STEELFRAME_PUBLIC_URL behind a TLS proxy, else what we see."""
-    configured = request.app[SERVICES].settings.public_url
+    configured = request.app[GUI].settings.public_url
     return configured or f"{request.scheme}://{request.host}"
 
 
 def _who(request: web.Request, name: str, csrf: str) -> dict[str, object]:
-    agents = request.app[SERVICES].settings.agents
+    agents = request.app[GUI].settings.agents
     return {
         "operator": name,
         "csrf_token": csrf,

@@ -1,92 +1,24 @@
 """GitHub webhooks: the signed endpoint, the durable delivery log, and the event router.
 
-`setup(app, services)` is the web service's plugin and `OPENAPI_PATHS` its part of the API
-description (see `steelframe.server.default_plugins`, which composes both).
+`setup(app)` adds its routes to the web service and `OPENAPI_PATHS` is its part of the API
+description (see `steelframe.server.default_plugins`); the composition root
+(`steelframe.composition`) builds what the routes use.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
-from collections.abc import AsyncIterator
-
 from aiohttp import web
 
-from bot.appkeys import DIRECT_ROUTES, LANE_ROUTES
-from bot.clock import utcnow
-from bot.config import DEFAULT_WEBHOOK_MAX_BODY
-from bot.services import Services
 from webhooks.operator_routes import OPENAPI_PATHS as OPERATOR_PATHS
 
-log = logging.getLogger("steelframe.webhooks")
-SHUTDOWN_DRAIN_SECONDS = 5.0
 
-
-def setup(app: web.Application, services: Services) -> None:
+def setup(app: web.Application) -> None:
+    """Add the webhook routes; their dependencies (`webhooks.deps.Webhooks`) and the
+    endpoint's early serving come from the composition root (`steelframe.composition`)."""
     from webhooks import operator_routes, routes
-    from webhooks.appkeys import PROCESSOR, RECEIVER
-    from webhooks.memory_sink import MemorySink
-    from webhooks.metrics import delivery_collector
-    from webhooks.processor import DeliveryProcessor
-    from webhooks.receiver import Receiver
-    from webhooks.router import build_router
-    from webhooks.routing import WebhookContext
-    from webhooks.writer import DeliveryWriter
 
-    settings = services.settings
-    router = build_router()
-    ctx = WebhookContext(
-        db=services.db,
-        settings=settings,
-        clock=utcnow,
-        github=services.github,
-        chunks=MemorySink(),
-        tasks=services.tasks,
-        checkouts=services.chat.checkouts,
-    )
-    writer = DeliveryWriter(services.db)
-    processor = DeliveryProcessor(router, ctx, writer=writer)
-    secret = settings.webhook_secret.reveal() if settings.webhook_secret else None
-    app[RECEIVER] = Receiver(
-        secret=secret,
-        router=router,
-        writer=writer,
-        processor=processor,
-        clock=utcnow,
-        max_body=DEFAULT_WEBHOOK_MAX_BODY,
-    )
-    app[PROCESSOR] = processor
-    services.metrics.add_collector(delivery_collector(services.db, utcnow))
     app.add_routes(routes.routes)
-    # Served before URL dispatch and middlewares as well (steelframe.direct_routes).
-    app.setdefault(DIRECT_ROUTES, {})[("POST", routes.PATH)] = routes.direct_handler(app[RECEIVER])
-    # And, in its usual shape, before aiohttp's request machinery (steelframe.lanes).
-    lane = routes.WebhookLane(app[RECEIVER])
-    app.setdefault(LANE_ROUTES, {})[lane.request_line] = lane
     app.add_routes(operator_routes.routes)
-
-    async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        processor.start()  # its first sweep processes what a previous run left behind
-        if services.github is not None:
-            services.background.spawn(_load_identity(services), name="github-identity")
-        yield
-        await writer.close()
-        # Let the batch in hand finish; what is left stays `received` for the next start.
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(processor.drain(), SHUTDOWN_DRAIN_SECONDS)
-        await processor.close()
-
-    app.cleanup_ctx.append(lifecycle)
-
-
-async def _load_identity(services: Services) -> None:
-    assert services.github is not None
-    try:
-        identity = await services.github.identity()
-        log.info("GitHub App %s (%s)", identity.slug, identity.bot_login)
-    except Exception as exc:  # the service runs without it; calls that need it retry
-        log.warning("could not load the GitHub App's identity: %s", exc)
 
 
 # The document's shared error shape (the composition root supplies the components).

@@ -12,7 +12,7 @@ differ only in `changes`) or a payload lacking an id is keyed on a BLAKE2b diges
 body: a replay is the same signed bytes, so the digest always catches it.
 
 The writer stores the first delivery with a key; a later one with the same key is stored
-as `replayed` and never processed (`webhooks.deliveries.insert_statements`).
+as `replayed` and never processed (`webhooks.delivery_sql.insert_statements`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """/api/operator/deliveries: the webhook delivery log for the operator (dead letters first
-of all), and replaying a delivery. Thin handlers over `webhooks.deliveries`."""
+of all), and replaying a delivery. Thin handlers over `webhooks.delivery_log`."""
 
 from __future__ import annotations
 
@@ -7,17 +7,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.appkeys import SERVICES
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.params import bounded_int
-from webhooks.deliveries import (
-    FAILED_STATUSES,
-    MAX_DELIVERY_ID,
-    DeliveryStatus,
-    Replay,
-    list_deliveries,
-    requeue,
-)
+from webhooks.deliveries import FAILED_STATUSES, MAX_DELIVERY_ID, DeliveryStatus
+from webhooks.delivery_log import Replay, list_deliveries, requeue
+from webhooks.deps import WEBHOOKS
 
 routes = web.RouteTableDef()
 LIST_PATH = "/api/operator/deliveries"
@@ -44,7 +38,7 @@ def statuses_for(raw: str | None) -> list[str]:
 async def list_route(request: web.Request) -> web.Response:
     statuses = statuses_for(request.query.get("status"))
     limit = bounded_int(request.query.get("limit"), "limit", default=50, maximum=MAX_LIST)
-    db = request.app[SERVICES].db
+    db = request.app[WEBHOOKS].db
     found = await db.run(list_deliveries, statuses=statuses, limit=limit)
     return web.json_response({"deliveries": [d.public() for d in found]})
 
@@ -55,7 +49,7 @@ async def replay_route(request: web.Request) -> web.Response:
     # Printable only: a NUL cannot even be compared on PostgreSQL (it would be a 500).
     if not 0 < len(delivery_id) <= MAX_DELIVERY_ID or not delivery_id.isprintable():
         raise BadRequest("delivery id is missing, too long or unprintable", detail={"field": "id"})
-    result = await request.app[SERVICES].db.run(requeue, delivery_id)
+    result = await request.app[WEBHOOKS].db.run(requeue, delivery_id)
     if result is Replay.UNKNOWN:
         raise NotFound(f"no delivery {delivery_id!r}", detail={"delivery": delivery_id})
     if result is Replay.NOT_REPLAYABLE:

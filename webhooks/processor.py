@@ -48,11 +48,8 @@ from bot.github.errors import GitHubRejected
 from bot.handler_runs import running
 from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
-from webhooks.deliveries import (
-    OK,
-    Claimed,
-    DeliveryStatus,
-    Finished,
+from webhooks.deliveries import OK, Claimed, DeliveryStatus, Finished
+from webhooks.delivery_sql import (
     bodies_statement,
     claim_stale,
     claim_statement,
@@ -102,7 +99,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, *, rng: Callable[[], float] = random.random) -> float:
         """Seconds before attempt `attempt + 1` after attempt `attempt` (1-based) failed."""
-        full = min(self.base_delay * 2 ** (attempt - 1), self.max_delay)
+        full = min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
         return full * (1.0 - self.jitter * rng())
 
 

@@ -16,8 +16,8 @@ import orjson
 from aiohttp import web
 
 from bot.errors import RequestTimeout, error_body
-from webhooks.appkeys import RECEIVER
 from webhooks.body import Busy, SignedBody
+from webhooks.deps import WEBHOOKS
 from webhooks.receiver import Receipt, Receiver
 
 routes = web.RouteTableDef()
@@ -28,7 +28,7 @@ BODY_STALL_SECONDS = 30.0  # as a fast lane's BODY_IDLE_SECONDS (steelframe.lane
 
 @routes.post(PATH)
 async def receive_webhook(request: web.Request) -> web.Response:
-    return await receive(request.app[RECEIVER], request)
+    return await receive(request.app[WEBHOOKS].receiver, request)
 
 
 async def receive(receiver: Receiver, request: web.Request) -> web.Response:
@@ -91,7 +91,7 @@ async def _stall_limit() -> AsyncIterator[None]:
 
 
 def direct_handler(receiver: Receiver) -> Callable[[web.Request], Awaitable[web.Response]]:
-    """The handler the server may call before routing (`bot.appkeys.DIRECT_ROUTES`): it
+    """The handler the server may call before routing (`http_edge.appkeys.DIRECT_ROUTES`): it
     carries its receiver, since `request.app` is set only by aiohttp's router."""
     return functools.partial(receive, receiver)
 
@@ -108,7 +108,7 @@ _JSON = {"Content-Type": "application/json; charset=utf-8"}
 
 
 class WebhookLane:
-    """This route on a fast lane (`steelframe.lanes`, declared in `bot.appkeys.LANE_ROUTES`):
+    """This route on a fast lane (`steelframe.lanes`, declared in `http_edge.appkeys.LANE_ROUTES`):
     the same receiver, fed by the lane's own HTTP instead of aiohttp's request objects."""
 
     request_line = f"POST {PATH} HTTP/1.1".encode("ascii")

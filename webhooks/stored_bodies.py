@@ -28,14 +28,16 @@ Stored = str | bytes
 def packed(dialect: str, body: str) -> Stored:
     """`body` as it is written on `dialect` (a SQLAlchemy dialect name)."""
     if dialect == "sqlite":
-        return lz4.block.compress(body.encode("utf-8"))
+        compressed: bytes = lz4.block.compress(body.encode("utf-8"))  # lz4 has no types
+        return compressed
     return body
 
 
 def unpacked(stored: Stored) -> str:
     """The text of a stored body, compressed or not."""
     if isinstance(stored, bytes):
-        return lz4.block.decompress(stored).decode("utf-8")
+        raw: bytes = lz4.block.decompress(stored)
+        return raw.decode("utf-8")
     return stored
 
 

@@ -18,7 +18,8 @@ from enum import StrEnum
 
 from bot.db import Database
 from webhooks.connection import dedicated_connection
-from webhooks.deliveries import DeliveryStatus, NewDelivery, insert_statements
+from webhooks.deliveries import DeliveryStatus, NewDelivery
+from webhooks.delivery_sql import insert_statements
 
 log = logging.getLogger("steelframe.webhooks")
 MAX_BATCH = 500

@@ -18,7 +18,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
-from bot.config import ConfigError, Secret
+from bot.config_values import ConfigError, Secret
 
 log = logging.getLogger(__name__)
 

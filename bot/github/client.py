@@ -21,7 +21,8 @@ from urllib.parse import quote, urlsplit
 
 import aiohttp
 
-from bot.config import Secret, Settings
+from bot.config import Settings
+from bot.config_values import Secret
 from bot.errors import BadRequest
 from bot.github.app_auth import (
     AppCredentials,

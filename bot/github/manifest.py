@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import aiohttp
 
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.errors import SteelframeError
 from bot.github.client import USER_AGENT
 from bot.github.transport import ACCEPT

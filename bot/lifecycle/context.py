@@ -1,10 +1,10 @@
-"""What a lifecycle job needs, built once per worker process by its entry point.
+"""What a lifecycle job needs, built once per worker process by the composition root.
 
 RQ job functions are enqueued with only a task id (the job is JSON in Redis). The
-worker's entry point (`steelframe worker`, `steelframe dev`, a test) builds one
-`LifecycleContext` from its settings and its environment and gives it to the worker, which
-hands it to every job it runs (`bot.lifecycle.worker`). Nothing here is process-global and
-nothing reads the environment: the entry point passes it in.
+composition root (`steelframe.composition.build_worker_context`, for `steelframe worker`,
+`steelframe dev` and tests) builds one `LifecycleContext` from its settings and its
+environment and gives it to the worker, which hands it to every job it runs
+(`bot.lifecycle.worker`). Nothing here is process-global and nothing reads the environment.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -26,10 +26,9 @@ from bot.db import Database
 from bot.events import OperatorEvents, RedisEventLog, watch_commits
 from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
 from bot.lifecycle.push_limit import PushLimits
-from bot.lifecycle.redact import Redactor, from_settings
+from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
-from bot.redis_auth import require_authenticated_redis
 
 DEFAULT_QUEUE = "steelframe-lifecycle"
 # Retry delays double from the configured base up to this cap.
@@ -163,56 +162,8 @@ def github_factory(settings: Settings, db: Database | None = None) -> GitHubFact
     return factory
 
 
-def build_context(
-    settings: Settings,
-    *,
-    environ: Mapping[str, str],
-    db: Database | None = None,
-    connection: redis.Redis | None = None,
-    github: GitHubFactory | None = None,
-    memory: Memory | bool | None = True,
-    clock: Clock = utcnow,
-    queue_name: str = DEFAULT_QUEUE,
-) -> LifecycleContext:
-    """Everything from settings; `memory=True` opens the installation's memory index.
-    `environ` is the worker's environment: the key variables the coding runtime is given
-    from it are secrets the logs must not show."""
-    if connection is None:
-        require_authenticated_redis(settings)  # before opening anything
-    database = db or Database.from_url(settings.database_url)
-    if memory is True:
-        from memory import Memory as MemoryIndex
-
-        memory = MemoryIndex.in_data_dir(settings.data_dir, database.session, clock=clock)
-    if connection is None:
-        if not settings.redis_url:
-            raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
-        connection = redis.Redis.from_url(settings.redis_url)
-    announce_commits(database, connection)
-    policy = LifecyclePolicy.from_settings(settings)
-    return LifecycleContext(
-        settings=settings,
-        db=database,
-        redis=connection,
-        github=github if github is not None else github_factory(settings, database),
-        policy=policy,
-        memory=memory or None,
-        clock=clock,
-        queue_name=queue_name,
-        pickup_labels=settings.pickup_labels,
-        redactor=_redactor(settings, policy, environ),
-    )
-
-
 def announce_commits(database: Database, connection: redis.Redis) -> None:
     """Task changes and results committed through `database` go to the operator events
     stream: every database a lifecycle process writes through needs this, or what it commits
     (a reconciler's repair, a result it delivers) never reaches the operators' screens."""
     watch_commits(database, OperatorEvents(RedisEventLog(connection), database))
-
-
-def _redactor(settings: Settings, policy: LifecyclePolicy, environ: Mapping[str, str]) -> Redactor:
-    """The settings' secrets and the values of every key variable the runtime is given."""
-    redactor = from_settings(settings, environ)
-    redactor.add(*(environ.get(name) for name in policy.sandbox.env_passthrough))
-    return redactor

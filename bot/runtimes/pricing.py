@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bot.config import ConfigError
+from bot.config_values import ConfigError
 
 PER_TOKENS = 1_000_000
 

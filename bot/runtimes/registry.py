@@ -11,7 +11,8 @@ from typing import Any
 
 import aiohttp
 
-from bot.config import AgentConfig, ConfigError, Secret, Settings
+from bot.config import AgentConfig, Settings
+from bot.config_values import ConfigError, Secret
 from bot.runtimes.anthropic import AnthropicRuntime
 from bot.runtimes.base import Runtime
 from bot.runtimes.command import CommandRuntime

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
-from bot.config import Secret
+from bot.config_values import Secret
 from bot.runtimes.base import RuntimeError_
 
 DEFAULT_CONNECT_TIMEOUT = 10.0

@@ -97,7 +97,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from steelframe.server import create_app
 
     settings = load_settings()
-    require_authenticated_redis(settings)  # before anything is opened (build_services again)
+    require_authenticated_redis(settings)  # before anything is opened (create_app checks again)
     configure_logging(settings)
     warn_unready(serving_checks(settings))
     host = args.host or settings.host

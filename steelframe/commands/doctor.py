@@ -16,7 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bot.config import ConfigError, Settings
+from bot.config import Settings
+from bot.config_values import ConfigError
 from bot.lifecycle.agents.installed import configured_problem, find_all
 from bot.serving_checks import (
     Check,

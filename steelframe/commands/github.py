@@ -109,7 +109,8 @@ def cmd_github_check(args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_list(args: argparse.Namespace) -> int:
-    from webhooks.deliveries import FAILED_STATUSES, DeliveryStatus, list_deliveries
+    from webhooks.deliveries import FAILED_STATUSES, DeliveryStatus
+    from webhooks.delivery_log import list_deliveries
 
     if args.status is not None and args.status not in set(DeliveryStatus):
         print(f"steelframe: unknown status {args.status!r}", file=sys.stderr)
@@ -132,7 +133,7 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
 
 
 def cmd_webhooks_replay(args: argparse.Namespace) -> int:
-    from webhooks.deliveries import Replay, failed_ids, requeue
+    from webhooks.delivery_log import Replay, failed_ids, requeue
 
     if bool(args.delivery_ids) == bool(args.failed):
         print("steelframe: give delivery ids or --failed (not both)", file=sys.stderr)

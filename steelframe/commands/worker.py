@@ -15,7 +15,7 @@ from typing import Any
 
 from bot import db as dbmod
 from bot.config import Settings
-from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, build_context
+from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
     RECONCILER_LEASE_SECONDS,
@@ -28,6 +28,7 @@ from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import coding_runtime_check, github_app_check
 from steelframe.cli import load_settings
+from steelframe.composition import build_worker_context
 from steelframe.logs import configure_logging
 
 log = logging.getLogger("steelframe.worker")
@@ -58,7 +59,7 @@ def _context(queue: str) -> LifecycleContext | None:
     if not settings.redis_url:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
-    ctx = build_context(settings, environ=os.environ, queue_name=queue)
+    ctx = build_worker_context(settings, environ=os.environ, queue_name=queue)
     ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
     print("steelframe: applying migrations ...", flush=True)
     dbmod.upgrade(ctx.db.engine)

@@ -14,14 +14,15 @@ import aiohttp
 import pytest
 
 from bot.config import Settings
-from bot.lifecycle.context import LifecycleContext, build_context, github_factory
+from bot.lifecycle.context import LifecycleContext, github_factory
 from bot.lifecycle.models import Task, TaskEvent
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.worker import InProcessWorker
+from steelframe.composition import build_worker_context
 from tests.conftest import ApiClient, GitHubSandbox
 from tests.fakes.sandbox import exchange_dir, sandbox_settings
-from webhooks.appkeys import PROCESSOR
+from webhooks.deps import WEBHOOKS
 
 PICKUP = "steelframe:work-on-this"
 DECISION = "<!-- steelframe-decision -->"
@@ -49,7 +50,7 @@ class Lifecycle:
         """Every webhook the sandbox sent has been delivered and processed."""
         for _ in range(3):
             await self.sandbox.settle()
-            await asyncio.wait_for(self.api.raw.app[PROCESSOR].drain(), 10)
+            await asyncio.wait_for(self.api.raw.app[WEBHOOKS].processor.drain(), 10)
 
     async def open_issue(
         self, title: str = "Make the widget blue", body: str = "It is red.", *, pickup: bool = True
@@ -166,7 +167,7 @@ async def start_lifecycle(
     api = await api_factory(settings)
     sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
     assert api.services.tasks is not None
-    ctx = build_context(
+    ctx = build_worker_context(
         settings,
         environ=os.environ,
         db=api.services.db,

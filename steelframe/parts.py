@@ -1,18 +1,15 @@
-"""The long-lived parts of one process, built once from settings and passed down.
-
-Entry points (`serve`, `dev`, `worker`, tests) call `build_services`; later packages attach
-their parts here (GitHub client, memory index, task queue) instead of creating globals.
+"""The long-lived parts of one web process, built once from settings by the composition
+root (`steelframe.composition`), which makes each shell's dependency object from them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import redis
+from aiohttp import web
 from sqlalchemy.exc import IntegrityError
 
 from bot import db as dbmod
@@ -22,7 +19,7 @@ from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
-from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.intents import GitHubIntentPolicy, IntentPolicy
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.operator_commands import OperatorCommands
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
@@ -37,17 +34,16 @@ from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
 from bot.lifecycle.budget_metrics import budget_collector
 from bot.lifecycle.metrics import lifecycle_collector
-from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
 from bot.lifecycle.tasks import task_for_issue
 from bot.metrics import Metrics
+from bot.readiness import Readiness
 from bot.redis_auth import require_authenticated_redis
 from bot.redis_clients import blocking_reader
 from bot.runtimes.base import Runtime
 from bot.runtimes.offline import OfflineRuntime
 from bot.runtimes.registry import build_runtime, check_runtime_settings
 from bot.runtimes.transport import SharedClient
-from bot.serving_checks import coding_runtime_check, sandbox_checks, serving_checks
 from bot.unanswered import Unanswered
 from memory import Memory
 
@@ -57,8 +53,12 @@ log = logging.getLogger(__name__)
 REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
-@dataclass
-class Services:
+@dataclass(frozen=True)
+class Parts:
+    """What one web process built, each part once: the composition root makes the shells'
+    dependency objects from them (steelframe.composition) and closes them at exit. No
+    handler sees this; each gets its shell's object."""
+
     settings: Settings
     db: dbmod.Database
     chat: ChatService
@@ -66,59 +66,24 @@ class Services:
     background: BackgroundTasks
     # The operator events stream (task changes, results, sessions): Redis streams or local.
     events: OperatorEvents
-    redis: redis.Redis | None = None
+    redis: redis.Redis | None
     # Session memory: chunk store + index (`memory.search`, `memory.add`) for every part.
-    memory: Memory | None = None
+    memory: Memory
     # The GitHub App client when APP_ID and a private key are configured (dev: the sandbox).
-    github: GitHubClient | None = None
+    github: GitHubClient | None
     # Set when a GitHub App (or the dev sandbox) is configured; None answers 503.
-    filing: FilingService | None = None
-    publisher: DecisionPublisher | None = None
+    filing: FilingService | None
+    publisher: DecisionPublisher | None
     # The task lifecycle (pickup, resume, terminate, board) when Redis is configured.
-    tasks: TaskService | None = None
-    model_http: SharedClient = field(default_factory=SharedClient)
-    metrics: Metrics = field(default_factory=Metrics)
+    tasks: TaskService | None
+    model_http: SharedClient
+    metrics: Metrics
     # Requests whose answer has not started; a started chat turn yields to them.
-    unanswered: Unanswered = field(default_factory=Unanswered)
-    extras: dict[str, Any] = field(default_factory=dict)
+    unanswered: Unanswered
 
-    async def health(self) -> dict[str, Any]:
-        database = await asyncio.to_thread(dbmod.ping, self.db.engine)
-        redis_ok: bool | None = None
-        if self.redis is not None:
-            redis_ok = await asyncio.to_thread(_redis_ping, self.redis)
-        return {
-            "database": database,
-            "redis": redis_ok,
-            "coding_sandbox": sandbox_status(self.settings),
-        }
-
-    async def readiness(self) -> dict[str, dict[str, Any]]:
-        """What this instance needs to serve, each {"ok", "detail"}: the database, Redis (when
-        configured), the memory index, the GitHub App settings serving needs. A failing one
-        makes /readyz answer 503 with why."""
-        health = await self.health()
-        checks: dict[str, dict[str, Any]] = {
-            "database": _check(
-                health["database"], "reachable", "unreachable: check STEELFRAME_DATABASE_URL"
-            ),
-        }
-        if health["redis"] is not None:
-            checks["redis"] = _check(
-                health["redis"], "reachable", "unreachable: check STEELFRAME_REDIS_URL"
-            )
-        if self.memory is not None:
-            checks["index"] = await asyncio.to_thread(_index_check, self.memory)
-        # The settings serving needs (each missing one a 503 reason), then the sandbox's
-        # findings (bot.serving_checks.SANDBOX_CHECKS) and the coding runtime, said only.
-        found = [
-            *serving_checks(self.settings),
-            *await asyncio.to_thread(sandbox_checks, self.settings),  # probes, cached
-            coding_runtime_check(self.settings),
-        ]
-        for check in found:
-            checks[check.name] = {"ok": check.ok, "detail": check.detail}
-        return checks
+    @property
+    def readiness(self) -> Readiness:
+        return Readiness(self.settings, self.db, self.redis, self.memory)
 
     async def close(self) -> None:
         await self.registry.close()
@@ -134,23 +99,7 @@ class Services:
         self.db.dispose()
 
 
-def _check(ok: bool, good: str, bad: str) -> dict[str, Any]:
-    return {"ok": bool(ok), "detail": good if ok else bad}
-
-
-def _index_check(memory: Memory) -> dict[str, Any]:
-    try:
-        stats = memory.stats()
-    except Exception as exc:  # any failure to read the index means not ready, with why
-        return {"ok": False, "detail": f"memory index unreadable: {type(exc).__name__}: {exc}"}
-    return {"ok": True, "detail": f"{stats['chunks']} chunks"}
-
-
-def _redis_ping(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.RedisError:
-        return False
+PARTS = web.AppKey("parts", Parts)
 
 
 def _sync_agents(database: dbmod.Database, settings: Settings, clock: Clock) -> None:
@@ -189,15 +138,16 @@ def default_runtime_factory(settings: Settings, http: SharedClient) -> RuntimeFa
     return build
 
 
-def build_services(
+def build_parts(
     settings: Settings,
     *,
     runtimes: RuntimeFactory | None = None,
     clock: Clock = utcnow,
     migrate: bool = True,
-) -> Services:
-    check_runtime_settings(settings)  # a bad model setting stops start-up, naming it
-    require_authenticated_redis(settings)
+) -> Parts:
+    """Every part, each constructed whole: Chat gets its GitHub-backed issue loader,
+    checkouts and policy at construction, not patched in afterwards."""
+    check_settings(settings)
     model_http = SharedClient(settings.model_connections, settings.model_connections_per_host)
     database = _open_database(settings, clock=clock, migrate=migrate)
     redis_client = redis.Redis.from_url(settings.redis_url) if settings.redis_url else None
@@ -208,6 +158,9 @@ def build_services(
     memory = _open_memory(settings, database, clock)
     unanswered = Unanswered()
     runtime_factory = runtimes or default_runtime_factory(settings, model_http)
+    github = _github_client(settings, database, metrics)
+    tasks = _task_service(settings, database, redis_client, github, metrics, clock)
+    github_parts = _github_parts(settings, database, github, tasks, clock)
     chat = ChatService(
         db=database,
         settings=settings,
@@ -224,13 +177,16 @@ def build_services(
                 model_search_words(runtime_factory) if settings.chat_model_search_words else None
             ),
         ),
+        policy=github_parts.policy if github_parts else None,
         summary_sinks=(chat_summary_sink(settings.agents),),
         locks=locks,
         events=events,
+        issues=github_parts.issues if github_parts else None,
+        checkouts=github_parts.checkouts if github_parts else None,
         clock=clock,
         unanswered=unanswered,
     )
-    services = Services(
+    return Parts(
         settings=settings,
         db=database,
         chat=chat,
@@ -239,16 +195,21 @@ def build_services(
         events=events,
         redis=redis_client,
         memory=memory,
-        github=_github_client(settings, database, metrics),
-        metrics=metrics,
+        github=github,
+        filing=github_parts.filing if github_parts else None,
+        publisher=github_parts.publisher if github_parts else None,
+        tasks=tasks,
         model_http=model_http,
+        metrics=metrics,
         unanswered=unanswered,
     )
-    if redis_client is not None:
-        _attach_lifecycle(services, redis_client, clock)
-    if services.github is not None:
-        _attach_github_intents(services, services.github, clock)
-    return services
+
+
+def check_settings(settings: Settings) -> None:
+    """What stops start-up before anything is opened: a bad model setting (naming it), a
+    remote Redis without a password."""
+    check_runtime_settings(settings)
+    require_authenticated_redis(settings)
 
 
 def _open_database(settings: Settings, *, clock: Clock, migrate: bool) -> dbmod.Database:
@@ -319,40 +280,62 @@ def _github_client(
     )
 
 
-def _attach_lifecycle(services: Services, redis_client: redis.Redis, clock: Clock) -> None:
+def _task_service(
+    settings: Settings,
+    database: dbmod.Database,
+    redis_client: redis.Redis | None,
+    github: GitHubClient | None,
+    metrics: Metrics,
+    clock: Clock,
+) -> TaskService | None:
     """The task lifecycle (it needs Redis for its queue) and its metrics."""
-    settings, database = services.settings, services.db
-    services.tasks = build_task_service(
+    if redis_client is None:
+        return None
+    metrics.add_collector(lifecycle_collector(database, redis_client))
+    metrics.add_collector(budget_collector(metrics, database, clock))
+    return build_task_service(
         db=database,
         connection=redis_client,
-        github=services.github,
+        github=github,
         pickup_labels=settings.pickup_labels,
         time_limit=settings.task_time_limit,
         clock=clock,
     )
-    services.metrics.add_collector(lifecycle_collector(database, redis_client))
-    services.metrics.add_collector(budget_collector(services.metrics, database, clock))
 
 
-def _attach_github_intents(services: Services, github: GitHubClient, clock: Clock) -> None:
+@dataclass(frozen=True)
+class _GitHubParts:
+    filing: FilingService
+    publisher: DecisionPublisher
+    policy: IntentPolicy
+    issues: IssueContextLoader
+    checkouts: ManagedCheckouts
+
+
+def _github_parts(
+    settings: Settings,
+    database: dbmod.Database,
+    github: GitHubClient | None,
+    tasks: TaskService | None,
+    clock: Clock,
+) -> _GitHubParts | None:
     """With a GitHub App, Chat's filing intents file for real (still only on request), its
     focused issue is read from GitHub and its checkouts are kept fresh."""
-    settings, database, chat = services.settings, services.db, services.chat
-    services.filing = FilingService(
-        db=database,
-        github=github,
-        tasks=services.tasks,
-        pickup_labels=settings.pickup_labels,
-        clock=clock,
+    if github is None:
+        return None
+    filing = FilingService(
+        db=database, github=github, tasks=tasks, pickup_labels=settings.pickup_labels, clock=clock
     )
-    services.publisher = DecisionPublisher(db=database, github=github, clock=clock)
-    chat.issues = IssueContextLoader(github)
-    chat.checkouts = ManagedCheckouts(
-        settings.data_dir / "checkouts",
-        github,
-        refresh_seconds=settings.checkout_refresh_seconds,
-    )
-    # The operator's typed commands ("publish it", ...) first, then the filing policy.
-    chat.policy = OperatorCommands(
-        GitHubIntentPolicy(services.filing), db=database, publisher=services.publisher
+    publisher = DecisionPublisher(db=database, github=github, clock=clock)
+    return _GitHubParts(
+        filing=filing,
+        publisher=publisher,
+        # The operator's typed commands ("publish it", ...) first, then the filing policy.
+        policy=OperatorCommands(GitHubIntentPolicy(filing), db=database, publisher=publisher),
+        issues=IssueContextLoader(github),
+        checkouts=ManagedCheckouts(
+            settings.data_dir / "checkouts",
+            github,
+            refresh_seconds=settings.checkout_refresh_seconds,
+        ),
     )

@@ -1,33 +1,22 @@
-"""Middlewares: request ids, domain errors to JSON, and unexpected errors to a bare 500."""
+"""The error middleware: a request id on every answer, domain and database errors as JSON
+with a message, aiohttp's own errors in the same shape, and unexpected ones a bare 500."""
 
 from __future__ import annotations
 
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
-from bot.appkeys import SERVICES
 from bot.db import is_lock_timeout
 from bot.errors import SteelframeError, TooManyRequests, error_body
 from bot.log_context import bind_id
+from http_edge.request_ids import REQUEST_ID, REQUEST_STARTED, request_id_for
 
 log = logging.getLogger("steelframe.http")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-REQUEST_ID = web.RequestKey("request_id", str)
-REQUEST_STARTED = web.RequestKey("request_started", float)  # time.monotonic() on arrival
-AWAITING_ANSWER = web.RequestKey("awaiting_answer", bool)  # counted in Services.unanswered
-# Its own generator: request ids never disturb (or depend on) the global `random` state.
-_REQUEST_IDS = random.Random()
-
-
-def request_id_for(sent: str) -> str:
-    """The request's id: the client's `X-Request-Id` (its first 64 characters), or a new
-    one. Not a secret, only a log correlation id: a PRNG draw, not a syscall per request."""
-    return sent[:64] or f"{_REQUEST_IDS.getrandbits(64):016x}"
 
 
 @web.middleware
@@ -81,25 +70,6 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     if not response.prepared:
         response.headers["X-Request-Id"] = request_id
     return response
-
-
-def awaiting_answer(request: web.Request) -> None:
-    """Count the request in `Services.unanswered` until `answered`."""
-    request.app[SERVICES].unanswered.arrived()
-    request[AWAITING_ANSWER] = True
-
-
-def answered(request: web.Request) -> None:
-    """The request's answer has started (or it ended without one): count it once."""
-    if request.get(AWAITING_ANSWER):
-        request[AWAITING_ANSWER] = False
-        request.app[SERVICES].unanswered.answered()
-
-
-async def on_response_prepare(request: web.Request, response: web.StreamResponse) -> None:
-    """aiohttp's signal as an answer's headers go out: a stream counts as answered at its
-    first byte, not when its last frame is written."""
-    answered(request)
 
 
 def _database_unavailable(

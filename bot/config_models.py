@@ -1,0 +1,83 @@
+"""The settings of the chat models: which runtime answers, its model, limits, prices and
+endpoints (docs/runtimes.md). One part of `bot.config.Settings`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from bot.config_values import (
+    RUNTIMES,
+    Secret,
+    parse_bool,
+    parse_float,
+    parse_json_list,
+    parse_json_object,
+    parse_non_negative_int,
+    parse_positive_int,
+    parse_runtime,
+    parse_secret,
+    parse_str,
+    setting,
+)
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which model answers Chat, and how it is reached."""
+
+    runtime: str = setting("STEELFRAME_RUNTIME", parse_runtime, "|".join(RUNTIMES), "offline")
+    model: str | None = setting("STEELFRAME_MODEL", parse_str, "model name for openai/anthropic")
+    fallbacks: list[Any] = setting(
+        "STEELFRAME_FALLBACKS", parse_json_list, "ordered fallback routes (JSON)", []
+    )
+    model_prices: dict[str, Any] = setting(
+        "STEELFRAME_MODEL_PRICES", parse_json_object, "USD per 1M tokens", {}
+    )
+    context_tokens: int = setting(
+        "STEELFRAME_CONTEXT_TOKENS", parse_positive_int, "context window", 32_000
+    )
+    chat_command: str | None = setting(
+        "STEELFRAME_CHAT_COMMAND", parse_str, "command runtime: the CLI to run"
+    )
+    model_context: dict[str, Any] = setting(
+        "STEELFRAME_MODEL_CONTEXT", parse_json_object, "context tokens by model", {}
+    )
+    model_timeout_seconds: float = setting(
+        "STEELFRAME_MODEL_TIMEOUT_SECONDS", parse_float, "idle model wait", 120.0
+    )
+    model_connections: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS",
+        parse_positive_int,
+        "model streams a process holds open at once",
+        1000,
+    )
+    model_connections_per_host: int = setting(
+        "STEELFRAME_MODEL_CONNECTIONS_PER_HOST",
+        parse_non_negative_int,
+        "at most this many to one provider host; 0: no cap",
+        0,
+    )
+    tool_rounds: int = setting(
+        "STEELFRAME_TOOL_ROUNDS", parse_non_negative_int, "repo tool rounds; 0=off", 4
+    )
+    thinking_tokens: int = setting(
+        "STEELFRAME_THINKING_TOKENS", parse_non_negative_int, "anthropic thinking", 0
+    )
+    openai_base_url: str = setting(
+        "OPENAI_BASE_URL", parse_str, "OpenAI-compatible base URL", "https://api.openai.com/v1"
+    )
+    openai_api_key: Secret | None = setting("OPENAI_API_KEY", parse_secret, "secret")
+    anthropic_base_url: str = setting(
+        "ANTHROPIC_BASE_URL", parse_str, "Anthropic base URL", "https://api.anthropic.com"
+    )
+    anthropic_api_key: Secret | None = setting("ANTHROPIC_API_KEY", parse_secret, "secret")
+    # -- grounding (bot/chat/retrieval.py, bot/chat/search_words.py) --
+    # Rounds 2 and 3 also search with words the model proposes: one short extra model call
+    # per turn (docs/memory.md). Off by default for that cost; the offline runtime never asks.
+    chat_model_search_words: bool = setting(
+        "STEELFRAME_CHAT_MODEL_SEARCH_WORDS",
+        parse_bool,
+        "ask the model for search words each turn (one short extra model call)",
+        False,
+    )

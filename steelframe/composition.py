@@ -1,0 +1,232 @@
+"""The composition root, for the web service and the worker: the one place parts are built.
+
+Web: `web_composition` is the app's first `cleanup_ctx`. At start-up it builds the process's
+parts (`steelframe.parts.build_parts`), then each shell's dependency object whole
+(`operator_api.deps.OperatorApi`, `webhooks.deps.Webhooks`, `web_gui.deps.Gui`) under its
+typed app key, starts what runs in the background, and at exit stops it all in reverse and
+closes the parts. Handlers reach only their own shell's object.
+
+Worker: `build_worker_context` builds the `LifecycleContext` a worker hands every job, once
+per process (`steelframe worker`; `steelframe dev` passes the web process's database, Redis
+and memory index as its overrides).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import timedelta
+from typing import Any
+
+import redis
+from aiohttp import web
+
+from bot.clock import Clock, utcnow
+from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
+from bot.db import Database
+from bot.lifecycle.context import (
+    DEFAULT_QUEUE,
+    LifecycleContext,
+    LifecyclePolicy,
+    announce_commits,
+    github_factory,
+)
+from bot.lifecycle.redact import Redactor, from_settings
+from bot.lifecycle.seams import GitHubFactory, Memory
+from bot.redis_auth import require_authenticated_redis
+from http_edge.appkeys import DIRECT_ROUTES, LANE_ROUTES, UNANSWERED
+from http_edge.credentials import AUTH_THROTTLE, auth_throttle
+from operator_api.deps import OPERATOR_API, OperatorApi
+from operator_api.tokens import TokenCache
+from steelframe.parts import PARTS, Parts, build_parts
+from web_gui.deps import GUI, Gui
+from webhooks import routes as webhook_routes
+from webhooks.deps import WEBHOOKS, Webhooks
+from webhooks.memory_sink import MemorySink
+from webhooks.metrics import delivery_collector
+from webhooks.processor import DeliveryProcessor
+from webhooks.receiver import Receiver
+from webhooks.router import build_router
+from webhooks.routing import WebhookContext
+from webhooks.writer import DeliveryWriter
+
+log = logging.getLogger(__name__)
+BACKGROUND_STOP_SECONDS = 5.0
+# Let the webhook batch in hand finish at exit; what is left stays `received` for the next start.
+SHUTDOWN_DRAIN_SECONDS = 5.0
+CleanupContext = Callable[[web.Application], AsyncIterator[None]]
+
+
+def web_composition(settings: Settings, **overrides: Any) -> CleanupContext:
+    """The web app's composition, as a cleanup context; `overrides` go to `build_parts`
+    (`runtimes=`, `clock=`, `migrate=`)."""
+
+    async def compose(app: web.Application) -> AsyncIterator[None]:
+        parts = build_parts(settings, **overrides)
+        app[PARTS] = parts
+        app[UNANSWERED] = parts.unanswered
+        app[AUTH_THROTTLE] = throttle = auth_throttle(settings)
+        app[OPERATOR_API] = operator_api(parts)
+        app[GUI] = Gui(settings=settings, db=parts.db)
+        hooks = app[WEBHOOKS] = webhooks(parts)
+        _serve_webhooks_early(app, hooks.receiver)
+        try:
+            async with _running_webhooks(parts, hooks), _running_chat(parts):
+                yield
+        finally:
+            await throttle.close()
+            await parts.close()
+
+    return compose
+
+
+def operator_api(parts: Parts) -> OperatorApi:
+    return OperatorApi(
+        settings=parts.settings,
+        db=parts.db,
+        chat=parts.chat,
+        registry=parts.registry,
+        events=parts.events,
+        metrics=parts.metrics,
+        readiness=parts.readiness,
+        tokens=TokenCache(parts.db),
+        tasks=parts.tasks,
+        filing=parts.filing,
+        publisher=parts.publisher,
+    )
+
+
+def webhooks(parts: Parts) -> Webhooks:
+    settings = parts.settings
+    router = build_router()
+    ctx = WebhookContext(
+        db=parts.db,
+        settings=settings,
+        clock=utcnow,
+        github=parts.github,
+        chunks=MemorySink(),
+        tasks=parts.tasks,
+        checkouts=parts.chat.checkouts,
+    )
+    writer = DeliveryWriter(parts.db)
+    processor = DeliveryProcessor(router, ctx, writer=writer)
+    secret = settings.webhook_secret.reveal() if settings.webhook_secret else None
+    receiver = Receiver(
+        secret=secret,
+        router=router,
+        writer=writer,
+        processor=processor,
+        clock=utcnow,
+        max_body=DEFAULT_WEBHOOK_MAX_BODY,
+    )
+    parts.metrics.add_collector(delivery_collector(parts.db, utcnow))
+    return Webhooks(db=parts.db, receiver=receiver, processor=processor, writer=writer)
+
+
+def _serve_webhooks_early(app: web.Application, receiver: Receiver) -> None:
+    """The webhook route, served before URL dispatch and middlewares as well
+    (steelframe.direct_routes) and, in its usual shape, before aiohttp's request machinery
+    (steelframe.lanes). Both are read when the server is made, after start-up."""
+    direct = webhook_routes.direct_handler(receiver)
+    app.setdefault(DIRECT_ROUTES, {})[("POST", webhook_routes.PATH)] = direct
+    lane = webhook_routes.WebhookLane(receiver)
+    app.setdefault(LANE_ROUTES, {})[lane.request_line] = lane
+
+
+@contextlib.asynccontextmanager
+async def _running_webhooks(parts: Parts, hooks: Webhooks) -> AsyncIterator[None]:
+    hooks.processor.start()  # its first sweep processes what a previous run left behind
+    if parts.github is not None:
+        parts.background.spawn(_load_identity(parts), name="github-identity")
+    try:
+        yield
+    finally:
+        await hooks.writer.close()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(hooks.processor.drain(), SHUTDOWN_DRAIN_SECONDS)
+        await hooks.processor.close()
+
+
+async def _load_identity(parts: Parts) -> None:
+    assert parts.github is not None
+    try:
+        identity = await parts.github.identity()
+        log.info("GitHub App %s (%s)", identity.slug, identity.bot_login)
+    except Exception as exc:  # the service runs without it; calls that need it retry
+        log.warning("could not load the GitHub App's identity: %s", exc)
+
+
+@contextlib.asynccontextmanager
+async def _running_chat(parts: Parts) -> AsyncIterator[None]:
+    chat = parts.chat
+    await chat.resume_pending_summaries()
+    # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
+    listener = asyncio.create_task(chat.locks.run_stop_listener(parts.registry.stop))
+    # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
+    sweeper = asyncio.create_task(
+        chat.summaries.run_idle_sweeps(
+            idle=timedelta(seconds=parts.settings.summary_idle_seconds), clock=chat.clock
+        )
+    )
+    try:
+        yield
+    finally:
+        for task in (listener, sweeper):
+            task.cancel()
+        # Bounded: shutdown must not hang on a background task stuck in a Redis read.
+        done, stuck = await asyncio.wait({listener, sweeper}, timeout=BACKGROUND_STOP_SECONDS)
+        for task in stuck:
+            log.warning("%s did not end within %ss", task.get_coro(), BACKGROUND_STOP_SECONDS)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:
+                log.warning("%s failed: %s", task.get_coro(), task.exception())
+
+
+def build_worker_context(
+    settings: Settings,
+    *,
+    environ: Mapping[str, str],
+    db: Database | None = None,
+    connection: redis.Redis | None = None,
+    github: GitHubFactory | None = None,
+    memory: Memory | bool | None = True,
+    clock: Clock = utcnow,
+    queue_name: str = DEFAULT_QUEUE,
+) -> LifecycleContext:
+    """Everything a worker's jobs need, from settings; `memory=True` opens the
+    installation's memory index. `environ` is the worker's environment: the key variables
+    the coding runtime is given from it are secrets the logs must not show."""
+    if connection is None:
+        require_authenticated_redis(settings)  # before opening anything
+    database = db or Database.from_url(settings.database_url)
+    if memory is True:
+        from memory import Memory as MemoryIndex
+
+        memory = MemoryIndex.in_data_dir(settings.data_dir, database.session, clock=clock)
+    if connection is None:
+        if not settings.redis_url:
+            raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
+        connection = redis.Redis.from_url(settings.redis_url)
+    announce_commits(database, connection)
+    policy = LifecyclePolicy.from_settings(settings)
+    return LifecycleContext(
+        settings=settings,
+        db=database,
+        redis=connection,
+        github=github if github is not None else github_factory(settings, database),
+        policy=policy,
+        memory=memory or None,
+        clock=clock,
+        queue_name=queue_name,
+        pickup_labels=settings.pickup_labels,
+        redactor=_redactor(settings, policy, environ),
+    )
+
+
+def _redactor(settings: Settings, policy: LifecyclePolicy, environ: Mapping[str, str]) -> Redactor:
+    """The settings' secrets and the values of every key variable the runtime is given."""
+    redactor = from_settings(settings, environ)
+    redactor.add(*(environ.get(name) for name in policy.sandbox.env_passthrough))
+    return redactor
