@@ -27,15 +27,25 @@ LIVE = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.WAITING_FOR_INF
 # Nothing moves a task out of these: its pull request is merged or closed.
 FINAL = frozenset({TaskState.MERGED, TaskState.CLOSED})
 FINISHED = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.TERMINATED, *FINAL})
-# A pull request's end reaches a task only in these states (a live run finishes first; a
-# task waiting for a person after failing CI may have its pull request merged by one).
-PULL_ENDABLE = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.WAITING_FOR_INFO})
+# A pull request's end reaches a task only in these states (a running run finishes first;
+# a task waiting for a person after failing CI, or queued for a review run, may have its
+# pull request merged by one: the queued run then finds the task final and does nothing).
+PULL_ENDABLE = frozenset(
+    {TaskState.DELIVERED, TaskState.FAILED, TaskState.WAITING_FOR_INFO, TaskState.QUEUED}
+)
 # Results that reach the chat session a task was filed from (spec: background results).
 CHAT_RESULTS = frozenset({TaskState.DELIVERED, TaskState.WAITING_FOR_INFO, TaskState.FAILED})
 
 TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     TaskState.QUEUED: frozenset(
-        {TaskState.RUNNING, TaskState.FAILED, TaskState.TERMINATED, TaskState.DELIVERED}
+        {
+            TaskState.RUNNING,
+            TaskState.FAILED,
+            TaskState.TERMINATED,
+            TaskState.DELIVERED,
+            TaskState.MERGED,  # its pull request merged while a review run was queued
+            TaskState.CLOSED,
+        }
     ),
     TaskState.RUNNING: frozenset(
         {
