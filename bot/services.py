@@ -22,12 +22,14 @@ from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
-from bot.chat.intents import GitHubIntentPolicy
+from bot.chat.intents import DraftOnlyPolicy, GitHubIntentPolicy, IntentPolicy
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.operator_commands import OperatorCommands
+from bot.chat.pipeline import RuntimeFactory, TurnParts, TurnPipeline
 from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.search_words import model_search_words
-from bot.chat.service import ChatService, RuntimeFactory
+from bot.chat.session_service import SessionService
+from bot.chat.summariser import Summariser
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
@@ -60,7 +62,9 @@ REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 class Services:
     settings: Settings
     db: dbmod.Database
-    chat: ChatService
+    # Chat: its turns (bot.chat.pipeline) and its sessions (bot.chat.session_service).
+    chat_turns: TurnPipeline
+    chat_sessions: SessionService
     registry: TurnRegistry
     background: BackgroundTasks
     # The operator events stream (task changes, results, sessions): Redis streams or local.
@@ -121,8 +125,8 @@ class Services:
 
     async def close(self) -> None:
         await self.registry.close()
-        await self.chat.writes.close()  # the writes of the turns just stopped
-        await self.chat.locks.close()
+        await self.chat_turns.close()  # the writes of the turns just stopped
+        await self.chat_turns.locks.close()
         await self.model_http.close()
         await self.background.close()
         await self.events.log.close()
@@ -207,12 +211,12 @@ def build_services(
     memory = _open_memory(settings, database, clock)
     unanswered = Unanswered()
     runtime_factory = runtimes or default_runtime_factory(settings, model_http)
-    chat = ChatService(
-        db=database,
-        settings=settings,
+    github = _github_client(settings, database, metrics)
+    tasks = _task_service(settings, database, redis_client, github, metrics, clock)
+    filing, publisher = _github_intents(settings, database, github, tasks, clock)
+    chat_github = _chat_github(settings, database, github, filing, publisher)
+    parts = TurnParts(
         runtimes=runtime_factory,
-        registry=registry,
-        background=background,
         grounder=MemoryGrounder(
             memory,
             background=background,
@@ -223,31 +227,56 @@ def build_services(
                 model_search_words(runtime_factory) if settings.chat_model_search_words else None
             ),
         ),
-        summary_sinks=(chat_summary_sink(settings.agents),),
+        policy=chat_github.policy,
         locks=locks,
         events=events,
+        issues=chat_github.issues,
+        checkouts=chat_github.checkouts,
+    )
+    chat_turns = TurnPipeline(
+        db=database,
+        settings=settings,
+        registry=registry,
+        parts=parts,
         clock=clock,
         unanswered=unanswered,
     )
-    services = Services(
+    summaries = Summariser(
+        db=database,
+        agents=settings.agents,
+        runtimes=runtime_factory,
+        background=background,
+        sinks=(chat_summary_sink(settings.agents),),
+        events=events,
+    )
+    chat_sessions = SessionService(
+        db=database,
+        agents=settings.agents,
+        registry=registry,
+        locks=locks,
+        summaries=summaries,
+        events=events,
+        issues=chat_github.issues,
+        clock=clock,
+    )
+    return Services(
         settings=settings,
         db=database,
-        chat=chat,
+        chat_turns=chat_turns,
+        chat_sessions=chat_sessions,
         registry=registry,
         background=background,
         events=events,
         redis=redis_client,
         memory=memory,
-        github=_github_client(settings, database, metrics),
+        github=github,
+        filing=filing,
+        publisher=publisher,
+        tasks=tasks,
         metrics=metrics,
         model_http=model_http,
         unanswered=unanswered,
     )
-    if redis_client is not None:
-        _attach_lifecycle(services, redis_client, clock)
-    if services.github is not None:
-        _attach_github_intents(services, services.github, clock)
-    return services
 
 
 def _open_database(settings: Settings, *, clock: Clock, migrate: bool) -> dbmod.Database:
@@ -318,39 +347,72 @@ def _github_client(
     )
 
 
-def _attach_lifecycle(services: Services, redis_client: redis.Redis, clock: Clock) -> None:
+def _task_service(
+    settings: Settings,
+    database: dbmod.Database,
+    redis_client: redis.Redis | None,
+    github: GitHubClient | None,
+    metrics: Metrics,
+    clock: Clock,
+) -> TaskService | None:
     """The task lifecycle (it needs Redis for its queue) and its metrics."""
-    settings, database = services.settings, services.db
-    services.tasks = build_task_service(
+    if redis_client is None:
+        return None
+    metrics.add_collector(lifecycle_collector(database, redis_client))
+    return build_task_service(
         db=database,
         connection=redis_client,
-        github=services.github,
+        github=github,
         pickup_labels=settings.pickup_labels,
         time_limit=settings.task_time_limit,
         clock=clock,
     )
-    services.metrics.add_collector(lifecycle_collector(database, redis_client))
 
 
-def _attach_github_intents(services: Services, github: GitHubClient, clock: Clock) -> None:
+def _github_intents(
+    settings: Settings,
+    database: dbmod.Database,
+    github: GitHubClient | None,
+    tasks: TaskService | None,
+    clock: Clock,
+) -> tuple[FilingService | None, DecisionPublisher | None]:
+    """With a GitHub App, filing and publishing (still only on the operator's request)."""
+    if github is None:
+        return None, None
+    filing = FilingService(
+        db=database, github=github, tasks=tasks, pickup_labels=settings.pickup_labels, clock=clock
+    )
+    return filing, DecisionPublisher(db=database, github=github, clock=clock)
+
+
+@dataclass(frozen=True)
+class _ChatGitHub:
+    """What Chat does with GitHub: its intents' policy, the focused issue, the checkouts."""
+
+    policy: IntentPolicy
+    issues: IssueContextLoader | None = None
+    checkouts: ManagedCheckouts | None = None
+
+
+def _chat_github(
+    settings: Settings,
+    database: dbmod.Database,
+    github: GitHubClient | None,
+    filing: FilingService | None,
+    publisher: DecisionPublisher | None,
+) -> _ChatGitHub:
     """With a GitHub App, Chat's filing intents file for real (still only on request), its
-    focused issue is read from GitHub and its checkouts are kept fresh."""
-    settings, database, chat = services.settings, services.db, services.chat
-    services.filing = FilingService(
-        db=database,
-        github=github,
-        tasks=services.tasks,
-        pickup_labels=settings.pickup_labels,
-        clock=clock,
-    )
-    services.publisher = DecisionPublisher(db=database, github=github, clock=clock)
-    chat.issues = IssueContextLoader(github)
-    chat.checkouts = ManagedCheckouts(
-        settings.data_dir / "checkouts",
-        github,
-        refresh_seconds=settings.checkout_refresh_seconds,
-    )
-    # The operator's typed commands ("publish it", ...) first, then the filing policy.
-    chat.policy = OperatorCommands(
-        GitHubIntentPolicy(services.filing), db=database, publisher=services.publisher
+    focused issue is read from GitHub and its checkouts are kept fresh; without one, Chat
+    only drafts."""
+    if github is None or filing is None or publisher is None:
+        return _ChatGitHub(policy=DraftOnlyPolicy())
+    return _ChatGitHub(
+        # The operator's typed commands ("publish it", ...) first, then the filing policy.
+        policy=OperatorCommands(GitHubIntentPolicy(filing), db=database, publisher=publisher),
+        issues=IssueContextLoader(github),
+        checkouts=ManagedCheckouts(
+            settings.data_dir / "checkouts",
+            github,
+            refresh_seconds=settings.checkout_refresh_seconds,
+        ),
     )

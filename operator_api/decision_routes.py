@@ -88,7 +88,7 @@ async def publish_decision(request: web.Request) -> web.Response:
     )
     cleared = await services.db.run(store.decision_published, operator, session_id=sid, issue=issue)
     if cleared is not None:
-        await services.chat.session_updated(operator, cleared)
+        await services.chat_sessions.session_updated(operator, cleared)
     return web.json_response(published.as_response())
 
 
@@ -142,5 +142,5 @@ async def file_pending(request: web.Request) -> web.Response:
     )
     if proposal is not None and sid is not None:
         await services.db.run(store.clear_pending, operator, sid, proposal.key)
-        await services.chat.session_updated(operator, sid)
+        await services.chat_sessions.session_updated(operator, sid)
     return web.json_response(filed.as_response(), status=201 if not filed.reused else 200)

@@ -100,13 +100,16 @@ def create_app(
     )
 
     async def lifecycle(app: web.Application) -> AsyncIterator[None]:
-        await built.chat.resume_pending_summaries()
+        await built.chat_sessions.resume_pending_summaries()
         # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
-        listener = asyncio.create_task(built.chat.locks.run_stop_listener(built.registry.stop))
+        listener = asyncio.create_task(
+            built.chat_turns.locks.run_stop_listener(built.registry.stop)
+        )
         # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
         sweeper = asyncio.create_task(
-            built.chat.summaries.run_idle_sweeps(
-                idle=timedelta(seconds=settings.summary_idle_seconds), clock=built.chat.clock
+            built.chat_sessions.summaries.run_idle_sweeps(
+                idle=timedelta(seconds=settings.summary_idle_seconds),
+                clock=built.chat_sessions.clock,
             )
         )
         yield

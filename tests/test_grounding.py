@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from sqlalchemy.exc import OperationalError
 
@@ -20,6 +21,7 @@ from bot.chat.retrieval import (
     untrusted,
 )
 from bot.config import FIELDS, AgentConfig, Settings
+from bot.contracts.chat import Frame
 from bot.db import Database, upgrade
 from memory import ChunkIn, Memory, add_chunk
 from memory.manifest import MANIFEST
@@ -47,8 +49,8 @@ class Frames:
     def __init__(self) -> None:
         self.frames: list[dict[str, Any]] = []
 
-    async def __call__(self, frame: dict[str, Any]) -> None:
-        self.frames.append(frame)
+    async def __call__(self, frame: Frame) -> None:
+        self.frames.append(msgspec.to_builtins(frame))  # as the stream carries it
 
     @property
     def texts(self) -> list[str]:

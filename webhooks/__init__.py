@@ -43,7 +43,7 @@ def setup(app: web.Application, services: Services) -> None:
         github=services.github,
         chunks=MemorySink(),
         tasks=services.tasks,
-        checkouts=services.chat.checkouts,
+        checkouts=services.chat_turns.checkouts,
     )
     writer = DeliveryWriter(services.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)

@@ -12,8 +12,9 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from bot.config import AgentConfig
+from bot.contracts.chat import Frame
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
+Emit = Callable[[Frame], Awaitable[None]]
 NO_SEMANTIC_HITS = "(no semantic hits)"
 # What a reply says first when memory does not answer the question (docs/memory.md,
 # Answerability); the offline runtime says it verbatim, a model is told to.

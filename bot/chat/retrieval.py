@@ -39,6 +39,7 @@ from bot.chat.search_words import SearchWords
 from bot.chat.summary import SessionSummary, SummarySink
 from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
+from bot.contracts.chat import StatusFrame
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
 from memory.answerability import Cover
 from memory.committed import CommittedMemory, read_related
@@ -183,7 +184,7 @@ class MemoryGrounder:
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = _reason(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
-            await emit({"type": "status", "text": "retrieve unavailable", "reason": reason})
+            await emit(StatusFrame(text="retrieve unavailable", reason=reason))
             return replace(
                 base,
                 available=False,
@@ -235,11 +236,10 @@ class MemoryGrounder:
         """No semantic hit: the most recent summaries instead, said so in the status line."""
         recent = _recent(prepared.recent)
         await emit(
-            {
-                "type": "status",
-                "text": f"{NO_SEMANTIC_HITS} · "
-                + _count(len(recent), "recent summary", "recent summaries"),
-            }
+            StatusFrame(
+                text=f"{NO_SEMANTIC_HITS} · "
+                + _count(len(recent), "recent summary", "recent summaries")
+            )
         )
         return replace(
             base,
@@ -273,12 +273,11 @@ class MemoryGrounder:
             turn, _select(_new(found, turn), room, self.floor), RoundQuery.WIDEN
         )
         await emit(
-            {
-                "type": "status",
-                "text": f"retrieve widen · {_count(len(added), 'new hit', 'new hits')}",
-                "query": RoundQuery.WIDEN.value,
-                "hits": len(added),
-            }
+            StatusFrame(
+                text=f"retrieve widen · {_count(len(added), 'new hit', 'new hits')}",
+                query=RoundQuery.WIDEN.value,
+                hits=len(added),
+            )
         )
         hits = await self._ordered(turn)
         widened = {
@@ -434,15 +433,14 @@ class MemoryGrounder:
         if detail.get("added_terms"):
             text += f" · expanded with {len(detail['added_terms'])} terms"
         await emit(
-            {
-                "type": "status",
-                "text": text,
-                "round": number,
-                "rounds": ROUNDS,
-                "query": kind.value,
-                "hits": hits,
-                "context": context,
-            }
+            StatusFrame(
+                text=text,
+                round=number,
+                rounds=ROUNDS,
+                query=kind.value,
+                hits=hits,
+                context=context,
+            )
         )
 
     async def _message_round(self, turn: _Turn) -> tuple[list[dict[str, Any]], dict[str, Any]]:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import (
     BindParameter,
@@ -32,6 +32,15 @@ from sqlalchemy.orm.util import identity_key
 
 from bot.chat.summary import mark_left
 from bot.clock import Clock, utcnow
+from bot.contracts.chat import (
+    Cleared,
+    History,
+    Message,
+    PendingProposal,
+    SessionDecision,
+    SessionSummary,
+)
+from bot.contracts.chat import Session as SessionView
 from bot.errors import NotFound
 from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
 
@@ -39,6 +48,7 @@ REASONING_CAP = 12_000
 HISTORY_IN_RESPONSE = 20
 PROMPT_HISTORY_TURNS = 40
 UNSET: Any = object()
+View = TypeVar("View", bound=SessionSummary)
 
 
 class SessionGone(Exception):
@@ -56,7 +66,11 @@ class Proposal:
     key: str
 
     def as_json(self) -> dict[str, str]:
+        """As the turn's stored metadata keeps it."""
         return {"title": self.title, "body": self.body, "kind": self.kind}
+
+    def view(self) -> PendingProposal:
+        return PendingProposal(title=self.title, body=self.body, kind=self.kind)
 
 
 @dataclass
@@ -70,7 +84,7 @@ class TurnSession:
     kind: str
     decision_body: str | None
     decision_issue: int | None
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
     created: bool = False
     pending: Proposal | None = None
 
@@ -396,7 +410,7 @@ def persist_turn(
     record: TurnRecord,
     *,
     clock: Clock = utcnow,
-) -> list[dict[str, Any]]:
+) -> list[Message]:
     """Write the user and assistant turns together; returns the two stored messages.
 
     Three plain statements (update the session, read its last seq, insert both messages)
@@ -555,7 +569,7 @@ def new_session(
     return row, previous_id
 
 
-def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> list[dict[str, Any]]:
+def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> list[SessionSummary]:
     operator = _operator(session, operator_id)
     counts = (
         select(ChatTurn.session_id, func.count().label("turns"))
@@ -577,17 +591,20 @@ def list_sessions(session: Session, operator_id: int, *, limit: int = 100) -> li
     ]
 
 
-def get_session(session: Session, operator_id: int, session_id: str) -> dict[str, Any]:
-    """The session with its messages and stored summary. Reading changes nothing."""
+def get_session(session: Session, operator_id: int, session_id: str) -> SessionView:
+    """The session with its messages and stored summary (`turn_in_flight` is the turn
+    registry's to say: None here). Reading changes nothing."""
     row = _owned(session, operator_id, session_id)
     active = _operator(session, operator_id).active_session_id == row.id
     messages = [turn_json(turn) for turn in row.turns]
-    return {**session_json(row, turns=len(messages), active=active), "messages": messages}
+    return session_view(
+        SessionView, row, turns=len(messages), active=active, messages=messages, turn_in_flight=None
+    )
 
 
 def open_session(
     session: Session, operator_id: int, session_id: str
-) -> tuple[dict[str, Any], str | None]:
+) -> tuple[SessionView, str | None]:
     """Reopen: pin the next message to this session. Returns it and the session the
     operator left by doing so when that one is due a summary."""
     row = _owned(session, operator_id, session_id)
@@ -598,14 +615,12 @@ def open_session(
     return get_session(session, operator_id, session_id), (left if due else None)
 
 
-def history(
-    session: Session, operator_id: int, *, session_id: str | None, limit: int
-) -> dict[str, Any]:
+def history(session: Session, operator_id: int, *, session_id: str | None, limit: int) -> History:
     """The last `limit` messages of the named session, else of the active one."""
     if session_id is None:
         row = _active(session, _operator(session, operator_id))
         if row is None:
-            return {"session": None, "messages": []}
+            return History(session=None, messages=[])
     else:
         row = _owned(session, operator_id, session_id)
     turns = session.scalars(
@@ -614,7 +629,7 @@ def history(
         .order_by(ChatTurn.seq.desc())
         .limit(limit)
     ).all()
-    return {"session": row.id, "messages": [turn_json(t) for t in reversed(turns)]}
+    return History(session=row.id, messages=[turn_json(t) for t in reversed(turns)])
 
 
 def delete_session(session: Session, operator_id: int, session_id: str) -> None:
@@ -626,55 +641,63 @@ def delete_session(session: Session, operator_id: int, session_id: str) -> None:
     session.delete(row)
 
 
-def clear_session(session: Session, operator_id: int, *, session_id: str | None) -> dict[str, Any]:
+def clear_session(session: Session, operator_id: int, *, session_id: str | None) -> Cleared:
     """Remove the messages (and drafts) of the named or active session; the session stays."""
     if session_id is None:
         row = _active(session, _operator(session, operator_id))
         if row is None:
-            return {"session": None, "cleared": 0}
+            return Cleared(session=None, cleared=0)
     else:
         row = _owned(session, operator_id, session_id)
     result = session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
     clear_decision(row)
     set_pending(row, None)
-    return {"session": row.id, "cleared": result.rowcount}  # type: ignore[attr-defined]
+    return Cleared(session=row.id, cleared=result.rowcount)  # type: ignore[attr-defined]
 
 
 def session_json(
     row: ChatSession, *, turns: int | None = None, active: bool = False
-) -> dict[str, Any]:
+) -> SessionSummary:
+    return session_view(SessionSummary, row, turns=turns, active=active)
+
+
+def session_view(
+    view: type[View], row: ChatSession, *, turns: int | None, active: bool, **more: Any
+) -> View:
+    """The session as `view` shows it: a summary, or with its messages (`more`)."""
     decision = None
     if row.decision_body and row.decision_issue is not None:
-        decision = {"body": row.decision_body, "issue": row.decision_issue}
-    return {
-        "id": row.id,
-        "title": row.title,
-        "kind": row.kind,
-        "agent": row.agent,
-        "focus": row.focus_issue,
-        "created_at": row.created_at.isoformat(),
-        "last_activity_at": row.last_activity_at.isoformat(),
-        "closed_at": row.closed_at.isoformat() if row.closed_at else None,
-        "summary": row.summary,
-        "summary_status": row.summary_status,
-        "decision": decision,
-        "pending": proposal.as_json() if (proposal := proposal_of(row)) else None,
-        "turns": turns,
-        "active": active,
-    }
+        decision = SessionDecision(body=row.decision_body, issue=row.decision_issue)
+    return view(
+        id=row.id,
+        title=row.title,
+        kind="discuss" if row.kind == SessionKind.DISCUSS else "chat",
+        agent=row.agent,
+        focus=row.focus_issue,
+        created_at=row.created_at.isoformat(),
+        last_activity_at=row.last_activity_at.isoformat(),
+        closed_at=row.closed_at.isoformat() if row.closed_at else None,
+        summary=row.summary,
+        summary_status=row.summary_status,
+        decision=decision,
+        pending=proposal.view() if (proposal := proposal_of(row)) else None,
+        turns=turns,
+        active=active,
+        **more,
+    )
 
 
-def turn_json(turn: ChatTurn) -> dict[str, Any]:
-    return {
-        "id": turn.id,
-        "seq": turn.seq,
-        "role": turn.role,
-        "content": turn.content,
-        "reasoning": turn.reasoning,
-        "intent": turn.intent,
-        "meta": turn.meta,
-        "created_at": turn.created_at.isoformat(),
-    }
+def turn_json(turn: ChatTurn) -> Message:
+    return Message(
+        id=turn.id,
+        seq=turn.seq,
+        role="user" if turn.role == Role.USER else "assistant",
+        content=turn.content,
+        reasoning=turn.reasoning,
+        intent=turn.intent,
+        meta=turn.meta,
+        created_at=turn.created_at.isoformat(),
+    )
 
 
 def decision_published(
