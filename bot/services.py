@@ -18,7 +18,6 @@ from sqlalchemy.exc import IntegrityError
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
-from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
@@ -30,6 +29,7 @@ from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
 from bot.chat.search_words import model_search_words
 from bot.chat.session_service import SessionService
 from bot.chat.summariser import Summariser
+from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher

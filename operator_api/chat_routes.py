@@ -8,8 +8,8 @@ from msgspec import Struct
 
 from bot.appkeys import SERVICES
 from bot.chat.pipeline import TurnPipeline, TurnRequest
+from bot.chat.session_rows import UNSET
 from bot.chat.session_service import SessionService
-from bot.chat.sessions import UNSET
 from bot.contracts.chat import Deleted, DoneFrame, ErrorFrame, Sessions, encode
 from bot.errors import BadRequest, NotFound, SteelframeError
 from operator_api.auth import OPERATOR_ID

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from bot.chat.sessions import UNSET
+from bot.chat.session_rows import UNSET
 from bot.errors import BadRequest, PayloadTooLarge
 from bot.params import bounded_int
 

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from bot.chat.grounding import NO_SEMANTIC_HITS, NOTHING_ANSWERS, Grounding, Verdict
+from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding, Verdict
 from bot.chat.ordering import asks_state, ordered
 from bot.chat.retrieval import (
     CHAT_FLOOR,
@@ -23,6 +23,7 @@ from bot.chat.retrieval import (
 from bot.config import FIELDS, AgentConfig, Settings
 from bot.contracts.chat import Frame
 from bot.db import Database, upgrade
+from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn, Memory, add_chunk
 from memory.manifest import MANIFEST
 from tests.conftest import ApiClient, read_sse

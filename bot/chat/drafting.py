@@ -6,14 +6,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from bot.chat import sessions as store
 from bot.chat.grounding import Verdict
 from bot.chat.inflight import Emit
 from bot.chat.prompt import messages, system_prompt
-from bot.chat.trailer import Trailer, TrailerFilter, split_reply
+from bot.chat.session_store import TurnSession
 from bot.chat.turn import Draft, TurnContext
 from bot.config import AgentConfig
 from bot.contracts.chat import DeltaFrame, StatusFrame, ThinkingFrame
+from bot.dialogue.trailer import Trailer, TrailerFilter, split_reply
 from bot.runtimes.base import (
     ContextBudget,
     Delta,
@@ -36,7 +36,7 @@ class Drafting:
 
     runtime: Runtime
     message: str
-    session: store.TurnSession
+    session: TurnSession
     agent: AgentConfig
     emit: Emit
 

@@ -16,9 +16,6 @@ from bot.contracts.chat import Frame
 
 Emit = Callable[[Frame], Awaitable[None]]
 NO_SEMANTIC_HITS = "(no semantic hits)"
-# What a reply says first when memory does not answer the question (docs/memory.md,
-# Answerability); the offline runtime says it verbatim, a model is told to.
-NOTHING_ANSWERS = "Session memory has nothing that answers this"
 
 
 class Verdict(StrEnum):

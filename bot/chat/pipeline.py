@@ -18,9 +18,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from bot.agents import resolve_agent
-from bot.chat import sessions as store
 from bot.chat.announce import announce
-from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import TurnLocks
 from bot.chat.drafting import Drafting, draft_once
 from bot.chat.grounding import Grounder, Grounding
@@ -35,14 +33,18 @@ from bot.chat.intents import (
 )
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.operator_commands import command_focus
+from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
-from bot.chat.titles import title_from_message
-from bot.chat.trailer import Trailer
+from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
+from bot.chat.session_store import TurnRecord, TurnSession, open_for_turn, persist_turn
 from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
+from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
 from bot.contracts.chat import DeltaFrame, DoneFrame, ErrorFrame, Message, StatusFrame
 from bot.db import Database
+from bot.dialogue.titles import title_from_message
+from bot.dialogue.trailer import Trailer
 from bot.errors import BadRequest, Conflict
 from bot.events import OperatorEvents, SessionChange
 from bot.group_commit import GroupCommit
@@ -72,7 +74,7 @@ class TurnRequest:
     message: str
     session_id: str | None = None
     agent: str | None = None
-    focus: Any = store.UNSET  # an issue, None (clear focus) or UNSET (keep)
+    focus: Any = UNSET  # an issue, None (clear focus) or UNSET (keep)
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,7 @@ class TurnPipeline:
         # Turns' session writes and their messages, committed together (SQLite: one writer).
         self.writes = GroupCommit(db)
         # Where each starting turn goes, read together with other turns' (bot.group_read).
-        self._placements = GroupRead(db, store.placements)
+        self._placements = GroupRead(db, placements)
         self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
 
     async def close(self) -> None:
@@ -135,7 +137,7 @@ class TurnPipeline:
             raise BadRequest("message is required", detail={"field": "message"})
         if request.agent is not None:
             resolve_agent(self.agents, request.agent)
-        handle = self.registry.reserve(turn_id=store.new_id(), operator_id=request.operator_id)
+        handle = self.registry.reserve(turn_id=new_id(), operator_id=request.operator_id)
         acquired = False
         try:
             holder = await self.locks.acquire(request.operator_id, handle.turn_id)
@@ -146,7 +148,7 @@ class TurnPipeline:
                     detail={"session": held.get("session") or None, "turn_id": holder or None},
                 )
             acquired = True
-            target = store.place_turn(
+            target = place_turn(
                 await self._placements.get((request.operator_id, request.session_id)),
                 session_id=request.session_id,
                 agent=request.agent,
@@ -172,9 +174,7 @@ class TurnPipeline:
             run=lambda running: self._run(running, request, target),
         )
 
-    async def _run(
-        self, handle: TurnHandle, request: TurnRequest, target: store.TurnTarget
-    ) -> None:
+    async def _run(self, handle: TurnHandle, request: TurnRequest, target: TurnTarget) -> None:
         with self.locks.keep(handle.operator_id, handle.turn_id):
             # The first frame goes out before any write: it names the session and the turn,
             # which are already decided (spec: the SSE stream starts with `status`).
@@ -193,17 +193,17 @@ class TurnPipeline:
                 await self._turn(handle, request, ts)
 
     async def _open(
-        self, handle: TurnHandle, request: TurnRequest, target: store.TurnTarget
-    ) -> store.TurnSession | None:
+        self, handle: TurnHandle, request: TurnRequest, target: TurnTarget
+    ) -> TurnSession | None:
         """Write the turn's session, batched with other turns' writes. A stop meanwhile lets
         the write land first, so a client told the turn stopped finds the session the first
         frame named. None (and an error frame) if the session was deleted since."""
         write = asyncio.ensure_future(
-            self.writes.run(store.open_for_turn, request.operator_id, target, clock=self.clock)
+            self.writes.run(open_for_turn, request.operator_id, target, clock=self.clock)
         )
         try:
             return await asyncio.shield(write)
-        except store.SessionGone:
+        except SessionGone:
             await handle.emit(SESSION_DELETED)
             return None
         except asyncio.CancelledError:
@@ -213,7 +213,7 @@ class TurnPipeline:
         finally:
             handle.opened.set()
 
-    async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: store.TurnSession) -> None:
+    async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: TurnSession) -> None:
         """Gather context, draft (with the citation check), apply the intent, persist,
         answer. A failure ends the turn with an error frame and writes nothing."""
         started = time.perf_counter()
@@ -248,11 +248,11 @@ class TurnPipeline:
             return
         change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
         await announce(self.events, request.operator_id, ts.id, change)
-        history = [*ts.history, *stored][-store.HISTORY_IN_RESPONSE :]
+        history = [*ts.history, *stored][-HISTORY_IN_RESPONSE:]
         await handle.emit(DoneFrame(response=finished.response(history)))
 
     async def _gather(
-        self, message: str, agent: AgentConfig, ts: store.TurnSession, emit: Emit
+        self, message: str, agent: AgentConfig, ts: TurnSession, emit: Emit
     ) -> TurnContext:
         """Retrieval, and the focused issue read from GitHub (neither ever fails the turn)."""
         grounding = clean_grounding(await self._ground(message, agent, ts.focus, emit))
@@ -298,7 +298,7 @@ class TurnPipeline:
         """Both messages and the session changes in one transaction; None (and an error
         frame) when the session was deleted meanwhile."""
         ts = finished.session
-        record = store.TurnRecord(
+        record = TurnRecord(
             turn_id=handle.turn_id,
             user_message=request.message,
             reply=finished.reply,
@@ -311,9 +311,9 @@ class TurnPipeline:
         )
         try:
             return await self.writes.run(
-                store.persist_turn, request.operator_id, ts.id, record, clock=self.clock
+                persist_turn, request.operator_id, ts.id, record, clock=self.clock
             )
-        except store.SessionGone:
+        except SessionGone:
             await handle.emit(SESSION_DELETED)
             return None
 
@@ -362,7 +362,7 @@ class TurnPipeline:
         self,
         request: TurnRequest,
         handle: TurnHandle,
-        ts: store.TurnSession,
+        ts: TurnSession,
         agent: AgentConfig,
         trailer: Trailer,
     ) -> IntentOutcome:

@@ -6,8 +6,8 @@ from functools import cache
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from bot.chat.blocks import untrusted
 from bot.chat.grounding import Grounding
-from bot.chat.retrieval import untrusted
 from bot.config import AgentConfig
 from bot.contracts.chat import Message
 from bot.runtimes.base import ChatMessage

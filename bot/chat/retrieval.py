@@ -28,7 +28,6 @@ from bot.background import BackgroundTasks
 from bot.chat.blocks import HEADER, committed_block, context_block, fallback_block, untrusted
 from bot.chat.grounding import (
     NO_SEMANTIC_HITS,
-    NOTHING_ANSWERS,
     Answerability,
     Emit,
     Grounding,
@@ -40,6 +39,7 @@ from bot.chat.summary import SessionSummary, SummarySink
 from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
 from bot.contracts.chat import StatusFrame
+from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkError, ChunkIn, ChunkSource, Hit, Memory, add_chunk, read_committed
 from memory.answerability import Cover
 from memory.committed import CommittedMemory, read_related

@@ -8,11 +8,12 @@ from __future__ import annotations
 import msgspec
 
 from bot.agents import resolve_agent
-from bot.chat import sessions as store
 from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
 from bot.chat.inflight import StopState, TurnRegistry
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.session_store import clear_session, delete_session, new_session, open_session
+from bot.chat.session_views import get_session, history, list_sessions, session_view
 from bot.chat.summariser import Summariser
 from bot.clock import Clock
 from bot.config import AgentConfig
@@ -80,7 +81,7 @@ class SessionService:
                     detail={"field": "issue", "repo": agent_config.repo},
                 )
         row, previous = await self.db.run(
-            store.new_session,
+            new_session,
             operator_id,
             agent=agent_config.name,
             title=title,
@@ -91,7 +92,7 @@ class SessionService:
         if previous is not None:
             await announce(self.events, operator_id, previous, SessionChange.UPDATED)
             self.summaries.spawn(previous)
-        return store.session_view(NewSession, row, turns=0, active=True, previous_session=previous)
+        return session_view(NewSession, row, turns=0, active=True, previous_session=previous)
 
     async def summarise(self, session_id: str) -> None:
         await self.summaries.summarise(session_id)
@@ -102,18 +103,18 @@ class SessionService:
 
     async def list_sessions(self, operator_id: int) -> list[SessionSummary]:
         await self._settled(operator_id)
-        return await self.db.run(store.list_sessions, operator_id)
+        return await self.db.run(list_sessions, operator_id)
 
     async def get_session(self, operator_id: int, session_id: str) -> Session:
         await self._settled(operator_id)
-        found = await self.db.run(store.get_session, operator_id, session_id)
+        found = await self.db.run(get_session, operator_id, session_id)
         running = await self.turn_in_flight(operator_id, session_id)
         return msgspec.structs.replace(found, turn_in_flight=running)
 
     async def open_session(self, operator_id: int, session_id: str) -> Session:
         """Reopen a session: the next message goes to it; the one left is summarised."""
         await self._settled(operator_id)
-        opened, left = await self.db.run(store.open_session, operator_id, session_id)
+        opened, left = await self.db.run(open_session, operator_id, session_id)
         if left is not None:
             self.summaries.spawn(left)
         running = await self.turn_in_flight(operator_id, session_id)
@@ -133,7 +134,7 @@ class SessionService:
 
     async def history(self, operator_id: int, *, session_id: str | None, limit: int) -> History:
         await self._settled(operator_id)
-        return await self.db.run(store.history, operator_id, session_id=session_id, limit=limit)
+        return await self.db.run(history, operator_id, session_id=session_id, limit=limit)
 
     async def delete_session(self, operator_id: int, session_id: str) -> None:
         """Delete a session; a turn running in it is stopped first (its model call too)."""
@@ -142,12 +143,12 @@ class SessionService:
         if running is not None and running.session_id == session_id:
             if (await self.registry.stop(operator_id)).state is StopState.FINISHING:
                 self._refuse_while_busy(operator_id, "delete its session")
-        await self.db.run(store.delete_session, operator_id, session_id)
+        await self.db.run(delete_session, operator_id, session_id)
         await announce(self.events, operator_id, session_id, SessionChange.DELETED)
 
     async def clear(self, operator_id: int, *, session_id: str | None) -> Cleared:
         self._refuse_while_busy(operator_id, "clear the conversation")
-        cleared = await self.db.run(store.clear_session, operator_id, session_id=session_id)
+        cleared = await self.db.run(clear_session, operator_id, session_id=session_id)
         if cleared.session is not None:
             await announce(self.events, operator_id, cleared.session, SessionChange.UPDATED)
         return cleared

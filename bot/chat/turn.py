@@ -1,8 +1,9 @@
 """The values one chat turn passes between its steps, and the shapes it stores and answers.
 
-`TurnPipeline` (bot.chat.pipeline) runs the steps (gather context, draft with the citation check, apply the
-intent, persist, answer); this module says what each step hands on: the context the model
-is given, a draft, and the finished turn the metadata and the ChatResponse are made from.
+`TurnPipeline` (bot.chat.pipeline) runs the steps (gather context, draft with the citation
+check, apply the intent, persist, answer); this module says what each step hands on: the
+context the model is given, a draft, and the finished turn the metadata and the ChatResponse
+are made from.
 """
 
 from __future__ import annotations
@@ -10,13 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.chat import sessions as store
+from bot.chat.blocks import context_block, fallback_block
 from bot.chat.grounding import Grounding, Verdict
 from bot.chat.intents import IntentOutcome
 from bot.chat.issue_context import IssueContext
-from bot.chat.retrieval import context_block, fallback_block
-from bot.chat.trailer import Trailer
+from bot.chat.proposals import Proposal
+from bot.chat.session_rows import REASONING_CAP, UNSET
+from bot.chat.session_store import TurnSession
 from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
+from bot.dialogue.trailer import Trailer
 from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
 
@@ -84,7 +87,7 @@ class Draft:
 class FinishedTurn:
     """Everything the stored metadata and the ChatResponse are made from."""
 
-    session: store.TurnSession
+    session: TurnSession
     turn_id: str
     draft: Draft
     outcome: IntentOutcome
@@ -100,16 +103,17 @@ class FinishedTurn:
         return without_markers(self.draft.reply) + self.outcome.reply_suffix
 
     @property
-    def pending(self) -> store.Proposal | None:
-        if self.outcome.pending is store.UNSET:
+    def pending(self) -> Proposal | None:
+        if self.outcome.pending is UNSET:
             return self.session.pending
         pending = self.outcome.pending
-        return pending if isinstance(pending, store.Proposal) else None
+        return pending if isinstance(pending, Proposal) else None
 
     @property
     def decision(self) -> tuple[str, int] | None:
-        if self.outcome.decision is not store.UNSET:
-            return self.outcome.decision
+        decision = self.outcome.decision
+        if decision is not UNSET:
+            return decision if isinstance(decision, tuple) else None
         ts = self.session
         return (
             (ts.decision_body, ts.decision_issue)
@@ -163,7 +167,7 @@ class FinishedTurn:
             retrieved=grounding.hits,
             retrieval_available=grounding.available,
             memory_verdict=MEMORY_VERDICTS[grounding.verdict],
-            reasoning=self.draft.reasoning[: store.REASONING_CAP],
+            reasoning=self.draft.reasoning[:REASONING_CAP],
             model=self.model,
             usage=self.draft.usage,
             decision_body=decision[0] if decision else None,
