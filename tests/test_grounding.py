@@ -10,16 +10,11 @@ import msgspec
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from bot.chat.blocks import untrusted
 from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding, Verdict
 from bot.chat.ordering import asks_state, ordered
-from bot.chat.retrieval import (
-    CHAT_FLOOR,
-    RELATIVE_MARGIN,
-    ROUNDS,
-    STRONG_SCORE,
-    MemoryGrounder,
-    untrusted,
-)
+from bot.chat.retrieval import MemoryGrounder
+from bot.chat.retrieval_hits import CHAT_FLOOR, RELATIVE_MARGIN, ROUNDS, STRONG_SCORE
 from bot.config import FIELDS, AgentConfig, Settings
 from bot.contracts.chat import Frame
 from bot.db import Database, upgrade
