@@ -12,7 +12,7 @@ from typing import Any
 
 from bot.background import BackgroundTasks
 from bot.chat.blocks import committed_block, fallback_block
-from bot.chat.grounding import NO_SEMANTIC_HITS, Answerability, Emit, Grounding
+from bot.chat.grounding import NO_SEMANTIC_HITS, Answerability, Grounding
 from bot.chat.retrieval_hits import (
     HIT_TEXT_CHARS,
     RECENCY_LIMIT,
@@ -23,7 +23,7 @@ from bot.chat.retrieval_hits import (
     reason_of,
 )
 from bot.config import AgentConfig
-from bot.contracts.chat import StatusFrame
+from bot.contracts.chat import Emit, StatusFrame
 from memory import Hit, Memory, read_committed
 from memory.committed import CommittedMemory, read_related
 

@@ -7,12 +7,11 @@ import time
 from dataclasses import dataclass
 
 from bot.chat.grounding import Verdict
-from bot.chat.inflight import Emit
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.session_store import TurnSession
 from bot.chat.turn import Draft, TurnContext
 from bot.config import AgentConfig
-from bot.contracts.chat import DeltaFrame, StatusFrame, ThinkingFrame
+from bot.contracts.chat import DeltaFrame, Emit, StatusFrame, ThinkingFrame
 from bot.dialogue.trailer import Trailer, TrailerFilter, split_reply
 from bot.runtimes.base import (
     ContextBudget,

@@ -6,15 +6,13 @@ memory); `NoGrounding` is used where no memory is wired (it retrieves nothing an
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 from bot.config import AgentConfig
-from bot.contracts.chat import Frame
+from bot.contracts.chat import Emit
 
-Emit = Callable[[Frame], Awaitable[None]]
 NO_SEMANTIC_HITS = "(no semantic hits)"
 
 

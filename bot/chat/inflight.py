@@ -30,7 +30,6 @@ from bot.errors import Conflict
 
 log = logging.getLogger(__name__)
 DEFAULT_LINGER_SECONDS = 120.0
-Emit = Callable[[Frame], Awaitable[None]]
 
 
 @dataclass

@@ -22,7 +22,7 @@ from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
 from bot.chat.drafting import Drafting, draft_once
 from bot.chat.grounding import Grounder, Grounding
-from bot.chat.inflight import Emit, TurnHandle, TurnRegistry
+from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import (
     IntentContext,
     IntentOutcome,
@@ -41,7 +41,7 @@ from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
-from bot.contracts.chat import DeltaFrame, DoneFrame, ErrorFrame, Message, StatusFrame
+from bot.contracts.chat import DeltaFrame, DoneFrame, Emit, ErrorFrame, Message, StatusFrame
 from bot.db import Database
 from bot.dialogue.titles import title_from_message
 from bot.dialogue.trailer import Trailer

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
-from bot.contracts.chat import Frame, StatusFrame
+from bot.contracts.chat import Emit, StatusFrame
 
 # Nothing is said for a wait shorter than this; then a frame every TICK_SECONDS.
 QUIET_SECONDS = 0.3
@@ -18,7 +18,7 @@ TICK_SECONDS = 1.0
 
 @contextlib.asynccontextmanager
 async def progress_while(
-    emit: Callable[[Frame], Awaitable[None]],
+    emit: Emit,
     doing: str,
     *,
     quiet: float = QUIET_SECONDS,

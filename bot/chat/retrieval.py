@@ -35,7 +35,6 @@ from bot.chat.committed_context import (
 )
 from bot.chat.grounding import (
     Answerability,
-    Emit,
     Grounding,
     Verdict,
 )
@@ -66,7 +65,7 @@ from bot.chat.retrieval_hits import (
 from bot.chat.search_words import SearchWords
 from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
-from bot.contracts.chat import StatusFrame
+from bot.contracts.chat import Emit, StatusFrame
 from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkSource, Hit, Memory
 from memory.feedback import Expansion

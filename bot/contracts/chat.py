@@ -14,6 +14,7 @@ This module imports nothing of ours: every layer may use it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Literal
 
 import msgspec
@@ -114,6 +115,8 @@ class ErrorFrame(_Frame, frozen=True, tag="error"):
 
 
 Frame = StatusFrame | ThinkingFrame | DeltaFrame | DoneFrame | ErrorFrame
+# Where a turn's steps send their frames (its TurnHandle numbers and streams them).
+Emit = Callable[[Frame], Awaitable[None]]
 FRAME_TYPES: tuple[type[_Frame], ...] = (
     StatusFrame,
     ThinkingFrame,
