@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
-.PHONY: run tui doctor desktop test lint bench clean
+.PHONY: run tui doctor desktop test lint bench clean wire
 
 $(RUNTIME_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing steelframe (first run takes a minute)"
@@ -45,6 +45,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
+
+# The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py
+# (tests/test_chat_wire.py fails while they are stale).
+wire: $(RUNTIME_STAMP)
+	$(BIN)/python -m bot.contracts.chat_wire
 
 # Three test processes (pytest-xdist): most tests wait on real processes, not the CPU.
 # `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.

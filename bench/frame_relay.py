@@ -18,10 +18,11 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from bot.chat.frames import MAX_FRAMES, PREFIX, RedisFrameRelay, _Outgoing
+from bot.chat.frames import MAX_FRAMES, PREFIX, NumberedFrame, RedisFrameRelay, _Outgoing
+from bot.contracts.chat import DeltaFrame
 
 SIZES = (1, 4, 32, 1000)
-FRAME = {"id": 12, "type": "delta", "text": "a token or two"}
+FRAME = DeltaFrame(text="a token or two", draft=1)
 
 
 class PipelinedRelay(RedisFrameRelay):
@@ -39,7 +40,8 @@ class PipelinedRelay(RedisFrameRelay):
 async def cpu_per_frame(relay: RedisFrameRelay, size: int, frames: int) -> float:
     async def batch() -> None:
         await asyncio.gather(
-            *(relay.publish(n, f"bench-{n}", "s", dict(FRAME)) for n in range(size))
+            # numbered (and so encoded) per frame, as a turn does before it publishes
+            *(relay.publish(n, f"bench-{n}", "s", NumberedFrame.of(12, FRAME)) for n in range(size))
         )
 
     for _ in range(max(3, 100 // size)):  # connections made, script loaded

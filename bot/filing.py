@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from bot.chat.titles import issue_title
 from bot.clock import Clock, utcnow
 from bot.db import Database
+from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest
 from bot.filing_source import FilingClient, current_client, source_label_of
 from bot.idempotency import run_once

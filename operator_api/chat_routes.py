@@ -1,14 +1,16 @@
-"""/api/operator/chat*: thin handlers over bot.chat.service.ChatService."""
+"""/api/operator/chat*: thin handlers over Chat's turn pipeline (bot.chat.pipeline) and its
+session service (bot.chat.session_service)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
+from msgspec import Struct
 
-from bot.chat.service import ChatService, TurnRequest
-from bot.chat.sessions import UNSET
+from bot.chat.pipeline import TurnPipeline, TurnRequest
+from bot.chat.session_rows import UNSET
+from bot.chat.session_service import SessionService
 from bot.chat.unseen import mark_seen
+from bot.contracts.chat import Deleted, DoneFrame, ErrorFrame, Sessions, encode
 from bot.errors import BadRequest, NotFound, SteelframeError
 from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.answers import answered
@@ -39,8 +41,12 @@ class TurnFailed(SteelframeError):
         self.code = f"turn_{reason}"
 
 
-def _chat(request: web.Request) -> ChatService:
-    return request.app[OPERATOR_API].chat
+def _turns(request: web.Request) -> TurnPipeline:
+    return request.app[OPERATOR_API].chat_turns
+
+
+def _sessions(request: web.Request) -> SessionService:
+    return request.app[OPERATOR_API].chat_sessions
 
 
 async def _turn_request(request: web.Request) -> TurnRequest:
@@ -65,6 +71,11 @@ async def _turn_request(request: web.Request) -> TurnRequest:
     )
 
 
+def _json(answer: Struct, *, status: int = 200) -> web.Response:
+    """A chat contract as the response body (bot.contracts.chat)."""
+    return web.Response(body=encode(answer), status=status, content_type="application/json")
+
+
 def _bad(message: str, field: str) -> BadRequest:
     return BadRequest(message, detail={"field": field})
 
@@ -76,17 +87,17 @@ def _bad(message: str, field: str) -> BadRequest:
     body=ref("ChatRequest"),
 )
 async def chat_blocking(request: web.Request) -> web.Response:
-    handle = await _chat(request).start_turn(await _turn_request(request))
+    handle = await _turns(request).start_turn(await _turn_request(request))
     # From here it waits on its own turn, not on the service: no turn should yield to it.
     answered(request)
-    final: dict[str, Any] = {}
+    final = None
     async for frame in handle.subscribe():
-        if frame is not None and frame["type"] in ("done", "error"):
-            final = frame
-    if final.get("type") == "done":
-        return web.json_response(final["response"])
-    reason = final.get("reason", "internal")
-    raise TurnFailed(final.get("error", "the turn failed"), reason, handle.session_id)
+        if frame is not None and frame.terminal:
+            final = frame.frame
+    if isinstance(final, DoneFrame):
+        return _json(final.response)
+    failed = final if isinstance(final, ErrorFrame) else ErrorFrame(error="the turn failed")
+    raise TurnFailed(failed.error, failed.reason or "internal", handle.session_id)
 
 
 @endpoints.post(
@@ -96,7 +107,7 @@ async def chat_blocking(request: web.Request) -> web.Response:
     body=ref("ChatRequest"),
 )
 async def chat_stream(request: web.Request) -> web.StreamResponse:
-    handle = await _chat(request).start_turn(await _turn_request(request))
+    handle = await _turns(request).start_turn(await _turn_request(request))
     heartbeat = request.app[OPERATOR_API].settings.heartbeat_seconds
     return await stream_turn(request, handle, after=0, heartbeat=heartbeat)
 
@@ -152,10 +163,10 @@ async def chat_resume(request: web.Request) -> web.StreamResponse:
 async def chat_history(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", default=50, maximum=500)
     raw = request.query.get("session")
-    result = await _chat(request).history(
+    result = await _sessions(request).history(
         request[OPERATOR_ID], session_id=session_id(raw) if raw else None, limit=limit
     )
-    return web.json_response(result)
+    return _json(result)
 
 
 @endpoints.post(
@@ -164,7 +175,7 @@ async def chat_history(request: web.Request) -> web.Response:
     {"200": json_body(ref("StopResult")), **errors(401)},
 )
 async def chat_stop(request: web.Request) -> web.Response:
-    return web.json_response(await _chat(request).stop(request[OPERATOR_ID]))
+    return _json(await _sessions(request).stop(request[OPERATOR_ID]))
 
 
 @endpoints.post(
@@ -180,10 +191,10 @@ async def chat_clear(request: web.Request) -> web.Response:
     )
     reject_unknown(data, {"session"})
     raw = optional_str(data, "session", max_length=64)
-    result = await _chat(request).clear(
+    result = await _sessions(request).clear(
         request[OPERATOR_ID], session_id=session_id(raw) if raw else None
     )
-    return web.json_response(result)
+    return _json(result)
 
 
 @endpoints.get(
@@ -192,7 +203,7 @@ async def chat_clear(request: web.Request) -> web.Response:
     {"200": json_body(ref("Sessions")), **errors(401)},
 )
 async def chat_sessions(request: web.Request) -> web.Response:
-    return web.json_response({"sessions": await _chat(request).list_sessions(request[OPERATOR_ID])})
+    return _json(Sessions(await _sessions(request).list_sessions(request[OPERATOR_ID])))
 
 
 @endpoints.post(
@@ -210,13 +221,13 @@ async def chat_new(request: web.Request) -> web.Response:
     reject_unknown(data, {"title", "issue", "agent"})
     issue = optional_issue(data, "issue")
     title = optional_str(data, "title", max_length=200)
-    session = await _chat(request).new_session(
+    session = await _sessions(request).new_session(
         request[OPERATOR_ID],
         title=title.strip() if title and title.strip() else None,
         issue=None if issue is UNSET else issue,
         agent=optional_str(data, "agent", max_length=100),
     )
-    return web.json_response(session, status=201)
+    return _json(session, status=201)
 
 
 @endpoints.get(
@@ -227,7 +238,7 @@ async def chat_new(request: web.Request) -> web.Response:
 )
 async def chat_session_get(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
-    return web.json_response(await _chat(request).get_session(request[OPERATOR_ID], sid))
+    return _json(await _sessions(request).get_session(request[OPERATOR_ID], sid))
 
 
 @endpoints.post(
@@ -243,7 +254,7 @@ async def chat_session_open(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
     data = await read_json(request, limit=1024, required=False)
     reject_unknown(data, set())
-    return web.json_response(await _chat(request).open_session(request[OPERATOR_ID], sid))
+    return _json(await _sessions(request).open_session(request[OPERATOR_ID], sid))
 
 
 @endpoints.post(
@@ -259,7 +270,7 @@ async def chat_session_seen(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
     reject_unknown(await read_json(request, limit=1024, required=False), set())
     api = request.app[OPERATOR_API]
-    return web.json_response(await api.db.run(mark_seen, request[OPERATOR_ID], sid))
+    return _json(await api.db.run(mark_seen, request[OPERATOR_ID], sid))
 
 
 @endpoints.delete(
@@ -270,5 +281,5 @@ async def chat_session_seen(request: web.Request) -> web.Response:
 )
 async def chat_session_delete(request: web.Request) -> web.Response:
     sid = session_id(request.match_info["session"])
-    await _chat(request).delete_session(request[OPERATOR_ID], sid)
-    return web.json_response({"deleted": sid})
+    await _sessions(request).delete_session(request[OPERATOR_ID], sid)
+    return _json(Deleted(sid))

@@ -7,7 +7,8 @@ from typing import Any
 from aiohttp import web
 
 from bot.agents import resolve_agent
-from bot.chat import sessions as store
+from bot.chat.proposals import clear_pending, decision_published, take_pending
+from bot.chat.session_views import agent_of
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -72,7 +73,7 @@ async def publish_decision(request: web.Request) -> web.Response:
     raw_session = optional_str(data, "session_id", max_length=64)
     sid = session_id(raw_session, "session_id") if raw_session else None
     operator = request[OPERATOR_ID]
-    agent = await api.db.run(store.agent_of, operator, sid)
+    agent = await api.db.run(agent_of, operator, sid)
     if api.publisher is None:
         raise Unavailable("the GitHub App is not configured: nothing can be published")
     published = await api.publisher.publish(
@@ -82,9 +83,9 @@ async def publish_decision(request: web.Request) -> web.Response:
         operator_id=operator,
         request_key=_request_key(request, data),
     )
-    cleared = await api.db.run(store.decision_published, operator, session_id=sid, issue=issue)
+    cleared = await api.db.run(decision_published, operator, session_id=sid, issue=issue)
     if cleared is not None:
-        await api.chat.session_updated(operator, cleared)
+        await api.chat_sessions.session_updated(operator, cleared)
     return web.json_response(published.as_response())
 
 
@@ -111,7 +112,7 @@ async def file_pending(request: web.Request) -> web.Response:
     title = optional_str(data, "title", max_length=300)
     body = optional_str(data, "body", max_length=api.settings.chat_max_body)
     operator = request[OPERATOR_ID]
-    held = await api.db.run(store.take_pending, operator, session_id=sid)
+    held = await api.db.run(take_pending, operator, session_id=sid)
     proposal = held[1] if held is not None and not (title and title.strip()) else None
     if proposal is None and not (title and title.strip()):
         raise BadRequest(
@@ -121,7 +122,7 @@ async def file_pending(request: web.Request) -> web.Response:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")
     if held is not None and proposal is not None:
         sid = held[0]
-    agent = await api.db.run(store.agent_of, operator, sid)
+    agent = await api.db.run(agent_of, operator, sid)
     if proposal is not None:
         # The proposal's own key: a confirmation in words or a second click files nothing more.
         key, kind = proposal.key, FilingKind(proposal.kind)
@@ -138,6 +139,6 @@ async def file_pending(request: web.Request) -> web.Response:
         origin_session=sid,
     )
     if proposal is not None and sid is not None:
-        await api.db.run(store.clear_pending, operator, sid, proposal.key)
-        await api.chat.session_updated(operator, sid)
+        await api.db.run(clear_pending, operator, sid, proposal.key)
+        await api.chat_sessions.session_updated(operator, sid)
     return web.json_response(filed.as_response(), status=201 if not filed.reused else 200)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from aiohttp import web
 
 from bot.chat.inflight import TurnRegistry
-from bot.chat.service import ChatService
+from bot.chat.pipeline import TurnPipeline
+from bot.chat.session_service import SessionService
 from bot.config import Settings
 from bot.db import Database
 from bot.decisions import DecisionPublisher
@@ -24,7 +25,8 @@ from operator_api.tokens import TokenCache
 class OperatorApi:
     settings: Settings
     db: Database
-    chat: ChatService
+    chat_turns: TurnPipeline
+    chat_sessions: SessionService
     registry: TurnRegistry
     events: OperatorEvents
     metrics: Metrics

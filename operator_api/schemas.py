@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
+from bot.contracts import chat
+
 NULLABLE_STR = {"type": ["string", "null"]}
 NULLABLE_INT = {"type": ["integer", "null"]}
 
@@ -39,183 +43,28 @@ def request_object(properties: dict[str, Any], *, required: tuple[str, ...] = ()
     return {**schema, "additionalProperties": False, "properties": properties}
 
 
+def _any_json(kind: type) -> dict[str, Any]:
+    """msgspec's schema hook: a value we pass through unread (bot.contracts.chat.JsonObject)."""
+    if kind is object:
+        return {"description": "any JSON value"}
+    raise NotImplementedError
+
+
 def _chat_schemas() -> dict[str, Any]:
-    message = exact(
-        {
-            "id": {"type": "string"},
-            "seq": {"type": "integer"},
-            "role": {"enum": ["user", "assistant"]},
-            "content": {"type": "string"},
-            "reasoning": NULLABLE_STR,
-            "intent": NULLABLE_STR,
-            "meta": {"type": ["object", "null"]},
-            "created_at": {"type": "string"},
-        }
+    """Chat's components, generated from its Structs (bot.contracts.chat): the frames of a
+    turn's stream (`Frame`, a union on `type`), the ChatResponse, messages and sessions."""
+    (frame, *_), components = msgspec.json.schema_components(
+        (chat.Frame, *chat.RESPONSE_TYPES),
+        ref_template="#/components/schemas/{name}",
+        schema_hook=_any_json,
     )
-    session_fields: dict[str, Any] = {
-        "id": {"type": "string"},
-        "title": NULLABLE_STR,
-        "label": {
-            "type": "string",
-            "description": "what a sidebar shows: the subject a filing asked for, else the "
-            "title, else the summary's first sentence (bot/chat/session_label.py)",
-        },
-        "kind": {"enum": ["chat", "discuss"]},
-        "agent": {"type": "string"},
-        "focus": NULLABLE_INT,
-        "created_at": {"type": "string"},
-        "last_activity_at": {"type": "string"},
-        "closed_at": NULLABLE_STR,
-        "summary": NULLABLE_STR,
-        "summary_status": {"type": "string"},
-        "decision": {
-            "oneOf": [
-                {"type": "null"},
-                exact({"body": {"type": "string"}, "issue": {"type": "integer"}}),
-            ]
-        },
-        "pending": {
-            "description": "the filing proposal waiting for the operator's yes",
-            "oneOf": [
-                {"type": "null"},
-                exact({"title": {"type": "string"}, "body": NULLABLE_STR, "kind": NULLABLE_STR}),
-            ],
-        },
-        "turns": NULLABLE_INT,
-        "active": {"type": "boolean"},
-    }
-    return {
-        "ChatRequest": request_object(
-            {
-                "message": {"type": "string", "minLength": 1},
-                "session": {"type": ["string", "null"]},
-                "agent": {"type": ["string", "null"]},
-                "focus": {
-                    "type": ["integer", "null"],
-                    "minimum": 1,
-                    "description": "null clears the focus",
-                },
-            },
-            required=("message",),
-        ),
-        "Frame": {
-            "type": "object",
-            "required": ["id", "type"],
-            "additionalProperties": False,
-            "properties": {
-                "id": {"type": "integer"},
-                "type": {"enum": ["status", "thinking", "delta", "done", "error"]},
-                "text": {"type": "string"},
-                "draft": {"type": "integer", "description": "1, or 2 for the grounded re-draft"},
-                "replace": {
-                    "type": "boolean",
-                    "description": "discard the reply text shown so far",
-                },
-                "response": ref("ChatResponse"),
-                "error": {"type": "string"},
-                "reason": {"type": "string"},
-                "session": {"type": "string", "description": "status `turn started`"},
-                "turn_id": {"type": "string", "description": "status `turn started`"},
-                "message": {
-                    "type": "string",
-                    "description": "status `turn started`: the operator's message, for a"
-                    " client re-attaching after a reload",
-                },
-                "round": {"type": "integer", "description": "status: retrieval round"},
-                "rounds": {"type": "integer", "description": "status: retrieval rounds"},
-                "query": {"type": "string", "description": "status: which retrieval query"},
-                "hits": {"type": "integer", "description": "status: hits the round found"},
-                "context": {
-                    "type": "integer",
-                    "description": "status: focus or link context the round added (not hits)",
-                },
-            },
-        },
-        "ChatResponse": exact(
-            {
-                "reply": {"type": "string"},
-                "intent": {"type": "string"},
-                "session": {"type": "string"},
-                "turn_id": {"type": "string"},
-                "agent": {"type": "string"},
-                "focus": NULLABLE_INT,
-                "history": {"type": "array", "items": ref("Message")},
-                "retrieve_hits": {"type": "integer"},
-                "retrieved": {"type": "array", "items": {"type": "object"}},
-                "retrieval_available": {"type": "boolean"},
-                "memory_verdict": {
-                    "type": "string",
-                    "enum": ["answers", "nothing", "unavailable"],
-                    "description": "does session memory answer the question (docs/memory.md)",
-                },
-                "reasoning": {"type": "string"},
-                "model": {"type": "string"},
-                "usage": {"type": "object"},
-                "decision_body": NULLABLE_STR,
-                "decision_issue": NULLABLE_INT,
-                "pending_title": NULLABLE_STR,
-                "pending_body": NULLABLE_STR,
-                "pending_kind": {
-                    "type": ["string", "null"],
-                    "description": "what filing the pending proposal makes (e.g. work)",
-                },
-                "filed_issue_number": NULLABLE_INT,
-                "filed_issue_url": NULLABLE_STR,
-                "filed_task_started": {"type": "boolean"},
-                "notes": {"type": "array", "items": {"type": "string"}},
-            }
-        ),
-        "Message": message,
-        "History": exact(
-            {"session": NULLABLE_STR, "messages": {"type": "array", "items": ref("Message")}}
-        ),
-        "SessionSummary": exact(
-            {
-                **session_fields,
-                "unseen": {
-                    "type": "boolean",
-                    "description": "a task result arrived since the operator last opened it",
-                },
-            }
-        ),
-        "Session": exact(
-            {
-                **session_fields,
-                "messages": {"type": "array", "items": ref("Message")},
-                "turn_in_flight": {
-                    **NULLABLE_STR,
-                    "description": "the id of the turn still running in this session, to"
-                    " re-attach to (GET /api/operator/chat/stream?turn=); null when none",
-                },
-            }
-        ),
-        "NewSession": exact(
-            {
-                **session_fields,
-                "previous_session": {
-                    "type": ["string", "null"],
-                    "description": "the session this one closed (its summary is being made)",
-                },
-            }
-        ),
-        "Sessions": exact({"sessions": {"type": "array", "items": ref("SessionSummary")}}),
-        "Cleared": exact({"session": NULLABLE_STR, "cleared": {"type": "integer"}}),
-        "Deleted": exact({"deleted": {"type": "string"}}),
-        "Seen": exact({"session": {"type": "string"}, "unseen": {"type": "boolean"}}),
-        "StopResult": exact(
-            {
-                "stopped": {"type": "boolean"},
-                "session": NULLABLE_STR,
-                "turn_id": {"type": "string"},
-                "reason": {
-                    "type": "string",
-                    "description": "why a turn in flight was not stopped (e.g. finishing: "
-                    "its model had already answered, so it completes and is kept)",
-                },
-            },
-            optional=("session", "turn_id", "reason"),
-        ),
-    }
+    for kind in chat.FRAME_TYPES:
+        # The stream numbers each frame (`id`, SSE's event id) and a frame has no other keys.
+        schema = components[kind.__name__]
+        schema["properties"] = {"id": {"type": "integer"}, **schema["properties"]}
+        schema["required"] = ["id", *schema["required"]]
+        schema["additionalProperties"] = False
+    return {**components, "Frame": frame}
 
 
 def _action_schemas() -> dict[str, Any]:

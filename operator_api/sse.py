@@ -13,7 +13,9 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from bot.chat.frames import NumberedFrame
 from bot.chat.inflight import TurnHandle
+from bot.contracts.chat import DoneFrame
 from bot.errors import BadRequest
 from http_edge.request_ids import REQUEST_STARTED
 from operator_api.deps import OPERATOR_API
@@ -28,9 +30,15 @@ HEARTBEAT = b": keep-alive\n\n"
 
 
 def encode_frame(frame: dict[str, Any]) -> bytes:
-    """One SSE event: compact UTF-8 JSON (orjson: a tenth of `json.dumps`'s cost, paid for
-    every token of every stream)."""
+    """One SSE event of the events stream: compact UTF-8 JSON (orjson: a tenth of
+    `json.dumps`'s cost)."""
     return b"id: %d\ndata: %s\n\n" % (frame["id"], orjson.dumps(frame))
+
+
+def encode_chat_frame(frame: NumberedFrame) -> bytes:
+    """One SSE event of a chat turn: the frame's JSON, encoded once when its turn numbered
+    it (bot.contracts.chat.encode_frame), however many clients read it."""
+    return b"id: %d\ndata: %s\n\n" % (frame.id, frame.data)
 
 
 def last_event_id(request: web.Request) -> int:
@@ -55,7 +63,7 @@ async def stream_turn(
 
 async def stream_frames(
     request: web.Request,
-    frames: AsyncIterator[dict[str, Any] | None],
+    frames: AsyncIterator[NumberedFrame | None],
     *,
     session_id: str,
     turn_id: str,
@@ -71,12 +79,12 @@ async def stream_frames(
     metrics.chat_streams.inc()
     try:
         async for frame in frames:
-            await response.write(HEARTBEAT if frame is None else encode_frame(frame))
+            await response.write(HEARTBEAT if frame is None else encode_chat_frame(frame))
             if frame is not None and first:
                 metrics.chat_first_frame.observe(time.monotonic() - started)
                 first = False
-            if frame is not None and frame.get("type") in ("done", "error"):
-                outcome = str(frame["type"])
+            if frame is not None and frame.terminal:
+                outcome = "done" if isinstance(frame.frame, DoneFrame) else "error"
     except (ConnectionResetError, ConnectionError):
         return response  # the client left; the turn continues detached
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.chat.sessions import UNSET
+from bot.chat.session_rows import UNSET
 from bot.errors import BadRequest
 from http_edge.validation import issue_number
 

@@ -86,7 +86,8 @@ def operator_api(parts: Parts) -> OperatorApi:
     return OperatorApi(
         settings=parts.settings,
         db=parts.db,
-        chat=parts.chat,
+        chat_turns=parts.chat_turns,
+        chat_sessions=parts.chat_sessions,
         registry=parts.registry,
         events=parts.events,
         metrics=parts.metrics,
@@ -108,7 +109,7 @@ def webhooks(parts: Parts) -> Webhooks:
         github=parts.github,
         chunks=MemorySink(),
         tasks=parts.tasks,
-        checkouts=parts.chat.checkouts,
+        checkouts=parts.chat_turns.checkouts,
     )
     writer = DeliveryWriter(parts.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)
@@ -160,14 +161,14 @@ async def _load_identity(parts: Parts) -> None:
 
 @contextlib.asynccontextmanager
 async def _running_chat(parts: Parts) -> AsyncIterator[None]:
-    chat = parts.chat
-    await chat.resume_pending_summaries()
+    turns, sessions = parts.chat_turns, parts.chat_sessions
+    await sessions.resume_pending_summaries()
     # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
-    listener = asyncio.create_task(chat.locks.run_stop_listener(parts.registry.stop))
+    listener = asyncio.create_task(turns.locks.run_stop_listener(parts.registry.stop))
     # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
     sweeper = asyncio.create_task(
-        chat.summaries.run_idle_sweeps(
-            idle=timedelta(seconds=parts.settings.summary_idle_seconds), clock=chat.clock
+        sessions.summaries.run_idle_sweeps(
+            idle=timedelta(seconds=parts.settings.summary_idle_seconds), clock=sessions.clock
         )
     )
     try:

@@ -15,16 +15,19 @@ from sqlalchemy.exc import IntegrityError
 from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
-from bot.chat.checkout import ManagedCheckouts
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
-from bot.chat.intents import GitHubIntentPolicy, IntentPolicy
+from bot.chat.intents import DraftOnlyPolicy, GitHubIntentPolicy, IntentPolicy
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.operator_commands import OperatorCommands
-from bot.chat.retrieval import MemoryGrounder, chat_summary_sink
+from bot.chat.pipeline import RuntimeFactory, TurnParts, TurnPipeline
+from bot.chat.retrieval import MemoryGrounder
 from bot.chat.search_words import model_search_words
-from bot.chat.service import ChatService, RuntimeFactory
+from bot.chat.session_service import SessionService
+from bot.chat.summariser import Summariser
+from bot.chat.summary_sink import chat_summary_sink
+from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
@@ -61,7 +64,9 @@ class Parts:
 
     settings: Settings
     db: dbmod.Database
-    chat: ChatService
+    # Chat: its turns (bot.chat.pipeline) and its sessions (bot.chat.session_service).
+    chat_turns: TurnPipeline
+    chat_sessions: SessionService
     registry: TurnRegistry
     background: BackgroundTasks
     # The operator events stream (task changes, results, sessions): Redis streams or local.
@@ -87,8 +92,8 @@ class Parts:
 
     async def close(self) -> None:
         await self.registry.close()
-        await self.chat.writes.close()  # the writes of the turns just stopped
-        await self.chat.locks.close()
+        await self.chat_turns.close()  # the writes of the turns just stopped
+        await self.chat_turns.locks.close()
         await self.model_http.close()
         await self.background.close()
         await self.events.log.close()
@@ -160,13 +165,10 @@ def build_parts(
     runtime_factory = runtimes or default_runtime_factory(settings, model_http)
     github = _github_client(settings, database, metrics)
     tasks = _task_service(settings, database, redis_client, github, metrics, clock)
-    github_parts = _github_parts(settings, database, github, tasks, clock)
-    chat = ChatService(
-        db=database,
-        settings=settings,
+    filing, publisher = _github_intents(settings, database, github, tasks, clock)
+    chat_github = _chat_github(settings, database, github, filing, publisher)
+    parts = TurnParts(
         runtimes=runtime_factory,
-        registry=registry,
-        background=background,
         grounder=MemoryGrounder(
             memory,
             background=background,
@@ -177,27 +179,51 @@ def build_parts(
                 model_search_words(runtime_factory) if settings.chat_model_search_words else None
             ),
         ),
-        policy=github_parts.policy if github_parts else None,
-        summary_sinks=(chat_summary_sink(settings.agents),),
+        policy=chat_github.policy,
         locks=locks,
         events=events,
-        issues=github_parts.issues if github_parts else None,
-        checkouts=github_parts.checkouts if github_parts else None,
+        issues=chat_github.issues,
+        checkouts=chat_github.checkouts,
+    )
+    chat_turns = TurnPipeline(
+        db=database,
+        settings=settings,
+        registry=registry,
+        parts=parts,
         clock=clock,
         unanswered=unanswered,
+    )
+    summaries = Summariser(
+        db=database,
+        agents=settings.agents,
+        runtimes=runtime_factory,
+        background=background,
+        sinks=(chat_summary_sink(settings.agents),),
+        events=events,
+    )
+    chat_sessions = SessionService(
+        db=database,
+        agents=settings.agents,
+        registry=registry,
+        locks=locks,
+        summaries=summaries,
+        events=events,
+        issues=chat_github.issues,
+        clock=clock,
     )
     return Parts(
         settings=settings,
         db=database,
-        chat=chat,
+        chat_turns=chat_turns,
+        chat_sessions=chat_sessions,
         registry=registry,
         background=background,
         events=events,
         redis=redis_client,
         memory=memory,
         github=github,
-        filing=github_parts.filing if github_parts else None,
-        publisher=github_parts.publisher if github_parts else None,
+        filing=filing,
+        publisher=publisher,
         tasks=tasks,
         model_http=model_http,
         metrics=metrics,
@@ -303,33 +329,44 @@ def _task_service(
     )
 
 
-@dataclass(frozen=True)
-class _GitHubParts:
-    filing: FilingService
-    publisher: DecisionPublisher
-    policy: IntentPolicy
-    issues: IssueContextLoader
-    checkouts: ManagedCheckouts
-
-
-def _github_parts(
+def _github_intents(
     settings: Settings,
     database: dbmod.Database,
     github: GitHubClient | None,
     tasks: TaskService | None,
     clock: Clock,
-) -> _GitHubParts | None:
-    """With a GitHub App, Chat's filing intents file for real (still only on request), its
-    focused issue is read from GitHub and its checkouts are kept fresh."""
+) -> tuple[FilingService | None, DecisionPublisher | None]:
+    """With a GitHub App, filing and publishing (still only on the operator's request)."""
     if github is None:
-        return None
+        return None, None
     filing = FilingService(
         db=database, github=github, tasks=tasks, pickup_labels=settings.pickup_labels, clock=clock
     )
-    publisher = DecisionPublisher(db=database, github=github, clock=clock)
-    return _GitHubParts(
-        filing=filing,
-        publisher=publisher,
+    return filing, DecisionPublisher(db=database, github=github, clock=clock)
+
+
+@dataclass(frozen=True)
+class _ChatGitHub:
+    """What Chat does with GitHub: its intents' policy, the focused issue, the checkouts."""
+
+    policy: IntentPolicy
+    issues: IssueContextLoader | None = None
+    checkouts: ManagedCheckouts | None = None
+
+
+def _chat_github(
+    settings: Settings,
+    database: dbmod.Database,
+    github: GitHubClient | None,
+    filing: FilingService | None,
+    publisher: DecisionPublisher | None,
+) -> _ChatGitHub:
+    """With a GitHub App, Chat's filing intents file for real (still only on request), its
+    focused issue is read from GitHub and its checkouts are kept fresh; without one, Chat
+    only drafts."""
+    if github is None or filing is None or publisher is None:
+        return _ChatGitHub(policy=DraftOnlyPolicy())
+    return _ChatGitHub(
         # The operator's typed commands ("publish it", ...) first, then the filing policy.
         policy=OperatorCommands(GitHubIntentPolicy(filing), db=database, publisher=publisher),
         issues=IssueContextLoader(github),

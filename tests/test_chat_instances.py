@@ -186,7 +186,7 @@ async def test_chat_keeps_answering_with_redis_down_and_says_so_once(
         resume = await api.get("/api/operator/chat/stream?session=elsewhere1")  # not here
         assert resume.status == 503
         assert "STEELFRAME_REDIS_URL" in (await resume.json())["error"]
-    assert api.services.chat.locks.degraded
+    assert api.services.chat_turns.locks.degraded
     outages = [r for r in caplog.records if "Redis unreachable" in r.getMessage()]
     assert len(outages) == 1, [r.getMessage() for r in caplog.records]
     assert "STEELFRAME_REDIS_URL" in outages[0].getMessage()

@@ -183,7 +183,7 @@ async def test_stop_after_the_model_answered_lets_the_turn_finish(
     api = await _api_with(api_factory, tmp_path, ScriptedRuntime([reply("answered")]))
     committing = asyncio.Event()
     release = asyncio.Event()
-    original = api.services.chat.policy
+    original = api.services.chat_turns.policy
 
     class SlowPolicy:
         async def apply(self, ctx: Any) -> Any:
@@ -191,7 +191,7 @@ async def test_stop_after_the_model_answered_lets_the_turn_finish(
             await release.wait()
             return await original.apply(ctx)
 
-    api.services.chat.policy = SlowPolicy()
+    api.services.chat_turns.policy = SlowPolicy()
     response = await api.post("/api/operator/chat/stream", json={"message": "go"})
     await committing.wait()
     stopped = await (await api.post("/api/operator/chat/stop")).json()

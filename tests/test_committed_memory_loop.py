@@ -102,7 +102,7 @@ async def test_a_checkout_refreshes_at_most_once_a_minute_unless_told(
 ) -> None:
     from pathlib import Path
 
-    from bot.chat.checkout import ManagedCheckouts
+    from bot.checkouts import ManagedCheckouts
     from tests.conftest import SANDBOX_REPO
 
     now = [1000.0]

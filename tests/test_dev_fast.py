@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 from bot.chat.progress import progress_while
 from bot.config_values import Secret
+from bot.contracts.chat import Frame, StatusFrame
 from bot.github.client import GitHubClient
 from steelframe.dev import on_sandbox
 from tests.conftest import GitHubSandbox, make_settings
@@ -37,10 +37,10 @@ async def test_dev_on_the_sandbox_writes_unpaced_and_github_stays_paced(
 
 
 async def test_a_wait_on_github_streams_status_frames_until_it_ends() -> None:
-    frames: list[dict[str, Any]] = []
+    frames: list[Frame] = []
     second = asyncio.Event()
 
-    async def emit(frame: dict[str, Any]) -> None:
+    async def emit(frame: Frame) -> None:
         frames.append(frame)
         if len(frames) == 2:
             second.set()
@@ -51,14 +51,14 @@ async def test_a_wait_on_github_streams_status_frames_until_it_ends() -> None:
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
     assert len(frames) >= 2
     assert all(
-        f["type"] == "status" and f["text"].startswith("waiting on GitHub · ") for f in frames
+        isinstance(f, StatusFrame) and f.text.startswith("waiting on GitHub · ") for f in frames
     )
 
 
 async def test_a_quick_github_call_sends_no_frame() -> None:
-    frames: list[dict[str, Any]] = []
+    frames: list[Frame] = []
 
-    async def emit(frame: dict[str, Any]) -> None:
+    async def emit(frame: Frame) -> None:
         frames.append(frame)
 
     async with progress_while(emit, "waiting on GitHub", quiet=30):

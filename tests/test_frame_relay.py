@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bot.chat.frames import PREFIX, RedisFrameRelay
+from bot.chat.frames import PREFIX, NumberedFrame, RedisFrameRelay
+from bot.contracts.chat import ChatResponse, DeltaFrame, DoneFrame, Frame, StatusFrame
 from steelframe.embedded_redis import start_embedded_redis
 
 
@@ -21,10 +22,10 @@ async def test_a_turn_is_replayed_after_a_frame_id_to_its_terminal_frame(
     url = redis_url + ("&" if "?" in redis_url else "?") + f"protocol={protocol}"
     relay = RedisFrameRelay(url, linger=60)
     frames = [
-        {"id": 101, "type": "status", "text": "turn started"},
-        {"id": 102, "type": "delta", "text": "Hel"},
-        {"id": 103, "type": "delta", "text": "lo"},
-        {"id": 104, "type": "done", "response": {"reply": "Hello"}},
+        NumberedFrame.of(101, StatusFrame(text="turn started")),
+        NumberedFrame.of(102, DeltaFrame(text="Hel", draft=1)),
+        NumberedFrame.of(103, DeltaFrame(text="lo", draft=1)),
+        NumberedFrame.of(104, DoneFrame(response=_response("Hello"))),
     ]
     try:
         for frame in frames:
@@ -46,17 +47,17 @@ async def test_frames_are_relayed_after_redis_forgot_the_script_and_expire_with_
     relay = RedisFrameRelay(server.url, linger=60)
     other = aioredis.Redis.from_url(server.url)
     try:
-        await relay.publish(7, "turn-9", "s", {"id": 1, "type": "status"})
+        await relay.publish(7, "turn-9", "s", _numbered(1, StatusFrame(text="turn started")))
         await other.script_flush()
-        await relay.publish(7, "turn-9", "s", {"id": 2, "type": "delta", "text": "a"})
-        await relay.publish(7, "turn-9", "s", {"id": 3, "type": "done"})
+        await relay.publish(7, "turn-9", "s", _numbered(2, DeltaFrame(text="a", draft=1)))
+        await relay.publish(7, "turn-9", "s", _numbered(3, DoneFrame(response=_response("a"))))
         replayed = [f async for f in relay.replay("turn-9", after=0, heartbeat=5)]
         lingers = await other.pttl(f"{PREFIX}frames:turn-9")
     finally:
         await relay.close()
         await other.aclose()
         server.stop()
-    assert [f["id"] for f in replayed] == [1, 2, 3]
+    assert [f.id for f in replayed] == [1, 2, 3]
     assert 0 < lingers <= 60_000
 
 
@@ -67,15 +68,17 @@ async def test_every_frame_of_500_turns_streaming_at_once_is_relayed(redis_url: 
     turns = [f"turn-{n}" for n in range(500)]
 
     async def stream(operator_id: int, turn_id: str) -> None:
-        await relay.publish(operator_id, turn_id, "s", {"id": 1, "type": "status"})
-        await relay.publish(operator_id, turn_id, "s", {"id": 2, "type": "delta", "text": "a"})
-        await relay.publish(operator_id, turn_id, "s", {"id": 3, "type": "done"})
+        await relay.publish(operator_id, turn_id, "s", _numbered(1, StatusFrame(text="started")))
+        await relay.publish(operator_id, turn_id, "s", _numbered(2, DeltaFrame(text="a", draft=1)))
+        await relay.publish(
+            operator_id, turn_id, "s", _numbered(3, DoneFrame(response=_response()))
+        )
 
     try:
         await asyncio.gather(*(stream(n, turn) for n, turn in enumerate(turns)))
         for turn_id in turns:
             replayed = [f async for f in relay.replay(turn_id, after=0, heartbeat=5)]
-            assert [f["id"] for f in replayed] == [1, 2, 3], turn_id
+            assert [f.id for f in replayed] == [1, 2, 3], turn_id
     finally:
         await relay.close()
 
@@ -87,7 +90,7 @@ async def test_a_redis_that_stopped_answering_pauses_a_turn_and_never_ends_it() 
         silent.listen(16)
         relay = RedisFrameRelay(f"redis://127.0.0.1:{silent.getsockname()[1]}/0", linger=60)
         try:
-            frame = {"id": 1, "type": "status", "text": "turn started"}
+            frame = _numbered(1, StatusFrame(text="turn started"))
             # returns (after the write timeout) instead of holding the turn for good
             await asyncio.wait_for(relay.publish(1, "turn-1", "s", frame), timeout=60)
         finally:
@@ -99,10 +102,9 @@ async def test_a_frame_that_cannot_be_written_fails_its_turn_and_holds_no_other(
 ) -> None:
     relay = RedisFrameRelay(redis_url, linger=60)
     try:
-        bad = {"id": 1, "type": "delta", "text": object()}  # not JSON
-        with pytest.raises(TypeError):
-            await asyncio.wait_for(relay.publish(1, "turn-1", "s", bad), timeout=30)
-        good = {"id": 1, "type": "status", "text": "turn started"}
+        with pytest.raises(TypeError):  # not JSON: its turn fails where it numbers it
+            _numbered(1, DeltaFrame(text=object(), draft=1))  # type: ignore[arg-type]
+        good = _numbered(1, StatusFrame(text="turn started"))
         await asyncio.wait_for(relay.publish(2, "turn-2", "s", good), timeout=30)
         first = None
         async for frame in relay.replay("turn-2", after=0, heartbeat=5):
@@ -111,3 +113,35 @@ async def test_a_frame_that_cannot_be_written_fails_its_turn_and_holds_no_other(
     finally:
         await relay.close()
     assert first == good
+
+
+def _numbered(frame_id: int, frame: Frame) -> NumberedFrame:
+    return NumberedFrame.of(frame_id, frame)
+
+
+def _response(reply: str = "") -> ChatResponse:
+    return ChatResponse(
+        reply=reply,
+        intent="none",
+        session="s",
+        turn_id="t",
+        agent="default",
+        focus=None,
+        history=[],
+        retrieve_hits=0,
+        retrieved=[],
+        retrieval_available=True,
+        memory_verdict="answers",
+        reasoning="",
+        model="m",
+        usage={},
+        decision_body=None,
+        decision_issue=None,
+        pending_title=None,
+        pending_body=None,
+        pending_kind=None,
+        filed_issue_number=None,
+        filed_issue_url=None,
+        filed_task_started=False,
+        notes=[],
+    )

@@ -6,21 +6,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from bot.chat.grounding import NO_SEMANTIC_HITS, NOTHING_ANSWERS, Grounding, Verdict
+from bot.chat.blocks import untrusted
+from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding, Verdict
 from bot.chat.ordering import asks_state, ordered
-from bot.chat.retrieval import (
-    CHAT_FLOOR,
-    RELATIVE_MARGIN,
-    ROUNDS,
-    STRONG_SCORE,
-    MemoryGrounder,
-    untrusted,
-)
+from bot.chat.retrieval import MemoryGrounder
+from bot.chat.retrieval_hits import CHAT_FLOOR, RELATIVE_MARGIN, ROUNDS, STRONG_SCORE
 from bot.config import FIELDS, AgentConfig, Settings
+from bot.contracts.chat import Frame
 from bot.db import Database, upgrade
+from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn, Memory, add_chunk
 from memory.manifest import MANIFEST
 from tests.conftest import ApiClient, read_sse
@@ -47,8 +45,8 @@ class Frames:
     def __init__(self) -> None:
         self.frames: list[dict[str, Any]] = []
 
-    async def __call__(self, frame: dict[str, Any]) -> None:
-        self.frames.append(frame)
+    async def __call__(self, frame: Frame) -> None:
+        self.frames.append(msgspec.to_builtins(frame))  # as the stream carries it
 
     @property
     def texts(self) -> list[str]:

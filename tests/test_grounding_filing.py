@@ -1,22 +1,24 @@
 """Questions are never proposals, and one filing grammar (issue 31): the offline runtime and
 the server's intent policy read the operator's requests through the same functions
-(bot/chat/phrasing.py), so what files in one files in the other; a question about whether to
+(bot/dialogue/phrasing.py), so what files in one files in the other; a question about whether to
 do something gets an answer in both."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bot.chat.intents import DraftOnlyPolicy, IntentContext
-from bot.chat.phrasing import filing_request, operator_asked_to_file, operator_asked_to_remember
-from bot.chat.sessions import UNSET, TurnSession
-from bot.chat.trailer import Intent, Trailer
+from bot.chat.session_rows import UNSET
+from bot.chat.session_store import TurnSession
 from bot.config import AgentConfig
+from bot.dialogue.phrasing import filing_request, operator_asked_to_file, operator_asked_to_remember
+from bot.dialogue.trailer import Intent, Trailer
 from bot.runtimes.base import RuntimeRequest, TurnFacts
-from bot.runtimes.offline import compose
-from tests.conftest import ApiClient
+from bot.runtimes.offline import OfflineRuntime, compose
+from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 
 HIT = {"id": 1, "source": "pull_request", "issue": 33, "text": "PR #33 Sign firmware via KMS"}
 REQUESTS = [
@@ -110,3 +112,22 @@ async def test_through_the_chat_turn_a_request_is_held_and_a_question_is_answere
         )
     ).json()
     assert filed["intent"] == "file_work" and filed["pending_title"] == "the slow export"
+
+
+@pytest.mark.parametrize(
+    "message", ["let's file an issue for the slow export", "file an issue for the slow export"]
+)
+async def test_in_dev_a_request_files_through_the_offline_runtime_and_the_policy(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str, message: str
+) -> None:
+    """What `steelframe dev` composes (the sandbox's App, the offline runtime, the filing
+    policy): both read the request with the one grammar, so it files on that turn."""
+    settings = github_sandbox.settings(tmp_path, redis_url=redis_url)
+    api = await api_factory(settings, runtimes=lambda agent: OfflineRuntime())
+    response = await api.post("/api/operator/chat", json={"message": message})
+    assert response.status == 200, await response.text()
+    done = await response.json()
+    repo = github_sandbox.sandbox.world.repo(SANDBOX_REPO)
+    [issue] = [issue for issue in repo.issues.values() if not issue.is_pull]
+    assert issue.title == "the slow export"
+    assert done["intent"] == "file_work" and done["filed_issue_number"] == issue.number

@@ -115,7 +115,7 @@ async def ask(api: ApiClient, data: dict[str, Any]) -> tuple[list[Outcome], list
     items = chunk_items(data, REPO)
     added = memory.add([ChunkIn(**item) for item in items])
     keys = {a.id: item["key"] for a, item in zip(added, items, strict=True)}
-    grounder = api.services.chat.grounder
+    grounder = api.services.chat_turns.grounder
     outcomes: list[Outcome] = []
     generic: list[bool] = []
     held: str | None = None  # the pending proposal's title after the previous turn

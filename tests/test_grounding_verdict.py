@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from bot.chat.grounding import NOTHING_ANSWERS
 from bot.config import Settings
+from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn
 from tests.conftest import ApiClient, read_sse
 from tests.fakes.runtimes import ScriptedRuntime, reply

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from bot.chat.retrieval import MemoryGrounder
 from bot.config import AgentConfig
+from bot.contracts.chat import Frame
 from bot.db import Database, upgrade
 from memory import ChunkIn, Memory
 from memory.committed import read_related
@@ -41,7 +41,7 @@ def agent(tmp_path: Path) -> AgentConfig:
     return AgentConfig("default", REPO, tmp_path / "checkout", "offline")
 
 
-async def _emit(frame: dict[str, Any]) -> None:
+async def _emit(frame: Frame) -> None:
     return None
 
 

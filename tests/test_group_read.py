@@ -10,7 +10,8 @@ from collections.abc import Sequence
 
 from sqlalchemy.orm import Session
 
-from bot.chat.sessions import Placement, new_session, placements
+from bot.chat.placement import Placement, placements
+from bot.chat.session_store import new_session
 from bot.clock import utcnow
 from bot.db import Database
 from bot.group_read import GroupRead

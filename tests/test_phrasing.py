@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.chat.phrasing import (
+from bot.dialogue.phrasing import (
     ProposalReply,
     confirms_filing,
     operator_asked_to_file,

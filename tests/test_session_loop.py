@@ -71,7 +71,7 @@ async def test_a_session_reopened_continued_and_left_for_another_is_summarised(
 
 async def test_an_idle_session_is_summarised_without_being_left(api: ApiClient) -> None:
     done = await _say(api, "Why is the export slow on Mondays?")
-    summaries = api.services.chat.summaries
+    summaries = api.services.chat_sessions.summaries
     soon = await summaries.sweep_idle(utcnow(), timedelta(minutes=30))
     assert soon == []  # not idle yet
     later = await summaries.sweep_idle(utcnow() + timedelta(hours=1), timedelta(minutes=30))
@@ -140,7 +140,7 @@ async def test_leaving_and_idle_summaries_on_sqlite_and_postgresql(
     assert (await _session(api, second["id"]))["summary_status"] == "done"  # reopen
     await _say(api, "And now?")  # the first, continued: its summary is stale
     assert (await _session(api, first["session"]))["summary_status"] == "none"
-    due = await api.services.chat.summaries.sweep_idle(
+    due = await api.services.chat_sessions.summaries.sweep_idle(
         utcnow() + timedelta(hours=1), timedelta(minutes=30)
     )
     assert due == [first["session"]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.chat.titles import issue_title, title_from_message
+from bot.dialogue.titles import issue_title, title_from_message
 
 
 def test_short_message_is_the_title() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.chat.trailer import Intent, TrailerFilter, parse_trailer, split_reply
+from bot.dialogue.trailer import Intent, TrailerFilter, parse_trailer, split_reply
 
 
 def _stream(pieces: list[str]) -> str:

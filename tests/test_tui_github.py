@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.chat.trailer import Intent, Trailer, render_trailer
+from bot.dialogue.trailer import Intent, Trailer, render_trailer
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, notices, ready, send, status, tui, until

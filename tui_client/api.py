@@ -16,10 +16,11 @@ from typing import Any
 
 import aiohttp
 
+from tui_client import wire
 from tui_client.sse import Frame, SseReader
 
 log = logging.getLogger(__name__)
-TERMINAL = frozenset({"done", "error"})
+TERMINAL = wire.TERMINAL_FRAMES
 DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=5)
 # A turn streams for as long as the model takes; the server sends heartbeats while it is idle.
 STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=5, sock_read=120)

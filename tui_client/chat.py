@@ -22,6 +22,7 @@ from textual.css.query import NoMatches
 from textual.widget import MountError, Widget
 from textual.widgets import Input, Label, ListView, Static
 
+from tui_client import wire
 from tui_client.api import KEEP, ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
 from tui_client.chat_widgets import Composer, SessionItem, SessionList
@@ -436,23 +437,23 @@ class ChatPanel(Widget):
     async def _apply_frame(self, frame: dict[str, Any], reply: AssistantMessage) -> None:
         kind = frame.get("type")
         state = self.state
-        if kind == "status":
+        if kind == wire.STATUS:
             state.phase = str(frame.get("text") or state.phase)
             if frame.get("session"):
                 state.session_id = str(frame["session"])
-        elif kind == "thinking":
+        elif kind == wire.THINKING:
             state.phase = "thinking"
             await reply.add_thinking(str(frame.get("text") or ""))
-        elif kind == "delta":
+        elif kind == wire.DELTA:
             state.phase = "grounded re-draft" if frame.get("draft", 1) > 1 else "replying"
             await reply.add_delta(str(frame.get("text") or ""), replace=bool(frame.get("replace")))
-        elif kind == "done":
+        elif kind == wire.DONE:
             response = frame.get("response") or {}
             state.offline = None
             state.finish_turn(response)
             await reply.finish(response, decision=self._decision())
             self.load_sessions()  # a first message titles the session
-        elif kind == "error":
+        elif kind == wire.ERROR:
             stopped = frame.get("reason") == "stopped"
             await reply.fail(
                 STOPPED_TEXT if stopped else f"Turn failed: {frame.get('error')}",

@@ -17,7 +17,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from bot.chat.checkout import ManagedCheckouts
+from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import Settings
 from bot.db import Database

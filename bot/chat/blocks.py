@@ -7,7 +7,8 @@ import html
 import re
 from typing import Any
 
-from bot.chat.grounding import NO_SEMANTIC_HITS, NOTHING_ANSWERS
+from bot.chat.grounding import NO_SEMANTIC_HITS
+from bot.dialogue import NOTHING_ANSWERS
 from memory.committed import CommittedMemory
 
 HEADER = "Prior Steelframe context:"

@@ -21,10 +21,17 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import orjson
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
+from bot.contracts.chat import (
+    DoneFrame,
+    ErrorFrame,
+    Frame,
+    StatusFrame,
+    decode_frame,
+    encode_frame,
+)
 from bot.errors import Unavailable
 from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader, xread_entries
 
@@ -36,9 +43,8 @@ MAX_BATCH = 500  # frames written in one pipeline at most
 # frozen server, a lost network) costs the turns a pause, never their end. (redis-py 8's
 # default is the same; said here so it does not hang on a library's default.)
 WRITE_TIMEOUT = 5.0
-TERMINAL_TYPES = frozenset({"done", "error"})
-LOOKUP_TYPES = frozenset({"status", *TERMINAL_TYPES})  # frames that renew the lookups
-Frame = dict[str, Any]
+TERMINAL_FRAMES = (DoneFrame, ErrorFrame)
+LOOKUP_FRAMES = (StatusFrame, *TERMINAL_FRAMES)  # frames that renew the lookups
 # A batch's frames in one command: XADD and PEXPIRE per frame, in the order given (a turn's
 # frames in a batch stay in order). As two pipelined commands a frame, building and parsing
 # them cost the loop ~3x the CPU (bench/frame_relay.py: 32 against 10 us a frame).
@@ -52,12 +58,35 @@ return #KEYS
 """
 
 
+@dataclass(frozen=True, slots=True)
+class NumberedFrame:
+    """A frame as its turn's stream carries it: numbered, and encoded once (the SSE writer
+    and the relay send these bytes to every reader)."""
+
+    id: int
+    frame: Frame
+    data: bytes
+
+    @classmethod
+    def of(cls, frame_id: int, frame: Frame) -> NumberedFrame:
+        return cls(frame_id, frame, encode_frame(frame_id, frame))
+
+    @classmethod
+    def decode(cls, data: bytes) -> NumberedFrame:
+        frame_id, frame = decode_frame(data)
+        return cls(frame_id, frame, data)
+
+    @property
+    def terminal(self) -> bool:
+        return isinstance(self.frame, TERMINAL_FRAMES)
+
+
 @dataclass(frozen=True)
 class _Outgoing:
     operator_id: int
     turn_id: str
     session_id: str
-    frame: Frame
+    frame: NumberedFrame
     written: asyncio.Future[None]
 
 
@@ -69,7 +98,7 @@ class RelayedTurn:
 
 class FrameRelay(Protocol):
     async def publish(
-        self, operator_id: int, turn_id: str, session_id: str, frame: Frame
+        self, operator_id: int, turn_id: str, session_id: str, frame: NumberedFrame
     ) -> None: ...
 
     async def locate(
@@ -78,7 +107,7 @@ class FrameRelay(Protocol):
 
     def replay(
         self, turn_id: str, *, after: int, heartbeat: float | None
-    ) -> AsyncIterator[Frame | None]: ...
+    ) -> AsyncIterator[NumberedFrame | None]: ...
 
     async def close(self) -> None: ...
 
@@ -101,7 +130,9 @@ class RedisFrameRelay:
         self._append_sha = self._writer.register_script(_APPEND).sha
         self._flusher: asyncio.Task[None] | None = None
 
-    async def publish(self, operator_id: int, turn_id: str, session_id: str, frame: Frame) -> None:
+    async def publish(
+        self, operator_id: int, turn_id: str, session_id: str, frame: NumberedFrame
+    ) -> None:
         """Relay the frame with the others published meanwhile (one pipeline for all);
         returns once it is written, or once Redis failed it (logged, never raised). Any
         other failure of the batch (a frame that is not JSON) is raised to its turns."""
@@ -135,7 +166,7 @@ class RedisFrameRelay:
 
     async def _write(self, batch: list[_Outgoing]) -> None:
         streams = [f"{PREFIX}frames:{item.turn_id}" for item in batch]
-        texts = [orjson.dumps(item.frame) for item in batch]
+        texts = [item.frame.data for item in batch]
         try:
             try:
                 await self._append(batch, streams, texts)
@@ -162,7 +193,7 @@ class RedisFrameRelay:
         comes first or last). Repeating it after a NOSCRIPT is harmless: the script wrote
         nothing, and the lookups are plain SETs."""
         keys_and_args: list[str | int | bytes] = [*streams, self._linger_ms, MAX_FRAMES, *texts]
-        renewing = [item for item in batch if item.frame.get("type") in LOOKUP_TYPES]
+        renewing = [item for item in batch if isinstance(item.frame.frame, LOOKUP_FRAMES)]
         if not renewing:  # most batches: one command, no pipeline to build
             await self._writer.evalsha(self._append_sha, len(streams), *keys_and_args)
             return
@@ -211,7 +242,7 @@ class RedisFrameRelay:
 
     async def replay(
         self, turn_id: str, *, after: int, heartbeat: float | None
-    ) -> AsyncIterator[Frame | None]:
+    ) -> AsyncIterator[NumberedFrame | None]:
         """Frames with id > `after`, then live ones until the terminal frame; None after
         `heartbeat` seconds without one. Ends if the stream expires unfinished (the instance
         running the turn died and nothing more will come)."""
@@ -228,11 +259,11 @@ class RedisFrameRelay:
                 continue
             for entry_id, fields in entries:
                 position = entry_id
-                frame = orjson.loads(fields[b"f"])
-                if frame["id"] <= after:
+                frame = NumberedFrame.decode(fields[b"f"])
+                if frame.id <= after:
                     continue
                 yield frame
-                if frame.get("type") in TERMINAL_TYPES:
+                if frame.terminal:
                     return
 
     async def close(self) -> None:

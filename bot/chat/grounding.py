@@ -6,18 +6,14 @@ memory); `NoGrounding` is used where no memory is wired (it retrieves nothing an
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 from bot.config import AgentConfig
+from bot.contracts.chat import Emit
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
 NO_SEMANTIC_HITS = "(no semantic hits)"
-# What a reply says first when memory does not answer the question (docs/memory.md,
-# Answerability); the offline runtime says it verbatim, a model is told to.
-NOTHING_ANSWERS = "Session memory has nothing that answers this"
 
 
 class Verdict(StrEnum):

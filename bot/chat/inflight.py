@@ -23,16 +23,13 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
-from bot.chat.frames import FrameRelay
+from bot.chat.frames import FrameRelay, NumberedFrame
+from bot.contracts.chat import ErrorFrame, Frame
 from bot.errors import Conflict
 
 log = logging.getLogger(__name__)
 DEFAULT_LINGER_SECONDS = 120.0
-TERMINAL_TYPES = frozenset({"done", "error"})
-Frame = dict[str, Any]
-Emit = Callable[[Frame], Awaitable[None]]
 
 
 @dataclass
@@ -40,7 +37,7 @@ class TurnHandle:
     turn_id: str
     operator_id: int
     session_id: str
-    frames: list[Frame] = field(default_factory=list)
+    frames: list[NumberedFrame] = field(default_factory=list)
     finished_at: float | None = None
     task: asyncio.Task[None] | None = None
     stop_requested: bool = False
@@ -64,15 +61,15 @@ class TurnHandle:
     async def emit(self, frame: Frame) -> None:
         if self.finished:
             return
-        if frame.get("type") in TERMINAL_TYPES and self.before_terminal is not None:
+        numbered = NumberedFrame.of(self.first_id + len(self.frames), frame)
+        if numbered.terminal and self.before_terminal is not None:
             release, self.before_terminal = self.before_terminal, None
             try:
                 await release(self)
             except Exception:
                 log.warning("releasing turn %s failed", self.turn_id, exc_info=True)
-        numbered = {"id": self.first_id + len(self.frames), **frame}
         self.frames.append(numbered)
-        if frame.get("type") in TERMINAL_TYPES:
+        if numbered.terminal:
             self.finished_at = time.monotonic()
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
@@ -86,7 +83,7 @@ class TurnHandle:
 
     async def subscribe(
         self, *, after: int = 0, heartbeat: float | None = None
-    ) -> AsyncIterator[Frame | None]:
+    ) -> AsyncIterator[NumberedFrame | None]:
         """Frames with id > `after`, then live ones until the terminal frame.
 
         Yields None when `heartbeat` seconds pass with nothing new (the SSE writer sends a
@@ -98,7 +95,7 @@ class TurnHandle:
                 frame = self.frames[position]
                 position += 1
                 yield frame
-                if frame.get("type") in TERMINAL_TYPES:
+                if frame.terminal:
                     return
             if self.finished:
                 return
@@ -210,13 +207,13 @@ class TurnRegistry:
             await run(handle)
         except asyncio.CancelledError:
             reason = "stopped" if handle.stop_requested else "cancelled"
-            await handle.emit({"type": "error", "error": f"turn {reason}", "reason": reason})
+            await handle.emit(ErrorFrame(error=f"turn {reason}", reason=reason))
         except Exception:
             log.exception("turn %s failed", handle.turn_id)
-            await handle.emit({"type": "error", "error": "the turn failed", "reason": "internal"})
+            await handle.emit(ErrorFrame(error="the turn failed", reason="internal"))
         finally:
             if not handle.finished:
-                await handle.emit({"type": "error", "error": "the turn ended without an answer"})
+                await handle.emit(ErrorFrame(error="the turn ended without an answer"))
             handle.opened.set()  # a turn stopped before its session write writes none
             self._finished.append(handle)
 

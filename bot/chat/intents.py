@@ -1,6 +1,6 @@
 """Server policy for the trailer's intent: what a turn may do, decided here, not by the model.
 
-Side effects need the operator's own words in this turn's message (`bot/chat/phrasing.py`):
+Side effects need the operator's own words in this turn's message (`bot/dialogue/phrasing.py`):
 an explicit request ("file an issue for ...", "remember that ..."), or a confirmation of the
 proposal waiting on the session ("yes", "go ahead", "file it"). Retrieved text, issue bodies
 and comments never reach those checks, so they cannot cause a filing however worded.
@@ -18,7 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.chat.phrasing import (
+from bot.chat.proposals import Proposal
+from bot.chat.session_rows import UNSET
+from bot.chat.session_store import TurnSession
+from bot.config import AgentConfig
+from bot.dialogue.phrasing import (
     ProposalReply,
     asks_whether_to_act,
     confirms_filing,
@@ -26,9 +30,7 @@ from bot.chat.phrasing import (
     operator_asked_to_remember,
     reply_to_proposal,
 )
-from bot.chat.sessions import UNSET, Proposal, TurnSession
-from bot.chat.trailer import Intent, Trailer
-from bot.config import AgentConfig
+from bot.dialogue.trailer import Intent, Trailer
 from bot.filing import FilingKind, FilingService, filing_key
 
 __all__ = [

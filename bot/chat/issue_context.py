@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from bot.chat.retrieval import untrusted
+from bot.chat.blocks import untrusted
 from bot.errors import NotFound
 from bot.markers import is_status_comment
 

@@ -23,10 +23,10 @@ from typing import Any
 
 from bot.chat.intents import IntentContext, IntentOutcome, IntentPolicy
 from bot.chat.pull_left import read_left, what_is_left
-from bot.chat.sessions import UNSET
-from bot.chat.trailer import Intent
+from bot.chat.session_rows import UNSET
 from bot.db import Database
 from bot.decisions import DecisionPublisher
+from bot.dialogue.trailer import Intent
 from bot.lifecycle.tasks import task_for_issue
 
 

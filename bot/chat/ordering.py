@@ -82,7 +82,8 @@ def _in_thread(
 
 def rank(hit: dict[str, Any]) -> float:
     """The cosine times the share of the query the hit contains, to the power COORDINATION."""
-    return float(hit["score"]) * float(hit.get("matched", 1.0)) ** COORDINATION
+    share: float = float(hit.get("matched", 1.0)) ** COORDINATION
+    return float(hit["score"]) * share
 
 
 def thread_key(hit: dict[str, Any]) -> tuple[str, int]:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
+
+from bot.contracts.chat import Emit, StatusFrame
 
 # Nothing is said for a wait shorter than this; then a frame every TICK_SECONDS.
 QUIET_SECONDS = 0.3
@@ -17,13 +18,13 @@ TICK_SECONDS = 1.0
 
 @contextlib.asynccontextmanager
 async def progress_while(
-    emit: Callable[[dict[str, Any]], Awaitable[None]],
+    emit: Emit,
     doing: str,
     *,
     quiet: float = QUIET_SECONDS,
     tick: float = TICK_SECONDS,
 ) -> AsyncIterator[None]:
-    """Send `{"type": "status", "text": "<doing> · N s"}` frames while the body runs."""
+    """Send `status` frames, "<doing> · N s", while the body runs."""
     loop = asyncio.get_running_loop()
     started = loop.time()
 
@@ -31,7 +32,7 @@ async def progress_while(
         await asyncio.sleep(quiet)
         while True:
             waited = loop.time() - started
-            await emit({"type": "status", "text": f"{doing} · {waited:.0f} s"})
+            await emit(StatusFrame(text=f"{doing} · {waited:.0f} s"))
             await asyncio.sleep(tick)
 
     task = asyncio.create_task(ticker())

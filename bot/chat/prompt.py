@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from bot.chat.blocks import untrusted
 from bot.chat.grounding import Grounding
-from bot.chat.retrieval import untrusted
 from bot.config import AgentConfig
+from bot.contracts.chat import Message
 from bot.runtimes.base import ChatMessage
 
 
@@ -51,23 +51,23 @@ def system_prompt(
     )
 
 
-def messages(history: list[dict[str, Any]], message: str) -> list[ChatMessage]:
+def messages(history: list[Message], message: str) -> list[ChatMessage]:
     """Prior turns then the operator's message, unchanged (it is never rewritten). A task
     result a worker delivered into the session re-enters as untrusted data with its
     provenance, never as something Steelframe itself said."""
     prior = [
-        ChatMessage(role="user" if turn["role"] == "user" else "assistant", content=_content(turn))
+        ChatMessage(role="user" if turn.role == "user" else "assistant", content=_content(turn))
         for turn in history
     ]
     return [*prior, ChatMessage(role="user", content=message)]
 
 
-def _content(turn: dict[str, Any]) -> str:
-    meta = turn.get("meta") or {}
+def _content(turn: Message) -> str:
+    meta = turn.meta or {}
     if meta.get("kind") != "task_result":
-        return str(turn["content"])
+        return turn.content
     return untrusted(
-        str(turn["content"]),
+        turn.content,
         source="task_result",
         task=meta.get("task_id"),
         issue=meta.get("issue"),

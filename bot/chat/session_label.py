@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from bot.chat.phrasing import filing_request, memory_request
-from bot.chat.titles import TITLE_LIMIT, title_from_message
+from bot.dialogue.phrasing import filing_request, memory_request
+from bot.dialogue.titles import TITLE_LIMIT, title_from_message
 
 EMPTY_LABEL = "New chat"
 _ARTICLE = re.compile(r"^(?:the|a|an)\s+", re.IGNORECASE)

@@ -12,9 +12,9 @@ from datetime import datetime, timedelta
 
 from bot.background import BackgroundTasks
 from bot.chat import summary as store
-from bot.chat.trailer import split_reply
 from bot.config import AgentConfig
 from bot.db import Database
+from bot.dialogue.trailer import split_reply
 from bot.events import OperatorEvents, SessionChange
 from bot.runtimes.base import (
     ChatMessage,

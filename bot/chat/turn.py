@@ -1,8 +1,9 @@
 """The values one chat turn passes between its steps, and the shapes it stores and answers.
 
-`ChatService` runs the steps (gather context, draft with the citation check, apply the
-intent, persist, answer); this module says what each step hands on: the context the model
-is given, a draft, and the finished turn the metadata and the ChatResponse are made from.
+`TurnPipeline` (bot.chat.pipeline) runs the steps (gather context, draft with the citation
+check, apply the intent, persist, answer); this module says what each step hands on: the
+context the model is given, a draft, and the finished turn the metadata and the ChatResponse
+are made from.
 """
 
 from __future__ import annotations
@@ -10,14 +11,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from bot.chat import sessions as store
-from bot.chat.grounding import Grounding
+from bot.chat.blocks import context_block, fallback_block
+from bot.chat.grounding import Grounding, Verdict
 from bot.chat.intents import IntentOutcome
 from bot.chat.issue_context import IssueContext
-from bot.chat.retrieval import context_block, fallback_block
-from bot.chat.trailer import Trailer
+from bot.chat.proposals import Proposal
+from bot.chat.session_rows import REASONING_CAP, UNSET
+from bot.chat.session_store import TurnSession
+from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
+from bot.dialogue.trailer import Trailer
 from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
+
+MEMORY_VERDICTS: dict[Verdict, MemoryVerdict] = {
+    Verdict.ANSWERS: "answers",
+    Verdict.NOTHING: "nothing",
+    Verdict.UNAVAILABLE: "unavailable",
+}
 
 
 def clean_grounding(grounding: Grounding) -> Grounding:
@@ -77,7 +87,7 @@ class Draft:
 class FinishedTurn:
     """Everything the stored metadata and the ChatResponse are made from."""
 
-    session: store.TurnSession
+    session: TurnSession
     turn_id: str
     draft: Draft
     outcome: IntentOutcome
@@ -93,16 +103,17 @@ class FinishedTurn:
         return without_markers(self.draft.reply) + self.outcome.reply_suffix
 
     @property
-    def pending(self) -> store.Proposal | None:
-        if self.outcome.pending is store.UNSET:
+    def pending(self) -> Proposal | None:
+        if self.outcome.pending is UNSET:
             return self.session.pending
         pending = self.outcome.pending
-        return pending if isinstance(pending, store.Proposal) else None
+        return pending if isinstance(pending, Proposal) else None
 
     @property
     def decision(self) -> tuple[str, int] | None:
-        if self.outcome.decision is not store.UNSET:
-            return self.outcome.decision
+        decision = self.outcome.decision
+        if decision is not UNSET:
+            return decision if isinstance(decision, tuple) else None
         ts = self.session
         return (
             (ts.decision_body, ts.decision_issue)
@@ -140,32 +151,32 @@ class FinishedTurn:
             "pending": self.pending.as_json() if self.pending else None,
         }
 
-    def response(self, history: list[dict[str, Any]]) -> dict[str, Any]:
+    def response(self, history: list[Message]) -> ChatResponse:
         """The ChatResponse (docs/api.md)."""
         grounding, pending, decision = self.context.grounding, self.pending, self.decision
         filed = self.outcome.filed
-        return {
-            "reply": self.reply,
-            "intent": self.outcome.intent.value,
-            "session": self.session.id,
-            "turn_id": self.turn_id,
-            "agent": self.session.agent,
-            "focus": self.session.focus,
-            "history": history,
-            "retrieve_hits": len(grounding.kept_hits),
-            "retrieved": grounding.hits,
-            "retrieval_available": grounding.available,
-            "memory_verdict": grounding.verdict.value,
-            "reasoning": self.draft.reasoning[: store.REASONING_CAP],
-            "model": self.model,
-            "usage": self.draft.usage,
-            "decision_body": decision[0] if decision else None,
-            "decision_issue": decision[1] if decision else None,
-            "pending_title": pending.title if pending else None,
-            "pending_body": pending.body if pending else None,
-            "pending_kind": pending.kind if pending else None,
-            "filed_issue_number": filed.get("number"),
-            "filed_issue_url": filed.get("url"),
-            "filed_task_started": bool(filed.get("task_started", False)),
-            "notes": self.outcome.notes,
-        }
+        return ChatResponse(
+            reply=self.reply,
+            intent=self.outcome.intent.value,
+            session=self.session.id,
+            turn_id=self.turn_id,
+            agent=self.session.agent,
+            focus=self.session.focus,
+            history=history,
+            retrieve_hits=len(grounding.kept_hits),
+            retrieved=grounding.hits,
+            retrieval_available=grounding.available,
+            memory_verdict=MEMORY_VERDICTS[grounding.verdict],
+            reasoning=self.draft.reasoning[:REASONING_CAP],
+            model=self.model,
+            usage=self.draft.usage,
+            decision_body=decision[0] if decision else None,
+            decision_issue=decision[1] if decision else None,
+            pending_title=pending.title if pending else None,
+            pending_body=pending.body if pending else None,
+            pending_kind=pending.kind if pending else None,
+            filed_issue_number=filed.get("number"),
+            filed_issue_url=filed.get("url"),
+            filed_task_started=bool(filed.get("task_started", False)),
+            notes=self.outcome.notes,
+        )

@@ -10,6 +10,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.chat import Seen
 from bot.errors import NotFound
 from bot.models import ChatSession, ChatTurn, Role
 
@@ -38,10 +39,10 @@ def unseen_sessions(session: Session, operator_id: int) -> set[str]:
 
 def mark_seen(
     session: Session, operator_id: int, session_id: str, *, clock: Clock = utcnow
-) -> dict[str, object]:
+) -> Seen:
     """The operator has seen this session's results up to now (idempotent)."""
     row = session.get(ChatSession, session_id)
     if row is None or row.operator_id != operator_id:
         raise NotFound(f"session {session_id} not found")
     row.results_seen_at = clock()
-    return {"session": row.id, "unseen": False}
+    return Seen(session=row.id, unseen=False)

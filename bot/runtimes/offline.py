@@ -3,7 +3,7 @@
 It answers from the facts the turn was given (retrieved hits, committed memory, the focus,
 task state), says plainly that no model is configured, and writes a STEELFRAME_META trailer
 like a model would. Intents come only from the operator's own message, recognised by the
-same grammar the server's intent policy reads (bot/chat/phrasing.py), never from retrieved
+same grammar the server's intent policy reads (bot/dialogue/phrasing.py), never from retrieved
 or GitHub text; a question is answered, never turned into a proposal.
 """
 
@@ -13,10 +13,10 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
-from bot.chat.grounding import NOTHING_ANSWERS
-from bot.chat.phrasing import filing_request, memory_request
-from bot.chat.titles import issue_title
-from bot.chat.trailer import Intent, Trailer, render_trailer
+from bot.dialogue import NOTHING_ANSWERS
+from bot.dialogue.phrasing import filing_request, memory_request
+from bot.dialogue.titles import issue_title
+from bot.dialogue.trailer import Intent, Trailer, render_trailer
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking, Usage
 
 _DECIDE = re.compile(

@@ -95,7 +95,10 @@ class WireConversation(Generic[S]):
 
     def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
         self.state = self._new_state()
-        return self.turn.wire.start_round(self.turn, self.state, final=final)
+        events: AsyncGenerator[RuntimeEvent, None] = self.turn.wire.start_round(
+            self.turn, self.state, final=final
+        )
+        return events
 
 
 class ModelWire(Protocol):

@@ -94,7 +94,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from bot.chat.retrieval import CHAT_FLOOR
+    from bot.chat.retrieval_hits import CHAT_FLOOR
     from memory import IndexUnavailable
 
     if args.k <= 0 or (args.floor is not None and not 0.0 <= args.floor <= 1.0):

@@ -6,6 +6,7 @@ import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
 import { offerPanel } from "./offers.js";
 import { isEmptyChat, renderSidebar } from "./sidebar.js";
+import { FRAME } from "./wire.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
@@ -487,7 +488,7 @@ export class Chat {
   onFrame(turn, frame) {
     const view = turn.view;
     switch (frame.type) {
-      case "status":
+      case FRAME.STATUS:
         if (frame.session) turn.session = frame.session;
         if (frame.turn_id) turn.turnId = frame.turn_id;
         if (typeof frame.message === "string" && turn.user?.hidden) {
@@ -497,17 +498,17 @@ export class Chat {
         turn.statusText = frame.text;
         if (!turn.away) this.els.status.textContent = frame.text;
         break;
-      case "thinking":
+      case FRAME.THINKING:
         view.addThinking(frame.text);
         break;
-      case "delta":
+      case FRAME.DELTA:
         view.addDelta(frame.text, frame.replace);
         break;
-      case "done":
+      case FRAME.DONE:
         turn.finished = true;
         this.finishTurn(turn, frame.response);
         return false;
-      case "error":
+      case FRAME.ERROR:
         turn.finished = true;
         this.failTurn(turn, frame);
         return false;

@@ -1,5 +1,5 @@
 """`push` and a merged `pull_request`: the repository changed, so Chat's managed clone of it
-(bot/chat/checkout.py) is refreshed before the next turn; a merged memory PR is then in
+(bot/checkouts.py) is refreshed before the next turn; a merged memory PR is then in
 that turn's committed memory."""
 
 from __future__ import annotations

@@ -1,0 +1,139 @@
+"""Does session memory answer the turn's question? (docs/memory.md, Answerability.) The
+verdict from the kept hits and the focus context; bot.chat.retrieval asks it once a turn."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bot.chat.grounding import (
+    Answerability,
+    Verdict,
+)
+from bot.chat.ordering import rank, thread_key
+from bot.chat.retrieval_hits import RetrievalTurn, RoundQuery, Strength, record_of
+from memory import Memory
+from memory.answerability import Cover
+
+# The answerability verdict (docs/memory.md, Answerability): memory answers the question when
+# the top hits (and the focus context) hold at least this share of the question's idf
+# weight (memory.answerability). Calibrated on the tuning part of the labelled set only
+# (tests/test_grounding_quality.py); the frozen part and the second set are reported.
+ANSWER_COVERAGE = 0.55
+# ...or at least SUPPORTED_COVERAGE when the best hit's cosine with the whole question
+# reaches SUPPORTED_BEST (on the tuning part: 0 of 20 no-answer questions said to be
+# answered, 173 of 204 answerable ones; docs/memory.md has the table).
+SUPPORTED_COVERAGE = 0.4
+SUPPORTED_BEST = 0.25
+# ...or when one thread holds this share of the model's search words (bot.chat.search_words).
+# Not calibrated: the labelled sets are asked offline, with no model (docs/memory.md).
+MODEL_WORDS_COVERAGE = 0.7
+VERDICT_TOP = 3  # the semantic hits, in prompt order, the coverage is measured over
+# What a question's kind asks for, by its words: the source that answers it.
+_KIND_SOURCES = (
+    (re.compile(r"\b(?:worker|attempt|tried|try|session|agent)\b", re.I), {"worker_session"}),
+    (re.compile(r"\b(?:fix|fixed|pr|pull|merged|change[sd]?)\b", re.I), {"pull_request"}),
+    (re.compile(r"\b(?:decide[sd]?|decision|agree[sd]?|chose|choose)\b", re.I), {"comment"}),
+    (re.compile(r"\b(?:why|how come|reason)\b", re.I), {"comment", "issue"}),
+)
+
+
+def fits_question(question: str, source: str) -> bool:
+    """Is `source` what the question's kind asks for? (A question of no kind: any fits.)"""
+    wanted = [sources for pattern, sources in _KIND_SOURCES if pattern.search(question)]
+    return not wanted or any(source in sources for sources in wanted)
+
+
+def margin_and_agreement(
+    semantic: list[dict[str, Any]], lead: dict[str, Any]
+) -> tuple[float, bool]:
+    """Evidence recorded beside the verdict (not used by it): how far the best thread leads
+    the next, and whether a later round found more of the leading thread."""
+    threads: dict[tuple[str, int], float] = {}
+    for hit in semantic:
+        key = thread_key(hit)
+        threads[key] = max(threads.get(key, 0.0), rank(hit))
+    ranks = sorted(threads.values(), reverse=True)
+    margin = ranks[0] / ranks[1] if len(ranks) > 1 and ranks[1] > 0 else float(bool(ranks))
+    agreement = any(
+        h["round"] != RoundQuery.MESSAGE.value and thread_key(h) == thread_key(lead)
+        for h in semantic[1:]
+    )
+    return margin, agreement
+
+
+def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> Answerability:
+    """Does memory answer the question? (docs/memory.md, Answerability.) The evidence:
+    the share of the question's distinctive vocabulary the top hits and the focus
+    context contain (memory.answerability), the best hit's cosine with the question,
+    the margin of the best thread over the next, whether later rounds found more of
+    the best thread, and whether the best hit's source is what the question asks for."""
+    semantic = [h for h in hits if h["strength"] != Strength.CONTEXT]
+    if not hits:
+        return Answerability(Verdict.NOTHING, "no hit")
+    context = [h for h in hits if h["strength"] == Strength.CONTEXT]
+    shown = [*semantic[:VERDICT_TOP], *context]
+    union = coverage(memory, turn, shown)
+    # ...and by thread: an answer is one thread that holds the question, not three
+    # threads that each hold a word of it
+    by_thread: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for hit in shown:
+        by_thread.setdefault(thread_key(hit), []).append(hit)
+    covers = [coverage(memory, turn, group) for group in by_thread.values()]
+    covered = max(covers, key=lambda c: c.coverage)
+    # The model's words (it saw the question, not memory) held by one thread: evidence
+    # the thread answers in other words than the question's.
+    by_words = model_words_coverage(memory, turn, by_thread)
+    best = max((float(h.get("question_score") or 0.0) for h in semantic), default=0.0)
+    lead = semantic[0] if semantic else hits[0]
+    margin, agreement = margin_and_agreement(semantic, lead)
+    # In a Discuss session a question in words memory knows ("is it done?", "what did
+    # we decide here?") is about the focused thread, which is given: it answers.
+    about_focus = turn.focus is not None and bool(context) and not union.unknown
+    answers = (
+        covered.coverage >= ANSWER_COVERAGE
+        or (covered.coverage >= SUPPORTED_COVERAGE and best >= SUPPORTED_BEST)
+        or about_focus
+        or by_words >= MODEL_WORDS_COVERAGE
+    )
+    if about_focus:
+        reason = f"a question about the focused issue #{turn.focus} in words memory knows"
+    elif by_words >= MODEL_WORDS_COVERAGE and covered.coverage < SUPPORTED_COVERAGE:
+        reason = f"one thread holds {by_words:.0%} of the model's search words"
+    else:
+        reason = (
+            f"one thread of the top hits holds {covered.coverage:.0%} of the question's"
+            f" distinctive words, the best hit's cosine is {best:.2f}"
+            + ("" if answers else f" (missing: {', '.join(covered.missing[:4])})")
+        )
+    return Answerability(
+        Verdict.ANSWERS if answers else Verdict.NOTHING,
+        reason,
+        coverage=covered.coverage,
+        spread=union.coverage,
+        model_words=round(by_words, 4),
+        best=round(best, 4),
+        margin=round(margin, 3),
+        agreement=agreement,
+        fits=fits_question(turn.query, str(lead["source"])),
+        missing=covered.missing[:8],
+    )
+
+
+def model_words_coverage(
+    memory: Memory, turn: RetrievalTurn, by_thread: dict[tuple[str, int], list[dict[str, Any]]]
+) -> float:
+    """The most of the model's search words one thread holds (0 when it proposed none)."""
+    said = " ".join(turn.words)
+    if not said:
+        return 0.0
+    return max(
+        (memory.coverage(said, [record_of(h) for h in g]).coverage for g in by_thread.values()),
+        default=0.0,
+    )
+
+
+def coverage(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> Cover:
+    return memory.coverage(
+        turn.query, [record_of(h) for h in hits], repo=turn.agent.repo, related=turn.related
+    )

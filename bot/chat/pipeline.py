@@ -1,0 +1,391 @@
+"""The chat turn pipeline (DESIGN.md, one chat turn): validate and place a turn, then run it
+detached: gather context, draft with the citation check, apply the intent, persist, answer.
+
+`TurnPipeline` knows nothing of HTTP: a handler starts a turn with a `TurnRequest` and gets
+the `TurnHandle` its frames stream from (`status`, `thinking`, `delta`, then `done` with
+the ChatResponse, or `error`: bot.contracts.chat). Errors before the turn starts raise, so
+the client gets a plain 4xx. The session operations are bot.chat.session_service's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from bot.agents import resolve_agent
+from bot.chat.announce import announce
+from bot.chat.coordination import TurnLocks
+from bot.chat.drafting import Drafting, draft_once
+from bot.chat.grounding import Grounder, Grounding
+from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.intents import (
+    IntentContext,
+    IntentOutcome,
+    IntentPolicy,
+    held,
+    proposal_key,
+    proposes,
+)
+from bot.chat.issue_context import IssueContextLoader
+from bot.chat.operator_commands import command_focus
+from bot.chat.placement import TurnTarget, place_turn, placements
+from bot.chat.progress import progress_while
+from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
+from bot.chat.session_store import TurnRecord, TurnSession, open_for_turn, persist_turn
+from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
+from bot.checkouts import ManagedCheckouts
+from bot.clock import Clock
+from bot.config import AgentConfig, Settings
+from bot.contracts.chat import DeltaFrame, DoneFrame, Emit, ErrorFrame, Message, StatusFrame
+from bot.db import Database
+from bot.dialogue.titles import title_from_message
+from bot.dialogue.trailer import Trailer
+from bot.errors import BadRequest, Conflict
+from bot.events import OperatorEvents, SessionChange
+from bot.group_commit import GroupCommit
+from bot.group_read import GroupRead
+from bot.runtimes.base import Runtime, RuntimeError_
+from bot.runtimes.pricing import cost_usd
+from bot.unanswered import Unanswered
+
+log = logging.getLogger(__name__)
+RuntimeFactory = Callable[[AgentConfig], Runtime]
+# Turns retrieving at once. Retrieval is CPU work on the thread pool; 1,000 turns starting
+# within a second queued 1,000 jobs there, ahead of the reads that new requests need before
+# their first frame (auth, the session). More than a few at once gains nothing under the GIL.
+GROUNDING_AT_ONCE = 4
+SESSION_DELETED = ErrorFrame(
+    error="the session was deleted during the turn", reason="session_deleted"
+)
+REDRAFT_HINT = (
+    "Your previous draft cited none of the retrieved context. Answer again, citing the hits "
+    "(#issue, session id or their distinctive words) where they are relevant."
+)
+
+
+@dataclass(frozen=True)
+class TurnRequest:
+    operator_id: int
+    message: str
+    session_id: str | None = None
+    agent: str | None = None
+    focus: Any = UNSET  # an issue, None (clear focus) or UNSET (keep)
+
+
+@dataclass(frozen=True)
+class TurnParts:
+    """What a turn is made with besides the database and the registry, given whole by the
+    composition (bot/services.py)."""
+
+    runtimes: RuntimeFactory
+    grounder: Grounder
+    policy: IntentPolicy
+    locks: TurnLocks
+    events: OperatorEvents | None
+    # Reads the focused issue from GitHub for each turn; None without a GitHub App.
+    issues: IssueContextLoader | None
+    # Managed clones of each agent's repository (with a GitHub App); None: configured.
+    checkouts: ManagedCheckouts | None
+
+
+class TurnPipeline:
+    def __init__(
+        self,
+        *,
+        db: Database,
+        settings: Settings,
+        registry: TurnRegistry,
+        parts: TurnParts,
+        clock: Clock,
+        unanswered: Unanswered,
+    ) -> None:
+        self.settings = settings
+        self.agents = settings.agents
+        self.registry = registry
+        self.runtimes = parts.runtimes
+        self.grounder = parts.grounder
+        self.policy = parts.policy
+        self.locks = parts.locks
+        self.events = parts.events
+        self.issues = parts.issues
+        self.checkouts = parts.checkouts
+        self.clock = clock
+        # Requests the HTTP layer has not answered yet: a started turn's heavy work yields.
+        self.unanswered = unanswered
+        # Turns' session writes and their messages, committed together (SQLite: one writer).
+        self.writes = GroupCommit(db)
+        # Where each starting turn goes, read together with other turns' (bot.group_read).
+        self._placements = GroupRead(db, placements)
+        self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
+
+    async def close(self) -> None:
+        await self.writes.close()  # the writes of the turns just stopped
+
+    # -- turns ---------------------------------------------------------------------------
+
+    async def start_turn(self, request: TurnRequest) -> TurnHandle:
+        """Validate, resolve the session (a read), and start the turn detached; errors raise
+        here, before any stream begins, so the client gets a plain 4xx. The session is
+        written by the turn itself, after its first frame (`_open`)."""
+        message = request.message
+        if not message.strip():
+            raise BadRequest("message is required", detail={"field": "message"})
+        if request.agent is not None:
+            resolve_agent(self.agents, request.agent)
+        handle = self.registry.reserve(turn_id=new_id(), operator_id=request.operator_id)
+        acquired = False
+        try:
+            holder = await self.locks.acquire(request.operator_id, handle.turn_id)
+            if holder is not None:
+                held = await self.locks.holder(request.operator_id) or {}
+                raise Conflict(
+                    "a turn is already in flight for this operator; resume it or stop it first",
+                    detail={"session": held.get("session") or None, "turn_id": holder or None},
+                )
+            acquired = True
+            target = place_turn(
+                await self._placements.get((request.operator_id, request.session_id)),
+                session_id=request.session_id,
+                agent=request.agent,
+                # "discuss #N" typed in Chat focuses the session on N (operator_commands).
+                focus=command_focus(message, request.focus),
+                default_agent="default",
+            )
+            if target.agent not in self.agents:
+                raise BadRequest(
+                    f"this session's agent {target.agent!r} is no longer configured;"
+                    " name another agent",
+                    detail={"field": "agent", "known": sorted(self.agents)},
+                )
+            await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
+        except BaseException:
+            self.registry.release(handle)
+            if acquired:
+                await self.locks.release(request.operator_id, handle.turn_id)
+            raise
+        return self.registry.launch(
+            handle,
+            session_id=target.session_id,
+            run=lambda running: self._run(running, request, target),
+        )
+
+    async def _run(self, handle: TurnHandle, request: TurnRequest, target: TurnTarget) -> None:
+        with self.locks.keep(handle.operator_id, handle.turn_id):
+            # The first frame goes out before any write: it names the session and the turn,
+            # which are already decided (spec: the SSE stream starts with `status`).
+            await handle.emit(
+                StatusFrame(
+                    text="turn started",
+                    session=target.session_id,
+                    turn_id=handle.turn_id,
+                    # A client re-attaching after a reload shows what was asked.
+                    message=request.message,
+                )
+            )
+            ts = await self._open(handle, request, target)
+            if ts is not None:
+                await self.unanswered.quiet()  # requests still waiting go first
+                await self._turn(handle, request, ts)
+
+    async def _open(
+        self, handle: TurnHandle, request: TurnRequest, target: TurnTarget
+    ) -> TurnSession | None:
+        """Write the turn's session, batched with other turns' writes. A stop meanwhile lets
+        the write land first, so a client told the turn stopped finds the session the first
+        frame named. None (and an error frame) if the session was deleted since."""
+        write = asyncio.ensure_future(
+            self.writes.run(open_for_turn, request.operator_id, target, clock=self.clock)
+        )
+        try:
+            return await asyncio.shield(write)
+        except SessionGone:
+            await handle.emit(SESSION_DELETED)
+            return None
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await write
+            raise
+        finally:
+            handle.opened.set()
+
+    async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: TurnSession) -> None:
+        """Gather context, draft (with the citation check), apply the intent, persist,
+        answer. A failure ends the turn with an error frame and writes nothing."""
+        started = time.perf_counter()
+        agent = resolve_agent(self.agents, ts.agent)
+        if self.checkouts is not None:
+            agent = await self.checkouts.for_agent(agent)  # fresh enough: merged memory shows
+        context = await self._gather(request.message, agent, ts, handle.emit)
+        runtime = self.runtimes(agent)
+        drafted = await self._draft_cited(
+            Drafting(runtime, request.message, ts, agent, handle.emit), context
+        )
+        if drafted is None:
+            return
+        draft, context = drafted
+        handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
+        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
+        model = draft.route.model if draft.route else runtime.model
+        finished = FinishedTurn(
+            session=ts,
+            turn_id=handle.turn_id,
+            draft=draft,
+            outcome=outcome,
+            context=context,
+            model=model,
+            endpoint=draft.route.endpoint if draft.route else runtime.name,
+            requested_model=runtime.model,
+            cost_usd=cost_usd(self.settings.model_prices, model, draft.usage),
+            total_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        stored = await self._persist(handle, request, finished)
+        if stored is None:
+            return
+        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
+        await announce(self.events, request.operator_id, ts.id, change)
+        history = [*ts.history, *stored][-HISTORY_IN_RESPONSE:]
+        await handle.emit(DoneFrame(response=finished.response(history)))
+
+    async def _gather(
+        self, message: str, agent: AgentConfig, ts: TurnSession, emit: Emit
+    ) -> TurnContext:
+        """Retrieval, and the focused issue read from GitHub (neither ever fails the turn)."""
+        grounding = clean_grounding(await self._ground(message, agent, ts.focus, emit))
+        if ts.focus is None or self.issues is None:
+            return TurnContext(grounding)
+        try:
+            issue = await self.issues.load(agent.repo, ts.focus)
+        except Exception as exc:
+            reason = getattr(exc, "message", None) or type(exc).__name__
+            log.warning("focused issue #%s not read: %s", ts.focus, reason)
+            await emit(StatusFrame(text=f"issue #{ts.focus} unavailable"))
+            return TurnContext(grounding, issue_error=str(reason)[:200])
+        await emit(StatusFrame(text=f"issue #{ts.focus} · {len(issue.comments)} comments"))
+        return TurnContext(grounding, issue=issue)
+
+    async def _draft_cited(
+        self, drafting: Drafting, context: TurnContext
+    ) -> tuple[Draft, TurnContext] | None:
+        """Draft; if hits were kept and the draft cites none, widen once and draft again.
+        None when the turn failed (its error frame is sent)."""
+        emit, agent, focus = drafting.emit, drafting.agent, drafting.session.focus
+        try:
+            async with asyncio.timeout(self.settings.turn_timeout_seconds):
+                draft = await draft_once(drafting, context, number=1)
+                grounding = context.grounding
+                if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
+                    await emit(StatusFrame(text="no citation · widening retrieval"))
+                    message = drafting.message
+                    widened = await self._widen(message, agent, focus, grounding, emit)
+                    context = replace(context, grounding=clean_grounding(widened))
+                    draft = await self._redraft(drafting, context, first=draft)
+        except RuntimeError_ as exc:
+            await emit(ErrorFrame(error=exc.message, reason="runtime"))
+            return None
+        except TimeoutError:
+            await emit(ErrorFrame(error="the model did not finish in time", reason="timeout"))
+            return None
+        return draft, context
+
+    async def _persist(
+        self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn
+    ) -> list[Message] | None:
+        """Both messages and the session changes in one transaction; None (and an error
+        frame) when the session was deleted meanwhile."""
+        ts = finished.session
+        record = TurnRecord(
+            turn_id=handle.turn_id,
+            user_message=request.message,
+            reply=finished.reply,
+            reasoning=finished.draft.reasoning,
+            intent=finished.outcome.intent.value,
+            meta=finished.meta(),
+            title=title_from_message(request.message) if ts.title is None else None,
+            decision=finished.outcome.decision,
+            pending=finished.outcome.pending,
+        )
+        try:
+            return await self.writes.run(
+                persist_turn, request.operator_id, ts.id, record, clock=self.clock
+            )
+        except SessionGone:
+            await handle.emit(SESSION_DELETED)
+            return None
+
+    async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
+        """The grounded second draft; if it fails, the first draft stands (shown again)."""
+        emit = drafting.emit
+        try:
+            second = await draft_once(drafting, context, number=2, hint=REDRAFT_HINT)
+        except RuntimeError_ as exc:
+            log.warning("re-draft failed, keeping the first draft: %s", exc.message)
+            await emit(StatusFrame(text="re-draft failed · keeping the first draft"))
+            await emit(DeltaFrame(text=first.reply, draft=1, replace=True))
+            return first
+        for name, count in first.usage.items():  # both drafts were paid for
+            second.usage[name] = second.usage.get(name, 0) + count
+        second.redrafted = True
+        return second
+
+    async def _ground(
+        self, query: str, agent: AgentConfig, focus: int | None, emit: Emit
+    ) -> Grounding:
+        try:
+            async with self._grounding:
+                return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
+        except Exception as exc:  # retrieval never fails the turn (spec: Retrieve grounding)
+            log.warning("retrieval unavailable: %s", type(exc).__name__)
+            await emit(StatusFrame(text="retrieve unavailable"))
+            return Grounding(
+                available=False,
+                prompt_block="Prior Steelframe context: (retrieval unavailable)",
+                meta={"error": type(exc).__name__},
+            )
+
+    async def _widen(
+        self, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Emit
+    ) -> Grounding:
+        try:
+            return await self.grounder.widen(
+                query=query, agent=agent, focus=focus, previous=previous, emit=emit
+            )
+        except Exception as exc:
+            log.warning("widening retrieval failed: %s", type(exc).__name__)
+            return previous
+
+    async def _apply_intent(
+        self,
+        request: TurnRequest,
+        handle: TurnHandle,
+        ts: TurnSession,
+        agent: AgentConfig,
+        trailer: Trailer,
+    ) -> IntentOutcome:
+        context = IntentContext(
+            operator_id=request.operator_id,
+            turn_id=handle.turn_id,
+            message=request.message,
+            trailer=trailer,
+            session=ts,
+            agent=agent,
+        )
+        try:
+            # Filing and publishing wait on GitHub's write pacing: say so while they do.
+            async with progress_while(handle.emit, "waiting on GitHub"):
+                return await self.policy.apply(context)
+        except Exception as exc:
+            log.warning("intent %s could not be applied: %s", trailer.intent, exc)
+            message = getattr(exc, "message", "the action could not be completed")
+            if not proposes(trailer):
+                # A confirmed proposal that failed to file stays pending (UNSET keeps it).
+                outcome = IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
+            else:
+                # Keep the proposal so the operator can confirm it again once GitHub answers.
+                outcome = held(trailer, f"not applied: {message}", key=proposal_key(handle.turn_id))
+            outcome.reply_suffix = f"\n\n(Not done: {message})"
+            return outcome

@@ -1,0 +1,1 @@
+"""Typed wire contracts, one module per seam; they import nothing of ours."""

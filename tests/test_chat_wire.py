@@ -1,0 +1,63 @@
+"""Chat's wire is declared once (bot/contracts/chat.py): the clients' constants files and the
+OpenAPI components are made from it, and the bytes a turn streams are the ones the clients
+have always read."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+
+from bot.chat.frames import NumberedFrame
+from bot.contracts import chat
+from bot.contracts.chat_wire import GUI_FILE, TUI_FILE, rendered
+from operator_api.schemas import component_schemas
+from tui_client import wire
+
+
+def test_the_gui_and_tui_constants_are_generated_from_the_structs() -> None:
+    stale = [path.name for path, text in rendered().items() if path.read_text() != text]
+    assert stale == [], f"run `make wire`: {stale} differ from bot/contracts/chat.py"
+    assert {GUI_FILE.name, TUI_FILE.name} == {"wire.js", "wire.py"}
+
+
+def test_the_tui_reads_the_frame_names_the_service_sends() -> None:
+    sent = {kind.__struct_config__.tag for kind in chat.FRAME_TYPES}
+    assert {wire.STATUS, wire.THINKING, wire.DELTA, wire.DONE, wire.ERROR} == sent
+    assert wire.TERMINAL_FRAMES == chat.TERMINAL_FRAME_TYPES
+
+
+def test_a_numbered_frame_is_the_json_the_stream_always_carried() -> None:
+    """`id` first, then `type`, then the frame's keys in order; defaults left out."""
+    first = NumberedFrame.of(
+        7, chat.StatusFrame(text="turn started", session="s1", turn_id="t1", message="hi")
+    )
+    assert first.data == (
+        b'{"id":7,"type":"status","text":"turn started","session":"s1","turn_id":"t1",'
+        b'"message":"hi"}'
+    )
+    delta = NumberedFrame.of(8, chat.DeltaFrame(text="", draft=2, replace=True))
+    assert delta.data == b'{"id":8,"type":"delta","text":"","draft":2,"replace":true}'
+    assert NumberedFrame.of(9, chat.DeltaFrame(text="a", draft=1)).data == (
+        b'{"id":9,"type":"delta","text":"a","draft":1}'
+    )
+    ended = NumberedFrame.of(10, chat.ErrorFrame(error="turn stopped", reason="stopped"))
+    assert json.loads(ended.data) == {
+        "id": 10,
+        "type": "error",
+        "error": "turn stopped",
+        "reason": "stopped",
+    }
+    assert NumberedFrame.decode(ended.data) == ended and ended.terminal
+
+
+def test_the_openapi_chat_components_are_the_structs_schemas() -> None:
+    components = component_schemas()
+    kinds = [ref["$ref"].rsplit("/", 1)[1] for ref in components["Frame"]["anyOf"]]
+    assert kinds == [kind.__name__ for kind in chat.FRAME_TYPES]
+    delta = components["DeltaFrame"]
+    assert delta["required"] == ["id", "type", "text", "draft"]
+    assert delta["additionalProperties"] is False
+    response = components["ChatResponse"]
+    assert response["required"] == [f.name for f in msgspec.structs.fields(chat.ChatResponse)]
+    assert response["additionalProperties"] is False
