@@ -28,9 +28,10 @@ async def test_the_shells_objects_are_built_at_start_up_on_one_set_of_parts(
     parts = app[PARTS]
     api, hooks, gui = app[OPERATOR_API], app[WEBHOOKS], app[GUI]
     assert api.db is hooks.db is gui.db is parts.db  # one database per process
-    assert api.chat is parts.chat and api.events is parts.events
+    assert api.chat_turns is parts.chat_turns and api.events is parts.events
+    assert api.chat_sessions is parts.chat_sessions
     # No GitHub App here: no filing or publishing (their routes answer 503), no issue reader.
-    assert api.filing is None and api.publisher is None and api.chat.issues is None
+    assert api.filing is None and api.publisher is None and api.chat_turns.issues is None
     answer = await client.get("/readyz")
     assert answer.status in (200, 503)
     assert "database" in (await answer.json())["checks"]
@@ -49,7 +50,7 @@ async def test_with_a_github_app_chat_is_built_whole_with_its_github_pieces(
     app = github_service.raw.app
     api = app[OPERATOR_API]
     assert api.filing is not None and api.publisher is not None
-    chat = api.chat
+    chat = api.chat_turns
     assert chat.issues is not None and chat.checkouts is not None
     assert isinstance(chat.policy, OperatorCommands)
     # The webhook handlers keep Chat's checkouts fresh: the same object, not a copy.
