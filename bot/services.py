@@ -35,10 +35,10 @@ from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, w
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
+from bot.lifecycle.board import task_for_issue
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService, build_task_service
-from bot.lifecycle.tasks import task_for_issue
 from bot.metrics import Metrics
 from bot.redis_auth import require_authenticated_redis
 from bot.redis_clients import blocking_reader

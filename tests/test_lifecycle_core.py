@@ -22,6 +22,7 @@ from bot.lifecycle.context import LifecyclePolicy
 from bot.lifecycle.models import EventKind, TaskEvent
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
 from bot.lifecycle.states import TRANSITIONS, IllegalTransition, TaskState, can_transition
+from bot.lifecycle.transition import Move, apply
 from tests.fakes.lifecycle import gone
 
 LIFECYCLE_TABLES = {"tasks", "task_events", "task_leases", "task_notices", "chat_deliveries"}
@@ -74,22 +75,22 @@ def test_an_illegal_transition_is_refused_with_a_clear_error_and_logs_nothing(
 ) -> None:
     task_id = _new(database)
     with pytest.raises(IllegalTransition) as refused:
-        database.call(tasks.transition, task_id, TaskState.DELIVERED, actor="x", expect=[])
+        database.call(apply, task_id, Move(TaskState.DELIVERED, actor="x", expect=[]))
     with pytest.raises(IllegalTransition) as refused:
-        database.call(tasks.transition, task_id, TaskState.WAITING_FOR_INFO, actor="x")
+        database.call(apply, task_id, Move(TaskState.WAITING_FOR_INFO, actor="x"))
     assert refused.value.status == 409
     assert "task 1 is queued; it cannot become waiting_for_info" in refused.value.message
     assert refused.value.detail["allowed"] == ["delivered", "failed", "running", "terminated"]
     log = database.call(lambda s: [(e.kind, e.to_state) for e in tasks.events(s, task_id)])
     assert log == [(EventKind.CREATED, TaskState.QUEUED)]
     with pytest.raises(NotFound):
-        database.call(tasks.transition, 999, TaskState.RUNNING, actor="x")
+        database.call(apply, 999, Move(TaskState.RUNNING, actor="x"))
 
 
 def test_every_transition_is_logged_with_who_and_why(database: dbmod.Database) -> None:
     task_id = _new(database)
     database.call(
-        tasks.transition, task_id, TaskState.RUNNING, actor="worker:h:1", detail="go", data={"a": 1}
+        apply, task_id, Move(TaskState.RUNNING, actor="worker:h:1", detail="go", data={"a": 1})
     )
     event: TaskEvent = database.call(lambda s: tasks.events(s, task_id)[-1])
     assert (event.from_state, event.to_state, event.actor, event.detail, event.data) == (
@@ -104,7 +105,7 @@ def test_every_transition_is_logged_with_who_and_why(database: dbmod.Database) -
 
 def test_two_writers_racing_from_one_state_cannot_both_win(database: dbmod.Database) -> None:
     task_id = _new(database)
-    database.call(tasks.transition, task_id, TaskState.RUNNING, actor="w")
+    database.call(apply, task_id, Move(TaskState.RUNNING, actor="w"))
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
 
@@ -112,7 +113,7 @@ def test_two_writers_racing_from_one_state_cannot_both_win(database: dbmod.Datab
         barrier.wait()
         try:
             database.call(
-                tasks.transition, task_id, wanted, actor=str(wanted), expect=[TaskState.RUNNING]
+                apply, task_id, Move(wanted, actor=str(wanted), expect=[TaskState.RUNNING])
             )
             outcomes.append(f"won:{wanted}")
         except IllegalTransition:

@@ -24,7 +24,7 @@ from bot.chat.sessions import UNSET
 from bot.chat.trailer import Intent
 from bot.db import Database
 from bot.decisions import DecisionPublisher
-from bot.lifecycle.tasks import task_for_issue
+from bot.lifecycle.board import task_for_issue
 
 
 class Command(enum.Enum):

@@ -30,15 +30,15 @@ from sqlalchemy.orm import Session
 
 from bot.db import Database, is_lock_timeout
 from bot.events import OperatorEvents, RedisEventLog
-from bot.lifecycle import leases, progress, tasks, termination, worktree
+from bot.lifecycle import leases, progress, tasks, terminate, worktree
 from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
+from bot.lifecycle.transition import Move, transition
 from bot.redis_lease import held
 
 log = logging.getLogger(__name__)
@@ -117,7 +117,7 @@ async def reconcile(
     grace = timedelta(seconds=ctx.policy.lease_seconds)
     this = _Pass(ctx, github, queue, grace, report)
     say("applying terminate requests ...")
-    requested = dict(ctx.db.call(termination.pending))
+    requested = dict(ctx.db.call(terminate.pending))
     for task_id, actor in requested.items():
         await _guard(report, task_id, _apply_stop_request(this, task_id, actor))
     say("checking running tasks ...")
@@ -169,7 +169,7 @@ async def _apply_stop_request(this: _Pass, task_id: int, actor: str) -> None:
     ctx, queue, report = this.ctx, this.queue, this.report
     job = ctx.db.call(tasks.get_task, task_id).job_id
     try:
-        if await termination.apply(ctx.db, this.github, task_id, actor, ctx.clock):
+        if await terminate.apply(ctx.db, this.github, task_id, actor, ctx.clock):
             await asyncio.to_thread(queue.cancel_queued, job)
             report.terminated.append(task_id)
             log.info("reconcile: task %s terminated as %s asked", task_id, actor)
@@ -281,18 +281,15 @@ async def _check_pull(
         return
     pull = pulls[0]
     url = str(pull.get("html_url") or pull.get("url") or "")
-    change = change_state(
-        ctx.db,
-        task_id,
+    move = Move(
         TaskState.DELIVERED,
         actor=ACTOR,
         detail=f"pull request {url} already exists",
         data={"pr_url": url, "pr_number": pull.get("number"), "summary": ""},
         expect=[TaskState.QUEUED, TaskState.FAILED],
         changes={"pr_url": url, "pr_number": int(pull["number"]), "last_error": None},
-        clock=ctx.clock,
     )
-    await publish(ctx.db, github, change, clock=ctx.clock)
+    await transition(ctx.db, github, task_id, move, clock=ctx.clock)
     report.delivered.append(task_id)
 
 

@@ -11,7 +11,7 @@ import logging
 import socket
 from pathlib import Path
 
-from bot.lifecycle import leases, tasks, termination, worktree
+from bot.lifecycle import leases, tasks, terminate, worktree
 from bot.lifecycle.coding import group_alive, kill_group
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
@@ -59,8 +59,8 @@ async def recover(
     if task.state != TaskState.RUNNING:
         return f"nothing to do: task is {task.state}"
     # An operator terminated it while this run (frozen) held the row: honour that, no retry.
-    actor = ctx.db.call(termination.requested_by, task_id)
-    if actor is not None and await termination.apply(ctx.db, github, task_id, actor, ctx.clock):
+    actor = ctx.db.call(terminate.requested_by, task_id)
+    if actor is not None and await terminate.apply(ctx.db, github, task_id, actor, ctx.clock):
         return f"terminated as {actor} asked"
     log.warning("recovery: task %s was left running (%s)", task_id, reason)
     result = await finish_failed(ctx, github, task_id, "reconciler", error=reason, retry=True)

@@ -29,7 +29,6 @@ from bot.lifecycle.egress import ensure_available
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind, Task, TaskLog
-from bot.lifecycle.outcomes import Change, change_state, publish
 from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
@@ -39,6 +38,7 @@ from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
+from bot.lifecycle.transition import Move, show, transition
 
 log = logging.getLogger(__name__)
 MAX_REASON = 200
@@ -242,8 +242,7 @@ async def _announce(run: Run, text: IssueText) -> None:
     note = f"Attempt {run.task.attempts} of {run.ctx.policy.max_attempts} is running."
     if text.note:
         note += f"\n\n{text.note}"
-    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
 
 async def _fail(run: Run, *, error: str = "", limit: str | None = None, retry: bool) -> str:
@@ -260,9 +259,7 @@ async def _fail(run: Run, *, error: str = "", limit: str | None = None, retry: b
 
 
 async def _no_runtime(run: Run) -> str:
-    change = change_state(
-        run.ctx.db,
-        run.task.id,
+    move = Move(
         TaskState.WAITING_FOR_INFO,
         actor=run.actor,
         detail="no coding runtime is configured",
@@ -272,9 +269,8 @@ async def _no_runtime(run: Run) -> str:
         notice=NO_RUNTIME_NOTICE,
         note="No coding runtime is configured.",
         fence=run.fence,
-        clock=run.ctx.clock,
     )
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await transition(run.ctx.db, run.github, run.task.id, move, clock=run.ctx.clock)
     return "waiting_for_info: no coding runtime"
 
 
