@@ -31,10 +31,11 @@ from bot.chat.service import ChatService, RuntimeFactory
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
-from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, watch_commits
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
+from bot.lifecycle.announce import watch_commits
 from bot.lifecycle.board import task_for_issue
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.sandbox import status as sandbox_status

@@ -51,7 +51,7 @@ class Board(_Wire):
     coding_sandbox: CodingSandbox
 
 
-class Usage(_Wire):
+class TaskUsage(_Wire):
     tokens: int
     cost_usd: float
     runtime_seconds: float
@@ -116,7 +116,7 @@ class TaskDetail(BoardTask):
     last_error: str | None
     summary: str | None
     runtime_session: str | None
-    usage: Usage
+    usage: TaskUsage
     created_at: str
     blocked: list[BlockedHost]
     lease: Lease | None

@@ -158,7 +158,7 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
         last_error=task.last_error,
         summary=task.summary,
         runtime_session=task.runtime_session,
-        usage=wire.Usage(
+        usage=wire.TaskUsage(
             tokens=task.tokens_used,
             cost_usd=task.cost_usd,
             runtime_seconds=round(task.runtime_seconds, 3),

@@ -23,8 +23,9 @@ import bot
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
-from bot.events import OperatorEvents, RedisEventLog, watch_commits
+from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
+from bot.lifecycle.announce import watch_commits
 from bot.lifecycle.push_limit import PushLimits
 from bot.lifecycle.redact import Redactor, from_settings
 from bot.lifecycle.sandbox import SandboxPolicy

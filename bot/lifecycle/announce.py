@@ -1,5 +1,5 @@
-"""Report what a database transaction changed once it commits: task transitions and task
-results written to a chat session.
+"""Announce what a database transaction changed once it commits: task transitions and task
+results written to a chat session, as the events stream's frames (bot.contracts.events).
 
 The task event log and the chat turns are the truth; this mirrors each committed row onto
 the operator events stream, so every path that changes a task (workers, the reconciler, a
@@ -12,14 +12,17 @@ from __future__ import annotations
 import logging
 import weakref
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import event, select
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.contracts.events import ResultFrame, ResultKind, TaskFrame
 from bot.db import Database
-from bot.events.publisher import OperatorEvents, ResultMessage, TaskChange
-from bot.lifecycle.models import EventKind, TaskEvent
+from bot.events import OperatorEvents
+from bot.lifecycle.models import EventKind, Task, TaskEvent
+from bot.lifecycle.states import TaskState
 from bot.models import ChatTurn
 
 log = logging.getLogger(__name__)
@@ -31,10 +34,29 @@ _STATE_EVENTS = frozenset({EventKind.CREATED.value, EventKind.TRANSITION.value})
 _watched: weakref.WeakSet[sessionmaker[Session]] = weakref.WeakSet()
 
 
+# Keyed by the state's text, as a result's ChatTurn.meta["state"] stores it.
+RESULT_KIND: dict[str, ResultKind] = {
+    TaskState.DELIVERED: ResultKind.DELIVERED,
+    TaskState.WAITING_FOR_INFO: ResultKind.QUESTION,
+    TaskState.FAILED: ResultKind.FAILED,
+}
+RESULT_TEXT_LIMIT = 4000
+
+
+@dataclass(frozen=True)
+class TaskChange:
+    """One committed transition of a task (its event row), before the task is read."""
+
+    task_id: int
+    state: str
+    reason: str
+    at: datetime
+
+
 @dataclass
 class _Pending:
     tasks: list[TaskChange] = field(default_factory=list)
-    results: list[ResultMessage] = field(default_factory=list)
+    results: list[ResultFrame] = field(default_factory=list)
 
 
 def watch_commits(db: Database, events: OperatorEvents) -> None:
@@ -64,7 +86,8 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
         if pending is None:
             return
         try:
-            events.tasks_changed(pending.tasks)
+            if pending.tasks:
+                events.tasks_changed(db.call(_task_frames, pending.tasks))
             events.results_delivered(pending.results)
         except Exception as exc:  # the change is committed; its notice is best-effort
             log.warning("events: committed changes not announced: %s", type(exc).__name__)
@@ -81,14 +104,39 @@ def _task_change(row: object) -> TaskChange | None:
     return TaskChange(row.task_id, str(row.to_state), row.detail or "", row.at)
 
 
-def _result(row: object) -> ResultMessage | None:
+def _result(row: object) -> ResultFrame | None:
     if not isinstance(row, ChatTurn) or (row.meta or {}).get("kind") != TASK_RESULT:
         return None
-    meta = row.meta
-    return ResultMessage(
-        message_id=row.id,
+    meta = row.meta or {}
+    state = str(meta.get("state") or "")
+    return ResultFrame(
         session_id=row.session_id,
         task_id=int(meta.get("task_id") or 0),
-        state=str(meta.get("state") or ""),
-        text=row.content,
+        kind=RESULT_KIND.get(state, ResultKind.FAILED),
+        text=row.content[:RESULT_TEXT_LIMIT],
+        message_id=row.id,
+    )
+
+
+def _task_frames(session: Session, changes: list[TaskChange]) -> list[TaskFrame]:
+    """The frames of these changes, with each task as it is now (a task deleted since is
+    left out)."""
+    ids = {change.task_id for change in changes}
+    rows = {task.id: task for task in session.scalars(select(Task).where(Task.id.in_(ids)))}
+    return [
+        task_frame(rows[change.task_id], change) for change in changes if change.task_id in rows
+    ]
+
+
+def task_frame(task: Task, change: TaskChange) -> TaskFrame:
+    return TaskFrame(
+        task_id=task.id,
+        repo=task.repo,
+        issue=task.issue,
+        title=task.title,
+        state=change.state,
+        pr_url=task.pr_url,
+        cost_usd=task.cost_usd,
+        reason=change.reason,
+        updated_at=change.at.isoformat(),
     )
