@@ -28,9 +28,9 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.lifecycle.pickup import IssueEvent
 from bot.lifecycle.pull_end import end_pull, parse_pull_closed
 from bot.lifecycle.reviews import ReviewIntake
-from bot.lifecycle.service import IssueEvent
 from webhooks.routing import WebhookContext, handles
 
 router = Router()

@@ -19,8 +19,8 @@ from bot.contracts import tasks as wire
 from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import egress_blocked, tasks
-from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease, TaskLog
-from bot.lifecycle.review_ledger import ReviewThread, ready_for_review, review_threads
+from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskEvent, TaskLease, TaskLog
+from bot.lifecycle.review_ledger import ready_for_review, review_threads
 from bot.lifecycle.states import FINISHED, TaskState
 
 MAX_BOARD = 1000

@@ -89,7 +89,7 @@ class LifecyclePolicy:
 
     def backoff(self, attempt: int) -> float:
         """Delay before attempt `attempt + 1`: base, 2x base, 4x base ... capped."""
-        return min(self.backoff_seconds * (2 ** max(0, attempt - 1)), MAX_BACKOFF_SECONDS)
+        return min(self.backoff_seconds * 2.0 ** max(0, attempt - 1), MAX_BACKOFF_SECONDS)
 
 
 def _sandbox_policy(settings: Settings, agent: str | None) -> SandboxPolicy:

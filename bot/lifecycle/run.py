@@ -61,8 +61,9 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
     """Run the task once if this worker gets its lease; returns what happened, in words."""
     holder = Holder.this_process()
     actor = f"worker:{holder.host}:{holder.pid}"
-    if not leases.acquire(ctx.db, task_id, holder, ttl=ctx.policy.lease_seconds, clock=ctx.clock):
-        ctx.db.call(_ignored, task_id, actor, ctx)
+    ttl, clock = ctx.policy.lease_seconds, ctx.clock
+    if not await asyncio.to_thread(leases.acquire, ctx.db, task_id, holder, ttl=ttl, clock=clock):
+        await ctx.db.run(_ignored, task_id, actor, ctx)
         log.info("lifecycle: task %s: a run holds the lease; trigger ignored", task_id)
         return "ignored: another run holds the lease"
     log.info("lifecycle: task %s %s by %s", task_id, "continues" if continuation else "runs", actor)
@@ -71,8 +72,8 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
         return await _leased(ctx, task_id, holder, actor, folder)
     finally:
         await asyncio.to_thread(worktree.remove, folder)
-        leases.release(ctx.db, task_id, holder)
-        deliver_pending(ctx.db, task_id, clock=ctx.clock)
+        await asyncio.to_thread(leases.release, ctx.db, task_id, holder)
+        await asyncio.to_thread(deliver_pending, ctx.db, task_id, clock=ctx.clock)
 
 
 def _ignored(session: Session, task_id: int, actor: str, ctx: LifecycleContext) -> None:

@@ -131,8 +131,8 @@ async def _checked(
 async def _counted(run: Run, outcome: CodingOutcome) -> None:
     """A run that is not the run's last: its log kept and its usage counted now."""
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    _account(run, outcome)
-    run.task = run.ctx.db.call(tasks.get_task, run.task.id)
+    await asyncio.to_thread(_account, run, outcome)
+    run.task = await run.ctx.db.run(tasks.get_task, run.task.id)
 
 
 async def _environment(run: Run, tree: worktree.Worktree) -> str | None:
@@ -153,7 +153,7 @@ async def _finish_run(
 ) -> str:
     """Keep the private log, account for the run, remember it, then deliver, ask or fail."""
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    _account(run, outcome)
+    await asyncio.to_thread(_account, run, outcome)
     run.watch.check()
     await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
     concluded = await _conclude(run, tree, outcome)
@@ -227,7 +227,7 @@ async def issue_text(run: Run) -> IssueText:
     labels = tuple(label for label in issue.get("labels") or () if isinstance(label, dict))
     if task.pinned_at is None:
         changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
-        run.ctx.db.call(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
+        await run.ctx.db.run(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
         return IssueText(title, body, "", labels)
     pinned = IssueText(task.issue_title or task.title, task.issue_body or "", "", labels)
     if (title, body) == (pinned.title, pinned.body):
@@ -285,7 +285,7 @@ async def _sandbox_refusal(run: Run) -> str | None:
         )
     for warning in warnings:
         log.warning("lifecycle: task %s: %s", run.task.id, warning)
-        run.ctx.db.call(_note, run, warning)
+        await run.ctx.db.run(_note, run, warning)
     return None
 
 
@@ -314,7 +314,9 @@ async def _prepare(run: Run) -> worktree.Worktree:
     url, branch = str(info["clone_url"]), task.branch or tasks.branch_name(task.issue)
     claim_token, clone_token = await _token(run, "write"), await _token(run, "read")
     run.check_lease()
-    leases.note_worktree(run.ctx.db, task.id, run.holder, path=str(run.folder))
+    await asyncio.to_thread(
+        leases.note_worktree, run.ctx.db, task.id, run.holder, path=str(run.folder)
+    )
     fence = await worktree.claim(
         run.folder, url=url, token=claim_token, branch=branch, who=_who(run)
     )
@@ -413,7 +415,7 @@ async def _push(run: Run, tree: worktree.Worktree) -> None:
     except worktree.WorktreeError:
         run.check_lease()  # refused because another run claimed the branch: lease lost
         raise
-    run.ctx.db.call(
+    await run.ctx.db.run(
         tasks.touch, run.task.id, run.ctx.clock, fence=run.fence, pushed_at=run.ctx.clock()
     )
 
