@@ -21,23 +21,31 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import egress_blocked, leases, push_limit, repo_tests, setup_run, tasks, worktree
+from bot.lifecycle import (
+    leases,
+    push_limit,
+    push_scan,
+    repo_tests,
+    setup_run,
+    tasks,
+    worktree,
+)
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
-from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
+from bot.lifecycle.coding import CodingOutcome, CodingStatus, RunLog
+from bot.lifecycle.coding_step import code
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.egress import ensure_available
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
-from bot.lifecycle.models import EventKind, Task, TaskLog
-from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
+from bot.lifecycle.models import EventKind, TaskLog
+from bot.lifecycle.presets_run import preset_label
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull
 from bot.lifecycle.recall import remember, retrieve
-from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable
+from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.tasks import LeaseLost
 from bot.lifecycle.transition import Move, show, transition
 
 log = logging.getLogger(__name__)
@@ -96,7 +104,7 @@ async def work(run: Run) -> str:
         return refused
     remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
     prompt = await _prompt(run, text, tree)
-    outcome = await _checked(run, tree, prompt, await _code(run, tree, prompt, remaining))
+    outcome = await _checked(run, tree, prompt, await code(run, tree, prompt, remaining))
     return await _finish_run(run, tree, prompt, outcome)
 
 
@@ -114,7 +122,7 @@ async def _checked(
     # Setup's and the tests' time count too: the RQ job's margin stays for git and GitHub.
     spent = run.task.runtime_seconds + run.tests.seconds
     spent += run.repo_env.setup_seconds if run.repo_env else 0.0
-    again = await _code(run, tree, fix, run.ctx.policy.time_limit - spent)
+    again = await code(run, tree, fix, run.ctx.policy.time_limit - spent)
     if again.status in (CodingStatus.DONE, CodingStatus.QUESTION, CodingStatus.STOPPED):
         if again.status == CodingStatus.DONE:
             await repo_tests.check(run, tree)
@@ -392,11 +400,11 @@ async def _unpushable(run: Run, tree: worktree.Worktree) -> str:
 
 async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
     redactor = run.ctx.redactor
-    if not await worktree.history_holds(
+    if not await push_scan.history_holds(
         tree, redactor.contains_secret, overlap=redactor.longest_value
     ):
         return False
-    files = await worktree.files_with(tree, run.ctx.redactor.contains_secret)
+    files = await push_scan.files_with(tree, run.ctx.redactor.contains_secret)
     where = ", ".join(files) or "commit metadata"
     detail = f"[worker] not pushed: a known secret value is in the branch ({where})"
     log.warning("lifecycle: task %s: %s", run.task.id, detail)
@@ -457,111 +465,3 @@ async def _paths(tree: worktree.Worktree) -> list[str]:
         return await worktree.changed_paths(tree)
     except worktree.WorktreeError:
         return []
-
-
-def _task_env(task: Task) -> dict[str, str]:
-    """The task as the coding command sees it (docs/lifecycle.md, the coding-command
-    protocol): its ids, the Decision it resumes with, and the session to resume."""
-    env = {
-        "STEELFRAME_TASK_ID": str(task.id),
-        "STEELFRAME_REPO": task.repo,
-        "STEELFRAME_ISSUE": str(task.issue),
-        "STEELFRAME_ATTEMPT": str(task.attempts),
-    }
-    if task.pending_decision:
-        env["STEELFRAME_DECISION"] = task.pending_decision
-    if task.runtime_session:
-        env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
-    if task.runtime_transcript:
-        env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
-    return env
-
-
-async def _code(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> CodingOutcome:
-    ctx, task = run.ctx, run.task
-    assert ctx.policy.coding_command is not None
-
-    async def on_start(pid: int) -> None:
-        await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=pid)
-
-    async def on_session(session_id: str | None, transcript: str | None) -> None:
-        try:
-            await asyncio.to_thread(ctx.db.call, _store_session, run, session_id, transcript)
-        except LeaseLost:
-            run.watch.halt("lease lost")
-
-    def on_usage(tokens: int, cost: float) -> str | None:
-        policy = ctx.policy
-        if policy.max_tokens is not None and task.tokens_used + tokens > policy.max_tokens:
-            return "tokens"
-        if policy.max_cost_usd is not None and task.cost_usd + cost > policy.max_cost_usd:
-            return "cost"
-        return None
-
-    env = _task_env(task)
-    label = preset_label(ctx)
-    on_progress, updates = progress_hook(run, label or "The coding runtime")
-    home = None
-    if label:
-        home = agent_home(ctx, task)
-        env.update(agent_env(ctx, task, home))
-    sandboxed = SandboxRun(
-        repo=tree.path, tmp=run.folder / "tmp", prompt=run.folder / "prompt.md", home=home
-    )
-    request = CodingRequest(
-        command=ctx.policy.coding_command,
-        run=sandboxed,
-        prompt=prompt,
-        time_limit=remaining,
-        task_env=env,
-        policy=ctx.policy.sandbox,
-    )
-    try:
-        outcome = await run_coding(
-            request,
-            stop=run.watch.stop,
-            on_start=on_start,
-            on_session=on_session,
-            on_usage=on_usage,
-            on_progress=on_progress,
-        )
-        # A record for operators and the pull request, kept even if the lease was lost.
-        blocked = outcome.blocked
-        await asyncio.to_thread(ctx.db.call, _store_blocked, task, blocked)
-        return outcome
-    finally:
-        await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=None)
-        # A progress edit never fails the run; the state change that follows rewrites it.
-        for result in await asyncio.gather(*updates, return_exceptions=True):
-            if isinstance(result, Exception):
-                log.warning("lifecycle: task %s progress not shown: %s", task.id, result)
-
-
-def _store_blocked(session: Session, task: Task, found: list[egress_blocked.BlockedHost]) -> None:
-    # Added to what setup's commands were refused, if it ran (the same run's record).
-    egress_blocked.add(session, task.id, task.generation, task.attempts, found)
-
-
-def _store_session(
-    session: Session, run: Run, session_id: str | None, transcript: str | None
-) -> None:
-    redact = run.ctx.redactor.redact
-    session_id = redact(session_id)[:200] if session_id else None
-    transcript = redact(transcript) if transcript else None
-    tasks.touch(
-        session,
-        run.task.id,
-        run.ctx.clock,
-        fence=run.fence,
-        runtime_session=session_id,
-        runtime_transcript=transcript,
-    )
-    tasks.record(
-        session,
-        tasks.get_task(session, run.task.id),
-        EventKind.RUNTIME_SESSION,
-        actor="coding-runtime",
-        detail=f"runtime session {session_id}",
-        data={"session_id": session_id, "transcript": transcript},
-        clock=run.ctx.clock,
-    )
