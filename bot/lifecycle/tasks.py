@@ -127,7 +127,10 @@ def touch(
     fence: str | None = None,
     **changes: Any,
 ) -> None:
-    """Set columns that are not the state (counters, ids, markers); fenced as `transition`."""
+    """Set columns that are not the state (counters, ids, markers); fenced like a
+    transition. The state itself only ever changes through `bot.lifecycle.transition`."""
+    if "state" in changes:
+        raise ValueError("a task's state changes only through bot.lifecycle.transition")
     if fence is not None:
         hold(session, task_id, fence, clock)
     session.execute(

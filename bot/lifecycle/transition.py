@@ -82,6 +82,8 @@ def apply(session: Session, task_id: int, move: Move, clock: Clock = utcnow) -> 
     """The transactional half: the state (compare-and-set), its event and its notice."""
     if move.fence is not None:
         tasks.hold(session, task_id, move.fence, clock)
+    if move.changes and "state" in move.changes:
+        raise ValueError("the state is Move.wanted, never one of Move.changes")
     allowed = frozenset(move.expect) if move.expect is not None else None
     wanted = move.wanted
     for _ in range(CAS_ROUNDS):

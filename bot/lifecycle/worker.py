@@ -166,7 +166,7 @@ class InProcessWorker(_ContextGivingWorker, SimpleWorker):
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is threading.main_thread():
-            super()._install_signal_handlers()  # type: ignore[no-untyped-call]  # RQ's, untyped
+            super()._install_signal_handlers()
 
     def _enqueue_due(self) -> None:
         """Move scheduled jobs that are due (retry backoff) onto their queue, as RQ's
