@@ -30,7 +30,10 @@ TASK_ID = re.compile(r"[1-9][0-9]{0,11}")
 def _json(body: Board | TaskDetail | TaskLog, *, status: int = 200) -> web.Response:
     """The task JSON, encoded from its Struct (bot.contracts.tasks)."""
     return web.Response(
-        body=msgspec.json.encode(body), status=status, content_type="application/json"
+        body=msgspec.json.encode(body),
+        status=status,
+        content_type="application/json",
+        charset="utf-8",  # as web.json_response sent it
     )
 
 

@@ -278,6 +278,25 @@ async def test_a_lost_counter_never_reuses_an_id(redis_url: str) -> None:
         log.client.close()
 
 
+async def test_an_entry_that_is_no_frame_reads_as_a_resync(redis_url: str) -> None:
+    # An entry an older release wrote ({"type", "data"}), or one that no longer decodes:
+    # the client is told to reload instead of being sent a frame its schema does not know.
+    log = RedisEventLog(redis.Redis.from_url(redis_url), reader=aioredis.Redis.from_url(redis_url))
+    try:
+        stream, counter = RedisEventLog.keys(4)
+        log.client.xadd(stream, {"e": '{"type":"task","data":{"task_id":1}}'}, id="1-1")
+        log.client.set(counter, 1)
+        assert log.append(4, _session(1)) == 2
+        batch = await log.read(4, 0, wait=0.1)
+        assert [e.frame for e in batch.events] == [
+            ResyncFrame(id=1, reason="events were missed"),
+            _session(1, 2),
+        ]
+    finally:
+        await log.close()
+        log.client.close()
+
+
 async def test_300_operators_waiting_on_their_events_at_once_all_get_them(
     redis_url: str,
 ) -> None:
