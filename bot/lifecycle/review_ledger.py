@@ -3,8 +3,6 @@ them, and whether the task is ready for review. bot.lifecycle.reviews writes it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -18,24 +16,6 @@ def review_threads(session: Session, task_id: int) -> list[ReviewThread]:
             select(ReviewThread).where(ReviewThread.task_id == task_id).order_by(ReviewThread.id)
         )
     )
-
-
-def thread_json(thread: ReviewThread) -> dict[str, Any]:
-    """A ledger row as the task JSON shows it (docs/api.md, "Review threads")."""
-    return {
-        "kind": thread.kind,
-        "root_id": thread.root_id,
-        "pr_number": thread.pr_number,
-        "path": thread.path,
-        "line": thread.line,
-        "author": thread.author,
-        "state": thread.state,
-        "commit": thread.commit,
-        "reason": thread.reason,
-        "url": thread.url,
-        "created_at": thread.created_at.isoformat(),
-        "updated_at": thread.updated_at.isoformat(),
-    }
 
 
 def ready_for_review(task: Task, ledger: list[ReviewThread]) -> bool:

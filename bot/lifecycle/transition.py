@@ -1,6 +1,10 @@
 """`transition`: the one seam through which a task changes state.
 
-Contract (a new state, such as a review or CI state, is added here and nowhere else):
+Contract. A new state (a review or CI state: `needs_human`, ...) is declared in
+`states.py` (`TaskState`, its edges in `TRANSITIONS`, its label in `LABEL_FOR_STATE`) and its
+progress phase in `progress.PHASE_FOR_STATE`; its module then moves tasks only by calling
+`transition` (or `apply` + `publish`) with a `Move`. Nothing else writes `Task.state`
+(`tasks.touch` and `Move.changes` refuse it). What `transition` does:
 
 1. **The state change.** The task moves to `Move.wanted` only if the state machine allows it
    (`states.TRANSITIONS`) and only from the state this transaction read (a compare-and-set
