@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 
+import msgspec
 from aiohttp import web
 
+from bot.contracts.tasks import Board, CodingSandbox, TaskDetail, TaskLog
 from bot.errors import BadRequest, Unavailable
-from bot.lifecycle import archiving, tasks
+from bot.lifecycle import archiving
+from bot.lifecycle import board as views
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
@@ -23,6 +26,16 @@ TASK = path_param("id", {"type": "integer", "minimum": 1})
 ACTION_ERRORS = errors(400, 401, 404, 409, 413, 503)
 ACTION_BODY_LIMIT = 1024
 TASK_ID = re.compile(r"[1-9][0-9]{0,11}")
+
+
+def _json(body: Board | TaskDetail | TaskLog, *, status: int = 200) -> web.Response:
+    """The task JSON, encoded from its Struct (bot.contracts.tasks)."""
+    return web.Response(
+        body=msgspec.json.encode(body),
+        status=status,
+        content_type="application/json",
+        charset="utf-8",  # as web.json_response sent it
+    )
 
 
 def _service(request: web.Request) -> TaskService:
@@ -80,8 +93,9 @@ async def board(request: web.Request) -> web.Response:
     archived = _flag(request, "archived")
     limit = query_int(request, "limit", default=200, maximum=1000)
     api = request.app[OPERATOR_API]
-    found = await api.db.run(tasks.board, state=state, archived=archived, limit=limit)
-    return web.json_response({"tasks": found, "coding_sandbox": sandbox_status(api.settings)})
+    found = await api.db.run(views.board, state=state, archived=archived, limit=limit)
+    sandbox = msgspec.convert(sandbox_status(api.settings), CodingSandbox)
+    return _json(Board(tasks=found, coding_sandbox=sandbox))
 
 
 @endpoints.get(
@@ -92,7 +106,7 @@ async def board(request: web.Request) -> web.Response:
 )
 async def task_detail(request: web.Request) -> web.Response:
     task_id = _task_id(request)
-    return web.json_response(await request.app[OPERATOR_API].db.run(tasks.task_detail, task_id))
+    return _json(await request.app[OPERATOR_API].db.run(views.task_detail, task_id))
 
 
 @endpoints.get(
@@ -103,9 +117,8 @@ async def task_detail(request: web.Request) -> web.Response:
 )
 async def task_log(request: web.Request) -> web.Response:
     task_id = _task_id(request)
-    limit = query_int(request, "runs", default=tasks.MAX_LOG_RUNS, maximum=tasks.MAX_LOG_RUNS)
-    found = await request.app[OPERATOR_API].db.run(tasks.run_logs, task_id, limit=limit)
-    return web.json_response(found)
+    limit = query_int(request, "runs", default=views.MAX_LOG_RUNS, maximum=views.MAX_LOG_RUNS)
+    return _json(await request.app[OPERATOR_API].db.run(views.run_logs, task_id, limit=limit))
 
 
 @endpoints.post(
@@ -126,7 +139,7 @@ async def terminate(request: web.Request) -> web.Response:
     result = await _service(request).terminate(task_id, actor=actor)
     # 202: a frozen worker holds the task; the request is recorded and applied by the
     # reconciler once that worker's job is stopped (docs/api.md).
-    return web.json_response(result.detail, status=200 if result.applied else 202)
+    return _json(result.detail, status=200 if result.applied else 202)
 
 
 @endpoints.post(
@@ -139,7 +152,7 @@ async def archive(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
-    return web.json_response(await _service(request).archive(task_id, actor=actor))
+    return _json(await _service(request).archive(task_id, actor=actor))
 
 
 @endpoints.post(
@@ -154,4 +167,4 @@ async def unarchive(request: web.Request) -> web.Response:
     service = _service(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
     await archiving.unarchive(service.db, task_id, actor=actor, clock=service.clock)
-    return web.json_response(await service.detail(task_id))
+    return _json(await service.db.run(views.task_detail, task_id))

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import msgspec
 from aiohttp import web
 
+from bot.events import Event
 from http_edge.credentials import OPERATOR_ID
 from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
-from operator_api.sse import SSE_HEADERS, encode_frame, last_event_id
+from operator_api.sse import SSE_HEADERS, last_event_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
 PING = b": ping\n\n"
+
+
+def encode_event(event: Event) -> bytes:
+    """One SSE event from its frame's Struct (bot.contracts.events; the frame carries its id)."""
+    return b"id: %d\ndata: %s\n\n" % (event.id, msgspec.json.encode(event.frame))
 
 
 @endpoints.get(
@@ -40,7 +47,7 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     )
     try:
         async for event in events:
-            await response.write(PING if event is None else encode_frame(event.frame()))
+            await response.write(PING if event is None else encode_event(event))
     except (ConnectionResetError, ConnectionError):
         pass  # the client left
     finally:

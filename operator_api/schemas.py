@@ -6,7 +6,8 @@ fails on a key the service sends but this document does not name.
 
 The shapes are tables, one entry per key: rows such as `"name": {"type": "string"}` repeat
 in many objects (a `duplicates` row) because many objects carry such keys, not copied logic;
-keys two objects share in meaning are declared once (`session_fields`, `task_fields`).
+keys two objects share in meaning are declared once (`session_fields`). The task JSON and
+the events stream's frames are generated from their Structs (bot.contracts).
 """
 
 from __future__ import annotations
@@ -16,13 +17,16 @@ from typing import Any
 import msgspec
 
 from bot.contracts import chat
+from bot.contracts.events import EventFrame
+from bot.contracts.tasks import Board, TaskDetail, TaskLog
 
+REF_TEMPLATE = "#/components/schemas/{name}"
 NULLABLE_STR = {"type": ["string", "null"]}
 NULLABLE_INT = {"type": ["integer", "null"]}
 
 
 def ref(name: str) -> dict[str, str]:
-    return {"$ref": f"#/components/schemas/{name}"}
+    return {"$ref": REF_TEMPLATE.format(name=name)}
 
 
 def exact(properties: dict[str, Any], *, optional: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -117,34 +121,13 @@ def _action_schemas() -> dict[str, Any]:
 
 
 def _task_schemas() -> dict[str, Any]:
-    task_fields: dict[str, Any] = {
-        "id": {"type": "integer"},
-        "repo": {"type": "string"},
-        "issue": {"type": "integer"},
-        "title": {"type": "string"},
-        "state": {"type": "string"},
-        "archived": {"type": "boolean"},
-        "pr_url": NULLABLE_STR,
-        "cost_usd": {"type": "number"},
-        "tokens": {"type": "integer"},
-        "last_event": {
-            "oneOf": [
-                {"type": "null"},
-                exact(
-                    {"kind": {"type": "string"}, "at": {"type": "string"}, "detail": NULLABLE_STR}
-                ),
-            ]
-        },
-        "updated_at": {"type": "string"},
-    }
-    # The pull request loop (bot.lifecycle.pull_view): on every Board card and task detail.
-    task_fields |= {
-        "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
-        "review": ref("ReviewCounts"),
-        "ready_for_review": {"type": "boolean"},
-    }
+    """The task JSON's components, generated from its Structs (bot.contracts.tasks)."""
+    _, components = msgspec.json.schema_components(
+        [Board, TaskDetail, TaskLog], ref_template=REF_TEMPLATE
+    )
+    # The spend chart's answer (operator_api/spend_routes.py), not task JSON.
     return {
-        "BoardTask": exact(task_fields),
+        **components,
         "Spend": exact(
             {
                 "days": {"type": "integer"},
@@ -161,159 +144,13 @@ def _task_schemas() -> dict[str, Any]:
                 },
             }
         ),
-        "ReviewCounts": exact(
-            {
-                "open": {"type": "integer"},
-                "addressed": {"type": "integer"},
-                "declined": {"type": "integer"},
-                "needs_operator": {"type": "integer"},
-                "summary": {"type": "string"},
-            }
-        ),
-        "Board": exact(
-            {
-                "tasks": {"type": "array", "items": ref("BoardTask")},
-                "coding_sandbox": ref("CodingSandbox"),
-            }
-        ),
-        "CodingSandbox": exact(
-            {
-                "mode": {"enum": ["bwrap", "off"]},
-                "network": {"enum": ["allowlist", "off"]},
-                "warning": NULLABLE_STR,
-            }
-        ),
-        "TaskLog": exact(
-            {
-                "task": {"type": "integer"},
-                "runs": {
-                    "type": "array",
-                    "items": exact(
-                        {
-                            "generation": {"type": "integer"},
-                            "attempt": {"type": "integer"},
-                            "status": {"type": "string"},
-                            "at": {"type": "string"},
-                            "text": {"type": "string"},
-                        }
-                    ),
-                },
-            }
-        ),
-        "BlockedHost": exact(
-            {
-                "attempt": {"type": "integer"},
-                "host": {"type": "string"},
-                "port": {"type": "integer"},
-                "count": {"type": "integer"},
-                "reason": {"type": "string"},
-                "first_at": {"type": "string"},
-            }
-        ),
-        "TaskEvent": exact(
-            {
-                "id": {"type": "integer"},
-                "kind": {"type": "string"},
-                "from": NULLABLE_STR,
-                "to": NULLABLE_STR,
-                "actor": {"type": "string"},
-                "at": {"type": "string"},
-                "detail": NULLABLE_STR,
-                "data": {"type": ["object", "null"]},
-            }
-        ),
-        "TaskDetail": exact(
-            {
-                **task_fields,
-                "origin_session": NULLABLE_STR,
-                "generation": {"type": "integer"},
-                "attempts": {"type": "integer"},
-                "branch": NULLABLE_STR,
-                "pr_number": NULLABLE_INT,
-                "question": NULLABLE_STR,
-                "last_error": NULLABLE_STR,
-                "summary": NULLABLE_STR,
-                "runtime_session": NULLABLE_STR,
-                "usage": exact(
-                    {
-                        "tokens": {"type": "integer"},
-                        "cost_usd": {"type": "number"},
-                        "runtime_seconds": {"type": "number"},
-                    }
-                ),
-                "created_at": {"type": "string"},
-                "blocked": {"type": "array", "items": ref("BlockedHost")},
-                "lease": {
-                    "oneOf": [
-                        {"type": "null"},
-                        exact(
-                            {
-                                "holder": {"type": "string"},
-                                "heartbeat_at": {"type": "string"},
-                                "expires_at": {"type": "string"},
-                            }
-                        ),
-                    ]
-                },
-                "events": {"type": "array", "items": ref("TaskEvent")},
-                "review_threads": {"type": "array", "items": ref("ReviewThread")},
-                # A plan-first task's plan, and why a queued task waits (its budget).
-                "plan": {"oneOf": [{"type": "null"}, ref("TaskPlan")]},
-                "held": NULLABLE_STR,
-                "estimate": {"oneOf": [{"type": "null"}, ref("TaskEstimate")]},
-                "offered": {"type": "array", "items": ref("OfferedDecision")},
-                "draft": NULLABLE_STR,
-            }
-        ),
-        "OfferedDecision": exact(
-            {
-                "issue": {"type": "integer"},
-                "task_id": {"type": "integer"},
-                "at": {"type": "string"},
-                "question": {"type": "string"},
-                "decision": {"type": "string"},
-                "score": {"type": "number"},
-            }
-        ),
-        "TaskEstimate": exact(
-            {
-                "runs": {"type": "integer"},
-                "tokens": {"type": "integer"},
-                "tokens_p90": {"type": "integer"},
-                "usd": {"type": ["number", "null"]},
-                "usd_p90": {"type": ["number", "null"]},
-                "text": {"type": "string"},
-            }
-        ),
-        "TaskPlan": exact(
-            {
-                "status": {"enum": ["proposed", "approved", "rejected"]},
-                "text": {"type": "string"},
-                "brief": NULLABLE_STR,
-                "edited": {"type": "boolean"},
-                "proposed_at": {"type": "string"},
-                "decided_at": NULLABLE_STR,
-            }
-        ),
-        "ReviewThread": exact(
-            {
-                "kind": {"enum": ["comment", "review"]},
-                "root_id": {"type": "integer"},
-                "pr_number": {"type": "integer"},
-                "path": NULLABLE_STR,
-                "line": NULLABLE_INT,
-                "author": {"type": "string"},
-                "state": {"enum": ["open", "addressed", "declined", "needs_operator"]},
-                "commit": NULLABLE_STR,
-                "reason": NULLABLE_STR,
-                "url": NULLABLE_STR,
-                "picked_at": NULLABLE_STR,
-                "excerpt": {"type": "string"},
-                "created_at": {"type": "string"},
-                "updated_at": {"type": "string"},
-            }
-        ),
     }
+
+
+def _event_schemas() -> dict[str, Any]:
+    """The events stream's frames (bot.contracts.events): `Event` is their union."""
+    (event,), components = msgspec.json.schema_components([EventFrame], ref_template=REF_TEMPLATE)
+    return {"Event": event, **components}
 
 
 def component_schemas() -> dict[str, Any]:
@@ -343,34 +180,8 @@ def component_schemas() -> dict[str, Any]:
                 },
             }
         ),
-        "Event": {
-            "type": "object",
-            "required": ["id", "type"],
-            "properties": {
-                "id": {"type": "integer", "description": "monotonic per operator"},
-                "type": {"enum": ["task", "result", "session", "resync", "ledger"]},
-                "task_id": {"type": "integer"},
-                "repo": {"type": "string"},
-                "issue": {"type": "integer"},
-                "title": {"type": "string"},
-                "state": {"type": "string"},
-                "pr_url": {"type": ["string", "null"]},
-                "cost_usd": {"type": "number"},
-                "tokens": {"type": "integer"},
-                "reason": {"type": "string"},
-                "updated_at": {"type": "string"},
-                "session_id": {"type": "string"},
-                "kind": {"enum": ["delivered", "question", "failed"]},
-                "text": {"type": "string"},
-                "message_id": {"type": "string"},
-                "change": {"enum": ["created", "updated", "deleted", "summarised"]},
-                # `ledger`: the task's pull request loop, as on its Board card.
-                "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
-                "review": ref("ReviewCounts"),
-                "ready_for_review": {"type": "boolean"},
-            },
-        },
         **_chat_schemas(),
         **_action_schemas(),
         **_task_schemas(),
+        **_event_schemas(),
     }

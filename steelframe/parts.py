@@ -31,14 +31,15 @@ from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
 from bot.decisions import DecisionPublisher
-from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, watch_commits
+from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog
 from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
+from bot.lifecycle.announce import watch_commits
+from bot.lifecycle.board import task_for_issue
 from bot.lifecycle.budget_metrics import budget_collector
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
-from bot.lifecycle.tasks import task_for_issue
 from bot.metrics import Metrics
 from bot.readiness import Readiness
 from bot.redis_auth import require_authenticated_redis

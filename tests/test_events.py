@@ -24,10 +24,11 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from bot import db as dbmod
+from bot.contracts.events import EventFrame, ResyncFrame, SessionFrame, TaskFrame
 from bot.db import Database
 from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, publisher
-from bot.events.commits import TASK_RESULT
 from bot.events.publisher import SessionChange
+from bot.lifecycle.announce import TASK_RESULT
 from bot.lifecycle.models import ChatDelivery
 from bot.lifecycle.reconcile import lock_bounded, run_reconcile
 from bot.lifecycle.states import TaskState
@@ -58,10 +59,10 @@ def event_log(request: pytest.FixtureRequest) -> Iterator[EventLog]:
 async def test_ids_are_monotonic_per_operator_and_reads_resume_after_an_id(
     event_log: EventLog,
 ) -> None:
-    assert [event_log.append(1, "session", {"n": n}) for n in range(3)] == [1, 2, 3]
-    assert event_log.append(2, "session", {"n": 0}) == 1  # another operator, its own ids
+    assert [event_log.append(1, _session(n)) for n in range(3)] == [1, 2, 3]
+    assert event_log.append(2, _session(0)) == 1  # another operator, its own ids
     batch = await event_log.read(1, 1, wait=0.1)
-    assert [(e.id, e.data["n"]) for e in batch.events] == [(2, 1), (3, 2)]
+    assert [(e.id, e.frame) for e in batch.events] == [(2, _session(1, 2)), (3, _session(2, 3))]
     assert not batch.gap and await event_log.last_id(1) == 3
     idle = await event_log.read(1, 3, wait=0.05)
     assert idle.events == [] and not idle.gap
@@ -73,11 +74,11 @@ async def test_a_waiting_reader_wakes_on_an_append_from_another_thread(
 ) -> None:
     reading = asyncio.create_task(event_log.read(7, 0, wait=30))
     await asyncio.sleep(0.05)  # let the reader block first (not a timing assertion)
-    writer = threading.Thread(target=event_log.append, args=(7, "task", {"task_id": 1}))
+    writer = threading.Thread(target=event_log.append, args=(7, _task(1)))
     writer.start()
     batch = await asyncio.wait_for(reading, 30)
     await asyncio.to_thread(writer.join, 30)
-    assert [e.data for e in batch.events] == [{"task_id": 1}]
+    assert [(e.type, e.frame) for e in batch.events] == [("task", _task(1, id=1))]
     await event_log.close()
 
 
@@ -85,7 +86,7 @@ async def test_an_id_the_log_no_longer_has_or_never_had_is_a_gap(
     event_log: EventLog, request: pytest.FixtureRequest
 ) -> None:
     for n in range(8):
-        event_log.append(3, "session", {"n": n})
+        event_log.append(3, _session(n))
     if isinstance(event_log, RedisEventLog):
         stream, _ = RedisEventLog.keys(3)
         event_log.client.xtrim(stream, maxlen=5, approximate=False)
@@ -269,11 +270,30 @@ async def test_a_result_the_periodic_reconciler_delivers_reaches_the_events_stre
 async def test_a_lost_counter_never_reuses_an_id(redis_url: str) -> None:
     log = RedisEventLog(redis.Redis.from_url(redis_url), reader=aioredis.Redis.from_url(redis_url))
     try:
-        assert [log.append(9, "session", {"n": n}) for n in range(3)] == [1, 2, 3]
+        assert [log.append(9, _session(n)) for n in range(3)] == [1, 2, 3]
         log.client.delete(RedisEventLog.keys(9)[1])  # the counter evicted, the stream kept
-        assert log.append(9, "session", {"n": 3}) == 4
+        assert log.append(9, _session(3)) == 4
         batch = await log.read(9, 3, wait=0.1)
-        assert [(e.id, e.data) for e in batch.events] == [(4, {"n": 3})]
+        assert [(e.id, e.frame) for e in batch.events] == [(4, _session(3, 4))]
+    finally:
+        await log.close()
+        log.client.close()
+
+
+async def test_an_entry_that_is_no_frame_reads_as_a_resync(redis_url: str) -> None:
+    # An entry an older release wrote ({"type", "data"}), or one that no longer decodes:
+    # the client is told to reload instead of being sent a frame its schema does not know.
+    log = RedisEventLog(redis.Redis.from_url(redis_url), reader=aioredis.Redis.from_url(redis_url))
+    try:
+        stream, counter = RedisEventLog.keys(4)
+        log.client.xadd(stream, {"e": '{"type":"task","data":{"task_id":1}}'}, id="1-1")
+        log.client.set(counter, 1)
+        assert log.append(4, _session(1)) == 2
+        batch = await log.read(4, 0, wait=0.1)
+        assert [e.frame for e in batch.events] == [
+            ResyncFrame(id=1, reason="events were missed"),
+            _session(1, 2),
+        ]
     finally:
         await log.close()
         log.client.close()
@@ -288,9 +308,11 @@ async def test_300_operators_waiting_on_their_events_at_once_all_get_them(
     operators = range(1, 301)
     readers = [asyncio.create_task(log.read(operator, 0, wait=30)) for operator in operators]
     for operator in operators:  # from a thread, as the lifecycle does: the reads run meanwhile
-        await asyncio.to_thread(log.append, operator, "task", {"task_id": operator})
+        await asyncio.to_thread(log.append, operator, _task(operator))
     batches = await asyncio.wait_for(asyncio.gather(*readers), 60)
-    assert [[e.data["task_id"] for e in b.events] for b in batches] == [[o] for o in operators]
+    assert [
+        [e.frame.task_id for e in b.events if isinstance(e.frame, TaskFrame)] for b in batches
+    ] == [[o] for o in operators]
     await log.close()
     log.client.close()
 
@@ -351,7 +373,7 @@ async def test_operators_who_missed_events_while_redis_was_down_are_told_to_relo
     for operator_id in (ada, bo):
         told = await _events_once_there(redis_outage.log, operator_id)
         assert told and {event.type for event in told} == {"resync"}
-        assert told[0].data == {"reason": "events were missed"}
+        assert told[0].frame == ResyncFrame(id=told[0].id, reason="events were missed")
 
 
 async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
@@ -433,7 +455,7 @@ async def test_a_resync_owed_by_a_process_that_died_reaches_its_operator(
     assert not survivor.owes_resyncs
     assert await asyncio.to_thread(survivor.pay_recorded) == {ada}
     told = await _events_once_there(redis_outage.log, ada)
-    assert [(event.type, event.data) for event in told] == [("resync", publisher.MISSED)]
+    assert [event.frame for event in told] == [ResyncFrame(id=1, reason=publisher.MISSED.reason)]
     assert await redis_outage.log.last_id(bo) == 0  # bo missed nothing
     assert await asyncio.to_thread(survivor.pay_recorded) == set()  # paid once
 
@@ -465,7 +487,7 @@ async def test_a_debt_is_recorded_for_each_operator_that_exists(
 
 
 class _UnreachableLog(LocalEventLog):
-    def append(self, operator_id: int, type_: str, data: dict[str, Any]) -> int:
+    def append(self, operator_id: int, frame: EventFrame) -> int:
         raise redis.ConnectionError("the events log is down")
 
 
@@ -506,7 +528,7 @@ async def test_the_reconciler_pays_resyncs_that_dead_processes_owed(make: Make) 
         assert report.resyncs_paid == 1, report.lines()
         assert "operators told to reload after missed events: 1" in report.lines()
         resync = await feed.wait_for(lambda frame: frame["type"] == "resync")
-        assert resync["reason"] == publisher.MISSED["reason"]
+        assert resync["reason"] == publisher.MISSED.reason
     finally:
         await feed.close()
     assert lc.ctx.db.call(publisher._owed_rows) == []
@@ -516,3 +538,22 @@ def _two_operators(session: Any) -> list[int]:
     made = [create_operator(session, name)[0] for name in ("ada", "bo")]
     session.flush()
     return [operator.id for operator in made]
+
+
+def _session(n: int, id: int = 0) -> SessionFrame:
+    return SessionFrame(id=id, session_id=f"s-{n}", change=SessionChange.UPDATED)
+
+
+def _task(task_id: int, id: int = 0) -> TaskFrame:
+    return TaskFrame(
+        id=id,
+        task_id=task_id,
+        repo="o/r",
+        issue=task_id,
+        title="t",
+        state="queued",
+        pr_url=None,
+        cost_usd=0.0,
+        reason="",
+        updated_at="2026-01-01T00:00:00+00:00",
+    )

@@ -12,16 +12,18 @@ from typing import Any
 
 import pytest
 from alembic import command as alembic
-from sqlalchemy import inspect
+from sqlalchemy import inspect, select
 
 from bot import db as dbmod
+from bot.clock import utcnow
 from bot.errors import NotFound
 from bot.lifecycle import tasks
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.context import LifecyclePolicy
-from bot.lifecycle.models import EventKind, TaskEvent
+from bot.lifecycle.models import EventKind, TaskEvent, TaskNotice
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
 from bot.lifecycle.states import TRANSITIONS, IllegalTransition, TaskState, can_transition
+from bot.lifecycle.transition import Move, apply, transition
 from tests.fakes.lifecycle import gone
 
 LIFECYCLE_TABLES = {"tasks", "task_events", "task_leases", "task_notices", "chat_deliveries"}
@@ -77,9 +79,9 @@ def test_an_illegal_transition_is_refused_with_a_clear_error_and_logs_nothing(
 ) -> None:
     task_id = _new(database)
     with pytest.raises(IllegalTransition) as refused:
-        database.call(tasks.transition, task_id, TaskState.DELIVERED, actor="x", expect=[])
+        database.call(apply, task_id, Move(TaskState.DELIVERED, actor="x", expect=[]))
     with pytest.raises(IllegalTransition) as refused:
-        database.call(tasks.transition, task_id, TaskState.WAITING_FOR_INFO, actor="x")
+        database.call(apply, task_id, Move(TaskState.WAITING_FOR_INFO, actor="x"))
     assert refused.value.status == 409
     assert "task 1 is queued; it cannot become waiting_for_info" in refused.value.message
     allowed = ["closed", "delivered", "failed", "merged", "running", "terminated"]
@@ -87,13 +89,13 @@ def test_an_illegal_transition_is_refused_with_a_clear_error_and_logs_nothing(
     log = database.call(lambda s: [(e.kind, e.to_state) for e in tasks.events(s, task_id)])
     assert log == [(EventKind.CREATED, TaskState.QUEUED)]
     with pytest.raises(NotFound):
-        database.call(tasks.transition, 999, TaskState.RUNNING, actor="x")
+        database.call(apply, 999, Move(TaskState.RUNNING, actor="x"))
 
 
 def test_every_transition_is_logged_with_who_and_why(database: dbmod.Database) -> None:
     task_id = _new(database)
     database.call(
-        tasks.transition, task_id, TaskState.RUNNING, actor="worker:h:1", detail="go", data={"a": 1}
+        apply, task_id, Move(TaskState.RUNNING, actor="worker:h:1", detail="go", data={"a": 1})
     )
     event: TaskEvent = database.call(lambda s: tasks.events(s, task_id)[-1])
     assert (event.from_state, event.to_state, event.actor, event.detail, event.data) == (
@@ -106,9 +108,41 @@ def test_every_transition_is_logged_with_who_and_why(database: dbmod.Database) -
     assert event.at.tzinfo is not None
 
 
+def test_no_state_change_goes_around_the_transition_seam(database: dbmod.Database) -> None:
+    task_id = _new(database)
+    with pytest.raises(ValueError, match=r"only through bot\.lifecycle\.transition"):
+        database.call(tasks.touch, task_id, state=TaskState.DELIVERED)
+    sneaked = Move(TaskState.RUNNING, actor="x", changes={"state": TaskState.DELIVERED})
+    with pytest.raises(ValueError, match=r"never one of Move\.changes"):
+        database.call(apply, task_id, sneaked)
+    assert database.call(tasks.get_task, task_id).state == TaskState.QUEUED
+
+
+async def test_a_transition_returns_what_moved_and_queues_its_notice_once(
+    database: dbmod.Database,
+) -> None:
+    task_id = _new(database)
+    moved = await transition(
+        database, None, task_id, Move(TaskState.RUNNING, actor="w"), clock=utcnow
+    )
+    asked = Move(TaskState.WAITING_FOR_INFO, actor="w", notice="Which colour?", note="asked")
+    question = await transition(database, None, task_id, asked, clock=utcnow)
+    assert (moved.from_state, moved.state, moved.notice_key) == ("queued", "running", None)
+    assert (question.from_state, question.state, question.note) == (
+        "running",
+        "waiting_for_info",
+        "asked",
+    )
+    assert question.notice_key == f"waiting_for_info-e{question.event_id}"
+    assert not question.published  # no GitHub: nothing shown yet, the reconciler will
+    notices = database.call(lambda s: [(n.key, n.body) for n in s.scalars(select(TaskNotice))])
+    assert len(notices) == 1 and notices[0][0] == question.notice_key
+    assert "Which colour?" in notices[0][1]
+
+
 def test_two_writers_racing_from_one_state_cannot_both_win(database: dbmod.Database) -> None:
     task_id = _new(database)
-    database.call(tasks.transition, task_id, TaskState.RUNNING, actor="w")
+    database.call(apply, task_id, Move(TaskState.RUNNING, actor="w"))
     barrier = threading.Barrier(2)
     outcomes: list[str] = []
 
@@ -116,7 +150,7 @@ def test_two_writers_racing_from_one_state_cannot_both_win(database: dbmod.Datab
         barrier.wait()
         try:
             database.call(
-                tasks.transition, task_id, wanted, actor=str(wanted), expect=[TaskState.RUNNING]
+                apply, task_id, Move(wanted, actor=str(wanted), expect=[TaskState.RUNNING])
             )
             outcomes.append(f"won:{wanted}")
         except IllegalTransition:

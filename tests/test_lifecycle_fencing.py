@@ -19,6 +19,7 @@ from bot.lifecycle.finish import finish_delivered, finish_failed
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
+from bot.lifecycle.transition import Move, apply
 from bot.lifecycle.trusted_jobs import TrustedJob
 from tests.fakes.coding import command
 from tests.fakes.git import held_push_git, remote_refs
@@ -139,7 +140,7 @@ async def test_every_finish_of_a_run_that_lost_its_lease_is_refused(make: Make) 
     first, second = Holder.this_process(), Holder.this_process()
     db, clock = lc.ctx.db, lc.ctx.clock
     assert leases.acquire(db, result.task_id, first, ttl=60, clock=clock)
-    db.call(tasks.transition, result.task_id, TaskState.RUNNING, actor="t", fence=first.id)
+    db.call(apply, result.task_id, Move(TaskState.RUNNING, actor="t", fence=first.id))
 
     def expire(session: Any) -> None:
         lease = leases.current(session, result.task_id)

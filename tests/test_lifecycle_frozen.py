@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.lifecycle import termination
+from bot.lifecycle import terminate
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
@@ -58,7 +58,7 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
         )
         assert response.status == 202, await response.text()
         assert (await response.json())["state"] == TaskState.RUNNING
-        operator = lc.ctx.db.call(termination.requested_by, task.id)
+        operator = lc.ctx.db.call(terminate.requested_by, task.id)
         assert operator is not None and operator.startswith("operator:op-")
         # Reads and the other actions answer too: none waits on the frozen row.
         board = await asyncio.wait_for(lc.api.get("/api/operator/board"), TERMINATE_DEADLINE)
@@ -95,7 +95,7 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
     states = [e.to_state for e in lc.events(task.id) if e.to_state]
     assert states[-1] == TaskState.TERMINATED
     assert TaskState.QUEUED not in states[states.index(TaskState.RUNNING) :], states
-    assert lc.ctx.db.call(termination.pending) == []
+    assert lc.ctx.db.call(terminate.pending) == []
     terminated_by = [e for e in lc.events(task.id) if e.to_state == TaskState.TERMINATED]
     assert terminated_by[0].actor == operator
 
@@ -106,10 +106,10 @@ async def test_a_stale_terminate_request_never_stops_the_next_generation(make: M
     task = lc.task(issue)
     assert (await lc.service.terminate(task.id, actor="operator:first")).applied
     # A request recorded while a frozen run held the row, left over when the task finished.
-    lc.ctx.db.call(termination.record, task.id, "operator:late", lc.ctx.clock)
+    lc.ctx.db.call(terminate.record, task.id, "operator:late", lc.ctx.clock)
     reopened = await lc.service.pickup(lc.repo, issue, title="again", cause="test:reopen")
     assert reopened.started
-    assert lc.ctx.db.call(termination.pending) == []
+    assert lc.ctx.db.call(terminate.pending) == []
     report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
     assert report.terminated == []
     assert lc.task(issue).state == TaskState.QUEUED

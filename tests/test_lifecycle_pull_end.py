@@ -6,10 +6,10 @@ alone. Real RQ workers, the GitHub sandbox, SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from sqlalchemy import select
 
+from bot.contracts.events import TaskFrame
 from bot.lifecycle import reconcile
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
@@ -33,10 +33,10 @@ def _outcome_chunks(lc: Lifecycle, number: int) -> list[str]:
     )
 
 
-async def _task_events(lc: Lifecycle) -> list[dict[str, Any]]:
+async def _task_events(lc: Lifecycle) -> list[TaskFrame]:
     operator = lc.ctx.db.call(lambda s: s.scalar(select(Operator.id).limit(1)))
     batch = await lc.api.services.events.log.read(operator, 0, wait=0.1)
-    return [e.data for e in batch.events if e.type == "task"]
+    return [e.frame for e in batch.events if isinstance(e.frame, TaskFrame)]
 
 
 async def test_a_merged_pull_request_makes_the_task_merged_everywhere(
@@ -58,8 +58,8 @@ async def test_a_merged_pull_request_makes_the_task_merged_everywhere(
     (remembered,) = _outcome_chunks(lc, number)
     assert f"for {lc.repo}#{issue} was merged by maintainer" in remembered
     assert task.pr_url is not None and task.pr_url in remembered
-    announced = [e for e in await _task_events(lc) if e["task_id"] == task.id]
-    assert announced[-1]["state"] == "merged" and "merged by maintainer" in announced[-1]["reason"]
+    announced = [e for e in await _task_events(lc) if e.task_id == task.id]
+    assert announced[-1].state == "merged" and "merged by maintainer" in announced[-1].reason
     board = (await (await lc.api.get("/api/operator/board")).json())["tasks"]
     assert [t["state"] for t in board if t["id"] == task.id] == ["merged"]
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from bot.lifecycle.push_limit import ChangeSize, PushLimits, refusal, sized
+from bot.lifecycle.push_scan import history_holds
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.worktree import RemoteState, Worktree, history_holds
+from bot.lifecycle.worktree import RemoteState, Worktree
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture

@@ -11,12 +11,13 @@ from pathlib import Path
 from sqlalchemy import update
 
 from bot.clock import utcnow
-from bot.lifecycle import leases, tasks
+from bot.lifecycle import leases
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task, TaskLease
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -96,7 +97,7 @@ async def test_a_running_task_whose_lease_expired_is_retried_by_the_reconciler(
     assert leases.acquire(lc.ctx.db, task.id, dead, ttl=0.01)
     LifecycleQueue(lc.ctx.redis).rq.empty()
     lc.ctx.db.call(
-        tasks.transition, task.id, TaskState.RUNNING, actor="dead-worker", changes={"attempts": 1}
+        apply, task.id, Move(TaskState.RUNNING, actor="dead-worker", changes={"attempts": 1})
     )
     await asyncio.sleep(0.05)
     report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from bot.lifecycle import tasks
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from steelframe.dev_worker import WorkerThread
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, wait_for
@@ -23,17 +23,21 @@ async def test_a_retry_whose_job_vanished_in_a_restart_runs_without_another_rest
     task = lc.task(issue)
     # The state a restart leaves: the task says "retrying in 30 s", its job is gone.
     lc.ctx.db.call(
-        lambda s: tasks.transition(
-            s, task.id, TaskState.RUNNING, actor="worker:before-restart", changes={"attempts": 1}
+        lambda s: apply(
+            s,
+            task.id,
+            Move(TaskState.RUNNING, actor="worker:before-restart", changes={"attempts": 1}),
         )
     )
     lc.ctx.db.call(
-        lambda s: tasks.transition(
+        lambda s: apply(
             s,
             task.id,
-            TaskState.QUEUED,
-            actor="worker:before-restart",
-            detail="attempt 1 failed; retrying in 30 s",
+            Move(
+                TaskState.QUEUED,
+                actor="worker:before-restart",
+                detail="attempt 1 failed; retrying in 30 s",
+            ),
         )
     )
     LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).rq.empty()

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from bot.lifecycle import tasks
 from bot.lifecycle.finish import finish_delivered, finish_failed
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -17,7 +17,7 @@ from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fix
 async def _terminated_while_running(lc: Lifecycle) -> int:
     issue = await lc.open_issue("Make the widget blue")
     task_id = lc.task(issue).id
-    lc.ctx.db.call(lambda s: tasks.transition(s, task_id, TaskState.RUNNING, actor="worker:test"))
+    lc.ctx.db.call(apply, task_id, Move(TaskState.RUNNING, actor="worker:test"))
     await lc.service.terminate(task_id, actor="operator")
     return issue
 

@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy.orm import Session
 
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.tasks import new_task, transition
+from bot.lifecycle.tasks import new_task
+from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import SIZE, ready, replies, session_titles, status, tui, until
 from tui_client.app import SteelframeApp
@@ -39,15 +40,12 @@ def seed(session: Session) -> dict[int, int]:
             session, repo=REPO, issue=issue, title=title, origin_session=None, actor="test"
         )
         ids[issue] = task.id
-    transition(session, ids[8], TaskState.RUNNING, actor="test")
-    transition(
-        session,
-        ids[9],
-        TaskState.DELIVERED,
-        actor="test",
-        changes={"pr_url": f"https://github.com/{REPO}/pull/90"},
+    apply(session, ids[8], Move(TaskState.RUNNING, actor="test"))
+    delivered = Move(
+        TaskState.DELIVERED, actor="test", changes={"pr_url": f"https://github.com/{REPO}/pull/90"}
     )
-    transition(session, ids[11], TaskState.FAILED, actor="test")
+    apply(session, ids[9], delivered)
+    apply(session, ids[11], Move(TaskState.FAILED, actor="test"))
     return ids
 
 

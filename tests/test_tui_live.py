@@ -13,7 +13,8 @@ from bot.clock import utcnow
 from bot.lifecycle import egress_blocked
 from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.tasks import new_task, transition
+from bot.lifecycle.tasks import new_task
+from bot.lifecycle.transition import Move, apply
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, make_settings
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
@@ -140,15 +141,14 @@ def _seed(session: Session) -> int:
         origin_session=None,
         actor="test",
     )
-    transition(session, task.id, TaskState.RUNNING, actor="test")
-    transition(
-        session,
-        task.id,
+    apply(session, task.id, Move(TaskState.RUNNING, actor="test"))
+    asked = Move(
         TaskState.WAITING_FOR_INFO,
         actor="test",
         detail="the coding runtime asked a question",
         changes={"question": "Redis or SQLite?", "cost_usd": 0.42},
     )
+    apply(session, task.id, asked)
     return task.id
 
 

@@ -14,6 +14,7 @@ from sqlalchemy import select
 
 from bot.lifecycle import tasks
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, webhook_headers
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -118,8 +119,8 @@ async def _waiting(lc: Lifecycle, task_id: int) -> None:
 
     def wait(session: Any) -> None:
         if tasks.get_task(session, task_id).state != TaskState.RUNNING:
-            tasks.transition(session, task_id, TaskState.RUNNING, actor="worker:test")
-        tasks.transition(session, task_id, TaskState.WAITING_FOR_INFO, actor="worker:test")
+            apply(session, task_id, Move(TaskState.RUNNING, actor="worker:test"))
+        apply(session, task_id, Move(TaskState.WAITING_FOR_INFO, actor="worker:test"))
 
     lc.ctx.db.call(wait)
 

@@ -28,10 +28,10 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.lifecycle.pickup import IssueEvent
 from bot.lifecycle.pull_end import end_pull, parse_pull_closed
 from bot.lifecycle.review_pickup import request_review_run
 from bot.lifecycle.reviews import ReviewIntake, ReviewPickup
-from bot.lifecycle.service import IssueEvent
 from webhooks.routing import WebhookContext, handles
 
 router = Router()

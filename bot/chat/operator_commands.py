@@ -27,7 +27,7 @@ from bot.chat.session_rows import UNSET
 from bot.db import Database
 from bot.decisions import DecisionPublisher
 from bot.dialogue.trailer import Intent
-from bot.lifecycle.tasks import task_for_issue
+from bot.lifecycle.board import task_for_issue
 
 
 class Command(enum.Enum):

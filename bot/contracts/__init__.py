@@ -1,1 +1,2 @@
-"""Typed wire contracts, one module per seam; they import nothing of ours."""
+"""Typed wire contracts, one module per seam, declared once as msgspec Structs; they
+import nothing of ours."""

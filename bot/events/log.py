@@ -14,16 +14,20 @@ worker threads of the web service and in RQ jobs alike. Reading is async.
 from __future__ import annotations
 
 import asyncio
-import json
+import logging
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
 import redis
 import redis.asyncio as aioredis
 
+from bot.contracts.events import MISSED_REASON, EventFrame, ResyncFrame
 from bot.redis_clients import blocking_reader, xread_entries
+
+log = logging.getLogger(__name__)
 
 # Events kept per operator: a client that was away for longer than this many events gets a
 # `resync` event and reloads instead of a replay (DEFAULT_MAXLEN is ~days of a busy board).
@@ -49,13 +53,14 @@ return n
 
 @dataclass(frozen=True)
 class Event:
-    id: int
-    type: str
-    data: dict[str, Any]
+    """One event of an operator's log: its id and its frame (which carries the id too)."""
 
-    def frame(self) -> dict[str, Any]:
-        """The SSE data object: `id` and `type` beside the event's own fields."""
-        return {**self.data, "id": self.id, "type": self.type}
+    id: int
+    frame: EventFrame
+
+    @property
+    def type(self) -> str:
+        return str(type(self.frame).__struct_config__.tag)  # the frame's `type` tag
 
 
 @dataclass(frozen=True)
@@ -69,7 +74,7 @@ class Batch:
 
 
 class EventLog(Protocol):
-    def append(self, operator_id: int, type_: str, data: dict[str, Any]) -> int: ...
+    def append(self, operator_id: int, frame: EventFrame) -> int: ...
 
     async def read(self, operator_id: int, after: int, *, wait: float) -> Batch:
         """Events with id > after; waits up to `wait` seconds for one when there are none."""
@@ -79,13 +84,22 @@ class EventLog(Protocol):
     async def close(self) -> None: ...
 
 
-def _encode(type_: str, data: dict[str, Any]) -> str:
-    return json.dumps({"type": type_, "data": data}, separators=(",", ":"), default=str)
+_DECODER = msgspec.json.Decoder(EventFrame)
+
+
+def _encode(frame: EventFrame) -> bytes:
+    return msgspec.json.encode(frame)
 
 
 def _decode(event_id: int, raw: str | bytes) -> Event:
-    value = json.loads(raw)
-    return Event(event_id, str(value["type"]), dict(value["data"]))
+    """The stored frame with the log's id; one that no longer decodes (written by an older
+    release) reads as a `resync`, so the client reloads instead of missing it."""
+    try:
+        frame = _DECODER.decode(raw)
+    except msgspec.ValidationError as exc:
+        log.info("events: event %s not readable (%s); sent as a resync", event_id, exc)
+        frame = ResyncFrame(reason=MISSED_REASON)
+    return Event(event_id, msgspec.structs.replace(frame, id=event_id))
 
 
 class LocalEventLog:
@@ -99,12 +113,13 @@ class LocalEventLog:
         self._last: dict[int, int] = {}
         self._waiters: dict[int, set[tuple[asyncio.AbstractEventLoop, asyncio.Event]]] = {}
 
-    def append(self, operator_id: int, type_: str, data: dict[str, Any]) -> int:
+    def append(self, operator_id: int, frame: EventFrame) -> int:
+        stored = _encode(frame)  # as Redis would keep it: what cannot be encoded fails here
         with self._lock:
             number = self._last.get(operator_id, 0) + 1
             self._last[operator_id] = number
             kept = self._events.setdefault(operator_id, deque(maxlen=self.maxlen))
-            kept.append(Event(number, type_, json.loads(_encode(type_, data))["data"]))
+            kept.append(_decode(number, stored))
             waiters = list(self._waiters.get(operator_id, ()))
         for loop, woken in waiters:
             loop.call_soon_threadsafe(woken.set)
@@ -172,11 +187,9 @@ class RedisEventLog:
         stream = f"{KEY_PREFIX}{operator_id}"
         return stream, f"{stream}:seq"
 
-    def append(self, operator_id: int, type_: str, data: dict[str, Any]) -> int:
+    def append(self, operator_id: int, frame: EventFrame) -> int:
         return int(
-            self._append(
-                keys=list(self.keys(operator_id)), args=[_encode(type_, data), self.maxlen]
-            )
+            self._append(keys=list(self.keys(operator_id)), args=[_encode(frame), self.maxlen])
         )
 
     async def read(self, operator_id: int, after: int, *, wait: float) -> Batch:

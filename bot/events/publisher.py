@@ -1,4 +1,5 @@
-"""What the operator events stream carries, and to whom (docs/api.md, "Events").
+"""What the operator events stream carries, and to whom (docs/api.md, "Events"); the
+frames are the Structs of `bot.contracts.events`.
 
 `task` goes to every operator (the Board is shared), `result` and `session` to the operator
 who owns the chat session. Events are notifications: the state itself is in the API (board,
@@ -20,18 +21,22 @@ import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, Collection, Iterable
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from enum import StrEnum
-from typing import Any
 
 from sqlalchemy import delete, insert, literal, select
 from sqlalchemy.orm import Session
 
+from bot.contracts.events import (
+    MISSED_REASON,
+    EventFrame,
+    ResultFrame,
+    ResyncFrame,
+    SessionChange,
+    SessionFrame,
+    TaskFrame,
+)
 from bot.db import Database
 from bot.events.log import Event, EventLog
-from bot.lifecycle.models import Task
-from bot.lifecycle.states import TaskState
 from bot.models import ChatSession, Operator, OwedResync
 
 log = logging.getLogger(__name__)
@@ -44,84 +49,9 @@ RESYNC_BACKOFF_SECONDS = 1.0
 RESYNC_BACKOFF_CAP_SECONDS = 60.0
 RESYNC_ATTEMPTS = 40
 SETTLE_RETRY_SECONDS = 0.5  # `settle_owed`: between two tries before a process exits
-MISSED = {"reason": "events were missed"}
+MISSED = ResyncFrame(reason=MISSED_REASON)
 FORGET_BATCH = 1000  # paid debts deleted per statement
 RESULT_TEXT_LIMIT = 4000
-
-
-class EventType(StrEnum):
-    TASK = "task"
-    RESULT = "result"
-    SESSION = "session"
-    REVIEW = "review"  # a review run took threads of a task's pull request up
-    # A fix run started for failing CI on a task's pull request (bot.lifecycle.ci_intake).
-    FIX_RUN = "fix_run"
-    LEDGER = "ledger"  # a task's review thread ledger changed (bot.events.ledger)
-    # Not an event of the log: the client's Last-Event-ID is older than what the log keeps
-    # (or the log restarted), so it reloads the Board and its sessions, then goes on live.
-    RESYNC = "resync"
-
-
-class SessionChange(StrEnum):
-    CREATED = "created"
-    UPDATED = "updated"
-    DELETED = "deleted"
-    SUMMARISED = "summarised"
-
-
-class ResultKind(StrEnum):
-    DELIVERED = "delivered"
-    QUESTION = "question"
-    FAILED = "failed"
-
-
-RESULT_KIND = {
-    TaskState.DELIVERED: ResultKind.DELIVERED,
-    TaskState.WAITING_FOR_INFO: ResultKind.QUESTION,
-    TaskState.FAILED: ResultKind.FAILED,
-}
-
-
-@dataclass(frozen=True)
-class TaskChange:
-    """One committed transition of a task, as the events stream reports it."""
-
-    task_id: int
-    state: str
-    reason: str
-    at: datetime
-
-
-@dataclass(frozen=True)
-class ReviewPicked:
-    """A review run took review threads up (bot.lifecycle.review_pickup)."""
-
-    task_id: int
-    threads: list[str]  # "comment:<id>" / "review:<id>"
-    at: datetime
-
-
-@dataclass(frozen=True)
-class FixRunStarted:
-    """Failing CI on a task's pull request started fix run `run` of `of`."""
-
-    task_id: int
-    pr_number: int
-    head_sha: str
-    checks: tuple[str, ...]
-    run: int
-    of: int
-
-
-@dataclass(frozen=True)
-class ResultMessage:
-    """A task result appended to a chat session (bot.lifecycle.delivery)."""
-
-    message_id: str
-    session_id: str
-    task_id: int
-    state: str
-    text: str
 
 
 class OperatorEvents:
@@ -132,17 +62,17 @@ class OperatorEvents:
 
     # -- publishing (synchronous: called after commits, from any thread) ------------------
 
-    def append(self, operator_ids: Iterable[int], type_: EventType, data: dict[str, Any]) -> None:
+    def append(self, operator_ids: Iterable[int], frame: EventFrame) -> None:
         for operator_id in operator_ids:
             for attempt in range(1, APPEND_ATTEMPTS + 1):
                 try:
-                    self.log.append(operator_id, type_.value, data)
+                    self.log.append(operator_id, frame)
                     break
                 except Exception as exc:
                     if attempt == APPEND_ATTEMPTS:
                         log.warning(
                             "events: %s event for operator %s dropped: %s",
-                            type_.value,
+                            type(frame).__name__,
                             operator_id,
                             type(exc).__name__,
                         )
@@ -183,7 +113,7 @@ class OperatorEvents:
             rows = []
         told: set[int] = set()
         for operator_id in sorted(set(also) | {operator_id for _, operator_id in rows}):
-            self.log.append(operator_id, EventType.RESYNC.value, MISSED)
+            self.log.append(operator_id, MISSED)
             told.add(operator_id)
         if rows:
             try:
@@ -192,44 +122,34 @@ class OperatorEvents:
                 log.info("events: paid resyncs not forgotten: %s", type(exc).__name__)
         return told
 
-    def tasks_changed(self, changes: list[TaskChange]) -> None:
-        if not changes:
-            return
-        rows, operators = self.db.call(_tasks_and_operators, {c.task_id for c in changes})
-        for change in changes:
-            task = rows.get(change.task_id)
-            if task is not None:
-                self.append(operators, EventType.TASK, task_payload(task, change))
-
-    def reviews_picked(self, picked: list[ReviewPicked]) -> None:
-        if not picked:
-            return
-        rows, operators = self.db.call(_tasks_and_operators, {p.task_id for p in picked})
-        for each in picked:
-            task = rows.get(each.task_id)
-            if task is not None:
-                self.append(operators, EventType.REVIEW, review_payload(task, each))
-
-    def fix_runs_started(self, started: list[FixRunStarted]) -> None:
-        if not started:
+    def tasks_changed(self, frames: list[TaskFrame]) -> None:
+        """Committed task transitions, to every operator (the Board is shared)."""
+        if not frames:
             return
         operators = self.db.call(_operator_ids)
-        for item in started:
-            self.append(operators, EventType.FIX_RUN, fix_run_payload(item))
+        for frame in frames:
+            self.append(operators, frame)
 
-    def results_delivered(self, results: list[ResultMessage]) -> None:
-        if not results:
+    def to_everyone(self, frames: list[EventFrame]) -> None:
+        """Frames about the shared Board (review pickups, fix runs, ledgers): every operator."""
+        if not frames:
             return
-        owners = self.db.call(_session_owners, {r.session_id for r in results})
-        for result in results:
-            owner = owners.get(result.session_id)
+        operators = self.db.call(_operator_ids)
+        for frame in frames:
+            self.append(operators, frame)
+
+    def results_delivered(self, frames: list[ResultFrame]) -> None:
+        """Task results written to chat sessions, each to its session's operator."""
+        if not frames:
+            return
+        owners = self.db.call(_session_owners, {frame.session_id for frame in frames})
+        for frame in frames:
+            owner = owners.get(frame.session_id)
             if owner is not None:
-                self.append([owner], EventType.RESULT, result_payload(result))
+                self.append([owner], frame)
 
     def session_changed(self, operator_id: int, session_id: str, change: SessionChange) -> None:
-        self.append(
-            [operator_id], EventType.SESSION, {"session_id": session_id, "change": change.value}
-        )
+        self.append([operator_id], SessionFrame(session_id=session_id, change=change))
 
     # -- reading ------------------------------------------------------------------------
 
@@ -243,7 +163,7 @@ class OperatorEvents:
             batch = await self.log.read(operator_id, position, wait=heartbeat)
             if batch.gap:
                 position = batch.last_id
-                yield Event(position, EventType.RESYNC.value, {"reason": "events were missed"})
+                yield Event(position, ResyncFrame(id=position, reason=MISSED_REASON))
                 continue
             if not batch.events:
                 yield None
@@ -381,60 +301,6 @@ def _forget_owed(session: Session, row_ids: list[int]) -> None:
 
 def _operator_ids(session: Session) -> list[int]:
     return list(session.scalars(select(Operator.id)))
-
-
-def task_payload(task: Task, change: TaskChange) -> dict[str, Any]:
-    return {
-        "task_id": task.id,
-        "repo": task.repo,
-        "issue": task.issue,
-        "title": task.title,
-        "state": change.state,
-        "pr_url": task.pr_url,
-        "cost_usd": task.cost_usd,
-        "tokens": task.tokens_used,
-        "reason": change.reason,
-        "updated_at": change.at.isoformat(),
-    }
-
-
-def review_payload(task: Task, picked: ReviewPicked) -> dict[str, Any]:
-    return {
-        "task_id": task.id,
-        "repo": task.repo,
-        "issue": task.issue,
-        "pr_number": task.pr_number,
-        "pr_url": task.pr_url,
-        "threads": picked.threads,
-        "at": picked.at.isoformat(),
-    }
-
-
-def fix_run_payload(item: FixRunStarted) -> dict[str, Any]:
-    return {
-        "task_id": item.task_id,
-        "pr_number": item.pr_number,
-        "head_sha": item.head_sha,
-        "checks": list(item.checks),
-        "run": item.run,
-        "of": item.of,
-    }
-
-
-def result_payload(result: ResultMessage) -> dict[str, Any]:
-    kind = RESULT_KIND.get(result.state, ResultKind.FAILED)  # type: ignore[call-overload]
-    return {
-        "session_id": result.session_id,
-        "task_id": result.task_id,
-        "kind": kind.value,
-        "text": result.text[:RESULT_TEXT_LIMIT],
-        "message_id": result.message_id,
-    }
-
-
-def _tasks_and_operators(session: Session, task_ids: set[int]) -> tuple[dict[int, Task], list[int]]:
-    rows = {task.id: task for task in session.scalars(select(Task).where(Task.id.in_(task_ids)))}
-    return rows, list(session.scalars(select(Operator.id)))
 
 
 def _session_owners(session: Session, session_ids: set[str]) -> dict[str, int]:

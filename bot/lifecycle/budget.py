@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 
 from bot.lifecycle import tasks
 from bot.lifecycle.models import EventKind
-from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply, publish
 
 log = logging.getLogger(__name__)
 # The limits a budget stops a run by (coding.AGENT_LIMITS names them the same).
@@ -83,19 +83,21 @@ async def reached(run: Run, limit: str) -> str:
         "pushed. Raise the budget and publish a Decision to go on, or leave the task here."
     )
     run.ctx.db.call(_event, run, limit, said)
-    change = change_state(
-        run.ctx.db,
+    change = await run.ctx.db.run(
+        apply,
         run.task.id,
-        TaskState.WAITING_FOR_INFO,
-        actor=run.actor,
-        detail=said,
-        data={"question": said, "limit": limit, "budget": budget.as_json()},
-        expect=[TaskState.RUNNING],
-        changes={"question": said, "pending_decision": None},
-        notice=notice,
-        note=said[0].upper() + said[1:] + ".",
-        fence=run.fence,
-        clock=run.ctx.clock,
+        Move(
+            TaskState.WAITING_FOR_INFO,
+            actor=run.actor,
+            detail=said,
+            data={"question": said, "limit": limit, "budget": budget.as_json()},
+            expect=[TaskState.RUNNING],
+            changes={"question": said, "pending_decision": None},
+            notice=notice,
+            note=said[0].upper() + said[1:] + ".",
+            fence=run.fence,
+        ),
+        run.ctx.clock,
     )
     await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
     log.info("lifecycle: task %s: %s", run.task.id, said)

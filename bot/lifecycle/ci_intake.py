@@ -41,11 +41,11 @@ from bot.lifecycle.ci_models import CiVerdict
 from bot.lifecycle.ci_rules import CiCause, judge
 from bot.lifecycle.ci_summary import post_summary, summary_body
 from bot.lifecycle.models import Task
-from bot.lifecycle.outcomes import publish
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
+from bot.lifecycle.transition import publish
 
 log = logging.getLogger(__name__)
 

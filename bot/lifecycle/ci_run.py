@@ -27,12 +27,13 @@ from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
 from bot.lifecycle.ci_models import CiFix, CiFixState
 from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
+from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import finish_delivered
-from bot.lifecycle.outcomes import Change, change_state, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.recall import remember
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply, publish, show
 
 log = logging.getLogger(__name__)
 
@@ -47,30 +48,30 @@ async def fix(run: Run, row: CiFix) -> str:
     """The whole fix run; returns what happened, in words."""
     text = await steps.issue_text(run)
     await _announce(run, row)
-    refused = await steps._sandbox_refusal(run)
+    refused = await steps.sandbox_refusal(run)
     if refused is not None:
         return _ended(run, row, refused)
-    tree = await steps._prepare(run)
+    tree = await steps.prepare(run)
     if tree.remote.branch_sha != row.head_sha:
         return await _superseded(run, row, tree)
-    refused = await steps._environment(run, tree)
+    refused = await steps.prepare_environment(run, tree)
     if refused is not None:
         return _ended(run, row, refused)
     remaining = run.ctx.policy.time_limit - run.task.runtime_seconds
     remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
     if remaining <= 0:
-        return _ended(run, row, await steps._fail(run, limit="time", retry=False))
-    prompt = fix_prompt(await steps._prompt(run, text, tree), row)
-    outcome = await steps._code(run, tree, prompt, remaining)
+        return _ended(run, row, await steps.fail(run, limit="time", retry=False))
+    prompt = fix_prompt(await steps.run_prompt(run, text, tree), row)
+    outcome = await code(run, tree, prompt, remaining)
     await asyncio.to_thread(steps.keep_log, run, outcome.status, outcome.log.text())
-    steps._account(run, outcome)
+    steps.account(run, outcome)
     run.watch.check()
-    await remember(run.ctx, run.task, prompt, outcome, await steps._paths(tree))
+    await remember(run.ctx, run.task, prompt, outcome, await steps.changed_paths(tree))
     if outcome.status != CodingStatus.DONE:
-        concluded = _ended(run, row, await steps._conclude(run, tree, outcome))
+        concluded = _ended(run, row, await steps.conclude(run, tree, outcome))
     else:
         concluded = await _push_fix(run, row, tree, outcome)
-    await steps._after_conclusion(run)
+    await steps.after_conclusion(run)
     return concluded
 
 
@@ -79,8 +80,7 @@ async def _announce(run: Run, row: CiFix) -> None:
         f"Fix run {row.run_number} of {run.ctx.settings.ci_fix_runs} for failing CI "
         f"({run.public(row.checks, 200)}) on {row.head_sha[:12]} is running."
     )
-    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
 
 def _ended(run: Run, row: CiFix, said: str) -> str:
@@ -113,9 +113,9 @@ async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: Codi
     )
     if head == row.head_sha:
         return await _unchanged(run, row, outcome)
-    if refused := await steps._unpushable(run, tree):
-        return _ended(run, row, await steps._fail(run, error=refused, retry=False))
-    await steps._push(run, tree)
+    if refused := await steps.unpushable(run, tree):
+        return _ended(run, row, await steps.fail(run, error=refused, retry=False))
+    await steps.push(run, tree)
     run.ctx.db.call(ci_store.conclude, row.id, CiFixState.PUSHED, run.ctx.clock, result_sha=head)
     summary = run.public_block(outcome.summary) or f"Pushed a fix for the failing {checks}."
     return await finish_delivered(
@@ -130,18 +130,20 @@ async def _unchanged(run: Run, row: CiFix, outcome: CodingOutcome) -> str:
         reason += f" (it said: {run.public(outcome.summary, 200)})"
     run.ctx.db.call(ci_store.conclude, row.id, CiFixState.UNCHANGED, run.ctx.clock, reason=reason)
     question = needs_human_question(row.pr_number, reason)
-    change = change_state(
-        run.ctx.db,
+    change = await run.ctx.db.run(
+        apply,
         run.task.id,
-        TaskState.WAITING_FOR_INFO,
-        actor=run.actor,
-        detail=reason,
-        data={"head_sha": row.head_sha, "pr_number": row.pr_number, "fix_run": row.run_number},
-        expect=[TaskState.RUNNING],
-        changes={"question": question, "pending_decision": None},
-        note=f"CI still fails and {reason}: a person is needed.",
-        fence=run.fence,
-        clock=run.ctx.clock,
+        Move(
+            TaskState.WAITING_FOR_INFO,
+            actor=run.actor,
+            detail=reason,
+            data={"head_sha": row.head_sha, "pr_number": row.pr_number, "fix_run": row.run_number},
+            expect=[TaskState.RUNNING],
+            changes={"question": question, "pending_decision": None},
+            note=f"CI still fails and {reason}: a person is needed.",
+            fence=run.fence,
+        ),
+        run.ctx.clock,
     )
     task = run.ctx.db.call(tasks.get_task, run.task.id)
     await post_ci_summary(

@@ -16,9 +16,8 @@ from bot.lifecycle import tasks
 from bot.lifecycle.ci_models import PENDING_STATES, CiFix, CiFixState, CiVerdict
 from bot.lifecycle.ci_summary import CiStop, TriedRun
 from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import Change
-from bot.lifecycle.progress import PHASE_FOR_STATE
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, Transitioned, apply
 
 # Where CI handling stopped for a commit: a person is asked, with the summary.
 STOPS = frozenset({CiFixState.STOPPED, CiFixState.UNCHANGED})
@@ -111,7 +110,7 @@ def conclude(
         row.updated_at = clock()
 
 
-def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Change:
+def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Transitioned:
     """Insert the head commit's row and move the task (raises IllegalTransition when the
     task is no longer delivered, IntegrityError when another delivery claimed it first)."""
     now = clock()
@@ -149,16 +148,19 @@ def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Cha
     else:
         changes = {"question": question}
         wanted = TaskState.WAITING_FOR_INFO
-    event = tasks.transition(
+    moved = apply(
         session,
         claim.task_id,
-        wanted,
-        actor=actor,
-        detail=claim.note,
-        data=data,
-        expect=[TaskState.DELIVERED],
-        changes=changes,
-        clock=clock,
+        Move(
+            wanted,
+            actor=actor,
+            detail=claim.note,
+            data=data,
+            expect=[TaskState.DELIVERED],
+            changes=changes,
+            note=claim.note,
+        ),
+        clock,
     )
     if fix:
         task = tasks.get_task(session, claim.task_id)
@@ -172,7 +174,7 @@ def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Cha
             clock=clock,
         )
     record_done(session)
-    return Change(claim.task_id, wanted, event.id, PHASE_FOR_STATE[wanted], claim.note)
+    return moved
 
 
 def stop_of(session: Session, task: Task, head_sha: str) -> CiStop | None:

@@ -23,8 +23,9 @@ import bot
 from bot.clock import Clock, utcnow
 from bot.config import Settings
 from bot.db import Database
-from bot.events import OperatorEvents, RedisEventLog, watch_commits
+from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
+from bot.lifecycle.announce import watch_commits
 from bot.lifecycle.push_limit import PushLimits
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxPolicy
@@ -87,7 +88,7 @@ class LifecyclePolicy:
 
     def backoff(self, attempt: int) -> float:
         """Delay before attempt `attempt + 1`: base, 2x base, 4x base ... capped."""
-        return min(self.backoff_seconds * (2 ** max(0, attempt - 1)), MAX_BACKOFF_SECONDS)
+        return min(self.backoff_seconds * 2.0 ** max(0, attempt - 1), MAX_BACKOFF_SECONDS)
 
 
 def _sandbox_policy(settings: Settings, agent: str | None) -> SandboxPolicy:

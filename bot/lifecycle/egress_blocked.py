@@ -3,10 +3,9 @@ stored on the task after it, and summarised for the pull request and the operato
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import ForeignKey, String, UniqueConstraint, func, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -116,21 +115,6 @@ def of_task(session: Session, task_id: int, *, generation: int | None = None) ->
 def total(session: Session) -> int:
     """Requests refused over all runs (for /metrics)."""
     return int(session.scalar(select(func.coalesce(func.sum(EgressBlocked.count), 0))) or 0)
-
-
-def as_json(found: Iterable[BlockedHost]) -> list[dict[str, Any]]:
-    """For the task's JSON (docs/api.md, `blocked`)."""
-    return [
-        {
-            "attempt": b.attempt,
-            "host": b.host,
-            "port": b.port,
-            "count": b.count,
-            "reason": b.reason,
-            "first_at": b.first_at.isoformat(),
-        }
-        for b in found
-    ]
 
 
 def summary(found: Sequence[BlockedHost]) -> str:

@@ -7,20 +7,21 @@ A run passes its lease holder as `fence`: a run that lost its lease changes noth
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import Unpack
+from collections.abc import Awaitable, Callable
 
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import tasks
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import Change, ChangeFields, change_state, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.tasks import LeaseLost
+from bot.lifecycle.transition import Move, Transitioned, transition
 
 log = logging.getLogger(__name__)
 LIMIT_NAMES = {
@@ -43,13 +44,27 @@ def _fenced_out(task_id: int) -> str:
     return "stopped: lease lost"
 
 
-def _conclude(
-    ctx: LifecycleContext, task_id: int, wanted: TaskState, **change: Unpack[ChangeFields]
-) -> Change | str:
+async def _conclude(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    task_id: int,
+    move: Move,
+    *,
+    within: Callable[[Session, Transitioned], None] | None = None,
+    after_commit: Callable[[Transitioned], Awaitable[None]] | None = None,
+) -> Transitioned | str:
     """Move the run's task to where the run ended; the run's words instead when the task is
     no longer the run's to move (someone else moved it, or the run lost its lease)."""
     try:
-        return change_state(ctx.db, task_id, wanted, **change)
+        return await transition(
+            ctx.db,
+            github,
+            task_id,
+            move,
+            clock=ctx.clock,
+            within=within,
+            after_commit=after_commit,
+        )
     except IllegalTransition as exc:
         return _moved(task_id, exc)
     except LeaseLost:
@@ -77,10 +92,8 @@ async def finish_delivered(
     fence: str | None = None,
     draft: bool = False,
 ) -> str:
-    task = ctx.db.call(tasks.get_task, task_id)
-    change = _conclude(
-        ctx,
-        task_id,
+    task = await ctx.db.run(tasks.get_task, task_id)
+    move = Move(
         TaskState.DELIVERED,
         actor=actor,
         detail=f"pull request {task.pr_url}",
@@ -95,11 +108,10 @@ async def finish_delivered(
         changes={"summary": summary or None, "last_error": None, "pending_decision": None},
         note=summary,
         fence=fence,
-        clock=ctx.clock,
     )
+    change = await _conclude(ctx, github, task_id, move)
     if isinstance(change, str):
         return change
-    await publish(ctx.db, github, change, clock=ctx.clock)
     return f"delivered: {task.pr_url}"
 
 
@@ -117,9 +129,7 @@ async def finish_question(
         "Answer by publishing a Decision on this issue (from Steelframe's Chat, or a Decision "
         "comment by someone with write access); the task resumes with it."
     )
-    change = _conclude(
-        ctx,
-        task.id,
+    move = Move(
         TaskState.WAITING_FOR_INFO,
         actor=actor,
         detail="the coding runtime asked a question",
@@ -128,11 +138,10 @@ async def finish_question(
         changes={"question": question, "pending_decision": None},
         notice=text,
         fence=fence,
-        clock=ctx.clock,
     )
+    change = await _conclude(ctx, github, task.id, move)
     if isinstance(change, str):
         return change
-    await publish(ctx.db, github, change, clock=ctx.clock)
     return "waiting_for_info: question asked"
 
 
@@ -148,7 +157,7 @@ async def finish_failed(
     fence: str | None = None,
 ) -> str:
     """Schedule the next attempt (backoff) or fail the task with a comment saying why."""
-    task = ctx.db.call(tasks.get_task, task_id)
+    task = await ctx.db.run(tasks.get_task, task_id)
     if retry and task.attempts < ctx.policy.max_attempts:
         return await _retry_later(ctx, github, task, actor, error=error, fence=fence)
     if limit is not None:
@@ -157,9 +166,7 @@ async def finish_failed(
         error = error or "unknown error"
         if retry:
             error = f"{error} (after {task.attempts} attempts)"
-    change = _conclude(
-        ctx,
-        task_id,
+    move = Move(
         TaskState.FAILED,
         actor=actor,
         detail=error[:500],
@@ -169,13 +176,15 @@ async def finish_failed(
         notice=f"Steelframe could not finish this issue: {error}.",
         note=f"Failed: {error}",
         fence=fence,
-        clock=ctx.clock,
     )
+
+    def limit_event(session: Session, _moved: Transitioned) -> None:
+        if limit is not None:
+            _limit_event(session, task_id, actor, limit, ctx)
+
+    change = await _conclude(ctx, github, task_id, move, within=limit_event)
     if isinstance(change, str):
         return change
-    if limit is not None:
-        ctx.db.call(_limit_event, task_id, actor, limit, ctx)
-    await publish(ctx.db, github, change, clock=ctx.clock)
     return f"failed: {error}"
 
 
@@ -192,9 +201,7 @@ async def _retry_later(
     task_id = task.id
     delay = ctx.policy.backoff(task.attempts)
     job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
-    change = _conclude(
-        ctx,
-        task_id,
+    move = Move(
         TaskState.QUEUED,
         actor=actor,
         detail=f"attempt {task.attempts} failed; retrying in {delay:g} s",
@@ -208,14 +215,15 @@ async def _retry_later(
             f"Retrying in {delay:g} s."
         ),
         fence=fence,
-        clock=ctx.clock,
     )
+
+    async def enqueue(_moved: Transitioned) -> None:
+        queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
+        await asyncio.to_thread(queue.enqueue, task_id, job=job, delay=delay)
+
+    change = await _conclude(ctx, github, task_id, move, after_commit=enqueue)
     if isinstance(change, str):
         return change
-    LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit).enqueue(
-        task_id, job=job, delay=delay
-    )
-    await publish(ctx.db, github, change, clock=ctx.clock)
     return f"retry: {error}"
 
 

@@ -25,10 +25,10 @@ from sqlalchemy.orm import Session
 from bot.lifecycle import budget, estimate, plan_store, tasks
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.finish import finish_failed, finish_question
-from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.plan_store import Plan, PlanStatus
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply, publish
 
 log = logging.getLogger(__name__)
 
@@ -190,18 +190,20 @@ def _store(session: Session, run: Run, plan: str) -> None:
 
 async def reject(run: Run) -> str:
     """The Decision rejected the plan: the task ends, nothing changed."""
-    change = change_state(
-        run.ctx.db,
+    change = await run.ctx.db.run(
+        apply,
         run.task.id,
-        TaskState.TERMINATED,
-        actor=run.actor,
-        detail="the plan was rejected by a Decision",
-        expect=[TaskState.RUNNING],
-        changes={"pending_decision": None},
-        notice=REJECTED_NOTICE,
-        note="The plan was rejected.",
-        fence=run.fence,
-        clock=run.ctx.clock,
+        Move(
+            TaskState.TERMINATED,
+            actor=run.actor,
+            detail="the plan was rejected by a Decision",
+            expect=[TaskState.RUNNING],
+            changes={"pending_decision": None},
+            notice=REJECTED_NOTICE,
+            note="The plan was rejected.",
+            fence=run.fence,
+        ),
+        run.ctx.clock,
     )
     await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
     return "terminated: plan rejected"

@@ -22,10 +22,9 @@ from bot.db import Database
 from bot.handler_runs import record_done
 from bot.lifecycle import tasks
 from bot.lifecycle.models import EventKind, Task, TaskEvent
-from bot.lifecycle.outcomes import Change, publish
-from bot.lifecycle.progress import PHASE_FOR_STATE
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, PULL_ENDABLE, TaskState
+from bot.lifecycle.transition import Move, Transitioned, apply, publish
 from memory import ChunkIn, ChunkSource, add_chunk
 
 log = logging.getLogger(__name__)
@@ -62,6 +61,7 @@ class PullEnd:
     reason: str
     task_id: int | None = None
     state: TaskState | None = None
+    moved: Transitioned | None = None  # ENDED: the committed change, to show on GitHub
 
 
 def parse_pull_closed(payload: dict[str, Any]) -> PullClosed:
@@ -111,11 +111,8 @@ async def end_pull(
     if not opened_by_app:
         return _not_ours(closed, f"opened by {closed.author or 'unknown'}, not the App")
     result = await db.run(_end_tx, closed, clock)
-    if result.verdict is EndVerdict.ENDED and result.task_id is not None:
-        state = result.state or TaskState.MERGED
-        event_id = await db.run(_last_event_id, result.task_id)
-        change = Change(result.task_id, state, event_id, PHASE_FOR_STATE[state], result.reason)
-        await publish(db, github, change, create_progress=False, clock=clock)
+    if result.moved is not None:
+        await publish(db, github, result.moved, create_progress=False, clock=clock)
     log.info(
         "lifecycle: %s#%s closed (merged=%s): task %s %s: %s",
         closed.repo,
@@ -162,20 +159,19 @@ def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
     by = closed.closed_by or "unknown"
     ended = "merged" if closed.merged else "closed without a merge"
     detail = f"pull request #{closed.number} {ended} by {by}"
-    tasks.transition(
-        session,
-        task.id,
+    move = Move(
         wanted,
         actor=f"webhook:pull_request.closed:{by}",
         detail=detail,
         data={"pr_number": closed.number, "pr_url": closed.url, "merge": closed.merge_commit},
         expect=PULL_ENDABLE,
         changes={"pr_number": closed.number, "pr_url": task.pr_url or closed.url or None},
-        clock=clock,
+        note=detail,
     )
+    moved = apply(session, task.id, move, clock)
     add_chunk(session, _outcome_chunk(session, task, closed, by), clock=clock)
     record_done(session)
-    return PullEnd(EndVerdict.ENDED, detail, task.id, wanted)
+    return PullEnd(EndVerdict.ENDED, detail, task.id, wanted, moved)
 
 
 def _why_ignored(task: Task, wanted: TaskState) -> tuple[EndVerdict, str] | None:
@@ -214,7 +210,3 @@ def _outcome_chunk(session: Session, task: Task, closed: PullClosed, by: str) ->
         issue=task.issue,
         key=f"pull-outcome:{task.repo}#{closed.number}",
     )
-
-
-def _last_event_id(session: Session, task_id: int) -> int:
-    return int(tasks.events(session, task_id, limit=1)[-1].id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from bot.lifecycle import egress_blocked, tasks
@@ -17,7 +18,7 @@ async def existing_pull(run: Run) -> dict[str, Any] | None:
     if not pulls:
         return None
     pull = pulls[0]
-    _remember(run, pull)
+    await asyncio.to_thread(_remember, run, pull)
     return pull
 
 
@@ -38,7 +39,7 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
         + (f"{tests}\n\n" if tests else "")
         + f"<!-- steelframe-task {task.id} -->"
     )
-    if blocked := run.ctx.db.call(egress_blocked.summary_for, task.id, task.generation):
+    if blocked := await run.ctx.db.run(egress_blocked.summary_for, task.id, task.generation):
         # Host names the runtime chose: defanged like its other words.
         body = f"{body}\n\n{run.public_block(blocked)}"
     if run.ctx.policy.coding_agent == "demo":
@@ -46,7 +47,7 @@ async def open_pull(run: Run, base: str, title: str, summary: str) -> None:
     pull = await run.github.create_pull(
         task.repo, title=title, head=branch, base=base, body=body, draft=draft
     )
-    _remember(run, pull)
+    await asyncio.to_thread(_remember, run, pull)
 
 
 def opens_as_draft(run: Run) -> bool:

@@ -30,16 +30,16 @@ from sqlalchemy.orm import Session
 
 from bot.db import Database, is_lock_timeout
 from bot.events import OperatorEvents, RedisEventLog
-from bot.lifecycle import ci_store, leases, progress, tasks, termination, worktree
+from bot.lifecycle import ci_store, leases, progress, tasks, terminate, worktree
 from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.review_pickup import awaiting_run, has_review_work, request_review_run
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINISHED, LIVE, TaskState
+from bot.lifecycle.transition import Move, transition
 from bot.redis_lease import held
 
 log = logging.getLogger(__name__)
@@ -118,25 +118,25 @@ async def reconcile(
     grace = timedelta(seconds=ctx.policy.lease_seconds)
     this = _Pass(ctx, github, queue, grace, report)
     say("applying terminate requests ...")
-    requested = dict(ctx.db.call(termination.pending))
+    requested = dict(await ctx.db.run(terminate.pending))
     for task_id, actor in requested.items():
         await _guard(report, task_id, _apply_stop_request(this, task_id, actor))
     say("checking running tasks ...")
-    for task_id in ctx.db.call(_ids, TaskState.RUNNING):
+    for task_id in await ctx.db.run(_ids, TaskState.RUNNING):
         if task_id in requested:
             continue  # being terminated: never retried meanwhile
         await _guard(report, task_id, _check_running(this, task_id))
     say("checking queued tasks ...")
-    for task_id in ctx.db.call(_ids, TaskState.QUEUED):
+    for task_id in await ctx.db.run(_ids, TaskState.QUEUED):
         await asyncio.to_thread(_check_queued, this, task_id)
     if github is not None:
         say("looking for pull requests of pushed branches ...")
-        for task_id in ctx.db.call(_ids, TaskState.QUEUED, TaskState.FAILED):
+        for task_id in await ctx.db.run(_ids, TaskState.QUEUED, TaskState.FAILED):
             await _guard(report, task_id, _check_pull(ctx, github, task_id, report))
-        for task_id in ctx.db.call(awaiting_run):  # review threads no run was asked for
+        for task_id in await ctx.db.run(awaiting_run):  # review threads no run was asked for
             asked = request_review_run(ctx.db, github, queue, task_id, clock=ctx.clock)
             await _guard(report, task_id, _dropped(asked))
-        candidates = ctx.db.call(_label_candidates, ctx.clock() - LABEL_WINDOW)
+        candidates = await ctx.db.run(_label_candidates, ctx.clock() - LABEL_WINDOW)
         say(f"checking labels of {len(candidates)} tasks ...")
         for task_id in candidates:
             await _guard(report, task_id, _check_labels(ctx, github, task_id, report))
@@ -147,7 +147,7 @@ async def reconcile(
         except Exception as exc:
             report.errors.append(f"notices: {exc}")
     say("checking jobs of terminated tasks ...")
-    for task_id in ctx.db.call(_recently, TaskState.TERMINATED, ctx.clock() - LABEL_WINDOW):
+    for task_id in await ctx.db.run(_recently, TaskState.TERMINATED, ctx.clock() - LABEL_WINDOW):
         await asyncio.to_thread(_stop_leftover_job, this, task_id)
     say("delivering results to chat sessions ...")
     report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
@@ -171,9 +171,9 @@ async def _apply_stop_request(this: _Pass, task_id: int, actor: str) -> None:
     while the row is still held, stop the job holding it (its death frees the row; RQ's
     handling of the killed horse, or the next pass, then terminates)."""
     ctx, queue, report = this.ctx, this.queue, this.report
-    job = ctx.db.call(tasks.get_task, task_id).job_id
+    job = (await ctx.db.run(tasks.get_task, task_id)).job_id
     try:
-        if await termination.apply(ctx.db, this.github, task_id, actor, ctx.clock):
+        if await terminate.apply(ctx.db, this.github, task_id, actor, ctx.clock):
             await asyncio.to_thread(queue.cancel_queued, job)
             report.terminated.append(task_id)
             log.info("reconcile: task %s terminated as %s asked", task_id, actor)
@@ -185,7 +185,7 @@ async def _apply_stop_request(this: _Pass, task_id: int, actor: str) -> None:
         done = await asyncio.to_thread(queue.cancel, job)
         # This run is being stopped on purpose: its runtime group goes with its horse (RQ
         # does not report a stopped job as a killed horse), and its lease with them.
-        lease = ctx.db.call(leases.current, task_id)
+        lease = await ctx.db.run(leases.current, task_id)
         holder = lease.pid if lease is not None else None
         await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=holder)
         report.stopped.append(task_id)
@@ -231,10 +231,10 @@ async def _guard(report: ReconcileReport, task_id: int, step: Awaitable[None]) -
 async def _check_running(this: _Pass, task_id: int) -> None:
     ctx = this.ctx
     now = ctx.clock()
-    lease = ctx.db.call(leases.current, task_id)
+    lease = await ctx.db.run(leases.current, task_id)
     if leases.is_live(lease, now):
         return
-    task = ctx.db.call(tasks.get_task, task_id)
+    task = await ctx.db.run(tasks.get_task, task_id)
     if lease is None:
         # Resumed and waiting for its continuation, or just started: not dead yet.
         if await asyncio.to_thread(this.queue.is_pending, task.job_id):
@@ -278,12 +278,12 @@ def _enqueue_again(this: _Pass, task: Task, why: str) -> None:
 async def _check_pull(
     ctx: LifecycleContext, github: GitHubApi, task_id: int, report: ReconcileReport
 ) -> None:
-    task = ctx.db.call(tasks.get_task, task_id)
-    if task.pushed_at is None or ctx.db.call(has_review_work, task_id):
+    task = await ctx.db.run(tasks.get_task, task_id)
+    if task.pushed_at is None or await ctx.db.run(has_review_work, task_id):
         return  # not pushed, or queued for a review run (not delivered by it yet)
-    if ctx.db.call(ci_store.pending_fix, task_id, task.generation) is not None:
+    if await ctx.db.run(ci_store.pending_fix, task_id, task.generation) is not None:
         return  # queued again for a fix of its pull request's CI, not waiting for one
-    if leases.is_live(ctx.db.call(leases.current, task_id), ctx.clock()):
+    if leases.is_live(await ctx.db.run(leases.current, task_id), ctx.clock()):
         return
     branch = task.branch or tasks.branch_name(task.issue)
     pulls = await github.list_pulls(task.repo, head=branch, state="open")
@@ -291,25 +291,22 @@ async def _check_pull(
         return
     pull = pulls[0]
     url = str(pull.get("html_url") or pull.get("url") or "")
-    change = change_state(
-        ctx.db,
-        task_id,
+    move = Move(
         TaskState.DELIVERED,
         actor=ACTOR,
         detail=f"pull request {url} already exists",
         data={"pr_url": url, "pr_number": pull.get("number"), "summary": ""},
         expect=[TaskState.QUEUED, TaskState.FAILED],
         changes={"pr_url": url, "pr_number": int(pull["number"]), "last_error": None},
-        clock=ctx.clock,
     )
-    await publish(ctx.db, github, change, clock=ctx.clock)
+    await transition(ctx.db, github, task_id, move, clock=ctx.clock)
     report.delivered.append(task_id)
 
 
 async def _check_labels(
     ctx: LifecycleContext, github: GitHubApi, task_id: int, report: ReconcileReport
 ) -> None:
-    task = ctx.db.call(tasks.get_task, task_id)
+    task = await ctx.db.run(tasks.get_task, task_id)
     state = TaskState(task.state)
     data = await github.get_issue(task.repo, task.issue)
     if progress.labels_match(data, state):
@@ -319,7 +316,7 @@ async def _check_labels(
         return
 
     detail = f"labels repaired ({' '.join(changes)})"
-    ctx.db.call(_note_repair, ctx, task_id, detail, {"labels": changes})
+    await ctx.db.run(_note_repair, ctx, task_id, detail, {"labels": changes})
     report.labels_fixed.append(task_id)
     if state in FINISHED or state == TaskState.WAITING_FOR_INFO:
         log.info("reconcile: task %s labels repaired: %s", task_id, changes)

@@ -11,7 +11,7 @@ import logging
 import socket
 from pathlib import Path
 
-from bot.lifecycle import leases, tasks, termination, worktree
+from bot.lifecycle import leases, tasks, terminate, worktree
 from bot.lifecycle.coding import group_alive, kill_group
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
@@ -53,18 +53,18 @@ async def recover(
     reason: str,
     dead_pid: int | None,
 ) -> str:
-    if not clean_orphans(ctx, task_id, dead_pid=dead_pid):
+    if not await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=dead_pid):
         return "live: a run holds the lease"
-    task = ctx.db.call(tasks.get_task, task_id)
+    task = await ctx.db.run(tasks.get_task, task_id)
     if task.state != TaskState.RUNNING:
         return f"nothing to do: task is {task.state}"
     # An operator terminated it while this run (frozen) held the row: honour that, no retry.
-    actor = ctx.db.call(termination.requested_by, task_id)
-    if actor is not None and await termination.apply(ctx.db, github, task_id, actor, ctx.clock):
+    actor = await ctx.db.run(terminate.requested_by, task_id)
+    if actor is not None and await terminate.apply(ctx.db, github, task_id, actor, ctx.clock):
         return f"terminated as {actor} asked"
     log.warning("recovery: task %s was left running (%s)", task_id, reason)
     result = await finish_failed(ctx, github, task_id, "reconciler", error=reason, retry=True)
-    deliver_pending(ctx.db, task_id, clock=ctx.clock)
+    await asyncio.to_thread(deliver_pending, ctx.db, task_id, clock=ctx.clock)
     return result
 
 

@@ -3,8 +3,6 @@ them, and whether the task is ready for review. bot.lifecycle.reviews writes it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
@@ -20,27 +18,6 @@ def review_threads(session: Session, task_id: int) -> list[ReviewThread]:
             select(ReviewThread).where(ReviewThread.task_id == task_id).order_by(ReviewThread.id)
         )
     )
-
-
-def thread_json(thread: ReviewThread) -> dict[str, Any]:
-    """A ledger row as the task JSON shows it (docs/api.md, "Review threads")."""
-    return {
-        "kind": thread.kind,
-        "root_id": thread.root_id,
-        "pr_number": thread.pr_number,
-        "path": thread.path,
-        "line": thread.line,
-        "author": thread.author,
-        "state": thread.state,
-        "commit": thread.commit,
-        "reason": thread.reason,
-        "url": thread.url,
-        # When a review run took the thread up (None: waiting for one).
-        "picked_at": thread.picked_at.isoformat() if thread.picked_at else None,
-        "excerpt": excerpt(thread.text),  # untrusted: the reviewer's words, shown as text
-        "created_at": thread.created_at.isoformat(),
-        "updated_at": thread.updated_at.isoformat(),
-    }
 
 
 def ready_for_review(task: Task, ledger: list[ReviewThread]) -> bool:

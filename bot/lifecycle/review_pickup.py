@@ -30,11 +30,11 @@ from bot.db import Database
 from bot.lifecycle import tasks
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, ReviewAck, ReviewThread, Task, ThreadKind, ThreadState
-from bot.lifecycle.outcomes import change_state, publish
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.reviews import pinned_text
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
+from bot.lifecycle.transition import Move, apply, publish
 
 log = logging.getLogger(__name__)
 # The states a task with a pull request is asked for a review run from (a failed task's
@@ -123,16 +123,18 @@ async def request_review_run(
         return None
     job, detail = plan
     try:
-        change = change_state(
-            db,
+        change = await db.run(
+            apply,
             task_id,
-            TaskState.QUEUED,
-            actor=ACTOR,
-            detail=detail,
-            expect=list(ASKABLE),
-            changes={"attempts": 0, "job_id": job, "last_error": None},
-            note=detail[:1].upper() + detail[1:] + ".",
-            clock=clock,
+            Move(
+                TaskState.QUEUED,
+                actor=ACTOR,
+                detail=detail,
+                expect=list(ASKABLE),
+                changes={"attempts": 0, "job_id": job, "last_error": None},
+                note=detail[:1].upper() + detail[1:] + ".",
+            ),
+            clock,
         )
     except IllegalTransition as exc:  # queued by another asker a moment ago, or moved
         log.info("lifecycle: task %s review run not asked: task is %s", task_id, exc.current)

@@ -24,32 +24,31 @@ import logging
 
 from bot.lifecycle import worktree
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
+from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import finish_delivered, finish_question
 from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
-from bot.lifecycle.outcomes import Change, publish
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.review_answers import Settled, settle, take_answers
 from bot.lifecycle.review_pickup import has_review_work, pick_up
 from bot.lifecycle.review_prompt import review_section
 from bot.lifecycle.scope import Run
-from bot.lifecycle.states import TaskState
 from bot.lifecycle.steps import (
-    _account,
-    _ask,
-    _code,
-    _conclude,
-    _environment,
-    _fail,
-    _no_runtime,
-    _prepare,
-    _prompt,
-    _push,
-    _sandbox_refusal,
-    _unpushable,
+    account,
+    ask,
+    conclude,
+    fail,
     issue_text,
     keep_log,
+    no_runtime,
+    prepare,
+    prepare_environment,
+    push,
+    run_prompt,
+    sandbox_refusal,
+    unpushable,
 )
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
+from bot.lifecycle.transition import show
 
 log = logging.getLogger(__name__)
 NOTHING = (
@@ -72,33 +71,33 @@ async def work_review(run: Run) -> str:
         return await finish_delivered(ctx, run.github, run.task.id, run.actor, summary="")
     await _announce(run, threads)
     if not ctx.policy.coding_command:
-        return await _no_runtime(run)
+        return await no_runtime(run)
     remaining = ctx.policy.time_limit - run.task.runtime_seconds
     if remaining <= 0:
-        return await _fail(run, limit="time", retry=False)
-    refused = await _sandbox_refusal(run)
+        return await fail(run, limit="time", retry=False)
+    refused = await sandbox_refusal(run)
     if refused is not None:
         return refused
-    tree = await _prepare(run)
-    refused = await _environment(run, tree)
+    tree = await prepare(run)
+    refused = await prepare_environment(run, tree)
     if refused is not None:
         return refused
     remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
-    prompt = await _prompt(run, text, tree) + review_section(threads)
-    outcome = await _code(run, tree, prompt, remaining)
+    prompt = await run_prompt(run, text, tree) + review_section(threads)
+    outcome = await code(run, tree, prompt, remaining)
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    _account(run, outcome)
+    account(run, outcome)
     run.watch.check()
     given = await asyncio.to_thread(take_answers, tree.path)
     if outcome.status == CodingStatus.QUESTION:
         question = run.public_block(outcome.question)
         await _answer(run, threads, _asked(threads, question), job)
-        return await _ask(run, tree, outcome)
+        return await ask(run, tree, outcome)
     if outcome.status != CodingStatus.DONE:
-        return await _conclude(run, tree, outcome)  # failed: retried or final, as any run
+        return await conclude(run, tree, outcome)  # failed: retried or final, as any run
     pushed = await _push_new(run, tree)
     if isinstance(pushed, Refused):
-        return await _fail(run, error=pushed.reason, retry=False)
+        return await fail(run, error=pushed.reason, retry=False)
     settled = settle(threads, given, pushed, run.public_block)
     await _answer(run, threads, settled, job)
     return await _end(run, settled, pushed, outcome)
@@ -107,8 +106,7 @@ async def work_review(run: Run) -> str:
 async def _announce(run: Run, threads: list[ReviewThread]) -> None:
     who = ", ".join(sorted({f"@{t.author}" for t in threads})) or "a reviewer"
     note = f"Answering the review by {who} ({len(threads)} thread(s))."
-    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
 
 class Refused:
@@ -123,9 +121,9 @@ async def _push_new(run: Run, tree: worktree.Worktree) -> str | Refused | None:
     to it), so a person's commits on the branch are always the new commit's ancestors."""
     if not await worktree.commit_all(tree, f"Answer the review of #{run.task.issue}"):
         return None
-    if refused := await _unpushable(run, tree):
+    if refused := await unpushable(run, tree):
         return Refused(refused)
-    await _push(run, tree)
+    await push(run, tree)
     return tree.remote.branch_sha  # the pushed head
 
 

@@ -23,7 +23,6 @@ from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_failed
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import change_state
 from bot.lifecycle.review_pickup import follow_up
 from bot.lifecycle.review_run import wanted as review_wanted
 from bot.lifecycle.review_run import work_review
@@ -33,6 +32,7 @@ from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.steps import keep_log, let_go, work
 from bot.lifecycle.tasks import LeaseLost
+from bot.lifecycle.transition import Move, transition
 
 log = logging.getLogger(__name__)
 # How often a run checks whether it was terminated (the lease is renewed less often).
@@ -64,8 +64,9 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
     """Run the task once if this worker gets its lease; returns what happened, in words."""
     holder = Holder.this_process()
     actor = f"worker:{holder.host}:{holder.pid}"
-    if not leases.acquire(ctx.db, task_id, holder, ttl=ctx.policy.lease_seconds, clock=ctx.clock):
-        ctx.db.call(_ignored, task_id, actor, ctx)
+    ttl, clock = ctx.policy.lease_seconds, ctx.clock
+    if not await asyncio.to_thread(leases.acquire, ctx.db, task_id, holder, ttl=ttl, clock=clock):
+        await ctx.db.run(_ignored, task_id, actor, ctx)
         log.info("lifecycle: task %s: a run holds the lease; trigger ignored", task_id)
         return "ignored: another run holds the lease"
     log.info("lifecycle: task %s %s by %s", task_id, "continues" if continuation else "runs", actor)
@@ -74,8 +75,8 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
         return await _leased(ctx, task_id, holder, actor, folder)
     finally:
         await asyncio.to_thread(worktree.remove, folder)
-        leases.release(ctx.db, task_id, holder)
-        deliver_pending(ctx.db, task_id, clock=ctx.clock)
+        await asyncio.to_thread(leases.release, ctx.db, task_id, holder)
+        await asyncio.to_thread(deliver_pending, ctx.db, task_id, clock=ctx.clock)
         await follow_up(ctx, task_id)  # review threads that came in while it ran
 
 
@@ -92,19 +93,21 @@ def _ignored(session: Session, task_id: int, actor: str, ctx: LifecycleContext) 
         )
 
 
-def _start(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> StartResult:
+async def _start(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> StartResult:
     """Move the task to running and count the attempt (fenced on the lease); Skipped when
     someone else moved the task meanwhile or the run lost its lease."""
     try:
-        return _begin_attempt(ctx, task_id, holder, actor)
+        return await _begin_attempt(ctx, task_id, holder, actor)
     except IllegalTransition as exc:
         return Skipped(f"skipped: task is {exc.current}")
     except LeaseLost:
         return Skipped("stopped: lease lost")
 
 
-def _begin_attempt(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> StartResult:
-    task = ctx.db.call(tasks.get_task, task_id)
+async def _begin_attempt(
+    ctx: LifecycleContext, task_id: int, holder: Holder, actor: str
+) -> StartResult:
+    task = await ctx.db.run(tasks.get_task, task_id)
     if task.state not in (TaskState.QUEUED, TaskState.RUNNING):
         return Skipped(f"skipped: task is {task.state}")
     if task.attempts >= ctx.policy.max_attempts:
@@ -113,22 +116,21 @@ def _begin_attempt(ctx: LifecycleContext, task_id: int, holder: Holder, actor: s
         return Skipped(held)
     attempt = {"attempts": task.attempts + 1}
     if task.state == TaskState.QUEUED:
-        change_state(
-            ctx.db,
-            task_id,
+        move = Move(
             TaskState.RUNNING,
             actor=actor,
             detail=f"attempt {task.attempts + 1} started",
             expect=[TaskState.QUEUED],
             changes=attempt,
             fence=holder.id,
-            clock=ctx.clock,
         )
+        # No GitHub here: the run's first step announces the attempt (steps._announce).
+        await transition(ctx.db, None, task_id, move, clock=ctx.clock)
     else:
         # Running already: a resumed task, or a run whose worker died; we hold the lease,
         # so no other run is live.
-        ctx.db.call(tasks.touch, task_id, ctx.clock, fence=holder.id, **attempt)
-    return Started(ctx.db.call(tasks.get_task, task_id))
+        await ctx.db.run(tasks.touch, task_id, ctx.clock, fence=holder.id, **attempt)
+    return Started(await ctx.db.run(tasks.get_task, task_id))
 
 
 async def _leased(
@@ -137,7 +139,7 @@ async def _leased(
     if ctx.github is None:
         return await _without_github(ctx, task_id, holder, actor)
     async with ctx.github() as github:
-        started = _start(ctx, task_id, holder, actor)
+        started = await _start(ctx, task_id, holder, actor)
         if isinstance(started, OutOfAttempts):
             return await finish_failed(
                 ctx, github, task_id, actor, limit="attempts", retry=False, fence=holder.id
@@ -200,7 +202,7 @@ def _failure_class(exc: BaseException) -> str:
 
 
 async def _without_github(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> str:
-    started = _start(ctx, task_id, holder, actor)
+    started = await _start(ctx, task_id, holder, actor)
     if isinstance(started, Skipped):
         return started.reason
     return await finish_failed(

@@ -1,106 +1,23 @@
-"""`TaskService`: what the web service does with tasks (no HTTP here).
-
-Pickup (from a webhook or a Chat filing), resume on a Decision, terminate, archive, and the
-board. Each state change is one database transaction; enqueuing and GitHub effects follow
-it and are idempotent, so a retry or a crash in between never doubles anything (the
-reconciler finishes what a crash interrupted).
+"""`TaskService`: the lifecycle's entry for the web service (no HTTP here), composed of
+one part per noun: `Pickups` (bot.lifecycle.pickup), `Resumes` (resume), `Terminations`
+(terminate) and the board's views (board). It holds no logic of its own: a feature adds a
+module and, if the shells need it, one line here.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from dataclasses import dataclass
 from typing import Any
 
-import redis
-from sqlalchemy.exc import IntegrityError, OperationalError
-from sqlalchemy.orm import Session
-
 from bot.clock import Clock, utcnow
-from bot.db import Database, is_lock_timeout
-from bot.decisions import DECISION_MARKER, decision_text
-from bot.errors import BadRequest, Conflict
-from bot.handler_runs import record_done
-from bot.lifecycle import progress, tasks, termination
-from bot.lifecycle.access import may_act
+from bot.contracts.tasks import TaskDetail
+from bot.db import Database
+from bot.lifecycle import board
 from bot.lifecycle.context import DEFAULT_QUEUE
-from bot.lifecycle.models import EventKind, Task
-from bot.lifecycle.outcomes import Change, publish
-from bot.lifecycle.progress import Phase
-from bot.lifecycle.queue import LifecycleQueue, job_id
+from bot.lifecycle.pickup import IssueEvent, PickupResult, Pickups
+from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.resume import ResumeResult, Resumes
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.states import FINAL, FINISHED, LIVE, IllegalTransition, TaskState
-
-log = logging.getLogger(__name__)
-PICKUP_ROUNDS = 5
-MAX_BOARD = 1000
-
-
-@dataclass(frozen=True)
-class Termination:
-    """The task after a terminate; `applied` is False when it was recorded for the
-    reconciler because a frozen worker held the task's row."""
-
-    detail: dict[str, Any]
-    applied: bool
-
-
-@dataclass(frozen=True)
-class PickupResult:
-    task_id: int
-    created: bool
-    started: bool
-
-
-@dataclass(frozen=True)
-class IssueText:
-    """An issue's title and body as an authorised pickup saw them (body None: unknown)."""
-
-    title: str
-    body: str | None
-
-
-@dataclass(frozen=True)
-class _Pickup:
-    """One pickup as its transaction sees it: the issue, its text, the chat session that
-    filed it (if any) and who or what picked it up (`cause`, the events' actor)."""
-
-    repo: str
-    issue: int
-    text: IssueText
-    origin: str | None
-    cause: str
-
-
-@dataclass(frozen=True)
-class IssueEvent:
-    """An `issues` webhook event as the lifecycle reads it (webhooks.lifecycle_hooks parses
-    the payload): what happened, to which issue, by whom, and the labels involved."""
-
-    action: str
-    repo: str
-    number: int
-    title: str
-    body: str
-    sender: str
-    labels: tuple[str, ...] = ()  # the issue's labels
-    added_label: str | None = None  # `labeled`: the label just added
-    is_pull_request: bool = False
-
-    def names_pickup_label(self, pickup_labels: tuple[str, ...]) -> bool:
-        """The label just added is a pickup label, or (any other action) the issue
-        carries one."""
-        if self.action == "labeled":
-            return self.added_label in pickup_labels
-        return any(name in pickup_labels for name in self.labels)
-
-
-@dataclass(frozen=True)
-class ResumeResult:
-    task_id: int | None
-    resumed: bool
-    reason: str
+from bot.lifecycle.terminate import Termination, Terminations
 
 
 class TaskService:
@@ -114,12 +31,14 @@ class TaskService:
         clock: Clock = utcnow,
     ) -> None:
         self.db = db
-        self.queue = queue
+        self.queue = queue  # review and CI webhooks queue runs (review_pickup, ci_intake)
         self.github = github
-        self.pickup_labels = pickup_labels
         self.clock = clock
-
-    # -- pickup ----------------------------------------------------------------------------
+        self.pickups = Pickups(
+            db=db, queue=queue, github=github, pickup_labels=pickup_labels, clock=clock
+        )
+        self.resumes = Resumes(db=db, queue=queue, github=github, clock=clock)
+        self.terminations = Terminations(db=db, queue=queue, github=github, clock=clock)
 
     async def pickup(
         self,
@@ -131,454 +50,21 @@ class TaskService:
         origin_session: str | None = None,
         cause: str,
     ) -> PickupResult:
-        """Create the task for (repo, issue) and enqueue its run, once.
-
-        A live task (queued, running, waiting) or a delivered one is left as it is and the
-        pickup is recorded as ignored; a failed or terminated task is reopened. A Chat
-        filing whose webhook got here first still links its session (`origin_session`).
-        A started task pins `title` and `body` (the text as this authorised pickup saw it;
-        without a body the first run pins what the issue says then)."""
-        if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
-            raise BadRequest("issue must be a positive integer", detail={"field": "issue"})
-        wanted = _Pickup(repo, issue, IssueText(title, body), origin_session, cause)
-        result, job = await self._pickup_row(wanted)
-        if job is not None:
-            try:
-                await asyncio.to_thread(self.queue.enqueue, result.task_id, job=job)
-            except redis.RedisError as exc:
-                # The task row is committed as `queued`: the reconciler enqueues a queued
-                # task without a job once Redis is back, so the pickup itself succeeded.
-                log.warning(
-                    "lifecycle: task %s queued, not yet enqueued (%s); the reconciler will",
-                    result.task_id,
-                    type(exc).__name__,
-                )
-            log.info("lifecycle: task %s for %s#%s (%s)", result.task_id, repo, issue, cause)
-            await self._show_queued(result.task_id)
-        return result
-
-    async def _pickup_row(self, wanted: _Pickup) -> tuple[PickupResult, str | None]:
-        for _ in range(PICKUP_ROUNDS):
-            try:
-                return await self.db.run(self._pickup_tx, wanted)
-            except (IntegrityError, OperationalError):
-                # Two pickups raced to create the row: the next round finds it.
-                continue
-        return await self.db.run(self._pickup_tx, wanted)
-
-    def _pickup_tx(self, session: Session, wanted: _Pickup) -> tuple[PickupResult, str | None]:
-        result, job = self._pickup_task(session, wanted)
-        if job is not None:
-            self._pin(session, result.task_id, wanted.text, wanted.cause)
-        record_done(session)  # a webhook's pickup: the handler is done with this commit
-        return result, job
-
-    def _pin(self, session: Session, task_id: int, text: IssueText, cause: str) -> None:
-        """Pin the issue text a started task works from (or clear it for the run to pin)."""
-        known = text.body is not None
-        tasks.touch(
-            session,
-            task_id,
-            self.clock,
-            issue_title=text.title if known else None,
-            issue_body=text.body,
-            pinned_at=self.clock() if known else None,
+        return await self.pickups.pickup(
+            repo, issue, title=title, body=body, origin_session=origin_session, cause=cause
         )
-        if known:
-            tasks.record(
-                session,
-                tasks.get_task(session, task_id),
-                EventKind.ISSUE_PINNED,
-                actor=cause,
-                detail="issue text pinned at pickup",
-                clock=self.clock,
-            )
-
-    def _pickup_task(self, session: Session, wanted: _Pickup) -> tuple[PickupResult, str | None]:
-        task = tasks.find_task(session, wanted.repo, wanted.issue)
-        if task is None:
-            task = tasks.new_task(
-                session,
-                repo=wanted.repo,
-                issue=wanted.issue,
-                title=wanted.text.title,
-                origin_session=wanted.origin,
-                actor=wanted.cause,
-                clock=self.clock,
-            )
-            job = job_id(task.id, task.generation, "a1")
-            tasks.touch(session, task.id, self.clock, job_id=job)
-            return PickupResult(task.id, created=True, started=True), job
-        if wanted.origin and not task.origin_session:
-            task.origin_session = wanted.origin
-            tasks.record(
-                session,
-                task,
-                EventKind.ORIGIN_LINKED,
-                actor=wanted.cause,
-                detail=f"results go to chat session {wanted.origin}",
-                clock=self.clock,
-            )
-        if task.state in LIVE or task.state in FINAL or task.state == TaskState.DELIVERED:
-            tasks.record(
-                session,
-                task,
-                EventKind.PICKUP_IGNORED,
-                actor=wanted.cause,
-                detail=f"task is already {task.state}",
-                clock=self.clock,
-            )
-            return PickupResult(task.id, created=False, started=False), None
-        return self._reopen(session, task, wanted.text.title, wanted.cause)
-
-    def _reopen(
-        self, session: Session, task: Task, title: str, cause: str
-    ) -> tuple[PickupResult, str | None]:
-        """A failed or terminated task picked up again: a new generation, queued afresh."""
-        job = job_id(task.id, task.generation + 1, "a1")
-        # A terminate recorded for the finished generation must not stop the new one.
-        termination.forget(session, task.id)
-        tasks.transition(
-            session,
-            task.id,
-            TaskState.QUEUED,
-            actor=cause,
-            detail=f"picked up again after {task.state}",
-            changes={
-                "generation": task.generation + 1,
-                "attempts": 0,
-                "archived": False,
-                "job_id": job,
-                "title": (title or task.title)[: tasks.MAX_TITLE],
-                "question": None,
-                "pending_decision": None,
-                "last_error": None,
-                "runtime_seconds": 0.0,
-                "tokens_used": 0,
-                "cost_usd": 0.0,
-            },
-            clock=self.clock,
-        )
-        return PickupResult(task.id, created=False, started=True), job
-
-    async def _show_queued(self, task_id: int) -> None:
-        """Labels for `queued` right away, unless a worker already moved the task on."""
-        if self.github is None:
-            return
-        task = await self.db.run(tasks.get_task, task_id)
-        if task.state != TaskState.QUEUED:
-            return
-        try:
-            state = TaskState.QUEUED
-            for _ in range(3):
-                await progress.sync_labels(self.github, task.repo, task.issue, state)
-                # A worker may have moved the task on, and synced its labels, while these
-                # requests were in flight: a queued label landing last stayed until the
-                # reconciler's pass. Follow the state until the labels match it.
-                now = (await self.db.run(tasks.get_task, task_id)).state
-                if now == state:
-                    break
-                state = TaskState(now)
-        except Exception as exc:  # the worker and the reconciler sync labels again
-            log.warning("lifecycle: task %s queued label not set: %s", task_id, exc)
-
-    # -- webhooks ----------------------------------------------------------------------------
 
     async def on_issue_event(self, event: IssueEvent) -> PickupResult | None:
-        """`issues` opened/labeled/reopened carrying a pickup label starts the task."""
-        if event.is_pull_request:
-            return None
-        if event.action == "edited":
-            await self.on_issue_edited(event)
-            return None
-        if event.action not in ("labeled", "opened", "reopened"):
-            return None
-        if not event.names_pickup_label(self.pickup_labels):
-            return None
-        # An issue template can apply the pickup label for anyone, and an author may reopen
-        # their own issue: only the App or someone with write access starts a task.
-        allowed, why = await self._may_act(event.repo, event.sender, "starting a task")
-        if not allowed:
-            await self._pickup_ignored(event.repo, event.number, event.sender, event.action, why)
-            return None
-        return await self.pickup(
-            event.repo,
-            event.number,
-            title=event.title,
-            body=event.body,
-            cause=f"webhook:issues.{event.action}",
-        )
-
-    async def on_issue_edited(self, event: IssueEvent) -> bool:
-        """An edit of a picked-up issue re-pins its text only if the App or a writer made
-        it; anyone else's is recorded and not used. True when the text was re-pinned."""
-        repo, number, sender = event.repo, event.number, event.sender
-        task = await self.db.run(lambda s: tasks.find_task(s, repo, number))
-        if task is None or task.state not in LIVE:
-            return False
-        allowed, why = await self._may_act(repo, sender, "changing a picked-up issue's text")
-        kind = EventKind.ISSUE_PINNED if allowed else EventKind.EDIT_IGNORED
-        text = IssueText(event.title, event.body)
-
-        def note(session: Session) -> None:
-            if allowed:
-                tasks.touch(
-                    session,
-                    task.id,
-                    self.clock,
-                    issue_title=text.title,
-                    issue_body=text.body,
-                    pinned_at=self.clock(),
-                )
-            detail = f"edit by {sender or 'unknown'}: " + ("text re-pinned" if allowed else why)
-            tasks.record(
-                session,
-                tasks.get_task(session, task.id),
-                kind,
-                actor=sender or "unknown",
-                detail=detail,
-                clock=self.clock,
-            )
-            record_done(session)
-
-        await self.db.run(note)
-        log.info("lifecycle: task %s issue edit by %s: pinned=%s", task.id, sender, allowed)
-        return allowed
-
-    async def _pickup_ignored(
-        self, repo: str, issue: int, sender: str, action: str, why: str
-    ) -> None:
-        def note(session: Session) -> None:
-            task = tasks.find_task(session, repo, issue)
-            if task is not None:
-                tasks.record(
-                    session,
-                    task,
-                    EventKind.PICKUP_IGNORED,
-                    actor=sender or "unknown",
-                    detail=why,
-                    data={"action": f"issues.{action}"},
-                    clock=self.clock,
-                )
-            record_done(session)
-
-        await self.db.run(note)
-        log.info("lifecycle: pickup of %s#%s (issues.%s) ignored: %s", repo, issue, action, why)
+        return await self.pickups.on_issue_event(event)
 
     async def on_comment_event(self, payload: dict[str, Any]) -> ResumeResult | None:
-        """`issue_comment` created with the Decision marker resumes a waiting task."""
-        if payload.get("action") != "created":
-            return None
-        comment = payload.get("comment") or {}
-        body = str(comment.get("body") or "")
-        if DECISION_MARKER not in body:
-            return None
-        if progress.NOTICE_PREFIX in body or progress.PROGRESS_PREFIX in body:
-            return None  # Steelframe's own status comments are never Decisions
-        return await self.resume(
-            str(payload["repository"]["full_name"]),
-            int(payload["issue"]["number"]),
-            comment_id=int(comment["id"]),
-            author=str((comment.get("user") or {}).get("login") or ""),
-            body=body,
-            cause="webhook:issue_comment.created",
-        )
-
-    # -- resume ------------------------------------------------------------------------------
-
-    async def resume(
-        self, repo: str, issue: int, *, comment_id: int, author: str, body: str, cause: str
-    ) -> ResumeResult:
-        """Resume a waiting task with a Decision written by the App or a user with write
-        access; anything else is recorded on the task and ignored."""
-        task = await self.db.run(lambda s: tasks.find_task(s, repo, issue))
-        if task is None:
-            return ResumeResult(None, False, "no task for this issue")
-        if task.decision_comment_id == comment_id:
-            return ResumeResult(task.id, False, "this Decision was already applied")
-        # Comment ids grow with time: a smaller one is older than the Decision applied last
-        # (a replayed delivery, or one GitHub sent late), and never overrides it.
-        if task.decision_comment_id is not None and comment_id < task.decision_comment_id:
-            return await self._decision_ignored(
-                task, author, comment_id, "a newer Decision was already applied"
-            )
-        if task.state != TaskState.WAITING_FOR_INFO:
-            return await self._decision_ignored(task, author, comment_id, f"task is {task.state}")
-        allowed, why = await self._may_decide(repo, author)
-        if not allowed:
-            return await self._decision_ignored(task, author, comment_id, why)
-        decision = decision_text(body)
-        job = job_id(task.id, task.generation, f"d{comment_id}")
-        try:
-            change = await self.db.run(
-                lambda s: self._resume_tx(s, task.id, decision, comment_id, author, job, cause)
-            )
-        except IllegalTransition as exc:
-            return ResumeResult(task.id, False, f"task is {exc.current}")
-        try:
-            await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
-        except redis.RedisError as exc:
-            # The resume is committed: the reconciler enqueues the continuation of a resumed
-            # task that has no job once Redis is back (not a failed run, no attempt spent).
-            log.warning(
-                "lifecycle: task %s resumed, continuation not yet enqueued (%s); the "
-                "reconciler will",
-                task.id,
-                type(exc).__name__,
-            )
-        log.info("lifecycle: task %s resumed by a Decision from %s", task.id, author)
-        if self.github is not None:
-            try:
-                await self.github.remove_label(repo, issue, "steelframe:needs_human")
-            except Exception as exc:
-                log.warning("lifecycle: task %s needs_human not removed: %s", task.id, exc)
-        await publish(self.db, self.github, change, create_progress=False, clock=self.clock)
-        return ResumeResult(task.id, True, "resumed")
-
-    def _resume_tx(
-        self,
-        session: Session,
-        task_id: int,
-        decision: str,
-        comment_id: int,
-        author: str,
-        job: str,
-        cause: str,
-    ) -> Change:
-        event = tasks.transition(
-            session,
-            task_id,
-            TaskState.RUNNING,
-            actor=f"{cause}:{author}",
-            detail=f"resumed by a Decision from {author}",
-            data={"comment_id": comment_id, "author": author},
-            expect=[TaskState.WAITING_FOR_INFO],
-            changes={
-                "pending_decision": decision,
-                "decision_comment_id": comment_id,
-                "attempts": 0,
-                "job_id": job,
-            },
-            clock=self.clock,
-        )
-        tasks.record(
-            session,
-            tasks.get_task(session, task_id),
-            EventKind.DECISION,
-            actor=author,
-            detail=decision[:500],
-            data={"comment_id": comment_id},
-            clock=self.clock,
-        )
-        record_done(session)
-        return Change(task_id, TaskState.RUNNING, event.id, Phase.RUNNING, "Resumed by a Decision.")
-
-    async def _may_decide(self, repo: str, author: str) -> tuple[bool, str]:
-        return await self._may_act(repo, author, "a Decision")
-
-    async def _may_act(self, repo: str, login: str, what: str) -> tuple[bool, str]:
-        return await may_act(self.github, repo, login, what)
-
-    async def _decision_ignored(
-        self, task: Task, author: str, comment_id: int, why: str
-    ) -> ResumeResult:
-        def note(session: Session) -> None:
-            tasks.record(
-                session,
-                tasks.get_task(session, task.id),
-                EventKind.DECISION_IGNORED,
-                actor=author or "unknown",
-                detail=why,
-                data={"comment_id": comment_id},
-                clock=self.clock,
-            )
-            record_done(session)
-
-        await self.db.run(note)
-        log.info("lifecycle: task %s Decision comment %s ignored: %s", task.id, comment_id, why)
-        return ResumeResult(task.id, False, why)
-
-    # -- terminate and archive ---------------------------------------------------------------
+        return await self.resumes.on_comment_event(payload)
 
     async def terminate(self, task_id: int, *, actor: str) -> Termination:
-        """Stop a queued, running or waiting task: the state first (a running job notices
-        within a second, kills its runtime and removes its worktree; the reconciler asks RQ
-        to stop a job that does not), a queued job cancelled, a comment, the labels.
+        return await self.terminations.terminate(task_id, actor=actor)
 
-        Bounded: when a frozen worker holds the task's row past the lock bound
-        (`termination.TERMINATE_LOCK_SECONDS`), the request is recorded instead
-        (`applied=False`); the run's recovery or the reconciler applies it."""
-        task = await self.db.run(tasks.get_task, task_id)
-        if task.state not in LIVE:
-            raise Conflict(
-                f"task {task_id} is {task.state}; only queued, running or waiting tasks "
-                "can be terminated",
-                detail={"task": task_id, "state": task.state},
-            )
-        try:
-            change = await self.db.run(termination.terminate_tx, task_id, actor, self.clock)
-        except OperationalError as exc:
-            if not is_lock_timeout(exc):
-                raise
-            await self.db.run(termination.record, task_id, actor, self.clock)
-            log.warning(
-                "lifecycle: task %s is locked by a worker that does not answer; terminate by "
-                "%s recorded for the reconciler",
-                task_id,
-                actor,
-            )
-            return Termination(await self.detail(task_id), applied=False)
-        try:
-            cancelled: bool | str = await asyncio.to_thread(self.queue.cancel_queued, task.job_id)
-        except redis.RedisError as exc:
-            # The state change above is what stops the task: a job that runs later finds the
-            # task terminated and does nothing, so the cancel is only a tidy-up.
-            cancelled = f"no, Redis unreachable ({type(exc).__name__}); the job will skip it"
-        log.info(
-            "lifecycle: task %s terminated by %s (queued job cancelled: %s)",
-            task_id,
-            actor,
-            cancelled,
-        )
-        await publish(self.db, self.github, change, create_progress=False, clock=self.clock)
-        return Termination(await self.detail(task_id), applied=True)
-
-    async def archive(self, task_id: int, *, actor: str) -> dict[str, Any]:
-        """Hide a finished task from the board (idempotent)."""
-
-        def apply(session: Session) -> None:
-            task = tasks.get_task(session, task_id)
-            if task.state not in FINISHED:
-                raise Conflict(
-                    f"task {task_id} is {task.state}; only finished tasks can be archived",
-                    detail={"task": task_id, "state": task.state},
-                )
-            if task.archived:
-                return
-            task.archived = True
-            task.updated_at = self.clock()
-            tasks.record(
-                session, task, EventKind.ARCHIVED, actor=actor, detail="archived", clock=self.clock
-            )
-
-        await self.db.run(apply)
-        return await self.detail(task_id)
-
-    # -- queries -----------------------------------------------------------------------------
-
-    async def board(
-        self, *, state: TaskState | None = None, archived: bool = False, limit: int = 200
-    ) -> list[dict[str, Any]]:
-        return await self.db.run(
-            tasks.board, state=state, archived=archived, limit=min(limit, MAX_BOARD)
-        )
-
-    async def detail(self, task_id: int) -> dict[str, Any]:
-        return await self.db.run(tasks.task_detail, task_id)
-
-    async def log(self, task_id: int, *, limit: int = tasks.MAX_LOG_RUNS) -> dict[str, Any]:
-        """The private runtime logs of the task's runs (redacted when they were kept)."""
-        return await self.db.run(tasks.run_logs, task_id, limit=limit)
+    async def archive(self, task_id: int, *, actor: str) -> TaskDetail:
+        return await board.archive(self.db, task_id, actor=actor, clock=self.clock)
 
 
 def build_task_service(

@@ -24,32 +24,32 @@ from bot.github.errors import GitHubError
 from bot.lifecycle import (
     budget,
     budget_ledger,
-    egress_blocked,
     leases,
     plan_flow,
     push_limit,
+    push_scan,
     repo_tests,
     setup_run,
     tasks,
     worktree,
 )
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
-from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, RunLog, run_coding
+from bot.lifecycle.coding import CodingOutcome, CodingStatus, RunLog
+from bot.lifecycle.coding_step import code
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.egress import ensure_available
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
-from bot.lifecycle.models import EventKind, Task, TaskLog
-from bot.lifecycle.outcomes import Change, change_state, publish
-from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
+from bot.lifecycle.models import EventKind, TaskLog
+from bot.lifecycle.presets_run import preset_label
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull, opens_as_draft
 from bot.lifecycle.recall import remember, retrieve
-from bot.lifecycle.sandbox import SandboxRun, SandboxUnavailable
+from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.tasks import LeaseLost
+from bot.lifecycle.transition import Move, show, transition
 
 log = logging.getLogger(__name__)
 MAX_REASON = 200
@@ -90,24 +90,24 @@ async def work(run: Run) -> str:
         )
     memory = memory_write(text.as_issue())  # a steelframe:memory task: written here
     if memory is None and not ctx.policy.coding_command:
-        return await _no_runtime(run)
+        return await no_runtime(run)
     remaining = ctx.policy.time_limit - task.runtime_seconds
     if remaining <= 0:
-        return await _fail(run, limit="time", retry=False)
+        return await fail(run, limit="time", retry=False)
     if memory is not None:  # no runtime runs, so no sandbox is needed
-        tree = await _prepare(run)
+        tree = await prepare(run)
         prompt = f"Write the committed memory {memory.path} for #{task.issue}."
         outcome = await asyncio.to_thread(write_memory, tree.path, memory)
         return await _finish_run(run, tree, prompt, outcome)
-    refused = await _sandbox_refusal(run)
+    refused = await sandbox_refusal(run)
     if refused is not None:
         return refused
-    tree = await _prepare(run)
-    refused = await _environment(run, tree)
+    tree = await prepare(run)
+    refused = await prepare_environment(run, tree)
     if refused is not None:
         return refused
     remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
-    prompt = await _prompt(run, text, tree)
+    prompt = await run_prompt(run, text, tree)
     plan = plan_flow.gate(run, text.labels)  # plan-first: plan, or follow the approved plan
     if plan.rejected:
         return await plan_flow.reject(run)
@@ -116,15 +116,15 @@ async def work(run: Run) -> str:
     prompt += plan.pinned
     if zero := budget.for_run(run).exhausted():  # a budget of 0: no coding run
         return await budget.reached(run, zero)
-    outcome = await _checked(run, tree, prompt, await _code(run, tree, prompt, remaining))
+    outcome = await _checked(run, tree, prompt, await code(run, tree, prompt, remaining))
     return await _finish_run(run, tree, prompt, outcome)
 
 
 async def _plan(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> str:
     """A plan-first task's read-only plan run: its log and usage kept, its plan posted."""
-    outcome = await _code(run, tree, plan_flow.plan_prompt(prompt), remaining, plan=True)
+    outcome = await code(run, tree, plan_flow.plan_prompt(prompt), remaining, plan=True)
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    _account(run, outcome)
+    account(run, outcome)
     return await plan_flow.propose(run, outcome)
 
 
@@ -142,7 +142,7 @@ async def _checked(
     # Setup's and the tests' time count too: the RQ job's margin stays for git and GitHub.
     spent = run.task.runtime_seconds + run.tests.seconds
     spent += run.repo_env.setup_seconds if run.repo_env else 0.0
-    again = await _code(run, tree, fix, run.ctx.policy.time_limit - spent)
+    again = await code(run, tree, fix, run.ctx.policy.time_limit - spent)
     if again.status in (CodingStatus.DONE, CodingStatus.QUESTION, CodingStatus.STOPPED):
         if again.status == CodingStatus.DONE:
             await repo_tests.check(run, tree)
@@ -159,18 +159,18 @@ async def _checked(
 async def _counted(run: Run, outcome: CodingOutcome) -> None:
     """A run that is not the run's last: its log kept and its usage counted now."""
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    _account(run, outcome)
-    run.task = run.ctx.db.call(tasks.get_task, run.task.id)
+    await asyncio.to_thread(account, run, outcome)
+    run.task = await run.ctx.db.run(tasks.get_task, run.task.id)
 
 
-async def _environment(run: Run, tree: worktree.Worktree) -> str | None:
+async def prepare_environment(run: Run, tree: worktree.Worktree) -> str | None:
     """The repository's config and setup (setup_run.prepare); the failure when refused."""
     try:
         run.repo_env = await setup_run.prepare(run, tree)
     except setup_run.SetupRefused as exc:
         if exc.private:
             await asyncio.to_thread(keep_log, run, "setup", exc.private)
-        return await _fail(run, error=run.public(exc.public, 300), retry=exc.retry)
+        return await fail(run, error=run.public(exc.public, 300), retry=exc.retry)
     if run.repo_env.setup_log:
         await asyncio.to_thread(keep_log, run, "setup", run.repo_env.setup_log)
     return None
@@ -181,15 +181,15 @@ async def _finish_run(
 ) -> str:
     """Keep the private log, account for the run, remember it, then deliver, ask or fail."""
     await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    _account(run, outcome)
+    await asyncio.to_thread(account, run, outcome)
     run.watch.check()
-    await remember(run.ctx, run.task, prompt, outcome, await _paths(tree))
-    concluded = await _conclude(run, tree, outcome)
-    await _after_conclusion(run)
+    await remember(run.ctx, run.task, prompt, outcome, await changed_paths(tree))
+    concluded = await conclude(run, tree, outcome)
+    await after_conclusion(run)
     return concluded
 
 
-async def _after_conclusion(run: Run) -> None:
+async def after_conclusion(run: Run) -> None:
     """The task's state is settled: its result goes to the chat that filed the task, then
     the run, which has pushed all it will, removes its claim on the branch (so the
     repository keeps no fence ref per task). Neither may fail the concluded run: a result
@@ -224,7 +224,7 @@ async def let_go(run: Run) -> None:
         )
 
 
-async def _prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
+async def run_prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
     task = run.task
     hits = await retrieve(run.ctx, task, text.body)
     instructions = run.repo_env.instructions if run.repo_env else ""
@@ -255,7 +255,7 @@ async def issue_text(run: Run) -> IssueText:
     labels = tuple(label for label in issue.get("labels") or () if isinstance(label, dict))
     if task.pinned_at is None:
         changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
-        run.ctx.db.call(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
+        await run.ctx.db.run(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
         return IssueText(title, body, "", labels)
     pinned = IssueText(task.issue_title or task.title, task.issue_body or "", "", labels)
     if (title, body) == (pinned.title, pinned.body):
@@ -270,11 +270,10 @@ async def _announce(run: Run, text: IssueText) -> None:
     note = f"Attempt {run.task.attempts} of {run.ctx.policy.max_attempts} is running."
     if text.note:
         note += f"\n\n{text.note}"
-    change = Change(run.task.id, TaskState.RUNNING, 0, Phase.RUNNING, note)
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
 
-async def _fail(run: Run, *, error: str = "", limit: str | None = None, retry: bool) -> str:
+async def fail(run: Run, *, error: str = "", limit: str | None = None, retry: bool) -> str:
     return await finish_failed(
         run.ctx,
         run.github,
@@ -287,10 +286,8 @@ async def _fail(run: Run, *, error: str = "", limit: str | None = None, retry: b
     )
 
 
-async def _no_runtime(run: Run) -> str:
-    change = change_state(
-        run.ctx.db,
-        run.task.id,
+async def no_runtime(run: Run) -> str:
+    move = Move(
         TaskState.WAITING_FOR_INFO,
         actor=run.actor,
         detail="no coding runtime is configured",
@@ -300,24 +297,23 @@ async def _no_runtime(run: Run) -> str:
         notice=NO_RUNTIME_NOTICE,
         note="No coding runtime is configured.",
         fence=run.fence,
-        clock=run.ctx.clock,
     )
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await transition(run.ctx.db, run.github, run.task.id, move, clock=run.ctx.clock)
     return "waiting_for_info: no coding runtime"
 
 
-async def _sandbox_refusal(run: Run) -> str | None:
+async def sandbox_refusal(run: Run) -> str | None:
     """No sandbox, no run: the failure (in words that say how to install it), or None."""
     try:
         warnings = await asyncio.to_thread(ensure_available, run.ctx.policy.sandbox)
     except SandboxUnavailable as exc:
         log.error("lifecycle: task %s: coding run refused: %s", run.task.id, exc)
-        return await _fail(
+        return await fail(
             run, error=f"this worker cannot isolate the coding runtime: {exc}", retry=True
         )
     for warning in warnings:
         log.warning("lifecycle: task %s: %s", run.task.id, warning)
-        run.ctx.db.call(_note, run, warning)
+        await run.ctx.db.run(_note, run, warning)
     return None
 
 
@@ -339,14 +335,16 @@ def _who(run: Run) -> str:
     return f"task {run.task.id} attempt {run.task.attempts} run {run.holder.id}"
 
 
-async def _prepare(run: Run) -> worktree.Worktree:
+async def prepare(run: Run) -> worktree.Worktree:
     """Claim the task's branch for this run (it holds the lease now), then clone."""
     task = run.task
     info = (await run.github.request("GET", task.repo, "")).data
     url, branch = str(info["clone_url"]), task.branch or tasks.branch_name(task.issue)
     claim_token, clone_token = await _token(run, "write"), await _token(run, "read")
     run.check_lease()
-    leases.note_worktree(run.ctx.db, task.id, run.holder, path=str(run.folder))
+    await asyncio.to_thread(
+        leases.note_worktree, run.ctx.db, task.id, run.holder, path=str(run.folder)
+    )
     fence = await worktree.claim(
         run.folder, url=url, token=claim_token, branch=branch, who=_who(run)
     )
@@ -378,7 +376,7 @@ def keep_log(run: Run, status: str, text: str) -> None:
     run.ctx.db.call(store)
 
 
-def _account(run: Run, outcome: CodingOutcome) -> None:
+def account(run: Run, outcome: CodingOutcome) -> None:
     task = run.task
     run.ctx.db.call(
         tasks.touch,
@@ -401,19 +399,19 @@ def failure_text(run: Run, outcome: CodingOutcome) -> str:
     return text
 
 
-async def _conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+async def conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
     if outcome.status == CodingStatus.LIMIT and outcome.limit in budget.BUDGET_LIMITS:
         return await budget.reached(run, outcome.limit)  # waits for a person
     if outcome.status in (CodingStatus.TIMED_OUT, CodingStatus.LIMIT):
-        return await _fail(run, limit=outcome.limit or "time", retry=False)
+        return await fail(run, limit=outcome.limit or "time", retry=False)
     if outcome.status == CodingStatus.ERROR:
-        return await _fail(run, error=failure_text(run, outcome), retry=True)
+        return await fail(run, error=failure_text(run, outcome), retry=True)
     if outcome.status == CodingStatus.QUESTION:
-        return await _ask(run, tree, outcome)
+        return await ask(run, tree, outcome)
     return await _deliver(run, tree, outcome)
 
 
-async def _unpushable(run: Run, tree: worktree.Worktree) -> str:
+async def unpushable(run: Run, tree: worktree.Worktree) -> str:
     """Why the branch may not be pushed (too large, or a known secret in it), or "": the
     size first, measured by git, so nothing large is ever read here."""
     too_large = push_limit.refusal(await push_limit.measure(tree), run.ctx.policy.push)
@@ -426,11 +424,11 @@ async def _unpushable(run: Run, tree: worktree.Worktree) -> str:
 
 async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
     redactor = run.ctx.redactor
-    if not await worktree.history_holds(
+    if not await push_scan.history_holds(
         tree, redactor.contains_secret, overlap=redactor.longest_value
     ):
         return False
-    files = await worktree.files_with(tree, run.ctx.redactor.contains_secret)
+    files = await push_scan.files_with(tree, run.ctx.redactor.contains_secret)
     where = ", ".join(files) or "commit metadata"
     detail = f"[worker] not pushed: a known secret value is in the branch ({where})"
     log.warning("lifecycle: task %s: %s", run.task.id, detail)
@@ -438,7 +436,7 @@ async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
     return True
 
 
-async def _push(run: Run, tree: worktree.Worktree) -> None:
+async def push(run: Run, tree: worktree.Worktree) -> None:
     """Push the branch (the caller checked it for secrets), if the run still holds its
     lease: checked right before the push, and the push itself lands only while this run's
     claim on the branch stands (a run that took over since has replaced it)."""
@@ -449,17 +447,17 @@ async def _push(run: Run, tree: worktree.Worktree) -> None:
     except worktree.WorktreeError:
         run.check_lease()  # refused because another run claimed the branch: lease lost
         raise
-    run.ctx.db.call(
+    await run.ctx.db.run(
         tasks.touch, run.task.id, run.ctx.clock, fence=run.fence, pushed_at=run.ctx.clock()
     )
 
 
-async def _ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
+async def ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
     # Keep what the runtime did so far on the branch; the continuation starts from it.
     if await worktree.commit_all(tree, f"Work in progress on #{run.task.issue}"):
-        if refused := await _unpushable(run, tree):
-            return await _fail(run, error=refused, retry=False)
-        await _push(run, tree)
+        if refused := await unpushable(run, tree):
+            return await fail(run, error=refused, retry=False)
+        await push(run, tree)
     question = run.public_block(outcome.question)
     return await finish_question(
         run.ctx, run.github, run.task, run.actor, question, fence=run.fence
@@ -475,10 +473,10 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
         error = "the coding runtime finished without changing anything"
         if summary:
             error += f" (it said: {run.public(outcome.summary, MAX_REASON)})"
-        return await _fail(run, error=error, retry=False)
-    if refused := await _unpushable(run, tree):
-        return await _fail(run, error=refused, retry=False)
-    await _push(run, tree)
+        return await fail(run, error=error, retry=False)
+    if refused := await unpushable(run, tree):
+        return await fail(run, error=refused, retry=False)
+    await push(run, tree)
     run.check_lease()
     await open_pull(run, tree.base, title, summary)
     draft = opens_as_draft(run)
@@ -487,117 +485,8 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     )
 
 
-async def _paths(tree: worktree.Worktree) -> list[str]:
+async def changed_paths(tree: worktree.Worktree) -> list[str]:
     try:
         return await worktree.changed_paths(tree)
     except worktree.WorktreeError:
         return []
-
-
-def _task_env(task: Task) -> dict[str, str]:
-    """The task as the coding command sees it (docs/lifecycle.md, the coding-command
-    protocol): its ids, the Decision it resumes with, and the session to resume."""
-    env = {
-        "STEELFRAME_TASK_ID": str(task.id),
-        "STEELFRAME_REPO": task.repo,
-        "STEELFRAME_ISSUE": str(task.issue),
-        "STEELFRAME_ATTEMPT": str(task.attempts),
-    }
-    if task.pending_decision:
-        env["STEELFRAME_DECISION"] = task.pending_decision
-    if task.runtime_session:
-        env["STEELFRAME_RESUME_SESSION"] = task.runtime_session
-    if task.runtime_transcript:
-        env["STEELFRAME_RESUME_TRANSCRIPT"] = task.runtime_transcript
-    return env
-
-
-async def _code(
-    run: Run, tree: worktree.Worktree, prompt: str, remaining: float, *, plan: bool = False
-) -> CodingOutcome:
-    ctx, task = run.ctx, run.task
-    assert ctx.policy.coding_command is not None
-
-    async def on_start(pid: int) -> None:
-        await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=pid)
-
-    async def on_session(session_id: str | None, transcript: str | None) -> None:
-        try:
-            await asyncio.to_thread(ctx.db.call, _store_session, run, session_id, transcript)
-        except LeaseLost:
-            run.watch.halt("lease lost")
-
-    limits = budget.for_run(run)  # the setting, or the repository config's budget
-
-    def on_usage(tokens: int, cost: float) -> str | None:
-        return limits.exceeded(task.tokens_used + tokens, task.cost_usd + cost)
-
-    env = _task_env(task)
-    if plan:  # the plan run: told so, and the repository mounted read-only
-        env[plan_flow.MODE_VARIABLE] = plan_flow.PLAN_MODE
-    label = preset_label(ctx)
-    on_progress, updates = progress_hook(run, label or "The coding runtime")
-    home = None
-    if label:
-        home = agent_home(ctx, task)
-        env.update(agent_env(ctx, task, home))
-    sandboxed = SandboxRun(
-        repo=tree.path, tmp=run.folder / "tmp", prompt=run.folder / "prompt.md", home=home
-    )
-    request = CodingRequest(
-        command=ctx.policy.coding_command,
-        run=sandboxed,
-        prompt=prompt,
-        time_limit=remaining,
-        task_env=env,
-        policy=replace(ctx.policy.sandbox, repo_read_only=plan),
-    )
-    try:
-        outcome = await run_coding(
-            request,
-            stop=run.watch.stop,
-            on_start=on_start,
-            on_session=on_session,
-            on_usage=on_usage,
-            on_progress=on_progress,
-        )
-        # A record for operators and the pull request, kept even if the lease was lost.
-        blocked = outcome.blocked
-        await asyncio.to_thread(ctx.db.call, _store_blocked, task, blocked)
-        return outcome
-    finally:
-        await asyncio.to_thread(leases.note_child, ctx.db, task.id, run.holder, pgid=None)
-        # A progress edit never fails the run; the state change that follows rewrites it.
-        for result in await asyncio.gather(*updates, return_exceptions=True):
-            if isinstance(result, Exception):
-                log.warning("lifecycle: task %s progress not shown: %s", task.id, result)
-
-
-def _store_blocked(session: Session, task: Task, found: list[egress_blocked.BlockedHost]) -> None:
-    # Added to what setup's commands were refused, if it ran (the same run's record).
-    egress_blocked.add(session, task.id, task.generation, task.attempts, found)
-
-
-def _store_session(
-    session: Session, run: Run, session_id: str | None, transcript: str | None
-) -> None:
-    redact = run.ctx.redactor.redact
-    session_id = redact(session_id)[:200] if session_id else None
-    transcript = redact(transcript) if transcript else None
-    tasks.touch(
-        session,
-        run.task.id,
-        run.ctx.clock,
-        fence=run.fence,
-        runtime_session=session_id,
-        runtime_transcript=transcript,
-    )
-    tasks.record(
-        session,
-        tasks.get_task(session, run.task.id),
-        EventKind.RUNTIME_SESSION,
-        actor="coding-runtime",
-        detail=f"runtime session {session_id}",
-        data={"session_id": session_id, "transcript": transcript},
-        clock=run.ctx.clock,
-    )

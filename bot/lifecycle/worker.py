@@ -18,7 +18,7 @@ import logging
 import threading
 from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from rq import Queue, SimpleWorker, Worker
 from rq.job import Job
@@ -65,7 +65,7 @@ class LifecycleJob(TrustedJob):
 def lifecycle_of(job: Job) -> LifecycleContext:
     """The context of the worker that fetched `job` (ready for this process: a forked work
     horse opens its own database connections)."""
-    lifecycle = getattr(job, "lifecycle", None)
+    lifecycle = cast(LifecycleContext | None, getattr(job, "lifecycle", None))
     if lifecycle is None:
         raise RuntimeError(
             f"job {job.id} needs a lifecycle worker (`steelframe worker`), which gives it "
@@ -104,7 +104,7 @@ class _ContextGivingWorker(BaseWorker):
         if request is not None and request.requested:
             self.log.info("Worker %s: %s while starting; stopping", self.name, request.signal_name)
             self._stop_requested = True
-        super()._install_signal_handlers()
+        super()._install_signal_handlers()  # type: ignore[no-untyped-call]  # RQ's, untyped
         if request is not None and request.requested:
             self._stop_requested = True
 
@@ -142,7 +142,7 @@ class LifecycleWorker(_ContextGivingWorker, Worker):
             settle_owed(within=SETTLE_OWED_SECONDS)
 
     def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
-        super().handle_work_horse_killed(job, retpid, ret_val, rusage)
+        super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
         task_id = task_of(job)
         if task_id is None:
             return

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import codecs
 import logging
 import os
 import re
@@ -259,7 +258,7 @@ def remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-async def _tree_git(tree: Worktree, *args: str, check: bool = True) -> str:
+async def tree_git(tree: Worktree, *args: str, check: bool = True) -> str:
     """A worker git command on the runtime's tree, with the worker's own git directory."""
     return await git(tree.path, *args, check=check, git_dir=tree.git_dir, work_tree=tree.path)
 
@@ -374,29 +373,29 @@ async def prepare(
         url=clone_url,
         remote=RemoteState(branch_sha=remote, fence_sha=fence),
     )
-    await _tree_git(tree, "reset", "--quiet")
+    await tree_git(tree, "reset", "--quiet")
     return tree
 
 
 async def commit_all(tree: Worktree, message: str) -> bool:
     """Commit whatever the runtime left in its tree; True if there was anything."""
-    await _tree_git(tree, "add", "--all")
-    status = await _tree_git(tree, "status", "--porcelain")
+    await tree_git(tree, "add", "--all")
+    status = await tree_git(tree, "status", "--porcelain")
     if not status:
         return False
-    await _tree_git(tree, "commit", "--quiet", "--no-verify", "-m", message)
+    await tree_git(tree, "commit", "--quiet", "--no-verify", "-m", message)
     return True
 
 
 async def commits_ahead(tree: Worktree) -> int:
-    count = await _tree_git(tree, "rev-list", "--count", f"origin/{tree.base}..HEAD")
+    count = await tree_git(tree, "rev-list", "--count", f"origin/{tree.base}..HEAD")
     return int(count or 0)
 
 
 async def changed_paths(tree: Worktree) -> list[str]:
     """Paths that differ from the base branch, committed or not (stages the changes)."""
-    await _tree_git(tree, "add", "--all")
-    out = await _tree_git(tree, "diff", "--cached", "--name-only", f"origin/{tree.base}")
+    await tree_git(tree, "add", "--all")
+    out = await tree_git(tree, "diff", "--cached", "--name-only", f"origin/{tree.base}")
     return [line for line in out.splitlines() if line]
 
 
@@ -411,7 +410,7 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
     known = tree.remote
     fence = fence_ref(tree.branch)
     next_fence = await _fence_commit(tree.path, tree.git_dir, who)
-    head = await _tree_git(tree, "rev-parse", "HEAD")
+    head = await tree_git(tree, "rev-parse", "HEAD")
     wanted = {fence: next_fence, f"refs/heads/{tree.branch}": head}
     tried = False
 
@@ -489,63 +488,3 @@ async def _remote_holds(tree: Worktree, token: str | None, wanted: dict[str, str
         sha, _, ref = line.partition("\t")
         held[ref] = sha
     return all(held.get(ref) == sha for ref, sha in wanted.items())
-
-
-HISTORY_CHUNK = 1024 * 1024
-
-
-async def history_holds(
-    tree: Worktree, found: Callable[[str], bool], *, overlap: int, chunk: int = HISTORY_CHUNK
-) -> bool:
-    """Whether `found` flags anything a push would publish: every commit ahead of the base
-    with its message, author and whole patch (binary files as text). Read as git writes it,
-    `chunk` bytes at a time, each searched with the last `overlap` characters before it (a
-    value cut in two by a chunk's end is still seen): memory stays flat whatever the size."""
-    process = await asyncio.create_subprocess_exec(
-        "git",
-        *SAFE_OPTIONS,
-        f"--git-dir={tree.git_dir}",
-        f"--work-tree={tree.path}",
-        *("log", "--patch", "--text", "--format=fuller", "--no-color"),
-        *("--no-ext-diff", "--no-textconv", f"origin/{tree.base}..HEAD"),
-        cwd=tree.path,
-        env=git_env(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert process.stdout is not None
-    try:
-        async with asyncio.timeout(GIT_TIMEOUT_SECONDS):
-            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-            tail = ""
-            while piece := await process.stdout.read(chunk):
-                text = tail + decoder.decode(piece)
-                if found(text):
-                    return True
-                tail = text[-overlap:] if overlap > 0 else ""
-            if found(tail + decoder.decode(b"", final=True)):
-                return True
-            if await process.wait() != 0:
-                raise WorktreeError("git log failed")
-            return False
-    except TimeoutError:
-        raise WorktreeError("git log timed out") from None
-    finally:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
-
-
-async def files_with(tree: Worktree, found: Callable[[str], bool]) -> list[str]:
-    """Paths ahead of the base whose current text `found` flags (names only, for the log)."""
-    names = await _tree_git(tree, "diff", "--name-only", f"origin/{tree.base}..HEAD")
-    flagged = []
-    for name in names.splitlines():
-        path = tree.path / name
-        try:
-            if path.is_file() and not path.is_symlink() and found(path.read_text(errors="replace")):
-                flagged.append(name)
-        except OSError:
-            continue
-    return flagged[:20]

@@ -1,0 +1,202 @@
+"""The task JSON: what the board, GET /api/operator/tasks/{id} and a task's log return
+(docs/api.md, "Task lifecycle"), and the focused issue's task Chat reads.
+
+Declared once here; `operator_api/schemas.py` generates the OpenAPI components from these
+Structs, so the schema and the wire cannot drift apart. Every field is always sent (a null
+stays a null); unknown fields are refused when decoding (`additionalProperties: false`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+
+class _Wire(msgspec.Struct, forbid_unknown_fields=True):
+    """Base of the task JSON's objects: exact keys, every one sent."""
+
+
+class LastEvent(_Wire):
+    kind: str
+    at: str
+    detail: str | None
+
+
+class TaskCore(_Wire):
+    """A task's row as every view shows it."""
+
+    id: int
+    repo: str
+    issue: int
+    title: str
+    state: str
+    archived: bool
+    pr_url: str | None
+    cost_usd: float
+    # Tokens the coding runtime reported; with a cost of 0 the agent reported no cost.
+    tokens: int
+    last_event: LastEvent | None
+    updated_at: str
+
+
+class ReviewCounts(_Wire):
+    """The review ledger's counts, and the words every surface shows for them."""
+
+    open: int
+    addressed: int
+    declined: int
+    needs_operator: int
+    summary: str
+
+
+class BoardTask(TaskCore):
+    """A task as the board lists it: with its pull request loop (bot/lifecycle/pull_view.py)."""
+
+    pr_state: Literal["draft", "open", "merged", "closed"] | None
+    review: ReviewCounts
+    ready_for_review: bool
+
+
+class CodingSandbox(_Wire):
+    """How this service isolates coding runs (also in /healthz)."""
+
+    mode: Literal["bwrap", "off"]
+    network: Literal["allowlist", "off"]
+    warning: str | None
+
+
+class Board(_Wire):
+    tasks: list[BoardTask]
+    coding_sandbox: CodingSandbox
+
+
+class TaskUsage(_Wire):
+    tokens: int
+    cost_usd: float
+    runtime_seconds: float
+
+
+class BlockedHost(_Wire):
+    """A host the run's egress proxy refused, once per host per run."""
+
+    attempt: int
+    host: str
+    port: int
+    count: int
+    reason: str
+    first_at: str
+
+
+class Lease(_Wire):
+    holder: str
+    heartbeat_at: str
+    expires_at: str
+
+
+class TaskEvent(_Wire):
+    id: int
+    kind: str
+    # "from" is a Python keyword: the field is `from_`, its key on the wire "from".
+    from_: str | None = msgspec.field(name="from")
+    to: str | None
+    actor: str
+    at: str
+    detail: str | None
+    # The event's own JSON object (a transition's data: what the run said, the PR, ...).
+    data: dict[str, Any] | None
+
+
+class ReviewThread(_Wire):
+    """A review thread of the task's pull request, as the ledger keeps it."""
+
+    kind: Literal["comment", "review"]
+    root_id: int
+    pr_number: int
+    path: str | None
+    line: int | None
+    author: str
+    state: Literal["open", "addressed", "declined", "needs_operator"]
+    commit: str | None
+    reason: str | None
+    url: str | None
+    picked_at: str | None  # when a review run took the thread up (None: waiting for one)
+    excerpt: str  # untrusted: the start of the reviewer's words, shown as text
+    created_at: str
+    updated_at: str
+
+
+class TaskDetail(BoardTask):
+    """One task with its whole event log, its limits so far and its lease if a run holds it."""
+
+    origin_session: str | None
+    generation: int
+    attempts: int
+    branch: str | None
+    pr_number: int | None
+    question: str | None
+    last_error: str | None
+    summary: str | None
+    runtime_session: str | None
+    usage: TaskUsage
+    created_at: str
+    blocked: list[BlockedHost]
+    lease: Lease | None
+    events: list[TaskEvent]
+    review_threads: list[ReviewThread]
+    # Issue 34: its plan, the budget hold a queued task is under, what it will likely spend,
+    # and past Decisions offered for its question (bot/lifecycle/leverage_view.py).
+    plan: TaskPlan | None
+    held: str | None
+    estimate: TaskEstimate | None
+    offered: list[OfferedDecision]
+    draft: str | None
+
+
+class TaskPlan(_Wire):
+    status: Literal["proposed", "approved", "rejected"]
+    text: str
+    brief: str | None
+    edited: bool
+    proposed_at: str
+    decided_at: str | None
+
+
+class TaskEstimate(_Wire):
+    runs: int
+    tokens: int
+    tokens_p90: int
+    usd: float | None
+    usd_p90: float | None
+    text: str
+
+
+class OfferedDecision(_Wire):
+    issue: int
+    task_id: int
+    at: str
+    question: str
+    decision: str
+    score: float
+
+
+class FocusedTask(TaskCore):
+    """The focused issue's task as Chat's context sees it."""
+
+    question: str | None
+    attempts: int
+
+
+class RunLog(_Wire):
+    generation: int
+    attempt: int
+    status: str
+    at: str
+    text: str
+
+
+class TaskLog(_Wire):
+    """The private, redacted runtime logs of a task's runs (newest last)."""
+
+    task: int
+    runs: list[RunLog]

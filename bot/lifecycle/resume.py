@@ -1,0 +1,189 @@
+"""Resume: a Decision (from the App or a writer) moves a waiting task back to running.
+
+Anything else (an older Decision, one for a task that is not waiting, one from someone
+without write access) is recorded on the task and ignored. The resume commits through
+`transition`; the continuation is enqueued after the commit (the reconciler enqueues it if
+Redis was away), then labels and the sticky comment follow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock, utcnow
+from bot.db import Database
+from bot.decisions import DECISION_MARKER, decision_text
+from bot.handler_runs import record_done
+from bot.lifecycle import progress, tasks
+from bot.lifecycle.access import may_act
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.progress import Phase
+from bot.lifecycle.queue import LifecycleQueue, job_id
+from bot.lifecycle.seams import GitHubApi
+from bot.lifecycle.states import IllegalTransition, TaskState
+from bot.lifecycle.transition import Move, Transitioned, transition
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ResumeResult:
+    task_id: int | None
+    resumed: bool
+    reason: str
+
+
+class Resumes:
+    """Decisions from webhooks (`TaskService` hands them here)."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        queue: LifecycleQueue,
+        github: GitHubApi | None,
+        clock: Clock = utcnow,
+    ) -> None:
+        self.db = db
+        self.queue = queue
+        self.github = github
+        self.clock = clock
+
+    async def on_comment_event(self, payload: dict[str, Any]) -> ResumeResult | None:
+        """`issue_comment` created with the Decision marker resumes a waiting task."""
+        if payload.get("action") != "created":
+            return None
+        comment = payload.get("comment") or {}
+        body = str(comment.get("body") or "")
+        if DECISION_MARKER not in body:
+            return None
+        if progress.NOTICE_PREFIX in body or progress.PROGRESS_PREFIX in body:
+            return None  # Steelframe's own status comments are never Decisions
+        return await self.resume(
+            str(payload["repository"]["full_name"]),
+            int(payload["issue"]["number"]),
+            comment_id=int(comment["id"]),
+            author=str((comment.get("user") or {}).get("login") or ""),
+            body=body,
+            cause="webhook:issue_comment.created",
+        )
+
+    async def resume(
+        self, repo: str, issue: int, *, comment_id: int, author: str, body: str, cause: str
+    ) -> ResumeResult:
+        """Resume a waiting task with a Decision written by the App or a user with write
+        access; anything else is recorded on the task and ignored."""
+        task = await self.db.run(lambda s: tasks.find_task(s, repo, issue))
+        if task is None:
+            return ResumeResult(None, False, "no task for this issue")
+        if task.decision_comment_id == comment_id:
+            return ResumeResult(task.id, False, "this Decision was already applied")
+        # Comment ids grow with time: a smaller one is older than the Decision applied last
+        # (a replayed delivery, or one GitHub sent late), and never overrides it.
+        if task.decision_comment_id is not None and comment_id < task.decision_comment_id:
+            return await self._decision_ignored(
+                task, author, comment_id, "a newer Decision was already applied"
+            )
+        if task.state != TaskState.WAITING_FOR_INFO:
+            return await self._decision_ignored(task, author, comment_id, f"task is {task.state}")
+        allowed, why = await self._may_decide(repo, author)
+        if not allowed:
+            return await self._decision_ignored(task, author, comment_id, why)
+        decision = decision_text(body)
+        job = job_id(task.id, task.generation, f"d{comment_id}")
+        move = Move(
+            TaskState.RUNNING,
+            actor=f"{cause}:{author}",
+            detail=f"resumed by a Decision from {author}",
+            data={"comment_id": comment_id, "author": author},
+            expect=[TaskState.WAITING_FOR_INFO],
+            changes={
+                "pending_decision": decision,
+                "decision_comment_id": comment_id,
+                "attempts": 0,
+                "job_id": job,
+            },
+            phase=Phase.RUNNING,
+            note="Resumed by a Decision.",
+        )
+
+        def decided(session: Session, moved: Transitioned) -> None:
+            tasks.record(
+                session,
+                tasks.get_task(session, moved.task_id),
+                EventKind.DECISION,
+                actor=author,
+                detail=decision[:500],
+                data={"comment_id": comment_id},
+                clock=self.clock,
+            )
+            record_done(session)
+
+        async def continued(moved: Transitioned) -> None:
+            await self._continue(moved.task_id, job, repo, issue, author)
+
+        try:
+            await transition(
+                self.db,
+                self.github,
+                task.id,
+                move,
+                clock=self.clock,
+                create_progress=False,
+                within=decided,
+                after_commit=continued,
+            )
+        except IllegalTransition as exc:
+            return ResumeResult(task.id, False, f"task is {exc.current}")
+        return ResumeResult(task.id, True, "resumed")
+
+    async def _continue(self, task_id: int, job: str, repo: str, issue: int, author: str) -> None:
+        """The committed resume's continuation enqueued, and its needs_human label gone."""
+        try:
+            await asyncio.to_thread(self.queue.enqueue, task_id, job=job, continuation=True)
+        except redis.RedisError as exc:
+            # The resume is committed: the reconciler enqueues the continuation of a resumed
+            # task that has no job once Redis is back (not a failed run, no attempt spent).
+            log.warning(
+                "lifecycle: task %s resumed, continuation not yet enqueued (%s); the "
+                "reconciler will",
+                task_id,
+                type(exc).__name__,
+            )
+        log.info("lifecycle: task %s resumed by a Decision from %s", task_id, author)
+        if self.github is not None:
+            try:
+                await self.github.remove_label(repo, issue, "steelframe:needs_human")
+            except Exception as exc:
+                log.warning("lifecycle: task %s needs_human not removed: %s", task_id, exc)
+
+    async def _may_decide(self, repo: str, author: str) -> tuple[bool, str]:
+        return await self._may_act(repo, author, "a Decision")
+
+    async def _may_act(self, repo: str, login: str, what: str) -> tuple[bool, str]:
+        return await may_act(self.github, repo, login, what)
+
+    async def _decision_ignored(
+        self, task: Task, author: str, comment_id: int, why: str
+    ) -> ResumeResult:
+        def note(session: Session) -> None:
+            tasks.record(
+                session,
+                tasks.get_task(session, task.id),
+                EventKind.DECISION_IGNORED,
+                actor=author or "unknown",
+                detail=why,
+                data={"comment_id": comment_id},
+                clock=self.clock,
+            )
+            record_done(session)
+
+        await self.db.run(note)
+        log.info("lifecycle: task %s Decision comment %s ignored: %s", task.id, comment_id, why)
+        return ResumeResult(task.id, False, why)
