@@ -554,6 +554,7 @@ def _task(task_id: int, id: int = 0) -> TaskFrame:
         state="queued",
         pr_url=None,
         cost_usd=0.0,
+        tokens=0,
         reason="",
         updated_at="2026-01-01T00:00:00+00:00",
     )

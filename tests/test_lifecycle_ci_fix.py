@@ -9,9 +9,11 @@ from __future__ import annotations
 from typing import Any
 
 import aiohttp
+import msgspec
 import pytest
 from sqlalchemy import select
 
+from bot.events.log import Event
 from bot.lifecycle.ci_failures import parse_failure
 from bot.lifecycle.ci_intake import CiBusy, CiIntake
 from bot.lifecycle.ci_models import CiFix
@@ -28,6 +30,13 @@ from tests.fakes.pulls import delivered_pull, send_again
 SUMMARY = "<!-- steelframe-ci-summary -->"
 ANNOTATION = "assert widget.colour == 'blue'"
 LOG = "collected 3 items\ntests/test_widget.py F\nE   AssertionError: red != blue\n"
+
+
+def _payload(event: Event) -> dict[str, Any]:
+    """An event's fields as a client reads them (docs/api.md, "Events"), without the stream's
+    `id` and `type`."""
+    fields = msgspec.to_builtins(event.frame)
+    return {key: value for key, value in fields.items() if key not in ("id", "type")}
 
 
 async def _control(lc: Lifecycle, path: str, payload: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +76,7 @@ async def _stream(lc: Lifecycle, kind: str) -> list[dict[str, Any]]:
     """The operator events stream's events of `kind`, as an operator's client reads them."""
     operator = lc.ctx.db.call(lambda s: s.scalar(select(Operator.id).limit(1)))
     batch = await lc.api.services.events.log.read(operator, 0, wait=0.1)
-    return [e.data for e in batch.events if e.type == kind]
+    return [_payload(e) for e in batch.events if e.type == kind]
 
 
 def _rows(lc: Lifecycle, task_id: int) -> list[CiFix]:

@@ -12,7 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from bot.events import RedisEventLog
+from bot.events.log import Event
 from bot.lifecycle.models import EventKind, ReviewThread, ThreadKind
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.review_answers import ANSWERS_FILE
@@ -23,6 +26,13 @@ from tests.fakes.lifecycle import DECISION, Lifecycle, Make, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 from tests.fakes.sandbox import exchange_dir
+
+
+def _payload(event: Event) -> dict[str, Any]:
+    """An event's fields as a client reads them (docs/api.md, "Events"), without the stream's
+    `id` and `type`."""
+    fields = msgspec.to_builtins(event.frame)
+    return {key: value for key, value in fields.items() if key not in ("id", "type")}
 
 
 async def _comment(
@@ -77,7 +87,7 @@ async def _review_events(lc: Lifecycle) -> list[dict[str, Any]]:
     found = []
     for operator in operators:
         batch = await log.read(operator, 0, wait=0.05)
-        found += [e.data for e in batch.events if e.type == "review"]
+        found += [_payload(e) for e in batch.events if e.type == "review"]
     await log.close()
     return found
 

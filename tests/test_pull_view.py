@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from sqlalchemy import select
 
+from bot.events.log import Event
 from bot.lifecycle.models import ThreadKind, ThreadState
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
 from bot.models import Operator
@@ -18,10 +20,17 @@ from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fix
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 
 
+def _payload(event: Event) -> dict[str, Any]:
+    """An event's fields as a client reads them (docs/api.md, "Events"), without the stream's
+    `id` and `type`."""
+    fields = msgspec.to_builtins(event.frame)
+    return {key: value for key, value in fields.items() if key not in ("id", "type")}
+
+
 async def _events(lc: Lifecycle, type_: str) -> list[dict[str, Any]]:
     operator = lc.ctx.db.call(lambda s: s.scalar(select(Operator.id).limit(1)))
     batch = await lc.api.services.events.log.read(operator, 0, wait=0.1)
-    return [e.data for e in batch.events if e.type == type_]
+    return [_payload(e) for e in batch.events if e.type == type_]
 
 
 async def _card(lc: Lifecycle, task_id: int) -> dict[str, Any]:
