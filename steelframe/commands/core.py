@@ -191,7 +191,9 @@ def cmd_db_history(args: argparse.Namespace) -> int:
         database.dispose()
     for revision, description in dbmod.migration_history():
         mark = "*" if revision in applied else " "
-        print(f"{mark} {revision:24} {description}")
+        # One line per migration, whatever its docstring's line breaks (a wrapped one
+        # read as rows of their own).
+        print(f"{mark} {revision:24} {' '.join(description.split())}")
     return 0
 
 
