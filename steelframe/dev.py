@@ -20,7 +20,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from sqlalchemy import select
@@ -36,9 +36,11 @@ from steelframe.commands.core import add_listen_arguments, claim_port
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
 from steelframe.logs import configure_logging
-from steelframe.parts import PARTS, Parts
 from steelframe.protocol_log import QuietAppRunner
 from steelframe.webhook_relay import local_target, running_relay
+
+if TYPE_CHECKING:  # the parts import every shell: loaded once the port is known free
+    from steelframe.parts import Parts
 
 DEV_OPERATOR = "dev"
 
@@ -148,6 +150,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
 async def run_dev(
     settings: Settings, *, host: str, port: int, ready: Callable[[str, str], None] | None = None
 ) -> None:
+    from steelframe.parts import PARTS
     from steelframe.server import create_app
 
     print("steelframe dev: preparing the database ...", flush=True)

@@ -185,6 +185,25 @@ def test_make_run_takes_a_port() -> None:
     assert result.stdout.strip().endswith("steelframe dev --port 9123")
 
 
+def test_make_run_installs_the_runtime_set_and_make_test_the_dev_extras(tmp_path: Path) -> None:
+    """On a fresh checkout (no venv yet): `make run` installs steelframe without its dev
+    extras (tests, lint, browsers: hundreds of MB a user who runs it does not need)."""
+    root = Path(__file__).resolve().parent.parent
+    fresh = tmp_path / "venv"  # nothing there: make plans the whole install
+
+    def planned(target: str) -> list[str]:
+        result = subprocess.run(
+            ["make", "-n", "--no-print-directory", target, f"VENV={fresh}"],
+            cwd=root, capture_output=True, text=True, timeout=60, check=True,
+        )  # fmt: skip
+        return [line for line in result.stdout.splitlines() if " pip install " in line]
+
+    run = planned("run")
+    assert run[-1].endswith("-m pip install --progress-bar on -e .")
+    assert not any("[dev]" in line for line in run)
+    assert any(line.endswith("-e '.[dev]'") for line in planned("test"))
+
+
 def test_the_tuis_exported_variables_do_not_break_server_commands(tmp_path: Path) -> None:
     env = _env(tmp_path) | {"STEELFRAME_URL": "http://127.0.0.1:8080", "STEELFRAME_TOKEN": "x"}
     result = subprocess.run(

@@ -94,8 +94,6 @@ def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from steelframe.server import create_app
-
     settings = load_settings()
     require_authenticated_redis(settings)  # before anything is opened (create_app checks again)
     configure_logging(settings)
@@ -112,6 +110,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     if not args.reuse_port:
         claim_port(host, port)  # a taken port fails now, not after the start-up work
+    # Imported once the port is known free: the app pulls in every shell and the memory
+    # analysis (seconds on a busy machine), which a taken port need not wait for.
+    from steelframe.server import create_app
+
     # An index of an older analysis is rebuilt once, here, before any process serves
     # (a --processes child finds it current: a manifest read).
     upgrade_memory_index(settings, sys.stdout)
@@ -189,7 +191,9 @@ def cmd_db_history(args: argparse.Namespace) -> int:
         database.dispose()
     for revision, description in dbmod.migration_history():
         mark = "*" if revision in applied else " "
-        print(f"{mark} {revision:24} {description}")
+        # One line per migration, whatever its docstring's line breaks (a wrapped one
+        # read as rows of their own).
+        print(f"{mark} {revision:24} {' '.join(description.split())}")
     return 0
 
 

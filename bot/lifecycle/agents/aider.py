@@ -43,6 +43,10 @@ ERRORS = (
 )
 # aider's own files, kept out of the checkout (and out of the diff).
 HISTORY_FILES = (".aider.chat.history.md", ".aider.input.history")
+# litellm (inside aider) downloads its price list from raw.githubusercontent.com at import
+# unless told to use the copy it ships: the run's egress proxy refuses that host. aider's own
+# copy of the list (aider/models.py, ModelInfoManager) has no switch and is still asked for.
+QUIET_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
 def launch(run: AgentRun, scratch: Path) -> Launch:
@@ -57,7 +61,7 @@ def launch(run: AgentRun, scratch: Path) -> Launch:
     argv += ["--input-history-file", str(scratch / HISTORY_FILES[1])]
     if run.model:
         argv += ["--model", run.model]
-    return Launch(argv=tuple(argv), stdin=None)
+    return Launch(argv=tuple(argv), stdin=None, env=QUIET_ENV)
 
 
 def remove_caches(checkout: Path) -> None:

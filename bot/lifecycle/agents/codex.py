@@ -29,6 +29,15 @@ from bot.lifecycle.agents.base import (
 )
 
 BINARY = "codex"
+# Settings that keep a run to the model's API (keys of Codex's config reference). With its
+# `plugins` feature on, 0.171 syncs the plugin marketplace at start (github.com,
+# api.github.com, chatgpt.com), which the run's egress proxy refuses and shows on the task;
+# the update check and analytics are off for the same reason.
+QUIET_SETTINGS = (
+    "features.plugins=false",
+    "check_for_update_on_startup=false",
+    "analytics.enabled=false",
+)
 
 
 def launch(run: AgentRun, *, base_url: str | None = None) -> Launch:
@@ -36,6 +45,7 @@ def launch(run: AgentRun, *, base_url: str | None = None) -> Launch:
     # policy is set explicitly so a user config cannot change it.
     argv = [BINARY, "exec", "--json", "--sandbox", "workspace-write", "--skip-git-repo-check"]
     argv += ["--color", "never", "-c", 'approval_policy="never"']
+    argv += [item for setting in QUIET_SETTINGS for item in ("-c", setting)]
     if base_url:
         argv += ["-c", f"openai_base_url={json.dumps(base_url)}"]
     if run.model:
