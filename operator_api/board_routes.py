@@ -7,7 +7,7 @@ import re
 from aiohttp import web
 
 from bot.errors import BadRequest, Unavailable
-from bot.lifecycle import archiving, tasks
+from bot.lifecycle import archiving, ci_view, tasks
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
@@ -92,7 +92,8 @@ async def board(request: web.Request) -> web.Response:
 )
 async def task_detail(request: web.Request) -> web.Response:
     task_id = _task_id(request)
-    return web.json_response(await request.app[OPERATOR_API].db.run(tasks.task_detail, task_id))
+    # With its failing-CI history (`ci`), which only this read carries.
+    return web.json_response(await request.app[OPERATOR_API].db.run(ci_view.task_detail, task_id))
 
 
 @endpoints.get(

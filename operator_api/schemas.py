@@ -263,6 +263,26 @@ def _task_schemas() -> dict[str, Any]:
                 "estimate": {"oneOf": [{"type": "null"}, ref("TaskEstimate")]},
                 "offered": {"type": "array", "items": ref("OfferedDecision")},
                 "draft": NULLABLE_STR,
+                # Failing CI per head commit (bot.lifecycle.ci_view); GET only.
+                "ci": {"type": "array", "items": ref("CiFix")},
+            },
+            optional=("ci",),
+        ),
+        "CiFix": exact(
+            {
+                "head_sha": {"type": "string"},
+                "pr_number": {"type": "integer"},
+                "checks": {"type": "array", "items": {"type": "string"}},
+                "run": {"type": "integer"},
+                "of": NULLABLE_INT,
+                "verdict": {"enum": ["fix", "needs_human"]},
+                "outcome": {
+                    "enum": ["queued", "pushed", "unchanged", "superseded", "ended", "stopped"]
+                },
+                "result_sha": NULLABLE_STR,
+                "reason": {"type": "string"},
+                "at": {"type": "string"},
+                "updated_at": {"type": "string"},
             }
         ),
         "OfferedDecision": exact(
