@@ -54,9 +54,7 @@ class CiFixView:
 
 def fix_history(session: Session, task_id: int) -> list[CiFixView]:
     """Every head commit CI failed on, oldest first."""
-    rows = list(
-        session.scalars(select(CiFix).where(CiFix.task_id == task_id).order_by(CiFix.id))
-    )
+    rows = list(session.scalars(select(CiFix).where(CiFix.task_id == task_id).order_by(CiFix.id)))
     if not rows:
         return []
     bounds = _bounds(session, task_id)

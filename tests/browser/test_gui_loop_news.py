@@ -73,7 +73,7 @@ async def test_review_pickups_and_fix_runs_show_live(make: Make, gui_factory: Gu
     await _comment(lc, number, "Typo in the title.")
     await lc.work()
     seen = await _seen(gui, f"#{issue}: answering 2 review threads")
-    assert f"card-now|answering 2 review threads" in seen
+    assert "card-now|answering 2 review threads" in seen
     assert sum("answering" in line and "toast" in line for line in seen) == 1
     # The run ended (delivered): the card's line is gone, the task's notification says so.
     await _text(gui, f"{card} .badge", "delivered")
