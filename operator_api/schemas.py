@@ -368,7 +368,9 @@ def component_schemas() -> dict[str, Any]:
             "required": ["id", "type"],
             "properties": {
                 "id": {"type": "integer", "description": "monotonic per operator"},
-                "type": {"enum": ["task", "result", "session", "resync", "ledger"]},
+                "type": {
+                    "enum": ["task", "result", "session", "resync", "ledger", "review", "fix_run"]
+                },
                 "task_id": {"type": "integer"},
                 "repo": {"type": "string"},
                 "issue": {"type": "integer"},
@@ -388,6 +390,14 @@ def component_schemas() -> dict[str, Any]:
                 "pr_state": {"enum": ["draft", "open", "merged", "closed", None]},
                 "review": ref("ReviewCounts"),
                 "ready_for_review": {"type": "boolean"},
+                # `review`: a review run took threads up; `fix_run`: failing CI started one.
+                "pr_number": {"type": "integer"},
+                "threads": {"type": "array", "items": {"type": "string"}},
+                "at": {"type": "string"},
+                "head_sha": {"type": "string"},
+                "checks": {"type": "array", "items": {"type": "string"}},
+                "run": {"type": "integer"},
+                "of": {"type": "integer"},
             },
         },
         **_chat_schemas(),
