@@ -3,7 +3,8 @@ filed in Chat becomes a pull request; a review comment left with the pull reques
 form gets the demo runtime's commit and a reply on its thread; a check marked failed with
 the page's form gets a fix run's commit; the page's merge form ends the task `merged`.
 What a person checks: the page shows the reply and the commits' changes, the task JSON
-says merged (with the thread addressed and the CI fix run pushed), and every link opens."""
+says merged (with the thread addressed and the CI fix run pushed), and every link opens,
+the commit pages the GUI links included."""
 
 from __future__ import annotations
 
@@ -110,3 +111,8 @@ def test_make_run_walks_issue_pr_review_fix_ci_fix_and_merge_from_the_pages(dev:
     for link in (pr_url, thread["url"], filed["filed_issue_url"], f"{pr_url}.diff"):
         with urllib.request.urlopen(link, timeout=30) as response:
             assert response.status == 200, link
+    # The commits the GUI's ledger and CI history link (…/commit/SHA) open on the sandbox.
+    repo_url = pr_url.rsplit("/pull/", 1)[0]
+    answer = html.unescape(_page(f"{repo_url}/commit/{thread['commit']}"))
+    assert thread["commit"] in answer and REVIEW in answer and f"+++ b/{note}" in answer
+    assert "login still blank" in html.unescape(_page(f"{repo_url}/commit/{fix['result_sha']}"))
