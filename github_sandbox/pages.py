@@ -19,6 +19,7 @@ from aiohttp import web
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from github_sandbox.appkeys import SANDBOX
+from github_sandbox.git import commit_info, resolve_commit
 from github_sandbox.operations import not_found
 from github_sandbox.pull_view import after_pr_view
 from github_sandbox.state import Issue, Repo, iso
@@ -153,3 +154,40 @@ async def pull_diff_text(request: web.Request) -> web.Response:
     repo, issue = _issue(request, pull=True)
     diff, _ = pull_diff(repo, issue.number)
     return web.Response(text=diff, content_type="text/plain", charset="utf-8")
+
+
+def commit_diff(repo: Repo, sha: str) -> tuple[str, bool]:
+    """The commit's changes against its first parent (as GitHub's commit page shows them)."""
+    if repo.git_path is None:
+        return "", False
+    result = subprocess.run(
+        ["git", "--git-dir", str(repo.git_path), "show", "--format=", "--patch", sha, "--"],
+        capture_output=True,
+        env={"PATH": os.environ.get("PATH", ""), "GIT_CONFIG_NOSYSTEM": "1", "HOME": "/"},
+        check=False,
+    )
+    raw = result.stdout if result.returncode == 0 else b""
+    return raw[:MAX_DIFF_BYTES].decode(errors="replace"), len(raw) > MAX_DIFF_BYTES
+
+
+# GitHub's commit page, which the Board's ledger and CI history link (`…/commit/SHA`).
+@routes.get("/{owner}/{repo}/commit/{sha:[0-9a-f]{7,40}}", name=f"{PAGE}:commit")
+async def commit_page(request: web.Request) -> web.Response:
+    repo = _repo(request)
+    found = None
+    if repo.git_path is not None:
+        sha = resolve_commit(repo.git_path, request.match_info["sha"])
+        found = commit_info(repo.git_path, sha) if sha else None
+    if found is None:
+        raise not_found()
+    diff, cut = commit_diff(repo, found.sha)
+    return render(
+        "commit.html.j2",
+        repo=repo.full_name,
+        sha=found.sha,
+        message=found.message,
+        author=found.author_name,
+        parents=list(found.parents),
+        diff_lines=diff.splitlines(),
+        diff_cut=cut,
+    )

@@ -7,6 +7,7 @@ import subprocess
 
 import aiohttp
 
+from github_sandbox.git import branch_sha
 from tests.conftest import GitHubSandbox
 
 HOSTILE = '<script>alert("x")</script> & <img src=x onerror=alert(1)>'
@@ -88,3 +89,24 @@ async def test_unknown_numbers_kinds_and_private_repos_are_404(
     assert (await fetch(f"{base}/pull/{issue['number']}"))[0] == 404  # an issue, not a PR
     github_sandbox.sandbox.add_repo("steelframe-dev/secret", private=True, notify=False)
     assert (await fetch(f"{github_sandbox.url}/steelframe-dev/secret"))[0] == 404
+
+
+async def test_a_commit_page_shows_its_message_and_change_escaped(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    """GitHub's `/{owner}/{repo}/commit/{sha}`, which the Board's ledger links: by full or
+    short sha; an unknown sha or a private repository's commit is 404."""
+    push_branch(github_sandbox, "steelframe/issue-2")
+    git_path = github_sandbox.sandbox.world.repo(github_sandbox.repo).git_path
+    assert git_path is not None
+    sha = branch_sha(git_path, "steelframe/issue-2")
+    assert sha is not None
+    base = f"{github_sandbox.url}/{github_sandbox.repo}"
+    for shown in (sha, sha[:7]):
+        status, kind, html = await fetch(f"{base}/commit/{shown}")
+        assert (status, kind) == (200, "text/html")
+        assert f"<code>{sha}</code>" in html and "<h1>notes</h1>" in html
+        assert '<span class="add">+a new line</span>' in html and "NOTES.md" in html
+    assert (await fetch(f"{base}/commit/{'0' * 40}"))[0] == 404
+    github_sandbox.sandbox.add_repo("steelframe-dev/secret", private=True, notify=False)
+    assert (await fetch(f"{github_sandbox.url}/steelframe-dev/secret/commit/{sha}"))[0] == 404

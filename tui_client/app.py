@@ -14,7 +14,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from tui_client.api import ApiError, OperatorClient
 from tui_client.board import BoardPanel
 from tui_client.chat import ChatPanel, describe
-from tui_client.live import task_notice
+from tui_client.live import news_notice, task_notice
 
 
 class SteelframeApp(App[None]):
@@ -80,6 +80,12 @@ class SteelframeApp(App[None]):
                 self.tell(notice[0], severity=notice[1])
         elif kind == "ledger":  # a review thread on a task's pull request changed
             self.board.task_changed(frame)
+        elif kind in ("review", "fix_run"):  # a review run or a CI fix run starts
+            self.board.task_changed(frame)
+            known = self.board.tasks.get(str(frame.get("task_id"))) or {}
+            news = news_notice(frame, known.get("issue"))
+            if news is not None:
+                self.tell(news)
         elif kind == "result":
             self.chat.result_arrived(str(frame.get("session_id") or ""))
         elif kind == "session":

@@ -11,6 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from tui_client.task_ci import ci_lines
 from tui_client.task_leverage import cost_text, leverage_lines
 
 EVENTS_SHOWN = 30
@@ -102,6 +103,7 @@ def detail_lines(detail: dict[str, Any]) -> list[str]:
         *leverage_lines(detail),  # plan, budget hold, estimate, offered Decisions
         *blocked_lines(detail),
         *thread_lines(detail),
+        *ci_lines(detail),  # failing CI per head commit and its fix runs
         "",
         "Events:",
     ]

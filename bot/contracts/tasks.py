@@ -151,6 +151,24 @@ class TaskDetail(BoardTask):
     estimate: TaskEstimate | None
     offered: list[OfferedDecision]
     draft: str | None
+    # Failing CI on its pull request, per head commit (bot/lifecycle/ci_view.py).
+    ci: list[CiFix]
+
+
+class CiFix(_Wire):
+    """What happened when CI failed on one head commit of the task's pull request."""
+
+    head_sha: str
+    pr_number: int
+    checks: list[str]
+    run: int  # which fix run of the chain this commit started (0: none, a person was asked)
+    of: int | None  # the bound per head commit when it was decided (None: not recorded)
+    verdict: str
+    outcome: str  # queued, pushed, unchanged, superseded, ended, stopped
+    result_sha: str | None  # the commit the fix run pushed
+    reason: str
+    at: str
+    updated_at: str
 
 
 class TaskPlan(_Wire):

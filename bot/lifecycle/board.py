@@ -19,6 +19,7 @@ from bot.contracts import tasks as wire
 from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import egress_blocked, pull_view, tasks
+from bot.lifecycle.ci_view import fix_history
 from bot.lifecycle.leverage_view import leverage_json
 from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskEvent, TaskLease, TaskLog
 from bot.lifecycle.review_ledger import excerpt, review_threads
@@ -212,6 +213,10 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
         estimate=msgspec.convert(leverage["estimate"], wire.TaskEstimate | None),
         offered=msgspec.convert(leverage["offered"], list[wire.OfferedDecision]),
         draft=leverage["draft"],
+        ci=[
+            msgspec.convert(fix, wire.CiFix, from_attributes=True)
+            for fix in fix_history(session, task_id)
+        ],
     )
 
 

@@ -6,6 +6,7 @@ import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
 import { $, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
+import { fixRunWords, reviewWords } from "./loop_news.js";
 import { notify, offerDesktopAlerts } from "./notify.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
@@ -145,6 +146,8 @@ class App {
       onResult: (r) => this.onResult(r),
       onSession: () => this.chat.loadSessions().catch(() => {}),
       onLedger: (e) => this.board.applyLedger(e),
+      onReview: (e) => this.onNews(e, reviewWords(e), `review:${e.task_id}:${e.at}:${(e.threads || []).join(",")}`),
+      onFixRun: (e) => this.onNews(e, fixRunWords(e), `fix_run:${e.task_id}:${e.head_sha}:${e.run}`),
       onResync: () => this.poll().then(() => this.chat.loadSessions()).catch(() => {}),
       onPoll: () => this.poll(),
     });
@@ -257,6 +260,21 @@ class App {
         action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
       });
     }
+  }
+
+  // A review pickup or a fix run: the card says what the run does, and one notification per
+  // event (`key`), in the task's place (`group`) like its state changes.
+  onNews(event, words, key) {
+    this.board.applyNews(event.task_id, words);
+    const task = this.board.tasks.get(event.task_id);
+    const issue = event.issue ?? task?.issue;
+    notify(`${issue ? `#${issue}` : `Task ${event.task_id}`}: ${words}`, {
+      key,
+      group: `task:${event.task_id}`,
+      event: key,
+      os: true,
+      link: event.pr_url ?? task?.pr_url ?? null,
+    });
   }
 
   announceState(taskId, issue, title, state, prUrl = null) {

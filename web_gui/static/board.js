@@ -1,10 +1,11 @@
 // The Board: task cards by state, updated live; the run modal (events, why it waits, PR,
-// the review thread ledger, private log, Terminate, Discuss).
+// the review thread ledger, CI fix runs, private log, Terminate, Discuss).
 import { api } from "./api.js";
 import { $, h, clear, ago, externalLink } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 import { notify } from "./notify.js";
 import { FINAL, cardPull, modalPull, withLedger } from "./pull.js";
+import { cardNow, modalCi } from "./loop_news.js";
 
 export const STATES = [
   ["queued", "Queued"],
@@ -18,6 +19,7 @@ export const STATES = [
   ["archived", "Archived"],
 ];
 const LIVE = new Set(["queued", "running", "waiting_for_info"]);
+const RUNNING = new Set(["queued", "running"]);
 
 // What a run cost, as people read money: cents, and a sub-cent spend not shown as $0.00.
 function dollars(usd) {
@@ -67,6 +69,8 @@ export class Board {
       updated_at: event.updated_at ?? known.updated_at,
     };
     if (event.state === "archived") task.archived = true;
+    // A review pickup's or fix run's line lasts while the run does.
+    if (task.state !== known.state && !RUNNING.has(task.state)) task.now = null;
     this.put(task);
   }
 
@@ -75,6 +79,13 @@ export class Board {
     const known = this.tasks.get(event.task_id);
     if (!known) return; // not on this Board yet: the next load brings it whole
     this.put(withLedger(known, event));
+  }
+
+  // A `review` or `fix_run` event: what the task's next run does, in words (loop_news.js).
+  applyNews(taskId, words) {
+    const known = this.tasks.get(taskId);
+    if (known) this.put({ ...known, now: words });
+    else if (this.modalTask === taskId) this.openModal(taskId);
   }
 
   put(task) {
@@ -136,6 +147,7 @@ export class Board {
         task.pr_url && !task.pr_state && !FINAL.has(task.state) ? externalLink(task.pr_url, "PR") : null,
       ),
       cardPull(task),
+      cardNow(task),
       h("div", { class: "card-actions" },
         task.issue ? h("button", { class: "discuss", text: "Discuss", onclick: () => this.app.chat.discuss(task.issue), "aria-label": `Discuss #${task.issue}` }) : null,
         finished && !task.archived ? h("button", { class: "archive", text: "Archive", onclick: () => this.archive(task.id), "aria-label": `Archive #${task.issue}` }) : null,
@@ -211,7 +223,7 @@ export class Board {
     if (why) body.append(h("h3", { text: "Why it waits" }), h("p", { class: "why", text: why }));
     // tabindex: a scrollable region must be reachable by keyboard (axe: scrollable-region-focusable).
     if (detail.last_error) body.append(h("h3", { text: "Last error" }), h("pre", { class: "log", tabindex: 0, text: detail.last_error }));
-    body.append(...modalPull(detail));
+    body.append(...modalPull(detail), ...modalCi(detail));
     if (detail.blocked?.length) {
       // Hosts the run's egress proxy refused (docs/lifecycle.md, "Egress"); text only: the runtime chose them.
       body.append(h("h3", { text: "Blocked requests" }), h("ul", { class: "blocked" }, detail.blocked.map(blockedItem)));

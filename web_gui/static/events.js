@@ -3,10 +3,19 @@
 const POLL_MS = 4000;
 
 export class LiveUpdates {
-  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger }) {
+  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun }) {
     // `resync`: events after our id were dropped, so reload what is shown. `ledger`: a
-    // task's review threads changed.
-    this.handlers = { task: onTask, result: onResult, session: onSession, resync: onResync, ledger: onLedger };
+    // task's review threads changed. `review`, `fix_run`: a run took review threads up, or
+    // failing CI started a fix run.
+    this.handlers = {
+      task: onTask,
+      result: onResult,
+      session: onSession,
+      resync: onResync,
+      ledger: onLedger,
+      review: onReview,
+      fix_run: onFixRun,
+    };
     this.onPoll = onPoll;
     this.source = null;
     this.timer = null;

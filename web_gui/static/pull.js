@@ -104,7 +104,7 @@ function threadItem(thread, prUrl) {
 }
 
 // A commit on the pull request's repository: …/owner/name/pull/N -> …/owner/name/commit/SHA.
-function commitLink(prUrl, sha) {
+export function commitLink(prUrl, sha) {
   const short = sha.slice(0, 7);
   const repo = prUrl ? String(prUrl).replace(/\/pull\/\d+\/?$/, "") : "";
   if (!repo || repo === prUrl) return h("code", { text: short });
