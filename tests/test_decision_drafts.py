@@ -15,6 +15,7 @@ from bot.db import Database
 from bot.lifecycle import tasks
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -60,7 +61,7 @@ def _answered(
     )
     for state in (TaskState.RUNNING, TaskState.WAITING_FOR_INFO):
         data = {"question": question} if state == TaskState.WAITING_FOR_INFO else None
-        tasks.transition(session, task.id, state, actor="test", data=data, clock=lambda: at)
+        apply(session, task.id, Move(state, actor="test", data=data), lambda: at)
     tasks.record(
         session,
         tasks.get_task(session, task.id),

@@ -14,6 +14,7 @@ from bot.clock import utcnow
 from bot.lifecycle import plan_store, tasks
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import ready, tui, until
 from tui_client.task_detail import TaskDetailScreen, detail_lines
@@ -35,14 +36,16 @@ def _task(session: Session, issue: int, question: str, **changes: Any) -> int:
         origin_session=None,
         actor="test",
     )
-    tasks.transition(session, task.id, TaskState.RUNNING, actor="test")
-    tasks.transition(
+    apply(session, task.id, Move(TaskState.RUNNING, actor="test"))
+    apply(
         session,
         task.id,
-        TaskState.WAITING_FOR_INFO,
-        actor="test",
-        data={"question": question},
-        changes={"question": question, **changes},
+        Move(
+            TaskState.WAITING_FOR_INFO,
+            actor="test",
+            data={"question": question},
+            changes={"question": question, **changes},
+        ),
     )
     return task.id
 
@@ -56,8 +59,8 @@ def _seed(session: Session) -> int:
         actor="maintainer",
         detail="Acme keeps it.",
     )
-    tasks.transition(session, answered, TaskState.RUNNING, actor="test")
-    tasks.transition(session, answered, TaskState.DELIVERED, actor="test")
+    apply(session, answered, Move(TaskState.RUNNING, actor="test"))
+    apply(session, answered, Move(TaskState.DELIVERED, actor="test"))
     waiting = _task(session, 42, QUESTION, tokens_used=400)  # no cost reported
     plan = "Files to change: export.py\nApproach: keep Acme's format"
     plan_store.propose(session, waiting, 1, plan, utcnow)

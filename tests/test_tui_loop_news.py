@@ -15,7 +15,8 @@ from bot.clock import utcnow
 from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.tasks import get_task, new_task, record, transition
+from bot.lifecycle.tasks import get_task, new_task, record
+from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import SIZE, ready, tui, until
 from tui_client.live import news_notice
@@ -34,10 +35,12 @@ async def api(api_factory: Any, tmp_path: Path, redis_url: str) -> ApiClient:
 
 def _delivered(session: Session) -> int:
     task = new_task(session, repo=REPO, issue=9, title="Blue", origin_session=None, actor="t")
-    transition(session, task.id, TaskState.RUNNING, actor="t")
+    apply(session, task.id, Move(TaskState.RUNNING, actor="t"))
     url = f"https://github.com/{REPO}/pull/90"
-    transition(
-        session, task.id, TaskState.DELIVERED, actor="t", changes={"pr_url": url, "pr_number": 90}
+    apply(
+        session,
+        task.id,
+        Move(TaskState.DELIVERED, actor="t", changes={"pr_url": url, "pr_number": 90}),
     )
     return task.id
 

@@ -14,7 +14,8 @@ from sqlalchemy.orm import Session
 from bot.clock import utcnow
 from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.tasks import new_task, transition
+from bot.lifecycle.tasks import new_task
+from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import SIZE, ready, tui, until
 from tui_client.app import SteelframeApp
@@ -57,17 +58,15 @@ def seed(session: Session) -> dict[int, int]:
             session, repo=REPO, issue=issue, title=f"Task {issue}", origin_session=None, actor="t"
         )
         ids[issue] = task.id
-        transition(session, task.id, TaskState.RUNNING, actor="t")
-        transition(
+        apply(session, task.id, Move(TaskState.RUNNING, actor="t"))
+        apply(
             session,
             task.id,
-            TaskState.DELIVERED,
-            actor="t",
-            changes={"pr_url": f"{PR}{90 + issue}"},
+            Move(TaskState.DELIVERED, actor="t", changes={"pr_url": f"{PR}{90 + issue}"}),
         )
     session.add(_thread(ids[9], 1, ThreadState.OPEN))
     session.add(_thread(ids[9], 2, ThreadState.ADDRESSED, "abc1234"))
-    transition(session, ids[12], TaskState.MERGED, actor="t", detail="pull request #102 merged")
+    apply(session, ids[12], Move(TaskState.MERGED, actor="t", detail="pull request #102 merged"))
     return ids
 
 

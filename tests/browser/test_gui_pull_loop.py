@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from bot.lifecycle.models import ThreadKind, ThreadState
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
@@ -36,10 +37,14 @@ async def _comment(lc: Lifecycle, number: int, body: str) -> Any:
 
 async def _text(gui: Gui, selector: str, wanted: str) -> str:
     """The element's text once it contains `wanted` (events arrive when they arrive)."""
-    await gui.page.wait_for_function(
-        "([s, w]) => (document.querySelector(s)?.innerText ?? '').includes(w)",
-        arg=[selector, wanted],
-    )
+    try:
+        await gui.page.wait_for_function(
+            "([s, w]) => (document.querySelector(s)?.innerText ?? '').includes(w)",
+            arg=[selector, wanted],
+        )
+    except PlaywrightTimeout:
+        shown = await gui.page.inner_text(selector)
+        raise AssertionError(f"{selector} never said {wanted!r}; it says {shown!r}") from None
     return str(await gui.page.inner_text(selector))
 
 
@@ -52,7 +57,7 @@ async def _no_axe_findings(gui: Gui, where: str) -> None:
 async def test_the_board_follows_a_review_to_the_merge(
     make: Make, gui_factory: GuiFactory, scheme: str
 ) -> None:
-    lc = await make(coding_command=command("commit"))
+    lc = await make(coding_command=command("review", "fix"))
     issue, number = await delivered_pull(lc, "Make the widget blue")
     task_id = lc.task(issue).id
     gui = await gui_factory(lc.api, sign_in=False, color_scheme=scheme)
@@ -107,14 +112,14 @@ async def test_the_board_follows_a_review_to_the_merge(
     await gui.screenshot(f"pull-loop-modal-{scheme}")
     await _no_axe_findings(gui, "run modal with the ledger")
 
-    # The last open thread declined: ready for review, in the modal and on the card.
-    no = ThreadAnswer(ThreadKind.COMMENT, loud["id"], ThreadState.DECLINED, "Out of scope.")
-    assert await answer_threads(lc.ctx.db, lc.github, task_id, [no]) == 1
+    # The review run the comments queued answers the thread still open and delivers the
+    # task again: ready for review, in the modal and on the card.
+    await lc.work()
     await lc.settle()
-    ready = "PR open · 1 addressed · 1 declined · ready for review"
+    ready = "PR open · 2 addressed · ready for review"
     assert await _text(gui, "#run-body .ledger-head", ready) == ready
-    assert "reason: Out of scope." in await open_row.inner_text()
-    assert "ready for review" in await gui.page.inner_text(f"{card} .card-pull")
+    assert (await open_row.locator(".thread-state").inner_text()) == "addressed"
+    assert "ready for review" in await _text(gui, f"{card} .card-pull", "ready for review")
 
     # Merged while the modal is open: it shows the outcome; a notification links the PR.
     await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
@@ -140,7 +145,7 @@ async def test_the_board_follows_a_review_to_the_merge(
 async def test_a_closed_pull_request_on_a_phone(make: Make, gui_factory: GuiFactory) -> None:
     """Closed without a merge, at 390x844: the card in the Closed column reads final, the
     modal says how it ended with a long hostile review in it, and nothing overflows."""
-    lc = await make(coding_command=command("commit"))
+    lc = await make(coding_command=command("review", "fix"))
     issue, number = await delivered_pull(lc, "Make the widget blue " + "and wide " * 12)
     await _comment(lc, number, "x" * 400 + f" {HOSTILE}")
     await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": "closed"})

@@ -23,8 +23,11 @@ export function prState(task) {
 
 // Ready for review: the server's verdict, while the task is still `delivered` (a live `task`
 // event that moves it on, to a run or a merge, ends it before the Board reloads).
+// The server's rule (bot/lifecycle/review_ledger.ready_for_review): delivered with no thread
+// open. Read from the state and the counts, which the `task` and `ledger` events each keep
+// current: a review run's `ledger` event comes before its task is delivered again.
 export function isReady(task) {
-  return Boolean(task.ready_for_review) && task.state === "delivered";
+  return task.state === "delivered" && (task.review?.open ?? 0) === 0;
 }
 
 // The card's line about the pull request: its state (linked), the ledger, ready or not.
