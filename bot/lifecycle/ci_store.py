@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
@@ -110,29 +111,31 @@ def conclude(
         row.updated_at = clock()
 
 
+def _claimed_row(claim: Claim, now: datetime) -> CiFix:
+    fix = claim.verdict is CiVerdict.FIX
+    return CiFix(
+        task_id=claim.task_id,
+        generation=claim.generation,
+        pr_number=claim.pr_number,
+        head_sha=claim.head_sha,
+        chain_sha=claim.chain_sha,
+        run_number=claim.run_number,
+        verdict=claim.verdict,
+        state=CiFixState.QUEUED if fix else CiFixState.STOPPED,
+        checks=", ".join(claim.checks),
+        reason=claim.reason,
+        evidence=claim.evidence,
+        job_id=claim.job_id,
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Transitioned:
     """Insert the head commit's row and move the task (raises IllegalTransition when the
     task is no longer delivered, IntegrityError when another delivery claimed it first)."""
-    now = clock()
     fix = claim.verdict is CiVerdict.FIX
-    session.add(
-        CiFix(
-            task_id=claim.task_id,
-            generation=claim.generation,
-            pr_number=claim.pr_number,
-            head_sha=claim.head_sha,
-            chain_sha=claim.chain_sha,
-            run_number=claim.run_number,
-            verdict=claim.verdict,
-            state=CiFixState.QUEUED if fix else CiFixState.STOPPED,
-            checks=", ".join(claim.checks),
-            reason=claim.reason,
-            evidence=claim.evidence,
-            job_id=claim.job_id,
-            created_at=now,
-            updated_at=now,
-        )
-    )
+    session.add(_claimed_row(claim, clock()))
     session.flush()
     data = {
         "head_sha": claim.head_sha,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import replace
+from pathlib import Path
 
 from sqlalchemy.orm import Session
 
@@ -40,6 +41,18 @@ def task_env(task: Task) -> dict[str, str]:
     return env
 
 
+def _run_env(run: Run, label: str | None, *, plan: bool) -> tuple[dict[str, str], Path | None]:
+    """The coding command's environment, and the preset's home when a preset runs."""
+    env = task_env(run.task)
+    if plan:  # the plan run: told so, and the repository mounted read-only
+        env[plan_flow.MODE_VARIABLE] = plan_flow.PLAN_MODE
+    if not label:
+        return env, None
+    home = agent_home(run.ctx, run.task)
+    env.update(agent_env(run.ctx, run.task, home))
+    return env, home
+
+
 async def code(
     run: Run, tree: worktree.Worktree, prompt: str, remaining: float, *, plan: bool = False
 ) -> CodingOutcome:
@@ -62,15 +75,9 @@ async def code(
     def on_usage(tokens: int, cost: float) -> str | None:
         return limits.exceeded(task.tokens_used + tokens, task.cost_usd + cost)
 
-    env = task_env(task)
-    if plan:  # the plan run: told so, and the repository mounted read-only
-        env[plan_flow.MODE_VARIABLE] = plan_flow.PLAN_MODE
     label = preset_label(ctx)
     on_progress, updates = progress_hook(run, label or "The coding runtime")
-    home = None
-    if label:
-        home = agent_home(ctx, task)
-        env.update(agent_env(ctx, task, home))
+    env, home = _run_env(run, label, plan=plan)
     sandboxed = SandboxRun(
         repo=tree.path, tmp=run.folder / "tmp", prompt=run.folder / "prompt.md", home=home
     )

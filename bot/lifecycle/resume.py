@@ -82,19 +82,9 @@ class Resumes:
         task = await self.db.run(lambda s: tasks.find_task(s, repo, issue))
         if task is None:
             return ResumeResult(None, False, "no task for this issue")
-        if task.decision_comment_id == comment_id:
-            return ResumeResult(task.id, False, "this Decision was already applied")
-        # Comment ids grow with time: a smaller one is older than the Decision applied last
-        # (a replayed delivery, or one GitHub sent late), and never overrides it.
-        if task.decision_comment_id is not None and comment_id < task.decision_comment_id:
-            return await self._decision_ignored(
-                task, author, comment_id, "a newer Decision was already applied"
-            )
-        if task.state != TaskState.WAITING_FOR_INFO:
-            return await self._decision_ignored(task, author, comment_id, f"task is {task.state}")
-        allowed, why = await self._may_decide(repo, author)
-        if not allowed:
-            return await self._decision_ignored(task, author, comment_id, why)
+        refused = await self._refusal(task, repo, author, comment_id)
+        if refused is not None:
+            return refused
         decision = decision_text(body)
         job = job_id(task.id, task.generation, f"d{comment_id}")
         move = Move(
@@ -142,6 +132,25 @@ class Resumes:
         except IllegalTransition as exc:
             return ResumeResult(task.id, False, f"task is {exc.current}")
         return ResumeResult(task.id, True, "resumed")
+
+    async def _refusal(
+        self, task: Task, repo: str, author: str, comment_id: int
+    ) -> ResumeResult | None:
+        """Why this Decision does not resume the task (recorded on it), or None."""
+        if task.decision_comment_id == comment_id:
+            return ResumeResult(task.id, False, "this Decision was already applied")
+        # Comment ids grow with time: a smaller one is older than the Decision applied last
+        # (a replayed delivery, or one GitHub sent late), and never overrides it.
+        if task.decision_comment_id is not None and comment_id < task.decision_comment_id:
+            return await self._decision_ignored(
+                task, author, comment_id, "a newer Decision was already applied"
+            )
+        if task.state != TaskState.WAITING_FOR_INFO:
+            return await self._decision_ignored(task, author, comment_id, f"task is {task.state}")
+        allowed, why = await self._may_decide(repo, author)
+        if not allowed:
+            return await self._decision_ignored(task, author, comment_id, why)
+        return None
 
     async def _continue(self, task_id: int, job: str, repo: str, issue: int, author: str) -> None:
         """The committed resume's continuation enqueued, and its needs_human label gone."""
