@@ -29,8 +29,8 @@ from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, 
 from tests.fakes.sandbox import sandbox_settings
 from tests.fakes.serve_process import free_port
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+from webhooks.delivery_retry import RetryPolicy
 from webhooks.deps import WEBHOOKS
-from webhooks.processor import RetryPolicy
 
 OUTAGE_SECONDS = 10.0
 # Long enough that a heartbeat starved on a loaded machine does not lose a run's lease

@@ -19,7 +19,8 @@ from bot.clock import utcnow
 from bot.db import Database
 from tests.conftest import GITHUB_DATA, make_settings, store_deliveries
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
-from webhooks.processor import DeliveryProcessor, RetryPolicy
+from webhooks.delivery_retry import RetryPolicy
+from webhooks.processor import DeliveryProcessor
 from webhooks.routing import WebhookContext, handles
 from webhooks.writer import DeliveryWriter
 

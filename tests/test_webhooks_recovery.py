@@ -22,9 +22,10 @@ from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_del
 from webhooks.chunks import Write
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.delivery_log import Replay, requeue
+from webhooks.delivery_retry import RetryPolicy
 from webhooks.delivery_sql import claim, claim_stale
 from webhooks.handlers.common import commit
-from webhooks.processor import DeliveryProcessor, RetryPolicy
+from webhooks.processor import DeliveryProcessor
 from webhooks.router import build_router
 from webhooks.routing import WebhookContext, handles
 

@@ -3,6 +3,10 @@
 All data comes from `OperatorClient`; network work runs in Textual workers, one turn at a
 time (`exclusive=True`), and every failure lands in the transcript as a notice, so the app
 keeps running whatever the service does.
+
+Over the 500-line rule, on purpose: it is one Textual widget, whose compose, bindings and
+`on_*` handlers (dispatched by Textual by name on the widget) share the panel's state; the
+frame names it reads come from `tui_client/wire.py`, generated from the service's Structs.
 """
 
 from __future__ import annotations

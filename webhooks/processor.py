@@ -28,11 +28,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -49,6 +47,7 @@ from bot.handler_runs import running
 from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import OK, Claimed, DeliveryStatus, Finished
+from webhooks.delivery_retry import RetryPolicy
 from webhooks.delivery_sql import (
     bodies_statement,
     claim_stale,
@@ -84,23 +83,6 @@ MAX_QUEUED = 100_000
 RECORD_EVERY = 16
 # Failures no retry can fix: the delivery is dead at once.
 PERMANENT = (BadRequest, GitHubRejected)
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    """Attempts per delivery and the waits between them: base * 2**(n-1), capped, times a
-    random factor in [1 - jitter, 1] so deliveries that failed together do not all come
-    back at once. Defaults: 8 attempts over 5 to 10 minutes."""
-
-    max_attempts: int = 8
-    base_delay: float = 5.0
-    max_delay: float = 600.0
-    jitter: float = 0.5
-
-    def delay(self, attempt: int, *, rng: Callable[[], float] = random.random) -> float:
-        """Seconds before attempt `attempt + 1` after attempt `attempt` (1-based) failed."""
-        full = min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
-        return full * (1.0 - self.jitter * rng())
 
 
 @dataclass(frozen=True, slots=True)
