@@ -28,6 +28,7 @@ from tests.test_webhooks_endpoint import (
 )
 from webhooks.deliveries import DeliveryBody, DeliveryStatus, WebhookDelivery
 from webhooks.deps import WEBHOOKS
+from webhooks.lifecycle_hooks import parse_comment_event
 from webhooks.router import build_router
 
 
@@ -144,11 +145,11 @@ async def test_an_older_decision_never_overrides_a_newer_one(make: Make) -> None
     assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
 
     # The same comment reaching the service late (GitHub's own delivery, delayed): ignored.
-    result = await lc.service.on_comment_event(json.loads(older[1]))
+    result = await lc.service.on_comment_event(parse_comment_event(json.loads(older[1])))
     assert result is not None and not result.resumed
     assert result.reason == "a newer Decision was already applied"
     # The newer one, once applied, is never applied again.
-    again = await lc.service.on_comment_event(json.loads(newer[1]))
+    again = await lc.service.on_comment_event(parse_comment_event(json.loads(newer[1])))
     assert again is not None and not again.resumed
     task = lc.task(issue)
     assert task.state == TaskState.WAITING_FOR_INFO and task.pending_decision == "Use green."

@@ -30,6 +30,7 @@ from gidgethub.sansio import Event
 
 from bot.lifecycle.pickup import IssueEvent
 from bot.lifecycle.pull_end import end_pull, parse_pull_closed
+from bot.lifecycle.resume import CommentEvent
 from bot.lifecycle.review_pickup import request_review_run
 from bot.lifecycle.reviews import ReviewIntake, ReviewPickup
 from webhooks.routing import WebhookContext, handles
@@ -90,9 +91,23 @@ async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
     included): resume the waiting task if the author may decide."""
     if ctx.tasks is None:
         return
-    result = await ctx.tasks.on_comment_event(event.data)
+    result = await ctx.tasks.on_comment_event(parse_comment_event(event.data))
     if result is not None:
         log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
+
+
+def parse_comment_event(payload: dict[str, Any]) -> CommentEvent:
+    """The parts of an `issue_comment` payload the lifecycle reads (COMMENT_NEEDS were
+    checked before the handler runs); a missing author reads as empty."""
+    comment = payload.get("comment") or {}
+    return CommentEvent(
+        action=str(payload.get("action") or ""),
+        repo=str(payload["repository"]["full_name"]),
+        issue=int(payload["issue"]["number"]),
+        comment_id=int(comment["id"]),
+        author=str((comment.get("user") or {}).get("login") or ""),
+        body=str(comment.get("body") or ""),
+    )
 
 
 async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:

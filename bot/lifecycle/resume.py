@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 from sqlalchemy.orm import Session
@@ -30,6 +29,19 @@ from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.transition import Move, Transitioned, transition
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class CommentEvent:
+    """An `issue_comment` webhook event as the lifecycle reads it (webhooks.lifecycle_hooks
+    parses the payload): what happened, on which issue, which comment, by whom, its text."""
+
+    action: str
+    repo: str
+    issue: int
+    comment_id: int
+    author: str
+    body: str
 
 
 @dataclass(frozen=True)
@@ -55,22 +67,20 @@ class Resumes:
         self.github = github
         self.clock = clock
 
-    async def on_comment_event(self, payload: dict[str, Any]) -> ResumeResult | None:
+    async def on_comment_event(self, event: CommentEvent) -> ResumeResult | None:
         """`issue_comment` created with the Decision marker resumes a waiting task."""
-        if payload.get("action") != "created":
+        if event.action != "created":
             return None
-        comment = payload.get("comment") or {}
-        body = str(comment.get("body") or "")
-        if DECISION_MARKER not in body:
+        if DECISION_MARKER not in event.body:
             return None
-        if progress.NOTICE_PREFIX in body or progress.PROGRESS_PREFIX in body:
+        if progress.NOTICE_PREFIX in event.body or progress.PROGRESS_PREFIX in event.body:
             return None  # Steelframe's own status comments are never Decisions
         return await self.resume(
-            str(payload["repository"]["full_name"]),
-            int(payload["issue"]["number"]),
-            comment_id=int(comment["id"]),
-            author=str((comment.get("user") or {}).get("login") or ""),
-            body=body,
+            event.repo,
+            event.issue,
+            comment_id=event.comment_id,
+            author=event.author,
+            body=event.body,
             cause="webhook:issue_comment.created",
         )
 

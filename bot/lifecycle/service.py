@@ -15,7 +15,7 @@ from bot.lifecycle import board
 from bot.lifecycle.context import DEFAULT_QUEUE
 from bot.lifecycle.pickup import IssueEvent, PickupResult, Pickups
 from bot.lifecycle.queue import LifecycleQueue
-from bot.lifecycle.resume import ResumeResult, Resumes
+from bot.lifecycle.resume import CommentEvent, ResumeResult, Resumes
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.terminate import Termination, Terminations
 
@@ -57,8 +57,8 @@ class TaskService:
     async def on_issue_event(self, event: IssueEvent) -> PickupResult | None:
         return await self.pickups.on_issue_event(event)
 
-    async def on_comment_event(self, payload: dict[str, Any]) -> ResumeResult | None:
-        return await self.resumes.on_comment_event(payload)
+    async def on_comment_event(self, event: CommentEvent) -> ResumeResult | None:
+        return await self.resumes.on_comment_event(event)
 
     async def terminate(self, task_id: int, *, actor: str) -> Termination:
         return await self.terminations.terminate(task_id, actor=actor)
