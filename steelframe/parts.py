@@ -27,6 +27,7 @@ from bot.chat.search_words import model_search_words
 from bot.chat.session_service import SessionService
 from bot.chat.summariser import Summariser
 from bot.chat.summary_sink import chat_summary_sink
+from bot.chat.task_reader import TaskReader
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings
@@ -36,7 +37,7 @@ from bot.filing import FilingService
 from bot.github.client import GitHubClient
 from bot.github.installations import stored_installations
 from bot.lifecycle.announce import watch_commits
-from bot.lifecycle.board import task_for_issue
+from bot.lifecycle.board import focused_task, pull_left
 from bot.lifecycle.budget_metrics import budget_collector
 from bot.lifecycle.metrics import lifecycle_collector
 from bot.lifecycle.service import TaskService, build_task_service
@@ -174,7 +175,7 @@ def build_parts(
             memory,
             background=background,
             # The focused issue's task enters the prompt as task JSON (DESIGN: one chat turn).
-            tasks=lambda agent, issue: database.call(task_for_issue, agent.repo, issue),
+            tasks=lambda agent, issue: database.call(focused_task, agent.repo, issue),
             # rounds 2 and 3 search with the model's words too (bot/chat/search_words.py)
             search_words=(
                 model_search_words(runtime_factory) if settings.chat_model_search_words else None
@@ -355,6 +356,14 @@ class _ChatGitHub:
     checkouts: ManagedCheckouts | None = None
 
 
+def _task_reader(database: dbmod.Database) -> TaskReader:
+    """Chat's reads of the task lifecycle: the board's views, one transaction each."""
+    return TaskReader(
+        focused=lambda repo, issue: database.run(focused_task, repo, issue),
+        left=lambda repo, issue: database.run(pull_left, repo, issue),
+    )
+
+
 def _chat_github(
     settings: Settings,
     database: dbmod.Database,
@@ -369,7 +378,9 @@ def _chat_github(
         return _ChatGitHub(policy=DraftOnlyPolicy())
     return _ChatGitHub(
         # The operator's typed commands ("publish it", ...) first, then the filing policy.
-        policy=OperatorCommands(GitHubIntentPolicy(filing), db=database, publisher=publisher),
+        policy=OperatorCommands(
+            GitHubIntentPolicy(filing), tasks=_task_reader(database), publisher=publisher
+        ),
         issues=IssueContextLoader(github),
         checkouts=ManagedCheckouts(
             settings.data_dir / "checkouts",

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+import msgspec
+
 from bot.background import BackgroundTasks
 from bot.chat.blocks import committed_block, fallback_block
 from bot.chat.grounding import NO_SEMANTIC_HITS, Answerability, Grounding
@@ -24,19 +26,21 @@ from bot.chat.retrieval_hits import (
 )
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit, StatusFrame
+from bot.contracts.tasks import FocusedTask
 from memory import Hit, Memory, read_committed
 from memory.committed import CommittedMemory, read_related
 
 log = logging.getLogger(__name__)
 SYNC_ROWS_PER_TURN = 2_000  # a big backlog is caught up over several turns (or `reindex`)
-TaskLookup = Callable[[AgentConfig, int], dict[str, Any] | None]
+# The focused issue's task (bot.lifecycle.board.focused_task, handed in by steelframe/parts.py).
+TaskLookup = Callable[[AgentConfig, int], FocusedTask | None]
 COMMITTED_BUDGET = 8_000
 
 
 @dataclass(frozen=True)
 class Prepared:
     committed: CommittedMemory
-    task: dict[str, Any] | None
+    task: FocusedTask | None
     synced: tuple[Any, bool] | Exception  # the index's catch-up report and merge_due
     recent: list[Hit] | Exception  # the newest summaries: the recency fallback
     related: tuple[str, ...] = ()  # the committed `related:` table (memory.committed)
@@ -88,7 +92,8 @@ def base_grounding(prepared: Prepared, floor: float) -> Grounding:
     return Grounding(
         committed_memory=[f.to_json() for f in committed.files],
         committed_block=committed_block(committed),
-        task=prepared.task,
+        # the prompt embeds the task as JSON (system.j2), the offline runtime reads its state
+        task=None if prepared.task is None else msgspec.to_builtins(prepared.task),
         meta={
             "floor": floor,
             "margin": RELATIVE_MARGIN,
@@ -171,7 +176,7 @@ class TurnPreparation:
             asyncio.to_thread(self.memory.merge), name="memory-merge"
         )
 
-    def _task(self, agent: AgentConfig, focus: int | None) -> dict[str, Any] | None:
+    def _task(self, agent: AgentConfig, focus: int | None) -> FocusedTask | None:
         if self.tasks is None or focus is None:
             return None
         try:

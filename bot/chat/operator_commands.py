@@ -22,12 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.chat.intents import IntentContext, IntentOutcome, IntentPolicy
-from bot.chat.pull_left import read_left, what_is_left
+from bot.chat.pull_left import what_is_left
 from bot.chat.session_rows import UNSET
-from bot.db import Database
+from bot.chat.task_reader import TaskReader
 from bot.decisions import DecisionPublisher
 from bot.dialogue.trailer import Intent
-from bot.lifecycle.board import task_for_issue
 
 
 class Command(enum.Enum):
@@ -100,13 +99,13 @@ def command_focus(message: str, focus: Any) -> Any:
 
 class OperatorCommands:
     """An intent policy that runs the operator's commands and hands anything else to
-    `inner` (the filing policy)."""
+    `inner` (the filing policy). It reads tasks through `tasks` (bot.chat.task_reader)."""
 
     def __init__(
-        self, inner: IntentPolicy, *, db: Database, publisher: DecisionPublisher | None
+        self, inner: IntentPolicy, *, tasks: TaskReader, publisher: DecisionPublisher | None
     ) -> None:
         self.inner = inner
-        self.db = db
+        self.tasks = tasks
         self.publisher = publisher
 
     async def apply(self, ctx: IntentContext) -> IntentOutcome:
@@ -120,7 +119,7 @@ class OperatorCommands:
             return await self._publish(ctx)
         if found.command is Command.LEFT:
             assert found.issue is not None
-            left = await self.db.run(read_left, ctx.agent.repo, found.issue)
+            left = await self.tasks.left(ctx.agent.repo, found.issue)
             return _said(what_is_left(left, found.issue))
         assert found.issue is not None
         return await self._waiting_for(ctx, found.issue)
@@ -128,8 +127,8 @@ class OperatorCommands:
     async def _discuss(self, ctx: IntentContext, issue: int) -> IntentOutcome:
         """The session is focused on the issue (`command_focus`); say so, with the question
         its task asked, which is what the Decision answers."""
-        task = await self.db.run(task_for_issue, ctx.agent.repo, issue)
-        question = (task or {}).get("question")
+        task = await self.tasks.focused(ctx.agent.repo, issue)
+        question = None if task is None else task.question
         asked = f"\nIts task asks: {question}" if question else ""
         return IntentOutcome(
             intent=Intent.ANSWER,
@@ -164,11 +163,10 @@ class OperatorCommands:
         )
 
     async def _waiting_for(self, ctx: IntentContext, issue: int) -> IntentOutcome:
-        task = await self.db.run(task_for_issue, ctx.agent.repo, issue)
+        task = await self.tasks.focused(ctx.agent.repo, issue)
         if task is None:
             return _said(f"#{issue} has no task: label it to start one, or file it in Chat.")
-        question = task.get("question")
-        state = str(task.get("state"))
+        question, state = task.question, task.state
         if question:
             return _said(
                 f"#{issue} is {state}, waiting for an answer to: {question}\n"

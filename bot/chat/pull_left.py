@@ -1,72 +1,46 @@
 """Chat's answer to "what is left on #N?": the task's pull request and its review thread
-ledger in words, read from the database (no model, so the same with any runtime).
+ledger in words (no model, so the same with any runtime), from the task JSON
+(`bot.contracts.tasks.PullLeft`: the Board's card and ledger) read through the task reader
+Chat is handed (bot.chat.task_reader).
 
 Open threads come first (who, where, what they said), then what was addressed (with the
 commit), declined (with the reason) or waits for the operator (the question), then whether
-the task is ready for review. The words for states are bot.lifecycle.pull_view's, the ones
-the Board and the TUI show. A reviewer's text is untrusted: quoted, cut short, and escaped
+the task is ready for review. A reviewer's text is untrusted: quoted, cut short, and escaped
 so that it renders as the words it is (no link, no markup of its own).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from sqlalchemy.orm import Session
-
-from bot.lifecycle import pull_view
-from bot.lifecycle.models import ReviewThread, ThreadState
-from bot.lifecycle.review_ledger import EXCERPT_CHARS, excerpt, review_threads
-from bot.lifecycle.tasks import find_task
+from bot.contracts.tasks import PullLeft, ReviewThread
 
 COMMIT_CHARS = 7
 REASON_CHARS = 200
+EXCERPT_CHARS = 160  # as long as the ledger's excerpt of a reviewer's words
 # Characters that make markdown of plain words (links, images, emphasis, code, html) and
 # `#N`, which the GUI links to a run.
 _MARKDOWN = re.compile(r"([\\`*_{}\[\]()#!|<>~])")
 _PR_WORDS = {
-    pull_view.PullState.DRAFT: "is a draft",
-    pull_view.PullState.OPEN: "is open",
-    pull_view.PullState.MERGED: "was merged",
-    pull_view.PullState.CLOSED: "was closed without a merge",
+    "draft": "is a draft",
+    "open": "is open",
+    "merged": "was merged",
+    "closed": "was closed without a merge",
 }
 _SECTIONS = (
-    (ThreadState.OPEN, "Open"),
-    (ThreadState.NEEDS_OPERATOR, "Needs the operator"),
-    (ThreadState.ADDRESSED, "Addressed"),
-    (ThreadState.DECLINED, "Declined"),
+    ("open", "Open"),
+    ("needs_operator", "Needs the operator"),
+    ("addressed", "Addressed"),
+    ("declined", "Declined"),
 )
 
 
-@dataclass(frozen=True)
-class Left:
-    """What the answer is made of, read in one transaction."""
-
-    issue: int
-    title: str
-    state: str
-    pr_url: str | None
-    view: pull_view.PullView
-    threads: list[ReviewThread]
-
-
-def read_left(session: Session, repo: str, issue: int) -> Left | None:
-    task = find_task(session, repo, issue)
-    if task is None:
-        return None
-    threads = review_threads(session, task.id)
-    view = pull_view.views_of(session, [task])[task.id]
-    session.expunge_all()  # read after the transaction: the rows are plain values now
-    return Left(issue, task.title, task.state, task.pr_url, view, threads)
-
-
-def what_is_left(left: Left | None, issue: int) -> str:
+def what_is_left(left: PullLeft | None, issue: int) -> str:
     if left is None:
         return f"#{issue} has no task: label it to start one, or file it in Chat."
     head = _headline(left)
-    if left.view.pr_state is None:
-        return f"{head} It has no pull request yet (the task is {_state(left.state)})."
+    if left.task.pr_state is None:
+        return f"{head} It has no pull request yet (the task is {_state(left.task.state)})."
     lines = [head]
     for state, label in _SECTIONS:
         rows = [t for t in left.threads if t.state == state]
@@ -76,38 +50,38 @@ def what_is_left(left: Left | None, issue: int) -> str:
     return "\n".join(lines)
 
 
-def _headline(left: Left) -> str:
-    name = f"#{left.issue} ({_quoted(left.title, 80)})" if left.title else f"#{left.issue}"
-    state = left.view.pr_state
+def _headline(left: PullLeft) -> str:
+    task = left.task
+    name = f"#{task.issue} ({_quoted(task.title, 80)})" if task.title else f"#{task.issue}"
+    state = task.pr_state
     if state is None:
         return f"{name}:"
-    pull = f"its pull request {left.pr_url}" if left.pr_url else "its pull request"
-    summary = left.view.review.words()
+    pull = f"its pull request {task.pr_url}" if task.pr_url else "its pull request"
+    summary = task.review.summary
     ledger = f"review threads: {summary}" if summary else "no review threads yet"
     return f"{name}: {pull} {_PR_WORDS[state]}; {ledger}."
 
 
-def _verdict(left: Left) -> str:
-    state = left.view.pr_state
-    if state in (pull_view.PullState.MERGED, pull_view.PullState.CLOSED):
-        return f"Nothing is left: the task is {left.state} (final)."
-    if left.view.ready_for_review:
+def _verdict(left: PullLeft) -> str:
+    task = left.task
+    if task.pr_state in ("merged", "closed"):
+        return f"Nothing is left: the task is {task.state} (final)."
+    if task.ready_for_review:
         return "Ready for review: no thread is open."
-    counts = left.view.review
-    if counts.open:
-        return f"Not ready for review: {counts.open} open thread(s) to answer."
-    return f"Not ready for review: the task is {_state(left.state)}."
+    if task.review.open:
+        return f"Not ready for review: {task.review.open} open thread(s) to answer."
+    return f"Not ready for review: the task is {_state(task.state)}."
 
 
 def _thread_line(thread: ReviewThread) -> str:
     where = f"{thread.path}:{thread.line}" if thread.path else "the review"
-    said = f" said {_quoted(excerpt(thread.text))}" if thread.text.strip() else ""
+    said = f" said {_quoted(thread.excerpt)}" if thread.excerpt.strip() else ""
     line = f"- @{_escaped(thread.author)} on {_escaped(where)}{said}"
-    if thread.state == ThreadState.ADDRESSED and thread.commit:
+    if thread.state == "addressed" and thread.commit:
         line += f"; addressed in commit {_escaped(thread.commit[:COMMIT_CHARS])}"
-    elif thread.state == ThreadState.DECLINED:
+    elif thread.state == "declined":
         line += f"; declined: {_quoted(thread.reason or 'no reason given', REASON_CHARS)}"
-    elif thread.state == ThreadState.NEEDS_OPERATOR:
+    elif thread.state == "needs_operator":
         line += f"; the question: {_quoted(thread.reason or '(not recorded)', REASON_CHARS)}"
     return line + (f" ({thread.url})" if thread.url else "")
 
@@ -117,7 +91,13 @@ def _state(state: str) -> str:
 
 
 def _quoted(text: str, limit: int = EXCERPT_CHARS) -> str:
-    return f"“{_escaped(excerpt(text, limit))}”"
+    return f"“{_escaped(_excerpt(text, limit))}”"
+
+
+def _excerpt(text: str, limit: int) -> str:
+    """The start of untrusted text on one line (as the ledger cuts a reviewer's words)."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
 def _escaped(text: str) -> str:

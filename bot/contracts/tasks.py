@@ -205,6 +205,14 @@ class FocusedTask(TaskCore):
     attempts: int
 
 
+class PullLeft(_Wire):
+    """What is left on a task's pull request, as Chat's "what is left on #N?" reads it:
+    the task's card (its pull request state and ledger counts) and its review threads."""
+
+    task: BoardTask
+    threads: list[ReviewThread]
+
+
 class RunLog(_Wire):
     generation: int
     attempt: int

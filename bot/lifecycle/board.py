@@ -8,7 +8,7 @@ task's state (`bot.lifecycle.transition` does).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import msgspec
 from sqlalchemy import func, select
@@ -220,16 +220,19 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
     )
 
 
+def _newest_event(session: Session, task_id: int) -> TaskEvent | None:
+    return session.scalar(
+        select(TaskEvent).where(TaskEvent.task_id == task_id).order_by(TaskEvent.id.desc()).limit(1)
+    )
+
+
 def focused_task(session: Session, repo: str, issue: int) -> wire.FocusedTask | None:
     """The task of (repo, issue) as Chat's context sees it (the focused issue's task)."""
     task = tasks.find_task(session, repo, issue)
     if task is None:
         return None
-    last = session.scalar(
-        select(TaskEvent).where(TaskEvent.task_id == task.id).order_by(TaskEvent.id.desc()).limit(1)
-    )
     return wire.FocusedTask(
-        **_board_fields(task, last),
+        **_board_fields(task, _newest_event(session, task.id)),
         question=task.question,
         attempts=task.attempts,
     )
@@ -282,8 +285,14 @@ async def archive(
     return await db.run(task_detail, task_id)
 
 
-def task_for_issue(session: Session, repo: str, issue: int) -> dict[str, Any] | None:
-    """`focused_task` as the JSON object Chat's prompt embeds: Chat's `TaskLookup` seam
-    takes JSON (bot.chat.retrieval); the shape is `FocusedTask`'s."""
-    found = focused_task(session, repo, issue)
-    return None if found is None else msgspec.to_builtins(found)
+def pull_left(session: Session, repo: str, issue: int) -> wire.PullLeft | None:
+    """The task of (repo, issue) with its review thread ledger, for Chat's "what is left
+    on #N?" (bot.chat.pull_left); None without a task."""
+    task = tasks.find_task(session, repo, issue)
+    if task is None:
+        return None
+    view = pull_view.views_of(session, [task])[task.id]
+    return wire.PullLeft(
+        task=board_task(task, _newest_event(session, task.id), view),
+        threads=[thread_view(thread) for thread in review_threads(session, task.id)],
+    )
