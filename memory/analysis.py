@@ -204,7 +204,8 @@ def _content(word: str) -> bool:
 
 
 def _feature(term: str) -> int:
-    return abs(murmurhash3_32(term, seed=0)) % N_FEATURES
+    hashed: int = murmurhash3_32(term, seed=0)  # sklearn ships no types: say what it returns
+    return abs(hashed) % N_FEATURES
 
 
 class Analyzer:

@@ -201,7 +201,8 @@ class Segment:
             return np.zeros(0, dtype=np.int64)
         pos = np.searchsorted(self.ids, ids)
         pos = np.minimum(pos, self.n_docs - 1)
-        return pos[self.ids[pos] == ids].astype(np.int64)
+        found: NDArray[np.bool_] = self.ids[pos] == ids  # numpy types `==` of arrays as Any
+        return pos[found].astype(np.int64)
 
 
 @dataclass(frozen=True)

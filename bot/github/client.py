@@ -411,7 +411,8 @@ class GitHubClient:
     async def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
         async def made_already() -> dict[str, Any] | None:
             login = (await self.identity()).bot_login
-            for comment in reversed(await self.list_comments(repo, number)):
+            # newest first; a slice, not reversed(): mypy reads reversed() of dicts as Any
+            for comment in (await self.list_comments(repo, number))[::-1]:
                 if comment.get("body") == body and comment["user"]["login"] == login:
                     return comment
             return None
@@ -511,7 +512,8 @@ class GitHubClient:
 
         async def made_already() -> dict[str, Any] | None:
             login = (await self.identity()).bot_login
-            for item in reversed(await self.paginate(repo, f"/pulls/{int(number)}/comments")):
+            replies = await self.paginate(repo, f"/pulls/{int(number)}/comments")
+            for item in replies[::-1]:  # newest first (a slice keeps the item type)
                 if (
                     item.get("in_reply_to_id") == thread
                     and item.get("body") == body
