@@ -121,13 +121,19 @@ class Endpoints:
 
         return register
 
-    def get(self, path: str, summary: str, responses: dict[str, Any], **options: Any) -> Any:
+    def get(
+        self, path: str, summary: str, responses: dict[str, Any], **options: Any
+    ) -> Callable[[Handler], Handler]:
         return self.route("GET", path, summary, responses, **options)
 
-    def post(self, path: str, summary: str, responses: dict[str, Any], **options: Any) -> Any:
+    def post(
+        self, path: str, summary: str, responses: dict[str, Any], **options: Any
+    ) -> Callable[[Handler], Handler]:
         return self.route("POST", path, summary, responses, **options)
 
-    def delete(self, path: str, summary: str, responses: dict[str, Any], **options: Any) -> Any:
+    def delete(
+        self, path: str, summary: str, responses: dict[str, Any], **options: Any
+    ) -> Callable[[Handler], Handler]:
         return self.route("DELETE", path, summary, responses, **options)
 
 
