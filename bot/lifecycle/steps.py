@@ -388,7 +388,8 @@ def account(run: Run, outcome: CodingOutcome) -> None:
         cost_usd=task.cost_usd + outcome.cost_usd,
     )
     spend = (task.repo, task.id, outcome.tokens, outcome.cost_usd, run.ctx.clock)
-    run.ctx.db.call(budget_ledger.record, *spend)  # the repository's daily/monthly spend
+    agent = run.ctx.policy.coding_agent  # for the estimate from similar runs
+    run.ctx.db.call(budget_ledger.record, *spend, agent)  # the repository's daily/monthly spend
 
 
 def failure_text(run: Run, outcome: CodingOutcome) -> str:
