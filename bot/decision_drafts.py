@@ -89,6 +89,15 @@ def past_decisions(session: Session, repo: str) -> list[PastDecision]:
     return found
 
 
+# How a draft cites the Decision it reuses: published as is, it repeats that answer.
+_REUSING = "\n\n(Reusing the Decision published on "
+
+
+def _answer(decision: str) -> str:
+    """A Decision's answer, without a draft's citation of the Decision it reused."""
+    return decision.split(_REUSING, 1)[0].strip()
+
+
 def _standing(past: list[PastDecision], vectors: list[text_likeness.Vector]) -> list[int]:
     """Indexes of the Decisions not reversed: none later answers the same question
     differently."""
@@ -97,7 +106,7 @@ def _standing(past: list[PastDecision], vectors: list[text_likeness.Vector]) -> 
         later = range(i + 1, len(past))
         if not any(
             text_likeness.cosine(vectors[i], vectors[j]) >= SAME_QUESTION
-            and past[j].decision.strip() != decision.decision.strip()
+            and _answer(past[j].decision) != _answer(decision.decision)
             for j in later
         ):
             kept.append(i)
@@ -128,7 +137,6 @@ def draft(matches: Sequence[Offered]) -> str | None:
         return None
     best = matches[0].past
     return (
-        f"{best.decision}\n\n"
-        f"(Reusing the Decision published on {best.cite()}, which answered: "
+        f"{best.decision}{_REUSING}{best.cite()}, which answered: "
         f'"{" ".join(best.question.split())[:300]}")'
     )

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
 from bot.lifecycle import (
+    auto_resume,
     budget,
     budget_ledger,
     leases,
@@ -460,9 +461,12 @@ async def ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
             return await fail(run, error=refused, retry=False)
         await push(run, tree)
     question = run.public_block(outcome.question)
-    return await finish_question(
+    said = await finish_question(
         run.ctx, run.github, run.task, run.actor, question, fence=run.fence
     )
+    decisions = run.repo_env.config.decisions if run.repo_env is not None else None
+    await auto_resume.after_question(run.ctx, run.github, run.task.id, decisions)  # opt-in
+    return said
 
 
 async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
