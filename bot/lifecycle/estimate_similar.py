@@ -61,10 +61,17 @@ def _size_weight(size: int, past: int) -> float:
     return (low + SIZE_SOFTENING) / (high + SIZE_SOFTENING)
 
 
-def weights(agent: str | None, text: str, history: Sequence[Past]) -> list[float]:
-    """How much each past task counts for a new task of `agent` with issue text `text`."""
-    vectors = text_likeness.vectors([*(p.text for p in history), text])
-    asked = vectors[-1]
+def weights(
+    agent: str | None,
+    text: str,
+    history: Sequence[Past],
+    vectors: Sequence[text_likeness.Vector] | None = None,
+) -> list[float]:
+    """How much each past task counts for a new task of `agent` with issue text `text`
+    (`vectors`: the history's and then the text's, when already made)."""
+    if vectors is None:
+        vectors = text_likeness.vectors([*(p.text for p in history), text])
+    asked = vectors[len(history)]
     return [
         _agent_weight(agent, past.agent)
         * _size_weight(len(text), len(past.text))
@@ -86,10 +93,15 @@ def quantile(values: Sequence[float], weights: Sequence[float], q: float) -> flo
     return pairs[-1][0]
 
 
-def estimate(agent: str | None, text: str, history: Sequence[Past]) -> Weighted | None:
+def estimate(
+    agent: str | None,
+    text: str,
+    history: Sequence[Past],
+    vectors: Sequence[text_likeness.Vector] | None = None,
+) -> Weighted | None:
     if not history:
         return None
-    w = weights(agent, text, history)
+    w = weights(agent, text, history, vectors)
     tokens = [float(p.tokens) for p in history]
     paid = [(p.usd, wi) for p, wi in zip(history, w, strict=True) if p.usd > 0]
     usd = usd_p90 = None
@@ -110,9 +122,13 @@ def typical_error(history: Sequence[Past]) -> float | None:
     """The median relative error (0.25: off by 25%) of the estimate on the latest BACKTEST
     tasks of `history` (oldest first), each from the tasks before it; None with too few."""
     errors = []
+    # Each text analysed once (the idf over the whole history: it knows the later texts'
+    # words, never their spend).
+    vectors = text_likeness.vectors([p.text for p in history])
     for index in range(max(MIN_BEFORE, len(history) - BACKTEST), len(history)):
         actual = history[index]
-        guess = estimate(actual.agent, actual.text, history[:index])
+        made = [*vectors[:index], vectors[index]]
+        guess = estimate(actual.agent, actual.text, history[:index], made)
         if guess is not None and actual.tokens > 0:
             errors.append(abs(actual.tokens - guess.tokens) / actual.tokens)
     if len(errors) < MIN_BEFORE:
