@@ -4,13 +4,18 @@ it starts and in a plan-first task's plan; its error measured on a generated his
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
+from sqlalchemy.orm import Session
+
 from bench import estimates as bench_estimates
-from bot.lifecycle import estimate
+from bot.db import Database
+from bot.lifecycle import budget_ledger, estimate, tasks
 from bot.lifecycle.estimate_similar import Past
 from bot.lifecycle.plan_flow import PLAN_LABEL
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import PICKUP, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -91,3 +96,40 @@ async def test_a_task_estimated_above_the_threshold_asks_for_approval_first(
     assert task.state == TaskState.WAITING_FOR_INFO  # likely 0.05 USD, over 0.02: a plan
     assert "Proposed plan" in (task.question or "") and "~0.05 USD" in (task.question or "")
     assert len(await lc.pulls()) == 1
+
+
+def test_a_repositorys_estimate_weighs_its_tasks_by_the_agent_that_ran_them(
+    any_db: Database,
+) -> None:
+    db = any_db  # SQLite and PostgreSQL
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+
+    def finished(session: Session, issue: int, agent: str, tokens: int) -> None:
+        task = tasks.new_task(
+            session,
+            repo="o/r",
+            issue=issue,
+            title="Fix the flaky login test",
+            origin_session=None,
+            actor="test",
+            clock=lambda: at,
+        )
+        apply(session, task.id, Move(TaskState.RUNNING, actor="test"), lambda: at)
+        apply(session, task.id, Move(TaskState.FAILED, actor="test"), lambda: at)
+        stored = tasks.get_task(session, task.id)
+        stored.tokens_used, stored.cost_usd = tokens, 0.0
+        budget_ledger.record(session, "o/r", task.id, tokens, 0.0, lambda: at, agent)
+
+    def history(session: Session) -> None:
+        for issue in range(1, 4):
+            finished(session, issue, "claude", 1_000)
+        for issue in range(4, 7):
+            finished(session, issue, "codex", 9_000)
+
+    db.call(history)
+    past = db.call(estimate.history, "o/r")
+    assert sorted({p.agent for p in past}, key=str) == ["claude", "codex"]
+    by_claude = db.call(estimate.for_repo, "o/r", agent="claude")
+    by_codex = db.call(estimate.for_repo, "o/r", agent="codex")
+    assert by_claude is not None and by_claude.tokens == 1_000 and by_claude.runs == 6
+    assert by_codex is not None and by_codex.tokens == 9_000
