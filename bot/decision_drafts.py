@@ -13,9 +13,6 @@ answer) was reversed, and is never offered.
 
 from __future__ import annotations
 
-import functools
-import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,9 +20,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot import text_likeness
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.states import TaskState
-from memory.analysis import Analyzer
 
 MAX_OFFERED = 3
 # A past question at least this alike is offered; one this alike to a later one with a
@@ -65,11 +62,6 @@ class Offered:
         }
 
 
-@functools.cache
-def _analyzer() -> Analyzer:
-    return Analyzer()
-
-
 def past_decisions(session: Session, repo: str) -> list[PastDecision]:
     """The repository's Decisions with the question each answered, oldest first."""
     rows = session.execute(
@@ -97,33 +89,24 @@ def past_decisions(session: Session, repo: str) -> list[PastDecision]:
     return found
 
 
-def _vectors(texts: Sequence[str]) -> list[dict[str, float]]:
-    """tf-idf vectors (1 + ln tf, idf over `texts`), each L2-normalised."""
-    analyzer = _analyzer()
-    counts = [Counter(analyzer.tokens(text)) for text in texts]
-    df: Counter[str] = Counter(term for count in counts for term in count)
-    n = len(texts)
-    vectors = []
-    for count in counts:
-        vector = {t: (1 + math.log(c)) * math.log(1 + n / df[t]) for t, c in count.items()}
-        norm = math.sqrt(sum(v * v for v in vector.values())) or 1.0
-        vectors.append({t: v / norm for t, v in vector.items()})
-    return vectors
+# How a draft cites the Decision it reuses: published as is, it repeats that answer.
+_REUSING = "\n\n(Reusing the Decision published on "
 
 
-def _cosine(a: dict[str, float], b: dict[str, float]) -> float:
-    return sum(v * b.get(t, 0.0) for t, v in a.items())
+def _answer(decision: str) -> str:
+    """A Decision's answer, without a draft's citation of the Decision it reused."""
+    return decision.split(_REUSING, 1)[0].strip()
 
 
-def _standing(past: list[PastDecision], vectors: list[dict[str, float]]) -> list[int]:
+def _standing(past: list[PastDecision], vectors: list[text_likeness.Vector]) -> list[int]:
     """Indexes of the Decisions not reversed: none later answers the same question
     differently."""
     kept = []
     for i, decision in enumerate(past):
         later = range(i + 1, len(past))
         if not any(
-            _cosine(vectors[i], vectors[j]) >= SAME_QUESTION
-            and past[j].decision.strip() != decision.decision.strip()
+            text_likeness.cosine(vectors[i], vectors[j]) >= SAME_QUESTION
+            and _answer(past[j].decision) != _answer(decision.decision)
             for j in later
         ):
             kept.append(i)
@@ -136,10 +119,10 @@ def offered(session: Session, repo: str, question: str, *, task_id: int) -> list
     past = past_decisions(session, repo)
     if not past or not question.strip():
         return []
-    vectors = _vectors([*(p.question for p in past), question])
+    vectors = text_likeness.vectors([*(p.question for p in past), question])
     asked = vectors[-1]
     matches = [
-        Offered(past[i], _cosine(vectors[i], asked))
+        Offered(past[i], text_likeness.cosine(vectors[i], asked))
         for i in _standing(past, vectors[:-1])
         if past[i].task_id != task_id
     ]
@@ -154,7 +137,6 @@ def draft(matches: Sequence[Offered]) -> str | None:
         return None
     best = matches[0].past
     return (
-        f"{best.decision}\n\n"
-        f"(Reusing the Decision published on {best.cite()}, which answered: "
+        f"{best.decision}{_REUSING}{best.cite()}, which answered: "
         f'"{" ".join(best.question.split())[:300]}")'
     )

@@ -187,6 +187,10 @@ class TaskEstimate(_Wire):
     usd: float | None
     usd_p90: float | None
     text: str
+    # How many runs the likeness weights amount to, and the estimate's typical relative
+    # error on the repository's own past (0.25: within ±25%); None with too few runs.
+    similar: int | None = None
+    typical_error: float | None = None
 
 
 class OfferedDecision(_Wire):

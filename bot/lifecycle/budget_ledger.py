@@ -33,6 +33,8 @@ class RepoSpend(Base):
     at: Mapped[datetime]
     tokens: Mapped[int]
     cost_usd: Mapped[float] = mapped_column(Float)
+    # The coding agent that ran (for the estimate from similar runs); None before 0024.
+    agent: Mapped[str | None] = mapped_column(String(40))
 
 
 @dataclass(frozen=True)
@@ -50,10 +52,19 @@ class Hold:
 
 
 def record(
-    session: Session, repo: str, task_id: int, tokens: int, usd: float, clock: Clock
+    session: Session,
+    repo: str,
+    task_id: int,
+    tokens: int,
+    usd: float,
+    clock: Clock,
+    agent: str | None = None,
 ) -> None:
     if tokens or usd:
-        session.add(RepoSpend(repo=repo, task_id=task_id, at=clock(), tokens=tokens, cost_usd=usd))
+        spend = RepoSpend(
+            repo=repo, task_id=task_id, at=clock(), tokens=tokens, cost_usd=usd, agent=agent
+        )
+        session.add(spend)
 
 
 def spent(session: Session, repo: str, since: datetime) -> Spent:

@@ -81,7 +81,8 @@ def _costly(run: Run) -> bool:
     if threshold is None:
         return False
     task = run.task
-    guess = run.ctx.db.call(estimate.for_repo, task.repo, excluding=task.id)
+    agent = run.ctx.policy.coding_agent
+    guess = run.ctx.db.call(estimate.for_repo, task.repo, excluding=task.id, agent=agent)
     return guess is not None and guess.usd_p90 is not None and guess.usd_p90 > threshold
 
 
@@ -164,7 +165,8 @@ async def propose(run: Run, outcome: CodingOutcome) -> str:
     if outcome.status == CodingStatus.DONE and outcome.summary.strip():
         plan = run.public_block(outcome.summary)
         ctx.db.call(_store, run, plan)
-        guess = ctx.db.call(estimate.for_repo, task.repo, excluding=task.id)
+        agent = ctx.policy.coding_agent
+        guess = ctx.db.call(estimate.for_repo, task.repo, excluding=task.id, agent=agent)
         text = question(plan, guess.text() if guess is not None else "")
         return await finish_question(ctx, run.github, task, run.actor, text, fence=run.fence)
     if outcome.status == CodingStatus.QUESTION:  # it needs an answer before it can plan

@@ -1,6 +1,6 @@
 """A repository's own configuration, committed at `.steelframe/config.yml` (docs/repository-
 config.md): its setup commands, test command, registries, agent and model, budget,
-plan-first, instruction files, setup-only secret names and cache key files.
+plan-first, reuse of past Decisions, instruction files, setup-only secret names and cache key files.
 
 Typed and strict: YAML decoded by msgspec into frozen Structs that refuse unknown keys, so a
 typo (`setpu:`) fails the run with a one-line reason instead of being ignored. `parse` takes
@@ -74,6 +74,16 @@ class Budget(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
     usd: Annotated[float, msgspec.Meta(ge=0)] | None = None
 
 
+class Decisions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Reusing past Decisions (bot.lifecycle.auto_resume): off unless the repository opts in.
+    With `auto_resume`, a question at least `min_score` alike (tf-idf cosine) to one a
+    standing Decision answered is answered by that Decision, published by Steelframe."""
+
+    auto_resume: bool = False
+    # Strict by design: below 0.8 two questions are not the same question.
+    min_score: Annotated[float, msgspec.Meta(ge=0.8, le=1.0)] = 0.9
+
+
 class Cache(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     # Patterns of the files whose contents key the setup cache; a pattern without a `/`
     # matches a file of that name in any folder.
@@ -88,6 +98,7 @@ class RepoConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_onl
     model: Annotated[str, msgspec.Meta(pattern=r"^[A-Za-z0-9._:/@-]{1,200}$")] | None = None
     budget: Budget = msgspec.field(default_factory=Budget)
     plan_first: bool = False
+    decisions: Decisions = msgspec.field(default_factory=Decisions)
     instructions: Annotated[tuple[Text, ...], msgspec.Meta(max_length=20)] = ()
     setup_secrets: Annotated[tuple[Text, ...], msgspec.Meta(max_length=20)] = ()
     cache: Cache = msgspec.field(default_factory=Cache)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
 from bot.lifecycle import (
+    auto_resume,
     budget,
     budget_ledger,
     leases,
@@ -388,7 +389,8 @@ def account(run: Run, outcome: CodingOutcome) -> None:
         cost_usd=task.cost_usd + outcome.cost_usd,
     )
     spend = (task.repo, task.id, outcome.tokens, outcome.cost_usd, run.ctx.clock)
-    run.ctx.db.call(budget_ledger.record, *spend)  # the repository's daily/monthly spend
+    agent = run.ctx.policy.coding_agent  # for the estimate from similar runs
+    run.ctx.db.call(budget_ledger.record, *spend, agent)  # the repository's daily/monthly spend
 
 
 def failure_text(run: Run, outcome: CodingOutcome) -> str:
@@ -459,9 +461,12 @@ async def ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
             return await fail(run, error=refused, retry=False)
         await push(run, tree)
     question = run.public_block(outcome.question)
-    return await finish_question(
+    said = await finish_question(
         run.ctx, run.github, run.task, run.actor, question, fence=run.fence
     )
+    decisions = run.repo_env.config.decisions if run.repo_env is not None else None
+    await auto_resume.after_question(run.ctx, run.github, run.task.id, decisions)  # opt-in
+    return said
 
 
 async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
