@@ -191,9 +191,15 @@ async def test_live_and_stored_replies_have_the_same_links(
         "() => [...document.querySelectorAll('#messages .msg.assistant .cite')]"
         ".map(b => b.textContent)"
     )
-    # Two frames later (any paint queued before `done` has run) the links are still there.
+    # Two frames later (any paint queued before `done` has run) the links are still there;
+    # on a loaded machine the session's reload after `done` may repaint the reply once more,
+    # so wait for the links to settle (a reply that lost them for good fails here).
     await page.evaluate(
         "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
+    )
+    await page.wait_for_function(
+        "() => document.querySelectorAll('#messages .msg.assistant .cite').length > 0",
+        timeout=10_000,
     )
     live = await page.evaluate(links)
     assert live == [cited["id"][:8]]
