@@ -34,6 +34,7 @@ CLICKABLE = """(sel) => {
   if (hit && (hit === el || el.contains(hit))) return 'ok';
   return sel + ' covered by ' + (hit?.outerHTML ?? 'nothing').slice(0, 120);
 }"""
+TWO_FRAMES = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
 OVERFLOW = "() => document.documentElement.scrollWidth - innerWidth"
 # The newest reply's end is inside the scrolled conversation (what the operator sees).
 NEWEST_IN_VIEW = """() => {
@@ -69,6 +70,23 @@ def seed_long_session(api: ApiClient, sid: str, turns: int) -> None:
                     created_at=now,
                 )
             )
+
+    api.services.db.call(seed)
+
+
+def seed_task(api: ApiClient, *, issue: int, title: str = "A running task") -> None:
+    def seed(db: Any) -> None:
+        now = utcnow()
+        db.add(
+            Task(
+                repo="steelframe-dev/demo",
+                issue=issue,
+                title=title,
+                state="running",
+                created_at=now,
+                updated_at=now,
+            )
+        )
 
     api.services.db.call(seed)
 
@@ -181,29 +199,49 @@ async def test_live_and_stored_replies_have_the_same_links(
 ) -> None:
     runtime = ScriptedRuntime([[Delta("")]])
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    seed_task(api, issue=7)
     cited = await (await api.post("/api/operator/chat/new", json={"title": "cited"})).json()
     # The reply streams in pieces, the session id whole in the last one before `done`.
-    runtime.drafts = [[Delta("as said in "), Delta(f"{cited['id']}, it holds.")]]
-    gui = await gui_factory(api)
+    runtime.drafts = [[Delta("as said in "), Delta(f"{cited['id']}, see #7.")]]
+    gui = await gui_factory(api, sign_in=False)
     page = gui.page
+    # Sign-in opens the active chat while the composer is already live. On a loaded machine
+    # the operator may send while that chat is loading, and the chat may arrive before the
+    # turn's first answer: held here in that order, every time. The chat arriving late must
+    # not repaint the conversation over the live turn.
+    opening, loaded, answered = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def hold_open(route: Any) -> None:
+        opening.set()
+        await loaded.wait()
+        await route.continue_()
+
+    async def hold_answer(route: Any) -> None:
+        await answered.wait()
+        await route.continue_()
+
+    await page.route("**/api/operator/chat/session/*/open", hold_open)
+    await page.route("**/api/operator/chat/stream", hold_answer)
+    await gui.sign_in()
+    await asyncio.wait_for(opening.wait(), WAIT_MS / 1000)
     await gui.send("what was said?")
+    async with page.expect_response(lambda r: r.url.endswith("/open")) as opened:
+        loaded.set()
+    await (await opened.value).finished()
+    await page.evaluate(TWO_FRAMES)  # the page has painted what it made of the chat
+    answered.set()
     await gui.wait_done()
     links = (
         "() => [...document.querySelectorAll('#messages .msg.assistant .cite')]"
         ".map(b => b.textContent)"
     )
-    # Two frames later (any paint queued before `done` has run) the links are still there;
-    # on a loaded machine the session's reload after `done` may repaint the reply once more,
-    # so wait for the links to settle (a reply that lost them for good fails here).
-    await page.evaluate(
-        "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))"
-    )
-    await page.wait_for_function(
-        "() => document.querySelectorAll('#messages .msg.assistant .cite').length > 0",
-        timeout=10_000,
-    )
+    # At `done` the links are there, and two frames later (any paint queued before `done`
+    # has run) they still are.
     live = await page.evaluate(links)
-    assert live == [cited["id"][:8]]
+    assert live == [cited["id"][:8], "#7"]
+    await page.evaluate(TWO_FRAMES)
+    assert await page.evaluate(links) == live
+    assert await page.locator("#messages .msg.user", has_text="what was said?").count() == 1
     await page.reload()
     await page.locator("#messages .msg.assistant").wait_for()
     assert await page.evaluate(links) == live
@@ -213,21 +251,7 @@ async def test_run_modal_opens_on_a_safe_control_and_terminate_asks_first(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
-
-    def seed(db: Any) -> None:
-        now = utcnow()
-        db.add(
-            Task(
-                repo="steelframe-dev/demo",
-                issue=12,
-                title="A running task " + "with a long title " * 8,
-                state="running",
-                created_at=now,
-                updated_at=now,
-            )
-        )
-
-    api.services.db.call(seed)
+    seed_task(api, issue=12, title="A running task " + "with a long title " * 8)
     gui = await gui_factory(api, viewport=PHONE)
     page = gui.page
     await gui.screen("board")

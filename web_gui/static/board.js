@@ -125,6 +125,7 @@ export class Board {
         ),
       );
     }
+    this.app.chat?.relinkCitations();
   }
 
   card(task) {

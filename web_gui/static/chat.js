@@ -1,6 +1,7 @@
 // The Chat surface: sessions sidebar, header (agent, focus), messages, status line, the
 // Publish bar and the composer. Turns stream over SSE and resume after a dropped connection.
 import { api, ApiError, openStream, readSse } from "./api.js";
+import { linkCitations } from "./citations.js";
 import { $, h, clear, show, externalLink } from "./dom.js";
 import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
@@ -26,6 +27,9 @@ export class Chat {
     this.unseen = new Set();
     this.rendered = new Set();
     this.hiddenOlder = [];
+    // What the conversation shows follows the operator's latest action: an open (or a new
+    // chat) still loading when they send, or open another chat, must not paint over it.
+    this.shown = 0;
     this.els = {
       list: $("#session-list"),
       messages: $("#messages"),
@@ -137,14 +141,18 @@ export class Chat {
   // -- sessions --------------------------------------------------------------------------
 
   async open(id) {
+    const shown = ++this.shown;
     let session;
     try {
       // Reopening pins it: a message sent without a session goes here (docs/api.md).
       session = await api.post(`/api/operator/chat/session/${encodeURIComponent(id)}/open`);
     } catch (err) {
-      notify(`Could not open that chat: ${err.message}`, { level: "error" });
+      if (shown === this.shown) notify(`Could not open that chat: ${err.message}`, { level: "error" });
       return;
     }
+    // A message sent while this loaded (sign-in opens the active chat while the composer is
+    // already live) is on screen with its reply: repainting the stored chat would drop it.
+    if (shown !== this.shown) return;
     this.unseen.delete(id);
     const listed = this.sessions.find((s) => s.id === id);
     if (listed) listed.unseen = false; // opening it saw its results (the server noted it too)
@@ -236,6 +244,7 @@ export class Chat {
     }
     const body = issue ? { issue, title: `Discuss #${issue}` } : {};
     if (this.agent) body.agent = this.agent;
+    const shown = ++this.shown;
     let session;
     try {
       session = await api.post("/api/operator/chat/new", body);
@@ -243,6 +252,7 @@ export class Chat {
       notify(`Could not start a new chat: ${err.message}`, { level: "error" });
       return null;
     }
+    if (shown !== this.shown) return session; // the operator moved on meanwhile
     this.load({ ...session, messages: [] });
     this.app.show("chat");
     await this.loadSessions();
@@ -398,12 +408,14 @@ export class Chat {
     if (this.focusChanged || (!this.session && this.focus)) body.focus = this.focus;
     $("#chat-empty")?.remove();
     this.sends += 1;
+    this.shown += 1;
     const view = new ReplyView();
     const user = userMessage(text, "");
     this.els.messages.append(user, view.el);
     this.toLatest(); // what was just sent, and its reply as it comes, are in view
     this.els.input.value = "";
     this.startTurn(view);
+    this.turn.session = body.session; // known now when the chat is: opening another one leaves it away
     let response;
     try {
       response = await openStream("POST", "/api/operator/chat/stream", { body, signal: this.turn.abort.signal });
@@ -633,6 +645,13 @@ export class Chat {
     this.startTurn(view);
     Object.assign(this.turn, { session: sessionId, turnId, user, resumedOnOpen: true, started: true });
     await this.follow(response);
+  }
+
+  // `#N` links only a run the Board knows: a reply that finished before the Board learned of
+  // N (filed in that very turn, or the Board still loading) gets its link when the Board
+  // does, as the stored reply will after a reload.
+  relinkCitations() {
+    for (const body of this.els.messages.querySelectorAll(".msg.assistant .body.markdown")) linkCitations(body);
   }
 
   // A task result pushed by the events stream, shown once in its session.
