@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import get_args
 
 import msgspec
 
@@ -48,12 +49,15 @@ def terminal() -> list[str]:
 def render_js() -> str:
     types = ", ".join(f"{name}: {json.dumps(tag)}" for name, tag in frame_types().items())
     fields = json.dumps(frame_fields(), indent=2)
+    verdicts = ", ".join(f"{v.upper()}: {json.dumps(v)}" for v in get_args(chat.MemoryVerdict))
     return (
         f"// {HEADER}\n"
         "// The `type` of each frame of a chat turn's stream (SSE), and the keys it may carry.\n"
         f"export const FRAME = Object.freeze({{ {types} }});\n"
         f"export const TERMINAL_FRAMES = Object.freeze(new Set({json.dumps(terminal())}));\n"
         f"export const FRAME_FIELDS = Object.freeze({fields});\n"
+        "// Does session memory answer the question: a `done` response's `memory_verdict`.\n"
+        f"export const MEMORY_VERDICT = Object.freeze({{ {verdicts} }});\n"
     )
 
 

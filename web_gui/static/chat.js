@@ -554,6 +554,7 @@ export class Chat {
         reasoning: r.reasoning,
         retrieved: r.retrieved,
         retrieveHits: r.retrieve_hits,
+        memoryVerdict: r.memory_verdict,
       });
       if (turn.user?.hidden) turn.user.remove(); // resumed, and never told what was asked
       else if (turn.user) turn.user.dataset.id = `${r.turn_id}-u`;

@@ -3,6 +3,7 @@
 import { h, externalLink } from "./dom.js";
 import { linkCitations } from "./citations.js";
 import { renderMarkdown } from "./markdown.js";
+import { MEMORY_VERDICT } from "./wire.js";
 
 export function userMessage(text, id) {
   return h(
@@ -98,19 +99,17 @@ export class ReplyView {
       this.thinking.hidden = false;
     }
     this.collapseThinking();
-    this.setHits(message.retrieved || [], message.retrieveHits);
+    this.setHits(message.retrieved || [], message.retrieveHits, message.memoryVerdict);
   }
 
-  setHits(hits, count) {
+  setHits(hits, count, verdict) {
     this.hits.replaceChildren();
     if (!hits.length) return;
     const n = count ?? hits.length;
     // Best first: the order the operator reads them in.
     const ranked = [...hits].sort((a, b) => (b.score ?? -Infinity) - (a.score ?? -Infinity));
     const list = h("ul", { class: "hit-list" }, ranked.map(hitItem));
-    this.hits.append(
-      h("details", { class: "hits" }, h("summary", { text: `retrieve ${n} ${n === 1 ? "hit" : "hits"}` }), list),
-    );
+    this.hits.append(h("details", { class: "hits" }, h("summary", { text: hitsTitle(n, verdict) }), list));
   }
 
   stopped(reasonText) {
@@ -120,6 +119,13 @@ export class ReplyView {
     this.body.replaceChildren(h("p", { class: "note", text: reasonText }));
     this.el.classList.add("stopped");
   }
+}
+
+// As the TUI's row reads it (tui_client/transcript.py, hits_title): when memory has nothing
+// that answers the question, the hits are the closest it has, not an answer (docs/memory.md).
+function hitsTitle(n, verdict) {
+  const title = `retrieve ${n} ${n === 1 ? "hit" : "hits"}`;
+  return verdict === MEMORY_VERDICT.NOTHING && n ? `${title} · nothing answers this: closest, not an answer` : title;
 }
 
 function hitItem(hit) {
@@ -151,6 +157,7 @@ export function renderStored(message) {
     reasoning: message.reasoning,
     retrieved: message.meta?.retrieved || [],
     retrieveHits: message.meta?.retrieve_hits,
+    memoryVerdict: message.meta?.memory_verdict,
   });
   return view.el;
 }

@@ -32,3 +32,5 @@ export const FRAME_FIELDS = Object.freeze({
     "reason"
   ]
 });
+// Does session memory answer the question: a `done` response's `memory_verdict`.
+export const MEMORY_VERDICT = Object.freeze({ ANSWERS: "answers", NOTHING: "nothing", UNAVAILABLE: "unavailable" });
