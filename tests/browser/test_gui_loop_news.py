@@ -108,3 +108,62 @@ async def test_review_pickups_and_fix_runs_show_live(make: Make, gui_factory: Gu
     assert violations == [], violations
     await gui.screenshot("loop-news-modal")
     assert [e for e in gui.console_errors if "401" not in e] == []
+
+
+# Every notification the page added, in order (a repeat of one would show here twice).
+ADDED_TOASTS = """
+window.__toasts = [];
+new MutationObserver((records) => {
+  for (const r of records) for (const n of r.addedNodes)
+    if (n.parentElement?.id === 'toasts') window.__toasts.push(n.textContent);
+}).observe(document, { childList: true, subtree: true });
+"""
+
+
+async def _polls(gui: Gui, count: int) -> None:
+    """Wait for `count` more polls of the Board."""
+    for _ in range(count):
+        async with gui.page.expect_response(lambda r: "/api/operator/board?limit" in r.url):
+            pass
+
+
+async def test_without_the_events_stream_polls_tell_the_same_news(
+    make: Make, gui_factory: GuiFactory
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc, "Make the widget blue")
+    task = lc.task(issue)
+    gui = await gui_factory(lc.api, sign_in=False)
+    # A service (or a proxy) without the events stream: the page polls the Board instead.
+    await gui.page.route("**/api/operator/events", lambda route: route.fulfill(status=404))
+    await gui.page.add_init_script(RECORD + ADDED_TOASTS)
+    await gui.sign_in()
+    await gui.page.wait_for_selector("body[data-live=poll]")
+    await gui.screen("board")
+    card = f".card[data-issue='{issue}']"
+    await gui.page.locator(card).wait_for()
+
+    # The review run took both threads up and ended between two polls: one notification.
+    await _comment(lc, number, "Too loud.")
+    await _comment(lc, number, "Typo in the title.")
+    await lc.work()
+    await _seen(gui, f"#{issue}: answering 2 review threads")
+    board = await (await lc.api.get("/api/operator/board")).json()
+    ledger = next(t for t in board["tasks"] if t["issue"] == issue)["review"]["summary"]
+    assert "2" in ledger  # both threads, in whatever state the run left them
+    await _text(gui, f"{card} .ledger-summary", ledger)  # the card's ledger, from the Board
+
+    # CI fails on the head: the card (the fix run waits) and a notification with its link.
+    failed = await fail_head(lc, number)
+    words = f"CI failed on {failed[:7]}, fix run 1 of 2"
+    toast = gui.page.locator("#toasts .toast", has_text=f"#{issue}: {words}")
+    await toast.wait_for()
+    assert await toast.locator("a").get_attribute("href") == task.pr_url
+    assert await _text(gui, f"{card} .card-now", words) == words
+
+    # Later polls see the same events again and tell none of them twice.
+    await _polls(gui, 2)
+    told = list(await gui.page.evaluate("window.__toasts"))
+    assert sum("answering 2 review threads" in t for t in told) == 1, told
+    assert sum(words in t for t in told) == 1, told
+    assert [e for e in gui.console_errors if "401" not in e and "404" not in e] == []

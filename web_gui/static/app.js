@@ -1,6 +1,6 @@
 // The web GUI's entry module: sign-in, screens (Chat, Board, Dashboard), keyboard, live updates.
 import { api, ApiError, onSignedOut, setCsrf } from "./api.js";
-import { Board } from "./board.js";
+import { Board, RUNNING } from "./board.js";
 import { Chat } from "./chat.js";
 import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
@@ -8,6 +8,7 @@ import { $, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
 import { fixRunWords, reviewWords } from "./loop_news.js";
 import { notify, offerDesktopAlerts } from "./notify.js";
+import { PolledNews } from "./polled_news.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
@@ -29,6 +30,8 @@ class App {
     this.dashboard = null;
     this.live = null;
     this.knownStates = new Map();
+    this.polledNews = new PolledNews();
+    this.polling = null; // the poll under way: a slow one is never run twice at once
   }
 
   async boot() {
@@ -141,13 +144,14 @@ class App {
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
     for (const t of this.board.list()) this.knownStates.set(t.id, t.state);
+    this.polledNews.remember(this.board.list());
     this.live = new LiveUpdates({
       onTask: (t) => this.onTask(t),
       onResult: (r) => this.onResult(r),
       onSession: () => this.chat.loadSessions().catch(() => {}),
       onLedger: (e) => this.board.applyLedger(e),
-      onReview: (e) => this.onNews(e, reviewWords(e), `review:${e.task_id}:${e.at}:${(e.threads || []).join(",")}`),
-      onFixRun: (e) => this.onNews(e, fixRunWords(e), `fix_run:${e.task_id}:${e.head_sha}:${e.run}`),
+      onReview: (e) => this.onReview(e),
+      onFixRun: (e) => this.onFixRun(e),
       onResync: () => this.poll().then(() => this.chat.loadSessions()).catch(() => {}),
       onPoll: () => this.poll(),
     });
@@ -262,10 +266,19 @@ class App {
     }
   }
 
-  // A review pickup or a fix run: the card says what the run does, and one notification per
-  // event (`key`), in the task's place (`group`) like its state changes.
-  onNews(event, words, key) {
-    this.board.applyNews(event.task_id, words);
+  // A review pickup or a fix run, from the events stream or read by a poll: the same key.
+  onReview(e, onCard = true) {
+    this.onNews(e, reviewWords(e), `review:${e.task_id}:${e.at}:${(e.threads || []).join(",")}`, onCard);
+  }
+
+  onFixRun(e, onCard = true) {
+    this.onNews(e, fixRunWords(e), `fix_run:${e.task_id}:${e.head_sha}:${e.run}`, onCard);
+  }
+
+  // The card says what the run does (unless a poll read it after the run ended), and one
+  // notification per event (`key`), in the task's place (`group`) like its state changes.
+  onNews(event, words, key, onCard = true) {
+    if (onCard) this.board.applyNews(event.task_id, words);
     const task = this.board.tasks.get(event.task_id);
     const issue = event.issue ?? task?.issue;
     notify(`${issue ? `#${issue}` : `Task ${event.task_id}`}: ${words}`, {
@@ -291,14 +304,40 @@ class App {
     });
   }
 
-  // Without an events stream: refresh the Board and announce what changed.
-  async poll() {
+  // Without an events stream (or after it missed events): refresh the Board and announce
+  // what changed, as the stream would have: state changes, then review pickups and fix runs.
+  poll() {
+    this.polling ??= this.pollOnce().finally(() => {
+      this.polling = null;
+    });
+    return this.polling;
+  }
+
+  async pollOnce() {
     await this.board.load();
-    for (const t of this.board.list()) {
+    const tasks = this.board.list();
+    for (const t of tasks) {
       const before = this.knownStates.get(t.id);
       this.knownStates.set(t.id, t.state);
       // A task first seen now (filed since the page loaded) counts as a change too.
       if (before !== t.state) this.announceState(t.id, t.issue, t.title, t.state, t.pr_url);
+    }
+    for (const task of this.polledNews.moved(tasks)) {
+      // An open run modal follows its task, as a `task` or `ledger` event makes it.
+      if (this.board.modalTask === task.id) this.board.openModal(task.id);
+      if (!task.pr_url) continue; // reviews and fix runs happen on a pull request
+      let detail;
+      try {
+        detail = await api.get(`/api/operator/tasks/${task.id}`);
+      } catch {
+        this.polledNews.retry(task.id);
+        continue;
+      }
+      const running = RUNNING.has(detail.state); // else the run it speaks of is over
+      for (const { type, frame } of this.polledNews.news(detail)) {
+        if (type === "review") this.onReview(frame, running);
+        else this.onFixRun(frame, running);
+      }
     }
   }
 

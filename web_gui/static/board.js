@@ -19,7 +19,7 @@ export const STATES = [
   ["archived", "Archived"],
 ];
 const LIVE = new Set(["queued", "running", "waiting_for_info"]);
-const RUNNING = new Set(["queued", "running"]);
+export const RUNNING = new Set(["queued", "running"]);
 
 // What a run cost, as people read money: cents, and a sub-cent spend not shown as $0.00.
 function dollars(usd) {
@@ -43,8 +43,14 @@ export class Board {
       api.get("/api/operator/board?limit=1000"),
       api.get("/api/operator/board?archived=true&limit=1000"),
     ]);
-    this.tasks.clear();
-    for (const t of [...live.tasks, ...archived.tasks]) this.tasks.set(t.id, t);
+    const before = this.tasks;
+    this.tasks = new Map();
+    for (const t of [...live.tasks, ...archived.tasks]) {
+      // A review pickup's or fix run's line lasts while the run does (as in apply()).
+      const now = before.get(t.id)?.now;
+      const same = before.get(t.id)?.state === t.state;
+      this.tasks.set(t.id, now && (same || RUNNING.has(t.state)) ? { ...t, now } : t);
+    }
     this.render();
     this.app.dashboard.render(this.list());
   }

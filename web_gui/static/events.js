@@ -59,6 +59,7 @@ export class LiveUpdates {
   poll() {
     if (this.timer) return;
     this.mode = "poll";
+    document.body.dataset.live = "poll"; // polling: news comes from the Board (polled_news.js)
     this.timer = setInterval(() => this.onPoll().catch(() => {}), POLL_MS);
   }
 
