@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import WorkerCancelled, WorkerFailed
 
@@ -56,10 +57,10 @@ class SteelframeApp(App[None]):
 
     # -- the operator events stream ------------------------------------------------------
 
-    def tell(self, text: str, *, severity: str = "information") -> None:
+    def tell(self, text: str, *, severity: SeverityLevel = "information") -> None:
         """A notification (kept in `told`, newest last, so the operator can be shown it)."""
         self.told.append(text)
-        self.notify(text, severity=severity, timeout=8)  # type: ignore[arg-type]
+        self.notify(text, severity=severity, timeout=8)
 
     @work(exclusive=True, group="events")
     async def watch_events(self) -> None:

@@ -70,7 +70,7 @@ def while_mounted(
     update are already gone; that is the end of the work, not an error."""
 
     @functools.wraps(fn)
-    async def run(widget: W, *args: P.args, **kwargs: P.kwargs) -> None:
+    async def run(widget: W, /, *args: P.args, **kwargs: P.kwargs) -> None:
         try:
             await fn(widget, *args, **kwargs)
         except (NoMatches, MountError):

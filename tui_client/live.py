@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.notifications import SeverityLevel
+
 # Task states worth interrupting the operator for: the work needs them or is done.
-NOTIFY_STATES = {
+NOTIFY_STATES: dict[str, tuple[str, SeverityLevel]] = {
     "delivered": ("delivered", "information"),
     "waiting_for_info": ("waits for a Decision", "warning"),
     "failed": ("failed", "error"),
@@ -19,7 +21,7 @@ NOTIFY_STATES = {
 WITH_PR_LINK = frozenset({"delivered", "merged", "closed"})
 
 
-def task_notice(frame: dict[str, Any]) -> tuple[str, str] | None:
+def task_notice(frame: dict[str, Any]) -> tuple[str, SeverityLevel] | None:
     """(text, severity) for a `task` event worth a notification, else None."""
     state = str(frame.get("state") or "")
     if state not in NOTIFY_STATES:
