@@ -51,16 +51,6 @@ class Offered:
     past: PastDecision
     score: float
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "issue": self.past.issue,
-            "task_id": self.past.task_id,
-            "at": self.past.at.isoformat(),
-            "question": self.past.question,
-            "decision": self.past.decision,
-            "score": round(self.score, 3),
-        }
-
 
 def past_decisions(session: Session, repo: str) -> list[PastDecision]:
     """The repository's Decisions with the question each answered, oldest first."""

@@ -20,7 +20,7 @@ from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import egress_blocked, pull_view, tasks
 from bot.lifecycle.ci_view import fix_history
-from bot.lifecycle.leverage_view import leverage_json
+from bot.lifecycle.leverage_view import leverage
 from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskEvent, TaskLease, TaskLog
 from bot.lifecycle.review_ledger import excerpt, review_threads
 from bot.lifecycle.states import FINISHED, TaskState
@@ -178,7 +178,7 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
     lease = session.get(TaskLease, task_id)
     ledger = review_threads(session, task_id)
     view = pull_view.views_of(session, [task])[task.id]
-    leverage = leverage_json(session, task)  # its plan and budget hold (plan_store, budget_hold)
+    extra = leverage(session, task)  # its plan and budget hold (plan_store, budget_hold)
     return wire.TaskDetail(
         **_board_fields(task, log[-1] if log else None),
         **_pull_fields(view),
@@ -208,11 +208,11 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
         ),
         events=[event_view(e) for e in log],
         review_threads=[thread_view(thread) for thread in ledger],
-        plan=msgspec.convert(leverage["plan"], wire.TaskPlan | None),
-        held=leverage["held"],
-        estimate=msgspec.convert(leverage["estimate"], wire.TaskEstimate | None),
-        offered=msgspec.convert(leverage["offered"], list[wire.OfferedDecision]),
-        draft=leverage["draft"],
+        plan=extra.plan,
+        held=extra.held,
+        estimate=extra.estimate,
+        offered=extra.offered,
+        draft=extra.draft,
         ci=[
             msgspec.convert(fix, wire.CiFix, from_attributes=True)
             for fix in fix_history(session, task_id)

@@ -47,18 +47,6 @@ class Estimate:
             said += f"; typically within ±{self.error:.0%}"
         return said + "."
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "runs": self.runs,
-            "similar": self.similar,
-            "tokens": self.tokens,
-            "tokens_p90": self.tokens_p90,
-            "usd": self.usd,
-            "usd_p90": self.usd_p90,
-            "typical_error": None if self.error is None else round(self.error, 3),
-            "text": self.text(),
-        }
-
 
 def _p90(values: list[float]) -> float:
     ordered = sorted(values)

@@ -1,15 +1,17 @@
 """What issue 34 adds to a task's JSON (docs/api.md): its plan, the budget hold a queued
-task is under, what it will likely spend, and the past Decisions offered for its question.
-Reads only."""
+task is under, what it will likely spend, and the past Decisions offered for its question,
+as the task JSON's Structs (bot.contracts.tasks). Reads only."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Literal
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot import decision_drafts
+from bot.contracts import tasks as wire
 from bot.lifecycle import estimate, plan_store
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.states import TaskState
@@ -30,17 +32,70 @@ def hold_reason(session: Session, task: Task) -> str | None:
     return None
 
 
-def leverage_json(session: Session, task: Task) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Leverage:
+    """Issue 34's fields of a task's JSON, as the task JSON's own Structs."""
+
+    plan: wire.TaskPlan | None
+    held: str | None
+    estimate: wire.TaskEstimate | None
+    offered: list[wire.OfferedDecision]  # past Decisions that answered a question like its own
+    draft: str | None  # a Decision drafted from them
+
+
+def leverage(session: Session, task: Task) -> Leverage:
     plan = plan_store.current(session, task.id, task.generation)
     guess = estimate.for_repo(session, task.repo, excluding=task.id)
-    offers = []
+    offers: list[decision_drafts.Offered] = []
     if task.state == TaskState.WAITING_FOR_INFO and task.question:
         offers = decision_drafts.offered(session, task.repo, task.question, task_id=task.id)
-    return {
-        "plan": plan.as_json() if plan is not None else None,
-        "held": hold_reason(session, task),
-        "estimate": guess.as_json() if guess is not None else None,
-        # Past Decisions that answered a question like the one it waits on, and a draft.
-        "offered": [offer.as_json() for offer in offers],
-        "draft": decision_drafts.draft(offers),
-    }
+    return Leverage(
+        plan=plan_view(plan) if plan is not None else None,
+        held=hold_reason(session, task),
+        estimate=estimate_view(guess) if guess is not None else None,
+        offered=[offer_view(offer) for offer in offers],
+        draft=decision_drafts.draft(offers),
+    )
+
+
+# The wire's words for a plan's status (a Literal there: the schema lists them).
+_PLAN_STATUS: dict[plan_store.PlanStatus, Literal["proposed", "approved", "rejected"]] = {
+    plan_store.PlanStatus.PROPOSED: "proposed",
+    plan_store.PlanStatus.APPROVED: "approved",
+    plan_store.PlanStatus.REJECTED: "rejected",
+}
+
+
+def plan_view(plan: plan_store.Plan) -> wire.TaskPlan:
+    return wire.TaskPlan(
+        status=_PLAN_STATUS[plan.status],
+        text=plan.text,
+        brief=plan.brief,
+        edited=plan.edited,
+        proposed_at=plan.proposed_at.isoformat(),
+        decided_at=plan.decided_at.isoformat() if plan.decided_at else None,
+    )
+
+
+def estimate_view(guess: estimate.Estimate) -> wire.TaskEstimate:
+    return wire.TaskEstimate(
+        runs=guess.runs,
+        tokens=guess.tokens,
+        tokens_p90=guess.tokens_p90,
+        usd=guess.usd,
+        usd_p90=guess.usd_p90,
+        text=guess.text(),
+        similar=guess.similar,
+        typical_error=None if guess.error is None else round(guess.error, 3),
+    )
+
+
+def offer_view(offer: decision_drafts.Offered) -> wire.OfferedDecision:
+    return wire.OfferedDecision(
+        issue=offer.past.issue,
+        task_id=offer.past.task_id,
+        at=offer.past.at.isoformat(),
+        question=offer.past.question,
+        decision=offer.past.decision,
+        score=round(offer.score, 3),
+    )

@@ -52,16 +52,6 @@ class Plan:
     proposed_at: datetime
     decided_at: datetime | None
 
-    def as_json(self) -> dict[str, object]:
-        return {
-            "status": str(self.status),
-            "text": self.text,
-            "brief": self.brief,
-            "edited": self.edited,
-            "proposed_at": self.proposed_at.isoformat(),
-            "decided_at": self.decided_at.isoformat() if self.decided_at else None,
-        }
-
 
 def _row(session: Session, task_id: int, generation: int) -> TaskPlan | None:
     query = select(TaskPlan).where(TaskPlan.task_id == task_id, TaskPlan.generation == generation)
