@@ -8,7 +8,7 @@ stays a null); unknown fields are refused when decoding (`additionalProperties: 
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import msgspec
 
@@ -94,6 +94,65 @@ class Lease(_Wire):
     expires_at: str
 
 
+class BudgetData(TypedDict):
+    """The budget a run was held to (bot/lifecycle/budget.py), as a budget stop records it."""
+
+    tokens: int | None
+    usd: float | None
+    source: str  # "settings" or "repository config"
+
+
+class EventData(TypedDict, total=False):
+    """A task event's own JSON object: every key an event may carry, with its type. One
+    declaration for whoever writes it (`Move.data`, `tasks.record`), stores it (the
+    `task_events.data` column) and sends it (the task JSON). Keys are present only when the
+    event has them (a `created` event has none); a key set to null stays null. The comment
+    above each group names the events that set it."""
+
+    # `transition` to delivered (bot/lifecycle/finish.py; the reconciler finding the pull
+    # request); a pull request's end (merged / closed, bot/lifecycle/pull_end.py).
+    pr_url: str | None
+    pr_number: int | None
+    summary: str
+    draft: bool  # opened as a draft pull request (bot/lifecycle/pull_view.py reads it)
+    merge: str | None  # the merge commit
+    merged: bool  # `pull_end_ignored`: the ignored end was a merge
+    # `transition` to waiting_for_info: what the run (or a budget stop) asks.
+    question: str
+    limit: str | None  # the limit that stopped it ("tokens", "cost", ...); `limit_exceeded`
+    budget: BudgetData
+    # `transition` to failed, or back to queued for a retry.
+    error: str
+    retry_in: float  # seconds until the next attempt
+    # `transition` resumed by a Decision; `decision`, `decision_ignored`.
+    comment_id: int
+    author: str
+    # Failing CI on the pull request (bot/lifecycle/ci_store.py, ci_run.py); `ci_fix_run`.
+    head_sha: str
+    checks: list[str]
+    fix_run: int  # which fix run of the chain
+    fix_runs: int  # the bound per head commit
+    # `runtime_session`: the coding runtime's session and its transcript (redacted).
+    session_id: str | None
+    transcript: str | None
+    # `pickup_ignored` ("issues.<action>"); `reconciled`: what the reconciler did.
+    action: str
+    job_id: str | None
+    lost_job: str | None
+    labels: list[str]  # labels repaired
+    # `review_pickup`: the threads a review run took up ("comment:<id>" / "review:<id>").
+    threads: list[str]
+    job: str
+    # `note`: the run's environment (setup, bot/lifecycle/setup_run.py; the repository's
+    # tests, bot/lifecycle/repo_tests.py), all text.
+    setup: str
+    key: str
+    command: str
+    exit_code: str
+    seconds: str
+    tail: str
+
+
 class TaskEvent(_Wire):
     id: int
     kind: str
@@ -104,7 +163,7 @@ class TaskEvent(_Wire):
     at: str
     detail: str | None
     # The event's own JSON object (a transition's data: what the run said, the PR, ...).
-    data: dict[str, Any] | None
+    data: EventData | None
 
 
 class ReviewThread(_Wire):

@@ -14,10 +14,9 @@ import logging
 import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import event, select
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session, UOWTransaction, sessionmaker
 
 from bot.contracts.events import (
     EventFrame,
@@ -91,7 +90,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
     _watched.add(maker)
 
     @event.listens_for(maker, "after_flush")
-    def _collect(session: Session, _context: Any) -> None:
+    def _collect(session: Session, _context: UOWTransaction) -> None:
         pending: _Pending | None = None
         for row in (*session.new, *session.dirty):
             if isinstance(row, ReviewThread):
@@ -142,21 +141,20 @@ def _task_change(row: object) -> TaskChange | None:
 def _review(row: object) -> ReviewPick | None:
     if not isinstance(row, TaskEvent) or row.kind != EventKind.REVIEW_PICKUP.value:
         return None
-    threads = (row.data or {}).get("threads") or []
-    return ReviewPick(row.task_id, [str(each) for each in threads], row.at)
+    return ReviewPick(row.task_id, list((row.data or {}).get("threads", ())), row.at)
 
 
 def _fix_run(row: object) -> FixRunFrame | None:
     if not isinstance(row, TaskEvent) or row.kind != EventKind.CI_FIX_RUN:
         return None
-    data = row.data or {}
+    data = row.data or {}  # typed: bot.contracts.tasks.EventData
     return FixRunFrame(
         task_id=row.task_id,
-        pr_number=int(data.get("pr_number") or 0),
-        head_sha=str(data.get("head_sha") or ""),
-        checks=[str(name) for name in data.get("checks") or ()],
-        run=int(data.get("fix_run") or 0),
-        of=int(data.get("fix_runs") or 0),
+        pr_number=data.get("pr_number") or 0,
+        head_sha=data.get("head_sha", ""),
+        checks=list(data.get("checks", ())),
+        run=data.get("fix_run", 0),
+        of=data.get("fix_runs", 0),
     )
 
 

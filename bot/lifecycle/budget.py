@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from bot.contracts.tasks import BudgetData
 from bot.lifecycle import tasks
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.scope import Run
@@ -47,7 +48,7 @@ class TaskBudget:
             return "cost"
         return None
 
-    def as_json(self) -> dict[str, object]:
+    def as_json(self) -> BudgetData:
         return {"tokens": self.tokens, "usd": self.usd, "source": self.source}
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock
+from bot.contracts.tasks import EventData
 from bot.handler_runs import record_done
 from bot.lifecycle import tasks
 from bot.lifecycle.ci_models import PENDING_STATES, CiFix, CiFixState, CiVerdict
@@ -137,7 +138,7 @@ def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Tra
     fix = claim.verdict is CiVerdict.FIX
     session.add(_claimed_row(claim, clock()))
     session.flush()
-    data = {
+    data: EventData = {
         "head_sha": claim.head_sha,
         "pr_number": claim.pr_number,
         "checks": list(claim.checks),

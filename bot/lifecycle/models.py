@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from sqlalchemy import BigInteger, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.db import Base
+from bot.contracts.tasks import EventData
+from bot.db import Base, JSONType
 from bot.lifecycle.states import TaskState
 
 
@@ -97,7 +97,7 @@ class TaskEvent(Base):
     # "worker:<host>:<pid>", "reconciler".
     actor: Mapped[str] = mapped_column(String(200))
     detail: Mapped[str] = mapped_column(Text, default="")
-    data: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    data: Mapped[EventData] = mapped_column(JSONType, default=dict)  # its typed JSON
     at: Mapped[datetime]
 
 

@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
 
 from sqlalchemy import or_, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from bot.contracts.tasks import EventData
 from bot.db import Database, is_lock_timeout
 from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle import ci_store, leases, progress, tasks, terminate, worktree
@@ -437,7 +437,7 @@ def run_reconcile(ctx: LifecycleContext, *, say: Callable[[str], None] = print) 
 
 
 def _note_repair(
-    session: Session, ctx: LifecycleContext, task_id: int, detail: str, data: dict[str, Any]
+    session: Session, ctx: LifecycleContext, task_id: int, detail: str, data: EventData
 ) -> None:
     """Record on the task what the reconciler repaired (a `reconciled` event)."""
     tasks.record(

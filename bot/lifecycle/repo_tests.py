@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bot.contracts.tasks import EventData
 from bot.lifecycle import worktree
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxRun
@@ -76,7 +77,7 @@ async def run_tests(run: Run, tree: worktree.Worktree) -> CommandResult | None:
     await record_blocked(run, result)
     run.watch.check()
     redact = run.ctx.redactor.redact
-    data = {
+    data: EventData = {
         "command": redact(command),
         "exit_code": str(result.exit_code),
         "seconds": f"{result.seconds:.1f}",

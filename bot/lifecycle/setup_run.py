@@ -24,6 +24,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.config import Settings
+from bot.contracts.tasks import EventData
 from bot.lifecycle import egress_blocked, tasks, worktree
 from bot.lifecycle.context import LifecycleContext, LifecyclePolicy
 from bot.lifecycle.models import EventKind
@@ -385,7 +386,7 @@ async def record_blocked(run: Run, result: CommandResult) -> None:
         )
 
 
-async def say(run: Run, text: str, data: dict[str, str]) -> None:
+async def say(run: Run, text: str, data: EventData) -> None:
     """A step of the environment: a task event, and the progress comment's note."""
     ctx, task = run.ctx, run.task
 

@@ -11,6 +11,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.tasks import EventData
 from bot.errors import Conflict, NotFound
 from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease
 from bot.lifecycle.states import TaskState
@@ -99,7 +100,7 @@ def record(
     *,
     actor: str,
     detail: str = "",
-    data: dict[str, Any] | None = None,
+    data: EventData | None = None,
     from_state: str | None = None,
     to_state: str | None = None,
     clock: Clock = utcnow,

@@ -41,6 +41,7 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.tasks import EventData
 from bot.db import Database, bound_lock_wait
 from bot.lifecycle import progress, tasks
 from bot.lifecycle.models import EventKind, Task
@@ -59,7 +60,7 @@ class Move:
     wanted: TaskState
     actor: str
     detail: str = ""  # the event's words ("<from> -> <to>" when empty)
-    data: dict[str, Any] | None = None  # the event's JSON data
+    data: EventData | None = None  # the event's JSON data
     expect: Collection[TaskState] | None = None  # the states this caller moves from
     changes: dict[str, Any] | None = None  # other task columns, set with the state
     fence: str | None = None  # a run's lease holder: LeaseLost unless it holds the lease
