@@ -46,10 +46,12 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 
-# The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py
-# (tests/test_chat_wire.py fails while they are stale).
+# The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py, and the events
+# stream's frames for the TUI, from bot/contracts/events.py (tests/test_chat_wire.py and
+# tests/test_events_wire.py fail while they are stale).
 wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.chat_wire
+	$(BIN)/python -m bot.contracts.events_wire
 
 # Three test processes (pytest-xdist): most tests wait on real processes, not the CPU.
 # `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.

@@ -18,6 +18,7 @@ from tests.fakes.runtimes import ScriptedRuntime, reply
 from tui_client.__main__ import main, resolve
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
+from tui_client.events_wire import SessionFrame
 from tui_client.sse import SseError, SseReader
 from tui_client.transcript import AssistantMessage, hit_line
 
@@ -280,7 +281,7 @@ async def test_closing_the_client_ends_its_events_stream(api: ApiClient) -> None
     events = client.events()
     first = asyncio.create_task(anext(events))
     await read_sse(await api.post("/api/operator/chat/stream", json={"message": "hello"}))
-    assert (await asyncio.wait_for(first, 30))["type"] == "session"
+    assert isinstance(await asyncio.wait_for(first, 30), SessionFrame)
     await client.close()  # between two reads
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(anext(events), 30)

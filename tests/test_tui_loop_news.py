@@ -19,6 +19,7 @@ from bot.lifecycle.tasks import get_task, new_task, record
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import SIZE, ready, tui, until
+from tui_client.events_wire import FixRunFrame, ReviewFrame
 from tui_client.live import news_notice
 from tui_client.task_ci import ci_lines
 from tui_client.task_detail import TaskDetailScreen
@@ -147,9 +148,10 @@ def test_the_ci_history_and_the_news_in_the_guis_words() -> None:
         "    the failure is not in the code: runner lost",
     ]
     assert ci_lines({"ci": []}) == []
-    one = {"type": "review", "task_id": 3, "issue": 12, "threads": ["review:5"]}
+    one = ReviewFrame(
+        task_id=3, repo="o/r", issue=12, pr_number=7, pr_url=None, threads=["review:5"], at=""
+    )
     assert news_notice(one) == "#12: answering 1 review thread"
-    fix = {"type": "fix_run", "task_id": 3, "head_sha": FAILED, "run": 2, "of": 2}
+    fix = FixRunFrame(task_id=3, pr_number=7, head_sha=FAILED, checks=["tests"], run=2, of=2)
     assert news_notice(fix, 12) == "#12: CI failed on abc1234, fix run 2 of 2"
     assert news_notice(fix) == "Task 3: CI failed on abc1234, fix run 2 of 2"
-    assert news_notice({"type": "task", "task_id": 3}) is None

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 from sqlalchemy.orm import Session
 
@@ -20,6 +21,7 @@ from tests.conftest import ApiClient, make_settings
 from tests.fakes.tui import SIZE, ready, tui, until
 from tui_client.app import SteelframeApp
 from tui_client.board import review_cell
+from tui_client.events_wire import TaskFrame
 from tui_client.live import task_notice
 from tui_client.task_detail import detail_lines
 
@@ -124,7 +126,18 @@ def test_the_cell_and_the_detail_use_the_guis_words() -> None:
 
 
 def test_merges_and_closes_notify_with_the_pull_requests_link() -> None:
-    merged = {"issue": 3, "title": "Blue", "state": "merged", "pr_url": f"{PR}7", "reason": "x"}
+    merged = TaskFrame(
+        task_id=1,
+        repo="o/r",
+        issue=3,
+        title="Blue",
+        state="merged",
+        pr_url=f"{PR}7",
+        cost_usd=0.0,
+        tokens=0,
+        reason="x",
+        updated_at="",
+    )
     assert task_notice(merged) == (f"#3 Blue was merged: {PR}7", "information")
-    closed = {**merged, "state": "closed"}
+    closed = msgspec.structs.replace(merged, state="closed")
     assert task_notice(closed) == (f"#3 Blue was closed without a merge: {PR}7", "warning")

@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+import msgspec
 
 from tui_client import wire
+from tui_client.events_wire import EventFrame
 from tui_client.sse import Frame, SseReader
 
 log = logging.getLogger(__name__)
@@ -238,10 +240,12 @@ class OperatorClient:
 
     # -- events --------------------------------------------------------------------------
 
-    async def events(self, *, last_event_id: int | None = None) -> AsyncIterator[Frame]:
+    async def events(self, *, last_event_id: int | None = None) -> AsyncIterator[EventFrame]:
         """The operator's events stream, forever: a broken connection is re-opened (after a
         pause that doubles up to EVENTS_BACKOFF_MAX) from the last event id seen, so nothing
-        is missed; a `resync` frame says some were (reload what is shown)."""
+        is missed; a `resync` frame says some were (reload what is shown). A frame this
+        client does not know (a newer service's) is skipped, as the TUI has nothing to show
+        for it."""
         reader = SseReader()
         position = last_event_id
         pause = EVENTS_BACKOFF_MIN
@@ -257,9 +261,11 @@ class OperatorClient:
                         )
                     pause = EVENTS_BACKOFF_MIN
                     async for chunk in response.content.iter_any():
-                        for frame in reader.feed(chunk):
+                        for raw in reader.feed(chunk):
                             position = reader.last_event_id
-                            yield frame
+                            frame = _event_frame(raw)
+                            if frame is not None:
+                                yield frame
             except (aiohttp.ClientError, TimeoutError, OSError, RuntimeError) as exc:
                 if self._http is None:
                     # This client's `close` took the connection away (a read after it is a
@@ -322,3 +328,13 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, aiohttp.ServerDisconnectedError):
         return "the server closed the connection"
     return str(exc) or type(exc).__name__
+
+
+def _event_frame(raw: Frame) -> EventFrame | None:
+    """An events-stream frame as its Struct (tui_client/events_wire.py), None if unknown."""
+    try:
+        frame: EventFrame = msgspec.convert(raw, EventFrame)  # checked here, at run time
+    except msgspec.ValidationError as exc:
+        log.info("events stream: frame %s skipped: %s", raw.get("type"), exc)
+        return None
+    return frame

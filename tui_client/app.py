@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -15,6 +15,16 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from tui_client.api import ApiError, OperatorClient
 from tui_client.board import BoardPanel
 from tui_client.chat import ChatPanel, describe
+from tui_client.events_wire import (
+    EventFrame,
+    FixRunFrame,
+    LedgerFrame,
+    ResultFrame,
+    ResyncFrame,
+    ReviewFrame,
+    SessionFrame,
+    TaskFrame,
+)
 from tui_client.live import news_notice, task_notice
 
 
@@ -72,26 +82,23 @@ class SteelframeApp(App[None]):
         except ApiError as exc:
             self.tell(f"Live updates stopped: {describe(exc)}", severity="error")
 
-    def apply_event(self, frame: dict[str, Any]) -> None:
-        kind = frame.get("type")
-        if kind == "task":
+    def apply_event(self, frame: EventFrame) -> None:
+        if isinstance(frame, TaskFrame):
             self.board.task_changed(frame)
             notice = task_notice(frame)
             if notice is not None:
                 self.tell(notice[0], severity=notice[1])
-        elif kind == "ledger":  # a review thread on a task's pull request changed
+        elif isinstance(frame, LedgerFrame):  # a review thread on a task's pull request changed
             self.board.task_changed(frame)
-        elif kind in ("review", "fix_run"):  # a review run or a CI fix run starts
+        elif isinstance(frame, ReviewFrame | FixRunFrame):  # a review run or CI fix run starts
             self.board.task_changed(frame)
-            known = self.board.tasks.get(str(frame.get("task_id"))) or {}
-            news = news_notice(frame, known.get("issue"))
-            if news is not None:
-                self.tell(news)
-        elif kind == "result":
-            self.chat.result_arrived(str(frame.get("session_id") or ""))
-        elif kind == "session":
-            self.chat.session_changed(str(frame.get("session_id") or ""), str(frame.get("change")))
-        elif kind == "resync":
+            known = self.board.tasks.get(str(frame.task_id)) or {}
+            self.tell(news_notice(frame, known.get("issue")))
+        elif isinstance(frame, ResultFrame):
+            self.chat.result_arrived(frame.session_id)
+        elif isinstance(frame, SessionFrame):
+            self.chat.session_changed(frame.session_id, frame.change)
+        elif isinstance(frame, ResyncFrame):
             self.board.load()
             self.chat.load_sessions()
             self.chat.refresh_transcript()

@@ -19,6 +19,7 @@ from textual.widgets.data_table import RowDoesNotExist
 
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat import describe, while_mounted
+from tui_client.events_wire import FixRunFrame, LedgerFrame, ReviewFrame, TaskFrame
 from tui_client.modals import ConfirmScreen, LogScreen, log_text
 from tui_client.task_detail import TaskDetailScreen, dollars
 
@@ -170,7 +171,7 @@ class BoardPanel(Vertical):
             return None
         return self.tasks.get(str(key.value))
 
-    def task_changed(self, frame: dict[str, Any]) -> None:
+    def task_changed(self, frame: TaskFrame | LedgerFrame | ReviewFrame | FixRunFrame) -> None:
         """A `task` event, or a `ledger` event (a review thread recorded or settled): the
         Board shows the new state and counts (reloaded, so order and counts follow)."""
         self.load()

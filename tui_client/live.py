@@ -5,9 +5,9 @@ refresh; these words pop up."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from textual.notifications import SeverityLevel
+
+from tui_client.events_wire import FixRunFrame, ReviewFrame, TaskFrame
 
 # Task states worth interrupting the operator for: the work needs them or is done.
 NOTIFY_STATES: dict[str, tuple[str, SeverityLevel]] = {
@@ -21,33 +21,29 @@ NOTIFY_STATES: dict[str, tuple[str, SeverityLevel]] = {
 WITH_PR_LINK = frozenset({"delivered", "merged", "closed"})
 
 
-def task_notice(frame: dict[str, Any]) -> tuple[str, SeverityLevel] | None:
+def task_notice(frame: TaskFrame) -> tuple[str, SeverityLevel] | None:
     """(text, severity) for a `task` event worth a notification, else None."""
-    state = str(frame.get("state") or "")
-    if state not in NOTIFY_STATES:
+    if frame.state not in NOTIFY_STATES:
         return None
-    words, severity = NOTIFY_STATES[state]
-    text = f"#{frame.get('issue')} {frame.get('title') or ''} {words}".replace("  ", " ")
-    if state in WITH_PR_LINK and frame.get("pr_url"):
-        text += f": {frame['pr_url']}"
-    elif frame.get("reason") and state not in WITH_PR_LINK:
-        text += f": {_short(str(frame['reason']))}"
+    words, severity = NOTIFY_STATES[frame.state]
+    text = f"#{frame.issue} {frame.title} {words}".replace("  ", " ")
+    if frame.state in WITH_PR_LINK and frame.pr_url:
+        text += f": {frame.pr_url}"
+    elif frame.reason and frame.state not in WITH_PR_LINK:
+        text += f": {_short(frame.reason)}"
     return text, severity
 
 
-def news_notice(frame: dict[str, Any], issue: object = None) -> str | None:
+def news_notice(frame: ReviewFrame | FixRunFrame, issue: int | None = None) -> str:
     """The words for a `review` event (a review run took threads up) or a `fix_run` event
     (failing CI started a fix run), as the GUI says them; `issue` when the frame has none."""
-    named = f"#{frame.get('issue') or issue}" if frame.get("issue") or issue else None
-    name = named or f"Task {frame.get('task_id')}"
-    if frame.get("type") == "review":
-        count = len(frame.get("threads") or [])
+    known = (frame.issue if isinstance(frame, ReviewFrame) else None) or issue
+    name = f"#{known}" if known else f"Task {frame.task_id}"
+    if isinstance(frame, ReviewFrame):
+        count = len(frame.threads)
         return f"{name}: answering {count} review thread{'' if count == 1 else 's'}"
-    if frame.get("type") == "fix_run":
-        bound = f" of {frame['of']}" if frame.get("of") else ""
-        sha = str(frame.get("head_sha") or "")[:7]
-        return f"{name}: CI failed on {sha}, fix run {frame.get('run')}{bound}"
-    return None
+    bound = f" of {frame.of}" if frame.of else ""
+    return f"{name}: CI failed on {frame.head_sha[:7]}, fix run {frame.run}{bound}"
 
 
 def _short(text: str, limit: int = 120) -> str:
