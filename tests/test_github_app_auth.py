@@ -92,7 +92,7 @@ async def test_installation_token_is_refreshed_before_it_expires(
     assert second != first
     assert github_sandbox.sandbox.token_requests[github_sandbox.installation_id] == 2
     made = await client.create_issue(SANDBOX_REPO, title="with the new token", body="", labels=[])
-    assert made["number"] == 1
+    assert made.number == 1
 
 
 async def test_installation_lookup_is_cached_and_refreshed_after_its_ttl(
@@ -116,7 +116,7 @@ async def test_logs_never_carry_the_key_or_tokens(
     caplog.set_level(logging.DEBUG)
     github_sandbox.fail("server_error", path="/repos/*/issues/*", times=1)
     issue = await github_client.create_issue(SANDBOX_REPO, title="t", body="b", labels=["x"])
-    await github_client.get_issue(SANDBOX_REPO, issue["number"])
+    await github_client.get_issue(SANDBOX_REPO, issue.number)
     token = await github_client.installation_token(SANDBOX_REPO)
     text = "\n".join(record.getMessage() for record in caplog.records)
     assert "retry 1" in text  # the logs did say something
