@@ -12,8 +12,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from bot.config_values import ConfigError, Secret
-from bot.github.app_auth import AppCredentials, InstallationLookup
+from bot.github.app_auth import AppCredentials, InstallationLookup, InstallationToken
+from bot.github.app_records import AccessToken
 from bot.github.client import GitHubClient
+from bot.github.records import record
 from tests.conftest import SANDBOX_APP_ID, SANDBOX_REPO, FakeTime, GitHubSandbox
 
 
@@ -65,6 +67,14 @@ def test_reprs_hide_the_key(github_app_keys: tuple[str, str]) -> None:
     client = GitHubClient(app_id=7, private_key=Secret(private))
     body = private.splitlines()[1]
     assert body not in repr(client) and body not in repr(client.app)
+
+
+def test_a_token_answer_shows_no_token() -> None:
+    answer = record(AccessToken, {"token": "ghs_s3cret", "expires_at": "2030-01-01T00:00:00Z"})
+    token = InstallationToken.from_github(answer)
+    assert token.token.reveal() == "ghs_s3cret" and token.expires_at == 1893456000.0
+    for shown in (repr(answer), str(answer), repr(token)):
+        assert "ghs_s3cret" not in shown
 
 
 async def test_installation_token_is_fetched_once_for_concurrent_callers(

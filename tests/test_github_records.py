@@ -1,4 +1,4 @@
-"""Every typed record of a GitHub answer (bot/github/records.py, bot/github/issue_records.py)
+"""Every typed record of a GitHub answer (bot/github/records.py, issue_records.py, app_records.py)
 held to GitHub's own OpenAPI description of the operations it is read from: each field is
 one the answer describes, of the described type, accepting null where GitHub says it may be
 null and with a default where GitHub may leave it out. First the check is shown to bite."""
@@ -13,7 +13,7 @@ import msgspec
 import msgspec.inspect as mi
 import pytest
 
-from bot.github import issue_records, records
+from bot.github import app_records, issue_records, records
 from github_sandbox.contract import OPENAPI_FILE
 from tests.conftest import GITHUB_DATA
 
@@ -53,6 +53,10 @@ SOURCES: dict[type[msgspec.Struct], list[tuple[str, str | None]]] = {
     records.CombinedStatus: [("repos/get-combined-status-for-ref", None)],
     records.WorkflowRun: [("actions/get-workflow-run", None)],
     records.Job: [("actions/list-jobs-for-workflow-run", "jobs")],
+    app_records.App: [("apps/get-authenticated", None)],
+    app_records.Installation: [("apps/get-repo-installation", None)],
+    app_records.AccessToken: [("apps/create-installation-access-token", None)],
+    app_records.CollaboratorPermission: [("repos/get-collaborator-permission-level", None)],
 }
 # Fields that accept null where the description says they never are, each with the
 # evidence that GitHub sends null anyway.
@@ -338,7 +342,7 @@ def test_every_record_of_a_github_answer_is_checked() -> None:
     """A record added without saying where it is read from fails here, not in production."""
     declared = {
         value
-        for module in (records, issue_records)
+        for module in (records, issue_records, app_records)
         for value in vars(module).values()
         if isinstance(value, type)
         and issubclass(value, msgspec.Struct)

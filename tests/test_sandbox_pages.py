@@ -73,7 +73,8 @@ async def test_a_pull_request_page_shows_state_branches_and_diff(
     assert (status, kind) == (200, "text/html")
     assert "Open</span>" in html and "<code>steelframe/issue-1</code>" in html
     assert '<span class="add">+a new line</span>' in html and "NOTES.md" in html
-    status, kind, diff = await fetch(pull["diff_url"])
+    answer = await client.request("GET", github_sandbox.repo, f"/pulls/{pull.number}")
+    status, kind, diff = await fetch(answer.data["diff_url"])  # not a field Steelframe reads
     assert (status, kind) == (200, "text/plain") and "+a new line" in diff
     status, _, repo_page = await fetch(f"{github_sandbox.url}/{github_sandbox.repo}")
     assert status == 200 and "Add notes" in repo_page

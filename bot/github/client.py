@@ -31,6 +31,7 @@ from bot.github.app_auth import (
     TokenCache,
     TokenScope,
 )
+from bot.github.app_records import AccessToken, App, CollaboratorPermission, Installation
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
 from bot.github.issue_records import Issue, IssueComment, Label, PullRequest, Repository
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
@@ -204,14 +205,15 @@ class GitHubClient:
             response = await self.transport.request(
                 "GET", "/app", credential=self._app_credential()
             )
-            data = response.data
-            slug = str(data["slug"])
+            app = record(App, response.data)
+            if not app.slug:
+                raise GitHubRejected("GitHub's answer to GET /app names no slug")
             self._identity = AppIdentity(
-                id=int(data["id"]),
-                slug=slug,
-                name=str(data.get("name") or slug),
-                bot_login=f"{slug}[bot]",
-                html_url=str(data.get("html_url") or ""),
+                id=app.id,
+                slug=app.slug,
+                name=app.name or app.slug,
+                bot_login=f"{app.slug}[bot]",
+                html_url=app.html_url,
             )
         return self._identity
 
@@ -231,7 +233,7 @@ class GitHubClient:
         response = await self.transport.request(
             "GET", f"{_repo_path(repo)}/installation", credential=self._app_credential()
         )
-        return int(response.data["id"])
+        return record(Installation, response.data).id
 
     async def _fetch_token(self, scope: TokenScope) -> InstallationToken:
         response = await self.transport.request(
@@ -241,7 +243,7 @@ class GitHubClient:
             payload=scope.request_body(),
         )
         log.info("github: new token (%s)", scope.describe())
-        return InstallationToken.from_github(response.data)
+        return InstallationToken.from_github(record(AccessToken, response.data))
 
     async def _token(self, repo: str, scope: TokenScope) -> str:
         try:
@@ -471,7 +473,7 @@ class GitHubClient:
             )
         except GitHubNotFound:
             return "none"
-        permission = str(response.data.get("permission", "none"))
+        permission = record(CollaboratorPermission, response.data).permission
         return permission if permission in PERMISSIONS else "none"
 
     # -- After the pull request: reviews, reactions, CI, files, merge ---------------------
