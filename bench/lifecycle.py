@@ -137,7 +137,7 @@ async def lifecycle(
         queue_name=queue,
     )
     numbers = [
-        int((await github.create_issue(REPO, title=f"Task {n}", body="bench", labels=[]))["number"])
+        (await github.create_issue(REPO, title=f"Task {n}", body="bench", labels=[])).number
         for n in range(n_latency + n_throughput)
     ]
 

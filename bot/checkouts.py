@@ -19,9 +19,10 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, Protocol
 
 from bot.config import AgentConfig
+from bot.github.issue_records import Repository
 from bot.lifecycle.worktree import git
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,7 @@ class RepoAccess(Protocol):
 
     async def installation_token(self, repo: str) -> str: ...
 
-    async def get_repo(self, repo: str) -> dict[str, Any]: ...
+    async def get_repo(self, repo: str) -> Repository: ...
 
 
 class ManagedCheckouts:
@@ -90,7 +91,7 @@ class ManagedCheckouts:
 
     async def _fetch(self, repo: str, folder: Path) -> None:
         info = await self.github.get_repo(repo)
-        url, branch = str(info["clone_url"]), str(info.get("default_branch") or "main")
+        url, branch = info.clone_url, info.default_branch or "main"
         token = await self.github.installation_token(repo)
         if not (folder / ".git").is_dir():
             shutil.rmtree(folder, ignore_errors=True)

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import BadRequest
+from bot.github.issue_records import Issue, IssueComment
 from bot.idempotency import run_once
 from bot.models import Operator
 
@@ -43,11 +44,11 @@ def decision_text(comment_body: str) -> str:
 
 
 class CommentApi(Protocol):
-    async def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]: ...
+    async def create_comment(self, repo: str, number: int, body: str) -> IssueComment: ...
 
-    async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]: ...
+    async def list_comments(self, repo: str, number: int) -> list[IssueComment]: ...
 
-    async def get_issue(self, repo: str, number: int) -> dict[str, Any]: ...
+    async def get_issue(self, repo: str, number: int) -> Issue: ...
 
     async def remove_label(self, repo: str, number: int, label: str) -> bool: ...
 
@@ -115,17 +116,14 @@ class DecisionPublisher:
 
         async def post(req: dict[str, Any]) -> dict[str, Any]:
             created = await self.github.create_comment(req["repo"], req["issue"], req["body"])
-            return {"comment_id": created["id"], "comment_url": created["html_url"]}
+            return {"comment_id": created.id, "comment_url": created.html_url}
 
         async def find(req: dict[str, Any]) -> dict[str, Any] | None:
             needle = f"<!-- steelframe-publish:{key.removeprefix('publish:')} -->"
             for existing in await self.github.list_comments(req["repo"], req["issue"]):
                 # Only the App's own comment counts: anyone can type the marker.
-                author = (existing.get("user") or {}).get("login") or ""
-                if needle in (existing.get("body") or "") and await self.github.is_app_login(
-                    author
-                ):
-                    return {"comment_id": existing["id"], "comment_url": existing["html_url"]}
+                if needle in existing.body and await self.github.is_app_login(existing.author):
+                    return {"comment_id": existing.id, "comment_url": existing.html_url}
             return None
 
         outcome = await run_once(

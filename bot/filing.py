@@ -19,6 +19,7 @@ from bot.db import Database
 from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest
 from bot.filing_source import FilingClient, current_client, source_label_of
+from bot.github.issue_records import Issue
 from bot.idempotency import run_once
 
 log = logging.getLogger(__name__)
@@ -36,11 +37,11 @@ class IssueApi(Protocol):
 
     async def create_issue(
         self, repo: str, *, title: str, body: str, labels: list[str]
-    ) -> dict[str, Any]: ...
+    ) -> Issue: ...
 
     async def list_issues(
         self, repo: str, *, state: str = "open", labels: list[str] | tuple[str, ...] = ()
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[Issue]: ...
 
     async def is_app_login(self, login: str) -> bool: ...
 
@@ -182,15 +183,14 @@ class FilingService:
         issue = await self.github.create_issue(
             req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
         )
-        return {"number": issue["number"], "url": issue["html_url"]}
+        return {"number": issue.number, "url": issue.html_url}
 
     async def _find_filed(self, repo: str, needle: str, label: str) -> dict[str, Any] | None:
         """The issue an earlier attempt filed (after a crash between create and record)."""
         for issue in await self.github.list_issues(repo, state="all", labels=[label]):
             # Only an issue the App opened counts: anyone can type the marker.
-            author = (issue.get("user") or {}).get("login") or ""
-            if needle in (issue.get("body") or "") and await self.github.is_app_login(author):
-                return {"number": issue["number"], "url": issue["html_url"]}
+            if needle in (issue.body or "") and await self.github.is_app_login(issue.author):
+                return {"number": issue.number, "url": issue.html_url}
         return None
 
     async def _start_task(

@@ -32,7 +32,7 @@ async def test_a_review_run_resumes_the_agents_session(make: Make, agent: str) -
         "maintainer",
         "POST",
         f"/pulls/{task.pr_number}/comments",
-        {"body": "Say more.", "commit_id": pull["head"]["sha"], "path": "hello.txt", "line": 1},
+        {"body": "Say more.", "commit_id": pull.head.sha, "path": "hello.txt", "line": 1},
     )
     await lc.work()
     task = lc.task(issue)
@@ -40,7 +40,7 @@ async def test_a_review_run_resumes_the_agents_session(make: Make, agent: str) -
     written = lc.branch_file("hello.txt", branch) or ""
     assert written.startswith(f"{RESUMED[agent]} {session};")
     assert task.runtime_session == session
-    head = (await lc.github.get_pull(lc.repo, task.pr_number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, task.pr_number)).head.sha
     comments = await lc.github.list_review_comments(lc.repo, task.pr_number)
     (reply,) = [c for c in comments if c.in_reply_to_id == comment["id"]]
     assert f"Addressed in {head}." in reply.body  # no answers file: the worker's own answer

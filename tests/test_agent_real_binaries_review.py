@@ -38,7 +38,7 @@ async def _review(lc: Lifecycle, issue: int) -> tuple[int, int]:
         "maintainer",
         "POST",
         f"/pulls/{task.pr_number}/comments",
-        {"body": "Say hi too.", "commit_id": pull["head"]["sha"], "path": "hello.txt", "line": 1},
+        {"body": "Say hi too.", "commit_id": pull.head.sha, "path": "hello.txt", "line": 1},
     )
     return task.pr_number, int(comment["id"])
 
@@ -47,7 +47,7 @@ async def _answered(lc: Lifecycle, issue: int, number: int, comment: int) -> Non
     task = lc.task(issue)
     assert task.state == TaskState.DELIVERED, [e.detail for e in lc.events(task.id)]
     assert lc.branch_file("hello.txt", f"steelframe/issue-{issue}") == "hello hi\n"
-    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
     replies = [c for c in await lc.github.list_review_comments(lc.repo, number) if c.in_reply_to_id]
     assert [r.in_reply_to_id for r in replies] == [comment]
     assert f"Addressed in {head}." in replies[0].body

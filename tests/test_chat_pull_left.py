@@ -53,7 +53,7 @@ async def _comment(lc: Lifecycle, number: int, body: str) -> Any:
         "maintainer",
         "POST",
         f"/pulls/{number}/comments",
-        {"body": body, "commit_id": pull["head"]["sha"], "path": "CHANGE.md", "line": 1},
+        {"body": body, "commit_id": pull.head.sha, "path": "CHANGE.md", "line": 1},
     )
 
 
@@ -72,7 +72,7 @@ async def test_what_is_left_reads_the_ledger_then_the_merge(make: Make, any_db_u
     loud = await _comment(lc, number, HOSTILE)
     kept = await _comment(lc, number, "Keep the old name?")
     fixed = await _comment(lc, number, "Typo in the title.")
-    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
     answers = [
         ThreadAnswer(ThreadKind.COMMENT, fixed["id"], ThreadState.ADDRESSED, "Fixed.", head),
         ThreadAnswer(ThreadKind.COMMENT, kept["id"], ThreadState.DECLINED, "The issue asks it."),

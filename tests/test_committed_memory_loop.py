@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.filing import MEMORY_LABEL
+from bot.github.issue_records import Repository
 from bot.lifecycle.states import TaskState
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -31,8 +32,8 @@ async def test_a_fact_goes_from_chat_to_a_merged_pr_to_the_next_turns_committed_
     assert done["intent"] == "file_memory", done["notes"]
     number = done["filed_issue_number"]
     issue = await lc.github.get_issue(lc.repo, number)
-    assert MEMORY_LABEL in {label["name"] for label in issue["labels"]}
-    assert issue["body"].startswith(FACT) and PATH in issue["body"]
+    assert MEMORY_LABEL in issue.label_names
+    assert issue.body is not None and issue.body.startswith(FACT) and PATH in issue.body
 
     await lc.settle()
     await lc.work()
@@ -89,9 +90,10 @@ class _Counting:
         self.client = client
         self.looked_up = 0
 
-    async def get_repo(self, repo: str) -> dict[str, Any]:
+    async def get_repo(self, repo: str) -> Repository:
         self.looked_up += 1
-        return dict(await self.client.get_repo(repo))
+        repository: Repository = await self.client.get_repo(repo)
+        return repository
 
     async def installation_token(self, repo: str) -> str:
         return str(await self.client.installation_token(repo))

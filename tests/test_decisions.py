@@ -27,7 +27,7 @@ async def issue(service: ApiClient) -> int:
     made = await github.create_issue(
         SANDBOX_REPO, title="Login flakes", body="b", labels=[NEEDS_HUMAN_LABEL]
     )
-    return int(made["number"])
+    return made.number
 
 
 def comments(sandbox: GitHubSandbox, number: int) -> list[str]:
@@ -94,7 +94,7 @@ async def test_each_clearing_event_clears_the_draft(
     elif event == "discuss":
         assert service.services.github is not None
         other = await service.services.github.create_issue(SANDBOX_REPO, title="t", body="b")
-        started = await service.post("/api/operator/chat/new", json={"issue": other["number"]})
+        started = await service.post("/api/operator/chat/new", json={"issue": other.number})
         assert started.status == 201
     else:
         await service.post(

@@ -51,7 +51,7 @@ async def test_each_discuss_turn_sees_the_issue_as_untrusted_data(
         body="The weekly export reads every row. " + "x" * (BODY_CHARS + 500),
         labels=["bug", "export"],
     )
-    number = int(issue["number"])
+    number = issue.number
     token = github_sandbox.user_token("ada", "write")
     async with service.raw.session.post(
         f"{github_sandbox.url}/repos/{SANDBOX_REPO}/issues/{number}/comments",
@@ -94,7 +94,7 @@ async def test_github_failing_during_a_turn_never_fails_it(
 ) -> None:
     github = service.services.github
     assert github is not None
-    number = int((await github.create_issue(SANDBOX_REPO, title="t", body="b"))["number"])
+    number = (await github.create_issue(SANDBOX_REPO, title="t", body="b")).number
     session = await (await service.post("/api/operator/chat/new", json={"issue": number})).json()
     github_sandbox.fail(
         "server_error", method="GET", path=f"/repos/{SANDBOX_REPO}/issues/{number}", times=20

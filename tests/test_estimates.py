@@ -72,7 +72,7 @@ async def test_a_task_shows_its_estimate_before_it_runs_and_in_its_plan(
         lc.repo, title="Second change", body="Also blue.", labels=[PICKUP, PLAN_LABEL]
     )
     await lc.settle()
-    second = int(made["number"])
+    second = made.number
     task = lc.task(second)
     detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
     assert detail["state"] == TaskState.QUEUED

@@ -12,8 +12,10 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from bot.config_values import ConfigError, Secret
-from bot.github.app_auth import AppCredentials, InstallationLookup
+from bot.github.app_auth import AppCredentials, InstallationLookup, InstallationToken
+from bot.github.app_records import AccessToken
 from bot.github.client import GitHubClient
+from bot.github.records import record
 from tests.conftest import SANDBOX_APP_ID, SANDBOX_REPO, FakeTime, GitHubSandbox
 
 
@@ -67,6 +69,14 @@ def test_reprs_hide_the_key(github_app_keys: tuple[str, str]) -> None:
     assert body not in repr(client) and body not in repr(client.app)
 
 
+def test_a_token_answer_shows_no_token() -> None:
+    answer = record(AccessToken, {"token": "ghs_s3cret", "expires_at": "2030-01-01T00:00:00Z"})
+    token = InstallationToken.from_github(answer)
+    assert token.token.reveal() == "ghs_s3cret" and token.expires_at == 1893456000.0
+    for shown in (repr(answer), str(answer), repr(token)):
+        assert "ghs_s3cret" not in shown
+
+
 async def test_installation_token_is_fetched_once_for_concurrent_callers(
     github_sandbox: GitHubSandbox, github_client: GitHubClient
 ) -> None:
@@ -92,7 +102,7 @@ async def test_installation_token_is_refreshed_before_it_expires(
     assert second != first
     assert github_sandbox.sandbox.token_requests[github_sandbox.installation_id] == 2
     made = await client.create_issue(SANDBOX_REPO, title="with the new token", body="", labels=[])
-    assert made["number"] == 1
+    assert made.number == 1
 
 
 async def test_installation_lookup_is_cached_and_refreshed_after_its_ttl(
@@ -116,7 +126,7 @@ async def test_logs_never_carry_the_key_or_tokens(
     caplog.set_level(logging.DEBUG)
     github_sandbox.fail("server_error", path="/repos/*/issues/*", times=1)
     issue = await github_client.create_issue(SANDBOX_REPO, title="t", body="b", labels=["x"])
-    await github_client.get_issue(SANDBOX_REPO, issue["number"])
+    await github_client.get_issue(SANDBOX_REPO, issue.number)
     token = await github_client.installation_token(SANDBOX_REPO)
     text = "\n".join(record.getMessage() for record in caplog.records)
     assert "retry 1" in text  # the logs did say something

@@ -13,6 +13,7 @@ from aiohttp import web
 from bot.errors import NotFound
 from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound, GitHubRejected
+from bot.github.issue_records import Issue
 from bot.lifecycle.worktree import git_env
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 
@@ -24,24 +25,24 @@ async def test_create_issue_with_labels_and_get_it_back(github_client: GitHubCli
         body="It has a typo.",
         labels=["steelframe:work-on-this"],
     )
-    fetched = await github_client.get_issue(SANDBOX_REPO, created["number"])
-    assert fetched["title"] == "Fix the README" and fetched["body"] == "It has a typo."
-    assert [label["name"] for label in fetched["labels"]] == ["steelframe:work-on-this"]
-    assert fetched["user"]["login"] == "steelframe-sandbox[bot]"
+    fetched = await github_client.get_issue(SANDBOX_REPO, created.number)
+    assert fetched.title == "Fix the README" and fetched.body == "It has a typo."
+    assert fetched.label_names == ["steelframe:work-on-this"]
+    assert fetched.author == "steelframe-sandbox[bot]" and not fetched.is_pull
 
 
 async def test_add_and_remove_labels(github_client: GitHubClient) -> None:
     issue = await github_client.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
     labels = await github_client.add_labels(
-        SANDBOX_REPO, issue["number"], ["a b", "c:d", "area/ui", "50% ünï"]
+        SANDBOX_REPO, issue.number, ["a b", "c:d", "area/ui", "50% ünï"]
     )
-    assert [label["name"] for label in labels] == ["a b", "c:d", "area/ui", "50% ünï"]
+    assert [label.name for label in labels] == ["a b", "c:d", "area/ui", "50% ünï"]
     for name in ("area/ui", "50% ünï"):  # names that need careful URL encoding
-        assert await github_client.remove_label(SANDBOX_REPO, issue["number"], name) is True
-    assert await github_client.remove_label(SANDBOX_REPO, issue["number"], "c:d") is True
-    assert await github_client.remove_label(SANDBOX_REPO, issue["number"], "c:d") is False
-    remaining = (await github_client.get_issue(SANDBOX_REPO, issue["number"]))["labels"]
-    assert [label["name"] for label in remaining] == ["a b"]
+        assert await github_client.remove_label(SANDBOX_REPO, issue.number, name) is True
+    assert await github_client.remove_label(SANDBOX_REPO, issue.number, "c:d") is True
+    assert await github_client.remove_label(SANDBOX_REPO, issue.number, "c:d") is False
+    remaining = await github_client.get_issue(SANDBOX_REPO, issue.number)
+    assert remaining.label_names == ["a b"]
 
 
 async def test_remove_label_on_missing_issue_is_not_found(github_client: GitHubClient) -> None:
@@ -72,17 +73,18 @@ async def test_comments_create_update_and_list_all_pages(
     github_sandbox: GitHubSandbox, github_client: GitHubClient
 ) -> None:
     issue = await github_client.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
-    first = await github_client.create_comment(SANDBOX_REPO, issue["number"], "first")
-    updated = await github_client.update_comment(SANDBOX_REPO, first["id"], "first, edited")
-    assert updated["id"] == first["id"] and updated["body"] == "first, edited"
+    first = await github_client.create_comment(SANDBOX_REPO, issue.number, "first")
+    updated = await github_client.update_comment(SANDBOX_REPO, first.id, "first, edited")
+    assert updated.id == first.id and updated.body == "first, edited"
+    assert updated.author == "steelframe-sandbox[bot]" and updated.html_url
     # 230 more comments straight into the world, so listing needs three pages of 100.
     sandbox = github_sandbox.sandbox
     repo = sandbox.world.repo(SANDBOX_REPO)
     user = sandbox.world.user("alice")
     for n in range(230):
-        sandbox.ops.create_comment(repo, user, issue["number"], {"body": f"comment {n}"})
-    listed = await github_client.list_comments(SANDBOX_REPO, issue["number"])
-    assert [c["body"] for c in listed] == ["first, edited"] + [f"comment {n}" for n in range(230)]
+        sandbox.ops.create_comment(repo, user, issue.number, {"body": f"comment {n}"})
+    listed = await github_client.list_comments(SANDBOX_REPO, issue.number)
+    assert [c.body for c in listed] == ["first, edited"] + [f"comment {n}" for n in range(230)]
     pages = [ex for ex in sandbox.traffic if ex.method == "GET" and ex.route.endswith("/comments")]
     assert len(pages) == 3
 
@@ -90,10 +92,11 @@ async def test_comments_create_update_and_list_all_pages(
 async def test_list_issues_filters_by_label_and_state(github_client: GitHubClient) -> None:
     one = await github_client.create_issue(SANDBOX_REPO, title="one", body="", labels=["x"])
     await github_client.create_issue(SANDBOX_REPO, title="two", body="", labels=[])
-    await github_client.update_issue(SANDBOX_REPO, one["number"], state="closed")
+    closing = await github_client.update_issue(SANDBOX_REPO, one.number, state="closed")
+    assert closing.state == "closed"
     assert await github_client.list_issues(SANDBOX_REPO, labels=["x"]) == []
     closed = await github_client.list_issues(SANDBOX_REPO, state="closed", labels=["x"])
-    assert [i["title"] for i in closed] == ["one"]
+    assert [i.title for i in closed] == ["one"]
 
 
 def _push_branch(clone_url: str, token: str, workdir: Path, branch: str) -> None:
@@ -115,18 +118,20 @@ def _push_branch(clone_url: str, token: str, workdir: Path, branch: str) -> None
 async def test_pull_request_from_a_pushed_branch(
     github_sandbox: GitHubSandbox, github_client: GitHubClient, tmp_path: Path
 ) -> None:
-    repo = await github_client.request("GET", SANDBOX_REPO, "")
+    repo = await github_client.get_repo(SANDBOX_REPO)
+    assert repo.full_name == SANDBOX_REPO and repo.default_branch == "main"
     token = await github_client.scoped_token(SANDBOX_REPO, {"contents": "write"})
     await asyncio.to_thread(
-        _push_branch, repo.data["clone_url"], token, tmp_path / "work", "steelframe/issue-1"
+        _push_branch, repo.clone_url, token, tmp_path / "work", "steelframe/issue-1"
     )
     pull = await github_client.create_pull(
         SANDBOX_REPO, title="Fix", head="steelframe/issue-1", base="main", body="Closes #1"
     )
-    assert pull["head"]["ref"] == "steelframe/issue-1" and pull["base"]["ref"] == "main"
-    assert pull["head"]["sha"] != pull["base"]["sha"] and pull["state"] == "open"
+    assert pull.head.ref == "steelframe/issue-1" and pull.base.ref == "main"
+    assert pull.head.sha != pull.base.sha and pull.state == "open"
+    assert pull.head.repo is not None and pull.head.repo.full_name == SANDBOX_REPO
     found = await github_client.list_pulls(SANDBOX_REPO, head="steelframe/issue-1")
-    assert [p["number"] for p in found] == [pull["number"]]
+    assert found == [await github_client.get_pull(SANDBOX_REPO, pull.number)]
     assert await github_client.list_pulls(SANDBOX_REPO, head="other") == []
     with pytest.raises(GitHubRejected) as caught:  # GitHub allows one open PR per head
         await github_client.create_pull(
@@ -190,15 +195,11 @@ async def test_malformed_repo_name_is_bad_request(github_client: GitHubClient, b
         await github_client.get_issue(bad, 1)
 
 
-def _names(labels: list[dict[str, Any]]) -> list[str]:
-    return [label["name"] for label in labels]
-
-
 async def test_paginate_follows_next_links_on_the_api_itself(github_client: GitHubClient) -> None:
     for title in ("one", "two", "three"):
         await github_client.create_issue(SANDBOX_REPO, title=title, body="", labels=[])
-    items = await github_client.paginate(SANDBOX_REPO, "/issues", params={"per_page": "1"})
-    assert sorted(item["title"] for item in items) == ["one", "three", "two"]
+    items = await github_client.paginate(SANDBOX_REPO, "/issues", Issue, params={"per_page": "1"})
+    assert sorted(item.title for item in items) == ["one", "three", "two"]
 
 
 async def test_paginate_never_sends_the_token_to_a_next_link_on_another_host(
@@ -218,5 +219,5 @@ async def test_paginate_never_sends_the_token_to_a_next_link_on_another_host(
     # The API answers with a `Link: rel="next"` on another origin.
     github_sandbox.sandbox.base_url = str(other.make_url("")).rstrip("/")
     with pytest.raises(GitHubRejected, match="outside the API base URL"):
-        await github_client.paginate(SANDBOX_REPO, "/issues", params={"per_page": "1"})
+        await github_client.paginate(SANDBOX_REPO, "/issues", Issue, params={"per_page": "1"})
     assert seen == []

@@ -25,7 +25,7 @@ async def pr(github_sandbox: GitHubSandbox, github_client: GitHubClient) -> dict
         SANDBOX_REPO, title="Notes", head="steelframe/notes", base="main", body=""
     )
     token = github_sandbox.user_token("rita", "write")
-    url = f"{github_sandbox.url}/repos/{SANDBOX_REPO}/pulls/{pull['number']}/reviews"
+    url = f"{github_sandbox.url}/repos/{SANDBOX_REPO}/pulls/{pull.number}/reviews"
     review = {
         "event": "REQUEST_CHANGES",
         "body": "Please fix.",
@@ -38,7 +38,7 @@ async def pr(github_sandbox: GitHubSandbox, github_client: GitHubClient) -> dict
         async with session.post(url, json=review) as response:
             assert response.status == 200
             made = await response.json()
-    return {"number": pull["number"], "sha": sha, "review_id": made["id"]}
+    return {"number": pull.number, "sha": sha, "review_id": made["id"]}
 
 
 async def test_reviews_and_their_comments_read_as_records(

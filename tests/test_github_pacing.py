@@ -129,10 +129,10 @@ async def test_the_client_spaces_its_writes_per_installation(
         clock=fake_time.clock, sleep=fake_time.sleep, pacing=PacingPolicy(min_interval=1.0)
     )
     issue = await client.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
-    await client.get_issue(SANDBOX_REPO, issue["number"])
+    await client.get_issue(SANDBOX_REPO, issue.number)
     await asyncio.gather(
-        client.create_comment(SANDBOX_REPO, issue["number"], "one"),
-        client.create_comment(SANDBOX_REPO, issue["number"], "two"),
+        client.create_comment(SANDBOX_REPO, issue.number, "one"),
+        client.create_comment(SANDBOX_REPO, issue.number, "two"),
     )
     assert sorted(fake_time.sleeps) == pytest.approx([1.0, 1.0])
 
@@ -176,7 +176,7 @@ async def test_clients_built_from_settings_with_redis_pace_through_it(
         # The second client (another process) must wait out the first one's write.
         wait = await second.pacer.ledger.reserve(installation, time.time(), second.pacer.policy)
         assert 0 < wait <= 5.0
-        assert issue["number"] > 0
+        assert issue.number > 0
     finally:
         await first.close()
         await second.close()

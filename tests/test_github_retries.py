@@ -33,7 +33,7 @@ async def test_5xx_is_retried_with_exponential_backoff(
     github_sandbox: GitHubSandbox, github: GitHubClient, fake_time: FakeTime
 ) -> None:
     github_sandbox.fail("server_error", path=ISSUE_PATH, times=2)
-    assert (await github.get_issue(SANDBOX_REPO, 1))["title"] == "one"
+    assert (await github.get_issue(SANDBOX_REPO, 1)).title == "one"
     assert fake_time.sleeps == [1.0, 2.0]
     assert sent(github_sandbox, "GET", ISSUE_PATH) == 3
 
@@ -53,7 +53,7 @@ async def test_secondary_rate_limit_waits_what_retry_after_says(
     github_sandbox: GitHubSandbox, github: GitHubClient, fake_time: FakeTime
 ) -> None:
     github_sandbox.fail("secondary_rate_limit", path=ISSUE_PATH, retry_after=7)
-    assert (await github.get_issue(SANDBOX_REPO, 1))["number"] == 1
+    assert (await github.get_issue(SANDBOX_REPO, 1)).number == 1
     assert fake_time.sleeps == [7.0]
 
 
@@ -127,17 +127,19 @@ async def test_a_create_that_failed_after_acting_is_not_made_twice(
     github_sandbox.fail("server_error", method="POST", path=path, after_effect=True)
     before = sent(github_sandbox, "POST", path)
     if kind == "issue":
-        made = await github.create_issue(SANDBOX_REPO, title="Once", body="only", labels=[])
+        issue = await github.create_issue(SANDBOX_REPO, title="Once", body="only", labels=[])
         assert [i.title for i in repo.issues.values()].count("Once") == 1
+        assert repo.issues[issue.number].title == "Once"  # what the first POST made
     elif kind == "comment":
-        made = await github.create_comment(SANDBOX_REPO, 1, "once only")
+        comment = await github.create_comment(SANDBOX_REPO, 1, "once only")
         assert [c.body for c in repo.comments.values()] == ["once only"]
+        assert comment.body == "once only"
     else:
-        made = await github.create_pull(
+        pull = await github.create_pull(
             SANDBOX_REPO, title="PR", head="feature", base="main", body=""
         )
         assert len(repo.pulls) == 1
-    assert made["number" if kind != "comment" else "id"]
+        assert pull.head.ref == "feature"
     assert sent(github_sandbox, "POST", path) == before + 1 and fake_time.sleeps == [1.0]
 
 
@@ -149,7 +151,7 @@ async def test_a_create_that_failed_before_acting_is_sent_again(
     before = sent(github_sandbox, "POST", path)
     made = await github.create_issue(SANDBOX_REPO, title="Twice sent", body="", labels=[])
     repo = github_sandbox.sandbox.world.repo(SANDBOX_REPO)
-    assert repo is not None and repo.issues[made["number"]].title == "Twice sent"
+    assert repo is not None and repo.issues[made.number].title == "Twice sent"
     assert len(repo.issues) == 2 and sent(github_sandbox, "POST", path) == before + 2
 
 
@@ -157,7 +159,7 @@ async def test_a_revoked_installation_token_is_replaced_once(
     github_sandbox: GitHubSandbox, github: GitHubClient
 ) -> None:
     github_sandbox.sandbox.world.tokens.clear()  # GitHub revoked every token
-    assert (await github.get_issue(SANDBOX_REPO, 1))["number"] == 1
+    assert (await github.get_issue(SANDBOX_REPO, 1)).number == 1
     assert github_sandbox.sandbox.token_requests[github_sandbox.installation_id] == 2
 
 

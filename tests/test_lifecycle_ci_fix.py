@@ -54,7 +54,7 @@ async def _control(lc: Lifecycle, path: str, payload: dict[str, Any]) -> dict[st
 
 async def _head(lc: Lifecycle, number: int) -> str:
     pull = await lc.github.get_pull(lc.repo, number)
-    return str(pull["head"]["sha"])
+    return pull.head.sha
 
 
 async def fail_head(lc: Lifecycle, number: int, *, log: str = LOG, name: str = "tests") -> str:
@@ -183,7 +183,7 @@ async def test_a_success_or_a_commit_that_is_not_the_head_does_nothing(make: Mak
     task_id = lc.task(issue).id
     first = await _head(lc, number)
     await _control(lc, f"/statuses/{first}", {"state": "success", "context": "ci/lint"})
-    base = str((await lc.github.get_pull(lc.repo, number))["base"]["sha"])
+    base = (await lc.github.get_pull(lc.repo, number)).base.sha
     await _control(lc, f"/statuses/{base}", {"state": "failure", "context": "ci/lint"})
     assert lc.task(issue).state == TaskState.DELIVERED and lc.queued_jobs() == []
     assert _rows(lc, task_id) == []
@@ -214,7 +214,7 @@ async def test_an_infrastructure_failure_asks_a_person_without_a_fix_run(
 async def test_a_status_failing_on_the_base_branch_too_is_not_the_changes(make: Make) -> None:
     lc = await make(coding_command=command("echo"))
     issue, number = await delivered_pull(lc)
-    base = (await lc.github.get_pull(lc.repo, number))["base"]["ref"]
+    base = (await lc.github.get_pull(lc.repo, number)).base.ref
     await _control(lc, f"/statuses/{base}", {"state": "failure", "context": "ci/lint"})
     sha = await _head(lc, number)
     await _control(

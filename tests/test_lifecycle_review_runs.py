@@ -46,7 +46,7 @@ async def _comment(
         f"/pulls/{number}/comments",
         {
             "body": "Blue is too loud.",
-            "commit_id": pull["head"]["sha"],
+            "commit_id": pull.head.sha,
             "path": path,
             "line": 1,
         },
@@ -147,7 +147,7 @@ async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:
         {
             "body": "Please use a calmer blue.",
             "event": "REQUEST_CHANGES",
-            "commit_id": pull["head"]["sha"],
+            "commit_id": pull.head.sha,
             "comments": [
                 {"path": "CHANGE.md", "line": 1, "body": "This line."},
                 {"path": "CHANGE.md", "line": 1, "body": "And say why."},

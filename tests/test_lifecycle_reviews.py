@@ -25,7 +25,7 @@ async def _comment(lc: Lifecycle, login: str, number: int, permission: str | Non
         f"/pulls/{number}/comments",
         {
             "body": "Blue is too loud.",
-            "commit_id": pull["head"]["sha"],
+            "commit_id": pull.head.sha,
             "path": "CHANGE.md",
             "line": 1,
         },
@@ -129,7 +129,7 @@ async def test_a_review_with_text_is_acknowledged_by_one_comment_and_recorded(
         {
             "body": "Please use a calmer blue.",
             "event": "REQUEST_CHANGES",
-            "commit_id": pull["head"]["sha"],
+            "commit_id": pull.head.sha,
             "comments": [{"path": "CHANGE.md", "line": 1, "body": "This line."}],
         },
     )
@@ -160,7 +160,7 @@ async def test_answering_a_thread_replies_once_and_settles_it_in_the_ledger(
     task_id = lc.task(issue).id
     first = await _comment(lc, "maintainer", number, "write")
     second = await _comment(lc, "maintainer", number, "write")
-    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
     answers = [
         ThreadAnswer(ThreadKind.COMMENT, first["id"], ThreadState.ADDRESSED, "Calmer.", head),
         ThreadAnswer(ThreadKind.COMMENT, second["id"], ThreadState.DECLINED, "The issue asks it."),

@@ -30,7 +30,7 @@ async def _planned(make: Make, tmp_path: Path, **settings: object) -> tuple[Life
     )
     await lc.settle()
     await lc.work()
-    return lc, int(issue["number"])
+    return lc, issue.number
 
 
 def _plan(lc: Lifecycle, issue: int) -> plan_store.Plan | None:

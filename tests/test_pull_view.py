@@ -45,7 +45,7 @@ async def _comment(lc: Lifecycle, number: int, body: str) -> Any:
         "maintainer",
         "POST",
         f"/pulls/{number}/comments",
-        {"body": body, "commit_id": pull["head"]["sha"], "path": "CHANGE.md", "line": 1},
+        {"body": body, "commit_id": pull.head.sha, "path": "CHANGE.md", "line": 1},
     )
 
 
@@ -78,7 +78,7 @@ async def test_the_card_and_the_stream_follow_the_ledger_to_the_merge(
     await send_again(lc, "pull_request_review_comment", "created", times=2)
     assert len(await _events(lc, "ledger")) == announced
 
-    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
     answer = ThreadAnswer(ThreadKind.COMMENT, first["id"], ThreadState.ADDRESSED, "Calmer.", head)
     assert await answer_threads(lc.ctx.db, lc.github, task_id, [answer]) == 1
     await lc.settle()

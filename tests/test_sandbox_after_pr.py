@@ -54,7 +54,7 @@ async def pull(github_sandbox: GitHubSandbox) -> dict[str, Any]:
     created = await client.create_pull(
         SANDBOX_REPO, title="Notes", head="steelframe/notes", base="main", body="Closes #1"
     )
-    return {**created, "sha": sha}
+    return {"number": created.number, "sha": sha}
 
 
 @pytest.fixture

@@ -164,23 +164,23 @@ async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
     inst = sandbox.install("octo-org", account_type="Organization")
     sandbox.add_repo("octo-org/widgets", installation=inst)
     issue = await github_client.create_issue(SANDBOX_REPO, title="t", body="b", labels=["one"])
-    number = issue["number"]
+    number = issue.number
     await github_client.add_labels(SANDBOX_REPO, number, ["two"])
     await github_client.remove_label(SANDBOX_REPO, number, "one")
     await github_client.update_issue(SANDBOX_REPO, number, title="t2", body="b2")
     await github_client.update_issue(SANDBOX_REPO, number, state="closed")
     await github_client.update_issue(SANDBOX_REPO, number, state="open")
     comment = await github_client.create_comment(SANDBOX_REPO, number, "hello")
-    await github_client.update_comment(SANDBOX_REPO, comment["id"], "hello again")
+    await github_client.update_comment(SANDBOX_REPO, comment.id, "hello again")
     repo = sandbox.world.repo(SANDBOX_REPO)
     assert repo is not None and repo.git_path is not None
     branch_with_commit(repo.git_path, "feature")
     pull = await github_client.create_pull(
         SANDBOX_REPO, title="PR", head="feature", base="main", body="Closes #1"
     )
-    await github_client.add_labels(SANDBOX_REPO, pull["number"], ["review"])
+    await github_client.add_labels(SANDBOX_REPO, pull.number, ["review"])
     outcome = sandbox.ops.close_pull(
-        repo, sandbox.world.user("steelframe-dev"), pull["number"], merge=True
+        repo, sandbox.world.user("steelframe-dev"), pull.number, merge=True
     )
     sandbox.emit(outcome.hooks)
     await github_sandbox.settle()
@@ -203,7 +203,7 @@ async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
     }
     assert github_sandbox.contract_problems() == []
     closed = sandbox.hooks.sent[-1].payload
-    assert closed["pull_request"]["merged"] is True and closed["number"] == pull["number"]
+    assert closed["pull_request"]["merged"] is True and closed["number"] == pull.number
 
 
 async def test_every_described_operation_is_served_and_matches_the_description(
@@ -213,7 +213,7 @@ async def test_every_described_operation_is_served_and_matches_the_description(
     the set served must be the set described."""
     repo = SANDBOX_REPO
     issue = await github_client.create_issue(repo, title="t", body="b", labels=["a"])
-    number = issue["number"]
+    number = issue.number
     await github_client.get_issue(repo, number)
     await github_client.update_issue(repo, number, title="t2")
     await github_client.list_issues(repo)
@@ -224,11 +224,11 @@ async def test_every_described_operation_is_served_and_matches_the_description(
     await github_client.request("GET", repo, "/labels")
     await github_client.request("POST", repo, "/labels", payload={"name": "c", "color": "00ff00"})
     comment = await github_client.create_comment(repo, number, "c")
-    await github_client.update_comment(repo, comment["id"], "c2")
+    await github_client.update_comment(repo, comment.id, "c2")
     await github_client.list_comments(repo, number)
-    await github_client.request("GET", repo, f"/issues/comments/{comment['id']}")
+    await github_client.request("GET", repo, f"/issues/comments/{comment.id}")
     await github_client.request("GET", repo, f"/issues/{number}/timeline")
-    await github_client.request("DELETE", repo, f"/issues/comments/{comment['id']}")
+    await github_client.request("DELETE", repo, f"/issues/comments/{comment.id}")
     await github_client.collaborator_permission(repo, "steelframe-dev")
     await github_client.request("GET", repo, "")
     await github_client.request("GET", repo, "/contents/README.md")
@@ -238,10 +238,10 @@ async def test_every_described_operation_is_served_and_matches_the_description(
     assert sandbox_repo is not None and sandbox_repo.git_path is not None
     branch_with_commit(sandbox_repo.git_path, "feature")
     pull = await github_client.create_pull(repo, title="p", head="feature", base="main", body="")
-    await github_client.get_pull(repo, pull["number"])
+    await github_client.get_pull(repo, pull.number)
     await github_client.list_pulls(repo)
-    await github_client.request("PATCH", repo, f"/pulls/{pull['number']}", payload={"body": "x"})
-    await _after_the_pull_request(github_sandbox, github_client, pull["number"])
+    await github_client.request("PATCH", repo, f"/pulls/{pull.number}", payload={"body": "x"})
+    await _after_the_pull_request(github_sandbox, github_client, pull.number)
     await github_client.identity()  # GET /app; the installation and token calls came first
     token = await github_client.installation_token(repo)
     auth = {"Authorization": f"token {token}"}
@@ -274,7 +274,7 @@ async def _after_the_pull_request(
     repo = SANDBOX_REPO
     person = {"Authorization": f"token {github_sandbox.user_token('rita', 'write')}"}
     pull = await github_client.get_pull(repo, number)
-    sha = pull["head"]["sha"]
+    sha = pull.head.sha
     base = f"{github_sandbox.url}/repos/{repo}"
     async with aiohttp.ClientSession(headers=person) as session:
         files = await github_client.list_pull_files(repo, number)
@@ -305,7 +305,7 @@ async def _after_the_pull_request(
     await github_client.list_review_comments(repo, number)
     await github_client.reply_to_review_comment(repo, number, single["id"], "g")
     await github_client.react_to_review_comment(repo, single["id"])
-    await github_client.react_to_issue_comment(repo, issue_comment["id"])
+    await github_client.react_to_issue_comment(repo, issue_comment.id)
     token = await github_client.installation_token(repo)
     async with aiohttp.ClientSession(headers={"Authorization": f"token {token}"}) as session:
         async with session.post(

@@ -240,7 +240,7 @@ async def test_a_push_to_a_pull_requests_branch_moves_its_head_with_synchronize(
     pull = await client.create_pull(
         SANDBOX_REPO, title="A", head="steelframe/issue-1", base="main", body=""
     )
-    before = pull["head"]["sha"]
+    before = pull.head.sha
     await commit_file(work, "A.md", "a, fixed\n")
     pushed = await run_git("push", "-q", url, "steelframe/issue-1", cwd=work, token=token, url=url)
     assert pushed.returncode == 0, pushed.stderr
@@ -251,7 +251,7 @@ async def test_a_push_to_a_pull_requests_branch_moves_its_head_with_synchronize(
         if (d.event, d.action) == ("pull_request", "synchronize")
     ]
     assert len(synced) == 1 and synced[0]["before"] == before
-    after = (await client.get_pull(SANDBOX_REPO, pull["number"]))["head"]["sha"]
+    after = (await client.get_pull(SANDBOX_REPO, pull.number)).head.sha
     assert synced[0]["after"] == after != before
     assert synced[0]["pull_request"]["head"]["sha"] == after
 

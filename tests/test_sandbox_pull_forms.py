@@ -24,7 +24,7 @@ async def page(github_sandbox: GitHubSandbox) -> Any:
         SANDBOX_REPO, title="Notes", head="steelframe/notes", base="main", body=""
     )
     async with aiohttp.ClientSession() as session:
-        yield Page(github_sandbox, session, pull["html_url"])
+        yield Page(github_sandbox, session, pull.html_url)
 
 
 class Page:

@@ -110,17 +110,17 @@ async def test_every_call_carries_a_token_for_its_repository_and_the_least_it_ne
     branch_with_commit(repo.git_path, "feature")
     await client.get_repo(SANDBOX_REPO)
     issue = await client.create_issue(SANDBOX_REPO, title="t", body="b", labels=["x"])
-    number = issue["number"]
+    number = issue.number
     await client.get_issue(SANDBOX_REPO, number)
     await client.list_issues(SANDBOX_REPO)
     await client.update_issue(SANDBOX_REPO, number, title="t2")
     await client.add_labels(SANDBOX_REPO, number, ["y"])
     assert await client.remove_label(SANDBOX_REPO, number, "x")
     comment = await client.create_comment(SANDBOX_REPO, number, "hello")
-    await client.update_comment(SANDBOX_REPO, comment["id"], "hello again")
+    await client.update_comment(SANDBOX_REPO, comment.id, "hello again")
     await client.list_comments(SANDBOX_REPO, number)
     pull = await client.create_pull(SANDBOX_REPO, title="p", head="feature", base="main", body="")
-    await client.get_pull(SANDBOX_REPO, pull["number"])
+    await client.get_pull(SANDBOX_REPO, pull.number)
     await client.list_pulls(SANDBOX_REPO, head="feature")
     await client.collaborator_permission(SANDBOX_REPO, "someone")
     assert scope_problems(github_sandbox, SANDBOX_REPO) == []
@@ -183,7 +183,7 @@ async def test_an_installations_tokens_share_its_pacing_and_rate_budget(
     # issue: other tokens, one installation, so one lane of writes spaced by the interval
     # (with a lane per token the pull request would not have waited at all).
     await asyncio.gather(
-        client.create_comment(SANDBOX_REPO, issue["number"], "one"),
+        client.create_comment(SANDBOX_REPO, issue.number, "one"),
         client.create_pull(SANDBOX_REPO, title="p", head="feature", base="main", body=""),
     )
     assert sorted(fake_time.sleeps) == pytest.approx([1.0, 1.0])

@@ -31,7 +31,7 @@ async def test_capital_p_publishes_the_decision_once_with_the_marker(
     issue = await api.services.github.create_issue(
         SANDBOX_REPO, title="Pick a deploy strategy", body="Blue-green or rolling?", labels=[]
     )
-    number = issue["number"]
+    number = issue.number
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)

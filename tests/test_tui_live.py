@@ -214,9 +214,9 @@ async def test_the_decision_draft_can_be_edited_before_p_publishes_it(
 ) -> None:
     api = github_service
     assert api.services.github is not None
-    number = (await api.services.github.create_issue(SANDBOX_REPO, title="Deploys", body="?"))[
-        "number"
-    ]
+    number = (
+        await api.services.github.create_issue(SANDBOX_REPO, title="Deploys", body="?")
+    ).number
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
@@ -234,8 +234,8 @@ async def test_the_decision_draft_can_be_edited_before_p_publishes_it(
         await until(pilot, lambda: any("Published" in n for n in notices(app)), "the publish")
     comments = await api.services.github.list_comments(SANDBOX_REPO, number)
     assert len(comments) == 1
-    assert "Use rolling deploys, one zone at a time." in comments[0]["body"]
-    assert "blue-green" not in comments[0]["body"]
+    assert "Use rolling deploys, one zone at a time." in comments[0].body
+    assert "blue-green" not in comments[0].body
 
 
 async def test_ctrl_t_and_ctrl_g_open_the_last_replys_thinking_and_hits(

@@ -54,7 +54,7 @@ async def test_an_issue_the_app_files_comes_back_as_stored_processed_deliveries(
     opened = stored[1]
     assert opened.repo == SANDBOX_REPO and opened.installation_id == github_sandbox.installation_id
     chunks = live_chunks(github_service)
-    assert chunks[f"issue:{SANDBOX_REPO}#{issue['number']}"].startswith("#1 Flaky test")
+    assert chunks[f"issue:{SANDBOX_REPO}#{issue.number}"].startswith("#1 Flaky test")
     repo = github_service.services.db.call(
         lambda s: s.scalar(
             select(GitHubRepository).where(GitHubRepository.full_name == SANDBOX_REPO)
@@ -71,7 +71,7 @@ async def test_comment_edits_replace_the_remembered_text(
     issue = await github.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
     token = github_sandbox.user_token("alice", "write")
     async with github_service.raw.session.post(
-        f"{github_sandbox.url}/repos/{SANDBOX_REPO}/issues/{issue['number']}/comments",
+        f"{github_sandbox.url}/repos/{SANDBOX_REPO}/issues/{issue.number}/comments",
         json={"body": "Use the staging database."},
         headers={"Authorization": f"token {token}"},
     ) as response:
@@ -83,7 +83,7 @@ async def test_comment_edits_replace_the_remembered_text(
         ("issue_comment", "edited"),
     ]
     text = live_chunks(github_service)[f"comment:{comment['id']}"]
-    assert text == f"@alice on #{issue['number']}:\nUse the production database."
+    assert text == f"@alice on #{issue.number}:\nUse the production database."
 
 
 async def test_installing_the_app_is_remembered(

@@ -91,9 +91,7 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
     waiting = await lc.open_issue("Add a cache")
     await lc.work()
     assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
-    fresh = int(
-        (await lc.github.create_issue(lc.repo, title="Fix the docs", body="typo"))["number"]
-    )
+    fresh = int((await lc.github.create_issue(lc.repo, title="Fix the docs", body="typo")).number)
     await lc.settle()
     assert find_task(lc, fresh) is None
 
@@ -163,7 +161,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     assert pickups
     # ...none failed, none retrying: the pickup did its part (the task is stored).
     assert {r.status for r in rows} == {DeliveryStatus.PROCESSED}
-    task = db.call(lambda s: s.scalar(select(Task).where(Task.issue == issue["number"])))
+    task = db.call(lambda s: s.scalar(select(Task).where(Task.issue == issue.number)))
     assert task is not None and task.state == TaskState.QUEUED
 
     # Redis is back: the reconciler enqueues the queued task that has no job; a worker runs it.
@@ -203,7 +201,7 @@ async def test_terminate_while_redis_is_down_stops_the_task(
         SANDBOX_REPO, title="Make it blue", body="It is red."
     )
     picked = await api.services.tasks.pickup(
-        SANDBOX_REPO, issue["number"], title="Make it blue", cause="test"
+        SANDBOX_REPO, issue.number, title="Make it blue", cause="test"
     )
     response = await api.post(f"/api/operator/tasks/{picked.task_id}/terminate")
     assert response.status == 200, await response.text()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from bot.chat.blocks import untrusted
 from bot.errors import NotFound
+from bot.github.issue_records import Issue, IssueComment, PullRequest
 from bot.markers import is_status_comment
 
 log = logging.getLogger(__name__)
@@ -28,13 +29,13 @@ _MARKER = re.compile(r"<!--.*?-->", re.DOTALL)
 class IssueReader(Protocol):
     """The slice of bot.github.client.GitHubClient the issue context needs."""
 
-    async def get_issue(self, repo: str, number: int) -> dict[str, Any]: ...
+    async def get_issue(self, repo: str, number: int) -> Issue: ...
 
-    async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]: ...
+    async def list_comments(self, repo: str, number: int) -> list[IssueComment]: ...
 
     async def list_pulls(
         self, repo: str, *, head: str | None = None, state: str = "open"
-    ) -> list[dict[str, Any]]: ...
+    ) -> list[PullRequest]: ...
 
 
 @dataclass(frozen=True)
@@ -114,18 +115,18 @@ class IssueContextLoader:
         """Read the issue (NotFound when GitHub has none), its last comments and its PR."""
         issue = await self.github.get_issue(repo, number)
         comments = await self.github.list_comments(repo, number)
-        kept = [c for c in comments if not is_status_comment(str(c.get("body") or ""))]
+        kept = [c for c in comments if not is_status_comment(c.body)]
         return IssueContext(
             repo=repo,
             number=number,
-            title=str(issue.get("title") or ""),
-            state=str(issue.get("state") or ""),
-            labels=[str(label.get("name")) for label in issue.get("labels") or []],
-            url=str(issue.get("html_url") or ""),
-            body=_clean(issue.get("body"), BODY_CHARS),
+            title=issue.title,
+            state=issue.state,
+            labels=issue.label_names,
+            url=issue.html_url,
+            body=_clean(issue.body, BODY_CHARS),
             comments=[_comment(c) for c in kept[-LAST_COMMENTS:]],
             pull=await self._pull(repo, number),
-            is_pull="pull_request" in issue,
+            is_pull=issue.is_pull,
         )
 
     async def _pull(self, repo: str, number: int) -> dict[str, Any] | None:
@@ -140,20 +141,19 @@ class IssueContextLoader:
         if not pulls:
             return None
         pull = pulls[0]
-        state = "merged" if pull.get("merged_at") else str(pull.get("state") or "")
         return {
-            "number": pull.get("number"),
-            "title": str(pull.get("title") or ""),
-            "state": state,
-            "url": str(pull.get("html_url") or ""),
+            "number": pull.number,
+            "title": pull.title,
+            "state": "merged" if pull.merged_at else pull.state,
+            "url": pull.html_url,
         }
 
 
-def _comment(comment: dict[str, Any]) -> dict[str, str]:
+def _comment(comment: IssueComment) -> dict[str, str]:
     return {
-        "author": str((comment.get("user") or {}).get("login") or "unknown"),
-        "created_at": str(comment.get("created_at") or ""),
-        "body": _clean(comment.get("body"), COMMENT_CHARS),
+        "author": comment.author or "unknown",
+        "created_at": comment.created_at,
+        "body": _clean(comment.body, COMMENT_CHARS),
     }
 
 

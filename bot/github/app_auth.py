@@ -19,6 +19,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from bot.config_values import ConfigError, Secret
+from bot.github.app_records import AccessToken
 
 log = logging.getLogger(__name__)
 
@@ -80,9 +81,9 @@ class InstallationToken:
     expires_at: float
 
     @classmethod
-    def from_github(cls, data: dict[str, object]) -> InstallationToken:
-        expires = datetime.fromisoformat(str(data["expires_at"]).replace("Z", "+00:00"))
-        return cls(token=Secret(str(data["token"])), expires_at=expires.timestamp())
+    def from_github(cls, answer: AccessToken) -> InstallationToken:
+        expires = datetime.fromisoformat(answer.expires_at.replace("Z", "+00:00"))
+        return cls(token=Secret(answer.token), expires_at=expires.timestamp())
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import aiohttp
@@ -31,7 +31,9 @@ from bot.github.app_auth import (
     TokenCache,
     TokenScope,
 )
+from bot.github.app_records import AccessToken, App, CollaboratorPermission, Installation
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
+from bot.github.issue_records import Issue, IssueComment, Label, PullRequest, Repository
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
 from bot.github.records import (
     Annotation,
@@ -54,6 +56,7 @@ from bot.github.shared_pacing import DEFAULT_PREFIX, RedisLedger
 from bot.github.transport import Credential, Observer, Response, Transport
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 USER_AGENT = "steelframe-github-app"
 PER_PAGE = 100
 MAX_PAGES = 100
@@ -202,14 +205,15 @@ class GitHubClient:
             response = await self.transport.request(
                 "GET", "/app", credential=self._app_credential()
             )
-            data = response.data
-            slug = str(data["slug"])
+            app = record(App, response.data)
+            if not app.slug:
+                raise GitHubRejected("GitHub's answer to GET /app names no slug")
             self._identity = AppIdentity(
-                id=int(data["id"]),
-                slug=slug,
-                name=str(data.get("name") or slug),
-                bot_login=f"{slug}[bot]",
-                html_url=str(data.get("html_url") or ""),
+                id=app.id,
+                slug=app.slug,
+                name=app.name or app.slug,
+                bot_login=f"{app.slug}[bot]",
+                html_url=app.html_url,
             )
         return self._identity
 
@@ -229,7 +233,7 @@ class GitHubClient:
         response = await self.transport.request(
             "GET", f"{_repo_path(repo)}/installation", credential=self._app_credential()
         )
-        return int(response.data["id"])
+        return record(Installation, response.data).id
 
     async def _fetch_token(self, scope: TokenScope) -> InstallationToken:
         response = await self.transport.request(
@@ -239,7 +243,7 @@ class GitHubClient:
             payload=scope.request_body(),
         )
         log.info("github: new token (%s)", scope.describe())
-        return InstallationToken.from_github(response.data)
+        return InstallationToken.from_github(record(AccessToken, response.data))
 
     async def _token(self, repo: str, scope: TokenScope) -> str:
         try:
@@ -298,22 +302,27 @@ class GitHubClient:
             params=params,
         )
 
+    async def get(self, repo: str, path: str, kind: type[T]) -> T:
+        """GET `path` (relative to the repository URL), its answer read as `kind`."""
+        return record(kind, (await self.request("GET", repo, path)).data)
+
     async def paginate(
         self,
         repo: str,
         path: str,
+        kind: type[T],
         *,
         params: dict[str, str] | None = None,
         key: str | None = None,
-    ) -> list[dict[str, Any]]:
-        """Every item of a list endpoint, following `Link: rel="next"`. `key`: the list
-        is that field of an object answer (`check_runs`, `jobs`)."""
+    ) -> list[T]:
+        """Every item of a list endpoint as `kind`, following `Link: rel="next"`. `key`:
+        the list is that field of an object answer (`check_runs`, `jobs`)."""
         credential = await self._repo_credential(repo, needed_permissions("GET", path))
         query = {"per_page": str(PER_PAGE), **(params or {})}
         response = await self.transport.request(
             "GET", _repo_path(repo) + path, credential=credential, params=query
         )
-        items: list[dict[str, Any]] = _items(response.data, key)
+        items = _page(kind, response.data, key)
         pages = 1
         while response.next_url is not None and pages < MAX_PAGES:
             next_url = response.next_url
@@ -325,7 +334,7 @@ class GitHubClient:
                     detail={"base_url": self.transport.base_url},
                 )
             response = await self.transport.request("GET", next_url, credential=credential)
-            items.extend(_items(response.data, key))
+            items.extend(_page(kind, response.data, key))
             pages += 1
         return items
 
@@ -333,10 +342,10 @@ class GitHubClient:
 
     async def create_issue(
         self, repo: str, *, title: str, body: str, labels: list[str] | tuple[str, ...] = ()
-    ) -> dict[str, Any]:
+    ) -> Issue:
         payload = {"title": title, "body": body, "labels": list(labels)}
 
-        async def made_already() -> dict[str, Any] | None:
+        async def made_already() -> Issue | None:
             login = (await self.identity()).bot_login
             recent = await self.request(
                 "GET",
@@ -350,19 +359,19 @@ class GitHubClient:
                     "per_page": str(RECONCILE_WINDOW),
                 },
             )
-            for issue in recent.data:
-                if issue.get("title") == title and (issue.get("body") or "") == body:
-                    return dict(issue)
+            for issue in records(Issue, recent.data):
+                if issue.title == title and (issue.body or "") == body:
+                    return issue
             return None
 
-        return await self._create(repo, "/issues", payload, made_already)
+        return await self._create(repo, "/issues", payload, Issue, made_already)
 
-    async def get_repo(self, repo: str) -> dict[str, Any]:
-        """The repository (`clone_url`, `default_branch`, ...)."""
-        return dict((await self.request("GET", repo, "")).data)
+    async def get_repo(self, repo: str) -> Repository:
+        """The repository (`clone_url`, `default_branch`)."""
+        return await self.get(repo, "", Repository)
 
-    async def get_issue(self, repo: str, number: int) -> dict[str, Any]:
-        return dict((await self.request("GET", repo, f"/issues/{int(number)}")).data)
+    async def get_issue(self, repo: str, number: int) -> Issue:
+        return await self.get(repo, f"/issues/{int(number)}", Issue)
 
     async def update_issue(
         self,
@@ -372,29 +381,29 @@ class GitHubClient:
         title: str | None = None,
         body: str | None = None,
         state: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Issue:
         fields = {"title": title, "body": body, "state": state}
         payload = {key: value for key, value in fields.items() if value is not None}
         response = await self.request("PATCH", repo, f"/issues/{int(number)}", payload=payload)
-        return dict(response.data)
+        return record(Issue, response.data)
 
     async def list_issues(
         self, repo: str, *, state: str = "open", labels: list[str] | tuple[str, ...] = ()
-    ) -> list[dict[str, Any]]:
+    ) -> list[Issue]:
         """Issues (and pull requests, as GitHub lists them) of `repo`, all pages."""
         params = {"state": state}
         if labels:
             params["labels"] = ",".join(labels)
-        return await self.paginate(repo, "/issues", params=params)
+        return await self.paginate(repo, "/issues", Issue, params=params)
 
     async def add_labels(
         self, repo: str, number: int, labels: list[str] | tuple[str, ...]
-    ) -> list[dict[str, Any]]:
+    ) -> list[Label]:
         """Adds labels (creating unknown ones, as GitHub does); returns all the issue's labels."""
         response = await self.request(
             "POST", repo, f"/issues/{int(number)}/labels", payload={"labels": list(labels)}
         )
-        return list(response.data)
+        return records(Label, response.data)
 
     async def remove_label(self, repo: str, number: int, label: str) -> bool:
         """True when the label was removed, False when the issue did not carry it."""
@@ -408,54 +417,52 @@ class GitHubClient:
             raise
         return True
 
-    async def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]:
-        async def made_already() -> dict[str, Any] | None:
+    async def create_comment(self, repo: str, number: int, body: str) -> IssueComment:
+        async def made_already() -> IssueComment | None:
             login = (await self.identity()).bot_login
-            # newest first; a slice, not reversed(): mypy reads reversed() of dicts as Any
-            for comment in (await self.list_comments(repo, number))[::-1]:
-                if comment.get("body") == body and comment["user"]["login"] == login:
+            for comment in reversed(await self.list_comments(repo, number)):  # newest first
+                if comment.body == body and comment.author == login:
                     return comment
             return None
 
-        return await self._create(
-            repo, f"/issues/{int(number)}/comments", {"body": body}, made_already
-        )
+        path = f"/issues/{int(number)}/comments"
+        return await self._create(repo, path, {"body": body}, IssueComment, made_already)
 
-    async def update_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]:
+    async def update_comment(self, repo: str, comment_id: int, body: str) -> IssueComment:
         response = await self.request(
             "PATCH", repo, f"/issues/comments/{int(comment_id)}", payload={"body": body}
         )
-        return dict(response.data)
+        return record(IssueComment, response.data)
 
-    async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]:
-        return await self.paginate(repo, f"/issues/{int(number)}/comments")
+    async def list_comments(self, repo: str, number: int) -> list[IssueComment]:
+        return await self.paginate(repo, f"/issues/{int(number)}/comments", IssueComment)
 
     # -- Pull requests and permissions ----------------------------------------------------
 
     async def create_pull(
         self, repo: str, *, title: str, head: str, base: str, body: str, draft: bool = False
-    ) -> dict[str, Any]:
+    ) -> PullRequest:
         payload: dict[str, Any] = {"title": title, "head": head, "base": base, "body": body}
         if draft:
             payload["draft"] = True
 
-        async def made_already() -> dict[str, Any] | None:
+        async def made_already() -> PullRequest | None:
             existing = await self.list_pulls(repo, head=head, state="open")
             return existing[0] if existing else None
 
-        return await self._create(repo, "/pulls", payload, made_already)
+        return await self._create(repo, "/pulls", payload, PullRequest, made_already)
 
-    async def get_pull(self, repo: str, number: int) -> dict[str, Any]:
-        return dict((await self.request("GET", repo, f"/pulls/{int(number)}")).data)
+    async def get_pull(self, repo: str, number: int) -> PullRequest:
+        return await self.get(repo, f"/pulls/{int(number)}", PullRequest)
 
     async def list_pulls(
         self, repo: str, *, head: str | None = None, state: str = "open"
-    ) -> list[dict[str, Any]]:
+    ) -> list[PullRequest]:
         """`head` is "owner:branch" as GitHub filters it; a bare branch gets the repo owner."""
         params = {"state": state}
         if head is not None:
             params["head"] = head if ":" in head else f"{split_repo(repo)[0]}:{head}"
-        return await self.paginate(repo, "/pulls", params=params)
+        return await self.paginate(repo, "/pulls", PullRequest, params=params)
 
     async def collaborator_permission(self, repo: str, username: str) -> str:
         """ "admin", "write", "read" or "none" (GitHub's legacy `permission` field, which
@@ -466,7 +473,7 @@ class GitHubClient:
             )
         except GitHubNotFound:
             return "none"
-        permission = str(response.data.get("permission", "none"))
+        permission = record(CollaboratorPermission, response.data).permission
         return permission if permission in PERMISSIONS else "none"
 
     # -- After the pull request: reviews, reactions, CI, files, merge ---------------------
@@ -510,46 +517,45 @@ class GitHubClient:
             "path": original.path,
         }
 
-        async def made_already() -> dict[str, Any] | None:
+        async def made_already() -> ReviewComment | None:
             login = (await self.identity()).bot_login
-            replies = await self.paginate(repo, f"/pulls/{int(number)}/comments")
-            for item in replies[::-1]:  # newest first (a slice keeps the item type)
+            for item in reversed(await self.list_review_comments(repo, number)):  # newest first
                 if (
-                    item.get("in_reply_to_id") == thread
-                    and item.get("body") == body
-                    and (item.get("user") or {}).get("login") == login
+                    item.in_reply_to_id == thread
+                    and item.body == body
+                    and item.user is not None
+                    and item.user.login == login
                 ):
                     return item
             return None
 
-        made = await self._create(repo, f"/pulls/{int(number)}/comments", payload, made_already)
-        return record(ReviewComment, made)
+        path = f"/pulls/{int(number)}/comments"
+        return await self._create(repo, path, payload, ReviewComment, made_already)
 
     async def list_review_comments(self, repo: str, number: int) -> list[ReviewComment]:
         """Every review comment of the pull request, oldest first (replies included)."""
-        return records(ReviewComment, await self.paginate(repo, f"/pulls/{int(number)}/comments"))
+        return await self.paginate(repo, f"/pulls/{int(number)}/comments", ReviewComment)
 
     async def list_reviews(self, repo: str, number: int) -> list[Review]:
-        return records(Review, await self.paginate(repo, f"/pulls/{int(number)}/reviews"))
+        return await self.paginate(repo, f"/pulls/{int(number)}/reviews", Review)
 
     async def list_comments_for_review(
         self, repo: str, number: int, review_id: int
     ) -> list[ReviewComment]:
         path = f"/pulls/{int(number)}/reviews/{int(review_id)}/comments"
-        return records(ReviewComment, await self.paginate(repo, path))
+        return await self.paginate(repo, path, ReviewComment)
 
     async def get_check_run(self, repo: str, check_run_id: int) -> CheckRun:
-        response = await self.request("GET", repo, f"/check-runs/{int(check_run_id)}")
-        return record(CheckRun, response.data)
+        return await self.get(repo, f"/check-runs/{int(check_run_id)}", CheckRun)
 
     async def list_check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
         path = f"/check-runs/{int(check_run_id)}/annotations"
-        return records(Annotation, await self.paginate(repo, path))
+        return await self.paginate(repo, path, Annotation)
 
     async def list_check_runs_for_ref(self, repo: str, ref: str) -> list[CheckRun]:
         """The newest check run of each name on the commit `ref` names (sha or branch)."""
         path = f"/commits/{quote(ref, safe='/')}/check-runs"
-        return records(CheckRun, await self.paginate(repo, path, key="check_runs"))
+        return await self.paginate(repo, path, CheckRun, key="check_runs")
 
     async def combined_status(self, repo: str, ref: str) -> CombinedStatus:
         """The commit's combined status: "failure" when any context failed or errored."""
@@ -558,12 +564,11 @@ class GitHubClient:
         return record(CombinedStatus, response.data)
 
     async def get_workflow_run(self, repo: str, run_id: int) -> WorkflowRun:
-        response = await self.request("GET", repo, f"/actions/runs/{int(run_id)}")
-        return record(WorkflowRun, response.data)
+        return await self.get(repo, f"/actions/runs/{int(run_id)}", WorkflowRun)
 
     async def list_jobs(self, repo: str, run_id: int) -> list[Job]:
         path = f"/actions/runs/{int(run_id)}/jobs"
-        return records(Job, await self.paginate(repo, path, key="jobs"))
+        return await self.paginate(repo, path, Job, key="jobs")
 
     async def download_job_log(
         self, repo: str, job_id: int, *, max_bytes: int = JOB_LOG_TAIL_BYTES
@@ -590,11 +595,11 @@ class GitHubClient:
         return response
 
     async def list_pull_files(self, repo: str, number: int) -> list[PullFile]:
-        return records(PullFile, await self.paginate(repo, f"/pulls/{int(number)}/files"))
+        return await self.paginate(repo, f"/pulls/{int(number)}/files", PullFile)
 
     async def merge_state(self, repo: str, number: int) -> MergeState:
         """Open or closed, merged or not, and whether GitHub can merge it now."""
-        return record(MergeState, await self.get_pull(repo, number))
+        return await self.get(repo, f"/pulls/{int(number)}", MergeState)
 
     async def merge_pull(
         self, repo: str, number: int, *, sha: str | None = None, method: str = "merge"
@@ -622,8 +627,9 @@ class GitHubClient:
         repo: str,
         path: str,
         payload: dict[str, Any],
-        made_already: Callable[[], Awaitable[dict[str, Any] | None]],
-    ) -> dict[str, Any]:
+        kind: type[T],
+        made_already: Callable[[], Awaitable[T | None]],
+    ) -> T:
         """POST; if GitHub fails with 5xx (it can do so after acting), look for what the
         POST would have made before sending it again, so a retry never doubles it."""
         policy = self.transport.retry
@@ -636,7 +642,7 @@ class GitHubClient:
                     payload=payload,
                     retry_server_errors=False,
                 )
-                return dict(response.data)
+                return record(kind, response.data)
             except GitHubUnavailable:
                 if attempt >= policy.max_attempts:
                     raise
@@ -651,11 +657,12 @@ class GitHubClient:
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 
-def _items(data: Any, key: str | None) -> list[dict[str, Any]]:
+def _page(kind: type[T], data: Any, key: str | None) -> list[T]:
+    """One page of a list answer as `kind` (the list is `data[key]` when `key` is given)."""
     found = data.get(key) if key is not None and isinstance(data, dict) else data
     if not isinstance(found, list):
         raise GitHubRejected("GitHub's list answer is not a list")
-    return list(found)
+    return records(kind, found)
 
 
 def _within(url: str, base_url: str) -> bool:

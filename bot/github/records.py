@@ -1,8 +1,10 @@
-"""Typed records of what GitHub answers about a pull request after it opens: reviews,
-review comments, reactions, check runs and annotations, commit statuses, Actions runs,
-jobs and logs, changed files and merges. msgspec reads only the fields named here from
-GitHub's JSON (the rest is ignored), so a record is what Steelframe relies on, and nothing
-else of GitHub's answer crosses into the bot."""
+"""Typed records of what GitHub answers after a pull request opens: reviews, review
+comments, reactions, check runs and annotations, commit statuses, Actions runs, jobs and
+logs, changed files and merges (issues, comments, labels, repositories and pull requests
+themselves are in `bot.github.issue_records`). msgspec reads only the fields named here
+from GitHub's JSON (the rest is ignored), so a record is what Steelframe relies on, and
+nothing else of GitHub's answer crosses into the bot. Every field is one GitHub's OpenAPI
+description gives the operation's answer (tests/test_github_records.py holds them to it)."""
 
 from __future__ import annotations
 
@@ -153,9 +155,17 @@ class PullFile(msgspec.Struct, frozen=True):
     previous_filename: str | None = None
 
 
+class RepoRef(msgspec.Struct, frozen=True):
+    full_name: str  # "owner/name"
+
+
 class PullRef(msgspec.Struct, frozen=True):
+    """A pull request's head or base: the branch, its commit and its repository (None when
+    a fork was deleted, though the description says it is always there)."""
+
     ref: str
     sha: str
+    repo: RepoRef | None = None
 
 
 class MergeState(msgspec.Struct, frozen=True):

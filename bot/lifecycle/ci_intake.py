@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import redis
 from sqlalchemy.exc import IntegrityError
@@ -34,6 +34,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.github.client import AppIdentity
 from bot.github.errors import GitHubError
+from bot.github.issue_records import PullRequest
 from bot.lifecycle import ci_store
 from bot.lifecycle.ci_evidence import CiReads, failing_names, read_evidence, render
 from bot.lifecycle.ci_failures import CiFailure
@@ -53,7 +54,7 @@ log = logging.getLogger(__name__)
 class CiGitHub(GitHubApi, CiReads, Protocol):
     async def identity(self) -> AppIdentity: ...
 
-    async def get_pull(self, repo: str, number: int) -> dict[str, Any]: ...
+    async def get_pull(self, repo: str, number: int) -> PullRequest: ...
 
 
 class CiBusy(Exception):
@@ -152,29 +153,28 @@ class CiIntake:
         return await self._decide(github, task, failure, pull)
 
     async def _not_head(
-        self, github: CiGitHub, pull: dict[str, Any], task: Task, failure: CiFailure
+        self, github: CiGitHub, pull: PullRequest, task: Task, failure: CiFailure
     ) -> str:
-        head = pull.get("head") or {}
-        if pull.get("state") != "open":
+        if pull.state != "open":
             return "the pull request is not open"
-        if head.get("sha") != failure.head_sha:
+        if pull.head.sha != failure.head_sha:
             return "not the pull request's head commit"
-        if (head.get("repo") or {}).get("full_name") != task.repo:
+        if pull.head.repo is None or pull.head.repo.full_name != task.repo:
             return "the pull request's branch is in another repository"
-        author = str((pull.get("user") or {}).get("login") or "")
+        author = pull.author
         if not await github.is_app_login(author):
             return f"the pull request was opened by {author or 'unknown'}, not the App"
         return ""
 
     async def _decide(
-        self, github: CiGitHub, task: Task, failure: CiFailure, pull: dict[str, Any]
+        self, github: CiGitHub, task: Task, failure: CiFailure, pull: PullRequest
     ) -> CiOutcome:
         sha = failure.head_sha
         own = (await github.identity()).id
         evidence = await read_evidence(
             github, task.repo, sha, own_app_id=own, redactor=self.redactor
         )
-        base = str((pull.get("base") or {}).get("ref") or "")
+        base = pull.base.ref
         try:
             on_base = await failing_names(github, task.repo, base, own) if base else set()
         except GitHubError:

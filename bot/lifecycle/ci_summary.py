@@ -9,8 +9,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from bot.github.issue_records import IssueComment
 from bot.lifecycle.public_text import PublicPlace, defang, normalize
 from bot.lifecycle.redact import Redactor
 
@@ -20,11 +21,11 @@ MAX_LINE = 300
 
 
 class CommentApi(Protocol):
-    async def list_comments(self, repo: str, number: int) -> list[dict[str, Any]]: ...
+    async def list_comments(self, repo: str, number: int) -> list[IssueComment]: ...
 
-    async def create_comment(self, repo: str, number: int, body: str) -> dict[str, Any]: ...
+    async def create_comment(self, repo: str, number: int, body: str) -> IssueComment: ...
 
-    async def update_comment(self, repo: str, comment_id: int, body: str) -> dict[str, Any]: ...
+    async def update_comment(self, repo: str, comment_id: int, body: str) -> IssueComment: ...
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,11 @@ async def post_summary(github: CommentApi, repo: str, number: int, body: str) ->
     it says something else; the comment's id (None if GitHub failed: logged)."""
     try:
         for comment in await github.list_comments(repo, number):
-            if MARKER in str(comment.get("body") or ""):
-                comment_id = int(str(comment["id"]))
-                if comment.get("body") != body:
-                    await github.update_comment(repo, comment_id, body)
-                return comment_id
-        made = await github.create_comment(repo, number, body)
-        return int(str(made["id"]))
+            if MARKER in comment.body:
+                if comment.body != body:
+                    await github.update_comment(repo, comment.id, body)
+                return comment.id
+        return (await github.create_comment(repo, number, body)).id
     except Exception as exc:  # said again by the next delivery about the commit
         log.warning("lifecycle: CI summary on %s#%s not posted: %s", repo, number, exc)
         return None

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 from enum import StrEnum
-from typing import Any
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -19,6 +18,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.errors import NotFound
+from bot.github.issue_records import Issue
 from bot.lifecycle import tasks
 from bot.lifecycle.models import Task, TaskNotice
 from bot.lifecycle.seams import GitHubApi
@@ -90,8 +90,7 @@ def progress_body(task: Task, phase: Phase, note: str = "") -> str:
 
 async def sync_labels(github: GitHubApi, repo: str, issue: int, state: TaskState) -> list[str]:
     """Make the issue carry exactly the state label of `state`; returns what changed."""
-    data = await github.get_issue(repo, issue)
-    have = {str(label.get("name")) for label in data.get("labels", [])}
+    have = set((await github.get_issue(repo, issue)).label_names)
     want = LABEL_FOR_STATE[state].value
     changes: list[str] = []
     if want not in have:
@@ -104,16 +103,16 @@ async def sync_labels(github: GitHubApi, repo: str, issue: int, state: TaskState
     return changes
 
 
-def labels_match(data: dict[str, Any], state: TaskState) -> bool:
-    have = {str(label.get("name")) for label in data.get("labels", [])}
+def labels_match(issue: Issue, state: TaskState) -> bool:
+    have = set(issue.label_names)
     state_labels = have & {label.value for label in StateLabel}
     return state_labels == {LABEL_FOR_STATE[state].value}
 
 
 async def _find_marked(github: GitHubApi, repo: str, issue: int, marker: str) -> int | None:
     for comment in await github.list_comments(repo, issue):
-        if marker in str(comment.get("body") or ""):
-            return int(comment["id"])
+        if marker in comment.body:
+            return comment.id
     return None
 
 
@@ -142,7 +141,7 @@ async def update_progress(
         await github.update_comment(task.repo, found, body)
         comment_id = found
     elif create:
-        comment_id = int((await github.create_comment(task.repo, task.issue, body))["id"])
+        comment_id = (await github.create_comment(task.repo, task.issue, body)).id
     if comment_id is not None:
         await db.run(tasks.touch, task_id, clock, progress_comment_id=comment_id)
     return comment_id
@@ -204,7 +203,7 @@ async def post_notice(
         return comment_id
     marked = None if fresh else await _find_marked(github, repo, issue, notice_marker(task_id, key))
     if marked is None:
-        marked = int((await github.create_comment(repo, issue, body))["id"])
+        marked = (await github.create_comment(repo, issue, body)).id
     await db.run(_posted, task_id, key, marked, clock)
     return marked
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from bot.github.issue_records import PullRequest
 from bot.lifecycle import egress_blocked, tasks
 from bot.lifecycle.repo_tests import DRAFT_NOTE, tests_line
 from bot.lifecycle.scope import Run
 
 
-async def existing_pull(run: Run) -> dict[str, Any] | None:
+async def existing_pull(run: Run) -> PullRequest | None:
     """The open pull request of the task's branch (its `draft` as GitHub says), if any."""
     task = run.task
     branch = task.branch or tasks.branch_name(task.issue)
@@ -55,13 +55,13 @@ def opens_as_draft(run: Run) -> bool:
     return run.tests is not None and not run.tests.passed
 
 
-def _remember(run: Run, pull: dict[str, Any]) -> None:
+def _remember(run: Run, pull: PullRequest) -> None:
     """Keep the task's pull request (number and link), under the run's lease."""
     run.ctx.db.call(
         tasks.touch,
         run.task.id,
         run.ctx.clock,
         fence=run.fence,
-        pr_number=int(pull["number"]),
-        pr_url=str(pull.get("html_url") or pull.get("url") or ""),
+        pr_number=pull.number,
+        pr_url=pull.html_url,
     )

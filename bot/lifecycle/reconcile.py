@@ -290,14 +290,14 @@ async def _check_pull(
     if not pulls:
         return
     pull = pulls[0]
-    url = str(pull.get("html_url") or pull.get("url") or "")
+    url = pull.html_url
     move = Move(
         TaskState.DELIVERED,
         actor=ACTOR,
         detail=f"pull request {url} already exists",
-        data={"pr_url": url, "pr_number": pull.get("number"), "summary": ""},
+        data={"pr_url": url, "pr_number": pull.number, "summary": ""},
         expect=[TaskState.QUEUED, TaskState.FAILED],
-        changes={"pr_url": url, "pr_number": int(pull["number"]), "last_error": None},
+        changes={"pr_url": url, "pr_number": pull.number, "last_error": None},
     )
     await transition(ctx.db, github, task_id, move, clock=ctx.clock)
     report.delivered.append(task_id)
@@ -308,8 +308,7 @@ async def _check_labels(
 ) -> None:
     task = await ctx.db.run(tasks.get_task, task_id)
     state = TaskState(task.state)
-    data = await github.get_issue(task.repo, task.issue)
-    if progress.labels_match(data, state):
+    if progress.labels_match(await github.get_issue(task.repo, task.issue), state):
         return
     changes = await progress.sync_labels(github, task.repo, task.issue, state)
     if not changes:

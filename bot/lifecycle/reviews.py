@@ -146,11 +146,11 @@ class ReviewIntake:
         assert self.github is not None
         marker = ack_marker(review.id)
         for existing in await self.github.list_comments(pull.repo, pull.number):
-            if marker in str(existing.get("body") or ""):
-                return int(existing["id"])
+            if marker in existing.body:
+                return existing.id
         who = f"@{review.user.login}" if review.user else "the reviewer"
         body = f"{marker}\n👀 Steelframe picked up the review by {who}: {review.html_url}".strip()
-        return int((await self.github.create_comment(pull.repo, pull.number, body))["id"])
+        return (await self.github.create_comment(pull.repo, pull.number, body)).id
 
     async def _accepted(self, pull: PullOf, login: str, user_type: str) -> int | ReviewPickup:
         """The task whose pull request this is, if the review may steer it; else why not."""

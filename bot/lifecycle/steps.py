@@ -85,7 +85,7 @@ async def work(run: Run) -> str:
     await _announce(run, text)
     task, ctx = run.task, run.ctx
     if task.pushed_at is not None and (pull := await existing_pull(run)) is not None:
-        draft = bool(pull.get("draft"))
+        draft = pull.draft
         return await finish_delivered(
             ctx, run.github, task.id, run.actor, summary="", fence=run.fence, draft=draft
         )
@@ -252,8 +252,8 @@ async def issue_text(run: Run) -> IssueText:
     says something else today."""
     task = run.task
     issue = await run.github.get_issue(task.repo, task.issue)
-    title, body = str(issue.get("title") or task.title), str(issue.get("body") or "")
-    labels = tuple(label for label in issue.get("labels") or () if isinstance(label, dict))
+    title, body = issue.title or task.title, issue.body or ""
+    labels = tuple({"name": name} for name in issue.label_names)
     if task.pinned_at is None:
         changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
         await run.ctx.db.run(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)

@@ -92,7 +92,7 @@ async def _reply_once(
             await github.reply_to_review_comment(task.repo, thread.pr_number, thread.root_id, body)
         return
     comments = await github.list_comments(task.repo, thread.pr_number)
-    if not any(marker in str(comment.get("body") or "") for comment in comments):
+    if not any(marker in comment.body for comment in comments):
         await github.create_comment(task.repo, thread.pr_number, body)
 
 

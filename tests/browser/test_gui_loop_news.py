@@ -37,7 +37,7 @@ async def _comment(lc: Lifecycle, number: int, body: str) -> Any:
         "maintainer",
         "POST",
         f"/pulls/{number}/comments",
-        {"body": body, "commit_id": pull["head"]["sha"], "path": "CHANGE.md", "line": 1},
+        {"body": body, "commit_id": pull.head.sha, "path": "CHANGE.md", "line": 1},
     )
 
 
@@ -100,7 +100,7 @@ async def test_review_pickups_and_fix_runs_show_live(make: Make, gui_factory: Gu
     assert (await row.locator("a").first.get_attribute("href") or "").endswith(f"/commit/{failed}")
     await lc.work()
     shown = await _text(gui, f"#run-body .ci-fix[data-sha='{failed}']", "fixed in")
-    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
     assert head != failed and head[:7] in shown
     fixed = row.locator("a", has_text=head[:7])
     assert (await fixed.get_attribute("href") or "").endswith(f"/commit/{head}")

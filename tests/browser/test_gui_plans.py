@@ -31,7 +31,7 @@ async def test_discuss_shows_the_plan_and_approve_plan_resumes_the_task(
     made = await lc.github.create_issue(
         lc.repo, title="Make the widget blue", body="It is red.", labels=[PICKUP, PLAN_LABEL]
     )
-    issue = int(made["number"])
+    issue = made.number
     await lc.settle()
     await lc.work()
     assert lc.task(issue).state == TaskState.WAITING_FOR_INFO

@@ -31,7 +31,7 @@ async def _comment(lc: Lifecycle, number: int, body: str) -> Any:
         "maintainer",
         "POST",
         f"/pulls/{number}/comments",
-        {"body": body, "commit_id": pull["head"]["sha"], "path": "CHANGE.md", "line": 1},
+        {"body": body, "commit_id": pull.head.sha, "path": "CHANGE.md", "line": 1},
     )
 
 
@@ -83,7 +83,7 @@ async def test_the_board_follows_a_review_to_the_merge(
         ]
         if t["root_id"] != loud["id"]
     )
-    head = (await lc.github.get_pull(lc.repo, number))["head"]["sha"]
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
     answer = ThreadAnswer(ThreadKind.COMMENT, fixed["root_id"], ThreadState.ADDRESSED, "Ok.", head)
     assert await answer_threads(lc.ctx.db, lc.github, task_id, [answer]) == 1
     await lc.settle()

@@ -20,7 +20,7 @@ async def test_review_comment_and_failed_check_from_the_browser(
         SANDBOX_REPO, title="Notes", head="steelframe/notes", base="main", body=""
     )
     page = await browser.new_page()
-    await page.goto(pull["html_url"])
+    await page.goto(pull.html_url)
     form = "#review-form"
     await page.select_option(f"{form} select[name=path]", "notes.md")
     await page.fill(f"{form} input[name=line]", "2")

@@ -58,7 +58,7 @@ class Lifecycle:
         labels = [PICKUP] if pickup else []
         issue = await self.github.create_issue(self.repo, title=title, body=body, labels=labels)
         await self.settle()
-        return int(issue["number"])
+        return issue.number
 
     def worker(self) -> InProcessWorker:
         return InProcessWorker(
@@ -95,15 +95,16 @@ class Lifecycle:
     def queued_jobs(self) -> list[str]:
         return list(rq_queue(self.ctx.queue_name, self.ctx.redis).job_ids)
 
+    # What a person sees on GitHub, whole (bodies, drafts, labels): not only the fields
+    # Steelframe's records read.
     async def comments(self, issue: int) -> list[dict[str, Any]]:
-        return await self.github.list_comments(self.repo, issue)
+        return await self.github.paginate(self.repo, f"/issues/{issue}/comments", dict)
 
     async def labels(self, issue: int) -> set[str]:
-        data = await self.github.get_issue(self.repo, issue)
-        return {label["name"] for label in data["labels"]}
+        return set((await self.github.get_issue(self.repo, issue)).label_names)
 
     async def pulls(self, state: str = "all") -> list[dict[str, Any]]:
-        return await self.github.list_pulls(self.repo, state=state)
+        return await self.github.paginate(self.repo, "/pulls", dict, params={"state": state})
 
     async def comment_as(self, login: str, issue: int, body: str, permission: str | None) -> None:
         """Post a comment as a person (with `permission` on the repo, or none)."""
