@@ -158,7 +158,7 @@ async def test_the_same_failure_redelivered_three_times_is_one_fix_run(make: Mak
     intake = CiIntake(
         db=lc.api.services.db,
         github=lc.github,
-        queue=lc.service.queue,
+        queue=lc.queue,
         fix_runs=2,
         redactor=Redactor(),
         github_api_url=lc.settings.github_api_url,
@@ -293,7 +293,7 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
     intake = CiIntake(
         db=lc.api.services.db,
         github=lc.github,
-        queue=lc.service.queue,
+        queue=lc.queue,
         fix_runs=2,
         redactor=Redactor(),
         github_api_url=lc.settings.github_api_url,

@@ -9,8 +9,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot import decision_drafts
-from bot.lifecycle import estimate, plan_store
+from bot.lifecycle import decision_drafts, estimate, plan_store
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.states import TaskState
 

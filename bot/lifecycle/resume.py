@@ -51,21 +51,14 @@ class ResumeResult:
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class Resumes:
-    """Decisions from webhooks (`TaskService` hands them here)."""
+    """Decisions from webhooks (built once by the composition root)."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        queue: LifecycleQueue,
-        github: GitHubApi | None,
-        clock: Clock = utcnow,
-    ) -> None:
-        self.db = db
-        self.queue = queue
-        self.github = github
-        self.clock = clock
+    db: Database
+    queue: LifecycleQueue
+    github: GitHubApi | None
+    clock: Clock = utcnow
 
     async def on_comment_event(self, event: CommentEvent) -> ResumeResult | None:
         """`issue_comment` created with the Decision marker resumes a waiting task."""
