@@ -23,7 +23,7 @@ import logging
 
 from bot.lifecycle import branch, ci_store, steps, tasks, worktree
 from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
-from bot.lifecycle.ci_models import CiFix, CiFixState
+from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
 from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
@@ -53,11 +53,15 @@ async def fix(run: Run, row: CiFix) -> str:
             return None
         return await _superseded(run, row, tree)
 
-    opened = await steps.open_workspace(run, text, check_clone=moved)
+    # A Decision asked for this run: its text is the run's guidance, pinned once (wrapped).
+    guidance = run.task.pending_decision if row.verdict == CiVerdict.DECISION else None
+    opened = await steps.open_workspace(
+        run, text, check_clone=moved, with_decision=guidance is None
+    )
     if isinstance(opened, steps.Ended):
         return _ended(run, row, opened.said)
     tree = opened.tree
-    prompt = fix_prompt(opened.prompt, row)
+    prompt = fix_prompt(opened.prompt, row, guidance)
     outcome = await code(run, tree, prompt, opened.remaining)
     await steps.recorded(run, tree, prompt, outcome)
     if outcome.status != CodingStatus.DONE:
@@ -69,8 +73,11 @@ async def fix(run: Run, row: CiFix) -> str:
 
 
 async def _announce(run: Run, row: CiFix) -> None:
+    which = f"{row.run_number} of {run.ctx.settings.ci_fix_runs}"
+    if row.verdict == CiVerdict.DECISION:
+        which = f"{row.run_number} (one more, asked for by a Decision)"
     note = (
-        f"Fix run {row.run_number} of {run.ctx.settings.ci_fix_runs} for failing CI "
+        f"Fix run {which} for failing CI "
         f"({run.public(row.checks, 200)}) on {row.head_sha[:12]} is running."
     )
     await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)

@@ -99,11 +99,16 @@ CloneCheck = Callable[[worktree.Worktree], Awaitable[str | None]]
 
 
 async def open_workspace(
-    run: Run, text: IssueText, *, check_clone: CloneCheck | None = None
+    run: Run,
+    text: IssueText,
+    *,
+    check_clone: CloneCheck | None = None,
+    with_decision: bool = True,
 ) -> Workspace | Ended:
     """The opening every coding run shares (the issue's, a review's, a CI fix's): a runtime
     configured, time left, the sandbox, the claimed clone (`check_clone` may end the run
-    there, in its words), the repository's setup, then time left again and the prompt."""
+    there, in its words), the repository's setup, then time left again and the prompt
+    (without the task's Decision when the caller pins it itself: `with_decision=False`)."""
     policy = run.ctx.policy
     if not policy.coding_command:
         return Ended(await no_runtime(run))
@@ -120,7 +125,8 @@ async def open_workspace(
     remaining = policy.time_limit - run.task.runtime_seconds - setup
     if remaining <= 0:  # the setup took what was left
         return Ended(await fail(run, limit="time", retry=False))
-    return Workspace(tree, await run_prompt(run, text, tree), remaining)
+    prompt = await run_prompt(run, text, tree, with_decision=with_decision)
+    return Workspace(tree, prompt, remaining)
 
 
 async def work(run: Run) -> str:
@@ -244,7 +250,9 @@ async def after_conclusion(run: Run) -> None:
     await let_go(run)
 
 
-async def run_prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
+async def run_prompt(
+    run: Run, text: IssueText, tree: worktree.Worktree, *, with_decision: bool = True
+) -> str:
     task = run.task
     hits = await retrieve(run.ctx, task, text.body)
     instructions = run.repo_env.instructions if run.repo_env else ""
@@ -258,7 +266,7 @@ async def run_prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
                 branch=tree.branch,
                 hits=hits,
                 question=task.question,
-                decision=task.pending_decision,
+                decision=task.pending_decision if with_decision else None,
                 **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
             )
         )
