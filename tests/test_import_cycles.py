@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from collections.abc import Iterable
 from itertools import pairwise
+from pathlib import Path
 
 import grimp
 import pytest
+
+from tests.test_layering import _copy, _lint
 
 # bot/ and what sits around it: memory below, http_edge and the shells above, the entry.
 PACKAGES = ("bot", "memory", "http_edge", "operator_api", "webhooks", "web_gui", "steelframe")
@@ -179,3 +182,17 @@ def test_a_cycle_is_found_and_shown_with_the_lines_that_make_it() -> None:
     graph.remove_import(importer="pkg.c", imported="pkg.a.one")
     assert cycles(graph, module_edges(graph)) == []
     assert cycles(graph, sibling_edges(graph, "pkg")) == []
+
+
+def test_lint_names_the_import_that_would_break_a_cycle(tmp_path: Path) -> None:
+    """`make lint`'s acyclic contract (pyproject.toml) fails too, on a copy of the packages
+    where the settings import the lifecycle back (lazily, as the cycle this test found)."""
+    root = _copy(tmp_path)
+    settings = root / "bot" / "config_values.py"
+    lazy = "\n\ndef _probe() -> object:\n    from bot.lifecycle import tasks\n\n    return tasks\n"
+    settings.write_text(settings.read_text() + lazy)
+    result = _lint(root)
+    assert result.returncode != 0
+    broken = result.stdout.split("Broken contracts")[-1]
+    assert "No cycles are allowed in bot." in broken
+    assert ".config_values -> .lifecycle" in broken
