@@ -92,6 +92,17 @@ async def _summaries(lc: Lifecycle, number: int) -> list[str]:
     return [c["body"] for c in await lc.comments(number) if SUMMARY in c["body"]]
 
 
+async def _stopped_at_the_bound(lc: Lifecycle) -> tuple[int, int, str]:
+    """A task whose one fix run (the bound, ci_fix_runs=1) did not make CI pass: the issue,
+    the pull request and the head commit still failing."""
+    issue, number = await delivered_pull(lc)
+    await fail_head(lc, number)
+    await lc.work()
+    sha = await fail_head(lc, number)  # the fix run's commit fails too
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    return issue, number, sha
+
+
 async def test_a_failing_check_gets_a_fix_run_with_the_evidence_and_a_new_commit(
     make: Make, any_db_url: str
 ) -> None:
@@ -131,12 +142,7 @@ async def test_still_failing_after_the_bound_asks_a_person_with_one_summary(
     make: Make, any_db_url: str
 ) -> None:
     lc = await make(coding_command=command("echo"), database_url=any_db_url, ci_fix_runs=1)
-    issue, number = await delivered_pull(lc)
-    await fail_head(lc, number)
-    await lc.work()
-    second = await fail_head(lc, number)  # the fix run's commit fails too: the bound is 1
-    task = lc.task(issue)
-    assert task.state == TaskState.WAITING_FOR_INFO
+    issue, number, second = await _stopped_at_the_bound(lc)
     assert "steelframe:needs_human" in await lc.labels(issue)
     assert lc.queued_jobs() == []
     (summary,) = await _summaries(lc, number)
@@ -182,11 +188,7 @@ async def test_a_decision_after_the_bound_starts_one_more_fix_run_with_its_guida
     make: Make, any_db_url: str
 ) -> None:
     lc = await make(coding_command=command("echo"), database_url=any_db_url, ci_fix_runs=1)
-    issue, number = await delivered_pull(lc)
-    await fail_head(lc, number)
-    await lc.work()
-    stuck = await fail_head(lc, number)  # the fix run's commit fails too: the bound is 1
-    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    issue, number, stuck = await _stopped_at_the_bound(lc)
     guidance = "The test is right: widget.colour must be the word blue, not a hex code."
     await lc.comment_as("maintainer", issue, f"{DECISION}\n{guidance}", "write")
     task = lc.task(issue)
