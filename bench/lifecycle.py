@@ -1,7 +1,7 @@
 """Task lifecycle on RQ with a no-op coding runtime, beside bare RQ in the same run.
 
 Measures (a) enqueue -> job start latency (RQ's own `enqueued_at`/`started_at` stamps, one
-task at a time on an idle worker), also from the `TaskService.pickup()` call, and (b) tasks
+task at a time on an idle worker), also from the `Pickups.pickup()` call, and (b) tasks
 per minute through the whole pipeline (pickup, job, lease, clone of a local bare repo,
 runtime, commit, push, pull request, labels, progress comment, delivered) with one
 in-process worker, against the local GitHub sandbox. The baseline is a bare RQ job that does
@@ -34,8 +34,8 @@ from bot.config import Settings
 from bot.config_values import Secret
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
-from bot.lifecycle.queue import rq_queue
-from bot.lifecycle.service import build_task_service
+from bot.lifecycle.pickup import Pickups
+from bot.lifecycle.queue import LifecycleQueue, rq_queue
 from bot.lifecycle.states import FINISHED
 from bot.lifecycle.trusted_jobs import JOB_FUNCTIONS, TrustedJob
 from bot.lifecycle.worker import InProcessWorker, LifecycleJob
@@ -128,13 +128,11 @@ async def lifecycle(
     ctx = build_worker_context(
         settings, environ=os.environ, db=db, connection=connection, memory=None, queue_name=queue
     )
-    service = build_task_service(
+    pickups = Pickups(
         db=db,
-        connection=connection,
+        queue=LifecycleQueue(connection, name=queue, time_limit=settings.task_time_limit),
         github=github,
         pickup_labels=settings.pickup_labels,
-        time_limit=settings.task_time_limit,
-        queue_name=queue,
     )
     numbers = [
         (await github.create_issue(REPO, title=f"Task {n}", body="bench", labels=[])).number
@@ -156,7 +154,7 @@ async def lifecycle(
     async with Background(ctx, ctx.queue_name):
         for number in numbers[:n_latency]:
             called = datetime.now(UTC)
-            result = await service.pickup(REPO, number, title=f"Task {number}", cause="bench")
+            result = await pickups.pickup(REPO, number, title=f"Task {number}", cause="bench")
             await _until(lambda result=result: finished([result.task_id]))
             task = db.call(lambda s, i=result.task_id: s.get(Task, i))
             job = TrustedJob.fetch(str(task.job_id), connection=connection)
@@ -166,7 +164,7 @@ async def lifecycle(
                 failed.append(task.id)
         started = time.perf_counter()
         ids = [
-            (await service.pickup(REPO, number, title=f"Task {number}", cause="bench")).task_id
+            (await pickups.pickup(REPO, number, title=f"Task {number}", cause="bench")).task_id
             for number in numbers[n_latency:]
         ]
         await _until(lambda: finished(ids))

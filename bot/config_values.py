@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from bot.lifecycle.egress_policy import parse_entry
+from bot.host_entries import parse_entry
 
 RUNTIMES = ("offline", "openai", "anthropic", "command")
 SANDBOXES = ("bwrap", "off")

@@ -1,6 +1,7 @@
 """How alike short texts are: memory's analyser (stop words dropped, stemmed), tf-idf
 vectors over the texts compared, cosine. Shared by the Decisions offered for a question
-(bot.decision_drafts) and the estimate from similar past runs (bot.lifecycle.estimate_similar)."""
+(bot.lifecycle.decision_drafts) and the estimate from similar past runs
+(bot.lifecycle.estimate_similar)."""
 
 from __future__ import annotations
 

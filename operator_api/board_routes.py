@@ -12,8 +12,8 @@ from bot.errors import BadRequest, Unavailable
 from bot.lifecycle import archiving
 from bot.lifecycle import board as views
 from bot.lifecycle.sandbox import status as sandbox_status
-from bot.lifecycle.service import TaskService
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.terminate import Terminations
 from http_edge.credentials import OPERATOR_NAME
 from http_edge.validation import query_int, read_json, reject_unknown
 from operator_api.deps import OPERATOR_API
@@ -38,11 +38,12 @@ def _json(body: Board | TaskDetail | TaskLog, *, status: int = 200) -> web.Respo
     )
 
 
-def _service(request: web.Request) -> TaskService:
-    service = request.app[OPERATOR_API].tasks
-    if service is None:
+def _terminations(request: web.Request) -> Terminations:
+    """Terminate and archive need the task lifecycle, which needs Redis (docs/api.md)."""
+    terminations = request.app[OPERATOR_API].terminations
+    if terminations is None:
         raise Unavailable("the task lifecycle needs Redis: set STEELFRAME_REDIS_URL")
-    return service
+    return terminations
 
 
 def _task_id(request: web.Request) -> int:
@@ -136,7 +137,7 @@ async def terminate(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
-    result = await _service(request).terminate(task_id, actor=actor)
+    result = await _terminations(request).terminate(task_id, actor=actor)
     # 202: a frozen worker holds the task; the request is recorded and applied by the
     # reconciler once that worker's job is stopped (docs/api.md).
     return _json(result.detail, status=200 if result.applied else 202)
@@ -151,8 +152,9 @@ async def terminate(request: web.Request) -> web.Response:
 async def archive(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
-    actor = f"operator:{request[OPERATOR_NAME]}"
-    return _json(await _service(request).archive(task_id, actor=actor))
+    _terminations(request)  # only while the lifecycle runs, as terminate
+    api, actor = request.app[OPERATOR_API], f"operator:{request[OPERATOR_NAME]}"
+    return _json(await views.archive(api.db, task_id, actor=actor, clock=api.clock))
 
 
 @endpoints.post(
@@ -164,7 +166,7 @@ async def archive(request: web.Request) -> web.Response:
 async def unarchive(request: web.Request) -> web.Response:
     task_id = _task_id(request)
     await _no_body(request)
-    service = _service(request)
-    actor = f"operator:{request[OPERATOR_NAME]}"
-    await archiving.unarchive(service.db, task_id, actor=actor, clock=service.clock)
-    return _json(await service.db.run(views.task_detail, task_id))
+    _terminations(request)  # only while the lifecycle runs, as archive
+    api, actor = request.app[OPERATOR_API], f"operator:{request[OPERATOR_NAME]}"
+    await archiving.unarchive(api.db, task_id, actor=actor, clock=api.clock)
+    return _json(await api.db.run(views.task_detail, task_id))

@@ -10,12 +10,13 @@ from aiohttp import web
 from bot.chat.inflight import TurnRegistry
 from bot.chat.pipeline import TurnPipeline
 from bot.chat.session_service import SessionService
+from bot.clock import Clock
 from bot.config import Settings
 from bot.db import Database
 from bot.decisions import DecisionPublisher
 from bot.events import OperatorEvents
 from bot.filing import FilingService
-from bot.lifecycle.service import TaskService
+from bot.lifecycle.terminate import Terminations
 from bot.metrics import Metrics
 from bot.readiness import Readiness
 from operator_api.tokens import TokenCache
@@ -32,8 +33,10 @@ class OperatorApi:
     metrics: Metrics
     readiness: Readiness
     tokens: TokenCache
-    # The task lifecycle when Redis is configured; the board answers without it.
-    tasks: TaskService | None
+    clock: Clock
+    # Operators' terminates when the task lifecycle runs (Redis configured); the board
+    # answers without it, terminate and archive answer 503 (docs/api.md).
+    terminations: Terminations | None
     # Filing and publishing when a GitHub App (or the dev sandbox) is configured; None: 503.
     filing: FilingService | None
     publisher: DecisionPublisher | None

@@ -93,14 +93,15 @@ def operator_api(parts: Parts) -> OperatorApi:
         metrics=parts.metrics,
         readiness=parts.readiness,
         tokens=TokenCache(parts.db),
-        tasks=parts.tasks,
+        clock=parts.clock,
+        terminations=parts.lifecycle.terminations if parts.lifecycle else None,
         filing=parts.filing,
         publisher=parts.publisher,
     )
 
 
 def webhooks(parts: Parts) -> Webhooks:
-    settings = parts.settings
+    settings, lifecycle = parts.settings, parts.lifecycle
     router = build_router()
     ctx = WebhookContext(
         db=parts.db,
@@ -108,7 +109,9 @@ def webhooks(parts: Parts) -> Webhooks:
         clock=utcnow,
         github=parts.github,
         chunks=MemorySink(),
-        tasks=parts.tasks,
+        pickups=lifecycle.pickups if lifecycle else None,
+        resumes=lifecycle.resumes if lifecycle else None,
+        queue=lifecycle.queue if lifecycle else None,
         checkouts=parts.chat_turns.checkouts,
     )
     writer = DeliveryWriter(parts.db)

@@ -40,7 +40,10 @@ from bot.lifecycle.announce import watch_commits
 from bot.lifecycle.board import focused_task, pull_left
 from bot.lifecycle.budget_metrics import budget_collector
 from bot.lifecycle.metrics import lifecycle_collector
-from bot.lifecycle.service import TaskService, build_task_service
+from bot.lifecycle.pickup import Pickups
+from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.resume import Resumes
+from bot.lifecycle.terminate import Terminations
 from bot.metrics import Metrics
 from bot.readiness import Readiness
 from bot.redis_auth import require_authenticated_redis
@@ -59,6 +62,18 @@ REQUEST_LOCK_TIMEOUT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
+class TaskLifecycle:
+    """The task lifecycle's parts for the shells, one per noun, each built whole on the one
+    queue (the lifecycle needs Redis for it): pickups (webhooks and Chat filings), Decisions,
+    operators' terminates, and the queue itself (review and CI webhooks queue runs on it)."""
+
+    queue: LifecycleQueue
+    pickups: Pickups
+    resumes: Resumes
+    terminations: Terminations
+
+
+@dataclass(frozen=True)
 class Parts:
     """What one web process built, each part once: the composition root makes the shells'
     dependency objects from them (steelframe.composition) and closes them at exit. No
@@ -66,6 +81,7 @@ class Parts:
 
     settings: Settings
     db: dbmod.Database
+    clock: Clock
     # Chat: its turns (bot.chat.pipeline) and its sessions (bot.chat.session_service).
     chat_turns: TurnPipeline
     chat_sessions: SessionService
@@ -81,8 +97,8 @@ class Parts:
     # Set when a GitHub App (or the dev sandbox) is configured; None answers 503.
     filing: FilingService | None
     publisher: DecisionPublisher | None
-    # The task lifecycle (pickup, resume, terminate, board) when Redis is configured.
-    tasks: TaskService | None
+    # The task lifecycle (pickup, resume, terminate, its queue) when Redis is configured.
+    lifecycle: TaskLifecycle | None
     model_http: SharedClient
     metrics: Metrics
     # Requests whose answer has not started; a started chat turn yields to them.
@@ -166,8 +182,9 @@ def build_parts(
     unanswered = Unanswered()
     runtime_factory = runtimes or default_runtime_factory(settings, model_http)
     github = _github_client(settings, database, metrics)
-    tasks = _task_service(settings, database, redis_client, github, metrics, clock)
-    filing, publisher = _github_intents(settings, database, github, tasks, clock)
+    lifecycle = _task_lifecycle(settings, database, redis_client, github, metrics, clock)
+    pickups = lifecycle.pickups if lifecycle is not None else None
+    filing, publisher = _github_intents(settings, database, github, pickups, clock)
     chat_github = _chat_github(settings, database, github, filing, publisher)
     parts = TurnParts(
         runtimes=runtime_factory,
@@ -216,6 +233,7 @@ def build_parts(
     return Parts(
         settings=settings,
         db=database,
+        clock=clock,
         chat_turns=chat_turns,
         chat_sessions=chat_sessions,
         registry=registry,
@@ -226,7 +244,7 @@ def build_parts(
         github=github,
         filing=filing,
         publisher=publisher,
-        tasks=tasks,
+        lifecycle=lifecycle,
         model_http=model_http,
         metrics=metrics,
         unanswered=unanswered,
@@ -308,26 +326,26 @@ def _github_client(
     )
 
 
-def _task_service(
+def _task_lifecycle(
     settings: Settings,
     database: dbmod.Database,
     redis_client: redis.Redis | None,
     github: GitHubClient | None,
     metrics: Metrics,
     clock: Clock,
-) -> TaskService | None:
+) -> TaskLifecycle | None:
     """The task lifecycle (it needs Redis for its queue) and its metrics."""
     if redis_client is None:
         return None
     metrics.add_collector(lifecycle_collector(database, redis_client))
     metrics.add_collector(budget_collector(metrics, database, clock))
-    return build_task_service(
-        db=database,
-        connection=redis_client,
-        github=github,
-        pickup_labels=settings.pickup_labels,
-        time_limit=settings.task_time_limit,
-        clock=clock,
+    queue = LifecycleQueue(redis_client, time_limit=settings.task_time_limit)
+    labels = settings.pickup_labels
+    return TaskLifecycle(
+        queue=queue,
+        pickups=Pickups(db=database, queue=queue, github=github, pickup_labels=labels, clock=clock),
+        resumes=Resumes(db=database, queue=queue, github=github, clock=clock),
+        terminations=Terminations(db=database, queue=queue, github=github, clock=clock),
     )
 
 
@@ -335,14 +353,14 @@ def _github_intents(
     settings: Settings,
     database: dbmod.Database,
     github: GitHubClient | None,
-    tasks: TaskService | None,
+    pickups: Pickups | None,
     clock: Clock,
 ) -> tuple[FilingService | None, DecisionPublisher | None]:
     """With a GitHub App, filing and publishing (still only on the operator's request)."""
     if github is None:
         return None, None
     filing = FilingService(
-        db=database, github=github, tasks=tasks, pickup_labels=settings.pickup_labels, clock=clock
+        db=database, github=github, tasks=pickups, pickup_labels=settings.pickup_labels, clock=clock
     )
     return filing, DecisionPublisher(db=database, github=github, clock=clock)
 

@@ -10,9 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
 
-from bot import decision_drafts
 from bot.db import Database
-from bot.lifecycle import tasks
+from bot.lifecycle import decision_drafts, tasks
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply

@@ -9,15 +9,14 @@ import pytest
 
 from bot.config import Settings
 from bot.config_values import ConfigError
+from bot.host_entries import BadTarget, parse_entry
 from bot.lifecycle.egress_policy import (
     Allowlist,
-    BadTarget,
     EgressRefused,
     IPAddress,
     Target,
     check_addresses,
     is_own_address,
-    parse_entry,
     parse_target,
     public_entry,
     url_target,

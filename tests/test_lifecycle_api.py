@@ -149,7 +149,7 @@ async def test_bad_action_requests_are_refused_and_change_nothing(make: Make) ->
 
 
 async def test_without_redis_the_board_reads_and_actions_are_503(api: ApiClient) -> None:
-    assert api.services.tasks is None
+    assert api.services.lifecycle is None
     assert await board(api) == []
     response = await api.post("/api/operator/tasks/1/terminate")
     assert response.status == 503
@@ -173,7 +173,7 @@ async def test_results_of_a_task_filed_from_chat_reach_that_session_exactly_once
     lc = await make(coding_command=command("question"))
     session = await _chat_session(lc.api)
     issue = await lc.open_issue("Add a cache", pickup=False)
-    result = await lc.service.pickup(
+    result = await lc.pickups.pickup(
         lc.repo, issue, title="Add a cache", origin_session=session, cause=f"chat:{session}"
     )
     assert (result.created, result.started) == (True, True)
@@ -214,7 +214,7 @@ async def test_a_webhook_pickup_first_then_the_chat_filing_still_links_the_sessi
     lc = await make(coding_command=command("commit"))
     session = await _chat_session(lc.api)
     issue = await lc.open_issue()  # the webhook won the race
-    result = await lc.service.pickup(
+    result = await lc.pickups.pickup(
         lc.repo, issue, title="x", origin_session=session, cause=f"chat:{session}"
     )
     assert (result.created, result.started) == (False, False)
@@ -230,7 +230,7 @@ async def test_a_result_for_a_deleted_chat_session_is_marked_and_not_written(
     lc = await make(coding_command=command("commit"))
     session = await _chat_session(lc.api)
     issue = await lc.open_issue(pickup=False)
-    result = await lc.service.pickup(lc.repo, issue, title="x", origin_session=session, cause="c")
+    result = await lc.pickups.pickup(lc.repo, issue, title="x", origin_session=session, cause="c")
     assert (await lc.api.delete(f"/api/operator/chat/session/{session}")).status == 200
     await lc.work()
     assert lc.task(issue).state == TaskState.DELIVERED

@@ -136,7 +136,7 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
 async def test_every_finish_of_a_run_that_lost_its_lease_is_refused(make: Make) -> None:
     lc = await make()
     issue = await lc.open_issue(pickup=False)
-    result = await lc.service.pickup(lc.repo, issue, title="x", body="y", cause="test")
+    result = await lc.pickups.pickup(lc.repo, issue, title="x", body="y", cause="test")
     first, second = Holder.this_process(), Holder.this_process()
     db, clock = lc.ctx.db, lc.ctx.clock
     assert leases.acquire(db, result.task_id, first, ttl=60, clock=clock)

@@ -104,10 +104,10 @@ async def test_a_stale_terminate_request_never_stops_the_next_generation(make: M
     lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue()
     task = lc.task(issue)
-    assert (await lc.service.terminate(task.id, actor="operator:first")).applied
+    assert (await lc.terminations.terminate(task.id, actor="operator:first")).applied
     # A request recorded while a frozen run held the row, left over when the task finished.
     lc.ctx.db.call(terminate.record, task.id, "operator:late", lc.ctx.clock)
-    reopened = await lc.service.pickup(lc.repo, issue, title="again", cause="test:reopen")
+    reopened = await lc.pickups.pickup(lc.repo, issue, title="again", cause="test:reopen")
     assert reopened.started
     assert lc.ctx.db.call(terminate.pending) == []
     report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)

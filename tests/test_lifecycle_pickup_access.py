@@ -29,7 +29,7 @@ async def _close_and_reopen_as(
 async def _terminated_task(lc: Lifecycle) -> tuple[int, int]:
     issue = await lc.open_issue("Make the widget blue")
     task_id = lc.task(issue).id
-    await lc.service.terminate(task_id, actor="operator")
+    await lc.terminations.terminate(task_id, actor="operator")
     assert lc.task(issue).state == TaskState.TERMINATED
     return issue, task_id
 

@@ -210,7 +210,7 @@ async def test_a_second_pickup_while_live_does_nothing_new(make: Make) -> None:
     world.clock = lambda: time.time() + 2
     await lc.github.add_labels(lc.repo, issue, ["steelframe:work-on-this"])
     await lc.settle()
-    result = await lc.service.pickup(lc.repo, issue, title="again", cause="test")
+    result = await lc.pickups.pickup(lc.repo, issue, title="again", cause="test")
     assert (result.created, result.started) == (False, False)
     assert len(lc.queued_jobs()) == 1
     ignored = [e for e in lc.events(result.task_id) if e.kind == EventKind.PICKUP_IGNORED]

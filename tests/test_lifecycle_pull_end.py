@@ -92,7 +92,7 @@ async def test_a_pull_request_closed_without_a_merge_makes_the_task_closed(
     (remembered,) = _outcome_chunks(lc, number)
     assert "was closed without a merge by maintainer" in remembered
     # Final: picking the issue up again starts nothing.
-    await lc.service.pickup(lc.repo, issue, title="again", cause="test")
+    await lc.pickups.pickup(lc.repo, issue, title="again", cause="test")
     assert lc.task(issue).state == TaskState.CLOSED and lc.queued_jobs() == []
 
 
@@ -128,7 +128,7 @@ async def test_a_merge_of_a_terminated_or_archived_task_is_recorded_and_ignored(
     lc = await make(coding_command=command("commit"))
     issue, number = await delivered_pull(lc)
     task_id = lc.task(issue).id
-    await lc.service.archive(task_id, actor="operator")
+    await lc.archive(task_id, actor="operator")
     await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
     assert lc.task(issue).state == TaskState.DELIVERED
     ignored = [e for e in lc.events(task_id) if e.kind == EventKind.PULL_END_IGNORED]

@@ -28,7 +28,7 @@ async def test_two_pickups_of_one_issue_at_once_make_one_task_and_one_job(make: 
     lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue(pickup=False)
     results = await asyncio.gather(
-        *(lc.service.pickup(lc.repo, issue, title="twice", cause=f"test-{n}") for n in range(4))
+        *(lc.pickups.pickup(lc.repo, issue, title="twice", cause=f"test-{n}") for n in range(4))
     )
     assert len({r.task_id for r in results}) == 1
     assert sorted(r.created for r in results) == [False, False, False, True]
@@ -217,7 +217,7 @@ async def test_a_terminated_task_picked_up_again_starts_a_new_generation(make: M
     issue = await lc.open_issue()
     task = lc.task(issue)
     await lc.api.post(f"/api/operator/tasks/{task.id}/terminate")
-    result = await lc.service.pickup(lc.repo, issue, title="again", cause="test")
+    result = await lc.pickups.pickup(lc.repo, issue, title="again", cause="test")
     assert (result.task_id, result.created, result.started) == (task.id, False, True)
     await lc.work()
     task = lc.task(issue)

@@ -108,7 +108,7 @@ async def test_readers_and_bots_and_archived_tasks_get_nothing(make: Make) -> No
     reader = await _comment(lc, "passerby", number, None)
     bot = await _comment(lc, "lint-helper[bot]", number, "write")
     assert await _eyes(lc, reader["id"]) == 0 and await _eyes(lc, bot["id"]) == 0
-    await lc.service.archive(task_id, actor="operator")
+    await lc.archive(task_id, actor="operator")
     late = await _comment(lc, "maintainer", number, "write")
     assert await _eyes(lc, late["id"]) == 0
     assert _reaction_posts(lc) == posts

@@ -18,7 +18,7 @@ async def _terminated_while_running(lc: Lifecycle) -> int:
     issue = await lc.open_issue("Make the widget blue")
     task_id = lc.task(issue).id
     lc.ctx.db.call(apply, task_id, Move(TaskState.RUNNING, actor="worker:test"))
-    await lc.service.terminate(task_id, actor="operator")
+    await lc.terminations.terminate(task_id, actor="operator")
     return issue
 
 

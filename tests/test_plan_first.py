@@ -108,7 +108,7 @@ async def test_a_redelivered_approval_starts_one_coding_run(make: Make, tmp_path
     await lc.comment_as("maintainer", issue, f"{DECISION}\nGo ahead.", "write")
     task = lc.task(issue)
     # The same Decision comment reaching the service again (a redelivery): no second run.
-    again = await lc.service.resumes.resume(
+    again = await lc.resumes.resume(
         lc.repo,
         issue,
         comment_id=task.decision_comment_id or 0,

@@ -17,9 +17,9 @@ import pytest
 from sqlalchemy import text
 
 from bot.config_values import Secret
+from bot.lifecycle.branch import SECRET_FOUND
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.steps import SECRET_FOUND
 from tests.conftest import WEBHOOK_SECRET, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make

@@ -23,8 +23,8 @@ async def pickup_payload(
     """A pickup label put on by the App itself (so nobody's access is asked of GitHub)."""
     data = json.loads((GITHUB_DATA / "webhook-examples/issues/labeled.payload.json").read_text())
     data["issue"]["id"] = issue_id
-    assert lc.service.github is not None
-    data["sender"]["login"] = (await lc.service.github.identity()).bot_login
+    assert lc.api.services.github is not None
+    data["sender"]["login"] = (await lc.api.services.github.identity()).bot_login
     data["label"]["name"] = PICKUP
     data["issue"]["labels"] = [data["label"]]
     data["repository"]["full_name"] = repo

@@ -128,7 +128,7 @@ async def test_without_redis_only_a_pickup_label_is_warned_about(
     github_sandbox: GitHubSandbox, github_service: ApiClient, caplog: Any
 ) -> None:
     github = github_service.services.github
-    assert github is not None and github_service.services.tasks is None  # no Redis here
+    assert github is not None and github_service.services.lifecycle is None  # no Redis here
     with caplog.at_level(logging.WARNING, logger="steelframe.webhooks"):
         await github.create_issue(SANDBOX_REPO, title="plain", body="b", labels=["bug"])
         await settle(github_sandbox, github_service)

@@ -200,7 +200,7 @@ async def test_terminate_while_redis_is_down_stops_the_task(
     issue = await github_sandbox.client().create_issue(
         SANDBOX_REPO, title="Make it blue", body="It is red."
     )
-    picked = await api.services.tasks.pickup(
+    picked = await api.services.lifecycle.pickups.pickup(
         SANDBOX_REPO, issue.number, title="Make it blue", cause="test"
     )
     response = await api.post(f"/api/operator/tasks/{picked.task_id}/terminate")

@@ -102,7 +102,7 @@ async def test_a_terminated_task_stays_terminated_when_its_deliveries_are_replay
     lc = await make()
     issue = await lc.open_issue()
     task = lc.task(issue)
-    await lc.service.terminate(task.id, actor="operator")
+    await lc.terminations.terminate(task.id, actor="operator")
     await lc.settle()
     events_before = len(lc.events(task.id))
     sent = stored(lc.api, "issues", "opened") + stored(lc.api, "issues", "labeled")
@@ -145,11 +145,11 @@ async def test_an_older_decision_never_overrides_a_newer_one(make: Make) -> None
     assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
 
     # The same comment reaching the service late (GitHub's own delivery, delayed): ignored.
-    result = await lc.service.on_comment_event(parse_comment_event(json.loads(older[1])))
+    result = await lc.resumes.on_comment_event(parse_comment_event(json.loads(older[1])))
     assert result is not None and not result.resumed
     assert result.reason == "a newer Decision was already applied"
     # The newer one, once applied, is never applied again.
-    again = await lc.service.on_comment_event(parse_comment_event(json.loads(newer[1])))
+    again = await lc.resumes.on_comment_event(parse_comment_event(json.loads(newer[1])))
     assert again is not None and not again.resumed
     task = lc.task(issue)
     assert task.state == TaskState.WAITING_FOR_INFO and task.pending_decision == "Use green."

@@ -57,11 +57,11 @@ COMMENT_NEEDS: dict[str, type] = {
 async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
     """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it."""
     issue_event = parse_issue_event(event.data)
-    if ctx.tasks is None:
+    if ctx.pickups is None:
         if issue_event.names_pickup_label(ctx.settings.pickup_labels):
             log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
         return
-    result = await ctx.tasks.on_issue_event(issue_event)
+    result = await ctx.pickups.on_issue_event(issue_event)
     if result is not None:
         log.info("pickup [%s]: task %s %s", event.delivery_id, result.task_id, result)
 
@@ -89,9 +89,9 @@ def parse_issue_event(payload: dict[str, Any]) -> IssueEvent:
 async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
     """`issue_comment` created carrying `<!-- steelframe-decision -->` (the App's own
     included): resume the waiting task if the author may decide."""
-    if ctx.tasks is None:
+    if ctx.resumes is None:
         return
-    result = await ctx.tasks.on_comment_event(parse_comment_event(event.data))
+    result = await ctx.resumes.on_comment_event(parse_comment_event(event.data))
     if result is not None:
         log.info("decision [%s]: task %s %s", event.delivery_id, result.task_id, result.reason)
 
@@ -136,9 +136,8 @@ async def on_review_submitted(event: Event, ctx: WebhookContext) -> None:
 
 async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
     """A writer's review queues one review run of the task (bot.lifecycle.review_pickup)."""
-    if pickup.accepted and pickup.task_id is not None and ctx.tasks is not None:
-        queue = ctx.tasks.queue
-        await request_review_run(ctx.db, ctx.github, queue, pickup.task_id, clock=ctx.clock)
+    if pickup.accepted and pickup.task_id is not None and ctx.queue is not None:
+        await request_review_run(ctx.db, ctx.github, ctx.queue, pickup.task_id, clock=ctx.clock)
 
 
 for _action in ("opened", "labeled", "reopened", "edited"):

@@ -22,7 +22,9 @@ from bot.clock import Clock
 from bot.config import Settings
 from bot.db import Database
 from bot.github.client import GitHubClient
-from bot.lifecycle.service import TaskService
+from bot.lifecycle.pickup import Pickups
+from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.resume import Resumes
 from webhooks.chunks import ChunkSink
 
 
@@ -58,8 +60,11 @@ class WebhookContext:
     clock: Clock
     github: GitHubClient | None = None
     chunks: ChunkSink | None = None
-    # The task lifecycle (pickup labels, Decision comments); None without Redis.
-    tasks: TaskService | None = None
+    # The task lifecycle (pickup labels, Decision comments, the queue review and CI runs
+    # go on); each None without Redis.
+    pickups: Pickups | None = None
+    resumes: Resumes | None = None
+    queue: LifecycleQueue | None = None
     # Chat's managed clones, told when a repository changed; None without a GitHub App.
     checkouts: ManagedCheckouts | None = None
     recent: RecentWrites = field(default_factory=RecentWrites)

@@ -132,6 +132,7 @@ class EventData(TypedDict, total=False):
     checks: list[str]
     fix_run: int  # which fix run of the chain
     fix_runs: int  # the bound per head commit
+    decision: bool  # a fix run one more Decision asked for (bot/lifecycle/ci_decision.py)
     # `runtime_session`: the coding runtime's session and its transcript (redacted).
     session_id: str | None
     transcript: str | None

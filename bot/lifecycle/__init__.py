@@ -1,7 +1,8 @@
 """The per-issue task lifecycle: tasks and their states, RQ jobs, the coding runtime, delivery.
 
 The map (docs/architecture.md): `pickup`, `resume`, `terminate` and `board` (the views) are
-the nouns the web service drives, composed by `service.TaskService`; `run` and `steps` are a
+the nouns the web service drives, each built whole by the composition root
+(`steelframe.parts.TaskLifecycle`) and handed to the shells that need it; `run` and `steps` are a
 worker's run; `reconcile` and `recovery` repair. Every state change goes through
 `transition.transition` (state, event, notice, labels, sticky comment); `announce` mirrors
 committed changes onto the operator events stream.

@@ -1,5 +1,5 @@
 """Undoing an archive: a task the operator archived comes back to the Board (the GUI's Undo
-after Archive). Archiving itself is `TaskService.archive`; both only flip `Task.archived`
+after Archive). Archiving itself is `board.archive`; both only flip `Task.archived`
 and record who did it, so neither touches GitHub or the task's state."""
 
 from __future__ import annotations

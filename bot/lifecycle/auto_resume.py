@@ -3,8 +3,8 @@ Decisions"), only where the repository opts in (`decisions.auto_resume` in its
 `.steelframe/config.yml`; never by default).
 
 When a run's question is at least `decisions.min_score` alike to one a standing Decision of
-the same repository answered (bot.decision_drafts: a reversed Decision is never offered),
-Steelframe publishes that Decision on the issue through the Decision publisher, saying
+the same repository answered (bot.lifecycle.decision_drafts: a reversed Decision is never
+offered), Steelframe publishes that Decision on the issue through the Decision publisher, saying
 which Decision it reused (issue and date); the task resumes as with any Decision (the
 App's Decision comment, through the webhook). The question's own text never triggers
 anything by itself: the repository's committed config allows it, and the answer is one a
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot import decision_drafts
-from bot.decision_drafts import Offered
 from bot.decisions import SIGNATURE_MARKER, CommentApi, DecisionPublisher, Published
+from bot.lifecycle import decision_drafts
 from bot.lifecycle.context import LifecycleContext
+from bot.lifecycle.decision_drafts import Offered
 from bot.lifecycle.models import Task, TaskEvent
 from bot.lifecycle.repo_config import CONFIG_PATH, Decisions
 from bot.lifecycle.states import TaskState

@@ -22,6 +22,7 @@ from bot.db import Base
 class CiVerdict(StrEnum):
     FIX = "fix"  # a fix run on the branch
     NEEDS_HUMAN = "needs_human"  # the bound is spent, or the failure is not the change's
+    DECISION = "decision"  # one more fix run a person's Decision asked for after a stop
 
 
 class CiFixState(StrEnum):

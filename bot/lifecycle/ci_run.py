@@ -19,18 +19,16 @@ A question, an error or a limit ends the run as any run's would (steps).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
-from bot.lifecycle import ci_store, steps, tasks, worktree
+from bot.lifecycle import branch, ci_store, steps, tasks, worktree
 from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
-from bot.lifecycle.ci_models import CiFix, CiFixState
+from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
 from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import finish_delivered
 from bot.lifecycle.progress import Phase
-from bot.lifecycle.recall import remember
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply, publish, show
@@ -48,25 +46,24 @@ async def fix(run: Run, row: CiFix) -> str:
     """The whole fix run; returns what happened, in words."""
     text = await steps.issue_text(run)
     await _announce(run, row)
-    refused = await steps.sandbox_refusal(run)
-    if refused is not None:
-        return _ended(run, row, refused)
-    tree = await steps.prepare(run)
-    if tree.remote.branch_sha != row.head_sha:
+
+    async def moved(tree: worktree.Worktree) -> str | None:
+        """The branch moved since the failure (a person pushed): nothing to fix there."""
+        if tree.remote.branch_sha == row.head_sha:
+            return None
         return await _superseded(run, row, tree)
-    refused = await steps.prepare_environment(run, tree)
-    if refused is not None:
-        return _ended(run, row, refused)
-    remaining = run.ctx.policy.time_limit - run.task.runtime_seconds
-    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
-    if remaining <= 0:
-        return _ended(run, row, await steps.fail(run, limit="time", retry=False))
-    prompt = fix_prompt(await steps.run_prompt(run, text, tree), row)
-    outcome = await code(run, tree, prompt, remaining)
-    await asyncio.to_thread(steps.keep_log, run, outcome.status, outcome.log.text())
-    steps.account(run, outcome)
-    run.watch.check()
-    await remember(run.ctx, run.task, prompt, outcome, await steps.changed_paths(tree))
+
+    # A Decision asked for this run: its text is the run's guidance, pinned once (wrapped).
+    guidance = run.task.pending_decision if row.verdict == CiVerdict.DECISION else None
+    opened = await steps.open_workspace(
+        run, text, check_clone=moved, with_decision=guidance is None
+    )
+    if isinstance(opened, steps.Ended):
+        return _ended(run, row, opened.said)
+    tree = opened.tree
+    prompt = fix_prompt(opened.prompt, row, guidance)
+    outcome = await code(run, tree, prompt, opened.remaining)
+    await steps.recorded(run, tree, prompt, outcome)
     if outcome.status != CodingStatus.DONE:
         concluded = _ended(run, row, await steps.conclude(run, tree, outcome))
     else:
@@ -76,8 +73,11 @@ async def fix(run: Run, row: CiFix) -> str:
 
 
 async def _announce(run: Run, row: CiFix) -> None:
+    which = f"{row.run_number} of {run.ctx.settings.ci_fix_runs}"
+    if row.verdict == CiVerdict.DECISION:
+        which = f"{row.run_number} (one more, asked for by a Decision)"
     note = (
-        f"Fix run {row.run_number} of {run.ctx.settings.ci_fix_runs} for failing CI "
+        f"Fix run {which} for failing CI "
         f"({run.public(row.checks, 200)}) on {row.head_sha[:12]} is running."
     )
     await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
@@ -113,9 +113,9 @@ async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: Codi
     )
     if head == row.head_sha:
         return await _unchanged(run, row, outcome)
-    if refused := await steps.unpushable(run, tree):
+    if refused := await branch.unpushable(run, tree):
         return _ended(run, row, await steps.fail(run, error=refused, retry=False))
-    await steps.push(run, tree)
+    await branch.push(run, tree)
     run.ctx.db.call(ci_store.conclude, row.id, CiFixState.PUSHED, run.ctx.clock, result_sha=head)
     summary = run.public_block(outcome.summary) or f"Pushed a fix for the failing {checks}."
     return await finish_delivered(

@@ -40,14 +40,14 @@ def fix_history(session: Session, task_id: int) -> list[CiFixView]:
     rows = list(session.scalars(select(CiFix).where(CiFix.task_id == task_id).order_by(CiFix.id)))
     if not rows:
         return []
-    bounds = _bounds(session, task_id)
+    recorded = bounds(session, task_id)
     return [
         CiFixView(
             head_sha=row.head_sha,
             pr_number=row.pr_number,
             checks=tuple(name for name in row.checks.split(", ") if name),
             run=row.run_number,
-            of=bounds.get(row.head_sha),
+            of=recorded.get(row.head_sha),
             verdict=row.verdict,
             outcome=row.state,
             result_sha=row.result_sha,
@@ -59,7 +59,7 @@ def fix_history(session: Session, task_id: int) -> list[CiFixView]:
     ]
 
 
-def _bounds(session: Session, task_id: int) -> dict[str, int]:
+def bounds(session: Session, task_id: int) -> dict[str, int]:
     """head sha -> the bound recorded with its claim (the setting may have changed since)."""
     found: dict[str, int] = {}
     for event in session.scalars(

@@ -25,16 +25,15 @@ from pathlib import Path
 
 import httptools
 
+from bot.host_entries import BadTarget, normal_host
 from bot.lifecycle.egress_blocked import BlockedLog
 from bot.lifecycle.egress_policy import (
     Allowlist,
-    BadTarget,
     EgressRefused,
     IPAddress,
     Target,
     check_addresses,
     is_own_address,
-    normal_host,
     parse_target,
 )
 

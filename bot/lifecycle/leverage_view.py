@@ -10,9 +10,8 @@ from typing import Literal
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot import decision_drafts
 from bot.contracts import tasks as wire
-from bot.lifecycle import estimate, plan_store
+from bot.lifecycle import decision_drafts, estimate, plan_store
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.states import TaskState
 

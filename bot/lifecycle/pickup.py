@@ -85,23 +85,15 @@ class IssueEvent:
         return any(name in pickup_labels for name in self.labels)
 
 
+@dataclass(frozen=True, kw_only=True)
 class Pickups:
-    """Pickups from webhooks and Chat filings (`TaskService` hands them here)."""
+    """Pickups from webhooks and Chat filings (built once by the composition root)."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        queue: LifecycleQueue,
-        github: GitHubApi | None,
-        pickup_labels: tuple[str, ...],
-        clock: Clock = utcnow,
-    ) -> None:
-        self.db = db
-        self.queue = queue
-        self.github = github
-        self.pickup_labels = pickup_labels
-        self.clock = clock
+    db: Database
+    queue: LifecycleQueue
+    github: GitHubApi | None
+    pickup_labels: tuple[str, ...]
+    clock: Clock = utcnow
 
     async def pickup(
         self,

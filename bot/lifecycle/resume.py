@@ -19,7 +19,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.handler_runs import record_done
-from bot.lifecycle import progress, tasks
+from bot.lifecycle import ci_decision, progress, tasks
 from bot.lifecycle.access import may_act
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.progress import Phase
@@ -51,21 +51,14 @@ class ResumeResult:
     reason: str
 
 
+@dataclass(frozen=True, kw_only=True)
 class Resumes:
-    """Decisions from webhooks (`TaskService` hands them here)."""
+    """Decisions from webhooks (built once by the composition root)."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        queue: LifecycleQueue,
-        github: GitHubApi | None,
-        clock: Clock = utcnow,
-    ) -> None:
-        self.db = db
-        self.queue = queue
-        self.github = github
-        self.clock = clock
+    db: Database
+    queue: LifecycleQueue
+    github: GitHubApi | None
+    clock: Clock = utcnow
 
     async def on_comment_event(self, event: CommentEvent) -> ResumeResult | None:
         """`issue_comment` created with the Decision marker resumes a waiting task."""
@@ -122,6 +115,10 @@ class Resumes:
                 detail=decision[:500],
                 data={"comment_id": comment_id},
                 clock=self.clock,
+            )
+            # A task failing CI stopped: the Decision starts one more fix run, guided by it.
+            ci_decision.one_more_fix_run(
+                session, moved.task_id, job=job, author=author, clock=self.clock
             )
             record_done(session)
 

@@ -23,6 +23,7 @@ import asyncio
 import logging
 
 from bot.lifecycle import worktree
+from bot.lifecycle.branch import push, unpushable
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import finish_delivered, finish_question
@@ -31,22 +32,9 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.review_answers import Settled, settle, take_answers
 from bot.lifecycle.review_pickup import has_review_work, pick_up
 from bot.lifecycle.review_prompt import review_section
+from bot.lifecycle.run_log import record
 from bot.lifecycle.scope import Run
-from bot.lifecycle.steps import (
-    account,
-    ask,
-    conclude,
-    fail,
-    issue_text,
-    keep_log,
-    no_runtime,
-    prepare,
-    prepare_environment,
-    push,
-    run_prompt,
-    sandbox_refusal,
-    unpushable,
-)
+from bot.lifecycle.steps import Ended, ask, conclude, fail, issue_text, open_workspace
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
 from bot.lifecycle.transition import show
 
@@ -70,23 +58,13 @@ async def work_review(run: Run) -> str:
     if not threads:  # answered meanwhile (a race with another path): nothing to run
         return await finish_delivered(ctx, run.github, run.task.id, run.actor, summary="")
     await _announce(run, threads)
-    if not ctx.policy.coding_command:
-        return await no_runtime(run)
-    remaining = ctx.policy.time_limit - run.task.runtime_seconds
-    if remaining <= 0:
-        return await fail(run, limit="time", retry=False)
-    refused = await sandbox_refusal(run)
-    if refused is not None:
-        return refused
-    tree = await prepare(run)
-    refused = await prepare_environment(run, tree)
-    if refused is not None:
-        return refused
-    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
-    prompt = await run_prompt(run, text, tree) + review_section(threads)
-    outcome = await code(run, tree, prompt, remaining)
-    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    account(run, outcome)
+    opened = await open_workspace(run, text)
+    if isinstance(opened, Ended):
+        return opened.said
+    tree = opened.tree
+    prompt = opened.prompt + review_section(threads)
+    outcome = await code(run, tree, prompt, opened.remaining)
+    await record(run, outcome)
     run.watch.check()
     given = await asyncio.to_thread(take_answers, tree.path)
     if outcome.status == CodingStatus.QUESTION:

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
 from bot.lifecycle import budget_hold, ci_run, leases, tasks, worktree
+from bot.lifecycle.branch import let_go
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_failed
@@ -26,11 +27,12 @@ from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.review_pickup import follow_up
 from bot.lifecycle.review_run import wanted as review_wanted
 from bot.lifecycle.review_run import work_review
+from bot.lifecycle.run_log import keep_log
 from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run, RunStopped, Watch
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
-from bot.lifecycle.steps import keep_log, let_go, work
+from bot.lifecycle.steps import work
 from bot.lifecycle.tasks import LeaseLost
 from bot.lifecycle.transition import Move, transition
 

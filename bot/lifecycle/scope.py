@@ -49,7 +49,7 @@ class Run:
     actor: str
     watch: Watch
     folder: Path
-    # This run's claim on the task's branch while it holds one (`steps.let_go` ends it).
+    # This run's claim on the task's branch while it holds one (`branch.let_go` ends it).
     claim: Claim | None = None
     # The repository's environment (setup_run.prepare) and its test command's result.
     repo_env: RepoEnv | None = None

@@ -1,6 +1,7 @@
 """The steps of a started run, in order: the issue text it works from, the announcement,
-the sandbox check, the worktree, the prompt, the coding runtime, its record, and the end
-(delivered, a question, or failed).
+the opening every coding run shares (`open_workspace`: time left, the sandbox check, the
+claimed clone of `branch`, the repository's setup, the prompt), the coding runtime, its
+record (`run_log`), and the end (delivered, a question, or failed).
 
 Every change a step makes to the task carries the run's lease holder (`Run.fence`), and
 each effect outside the database (push, pull request) is preceded by a lease check, so a
@@ -15,38 +16,36 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy.orm import Session
 
-from bot.github.errors import GitHubError
 from bot.lifecycle import (
     auto_resume,
     budget,
-    budget_ledger,
-    leases,
     plan_flow,
-    push_limit,
-    push_scan,
     repo_tests,
     setup_run,
     tasks,
     worktree,
 )
 from bot.lifecycle.agents.base import ASK_INSTRUCTION
+from bot.lifecycle.branch import let_go, prepare, push, unpushable
 from bot.lifecycle.coding import CodingOutcome, CodingStatus, RunLog
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.egress import ensure_available
 from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
-from bot.lifecycle.models import EventKind, TaskLog
+from bot.lifecycle.models import EventKind
 from bot.lifecycle.presets_run import preset_label
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.pulls import existing_pull, open_pull, opens_as_draft
 from bot.lifecycle.recall import remember, retrieve
+from bot.lifecycle.run_log import keep_log, record
 from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
@@ -65,7 +64,6 @@ EDITED_NOTE = (
     "The issue's title or body changed after the task was picked up; this run works from the "
     "text as it was when it was picked up (edits count only from someone with write access)."
 )
-SECRET_FOUND = "the changes contained a secret value of the worker, so they were not pushed"
 
 
 @dataclass(frozen=True)
@@ -79,6 +77,58 @@ class IssueText:
         return {"title": self.title, "body": self.body, "labels": list(self.labels)}
 
 
+@dataclass(frozen=True)
+class Workspace:
+    """A run ready for its coding runtime: the claimed clone with the repository's setup
+    done, the prompt from the issue, and the seconds the runtime may take (setup's counted)."""
+
+    tree: worktree.Worktree
+    prompt: str
+    remaining: float
+
+
+@dataclass(frozen=True)
+class Ended:
+    """The run ended before its runtime started (no runtime, no time left, no sandbox, the
+    setup refused, or the caller's check of the clone); what happened, in words."""
+
+    said: str
+
+
+CloneCheck = Callable[[worktree.Worktree], Awaitable[str | None]]
+
+
+async def open_workspace(
+    run: Run,
+    text: IssueText,
+    *,
+    check_clone: CloneCheck | None = None,
+    with_decision: bool = True,
+) -> Workspace | Ended:
+    """The opening every coding run shares (the issue's, a review's, a CI fix's): a runtime
+    configured, time left, the sandbox, the claimed clone (`check_clone` may end the run
+    there, in its words), the repository's setup, then time left again and the prompt
+    (without the task's Decision when the caller pins it itself: `with_decision=False`)."""
+    policy = run.ctx.policy
+    if not policy.coding_command:
+        return Ended(await no_runtime(run))
+    if policy.time_limit - run.task.runtime_seconds <= 0:
+        return Ended(await fail(run, limit="time", retry=False))
+    if (refused := await sandbox_refusal(run)) is not None:
+        return Ended(refused)
+    tree = await prepare(run)
+    if check_clone is not None and (said := await check_clone(tree)) is not None:
+        return Ended(said)
+    if (refused := await prepare_environment(run, tree)) is not None:
+        return Ended(refused)
+    setup = run.repo_env.setup_seconds if run.repo_env else 0.0
+    remaining = policy.time_limit - run.task.runtime_seconds - setup
+    if remaining <= 0:  # the setup took what was left
+        return Ended(await fail(run, limit="time", retry=False))
+    prompt = await run_prompt(run, text, tree, with_decision=with_decision)
+    return Workspace(tree, prompt, remaining)
+
+
 async def work(run: Run) -> str:
     """The whole of a started run; returns what happened, in words."""
     text = await issue_text(run)
@@ -90,42 +140,32 @@ async def work(run: Run) -> str:
             ctx, run.github, task.id, run.actor, summary="", fence=run.fence, draft=draft
         )
     memory = memory_write(text.as_issue())  # a steelframe:memory task: written here
-    if memory is None and not ctx.policy.coding_command:
-        return await no_runtime(run)
-    remaining = ctx.policy.time_limit - task.runtime_seconds
-    if remaining <= 0:
-        return await fail(run, limit="time", retry=False)
     if memory is not None:  # no runtime runs, so no sandbox is needed
         tree = await prepare(run)
         prompt = f"Write the committed memory {memory.path} for #{task.issue}."
         outcome = await asyncio.to_thread(write_memory, tree.path, memory)
         return await _finish_run(run, tree, prompt, outcome)
-    refused = await sandbox_refusal(run)
-    if refused is not None:
-        return refused
-    tree = await prepare(run)
-    refused = await prepare_environment(run, tree)
-    if refused is not None:
-        return refused
-    remaining -= run.repo_env.setup_seconds if run.repo_env else 0.0
-    prompt = await run_prompt(run, text, tree)
+    opened = await open_workspace(run, text)
+    if isinstance(opened, Ended):
+        return opened.said
+    tree, prompt = opened.tree, opened.prompt
     plan = plan_flow.gate(run, text.labels)  # plan-first: plan, or follow the approved plan
     if plan.rejected:
         return await plan_flow.reject(run)
     if plan.plan_run:
-        return await _plan(run, tree, prompt, remaining)
+        return await _plan(run, tree, prompt, opened.remaining)
     prompt += plan.pinned
     if zero := budget.for_run(run).exhausted():  # a budget of 0: no coding run
         return await budget.reached(run, zero)
-    outcome = await _checked(run, tree, prompt, await code(run, tree, prompt, remaining))
+    outcome = await code(run, tree, prompt, opened.remaining)
+    outcome = await _checked(run, tree, prompt, outcome)
     return await _finish_run(run, tree, prompt, outcome)
 
 
 async def _plan(run: Run, tree: worktree.Worktree, prompt: str, remaining: float) -> str:
     """A plan-first task's read-only plan run: its log and usage kept, its plan posted."""
     outcome = await code(run, tree, plan_flow.plan_prompt(prompt), remaining, plan=True)
-    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    account(run, outcome)
+    await record(run, outcome)
     return await plan_flow.propose(run, outcome)
 
 
@@ -159,8 +199,7 @@ async def _checked(
 
 async def _counted(run: Run, outcome: CodingOutcome) -> None:
     """A run that is not the run's last: its log kept and its usage counted now."""
-    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    await asyncio.to_thread(account, run, outcome)
+    await record(run, outcome)
     run.task = await run.ctx.db.run(tasks.get_task, run.task.id)
 
 
@@ -181,13 +220,18 @@ async def _finish_run(
     run: Run, tree: worktree.Worktree, prompt: str, outcome: CodingOutcome
 ) -> str:
     """Keep the private log, account for the run, remember it, then deliver, ask or fail."""
-    await asyncio.to_thread(keep_log, run, outcome.status, outcome.log.text())
-    await asyncio.to_thread(account, run, outcome)
-    run.watch.check()
-    await remember(run.ctx, run.task, prompt, outcome, await changed_paths(tree))
+    await recorded(run, tree, prompt, outcome)
     concluded = await conclude(run, tree, outcome)
     await after_conclusion(run)
     return concluded
+
+
+async def recorded(run: Run, tree: worktree.Worktree, prompt: str, outcome: CodingOutcome) -> None:
+    """A run's last runtime recorded (`record`), the run still wanted (not stopped, its
+    lease held), and what it did remembered for the next prompts (recall)."""
+    await record(run, outcome)
+    run.watch.check()
+    await remember(run.ctx, run.task, prompt, outcome, await changed_paths(tree))
 
 
 async def after_conclusion(run: Run) -> None:
@@ -206,26 +250,9 @@ async def after_conclusion(run: Run) -> None:
     await let_go(run)
 
 
-async def let_go(run: Run) -> None:
-    """Remove the run's claim on its branch, if it holds one: when it concluded, and when
-    it ends any other way (failed, stopped, its lease lost), so a task that is never run
-    again leaves no fence ref behind. Best-effort: a claim left is one small ref, and the
-    task's next run forces its own over it."""
-    claim, run.claim = run.claim, None
-    if claim is None:
-        return
-    try:
-        await worktree.release(run.folder, claim, token=await _token(run, "write"))
-    except Exception as exc:  # tidying up never fails a run whose outcome is settled
-        reason = str(exc) if isinstance(exc, worktree.WorktreeError | GitHubError) else ""
-        log.info(
-            "lifecycle: task %s: its branch's claim stays (%s)",
-            run.task.id,
-            reason or type(exc).__name__,
-        )
-
-
-async def run_prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
+async def run_prompt(
+    run: Run, text: IssueText, tree: worktree.Worktree, *, with_decision: bool = True
+) -> str:
     task = run.task
     hits = await retrieve(run.ctx, task, text.body)
     instructions = run.repo_env.instructions if run.repo_env else ""
@@ -239,7 +266,7 @@ async def run_prompt(run: Run, text: IssueText, tree: worktree.Worktree) -> str:
                 branch=tree.branch,
                 hits=hits,
                 question=task.question,
-                decision=task.pending_decision,
+                decision=task.pending_decision if with_decision else None,
                 **({"ask": ASK_INSTRUCTION} if preset_label(run.ctx) else {}),
             )
         )
@@ -324,75 +351,6 @@ def _note(session: Session, run: Run, text: str) -> None:
     tasks.record(session, task, EventKind.NOTE, actor=run.actor, detail=text, clock=run.ctx.clock)
 
 
-async def _token(run: Run, level: str) -> str:
-    """A token for this task's repository only, with `contents` at `level` (and metadata)."""
-    token = await run.github.scoped_token(run.task.repo, {"contents": level})
-    run.ctx.redactor.add(token)
-    return token
-
-
-def _who(run: Run) -> str:
-    """This run, as its fence commits name it."""
-    return f"task {run.task.id} attempt {run.task.attempts} run {run.holder.id}"
-
-
-async def prepare(run: Run) -> worktree.Worktree:
-    """Claim the task's branch for this run (it holds the lease now), then clone."""
-    task = run.task
-    info = (await run.github.request("GET", task.repo, "")).data
-    url, branch = str(info["clone_url"]), task.branch or tasks.branch_name(task.issue)
-    claim_token, clone_token = await _token(run, "write"), await _token(run, "read")
-    run.check_lease()
-    await asyncio.to_thread(
-        leases.note_worktree, run.ctx.db, task.id, run.holder, path=str(run.folder)
-    )
-    fence = await worktree.claim(
-        run.folder, url=url, token=claim_token, branch=branch, who=_who(run)
-    )
-    run.claim = worktree.Claim(url, branch, worktree.RemoteState("", fence))
-    tree = await worktree.prepare(
-        run.folder, clone_url=url, token=clone_token, branch=branch, fence=fence
-    )
-    run.claim = worktree.Claim(url, branch, tree.remote)  # its pushes move the claim
-    return tree
-
-
-def keep_log(run: Run, status: str, text: str) -> None:
-    """The run's private log, redacted (kept even if the lease was lost: it is a record
-    for operators, not a change of the task)."""
-
-    def store(session: Session) -> None:
-        session.add(
-            TaskLog(
-                task_id=run.task.id,
-                generation=run.task.generation,
-                attempt=run.task.attempts,
-                holder=run.holder.id,
-                status=str(status)[:20],
-                text=run.ctx.redactor.redact(text),
-                at=run.ctx.clock(),
-            )
-        )
-
-    run.ctx.db.call(store)
-
-
-def account(run: Run, outcome: CodingOutcome) -> None:
-    task = run.task
-    run.ctx.db.call(
-        tasks.touch,
-        task.id,
-        run.ctx.clock,
-        fence=run.fence,
-        runtime_seconds=task.runtime_seconds + outcome.seconds,
-        tokens_used=task.tokens_used + outcome.tokens,
-        cost_usd=task.cost_usd + outcome.cost_usd,
-    )
-    spend = (task.repo, task.id, outcome.tokens, outcome.cost_usd, run.ctx.clock)
-    agent = run.ctx.policy.coding_agent  # for the estimate from similar runs
-    run.ctx.db.call(budget_ledger.record, *spend, agent)  # the repository's daily/monthly spend
-
-
 def failure_text(run: Run, outcome: CodingOutcome) -> str:
     """The worker's words for a failed runtime, with the short reason it declared."""
     text = outcome.error or "the coding runtime failed"
@@ -411,47 +369,6 @@ async def conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     if outcome.status == CodingStatus.QUESTION:
         return await ask(run, tree, outcome)
     return await _deliver(run, tree, outcome)
-
-
-async def unpushable(run: Run, tree: worktree.Worktree) -> str:
-    """Why the branch may not be pushed (too large, or a known secret in it), or "": the
-    size first, measured by git, so nothing large is ever read here."""
-    too_large = push_limit.refusal(await push_limit.measure(tree), run.ctx.policy.push)
-    if too_large is not None:
-        log.warning("lifecycle: task %s: %s", run.task.id, too_large)
-        await asyncio.to_thread(keep_log, run, "blocked", f"[worker] {too_large}")
-        return run.public(too_large, MAX_REASON)
-    return SECRET_FOUND if await _holds_secret(run, tree) else ""
-
-
-async def _holds_secret(run: Run, tree: worktree.Worktree) -> bool:
-    redactor = run.ctx.redactor
-    if not await push_scan.history_holds(
-        tree, redactor.contains_secret, overlap=redactor.longest_value
-    ):
-        return False
-    files = await push_scan.files_with(tree, run.ctx.redactor.contains_secret)
-    where = ", ".join(files) or "commit metadata"
-    detail = f"[worker] not pushed: a known secret value is in the branch ({where})"
-    log.warning("lifecycle: task %s: %s", run.task.id, detail)
-    await asyncio.to_thread(keep_log, run, "blocked", detail)
-    return True
-
-
-async def push(run: Run, tree: worktree.Worktree) -> None:
-    """Push the branch (the caller checked it for secrets), if the run still holds its
-    lease: checked right before the push, and the push itself lands only while this run's
-    claim on the branch stands (a run that took over since has replaced it)."""
-    token = await _token(run, "write")
-    run.check_lease()
-    try:
-        await worktree.push(tree, token=token, who=_who(run))
-    except worktree.WorktreeError:
-        run.check_lease()  # refused because another run claimed the branch: lease lost
-        raise
-    await run.ctx.db.run(
-        tasks.touch, run.task.id, run.ctx.clock, fence=run.fence, pushed_at=run.ctx.clock()
-    )
 
 
 async def ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:

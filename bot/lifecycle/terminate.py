@@ -119,21 +119,14 @@ async def apply(
     return True
 
 
+@dataclass(frozen=True, kw_only=True)
 class Terminations:
-    """Operators' terminates (`TaskService` hands them here)."""
+    """Operators' terminates (built once by the composition root)."""
 
-    def __init__(
-        self,
-        *,
-        db: Database,
-        queue: LifecycleQueue,
-        github: GitHubApi | None,
-        clock: Clock = utcnow,
-    ) -> None:
-        self.db = db
-        self.queue = queue
-        self.github = github
-        self.clock = clock
+    db: Database
+    queue: LifecycleQueue
+    github: GitHubApi | None
+    clock: Clock = utcnow
 
     async def terminate(self, task_id: int, *, actor: str) -> Termination:
         """Stop a queued, running or waiting task: the state first (a running job notices

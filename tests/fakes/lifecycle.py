@@ -14,12 +14,17 @@ import aiohttp
 import pytest
 
 from bot.config import Settings
+from bot.contracts.tasks import TaskDetail
+from bot.lifecycle import board
 from bot.lifecycle.context import LifecycleContext, github_factory
 from bot.lifecycle.models import Task, TaskEvent
-from bot.lifecycle.queue import rq_queue
-from bot.lifecycle.service import TaskService
+from bot.lifecycle.pickup import Pickups
+from bot.lifecycle.queue import LifecycleQueue, rq_queue
+from bot.lifecycle.resume import Resumes
+from bot.lifecycle.terminate import Terminations
 from bot.lifecycle.worker import InProcessWorker
 from steelframe.composition import build_worker_context
+from steelframe.parts import TaskLifecycle
 from tests.conftest import ApiClient, GitHubSandbox
 from tests.fakes.sandbox import exchange_dir, sandbox_settings
 from webhooks.deps import WEBHOOKS
@@ -42,9 +47,30 @@ class Lifecycle:
         self.exchange = exchange_dir(settings.data_dir.parent)
 
     @property
-    def service(self) -> TaskService:
-        assert self.api.services.tasks is not None
-        return self.api.services.tasks
+    def lifecycle(self) -> TaskLifecycle:
+        """The service's lifecycle parts, as the composition root built them."""
+        assert self.api.services.lifecycle is not None
+        return self.api.services.lifecycle
+
+    @property
+    def pickups(self) -> Pickups:
+        return self.lifecycle.pickups
+
+    @property
+    def resumes(self) -> Resumes:
+        return self.lifecycle.resumes
+
+    @property
+    def terminations(self) -> Terminations:
+        return self.lifecycle.terminations
+
+    @property
+    def queue(self) -> LifecycleQueue:
+        return self.lifecycle.queue
+
+    async def archive(self, task_id: int, *, actor: str) -> TaskDetail:
+        """What the Board's archive does (operator_api.board_routes)."""
+        return await board.archive(self.ctx.db, task_id, actor=actor)
 
     async def settle(self) -> None:
         """Every webhook the sandbox sent has been delivered and processed."""
@@ -167,7 +193,7 @@ async def start_lifecycle(
     settings = sandbox.settings(tmp_path, **values)
     api = await api_factory(settings)
     sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
-    assert api.services.tasks is not None
+    assert api.services.lifecycle is not None
     ctx = build_worker_context(
         settings,
         environ=os.environ,

@@ -32,13 +32,13 @@ async def on_ci_result(event: Event, ctx: WebhookContext) -> None:
     if failure is None:
         log.debug("ci: %s [%s]: not a failure", event.event, event.delivery_id)
         return
-    if ctx.tasks is None:
+    if ctx.queue is None:
         log.info("ci: %s [%s] ignored: no Redis for the lifecycle", event.event, event.delivery_id)
         return
     intake = CiIntake(
         db=ctx.db,
         github=ctx.github,
-        queue=ctx.tasks.queue,
+        queue=ctx.queue,
         fix_runs=ctx.settings.ci_fix_runs,
         redactor=from_settings(ctx.settings, os.environ),
         github_api_url=ctx.settings.github_api_url,
