@@ -129,8 +129,14 @@ async def run(requests: int, concurrency: int) -> dict[str, Any]:
             headers = {"Authorization": f"Bearer {tokens[0]}"}
             await _latencies(steel_url, headers, 3)  # warm up both
             await _latencies(bare_url, {}, 3)
+            # CPU time of this process (server, client, every thread) per streamed turn: on a
+            # shared machine the latencies move with the load, the CPU a turn costs much less.
+            started = time.process_time()
             sf_first, sf_done = await _latencies(steel_url, headers, requests)
+            sf_cpu = (time.process_time() - started) / requests
+            started = time.process_time()
             bare_first, bare_done = await _latencies(bare_url, {}, requests)
+            bare_cpu = (time.process_time() - started) / requests
             sf_rps = await _throughput(steel_url, tokens, requests)
             bare_rps = await _throughput(bare_url, tokens, requests)
         finally:
@@ -140,6 +146,7 @@ async def run(requests: int, concurrency: int) -> dict[str, Any]:
         "first_status": (sf_first, bare_first),
         "done": (sf_done, bare_done),
         "rps": (sf_rps, bare_rps),
+        "cpu": (sf_cpu, bare_cpu),
     }
 
 
@@ -153,6 +160,12 @@ def report(result: dict[str, Any], requests: int, concurrency: int) -> None:
         print(f"  {label:24} steelframe {summary_ms(steel)}")
         print(f"  {'':24} bare       {summary_ms(bare)}")
         print(f"  {'':24} ratio p50 {ratio(percentile(steel, 50), percentile(bare, 50))}")
+    steel_cpu, bare_cpu = result["cpu"]
+    print(
+        f"  CPU per streamed turn    steelframe {steel_cpu * 1000:7.2f} ms"
+        f"  bare {bare_cpu * 1000:7.2f} ms  ratio {ratio(steel_cpu, bare_cpu)}"
+        "  (this process: server, client, every thread)"
+    )
     steel_rps, bare_rps = result["rps"]
     print(
         f"  blocking rps             steelframe {steel_rps:8.1f}/s  bare {bare_rps:8.1f}/s"

@@ -1,22 +1,27 @@
 """The real agents reach only their model's API: the hosts Codex CLI and aider ask for on
 their own (plugin sync, update checks, analytics, price lists) are switched off in their
-invocation, so the run's egress proxy has nothing of theirs to refuse and show on the task."""
+invocation, or their cache seeded in the agent's home, so the run's egress proxy has nothing
+of theirs to refuse and show on the task."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import shutil
 import subprocess
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from bot.lifecycle.agents import aider, codex
+from bot.lifecycle.agents.adapter import AIDER_PRICES, prepare
 from bot.lifecycle.agents.base import AgentRun
-from bot.lifecycle.agents.presets import Agent
-from tests.fakes.real_agents import cache_root, real_agent_bin
+from bot.lifecycle.agents.presets import Agent, adapter_command
+from tests.fakes.real_agents import cache_root, real_agent_bin, real_aider_bin
 from tests.fakes.serve_process import free_port
 
 
@@ -105,9 +110,93 @@ async def test_codex_asks_for_no_host_but_its_model_api(
 
 
 def test_aider_uses_litellms_own_price_list(tmp_path: Path) -> None:
-    """litellm's download of its price list is off (its documented variable); aider's own
-    copy of that list has no switch (aider/models.py, ModelInfoManager)."""
+    """litellm's download of its price list is off (its documented variable)."""
     launch = aider.launch(AgentRun(prompt="do it", cwd=tmp_path), tmp_path)
     assert launch.env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
     for flag in ("--no-check-update", "--analytics-disable", "--no-show-release-notes"):
         assert flag in launch.argv
+
+
+A_DAY_AGO = time.time() - 2 * 24 * 3600
+
+
+def _aider_prices_after_launch(home: Path, checkout: Path) -> Path:
+    run = AgentRun(prompt="do it", cwd=checkout, model="gpt-4o")
+    with tempfile.TemporaryDirectory() as scratch:
+        prepare(Agent.AIDER, run, Path(scratch), home)
+    return home / AIDER_PRICES
+
+
+@pytest.mark.parametrize("left", [None, "{}", "not json"], ids=["none", "empty", "broken"])
+def test_aider_launch_seeds_its_price_list_in_the_agent_home(
+    tmp_path: Path, left: str | None
+) -> None:
+    """aider downloads its copy of the price list when the cache file in its home is missing,
+    older than a day or an empty object (what it writes itself after the proxy refused the
+    download): the launch leaves one it reads as fresh and non-empty."""
+    home = tmp_path / "home"
+    cache = home / ".aider" / "caches" / "model_prices_and_context_window.json"
+    if left is not None:
+        cache.parent.mkdir(parents=True)
+        cache.write_text(left)
+        os.utime(cache, (A_DAY_AGO, A_DAY_AGO))
+    seeded = _aider_prices_after_launch(home, tmp_path)
+    assert seeded == cache
+    content = json.loads(cache.read_text())
+    assert isinstance(content, dict) and content  # aider asks again for {}
+    assert "gpt-4o" not in content  # a model's prices still come from litellm's shipped list
+    assert time.time() - cache.stat().st_mtime < 3600  # aider's limit is a day
+
+
+def test_aider_launch_keeps_a_price_list_already_in_the_home(tmp_path: Path) -> None:
+    """A home with a list of prices in it (a user's own ~/.aider) keeps it, read as fresh."""
+    home = tmp_path / "home"
+    cache = home / ".aider" / "caches" / "model_prices_and_context_window.json"
+    cache.parent.mkdir(parents=True)
+    kept = {"gpt-4o": {"input_cost_per_token": 2.5e-06, "litellm_provider": "openai"}}
+    cache.write_text(json.dumps(kept))
+    os.utime(cache, (A_DAY_AGO, A_DAY_AGO))
+    _aider_prices_after_launch(home, tmp_path)
+    assert json.loads(cache.read_text()) == kept
+    assert time.time() - cache.stat().st_mtime < 3600
+
+
+async def test_aider_asks_for_no_host_but_its_model_api(
+    proxy: tuple[RecordingProxy, str], tmp_path: Path
+) -> None:
+    """The real aider through the adapter, as the worker starts it, with gpt-4o (not in
+    aider's bundled metadata, so it looks for its price list) and every request going
+    through a proxy that notes and refuses it."""
+    recording, proxy_url = proxy
+    binaries = real_aider_bin()
+    checkout, home = tmp_path / "checkout", tmp_path / "home"
+    checkout.mkdir()
+    init = await asyncio.create_subprocess_exec("git", "init", "-q", str(checkout))
+    assert await init.wait() == 0
+    env = {
+        "PATH": f"{binaries}:/usr/bin:/bin",
+        "HOME": str(home),
+        "STEELFRAME_AGENT_HOME": str(home),
+        "STEELFRAME_AGENT_MODEL": "gpt-4o",
+        "OPENAI_API_KEY": "sk-test",
+        # Nothing listens there: the proxy refuses the turn and aider gives up.
+        "OPENAI_API_BASE": f"http://127.0.0.1:{free_port()}/v1",
+        "HTTPS_PROXY": proxy_url,
+        "HTTP_PROXY": proxy_url,
+    }
+    process = await asyncio.create_subprocess_exec(
+        *adapter_command(Agent.AIDER),
+        cwd=checkout,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        said, _ = await asyncio.wait_for(process.communicate(b"Create hello.txt."), 180)
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+    assert "127.0.0.1" in recording.hosts, said.decode()  # the model's API, through the proxy
+    assert {host for host in recording.hosts if host != "127.0.0.1"} == set(), said.decode()

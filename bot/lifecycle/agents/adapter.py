@@ -41,6 +41,35 @@ def agent_run(prompt: str, cwd: Path, env: Mapping[str, str]) -> AgentRun:
     )
 
 
+# aider keeps a copy of litellm's price list of its own (aider/models.py, ModelInfoManager,
+# 0.86): for a model not in its bundled metadata it reads this file in its home, and downloads
+# the list from raw.githubusercontent.com when the file is missing, a day old or an empty
+# object (what it writes after a failed download, so every run asked again), which the run's
+# egress proxy refuses and the task shows. There is no switch: a fresh file with an entry keeps
+# it from asking. The seed's one entry names no model, so a model's prices still come from
+# litellm's shipped copy (aider.QUIET_ENV), as they did once the download was refused.
+AIDER_PRICES = Path(".aider", "caches", "model_prices_and_context_window.json")
+AIDER_PRICES_SEED = {"steelframe-seed": {"note": "kept by Steelframe so aider asks no network"}}
+
+
+def seed_aider_prices(home: Path) -> Path:
+    """aider's price list in the agent's `home`, as one it reads as fresh before each run: a
+    list of prices kept there (a user's own home) is touched, anything else (missing, empty,
+    not JSON) replaced by the seed. The home is kept between a task's runs, which may be more
+    than a day apart."""
+    cache = home / AIDER_PRICES
+    try:
+        kept = json.loads(cache.read_bytes())
+    except (OSError, ValueError):
+        kept = None
+    if isinstance(kept, dict) and kept:
+        os.utime(cache)
+    else:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(AIDER_PRICES_SEED))
+    return cache
+
+
 def prepare(agent: Agent, run: AgentRun, scratch: Path, home: Path) -> tuple[Launch, Parser]:
     if agent == Agent.CLAUDE:
         if run.resume and not claude.carry_session(home, run.cwd, run.resume):
@@ -53,6 +82,7 @@ def prepare(agent: Agent, run: AgentRun, scratch: Path, home: Path) -> tuple[Lau
         home_env = {"CODEX_HOME": str(home / ".codex")}
         (home / ".codex").mkdir(parents=True, exist_ok=True)
         return Launch(launch.argv, launch.stdin, home_env), codex.CodexParser(prices)
+    seed_aider_prices(home)
     return aider.launch(run, scratch), aider.AiderParser()
 
 

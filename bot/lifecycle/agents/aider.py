@@ -45,7 +45,7 @@ ERRORS = (
 HISTORY_FILES = (".aider.chat.history.md", ".aider.input.history")
 # litellm (inside aider) downloads its price list from raw.githubusercontent.com at import
 # unless told to use the copy it ships: the run's egress proxy refuses that host. aider's own
-# copy of the list (aider/models.py, ModelInfoManager) has no switch and is still asked for.
+# copy of the list has no switch: the adapter seeds its cache (adapter.seed_aider_prices).
 QUIET_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True"}
 
 
