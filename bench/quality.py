@@ -224,3 +224,21 @@ def bm25_scorer(data: dict[str, Any], tokens: Any) -> Any:
         return np.asarray(bm25.get_scores(tokens(question)))
 
     return scores
+
+
+def main(argv: list[str]) -> int:
+    """`python -m bench.quality --fit-verdict [DUMP]`: refit the calibrated answerability
+    verdict on the tuning part (bench/verdict_fit.py; DUMP reuses an earlier
+    GROUNDING_TUNING_DUMP instead of asking the tuning part again)."""
+    if argv[:1] != ["--fit-verdict"]:
+        print("usage: python -m bench.quality --fit-verdict [DUMP]")
+        return 2
+    from bench.verdict_fit import main as fit_verdict
+
+    return fit_verdict(argv[1:])
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
