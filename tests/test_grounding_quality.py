@@ -63,21 +63,21 @@ GATES: dict[str, dict[str, float]] = {
         "paraphrase": 0.70,
         "focus_scoped": 0.90,
         "citation": 0.95,
-        "no_answer_honest": 0.94,  # below the target: 16/17
+        "no_answer_honest": 1.0,  # 17/17 since the calibrated verdict (16/17 before)
     },
     "heron": {
         "answerable": 0.77,  # below the target: 49/63
         "paraphrase": 0.10,  # below the target: 1/10
         "focus_scoped": 0.90,
         "citation": 0.95,
-        "no_answer_honest": 0.75,  # below the target: 6/8
+        "no_answer_honest": 1.0,  # 8/8 since the calibrated verdict (6/8 before)
     },
-    "larkspur": {
-        "answerable": 0.90,
-        "paraphrase": 0.70,
-        "focus_scoped": 0.90,
+    "larkspur": {  # first measured 2026-12-05, after the last change to memory/ and bot/chat/
+        "answerable": 0.78,  # below the target: 59/75
+        "paraphrase": 0.33,  # below the target: 4/12
+        "focus_scoped": 0.90,  # 10/11
         "citation": 0.95,
-        "no_answer_honest": 1.0,
+        "no_answer_honest": 0.8,  # below the target: 8/10
     },
     "tallyho-tuning": {
         "answerable": 0.88,  # below the target since the table was cut: 181/204

@@ -70,7 +70,18 @@ SPLIT = {
         " questions and chunks written earlier by the set's author (issue 16), who also wrote"
         " memory/related.py's table after reading the set's missed paraphrases"
     ),
+    "tuned": (
+        "2026-12-05, grounding helper: the calibrated answerability verdict fitted"
+        " (bot/chat/verdict_model.py), a restricted WordNet source and the learned domain"
+        " words' thresholds measured (not adopted), on the tuning part only; the frozen part"
+        " asked only after the last change to memory/ and bot/chat/, aggregate figures only"
+    ),
 }
+# Who tuned on the other sets: nobody (the record the Tallyho split's "tuned" keeps).
+NOT_TUNED = (
+    "never tuned on; asked by the grounding helper on 2026-12-05 only after its last change"
+    " to memory/ and bot/chat/, aggregate figures only"
+)
 HERON_PROVENANCE = (
     "written by the grounding helper, 2026-12-05, before any change of this session and"
     " before any retrieval ran on it; all of it is evaluation (frozen)"
@@ -174,7 +185,7 @@ def render(name: str = "tallyho") -> dict[str, Any]:
         "repo_placeholder": history.REPO,
         "split": SPLIT
         if name == "tallyho"
-        else {"rule": "all frozen", "provenance": PROVENANCE[name]},
+        else {"rule": "all frozen", "provenance": PROVENANCE[name], "tuned": NOT_TUNED},
         "chunks": chunks,
         "questions": questions,
     }
