@@ -37,9 +37,10 @@ from bot.chat.grounding import Answerability, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL_FILE = ROOT / "bot" / "chat" / "verdict_model.py"
-# Chosen on the tuning part only, cross-validated (5 folds x 20) against the grid: of the
-# feature sets tried (all nine of verdict_features; coverage and best; with spread; with the
-# missing-term idf features; with the question's length) and C in 0.1, 1, 10, the ones that
+# Chosen on the tuning part only (its first evidence dump), cross-validated (5 folds x 20)
+# against the grid: of the feature sets tried (all nine of verdict_features; coverage and
+# best; with spread; with the missing-term idf features; with the question's length) and C
+# in 0.1, 1, 10, the ones that
 # let no more held-out no-answer questions through than the grid (2.25 per repeat) and say
 # "nothing" to the fewest answerable ones: coverage, best and the question's length, C=10
 # (2.00, 24.5) and this set, C=10 (2.00, 24.8), taken for its missing-term evidence; all
