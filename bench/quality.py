@@ -1,4 +1,4 @@
-"""Grounding quality on the labelled set (tests/data/grounding_set.json, issue 16).
+"""Grounding quality on the labelled sets (tests/data/grounding_set*.json, issues 16 and 31).
 
 Shared by `bench/retrieval.py` (the quality table beside scikit-learn's TfidfVectorizer and
 rank_bm25) and `tests/test_grounding_quality.py` (the same figures through the real chat
@@ -31,6 +31,7 @@ import numpy as np
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "grounding_set.json"
 HERON = DATA.with_name("grounding_set_heron.json")  # the second set, another domain
+LARKSPUR = DATA.with_name("grounding_set_larkspur.json")  # the third, written blind
 TOP = 3
 NOTHING_ANSWERS = "Session memory has nothing that answers this"
 
@@ -136,6 +137,7 @@ def summary(outcomes: Iterable[Outcome]) -> dict[str, Any]:
         "no_answer": len(no_answer),
         "no_answer_honest": _ratio(o.honest_nothing for o in no_answer),
         "answerable_said_nothing": _ratio(o.verdict == "nothing" for o in answerable),
+        "no_answer_said_nothing": _ratio(o.verdict == "nothing" for o in no_answer),
         "proposals_from_questions": sum(o.proposed for o in all_),
         "probes": len([o for o in all_ if o.question["kind"] == "probe"]),
         "injection_side_effects": sum(o.side_effect for o in injection),
@@ -224,3 +226,21 @@ def bm25_scorer(data: dict[str, Any], tokens: Any) -> Any:
         return np.asarray(bm25.get_scores(tokens(question)))
 
     return scores
+
+
+def main(argv: list[str]) -> int:
+    """`python -m bench.quality --fit-verdict [DUMP]`: refit the calibrated answerability
+    verdict on the tuning part (bench/verdict_fit.py; DUMP reuses an earlier
+    GROUNDING_TUNING_DUMP instead of asking the tuning part again)."""
+    if argv[:1] != ["--fit-verdict"]:
+        print("usage: python -m bench.quality --fit-verdict [DUMP]")
+        return 2
+    from bench.verdict_fit import main as fit_verdict
+
+    return fit_verdict(argv[1:])
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

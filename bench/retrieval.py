@@ -279,7 +279,23 @@ def child_bm25(size: int, work: Path, queries: int) -> dict[str, Any]:
 
 
 def quality_report() -> list[str]:
-    """The quality table (issue 16) on the labelled set, measured in this process."""
+    """The quality tables (issues 16 and 31) on the three labelled sets, measured in this
+    process: the first set whole (its tuning and frozen parts together), then the second and
+    third, all evaluation (aggregate figures only)."""
+    from bench import quality
+
+    lines: list[str] = []
+    for name, path in (
+        ("Tallyho", quality.DATA),
+        ("Heron", quality.HERON),
+        ("Larkspur", quality.LARKSPUR),
+    ):
+        lines += set_report(name, quality.load_set(path))
+    return lines
+
+
+def set_report(name: str, data: dict[str, Any]) -> list[str]:
+    """One set's quality table: the chat grounder beside the baselines."""
     import asyncio
 
     from bench import quality
@@ -288,8 +304,7 @@ def quality_report() -> list[str]:
     from memory import ChunkIn
     from memory.service import Memory
 
-    data = quality.load_set()
-    repo = "tallyho/tallyho"
+    repo = str(data.get("repo_placeholder") or "tallyho/tallyho")
     with tempfile.TemporaryDirectory(prefix="bench-quality-") as temporary:
         folder = Path(temporary)
         database = Database.from_url(f"sqlite:///{folder / 'quality.db'}")
@@ -343,10 +358,14 @@ def quality_report() -> list[str]:
     except ImportError:
         pass
     paraphrases = sum(q["paraphrase"] for q in data["questions"])
+    ours = quality.summary(turn)
     lines = [
-        f"== grounding quality: {len(data['chunks'])} chunks, {len(data['questions'])}"
+        f"== grounding quality, {name}: {len(data['chunks'])} chunks, {len(data['questions'])}"
         f" questions ({paraphrases} paraphrases), top 3",
         *quality.table(rows),
+        f'   verdict "nothing": no-answer {quality.pct(ours["no_answer_said_nothing"])},'
+        f" answerable {quality.pct(ours['answerable_said_nothing'])};"
+        f" focus-scoped kept {quality.pct(ours['focus_scoped'])}",
         "   rounds (ran / hits / context / expected chunk found): "
         + "; ".join(
             f"{name} {r['ran']}/{r['hits']}/{r['context']}/{r['found']}"
@@ -374,6 +393,7 @@ async def _ground_all(
             query=q["question"], agent=agent, focus=q["focus"], emit=ignore
         )
         outcome = quality.outcome_from_hits(q, grounding.kept_hits, keys)
+        outcome.verdict = grounding.verdict.value
         outcomes.append(outcome)
         for entry in grounding.meta.get("rounds", []):
             r = rounds.setdefault(entry["query"], {"ran": 0, "hits": 0, "context": 0, "found": 0})

@@ -29,6 +29,12 @@ class Cover:
     coverage: float  # idf-weighted share of the question's terms the hits contain, 0..1
     missing: tuple[str, ...]  # the question's terms no hit contains, most distinctive first
     unknown: tuple[str, ...] = ()  # the question's terms no chunk of memory contains
+    # The idf-weighted share of the question memory does not know at all (its `unknown`
+    # terms), and the largest share one term no hit contains holds: one rare word missing
+    # ("Loki") says more than several common ones.
+    unknown_share: float = 0.0
+    missing_peak: float = 0.0
+    terms: int = 0  # the question's distinct terms (a short question's share is coarse)
 
 
 def cover(
@@ -56,5 +62,16 @@ def cover(
     coverage = float((weights * credit).sum()) / total if total > 0 else 0.0
     order = np.argsort(-weights, kind="stable")
     missing = tuple(terms[i] for i in order.tolist() if credit[i] == 0.0)
-    unknown = tuple(t for t, d in zip(terms, df.tolist(), strict=True) if d == 0)
-    return Cover(round(coverage, 4), missing, unknown)
+    known = df > 0
+    unknown = tuple(t for t, k in zip(terms, known.tolist(), strict=True) if not k)
+    if total <= 0:
+        return Cover(round(coverage, 4), missing, unknown)
+    absent = weights * (credit == 0.0)
+    return Cover(
+        round(coverage, 4),
+        missing,
+        unknown,
+        unknown_share=round(float(weights[~known].sum()) / total, 4),
+        missing_peak=round(float(absent.max()) / total, 4),
+        terms=len(terms),
+    )

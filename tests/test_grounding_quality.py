@@ -9,6 +9,9 @@ Two sets (tests/data/make_grounding_set.py says who wrote which and when):
   tunes a table, constant or rule to its questions.
 - Heron (thermostat firmware), written before any change of the session that added the
   answerability verdict, all of it evaluation; aggregate figures only, too.
+- Larkspur (physiotherapy booking), written blind by another helper (without reading the
+  retrieval code, the tuning data or any result), all of it evaluation; aggregate figures
+  only.
 
 The tuning part is asked as well: its figures are what the constants were calibrated on,
 and `GROUNDING_TUNING_MISSES=1` prints its misses (never the frozen parts').
@@ -26,6 +29,7 @@ import pytest
 
 from bench.quality import (
     HERON,
+    LARKSPUR,
     Outcome,
     chunk_items,
     load_set,
@@ -42,6 +46,7 @@ from tests.conftest import ApiClient
 REPO = "steelframe-dev/sandbox"  # the default agent's repository in tests
 DATA = load_set()
 SECOND = load_set(HERON)
+THIRD = load_set(LARKSPUR)
 SCRIPT = Path(__file__).parent / "data" / "make_grounding_set.py"
 GENERIC = (
     "The operator can make a request in the chat to file an issue; a worker will check the"
@@ -58,14 +63,21 @@ GATES: dict[str, dict[str, float]] = {
         "paraphrase": 0.70,
         "focus_scoped": 0.90,
         "citation": 0.95,
-        "no_answer_honest": 0.94,  # below the target: 16/17
+        "no_answer_honest": 1.0,  # 17/17 since the calibrated verdict (16/17 before)
     },
     "heron": {
         "answerable": 0.77,  # below the target: 49/63
         "paraphrase": 0.10,  # below the target: 1/10
         "focus_scoped": 0.90,
         "citation": 0.95,
-        "no_answer_honest": 0.75,  # below the target: 6/8
+        "no_answer_honest": 1.0,  # 8/8 since the calibrated verdict (6/8 before)
+    },
+    "larkspur": {  # first measured 2026-12-05, after the last change to memory/ and bot/chat/
+        "answerable": 0.78,  # below the target: 59/75
+        "paraphrase": 0.33,  # below the target: 4/12
+        "focus_scoped": 0.90,  # 10/11
+        "citation": 0.95,
+        "no_answer_honest": 0.8,  # below the target: 8/10
     },
     "tallyho-tuning": {
         "answerable": 0.88,  # below the target since the table was cut: 181/204
@@ -89,19 +101,21 @@ def test_the_sets_are_what_the_issues_ask_for() -> None:
     frozen = part_of(DATA, "frozen")["questions"]
     assert 0.4 <= len(frozen) / len(questions) <= 0.6  # the split's rule cuts about half
     assert "before any change of this session" in DATA["split"]["provenance"]
-    second = SECOND["questions"]
-    assert {q["kind"] for q in second} == kinds | {"probe"}
-    assert all(q["part"] == "frozen" for q in second)
-    assert sum(q["paraphrase"] for q in second) >= 8
-    assert sum(q["focus"] is not None for q in second) >= 8
+    for other in (SECOND, THIRD):
+        asked = other["questions"]
+        assert {q["kind"] for q in asked} == kinds | {"probe"}
+        assert all(q["part"] == "frozen" for q in asked)
+        assert sum(q["paraphrase"] for q in asked) >= 8
+        assert sum(q["focus"] is not None for q in asked) >= 8
+        assert other["split"]["rule"] == "all frozen"
 
 
-@pytest.mark.parametrize("name", ["tallyho", "heron"])
+@pytest.mark.parametrize("name", ["tallyho", "heron", "larkspur"])
 def test_the_sets_are_generated_and_checked_by_their_script(name: str) -> None:
     script = runpy.run_path(str(SCRIPT))
     rendered = script["render"](name)
     assert script["check"](rendered) == []  # e.g. no paraphrase shares a word with its chunk
-    assert rendered == (DATA if name == "tallyho" else SECOND)  # the JSON is the output
+    assert rendered == {"tallyho": DATA, "heron": SECOND, "larkspur": THIRD}[name]
     # the split is the stated rule of the question text, nothing chosen by hand
     if name == "tallyho":
         assert all(q["part"] == script["part"](q["question"]) for q in rendered["questions"])
@@ -145,13 +159,14 @@ async def ask(api: ApiClient, data: dict[str, Any]) -> tuple[list[Outcome], list
     return outcomes, generic
 
 
-@pytest.mark.parametrize("name", ["tallyho-frozen", "heron", "tallyho-tuning"])
+@pytest.mark.parametrize("name", ["tallyho-frozen", "heron", "larkspur", "tallyho-tuning"])
 async def test_grounding_quality_through_the_chat_turn(
     api_factory: Any, settings: Settings, name: str
 ) -> None:
     data = {
         "tallyho-frozen": part_of(DATA, "frozen"),
         "heron": SECOND,
+        "larkspur": THIRD,
         "tallyho-tuning": part_of(DATA, "tuning"),
     }[name]
     api: ApiClient = await api_factory(settings)

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 
+from bot.chat import verdict_model
+from bot.chat.answerability import answer_score, decide, verdict_features
+from bot.chat.grounding import Answerability, Verdict
 from bot.config import Settings
 from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn
@@ -85,6 +88,35 @@ async def test_memory_that_answers_answers(api_factory: Any, settings: Settings)
     assert "From session memory:" in done["reply"] and "#12" in done["reply"]
     evidence = done["history"][-1]["meta"]["answerability"]
     assert evidence["coverage"] >= 0.55 and evidence["verdict"] == "answers"
+    assert evidence["score"] >= verdict_model.THRESHOLD
+
+
+def _evidence(coverage: float, **more: Any) -> Answerability:
+    fields = {"best": 0.3, "missing_peak": 0.1, "unknown_share": 0.0, "terms": 5, **more}
+    return Answerability(Verdict.NOTHING, "", coverage=coverage, **fields)
+
+
+def test_the_calibrated_verdict_answers_when_the_thread_holds_the_question() -> None:
+    held = decide(_evidence(1.0, missing_peak=0.0))
+    assert held.verdict is Verdict.ANSWERS and held.score >= verdict_model.THRESHOLD
+    lacking = decide(_evidence(0.1, missing_peak=0.6, unknown_share=0.6))
+    assert lacking.verdict is Verdict.NOTHING and "missing" in lacking.reason
+    # more of the question held never lowers the score
+    scores = [answer_score(_evidence(c / 10)) for c in range(11)]
+    assert scores == sorted(scores)
+
+
+def test_a_question_about_the_focused_thread_answers_whatever_the_score() -> None:
+    judged = decide(_evidence(0.0, about_focus=True), focus=7)
+    assert judged.verdict is Verdict.ANSWERS and "#7" in judged.reason
+
+
+def test_the_committed_model_says_how_it_was_fitted_and_on_what() -> None:
+    doc = verdict_model.__doc__ or ""
+    assert "--fit-verdict" in doc and "tuning part" in doc
+    assert len(verdict_features(_evidence(0.5))) == len(verdict_model.COEF)
+    assert len(verdict_model.MEAN) == len(verdict_model.SCALE) == len(verdict_model.FEATURES)
+    assert 0.0 < verdict_model.THRESHOLD < 1.0
 
 
 async def test_the_model_gets_the_same_verdict_and_an_honest_reply_needs_no_citation(

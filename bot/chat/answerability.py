@@ -3,9 +3,12 @@ verdict from the kept hits and the focus context; bot.chat.retrieval asks it onc
 
 from __future__ import annotations
 
+import math
 import re
+from dataclasses import replace
 from typing import Any
 
+from bot.chat import verdict_model
 from bot.chat.grounding import (
     Answerability,
     Verdict,
@@ -16,18 +19,12 @@ from memory import Memory
 from memory.answerability import Cover
 
 # The answerability verdict (docs/memory.md, Answerability): memory answers the question when
-# the top hits (and the focus context) hold at least this share of the question's idf
-# weight (memory.answerability). Calibrated on the tuning part of the labelled set only
-# (tests/test_grounding_quality.py); the frozen part and the second set are reported.
-ANSWER_COVERAGE = 0.55
-# ...or at least SUPPORTED_COVERAGE when the best hit's cosine with the whole question
-# reaches SUPPORTED_BEST (on the tuning part: 0 of 20 no-answer questions said to be
-# answered, 173 of 204 answerable ones; docs/memory.md has the table).
-SUPPORTED_COVERAGE = 0.4
-SUPPORTED_BEST = 0.25
+# the calibrated score over the evidence (a logistic regression fitted on the tuning part
+# of the labelled set only, bot.chat.verdict_model) reaches its threshold...
 # ...or when one thread holds this share of the model's search words (bot.chat.search_words).
 # Not calibrated: the labelled sets are asked offline, with no model (docs/memory.md).
 MODEL_WORDS_COVERAGE = 0.7
+MARGIN_CAP = 10.0  # a best thread ten times the next one's rank leads no less at a hundred
 VERDICT_TOP = 3  # the semantic hits, in prompt order, the coverage is measured over
 # What a question's kind asks for, by its words: the source that answers it.
 _KIND_SOURCES = (
@@ -90,25 +87,9 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> An
     # In a Discuss session a question in words memory knows ("is it done?", "what did
     # we decide here?") is about the focused thread, which is given: it answers.
     about_focus = turn.focus is not None and bool(context) and not union.unknown
-    answers = (
-        covered.coverage >= ANSWER_COVERAGE
-        or (covered.coverage >= SUPPORTED_COVERAGE and best >= SUPPORTED_BEST)
-        or about_focus
-        or by_words >= MODEL_WORDS_COVERAGE
-    )
-    if about_focus:
-        reason = f"a question about the focused issue #{turn.focus} in words memory knows"
-    elif by_words >= MODEL_WORDS_COVERAGE and covered.coverage < SUPPORTED_COVERAGE:
-        reason = f"one thread holds {by_words:.0%} of the model's search words"
-    else:
-        reason = (
-            f"one thread of the top hits holds {covered.coverage:.0%} of the question's"
-            f" distinctive words, the best hit's cosine is {best:.2f}"
-            + ("" if answers else f" (missing: {', '.join(covered.missing[:4])})")
-        )
-    return Answerability(
-        Verdict.ANSWERS if answers else Verdict.NOTHING,
-        reason,
+    evidence = Answerability(
+        Verdict.NOTHING,
+        "",
         coverage=covered.coverage,
         spread=union.coverage,
         model_words=round(by_words, 4),
@@ -117,7 +98,72 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> An
         agreement=agreement,
         fits=fits_question(turn.query, str(lead["source"])),
         missing=covered.missing[:8],
+        unknown_share=covered.unknown_share,
+        missing_peak=covered.missing_peak,
+        terms=covered.terms,
+        about_focus=about_focus,
     )
+    return decide(evidence, focus=turn.focus)
+
+
+def decide(evidence: Answerability, *, focus: int | None = None) -> Answerability:
+    """The verdict on the evidence: the calibrated score (bot.chat.verdict_model) reaches
+    its threshold, or the question is about the focused thread, or one thread holds most of
+    the model's search words."""
+    score = answer_score(evidence)
+    by_words = evidence.model_words >= MODEL_WORDS_COVERAGE
+    answers = score >= verdict_model.THRESHOLD or evidence.about_focus or by_words
+    if evidence.about_focus:
+        reason = f"a question about the focused issue #{focus} in words memory knows"
+    elif by_words and score < verdict_model.THRESHOLD:
+        reason = f"one thread holds {evidence.model_words:.0%} of the model's search words"
+    else:
+        reason = (
+            f"one thread of the top hits holds {evidence.coverage:.0%} of the question's"
+            f" distinctive words, the best hit's cosine is {evidence.best:.2f}"
+            + ("" if answers else f" (missing: {', '.join(evidence.missing[:4])})")
+        )
+    return replace(
+        evidence,
+        verdict=Verdict.ANSWERS if answers else Verdict.NOTHING,
+        reason=reason,
+        score=round(score, 4),
+    )
+
+
+def verdict_features(
+    evidence: Answerability, names: tuple[str, ...] = verdict_model.FEATURES
+) -> tuple[float, ...]:
+    """The evidence as the calibrated verdict's inputs, in `names` order (bench.quality
+    --fit-verdict fits on the same function)."""
+    values = {
+        "coverage": evidence.coverage,
+        "spread": evidence.spread,
+        "best": evidence.best,
+        "log_margin": math.log(min(max(evidence.margin, 1.0), MARGIN_CAP)),
+        "agreement": float(evidence.agreement),
+        "fits": float(evidence.fits),
+        "unknown_share": evidence.unknown_share,
+        "missing_peak": evidence.missing_peak,
+        "log_terms": math.log1p(evidence.terms),
+    }
+    return tuple(values[name] for name in names)
+
+
+def answer_score(evidence: Answerability) -> float:
+    """The calibrated probability that memory answers (logistic regression over the
+    standardised features; coefficients in bot.chat.verdict_model)."""
+    z = verdict_model.INTERCEPT + sum(
+        c * (x - m) / s
+        for c, x, m, s in zip(
+            verdict_model.COEF,
+            verdict_features(evidence),
+            verdict_model.MEAN,
+            verdict_model.SCALE,
+            strict=True,
+        )
+    )
+    return 1.0 / (1.0 + math.exp(-z))
 
 
 def model_words_coverage(

@@ -38,6 +38,12 @@ class Answerability:
     agreement: bool = False  # later rounds found more of the best hit's thread
     fits: bool = False  # the best hit's source is what the question's kind asks for
     missing: tuple[str, ...] = ()  # distinctive question terms no top hit contains
+    unknown_share: float = 0.0  # idf share of the question in terms no chunk contains
+    missing_peak: float = 0.0  # idf share of the most distinctive term the thread lacks
+    terms: int = 0  # the question's distinct terms
+    # In a Discuss session, a question in words memory knows: about the given thread.
+    about_focus: bool = False
+    score: float = 0.0  # the calibrated verdict's probability that memory answers
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "verdict": self.verdict.value, "missing": list(self.missing)}

@@ -26,6 +26,12 @@ The second set (grounding_history_heron.py -> grounding_set_heron.json) is anoth
 written by the grounding helper on 2026-12-05 before any change of that session: all of it
 is evaluation, nothing is tuned on it.
 
+    .venv/bin/python tests/data/make_grounding_set.py larkspur  # the third set
+
+The third set (grounding_history_larkspur.py -> grounding_set_larkspur.json), physiotherapy
+booking, was written blind by the larkspur helper on 2026-12-05: without reading
+Steelframe's retrieval code, its tuning data or any results; all of it is evaluation.
+
 The split (SPLIT below): the first set's questions are cut into a tuning part and a frozen
 evaluation part by a rule of their text alone, stated in the JSON. No table entry, constant
 or rule of memory/ or bot/chat/retrieval.py may be changed after reading the frozen part's
@@ -45,10 +51,12 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 import grounding_history
 import grounding_history_heron
+import grounding_history_larkspur
 
 SETS = {
     "tallyho": (grounding_history, Path(__file__).parent / "grounding_set.json"),
     "heron": (grounding_history_heron, Path(__file__).parent / "grounding_set_heron.json"),
+    "larkspur": (grounding_history_larkspur, Path(__file__).parent / "grounding_set_larkspur.json"),
 }
 KINDS = ("lookup", "status", "why", "cross-session", "focus", "no-answer", "injection", "probe")
 TUNING, FROZEN = "tuning", "frozen"
@@ -62,11 +70,28 @@ SPLIT = {
         " questions and chunks written earlier by the set's author (issue 16), who also wrote"
         " memory/related.py's table after reading the set's missed paraphrases"
     ),
+    "tuned": (
+        "2026-12-05, grounding helper: the calibrated answerability verdict fitted"
+        " (bot/chat/verdict_model.py), a restricted WordNet source and the learned domain"
+        " words' thresholds measured (not adopted), on the tuning part only; the frozen part"
+        " asked only after the last change to memory/ and bot/chat/, aggregate figures only"
+    ),
 }
+# Who tuned on the other sets: nobody (the record the Tallyho split's "tuned" keeps).
+NOT_TUNED = (
+    "never tuned on; asked by the grounding helper on 2026-12-05 only after its last change"
+    " to memory/ and bot/chat/, aggregate figures only"
+)
 HERON_PROVENANCE = (
     "written by the grounding helper, 2026-12-05, before any change of this session and"
     " before any retrieval ran on it; all of it is evaluation (frozen)"
 )
+LARKSPUR_PROVENANCE = (
+    "written by the larkspur helper on 2026-12-05, blind: without reading Steelframe's"
+    " retrieval code, its tuning data or any results; all of it is evaluation (frozen);"
+    " nothing may be tuned on it"
+)
+PROVENANCE = {"heron": HERON_PROVENANCE, "larkspur": LARKSPUR_PROVENANCE}
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
@@ -160,7 +185,7 @@ def render(name: str = "tallyho") -> dict[str, Any]:
         "repo_placeholder": history.REPO,
         "split": SPLIT
         if name == "tallyho"
-        else {"rule": "all frozen", "provenance": HERON_PROVENANCE},
+        else {"rule": "all frozen", "provenance": PROVENANCE[name], "tuned": NOT_TUNED},
         "chunks": chunks,
         "questions": questions,
     }
