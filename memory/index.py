@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import TypedDict, Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -53,26 +53,18 @@ class Hit:
     def chunk_id(self) -> int:
         return self.record.id
 
-    def to_json(self, *, text_limit: int | None = None) -> dict[str, Any]:
-        text = self.record.text
-        if text_limit is not None and len(text) > text_limit:
-            text = text[: text_limit - 1] + "…"
+    @property
+    def preview(self) -> str:
+        """The text on one line, cut to PREVIEW_CHARS."""
         flat = " ".join(self.record.text.split())
-        preview = flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
-        return {
-            "id": self.record.id,
-            "source": self.record.source,
-            "score": round(self.score, 4),
-            "coverage": round(self.coverage, 4),
-            "repo": self.record.repo,
-            "issue": self.record.issue,
-            "session_id": self.record.session_id,
-            "paths": list(self.record.paths),
-            "created_at": self.record.created_at,
-            "links": list(self.record.links),
-            "preview": preview,
-            "text": text,
-        }
+        return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+    def text_within(self, limit: int | None) -> str:
+        """The text, cut to `limit` characters (an ellipsis marks the cut)."""
+        text = self.record.text
+        if limit is not None and len(text) > limit:
+            return text[: limit - 1] + "…"
+        return text
 
 
 @dataclass(frozen=True)

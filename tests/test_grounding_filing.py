@@ -19,8 +19,9 @@ from bot.dialogue.trailer import Intent, Trailer
 from bot.runtimes.base import RuntimeRequest, TurnFacts
 from bot.runtimes.offline import OfflineRuntime, compose
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
+from tests.fakes.hits import retrieved_hit
 
-HIT = {"id": 1, "source": "pull_request", "issue": 33, "text": "PR #33 Sign firmware via KMS"}
+HIT = retrieved_hit(id=1, source="pull_request", issue=33, text="PR #33 Sign firmware via KMS")
 REQUESTS = [
     ("file an issue for the flaky login test", "the flaky login test"),
     ("Please open a ticket: checkout is slow", "checkout is slow"),

@@ -64,9 +64,7 @@ async def _context(memory: Memory, agent: AgentConfig, question: str) -> list[st
     grounding = await MemoryGrounder(memory).ground(
         query=question, agent=agent, focus=11, emit=_emit
     )
-    return [
-        h["text"] for h in grounding.hits if h["round"] == "focus" and h["strength"] == "context"
-    ]
+    return [h.text for h in grounding.hits if h.round == "focus" and h.strength == "context"]
 
 
 def test_what_a_question_asks_of_the_thread() -> None:

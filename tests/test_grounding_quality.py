@@ -25,6 +25,7 @@ import runpy
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from bench.quality import (
@@ -40,6 +41,7 @@ from bench.quality import (
 )
 from bot.chat.grounding import Grounding
 from bot.config import Settings
+from bot.contracts.hits import RetrievedHit
 from memory import ChunkIn
 from tests.conftest import ApiClient
 
@@ -145,7 +147,7 @@ async def ask(api: ApiClient, data: dict[str, Any]) -> tuple[list[Outcome], list
         outcome.evidence = body["history"][-1]["meta"].get("answerability") or {}
         outcome.reply = body["reply"]
         if body["retrieve_hits"] and not any(h["round"] == "recency" for h in body["retrieved"]):
-            kept = Grounding(hits=body["retrieved"])
+            kept = Grounding(hits=msgspec.convert(body["retrieved"], list[RetrievedHit]))
             outcome.cited = grounder.cites(body["reply"], kept)
             # a reply that only repeats the question in generic words cites nothing
             generic.append(grounder.cites(f"{question['question']} {GENERIC}", kept))

@@ -70,7 +70,7 @@ async def test_a_committed_related_table_bridges_the_projects_own_words(
     before = await MemoryGrounder(memory).ground(
         query=question, agent=agent, focus=None, emit=_emit
     )
-    assert 15 not in [h.get("issue") for h in before.kept_hits]
+    assert 15 not in [h.issue for h in before.kept_hits]
     folder = agent.checkout / "docs" / "memory"
     folder.mkdir(parents=True)
     (folder / "related.yml").write_text(
@@ -78,7 +78,7 @@ async def test_a_committed_related_table_bridges_the_projects_own_words(
     )
     assert read_related(agent.checkout) == ("hub, emqx, broker", "kick off, drop, disconnect")
     after = await MemoryGrounder(memory).ground(query=question, agent=agent, focus=None, emit=_emit)
-    assert after.kept_hits[0]["issue"] == 15
+    assert after.kept_hits[0].issue == 15
     assert {"emqx", "drop"} <= set(after.meta["rounds"][0]["related_terms"])
 
 

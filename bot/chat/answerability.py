@@ -6,7 +6,8 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
-from typing import Any
+
+from msgspec import UnsetType
 
 from bot.chat import verdict_model
 from bot.chat.grounding import (
@@ -14,7 +15,8 @@ from bot.chat.grounding import (
     Verdict,
 )
 from bot.chat.ordering import rank, thread_key
-from bot.chat.retrieval_hits import RetrievalTurn, RoundQuery, Strength, record_of
+from bot.chat.retrieval_hits import RetrievalTurn, RoundQuery, record_of
+from bot.contracts.hits import RetrievedHit
 from memory import Memory
 from memory.answerability import Cover
 
@@ -41,9 +43,7 @@ def fits_question(question: str, source: str) -> bool:
     return not wanted or any(source in sources for sources in wanted)
 
 
-def margin_and_agreement(
-    semantic: list[dict[str, Any]], lead: dict[str, Any]
-) -> tuple[float, bool]:
+def margin_and_agreement(semantic: list[RetrievedHit], lead: RetrievedHit) -> tuple[float, bool]:
     """Evidence recorded beside the verdict (not used by it): how far the best thread leads
     the next, and whether a later round found more of the leading thread."""
     threads: dict[tuple[str, int], float] = {}
@@ -53,27 +53,26 @@ def margin_and_agreement(
     ranks = sorted(threads.values(), reverse=True)
     margin = ranks[0] / ranks[1] if len(ranks) > 1 and ranks[1] > 0 else float(bool(ranks))
     agreement = any(
-        h["round"] != RoundQuery.MESSAGE.value and thread_key(h) == thread_key(lead)
-        for h in semantic[1:]
+        h.round != RoundQuery.MESSAGE and thread_key(h) == thread_key(lead) for h in semantic[1:]
     )
     return margin, agreement
 
 
-def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> Answerability:
+def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answerability:
     """Does memory answer the question? (docs/memory.md, Answerability.) The evidence:
     the share of the question's distinctive vocabulary the top hits and the focus
     context contain (memory.answerability), the best hit's cosine with the question,
     the margin of the best thread over the next, whether later rounds found more of
     the best thread, and whether the best hit's source is what the question asks for."""
-    semantic = [h for h in hits if h["strength"] != Strength.CONTEXT]
+    semantic = [h for h in hits if not h.is_context]
     if not hits:
         return Answerability(Verdict.NOTHING, "no hit")
-    context = [h for h in hits if h["strength"] == Strength.CONTEXT]
+    context = [h for h in hits if h.is_context]
     shown = [*semantic[:VERDICT_TOP], *context]
     union = coverage(memory, turn, shown)
     # ...and by thread: an answer is one thread that holds the question, not three
     # threads that each hold a word of it
-    by_thread: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    by_thread: dict[tuple[str, int], list[RetrievedHit]] = {}
     for hit in shown:
         by_thread.setdefault(thread_key(hit), []).append(hit)
     covers = [coverage(memory, turn, group) for group in by_thread.values()]
@@ -81,7 +80,7 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> An
     # The model's words (it saw the question, not memory) held by one thread: evidence
     # the thread answers in other words than the question's.
     by_words = model_words_coverage(memory, turn, by_thread)
-    best = max((float(h.get("question_score") or 0.0) for h in semantic), default=0.0)
+    best = max((_question_score(h) for h in semantic), default=0.0)
     lead = semantic[0] if semantic else hits[0]
     margin, agreement = margin_and_agreement(semantic, lead)
     # In a Discuss session a question in words memory knows ("is it done?", "what did
@@ -96,7 +95,7 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> An
         best=round(best, 4),
         margin=round(margin, 3),
         agreement=agreement,
-        fits=fits_question(turn.query, str(lead["source"])),
+        fits=fits_question(turn.query, lead.source),
         missing=covered.missing[:8],
         unknown_share=covered.unknown_share,
         missing_peak=covered.missing_peak,
@@ -104,6 +103,10 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> An
         about_focus=about_focus,
     )
     return decide(evidence, focus=turn.focus)
+
+
+def _question_score(hit: RetrievedHit) -> float:
+    return 0.0 if isinstance(hit.question_score, UnsetType) else hit.question_score
 
 
 def decide(evidence: Answerability, *, focus: int | None = None) -> Answerability:
@@ -167,7 +170,7 @@ def answer_score(evidence: Answerability) -> float:
 
 
 def model_words_coverage(
-    memory: Memory, turn: RetrievalTurn, by_thread: dict[tuple[str, int], list[dict[str, Any]]]
+    memory: Memory, turn: RetrievalTurn, by_thread: dict[tuple[str, int], list[RetrievedHit]]
 ) -> float:
     """The most of the model's search words one thread holds (0 when it proposed none)."""
     said = " ".join(turn.words)
@@ -179,7 +182,7 @@ def model_words_coverage(
     )
 
 
-def coverage(memory: Memory, turn: RetrievalTurn, hits: list[dict[str, Any]]) -> Cover:
+def coverage(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Cover:
     return memory.coverage(
         turn.query, [record_of(h) for h in hits], repo=turn.agent.repo, related=turn.related
     )

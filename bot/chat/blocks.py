@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+
+from msgspec import UnsetType
 
 from bot.chat.grounding import NO_SEMANTIC_HITS
+from bot.contracts.hits import RetrievedHit, Strength
 from bot.dialogue import NOTHING_ANSWERS
 from memory.committed import CommittedMemory
 
@@ -22,7 +24,7 @@ CONTEXT_NOTE = (
 )
 
 
-def untrusted(text: str, **provenance: Any) -> str:
+def untrusted(text: str, **provenance: object) -> str:
     """Wrap external text as data with its provenance; the text cannot close the wrapper."""
     attributes = " ".join(
         f'{name}="{html.escape(str(value), quote=True)}"'
@@ -33,18 +35,18 @@ def untrusted(text: str, **provenance: Any) -> str:
     return f"<untrusted-data {attributes}>\n{body}\n</untrusted-data>"
 
 
-def hit_block(hit: dict[str, Any]) -> str:
+def hit_block(hit: RetrievedHit) -> str:
     return untrusted(
-        hit["text"],
-        source=hit["source"],
-        chunk=hit["id"],
-        score=hit.get("score"),
-        strength=hit.get("strength"),
-        issue=hit.get("issue"),
-        closes=", ".join(f"#{n}" for n in hit.get("links") or []),
-        session=hit.get("session_id"),
-        paths=", ".join(hit.get("paths") or []),
-        created=hit.get("created_at"),
+        hit.text,
+        source=hit.source,
+        chunk=hit.id,
+        score=hit.score,
+        strength=None if isinstance(hit.strength, UnsetType) else hit.strength.value,
+        issue=hit.issue,
+        closes=", ".join(f"#{n}" for n in hit.links),
+        session=hit.session_id,
+        paths=", ".join(hit.paths),
+        created=hit.created_at,
     )
 
 
@@ -55,18 +57,18 @@ NOTHING_NOTE = (
 )
 
 
-def context_block(hits: list[dict[str, Any]], *, answers: bool = True) -> str:
+def context_block(hits: list[RetrievedHit], *, answers: bool = True) -> str:
     """The hits as untrusted data; with `answers` False (the turn's verdict: memory has
     nothing that answers the question) they are announced as the closest, not an answer."""
     notes = [] if answers else [NOTHING_NOTE]
-    if any(hit.get("strength") == "weak" for hit in hits):
+    if any(hit.strength == Strength.WEAK for hit in hits):
         notes.append(WEAK_NOTE)
-    if any(hit.get("strength") == "context" for hit in hits):
+    if any(hit.is_context for hit in hits):
         notes.append(CONTEXT_NOTE)
     return "\n".join([HEADER, *notes, *(hit_block(hit) for hit in hits)])
 
 
-def fallback_block(recent: list[dict[str, Any]]) -> str:
+def fallback_block(recent: list[RetrievedHit]) -> str:
     """Spec rule 3: say there were no semantic hits, never pass recency off as retrieval."""
     lines = [HEADER, NO_SEMANTIC_HITS, f"{NOTHING_ANSWERS}: say so first, in those words."]
     if recent:

@@ -16,13 +16,14 @@ from bot.background import BackgroundTasks
 from bot.chat.blocks import committed_block, fallback_block
 from bot.chat.grounding import NO_SEMANTIC_HITS, Answerability, Grounding
 from bot.chat.retrieval_hits import (
-    HIT_TEXT_CHARS,
     RECENCY_LIMIT,
     RELATIVE_MARGIN,
     STRONG_SCORE,
+    RetrievedHit,
     RoundQuery,
     count_of,
     reason_of,
+    retrieved,
 )
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit, StatusFrame
@@ -46,18 +47,11 @@ class Prepared:
     related: tuple[str, ...] = ()  # the committed `related:` table (memory.committed)
 
 
-def recent_hits(prepared: list[Hit] | Exception) -> list[dict[str, Any]]:
+def recent_hits(prepared: list[Hit] | Exception) -> list[RetrievedHit]:
     if isinstance(prepared, Exception):
         log.warning("recent summaries unavailable: %s", reason_of(prepared))
         return []
-    return [
-        {
-            **hit.to_json(text_limit=HIT_TEXT_CHARS),
-            "score": None,
-            "round": RoundQuery.RECENCY.value,
-        }
-        for hit in prepared
-    ]
+    return [retrieved(hit, RoundQuery.RECENCY) for hit in prepared]
 
 
 def read_committed_memory(agent: AgentConfig) -> CommittedMemory:

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit
+from bot.contracts.hits import RetrievedHit
 
 NO_SEMANTIC_HITS = "(no semantic hits)"
 
@@ -54,7 +55,7 @@ UNAVAILABLE = Answerability(Verdict.UNAVAILABLE, "retrieval unavailable")
 
 @dataclass(frozen=True)
 class Grounding:
-    hits: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[RetrievedHit] = field(default_factory=list)
     recency_fallback: bool = False
     committed_memory: list[dict[str, Any]] = field(default_factory=list)
     available: bool = True
@@ -69,7 +70,7 @@ class Grounding:
         return self.answerability.verdict
 
     @property
-    def kept_hits(self) -> list[dict[str, Any]]:
+    def kept_hits(self) -> list[RetrievedHit]:
         """Semantic hits injected as retrieved context (recency summaries are not)."""
         return [] if self.recency_fallback else self.hits
 

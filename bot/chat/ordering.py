@@ -10,7 +10,10 @@ the pull request that closes the thread's issue leads its thread.
 from __future__ import annotations
 
 import re
-from typing import Any
+
+from msgspec import UnsetType
+
+from bot.contracts.hits import RetrievedHit, RoundQuery, Strength
 
 # Ordering key: cosine times the share of the round's query the hit contains, to this power.
 # A chunk that matches one rare word of the question strongly should not lead one that
@@ -42,7 +45,7 @@ def asks_state(question: str) -> bool:
     return bool(words) and (words[0] in AUXILIARIES or not STATE_WORDS.isdisjoint(words))
 
 
-def ordered(hits: list[dict[str, Any]], *, state: bool = False) -> list[dict[str, Any]]:
+def ordered(hits: list[RetrievedHit], *, state: bool = False) -> list[RetrievedHit]:
     """The focus context first (the subject of a Discuss session), then thread by thread:
     threads with a strong hit (one that matches the question itself well) before threads
     found only loosely, each by its best hit's rank. In a thread: its hits by rank, then the
@@ -50,19 +53,19 @@ def ordered(hits: list[dict[str, Any]], *, state: bool = False) -> list[dict[str
     pull request that closes the thread's issue first. A thread's n-th chunk ranks as its
     best times THREAD_DECAY**n, so a thread stays together unless another thread of the
     same tier has a best hit nearly as good (a soft penalty, not one chunk per thread)."""
-    first = [h for h in hits if h["round"] == "focus" and h["strength"] == "context"]
+    first = [h for h in hits if h.round == RoundQuery.FOCUS and h.is_context]
     focus = {thread_key(h) for h in first}
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, int], list[RetrievedHit]] = {}
     for hit in hits:
         if hit not in first:
             groups.setdefault(thread_key(hit), []).append(hit)
-    placed: list[tuple[tuple[int, float, int], dict[str, Any]]] = []
+    placed: list[tuple[tuple[int, float, int], RetrievedHit]] = []
     for key, group in groups.items():
         if key in focus:  # the focused thread's own hits come right after its context
             tier, best = 2, 1.0
         else:
-            tier = int(any(h["strength"] == "strong" for h in group))
-            best = max((rank(h) for h in group if h["strength"] != "context"), default=0.0)
+            tier = int(any(h.strength == Strength.STRONG for h in group))
+            best = max((rank(h) for h in group if not h.is_context), default=0.0)
         for n, hit in enumerate(_in_thread(group, key, state=state)):
             placed.append(((-tier, -best * THREAD_DECAY**n, len(placed)), hit))
     placed.sort(key=lambda item: item[0])
@@ -70,36 +73,35 @@ def ordered(hits: list[dict[str, Any]], *, state: bool = False) -> list[dict[str
 
 
 def _in_thread(
-    group: list[dict[str, Any]], key: tuple[str, int], *, state: bool
-) -> list[dict[str, Any]]:
-    semantic = sorted((h for h in group if h["strength"] != "context"), key=lambda h: -rank(h))
-    members = [*semantic, *(h for h in group if h["strength"] == "context")]
+    group: list[RetrievedHit], key: tuple[str, int], *, state: bool
+) -> list[RetrievedHit]:
+    semantic = sorted((h for h in group if not h.is_context), key=lambda h: -rank(h))
+    members = [*semantic, *(h for h in group if h.is_context)]
     if state:
         done = [h for h in members if _closes(h, key)]
         members = done + [h for h in members if h not in done]
     return members
 
 
-def rank(hit: dict[str, Any]) -> float:
+def rank(hit: RetrievedHit) -> float:
     """The cosine times the share of the query the hit contains, to the power COORDINATION."""
-    share: float = float(hit.get("matched", 1.0)) ** COORDINATION
-    return float(hit["score"]) * share
+    matched = 1.0 if isinstance(hit.matched, UnsetType) else hit.matched
+    share: float = matched**COORDINATION
+    return (hit.score or 0.0) * share
 
 
-def thread_key(hit: dict[str, Any]) -> tuple[str, int]:
+def thread_key(hit: RetrievedHit) -> tuple[str, int]:
     """The thread a hit belongs to: the issue a pull request (or a comment on it) closes,
     else its own issue or PR number, else the chunk alone. `thread` is set by the grounder
     from the index's closing references (Memory.closes)."""
-    if hit.get("thread"):
-        return ("issue", int(hit["thread"]))
-    links = hit.get("links") or []
-    if hit["source"] == "pull_request" and links:
-        return ("issue", min(links))
-    if hit.get("issue"):
-        return ("issue", int(hit["issue"]))
-    return ("chunk", int(hit["id"]))
+    if not isinstance(hit.thread, UnsetType) and hit.thread:
+        return ("issue", hit.thread)
+    if hit.source == "pull_request" and hit.links:
+        return ("issue", min(hit.links))
+    if hit.issue:
+        return ("issue", hit.issue)
+    return ("chunk", hit.id)
 
 
-def _closes(hit: dict[str, Any], key: tuple[str, int]) -> bool:
-    closed = hit.get("links") or []
-    return hit["source"] == "pull_request" and key[0] == "issue" and key[1] in closed
+def _closes(hit: RetrievedHit, key: tuple[str, int]) -> bool:
+    return hit.source == "pull_request" and key[0] == "issue" and key[1] in hit.links

@@ -20,8 +20,12 @@ import asyncio
 import logging
 import re
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import Any
+from typing import cast
+
+import msgspec
+from msgspec import UnsetType
 
 from bot.background import BackgroundTasks
 from bot.chat.answerability import judge
@@ -45,13 +49,13 @@ from bot.chat.retrieval_hits import (
     CONTEXT_K,
     EXPANSION_K,
     FOCUS_THREAD_LIMIT,
-    HIT_TEXT_CHARS,
     ROUND_K,
     ROUNDS,
     STRONG_SCORE,
     THREAD_RECENT,
     WIDEN_K,
     RetrievalTurn,
+    RetrievedHit,
     RoundQuery,
     Strength,
     count_of,
@@ -59,6 +63,7 @@ from bot.chat.retrieval_hits import (
     new_hits,
     reason_of,
     record_of,
+    retrieved,
     select_hits,
     strong_hits,
 )
@@ -72,6 +77,8 @@ from memory.feedback import Expansion
 from memory.segment import Record
 
 log = logging.getLogger(__name__)
+# A round: the hits it kept and what it says about itself in the turn's metadata.
+Round = Callable[[RetrievalTurn], Awaitable[tuple[list[RetrievedHit], dict[str, object]]]]
 
 
 class MemoryGrounder:
@@ -152,7 +159,7 @@ class MemoryGrounder:
         return await recency_fallback(base, meta, judged, prepared, emit)
 
     async def _verdict(
-        self, turn: RetrievalTurn, hits: list[dict[str, Any]], agent: AgentConfig
+        self, turn: RetrievalTurn, hits: list[RetrievedHit], agent: AgentConfig
     ) -> Answerability:
         try:
             return await asyncio.to_thread(judge, self.memory, turn, hits)
@@ -164,7 +171,7 @@ class MemoryGrounder:
         self, *, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Emit
     ) -> Grounding:
         started = time.perf_counter()
-        turn = RetrievalTurn(query, agent, None, {h["id"]: h for h in previous.kept_hits}, [])
+        turn = RetrievalTurn(query, agent, None, {h.id: h for h in previous.kept_hits}, [])
         feedback = [record_of(h) for h in previous.kept_hits]
         found, added_terms = await asyncio.to_thread(
             self._feedback, turn, feedback, WIDEN_K + len(turn.hits)
@@ -204,13 +211,13 @@ class MemoryGrounder:
             return True  # it says memory has no answer: nothing of the closest needs citing
         said = self.memory.terms(reply)
         for hit in hits:
-            numbers = [hit.get("issue"), *(hit.get("links") or [])]
-            if any(n and re.search(rf"#{int(n)}(?!\d)", reply) for n in numbers):
+            numbers = [hit.issue, *hit.links]
+            if any(n and re.search(rf"#{n}(?!\d)", reply) for n in numbers):
                 return True
-            session = hit.get("session_id")
+            session = hit.session_id
             if session and (session in reply or (len(session) >= 8 and session[:8] in reply)):
                 return True
-            if said.intersection(hit.get("distinctive", [])):
+            if not isinstance(hit.distinctive, UnsetType) and said.intersection(hit.distinctive):
                 return True
         return False
 
@@ -231,18 +238,18 @@ class MemoryGrounder:
         elif strong_hits(turn) and len(turn.semantic) < CHAT_K:
             await self._round(turn, RoundQuery.EXPANSION, emit, self._expansion_round)
 
-    async def _round(self, turn: RetrievalTurn, kind: RoundQuery, emit: Emit, run: Any) -> None:
+    async def _round(self, turn: RetrievalTurn, kind: RoundQuery, emit: Emit, run: Round) -> None:
         started = time.perf_counter()
         added, detail = await run(turn)
         number = len(turn.rounds) + 1
-        hits = sum(1 for h in added if h["strength"] != Strength.CONTEXT)
+        hits = sum(1 for h in added if not h.is_context)
         context = len(added) - hits
         entry = {
             "round": number,
             "query": kind.value,
             "hits": hits,
             "context": context,
-            "ids": [h["id"] for h in added],
+            "ids": [h.id for h in added],
             **detail,
             "ms": elapsed_ms(started),
         }
@@ -250,10 +257,10 @@ class MemoryGrounder:
         text = f"retrieve {number}/{ROUNDS} · {count_of(hits, 'hit', 'hits')}"
         if context:
             text += f" + {context} focus context"
-        if detail.get("model_words"):
-            text += f" · model words: {' '.join(detail['model_words'])}"
-        if detail.get("added_terms"):
-            text += f" · expanded with {len(detail['added_terms'])} terms"
+        if model_words := detail.get("model_words"):
+            text += f" · model words: {' '.join(cast(list[str], model_words))}"
+        if added_terms := detail.get("added_terms"):
+            text += f" · expanded with {len(cast(list[str], added_terms))} terms"
         await emit(
             StatusFrame(
                 text=text,
@@ -267,7 +274,7 @@ class MemoryGrounder:
 
     async def _message_round(
         self, turn: RetrievalTurn
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[RetrievedHit], dict[str, object]]:
         """The question and its related terms (memory.related: "bill" asks for "invoice"
         too, at a fraction of the weight), so a question in other words finds its chunk."""
         room = ROUND_K[RoundQuery.MESSAGE]
@@ -286,7 +293,7 @@ class MemoryGrounder:
 
     async def _focus_round(
         self, turn: RetrievalTurn
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[RetrievedHit], dict[str, object]]:
         """The focused issue's own text and the PRs that close it come in as context (not
         floor-gated); then the chunks of its thread that match the question."""
         assert turn.focus is not None
@@ -295,17 +302,17 @@ class MemoryGrounder:
 
     async def _links_round(
         self, turn: RetrievalTurn
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[RetrievedHit], dict[str, object]]:
         """Without a focus, the best hit plays its part: its issue and the PRs that close it
         (`Fixes #N`, both ways) come in, and its thread's chunks that match the question are
         kept at the floor like any hit. A strong anchor's issue and PRs are context (given);
         a weak anchor's are only found: floor-gated and weak, without the newest chunks."""
         strong = strong_hits(turn)
         anchor = strong[0] if strong else max(turn.semantic, key=rank)
-        if anchor["source"] == ChunkSource.PULL_REQUEST.value and anchor.get("links"):
-            issues = list(anchor["links"])
-        elif anchor.get("issue"):
-            issues = [anchor["issue"]]
+        if anchor.source == ChunkSource.PULL_REQUEST.value and anchor.links:
+            issues = list(anchor.links)
+        elif anchor.issue:
+            issues = [anchor.issue]
         else:
             return [], {"followed": []}
         if strong:
@@ -319,7 +326,7 @@ class MemoryGrounder:
         *,
         recent: int,
         as_context: bool = True,
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[RetrievedHit], dict[str, object]]:
         repo = turn.agent.repo
         about = await asyncio.to_thread(self.memory.about, issues, repo=repo)
         own = [r for r in about if r.source == ChunkSource.ISSUE.value][-len(issues) :]
@@ -386,7 +393,7 @@ class MemoryGrounder:
 
     async def _model_round(
         self, turn: RetrievalTurn
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[RetrievedHit], dict[str, object]]:
         """The question with the model's search words (related terms too): a paraphrase is
         bridged by the model's vocabulary. Its hits are weighed against each other."""
         room = min(ROUND_K[RoundQuery.MESSAGE], CHAT_K - len(turn.semantic))
@@ -406,7 +413,7 @@ class MemoryGrounder:
 
     async def _expansion_round(
         self, turn: RetrievalTurn
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    ) -> tuple[list[RetrievedHit], dict[str, object]]:
         """Rocchio feedback from the strong hits: the question plus their mid-frequency
         terms. Its new hits are weighed against each other (the feedback chunks themselves
         always match an expansion of their own terms best)."""
@@ -421,21 +428,20 @@ class MemoryGrounder:
         added = await self._keep(turn, chosen, RoundQuery.EXPANSION)
         return added, {"added_terms": list(added_terms)}
 
-    async def _ordered(self, turn: RetrievalTurn) -> list[dict[str, Any]]:
+    async def _ordered(self, turn: RetrievalTurn) -> list[RetrievedHit]:
         """The kept hits in prompt order (bot.chat.ordering), each with its `thread`: a
         comment on a pull request belongs to the thread of the issue the PR closes."""
-        hits = list(turn.hits.values())
-        numbers = {int(h["issue"]) for h in hits if h.get("issue")}
+        numbers = {h.issue for h in turn.hits.values() if h.issue}
         closes = (
             await asyncio.to_thread(self.memory.closes, numbers, repo=turn.agent.repo)
             if numbers
             else {}
         )
-        for hit in hits:
-            number = hit.get("issue")
-            if number:
-                hit["thread"] = min(closes.get(int(number)) or hit.get("links") or [number])
-        return ordered(hits, state=asks_state(turn.query))
+        for hit in list(turn.hits.values()):
+            if hit.issue:
+                thread = min(closes.get(hit.issue) or hit.links or [hit.issue])
+                turn.hits[hit.id] = msgspec.structs.replace(hit, thread=thread)
+        return ordered(list(turn.hits.values()), state=asks_state(turn.query))
 
     def _feedback(
         self, turn: RetrievalTurn, feedback: list[Record], k: int
@@ -453,7 +459,7 @@ class MemoryGrounder:
         *,
         strength: Strength | None = None,
         grown: Expansion | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[RetrievedHit]:
         """Record `hits` as kept by `kind`. Strength always from the cosine with the question
         itself (words the index never saw included): related or expansion terms find a
         chunk, they never make it strong. `matched` (the ordering's coordination) is the
@@ -468,23 +474,21 @@ class MemoryGrounder:
             coordination = (
                 await asyncio.to_thread(self.memory.cosines, grown, records)
             ).coordination
-        added = await asyncio.to_thread(self._hits, turn.query, hits, kind)
-        for hit, score in zip(added, whole, strict=True):
-            hit["strength"] = (
-                strength or (Strength.STRONG if score >= STRONG_SCORE else Strength.WEAK)
-            ).value
-            hit["question_score"] = round(score, 4)
-            turn.hits[hit["id"]] = hit
-        for hit, matched in zip(added, coordination, strict=True):
-            hit["matched"] = round(matched, 4)
+        distinctive = await asyncio.to_thread(self._distinctive, turn.query, records)
+        added = [
+            msgspec.structs.replace(
+                retrieved(hit, kind),
+                distinctive=terms,
+                strength=strength or (Strength.STRONG if score >= STRONG_SCORE else Strength.WEAK),
+                question_score=round(score, 4),
+                matched=round(matched, 4),
+            )
+            for hit, terms, score, matched in zip(
+                hits, distinctive, whole, coordination, strict=True
+            )
+        ]
+        turn.hits.update((hit.id, hit) for hit in added)
         return added
 
-    def _hits(self, query: str, hits: list[Hit], kind: RoundQuery) -> list[dict[str, Any]]:
-        return [
-            {
-                **hit.to_json(text_limit=HIT_TEXT_CHARS),
-                "round": kind.value,
-                "distinctive": self.memory.distinctive(hit.record.text, exclude=query),
-            }
-            for hit in hits
-        ]
+    def _distinctive(self, query: str, records: list[Record]) -> list[tuple[str, ...]]:
+        return [tuple(self.memory.distinctive(r.text, exclude=query)) for r in records]

@@ -7,12 +7,13 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import StrEnum
-from typing import Any
 
 from bot.config import AgentConfig
+from bot.contracts.hits import RetrievedHit, RoundQuery, Strength
 from memory import Hit
 from memory.segment import Record
+
+__all__ = ["RetrievedHit", "RoundQuery", "Strength"]  # declared with the hit (bot.contracts)
 
 # The Chat floor (spec rule 2): a named constant, deliberately not a setting. A kept hit's
 # cosine with its round's query is at least this. Calibrated on tests/data/grounding_set.json
@@ -35,22 +36,6 @@ HIT_TEXT_CHARS = 1_200
 RECENCY_LIMIT = 3
 
 
-class RoundQuery(StrEnum):
-    MESSAGE = "message"  # the operator's message, whole repository, focus lifted
-    FOCUS = "focus"  # the focused issue's text and closing PRs (context), hits about them
-    LINKS = "links"  # without a focus: the PRs closing the issues found, the issues closed
-    EXPANSION = "expansion"  # pseudo-relevance feedback from the hits so far
-    MODEL = "model"  # the question with the search words the model proposed
-    WIDEN = "widen"  # after an uncited draft: feedback from every hit, no focus, more hits
-    RECENCY = "recency"  # not retrieval: the newest summaries, when nothing is kept
-
-
-class Strength(StrEnum):
-    STRONG = "strong"
-    WEAK = "weak"
-    CONTEXT = "context"  # focus context: given, not found
-
-
 # New hits each round may add (CHAT_K caps the total).
 ROUND_K = {RoundQuery.MESSAGE: 6, RoundQuery.FOCUS: 3, RoundQuery.LINKS: 3}
 EXPANSION_K = 3
@@ -63,8 +48,8 @@ class RetrievalTurn:
     query: str
     agent: AgentConfig
     focus: int | None
-    hits: dict[int, dict[str, Any]]
-    rounds: list[dict[str, Any]]
+    hits: dict[int, RetrievedHit]
+    rounds: list[dict[str, object]]
     related: tuple[str, ...] = ()  # the repository's committed `related:` table
     words: tuple[str, ...] = ()  # search words the model proposed (bot.chat.search_words)
 
@@ -74,8 +59,8 @@ class RetrievalTurn:
         return " ".join([self.query, *self.words])
 
     @property
-    def semantic(self) -> list[dict[str, Any]]:
-        return [h for h in self.hits.values() if h["strength"] != Strength.CONTEXT]
+    def semantic(self) -> list[RetrievedHit]:
+        return [h for h in self.hits.values() if not h.is_context]
 
 
 def select_hits(
@@ -95,25 +80,46 @@ def select_hits(
     return [h for h in ranked if h.score >= bar][:room]
 
 
-def strong_hits(turn: RetrievalTurn) -> list[dict[str, Any]]:
+def strong_hits(turn: RetrievalTurn) -> list[RetrievedHit]:
     """The turn's strong hits, best first."""
     return sorted(
-        (h for h in turn.semantic if h["strength"] == Strength.STRONG), key=lambda h: -h["score"]
+        (h for h in turn.semantic if h.strength == Strength.STRONG), key=lambda h: -score_of(h)
     )
+
+
+def score_of(hit: RetrievedHit) -> float:
+    """A kept hit's cosine (a recency summary, never kept, has none: 0)."""
+    return hit.score or 0.0
 
 
 def new_hits(hits: list[Hit], turn: RetrievalTurn) -> list[Hit]:
     return [h for h in hits if h.chunk_id not in turn.hits]
 
 
-def record_of(hit: dict[str, Any]) -> Record:
+def record_of(hit: RetrievedHit) -> Record:
     return Record(
-        id=int(hit["id"]),
-        source=str(hit["source"]),
-        repo=str(hit.get("repo") or ""),
-        text=str(hit.get("text") or ""),
-        issue=hit.get("issue"),
-        paths=tuple(hit.get("paths") or ()),
+        id=hit.id, source=hit.source, repo=hit.repo, text=hit.text, issue=hit.issue, paths=hit.paths
+    )
+
+
+def retrieved(hit: Hit, kind: RoundQuery) -> RetrievedHit:
+    """A found chunk as a turn keeps it (its text cut to HIT_TEXT_CHARS), before the round
+    says how strong it is; a recency summary has no score (found by age, not cosine)."""
+    record = hit.record
+    return RetrievedHit(
+        id=record.id,
+        source=record.source,
+        score=None if kind is RoundQuery.RECENCY else round(hit.score, 4),
+        coverage=round(hit.coverage, 4),
+        repo=record.repo,
+        issue=record.issue,
+        session_id=record.session_id,
+        paths=record.paths,
+        created_at=record.created_at,
+        links=record.links,
+        preview=hit.preview,
+        text=hit.text_within(HIT_TEXT_CHARS),
+        round=kind,
     )
 
 

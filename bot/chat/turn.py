@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import msgspec
+
 from bot.chat.blocks import context_block, fallback_block
 from bot.chat.grounding import Grounding, Verdict
 from bot.chat.intents import IntentOutcome
@@ -19,6 +21,7 @@ from bot.chat.proposals import Proposal
 from bot.chat.session_rows import REASONING_CAP, UNSET
 from bot.chat.session_store import TurnSession
 from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
+from bot.contracts.hits import hits_json
 from bot.dialogue.trailer import Trailer
 from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
@@ -34,13 +37,11 @@ def clean_grounding(grounding: Grounding) -> Grounding:
     """Steelframe's own text out of the hits: its status comments (indexed before they were
     kept out of memory) are dropped, its markers removed from what stays."""
     hits = [
-        {
-            **hit,
-            "text": without_markers(str(hit.get("text") or "")),
-            "preview": without_markers(str(hit.get("preview") or "")),
-        }
+        msgspec.structs.replace(
+            hit, text=without_markers(hit.text), preview=without_markers(hit.preview)
+        )
         for hit in grounding.hits
-        if not is_status_comment(str(hit.get("text") or ""))
+        if not is_status_comment(hit.text)
     ]
     if hits == grounding.hits:
         return grounding
@@ -137,7 +138,7 @@ class FinishedTurn:
                 **grounding.meta,
             },
             "retrieve_hits": len(grounding.kept_hits),
-            "retrieved": grounding.hits,
+            "retrieved": hits_json(grounding.hits),
             "memory_verdict": grounding.verdict.value,
             "answerability": grounding.answerability.to_json(),
             "issue": self.context.issue.facts() if self.context.issue else None,
@@ -164,7 +165,7 @@ class FinishedTurn:
             focus=self.session.focus,
             history=history,
             retrieve_hits=len(grounding.kept_hits),
-            retrieved=grounding.hits,
+            retrieved=hits_json(grounding.hits),
             retrieval_available=grounding.available,
             memory_verdict=MEMORY_VERDICTS[grounding.verdict],
             reasoning=self.draft.reasoning[:REASONING_CAP],

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from bot.contracts.hits import RetrievedHit
+
 
 @dataclass(frozen=True)
 class Thinking:
@@ -90,7 +92,7 @@ class TurnFacts:
 
     message: str
     focus: int | None = None
-    hits: list[dict[str, Any]] = field(default_factory=list)
+    hits: list[RetrievedHit] = field(default_factory=list)
     recency_fallback: bool = False
     committed_memory: list[dict[str, Any]] = field(default_factory=list)
     task: dict[str, Any] | None = None

@@ -13,6 +13,7 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
+from bot.contracts.hits import RetrievedHit, Strength
 from bot.dialogue import NOTHING_ANSWERS
 from bot.dialogue.phrasing import filing_request, memory_request
 from bot.dialogue.titles import issue_title
@@ -95,15 +96,15 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
     elif facts.hits and not facts.recency_fallback and not facts.memory_answers:
         lines.append("Closest in session memory, not an answer:")
         for hit in facts.hits[:3]:
-            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
+            lines.append(f"- {_cite(hit)}: {_preview(hit.text or hit.preview)}")
     elif facts.hits and not facts.recency_fallback:
         lines.append("From session memory:")
         for hit in facts.hits[:5]:
-            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
+            lines.append(f"- {_cite(hit)}: {_preview(hit.text or hit.preview)}")
     elif facts.hits:
         lines.append("(no semantic hits) Recent sessions:")
         for hit in facts.hits[:3]:
-            lines.append(f"- {_cite(hit)}: {_preview(hit.get('text') or hit.get('preview', ''))}")
+            lines.append(f"- {_cite(hit)}: {_preview(hit.text or hit.preview)}")
     else:
         lines.append("Session memory has nothing on this yet.")
     if trailer.intent is Intent.ANSWER and facts.retrieval_available and not facts.memory_answers:
@@ -111,15 +112,15 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
     return "\n".join(lines), trailer
 
 
-def _cite(hit: dict[str, object]) -> str:
-    if hit.get("issue"):
-        where = f"#{hit['issue']} ({hit.get('source', 'memory')})"
-    elif hit.get("session_id"):
-        where = f"session {hit['session_id']}"
+def _cite(hit: RetrievedHit) -> str:
+    if hit.issue:
+        where = f"#{hit.issue} ({hit.source})"
+    elif hit.session_id:
+        where = f"session {hit.session_id}"
     else:
-        where = str(hit.get("source", "memory"))
+        where = hit.source
     # Retrieval labels loose matches; an honest answer says so (docs/memory.md).
-    return f"{where}, weak match" if hit.get("strength") == "weak" else where
+    return f"{where}, weak match" if hit.strength == Strength.WEAK else where
 
 
 def _title(text: str) -> str:

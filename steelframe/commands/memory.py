@@ -7,10 +7,13 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import db as dbmod
 from steelframe.cli import load_settings
+
+if TYPE_CHECKING:
+    from memory.segment import Record
 
 BAR_WIDTH = 30
 
@@ -117,19 +120,19 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"no hits at or above cosine {floor:g} (try --floor 0)")
         return 0
     for rank, hit in enumerate(hits, 1):
-        print(f"{rank}. {hit.score:.4f}  {_provenance(hit.to_json())}")
-        print(f"   {hit.to_json()['preview']}")
+        print(f"{rank}. {hit.score:.4f}  {_provenance(hit.record)}")
+        print(f"   {hit.preview}")
     return 0
 
 
-def _provenance(hit: dict[str, Any]) -> str:
-    parts = [hit["source"], hit["repo"], f"chunk {hit['id']}"]
-    if hit["issue"]:
-        parts.insert(0, f"#{hit['issue']}")
-    if hit["session_id"]:
-        parts.append(f"session {hit['session_id']}")
-    if hit["paths"]:
-        parts.append("paths " + ", ".join(hit["paths"]))
+def _provenance(record: Record) -> str:
+    parts = [record.source, record.repo, f"chunk {record.id}"]
+    if record.issue:
+        parts.insert(0, f"#{record.issue}")
+    if record.session_id:
+        parts.append(f"session {record.session_id}")
+    if record.paths:
+        parts.append("paths " + ", ".join(record.paths))
     return " · ".join(parts)
 
 
