@@ -380,6 +380,7 @@ async def _ground_all(
 ) -> tuple[list[Any], dict[str, dict[str, int]]]:
     from bench import quality
     from bot.chat.retrieval import MemoryGrounder
+    from bot.contracts.hits import hits_json
 
     grounder = MemoryGrounder(memory)
     rounds: dict[str, dict[str, int]] = {}
@@ -392,7 +393,8 @@ async def _ground_all(
         grounding = await grounder.ground(
             query=q["question"], agent=agent, focus=q["focus"], emit=ignore
         )
-        outcome = quality.outcome_from_hits(q, grounding.kept_hits, keys)
+        # the hits as the chat response carries them (what the quality test reads too)
+        outcome = quality.outcome_from_hits(q, hits_json(grounding.kept_hits), keys)
         outcome.verdict = grounding.verdict.value
         outcomes.append(outcome)
         for entry in grounding.meta.get("rounds", []):

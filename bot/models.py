@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
 
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from bot.db import Base
+from bot.contracts.turn_meta import TurnMeta
+from bot.db import Base, JSONType
 
 
 class SessionKind(StrEnum):
@@ -138,7 +138,7 @@ class ChatTurn(Base):
     content: Mapped[str] = mapped_column(Text)
     reasoning: Mapped[str | None] = mapped_column(Text)
     intent: Mapped[str | None] = mapped_column(String(40))
-    meta: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    meta: Mapped[TurnMeta] = mapped_column(JSONType, default=dict)  # its typed JSON
     created_at: Mapped[datetime]
 
     session: Mapped[ChatSession] = relationship(back_populates="turns")

@@ -5,6 +5,7 @@ metadata and the TUI's `retrieve N hits` row carry it."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from bot.chat import verdict_model
 from bot.chat.answerability import answer_score, decide, verdict_features
 from bot.chat.grounding import Answerability, Verdict
 from bot.config import Settings
+from bot.contracts.turn_meta import AnswerabilityMeta
 from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn
 from tests.conftest import ApiClient, read_sse
@@ -166,3 +168,11 @@ async def test_a_verdict_that_cannot_be_reached_never_fails_the_turn(
     done = await response.json()
     assert done["memory_verdict"] == "unavailable" and done["retrieve_hits"] >= 1
     assert not done["reply"].startswith(NOTHING_ANSWERS)
+
+
+def test_the_stored_evidence_names_every_field_of_the_verdict_in_order() -> None:
+    evidence = Answerability(Verdict.NOTHING, "thin", missing=("ledger",), terms=3)
+    stored = evidence.to_json()
+    assert list(stored) == [f.name for f in dataclasses.fields(Answerability)]
+    assert list(stored) == list(AnswerabilityMeta.__annotations__)
+    assert stored["verdict"] == "nothing" and stored["missing"] == ["ledger"]

@@ -8,7 +8,6 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import msgspec
 
@@ -28,8 +27,10 @@ from bot.chat.retrieval_hits import (
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit, StatusFrame
 from bot.contracts.tasks import FocusedTask
+from bot.contracts.turn_meta import CommittedMeta, RetrievalMeta
 from memory import Hit, Memory, read_committed
 from memory.committed import CommittedMemory, read_related
+from memory.sync import SyncReport
 
 log = logging.getLogger(__name__)
 SYNC_ROWS_PER_TURN = 2_000  # a big backlog is caught up over several turns (or `reindex`)
@@ -42,7 +43,7 @@ COMMITTED_BUDGET = 8_000
 class Prepared:
     committed: CommittedMemory
     task: FocusedTask | None
-    synced: tuple[Any, bool] | Exception  # the index's catch-up report and merge_due
+    synced: tuple[SyncReport, bool] | Exception  # the index's catch-up report and merge_due
     recent: list[Hit] | Exception  # the newest summaries: the recency fallback
     related: tuple[str, ...] = ()  # the committed `related:` table (memory.committed)
 
@@ -70,7 +71,7 @@ def related_table(agent: AgentConfig) -> tuple[str, ...]:
         return ()
 
 
-def committed_meta(committed: CommittedMemory) -> dict[str, Any]:
+def committed_meta(committed: CommittedMemory) -> CommittedMeta:
     return {
         "files": [f.path for f in committed.files],
         "truncated": [f.path for f in committed.files if f.truncated],
@@ -99,7 +100,7 @@ def base_grounding(prepared: Prepared, floor: float) -> Grounding:
 
 async def recency_fallback(
     base: Grounding,
-    meta: dict[str, Any],
+    meta: RetrievalMeta,
     judged: Answerability,
     prepared: Prepared,
     emit: Emit,
@@ -136,7 +137,7 @@ class TurnPreparation:
         self.memory = memory
         self.background = background
         self.tasks = tasks
-        self._merging: asyncio.Task[Any] | None = None
+        self._merging: asyncio.Task[None] | None = None
 
     def prepare(self, agent: AgentConfig, focus: int | None) -> Prepared:
         """What a turn reads before it searches, in one thread hop: each hop costs the loop
@@ -147,7 +148,7 @@ class TurnPreparation:
         committed files and the task never do."""
         committed, task = read_committed_memory(agent), self._task(agent, focus)
         related = related_table(agent)
-        synced: tuple[Any, bool] | Exception
+        synced: tuple[SyncReport, bool] | Exception
         try:
             synced = self._sync()
         except Exception as exc:
@@ -159,7 +160,7 @@ class TurnPreparation:
             recent = exc
         return Prepared(committed, task, synced, recent, related)
 
-    def _sync(self) -> tuple[Any, bool]:
+    def _sync(self) -> tuple[SyncReport, bool]:
         report = self.memory.sync(limit=SYNC_ROWS_PER_TURN)
         return report, self.memory.merge_due()
 

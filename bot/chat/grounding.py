@@ -6,13 +6,14 @@ memory); `NoGrounding` is used where no memory is wired (it retrieves nothing an
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit
 from bot.contracts.hits import RetrievedHit
+from bot.contracts.turn_meta import AnswerabilityMeta, RetrievalMeta
 
 NO_SEMANTIC_HITS = "(no semantic hits)"
 
@@ -46,8 +47,24 @@ class Answerability:
     about_focus: bool = False
     score: float = 0.0  # the calibrated verdict's probability that memory answers
 
-    def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "verdict": self.verdict.value, "missing": list(self.missing)}
+    def to_json(self) -> AnswerabilityMeta:
+        return {
+            "verdict": self.verdict.value,
+            "reason": self.reason,
+            "coverage": self.coverage,
+            "spread": self.spread,
+            "model_words": self.model_words,
+            "best": self.best,
+            "margin": self.margin,
+            "agreement": self.agreement,
+            "fits": self.fits,
+            "missing": list(self.missing),
+            "unknown_share": self.unknown_share,
+            "missing_peak": self.missing_peak,
+            "terms": self.terms,
+            "about_focus": self.about_focus,
+            "score": self.score,
+        }
 
 
 UNAVAILABLE = Answerability(Verdict.UNAVAILABLE, "retrieval unavailable")
@@ -62,7 +79,7 @@ class Grounding:
     prompt_block: str = f"Prior Steelframe context:\n{NO_SEMANTIC_HITS}"
     committed_block: str = ""
     task: dict[str, Any] | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: RetrievalMeta = field(default_factory=lambda: RetrievalMeta())
     answerability: Answerability = UNAVAILABLE
 
     @property

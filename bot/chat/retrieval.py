@@ -22,7 +22,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
-from typing import cast
 
 import msgspec
 from msgspec import UnsetType
@@ -71,6 +70,7 @@ from bot.chat.search_words import SearchWords
 from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit, StatusFrame
+from bot.contracts.turn_meta import RetrievalMeta, RoundMeta
 from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkSource, Hit, Memory
 from memory.feedback import Expansion
@@ -78,7 +78,7 @@ from memory.segment import Record
 
 log = logging.getLogger(__name__)
 # A round: the hits it kept and what it says about itself in the turn's metadata.
-Round = Callable[[RetrievalTurn], Awaitable[tuple[list[RetrievedHit], dict[str, object]]]]
+Round = Callable[[RetrievalTurn], Awaitable[tuple[list[RetrievedHit], RoundMeta]]]
 
 
 class MemoryGrounder:
@@ -140,7 +140,7 @@ class MemoryGrounder:
                 prompt_block=f"{HEADER} (retrieval unavailable this turn)",
                 meta={**base.meta, "retrieval": "unavailable", "reason": reason},
             )
-        meta = {
+        meta: RetrievalMeta = {
             **base.meta,
             "rounds": turn.rounds,
             "index": {"added": report.added, "behind": report.behind},
@@ -188,7 +188,7 @@ class MemoryGrounder:
             )
         )
         hits = await self._ordered(turn)
-        widened = {
+        widened: RoundMeta = {
             "query": RoundQuery.WIDEN.value,
             "hits": len(added),
             "added_terms": list(added_terms),
@@ -244,7 +244,7 @@ class MemoryGrounder:
         number = len(turn.rounds) + 1
         hits = sum(1 for h in added if not h.is_context)
         context = len(added) - hits
-        entry = {
+        entry: RoundMeta = {
             "round": number,
             "query": kind.value,
             "hits": hits,
@@ -258,9 +258,9 @@ class MemoryGrounder:
         if context:
             text += f" + {context} focus context"
         if model_words := detail.get("model_words"):
-            text += f" · model words: {' '.join(cast(list[str], model_words))}"
+            text += f" · model words: {' '.join(model_words)}"
         if added_terms := detail.get("added_terms"):
-            text += f" · expanded with {len(cast(list[str], added_terms))} terms"
+            text += f" · expanded with {len(added_terms)} terms"
         await emit(
             StatusFrame(
                 text=text,
@@ -272,9 +272,7 @@ class MemoryGrounder:
             )
         )
 
-    async def _message_round(
-        self, turn: RetrievalTurn
-    ) -> tuple[list[RetrievedHit], dict[str, object]]:
+    async def _message_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """The question and its related terms (memory.related: "bill" asks for "invoice"
         too, at a fraction of the weight), so a question in other words finds its chunk."""
         room = ROUND_K[RoundQuery.MESSAGE]
@@ -291,18 +289,14 @@ class MemoryGrounder:
         added = await self._keep(turn, chosen, RoundQuery.MESSAGE, grown=grown)
         return added, {"related_terms": list(grown.added)}
 
-    async def _focus_round(
-        self, turn: RetrievalTurn
-    ) -> tuple[list[RetrievedHit], dict[str, object]]:
+    async def _focus_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """The focused issue's own text and the PRs that close it come in as context (not
         floor-gated); then the chunks of its thread that match the question."""
         assert turn.focus is not None
         added, detail = await self._thread(turn, [turn.focus], recent=THREAD_RECENT)
         return added, {"focus": turn.focus, **detail}
 
-    async def _links_round(
-        self, turn: RetrievalTurn
-    ) -> tuple[list[RetrievedHit], dict[str, object]]:
+    async def _links_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """Without a focus, the best hit plays its part: its issue and the PRs that close it
         (`Fixes #N`, both ways) come in, and its thread's chunks that match the question are
         kept at the floor like any hit. A strong anchor's issue and PRs are context (given);
@@ -326,7 +320,7 @@ class MemoryGrounder:
         *,
         recent: int,
         as_context: bool = True,
-    ) -> tuple[list[RetrievedHit], dict[str, object]]:
+    ) -> tuple[list[RetrievedHit], RoundMeta]:
         repo = turn.agent.repo
         about = await asyncio.to_thread(self.memory.about, issues, repo=repo)
         own = [r for r in about if r.source == ChunkSource.ISSUE.value][-len(issues) :]
@@ -391,9 +385,7 @@ class MemoryGrounder:
             turn.hits.pop(record.id, None)
         return asked
 
-    async def _model_round(
-        self, turn: RetrievalTurn
-    ) -> tuple[list[RetrievedHit], dict[str, object]]:
+    async def _model_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """The question with the model's search words (related terms too): a paraphrase is
         bridged by the model's vocabulary. Its hits are weighed against each other."""
         room = min(ROUND_K[RoundQuery.MESSAGE], CHAT_K - len(turn.semantic))
@@ -411,9 +403,7 @@ class MemoryGrounder:
         )
         return added, {"model_words": list(turn.words)}
 
-    async def _expansion_round(
-        self, turn: RetrievalTurn
-    ) -> tuple[list[RetrievedHit], dict[str, object]]:
+    async def _expansion_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """Rocchio feedback from the strong hits: the question plus their mid-frequency
         terms. Its new hits are weighed against each other (the feedback chunks themselves
         always match an expansion of their own terms best)."""

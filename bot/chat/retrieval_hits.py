@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from bot.config import AgentConfig
 from bot.contracts.hits import RetrievedHit, RoundQuery, Strength
+from bot.contracts.turn_meta import RoundMeta
 from memory import Hit
 from memory.segment import Record
 
@@ -49,7 +50,7 @@ class RetrievalTurn:
     agent: AgentConfig
     focus: int | None
     hits: dict[int, RetrievedHit]
-    rounds: list[dict[str, object]]
+    rounds: list[RoundMeta]
     related: tuple[str, ...] = ()  # the repository's committed `related:` table
     words: tuple[str, ...] = ()  # search words the model proposed (bot.chat.search_words)
 

@@ -47,6 +47,7 @@ from bot.contracts.chat import (
     Message,
 )
 from bot.contracts.chat import Session as SessionView
+from bot.contracts.turn_meta import TurnMeta
 from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
 
 
@@ -168,7 +169,7 @@ class TurnRecord:
     reply: str
     reasoning: str
     intent: str
-    meta: dict[str, Any]
+    meta: TurnMeta
     title: str | None = None
     decision: tuple[str, int] | Any | None = UNSET
     pending: Proposal | Any | None = UNSET  # a new proposal, None to clear, UNSET to keep

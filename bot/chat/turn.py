@@ -9,7 +9,6 @@ are made from.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import msgspec
 
@@ -22,6 +21,7 @@ from bot.chat.session_rows import REASONING_CAP, UNSET
 from bot.chat.session_store import TurnSession
 from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
 from bot.contracts.hits import hits_json
+from bot.contracts.turn_meta import RetrievalMeta, TurnMeta
 from bot.dialogue.trailer import Trailer
 from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
@@ -49,7 +49,7 @@ def clean_grounding(grounding: Grounding) -> Grounding:
     if not hits and not grounding.recency_fallback:
         block = fallback_block([])
     dropped = len(grounding.hits) - len(hits)
-    meta = {**grounding.meta, "own_text_dropped": dropped}
+    meta: RetrievalMeta = {**grounding.meta, "own_text_dropped": dropped}
     return replace(grounding, hits=hits, prompt_block=block, meta=meta)
 
 
@@ -122,7 +122,7 @@ class FinishedTurn:
             else None
         )
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> TurnMeta:
         grounding = self.context.grounding
         return {
             "model": self.model,

@@ -20,7 +20,9 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-# A JSON object we pass through without reading it (a retrieval hit, a turn's metadata).
+# A JSON object the wire passes through: a retrieval hit (typed as bot.contracts.hits.
+# RetrievedHit, encoded by `hits_json`), a turn's metadata (bot.contracts.turn_meta.TurnMeta);
+# kept as plain objects here so the OpenAPI schema and the clients' generated files stay.
 JsonObject = dict[str, object]
 Role = Literal["user", "assistant"]
 SessionKindName = Literal["chat", "discuss"]

@@ -9,13 +9,13 @@ the primary key and writes nothing.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.turn_meta import TurnMeta
 from bot.db import Database
 from bot.lifecycle.models import ChatDelivery, EventKind, Task, TaskEvent
 from bot.lifecycle.states import CHAT_RESULTS, TaskState
@@ -78,7 +78,7 @@ def _deliver_one(session: Session, task_id: int, event_id: int, clock: Clock) ->
     outcome = "skipped"
     if chat is not None:
         seq = session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == chat.id))
-        meta: dict[str, Any] = {
+        meta: TurnMeta = {
             "kind": "task_result",
             "task_id": task_id,
             "repo": task.repo,
