@@ -165,7 +165,7 @@ class FinishedTurn:
             focus=self.session.focus,
             history=history,
             retrieve_hits=len(grounding.kept_hits),
-            retrieved=hits_json(grounding.hits),
+            retrieved=list(grounding.hits),
             retrieval_available=grounding.available,
             memory_verdict=MEMORY_VERDICTS[grounding.verdict],
             reasoning=self.draft.reasoning[:REASONING_CAP],

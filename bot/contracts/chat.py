@@ -20,9 +20,10 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
-# A JSON object the wire passes through: a retrieval hit (typed as bot.contracts.hits.
-# RetrievedHit, encoded by `hits_json`), a turn's metadata (bot.contracts.turn_meta.TurnMeta);
-# kept as plain objects here so the OpenAPI schema and the clients' generated files stay.
+from bot.contracts.hits import RetrievedHit
+
+# A JSON object the wire passes through: a stored message's metadata (its shape is
+# bot.contracts.turn_meta.TurnMeta, a TypedDict msgspec cannot describe as a schema).
 JsonObject = dict[str, object]
 Role = Literal["user", "assistant"]
 SessionKindName = Literal["chat", "discuss"]
@@ -86,7 +87,7 @@ class ChatResponse(Struct, frozen=True, forbid_unknown_fields=True):
     focus: int | None
     history: list[Message]
     retrieve_hits: int
-    retrieved: list[JsonObject]
+    retrieved: list[RetrievedHit]
     retrieval_available: bool
     memory_verdict: Annotated[
         MemoryVerdict, Meta(description="does session memory answer the question (docs/memory.md)")
