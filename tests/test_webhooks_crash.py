@@ -31,6 +31,8 @@ from tests.fakes.lifecycle import PICKUP
 from tests.fakes.serve_process import serve
 from webhooks.signature import signature_for
 
+pytestmark = pytest.mark.slow  # a real `serve` killed mid-burst of 2,000 deliveries
+
 SECRET = "crash-test-secret"
 BURST = 2000
 KILL_AFTER = 200  # acknowledged before the test looks for a moment to kill
