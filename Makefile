@@ -54,8 +54,10 @@ wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.events_wire
 
 # Three test processes (pytest-xdist): most tests wait on real processes, not the CPU.
+# Tests marked `slow` go out first (tests/conftest.py); the 20 slowest are listed at the
+# end, to keep the run under its ten minutes.
 # `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.
-PYTEST_ARGS ?= -n 3
+PYTEST_ARGS ?= -n 3 --durations=20
 test: $(STAMP) lint
 	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 

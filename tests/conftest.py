@@ -38,6 +38,14 @@ PG_URL = os.environ.get(
 REDIS_URL = os.environ.get("STEELFRAME_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `slow` first, the rest in their usual order. pytest-xdist hands tests
+    out in this order: the long ones (real processes, outages waited out) start while
+    every worker is busy and the many short ones even out the ends, instead of a long
+    test from the end of the alphabet running alone after the others have finished."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 def _pg_available() -> str | None:
     try:
         engine = create_engine(PG_URL)

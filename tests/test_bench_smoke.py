@@ -15,6 +15,8 @@ from bench import (
 )
 from tests.fakes.tools import require_tool
 
+pytestmark = pytest.mark.slow  # each benchmark starts its servers and clients as real processes
+
 
 def test_chat_overhead_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     chat_overhead.main(["--smoke"])

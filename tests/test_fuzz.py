@@ -231,3 +231,17 @@ async def test_no_webhook_delivery_answers_5xx(service: ApiClient) -> None:
     url = str(service.raw.make_url("/api/github/webhooks"))
     calls = await asyncio.to_thread(_fuzz_webhooks, url)
     assert calls >= _examples() * 8
+
+
+def test_retry_jitter_leaves_the_global_random_state_alone() -> None:
+    """The fuzzers draw examples from the global `random` state, seeded per example, while
+    the service answers in the same process: a failed delivery's backoff that drew from it
+    would make an example irreproducible (Hypothesis reports that as a flaky failure)."""
+    import random
+
+    from webhooks.delivery_retry import RetryPolicy
+
+    before = random.getstate()
+    delays = {RetryPolicy().delay(3) for _ in range(20)}
+    assert random.getstate() == before
+    assert len(delays) > 1 and all(10.0 <= d <= 20.0 for d in delays)  # still jittered

@@ -24,6 +24,8 @@ import pytest
 
 from tests.fakes.serve_process import child_env, free_port
 
+pytestmark = pytest.mark.slow  # installs and starts the package as the image does
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 

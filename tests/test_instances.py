@@ -33,6 +33,8 @@ from tests.fakes.sandbox import sandbox_settings
 from tests.fakes.workers import settings_env, spawn_worker, stop_processes
 from webhooks.deliveries import WebhookDelivery
 
+pytestmark = pytest.mark.slow  # two or more real `serve` processes (and workers) per test
+
 MODEL = "instances-model"
 
 

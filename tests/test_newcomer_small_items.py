@@ -90,6 +90,7 @@ def test_github_check_without_an_answer_does_not_say_github_said(
     assert "GitHub said" not in result.stderr
 
 
+@pytest.mark.slow
 async def test_webhooks_sign_prints_a_curl_the_service_accepts(tmp_path: Path) -> None:
     import asyncio
     import json

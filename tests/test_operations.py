@@ -156,6 +156,7 @@ def _stop(process: subprocess.Popen[str]) -> str:
 
 
 @pytest.mark.parametrize("access_log", ["", "true"])
+@pytest.mark.slow
 def test_json_logs_parse_line_by_line_with_request_ids(tmp_path: Path, access_log: str) -> None:
     env = {"LOG_FORMAT": "json"} | ({"STEELFRAME_ACCESS_LOG": access_log} if access_log else {})
     process = _serve(tmp_path, **env)
@@ -185,6 +186,7 @@ def _children(pid: int) -> list[int]:
     return [int(line) for line in found.stdout.split()]
 
 
+@pytest.mark.slow
 def test_two_processes_share_one_port_and_a_dead_one_is_replaced(
     tmp_path: Path, own_redis: str
 ) -> None:
@@ -209,6 +211,7 @@ def test_two_processes_share_one_port_and_a_dead_one_is_replaced(
     assert process.returncode == 0
 
 
+@pytest.mark.slow
 def test_processes_without_redis_are_refused_with_a_reason(tmp_path: Path) -> None:
     process = _serve(tmp_path, "--processes", "2")
     _, stderr = process.communicate(timeout=60)

@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bot.config_values import Secret
 from bot.serving_checks import SANDBOX_CHECKS, Check, sandbox_checks
 from tests.conftest import GitHubSandbox, make_settings
@@ -30,6 +32,7 @@ async def _readyz(api_factory: Any, settings: Any) -> tuple[int, dict[str, Any]]
     return answer.status, await answer.json()
 
 
+@pytest.mark.slow
 async def test_readyz_names_each_missing_serving_setting(
     api_factory: Any, tmp_path: Path, github_sandbox: GitHubSandbox
 ) -> None:
@@ -66,6 +69,7 @@ async def test_readyz_names_each_missing_serving_setting(
     assert "no coding agent configured" in body["checks"]["coding_runtime"]["detail"]
 
 
+@pytest.mark.slow
 async def test_serve_warns_at_start_up_for_each_missing_setting(
     tmp_path: Path, github_sandbox: GitHubSandbox
 ) -> None:
@@ -106,6 +110,7 @@ def test_doctor_is_happy_on_a_dev_shell_and_warns_about_tracked_secrets(tmp_path
     assert secrets.startswith("warn") and "git tracks .env" in secrets
 
 
+@pytest.mark.slow
 async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
     github_sandbox: GitHubSandbox, tmp_path: Path, github_app_keys: tuple[str, str]
 ) -> None:

@@ -1,10 +1,11 @@
 """`kill -9` of a real `steelframe serve` mid-burst: after a restart every delivery is
-processed within 30 s (the dead process's claims lapse in seconds and are taken over), and
-nothing is done twice, counted as a user would see it: one task per picked-up issue with
-one "created" and no "pickup ignored" in its history, each issue's state label added once
-on GitHub and no comment posted, each issue's text stored once. A handler's effect commits
-with its "done" record (bot.handler_runs), so even the deliveries whose outcome the killed
-process had not recorded yet are not run twice."""
+processed, never pausing longer than the dead process's claims take to lapse and be taken
+over (seconds: the lease and one sweep), and nothing is done twice, counted as a user would
+see it: one task per picked-up issue with one "created" and no "pickup ignored" in its
+history, each issue's state label added once on GitHub and no comment posted, each issue's
+text stored once. A handler's effect commits with its "done" record (bot.handler_runs), so
+even the deliveries whose outcome the killed process had not recorded yet are not run
+twice."""
 
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from tests.fakes.lifecycle import PICKUP
 from tests.fakes.serve_process import serve
 from webhooks.signature import signature_for
 
+pytestmark = pytest.mark.slow  # a real `serve` killed mid-burst of 2,000 deliveries
+
 SECRET = "crash-test-secret"
 BURST = 2000
 KILL_AFTER = 200  # acknowledged before the test looks for a moment to kill
@@ -38,6 +41,13 @@ KILL_AFTER = 200  # acknowledged before the test looks for a moment to kill
 PICKUP_EVERY = 16
 PICKUPS = 60
 QUEUED_LABEL = "steelframe:queued"
+# The longest the restarted process may go without finishing a delivery: the dead claims
+# lapse 15 s after their last renewal (webhooks.processor.LEASE_SECONDS) and the next sweep
+# takes them (SWEEP_SECONDS, 5 s); doubled for a loaded machine. A claim that never lapses,
+# or only after minutes, stalls processing past it.
+STALL_SECONDS = 45
+# Only against a hang: how fast 2,000 deliveries go depends on the machine's load.
+HANG_SECONDS = 300
 
 
 def deliveries(github: GitHubSandbox) -> list[tuple[str, str, bytes]]:
@@ -165,6 +175,22 @@ async def reconcile_labels(settings: Settings) -> None:
         connection.close()
 
 
+async def processed_without_a_stall(url: str, restarted: float) -> None:
+    """Wait until all BURST deliveries are processed; fail if none finishes for
+    STALL_SECONDS (the dead claims were not taken over in time), or after HANG_SECONDS."""
+    done, progressed = 0, time.monotonic()
+    while done < BURST:
+        now = time.monotonic()
+        stalled, elapsed = now - progressed, now - restarted
+        where = f"{done} of {BURST} processed {elapsed:.0f}s after restart"
+        assert stalled < STALL_SECONDS, f"{where}, none for {stalled:.0f}s"
+        assert elapsed < HANG_SECONDS, where
+        await asyncio.sleep(0.25)
+        count = scalar(url, "SELECT count(*) FROM github_deliveries WHERE status = 'processed'")
+        if count > done:
+            done, progressed = count, time.monotonic()
+
+
 def assert_nothing_doubled(url: str, github: GitHubSandbox) -> None:
     """What a user would see: tasks and their history, the issues on GitHub, memory."""
     tasks = Counter(row[0] for row in rows(url, "SELECT issue FROM tasks"))
@@ -190,7 +216,7 @@ def assert_nothing_doubled(url: str, github: GitHubSandbox) -> None:
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgres"])
-async def test_kill_9_mid_burst_then_every_delivery_is_processed_within_30s_and_none_twice(
+async def test_kill_9_mid_burst_then_every_delivery_is_processed_without_a_stall_none_twice(
     kind: str,
     tmp_path: Path,
     request: pytest.FixtureRequest,
@@ -238,12 +264,7 @@ async def test_kill_9_mid_burst_then_every_delivery_is_processed_within_30s_and_
         again: list[str] = []
         await send_all(second.port, unanswered, again)
         assert sorted(again) == sorted(d for d, _, _ in unanswered)
-        done = 0
-        while done < BURST:
-            elapsed = time.monotonic() - restarted
-            assert elapsed < 30, f"{done} of {BURST} processed {elapsed:.0f}s after restart"
-            await asyncio.sleep(0.25)
-            done = scalar(url, "SELECT count(*) FROM github_deliveries WHERE status = 'processed'")
+        await processed_without_a_stall(url, restarted)
     # A pickup whose task committed just before the kill may not have put its label on the
     # issue yet: the worker's reconciler does that (it adds what is missing, nothing twice).
     await reconcile_labels(github_sandbox.settings(tmp_path, database_url=url, redis_url=redis_url))

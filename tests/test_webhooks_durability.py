@@ -11,6 +11,8 @@ from sqlalchemy import text
 
 from bench import webhooks as bench
 
+pytestmark = pytest.mark.slow  # real `serve` processes, killed and restarted
+
 
 def stored_ids(database_url: str) -> set[str]:
     from bot.db import create_db_engine

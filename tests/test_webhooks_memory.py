@@ -8,9 +8,12 @@ import asyncio
 from pathlib import Path
 
 import psutil
+import pytest
 
 from bench.webhook_memory import MB, forged
 from tests.fakes.serve_process import serve
+
+pytestmark = pytest.mark.slow  # thirty large bodies against a real `serve`
 
 SECRET = "memory-test-secret"
 BODY_SIZE = 24 * 1024 * 1024

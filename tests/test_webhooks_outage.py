@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from sqlalchemy import func, select
 
@@ -31,6 +32,8 @@ from tests.fakes.serve_process import free_port
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 from webhooks.delivery_retry import RetryPolicy
 from webhooks.deps import WEBHOOKS
+
+pytestmark = pytest.mark.slow  # waits out a GitHub or Redis outage for real
 
 OUTAGE_SECONDS = 10.0
 # Long enough that a heartbeat starved on a loaded machine does not lose a run's lease

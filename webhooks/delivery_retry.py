@@ -6,6 +6,10 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
+# Its own generator: a retry's jitter never moves (or depends on) the global `random` state,
+# which a program sharing the process may seed and replay (Hypothesis does, per example).
+_JITTER = random.Random()
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -18,7 +22,7 @@ class RetryPolicy:
     max_delay: float = 600.0
     jitter: float = 0.5
 
-    def delay(self, attempt: int, *, rng: Callable[[], float] = random.random) -> float:
+    def delay(self, attempt: int, *, rng: Callable[[], float] = _JITTER.random) -> float:
         """Seconds before attempt `attempt + 1` after attempt `attempt` (1-based) failed."""
         full = min(self.base_delay * 2.0 ** (attempt - 1), self.max_delay)
         return full * (1.0 - self.jitter * rng())
