@@ -28,6 +28,7 @@ inside its budget.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import string
 import threading
@@ -35,11 +36,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 
+import mmh3
 import numpy as np
 import Stemmer
 from numpy.typing import NDArray
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-from sklearn.utils import murmurhash3_32
 
 N_FEATURES = 2**20
 # Bump when terms, hashing or weights change: an index built another way is rebuilt
@@ -67,7 +67,33 @@ _QUESTION = frozenset(
     " today yesterday exactly basically currently specifically anybody somebody someone"
     " didn doesn isn wasn aren weren hasn haven couldn wouldn shouldn don won ve ll".split()
 )
-STOP_WORDS = (frozenset(ENGLISH_STOP_WORDS) - _KEEP) | _QUESTION
+
+
+def _english_stop_words() -> frozenset[str]:
+    """scikit-learn's English stop-word list, the one memory's terms were always cut by, read
+    from the one module that declares it without importing scikit-learn (its import pulls in
+    scipy.stats: ~0.8 s of CPU in every process that analyses text). Should a release move
+    that file, the list comes through scikit-learn's public import, slower but the same."""
+    package = importlib.util.find_spec("sklearn")
+    locations = package.submodule_search_locations if package else None
+    if locations:
+        path = f"{next(iter(locations))}/feature_extraction/_stop_words.py"
+        spec = importlib.util.spec_from_file_location("_sklearn_stop_words", path)
+        if spec is not None and spec.loader is not None:
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+                words = getattr(module, "ENGLISH_STOP_WORDS", None)
+                if isinstance(words, frozenset):
+                    return words
+            except OSError:
+                pass
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
+
+
+STOP_WORDS = (_english_stop_words() - _KEEP) | _QUESTION
 
 # A raw token is a run of word characters, '#', '.' and '-' (cut anywhere else): an ASCII
 # fast path maps every other byte to a space with bytes.translate, then splits (C speed);
@@ -204,7 +230,7 @@ def _content(word: str) -> bool:
 
 
 def _feature(term: str) -> int:
-    hashed: int = murmurhash3_32(term, seed=0)  # sklearn ships no types: say what it returns
+    hashed: int = mmh3.hash(term, 0)  # signed, as scikit-learn's murmurhash3_32 answers
     return abs(hashed) % N_FEATURES
 
 

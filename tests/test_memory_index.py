@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 from sklearn.utils import murmurhash3_32
 
+from memory import analysis
 from memory.analysis import N_FEATURES, Analyzer
 from memory.errors import IndexCorrupt, IndexIncompatible
 from memory.index import SearchIndex
@@ -47,6 +49,16 @@ def test_features_are_murmurhash_of_the_analysed_terms() -> None:
         assert dict(zip(ours.term[mine].tolist(), ours.count[mine].tolist(), strict=True)) == counts
         terms, _ = analyzer.query(text)
         assert terms.tolist() == sorted(counts)
+
+
+def test_the_stop_words_are_scikit_learns_without_importing_it() -> None:
+    """memory reads scikit-learn's list from its file (importing the package costs ~0.8 s
+    of CPU a process): the list must be the one the public import gives, and the hash the
+    same function as scikit-learn's (the test above)."""
+    assert analysis._english_stop_words() == frozenset(ENGLISH_STOP_WORDS)
+    assert analysis.STOP_WORDS == (frozenset(ENGLISH_STOP_WORDS) - analysis._KEEP) | (
+        analysis._QUESTION
+    )
 
 
 def test_search_ranks_by_cosine_with_scores_between_zero_and_one(tmp_path: Path) -> None:
