@@ -69,7 +69,7 @@ def test_every_event_the_manifest_asks_for_has_a_handler() -> None:
 
 
 def test_the_ci_reads_need_only_what_the_manifest_grants() -> None:
-    from bot.github.client import needed_permissions
+    from bot.github.permissions import needed_permissions
 
     granted = manifest()["default_permissions"]
     for path in (

@@ -12,7 +12,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from bot.github.client import GitHubClient, needed_permissions
+from bot.github.client import GitHubClient
+from bot.github.permissions import needed_permissions
 from github_sandbox import registration
 from github_sandbox.contract import Contract
 from github_sandbox.permissions import OPERATIONS, READ, WRITE

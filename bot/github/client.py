@@ -1,8 +1,9 @@
-"""`GitHubClient`: the REST calls Steelframe makes as a GitHub App, one method each.
+"""`GitHubClient`: the REST calls Steelframe makes as a GitHub App, one method each (the
+calls after a pull request opens are in `bot.github.pull_request_calls`).
 
 Repositories are "owner/name" strings. Every call authenticates as the installation that
 serves the repository (looked up and cached) with a token limited to that one repository
-and the least permission the call needs (`needed_permissions`; tokens cached per
+and the least permission the call needs (`bot.github.permissions`; tokens cached per
 installation, repository and permissions), goes through the per-installation pacer (all of
 an installation's tokens share its rate budget, as on GitHub) and the retry rules in
 `bot.github.transport`, and fails with a `bot.github.errors` error carrying GitHub's status
@@ -23,7 +24,6 @@ import aiohttp
 
 from bot.config import Settings
 from bot.config_values import Secret
-from bot.errors import BadRequest
 from bot.github.app_auth import (
     AppCredentials,
     InstallationLookup,
@@ -35,19 +35,9 @@ from bot.github.app_records import AccessToken, App, CollaboratorPermission, Ins
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
 from bot.github.issue_records import Issue, IssueComment, Label, PullRequest, Repository
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
+from bot.github.permissions import needed_permissions, repo_path, split_repo
+from bot.github.pull_request_calls import PullRequestCalls
 from bot.github.records import (
-    Annotation,
-    CheckRun,
-    CombinedStatus,
-    Job,
-    JobLog,
-    MergeResult,
-    MergeState,
-    PullFile,
-    Reaction,
-    Review,
-    ReviewComment,
-    WorkflowRun,
     record,
     records,
 )
@@ -66,24 +56,6 @@ PERMISSIONS = ("admin", "write", "read", "none")
 # How many of the newest App-made issues/comments to look through after a create failed
 # with 5xx, before sending it again.
 RECONCILE_WINDOW = 30
-# The fine-grained permission each part of a repository's API needs (GitHub docs, the
-# "Permissions required for GitHub Apps" page): labels belong to issues. The repository
-# itself and a collaborator's permission need only `metadata: read`, which every token has.
-AREA_PERMISSIONS = {
-    "issues": "issues",
-    "labels": "issues",
-    "pulls": "pull_requests",
-    "contents": "contents",
-    "git": "contents",
-    "check-runs": "checks",
-    "actions": "actions",
-}
-# Under /commits/{ref}/ the last part says which: check runs or the combined status.
-COMMIT_PERMISSIONS = {"check-runs": "checks", "status": "statuses"}
-# A job's log is cut to its last bytes (the failure is at the end of a log).
-JOB_LOG_TAIL_BYTES = 256 * 1024
-METADATA_ONLY = {"metadata": "read"}
-READ_METHODS = frozenset({"GET", "HEAD"})
 
 
 @dataclass(frozen=True)
@@ -95,38 +67,7 @@ class AppIdentity:
     html_url: str
 
 
-def split_repo(repo: str) -> tuple[str, str]:
-    owner, _, name = repo.partition("/")
-    if not owner or not name or "/" in name:
-        raise BadRequest(f"repository must look like owner/name, got {repo!r}")
-    return owner, name
-
-
-def needed_permissions(method: str, path: str) -> dict[str, str]:
-    """The least permission a call needs: `path` is relative to the repository URL
-    ("/issues/3/comments"); reads need `read`, anything else `write`."""
-    parts = path.split("?", 1)[0].strip("/").split("/")
-    area = parts[0]
-    name = AREA_PERMISSIONS.get(area)
-    if area == "commits" and len(parts) >= 3:
-        name = COMMIT_PERMISSIONS.get(parts[-1])
-    elif area == "pulls" and len(parts) == 3 and parts[-1] == "merge":
-        name = "contents"  # merging writes the base branch: GitHub asks for contents
-    if name is None:
-        if method.upper() in READ_METHODS and area in ("", "collaborators"):
-            return dict(METADATA_ONLY)
-        # A call this table does not know would get a token that cannot make it; say so
-        # here rather than as GitHub's 403 in production.
-        raise ValueError(f"no permission known for {method} {path or '/'}")
-    return {name: "read" if method.upper() in READ_METHODS else "write"}
-
-
-def _repo_path(repo: str) -> str:
-    owner, name = split_repo(repo)
-    return f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
-
-
-class GitHubClient:
+class GitHubClient(PullRequestCalls):
     """The App's REST client. Create once per process; `await close()` at shutdown."""
 
     def __init__(
@@ -231,7 +172,7 @@ class GitHubClient:
 
     async def _fetch_installation(self, repo: str) -> int:
         response = await self.transport.request(
-            "GET", f"{_repo_path(repo)}/installation", credential=self._app_credential()
+            "GET", f"{repo_path(repo)}/installation", credential=self._app_credential()
         )
         return record(Installation, response.data).id
 
@@ -296,7 +237,7 @@ class GitHubClient:
         permission the call needs; `path` is relative to the repository URL."""
         return await self.transport.request(
             method,
-            _repo_path(repo) + path,
+            repo_path(repo) + path,
             credential=await self._repo_credential(repo, needed_permissions(method, path)),
             payload=payload,
             params=params,
@@ -320,7 +261,7 @@ class GitHubClient:
         credential = await self._repo_credential(repo, needed_permissions("GET", path))
         query = {"per_page": str(PER_PAGE), **(params or {})}
         response = await self.transport.request(
-            "GET", _repo_path(repo) + path, credential=credential, params=query
+            "GET", repo_path(repo) + path, credential=credential, params=query
         )
         items = _page(kind, response.data, key)
         pages = 1
@@ -476,149 +417,18 @@ class GitHubClient:
         permission = record(CollaboratorPermission, response.data).permission
         return permission if permission in PERMISSIONS else "none"
 
-    # -- After the pull request: reviews, reactions, CI, files, merge ---------------------
-
-    async def react_to_issue_comment(
-        self, repo: str, comment_id: int, content: str = "eyes"
-    ) -> Reaction:
-        """React to an issue (or pull request conversation) comment; reacting twice with
-        the same content answers the first reaction (GitHub's 200), so a retry is safe."""
-        path = f"/issues/comments/{int(comment_id)}/reactions"
-        response = await self.request("POST", repo, path, payload={"content": content})
-        return record(Reaction, response.data)
-
-    async def react_to_review_comment(
-        self, repo: str, comment_id: int, content: str = "eyes"
-    ) -> Reaction:
-        path = f"/pulls/comments/{int(comment_id)}/reactions"
-        response = await self.request("POST", repo, path, payload={"content": content})
-        return record(Reaction, response.data)
-
-    async def get_review_comment(self, repo: str, comment_id: int) -> ReviewComment:
-        response = await self.request("GET", repo, f"/pulls/comments/{int(comment_id)}")
-        return record(ReviewComment, response.data)
-
-    async def reply_to_review_comment(
-        self, repo: str, number: int, comment_id: int, body: str
-    ) -> ReviewComment:
-        """Reply on the thread of review comment `comment_id` of pull request `number`.
-
-        Sent as a review comment `in_reply_to` the thread: GitHub's description marks the
-        replies endpoint (`create-reply-for-review-comment`) as not for installation tokens
-        (`enabledForGitHubApps: false`). A 5xx is checked for a reply already made before
-        sending again, so a retry never doubles it."""
-        original = await self.get_review_comment(repo, comment_id)
-        thread = original.thread_id
-        payload = {
-            "body": body,
-            "in_reply_to": thread,
-            # Required by the schema, ignored by GitHub beside in_reply_to.
-            "commit_id": original.commit_id,
-            "path": original.path,
-        }
-
-        async def made_already() -> ReviewComment | None:
-            login = (await self.identity()).bot_login
-            for item in reversed(await self.list_review_comments(repo, number)):  # newest first
-                if (
-                    item.in_reply_to_id == thread
-                    and item.body == body
-                    and item.user is not None
-                    and item.user.login == login
-                ):
-                    return item
-            return None
-
-        path = f"/pulls/{int(number)}/comments"
-        return await self._create(repo, path, payload, ReviewComment, made_already)
-
-    async def list_review_comments(self, repo: str, number: int) -> list[ReviewComment]:
-        """Every review comment of the pull request, oldest first (replies included)."""
-        return await self.paginate(repo, f"/pulls/{int(number)}/comments", ReviewComment)
-
-    async def list_reviews(self, repo: str, number: int) -> list[Review]:
-        return await self.paginate(repo, f"/pulls/{int(number)}/reviews", Review)
-
-    async def list_comments_for_review(
-        self, repo: str, number: int, review_id: int
-    ) -> list[ReviewComment]:
-        path = f"/pulls/{int(number)}/reviews/{int(review_id)}/comments"
-        return await self.paginate(repo, path, ReviewComment)
-
-    async def get_check_run(self, repo: str, check_run_id: int) -> CheckRun:
-        return await self.get(repo, f"/check-runs/{int(check_run_id)}", CheckRun)
-
-    async def list_check_run_annotations(self, repo: str, check_run_id: int) -> list[Annotation]:
-        path = f"/check-runs/{int(check_run_id)}/annotations"
-        return await self.paginate(repo, path, Annotation)
-
-    async def list_check_runs_for_ref(self, repo: str, ref: str) -> list[CheckRun]:
-        """The newest check run of each name on the commit `ref` names (sha or branch)."""
-        path = f"/commits/{quote(ref, safe='/')}/check-runs"
-        return await self.paginate(repo, path, CheckRun, key="check_runs")
-
-    async def combined_status(self, repo: str, ref: str) -> CombinedStatus:
-        """The commit's combined status: "failure" when any context failed or errored."""
-        path = f"/commits/{quote(ref, safe='/')}/status"
-        response = await self.request("GET", repo, path, params={"per_page": str(PER_PAGE)})
-        return record(CombinedStatus, response.data)
-
-    async def get_workflow_run(self, repo: str, run_id: int) -> WorkflowRun:
-        return await self.get(repo, f"/actions/runs/{int(run_id)}", WorkflowRun)
-
-    async def list_jobs(self, repo: str, run_id: int) -> list[Job]:
-        path = f"/actions/runs/{int(run_id)}/jobs"
-        return await self.paginate(repo, path, Job, key="jobs")
-
-    async def download_job_log(
-        self, repo: str, job_id: int, *, max_bytes: int = JOB_LOG_TAIL_BYTES
-    ) -> JobLog:
-        """The job's log, its last `max_bytes`. GitHub answers with a 302 to a short-lived
-        signed URL; that URL is fetched without the token (it may be another host)."""
-        response = await self.request_redirect(repo, f"/actions/jobs/{int(job_id)}/logs")
-        raw, cut = await self.transport.download_tail(
-            response.headers["Location"], max_bytes=max_bytes
-        )
-        return JobLog(int(job_id), raw.decode(errors="replace"), cut)
-
     async def request_redirect(self, repo: str, path: str) -> Response:
         """GET an endpoint GitHub answers with a redirect, answered as it is (not
         followed, so the token stays with the API)."""
         response = await self.transport.request(
             "GET",
-            _repo_path(repo) + path,
+            repo_path(repo) + path,
             credential=await self._repo_credential(repo, needed_permissions("GET", path)),
             follow_redirects=False,
         )
         if "Location" not in response.headers:
             raise GitHubRejected(f"GitHub did not redirect GET {path}")
         return response
-
-    async def list_pull_files(self, repo: str, number: int) -> list[PullFile]:
-        return await self.paginate(repo, f"/pulls/{int(number)}/files", PullFile)
-
-    async def merge_state(self, repo: str, number: int) -> MergeState:
-        """Open or closed, merged or not, and whether GitHub can merge it now."""
-        return await self.get(repo, f"/pulls/{int(number)}", MergeState)
-
-    async def merge_pull(
-        self, repo: str, number: int, *, sha: str | None = None, method: str = "merge"
-    ) -> MergeResult:
-        """Merge the pull request; `sha`: only if its head is still that commit (GitHub's
-        409 otherwise, a GitHubRejected)."""
-        payload: dict[str, str] = {"merge_method": method}
-        if sha is not None:
-            payload["sha"] = sha
-        response = await self.request("PUT", repo, f"/pulls/{int(number)}/merge", payload=payload)
-        return record(MergeResult, response.data)
-
-    async def request_reviewers(self, repo: str, number: int, logins: list[str]) -> None:
-        await self.request(
-            "POST",
-            repo,
-            f"/pulls/{int(number)}/requested_reviewers",
-            payload={"reviewers": list(logins)},
-        )
 
     # -- Creates that survive a 5xx ------------------------------------------------------
 
@@ -637,7 +447,7 @@ class GitHubClient:
             try:
                 response = await self.transport.request(
                     "POST",
-                    _repo_path(repo) + path,
+                    repo_path(repo) + path,
                     credential=await self._repo_credential(repo, needed_permissions("POST", path)),
                     payload=payload,
                     retry_server_errors=False,
