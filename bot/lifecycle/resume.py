@@ -90,21 +90,7 @@ class Resumes:
             return refused
         decision = decision_text(body)
         job = job_id(task.id, task.generation, f"d{comment_id}")
-        move = Move(
-            TaskState.RUNNING,
-            actor=f"{cause}:{author}",
-            detail=f"resumed by a Decision from {author}",
-            data={"comment_id": comment_id, "author": author},
-            expect=[TaskState.WAITING_FOR_INFO],
-            changes={
-                "pending_decision": decision,
-                "decision_comment_id": comment_id,
-                "attempts": 0,
-                "job_id": job,
-            },
-            phase=Phase.RUNNING,
-            note="Resumed by a Decision.",
-        )
+        move = _resumed(cause, author, comment_id, decision, job)
 
         def decided(session: Session, moved: Transitioned) -> None:
             tasks.record(
@@ -203,3 +189,22 @@ class Resumes:
         await self.db.run(note)
         log.info("lifecycle: task %s Decision comment %s ignored: %s", task.id, comment_id, why)
         return ResumeResult(task.id, False, why)
+
+
+def _resumed(cause: str, author: str, comment_id: int, decision: str, job: str) -> Move:
+    """The move a Decision makes: back to running, the Decision pending for the next run."""
+    return Move(
+        TaskState.RUNNING,
+        actor=f"{cause}:{author}",
+        detail=f"resumed by a Decision from {author}",
+        data={"comment_id": comment_id, "author": author},
+        expect=[TaskState.WAITING_FOR_INFO],
+        changes={
+            "pending_decision": decision,
+            "decision_comment_id": comment_id,
+            "attempts": 0,
+            "job_id": job,
+        },
+        phase=Phase.RUNNING,
+        note="Resumed by a Decision.",
+    )
