@@ -302,7 +302,13 @@ class ChatPanel(Widget):
         self.state.open_session(session)
         await self._render_session(session)
         self.refresh_status()
-        if session_id in self.unseen:
+        # Opening it marked its results seen on the service: a dot shown for it (noted here
+        # or by the service's list) goes with a fresh list, not with the next live update.
+        dotted = any(
+            item.unseen and item.session_id == session_id
+            for item in self.sessions.query(SessionItem)
+        )
+        if dotted or session_id in self.unseen:
             self.unseen.discard(session_id)
             self.load_sessions()
 

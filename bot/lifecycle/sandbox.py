@@ -32,7 +32,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from bot.config import Settings
-from bot.lifecycle import egress_relay
+from bot.lifecycle import egress_relay, run_cgroup
 from bot.lifecycle.egress_policy import Allowlist, Target, url_target
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,17 @@ def _limits(policy: SandboxPolicy) -> list[str]:
     prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
     data = policy.memory_mb * 1024 * 1024
     size = policy.file_size_mb * 1024 * 1024
-    return [prlimit, f"--data={data}", f"--nproc={policy.max_processes}", f"--fsize={size}", "--"]
+    nproc = [] if _runs_have_own_groups() else [f"--nproc={policy.max_processes}"]
+    return [prlimit, f"--data={data}", *nproc, f"--fsize={size}", "--"]
+
+
+@functools.cache
+def _runs_have_own_groups() -> bool:
+    """RLIMIT_NPROC counts every process of a uid, and every run is `nobody`: as a run's
+    limit it would count all runs on the host together, so concurrent runs failed to fork.
+    Where each run gets a cgroup, its `pids.max` is the run's own process limit
+    (bot/lifecycle/run_cgroup.py); prlimit's only where none can be made."""
+    return run_cgroup.status().per_run
 
 
 def _ancestors(path: PurePosixPath) -> list[str]:
