@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import msgspec
+
 from bot.chat.blocks import untrusted
 from bot.errors import NotFound
 from bot.github.issue_records import Issue, IssueComment, PullRequest
@@ -47,8 +49,10 @@ class IssueContext:
     labels: list[str]
     url: str
     body: str
-    comments: list[dict[str, str]] = field(default_factory=list)
-    pull: dict[str, Any] | None = None
+    # The last comments (bodies cleaned and cut) and the pull request of Steelframe's branch,
+    # as the GitHub client's records.
+    comments: list[IssueComment] = field(default_factory=list)
+    pull: PullRequest | None = None
     is_pull: bool = False
 
     def facts(self) -> dict[str, Any]:
@@ -61,7 +65,7 @@ class IssueContext:
             "labels": self.labels,
             "url": self.url,
             "comments": len(self.comments),
-            "pull": self.pull,
+            "pull": None if self.pull is None else _pull_facts(self.pull),
         }
 
     def prompt_block(self) -> str:
@@ -80,15 +84,15 @@ class IssueContext:
         if self.pull is not None:
             parts.append(
                 untrusted(
-                    f"{self.pull['title']} ({self.pull['state']})",
+                    f"{self.pull.title} ({self.pull.shown_state})",
                     source="github_linked_pull_request",
-                    number=self.pull["number"],
-                    url=self.pull["url"],
+                    number=self.pull.number,
+                    url=self.pull.html_url,
                 )
             )
         comments = [
             untrusted(
-                c["body"], source="github_comment", author=c["author"], created=c["created_at"]
+                c.body, source="github_comment", author=c.author or "unknown", created=c.created_at
             )
             for c in self.comments
         ]
@@ -129,7 +133,7 @@ class IssueContextLoader:
             is_pull=issue.is_pull,
         )
 
-    async def _pull(self, repo: str, number: int) -> dict[str, Any] | None:
+    async def _pull(self, repo: str, number: int) -> PullRequest | None:
         """The pull request of Steelframe's branch for the issue, if one was opened."""
         try:
             pulls = await self.github.list_pulls(
@@ -138,23 +142,21 @@ class IssueContextLoader:
         except Exception as exc:  # the issue itself is what matters; the PR is a bonus
             log.warning("linked PR of %s#%s not read: %s", repo, number, type(exc).__name__)
             return None
-        if not pulls:
-            return None
-        pull = pulls[0]
-        return {
-            "number": pull.number,
-            "title": pull.title,
-            "state": "merged" if pull.merged_at else pull.state,
-            "url": pull.html_url,
-        }
+        return pulls[0] if pulls else None
 
 
-def _comment(comment: IssueComment) -> dict[str, str]:
+def _pull_facts(pull: PullRequest) -> dict[str, object]:
+    """The linked pull request as the turn's stored metadata has always carried it."""
     return {
-        "author": comment.author or "unknown",
-        "created_at": comment.created_at,
-        "body": _clean(comment.body, COMMENT_CHARS),
+        "number": pull.number,
+        "title": pull.title,
+        "state": pull.shown_state,
+        "url": pull.html_url,
     }
+
+
+def _comment(comment: IssueComment) -> IssueComment:
+    return msgspec.structs.replace(comment, body=_clean(comment.body, COMMENT_CHARS))
 
 
 def _clean(text: Any, limit: int) -> str:

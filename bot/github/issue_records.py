@@ -79,5 +79,10 @@ class PullRequest(msgspec.Struct, frozen=True):
     draft: bool = False
 
     @property
+    def shown_state(self) -> str:
+        """ "open", "closed" or "merged": what a person calls the pull request's state."""
+        return "merged" if self.merged_at else self.state
+
+    @property
     def author(self) -> str:
         return self.user.login if self.user is not None else ""

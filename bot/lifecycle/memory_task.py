@@ -8,11 +8,12 @@ is acted on, so a memory task needs no runtime and cannot be steered into other 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bot.filing import MEMORY_LABEL, MEMORY_SEPARATOR, memory_fact, memory_path
+from bot.github.issue_records import Label
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 
 
@@ -23,16 +24,13 @@ class MemoryWrite:
     title: str
 
 
-def memory_write(issue: dict[str, Any]) -> MemoryWrite | None:
+def memory_write(title: str, body: str, labels: Collection[Label]) -> MemoryWrite | None:
     """What a memory issue asks to write, or None when the issue is not one."""
-    labels = {str(label.get("name")) for label in issue.get("labels") or []}
-    body = str(issue.get("body") or "")
-    if MEMORY_LABEL not in labels or MEMORY_SEPARATOR not in body:
+    if all(label.name != MEMORY_LABEL for label in labels) or MEMORY_SEPARATOR not in body:
         return None
     fact = memory_fact(body)
     if not fact:
         return None
-    title = str(issue.get("title") or "")
     return MemoryWrite(path=memory_path(title), fact=fact, title=title)
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy.orm import Session
 
+from bot.github.issue_records import Label
 from bot.lifecycle import budget, estimate, plan_store, tasks
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.finish import finish_failed, finish_question
@@ -64,13 +64,13 @@ class Gate:
     pinned: str = ""  # the approved brief, for the coding run's prompt
 
 
-def wanted(run: Run, labels: tuple[dict[str, Any], ...]) -> bool:
+def wanted(run: Run, labels: tuple[Label, ...]) -> bool:
     """Whether this task is plan-first: the repository's config, the issue's label, the
     installation's setting, or an estimate above STEELFRAME_APPROVE_ABOVE_USD."""
     config = run.repo_env.config if run.repo_env is not None else None
     if config is not None and config.plan_first:
         return True
-    if any(str(label.get("name") or "") == PLAN_LABEL for label in labels):
+    if any(label.name == PLAN_LABEL for label in labels):
         return True
     return run.ctx.settings.plan_first or _costly(run)
 
@@ -96,7 +96,7 @@ def verdict(decision: str) -> PlanStatus | None:
     return None
 
 
-def gate(run: Run, labels: tuple[dict[str, Any], ...]) -> Gate:
+def gate(run: Run, labels: tuple[Label, ...]) -> Gate:
     """Where a plan-first task stands: no plan yet (plan it), a plan the Decision just
     settled, or one settled before (a retry, or a continuation after a later question)."""
     if not wanted(run, labels):

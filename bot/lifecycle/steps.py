@@ -18,10 +18,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from typing import Any
 
 from sqlalchemy.orm import Session
 
+from bot.github.issue_records import Label
 from bot.lifecycle import (
     auto_resume,
     budget,
@@ -71,10 +71,7 @@ class IssueText:
     title: str
     body: str
     note: str  # for the progress comment ("" when the text is as it was pinned)
-    labels: tuple[dict[str, Any], ...] = ()  # as the issue has them now
-
-    def as_issue(self) -> dict[str, Any]:
-        return {"title": self.title, "body": self.body, "labels": list(self.labels)}
+    labels: tuple[Label, ...] = ()  # as the issue has them now
 
 
 @dataclass(frozen=True)
@@ -139,7 +136,8 @@ async def work(run: Run) -> str:
         return await finish_delivered(
             ctx, run.github, task.id, run.actor, summary="", fence=run.fence, draft=draft
         )
-    memory = memory_write(text.as_issue())  # a steelframe:memory task: written here
+    # A steelframe:memory task: written here.
+    memory = memory_write(text.title, text.body, text.labels)
     if memory is not None:  # no runtime runs, so no sandbox is needed
         tree = await prepare(run)
         prompt = f"Write the committed memory {memory.path} for #{task.issue}."
@@ -280,7 +278,7 @@ async def issue_text(run: Run) -> IssueText:
     task = run.task
     issue = await run.github.get_issue(task.repo, task.issue)
     title, body = issue.title or task.title, issue.body or ""
-    labels = tuple({"name": name} for name in issue.label_names)
+    labels = tuple(Label(name) for name in issue.label_names)
     if task.pinned_at is None:
         changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
         await run.ctx.db.run(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
