@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import JSON, Engine, create_engine, event, text
 from sqlalchemy.dialects.postgresql import JSONB
@@ -26,6 +26,7 @@ from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from memory.models import UTCDateTime  # memory may not import bot, so it owns the type
 
 T = TypeVar("T")
+P = ParamSpec("P")
 # Threads for `Database.run_first`: a request waits on one such read at a time, and SQLite
 # and psycopg release the GIL while they wait, so two keep reads moving while one is slow.
 FIRST_READ_THREADS = 2
@@ -175,15 +176,21 @@ class Database:
         with self.sessions.begin() as session:
             yield session
 
-    def call(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    def call(
+        self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         with self.session() as session:
             return fn(session, *args, **kwargs)
 
-    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def run(
+        self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """Run `fn(session, *args)` in one transaction on a worker thread."""
         return await asyncio.to_thread(functools.partial(self.call, fn, *args, **kwargs))
 
-    async def run_first(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def run_first(
+        self, fn: Callable[Concatenate[Session, P], T], /, *args: P.args, **kwargs: P.kwargs
+    ) -> T:
         """`run` for a read a request is waiting on to answer (who is asking, which session),
         on threads no background work queues on."""
         loop = asyncio.get_running_loop()

@@ -102,7 +102,7 @@ def pending_fix(session: Session, task_id: int, generation: int) -> CiFix | None
 
 
 def conclude(
-    session: Session, fix_id: int, state: CiFixState, clock: Clock, **changes: object
+    session: Session, /, fix_id: int, state: CiFixState, clock: Clock, **changes: object
 ) -> None:
     row = session.get(CiFix, fix_id)
     if row is not None and row.state in PENDING_STATES:
@@ -147,7 +147,7 @@ def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Tra
     }
     actor = "webhook:ci"
     if fix:
-        changes: dict[str, object] = {"attempts": 0, "job_id": claim.job_id, "question": None}
+        changes: tasks.TaskChanges = {"attempts": 0, "job_id": claim.job_id, "question": None}
         wanted = TaskState.RUNNING
     else:
         changes = {"question": question}

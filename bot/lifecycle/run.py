@@ -116,7 +116,7 @@ async def _begin_attempt(
         return OutOfAttempts()
     if (held := budget_hold.held(ctx, task)) is not None:  # the repository's budget
         return Skipped(held)
-    attempt = {"attempts": task.attempts + 1}
+    attempt: tasks.TaskChanges = {"attempts": task.attempts + 1}
     if task.state == TaskState.QUEUED:
         move = Move(
             TaskState.RUNNING,

@@ -280,7 +280,11 @@ async def issue_text(run: Run) -> IssueText:
     title, body = issue.title or task.title, issue.body or ""
     labels = tuple(Label(name) for name in issue.label_names)
     if task.pinned_at is None:
-        changes = {"issue_title": title, "issue_body": body, "pinned_at": run.ctx.clock()}
+        changes: tasks.TaskChanges = {
+            "issue_title": title,
+            "issue_body": body,
+            "pinned_at": run.ctx.clock(),
+        }
         await run.ctx.db.run(tasks.touch, task.id, run.ctx.clock, fence=run.fence, **changes)
         return IssueText(title, body, "", labels)
     pinned = IssueText(task.issue_title or task.title, task.issue_body or "", "", labels)

@@ -5,7 +5,8 @@ A state change is not made here: every one goes through `bot.lifecycle.transitio
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import TypedDict, Unpack
 
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
@@ -17,6 +18,36 @@ from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease
 from bot.lifecycle.states import TaskState
 
 MAX_TITLE = 300
+
+
+class TaskChanges(TypedDict, total=False):
+    """The task columns a move (`Move.changes`) or `touch` may set, with their types: mypy
+    checks every writer's keys and values against these. Never the state (only
+    `bot.lifecycle.transition` moves it) nor the row's identity (id, repo, issue, origin,
+    branch, created_at); `updated_at` is set by the writer itself."""
+
+    title: str  # a failed task picked up again takes the issue's title now
+    archived: bool
+    generation: int
+    attempts: int
+    job_id: str | None
+    pushed_at: datetime | None
+    pr_number: int | None
+    pr_url: str | None
+    progress_comment_id: int | None
+    runtime_session: str | None
+    runtime_transcript: str | None
+    question: str | None
+    pending_decision: str | None
+    decision_comment_id: int | None
+    tokens_used: int
+    cost_usd: float
+    runtime_seconds: float
+    last_error: str | None
+    summary: str | None
+    issue_title: str | None
+    issue_body: str | None
+    pinned_at: datetime | None
 
 
 class LeaseLost(Conflict):
@@ -126,11 +157,11 @@ def touch(
     clock: Clock = utcnow,
     *,
     fence: str | None = None,
-    **changes: Any,
+    **changes: Unpack[TaskChanges],
 ) -> None:
     """Set columns that are not the state (counters, ids, markers); fenced like a
     transition. The state itself only ever changes through `bot.lifecycle.transition`."""
-    if "state" in changes:
+    if "state" in changes:  # a caller mypy does not see (a test, a dict passed on) still fails
         raise ValueError("a task's state changes only through bot.lifecycle.transition")
     if fence is not None:
         hold(session, task_id, fence, clock)

@@ -62,7 +62,7 @@ class Move:
     detail: str = ""  # the event's words ("<from> -> <to>" when empty)
     data: EventData | None = None  # the event's JSON data
     expect: Collection[TaskState] | None = None  # the states this caller moves from
-    changes: dict[str, Any] | None = None  # other task columns, set with the state
+    changes: tasks.TaskChanges | None = None  # other task columns, set with the state
     fence: str | None = None  # a run's lease holder: LeaseLost unless it holds the lease
     notice: str | None = None  # a comment posted once after the commit
     phase: Phase | None = None  # the progress comment's phase (the state's by default)
