@@ -1,11 +1,15 @@
 """Every typed record of a GitHub answer (bot/github/records.py, issue_records.py, app_records.py)
-held to GitHub's own OpenAPI description of the operations it is read from: each field is
-one the answer describes, of the described type, accepting null where GitHub says it may be
-null and with a default where GitHub may leave it out. First the check is shown to bite."""
+held to GitHub's own OpenAPI description of the operations it is read from, and a record also
+read from a webhook payload (a review, a review comment) to the payload's JSON Schema as
+well (octokit's webhook schemas): each field is one every such answer describes, of the
+described type, accepting null where GitHub says it may be null and with a default where
+GitHub may leave it out. First the check is shown to bite."""
 
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,15 +62,19 @@ SOURCES: dict[type[msgspec.Struct], list[tuple[str, str | None]]] = {
     app_records.AccessToken: [("apps/create-installation-access-token", None)],
     app_records.CollaboratorPermission: [("repos/get-collaborator-permission-level", None)],
 }
+# Records read from webhook payloads too (bot/lifecycle/reviews.py, for the events and
+# actions webhooks/lifecycle_hooks.py handles): (the payload schema's $id, its key holding
+# the record). Each is held to these schemas as well as to its REST operations.
+WEBHOOK_SOURCES: dict[type[msgspec.Struct], list[tuple[str, str]]] = {
+    records.Review: [("pull_request_review$submitted", "review")],
+    records.ReviewComment: [("pull_request_review_comment$created", "comment")],
+}
 # Fields that accept null where the description says they never are, each with the
 # evidence that GitHub sends null anyway.
 NULL_BEYOND_THE_DESCRIPTION = {
     # octokit's pull_request webhook schema (common/pull-request.schema.json): `head.repo`
     # is `oneOf [repository, null]`, null once the fork it came from is deleted.
     (records.PullRef, "repo"),
-    # A review is also read from the pull_request_review webhook (bot/lifecycle/reviews.py),
-    # whose schema (common/pull-request-review.schema.json) has `body: string | null`.
-    (records.Review, "body"),
 }
 SCALARS: dict[type[mi.Type], str] = {
     mi.StrType: "string",
@@ -147,9 +155,79 @@ class Description:
         return None
 
 
+class WebhookDescription(Description):
+    """octokit's JSON Schemas of webhook payloads (draft-07: a `type` list holding "null",
+    `$ref` to another file, relative to the referring schema's `$id`)."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, dict[str, Any]] = {}
+        for path in (GITHUB_DATA / "webhook-schemas").rglob("*.schema.json"):
+            schema = json.loads(path.read_text())
+            base = posixpath.dirname(schema["$id"])
+            self.schemas[schema["$id"]] = _absolute_refs(schema, base)
+
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+        while "$ref" in node:
+            node = self.schemas[node["$ref"]]
+        return node
+
+    def answers(self, schema_id: str, key: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(where, schema of the record) in the payload schema `schema_id` (`<event>$<action>`)."""
+        payload = self.schemas.get(schema_id)
+        assert payload is not None, f"the webhook schemas have no {schema_id}"
+        assert key is not None, "a record is read from one key of a payload"
+        yield f"webhook {schema_id}", self.resolve(payload["properties"][key])
+
+    def kinds(self, schema: dict[str, Any]) -> list[dict[str, Any]]:
+        """The non-null alternatives: `oneOf`/`anyOf`, or each type of a `type` list."""
+        schema = self.resolve(schema)
+        alternatives = schema.get("oneOf") or schema.get("anyOf")
+        if alternatives:
+            return [kind for part in alternatives for kind in self.kinds(part)]
+        types = schema.get("type")
+        if isinstance(types, list):
+            return [{**schema, "type": name} for name in types if name != "null"]
+        return [] if types == "null" else [schema]
+
+    def nullable(self, schema: dict[str, Any]) -> bool:
+        def holds_null(node: dict[str, Any]) -> bool:
+            node = self.resolve(node)
+            types = node.get("type")
+            if types == "null" or (isinstance(types, list) and "null" in types):
+                return True
+            return any(holds_null(part) for part in node.get("oneOf") or node.get("anyOf") or [])
+
+        return holds_null(schema)
+
+    def type_of(self, schema: dict[str, Any]) -> str | None:
+        schema = self.resolve(schema)
+        types = schema.get("type")
+        if isinstance(types, list):
+            named = [name for name in types if name != "null"]
+            return named[0] if len(named) == 1 else None
+        return super().type_of(schema)
+
+
+def _absolute_refs(node: Any, base: str) -> Any:
+    """`node` with every `$ref` made the `$id` of the schema it names."""
+    if isinstance(node, list):
+        return [_absolute_refs(item, base) for item in node]
+    if not isinstance(node, dict):
+        return node
+    found = {key: _absolute_refs(value, base) for key, value in node.items()}
+    if isinstance(found.get("$ref"), str):
+        found["$ref"] = posixpath.normpath(posixpath.join(base, found["$ref"]))
+    return found
+
+
 @pytest.fixture(scope="module")
 def description() -> Description:
     return Description()
+
+
+@pytest.fixture(scope="module")
+def webhooks() -> WebhookDescription:
+    return WebhookDescription()
 
 
 Problem = tuple[str, str]  # (where in the record, what is wrong)
@@ -227,18 +305,28 @@ def _fields(
     return found
 
 
+Sources = list[tuple[Description, list[tuple[str, str | None]]]]
+
+
 def record_problems(
-    description: Description, record: type[msgspec.Struct], sources: list[tuple[str, str | None]]
+    description: Description,
+    record: type[msgspec.Struct],
+    sources: list[tuple[str, str | None]],
+    more: Sources | None = None,
 ) -> list[str]:
-    """Every way `record` says more than the answers it is read from. A field may take None
-    when one of those answers may hold null there (a list's "simple" form, say)."""
+    """Every way `record` says more than the answers it is read from (REST operations in
+    `description`, and `more`: webhook payloads, say). A field may take None when one of
+    those answers may hold null there (a list's "simple" form, a webhook's payload)."""
     answers = [
-        answer for operation_id, key in sources for answer in description.answers(operation_id, key)
+        (described, answer)
+        for described, named in [(description, sources), *(more or [])]
+        for source, key in named
+        for answer in described.answers(source, key)
     ]
     found: list[str] = []
     never_null: dict[str, int] = {}
-    for where, schema in answers:
-        for path, message in problems_of(description, mi.type_info(record), schema):
+    for described, (where, schema) in answers:
+        for path, message in problems_of(described, mi.type_info(record), schema):
             if message == NEVER_NULL:
                 never_null[path] = never_null.get(path, 0) + 1
             else:
@@ -307,6 +395,40 @@ def test_the_check_catches_what_github_does_not_describe(
     assert any(expected in problem for problem in found), found
 
 
+class InventedReviewField(records.Review, frozen=True):
+    invented: str = ""
+
+
+class RestOnlyReviewField(records.Review, frozen=True):
+    # In GitHub's REST answer of a review, not in the pull_request_review payload's review.
+    body_html: str = ""
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        (InventedReviewField, "(webhook pull_request_review$submitted).invented: not a field"),
+        (RestOnlyReviewField, "(webhook pull_request_review$submitted).body_html: not a field"),
+    ],
+)
+def test_the_check_holds_a_record_to_the_webhook_it_is_read_from(
+    webhooks: WebhookDescription, record: type[msgspec.Struct], expected: str
+) -> None:
+    found = record_problems(webhooks, record, [("pull_request_review$submitted", "review")])
+    assert any(expected in problem for problem in found), found
+
+
+def test_a_field_only_the_rest_answer_has_passes_rest_alone(description: Description) -> None:
+    """What the webhook check adds: GitHub's REST description alone lets this field by."""
+    found = record_problems(description, RestOnlyReviewField, SOURCES[records.Review])
+    assert not any(".body_html" in problem for problem in found), found
+
+
+def test_a_webhook_the_schemas_do_not_have_is_a_failure(webhooks: WebhookDescription) -> None:
+    with pytest.raises(AssertionError, match=re.escape("no pull_request_review$closed")):
+        record_problems(webhooks, records.Review, [("pull_request_review$closed", "review")])
+
+
 def test_the_check_passes_what_github_describes(description: Description) -> None:
     assert record_problems(description, DescribedFully, [("issues/get", None)]) == []
 
@@ -321,9 +443,11 @@ def test_an_operation_github_does_not_describe_is_a_failure(description: Descrip
 
 @pytest.mark.parametrize("record", list(SOURCES), ids=lambda record: record.__name__)
 def test_each_record_says_only_what_github_describes(
-    description: Description, record: type[msgspec.Struct]
+    description: Description, webhooks: WebhookDescription, record: type[msgspec.Struct]
 ) -> None:
-    assert record_problems(description, record, SOURCES[record]) == []
+    from_webhooks: list[tuple[str, str | None]] = list(WEBHOOK_SOURCES.get(record, []))
+    more: Sources = [(webhooks, from_webhooks)]
+    assert record_problems(description, record, SOURCES[record], more) == []
 
 
 def _nested(kind: mi.Type) -> Iterator[type[msgspec.Struct]]:

@@ -4,7 +4,9 @@ logs, changed files and merges (issues, comments, labels, repositories and pull 
 themselves are in `bot.github.issue_records`). msgspec reads only the fields named here
 from GitHub's JSON (the rest is ignored), so a record is what Steelframe relies on, and
 nothing else of GitHub's answer crosses into the bot. Every field is one GitHub's OpenAPI
-description gives the operation's answer (tests/test_github_records.py holds them to it)."""
+description gives the operation's answer, and for `Review` and `ReviewComment`, also read
+from webhook payloads, one the payload's JSON Schema gives it (tests/test_github_records.py
+holds them to both)."""
 
 from __future__ import annotations
 
