@@ -48,7 +48,8 @@ def request_object(properties: dict[str, Any], *, required: tuple[str, ...] = ()
 
 
 def _any_json(kind: type) -> dict[str, Any]:
-    """msgspec's schema hook: a value we pass through unread (bot.contracts.chat.JsonObject)."""
+    """msgspec's schema hook: a value we pass through unread (in a stored message's metadata,
+    bot.contracts.turn_meta.TurnMeta: a filing's outcome, a hit as JSON, the issue's facts)."""
     if kind is object:
         return {"description": "any JSON value"}
     raise NotImplementedError

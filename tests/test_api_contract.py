@@ -59,6 +59,17 @@ async def test_a_stream_frame_that_breaks_its_schema_fails(api: ApiClient) -> No
     _forget(api, 1)
 
 
+async def test_a_stored_messages_meta_is_checked_key_by_key(api: ApiClient) -> None:
+    """`meta` is described by its TypedDict (bot.contracts.turn_meta.TurnMeta), not as any
+    object: a key of another type than the document says fails."""
+    meta = _document(api)["components"]["schemas"]["TurnMeta"]
+    meta["properties"]["model"] = {"type": "integer"}
+    with pytest.raises(AssertionError, match="model"):
+        response = await api.post("/api/operator/chat", json={"message": "hello"})
+        await response.json()
+    _forget(api, 1)
+
+
 async def test_the_tui_clients_answers_are_checked_too(api: ApiClient) -> None:
     sessions = _document(api)["components"]["schemas"]["Sessions"]
     sessions["properties"]["sessions"] = {"type": "string"}

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import msgspec
 
 from bot.chat.blocks import untrusted
+from bot.contracts.turn_meta import IssueFactsMeta, LinkedPullMeta
 from bot.errors import NotFound
 from bot.github.issue_records import Issue, IssueComment, PullRequest
 from bot.markers import is_status_comment
@@ -55,7 +56,7 @@ class IssueContext:
     pull: PullRequest | None = None
     is_pull: bool = False
 
-    def facts(self) -> dict[str, Any]:
+    def facts(self) -> IssueFactsMeta:
         """What the turn's facts and metadata carry (no bodies: they are in the prompt)."""
         return {
             "repo": self.repo,
@@ -145,7 +146,7 @@ class IssueContextLoader:
         return pulls[0] if pulls else None
 
 
-def _pull_facts(pull: PullRequest) -> dict[str, object]:
+def _pull_facts(pull: PullRequest) -> LinkedPullMeta:
     """The linked pull request as the turn's stored metadata has always carried it."""
     return {
         "number": pull.number,

@@ -126,7 +126,7 @@ def turn_json(turn: ChatTurn) -> Message:
         content=turn.content,
         reasoning=turn.reasoning,
         intent=turn.intent,
-        meta=None if turn.meta is None else dict(turn.meta),
+        meta=None if turn.meta is None else turn.meta.copy(),
         created_at=turn.created_at.isoformat(),
     )
 

@@ -21,10 +21,8 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from bot.contracts.hits import RetrievedHit
+from bot.contracts.turn_meta import TurnMeta
 
-# A JSON object the wire passes through: a stored message's metadata (its shape is
-# bot.contracts.turn_meta.TurnMeta, a TypedDict msgspec cannot describe as a schema).
-JsonObject = dict[str, object]
 Role = Literal["user", "assistant"]
 SessionKindName = Literal["chat", "discuss"]
 MemoryVerdict = Literal["answers", "nothing", "unavailable"]
@@ -72,7 +70,9 @@ class Message(Struct, frozen=True, forbid_unknown_fields=True):
     content: str
     reasoning: str | None
     intent: str | None
-    meta: JsonObject | None
+    # Its TypedDict: the stored object as it is, keys in the order they were written (a
+    # TypedDict is a dict when encoded), and the OpenAPI document describes each key.
+    meta: TurnMeta | None
     created_at: str
 
 

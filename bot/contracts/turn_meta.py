@@ -5,7 +5,9 @@ TypedDicts, like `bot.contracts.tasks.EventData`: the stored JSON stays the plai
 always was (keys present only when the turn has them, in the order they are written), and
 mypy checks each writer's keys and value types (bot/chat/turn.py, bot/chat/retrieval.py,
 bot/chat/committed_context.py, bot/lifecycle/delivery.py) and each reader's (the `result`
-frame in bot/lifecycle/announce.py, the prompt's history in bot/chat/prompt.py). This
+frame in bot/lifecycle/announce.py, the prompt's history in bot/chat/prompt.py). msgspec
+describes TypedDicts, so the OpenAPI document's `TurnMeta` component is generated from these
+(operator_api/schemas.py; an `object` value, passed through unread, is any JSON). This
 module imports nothing of ours: every layer may use it.
 """
 
@@ -88,6 +90,29 @@ class TimingsMeta(TypedDict):
     total_ms: float
 
 
+class LinkedPullMeta(TypedDict):
+    """The pull request of Steelframe's branch for the focused issue."""
+
+    number: int
+    title: str
+    state: str  # "open", "closed" or "merged"
+    url: str
+
+
+class IssueFactsMeta(TypedDict):
+    """The focused issue as the turn read it (bot.chat.issue_context.IssueContext.facts);
+    its body and comments are in the prompt, not here."""
+
+    repo: str
+    number: int
+    title: str
+    state: str
+    labels: list[str]
+    url: str
+    comments: int  # the comments kept
+    pull: LinkedPullMeta | None
+
+
 class TurnMeta(TypedDict, total=False):
     """A stored message's metadata: empty for the operator's message; an answered turn's
     (bot/chat/turn.py FinishedTurn.meta), or a delivered task result's (`kind`
@@ -108,7 +133,7 @@ class TurnMeta(TypedDict, total=False):
     answerability: AnswerabilityMeta
     # An answered turn's focused issue (bot.chat.issue_context.IssueContext.facts); a
     # delivered result's issue number (one key, two writers, as stored since the start).
-    issue: dict[str, object] | int | None
+    issue: IssueFactsMeta | int | None
     issue_error: str | None
     redrafted: bool
     trailer_malformed: bool
