@@ -8,7 +8,7 @@ task's state (`bot.lifecycle.transition` does).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
 import msgspec
 from sqlalchemy import func, select
@@ -39,6 +39,22 @@ def last_event(event: TaskEvent | None) -> wire.LastEvent | None:
     return wire.LastEvent(kind=event.kind, at=_iso(event.at), detail=event.detail)
 
 
+class _BoardFields(TypedDict):
+    """`TaskCore`'s fields, for the Structs that extend it (BoardTask, TaskDetail, FocusedTask)."""
+
+    id: int
+    repo: str
+    issue: int
+    title: str
+    state: str
+    archived: bool
+    pr_url: str | None
+    cost_usd: float
+    tokens: int
+    last_event: wire.LastEvent | None
+    updated_at: str
+
+
 class _PullFields(TypedDict):
     """`BoardTask`'s pull request loop (bot/lifecycle/pull_view.py)."""
 
@@ -62,35 +78,25 @@ def _pull_fields(view: pull_view.PullView) -> _PullFields:
     }
 
 
-def _core(task: Task, last: TaskEvent | None) -> wire.TaskCore:
-    return wire.TaskCore(
-        id=task.id,
-        repo=task.repo,
-        issue=task.issue,
-        title=task.title,
-        state=task.state,
-        archived=task.archived,
-        pr_url=task.pr_url,
-        cost_usd=task.cost_usd,
-        tokens=task.tokens_used,
-        last_event=last_event(last),
-        updated_at=_iso(task.updated_at),
-    )
-
-
-def _core_values(task: Task, last: TaskEvent | None) -> tuple[Any, ...]:
-    """`TaskCore`'s values in its field order, for the Structs that extend it (BoardTask,
-    TaskDetail, FocusedTask): a Struct's fields are its bases' first, so these go first,
-    positionally, and the fields are declared once (in `TaskCore`). mypy cannot count a
-    tuple's length, so a call that names the extending fields ignores `misc` ("multiple
-    values for keyword") only: their names and types are still checked (`call-arg`,
-    `arg-type`), and a missing one fails every view's test when the Struct is built."""
-    return msgspec.structs.astuple(_core(task, last))
+def _board_fields(task: Task, last: TaskEvent | None) -> _BoardFields:
+    return {
+        "id": task.id,
+        "repo": task.repo,
+        "issue": task.issue,
+        "title": task.title,
+        "state": task.state,
+        "archived": task.archived,
+        "pr_url": task.pr_url,
+        "cost_usd": task.cost_usd,
+        "tokens": task.tokens_used,
+        "last_event": last_event(last),
+        "updated_at": _iso(task.updated_at),
+    }
 
 
 def board_task(task: Task, last: TaskEvent | None, view: pull_view.PullView) -> wire.BoardTask:
     """The board's shape of a task (docs/api.md, "Task lifecycle")."""
-    return wire.BoardTask(*_core_values(task, last), **_pull_fields(view))
+    return wire.BoardTask(**_board_fields(task, last), **_pull_fields(view))
 
 
 def event_view(event: TaskEvent) -> wire.TaskEvent:
@@ -173,8 +179,8 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
     ledger = review_threads(session, task_id)
     view = pull_view.views_of(session, [task])[task.id]
     extra = leverage(session, task)  # its plan and budget hold (plan_store, budget_hold)
-    return wire.TaskDetail(  # type: ignore[misc]
-        *_core_values(task, log[-1] if log else None),
+    return wire.TaskDetail(
+        **_board_fields(task, log[-1] if log else None),
         **_pull_fields(view),
         origin_session=task.origin_session,
         generation=task.generation,
@@ -225,8 +231,8 @@ def focused_task(session: Session, repo: str, issue: int) -> wire.FocusedTask | 
     task = tasks.find_task(session, repo, issue)
     if task is None:
         return None
-    return wire.FocusedTask(  # type: ignore[misc]
-        *_core_values(task, _newest_event(session, task.id)),
+    return wire.FocusedTask(
+        **_board_fields(task, _newest_event(session, task.id)),
         question=task.question,
         attempts=task.attempts,
     )
