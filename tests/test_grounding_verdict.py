@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from bot.chat import verdict_model
-from bot.chat.answerability import answer_score, decide, verdict_features
+from bot.chat.answerability import answer_score, decide, thread_agreement, verdict_features
 from bot.chat.grounding import Answerability, Verdict
 from bot.config import Settings
+from bot.contracts.hits import RetrievedHit, RoundQuery
 from bot.contracts.turn_meta import AnswerabilityMeta
 from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn
@@ -91,6 +92,10 @@ async def test_memory_that_answers_answers(api_factory: Any, settings: Settings)
     evidence = done["history"][-1]["meta"]["answerability"]
     assert evidence["coverage"] >= 0.55 and evidence["verdict"] == "answers"
     assert evidence["score"] >= verdict_model.THRESHOLD
+    # the thread's evidence beside it: the question's terms #12's thread holds whole, the
+    # rounds that found that thread, and a "why" question's thread holds its discussion
+    assert 3 <= evidence["held"] <= evidence["terms"]
+    assert evidence["agreeing_rounds"] >= 1 and evidence["thread_fits"] is True
 
 
 def _evidence(coverage: float, **more: Any) -> Answerability:
@@ -176,3 +181,22 @@ def test_the_stored_evidence_names_every_field_of_the_verdict_in_order() -> None
     assert list(stored) == [f.name for f in dataclasses.fields(Answerability)]
     assert list(stored) == list(AnswerabilityMeta.__annotations__)
     assert stored["verdict"] == "nothing" and stored["missing"] == ["ledger"]
+
+
+def _hit(id: int, source: str, issue: int, found: RoundQuery) -> RetrievedHit:
+    return RetrievedHit(
+        id, source, 0.4, 1.0, REPO, issue, None, (), None, (), "", "", found, thread=issue
+    )
+
+
+def test_the_rounds_that_agree_are_those_that_found_the_best_hits_thread() -> None:
+    lead = _hit(1, "issue", 12, RoundQuery.MESSAGE)
+    hits = [
+        lead,
+        _hit(2, "comment", 12, RoundQuery.LINKS),
+        _hit(3, "pull_request", 14, RoundQuery.EXPANSION),
+    ]
+    rounds, fits = thread_agreement("Which PR fixed the double posting?", hits, lead)
+    assert rounds == 2 and fits is False  # the PR that was found is another thread's
+    hits.append(_hit(4, "pull_request", 12, RoundQuery.EXPANSION))
+    assert thread_agreement("Which PR fixed the double posting?", hits, lead) == (3, True)
