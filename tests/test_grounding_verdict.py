@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bot.chat import verdict_model
@@ -120,7 +121,7 @@ def test_a_question_about_the_focused_thread_answers_whatever_the_score() -> Non
 
 def test_the_committed_model_says_how_it_was_fitted_and_on_what() -> None:
     doc = verdict_model.__doc__ or ""
-    assert "--fit-verdict" in doc and "tuning part" in doc
+    assert "--fit-verdict" in doc and "tuning part" in doc and "Fitted by" in doc
     assert len(verdict_features(_evidence(0.5))) == len(verdict_model.COEF)
     assert len(verdict_model.MEAN) == len(verdict_model.SCALE) == len(verdict_model.FEATURES)
     assert 0.0 < verdict_model.THRESHOLD < 1.0
@@ -200,3 +201,22 @@ def test_the_rounds_that_agree_are_those_that_found_the_best_hits_thread() -> No
     assert rounds == 2 and fits is False  # the PR that was found is another thread's
     hits.append(_hit(4, "pull_request", 12, RoundQuery.EXPANSION))
     assert thread_agreement("Which PR fixed the double posting?", hits, lead) == (3, True)
+
+
+def test_the_choice_of_features_never_lets_more_no_answer_questions_through() -> None:
+    """bench/verdict_select.py's objective, on made-up evidence: among the candidates that
+    let through no more held-out no-answer questions than the committed model, the fewest
+    answerable ones told "nothing"."""
+    from bench.verdict_fit import CANDIDATES, Rows
+    from bench.verdict_select import COMMITTED, candidates, choose
+
+    random = np.random.default_rng(0)
+    answerable = np.arange(60) % 6 != 0
+    x = random.normal(size=(60, len(CANDIDATES))) + answerable[:, None] * 0.8
+    none = np.zeros(60)
+    rows = Rows(x, answerable, np.zeros(60, dtype=bool), none, none)
+    among = [COMMITTED, *candidates()[-4:]]
+    chosen, table = choose(rows, np.arange(60), repeats=1, among=among)
+    assert COMMITTED in candidates() and chosen in among
+    assert table[chosen].let_through <= table[COMMITTED].let_through
+    assert table[chosen].told_nothing <= table[COMMITTED].told_nothing
