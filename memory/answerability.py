@@ -35,6 +35,7 @@ class Cover:
     unknown_share: float = 0.0
     missing_peak: float = 0.0
     terms: int = 0  # the question's distinct terms (a short question's share is coarse)
+    held: int = 0  # ...and how many of them the records contain whole (a count, not a share)
 
 
 def cover(
@@ -74,4 +75,5 @@ def cover(
         unknown_share=round(float(weights[~known].sum()) / total, 4),
         missing_peak=round(float(absent.max()) / total, 4),
         terms=len(terms),
+        held=int((credit == 1.0).sum()),
     )

@@ -8,12 +8,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bot.chat import verdict_model
-from bot.chat.answerability import answer_score, decide, verdict_features
+from bot.chat.answerability import answer_score, decide, thread_agreement, verdict_features
 from bot.chat.grounding import Answerability, Verdict
 from bot.config import Settings
+from bot.contracts.hits import RetrievedHit, RoundQuery
 from bot.contracts.turn_meta import AnswerabilityMeta
 from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkIn
@@ -91,6 +93,10 @@ async def test_memory_that_answers_answers(api_factory: Any, settings: Settings)
     evidence = done["history"][-1]["meta"]["answerability"]
     assert evidence["coverage"] >= 0.55 and evidence["verdict"] == "answers"
     assert evidence["score"] >= verdict_model.THRESHOLD
+    # the thread's evidence beside it: the question's terms #12's thread holds whole, the
+    # rounds that found that thread, and a "why" question's thread holds its discussion
+    assert 3 <= evidence["held"] <= evidence["terms"]
+    assert evidence["agreeing_rounds"] >= 1 and evidence["thread_fits"] is True
 
 
 def _evidence(coverage: float, **more: Any) -> Answerability:
@@ -115,7 +121,7 @@ def test_a_question_about_the_focused_thread_answers_whatever_the_score() -> Non
 
 def test_the_committed_model_says_how_it_was_fitted_and_on_what() -> None:
     doc = verdict_model.__doc__ or ""
-    assert "--fit-verdict" in doc and "tuning part" in doc
+    assert "--fit-verdict" in doc and "tuning part" in doc and "Fitted by" in doc
     assert len(verdict_features(_evidence(0.5))) == len(verdict_model.COEF)
     assert len(verdict_model.MEAN) == len(verdict_model.SCALE) == len(verdict_model.FEATURES)
     assert 0.0 < verdict_model.THRESHOLD < 1.0
@@ -176,3 +182,41 @@ def test_the_stored_evidence_names_every_field_of_the_verdict_in_order() -> None
     assert list(stored) == [f.name for f in dataclasses.fields(Answerability)]
     assert list(stored) == list(AnswerabilityMeta.__annotations__)
     assert stored["verdict"] == "nothing" and stored["missing"] == ["ledger"]
+
+
+def _hit(id: int, source: str, issue: int, found: RoundQuery) -> RetrievedHit:
+    return RetrievedHit(
+        id, source, 0.4, 1.0, REPO, issue, None, (), None, (), "", "", found, thread=issue
+    )
+
+
+def test_the_rounds_that_agree_are_those_that_found_the_best_hits_thread() -> None:
+    lead = _hit(1, "issue", 12, RoundQuery.MESSAGE)
+    hits = [
+        lead,
+        _hit(2, "comment", 12, RoundQuery.LINKS),
+        _hit(3, "pull_request", 14, RoundQuery.EXPANSION),
+    ]
+    rounds, fits = thread_agreement("Which PR fixed the double posting?", hits, lead)
+    assert rounds == 2 and fits is False  # the PR that was found is another thread's
+    hits.append(_hit(4, "pull_request", 12, RoundQuery.EXPANSION))
+    assert thread_agreement("Which PR fixed the double posting?", hits, lead) == (3, True)
+
+
+def test_the_choice_of_features_never_lets_more_no_answer_questions_through() -> None:
+    """bench/verdict_select.py's objective, on made-up evidence: among the candidates that
+    let through no more held-out no-answer questions than the committed model, the fewest
+    answerable ones told "nothing"."""
+    from bench.verdict_fit import CANDIDATES, Rows
+    from bench.verdict_select import COMMITTED, candidates, choose
+
+    random = np.random.default_rng(0)
+    answerable = np.arange(60) % 6 != 0
+    x = random.normal(size=(60, len(CANDIDATES))) + answerable[:, None] * 0.8
+    none = np.zeros(60)
+    rows = Rows(x, answerable, np.zeros(60, dtype=bool), none, none)
+    among = [COMMITTED, *candidates()[-4:]]
+    chosen, table = choose(rows, np.arange(60), repeats=1, among=among)
+    assert COMMITTED in candidates() and chosen in among
+    assert table[chosen].let_through <= table[COMMITTED].let_through
+    assert table[chosen].told_nothing <= table[COMMITTED].told_nothing

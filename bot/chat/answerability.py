@@ -44,8 +44,8 @@ def fits_question(question: str, source: str) -> bool:
 
 
 def margin_and_agreement(semantic: list[RetrievedHit], lead: RetrievedHit) -> tuple[float, bool]:
-    """Evidence recorded beside the verdict (not used by it): how far the best thread leads
-    the next, and whether a later round found more of the leading thread."""
+    """How far the best thread leads the next, and whether a later round found more of the
+    leading thread."""
     threads: dict[tuple[str, int], float] = {}
     for hit in semantic:
         key = thread_key(hit)
@@ -56,6 +56,17 @@ def margin_and_agreement(semantic: list[RetrievedHit], lead: RetrievedHit) -> tu
         h.round != RoundQuery.MESSAGE and thread_key(h) == thread_key(lead) for h in semantic[1:]
     )
     return margin, agreement
+
+
+def thread_agreement(
+    question: str, hits: list[RetrievedHit], lead: RetrievedHit
+) -> tuple[int, bool]:
+    """Of the best hit's thread (its context included): how many rounds kept a hit of it
+    (round 1, the links or focus round, the feedback or model round: do they find the same
+    thread?), and whether one of its hits is the source the question's kind asks for."""
+    thread = [h for h in hits if thread_key(h) == thread_key(lead)]
+    rounds = {h.round for h in thread}
+    return len(rounds), any(fits_question(question, h.source) for h in thread)
 
 
 def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answerability:
@@ -83,6 +94,7 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answ
     best = max((_question_score(h) for h in semantic), default=0.0)
     lead = semantic[0] if semantic else hits[0]
     margin, agreement = margin_and_agreement(semantic, lead)
+    agreeing_rounds, thread_fits = thread_agreement(turn.query, hits, lead)
     # In a Discuss session a question in words memory knows ("is it done?", "what did
     # we decide here?") is about the focused thread, which is given: it answers.
     about_focus = turn.focus is not None and bool(context) and not union.unknown
@@ -100,6 +112,9 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answ
         unknown_share=covered.unknown_share,
         missing_peak=covered.missing_peak,
         terms=covered.terms,
+        held=covered.held,
+        agreeing_rounds=agreeing_rounds,
+        thread_fits=thread_fits,
         about_focus=about_focus,
     )
     return decide(evidence, focus=turn.focus)
@@ -149,6 +164,10 @@ def verdict_features(
         "unknown_share": evidence.unknown_share,
         "missing_peak": evidence.missing_peak,
         "log_terms": math.log1p(evidence.terms),
+        "log_held": math.log1p(evidence.held),
+        "held_share": evidence.held / evidence.terms if evidence.terms else 0.0,
+        "agreeing_rounds": float(evidence.agreeing_rounds),
+        "thread_fits": float(evidence.thread_fits),
     }
     return tuple(values[name] for name in names)
 

@@ -43,6 +43,9 @@ class Answerability:
     unknown_share: float = 0.0  # idf share of the question in terms no chunk contains
     missing_peak: float = 0.0  # idf share of the most distinctive term the thread lacks
     terms: int = 0  # the question's distinct terms
+    held: int = 0  # ...that the covering thread contains whole
+    agreeing_rounds: int = 0  # rounds that kept a hit of the best hit's thread (1 to 3)
+    thread_fits: bool = False  # a hit of the best hit's thread is the source the kind asks for
     # In a Discuss session, a question in words memory knows: about the given thread.
     about_focus: bool = False
     score: float = 0.0  # the calibrated verdict's probability that memory answers
@@ -62,6 +65,9 @@ class Answerability:
             "unknown_share": self.unknown_share,
             "missing_peak": self.missing_peak,
             "terms": self.terms,
+            "held": self.held,
+            "agreeing_rounds": self.agreeing_rounds,
+            "thread_fits": self.thread_fits,
             "about_focus": self.about_focus,
             "score": self.score,
         }

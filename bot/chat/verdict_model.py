@@ -1,15 +1,16 @@
 """The calibrated answerability verdict's coefficients (docs/memory.md, Answerability).
 
-Written by `python -m bench.quality --fit-verdict` (bench/verdict_fit.py) on 2026-12-05,
-from the evidence of the tuning part of tests/data/grounding_set.json only (224
-questions through the chat turn, 20 of them no-answer): a logistic regression
-(scikit-learn, C=10.0, balanced classes) over the standardised features, the threshold
-midway between the highest tuning no-answer score and the next answerable one. On the
-tuning part it says "nothing" to 20 of 20 no-answer questions
-and to 25 of 204 answerable ones. Cross-validated (5 folds
+Fitted by the verdict helper (the grounding helper's features and C, refitted unchanged)
+with `python -m bench.quality --fit-verdict` (bench/verdict_fit.py) on 2026-12-05, from
+the evidence of the tuning part of tests/data/grounding_set.json only (224 questions
+through the chat turn, 20 of them no-answer): a logistic regression (scikit-learn, C=10.0,
+balanced classes) over the standardised features, the threshold midway between the highest
+tuning no-answer score and the next answerable one. On the tuning part it says "nothing"
+to 20 of 20 no-answer questions and to 25 of 204 answerable ones. Cross-validated (5 folds
 x 20; per repeat, no-answer questions said to be answered and answerable ones said
-"nothing"): this model 2.00 and 23.7, the hand grid it replaced
-2.25 and 30.4. Refit with the same command; do not edit by hand.
+"nothing"): this model 2.00 and 23.7, the hand grid it replaced 2.25 and 30.4. The
+features and C are bench/verdict_fit.py's (which says who chose them and on what). Refit
+with the same command; do not edit by hand.
 """
 
 FEATURES = ("coverage", "best", "missing_peak", "unknown_share", "log_terms")

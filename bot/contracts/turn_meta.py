@@ -61,6 +61,9 @@ class AnswerabilityMeta(TypedDict):
     unknown_share: float
     missing_peak: float
     terms: int
+    held: int
+    agreeing_rounds: int
+    thread_fits: bool
     about_focus: bool
     score: float
 
