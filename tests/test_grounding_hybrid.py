@@ -263,6 +263,35 @@ def test_bad_settings_stop_start_up_naming_the_variable(tmp_path: Path) -> None:
     assert elsewhere is not None and elsewhere.api_key is None
 
 
+async def test_an_edited_chunks_old_vector_is_never_a_hit(
+    api_factory: Any, fake: FakeEmbeddings, aiohttp_server: Any, tmp_path: Path
+) -> None:
+    server = await aiohttp_server(fake.app())
+    edited = ChunkIn(ANSWER_CHUNK, "comment", REPO, issue=15, key="comment-15")
+    api = await _api(
+        api_factory, _settings(tmp_path, str(server.make_url("/v1"))), chunks=[*NOISE, edited]
+    )
+    first, _ = await _turn(api)
+    old = next(h["id"] for h in first["retrieved"] if h["text"] == ANSWER_CHUNK)
+    memory = api.services.memory
+    assert memory is not None
+    memory.add(
+        [
+            ChunkIn(
+                "@yusuf on #15: never mind, it was the footer.",
+                "comment",
+                REPO,
+                issue=15,
+                key="comment-15",
+            )
+        ]
+    )
+    assert old not in memory.live_ids(repo=REPO).tolist()
+    second, _ = await _turn(api)
+    assert old not in [h["id"] for h in second["retrieved"]]
+    assert old not in _dense(await _rounds(api, second))["fused"]
+
+
 def test_a_corrupt_store_is_dropped_and_filled_again(tmp_path: Path) -> None:
     key = DenseKey("openai", "embed-a", "db-1")
     store = DenseVectors.beside(tmp_path, key)
