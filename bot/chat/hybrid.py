@@ -139,8 +139,8 @@ class HybridRanking:
         missing = await asyncio.to_thread(vectors.missing, live)
         if missing.size == 0:
             return 0, 0
-        if missing.size <= BACKFILL_INLINE:
-            await self._embed(vectors, missing)
+        if missing.size <= BACKFILL_INLINE:  # written batch by batch: a turn cut short keeps them
+            await self._embed(vectors, missing, flush=BATCH)
             return int(missing.size), 0
         if self.background is not None and repo not in self._filling:
             self._filling.add(repo)
@@ -156,10 +156,15 @@ class HybridRanking:
             self._filling.discard(repo)
 
     async def _embed(
-        self, vectors: DenseVectors, ids: NDArray[np.int64], *, progress: bool = False
+        self,
+        vectors: DenseVectors,
+        ids: NDArray[np.int64],
+        *,
+        progress: bool = False,
+        flush: int = FLUSH,
     ) -> None:
-        """Embed these chunks, BATCH texts a call, written every FLUSH chunks (a write is a
-        part of memory.dense: a few large ones rather than many small)."""
+        """Embed these chunks, BATCH texts a call, written every `flush` chunks (a write is
+        a part of memory.dense: a backfill writes a few large ones rather than many small)."""
         total, held = int(ids.size), []
         for start in range(0, total, BATCH):
             batch = ids[start : start + BATCH].tolist()
@@ -168,7 +173,7 @@ class HybridRanking:
                 rows = await self.client.embed([record.text for record in records])
                 held.append((np.asarray([r.id for r in records], dtype=np.int64), rows))
             done = min(start + BATCH, total)
-            if held and (done == total or sum(i.size for i, _ in held) >= FLUSH):
+            if held and (done == total or sum(i.size for i, _ in held) >= flush):
                 found, rows = np.concatenate([i for i, _ in held]), np.vstack([r for _, r in held])
                 await asyncio.to_thread(vectors.add, found, rows)
                 held = []
