@@ -261,6 +261,7 @@ class Settings(ModelSettings, CodingSettings):
             )
         for name in self.agents_json:
             _agent_from_json(name, self.agents_json[name], self)
+        self.embeddings()  # hybrid ranking on but without a model or a usable URL
 
     @property
     def agents(self) -> dict[str, AgentConfig]:

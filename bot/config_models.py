@@ -8,6 +8,7 @@ from typing import Any
 
 from bot.config_values import (
     RUNTIMES,
+    ConfigError,
     Secret,
     parse_bool,
     parse_float,
@@ -20,6 +21,15 @@ from bot.config_values import (
     parse_str,
     setting,
 )
+
+EMBEDDINGS_PROVIDERS = ("off", "openai", "ollama")
+
+
+def parse_embeddings_provider(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in EMBEDDINGS_PROVIDERS:
+        raise ValueError(f"must be one of {', '.join(EMBEDDINGS_PROVIDERS)}")
+    return lowered
 
 
 @dataclass(frozen=True)
@@ -81,3 +91,57 @@ class ModelSettings:
         "ask the model for search words each turn (one short extra model call)",
         False,
     )
+    # Hybrid ranking (bot/chat/hybrid.py): dense vectors from the provider's embeddings
+    # endpoint fused with round 1's lexical ranking. Off by default: it costs an embeddings
+    # call per turn and 4 bytes per dimension per chunk on disk (docs/memory.md).
+    chat_embeddings: str = setting(
+        "STEELFRAME_CHAT_EMBEDDINGS",
+        parse_embeddings_provider,
+        "|".join(EMBEDDINGS_PROVIDERS),
+        "off",
+    )
+    chat_embeddings_model: str | None = setting(
+        "STEELFRAME_CHAT_EMBEDDINGS_MODEL", parse_str, "embeddings model name"
+    )
+    chat_embeddings_url: str | None = setting(
+        "STEELFRAME_CHAT_EMBEDDINGS_URL",
+        parse_str,
+        "embeddings base URL; default: OPENAI_BASE_URL (ollama: without /v1)",
+    )
+
+    def embeddings(self) -> EmbeddingsSettings | None:
+        """The embeddings endpoint when hybrid ranking is on (None when off); a
+        ConfigError naming the variable when it is on but cannot work."""
+        if self.chat_embeddings == "off":
+            return None
+        if not self.chat_embeddings_model:
+            raise ConfigError(
+                "STEELFRAME_CHAT_EMBEDDINGS_MODEL: required when "
+                f"STEELFRAME_CHAT_EMBEDDINGS={self.chat_embeddings}"
+            )
+        configured = self.openai_base_url.rstrip("/")
+        url = (self.chat_embeddings_url or "").rstrip("/")
+        if not url:
+            # Ollama serves its own API at the root its OpenAI-compatible `/v1` hangs off.
+            ollama = self.chat_embeddings == "ollama" and configured.endswith("/v1")
+            url = configured.removesuffix("/v1") if ollama else configured
+        if not url.startswith(("http://", "https://")):
+            raise ConfigError(f"STEELFRAME_CHAT_EMBEDDINGS_URL: {url!r} is not an http(s) URL")
+        # The OpenAI key belongs to OPENAI_BASE_URL: never sent to another host.
+        same = self.chat_embeddings == "openai" and url == configured
+        return EmbeddingsSettings(
+            provider=self.chat_embeddings,
+            model=self.chat_embeddings_model,
+            base_url=url,
+            api_key=self.openai_api_key if same else None,
+        )
+
+
+@dataclass(frozen=True)
+class EmbeddingsSettings:
+    """Where the hybrid ranking's vectors come from (STEELFRAME_CHAT_EMBEDDINGS*)."""
+
+    provider: str  # "openai" (OpenAI, vLLM, llama.cpp...: POST /embeddings) or "ollama"
+    model: str
+    base_url: str
+    api_key: Secret | None

@@ -195,6 +195,30 @@ class SearchIndex:
         """Live pull request chunks that close any of `issues` (`Fixes #12`), oldest first."""
         return self._records(repo, limit, lambda s: s.linking(_ints(issues)))
 
+    def live_ids(self, *, repo: str | None) -> NDArray[np.int64]:
+        """The ids of every live chunk (of one repository), ascending."""
+        snap = self.snapshot()
+        code = None if repo is None else snap.repo_code(repo)
+        if repo is not None and code is None:
+            return np.zeros(0, np.int64)
+        found: list[NDArray[np.int64]] = [np.zeros(0, np.int64)]
+        for segment, dead in zip(snap.segments, snap.dead_locals, strict=True):
+            local = np.arange(segment.n_docs, dtype=np.int64)
+            if code is not None:
+                local = local[segment.repo == code]
+            found.append(segment.ids[np.setdiff1d(local, dead)].astype(np.int64))
+        return np.sort(np.concatenate(found))
+
+    def records_of(self, ids: Collection[int]) -> list[Record]:
+        """The live records of these chunk ids, in the order given (unknown ids left out)."""
+        snap = self.snapshot()
+        wanted = _ints(ids)
+        found: dict[int, Record] = {}
+        for segment, dead in zip(snap.segments, snap.dead_locals, strict=True):
+            for local in np.setdiff1d(segment.locals_of(wanted), dead).tolist():
+                found[int(segment.ids[local])] = segment.record(int(local))
+        return [found[i] for i in ids if i in found]
+
     def closes(self, numbers: Collection[int], *, repo: str | None) -> dict[int, tuple[int, ...]]:
         """For each of `numbers` that is a pull request with closing references, the issues
         it closes (from the links recorded at indexing; no payload is read)."""

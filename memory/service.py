@@ -14,6 +14,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Unpack
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy.orm import Session
 
 from memory import chunks, sync
@@ -174,6 +176,22 @@ class Memory:
         comment on PR #59 belongs to the thread of the issue #59 fixes."""
         self._ensure_bound()
         return self.index.closes(numbers, repo=repo)
+
+    def live_ids(self, *, repo: str | None) -> NDArray[np.int64]:
+        """Every live chunk's id (of one repository), ascending: what dense vectors cover."""
+        self._ensure_bound()
+        return self.index.live_ids(repo=repo)
+
+    def records_of(self, ids: Collection[int]) -> list[Record]:
+        """The live records of these chunk ids, in that order (gone ones left out)."""
+        self._ensure_bound()
+        return self.index.records_of(ids)
+
+    @property
+    def database(self) -> str:
+        """The identity of the database this memory is bound to (memory.identity)."""
+        self._ensure_bound()
+        return self.writer.database or ""
 
     def cosines(self, query: str | Expansion, records: Sequence[Record]) -> Scored:
         """Each record's cosine with `query` (a question, or a grown query), its coverage

@@ -16,7 +16,9 @@ from bot import db as dbmod
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
+from bot.chat.embeddings import EmbeddingsClient
 from bot.chat.frames import RedisFrameRelay
+from bot.chat.hybrid import HybridRanking
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import DraftOnlyPolicy, GitHubIntentPolicy, IntentPolicy
 from bot.chat.issue_context import IssueContextLoader
@@ -197,6 +199,8 @@ def build_parts(
             search_words=(
                 model_search_words(runtime_factory) if settings.chat_model_search_words else None
             ),
+            # a dense round fused with round 1, when embeddings are on (bot/chat/hybrid.py)
+            hybrid=_hybrid(settings, memory, model_http, background),
         ),
         policy=chat_github.policy,
         locks=locks,
@@ -302,6 +306,16 @@ def _operator_events(
     events = OperatorEvents(event_log, database)
     watch_commits(database, events)
     return events
+
+
+def _hybrid(
+    settings: Settings, memory: Memory, http: SharedClient, background: BackgroundTasks
+) -> HybridRanking | None:
+    """The hybrid ranking's dense round (STEELFRAME_CHAT_EMBEDDINGS; off: None)."""
+    embeddings = settings.embeddings()
+    if embeddings is None:
+        return None
+    return HybridRanking(EmbeddingsClient(embeddings, http.get), memory, background=background)
 
 
 def _open_memory(settings: Settings, database: dbmod.Database, clock: Clock) -> Memory:

@@ -11,24 +11,27 @@ nothing is kept; one widening when the draft cites nothing. A broken index or da
 retrieval unavailable for the turn, never the turn fail.
 
 Its parts: the numbers, rounds and a turn's kept hits (bot.chat.retrieval_hits), what a turn
-reads before it searches (bot.chat.committed_context), the verdict (bot.chat.answerability).
+reads before it searches (bot.chat.committed_context), the verdict (bot.chat.answerability),
+the citation check (bot.chat.citation), the optional dense round (bot.chat.hybrid).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
+from functools import partial
 
 import msgspec
-from msgspec import UnsetType
+import numpy as np
+from numpy.typing import NDArray
 
 from bot.background import BackgroundTasks
 from bot.chat.answerability import judge
 from bot.chat.blocks import HEADER, context_block
+from bot.chat.citation import cites
 from bot.chat.committed_context import (
     Prepared,
     TaskLookup,
@@ -36,11 +39,8 @@ from bot.chat.committed_context import (
     base_grounding,
     recency_fallback,
 )
-from bot.chat.grounding import (
-    Answerability,
-    Grounding,
-    Verdict,
-)
+from bot.chat.grounding import Answerability, Grounding, Verdict
+from bot.chat.hybrid import HybridRanking
 from bot.chat.ordering import asks_state, ordered, rank
 from bot.chat.retrieval_hits import (
     CHAT_FLOOR,
@@ -71,7 +71,6 @@ from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit, StatusFrame
 from bot.contracts.turn_meta import RetrievalMeta, RoundMeta
-from bot.dialogue import NOTHING_ANSWERS
 from memory import ChunkSource, Hit, Memory
 from memory.feedback import Expansion
 from memory.segment import Record
@@ -79,6 +78,7 @@ from memory.segment import Record
 log = logging.getLogger(__name__)
 # A round: the hits it kept and what it says about itself in the turn's metadata.
 Round = Callable[[RetrievalTurn], Awaitable[tuple[list[RetrievedHit], RoundMeta]]]
+Asked = asyncio.Future[NDArray[np.float32]]  # the question's embedding, asked at turn start
 
 
 class MemoryGrounder:
@@ -90,9 +90,12 @@ class MemoryGrounder:
         tasks: TaskLookup | None = None,
         floor: float = CHAT_FLOOR,
         search_words: SearchWords | None = None,
+        hybrid: HybridRanking | None = None,
     ) -> None:
         self.memory = memory
         self.search_words = search_words
+        self.hybrid = hybrid  # the dense round (bot.chat.hybrid), when embeddings are on
+        self.total = ROUNDS + (hybrid is not None)
         self.floor = floor
         self.preparation = TurnPreparation(memory, background=background, tasks=tasks)
 
@@ -104,12 +107,14 @@ class MemoryGrounder:
             if self.search_words is not None
             else None
         )
+        asked = self.hybrid.ask(query) if self.hybrid is not None else None
         try:
             prepared = await asyncio.to_thread(self.preparation.prepare, agent, focus)
-            return await self._ground(query, agent, focus, emit, prepared, words)
+            return await self._ground(query, agent, focus, emit, prepared, (words, asked))
         finally:
-            if words is not None and not words.done():
-                words.cancel()
+            for pending in (words, asked):
+                if pending is not None and not pending.cancel() and not pending.cancelled():
+                    pending.exception()  # retrieved: a failure the rounds never read is no error
 
     async def _ground(
         self,
@@ -118,7 +123,7 @@ class MemoryGrounder:
         focus: int | None,
         emit: Emit,
         prepared: Prepared,
-        words: asyncio.Future[tuple[str, ...]] | None,
+        pending: tuple[asyncio.Future[tuple[str, ...]] | None, Asked | None],
     ) -> Grounding:
         synced = prepared.synced
         base = base_grounding(prepared, self.floor)
@@ -129,7 +134,7 @@ class MemoryGrounder:
             if merge_due:
                 self.preparation.merge_in_background()
             turn = RetrievalTurn(query, agent, focus, {}, [], prepared.related)
-            await self._rounds(turn, emit, words)
+            await self._rounds(turn, emit, *pending)
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = reason_of(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
@@ -202,31 +207,21 @@ class MemoryGrounder:
         )
 
     def cites(self, reply: str, grounding: Grounding) -> bool:
-        """Does the reply cite a kept hit: its #issue (or a #PR it closes), its session id
-        (or its first 8 characters), or one of its rare terms (memory.feedback.rare_terms)?"""
-        hits = grounding.kept_hits
-        if not hits:
-            return False
-        if grounding.verdict is Verdict.NOTHING and reply.lstrip().startswith(NOTHING_ANSWERS):
-            return True  # it says memory has no answer: nothing of the closest needs citing
-        said = self.memory.terms(reply)
-        for hit in hits:
-            numbers = [hit.issue, *hit.links]
-            if any(n and re.search(rf"#{n}(?!\d)", reply) for n in numbers):
-                return True
-            session = hit.session_id
-            if session and (session in reply or (len(session) >= 8 and session[:8] in reply)):
-                return True
-            if not isinstance(hit.distinctive, UnsetType) and said.intersection(hit.distinctive):
-                return True
-        return False
+        """Does the reply cite a kept hit (bot.chat.citation)?"""
+        return cites(self.memory, reply, grounding)
 
     # -- rounds --------------------------------------------------------------------------
 
     async def _rounds(
-        self, turn: RetrievalTurn, emit: Emit, words: asyncio.Future[tuple[str, ...]] | None = None
+        self,
+        turn: RetrievalTurn,
+        emit: Emit,
+        words: asyncio.Future[tuple[str, ...]] | None = None,
+        asked: Asked | None = None,
     ) -> None:
         await self._round(turn, RoundQuery.MESSAGE, emit, self._message_round)
+        if asked is not None:
+            await self._round(turn, RoundQuery.DENSE, emit, partial(self._dense_round, asked=asked))
         if words is not None:
             turn.words = await words  # asked while round 1 ran; () when the model said nothing
         if turn.focus is not None:
@@ -254,18 +249,23 @@ class MemoryGrounder:
             "ms": elapsed_ms(started),
         }
         turn.rounds.append(entry)
-        text = f"retrieve {number}/{ROUNDS} · {count_of(hits, 'hit', 'hits')}"
+        text = f"retrieve {number}/{self.total} · {count_of(hits, 'hit', 'hits')}"
         if context:
             text += f" + {context} focus context"
         if model_words := detail.get("model_words"):
             text += f" · model words: {' '.join(model_words)}"
         if added_terms := detail.get("added_terms"):
             text += f" · expanded with {len(added_terms)} terms"
+        if unavailable := detail.get("unavailable"):
+            text += f" · dense ranking unavailable: {unavailable}"
+        elif dense_model := detail.get("dense_model"):
+            text += f" · fused with {dense_model} vectors"
         await emit(
             StatusFrame(
                 text=text,
+                reason=unavailable or None,
                 round=number,
-                rounds=ROUNDS,
+                rounds=self.total,
                 query=kind.value,
                 hits=hits,
                 context=context,
@@ -286,8 +286,18 @@ class MemoryGrounder:
             related=turn.related,
         )
         chosen = select_hits(found, room, self.floor)
+        turn.lexical = tuple(h.chunk_id for h in found)  # what the dense round fuses with
         added = await self._keep(turn, chosen, RoundQuery.MESSAGE, grown=grown)
         return added, {"related_terms": list(grown.added)}
+
+    async def _dense_round(
+        self, turn: RetrievalTurn, *, asked: Asked
+    ) -> tuple[list[RetrievedHit], RoundMeta]:
+        """Round 1's ranking fused with the dense one (bot.chat.hybrid); its hits are kept
+        and labelled like any (a chunk only the vectors found is weak)."""
+        assert self.hybrid is not None
+        found, detail = await self.hybrid.round(turn, asked)
+        return await self._keep(turn, found, RoundQuery.DENSE), detail
 
     async def _focus_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """The focused issue's own text and the PRs that close it come in as context (not

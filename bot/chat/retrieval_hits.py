@@ -53,6 +53,7 @@ class RetrievalTurn:
     rounds: list[RoundMeta]
     related: tuple[str, ...] = ()  # the repository's committed `related:` table
     words: tuple[str, ...] = ()  # search words the model proposed (bot.chat.search_words)
+    lexical: tuple[int, ...] = ()  # round 1's ranking, chunk ids best first (bot.chat.hybrid)
 
     @property
     def searched(self) -> str:

@@ -21,6 +21,7 @@ class RoundQuery(StrEnum):
     LINKS = "links"  # without a focus: the PRs closing the issues found, the issues closed
     EXPANSION = "expansion"  # pseudo-relevance feedback from the hits so far
     MODEL = "model"  # the question with the search words the model proposed
+    DENSE = "dense"  # hybrid ranking: dense vectors fused with the message round's ranking
     WIDEN = "widen"  # after an uncited draft: feedback from every hit, no focus, more hits
     RECENCY = "recency"  # not retrieval: the newest summaries, when nothing is kept
 

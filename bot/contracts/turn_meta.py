@@ -30,6 +30,15 @@ class RoundMeta(TypedDict, total=False):
     closing_prs: list[int]  # ...and the pull requests closing them
     model_words: list[str]  # the model round: the search words the model proposed
     added_terms: list[str]  # expansion and widen: the feedback terms
+    # The dense round (bot.chat.hybrid): its embeddings model, the fused ranking's head, the
+    # hits only the dense vectors found, chunks embedded this turn, chunks still waiting for
+    # a vector (embedded in the background), and why it gave nothing when it could not run.
+    dense_model: str
+    fused: list[int]
+    dense_only: list[int]
+    embedded: int
+    backfilling: int
+    unavailable: str
     ms: float
 
 
