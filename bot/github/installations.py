@@ -1,6 +1,7 @@
 """What the App knows about where it is installed: installations and their repositories,
 kept from `installation`/`installation_repositories` webhooks (and any repository-scoped
-delivery). Core functions take a session; upserts, so a redelivered event changes nothing."""
+delivery). Core functions take a session; upserts, so a redelivered event changes nothing,
+and writes that read nothing first, so deliveries arriving together never conflict."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import BigInteger, String, func, select
+from sqlalchemy import BigInteger, String, delete, func, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base, Database
@@ -54,63 +56,83 @@ def remember_installation(
     account_type: str | None,
     now: datetime,
     suspended: bool | None = None,
-) -> GitHubInstallation:
-    row = session.get(GitHubInstallation, installation_id)
-    if row is None:
-        row = GitHubInstallation(id=installation_id, created_at=now)
-        session.add(row)
+) -> None:
+    """One upsert, as `remember_repositories` (why there)."""
+    changes: dict[str, object] = {"removed_at": None, "updated_at": now}
     if account_login is not None:
-        row.account_login = account_login
-        row.account_type = account_type
+        changes.update(account_login=account_login, account_type=account_type)
     if suspended is not None:
-        row.suspended_at = now if suspended else None
-    row.removed_at = None
-    row.updated_at = now
-    return row
+        changes["suspended_at"] = now if suspended else None
+    _upsert(session, GitHubInstallation, {"id": installation_id, "created_at": now}, changes)
 
 
 def forget_installation(session: Session, installation_id: int, *, now: datetime) -> None:
     """The App was uninstalled: the installation and its repositories are marked removed."""
-    row = session.get(GitHubInstallation, installation_id)
-    if row is not None:
-        row.removed_at = now
-        row.updated_at = now
-    for repo in session.scalars(
-        select(GitHubRepository).where(GitHubRepository.installation_id == installation_id)
-    ):
-        repo.removed_at = now
-        repo.updated_at = now
+    gone = {"removed_at": now, "updated_at": now}
+    session.execute(
+        update(GitHubInstallation).where(GitHubInstallation.id == installation_id).values(gone)
+    )
+    served = GitHubRepository.installation_id == installation_id
+    # Its repositories' rows locked in id order first (PostgreSQL; SQLite locks the file), as
+    # `remember_repositories` writes them: an update by installation would lock in the
+    # table's order, and two transactions could each wait for a row the other holds.
+    session.execute(
+        select(GitHubRepository.id).where(served).order_by(GitHubRepository.id).with_for_update()
+    )
+    session.execute(update(GitHubRepository).where(served).values(gone))
 
 
 def remember_repositories(
     session: Session, installation_id: int | None, repos: Iterable[RepoRef], *, now: datetime
 ) -> None:
-    for ref in repos:
-        row = session.get(GitHubRepository, ref.id)
-        if row is None:
-            # A renamed or transferred repository keeps its id; free the old name's row.
-            stale = session.scalar(
-                select(GitHubRepository).where(GitHubRepository.full_name == ref.full_name)
-            )
-            if stale is not None:
-                session.delete(stale)
-                session.flush()
-            row = GitHubRepository(id=ref.id)
-            session.add(row)
-        row.full_name = ref.full_name
-        row.private = ref.private
-        if installation_id is not None:
-            row.installation_id = installation_id
-        row.removed_at = None
-        row.updated_at = now
+    """Each repository in statements that read nothing first. Deliveries about one repository
+    arrive together, each in its own transaction: read-then-write let two of them both insert
+    its row (a duplicate key), both delete the row its old id left (StaleDataError) or update
+    a row another had just deleted, and the delivery failed until its retry. Rows are written
+    in id order, so two transactions writing several never wait on each other in a cycle."""
+    for ref in sorted(repos, key=lambda ref: ref.id):
+        # A renamed or transferred repository keeps its id; a repository deleted and made
+        # again under its name has a new one: free the name from any other id's row.
+        session.execute(
+            delete(GitHubRepository)
+            .where(GitHubRepository.full_name == ref.full_name, GitHubRepository.id != ref.id)
+            .execution_options(synchronize_session=False)
+        )
+        changes: dict[str, object] = {
+            "full_name": ref.full_name,
+            "private": ref.private,
+            "removed_at": None,
+            "updated_at": now,
+        }
+        if installation_id is not None:  # else the one recorded stays
+            changes["installation_id"] = installation_id
+        _upsert(session, GitHubRepository, {"id": ref.id}, changes)
 
 
 def forget_repositories(session: Session, repo_ids: Iterable[int], *, now: datetime) -> None:
-    for repo_id in repo_ids:
-        row = session.get(GitHubRepository, repo_id)
-        if row is not None:
-            row.removed_at = now
-            row.updated_at = now
+    for repo_id in sorted(repo_ids):  # id order, as `remember_repositories` writes
+        session.execute(
+            update(GitHubRepository)
+            .where(GitHubRepository.id == repo_id)
+            .values(removed_at=now, updated_at=now)
+        )
+
+
+def _upsert(
+    session: Session,
+    model: type[GitHubInstallation] | type[GitHubRepository],
+    key: dict[str, object],
+    changes: dict[str, object],
+) -> None:
+    """Insert `key` and `changes` as a new row, or apply `changes` to the row with that id:
+    one statement (PostgreSQL's and SQLite's INSERT ... ON CONFLICT), which waits for a
+    concurrent insert of the same id and then updates it instead of failing."""
+    insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
+    session.execute(
+        insert(model)
+        .values({**key, **changes})
+        .on_conflict_do_update(index_elements=[model.id], set_=changes)
+    )
 
 
 def installation_for(session: Session, full_name: str) -> int | None:

@@ -40,6 +40,7 @@ from bot.lifecycle.egress import running_egress
 from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.run_cgroup import RunCgroup
 from bot.lifecycle.sandbox import Launch, SandboxPolicy, SandboxRun, wrap
+from bot.lifecycle.sandbox_spawn import spawn
 
 log = logging.getLogger(__name__)
 
@@ -213,22 +214,15 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
 async def _spawn(
     launch: Launch, policy: SandboxPolicy
 ) -> tuple[asyncio.subprocess.Process, RunCgroup | None]:
-    group = RunCgroup.start(policy.memory_mb, policy.max_processes)  # limits for the whole run
-    with launch.command() as (argv, fds):
-        process = await asyncio.create_subprocess_exec(
-            *(group.joining(argv) if group else argv),
-            cwd=launch.cwd,
-            env=launch.env,
-            pass_fds=fds,  # bwrap's options (the secrets) through a descriptor
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            limit=MAX_LINE_BYTES,
-        )
-    if group is not None:
-        group.watch(process)
-    return process, group
+    return await spawn(  # in a cgroup of its own where the host allows: the whole run's limits
+        launch,
+        policy,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+        limit=MAX_LINE_BYTES,
+    )
 
 
 async def _out_of_memory(group: RunCgroup) -> bool:

@@ -29,6 +29,7 @@ from bot.lifecycle.sandbox import (
     SandboxUnavailable,
     wrap,
 )
+from bot.lifecycle.sandbox_spawn import spawn
 
 PROBE_TIMEOUT_SECONDS = 30.0
 # Run inside the sandbox by the probe: a direct connection to the host's loopback must
@@ -101,7 +102,7 @@ async def _probe(interpreter: str) -> str | None:
         policy = SandboxPolicy(network=Network.ALLOWLIST, read_only=(Path(sys.base_prefix),))
         launch = wrap(policy, run, [interpreter, "-I", "-S", "-c", _PROBE, str(port)], {})
         async with running_egress(launch) as blocked:
-            said = await _run(launch)
+            said = await _run(launch, policy)
     finally:
         listener.close()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -112,16 +113,12 @@ async def _probe(interpreter: str) -> str | None:
     return None
 
 
-async def _run(launch: Launch) -> str:
-    with launch.command() as (argv, fds):
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            env=launch.env,
-            cwd=launch.cwd,
-            pass_fds=fds,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-        )
+async def _run(launch: Launch, policy: SandboxPolicy) -> str:
+    # Started as a run is: RLIMIT_NPROC would count the relay's threads with every other
+    # run's processes (all are `nobody`), and a busy host would fail the probe.
+    process, _ = await spawn(
+        launch, policy, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+    )
     try:
         out, _ = await asyncio.wait_for(process.communicate(), PROBE_TIMEOUT_SECONDS)
     except TimeoutError:

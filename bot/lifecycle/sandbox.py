@@ -14,12 +14,15 @@ network namespace has only its own loopback: with the network in `allowlist` mod
 out is the run's egress proxy (`bot.lifecycle.egress`), reached through a relay that starts
 first inside the sandbox; `off` has no way out. The environment is an allowlist, handed to
 bubblewrap through an inherited descriptor (`--args`), never its command line. Memory (data
-segment), process count and file size are capped with prlimit.
+segment), process count and file size are capped with prlimit; the process count only for a
+run that gets no cgroup of its own, decided as it starts (`Launch.in_own_group`,
+`bot.lifecycle.sandbox_spawn`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import logging
 import os
@@ -32,7 +35,7 @@ from enum import StrEnum
 from pathlib import Path, PurePosixPath
 
 from bot.config import Settings
-from bot.lifecycle import egress_relay, run_cgroup
+from bot.lifecycle import egress_relay
 from bot.lifecycle.egress_policy import Allowlist, Target, url_target
 
 log = logging.getLogger(__name__)
@@ -183,6 +186,19 @@ class Launch:
     # `--` and the command, which names no secret).
     sealed_args: tuple[str, ...] = ()
     egress: EgressPlan | None = None
+    # Where in `argv` prlimit's `--nproc` (RLIMIT_NPROC) is; None once it was dropped.
+    nproc_at: int | None = None
+
+    def in_own_group(self) -> Launch:
+        """This launch for a run started inside a cgroup of its own, whose `pids.max` is the
+        run's process limit: without RLIMIT_NPROC, which counts every process of the uid,
+        and every run is `nobody`, so it would count all runs on the host together (a second
+        run failed to fork). Only the run that got its group drops it: a host may allow one
+        run's group and refuse the next run's."""
+        if self.nproc_at is None:
+            return self
+        argv = [*self.argv[: self.nproc_at], *self.argv[self.nproc_at + 1 :]]
+        return dataclasses.replace(self, argv=argv, nproc_at=None)
 
     @contextlib.contextmanager
     def command(self) -> Iterator[tuple[list[str], tuple[int, ...]]]:
@@ -218,21 +234,17 @@ def allowed_env(
     return env
 
 
+NPROC_AT = 2  # `--nproc` in `_limits`: after prlimit and `--data`
+
+
 def _limits(policy: SandboxPolicy) -> list[str]:
+    """prlimit's options; `--nproc` stays unless the run gets its own cgroup when it starts
+    (`Launch.in_own_group`)."""
     prlimit = shutil.which("prlimit") or "/usr/bin/prlimit"
     data = policy.memory_mb * 1024 * 1024
     size = policy.file_size_mb * 1024 * 1024
-    nproc = [] if _runs_have_own_groups() else [f"--nproc={policy.max_processes}"]
-    return [prlimit, f"--data={data}", *nproc, f"--fsize={size}", "--"]
-
-
-@functools.cache
-def _runs_have_own_groups() -> bool:
-    """RLIMIT_NPROC counts every process of a uid, and every run is `nobody`: as a run's
-    limit it would count all runs on the host together, so concurrent runs failed to fork.
-    Where each run gets a cgroup, its `pids.max` is the run's own process limit
-    (bot/lifecycle/run_cgroup.py); prlimit's only where none can be made."""
-    return run_cgroup.status().per_run
+    nproc = f"--nproc={policy.max_processes}"
+    return [prlimit, f"--data={data}", nproc, f"--fsize={size}", "--"]
 
 
 def _ancestors(path: PurePosixPath) -> list[str]:
@@ -386,6 +398,7 @@ def wrap(
             prompt=str(run.prompt),
             sandboxed=False,
             warnings=[OFF_WARNING],
+            nproc_at=NPROC_AT,
         )
     if not _visible(policy, argv[0]):
         raise SandboxUnavailable(
@@ -403,8 +416,9 @@ def wrap(
     relay = _relay(egress) if egress is not None else []
     sealed = bwrap_args(policy, run, env, egress)
     _hand_over(run)
+    head = [bwrap, "--", *_identity()[1]]
     return Launch(
-        argv=[bwrap, "--", *_identity()[1], *_limits(policy), *relay, *argv],
+        argv=[*head, *_limits(policy), *relay, *argv],
         env={},  # bwrap itself needs nothing, and its /proc/<pid>/environ shows nothing
         cwd=run.repo,
         repo=INSIDE_REPO,
@@ -412,6 +426,7 @@ def wrap(
         sandboxed=True,
         sealed_args=tuple(sealed),
         egress=egress,
+        nproc_at=len(head) + NPROC_AT,
     )
 
 

@@ -15,6 +15,7 @@ from bot.lifecycle.coding import kill_group
 from bot.lifecycle.egress import running_egress
 from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, wrap
+from bot.lifecycle.sandbox_spawn import spawn
 
 SHELL = "/bin/sh"
 # What is kept of a command's output (its end, where the failure usually is).
@@ -63,18 +64,15 @@ async def run_command(
     started = time.monotonic()
     # Its own proxy, as the agent's run has: setup reaches the registries, nothing else.
     async with running_egress(launch) as blocked:
-        try:
-            with launch.command() as (argv, fds):
-                process = await asyncio.create_subprocess_exec(
-                    *argv,
-                    cwd=launch.cwd,
-                    env=launch.env,
-                    stdin=asyncio.subprocess.DEVNULL,
-                    stdout=asyncio.subprocess.PIPE,
-                    stderr=asyncio.subprocess.STDOUT,
-                    start_new_session=True,
-                    pass_fds=fds,
-                )
+        try:  # in a cgroup of its own where the host allows, as a coding run
+            process, _ = await spawn(
+                launch,
+                policy,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+                start_new_session=True,
+            )
         except OSError as exc:
             return CommandResult(command, None, 0.0, f"could not start: {exc.strerror or exc}")
         buffer = bytearray()
