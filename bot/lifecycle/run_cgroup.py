@@ -64,16 +64,6 @@ class RunCgroup:
         self.memory_exhausted = False
 
     @classmethod
-    def start(cls, memory_mb: int, max_processes: int) -> RunCgroup | None:
-        """The run's group, or None where the host allows none (per-process limits only;
-        `status()` says why)."""
-        try:
-            return cls.make(memory_mb, max_processes)
-        except OSError as exc:
-            log.debug("no cgroup for this run: %s", exc)
-            return None
-
-    @classmethod
     def make(cls, memory_mb: int, max_processes: int, *, root: Path = CGROUP_ROOT) -> RunCgroup:
         """A new group with the run's limits; OSError if the host does not allow it."""
         name = f"run-{uuid.uuid4().hex[:12]}"
@@ -83,9 +73,14 @@ class RunCgroup:
             group = base / name
             _enable_v2(base)
             group.mkdir()
-            _write(group / "memory.max", memory)
-            _write(group / "memory.swap.max", 0, optional=True)
-            _write(group / "pids.max", max_processes)
+            try:
+                _write(group / "memory.max", memory)
+                _write(group / "memory.swap.max", 0, optional=True)
+                _write(group / "pids.max", max_processes)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    group.rmdir()  # as v1 below: no half-limited group is left behind
+                raise
             return cls([group], group / "memory.events")
         memory_group = _runs(_own_v1(root, "memory")) / name
         pids_group = _runs(_own_v1(root, "pids")) / name
