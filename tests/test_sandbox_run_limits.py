@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import sys
 from pathlib import Path
 
 import pytest
 
-from bot.lifecycle import run_cgroup
+from bot.lifecycle import run_cgroup, sandbox
 from bot.lifecycle.coding import CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.sandbox import Network, SandboxPolicy, SandboxRun
 from bot.lifecycle.setup_process import run_command
@@ -50,7 +51,13 @@ def refused_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def refuse_cgroups(root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Runs' groups are made under `root` from now on, a cgroup root (v2 by its look) under
-    which none can be: where this process's own group is, `steelframe-runs` is a file."""
+    which none can be: where this process's own group is, `steelframe-runs` is a file.
+
+    Such a run's limit is RLIMIT_NPROC, which counts every process of its uid: as root the
+    runtime is `nobody`, which the suite's other sandboxed runs (other xdist processes) are
+    too, and their processes would count against this run's 16 ("Cannot fork" before the
+    first command). So these runs get a uid of their own, one per test process."""
+    monkeypatch.setattr(sandbox, "UNPRIVILEGED_ID", 61000 + os.getpid() % 4000)
     root.mkdir()
     (root / "cgroup.controllers").write_text("memory pids\n")
     own = root
