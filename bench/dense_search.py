@@ -4,6 +4,7 @@ product over every stored vector, at a given number of chunks and dimensions.
     python -m bench.dense_search                       # 100k chunks at 384, 768, 1536
     python -m bench.dense_search --chunks 20000 --dims 768
     python -m bench.dense_search --smoke               # tiny, under a second
+    python -m bench.dense_search --local --dims 256    # also the `local` model's embedding time
 
 Random unit vectors (the time does not depend on their values) written in parts of 10,000
 as a backfill writes them, reopened from disk (memory-mapped), then the top 20 of every
@@ -11,6 +12,10 @@ chunk for 20 random questions: the median and the worst query, the store's size 
 and its load time, beside the bare product over one contiguous matrix in memory.
 docs/memory.md ("Hybrid ranking", What it costs) quotes a run. Set OPENBLAS_NUM_THREADS=1
 on a shared machine: BLAS threads fighting for busy cores made the search 3x slower there.
+
+`--local` first times the `local` provider (bot/chat/embeddings_local.py, wordllama's
+bundled model): loading it, and embedding the labelled set's chunk texts (cut as the client
+cuts them) in the dense round's batches of 64, cycled to LOCAL_TEXTS texts, per 1,000.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from memory.dense import DenseKey, DenseVectors
+
+LOCAL_TEXTS = 5_000
 
 PART = 10_000
 QUERIES = 20
@@ -66,12 +73,47 @@ def measure(chunks: int, dimension: int, root: Path) -> dict[str, float]:
     }
 
 
+def local_embedding(texts: int = LOCAL_TEXTS) -> dict[str, float]:
+    """The local model's load time and its embedding time per 1,000 real chunk texts."""
+    from bench.quality import load_set
+    from bot.chat.embeddings import TEXT_CHARS
+    from bot.chat.embeddings_local import LocalEmbeddings
+    from bot.chat.hybrid import BATCH
+
+    sample = [chunk["text"][:TEXT_CHARS] for chunk in load_set()["chunks"]]
+    cycled = [sample[n % len(sample)] for n in range(texts)]
+    model = LocalEmbeddings("l2_supercat")
+    started = time.perf_counter()
+    model.embed(["load"])
+    load = time.perf_counter() - started
+    # the longest a chunk is embedded: set texts joined up to the client's cut
+    joined = " ".join(sample)
+    longest = [joined[n * 97 % len(joined) :][:TEXT_CHARS] for n in range(texts)]
+    figures = {"load_s": load, "mean_chars": sum(map(len, cycled)) / texts}
+    for name, batch in (("per_1000_s", cycled), ("longest_per_1000_s", longest)):
+        started = time.perf_counter()
+        for start in range(0, texts, BATCH):
+            model.embed(batch[start : start + BATCH])
+        figures[name] = (time.perf_counter() - started) * 1000 / texts
+    return figures
+
+
 def main(argv: list[str]) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--dims", default="384,768,1536")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--local", action="store_true", help="time the local model too")
     args = parser.parse_args(argv)
+    if args.local:
+        local = local_embedding(200 if args.smoke else LOCAL_TEXTS)
+        print(
+            f"local model l2_supercat: load {local['load_s']:.2f} s, "
+            f"embedding {local['per_1000_s']:.2f} s per 1,000 chunks "
+            f"(the set's chunks, mean {local['mean_chars']:.0f} characters), "
+            f"{local['longest_per_1000_s']:.2f} s at 2,000 characters each (batches of 64)",
+            flush=True,
+        )
     chunks, dims = (2_000, [64]) if args.smoke else (args.chunks, _ints(args.dims))
     for dimension in dims:
         with tempfile.TemporaryDirectory() as folder:

@@ -22,7 +22,9 @@ from bot.config_values import (
     setting,
 )
 
-EMBEDDINGS_PROVIDERS = ("off", "openai", "ollama")
+EMBEDDINGS_PROVIDERS = ("off", "openai", "ollama", "local")
+# `local`: wordllama's model shipped inside its wheel, run in-process (bot/chat/embeddings_local.py)
+LOCAL_EMBEDDINGS_MODEL = "l2_supercat"
 
 
 def parse_embeddings_provider(value: str) -> str:
@@ -92,8 +94,9 @@ class ModelSettings:
         False,
     )
     # Hybrid ranking (bot/chat/hybrid.py): dense vectors from the provider's embeddings
-    # endpoint fused with round 1's lexical ranking. Off by default: it costs an embeddings
-    # call per turn and 4 bytes per dimension per chunk on disk (docs/memory.md).
+    # endpoint (or `local`: a small model in-process) fused with round 1's lexical ranking.
+    # Off by default: it costs an embeddings call per turn and 4 bytes per dimension per
+    # chunk on disk (docs/memory.md).
     chat_embeddings: str = setting(
         "STEELFRAME_CHAT_EMBEDDINGS",
         parse_embeddings_provider,
@@ -101,7 +104,9 @@ class ModelSettings:
         "off",
     )
     chat_embeddings_model: str | None = setting(
-        "STEELFRAME_CHAT_EMBEDDINGS_MODEL", parse_str, "embeddings model name"
+        "STEELFRAME_CHAT_EMBEDDINGS_MODEL",
+        parse_str,
+        f"embeddings model name (local: {LOCAL_EMBEDDINGS_MODEL})",
     )
     chat_embeddings_url: str | None = setting(
         "STEELFRAME_CHAT_EMBEDDINGS_URL",
@@ -114,6 +119,9 @@ class ModelSettings:
         ConfigError naming the variable when it is on but cannot work."""
         if self.chat_embeddings == "off":
             return None
+        if self.chat_embeddings == "local":  # in-process: no URL, no key
+            model = self.chat_embeddings_model or LOCAL_EMBEDDINGS_MODEL
+            return EmbeddingsSettings(provider="local", model=model, base_url="", api_key=None)
         if not self.chat_embeddings_model:
             raise ConfigError(
                 "STEELFRAME_CHAT_EMBEDDINGS_MODEL: required when "
@@ -141,7 +149,7 @@ class ModelSettings:
 class EmbeddingsSettings:
     """Where the hybrid ranking's vectors come from (STEELFRAME_CHAT_EMBEDDINGS*)."""
 
-    provider: str  # "openai" (OpenAI, vLLM, llama.cpp...: POST /embeddings) or "ollama"
+    provider: str  # "openai" (OpenAI, vLLM, llama.cpp...: POST /embeddings), "ollama", "local"
     model: str
-    base_url: str
+    base_url: str  # "" for local
     api_key: Secret | None

@@ -3,11 +3,15 @@ a dense round fuses round 1's lexical ranking with the chunks nearest the questi
 model's embedding space. Tested for plumbing through real chat turns over the operator API,
 a real Memory on a temp dir, and a local server speaking the OpenAI and Ollama embeddings
 protocols (tests/fakes/embeddings_server.py: a fake model whose concept map puts a question
-near the chunk that answers it in other words)."""
+near the chunk that answers it in other words). The `local` provider is tested with the
+real model (wordllama's, bundled in its wheel), offline."""
 
 from __future__ import annotations
 
+import json
 import socket
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,8 +20,10 @@ import numpy as np
 import pytest
 
 import bot.chat.embeddings
+import bot.chat.embeddings_local
 import bot.chat.hybrid
 from bot.config import Settings
+from bot.config_models import LOCAL_EMBEDDINGS_MODEL, EmbeddingsSettings
 from bot.config_values import ConfigError, Secret
 from memory import ChunkIn
 from memory.dense import META, DenseKey, DenseVectors
@@ -320,3 +326,98 @@ def test_the_search_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:
 
     dense_search.main(["--smoke"])
     assert "nearest p50" in capsys.readouterr().out
+
+
+# -- the `local` provider: wordllama's bundled model, in-process (bot/chat/embeddings_local.py) --
+
+PARAPHRASE = "Which physician treats the child's fever?"
+PARAPHRASED = "A paediatric doctor sees kids with a high temperature."
+_connections: list[list[object]] = []  # while a test watches: every address a socket dialled
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _connections and event in ("socket.connect", "socket.getaddrinfo"):
+        _connections[-1].append(args[1] if event == "socket.connect" else args[0])
+
+
+sys.addaudithook(_audit)  # a hook cannot be removed: it records only while a list is open
+
+
+def _local_address(address: object) -> bool:
+    host = address[0] if isinstance(address, tuple) else address
+    if isinstance(host, bytes):
+        host = host.decode()
+    if not isinstance(host, str) or host.startswith("/") or host == "":
+        return True  # a Unix socket
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+async def test_local_model_finds_a_paraphrase_offline_and_keeps_its_vectors(
+    api_factory: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real wordllama, loaded inside the test (its per-process cache emptied) while every
+    socket the process dials is recorded by an audit hook: none leaves this machine. (Nothing
+    is patched to stop a download: `disable_download=True` would raise, not fetch.)"""
+    monkeypatch.setattr(bot.chat.embeddings_local, "_models", {})
+    settings = make_settings(tmp_path, chat_embeddings="local")
+    answer = ChunkIn(PARAPHRASED, "comment", REPO, issue=21)
+    _connections.append([])
+    try:
+        api = await _api(api_factory, settings, chunks=[*NOISE, answer])
+        response, statuses = await _turn(api, PARAPHRASE)
+    finally:
+        dialled = _connections.pop()
+    assert bot.chat.embeddings_local.loaded() == [LOCAL_EMBEDDINGS_MODEL]
+    assert dialled  # the hook saw the test client reach the local server...
+    assert [a for a in dialled if not _local_address(a)] == []  # ...and nothing else
+    found = [h for h in response["retrieved"] if h["text"] == PARAPHRASED]
+    assert found and found[0]["round"] == "dense" and found[0]["strength"] == "weak"
+    dense = _dense(await _rounds(api, response))
+    assert dense["dense_model"] == LOCAL_EMBEDDINGS_MODEL and "unavailable" not in dense
+    assert found[0]["id"] in dense["dense_only"] and dense["embedded"] == CHUNKS
+    assert any(
+        s.startswith("retrieve 2/4 · ") and s.endswith("fused with l2_supercat vectors")
+        for s in statuses
+    )
+    meta = json.loads((settings.data_dir / "memory" / "dense" / META).read_text())
+    assert (meta["provider"], meta["model"], meta["dimension"]) == ("local", "l2_supercat", 256)
+
+    # A restart over the same data dir: the stored vectors answer, only the question is new.
+    again = await _api(api_factory, settings)
+    response, _ = await _turn(again, PARAPHRASE)
+    assert _dense(await _rounds(again, response))["embedded"] == 0
+    assert any(h["text"] == PARAPHRASED for h in response["retrieved"])
+
+
+async def test_a_local_model_that_cannot_load_leaves_the_lexical_rounds(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    settings = make_settings(
+        tmp_path, chat_embeddings="local", chat_embeddings_model="no_such_model"
+    )
+    lexical = ChunkIn("The export job times out on large ledgers.", "comment", REPO, issue=7)
+    api = await _api(api_factory, settings, chunks=[*NOISE, lexical])
+    response, statuses = await _turn(api, "why does the export job time out?")
+    assert any(h["text"] == lexical.text and h["round"] == "message" for h in response["retrieved"])
+    dense = _dense(await _rounds(api, response))
+    assert dense["hits"] == 0
+    assert "the local embeddings model no_such_model failed" in dense["unavailable"]
+    assert any("dense ranking unavailable" in s for s in statuses)
+
+
+def test_local_settings_need_no_model_url_or_key() -> None:
+    local = Settings.from_env({"STEELFRAME_CHAT_EMBEDDINGS": "local", "OPENAI_API_KEY": KEY})
+    assert local.embeddings() == EmbeddingsSettings("local", "l2_supercat", "", None)
+
+
+def test_start_up_never_imports_wordllama() -> None:
+    """The service's parts, the client and the local provider's module import without it;
+    only a turn with `local` on loads it (CLI start-up is tests/test_cli.py's)."""
+    probe = (
+        "import sys, steelframe.parts, bot.chat.embeddings, bot.chat.embeddings_local\n"
+        "print('wordllama' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "False"

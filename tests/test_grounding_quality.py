@@ -15,6 +15,8 @@ Two sets (tests/data/make_grounding_set.py says who wrote which and when):
 
 The tuning part is asked as well: its figures are what the constants were calibrated on,
 and `GROUNDING_TUNING_MISSES=1` prints its misses (never the frozen parts').
+`GROUNDING_EMBEDDINGS=local` (or any STEELFRAME_CHAT_EMBEDDINGS value) asks the sets with
+that dense-round provider; unset, with the settings' default.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from bot.chat.grounding import Grounding
 from bot.config import Settings
 from bot.contracts.hits import RetrievedHit
 from memory import ChunkIn
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, make_settings
 
 REPO = "steelframe-dev/sandbox"  # the default agent's repository in tests
 DATA = load_set()
@@ -121,6 +123,15 @@ def test_the_sets_are_generated_and_checked_by_their_script(name: str) -> None:
     # the split is the stated rule of the question text, nothing chosen by hand
     if name == "tallyho":
         assert all(q["part"] == script["part"](q["question"]) for q in rendered["questions"])
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """The suite's settings; GROUNDING_EMBEDDINGS picks the dense round's provider."""
+    provider = os.environ.get("GROUNDING_EMBEDDINGS")
+    if provider is None:
+        return make_settings(tmp_path)
+    return make_settings(tmp_path, chat_embeddings=provider)
 
 
 async def ask(api: ApiClient, data: dict[str, Any]) -> tuple[list[Outcome], list[bool]]:

@@ -9,6 +9,9 @@ Two wire protocols, each a typed request and response:
 - `ollama`: `POST {base}/api/embed {"model", "input": [text, ...]}` answers
   `{"model", "embeddings": [[...], ...], "total_duration", ...}` in input order.
 
+And one in-process provider, `local` (bot.chat.embeddings_local: wordllama's bundled model,
+embedded on a worker thread, never over the network), held to the same timeout and checks.
+
 Every failure (refused, timed out, an HTTP error, an answer of the wrong shape or count)
 is an `EmbeddingsUnavailable` whose message names the endpoint and the reason, never a key:
 the caller keeps its lexical rounds and records the reason.
@@ -16,6 +19,7 @@ the caller keeps its lexical rounds and records the reason.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -24,6 +28,7 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
+from bot.chat.embeddings_local import LocalEmbeddings
 from bot.config_models import EmbeddingsSettings
 from bot.runtimes.transport import endpoint_label, failure_from_exception, failure_from_response
 
@@ -72,6 +77,7 @@ class EmbeddingsClient:
         self.settings = settings
         self.http = http
         self.timeout = timeout or EMBEDDINGS_SECONDS
+        self.local = LocalEmbeddings(settings.model) if settings.provider == "local" else None
 
     @property
     def provider(self) -> str:
@@ -83,6 +89,8 @@ class EmbeddingsClient:
 
     @property
     def where(self) -> str:
+        if self.local is not None:
+            return f"the local embeddings model {self.model}"
         return f"the embeddings endpoint {endpoint_label(self.settings.base_url)}"
 
     async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -90,6 +98,8 @@ class EmbeddingsClient:
         if not texts:
             return np.zeros((0, 0), np.float32)
         inputs = [text[:TEXT_CHARS] or " " for text in texts]
+        if self.local is not None:
+            return self._checked(await self._in_process(self.local, inputs), len(inputs))
         if self.settings.provider == "ollama":
             raw = await self._post("/api/embed", OllamaEmbedRequest(self.model, inputs))
             rows = self._decode(raw, OllamaEmbedResponse).embeddings
@@ -98,6 +108,20 @@ class EmbeddingsClient:
             data = self._decode(raw, OpenAIEmbeddingsResponse).data
             rows = [item.embedding for item in sorted(data, key=lambda item: item.index)]
         return self._matrix(rows, len(inputs))
+
+    async def _in_process(self, local: LocalEmbeddings, inputs: list[str]) -> NDArray[np.float32]:
+        """On a worker thread (a first call loads the model there); a timeout leaves the
+        thread to finish, so the model is loaded for the next turn."""
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await asyncio.to_thread(local.embed, inputs)
+        except TimeoutError as exc:
+            raise EmbeddingsUnavailable(f"{self.where} timed out") from exc
+        except Exception as exc:  # not installed, its files missing, a bad model name
+            first = (str(exc).splitlines() or [""])[0][:200]
+            raise EmbeddingsUnavailable(
+                f"{self.where} failed ({type(exc).__name__}: {first})"
+            ) from exc
 
     async def _post(self, path: str, request: msgspec.Struct) -> bytes:
         headers = {"Content-Type": "application/json"}
@@ -140,3 +164,12 @@ class EmbeddingsClient:
         if len(sizes) != 1 or 0 in sizes:
             raise EmbeddingsUnavailable(f"{self.where} answered vectors of unequal or no length")
         return np.asarray(rows, dtype=np.float32)
+
+    def _checked(self, matrix: NDArray[np.float32], expected: int) -> NDArray[np.float32]:
+        if matrix.shape[0] != expected:
+            raise EmbeddingsUnavailable(
+                f"{self.where} answered {matrix.shape[0]} vectors for {expected} texts"
+            )
+        if matrix.ndim != 2 or matrix.shape[1] == 0:
+            raise EmbeddingsUnavailable(f"{self.where} answered vectors of unequal or no length")
+        return matrix

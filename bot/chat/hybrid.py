@@ -16,8 +16,12 @@ verdict weighs it like any hit, by its words; a vector never makes a hit strong.
 A failure (the provider down, slow, answering the wrong shape; an unreadable store) gives
 the round no hits and its reason in the turn's `rounds` metadata and status frame; the
 lexical rounds stand. Chosen 2026-12-05 by the hybrid helper, on no data: RRF_K = 60 is
-Cormack, Clarke and Buettcher's (SIGIR 2009) constant, the sizes mirror round 1's; nothing
-here was tuned on a labelled set (the sets are asked offline, without embeddings).
+Cormack, Clarke and Buettcher's (SIGIR 2009) constant, the sizes mirror round 1's.
+Measured 2026-12-05 by the localdense helper with the `local` model on the Tallyho tuning
+part only (bench/HISTORY.md: the rule was written first): RRF_K 20, DENSE_K 1 and a
+DENSE_FLOOR of 0.40 (and DENSE_K 1 with that floor) changed no paraphrase figure and at
+most one answerable question, so the constants stay as chosen on no data (DENSE_FLOOR 0:
+no floor) and the provider stays opt-in.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ RRF_K = 60  # reciprocal rank fusion: a chunk's fused score is the sum of 1/(RRF
 DENSE_CANDIDATES = 20  # the dense ranking fused: its top this many
 FUSED_TOP = 10  # the round takes its hits from the fused ranking's head only
 DENSE_K = 3  # new hits the round may add (CHAT_K caps the total)
+DENSE_FLOOR = 0.0  # a chunk round 1 did not rank needs at least this cosine with the question
 BACKFILL_INLINE = 256  # chunks without a vector a turn embeds itself; more: in the background
 BATCH = 64  # chunks a call when chunks are embedded (providers cap a call at 96 to 2048)
 FLUSH = 1_024  # chunks embedded before they are written
@@ -100,7 +105,11 @@ class HybridRanking:
         fused = fuse([turn.lexical, nearest.ids])[:FUSED_TOP]
         room = min(DENSE_K, CHAT_K - len(turn.semantic))
         # Only what the vectors ranked: a chunk round 1 alone ranked was kept or cut there.
-        dense = set(nearest.ids)
+        dense = {
+            chunk
+            for chunk, cosine in zip(nearest.ids, nearest.scores, strict=True)
+            if cosine >= DENSE_FLOOR or chunk in turn.lexical
+        }
         chosen = [c for c in fused if c in dense and c not in turn.hits][: max(room, 0)]
         hits = await asyncio.to_thread(self._scored, turn.query, chosen)
         detail["fused"] = fused
