@@ -13,7 +13,9 @@ from tui_client.chat import SessionItem
 from tui_client.transcript import AssistantMessage, Notice
 
 SIZE = (120, 40)
-WAIT_SECONDS = 30.0  # generous for a loaded CI machine; a passing wait takes milliseconds
+# Only a hang deadline: a passing wait takes milliseconds in a quiet run, and seconds on a
+# machine loaded 15-20 where this file ran 20 times slower (30 s was seen to run out there).
+WAIT_SECONDS = 120.0
 
 
 def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
@@ -49,6 +51,12 @@ def session_titles(app: SteelframeApp) -> list[str]:
     return [item.title for item in app.chat.sessions.query(SessionItem)]
 
 
+def turn_over(app: SteelframeApp, message: AssistantMessage) -> bool:
+    """The turn's reply is fully shown (hits row, Decision draft, notices) and its worker
+    has finished: the panel takes the next message."""
+    return not message.streaming and not app.chat.state.busy
+
+
 async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
     """Start-up requests answered (the events stream runs for as long as the app does)."""
     await until(
@@ -61,14 +69,19 @@ async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
 async def send(
     pilot: Pilot[None], app: SteelframeApp, text: str, *, wait: bool = True
 ) -> AssistantMessage:
-    count = len(replies(app))
+    # The new reply by identity, not by count: a transcript being cleared (a new chat
+    # opening) may still hold replies that go while this one comes.
+    shown = replies(app)
+
+    def new_reply() -> AssistantMessage | None:
+        last = replies(app)[-1:]
+        return last[0] if last and not any(last[0] is old for old in shown) else None
+
     app.chat.composer.focus()
     app.chat.composer.value = text
     await pilot.press("enter")
-    await until(pilot, lambda: len(replies(app)) > count, "the reply to appear")
+    await until(pilot, lambda: new_reply() is not None, "the reply to appear")
     message = replies(app)[-1]
     if wait:
-        await until(
-            pilot, lambda: not message.streaming and not app.chat.state.busy, "the turn to end"
-        )
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
     return message
