@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
+import msgspec
 from textual.pilot import Pilot
 
 from tests.conftest import ApiClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
+from tui_client.tasks_wire import BoardTask, TaskDetail
 from tui_client.transcript import AssistantMessage, Notice
 
 SIZE = (120, 40)
@@ -85,3 +88,74 @@ async def send(
     if wait:
         await until(pilot, lambda: turn_over(app, message), "the turn to end")
     return message
+
+
+# A task as the service sends it with nothing done yet; the views' tests change what they show.
+_BOARD_TASK: dict[str, Any] = {
+    "id": 1,
+    "repo": "o/r",
+    "issue": 4,
+    "title": "",
+    "state": "queued",
+    "archived": False,
+    "pr_url": None,
+    "cost_usd": 0.0,
+    "tokens": 0,
+    "last_event": None,
+    "updated_at": "2026-01-01T00:00:00+00:00",
+    "pr_state": None,
+    "review": {"open": 0, "addressed": 0, "declined": 0, "needs_operator": 0, "summary": ""},
+    "ready_for_review": False,
+}
+_TASK_DETAIL: dict[str, Any] = {
+    **_BOARD_TASK,
+    "origin_session": None,
+    "generation": 1,
+    "attempts": 0,
+    "branch": None,
+    "pr_number": None,
+    "question": None,
+    "last_error": None,
+    "summary": None,
+    "runtime_session": None,
+    "usage": {"tokens": 0, "cost_usd": 0.0, "runtime_seconds": 0.0},
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "blocked": [],
+    "lease": None,
+    "events": [],
+    "review_threads": [],
+    "plan": None,
+    "held": None,
+    "estimate": None,
+    "offered": [],
+    "draft": None,
+    "ci": [],
+}
+
+
+def board_task(**fields: Any) -> BoardTask:
+    """A board task with `fields` set (nested objects as the JSON has them)."""
+    return msgspec.convert({**_BOARD_TASK, **fields}, BoardTask)
+
+
+def task_detail(**fields: Any) -> TaskDetail:
+    """A task's detail with `fields` set (nested objects as the JSON has them)."""
+    return msgspec.convert({**_TASK_DETAIL, **fields}, TaskDetail)
+
+
+THREAD: dict[str, Any] = {
+    "kind": "review",
+    "root_id": 1,
+    "pr_number": 5,
+    "path": None,
+    "line": None,
+    "author": "",
+    "state": "open",
+    "commit": None,
+    "reason": None,
+    "url": None,
+    "picked_at": None,
+    "excerpt": "",
+    "created_at": "",
+    "updated_at": "",
+}
