@@ -34,6 +34,28 @@ class SessionItem(ListItem):
 class SessionList(ListView):
     """The operator's chat sessions, newest activity first (as the service orders them)."""
 
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("d", "delete_session", "Delete chat"),
+        Binding("e", "discuss", "Discuss #N"),
+    ]
+
+    class DeleteRequested(Message):
+        def __init__(self, session_id: str, title: str) -> None:
+            super().__init__()
+            self.session_id = session_id
+            self.title = title
+
+    class DiscussRequested(Message):
+        pass
+
+    def action_delete_session(self) -> None:
+        item = self.highlighted_child
+        if isinstance(item, SessionItem):
+            self.post_message(self.DeleteRequested(item.session_id, item.title))
+
+    def action_discuss(self) -> None:
+        self.post_message(self.DiscussRequested())
+
     async def show(
         self,
         sessions: list[dict[str, Any]],
@@ -63,28 +85,6 @@ class SessionList(ListView):
         for index, item in enumerate(self.query_children(SessionItem)):
             if item.session_id == session_id:
                 self.index = index
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("d", "delete_session", "Delete chat"),
-        Binding("e", "discuss", "Discuss #N"),
-    ]
-
-    class DeleteRequested(Message):
-        def __init__(self, session_id: str, title: str) -> None:
-            super().__init__()
-            self.session_id = session_id
-            self.title = title
-
-    class DiscussRequested(Message):
-        pass
-
-    def action_delete_session(self) -> None:
-        item = self.highlighted_child
-        if isinstance(item, SessionItem):
-            self.post_message(self.DeleteRequested(item.session_id, item.title))
-
-    def action_discuss(self) -> None:
-        self.post_message(self.DiscussRequested())
 
 
 class Composer(Input):
