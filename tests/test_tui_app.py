@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from textual.app import App, ComposeResult
 from textual.widgets import Input
 
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking
@@ -28,7 +29,7 @@ from tests.fakes.tui import (
     turn_over,
     until,
 )
-from tui_client.chat import SessionItem
+from tui_client.chat import SessionItem, SessionList
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import Notice, UserMessage
 
@@ -373,3 +374,30 @@ async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:
         message = await send(pilot, app, "hello?")
         assert "refused the operator token" in message.query_one(Notice).text
         assert app.is_running
+
+
+class _ListApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield SessionList()
+
+
+async def test_a_live_reload_keeps_the_operators_highlight_and_the_items() -> None:
+    """Live updates re-read the session list often: one arriving while the operator moves
+    through the list changes what changed in place, and moves neither the highlight nor
+    the items `enter` acts on (it used to rebuild the list and highlight the open chat)."""
+    sessions = [{"id": "b", "title": "second"}, {"id": "a", "title": "first"}]
+    app = _ListApp()
+    async with app.run_test(size=SIZE) as pilot:
+        listing = app.query_one(SessionList)
+        await listing.show(sessions, unseen=lambda s: False, current="b")
+        assert listing.index == 0
+        listing.focus()
+        await pilot.press("down")
+        items = list(listing.query(SessionItem))
+        await listing.show(sessions, unseen=lambda s: s["id"] == "b", current="b")
+        assert listing.index == 1 and list(listing.query(SessionItem)) == items
+        assert [str(item.label.render()) for item in items] == ["● second", "first"]
+        # a different list is rebuilt; the operator's highlight stays on its session
+        await listing.show([{"id": "c"}, *sessions], unseen=lambda s: False, current="b")
+        highlighted = listing.highlighted_child
+        assert isinstance(highlighted, SessionItem) and highlighted.session_id == "a"
