@@ -46,12 +46,14 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports --no-cache --no-logo
 
-# The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py, and the events
-# stream's frames for the TUI, from bot/contracts/events.py (tests/test_chat_wire.py and
-# tests/test_events_wire.py fail while they are stale).
+# The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py, the events
+# stream's frames for the TUI, from bot/contracts/events.py, and the task JSON the TUI reads
+# (board, task detail, run log), from bot/contracts/tasks.py (tests/test_chat_wire.py,
+# tests/test_events_wire.py and tests/test_tui_tasks_wire.py fail while they are stale).
 wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.chat_wire
 	$(BIN)/python -m bot.contracts.events_wire
+	$(BIN)/python -m bot.contracts.tasks_wire
 
 # Four test processes (pytest-xdist) on two cores: most tests wait on real processes, not
 # the CPU (a quiet run uses ~1.2 cores). Work stealing: a process that runs out of tests takes

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from textual.app import App, ComposeResult
 from textual.widgets import Input
 
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking
@@ -16,8 +17,19 @@ from memory import ChunkIn, ChunkSource, add_chunk
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
-from tests.fakes.tui import SIZE, notices, ready, replies, send, session_titles, status, tui, until
-from tui_client.chat import SessionItem
+from tests.fakes.tui import (
+    SIZE,
+    notices,
+    ready,
+    replies,
+    send,
+    session_titles,
+    status,
+    tui,
+    turn_over,
+    until,
+)
+from tui_client.chat import SessionItem, SessionList
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import Notice, UserMessage
 
@@ -60,10 +72,14 @@ async def test_send_streams_the_reply_as_markdown_and_titles_the_session(api: Ap
         assert "No model is configured" in message.reply.source
         assert [u.text for u in app.query(UserMessage)] == ["What is the status of the deploy?"]
         await until(
-            pilot, lambda: session_titles(app) == ["What is the status of the deploy?"], "the title"
+            pilot,
+            lambda: (
+                session_titles(app) == ["What is the status of the deploy?"]
+                and app.chat.sessions.index == 0
+            ),
+            "the titled, highlighted session",
         )
         assert status(app) == "Chat · What is the status of the deploy?"
-        assert app.chat.sessions.index == 0
 
 
 async def test_thinking_shows_inline_while_streaming_then_collapses(
@@ -80,7 +96,7 @@ async def test_thinking_shows_inline_while_streaming_then_collapses(
         assert message.thinking.title == "Thinking…"
         assert status(app) == "Chat · thinking · esc stop"
         runtime.release.set()
-        await until(pilot, lambda: not message.streaming, "the turn to end")
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
         assert message.thinking.collapsed and message.thinking.title == "Thinking (ctrl+t)"
         assert str(message.thinking_text.render()) == "Weighing the deploy logs"
         assert message.reply.source == "The build is **green**."
@@ -150,10 +166,10 @@ async def test_stop_key_aborts_the_turn_and_the_next_message_starts_fresh(
         await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
         assert "esc stop" in status(app)
         await pilot.press("escape")
-        await until(pilot, lambda: not message.streaming, "the turn to stop")
+        await until(pilot, lambda: turn_over(app, message), "the turn to stop")
         assert runtime.cancelled.is_set()
         assert "Stopped" in notices(app)[-1]
-        assert not app.chat.state.busy and "esc stop" not in status(app)
+        assert "esc stop" not in status(app)
         sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
         assert all(not s["turns"] for s in sessions)  # a stopped turn is not persisted
         gate.set()
@@ -168,20 +184,28 @@ async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> No
         await send(pilot, app, "first topic")
         first_id = app.chat.state.session_id
         await pilot.press("ctrl+n")
-        await until(pilot, lambda: app.chat.state.session_id != first_id, "a new chat")
-        assert replies(app) == [] and status(app) == "Chat · New chat"
+        await until(
+            pilot,
+            lambda: app.chat.state.session_id != first_id and replies(app) == [],
+            "a new, empty chat",
+        )
+        assert status(app) == "Chat · New chat"
         await send(pilot, app, "second topic")
         await until(
             pilot, lambda: session_titles(app) == ["second topic", "first topic"], "both sessions"
         )
         app.chat.sessions.focus()
-        # As a person does: down until the first topic is highlighted (where the highlight
-        # starts depends on when the list last refreshed), then enter.
-        for _ in range(3):
-            await pilot.press("down")
+
+        def first_highlighted() -> bool:
             highlighted = app.chat.sessions.highlighted_child
-            if isinstance(highlighted, SessionItem) and highlighted.session_id == first_id:
-                break
+            return isinstance(highlighted, SessionItem) and highlighted.session_id == first_id
+
+        # As a person does: down until the first topic is highlighted (where the highlight
+        # starts depends on when the list last refreshed), then enter. Live updates keep
+        # re-reading the list meanwhile; they must not move the highlight (SessionList.show).
+        if not first_highlighted():
+            await pilot.press("down")
+        await until(pilot, first_highlighted, "the first topic highlighted")
         await pilot.press("enter")
         await until(pilot, lambda: app.chat.state.session_id == first_id, "the first session")
         await until(
@@ -277,7 +301,13 @@ async def test_delete_asks_first_and_no_keeps_the_chat(api: ApiClient) -> None:
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await send(pilot, app, "keep me")
+        kept_id = app.chat.state.session_id
         await pilot.press("ctrl+n")
+        await until(
+            pilot,
+            lambda: app.chat.state.session_id != kept_id and replies(app) == [],
+            "a new, empty chat",
+        )
         await send(pilot, app, "delete me")
         await until(pilot, lambda: session_titles(app) == ["delete me", "keep me"], "two sessions")
         app.chat.sessions.focus()
@@ -344,3 +374,30 @@ async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:
         message = await send(pilot, app, "hello?")
         assert "refused the operator token" in message.query_one(Notice).text
         assert app.is_running
+
+
+class _ListApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield SessionList()
+
+
+async def test_a_live_reload_keeps_the_operators_highlight_and_the_items() -> None:
+    """Live updates re-read the session list often: one arriving while the operator moves
+    through the list changes what changed in place, and moves neither the highlight nor
+    the items `enter` acts on (it used to rebuild the list and highlight the open chat)."""
+    sessions = [{"id": "b", "title": "second"}, {"id": "a", "title": "first"}]
+    app = _ListApp()
+    async with app.run_test(size=SIZE) as pilot:
+        listing = app.query_one(SessionList)
+        await listing.show(sessions, unseen=lambda s: False, current="b")
+        assert listing.index == 0
+        listing.focus()
+        await pilot.press("down")
+        items = list(listing.query(SessionItem))
+        await listing.show(sessions, unseen=lambda s: s["id"] == "b", current="b")
+        assert listing.index == 1 and list(listing.query(SessionItem)) == items
+        assert [str(item.label.render()) for item in items] == ["● second", "first"]
+        # a different list is rebuilt; the operator's highlight stays on its session
+        await listing.show([{"id": "c"}, *sessions], unseen=lambda s: False, current="b")
+        highlighted = listing.highlighted_child
+        assert isinstance(highlighted, SessionItem) and highlighted.session_id == "a"

@@ -12,7 +12,18 @@ from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
-from tests.fakes.tui import SIZE, ready, replies, session_titles, status, tui, until
+from tests.fakes.tui import (
+    SIZE,
+    THREAD,
+    board_task,
+    ready,
+    replies,
+    session_titles,
+    status,
+    task_detail,
+    tui,
+    until,
+)
 from tui_client.app import SteelframeApp
 from tui_client.board import board_order, board_summary
 from tui_client.modals import ConfirmScreen
@@ -179,28 +190,28 @@ async def test_the_board_warns_when_coding_runs_are_not_isolated(
 
 def test_merged_and_closed_tasks_sort_after_delivered_and_are_counted() -> None:
     tasks = [
-        {"issue": 1, "state": "closed"},
-        {"issue": 2, "state": "merged"},
-        {"issue": 3, "state": "delivered"},
+        board_task(issue=1, state="closed"),
+        board_task(issue=2, state="merged"),
+        board_task(issue=3, state="delivered"),
     ]
-    assert [t["state"] for t in board_order(tasks)] == ["delivered", "merged", "closed"]
+    assert [t.state for t in board_order(tasks)] == ["delivered", "merged", "closed"]
     assert board_summary(tasks) == "Board · delivered 1 · merged 1 · closed 1"
 
 
 def test_the_task_detail_lists_review_threads_and_whether_the_task_is_ready() -> None:
-    detail = {
-        "issue": 4,
-        "state": "delivered",
-        "ready_for_review": False,
-        "review_threads": [
-            {"path": "a.py", "line": 3, "author": "ann", "state": "open"},
-            {"path": None, "author": "bo", "state": "addressed", "commit": "abc123"},
+    detail = task_detail(
+        issue=4,
+        state="delivered",
+        ready_for_review=False,
+        review_threads=[
+            {**THREAD, "path": "a.py", "line": 3, "author": "ann", "state": "open"},
+            {**THREAD, "path": None, "author": "bo", "state": "addressed", "commit": "abc123"},
         ],
-    }
+    )
     lines = detail_lines(detail)
     start = lines.index("Review threads (not ready for review):")
     assert lines[start + 1 : start + 3] == ["  open a.py:3 @ann", "  addressed review @bo abc123"]
-    assert not any("Review threads" in line for line in detail_lines({"issue": 4}))
+    assert not any("Review threads" in line for line in detail_lines(task_detail(issue=4)))
 
 
 async def test_the_highlight_stays_on_its_task_when_one_appears_above_it(api: ApiClient) -> None:
@@ -213,7 +224,7 @@ async def test_the_highlight_stays_on_its_task_when_one_appears_above_it(api: Ap
         index = next(i for i, row in enumerate(rows(app)) if row[0] == "#9")
         app.board.table.move_cursor(row=index)
         await pilot.pause()
-        assert app.board.selected_task()["issue"] == 9  # type: ignore[index]
+        assert getattr(app.board.selected_task(), "issue", None) == 9
 
         def add_above(session: Session) -> None:
             new_task(session, repo=REPO, issue=20, title="New one", origin_session=None, actor="t")
@@ -225,8 +236,8 @@ async def test_the_highlight_stays_on_its_task_when_one_appears_above_it(api: Ap
         moved = next(i for i, row in enumerate(rows(app)) if row[0] == "#9")
         assert moved == index + 1  # the new task sits above it
         assert app.board.table.cursor_row == moved
-        assert app.board.selected_task()["issue"] == 9  # type: ignore[index]
+        assert getattr(app.board.selected_task(), "issue", None) == 9
         app.board.table.focus()
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.__class__.__name__ == "TaskDetailScreen", "detail")
-        assert app.screen.detail["issue"] == 9  # type: ignore[attr-defined]
+        assert app.screen.detail.issue == 9  # type: ignore[attr-defined]

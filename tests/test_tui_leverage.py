@@ -16,7 +16,7 @@ from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
-from tests.fakes.tui import ready, tui, until
+from tests.fakes.tui import ready, task_detail, tui, until
 from tui_client.task_detail import TaskDetailScreen, detail_lines
 
 QUESTION = "Which tenant keeps the old export format?"
@@ -91,5 +91,5 @@ async def test_the_task_detail_shows_the_plan_the_offered_decision_and_the_estim
 
 def test_a_held_task_says_why() -> None:
     held = "held: octo/widgets is over its daily budget (spent 150 tokens of 100)"
-    lines = detail_lines({"issue": 4, "state": "queued", "held": held})
+    lines = detail_lines(task_detail(issue=4, state="queued", held=held))
     assert held in lines

@@ -91,7 +91,7 @@ async def test_a_delivery_while_the_operator_sits_in_another_session_shows_up_li
         )
         await until(
             pilot,
-            lambda: any(t.get("state") == "delivered" for t in app.board.tasks.values()),
+            lambda: any(t.state == "delivered" for t in app.board.tasks.values()),
             "the Board row to turn delivered",
         )
         app.chat.open_session(filing)

@@ -18,7 +18,7 @@ from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import get_task, new_task, record
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
-from tests.fakes.tui import SIZE, ready, tui, until
+from tests.fakes.tui import SIZE, ready, task_detail, tui, until
 from tui_client.events_wire import FixRunFrame, ReviewFrame
 from tui_client.live import news_notice
 from tui_client.task_ci import ci_lines
@@ -118,9 +118,11 @@ async def test_review_pickups_and_fix_runs_notify_and_the_detail_shows_ci(
 
 
 def test_the_ci_history_and_the_news_in_the_guis_words() -> None:
-    detail = {
-        "ci": [
+    common = {"pr_number": 7, "verdict": "code", "at": "", "updated_at": ""}
+    detail = task_detail(
+        ci=[
             {
+                **common,
                 "head_sha": FAILED,
                 "checks": ["tests", "lint"],
                 "run": 1,
@@ -130,6 +132,7 @@ def test_the_ci_history_and_the_news_in_the_guis_words() -> None:
                 "reason": "",
             },
             {
+                **common,
                 "head_sha": FIXED,
                 "checks": ["tests"],
                 "run": 0,
@@ -139,15 +142,15 @@ def test_the_ci_history_and_the_news_in_the_guis_words() -> None:
                 "reason": "the failure is not in the code:\n runner lost",
             },
         ]
-    }
-    assert ci_lines(detail) == [
+    )
+    assert ci_lines(detail.ci) == [
         "",
         "CI fix runs:",
         "  CI failed on abc1234 (tests, lint) · fix run 1 of 2 · fixed in def5678",
         "  CI failed on def5678 (tests) · no fix run · no fix run: a person is asked",
         "    the failure is not in the code: runner lost",
     ]
-    assert ci_lines({"ci": []}) == []
+    assert ci_lines([]) == []
     one = ReviewFrame(
         task_id=3, repo="o/r", issue=12, pr_number=7, pr_url=None, threads=["review:5"], at=""
     )

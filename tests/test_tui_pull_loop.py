@@ -18,7 +18,7 @@ from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
-from tests.fakes.tui import SIZE, ready, tui, until
+from tests.fakes.tui import SIZE, THREAD, board_task, ready, task_detail, tui, until
 from tui_client.app import SteelframeApp
 from tui_client.board import review_cell
 from tui_client.events_wire import TaskFrame
@@ -105,20 +105,22 @@ def _settle(session: Session, task_id: int) -> None:
 
 
 def test_the_cell_and_the_detail_use_the_guis_words() -> None:
-    review = {"summary": "1 needs operator"}
-    task = {"pr_state": "draft", "review": review, "ready_for_review": False}
+    counts = {"open": 0, "addressed": 0, "declined": 0, "needs_operator": 1}
+    review = {**counts, "summary": "1 needs operator"}
+    task = board_task(pr_state="draft", review=review, ready_for_review=False)
     assert review_cell(task) == "draft · 1 needs operator"
-    assert review_cell({"pr_state": None}) is None
-    assert review_cell({"pr_state": "merged", "review": {"summary": "2 addressed"}}) is None
-    detail = {
-        "issue": 4,
-        "state": "delivered",
-        "pr_url": f"{PR}5",
-        "pr_state": "draft",
-        "review": review,
-        "ready_for_review": False,
-        "review_threads": [{"path": None, "author": "bo", "state": "needs_operator"}],
-    }
+    assert review_cell(board_task(pr_state=None)) is None
+    merged = {**review, "summary": "2 addressed"}
+    assert review_cell(board_task(pr_state="merged", review=merged)) is None
+    detail = task_detail(
+        issue=4,
+        state="delivered",
+        pr_url=f"{PR}5",
+        pr_state="draft",
+        review=review,
+        ready_for_review=False,
+        review_threads=[{**THREAD, "author": "bo", "state": "needs_operator"}],
+    )
     lines = detail_lines(detail)
     assert f"Pull request (draft): {PR}5" in lines
     start = lines.index("Review threads (1 needs operator · not ready for review):")

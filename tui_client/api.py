@@ -1,7 +1,10 @@
 """The operator API over HTTP (aiohttp): the only way the TUI reads or changes anything.
 
-Errors come back as two exceptions the app can show as they are: `ServiceUnreachable` (no
-connection, or it broke) and `ApiError` (the service answered `{"error","code","detail"}`).
+Errors come back as exceptions the app can show as they are: `ServiceUnreachable` (no
+connection, or it broke), `ApiError` (the service answered `{"error","code","detail"}`) and
+`UnexpectedAnswer` (an answer that is not the task JSON this TUI reads).
+The board and task answers are decoded into the Structs of `tui_client/tasks_wire.py`,
+generated from the service's own (bot/contracts/tasks.py).
 A turn's SSE stream that breaks mid-turn is re-attached from the last frame id it saw.
 """
 
@@ -12,7 +15,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import msgspec
@@ -20,8 +23,10 @@ import msgspec
 from tui_client import wire
 from tui_client.events_wire import EventFrame
 from tui_client.sse import Frame, SseReader
+from tui_client.tasks_wire import Board, TaskDetail, TaskLog
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 TERMINAL = wire.TERMINAL_FRAMES
 DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=5)
 # A turn streams for as long as the model takes; the server sends heartbeats while it is idle.
@@ -54,6 +59,14 @@ class ApiError(Exception):
     @property
     def unauthorized(self) -> bool:
         return self.status == 401
+
+
+class UnexpectedAnswer(Exception):
+    """The service answered, but not with what this TUI reads there (a key it needs is
+    missing or of another type: a service much older or newer than the TUI)."""
+
+
+REQUEST_ERRORS = (ApiError, ServiceUnreachable, UnexpectedAnswer)
 
 
 @dataclass
@@ -105,19 +118,42 @@ class OperatorClient:
         body: dict[str, Any] | None = None,
         params: dict[str, str] | None = None,
     ) -> Any:
+        raw = await self._answer(method, path, body=body, params=params)
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError as exc:
+            raise ServiceUnreachable(self.base_url, "the answer was not JSON") from exc
+
+    async def _typed(
+        self, kind: type[T], method: str, path: str, *, params: dict[str, str] | None = None
+    ) -> T:
+        """The answer decoded as `kind` (checked here, at run time; unknown keys ignored)."""
+        raw = await self._answer(method, path, params=params)
+        try:
+            return msgspec.json.decode(raw, type=kind)
+        except msgspec.DecodeError as exc:  # not JSON, or not `kind` (ValidationError)
+            raise UnexpectedAnswer(f"{method} {path}: {exc}") from exc
+
+    async def _answer(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> bytes:
+        """The body of a successful answer; an error status raises its ApiError."""
         url = self.base_url + path
         try:
             async with self._session().request(method, url, json=body, params=params) as response:
                 raw = await response.read()
                 if response.status >= 400:
                     raise _api_error(response.status, response.reason or "", raw)
-                return json.loads(raw) if raw else None
+                return raw
         except aiohttp.ClientResponseError as exc:
             raise ApiError(exc.status, "http_error", exc.message) from exc
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise ServiceUnreachable(self.base_url, _reason(exc)) from exc
-        except ValueError as exc:
-            raise ServiceUnreachable(self.base_url, "the answer was not JSON") from exc
 
     # -- chat ----------------------------------------------------------------------------
 
@@ -280,31 +316,24 @@ class OperatorClient:
 
     # -- board ---------------------------------------------------------------------------
 
-    async def board(self, *, state: str | None = None) -> list[dict[str, Any]]:
-        tasks, _ = await self.board_view(state=state)
-        return tasks
-
-    async def board_view(
-        self, *, state: str | None = None
-    ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    async def board(self, *, state: str | None = None) -> Board:
         """The tasks and the coding sandbox's mode (with its warning when isolation is off)."""
         params = {"state": state} if state else None
-        result = await self.request("GET", "/api/operator/board", params=params)
-        return list(result["tasks"]), dict(result.get("coding_sandbox") or {})
+        return await self._typed(Board, "GET", "/api/operator/board", params=params)
 
-    async def task_log(self, task_id: int | str) -> dict[str, Any]:
+    async def task_log(self, task_id: int | str) -> TaskLog:
         """The private, redacted runtime log of the task's runs."""
-        return dict(await self.request("GET", f"/api/operator/tasks/{task_id}/log"))
+        return await self._typed(TaskLog, "GET", f"/api/operator/tasks/{task_id}/log")
 
-    async def task(self, task_id: int | str) -> dict[str, Any]:
+    async def task(self, task_id: int | str) -> TaskDetail:
         """One task with its event log, lease and why it waits (GET /api/operator/tasks/{id})."""
-        return dict(await self.request("GET", f"/api/operator/tasks/{task_id}"))
+        return await self._typed(TaskDetail, "GET", f"/api/operator/tasks/{task_id}")
 
-    async def terminate(self, task_id: int | str) -> dict[str, Any]:
-        return dict(await self.request("POST", f"/api/operator/tasks/{task_id}/terminate"))
+    async def terminate(self, task_id: int | str) -> TaskDetail:
+        return await self._typed(TaskDetail, "POST", f"/api/operator/tasks/{task_id}/terminate")
 
-    async def archive(self, task_id: int | str) -> dict[str, Any]:
-        return dict(await self.request("POST", f"/api/operator/tasks/{task_id}/archive"))
+    async def archive(self, task_id: int | str) -> TaskDetail:
+        return await self._typed(TaskDetail, "POST", f"/api/operator/tasks/{task_id}/archive")
 
 
 def _api_error(status: int, reason: str, raw: bytes) -> ApiError:

@@ -92,8 +92,8 @@ class SteelframeApp(App[None]):
             self.board.task_changed(frame)
         elif isinstance(frame, ReviewFrame | FixRunFrame):  # a review run or CI fix run starts
             self.board.task_changed(frame)
-            known = self.board.tasks.get(str(frame.task_id)) or {}
-            self.tell(news_notice(frame, known.get("issue")))
+            known = self.board.tasks.get(str(frame.task_id))
+            self.tell(news_notice(frame, known.issue if known else None))
         elif isinstance(frame, ResultFrame):
             self.chat.result_arrived(frame.session_id)
         elif isinstance(frame, SessionFrame):

@@ -1,8 +1,9 @@
 """The Board panel: tasks by state, with Discuss, Terminate, Archive and the run log.
 
-Reads GET /api/operator/board; acting on a task asks first. `e` on a task with an issue
-asks the app (a `Discuss` message) to start a Discuss chat on it; `l` shows the task's
-private runtime log. When the workers run coding unisolated, the status line says so.
+Reads GET /api/operator/board (a `tasks_wire.Board`); acting on a task asks first. `e` on a
+task with an issue asks the app (a `Discuss` message) to start a Discuss chat on it; `l` shows
+the task's private runtime log. When the workers run coding unisolated, the status line says
+so.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
-from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
+from tui_client.api import REQUEST_ERRORS, OperatorClient
 from tui_client.chat import describe, while_mounted
 from tui_client.events_wire import FixRunFrame, LedgerFrame, ReviewFrame, TaskFrame
 from tui_client.modals import ConfirmScreen, LogScreen, log_text
 from tui_client.task_detail import TaskDetailScreen, dollars
+from tui_client.tasks_wire import BoardTask
 
 # Live work first, then what needs the operator, then history.
 STATE_ORDER = (
@@ -46,52 +48,50 @@ COLUMNS = (
 STATE_SHORT = {"waiting_for_info": "waiting"}
 
 
-def board_order(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def board_order(tasks: list[BoardTask]) -> list[BoardTask]:
     """Unarchived tasks grouped by state (in STATE_ORDER), newest issue first within one."""
     rank = {state: index for index, state in enumerate(STATE_ORDER)}
-    live = [task for task in tasks if not task.get("archived")]
-    return sorted(
-        live, key=lambda t: (rank.get(str(t.get("state")), len(rank)), -int(t.get("issue") or 0))
-    )
+    live = [task for task in tasks if not task.archived]
+    return sorted(live, key=lambda t: (rank.get(t.state, len(rank)), -t.issue))
 
 
-def board_summary(tasks: list[dict[str, Any]]) -> str:
+def board_summary(tasks: list[BoardTask]) -> str:
     counts: dict[str, int] = {}
     for task in tasks:
-        counts[str(task.get("state"))] = counts.get(str(task.get("state")), 0) + 1
+        counts[task.state] = counts.get(task.state, 0) + 1
     parts = [f"{state} {counts[state]}" for state in STATE_ORDER if counts.get(state)]
     return "Board · " + (" · ".join(parts) if parts else "no tasks")
 
 
-def review_cell(task: dict[str, Any]) -> str | None:
+def review_cell(task: BoardTask) -> str | None:
     """The pull request loop in the GUI card's words: "draft", the review ledger ("2 open ·
     3 addressed", the server's words) and "ready for review"; None before a pull request
     (and for merged or closed tasks, whose State says it all)."""
-    if task.get("pr_state") in (None, "merged", "closed"):
+    if task.pr_state in (None, "merged", "closed"):
         return None
-    parts = ["draft"] if task.get("pr_state") == "draft" else []
-    summary = str((task.get("review") or {}).get("summary") or "")
-    parts += [summary] if summary else []
-    parts += ["ready for review"] if task.get("ready_for_review") else []
+    parts = ["draft"] if task.pr_state == "draft" else []
+    parts += [task.review.summary] if task.review.summary else []
+    parts += ["ready for review"] if task.ready_for_review else []
     return " · ".join(parts) or None
 
 
-def _row(task: dict[str, Any]) -> tuple[str, ...]:
-    event = task.get("last_event") or {}
-    last = review_cell(task) or str(event.get("detail") or event.get("kind") or "")
-    issue = task.get("issue")
-    pr_url = str(task.get("pr_url") or "")
-    pull = pr_url.rstrip("/").rsplit("/", 1)[-1]
-    state = str(task.get("state") or "")
+def _row(task: BoardTask) -> tuple[str, ...]:
+    event = task.last_event
+    last = review_cell(task) or ((event.detail or event.kind) if event else "")
+    pull = (task.pr_url or "").rstrip("/").rsplit("/", 1)[-1]
     cells = (
-        f"#{issue}" if issue else "-",
-        str(task.get("title") or ""),
-        STATE_SHORT.get(state, state),
+        f"#{task.issue}" if task.issue else "-",
+        task.title,
+        STATE_SHORT.get(task.state, task.state),
         f"#{pull}" if pull.isdigit() else "",
-        dollars(float(task.get("cost_usd") or 0)),
+        dollars(task.cost_usd),
         last,
     )
     return tuple(_fit(cell, width) for cell, (_, width) in zip(cells, COLUMNS, strict=True))
+
+
+def _label(task: BoardTask) -> str:
+    return f"#{task.issue}" if task.issue else f"task {task.id}"
 
 
 def _fit(text: str, width: int) -> str:
@@ -118,7 +118,7 @@ class BoardPanel(Vertical):
     def __init__(self, client: OperatorClient, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.client = client
-        self.tasks: dict[str, dict[str, Any]] = {}
+        self.tasks: dict[str, BoardTask] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("Board", id="board-status", markup=False)
@@ -140,28 +140,28 @@ class BoardPanel(Vertical):
     @while_mounted
     async def load(self) -> None:
         try:
-            found, sandbox = await self.client.board_view()
-        except (ApiError, ServiceUnreachable) as exc:
+            board = await self.client.board()
+        except REQUEST_ERRORS as exc:
             self.set_status(f"Board unavailable: {describe(exc)}", error=True)
             return
-        tasks = board_order(found)
+        tasks = board_order(board.tasks)
         table = self.table
         selected = self.selected_task()
         table.clear()
         self.tasks = {}
         for task in tasks:
-            key = str(task["id"])
+            key = str(task.id)
             self.tasks[key] = task
             table.add_row(*_row(task), key=key)
-        if selected is not None and str(selected["id"]) in self.tasks:
-            table.move_cursor(row=table.get_row_index(str(selected["id"])))
-        warning = sandbox.get("warning")
+        if selected is not None and str(selected.id) in self.tasks:
+            table.move_cursor(row=table.get_row_index(str(selected.id)))
+        warning = board.coding_sandbox.warning
         if warning:
             self.set_status(f"{board_summary(tasks)} · WARNING: {warning}", error=True)
         else:
             self.set_status(board_summary(tasks))
 
-    def selected_task(self) -> dict[str, Any] | None:
+    def selected_task(self) -> BoardTask | None:
         table = self.table
         if table.row_count == 0:
             return None
@@ -179,14 +179,14 @@ class BoardPanel(Vertical):
     def action_detail(self) -> None:
         task = self.selected_task()
         if task is not None:
-            self.show_detail(str(task["id"]))
+            self.show_detail(str(task.id))
 
     @work(exclusive=True, group="task-detail")
     @while_mounted
     async def show_detail(self, task_id: str) -> None:
         try:
             detail = await self.client.task(task_id)
-        except (ApiError, ServiceUnreachable) as exc:
+        except REQUEST_ERRORS as exc:
             self.set_status(f"task {task_id}: {describe(exc)}", error=True)
             return
         await self.app.push_screen(TaskDetailScreen(detail))
@@ -197,10 +197,10 @@ class BoardPanel(Vertical):
 
     def action_discuss(self) -> None:
         task = self.selected_task()
-        if task is None or not task.get("issue"):
+        if task is None or not task.issue:
             self.notify("Select a task with a GitHub issue to discuss it.", severity="warning")
             return
-        self.post_message(self.Discuss(int(task["issue"])))
+        self.post_message(self.Discuss(task.issue))
 
     def action_log(self) -> None:
         task = self.selected_task()
@@ -209,13 +209,13 @@ class BoardPanel(Vertical):
 
     @work(group="task-log")
     @while_mounted
-    async def show_log(self, task: dict[str, Any]) -> None:
+    async def show_log(self, task: BoardTask) -> None:
         try:
-            log = await self.client.task_log(str(task["id"]))
-        except (ApiError, ServiceUnreachable) as exc:
+            log = await self.client.task_log(task.id)
+        except REQUEST_ERRORS as exc:
             self.set_status(f"log unavailable: {describe(exc)}", error=True)
             return
-        label = f"#{task['issue']}" if task.get("issue") else f"task {task['id']}"
+        label = _label(task)
         self.app.push_screen(LogScreen(f"Run log of {label} (private)", log_text(log)))
 
     def action_terminate(self) -> None:
@@ -228,15 +228,14 @@ class BoardPanel(Vertical):
         task = self.selected_task()
         if task is None:
             return
-        label = f"#{task['issue']}" if task.get("issue") else f"task {task['id']}"
+        task_id = str(task.id)
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.act(action, str(task["id"]))
+                self.act(action, task_id)
 
-        self.app.push_screen(
-            ConfirmScreen(f"{verb} {label} {task.get('title') or ''}?".replace(" ?", "?")), answered
-        )
+        question = f"{verb} {_label(task)} {task.title}?".replace(" ?", "?")
+        self.app.push_screen(ConfirmScreen(question), answered)
 
     @work(group="task-action")
     @while_mounted
@@ -244,7 +243,7 @@ class BoardPanel(Vertical):
         call = self.client.terminate if action == "terminate" else self.client.archive
         try:
             await call(task_id)
-        except (ApiError, ServiceUnreachable) as exc:
+        except REQUEST_ERRORS as exc:
             self.set_status(f"{action} failed: {describe(exc)}", error=True)
             return
         self.load()

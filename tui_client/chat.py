@@ -265,16 +265,13 @@ class ChatPanel(Widget):
         self.refresh_status()
 
     async def _show_sessions(self, sessions: list[dict[str, Any]]) -> None:
-        listing = self.sessions
-        await listing.clear()
-        await listing.extend(
-            SessionItem(session, unseen=self._unseen(session)) for session in sessions
-        )
-        for index, session in enumerate(sessions):
+        # The state first: the status line follows the service's answer, not the widgets.
+        for session in sessions:
             if session["id"] == self.state.session_id:
-                listing.index = index
                 self.state.title = session.get("title")
                 self.state.focus = session.get("focus")
+        self.refresh_status()
+        await self.sessions.show(sessions, unseen=self._unseen, current=self.state.session_id)
 
     def _unseen(self, session: dict[str, Any]) -> bool:
         """A result arrived since the operator last looked: noted here, or by the service

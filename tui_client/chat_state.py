@@ -58,7 +58,9 @@ class ChatState:
         self.focus_change = KEEP
 
     def finish_turn(self, response: dict[str, Any]) -> None:
-        """Adopt a `done` frame's ChatResponse."""
+        """Adopt a `done` frame's ChatResponse. The turn stays `busy` until its worker has
+        shown the reply (ChatPanel.send clears it): a message sent in between would cancel
+        that worker mid-render, losing the hits row, the Decision draft and the new title."""
         self.session_id = response.get("session") or self.session_id
         self.focus = response.get("focus", self.focus)
         self.intent = response.get("intent")
@@ -67,8 +69,6 @@ class ChatState:
         self.pending_title = None if self.intent == DECIDE else response.get("pending_title")
         if response.get("filed_issue_number"):
             self.pending_title = None
-        self.busy = False
-        self.phase = ""
 
     def clear_decision(self) -> None:
         self.decision_body = None

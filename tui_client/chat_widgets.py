@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from textual.app import ComposeResult
@@ -16,13 +17,18 @@ class SessionItem(ListItem):
     def __init__(self, session: dict[str, Any], *, unseen: bool = False) -> None:
         super().__init__(classes="session-item")
         self.session_id = str(session["id"])
+        self.label = Label(markup=False)
+        self.show(session, unseen=unseen)
+
+    def show(self, session: dict[str, Any], *, unseen: bool) -> None:
         # The service's label: the subject ("Flaky login test"), not "file an issue for the…".
         self.title = str(session.get("label") or session.get("title") or "New chat")
         self.focus_issue = session.get("focus")
         self.unseen = unseen  # a task result arrived since the operator last looked
+        self.label.update(f"● {self.title}" if unseen else self.title)
 
     def compose(self) -> ComposeResult:
-        yield Label(f"● {self.title}" if self.unseen else self.title, markup=False)
+        yield self.label
 
 
 class SessionList(ListView):
@@ -49,6 +55,36 @@ class SessionList(ListView):
 
     def action_discuss(self) -> None:
         self.post_message(self.DiscussRequested())
+
+    async def show(
+        self,
+        sessions: list[dict[str, Any]],
+        *,
+        unseen: Callable[[dict[str, Any]], bool],
+        current: str | None,
+    ) -> None:
+        """Show the service's list, highlighting the open session (`current`) unless the
+        operator is moving through the list. Live updates re-read the list often: the same
+        sessions in the same order are updated in place, so a highlight the operator moved
+        is not reset under their keys, and nothing is briefly missing for `enter` to miss."""
+        items = list(self.query_children(SessionItem))
+        if [item.session_id for item in items] == [str(s["id"]) for s in sessions]:
+            for item, session in zip(items, sessions, strict=True):
+                item.show(session, unseen=unseen(session))
+            if not self.has_focus:
+                self._highlight(current)
+            return
+        highlighted = self.highlighted_child
+        kept = highlighted.session_id if isinstance(highlighted, SessionItem) else None
+        await self.clear()
+        await self.extend(SessionItem(session, unseen=unseen(session)) for session in sessions)
+        ids = [str(session["id"]) for session in sessions]
+        self._highlight(kept if self.has_focus and kept in ids else current)
+
+    def _highlight(self, session_id: str | None) -> None:
+        for index, item in enumerate(self.query_children(SessionItem)):
+            if item.session_id == session_id:
+                self.index = index
 
 
 class Composer(Input):

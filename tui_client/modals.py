@@ -11,6 +11,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from tui_client.tasks_wire import TaskLog
+
 
 class ConfirmScreen(ModalScreen[bool]):
     """Asks before anything is deleted, terminated or archived; dismisses with the answer."""
@@ -109,16 +111,15 @@ class DecisionEditor(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-def log_text(log: dict[str, object]) -> str:
+def log_text(log: TaskLog) -> str:
     """A task's runs (GET /api/operator/tasks/{id}/log) as plain text, newest last."""
-    runs = log.get("runs") or []
-    if not isinstance(runs, list) or not runs:
+    if not log.runs:
         return "No run has been logged for this task yet."
     parts = []
-    for run in runs:
-        head = f"— generation {run.get('generation')}, attempt {run.get('attempt')}: "
-        parts.append(head + f"{run.get('status')} at {run.get('at')}")
-        parts.append(str(run.get("text") or "(no output)"))
+    for run in log.runs:
+        head = f"— generation {run.generation}, attempt {run.attempt}: "
+        parts.append(head + f"{run.status} at {run.at}")
+        parts.append(run.text or "(no output)")
     return "\n".join(parts)
 
 

@@ -4,7 +4,7 @@ the GUI's words (web_gui/static/loop_news.js, OUTCOME_WORDS)."""
 
 from __future__ import annotations
 
-from typing import Any
+from tui_client.tasks_wire import CiFix
 
 OUTCOME_WORDS = {
     "queued": "fix run under way",
@@ -17,21 +17,18 @@ OUTCOME_WORDS = {
 ASKED = frozenset({"unchanged", "stopped"})
 
 
-def ci_lines(detail: dict[str, Any]) -> list[str]:
-    fixes = list(detail.get("ci") or [])
+def ci_lines(fixes: list[CiFix]) -> list[str]:
     if not fixes:
         return []
     lines = ["", "CI fix runs:"]
     for fix in fixes:
-        run, bound = int(fix.get("run") or 0), fix.get("of")
-        which = f"fix run {run}{f' of {bound}' if bound else ''}" if run else "no fix run"
-        checks = ", ".join(str(name) for name in fix.get("checks") or [])
-        outcome = str(fix.get("outcome") or "")
-        words = OUTCOME_WORDS.get(outcome, outcome)
-        if outcome == "pushed" and fix.get("result_sha"):
-            words += f" {str(fix['result_sha'])[:7]}"
-        line = f"  CI failed on {str(fix.get('head_sha') or '')[:7]}"
+        which = f"fix run {fix.run}{f' of {fix.of}' if fix.of else ''}" if fix.run else "no fix run"
+        checks = ", ".join(fix.checks)
+        words = OUTCOME_WORDS.get(fix.outcome, fix.outcome)
+        if fix.outcome == "pushed" and fix.result_sha:
+            words += f" {fix.result_sha[:7]}"
+        line = f"  CI failed on {fix.head_sha[:7]}"
         lines.append(f"{line}{f' ({checks})' if checks else ''} · {which} · {words}")
-        if outcome in ASKED and fix.get("reason"):
-            lines.append(f"    {' '.join(str(fix['reason']).split())[:200]}")
+        if fix.outcome in ASKED and fix.reason:
+            lines.append(f"    {' '.join(fix.reason.split())[:200]}")
     return lines

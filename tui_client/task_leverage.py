@@ -4,37 +4,33 @@ for the question it waits on (the draft is published from Chat, never from here)
 
 from __future__ import annotations
 
-from typing import Any
+from tui_client.tasks_wire import TaskDetail, TaskUsage
 
 PLAN_LINES = 12
 
 
-def leverage_lines(detail: dict[str, Any]) -> list[str]:
+def leverage_lines(detail: TaskDetail) -> list[str]:
     lines: list[str] = []
-    if held := detail.get("held"):
-        lines += ["", str(held)]
-    if estimate := detail.get("estimate"):
-        lines += ["", str(estimate.get("text") or "")]
-    plan = detail.get("plan") or {}
-    if plan:
-        edited = " (edited by the operator)" if plan.get("edited") else ""
-        lines += ["", f"Plan: {plan.get('status')}{edited}"]
-        text = str(plan.get("brief") or plan.get("text") or "")
-        lines += [f"  {line}" for line in text.splitlines()[:PLAN_LINES]]
-        if plan.get("status") == "proposed":
+    if detail.held:
+        lines += ["", detail.held]
+    if detail.estimate:
+        lines += ["", detail.estimate.text]
+    if plan := detail.plan:
+        edited = " (edited by the operator)" if plan.edited else ""
+        lines += ["", f"Plan: {plan.status}{edited}"]
+        lines += [f"  {line}" for line in (plan.brief or plan.text).splitlines()[:PLAN_LINES]]
+        if plan.status == "proposed":
             lines.append("  Approve, edit or reject it with a Decision (Discuss the issue).")
-    offered = list(detail.get("offered") or [])
-    if offered:
+    if detail.offered:
         lines += ["", "Earlier Decisions on similar questions (a draft waits in Discuss):"]
-        for offer in offered:
-            day = str(offer.get("at") or "")[:10]
-            said = " ".join(str(offer.get("decision") or "").split())[:120]
-            lines.append(f"  #{offer.get('issue')} ({day}): {said}")
+        for offer in detail.offered:
+            said = " ".join(offer.decision.split())[:120]
+            lines.append(f"  #{offer.issue} ({offer.at[:10]}): {said}")
     return lines
 
 
-def cost_text(usage: dict[str, Any], dollars: str) -> str:
+def cost_text(usage: TaskUsage, dollars: str) -> str:
     """The cost as reported; tokens without a cost are "cost unknown", never $0.00."""
     if dollars:
         return f"cost {dollars}"
-    return "cost unknown" if int(usage.get("tokens") or 0) else "cost $0.00"
+    return "cost unknown" if usage.tokens else "cost $0.00"

@@ -155,9 +155,9 @@ class AssistantMessage(Vertical):
     async def finish(
         self, response: dict[str, Any], *, decision: tuple[str, int] | None = None
     ) -> None:
-        """The turn is done: the finalized text replaces the streamed one."""
+        """The turn is done: the finalized text replaces the streamed one. `streaming` ends
+        once all of it is on screen (the Markdown parses in a thread: slow on a busy machine)."""
         await self._stop_stream()
-        self.streaming = False
         self.reply_text = str(response.get("reply") or "")
         await self.reply.update(hard_breaks(self.reply_text))
         reasoning = response.get("reasoning")
@@ -167,13 +167,14 @@ class AssistantMessage(Vertical):
             self.thinking.display = True
         self._collapse_thinking()
         await self.mount_all(self._extras(response, decision))
+        self.streaming = False
 
     async def fail(self, text: str, *, kind: str = "error") -> None:
         await self._stop_stream()
-        self.streaming = False
         self._collapse_thinking()
         self.add_class("failed")
         await self.mount(Notice(text, kind=kind))
+        self.streaming = False
 
     def _collapse_thinking(self) -> None:
         self.thinking.collapsed = True

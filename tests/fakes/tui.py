@@ -4,16 +4,21 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
+import msgspec
 from textual.pilot import Pilot
 
 from tests.conftest import ApiClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
+from tui_client.tasks_wire import BoardTask, TaskDetail
 from tui_client.transcript import AssistantMessage, Notice
 
 SIZE = (120, 40)
-WAIT_SECONDS = 30.0  # generous for a loaded CI machine; a passing wait takes milliseconds
+# Only a hang deadline: a passing wait takes milliseconds in a quiet run, and seconds on a
+# machine loaded 15-20 where this file ran 20 times slower (30 s was seen to run out there).
+WAIT_SECONDS = 120.0
 
 
 def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
@@ -49,6 +54,12 @@ def session_titles(app: SteelframeApp) -> list[str]:
     return [item.title for item in app.chat.sessions.query(SessionItem)]
 
 
+def turn_over(app: SteelframeApp, message: AssistantMessage) -> bool:
+    """The turn's reply is fully shown (hits row, Decision draft, notices) and its worker
+    has finished: the panel takes the next message."""
+    return not message.streaming and not app.chat.state.busy
+
+
 async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
     """Start-up requests answered (the events stream runs for as long as the app does)."""
     await until(
@@ -61,14 +72,90 @@ async def ready(pilot: Pilot[None], app: SteelframeApp) -> None:
 async def send(
     pilot: Pilot[None], app: SteelframeApp, text: str, *, wait: bool = True
 ) -> AssistantMessage:
-    count = len(replies(app))
+    # The new reply by identity, not by count: a transcript being cleared (a new chat
+    # opening) may still hold replies that go while this one comes.
+    shown = replies(app)
+
+    def new_reply() -> AssistantMessage | None:
+        last = replies(app)[-1:]
+        return last[0] if last and not any(last[0] is old for old in shown) else None
+
     app.chat.composer.focus()
     app.chat.composer.value = text
     await pilot.press("enter")
-    await until(pilot, lambda: len(replies(app)) > count, "the reply to appear")
+    await until(pilot, lambda: new_reply() is not None, "the reply to appear")
     message = replies(app)[-1]
     if wait:
-        await until(
-            pilot, lambda: not message.streaming and not app.chat.state.busy, "the turn to end"
-        )
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
     return message
+
+
+# A task as the service sends it with nothing done yet; the views' tests change what they show.
+_BOARD_TASK: dict[str, Any] = {
+    "id": 1,
+    "repo": "o/r",
+    "issue": 4,
+    "title": "",
+    "state": "queued",
+    "archived": False,
+    "pr_url": None,
+    "cost_usd": 0.0,
+    "tokens": 0,
+    "last_event": None,
+    "updated_at": "2026-01-01T00:00:00+00:00",
+    "pr_state": None,
+    "review": {"open": 0, "addressed": 0, "declined": 0, "needs_operator": 0, "summary": ""},
+    "ready_for_review": False,
+}
+_TASK_DETAIL: dict[str, Any] = {
+    **_BOARD_TASK,
+    "origin_session": None,
+    "generation": 1,
+    "attempts": 0,
+    "branch": None,
+    "pr_number": None,
+    "question": None,
+    "last_error": None,
+    "summary": None,
+    "runtime_session": None,
+    "usage": {"tokens": 0, "cost_usd": 0.0, "runtime_seconds": 0.0},
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "blocked": [],
+    "lease": None,
+    "events": [],
+    "review_threads": [],
+    "plan": None,
+    "held": None,
+    "estimate": None,
+    "offered": [],
+    "draft": None,
+    "ci": [],
+}
+
+
+def board_task(**fields: Any) -> BoardTask:
+    """A board task with `fields` set (nested objects as the JSON has them)."""
+    return msgspec.convert({**_BOARD_TASK, **fields}, BoardTask)
+
+
+def task_detail(**fields: Any) -> TaskDetail:
+    """A task's detail with `fields` set (nested objects as the JSON has them)."""
+    return msgspec.convert({**_TASK_DETAIL, **fields}, TaskDetail)
+
+
+THREAD: dict[str, Any] = {
+    "kind": "review",
+    "root_id": 1,
+    "pr_number": 5,
+    "path": None,
+    "line": None,
+    "author": "",
+    "state": "open",
+    "commit": None,
+    "reason": None,
+    "url": None,
+    "picked_at": None,
+    "excerpt": "",
+    "created_at": "",
+    "updated_at": "",
+}
