@@ -61,6 +61,7 @@ class RunCgroup:
     def __init__(self, directories: list[Path], memory_events: Path | None) -> None:
         self.directories = directories
         self._memory_events = memory_events
+        self._watcher: asyncio.Task[None] | None = None
         self.memory_exhausted = False
 
     @classmethod
@@ -107,6 +108,7 @@ class RunCgroup:
     def watch(self, process: asyncio.subprocess.Process) -> None:
         """Stop the whole run if its memory runs out; remove the group once it ended."""
         task = asyncio.get_running_loop().create_task(self._watch(process))
+        self._watcher = task
         self._watching.add(task)
         task.add_done_callback(self._watching.discard)
 
@@ -115,7 +117,7 @@ class RunCgroup:
             while process.returncode is None:
                 if not self.memory_exhausted and self._oom_kills() > 0:
                     self.memory_exhausted = True
-                    log.warning("coding run %s: memory limit reached; stopping it", process.pid)
+                    log.warning("run %s: memory limit reached; stopping it", process.pid)
                     self.kill_all()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(process.wait(), OOM_POLL_SECONDS)
@@ -125,8 +127,10 @@ class RunCgroup:
             await asyncio.to_thread(self.remove)
 
     async def ended(self) -> None:
-        """Until the watch is over: the group removed and `memory_exhausted` final."""
-        await asyncio.gather(*self._watching, return_exceptions=True)
+        """Until this group's watch is over: the group removed and `memory_exhausted` final.
+        Only its own watch: other runs' (a coding run beside a setup command) go on."""
+        if self._watcher is not None:
+            await asyncio.wait({self._watcher})  # not cancelled with the caller
 
     def pids(self) -> set[int]:
         found: set[int] = set()
