@@ -16,7 +16,7 @@ from bot.lifecycle import worktree
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxRun
 from bot.lifecycle.scope import Run
-from bot.lifecycle.setup_process import CommandResult, run_command
+from bot.lifecycle.setup_process import CommandResult, ended_by_memory, run_command
 from bot.lifecycle.setup_run import record_blocked, say
 
 MAX_COMMAND = 120
@@ -46,7 +46,12 @@ async def check(run: Run, tree: worktree.Worktree) -> bool:
 
 def fix_prompt(prompt: str, result: CommandResult, redactor: Redactor) -> str:
     """The run's prompt again, with the failed test run as evidence (untrusted output)."""
-    how = "did not finish in time" if result.timed_out else f"failed (exit {result.exit_code})"
+    if result.memory_limit_mb is not None:
+        how = ended_by_memory(result.memory_limit_mb)
+    elif result.timed_out:
+        how = "did not finish in time"
+    else:
+        how = f"failed (exit {result.exit_code})"
     tail = redactor.redact(result.tail)[-MAX_EVIDENCE:]
     return (
         f"{prompt}\nYour changes are committed on the branch, but the repository's test "
@@ -95,6 +100,8 @@ def tests_line(result: CommandResult | None, redactor: Redactor) -> str:
     took = f"{result.seconds:.0f} s"
     if result.passed:
         return f"Tests: `{command}` passed in {took}"
+    if result.memory_limit_mb is not None:
+        return f"Tests: `{command}` {ended_by_memory(result.memory_limit_mb)} after {took}"
     if result.timed_out:
         return f"Tests: `{command}` did not finish in {took} (STEELFRAME_TEST_TIME_LIMIT)"
     if result.exit_code is None:

@@ -1,6 +1,12 @@
 """One shell command of the repository's (a setup command, the test command) run in the
 coding sandbox: its own process group, a time limit, a stop signal, and the tail of what it
-printed. The caller decides what the command sees (`SandboxRun`) and redacts the tail."""
+printed. The caller decides what the command sees (`SandboxRun`) and redacts the tail.
+
+Where the host allows it the command runs in a cgroup of its own with the run's memory
+limit (`bot.lifecycle.run_cgroup`); when that limit stops it, the kernel's kill would read
+as a plain failed exit (137), so the result records it (`memory_limit_mb`) and every place
+that words a result says it (`ended_by_memory`). Without a cgroup (per-process limits
+only) a command that runs out of memory just fails: nothing tells it apart."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from bot.lifecycle.coding import kill_group
 from bot.lifecycle.egress import running_egress
 from bot.lifecycle.egress_blocked import BlockedHost
+from bot.lifecycle.run_cgroup import RunCgroup
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, wrap
 from bot.lifecycle.sandbox_spawn import spawn
 
@@ -34,10 +41,20 @@ class CommandResult:
     stopped: bool = False
     # What its egress proxy refused (recorded on the task by the caller).
     blocked: tuple[BlockedHost, ...] = ()
+    # The run's memory limit (MB) when reaching it stopped the command (its cgroup's kill),
+    # None otherwise: such a command failed because of the limit, not of itself.
+    memory_limit_mb: int | None = None
 
     @property
     def passed(self) -> bool:
-        return self.exit_code == 0
+        return self.exit_code == 0 and self.memory_limit_mb is None
+
+
+def ended_by_memory(limit_mb: int) -> str:
+    """How a command the run's memory limit stopped ended, for its event, log and PR body."""
+    return (
+        f"stopped: it reached the run's memory limit ({limit_mb} MB; STEELFRAME_CODING_MEMORY_MB)"
+    )
 
 
 def tail_lines(raw: bytes, lines: int = TAIL_LINES) -> str:
@@ -65,7 +82,7 @@ async def run_command(
     # Its own proxy, as the agent's run has: setup reaches the registries, nothing else.
     async with running_egress(launch) as blocked:
         try:  # in a cgroup of its own where the host allows, as a coding run
-            process, _ = await spawn(
+            process, group = await spawn(
                 launch,
                 policy,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -77,6 +94,7 @@ async def run_command(
             return CommandResult(command, None, 0.0, f"could not start: {exc.strerror or exc}")
         buffer = bytearray()
         ended, stopped = await _wait(process, buffer, time_limit, stop)
+    out_of_memory = group is not None and await _out_of_memory(group)
     return CommandResult(
         command=command,
         exit_code=process.returncode if ended else None,
@@ -85,7 +103,14 @@ async def run_command(
         timed_out=not ended and not stopped,
         stopped=not ended and stopped,
         blocked=tuple(blocked.hosts()),
+        memory_limit_mb=policy.memory_mb if out_of_memory else None,
     )
+
+
+async def _out_of_memory(group: RunCgroup) -> bool:
+    """Whether the group's memory limit killed a process of it (once its watch is over)."""
+    await group.ended()
+    return group.memory_exhausted
 
 
 async def _wait(

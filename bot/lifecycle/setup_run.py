@@ -49,7 +49,7 @@ from bot.lifecycle.setup_cache import (
     free_place,
     remove_path,
 )
-from bot.lifecycle.setup_process import CommandResult, run_command
+from bot.lifecycle.setup_process import CommandResult, ended_by_memory, run_command
 from bot.lifecycle.setup_secrets import SetupSecretError, files_holding, load
 
 log = logging.getLogger(__name__)
@@ -223,6 +223,8 @@ def move_products(source: Path, checkout: Path, paths: list[str]) -> list[str]:
 
 def setup_failure(result: CommandResult, index: int, total: int) -> str:
     which = f"setup command {index} of {total}"
+    if result.memory_limit_mb is not None:
+        return f"{which} {ended_by_memory(result.memory_limit_mb)}"
     if result.timed_out:
         return f"{which} did not finish within STEELFRAME_SETUP_TIME_LIMIT (all of setup)"
     if result.exit_code is None:
@@ -359,8 +361,7 @@ async def _run_commands(
         )
         await record_blocked(run, result)
         run.watch.check()
-        status = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        output += [f"[setup] $ {command}", result.tail, f"[setup] {status}, {result.seconds:.1f} s"]
+        output += [f"[setup] $ {command}", result.tail, f"[setup] {ended(result)}"]
         if not result.passed:
             problem = setup_failure(result, index, len(config.setup))
             raise SetupRefused(
@@ -370,6 +371,15 @@ async def _run_commands(
                 retry=True,
             )
     return "\n".join(output)
+
+
+def ended(result: CommandResult) -> str:
+    """How a setup command ended, for setup's output (the operator's log)."""
+    if result.memory_limit_mb is not None:
+        how = ended_by_memory(result.memory_limit_mb)
+    else:
+        how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+    return f"{how}, {result.seconds:.1f} s"
 
 
 async def record_blocked(run: Run, result: CommandResult) -> None:
