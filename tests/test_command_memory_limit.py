@@ -109,7 +109,7 @@ async def _bench(make: Make, tmp_path: Path, config: str) -> tuple[Lifecycle, Pa
     lc = await make(
         coding_command=command("envcheck", report, "sfmemory-"),
         coding_memory_mb=RUN_MEMORY_MB,
-        task_max_attempts=1,
+        task_max_attempts=2,  # a setup the limit stopped is not attempted again
     )
     commit_files(
         lc.sandbox.sandbox.world.repo(lc.repo).git_path, {".steelframe/config.yml": config}
@@ -124,7 +124,7 @@ async def test_a_setup_the_memory_limit_stopped_fails_the_task_saying_so(
     issue = await lc.open_issue("Greedy setup")
     await lc.work()
     task = lc.task(issue)
-    assert task.state == TaskState.FAILED and not report.exists()
+    assert task.state == TaskState.FAILED and task.attempts == 1 and not report.exists()
     assert (
         task.last_error is not None
         and f"setup command 1 of 1 {stopped(RUN_MEMORY_MB)}" in task.last_error

@@ -368,7 +368,9 @@ async def _run_commands(
                 f"the repository's setup failed: {problem}; its output is in the task's "
                 "private log",
                 private="\n".join(output),
-                retry=True,
+                # The same setup under the same limit stops the same way: only a failure
+                # that may not recur (a registry's hiccup, a flaky step) is worth an attempt.
+                retry=result.memory_limit_mb is None,
             )
     return "\n".join(output)
 
