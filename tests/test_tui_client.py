@@ -285,3 +285,19 @@ async def test_closing_the_client_ends_its_events_stream(api: ApiClient) -> None
     await client.close()  # between two reads
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(anext(events), 30)
+
+
+def test_opening_a_session_leaves_the_running_turn_and_the_switch_to_the_panel() -> None:
+    """`busy` belongs to the turn in flight: adopting (or forgetting) a session must not end
+    it, or the turn streams on with no `esc stop` and a second message races it."""
+    state = ChatState(busy=True, phase="replying", switching=True, held="hello")
+    state.open_session({"id": "s2", "title": None, "messages": []})
+    assert (state.session_id, state.busy, state.phase) == ("s2", True, "replying")
+    state.reset()
+    assert state.session_id is None and state.busy and state.held == "hello"
+    state.busy = False
+    assert status_line(state, composer_empty=True) == (
+        "Chat · opening the chat… · your message is sent to it once it is open"
+    )
+    state.held = None
+    assert status_line(state, composer_empty=True) == "Chat · opening the chat…"

@@ -107,6 +107,7 @@ class ChatPanel(Widget):
         self._keys_shown: tuple[bool, ...] = ()
         self.unseen: set[str] = set()  # sessions a task result reached while not open
         self._stale = False  # the open transcript changed during a turn: reload after it
+        self._draft_at_switch = ""  # the composer's text when a new chat was asked for
 
     def compose(self) -> ComposeResult:
         with Horizontal():
@@ -285,20 +286,21 @@ class ChatPanel(Widget):
         if isinstance(event.item, SessionItem):
             self.open_session(event.item.session_id)
 
-    @work(exclusive=True, group="open")
-    @while_mounted
-    async def open_session(self, session_id: str) -> None:
+    def open_session(self, session_id: str) -> None:
         """Reopen a session: its transcript, Decision draft and proposal; the service pins
         the next message to it."""
-        if await self._refuse_while_busy():
-            return
-        session = await self._ask(self.client.open_session(session_id))
+        if self._begin_switch():
+            self._open_session(session_id)
+
+    @work(exclusive=True, group="open")
+    @while_mounted
+    async def _open_session(self, session_id: str) -> None:
+        session = await self._switch_answer(self.client.open_session(session_id))
         if session is UNANSWERED:
             return
-        self.state.offline = None
         self.state.open_session(session)
         await self._render_session(session)
-        self.refresh_status()
+        self._switch_done()
         # Opening it marked its results seen on the service: a dot shown for it (noted here
         # or by the service's list) goes with a fresh list, not with the next live update.
         dotted = any(
@@ -341,26 +343,78 @@ class ChatPanel(Widget):
             await self.notice("A turn is in flight: press esc to stop it first.", kind="error")
         return self.state.busy
 
+    # -- switching chats -----------------------------------------------------------------
+    # Until the service answers a new chat or a reopen, the session the next message goes
+    # to is unknown (the service still pins the old one). The composer stays usable, but a
+    # message sent meanwhile is held and sent once the chat is open: typed right after
+    # ctrl+n, it is meant for the new chat, never for the one still on screen.
+
+    def _begin_switch(self) -> bool:
+        """Called synchronously by the key or click, before the worker starts: an Enter
+        pressed right after ctrl+n is already held. False: refused, a turn is in flight
+        (the switch would leave its reply streaming into a transcript no longer shown)."""
+        if self.state.busy:
+            self.call_later(self._refuse_while_busy)
+            return False
+        self.state.switching = True
+        self._draft_at_switch = self.composer.value
+        self.refresh_status()
+        return True
+
+    async def _switch_answer(
+        self, request: Awaitable[dict[str, Any]]
+    ) -> dict[str, Any] | Unanswered:
+        """The opened session, or UNANSWERED with the error shown and a held message back
+        in the composer (never sent to the old session: the operator sends it again)."""
+        session = await self._ask(request)
+        if session is UNANSWERED:
+            state, composer = self.state, self.composer
+            state.switching = False
+            held, state.held = state.held, None
+            if held is not None:
+                composer.value = f"{held} {composer.value}".rstrip()
+                composer.cursor_position = len(composer.value)
+                await self.notice(
+                    "Not sent: the chat did not open. Your message is back in the composer.",
+                    kind="error",
+                )
+            self.refresh_status()
+            return UNANSWERED
+        self.state.offline = None
+        return session
+
+    def _switch_done(self) -> None:
+        """The chat is open and shown: a message held meanwhile is its first."""
+        state = self.state
+        state.switching = False
+        held, state.held = state.held, None
+        if held is not None:
+            self._start_turn(held)
+        self.refresh_status()
+
     def action_new_chat(self) -> None:
         self.new_chat()
 
+    def new_chat(self, issue: int | None = None) -> None:
+        """A fresh session; with an issue, a Discuss session focused on it. Nothing is sent."""
+        if self._begin_switch():
+            self._new_chat(issue)
+
     @work(exclusive=True, group="open")
     @while_mounted
-    async def new_chat(self, issue: int | None = None) -> None:
-        """A fresh session; with an issue, a Discuss session focused on it. Nothing is sent."""
-        if await self._refuse_while_busy():
-            return
+    async def _new_chat(self, issue: int | None) -> None:
         title = f"Discuss #{issue}" if issue is not None else None
-        session = await self._ask(self.client.new_session(title=title, issue=issue))
+        session = await self._switch_answer(self.client.new_session(title=title, issue=issue))
         if session is UNANSWERED:
             return
-        self.state.offline = None
         self.state.open_session(session)
         await self.transcript.remove_children()
         composer = self.composer
-        composer.value = ""
+        # A draft meant for the old chat goes; text typed since ctrl+n is for this one.
+        if composer.value == self._draft_at_switch:
+            composer.value = ""
         composer.focus()
-        self.refresh_status()
+        self._switch_done()
         self.load_sessions()
 
     def start_discuss(self, issue: int) -> None:
@@ -410,7 +464,20 @@ class ChatPanel(Widget):
             return
         if await self._refuse_while_busy():
             return
+        if self.state.switching:
+            if self.state.held is None:  # one message waits; a second stays in the composer
+                self.state.held = text
+                self.composer.value = ""
+            self.refresh_status()
+            return
         self.composer.value = ""
+        self._start_turn(text)
+
+    def _start_turn(self, text: str) -> None:
+        """Busy from the key press on, not from when the worker starts: a ctrl+n or a
+        second Enter right after it is refused, not raced against the turn."""
+        self.state.busy, self.state.phase = True, "sending"
+        self.refresh_status()
         self.send(text)
 
     @work(exclusive=True, group="turn")

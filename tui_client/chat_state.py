@@ -23,8 +23,16 @@ class ChatState:
     decision_issue: int | None = None
     pending_title: str | None = None
     intent: str | None = None
+    # `busy` and `phase` belong to the turn in flight: only `ChatPanel.send` (and the Enter
+    # that starts it) set and clear them, never a switch of session, so a chat opening
+    # cannot make a running turn look finished (and unstoppable) while it streams on.
     busy: bool = False
     phase: str = ""
+    # A new chat or a reopen was asked for and the service has not answered yet: the
+    # session the next message goes to is not known, so a message sent now is `held` and
+    # goes to the chat being opened once it is open (never to the one still on screen).
+    switching: bool = False
+    held: str | None = None
     offline: str | None = None  # why the service is unusable right now, if it is
     # A focus set (issue) or cleared (None) with `f`, sent with the next message; KEEP: none.
     focus_change: Any = KEEP
@@ -39,7 +47,11 @@ class ChatState:
         return bool(self.pending_title) and self.intent != DECIDE
 
     def reset(self) -> None:
+        """Forget the session; a turn in flight, a switch under way and a held message are
+        the panel's work in progress, not the session's, and stay."""
+        work = self.busy, self.phase, self.switching, self.held
         vars(self).update(vars(ChatState()))
+        self.busy, self.phase, self.switching, self.held = work
 
     def open_session(self, session: dict[str, Any]) -> None:
         """Adopt a session as GET /chat/session/{id} or POST /chat/new returns it."""
@@ -53,8 +65,6 @@ class ChatState:
         self.pending_title = pending.get("title")
         assistant = [m for m in session.get("messages", []) if m.get("role") == "assistant"]
         self.intent = assistant[-1].get("intent") if assistant else None
-        self.busy = False
-        self.phase = ""
         self.focus_change = KEEP
 
     def finish_turn(self, response: dict[str, Any]) -> None:
@@ -80,6 +90,9 @@ def status_line(state: ChatState, *, composer_empty: bool) -> str:
         return f"Chat · {state.offline} · ctrl+r retry"
     if state.busy:
         return f"Chat · {state.phase or 'sending'} · esc stop"
+    if state.switching:
+        waiting = " · your message is sent to it once it is open" if state.held else ""
+        return f"Chat · opening the chat…{waiting}"
     if composer_empty and state.has_decision:
         return f"Chat · Decision draft · P publish to #{state.decision_issue}"
     if composer_empty and state.can_file:

@@ -7,18 +7,61 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from aiohttp import web
 from textual.pilot import Pilot
 
+from steelframe.server import AppPlugin, default_plugins
 from tests.conftest import ApiClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
 from tui_client.tasks_wire import BoardTask, TaskDetail
-from tui_client.transcript import AssistantMessage, Notice
+from tui_client.transcript import AssistantMessage, Notice, UserMessage
 
 SIZE = (120, 40)
 # Only a hang deadline: a passing wait takes milliseconds in a quiet run, and seconds on a
 # machine loaded 15-20 where this file ran 20 times slower (30 s was seen to run out there).
 WAIT_SECONDS = 120.0
+
+
+class HeldNewChat:
+    """The real service, with its answer to `POST /chat/new` held until `release` is set
+    (then answered, or refused with a 503 when `refuse`): a test acts while a new chat is
+    being created, deterministically. Pass `plugins()` to `api_factory`."""
+
+    PATH = "/api/operator/chat/new"
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+        self.refuse = False
+
+    def plugins(self) -> tuple[AppPlugin, ...]:
+        return (*default_plugins(), AppPlugin(self._setup))
+
+    def _setup(self, app: web.Application) -> None:
+        app.middlewares.append(self._hold)
+
+    @web.middleware
+    async def _hold(
+        self, request: web.Request, handler: Callable[[web.Request], Any]
+    ) -> web.StreamResponse:
+        if request.method == "POST" and request.path == self.PATH:
+            self.asked.set()
+            await self.release.wait()
+            if self.refuse:  # answered as the error middleware answers any 503
+                raise web.HTTPServiceUnavailable(reason="new chats are refused by the test")
+        response: web.StreamResponse = await handler(request)
+        return response
+
+
+def user_messages(app: SteelframeApp) -> list[str]:
+    return [message.text for message in app.query(UserMessage)]
+
+
+async def stored_user_messages(api: ApiClient, session_id: str | None) -> list[str]:
+    """What the service stored as the operator's messages in that session."""
+    session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
+    return [m["content"] for m in session["messages"] if m["role"] == "user"]
 
 
 def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> SteelframeApp:
