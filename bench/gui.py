@@ -167,6 +167,8 @@ async def open_times(
     alternating the two sessions so each click really loads and paints its session."""
     await page.goto(url + "/")
     await page.wait_for_selector("#app:not([hidden])")
+    for sid, _ in sessions:  # the sidebar's list arrives after the app shows (not timed)
+        await page.wait_for_selector(f"[data-session='{sid}'] .session-open")
     samples: tuple[list[float], list[float]] = ([], [])
     for _ in range(loads):
         for index, (sid, count) in enumerate(sessions):
