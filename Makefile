@@ -52,6 +52,7 @@ lint: $(STAMP)
 # tests/test_events_wire.py and tests/test_tui_tasks_wire.py fail while they are stale).
 wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.chat_wire
+	$(BIN)/python -m bot.contracts.chat_sessions_wire
 	$(BIN)/python -m bot.contracts.events_wire
 	$(BIN)/python -m bot.contracts.tasks_wire
 

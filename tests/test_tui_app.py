@@ -19,6 +19,7 @@ from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import (
     SIZE,
+    listed_session,
     notices,
     ready,
     replies,
@@ -385,7 +386,7 @@ async def test_a_live_reload_keeps_the_operators_highlight_and_the_items() -> No
     """Live updates re-read the session list often: one arriving while the operator moves
     through the list changes what changed in place, and moves neither the highlight nor
     the items `enter` acts on (it used to rebuild the list and highlight the open chat)."""
-    sessions = [{"id": "b", "title": "second"}, {"id": "a", "title": "first"}]
+    sessions = [listed_session(id="b", title="second"), listed_session(id="a", title="first")]
     app = _ListApp()
     async with app.run_test(size=SIZE) as pilot:
         listing = app.query_one(SessionList)
@@ -394,10 +395,11 @@ async def test_a_live_reload_keeps_the_operators_highlight_and_the_items() -> No
         listing.focus()
         await pilot.press("down")
         items = list(listing.query(SessionItem))
-        await listing.show(sessions, unseen=lambda s: s["id"] == "b", current="b")
+        await listing.show(sessions, unseen=lambda s: s.id == "b", current="b")
         assert listing.index == 1 and list(listing.query(SessionItem)) == items
         assert [str(item.label.render()) for item in items] == ["● second", "first"]
         # a different list is rebuilt; the operator's highlight stays on its session
-        await listing.show([{"id": "c"}, *sessions], unseen=lambda s: False, current="b")
+        newer = [listed_session(id="c"), *sessions]
+        await listing.show(newer, unseen=lambda s: False, current="b")
         highlighted = listing.highlighted_child
         assert isinstance(highlighted, SessionItem) and highlighted.session_id == "a"

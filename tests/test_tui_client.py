@@ -15,6 +15,7 @@ from steelframe.cli import build_parser
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
+from tests.fakes.tui import chat_session
 from tui_client.__main__ import main, resolve
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
@@ -73,13 +74,13 @@ async def test_client_streams_a_turn_and_lists_sessions(api: ApiClient) -> None:
         ids = [f["id"] for f in frames]  # consecutive from the turn's first id
         assert ids == list(range(ids[0], ids[0] + len(frames)))
         session = frames[-1]["response"]["session"]
-        assert [s["id"] for s in await client.sessions()] == [session]
+        assert [s.id for s in await client.sessions()] == [session]
         detail = await client.session(session)
-        assert [m["role"] for m in detail["messages"]] == ["user", "assistant"]
+        assert [m.role for m in detail.messages] == ["user", "assistant"]
         discuss = await client.new_session(title="Discuss #3", issue=3)
-        assert discuss["focus"] == 3
+        assert discuss.focus == 3
         await client.delete_session(session)
-        assert [s["id"] for s in await client.sessions()] == [discuss["id"]]
+        assert [s.id for s in await client.sessions()] == [discuss.id]
     finally:
         await client.close()
 
@@ -291,7 +292,7 @@ def test_opening_a_session_leaves_the_running_turn_and_the_switch_to_the_panel()
     """`busy` belongs to the turn in flight: adopting (or forgetting) a session must not end
     it, or the turn streams on with no `esc stop` and a second message races it."""
     state = ChatState(busy=True, phase="replying", switching=True, held="hello")
-    state.open_session({"id": "s2", "title": None, "messages": []})
+    state.open_session(chat_session(id="s2"))
     assert (state.session_id, state.busy, state.phase) == ("s2", True, "replying")
     state.reset()
     assert state.session_id is None and state.busy and state.held == "hello"

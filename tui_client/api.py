@@ -3,8 +3,9 @@
 Errors come back as exceptions the app can show as they are: `ServiceUnreachable` (no
 connection, or it broke), `ApiError` (the service answered `{"error","code","detail"}`) and
 `UnexpectedAnswer` (an answer that is not the task JSON this TUI reads).
-The board and task answers are decoded into the Structs of `tui_client/tasks_wire.py`,
-generated from the service's own (bot/contracts/tasks.py).
+The board and task answers are decoded into the Structs of `tui_client/tasks_wire.py`, the
+chat sessions into those of `tui_client/sessions_wire.py`, generated from the service's own
+(bot/contracts/tasks.py, bot/contracts/chat.py).
 A turn's SSE stream that breaks mid-turn is re-attached from the last frame id it saw.
 """
 
@@ -22,6 +23,7 @@ import msgspec
 
 from tui_client import wire
 from tui_client.events_wire import EventFrame
+from tui_client.sessions_wire import ListedSession, NewSession, Session, Sessions
 from tui_client.sse import Frame, SseReader
 from tui_client.tasks_wire import Board, TaskDetail, TaskLog
 
@@ -125,10 +127,16 @@ class OperatorClient:
             raise ServiceUnreachable(self.base_url, "the answer was not JSON") from exc
 
     async def _typed(
-        self, kind: type[T], method: str, path: str, *, params: dict[str, str] | None = None
+        self,
+        kind: type[T],
+        method: str,
+        path: str,
+        *,
+        body: dict[str, Any] | None = None,
+        params: dict[str, str] | None = None,
     ) -> T:
         """The answer decoded as `kind` (checked here, at run time; unknown keys ignored)."""
-        raw = await self._answer(method, path, params=params)
+        raw = await self._answer(method, path, body=body, params=params)
         try:
             return msgspec.json.decode(raw, type=kind)
         except msgspec.DecodeError as exc:  # not JSON, or not `kind` (ValidationError)
@@ -157,31 +165,32 @@ class OperatorClient:
 
     # -- chat ----------------------------------------------------------------------------
 
-    async def sessions(self) -> list[dict[str, Any]]:
-        result = await self.request("GET", "/api/operator/chat/sessions")
-        return list(result["sessions"])
+    async def sessions(self) -> list[ListedSession]:
+        listed = await self._typed(Sessions, "GET", "/api/operator/chat/sessions")
+        return listed.sessions
 
     async def new_session(
         self, *, title: str | None = None, issue: int | None = None
-    ) -> dict[str, Any]:
+    ) -> NewSession:
         body: dict[str, Any] = {}
         if title:
             body["title"] = title
         if issue is not None:
             body["issue"] = issue
-        return dict(await self.request("POST", "/api/operator/chat/new", body=body))
+        return await self._typed(NewSession, "POST", "/api/operator/chat/new", body=body)
 
-    async def session(self, session_id: str) -> dict[str, Any]:
+    async def session(self, session_id: str) -> Session:
         """The session's messages, Decision draft and pending proposal (reading only)."""
-        return dict(await self.request("GET", f"/api/operator/chat/session/{session_id}"))
+        return await self._typed(Session, "GET", f"/api/operator/chat/session/{session_id}")
 
     async def mark_seen(self, session_id: str) -> None:
         """The operator saw this session's task results (its sidebar dot goes, server-side)."""
         await self.request("POST", f"/api/operator/chat/session/{session_id}/seen")
 
-    async def open_session(self, session_id: str) -> dict[str, Any]:
+    async def open_session(self, session_id: str) -> Session:
         """Reopen: as `session`, and the next message goes to it (POST .../open)."""
-        return dict(await self.request("POST", f"/api/operator/chat/session/{session_id}/open"))
+        path = f"/api/operator/chat/session/{session_id}/open"
+        return await self._typed(Session, "POST", path)
 
     async def delete_session(self, session_id: str) -> None:
         await self.request("DELETE", f"/api/operator/chat/session/{session_id}")

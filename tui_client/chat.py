@@ -31,6 +31,7 @@ from tui_client.api import KEEP, ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
 from tui_client.chat_widgets import Composer, SessionItem, SessionList
 from tui_client.modals import ConfirmScreen, DecisionEditor, IssuePrompt
+from tui_client.sessions_wire import ListedSession, Session
 from tui_client.sse import SseError
 from tui_client.transcript import AssistantMessage, Notice, UserMessage, response_from_message
 
@@ -236,8 +237,8 @@ class ChatPanel(Widget):
         # Rendered by the panel's message loop (see load_sessions: no cancelled mounts).
         self.call_later(self._show_refreshed, session)
 
-    async def _show_refreshed(self, session: dict[str, Any]) -> None:
-        if self.state.session_id != session.get("id") or self.state.busy:
+    async def _show_refreshed(self, session: Session) -> None:
+        if self.state.session_id != session.id or self.state.busy:
             return
         kept = self.state.focus_change, self.state.focus
         self.state.open_session(session)
@@ -259,26 +260,26 @@ class ChatPanel(Widget):
         # updates ask often) cancels this worker, and a list cancelled mid-mount never settles.
         self.call_later(self._show_sessions, sessions)
         if open_active and self.state.session_id is None:
-            active = next((s for s in sessions if s.get("active")), None)
+            active = next((s for s in sessions if s.active), None)
             if active is not None:
-                self.open_session(str(active["id"]))
+                self.open_session(active.id)
                 return
         self.refresh_status()
 
-    async def _show_sessions(self, sessions: list[dict[str, Any]]) -> None:
+    async def _show_sessions(self, sessions: list[ListedSession]) -> None:
         # The state first: the status line follows the service's answer, not the widgets.
         for session in sessions:
-            if session["id"] == self.state.session_id:
-                self.state.title = session.get("title")
-                self.state.focus = session.get("focus")
+            if session.id == self.state.session_id:
+                self.state.title = session.title
+                self.state.focus = session.focus
         self.refresh_status()
         await self.sessions.show(sessions, unseen=self._unseen, current=self.state.session_id)
 
-    def _unseen(self, session: dict[str, Any]) -> bool:
+    def _unseen(self, session: ListedSession) -> bool:
         """A result arrived since the operator last looked: noted here, or by the service
         (kept across restarts of the TUI); never for the session on screen."""
-        sid = str(session["id"])
-        noted = sid in self.unseen or bool(session.get("unseen"))
+        sid = session.id
+        noted = sid in self.unseen or session.unseen
         return noted and sid != self.state.session_id
 
     @on(ListView.Selected, "#sessions")
@@ -311,21 +312,19 @@ class ChatPanel(Widget):
             self.unseen.discard(session_id)
             self.load_sessions()
 
-    async def _render_session(self, session: dict[str, Any]) -> None:
+    async def _render_session(self, session: Session) -> None:
         transcript = self.transcript
         await transcript.remove_children()
         widgets: list[Widget] = []
-        messages = session.get("messages") or []
+        messages = session.messages
         last_assistant = max(
-            (i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1
+            (i for i, m in enumerate(messages) if m.role == "assistant"), default=-1
         )
         for message in messages:
-            if message.get("role") == "user":
-                widgets.append(UserMessage(str(message.get("content", ""))))
+            if message.role == "user":
+                widgets.append(UserMessage(message.content))
             else:
-                widgets.append(
-                    AssistantMessage(reasoning=message.get("reasoning") or "", streaming=False)
-                )
+                widgets.append(AssistantMessage(reasoning=message.reasoning or "", streaming=False))
         await transcript.mount_all(widgets)
         for index, (message, widget) in enumerate(zip(messages, widgets, strict=True)):
             if isinstance(widget, AssistantMessage):
@@ -361,9 +360,7 @@ class ChatPanel(Widget):
         self.refresh_status()
         return True
 
-    async def _switch_answer(
-        self, request: Awaitable[dict[str, Any]]
-    ) -> dict[str, Any] | Unanswered:
+    async def _switch_answer(self, request: Awaitable[T]) -> T | Unanswered:
         """The opened session, or UNANSWERED with the error shown and a held message back
         in the composer (never sent to the old session: the operator sends it again)."""
         session = await self._ask(request)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui_client.api import KEEP
+from tui_client.sessions_wire import NewSession, Session
 
 DECIDE = "decide"
 
@@ -53,18 +54,18 @@ class ChatState:
         vars(self).update(vars(ChatState()))
         self.busy, self.phase, self.switching, self.held = work
 
-    def open_session(self, session: dict[str, Any]) -> None:
+    def open_session(self, session: Session | NewSession) -> None:
         """Adopt a session as GET /chat/session/{id} or POST /chat/new returns it."""
-        self.session_id = session.get("id")
-        self.title = session.get("title")
-        self.focus = session.get("focus")
-        decision = session.get("decision") or {}
-        self.decision_body = decision.get("body")
-        self.decision_issue = decision.get("issue")
-        pending = session.get("pending") or {}
-        self.pending_title = pending.get("title")
-        assistant = [m for m in session.get("messages", []) if m.get("role") == "assistant"]
-        self.intent = assistant[-1].get("intent") if assistant else None
+        self.session_id = session.id
+        self.title = session.title
+        self.focus = session.focus
+        decision = session.decision
+        self.decision_body = decision.body if decision else None
+        self.decision_issue = decision.issue if decision else None
+        self.pending_title = session.pending.title if session.pending else None
+        messages = session.messages if isinstance(session, Session) else []
+        assistant = [m for m in messages if m.role == "assistant"]
+        self.intent = assistant[-1].intent if assistant else None
         self.focus_change = KEEP
 
     def finish_turn(self, response: dict[str, Any]) -> None:

@@ -11,19 +11,20 @@ from textual.message import Message
 from textual.widgets import Input, Label, ListItem, ListView
 
 from tui_client.chat_state import ChatState
+from tui_client.sessions_wire import ListedSession
 
 
 class SessionItem(ListItem):
-    def __init__(self, session: dict[str, Any], *, unseen: bool = False) -> None:
+    def __init__(self, session: ListedSession, *, unseen: bool = False) -> None:
         super().__init__(classes="session-item")
-        self.session_id = str(session["id"])
+        self.session_id = session.id
         self.label = Label(markup=False)
         self.show(session, unseen=unseen)
 
-    def show(self, session: dict[str, Any], *, unseen: bool) -> None:
+    def show(self, session: ListedSession, *, unseen: bool) -> None:
         # The service's label: the subject ("Flaky login test"), not "file an issue for the…".
-        self.title = str(session.get("label") or session.get("title") or "New chat")
-        self.focus_issue = session.get("focus")
+        self.title = session.label or session.title or "New chat"
+        self.focus_issue = session.focus
         self.unseen = unseen  # a task result arrived since the operator last looked
         self.label.update(f"● {self.title}" if unseen else self.title)
 
@@ -58,9 +59,9 @@ class SessionList(ListView):
 
     async def show(
         self,
-        sessions: list[dict[str, Any]],
+        sessions: list[ListedSession],
         *,
-        unseen: Callable[[dict[str, Any]], bool],
+        unseen: Callable[[ListedSession], bool],
         current: str | None,
     ) -> None:
         """Show the service's list, highlighting the open session (`current`) unless the
@@ -68,7 +69,7 @@ class SessionList(ListView):
         sessions in the same order are updated in place, so a highlight the operator moved
         is not reset under their keys, and nothing is briefly missing for `enter` to miss."""
         items = list(self.query_children(SessionItem))
-        if [item.session_id for item in items] == [str(s["id"]) for s in sessions]:
+        if [item.session_id for item in items] == [s.id for s in sessions]:
             for item, session in zip(items, sessions, strict=True):
                 item.show(session, unseen=unseen(session))
             if not self.has_focus:
@@ -78,7 +79,7 @@ class SessionList(ListView):
         kept = highlighted.session_id if isinstance(highlighted, SessionItem) else None
         await self.clear()
         await self.extend(SessionItem(session, unseen=unseen(session)) for session in sessions)
-        ids = [str(session["id"]) for session in sessions]
+        ids = [session.id for session in sessions]
         self._highlight(kept if self.has_focus and kept in ids else current)
 
     def _highlight(self, session_id: str | None) -> None:

@@ -16,6 +16,8 @@ from textual.containers import Vertical
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
+from tui_client.sessions_wire import Message
+
 THINKING_LIVE = "Thinking…"
 THINKING_DONE = "Thinking (ctrl+t)"
 HITS_HINT = " (ctrl+g)"
@@ -91,14 +93,14 @@ def hits_title(injected: int, listed: int, verdict: str | None = None) -> str:
     return f"retrieve {injected} hits"
 
 
-def response_from_message(message: dict[str, Any]) -> dict[str, Any]:
+def response_from_message(message: Message) -> dict[str, Any]:
     """A stored assistant message in the shape of a `done` ChatResponse (for reopening)."""
-    meta = message.get("meta") or {}
+    meta = message.meta or {}
     filed = meta.get("filed") or {}
     return {
-        "reply": message.get("content", ""),
-        "reasoning": message.get("reasoning") or "",
-        "intent": message.get("intent"),
+        "reply": message.content,
+        "reasoning": message.reasoning or "",
+        "intent": message.intent,
         "retrieve_hits": meta.get("retrieve_hits", 0),
         "retrieved": meta.get("retrieved") or [],
         "memory_verdict": meta.get("memory_verdict"),

@@ -14,6 +14,7 @@ from steelframe.server import AppPlugin, default_plugins
 from tests.conftest import ApiClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
+from tui_client.sessions_wire import ListedSession, Session
 from tui_client.tasks_wire import BoardTask, TaskDetail
 from tui_client.transcript import AssistantMessage, Notice, UserMessage
 
@@ -202,3 +203,32 @@ THREAD: dict[str, Any] = {
     "created_at": "",
     "updated_at": "",
 }
+
+
+_SESSION: dict[str, Any] = {
+    "id": "s1",
+    "title": None,
+    "label": "",
+    "kind": "chat",
+    "agent": "default",
+    "focus": None,
+    "created_at": "2026-01-01T00:00:00+00:00",
+    "last_activity_at": "2026-01-01T00:00:00+00:00",
+    "closed_at": None,
+    "summary": None,
+    "summary_status": "none",
+    "decision": None,
+    "pending": None,
+    "turns": None,
+    "active": False,
+}
+
+
+def listed_session(**fields: Any) -> ListedSession:
+    """A session as the sidebar lists it, with `fields` set."""
+    return msgspec.convert({**_SESSION, "unseen": False, **fields}, ListedSession)
+
+
+def chat_session(**fields: Any) -> Session:
+    """A session with its messages, with `fields` set (nested objects as the JSON has them)."""
+    return msgspec.convert({**_SESSION, "messages": [], "turn_in_flight": None, **fields}, Session)
