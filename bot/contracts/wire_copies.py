@@ -1,0 +1,179 @@
+"""The TUI's copies of the service's Structs, rendered as source (bot/contracts/tasks_wire.py,
+bot/contracts/chat_sessions_wire.py say which and why): the TUI imports only its own
+package, so it carries copies, generated so that a field renamed or dropped in the service
+cannot silently leave it behind (tests/test_tui_*_wire.py fail when a copy is stale).
+
+A copy is read by an older TUI from a newer service, so it differs from the original in
+these ways only: unknown keys are ignored (the originals refuse them), a field declared as
+one of a few words (`Literal`) is read as `str` (a newer service may add a word), and a type
+named `opaque` is written as the source text given for it (a message's `meta`: any JSON
+object). Names, keys on the wire, order, defaults and other types are the originals'.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+ROOT = Path(__file__).resolve().parents[2]
+LINE_LENGTH = 100  # ruff's, as pyproject.toml sets it
+BASE = "_Wire"  # the copies' base: it ignores unknown keys
+
+
+@dataclass(frozen=True)
+class WireCopy:
+    """What to copy from one contracts module, and how the generated file introduces it."""
+
+    module: types.ModuleType  # where the originals are declared (the copy keeps their order)
+    roots: tuple[type, ...]  # what the TUI decodes; everything they name comes along
+    tui_file: Path
+    docstring: str  # the generated module's, whole
+    base_doc: str  # the base class's one line
+    typing_import: str  # what the generated module imports from typing
+    opaque: Mapping[object, str] = field(default_factory=dict)
+
+
+def _is_struct(kind: object) -> typing.TypeGuard[type[msgspec.Struct]]:
+    return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
+
+
+def _is_typed_dict(kind: object) -> bool:
+    return isinstance(kind, type) and typing.is_typeddict(kind)
+
+
+def _type(kind: object, opaque: Mapping[object, str]) -> str:
+    """A field's type as source text."""
+    if kind in opaque:
+        return opaque[kind]
+    if kind is type(None):
+        return "None"
+    if kind in (int, str, float, bool):
+        return typing.cast(type, kind).__name__
+    origin = typing.get_origin(kind)
+    if origin is typing.Annotated:
+        return _type(typing.get_args(kind)[0], opaque)  # the description is the API doc's
+    if origin is typing.Literal:
+        if {type(arg) for arg in typing.get_args(kind)} != {str}:
+            raise TypeError(f"no TUI rendering for {kind!r}")
+        return "str"
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(_type(arg, opaque) for arg in typing.get_args(kind))
+    if origin is list:
+        return f"list[{_type(typing.get_args(kind)[0], opaque)}]"
+    if _is_struct(kind) or _is_typed_dict(kind):
+        return typing.cast(type, kind).__name__
+    raise TypeError(f"no TUI rendering for the field type {kind!r}")
+
+
+def _references(kind: type, opaque: Mapping[object, str]) -> list[type]:
+    """The Structs and TypedDicts a class's fields name (opaque ones not), and its base."""
+    found: list[type] = [base for base in kind.__bases__ if _is_struct(base)]
+    pending = list(typing.get_type_hints(kind).values())
+    while pending:
+        hint = pending.pop()
+        if hint in opaque:
+            continue
+        if _is_struct(hint) or _is_typed_dict(hint):
+            found.append(hint)
+        pending.extend(typing.get_args(hint))
+    return found
+
+
+def wire_types(copy: WireCopy) -> list[type]:
+    """What the roots need, in their module's declaration order (bases come first)."""
+    needed: set[type] = set()
+    pending = list(copy.roots)
+    while pending:
+        kind = pending.pop()
+        if kind in needed or kind is msgspec.Struct or kind.__name__ == BASE:
+            continue
+        needed.add(kind)
+        pending.extend(_references(kind, copy.opaque))
+    declared = [value for value in vars(copy.module).values() if isinstance(value, type)]
+    return [kind for kind in declared if kind in needed]
+
+
+def _doc(kind: type) -> list[str]:
+    """The first sentence of the original's docstring, wrapped as `ruff` allows."""
+    if kind.__doc__ in (None, msgspec.Struct.__doc__, dict.__doc__):
+        return []
+    paragraph = " ".join(kind.__doc__.strip().split("\n\n")[0].split())
+    sentence = paragraph.split(". ")[0].rstrip(".") + "."
+    lines = textwrap.wrap(f'"""{sentence}"""', LINE_LENGTH - 4)
+    return ["".join(f"    {line}\n" for line in lines) + "\n"]
+
+
+def _value(value: object) -> str:
+    """A default as `ruff format` writes it (double-quoted strings)."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _field_line(info: msgspec.structs.FieldInfo, opaque: Mapping[object, str]) -> str:
+    if info.default_factory is not msgspec.NODEFAULT:
+        raise TypeError(f"no TUI rendering for {info.name}'s default factory")
+    given = info.default is not msgspec.NODEFAULT
+    default = f" = {_value(info.default)}" if given else ""
+    if info.encode_name != info.name:
+        keyword = f"default={_value(info.default)}, " if given else ""
+        default = f" = msgspec.field({keyword}name={_value(info.encode_name)})"
+    return f"    {info.name}: {_type(info.type, opaque)}{default}\n"
+
+
+def _struct(kind: type[msgspec.Struct], opaque: Mapping[object, str]) -> str:
+    base = next(b for b in kind.__bases__ if _is_struct(b))
+    config = kind.__struct_config__
+    if config.tag is not None or config.array_like or config.omit_defaults:
+        raise TypeError(f"no TUI rendering for {kind.__name__}'s struct options")
+    inherited = set(base.__struct_fields__)
+    parent = BASE if base is msgspec.Struct else base.__name__
+    lines = [f"class {kind.__name__}({parent}):\n", *_doc(kind)]
+    lines += [
+        _field_line(info, opaque)
+        for info in msgspec.structs.fields(kind)
+        if info.name not in inherited
+    ]
+    return "".join(lines) if len(lines) > 1 else lines[0] + "    pass\n"
+
+
+def _typed_dict(kind: type, opaque: Mapping[object, str]) -> str:
+    required = typing.cast(frozenset[str], getattr(kind, "__required_keys__", frozenset()))
+    optional = typing.cast(frozenset[str], getattr(kind, "__optional_keys__", frozenset()))
+    if required and optional:
+        raise TypeError(f"no TUI rendering for {kind.__name__}: some keys required, some not")
+    total = "" if required or not optional else ", total=False"
+    lines = [f"class {kind.__name__}(TypedDict{total}):\n", *_doc(kind)]
+    hints = typing.get_type_hints(kind).items()
+    lines += [f"    {name}: {_type(hint, opaque)}\n" for name, hint in hints]
+    return "".join(lines)
+
+
+def render_python(copy: WireCopy) -> str:
+    """The generated module, formatted as `ruff format` leaves it."""
+    classes = [f'class {BASE}(msgspec.Struct):\n    """{copy.base_doc}"""\n']
+    for kind in wire_types(copy):
+        if _is_struct(kind):
+            classes.append(_struct(kind, copy.opaque))
+        else:
+            classes.append(_typed_dict(kind, copy.opaque))
+    return (
+        f'"""{copy.docstring}"""\n\n'
+        "from __future__ import annotations\n\n"
+        f"from typing import {copy.typing_import}\n\n"
+        "import msgspec\n\n\n" + "\n\n".join(classes)
+    )
+
+
+def write(copy: WireCopy) -> int:
+    """Writes the copy where it differs from what is rendered (`make wire`)."""
+    text = render_python(copy)
+    if not copy.tui_file.exists() or copy.tui_file.read_text() != text:
+        copy.tui_file.write_text(text)
+        print(f"wrote {copy.tui_file.relative_to(ROOT)}")
+    return 0
