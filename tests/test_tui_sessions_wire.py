@@ -11,7 +11,7 @@ import msgspec
 
 from bot.contracts import chat
 from bot.contracts.chat_sessions_wire import TUI_FILE, render_python, wire_types
-from tests.test_tui_tasks_wire import differences
+from tests.fakes.wire_shapes import differences
 from tui_client import sessions_wire
 from tui_client.transcript import response_from_message
 

@@ -13,6 +13,7 @@ import msgspec
 from bot.contracts import tasks
 from bot.contracts.tasks_wire import TUI_FILE, render_python, wire_types
 from tests.fakes.tui import THREAD, task_detail
+from tests.fakes.wire_shapes import differences
 from tui_client import tasks_wire
 
 
@@ -20,23 +21,6 @@ def test_the_tui_task_json_is_generated_from_the_structs() -> None:
     assert TUI_FILE.read_text() == render_python(), (
         "run `make wire`: tui_client/tasks_wire.py differs from bot/contracts/tasks.py"
     )
-
-
-def _shape(kind: type) -> list[tuple[str, str, bool]]:
-    """(name, key on the wire, required) of each field, in order."""
-    if typing.is_typeddict(kind):
-        required = typing.cast(frozenset[str], getattr(kind, "__required_keys__", frozenset()))
-        return [(name, name, name in required) for name in typing.get_type_hints(kind)]
-    fields = msgspec.structs.fields(typing.cast(type[msgspec.Struct], kind))
-    return [(f.name, f.encode_name, f.required) for f in fields]
-
-
-def differences(client: type, server: type) -> list[str]:
-    """How the TUI's class differs from the service's, field by field."""
-    mine, theirs = _shape(client), _shape(server)
-    return [f"TUI {a} != service {b}" for a, b in zip(mine, theirs, strict=False) if a != b] + [
-        f"only one side has {extra}" for extra in (mine[len(theirs) :] or theirs[len(mine) :])
-    ]
 
 
 def test_each_tui_class_has_the_services_fields_keys_and_order() -> None:

@@ -1,0 +1,25 @@
+"""How a TUI copy of a service Struct differs from the original, field by field
+(tests/test_tui_tasks_wire.py, tests/test_tui_sessions_wire.py)."""
+
+from __future__ import annotations
+
+import typing
+
+import msgspec
+
+
+def _shape(kind: type) -> list[tuple[str, str, bool]]:
+    """(name, key on the wire, required) of each field, in order."""
+    if typing.is_typeddict(kind):
+        required = typing.cast(frozenset[str], getattr(kind, "__required_keys__", frozenset()))
+        return [(name, name, name in required) for name in typing.get_type_hints(kind)]
+    fields = msgspec.structs.fields(typing.cast(type[msgspec.Struct], kind))
+    return [(f.name, f.encode_name, f.required) for f in fields]
+
+
+def differences(client: type, server: type) -> list[str]:
+    """How the TUI's class differs from the service's, field by field."""
+    mine, theirs = _shape(client), _shape(server)
+    return [f"TUI {a} != service {b}" for a, b in zip(mine, theirs, strict=False) if a != b] + [
+        f"only one side has {extra}" for extra in (mine[len(theirs) :] or theirs[len(mine) :])
+    ]
