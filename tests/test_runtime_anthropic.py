@@ -95,6 +95,7 @@ async def test_thinking_and_text_deltas_with_usage_from_start_and_delta(
     assert [e for e in events if isinstance(e, Usage)] == [Usage(input_tokens=52, output_tokens=19)]
     sent = fake.requests[0]
     assert sent.headers["x-api-key"] == KEY and sent.headers["anthropic-version"] == API_VERSION
+    assert sent.headers["Content-Type"] == "application/json"
     assert sent.body["system"] == "You are Steelframe." and sent.body["stream"] is True
     assert sent.body["messages"] == [{"role": "user", "content": "What does the README say?"}]
 

@@ -88,6 +88,7 @@ async def test_reasoning_content_and_content_stream_as_thinking_and_delta_with_u
     assert [e for e in events if isinstance(e, Usage)] == [Usage(input_tokens=40, output_tokens=7)]
     sent = fake.requests[0]
     assert sent.headers["Authorization"] == f"Bearer {KEY}"
+    assert sent.headers["Content-Type"] == "application/json"
     assert sent.body["stream"] is True and sent.body["stream_options"] == {"include_usage": True}
     assert sent.body["messages"][0] == {"role": "system", "content": "You are Steelframe."}
     assert sent.body["messages"][-1] == {"role": "user", "content": "What does the README say?"}
