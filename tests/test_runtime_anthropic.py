@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from tests.fakes.anthropic_server import (
     Hold,
     HttpError,
     Ping,
+    RawEvent,
     RedactedThinkingBlock,
     Start,
     Stop,
@@ -93,6 +95,7 @@ async def test_thinking_and_text_deltas_with_usage_from_start_and_delta(
     assert [e for e in events if isinstance(e, Usage)] == [Usage(input_tokens=52, output_tokens=19)]
     sent = fake.requests[0]
     assert sent.headers["x-api-key"] == KEY and sent.headers["anthropic-version"] == API_VERSION
+    assert sent.headers["Content-Type"] == "application/json"
     assert sent.body["system"] == "You are Steelframe." and sent.body["stream"] is True
     assert sent.body["messages"] == [{"role": "user", "content": "What does the README say?"}]
 
@@ -118,6 +121,77 @@ async def test_pings_anywhere_and_unknown_events_are_ignored(
     events = await collect(make_runtime(), runtime_request(checkout))
     assert text_of(events, Delta) == "One two"
     assert Usage(10, 3) in events
+
+
+def _event(name: str, **fields: Any) -> RawEvent:
+    return RawEvent(name, json.dumps({"type": name, **fields}))
+
+
+async def test_fields_blocks_and_deltas_a_later_api_adds_are_ignored(
+    fake: FakeAnthropic, make_runtime: RuntimeMaker, checkout: Path
+) -> None:
+    citation = {"type": "char_location", "cited_text": "x", "document_index": 0}
+    fake.enqueue(
+        MODEL,
+        [
+            Start(12),
+            _event("content_block_start", index=0, content_block={"type": "text", "text": ""}),
+            _event("content_block_delta", index=0, delta={"type": "citations_delta", **citation}),
+            _event("content_block_delta", index=0, delta={"type": "text_delta", "text": "Cited."}),
+            _event("content_block_stop", index=0, x_added_later={"a": 1}),
+            _event(
+                "content_block_start",
+                index=1,
+                content_block={"type": "server_tool_use", "id": "srvtoolu_1", "name": "web"},
+            ),
+            _event("content_block_delta", index=1, delta={"type": "input_json_delta", "bad": 1}),
+            _event("content_block_stop", index=1),
+            _event(
+                "message_delta",
+                delta={"stop_reason": "end_turn", "stop_sequence": None, "container": None},
+                usage={"output_tokens": 4, "server_tool_use": {"web_search_requests": 1}},
+            ),
+            _event("message_stop"),
+        ],
+    )
+    events = await collect(make_runtime(), runtime_request(checkout))
+    assert text_of(events, Delta) == "Cited."
+    assert Usage(12, 4) in events
+
+
+@pytest.mark.parametrize(
+    ("event", "said"),
+    [
+        (
+            _event("content_block_delta", index="0", delta={"type": "text_delta", "text": "x"}),
+            "Expected `int`, got `str` - at `$.index`",
+        ),
+        (_event("message_delta", delta={}), "missing required field `usage`"),
+        (
+            _event("content_block_delta", index=0, delta={"type": "text_delta", "text": 5}),
+            "Expected `str`, got `int` - at `$.text` (in `$.delta`)",
+        ),
+        (
+            RawEvent("content_block_delta", '{"index": 0, "delta": {}}'),
+            "missing required field `type`",
+        ),
+        (_event("error", error="Overloaded"), "Expected `object`, got `str` - at `$.error`"),
+        (RawEvent("message_delta", "{not json"), "sent a stream event that is not JSON"),
+    ],
+)
+async def test_a_malformed_event_of_a_known_type_is_a_clear_error(
+    fake: FakeAnthropic,
+    make_runtime: RuntimeMaker,
+    checkout: Path,
+    event: RawEvent,
+    said: str,
+) -> None:
+    fake.enqueue(MODEL, [Start(), TextBlock("Half", 1), event, Stop()])
+    events, error = await collect_until_error(make_runtime(), runtime_request(checkout))
+    assert text_of(events, Delta) == "Half"
+    assert isinstance(error, UpstreamFailure) and said in error.message
+    assert error.message.startswith(f"the Anthropic endpoint {make_runtime().endpoint.label}")
+    assert error.before_content is False and error.retryable is False
 
 
 async def test_overloaded_error_event_before_content_is_retryable(

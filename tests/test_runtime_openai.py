@@ -88,6 +88,7 @@ async def test_reasoning_content_and_content_stream_as_thinking_and_delta_with_u
     assert [e for e in events if isinstance(e, Usage)] == [Usage(input_tokens=40, output_tokens=7)]
     sent = fake.requests[0]
     assert sent.headers["Authorization"] == f"Bearer {KEY}"
+    assert sent.headers["Content-Type"] == "application/json"
     assert sent.body["stream"] is True and sent.body["stream_options"] == {"include_usage": True}
     assert sent.body["messages"][0] == {"role": "system", "content": "You are Steelframe."}
     assert sent.body["messages"][-1] == {"role": "user", "content": "What does the README say?"}
@@ -135,6 +136,60 @@ async def test_unknown_fields_comments_and_null_usage_are_ignored(
     events = await collect(make_runtime(), runtime_request(checkout))
     assert text_of(events, Delta) == "ok"
     assert Usage(input_tokens=3, output_tokens=1) in events
+
+
+@pytest.mark.parametrize(
+    ("chunk", "said"),
+    [
+        ({"choices": [{"delta": {"content": "x"}}]}, "missing required field `index`"),
+        (
+            {"choices": [{"index": 0, "delta": {"content": 5}}]},
+            "Expected `str | null`, got `int` - at `$.choices[0].delta.content`",
+        ),
+        ({"choices": [], "usage": {"total_tokens": 3}}, "missing required field `prompt_tokens`"),
+        ([1, 2], "Expected `object`, got `array`"),
+        ("{not json", "sent a stream chunk that is not JSON"),
+    ],
+)
+async def test_a_malformed_chunk_is_a_clear_error(
+    fake: FakeOpenAI, make_runtime: RuntimeMaker, checkout: Path, chunk: object, said: str
+) -> None:
+    line = chunk if isinstance(chunk, str) else json.dumps(chunk)
+    fake.enqueue(MODEL, [Content("Half"), Raw(f"data: {line}\n"), Finish(), Done()])
+    events, error = await collect_until_error(make_runtime(), runtime_request(checkout))
+    assert text_of(events, Delta) == "Half"
+    assert isinstance(error, UpstreamFailure) and said in error.message
+    assert error.message.startswith(
+        f"the OpenAI-compatible endpoint {make_runtime().endpoint.label}"
+    )
+    assert error.before_content is False and error.retryable is False
+
+
+async def test_a_tool_call_without_index_and_with_object_arguments_still_runs(
+    fake: FakeOpenAI, make_runtime: RuntimeMaker, checkout: Path
+) -> None:
+    call = {
+        "id": "call_x",
+        "type": "function",
+        "function": {"name": "list_files", "arguments": {"path": "docs"}},
+    }
+    chunk = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+    fake.enqueue(
+        MODEL,
+        [Raw(f"data: {json.dumps(chunk)}\n"), Finish("tool_calls"), Done()],
+        answer("Listed."),
+    )
+    events = await collect(make_runtime(), runtime_request(checkout))
+    assert text_of(events, Delta) == "Listed."
+    assistant, listing = fake.requests[1].body["messages"][-2:]
+    assert assistant["tool_calls"] == [
+        {
+            "id": "call_x",
+            "type": "function",
+            "function": {"name": "list_files", "arguments": '{"path":"docs"}'},
+        }
+    ]
+    assert listing["tool_call_id"] == "call_x" and "docs/deploy.md" in listing["content"]
 
 
 async def test_mid_stream_error_after_content_is_an_error_not_silence(

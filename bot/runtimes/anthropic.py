@@ -6,44 +6,133 @@ pairs. `message_start` (input usage), then per content block `content_block_star
 `signature_delta` kept only to hand the thinking block back, `input_json_delta` for a
 `tool_use` block's input), `content_block_stop`; then `message_delta` (stop reason,
 cumulative output usage) and `message_stop`. `ping` may come anywhere; an `error` event
-(e.g. `overloaded_error`) can arrive after the 200; unknown events are ignored, as
-Anthropic's versioning policy asks.
+(e.g. `overloaded_error`) can arrive after the 200; event, block and delta types added
+after this was written are ignored, as Anthropic's versioning policy asks. The wire's
+shapes are Structs in bot.runtimes.anthropic_wire; a frame of a known type in the wrong
+shape is an error that names the field.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
+import msgspec
+from msgspec import UNSET
 
+from bot.runtimes.anthropic_wire import (
+    BLOCKS,
+    DELTAS,
+    EVENTS,
+    BlockDelta,
+    ContentBlock,
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentParam,
+    ErrorEvent,
+    InputJsonDelta,
+    MessageDelta,
+    MessageParam,
+    MessagesRequest,
+    MessageStart,
+    MessageStop,
+    MessageUsage,
+    RedactedThinkingBlock,
+    SignatureDelta,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingConfig,
+    ThinkingDelta,
+    ToolChoice,
+    ToolParam,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireConversation, WireTurn
+from bot.runtimes.rounds import HostedRuntime, RoundOutcome, WireConversation, WireTurn
 from bot.runtimes.tools import ToolCall, ToolResult, ToolSpec
 from bot.runtimes.transport import (
     UpstreamFailure,
     clip,
-    error_detail,
+    error_text,
+    malformed_frame,
     redact,
 )
+from bot.runtimes.wire_json import JsonObject
 
 log = logging.getLogger(__name__)
 API_VERSION = "2023-06-01"
 _RETRYABLE_ERRORS = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
 )
+_OBJECT = msgspec.json.Decoder(JsonObject)
+
+
+@dataclass
+class _Block:
+    """One content block as it streams: how it started, and what its deltas added."""
+
+    start: ContentBlock
+    text: str = ""
+    thinking: str = ""
+    signature: str = ""
+    partial_json: str = ""  # a tool_use block's input, as JSON text in pieces
+
+    @classmethod
+    def started(cls, start: ContentBlock) -> _Block:
+        if isinstance(start, TextBlock):
+            return cls(start, text=start.text)
+        if isinstance(start, ThinkingBlock):
+            return cls(start, thinking=start.thinking, signature=start.signature)
+        return cls(start)
+
+    def add(self, delta: BlockDelta | None) -> list[RuntimeEvent]:
+        """Fold one delta in (None: a delta type we do not know); the thinking/delta
+        events it produces."""
+        if isinstance(delta, TextDelta):
+            self.text += delta.text
+            return [Delta(delta.text)] if delta.text else []
+        if isinstance(delta, ThinkingDelta):
+            self.thinking += delta.thinking
+            return [Thinking(delta.thinking)] if delta.thinking else []
+        if isinstance(delta, SignatureDelta):
+            self.signature += delta.signature
+        elif isinstance(delta, InputJsonDelta):
+            self.partial_json += delta.partial_json
+        return []
+
+    def handed_back(self) -> ContentParam | None:
+        """The block as the next request carries it: thinking unchanged (the API checks
+        its signature), non-empty text, tool_use with its parsed input."""
+        start = self.start
+        if isinstance(start, ThinkingBlock):
+            return ThinkingBlock(thinking=self.thinking, signature=self.signature)
+        if isinstance(start, RedactedThinkingBlock):
+            return start
+        if isinstance(start, TextBlock):
+            return TextBlock(self.text) if self.text else None
+        return ToolUseBlock(id=start.id, name=start.name, input=self._input(start))
+
+    def _input(self, start: ToolUseBlock) -> JsonObject:
+        if not self.partial_json:
+            return start.input
+        try:
+            return _OBJECT.decode(self.partial_json)
+        except msgspec.DecodeError:  # not JSON, or not an object: the model's mistake
+            return {}
 
 
 @dataclass
 class _Message:
     """One streamed message: its content blocks by index, usage and how it stopped."""
 
-    blocks: dict[int, dict[str, Any]] = field(default_factory=dict)
+    blocks: dict[int, _Block] = field(default_factory=dict)
     input_tokens: int = 0
     output_tokens: int = 0
     stop_reason: str | None = None
@@ -52,47 +141,23 @@ class _Message:
     @property
     def text(self) -> str:
         return "".join(
-            b.get("text", "") for _, b in sorted(self.blocks.items()) if b["type"] == "text"
+            b.text for _, b in sorted(self.blocks.items()) if isinstance(b.start, TextBlock)
         )
 
     def tool_calls(self) -> list[ToolCall]:
         return [
-            ToolCall(id=b.get("id", ""), name=b.get("name", ""), arguments=b.get("_json") or "{}")
+            ToolCall(id=b.start.id, name=b.start.name, arguments=b.partial_json or "{}")
             for _, b in sorted(self.blocks.items())
-            if b["type"] == "tool_use"
+            if isinstance(b.start, ToolUseBlock)
         ]
 
-    def history_content(self) -> list[dict[str, Any]]:
-        """The assistant content to send back with tool results: thinking blocks unchanged
-        (the API checks their signatures), non-empty text, tool_use with parsed input."""
-        content: list[dict[str, Any]] = []
-        for _, block in sorted(self.blocks.items()):
-            kind = block["type"]
-            if kind == "thinking":
-                content.append(
-                    {
-                        "type": "thinking",
-                        "thinking": block.get("thinking", ""),
-                        "signature": block.get("signature", ""),
-                    }
-                )
-            elif kind == "redacted_thinking":
-                content.append({"type": "redacted_thinking", "data": block.get("data", "")})
-            elif kind == "text" and block.get("text"):
-                content.append({"type": "text", "text": block["text"]})
-            elif kind == "tool_use":
-                content.append(
-                    {
-                        "type": "tool_use",
-                        "id": block.get("id", ""),
-                        "name": block.get("name", ""),
-                        "input": _input(block),
-                    }
-                )
-        return content
+    def history_content(self) -> list[ContentParam]:
+        """The assistant content to send back with tool results."""
+        content = (block.handed_back() for _, block in sorted(self.blocks.items()))
+        return [block for block in content if block is not None]
 
 
-class _Conversation(WireConversation[_Message]):
+class _Conversation(WireConversation[MessageParam, _Message]):
     """One turn's messages on the Messages API wire (bot.runtimes.rounds drives it)."""
 
     def outcome(self, round_number: int) -> RoundOutcome:
@@ -102,40 +167,39 @@ class _Conversation(WireConversation[_Message]):
         return RoundOutcome(text=self.state.text, calls=calls, usage=usage)
 
     def record(self, outcome: RoundOutcome, results: list[ToolResult]) -> None:
-        self.turn.messages.append({"role": "assistant", "content": self.state.history_content()})
-        self.turn.messages.append({"role": "user", "content": [_tool_result(r) for r in results]})
+        self.turn.messages.append(MessageParam("assistant", self.state.history_content()))
+        self.turn.messages.append(MessageParam("user", [_tool_result(r) for r in results]))
 
 
-class AnthropicRuntime(HostedRuntime):
+class AnthropicRuntime(HostedRuntime[MessageParam, _Message]):
     name = "anthropic"
     PATH = "v1/messages"
     PROVIDER = "the Anthropic endpoint"
 
-    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
-        # The API refuses empty text; a stored turn can be empty (a reply that was all trailer).
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> list[MessageParam]:
+        # The API refuses empty text; a stored turn can be empty (a reply that was all
+        # trailer). The system prompt travels as the request's `system`, never as a message.
         return [
-            {"role": m.role, "content": m.content} for m in fitted.messages if m.content.strip()
+            MessageParam(m.role, m.content)
+            for m in fitted.messages
+            if m.role != "system" and m.content.strip()
         ]
 
-    def conversation(self, turn: WireTurn[Any]) -> _Conversation:
+    def conversation(self, turn: WireTurn[MessageParam, _Message]) -> _Conversation:
         return _Conversation(turn, _Message)
 
-    def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
+    def body(self, turn: WireTurn[MessageParam, _Message], *, final: bool) -> MessagesRequest:
         request, tools = turn.request, turn.tools
-        body: dict[str, Any] = {
-            "model": self.model,
-            "max_tokens": request.max_output_tokens + self.thinking_tokens,
-            "system": request.system,
-            "messages": turn.messages,
-            "stream": True,
-        }
-        if self.thinking_tokens:
-            body["thinking"] = {"type": "enabled", "budget_tokens": self.thinking_tokens}
-        if tools is not None:
-            body["tools"] = [_tool_schema(spec) for spec in tools.specs]
-            if final:
-                body["tool_choice"] = {"type": "none"}
-        return body
+        return MessagesRequest(
+            model=self.model,
+            max_tokens=request.max_output_tokens + self.thinking_tokens,
+            system=request.system,
+            messages=turn.messages,
+            stream=True,
+            thinking=ThinkingConfig(self.thinking_tokens) if self.thinking_tokens else UNSET,
+            tools=UNSET if tools is None else [_tool_param(spec) for spec in tools.specs],
+            tool_choice=ToolChoice("none") if tools is not None and final else UNSET,
+        )
 
     def headers(self) -> dict[str, str]:
         headers = {"anthropic-version": API_VERSION, "Accept": "text/event-stream"}
@@ -147,22 +211,10 @@ class AnthropicRuntime(HostedRuntime):
         self, response: aiohttp.ClientResponse, state: _Message
     ) -> AsyncGenerator[RuntimeEvent, None]:
         async for sse in server_events(response.content):
-            try:
-                data = json.loads(sse.data)
-            except ValueError:
-                raise UpstreamFailure(
-                    f"{self.where} sent a stream event that is not JSON"
-                ) from None
-            if not isinstance(data, dict):
-                continue
-            kind = data.get("type") or sse.event
-            if kind == "error":
-                raise self._stream_error(data)
-            if kind == "message_stop":
-                state.done = True
-                break
-            for event in _apply(kind, data, state):
+            for event in self._fold(sse.data, state):
                 yield event
+            if state.done:
+                break
         if not state.done:
             raise UpstreamFailure(
                 f"the stream from {self.where} ended before the answer was complete", retryable=True
@@ -172,98 +224,77 @@ class AnthropicRuntime(HostedRuntime):
         elif state.stop_reason == "refusal":
             yield Status("the model declined to answer")
 
-    def _stream_error(self, data: dict[str, Any]) -> UpstreamFailure:
-        error = data.get("error") if isinstance(data.get("error"), dict) else {}
-        kind = str(error.get("type", "")) if error else ""
-        detail = clip(redact(error_detail(data) or "unknown error", self.endpoint.secrets()))
+    def _fold(self, data: str, state: _Message) -> list[RuntimeEvent]:
+        """Decode one event and fold it into the message state; an `error` event or a
+        malformed one raises, `message_stop` marks the message done."""
+        try:
+            event = EVENTS.decode(data)
+            if isinstance(event, ErrorEvent):
+                raise self._stream_error(event)
+            if isinstance(event, MessageStop):
+                state.done = True
+            return [] if event is None else _apply(event, state)
+        except msgspec.DecodeError as exc:
+            raise malformed_frame(self.where, exc, frame="stream event") from None
+
+    def _stream_error(self, event: ErrorEvent) -> UpstreamFailure:
+        error = event.error
+        shown = error_text(error.type, error.message) or "unknown error"
+        detail = clip(redact(shown, self.endpoint.secrets()))
         return UpstreamFailure(
             f"{self.where} reported an error mid-stream: {detail}",
-            retryable=kind in _RETRYABLE_ERRORS,
+            retryable=error.type in _RETRYABLE_ERRORS,
         )
 
 
-def _apply(kind: str, data: dict[str, Any], state: _Message) -> list[RuntimeEvent]:
-    """Fold one event into the message state; the thinking/delta events it produces."""
-    if kind == "message_start":
-        message = data.get("message") or {}
-        _usage(state, message.get("usage") if isinstance(message, dict) else None)
-    elif kind == "content_block_start":
-        block = data.get("content_block")
-        if isinstance(block, dict) and isinstance(block.get("type"), str):
-            state.blocks[_index(data)] = dict(block)
-            if block["type"] == "text" and block.get("text"):
-                return [Delta(block["text"])]
-    elif kind == "content_block_delta":
-        return _delta(state.blocks.get(_index(data)), data.get("delta"))
-    elif kind == "message_delta":
-        delta = data.get("delta")
-        if isinstance(delta, dict) and delta.get("stop_reason"):
-            state.stop_reason = str(delta["stop_reason"])
-        _usage(state, data.get("usage"))
-    return []  # ping, content_block_stop and event types added later carry nothing to show
+def _apply(event: StreamEvent, state: _Message) -> list[RuntimeEvent]:
+    """Fold one event into the message state; the thinking/delta events it produces. A
+    block or delta of a type added after this was written is skipped (None from its
+    decoder), and so are the deltas of such a block."""
+    if isinstance(event, MessageStart):
+        _usage(state, event.message.usage)
+    elif isinstance(event, ContentBlockStart):
+        start = BLOCKS.decode(event.content_block, at="$.content_block")
+        if start is not None:
+            state.blocks[event.index] = _Block.started(start)
+            if isinstance(start, TextBlock) and start.text:
+                return [Delta(start.text)]
+    elif isinstance(event, ContentBlockDelta):
+        block = state.blocks.get(event.index)
+        if block is not None:
+            return block.add(DELTAS.decode(event.delta, at="$.delta"))
+    elif isinstance(event, MessageDelta):
+        if event.delta.stop_reason:
+            state.stop_reason = event.delta.stop_reason
+        _usage(state, event.usage)
+    return []  # ping, content_block_stop and message_stop carry nothing to show
 
 
-def _delta(block: dict[str, Any] | None, delta: Any) -> list[RuntimeEvent]:
-    if block is None or not isinstance(delta, dict):
-        return []
-    kind = delta.get("type")
-    if kind == "text_delta" and isinstance(delta.get("text"), str):
-        block["text"] = block.get("text", "") + delta["text"]
-        return [Delta(delta["text"])] if delta["text"] else []
-    if kind == "thinking_delta" and isinstance(delta.get("thinking"), str):
-        block["thinking"] = block.get("thinking", "") + delta["thinking"]
-        return [Thinking(delta["thinking"])] if delta["thinking"] else []
-    if kind == "signature_delta" and isinstance(delta.get("signature"), str):
-        block["signature"] = block.get("signature", "") + delta["signature"]
-    elif kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
-        block["_json"] = block.get("_json", "") + delta["partial_json"]
-    return []
-
-
-def _usage(state: _Message, usage: Any) -> None:
-    if not isinstance(usage, dict):
-        return
+def _usage(state: _Message, usage: MessageUsage) -> None:
     inputs = [
-        usage.get(k)
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        tokens
+        for tokens in (
+            usage.input_tokens,
+            usage.cache_creation_input_tokens,
+            usage.cache_read_input_tokens,
+        )
+        if tokens is not None
     ]
-    if any(isinstance(v, int) for v in inputs):
-        state.input_tokens = sum(v for v in inputs if isinstance(v, int))
-    if isinstance(usage.get("output_tokens"), int):
-        state.output_tokens = usage["output_tokens"]  # cumulative in message_delta
+    if inputs:
+        state.input_tokens = sum(inputs)
+    if usage.output_tokens is not None:
+        state.output_tokens = usage.output_tokens  # cumulative in message_delta
 
 
-def _index(data: dict[str, Any]) -> int:
-    index = data.get("index")
-    return index if isinstance(index, int) else 0
+def _tool_param(spec: ToolSpec) -> ToolParam:
+    return ToolParam(
+        name=spec.name.value, description=spec.description, input_schema=spec.parameters
+    )
 
 
-def _input(block: dict[str, Any]) -> dict[str, Any]:
-    raw = block.get("_json")
-    if not raw:
-        start = block.get("input")
-        return start if isinstance(start, dict) else {}
-    try:
-        parsed = json.loads(raw)
-    except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
-
-
-def _tool_schema(spec: ToolSpec) -> dict[str, Any]:
-    return {
-        "name": spec.name.value,
-        "description": spec.description,
-        "input_schema": spec.parameters,
-    }
-
-
-def _tool_result(result: ToolResult) -> dict[str, Any]:
-    block: dict[str, Any] = {
-        "type": "tool_result",
-        "tool_use_id": result.call.id,
-        "content": result.content,
-    }
-    if not result.ok:
-        block["is_error"] = True
-    return block
+def _tool_result(result: ToolResult) -> ToolResultBlock:
+    return ToolResultBlock(
+        tool_use_id=result.call.id,
+        content=result.content,
+        is_error=UNSET if result.ok else True,
+    )

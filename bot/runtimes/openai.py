@@ -7,35 +7,64 @@ each chunk `{"choices": [{"index", "delta", "finish_reason"}], "usage"?}`, ended
 `delta.reasoning` (vLLM, Ollama, OpenRouter), or inline as `<think>` tags in `content`. With
 `stream_options.include_usage` a last chunk with empty `choices` carries `usage`. A server
 that fails after its 200 sends `data: {"error": {...}}` (or `finish_reason: "error"`).
-Tool calls stream as `delta.tool_calls[i]` fragments joined by `index`.
+Tool calls stream as `delta.tool_calls[i]` fragments joined by `index`. The wire's shapes
+are Structs in bot.runtimes.openai_wire.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
 
 import aiohttp
+import msgspec
+from msgspec import UNSET
 
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest, Status, Thinking, Usage
 from bot.runtimes.budget import Fitted
 from bot.runtimes.eventstream import server_events
-from bot.runtimes.rounds import HostedRuntime, Messages, RoundOutcome, WireConversation, WireTurn
+from bot.runtimes.openai_wire import (
+    CHUNKS,
+    AssistantMessage,
+    ChatCompletionsRequest,
+    Choice,
+    FunctionCall,
+    FunctionDefinition,
+    FunctionTool,
+    MessageParam,
+    StreamError,
+    StreamOptions,
+    SystemMessage,
+    ToolCallDelta,
+    ToolCallParam,
+    ToolMessage,
+    UserMessage,
+)
+from bot.runtimes.rounds import HostedRuntime, RoundOutcome, WireConversation, WireTurn
 from bot.runtimes.thinktags import ThinkTagSplitter
 from bot.runtimes.tools import ToolCall, ToolResult, ToolSpec
 from bot.runtimes.transport import (
     UpstreamFailure,
     clip,
-    error_detail,
+    error_text,
+    malformed_frame,
     redact,
 )
 
 log = logging.getLogger(__name__)
 # Mid-stream error codes/types that mean "busy or broken right now", not "bad request".
 _RETRYABLE_KINDS = ("rate_limit", "overloaded", "server_error", "timeout", "unavailable")
+_RETRYABLE_CODES = frozenset({429, 500, 502, 503, 504})
+
+
+@dataclass
+class _CallParts:
+    """One tool call as its fragments arrive."""
+
+    id: str = ""
+    name: str = ""
+    arguments: str = ""
 
 
 @dataclass
@@ -46,20 +75,20 @@ class _Round:
     finish: str | None = None
     done: bool = False
     usage: tuple[int, int] | None = None
-    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    calls: dict[int, _CallParts] = field(default_factory=dict)
 
     def tool_calls(self, round_number: int) -> list[ToolCall]:
         return [
             ToolCall(
-                id=entry["id"] or f"call_{round_number}_{index}",
-                name=entry["name"],
-                arguments=entry["arguments"],
+                id=parts.id or f"call_{round_number}_{index}",
+                name=parts.name,
+                arguments=parts.arguments,
             )
-            for index, entry in sorted(self.calls.items())
+            for index, parts in sorted(self.calls.items())
         ]
 
 
-class _Conversation(WireConversation[_Round]):
+class _Conversation(WireConversation[MessageParam, _Round]):
     """One turn's messages on the Chat Completions wire (bot.runtimes.rounds drives it)."""
 
     def outcome(self, round_number: int) -> RoundOutcome:
@@ -75,35 +104,38 @@ class _Conversation(WireConversation[_Round]):
         self.turn.messages.extend(_tool_message(result) for result in results)
 
 
-class OpenAIRuntime(HostedRuntime):
+class OpenAIRuntime(HostedRuntime[MessageParam, _Round]):
     """Reasoning, where a server has it, needs no token budget: `thinking_tokens` stays 0."""
 
     name = "openai"
     PATH = "chat/completions"
     PROVIDER = "the OpenAI-compatible endpoint"
 
-    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
-        messages: Messages = [{"role": "system", "content": request.system}]
-        return messages + [{"role": m.role, "content": m.content} for m in fitted.messages]
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> list[MessageParam]:
+        messages: list[MessageParam] = [SystemMessage(request.system)]
+        for m in fitted.messages:
+            if m.role == "user":
+                messages.append(UserMessage(m.content))
+            elif m.role == "assistant":
+                messages.append(AssistantMessage(m.content))
+            else:
+                messages.append(SystemMessage(m.content))
+        return messages
 
-    def conversation(self, turn: WireTurn[Any]) -> _Conversation:
+    def conversation(self, turn: WireTurn[MessageParam, _Round]) -> _Conversation:
         return _Conversation(turn, _Round)
 
-    def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
+    def body(self, turn: WireTurn[MessageParam, _Round], *, final: bool) -> ChatCompletionsRequest:
         request, tools = turn.request, turn.tools
-        body: dict[str, Any] = {
-            "model": self.model,
-            "messages": turn.messages,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            # `max_tokens`, not `max_completion_tokens`: every compatible server reads it.
-            "max_tokens": request.max_output_tokens,
-        }
-        if tools is not None:
-            body["tools"] = [_tool_schema(spec) for spec in tools.specs]
-            if final:
-                body["tool_choice"] = "none"
-        return body
+        return ChatCompletionsRequest(
+            model=self.model,
+            messages=turn.messages,
+            stream=True,
+            stream_options=StreamOptions(include_usage=True),
+            max_tokens=request.max_output_tokens,
+            tools=UNSET if tools is None else [_tool_schema(spec) for spec in tools.specs],
+            tool_choice="none" if tools is not None and final else UNSET,
+        )
 
     def headers(self) -> dict[str, str]:
         headers = {"Accept": "text/event-stream"}
@@ -121,23 +153,15 @@ class OpenAIRuntime(HostedRuntime):
                 state.done = True
                 break
             try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise UpstreamFailure(
-                    f"{self.where} sent a stream chunk that is not JSON"
-                ) from None
-            if not isinstance(chunk, dict):
-                continue
-            if chunk.get("error"):
-                raise self._stream_error(chunk)
-            usage = chunk.get("usage")
-            if isinstance(usage, dict):  # cumulative where servers repeat it: keep the last
-                state.usage = (
-                    _int(usage.get("prompt_tokens")),
-                    _int(usage.get("completion_tokens")),
-                )
-            for choice in chunk.get("choices") or ():
-                if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                chunk = CHUNKS.decode(data)
+            except msgspec.DecodeError as exc:
+                raise malformed_frame(self.where, exc, frame="stream chunk") from None
+            if chunk.error:
+                raise self._stream_error(chunk.error)
+            if chunk.usage is not None:  # cumulative where servers repeat it: keep the last
+                state.usage = (chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+            for choice in chunk.choices or ():
+                if choice.index != 0:
                     continue
                 for event in self._choice(choice, state, splitter):
                     yield event
@@ -153,91 +177,72 @@ class OpenAIRuntime(HostedRuntime):
             yield Status("the answer reached the output token limit")
 
     def _choice(
-        self, choice: dict[str, Any], state: _Round, splitter: ThinkTagSplitter
+        self, choice: Choice, state: _Round, splitter: ThinkTagSplitter
     ) -> list[RuntimeEvent]:
         events: list[RuntimeEvent] = []
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                events.append(Thinking(reasoning))
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                for thinking, text in splitter.feed(content):
-                    state.text += "" if thinking else text
-                    events.append(Thinking(text) if thinking else Delta(text))
-            for position, fragment in enumerate(delta.get("tool_calls") or ()):
-                if isinstance(fragment, dict):
-                    _merge_call(state.calls, position, fragment)
-        finish = choice.get("finish_reason")
-        if isinstance(finish, str) and finish:
-            if finish == "error":
-                raise self._stream_error(choice)
-            state.finish = finish
+        delta = choice.delta
+        reasoning = delta.reasoning_content or delta.reasoning
+        if reasoning:
+            events.append(Thinking(reasoning))
+        if delta.content:
+            for thinking, text in splitter.feed(delta.content):
+                state.text += "" if thinking else text
+                events.append(Thinking(text) if thinking else Delta(text))
+        for position, fragment in enumerate(delta.tool_calls or ()):
+            _merge_call(state.calls, position, fragment)
+        if choice.finish_reason:
+            if choice.finish_reason == "error":
+                raise self._stream_error(choice.error)
+            state.finish = choice.finish_reason
         return events
 
-    def _stream_error(self, holder: dict[str, Any]) -> UpstreamFailure:
-        error = holder.get("error")
-        detail = error_detail({"error": error}) if error else "the stream reported an error"
-        kind = json.dumps(error).lower() if error else ""
-        retryable = any(word in kind for word in _RETRYABLE_KINDS) or any(
-            f'"code": {code}' in kind for code in (429, 500, 502, 503, 504)
-        )
-        shown = clip(redact(detail, self.endpoint.secrets()))
+    def _stream_error(self, error: StreamError | str | None) -> UpstreamFailure:
+        if isinstance(error, StreamError):
+            detail = error_text(error.type or error.code, error.message)
+            words = " ".join(str(part) for part in (error.type, error.code, error.message))
+            retryable = error.code in _RETRYABLE_CODES
+        else:
+            detail = words = error or ""
+            retryable = False
+        retryable = retryable or any(word in words.lower() for word in _RETRYABLE_KINDS)
+        shown = clip(redact(detail or "the stream reported an error", self.endpoint.secrets()))
         return UpstreamFailure(
             f"{self.where} reported an error mid-stream: {shown}", retryable=retryable
         )
 
 
-def _merge_call(calls: dict[int, dict[str, str]], position: int, fragment: dict[str, Any]) -> None:
-    index = fragment.get("index", position)
-    entry = calls.setdefault(
-        index if isinstance(index, int) else position, {"id": "", "name": "", "arguments": ""}
-    )
-    if isinstance(fragment.get("id"), str) and fragment["id"]:
-        entry["id"] = fragment["id"]
-    function = fragment.get("function")
-    if not isinstance(function, dict):
+def _merge_call(calls: dict[int, _CallParts], position: int, fragment: ToolCallDelta) -> None:
+    parts = calls.setdefault(position if fragment.index is None else fragment.index, _CallParts())
+    if fragment.id:
+        parts.id = fragment.id
+    function = fragment.function
+    if function is None:
         return
-    name = function.get("name")
-    if isinstance(name, str) and name and name != entry["name"]:
-        entry["name"] += name
-    arguments = function.get("arguments")
-    if isinstance(arguments, dict):  # a few servers send the object, not its JSON text
-        entry["arguments"] = json.dumps(arguments)
-    elif isinstance(arguments, str):
-        entry["arguments"] += arguments
+    if function.name and function.name != parts.name:
+        parts.name += function.name
+    if isinstance(function.arguments, dict):  # a few servers send the object, not its text
+        parts.arguments = msgspec.json.encode(function.arguments).decode()
+    elif isinstance(function.arguments, str):
+        parts.arguments += function.arguments
 
 
-def _tool_schema(spec: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": spec.name.value,
-            "description": spec.description,
-            "parameters": spec.parameters,
-        },
-    }
+def _tool_schema(spec: ToolSpec) -> FunctionTool:
+    return FunctionTool(
+        FunctionDefinition(
+            name=spec.name.value, description=spec.description, parameters=spec.parameters
+        )
+    )
 
 
-def _assistant_with_calls(text: str, calls: list[ToolCall]) -> dict[str, Any]:
-    return {
-        "role": "assistant",
-        "content": text or None,
-        "tool_calls": [
-            {
-                "id": call.id,
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments or "{}"},
-            }
+def _assistant_with_calls(text: str, calls: list[ToolCall]) -> AssistantMessage:
+    return AssistantMessage(
+        content=text or None,
+        tool_calls=[
+            ToolCallParam(id=call.id, function=FunctionCall(call.name, call.arguments or "{}"))
             for call in calls
         ],
-    }
+    )
 
 
-def _tool_message(result: ToolResult) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": result.call.id, "content": result.content}
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _tool_message(result: ToolResult) -> ToolMessage:
+    return ToolMessage(tool_call_id=result.call.id, content=result.content)

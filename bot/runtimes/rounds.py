@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import aiohttp
+import msgspec
 
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Status, Usage
 from bot.runtimes.budget import Fitted, fit_request
@@ -39,7 +40,8 @@ from bot.runtimes.transport import (
 
 log = logging.getLogger(__name__)
 
-Messages = list[dict[str, Any]]
+M = TypeVar("M")  # a provider's message type (a wire Struct of bot.runtimes.*_wire)
+S = TypeVar("S")  # what reading one round leaves (a provider's state of that round)
 
 
 @dataclass(frozen=True)
@@ -66,42 +68,7 @@ class Conversation(Protocol):
         ...
 
 
-W = TypeVar("W")
-
-
-@dataclass(frozen=True)
-class WireTurn(Generic[W]):
-    """What a runtime's conversation works with: its wire (request bodies, reading a round),
-    the HTTP session, the request, the turn's tools and the messages so far."""
-
-    wire: W
-    http: aiohttp.ClientSession
-    request: RuntimeRequest
-    tools: RepoTools | None
-    messages: Messages
-
-
-S = TypeVar("S")
-
-
-class WireConversation(Generic[S]):
-    """A conversation whose every round is read into a fresh state (`new_state()`), kept
-    in `state` for the provider's `outcome` and `record` of that round."""
-
-    def __init__(self, turn: WireTurn[Any], new_state: Callable[[], S]) -> None:
-        self.turn = turn
-        self._new_state = new_state
-        self.state = new_state()
-
-    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
-        self.state = self._new_state()
-        events: AsyncGenerator[RuntimeEvent, None] = self.turn.wire.start_round(
-            self.turn, self.state, final=final
-        )
-        return events
-
-
-class ModelWire(Protocol):
+class ModelWire(Protocol[M, S]):
     """A hosted-model runtime as `stream_turn` uses it: where it sends, and its wire."""
 
     model: str
@@ -112,18 +79,49 @@ class ModelWire(Protocol):
     where: str
     http: aiohttp.ClientSession | None
 
-    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages:
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> list[M]:
         """The fitted history in the provider's message format."""
         ...
 
-    def conversation(self, turn: WireTurn[Any]) -> Conversation: ...
+    def conversation(self, turn: WireTurn[M, S]) -> Conversation: ...
+
+    def start_round(
+        self, turn: WireTurn[M, S], state: S, *, final: bool
+    ) -> AsyncGenerator[RuntimeEvent, None]: ...
 
 
-class HostedRuntime(ABC):
+@dataclass(frozen=True)
+class WireTurn(Generic[M, S]):
+    """What a runtime's conversation works with: its wire (request bodies, reading a round),
+    the HTTP session, the request, the turn's tools and the messages so far."""
+
+    wire: ModelWire[M, S]
+    http: aiohttp.ClientSession
+    request: RuntimeRequest
+    tools: RepoTools | None
+    messages: list[M]
+
+
+class WireConversation(Generic[M, S]):
+    """A conversation whose every round is read into a fresh state (`new_state()`), kept
+    in `state` for the provider's `outcome` and `record` of that round."""
+
+    def __init__(self, turn: WireTurn[M, S], new_state: Callable[[], S]) -> None:
+        self.turn = turn
+        self._new_state = new_state
+        self.state = new_state()
+
+    def round(self, *, final: bool) -> AsyncGenerator[RuntimeEvent, None]:
+        self.state = self._new_state()
+        return self.turn.wire.start_round(self.turn, self.state, final=final)
+
+
+class HostedRuntime(ABC, Generic[M, S]):
     """A hosted model as a runtime: a model at an endpoint, its context window, tool rounds
     and thinking budget; whole turns stream through `stream_turn`, each round through
-    `post_round`. A provider's subclass gives its wire: `PATH`, `PROVIDER`, `headers`,
-    `messages` and `conversation`."""
+    `streamed_round`. A provider's subclass gives its wire: `PATH`, `PROVIDER`, `headers`,
+    `messages` (of its message type M), `conversation`, `body` and `read` (into its round
+    state S)."""
 
     name: str
     PATH: ClassVar[str]  # where one round is POSTed, below the endpoint's base URL
@@ -151,7 +149,7 @@ class HostedRuntime(ABC):
         return stream_turn(self, request)
 
     def start_round(
-        self, turn: WireTurn[Any], state: Any, *, final: bool
+        self, turn: WireTurn[M, S], state: S, *, final: bool
     ) -> AsyncGenerator[RuntimeEvent, None]:
         """One round of `turn` (`final`: no tools), its answer read into `state` (a fresh
         one per round, kept by the conversation for `outcome`)."""
@@ -165,13 +163,13 @@ class HostedRuntime(ABC):
         )
 
     @abstractmethod
-    def body(self, turn: WireTurn[Any], *, final: bool) -> dict[str, Any]:
-        """The request body of one round of `turn`."""
+    def body(self, turn: WireTurn[M, S], *, final: bool) -> msgspec.Struct:
+        """The request body of one round of `turn` (a wire Struct, sent as JSON)."""
         ...
 
     @abstractmethod
     def read(
-        self, response: aiohttp.ClientResponse, state: Any
+        self, response: aiohttp.ClientResponse, state: S
     ) -> AsyncGenerator[RuntimeEvent, None]:
         """Stream one round's answer as events, keeping what the round left in `state`."""
         ...
@@ -180,14 +178,14 @@ class HostedRuntime(ABC):
     def headers(self) -> dict[str, str]: ...
 
     @abstractmethod
-    def messages(self, request: RuntimeRequest, fitted: Fitted) -> Messages: ...
+    def messages(self, request: RuntimeRequest, fitted: Fitted) -> list[M]: ...
 
     @abstractmethod
-    def conversation(self, turn: WireTurn[Any]) -> Conversation: ...
+    def conversation(self, turn: WireTurn[M, S]) -> Conversation: ...
 
 
 async def stream_turn(
-    wire: ModelWire, request: RuntimeRequest
+    wire: ModelWire[Any, Any], request: RuntimeRequest
 ) -> AsyncGenerator[RuntimeEvent, None]:
     """A whole turn: the route, the history fitted to the window (with room for tools when
     the turn has a checkout), then the tool rounds."""
@@ -217,10 +215,10 @@ async def stream_turn(
 
 
 async def streamed_round(
-    wire: ModelWire,
+    wire: ModelWire[Any, Any],
     http: aiohttp.ClientSession,
     path: str,
-    body: dict[str, Any],
+    body: msgspec.Struct,
     headers: dict[str, str],
     read: Callable[[aiohttp.ClientResponse], AsyncGenerator[RuntimeEvent, None]],
 ) -> AsyncGenerator[RuntimeEvent, None]:

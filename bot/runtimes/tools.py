@@ -10,14 +10,16 @@ context wrapped as untrusted data, because file contents may carry instructions.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any
+
+import msgspec
+
+from bot.runtimes.wire_json import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,7 @@ SEARCH_MAX_FILE_BYTES = 1 << 20
 LINE_CHARS = 240
 SNIFF_BYTES = 8192
 REFUSED_PARTS = frozenset({"..", ".git"})
+_OBJECT = msgspec.json.Decoder(JsonObject)
 
 
 class ToolName(StrEnum):
@@ -44,10 +47,13 @@ class ToolName(StrEnum):
 class ToolSpec:
     name: ToolName
     description: str
-    parameters: dict[str, Any]  # JSON Schema of the arguments object
+    parameters: JsonObject  # JSON Schema of the arguments object, given to the model as is
 
 
-_PATH = {"type": "string", "description": "Path relative to the repository root ('' = root)."}
+_PATH: JsonObject = {
+    "type": "string",
+    "description": "Path relative to the repository root ('' = root).",
+}
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         ToolName.LIST_FILES,
@@ -175,7 +181,7 @@ class RepoTools:
         self.used_chars += len(body)
         return ToolResult(call, untrusted(f"tool:{call.name}", body, **attributes), ok=True)
 
-    def _dispatch(self, name: str, arguments: dict[str, Any]) -> tuple[str, dict[str, str]]:
+    def _dispatch(self, name: str, arguments: JsonObject) -> tuple[str, dict[str, str]]:
         if name == ToolName.LIST_FILES:
             _only(arguments, {"path", "recursive"})
             path = arguments.get("path", "")
@@ -309,32 +315,30 @@ def status_text(round_number: int, max_rounds: int, calls: list[ToolCall]) -> st
 
 def _summary(call: ToolCall) -> str:
     try:
-        arguments = json.loads(call.arguments or "{}")
-    except ValueError:
-        return ""
-    if not isinstance(arguments, dict):
+        arguments = _OBJECT.decode(call.arguments or "{}")
+    except msgspec.DecodeError:  # not JSON or not an object: the tool will say so
         return ""
     value = arguments.get("path") or arguments.get("query") or ""
     return _clip_line(str(value), 60)
 
 
-def _arguments(raw: str) -> dict[str, Any]:
+def _arguments(raw: str) -> JsonObject:
+    """The arguments the model wrote: any JSON object (each tool checks its own)."""
     try:
-        parsed = json.loads(raw or "{}")
-    except ValueError:
+        return _OBJECT.decode(raw or "{}")
+    except msgspec.ValidationError:
+        raise ToolRefused("arguments must be a JSON object") from None
+    except msgspec.DecodeError:
         raise ToolRefused("arguments are not valid JSON") from None
-    if not isinstance(parsed, dict):
-        raise ToolRefused("arguments must be a JSON object")
-    return parsed
 
 
-def _only(arguments: dict[str, Any], allowed: set[str]) -> None:
+def _only(arguments: JsonObject, allowed: set[str]) -> None:
     unknown = sorted(set(arguments) - allowed)
     if unknown:
         raise ToolRefused(f"unknown arguments {unknown}; allowed: {sorted(allowed)}")
 
 
-def _int_arg(arguments: dict[str, Any], name: str, default: int, *, low: int, high: int) -> int:
+def _int_arg(arguments: JsonObject, name: str, default: int, *, low: int, high: int) -> int:
     value = arguments.get(name, default)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ToolRefused(f"{name} must be an integer from {low} to {high}")

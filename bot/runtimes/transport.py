@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
+import msgspec
 
 from bot.config_values import Secret
 from bot.runtimes.base import RuntimeError_
@@ -34,6 +35,7 @@ READ_BUFFER = 1 << 20  # one SSE line may carry a large tool-call chunk
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429})
 _KEYLIKE = re.compile(r"\b(?:sk|sk-ant|sk-proj|key|ghs|ghp)[-_][A-Za-z0-9_\-*]{6,}")
 _BEARER = re.compile(r"(?i)bearer\s+\S+")
+_ENCODER = msgspec.json.Encoder()
 
 
 class UpstreamFailure(RuntimeError_):
@@ -82,14 +84,14 @@ class Endpoint:
         )
 
     def post(
-        self, http: aiohttp.ClientSession, path: str, body: dict[str, Any], headers: dict[str, str]
+        self, http: aiohttp.ClientSession, path: str, body: msgspec.Struct, headers: dict[str, str]
     ) -> Any:
-        """The streaming POST (use with `async with`); the timeouts are per request, so a
-        shared session serves endpoints with different settings."""
+        """The streaming POST of a wire Struct as JSON (use with `async with`); the timeouts
+        are per request, so a shared session serves endpoints with different settings."""
         return http.post(
             self.url(path),
-            json=body,
-            headers=headers,
+            data=_ENCODER.encode(body),
+            headers={"Content-Type": "application/json", **headers},
             timeout=self.timeout(),
             read_bufsize=READ_BUFFER,
         )
@@ -144,19 +146,32 @@ def status_phrase(status: int) -> str:
 
 
 def error_detail(body: Any) -> str:
-    """The human part of a provider error object (OpenAI and Anthropic shapes alike)."""
+    """The human part of a provider error object (OpenAI and Anthropic shapes alike), from
+    an HTTP error body parsed as JSON: any JSON, since servers differ in what they send."""
     if isinstance(body, dict):
         error = body.get("error", body)
         if isinstance(error, dict):
-            message = error.get("message") or error.get("detail")
-            kind = error.get("type") or error.get("code")
-            if message and kind and str(kind) not in str(message):
-                return f"{kind}: {message}"
-            if message or kind:
-                return str(message or kind)
-        elif isinstance(error, str):
+            return error_text(
+                error.get("type") or error.get("code"), error.get("message") or error.get("detail")
+            )
+        if isinstance(error, str):
             return error
     return ""
+
+
+def error_text(kind: object, message: object) -> str:
+    """`kind: message`, or whichever of them there is ("" for neither)."""
+    if message and kind and str(kind) not in str(message):
+        return f"{kind}: {message}"
+    return str(message or kind) if message or kind else ""
+
+
+def malformed_frame(where: str, exc: msgspec.DecodeError, *, frame: str) -> UpstreamFailure:
+    """A streamed frame that is not JSON, or JSON of the wrong shape (a msgspec error names
+    the field and what was expected), as a failure; another route is not tried for it."""
+    if isinstance(exc, msgspec.ValidationError):
+        return UpstreamFailure(f"{where} sent a malformed {frame}: {clip(redact(str(exc)))}")
+    return UpstreamFailure(f"{where} sent a {frame} that is not JSON")
 
 
 async def failure_from_response(

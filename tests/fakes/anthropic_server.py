@@ -88,6 +88,14 @@ class Unknown:
 
 
 @dataclass(frozen=True)
+class RawEvent:
+    """One SSE event sent as given: a frame of a later API version, or a malformed one."""
+
+    name: str
+    data: str
+
+
+@dataclass(frozen=True)
 class HttpError:
     status: int
     type: str
@@ -105,6 +113,7 @@ Step = (
     | Ping
     | ErrorEvent
     | Unknown
+    | RawEvent
     | Pause
     | Hold
     | Cut
@@ -271,6 +280,8 @@ class FakeAnthropic:
                     await send("error", {"error": {"type": step.type, "message": step.message}})
                 elif isinstance(step, Unknown):
                     await send(step.name, {"index": index, "note": "new in a later API version"})
+                elif isinstance(step, RawEvent):
+                    await response.write(f"event: {step.name}\ndata: {step.data}\n\n".encode())
                 else:
                     await timing_step(step, request)
 
