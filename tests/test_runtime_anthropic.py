@@ -336,6 +336,34 @@ async def test_tool_use_round_trip_hands_back_signed_thinking_and_untrusted_resu
     assert "return 'steelframe'" in result["content"]
 
 
+async def test_a_tool_use_whose_input_comes_whole_in_its_start_is_called_with_it(
+    fake: FakeAnthropic, make_runtime: RuntimeMaker, checkout: Path
+) -> None:
+    block = {
+        "type": "tool_use",
+        "id": "toolu_1",
+        "name": "read_file",
+        "input": {"path": "src/app.py"},
+    }
+    fake.enqueue(
+        MODEL,
+        [
+            Start(9),
+            _event("content_block_start", index=0, content_block=block),
+            _event("content_block_stop", index=0),
+            _event("message_delta", delta={"stop_reason": "tool_use"}, usage={"output_tokens": 3}),
+            _event("message_stop"),
+        ],
+        answer("It returns 'steelframe'."),
+    )
+    events = await collect(make_runtime(), runtime_request(checkout))
+    assert any(
+        isinstance(e, Status) and e.text == "tool round 1/4 · read_file src/app.py" for e in events
+    )
+    (result,) = fake.requests[1].body["messages"][-1]["content"]
+    assert "return 'steelframe'" in result["content"]  # the file was read, not a refused path
+
+
 async def test_redacted_thinking_is_handed_back_unchanged(
     fake: FakeAnthropic, make_runtime: RuntimeMaker, checkout: Path
 ) -> None:

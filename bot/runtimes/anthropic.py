@@ -146,7 +146,13 @@ class _Message:
 
     def tool_calls(self) -> list[ToolCall]:
         return [
-            ToolCall(id=b.start.id, name=b.start.name, arguments=b.partial_json or "{}")
+            # The input streams as `input_json_delta` pieces; a block that brought it whole
+            # in its start (no piece) is called with that input, as the history hands back.
+            ToolCall(
+                id=b.start.id,
+                name=b.start.name,
+                arguments=b.partial_json or msgspec.json.encode(b.start.input).decode(),
+            )
             for _, b in sorted(self.blocks.items())
             if isinstance(b.start, ToolUseBlock)
         ]
