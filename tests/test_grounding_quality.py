@@ -16,7 +16,9 @@ Two sets (tests/data/make_grounding_set.py says who wrote which and when):
 The tuning part is asked as well: its figures are what the constants were calibrated on,
 and `GROUNDING_TUNING_MISSES=1` prints its misses (never the frozen parts').
 `GROUNDING_EMBEDDINGS=local` (or any STEELFRAME_CHAT_EMBEDDINGS value) asks the sets with
-that dense-round provider; unset, with the settings' default.
+that dense-round provider, `GROUNDING_EMBEDDINGS_MODEL` and `GROUNDING_EMBEDDINGS_URL` naming
+its model and endpoint (for `openai`/`ollama`, e.g. bench/embeddings_server.py's
+`http://127.0.0.1:8765/v1`); unset, with the settings' default.
 """
 
 from __future__ import annotations
@@ -131,7 +133,12 @@ def settings(tmp_path: Path) -> Settings:
     provider = os.environ.get("GROUNDING_EMBEDDINGS")
     if provider is None:
         return make_settings(tmp_path)
-    return make_settings(tmp_path, chat_embeddings=provider)
+    return make_settings(
+        tmp_path,
+        chat_embeddings=provider,
+        chat_embeddings_model=os.environ.get("GROUNDING_EMBEDDINGS_MODEL"),
+        chat_embeddings_url=os.environ.get("GROUNDING_EMBEDDINGS_URL"),
+    )
 
 
 async def ask(api: ApiClient, data: dict[str, Any]) -> tuple[list[Outcome], list[bool]]:
