@@ -25,9 +25,6 @@ class CommittedFile:
     text: str
     truncated: bool = False
 
-    def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "text": self.text, "truncated": self.truncated}
-
 
 @dataclass(frozen=True)
 class CommittedMemory:

@@ -580,7 +580,7 @@ async def test_committed_memory_is_injected_before_retrieved_hits(
     system = scripted.requests[0].system
     assert 0 <= system.index("COMMITTED: deploys") < system.index("RETRIEVED: the deploy")
     assert 'source="committed_memory" path="docs/memory/01-deploys.md"' in system
-    assert scripted.requests[0].facts.committed_memory[0]["path"] == "docs/memory/01-deploys.md"
+    assert scripted.requests[0].facts.committed_memory[0].path == "docs/memory/01-deploys.md"
     assert body["retrieve_hits"] == 1
 
 

@@ -9,8 +9,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-import msgspec
-
 from bot.background import BackgroundTasks
 from bot.chat.blocks import committed_block, fallback_block
 from bot.chat.grounding import NO_SEMANTIC_HITS, Answerability, Grounding
@@ -85,10 +83,9 @@ def base_grounding(prepared: Prepared, floor: float) -> Grounding:
     the focused task, the thresholds in force."""
     committed = prepared.committed
     return Grounding(
-        committed_memory=[f.to_json() for f in committed.files],
+        committed_memory=list(committed.files),
         committed_block=committed_block(committed),
-        # the prompt embeds the task as JSON (system.j2), the offline runtime reads its state
-        task=None if prepared.task is None else msgspec.to_builtins(prepared.task),
+        task=prepared.task,
         meta={
             "floor": floor,
             "margin": RELATIVE_MARGIN,

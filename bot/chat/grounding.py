@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 from bot.config import AgentConfig
 from bot.contracts.chat import Emit
 from bot.contracts.hits import RetrievedHit
+from bot.contracts.tasks import FocusedTask
 from bot.contracts.turn_meta import AnswerabilityMeta, RetrievalMeta
+from memory.committed import CommittedFile
 
 NO_SEMANTIC_HITS = "(no semantic hits)"
 
@@ -80,11 +82,11 @@ UNAVAILABLE = Answerability(Verdict.UNAVAILABLE, "retrieval unavailable")
 class Grounding:
     hits: list[RetrievedHit] = field(default_factory=list)
     recency_fallback: bool = False
-    committed_memory: list[dict[str, Any]] = field(default_factory=list)
+    committed_memory: list[CommittedFile] = field(default_factory=list)
     available: bool = True
     prompt_block: str = f"Prior Steelframe context:\n{NO_SEMANTIC_HITS}"
     committed_block: str = ""
-    task: dict[str, Any] | None = None
+    task: FocusedTask | None = None
     meta: RetrievalMeta = field(default_factory=lambda: RetrievalMeta())
     answerability: Answerability = UNAVAILABLE
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
+import msgspec
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from bot.chat.blocks import untrusted
@@ -43,7 +44,8 @@ def system_prompt(
             agent=agent,
             focus=focus,
             committed_block=grounding.committed_block,
-            task=grounding.task,
+            # The task as its JSON (the task JSON of docs/api.md), which system.j2 embeds.
+            task=None if grounding.task is None else msgspec.to_builtins(grounding.task),
             issue_block=issue_block,
             prompt_block=grounding.prompt_block,
             redraft_hint=redraft_hint,

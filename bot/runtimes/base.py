@@ -12,9 +12,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from bot.contracts.hits import RetrievedHit
+from bot.contracts.tasks import FocusedTask
+from memory.committed import CommittedFile
 
 
 @dataclass(frozen=True)
@@ -88,14 +90,18 @@ class ChatMessage:
 
 @dataclass(frozen=True)
 class TurnFacts:
-    """What the turn was given, as structured data (the offline runtime answers from it)."""
+    """What the turn was given, as structured data (the offline runtime answers from it).
+
+    The records are the ones Chat read (the committed files, the focused issue's task), not
+    their JSON: the system prompt is where the task becomes JSON (bot/chat/prompt.py).
+    """
 
     message: str
     focus: int | None = None
     hits: list[RetrievedHit] = field(default_factory=list)
     recency_fallback: bool = False
-    committed_memory: list[dict[str, Any]] = field(default_factory=list)
-    task: dict[str, Any] | None = None
+    committed_memory: list[CommittedFile] = field(default_factory=list)
+    task: FocusedTask | None = None
     retrieval_available: bool = True
     redraft_hint: str | None = None
     # The answerability verdict (bot.chat.grounding.Verdict): False when session memory

@@ -87,10 +87,10 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
     lines.append(NO_MODEL_NOTE)
     if facts.focus is not None:
         lines.append(f"This session is focused on #{facts.focus}.")
-    if facts.task:
-        lines.append(f"Task for #{facts.focus}: state `{facts.task.get('state', 'unknown')}`.")
+    if facts.task is not None:
+        lines.append(f"Task for #{facts.focus}: state `{facts.task.state}`.")
     for memory in facts.committed_memory[:3]:
-        lines.append(f"Committed memory `{memory.get('path')}`: {_preview(memory.get('text', ''))}")
+        lines.append(f"Committed memory `{memory.path}`: {_preview(memory.text)}")
     if not facts.retrieval_available:
         lines.append("Session memory was unavailable for this turn.")
     elif facts.hits and not facts.recency_fallback and not facts.memory_answers:
@@ -133,8 +133,8 @@ def _body(message: str, focus: int | None) -> str:
     return f"Filed from Steelframe Chat at the operator's request:\n\n> {message}{related}"
 
 
-def _preview(text: object, limit: int = 160) -> str:
-    flat = " ".join(str(text).split())
+def _preview(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
