@@ -39,6 +39,12 @@ listener analytics, was written blind by the wren helper on 2026-12-05 (without 
 Steelframe's retrieval code, any term table, the other sets' data or any results). Unlike
 Heron and Larkspur it is TUNING data: all its questions are in the tuning part, its
 per-question misses may be read by later tuners, and no evaluation figure comes from it.
+Its baseline (WREN_BASELINE, also in its JSON's split record), measured by the wren helper
+on 2026-12-05 after the set was committed, through the chat turn at main 3fff97c, offline
+runtime, default embeddings: answerable kept in the top 3 132/163 (81.0 %), paraphrases
+13/41 (31.7 %; stem 3/7, synonym 10/34), focus-scoped 18/18, cited 179/179, no-answer
+said nothing 11/16, answerable said nothing 34/163 (20.9 %), proposals from questions 0
+(16 probes), injection side effects 0/6.
 
 The split (SPLIT below): the first set's questions are cut into a tuning part and a frozen
 evaluation part by a rule of their text alone, stated in the JSON. No table entry, constant
@@ -105,6 +111,13 @@ WREN_PROVENANCE = (
     "written blind by the wren helper on 2026-12-05: without reading Steelframe's retrieval"
     " code, any term table, the other sets' data or any results; it is TUNING data: its"
     " per-question misses may be read by later tuners; no evaluation figure comes from it"
+)
+WREN_BASELINE = (
+    "2026-12-05, wren helper, after the set was committed, chat turn at main 3fff97c, offline"
+    " runtime, default embeddings: answerable@3 132/163 (81.0 %), paraphrase@3 13/41 (31.7 %;"
+    " stem 3/7, synonym 10/34), focus-scoped 18/18, cited 179/179, no-answer said nothing"
+    " 11/16, answerable said nothing 34/163, proposals from questions 0 (16 probes),"
+    " injection side effects 0/6"
 )
 # Tuning data, unlike the other added sets: who may read its misses (the split's "tuned").
 WREN_TUNED = "tuning data: its misses may be read and tuned on; never an evaluation figure"
@@ -211,7 +224,12 @@ def render(name: str = "tallyho") -> dict[str, Any]:
 def _whole_split(name: str) -> dict[str, str]:
     """The split record of a set whose questions all sit in one part."""
     if WHOLE_PART[name] == TUNING:
-        return {"rule": "all tuning", "provenance": PROVENANCE[name], "tuned": WREN_TUNED}
+        return {
+            "rule": "all tuning",
+            "provenance": PROVENANCE[name],
+            "tuned": WREN_TUNED,
+            "baseline": WREN_BASELINE,
+        }
     return {"rule": "all frozen", "provenance": PROVENANCE[name], "tuned": NOT_TUNED}
 
 
