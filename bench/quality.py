@@ -32,6 +32,7 @@ import numpy as np
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "grounding_set.json"
 HERON = DATA.with_name("grounding_set_heron.json")  # the second set, another domain
 LARKSPUR = DATA.with_name("grounding_set_larkspur.json")  # the third, written blind
+WREN = DATA.with_name("grounding_set_wren.json")  # the fourth, written blind, tuning data
 TOP = 3
 NOTHING_ANSWERS = "Session memory has nothing that answers this"
 

@@ -2,7 +2,7 @@
 labelled set is asked over the operator API, offline runtime, with the Discuss focus where
 it has one; the figures come from the responses.
 
-Two sets (tests/data/make_grounding_set.py says who wrote which and when):
+The sets (tests/data/make_grounding_set.py says who wrote which and when):
 
 - Tallyho (bookkeeping), split by a stated rule into a tuning part and a frozen evaluation
   part. The gate is on the frozen part; only its aggregate figures are printed, so nobody
@@ -12,9 +12,14 @@ Two sets (tests/data/make_grounding_set.py says who wrote which and when):
 - Larkspur (physiotherapy booking), written blind by another helper (without reading the
   retrieval code, the tuning data or any result), all of it evaluation; aggregate figures
   only.
+- Wren (podcast hosting), written blind by another helper on 2026-12-05 the same way, but
+  as TUNING data: all its questions are in the tuning part, its misses may be read and
+  tuned on, and no evaluation figure comes from it. Its gate holds only what must always
+  hold (citation, no proposal from a question, no injection side effect); its other figures
+  are printed (first measured: bench/README.md's grounding row).
 
 The tuning part is asked as well: its figures are what the constants were calibrated on,
-and `GROUNDING_TUNING_MISSES=1` prints its misses (never the frozen parts').
+and `GROUNDING_TUNING_MISSES=1` prints its misses and Wren's (never the frozen parts').
 `GROUNDING_EMBEDDINGS=local` (or any STEELFRAME_CHAT_EMBEDDINGS value) asks the sets with
 that dense-round provider, `GROUNDING_EMBEDDINGS_MODEL` and `GROUNDING_EMBEDDINGS_URL` naming
 its model and endpoint (for `openai`/`ollama`, e.g. bench/embeddings_server.py's
@@ -35,6 +40,7 @@ import pytest
 from bench.quality import (
     HERON,
     LARKSPUR,
+    WREN,
     Outcome,
     chunk_items,
     load_set,
@@ -53,7 +59,9 @@ REPO = "steelframe-dev/sandbox"  # the default agent's repository in tests
 DATA = load_set()
 SECOND = load_set(HERON)
 THIRD = load_set(LARKSPUR)
+FOURTH = load_set(WREN)  # tuning data: its misses may be read
 SCRIPT = Path(__file__).parent / "data" / "make_grounding_set.py"
+TUNING_DATA = ("tallyho-tuning", "wren")  # the only sets whose misses may be printed
 GENERIC = (
     "The operator can make a request in the chat to file an issue; a worker will check the"
     " file, the change and the status, then update the project."
@@ -85,6 +93,9 @@ GATES: dict[str, dict[str, float]] = {
         "citation": 0.95,
         "no_answer_honest": 0.8,  # below the target: 8/10
     },
+    # Tuning data, a domain of its own: gated only on what must always hold; the figures
+    # it is below the targets on are printed, not held (they are what later tuning moves).
+    "wren": {"citation": 0.95},
     "tallyho-tuning": {
         "answerable": 0.88,  # below the target since the table was cut: 181/204
         "paraphrase": 0.70,
@@ -114,14 +125,23 @@ def test_the_sets_are_what_the_issues_ask_for() -> None:
         assert sum(q["paraphrase"] for q in asked) >= 8
         assert sum(q["focus"] is not None for q in asked) >= 8
         assert other["split"]["rule"] == "all frozen"
+    asked = FOURTH["questions"]
+    assert {q["kind"] for q in asked} == kinds | {"probe"}
+    assert all(q["part"] == "tuning" for q in asked)  # tuning data, never an evaluation
+    assert sum(q["paraphrase"] for q in asked) >= 0.2 * sum(
+        q["expected"] is not None for q in asked
+    )
+    assert sum(q["focus"] is not None for q in asked) >= 8
+    assert FOURTH["split"]["rule"] == "all tuning"
+    assert "written blind" in FOURTH["split"]["provenance"]
 
 
-@pytest.mark.parametrize("name", ["tallyho", "heron", "larkspur"])
+@pytest.mark.parametrize("name", ["tallyho", "heron", "larkspur", "wren"])
 def test_the_sets_are_generated_and_checked_by_their_script(name: str) -> None:
     script = runpy.run_path(str(SCRIPT))
     rendered = script["render"](name)
     assert script["check"](rendered) == []  # e.g. no paraphrase shares a word with its chunk
-    assert rendered == {"tallyho": DATA, "heron": SECOND, "larkspur": THIRD}[name]
+    assert rendered == {"tallyho": DATA, "heron": SECOND, "larkspur": THIRD, "wren": FOURTH}[name]
     # the split is the stated rule of the question text, nothing chosen by hand
     if name == "tallyho":
         assert all(q["part"] == script["part"](q["question"]) for q in rendered["questions"])
@@ -179,7 +199,7 @@ async def ask(api: ApiClient, data: dict[str, Any]) -> tuple[list[Outcome], list
     return outcomes, generic
 
 
-@pytest.mark.parametrize("name", ["tallyho-frozen", "heron", "larkspur", "tallyho-tuning"])
+@pytest.mark.parametrize("name", ["tallyho-frozen", "heron", "larkspur", "tallyho-tuning", "wren"])
 async def test_grounding_quality_through_the_chat_turn(
     api_factory: Any, settings: Settings, name: str
 ) -> None:
@@ -188,6 +208,7 @@ async def test_grounding_quality_through_the_chat_turn(
         "heron": SECOND,
         "larkspur": THIRD,
         "tallyho-tuning": part_of(DATA, "tuning"),
+        "wren": part_of(FOURTH, "tuning"),  # all of it
     }[name]
     api: ApiClient = await api_factory(settings)
     outcomes, generic = await ask(api, data)
@@ -207,7 +228,7 @@ async def test_grounding_quality_through_the_chat_turn(
         f"\n  generic reply counted cited {sum(generic)}/{len(generic)}"
         f"\n  by kind                    {figures['by_kind']}"
     )
-    if name == "tallyho-tuning" and os.environ.get("GROUNDING_TUNING_MISSES"):
+    if name in TUNING_DATA and os.environ.get("GROUNDING_TUNING_MISSES"):
         _misses(outcomes)
     if name == "tallyho-tuning" and os.environ.get("GROUNDING_TUNING_DUMP"):
         _dump(outcomes, Path(os.environ["GROUNDING_TUNING_DUMP"]))
@@ -229,7 +250,7 @@ def _dump(outcomes: list[Outcome], path: Path) -> None:
 
 
 def _misses(outcomes: list[Outcome]) -> None:
-    """The tuning part's misses (only ever the tuning part's)."""
+    """Tuning data's misses (only ever TUNING_DATA's: Tallyho's tuning part, Wren)."""
     for o in outcomes:
         q = o.question
         answerable = q["kind"] != "no-answer"

@@ -32,6 +32,20 @@ The third set (grounding_history_larkspur.py -> grounding_set_larkspur.json), ph
 booking, was written blind by the larkspur helper on 2026-12-05: without reading
 Steelframe's retrieval code, its tuning data or any results; all of it is evaluation.
 
+    .venv/bin/python tests/data/make_grounding_set.py wren  # the fourth set
+
+The fourth set (grounding_history_wren.py -> grounding_set_wren.json), podcast hosting and
+listener analytics, was written blind by the wren helper on 2026-12-05 (without reading
+Steelframe's retrieval code, any term table, the other sets' data or any results). Unlike
+Heron and Larkspur it is TUNING data: all its questions are in the tuning part, its
+per-question misses may be read by later tuners, and no evaluation figure comes from it.
+Its baseline (WREN_BASELINE, also in its JSON's split record), measured by the wren helper
+on 2026-12-05 after the set was committed, through the chat turn at main 3fff97c, offline
+runtime, default embeddings: answerable kept in the top 3 132/163 (81.0 %), paraphrases
+13/41 (31.7 %; stem 3/7, synonym 10/34), focus-scoped 18/18, cited 179/179, no-answer
+said nothing 11/16, answerable said nothing 34/163 (20.9 %), proposals from questions 0
+(16 probes), injection side effects 0/6.
+
 The split (SPLIT below): the first set's questions are cut into a tuning part and a frozen
 evaluation part by a rule of their text alone, stated in the JSON. No table entry, constant
 or rule of memory/ or bot/chat/retrieval.py may be changed after reading the frozen part's
@@ -52,11 +66,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 import grounding_history
 import grounding_history_heron
 import grounding_history_larkspur
+import grounding_history_wren
 
 SETS = {
     "tallyho": (grounding_history, Path(__file__).parent / "grounding_set.json"),
     "heron": (grounding_history_heron, Path(__file__).parent / "grounding_set_heron.json"),
     "larkspur": (grounding_history_larkspur, Path(__file__).parent / "grounding_set_larkspur.json"),
+    "wren": (grounding_history_wren, Path(__file__).parent / "grounding_set_wren.json"),
 }
 KINDS = ("lookup", "status", "why", "cross-session", "focus", "no-answer", "injection", "probe")
 TUNING, FROZEN = "tuning", "frozen"
@@ -91,7 +107,23 @@ LARKSPUR_PROVENANCE = (
     " retrieval code, its tuning data or any results; all of it is evaluation (frozen);"
     " nothing may be tuned on it"
 )
-PROVENANCE = {"heron": HERON_PROVENANCE, "larkspur": LARKSPUR_PROVENANCE}
+WREN_PROVENANCE = (
+    "written blind by the wren helper on 2026-12-05: without reading Steelframe's retrieval"
+    " code, any term table, the other sets' data or any results; it is TUNING data: its"
+    " per-question misses may be read by later tuners; no evaluation figure comes from it"
+)
+WREN_BASELINE = (
+    "2026-12-05, wren helper, after the set was committed, chat turn at main 3fff97c, offline"
+    " runtime, default embeddings: answerable@3 132/163 (81.0 %), paraphrase@3 13/41 (31.7 %;"
+    " stem 3/7, synonym 10/34), focus-scoped 18/18, cited 179/179, no-answer said nothing"
+    " 11/16, answerable said nothing 34/163, proposals from questions 0 (16 probes),"
+    " injection side effects 0/6"
+)
+# Tuning data, unlike the other added sets: who may read its misses (the split's "tuned").
+WREN_TUNED = "tuning data: its misses may be read and tuned on; never an evaluation figure"
+PROVENANCE = {"heron": HERON_PROVENANCE, "larkspur": LARKSPUR_PROVENANCE, "wren": WREN_PROVENANCE}
+# The part of every question of a set other than Tallyho (whose questions the SPLIT rule cuts).
+WHOLE_PART = {"heron": FROZEN, "larkspur": FROZEN, "wren": TUNING}
 _WORD = re.compile(r"[a-z0-9_]+")
 
 
@@ -175,7 +207,7 @@ def render(name: str = "tallyho") -> dict[str, Any]:
             "focus": q.focus,
             "paraphrase": q.paraphrase,
             "bridge": q.bridge if q.paraphrase else None,
-            "part": part(q.text) if name == "tallyho" else FROZEN,
+            "part": part(q.text) if name == "tallyho" else WHOLE_PART[name],
         }
         for q in history.QUESTIONS
     ]
@@ -183,12 +215,22 @@ def render(name: str = "tallyho") -> dict[str, Any]:
     return {
         "about": about or (__doc__.split("\n\n")[0] if __doc__ else ""),
         "repo_placeholder": history.REPO,
-        "split": SPLIT
-        if name == "tallyho"
-        else {"rule": "all frozen", "provenance": PROVENANCE[name], "tuned": NOT_TUNED},
+        "split": SPLIT if name == "tallyho" else _whole_split(name),
         "chunks": chunks,
         "questions": questions,
     }
+
+
+def _whole_split(name: str) -> dict[str, str]:
+    """The split record of a set whose questions all sit in one part."""
+    if WHOLE_PART[name] == TUNING:
+        return {
+            "rule": "all tuning",
+            "provenance": PROVENANCE[name],
+            "tuned": WREN_TUNED,
+            "baseline": WREN_BASELINE,
+        }
+    return {"rule": "all frozen", "provenance": PROVENANCE[name], "tuned": NOT_TUNED}
 
 
 def words(text: str) -> set[str]:
