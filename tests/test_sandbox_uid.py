@@ -15,7 +15,7 @@ import pytest
 from bot.lifecycle import sandbox_uid
 from bot.lifecycle.sandbox import Network, SandboxPolicy, SandboxRun
 from bot.lifecycle.setup_process import run_command
-from tests.fakes.sandbox import own_uids, require_bwrap, require_root
+from tests.fakes.sandbox import exchange_dir, own_uids, require_bwrap, require_root
 
 # Takes a uid of the range given and says which; then holds it until killed.
 HOLDER = r"""
@@ -133,3 +133,36 @@ async def test_a_runs_own_uid_has_a_name_and_its_files_in_its_places(
     assert result.tail.splitlines() == [sandbox_uid.PASSWD_NAME, "from the worker", "more"]
     made = tmp_path / "repo" / "made.txt"
     assert (made.stat().st_uid, made.stat().st_gid) == (own_uids(1).start, sandbox_uid.RUN_GROUP)
+
+
+async def test_what_a_run_leaves_in_a_shared_writable_path_the_next_uid_may_write(
+    tmp_path: Path, locks: Path
+) -> None:
+    """A task's runs may get different uids (the lowest free one each time): what one left
+    in an extra writable path (an agent's cache) stays writable by the next, as when both
+    were nobody (same group, umask 002)."""
+    require_bwrap()
+    uids = own_uids(2)
+    shared = exchange_dir(tmp_path)
+
+    async def run(name: str, script: str) -> str:
+        folder = tmp_path / name
+        (folder / "repo").mkdir(parents=True)
+        place = SandboxRun(repo=folder / "repo", tmp=folder / "tmp", prompt=folder / "p.md")
+        policy = SandboxPolicy(
+            network=Network.OFF, uid_range=uids, uid_locks=locks, writable=(shared,)
+        )
+        result = await run_command(policy, place, script, {}, time_limit=60)
+        assert result.passed, result.tail
+        return result.tail
+
+    first = sandbox_uid.lease(uids, locks)  # the first run gets the second uid
+    try:
+        assert await run("a", f"mkdir {shared}/cache && echo a > {shared}/cache/log; id -u") == (
+            str(uids.end)
+        )
+    finally:
+        first.release()
+    later = f"echo b >> {shared}/cache/log && echo c > {shared}/cache/new; id -u"
+    assert await run("b", later) == str(uids.start)
+    assert (shared / "cache" / "log").read_text() == "a\nb\n"

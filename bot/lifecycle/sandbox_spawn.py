@@ -86,12 +86,14 @@ async def spawn(launch: Launch, policy: SandboxPolicy, **streams: Any) -> Spawne
         if held is not None:
             launch = launch.as_user(held.user, held.passwd)
         await asyncio.to_thread(launch.hand_over)  # a large copy's chown: off the loop
+        own = launch.user is not None and launch.user.own
         with launch.command() as (argv, fds):
             process = await asyncio.create_subprocess_exec(
                 *(group.joining(argv) if group else argv),
                 cwd=launch.cwd,
                 env=launch.env,
                 pass_fds=fds,  # bwrap's options (the secrets) through a descriptor
+                umask=sandbox_uid.RUN_UMASK if own else -1,
                 **streams,
             )
     except BaseException:

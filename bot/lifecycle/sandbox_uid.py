@@ -16,8 +16,9 @@ whatever still runs as its uid is killed before the lock goes: the uid is the ru
 A uid with no entry in the host's /etc/passwd gets one in a copy shown to the run as its
 /etc/passwd (`UidLease.passwd`): git, Node's `os.userInfo()` and Python's `getpass` look
 the running user up and fail without one. Its group stays nogroup (65534) for every run,
-so an extra writable path (STEELFRAME_CODING_WRITABLE_PATHS) that is group-writable for
-nogroup keeps working whichever uid a run gets.
+and it starts with umask 002 (`RUN_UMASK`), so an extra writable path
+(STEELFRAME_CODING_WRITABLE_PATHS) that is group-writable for nogroup, and what earlier
+runs left in it, stay writable whichever uid a run gets.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from bot.config_values import UidRange
 
 NOBODY = 65534
 RUN_GROUP = 65534  # nogroup: every run's gid, whichever uid it has
+# What a run of its own uid creates is group-writable: a task's next run (or another run)
+# has another uid and the same group, and must still write what this one left in a shared
+# writable path (an agent's cache), as every run could when all were nobody.
+RUN_UMASK = 0o002
 LOCKS = Path("/run/steelframe/sandbox-uids")
 PASSWD_NAME = "steelframe-run"
 KILL_ROUNDS = 100  # release: killed processes leave the process table as they are reaped
