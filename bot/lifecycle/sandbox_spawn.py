@@ -18,20 +18,18 @@ from typing import Any
 from bot.lifecycle import run_cgroup, sandbox_uid
 from bot.lifecycle.run_cgroup import RunCgroup
 from bot.lifecycle.sandbox import Launch, SandboxPolicy
-from bot.lifecycle.sandbox_uid import RunUser, UidLease
+from bot.lifecycle.sandbox_uid import UidLease
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class Spawned:
-    """A started run: its process, its group (None: per-process limits), who it runs as
-    (None: the worker's own uid, in a user namespace or unsandboxed) and what its log says
-    of both."""
+    """A started run: its process, its group (None: per-process limits) and what its log
+    says of who it runs as and what its process limit counts."""
 
     process: asyncio.subprocess.Process
     group: RunCgroup | None
-    user: RunUser | None
     note: str
     _done: asyncio.Task[None]
 
@@ -82,7 +80,9 @@ async def spawn(launch: Launch, policy: SandboxPolicy, **streams: Any) -> Spawne
         launch = launch.in_own_group()
     held: UidLease | None = None
     try:
-        held = await asyncio.to_thread(_lease, launch, policy)
+        # Here, not in a thread: a cancellation while a thread took the lock would leave
+        # it held by nobody's reference until the worker exits (a few ms of /proc reads).
+        held = _lease(launch, policy)
         if held is not None:
             launch = launch.as_user(held.user, held.passwd)
         await asyncio.to_thread(launch.hand_over)  # a large copy's chown: off the loop
@@ -109,7 +109,7 @@ async def spawn(launch: Launch, policy: SandboxPolicy, **streams: Any) -> Spawne
     done = asyncio.get_running_loop().create_task(_end(process, group, held))
     _ending.add(done)
     done.add_done_callback(_ending.discard)
-    return Spawned(process, group, launch.user, note, done)
+    return Spawned(process, group, note, done)
 
 
 _ending: set[asyncio.Task[None]] = set()  # keeps each run's end referenced until it is over
