@@ -166,3 +166,27 @@ async def test_what_a_run_leaves_in_a_shared_writable_path_the_next_uid_may_writ
     later = f"echo b >> {shared}/cache/log && echo c > {shared}/cache/new; id -u"
     assert await run("b", later) == str(uids.start)
     assert (shared / "cache" / "log").read_text() == "a\nb\n"
+
+
+def test_a_range_the_workers_user_namespace_does_not_map_falls_back_to_nobody(
+    locks: Path,
+) -> None:
+    """A root worker in a rootless container maps few uids: one outside them cannot be set
+    (setpriv would fail), so the run is nobody and its log says why."""
+    uids = own_uids(1)
+    asks = (
+        "from pathlib import Path; from bot.config_values import UidRange; "
+        "from bot.lifecycle.sandbox_uid import lease; "
+        f"held = lease(UidRange({uids.start}, {uids.end}), Path({str(locks)!r})); "
+        "print(held.user.uid, held.held); print(held.user.note)"
+    )
+    # A user namespace that maps root alone, as this process's uid.
+    said = subprocess.run(
+        ["unshare", "--user", "--map-root-user", sys.executable, "-c", asks],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    assert said[0] == f"{sandbox_uid.NOBODY} False"
+    assert f"no uid of STEELFRAME_SANDBOX_UID_RANGE={uids} exists in this user namespace" in said[1]
+    assert not locks.exists()

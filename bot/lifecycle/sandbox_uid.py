@@ -91,7 +91,8 @@ def lease(uids: UidRange | None, locks: Path = LOCKS) -> UidLease:
     (the log's note says why) where no range is set, none of it is usable or all is held."""
     if uids is None:
         return shared("as every run: STEELFRAME_SANDBOX_UID_RANGE=off")
-    mapped = [uid for uid in uids if _mapped(uid)]
+    extents = _uid_map()
+    mapped = [uid for uid in uids if _mapped(uid, extents)]
     if not mapped:
         return shared(
             f"as every run: no uid of STEELFRAME_SANDBOX_UID_RANGE={uids} exists in this "
@@ -158,17 +159,24 @@ def _passwd(uid: int, locks: Path) -> Path | None:
     return path
 
 
-def _mapped(uid: int) -> bool:
-    """Whether `uid` exists in this process's user namespace (setpriv fails otherwise)."""
+def _uid_map() -> list[tuple[int, int]] | None:
+    """This process's user namespace's uids, as (first, count); None: no user namespaces."""
     try:
         lines = Path("/proc/self/uid_map").read_text().splitlines()
     except OSError:
-        return True  # no user namespaces: every uid exists
+        return None
+    extents = []
     for line in lines:
         inside, _, count = (int(part) for part in line.split())
-        if inside <= uid < inside + count:
-            return True
-    return False
+        extents.append((inside, count))
+    return extents
+
+
+def _mapped(uid: int, extents: list[tuple[int, int]] | None) -> bool:
+    """Whether `uid` exists in this process's user namespace (setpriv fails otherwise)."""
+    if extents is None:
+        return True  # no user namespaces: every uid exists
+    return any(first <= uid < first + count for first, count in extents)
 
 
 def running_uids() -> set[int]:
