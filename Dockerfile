@@ -33,6 +33,12 @@ RUN useradd --create-home --uid 10001 --user-group steelframe \
 USER steelframe
 WORKDIR /app
 ENV STEELFRAME_DATA_DIR=/data
+# One BLAS thread: chat's dense round is one matrix product per question (docs/memory.md,
+# "Hybrid ranking"), and with OpenBLAS's default of a thread per core it took 103 ms where
+# one thread took 35 ms, on a machine whose cores were busy with other work (here: serve
+# instances, workers, the database).
+# Every container of this image (compose.yaml, deploy/kubernetes) inherits it.
+ENV OPENBLAS_NUM_THREADS=1
 VOLUME /data
 EXPOSE 8080
 # Ready, not merely alive: /readyz is 503 while a setting serving needs is missing

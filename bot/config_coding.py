@@ -9,6 +9,8 @@ from pathlib import Path
 
 from bot.config_values import (
     CODING_AGENTS,
+    DEFAULT_UID_RANGE,
+    UidRange,
     parse_bool,
     parse_budget_tokens,
     parse_budget_usd,
@@ -24,6 +26,7 @@ from bot.config_values import (
     parse_repo_agents,
     parse_sandbox,
     parse_str,
+    parse_uid_range,
     setting,
 )
 
@@ -79,6 +82,14 @@ class CodingSettings:
     )
     coding_max_processes: int = setting(
         "STEELFRAME_CODING_MAX_PROCESSES", parse_positive_int, "coding runtime processes", 256
+    )
+    # A root worker's runs each get a uid of their own from here, so RLIMIT_NPROC (which
+    # counts every process of a uid) is one run's (docs/lifecycle.md, "Who it runs as").
+    sandbox_uid_range: UidRange | None = setting(
+        "STEELFRAME_SANDBOX_UID_RANGE",
+        parse_uid_range,
+        "START-END: uids a root worker gives its sandboxed runs, one each (off: nobody)",
+        DEFAULT_UID_RANGE,
     )
     coding_read_only_paths: tuple[Path, ...] = setting(
         "STEELFRAME_CODING_READ_ONLY_PATHS",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -205,6 +205,60 @@ def parse_egress_private(value: str) -> tuple[str, ...]:
     for entry in entries:
         parse_entry(entry, port_required=True)
     return entries
+
+
+# uids that are never a run's own: root, nobody (shared by everything that drops to it) and
+# (uid_t)-1 in 16 bits.
+_SHARED_UIDS = (0, 65534, 65535)
+_UID_MAX = 2**31 - 2  # above, tools that keep uids as signed ints misread them
+
+
+@dataclass(frozen=True)
+class UidRange:
+    """STEELFRAME_SANDBOX_UID_RANGE: the uids a root worker gives its sandboxed runs, one
+    of its own to each run at a time (`bot.lifecycle.sandbox_uid`). Inclusive."""
+
+    start: int
+    end: int
+
+    def __str__(self) -> str:
+        return f"{self.start}-{self.end}"
+
+    def __len__(self) -> int:
+        return self.end - self.start + 1
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(range(self.start, self.end + 1))
+
+    def __contains__(self, uid: object) -> bool:
+        return isinstance(uid, int) and self.start <= uid <= self.end
+
+
+# systemd's table of uids (systemd.io/UIDS-GIDS) leaves 60578-61183 unused: above what
+# useradd hands out (60000), below its dynamic service users (61184), and inside the 65536
+# uids a rootless or userns-remapped container maps.
+DEFAULT_UID_RANGE = UidRange(60600, 60999)
+
+
+def parse_uid_range(value: str) -> UidRange | None:
+    """`START-END` (inclusive), or `off`: every run is nobody (65534), as before."""
+    text = value.strip()
+    if text.lower() == "off":
+        return None
+    start, dash, end = text.partition("-")
+    if not dash or not start.strip().isdigit() or not end.strip().isdigit():
+        raise ValueError("must be START-END (two uids, e.g. 60600-60999) or off")
+    uids = UidRange(int(start), int(end))
+    if uids.start > uids.end:
+        raise ValueError(f"starts after it ends ({uids.start} > {uids.end})")
+    if uids.end > _UID_MAX:
+        raise ValueError(f"uids above {_UID_MAX} are misread by tools that keep them signed")
+    shared = [uid for uid in _SHARED_UIDS if uids.start <= uid <= uids.end]
+    if shared:
+        raise ValueError(
+            f"includes uid {shared[0]}, which is never a run's own (root, nobody, (uid_t)-1)"
+        )
+    return uids
 
 
 def parse_labels(value: str) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ import json
 import sys
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from bot.lifecycle import repo_tests, run_cgroup
@@ -28,6 +29,7 @@ from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, require_bwrap
+from tui_client import tasks_wire
 
 MEMORY_MB = 64
 # A whole run (the agent's runtime too, a Python process under the same RLIMIT_DATA).
@@ -144,6 +146,11 @@ async def test_tests_the_memory_limit_stopped_say_so_in_the_pull_request(
     assert lc.task(issue).state == TaskState.DELIVERED, lc.task(issue).last_error
     [pull] = await lc.pulls()
     assert f"{stopped(RUN_MEMORY_MB)} after " in pull["body"] and pull["draft"] is True
+    # The tests' event says it too, as data a client reads (the TUI's copy of the task JSON).
+    response = await lc.api.get(f"/api/operator/tasks/{lc.task(issue).id}")
+    detail = msgspec.json.decode(await response.read(), type=tasks_wire.TaskDetail)
+    runs = [e.data for e in detail.events if e.data and "tail" in e.data]
+    assert runs and runs[-1]["memory_limit_mb"] == RUN_MEMORY_MB  # the one the body words
 
 
 async def test_a_commands_end_does_not_wait_for_another_runs_group() -> None:

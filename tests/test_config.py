@@ -164,3 +164,26 @@ def test_every_setting_is_described_with_value_source_and_default() -> None:
         "sqlite:///var/steelframe.db",
     )
     assert all("object at 0x" not in cell for row in rows.values() for cell in row)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("60600", "START-END"),
+        ("60999-60600", "starts after it ends"),
+        ("0-999", "includes uid 0"),
+        ("65000-66000", "includes uid 65534"),
+        ("100-2147483647", "signed"),
+        ("a-b", "START-END"),
+    ],
+)
+def test_a_bad_sandbox_uid_range_is_refused_saying_why(value: str, reason: str) -> None:
+    with pytest.raises(ConfigError, match=f"STEELFRAME_SANDBOX_UID_RANGE: '{value}'.*{reason}"):
+        Settings.from_env({"STEELFRAME_SANDBOX_UID_RANGE": value})
+
+
+def test_the_sandbox_uid_range_has_a_default_and_off_means_nobody() -> None:
+    assert str(Settings.from_env({}).sandbox_uid_range) == "60600-60999"
+    chosen = Settings.from_env({"STEELFRAME_SANDBOX_UID_RANGE": " 70000-70009 "})
+    assert chosen.sandbox_uid_range is not None and len(chosen.sandbox_uid_range) == 10
+    assert Settings.from_env({"STEELFRAME_SANDBOX_UID_RANGE": "off"}).sandbox_uid_range is None

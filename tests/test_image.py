@@ -201,6 +201,14 @@ def test_the_image_is_small_unprivileged_and_checks_readiness() -> None:
     runtime = [item for item in found if item.stage == final]
     users = [item.arguments for item in runtime if item.keyword == "USER"]
     assert users and users[-1] not in ("root", "0"), "the image runs as a user of its own"
+    env = dict(
+        word.split("=", 1)
+        for item in runtime
+        if item.keyword == "ENV"
+        for word in shlex.split(item.arguments)
+    )
+    # The dense round's BLAS product on cores shared with other work (docs/memory.md).
+    assert env.get("OPENBLAS_NUM_THREADS") == "1"
     health = [item.arguments for item in runtime if item.keyword == "HEALTHCHECK"]
     assert health and "/readyz" in health[0]
     installs = " ".join(item.arguments for item in found if item.keyword == "RUN")

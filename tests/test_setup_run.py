@@ -165,6 +165,8 @@ async def test_passing_tests_are_said_in_the_pull_request_body(make: Make, tmp_p
     assert lc.branch_file("made-by-tests", branch) is None  # what tests write is not pushed
     [tests] = [n for n in _notes(lc, _issue(pull)) if n.startswith("Tests:")]
     assert tests.startswith("Tests: `touch made-by-tests && test -f CHANGE.md` passed in ")
+    [data] = [e.data for e in lc.events(lc.task(_issue(pull)).id) if e.data and "tail" in e.data]
+    assert data["exit_code"] == "0" and data["memory_limit_mb"] is None  # not stopped by it
 
 
 async def test_red_tests_give_the_agent_one_more_run_with_their_output(

@@ -133,6 +133,7 @@ class EventData(TypedDict, total=False):
     exit_code: str
     seconds: str
     tail: str
+    memory_limit_mb: int | None
 
 
 class TaskEvent(_Wire):

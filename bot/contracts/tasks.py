@@ -145,13 +145,16 @@ class EventData(TypedDict, total=False):
     threads: list[str]
     job: str
     # `note`: the run's environment (setup, bot/lifecycle/setup_run.py; the repository's
-    # tests, bot/lifecycle/repo_tests.py), all text.
+    # tests, bot/lifecycle/repo_tests.py), all text but the tests' memory limit.
     setup: str
     key: str
     command: str
     exit_code: str
     seconds: str
     tail: str
+    # The tests' note: the run's memory limit (MB) when reaching it stopped the tests (the
+    # kernel's kill, read as a plain failed exit otherwise); null when it did not.
+    memory_limit_mb: int | None
 
 
 class TaskEvent(_Wire):

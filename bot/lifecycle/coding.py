@@ -40,7 +40,7 @@ from bot.lifecycle.egress import running_egress
 from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.run_cgroup import RunCgroup
 from bot.lifecycle.sandbox import Launch, SandboxPolicy, SandboxRun, wrap
-from bot.lifecycle.sandbox_spawn import spawn
+from bot.lifecycle.sandbox_spawn import Spawned, spawn
 
 log = logging.getLogger(__name__)
 
@@ -211,9 +211,7 @@ def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
     return None
 
 
-async def _spawn(
-    launch: Launch, policy: SandboxPolicy
-) -> tuple[asyncio.subprocess.Process, RunCgroup | None]:
+async def _spawn(launch: Launch, policy: SandboxPolicy) -> Spawned:
     return await spawn(  # in a cgroup of its own where the host allows: the whole run's limits
         launch,
         policy,
@@ -264,11 +262,13 @@ async def _run_launched(
 ) -> None:
     started = time.monotonic()
     try:
-        process, group = await _spawn(launch, request.policy)
+        spawned = await _spawn(launch, request.policy)
     except OSError as exc:
         outcome.error = "the coding command could not be started"
         outcome.log.add("worker", f"could not start the coding command: {exc.strerror or exc}")
         return
+    process, group = spawned.process, spawned.group
+    outcome.log.add("worker", spawned.note)  # which uid, and what its process limit counts
     await on_start(process.pid)
     ended_by, saw_result = await _supervise(process, request, outcome, stop, hooks, grace)
     outcome.seconds = time.monotonic() - started
@@ -290,6 +290,7 @@ async def _run_launched(
     elif not saw_result:
         outcome.status = CodingStatus.ERROR
         outcome.error = "the coding command exited without a result line"
+    await spawned.ended()  # its uid let go: the next run may be given it
 
 
 # Long: the three readers are closures over the outcome and `ended_by`, which the wait

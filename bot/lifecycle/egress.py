@@ -114,17 +114,20 @@ async def _probe(interpreter: str) -> str | None:
 
 
 async def _run(launch: Launch, policy: SandboxPolicy) -> str:
-    # Started as a run is: RLIMIT_NPROC would count the relay's threads with every other
-    # run's processes (all are `nobody`), and a busy host would fail the probe.
-    process, _ = await spawn(
+    # Started as a run is (its own cgroup or uid): RLIMIT_NPROC of a uid shared with other
+    # runs would count the relay's threads with theirs, and a busy host would fail the probe.
+    spawned = await spawn(
         launch, policy, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
     )
+    process = spawned.process
     try:
         out, _ = await asyncio.wait_for(process.communicate(), PROBE_TIMEOUT_SECONDS)
     except TimeoutError:
         process.kill()
         await process.wait()
         return "timed out"
+    finally:
+        await spawned.ended()  # its uid let go
     return out.decode(errors="replace")
 
 

@@ -87,6 +87,7 @@ async def run_tests(run: Run, tree: worktree.Worktree) -> CommandResult | None:
         "exit_code": str(result.exit_code),
         "seconds": f"{result.seconds:.1f}",
         "tail": redact(result.tail),
+        "memory_limit_mb": result.memory_limit_mb,
     }
     await say(run, tests_line(result, run.ctx.redactor), data)
     return result

@@ -8,15 +8,16 @@ coding-agent preset only provides its argv, its environment and its output parsi
 What the runtime gets (docs/lifecycle.md, "The sandbox"): its repository copy read-write at
 `/workspace`, a private `/tmp` (a folder of the run, on disk), the prompt read-only, and a
 read-only system (`/usr`, the `/bin` and `/lib` links, a short list of `/etc` files, the
-extra read-only paths the operator names). New user (or, when the worker is root, a
-dedicated uid), pid, ipc, uts, cgroup and network namespaces, `--die-with-parent`. The
-network namespace has only its own loopback: with the network in `allowlist` mode the way
-out is the run's egress proxy (`bot.lifecycle.egress`), reached through a relay that starts
-first inside the sandbox; `off` has no way out. The environment is an allowlist, handed to
-bubblewrap through an inherited descriptor (`--args`), never its command line. Memory (data
-segment), process count and file size are capped with prlimit; the process count only for a
-run that gets no cgroup of its own, decided as it starts (`Launch.in_own_group`,
-`bot.lifecycle.sandbox_spawn`).
+extra read-only paths the operator names; `bot.lifecycle.sandbox_mounts`). New user (or,
+when the worker is root, a uid of the run's own: `bot.lifecycle.sandbox_uid`, set as it
+starts, `Launch.as_user`), pid, ipc, uts, cgroup and network namespaces,
+`--die-with-parent`. The network namespace has only its own loopback: with the network in
+`allowlist` mode the way out is the run's egress proxy (`bot.lifecycle.egress`), reached
+through a relay that starts first inside the sandbox; `off` has no way out. The
+environment is an allowlist, handed to bubblewrap through an inherited descriptor
+(`--args`), never its command line. Memory (data segment), process count and file size are
+capped with prlimit; the process count only for a run that gets no cgroup of its own,
+decided as it starts (`Launch.in_own_group`, `bot.lifecycle.sandbox_spawn`).
 """
 
 from __future__ import annotations
@@ -32,48 +33,34 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from bot.config import Settings
-from bot.lifecycle import egress_relay
+from bot.config_values import DEFAULT_UID_RANGE, UidRange
+from bot.lifecycle import sandbox_uid
 from bot.lifecycle.egress_policy import Allowlist, Target, url_target
+from bot.lifecycle.sandbox_mounts import (
+    INSIDE_EGRESS_SOCKET,
+    INSIDE_PROMPT,
+    INSIDE_RELAY,
+    INSIDE_REPO,
+    INSIDE_TMP,
+    SYSTEM_DIRS,
+    SYSTEM_LINKS,
+    egress_mounts,
+    mounts,
+)
+from bot.lifecycle.sandbox_mounts import SandboxRun as SandboxRun  # where callers look
 
 log = logging.getLogger(__name__)
 
-INSIDE_REPO = "/workspace"
-INSIDE_TMP = "/tmp"
-INSIDE_PROMPT = "/run/steelframe/prompt.md"
-INSIDE_EGRESS_SOCKET = "/run/steelframe/egress.sock"
-INSIDE_RELAY = "/run/steelframe/relay.py"
 # The only variables of the worker's environment that ever pass (plus the operator's list).
 ALLOWED_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM")
 ALLOWED_ENV_PREFIXES = ("LC_",)
-SYSTEM_DIRS = ("/usr",)
-SYSTEM_LINKS = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-# /etc as a whole holds host secrets (shadow, ssh host keys, the worker's configs); the
-# runtime gets what name resolution, TLS, dynamic linking and user lookup need.
-ETC_FILES = (
-    "/etc/alternatives",
-    "/etc/ca-certificates",
-    "/etc/ca-certificates.conf",
-    "/etc/group",
-    "/etc/host.conf",
-    "/etc/hosts",
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/mime.types",
-    "/etc/nsswitch.conf",
-    "/etc/passwd",
-    "/etc/pki",
-    "/etc/resolv.conf",
-    "/etc/services",
-    "/etc/ssl",
-)
-# When the worker runs as root, the runtime runs as this uid/gid (nobody), so the kernel
-# enforces the process limit (it never does for uid 0) and no root-owned file is readable.
-UNPRIVILEGED_ID = 65534
+# When the worker runs as root, the runtime runs as an unprivileged uid, so the kernel
+# enforces the process limit (it never does for uid 0) and no root-owned file is readable:
+# the run's own, chosen as it starts (`Launch.as_user`); until then nobody.
+UNPRIVILEGED_ID = sandbox_uid.NOBODY
 PROBE_TIMEOUT_SECONDS = 20.0
 INSTALL_HINT = (
     "install bubblewrap from your distribution (Debian/Ubuntu: `apt-get install bubblewrap`; "
@@ -122,6 +109,10 @@ class SandboxPolicy:
     private_hosts: tuple[str, ...] = ()
     # A plan-first task's plan run reads the repository and changes nothing in it.
     repo_read_only: bool = False
+    # A root worker's runs each run as a uid of their own from this range, held in
+    # `uid_locks` (`bot.lifecycle.sandbox_uid`); None: every run is nobody.
+    uid_range: UidRange | None = DEFAULT_UID_RANGE
+    uid_locks: Path = sandbox_uid.LOCKS
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxPolicy:
@@ -136,6 +127,7 @@ class SandboxPolicy:
             writable=settings.coding_writable_paths,
             configured_hosts=settings.egress_allow,
             private_hosts=settings.egress_private,
+            uid_range=settings.sandbox_uid_range,
         )
 
     def allowlist(self, env: Mapping[str, str]) -> Allowlist:
@@ -144,23 +136,6 @@ class SandboxPolicy:
         entries = [*self.configured_hosts, *self.allow_hosts]
         entries += [str(target) for target in from_urls if target is not None]
         return Allowlist.of(entries, self.private_hosts)
-
-
-@dataclass(frozen=True)
-class SandboxRun:
-    """One run's own places on the host: all three are shown to the runtime, nothing else
-    of the run folder (the worker's git directory sits beside `repo`, unseen)."""
-
-    repo: Path
-    tmp: Path
-    prompt: Path
-    # An agent's own state kept between a task's runs: read-write at the same path.
-    home: Path | None = None
-
-    @property
-    def egress_socket(self) -> Path:
-        """The run's egress proxy listens here, beside the prompt (in the run's folder)."""
-        return self.prompt.with_name("egress.sock")
 
 
 @dataclass(frozen=True)
@@ -188,6 +163,12 @@ class Launch:
     egress: EgressPlan | None = None
     # Where in `argv` prlimit's `--nproc` (RLIMIT_NPROC) is; None once it was dropped.
     nproc_at: int | None = None
+    # Where in `argv` setpriv's `--reuid=` is (a root worker's sandbox; `--regid=` follows),
+    # and who that makes the runtime; None: the worker's own uid (in a user namespace).
+    user_at: int | None = None
+    user: sandbox_uid.RunUser | None = None
+    # The run's places handed to the runtime's uid before it starts (`hand_over`).
+    places: SandboxRun | None = None
 
     def in_own_group(self) -> Launch:
         """This launch for a run started inside a cgroup of its own, whose `pids.max` is the
@@ -199,6 +180,31 @@ class Launch:
             return self
         argv = [*self.argv[: self.nproc_at], *self.argv[self.nproc_at + 1 :]]
         return dataclasses.replace(self, argv=argv, nproc_at=None)
+
+    def as_user(self, user: sandbox_uid.RunUser, passwd: Path | None = None) -> Launch:
+        """This launch run as `user` (a root worker's sandbox only), with `passwd` shown as
+        its /etc/passwd where the host's has no entry for the uid."""
+        if self.user_at is None:
+            return self
+        argv = list(self.argv)
+        argv[self.user_at : self.user_at + 2] = [f"--reuid={user.uid}", f"--regid={user.gid}"]
+        sealed = self.sealed_args
+        if passwd is not None:  # mounted over the host's copy, which came first
+            sealed = (*sealed, "--ro-bind", str(passwd), "/etc/passwd")
+        return dataclasses.replace(self, argv=argv, user=user, sealed_args=sealed)
+
+    def hand_over(self) -> None:
+        """As root, give the runtime's uid its repository copy and temporary folder (the
+        last run's uid owned them, or the worker): just before it starts."""
+        if self.places is None or self.user is None:
+            return
+        run, uid, gid = self.places, self.user.uid, self.user.gid
+        for top in (run.repo, run.tmp, *([run.home] if run.home is not None else [])):
+            os.chown(top, uid, gid)
+            for folder, dirs, files in os.walk(top):
+                for name in (*dirs, *files):
+                    os.lchown(os.path.join(folder, name), uid, gid)
+        os.chmod(run.prompt, 0o644)
 
     @contextlib.contextmanager
     def command(self) -> Iterator[tuple[list[str], tuple[int, ...]]]:
@@ -235,6 +241,7 @@ def allowed_env(
 
 
 NPROC_AT = 2  # `--nproc` in `_limits`: after prlimit and `--data`
+DROP_USER_AT = 1  # `--reuid=` in `_identity`'s setpriv prefix: after setpriv
 
 
 def _limits(policy: SandboxPolicy) -> list[str]:
@@ -245,56 +252,6 @@ def _limits(policy: SandboxPolicy) -> list[str]:
     size = policy.file_size_mb * 1024 * 1024
     nproc = f"--nproc={policy.max_processes}"
     return [prlimit, f"--data={data}", nproc, f"--fsize={size}", "--"]
-
-
-def _ancestors(path: PurePosixPath) -> list[str]:
-    return [str(p) for p in reversed(path.parents) if str(p) != "/"]
-
-
-def _mounts(policy: SandboxPolicy, run: SandboxRun) -> list[str]:
-    args: list[str] = []
-    for name in SYSTEM_DIRS:
-        args += ["--ro-bind", name, name]
-    for name in SYSTEM_LINKS:
-        if os.path.islink(name):
-            args += ["--symlink", os.readlink(name), name]
-        elif os.path.isdir(name):
-            args += ["--ro-bind", name, name]
-    # bwrap makes missing parents private to root; the runtime (nobody, as root) must see in.
-    args += ["--perms", "0755", "--dir", "/etc"]
-    for name in ETC_FILES:
-        args += ["--ro-bind-try", name, name]
-    args += ["--proc", "/proc", "--dev", "/dev"]
-    # The run's own places first: an extra path under /tmp is mounted over the private /tmp.
-    repo_mode = "--ro-bind" if policy.repo_read_only else "--bind"
-    args += [repo_mode, str(run.repo), INSIDE_REPO, "--bind", str(run.tmp), INSIDE_TMP]
-    made: set[str] = {"/usr", "/etc", "/proc", "/dev", "/tmp"}
-    writable = (*policy.writable, *([run.home] if run.home is not None else []))
-    # A read-only extra that does not exist (yet) is simply not shown.
-    for mode, paths in (("--ro-bind-try", policy.read_only), ("--bind", writable)):
-        for path in paths:
-            for parent in _ancestors(PurePosixPath(path)):
-                if parent not in made:
-                    args += ["--perms", "0755", "--dir", parent]
-                    made.add(parent)
-            args += [mode, str(path), str(path)]
-            made.add(str(path))
-    args += ["--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/run/steelframe"]
-    args += ["--ro-bind", str(run.prompt), INSIDE_PROMPT]
-    return args
-
-
-def _egress_mounts(plan: EgressPlan, made: set[str]) -> list[str]:
-    """The proxy's socket, the relay script and the interpreter that runs it (read-only)."""
-    args = ["--bind", str(plan.socket), INSIDE_EGRESS_SOCKET]
-    args += ["--ro-bind", egress_relay.__file__, INSIDE_RELAY]
-    prefix = PurePosixPath(sys.base_prefix)
-    if not any(prefix.is_relative_to(root) for root in made):
-        for parent in _ancestors(prefix):
-            if parent not in made:
-                args += ["--perms", "0755", "--dir", parent]
-        args += ["--ro-bind", str(prefix), str(prefix)]
-    return args
 
 
 def _relay(plan: EgressPlan) -> list[str]:
@@ -310,7 +267,8 @@ def _loopback(target: Target) -> bool:
 
 
 def _identity() -> tuple[list[str], list[str]]:
-    """Namespace options and the command prefix that sets who the runtime is."""
+    """Namespace options and the command prefix that sets who the runtime is (as root:
+    nobody, until `Launch.as_user` names the run's own uid)."""
     if os.geteuid() == 0:
         # No user namespace: bwrap keeps only the capabilities setpriv needs to become
         # nobody, which drops them all before the runtime starts.
@@ -343,10 +301,15 @@ def bwrap_args(
     args += ["--die-with-parent", "--new-session", "--clearenv"]
     for name, value in env.items():
         args += ["--setenv", name, value]
-    args += _mounts(policy, run)
+    args += mounts(
+        run,
+        read_only=policy.read_only,
+        writable=policy.writable,
+        repo_read_only=policy.repo_read_only,
+    )
     if egress is not None:
         made = {"/usr", *(str(p) for p in (*policy.read_only, *policy.writable))}
-        args += _egress_mounts(egress, made)
+        args += egress_mounts(egress.socket, made)
     return [*args, "--chdir", INSIDE_REPO]
 
 
@@ -357,18 +320,6 @@ def _visible(policy: SandboxPolicy, program: str) -> bool:
     roots = [Path(p) for p in (*SYSTEM_DIRS, *SYSTEM_LINKS)]
     roots += [*policy.read_only, *policy.writable]
     return any(path == root or path.is_relative_to(root) for root in roots)
-
-
-def _hand_over(run: SandboxRun) -> None:
-    """As root, the runtime is nobody: give it its repository copy and temporary folder."""
-    if os.geteuid() != 0:
-        return
-    for top in (run.repo, run.tmp, *([run.home] if run.home is not None else [])):
-        os.chown(top, UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-        for folder, dirs, files in os.walk(top):
-            for name in (*dirs, *files):
-                os.lchown(os.path.join(folder, name), UNPRIVILEGED_ID, UNPRIVILEGED_ID)
-    os.chmod(run.prompt, 0o644)
 
 
 def wrap(
@@ -415,8 +366,10 @@ def wrap(
         egress = EgressPlan(policy.allowlist(env), run.egress_socket)
     relay = _relay(egress) if egress is not None else []
     sealed = bwrap_args(policy, run, env, egress)
-    _hand_over(run)
-    head = [bwrap, "--", *_identity()[1]]
+    drop = _identity()[1]
+    head = [bwrap, "--", *drop]
+    as_root = bool(drop)
+    nobody = sandbox_uid.RunUser(UNPRIVILEGED_ID, UNPRIVILEGED_ID, own=False, note="nobody")
     return Launch(
         argv=[*head, *_limits(policy), *relay, *argv],
         env={},  # bwrap itself needs nothing, and its /proc/<pid>/environ shows nothing
@@ -427,6 +380,9 @@ def wrap(
         sealed_args=tuple(sealed),
         egress=egress,
         nproc_at=len(head) + NPROC_AT,
+        user_at=len(head) - len(drop) + DROP_USER_AT if as_root else None,
+        user=nobody if as_root else None,
+        places=run if as_root else None,
     )
 
 
@@ -443,6 +399,7 @@ def _probe(policy: SandboxPolicy) -> str | None:
         prompt.write_text("probe\n")
         run = SandboxRun(repo=repo, tmp=tmp, prompt=prompt)
         launch = wrap(SandboxPolicy(network=Network.OFF), run, ["/usr/bin/true"], {})
+        launch.hand_over()  # as nobody: one process, the host's answer, nothing of a run's
         with launch.command() as (argv, fds):
             done = subprocess.run(
                 argv,

@@ -82,7 +82,7 @@ async def run_command(
     # Its own proxy, as the agent's run has: setup reaches the registries, nothing else.
     async with running_egress(launch) as blocked:
         try:  # in a cgroup of its own where the host allows, as a coding run
-            process, group = await spawn(
+            spawned = await spawn(
                 launch,
                 policy,
                 stdin=asyncio.subprocess.DEVNULL,
@@ -92,9 +92,11 @@ async def run_command(
             )
         except OSError as exc:
             return CommandResult(command, None, 0.0, f"could not start: {exc.strerror or exc}")
+        process, group = spawned.process, spawned.group
         buffer = bytearray()
         ended, stopped = await _wait(process, buffer, time_limit, stop)
     out_of_memory = group is not None and await _out_of_memory(group)
+    await spawned.ended()  # its uid let go: the next command may be given it
     return CommandResult(
         command=command,
         exit_code=process.returncode if ended else None,

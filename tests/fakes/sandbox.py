@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from bot.config_values import UidRange
 from bot.lifecycle.agents.presets import PRESETS
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxUnavailable, ensure_available
 from tests.fakes.agents import BIN as AGENTS
@@ -38,6 +39,19 @@ def require_bwrap() -> None:
     if os.environ.get("CI"):
         pytest.fail(f"the coding sandbox must run in CI: {problem}")
     pytest.skip(f"sandbox tests did not run: {problem}")
+
+
+def own_uids(count: int) -> UidRange:
+    """Uids of this test process's own (outside the default range the suite's other runs
+    share), so a test can tell which of them its runs got."""
+    start = 62000 + (os.getpid() % 1400) * 2
+    return UidRange(start, start + count - 1)
+
+
+def require_root() -> None:
+    """Runs get a uid of their own only from a root worker (otherwise: a user namespace)."""
+    if os.geteuid() != 0:
+        pytest.skip("a uid per run needs a root worker (this one runs as a user)")
 
 
 def exchange_dir(tmp_path: Path) -> Path:
