@@ -13,6 +13,7 @@ from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import (
     SIZE,
+    notices,
     ready,
     replies,
     send,
@@ -24,6 +25,7 @@ from tests.fakes.tui import (
 )
 from tui_client.app import SteelframeApp
 from tui_client.chat_widgets import SessionItem
+from tui_client.events_wire import SessionFrame
 from tui_client.modals import ConfirmScreen
 
 
@@ -95,6 +97,31 @@ async def test_the_open_chat_deleted_by_another_client_while_its_turn_runs(
         await until(pilot, lambda: _forgotten(app), "the chat forgotten, its turn ended")
         await until(pilot, lambda: len(session_titles(app)) == 1, "the list without it")
         assert status(app) == "Chat · New chat"
+        gate.set()
+        await send(pilot, app, "after")
+        assert app.chat.state.session_id not in (None, kept, doomed)
+        assert await stored_user_messages(api, app.chat.state.session_id) == ["after"]
+
+
+async def test_the_deletion_event_before_the_turns_stopped_frame(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The two streams race: the events stream may say `deleted` before the turn's stream
+    says `stopped`. Played in that order here (the event applied while the turn still waits
+    at the model, the service deleting it after): the chat is forgotten all the same."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("The answer.")], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        kept, doomed = await _turn_held_in_a_second_chat(pilot, app, gate)
+        assert doomed is not None
+        app.apply_event(SessionFrame(session_id=doomed, change="deleted"))
+        await until(pilot, lambda: _forgotten(app), "the chat forgotten, its turn ended")
+        deleted = await api.delete(f"/api/operator/chat/session/{doomed}")
+        assert deleted.status < 300, await deleted.text()
+        await until(pilot, lambda: len(session_titles(app)) == 1, "the list without it")
+        assert status(app) == "Chat · New chat" and not notices(app)
         gate.set()
         await send(pilot, app, "after")
         assert app.chat.state.session_id not in (None, kept, doomed)
