@@ -209,3 +209,27 @@ async def test_ctrl_r_while_a_new_chat_opens_does_not_open_the_services_active_c
         assert app.chat.state.session_id not in (None, web)
         assert await stored_user_messages(api, app.chat.state.session_id) == ["hello"]
         assert await stored_user_messages(api, web) == ["web"]
+
+
+async def test_text_typed_between_two_ctrl_n_stays_for_the_new_chat(
+    api_factory: Any, settings: Settings
+) -> None:
+    """The draft meant for the old chat is the composer's text at the first ctrl+n; what is
+    typed after it is for the new chat, even when ctrl+n is pressed again meanwhile."""
+    held = HeldNewChat()
+    api = await api_factory(settings, plugins=held.plugins())
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "old topic")
+        old_id = app.chat.state.session_id
+        app.chat.composer.value = "draft for the old chat"
+        await pilot.press("ctrl+n")
+        await until(pilot, held.asked.is_set, "the new-chat request")
+        app.chat.composer.value = "for the new chat"
+        await pilot.press("ctrl+n")
+        held.release.set()
+        await until(pilot, lambda: app.chat.state.session_id != old_id, "the new chat")
+        await ready(pilot, app)
+        assert not app.chat.state.switching
+        assert app.chat.composer.value == "for the new chat"

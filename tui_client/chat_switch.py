@@ -37,8 +37,9 @@ class ChatSwitch(ChatPart):
         if self.state.busy:
             self.panel.call_later(self.panel.refuse_while_busy)
             return False
+        if not self.state.switching:  # a second ctrl+n: text typed since the first is kept
+            self._draft_at_switch = self.composer.value
         self.state.switching = True
-        self._draft_at_switch = self.composer.value
         self.panel.refresh_status()
         return True
 
