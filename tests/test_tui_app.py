@@ -284,6 +284,7 @@ async def test_decide_draft_shows_publish_status_only_with_an_empty_composer(
             pilot, lambda: bool(replies(app)) and replies(app)[0] is not message, "the reopen"
         )
         await until(pilot, lambda: bool(replies(app)[0].query(".decision")), "the reopened draft")
+        await ready(pilot, app)  # the reopen's worker ends the switch after the draft shows
         assert status(app) == "Chat · Decision draft · P publish to #7"
 
 

@@ -15,11 +15,12 @@ from steelframe.cli import build_parser
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
-from tests.fakes.tui import chat_session
+from tests.fakes.tui import chat_response, chat_session
 from tui_client.__main__ import main, resolve
 from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
 from tui_client.events_wire import SessionFrame
+from tui_client.reply import FinishedReply, Hit
 from tui_client.sse import SseError, SseReader
 from tui_client.transcript import AssistantMessage, hit_line
 
@@ -206,21 +207,19 @@ def test_status_line_offers_y_for_a_pending_proposal_and_shows_phases() -> None:
 def test_finished_decide_turn_drops_any_proposal() -> None:
     state = ChatState()
     state.finish_turn(
-        {
-            "session": "s1",
-            "intent": "decide",
-            "decision_body": "Go",
-            "decision_issue": 4,
-            "pending_title": "x",
-        }
+        chat_response(
+            session="s1", intent="decide", decision_body="Go", decision_issue=4, pending_title="x"
+        )
     )
     assert state.has_decision and not state.can_file and state.session_id == "s1"
 
 
 def test_hit_line_shows_source_score_issue_and_preview() -> None:
     hit = {"source": "session", "score": 0.5, "issue": 12, "preview": "first\n  second"}
-    assert hit_line(hit) == "session · score 0.50 · #12 · first second"
-    assert hit_line({"source": "summary", "session_id": "abc"}) == "summary · session abc"
+    assert hit_line(Hit.stored(hit)) == "session · score 0.50 · #12 · first second"
+    assert hit_line(Hit.stored({"source": "summary", "session_id": "abc"})) == (
+        "summary · session abc"
+    )
 
 
 # -- command line ----------------------------------------------------------------------
@@ -264,7 +263,7 @@ async def test_recency_fallback_row_says_there_were_no_semantic_hits() -> None:
 
     recent = {"source": "chat_summary", "score": None, "session_id": "ab12", "preview": "Asked: x"}
     async with Host().run_test() as pilot:
-        await message.finish({"reply": "hi", "retrieve_hits": 0, "retrieved": [recent]})
+        await message.finish(FinishedReply("hi", hits=[Hit.stored(recent)], hit_count=0))
         await pilot.pause()
         assert message.hits is not None
         assert (

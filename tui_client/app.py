@@ -14,7 +14,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 
 from tui_client.api import ApiError, OperatorClient
 from tui_client.board import BoardPanel
-from tui_client.chat import ChatPanel, describe
+from tui_client.chat import ChatPanel
 from tui_client.events_wire import (
     EventFrame,
     FixRunFrame,
@@ -25,6 +25,7 @@ from tui_client.events_wire import (
     SessionFrame,
     TaskFrame,
 )
+from tui_client.failures import describe
 from tui_client.live import news_notice, task_notice
 
 

@@ -19,8 +19,8 @@ from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
 
 from tui_client.api import REQUEST_ERRORS, OperatorClient
-from tui_client.chat import describe, while_mounted
 from tui_client.events_wire import FixRunFrame, LedgerFrame, ReviewFrame, TaskFrame
+from tui_client.failures import describe, while_mounted
 from tui_client.modals import ConfirmScreen, LogScreen, log_text
 from tui_client.task_detail import TaskDetailScreen, dollars
 from tui_client.tasks_wire import BoardTask

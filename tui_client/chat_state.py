@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tui_client.api import KEEP
-from tui_client.sessions_wire import NewSession, Session
+from tui_client.sessions_wire import ChatResponse, NewSession, Session
 
 DECIDE = "decide"
 
@@ -24,14 +24,16 @@ class ChatState:
     decision_issue: int | None = None
     pending_title: str | None = None
     intent: str | None = None
-    # `busy` and `phase` belong to the turn in flight: only `ChatPanel.send` (and the Enter
-    # that starts it) set and clear them, never a switch of session, so a chat opening
-    # cannot make a running turn look finished (and unstoppable) while it streams on.
+    # `busy` and `phase` belong to the turn in flight: only the turn (tui_client/chat_turn.py:
+    # the Enter that starts it, its worker) sets and clears them, never a switch of session,
+    # so a chat opening cannot make a running turn look finished (and unstoppable) while it
+    # streams on.
     busy: bool = False
     phase: str = ""
     # A new chat or a reopen was asked for and the service has not answered yet: the
     # session the next message goes to is not known, so a message sent now is `held` and
     # goes to the chat being opened once it is open (never to the one still on screen).
+    # One message: a second Enter meanwhile is refused (tui_client/chat_switch.py).
     switching: bool = False
     held: str | None = None
     offline: str | None = None  # why the service is unusable right now, if it is
@@ -41,6 +43,13 @@ class ChatState:
     @property
     def has_decision(self) -> bool:
         return bool(self.decision_body and self.decision_issue)
+
+    @property
+    def decision(self) -> tuple[str, int] | None:
+        """The Decision draft and its issue, shown under the last reply."""
+        if self.decision_body and self.decision_issue:
+            return self.decision_body, self.decision_issue
+        return None
 
     @property
     def can_file(self) -> bool:
@@ -68,17 +77,17 @@ class ChatState:
         self.intent = assistant[-1].intent if assistant else None
         self.focus_change = KEEP
 
-    def finish_turn(self, response: dict[str, Any]) -> None:
+    def finish_turn(self, response: ChatResponse) -> None:
         """Adopt a `done` frame's ChatResponse. The turn stays `busy` until its worker has
-        shown the reply (ChatPanel.send clears it): a message sent in between would cancel
+        shown the reply (the turn's worker clears it): a message sent in between would cancel
         that worker mid-render, losing the hits row, the Decision draft and the new title."""
-        self.session_id = response.get("session") or self.session_id
-        self.focus = response.get("focus", self.focus)
-        self.intent = response.get("intent")
-        self.decision_body = response.get("decision_body")
-        self.decision_issue = response.get("decision_issue")
-        self.pending_title = None if self.intent == DECIDE else response.get("pending_title")
-        if response.get("filed_issue_number"):
+        self.session_id = response.session or self.session_id
+        self.focus = response.focus
+        self.intent = response.intent
+        self.decision_body = response.decision_body
+        self.decision_issue = response.decision_issue
+        self.pending_title = None if self.intent == DECIDE else response.pending_title
+        if response.filed_issue_number:
             self.pending_title = None
 
     def clear_decision(self) -> None:

@@ -9,14 +9,13 @@ the `retrieve N hits` row, the Decision draft and what was filed (spec: Chat, SS
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Markdown, Static
 from textual.widgets.markdown import MarkdownStream
 
-from tui_client.sessions_wire import Message
+from tui_client.reply import FinishedReply, Hit
 
 THINKING_LIVE = "Thinking…"
 THINKING_DONE = "Thinking (ctrl+t)"
@@ -64,17 +63,16 @@ class Notice(Static):
         self.kind = kind
 
 
-def hit_line(hit: dict[str, Any]) -> str:
+def hit_line(hit: Hit) -> str:
     """One retrieved chunk as `source · score 0.42 · #12 · preview`."""
-    parts = [str(hit.get("source") or "memory")]
-    score = hit.get("score")
-    if isinstance(score, int | float):
-        parts.append(f"score {score:.2f}")
-    if hit.get("issue"):
-        parts.append(f"#{hit['issue']}")
-    elif hit.get("session_id"):
-        parts.append(f"session {hit['session_id']}")
-    preview = " ".join(str(hit.get("preview") or hit.get("text") or "").split())
+    parts = [hit.source or "memory"]
+    if hit.score is not None:
+        parts.append(f"score {hit.score:.2f}")
+    if hit.issue:
+        parts.append(f"#{hit.issue}")
+    elif hit.session_id:
+        parts.append(f"session {hit.session_id}")
+    preview = " ".join(hit.preview.split())
     if preview:
         parts.append(preview)
     return " · ".join(parts)
@@ -91,24 +89,6 @@ def hits_title(injected: int, listed: int, verdict: str | None = None) -> str:
     if verdict == "nothing" and injected:
         return f"retrieve {injected} hits · nothing answers this: closest, not an answer"
     return f"retrieve {injected} hits"
-
-
-def response_from_message(message: Message) -> dict[str, Any]:
-    """A stored assistant message in the shape of a `done` ChatResponse (for reopening)."""
-    meta = message.meta or {}
-    filed = meta.get("filed") or {}
-    return {
-        "reply": message.content,
-        "reasoning": message.reasoning or "",
-        "intent": message.intent,
-        "retrieve_hits": meta.get("retrieve_hits", 0),
-        "retrieved": meta.get("retrieved") or [],
-        "memory_verdict": meta.get("memory_verdict"),
-        "notes": meta.get("notes") or [],
-        "filed_issue_number": filed.get("number"),
-        "filed_issue_url": filed.get("url"),
-        "filed_task_started": bool(filed.get("task_started")),
-    }
 
 
 class AssistantMessage(Vertical):
@@ -155,20 +135,19 @@ class AssistantMessage(Vertical):
         await self._stream.write(text)
 
     async def finish(
-        self, response: dict[str, Any], *, decision: tuple[str, int] | None = None
+        self, finished: FinishedReply, *, decision: tuple[str, int] | None = None
     ) -> None:
         """The turn is done: the finalized text replaces the streamed one. `streaming` ends
         once all of it is on screen (the Markdown parses in a thread: slow on a busy machine)."""
         await self._stop_stream()
-        self.reply_text = str(response.get("reply") or "")
+        self.reply_text = finished.text
         await self.reply.update(hard_breaks(self.reply_text))
-        reasoning = response.get("reasoning")
-        if reasoning:
-            self.reasoning = str(reasoning)
+        if finished.reasoning:
+            self.reasoning = finished.reasoning
             self.thinking_text.update(self.reasoning)
             self.thinking.display = True
         self._collapse_thinking()
-        await self.mount_all(self._extras(response, decision))
+        await self.mount_all(self._extras(finished, decision))
         self.streaming = False
 
     async def fail(self, text: str, *, kind: str = "error") -> None:
@@ -188,7 +167,7 @@ class AssistantMessage(Vertical):
             await stream.stop()
 
     def _extras(
-        self, response: dict[str, Any], decision: tuple[str, int] | None
+        self, finished: FinishedReply, decision: tuple[str, int] | None
     ) -> list[Static | Collapsible]:
         extras: list[Static | Collapsible] = []
         if decision is not None:
@@ -196,28 +175,20 @@ class AssistantMessage(Vertical):
             extras.append(
                 Static(f"Decision draft for #{issue}:\n{body}", markup=False, classes="decision")
             )
-        retrieved = list(response.get("retrieved") or [])
-        count = int(response.get("retrieve_hits") or 0)
+        retrieved, count = finished.hits, finished.hit_count
         if retrieved or count:
             lines = [Static(hit_line(hit), markup=False, classes="hit") for hit in retrieved]
             self.hits = Collapsible(
                 *lines,
-                title=hits_title(count, len(retrieved), response.get("memory_verdict")) + HITS_HINT,
+                title=hits_title(count, len(retrieved), finished.memory_verdict) + HITS_HINT,
                 collapsed=True,
                 classes="hits",
             )
             extras.append(self.hits)
-        number = response.get("filed_issue_number")
-        if number:
-            started = " · task started" if response.get("filed_task_started") else ""
-            extras.append(
-                Notice(
-                    f"Filed #{number} {response.get('filed_issue_url') or ''}{started}".replace(
-                        "  ", " "
-                    ),
-                    kind="filed",
-                )
-            )
-        for note in response.get("notes") or []:
-            extras.append(Notice(str(note), kind="note"))
+        if finished.filed is not None:
+            filed = finished.filed
+            started = " · task started" if filed.task_started else ""
+            text = f"Filed #{filed.number} {filed.url}{started}".replace("  ", " ")
+            extras.append(Notice(text, kind="filed"))
+        extras.extend(Notice(note, kind="note") for note in finished.notes)
         return extras

@@ -5,14 +5,17 @@ cannot silently leave it behind (tests/test_tui_*_wire.py fail when a copy is st
 
 A copy is read by an older TUI from a newer service, so it differs from the original in
 these ways only: unknown keys are ignored (the originals refuse them), a field declared as
-one of a few words (`Literal`) is read as `str` (a newer service may add a word), and a type
-named `opaque` is written as the source text given for it (a message's `meta`: any JSON
-object). Names, keys on the wire, order, defaults and other types are the originals'.
+one of a few words (a `Literal` or a `StrEnum`) is read as `str` (a newer service may add a
+word), `object` is written `Any` (any JSON), and a TypedDict named in `keys` keeps only those
+keys (a message's stored `meta`: the TUI reads five of its keys, and older rows may lack
+others). Names, keys on the wire, order, defaults and other types are the originals'.
 """
 
 from __future__ import annotations
 
+import enum
 import json
+import sys
 import textwrap
 import types
 import typing
@@ -37,7 +40,8 @@ class WireCopy:
     docstring: str  # the generated module's, whole
     base_doc: str  # the base class's one line
     typing_import: str  # what the generated module imports from typing
-    opaque: Mapping[object, str] = field(default_factory=dict)
+    # TypedDicts copied in part: the keys the TUI reads, in the original's order.
+    keys: Mapping[type, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _is_struct(kind: object) -> typing.TypeGuard[type[msgspec.Struct]]:
@@ -48,38 +52,61 @@ def _is_typed_dict(kind: object) -> bool:
     return isinstance(kind, type) and typing.is_typeddict(kind)
 
 
-def _type(kind: object, opaque: Mapping[object, str]) -> str:
+def _is_word(kind: object) -> bool:
+    """A StrEnum: one of a few words on the wire."""
+    return isinstance(kind, type) and issubclass(kind, enum.Enum) and issubclass(kind, str)
+
+
+def _type(kind: object) -> str:
     """A field's type as source text."""
-    if kind in opaque:
-        return opaque[kind]
     if kind is type(None):
         return "None"
     if kind in (int, str, float, bool):
         return typing.cast(type, kind).__name__
+    if kind is object:
+        return "Any"
+    if kind is msgspec.UnsetType:
+        return "msgspec.UnsetType"
+    if _is_word(kind):
+        return "str"
     origin = typing.get_origin(kind)
     if origin is typing.Annotated:
-        return _type(typing.get_args(kind)[0], opaque)  # the description is the API doc's
+        return _type(typing.get_args(kind)[0])  # the description is the API doc's
     if origin is typing.Literal:
         if {type(arg) for arg in typing.get_args(kind)} != {str}:
             raise TypeError(f"no TUI rendering for {kind!r}")
         return "str"
     if origin in (typing.Union, types.UnionType):
-        return " | ".join(_type(arg, opaque) for arg in typing.get_args(kind))
+        return " | ".join(_type(arg) for arg in typing.get_args(kind))
     if origin is list:
-        return f"list[{_type(typing.get_args(kind)[0], opaque)}]"
+        return f"list[{_type(typing.get_args(kind)[0])}]"
+    if origin is tuple and len(args := typing.get_args(kind)) == 2 and args[1] is Ellipsis:
+        return f"tuple[{_type(args[0])}, ...]"
+    if origin is dict:
+        key, value = typing.get_args(kind)
+        return f"dict[{_type(key)}, {_type(value)}]"
     if _is_struct(kind) or _is_typed_dict(kind):
         return typing.cast(type, kind).__name__
     raise TypeError(f"no TUI rendering for the field type {kind!r}")
 
 
-def _references(kind: type, opaque: Mapping[object, str]) -> list[type]:
-    """The Structs and TypedDicts a class's fields name (opaque ones not), and its base."""
+def _hints(kind: type, keys: Mapping[type, tuple[str, ...]]) -> dict[str, typing.Any]:
+    """A class's fields and their types; of a TypedDict copied in part, the keys named."""
+    hints = typing.get_type_hints(kind)
+    if kind not in keys:
+        return hints
+    missing = [key for key in keys[kind] if key not in hints]
+    if missing:  # renamed or dropped by the service: the TUI would read nothing there
+        raise TypeError(f"{kind.__name__} has no key {', '.join(missing)}: the TUI reads it")
+    return {name: hint for name, hint in hints.items() if name in keys[kind]}
+
+
+def _references(kind: type, copy: WireCopy) -> list[type]:
+    """The Structs and TypedDicts a class's fields name, and its base."""
     found: list[type] = [base for base in kind.__bases__ if _is_struct(base)]
-    pending = list(typing.get_type_hints(kind).values())
+    pending = list(_hints(kind, copy.keys).values())
     while pending:
         hint = pending.pop()
-        if hint in opaque:
-            continue
         if _is_struct(hint) or _is_typed_dict(hint):
             found.append(hint)
         pending.extend(typing.get_args(hint))
@@ -87,7 +114,8 @@ def _references(kind: type, opaque: Mapping[object, str]) -> list[type]:
 
 
 def wire_types(copy: WireCopy) -> list[type]:
-    """What the roots need, in their module's declaration order (bases come first)."""
+    """What the roots need, in declaration order (bases come first): those of the modules
+    `copy.module` imports them from (a hit, a turn's metadata) first, then its own."""
     needed: set[type] = set()
     pending = list(copy.roots)
     while pending:
@@ -95,8 +123,16 @@ def wire_types(copy: WireCopy) -> list[type]:
         if kind in needed or kind is msgspec.Struct or kind.__name__ == BASE:
             continue
         needed.add(kind)
-        pending.extend(_references(kind, copy.opaque))
-    declared = [value for value in vars(copy.module).values() if isinstance(value, type)]
+        pending.extend(_references(kind, copy))
+    names = sorted(
+        {kind.__module__ for kind in needed}, key=lambda name: (name == copy.module.__name__, name)
+    )
+    declared = [
+        value
+        for name in names
+        for value in vars(sys.modules[name]).values()
+        if isinstance(value, type) and value.__module__ == name  # not what it imports
+    ]
     return [kind for kind in declared if kind in needed]
 
 
@@ -112,10 +148,12 @@ def _doc(kind: type) -> list[str]:
 
 def _value(value: object) -> str:
     """A default as `ruff format` writes it (double-quoted strings)."""
+    if value is msgspec.UNSET:
+        return "msgspec.UNSET"
     return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
-def _field_line(info: msgspec.structs.FieldInfo, opaque: Mapping[object, str]) -> str:
+def _field_line(info: msgspec.structs.FieldInfo) -> str:
     if info.default_factory is not msgspec.NODEFAULT:
         raise TypeError(f"no TUI rendering for {info.name}'s default factory")
     given = info.default is not msgspec.NODEFAULT
@@ -123,10 +161,10 @@ def _field_line(info: msgspec.structs.FieldInfo, opaque: Mapping[object, str]) -
     if info.encode_name != info.name:
         keyword = f"default={_value(info.default)}, " if given else ""
         default = f" = msgspec.field({keyword}name={_value(info.encode_name)})"
-    return f"    {info.name}: {_type(info.type, opaque)}{default}\n"
+    return f"    {info.name}: {_type(info.type)}{default}\n"
 
 
-def _struct(kind: type[msgspec.Struct], opaque: Mapping[object, str]) -> str:
+def _struct(kind: type[msgspec.Struct]) -> str:
     base = next(b for b in kind.__bases__ if _is_struct(b))
     config = kind.__struct_config__
     if config.tag is not None or config.array_like or config.omit_defaults:
@@ -135,22 +173,21 @@ def _struct(kind: type[msgspec.Struct], opaque: Mapping[object, str]) -> str:
     parent = BASE if base is msgspec.Struct else base.__name__
     lines = [f"class {kind.__name__}({parent}):\n", *_doc(kind)]
     lines += [
-        _field_line(info, opaque)
-        for info in msgspec.structs.fields(kind)
-        if info.name not in inherited
+        _field_line(info) for info in msgspec.structs.fields(kind) if info.name not in inherited
     ]
     return "".join(lines) if len(lines) > 1 else lines[0] + "    pass\n"
 
 
-def _typed_dict(kind: type, opaque: Mapping[object, str]) -> str:
+def _typed_dict(kind: type, copy: WireCopy) -> str:
+    hints = _hints(kind, copy.keys)
     required = typing.cast(frozenset[str], getattr(kind, "__required_keys__", frozenset()))
     optional = typing.cast(frozenset[str], getattr(kind, "__optional_keys__", frozenset()))
+    required, optional = required & hints.keys(), optional & hints.keys()
     if required and optional:
         raise TypeError(f"no TUI rendering for {kind.__name__}: some keys required, some not")
     total = "" if required or not optional else ", total=False"
     lines = [f"class {kind.__name__}(TypedDict{total}):\n", *_doc(kind)]
-    hints = typing.get_type_hints(kind).items()
-    lines += [f"    {name}: {_type(hint, opaque)}\n" for name, hint in hints]
+    lines += [f"    {name}: {_type(hint)}\n" for name, hint in hints.items()]
     return "".join(lines)
 
 
@@ -159,9 +196,9 @@ def render_python(copy: WireCopy) -> str:
     classes = [f'class {BASE}(msgspec.Struct):\n    """{copy.base_doc}"""\n']
     for kind in wire_types(copy):
         if _is_struct(kind):
-            classes.append(_struct(kind, copy.opaque))
+            classes.append(_struct(kind))
         else:
-            classes.append(_typed_dict(kind, copy.opaque))
+            classes.append(_typed_dict(kind, copy))
     return (
         f'"""{copy.docstring}"""\n\n'
         "from __future__ import annotations\n\n"

@@ -14,7 +14,7 @@ from steelframe.server import AppPlugin, default_plugins
 from tests.conftest import ApiClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
-from tui_client.sessions_wire import ListedSession, Session
+from tui_client.sessions_wire import ChatResponse, ListedSession, Session
 from tui_client.tasks_wire import BoardTask, TaskDetail
 from tui_client.transcript import AssistantMessage, Notice, UserMessage
 
@@ -232,3 +232,35 @@ def listed_session(**fields: Any) -> ListedSession:
 def chat_session(**fields: Any) -> Session:
     """A session with its messages, with `fields` set (nested objects as the JSON has them)."""
     return msgspec.convert({**_SESSION, "messages": [], "turn_in_flight": None, **fields}, Session)
+
+
+_RESPONSE: dict[str, Any] = {
+    "reply": "",
+    "intent": "chat",
+    "session": "s1",
+    "turn_id": "t1",
+    "agent": "default",
+    "focus": None,
+    "history": [],
+    "retrieve_hits": 0,
+    "retrieved": [],
+    "retrieval_available": True,
+    "memory_verdict": "answers",
+    "reasoning": "",
+    "model": "m",
+    "usage": {},
+    "decision_body": None,
+    "decision_issue": None,
+    "pending_title": None,
+    "pending_body": None,
+    "pending_kind": None,
+    "filed_issue_number": None,
+    "filed_issue_url": None,
+    "filed_task_started": False,
+    "notes": [],
+}
+
+
+def chat_response(**fields: Any) -> ChatResponse:
+    """A `done` frame's response, with `fields` set (nested objects as the JSON has them)."""
+    return msgspec.convert({**_RESPONSE, **fields}, ChatResponse)

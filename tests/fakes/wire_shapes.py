@@ -8,18 +8,21 @@ import typing
 import msgspec
 
 
-def _shape(kind: type) -> list[tuple[str, str, bool]]:
-    """(name, key on the wire, required) of each field, in order."""
+def _shape(kind: type, keys: tuple[str, ...] | None = None) -> list[tuple[str, str, bool]]:
+    """(name, key on the wire, required) of each field, in order; of a TypedDict the TUI
+    copies in part, the `keys` it copies."""
     if typing.is_typeddict(kind):
         required = typing.cast(frozenset[str], getattr(kind, "__required_keys__", frozenset()))
-        return [(name, name, name in required) for name in typing.get_type_hints(kind)]
+        names = [name for name in typing.get_type_hints(kind) if keys is None or name in keys]
+        return [(name, name, name in required) for name in names]
     fields = msgspec.structs.fields(typing.cast(type[msgspec.Struct], kind))
     return [(f.name, f.encode_name, f.required) for f in fields]
 
 
-def differences(client: type, server: type) -> list[str]:
-    """How the TUI's class differs from the service's, field by field."""
-    mine, theirs = _shape(client), _shape(server)
+def differences(client: type, server: type, keys: tuple[str, ...] | None = None) -> list[str]:
+    """How the TUI's class differs from the service's, field by field (of a TypedDict copied
+    in part, the service's `keys`)."""
+    mine, theirs = _shape(client), _shape(server, keys)
     return [f"TUI {a} != service {b}" for a, b in zip(mine, theirs, strict=False) if a != b] + [
         f"only one side has {extra}" for extra in (mine[len(theirs) :] or theirs[len(mine) :])
     ]

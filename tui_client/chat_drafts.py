@@ -1,0 +1,96 @@
+"""What the last reply left for the operator to act on: a Decision draft to edit and publish
+(`D`, `P`), a filing proposal to file (`y`), and the focus the next message carries (`f`)."""
+
+from __future__ import annotations
+
+import uuid
+
+from tui_client.chat_part import ChatPart
+from tui_client.failures import UNANSWERED
+from tui_client.modals import DecisionEditor, IssuePrompt
+
+
+class Drafts(ChatPart):
+    def edit_decision(self) -> None:
+        state = self.state
+        if not (state.decision_body and state.decision_issue):
+            return
+
+        def edited(text: str | None) -> None:
+            if text is not None and text.strip():
+                state.decision_body = text.strip()
+                self.panel.refresh_status()
+                self.panel.call_later(
+                    self.panel.notice,
+                    f"Decision draft for #{state.decision_issue} edited: P publishes it",
+                )
+
+        self.panel.app.push_screen(
+            DecisionEditor(state.decision_issue, state.decision_body), edited
+        )
+
+    def choose_focus(self) -> None:
+        """Set the focus (an issue number) or clear it (empty), for the next message."""
+        if self.state.busy:
+            return
+
+        def chosen(issue: int | None) -> None:
+            if issue is None:
+                return  # cancelled
+            # 0 is the prompt's "empty": clear the focus. Sent with the next message.
+            self.state.focus_change = issue or None
+            self.state.focus = issue or None
+            self.panel.refresh_status()
+
+        current = self.state.focus
+        question = "Focus on which issue? (empty clears the focus)"
+        if current is not None:
+            question = f"Focused on #{current}. Focus on which issue? (empty clears it)"
+        self.panel.app.push_screen(IssuePrompt(question, allow_empty=True), chosen)
+
+    def publish(self) -> None:
+        self.run("publish", self._publish)
+
+    async def _publish(self) -> None:
+        state = self.state
+        if not (state.decision_body and state.decision_issue):
+            return
+        issue = state.decision_issue
+        request_id = uuid.uuid4().hex  # one press, one Decision (a retry posts nothing more)
+        result = await self.panel.ask(
+            self.client.publish_decision(
+                issue=issue,
+                body=state.decision_body,
+                session_id=state.session_id,
+                request_id=request_id,
+            )
+        )
+        if result is UNANSWERED:
+            return
+        state.clear_decision()
+        url = result.get("comment_url") or ""
+        await self.panel.notice(
+            f"Published the Decision to #{result.get('issue', issue)} {url}".rstrip(),
+            kind="published",
+        )
+        self.panel.refresh_status()
+
+    def file(self) -> None:
+        self.run("publish", self._file)
+
+    async def _file(self) -> None:
+        state = self.state
+        if not state.can_file:
+            return
+        title = state.pending_title
+        result = await self.panel.ask(self.client.file_pending(session_id=state.session_id))
+        if result is UNANSWERED:
+            return
+        state.pending_title = None
+        started = " · task started" if result.get("filed_task_started") else ""
+        number = result.get("filed_issue_number")
+        url = result.get("filed_issue_url") or ""
+        await self.panel.notice(
+            f'Filed #{number} "{title}" {url}{started}'.replace("  ", " "), kind="filed"
+        )
+        self.panel.refresh_status()

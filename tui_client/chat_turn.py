@@ -1,0 +1,123 @@
+"""One turn of the chat: the message sent, its stream of frames rendered into the reply as
+they arrive (tui_client/wire.py names them), its end, and stopping it (esc).
+
+One turn at a time: `busy` is set by the Enter that starts it and cleared when its worker
+has shown all of the reply; a message, a new chat or a reopen in between is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import msgspec
+from textual.css.query import NoMatches
+from textual.widget import MountError
+
+from tui_client import wire
+from tui_client.api import KEEP, UnexpectedAnswer
+from tui_client.chat_part import ChatPart
+from tui_client.failures import TRANSPORT_ERRORS, describe, offline_reason
+from tui_client.reply import FinishedReply
+from tui_client.sessions_wire import ChatResponse
+from tui_client.transcript import AssistantMessage, UserMessage
+
+log = logging.getLogger(__name__)
+STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
+
+
+class TurnStream(ChatPart):
+    async def submit(self, text: str) -> None:
+        """Enter in the composer: a turn, unless one runs; held while a chat opens."""
+        if not text.strip():
+            return
+        if await self.panel.refuse_while_busy():
+            return
+        if self.state.switching:
+            await self.panel.switch.hold(text)
+            return
+        self.composer.value = ""
+        self.start(text)
+
+    def start(self, text: str) -> None:
+        """Busy from the key press on, not from when the worker starts: a ctrl+n or a
+        second Enter right after it is refused, not raced against the turn."""
+        self.state.busy, self.state.phase = True, "sending"
+        self.panel.refresh_status()
+        self.run("turn", self._send, text)
+
+    async def _send(self, text: str) -> None:
+        state = self.state
+        state.busy, state.phase = True, "sending"
+        self.panel.refresh_status()
+        reply = AssistantMessage()
+        await self.transcript.mount_all([UserMessage(text), reply])
+        focus, state.focus_change = state.focus_change, KEEP
+        try:
+            async for frame in self.client.turn(text, session_id=state.session_id, focus=focus):
+                await self._apply(frame, reply)
+        except TRANSPORT_ERRORS as exc:
+            await reply.fail(describe(exc))
+            if (reason := offline_reason(exc)) is not None:
+                state.offline = reason
+        except (NoMatches, MountError):
+            raise  # the panel is gone (see failures.unless_unmounted)
+        except Exception as exc:  # the app keeps running whatever a turn does
+            log.exception("turn failed in the client")
+            await reply.fail(f"Unexpected error: {type(exc).__name__}: {exc}")
+        finally:
+            state.busy, state.phase = False, ""
+            self.panel.refresh_status()
+            self.panel.listing.turn_ended()
+
+    async def _apply(self, frame: dict[str, Any], reply: AssistantMessage) -> None:
+        kind = frame.get("type")
+        state = self.state
+        if kind == wire.STATUS:
+            state.phase = str(frame.get("text") or state.phase)
+            if frame.get("session"):
+                state.session_id = str(frame["session"])
+        elif kind == wire.THINKING:
+            state.phase = "thinking"
+            await reply.add_thinking(str(frame.get("text") or ""))
+        elif kind == wire.DELTA:
+            state.phase = "grounded re-draft" if frame.get("draft", 1) > 1 else "replying"
+            await reply.add_delta(str(frame.get("text") or ""), replace=bool(frame.get("replace")))
+        elif kind == wire.DONE:
+            response = done_response(frame)
+            state.offline = None
+            state.finish_turn(response)
+            await reply.finish(FinishedReply.of(response), decision=state.decision)
+            self.panel.listing.load()  # a first message titles the session
+        elif kind == wire.ERROR:
+            stopped = frame.get("reason") == "stopped"
+            await reply.fail(
+                STOPPED_TEXT if stopped else f"Turn failed: {frame.get('error')}",
+                kind="stopped" if stopped else "error",
+            )
+        self.panel.refresh_status()
+
+    def stop(self) -> None:
+        if self.state.busy:
+            self.state.phase = "stopping"
+            self.panel.refresh_status()
+            self.run("stop", self._stop)
+
+    async def _stop(self) -> None:
+        try:
+            result = await self.client.stop()
+        except TRANSPORT_ERRORS as exc:
+            # The service cannot be told; at least stop listening here.
+            self.panel.workers.cancel_group(self.panel, "turn")
+            await self.panel.report(exc)
+            return
+        if not result.get("stopped"):
+            log.info("stop: no turn in flight on the service")
+
+
+def done_response(frame: dict[str, Any]) -> ChatResponse:
+    """A `done` frame's ChatResponse, checked here (unknown keys, a newer service's, ignored)."""
+    try:
+        return msgspec.convert(frame.get("response"), ChatResponse)
+    except msgspec.ValidationError as exc:
+        raise UnexpectedAnswer(f"the turn's done frame: {exc}") from exc
