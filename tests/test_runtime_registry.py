@@ -9,6 +9,7 @@ import pytest
 
 from bot.config import Settings
 from bot.config_values import ConfigError, Secret
+from bot.contracts.turn_meta import UsageMeta
 from bot.runtimes.anthropic import AnthropicRuntime
 from bot.runtimes.base import ChatMessage, ContextBudget
 from bot.runtimes.budget import fit_history, trim_text
@@ -130,7 +131,7 @@ def test_new_settings_parse_from_the_environment(tmp_path: Path) -> None:
 def test_cost_from_prices_per_million_tokens() -> None:
     prices = {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}
     assert parse_prices(prices)["gpt-4o-mini"].output == 0.6
-    usage = {"input_tokens": 2_000_000, "output_tokens": 500_000}
+    usage: UsageMeta = {"input_tokens": 2_000_000, "output_tokens": 500_000}
     assert cost_usd(prices, "gpt-4o-mini", usage) == pytest.approx(0.6)
     assert cost_usd(prices, "unpriced", usage) is None
     assert cost_usd({"bad": "free"}, "bad", usage) is None  # never fails a turn

@@ -196,7 +196,7 @@ def _response() -> dict[str, Any]:
         "memory_verdict": "answers",
         "reasoning": "why",
         "model": "m",
-        "usage": {"prompt_tokens": 3},
+        "usage": {"input_tokens": 3, "output_tokens": 1},
         "decision_body": None,
         "decision_issue": None,
         "pending_title": None,
@@ -216,7 +216,7 @@ def test_the_tui_reads_a_done_response_as_sent_and_a_newer_services_too() -> Non
     shown = FinishedReply.of(read)
     assert (shown.hit_count, shown.hits[0].issue, shown.notes) == (1, 3, ["a note"])
     newer = _with_extras(_response())
-    newer["usage"] = {"prompt_tokens": 3, "cached_tokens": 1}  # a map: a new key, no object
+    newer["usage"] = {"input_tokens": 3, "output_tokens": 1, "cached_tokens": 1}  # a new key
     newer["retrieved"][0]["round"] = "rerank"  # a round this TUI's service did not have
     read = done_response({"type": "done", "response": newer})
     assert read.retrieved[0].round == "rerank" and read.reply == "Done."

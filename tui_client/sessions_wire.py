@@ -39,6 +39,13 @@ class RetrievedHit(_Wire):
     thread: int | msgspec.UnsetType = msgspec.UNSET
 
 
+class UsageMeta(TypedDict):
+    """A turn's tokens, both drafts' when it was re-drafted (both were paid for)."""
+
+    input_tokens: int
+    output_tokens: int
+
+
 class TurnMeta(TypedDict, total=False):
     """A stored message's metadata: empty for the operator's message; an answered turn's
     (bot/chat/turn.py FinishedTurn.meta), or a delivered task result's (`kind` "task_result",
@@ -80,7 +87,7 @@ class ChatResponse(_Wire):
     memory_verdict: str
     reasoning: str
     model: str
-    usage: dict[str, int]
+    usage: UsageMeta
     decision_body: str | None
     decision_issue: int | None
     pending_title: str | None

@@ -327,8 +327,9 @@ class TurnPipeline:
             await emit(StatusFrame(text="re-draft failed · keeping the first draft"))
             await emit(DeltaFrame(text=first.reply, draft=1, replace=True))
             return first
-        for name, count in first.usage.items():  # both drafts were paid for
-            second.usage[name] = second.usage.get(name, 0) + count
+        # Both drafts were paid for.
+        second.usage["input_tokens"] += first.usage["input_tokens"]
+        second.usage["output_tokens"] += first.usage["output_tokens"]
         second.redrafted = True
         return second
 

@@ -21,7 +21,7 @@ from bot.chat.session_rows import REASONING_CAP, UNSET
 from bot.chat.session_store import TurnSession
 from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
 from bot.contracts.hits import hits_json
-from bot.contracts.turn_meta import RetrievalMeta, TurnMeta
+from bot.contracts.turn_meta import RetrievalMeta, TurnMeta, UsageMeta
 from bot.dialogue.trailer import Trailer
 from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
@@ -77,7 +77,7 @@ class Draft:
     reply: str
     trailer: Trailer
     reasoning: str
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    usage: UsageMeta = field(default_factory=lambda: UsageMeta(input_tokens=0, output_tokens=0))
     route: Route | None = None
     budget: ContextBudget | None = None
     first_frame_ms: float | None = None

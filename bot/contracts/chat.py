@@ -21,7 +21,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from bot.contracts.hits import RetrievedHit
-from bot.contracts.turn_meta import TurnMeta
+from bot.contracts.turn_meta import TurnMeta, UsageMeta
 
 Role = Literal["user", "assistant"]
 SessionKindName = Literal["chat", "discuss"]
@@ -94,7 +94,7 @@ class ChatResponse(Struct, frozen=True, forbid_unknown_fields=True):
     ]
     reasoning: str
     model: str
-    usage: dict[str, int]
+    usage: UsageMeta
     decision_body: str | None
     decision_issue: int | None
     pending_title: str | None

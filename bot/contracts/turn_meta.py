@@ -97,6 +97,25 @@ class RetrievalMeta(TypedDict, total=False):
     own_text_dropped: int  # Steelframe's status comments dropped from the hits
 
 
+class UsageMeta(TypedDict):
+    """A turn's tokens, both drafts' when it was re-drafted (both were paid for)."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+class ContextMeta(TypedDict):
+    """bot.runtimes.base.ContextBudget: the model's window and what trimming the history to
+    it kept."""
+
+    window: int
+    before_tokens: int
+    after_tokens: int
+    before_messages: int
+    after_messages: int
+    trimmed: bool
+
+
 class TimingsMeta(TypedDict):
     first_frame_ms: float | None
     total_ms: float
@@ -134,9 +153,9 @@ class TurnMeta(TypedDict, total=False):
     model: str
     endpoint: str
     requested_model: str
-    usage: dict[str, int]
+    usage: UsageMeta
     cost_usd: float | None
-    context: dict[str, int | bool] | None  # bot.runtimes.base.ContextBudget.as_meta
+    context: ContextMeta | None
     timings: TimingsMeta
     retrieval: RetrievalMeta
     retrieve_hits: int

@@ -16,6 +16,7 @@ from typing import Literal, Protocol
 
 from bot.contracts.hits import RetrievedHit
 from bot.contracts.tasks import FocusedTask
+from bot.contracts.turn_meta import ContextMeta
 from memory.committed import CommittedFile
 
 
@@ -68,7 +69,7 @@ class ContextBudget:
     def trimmed(self) -> bool:
         return self.after_messages < self.before_messages
 
-    def as_meta(self) -> dict[str, int | bool]:
+    def as_meta(self) -> ContextMeta:
         return {
             "window": self.window,
             "before_tokens": self.before_tokens,

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.config_values import ConfigError
+from bot.contracts.turn_meta import UsageMeta
 
 PER_TOKENS = 1_000_000
 
@@ -42,15 +43,13 @@ def parse_prices(raw: Mapping[str, Any]) -> dict[str, Price]:
     return prices
 
 
-def cost_usd(prices: Mapping[str, Any], model: str, usage: Mapping[str, int]) -> float | None:
-    """USD for `usage` ({"input_tokens", "output_tokens"}) on `model`; None if unpriced."""
+def cost_usd(prices: Mapping[str, Any], model: str, usage: UsageMeta) -> float | None:
+    """USD for a turn's `usage` on `model`; None if unpriced."""
     if model not in prices:
         return None
     try:
         entry = parse_prices({model: prices[model]})[model]
     except ConfigError:
         return None  # start-up validation reports it; a turn never fails on a price
-    total = (
-        usage.get("input_tokens", 0) * entry.input + usage.get("output_tokens", 0) * entry.output
-    )
+    total = usage["input_tokens"] * entry.input + usage["output_tokens"] * entry.output
     return round(total / PER_TOKENS, 6)

@@ -248,7 +248,7 @@ _RESPONSE: dict[str, Any] = {
     "memory_verdict": "answers",
     "reasoning": "",
     "model": "m",
-    "usage": {},
+    "usage": {"input_tokens": 0, "output_tokens": 0},
     "decision_body": None,
     "decision_issue": None,
     "pending_title": None,
