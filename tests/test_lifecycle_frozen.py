@@ -105,10 +105,11 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
 
 
 def history(lc: Lifecycle, task_id: int) -> str:
-    """The task's events, one a line: when, what, who and why (a failure's first clue)."""
+    """The task's events, one a line: when, what, who and why, with the event's data (a
+    retry's error is there): a failure's first clue."""
     return "\n".join(
         f"{e.at:%H:%M:%S.%f} {e.kind} {e.from_state or ''}->{e.to_state or ''} "
-        f"by {e.actor}: {e.detail}"
+        f"by {e.actor}: {e.detail} {e.data or ''}"
         for e in lc.events(task_id)
     )
 
