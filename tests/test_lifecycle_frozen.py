@@ -17,7 +17,7 @@ from bot.lifecycle import terminate
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make, gone, wait_for
+from tests.fakes.lifecycle import Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
 from tests.fakes.workers import start_worker, stop_processes
@@ -60,6 +60,8 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
         assert (await response.json())["state"] == TaskState.RUNNING
         operator = lc.ctx.db.call(terminate.requested_by, task.id)
         assert operator is not None and operator.startswith("operator:op-")
+        # The frozen run's start: after it, the operator's terminate is the only move.
+        frozen_run = max(e.id for e in lc.events(task.id) if e.to_state == TaskState.RUNNING)
         # Reads and the other actions answer too: none waits on the frozen row.
         board = await asyncio.wait_for(lc.api.get("/api/operator/board"), TERMINATE_DEADLINE)
         assert board.status == 200
@@ -84,7 +86,9 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
         deadline = asyncio.get_running_loop().time() + 60
         while not await terminated():
             log = (tmp_path / "worker.log").read_text()[-3000:]
-            assert asyncio.get_running_loop().time() < deadline, f"{reports[:2]}\n{log}"
+            assert asyncio.get_running_loop().time() < deadline, (
+                f"{reports[:2]}\n{history(lc, task.id)}\n{log}"
+            )
             await asyncio.sleep(0.5)
         assert await gone(horse, runtime, within=30)
     finally:
@@ -92,12 +96,22 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         await stop_processes([worker], within=10)
-    states = [e.to_state for e in lc.events(task.id) if e.to_state]
-    assert states[-1] == TaskState.TERMINATED
-    assert TaskState.QUEUED not in states[states.index(TaskState.RUNNING) :], states
+    # No retry of the frozen run, terminated as the operator asked. (An attempt before it
+    # that failed on a loaded machine is not this test's subject: the history shows it.)
+    moves = [(e.to_state, e.actor) for e in lc.events(task.id) if e.to_state and e.id > frozen_run]
+    said = f"{history(lc, task.id)}\n{(tmp_path / 'worker.log').read_text()[-4000:]}"
+    assert moves == [(TaskState.TERMINATED, operator)], said
     assert lc.ctx.db.call(terminate.pending) == []
-    terminated_by = [e for e in lc.events(task.id) if e.to_state == TaskState.TERMINATED]
-    assert terminated_by[0].actor == operator
+
+
+def history(lc: Lifecycle, task_id: int) -> str:
+    """The task's events, one a line: when, what, who and why, with the event's data (a
+    retry's error is there): a failure's first clue."""
+    return "\n".join(
+        f"{e.at:%H:%M:%S.%f} {e.kind} {e.from_state or ''}->{e.to_state or ''} "
+        f"by {e.actor}: {e.detail} {e.data or ''}"
+        for e in lc.events(task_id)
+    )
 
 
 async def test_a_stale_terminate_request_never_stops_the_next_generation(make: Make) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from sqlalchemy.orm import Session
 
-from bot.lifecycle import tasks
+from bot.lifecycle import tasks, terminate
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.progress import Phase
@@ -21,7 +21,7 @@ from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.tasks import LeaseLost
-from bot.lifecycle.transition import Move, Transitioned, transition
+from bot.lifecycle.transition import Move, Transitioned, publish, transition
 
 log = logging.getLogger(__name__)
 LIMIT_NAMES = {
@@ -197,7 +197,8 @@ async def _retry_later(
     error: str,
     fence: str | None,
 ) -> str:
-    """Queue the running task's next attempt after its backoff, saying so on the issue."""
+    """Queue the running task's next attempt after its backoff, saying so on the issue; or,
+    when an operator's terminate was recorded for it, terminate it as asked instead."""
     task_id = task.id
     delay = ctx.policy.backoff(task.attempts)
     job = job_id(task.id, task.generation, f"a{task.attempts + 1}")
@@ -217,13 +218,22 @@ async def _retry_later(
         fence=fence,
     )
 
-    async def enqueue(_moved: Transitioned) -> None:
-        queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
-        await asyncio.to_thread(queue.enqueue, task_id, job=job, delay=delay)
-
-    change = await _conclude(ctx, github, task_id, move, after_commit=enqueue)
-    if isinstance(change, str):
-        return change
+    # Decided under the task's row lock: an operator's terminate recorded while a frozen
+    # process held the row is applied here instead of the retry (bot.lifecycle.terminate).
+    try:
+        decided = await ctx.db.run(terminate.unless_requested, task_id, move, ctx.clock)
+    except IllegalTransition as exc:
+        return _moved(task_id, exc)
+    except LeaseLost:
+        return _fenced_out(task_id)
+    if decided.terminated_by is not None:
+        asked = decided.terminated_by
+        log.info("lifecycle: task %s terminated as %s asked, not retried", task_id, asked)
+        await publish(ctx.db, github, decided.moved, create_progress=False, clock=ctx.clock)
+        return f"terminated as {asked} asked"
+    queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
+    await asyncio.to_thread(queue.enqueue, task_id, job=job, delay=delay)
+    await publish(ctx.db, github, decided.moved, clock=ctx.clock)
     return f"retry: {error}"
 
 

@@ -5,6 +5,12 @@ worker held it.
 TERMINATE_LOCK_SECONDS for the task's row: when a stuck work horse holds it, the operator's
 request is recorded instead (`record`), and whoever next finds that run gone (RQ's handling
 of the killed horse, or the reconciler, which stops the job first) applies it (`apply`).
+
+A retry (running -> queued) never overtakes a recorded request: `unless_requested` decides,
+under the task's row lock and in the retry's own transaction, whether to requeue or to
+terminate as asked. A check made before that lock is stale: the recovery of a dead run could
+read "no request", wait on the row a frozen horse held, and requeue after the operator's
+request was recorded meanwhile.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import redis
 from sqlalchemy import delete, select
@@ -25,12 +31,13 @@ from bot.db import Database, is_lock_timeout
 from bot.errors import Conflict
 from bot.lifecycle import tasks
 from bot.lifecycle.board import task_detail
-from bot.lifecycle.models import TaskStopRequest
+from bot.lifecycle.models import Task, TaskStopRequest
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import LIVE, TaskState
 from bot.lifecycle.transition import Move, Transitioned, transition
+from bot.lifecycle.transition import apply as apply_move
 
 log = logging.getLogger(__name__)
 # How long a terminate waits for a task row another process holds before recording the
@@ -105,6 +112,33 @@ def requested_by(session: Session, task_id: int) -> str | None:
 
 def forget(session: Session, task_id: int) -> None:
     session.execute(delete(TaskStopRequest).where(TaskStopRequest.task_id == task_id))
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What `unless_requested` committed: the caller's move, or (`terminated_by` set) the
+    terminate an operator had recorded, in its place."""
+
+    moved: Transitioned
+    terminated_by: str | None = None
+
+
+def unless_requested(session: Session, task_id: int, move: Move, clock: Clock) -> Decided:
+    """`move` (a retry), or the recorded terminate in its place (its event, notice and the
+    request's removal), decided in this transaction once it holds the task's row: a request
+    committed before that is seen; a terminate that tries while it is held waits and then
+    finds the outcome. The terminate keeps the move's `expect` and `fence`: it moves only
+    what the retry would have moved."""
+    if move.fence is not None:
+        tasks.hold(session, task_id, move.fence, clock)  # the lease row first, as every run does
+    session.execute(select(Task.id).where(Task.id == task_id).with_for_update())
+    actor = requested_by(session, task_id)
+    if actor is None:
+        return Decided(apply_move(session, task_id, move, clock))
+    instead = replace(terminate_move(actor), expect=move.expect, fence=move.fence)
+    moved = apply_move(session, task_id, instead, clock)
+    forget(session, task_id)
+    return Decided(moved, terminated_by=actor)
 
 
 async def apply(
