@@ -39,7 +39,9 @@ Req = TypeVar("Req")
 Res = TypeVar("Res")
 # A request or result as stored: the builtins (dicts, lists, strings, numbers) of a record.
 _Json = Any
-# The untyped form: JSON objects in and out, what `run_once` takes without a `result_type`.
+# The untyped form: plain JSON objects in and out, what `run_once` takes without a
+# `result_type`. No caller in the service uses it (each has its records); it is kept because
+# this layer's own tests (tests/test_idempotency.py) drive it with dicts.
 JsonObject = dict[str, Any]
 
 
@@ -128,8 +130,9 @@ async def run_once(
     decode as those types raises (msgspec.ValidationError): a kind's shape is its own."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
+    stored_form = msgspec.to_builtins(request)  # what a first claim stores
     while True:
-        claim = await db.run(_claim, key, kind, msgspec.to_builtins(request), lease, clock)
+        claim = await db.run(_claim, key, kind, stored_form, lease, clock)
         if claim.status == DONE and claim.result is not None:
             return Outcome(msgspec.convert(claim.result, result_type), reused=True)
         if claim.owner:
@@ -137,8 +140,9 @@ async def run_once(
         if loop.time() > deadline:
             raise Conflict(f"{kind} {key} is in progress elsewhere; retry shortly")
         await asyncio.sleep(POLL_SECONDS)
-    stored_request = msgspec.convert(claim.request, type(request))
     try:
+        # Inside the try: a stored request that does not decode releases the lease too.
+        stored_request = msgspec.convert(claim.request, type(request))
         # A key claimed before (a crash, an error) may have had its effect: look first. A
         # fresh key cannot have, so the common path costs no look-up.
         result = None if claim.fresh else await reconcile(stored_request)

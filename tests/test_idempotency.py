@@ -368,3 +368,32 @@ async def test_a_stored_result_of_another_shape_is_refused_not_guessed(database:
             reconcile=_never,
             result_type=IssueRef,
         )
+
+
+async def test_a_stored_request_of_another_shape_raises_and_frees_the_key(database: Any) -> None:
+    """A pending row whose request does not decode as the caller's type: nothing is done,
+    the error says so, and the lease is given back rather than held until it expires."""
+    import msgspec
+    from sqlalchemy import text
+
+    from bot.filing import IssueRef, IssueRequest
+
+    database.call(
+        _stored_row, "filing:odd-request", "file_issue", "pending", OLD_PUBLISH_REQUEST, None
+    )
+    with pytest.raises(msgspec.ValidationError):
+        await run_once(
+            database,
+            key="filing:odd-request",
+            kind="file_issue",
+            request=IssueRequest(repo="o/r", title="t", body="b", labels=[]),
+            perform=_never,
+            reconcile=_never,
+            result_type=IssueRef,
+        )
+    lease = database.call(
+        lambda session: session.execute(
+            text("SELECT lease_until FROM side_effects WHERE key = 'filing:odd-request'")
+        ).scalar_one()
+    )
+    assert lease is None
