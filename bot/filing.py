@@ -200,7 +200,7 @@ class FilingService:
 
     async def _create(self, req: IssueRequest) -> IssueRef:
         issue = await self.github.create_issue(
-            req.repo, title=req.title, body=req.body, labels=list(req.labels)
+            req.repo, title=req.title, body=req.body, labels=req.labels
         )
         return IssueRef(number=issue.number, url=issue.html_url)
 
