@@ -15,11 +15,13 @@ import hashlib
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+import msgspec
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts import actions
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.github.issue_records import Issue, IssueComment
@@ -55,6 +57,22 @@ class CommentApi(Protocol):
     async def is_app_login(self, login: str) -> bool: ...
 
 
+class CommentRequest(msgspec.Struct, frozen=True):
+    """What a `publish_decision` side effect posts (its row's `request`, bot/idempotency.py).
+    Field order is the stored JSON's key order, as rows written before this type have it."""
+
+    repo: str
+    issue: int
+    body: str  # ends with the publish's key marker: how a retry finds the comment
+
+
+class CommentRef(msgspec.Struct, frozen=True):
+    """The comment a `publish_decision` side effect posted or found (its row's `result`)."""
+
+    comment_id: int
+    comment_url: str
+
+
 @dataclass(frozen=True)
 class Published:
     issue: int
@@ -62,13 +80,13 @@ class Published:
     comment_url: str
     reused: bool
 
-    def as_response(self) -> dict[str, Any]:
-        return {
-            "published": True,
-            "issue": self.issue,
-            "comment_id": self.comment_id,
-            "comment_url": self.comment_url,
-        }
+    def as_response(self) -> actions.Published:
+        return actions.Published(
+            published=True,
+            issue=self.issue,
+            comment_id=self.comment_id,
+            comment_url=self.comment_url,
+        )
 
 
 def decision_comment(body: str, key: str, *, by: str | None = None) -> str:
@@ -114,41 +132,38 @@ class DecisionPublisher:
         # 404 with GitHub's message when the issue does not exist, before anything is stored.
         await self.github.get_issue(repo, issue)
 
-        async def post(req: dict[str, Any]) -> dict[str, Any]:
-            created = await self.github.create_comment(req["repo"], req["issue"], req["body"])
-            return {"comment_id": created.id, "comment_url": created.html_url}
+        async def post(req: CommentRequest) -> CommentRef:
+            created = await self.github.create_comment(req.repo, req.issue, req.body)
+            return CommentRef(comment_id=created.id, comment_url=created.html_url)
 
-        async def find(req: dict[str, Any]) -> dict[str, Any] | None:
+        async def find(req: CommentRequest) -> CommentRef | None:
             needle = f"<!-- steelframe-publish:{key.removeprefix('publish:')} -->"
-            for existing in await self.github.list_comments(req["repo"], req["issue"]):
+            for existing in await self.github.list_comments(req.repo, req.issue):
                 # Only the App's own comment counts: anyone can type the marker.
                 if needle in existing.body and await self.github.is_app_login(existing.author):
-                    return {"comment_id": existing.id, "comment_url": existing.html_url}
+                    return CommentRef(comment_id=existing.id, comment_url=existing.html_url)
             return None
 
         outcome = await run_once(
             self.db,
             key=key,
             kind="publish_decision",
-            request={"repo": repo, "issue": issue, "body": comment},
+            request=CommentRequest(repo=repo, issue=issue, body=comment),
             perform=post,
             reconcile=find,
+            result_type=CommentRef,
             clock=self.clock,
         )
         # Idempotent by nature: removing a label that is gone is a no-op.
         await self.github.remove_label(repo, issue, NEEDS_HUMAN_LABEL)
-        return _published(issue, outcome.result, reused=outcome.reused)
+        return Published(
+            issue=issue,
+            comment_id=outcome.result.comment_id,
+            comment_url=outcome.result.comment_url,
+            reused=outcome.reused,
+        )
 
 
 def _operator_name(session: Session, operator_id: int) -> str | None:
     operator = session.get(Operator, operator_id)
     return operator.name if operator is not None else None
-
-
-def _published(issue: int, result: dict[str, Any], *, reused: bool) -> Published:
-    return Published(
-        issue=issue,
-        comment_id=int(result["comment_id"]),
-        comment_url=str(result["comment_url"]),
-        reused=reused,
-    )

@@ -12,9 +12,12 @@ import logging
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Protocol
+
+import msgspec
 
 from bot.clock import Clock, utcnow
+from bot.contracts.actions import Filed
 from bot.db import Database
 from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest
@@ -56,7 +59,24 @@ class TaskStarter(Protocol):
         body: str | None,
         origin_session: str | None,
         cause: str,
-    ) -> Any: ...
+    ) -> object: ...
+
+
+class IssueRequest(msgspec.Struct, frozen=True):
+    """What a `file_issue` side effect creates (its row's `request`, bot/idempotency.py).
+    Field order is the stored JSON's key order, as rows written before this type have it."""
+
+    repo: str
+    title: str
+    body: str  # ends with the filing's marker: how a retry finds the issue
+    labels: list[str]
+
+
+class IssueRef(msgspec.Struct, frozen=True):
+    """The issue a `file_issue` side effect made or found (its row's `result`)."""
+
+    number: int
+    url: str
 
 
 @dataclass(frozen=True)
@@ -66,12 +86,12 @@ class FiledIssue:
     task_started: bool
     reused: bool
 
-    def as_response(self) -> dict[str, Any]:
-        return {
-            "filed_issue_number": self.number,
-            "filed_issue_url": self.url,
-            "filed_task_started": self.task_started,
-        }
+    def as_response(self) -> Filed:
+        return Filed(
+            filed_issue_number=self.number,
+            filed_issue_url=self.url,
+            filed_task_started=self.task_started,
+        )
 
 
 # A memory issue says what its worker does (bot/lifecycle/memory_task.py): the fact sits
@@ -153,15 +173,15 @@ class FilingService:
             raise BadRequest("an issue needs a title", detail={"field": "title"})
         if kind is FilingKind.MEMORY:
             body = memory_issue_body(title, body or title)
-        request = {
-            "repo": repo,
-            "title": title,
-            "body": f"{body.rstrip()}\n\n{marker(key)}".lstrip(),
-            "labels": self.labels_for(kind),
-        }
+        request = IssueRequest(
+            repo=repo,
+            title=title,
+            body=f"{body.rstrip()}\n\n{marker(key)}".lstrip(),
+            labels=self.labels_for(kind),
+        )
 
-        async def find(req: dict[str, Any]) -> dict[str, Any] | None:
-            return await self._find_filed(req["repo"], marker(key), source_label_of(req["labels"]))
+        async def find(req: IssueRequest) -> IssueRef | None:
+            return await self._find_filed(req.repo, marker(key), source_label_of(req.labels))
 
         outcome = await run_once(
             self.db,
@@ -170,27 +190,26 @@ class FilingService:
             request=request,
             perform=self._create,
             reconcile=find,
+            result_type=IssueRef,
             clock=self.clock,
         )
-        number, url = int(outcome.result["number"]), str(outcome.result["url"])
-        started = await self._start_task(
-            repo, number, title, str(request["body"]), origin_session, kind
-        )
+        number, url = outcome.result.number, outcome.result.url
+        started = await self._start_task(repo, number, title, request.body, origin_session, kind)
         log.info("filed %s#%s (key %s, reused=%s)", repo, number, key, outcome.reused)
         return FiledIssue(number, url, started, outcome.reused)
 
-    async def _create(self, req: dict[str, Any]) -> dict[str, Any]:
+    async def _create(self, req: IssueRequest) -> IssueRef:
         issue = await self.github.create_issue(
-            req["repo"], title=req["title"], body=req["body"], labels=req["labels"]
+            req.repo, title=req.title, body=req.body, labels=req.labels
         )
-        return {"number": issue.number, "url": issue.html_url}
+        return IssueRef(number=issue.number, url=issue.html_url)
 
-    async def _find_filed(self, repo: str, needle: str, label: str) -> dict[str, Any] | None:
+    async def _find_filed(self, repo: str, needle: str, label: str) -> IssueRef | None:
         """The issue an earlier attempt filed (after a crash between create and record)."""
         for issue in await self.github.list_issues(repo, state="all", labels=[label]):
             # Only an issue the App opened counts: anyone can type the marker.
             if needle in (issue.body or "") and await self.github.is_app_login(issue.author):
-                return {"number": issue.number, "url": issue.html_url}
+                return IssueRef(number=issue.number, url=issue.html_url)
         return None
 
     async def _start_task(

@@ -4,6 +4,12 @@
 caller waits for the first one's result instead of acting too. Before acting it asks the
 caller's `reconcile` whether the effect already happened (a crash or an ambiguous upstream
 error after the effect), and stores the result when done; later calls return it unchanged.
+
+Requests and results are the caller's typed records (msgspec Structs: bot/filing.py,
+bot/decisions.py), stored as the JSON `msgspec.to_builtins` makes of them in the
+`request` and `result` columns and decoded with the caller's types when read back. That
+JSON is the only untyped data here and it stays in this module: one table holds every
+kind's rows, each kind with its own shape, so only the caller knows the type.
 """
 
 from __future__ import annotations
@@ -12,8 +18,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
+import msgspec
 from sqlalchemy import JSON, String, UniqueConstraint, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -28,6 +35,15 @@ POLL_SECONDS = 0.05
 PENDING = "pending"
 DONE = "done"
 
+Req = TypeVar("Req")
+Res = TypeVar("Res")
+# A request or result as stored: the builtins (dicts, lists, strings, numbers) of a record.
+_Json = Any
+# The untyped form: plain JSON objects in and out, what `run_once` takes without a
+# `result_type`. No caller in the service uses it (each has its records); it is kept because
+# this layer's own tests (tests/test_idempotency.py) drive it with dicts.
+JsonObject = dict[str, Any]
+
 
 class SideEffect(Base):
     __tablename__ = "side_effects"
@@ -37,16 +53,16 @@ class SideEffect(Base):
     key: Mapped[str] = mapped_column(String(120))
     kind: Mapped[str] = mapped_column(String(40))
     status: Mapped[str] = mapped_column(String(20))
-    request: Mapped[dict[str, Any]] = mapped_column(JSON)
-    result: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    request: Mapped[_Json] = mapped_column(JSON)
+    result: Mapped[_Json | None] = mapped_column(JSON)
     lease_until: Mapped[datetime | None]
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
 
 @dataclass(frozen=True)
-class Outcome:
-    result: dict[str, Any]
+class Outcome(Generic[Res]):
+    result: Res
     reused: bool
 
 
@@ -54,13 +70,44 @@ class Outcome:
 class _Claim:
     owner: bool
     status: str
-    request: dict[str, Any]
-    result: dict[str, Any] | None
+    request: _Json
+    result: _Json | None
     fresh: bool = False  # first claim of the key: nothing can have happened yet
 
 
-Action = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-Reconcile = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+Action = Callable[[Req], Awaitable[Res]]
+Reconcile = Callable[[Req], Awaitable[Res | None]]
+
+
+@overload
+async def run_once(
+    db: Database,
+    *,
+    key: str,
+    kind: str,
+    request: Req,
+    perform: Action[Req, Res],
+    reconcile: Reconcile[Req, Res],
+    result_type: type[Res],
+    clock: Clock = ...,
+    lease: timedelta = ...,
+    wait_seconds: float = ...,
+) -> Outcome[Res]: ...
+
+
+@overload
+async def run_once(
+    db: Database,
+    *,
+    key: str,
+    kind: str,
+    request: JsonObject,
+    perform: Action[JsonObject, JsonObject],
+    reconcile: Reconcile[JsonObject, JsonObject],
+    clock: Clock = ...,
+    lease: timedelta = ...,
+    wait_seconds: float = ...,
+) -> Outcome[JsonObject]: ...
 
 
 async def run_once(
@@ -68,27 +115,34 @@ async def run_once(
     *,
     key: str,
     kind: str,
-    request: dict[str, Any],
-    perform: Action,
-    reconcile: Reconcile,
+    request: Any,
+    perform: Action[Any, Any],
+    reconcile: Reconcile[Any, Any],
+    result_type: type[Any] = dict,
     clock: Clock = utcnow,
     lease: timedelta = DEFAULT_LEASE,
     wait_seconds: float = DEFAULT_WAIT_SECONDS,
-) -> Outcome:
-    """Perform `kind` for `key` at most once; the first stored request wins for the key."""
+) -> Outcome[Any]:
+    """Perform `kind` for `key` at most once; the first stored request wins for the key.
+
+    `perform` and `reconcile` get the stored request decoded as `type(request)`; a result
+    stored by an earlier call is decoded as `result_type`. A stored row that does not
+    decode as those types raises (msgspec.ValidationError): a kind's shape is its own."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
+    stored_form = msgspec.to_builtins(request)  # what a first claim stores
     while True:
-        claim = await db.run(_claim, key, kind, request, lease, clock)
+        claim = await db.run(_claim, key, kind, stored_form, lease, clock)
         if claim.status == DONE and claim.result is not None:
-            return Outcome(claim.result, reused=True)
+            return Outcome(msgspec.convert(claim.result, result_type), reused=True)
         if claim.owner:
             break
         if loop.time() > deadline:
             raise Conflict(f"{kind} {key} is in progress elsewhere; retry shortly")
         await asyncio.sleep(POLL_SECONDS)
-    stored_request = claim.request
     try:
+        # Inside the try: a stored request that does not decode releases the lease too.
+        stored_request = msgspec.convert(claim.request, type(request))
         # A key claimed before (a crash, an error) may have had its effect: look first. A
         # fresh key cannot have, so the common path costs no look-up.
         result = None if claim.fresh else await reconcile(stored_request)
@@ -104,21 +158,23 @@ async def run_once(
     except BaseException:
         await db.run(_release, key, clock)
         raise
-    await db.run(_complete, key, result, clock)
+    await db.run(_complete, key, msgspec.to_builtins(result), clock)
     return Outcome(result, reused=reused)
 
 
-def completed(session: Session, key: str) -> dict[str, Any] | None:
+def completed(session: Session, key: str, result_type: type[Res]) -> Res | None:
     """The stored result of a finished side effect, if `key` has one."""
     row = session.scalar(select(SideEffect).where(SideEffect.key == key))
-    return row.result if row is not None and row.status == DONE else None
+    if row is None or row.status != DONE or row.result is None:
+        return None
+    return msgspec.convert(row.result, result_type)
 
 
 def _claim(
     session: Session,
     key: str,
     kind: str,
-    request: dict[str, Any],
+    request: _Json,
     lease: timedelta,
     clock: Clock,
 ) -> _Claim:
@@ -150,7 +206,7 @@ def _claim(
     return _Claim(owner=True, status=PENDING, request=row.request, result=None)
 
 
-def _complete(session: Session, key: str, result: dict[str, Any], clock: Clock) -> None:
+def _complete(session: Session, key: str, result: _Json, clock: Clock) -> None:
     row = session.scalar(select(SideEffect).where(SideEffect.key == key).with_for_update())
     assert row is not None
     row.status = DONE

@@ -15,6 +15,7 @@ from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.credentials import OPERATOR_ID
 from http_edge.validation import issue_number, optional_str, read_json, reject_unknown
 from operator_api.deps import OPERATOR_API
+from operator_api.json_answers import json_answer
 from operator_api.openapi import Endpoints, errors, json_body
 from operator_api.schemas import ref
 from operator_api.validation import session_id
@@ -86,7 +87,7 @@ async def publish_decision(request: web.Request) -> web.Response:
     cleared = await api.db.run(decision_published, operator, session_id=sid, issue=issue)
     if cleared is not None:
         await api.chat_sessions.session_updated(operator, cleared)
-    return web.json_response(published.as_response())
+    return json_answer(published.as_response())
 
 
 @endpoints.post(
@@ -141,4 +142,4 @@ async def file_pending(request: web.Request) -> web.Response:
     if proposal is not None and sid is not None:
         await api.db.run(clear_pending, operator, sid, proposal.key)
         await api.chat_sessions.session_updated(operator, sid)
-    return web.json_response(filed.as_response(), status=201 if not filed.reused else 200)
+    return json_answer(filed.as_response(), status=201 if not filed.reused else 200)

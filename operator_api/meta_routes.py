@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from bot import __version__
 from operator_api.deps import OPERATOR_API
+from operator_api.json_answers import json_answer
 from operator_api.openapi import OPENAPI_DOCUMENT, Endpoints, json_body, text_body
 from operator_api.reference import render_reference
 from operator_api.schemas import ref
@@ -23,11 +23,7 @@ routes = endpoints.routes
 async def healthz(request: web.Request) -> web.Response:
     """Liveness: the process answers (200), whatever its dependencies say; a restart would
     not fix the database. The body still says how they are."""
-    checks = await request.app[OPERATOR_API].readiness.health()
-    healthy = checks["database"] and checks["redis"] is not False
-    return web.json_response(
-        {"status": "ok" if healthy else "degraded", "version": __version__, **checks}
-    )
+    return json_answer(await request.app[OPERATOR_API].readiness.health())
 
 
 @endpoints.get(
@@ -39,12 +35,8 @@ async def healthz(request: web.Request) -> web.Response:
 )
 async def readyz(request: web.Request) -> web.Response:
     """Readiness: 503 naming what is down, so a load balancer sends no traffic here."""
-    checks = await request.app[OPERATOR_API].readiness.checks()
-    ready = all(check["ok"] for check in checks.values())
-    return web.json_response(
-        {"status": "ready" if ready else "not_ready", "checks": checks},
-        status=200 if ready else 503,
-    )
+    ready = await request.app[OPERATOR_API].readiness.ready()
+    return json_answer(ready, status=200 if ready.status == "ready" else 503)
 
 
 @endpoints.get(

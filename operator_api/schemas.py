@@ -6,8 +6,9 @@ fails on a key the service sends but this document does not name.
 
 The shapes are tables, one entry per key: rows such as `"name": {"type": "string"}` repeat
 in many objects (a `duplicates` row) because many objects carry such keys, not copied logic;
-keys two objects share in meaning are declared once (`session_fields`). The task JSON and
-the events stream's frames are generated from their Structs (bot.contracts).
+keys two objects share in meaning are declared once (`session_fields`). The answers (chat,
+the task JSON, the events stream's frames, the explicit actions, /healthz and /readyz) are
+generated from their Structs (bot.contracts).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from typing import Any
 import msgspec
 
 from bot.contracts import chat
+from bot.contracts.actions import Filed, Published
 from bot.contracts.events import EventFrame
+from bot.contracts.health import Health, Readiness
 from bot.contracts.tasks import Board, TaskDetail, TaskLog
 
 REF_TEMPLATE = "#/components/schemas/{name}"
@@ -73,7 +76,11 @@ def _chat_schemas() -> dict[str, Any]:
 
 
 def _action_schemas() -> dict[str, Any]:
+    """The explicit actions' requests, and their answers generated from their Structs
+    (bot.contracts.actions)."""
+    _, answers = msgspec.json.schema_components([Published, Filed], ref_template=REF_TEMPLATE)
     return {
+        **answers,
         "DecisionRequest": request_object(
             {
                 "issue": {"type": "integer", "minimum": 1},
@@ -88,14 +95,6 @@ def _action_schemas() -> dict[str, Any]:
             },
             required=("issue", "body"),
         ),
-        "Published": exact(
-            {
-                "published": {"type": "boolean"},
-                "issue": {"type": "integer"},
-                "comment_id": {"type": "integer"},
-                "comment_url": {"type": "string"},
-            }
-        ),
         "FileRequest": request_object(
             {
                 "session": {"type": ["string", "null"]},
@@ -109,13 +108,6 @@ def _action_schemas() -> dict[str, Any]:
                 "title": {"type": ["string", "null"], "maxLength": 200},
                 "issue": {"type": ["integer", "null"], "minimum": 1},
                 "agent": {"type": ["string", "null"]},
-            }
-        ),
-        "Filed": exact(
-            {
-                "filed_issue_number": {"type": "integer"},
-                "filed_issue_url": {"type": "string"},
-                "filed_task_started": {"type": "boolean"},
             }
         ),
     }
@@ -154,6 +146,12 @@ def _event_schemas() -> dict[str, Any]:
     return {"Event": event, **components}
 
 
+def _health_schemas() -> dict[str, Any]:
+    """/healthz's and /readyz's answers, generated from their Structs (bot.contracts.health)."""
+    _, components = msgspec.json.schema_components([Health, Readiness], ref_template=REF_TEMPLATE)
+    return components
+
+
 def component_schemas() -> dict[str, Any]:
     """A fresh copy each call: every app's document owns its schemas."""
     return {
@@ -161,26 +159,7 @@ def component_schemas() -> dict[str, Any]:
             {"error": {"type": "string"}, "code": {"type": "string"}, "detail": {}},
             optional=("detail",),
         ),
-        "Health": exact(
-            {
-                "status": {"enum": ["ok", "degraded"]},
-                "version": {"type": "string"},
-                "database": {"type": "boolean"},
-                "redis": {"type": ["boolean", "null"]},
-                "coding_sandbox": ref("CodingSandbox"),
-            }
-        ),
-        "Readiness": exact(
-            {
-                "status": {"enum": ["ready", "not_ready"]},
-                "checks": {
-                    "type": "object",
-                    "additionalProperties": exact(
-                        {"ok": {"type": "boolean"}, "detail": {"type": "string"}}
-                    ),
-                },
-            }
-        ),
+        **_health_schemas(),
         **_chat_schemas(),
         **_action_schemas(),
         **_task_schemas(),

@@ -170,3 +170,230 @@ def test_decision_comment_has_the_marker_exactly_once() -> None:
     assert publish_key(1, "o/r", 1, None) != publish_key(1, "o/r", 1, None)
     with pytest.raises(BadRequest):
         decision_comment(f"  {DECISION_MARKER} ", "abc")
+
+
+# Typed records: what filing and publishing store, and rows the dict-based code wrote before.
+
+OLD_FILING_REQUEST = (
+    '{"repo": "o/r", "title": "Add a cache", "body": "Red.\\n\\n'
+    '<!-- steelframe-filing:a6ec5584667e7932047fda4e609e670cce579c37 -->", '
+    '"labels": ["steelframe:work-on-this", "steelframe:from-api"]}'
+)
+OLD_FILING_RESULT = '{"number": 7, "url": "https://github.com/o/r/issues/7"}'
+OLD_PUBLISH_REQUEST = '{"repo": "o/r", "issue": 7, "body": "<!-- steelframe-decision -->\\nGo."}'
+OLD_PUBLISH_RESULT = (
+    '{"comment_id": 100011, "comment_url": "https://github.com/o/r/issues/7#issuecomment-100011"}'
+)
+
+
+def _stored_row(
+    session: Any, key: str, kind: str, status: str, request: str, result: str | None
+) -> None:
+    """A row as the code before typed records wrote it: the JSON text, key order included."""
+    from datetime import datetime
+
+    from sqlalchemy import text
+
+    session.execute(
+        text(
+            "INSERT INTO side_effects (key, kind, status, request, result, lease_until,"
+            " created_at, updated_at) VALUES (:key, :kind, :status, :request, :result, NULL,"
+            " :now, :now)"
+        ),
+        {
+            "key": key,
+            "kind": kind,
+            "status": status,
+            "request": request,
+            "result": result,
+            "now": datetime(2026, 12, 1),
+        },
+    )
+
+
+def _stored_text(session: Any, key: str) -> tuple[str, str | None]:
+    from sqlalchemy import text
+
+    row = session.execute(
+        text("SELECT CAST(request AS TEXT), CAST(result AS TEXT) FROM side_effects WHERE key = :k"),
+        {"k": key},
+    ).one()
+    return row[0], row[1]
+
+
+async def _never(request: Any) -> Any:
+    raise AssertionError(f"acted again on {request!r}")
+
+
+async def test_rows_stored_as_dicts_read_back_as_the_typed_records(database: Any) -> None:
+    from bot.decisions import CommentRef, CommentRequest
+    from bot.filing import IssueRef, IssueRequest
+
+    database.call(
+        _stored_row, "filing:old", "file_issue", "done", OLD_FILING_REQUEST, OLD_FILING_RESULT
+    )
+    database.call(
+        _stored_row,
+        "publish:old",
+        "publish_decision",
+        "done",
+        OLD_PUBLISH_REQUEST,
+        OLD_PUBLISH_RESULT,
+    )
+    filed = await run_once(
+        database,
+        key="filing:old",
+        kind="file_issue",
+        request=IssueRequest(repo="o/r", title="other", body="other", labels=[]),
+        perform=_never,
+        reconcile=_never,
+        result_type=IssueRef,
+    )
+    assert filed.reused and filed.result == IssueRef(7, "https://github.com/o/r/issues/7")
+    published = await run_once(
+        database,
+        key="publish:old",
+        kind="publish_decision",
+        request=CommentRequest(repo="o/r", issue=7, body="other"),
+        perform=_never,
+        reconcile=_never,
+        result_type=CommentRef,
+    )
+    assert published.reused
+    assert published.result == CommentRef(
+        100011, "https://github.com/o/r/issues/7#issuecomment-100011"
+    )
+
+
+async def test_a_crashed_dict_row_gives_reconcile_its_stored_request_typed(database: Any) -> None:
+    """A filing the old code claimed and never finished: the next attempt reconciles with the
+    request stored then (the first stored request wins), decoded as the typed record."""
+    from bot.filing import IssueRef, IssueRequest
+
+    database.call(_stored_row, "filing:crashed", "file_issue", "pending", OLD_FILING_REQUEST, None)
+    seen: list[IssueRequest] = []
+
+    async def find(request: IssueRequest) -> IssueRef | None:
+        seen.append(request)
+        return IssueRef(number=7, url="https://github.com/o/r/issues/7")
+
+    outcome = await run_once(
+        database,
+        key="filing:crashed",
+        kind="file_issue",
+        request=IssueRequest(repo="o/r", title="retry", body="retry", labels=[]),
+        perform=_never,
+        reconcile=find,
+        result_type=IssueRef,
+    )
+    assert outcome.reused and outcome.result.number == 7
+    [stored] = seen
+    assert stored.title == "Add a cache" and stored.labels[1] == "steelframe:from-api"
+
+
+async def test_typed_records_store_the_json_the_dicts_stored(database: Any) -> None:
+    """The same request and result, once as the dicts the old code passed and once as the
+    typed records: the columns hold the same text, so either code reads the other's rows."""
+    import json
+
+    from bot.decisions import CommentRef, CommentRequest
+
+    request = json.loads(OLD_PUBLISH_REQUEST)
+    result = json.loads(OLD_PUBLISH_RESULT)
+
+    async def as_dict(req: dict[str, Any]) -> dict[str, Any]:
+        return dict(result)
+
+    async def as_record(req: CommentRequest) -> CommentRef:
+        return CommentRef(**result)
+
+    async def nothing(req: Any) -> None:
+        return None
+
+    await run_once(
+        database,
+        key="publish:dict",
+        kind="publish_decision",
+        request=request,
+        perform=as_dict,
+        reconcile=nothing,
+    )
+    typed = await run_once(
+        database,
+        key="publish:typed",
+        kind="publish_decision",
+        request=CommentRequest(**request),
+        perform=as_record,
+        reconcile=nothing,
+        result_type=CommentRef,
+    )
+    assert not typed.reused and typed.result == CommentRef(**result)
+    assert database.call(_stored_text, "publish:typed") == database.call(
+        _stored_text, "publish:dict"
+    )
+
+
+async def test_completed_reads_the_stored_result_typed(database: Any) -> None:
+    from bot.filing import IssueRef
+    from bot.idempotency import completed
+
+    database.call(
+        _stored_row, "filing:done", "file_issue", "done", OLD_FILING_REQUEST, OLD_FILING_RESULT
+    )
+    database.call(_stored_row, "filing:pending", "file_issue", "pending", OLD_FILING_REQUEST, None)
+    assert database.call(completed, "filing:done", IssueRef) == IssueRef(
+        7, "https://github.com/o/r/issues/7"
+    )
+    assert database.call(completed, "filing:pending", IssueRef) is None
+    assert database.call(completed, "filing:missing", IssueRef) is None
+
+
+async def test_a_stored_result_of_another_shape_is_refused_not_guessed(database: Any) -> None:
+    """Unknown is a failure: a row whose result does not decode as the caller's type raises
+    instead of answering with made-up fields (and nothing is done again)."""
+    import msgspec
+
+    from bot.filing import IssueRef
+
+    database.call(
+        _stored_row, "filing:odd", "file_issue", "done", OLD_FILING_REQUEST, OLD_PUBLISH_RESULT
+    )
+    with pytest.raises(msgspec.ValidationError):
+        await run_once(
+            database,
+            key="filing:odd",
+            kind="file_issue",
+            request={},
+            perform=_never,
+            reconcile=_never,
+            result_type=IssueRef,
+        )
+
+
+async def test_a_stored_request_of_another_shape_raises_and_frees_the_key(database: Any) -> None:
+    """A pending row whose request does not decode as the caller's type: nothing is done,
+    the error says so, and the lease is given back rather than held until it expires."""
+    import msgspec
+    from sqlalchemy import text
+
+    from bot.filing import IssueRef, IssueRequest
+
+    database.call(
+        _stored_row, "filing:odd-request", "file_issue", "pending", OLD_PUBLISH_REQUEST, None
+    )
+    with pytest.raises(msgspec.ValidationError):
+        await run_once(
+            database,
+            key="filing:odd-request",
+            kind="file_issue",
+            request=IssueRequest(repo="o/r", title="t", body="b", labels=[]),
+            perform=_never,
+            reconcile=_never,
+            result_type=IssueRef,
+        )
+    lease = database.call(
+        lambda session: session.execute(
+            text("SELECT lease_until FROM side_effects WHERE key = 'filing:odd-request'")
+        ).scalar_one()
+    )
+    assert lease is None
