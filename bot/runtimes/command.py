@@ -273,11 +273,10 @@ class _LineMapper:
         """A streamed API event (`--include-partial-messages`): once one carries a delta, the
         whole `assistant` messages that follow repeat what the deltas said."""
         event = EVENTS.decode(raw, at="$.event")
-        if isinstance(event, MessageDelta):
+        if isinstance(event, ContentBlockDelta | MessageDelta):
             self._partial = True
         if not isinstance(event, ContentBlockDelta):
             return []
-        self._partial = True
         delta = DELTAS.decode(event.delta, at="$.event.delta")
         if isinstance(delta, TextDelta) and delta.text:
             return [Delta(delta.text)]
