@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.contracts.coding_protocol import AgentEvent, Log, Progress, Result, Session, Usage
 from bot.lifecycle.agents import aider, claude, codex
 from bot.lifecycle.agents.base import AgentRun, find_question
 from bot.lifecycle.agents.presets import PRESETS, Agent, version_in
@@ -22,26 +23,21 @@ def lines(name: str) -> list[str]:
     return [line for line in (BIN / name).read_text().splitlines() if line.strip()]
 
 
-def feed(parser: claude.ClaudeParser | codex.CodexParser | aider.AiderParser, text: list[str]):
+def feed(
+    parser: claude.ClaudeParser | codex.CodexParser | aider.AiderParser, text: list[str]
+) -> list[AgentEvent]:
     return [event for line in text for event in parser.feed(line)]
 
 
 def test_claude_success_transcript_gives_session_progress_usage_and_done() -> None:
     parser = claude.ClaudeParser()
     events = feed(parser, lines("claude-2.1.332-success.jsonl"))
-    assert events[0] == {"type": "session", "session_id": "3980c19e-ebae-42df-a511-cda77399ad90"}
-    assert {"type": "progress", "action": "edit", "name": "Write"} in events
-    assert {
-        "type": "usage",
-        "input_tokens": 240,
-        "output_tokens": 38,
-        "cost_usd": 0.00129,
-    } in events
-    assert parser.result(0, changed=True) == {
-        "type": "result",
-        "status": "done",
-        "summary": "Done: created hello.txt.",
-    }
+    assert events[0] == Session(session_id="3980c19e-ebae-42df-a511-cda77399ad90")
+    assert Progress(action="edit", name="Write") in events
+    assert Usage(input_tokens=240, output_tokens=38, cost_usd=0.00129) in events
+    assert parser.result(0, changed=True) == Result(
+        status="done", summary="Done: created hello.txt."
+    )
 
 
 def test_claude_result_is_found_whatever_its_key_order() -> None:
@@ -49,7 +45,7 @@ def test_claude_result_is_found_whatever_its_key_order() -> None:
     assert next(iter(final)) != "type"  # the observed line is not type-first
     parser = claude.ClaudeParser()
     parser.feed(json.dumps(dict(sorted(final.items()))))
-    assert parser.result(0, changed=True)["status"] == "done"
+    assert parser.result(0, changed=True).status == "done"
 
 
 def test_claude_api_error_is_success_subtype_with_is_error_and_fails() -> None:
@@ -58,34 +54,34 @@ def test_claude_api_error_is_success_subtype_with_is_error_and_fails() -> None:
     final.update(is_error=True, terminal_reason="api_error", result="API Error: boom")
     parser.feed(json.dumps(final))
     result = parser.result(1, changed=False)
-    assert result["status"] == "error" and "model API" in result["error"]
-    assert "boom" not in result["error"]  # the error text is the worker's words
+    assert result.status == "error" and "model API" in str(result.error)
+    assert "boom" not in str(result.error)  # the error text is the worker's words
 
 
 def test_claude_max_turns_and_budget_are_limits() -> None:
     parser = claude.ClaudeParser()
     parser.feed(json.dumps({"type": "result", "subtype": "error_max_turns", "is_error": True}))
-    assert parser.result(1, changed=False)["limit"] == "turns"
+    assert parser.result(1, changed=False).limit == "turns"
     parser = claude.ClaudeParser()
     parser.feed(json.dumps({"type": "result", "subtype": "error_max_budget_usd", "is_error": True}))
-    assert parser.result(1, changed=False)["limit"] == "cost"
+    assert parser.result(1, changed=False).limit == "cost"
 
 
 def test_claude_denial_without_a_change_fails_and_exit_zero_is_not_enough() -> None:
     parser = claude.ClaudeParser()
     events = feed(parser, lines("claude-2.1.332-denied.jsonl"))
-    assert any("denied Write" in e.get("text", "") for e in events)
+    assert any(isinstance(e, Log) and "denied Write" in e.text for e in events)
     final = json.loads(lines("claude-2.1.332-success.jsonl")[-1])
     final["permission_denials"] = [{"tool_name": "Write", "tool_use_id": "t", "tool_input": {}}]
     parser.feed(json.dumps(final))
-    assert parser.result(0, changed=False)["status"] == "error"
-    assert parser.result(0, changed=True)["status"] == "done"
+    assert parser.result(0, changed=False).status == "error"
+    assert parser.result(0, changed=True).status == "done"
 
 
 def test_claude_without_a_result_line_fails() -> None:
     parser = claude.ClaudeParser()
     feed(parser, lines("claude-2.1.332-success.jsonl")[:2])
-    assert parser.result(0, changed=True)["status"] == "error"
+    assert parser.result(0, changed=True).status == "error"
 
 
 def test_claude_question_marker_becomes_a_question() -> None:
@@ -93,11 +89,7 @@ def test_claude_question_marker_becomes_a_question() -> None:
     final = json.loads(lines("claude-2.1.332-success.jsonl")[-1])
     final["result"] = "I looked.\nSTEELFRAME-QUESTION: Redis or SQLite?"
     parser.feed(json.dumps(final))
-    assert parser.result(0, changed=False) == {
-        "type": "result",
-        "status": "question",
-        "question": "Redis or SQLite?",
-    }
+    assert parser.result(0, changed=False) == Result(status="question", question="Redis or SQLite?")
 
 
 def test_claude_command_line_follows_the_documented_headless_invocation(tmp_path: Path) -> None:
@@ -128,22 +120,20 @@ def test_claude_session_of_an_earlier_run_is_carried_to_this_cwd(tmp_path: Path)
 def test_codex_success_transcript_tolerates_reconnect_errors_and_warnings() -> None:
     parser = codex.CodexParser(prices={"input": 1.25, "output": 10.0})
     events = feed(parser, lines("codex-0.171.0-success.jsonl"))
-    assert events[0] == {"type": "session", "session_id": "01a2309f-3e0c-7131-8437-cf8bea381ecb"}
-    assert [e for e in events if e["type"] == "progress"] == [
-        {"type": "progress", "action": "command", "name": "shell"}
+    assert events[0] == Session(session_id="01a2309f-3e0c-7131-8437-cf8bea381ecb")
+    assert [e for e in events if isinstance(e, Progress)] == [
+        Progress(action="command", name="shell")
     ]
-    usage = [e for e in events if e["type"] == "usage"]
-    assert usage == [
-        {"type": "usage", "input_tokens": 2400, "output_tokens": 100, "cost_usd": 0.004}
-    ]
-    assert parser.result(0, changed=True)["summary"] == "Done: created hello.txt."
+    usage = [e for e in events if isinstance(e, Usage)]
+    assert usage == [Usage(input_tokens=2400, output_tokens=100, cost_usd=0.004)]
+    assert parser.result(0, changed=True).summary == "Done: created hello.txt."
 
 
 def test_codex_turn_failed_is_a_failure() -> None:
     parser = codex.CodexParser()
     feed(parser, lines("codex-0.171.0-success.jsonl")[:3] + lines("codex-0.171.0-failure.jsonl"))
     result = parser.result(1, changed=False)
-    assert result["status"] == "error" and "sk-bad" not in result["error"]
+    assert result.status == "error" and "sk-bad" not in str(result.error)
 
 
 def test_codex_command_line_resumes_with_flags_before_resume(tmp_path: Path) -> None:
@@ -165,14 +155,9 @@ def test_aider_applied_edits_and_usage_line() -> None:
             "$0.0081 session.",
         ],
     )
-    assert events[0] == {"type": "progress", "action": "edit", "name": "aider"}
-    assert events[1] == {
-        "type": "usage",
-        "input_tokens": 2100,
-        "output_tokens": 120,
-        "cost_usd": 0.0081,
-    }
-    assert parser.result(0, changed=True)["status"] == "done"
+    assert events[0] == Progress(action="edit", name="aider")
+    assert events[1] == Usage(input_tokens=2100, output_tokens=120, cost_usd=0.0081)
+    assert parser.result(0, changed=True).status == "done"
 
 
 @pytest.mark.parametrize(
@@ -182,7 +167,7 @@ def test_aider_applied_edits_and_usage_line() -> None:
 def test_aider_exit_zero_with_an_error_line_and_no_change_is_a_failure(line: str) -> None:
     parser = aider.AiderParser()
     parser.feed(line)
-    assert parser.result(0, changed=False)["status"] == "error"
+    assert parser.result(0, changed=False).status == "error"
 
 
 def test_aider_command_line_never_lets_aider_commit(tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from bot.lifecycle.agents.presets import Agent
+from bot.lifecycle.models import TaskLog
 from bot.lifecycle.states import TaskState
 from tests.fakes.anthropic_server import FakeAnthropic, answer, tool_round
 from tests.fakes.lifecycle import Make
@@ -34,6 +35,12 @@ def _endpoint(url: str) -> str:
     """The fake server's host:port, which the run's egress proxy may reach although it is
     on loopback (STEELFRAME_EGRESS_PRIVATE)."""
     return urlsplit(url).netloc
+
+
+def kept_log(lc: Any, task_id: int) -> str:
+    """The task's private run logs: the adapter's protocol lines, as the worker kept them."""
+    rows = lc.ctx.db.call(lambda s: s.query(TaskLog).filter(TaskLog.task_id == task_id).all())
+    return "\n".join(row.text for row in rows)
 
 
 @pytest.fixture
@@ -105,6 +112,10 @@ async def test_real_claude_code_delivers_through_the_preset(
     assert "Create hello.txt containing the word hello." in first
     home = Path(lc.settings.data_dir, "agent-homes", f"task-{task.id}")
     assert (await asyncio.to_thread(os.listdir, home / ".claude")) != []  # sessions kept
+    # Every line the real CLI printed fit the Structs of its format (a malformed one is said).
+    kept = kept_log(lc, task.id)
+    assert '[stdout] {"type": "progress", "action": "command", "name": "Bash"}' in kept
+    assert "printed a malformed" not in kept
 
 
 @pytest.mark.slow
@@ -143,6 +154,9 @@ async def test_real_codex_cli_delivers_through_the_preset(
     assert task.runtime_session  # the thread id, for `codex exec resume`
     outputs = [i for i in fake.requests[1]["input"] if i.get("type") == "function_call_output"]
     assert outputs and "exited with code 0" in outputs[0]["output"]
+    kept = kept_log(lc, task.id)
+    assert '[stdout] {"type": "progress", "action": "command", "name": "shell"}' in kept
+    assert "printed a malformed" not in kept
 
 
 # aider's diff edit format: a SEARCH/REPLACE block with an empty SEARCH creates the file.

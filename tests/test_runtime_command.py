@@ -99,7 +99,13 @@ async def test_the_request_on_stdin_is_the_documented_object(
 
 async def test_claude_code_stream_json_is_understood(tmp_path: Path, checkout: Path) -> None:
     lines = emit(
-        {"type": "system", "subtype": "init", "model": "claude-sonnet-test", "tools": ["Read"]},
+        {
+            "type": "system",
+            "subtype": "init",
+            "session_id": "s1",
+            "model": "claude-sonnet-test",
+            "tools": ["Read"],
+        },
         {
             "type": "assistant",
             "message": {
@@ -132,18 +138,80 @@ async def test_claude_code_partial_messages_are_not_doubled(tmp_path: Path, chec
             "type": "stream_event",
             "event": {
                 "type": "content_block_delta",
+                "index": 0,
                 "delta": {"type": "text_delta", "text": "Hel"},
             },
         },
         {
             "type": "stream_event",
-            "event": {"type": "content_block_delta", "delta": {"type": "text_delta", "text": "lo"}},
+            "event": {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": "lo"},
+            },
         },
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "Hello"}]}},
         {"type": "result", "subtype": "success", "is_error": False, "usage": {}},
     )
     events = await collect(command(tmp_path, lines), runtime_request(checkout))
     assert text_of(events, Delta) == "Hello"
+
+
+async def test_claude_code_lines_with_keys_a_newer_version_adds_are_understood(
+    tmp_path: Path, checkout: Path
+) -> None:
+    added = {"added_in_9_9": {"nested": [1, None]}}
+    lines = emit(
+        {"type": "system", "subtype": "init", "session_id": "s", "model": "m2", **added},
+        {"type": "system", "subtype": "hook_started", "hook": 3},
+        {"type": "rate_limit_event", "rate_limit_info": {"status": "allowed"}},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [{"type": "text", "text": "Fine.", **added}],
+                **added,
+            },
+            **added,
+        },
+        {"type": "assistant", "message": {"content": [{"type": "server_tool_use", "id": 1}]}},
+        {
+            "type": "result",
+            "subtype": "success",
+            "is_error": False,
+            "usage": {"input_tokens": 4, "output_tokens": 2, **added},
+            **added,
+        },
+    )
+    events = await collect(command(tmp_path, lines), runtime_request(checkout))
+    assert text_of(events, Delta) == "Fine." and Usage(4, 2) in events
+    assert [e.model for e in events if isinstance(e, Route)][-1] == "m2"
+
+
+@pytest.mark.parametrize(
+    ("printed", "said"),
+    [
+        (
+            {"type": "assistant", "message": {"content": [{"type": "text", "text": 5}]}},
+            "Expected `str`, got `int` - at `$.text` (in `$.message.content[0]`)",
+        ),
+        (
+            {"type": "result", "subtype": "success", "usage": {}},
+            "Object missing required field `is_error`",
+        ),
+        (
+            {"type": "stream_event", "event": {"type": "content_block_delta", "delta": {}}},
+            "Object missing required field `index` (in `$.event`)",
+        ),
+    ],
+)
+async def test_a_malformed_claude_code_line_fails_the_turn_naming_the_key(
+    tmp_path: Path, checkout: Path, printed: dict[str, object], said: str
+) -> None:
+    lines = emit({"type": "delta", "text": "Half an answer"}, printed)
+    events, error = await collect_until_error(command(tmp_path, lines), runtime_request(checkout))
+    assert text_of(events, Delta) == "Half an answer"
+    assert error.message.endswith(f" sent a malformed Claude Code line: {said}")
+    assert error.before_content is False
 
 
 async def test_plain_text_output_is_the_reply(tmp_path: Path, checkout: Path) -> None:
@@ -174,7 +242,15 @@ async def test_reported_error_and_claude_code_error_result(tmp_path: Path, check
     _, error = await collect_until_error(first, runtime_request(checkout))
     assert error.message == "the chat command reported: model not loaded"
     second = command(
-        tmp_path, emit({"type": "result", "is_error": True, "result": "Credit balance is too low"})
+        tmp_path,
+        emit(
+            {
+                "type": "result",
+                "subtype": "success",
+                "is_error": True,
+                "result": "Credit balance is too low",
+            }
+        ),
     )
     _, error = await collect_until_error(second, runtime_request(checkout))
     assert "Credit balance is too low" in error.message

@@ -5,8 +5,11 @@ request, to the command's stdin and closes it; the command writes JSON Lines to 
 `{"type": "thinking"|"delta"|"status", "text"}`, `{"type": "usage", "input_tokens",
 "output_tokens"}`, `{"type": "route", "model"}`, `{"type": "error", "message"}`,
 `{"type": "done"}`. Claude Code's `--output-format stream-json` lines (`system`,
-`assistant`, `stream_event`, `result`) are understood too. A line that is not a JSON object
-is reply text. Exit status 0 ends the answer; anything else is an error with stderr's tail.
+`assistant`, `stream_event`, `result`) are understood too, decoded with the Structs the
+coding preset reads them with (bot/contracts/claude_code.py; a `stream_event`'s API event
+with the Messages API's, bot/runtimes/anthropic_wire.py): one of those types in a shape the
+format does not have fails the turn, naming the key. A line that is not a JSON object is
+reply text. Exit status 0 ends the answer; anything else is an error with stderr's tail.
 """
 
 from __future__ import annotations
@@ -23,6 +26,17 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from bot.contracts import claude_code
+from bot.runtimes.anthropic_wire import (
+    DELTAS,
+    EVENTS,
+    ContentBlockDelta,
+    MessageDelta,
+    TextDelta,
+    ThinkingDelta,
+)
 from bot.runtimes.base import (
     Delta,
     Route,
@@ -33,7 +47,7 @@ from bot.runtimes.base import (
     Usage,
 )
 from bot.runtimes.budget import fit_request
-from bot.runtimes.transport import UpstreamFailure, clip, redact
+from bot.runtimes.transport import UpstreamFailure, clip, malformed_frame, redact
 
 log = logging.getLogger(__name__)
 PROTOCOL = "steelframe.chat.v1"
@@ -97,7 +111,7 @@ class CommandRuntime:
         stderr_tail: deque[bytes] = deque(maxlen=64)
         feeder = asyncio.create_task(_feed(process, json.dumps(payload).encode() + b"\n"))
         drainer = asyncio.create_task(_drain(process.stderr, stderr_tail))
-        mapper = _LineMapper(self.endpoint)
+        mapper = _LineMapper(self.endpoint, self.where)
         produced = False
         try:
             assert process.stdout is not None
@@ -189,8 +203,9 @@ class CommandRuntime:
 class _LineMapper:
     """One stdout line to runtime events (or a failure), in either dialect."""
 
-    def __init__(self, endpoint: str) -> None:
+    def __init__(self, endpoint: str, where: str) -> None:
         self.endpoint = endpoint
+        self.where = where
         self.done = False
         self._partial = False  # Claude Code stream_event deltas seen: skip its whole messages
 
@@ -224,54 +239,65 @@ class _LineMapper:
         if kind == "done":
             self.done = True
             return []
-        return self._claude_code(kind, item)
+        if not isinstance(kind, str):
+            return []  # an object without a type: ignored, as the protocol says
+        try:
+            return self._claude_code(text)
+        except msgspec.DecodeError as exc:  # a key missing or of another type; NaN (not JSON)
+            return [malformed_frame(self.where, exc, frame="Claude Code line")]
 
-    def _claude_code(self, kind: Any, item: dict[str, Any]) -> list[RuntimeEvent | UpstreamFailure]:
-        if kind == "stream_event":
-            event = item.get("event") or {}
-            delta = event.get("delta") if isinstance(event, dict) else None
-            if isinstance(delta, dict):
-                self._partial = True
-                if delta.get("type") == "text_delta" and delta.get("text"):
-                    return [Delta(str(delta["text"]))]
-                if delta.get("type") == "thinking_delta" and delta.get("thinking"):
-                    return [Thinking(str(delta["thinking"]))]
-            return []
-        if kind == "assistant":
-            message = item.get("message") or {}
-            content = message.get("content") if isinstance(message, dict) else None
-            events: list[RuntimeEvent | UpstreamFailure] = []
-            for block in content if isinstance(content, list) else ():
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use":
-                    events.append(Status(f"tool · {block.get('name', '?')}"))
-                elif not self._partial and block.get("type") == "text" and block.get("text"):
-                    events.append(Delta(str(block["text"])))
-                elif (
-                    not self._partial and block.get("type") == "thinking" and block.get("thinking")
-                ):
-                    events.append(Thinking(str(block["thinking"])))
-            return events
-        if kind == "result":
-            if item.get("is_error"):
-                return [_reported(item.get("result"))]
-            usage = item.get("usage")
-            usage = usage if isinstance(usage, dict) else {}
+    def _claude_code(self, text: str) -> list[RuntimeEvent | UpstreamFailure]:
+        """A Claude Code stream-json line (any other type is ignored)."""
+        line = claude_code.LINES.decode(text)
+        if isinstance(line, claude_code.StreamEvent):
+            return self._partial_event(line.event)
+        if isinstance(line, claude_code.Assistant):
+            return self._assistant(line.message)
+        if isinstance(line, claude_code.Result):
+            if line.is_error:
+                return [_reported(line.result)]
+            usage = line.usage or claude_code.ResultUsage()
             self.done = True
             return [
                 Usage(
-                    input_tokens=_int(usage.get("input_tokens")),
-                    output_tokens=_int(usage.get("output_tokens")),
+                    input_tokens=_int(usage.input_tokens), output_tokens=_int(usage.output_tokens)
                 )
             ]
-        if (
-            kind == "system"
-            and item.get("subtype") == "init"
-            and isinstance(item.get("model"), str)
-        ):
-            return [Route(model=item["model"], endpoint=self.endpoint)]
+        if isinstance(line, claude_code.System):
+            init = claude_code.SYSTEM.decode(text)
+            if isinstance(init, claude_code.Init) and init.model is not None:
+                return [Route(model=init.model, endpoint=self.endpoint)]
         return []
+
+    def _partial_event(self, raw: msgspec.Raw) -> list[RuntimeEvent | UpstreamFailure]:
+        """A streamed API event (`--include-partial-messages`): once one carries a delta, the
+        whole `assistant` messages that follow repeat what the deltas said."""
+        event = EVENTS.decode(raw, at="$.event")
+        if isinstance(event, ContentBlockDelta | MessageDelta):
+            self._partial = True
+        if not isinstance(event, ContentBlockDelta):
+            return []
+        delta = DELTAS.decode(event.delta, at="$.event.delta")
+        if isinstance(delta, TextDelta) and delta.text:
+            return [Delta(delta.text)]
+        if isinstance(delta, ThinkingDelta) and delta.thinking:
+            return [Thinking(delta.thinking)]
+        return []
+
+    def _assistant(
+        self, message: claude_code.AssistantMessage
+    ) -> list[RuntimeEvent | UpstreamFailure]:
+        events: list[RuntimeEvent | UpstreamFailure] = []
+        for index, raw in enumerate(message.content):
+            block = claude_code.BLOCKS.decode(raw, at=f"$.message.content[{index}]")
+            if isinstance(block, claude_code.ToolUseBlock):
+                events.append(Status(f"tool · {block.name}"))
+            elif not self._partial and isinstance(block, claude_code.TextBlock) and block.text:
+                events.append(Delta(block.text))
+            elif not self._partial and isinstance(block, claude_code.ThinkingBlock):
+                if block.thinking:
+                    events.append(Thinking(block.thinking))
+        return events
 
 
 def _reported(message: object) -> UpstreamFailure:

@@ -19,13 +19,15 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from bot.contracts.coding_protocol import AgentEvent, Result, line
 from bot.lifecycle.agents import aider, claude, codex
-from bot.lifecycle.agents.base import AgentRun, Event, Launch, Parser, failed, log
+from bot.lifecycle.agents.base import AgentRun, Launch, Parser, failed, log
 from bot.lifecycle.agents.presets import PRESETS, Agent, agent_environment
 
 
-def emit(event: Event) -> None:
-    print(json.dumps(event), flush=True)
+def emit(event: AgentEvent) -> None:
+    """One protocol line on stdout, rendered as the worker's run log has always kept it."""
+    print(line(event), flush=True)
 
 
 def agent_run(prompt: str, cwd: Path, env: Mapping[str, str]) -> AgentRun:
@@ -99,7 +101,7 @@ def changed(cwd: Path, head_before: str) -> bool:
     return bool(dirty) or _git(cwd, "rev-parse", "HEAD") != head_before
 
 
-def run_agent(agent: Agent, run: AgentRun, home: Path) -> Event:
+def run_agent(agent: Agent, run: AgentRun, home: Path) -> Result:
     head_before = _git(run.cwd, "rev-parse", "HEAD")
     with tempfile.TemporaryDirectory(prefix="steelframe-agent-") as scratch:
         launch, parser = prepare(agent, run, Path(scratch), home)
@@ -126,8 +128,8 @@ def run_agent(agent: Agent, run: AgentRun, home: Path) -> Event:
             except BrokenPipeError:
                 pass
         assert process.stdout is not None
-        for line in process.stdout:
-            for event in parser.feed(line.rstrip("\n")):
+        for printed in process.stdout:
+            for event in parser.feed(printed.rstrip("\n")):
                 emit(event)
         code = process.wait()
         if agent == Agent.AIDER:

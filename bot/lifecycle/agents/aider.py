@@ -14,9 +14,9 @@ import re
 import shutil
 from pathlib import Path
 
+from bot.contracts.coding_protocol import AgentEvent, Result
 from bot.lifecycle.agents.base import (
     AgentRun,
-    Event,
     Launch,
     asked,
     done,
@@ -90,7 +90,7 @@ class AiderParser:
         self.input_tokens = 0
         self.output_tokens = 0
 
-    def feed(self, line: str) -> list[Event]:
+    def feed(self, line: str) -> list[AgentEvent]:
         text = line.rstrip()
         self.lines.append(text)
         del self.lines[:-400]
@@ -110,7 +110,7 @@ class AiderParser:
             return [log(f"aider: {text}")]
         return []
 
-    def result(self, exit_code: int, *, changed: bool) -> Event:
+    def result(self, exit_code: int, *, changed: bool) -> Result:
         if exit_code != 0:
             return failed(f"aider could not start (exit status {exit_code})")
         question = find_question("\n".join(self.lines))

@@ -4,28 +4,46 @@ the stream-json parser (../shared/agents/coding-agents.md, section 1; version 2.
 Success is `is_error == false` and exit status 0. An API failure is `subtype: success` with
 `is_error: true` and exit 1; a tool denied by the permission mode still ends `success`, exit
 0, with `permission_denials`; `--max-turns` ends `error_max_turns`, exit 1. Key order is not
-stable and new keys appear often: lines are parsed as JSON and unknown types are ignored.
+stable and new keys appear often: lines decode as the Structs of bot/contracts/claude_code.py,
+whatever their key order, and unknown types are ignored. A line of a known type in a shape
+the format does not have is said in the run log; a malformed `result` fails the run, naming
+the key, rather than reading as a run that printed no result.
 """
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import Any
 
+import msgspec
+
+from bot.contracts.claude_code import (
+    BLOCKS,
+    LINES,
+    SYSTEM,
+    Assistant,
+    Init,
+    PermissionDenied,
+    Result,
+    ResultUsage,
+    System,
+    ToolUseBlock,
+)
+from bot.contracts.coding_protocol import AgentEvent, ProgressAction, Session
+from bot.contracts.coding_protocol import Result as Outcome
 from bot.lifecycle.agents.base import (
     AgentRun,
-    Event,
     Launch,
+    MalformedLine,
     as_float,
     as_int,
     asked,
     done,
     failed,
     find_question,
-    json_object,
     log,
     progress,
+    read_line,
     usage,
 )
 
@@ -83,78 +101,94 @@ def carry_session(home: Path, cwd: Path, session_id: str) -> bool:
 class ClaudeParser:
     def __init__(self) -> None:
         self.session_id: str | None = None
-        self.final: dict[str, Any] | None = None
+        self.final: Result | None = None
         self.denied: list[str] = []
+        self.malformed: MalformedLine | None = None  # the result line's, when it was
 
-    def feed(self, line: str) -> list[Event]:
-        message = json_object(line)
+    def feed(self, line: str) -> list[AgentEvent]:
+        try:
+            return self._line(line)
+        except MalformedLine as exc:
+            if exc.kind == "result":  # the run's outcome is not known: it fails, saying why
+                self.final, self.malformed = None, exc
+            return [log(f"Claude Code printed {exc}")]
+
+    def _line(self, line: str) -> list[AgentEvent]:
+        message = read_line(LINES, line)
         if isinstance(message, list):
             return message
-        kind, subtype = message.get("type"), message.get("subtype")
-        if kind == "system" and subtype == "init":
-            return self._session(message.get("session_id"))
-        if kind == "system" and subtype == "permission_denied":
-            return [log(f"Claude Code was denied {message.get('tool_name', 'a tool')}")]
-        if kind == "assistant":
+        if isinstance(message, System):
+            return self._system(line)
+        if isinstance(message, Assistant):
             return self._assistant(message)
-        if kind == "result":
-            self.final = message
-            self.denied = [
-                str(d.get("tool_name", "?"))
-                for d in message.get("permission_denials") or []
-                if isinstance(d, dict)
-            ]
-            return [*self._session(message.get("session_id")), self._usage(message)]
-        return []
+        if isinstance(message, Result):
+            self.final, self.malformed = message, None
+            self.denied = [denial.tool_name for denial in message.permission_denials]
+            return [*self._session(message.session_id), self._usage(message)]
+        return []  # stream_event: only with --include-partial-messages, not passed here
 
-    def _session(self, session_id: Any) -> list[Event]:
+    def _system(self, line: str) -> list[AgentEvent]:
+        event = read_line(SYSTEM, line)
+        if isinstance(event, Init):
+            return self._session(event.session_id)
+        if isinstance(event, PermissionDenied):
+            return [log(f"Claude Code was denied {event.tool_name}")]
+        return []  # api_retry, status, compact_boundary, task_*, hook_*: informational
+
+    def _session(self, session_id: str | None) -> list[AgentEvent]:
         if not session_id or session_id == self.session_id:
             return []
-        self.session_id = str(session_id)
-        return [{"type": "session", "session_id": self.session_id}]
+        self.session_id = session_id
+        return [Session(session_id=session_id)]
 
-    def _assistant(self, message: dict[str, Any]) -> list[Event]:
-        events: list[Event] = []
-        if message.get("error"):
-            events.append(log(f"Claude Code: model error {message['error']}"))
-        content = (message.get("message") or {}).get("content") or []
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                name = str(block.get("name") or "tool")
-                action = "edit" if name in EDIT_TOOLS else "command" if name == "Bash" else "tool"
+    @staticmethod
+    def _assistant(message: Assistant) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        if message.error:
+            events.append(log(f"Claude Code: model error {message.error}"))
+        for index, raw in enumerate(message.message.content):
+            try:
+                block = BLOCKS.decode(raw, at=f"$.message.content[{index}]")
+            except msgspec.ValidationError as exc:
+                raise MalformedLine("assistant", str(exc)[:300]) from None
+            if isinstance(block, ToolUseBlock):
+                name = block.name or "tool"
+                action: ProgressAction = (
+                    "edit" if name in EDIT_TOOLS else "command" if name == "Bash" else "tool"
+                )
                 events.append(progress(action, name))
         return events
 
     @staticmethod
-    def _usage(result: dict[str, Any]) -> Event:
-        counts = result.get("usage") or {}
+    def _usage(result: Result) -> AgentEvent:
+        counts = result.usage or ResultUsage()
         spent = (
-            as_int(counts.get("input_tokens"))
-            + as_int(counts.get("cache_creation_input_tokens"))
-            + as_int(counts.get("cache_read_input_tokens"))
+            as_int(counts.input_tokens)
+            + as_int(counts.cache_creation_input_tokens)
+            + as_int(counts.cache_read_input_tokens)
         )
-        # Old builds named the cost `cost_usd` / `total_cost` (CHANGELOG 1.0.22).
-        cost = result.get("total_cost_usd", result.get("cost_usd", result.get("total_cost")))
-        return usage(spent, as_int(counts.get("output_tokens")), as_float(cost))
+        return usage(spent, as_int(counts.output_tokens), as_float(result.cost()))
 
-    def result(self, exit_code: int, *, changed: bool) -> Event:
+    def result(self, exit_code: int, *, changed: bool) -> Outcome:
         final = self.final
+        if final is None and self.malformed is not None:
+            return failed(f"Claude Code printed {self.malformed}")
         if final is None:
             return failed(f"Claude Code exited with status {exit_code} without a result")
-        subtype = str(final.get("subtype") or "")
+        subtype = final.subtype
         if subtype == "error_max_turns":
-            return {**failed("Claude Code reached its turn limit"), "limit": "turns"}
+            return failed("Claude Code reached its turn limit", limit="turns")
         if subtype == "error_max_budget_usd":
-            return {**failed("Claude Code reached its cost budget"), "limit": "cost"}
-        if final.get("is_error") is not False or exit_code != 0:
-            if final.get("terminal_reason") == "api_error":
-                status = final.get("api_error_status")
+            return failed("Claude Code reached its cost budget", limit="cost")
+        if final.is_error or exit_code != 0:
+            if final.terminal_reason == "api_error":
+                status = final.api_error_status
                 return failed(
                     "Claude Code could not get an answer from its model API"
                     + (f" (HTTP {status})" if status else "")
                 )
             return failed(f"Claude Code ended with an error ({subtype or 'unknown'})")
-        text = str(final.get("result") or "")
+        text = final.result or ""
         question = find_question(text)
         if question:
             return asked(question)

@@ -5,26 +5,50 @@
 `turn.failed` is the failure. Top-level `error` events are not fatal (0.171 reports
 reconnects with them) and neither are `error` items. With the network down Codex never
 exits: the worker's time limit kills it. stdin is /dev/null: Codex reads a piped stdin.
+Lines decode as the Structs of bot/contracts/codex_exec.py; unknown event and item types are
+ignored, and a line of a known type in a shape the format does not have is said in the run
+log (a malformed `turn.failed` still fails the run, a malformed `turn.completed` still
+completes the turn).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
+import msgspec
+
+from bot.contracts.codex_exec import (
+    EVENTS,
+    ITEMS,
+    AgentMessage,
+    CommandExecution,
+    ErrorItem,
+    FileChange,
+    ItemCompleted,
+    ItemStarted,
+    McpToolCall,
+    StreamError,
+    ThreadItem,
+    ThreadStarted,
+    TurnCompleted,
+    TurnFailed,
+    TurnUsage,
+    WebSearch,
+)
+from bot.contracts.coding_protocol import AgentEvent, Result, Session
 from bot.lifecycle.agents.base import (
     AgentRun,
-    Event,
     Launch,
+    MalformedLine,
     as_int,
     asked,
     done,
     failed,
     find_question,
-    json_object,
     log,
     progress,
+    read_line,
     usage,
 )
 
@@ -68,65 +92,78 @@ class CodexParser:
         self.prices = prices or {}
         self._started: set[str] = set()
 
-    def feed(self, line: str) -> list[Event]:
-        event = json_object(line)
+    def feed(self, line: str) -> list[AgentEvent]:
+        try:
+            return self._line(line)
+        except MalformedLine as exc:
+            # What the type says stands whatever the shape: the turn failed, or completed
+            # (its usage, unread, is lost: the protocol's totals miss that turn).
+            if exc.kind == "turn.failed":
+                self.failure = "(malformed)"
+            elif exc.kind == "turn.completed":
+                self.completed = True
+            return [log(f"Codex printed {exc}")]
+
+    def _line(self, line: str) -> list[AgentEvent]:
+        event = read_line(EVENTS, line)
         if isinstance(event, list):
             return event
-        kind = event.get("type")
-        if kind == "thread.started" and event.get("thread_id"):
-            if self.thread_id == event["thread_id"]:
+        if isinstance(event, ThreadStarted):
+            if not event.thread_id or self.thread_id == event.thread_id:
                 return []
-            self.thread_id = str(event["thread_id"])
-            return [{"type": "session", "session_id": self.thread_id}]
-        if kind in ("item.started", "item.completed") and isinstance(event.get("item"), dict):
-            return self._item(event["item"], started=kind == "item.started")
-        if kind == "turn.completed":
+            self.thread_id = event.thread_id
+            return [Session(session_id=self.thread_id)]
+        if isinstance(event, ItemStarted | ItemCompleted):
+            started = isinstance(event, ItemStarted)
+            try:
+                item = ITEMS.decode(event.item, at="$.item")
+            except msgspec.ValidationError as exc:
+                kind = "item.started" if started else "item.completed"
+                raise MalformedLine(kind, str(exc)[:300]) from None
+            return [] if item is None else self._item(item, started=started)
+        if isinstance(event, TurnCompleted):
             self.completed = True
-            return [self._usage(event.get("usage") or {})]
-        if kind == "turn.failed":
-            error = event.get("error") or {}
-            self.failure = str(error.get("message") if isinstance(error, dict) else error)
+            return [self._usage(event.usage or TurnUsage())]
+        if isinstance(event, TurnFailed):
+            self.failure = event.error.message
             return [log(f"Codex turn failed: {self.failure}")]
-        if kind == "error":
-            return [log(f"Codex: {event.get('message', '')}")]  # not fatal (reconnects)
+        if isinstance(event, StreamError):
+            return [log(f"Codex: {event.message}")]  # not fatal (reconnects)
         return []
 
-    def _item(self, item: dict[str, Any], *, started: bool) -> list[Event]:
-        kind, item_id = item.get("type"), str(item.get("id", ""))
-        if kind == "agent_message" and not started:
-            self.message = str(item.get("text") or "")
+    def _item(self, item: ThreadItem, *, started: bool) -> list[AgentEvent]:
+        if isinstance(item, AgentMessage):
+            if not started:
+                self.message = item.text
             return []
-        if kind == "error":
-            return [log(f"Codex warning: {item.get('message', '')}")]
+        if isinstance(item, ErrorItem):
+            return [log(f"Codex warning: {item.message}")]
         # One progress line per item: at its start, or at completion if it never started.
-        if item_id in self._started:
+        if item.id in self._started:
             return []
         if started:
-            self._started.add(item_id)
-        if kind == "command_execution":
+            self._started.add(item.id)
+        if isinstance(item, CommandExecution):
             return [progress("command", "shell")]
-        if kind == "file_change":
-            changes = item.get("changes") or [{}]
-            return [progress("edit", "file_change") for _ in changes]
-        if kind == "mcp_tool_call":
-            return [progress("tool", str(item.get("tool") or "mcp"))]
-        if kind == "web_search":
+        if isinstance(item, FileChange):
+            return [progress("edit", "file_change")] * max(len(item.changes), 1)
+        if isinstance(item, McpToolCall):
+            return [progress("tool", item.tool or "mcp")]
+        if isinstance(item, WebSearch):
             return [progress("tool", "web_search")]
         return []
 
-    def _usage(self, counts: dict[str, Any]) -> Event:
+    def _usage(self, counts: TurnUsage) -> AgentEvent:
         # Each turn reports its own usage; the protocol wants this run's running totals.
-        self.input_tokens += as_int(counts.get("input_tokens"))
-        self.output_tokens += as_int(counts.get("output_tokens")) + as_int(
-            counts.get("reasoning_output_tokens")
-        )
+        self.input_tokens += as_int(counts.input_tokens)
+        self.output_tokens += as_int(counts.output_tokens) + as_int(counts.reasoning_output_tokens)
         cost = (
             self.input_tokens * float(self.prices.get("input", 0.0))
             + self.output_tokens * float(self.prices.get("output", 0.0))
         ) / 1_000_000
         return usage(self.input_tokens, self.output_tokens, cost)
 
-    def result(self, exit_code: int, *, changed: bool) -> Event:
+    def result(self, exit_code: int, *, changed: bool) -> Result:
         if self.failure is not None:
             return failed("Codex could not finish the turn (its model API failed)")
         if exit_code != 0 or not self.completed:
