@@ -28,7 +28,11 @@ paraphrases, so the hits keep their lexical order (bench/HISTORY.md). Measured 2
 by the minilm helper with all-MiniLM-L6-v2 (bench/embeddings_server.py), same part, rule
 written first: the fused order gave 187/204 and 29/36 but told 26 answerable questions
 "nothing" (the rule allowed 25 and asked it of the variant fixed first; with a DENSE_FLOOR
-of 0.35 besides, 187, 29 and 25), so neither the order nor a floor was adopted.
+of 0.35 besides, 187, 29 and 25), so neither the order nor a floor was adopted. Measured
+2026-12-05 by the retr2 helper with `local` on two tuning sets (Tallyho's tuning part and
+Wren), rule written first: the fused order with a floor of 0.31 and DENSE_K 1 raised
+Tallyho's answerable@3 and paraphrase@3 by 3 each, but Wren's paraphrases by 1 while its
+answerable@3 fell by 1, so `local` did not become the default and the constants stay.
 """
 
 from __future__ import annotations
