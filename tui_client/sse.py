@@ -24,7 +24,8 @@ Decode = Callable[[str, int | None], T | None]
 
 
 class SseError(ValueError):
-    """An event whose `data` is not a JSON object (the operator API only sends objects)."""
+    """An event whose `data` is not a JSON object (the operator API only sends objects), or
+    for a typed decoder not even a frame of some type."""
 
 
 def json_object(data: str, event_id: int | None) -> Frame:
