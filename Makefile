@@ -47,9 +47,10 @@ lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache --no-logo
 
 # The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py, the chat
-# sessions, messages and a turn's done response the TUI reads, from the chat contracts, the
-# events stream's frames for the TUI, from bot/contracts/events.py, and the task JSON the
-# TUI reads (board, task detail, run log), from bot/contracts/tasks.py
+# sessions, messages, a turn's frames (a tagged union) and the stop, publish and file answers
+# the TUI reads, from the chat contracts, the events stream's frames for the TUI, from
+# bot/contracts/events.py, and the task JSON the TUI reads (board, task detail, run log),
+# from bot/contracts/tasks.py
 # (tests/test_chat_wire.py, test_tui_sessions_wire.py, test_events_wire.py and
 # test_tui_tasks_wire.py fail while they are stale).
 wire: $(RUNTIME_STAMP)

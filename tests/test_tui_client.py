@@ -21,6 +21,7 @@ from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
 from tui_client.chat_state import ChatState, status_line
 from tui_client.events_wire import SessionFrame
 from tui_client.reply import FinishedReply, Hit
+from tui_client.sessions_wire import DeltaFrame, DoneFrame, ErrorFrame, StatusFrame
 from tui_client.sse import SseError, SseReader
 from tui_client.transcript import AssistantMessage, hit_line
 
@@ -53,7 +54,7 @@ def test_sse_reader_accepts_crlf_cr_and_multiline_data() -> None:
     frames = reader.feed('id: 5\r\ndata: {"type":\r\ndata: "done"}\r')
     frames += reader.feed("\n\r\n")
     assert frames == [{"type": "done", "id": 5}]
-    assert reader.feed('data: {"id": 9, "type": "x"}\r\r') == [{"id": 9, "type": "x"}]
+    assert reader.feed('id: 9\rdata: {"id": 9, "type": "x"}\r\r') == [{"id": 9, "type": "x"}]
     assert reader.last_event_id == 9
 
 
@@ -71,10 +72,11 @@ async def test_client_streams_a_turn_and_lists_sessions(api: ApiClient) -> None:
     client = client_for(api)
     try:
         frames = [frame async for frame in client.turn("hello there")]
-        assert frames[0]["type"] == "status" and frames[-1]["type"] == "done"
-        ids = [f["id"] for f in frames]  # consecutive from the turn's first id
-        assert ids == list(range(ids[0], ids[0] + len(frames)))
-        session = frames[-1]["response"]["session"]
+        first, last = frames[0].frame, frames[-1].frame
+        assert isinstance(first, StatusFrame) and isinstance(last, DoneFrame)
+        ids = [f.id for f in frames]  # consecutive from the turn's first id
+        assert ids[0] is not None and ids == list(range(ids[0], ids[0] + len(frames)))
+        session = last.response.session
         assert [s.id for s in await client.sessions()] == [session]
         detail = await client.session(session)
         assert [m.role for m in detail.messages] == ["user", "assistant"]
@@ -94,10 +96,12 @@ async def test_client_reattaches_after_the_last_frame_id_it_saw(
     client = client_for(api)
     try:
         frames = [frame async for frame in client.turn("count")]
-        session = frames[-1]["response"]["session"]
-        seen = frames[2]["id"]  # the client saw three frames, then lost the stream
-        replay = [frame async for frame in client.resume(session, last_event_id=seen)]
-        assert [f["id"] for f in replay] == [f["id"] for f in frames[3:]]
+        done = frames[-1].frame
+        assert isinstance(done, DoneFrame)
+        seen = frames[2].id  # the client saw three frames, then lost the stream
+        assert seen is not None
+        replay = [frame async for frame in client.resume(done.response.session, last_event_id=seen)]
+        assert [f.id for f in replay] == [f.id for f in frames[3:]]
     finally:
         await client.close()
 
@@ -113,11 +117,12 @@ async def test_client_resumes_a_stream_that_breaks_mid_frame_without_loss_or_dou
         await client.close()
         await proxy.close()
     assert proxy.connections >= 2
-    ids = [f["id"] for f in frames]  # no frame lost or doubled across the re-attach
-    assert ids == list(range(ids[0], ids[0] + len(frames)))
-    assert frames[-1]["type"] == "done"
-    streamed = "".join(f["text"] for f in frames if f["type"] == "delta")
-    assert frames[-1]["response"]["reply"] == streamed.strip()
+    ids = [f.id for f in frames]  # no frame lost or doubled across the re-attach
+    assert ids[0] is not None and ids == list(range(ids[0], ids[0] + len(frames)))
+    done = frames[-1].frame
+    assert isinstance(done, DoneFrame)
+    streamed = "".join(f.frame.text for f in frames if isinstance(f.frame, DeltaFrame))
+    assert done.response.reply == streamed.strip()
 
 
 async def test_client_errors_carry_the_service_error_body(api: ApiClient) -> None:
@@ -169,10 +174,13 @@ async def test_client_stop_reaches_the_running_turn(api_factory: Any, tmp_path: 
     try:
         stream = client.turn("wait")
         first = await anext(stream)
-        assert first["type"] == "status"
-        assert (await client.stop())["stopped"] is True
+        assert isinstance(first.frame, StatusFrame)
+        stopped = await client.stop()
+        assert stopped.stopped is True and stopped.turn_id == first.frame.turn_id
         rest = [frame async for frame in stream]
-        assert rest[-1]["type"] == "error" and rest[-1]["reason"] == "stopped"
+        end = rest[-1].frame
+        assert isinstance(end, ErrorFrame) and end.reason == "stopped"
+        assert (await client.stop()).stopped is False  # no turn in flight: the short answer
     finally:
         await client.close()
 

@@ -1,24 +1,26 @@
 """The TUI's copy of the chat's JSON (tui_client/sessions_wire.py: the sessions, a turn's
-`done` response, the keys of a message's `meta` it shows) is generated from
-bot/contracts/chat.py, holds the same fields as the service's Structs, reads every key the
-service sends, and still reads the answers of a newer service that sends more."""
+frames and its `done` response, the keys of a message's `meta` it shows, the answers to
+stop, publish and file) is generated from bot/contracts/chat.py and actions.py, holds the
+same fields (and tags) as the service's Structs, reads every key the service sends, and
+still reads the answers of a newer service that sends more."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import typing
 from typing import Any
 
 import msgspec
 import pytest
 
-from bot.contracts import chat, wire_copies
+from bot.contracts import actions, chat, wire_copies
 from bot.contracts.chat_sessions_wire import COPY, TUI_FILE, render_python, wire_types
 from bot.contracts.turn_meta import TurnMeta
 from tests.fakes.wire_shapes import differences
-from tui_client import sessions_wire
-from tui_client.chat_turn import done_response
+from tui_client import sessions_wire, turn_frames
 from tui_client.reply import FinishedReply
+from tui_client.sse import SseError
 
 
 def test_the_tui_sessions_json_is_generated_from_the_structs() -> None:
@@ -31,6 +33,8 @@ def test_each_tui_class_has_the_services_fields_keys_and_order() -> None:
     names = [kind.__name__ for kind in wire_types()]
     assert {"Sessions", "ListedSession", "Session", "NewSession", "Message"} <= set(names)
     assert {"ChatResponse", "RetrievedHit", "TurnMeta"} <= set(names)
+    assert {kind.__name__ for kind in chat.FRAME_TYPES} <= set(names)
+    assert {"StopResult", "Published", "Filed"} <= set(names)
     for server in wire_types():
         client = getattr(sessions_wire, server.__name__)
         assert differences(client, server, COPY.keys.get(server)) == [], server.__name__
@@ -53,6 +57,67 @@ def test_the_comparison_fails_on_a_renamed_or_dropped_field() -> None:
         "TUI ('filed_issue_url', 'filed_issue_url', True) != service "
         in (differences(sessions_wire.ChatResponse, dropped)[0])
     )
+
+
+def _copied_structs() -> list[type[msgspec.Struct]]:
+    return [
+        kind
+        for kind in wire_types()
+        if issubclass(kind, msgspec.Struct) and msgspec.structs.fields(kind)
+    ]
+
+
+def _fields(kind: type[msgspec.Struct]) -> list[tuple[str, Any] | tuple[str, Any, Any]]:
+    """A Struct's fields as `msgspec.defstruct` takes them (a default kept)."""
+    return [
+        (f.name, f.type) if f.required else (f.name, f.type, f.default)
+        for f in msgspec.structs.fields(kind)
+    ]
+
+
+@pytest.mark.parametrize("server", _copied_structs(), ids=lambda kind: kind.__name__)
+def test_a_renamed_or_dropped_field_of_any_copied_struct_is_a_difference(
+    server: type[msgspec.Struct],
+) -> None:
+    """Of every Struct copied (a frame, an action's answer...): what the test above would say
+    if the service renamed its first field or dropped its last one."""
+    client = getattr(sessions_wire, server.__name__)
+    config = server.__struct_config__
+    tagged = {"tag_field": config.tag_field, "tag": config.tag} if config.tag_field else {}
+    fields = _fields(server)
+    first, last = msgspec.structs.fields(server)[0], msgspec.structs.fields(server)[-1]
+    renamed_field = (f"{first.name}_renamed", *fields[0][1:])
+    renamed = msgspec.defstruct(server.__name__, [renamed_field, *fields[1:]], **tagged)
+    dropped = msgspec.defstruct(server.__name__, fields[:-1], **tagged)
+    assert differences(client, msgspec.defstruct(server.__name__, fields, **tagged)) == []
+    was = (first.name, first.encode_name, first.required)
+    now = (f"{first.name}_renamed", f"{first.name}_renamed", first.required)
+    assert differences(client, renamed) == [f"TUI {was} != service {now}"]
+    gone = (last.name, last.encode_name, last.required)
+    assert differences(client, dropped) == [f"only one side has {gone}"]
+
+
+def test_a_frame_type_the_service_renames_is_a_difference() -> None:
+    fields = _fields(chat.DeltaFrame)
+    renamed = msgspec.defstruct("DeltaFrame", fields, tag_field="type", tag="chunk")
+    assert differences(sessions_wire.DeltaFrame, renamed) == [
+        "TUI tag ('type', 'delta') != service tag ('type', 'chunk')"
+    ]
+
+
+def test_the_tui_frame_union_is_the_services() -> None:
+    """Same members, same order, same tags: one decoder reads any frame the service sends."""
+    theirs = [(kind.__name__, kind.__struct_config__.tag) for kind in typing.get_args(chat.Frame)]
+    mine = [
+        (kind.__name__, kind.__struct_config__.tag) for kind in typing.get_args(sessions_wire.Frame)
+    ]
+    assert mine == theirs and turn_frames.KNOWN == {tag for _, tag in theirs}
+
+
+def test_a_union_that_is_not_one_tagged_union_stops_the_generator() -> None:
+    untagged = dataclasses.replace(COPY, unions={"Either": chat.Seen | chat.Deleted})
+    with pytest.raises(TypeError, match="not one tagged union"):
+        wire_copies.render_python(untagged)
 
 
 def test_a_meta_key_the_tui_shows_that_the_service_renames_or_drops_stops_the_generator() -> None:
@@ -209,14 +274,90 @@ def _response() -> dict[str, Any]:
     }
 
 
-def test_the_tui_reads_a_done_response_as_sent_and_a_newer_services_too() -> None:
-    response = chat.encode(msgspec.convert(_response(), chat.ChatResponse))
-    read = done_response({"type": "done", "response": json.loads(response)})
-    assert read.retrieved[0].round == "message" and read.filed_issue_number == 12
-    shown = FinishedReply.of(read)
+def _frames() -> list[dict[str, Any]]:
+    """One frame of each type, with every key its JSON can hold."""
+    status = {
+        "type": "status",
+        "text": "retrieve 1/2",
+        "session": "s1",
+        "turn_id": "t1",
+        "message": "m1",
+        "reason": "r",
+        "round": 1,
+        "rounds": 2,
+        "query": "message",
+        "hits": 3,
+        "context": 1,
+    }
+    response = _response()  # its message's meta: the keys the TUI reads (it drops the rest)
+    meta = response["history"][0]["meta"]
+    response["history"][0]["meta"] = {k: v for k, v in meta.items() if k in COPY.keys[TurnMeta]}
+    return [
+        status,
+        {"type": "thinking", "text": "hm", "draft": 1},
+        {"type": "delta", "text": "Do", "draft": 2, "replace": True},
+        {"type": "done", "response": response},
+        {"type": "error", "error": "boom", "reason": "stopped"},
+    ]
+
+
+def test_the_tui_reads_every_frame_as_sent() -> None:
+    """Each frame as the service encodes it (numbered) decodes, once, into its Struct with
+    every key, and a `done` frame's response shows as the reply."""
+    for number, sent in enumerate(_frames(), start=1):
+        frame = msgspec.convert(sent, chat.Frame)
+        raw = chat.encode_frame(number, frame).decode()
+        read = turn_frames.decode(raw, number)
+        assert read is not None and read.id == number and read.type == sent["type"]
+        assert not isinstance(read.frame, turn_frames.Unreadable)
+        assert msgspec.json.encode(read.frame) == chat.encode(frame)
+        assert read.terminal == (sent["type"] in chat.TERMINAL_FRAME_TYPES)
+    done = turn_frames.decode(json.dumps(_frames()[3]), None)
+    assert done is not None and isinstance(done.frame, sessions_wire.DoneFrame)
+    shown = FinishedReply.of(done.frame.response)
     assert (shown.hit_count, shown.hits[0].issue, shown.notes) == (1, 3, ["a note"])
-    newer = _with_extras(_response())
-    newer["usage"] = {"input_tokens": 3, "output_tokens": 1, "cached_tokens": 1}  # a new key
-    newer["retrieved"][0]["round"] = "rerank"  # a round this TUI's service did not have
-    read = done_response({"type": "done", "response": newer})
-    assert read.retrieved[0].round == "rerank" and read.reply == "Done."
+
+
+def test_a_newer_services_frames_do_not_break_the_tui() -> None:
+    """Keys added to a frame are read past; a frame type added is skipped; a frame of a
+    known type in a shape this TUI cannot read is said, not raised."""
+    for sent in _frames():
+        newer = _with_extras(sent)
+        read = turn_frames.decode(json.dumps(newer), 7)
+        assert read is not None and not isinstance(read.frame, turn_frames.Unreadable), sent
+    newer = _with_extras(_frames()[3])
+    newer["response"]["usage"]["cached_tokens"] = 1  # a new key of a TypedDict
+    newer["response"]["retrieved"][0]["round"] = "rerank"  # a round this TUI's service lacks
+    read = turn_frames.decode(json.dumps(newer), 7)
+    assert read is not None and isinstance(read.frame, sessions_wire.DoneFrame)
+    assert read.frame.response.retrieved[0].round == "rerank"
+    assert turn_frames.decode('{"type": "plan", "steps": ["read", "reply"]}', 8) is None
+    wrong = turn_frames.decode('{"type": "delta", "text": 7, "draft": 1}', 9)
+    assert wrong is not None and wrong.frame == turn_frames.Unreadable(
+        "delta", "Expected `str`, got `int` - at `$.text`"
+    )
+    assert not wrong.terminal and wrong.id == 9
+    broken_done = turn_frames.decode('{"type": "done", "response": {"reply": "x"}}', 10)
+    assert broken_done is not None and broken_done.terminal
+    assert "`done` frame this TUI cannot read: Object missing required field" in (
+        broken_done.frame.text if isinstance(broken_done.frame, turn_frames.Unreadable) else ""
+    )
+    for data, error in (("{oops", "not JSON"), ("[1]", "not a JSON object"), ("{}", "no `type`")):
+        with pytest.raises(SseError, match=error):
+            turn_frames.decode(data, 11)
+
+
+def test_the_tui_reads_the_answers_to_stop_publish_and_file_and_a_newer_services_too() -> None:
+    answers = [
+        chat.StopResult(stopped=False),
+        chat.StopResult(stopped=True, session="s1", turn_id="t1"),
+        chat.StopResult(stopped=False, session=None, turn_id="t1", reason="finishing"),
+        actions.Published(published=True, issue=7, comment_id=3, comment_url="u"),
+        actions.Filed(filed_issue_number=12, filed_issue_url="u", filed_task_started=True),
+    ]
+    for answer in answers:
+        copy = getattr(sessions_wire, type(answer).__name__)
+        sent = chat.encode(answer)
+        assert msgspec.json.encode(msgspec.json.decode(sent, type=copy)) == sent
+        newer = json.dumps(_with_extras(json.loads(sent)))
+        assert msgspec.json.decode(newer, type=copy) == msgspec.json.decode(sent, type=copy)

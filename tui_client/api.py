@@ -4,39 +4,60 @@ Errors come back as exceptions the app can show as they are: `ServiceUnreachable
 connection, or it broke), `ApiError` (the service answered `{"error","code","detail"}`) and
 `UnexpectedAnswer` (an answer that is not the task JSON this TUI reads).
 The board and task answers are decoded into the Structs of `tui_client/tasks_wire.py`, the
-chat sessions into those of `tui_client/sessions_wire.py`, generated from the service's own
-(bot/contracts/tasks.py, bot/contracts/chat.py).
+chat sessions, a turn's frames and the answers to stop, publish and file into those of
+`tui_client/sessions_wire.py`, the events stream's frames into `tui_client/events_wire.py`,
+all generated from the service's own (bot/contracts/tasks.py, chat.py, actions.py,
+events.py); each answer and each SSE frame is decoded once, by its type's decoder.
 A turn's SSE stream that breaks mid-turn is re-attached from the last frame id it saw.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import json
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import aiohttp
 import msgspec
 
-from tui_client import wire
+from tui_client import turn_frames
 from tui_client.events_wire import EventFrame
-from tui_client.sessions_wire import ListedSession, NewSession, Session, Sessions
-from tui_client.sse import Frame, SseReader
+from tui_client.sessions_wire import (
+    Filed,
+    ListedSession,
+    NewSession,
+    Published,
+    Session,
+    Sessions,
+    StopResult,
+)
+from tui_client.sse import SseError, SseReader
 from tui_client.tasks_wire import Board, TaskDetail, TaskLog
+from tui_client.turn_frames import NumberedFrame
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-TERMINAL = wire.TERMINAL_FRAMES
 DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=5)
 # A turn streams for as long as the model takes; the server sends heartbeats while it is idle.
 STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=5, sock_read=120)
 RESUME_ATTEMPTS = 2
 EVENTS_BACKOFF_MIN = 0.5
 EVENTS_BACKOFF_MAX = 30.0
-KEEP: Any = object()  # "leave the session's focus as it is"
+# A request's JSON body, built here from the typed arguments of the method that sends it.
+JsonBody = dict[str, Any]
+
+
+class Keep(enum.Enum):
+    """A turn's focus argument meaning "leave the session's focus as it is" (not sent)."""
+
+    KEEP = enum.auto()
+
+
+KEEP: Final = Keep.KEEP
 
 
 class ServiceUnreachable(Exception):
@@ -117,7 +138,7 @@ class OperatorClient:
         method: str,
         path: str,
         *,
-        body: dict[str, Any] | None = None,
+        body: JsonBody | None = None,
         params: dict[str, str] | None = None,
     ) -> Any:
         raw = await self._answer(method, path, body=body, params=params)
@@ -132,7 +153,7 @@ class OperatorClient:
         method: str,
         path: str,
         *,
-        body: dict[str, Any] | None = None,
+        body: JsonBody | None = None,
         params: dict[str, str] | None = None,
     ) -> T:
         """The answer decoded as `kind` (checked here, at run time; unknown keys ignored)."""
@@ -147,7 +168,7 @@ class OperatorClient:
         method: str,
         path: str,
         *,
-        body: dict[str, Any] | None = None,
+        body: JsonBody | None = None,
         params: dict[str, str] | None = None,
     ) -> bytes:
         """The body of a successful answer; an error status raises its ApiError."""
@@ -172,7 +193,7 @@ class OperatorClient:
     async def new_session(
         self, *, title: str | None = None, issue: int | None = None
     ) -> NewSession:
-        body: dict[str, Any] = {}
+        body: JsonBody = {}
         if title:
             body["title"] = title
         if issue is not None:
@@ -195,37 +216,41 @@ class OperatorClient:
     async def delete_session(self, session_id: str) -> None:
         await self.request("DELETE", f"/api/operator/chat/session/{session_id}")
 
-    async def stop(self) -> dict[str, Any]:
-        return dict(await self.request("POST", "/api/operator/chat/stop"))
+    async def stop(self) -> StopResult:
+        """Stop this operator's turn in flight (`stopped` false: there was none)."""
+        return await self._typed(StopResult, "POST", "/api/operator/chat/stop")
 
     async def publish_decision(
         self, *, issue: int, body: str, session_id: str | None, request_id: str | None = None
-    ) -> dict[str, Any]:
+    ) -> Published:
         """Publish; `request_id` (one per press of P) makes a retry post nothing more."""
-        payload: dict[str, Any] = {"issue": issue, "body": body}
+        payload: JsonBody = {"issue": issue, "body": body}
         if session_id:
             payload["session_id"] = session_id
         if request_id:
             payload["request_id"] = request_id
-        return dict(await self.request("POST", "/api/operator/chat/decision", body=payload))
+        path = "/api/operator/chat/decision"
+        return await self._typed(Published, "POST", path, body=payload)
 
-    async def file_pending(self, *, session_id: str | None) -> dict[str, Any]:
+    async def file_pending(self, *, session_id: str | None) -> Filed:
         """File the session's pending proposal (the one `pending_title` names)."""
         payload = {"session": session_id} if session_id else {}
-        return dict(await self.request("POST", "/api/operator/chat/file", body=payload))
+        return await self._typed(Filed, "POST", "/api/operator/chat/file", body=payload)
 
     async def turn(
-        self, message: str, *, session_id: str | None = None, focus: Any = KEEP
-    ) -> AsyncIterator[Frame]:
-        """The frames of one turn, ending with `done` or `error`. A stream that breaks before
-        its terminal frame is re-attached (GET .../chat/stream) from the last frame id seen,
-        so no frame is lost or doubled. `focus`: an issue number, None to clear, or KEEP."""
-        body: dict[str, Any] = {"message": message}
+        self, message: str, *, session_id: str | None = None, focus: int | Keep | None = KEEP
+    ) -> AsyncIterator[NumberedFrame]:
+        """The frames of one turn, ending with `done` or `error` (tui_client/turn_frames.py
+        decodes them; a frame type this TUI does not know is skipped there). A stream that
+        breaks before its terminal frame is re-attached (GET .../chat/stream) from the last
+        frame id seen, so no frame is lost or doubled. `focus`: an issue number, None to
+        clear, or KEEP."""
+        body: JsonBody = {"message": message}
         if session_id:
             body["session"] = session_id
         if focus is not KEEP:
             body["focus"] = focus
-        reader = SseReader()
+        reader = SseReader(turn_frames.decode)
         stream = _ChatStream()
         method, request = "POST", {"body": body}
         broken = ServiceUnreachable(self.base_url, "the stream ended before the turn did")
@@ -248,9 +273,11 @@ class OperatorClient:
                 return
         raise broken
 
-    async def resume(self, session_id: str, *, last_event_id: int = 0) -> AsyncIterator[Frame]:
+    async def resume(
+        self, session_id: str, *, last_event_id: int = 0
+    ) -> AsyncIterator[NumberedFrame]:
         """Re-attach to the session's in-flight (or just finished) turn."""
-        reader = SseReader()
+        reader = SseReader(turn_frames.decode)
         reader.last_event_id = last_event_id
         params = {"session": session_id, "last_event_id": str(last_event_id)}
         async for frame in self._frames("GET", reader, _ChatStream(), params=params):
@@ -259,12 +286,12 @@ class OperatorClient:
     async def _frames(
         self,
         method: str,
-        reader: SseReader,
+        reader: SseReader[NumberedFrame],
         stream: _ChatStream,
         *,
-        body: dict[str, Any] | None = None,
+        body: JsonBody | None = None,
         params: dict[str, str] | None = None,
-    ) -> AsyncIterator[Frame]:
+    ) -> AsyncIterator[NumberedFrame]:
         """A turn's frames from the chat stream, up to and including its terminal one."""
         url = self.base_url + "/api/operator/chat/stream"
         try:
@@ -277,7 +304,7 @@ class OperatorClient:
                 async for chunk in response.content.iter_any():
                     for frame in reader.feed(chunk):
                         yield frame
-                        if frame.get("type") in TERMINAL:
+                        if frame.terminal:
                             stream.ended = True
                             return
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
@@ -291,7 +318,7 @@ class OperatorClient:
         is missed; a `resync` frame says some were (reload what is shown). A frame this
         client does not know (a newer service's) is skipped, as the TUI has nothing to show
         for it."""
-        reader = SseReader()
+        reader: SseReader[EventFrame] = SseReader(_event_frame)
         position = last_event_id
         pause = EVENTS_BACKOFF_MIN
         while True:
@@ -306,11 +333,9 @@ class OperatorClient:
                         )
                     pause = EVENTS_BACKOFF_MIN
                     async for chunk in response.content.iter_any():
-                        for raw in reader.feed(chunk):
+                        for frame in reader.feed(chunk):
                             position = reader.last_event_id
-                            frame = _event_frame(raw)
-                            if frame is not None:
-                                yield frame
+                            yield frame
             except (aiohttp.ClientError, TimeoutError, OSError, RuntimeError) as exc:
                 if self._http is None:
                     # This client's `close` took the connection away (a read after it is a
@@ -368,11 +393,17 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _event_frame(raw: Frame) -> EventFrame | None:
-    """An events-stream frame as its Struct (tui_client/events_wire.py), None if unknown."""
+_EVENT_DECODER = msgspec.json.Decoder(EventFrame)
+
+
+def _event_frame(data: str, event_id: int | None) -> EventFrame | None:
+    """An events-stream frame as its Struct (tui_client/events_wire.py), None (skipped) if
+    this TUI cannot read it: a newer service's frame type, or a shape it does not know."""
     try:
-        frame: EventFrame = msgspec.convert(raw, EventFrame)  # checked here, at run time
+        frame: EventFrame = _EVENT_DECODER.decode(data)  # checked here, at run time
     except msgspec.ValidationError as exc:
-        log.info("events stream: frame %s skipped: %s", raw.get("type"), exc)
+        log.info("events stream: frame %s skipped: %s", event_id, exc)
         return None
+    except msgspec.DecodeError as exc:
+        raise SseError(f"event data is not JSON: {data[:80]!r}") from exc
     return frame

@@ -68,9 +68,8 @@ class Drafts(ChatPart):
         if result is UNANSWERED:
             return
         state.clear_decision()
-        url = result.get("comment_url") or ""
         await self.panel.notice(
-            f"Published the Decision to #{result.get('issue', issue)} {url}".rstrip(),
+            f"Published the Decision to #{result.issue} {result.comment_url}".rstrip(),
             kind="published",
         )
         self.panel.refresh_status()
@@ -87,9 +86,8 @@ class Drafts(ChatPart):
         if result is UNANSWERED:
             return
         state.pending_title = None
-        started = " · task started" if result.get("filed_task_started") else ""
-        number = result.get("filed_issue_number")
-        url = result.get("filed_issue_url") or ""
+        started = " · task started" if result.filed_task_started else ""
+        number, url = result.filed_issue_number, result.filed_issue_url
         await self.panel.notice(
             f'Filed #{number} "{title}" {url}{started}'.replace("  ", " "), kind="filed"
         )

@@ -7,9 +7,8 @@ turns it into the one line of text under the transcript (spec: Discuss and Decis
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from tui_client.api import KEEP
+from tui_client.api import KEEP, Keep
 from tui_client.sessions_wire import ChatResponse, NewSession, Session
 
 DECIDE = "decide"
@@ -38,7 +37,7 @@ class ChatState:
     held: str | None = None
     offline: str | None = None  # why the service is unusable right now, if it is
     # A focus set (issue) or cleared (None) with `f`, sent with the next message; KEEP: none.
-    focus_change: Any = KEEP
+    focus_change: int | Keep | None = KEEP
 
     @property
     def has_decision(self) -> bool:

@@ -1,5 +1,6 @@
 """One turn of the chat: the message sent, its stream of frames rendered into the reply as
-they arrive (tui_client/wire.py names them), its end, and stopping it (esc).
+they arrive (Structs of tui_client/sessions_wire.py, decoded by tui_client/turn_frames.py),
+its end, and stopping it (esc).
 
 One turn at a time: `busy` is set by the Enter that starts it and cleared when its worker
 has shown all of the reply; a message, a new chat or a reopen in between is refused.
@@ -8,19 +9,25 @@ has shown all of the reply; a message, a new chat or a reopen in between is refu
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-import msgspec
 from textual.css.query import NoMatches
 from textual.widget import MountError
 
 from tui_client import wire
-from tui_client.api import KEEP, UnexpectedAnswer
+from tui_client.api import KEEP
 from tui_client.chat_part import ChatPart
 from tui_client.failures import TRANSPORT_ERRORS, describe, offline_reason
 from tui_client.reply import FinishedReply
-from tui_client.sessions_wire import ChatResponse
+from tui_client.sessions_wire import (
+    DeltaFrame,
+    DoneFrame,
+    ErrorFrame,
+    Frame,
+    StatusFrame,
+    ThinkingFrame,
+)
 from tui_client.transcript import AssistantMessage, UserMessage
+from tui_client.turn_frames import Unreadable
 
 log = logging.getLogger(__name__)
 STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
@@ -54,8 +61,8 @@ class TurnStream(ChatPart):
         await self.transcript.mount_all([UserMessage(text), reply])
         focus, state.focus_change = state.focus_change, KEEP
         try:
-            async for frame in self.client.turn(text, session_id=state.session_id, focus=focus):
-                await self._apply(frame, reply)
+            async for numbered in self.client.turn(text, session_id=state.session_id, focus=focus):
+                await self._apply(numbered.frame, reply)
         except TRANSPORT_ERRORS as exc:
             await reply.fail(describe(exc))
             if (reason := offline_reason(exc)) is not None:
@@ -70,31 +77,39 @@ class TurnStream(ChatPart):
             self.panel.refresh_status()
             self.panel.listing.turn_ended()
 
-    async def _apply(self, frame: dict[str, Any], reply: AssistantMessage) -> None:
-        kind = frame.get("type")
+    async def _apply(self, frame: Frame | Unreadable, reply: AssistantMessage) -> None:
         state = self.state
-        if kind == wire.STATUS:
-            state.phase = str(frame.get("text") or state.phase)
-            if frame.get("session"):
-                state.session_id = str(frame["session"])
-        elif kind == wire.THINKING:
-            state.phase = "thinking"
-            await reply.add_thinking(str(frame.get("text") or ""))
-        elif kind == wire.DELTA:
-            state.phase = "grounded re-draft" if frame.get("draft", 1) > 1 else "replying"
-            await reply.add_delta(str(frame.get("text") or ""), replace=bool(frame.get("replace")))
-        elif kind == wire.DONE:
-            response = done_response(frame)
-            state.offline = None
-            state.finish_turn(response)
-            await reply.finish(FinishedReply.of(response), decision=state.decision)
-            self.panel.listing.load()  # a first message titles the session
-        elif kind == wire.ERROR:
-            stopped = frame.get("reason") == "stopped"
-            await reply.fail(
-                STOPPED_TEXT if stopped else f"Turn failed: {frame.get('error')}",
-                kind="stopped" if stopped else "error",
-            )
+        match frame:
+            case StatusFrame():
+                state.phase = frame.text or state.phase
+                if frame.session:
+                    state.session_id = frame.session
+            case ThinkingFrame():
+                state.phase = "thinking"
+                await reply.add_thinking(frame.text)
+            case DeltaFrame():
+                state.phase = "grounded re-draft" if frame.draft > 1 else "replying"
+                await reply.add_delta(frame.text, replace=frame.replace)
+            case DoneFrame():
+                state.offline = None
+                state.finish_turn(frame.response)
+                await reply.finish(FinishedReply.of(frame.response), decision=state.decision)
+                self.panel.listing.load()  # a first message titles the session
+            case ErrorFrame():
+                stopped = frame.reason == "stopped"
+                await reply.fail(
+                    STOPPED_TEXT if stopped else f"Turn failed: {frame.error}",
+                    kind="stopped" if stopped else "error",
+                )
+            case Unreadable():
+                # The service and this TUI disagree on a frame: said in the reply, not raised.
+                # A `done` or `error` frame ends the turn, so the reply ends failed; any other
+                # is one step of the reply, which streams on to the turn's end (reading on
+                # also leaves the service's turn to finish, not in flight with no reader).
+                if frame.type in wire.TERMINAL_FRAMES:
+                    await reply.fail(frame.text)
+                else:
+                    await reply.warn(frame.text)
         self.panel.refresh_status()
 
     def stop(self) -> None:
@@ -111,13 +126,5 @@ class TurnStream(ChatPart):
             self.panel.workers.cancel_group(self.panel, "turn")
             await self.panel.report(exc)
             return
-        if not result.get("stopped"):
+        if not result.stopped:
             log.info("stop: no turn in flight on the service")
-
-
-def done_response(frame: dict[str, Any]) -> ChatResponse:
-    """A `done` frame's ChatResponse, checked here (unknown keys, a newer service's, ignored)."""
-    try:
-        return msgspec.convert(frame.get("response"), ChatResponse)
-    except msgspec.ValidationError as exc:
-        raise UnexpectedAnswer(f"the turn's done frame: {exc}") from exc

@@ -2,8 +2,9 @@
 Do not edit.
 
 The chat's JSON (docs/api.md) as the TUI decodes it: the session list, a session with its
-messages, a new session, a turn's `done` response. A field the service declares as one of
-a few words is read as `str`; of a message's `meta`, the keys the TUI shows."""
+messages, a new session, the frames of a turn's stream (`Frame`, a tagged union on `type`),
+the answers to stop, publish and file. A field the service declares as one of a few words
+is read as `str`; of a message's `meta`, the keys the TUI shows."""
 
 from __future__ import annotations
 
@@ -14,6 +15,23 @@ import msgspec
 
 class _Wire(msgspec.Struct):
     """Base of the chat's objects; unknown keys (a newer service's) are ignored."""
+
+
+class Published(_Wire):
+    """A Decision published (or the one a retry with the same key published before)."""
+
+    published: bool
+    issue: int
+    comment_id: int
+    comment_url: str
+
+
+class Filed(_Wire):
+    """An issue filed (or the one filed before under the same key)."""
+
+    filed_issue_number: int
+    filed_issue_url: str
+    filed_task_started: bool
 
 
 class RetrievedHit(_Wire):
@@ -58,6 +76,36 @@ class TurnMeta(TypedDict, total=False):
     notes: list[str]
 
 
+class _Frame(_Wire, tag_field="type", omit_defaults=True):
+    """What every frame is: a tagged Struct whose defaults stay off the wire."""
+
+
+class StatusFrame(_Frame, tag="status"):
+    """A live phase of the turn."""
+
+    text: str
+    session: str | None = None
+    turn_id: str | None = None
+    message: str | None = None
+    reason: str | None = None
+    round: int | None = None
+    rounds: int | None = None
+    query: str | None = None
+    hits: int | None = None
+    context: int | None = None
+
+
+class ThinkingFrame(_Frame, tag="thinking"):
+    text: str
+    draft: int
+
+
+class DeltaFrame(_Frame, tag="delta"):
+    text: str
+    draft: int
+    replace: bool = False
+
+
 class Message(_Wire):
     """One stored message of a session."""
 
@@ -97,6 +145,15 @@ class ChatResponse(_Wire):
     filed_issue_url: str | None
     filed_task_started: bool
     notes: list[str]
+
+
+class DoneFrame(_Frame, tag="done"):
+    response: ChatResponse
+
+
+class ErrorFrame(_Frame, tag="error"):
+    error: str
+    reason: str | None = None
 
 
 class SessionDecision(_Wire):
@@ -147,3 +204,15 @@ class ListedSession(SessionSummary):
 
 class Sessions(_Wire):
     sessions: list[ListedSession]
+
+
+class StopResult(_Wire):
+    """What a stop did."""
+
+    stopped: bool
+    session: str | msgspec.UnsetType | None = msgspec.UNSET
+    turn_id: str | msgspec.UnsetType = msgspec.UNSET
+    reason: str | msgspec.UnsetType = msgspec.UNSET
+
+
+Frame = StatusFrame | ThinkingFrame | DeltaFrame | DoneFrame | ErrorFrame

@@ -1,30 +1,61 @@
-"""A sans-I/O reader for server-sent events: bytes in, JSON frames out.
+"""A sans-I/O reader for server-sent events: bytes in, frames out.
 
 Follows the SSE parsing rules the operator API relies on (WHATWG HTML, "Server-sent
 events"): `field: value` lines, a blank line ends an event, lines starting with `:` are
 comments (our heartbeats), CR, LF and CRLF all end a line, and chunks may split anywhere.
+
+What an event's `data` becomes is the reader's decoder's: the TUI's streams decode it once,
+straight into their Structs (tui_client/api.py); without one, a JSON object (`Frame`, what
+the tests and the API contract check read).
 """
 
 from __future__ import annotations
 
 import codecs
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar, overload
 
 Frame = dict[str, Any]
+T = TypeVar("T")
+# An event's data and its `id:` line (None without a numeric one) to what the stream reads:
+# a frame, or None to skip the event (one of a kind the reader does not know).
+Decode = Callable[[str, int | None], T | None]
 
 
 class SseError(ValueError):
-    """An event whose `data` is not a JSON object (the operator API only sends objects)."""
+    """An event whose `data` is not a JSON object (the operator API only sends objects), or
+    for a typed decoder not even a frame of some type."""
 
 
-class SseReader:
+def json_object(data: str, event_id: int | None) -> Frame:
+    """An event's data as a JSON object, with the event's id as `id` unless it has one."""
+    try:
+        frame = json.loads(data)
+    except ValueError as exc:
+        raise SseError(f"event data is not JSON: {data[:80]!r}") from exc
+    if not isinstance(frame, dict):
+        raise SseError("event data is not a JSON object")
+    if event_id is not None:
+        frame.setdefault("id", event_id)
+    return frame
+
+
+class SseReader(Generic[T]):
     """Feed it raw chunks; it returns the complete frames each chunk finished.
 
-    `last_event_id` is the id of the last complete event, for `Last-Event-ID` on re-attach.
+    `last_event_id` is the id of the last complete event (its `id:` line), for
+    `Last-Event-ID` on re-attach; an event its decoder skips counts too.
     """
 
-    def __init__(self) -> None:
+    @overload
+    def __init__(self: SseReader[Frame]) -> None: ...
+
+    @overload
+    def __init__(self, decode: Decode[T]) -> None: ...
+
+    def __init__(self, decode: Decode[Any] = json_object) -> None:
+        self._decode = decode
         # Incremental: a chunk may end inside a multi-byte UTF-8 character.
         self._decoder = codecs.getincrementaldecoder("utf-8")()
         self._buffer = ""
@@ -41,13 +72,13 @@ class SseReader:
         self._data = []
         self._event_id = None
 
-    def feed(self, chunk: bytes | str) -> list[Frame]:
+    def feed(self, chunk: bytes | str) -> list[T]:
         text = self._decoder.decode(chunk) if isinstance(chunk, bytes) else chunk
         if self._pending_cr and text.startswith("\n"):
             text = text[1:]  # the LF of a CRLF split across chunks
         self._pending_cr = text.endswith("\r")
         self._buffer += text.replace("\r\n", "\n").replace("\r", "\n")
-        frames: list[Frame] = []
+        frames: list[T] = []
         *lines, self._buffer = self._buffer.split("\n")
         for line in lines:
             frame = self._line(line)
@@ -55,7 +86,7 @@ class SseReader:
                 frames.append(frame)
         return frames
 
-    def _line(self, line: str) -> Frame | None:
+    def _line(self, line: str) -> T | None:
         if line == "":
             return self._dispatch()
         if line.startswith(":"):
@@ -68,21 +99,14 @@ class SseReader:
             self._event_id = value
         return None
 
-    def _dispatch(self) -> Frame | None:
+    def _dispatch(self) -> T | None:
         if not self._data:
             self._event_id = None
             return None
         raw = "\n".join(self._data)
         self._data = []
-        try:
-            frame = json.loads(raw)
-        except ValueError as exc:
-            raise SseError(f"event data is not JSON: {raw[:80]!r}") from exc
-        if not isinstance(frame, dict):
-            raise SseError("event data is not a JSON object")
-        if self._event_id is not None and self._event_id.isdigit():
-            frame.setdefault("id", int(self._event_id))
+        event_id = int(self._event_id) if self._event_id and self._event_id.isdigit() else None
         self._event_id = None
-        if isinstance(frame.get("id"), int):
-            self.last_event_id = frame["id"]
-        return frame
+        if event_id is not None:
+            self.last_event_id = event_id
+        return self._decode(raw, event_id)

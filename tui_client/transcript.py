@@ -150,6 +150,10 @@ class AssistantMessage(Vertical):
         await self.mount_all(self._extras(finished, decision))
         self.streaming = False
 
+    async def warn(self, text: str) -> None:
+        """An error under the reply that does not end it (a frame it could not read)."""
+        await self.mount(Notice(text, kind="error"))
+
     async def fail(self, text: str, *, kind: str = "error") -> None:
         await self._stop_stream()
         self._collapse_thinking()

@@ -8,7 +8,9 @@ these ways only: unknown keys are ignored (the originals refuse them), a field d
 one of a few words (a `Literal` or a `StrEnum`) is read as `str` (a newer service may add a
 word), `object` is written `Any` (any JSON), and a TypedDict named in `keys` keeps only those
 keys (a message's stored `meta`: the TUI reads five of its keys, and older rows may lack
-others). Names, keys on the wire, order, defaults and other types are the originals'.
+others). Names, keys on the wire, order, defaults and other types are the originals', and so
+are a tagged union's tags (a chat turn's frames): a union named in `unions` is rendered as
+the same alias of the copies, which one msgspec decoder reads by its tag.
 """
 
 from __future__ import annotations
@@ -42,6 +44,9 @@ class WireCopy:
     typing_import: str  # what the generated module imports from typing
     # TypedDicts copied in part: the keys the TUI reads, in the original's order.
     keys: Mapping[type, tuple[str, ...]] = field(default_factory=dict)
+    # Tagged unions, by the alias the copy declares: their members are roots too, and the
+    # alias follows the classes (`Frame = StatusFrame | ...`, in the original's order).
+    unions: Mapping[str, object] = field(default_factory=dict)
 
 
 def _is_struct(kind: object) -> typing.TypeGuard[type[msgspec.Struct]]:
@@ -117,7 +122,7 @@ def wire_types(copy: WireCopy) -> list[type]:
     """What the roots need, in declaration order (bases come first): those of the modules
     `copy.module` imports them from (a hit, a turn's metadata) first, then its own."""
     needed: set[type] = set()
-    pending = list(copy.roots)
+    pending = [*copy.roots, *(kind for union in copy.unions.values() for kind in _members(union))]
     while pending:
         kind = pending.pop()
         if kind in needed or kind is msgspec.Struct or kind.__name__ == BASE:
@@ -134,6 +139,15 @@ def wire_types(copy: WireCopy) -> list[type]:
         if isinstance(value, type) and value.__module__ == name  # not what it imports
     ]
     return [kind for kind in declared if kind in needed]
+
+
+def _members(union: object) -> tuple[type[msgspec.Struct], ...]:
+    """A tagged union's Structs; anything else has no TUI rendering."""
+    members = typing.get_args(union)
+    tags = [m.__struct_config__.tag_field if _is_struct(m) else None for m in members]
+    if len(members) < 2 or None in tags or len(set(tags)) != 1:
+        raise TypeError(f"no TUI rendering for the union {union!r}: not one tagged union")
+    return typing.cast(tuple[type[msgspec.Struct], ...], members)
 
 
 def _doc(kind: type) -> list[str]:
@@ -164,18 +178,37 @@ def _field_line(info: msgspec.structs.FieldInfo) -> str:
     return f"    {info.name}: {_type(info.type)}{default}\n"
 
 
+def _options(kind: type[msgspec.Struct], base: type[msgspec.Struct]) -> str:
+    """The struct options a class sets beyond its base's, as class keywords: the tag field
+    and tag of a tagged union's member (a tag left to its default is the class's name, as in
+    the copy), and leaving defaults off the wire (the copy encodes as the original does)."""
+    config, inherited = kind.__struct_config__, base.__struct_config__
+    if config.array_like:
+        raise TypeError(f"no TUI rendering for {kind.__name__}'s struct options")
+    options = []
+    if config.tag_field != inherited.tag_field:
+        options.append(f"tag_field={_value(config.tag_field)}")
+    if config.tag_field is not None and config.tag != kind.__name__:
+        if not isinstance(config.tag, str):
+            raise TypeError(f"no TUI rendering for {kind.__name__}'s tag {config.tag!r}")
+        options.append(f"tag={_value(config.tag)}")
+    if config.omit_defaults != inherited.omit_defaults:
+        options.append(f"omit_defaults={config.omit_defaults!r}")
+    return "".join(f", {option}" for option in options)
+
+
 def _struct(kind: type[msgspec.Struct]) -> str:
     base = next(b for b in kind.__bases__ if _is_struct(b))
-    config = kind.__struct_config__
-    if config.tag is not None or config.array_like or config.omit_defaults:
-        raise TypeError(f"no TUI rendering for {kind.__name__}'s struct options")
     inherited = set(base.__struct_fields__)
     parent = BASE if base is msgspec.Struct else base.__name__
-    lines = [f"class {kind.__name__}({parent}):\n", *_doc(kind)]
-    lines += [
+    header = f"class {kind.__name__}({parent}{_options(kind, base)}):\n"
+    fields = [
         _field_line(info) for info in msgspec.structs.fields(kind) if info.name not in inherited
     ]
-    return "".join(lines) if len(lines) > 1 else lines[0] + "    pass\n"
+    if fields:
+        return "".join([header, *_doc(kind), *fields])
+    doc = "".join(_doc(kind)).rstrip("\n")  # a class of a docstring only: no blank line after
+    return header + (f"{doc}\n" if doc else "    pass\n")
 
 
 def _typed_dict(kind: type, copy: WireCopy) -> str:
@@ -199,12 +232,22 @@ def render_python(copy: WireCopy) -> str:
             classes.append(_struct(kind))
         else:
             classes.append(_typed_dict(kind, copy))
+    aliases = "".join(f"\n\n{_alias(name, union)}" for name, union in copy.unions.items())
     return (
         f'"""{copy.docstring}"""\n\n'
         "from __future__ import annotations\n\n"
         f"from typing import {copy.typing_import}\n\n"
-        "import msgspec\n\n\n" + "\n\n".join(classes)
+        "import msgspec\n\n\n" + "\n\n".join(classes) + aliases
     )
+
+
+def _alias(name: str, union: object) -> str:
+    """`Name = A | B | C`, wrapped in parentheses as `ruff format` does when it is long."""
+    members = " | ".join(kind.__name__ for kind in _members(union))
+    line = f"{name} = {members}\n"
+    if len(line) <= LINE_LENGTH:
+        return line
+    return f"{name} = (\n    {members}\n)\n"
 
 
 def write(copy: WireCopy) -> int:

@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 
 from steelframe.server import AppPlugin, default_plugins
 from tests.conftest import ApiClient
+from tui_client.api import OperatorClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
 from tui_client.sessions_wire import ChatResponse, ListedSession, Session
@@ -53,6 +54,45 @@ class HeldNewChat:
                 raise web.HTTPServiceUnavailable(reason="new chats are refused by the test")
         response: web.StreamResponse = await handler(request)
         return response
+
+
+class NewerChatStream:
+    """The real service, its chat streams read as a newer service's would be: after a turn's
+    first frame come `extra` events (whole SSE events, without an id: they are not part of
+    the turn's numbering, so a re-attach resumes as it would without them). Pass `plugins()`
+    to `api_factory`, and read it with a client that does not check the answers against
+    this service's OpenAPI document (`plain_tui`): what it adds is not in it."""
+
+    PATH = "/api/operator/chat/stream"
+
+    def __init__(self, *extra: dict[str, Any]) -> None:
+        self.extra = b"".join(b"data: %s\n\n" % msgspec.json.encode(frame) for frame in extra)
+        self.sent = 0  # streams the extra events went into
+
+    def plugins(self) -> tuple[AppPlugin, ...]:
+        return (*default_plugins(), AppPlugin(self._setup))
+
+    def _setup(self, app: web.Application) -> None:
+        app.on_response_prepare.append(self._prepare)
+
+    async def _prepare(self, request: web.Request, response: web.StreamResponse) -> None:
+        if request.path != self.PATH or response.content_type != "text/event-stream":
+            return
+        write, first = response.write, [True]
+
+        async def write_then_extra(data: bytes | bytearray | memoryview) -> None:
+            await write(data)
+            if first[0] and bytes(data).startswith(b"id:"):  # a frame, not a heartbeat
+                first[0] = False
+                await write(self.extra)
+                self.sent += 1
+
+        response.write = write_then_extra  # type: ignore[method-assign]
+
+
+def plain_tui(api: ApiClient) -> SteelframeApp:
+    """The TUI on the service, its answers unchecked against the OpenAPI document."""
+    return SteelframeApp(OperatorClient(str(api.raw.make_url("")).rstrip("/"), api.token))
 
 
 def user_messages(app: SteelframeApp) -> list[str]:
