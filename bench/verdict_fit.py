@@ -5,7 +5,7 @@ The tuning data (TUNING_SETS: Tallyho's tuning part and Wren, all of it tuning d
 asked through the real chat turn (tests/test_grounding_quality.py with
 GROUNDING_TUNING_DUMP), or read from earlier dumps, and each turn's recorded evidence
 becomes one row, labelled by whether memory holds the answer (every question but a
-no-answer one). The sets are pooled, each question weighing the same (WEIGHTING). A
+no-answer one). FIT_SETS' rows are pooled, each question weighing the same (WEIGHTING). A
 logistic regression over the standardised features (bot.chat.answerability.verdict_features)
 is fitted, its decision threshold set by THRESHOLD_RULE (midway: every tuning no-answer
 question stays at "nothing", the threshold midway between the highest no-answer score and
@@ -63,6 +63,11 @@ TUNING_SETS = {
     "tallyho-tuning": "the tuning part of tests/data/grounding_set.json",
     "wren": "tests/data/grounding_set_wren.json",
 }
+# The sets the committed model is fitted on, and --select chooses on (the writing fit reads
+# only their rows of the dumps it is given): a fit on both tuning sets pooled was measured
+# on 2026-12-05 and not adopted (bench/HISTORY.md, "The verdict refitted on two domains").
+# --variants reads every set of TUNING_SETS.
+FIT_SETS = ("tallyho-tuning",)
 # How the threshold is set (bench/HISTORY.md, "The verdict refitted on two domains"):
 # "midway" between the highest no-answer score and the next answerable one, or "budget":
 # the lowest threshold whose cross-validated no-answer questions let through, per repeat,
@@ -110,23 +115,24 @@ class Rows:
         return np.asarray([per[n] for n in self.sets[index]], dtype=np.float64)
 
 
-def tuning_evidence(dumps: list[Path]) -> list[dict[str, Any]]:
-    """TUNING_SETS' turns, asked through the chat turn (or read from earlier dumps; a dump
-    from before the rows named their set is Tallyho's tuning part's)."""
+def tuning_evidence(dumps: list[Path], sets: tuple[str, ...] = FIT_SETS) -> list[dict[str, Any]]:
+    """The turns of `sets`, asked through the chat turn, or read from earlier dumps (their
+    rows of `sets` only; a dump from before the rows named their set is Tallyho's tuning
+    part's)."""
     if not dumps:
         with tempfile.TemporaryDirectory() as tmp:
             env = {**os.environ, "GROUNDING_TUNING_DUMP": str(Path(tmp) / "{set}.json")}
             subprocess.run(
                 [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "0", "-q",
-                 *(f"{TEST}[{name}]" for name in TUNING_SETS)],
+                 *(f"{TEST}[{name}]" for name in sets)],
                 cwd=ROOT, env=env, check=False,
             )  # fmt: skip
-            return tuning_evidence([Path(tmp) / f"{name}.json" for name in TUNING_SETS])
+            return tuning_evidence([Path(tmp) / f"{name}.json" for name in sets], sets)
     rows: list[dict[str, Any]] = []
     for dump in dumps:
         rows += [{"set": "tallyho-tuning", **row} for row in json.loads(dump.read_text())]
     assert {row["set"] for row in rows} <= set(TUNING_SETS), "tuning data only"
-    return rows
+    return [row for row in rows if row["set"] in sets]
 
 
 def as_rows(dumped: list[dict[str, Any]]) -> Rows:
@@ -320,6 +326,7 @@ def render(fitted: Fitted, rows: Rows, cv: dict[str, tuple[float, float]], by: s
         " (which says who chose them and on what). Refit with the same command; do not edit"
         " by hand.",
         width=90,
+        break_on_hyphens=False,
     )
     return f'''"""{head}
 
@@ -363,7 +370,7 @@ def main(argv: list[str]) -> int:
 
     threadpool_limits(1)  # BLAS threads on a few hundred rows only contend (40x slower)
     args = arguments(argv)
-    rows = as_rows(tuning_evidence(args.dumps))
+    rows = as_rows(tuning_evidence(args.dumps, tuple(TUNING_SETS) if args.variants else FIT_SETS))
     if args.select:
         from bench.verdict_select import main as compare
 
