@@ -230,12 +230,16 @@ def bm25_scorer(data: dict[str, Any], tokens: Any) -> Any:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m bench.quality --fit-verdict [--by WHO] [DUMP]`: refit the calibrated
-    answerability verdict on the tuning part (bench/verdict_fit.py; DUMP reuses an earlier
-    GROUNDING_TUNING_DUMP instead of asking the tuning part again); with `--select`, compare
-    feature sets and C instead and write nothing (bench/verdict_select.py)."""
+    """`python -m bench.quality --fit-verdict [--by WHO] [DUMP ...]`: refit the calibrated
+    answerability verdict on the pooled tuning data (bench/verdict_fit.py; DUMPs reuse
+    earlier GROUNDING_TUNING_DUMPs instead of asking Tallyho's tuning part and Wren again);
+    with `--select`, compare feature sets and C instead (bench/verdict_select.py), with
+    `--variants` the pooled fit's variants (bench/verdict_pool.py); those write nothing."""
     if argv[:1] != ["--fit-verdict"]:
-        print("usage: python -m bench.quality --fit-verdict [--select] [--by WHO] [DUMP]")
+        print(
+            "usage: python -m bench.quality --fit-verdict [--select | --variants] [--by WHO]"
+            " [DUMP ...]"
+        )
         return 2
     from bench.verdict_fit import main as fit_verdict
 

@@ -1,5 +1,5 @@
 """Choose the calibrated verdict's features and regularisation on the tuning part only
-(`python -m bench.quality --fit-verdict --select [DUMP]`; docs/memory.md, Answerability).
+(`python -m bench.quality --fit-verdict --select [DUMP ...]`; docs/memory.md, Answerability).
 
 The objective, fixed by the verdict helper on 2026-12-05 (14:17 UTC) before any candidate
 was fitted: each candidate (a feature set and C; the threshold rule of bench.verdict_fit)
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.verdict_fit import FEATURES, C, Rows, fit, model_answers
+from bench.verdict_fit import FEATURES, C, Rows, Split, fit, model_answers, stratified
 
 EXTRAS = (
     "spread", "log_margin", "agreement", "fits", "log_held", "held_share", "agreeing_rounds",
@@ -32,7 +32,6 @@ EXTRAS = (
 CS = (0.1, 1.0, 10.0)
 FOLDS, REPEATS = 5, 20  # the candidates' cross-validation (as bench.verdict_fit's)
 OUTER_REPEATS, INNER_REPEATS = 4, 4  # nested: fewer, it fits every candidate per outer fold
-Split = tuple[NDArray[np.int64], NDArray[np.int64]]
 
 
 @dataclass(frozen=True)
@@ -62,12 +61,9 @@ def candidates() -> list[Candidate]:
 
 
 def splits(rows: Rows, index: NDArray[np.int64], repeats: int) -> list[Split]:
-    """Stratified folds of the questions `index` (one row a question), repeated, seed 0."""
-    from sklearn.model_selection import RepeatedStratifiedKFold
-
-    folds = RepeatedStratifiedKFold(n_splits=FOLDS, n_repeats=repeats, random_state=0)
-    y = rows.answerable[index]
-    return [(index[a], index[b]) for a, b in folds.split(np.zeros(len(index)), y)]
+    """Folds of the questions `index` (one row a question), stratified by set and class
+    (bench.verdict_fit.stratified; on one set, by class as before), repeated, seed 0."""
+    return stratified(rows, index, repeats)
 
 
 def counted(rows: Rows, candidate: Candidate, parts: list[Split], repeats: int) -> Counted:

@@ -19,7 +19,9 @@ The sets (tests/data/make_grounding_set.py says who wrote which and when):
   are printed (first measured: bench/README.md's grounding row).
 
 The tuning part is asked as well: its figures are what the constants were calibrated on,
-and `GROUNDING_TUNING_MISSES=1` prints its misses and Wren's (never the frozen parts').
+and `GROUNDING_TUNING_MISSES=1` prints its misses and Wren's (never the frozen parts'), and
+`GROUNDING_TUNING_DUMP=PATH` writes their per-question evidence to PATH (`{set}` in it is
+replaced by the set's name) for `python -m bench.quality --fit-verdict`.
 `GROUNDING_EMBEDDINGS=local` (or any STEELFRAME_CHAT_EMBEDDINGS value) asks the sets with
 that dense-round provider, `GROUNDING_EMBEDDINGS_MODEL` and `GROUNDING_EMBEDDINGS_URL` naming
 its model and endpoint (for `openai`/`ollama`, e.g. bench/embeddings_server.py's
@@ -230,8 +232,8 @@ async def test_grounding_quality_through_the_chat_turn(
     )
     if name in TUNING_DATA and os.environ.get("GROUNDING_TUNING_MISSES"):
         _misses(outcomes)
-    if name == "tallyho-tuning" and os.environ.get("GROUNDING_TUNING_DUMP"):
-        _dump(outcomes, Path(os.environ["GROUNDING_TUNING_DUMP"]))
+    if name in TUNING_DATA and os.environ.get("GROUNDING_TUNING_DUMP"):
+        _dump(name, outcomes, os.environ["GROUNDING_TUNING_DUMP"])
     gate = GATES[name]
     for figure, at_least in gate.items():
         assert _share(figures[figure]) >= at_least, figure
@@ -240,13 +242,15 @@ async def test_grounding_quality_through_the_chat_turn(
     assert sum(generic) <= 0.05 * len(generic)  # the check cannot be passed by saying nothing
 
 
-def _dump(outcomes: list[Outcome], path: Path) -> None:
-    """The tuning part's outcomes with the verdict's evidence, to calibrate on (only ever
-    the tuning part's)."""
+def _dump(name: str, outcomes: list[Outcome], path: str) -> None:
+    """Tuning data's outcomes with the verdict's evidence, to calibrate on (only ever
+    TUNING_DATA's: Tallyho's tuning part, Wren). A `{set}` in the path is the set's name,
+    so one run of both sets writes two files (bench/verdict_fit.py asks them that way)."""
     rows = [
-        {"question": o.question, "kept_top": o.kept_top, "evidence": o.evidence} for o in outcomes
+        {"set": name, "question": o.question, "kept_top": o.kept_top, "evidence": o.evidence}
+        for o in outcomes
     ]
-    path.write_text(json.dumps(rows, indent=1))
+    Path(path.replace("{set}", name)).write_text(json.dumps(rows, indent=1))
 
 
 def _misses(outcomes: list[Outcome]) -> None:

@@ -214,9 +214,44 @@ def test_the_choice_of_features_never_lets_more_no_answer_questions_through() ->
     answerable = np.arange(60) % 6 != 0
     x = random.normal(size=(60, len(CANDIDATES))) + answerable[:, None] * 0.8
     none = np.zeros(60)
-    rows = Rows(x, answerable, np.zeros(60, dtype=bool), none, none)
+    rows = Rows(x, answerable, np.zeros(60, dtype=bool), none, none, np.full(60, "wren"))
     among = [COMMITTED, *candidates()[-4:]]
     chosen, table = choose(rows, np.arange(60), repeats=1, among=among)
     assert COMMITTED in candidates() and chosen in among
     assert table[chosen].let_through <= table[COMMITTED].let_through
     assert table[chosen].told_nothing <= table[COMMITTED].told_nothing
+
+
+def test_the_pooled_fit_keeps_both_sets_in_every_fold_and_its_budget() -> None:
+    """bench/verdict_fit.py on two made-up tuning sets: every held-out fold holds both sets'
+    no-answer questions, and the "budget" threshold lets through, on the folds it was set
+    on, at most its share of the no-answer questions."""
+    from bench.verdict_fit import (
+        BUDGET_REPEATS,
+        BUDGET_SHARE,
+        CANDIDATES,
+        FEATURES,
+        Rows,
+        columns,
+        fit,
+        stratified,
+    )
+
+    random = np.random.default_rng(1)
+    answerable = np.arange(120) % 6 != 0
+    x = random.normal(size=(120, len(CANDIDATES))) + answerable[:, None] * 0.8
+    none = np.zeros(120)
+    sets = np.where(np.arange(120) < 60, "tallyho-tuning", "wren")
+    rows = Rows(x, answerable, np.zeros(120, dtype=bool), none, none, sets)
+    everything = np.arange(120)
+    for _, test in stratified(rows, everything, 1):
+        held = set(rows.strata[test].tolist())
+        assert held == {0, 1, 2, 3}  # each set's no-answer and answerable questions
+    assert rows.weights(everything[:90], "set").sum() == 90  # the same total, set by set
+    limit = fit(rows, everything, threshold_rule="budget").threshold
+    let_through = 0
+    for train, test in stratified(rows, everything, BUDGET_REPEATS):
+        draft = fit(rows, train, threshold_rule="midway")
+        scores = draft.scores(rows.x[np.ix_(test, columns(FEATURES))])
+        let_through += int((scores[~answerable[test]] >= limit).sum())
+    assert let_through <= BUDGET_SHARE * (~answerable).sum() * BUDGET_REPEATS
