@@ -106,10 +106,9 @@ def _bubblewrap_check(settings: Settings) -> list[Check]:
     from bot.lifecycle.sandbox import status
 
     found = status(settings)
-    warning = found.get("warning")
-    detail = warning or f"coding runs in the {found.get('mode')} sandbox"
+    detail = found.warning or f"coding runs in the {found.mode} sandbox"
     # Never unready for it (a serving role runs no code), but said where operators look.
-    return [Check("coding_sandbox", True, str(detail), note=bool(warning))]
+    return [Check("coding_sandbox", True, detail, note=found.warning is not None)]
 
 
 def _egress_check(settings: Settings) -> list[Check]:
