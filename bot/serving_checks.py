@@ -9,6 +9,7 @@ reading the key file: reachability (database, Redis, GitHub) is checked by their
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -167,11 +168,40 @@ def _run_limits_check(settings: Settings) -> list[Check]:
     return [Check("run_limits", True, found.detail, note=not found.per_run)]
 
 
+def _run_uids_check(settings: Settings) -> list[Check]:
+    """Who a sandboxed run is on the host (docs/lifecycle.md, "Who it runs as"): as root, a
+    uid of its own from STEELFRAME_SANDBOX_UID_RANGE, or nobody when the range is off or
+    unusable here; otherwise the worker's uid in a user namespace. Found afresh each time (a
+    read of /proc/self/uid_map, the lock folder made): a folder fixed is seen at once."""
+    from bot.lifecycle import sandbox_uid
+
+    if settings.coding_sandbox == "off":
+        return [Check("sandbox_uids", True, "not used: the sandbox is off")]
+    if os.geteuid() != 0:
+        detail = (
+            "each run is the worker's uid in a user namespace of its own (the worker is not "
+            "root: STEELFRAME_SANDBOX_UID_RANGE does not apply)"
+        )
+        return [Check("sandbox_uids", True, detail)]
+    uids = settings.sandbox_uid_range
+    found = sandbox_uid.range_status(uids)
+    if uids is None or found.problem is not None:
+        detail = f"every run is nobody ({sandbox_uid.NOBODY}), shared: {found.problem}"
+        return [Check("sandbox_uids", True, detail, note=True)]
+    here = f", {len(found.usable)} of them exist here" if len(found.usable) < len(uids) else ""
+    detail = (
+        f"each run a uid of its own from STEELFRAME_SANDBOX_UID_RANGE={uids} ({len(uids)} "
+        f"uids{here}; runs beyond that many at once are nobody)"
+    )
+    return [Check("sandbox_uids", True, detail)]
+
+
 SANDBOX_CHECKS: list[SandboxCheck] = [
     _bubblewrap_check,
     _egress_check,
     _setup_cache_check,
     _run_limits_check,
+    _run_uids_check,
 ]
 
 
