@@ -8,14 +8,15 @@ the protocol's user can count on:
 * a line that is not JSON, JSON that is not an object with a string `type`, and an object of
   a type the protocol does not have are log text (kept in the run's log), as they always
   were: the protocol may gain line types;
-* keys a line's type does not have are ignored (a command may say more than the worker reads);
-* a line of a protocol type in a shape the protocol does not have (a key missing, a value of
-  another type: `"input_tokens": "12"`, a `status` the protocol does not list) is not read:
-  the run's log gets a line naming the key, and the run goes on as after a line of an unknown
-  type. Values are the JSON types the protocol shows: a number is a JSON number, never a
-  string of digits (what it is not, the worker does not guess). A malformed `result` line is
-  no answer: unless a well-formed one follows, the run fails saying its result line was
-  malformed.
+* keys a line's type does not have are ignored (a command may say more than the worker reads),
+  and a `usage` line may leave out a total it does not keep (0: `Usage`'s defaults);
+* a line of a protocol type in a shape the protocol does not have (a required key missing,
+  `null`, a value of another type: `"input_tokens": "12"`, a `status` the protocol does not
+  list) is not read: the run's log gets a line naming the key, and the run goes on as after
+  a line of an unknown type. Values are the JSON types the protocol shows: a number is a
+  JSON number, and a string of digits is malformed, not guessed at (its log line tells the
+  command's author at the first run). A malformed `result` line is no answer: unless a
+  well-formed one follows, the run fails saying its result line was malformed.
 """
 
 from __future__ import annotations
