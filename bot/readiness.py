@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-import msgspec
 import redis
 
 from bot import __version__
@@ -13,7 +12,6 @@ from bot import db as dbmod
 from bot.config import Settings
 from bot.contracts import health as wire
 from bot.contracts.health import Health, ReadinessCheck
-from bot.contracts.tasks import CodingSandbox
 from bot.lifecycle.sandbox import status as sandbox_status
 from bot.serving_checks import coding_runtime_check, sandbox_checks, serving_checks
 from memory import Memory
@@ -38,7 +36,7 @@ class Readiness:
             version=__version__,
             database=database,
             redis=redis_ok,
-            coding_sandbox=msgspec.convert(sandbox_status(self.settings), CodingSandbox),
+            coding_sandbox=sandbox_status(self.settings),
         )
 
     async def ready(self) -> wire.Readiness:
@@ -80,7 +78,7 @@ def _index_check(memory: Memory) -> ReadinessCheck:
     except Exception as exc:  # any failure to read the index means not ready, with why
         detail = f"memory index unreadable: {type(exc).__name__}: {exc}"
         return ReadinessCheck(ok=False, detail=detail)
-    return ReadinessCheck(ok=True, detail=f"{stats['chunks']} chunks")
+    return ReadinessCheck(ok=True, detail=f"{stats.chunks} chunks")
 
 
 def _redis_ping(client: redis.Redis) -> bool:

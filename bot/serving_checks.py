@@ -9,6 +9,7 @@ reading the key file: reachability (database, Redis, GitHub) is checked by their
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,10 +107,9 @@ def _bubblewrap_check(settings: Settings) -> list[Check]:
     from bot.lifecycle.sandbox import status
 
     found = status(settings)
-    warning = found.get("warning")
-    detail = warning or f"coding runs in the {found.get('mode')} sandbox"
+    detail = found.warning or f"coding runs in the {found.mode} sandbox"
     # Never unready for it (a serving role runs no code), but said where operators look.
-    return [Check("coding_sandbox", True, str(detail), note=bool(warning))]
+    return [Check("coding_sandbox", True, detail, note=found.warning is not None)]
 
 
 def _egress_check(settings: Settings) -> list[Check]:
@@ -168,11 +168,40 @@ def _run_limits_check(settings: Settings) -> list[Check]:
     return [Check("run_limits", True, found.detail, note=not found.per_run)]
 
 
+def _run_uids_check(settings: Settings) -> list[Check]:
+    """Who a sandboxed run is on the host (docs/lifecycle.md, "Who it runs as"): as root, a
+    uid of its own from STEELFRAME_SANDBOX_UID_RANGE, or nobody when the range is off or
+    unusable here; otherwise the worker's uid in a user namespace. Found afresh each time (a
+    read of /proc/self/uid_map, the lock folder made): a folder fixed is seen at once."""
+    from bot.lifecycle import sandbox_uid
+
+    if settings.coding_sandbox == "off":
+        return [Check("sandbox_uids", True, "not used: the sandbox is off")]
+    if os.geteuid() != 0:
+        detail = (
+            "each run is the worker's uid in a user namespace of its own (the worker is not "
+            "root: STEELFRAME_SANDBOX_UID_RANGE does not apply)"
+        )
+        return [Check("sandbox_uids", True, detail)]
+    uids = settings.sandbox_uid_range
+    found = sandbox_uid.range_status(uids)
+    if uids is None or found.problem is not None:
+        detail = f"every run is nobody ({sandbox_uid.NOBODY}), shared: {found.problem}"
+        return [Check("sandbox_uids", True, detail, note=True)]
+    here = f", {len(found.usable)} of them exist here" if len(found.usable) < len(uids) else ""
+    detail = (
+        f"each run a uid of its own from STEELFRAME_SANDBOX_UID_RANGE={uids} ({len(uids)} "
+        f"uids{here}; runs beyond that many at once are nobody)"
+    )
+    return [Check("sandbox_uids", True, detail)]
+
+
 SANDBOX_CHECKS: list[SandboxCheck] = [
     _bubblewrap_check,
     _egress_check,
     _setup_cache_check,
     _run_limits_check,
+    _run_uids_check,
 ]
 
 

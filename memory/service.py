@@ -11,8 +11,9 @@ import logging
 import time
 from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Unpack
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,6 +39,18 @@ SessionFactory = Callable[[], AbstractContextManager[Session]]
 FOLDER = "memory"  # the index lives in <data dir>/memory
 RELEARN_SHARE = 0.05  # domain words are learned again once memory grew by this share...
 RELEARN_MIN = 20  # ...and by at least this many chunks
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    """The index as one generation has it (readiness shows `chunks`)."""
+
+    generation: int
+    chunks: int  # live: added and not deleted
+    segments: int
+    tombstones: int  # deleted chunks still in a segment, until a merge drops them
+    watermark: int  # every chunk id up to it is indexed, but the gaps
+    gaps: int  # ids not visible when the watermark passed them (rolled back, or in flight)
 
 
 class Memory:
@@ -353,18 +366,18 @@ class Memory:
         """The analysed terms of `text` (to compare a reply with `distinctive` terms)."""
         return set(self.analyzer.tokens(text))
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> IndexStats:
+        """The index's size and catch-up, as its current generation has them."""
         self._ensure_bound()
-        snapshot = self.index.snapshot()
-        manifest = snapshot.manifest
-        return {
-            "generation": manifest.generation,
-            "chunks": manifest.live_docs,
-            "segments": len(manifest.segments),
-            "tombstones": manifest.dead_count,
-            "watermark": manifest.watermark,
-            "gaps": len(manifest.gaps),
-        }
+        manifest = self.index.snapshot().manifest
+        return IndexStats(
+            generation=manifest.generation,
+            chunks=manifest.live_docs,
+            segments=len(manifest.segments),
+            tombstones=manifest.dead_count,
+            watermark=manifest.watermark,
+            gaps=len(manifest.gaps),
+        )
 
 
 def _log_progress(done: int, total: int) -> None:

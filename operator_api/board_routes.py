@@ -7,7 +7,7 @@ import re
 import msgspec
 from aiohttp import web
 
-from bot.contracts.tasks import Board, CodingSandbox, TaskDetail, TaskLog
+from bot.contracts.tasks import Board, TaskDetail, TaskLog
 from bot.errors import BadRequest, Unavailable
 from bot.lifecycle import archiving
 from bot.lifecycle import board as views
@@ -95,8 +95,7 @@ async def board(request: web.Request) -> web.Response:
     limit = query_int(request, "limit", default=200, maximum=1000)
     api = request.app[OPERATOR_API]
     found = await api.db.run(views.board, state=state, archived=archived, limit=limit)
-    sandbox = msgspec.convert(sandbox_status(api.settings), CodingSandbox)
-    return _json(Board(tasks=found, coding_sandbox=sandbox))
+    return _json(Board(tasks=found, coding_sandbox=sandbox_status(api.settings)))
 
 
 @endpoints.get(

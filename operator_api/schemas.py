@@ -4,11 +4,12 @@ Response objects list every key they carry as `required` and allow no other keys
 generated client gets exact types and the test suite's response check (tests/conftest.py)
 fails on a key the service sends but this document does not name.
 
-The shapes are tables, one entry per key: rows such as `"name": {"type": "string"}` repeat
-in many objects (a `duplicates` row) because many objects carry such keys, not copied logic;
-keys two objects share in meaning are declared once (`session_fields`). The answers (chat,
-the task JSON, the events stream's frames, the explicit actions, /healthz and /readyz) are
-generated from their Structs (bot.contracts).
+The answers (chat, the task JSON, the events stream's frames, the explicit actions, /healthz
+and /readyz) are generated from their Structs (bot.contracts), where a key two answers share
+is declared once. Written here as tables, one entry per key, are only the request bodies
+(`request_object`), the spend chart's answer and the error body (`exact`): rows such as
+`"title": {"type": ["string", "null"]}` repeat in them because several bodies carry such
+keys, not copied logic.
 """
 
 from __future__ import annotations

@@ -242,7 +242,11 @@ async def test_a_result_line_answers_and_the_session_is_reported_as_it_arrives(
         ("import sys; print('oops', file=sys.stderr); sys.exit(4)", "exited with status 4"),
         ("print('no result here')", "without a result line"),
         ("import json; print(json.dumps({'type': 'result', 'status': 'question'}))", "no question"),
-        ("import json; print(json.dumps({'type': 'result', 'status': 'maybe'}))", "unknown status"),
+        (
+            "import json; print(json.dumps({'type': 'result', 'status': 'maybe'}))",
+            "the coding command's result line was malformed (a value the protocol does not list"
+            " - at `$.status`)",
+        ),
     ],
 )
 async def test_a_runtime_that_breaks_the_protocol_is_an_error(
@@ -255,6 +259,36 @@ async def test_a_runtime_that_breaks_the_protocol_is_an_error(
     assert "oops" not in outcome.error
     if "oops" in script:
         assert "[stderr] oops" in outcome.log.text()
+
+
+async def test_a_malformed_protocol_line_is_said_in_the_log_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    script = (
+        "import json\n"
+        "def out(**line): print(json.dumps(line), flush=True)\n"
+        "out(type='usage', input_tokens=100, output_tokens=1, cost_usd=0.5)\n"
+        "out(type='usage', input_tokens='200', output_tokens=2, cost_usd=0.7)\n"
+        "out(type='progress', action='dance', name='Bash')\n"
+        "out(type='heartbeat', at=3)\n"
+        "out(type='result', status='later', summary='not this one')\n"
+        "out(type='result', status='done', summary='the answer', extra={'a': 1})\n"
+    )
+    outcome, calls = await _run(tmp_path, script)
+    assert outcome.status == CodingStatus.DONE and outcome.summary == "the answer"
+    # The string of digits was not taken: the totals are the last well-formed line's.
+    assert (outcome.tokens, outcome.cost_usd) == (101, 0.5)
+    assert [c[0] for c in calls] == ["start", "usage"]
+    log_text = outcome.log.text()
+    for note in (
+        "malformed `usage` line (Expected `int`, got `str` - at `$.input_tokens`)",
+        "malformed `progress` line (a value the protocol does not list - at `$.action`)",
+        "malformed `result` line (a value the protocol does not list - at `$.status`)",
+    ):
+        assert f"[worker] the coding command printed a {note}" in log_text
+    assert "dance" not in "\n".join(line for line in outcome.log.lines if "[worker]" in line)
+    assert '[stdout] {"type": "heartbeat", "at": 3}' in log_text  # an unknown type: log text
+    assert '{"type": "heartbeat", "at": 3}' in outcome.log_tail
 
 
 async def test_the_time_limit_kills_the_whole_process_group(tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ def test_two_processes_syncing_at_once_index_each_row_once(
     for thread in threads:
         thread.join()
     assert sum(reports) == 40
-    assert first.stats()["chunks"] == 40
+    assert first.stats().chunks == 40
     assert len(second.search("shared row", repo="o/r", k=100)) == 40
 
 
@@ -176,7 +176,7 @@ def test_an_id_committed_late_is_picked_up_from_the_gaps(
                 )
             )
     memory.sync()
-    assert memory.stats()["gaps"] == 1 and memory.stats()["watermark"] == 4
+    assert memory.stats().gaps == 1 and memory.stats().watermark == 4
     with database.session() as session:
         session.add(
             MemoryChunk(
@@ -190,7 +190,7 @@ def test_an_id_committed_late_is_picked_up_from_the_gaps(
             )
         )
     assert memory.sync().added == 1
-    assert memory.stats()["gaps"] == 0
+    assert memory.stats().gaps == 0
     assert memory.search("late arrival", repo="o/r")[0].chunk_id == 3
 
 
@@ -221,16 +221,16 @@ def test_rebuild_equals_incremental_exactly(
     rebuilt = Memory(tmp_path / "rebuilt", database.session)
     rebuilt.reindex()
     before = memory.stats()
-    assert before["tombstones"] > 0 and before["segments"] > MERGE_FACTOR
-    assert rebuilt.stats()["segments"] == 1 and rebuilt.stats()["tombstones"] == 0
+    assert before.tombstones > 0 and before.segments > MERGE_FACTOR
+    assert rebuilt.stats().segments == 1 and rebuilt.stats().tombstones == 0
     _assert_same_results(memory, rebuilt, [*topics, "edited comment", "words 12", "note 3-4"])
     assert memory.merge() >= 1
-    assert memory.stats()["segments"] < before["segments"]
+    assert memory.stats().segments < before.segments
     _assert_same_results(memory, rebuilt, [*topics, "edited comment", "words 12", "note 3-4"])
 
 
 def _assert_same_results(incremental: Memory, rebuilt: Memory, queries: list[str]) -> None:
-    assert incremental.stats()["chunks"] == rebuilt.stats()["chunks"]
+    assert incremental.stats().chunks == rebuilt.stats().chunks
     for query in queries:
         for repo, focus in ((None, None), ("o/r", None), ("o/r", 2)):
             ours = [

@@ -99,7 +99,8 @@ async def test_readyz_is_503_naming_redis_when_it_stops(api_factory: Any, tmp_pa
         assert ready.status == 200 and body["status"] == "ready"
         assert set(body["checks"]) == {
             *("database", "redis", "index", "coding_sandbox", "coding_egress"),
-            *("setup_cache", "run_limits", "github_app", "webhook_secret", "coding_runtime"),
+            *("setup_cache", "run_limits", "sandbox_uids", "github_app", "webhook_secret"),
+            "coding_runtime",
         }
     finally:
         embedded.stop()

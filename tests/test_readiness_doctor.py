@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from bot.config_values import Secret
+from bot.config_values import Secret, UidRange
 from bot.serving_checks import SANDBOX_CHECKS, Check, sandbox_checks
 from tests.conftest import GitHubSandbox, make_settings
-from tests.fakes.sandbox import require_bwrap
+from tests.fakes.sandbox import require_bwrap, require_root
 from tests.fakes.serve_process import child_env, serve
 
 STEELFRAME = [sys.executable, "-m", "steelframe.cli"]
@@ -96,7 +96,14 @@ def test_doctor_is_happy_on_a_dev_shell_and_warns_about_tracked_secrets(tmp_path
     run = _doctor(tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = run.stdout.splitlines()
-    for name in ("database", "redis", "github_app", "webhook_secret", "coding_sandbox"):
+    for name in (
+        "database",
+        "redis",
+        "github_app",
+        "webhook_secret",
+        "coding_sandbox",
+        "sandbox_uids",
+    ):
         assert any(line.split()[1:2] == [name] for line in lines), (name, run.stdout)
     assert any(line.startswith("warn") and " redis " in line for line in lines)
     assert lines[-1] == "ok"
@@ -143,7 +150,7 @@ async def test_a_sandbox_check_added_to_the_list_reaches_readyz(
 ) -> None:
     settings = make_settings(tmp_path)
     names = [check.name for check in sandbox_checks(settings)]
-    assert names == ["coding_sandbox", "coding_egress", "setup_cache", "run_limits"]
+    assert names == ["coding_sandbox", "coding_egress", "setup_cache", "run_limits", "sandbox_uids"]
     SANDBOX_CHECKS.append(lambda s: [Check("egress", False, "the egress proxy is down")])
     try:
         status, body = await _readyz(api_factory, settings)
@@ -171,3 +178,52 @@ async def test_readyz_says_the_coding_runs_network_is_closed_and_where_setup_is_
     blocked.write_text("a file where the data folder should be\n")
     found = {c.name: c for c in sandbox_checks(make_settings(tmp_path, data_dir=blocked))}
     assert found["setup_cache"].note and "not writable" in found["setup_cache"].detail
+
+
+async def test_readyz_says_whether_runs_get_a_uid_of_their_own_or_why_they_are_nobody(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """A root worker's runs each get a uid of STEELFRAME_SANDBOX_UID_RANGE; with the range
+    off (or unusable here: tests/test_sandbox_uid.py) every run is nobody, said as a warning;
+    without the sandbox, or as a user, the range does not apply."""
+    require_root()
+    settings = make_settings(tmp_path, sandbox_uid_range=UidRange(60600, 60999))
+    status, body = await _readyz(api_factory, settings)
+    assert status == 200
+    assert body["checks"]["sandbox_uids"] == {
+        "ok": True,
+        "detail": "each run a uid of its own from STEELFRAME_SANDBOX_UID_RANGE=60600-60999 "
+        "(400 uids; runs beyond that many at once are nobody)",
+    }
+
+    def uids_check(**values: Any) -> Check:
+        found = {c.name: c for c in sandbox_checks(make_settings(tmp_path, **values))}
+        return found["sandbox_uids"]
+
+    off = uids_check(sandbox_uid_range=None)
+    assert off.ok and off.note
+    assert off.detail == "every run is nobody (65534), shared: STEELFRAME_SANDBOX_UID_RANGE=off"
+    unsandboxed = uids_check(coding_sandbox="off")
+    assert unsandboxed.detail == "not used: the sandbox is off" and not unsandboxed.note
+
+
+def test_a_worker_that_is_not_root_says_the_uid_range_does_not_apply(tmp_path: Path) -> None:
+    """The check in a worker process that is not root (nobody here): each run is its uid,
+    in a user namespace of its own."""
+    require_root()  # to become nobody
+    asks = (
+        "from bot.config import Settings; from bot.serving_checks import sandbox_checks; "
+        f"found = sandbox_checks(Settings.from_env({{'STEELFRAME_DATA_DIR': {str(tmp_path)!r}}})); "
+        "print([c.detail for c in found if c.name == 'sandbox_uids'][0])"
+    )
+    said = subprocess.run(
+        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", asks],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.strip()
+    assert said == (
+        "each run is the worker's uid in a user namespace of its own (the worker is not root: "
+        "STEELFRAME_SANDBOX_UID_RANGE does not apply)"
+    )

@@ -76,6 +76,23 @@ def test_a_held_uid_is_not_given_twice_and_a_full_range_falls_back_to_nobody(
     assert again.user.uid == uids.start
 
 
+def test_the_range_status_says_which_uids_runs_can_get_or_why_none(
+    locks: Path, tmp_path: Path
+) -> None:
+    """What /readyz and doctor report (bot.serving_checks), and what `lease` starts from."""
+    uids = own_uids(3)
+    assert sandbox_uid.range_status(uids, locks) == sandbox_uid.RangeStatus(tuple(uids))
+    assert locks.is_dir()
+    assert sandbox_uid.range_status(None, locks).problem == "STEELFRAME_SANDBOX_UID_RANGE=off"
+    not_a_folder = tmp_path / "a-file"
+    not_a_folder.write_text("")
+    found = sandbox_uid.range_status(uids, not_a_folder / "locks")
+    assert found.usable == ()
+    assert found.problem == f"the uid locks' folder {not_a_folder / 'locks'} (Not a directory)"
+    held = sandbox_uid.lease(uids, not_a_folder / "locks")
+    assert not held.held and held.user.note.endswith(f"as every run: {found.problem}")
+
+
 def test_a_holder_that_dies_lets_its_uid_go(locks: Path) -> None:
     uids = own_uids(1)
     holder = subprocess.Popen(

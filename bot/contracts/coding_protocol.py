@@ -35,11 +35,12 @@ class Session(_Line, frozen=True, tag="session"):
 
 
 class Usage(_Line, frozen=True, tag="usage"):
-    """The run's running totals so far."""
+    """The run's running totals so far. A total the command does not keep (a local model's
+    cost) it leaves out: 0, and no limit on it applies (the presets send all three)."""
 
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
 
 
 class Log(_Line, frozen=True, tag="log"):

@@ -11,8 +11,9 @@ The protocol (docs/lifecycle.md, "The coding command"):
   `{"type": "usage", "input_tokens", "output_tokens", "cost_usd"}` with running totals,
   `{"type": "log", "text"}`, `{"type": "progress", "action": "command" | "edit" | "tool",
   "name"}` for each step the agent takes, and last `{"type": "result", "status": "done" |
-  "question" | "error", "summary", "question", "error", "limit"}`. Other lines are kept as
-  log text.
+  "question" | "error", "summary", "question", "error", "limit"}`, read as the Structs of
+  bot/contracts/coding_protocol.py (`bot.lifecycle.coding_lines`). Other lines are kept as
+  log text; a protocol line in another shape is too, with a line naming the key.
 * Exit status 0 with a result line is an answer; anything else is an error.
 * It never pushes: the worker commits what it left, pushes and opens the pull request.
 
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -34,8 +34,20 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import get_args
 
+from msgspec import UnsetType
+
+from bot.contracts.coding_protocol import (
+    AgentEvent,
+    AgentLimit,
+    Log,
+    Progress,
+    Result,
+    Session,
+    Usage,
+)
+from bot.lifecycle.coding_lines import Malformed, read_line
 from bot.lifecycle.egress import running_egress
 from bot.lifecycle.egress_blocked import BlockedHost
 from bot.lifecycle.run_cgroup import RunCgroup
@@ -123,9 +135,8 @@ class CodingOutcome:
 SessionHook = Callable[[str | None, str | None], Awaitable[None]]
 # Called with each step the agent reports: ("command" | "edit" | "tool", tool name).
 ProgressHook = Callable[[str, str], None]
-PROGRESS_ACTIONS = frozenset({"command", "edit", "tool"})
 # An agent's own limits that end a run as a limit (not retried), by the name the task uses.
-AGENT_LIMITS = frozenset({"turns", "cost", "tokens", "time"})
+AGENT_LIMITS: frozenset[str] = frozenset(get_args(AgentLimit))
 # Returns the name of the limit the running totals exceed, or None.
 UsageHook = Callable[[int, float], str | None]
 StartHook = Callable[[int], Awaitable[None]]
@@ -163,52 +174,61 @@ async def _stop(process: asyncio.subprocess.Process, grace: float) -> None:
         await asyncio.wait_for(process.wait(), grace)
 
 
-def _apply_event(outcome: CodingOutcome, event: dict[str, Any]) -> str | None:
-    """Fold one protocol event into the outcome; returns "session" or "usage" when seen."""
-    kind = event.get("type")
-    if kind == "session":
-        session_id = event.get("session_id")
-        transcript = event.get("transcript")
-        outcome.session_id = str(session_id) if session_id else outcome.session_id
-        outcome.transcript = str(transcript) if transcript else outcome.transcript
-        return "session"
-    if kind == "usage":
-        outcome.input_tokens = int(event.get("input_tokens") or 0)
-        outcome.output_tokens = int(event.get("output_tokens") or 0)
-        outcome.cost_usd = float(event.get("cost_usd") or 0.0)
-        return "usage"
-    if kind == "log":
-        outcome.log_tail.append(str(event.get("text", ""))[:500])
-        return None
-    if kind == "progress":
-        return "progress" if event.get("action") in PROGRESS_ACTIONS else None
-    if kind == "result":
-        status = str(event.get("status", ""))
-        outcome.summary = str(event.get("summary") or "")
-        outcome.question = str(event.get("question") or "")
-        outcome.reason = str(event.get("error") or "")
-        if status == "done":
-            outcome.status = CodingStatus.DONE
-        elif status == "question" and outcome.question.strip():
-            outcome.status = CodingStatus.QUESTION
-        elif status == "question":
-            outcome.status = CodingStatus.ERROR
-            outcome.error = "the runtime asked a question but sent no question text"
-        elif status == "error" and event.get("limit") in AGENT_LIMITS:
-            outcome.status = CodingStatus.LIMIT
-            outcome.limit = str(event["limit"])
-        elif status == "error":
-            outcome.status = CodingStatus.ERROR
-            outcome.error = "the coding runtime gave up"
-        else:
-            outcome.status = CodingStatus.ERROR
-            outcome.error = "the coding runtime reported an unknown status"
-            outcome.reason = outcome.reason or f"status {status[:40]!r}"
-        if event.get("session_id"):
-            outcome.session_id = str(event["session_id"])
-        return "result"
-    outcome.log_tail.append(json.dumps(event)[:500])
-    return None
+def _fold(outcome: CodingOutcome, event: AgentEvent) -> None:
+    """Fold one protocol line into the outcome."""
+    if isinstance(event, Session):
+        transcript = event.transcript if isinstance(event.transcript, str) else None
+        outcome.session_id = event.session_id or outcome.session_id
+        outcome.transcript = transcript or outcome.transcript
+    elif isinstance(event, Usage):
+        outcome.input_tokens = event.input_tokens
+        outcome.output_tokens = event.output_tokens
+        outcome.cost_usd = event.cost_usd
+    elif isinstance(event, Log):
+        outcome.log_tail.append(event.text[:500])
+    elif isinstance(event, Result):
+        _fold_result(outcome, event)
+
+
+def _fold_result(outcome: CodingOutcome, result: Result) -> None:
+    outcome.summary = _text(result.summary)
+    outcome.question = _text(result.question)
+    outcome.reason = _text(result.error)
+    if result.status == "done":
+        outcome.status = CodingStatus.DONE
+    elif result.status == "question" and outcome.question.strip():
+        outcome.status = CodingStatus.QUESTION
+    elif result.status == "question":
+        outcome.status = CodingStatus.ERROR
+        outcome.error = "the runtime asked a question but sent no question text"
+    elif isinstance(result.limit, str):  # one of AGENT_LIMITS: the decoder saw to it
+        outcome.status = CodingStatus.LIMIT
+        outcome.limit = result.limit
+    else:
+        outcome.status = CodingStatus.ERROR
+        outcome.error = "the coding runtime gave up"
+
+
+def _text(value: str | UnsetType) -> str:
+    return value if isinstance(value, str) else ""
+
+
+@dataclass
+class _Reading:
+    """What reading stdout found that decides the run's end."""
+
+    saw_result: bool = False
+    malformed_result: Malformed | None = None  # the last, when no result line was read
+
+    def missing_answer(self) -> str | None:
+        """Why the run gave no answer, in the worker's words; None when it gave one."""
+        if self.saw_result:
+            return None
+        if self.malformed_result is not None:
+            return (
+                f"the coding command's result line was malformed ({self.malformed_result.problem})"
+            )
+        return "the coding command exited without a result line"
 
 
 async def _spawn(launch: Launch, policy: SandboxPolicy) -> Spawned:
@@ -270,7 +290,7 @@ async def _run_launched(
     process, group = spawned.process, spawned.group
     outcome.log.add("worker", spawned.note)  # which uid, and what its process limit counts
     await on_start(process.pid)
-    ended_by, saw_result = await _supervise(process, request, outcome, stop, hooks, grace)
+    ended_by, reading = await _supervise(process, request, outcome, stop, hooks, grace)
     outcome.seconds = time.monotonic() - started
     outcome.exit_code = process.returncode
     if ended_by is not None:
@@ -287,9 +307,9 @@ async def _run_launched(
     elif process.returncode != 0:
         outcome.status = CodingStatus.ERROR
         outcome.error = f"the coding command exited with status {process.returncode}"
-    elif not saw_result:
+    elif (missing := reading.missing_answer()) is not None:
         outcome.status = CodingStatus.ERROR
-        outcome.error = "the coding command exited without a result line"
+        outcome.error = missing
     await spawned.ended()  # its uid let go: the next run may be given it
 
 
@@ -302,10 +322,10 @@ async def _supervise(
     stop: asyncio.Event,
     hooks: tuple[SessionHook, UsageHook, ProgressHook | None],
     grace: float,
-) -> tuple[CodingStatus | None, bool]:
+) -> tuple[CodingStatus | None, _Reading]:
     """Feed the prompt, read both streams into the log, and wait for the end."""
     on_session, on_usage, on_progress = hooks
-    saw_result = False
+    reading = _Reading()
     ended_by: CodingStatus | None = None
     tail: deque[str] = deque(maxlen=LOG_TAIL_LINES)
 
@@ -324,30 +344,36 @@ async def _supervise(
             tail.append(line[:500])
 
     async def read_stdout() -> None:
-        nonlocal saw_result, ended_by
+        nonlocal ended_by
         assert process.stdout is not None
         async for raw in process.stdout:
             line = raw.decode(errors="replace").strip()
             if not line:
                 continue
             outcome.log.add("stdout", line)
-            event = _event(line)
-            if event is None:
+            event = read_line(line)
+            if event is None:  # not a protocol line: log text
                 tail.append(line[:500])
                 continue
-            seen = _apply_event(outcome, event)
-            if seen == "session":
+            if isinstance(event, Malformed):  # said, then passed over as an unknown line
+                outcome.log.add("worker", event.note())
+                tail.append(event.note())
+                if event.kind == "result":
+                    reading.malformed_result = event
+                continue
+            _fold(outcome, event)
+            if isinstance(event, Session):
                 await on_session(outcome.session_id, outcome.transcript)
-            elif seen == "usage":
+            elif isinstance(event, Usage):
                 exceeded = on_usage(outcome.tokens, outcome.cost_usd)
                 if exceeded:
                     outcome.limit = exceeded
                     ended_by = CodingStatus.LIMIT
                     return
-            elif seen == "progress" and on_progress is not None:
-                on_progress(str(event["action"]), str(event.get("name") or "")[:40])
-            elif seen == "result":
-                saw_result = True
+            elif isinstance(event, Progress) and on_progress is not None:
+                on_progress(event.action, event.name[:40])
+            elif isinstance(event, Result):
+                reading.saw_result = True
 
     feeder = asyncio.ensure_future(feed())
     out_reader = asyncio.ensure_future(read_stdout())
@@ -389,12 +415,4 @@ async def _supervise(
             future.cancel()
         await asyncio.gather(feeder, out_reader, err_reader, stopper, return_exceptions=True)
     outcome.log_tail = [*outcome.log_tail, *tail][-LOG_TAIL_LINES:]
-    return ended_by, saw_result
-
-
-def _event(line: str) -> dict[str, Any] | None:
-    try:
-        event = json.loads(line)
-    except ValueError:
-        return None
-    return event if isinstance(event, dict) else None
+    return ended_by, reading

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from bot.config import Settings
 from bot.config_values import DEFAULT_UID_RANGE, UidRange
+from bot.contracts.tasks import CodingSandbox
 from bot.lifecycle import sandbox_uid
 from bot.lifecycle.egress_policy import Allowlist, Target, url_target
 from bot.lifecycle.sandbox_mounts import (
@@ -441,11 +442,11 @@ def ensure_available(policy: SandboxPolicy) -> list[str]:
     return []
 
 
-def status(settings: Settings) -> dict[str, object]:
+def status(settings: Settings) -> CodingSandbox:
     """What /healthz and the board show: the mode, and a warning when isolation is off."""
     off = settings.coding_sandbox == "off"
-    return {
-        "mode": settings.coding_sandbox,
-        "network": str(settings.coding_network),
-        "warning": OFF_WARNING if off else None,
-    }
+    return CodingSandbox(
+        mode="off" if off else "bwrap",
+        network="off" if settings.coding_network == Network.OFF else "allowlist",
+        warning=OFF_WARNING if off else None,
+    )

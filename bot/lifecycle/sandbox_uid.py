@@ -86,24 +86,43 @@ def shared(note: str) -> UidLease:
     return UidLease(RunUser(NOBODY, NOBODY, own=False, note=f"runs as nobody ({NOBODY}), {note}"))
 
 
-def lease(uids: UidRange | None, locks: Path = LOCKS) -> UidLease:
-    """A uid of the range no other run on this host holds and nothing runs as, or nobody
-    (the log's note says why) where no range is set, none of it is usable or all is held."""
+@dataclass(frozen=True)
+class RangeStatus:
+    """Whether a root worker's runs can get uids of their own here: what `lease` takes them
+    from, found without taking one (also for /readyz and `steelframe doctor`)."""
+
+    usable: tuple[int, ...]  # the range's uids that exist here, in order
+    problem: str | None = None  # why every run is nobody; None when `usable` has uids
+
+
+def range_status(uids: UidRange | None, locks: Path = LOCKS) -> RangeStatus:
+    """The range's uids that exist in this user namespace, its lock folder made; or why
+    none can be had (blocking: a read of /proc/self/uid_map, a mkdir)."""
     if uids is None:
-        return shared("as every run: STEELFRAME_SANDBOX_UID_RANGE=off")
+        return RangeStatus((), "STEELFRAME_SANDBOX_UID_RANGE=off")
     extents = _uid_map()
-    mapped = [uid for uid in uids if _mapped(uid, extents)]
+    mapped = tuple(uid for uid in uids if _mapped(uid, extents))
     if not mapped:
-        return shared(
-            f"as every run: no uid of STEELFRAME_SANDBOX_UID_RANGE={uids} exists in this "
-            "user namespace (a rootless or remapped container maps 65536 uids from 0)"
+        return RangeStatus(
+            (),
+            f"no uid of STEELFRAME_SANDBOX_UID_RANGE={uids} exists in this user namespace "
+            "(a rootless or remapped container maps 65536 uids from 0)",
         )
     try:
         locks.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        return shared(f"as every run: the uid locks' folder {locks} ({exc.strerror or exc})")
+        return RangeStatus((), f"the uid locks' folder {locks} ({exc.strerror or exc})")
+    return RangeStatus(mapped)
+
+
+def lease(uids: UidRange | None, locks: Path = LOCKS) -> UidLease:
+    """A uid of the range no other run on this host holds and nothing runs as, or nobody
+    (the log's note says why) where no range is set, none of it is usable or all is held."""
+    found = range_status(uids, locks)
+    if found.problem is not None:
+        return shared(f"as every run: {found.problem}")
     busy = running_uids()
-    for uid in mapped:
+    for uid in found.usable:
         if uid in busy:
             continue
         lock = _try_lock(locks / f"{uid}.lock")
@@ -117,8 +136,8 @@ def lease(uids: UidRange | None, locks: Path = LOCKS) -> UidLease:
         note = f"runs as uid {uid}, its own (STEELFRAME_SANDBOX_UID_RANGE={uids})"
         return UidLease(RunUser(uid, RUN_GROUP, own=True, note=note), lock, passwd)
     return shared(
-        f"shared with other runs: all {len(uids)} uids of STEELFRAME_SANDBOX_UID_RANGE={uids} "
-        "are in use (widen it)"
+        f"shared with other runs: all {len(found.usable)} uids of "
+        f"STEELFRAME_SANDBOX_UID_RANGE={uids} are in use (widen it)"
     )
 
 
