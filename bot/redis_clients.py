@@ -5,6 +5,13 @@ redis-py (8) gives every client a 5 s socket timeout by default, so an `XREAD BL
 stream and a chat turn resumed on another instance died after five quiet seconds. Tests with a
 0.2 s heartbeat never waited that long; tests/test_instances.py, with real processes and the
 default heartbeat, did.
+
+The connect gets the same allowance. redis-py's 5 s connect timeout is timed on the event
+loop: a connect done by the kernel at once still fails if the loop takes longer than that to
+get back to it, as when many streams (re)connect at once on a loaded host. At a load average
+of 20, 300 operators' streams opened together failed some connects with "Timeout connecting
+to server" (tests/test_events.py), each such stream broken. A Redis that refuses still fails
+at once; only one that does not answer takes the longer allowance to say so.
 """
 
 from __future__ import annotations
@@ -25,9 +32,11 @@ MAX_BLOCKING_READS = 10_000
 def blocking_reader(url: str, *, longest_block: float = DEFAULT_LONGEST_BLOCK) -> aioredis.Redis:
     """A client whose reads may block up to `longest_block` seconds in Redis, as many at
     once as there are streams to wait on (up to MAX_BLOCKING_READS)."""
+    allowance = longest_block + BLOCK_MARGIN_SECONDS
     return aioredis.Redis.from_url(
         url,
-        socket_timeout=longest_block + BLOCK_MARGIN_SECONDS,
+        socket_timeout=allowance,
+        socket_connect_timeout=allowance,
         max_connections=MAX_BLOCKING_READS,
     )
 

@@ -34,6 +34,7 @@ from bot.lifecycle.reconcile import lock_bounded, run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.models import ChatTurn, Operator
 from bot.operators import create_operator
+from bot.redis_clients import blocking_reader
 from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import make_settings
 from tests.fakes.coding import command
@@ -303,18 +304,42 @@ async def test_300_operators_waiting_on_their_events_at_once_all_get_them(
     redis_url: str,
 ) -> None:
     # Each waiting operator holds a connection in a blocking XREAD: a pool of 100 failed
-    # the 101st with MaxConnectionsError, and its events stream broke.
-    log = RedisEventLog.from_url(redis_url)
+    # the 101st with MaxConnectionsError, and its events stream broke. The reads wait long
+    # enough for all 300 appends on a loaded machine (the last reader's event comes after
+    # the 299 before it), on a reader built as the service builds it for such a wait.
+    wait = 60.0
+    log = RedisEventLog(
+        redis.Redis.from_url(redis_url), reader=blocking_reader(redis_url, longest_block=wait)
+    )
     operators = range(1, 301)
-    readers = [asyncio.create_task(log.read(operator, 0, wait=30)) for operator in operators]
+    readers = [asyncio.create_task(log.read(operator, 0, wait=wait)) for operator in operators]
     for operator in operators:  # from a thread, as the lifecycle does: the reads run meanwhile
         await asyncio.to_thread(log.append, operator, _task(operator))
-    batches = await asyncio.wait_for(asyncio.gather(*readers), 60)
+    batches = await asyncio.wait_for(asyncio.gather(*readers), wait * 2)
     assert [
         [e.frame.task_id for e in b.events if isinstance(e.frame, TaskFrame)] for b in batches
     ] == [[o] for o in operators]
     await log.close()
     log.client.close()
+
+
+async def test_a_stream_connecting_while_the_loop_is_busy_past_5_s_still_reads(
+    redis_url: str,
+) -> None:
+    # On a loaded host a burst of streams (re)connecting at once keeps the event loop from
+    # getting back to a connect the kernel finished at once; redis-py's 5 s connect timeout,
+    # timed on the loop, then broke the stream ("Timeout connecting to server"). Here the
+    # loop is held 6 s right after the read's connect started (its first suspension).
+    log = RedisEventLog.from_url(redis_url)
+    try:
+        log.append(7, _task(7))
+        read = asyncio.create_task(log.read(7, 0, wait=1))
+        asyncio.get_running_loop().call_soon(time.sleep, 6.0)  # runs after the read's first step
+        batch = await asyncio.wait_for(read, 60)
+        assert [e.frame.task_id for e in batch.events if isinstance(e.frame, TaskFrame)] == [7]
+    finally:
+        await log.close()
+        log.client.close()
 
 
 @dataclass

@@ -19,7 +19,7 @@ from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make, gone, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, host_pids
 
@@ -41,17 +41,22 @@ async def test_two_pickups_of_one_issue_at_once_make_one_task_and_one_job(make: 
 async def test_a_second_run_while_the_first_holds_the_lease_is_recorded_and_ignored(
     make: Make, tmp_path: Path
 ) -> None:
-    started = exchange_dir(tmp_path) / "started.txt"
-    lc = await make(coding_command=command("slow", 1.0, started))
+    # The first run works until told (not for a fixed second, which a loaded machine's
+    # second worker could outlast), so it holds the lease while the second run tries.
+    started, finish = exchange_dir(tmp_path) / "started.txt", exchange_dir(tmp_path) / "finish"
+    lc = await make(coding_command=command("gated", finish, started))
     issue = await lc.open_issue()
     task = lc.task(issue)
     first = asyncio.ensure_future(asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1))
-    await wait_for(started.exists)
-    LifecycleQueue(lc.ctx.redis).enqueue(task.id, job="duplicate-run")
-    await asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1)
-    ignored = [e for e in lc.events(task.id) if e.kind == EventKind.TRIGGER_IGNORED]
-    assert len(ignored) == 1 and "lease" in ignored[0].detail
-    await first
+    try:
+        await wait_for(started.exists, within=PATIENCE_SECONDS)  # a sandboxed run's start
+        LifecycleQueue(lc.ctx.redis).enqueue(task.id, job="duplicate-run")
+        await asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1)
+        ignored = [e for e in lc.events(task.id) if e.kind == EventKind.TRIGGER_IGNORED]
+        assert len(ignored) == 1 and "lease" in ignored[0].detail
+    finally:
+        finish.touch()  # the first run ends either way: a failure here is not a hang
+        await first
     await lc.settle()
     assert lc.task(issue).state == TaskState.DELIVERED
     assert started.read_text().count("\n") == 1  # the runtime ran once
@@ -171,7 +176,7 @@ async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_work
     issue = await lc.open_issue()
     task = lc.task(issue)
     running = asyncio.ensure_future(lc.work())
-    await wait_for(lambda: pids.exists() and pids.read_text().strip())
+    await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=PATIENCE_SECONDS)
     started = host_pids(str(pids))
     assert len(started) >= 2  # the runtime and its grandchild, seen from the host
     (worktree,) = lc.ctx.worktrees.glob(f"task-{task.id}-*")
@@ -180,7 +185,7 @@ async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_work
     assert response.status == 200
     body = await response.json()
     assert body["state"] == "terminated"
-    await asyncio.wait_for(running, 10)
+    await asyncio.wait_for(running, PATIENCE_SECONDS)
     assert await gone(*started)
     assert not worktree.exists()
     assert lc.task(issue).state == TaskState.TERMINATED

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from bot.clock import utcnow
 from bot.lifecycle.models import Task
@@ -279,20 +278,65 @@ async def test_run_modal_opens_on_a_safe_control_and_terminate_asks_first(
     assert gui.dialogs == []  # no window.confirm: the page's own dialog asked
 
 
+async def _hold_spend(page: Any) -> asyncio.Queue[Any]:
+    """Hold each request for the Dashboard's spend (made when the Board loads at sign-in):
+    the page's own request, let go when the test says."""
+    held: asyncio.Queue[Any] = asyncio.Queue()
+
+    async def hold(route: Any) -> None:
+        await held.put(route)
+
+    await page.route("**/api/operator/spend*", hold)
+    return held
+
+
 async def test_a_signed_out_tab_goes_to_sign_in(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:
+    # The operator's own send is what finds the session ended: the page is signed in and
+    # live (nothing of its own left to ask but the spend, held), then the session ends.
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
-    gui = await gui_factory(api)
+    gui = await gui_factory(api, sign_in=False)
+    await _hold_spend(gui.page)
+    await gui.sign_in()
+    await gui.page.wait_for_selector("body[data-live=stream]")
     await gui.page.context.clear_cookies()  # the session ended (signed out elsewhere, expired)
-    try:
-        await gui.page.fill("#message", "are you there?", timeout=5_000)
-        await gui.page.press("#message", "Enter", timeout=5_000)
-    except PlaywrightTimeout:
-        pass  # a request of the page's own (the events stream, the sidebar) found out first
+    await gui.page.fill("#message", "are you there?")
+    await gui.page.press("#message", "Enter")
     await gui.page.wait_for_selector("#signin:not([hidden])")
     assert "sign in again" in await gui.page.inner_text("#signin-error")
     assert "bearer" not in (await gui.page.inner_text("body")).lower()
+
+
+async def test_keys_typed_as_the_session_ends_stay_out_of_the_token_field(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    # The order CI met on a loaded machine: the operator is typing a message when a request
+    # of the page's own (here the spend, held until then) finds the session ended; they type
+    # on and press Enter. In the token field those keys were sent as a token, and "That
+    # token is not valid" replaced why they were signed out.
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    held = await _hold_spend(page)
+    await gui.sign_in()
+    spend = await asyncio.wait_for(held.get(), WAIT_MS / 1000)
+    await page.focus("#message")
+    await page.keyboard.type("are you")
+    await page.context.clear_cookies()  # the session ended (signed out elsewhere, expired)
+    sign_ins: list[str] = []
+    page.on("request", lambda r: sign_ins.append(r.url) if r.url.endswith("/gui/session") else None)
+    await spend.continue_()  # reaches the service with no session
+    await page.wait_for_selector("#signin:not([hidden])")
+    await page.keyboard.type(" there?")
+    await page.keyboard.press("Enter")
+    await page.evaluate(TWO_FRAMES)
+    assert await page.input_value("#token") == ""
+    assert sign_ins == []
+    assert "sign in again" in await page.inner_text("#signin-error")
+    # Tab still reaches the token field from where the focus went.
+    await page.keyboard.press("Tab")
+    assert await page.evaluate("() => document.activeElement.id") == "token"
 
 
 # The page's view of the world made observable: whether the tab is hidden (set by the test)

@@ -31,6 +31,13 @@ from webhooks.deps import WEBHOOKS
 
 PICKUP = "steelframe:work-on-this"
 DECISION = "<!-- steelframe-decision -->"
+# How long a test waits for what a loaded machine makes slow before calling it a hang (the
+# webhooks settled; a sandboxed run started, with `wait_for(..., within=PATIENCE_SECONDS)`).
+# A clean-clone CI run at a load average of 20 took more than 10 s for what takes a second
+# or two on a quiet machine; only a test that fails waits this long. Not `wait_for`'s
+# default: some of its callers wait for what a product timeout (30 s and more) would bring
+# about anyway, and must fail before that.
+PATIENCE_SECONDS = 60.0
 
 
 class Lifecycle:
@@ -75,8 +82,9 @@ class Lifecycle:
     async def settle(self) -> None:
         """Every webhook the sandbox sent has been delivered and processed."""
         for _ in range(3):
-            await self.sandbox.settle()
-            await asyncio.wait_for(self.api.raw.app[WEBHOOKS].processor.drain(), 10)
+            await asyncio.wait_for(self.sandbox.sandbox.hooks.settle(), PATIENCE_SECONDS)
+            processor = self.api.raw.app[WEBHOOKS].processor
+            await asyncio.wait_for(processor.drain(), PATIENCE_SECONDS)
 
     async def open_issue(
         self, title: str = "Make the widget blue", body: str = "It is red.", *, pickup: bool = True

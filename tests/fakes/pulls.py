@@ -40,7 +40,13 @@ async def delivered_pull(lc: Lifecycle, title: str = "Make the widget blue") -> 
     issue = await lc.open_issue(title)
     await lc.work()
     task = lc.task(issue)
-    assert task.state == "delivered" and task.pr_number is not None
+    # This module's asserts are not rewritten by pytest: a failure says why by itself (a
+    # CI run at load 20 said only "AssertionError" here).
+    story = [(f"{e.at:%H:%M:%S}", e.kind, e.to_state, e.detail, e.data) for e in lc.events(task.id)]
+    assert task.state == "delivered" and task.pr_number is not None, (
+        f"task {task.id} is {task.state} (pull request {task.pr_number}), attempts "
+        f"{task.attempts}, jobs still queued {lc.queued_jobs()}; its events: {story}"
+    )
     return issue, task.pr_number
 
 

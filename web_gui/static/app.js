@@ -23,6 +23,13 @@ const STATE_WORDS = {
   closed: "was closed without a merge",
 };
 
+/** An element keystrokes type into (a text field, a text area, an editable region). */
+function isTextEntry(el) {
+  if (!el) return false;
+  if (el.isContentEditable || el.tagName === "TEXTAREA") return true;
+  return el.tagName === "INPUT" && !["button", "checkbox", "radio", "submit", "reset"].includes(el.type);
+}
+
 class App {
   constructor() {
     this.chat = null;
@@ -115,11 +122,16 @@ class App {
   }
 
   signedOut(message = "") {
+    // Someone typing in the app when the session ends keeps typing for a moment: with the
+    // token field focused, the rest of their message and its Enter went in there and were
+    // sent as a token, and "That token is not valid" replaced why they were signed out.
+    // The sign-in card takes the focus then (screen readers land there too), not the field.
+    const typing = isTextEntry(document.activeElement) && $("#app").contains(document.activeElement);
     this.live?.stop();
     show($("#app"), false);
     show($("#signin"), true);
     $("#signin-error").textContent = message;
-    $("#token").focus();
+    (typing ? $("#signin-title") : $("#token")).focus();
   }
 
   async enter(who) {
