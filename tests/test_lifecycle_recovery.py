@@ -4,14 +4,18 @@ leases, lost jobs, an existing pull request, label drift, terminate and archive.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
 from sqlalchemy import update
+from sqlalchemy.orm import Session
 
 from bot.clock import utcnow
-from bot.lifecycle import leases
+from bot.lifecycle import leases, tasks
+from bot.lifecycle import run as run_module
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, Task, TaskLease
 from bot.lifecycle.queue import LifecycleQueue
@@ -89,6 +93,54 @@ async def test_a_lease_renewed_by_its_heartbeat_outlives_its_ttl(
     await run
     assert lc.task(issue).state == TaskState.DELIVERED
     assert lc.ctx.db.call(leases.current, task.id) is None
+
+
+async def test_the_heartbeat_renews_by_the_clock_when_each_pass_is_slow(
+    make: Make, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loaded host: once the run works, every read of the task's state (one per pass of the
+    # heartbeat) takes 2.5 s. The heartbeat is due every 3 s of a 9 s lease and passes start
+    # every second: a heartbeat that counted its sleeps renewed every third pass, 10.5 s
+    # apart, and let the lease lapse for 1.5 s each time; one that reads the clock renews
+    # every 3.5 s. (The run works in RQ's forked work horse: the switch is a file, seen there.)
+    ttl, slow = 9.0, 2.5
+    started, finish = exchange_dir(tmp_path) / "started.txt", exchange_dir(tmp_path) / "finish"
+    loaded = tmp_path / "loaded"
+
+    class SlowReads:
+        def __getattr__(self, name: str) -> object:
+            return getattr(tasks, name)
+
+        @staticmethod
+        def get_task(session: Session, task_id: int) -> Task:
+            if loaded.exists():
+                time.sleep(slow)
+            return tasks.get_task(session, task_id)
+
+    monkeypatch.setattr(run_module, "tasks", SlowReads())
+    lc = await make(coding_command=command("gated", finish, started), task_lease_seconds=ttl)
+    issue = await lc.open_issue()
+    task = lc.task(issue)
+    run = asyncio.ensure_future(lc.work())
+    await wait_for(started.exists, within=PATIENCE_SECONDS)
+    first = lc.ctx.db.call(leases.current, task.id)
+    assert first is not None
+    loaded.touch()
+
+    def held_past_two_ttls() -> bool:
+        # A lease let lapse is one another worker (or the reconciler) takes: try, every poll.
+        assert not leases.acquire(lc.ctx.db, task.id, Holder.this_process(), ttl=ttl), (
+            "the lease lapsed between two heartbeats"
+        )
+        lease = lc.ctx.db.call(leases.current, task.id)
+        assert lease is not None and lease.holder == first.holder
+        return lease.heartbeat_at > first.expires_at + timedelta(seconds=ttl)
+
+    await wait_for(held_past_two_ttls, within=PATIENCE_SECONDS)
+    loaded.unlink()
+    finish.touch()
+    await run
+    assert lc.task(issue).state == TaskState.DELIVERED
 
 
 async def test_a_running_task_whose_lease_expired_is_retried_by_the_reconciler(

@@ -231,12 +231,14 @@ async def _watching(
 
     async def beat() -> None:
         interval = min(STOP_POLL_SECONDS, ctx.policy.heartbeat_seconds)
-        since_renew = 0.0
+        loop = asyncio.get_running_loop()
+        renewed_at = loop.time()
         while not watch.stop.is_set():
             await asyncio.sleep(interval)
-            since_renew += interval
-            if since_renew >= ctx.policy.heartbeat_seconds:
-                since_renew = 0.0
+            # By the clock, not by counting sleeps: on a loaded host each pass also waits for
+            # the state read below, and counted sleeps would stretch renewals past the lease.
+            if loop.time() - renewed_at >= ctx.policy.heartbeat_seconds:
+                renewed_at = loop.time()
                 renewed = await asyncio.to_thread(
                     leases.renew,
                     ctx.db,
