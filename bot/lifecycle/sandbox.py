@@ -340,18 +340,7 @@ def wrap(
     base = os.environ if base_env is None else base_env
     run.tmp.mkdir(parents=True, exist_ok=True)
     if not policy.enabled:
-        env = allowed_env(base, policy, extra_env)
-        env.update(HOME=str(run.tmp), TMPDIR=str(run.tmp), STEELFRAME_PROMPT_FILE=str(run.prompt))
-        return Launch(
-            argv=[*_limits(policy), *argv],
-            env=env,
-            cwd=run.repo,
-            repo=str(run.repo),
-            prompt=str(run.prompt),
-            sandboxed=False,
-            warnings=[OFF_WARNING],
-            nproc_at=NPROC_AT,
-        )
+        return _unsandboxed(policy, run, argv, allowed_env(base, policy, extra_env))
     if not _visible(policy, argv[0]):
         raise SandboxUnavailable(
             f"the coding command {argv[0]} is outside the sandbox's read-only system: add "
@@ -384,6 +373,23 @@ def wrap(
         user_at=len(head) - len(drop) + DROP_USER_AT if as_root else None,
         user=nobody if as_root else None,
         places=run if as_root else None,
+    )
+
+
+def _unsandboxed(
+    policy: SandboxPolicy, run: SandboxRun, argv: Sequence[str], env: dict[str, str]
+) -> Launch:
+    """`argv` as the worker itself, in the run's folders (STEELFRAME_CODING_SANDBOX=off)."""
+    env.update(HOME=str(run.tmp), TMPDIR=str(run.tmp), STEELFRAME_PROMPT_FILE=str(run.prompt))
+    return Launch(
+        argv=[*_limits(policy), *argv],
+        env=env,
+        cwd=run.repo,
+        repo=str(run.repo),
+        prompt=str(run.prompt),
+        sandboxed=False,
+        warnings=[OFF_WARNING],
+        nproc_at=NPROC_AT,
     )
 
 
