@@ -84,6 +84,7 @@ WEIGHTING = "question"
 CANDIDATES = (
     "coverage", "best", "missing_peak", "unknown_share", "log_terms", "spread", "log_margin",
     "agreement", "fits", "log_held", "held_share", "agreeing_rounds", "thread_fits",
+    "kind_missing",
 )  # fmt: skip
 
 

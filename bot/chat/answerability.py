@@ -10,6 +10,7 @@ from dataclasses import replace
 from msgspec import UnsetType
 
 from bot.chat import verdict_model
+from bot.chat.answer_kind import kind_missing
 from bot.chat.grounding import (
     Answerability,
     Verdict,
@@ -26,6 +27,10 @@ from memory.answerability import Cover
 # ...or when one thread holds this share of the model's search words (bot.chat.search_words).
 # Not calibrated: the labelled sets are asked offline, with no model (docs/memory.md).
 MODEL_WORDS_COVERAGE = 0.7
+# ...unless the question asks for a kind of answer (a count, a date...) the covering thread
+# holds no value of (bot.chat.answer_kind): variant K3 of bench/HISTORY.md, "The kind of
+# answer asked for, in the verdict"; off unless adopted there.
+KIND_MISSING_IS_NOTHING = False
 MARGIN_CAP = 10.0  # a best thread ten times the next one's rank leads no less at a hundred
 VERDICT_TOP = 3  # the semantic hits, in prompt order, the coverage is measured over
 # What a question's kind asks for, by its words: the source that answers it.
@@ -86,8 +91,10 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answ
     by_thread: dict[tuple[str, int], list[RetrievedHit]] = {}
     for hit in shown:
         by_thread.setdefault(thread_key(hit), []).append(hit)
-    covers = [coverage(memory, turn, group) for group in by_thread.values()]
-    covered = max(covers, key=lambda c: c.coverage)
+    groups = list(by_thread.values())
+    covers = [coverage(memory, turn, group) for group in groups]
+    at = max(range(len(covers)), key=lambda i: covers[i].coverage)
+    covered = covers[at]
     # The model's words (it saw the question, not memory) held by one thread: evidence
     # the thread answers in other words than the question's.
     by_words = model_words_coverage(memory, turn, by_thread)
@@ -115,6 +122,7 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answ
         held=covered.held,
         agreeing_rounds=agreeing_rounds,
         thread_fits=thread_fits,
+        kind_missing=kind_missing(turn.query, [h.text for h in groups[at]]),
         about_focus=about_focus,
     )
     return decide(evidence, focus=turn.focus)
@@ -130,10 +138,13 @@ def decide(evidence: Answerability, *, focus: int | None = None) -> Answerabilit
     the model's search words."""
     score = answer_score(evidence)
     by_words = evidence.model_words >= MODEL_WORDS_COVERAGE
-    answers = score >= verdict_model.THRESHOLD or evidence.about_focus or by_words
+    scored = score >= verdict_model.THRESHOLD
+    if KIND_MISSING_IS_NOTHING and evidence.kind_missing:
+        scored = False
+    answers = scored or evidence.about_focus or by_words
     if evidence.about_focus:
         reason = f"a question about the focused issue #{focus} in words memory knows"
-    elif by_words and score < verdict_model.THRESHOLD:
+    elif by_words and not scored:
         reason = f"one thread holds {evidence.model_words:.0%} of the model's search words"
     else:
         reason = (
@@ -168,6 +179,7 @@ def verdict_features(
         "held_share": evidence.held / evidence.terms if evidence.terms else 0.0,
         "agreeing_rounds": float(evidence.agreeing_rounds),
         "thread_fits": float(evidence.thread_fits),
+        "kind_missing": float(bool(evidence.kind_missing)),
     }
     return tuple(values[name] for name in names)
 
