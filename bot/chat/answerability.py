@@ -10,6 +10,7 @@ from dataclasses import replace
 from msgspec import UnsetType
 
 from bot.chat import verdict_model
+from bot.chat.answer_kind import kind_missing
 from bot.chat.grounding import (
     Answerability,
     Verdict,
@@ -86,8 +87,10 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answ
     by_thread: dict[tuple[str, int], list[RetrievedHit]] = {}
     for hit in shown:
         by_thread.setdefault(thread_key(hit), []).append(hit)
-    covers = [coverage(memory, turn, group) for group in by_thread.values()]
-    covered = max(covers, key=lambda c: c.coverage)
+    groups = list(by_thread.values())
+    covers = [coverage(memory, turn, group) for group in groups]
+    at = max(range(len(covers)), key=lambda i: covers[i].coverage)
+    covered = covers[at]
     # The model's words (it saw the question, not memory) held by one thread: evidence
     # the thread answers in other words than the question's.
     by_words = model_words_coverage(memory, turn, by_thread)
@@ -115,6 +118,7 @@ def judge(memory: Memory, turn: RetrievalTurn, hits: list[RetrievedHit]) -> Answ
         held=covered.held,
         agreeing_rounds=agreeing_rounds,
         thread_fits=thread_fits,
+        kind_missing=kind_missing(turn.query, [h.text for h in groups[at]]),
         about_focus=about_focus,
     )
     return decide(evidence, focus=turn.focus)
@@ -130,16 +134,22 @@ def decide(evidence: Answerability, *, focus: int | None = None) -> Answerabilit
     the model's search words."""
     score = answer_score(evidence)
     by_words = evidence.model_words >= MODEL_WORDS_COVERAGE
-    answers = score >= verdict_model.THRESHOLD or evidence.about_focus or by_words
+    scored = score >= verdict_model.THRESHOLD
+    answers = scored or evidence.about_focus or by_words
     if evidence.about_focus:
         reason = f"a question about the focused issue #{focus} in words memory knows"
-    elif by_words and score < verdict_model.THRESHOLD:
+    elif by_words and not scored:
         reason = f"one thread holds {evidence.model_words:.0%} of the model's search words"
     else:
         reason = (
             f"one thread of the top hits holds {evidence.coverage:.0%} of the question's"
             f" distinctive words, the best hit's cosine is {evidence.best:.2f}"
             + ("" if answers else f" (missing: {', '.join(evidence.missing[:4])})")
+            + (
+                f"; it asks for a {evidence.kind_missing} that thread does not hold"
+                if evidence.kind_missing and not answers
+                else ""
+            )
         )
     return replace(
         evidence,
@@ -168,6 +178,7 @@ def verdict_features(
         "held_share": evidence.held / evidence.terms if evidence.terms else 0.0,
         "agreeing_rounds": float(evidence.agreeing_rounds),
         "thread_fits": float(evidence.thread_fits),
+        "kind_missing": float(bool(evidence.kind_missing)),
     }
     return tuple(values[name] for name in names)
 

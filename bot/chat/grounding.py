@@ -48,6 +48,9 @@ class Answerability:
     held: int = 0  # ...that the covering thread contains whole
     agreeing_rounds: int = 0  # rounds that kept a hit of the best hit's thread (1 to 3)
     thread_fits: bool = False  # a hit of the best hit's thread is the source the kind asks for
+    # The kind of answer asked for ("count", "share"...) the covering thread holds no value
+    # of (bot.chat.answer_kind); "" when the question asks for none, or the thread holds one.
+    kind_missing: str = ""
     # In a Discuss session, a question in words memory knows: about the given thread.
     about_focus: bool = False
     score: float = 0.0  # the calibrated verdict's probability that memory answers
@@ -70,6 +73,7 @@ class Answerability:
             "held": self.held,
             "agreeing_rounds": self.agreeing_rounds,
             "thread_fits": self.thread_fits,
+            "kind_missing": self.kind_missing,
             "about_focus": self.about_focus,
             "score": self.score,
         }

@@ -73,6 +73,7 @@ class AnswerabilityMeta(TypedDict):
     held: int
     agreeing_rounds: int
     thread_fits: bool
+    kind_missing: str
     about_focus: bool
     score: float
 
