@@ -113,8 +113,7 @@ class HybridRanking:
             reason = reason_of(exc)
             log.warning("dense round unavailable (agent %s): %s", turn.agent.name, reason)
             return [], {**detail, "unavailable": reason}
-        turn.fused = tuple(fuse([turn.lexical, nearest.ids]))  # the order shown (ordering)
-        fused = list(turn.fused[:FUSED_TOP])
+        fused = fuse([turn.lexical, nearest.ids])[:FUSED_TOP]
         room = min(DENSE_K, CHAT_K - len(turn.semantic))
         # Only what the vectors ranked: a chunk round 1 alone ranked was kept or cut there.
         dense = {

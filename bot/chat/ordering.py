@@ -10,7 +10,6 @@ the pull request that closes the thread's issue leads its thread.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
 
 from msgspec import UnsetType
 
@@ -39,10 +38,6 @@ STATE_WORDS = frozenset(
 )
 _WORDS = re.compile(r"[a-z0-9']+")
 
-# The rounds whose hits the dense round's fused ranking orders (bot.chat.hybrid): round 1's
-# lexical ranking and the dense one are what it fuses.
-FUSED_ROUNDS = frozenset({RoundQuery.MESSAGE, RoundQuery.DENSE})
-
 
 def asks_state(question: str) -> bool:
     """Does the question ask whether something was done (a status question)?"""
@@ -50,23 +45,14 @@ def asks_state(question: str) -> bool:
     return bool(words) and (words[0] in AUXILIARIES or not STATE_WORDS.isdisjoint(words))
 
 
-def ordered(
-    hits: list[RetrievedHit], *, state: bool = False, fused: Sequence[int] = ()
-) -> list[RetrievedHit]:
+def ordered(hits: list[RetrievedHit], *, state: bool = False) -> list[RetrievedHit]:
     """The focus context first (the subject of a Discuss session), then thread by thread:
     threads with a strong hit (one that matches the question itself well) before threads
     found only loosely, each by its best hit's rank. In a thread: its hits by rank, then the
     context that came with them (the issue and PR of a followed link); with `state`, the
     pull request that closes the thread's issue first. A thread's n-th chunk ranks as its
     best times THREAD_DECAY**n, so a thread stays together unless another thread of the
-    same tier has a best hit nearly as good (a soft penalty, not one chunk per thread).
-    With `fused` (the dense round's fused ranking), round 1's and the dense round's hits
-    rank by their place in it (fused_keys); the tiers stand."""
-    keys = fused_keys(hits, fused)
-
-    def key_of(hit: RetrievedHit) -> float:
-        return keys.get(hit.id, rank(hit))
-
+    same tier has a best hit nearly as good (a soft penalty, not one chunk per thread)."""
     first = [h for h in hits if h.round == RoundQuery.FOCUS and h.is_context]
     focus = {thread_key(h) for h in first}
     groups: dict[tuple[str, int], list[RetrievedHit]] = {}
@@ -79,35 +65,17 @@ def ordered(
             tier, best = 2, 1.0
         else:
             tier = int(any(h.strength == Strength.STRONG for h in group))
-            best = max((key_of(h) for h in group if not h.is_context), default=0.0)
-        for n, hit in enumerate(_in_thread(group, key, key_of, state=state)):
+            best = max((rank(h) for h in group if not h.is_context), default=0.0)
+        for n, hit in enumerate(_in_thread(group, key, state=state)):
             placed.append(((-tier, -best * THREAD_DECAY**n, len(placed)), hit))
     placed.sort(key=lambda item: item[0])
     return [*first, *(hit for _, hit in placed)]
 
 
-def fused_keys(hits: list[RetrievedHit], fused: Sequence[int]) -> dict[int, float]:
-    """The ordering keys of round 1's and the dense round's kept hits, dealt out again in
-    their fused order: the best key goes to the hit the fusion places first, and so on. A
-    chunk only the vectors found (lexically ~0) thus takes the place its dense rank earns
-    among round 1's hits, and the set keeps its keys' scale against the other rounds' hits.
-    Its strength is untouched (a dense-only hit is weak: it leads only among threads found
-    loosely). Chosen by the fusion helper, 2026-12-05 (bench/HISTORY.md, the fused order)."""
-    place = {chunk: n for n, chunk in enumerate(fused)}
-    members = [h for h in hits if not h.is_context and h.round in FUSED_ROUNDS and h.id in place]
-    best_first = sorted((rank(h) for h in members), reverse=True)
-    by_fusion = sorted(members, key=lambda h: place[h.id])
-    return {hit.id: key for hit, key in zip(by_fusion, best_first, strict=True)}
-
-
 def _in_thread(
-    group: list[RetrievedHit],
-    key: tuple[str, int],
-    key_of: Callable[[RetrievedHit], float],
-    *,
-    state: bool,
+    group: list[RetrievedHit], key: tuple[str, int], *, state: bool
 ) -> list[RetrievedHit]:
-    semantic = sorted((h for h in group if not h.is_context), key=lambda h: -key_of(h))
+    semantic = sorted((h for h in group if not h.is_context), key=lambda h: -rank(h))
     members = [*semantic, *(h for h in group if h.is_context)]
     if state:
         done = [h for h in members if _closes(h, key)]

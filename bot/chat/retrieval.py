@@ -166,8 +166,6 @@ class MemoryGrounder:
     async def _verdict(
         self, turn: RetrievalTurn, hits: list[RetrievedHit], agent: AgentConfig
     ) -> Answerability:
-        if turn.fused:  # the verdict judges words: it reads the hits in their lexical order
-            hits = ordered(list(turn.hits.values()), state=asks_state(turn.query))
         try:
             return await asyncio.to_thread(judge, self.memory, turn, hits)
         except Exception as exc:  # the verdict, like retrieval, never fails the turn
@@ -443,7 +441,7 @@ class MemoryGrounder:
             if hit.issue:
                 thread = min(closes.get(hit.issue) or hit.links or [hit.issue])
                 turn.hits[hit.id] = msgspec.structs.replace(hit, thread=thread)
-        return ordered(list(turn.hits.values()), state=asks_state(turn.query), fused=turn.fused)
+        return ordered(list(turn.hits.values()), state=asks_state(turn.query))
 
     def _feedback(
         self, turn: RetrievalTurn, feedback: list[Record], k: int

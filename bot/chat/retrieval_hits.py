@@ -54,7 +54,6 @@ class RetrievalTurn:
     related: tuple[str, ...] = ()  # the repository's committed `related:` table
     words: tuple[str, ...] = ()  # search words the model proposed (bot.chat.search_words)
     lexical: tuple[int, ...] = ()  # round 1's ranking, chunk ids best first (bot.chat.hybrid)
-    fused: tuple[int, ...] = ()  # ...fused with the dense ranking, when the dense round ran
 
     @property
     def searched(self) -> str:
