@@ -54,11 +54,7 @@ MODEL_FILE = ROOT / "bot" / "chat" / "verdict_model.py"
 # that let through no more held-out no-answer questions than this set (2.00 per repeat) told
 # fewer answerable ones "nothing" (23.7); nested, the choice let through 2.50 (told 21.2)
 # against this set's 2.00 (23.8). So this set and C stand (bench/HISTORY.md, issue 31).
-# With the kind of answer asked for added (kind_missing, bot/chat/answer_kind.py) on
-# 2026-12-05 by the verdict3 helper, variant K1 of the rule written first (bench/HISTORY.md,
-# "The kind of answer asked for, in the verdict"): fitted on Tallyho's tuning part only, it
-# raised Wren's no-answer said nothing 11/16 -> 13/16 through the chat turn.
-FEATURES = ("coverage", "best", "missing_peak", "unknown_share", "log_terms", "kind_missing")
+FEATURES = ("coverage", "best", "missing_peak", "unknown_share", "log_terms")
 C = 10.0  # the regression's inverse regularisation
 FOLDS, REPEATS = 5, 20
 TEST = "tests/test_grounding_quality.py::test_grounding_quality_through_the_chat_turn"

@@ -114,15 +114,6 @@ def test_the_calibrated_verdict_answers_when_the_thread_holds_the_question() -> 
     assert scores == sorted(scores)
 
 
-def test_a_thread_without_the_kind_of_value_asked_for_does_not_answer() -> None:
-    # most of "how many ... ?" held, but no count of the things asked about
-    held = decide(_evidence(0.8))
-    lacking = decide(_evidence(0.8, kind_missing="count"))
-    assert held.verdict is Verdict.ANSWERS
-    assert lacking.verdict is Verdict.NOTHING and "asks for a count" in lacking.reason
-    assert lacking.score < held.score
-
-
 def test_a_question_about_the_focused_thread_answers_whatever_the_score() -> None:
     judged = decide(_evidence(0.0, about_focus=True), focus=7)
     assert judged.verdict is Verdict.ANSWERS and "#7" in judged.reason
