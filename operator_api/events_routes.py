@@ -1,12 +1,22 @@
-"""GET /api/operator/events: the operator's events stream as server-sent events (thin)."""
+"""GET /api/operator/events: the operator's events stream as server-sent events (thin).
+
+Once the headers are sent, a failure can no longer be a JSON error: a log that cannot be read
+(Redis failed) ends the stream, with one line in the log. The contract has no error frame;
+an ended stream is what a browser's EventSource and the TUI re-open by themselves, with
+Last-Event-ID, so they miss nothing. Before the headers the same failure is a 503.
+"""
 
 from __future__ import annotations
+
+import logging
 
 import msgspec
 from aiohttp import web
 
+from bot.errors import Unavailable
 from bot.events import Event
 from http_edge.credentials import OPERATOR_ID
+from http_edge.request_ids import REQUEST_ID
 from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
@@ -15,6 +25,7 @@ from operator_api.sse import SSE_HEADERS, last_event_id
 endpoints = Endpoints()
 routes = endpoints.routes
 PING = b": ping\n\n"
+log = logging.getLogger(__name__)
 
 
 def encode_event(event: Event) -> bytes:
@@ -30,7 +41,7 @@ def encode_event(event: Event) -> bytes:
             "description": "text/event-stream of Event objects; `: ping` heartbeats",
             "content": {"text/event-stream": {"schema": ref("Event")}},
         },
-        **errors(400, 401),
+        **errors(400, 401, 503),
     },
     params=[query("last_event_id", {"type": "integer"}, "instead of the Last-Event-ID header")],
 )
@@ -40,14 +51,30 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     resume = "Last-Event-ID" in request.headers or "last_event_id" in request.query
     after = last_event_id(request) if resume else None
     api = request.app[OPERATOR_API]
+    operator_id = request[OPERATOR_ID]
+    position = await api.events.start_at(operator_id, after=after)  # Redis down: a 503
     response = web.StreamResponse(headers=SSE_HEADERS)
     await response.prepare(request)
     events = api.events.stream(
-        request[OPERATOR_ID], after=after, heartbeat=api.settings.heartbeat_seconds
+        operator_id, after=position, heartbeat=api.settings.heartbeat_seconds
     )
     try:
+        if after is None:
+            # Where "now" is, as an `id:` line without data: a browser's EventSource keeps
+            # it as its Last-Event-ID, so a stream that breaks before its first event
+            # re-opens from here instead of from a later "now".
+            await response.write(b"id: %d\n\n" % position)
         async for event in events:
             await response.write(PING if event is None else encode_event(event))
+    except Unavailable as exc:
+        log.warning(
+            "%s %s: events stream ended, Redis failed (%s); the client re-opens it "
+            "with Last-Event-ID [%s]",
+            request.method,
+            request.path,
+            (exc.detail or {}).get("reason", "?"),
+            request[REQUEST_ID],
+        )
     except (ConnectionResetError, ConnectionError):
         pass  # the client left
     finally:

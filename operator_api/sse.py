@@ -1,11 +1,15 @@
 """Server-sent events framing for chat turns: `id:` + one JSON `data:` line per frame.
 
 A disconnecting client only stops its own subscription; the turn goes on (see
-bot.chat.inflight). Heartbeat comments keep idle connections open through proxies.
+bot.chat.inflight). Heartbeat comments keep idle connections open through proxies. A turn
+relayed from another instance whose Redis fails after the headers ends the stream without a
+terminal frame (one line in the log): the turn has not failed, and the clients re-attach
+with Last-Event-ID.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,8 +20,8 @@ from aiohttp import web
 from bot.chat.frames import NumberedFrame
 from bot.chat.inflight import TurnHandle
 from bot.contracts.chat import DoneFrame
-from bot.errors import BadRequest
-from http_edge.request_ids import REQUEST_STARTED
+from bot.errors import BadRequest, Unavailable
+from http_edge.request_ids import REQUEST_ID, REQUEST_STARTED
 from operator_api.deps import OPERATOR_API
 
 SSE_HEADERS = {
@@ -27,6 +31,7 @@ SSE_HEADERS = {
     "Connection": "keep-alive",
 }
 HEARTBEAT = b": keep-alive\n\n"
+log = logging.getLogger(__name__)
 
 
 def encode_frame(frame: dict[str, Any]) -> bytes:
@@ -85,6 +90,16 @@ async def stream_frames(
                 first = False
             if frame is not None and frame.terminal:
                 outcome = "done" if isinstance(frame.frame, DoneFrame) else "error"
+    except Unavailable as exc:
+        log.warning(
+            "%s %s: turn %s stream ended, Redis failed (%s); the client re-attaches with "
+            "Last-Event-ID [%s]",
+            request.method,
+            request.path,
+            turn_id,
+            (exc.detail or {}).get("reason", "?"),
+            request[REQUEST_ID],
+        )
     except (ConnectionResetError, ConnectionError):
         return response  # the client left; the turn continues detached
     finally:

@@ -245,16 +245,25 @@ class RedisFrameRelay:
     ) -> AsyncIterator[NumberedFrame | None]:
         """Frames with id > `after`, then live ones until the terminal frame; None after
         `heartbeat` seconds without one. Ends if the stream expires unfinished (the instance
-        running the turn died and nothing more will come)."""
+        running the turn died and nothing more will come). Redis failing meanwhile raises
+        `Unavailable`: the SSE writer ends the stream without a terminal frame, which the
+        clients re-attach from their Last-Event-ID (the turn goes on where it runs)."""
         stream = f"{PREFIX}frames:{turn_id}"
         position = "0-0"
         block = int((heartbeat or DEFAULT_LONGEST_BLOCK) * 1000)
         while True:
-            answer: Any = await self._redis.xread({stream: position}, block=block, count=500)
-            entries = xread_entries(answer)  # (entry id, {b"f": frame JSON})
-            if not entries:
-                if not await self._redis.exists(stream):
+            try:
+                answer: Any = await self._redis.xread({stream: position}, block=block, count=500)
+                entries = xread_entries(answer)  # (entry id, {b"f": frame JSON})
+                if not entries and not await self._redis.exists(stream):
                     return
+            except RedisError as exc:
+                raise Unavailable(
+                    "the turn's frames cannot be read while Redis is unreachable; check "
+                    "STEELFRAME_REDIS_URL",
+                    detail={"reason": type(exc).__name__},
+                ) from exc
+            if not entries:
                 yield None
                 continue
             for entry_id, fields in entries:

@@ -23,8 +23,10 @@ from typing import Any, Protocol
 import msgspec
 import redis
 import redis.asyncio as aioredis
+from redis.exceptions import RedisError
 
 from bot.contracts.events import MISSED_REASON, EventFrame, ResyncFrame
+from bot.errors import Unavailable
 from bot.redis_clients import blocking_reader, xread_entries
 
 log = logging.getLogger(__name__)
@@ -77,9 +79,11 @@ class EventLog(Protocol):
     def append(self, operator_id: int, frame: EventFrame) -> int: ...
 
     async def read(self, operator_id: int, after: int, *, wait: float) -> Batch:
-        """Events with id > after; waits up to `wait` seconds for one when there are none."""
+        """Events with id > after; waits up to `wait` seconds for one when there are none.
+        Raises `Unavailable` when the log cannot be read (its Redis failed)."""
 
-    async def last_id(self, operator_id: int) -> int: ...
+    async def last_id(self, operator_id: int) -> int:
+        """The newest id given out; `Unavailable` when the log cannot be read."""
 
     async def close(self) -> None: ...
 
@@ -193,6 +197,12 @@ class RedisEventLog:
         )
 
     async def read(self, operator_id: int, after: int, *, wait: float) -> Batch:
+        try:
+            return await self._read(operator_id, after, wait=wait)
+        except RedisError as exc:
+            raise _unreadable(exc) from exc
+
+    async def _read(self, operator_id: int, after: int, *, wait: float) -> Batch:
         if self.reader is None:
             raise RuntimeError("this RedisEventLog was built without a reader")
         stream, counter = self.keys(operator_id)
@@ -216,11 +226,24 @@ class RedisEventLog:
     async def last_id(self, operator_id: int) -> int:
         if self.reader is None:
             raise RuntimeError("this RedisEventLog was built without a reader")
-        return int(await self.reader.get(self.keys(operator_id)[1]) or 0)
+        try:
+            return int(await self.reader.get(self.keys(operator_id)[1]) or 0)
+        except RedisError as exc:
+            raise _unreadable(exc) from exc
 
     async def close(self) -> None:
         if self.reader is not None:
             await self.reader.aclose()
+
+
+def _unreadable(exc: RedisError) -> Unavailable:
+    """A Redis failure as the domain's 503 (redis-py already retried the command): before a
+    stream's headers the error middleware answers it, after them the stream ends (the
+    client re-opens it with Last-Event-ID)."""
+    return Unavailable(
+        "the events stream cannot be read while Redis is unreachable; check STEELFRAME_REDIS_URL",
+        detail={"reason": type(exc).__name__},
+    )
 
 
 def _entry_number(entry_id: bytes | str) -> int:

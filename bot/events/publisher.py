@@ -153,11 +153,19 @@ class OperatorEvents:
 
     # -- reading ------------------------------------------------------------------------
 
+    async def start_at(self, operator_id: int, *, after: int | None) -> int:
+        """Where a stream starts: `after`, or (None) the newest id, "now". It reads the log
+        either way, so a log that cannot be read fails here (`Unavailable`), before an SSE
+        response has sent its headers, as a 503 the client can read."""
+        newest = await self.log.last_id(operator_id)
+        return newest if after is None else after
+
     async def stream(
         self, operator_id: int, *, after: int | None, heartbeat: float
     ) -> AsyncGenerator[Event | None, None]:
         """Events after `after` (None: from now on), then live ones, forever; None when a
-        heartbeat is due. A gap yields one `resync` event carrying the newest id."""
+        heartbeat is due. A gap yields one `resync` event carrying the newest id. A log that
+        can no longer be read (its Redis failed) raises `Unavailable` and ends the stream."""
         position = await self.log.last_id(operator_id) if after is None else after
         while True:
             batch = await self.log.read(operator_id, position, wait=heartbeat)
