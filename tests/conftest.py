@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError
 from bot.config import Settings
 from bot.operators import create_operator
 from steelframe.parts import PARTS, Parts, build_parts
+from tests.fakes.patience import PATIENCE_SECONDS
 
 PG_URL = os.environ.get(
     "STEELFRAME_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -516,10 +517,12 @@ class GitHubSandbox:
         self.sandbox.set_webhook(url, secret)
 
     async def settle(self) -> None:
-        """Wait (at most 10 s) until every webhook the sandbox queued has been attempted."""
+        """Wait until every webhook the sandbox queued has been attempted (at most
+        PATIENCE_SECONDS: each attempt is one POST the sandbox itself bounds at 10 s, so how
+        long this may take decides no outcome, only how long a hang takes to fail)."""
         import asyncio
 
-        await asyncio.wait_for(self.sandbox.hooks.settle(), 10)
+        await asyncio.wait_for(self.sandbox.hooks.settle(), PATIENCE_SECONDS)
 
     def user_token(self, login: str, permission: str | None = None) -> str:
         """A token acting as a person; `permission` makes them a collaborator on the repo."""

@@ -248,6 +248,7 @@ async def test_a_result_the_periodic_reconciler_delivers_reaches_the_events_stre
         json={"session": filing["id"], "title": "Make the widget blue", "body": "It is red."},
     )
     assert filed.status == 201, await filed.text()
+    await lc.settle()  # the filed issue's webhook may hold the pickup, its job not yet enqueued
     await lc.work()
 
     def undeliver(session: Session) -> None:

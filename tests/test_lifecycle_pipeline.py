@@ -15,7 +15,7 @@ from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.git import remote_refs
-from tests.fakes.lifecycle import DECISION, Make, gone, wait_for
+from tests.fakes.lifecycle import DECISION, PATIENCE_SECONDS, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, host_pids
 
@@ -144,7 +144,7 @@ async def test_a_hanging_runtime_is_killed_at_the_time_limit_and_the_comment_nam
     lc = await make(coding_command=command("hang", pids), task_time_limit=1)
     issue = await lc.open_issue("Loop forever")
     running = asyncio.ensure_future(lc.work())
-    await wait_for(lambda: pids.exists() and pids.read_text().strip())
+    await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=PATIENCE_SECONDS)
     started = host_pids(str(pids))
     assert len(started) >= 2  # the runtime and its grandchild, seen from the host
     await asyncio.wait_for(running, 30)
@@ -192,7 +192,7 @@ async def test_running_a_finished_task_again_changes_nothing(make: Make) -> None
     await lc.work()
     before = await lc.comments(issue)
     task = lc.task(issue)
-    LifecycleQueue(lc.ctx.redis).enqueue(task.id, job="again-1")
+    LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).enqueue(task.id, job="again-1")
     await lc.work()
     assert lc.task(issue).state == TaskState.DELIVERED
     assert len(await lc.pulls()) == 1
@@ -262,6 +262,9 @@ async def test_a_result_delivery_failing_in_the_run_never_fails_the_delivered_ta
         json={"session": filing["id"], "title": "Make the widget blue", "body": "It is red."},
     )
     issue = (await filed.json())["filed_issue_number"]
+    # The filed issue's webhook may have got to the pickup first and not yet enqueued its job
+    # (the filing then leaves the live task alone): a burst now could find the queue empty.
+    await lc.settle()
 
     def locked(*args: object, **kwargs: object) -> list[str]:
         raise OperationalError("INSERT INTO chat_turns", {}, Exception("database is locked"))

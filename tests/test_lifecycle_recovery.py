@@ -54,7 +54,7 @@ async def test_a_second_run_while_the_first_holds_the_lease_is_recorded_and_igno
     first = asyncio.ensure_future(asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1))
     try:
         await wait_for(started.exists, within=PATIENCE_SECONDS)  # a sandboxed run's start
-        LifecycleQueue(lc.ctx.redis).enqueue(task.id, job="duplicate-run")
+        LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).enqueue(task.id, job="duplicate-run")
         await asyncio.to_thread(lc.worker().work, burst=True, max_jobs=1)
         ignored = [e for e in lc.events(task.id) if e.kind == EventKind.TRIGGER_IGNORED]
         assert len(ignored) == 1 and "lease" in ignored[0].detail
@@ -152,7 +152,7 @@ async def test_a_running_task_whose_lease_expired_is_retried_by_the_reconciler(
     # A worker took the task and died: state running, its lease long expired, no job left.
     dead = Holder("elsewhere:1:dead", "elsewhere", 1)
     assert leases.acquire(lc.ctx.db, task.id, dead, ttl=0.01)
-    LifecycleQueue(lc.ctx.redis).rq.empty()
+    LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).rq.empty()
     lc.ctx.db.call(
         apply, task.id, Move(TaskState.RUNNING, actor="dead-worker", changes={"attempts": 1})
     )
@@ -169,7 +169,7 @@ async def test_a_running_task_whose_lease_expired_is_retried_by_the_reconciler(
 async def test_a_queued_task_whose_job_was_lost_is_enqueued_again(make: Make) -> None:
     lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue()
-    LifecycleQueue(lc.ctx.redis).rq.empty()  # Redis lost the job
+    LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).rq.empty()  # Redis lost the job
     assert lc.queued_jobs() == []
     # A reconciler a lease period later (its clock, not a sleep: no timing to miss).
     later = replace(

@@ -23,7 +23,7 @@ from bot.lifecycle.stop_request import STOP_SIGNALS, StopRequest
 from bot.lifecycle.worker import LifecycleWorker
 from steelframe.cli import main
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make, alive, gone, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, alive, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import (
     exchange_dir,
@@ -45,7 +45,9 @@ async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
     task = lc.task(issue)
     first = start_worker(lc, tmp_path / "worker1.log")
     try:
-        await wait_for(lambda: marker.exists() and marker.read_text().strip(), within=30)
+        await wait_for(
+            lambda: marker.exists() and marker.read_text().strip(), within=PATIENCE_SECONDS
+        )
         (runtime_pid,) = runtime_pids(str(marker))
         sandboxed = running_in_sandbox(runtime_pid)
         assert lc.task(issue).state == TaskState.RUNNING
@@ -92,12 +94,14 @@ async def test_a_killed_work_horse_is_retried_by_the_worker_that_forked_it(
     issue = await lc.open_issue()
     worker = start_worker(lc, tmp_path / "worker.log")
     try:
-        await wait_for(lambda: marker.exists() and marker.read_text().strip(), within=30)
+        await wait_for(
+            lambda: marker.exists() and marker.read_text().strip(), within=PATIENCE_SECONDS
+        )
         (runtime_pid,) = runtime_pids(str(marker))
         horse = launcher_of(runtime_pid)
         assert horse != worker.pid
         os.kill(horse, signal.SIGKILL)
-        await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=30)
+        await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=PATIENCE_SECONDS)
     finally:
         await stop_processes([worker], within=10)
     task = lc.task(issue)
@@ -123,7 +127,7 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
     task = lc.task(issue)
     worker = start_worker(lc, tmp_path / "worker.log")
     try:
-        await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=30)
+        await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=PATIENCE_SECONDS)
         runtime, grandchild = runtime_pids(str(pids))
         sandbox_processes = host_pids(str(pids))
         horse = launcher_of(runtime)
@@ -179,10 +183,11 @@ async def test_a_worker_process_told_to_stop_exits_at_once(make: Make, tmp_path:
         def listening() -> bool:
             """Waiting for jobs (its signal handlers are installed by then) and subscribed to
             the channel RQ's commands come on."""
-            idle = [w.name for w in Worker.all(connection=lc.ctx.redis) if w.state == "idle"]
+            queue = rq_queue(lc.ctx.queue_name, lc.ctx.redis)  # not another test's leak
+            idle = [w.name for w in Worker.all(queue=queue) if w.state == "idle"]
             return bool(idle) and bool(lc.ctx.redis.pubsub_channels(f"rq:pubsub:{idle[0]}"))
 
-        await wait_for(listening, within=30)
+        await wait_for(listening, within=PATIENCE_SECONDS)
         os.killpg(worker.pid, signal.SIGTERM)
         code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)
     finally:
@@ -307,7 +312,7 @@ async def test_reconcile_command_reports_what_it_repaired(make: Make, tmp_path: 
     await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
     result = await asyncio.to_thread(
         subprocess.run,
-        [sys.executable, "-m", "steelframe.cli", "reconcile"],
+        [sys.executable, "-m", "steelframe.cli", "reconcile", "--queue", lc.ctx.queue_name],
         env=worker_env(lc),
         cwd=tmp_path,
         capture_output=True,

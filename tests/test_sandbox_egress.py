@@ -17,7 +17,7 @@ from aiohttp import web
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.egress import egress_problem
 from bot.lifecycle.sandbox import Network, SandboxPolicy, SandboxRun
-from tests.fakes.lifecycle import wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
 from tests.fakes.sandbox import exchange_dir, require_bwrap
 
 SECRET = "sk-egress-test-secret-0123456789"
@@ -170,7 +170,9 @@ async def test_no_secret_is_on_the_command_line_of_any_process(
     policy = _policy(writable=(exchange,))
     running = asyncio.ensure_future(_run(tmp_path, policy, "-c", LINGER, str(exchange)))
     try:
-        await wait_for(lambda: (exchange / "running").exists() or running.done(), within=30)
+        await wait_for(
+            lambda: (exchange / "running").exists() or running.done(), within=PATIENCE_SECONDS
+        )
         lines = await asyncio.to_thread(_command_lines)
         (exchange / "looked").write_text("")
         outcome = await running

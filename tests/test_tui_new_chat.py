@@ -8,11 +8,15 @@ played in order."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from textual.pilot import Pilot
+
 from bot.config import Settings
-from tests.conftest import make_settings, read_sse
+from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import (
     SIZE,
@@ -29,13 +33,19 @@ from tests.fakes.tui import (
     until,
     user_messages,
 )
+from tui_client.app import SteelframeApp
 from tui_client.chat_switch import ONE_WAITS
 
 
-async def test_a_message_sent_while_the_new_chat_opens_goes_to_the_new_chat(
-    api_factory: Any, settings: Settings
-) -> None:
+@asynccontextmanager
+async def new_chat_opening(
+    api_factory: Any, settings: Settings, *, refuse: bool = False
+) -> AsyncIterator[tuple[HeldNewChat, ApiClient, SteelframeApp, Pilot[None], str | None]]:
+    """The TUI with a chat on "old topic", then ctrl+n pressed and the service's answer to
+    the new chat held (`refuse`: a refusal once released); yields the hold, the service,
+    the app, its pilot and the old chat's id."""
     held = HeldNewChat()
+    held.refuse = refuse
     api = await api_factory(settings, plugins=held.plugins())
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
@@ -44,6 +54,13 @@ async def test_a_message_sent_while_the_new_chat_opens_goes_to_the_new_chat(
         old_id = app.chat.state.session_id
         await pilot.press("ctrl+n")
         await until(pilot, held.asked.is_set, "the new-chat request")
+        yield held, api, app, pilot, old_id
+
+
+async def test_a_message_sent_while_the_new_chat_opens_goes_to_the_new_chat(
+    api_factory: Any, settings: Settings
+) -> None:
+    async with new_chat_opening(api_factory, settings) as (held, api, app, pilot, old_id):
         await pilot.press(*"hello", "enter")  # typed and sent before the service answered
         assert app.chat.composer.value == ""
         assert "your message is sent to it once it is open" in status(app)
@@ -59,16 +76,8 @@ async def test_a_message_sent_while_the_new_chat_opens_goes_to_the_new_chat(
 async def test_a_refused_new_chat_keeps_the_message_in_the_composer(
     api_factory: Any, settings: Settings
 ) -> None:
-    held = HeldNewChat()
-    held.refuse = True
-    api = await api_factory(settings, plugins=held.plugins())
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await send(pilot, app, "old topic")
-        old_id = app.chat.state.session_id
-        await pilot.press("ctrl+n")
-        await until(pilot, held.asked.is_set, "the new-chat request")
+    refused = new_chat_opening(api_factory, settings, refuse=True)
+    async with refused as (held, api, app, pilot, old_id):
         await pilot.press(*"hello", "enter")
         held.release.set()
         await until(pilot, lambda: app.chat.composer.value == "hello", "the message given back")
@@ -125,15 +134,7 @@ async def test_a_second_message_while_the_chat_opens_is_refused_and_kept_in_the_
 ) -> None:
     """One message waits for the chat being opened; a second Enter is refused with a note
     (no turn runs two at a time, here as during a turn) and its text stays to send next."""
-    held = HeldNewChat()
-    api = await api_factory(settings, plugins=held.plugins())
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await send(pilot, app, "old topic")
-        old_id = app.chat.state.session_id
-        await pilot.press("ctrl+n")
-        await until(pilot, held.asked.is_set, "the new-chat request")
+    async with new_chat_opening(api_factory, settings) as (held, api, app, pilot, old_id):
         await pilot.press(*"first", "enter")
         await pilot.press(*"second", "enter")
         await until(pilot, lambda: notices(app)[-1:] == [ONE_WAITS], "the refusal")
@@ -151,15 +152,7 @@ async def test_a_second_message_while_the_chat_opens_is_refused_and_kept_in_the_
 async def test_ctrl_r_while_a_new_chat_opens_leaves_the_switch_alone(
     api_factory: Any, settings: Settings
 ) -> None:
-    held = HeldNewChat()
-    api = await api_factory(settings, plugins=held.plugins())
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await send(pilot, app, "old topic")
-        old_id = app.chat.state.session_id
-        await pilot.press("ctrl+n")
-        await until(pilot, held.asked.is_set, "the new-chat request")
+    async with new_chat_opening(api_factory, settings) as (held, api, app, pilot, old_id):
         await pilot.press(*"hello", "enter")
         await pilot.press("ctrl+r")
         await until(

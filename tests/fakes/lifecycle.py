@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from bot.config import Settings
 from bot.contracts.tasks import TaskDetail
 from bot.lifecycle import board
-from bot.lifecycle.context import LifecycleContext, github_factory
+from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, github_factory
 from bot.lifecycle.models import Task, TaskEvent
 from bot.lifecycle.pickup import Pickups
 from bot.lifecycle.queue import LifecycleQueue, rq_queue
@@ -26,18 +27,12 @@ from bot.lifecycle.worker import InProcessWorker
 from steelframe.composition import build_worker_context
 from steelframe.parts import TaskLifecycle
 from tests.conftest import ApiClient, GitHubSandbox
+from tests.fakes.patience import PATIENCE_SECONDS as PATIENCE_SECONDS  # tests import it here
 from tests.fakes.sandbox import exchange_dir, sandbox_settings
 from webhooks.deps import WEBHOOKS
 
 PICKUP = "steelframe:work-on-this"
 DECISION = "<!-- steelframe-decision -->"
-# How long a test waits for what a loaded machine makes slow before calling it a hang (the
-# webhooks settled; a sandboxed run started, with `wait_for(..., within=PATIENCE_SECONDS)`).
-# A clean-clone CI run at a load average of 20 took more than 10 s for what takes a second
-# or two on a quiet machine; only a test that fails waits this long. Not `wait_for`'s
-# default: some of its callers wait for what a product timeout (30 s and more) would bring
-# about anyway, and must fail before that.
-PATIENCE_SECONDS = 60.0
 
 
 class Lifecycle:
@@ -200,8 +195,16 @@ async def start_lifecycle(
     values.update(overrides)
     settings = sandbox.settings(tmp_path, **values)
     api = await api_factory(settings)
+    assert api.services.lifecycle is not None and api.services.redis is not None
+    # A queue of this test's own: a worker thread a finished test leaked (same Redis database,
+    # RQ polls by queue name) cannot take this test's jobs. The service's queue is the one
+    # object its pickups, resumes, terminations and webhooks all enqueue on, and no setting
+    # names it (steelframe/parts.py builds it on DEFAULT_QUEUE), so the bench retargets it
+    # before any webhook reaches the service; the worker context and `start_worker`'s
+    # processes listen on the same name.
+    queue_name = f"{DEFAULT_QUEUE}-{uuid.uuid4().hex[:12]}"
+    api.services.lifecycle.queue.rq = rq_queue(queue_name, api.services.redis)
     sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
-    assert api.services.lifecycle is not None
     ctx = build_worker_context(
         settings,
         environ=os.environ,
@@ -209,6 +212,7 @@ async def start_lifecycle(
         connection=api.services.redis,
         github=github_factory(settings),
         memory=api.services.memory,
+        queue_name=queue_name,
     )
     return Lifecycle(sandbox, api, settings, ctx)
 

@@ -60,9 +60,9 @@ def settings_env(s: Settings) -> dict[str, str]:
 def start_worker(
     lc: Lifecycle, log: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[bytes]:
-    """`steelframe worker ARGS` in a session of its own, its output in `log`; `env` is
-    laid over `worker_env(lc)`."""
-    return spawn_worker(lc.settings, log, *args, env=env)
+    """`steelframe worker ARGS` on the test's own queue (`lc.ctx.queue_name`), in a session
+    of its own, its output in `log`; `env` is laid over `worker_env(lc)`."""
+    return spawn_worker(lc.settings, log, "--queue", lc.ctx.queue_name, *args, env=env)
 
 
 def spawn_worker(
