@@ -19,6 +19,7 @@ from typing import Any
 from bot.config_coding import CodingSettings
 from bot.config_models import ModelSettings
 from bot.config_values import (
+    DEFAULT_TASK_QUEUE,
     ConfigError,
     Secret,
     SettingSpec,
@@ -37,6 +38,7 @@ from bot.config_values import (
     parse_positive_int,
     parse_protocol,
     parse_public_url,
+    parse_queue_name,
     parse_repo,
     parse_runtime,
     parse_secret,
@@ -93,6 +95,14 @@ class Settings(ModelSettings, CodingSettings):
     )
     pickup_labels: tuple[str, ...] = setting(
         "STEELFRAME_PICKUP_LABELS", parse_labels, "comma-separated", DEFAULT_PICKUP_LABELS
+    )
+    # Deployments sharing one Redis database each need their own (a worker takes whatever
+    # job its queue holds).
+    task_queue: str = setting(
+        "STEELFRAME_TASK_QUEUE",
+        parse_queue_name,
+        "the task lifecycle's RQ queue",
+        DEFAULT_TASK_QUEUE,
     )
     data_dir: Path = setting(
         "STEELFRAME_DATA_DIR", Path, "where indexes and worktrees live", DEFAULT_DATA_DIR

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -259,6 +260,20 @@ def parse_uid_range(value: str) -> UidRange | None:
             f"includes uid {shared[0]}, which is never a run's own (root, nobody, (uid_t)-1)"
         )
     return uids
+
+
+# The task lifecycle's RQ queue when STEELFRAME_TASK_QUEUE does not name one.
+DEFAULT_TASK_QUEUE = "steelframe-lifecycle"
+_QUEUE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,99}")
+
+
+def parse_queue_name(value: str) -> str:
+    name = value.strip()
+    if not _QUEUE_NAME.fullmatch(name):
+        raise ValueError(
+            "must be 1-100 letters, digits, '.', '_', ':' or '-', starting with a letter or digit"
+        )
+    return name
 
 
 def parse_labels(value: str) -> tuple[str, ...]:

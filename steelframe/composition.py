@@ -27,7 +27,6 @@ from bot.clock import Clock, utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from bot.db import Database
 from bot.lifecycle.context import (
-    DEFAULT_QUEUE,
     LifecycleContext,
     LifecyclePolicy,
     announce_commits,
@@ -197,7 +196,7 @@ def build_worker_context(
     github: GitHubFactory | None = None,
     memory: Memory | bool | None = True,
     clock: Clock = utcnow,
-    queue_name: str = DEFAULT_QUEUE,
+    queue_name: str | None = None,
 ) -> LifecycleContext:
     """Everything a worker's jobs need, from settings; `memory=True` opens the
     installation's memory index. `environ` is the worker's environment: the key variables
@@ -223,7 +222,7 @@ def build_worker_context(
         policy=policy,
         memory=memory or None,
         clock=clock,
-        queue_name=queue_name,
+        queue_name=queue_name or settings.task_queue,
         pickup_labels=settings.pickup_labels,
         redactor=_redactor(settings, policy, environ),
     )

@@ -351,9 +351,11 @@ def _task_lifecycle(
     """The task lifecycle (it needs Redis for its queue) and its metrics."""
     if redis_client is None:
         return None
-    metrics.add_collector(lifecycle_collector(database, redis_client))
+    metrics.add_collector(lifecycle_collector(database, redis_client, settings.task_queue))
     metrics.add_collector(budget_collector(metrics, database, clock))
-    queue = LifecycleQueue(redis_client, time_limit=settings.task_time_limit)
+    queue = LifecycleQueue(
+        redis_client, name=settings.task_queue, time_limit=settings.task_time_limit
+    )
     labels = settings.pickup_labels
     return TaskLifecycle(
         queue=queue,

@@ -187,3 +187,15 @@ def test_the_sandbox_uid_range_has_a_default_and_off_means_nobody() -> None:
     chosen = Settings.from_env({"STEELFRAME_SANDBOX_UID_RANGE": " 70000-70009 "})
     assert chosen.sandbox_uid_range is not None and len(chosen.sandbox_uid_range) == 10
     assert Settings.from_env({"STEELFRAME_SANDBOX_UID_RANGE": "off"}).sandbox_uid_range is None
+
+
+@pytest.mark.parametrize("value", ["a b", "-lead", "q/ueue", "x" * 101])
+def test_a_bad_task_queue_name_is_refused_saying_which_variable(value: str) -> None:
+    with pytest.raises(ConfigError, match="STEELFRAME_TASK_QUEUE: .* must be 1-100 letters"):
+        Settings.from_env({"STEELFRAME_TASK_QUEUE": value})
+
+
+def test_the_task_queue_has_a_default_and_a_deployment_names_its_own() -> None:
+    assert Settings.from_env({}).task_queue == "steelframe-lifecycle"
+    named = Settings.from_env({"STEELFRAME_TASK_QUEUE": " staging:lifecycle "})
+    assert named.task_queue == "staging:lifecycle"

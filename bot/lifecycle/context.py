@@ -22,6 +22,7 @@ import redis
 import bot
 from bot.clock import Clock, utcnow
 from bot.config import Settings
+from bot.config_values import DEFAULT_TASK_QUEUE
 from bot.db import Database
 from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle.agents.presets import PRESETS, Agent, adapter_command, demo_command
@@ -31,7 +32,7 @@ from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
 
-DEFAULT_QUEUE = "steelframe-lifecycle"
+DEFAULT_QUEUE = DEFAULT_TASK_QUEUE  # STEELFRAME_TASK_QUEUE's default
 # Retry delays double from the configured base up to this cap.
 MAX_BACKOFF_SECONDS = 3600.0
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from bot import db as dbmod
 from bot.config import Settings
-from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext
+from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
     RECONCILER_LEASE_SECONDS,
@@ -36,7 +36,9 @@ log = logging.getLogger("steelframe.worker")
 
 def register(subparsers: Any) -> None:
     worker = subparsers.add_parser("worker")
-    worker.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
+    worker.add_argument(
+        "--queue", default=None, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
+    )
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     worker.add_argument(
         "--in-process",
@@ -45,11 +47,11 @@ def register(subparsers: Any) -> None:
     )
     worker.set_defaults(handler=cmd_worker)
     rec = subparsers.add_parser("reconcile")
-    rec.add_argument("--queue", default=DEFAULT_QUEUE, help="queue name")
+    rec.add_argument("--queue", default=None, help="queue name (default: STEELFRAME_TASK_QUEUE's)")
     rec.set_defaults(handler=cmd_reconcile)
 
 
-def _context(queue: str) -> LifecycleContext | None:
+def _context(queue: str | None) -> LifecycleContext | None:
     """The lifecycle's context for a command (logging set up, migrations applied), or None
     after saying that the lifecycle needs Redis."""
     settings = load_settings()
@@ -123,7 +125,7 @@ def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
         print(f"steelframe worker: {stop_request.signal_name} while starting; stopped", flush=True)
         ctx.db.dispose()
         return 0
-    queue = rq_queue(args.queue, ctx.redis)
+    queue = rq_queue(ctx.queue_name, ctx.redis)
     worker_class = InProcessWorker if args.in_process else LifecycleWorker
     worker = worker_class([queue], connection=ctx.redis, lifecycle=ctx, stop_request=stop_request)
     stop = threading.Event()
@@ -131,7 +133,7 @@ def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
         threading.Thread(
             target=reconcile_until, args=(ctx, stop), name="reconciler", daemon=True
         ).start()
-    print(f"steelframe worker: {worker.name} listening on {args.queue}", flush=True)
+    print(f"steelframe worker: {worker.name} listening on {ctx.queue_name}", flush=True)
     try:
         worker.work(
             burst=args.burst,

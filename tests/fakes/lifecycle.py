@@ -190,20 +190,15 @@ async def start_lifecycle(
         "task_lease_seconds": 15.0,
         "task_retry_backoff_seconds": 0.0,
         "task_max_attempts": 2,
+        # A queue of this test's own (STEELFRAME_TASK_QUEUE): a worker thread a finished test
+        # leaked (same Redis database, RQ polls by queue name) cannot take this test's jobs.
+        "task_queue": f"{DEFAULT_QUEUE}-{uuid.uuid4().hex[:12]}",
         **sandbox_settings(tmp_path),
     }
     values.update(overrides)
     settings = sandbox.settings(tmp_path, **values)
     api = await api_factory(settings)
     assert api.services.lifecycle is not None and api.services.redis is not None
-    # A queue of this test's own: a worker thread a finished test leaked (same Redis database,
-    # RQ polls by queue name) cannot take this test's jobs. The service's queue is the one
-    # object its pickups, resumes, terminations and webhooks all enqueue on, and no setting
-    # names it (steelframe/parts.py builds it on DEFAULT_QUEUE), so the bench retargets it
-    # before any webhook reaches the service; the worker context and `start_worker`'s
-    # processes listen on the same name.
-    queue_name = f"{DEFAULT_QUEUE}-{uuid.uuid4().hex[:12]}"
-    api.services.lifecycle.queue.rq = rq_queue(queue_name, api.services.redis)
     sandbox.deliver_to(str(api.raw.make_url("/api/github/webhooks")))
     ctx = build_worker_context(
         settings,
@@ -212,7 +207,6 @@ async def start_lifecycle(
         connection=api.services.redis,
         github=github_factory(settings),
         memory=api.services.memory,
-        queue_name=queue_name,
     )
     return Lifecycle(sandbox, api, settings, ctx)
 
