@@ -6,58 +6,23 @@ chat streams re-open a stream that ended), and a client that re-opens with Last-
 once Redis is back gets every frame it missed.
 
 A Redis of the test's own goes away and comes back with its data (SAVE before the stop,
-the same folder after), as a restarted or failed-over Redis does."""
+the same folder after), as a restarted or failed-over Redis does (tests/fakes/own_redis.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import redis
 
 from bot.runtimes.base import Delta
-from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.events import EVENTS, EventsFeed
+from tests.fakes.own_redis import OwnRedis
+from tests.fakes.own_redis import own_redis_fixture as own_redis_fixture  # `own_redis`
 from tests.fakes.runtimes import ScriptedRuntime
-from tests.fakes.serve_process import free_port
-
-
-@dataclass
-class OwnRedis:
-    """A Redis that can be stopped and started again on its port with what it held."""
-
-    folder: Path
-    port: int
-    server: EmbeddedRedis | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.server = start_embedded_redis(self.folder, port=self.port)
-
-    def stop_keeping_data(self) -> None:
-        assert self.server is not None
-        with redis.Redis.from_url(self.url) as client:
-            client.save()  # dump.rdb in `folder`: the next start loads it
-        self.server.stop()
-        self.server = None
-
-
-@pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    own = OwnRedis(tmp_path / "redis", free_port())
-    own.start()
-    yield own
-    if own.server is not None:
-        own.server.stop()
 
 
 def _problems(records: list[logging.LogRecord]) -> list[logging.LogRecord]:

@@ -17,7 +17,7 @@ import asyncio
 import enum
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
@@ -45,8 +45,14 @@ DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=30, connect=5)
 # A turn streams for as long as the model takes; the server sends heartbeats while it is idle.
 STREAM_TIMEOUT = aiohttp.ClientTimeout(total=None, connect=5, sock_read=120)
 RESUME_ATTEMPTS = 2
+# The pause before a turn's re-attach (doubled for the next): a 503 there means Redis is
+# away for a moment (a restart or a fail-over), so asking again at once would only fail again.
+RESUME_BACKOFF = 0.5
 EVENTS_BACKOFF_MIN = 0.5
 EVENTS_BACKOFF_MAX = 30.0
+# Answers that say "not now" rather than "never" (the service's Redis away, a proxy between):
+# a stream answered so is re-opened like a broken one; any other error status is final.
+TRANSIENT_STATUSES = frozenset({502, 503, 504})
 # A request's JSON body, built here from the typed arguments of the method that sends it.
 JsonBody = dict[str, Any]
 
@@ -82,6 +88,16 @@ class ApiError(Exception):
     @property
     def unauthorized(self) -> bool:
         return self.status == 401
+
+
+@dataclass(frozen=True)
+class LiveStatus:
+    """How the events stream is doing, for the app to show: `live` once a stream is open;
+    otherwise why it is not (`reason`) and how long until the next try (`retry_in`)."""
+
+    live: bool
+    reason: str = ""
+    retry_in: float = 0.0
 
 
 class UnexpectedAnswer(Exception):
@@ -253,11 +269,16 @@ class OperatorClient:
         reader = SseReader(turn_frames.decode)
         stream = _ChatStream()
         method, request = "POST", {"body": body}
-        broken = ServiceUnreachable(self.base_url, "the stream ended before the turn did")
+        broken: ServiceUnreachable | ApiError = ServiceUnreachable(
+            self.base_url, "the stream ended before the turn did"
+        )
+        pause = RESUME_BACKOFF
         for attempt in range(1 + RESUME_ATTEMPTS):
             if attempt:
                 if not stream.turn:
                     break  # the service never accepted the turn: nothing to re-attach to
+                await asyncio.sleep(pause)
+                pause *= 2
                 log.info(
                     "re-attaching to turn %s after frame %s", stream.turn, reader.last_event_id
                 )
@@ -268,6 +289,12 @@ class OperatorClient:
                 async for frame in self._frames(method, reader, stream, **request):
                     yield frame
             except ServiceUnreachable as exc:
+                broken = exc
+            except ApiError as exc:
+                # A 503 (the turn runs on another instance and Redis is away for now) is one
+                # failed attempt, as a broken connection is; any other refusal is final.
+                if exc.status not in TRANSIENT_STATUSES:
+                    raise
                 broken = exc
             if stream.ended:
                 return
@@ -312,15 +339,23 @@ class OperatorClient:
 
     # -- events --------------------------------------------------------------------------
 
-    async def events(self, *, last_event_id: int | None = None) -> AsyncIterator[EventFrame]:
-        """The operator's events stream, forever: a broken connection is re-opened (after a
-        pause that doubles up to EVENTS_BACKOFF_MAX) from the last event id seen, so nothing
-        is missed; a `resync` frame says some were (reload what is shown). A frame this
-        client does not know (a newer service's) is skipped, as the TUI has nothing to show
-        for it."""
+    async def events(
+        self,
+        *,
+        last_event_id: int | None = None,
+        on_status: Callable[[LiveStatus], None] | None = None,
+    ) -> AsyncIterator[EventFrame]:
+        """The operator's events stream, forever: a broken connection, or a 502/503/504 (the
+        service's Redis away for a while), is re-opened after a pause that doubles up to
+        EVENTS_BACKOFF_MAX, from the last event id seen, so nothing is missed; a `resync`
+        frame says some were (reload what is shown). `on_status` hears each change (open,
+        or waiting to re-open and why). Any other error status raises its ApiError. A frame
+        this client does not know (a newer service's) is skipped, as the TUI has nothing to
+        show for it."""
         reader: SseReader[EventFrame] = SseReader(_event_frame)
         position = last_event_id
         pause = EVENTS_BACKOFF_MIN
+        tell = on_status or (lambda status: None)
         while True:
             headers = {} if position is None else {"Last-Event-ID": str(position)}
             try:
@@ -332,10 +367,21 @@ class OperatorClient:
                             response.status, response.reason or "", await response.read()
                         )
                     pause = EVENTS_BACKOFF_MIN
+                    tell(LiveStatus(live=True))
                     async for chunk in response.content.iter_any():
-                        for frame in reader.feed(chunk):
+                        frames = reader.feed(chunk)
+                        # The reader's position, not the last frame's: a stream opened
+                        # without Last-Event-ID starts with an `id: N` line and no data,
+                        # and one that breaks before its first event re-opens from N.
+                        if reader.id_seen:
                             position = reader.last_event_id
+                        for frame in frames:
                             yield frame
+                reason = "the service ended the stream"
+            except ApiError as exc:
+                if exc.status not in TRANSIENT_STATUSES:
+                    raise
+                reason = f"{exc.message} ({exc.status})"
             except (aiohttp.ClientError, TimeoutError, OSError, RuntimeError) as exc:
                 if self._http is None:
                     # This client's `close` took the connection away (a read after it is a
@@ -343,7 +389,9 @@ class OperatorClient:
                     return
                 if isinstance(exc, RuntimeError):
                     raise
-                log.info("events stream broke (%s); re-opening in %.1f s", _reason(exc), pause)
+                reason = _reason(exc)
+            log.info("events stream broke (%s); re-opening in %.1f s", reason, pause)
+            tell(LiveStatus(live=False, reason=reason, retry_in=pause))
             reader.reset()
             await asyncio.sleep(pause)
             pause = min(pause * 2, EVENTS_BACKOFF_MAX)

@@ -12,7 +12,7 @@ from textual.notifications import SeverityLevel
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import WorkerCancelled, WorkerFailed
 
-from tui_client.api import ApiError, OperatorClient
+from tui_client.api import ApiError, LiveStatus, OperatorClient
 from tui_client.board import BoardPanel
 from tui_client.chat import ChatPanel
 from tui_client.events_wire import (
@@ -76,12 +76,25 @@ class SteelframeApp(App[None]):
     @work(exclusive=True, group="events")
     async def watch_events(self) -> None:
         """Task changes, results and session changes, live: the Board, the session list and
-        an open transcript follow them (the client re-opens a broken stream by itself)."""
+        an open transcript follow them (the client re-opens a broken stream by itself, and
+        the header says so meanwhile: `live updates: reconnecting…`)."""
         try:
-            async for frame in self.client.events():
+            async for frame in self.client.events(on_status=self.show_live_status):
                 self.apply_event(frame)
         except ApiError as exc:
+            self.show_live_status(LiveStatus(live=False, reason=describe(exc)))
             self.tell(f"Live updates stopped: {describe(exc)}", severity="error")
+
+    def show_live_status(self, status: LiveStatus) -> None:
+        """The header's second line: the service's address, and while the events stream is
+        down why and that it is being re-opened (what the Board shows may be behind)."""
+        base = self.client.base_url
+        if status.live:
+            self.sub_title = base
+        elif status.retry_in:
+            self.sub_title = f"{base} · live updates: reconnecting… ({status.reason})"
+        else:
+            self.sub_title = f"{base} · live updates stopped"
 
     def apply_event(self, frame: EventFrame) -> None:
         if isinstance(frame, TaskFrame):

@@ -45,7 +45,9 @@ class SseReader(Generic[T]):
     """Feed it raw chunks; it returns the complete frames each chunk finished.
 
     `last_event_id` is the id of the last complete event (its `id:` line), for
-    `Last-Event-ID` on re-attach; an event its decoder skips counts too.
+    `Last-Event-ID` on re-attach; an event its decoder skips counts too, and so does one
+    with an `id:` line and no data (as the SSE standard has it: the service starts an
+    events stream so, to say where it begins). `id_seen`: some event had an id.
     """
 
     @overload
@@ -63,6 +65,7 @@ class SseReader(Generic[T]):
         self._data: list[str] = []
         self._event_id: str | None = None
         self.last_event_id = 0
+        self.id_seen = False
 
     def reset(self) -> None:
         """Drop a half-read event (its stream broke); keep `last_event_id` to resume from."""
@@ -100,13 +103,13 @@ class SseReader(Generic[T]):
         return None
 
     def _dispatch(self) -> T | None:
-        if not self._data:
-            self._event_id = None
-            return None
-        raw = "\n".join(self._data)
-        self._data = []
         event_id = int(self._event_id) if self._event_id and self._event_id.isdigit() else None
         self._event_id = None
         if event_id is not None:
             self.last_event_id = event_id
+            self.id_seen = True
+        if not self._data:
+            return None  # nothing to decode; its id (if any) is the position all the same
+        raw = "\n".join(self._data)
+        self._data = []
         return self._decode(raw, event_id)

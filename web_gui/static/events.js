@@ -1,6 +1,11 @@
 // Live updates: the operator events stream (SSE; EventSource resumes with Last-Event-ID by
-// itself). Where the service has no stream, the Board is polled instead.
+// itself). When the service refuses the stream (a 503 while its Redis is away, or no stream
+// here), EventSource gives up for good: the Board is polled instead, and the stream is tried
+// again after a pause that doubles (RETRY_MIN_MS up to RETRY_MAX_MS), from the last event id
+// seen, until it opens; then polling stops.
 const POLL_MS = 4000;
+const RETRY_MIN_MS = 1000;
+const RETRY_MAX_MS = 30000;
 
 export class LiveUpdates {
   constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun }) {
@@ -19,32 +24,60 @@ export class LiveUpdates {
     this.onPoll = onPoll;
     this.source = null;
     this.timer = null;
+    this.retry = null;
+    this.retryMs = RETRY_MIN_MS;
+    this.lastId = null; // the last event id seen, to re-open a refused stream from
+    this.recovering = false; // the stream was refused; polling stands in until it opens
     this.mode = "none";
   }
 
   start() {
     this.mode = "connecting";
-    this.source = new EventSource("/api/operator/events");
+    // A new EventSource does not carry the old one's Last-Event-ID: the query says it.
+    const from = this.lastId === null ? "" : `?last_event_id=${encodeURIComponent(this.lastId)}`;
+    const source = new EventSource(`/api/operator/events${from}`);
+    this.source = source;
     for (const type of Object.keys(this.handlers)) {
-      this.source.addEventListener(type, (ev) => this.dispatch(type, ev.data));
+      source.addEventListener(type, (ev) => this.dispatch(type, ev.data, ev.lastEventId));
     }
-    this.source.onmessage = (ev) => this.dispatch(null, ev.data);
-    this.source.onopen = () => {
+    source.onmessage = (ev) => this.dispatch(null, ev.data, ev.lastEventId);
+    source.onopen = () => {
+      if (this.source !== source) return;
       this.mode = "stream";
+      this.retryMs = RETRY_MIN_MS;
+      // Re-opened without a position (no event came before the refusal: the stream's
+      // opening `id:` line is not shown to scripts), it starts "now": reload what is shown,
+      // as for `resync`, so what happened in between is not missed.
+      if (this.recovering && this.lastId === null) this.handlers.resync?.({});
+      this.recovering = false;
       document.body.dataset.live = "stream"; // connected: what happens from now on shows
       this.stopPolling();
     };
-    this.source.onerror = () => {
+    source.onerror = () => {
       // CONNECTING: the browser reconnects by itself (with Last-Event-ID). CLOSED: the
-      // service refused (no such stream here, or signed out): poll the Board instead.
-      if (this.source && this.source.readyState === EventSource.CLOSED) {
+      // service refused (a 503 while its Redis is away, no such stream here): poll the
+      // Board meanwhile, and try the stream again later.
+      if (this.source === source && source.readyState === EventSource.CLOSED) {
         this.source = null;
+        this.recovering = true;
         this.poll();
+        this.retryLater();
       }
     };
   }
 
-  dispatch(type, raw) {
+  retryLater() {
+    if (this.retry) return;
+    const wait = this.retryMs;
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+    this.retry = setTimeout(() => {
+      this.retry = null;
+      this.start();
+    }, wait);
+  }
+
+  dispatch(type, raw, id) {
+    if (id) this.lastId = id;
     let data;
     try {
       data = JSON.parse(raw);
@@ -71,6 +104,8 @@ export class LiveUpdates {
   stop() {
     this.source?.close();
     this.source = null;
+    clearTimeout(this.retry);
+    this.retry = null;
     this.stopPolling();
   }
 }

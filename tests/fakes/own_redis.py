@@ -1,0 +1,49 @@
+"""A Redis of the test's own that can go away and come back with its data (SAVE before the
+stop, the same folder and port after), as a restarted or failed-over Redis does: the SSE
+streams' Redis-failure tests (tests/test_streams_redis_failure.py, the clients' in
+tests/test_client_streams_redis_failure.py and tests/browser/test_gui_events_redis_failure.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import redis
+
+from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
+from tests.fakes.serve_process import free_port
+
+
+@dataclass
+class OwnRedis:
+    """A Redis that can be stopped and started again on its port with what it held."""
+
+    folder: Path
+    port: int
+    server: EmbeddedRedis | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        self.server = start_embedded_redis(self.folder, port=self.port)
+
+    def stop_keeping_data(self) -> None:
+        assert self.server is not None
+        with redis.Redis.from_url(self.url) as client:
+            client.save()  # dump.rdb in `folder`: the next start loads it
+        self.server.stop()
+        self.server = None
+
+
+@pytest.fixture(name="own_redis")
+def own_redis_fixture(tmp_path: Path) -> Iterator[OwnRedis]:
+    """Import it as `own_redis_fixture as own_redis_fixture`: the test gets `own_redis`."""
+    own = OwnRedis(tmp_path / "redis", free_port())
+    own.start()
+    yield own
+    if own.server is not None:
+        own.server.stop()
