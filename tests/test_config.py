@@ -191,7 +191,7 @@ def test_the_sandbox_uid_range_has_a_default_and_off_means_nobody() -> None:
 
 @pytest.mark.parametrize("value", ["a b", "-lead", "q/ueue", "x" * 101])
 def test_a_bad_task_queue_name_is_refused_saying_which_variable(value: str) -> None:
-    with pytest.raises(ConfigError, match="STEELFRAME_TASK_QUEUE: .* must be 1-100 letters"):
+    with pytest.raises(ConfigError, match=r"STEELFRAME_TASK_QUEUE: .* must be 1-100 letters"):
         Settings.from_env({"STEELFRAME_TASK_QUEUE": value})
 
 
