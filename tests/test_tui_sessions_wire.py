@@ -17,7 +17,7 @@ import pytest
 from bot.contracts import actions, chat, wire_copies
 from bot.contracts.chat_sessions_wire import COPY, TUI_FILE, render_python, wire_types
 from bot.contracts.turn_meta import TurnMeta
-from tests.fakes.wire_shapes import differences
+from tests.fakes.wire_shapes import differences, with_extras
 from tui_client import sessions_wire, turn_frames
 from tui_client.reply import FinishedReply
 from tui_client.sse import SseError
@@ -204,17 +204,8 @@ def test_the_tui_reads_every_key_the_service_sends_as_sent() -> None:
     assert msgspec.json.encode(msgspec.json.decode(sent, type=sessions_wire.NewSession)) == sent
 
 
-def _with_extras(value: Any) -> Any:
-    """The JSON with a key no one knows yet added to every object (a newer service's)."""
-    if isinstance(value, dict):
-        return {**{k: _with_extras(v) for k, v in value.items()}, "added_later": {"x": 1}}
-    if isinstance(value, list):
-        return [_with_extras(item) for item in value]
-    return value
-
-
 def test_a_newer_services_keys_and_words_do_not_break_the_tui() -> None:
-    newer = _with_extras(_session())
+    newer = with_extras(_session())
     newer["kind"] = "review"  # words this TUI's service did not have
     newer["messages"][0]["role"] = "tool"
     raw = json.dumps(newer).encode()
@@ -322,10 +313,10 @@ def test_a_newer_services_frames_do_not_break_the_tui() -> None:
     """Keys added to a frame are read past; a frame type added is skipped; a frame of a
     known type in a shape this TUI cannot read is said, not raised."""
     for sent in _frames():
-        newer = _with_extras(sent)
+        newer = with_extras(sent)
         read = turn_frames.decode(json.dumps(newer), 7)
         assert read is not None and not isinstance(read.frame, turn_frames.Unreadable), sent
-    newer = _with_extras(_frames()[3])
+    newer = with_extras(_frames()[3])
     newer["response"]["usage"]["cached_tokens"] = 1  # a new key of a TypedDict
     newer["response"]["retrieved"][0]["round"] = "rerank"  # a round this TUI's service lacks
     read = turn_frames.decode(json.dumps(newer), 7)
@@ -359,5 +350,5 @@ def test_the_tui_reads_the_answers_to_stop_publish_and_file_and_a_newer_services
         copy = getattr(sessions_wire, type(answer).__name__)
         sent = chat.encode(answer)
         assert msgspec.json.encode(msgspec.json.decode(sent, type=copy)) == sent
-        newer = json.dumps(_with_extras(json.loads(sent)))
+        newer = json.dumps(with_extras(json.loads(sent)))
         assert msgspec.json.decode(newer, type=copy) == msgspec.json.decode(sent, type=copy)

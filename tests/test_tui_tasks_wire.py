@@ -13,7 +13,7 @@ import msgspec
 from bot.contracts import tasks
 from bot.contracts.tasks_wire import TUI_FILE, render_python, wire_types
 from tests.fakes.tui import THREAD, task_detail
-from tests.fakes.wire_shapes import differences
+from tests.fakes.wire_shapes import differences, with_extras
 from tui_client import tasks_wire
 
 
@@ -125,17 +125,8 @@ def test_the_tui_reads_every_key_the_service_sends_as_sent() -> None:
     assert msgspec.json.encode(msgspec.json.decode(sent, type=tasks_wire.TaskLog)) == sent
 
 
-def _with_extras(value: Any) -> Any:
-    """The JSON with a key no one knows yet added to every object (a newer service's)."""
-    if isinstance(value, dict):
-        return {**{k: _with_extras(v) for k, v in value.items()}, "added_later": {"x": 1}}
-    if isinstance(value, list):
-        return [_with_extras(item) for item in value]
-    return value
-
-
 def test_a_newer_services_keys_and_words_do_not_break_the_tui() -> None:
-    newer = _with_extras(_full_detail())
+    newer = with_extras(_full_detail())
     newer["pr_state"] = "queued_for_merge"  # a word this TUI's service did not have
     raw = json.dumps(newer).encode()
     read = msgspec.json.decode(raw, type=tasks_wire.TaskDetail)

@@ -5,6 +5,7 @@ tests/test_tui_sessions_wire.py)."""
 from __future__ import annotations
 
 import typing
+from typing import Any
 
 import msgspec
 
@@ -39,3 +40,12 @@ def differences(client: type, server: type, keys: tuple[str, ...] | None = None)
         *(f"TUI {a} != service {b}" for a, b in zip(mine, theirs, strict=False) if a != b),
         *(f"only one side has {extra}" for extra in (mine[len(theirs) :] or theirs[len(mine) :])),
     ]
+
+
+def with_extras(value: Any) -> Any:
+    """The JSON with a key no one knows yet added to every object (a newer service's)."""
+    if isinstance(value, dict):
+        return {**{k: with_extras(v) for k, v in value.items()}, "added_later": {"x": 1}}
+    if isinstance(value, list):
+        return [with_extras(item) for item in value]
+    return value
