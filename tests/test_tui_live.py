@@ -21,6 +21,8 @@ from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, notices, ready, replies, send, session_titles, status, tui, until
+from tests.fakes.turn_relay import HeldOpen
+from tui_client.chat import SessionItem
 from tui_client.modals import DecisionEditor, IssuePrompt
 from tui_client.task_detail import TaskDetailScreen
 from tui_client.transcript import hard_breaks
@@ -62,6 +64,27 @@ async def test_a_result_delivered_while_no_tui_ran_has_its_dot_until_opened(make
         await ready(pilot, again)
         await until(pilot, lambda: len(session_titles(again)) == 2, "the sessions")
         assert dotted(again) == []
+
+
+async def test_what_changed_before_the_events_stream_opened_is_shown_once_it_opens(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The start-up loads answer before the stream opens, and a stream opened without a
+    position starts "now": a chat made in between is listed all the same."""
+    held = HeldOpen("/api/operator/events")
+    api = await api_factory(make_settings(tmp_path), plugins=held.plugins())
+    app = tui(api)
+
+    def listed() -> list[str]:
+        return [item.session_id for item in app.chat.sessions.query(SessionItem)]
+
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await until(pilot, held.asked.is_set, "the events stream to be asked for")
+        made = await (await api.post("/api/operator/chat/new", json={})).json()
+        assert made["id"] not in listed()
+        held.release.set()
+        await until(pilot, lambda: made["id"] in listed(), lambda: f"the new chat, {listed()}")
 
 
 async def test_a_delivery_while_the_operator_sits_in_another_session_shows_up_live(

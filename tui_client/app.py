@@ -44,6 +44,7 @@ class SteelframeApp(App[None]):
         self.client = client
         self.sub_title = client.base_url
         self.told: list[str] = []
+        self._stream_opened = False  # the events stream has been open at least once
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -79,11 +80,20 @@ class SteelframeApp(App[None]):
         an open transcript follow them (the client re-opens a broken stream by itself, and
         the header says so meanwhile: `live updates: reconnecting…`)."""
         try:
-            async for frame in self.client.events(on_status=self.show_live_status):
+            async for frame in self.client.events(on_status=self._stream_status):
                 self.apply_event(frame)
         except ApiError as exc:
             self.show_live_status(LiveStatus(live=False, reason=describe(exc)))
             self.tell(f"Live updates stopped: {describe(exc)}", severity="error")
+
+    def _stream_status(self, status: LiveStatus) -> None:
+        if status.live and not self._stream_opened:
+            # The start-up loads ran before the stream opened, and a stream opened without a
+            # position starts "now": what changed in between would show only with its next
+            # change. Loaded again once it is open, nothing falls in that gap.
+            self._stream_opened = True
+            self.action_refresh()
+        self.show_live_status(status)
 
     def show_live_status(self, status: LiveStatus) -> None:
         """The header's second line: the service's address, and while the events stream is

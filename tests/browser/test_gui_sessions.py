@@ -1,19 +1,23 @@
 """The sidebar and the Board's Archive in Chromium, as issue 32 asks: the unseen-result dot is
 kept on the server (it survives a reload and goes once the chat is opened), sessions are
 titled by their subject (not "file an issue for the…"), empty chats do not pile up, Archive
-says what it did and can be undone, and Stop pressed too late says #N was already filed."""
+says what it did and can be undone, and Stop pressed too late says #N was already filed; and a
+chat made between the page's loads and its live stream's opening is listed all the same."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from typing import Any
 
 from tests.browser.conftest import WAIT_MS, Gui, GuiFactory
 from tests.browser.test_gui_loop import wait_card
+from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.turn_relay import HeldOpen
 
 
 async def sessions(gui: Gui) -> list[dict[str, Any]]:
@@ -128,3 +132,19 @@ async def test_stop_pressed_while_the_issue_is_being_filed_says_it_came_too_late
     assert await page.inner_text("#status-line") == f"too late to stop: #{number} was already filed"
     # The reply and its filing are kept (the turn was not stopped).
     assert f"Filed as #{number}" in await page.locator("#messages .msg.assistant").last.inner_text()
+
+
+async def test_a_chat_made_before_the_live_stream_opened_is_listed(
+    api_factory: Any, gui_factory: GuiFactory, tmp_path: Path
+) -> None:
+    """The page loads its sessions, then opens the events stream, which starts "now": a chat
+    made in between shows once the stream is open (it reloads what it shows then)."""
+    held = HeldOpen("/api/operator/events")
+    api = await api_factory(make_settings(tmp_path), plugins=held.plugins())
+    gui = await gui_factory(api)
+    async with asyncio.timeout(WAIT_MS / 1000):
+        await held.asked.wait()
+    made = await (await api.post("/api/operator/chat/new", json={"title": "meanwhile"})).json()
+    held.release.set()
+    await gui.page.wait_for_selector("body[data-live=stream]", timeout=WAIT_MS)
+    await gui.page.wait_for_selector(f"#session-list [data-session='{made['id']}']")

@@ -2,7 +2,8 @@
 sends a client's first connection to the instance running the turn (and cuts it when told)
 and every later one to the other instance, and a hold on the other instance's re-attaches
 (the first is answered, the next ones wait) so a test acts between two attempts; the same
-hold on the events stream."""
+hold on the events stream, and a hold on its first open (a client's start-up loads done,
+its stream not yet open)."""
 
 from __future__ import annotations
 
@@ -111,4 +112,31 @@ class HeldRepeat:
             self.answered.append(response.status)
         finally:
             self.first_done.set()
+        return response
+
+
+class HeldOpen:
+    """The real service, its first GET of `path` (a client opening the events stream) held
+    until `release` is set (`asked` is set when it comes); later ones pass. Pass
+    `plugins()` to `api_factory`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def plugins(self) -> tuple[AppPlugin, ...]:
+        return (*default_plugins(), AppPlugin(self._setup))
+
+    def _setup(self, app: web.Application) -> None:
+        app.middlewares.append(self._hold)
+
+    @web.middleware
+    async def _hold(
+        self, request: web.Request, handler: Callable[[web.Request], Any]
+    ) -> web.StreamResponse:
+        if request.method == "GET" and request.path == self.path and not self.asked.is_set():
+            self.asked.set()
+            await self.release.wait()
+        response: web.StreamResponse = await handler(request)
         return response

@@ -46,7 +46,12 @@ class App {
       ev.preventDefault();
       this.signIn();
     });
-    onSignedOut(() => this.signedOut("Your session ended: sign in again."));
+    // Every request that finds the session ended says so: the first one signs out and
+    // places the focus, a later one (a reload the live stream asked for, answered 401 too)
+    // would move it into the token field under the operator's typing.
+    onSignedOut(() => {
+      if (!$("#app").hidden) this.signedOut("Your session ended: sign in again.");
+    });
     // A sign-in link carries a one-time code (`steelframe desktop`, docs/gui.md), never a
     // token: it leaves the address bar and history at once, is bound to this browser, and
     // signs in only when the person confirms whose account it opens. An old `#token=` link

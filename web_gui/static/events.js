@@ -45,10 +45,11 @@ export class LiveUpdates {
       if (this.source !== source) return;
       this.mode = "stream";
       this.retryMs = RETRY_MIN_MS;
-      // Re-opened without a position (no event came before the refusal: the stream's
-      // opening `id:` line is not shown to scripts), it starts "now": reload what is shown,
-      // as for `resync`, so what happened in between is not missed.
-      if (this.recovering && this.lastId === null) this.handlers.resync?.({});
+      // Opened without a position (the first time, after the page's own loads, or again
+      // when no event came before a refusal: the stream's opening `id:` line is not shown to
+      // scripts), it starts "now": reload what is shown, as for `resync`, so what happened
+      // between those loads and this open is not missed.
+      if (this.lastId === null) this.handlers.resync?.({});
       this.recovering = false;
       document.body.dataset.live = "stream"; // connected: what happens from now on shows
       this.stopPolling();
