@@ -31,6 +31,14 @@ class OwnRedis:
     def start(self) -> None:
         self.server = start_embedded_redis(self.folder, port=self.port)
 
+    def stop_losing_data(self) -> None:
+        """Gone with what it held: the next start is empty (a Redis without persistence
+        restarted, or a failover to a replica that had not caught up)."""
+        assert self.server is not None
+        self.server.stop()  # redis-server here runs with `--save ""`: nothing is written
+        self.server = None
+        (self.folder / "dump.rdb").unlink(missing_ok=True)
+
     def stop_keeping_data(self) -> None:
         assert self.server is not None
         with redis.Redis.from_url(self.url) as client:
