@@ -1,7 +1,9 @@
 """A Redis of the test's own that can go away and come back with its data (SAVE before the
 stop, the same folder and port after), as a restarted or failed-over Redis does: the SSE
 streams' Redis-failure tests (tests/test_streams_redis_failure.py, the clients' in
-tests/test_client_streams_redis_failure.py and tests/browser/test_gui_events_redis_failure.py)."""
+tests/test_client_streams_redis_failure.py and tests/browser/test_gui_events_redis_failure.py),
+and a turn's frames held through an outage (tests/test_frame_relay_outage.py, which also has it
+come back empty)."""
 
 from __future__ import annotations
 
