@@ -8,15 +8,24 @@ Keys (all expire `linger` seconds after the turn's last frame):
 - `steelframe:chat:turn:{turn_id}:operator`: whose turn it is (a turn id names one operator).
 
 Publishing never fails a turn: a Redis outage is logged once (and its end once), and the
-turn goes on, resumable on its own instance as before. Finding another instance's turn while
-Redis is unreachable is a 503 naming the setting, never a 500.
+turn goes on, resumable on its own instance as before. The frames it publishes meanwhile are
+held in this process, in order (a bounded number: references to frames the turns hold anyway),
+and written before any later one once Redis answers again, so a client re-attaching through
+another instance gets the whole turn. Frames Redis never got or lost (held past the bound, a
+Redis that came back without its data, a stream trimmed at MAX_FRAMES) are said, not skipped:
+the reader puts a `status` frame with reason `frames_lost` where they were (`Continuity`).
+Finding another instance's turn while Redis is unreachable is a 503 naming the setting, never
+a 500.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
 import json
 import logging
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -43,6 +52,21 @@ MAX_BATCH = 500  # frames written in one pipeline at most
 # frozen server, a lost network) costs the turns a pause, never their end. (redis-py 8's
 # default is the same; said here so it does not hang on a library's default.)
 WRITE_TIMEOUT = 5.0
+# While Redis is away, frames wait for it in this process, this many at most (the oldest go
+# first: a client is likelier to wait on a recent turn). Each is a frame its turn's handle
+# keeps anyway while the turn runs and lingers (bot/chat/inflight.py), so holding one costs a
+# reference; past the linger, the frame itself (a few hundred bytes).
+DEFAULT_MAX_HELD = 100_000
+# Redis is asked again after this pause, doubling up to the next (a refused connection costs
+# nothing; a frozen Redis costs WRITE_TIMEOUT a try): a re-attach through another instance
+# finds a turn whose first frames were held within a couple of seconds of Redis's return.
+RETRY_MIN = 0.1
+RETRY_MAX = 2.0
+FRAMES_LOST = "frames_lost"  # the `reason` of the status frame said where frames are missing
+LOST_TEXT = (
+    "part of this turn was not relayed (Redis was away or lost it); "
+    "the whole reply comes with the turn's end"
+)
 TERMINAL_FRAMES = (DoneFrame, ErrorFrame)
 LOOKUP_FRAMES = (StatusFrame, *TERMINAL_FRAMES)  # frames that renew the lookups
 # A batch's frames in one command: XADD and PEXPIRE per frame, in the order given (a turn's
@@ -87,7 +111,58 @@ class _Outgoing:
     turn_id: str
     session_id: str
     frame: NumberedFrame
-    written: asyncio.Future[None]
+    written: asyncio.Future[None] | None  # None: its turn did not wait (Redis was away)
+
+
+class Continuity:
+    """A turn's relayed frames in the order its stream holds them, for a reader that saw up
+    to `after`: a frame seen already (a batch written again after its answer was lost) is
+    skipped, and frames missing before one the reader has not seen (the stream does not start
+    with the turn's first frame, or ids jump) are said by a `frames_lost` status frame in
+    their place, with the last missing id (which nothing else will ever carry: a turn's frames
+    reach its stream in order, so missing ones never come later)."""
+
+    def __init__(self, after: int) -> None:
+        self.last = after  # the last id the reader has (been told about)
+        self._next: int | None = None  # the id the next entry should have
+
+    def take(self, frame: NumberedFrame) -> list[NumberedFrame]:
+        if self._next is None:  # the stream's first entry: the turn's first frame?
+            missing = not _opens_turn(frame.frame)
+        else:
+            missing = frame.id > self._next
+        shown: list[NumberedFrame] = []
+        if missing and frame.id - 1 > self.last:
+            shown.append(lost_frame(frame.id - 1))
+        if frame.id > self.last:
+            shown.append(frame)
+        self.last = max(self.last, frame.id)
+        self._next = max(self._next or 0, frame.id + 1)
+        return shown
+
+
+def lost_frame(frame_id: int) -> NumberedFrame:
+    """What a reader is told where frames of the turn are missing."""
+    return NumberedFrame.of(frame_id, StatusFrame(text=LOST_TEXT, reason=FRAMES_LOST))
+
+
+def _settle(batch: list[_Outgoing], failure: BaseException | None) -> None:
+    """Let the batch's waiting turns go on, whatever happened to the write: none may wait
+    for good on a flusher that is gone."""
+    for item in batch:
+        if item.written is None or item.written.done():  # not waiting, or cancelled meanwhile
+            continue
+        if failure is None:
+            item.written.set_result(None)
+        elif isinstance(failure, asyncio.CancelledError):  # shutting down
+            item.written.cancel()
+        else:
+            item.written.set_exception(failure)
+
+
+def _opens_turn(frame: Frame) -> bool:
+    """`turn started`, the first frame of every turn, is the one that names the turn."""
+    return isinstance(frame, StatusFrame) and frame.turn_id is not None
 
 
 @dataclass(frozen=True)
@@ -114,7 +189,12 @@ class FrameRelay(Protocol):
 
 class RedisFrameRelay:
     def __init__(
-        self, url: str, *, linger: float, longest_block: float = DEFAULT_LONGEST_BLOCK
+        self,
+        url: str,
+        *,
+        linger: float,
+        longest_block: float = DEFAULT_LONGEST_BLOCK,
+        max_held: int = DEFAULT_MAX_HELD,
     ) -> None:
         self._redis = blocking_reader(url, longest_block=longest_block)  # locate, replay
         # Publishing has a client of its own, which writes one batch at a time: a pipeline
@@ -126,45 +206,98 @@ class RedisFrameRelay:
         )
         self._linger_ms = int(linger * 1000)
         self._down = False  # publishing failed since the last success (logged once)
-        self._outbox: list[_Outgoing] = []
+        # Frames not written yet, in the order published: the batch being written is the
+        # first `_writing` of them (they leave once written), the rest wait for it.
+        self._outbox: deque[_Outgoing] = deque()
+        self._writing = 0
+        self._max_held = max_held
+        self._dropped: set[str] = set()  # turns whose held frames went, this outage
+        self._closing = asyncio.Event()
         self._append_sha = self._writer.register_script(_APPEND).sha
         self._flusher: asyncio.Task[None] | None = None
 
     async def publish(
         self, operator_id: int, turn_id: str, session_id: str, frame: NumberedFrame
     ) -> None:
-        """Relay the frame with the others published meanwhile (one pipeline for all);
-        returns once it is written, or once Redis failed it (logged, never raised). Any
-        other failure of the batch (a frame that is not JSON) is raised to its turns."""
+        """Relay the frame with the others published meanwhile (one script call for all);
+        returns once it is written, or once Redis failed it (logged, never raised). While
+        Redis is away it returns at once: the frame waits in line (DEFAULT_MAX_HELD) and is
+        written, in order, once Redis answers again. Any other failure of the batch (a frame
+        that is not JSON) is raised to its turns."""
+        if self._down:  # a turn never waits for a Redis that is away
+            self._outbox.append(_Outgoing(operator_id, turn_id, session_id, frame, None))
+            self._drop_oldest()
+            self._start_flusher()
+            return
         written = asyncio.get_running_loop().create_future()
         self._outbox.append(_Outgoing(operator_id, turn_id, session_id, frame, written))
-        if self._flusher is None or self._flusher.done():
-            self._flusher = asyncio.create_task(self._flush(), name="frame-relay")
+        self._start_flusher()
         await written
 
+    @property
+    def held(self) -> int:
+        """Frames published and not written yet (while Redis is away, those waiting for it)."""
+        return len(self._outbox)
+
+    def _start_flusher(self) -> None:
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush(), name="frame-relay")
+
     async def _flush(self) -> None:
+        """Write the outbox from its head, a batch at a time; a batch Redis fails stays at
+        the head (its turns go on) and is tried again after a pause that doubles, so no
+        frame overtakes an earlier one of its turn."""
+        pause = RETRY_MIN
         while self._outbox:
-            batch, self._outbox = self._outbox[:MAX_BATCH], self._outbox[MAX_BATCH:]
-            failure: BaseException | None = None
+            batch = list(itertools.islice(self._outbox, MAX_BATCH))
+            self._writing = len(batch)
             try:
-                await self._write(batch)
+                written = await self._write(batch)
             except BaseException as exc:  # not Redis's (those are logged): its turns see it
-                failure = exc
+                self._taken(batch, exc)
                 raise
             finally:
-                # Every turn in the batch goes on, whatever happened to the write: none
-                # may wait for good on a flusher that is gone.
-                for item in batch:
-                    if item.written.done():  # its turn was cancelled meanwhile
-                        continue
-                    if failure is None:
-                        item.written.set_result(None)
-                    elif isinstance(failure, asyncio.CancelledError):  # shutting down
-                        item.written.cancel()
-                    else:
-                        item.written.set_exception(failure)
+                self._writing = 0
+            if written:
+                self._taken(batch, None)
+                pause = RETRY_MIN
+                continue
+            _settle(batch, None)  # their turns go on; the frames keep their place
+            if self._closing.is_set():  # held frames go with the process
+                self._taken(list(self._outbox), None)
+                return
+            self._drop_oldest()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(pause):
+                    await self._closing.wait()  # one last try, then
+            pause = min(pause * 2, RETRY_MAX)
 
-    async def _write(self, batch: list[_Outgoing]) -> None:
+    def _taken(self, batch: list[_Outgoing], failure: BaseException | None) -> None:
+        for _ in batch:
+            self._outbox.popleft()
+        _settle(batch, failure)
+
+    def _drop_oldest(self) -> None:
+        """Past `max_held`, the oldest held frames go (never the batch being written); their
+        turns' readers are told part of the turn is missing (`Continuity`)."""
+        if self._writing or len(self._outbox) <= self._max_held:
+            return
+        gone = [self._outbox.popleft() for _ in range(len(self._outbox) - self._max_held)]
+        _settle(gone, None)
+        turns = {item.turn_id for item in gone} - self._dropped
+        if turns and not self._dropped:
+            log.warning(
+                "more than %d frames wait for Redis: the oldest are dropped (turn %s first); "
+                "a client re-attaching to those turns through another instance is told part "
+                "of the turn is missing",
+                self._max_held,
+                gone[0].turn_id,
+            )
+        self._dropped |= turns
+
+    async def _write(self, batch: list[_Outgoing]) -> bool:
+        """Write the batch: True once written, False (logged once an outage) when Redis
+        failed it."""
         streams = [f"{PREFIX}frames:{item.turn_id}" for item in batch]
         texts = [item.frame.data for item in batch]
         try:
@@ -177,15 +310,21 @@ class RedisFrameRelay:
             if not self._down:
                 self._down = True
                 log.warning(
-                    "turn %s: frames not relayed through Redis until it is back (%s); turns "
-                    "resume only on the instance running them",
+                    "turn %s: frames not relayed through Redis until it is back (%s); they "
+                    "wait here, in order, and turns resume only on the instance running them "
+                    "meanwhile",
                     batch[0].turn_id,
                     type(exc).__name__,
                 )
-            return
+            return False
         if self._down:
             self._down = False
-            log.warning("frames are relayed through Redis again")
+            self._dropped = set()
+            log.warning(
+                "frames are relayed through Redis again; the %d that waited for it go first",
+                len(self._outbox),
+            )
+        return True
 
     async def _append(self, batch: list[_Outgoing], streams: list[str], texts: list[bytes]) -> None:
         """One round trip: the frames (`_APPEND`) and the lookups of the frames that renew
@@ -250,6 +389,7 @@ class RedisFrameRelay:
         clients re-attach from their Last-Event-ID (the turn goes on where it runs)."""
         stream = f"{PREFIX}frames:{turn_id}"
         position = "0-0"
+        order = Continuity(after)
         block = int((heartbeat or DEFAULT_LONGEST_BLOCK) * 1000)
         while True:
             try:
@@ -269,13 +409,14 @@ class RedisFrameRelay:
             for entry_id, fields in entries:
                 position = entry_id
                 frame = NumberedFrame.decode(fields[b"f"])
-                if frame.id <= after:
-                    continue
-                yield frame
-                if frame.terminal:
+                for shown in order.take(frame):
+                    yield shown
+                if frame.terminal:  # nothing of the turn follows (a repeat at most)
                     return
 
     async def close(self) -> None:
+        """Write what waits (one more try if Redis is away: then it goes with the process)."""
+        self._closing.set()
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
         await self._writer.aclose()

@@ -1,7 +1,9 @@
 """A Redis of the test's own that can go away and come back with its data (SAVE before the
 stop, the same folder and port after), as a restarted or failed-over Redis does: the SSE
 streams' Redis-failure tests (tests/test_streams_redis_failure.py, the clients' in
-tests/test_client_streams_redis_failure.py and tests/browser/test_gui_events_redis_failure.py)."""
+tests/test_client_streams_redis_failure.py and tests/browser/test_gui_events_redis_failure.py),
+and a turn's frames held through an outage (tests/test_frame_relay_outage.py, which also has it
+come back empty)."""
 
 from __future__ import annotations
 
@@ -30,6 +32,14 @@ class OwnRedis:
 
     def start(self) -> None:
         self.server = start_embedded_redis(self.folder, port=self.port)
+
+    def stop_losing_data(self) -> None:
+        """Gone with what it held: the next start is empty (a Redis without persistence
+        restarted, or a failover to a replica that had not caught up)."""
+        assert self.server is not None
+        self.server.stop()  # redis-server here runs with `--save ""`: nothing is written
+        self.server = None
+        (self.folder / "dump.rdb").unlink(missing_ok=True)
 
     def stop_keeping_data(self) -> None:
         assert self.server is not None

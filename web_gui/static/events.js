@@ -1,11 +1,42 @@
 // Live updates: the operator events stream (SSE; EventSource resumes with Last-Event-ID by
-// itself). When the service refuses the stream (a 503 while its Redis is away, or no stream
-// here), EventSource gives up for good: the Board is polled instead, and the stream is tried
-// again after a pause that doubles (RETRY_MIN_MS up to RETRY_MAX_MS), from the last event id
-// seen, until it opens; then polling stops.
+// itself). When the service refuses the stream, EventSource gives up for good without saying
+// why: the Board is polled instead, and one plain request for the stream (aborted once its
+// status is known) tells the two refusals apart. Refused for now (a 502/503/504 while the
+// service's Redis is away, or no answer at all): the stream is tried again after a pause
+// that doubles (RETRY_MIN_MS up to RETRY_MAX_MS), from the last event id seen, until it
+// opens; then polling stops. Not there (a 404: a service or a proxy without the stream):
+// polling goes on, and the stream is asked again only every NO_STREAM_RETRY_MS, not every
+// 30 s forever, each try a failed request in the console.
 const POLL_MS = 4000;
 const RETRY_MIN_MS = 1000;
 const RETRY_MAX_MS = 30000;
+// Not never: behind a load balancer an older instance may be the one without the stream, or
+// the service may be upgraded under an open page; ten minutes costs two failed requests.
+const NO_STREAM_RETRY_MS = 600000;
+const PROBE_TIMEOUT_MS = 10000; // a probe that has no answer by then counts as a network break
+const EVENTS = "/api/operator/events";
+
+// The status the service answers the stream with (0: no answer). A 200 is a stream: it is
+// aborted unread once its headers are in.
+async function streamStatus() {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), PROBE_TIMEOUT_MS);
+  try {
+    const response = await fetch(EVENTS, {
+      credentials: "same-origin",
+      headers: { Accept: "text/event-stream" },
+      signal: abort.signal,
+    });
+    // An error's small body is read to its end; only a stream (a 200) is cut off.
+    if (!response.ok) await response.arrayBuffer().catch(() => {});
+    return response.status;
+  } catch {
+    return 0;
+  } finally {
+    clearTimeout(timer);
+    abort.abort();
+  }
+}
 
 export class LiveUpdates {
   constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun }) {
@@ -29,13 +60,14 @@ export class LiveUpdates {
     this.lastId = null; // the last event id seen, to re-open a refused stream from
     this.recovering = false; // the stream was refused; polling stands in until it opens
     this.mode = "none";
+    this.run = 0; // counts stop()s: a probe answered after one schedules nothing
   }
 
   start() {
     this.mode = "connecting";
     // A new EventSource does not carry the old one's Last-Event-ID: the query says it.
     const from = this.lastId === null ? "" : `?last_event_id=${encodeURIComponent(this.lastId)}`;
-    const source = new EventSource(`/api/operator/events${from}`);
+    const source = new EventSource(`${EVENTS}${from}`);
     this.source = source;
     for (const type of Object.keys(this.handlers)) {
       source.addEventListener(type, (ev) => this.dispatch(type, ev.data, ev.lastEventId));
@@ -62,15 +94,27 @@ export class LiveUpdates {
         this.source = null;
         this.recovering = true;
         this.poll();
-        this.retryLater();
+        this.refused();
       }
     };
   }
 
-  retryLater() {
+  async refused() {
+    const run = this.run;
+    const status = await streamStatus();
+    if (run !== this.run || this.source) return; // stopped, or re-opened meanwhile
+    if (status === 404) {
+      this.mode = "no-stream";
+      this.retryLater(NO_STREAM_RETRY_MS);
+    } else {
+      this.retryLater();
+    }
+  }
+
+  retryLater(pause = null) {
     if (this.retry) return;
-    const wait = this.retryMs;
-    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+    const wait = pause ?? this.retryMs;
+    if (pause === null) this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
     this.retry = setTimeout(() => {
       this.retry = null;
       this.start();
@@ -103,6 +147,7 @@ export class LiveUpdates {
   }
 
   stop() {
+    this.run += 1;
     this.source?.close();
     this.source = null;
     clearTimeout(this.retry);
