@@ -18,7 +18,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, TypeVar
 
 import msgspec
 from sqlalchemy import JSON, String, UniqueConstraint, select
@@ -39,10 +39,6 @@ Req = TypeVar("Req")
 Res = TypeVar("Res")
 # A request or result as stored: the builtins (dicts, lists, strings, numbers) of a record.
 _Json = Any
-# The untyped form: plain JSON objects in and out, what `run_once` takes without a
-# `result_type`. No caller in the service uses it (each has its records); it is kept because
-# this layer's own tests (tests/test_idempotency.py) drive it with dicts.
-JsonObject = dict[str, Any]
 
 
 class SideEffect(Base):
@@ -79,7 +75,6 @@ Action = Callable[[Req], Awaitable[Res]]
 Reconcile = Callable[[Req], Awaitable[Res | None]]
 
 
-@overload
 async def run_once(
     db: Database,
     *,
@@ -89,40 +84,10 @@ async def run_once(
     perform: Action[Req, Res],
     reconcile: Reconcile[Req, Res],
     result_type: type[Res],
-    clock: Clock = ...,
-    lease: timedelta = ...,
-    wait_seconds: float = ...,
-) -> Outcome[Res]: ...
-
-
-@overload
-async def run_once(
-    db: Database,
-    *,
-    key: str,
-    kind: str,
-    request: JsonObject,
-    perform: Action[JsonObject, JsonObject],
-    reconcile: Reconcile[JsonObject, JsonObject],
-    clock: Clock = ...,
-    lease: timedelta = ...,
-    wait_seconds: float = ...,
-) -> Outcome[JsonObject]: ...
-
-
-async def run_once(
-    db: Database,
-    *,
-    key: str,
-    kind: str,
-    request: Any,
-    perform: Action[Any, Any],
-    reconcile: Reconcile[Any, Any],
-    result_type: type[Any] = dict,
     clock: Clock = utcnow,
     lease: timedelta = DEFAULT_LEASE,
     wait_seconds: float = DEFAULT_WAIT_SECONDS,
-) -> Outcome[Any]:
+) -> Outcome[Res]:
     """Perform `kind` for `key` at most once; the first stored request wins for the key.
 
     `perform` and `reconcile` get the stored request decoded as `type(request)`; a result

@@ -76,7 +76,7 @@ async def test_the_tui_clients_answers_are_checked_too(api: ApiClient) -> None:
     client = api.operator_client()
     try:
         with pytest.raises(AssertionError, match="sessions"):
-            await client.request("GET", "/api/operator/chat/sessions")
+            await client.sessions()
     finally:
         await client.close()
     _forget(api, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import msgspec
 import pytest
 
 from bot import db as dbmod
@@ -21,26 +22,38 @@ def database(any_db_url: str) -> Any:
     database.dispose()
 
 
+class Effect(msgspec.Struct, frozen=True):
+    """A request of the stand-in's kind, typed as the service's callers type theirs."""
+
+    x: int = 0
+
+
+class EffectRef(msgspec.Struct, frozen=True):
+    """What the stand-in answers: which of its effects it was."""
+
+    id: int
+
+
 class Remote:
     """A stand-in for the external system: records effects, can fail after acting."""
 
     def __init__(self) -> None:
-        self.effects: list[dict[str, Any]] = []
+        self.effects: list[Effect] = []
         self.fail_after_next = False
         self.delay = 0.0
 
-    async def perform(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def perform(self, request: Effect) -> EffectRef:
         await asyncio.sleep(self.delay)
         self.effects.append(request)
         if self.fail_after_next:
             self.fail_after_next = False
             raise UpstreamError("502 from upstream")
-        return {"id": len(self.effects)}
+        return EffectRef(id=len(self.effects))
 
-    async def reconcile(self, request: dict[str, Any]) -> dict[str, Any] | None:
+    async def reconcile(self, request: Effect) -> EffectRef | None:
         for index, effect in enumerate(self.effects, start=1):
             if effect == request:
-                return {"id": index}
+                return EffectRef(id=index)
         return None
 
 
@@ -53,14 +66,15 @@ async def test_concurrent_double_click_acts_once(database: Any) -> None:
             database,
             key="k1",
             kind="t",
-            request={"x": 1},
+            request=Effect(x=1),
             perform=remote.perform,
             reconcile=remote.reconcile,
+            result_type=EffectRef,
         )
 
     first, second = await asyncio.gather(click(), click())
     assert len(remote.effects) == 1
-    assert first.result == second.result == {"id": 1}
+    assert first.result == second.result == EffectRef(id=1)
     assert sorted([first.reused, second.reused]) == [False, True]
 
 
@@ -71,11 +85,12 @@ async def test_retry_after_completion_returns_the_stored_result(database: Any) -
             database,
             key="k2",
             kind="t",
-            request={"x": 2},
+            request=Effect(x=2),
             perform=remote.perform,
             reconcile=remote.reconcile,
+            result_type=EffectRef,
         )
-        assert outcome.result == {"id": 1}
+        assert outcome.result == EffectRef(id=1)
     assert len(remote.effects) == 1
 
 
@@ -86,32 +101,42 @@ async def test_error_after_the_effect_is_reconciled_not_repeated(database: Any) 
         database,
         key="k3",
         kind="t",
-        request={"x": 3},
+        request=Effect(x=3),
         perform=remote.perform,
         reconcile=remote.reconcile,
+        result_type=EffectRef,
     )
-    assert outcome.result == {"id": 1} and len(remote.effects) == 1
+    assert outcome.result == EffectRef(id=1) and len(remote.effects) == 1
 
 
 async def test_failure_without_effect_releases_the_key_for_a_retry(database: Any) -> None:
     calls = 0
 
-    async def flaky(request: dict[str, Any]) -> dict[str, Any]:
+    async def flaky(request: Effect) -> EffectRef:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise UpstreamError("connection reset")
-        return {"ok": calls}
+        return EffectRef(id=calls)
 
-    async def nothing(request: dict[str, Any]) -> None:
+    async def nothing(request: Effect) -> None:
         return None
 
+    def attempt() -> Any:
+        return run_once(
+            database,
+            key="k4",
+            kind="t",
+            request=Effect(),
+            perform=flaky,
+            reconcile=nothing,
+            result_type=EffectRef,
+        )
+
     with pytest.raises(UpstreamError):
-        await run_once(database, key="k4", kind="t", request={}, perform=flaky, reconcile=nothing)
-    outcome = await run_once(
-        database, key="k4", kind="t", request={}, perform=flaky, reconcile=nothing
-    )
-    assert outcome.result == {"ok": 2}
+        await attempt()
+    outcome = await attempt()
+    assert outcome.result == EffectRef(id=2)
 
 
 async def test_crash_mid_effect_is_recovered_after_the_lease(database: Any) -> None:
@@ -125,16 +150,17 @@ async def test_crash_mid_effect_is_recovered_after_the_lease(database: Any) -> N
     remote = Remote()
     claim = database.call(_claim, "k5", "t", {"x": 5}, timedelta(seconds=-1), utcnow)
     assert claim.owner
-    remote.effects.append({"x": 5})  # the dead process's effect
+    remote.effects.append(Effect(x=5))  # the dead process's effect
     outcome = await run_once(
         database,
         key="k5",
         kind="t",
-        request={"x": 5},
+        request=Effect(x=5),
         perform=remote.perform,
         reconcile=remote.reconcile,
+        result_type=EffectRef,
     )
-    assert outcome.result == {"id": 1} and outcome.reused and len(remote.effects) == 1
+    assert outcome.result == EffectRef(id=1) and outcome.reused and len(remote.effects) == 1
 
 
 async def test_live_lease_makes_a_second_caller_wait_then_conflict(database: Any) -> None:
@@ -151,9 +177,10 @@ async def test_live_lease_makes_a_second_caller_wait_then_conflict(database: Any
             database,
             key="k6",
             kind="t",
-            request={},
+            request=Effect(),
             perform=remote.perform,
             reconcile=remote.reconcile,
+            result_type=EffectRef,
             wait_seconds=0.2,
         )
     assert remote.effects == []
@@ -292,32 +319,26 @@ async def test_a_crashed_dict_row_gives_reconcile_its_stored_request_typed(datab
 
 
 async def test_typed_records_store_the_json_the_dicts_stored(database: Any) -> None:
-    """The same request and result, once as the dicts the old code passed and once as the
-    typed records: the columns hold the same text, so either code reads the other's rows."""
+    """The same request and result, once stored as the dicts the old code passed (its claim
+    and completion wrote them as they were) and once as the typed records: the columns hold
+    the same text, so either code reads the other's rows."""
     import json
 
+    from bot.clock import utcnow
     from bot.decisions import CommentRef, CommentRequest
+    from bot.idempotency import DEFAULT_LEASE, _claim, _complete
 
     request = json.loads(OLD_PUBLISH_REQUEST)
     result = json.loads(OLD_PUBLISH_RESULT)
 
-    async def as_dict(req: dict[str, Any]) -> dict[str, Any]:
-        return dict(result)
-
     async def as_record(req: CommentRequest) -> CommentRef:
         return CommentRef(**result)
 
-    async def nothing(req: Any) -> None:
+    async def nothing(req: CommentRequest) -> None:
         return None
 
-    await run_once(
-        database,
-        key="publish:dict",
-        kind="publish_decision",
-        request=request,
-        perform=as_dict,
-        reconcile=nothing,
-    )
+    database.call(_claim, "publish:dict", "publish_decision", request, DEFAULT_LEASE, utcnow)
+    database.call(_complete, "publish:dict", result, utcnow)
     typed = await run_once(
         database,
         key="publish:typed",
@@ -351,9 +372,7 @@ async def test_completed_reads_the_stored_result_typed(database: Any) -> None:
 async def test_a_stored_result_of_another_shape_is_refused_not_guessed(database: Any) -> None:
     """Unknown is a failure: a row whose result does not decode as the caller's type raises
     instead of answering with made-up fields (and nothing is done again)."""
-    import msgspec
-
-    from bot.filing import IssueRef
+    from bot.filing import IssueRef, IssueRequest
 
     database.call(
         _stored_row, "filing:odd", "file_issue", "done", OLD_FILING_REQUEST, OLD_PUBLISH_RESULT
@@ -363,7 +382,7 @@ async def test_a_stored_result_of_another_shape_is_refused_not_guessed(database:
             database,
             key="filing:odd",
             kind="file_issue",
-            request={},
+            request=IssueRequest(repo="o/r", title="t", body="b", labels=[]),
             perform=_never,
             reconcile=_never,
             result_type=IssueRef,
@@ -373,7 +392,6 @@ async def test_a_stored_result_of_another_shape_is_refused_not_guessed(database:
 async def test_a_stored_request_of_another_shape_raises_and_frees_the_key(database: Any) -> None:
     """A pending row whose request does not decode as the caller's type: nothing is done,
     the error says so, and the lease is given back rather than held until it expires."""
-    import msgspec
     from sqlalchemy import text
 
     from bot.filing import IssueRef, IssueRequest

@@ -291,6 +291,26 @@ async def test_a_malformed_protocol_line_is_said_in_the_log_and_the_run_goes_on(
     assert '{"type": "heartbeat", "at": 3}' in outcome.log_tail
 
 
+@pytest.mark.parametrize(
+    "earlier",
+    [
+        {"type": "result", "status": "question"},  # no question text: the worker's error
+        {"type": "result", "status": "error"},  # gave up
+        {"type": "result", "status": "error", "error": "out of turns", "limit": "turns"},
+    ],
+)
+async def test_a_later_result_line_replaces_all_an_earlier_one_said(
+    tmp_path: Path, earlier: dict[str, str]
+) -> None:
+    """The last result line is the answer: an earlier one's error or limit is not left on
+    the outcome of a run that then finished (it would reach the task's memory note)."""
+    done = {"type": "result", "status": "done", "summary": "the answer"}
+    script = f"import json\nprint(json.dumps({earlier!r}))\nprint(json.dumps({done!r}))\n"
+    outcome, _ = await _run(tmp_path, script)
+    assert outcome.status == CodingStatus.DONE and outcome.summary == "the answer"
+    assert (outcome.error, outcome.limit, outcome.reason, outcome.question) == ("", "", "", "")
+
+
 async def test_the_time_limit_kills_the_whole_process_group(tmp_path: Path) -> None:
     script = (
         "import subprocess, sys, time\n"

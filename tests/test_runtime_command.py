@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from bot.runtimes.base import ContextBudget, Delta, Route, Status, Thinking, Usage
-from bot.runtimes.command import PROTOCOL, CommandRuntime
+from bot.runtimes.command import CommandRuntime
+from bot.runtimes.command_wire import PROTOCOL
 from bot.runtimes.transport import UpstreamFailure
 from tests.fakes.model_calls import (
     collect,
@@ -95,6 +96,92 @@ async def test_the_request_on_stdin_is_the_documented_object(
         "protocol",
         "system",
     ]
+
+
+async def test_the_request_bytes_are_the_json_the_protocol_always_wrote(
+    tmp_path: Path, checkout: Path
+) -> None:
+    """The typed request writes what the dict before it did, byte for byte: `json.dumps`
+    separators, ASCII escapes, key order, one newline."""
+    runtime = command(
+        tmp_path,
+        """
+        print(json.dumps({"type": "delta", "text": sys.stdin.buffer.read().hex()}), flush=True)
+        """,
+        model="m",
+    )
+    request = runtime_request(
+        checkout, 'Ça va? ✓ "quoted"\n', history=[("user", "a"), ("assistant", "b")]
+    )
+    events = await collect(runtime, request)
+    written = {
+        "protocol": PROTOCOL,
+        "model": "m",
+        "system": request.system,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "max_output_tokens": request.max_output_tokens,
+        "checkout": str(checkout),  # tmp_path is resolved already
+    }
+    assert bytes.fromhex(text_of(events, Delta)) == json.dumps(written).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    ("printed", "said"),
+    [
+        ({"type": "delta", "text": 5}, "Expected `str`, got `int` - at `$.text`"),
+        ({"type": "thinking"}, "Object missing required field `text`"),
+        ({"type": "status", "text": None}, "Expected `str`, got `null` - at `$.text`"),
+        (
+            {"type": "usage", "input_tokens": "12"},
+            "Expected `int`, got `str` - at `$.input_tokens`",
+        ),
+        ({"type": "usage", "output_tokens": -3}, "Expected `int` >= 0 - at `$.output_tokens`"),
+        ({"type": "route", "model": ["m"]}, "Expected `str`, got `array` - at `$.model`"),
+        (
+            {"type": "error", "message": {"code": 1}},
+            "Expected `str`, got `object` - at `$.message`",
+        ),
+    ],
+)
+async def test_a_malformed_protocol_line_fails_the_turn_naming_the_key(
+    tmp_path: Path, checkout: Path, printed: dict[str, object], said: str
+) -> None:
+    lines = emit({"type": "delta", "text": "Half an answer"}, printed)
+    events, error = await collect_until_error(command(tmp_path, lines), runtime_request(checkout))
+    assert text_of(events, Delta) == "Half an answer"
+    assert error.message.endswith(f" sent a malformed {PROTOCOL} line: {said}")
+    assert error.before_content is False
+
+
+async def test_a_malformed_protocol_line_never_echoes_what_the_command_printed(
+    tmp_path: Path, checkout: Path
+) -> None:
+    hostile = "<script>alert(1)</script> sk-ant-api03-abcdefghijklmnop"
+    lines = emit({"type": "status", "text": {hostile: hostile}, hostile: hostile})
+    _, error = await collect_until_error(command(tmp_path, lines), runtime_request(checkout))
+    assert error.message == (
+        f"{command(tmp_path, lines).where} sent a malformed {PROTOCOL} line:"
+        " Expected `str`, got `object` - at `$.text`"
+    )
+    assert error.before_content is True
+
+
+async def test_objects_of_no_or_another_type_are_ignored_and_other_lines_are_text(
+    tmp_path: Path, checkout: Path
+) -> None:
+    lines = emit(
+        {"type": "novel", "text": 5},
+        {"no": "type"},
+        {"type": ["delta"]},
+        {"type": None, "text": "x"},
+        {"type": "delta", "text": "", "extra": [1]},
+        {"type": "delta", "text": "kept", "added_later": {"nested": True}},
+        {"type": "usage", "input_tokens": 3},
+        {"type": "done"},
+    )
+    runtime = command(tmp_path, 'print("[1, 2]", flush=True)\n' + lines)
+    events = await collect(runtime, runtime_request(checkout))
+    assert text_of(events, Delta) == "[1, 2]\nkept" and Usage(3, 0) in events
 
 
 async def test_claude_code_stream_json_is_understood(tmp_path: Path, checkout: Path) -> None:

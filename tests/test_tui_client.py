@@ -17,11 +17,18 @@ from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import chat_response, chat_session
 from tui_client.__main__ import main, resolve
-from tui_client.api import ApiError, OperatorClient, ServiceUnreachable
+from tui_client.api import ApiError, ErrorDetail, OperatorClient, ServiceUnreachable, _api_error
 from tui_client.chat_state import ChatState, status_line
 from tui_client.events_wire import SessionFrame
 from tui_client.reply import FinishedReply, Hit
-from tui_client.sessions_wire import DeltaFrame, DoneFrame, ErrorFrame, StatusFrame
+from tui_client.sessions_wire import (
+    Deleted,
+    DeltaFrame,
+    DoneFrame,
+    ErrorFrame,
+    Seen,
+    StatusFrame,
+)
 from tui_client.sse import SseError, SseReader
 from tui_client.transcript import AssistantMessage, hit_line
 
@@ -82,7 +89,8 @@ async def test_client_streams_a_turn_and_lists_sessions(api: ApiClient) -> None:
         assert [m.role for m in detail.messages] == ["user", "assistant"]
         discuss = await client.new_session(title="Discuss #3", issue=3)
         assert discuss.focus == 3
-        await client.delete_session(session)
+        assert await client.mark_seen(discuss.id) == Seen(session=discuss.id, unseen=False)
+        assert await client.delete_session(session) == Deleted(deleted=session)
         assert [s.id for s in await client.sessions()] == [discuss.id]
     finally:
         await client.close()
@@ -133,7 +141,7 @@ async def test_client_errors_carry_the_service_error_body(api: ApiClient) -> Non
         assert (missing.value.status, missing.value.code) == (404, "not_found")
         with pytest.raises(ApiError) as bad:
             await client.new_session(issue=0)
-        assert bad.value.status == 400 and bad.value.detail == {"field": "issue"}
+        assert bad.value.status == 400 and bad.value.detail == ErrorDetail(field="issue")
         with pytest.raises(ApiError) as empty:
             [frame async for frame in client.turn("   ")]
         assert empty.value.message == "message is required"
@@ -175,6 +183,10 @@ async def test_client_stop_reaches_the_running_turn(api_factory: Any, tmp_path: 
         stream = client.turn("wait")
         first = await anext(stream)
         assert isinstance(first.frame, StatusFrame)
+        with pytest.raises(ApiError) as busy:  # one turn at a time: the 409 names the running one
+            [frame async for frame in client.turn("and this")]
+        assert (busy.value.status, busy.value.code) == (409, "conflict")
+        assert busy.value.detail is not None and busy.value.detail.turn_id == first.frame.turn_id
         stopped = await client.stop()
         assert stopped.stopped is True and stopped.turn_id == first.frame.turn_id
         rest = [frame async for frame in stream]
@@ -183,6 +195,23 @@ async def test_client_stop_reaches_the_running_turn(api_factory: Any, tmp_path: 
         assert (await client.stop()).stopped is False  # no turn in flight: the short answer
     finally:
         await client.close()
+
+
+def test_an_error_body_the_tui_cannot_fully_read_still_gives_its_message() -> None:
+    """A `detail` of another shape (a newer service's) is left out, the message kept; an
+    answer that is not the service's JSON (a proxy's page) is its status and reason."""
+    odd = _api_error(400, "Bad Request", b'{"error": "no", "code": "bad_request", "detail": 7}')
+    assert (odd.code, odd.message, odd.detail) == ("bad_request", "no", None)
+    more = b'{"error": "busy", "detail": {"retry_after": 5, "shard": [1]}}'
+    busy = _api_error(503, "Service Unavailable", more)
+    assert (busy.code, busy.detail) == ("http_error", ErrorDetail(retry_after=5))
+    page = _api_error(502, "Bad Gateway", b"<html>upstream down</html>")
+    assert (page.status, page.code, page.message, page.detail) == (
+        502,
+        "http_error",
+        "Bad Gateway",
+        None,
+    )
 
 
 # -- status line and hits --------------------------------------------------------------

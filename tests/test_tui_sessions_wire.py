@@ -1,8 +1,8 @@
 """The TUI's copy of the chat's JSON (tui_client/sessions_wire.py: the sessions, a turn's
 frames and its `done` response, the keys of a message's `meta` it shows, the answers to
-stop, publish and file) is generated from bot/contracts/chat.py and actions.py, holds the
-same fields (and tags) as the service's Structs, reads every key the service sends, and
-still reads the answers of a newer service that sends more."""
+seen, delete, stop, publish and file) is generated from bot/contracts/chat.py and
+actions.py, holds the same fields (and tags) as the service's Structs, reads every key the
+service sends, and still reads the answers of a newer service that sends more."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_each_tui_class_has_the_services_fields_keys_and_order() -> None:
     assert {"Sessions", "ListedSession", "Session", "NewSession", "Message"} <= set(names)
     assert {"ChatResponse", "RetrievedHit", "TurnMeta"} <= set(names)
     assert {kind.__name__ for kind in chat.FRAME_TYPES} <= set(names)
-    assert {"StopResult", "Published", "Filed"} <= set(names)
+    assert {"Seen", "Deleted", "StopResult", "Published", "Filed"} <= set(names)
     for server in wire_types():
         client = getattr(sessions_wire, server.__name__)
         assert differences(client, server, COPY.keys.get(server)) == [], server.__name__

@@ -1,13 +1,14 @@
 """The operator API over HTTP (aiohttp): the only way the TUI reads or changes anything.
 
 Errors come back as exceptions the app can show as they are: `ServiceUnreachable` (no
-connection, or it broke), `ApiError` (the service answered `{"error","code","detail"}`) and
-`UnexpectedAnswer` (an answer that is not the task JSON this TUI reads).
-The board and task answers are decoded into the Structs of `tui_client/tasks_wire.py`, the
-chat sessions, a turn's frames and the answers to stop, publish and file into those of
-`tui_client/sessions_wire.py`, the events stream's frames into `tui_client/events_wire.py`,
-all generated from the service's own (bot/contracts/tasks.py, chat.py, actions.py,
-events.py); each answer and each SSE frame is decoded once, by its type's decoder.
+connection, or it broke), `ApiError` (the service answered `{"error","code","detail"}`,
+read as `ErrorBody`) and `UnexpectedAnswer` (an answer that is not the JSON this TUI reads).
+Every answer is decoded into a Struct, never handed on as untyped JSON: the board and task
+answers into those of `tui_client/tasks_wire.py`, the chat sessions, a turn's frames and the
+answers to seen, delete, stop, publish and file into those of `tui_client/sessions_wire.py`,
+the events stream's frames into `tui_client/events_wire.py`, all generated from the
+service's own (bot/contracts/tasks.py, chat.py, actions.py, events.py); each answer and each
+SSE frame is decoded once, by its type's decoder.
 A turn's SSE stream that breaks mid-turn is re-attached from the last frame id it saw.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -27,10 +27,12 @@ import msgspec
 from tui_client import turn_frames
 from tui_client.events_wire import EventFrame
 from tui_client.sessions_wire import (
+    Deleted,
     Filed,
     ListedSession,
     NewSession,
     Published,
+    Seen,
     Session,
     Sessions,
     StopResult,
@@ -75,10 +77,46 @@ class ServiceUnreachable(Exception):
         self.reason = reason
 
 
+class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):
+    """What an error answer's `detail` says (docs/api.md, "Errors"): the keys the operator
+    API sends, each in only some answers (absent: None); keys this TUI does not know are
+    ignored."""
+
+    field: str | None = None  # the request field refused (400)
+    known: list[str] | None = None  # the agents there are, for an unknown `agent`
+    allowed: list[str] | None = None  # the values the field or the task's state allows
+    reason: str | None = None  # why a body is not valid JSON
+    limit: int | None = None  # a body's size limit, in bytes
+    session: str | None = None  # the session of the turn already in flight (409)
+    turn_id: str | None = None
+    task: int | None = None  # the task refused, and the state it is in
+    state: str | None = None
+    retry_after: int | None = None  # seconds (429, 503)
+    request_id: str | None = None  # matches the server's log line (500, 409)
+
+
+class ErrorBody(msgspec.Struct, frozen=True):
+    """The JSON of every error answer: `{"error": message, "code", "detail"}`."""
+
+    error: str
+    code: str | None = None  # None or absent: "http_error"
+    detail: ErrorDetail | None = None
+
+
+class _ErrorHead(msgspec.Struct, frozen=True):
+    """An error answer's message and code alone, for a `detail` of a shape `ErrorDetail`
+    does not read (a newer service's): the error still shows, without it."""
+
+    error: str
+    code: str | None = None
+
+
 class ApiError(Exception):
     """The service answered with an error status and its JSON error body."""
 
-    def __init__(self, status: int, code: str, message: str, detail: Any = None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, detail: ErrorDetail | None = None
+    ) -> None:
         super().__init__(f"{message} ({status} {code})")
         self.status = status
         self.code = code
@@ -151,20 +189,6 @@ class OperatorClient:
 
     async def request(
         self,
-        method: str,
-        path: str,
-        *,
-        body: JsonBody | None = None,
-        params: dict[str, str] | None = None,
-    ) -> Any:
-        raw = await self._answer(method, path, body=body, params=params)
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError as exc:
-            raise ServiceUnreachable(self.base_url, "the answer was not JSON") from exc
-
-    async def _typed(
-        self,
         kind: type[T],
         method: str,
         path: str,
@@ -203,7 +227,7 @@ class OperatorClient:
     # -- chat ----------------------------------------------------------------------------
 
     async def sessions(self) -> list[ListedSession]:
-        listed = await self._typed(Sessions, "GET", "/api/operator/chat/sessions")
+        listed = await self.request(Sessions, "GET", "/api/operator/chat/sessions")
         return listed.sessions
 
     async def new_session(
@@ -214,27 +238,28 @@ class OperatorClient:
             body["title"] = title
         if issue is not None:
             body["issue"] = issue
-        return await self._typed(NewSession, "POST", "/api/operator/chat/new", body=body)
+        return await self.request(NewSession, "POST", "/api/operator/chat/new", body=body)
 
     async def session(self, session_id: str) -> Session:
         """The session's messages, Decision draft and pending proposal (reading only)."""
-        return await self._typed(Session, "GET", f"/api/operator/chat/session/{session_id}")
+        return await self.request(Session, "GET", f"/api/operator/chat/session/{session_id}")
 
-    async def mark_seen(self, session_id: str) -> None:
+    async def mark_seen(self, session_id: str) -> Seen:
         """The operator saw this session's task results (its sidebar dot goes, server-side)."""
-        await self.request("POST", f"/api/operator/chat/session/{session_id}/seen")
+        return await self.request(Seen, "POST", f"/api/operator/chat/session/{session_id}/seen")
 
     async def open_session(self, session_id: str) -> Session:
         """Reopen: as `session`, and the next message goes to it (POST .../open)."""
         path = f"/api/operator/chat/session/{session_id}/open"
-        return await self._typed(Session, "POST", path)
+        return await self.request(Session, "POST", path)
 
-    async def delete_session(self, session_id: str) -> None:
-        await self.request("DELETE", f"/api/operator/chat/session/{session_id}")
+    async def delete_session(self, session_id: str) -> Deleted:
+        path = f"/api/operator/chat/session/{session_id}"
+        return await self.request(Deleted, "DELETE", path)
 
     async def stop(self) -> StopResult:
         """Stop this operator's turn in flight (`stopped` false: there was none)."""
-        return await self._typed(StopResult, "POST", "/api/operator/chat/stop")
+        return await self.request(StopResult, "POST", "/api/operator/chat/stop")
 
     async def publish_decision(
         self, *, issue: int, body: str, session_id: str | None, request_id: str | None = None
@@ -246,12 +271,12 @@ class OperatorClient:
         if request_id:
             payload["request_id"] = request_id
         path = "/api/operator/chat/decision"
-        return await self._typed(Published, "POST", path, body=payload)
+        return await self.request(Published, "POST", path, body=payload)
 
     async def file_pending(self, *, session_id: str | None) -> Filed:
         """File the session's pending proposal (the one `pending_title` names)."""
         payload = {"session": session_id} if session_id else {}
-        return await self._typed(Filed, "POST", "/api/operator/chat/file", body=payload)
+        return await self.request(Filed, "POST", "/api/operator/chat/file", body=payload)
 
     async def turn(
         self, message: str, *, session_id: str | None = None, focus: int | Keep | None = KEEP
@@ -401,33 +426,35 @@ class OperatorClient:
     async def board(self, *, state: str | None = None) -> Board:
         """The tasks and the coding sandbox's mode (with its warning when isolation is off)."""
         params = {"state": state} if state else None
-        return await self._typed(Board, "GET", "/api/operator/board", params=params)
+        return await self.request(Board, "GET", "/api/operator/board", params=params)
 
     async def task_log(self, task_id: int | str) -> TaskLog:
         """The private, redacted runtime log of the task's runs."""
-        return await self._typed(TaskLog, "GET", f"/api/operator/tasks/{task_id}/log")
+        return await self.request(TaskLog, "GET", f"/api/operator/tasks/{task_id}/log")
 
     async def task(self, task_id: int | str) -> TaskDetail:
         """One task with its event log, lease and why it waits (GET /api/operator/tasks/{id})."""
-        return await self._typed(TaskDetail, "GET", f"/api/operator/tasks/{task_id}")
+        return await self.request(TaskDetail, "GET", f"/api/operator/tasks/{task_id}")
 
     async def terminate(self, task_id: int | str) -> TaskDetail:
-        return await self._typed(TaskDetail, "POST", f"/api/operator/tasks/{task_id}/terminate")
+        return await self.request(TaskDetail, "POST", f"/api/operator/tasks/{task_id}/terminate")
 
     async def archive(self, task_id: int | str) -> TaskDetail:
-        return await self._typed(TaskDetail, "POST", f"/api/operator/tasks/{task_id}/archive")
+        return await self.request(TaskDetail, "POST", f"/api/operator/tasks/{task_id}/archive")
 
 
 def _api_error(status: int, reason: str, raw: bytes) -> ApiError:
+    """The error answer as an ApiError; one that is not the service's JSON (a proxy's page)
+    is the status and its reason phrase."""
     try:
-        body = json.loads(raw)
-    except ValueError:
-        body = None
-    if isinstance(body, dict) and isinstance(body.get("error"), str):
-        return ApiError(
-            status, str(body.get("code") or "http_error"), body["error"], body.get("detail")
-        )
-    return ApiError(status, "http_error", reason or f"HTTP {status}")
+        body = _ERROR_BODY.decode(raw)
+    except msgspec.DecodeError:  # not JSON, or not an error body (ValidationError)
+        try:
+            head = _ERROR_HEAD.decode(raw)
+        except msgspec.DecodeError:
+            return ApiError(status, "http_error", reason or f"HTTP {status}")
+        body = ErrorBody(head.error, head.code)
+    return ApiError(status, body.code or "http_error", body.error, body.detail)
 
 
 def _reason(exc: BaseException) -> str:
@@ -441,6 +468,8 @@ def _reason(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+_ERROR_BODY = msgspec.json.Decoder(ErrorBody)
+_ERROR_HEAD = msgspec.json.Decoder(_ErrorHead)
 _EVENT_DECODER = msgspec.json.Decoder(EventFrame)
 
 

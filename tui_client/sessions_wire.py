@@ -3,8 +3,8 @@ Do not edit.
 
 The chat's JSON (docs/api.md) as the TUI decodes it: the session list, a session with its
 messages, a new session, the frames of a turn's stream (`Frame`, a tagged union on `type`),
-the answers to stop, publish and file. A field the service declares as one of a few words
-is read as `str`; of a message's `meta`, the keys the TUI shows."""
+the answers to seen, delete, stop, publish and file. A field the service declares as one
+of a few words is read as `str`; of a message's `meta`, the keys the TUI shows."""
 
 from __future__ import annotations
 
@@ -204,6 +204,17 @@ class ListedSession(SessionSummary):
 
 class Sessions(_Wire):
     sessions: list[ListedSession]
+
+
+class Seen(_Wire):
+    """The answer to marking a session seen (bot/chat/unseen.py)."""
+
+    session: str
+    unseen: bool
+
+
+class Deleted(_Wire):
+    deleted: str
 
 
 class StopResult(_Wire):

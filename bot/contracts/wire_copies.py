@@ -1,5 +1,5 @@
 """The TUI's copies of the service's Structs, rendered as source (bot/contracts/tasks_wire.py,
-bot/contracts/chat_sessions_wire.py say which and why): the TUI imports only its own
+chat_sessions_wire.py and events_wire.py say which and why): the TUI imports only its own
 package, so it carries copies, generated so that a field renamed or dropped in the service
 cannot silently leave it behind (tests/test_tui_*_wire.py fail when a copy is stale).
 
@@ -41,7 +41,7 @@ class WireCopy:
     tui_file: Path
     docstring: str  # the generated module's, whole
     base_doc: str  # the base class's one line
-    typing_import: str  # what the generated module imports from typing
+    typing_import: str = ""  # what the generated module imports from typing (if anything)
     # TypedDicts copied in part: the keys the TUI reads, in the original's order.
     keys: Mapping[type, tuple[str, ...]] = field(default_factory=dict)
     # Tagged unions, by the alias the copy declares: their members are roots too, and the
@@ -181,7 +181,8 @@ def _field_line(info: msgspec.structs.FieldInfo) -> str:
 def _options(kind: type[msgspec.Struct], base: type[msgspec.Struct]) -> str:
     """The struct options a class sets beyond its base's, as class keywords: the tag field
     and tag of a tagged union's member (a tag left to its default is the class's name, as in
-    the copy), and leaving defaults off the wire (the copy encodes as the original does)."""
+    the copy), leaving defaults off the wire (the copy encodes as the original does), and
+    keyword-only fields."""
     config, inherited = kind.__struct_config__, base.__struct_config__
     if config.array_like:
         raise TypeError(f"no TUI rendering for {kind.__name__}'s struct options")
@@ -194,7 +195,17 @@ def _options(kind: type[msgspec.Struct], base: type[msgspec.Struct]) -> str:
         options.append(f"tag={_value(config.tag)}")
     if config.omit_defaults != inherited.omit_defaults:
         options.append(f"omit_defaults={config.omit_defaults!r}")
+    if _keyword_only(kind, base):
+        options.append("kw_only=True")
     return "".join(f", {option}" for option in options)
+
+
+def _keyword_only(kind: type[msgspec.Struct], base: type[msgspec.Struct]) -> bool:
+    """Whether the fields a class adds are keyword-only (`kw_only=True`, which lets a base's
+    defaulted field come before its subclasses' required ones): msgspec leaves them out of
+    `__match_args__`, and the option covers all of a class's own fields."""
+    own = [name for name in kind.__struct_fields__ if name not in base.__struct_fields__]
+    return bool(own) and all(name not in kind.__match_args__ for name in own)
 
 
 def _struct(kind: type[msgspec.Struct]) -> str:
@@ -236,8 +247,10 @@ def render_python(copy: WireCopy) -> str:
     return (
         f'"""{copy.docstring}"""\n\n'
         "from __future__ import annotations\n\n"
-        f"from typing import {copy.typing_import}\n\n"
-        "import msgspec\n\n\n" + "\n\n".join(classes) + aliases
+        + (f"from typing import {copy.typing_import}\n\n" if copy.typing_import else "")
+        + "import msgspec\n\n\n"
+        + "\n\n".join(classes)
+        + aliases
     )
 
 

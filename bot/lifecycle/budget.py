@@ -22,7 +22,7 @@ from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply, publish
 
 log = logging.getLogger(__name__)
-# The limits a budget stops a run by (coding.AGENT_LIMITS names them the same).
+# The limits a budget stops a run by, named as bot.contracts.coding_protocol.AgentLimit names them.
 BUDGET_LIMITS = frozenset({"tokens", "cost"})
 
 

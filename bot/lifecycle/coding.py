@@ -34,13 +34,11 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import get_args
 
 from msgspec import UnsetType
 
 from bot.contracts.coding_protocol import (
     AgentEvent,
-    AgentLimit,
     Log,
     Progress,
     Result,
@@ -135,8 +133,6 @@ class CodingOutcome:
 SessionHook = Callable[[str | None, str | None], Awaitable[None]]
 # Called with each step the agent reports: ("command" | "edit" | "tool", tool name).
 ProgressHook = Callable[[str, str], None]
-# An agent's own limits that end a run as a limit (not retried), by the name the task uses.
-AGENT_LIMITS: frozenset[str] = frozenset(get_args(AgentLimit))
 # Returns the name of the limit the running totals exceed, or None.
 UsageHook = Callable[[int, float], str | None]
 StartHook = Callable[[int], Awaitable[None]]
@@ -191,9 +187,13 @@ def _fold(outcome: CodingOutcome, event: AgentEvent) -> None:
 
 
 def _fold_result(outcome: CodingOutcome, result: Result) -> None:
+    """The outcome a result line says, all of it: a later result line replaces what an
+    earlier one said (its error and limit too), as the protocol's last line is the answer."""
     outcome.summary = _text(result.summary)
     outcome.question = _text(result.question)
     outcome.reason = _text(result.error)
+    outcome.error = ""
+    outcome.limit = ""
     if result.status == "done":
         outcome.status = CodingStatus.DONE
     elif result.status == "question" and outcome.question.strip():
@@ -201,7 +201,7 @@ def _fold_result(outcome: CodingOutcome, result: Result) -> None:
     elif result.status == "question":
         outcome.status = CodingStatus.ERROR
         outcome.error = "the runtime asked a question but sent no question text"
-    elif isinstance(result.limit, str):  # one of AGENT_LIMITS: the decoder saw to it
+    elif isinstance(result.limit, str):  # an AgentLimit: the decoder refused other words
         outcome.status = CodingStatus.LIMIT
         outcome.limit = result.limit
     else:

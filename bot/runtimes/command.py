@@ -4,19 +4,20 @@ Protocol (docs/runtimes.md has the full text): Steelframe writes one JSON object
 request, to the command's stdin and closes it; the command writes JSON Lines to stdout:
 `{"type": "thinking"|"delta"|"status", "text"}`, `{"type": "usage", "input_tokens",
 "output_tokens"}`, `{"type": "route", "model"}`, `{"type": "error", "message"}`,
-`{"type": "done"}`. Claude Code's `--output-format stream-json` lines (`system`,
-`assistant`, `stream_event`, `result`) are understood too, decoded with the Structs the
-coding preset reads them with (bot/contracts/claude_code.py; a `stream_event`'s API event
-with the Messages API's, bot/runtimes/anthropic_wire.py): one of those types in a shape the
-format does not have fails the turn, naming the key. A line that is not a JSON object is
-reply text. Exit status 0 ends the answer; anything else is an error with stderr's tail.
+`{"type": "done"}`. Both are the Structs of bot/runtimes/command_wire.py. Claude Code's
+`--output-format stream-json` lines (`system`, `assistant`, `stream_event`, `result`) are
+understood too, decoded with the Structs the coding preset reads them with
+(bot/contracts/claude_code.py; a `stream_event`'s API event with the Messages API's,
+bot/runtimes/anthropic_wire.py). A line of a type either dialect has, in a shape it does not
+have, fails the turn, naming the key (never the value); a JSON object of another type (or
+none) is ignored, and a line that is not a JSON object is reply text. Exit status 0 ends
+the answer; anything else is an error with stderr's tail.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import shlex
@@ -24,11 +25,11 @@ import signal
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
 from bot.contracts import claude_code
+from bot.runtimes import command_wire
 from bot.runtimes.anthropic_wire import (
     DELTAS,
     EVENTS,
@@ -47,10 +48,10 @@ from bot.runtimes.base import (
     Usage,
 )
 from bot.runtimes.budget import fit_request
+from bot.runtimes.command_wire import PROTOCOL, ChatRequest, RequestMessage
 from bot.runtimes.transport import UpstreamFailure, clip, malformed_frame, redact
 
 log = logging.getLogger(__name__)
-PROTOCOL = "steelframe.chat.v1"
 LINE_LIMIT = 1 << 20
 STDERR_TAIL_BYTES = 4096
 TERMINATE_GRACE_SECONDS = 2.0
@@ -99,17 +100,16 @@ class CommandRuntime:
         fitted = fit_request(request, model=self.model, window=self.context_tokens, tools=False)
         for event in fitted.events():
             yield event
-        payload = {
-            "protocol": PROTOCOL,
-            "model": self.model,
-            "system": request.system,
-            "messages": [{"role": m.role, "content": m.content} for m in fitted.messages],
-            "max_output_tokens": request.max_output_tokens,
-            "checkout": str(request.checkout.resolve()),
-        }
+        payload = ChatRequest(
+            model=self.model,
+            system=request.system,
+            messages=[RequestMessage(m.role, m.content) for m in fitted.messages],
+            max_output_tokens=request.max_output_tokens,
+            checkout=str(request.checkout.resolve()),
+        )
         process = await self._spawn(request.checkout)
         stderr_tail: deque[bytes] = deque(maxlen=64)
-        feeder = asyncio.create_task(_feed(process, json.dumps(payload).encode() + b"\n"))
+        feeder = asyncio.create_task(_feed(process, payload.line()))
         drainer = asyncio.create_task(_drain(process.stderr, stderr_tail))
         mapper = _LineMapper(self.endpoint, self.where)
         produced = False
@@ -212,39 +212,40 @@ class _LineMapper:
     def map(self, raw: bytes) -> list[RuntimeEvent | UpstreamFailure]:
         text = raw.decode("utf-8", errors="replace")
         try:
-            item = json.loads(text)
-        except ValueError:
-            item = None
-        if not isinstance(item, dict):
+            kind = command_wire.LINE_TYPE.decode(text).type
+        except msgspec.DecodeError:  # not JSON (NaN included), or not an object
             return [Delta(text)] if text else []
-        kind = item.get("type")
-        if kind in ("thinking", "delta", "status"):
-            value = item.get("text")
-            if not isinstance(value, str) or not value:
-                return []
-            if kind == "thinking":
-                return [Thinking(value)]
-            return [Delta(value)] if kind == "delta" else [Status(value)]
-        if kind == "usage":
-            return [
-                Usage(
-                    input_tokens=_int(item.get("input_tokens")),
-                    output_tokens=_int(item.get("output_tokens")),
-                )
-            ]
-        if kind == "route" and isinstance(item.get("model"), str):
-            return [Route(model=item["model"], endpoint=self.endpoint)]
-        if kind == "error":
-            return [_reported(item.get("message"))]
-        if kind == "done":
-            self.done = True
-            return []
         if not isinstance(kind, str):
-            return []  # an object without a type: ignored, as the protocol says
+            return []  # an object without a (string) type: ignored, as the protocol says
+        if kind in command_wire.LINES.tags:
+            dialect, read = f"{PROTOCOL} line", self._own
+        elif kind in claude_code.LINES.tags:
+            dialect, read = "Claude Code line", self._claude_code
+        else:
+            return []  # a type neither dialect has: ignored, as the protocol says
         try:
-            return self._claude_code(text)
-        except msgspec.DecodeError as exc:  # a key missing or of another type; NaN (not JSON)
-            return [malformed_frame(self.where, exc, frame="Claude Code line")]
+            return read(text)
+        except msgspec.ValidationError as exc:  # a key missing, null or of another type
+            return [malformed_frame(self.where, exc, frame=dialect)]
+
+    def _own(self, text: str) -> list[RuntimeEvent | UpstreamFailure]:
+        """A `steelframe.chat.v1` line (its type is one of the protocol's)."""
+        line = command_wire.LINES.decode(text)
+        if isinstance(line, command_wire.ThinkingLine):
+            return [Thinking(line.text)] if line.text else []
+        if isinstance(line, command_wire.DeltaLine):
+            return [Delta(line.text)] if line.text else []
+        if isinstance(line, command_wire.StatusLine):
+            return [Status(line.text)] if line.text else []
+        if isinstance(line, command_wire.UsageLine):
+            return [Usage(input_tokens=line.input_tokens, output_tokens=line.output_tokens)]
+        if isinstance(line, command_wire.RouteLine):
+            return [Route(model=line.model, endpoint=self.endpoint)]
+        if isinstance(line, command_wire.ErrorLine):
+            return [_reported(line.message)]
+        if isinstance(line, command_wire.DoneLine):
+            self.done = True
+        return []
 
     def _claude_code(self, text: str) -> list[RuntimeEvent | UpstreamFailure]:
         """A Claude Code stream-json line (any other type is ignored)."""
@@ -259,9 +260,7 @@ class _LineMapper:
             usage = line.usage or claude_code.ResultUsage()
             self.done = True
             return [
-                Usage(
-                    input_tokens=_int(usage.input_tokens), output_tokens=_int(usage.output_tokens)
-                )
+                Usage(input_tokens=usage.input_tokens or 0, output_tokens=usage.output_tokens or 0)
             ]
         if isinstance(line, claude_code.System):
             init = claude_code.SYSTEM.decode(text)
@@ -300,8 +299,8 @@ class _LineMapper:
         return events
 
 
-def _reported(message: object) -> UpstreamFailure:
-    return UpstreamFailure(f"the chat command reported: {clip(redact(str(message or 'an error')))}")
+def _reported(message: str | None) -> UpstreamFailure:
+    return UpstreamFailure(f"the chat command reported: {clip(redact(message or 'an error'))}")
 
 
 async def _feed(process: asyncio.subprocess.Process, payload: bytes) -> None:
@@ -336,7 +335,3 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
