@@ -13,12 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import onnxruntime  # the optional extra `onnx`; the dev extra has it, so a test never skips
 import pytest
-
-pytest.importorskip("onnxruntime")  # the optional extra `onnx` (the dev extra has it)
-pytest.importorskip("onnx")
-
-import onnxruntime
 
 import bot.chat.embeddings_onnx
 from bot.chat.embeddings_onnx import OnnxEmbeddings
