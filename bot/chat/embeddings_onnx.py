@@ -11,8 +11,9 @@ states under the attention mask (or the [CLS] token's when the pooling config sa
 normalised. No weights ship with Steelframe: bench/HISTORY.md ("A trustworthy offline
 source ...") found no registry package from a model's authors that holds them.
 
-Why ONNX Runtime: the same vectors as torch (bench/embeddings_onnx.py checks the cosine) at a
-fraction of its install size, and well kept. Both packages are the optional extra `onnx`
+Why ONNX Runtime: the same vectors as torch (bench/embeddings_onnx.py checks the cosine), a
+little faster on one thread, at a tenth of its install size (72 MB against torch 2.13 CPU's
+754 MB, plus transformers' 130), and well kept. Both packages are the optional extra `onnx`
 (pyproject.toml), imported only by `_open`, which only a turn with the provider on reaches.
 
 Loaded lazily, once per process and directory, on a worker thread; each call embeds on a
