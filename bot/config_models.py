@@ -4,6 +4,7 @@ endpoints (docs/runtimes.md). One part of `bot.config.Settings`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from bot.config_values import (
@@ -22,9 +23,12 @@ from bot.config_values import (
     setting,
 )
 
-EMBEDDINGS_PROVIDERS = ("off", "openai", "ollama", "local")
+EMBEDDINGS_PROVIDERS = ("off", "openai", "ollama", "local", "onnx")
 # `local`: wordllama's model shipped inside its wheel, run in-process (bot/chat/embeddings_local.py)
 LOCAL_EMBEDDINGS_MODEL = "l2_supercat"
+# `onnx`: an encoder exported to ONNX in a directory the operator names, run in-process
+# (bot/chat/embeddings_onnx.py); its model setting is that directory.
+ONNX_FILES = ("model.onnx", "tokenizer.json")
 
 
 def parse_embeddings_provider(value: str) -> str:
@@ -106,7 +110,7 @@ class ModelSettings:
     chat_embeddings_model: str | None = setting(
         "STEELFRAME_CHAT_EMBEDDINGS_MODEL",
         parse_str,
-        f"embeddings model name (local: {LOCAL_EMBEDDINGS_MODEL})",
+        f"embeddings model name (local: {LOCAL_EMBEDDINGS_MODEL}; onnx: the model's directory)",
     )
     chat_embeddings_url: str | None = setting(
         "STEELFRAME_CHAT_EMBEDDINGS_URL",
@@ -122,6 +126,8 @@ class ModelSettings:
         if self.chat_embeddings == "local":  # in-process: no URL, no key
             model = self.chat_embeddings_model or LOCAL_EMBEDDINGS_MODEL
             return EmbeddingsSettings(provider="local", model=model, base_url="", api_key=None)
+        if self.chat_embeddings == "onnx":
+            return _onnx_settings(self.chat_embeddings_model)
         if not self.chat_embeddings_model:
             raise ConfigError(
                 "STEELFRAME_CHAT_EMBEDDINGS_MODEL: required when "
@@ -145,11 +151,27 @@ class ModelSettings:
         )
 
 
+def _onnx_settings(directory: str | None) -> EmbeddingsSettings:
+    """In-process from the operator's directory: no URL, no key. Checked at start-up so a
+    wrong path stops the service naming it instead of failing every turn's dense round."""
+    if not directory:
+        raise ConfigError(
+            "STEELFRAME_CHAT_EMBEDDINGS_MODEL: required when STEELFRAME_CHAT_EMBEDDINGS=onnx "
+            f"(a directory holding {' and '.join(ONNX_FILES)})"
+        )
+    path = Path(directory).expanduser().resolve()
+    absent = [name for name in ONNX_FILES if not (path / name).is_file()]
+    if absent:
+        raise ConfigError(f"STEELFRAME_CHAT_EMBEDDINGS_MODEL: {path} has no {' or '.join(absent)}")
+    return EmbeddingsSettings(provider="onnx", model=str(path), base_url="", api_key=None)
+
+
 @dataclass(frozen=True)
 class EmbeddingsSettings:
     """Where the hybrid ranking's vectors come from (STEELFRAME_CHAT_EMBEDDINGS*)."""
 
-    provider: str  # "openai" (OpenAI, vLLM, llama.cpp...: POST /embeddings), "ollama", "local"
-    model: str
-    base_url: str  # "" for local
+    # "openai" (OpenAI, vLLM, llama.cpp...: POST /embeddings), "ollama", "local", "onnx"
+    provider: str
+    model: str  # onnx: the model directory, resolved
+    base_url: str  # "" for local and onnx
     api_key: Secret | None

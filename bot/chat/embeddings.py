@@ -9,8 +9,9 @@ Two wire protocols, each a typed request and response:
 - `ollama`: `POST {base}/api/embed {"model", "input": [text, ...]}` answers
   `{"model", "embeddings": [[...], ...], "total_duration", ...}` in input order.
 
-And one in-process provider, `local` (bot.chat.embeddings_local: wordllama's bundled model,
-embedded on a worker thread, never over the network), held to the same timeout and checks.
+And two in-process providers, embedded on a worker thread, never over the network, held to
+the same timeout and checks: `local` (bot.chat.embeddings_local: wordllama's bundled model)
+and `onnx` (bot.chat.embeddings_onnx: an ONNX encoder from a directory the operator names).
 
 Every failure (refused, timed out, an HTTP error, an answer of the wrong shape or count)
 is an `EmbeddingsUnavailable` whose message names the endpoint and the reason, never a key:
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import aiohttp
 import msgspec
@@ -29,12 +30,19 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bot.chat.embeddings_local import LocalEmbeddings
+from bot.chat.embeddings_onnx import OnnxEmbeddings
 from bot.config_models import EmbeddingsSettings
 from bot.runtimes.transport import endpoint_label, failure_from_exception, failure_from_response
 
 EMBEDDINGS_SECONDS = 10.0  # one embeddings call may take this long; the turn goes on without
 TEXT_CHARS = 2_000  # of a chunk embedded (about 500 tokens: small models read 512)
 Shape = TypeVar("Shape")
+
+
+class InProcess(Protocol):
+    """An in-process model (`local`, `onnx`): blocking, called on a worker thread."""
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]: ...
 
 
 class EmbeddingsUnavailable(Exception):
@@ -77,7 +85,7 @@ class EmbeddingsClient:
         self.settings = settings
         self.http = http
         self.timeout = timeout or EMBEDDINGS_SECONDS
-        self.local = LocalEmbeddings(settings.model) if settings.provider == "local" else None
+        self.local = _in_process_model(settings)
 
     @property
     def provider(self) -> str:
@@ -90,7 +98,7 @@ class EmbeddingsClient:
     @property
     def where(self) -> str:
         if self.local is not None:
-            return f"the local embeddings model {self.model}"
+            return f"the {self.provider} embeddings model {self.model}"
         return f"the embeddings endpoint {endpoint_label(self.settings.base_url)}"
 
     async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
@@ -109,7 +117,7 @@ class EmbeddingsClient:
             rows = [item.embedding for item in sorted(data, key=lambda item: item.index)]
         return self._matrix(rows, len(inputs))
 
-    async def _in_process(self, local: LocalEmbeddings, inputs: list[str]) -> NDArray[np.float32]:
+    async def _in_process(self, local: InProcess, inputs: list[str]) -> NDArray[np.float32]:
         """On a worker thread (a first call loads the model there); a timeout leaves the
         thread to finish, so the model is loaded for the next turn."""
         try:
@@ -117,7 +125,7 @@ class EmbeddingsClient:
                 return await asyncio.to_thread(local.embed, inputs)
         except TimeoutError as exc:
             raise EmbeddingsUnavailable(f"{self.where} timed out") from exc
-        except Exception as exc:  # not installed, its files missing, a bad model name
+        except Exception as exc:  # not installed, its files missing, a bad model name or file
             first = (str(exc).splitlines() or [""])[0][:200]
             raise EmbeddingsUnavailable(
                 f"{self.where} failed ({type(exc).__name__}: {first})"
@@ -173,3 +181,11 @@ class EmbeddingsClient:
         if matrix.ndim != 2 or matrix.shape[1] == 0:
             raise EmbeddingsUnavailable(f"{self.where} answered vectors of unequal or no length")
         return matrix
+
+
+def _in_process_model(settings: EmbeddingsSettings) -> InProcess | None:
+    if settings.provider == "local":
+        return LocalEmbeddings(settings.model)
+    if settings.provider == "onnx":
+        return OnnxEmbeddings(settings.model)
+    return None
