@@ -191,6 +191,7 @@ async def finish_failed(
         return decided
     if decided.terminated_by is not None:
         return f"terminated as {decided.terminated_by} asked"
+    await publish(ctx.db, github, decided.moved, clock=ctx.clock)
     return f"failed: {error}"
 
 
@@ -203,8 +204,9 @@ async def _decide(
     within: Callable[[Session, Transitioned], None] | None = None,
 ) -> terminate.Decided | str:
     """`_conclude` for an ending that an operator's recorded terminate overrides (a retry,
-    a failure): decided under the task's row lock, in one transaction, then shown on
-    GitHub."""
+    a failure): decided under the task's row lock, in one transaction. The terminate is
+    shown on GitHub here; the caller's own move is the caller's to show (a retry enqueues
+    its job first)."""
 
     def unit(session: Session) -> terminate.Decided:
         decided = terminate.unless_requested(session, task_id, move, ctx.clock)
