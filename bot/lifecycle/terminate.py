@@ -141,10 +141,10 @@ def forget(session: Session, task_id: int) -> None:
 
 def hold_row(session: Session, task_id: int) -> None:
     """Take the task's row for the rest of this transaction: a write that changes nothing.
-    On PostgreSQL it locks the row as `SELECT ... FOR UPDATE` would; on SQLite (which has no
-    row locks and ignores FOR UPDATE) it opens the write transaction, since a read made
-    before a transaction's first write runs outside it there, and a request committed
-    between that read and the write would go unseen."""
+    On PostgreSQL it row-locks it against every other writer (a state change, a terminate);
+    on SQLite (no row locks; FOR UPDATE is ignored) it opens the write transaction, since a
+    read made before a transaction's first write runs outside it there, and a request
+    committed between that read and the write would go unseen."""
     session.execute(
         update(Task)
         .where(Task.id == task_id)
