@@ -139,6 +139,7 @@ class DeliveryProcessor:
         self._idle = asyncio.Event()
         self._idle.set()
         self._busy = False
+        self._sweeps = 0  # recovery sweeps under way: they claim and process past the queue
         self._held: set[str] = set()  # claims taken, not yet recorded: the heartbeat renews them
         self._next_retry: datetime | None = None
         self._wake = asyncio.Event()
@@ -190,8 +191,9 @@ class DeliveryProcessor:
         await self._statuses.close()
 
     async def drain(self) -> None:
-        """Wait until every submitted delivery has been processed (tests, shutdown)."""
-        while self._pending or self._busy:
+        """Wait until every submitted delivery has been processed (tests, shutdown), also
+        one a sweep claimed first (the start-up sweep takes `received` rows at once)."""
+        while self._pending or self._busy or self._sweeps:
             self._idle.clear()
             await self._idle.wait()
 
@@ -415,6 +417,14 @@ class DeliveryProcessor:
         """Process deliveries nobody is processing (see the module docstring); returns how
         many were handled. At start-up `grace_seconds=0` takes every `received` row."""
         grace = self.grace_seconds if grace_seconds is None else grace_seconds
+        self._sweeps += 1  # from before its claim: `drain` waits for what it takes
+        try:
+            return await self._sweep(grace)
+        finally:
+            self._sweeps -= 1
+            self._idle.set()  # `drain` looks again
+
+    async def _sweep(self, grace: float) -> int:
         handled = 0
         while True:
             rows = await self.db.run(

@@ -11,8 +11,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from bot.db import is_lock_timeout
 from bot.lifecycle import tasks, terminate
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, Task
@@ -182,10 +184,47 @@ async def finish_failed(
         if limit is not None:
             _limit_event(session, task_id, actor, limit, ctx)
 
-    change = await _conclude(ctx, github, task_id, move, within=limit_event)
-    if isinstance(change, str):
-        return change
+    # An operator's terminate recorded meanwhile wins: the task ends as they asked, with
+    # this failure in its event (bot.lifecycle.terminate.terminate_instead).
+    decided = await _decide(ctx, github, task_id, move, within=limit_event)
+    if isinstance(decided, str):
+        return decided
+    if decided.terminated_by is not None:
+        return f"terminated as {decided.terminated_by} asked"
+    await publish(ctx.db, github, decided.moved, clock=ctx.clock)
     return f"failed: {error}"
+
+
+async def _decide(
+    ctx: LifecycleContext,
+    github: GitHubApi | None,
+    task_id: int,
+    move: Move,
+    *,
+    within: Callable[[Session, Transitioned], None] | None = None,
+) -> terminate.Decided | str:
+    """`_conclude` for an ending that an operator's recorded terminate overrides (a retry,
+    a failure): decided under the task's row lock, in one transaction. The terminate is
+    shown on GitHub here; the caller's own move is the caller's to show (a retry enqueues
+    its job first)."""
+
+    def unit(session: Session) -> terminate.Decided:
+        decided = terminate.unless_requested(session, task_id, move, ctx.clock)
+        if within is not None:
+            within(session, decided.moved)
+        return decided
+
+    try:
+        decided = await ctx.db.run(unit)
+    except IllegalTransition as exc:
+        return _moved(task_id, exc)
+    except LeaseLost:
+        return _fenced_out(task_id)
+    if decided.terminated_by is not None:
+        asked = decided.terminated_by
+        log.info("lifecycle: task %s terminated as %s asked, not %s", task_id, asked, move.wanted)
+        await publish(ctx.db, github, decided.moved, create_progress=False, clock=ctx.clock)
+    return decided
 
 
 async def _retry_later(
@@ -218,23 +257,39 @@ async def _retry_later(
         fence=fence,
     )
 
-    # Decided under the task's row lock: an operator's terminate recorded while a frozen
-    # process held the row is applied here instead of the retry (bot.lifecycle.terminate).
-    try:
-        decided = await ctx.db.run(terminate.unless_requested, task_id, move, ctx.clock)
-    except IllegalTransition as exc:
-        return _moved(task_id, exc)
-    except LeaseLost:
-        return _fenced_out(task_id)
+    decided = await _decide(ctx, github, task_id, move)
+    if isinstance(decided, str):
+        return decided
     if decided.terminated_by is not None:
-        asked = decided.terminated_by
-        log.info("lifecycle: task %s terminated as %s asked, not retried", task_id, asked)
-        await publish(ctx.db, github, decided.moved, create_progress=False, clock=ctx.clock)
-        return f"terminated as {asked} asked"
+        return f"terminated as {decided.terminated_by} asked"
+    # Committed as queued before any request was recorded. An operator's terminate since
+    # (it waited on this retry's row) is not overtaken by the job: a task it terminated
+    # gets none, and a request still recorded is applied first.
+    now = await ctx.db.run(tasks.get_task, task_id)
+    if now.state != TaskState.QUEUED or now.job_id != job:
+        log.info("lifecycle: task %s became %s; retry %s not enqueued", task_id, now.state, job)
+        return f"stopped: task became {now.state}"
+    if (asked := await ctx.db.run(terminate.requested_by, task_id)) is not None:
+        return await _terminate_queued(ctx, github, task_id, asked)
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
     await asyncio.to_thread(queue.enqueue, task_id, job=job, delay=delay)
     await publish(ctx.db, github, decided.moved, clock=ctx.clock)
     return f"retry: {error}"
+
+
+async def _terminate_queued(
+    ctx: LifecycleContext, github: GitHubApi | None, task_id: int, actor: str
+) -> str:
+    """The recorded terminate of a task this retry queued, applied now (its job never
+    enqueued); left to the reconciler while a frozen process holds the row."""
+    try:
+        if await terminate.apply(ctx.db, github, task_id, actor, ctx.clock):
+            return f"terminated as {actor} asked"
+    except OperationalError as exc:
+        if not is_lock_timeout(exc):
+            raise
+        log.warning("lifecycle: task %s not enqueued: terminate by %s pending", task_id, actor)
+    return f"stopped: {actor} asked to terminate"
 
 
 def _limit_event(

@@ -128,6 +128,8 @@ async def reconcile(
         await _guard(report, task_id, _check_running(this, task_id))
     say("checking queued tasks ...")
     for task_id in await ctx.db.run(_ids, TaskState.QUEUED):
+        if task_id in requested:
+            continue  # being terminated: never given a new job meanwhile
         await asyncio.to_thread(_check_queued, this, task_id)
     if github is not None:
         say("looking for pull requests of pushed branches ...")

@@ -59,8 +59,8 @@ async def recover(
     if task.state != TaskState.RUNNING:
         return f"nothing to do: task is {task.state}"
     # An operator terminated it while this run (frozen) held the row: honour that, no retry.
-    # (A request recorded after this look, while the retry below waits on the row, is
-    # honoured by the retry itself: `terminate.unless_requested`.)
+    # (A request recorded after this look, while the retry or failure below waits on the
+    # row, is honoured by that decision itself: `terminate.unless_requested`.)
     actor = await ctx.db.run(terminate.requested_by, task_id)
     if actor is not None and await terminate.apply(ctx.db, github, task_id, actor, ctx.clock):
         return f"terminated as {actor} asked"

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
+from bot.clock import Clock
 from bot.github.errors import GitHubError
-from bot.lifecycle import budget_hold, ci_run, leases, tasks, worktree
+from bot.lifecycle import budget_hold, ci_run, leases, tasks, terminate, worktree
 from bot.lifecycle.branch import let_go
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
@@ -34,7 +35,7 @@ from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.steps import work
 from bot.lifecycle.tasks import LeaseLost
-from bot.lifecycle.transition import Move, transition
+from bot.lifecycle.transition import Move, publish
 
 log = logging.getLogger(__name__)
 # How often a run checks whether it was terminated (the lease is renewed less often).
@@ -95,11 +96,14 @@ def _ignored(session: Session, task_id: int, actor: str, ctx: LifecycleContext) 
         )
 
 
-async def _start(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> StartResult:
+async def _start(
+    ctx: LifecycleContext, github: GitHubApi | None, task_id: int, holder: Holder, actor: str
+) -> StartResult:
     """Move the task to running and count the attempt (fenced on the lease); Skipped when
-    someone else moved the task meanwhile or the run lost its lease."""
+    someone else moved the task meanwhile, the run lost its lease, or an operator's
+    terminate was recorded (the task is then terminated as asked, not run)."""
     try:
-        return await _begin_attempt(ctx, task_id, holder, actor)
+        return await _begin_attempt(ctx, github, task_id, holder, actor)
     except IllegalTransition as exc:
         return Skipped(f"skipped: task is {exc.current}")
     except LeaseLost:
@@ -107,7 +111,7 @@ async def _start(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str
 
 
 async def _begin_attempt(
-    ctx: LifecycleContext, task_id: int, holder: Holder, actor: str
+    ctx: LifecycleContext, github: GitHubApi | None, task_id: int, holder: Holder, actor: str
 ) -> StartResult:
     task = await ctx.db.run(tasks.get_task, task_id)
     if task.state not in (TaskState.QUEUED, TaskState.RUNNING):
@@ -116,23 +120,45 @@ async def _begin_attempt(
         return OutOfAttempts()
     if (held := budget_hold.held(ctx, task)) is not None:  # the repository's budget
         return Skipped(held)
-    attempt: tasks.TaskChanges = {"attempts": task.attempts + 1}
-    if task.state == TaskState.QUEUED:
-        move = Move(
-            TaskState.RUNNING,
-            actor=actor,
-            detail=f"attempt {task.attempts + 1} started",
-            expect=[TaskState.QUEUED],
-            changes=attempt,
-            fence=holder.id,
-        )
-        # No GitHub here: the run's first step announces the attempt (steps._announce).
-        await transition(ctx.db, None, task_id, move, clock=ctx.clock)
-    else:
-        # Running already: a resumed task, or a run whose worker died; we hold the lease,
-        # so no other run is live.
-        await ctx.db.run(tasks.touch, task_id, ctx.clock, fence=holder.id, **attempt)
+    move = Move(
+        TaskState.RUNNING,
+        actor=actor,
+        detail=f"attempt {task.attempts + 1} started",
+        expect=[TaskState(task.state)],
+        changes={"attempts": task.attempts + 1},
+        fence=holder.id,
+    )
+    running = task.state == TaskState.RUNNING
+    decided = await ctx.db.run(_attempt, task_id, move, ctx.clock, running=running)
+    if decided is not None and decided.terminated_by is not None:
+        asked = decided.terminated_by
+        log.info("lifecycle: task %s terminated as %s asked, not started", task_id, asked)
+        await publish(ctx.db, github, decided.moved, create_progress=False, clock=ctx.clock)
+        return Skipped(f"terminated as {asked} asked")
+    # No GitHub here: the run's first step announces the attempt (steps._announce).
     return Started(await ctx.db.run(tasks.get_task, task_id))
+
+
+def _attempt(
+    session: Session, task_id: int, move: Move, clock: Clock, *, running: bool
+) -> terminate.Decided | None:
+    """The attempt counted, or an operator's recorded terminate applied in its place,
+    decided under the task's row lock (`terminate.held_request`): a request recorded while
+    a frozen process held the row, or while the task waited for this job, ends the task
+    here and the attempt never starts. Queued: `move` (`queued -> running`). Running already
+    (a resumed task, or a run whose worker died; this run holds the lease, so no other is
+    live): the attempt is counted on the row, no state change (None)."""
+    if not running:
+        return terminate.unless_requested(session, task_id, move, clock)
+    actor = terminate.held_request(session, task_id, fence=move.fence, clock=clock)
+    if actor is not None:
+        moved = terminate.terminate_instead(session, task_id, actor, move, clock)
+        return terminate.Decided(moved, terminated_by=actor)
+    task = tasks.get_task(session, task_id)
+    if task.state != TaskState.RUNNING:
+        raise IllegalTransition(task_id, task.state, TaskState.RUNNING)
+    tasks.touch(session, task_id, clock, **(move.changes or {}))
+    return None
 
 
 async def _leased(
@@ -141,7 +167,7 @@ async def _leased(
     if ctx.github is None:
         return await _without_github(ctx, task_id, holder, actor)
     async with ctx.github() as github:
-        started = await _start(ctx, task_id, holder, actor)
+        started = await _start(ctx, github, task_id, holder, actor)
         if isinstance(started, OutOfAttempts):
             return await finish_failed(
                 ctx, github, task_id, actor, limit="attempts", retry=False, fence=holder.id
@@ -204,7 +230,7 @@ def _failure_class(exc: BaseException) -> str:
 
 
 async def _without_github(ctx: LifecycleContext, task_id: int, holder: Holder, actor: str) -> str:
-    started = await _start(ctx, task_id, holder, actor)
+    started = await _start(ctx, None, task_id, holder, actor)
     if isinstance(started, Skipped):
         return started.reason
     return await finish_failed(

@@ -1,16 +1,22 @@
 """Terminate: an operator stops a live task; and the requests recorded while a frozen
 worker held it.
 
-`terminate` is the one way to terminate (state + notice, through `transition`). It waits at most
-TERMINATE_LOCK_SECONDS for the task's row: when a stuck work horse holds it, the operator's
-request is recorded instead (`record`), and whoever next finds that run gone (RQ's handling
-of the killed horse, or the reconciler, which stops the job first) applies it (`apply`).
+`terminate` is the one way to terminate (state + notice, through `transition`). The
+operator's terminate (`Terminations.terminate`) first records its request (`record`, its own
+committed transaction, which never waits on the task's row), then terminates, waiting at most
+TERMINATE_LOCK_SECONDS for the task's row; that transaction forgets the request. When a stuck
+work horse holds the row past the bound, the request stays recorded and whoever next finds
+that run gone (RQ's handling of the killed horse, or the reconciler, which stops the job
+first) applies it (`apply`).
 
-A retry (running -> queued) never overtakes a recorded request: `unless_requested` decides,
-under the task's row lock and in the retry's own transaction, whether to requeue or to
-terminate as asked. A check made before that lock is stale: the recovery of a dead run could
-read "no request", wait on the row a frozen horse held, and requeue after the operator's
-request was recorded meanwhile.
+Nothing that would start a new attempt overtakes a recorded request: a retry (running ->
+queued), a run's final failure and an attempt's start each decide under the task's row lock,
+in their own transaction, whether to go on or to terminate as asked (`unless_requested`,
+`held_request`). The order is the row: a request committed before a decider took the row is
+seen by it; a decider that took the row first committed before the operator's terminate gets
+the row, and that terminate then ends what the decider left (a queued task is terminated at
+once, its job cancelled). A check made before that lock is stale: a recovery could read "no
+request", wait on the row a frozen horse held, and requeue after the request was recorded.
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 import redis
-from sqlalchemy import delete, select
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
-from bot.contracts.tasks import TaskDetail
+from bot.contracts.tasks import EventData, TaskDetail
 from bot.db import Database, is_lock_timeout
 from bot.errors import Conflict
 from bot.lifecycle import tasks
@@ -35,7 +42,7 @@ from bot.lifecycle.models import Task, TaskStopRequest
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.states import LIVE, TaskState
+from bot.lifecycle.states import LIVE, IllegalTransition, TaskState
 from bot.lifecycle.transition import Move, Transitioned, transition
 from bot.lifecycle.transition import apply as apply_move
 
@@ -73,12 +80,24 @@ async def terminate(
     actor: str,
     clock: Clock,
     *,
-    after_commit: Callable[[Transitioned], Awaitable[None]] | None = None,
+    cancel_job: Callable[[str | None], Awaitable[None]] | None = None,
 ) -> Transitioned:
     """Terminate: the state and its notice in one transaction that waits at most
     TERMINATE_LOCK_SECONDS for the task's row (OperationalError, `bot.db.is_lock_timeout`,
-    when it stays locked), a recorded request forgotten with it, then GitHub. An existing
-    progress comment is edited, none is started (a task terminated before it ran)."""
+    when it stays locked), a recorded request forgotten with it, then GitHub. `cancel_job`
+    is given the task's job as that transaction saw it (a retry that took the row first set
+    a new one), after the commit. An existing progress comment is edited, none is started
+    (a task terminated before it ran)."""
+    jobs: list[str | None] = []
+
+    def forgotten(session: Session, _moved: Transitioned) -> None:
+        forget(session, task_id)
+        jobs.append(tasks.get_task(session, task_id).job_id)
+
+    async def cancel(_moved: Transitioned) -> None:
+        if cancel_job is not None:
+            await cancel_job(jobs[-1])
+
     return await transition(
         db,
         github,
@@ -87,15 +106,21 @@ async def terminate(
         clock=clock,
         create_progress=False,
         lock_wait=TERMINATE_LOCK_SECONDS,
-        within=lambda session, _moved: forget(session, task_id),
-        after_commit=after_commit,
+        within=forgotten,
+        after_commit=cancel,
     )
 
 
 def record(session: Session, task_id: int, actor: str, clock: Clock) -> None:
-    """Idempotent: a second request for the same task keeps the first."""
-    if session.get(TaskStopRequest, task_id) is None:
-        session.add(TaskStopRequest(task_id=task_id, actor=actor, requested_at=clock()))
+    """Idempotent: a second request for the same task keeps the first (one statement, so
+    two operators recording at once do not collide on the key)."""
+    dialect = session.get_bind().dialect.name
+    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+    session.execute(
+        insert(TaskStopRequest)
+        .values(task_id=task_id, actor=actor, requested_at=clock())
+        .on_conflict_do_nothing()
+    )
 
 
 def pending(session: Session) -> list[tuple[int, str]]:
@@ -114,6 +139,63 @@ def forget(session: Session, task_id: int) -> None:
     session.execute(delete(TaskStopRequest).where(TaskStopRequest.task_id == task_id))
 
 
+def hold_row(session: Session, task_id: int) -> None:
+    """Take the task's row for the rest of this transaction: a write that changes nothing.
+    On PostgreSQL it row-locks it against every other writer (a state change, a terminate);
+    on SQLite (no row locks; FOR UPDATE is ignored) it opens the write transaction, since a
+    read made before a transaction's first write runs outside it there, and a request
+    committed between that read and the write would go unseen."""
+    session.execute(
+        update(Task)
+        .where(Task.id == task_id)
+        .values(updated_at=Task.updated_at)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def held_request(
+    session: Session, task_id: int, *, fence: str | None = None, clock: Clock = utcnow
+) -> str | None:
+    """Who asked to terminate the task (None: nobody), read once this transaction holds
+    the task's row (`hold_row`; the run's lease row first when fenced, as every run takes
+    them): a request committed before that is seen; a terminate that tries while the row
+    is held waits, then finds what this transaction did."""
+    if fence is not None:
+        tasks.hold(session, task_id, fence, clock)
+    hold_row(session, task_id)
+    return requested_by(session, task_id)
+
+
+def terminate_instead(
+    session: Session, task_id: int, actor: str, move: Move, clock: Clock
+) -> Transitioned:
+    """The recorded terminate in place of `move`, and the request's removal. It keeps the
+    move's `expect` and `fence` (it moves only what `move` would have moved), and its event
+    keeps what `move` would have logged: its words after "instead of", and a failure's
+    `error` and `limit` (the error stays the task's `last_error` too)."""
+    asked = terminate_move(actor)
+    kept: EventData = {}
+    if move.data is not None:
+        if "error" in move.data:
+            kept["error"] = move.data["error"]
+        if "limit" in move.data:
+            kept["limit"] = move.data["limit"]
+    changes: tasks.TaskChanges | None = None
+    if "error" in kept:
+        changes = {"last_error": kept["error"]}
+    instead = replace(
+        asked,
+        detail=f"{asked.detail}, instead of: {move.detail or move.wanted}"[:500],
+        data=kept or None,
+        expect=move.expect,
+        fence=move.fence,
+        changes=changes,
+    )
+    moved = apply_move(session, task_id, instead, clock)
+    forget(session, task_id)
+    return moved
+
+
 @dataclass(frozen=True)
 class Decided:
     """What `unless_requested` committed: the caller's move, or (`terminated_by` set) the
@@ -124,33 +206,36 @@ class Decided:
 
 
 def unless_requested(session: Session, task_id: int, move: Move, clock: Clock) -> Decided:
-    """`move` (a retry), or the recorded terminate in its place (its event, notice and the
-    request's removal), decided in this transaction once it holds the task's row: a request
-    committed before that is seen; a terminate that tries while it is held waits and then
-    finds the outcome. The terminate keeps the move's `expect` and `fence`: it moves only
-    what the retry would have moved."""
-    if move.fence is not None:
-        tasks.hold(session, task_id, move.fence, clock)  # the lease row first, as every run does
-    session.execute(select(Task.id).where(Task.id == task_id).with_for_update())
-    actor = requested_by(session, task_id)
+    """`move` (a retry, a final failure, an attempt's start), or the recorded terminate in
+    its place (`terminate_instead`), decided in this transaction once it holds the task's
+    row (`held_request`)."""
+    actor = held_request(session, task_id, fence=move.fence, clock=clock)
     if actor is None:
         return Decided(apply_move(session, task_id, move, clock))
-    instead = replace(terminate_move(actor), expect=move.expect, fence=move.fence)
-    moved = apply_move(session, task_id, instead, clock)
-    forget(session, task_id)
-    return Decided(moved, terminated_by=actor)
+    return Decided(terminate_instead(session, task_id, actor, move, clock), terminated_by=actor)
 
 
 async def apply(
     db: Database, github: GitHubApi | None, task_id: int, actor: str, clock: Clock
 ) -> bool:
-    """Apply a recorded request: True when the task is now terminated, False when it had
-    already finished (the request is dropped either way). Raises on a still-locked row."""
+    """Apply a recorded request: True when the task is now terminated by it, False when it
+    had already finished, or someone terminated it first (the request is dropped either way:
+    a terminate forgets it in its own transaction). Raises on a still-locked row."""
     if (await db.run(tasks.get_task, task_id)).state not in LIVE:
-        await db.run(forget, task_id)
+        await db.run(forget_finished, task_id)
         return False
-    await terminate(db, github, task_id, actor, clock)
+    try:
+        await terminate(db, github, task_id, actor, clock)
+    except IllegalTransition:
+        await db.run(forget_finished, task_id)
+        return False
     return True
+
+
+def forget_finished(session: Session, task_id: int) -> None:
+    """Drop the task's request once it is moot: the task is no longer live."""
+    if tasks.get_task(session, task_id).state not in LIVE:
+        forget(session, task_id)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,9 +252,10 @@ class Terminations:
         within a second, kills its runtime and removes its worktree; the reconciler asks RQ
         to stop a job that does not), a queued job cancelled, a comment, the labels.
 
-        Bounded: when a frozen worker holds the task's row past the lock bound
-        (`TERMINATE_LOCK_SECONDS`), the request is recorded instead
-        (`applied=False`); the run's recovery or the reconciler applies it."""
+        Bounded: the request is recorded first; when a frozen worker holds the task's row
+        past the lock bound (`TERMINATE_LOCK_SECONDS`), it stays recorded (`applied=False`)
+        and the run's recovery, the retry, the next attempt's start or the reconciler
+        applies it, whichever takes the row first."""
         task = await self.db.run(tasks.get_task, task_id)
         if task.state not in LIVE:
             raise Conflict(
@@ -178,11 +264,14 @@ class Terminations:
                 detail={"task": task_id, "state": task.state},
             )
 
-        async def cancel_job(_moved: Transitioned) -> None:
+        # The request first, in its own committed transaction (it never waits on the
+        # task's row): from here on nothing that would start a new attempt passes it
+        # (`unless_requested`), and the terminate below forgets it with the state change.
+        await self.db.run(record, task_id, actor, self.clock)
+
+        async def cancel_job(job: str | None) -> None:
             try:
-                cancelled: bool | str = await asyncio.to_thread(
-                    self.queue.cancel_queued, task.job_id
-                )
+                cancelled: bool | str = await asyncio.to_thread(self.queue.cancel_queued, job)
             except redis.RedisError as exc:
                 # The state change is what stops the task: a job that runs later finds the
                 # task terminated and does nothing, so the cancel is only a tidy-up.
@@ -195,13 +284,16 @@ class Terminations:
             )
 
         try:
-            await terminate(
-                self.db, self.github, task_id, actor, self.clock, after_commit=cancel_job
-            )
+            await terminate(self.db, self.github, task_id, actor, self.clock, cancel_job=cancel_job)
+        except IllegalTransition as exc:
+            # It finished meanwhile, or its request was applied first (the reconciler, a
+            # retry or an attempt's start terminating as asked): the latter is this answer.
+            await self.db.run(forget_finished, task_id)
+            if exc.current != TaskState.TERMINATED:
+                raise
         except OperationalError as exc:
             if not is_lock_timeout(exc):
                 raise
-            await self.db.run(record, task_id, actor, self.clock)
             log.warning(
                 "lifecycle: task %s is locked by a worker that does not answer; terminate by "
                 "%s recorded for the reconciler",
