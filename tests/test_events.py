@@ -39,7 +39,7 @@ from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.events import EVENTS, EventsFeed
-from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.serve_process import free_port
 
@@ -368,8 +368,8 @@ async def redis_outage(
     port = free_port()
     before = start_embedded_redis(tmp_path / "before", port=port)
     log = RedisEventLog(
-        redis.Redis.from_url(before.url, socket_timeout=2),
-        reader=aioredis.Redis.from_url(before.url, socket_timeout=2),
+        redis.Redis.from_url(before.url, socket_timeout=PATIENCE_SECONDS),
+        reader=aioredis.Redis.from_url(before.url, socket_timeout=PATIENCE_SECONDS),
     )
     outage = RedisOutage(OperatorEvents(log, db), log, db, port, tmp_path)
     before.stop()

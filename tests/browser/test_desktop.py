@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import WAIT_MS, chromium_path
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 def free_port() -> int:
@@ -47,7 +48,7 @@ def xvfb() -> Iterator[str]:
         yield f":{number}"
     finally:
         process.terminate()
-        process.wait(10)
+        process.wait(PATIENCE_SECONDS)
 
 
 @pytest.fixture
