@@ -403,8 +403,9 @@ async def test_operators_who_missed_events_while_redis_was_down_are_told_to_relo
 
 
 async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
-    """The operator's events, waiting (in blocking reads) up to 30 s for the first."""
-    deadline = time.monotonic() + 30
+    """The operator's events, waiting (in blocking reads) up to PATIENCE_SECONDS for the
+    first (the publisher pays what it owes on its own retries, RESYNC_BACKOFF_SECONDS apart)."""
+    deadline = time.monotonic() + PATIENCE_SECONDS
     while time.monotonic() < deadline:
         with contextlib.suppress(redis.ConnectionError):
             batch = await log.read(operator_id, 0, wait=0.5)

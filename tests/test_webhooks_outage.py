@@ -163,7 +163,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     )
     for _ in range(3):  # the App's own label writes send more webhooks
         await github_sandbox.settle()
-        await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), 30)
+        await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), PATIENCE_SECONDS)
     db = api.services.db
     rows = db.call(lambda s: list(s.scalars(select(WebhookDelivery))))
     # opened, labeled (the pickup), then labeled again by the App ("queued")...
@@ -245,7 +245,7 @@ async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_
     decision = {"body": f"{DECISION}\nUse Redis."}
     as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
     await github_sandbox.settle()
-    await asyncio.wait_for(cut_off.raw.app[WEBHOOKS].processor.drain(), 30)
+    await asyncio.wait_for(cut_off.raw.app[WEBHOOKS].processor.drain(), PATIENCE_SECONDS)
     # The Decision's delivery did its part: nothing waits for a retry.
     assert count(lc, DeliveryStatus.RETRYING) == count(lc, DeliveryStatus.DEAD) == 0
     resumed = lc.task(waiting)

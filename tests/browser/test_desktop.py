@@ -126,7 +126,7 @@ async def connect(playwright: object, port: int) -> object:
 
 
 async def find_app_page(cdp: object) -> object:
-    deadline = time.monotonic() + WAIT_MS / 1000
+    deadline = time.monotonic() + PATIENCE_SECONDS  # a Chromium start on a loaded machine
     while True:
         for context in cdp.contexts:  # type: ignore[attr-defined]
             for page in context.pages:
