@@ -13,15 +13,16 @@ import redis
 from bot.chat.coordination import KEY_PREFIX, RedisTurnLocks, stop_channel
 from bot.runtimes.base import Delta
 from tests.conftest import frames_until, make_settings, read_sse
-from tests.fakes.lifecycle import wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
 from tests.fakes.runtimes import ScriptedRuntime
 
 
 async def _until_subscribed(redis_url: str, listeners: int) -> None:
     client = redis.Redis.from_url(redis_url)
     channel = stop_channel(int(client.connection_pool.connection_kwargs.get("db") or 0))
+    deadline = asyncio.get_running_loop().time() + PATIENCE_SECONDS
     try:
-        for _ in range(200):
+        while asyncio.get_running_loop().time() < deadline:
             if dict(client.pubsub_numsub(channel)).get(channel.encode(), 0) >= listeners:
                 return
             await asyncio.sleep(0.02)
@@ -51,7 +52,7 @@ async def test_second_instance_refuses_a_concurrent_turn_and_can_stop_it(
     frames = await read_sse(response)
     assert frames[-1]["type"] == "error" and frames[-1]["reason"] == "stopped"
     # The turn's runtime call is cancelled as the stop lands (possibly just after the frame).
-    await asyncio.wait_for(slow.cancelled.wait(), 30)
+    await asyncio.wait_for(slow.cancelled.wait(), PATIENCE_SECONDS)
 
     # the slot is free again, on either instance
     again = await second.post("/api/operator/chat/stream", json={"message": "fresh"})
@@ -75,7 +76,7 @@ async def test_a_stop_reaches_only_the_deployment_on_its_redis_database(redis_ur
         await _until_subscribed(ours, 1)
         await other.signal_stop(1_000_000)  # another deployment's operator
         await listening.signal_stop(2)  # then ours
-        assert await asyncio.wait_for(heard.get(), 30) == 2  # theirs, first, never came
+        assert await asyncio.wait_for(heard.get(), PATIENCE_SECONDS) == 2  # theirs never came
         assert heard.empty()
     finally:
         listener.cancel()

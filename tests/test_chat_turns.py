@@ -9,6 +9,7 @@ from typing import Any
 
 from bot.runtimes.base import Delta, Thinking
 from tests.conftest import ApiClient, frames_until, make_settings, read_sse
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
 
@@ -104,7 +105,7 @@ async def test_turn_finishes_and_persists_when_client_disconnects(
     response.close()
     handle = api.services.registry.for_operator(_operator_id(api))
     assert handle is not None and handle.task is not None
-    await asyncio.wait_for(asyncio.shield(handle.task), timeout=5)
+    await asyncio.wait_for(asyncio.shield(handle.task), timeout=PATIENCE_SECONDS)
     history = await (await api.get(f"/api/operator/chat?session={session}")).json()
     assert history["messages"][-1]["content"] == "finished without you"
 

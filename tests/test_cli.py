@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from steelframe.cli import COMMANDS, build_parser, main
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -75,11 +76,11 @@ def test_dev_prints_url_and_token_that_work(tmp_path: Path) -> None:
         assert url and token
         answer = _post_json(f"{url}/api/operator/chat", {"message": "hi"}, token)
         assert "No model is configured" in answer["reply"]
-        with urllib.request.urlopen(f"{url}/healthz", timeout=10) as response:
+        with urllib.request.urlopen(f"{url}/healthz", timeout=PATIENCE_SECONDS) as response:
             assert json.load(response)["database"] is True
     finally:
         process.terminate()
-        process.wait(timeout=20)
+        process.wait(timeout=PATIENCE_SECONDS)
     assert (tmp_path / "var" / "steelframe.db").exists()
 
 
@@ -89,7 +90,7 @@ def _post_json(url: str, body: dict[str, object], token: str) -> dict[str, objec
         data=json.dumps(body).encode(),
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
-    with urllib.request.urlopen(request, timeout=30) as response:
+    with urllib.request.urlopen(request, timeout=PATIENCE_SECONDS) as response:
         return dict(json.load(response))
 
 

@@ -15,6 +15,7 @@ import redis
 import yaml
 
 from bot.redis_auth import unauthenticated_remote_host
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.serve_process import free_port
 from tests.fakes.tools import require_tool
 
@@ -115,11 +116,11 @@ def test_compose_redis_acl_refuses_clients_without_the_password(tmp_path: Path) 
             redis.Redis(port=port).ping()
     finally:
         process.terminate()
-        process.wait(10)
+        process.wait(PATIENCE_SECONDS)
 
 
 def _ready(client: redis.Redis) -> bool:
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + PATIENCE_SECONDS
     while True:
         try:
             return bool(client.ping())

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.patience import PATIENCE_SECONDS
+
 CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
 DEADLINE = 90.0
 URL = re.compile(r"https?://[^\s)\]>\"'`]+")
@@ -118,7 +120,7 @@ def _start(cwd: Path) -> Dev:
 
 def _stop(dev: Dev) -> None:
     dev.process.terminate()
-    dev.process.wait(timeout=30)
+    dev.process.wait(timeout=PATIENCE_SECONDS)
     assert dev.process.returncode == 0, "".join(dev.lines[-40:])
 
 

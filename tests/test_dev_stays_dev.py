@@ -16,6 +16,7 @@ from bot.operators import create_operator
 from steelframe.dev import TOKEN_FILE, dev_token
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX, REFUSED
 from tests.conftest import make_settings
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.test_dev_demo_loop import CONFIG_VARS
 
 
@@ -46,7 +47,7 @@ def test_dev_in_a_production_shell_keeps_its_own_database_and_redis(
                 break
     finally:
         process.terminate()
-        process.wait(timeout=30)
+        process.wait(timeout=PATIENCE_SECONDS)
     said = "".join(lines)
     assert (
         "not using STEELFRAME_DATA_DIR, STEELFRAME_DATABASE_URL, STEELFRAME_REDIS_URL of this "

@@ -39,7 +39,7 @@ from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
 from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.events import EVENTS, EventsFeed
-from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.serve_process import free_port
 
@@ -368,8 +368,8 @@ async def redis_outage(
     port = free_port()
     before = start_embedded_redis(tmp_path / "before", port=port)
     log = RedisEventLog(
-        redis.Redis.from_url(before.url, socket_timeout=2),
-        reader=aioredis.Redis.from_url(before.url, socket_timeout=2),
+        redis.Redis.from_url(before.url, socket_timeout=PATIENCE_SECONDS),
+        reader=aioredis.Redis.from_url(before.url, socket_timeout=PATIENCE_SECONDS),
     )
     outage = RedisOutage(OperatorEvents(log, db), log, db, port, tmp_path)
     before.stop()
@@ -403,8 +403,9 @@ async def test_operators_who_missed_events_while_redis_was_down_are_told_to_relo
 
 
 async def _events_once_there(log: RedisEventLog, operator_id: int) -> list[Any]:
-    """The operator's events, waiting (in blocking reads) up to 30 s for the first."""
-    deadline = time.monotonic() + 30
+    """The operator's events, waiting (in blocking reads) up to PATIENCE_SECONDS for the
+    first (the publisher pays what it owes on its own retries, RESYNC_BACKOFF_SECONDS apart)."""
+    deadline = time.monotonic() + PATIENCE_SECONDS
     while time.monotonic() < deadline:
         with contextlib.suppress(redis.ConnectionError):
             batch = await log.read(operator_id, 0, wait=0.5)

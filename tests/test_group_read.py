@@ -17,6 +17,7 @@ from bot.db import Database
 from bot.group_read import GroupRead
 from bot.models import Agent
 from bot.operators import Identity, create_operator, hash_token, identities
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 async def test_concurrent_lookups_share_statements_and_each_gets_its_own_answer(
@@ -65,13 +66,13 @@ async def test_a_cancelled_caller_leaves_its_batch_to_answer_the_others(any_db: 
 
     def held(session: Session, keys: Sequence[str]) -> dict[str, Identity]:
         started.set()
-        release.wait(30)
+        release.wait(10 * PATIENCE_SECONDS)  # set by the test; the bound only against a hang
         return identities(session, keys)
 
     reads = GroupRead(any_db, held)
     cancelled = asyncio.ensure_future(reads.get(hash_token(token)))
     kept = asyncio.ensure_future(reads.get(hash_token(token)))
-    assert await asyncio.to_thread(started.wait, 30)  # both are in the batch being read
+    assert await asyncio.to_thread(started.wait, PATIENCE_SECONDS)  # both are in the batch
     cancelled.cancel()
     release.set()
     assert await kept == Identity(operator.id, "ada")

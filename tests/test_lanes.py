@@ -26,7 +26,7 @@ from steelframe.lanes import Lanes
 from steelframe.protocol_log import QuietAppRunner
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, QuietTestServer, make_settings
 from tests.conftest import webhook_headers as signed_headers
-from tests.fakes.lifecycle import wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
 from webhooks import routes as webhook_routes
 from webhooks.body import InFlight
 from webhooks.deliveries import WebhookDelivery
@@ -268,7 +268,9 @@ async def test_a_client_gone_mid_body_gives_its_budget_back(served: Served) -> N
     async with connection(served.port) as (_, writer):
         writer.write(raw[: len(raw) - 100])
         await writer.drain()
-        await wait_for(lambda: receiver.budget.used > 0)
+        await wait_for(lambda: receiver.budget.used > 0, within=PATIENCE_SECONDS)
+    # wait_for's default 10 s, not PATIENCE_SECONDS: BODY_IDLE_SECONDS (30 s) would give the
+    # budget back too, the client's leaving or not.
     await wait_for(lambda: receiver.budget.used == 0)
     assert served.stored() == 0 and served.lanes.answered == 0
 
@@ -285,7 +287,7 @@ async def test_a_body_that_stops_arriving_is_dropped_with_its_budget(
         assert answer.status == 408 and answer.json()["code"] == "request_timeout"
         assert answer.headers["connection"] == "close"
         assert await closed_by_server(reader)
-    await wait_for(lambda: receiver.budget.used == 0)
+    await wait_for(lambda: receiver.budget.used == 0, within=PATIENCE_SECONDS)
     assert served.stored() == 0
 
 
@@ -299,7 +301,7 @@ async def test_a_chunked_body_that_stops_arriving_is_a_408_from_aiohttp_too(
         writer.write(raw[: len(raw) - 200])
         answer = await read_answer(reader)
     assert answer.status == 408 and answer.json()["code"] == "request_timeout"
-    await wait_for(lambda: receiver.budget.used == 0)
+    await wait_for(lambda: receiver.budget.used == 0, within=PATIENCE_SECONDS)
     assert served.stored() == 0 and served.lanes.handed_off == 1
 
 
@@ -394,7 +396,9 @@ async def test_shutdown_lets_answers_under_way_finish_and_closes_idle_lanes(
         await route.started.wait()
         late = held_request()
         late_writer.write(late[:-1])  # the body's last byte still to come
-        await wait_for(lambda: any(lane.reading for lane in list(lanes.open)))
+        await wait_for(
+            lambda: any(lane.reading for lane in list(lanes.open)), within=PATIENCE_SECONDS
+        )
         stopping = asyncio.create_task(client.server.close())
         assert await closed_by_server(idle)  # the idle lane is closed at once
         late_writer.write(late[-1:])

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.coding import command
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.sandbox import sandbox_settings
 
 CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
@@ -30,7 +31,7 @@ def _call(method: str, url: str, body: dict[str, Any] | None, auth: str, control
         data=None if body is None else json.dumps(body).encode(),
         headers=headers,
     )
-    with urllib.request.urlopen(request, timeout=10) as response:
+    with urllib.request.urlopen(request, timeout=PATIENCE_SECONDS) as response:
         return json.load(response)
 
 
@@ -90,6 +91,6 @@ def test_dev_runs_a_worker_on_an_embedded_redis_that_delivers_a_labelled_issue(
         assert tasks[0]["state"] == "delivered" and tasks[0]["pr_url"]
     finally:
         process.terminate()
-        rest = process.communicate(timeout=30)[0]
+        rest = process.communicate(timeout=PATIENCE_SECONDS)[0]
     assert process.returncode == 0, rest
     assert "steelframe dev: starting an embedded Redis" in "".join(lines)

@@ -23,7 +23,7 @@ from bot.lifecycle.transition import Move, apply
 from bot.lifecycle.trusted_jobs import TrustedJob
 from tests.fakes.coding import command
 from tests.fakes.git import held_push_git, remote_refs
-from tests.fakes.lifecycle import Lifecycle, Make, gone, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
 from tests.fakes.workers import start_worker, stop_processes
@@ -99,15 +99,19 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
     horse = None
     try:
         if at_push:
-            await wait_for(lambda: held.exists() and held.read_text().strip(), within=60)
+            await wait_for(
+                lambda: held.exists() and held.read_text().strip(), within=PATIENCE_SECONDS
+            )
             horse = int(held.read_text())  # the process whose `git push` is held
         else:
-            await wait_for(lambda: started.exists() and started.read_text().strip(), within=60)
+            await wait_for(
+                lambda: started.exists() and started.read_text().strip(), within=PATIENCE_SECONDS
+            )
             (runtime,) = runtime_pids(str(started))
             horse = launcher_of(runtime)
         os.killpg(worker.pid, signal.SIGSTOP)
         os.kill(horse, signal.SIGSTOP)
-        await wait_for(lambda: _lease_expired(lc, task.id), within=30)
+        await wait_for(lambda: _lease_expired(lc, task.id), within=PATIENCE_SECONDS)
         other = await _take_over(lc, issue, tmp_path / "other-run")
         before = await _snapshot(lc, issue)
         assert before["state"] == TaskState.RUNNING and before["branch"] is None
@@ -115,12 +119,12 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
             push_go.write_text("go\n")  # its push goes out as soon as it wakes
         else:
             go.write_text("go\n")  # the runtime finishes its work while its worker sleeps
-            assert await gone(runtime, within=30)
+            assert await gone(runtime)
         os.kill(horse, signal.SIGCONT)
         os.killpg(worker.pid, signal.SIGCONT)
         # The job that ran it (the worker's start-up reconcile may have re-enqueued it).
         job = TrustedJob.fetch(str(lc.task(issue).job_id), connection=lc.ctx.redis)
-        await wait_for(lambda: job.get_status(refresh=True) == "finished", within=60)
+        await wait_for(lambda: job.get_status(refresh=True) == "finished", within=PATIENCE_SECONDS)
         assert job.return_value() == "stopped: lease lost"
         await lc.settle()
         assert await _snapshot(lc, issue) == before  # nothing at all changed, nor the branch

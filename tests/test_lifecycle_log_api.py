@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
 
 async def test_the_log_of_a_task_lists_its_runs_for_operators_only(make: Make) -> None:
     lc = await make(coding_command=command("commit"))
     issue = await lc.open_issue()
-    await wait_for(lc.queued_jobs)
+    await wait_for(lc.queued_jobs, within=PATIENCE_SECONDS)
     await lc.work()
     task_id = lc.task(issue).id
     response = await lc.api.get(f"/api/operator/tasks/{task_id}/log")

@@ -147,7 +147,7 @@ async def test_a_hanging_runtime_is_killed_at_the_time_limit_and_the_comment_nam
     await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=PATIENCE_SECONDS)
     started = host_pids(str(pids))
     assert len(started) >= 2  # the runtime and its grandchild, seen from the host
-    await asyncio.wait_for(running, 30)
+    await asyncio.wait_for(running, PATIENCE_SECONDS)
     task = lc.task(issue)
     assert task.state == TaskState.FAILED
     failure = next(c["body"] for c in await lc.comments(issue) if "could not finish" in c["body"])

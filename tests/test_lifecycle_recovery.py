@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -78,7 +78,7 @@ async def test_a_lease_renewed_by_its_heartbeat_outlives_its_ttl(
     issue = await lc.open_issue()
     task = lc.task(issue)
     run = asyncio.ensure_future(lc.work())
-    await wait_for(started.exists, within=60)
+    await wait_for(started.exists, within=PATIENCE_SECONDS)
     first = lc.ctx.db.call(leases.current, task.id)
     assert first is not None
 
@@ -87,7 +87,7 @@ async def test_a_lease_renewed_by_its_heartbeat_outlives_its_ttl(
         assert lease is not None and lease.holder == first.holder  # never lost or taken
         return lease.heartbeat_at > first.expires_at  # renewed after the first TTL ended
 
-    await wait_for(outlived, within=60)
+    await wait_for(outlived, within=PATIENCE_SECONDS)
     assert not leases.acquire(lc.ctx.db, task.id, Holder.this_process(), ttl=5)
     finish.touch()
     await run
@@ -118,7 +118,12 @@ async def test_the_heartbeat_renews_by_the_clock_when_each_pass_is_slow(
             return tasks.get_task(session, task_id)
 
     monkeypatch.setattr(run_module, "tasks", SlowReads())
-    lc = await make(coding_command=command("gated", finish, started), task_lease_seconds=ttl)
+    # Its slow passes keep it running past two TTLs: no time limit may end it first.
+    lc = await make(
+        coding_command=command("gated", finish, started),
+        task_lease_seconds=ttl,
+        task_time_limit=int(10 * PATIENCE_SECONDS),
+    )
     issue = await lc.open_issue()
     task = lc.task(issue)
     run = asyncio.ensure_future(lc.work())
@@ -224,7 +229,11 @@ async def test_terminating_a_running_task_kills_the_runtime_and_removes_the_work
     make: Make, tmp_path: Path
 ) -> None:
     pids = exchange_dir(tmp_path) / "pids.txt"
-    lc = await make(coding_command=command("hang", pids))
+    # A time limit no wait here reaches (the bench's 30 s would end the hanging run within
+    # the wait for it below): only the terminate can have stopped it.
+    lc = await make(
+        coding_command=command("hang", pids), task_time_limit=int(10 * PATIENCE_SECONDS)
+    )
     issue = await lc.open_issue()
     task = lc.task(issue)
     running = asyncio.ensure_future(lc.work())
@@ -287,11 +296,16 @@ async def test_a_lease_that_expired_is_taken_over(make: Make) -> None:
     task = lc.task(issue)
     old = Holder("a:1:x", "a", 1)
     new = Holder("b:2:y", "b", 2)
-    assert leases.acquire(lc.ctx.db, task.id, old, ttl=0.05)
+    assert leases.acquire(lc.ctx.db, task.id, old, ttl=5)
     assert not leases.acquire(lc.ctx.db, task.id, new, ttl=5)
-    await asyncio.sleep(0.1)
-    assert leases.acquire(lc.ctx.db, task.id, new, ttl=5)
-    assert not leases.renew(lc.ctx.db, task.id, old, ttl=5)  # the old holder lost it
+
+    # Its TTL later by the clock, not a sleep: a TTL short enough to sleep through, a loaded
+    # machine could outlast between the first two calls.
+    def later() -> datetime:
+        return utcnow() + timedelta(seconds=6)
+
+    assert leases.acquire(lc.ctx.db, task.id, new, ttl=5, clock=later)
+    assert not leases.renew(lc.ctx.db, task.id, old, ttl=5, clock=later)  # the old holder lost it
     lease = lc.ctx.db.call(leases.current, task.id)
     assert lease is not None and lease.holder == new.id
     assert lease.expires_at - lease.heartbeat_at == timedelta(seconds=5)

@@ -70,9 +70,9 @@ async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
         lease = lc.ctx.db.call(leases.current, task.id)
         return lease is not None and lease.expires_at < lc.ctx.clock()
 
-    await wait_for(expired)
+    await wait_for(expired, within=PATIENCE_SECONDS)
     second = start_worker(lc, tmp_path / "worker2.log", "--burst")
-    assert await asyncio.to_thread(second.wait, 60) == 0
+    assert await asyncio.to_thread(second.wait, PATIENCE_SECONDS) == 0
     output = (tmp_path / "worker2.log").read_text()
     assert f"recovered running tasks: [{task.id}]" in output
     await lc.settle()
@@ -152,7 +152,7 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
                 for e in lc.events(task.id)
             )
 
-        await wait_for(stopped_through_rq, within=60)
+        await wait_for(stopped_through_rq, within=PATIENCE_SECONDS)
         assert await gone(horse, runtime, grandchild, *sandbox_processes)
 
         def terminated() -> bool:  # a recorded request is applied once the row is free
@@ -160,7 +160,7 @@ async def test_a_terminated_job_that_does_not_stop_is_stopped_through_rq(
                 run_reconcile(lc.ctx, say=lambda line: None)
             return lc.task(issue).state == TaskState.TERMINATED
 
-        await wait_for(terminated, within=60)
+        await wait_for(terminated, within=PATIENCE_SECONDS)
         assert list(lc.ctx.worktrees.glob(f"task-{task.id}-*")) == []
     finally:
         await stop_processes([worker], within=10)
@@ -208,7 +208,9 @@ async def test_a_worker_told_to_stop_while_starting_leaves_cleanly(
     log = tmp_path / "worker.log"
     worker = start_worker(lc, log)
     try:
-        await wait_for(lambda: "another worker is reconciling" in log.read_text(), within=60)
+        await wait_for(
+            lambda: "another worker is reconciling" in log.read_text(), within=PATIENCE_SECONDS
+        )
         os.killpg(worker.pid, signum)
         code = await asyncio.to_thread(worker.wait, STOPS_WITHIN)  # not the lease's 120 s
     finally:
@@ -337,13 +339,14 @@ async def test_a_worker_waits_out_the_reconciler_lease_of_a_dead_one_then_repair
     await lc.work()
     await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
     lease = reconciler_lease_name(lc.ctx.queue_name)
-    lc.ctx.redis.set(lease, "a-dead-worker", px=60_000)  # outlives a slow worker start
+    # Outlives a slow worker start (the wait for it to say it waits).
+    lc.ctx.redis.set(lease, "a-dead-worker", px=int(2 * PATIENCE_SECONDS * 1000))
     log = tmp_path / "worker.log"
     worker = start_worker(lc, log, "--burst")
     waiting = "another worker is reconciling; waiting for its pass"
-    await wait_for(lambda: waiting in log.read_text(), within=60)
+    await wait_for(lambda: waiting in log.read_text(), within=PATIENCE_SECONDS)
     lc.ctx.redis.pexpire(lease, 1)  # the dead worker's lease runs out
-    assert await asyncio.to_thread(worker.wait, 60) == 0
+    assert await asyncio.to_thread(worker.wait, PATIENCE_SECONDS) == 0
     output = log.read_text()
     assert f"labels repaired: [{lc.task(issue).id}]" in output
     assert "steelframe:delivered" in await lc.labels(issue)

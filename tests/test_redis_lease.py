@@ -17,6 +17,7 @@ from bot.redis_lease import RedisLease, held
 from steelframe.cli import main
 from steelframe.composition import build_worker_context
 from tests.conftest import make_settings
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 @pytest.fixture
@@ -26,7 +27,7 @@ def client(redis_url: str) -> Iterator[redis.Redis]:
     connection.close()
 
 
-def wait_until(predicate: object, *, within: float = 20.0) -> None:
+def wait_until(predicate: object, *, within: float = PATIENCE_SECONDS) -> None:
     deadline = time.monotonic() + within
     while not predicate():  # type: ignore[operator]
         assert time.monotonic() < deadline, "condition not met in time"

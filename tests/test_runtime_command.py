@@ -418,7 +418,9 @@ async def test_the_command_does_not_inherit_the_apps_secrets(
 
 async def _gone(pid: int) -> None:
     """Wait (polling briefly) until `pid` no longer runs; reap it if it is our child."""
-    async with asyncio.timeout(5):
+    # Generous for a loaded machine, yet under the 60 s the tests' sleepers would take to end
+    # by themselves.
+    async with asyncio.timeout(30):
         while True:
             try:
                 os.kill(pid, 0)

@@ -16,6 +16,7 @@ import pytest
 from aiohttp import web
 
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.test_github_register import install_from_page
 from webhooks.signature import signature_for
 
@@ -75,7 +76,7 @@ async def _wait_for(got: Received, count: int) -> None:
             got.arrived.clear()
             await got.arrived.wait()
 
-    await asyncio.wait_for(enough(), 15)
+    await asyncio.wait_for(enough(), PATIENCE_SECONDS)
 
 
 async def test_registering_twice_makes_apps_two_and_three_and_leaves_the_first_alone(
@@ -165,7 +166,9 @@ async def test_the_printed_install_link_installs_the_new_app_and_its_repos_reach
     await github_sandbox.settle()
     first = [d.event for d in github_sandbox.sandbox.hooks.sent]
     assert first[-2:] == ["issues", "issue_comment"]
-    await asyncio.wait_for(github_sandbox.sandbox.other_hooks.sender_for(second["id"]).settle(), 10)
+    await asyncio.wait_for(
+        github_sandbox.sandbox.other_hooks.sender_for(second["id"]).settle(), PATIENCE_SECONDS
+    )
     assert [h["X-GitHub-Event"] for h, _ in got] == ["ping", "installation", "issues"]
 
 

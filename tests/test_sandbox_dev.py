@@ -16,6 +16,7 @@ import aiohttp
 
 from github_sandbox import Sandbox, generate_app_keys
 from github_sandbox.devmode import start_dev_sandbox
+from tests.fakes.patience import PATIENCE_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,7 +93,7 @@ async def test_dev_brings_up_the_sandbox_and_its_webhooks_reach_the_service(
                 assert r.status == 201
             async with session.get(f"{sandbox_url}/_sandbox/state") as r:
                 clone_url = (await r.json())["repos"]["steelframe-dev/sandbox"]["clone_url"]
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + PATIENCE_SECONDS
         while ("issues", "opened", "processed") not in stored_events(tmp_path / "dev.db"):
             assert time.monotonic() < deadline, stored_events(tmp_path / "dev.db")
             await asyncio.sleep(0.1)
@@ -109,7 +110,7 @@ async def test_dev_brings_up_the_sandbox_and_its_webhooks_reach_the_service(
     finally:
         if process.returncode is None:
             process.send_signal(signal.SIGINT)
-            await asyncio.wait_for(process.wait(), 30)
+            await asyncio.wait_for(process.wait(), PATIENCE_SECONDS)
     assert (tmp_path / "var" / "github-sandbox" / "world.pickle").exists()
 
 

@@ -25,6 +25,7 @@ from bot.lifecycle import run_cgroup, sandbox_uid
 from bot.lifecycle.coding import CodingOutcome, CodingRequest, CodingStatus, run_coding
 from bot.lifecycle.sandbox import Network, SandboxPolicy, SandboxRun
 from bot.lifecycle.setup_process import run_command
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.sandbox import exchange_dir, own_uids, require_bwrap, require_root
 
 MAX_PROCESSES = 16
@@ -179,7 +180,7 @@ def nobodys_processes(count: int) -> Iterator[None]:
         subprocess.Popen([*setpriv, "--clear-groups", "sleep", "600"]) for _ in range(count)
     ]
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PATIENCE_SECONDS
         while not all(real_uid(p.pid) == sandbox_uid.NOBODY for p in sleepers):
             assert time.monotonic() < deadline, "the sleepers did not become nobody"
             time.sleep(0.01)

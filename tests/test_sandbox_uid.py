@@ -15,6 +15,7 @@ import pytest
 from bot.lifecycle import sandbox_uid
 from bot.lifecycle.sandbox import Network, SandboxPolicy, SandboxRun
 from bot.lifecycle.setup_process import run_command
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.sandbox import exchange_dir, own_uids, require_bwrap, require_root
 
 # Takes a uid of the range given and says which; then holds it until killed.
@@ -128,7 +129,7 @@ def test_what_still_runs_as_a_runs_uid_is_killed_when_it_lets_go(
     held = sandbox_uid.lease(uids, locks)
     left = run_as(held.user.uid, sleeper_as)  # a daemon the run left behind
     held.release()
-    assert left.wait(timeout=30) == -9
+    assert left.wait(timeout=PATIENCE_SECONDS) == -9
     assert held.user.uid not in sandbox_uid.running_uids()
 
 

@@ -22,6 +22,7 @@ from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.events import EVENTS, EventsFeed
 from tests.fakes.own_redis import OwnRedis
 from tests.fakes.own_redis import own_redis_fixture as own_redis_fixture  # `own_redis`
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime
 
 
@@ -87,7 +88,7 @@ async def test_a_stream_opened_without_last_event_id_says_where_it_starts(
     await api.post("/api/operator/chat/new", json={})  # the log is at 1
     response = await api.get(EVENTS)
     assert response.status == 200
-    first = await asyncio.wait_for(response.content.readuntil(b"\n\n"), 30)
+    first = await asyncio.wait_for(response.content.readuntil(b"\n\n"), PATIENCE_SECONDS)
     assert first == b"id: 1\n\n"
     response.close()
 
@@ -102,7 +103,7 @@ async def test_a_relayed_turn_whose_redis_fails_ends_without_a_terminal_frame_an
     other = (await api_factory(settings, runtimes=lambda agent: runtime)).as_operator(first.token)
     started = await first.post("/api/operator/chat/stream", json={"message": "stream it"})
     session = started.headers["X-Steelframe-Session"]
-    await asyncio.wait_for(runtime.called.wait(), 30)
+    await asyncio.wait_for(runtime.called.wait(), PATIENCE_SECONDS)
     started.close()  # the client moves to the other instance, which reads Redis
 
     resumed = await other.get(

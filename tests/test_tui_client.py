@@ -13,6 +13,7 @@ from textual.app import App, ComposeResult
 
 from steelframe.cli import build_parser
 from tests.conftest import ApiClient, make_settings, read_sse
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import chat_response, chat_session
@@ -318,7 +319,7 @@ async def test_closing_the_client_ends_its_events_stream(api: ApiClient) -> None
     events = client.events()
     first = asyncio.create_task(anext(events))
     await read_sse(await api.post("/api/operator/chat/stream", json={"message": "hello"}))
-    assert isinstance(await asyncio.wait_for(first, 30), SessionFrame)
+    assert isinstance(await asyncio.wait_for(first, PATIENCE_SECONDS), SessionFrame)
     await client.close()  # between two reads
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(anext(events), 30)

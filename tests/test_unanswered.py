@@ -12,30 +12,34 @@ from typing import Any
 from bot.runtimes.base import Delta
 from bot.unanswered import Unanswered
 from tests.conftest import ApiClient, frames_until, make_settings, read_sse
-from tests.fakes.lifecycle import wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
 from tests.fakes.runtimes import ScriptedRuntime
+
+# A `max_wait` no turn here reaches: one let go went because it was its turn, not because it
+# was overdue. Each wait for a turn to go stays under it, so an overdue turn cannot pass.
+NEVER_OVERDUE = 10 * PATIENCE_SECONDS
 
 
 async def test_quiet_returns_at_once_with_nothing_unanswered() -> None:
-    await asyncio.wait_for(Unanswered().quiet(), timeout=5)
+    await asyncio.wait_for(Unanswered().quiet(), timeout=PATIENCE_SECONDS)
 
 
 async def test_quiet_waits_for_the_last_answer() -> None:
-    unanswered = Unanswered(max_wait=60)
+    unanswered = Unanswered(max_wait=NEVER_OVERDUE)
     unanswered.arrived()
     unanswered.arrived()
     waiting = asyncio.ensure_future(unanswered.quiet())
     unanswered.answered()
-    await wait_for(lambda: unanswered.waiting == 1, within=30)
+    await wait_for(lambda: unanswered.waiting == 1, within=PATIENCE_SECONDS)
     assert not waiting.done()  # one request is still waiting
     unanswered.answered()
-    await asyncio.wait_for(waiting, timeout=5)
+    await asyncio.wait_for(waiting, timeout=PATIENCE_SECONDS)
 
 
 async def test_a_request_that_is_never_answered_delays_quiet_by_max_wait_only() -> None:
     unanswered = Unanswered(max_wait=0.2)
     unanswered.arrived()
-    await asyncio.wait_for(unanswered.quiet(), timeout=10)
+    await asyncio.wait_for(unanswered.quiet(), timeout=PATIENCE_SECONDS)
     assert unanswered.count == 1
 
 
@@ -45,12 +49,12 @@ async def test_a_turn_asks_its_model_only_once_waiting_requests_are_answered(
     runtime = ScriptedRuntime([[Delta("hello")]])
     api: ApiClient = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     unanswered = api.services.unanswered
-    unanswered.max_wait = 60
+    unanswered.max_wait = NEVER_OVERDUE
     unanswered.arrived()  # a request elsewhere that has not had its first byte
     response = await api.post("/api/operator/chat/stream", json={"message": "hi"})
     first = await frames_until(response, lambda f: f["type"] == "status")
     assert first[0]["text"] == "turn started"  # the first frame is not held back
-    await wait_for(lambda: unanswered.waiting == 1, within=30)  # the turn yields here
+    await wait_for(lambda: unanswered.waiting == 1, within=PATIENCE_SECONDS)  # the turn yields here
     assert runtime.requests == []  # the model call waits
     unanswered.answered()
     frames = await read_sse(response)
@@ -83,9 +87,9 @@ async def test_a_blocking_turn_does_not_wait_on_its_own_request(
     # then, its own turn would yield to it for the whole `max_wait`.
     runtime = ScriptedRuntime([[Delta("hello")]])
     api: ApiClient = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
-    api.services.unanswered.max_wait = 600
+    api.services.unanswered.max_wait = NEVER_OVERDUE
     answer = await asyncio.wait_for(
-        api.post("/api/operator/chat", json={"message": "hi"}), timeout=60
+        api.post("/api/operator/chat", json={"message": "hi"}), timeout=PATIENCE_SECONDS
     )
     assert answer.status == 200
     assert api.services.unanswered.count == 0
@@ -94,7 +98,7 @@ async def test_a_blocking_turn_does_not_wait_on_its_own_request(
 async def test_turns_held_by_a_burst_go_one_at_a_time_oldest_first() -> None:
     # Let go all at once, the held turns would start together and the requests arriving
     # meanwhile would wait for all of them.
-    unanswered = Unanswered(max_wait=60, tick=0.5)
+    unanswered = Unanswered(max_wait=NEVER_OVERDUE, tick=0.5)
     unanswered.arrived()
     gone: list[tuple[int, int]] = []  # (which turn, how many still waited as it went on)
 
@@ -107,9 +111,9 @@ async def test_turns_held_by_a_burst_go_one_at_a_time_oldest_first() -> None:
     turns = []
     for number in range(3):
         turns.append(asyncio.ensure_future(turn(number)))
-        await wait_for(lambda: unanswered.waiting == len(turns), within=30)
+        await wait_for(lambda: unanswered.waiting == len(turns), within=PATIENCE_SECONDS)
     unanswered.answered()
-    await asyncio.wait_for(asyncio.gather(*turns), timeout=30)
+    await asyncio.wait_for(asyncio.gather(*turns), timeout=PATIENCE_SECONDS)
     assert [number for number, _ in gone] == [0, 1, 2]
     assert gone[0][1] == 2  # the first went on alone
 
@@ -132,24 +136,24 @@ async def test_a_turn_waits_while_the_loop_runs_late_then_goes_when_overdue() ->
 
     unanswered.arrived()
     held = asyncio.ensure_future(_timed(unanswered.quiet()))
-    await wait_for(lambda: unanswered.waiting == 1, within=30)
+    await wait_for(lambda: unanswered.waiting == 1, within=PATIENCE_SECONDS)
     loop.call_soon(hog)  # only the late loop holds the turn from there
     try:
-        waited = await asyncio.wait_for(held, timeout=30)
+        waited = await asyncio.wait_for(held, timeout=PATIENCE_SECONDS)
     finally:
         busy = False
     assert waited >= 0.5  # let go only when overdue
 
 
 async def test_a_held_turn_that_is_cancelled_does_not_hold_the_next() -> None:
-    unanswered = Unanswered(max_wait=60)
+    unanswered = Unanswered(max_wait=NEVER_OVERDUE)
     unanswered.arrived()
     first = asyncio.ensure_future(unanswered.quiet())
     second = asyncio.ensure_future(unanswered.quiet())
-    await wait_for(lambda: unanswered.waiting == 2, within=30)
+    await wait_for(lambda: unanswered.waiting == 2, within=PATIENCE_SECONDS)
     first.cancel()
     unanswered.answered()
-    await asyncio.wait_for(second, timeout=30)
+    await asyncio.wait_for(second, timeout=PATIENCE_SECONDS)
     assert unanswered.waiting == 0
 
 

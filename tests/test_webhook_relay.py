@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from steelframe.webhook_relay import delivery_from_event, running_relay
 from tests.conftest import GITHUB_DATA, ApiClient, webhook_headers
-from tests.fakes.lifecycle import wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
 from webhooks.deliveries import WebhookDelivery
 
 OPENED = json.loads((GITHUB_DATA / "webhook-examples/issues/opened.payload.json").read_text())
@@ -69,13 +69,13 @@ async def test_deliveries_through_the_relay_are_verified_stored_and_survive_a_dr
     target = str(github_service.raw.make_url("/api/github/webhooks"))
     async with running_relay(source, target) as running:
         fake.events.put_nowait(relayed(OPENED, "relayed-1"))
-        await wait_for(lambda: "relayed-1" in _statuses(github_service), within=30)
+        await wait_for(lambda: "relayed-1" in _statuses(github_service), within=PATIENCE_SECONDS)
         fake.events.put_nowait(None)  # the relay drops the stream; the client reopens it
-        await wait_for(lambda: fake.connections == 2, within=30)
+        await wait_for(lambda: fake.connections == 2, within=PATIENCE_SECONDS)
         fake.events.put_nowait(relayed(OPENED, "relayed-2"))
-        await wait_for(lambda: "relayed-2" in _statuses(github_service), within=30)
+        await wait_for(lambda: "relayed-2" in _statuses(github_service), within=PATIENCE_SECONDS)
         # The service stores a delivery before the relay client reads its answer.
-        await wait_for(lambda: running.forwarded == 2, within=30)
+        await wait_for(lambda: running.forwarded == 2, within=PATIENCE_SECONDS)
     statuses = _statuses(github_service)
     assert statuses["relayed-1"] != "rejected" and statuses["relayed-2"] != "rejected"
     assert running.forwarded == 2
@@ -104,6 +104,6 @@ def test_serve_refuses_a_relay_without_a_fixed_port(tmp_path: Path) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=PATIENCE_SECONDS,
     )
     assert result.returncode == 2 and "WEBHOOK_PROXY_URL needs a fixed port" in result.stderr

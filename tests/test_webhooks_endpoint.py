@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from bot.config import Settings
 from bot.config_values import Secret
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, ApiClient, make_settings, webhook_headers
+from tests.fakes.patience import PATIENCE_SECONDS
 from webhooks.deliveries import DeliveryBody, DeliveryStatus, WebhookDelivery
 from webhooks.deps import WEBHOOKS
 from webhooks.router import build_router
@@ -51,7 +52,7 @@ async def post(api: ApiClient, body: bytes, headers: dict[str, str]) -> Any:
 
 
 async def drain(api: ApiClient) -> None:
-    await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), 10)
+    await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), PATIENCE_SECONDS)
 
 
 def counting_router(

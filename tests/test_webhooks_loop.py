@@ -17,13 +17,14 @@ from bot.github.installations import GitHubInstallation, GitHubRepository, store
 from bot.lifecycle.context import github_factory
 from memory.models import MemoryChunk
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
+from tests.fakes.patience import PATIENCE_SECONDS
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 from webhooks.deps import WEBHOOKS
 
 
 async def settle(sandbox: GitHubSandbox, api: ApiClient) -> list[WebhookDelivery]:
     await sandbox.settle()
-    await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), 10)
+    await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), PATIENCE_SECONDS)
     return api.services.db.call(
         lambda s: list(s.scalars(select(WebhookDelivery).order_by(WebhookDelivery.received_at)))
     )

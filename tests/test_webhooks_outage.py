@@ -26,7 +26,14 @@ from bot.lifecycle.worker import InProcessWorker
 from steelframe.composition import build_worker_context
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, start_lifecycle, wait_for
+from tests.fakes.lifecycle import (
+    DECISION,
+    PATIENCE_SECONDS,
+    PICKUP,
+    Lifecycle,
+    start_lifecycle,
+    wait_for,
+)
 from tests.fakes.sandbox import sandbox_settings
 from tests.fakes.serve_process import free_port
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
@@ -104,7 +111,7 @@ async def test_a_pickup_and_a_decision_during_a_10s_github_outage_take_effect_af
         decision = {"body": f"{DECISION}\nUse Redis."}
         as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
         # Both failed (the author's access cannot be checked) and wait for their retry.
-        await wait_for(lambda: count(lc, DeliveryStatus.RETRYING) >= 2, within=60)
+        await wait_for(lambda: count(lc, DeliveryStatus.RETRYING) >= 2, within=PATIENCE_SECONDS)
         await asyncio.sleep(OUTAGE_SECONDS)  # the outage itself, not a wait for a result
         assert find_task(lc, fresh) is None
         assert lc.task(waiting).state == TaskState.WAITING_FOR_INFO
@@ -156,7 +163,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     )
     for _ in range(3):  # the App's own label writes send more webhooks
         await github_sandbox.settle()
-        await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), 30)
+        await asyncio.wait_for(api.raw.app[WEBHOOKS].processor.drain(), PATIENCE_SECONDS)
     db = api.services.db
     rows = db.call(lambda s: list(s.scalars(select(WebhookDelivery))))
     # opened, labeled (the pickup), then labeled again by the App ("queued")...
@@ -181,7 +188,8 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     )
     try:
         await wait_for(
-            lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued, within=60
+            lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued,
+            within=PATIENCE_SECONDS,
         )
         worker = InProcessWorker(
             [rq_queue(ctx.queue_name, connection)], connection=connection, lifecycle=ctx
@@ -237,7 +245,7 @@ async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_
     decision = {"body": f"{DECISION}\nUse Redis."}
     as_person(lc, "maintainer", type(lc.sandbox.sandbox.ops).create_comment, waiting, decision)
     await github_sandbox.settle()
-    await asyncio.wait_for(cut_off.raw.app[WEBHOOKS].processor.drain(), 30)
+    await asyncio.wait_for(cut_off.raw.app[WEBHOOKS].processor.drain(), PATIENCE_SECONDS)
     # The Decision's delivery did its part: nothing waits for a retry.
     assert count(lc, DeliveryStatus.RETRYING) == count(lc, DeliveryStatus.DEAD) == 0
     resumed = lc.task(waiting)

@@ -18,6 +18,7 @@ from sqlalchemy import select
 from bot.clock import utcnow
 from bot.db import Database
 from tests.conftest import GITHUB_DATA, make_settings, store_deliveries
+from tests.fakes.patience import PATIENCE_SECONDS
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.delivery_retry import RetryPolicy
 from webhooks.processor import DeliveryProcessor
@@ -75,7 +76,7 @@ async def test_new_deliveries_are_processed_once_in_arrival_order(
         for delivery_id in ids:
             processor.submit(delivery_id, "issues", data)
         processor.submit(ids[0], "issues", data)  # a second copy: already claimed, skipped
-        await asyncio.wait_for(processor.drain(), 10)
+        await asyncio.wait_for(processor.drain(), PATIENCE_SECONDS)
     finally:
         await writer.close()
         await processor.close()
@@ -179,7 +180,7 @@ async def test_a_long_queue_reads_texts_back_and_past_its_end_waits_in_the_log_p
         assert all(await asyncio.gather(*(writer.record(stored(i)) for i in ids)))
         for delivery_id in ids:
             processor.submit_stored(delivery_id, "issues", OPENED)
-        await asyncio.wait_for(processor.drain(), 20)
+        await asyncio.wait_for(processor.drain(), PATIENCE_SECONDS)
     finally:
         await writer.close()
         await processor.close()

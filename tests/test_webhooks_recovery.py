@@ -19,6 +19,7 @@ from bot.db import Database
 from memory import ChunkIn, add_chunk
 from memory.models import MemoryChunk
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, make_settings, store_deliveries
+from tests.fakes.patience import PATIENCE_SECONDS
 from webhooks.chunks import Write
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.delivery_log import Replay, requeue
@@ -72,6 +73,8 @@ async def test_deliveries_left_unprocessed_are_processed_when_the_service_starts
     await store_deliveries(before.db, [stored("a"), stored("b"), stored("c")])
     before.db.call(claim, ["c"], now=utcnow(), owner="alive")  # a live process has c
     api = await api_factory(settings)
+    # Not PATIENCE_SECONDS: c must still be within its 15 s lease (LEASE_SECONDS, from the
+    # claim above) when the statuses are read, or a sweep takes it.
     deadline = time.monotonic() + 10
     while statuses(api.services.db)["b"] != DeliveryStatus.PROCESSED:
         assert time.monotonic() < deadline, statuses(api.services.db)
@@ -194,14 +197,14 @@ async def test_a_live_owner_keeps_its_claim_by_heartbeat_and_a_dead_ones_is_take
     ctx = WebhookContext(db=db, settings=settings, clock=lambda: now[0])
     owner = DeliveryProcessor(router, ctx, lease_seconds=0.3, sweep_seconds=3600)
     owner.start()  # its first sweep claims `slow` and blocks in the handler
-    await asyncio.wait_for(started.wait(), 20)
+    await asyncio.wait_for(started.wait(), PATIENCE_SECONDS)
 
     def claimed_at() -> datetime | None:
         return db.call(lambda s: s.get(WebhookDelivery, "slow").claimed_at)
 
     # Far past the first claim's lease: the owner's heartbeat has renewed it meanwhile.
     now[0] += timedelta(seconds=60)
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + PATIENCE_SECONDS
     while claimed_at() != now[0]:
         assert time.monotonic() < deadline, "the heartbeat did not renew the claim"
         await asyncio.sleep(0.05)
@@ -265,7 +268,7 @@ async def test_a_handler_whose_effect_committed_before_its_process_died_is_not_r
     ctx = WebhookContext(db=db, settings=settings, clock=lambda: now[0])
     owner = DeliveryProcessor(router, ctx, lease_seconds=0.3, sweep_seconds=3600)
     owner.start()
-    await asyncio.wait_for(committed.wait(), 20)
+    await asyncio.wait_for(committed.wait(), PATIENCE_SECONDS)
     for task in owner._tasks:  # the process dies: no drain, no outcome, no renewal
         task.cancel()
     await asyncio.gather(*owner._tasks, return_exceptions=True)

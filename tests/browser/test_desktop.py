@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import WAIT_MS, chromium_path
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 def free_port() -> int:
@@ -47,7 +48,7 @@ def xvfb() -> Iterator[str]:
         yield f":{number}"
     finally:
         process.terminate()
-        process.wait(10)
+        process.wait(PATIENCE_SECONDS)
 
 
 @pytest.fixture
@@ -125,7 +126,7 @@ async def connect(playwright: object, port: int) -> object:
 
 
 async def find_app_page(cdp: object) -> object:
-    deadline = time.monotonic() + WAIT_MS / 1000
+    deadline = time.monotonic() + PATIENCE_SECONDS  # a Chromium start on a loaded machine
     while True:
         for context in cdp.contexts:  # type: ignore[attr-defined]
             for page in context.pages:

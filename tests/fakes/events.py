@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
+from tests.fakes.patience import PATIENCE_SECONDS
 from tui_client.sse import Frame, SseReader
 
 EVENTS = "/api/operator/events"
@@ -36,7 +37,9 @@ class EventsFeed:
             self.frames.extend(self._reader.feed(chunk))
             self._changed.set()
 
-    async def wait_for(self, predicate: Callable[[Frame], bool], *, within: float = 30.0) -> Frame:
+    async def wait_for(
+        self, predicate: Callable[[Frame], bool], *, within: float = PATIENCE_SECONDS
+    ) -> Frame:
         """The first frame (already read or still to come) matching `predicate`."""
         async with asyncio.timeout(within):
             while True:
@@ -46,7 +49,7 @@ class EventsFeed:
                 self._changed.clear()
                 await self._changed.wait()
 
-    async def wait_pings(self, count: int, *, within: float = 30.0) -> None:
+    async def wait_pings(self, count: int, *, within: float = PATIENCE_SECONDS) -> None:
         async with asyncio.timeout(within):
             while self.pings < count:
                 self._changed.clear()

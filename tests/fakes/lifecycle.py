@@ -220,8 +220,11 @@ def alive(pid: int) -> bool:
         return False
 
 
-async def gone(*pids: int, within: float = 5.0) -> bool:
-    """All `pids` died within `within` seconds (a SIGKILL lands asynchronously)."""
+async def gone(*pids: int, within: float = PATIENCE_SECONDS) -> bool:
+    """All `pids` died within `within` seconds (a SIGKILL lands asynchronously, and a
+    process killed through its dead parent or its run's cgroup later still on a loaded
+    machine). A caller whose processes would end by themselves meanwhile (a sleeper's own
+    end, a time limit still running) passes a `within` that ends first."""
     try:
         await wait_for(lambda: not any(alive(pid) for pid in pids), within=within)
     except AssertionError:

@@ -3,9 +3,11 @@
 Its own module, importing nothing, so `tests/conftest.py` (the sandbox's `settle`) and
 `tests/fakes/lifecycle.py` (which imports conftest) share one figure."""
 
-# For webhooks to settle and sandboxed runs to start (`wait_for(..., within=PATIENCE_SECONDS)`).
-# A clean-clone CI run at a load average of 20 took more than 10 s for what takes a second
-# or two on a quiet machine; only a test that fails waits this long. Not `wait_for`'s
-# default: some of its callers wait for what a product timeout (30 s and more) would bring
-# about anyway, and must fail before that.
+# For webhooks to settle, sandboxed runs to start, processes to die or exit, workers and
+# services to answer, events to arrive (`wait_for(..., within=PATIENCE_SECONDS)`, `gone`,
+# `EventsFeed`). A clean-clone CI run at a load average of 20 took more than 10 s for what
+# takes a second or two on a quiet machine; only a test that fails waits this long. Not for
+# a wait whose outcome something else would bring about meanwhile (a product timeout of 30 s
+# and more, a lease, a sleeper's own end): such a wait must end first, so it names its own
+# bound and says why; `wait_for`'s 10 s default is one.
 PATIENCE_SECONDS = 60.0
