@@ -22,11 +22,12 @@ from bot.runtimes.base import Delta
 from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.own_redis import OwnRedis
 from tests.fakes.own_redis import own_redis_fixture as own_redis_fixture  # `own_redis`
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime
 from tests.test_frame_relay import _response
 
 TURN = "turn-1"
-WAIT = 60.0  # a hang deadline: a passing wait takes well under a second
+WAIT = PATIENCE_SECONDS  # a hang deadline: a passing wait takes well under a second
 
 
 def _opening(frame_id: int) -> NumberedFrame:

@@ -20,7 +20,7 @@ from bot.lifecycle.finish import finish_failed
 from bot.lifecycle.recovery import recover
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply
-from tests.fakes.lifecycle import Lifecycle, Make, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
 
@@ -68,12 +68,14 @@ async def test_a_recovery_waiting_on_a_held_row_terminates_as_recorded_meanwhile
                 recover(worker, None, task_id, reason="test: the run died", dead_pid=None)
             )
             # The recovery found no request and now waits for the row.
-            await wait_for(lambda: _waiting_on(monitor, holder.info.backend_pid) >= 1, within=30)
+            await wait_for(
+                lambda: _waiting_on(monitor, holder.info.backend_pid) >= 1, within=PATIENCE_SECONDS
+            )
             assert lc.ctx.db.call(terminate.requested_by, task_id) is None
             termination = await lc.terminations.terminate(task_id, actor="operator:late")
             assert not termination.applied  # the row was held: recorded for whoever is next
             holder.rollback()  # the frozen process dies; the recovery gets the row
-            said = await asyncio.wait_for(recovery, 30)
+            said = await asyncio.wait_for(recovery, PATIENCE_SECONDS)
     finally:
         if recovery is not None and not recovery.done():
             recovery.cancel()
