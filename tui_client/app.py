@@ -9,6 +9,7 @@ from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.notifications import SeverityLevel
+from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 from textual.worker import WorkerCancelled, WorkerFailed
 
@@ -28,6 +29,14 @@ from tui_client.events_wire import (
 from tui_client.failures import describe
 from tui_client.live import news_notice, task_notice
 
+# Once live updates have stopped for good (the stream refused with a 404, a 401: not asked
+# again), the Board and the session list are reloaded this often, so what they show is never
+# more than this far behind without a ctrl+r. The web GUI polls every 4 s (its POLL_MS in
+# web_gui/static/events.js, where polling also drives its news); the TUI only keeps its two
+# lists current, and a terminal left open all day costs the service two GETs per period:
+# 10 s is behind by less than a glance at another window, at well under half the load.
+STOPPED_REFRESH_SECONDS = 10
+
 
 class SteelframeApp(App[None]):
     CSS_PATH = "app.tcss"
@@ -45,6 +54,7 @@ class SteelframeApp(App[None]):
         self.sub_title = client.base_url
         self.told: list[str] = []
         self._stream_opened = False  # the events stream has been open at least once
+        self.stopped_refresh: Timer | None = None  # reloads the lists once live updates stop
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -85,6 +95,19 @@ class SteelframeApp(App[None]):
         except ApiError as exc:
             self.show_live_status(LiveStatus(live=False, reason=describe(exc)))
             self.tell(f"Live updates stopped: {describe(exc)}", severity="error")
+            self._refresh_while_stopped()
+
+    def _refresh_while_stopped(self) -> None:
+        """The stream is not asked again: the lists are reloaded on a timer instead (the
+        open transcript is not: the operator's own turns keep it current)."""
+        if self.stopped_refresh is None:
+            self.stopped_refresh = self.set_interval(
+                STOPPED_REFRESH_SECONDS, self._reload_lists, name="stopped-refresh"
+            )
+
+    def _reload_lists(self) -> None:
+        self.board.load()
+        self.chat.load_sessions()
 
     def _stream_status(self, status: LiveStatus) -> None:
         if status.live and not self._stream_opened:
@@ -104,7 +127,8 @@ class SteelframeApp(App[None]):
         elif status.retry_in:
             self.sub_title = f"{base} · live updates: reconnecting… ({status.reason})"
         else:
-            self.sub_title = f"{base} · live updates stopped"
+            every = f"refreshing every {STOPPED_REFRESH_SECONDS} s"
+            self.sub_title = f"{base} · live updates stopped · {every}"
 
     def apply_event(self, frame: EventFrame) -> None:
         if isinstance(frame, TaskFrame):
@@ -128,6 +152,9 @@ class SteelframeApp(App[None]):
             self.chat.refresh_transcript()
 
     async def on_unmount(self) -> None:
+        if self.stopped_refresh is not None:
+            self.stopped_refresh.stop()
+            self.stopped_refresh = None
         # The events worker reads through the client: stopped first, it ends cancelled
         # rather than failing on a connection closed between two of its reads.
         for worker in self.workers.cancel_group(self, "events"):
