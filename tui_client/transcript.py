@@ -150,9 +150,13 @@ class AssistantMessage(Vertical):
         await self.mount_all(self._extras(finished, decision))
         self.streaming = False
 
-    async def warn(self, text: str) -> None:
-        """An error under the reply that does not end it (a frame it could not read)."""
-        await self.mount(Notice(text, kind="error"))
+    async def warn(self, text: str, *, kind: str = "error") -> None:
+        """A notice under the reply that does not end it, kept when the reply finishes: a
+        frame it could not read (an error), frames of the turn that were not relayed (a
+        warning). Said once: the same notice again tells the operator nothing more."""
+        if any(notice.text == text for notice in self.query(Notice)):
+            return
+        await self.mount(Notice(text, kind=kind))
 
     async def fail(self, text: str, *, kind: str = "error") -> None:
         await self._stop_stream()

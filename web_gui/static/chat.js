@@ -11,6 +11,10 @@ import { FRAME } from "./wire.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
+// The `reason` of a status frame standing where frames of the turn could not be relayed
+// (bot/chat/frames.py FRAMES_LOST, docs/api.md): what streamed may have skipped a part, so
+// it stays under the reply as a warning, not only a passing status line.
+const FRAMES_LOST = "frames_lost";
 
 export class Chat {
   constructor(app) {
@@ -509,6 +513,10 @@ export class Chat {
         }
         turn.statusText = frame.text;
         if (!turn.away) this.els.status.textContent = frame.text;
+        if (frame.reason === FRAMES_LOST && !turn.lostNote) {
+          turn.lostNote = lostNote(frame.text);
+          view.hits.before(turn.lostNote); // under the reply's text, above its hits
+        }
         break;
       case FRAME.THINKING:
         view.addThinking(frame.text);
@@ -546,6 +554,9 @@ export class Chat {
     if (this.rendered.has(id) && turn.resumedOnOpen) {
       turn.view.el.remove(); // already in the history we loaded
       turn.user?.remove();
+      // The warning goes with the reply as the history shows it.
+      const stored = this.els.messages.querySelector(`.msg.assistant[data-id="${CSS.escape(id)}"]`);
+      if (turn.lostNote && stored) stored.querySelector(".hits-slot")?.before(turn.lostNote);
     } else {
       this.rendered.add(id);
       turn.view.finish({
@@ -672,6 +683,12 @@ export class Chat {
     this.renderSessions();
     return false;
   }
+}
+
+// A lasting warning under a reply (text as text: never markup); a note to assistive
+// technology too, which heard the same words as the status line changed.
+function lostNote(text) {
+  return h("p", { class: "lost-note", role: "note", text: `Warning: ${text}` });
 }
 
 function filedNote(number, url) {
