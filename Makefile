@@ -50,14 +50,15 @@ lint: $(STAMP)
 # sessions, messages, a turn's frames (a tagged union) and the stop, publish and file answers
 # the TUI reads, from the chat contracts, the events stream's frames for the TUI, from
 # bot/contracts/events.py, and the task JSON the TUI reads (board, task detail, run log),
-# from bot/contracts/tasks.py
-# (tests/test_chat_wire.py, test_tui_sessions_wire.py, test_events_wire.py and
-# test_tui_tasks_wire.py fail while they are stale).
+# from bot/contracts/tasks.py, and an error answer's detail, from bot/contracts/errors.py
+# (tests/test_chat_wire.py, test_tui_sessions_wire.py, test_events_wire.py,
+# test_tui_tasks_wire.py and test_tui_errors_wire.py fail while they are stale).
 wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.chat_wire
 	$(BIN)/python -m bot.contracts.chat_sessions_wire
 	$(BIN)/python -m bot.contracts.events_wire
 	$(BIN)/python -m bot.contracts.tasks_wire
+	$(BIN)/python -m bot.contracts.errors_wire
 
 # Four test processes (pytest-xdist) on two cores: most tests wait on real processes, not
 # the CPU (a quiet run uses ~1.2 cores). Work stealing: a process that runs out of tests takes

@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
 from bot.models import Agent
 
@@ -34,6 +35,6 @@ def resolve_agent(agents: Mapping[str, AgentConfig], name: str | None) -> AgentC
     agent = agents.get(DEFAULT_AGENT if name is None else name)
     if agent is None:
         raise BadRequest(
-            f"unknown agent {name!r}", detail={"field": "agent", "known": sorted(agents)}
+            f"unknown agent {name!r}", detail=ErrorDetail(field="agent", known=sorted(agents))
         )
     return agent

@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.contracts import actions
+from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.github.issue_records import Issue, IssueComment
@@ -94,7 +95,7 @@ def decision_comment(body: str, key: str, *, by: str | None = None) -> str:
     signed with the name of the operator who published it (`by`), when known."""
     text = _MARKER_RE.sub("\n", body).strip()
     if not text:
-        raise BadRequest("body is required", detail={"field": "body"})
+        raise BadRequest("body is required", detail=ErrorDetail(field="body"))
     signed = ""
     if by:
         name = re.sub(r"[`\s]+", " ", by).strip()

@@ -2,23 +2,30 @@
 
 One middleware (`http_edge.errors`) turns these into `{"error": ..., "detail": ...}`.
 The message is safe to show; internals go to the log with the request id, never the client.
+The detail is typed (`bot.contracts.errors.ErrorDetail`): only the keys it declares reach
+the wire.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
+
+import msgspec
+
+from bot.contracts.errors import ErrorBody, ErrorDetail
 
 
-def error_body(error: str, detail: object = None, *, code: str) -> dict[str, object]:
-    """The JSON every HTTP error answer carries (docs/api.md, "Errors")."""
-    return {"error": error, "code": code, "detail": detail}
+def error_body(error: str, detail: ErrorDetail | None = None, *, code: str) -> dict[str, Any]:
+    """The JSON every HTTP error answer carries (docs/api.md, "Errors"), as builtins: each
+    answer's encoder (aiohttp's `json.dumps`, a fast lane's orjson) writes it as before."""
+    return cast(dict[str, Any], msgspec.to_builtins(ErrorBody(error, code, detail)))
 
 
 class SteelframeError(Exception):
     status = 500
     code = "internal_error"
 
-    def __init__(self, message: str, *, detail: Any = None) -> None:
+    def __init__(self, message: str, *, detail: ErrorDetail | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.detail = detail
@@ -67,11 +74,15 @@ class TooManyRequests(SteelframeError):
     status = 429
     code = "too_many_requests"
 
-    def __init__(self, message: str, *, retry_after: int, detail: Any = None) -> None:
-        super().__init__(message, detail=detail if detail is not None else {})
+    def __init__(
+        self, message: str, *, retry_after: int, detail: ErrorDetail | None = None
+    ) -> None:
+        # The detail says `retry_after` too, unless the raiser set it already.
+        given = detail if detail is not None else ErrorDetail()
+        if given.retry_after is msgspec.UNSET:
+            given = msgspec.structs.replace(given, retry_after=retry_after)
+        super().__init__(message, detail=given)
         self.retry_after = retry_after
-        if isinstance(self.detail, dict):
-            self.detail.setdefault("retry_after", retry_after)
 
 
 class UpstreamError(SteelframeError):

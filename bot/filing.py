@@ -18,6 +18,7 @@ import msgspec
 
 from bot.clock import Clock, utcnow
 from bot.contracts.actions import Filed
+from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest
@@ -170,7 +171,7 @@ class FilingService:
         idempotent on the lifecycle side (a second pickup of a live task does nothing)."""
         title = issue_title(title)
         if not title:
-            raise BadRequest("an issue needs a title", detail={"field": "title"})
+            raise BadRequest("an issue needs a title", detail=ErrorDetail(field="title"))
         if kind is FilingKind.MEMORY:
             body = memory_issue_body(title, body or title)
         request = IssueRequest(

@@ -3,6 +3,7 @@ them, so the shells need not import each other)."""
 
 from __future__ import annotations
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
 
 
@@ -13,7 +14,9 @@ def bounded_int(raw: str | None, name: str, *, default: int, maximum: int) -> in
     try:
         value = int(raw)
     except ValueError:
-        raise BadRequest(f"{name} must be a positive integer", detail={"field": name}) from None
+        raise BadRequest(
+            f"{name} must be a positive integer", detail=ErrorDetail(field=name)
+        ) from None
     if value <= 0 or value > maximum:
-        raise BadRequest(f"{name} must be between 1 and {maximum}", detail={"field": name})
+        raise BadRequest(f"{name} must be between 1 and {maximum}", detail=ErrorDetail(field=name))
     return value

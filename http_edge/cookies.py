@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import Forbidden
 from bot.web_sessions import csrf_matches
 
@@ -20,5 +21,5 @@ def require_csrf(request: web.Request, expected: str) -> None:
     if not (csrf_matches(expected, header) and header == request.cookies.get(CSRF_COOKIE)):
         raise Forbidden(
             "missing or wrong CSRF token: send the X-CSRF-Token header the page was given",
-            detail={"header": CSRF_HEADER},
+            detail=ErrorDetail(header=CSRF_HEADER),
         )

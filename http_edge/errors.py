@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from sqlalchemy.exc import DataError, DBAPIError, IntegrityError, OperationalError
 
+from bot.contracts.errors import ErrorDetail
 from bot.db import is_lock_timeout
 from bot.errors import SteelframeError, TooManyRequests, error_body
 from bot.log_context import bind_id
@@ -47,7 +48,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
                 "the request conflicts with stored data"
                 if status == 409
                 else "a value is out of range for storage",
-                {"request_id": request_id},
+                ErrorDetail(request_id=request_id),
                 code="conflict" if status == 409 else "bad_request",
             ),
             status=status,
@@ -64,7 +65,7 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
     except Exception:
         log.exception("unhandled error on %s %s [%s]", request.method, request.path, request_id)
         response = web.json_response(
-            error_body("internal error", {"request_id": request_id}, code="internal_error"),
+            error_body("internal error", ErrorDetail(request_id=request_id), code="internal_error"),
             status=500,
         )
     if not response.prepared:
@@ -83,7 +84,8 @@ def _database_unavailable(
         message, code = "the database is unavailable", "database_unavailable"
     _log_database_error(request, request_id, f"503 {code}", exc)
     response = web.json_response(
-        error_body(message, {"request_id": request_id, "retry_after": 5}, code=code), status=503
+        error_body(message, ErrorDetail(request_id=request_id, retry_after=5), code=code),
+        status=503,
     )
     response.headers["Retry-After"] = "5"
     return response

@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, PayloadTooLarge
 from bot.params import bounded_int
 
@@ -19,7 +20,9 @@ MAX_DEPTH = 32
 async def read_json(request: web.Request, *, limit: int, required: bool = True) -> dict[str, Any]:
     """The body as a JSON object, refusing more than `limit` bytes before reading them."""
     if request.content_length is not None and request.content_length > limit:
-        raise PayloadTooLarge(f"request body is larger than {limit} bytes", detail={"limit": limit})
+        raise PayloadTooLarge(
+            f"request body is larger than {limit} bytes", detail=ErrorDetail(limit=limit)
+        )
     # read(n) returns what has arrived so far: keep reading to the end or past the limit.
     raw = b""
     while len(raw) <= limit:
@@ -28,7 +31,9 @@ async def read_json(request: web.Request, *, limit: int, required: bool = True) 
             break
         raw += chunk
     if len(raw) > limit:
-        raise PayloadTooLarge(f"request body is larger than {limit} bytes", detail={"limit": limit})
+        raise PayloadTooLarge(
+            f"request body is larger than {limit} bytes", detail=ErrorDetail(limit=limit)
+        )
     if not raw.strip():
         if required:
             raise BadRequest("request body must be a JSON object")
@@ -50,7 +55,9 @@ def parse_json(raw: bytes) -> Any:
         if "depth limit" in reason or "recursion" in reason.lower():
             raise _too_deep() from None
         if "surrogate" not in reason:
-            raise BadRequest("request body is not valid JSON", detail={"reason": reason}) from None
+            raise BadRequest(
+                "request body is not valid JSON", detail=ErrorDetail(reason=reason)
+            ) from None
         data = _parse_with_surrogates(raw)
     _check_tree(data)
     return data
@@ -64,12 +71,15 @@ def _parse_with_surrogates(raw: bytes) -> Any:
     except RecursionError:
         raise _too_deep() from None
     except ValueError as exc:
-        raise BadRequest("request body is not valid JSON", detail={"reason": str(exc)}) from None
+        raise BadRequest(
+            "request body is not valid JSON", detail=ErrorDetail(reason=str(exc))
+        ) from None
 
 
 def _too_deep() -> BadRequest:
     return BadRequest(
-        f"request body is nested deeper than {MAX_DEPTH} levels", detail={"limit": MAX_DEPTH}
+        f"request body is nested deeper than {MAX_DEPTH} levels",
+        detail=ErrorDetail(limit=MAX_DEPTH),
     )
 
 
@@ -96,11 +106,13 @@ def _check_tree(data: Any) -> None:
 def _storable(value: str, field: str) -> None:
     """Refuse text no database can keep: NUL, and lone surrogates (not UTF-8)."""
     if "\x00" in value:
-        raise BadRequest(f"{field} contains a NUL character", detail={"field": field})
+        raise BadRequest(f"{field} contains a NUL character", detail=ErrorDetail(field=field))
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadRequest(f"{field} is not valid UTF-8 text", detail={"field": field}) from None
+        raise BadRequest(
+            f"{field} is not valid UTF-8 text", detail=ErrorDetail(field=field)
+        ) from None
 
 
 def reject_unknown(data: dict[str, Any], allowed: set[str]) -> None:
@@ -108,7 +120,7 @@ def reject_unknown(data: dict[str, Any], allowed: set[str]) -> None:
     if unknown:
         raise BadRequest(
             f"unknown field {unknown[0]!r}",
-            detail={"field": unknown[0], "allowed": sorted(allowed)},
+            detail=ErrorDetail(field=unknown[0], allowed=sorted(allowed)),
         )
 
 
@@ -117,9 +129,11 @@ def optional_str(data: dict[str, Any], name: str, *, max_length: int = 200) -> s
     if value is None:
         return None
     if not isinstance(value, str):
-        raise BadRequest(f"{name} must be a string", detail={"field": name})
+        raise BadRequest(f"{name} must be a string", detail=ErrorDetail(field=name))
     if len(value) > max_length:
-        raise BadRequest(f"{name} is longer than {max_length} characters", detail={"field": name})
+        raise BadRequest(
+            f"{name} is longer than {max_length} characters", detail=ErrorDetail(field=name)
+        )
     return value
 
 
@@ -128,7 +142,9 @@ MAX_ISSUE = 2**31 - 1  # the issue columns are 32-bit integers (GitHub's numbers
 
 def issue_number(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_ISSUE:
-        raise BadRequest(f"{name} must be a positive integer issue number", detail={"field": name})
+        raise BadRequest(
+            f"{name} must be a positive integer issue number", detail=ErrorDetail(field=name)
+        )
     return value
 
 

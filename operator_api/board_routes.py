@@ -7,6 +7,7 @@ import re
 import msgspec
 from aiohttp import web
 
+from bot.contracts.errors import ErrorDetail
 from bot.contracts.tasks import Board, TaskDetail, TaskLog
 from bot.errors import BadRequest, Unavailable
 from bot.lifecycle import archiving
@@ -50,7 +51,7 @@ def _task_id(request: web.Request) -> int:
     raw = request.match_info["id"]
     # ASCII digits only: str.isdigit() accepts "²" and int() refuses it (or 5000 digits).
     if not TASK_ID.fullmatch(raw):
-        raise BadRequest("task id must be a positive integer", detail={"field": "id"})
+        raise BadRequest("task id must be a positive integer", detail=ErrorDetail(field="id"))
     return int(raw)
 
 
@@ -64,14 +65,14 @@ def _state(request: web.Request) -> TaskState | None:
         allowed = [s.value for s in TaskState]
         raise BadRequest(
             f"state must be one of {', '.join(allowed)}",
-            detail={"field": "state", "allowed": allowed},
+            detail=ErrorDetail(field="state", allowed=allowed),
         ) from None
 
 
 def _flag(request: web.Request, name: str) -> bool:
     raw = request.query.get(name, "false").lower()
     if raw not in ("true", "false"):
-        raise BadRequest(f"{name} must be true or false", detail={"field": name})
+        raise BadRequest(f"{name} must be true or false", detail=ErrorDetail(field=name))
     return raw == "true"
 
 

@@ -11,6 +11,7 @@ from bot.chat.session_rows import UNSET
 from bot.chat.session_service import SessionService
 from bot.chat.unseen import mark_seen
 from bot.contracts.chat import Deleted, DoneFrame, ErrorFrame, Sessions, encode
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, NotFound, SteelframeError
 from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.answers import answered
@@ -36,7 +37,7 @@ class TurnFailed(SteelframeError):
     error middleware writes the body like every other error's."""
 
     def __init__(self, message: str, reason: str, session: str) -> None:
-        super().__init__(message, detail={"reason": reason, "session": session})
+        super().__init__(message, detail=ErrorDetail(reason=reason, session=session))
         self.status = ERROR_STATUS.get(reason, 500)
         self.code = f"turn_{reason}"
 
@@ -77,7 +78,7 @@ def _json(answer: Struct, *, status: int = 200) -> web.Response:
 
 
 def _bad(message: str, field: str) -> BadRequest:
-    return BadRequest(message, detail={"field": field})
+    return BadRequest(message, detail=ErrorDetail(field=field))
 
 
 @endpoints.post(

@@ -9,6 +9,7 @@ from aiohttp import web
 from bot.agents import resolve_agent
 from bot.chat.proposals import clear_pending, decision_published, take_pending
 from bot.chat.session_views import agent_of
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -40,7 +41,7 @@ def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
         return None
     if not raw.strip() or len(raw) > MAX_REQUEST_KEY:
         raise BadRequest(
-            f"{field} must be 1 to {MAX_REQUEST_KEY} characters", detail={"field": field}
+            f"{field} must be 1 to {MAX_REQUEST_KEY} characters", detail=ErrorDetail(field=field)
         )
     return raw.strip()
 
@@ -66,11 +67,11 @@ async def publish_decision(request: web.Request) -> web.Response:
     data = await read_json(request, limit=api.settings.chat_max_body)
     reject_unknown(data, {"issue", "body", "session_id", "request_id"})
     if "issue" not in data or data["issue"] is None:
-        raise BadRequest("issue is required", detail={"field": "issue"})
+        raise BadRequest("issue is required", detail=ErrorDetail(field="issue"))
     issue = issue_number(data["issue"], "issue")
     body = data.get("body")
     if not isinstance(body, str) or not body.strip():
-        raise BadRequest("body is required", detail={"field": "body"})
+        raise BadRequest("body is required", detail=ErrorDetail(field="body"))
     raw_session = optional_str(data, "session_id", max_length=64)
     sid = session_id(raw_session, "session_id") if raw_session else None
     operator = request[OPERATOR_ID]
@@ -117,7 +118,7 @@ async def file_pending(request: web.Request) -> web.Response:
     proposal = held[1] if held is not None and not (title and title.strip()) else None
     if proposal is None and not (title and title.strip()):
         raise BadRequest(
-            "nothing to file: no pending proposal and no title", detail={"field": "title"}
+            "nothing to file: no pending proposal and no title", detail=ErrorDetail(field="title")
         )
     if api.filing is None:
         raise Unavailable("the GitHub App is not configured: nothing can be filed")

@@ -20,7 +20,7 @@ from http_edge.request_ids import REQUEST_ID
 from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
-from operator_api.sse import SSE_HEADERS, last_event_id
+from operator_api.sse import SSE_HEADERS, failure_reason, last_event_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -72,7 +72,7 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
             "with Last-Event-ID [%s]",
             request.method,
             request.path,
-            (exc.detail or {}).get("reason", "?"),
+            failure_reason(exc),
             request[REQUEST_ID],
         )
     except (ConnectionResetError, ConnectionError):

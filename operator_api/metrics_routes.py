@@ -11,6 +11,7 @@ import hmac
 
 from aiohttp import web
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import Unauthorized
 from bot.metrics import CONTENT_TYPE
 from http_edge.credentials import checked
@@ -25,7 +26,7 @@ async def _verify(expected: str, sent: str) -> None:
     if not hmac.compare_digest(sent.encode(), expected.encode()):
         raise Unauthorized(
             "metrics need STEELFRAME_METRICS_TOKEN as a bearer token",
-            detail={"header": "Authorization"},
+            detail=ErrorDetail(header="Authorization"),
         )
 
 
@@ -41,7 +42,7 @@ async def metrics(request: web.Request) -> web.Response:
     if expected is None:
         raise Unauthorized(
             "metrics are off: set STEELFRAME_METRICS_TOKEN and send it as a bearer token",
-            detail={"setting": "STEELFRAME_METRICS_TOKEN"},
+            detail=ErrorDetail(setting="STEELFRAME_METRICS_TOKEN"),
         )
     sent = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
     await checked(request, sent, lambda: _verify(expected.reveal(), sent))

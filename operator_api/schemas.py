@@ -7,7 +7,7 @@ fails on a key the service sends but this document does not name.
 The answers (chat, the task JSON, the events stream's frames, the explicit actions, /healthz
 and /readyz) are generated from their Structs (bot.contracts), where a key two answers share
 is declared once. Written here as tables, one entry per key, are only the request bodies
-(`request_object`), the spend chart's answer and the error body (`exact`): rows such as
+(`request_object`) and the spend chart's answer (`exact`): rows such as
 `"title": {"type": ["string", "null"]}` repeat in them because several bodies carry such
 keys, not copied logic.
 """
@@ -20,6 +20,7 @@ import msgspec
 
 from bot.contracts import chat
 from bot.contracts.actions import Filed, Published
+from bot.contracts.errors import ErrorBody
 from bot.contracts.events import EventFrame
 from bot.contracts.health import Health, Readiness
 from bot.contracts.tasks import Board, TaskDetail, TaskLog
@@ -153,13 +154,17 @@ def _health_schemas() -> dict[str, Any]:
     return components
 
 
+def _error_schemas() -> dict[str, Any]:
+    """Every error answer's body (`Error`) and its detail, generated from their Structs
+    (bot.contracts.errors); the body keeps the name the operations refer to."""
+    _, components = msgspec.json.schema_components([ErrorBody], ref_template=REF_TEMPLATE)
+    return {"Error": components.pop("ErrorBody"), **components}
+
+
 def component_schemas() -> dict[str, Any]:
     """A fresh copy each call: every app's document owns its schemas."""
     return {
-        "Error": exact(
-            {"error": {"type": "string"}, "code": {"type": "string"}, "detail": {}},
-            optional=("detail",),
-        ),
+        **_error_schemas(),
         **_health_schemas(),
         **_chat_schemas(),
         **_action_schemas(),

@@ -20,6 +20,7 @@ from aiohttp import web
 from bot.chat.frames import NumberedFrame
 from bot.chat.inflight import TurnHandle
 from bot.contracts.chat import DoneFrame
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Unavailable
 from http_edge.request_ids import REQUEST_ID, REQUEST_STARTED
 from operator_api.deps import OPERATOR_API
@@ -46,6 +47,12 @@ def encode_chat_frame(frame: NumberedFrame) -> bytes:
     return b"id: %d\ndata: %s\n\n" % (frame.id, frame.data)
 
 
+def failure_reason(exc: Unavailable) -> str:
+    """Why Redis failed under a stream, for the log line: the detail's `reason`, if any."""
+    reason = exc.detail.reason if exc.detail is not None else "?"
+    return reason if isinstance(reason, str) else "?"
+
+
 def last_event_id(request: web.Request) -> int:
     """The frame id a re-attaching client last saw (header, or `last_event_id` query)."""
     raw = request.headers.get("Last-Event-ID") or request.query.get("last_event_id") or "0"
@@ -53,7 +60,7 @@ def last_event_id(request: web.Request) -> int:
         return max(0, int(raw))
     except ValueError:
         raise BadRequest(
-            "Last-Event-ID must be an integer frame id", detail={"field": "Last-Event-ID"}
+            "Last-Event-ID must be an integer frame id", detail=ErrorDetail(field="Last-Event-ID")
         ) from None
 
 
@@ -97,7 +104,7 @@ async def stream_frames(
             request.method,
             request.path,
             turn_id,
-            (exc.detail or {}).get("reason", "?"),
+            failure_reason(exc),
             request[REQUEST_ID],
         )
     except (ConnectionResetError, ConnectionError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from bot.chat.session_rows import UNSET
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
 from http_edge.validation import issue_number
 
@@ -21,5 +22,5 @@ def optional_issue(data: dict[str, Any], name: str) -> Any:
 
 def session_id(value: str, name: str = "session") -> str:
     if not (0 < len(value) <= 64) or not value.isalnum():
-        raise BadRequest(f"{name} is not a valid session id", detail={"field": name})
+        raise BadRequest(f"{name} is not a valid session id", detail=ErrorDetail(field=name))
     return value

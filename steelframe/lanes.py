@@ -51,6 +51,7 @@ from typing import cast
 import httptools
 import orjson
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import RequestTimeout, SteelframeError, error_body
 from bot.log_context import bind_id, log_ids
 from http_edge.request_ids import request_id_for
@@ -462,7 +463,9 @@ def _failure(route: LaneRoute, exc: Exception, request_id: str) -> Answer:
     with log_ids(request_id=request_id):  # bound already in an answer's task, not here
         if not isinstance(exc, SteelframeError):
             log.error("unhandled error on POST %s [%s]", route.path, request_id, exc_info=exc)
-            body = error_body("internal error", {"request_id": request_id}, code="internal_error")
+            body = error_body(
+                "internal error", ErrorDetail(request_id=request_id), code="internal_error"
+            )
             return Answer(500, orjson.dumps(body))
         log.info("POST %s -> %s %s [%s]", route.path, exc.status, exc.code, request_id)
     retry_after = getattr(exc, "retry_after", None)

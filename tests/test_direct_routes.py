@@ -14,6 +14,7 @@ from aiohttp import web
 from sqlalchemy import func, select
 
 from bot.config_values import Secret
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
 from http_edge.appkeys import DIRECT_ROUTES
 from http_edge.errors import Handler, errors_middleware
@@ -34,7 +35,7 @@ def recording_app(passed: list[str]) -> web.Application:
 
     async def direct(request: web.Request) -> web.StreamResponse:
         if request.headers.get("fail") == "bad":
-            raise BadRequest("a bad direct request", detail={"why": "asked"})
+            raise BadRequest("a bad direct request", detail=ErrorDetail(reason="asked"))
         if request.headers.get("fail") == "crash":
             raise RuntimeError("internal detail that must not leak")
         return web.json_response({"direct": True, "body": (await request.read()).decode()})
@@ -98,7 +99,7 @@ async def test_direct_errors_are_json_with_a_request_id(direct_client: Any) -> N
     assert await bad.json() == {
         "error": "a bad direct request",
         "code": "bad_request",
-        "detail": {"why": "asked"},
+        "detail": {"reason": "asked"},
     }
     crash = await client.post(PATH, headers={"fail": "crash"})
     assert crash.status == 500

@@ -85,7 +85,7 @@ def test_an_illegal_transition_is_refused_with_a_clear_error_and_logs_nothing(
     assert refused.value.status == 409
     assert "task 1 is queued; it cannot become waiting_for_info" in refused.value.message
     allowed = ["closed", "delivered", "failed", "merged", "running", "terminated"]
-    assert refused.value.detail["allowed"] == allowed
+    assert refused.value.detail is not None and refused.value.detail.allowed == allowed
     log = database.call(lambda s: [(e.kind, e.to_state) for e in tasks.events(s, task_id)])
     assert log == [(EventKind.CREATED, TaskState.QUEUED)]
     with pytest.raises(NotFound):

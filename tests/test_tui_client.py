@@ -18,8 +18,9 @@ from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import chat_response, chat_session
 from tui_client.__main__ import main, resolve
-from tui_client.api import ApiError, ErrorDetail, OperatorClient, ServiceUnreachable, _api_error
+from tui_client.api import ApiError, OperatorClient, ServiceUnreachable, _api_error
 from tui_client.chat_state import ChatState, status_line
+from tui_client.errors_wire import ErrorDetail
 from tui_client.events_wire import SessionFrame
 from tui_client.reply import FinishedReply, Hit
 from tui_client.sessions_wire import (

@@ -2,12 +2,14 @@
 
 Errors come back as exceptions the app can show as they are: `ServiceUnreachable` (no
 connection, or it broke), `ApiError` (the service answered `{"error","code","detail"}`,
-read as `ErrorBody`) and `UnexpectedAnswer` (an answer that is not the JSON this TUI reads).
+read as `ErrorBody`, its detail as `ErrorDetail`) and `UnexpectedAnswer` (an answer that is
+not the JSON this TUI reads).
 Every answer is decoded into a Struct, never handed on as untyped JSON: the board and task
 answers into those of `tui_client/tasks_wire.py`, the chat sessions, a turn's frames and the
 answers to seen, delete, stop, publish and file into those of `tui_client/sessions_wire.py`,
-the events stream's frames into `tui_client/events_wire.py`, all generated from the
-service's own (bot/contracts/tasks.py, chat.py, actions.py, events.py); each answer and each
+the events stream's frames into `tui_client/events_wire.py`, an error's detail into
+`tui_client/errors_wire.py`'s, all generated from the service's own (bot/contracts/tasks.py,
+chat.py, actions.py, events.py, errors.py); each answer and each
 SSE frame is decoded once, by its type's decoder.
 A turn's SSE stream that breaks mid-turn is re-attached from the last frame id it saw.
 """
@@ -25,6 +27,7 @@ import aiohttp
 import msgspec
 
 from tui_client import turn_frames
+from tui_client.errors_wire import ErrorDetail
 from tui_client.events_wire import EventFrame
 from tui_client.sessions_wire import (
     Deleted,
@@ -77,26 +80,10 @@ class ServiceUnreachable(Exception):
         self.reason = reason
 
 
-class ErrorDetail(msgspec.Struct, frozen=True, kw_only=True):
-    """What an error answer's `detail` says (docs/api.md, "Errors"): the keys the operator
-    API sends, each in only some answers (absent: None); keys this TUI does not know are
-    ignored."""
-
-    field: str | None = None  # the request field refused (400)
-    known: list[str] | None = None  # the agents there are, for an unknown `agent`
-    allowed: list[str] | None = None  # the values the field or the task's state allows
-    reason: str | None = None  # why a body is not valid JSON
-    limit: int | None = None  # a body's size limit, in bytes
-    session: str | None = None  # the session of the turn already in flight (409)
-    turn_id: str | None = None
-    task: int | None = None  # the task refused, and the state it is in
-    state: str | None = None
-    retry_after: int | None = None  # seconds (429, 503)
-    request_id: str | None = None  # matches the server's log line (500, 409)
-
-
 class ErrorBody(msgspec.Struct, frozen=True):
-    """The JSON of every error answer: `{"error": message, "code", "detail"}`."""
+    """The JSON of every error answer: `{"error": message, "code", "detail"}`. Declared
+    here, not copied (bot/contracts/errors.py's requires `code`): it also reads a body
+    without one. The detail is the generated copy (tui_client/errors_wire.py)."""
 
     error: str
     code: str | None = None  # None or absent: "http_error"

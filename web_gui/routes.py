@@ -16,6 +16,7 @@ from pathlib import Path
 import jinja2
 from aiohttp import web
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Forbidden, NotFound, Unauthorized
 from bot.sign_in_codes import CODE_LIFETIME, claim, mint, redeem
 from bot.web_sessions import SESSION_LIFETIME, WebSignIn, identify, sign_in, sign_out
@@ -94,7 +95,7 @@ async def create_session(request: web.Request) -> web.Response:
     reject_unknown(data, {"token"})
     token = data.get("token")
     if not isinstance(token, str) or not token.strip():
-        raise BadRequest("token is required", detail={"field": "token"})
+        raise BadRequest("token is required", detail=ErrorDetail(field="token"))
     token = token.strip()
     signed = await checked(request, token, lambda: request.app[GUI].db.run(sign_in, token))
     log.info("operator %s signed in to the web GUI", signed.operator_id)
@@ -139,7 +140,7 @@ async def claim_link(request: web.Request) -> web.Response:
     reject_unknown(data, {"code"})
     code = data.get("code")
     if not isinstance(code, str) or not code.strip():
-        raise BadRequest("code is required", detail={"field": "code"})
+        raise BadRequest("code is required", detail=ErrorDetail(field="code"))
     code = code.strip()
     claimed = await checked(request, code, lambda: request.app[GUI].db.run(claim, code))
     response = web.json_response({"operator": claimed.operator_name})
@@ -204,7 +205,7 @@ def _same_origin(request: web.Request) -> None:
     (login CSRF would sign the victim in as the attacker)."""
     origin = request.headers.get("Origin")
     if origin is not None and origin != _public_origin(request):
-        raise Forbidden("sign-in from another origin is refused", detail={"origin": origin})
+        raise Forbidden("sign-in from another origin is refused", detail=ErrorDetail(origin=origin))
 
 
 def _public_origin(request: web.Request) -> str:

@@ -14,6 +14,7 @@ import hashlib
 import hmac
 import mmap
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import PayloadTooLarge, Unauthorized, Unavailable
 from webhooks.signature import PREFIX
 
@@ -33,7 +34,7 @@ class Busy(Unavailable):
     code = "busy"
 
     def __init__(self, message: str, *, retry_after: int = RETRY_AFTER_SECONDS) -> None:
-        super().__init__(message, detail={"retry_after": retry_after})
+        super().__init__(message, detail=ErrorDetail(retry_after=retry_after))
         self.retry_after = retry_after
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Conflict, NotFound
 from bot.params import bounded_int
 from webhooks.deliveries import FAILED_STATUSES, MAX_DELIVERY_ID, DeliveryStatus
@@ -29,7 +30,7 @@ def statuses_for(raw: str | None) -> list[str]:
     if raw not in STATUS_FILTERS:
         raise BadRequest(
             f"status must be one of {', '.join(STATUS_FILTERS)}",
-            detail={"field": "status", "allowed": STATUS_FILTERS},
+            detail=ErrorDetail(field="status", allowed=STATUS_FILTERS),
         )
     return [raw]
 
@@ -48,14 +49,16 @@ async def replay_route(request: web.Request) -> web.Response:
     delivery_id = request.match_info["id"]
     # Printable only: a NUL cannot even be compared on PostgreSQL (it would be a 500).
     if not 0 < len(delivery_id) <= MAX_DELIVERY_ID or not delivery_id.isprintable():
-        raise BadRequest("delivery id is missing, too long or unprintable", detail={"field": "id"})
+        raise BadRequest(
+            "delivery id is missing, too long or unprintable", detail=ErrorDetail(field="id")
+        )
     result = await request.app[WEBHOOKS].db.run(requeue, delivery_id)
     if result is Replay.UNKNOWN:
-        raise NotFound(f"no delivery {delivery_id!r}", detail={"delivery": delivery_id})
+        raise NotFound(f"no delivery {delivery_id!r}", detail=ErrorDetail(delivery=delivery_id))
     if result is Replay.NOT_REPLAYABLE:
         raise Conflict(
             "rejected deliveries and deliveries being processed cannot be replayed",
-            detail={"delivery": delivery_id},
+            detail=ErrorDetail(delivery=delivery_id),
         )
     return web.json_response({"delivery": delivery_id, "status": "received"})
 

@@ -23,6 +23,7 @@ from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.clock import Clock
+from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, PayloadTooLarge, Unauthorized, Unavailable
 from webhooks.body import InFlight, SignedBody, reading
 from webhooks.content_keys import content_key
@@ -98,7 +99,7 @@ class Receiver:
         if missing:
             reason = f"payload lacks {', '.join(missing)}"
             await self._reject(delivery_id, event_name, get, text, reason)
-            raise BadRequest(reason, detail={"missing": missing})
+            raise BadRequest(reason, detail=ErrorDetail(missing=missing))
         delivery = _new_delivery(delivery_id, event_name, get, text, self.clock())
         key = content_key(event_name, delivery.action, get, body)
         stored = await self._store(replace(delivery, content_key=key))
@@ -123,7 +124,7 @@ class Receiver:
             reason = f"malformed payload: {exc}"
             await self._reject(delivery_id, event_name, _nothing, text, reason)
             raise BadRequest(
-                "the payload is not a JSON object", detail={"reason": str(exc)}
+                "the payload is not a JSON object", detail=ErrorDetail(reason=str(exc))
             ) from exc
         missing = missing_needs(self.router, Event(data, event=event_name, delivery_id=delivery_id))
         return text, functools.partial(lookup, data), missing

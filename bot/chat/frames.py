@@ -41,6 +41,7 @@ from bot.contracts.chat import (
     decode_frame,
     encode_frame,
 )
+from bot.contracts.errors import ErrorDetail
 from bot.errors import Unavailable
 from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader, xread_entries
 
@@ -358,7 +359,7 @@ class RedisFrameRelay:
             raise Unavailable(
                 "turns running on other instances cannot be found while Redis is "
                 "unreachable; check STEELFRAME_REDIS_URL",
-                detail={"reason": type(exc).__name__},
+                detail=ErrorDetail(reason=type(exc).__name__),
             ) from exc
 
     async def _locate(
@@ -401,7 +402,7 @@ class RedisFrameRelay:
                 raise Unavailable(
                     "the turn's frames cannot be read while Redis is unreachable; check "
                     "STEELFRAME_REDIS_URL",
-                    detail={"reason": type(exc).__name__},
+                    detail=ErrorDetail(reason=type(exc).__name__),
                 ) from exc
             if not entries:
                 yield None

@@ -26,6 +26,7 @@ from enum import StrEnum
 
 from bot.chat.frames import FrameRelay, NumberedFrame
 from bot.contracts.chat import ErrorFrame, Frame
+from bot.contracts.errors import ErrorDetail
 from bot.errors import Conflict
 
 log = logging.getLogger(__name__)
@@ -176,7 +177,7 @@ class TurnRegistry:
         if running is not None and not running.finished:
             raise Conflict(
                 "a turn is already in flight for this operator; resume it or stop it first",
-                detail={"session": running.session_id or None, "turn_id": running.turn_id},
+                detail=ErrorDetail(session=running.session_id or None, turn_id=running.turn_id),
             )
         handle = TurnHandle(
             turn_id=turn_id, operator_id=operator_id, session_id="", first_id=frame_base()

@@ -42,6 +42,7 @@ from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
 from bot.contracts.chat import DeltaFrame, DoneFrame, Emit, ErrorFrame, Message, StatusFrame
+from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.dialogue.titles import title_from_message
 from bot.dialogue.trailer import Trailer
@@ -134,7 +135,7 @@ class TurnPipeline:
         written by the turn itself, after its first frame (`_open`)."""
         message = request.message
         if not message.strip():
-            raise BadRequest("message is required", detail={"field": "message"})
+            raise BadRequest("message is required", detail=ErrorDetail(field="message"))
         if request.agent is not None:
             resolve_agent(self.agents, request.agent)
         handle = self.registry.reserve(turn_id=new_id(), operator_id=request.operator_id)
@@ -145,7 +146,7 @@ class TurnPipeline:
                 held = await self.locks.holder(request.operator_id) or {}
                 raise Conflict(
                     "a turn is already in flight for this operator; resume it or stop it first",
-                    detail={"session": held.get("session") or None, "turn_id": holder or None},
+                    detail=ErrorDetail(session=held.get("session") or None, turn_id=holder or None),
                 )
             acquired = True
             target = place_turn(
@@ -160,7 +161,7 @@ class TurnPipeline:
                 raise BadRequest(
                     f"this session's agent {target.agent!r} is no longer configured;"
                     " name another agent",
-                    detail={"field": "agent", "known": sorted(self.agents)},
+                    detail=ErrorDetail(field="agent", known=sorted(self.agents)),
                 )
             await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
         except BaseException:

@@ -25,6 +25,7 @@ from bot.contracts.chat import (
     Session,
     StopResult,
 )
+from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.errors import Conflict, NotFound
 from bot.events import OperatorEvents, SessionChange
@@ -72,7 +73,7 @@ class SessionService:
         if running is not None:
             raise Conflict(
                 f"a turn is in flight: stop it or let it finish before you {action}",
-                detail={"session": running.session_id or None, "turn_id": running.turn_id},
+                detail=ErrorDetail(session=running.session_id or None, turn_id=running.turn_id),
             )
 
     async def new_session(
@@ -85,7 +86,7 @@ class SessionService:
             if not await self.issues.exists(agent_config.repo, issue):
                 raise NotFound(
                     f"issue #{issue} not found in {agent_config.repo}",
-                    detail={"field": "issue", "repo": agent_config.repo},
+                    detail=ErrorDetail(field="issue", repo=agent_config.repo),
                 )
         row, previous = await self.db.run(
             new_session,

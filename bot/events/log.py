@@ -25,6 +25,7 @@ import redis
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
+from bot.contracts.errors import ErrorDetail
 from bot.contracts.events import MISSED_REASON, EventFrame, ResyncFrame
 from bot.errors import Unavailable
 from bot.redis_clients import blocking_reader, xread_entries
@@ -242,7 +243,7 @@ def _unreadable(exc: RedisError) -> Unavailable:
     client re-opens it with Last-Event-ID)."""
     return Unavailable(
         "the events stream cannot be read while Redis is unreachable; check STEELFRAME_REDIS_URL",
-        detail={"reason": type(exc).__name__},
+        detail=ErrorDetail(reason=type(exc).__name__),
     )
 
 

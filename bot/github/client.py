@@ -24,6 +24,7 @@ import aiohttp
 
 from bot.config import Settings
 from bot.config_values import Secret
+from bot.contracts.errors import ErrorDetail
 from bot.github.app_auth import (
     AppCredentials,
     InstallationLookup,
@@ -272,7 +273,7 @@ class GitHubClient(PullRequestCalls):
                 log.warning("github: %s%s: next page leaves the API; not followed", repo, path)
                 raise GitHubRejected(
                     "GitHub's next-page link points outside the API base URL; not followed",
-                    detail={"base_url": self.transport.base_url},
+                    detail=ErrorDetail(base_url=self.transport.base_url),
                 )
             response = await self.transport.request("GET", next_url, credential=credential)
             items.extend(_page(kind, response.data, key))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import NotFound, SteelframeError, Unavailable, UpstreamError
 
 
@@ -17,10 +18,10 @@ class GitHubError(SteelframeError):
         *,
         github_status: int | None = None,
         request_id: str | None = None,
-        detail: Any = None,
+        detail: ErrorDetail | None = None,
     ) -> None:
         if detail is None:
-            detail = {"github_status": github_status, "github_request_id": request_id}
+            detail = ErrorDetail(github_status=github_status, github_request_id=request_id)
         super().__init__(message, detail=detail)
         self.github_status = github_status
         self.request_id = request_id

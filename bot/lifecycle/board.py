@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.contracts import tasks as wire
+from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import egress_blocked, pull_view, tasks
@@ -268,7 +269,7 @@ def archive_tx(session: Session, task_id: int, actor: str, clock: Clock = utcnow
     if task.state not in FINISHED:
         raise Conflict(
             f"task {task_id} is {task.state}; only finished tasks can be archived",
-            detail={"task": task_id, "state": task.state},
+            detail=ErrorDetail(task=task_id, state=task.state),
         )
     if task.archived:
         return

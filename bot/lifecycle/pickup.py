@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.errors import BadRequest
 from bot.handler_runs import record_done
@@ -113,7 +114,7 @@ class Pickups:
         A started task pins `title` and `body` (the text as this authorised pickup saw it;
         without a body the first run pins what the issue says then)."""
         if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
-            raise BadRequest("issue must be a positive integer", detail={"field": "issue"})
+            raise BadRequest("issue must be a positive integer", detail=ErrorDetail(field="issue"))
         wanted = _Pickup(repo, issue, IssueText(title, body), origin_session, cause)
         result, job = await self._pickup_row(wanted)
         if job is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from bot.contracts.errors import ErrorDetail
 from bot.errors import Conflict
 
 
@@ -111,10 +112,10 @@ class IllegalTransition(Conflict):
     code = "illegal_transition"
 
     def __init__(self, task_id: int, current: str, wanted: str) -> None:
-        allowed = sorted(TRANSITIONS.get(TaskState(current), frozenset()))
+        allowed = sorted(state.value for state in TRANSITIONS.get(TaskState(current), ()))
         super().__init__(
             f"task {task_id} is {current}; it cannot become {wanted}",
-            detail={"task": task_id, "state": current, "wanted": wanted, "allowed": allowed},
+            detail=ErrorDetail(task=task_id, state=current, wanted=wanted, allowed=allowed),
         )
         self.current = current
         self.wanted = wanted

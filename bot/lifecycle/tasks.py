@@ -12,6 +12,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.errors import ErrorDetail
 from bot.contracts.tasks import EventData
 from bot.errors import Conflict, NotFound
 from bot.lifecycle.models import EventKind, Task, TaskEvent, TaskLease
@@ -63,14 +64,14 @@ def hold(session: Session, task_id: int, holder: str, clock: Clock = utcnow) -> 
     lease = session.scalar(select(TaskLease).where(TaskLease.task_id == task_id).with_for_update())
     if lease is None or lease.holder != holder or lease.expires_at < clock():
         raise LeaseLost(
-            f"task {task_id}: this run no longer holds the lease", detail={"task": task_id}
+            f"task {task_id}: this run no longer holds the lease", detail=ErrorDetail(task=task_id)
         )
 
 
 def get_task(session: Session, task_id: int) -> Task:
     task = session.get(Task, task_id, populate_existing=True)
     if task is None:
-        raise NotFound(f"no task {task_id}", detail={"task": task_id})
+        raise NotFound(f"no task {task_id}", detail=ErrorDetail(task=task_id))
     return task
 
 

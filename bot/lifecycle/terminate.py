@@ -33,6 +33,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
+from bot.contracts.errors import ErrorDetail
 from bot.contracts.tasks import EventData, TaskDetail
 from bot.db import Database, is_lock_timeout
 from bot.errors import Conflict
@@ -261,7 +262,7 @@ class Terminations:
             raise Conflict(
                 f"task {task_id} is {task.state}; only queued, running or waiting tasks "
                 "can be terminated",
-                detail={"task": task_id, "state": task.state},
+                detail=ErrorDetail(task=task_id, state=task.state),
             )
 
         # The request first, in its own committed transaction (it never waits on the

@@ -1,0 +1,174 @@
+"""The error answers' bytes (docs/api.md, "Errors") as the real service sends them: the same
+before and after `detail` became a Struct (bot.contracts.errors.ErrorDetail). The expected
+bytes were recorded on the code that built `detail` from dicts; a key renamed, dropped,
+reordered or a null left out would change them."""
+
+from __future__ import annotations
+
+import asyncio
+import types
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from aiohttp import web
+from sqlalchemy.exc import OperationalError
+
+from bot.contracts.errors import ErrorDetail
+from bot.errors import Conflict, SteelframeError, TooManyRequests, error_body
+from http_edge.errors import errors_middleware
+from steelframe.lanes import _failure
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.runtimes import ScriptedRuntime, reply
+
+ID = {"X-Request-Id": "req-bytes-1"}
+
+
+async def _body(answer: Any) -> tuple[int, bytes]:
+    return answer.status, await answer.read()
+
+
+async def test_the_operator_apis_error_answers_keep_their_bytes(api: ApiClient) -> None:
+    seen = [
+        await _body(await api.post("/api/operator/chat/new", json={"issue": 0})),
+        await _body(await api.post("/api/operator/chat/new", json={"agent": "nobody"})),
+        await _body(await api.post("/api/operator/chat/new", json={"shade": 1})),
+        await _body(await api.post("/api/operator/chat/new", data=b"{nope")),
+        await _body(await api.post("/api/operator/chat", data=b"[" * 40 + b"]" * 40)),
+        await _body(await api.post("/api/operator/chat", json={"message": "x" * 70_000})),
+        await _body(await api.get("/api/operator/chat/session/0123abcd")),
+        await _body(await api.get("/api/operator/board?state=nowhere")),
+        await _body(await api.get("/api/operator/tasks/0")),
+    ]
+    assert seen == [
+        (
+            400,
+            b'{"error": "issue must be a positive integer issue number", "code": "bad_request",'
+            b' "detail": {"field": "issue"}}',
+        ),
+        (
+            400,
+            b'{"error": "unknown agent \'nobody\'", "code": "bad_request", "detail":'
+            b' {"field": "agent", "known": ["default"]}}',
+        ),
+        (
+            400,
+            b'{"error": "unknown field \'shade\'", "code": "bad_request", "detail":'
+            b' {"field": "shade", "allowed": ["agent", "issue", "title"]}}',
+        ),
+        (
+            400,
+            b'{"error": "request body is not valid JSON", "code": "bad_request", "detail":'
+            b' {"reason": "unexpected character, expected a string key: line 1 column'
+            b' 2 (char 1)"}}',
+        ),
+        (
+            400,
+            b'{"error": "request body is nested deeper than 32 levels", "code": "bad_request",'
+            b' "detail": {"limit": 32}}',
+        ),
+        (
+            413,
+            b'{"error": "request body is larger than 65536 bytes", "code": "payload_too_large",'
+            b' "detail": {"limit": 65536}}',
+        ),
+        (404, b'{"error": "session 0123abcd not found", "code": "not_found", "detail": null}'),
+        (
+            400,
+            b'{"error": "state must be one of queued, running, waiting_for_info, delivered,'
+            b' failed, terminated, merged, closed", "code": "bad_request", "detail": {"field":'
+            b' "state", "allowed": ["queued", "running", "waiting_for_info", "delivered",'
+            b' "failed", "terminated", "merged", "closed"]}}',
+        ),
+        (
+            400,
+            b'{"error": "task id must be a positive integer", "code": "bad_request",'
+            b' "detail": {"field": "id"}}',
+        ),
+    ]
+
+
+async def test_a_turn_in_flight_is_a_409_naming_it(
+    api_factory: Callable[..., Awaitable[ApiClient]], tmp_path: Path
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("never")], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    client = api.operator_client()
+    try:
+        stream = client.turn("wait")
+        first = await anext(stream)
+        answer = await api.post("/api/operator/chat", json={"message": "and this"})
+        turn_id = first.frame.turn_id
+        assert await _body(answer) == (
+            409,
+            b'{"error": "a turn is already in flight for this operator; resume it or stop it'
+            b' first", "code": "conflict", "detail": {"session": "%s", "turn_id": "%s"}}'
+            % (first.frame.session.encode(), turn_id.encode()),
+        )
+        gate.set()
+        [frame async for frame in stream]
+    finally:
+        await client.close()
+
+
+async def test_the_middlewares_own_answers_keep_their_bytes(aiohttp_client: Any) -> None:
+    """What no route of the real service raises on demand: a bug (500), a database that does
+    not answer (503), a throttled client (429), through the real middleware."""
+
+    async def bug(request: web.Request) -> web.Response:
+        raise RuntimeError("a bug")
+
+    async def database(request: web.Request) -> web.Response:
+        raise OperationalError("SELECT 1", {}, Exception("gone"))
+
+    async def throttled(request: web.Request) -> web.Response:
+        raise TooManyRequests("too many failed authentications", retry_after=7)
+
+    async def conflict(request: web.Request) -> web.Response:
+        raise Conflict("task 3 is running", detail=ErrorDetail(task=3, state="running"))
+
+    app = web.Application(middlewares=[errors_middleware])
+    for path, handler in [("/bug", bug), ("/db", database), ("/429", throttled)]:
+        app.router.add_get(path, handler)
+    app.router.add_get("/409", conflict)
+    client = await aiohttp_client(app)
+    seen = [await _body(await client.get(path, headers=ID)) for path in ("/bug", "/db", "/429")]
+    seen.append(await _body(await client.get("/409")))
+    assert seen == [
+        (
+            500,
+            b'{"error": "internal error", "code": "internal_error", "detail":'
+            b' {"request_id": "req-bytes-1"}}',
+        ),
+        (
+            503,
+            b'{"error": "the database is unavailable", "code": "database_unavailable",'
+            b' "detail": {"request_id": "req-bytes-1", "retry_after": 5}}',
+        ),
+        (
+            429,
+            b'{"error": "too many failed authentications", "code": "too_many_requests",'
+            b' "detail": {"retry_after": 7}}',
+        ),
+        (
+            409,
+            b'{"error": "task 3 is running", "code": "conflict", "detail":'
+            b' {"task": 3, "state": "running"}}',
+        ),
+    ]
+
+
+def test_a_fast_lanes_error_answers_keep_their_bytes() -> None:
+    """The fast lanes encode with orjson (no spaces): the same keys, in the same order."""
+    route = types.SimpleNamespace(path="/api/github/webhooks")
+    bug = _failure(route, RuntimeError("a bug"), "req-bytes-1")  # type: ignore[arg-type]
+    assert bug.body == (
+        b'{"error":"internal error","code":"internal_error","detail":{"request_id":"req-bytes-1"}}'
+    )
+    failed = _failure(route, SteelframeError("no"), "req-bytes-1")  # type: ignore[arg-type]
+    assert failed.body == b'{"error":"no","code":"internal_error","detail":null}'
+    assert msgspec.json.decode(
+        msgspec.json.encode(error_body("x", ErrorDetail(field="f"), code="c"))
+    ) == {"error": "x", "code": "c", "detail": {"field": "f"}}
