@@ -214,16 +214,17 @@ class Heartbeat:
         return self
 
     def stop(self) -> None:
-        """No renewal after this returns (one under way finishes first)."""
+        """No beat starts after this; one under way is waited for, at most a lease period
+        (the database hanging): whenever it lands, a renewal after the release finds no row
+        of this holder's and changes nothing, and one after `stop` reports no loss."""
         self._stopped.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join()
+            self._thread.join(timeout=self._ttl)
 
     def _beat(self) -> None:
-        renewed_at = time.monotonic()
-        while not self._stopped.wait(max(0.0, renewed_at + self._every - time.monotonic())):
-            late = time.monotonic() - renewed_at - self._ttl
-            renewed_at = time.monotonic()
+        renewed_at = due = time.monotonic()  # acquired just before the thread started
+        while not self._stopped.wait(max(0.0, due + self._every - time.monotonic())):
+            due = time.monotonic()
             try:
                 renewed = renew(
                     self._db, self._task_id, self._holder, ttl=self._ttl, clock=self._clock
@@ -231,10 +232,12 @@ class Heartbeat:
             except Exception as exc:  # the database is away: the next beat tries again
                 log.warning("lease: task %s not renewed now: %s", self._task_id, exc)
                 continue
-            if late > 0:
-                # Nobody took it meanwhile, but a fenced write in that window was refused.
-                log.warning("lease: task %s renewed %.1f s after it expired", self._task_id, late)
-            if not renewed and not self._stopped.is_set():
-                self.lost.set()
-                self._on_lost()
+            if not renewed:
+                if not self._stopped.is_set():  # not a renewal racing the run's release
+                    self.lost.set()
+                    self._on_lost()
                 return
+            if (late := due - renewed_at - self._ttl) > 0:
+                # Still ours (nobody took it), but a fenced write meanwhile was refused.
+                log.warning("lease: task %s renewed %.1f s after it expired", self._task_id, late)
+            renewed_at = due
