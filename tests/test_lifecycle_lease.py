@@ -78,7 +78,7 @@ async def test_a_run_whose_own_work_holds_up_its_loop_keeps_its_lease(
     # The run's loop (or its thread pool) is held for as long as it takes the lease to be
     # renewed past two TTLs; a heartbeat on that loop (or through that pool) renews nothing
     # meanwhile, and the lease lapses: another worker could take the task.
-    ttl = 4.0
+    ttl = 6.0  # a renewal every 2 s: the heartbeat thread keeps up on a loaded machine
     loops = _capture_loop(monkeypatch)
     lc, started, finish = await _gated(make, tmp_path, ttl)
     issue = await lc.open_issue()
