@@ -3,13 +3,22 @@
 A row per task in `task_leases`. Acquire inserts it, or takes it over when it has expired
 (its holder stopped beating: crashed, killed, partitioned). Every renewal and release is
 conditional on the holder, so a run that lost its lease can never extend or drop another's.
+
+The heartbeat (`Heartbeat`) is a thread of its own per run, from acquire to release: never
+a task on the run's event loop nor a call queued on its default executor, which the run's
+own work (a synchronous call on the loop, every executor thread busy) could hold up past
+the lease. A CI run at load 20 lost its lease that way and left its task `running`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
+import threading
+import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -21,6 +30,8 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.lifecycle.models import TaskLease
 from bot.lifecycle.tasks import hold
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -169,3 +180,64 @@ def check(db: Database, task_id: int, holder: Holder, *, clock: Clock = utcnow) 
     """Raise `tasks.LeaseLost` unless `holder` still holds the live lease: a run calls it
     right before each effect outside the database (push, pull request)."""
     db.call(hold, task_id, holder.id, clock)
+
+
+class Heartbeat:
+    """Renews `holder`'s lease every `every` seconds (by the monotonic clock, so a late wake
+    renews at once) on a thread of its own until `stop`; calls `on_lost` once, from that
+    thread, when a renewal finds the lease no longer this holder's. A renewal that fails
+    (the database unreachable) is tried again at the next beat: only the lease's own row
+    says it was lost."""
+
+    def __init__(
+        self,
+        db: Database,
+        task_id: int,
+        holder: Holder,
+        *,
+        ttl: float,
+        every: float,
+        on_lost: Callable[[], None],
+        clock: Clock = utcnow,
+    ) -> None:
+        self._db, self._task_id, self._holder = db, task_id, holder
+        self._ttl, self._every, self._clock = ttl, every, clock
+        self._on_lost = on_lost
+        self._stopped = threading.Event()
+        self.lost = threading.Event()
+        self._thread = threading.Thread(
+            target=self._beat, name=f"lease-heartbeat-{task_id}", daemon=True
+        )
+
+    def start(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """No beat starts after this; one under way is waited for, at most a lease period
+        (the database hanging): whenever it lands, a renewal after the release finds no row
+        of this holder's and changes nothing, and one after `stop` reports no loss."""
+        self._stopped.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=self._ttl)
+
+    def _beat(self) -> None:
+        renewed_at = due = time.monotonic()  # acquired just before the thread started
+        while not self._stopped.wait(max(0.0, due + self._every - time.monotonic())):
+            due = time.monotonic()
+            try:
+                renewed = renew(
+                    self._db, self._task_id, self._holder, ttl=self._ttl, clock=self._clock
+                )
+            except Exception as exc:  # the database is away: the next beat tries again
+                log.warning("lease: task %s not renewed now: %s", self._task_id, exc)
+                continue
+            if not renewed:
+                if not self._stopped.is_set():  # not a renewal racing the run's release
+                    self.lost.set()
+                    self._on_lost()
+                return
+            if (late := due - renewed_at - self._ttl) > 0:
+                # Still ours (nobody took it), but a fenced write meanwhile was refused.
+                log.warning("lease: task %s renewed %.1f s after it expired", self._task_id, late)
+            renewed_at = due

@@ -23,8 +23,9 @@ from bot.lifecycle.branch import let_go
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.finish import finish_failed
-from bot.lifecycle.leases import Holder
+from bot.lifecycle.leases import Heartbeat, Holder
 from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.recovery import recover
 from bot.lifecycle.review_pickup import follow_up
 from bot.lifecycle.review_run import wanted as review_wanted
 from bot.lifecycle.review_run import work_review
@@ -38,8 +39,9 @@ from bot.lifecycle.tasks import LeaseLost
 from bot.lifecycle.transition import Move, publish
 
 log = logging.getLogger(__name__)
-# How often a run checks whether it was terminated (the lease is renewed less often).
+# How often a run checks whether it was terminated (its lease is renewed by `Heartbeat`).
 STOP_POLL_SECONDS = 1.0
+LEASE_LOST = "stopped: lease lost"  # what a run that lost its lease says it did
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,56 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
         return "ignored: another run holds the lease"
     log.info("lifecycle: task %s %s by %s", task_id, "continues" if continuation else "runs", actor)
     folder = worktree.run_root(ctx.worktrees, task_id, holder.run)
+    watch = Watch()
+    heartbeat = _heartbeat(ctx, task_id, holder, watch).start()
+    said: str | None = None  # None: the run raised
     try:
-        return await _leased(ctx, task_id, holder, actor, folder)
+        said = await _leased(ctx, task_id, holder, actor, folder, watch)
+        return said
     finally:
         await asyncio.to_thread(worktree.remove, folder)
+        await asyncio.to_thread(heartbeat.stop)
         await asyncio.to_thread(leases.release, ctx.db, task_id, holder)
+        if heartbeat.lost.is_set() or said == LEASE_LOST:
+            await _hand_back(ctx, task_id)
         await asyncio.to_thread(deliver_pending, ctx.db, task_id, clock=ctx.clock)
         await follow_up(ctx, task_id)  # review threads that came in while it ran
+
+
+def _heartbeat(ctx: LifecycleContext, task_id: int, holder: Holder, watch: Watch) -> Heartbeat:
+    """The run's lease renewed on a thread of its own from now until it is released; the
+    run's watch told (on its loop) when a renewal finds the lease taken."""
+    loop = asyncio.get_running_loop()
+
+    def lost() -> None:
+        with contextlib.suppress(RuntimeError):  # the loop ended: the run is over anyway
+            loop.call_soon_threadsafe(watch.halt, "lease lost")
+
+    return Heartbeat(
+        ctx.db,
+        task_id,
+        holder,
+        ttl=ctx.policy.lease_seconds,
+        every=ctx.policy.heartbeat_seconds,
+        on_lost=lost,
+        clock=ctx.clock,
+    )
+
+
+async def _hand_back(ctx: LifecycleContext, task_id: int) -> None:
+    """A run that lost its lease stops with its task `running`: unless another run holds
+    the task now, it is retried (or failed, out of attempts) at once, as the reconciler
+    would a lease period later (and does, if this fails)."""
+    reason = "the run lost its lease (its worker did not renew it in time)"
+    try:
+        if ctx.github is None:
+            said = await recover(ctx, None, task_id, reason=reason, dead_pid=None)
+        else:
+            async with ctx.github() as github:
+                said = await recover(ctx, github, task_id, reason=reason, dead_pid=None)
+        log.info("lifecycle: task %s after its lost lease: %s", task_id, said)
+    except Exception:
+        log.exception("lifecycle: task %s not handed back now; the reconciler will", task_id)
 
 
 def _ignored(session: Session, task_id: int, actor: str, ctx: LifecycleContext) -> None:
@@ -107,7 +152,7 @@ async def _start(
     except IllegalTransition as exc:
         return Skipped(f"skipped: task is {exc.current}")
     except LeaseLost:
-        return Skipped("stopped: lease lost")
+        return Skipped(LEASE_LOST)
 
 
 async def _begin_attempt(
@@ -118,7 +163,9 @@ async def _begin_attempt(
         return Skipped(f"skipped: task is {task.state}")
     if task.attempts >= ctx.policy.max_attempts:
         return OutOfAttempts()
-    if (held := budget_hold.held(ctx, task)) is not None:  # the repository's budget
+    if (
+        held := await asyncio.to_thread(budget_hold.held, ctx, task)
+    ) is not None:  # the repository's budget
         return Skipped(held)
     move = Move(
         TaskState.RUNNING,
@@ -162,7 +209,7 @@ def _attempt(
 
 
 async def _leased(
-    ctx: LifecycleContext, task_id: int, holder: Holder, actor: str, folder: Path
+    ctx: LifecycleContext, task_id: int, holder: Holder, actor: str, folder: Path, watch: Watch
 ) -> str:
     if ctx.github is None:
         return await _without_github(ctx, task_id, holder, actor)
@@ -174,8 +221,8 @@ async def _leased(
             )
         if isinstance(started, Skipped):
             return started.reason
-        run = Run(ctx, github, started.task, holder, actor, Watch(), folder)
-        async with _watching(ctx, task_id, holder, run.watch):
+        run = Run(ctx, github, started.task, holder, actor, watch, folder)
+        async with _watching(ctx, task_id, run.watch):
             return await _guarded(run, github)
 
 
@@ -190,13 +237,15 @@ async def _ended(run: Run, github: GitHubApi) -> str:
     """The run's steps; whatever they raise ends the run in the worker's own words."""
     task_id = run.task.id
     try:
-        if (ci_fix := ci_run.pending(run)) is not None:  # failing CI on its pull request
+        if (
+            ci_fix := await asyncio.to_thread(ci_run.pending, run)
+        ) is not None:  # failing CI on its pull request
             return await ci_run.fix(run, ci_fix)
         return await (work_review(run) if await review_wanted(run) else work(run))
     except (RunStopped, LeaseLost) as stopped:
         reason = "lease lost" if isinstance(stopped, LeaseLost) else str(stopped)
         log.info("lifecycle: task %s run stopped (%s)", task_id, reason)
-        return f"stopped: {reason}"
+        return f"stopped: {reason}"  # LEASE_LOST for a lost lease
     except IllegalTransition as exc:
         # Someone else moved the task meanwhile (an operator terminated it).
         log.info("lifecycle: task %s became %s during the run", task_id, exc.current)
@@ -250,41 +299,22 @@ def _describe(exc: BaseException) -> str:
 
 
 @contextlib.asynccontextmanager
-async def _watching(
-    ctx: LifecycleContext, task_id: int, holder: Holder, watch: Watch
-) -> AsyncIterator[None]:
-    """Renew the lease and watch for termination while the body runs."""
+async def _watching(ctx: LifecycleContext, task_id: int, watch: Watch) -> AsyncIterator[None]:
+    """Watch for termination while the body runs (the lease's heartbeat is a thread of its
+    own, `leases.Heartbeat`: nothing here, slow or not, holds it up)."""
 
-    async def beat() -> None:
-        interval = min(STOP_POLL_SECONDS, ctx.policy.heartbeat_seconds)
-        loop = asyncio.get_running_loop()
-        renewed_at = loop.time()
+    async def poll() -> None:
         while not watch.stop.is_set():
-            await asyncio.sleep(interval)
-            # By the clock, not by counting sleeps: on a loaded host each pass also waits for
-            # the state read below, and counted sleeps would stretch renewals past the lease.
-            if loop.time() - renewed_at >= ctx.policy.heartbeat_seconds:
-                renewed_at = loop.time()
-                renewed = await asyncio.to_thread(
-                    leases.renew,
-                    ctx.db,
-                    task_id,
-                    holder,
-                    ttl=ctx.policy.lease_seconds,
-                    clock=ctx.clock,
-                )
-                if not renewed:
-                    watch.halt("lease lost")
-                    return
+            await asyncio.sleep(STOP_POLL_SECONDS)
             state = await asyncio.to_thread(ctx.db.call, lambda s: tasks.get_task(s, task_id).state)
             if state == TaskState.TERMINATED:
                 watch.halt("terminated")
                 return
 
-    beater = asyncio.ensure_future(beat())
+    poller = asyncio.ensure_future(poll())
     try:
         yield
     finally:
-        beater.cancel()
+        poller.cancel()
         with contextlib.suppress(asyncio.CancelledError):
-            await beater
+            await poller
