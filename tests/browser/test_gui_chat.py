@@ -266,9 +266,14 @@ async def test_a_message_sent_while_the_sessions_load_keeps_its_reply(
     gui = await gui_factory(api, sign_in=False)
     page = gui.page
     held = asyncio.Event()
+    asked: list[str] = []
 
     async def hold_sessions(route: Any) -> None:
-        answer = await route.fetch()  # read now (no chats yet), delivered late
+        asked.append(route.request.url)
+        if len(asked) > 1:  # later lists (the live stream's reload on opening) come as asked
+            await route.continue_()
+            return
+        answer = await route.fetch()  # the sign-in's: read now (no chats yet), delivered late
         await held.wait()
         await route.fulfill(response=answer)
 
