@@ -5,15 +5,13 @@ The clients must poll (the GUI) or say live updates stopped (the TUI), not retry
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
 
 from aiohttp import web
 
-from steelframe.server import AppPlugin, default_plugins
+from tests.fakes.service_middleware import Handler, ServiceMiddleware
 
 
-class WithoutEvents:
+class WithoutEvents(ServiceMiddleware):
     """Each GET of the events stream is counted (`asked`; `asked_event` is set at each) and
     answered 404 by the service's error middleware. Pass `plugins()` to `api_factory`, and
     read the service with a client that does not check answers against its OpenAPI document
@@ -25,16 +23,7 @@ class WithoutEvents:
         self.asked = 0
         self.asked_event = asyncio.Event()
 
-    def plugins(self) -> tuple[AppPlugin, ...]:
-        return (*default_plugins(), AppPlugin(self._setup))
-
-    def _setup(self, app: web.Application) -> None:
-        app.middlewares.append(self._absent)
-
-    @web.middleware
-    async def _absent(
-        self, request: web.Request, handler: Callable[[web.Request], Any]
-    ) -> web.StreamResponse:
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method == "GET" and request.path == self.PATH:
             self.asked += 1
             self.asked_event.set()

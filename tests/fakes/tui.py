@@ -12,6 +12,7 @@ from textual.pilot import Pilot
 
 from steelframe.server import AppPlugin, default_plugins
 from tests.conftest import ApiClient
+from tests.fakes.service_middleware import Handler, ServiceMiddleware
 from tui_client.api import OperatorClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem
@@ -25,7 +26,7 @@ SIZE = (120, 40)
 WAIT_SECONDS = 120.0
 
 
-class HeldNewChat:
+class HeldNewChat(ServiceMiddleware):
     """The real service, with its answer to `POST /chat/new` held until `release` is set
     (then answered, or refused with a 503 when `refuse`): a test acts while a new chat is
     being created, deterministically. Pass `plugins()` to `api_factory`."""
@@ -37,16 +38,7 @@ class HeldNewChat:
         self.release = asyncio.Event()
         self.refuse = False
 
-    def plugins(self) -> tuple[AppPlugin, ...]:
-        return (*default_plugins(), AppPlugin(self._setup))
-
-    def _setup(self, app: web.Application) -> None:
-        app.middlewares.append(self._hold)
-
-    @web.middleware
-    async def _hold(
-        self, request: web.Request, handler: Callable[[web.Request], Any]
-    ) -> web.StreamResponse:
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method == "POST" and request.path == self.PATH:
             self.asked.set()
             await self.release.wait()

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
-from typing import Any
 
 from aiohttp import web
 
-from steelframe.server import AppPlugin, default_plugins
+from tests.fakes.service_middleware import Handler, ServiceMiddleware
 
 
 class SwitchingProxy:
@@ -68,7 +66,7 @@ class SwitchingProxy:
             await pipes
 
 
-class HeldRepeat:
+class HeldRepeat(ServiceMiddleware):
     """The real service, its GETs of `path` (a turn's re-attach, the events stream)
     observed: the first is answered as the service answers it (its status in `answered`,
     then `first_done` is set), the next ones wait for `release`; each one's Last-Event-ID
@@ -82,16 +80,7 @@ class HeldRepeat:
         self.asked_again = asyncio.Event()
         self.release = asyncio.Event()
 
-    def plugins(self) -> tuple[AppPlugin, ...]:
-        return (*default_plugins(), AppPlugin(self._setup))
-
-    def _setup(self, app: web.Application) -> None:
-        app.middlewares.append(self._hold)
-
-    @web.middleware
-    async def _hold(
-        self, request: web.Request, handler: Callable[[web.Request], Any]
-    ) -> web.StreamResponse:
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method != "GET" or request.path != self.path:
             response: web.StreamResponse = await handler(request)
             return response
@@ -99,7 +88,7 @@ class HeldRepeat:
         if len(self.last_event_ids) > 1:
             self.asked_again.set()
             await self.release.wait()
-            return await handler(request)  # type: ignore[no-any-return]
+            return await handler(request)
         try:
             response = await handler(request)
         except web.HTTPException as exc:
@@ -115,7 +104,7 @@ class HeldRepeat:
         return response
 
 
-class HeldOpen:
+class HeldOpen(ServiceMiddleware):
     """The real service, its first GET of `path` (a client opening the events stream) held
     until `release` is set (`asked` is set when it comes); later ones pass. Pass
     `plugins()` to `api_factory`."""
@@ -125,16 +114,7 @@ class HeldOpen:
         self.asked = asyncio.Event()
         self.release = asyncio.Event()
 
-    def plugins(self) -> tuple[AppPlugin, ...]:
-        return (*default_plugins(), AppPlugin(self._setup))
-
-    def _setup(self, app: web.Application) -> None:
-        app.middlewares.append(self._hold)
-
-    @web.middleware
-    async def _hold(
-        self, request: web.Request, handler: Callable[[web.Request], Any]
-    ) -> web.StreamResponse:
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method == "GET" and request.path == self.path and not self.asked.is_set():
             self.asked.set()
             await self.release.wait()
