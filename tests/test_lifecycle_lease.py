@@ -148,6 +148,9 @@ async def test_a_run_that_lost_its_lease_hands_its_task_back_at_once(
     assert (task.state, task.attempts) == (TaskState.DELIVERED, 2), story
     retried = [e for e in lc.events(task.id) if e.to_state == TaskState.QUEUED and e.id > 1]
     assert len(retried) == 1 and "lost its lease" in retried[0].data["error"], story
+    # Retried by the run that found its lease gone, in its name, not the reconciler's.
+    started_by = next(e.actor for e in lc.events(task.id) if e.to_state == TaskState.RUNNING)
+    assert retried[0].actor == started_by != "reconciler", story
     assert lc.ctx.db.call(leases.current, task.id) is None
 
 

@@ -52,7 +52,10 @@ async def recover(
     *,
     reason: str,
     dead_pid: int | None,
+    actor: str = "reconciler",
 ) -> str:
+    """A task left `running` by a run that is gone: terminated if an operator asked, else
+    retried (or failed, out of attempts) in `actor`'s name (who found the run gone)."""
     if not await asyncio.to_thread(clean_orphans, ctx, task_id, dead_pid=dead_pid):
         return "live: a run holds the lease"
     task = await ctx.db.run(tasks.get_task, task_id)
@@ -61,11 +64,11 @@ async def recover(
     # An operator terminated it while this run (frozen) held the row: honour that, no retry.
     # (A request recorded after this look, while the retry or failure below waits on the
     # row, is honoured by that decision itself: `terminate.unless_requested`.)
-    actor = await ctx.db.run(terminate.requested_by, task_id)
-    if actor is not None and await terminate.apply(ctx.db, github, task_id, actor, ctx.clock):
-        return f"terminated as {actor} asked"
+    asked = await ctx.db.run(terminate.requested_by, task_id)
+    if asked is not None and await terminate.apply(ctx.db, github, task_id, asked, ctx.clock):
+        return f"terminated as {asked} asked"
     log.warning("recovery: task %s was left running (%s)", task_id, reason)
-    result = await finish_failed(ctx, github, task_id, "reconciler", error=reason, retry=True)
+    result = await finish_failed(ctx, github, task_id, actor, error=reason, retry=True)
     await asyncio.to_thread(deliver_pending, ctx.db, task_id, clock=ctx.clock)
     return result
 

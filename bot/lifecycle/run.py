@@ -87,7 +87,7 @@ async def run_task(ctx: LifecycleContext, task_id: int, *, continuation: bool) -
         await asyncio.to_thread(heartbeat.stop)
         await asyncio.to_thread(leases.release, ctx.db, task_id, holder)
         if heartbeat.lost.is_set() or said == LEASE_LOST:
-            await _hand_back(ctx, task_id)
+            await _hand_back(ctx, task_id, actor)
         await asyncio.to_thread(deliver_pending, ctx.db, task_id, clock=ctx.clock)
         await follow_up(ctx, task_id)  # review threads that came in while it ran
 
@@ -112,17 +112,19 @@ def _heartbeat(ctx: LifecycleContext, task_id: int, holder: Holder, watch: Watch
     )
 
 
-async def _hand_back(ctx: LifecycleContext, task_id: int) -> None:
+async def _hand_back(ctx: LifecycleContext, task_id: int, actor: str) -> None:
     """A run that lost its lease stops with its task `running`: unless another run holds
-    the task now, it is retried (or failed, out of attempts) at once, as the reconciler
-    would a lease period later (and does, if this fails)."""
+    the task now, it is retried (or failed, out of attempts) at once, in the run's own name,
+    as the reconciler would a lease period later (and does, if this fails)."""
     reason = "the run lost its lease (its worker did not renew it in time)"
     try:
         if ctx.github is None:
-            said = await recover(ctx, None, task_id, reason=reason, dead_pid=None)
+            said = await recover(ctx, None, task_id, reason=reason, dead_pid=None, actor=actor)
         else:
             async with ctx.github() as github:
-                said = await recover(ctx, github, task_id, reason=reason, dead_pid=None)
+                said = await recover(
+                    ctx, github, task_id, reason=reason, dead_pid=None, actor=actor
+                )
         log.info("lifecycle: task %s after its lost lease: %s", task_id, said)
     except Exception:
         log.exception("lifecycle: task %s not handed back now; the reconciler will", task_id)
