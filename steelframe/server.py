@@ -15,6 +15,7 @@ from aiohttp import web
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
 from http_edge.answers import on_response_prepare
 from http_edge.errors import errors_middleware
+from http_edge.expect import answer_expect_on_every_route
 from operator_api import (
     board_routes,
     chat_routes,
@@ -85,6 +86,7 @@ def create_app(
     chosen = plugins if plugins is not None else default_plugins()
     for plugin in chosen:
         plugin.setup(app)
+    answer_expect_on_every_route(app)  # after every package added its routes
     # One document per app, built once from the declarations of what this app serves.
     app[OPENAPI_DOCUMENT] = build_document(
         [*(m.endpoints.paths for m in OPERATOR_API), *(p.openapi_paths for p in chosen)]
