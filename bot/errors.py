@@ -8,17 +8,17 @@ the wire.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import msgspec
 
 from bot.contracts.errors import ErrorBody, ErrorDetail
 
 
-def error_body(error: str, detail: ErrorDetail | None = None, *, code: str) -> dict[str, Any]:
+def error_body(error: str, detail: ErrorDetail | None = None, *, code: str) -> dict[str, object]:
     """The JSON every HTTP error answer carries (docs/api.md, "Errors"), as builtins: each
     answer's encoder (aiohttp's `json.dumps`, a fast lane's orjson) writes it as before."""
-    return cast(dict[str, Any], msgspec.to_builtins(ErrorBody(error, code, detail)))
+    return cast(dict[str, object], msgspec.to_builtins(ErrorBody(error, code, detail)))
 
 
 class SteelframeError(Exception):

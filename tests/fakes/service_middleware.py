@@ -3,6 +3,7 @@ refuses or observes requests (`tests/fakes/turn_relay.py`, `tui.py`, `no_events.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
@@ -12,7 +13,7 @@ from steelframe.server import AppPlugin, default_plugins
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
-class ServiceMiddleware:
+class ServiceMiddleware(ABC):
     """Subclasses say what happens around each request (`around`); pass `plugins()` to
     `api_factory` for the service with it in front."""
 
@@ -26,5 +27,6 @@ class ServiceMiddleware:
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         return await self.around(request, handler)
 
+    @abstractmethod
     async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        raise NotImplementedError
+        """The answer to `request`: the service's (`await handler(request)`) or the test's."""
