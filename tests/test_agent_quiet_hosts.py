@@ -24,24 +24,38 @@ from bot.lifecycle.agents.presets import Agent, adapter_command
 from tests.fakes.real_agents import cache_root, real_agent_bin, real_aider_bin
 from tests.fakes.serve_process import free_port
 
+# What a model's API answers a wrong key: agents give up at once (a 403 from the proxy is
+# retried: aider backs off for a minute before it gives up).
+UNAUTHORIZED = (
+    b'{"error":{"message":"Incorrect API key provided","type":"invalid_request_error",'
+    b'"code":"invalid_api_key"}}'
+)
+
 
 class RecordingProxy:
     """An HTTP proxy that notes the host of every request and refuses it (403), as the
-    run's egress proxy refuses a host that is not on the allowlist."""
+    run's egress proxy refuses a host that is not on the allowlist; the model's API on
+    127.0.0.1 is answered as the model answers a wrong key (401)."""
 
     def __init__(self) -> None:
         self.hosts: list[str] = []
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         request_line = (await reader.readline()).decode("latin-1").split()
+        host = None
         if len(request_line) >= 2:
             target = request_line[1]
             if "://" in target:  # plain HTTP: an absolute URL
                 target = target.split("://", 1)[1].split("/", 1)[0]
-            self.hosts.append(target.rsplit(":", 1)[0] if ":" in target else target)
+            host = target.rsplit(":", 1)[0] if ":" in target else target
+            self.hosts.append(host)
         while (await reader.readline()) not in (b"\r\n", b""):
             pass
-        writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
+        if host == "127.0.0.1":
+            head = b"HTTP/1.1 401 Unauthorized\r\ncontent-type: application/json\r\n"
+            writer.write(head + b"content-length: %d\r\n\r\n" % len(UNAUTHORIZED) + UNAUTHORIZED)
+        else:
+            writer.write(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n")
         await writer.drain()
         writer.close()
 
@@ -79,7 +93,8 @@ async def test_codex_asks_for_no_host_but_its_model_api(
     home.mkdir()
     init = await asyncio.create_subprocess_exec("git", "init", "-q", str(checkout))
     assert await init.wait() == 0
-    model_api = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens: the turn fails
+    # Nothing listens there: the proxy answers for it, refusing the key, and the turn fails.
+    model_api = f"http://127.0.0.1:{free_port()}/v1"
     launch = codex.launch(AgentRun(prompt="say hi", cwd=checkout), base_url=model_api)
     env = {
         "PATH": "/usr/bin:/bin",
@@ -179,7 +194,7 @@ async def test_aider_asks_for_no_host_but_its_model_api(
         "STEELFRAME_AGENT_HOME": str(home),
         "STEELFRAME_AGENT_MODEL": "gpt-4o",
         "OPENAI_API_KEY": "sk-test",
-        # Nothing listens there: the proxy refuses the turn and aider gives up.
+        # Nothing listens there: the proxy answers for it, refusing the key, and aider gives up.
         "OPENAI_API_BASE": f"http://127.0.0.1:{free_port()}/v1",
         "HTTPS_PROXY": proxy_url,
         "HTTP_PROXY": proxy_url,

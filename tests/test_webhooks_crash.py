@@ -93,25 +93,30 @@ def raw_request(port: int, delivery: str, event: str, body: bytes) -> bytes:
 
 async def send_all(
     port: int, items: list[tuple[str, str, bytes]], acked: list[str], *, clients: int = 16
-) -> None:
+) -> Counter[str]:
     """Send every delivery once from `clients` keep-alive connections; acknowledged ids
-    (202, or 200 for one already stored) go to `acked` as the answers arrive."""
+    (202, or 200 for one already stored) go to `acked` as the answers arrive. What each
+    send got (its status, or the error that ended it) is counted for a failure's message."""
     queue = iter(items)
+    outcomes: Counter[str] = Counter()
 
     async def client() -> None:
         connection = Connection("127.0.0.1", port)
         for delivery, event, body in queue:
             try:
                 status = await connection.send(raw_request(port, delivery, event, body))
-            except (OSError, ValueError, asyncio.IncompleteReadError):
+            except (OSError, ValueError, asyncio.IncompleteReadError) as exc:
+                outcomes[type(exc).__name__] += 1
                 connection.close()
                 connection = Connection("127.0.0.1", port)
                 continue
+            outcomes[str(status)] += 1
             if status in (200, 202):
                 acked.append(delivery)
         connection.close()
 
     await asyncio.gather(*[client() for _ in range(clients)])
+    return outcomes
 
 
 def scalar(url: str, sql: str) -> Any:
@@ -262,8 +267,11 @@ async def test_kill_9_mid_burst_then_every_delivery_is_processed_without_a_stall
         # GitHub's "redeliver" for what was never acknowledged (some were stored anyway).
         unanswered = [item for item in items if item[0] not in set(acked)]
         again: list[str] = []
-        await send_all(second.port, unanswered, again)
-        assert sorted(again) == sorted(d for d, _, _ in unanswered)
+        outcomes = await send_all(second.port, unanswered, again)
+        assert sorted(again) == sorted(d for d, _, _ in unanswered), (
+            f"redelivered: {dict(outcomes)}; the restarted serve's log ends:\n"
+            + second.log_text()[-3000:]
+        )
         await processed_without_a_stall(url, restarted)
     # A pickup whose task committed just before the kill may not have put its label on the
     # issue yet: the worker's reconciler does that (it adds what is missing, nothing twice).

@@ -67,21 +67,26 @@ async def serve(
     settings: Mapping[str, str], cwd: Path, log: Path, *, port: int | None = None
 ) -> AsyncIterator[Served]:
     """`steelframe serve` with `settings` as its environment; stderr goes to `log`. The
-    caller may kill it; otherwise it is stopped with SIGTERM at the end."""
-    port = port or free_port()
+    caller may kill it; otherwise it is stopped with SIGTERM at the end. Without `port` it
+    binds port 0 and says where (its `url:` line): a port probed free and handed over can be
+    taken by another test's process in between, whose /healthz then answers for it."""
     with log.open("ab") as sink:
         process = await asyncio.create_subprocess_exec(
             str(STEELFRAME),
             "serve",
             "--port",
-            str(port),
+            str(port or 0),
             cwd=cwd,
             env=child_env(settings),
-            stdout=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
             stderr=sink,
         )
-    served = Served(process, f"http://127.0.0.1:{port}", port, log)
+    assert process.stdout is not None
+    discard: asyncio.Task[None] | None = None
     try:
+        bound = await asyncio.wait_for(_announced_port(process.stdout), 90)
+        discard = asyncio.create_task(_discard(process.stdout))
+        served = Served(process, f"http://127.0.0.1:{bound}", bound, log)
         await wait_ready(served.url, process, within=90)
         yield served
     finally:
@@ -92,3 +97,19 @@ async def serve(
             except TimeoutError:
                 process.kill()
                 await process.wait()
+        if discard is not None:
+            await discard
+
+
+async def _announced_port(stdout: asyncio.StreamReader) -> int:
+    """The port of serve's `url: http://host:port` line, printed once it listens."""
+    while line := await stdout.readline():
+        if line.startswith(b"url: "):
+            return int(line.decode().strip().rsplit(":", 1)[1])
+    raise RuntimeError("serve exited before it said where it listens")
+
+
+async def _discard(stdout: asyncio.StreamReader) -> None:
+    """Read what serve prints later, so a full pipe never blocks it."""
+    while await stdout.read(65536):
+        pass
