@@ -44,7 +44,7 @@ class DenseKey:
     """What stored vectors are valid for: a change of any of these drops them."""
 
     provider: str
-    model: str
+    model: str  # what the model is: its name, or for `onnx` a digest of its files
     database: str  # memory.identity of the database whose chunk ids key the vectors
 
 

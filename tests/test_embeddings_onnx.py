@@ -7,6 +7,7 @@ settings, the dense round through a real chat turn), not what a real model finds
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -138,20 +139,28 @@ async def test_the_dense_round_runs_offline_through_a_chat_turn(
 
 
 async def test_a_model_that_cannot_load_leaves_the_lexical_rounds(
-    api_factory: Any, tmp_path: Path, model_dir: Path
+    api_factory: Any, tmp_path: Path, model_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Settings checked at start-up; the file broken since: the turn keeps its lexical hits
-    and says why the dense round is missing."""
+    and says why the dense round is missing, naming the model by its directory's last part
+    as the status line does when it works (ONNX Runtime's own message names the file by its
+    whole path); the whole path is in the server log, for the operator."""
     settings = make_settings(tmp_path, chat_embeddings="onnx", chat_embeddings_model=str(model_dir))
     (model_dir / "model.onnx").write_bytes(b"not a model")
     lexical = ChunkIn("The export job times out on large ledgers.", "comment", REPO, issue=7)
     api = await _api(api_factory, settings, chunks=[*NOISE, lexical])
-    response, statuses = await _turn(api, "why does the export job time out?")
+    with caplog.at_level(logging.WARNING, logger="bot.chat.embeddings_onnx"):
+        response, statuses = await _turn(api, "why does the export job time out?")
     assert any(h["text"] == lexical.text and h["round"] == "message" for h in response["retrieved"])
     dense = _dense(await _rounds(api, response))
     assert dense["hits"] == 0
-    assert f"the onnx embeddings model {model_dir} failed" in dense["unavailable"]
-    assert any("dense ranking unavailable" in s for s in statuses)
+    said = f"the onnx embeddings model {model_dir.name} failed ("
+    assert said in dense["unavailable"] and str(tmp_path) not in dense["unavailable"]
+    unavailable = [s for s in statuses if "dense ranking unavailable" in s]
+    assert len(unavailable) == 1 and said in unavailable[0]
+    assert not [s for s in statuses if str(tmp_path) in s], statuses
+    logged = [r.getMessage() for r in caplog.records if r.name == "bot.chat.embeddings_onnx"]
+    assert any(str(model_dir) in message for message in logged), logged
 
 
 def test_start_up_never_imports_onnxruntime() -> None:

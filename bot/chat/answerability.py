@@ -152,6 +152,8 @@ def decide(evidence: Answerability, *, focus: int | None = None) -> Answerabilit
             f" distinctive words, the best hit's cosine is {evidence.best:.2f}"
             + ("" if answers else f" (missing: {', '.join(evidence.missing[:4])})")
         )
+    if evidence.kind_missing:  # not scored; the operator reading the verdict should see it
+        reason += f"; the question asks for a {evidence.kind_missing} the covering thread lacks"
     return replace(
         evidence,
         verdict=Verdict.ANSWERS if answers else Verdict.NOTHING,

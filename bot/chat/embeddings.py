@@ -95,8 +95,15 @@ class EmbeddingsClient:
     def model(self) -> str:
         return self.settings.model
 
+    def model_key(self) -> str:
+        """What stored vectors are valid for (memory.dense.DenseKey.model): the model's
+        name, or an `onnx` model's digest of its files (blocking: loads it the first time)."""
+        return self.local.identity() if isinstance(self.local, OnnxEmbeddings) else self.model
+
     @property
     def where(self) -> str:
+        if isinstance(self.local, OnnxEmbeddings):  # its directory's name; the log has the path
+            return f"the {self.provider} embeddings model {self.local.name}"
         if self.local is not None:
             return f"the {self.provider} embeddings model {self.model}"
         return f"the embeddings endpoint {endpoint_label(self.settings.base_url)}"
@@ -126,7 +133,10 @@ class EmbeddingsClient:
         except TimeoutError as exc:
             raise EmbeddingsUnavailable(f"{self.where} timed out") from exc
         except Exception as exc:  # not installed, its files missing, a bad model name or file
-            first = (str(exc).splitlines() or [""])[0][:200]
+            first = (str(exc).splitlines() or [""])[0]
+            if isinstance(local, OnnxEmbeddings):
+                first = local.shown(first)
+            first = first[:200]
             raise EmbeddingsUnavailable(
                 f"{self.where} failed ({type(exc).__name__}: {first})"
             ) from exc

@@ -129,8 +129,9 @@ class HybridRanking:
         return hits, detail
 
     def vectors(self) -> DenseVectors:
-        """The store for this provider, model and database (memory.dense)."""
-        key = DenseKey(self.client.provider, self.client.model, self.memory.database)
+        """The store for this provider, model and database (memory.dense); blocking (an
+        `onnx` model is keyed by its files' digest, taken when it loads)."""
+        key = DenseKey(self.client.provider, self.client.model_key(), self.memory.database)
         if self._vectors is None or self._vectors.key != key:
             self._vectors = DenseVectors.beside(self.memory.root, key)
         return self._vectors
