@@ -44,6 +44,15 @@ NEWEST_IN_VIEW = """() => {
 }"""
 
 
+# Scrolls the chat to its top and says whether "Jump to latest" shows once the scroll's
+# handlers have run (ours is added last, so it runs after the page's own).
+SCROLLED_TO_TOP_OFFERS_LATEST = """el => new Promise(resolve => {
+  el.addEventListener("scroll", () => resolve(!document.querySelector("#jump-latest").hidden),
+                      {once: true});
+  el.scrollTop = 0;
+})"""
+
+
 async def clickable(gui: Gui, selector: str) -> None:
     assert await gui.page.evaluate(CLICKABLE, selector) == "ok"
 
@@ -140,9 +149,10 @@ async def test_controls_fit_and_the_chat_follows_the_newest_reply(
         await clickable(gui, control)
     await no_overflow(gui, "the Publish bar shown")
 
-    # Scrolled up to read, the reader stays put and is offered the way back.
-    await page.locator("#messages").evaluate("el => el.scrollTop = 0")
-    await page.locator("#jump-latest").wait_for()
+    # Scrolled up to read, the reader stays put and is offered the way back at once (the
+    # scroll's own handler shows it, not the next change of the chat).
+    offered = await page.locator("#messages").evaluate(SCROLLED_TO_TOP_OFFERS_LATEST)
+    assert offered, "scrolled up, Jump to latest was not offered"
     await page.click("#jump-latest")
     await page.wait_for_function(NEWEST_IN_VIEW)
 

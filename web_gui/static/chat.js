@@ -61,12 +61,13 @@ export class Chat {
   }
 
   // Pinned to the bottom while the operator is at the bottom; once they scroll up, new
-  // content leaves them where they are and "Jump to latest" offers the way back.
+  // content leaves them where they are and "Jump to latest" offers the way back, from the
+  // moment they leave the bottom (not only once something new arrives).
   followConversation() {
     const box = this.els.messages;
     box.addEventListener("scroll", () => {
       this.pinned = box.scrollHeight - box.scrollTop - box.clientHeight < 48;
-      if (this.pinned) show(this.els.jump, false);
+      show(this.els.jump, !this.pinned);
     });
     const onChange = () => {
       if (this.pinned) box.scrollTop = box.scrollHeight;
