@@ -99,11 +99,11 @@ async def test_the_heartbeat_renews_by_the_clock_when_each_pass_is_slow(
     make: Make, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A loaded host: once the run works, every read of the task's state (one per pass of the
-    # heartbeat) takes 2.5 s. The heartbeat is due every 3 s of a 9 s lease and passes start
-    # every second: a heartbeat that counted its sleeps renewed every third pass, 10.5 s
-    # apart, and let the lease lapse for 1.5 s each time; one that reads the clock renews
-    # every 3.5 s. (The run works in RQ's forked work horse: the switch is a file, seen there.)
-    ttl, slow = 9.0, 2.5
+    # run's terminate check) takes longer than the heartbeat's period (1 s of a 3 s lease).
+    # A heartbeat that counted those passes (as it once did) let the lease lapse; one that
+    # reads the clock on a thread of its own (`leases.Heartbeat`) keeps it. (The run works in
+    # RQ's forked work horse: the switch is a file, seen there.)
+    ttl, slow = 3.0, 1.5
     started, finish = exchange_dir(tmp_path) / "started.txt", exchange_dir(tmp_path) / "finish"
     loaded = tmp_path / "loaded"
 
