@@ -320,21 +320,7 @@ class Terminations:
             if exc.current != TaskState.TERMINATED:
                 raise
         except SQLAlchemyError as exc:
-            if is_lock_timeout(exc):
-                log.warning(
-                    "lifecycle: task %s is locked by a worker that does not answer; terminate "
-                    "by %s recorded for the reconciler",
-                    task_id,
-                    actor,
-                )
-            else:
-                log.warning(
-                    "lifecycle: task %s: terminate by %s recorded, not applied (%s); the "
-                    "reconciler applies it once the database answers",
-                    task_id,
-                    actor,
-                    type(exc).__name__,
-                )
+            _not_applied(task_id, actor, exc)
             return await self._answer(task_id, before, terminated=False)
         return await self._answer(task_id, before, terminated=True)
 
@@ -351,3 +337,22 @@ class Terminations:
                 else before
             )
         return Termination(now, applied=now.state == TaskState.TERMINATED)
+
+
+def _not_applied(task_id: int, actor: str, exc: SQLAlchemyError) -> None:
+    """Why an operator's recorded terminate stays recorded for now."""
+    if is_lock_timeout(exc):
+        log.warning(
+            "lifecycle: task %s is locked by a worker that does not answer; terminate by %s "
+            "recorded for the reconciler",
+            task_id,
+            actor,
+        )
+    else:
+        log.warning(
+            "lifecycle: task %s: terminate by %s recorded, not applied (%s); the reconciler "
+            "applies it once the database answers",
+            task_id,
+            actor,
+            type(exc).__name__,
+        )
