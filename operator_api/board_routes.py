@@ -124,11 +124,15 @@ async def task_log(request: web.Request) -> web.Response:
 
 @endpoints.post(
     "/api/operator/tasks/{id}/terminate",
-    "Stop a queued, running or waiting task (job cancelled, runtime killed); 202: a frozen "
-    "worker holds the task, the request is recorded and applied later",
+    "Stop a queued, running or waiting task (job cancelled, runtime killed); 202: the "
+    "request is recorded and applied later (a frozen worker holds the task, or the database "
+    "failed once it was recorded)",
     {
         "200": json_body(ref("TaskDetail")),
-        "202": json_body(ref("TaskDetail"), "Recorded; applied once the worker's job stops"),
+        "202": json_body(
+            ref("TaskDetail"),
+            "Recorded; applied once the worker's job stops or the database answers",
+        ),
         **ACTION_ERRORS,
     },
     params=[TASK],
@@ -138,8 +142,9 @@ async def terminate(request: web.Request) -> web.Response:
     await _no_body(request)
     actor = f"operator:{request[OPERATOR_NAME]}"
     result = await _terminations(request).terminate(task_id, actor=actor)
-    # 202: a frozen worker holds the task; the request is recorded and applied by the
-    # reconciler once that worker's job is stopped (docs/api.md).
+    # 202: the request is recorded, not applied yet (a frozen worker holds the task, or the
+    # database failed after recording it): whoever next takes the task's row, or the
+    # reconciler, applies it (docs/api.md). A request that could not be recorded is a 503.
     return _json(result.detail, status=200 if result.applied else 202)
 
 

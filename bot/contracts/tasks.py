@@ -110,7 +110,8 @@ class EventData(TypedDict, total=False):
     above each group names the events that set it."""
 
     # `transition` to delivered (bot/lifecycle/finish.py; the reconciler finding the pull
-    # request); a pull request's end (merged / closed, bot/lifecycle/pull_end.py).
+    # request); a pull request's end (merged / closed, bot/lifecycle/pull_end.py); pr_url and
+    # pr_number: to terminated in place of a run's step, the pull request open (terminate.py).
     pr_url: str | None
     pr_number: int | None
     summary: str

@@ -16,10 +16,11 @@ from sqlalchemy.orm import Session
 
 from bot.contracts.tasks import BudgetData
 from bot.lifecycle import tasks
+from bot.lifecycle.finish import finish_move
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.transition import Move, apply, publish
+from bot.lifecycle.transition import Move
 
 log = logging.getLogger(__name__)
 # The limits a budget stops a run by, named as bot.contracts.coding_protocol.AgentLimit names them.
@@ -84,23 +85,20 @@ async def reached(run: Run, limit: str) -> str:
         "pushed. Raise the budget and publish a Decision to go on, or leave the task here."
     )
     run.ctx.db.call(_event, run, limit, said)
-    change = await run.ctx.db.run(
-        apply,
-        run.task.id,
-        Move(
-            TaskState.WAITING_FOR_INFO,
-            actor=run.actor,
-            detail=said,
-            data={"question": said, "limit": limit, "budget": budget.as_json()},
-            expect=[TaskState.RUNNING],
-            changes={"question": said, "pending_decision": None},
-            notice=notice,
-            note=said[0].upper() + said[1:] + ".",
-            fence=run.fence,
-        ),
-        run.ctx.clock,
+    move = Move(
+        TaskState.WAITING_FOR_INFO,
+        actor=run.actor,
+        detail=said,
+        data={"question": said, "limit": limit, "budget": budget.as_json()},
+        expect=[TaskState.RUNNING],
+        changes={"question": said, "pending_decision": None},
+        notice=notice,
+        note=said[0].upper() + said[1:] + ".",
+        fence=run.fence,
     )
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    change = await finish_move(run.ctx, run.github, run.task.id, move)  # or terminated as asked
+    if isinstance(change, str):
+        return change
     log.info("lifecycle: task %s: %s", run.task.id, said)
     return f"waiting_for_info: {said}"
 

@@ -1,18 +1,21 @@
 """A queued task of a repository over its daily or monthly budget waits (budget_ledger):
 the reason recorded on the task once, and its run enqueued again for when the period
-turns (looking again every ten minutes meanwhile, for a budget raised). Called by a run
-before it starts, so the task stays `queued` and nothing runs."""
+turns (looking again every ten minutes meanwhile, for a budget raised). Decided by a run
+before it starts, in the transaction that starts it once it holds the task's row
+(`run._attempt`): an operator's recorded terminate comes first (the task is terminated, not
+held), a hold next (the task stays `queued` and nothing runs), the attempt last."""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import budget_ledger, tasks
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.leverage_view import HOLD_ACTOR
-from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.models import EventKind
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.states import TaskState
 
@@ -22,21 +25,38 @@ log = logging.getLogger(__name__)
 RECHECK_SECONDS = 600.0
 
 
-def held(ctx: LifecycleContext, task: Task) -> str | None:
-    """The reason `task` may not start now (its run enqueued again for later), or None."""
+@dataclass(frozen=True)
+class Hold:
+    """Why the task may not start now, and its run for later (`enqueue` it after the
+    commit)."""
+
+    task_id: int
+    reason: str
+    job: str
+    delay: float
+
+
+def hold(session: Session, ctx: LifecycleContext, task_id: int) -> Hold | None:
+    """In the caller's transaction, which holds the task's row: the hold on a queued task
+    (its reason noted, its job id set), or None."""
+    task = tasks.get_task(session, task_id)
     if task.state != TaskState.QUEUED:
         return None  # a resumed or running task finishes its leg
     now = ctx.clock()
-    found = ctx.db.call(budget_ledger.hold, ctx.settings, task.repo, now)
+    found = budget_ledger.hold(session, ctx.settings, task.repo, now)
     if found is None:
         return None
     job = job_id(task.id, task.generation, "hold")
-    ctx.db.call(_note, task.id, found.reason, job, ctx)
+    _note(session, task.id, found.reason, job, ctx)
     delay = min(max((found.until - now).total_seconds(), 1.0), RECHECK_SECONDS)
+    return Hold(task.id, found.reason, job, delay)
+
+
+def enqueue(ctx: LifecycleContext, held: Hold) -> None:
+    """The held task's run, enqueued again for later (after the hold is committed)."""
     queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
-    queue.enqueue(task.id, job=job, delay=delay)
-    log.info("lifecycle: task %s %s", task.id, found.reason)
-    return found.reason
+    queue.enqueue(held.task_id, job=held.job, delay=held.delay)
+    log.info("lifecycle: task %s %s", held.task_id, held.reason)
 
 
 def _note(session: Session, task_id: int, reason: str, job: str, ctx: LifecycleContext) -> None:

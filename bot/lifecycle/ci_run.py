@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import logging
 
+from sqlalchemy.orm import Session
+
+from bot.clock import Clock
 from bot.lifecycle import branch, ci_store, steps, tasks, worktree
 from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
 from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
 from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
-from bot.lifecycle.finish import finish_delivered
+from bot.lifecycle.finish import decide, finish_delivered
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.transition import Move, apply, publish, show
+from bot.lifecycle.transition import Move, publish, show
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +62,13 @@ async def fix(run: Run, row: CiFix) -> str:
         run, text, check_clone=moved, with_decision=guidance is None
     )
     if isinstance(opened, steps.Ended):
-        return _ended(run, row, opened.said)
+        return await _ended(run, row, opened.said)
     tree = opened.tree
     prompt = fix_prompt(opened.prompt, row, guidance)
     outcome = await code(run, tree, prompt, opened.remaining)
     await steps.recorded(run, tree, prompt, outcome)
     if outcome.status != CodingStatus.DONE:
-        concluded = _ended(run, row, await steps.conclude(run, tree, outcome))
+        concluded = await _ended(run, row, await steps.conclude(run, tree, outcome))
     else:
         concluded = await _push_fix(run, row, tree, outcome)
     await steps.after_conclusion(run)
@@ -83,18 +86,22 @@ async def _announce(run: Run, row: CiFix) -> None:
     await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
 
-def _ended(run: Run, row: CiFix, said: str) -> str:
+async def _ended(run: Run, row: CiFix, said: str) -> str:
     """The run ended as a run does (failed, asked, stopped): the fix is over, unless a
     retry was scheduled (the task is queued again), which runs the same fix."""
-    if run.ctx.db.call(tasks.get_task, run.task.id).state != TaskState.QUEUED:
-        run.ctx.db.call(ci_store.conclude, row.id, CiFixState.ENDED, run.ctx.clock)
+    await run.ctx.db.run(_end_fix, run.task.id, row.id, run.ctx.clock)
     return said
+
+
+def _end_fix(session: Session, task_id: int, fix_id: int, clock: Clock) -> None:
+    if tasks.get_task(session, task_id).state != TaskState.QUEUED:
+        ci_store.conclude(session, fix_id, CiFixState.ENDED, clock)
 
 
 async def _superseded(run: Run, row: CiFix, tree: worktree.Worktree) -> str:
     moved = tree.remote.branch_sha[:12] or "nothing"
     log.info("lifecycle: task %s: the branch moved to %s; no fix run", run.task.id, moved)
-    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.SUPERSEDED, run.ctx.clock)
+    await run.ctx.db.run(ci_store.conclude, row.id, CiFixState.SUPERSEDED, run.ctx.clock)
     return await finish_delivered(
         run.ctx,
         run.github,
@@ -114,9 +121,11 @@ async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: Codi
     if head == row.head_sha:
         return await _unchanged(run, row, outcome)
     if refused := await branch.unpushable(run, tree):
-        return _ended(run, row, await steps.fail(run, error=refused, retry=False))
+        return await _ended(run, row, await steps.fail(run, error=refused, retry=False))
     await branch.push(run, tree)
-    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.PUSHED, run.ctx.clock, result_sha=head)
+    await run.ctx.db.run(
+        ci_store.conclude, row.id, CiFixState.PUSHED, run.ctx.clock, result_sha=head
+    )
     summary = run.public_block(outcome.summary) or f"Pushed a fix for the failing {checks}."
     return await finish_delivered(
         run.ctx, run.github, run.task.id, run.actor, summary=summary, fence=run.fence
@@ -124,28 +133,33 @@ async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: Codi
 
 
 async def _unchanged(run: Run, row: CiFix, outcome: CodingOutcome) -> str:
-    """Nothing to push: no empty push, no second try; a person is asked."""
+    """Nothing to push: no empty push, no second try; a person is asked (or, with an
+    operator's terminate recorded meanwhile, the task ends as they asked: `decide`)."""
     reason = f"fix run {row.run_number} changed nothing"
     if outcome.summary:
         reason += f" (it said: {run.public(outcome.summary, 200)})"
-    run.ctx.db.call(ci_store.conclude, row.id, CiFixState.UNCHANGED, run.ctx.clock, reason=reason)
-    question = needs_human_question(row.pr_number, reason)
-    change = await run.ctx.db.run(
-        apply,
-        run.task.id,
-        Move(
-            TaskState.WAITING_FOR_INFO,
-            actor=run.actor,
-            detail=reason,
-            data={"head_sha": row.head_sha, "pr_number": row.pr_number, "fix_run": row.run_number},
-            expect=[TaskState.RUNNING],
-            changes={"question": question, "pending_decision": None},
-            note=f"CI still fails and {reason}: a person is needed.",
-            fence=run.fence,
-        ),
-        run.ctx.clock,
+    await run.ctx.db.run(
+        ci_store.conclude, row.id, CiFixState.UNCHANGED, run.ctx.clock, reason=reason
     )
-    task = run.ctx.db.call(tasks.get_task, run.task.id)
+    question = needs_human_question(row.pr_number, reason)
+    move = Move(
+        TaskState.WAITING_FOR_INFO,
+        actor=run.actor,
+        detail=reason,
+        data={"head_sha": row.head_sha, "pr_number": row.pr_number, "fix_run": row.run_number},
+        expect=[TaskState.RUNNING],
+        changes={"question": question, "pending_decision": None},
+        note=f"CI still fails and {reason}: a person is needed.",
+        fence=run.fence,
+    )
+    # Decided as any run's ending (`decide`); shown on GitHub once the pull request's
+    # summary says why (below). A terminate in its place is shown by `decide`.
+    decided = await decide(run.ctx, run.github, run.task.id, move)
+    if isinstance(decided, str):
+        return decided
+    if decided.terminated_by is not None:
+        return f"terminated as {decided.terminated_by} asked"
+    task = await run.ctx.db.run(tasks.get_task, run.task.id)
     await post_ci_summary(
         run.ctx.db,
         run.github,
@@ -154,5 +168,5 @@ async def _unchanged(run: Run, row: CiFix, outcome: CodingOutcome) -> str:
         redactor=run.ctx.redactor,
         github_api_url=run.ctx.settings.github_api_url,
     )
-    await publish(run.ctx.db, run.github, change, clock=run.ctx.clock)
+    await publish(run.ctx.db, run.github, decided.moved, clock=run.ctx.clock)
     return f"waiting_for_info: {reason}"

@@ -3,13 +3,16 @@ good with a comment naming what failed or which limit was reached).
 
 Every text given here is public already (the worker's own words and redacted runtime
 text, see `bot.lifecycle.redact`): it goes into comments, task events and chat results.
-A run passes its lease holder as `fence`: a run that lost its lease changes nothing."""
+A run passes its lease holder as `fence`: a run that lost its lease changes nothing. An
+operator's terminate recorded while the run went on wins over every ending (the task ends
+`terminated`, bot.lifecycle.terminate)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from dataclasses import replace
 
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
@@ -23,7 +26,7 @@ from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.tasks import LeaseLost
-from bot.lifecycle.transition import Move, Transitioned, publish, transition
+from bot.lifecycle.transition import Move, Transitioned, publish
 
 log = logging.getLogger(__name__)
 LIMIT_NAMES = {
@@ -46,31 +49,21 @@ def _fenced_out(task_id: int) -> str:
     return "stopped: lease lost"
 
 
-async def _conclude(
-    ctx: LifecycleContext,
-    github: GitHubApi | None,
-    task_id: int,
-    move: Move,
-    *,
-    within: Callable[[Session, Transitioned], None] | None = None,
-    after_commit: Callable[[Transitioned], Awaitable[None]] | None = None,
+async def finish_move(
+    ctx: LifecycleContext, github: GitHubApi | None, task_id: int, move: Move
 ) -> Transitioned | str:
-    """Move the run's task to where the run ended; the run's words instead when the task is
-    no longer the run's to move (someone else moved it, or the run lost its lease)."""
-    try:
-        return await transition(
-            ctx.db,
-            github,
-            task_id,
-            move,
-            clock=ctx.clock,
-            within=within,
-            after_commit=after_commit,
-        )
-    except IllegalTransition as exc:
-        return _moved(task_id, exc)
-    except LeaseLost:
-        return _fenced_out(task_id)
+    """Move the run's task to where the run ended (delivered, a question asked), or
+    terminate it instead when an operator's terminate was recorded while the run went on
+    (a frozen worker held the row past the terminate's bound): decided under the task's row
+    lock, as a retry or a final failure is (`decide`). The run's words instead of a change
+    when the task is no longer the run's to move, or was terminated as asked."""
+    decided = await decide(ctx, github, task_id, move)
+    if isinstance(decided, str):
+        return decided
+    if decided.terminated_by is not None:
+        return f"terminated as {decided.terminated_by} asked"
+    published = await publish(ctx.db, github, decided.moved, clock=ctx.clock)
+    return replace(decided.moved, published=published)
 
 
 def limit_text(ctx: LifecycleContext, name: str) -> str:
@@ -111,7 +104,7 @@ async def finish_delivered(
         note=summary,
         fence=fence,
     )
-    change = await _conclude(ctx, github, task_id, move)
+    change = await finish_move(ctx, github, task_id, move)
     if isinstance(change, str):
         return change
     return f"delivered: {task.pr_url}"
@@ -141,7 +134,7 @@ async def finish_question(
         notice=text,
         fence=fence,
     )
-    change = await _conclude(ctx, github, task.id, move)
+    change = await finish_move(ctx, github, task.id, move)
     if isinstance(change, str):
         return change
     return "waiting_for_info: question asked"
@@ -186,7 +179,7 @@ async def finish_failed(
 
     # An operator's terminate recorded meanwhile wins: the task ends as they asked, with
     # this failure in its event (bot.lifecycle.terminate.terminate_instead).
-    decided = await _decide(ctx, github, task_id, move, within=limit_event)
+    decided = await decide(ctx, github, task_id, move, within=limit_event)
     if isinstance(decided, str):
         return decided
     if decided.terminated_by is not None:
@@ -195,7 +188,7 @@ async def finish_failed(
     return f"failed: {error}"
 
 
-async def _decide(
+async def decide(
     ctx: LifecycleContext,
     github: GitHubApi | None,
     task_id: int,
@@ -203,8 +196,8 @@ async def _decide(
     *,
     within: Callable[[Session, Transitioned], None] | None = None,
 ) -> terminate.Decided | str:
-    """`_conclude` for an ending that an operator's recorded terminate overrides (a retry,
-    a failure): decided under the task's row lock, in one transaction. The terminate is
+    """An ending that an operator's recorded terminate overrides (delivered, a question, a
+    retry, a failure): decided under the task's row lock, in one transaction. The terminate is
     shown on GitHub here; the caller's own move is the caller's to show (a retry enqueues
     its job first)."""
 
@@ -257,7 +250,7 @@ async def _retry_later(
         fence=fence,
     )
 
-    decided = await _decide(ctx, github, task_id, move)
+    decided = await decide(ctx, github, task_id, move)
     if isinstance(decided, str):
         return decided
     if decided.terminated_by is not None:

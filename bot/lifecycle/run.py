@@ -16,7 +16,6 @@ from pathlib import Path
 
 from sqlalchemy.orm import Session
 
-from bot.clock import Clock
 from bot.github.errors import GitHubError
 from bot.lifecycle import budget_hold, ci_run, leases, tasks, terminate, worktree
 from bot.lifecycle.branch import let_go
@@ -37,6 +36,7 @@ from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.steps import work
 from bot.lifecycle.tasks import LeaseLost
 from bot.lifecycle.transition import Move, publish
+from bot.lifecycle.transition import apply as apply_move
 
 log = logging.getLogger(__name__)
 # How often a run checks whether it was terminated (its lease is renewed by `Heartbeat`).
@@ -165,10 +165,6 @@ async def _begin_attempt(
         return Skipped(f"skipped: task is {task.state}")
     if task.attempts >= ctx.policy.max_attempts:
         return OutOfAttempts()
-    if (
-        held := await asyncio.to_thread(budget_hold.held, ctx, task)
-    ) is not None:  # the repository's budget
-        return Skipped(held)
     move = Move(
         TaskState.RUNNING,
         actor=actor,
@@ -178,7 +174,10 @@ async def _begin_attempt(
         fence=holder.id,
     )
     running = task.state == TaskState.RUNNING
-    decided = await ctx.db.run(_attempt, task_id, move, ctx.clock, running=running)
+    decided = await ctx.db.run(_attempt, ctx, task_id, move, running=running)
+    if isinstance(decided, budget_hold.Hold):  # the repository's budget: not now
+        await asyncio.to_thread(budget_hold.enqueue, ctx, decided)
+        return Skipped(decided.reason)
     if decided is not None and decided.terminated_by is not None:
         asked = decided.terminated_by
         log.info("lifecycle: task %s terminated as %s asked, not started", task_id, asked)
@@ -189,20 +188,25 @@ async def _begin_attempt(
 
 
 def _attempt(
-    session: Session, task_id: int, move: Move, clock: Clock, *, running: bool
-) -> terminate.Decided | None:
-    """The attempt counted, or an operator's recorded terminate applied in its place,
-    decided under the task's row lock (`terminate.held_request`): a request recorded while
-    a frozen process held the row, or while the task waited for this job, ends the task
-    here and the attempt never starts. Queued: `move` (`queued -> running`). Running already
-    (a resumed task, or a run whose worker died; this run holds the lease, so no other is
-    live): the attempt is counted on the row, no state change (None)."""
-    if not running:
-        return terminate.unless_requested(session, task_id, move, clock)
+    session: Session, ctx: LifecycleContext, task_id: int, move: Move, *, running: bool
+) -> terminate.Decided | budget_hold.Hold | None:
+    """The attempt counted, or what stops it, decided under the task's row lock
+    (`terminate.held_request`), in this order: an operator's recorded terminate (a request
+    recorded while a frozen process held the row, or while the task waited for this job)
+    ends the task here and the attempt never starts; a queued task of a repository over its
+    budget is held (`budget_hold`: it stays queued, its run enqueued again after the commit).
+    Otherwise, queued: `move` (`queued -> running`). Running already (a resumed task, or a
+    run whose worker died; this run holds the lease, so no other is live): the attempt is
+    counted on the row, no state change (None)."""
+    clock = ctx.clock
     actor = terminate.held_request(session, task_id, fence=move.fence, clock=clock)
     if actor is not None:
         moved = terminate.terminate_instead(session, task_id, actor, move, clock)
         return terminate.Decided(moved, terminated_by=actor)
+    if not running:
+        if (held := budget_hold.hold(session, ctx, task_id)) is not None:
+            return held
+        return terminate.Decided(apply_move(session, task_id, move, clock))
     task = tasks.get_task(session, task_id)
     if task.state != TaskState.RUNNING:
         raise IllegalTransition(task_id, task.state, TaskState.RUNNING)

@@ -37,7 +37,7 @@ from bot.lifecycle.coding import CodingOutcome, CodingStatus, RunLog
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.delivery import deliver_pending
 from bot.lifecycle.egress import ensure_available
-from bot.lifecycle.finish import finish_delivered, finish_failed, finish_question
+from bot.lifecycle.finish import finish_delivered, finish_failed, finish_move, finish_question
 from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.presets_run import preset_label
@@ -49,7 +49,7 @@ from bot.lifecycle.run_log import keep_log, record
 from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.transition import Move, show, transition
+from bot.lifecycle.transition import Move, show
 
 log = logging.getLogger(__name__)
 MAX_REASON = 200
@@ -328,8 +328,8 @@ async def no_runtime(run: Run) -> str:
         note="No coding runtime is configured.",
         fence=run.fence,
     )
-    await transition(run.ctx.db, run.github, run.task.id, move, clock=run.ctx.clock)
-    return "waiting_for_info: no coding runtime"
+    change = await finish_move(run.ctx, run.github, run.task.id, move)
+    return change if isinstance(change, str) else "waiting_for_info: no coding runtime"
 
 
 async def sandbox_refusal(run: Run) -> str | None:

@@ -5,18 +5,24 @@ worker held it.
 operator's terminate (`Terminations.terminate`) first records its request (`record`, its own
 committed transaction, which never waits on the task's row), then terminates, waiting at most
 TERMINATE_LOCK_SECONDS for the task's row; that transaction forgets the request. When a stuck
-work horse holds the row past the bound, the request stays recorded and whoever next finds
-that run gone (RQ's handling of the killed horse, or the reconciler, which stops the job
-first) applies it (`apply`).
+work horse holds the row past the bound, or the database fails after the request was
+committed, the request stays recorded (the operator is told so: `Termination.applied` is
+False, HTTP 202) and whoever next takes the task's row applies it: the run's own ending, its
+recovery (RQ's handling of the killed horse), a retry, the next attempt's start, or the
+reconciler, which stops a job still holding the row first (`apply`).
 
-Nothing that would start a new attempt overtakes a recorded request: a retry (running ->
-queued), a run's final failure and an attempt's start each decide under the task's row lock,
-in their own transaction, whether to go on or to terminate as asked (`unless_requested`,
-`held_request`). The order is the row: a request committed before a decider took the row is
-seen by it; a decider that took the row first committed before the operator's terminate gets
-the row, and that terminate then ends what the decider left (a queued task is terminated at
-once, its job cancelled). A check made before that lock is stale: a recovery could read "no
-request", wait on the row a frozen horse held, and requeue after the request was recorded.
+Nothing a run would do next overtakes a recorded request: a run's ending (delivered, a
+question asked, a retry, a final failure) and an attempt's start (a budget hold included)
+each decide under the task's row lock, in their own transaction, whether to go on or to
+terminate as asked (`unless_requested`, `held_request`; the terminate itself is
+`terminate_instead`, the one state change of that decision). A task whose pull request is
+already open keeps it, and the terminate's event and notice say so (`terminate_instead`).
+The order is the row: a request committed before a decider took the row is seen by it; a
+decider that took the row first committed before the operator's terminate gets the row, and
+that terminate then ends what the decider left (a queued or waiting task is terminated at
+once, a queued job cancelled; a delivered one is finished, the request dropped, 409). A
+check made before that lock is stale: a recovery could read "no request", wait on the row a
+frozen horse held, and requeue after the request was recorded.
 """
 
 from __future__ import annotations
@@ -26,10 +32,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
+import msgspec
 import redis
 from sqlalchemy import delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
@@ -55,8 +62,9 @@ TERMINATE_LOCK_SECONDS = 2.0
 
 @dataclass(frozen=True)
 class Termination:
-    """The task after a terminate; `applied` is False when it was recorded for the
-    reconciler because a frozen worker held the task's row."""
+    """The task after a terminate; `applied` is False when its request stays recorded, to be
+    applied later: a frozen worker held the task's row, or the database failed after the
+    request was committed."""
 
     detail: TaskDetail
     applied: bool
@@ -173,7 +181,16 @@ def terminate_instead(
     """The recorded terminate in place of `move`, and the request's removal. It keeps the
     move's `expect` and `fence` (it moves only what `move` would have moved), and its event
     keeps what `move` would have logged: its words after "instead of", and a failure's
-    `error` and `limit` (the error stays the task's `last_error` too)."""
+    `error` and `limit` (the error stays the task's `last_error` too).
+
+    A task with a pull request already open (a run that delivered, a fix run on its pull
+    request) says so in the event (`pr_url`, `pr_number`) and the notice, and the pull
+    request is left as it is. It is not closed: the terminate stops Steelframe's work on
+    the issue, it does not judge work already shown; had the run ended a moment before the
+    terminate, the task would be `delivered` with the same pull request open (a terminate
+    then answers 409), so either side of that race leaves the same pull request; and closing
+    it would throw away what a reviewer may already be reading, while the person who wants
+    it gone closes it in one click (the notice links it)."""
     asked = terminate_move(actor)
     kept: EventData = {}
     if move.data is not None:
@@ -184,6 +201,11 @@ def terminate_instead(
     changes: tasks.TaskChanges | None = None
     if "error" in kept:
         changes = {"last_error": kept["error"]}
+    notice = asked.notice
+    task = tasks.get_task(session, task_id)
+    if task.pr_url:
+        kept["pr_url"], kept["pr_number"] = task.pr_url, task.pr_number
+        notice = f"{notice} Its pull request {task.pr_url} was already open; it is left as it is."
     instead = replace(
         asked,
         detail=f"{asked.detail}, instead of: {move.detail or move.wanted}"[:500],
@@ -191,6 +213,7 @@ def terminate_instead(
         expect=move.expect,
         fence=move.fence,
         changes=changes,
+        notice=notice,
     )
     moved = apply_move(session, task_id, instead, clock)
     forget(session, task_id)
@@ -207,7 +230,7 @@ class Decided:
 
 
 def unless_requested(session: Session, task_id: int, move: Move, clock: Clock) -> Decided:
-    """`move` (a retry, a final failure, an attempt's start), or the recorded terminate in
+    """`move` (a run's ending, an attempt's start), or the recorded terminate in
     its place (`terminate_instead`), decided in this transaction once it holds the task's
     row (`held_request`)."""
     actor = held_request(session, task_id, fence=move.fence, clock=clock)
@@ -253,16 +276,20 @@ class Terminations:
         within a second, kills its runtime and removes its worktree; the reconciler asks RQ
         to stop a job that does not), a queued job cancelled, a comment, the labels.
 
-        Bounded: the request is recorded first; when a frozen worker holds the task's row
-        past the lock bound (`TERMINATE_LOCK_SECONDS`), it stays recorded (`applied=False`)
-        and the run's recovery, the retry, the next attempt's start or the reconciler
-        applies it, whichever takes the row first."""
-        task = await self.db.run(tasks.get_task, task_id)
-        if task.state not in LIVE:
+        Bounded: the request is recorded first; when the terminate cannot be applied now,
+        it stays recorded (`applied=False`) and the run's ending, its recovery, the retry,
+        the next attempt's start or the reconciler applies it, whichever takes the row
+        first. That is a frozen worker holding the task's row past the lock bound
+        (`TERMINATE_LOCK_SECONDS`), or any database failure after the request was
+        committed (the database went away): the answer says what is true, recorded and to
+        be applied, never a failure for a request that stands. A failure before the request
+        is committed raises (nothing recorded; the operator retries)."""
+        before = await self.db.run(task_detail, task_id)
+        if before.state not in LIVE:
             raise Conflict(
-                f"task {task_id} is {task.state}; only queued, running or waiting tasks "
+                f"task {task_id} is {before.state}; only queued, running or waiting tasks "
                 "can be terminated",
-                detail=ErrorDetail(task=task_id, state=task.state),
+                detail=ErrorDetail(task=task_id, state=before.state),
             )
 
         # The request first, in its own committed transaction (it never waits on the
@@ -292,14 +319,40 @@ class Terminations:
             await self.db.run(forget_finished, task_id)
             if exc.current != TaskState.TERMINATED:
                 raise
-        except OperationalError as exc:
-            if not is_lock_timeout(exc):
-                raise
-            log.warning(
-                "lifecycle: task %s is locked by a worker that does not answer; terminate by "
-                "%s recorded for the reconciler",
-                task_id,
-                actor,
+        except SQLAlchemyError as exc:
+            _not_applied(task_id, actor, exc)
+            return await self._answer(task_id, before, terminated=False)
+        return await self._answer(task_id, before, terminated=True)
+
+    async def _answer(self, task_id: int, before: TaskDetail, *, terminated: bool) -> Termination:
+        """The task as it is now (`applied` when it is terminated); when the database does
+        not answer that read, as this terminate left it (`before`, terminated or not)."""
+        try:
+            now = await self.db.run(task_detail, task_id)
+        except SQLAlchemyError as exc:
+            log.warning("lifecycle: task %s not read again (%s)", task_id, type(exc).__name__)
+            now = (
+                msgspec.structs.replace(before, state=TaskState.TERMINATED)
+                if terminated
+                else before
             )
-            return Termination(await self.db.run(task_detail, task_id), applied=False)
-        return Termination(await self.db.run(task_detail, task_id), applied=True)
+        return Termination(now, applied=now.state == TaskState.TERMINATED)
+
+
+def _not_applied(task_id: int, actor: str, exc: SQLAlchemyError) -> None:
+    """Why an operator's recorded terminate stays recorded for now."""
+    if is_lock_timeout(exc):
+        log.warning(
+            "lifecycle: task %s is locked by a worker that does not answer; terminate by %s "
+            "recorded for the reconciler",
+            task_id,
+            actor,
+        )
+    else:
+        log.warning(
+            "lifecycle: task %s: terminate by %s recorded, not applied (%s); the reconciler "
+            "applies it once the database answers",
+            task_id,
+            actor,
+            type(exc).__name__,
+        )
