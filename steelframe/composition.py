@@ -148,7 +148,9 @@ async def _running_webhooks(parts: Parts, hooks: Webhooks) -> AsyncIterator[None
     finally:
         await hooks.writer.close()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(hooks.processor.drain(), SHUTDOWN_DRAIN_SECONDS)
+            # Not a retry still to fall due: it is stored, for the next sweep that finds it due.
+            drained = hooks.processor.drain(retries_within=0.0)
+            await asyncio.wait_for(drained, SHUTDOWN_DRAIN_SECONDS)
         await hooks.processor.close()
 
 

@@ -40,7 +40,9 @@ def _payload(event: Event) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if key not in ("id", "type")}
 
 
-async def _control(lc: Lifecycle, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+async def _control(
+    lc: Lifecycle, path: str, payload: dict[str, Any], *, retries_within: float | None = None
+) -> dict[str, Any]:
     async with aiohttp.ClientSession() as http:
         response = await http.post(
             f"{lc.sandbox.url}/_sandbox/repos/{lc.repo}{path}",
@@ -49,7 +51,7 @@ async def _control(lc: Lifecycle, path: str, payload: dict[str, Any]) -> dict[st
         )
         assert response.status == 201, await response.text()
         answer = await response.json()
-    await lc.settle()
+    await lc.settle(retries_within=retries_within)
     return dict(answer)
 
 
@@ -58,9 +60,17 @@ async def _head(lc: Lifecycle, number: int) -> str:
     return pull.head.sha
 
 
-async def fail_head(lc: Lifecycle, number: int, *, log: str = LOG, name: str = "tests") -> str:
+async def fail_head(
+    lc: Lifecycle,
+    number: int,
+    *,
+    log: str = LOG,
+    name: str = "tests",
+    retries_within: float | None = None,
+) -> str:
     """The pull request's head gets a failed Actions run (check run with an annotation, a
-    job log, the suite and the workflow run, and their webhooks); the sha."""
+    job log, the suite and the workflow run, and their webhooks); the sha. Settled with
+    the deliveries' retries due within `retries_within` seconds (all of them: None)."""
     sha = await _head(lc, number)
     spec = {
         "name": name,
@@ -69,7 +79,7 @@ async def fail_head(lc: Lifecycle, number: int, *, log: str = LOG, name: str = "
         "log": log,
         "annotations": [{"path": "tests/test_widget.py", "line": 7, "message": ANNOTATION}],
     }
-    await _control(lc, f"/commits/{sha}/checks", spec)
+    await _control(lc, f"/commits/{sha}/checks", spec, retries_within=retries_within)
     return sha
 
 
@@ -334,7 +344,9 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
         lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
     )
     set_state(TaskState.RUNNING)
-    sha = await fail_head(lc, number)  # processed while running: retried, nothing done
+    # Processed while running: retried, nothing done. Its retries fail the same way while
+    # the task runs: settled once the first failures are recorded.
+    sha = await fail_head(lc, number, retries_within=0.0)
     assert _rows(lc, task_id) == [] and lc.queued_jobs() == []
     intake = CiIntake(
         db=lc.api.services.db,

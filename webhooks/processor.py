@@ -20,7 +20,9 @@ older than a grace period (lost from a dead process's queue; at start-up, all of
 A handler that raises is retried with exponential backoff and jitter (`RetryPolicy`); a
 handler that succeeded is recorded in the delivery's `outcomes` and never run again for it.
 After the last attempt the delivery is `dead`: listed by `steelframe webhooks list
---failed` and the operator API, replayed by `steelframe webhooks replay`.
+--failed` and the operator API, replayed by `steelframe webhooks replay`. The retries this
+process recorded (`ScheduledRetries`) wake its sweep when due, and `drain` waits for them
+(at shutdown, only for those already due: the others are stored for the next sweep).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import time
 import uuid
 from collections import deque
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -47,7 +49,7 @@ from bot.handler_runs import running
 from bot.log_context import log_ids
 from webhooks.connection import dedicated_connection
 from webhooks.deliveries import OK, Claimed, DeliveryStatus, Finished
-from webhooks.delivery_retry import RetryPolicy
+from webhooks.delivery_retry import RetryPolicy, ScheduledRetries
 from webhooks.delivery_sql import (
     bodies_statement,
     claim_stale,
@@ -141,8 +143,8 @@ class DeliveryProcessor:
         self._busy = False
         self._sweeps = 0  # recovery sweeps under way: they claim and process past the queue
         self._held: set[str] = set()  # claims taken, not yet recorded: the heartbeat renews them
-        self._next_retry: datetime | None = None
-        self._wake = asyncio.Event()
+        self._retries = ScheduledRetries()  # recorded `retrying` here: the sweep's to run
+        self._wake = asyncio.Event()  # the sweep's sleep: a retry now falls due sooner
         # Claims and outcomes go through a connection of their own, so processing never
         # waits for (or holds) the shared thread pool or the writer's.
         self._statuses = dedicated_connection(self.db, name="webhook-processor")
@@ -190,10 +192,28 @@ class DeliveryProcessor:
         self._tasks = []
         await self._statuses.close()
 
-    async def drain(self) -> None:
-        """Wait until every submitted delivery has been processed (tests, shutdown), also
-        one a sweep claimed first (the start-up sweep takes `received` rows at once)."""
-        while self._pending or self._busy or self._sweeps:
+    async def drain(self, *, retries_within: float | None = None) -> None:
+        """Wait until every delivery this process is to process has been processed: the
+        queue, the batch in hand, what a sweep claimed (the start-up sweep takes `received`
+        rows at once), and each retry this process scheduled that falls due within
+        `retries_within` seconds of the call, until it succeeds or the delivery is dead (a
+        retry that fails again is waited for while its next one is within the bound too).
+        None (tests) waits for every retry, however far; a test whose handler keeps failing
+        gives the processor a quick `RetryPolicy`.
+
+        Shutdown passes 0 (steelframe.composition): a retry not yet due is stored
+        (`retrying`) and another instance's sweep, or this one's next start-up sweep, takes
+        it when due; waiting would hold the exit for up to the policy's `max_delay`.
+
+        The sweep runs the retries (`start`). One that another instance took, or that an
+        operator replayed, stops counting at its due time, when this process's sweep finds
+        nothing due (`ScheduledRetries.forget_due`). Deliveries left in the log (`received`
+        past the queue's room, claims whose record failed) are not waited for: a sweep
+        takes them after the grace period or the lease."""
+        horizon = None
+        if retries_within is not None:
+            horizon = self.ctx.clock() + timedelta(seconds=retries_within)
+        while self._pending or self._busy or self._sweeps or self._retries.waiting(horizon):
             self._idle.clear()
             await self._idle.wait()
 
@@ -280,7 +300,8 @@ class DeliveryProcessor:
                 "recording %d and claiming %d webhook deliveries failed", len(results), len(batch)
             )
             return []
-        self._note_retries(results)
+        if self._retries.recorded(results):
+            self._wake.set()
         claimed = {row[0] for row in rows[claim_at]} if batch else set()
         # The body and the row were committed together before the acknowledgement, so a
         # claimed row has one; "" (not JSON) would make the delivery dead, not lost.
@@ -401,16 +422,6 @@ class DeliveryProcessor:
         )
         return Finished(item.delivery_id, DeliveryStatus.RETRYING, reason, outcomes, retry_at)
 
-    def _note_retries(self, results: list[Finished]) -> None:
-        """Wake the sweep when the earliest retry this process scheduled is due."""
-        due = [r.retry_at for r in results if r.retry_at is not None]
-        if not due:
-            return
-        earliest = min(due)
-        if self._next_retry is None or earliest < self._next_retry:
-            self._next_retry = earliest
-            self._wake.set()
-
     # -- recovery and retries -------------------------------------------------------------
 
     async def recover(self, *, grace_seconds: float | None = None) -> int:
@@ -427,15 +438,17 @@ class DeliveryProcessor:
     async def _sweep(self, grace: float) -> int:
         handled = 0
         while True:
+            now = self.ctx.clock()
             rows = await self.db.run(
                 claim_stale,
-                now=self.ctx.clock(),
+                now=now,
                 grace=grace,
                 lease=self.lease_seconds,
                 limit=BATCH,
                 owner=self.owner,
             )
             if not rows:
+                self._retries.forget_due(now)  # what is still noted due went elsewhere
                 return handled
             self._held.update(row.delivery_id for row in rows)
             batch: list[Pending] = []
@@ -454,20 +467,24 @@ class DeliveryProcessor:
     async def _sweep_forever(self) -> None:
         first = True
         while True:
+            swept = True
             try:
                 await self.recover(grace_seconds=0.0 if first else None)
             except Exception:
                 log.exception("webhook recovery sweep failed")
+                swept = False
             first = False
-            await self._sleep_until_next_sweep()
+            await self._sleep_until_next_sweep(retries=swept)
 
-    async def _sleep_until_next_sweep(self) -> None:
+    async def _sleep_until_next_sweep(self, *, retries: bool) -> None:
+        """Sleep a sweep interval, or until the earliest retry this process scheduled is
+        due; a retry recorded as due sooner wakes it (`_record`). After a failed sweep the
+        due retries are still noted: the interval, not a loop of failing sweeps."""
         delay = self.sweep_seconds
-        if self._next_retry is not None:
-            until = (self._next_retry - self.ctx.clock()).total_seconds()
-            if until <= delay:
-                self._next_retry = None  # this sweep takes it (or another instance did)
-                delay = max(until, 0.0)
+        earliest = self._retries.earliest() if retries else None
+        if earliest is not None:
+            until = (earliest - self.ctx.clock()).total_seconds()
+            delay = max(min(until, delay), 0.0)
         self._wake.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), delay)

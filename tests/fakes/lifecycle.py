@@ -74,12 +74,14 @@ class Lifecycle:
         """What the Board's archive does (operator_api.board_routes)."""
         return await board.archive(self.ctx.db, task_id, actor=actor)
 
-    async def settle(self) -> None:
-        """Every webhook the sandbox sent has been delivered and processed."""
+    async def settle(self, *, retries_within: float | None = None) -> None:
+        """Every webhook the sandbox sent has been delivered and processed, retries too
+        (those due within `retries_within` seconds: `DeliveryProcessor.drain`)."""
         for _ in range(3):
             await asyncio.wait_for(self.sandbox.sandbox.hooks.settle(), PATIENCE_SECONDS)
             processor = self.api.raw.app[WEBHOOKS].processor
-            await asyncio.wait_for(processor.drain(), PATIENCE_SECONDS)
+            drained = processor.drain(retries_within=retries_within)
+            await asyncio.wait_for(drained, PATIENCE_SECONDS)
 
     async def open_issue(
         self, title: str = "Make the widget blue", body: str = "It is red.", *, pickup: bool = True
