@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.chat.frames import FRAMES_LOST, LOST_TEXT
+from bot.chat.frames import LOST_TEXT
+from bot.contracts.chat import StatusReason
 from tests.browser.conftest import GuiFactory
 from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime, reply
@@ -29,7 +30,7 @@ NOTES = (
 
 
 def _lost(text: str = LOST_TEXT) -> dict[str, Any]:
-    return {"type": "status", "text": text, "reason": FRAMES_LOST}
+    return {"type": "status", "text": text, "reason": StatusReason.FRAMES_LOST}
 
 
 async def test_frames_lost_stays_as_a_warning_under_the_reply(

@@ -7,14 +7,10 @@ import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
 import { offerPanel } from "./offers.js";
 import { isEmptyChat, renderSidebar } from "./sidebar.js";
-import { FRAME } from "./wire.js";
+import { FRAME, STATUS_REASON } from "./wire.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
-// The `reason` of a status frame standing where frames of the turn could not be relayed
-// (bot/chat/frames.py FRAMES_LOST, docs/api.md): what streamed may have skipped a part, so
-// it stays under the reply as a warning, not only a passing status line.
-const FRAMES_LOST = "frames_lost";
 
 export class Chat {
   constructor(app) {
@@ -513,7 +509,9 @@ export class Chat {
         }
         turn.statusText = frame.text;
         if (!turn.away) this.els.status.textContent = frame.text;
-        if (frame.reason === FRAMES_LOST && !turn.lostNote) {
+        // Frames of the turn could not be relayed (docs/api.md): what streamed may have
+        // skipped a part, so it stays under the reply as a warning, not only a status line.
+        if (frame.reason === STATUS_REASON.FRAMES_LOST && !turn.lostNote) {
           turn.lostNote = lostNote(frame.text);
           view.hits.before(turn.lostNote); // under the reply's text, above its hits
         }
