@@ -549,8 +549,12 @@ export class Chat {
       return;
     }
     const id = `${r.turn_id}-a`;
-    if (this.rendered.has(id) && turn.resumedOnOpen) {
-      turn.view.el.remove(); // already in the history we loaded
+    // The chat was opened again after the reply was stored and before its stream ended: the
+    // history brought the reply and the message, so the streamed ones go. A turn sent from
+    // this page as much as one re-attached on opening: a sent turn's stream, cut and
+    // re-attached, may end after the operator reopened the chat.
+    if (this.rendered.has(id)) {
+      turn.view.el.remove();
       turn.user?.remove();
       // The warning goes with the reply as the history shows it.
       const stored = this.els.messages.querySelector(`.msg.assistant[data-id="${CSS.escape(id)}"]`);
@@ -653,7 +657,7 @@ export class Chat {
     user.hidden = true; // until the first frame says what was asked
     this.els.messages.append(user, view.el);
     this.startTurn(view);
-    Object.assign(this.turn, { session: sessionId, turnId, user, resumedOnOpen: true, started: true });
+    Object.assign(this.turn, { session: sessionId, turnId, user, started: true });
     await this.follow(response);
   }
 
