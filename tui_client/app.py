@@ -8,6 +8,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
@@ -113,10 +114,14 @@ class SteelframeApp(App[None]):
         """A tick reloads each list unless its last load is still running: the loads are
         exclusive, so a Board slower to answer than the period would be cancelled by every
         next tick and never show. Skipped, the running load shows what it gets."""
+        try:
+            board, chat = self.board, self.chat
+        except NoMatches:  # the app is closing: its screen goes before its timers stop
+            return
         if not self._loading("board"):
-            self.board.load()
+            board.load()
         if not self._loading("sessions"):
-            self.chat.load_sessions()
+            chat.load_sessions()
 
     def _loading(self, group: str) -> bool:
         """A load of `group` has not ended (started, or about to: a pending worker too)."""
