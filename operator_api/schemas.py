@@ -156,9 +156,10 @@ def _health_schemas() -> dict[str, Any]:
 
 def _error_schemas() -> dict[str, Any]:
     """Every error answer's body (`Error`) and its detail, generated from their Structs
-    (bot.contracts.errors); the body keeps the name the operations refer to."""
+    (bot.contracts.errors); the body keeps the name the operations refer to, and is titled
+    by it (msgspec titles it after the Struct, `ErrorBody`, a name the document has not)."""
     _, components = msgspec.json.schema_components([ErrorBody], ref_template=REF_TEMPLATE)
-    return {"Error": components.pop("ErrorBody"), **components}
+    return {"Error": {**components.pop("ErrorBody"), "title": "Error"}, **components}
 
 
 def component_schemas() -> dict[str, Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+import pytest
 
 from bot.chat.frames import NumberedFrame
 from bot.contracts import chat
@@ -25,6 +26,22 @@ def test_the_tui_reads_the_frame_names_the_service_sends() -> None:
     sent = {kind.__struct_config__.tag for kind in chat.FRAME_TYPES}
     assert {wire.STATUS, wire.THINKING, wire.DELTA, wire.DONE, wire.ERROR} == sent
     assert wire.TERMINAL_FRAMES == chat.TERMINAL_FRAME_TYPES
+
+
+def test_the_clients_read_the_status_reasons_the_service_sends() -> None:
+    """Each word a `status` frame's `reason` may be, under the same name in both clients
+    (the TUI's `StatusReason`, the GUI's `STATUS_REASON`), and only those on the wire."""
+    sent = {reason.name: reason.value for reason in chat.StatusReason}
+    assert {"FRAMES_LOST", "RETRIEVE_UNAVAILABLE", "DENSE_UNAVAILABLE"} <= sent.keys()
+    assert {reason.name: reason.value for reason in wire.StatusReason} == sent
+    words = ", ".join(f"{name}: {json.dumps(word)}" for name, word in sent.items())
+    assert f"export const STATUS_REASON = Object.freeze({{ {words} }});" in GUI_FILE.read_text()
+    lost = NumberedFrame.of(3, chat.StatusFrame(text="lost", reason=chat.StatusReason.FRAMES_LOST))
+    assert lost.data == b'{"id":3,"type":"status","text":"lost","reason":"frames_lost"}'
+    assert NumberedFrame.decode(lost.data) == lost
+    unknown = b'{"id":3,"type":"status","text":"lost","reason":"ValueError: no"}'
+    with pytest.raises(msgspec.ValidationError):
+        NumberedFrame.decode(unknown)
 
 
 def test_a_numbered_frame_is_the_json_the_stream_always_carried() -> None:

@@ -11,21 +11,21 @@ import msgspec
 import pytest
 
 from bot.contracts import events
-from bot.contracts.events_wire import TUI_FILE, render_python, wire_types
+from bot.contracts.events_wire import COPY
 from tests.fakes.wire_shapes import differences, with_extras
 from tui_client import events_wire
 
 
 def test_the_tui_frames_are_generated_from_the_structs() -> None:
-    assert TUI_FILE.read_text() == render_python(), (
+    assert COPY.tui_file.read_text() == COPY.render_python(), (
         "run `make wire`: tui_client/events_wire.py differs from bot/contracts/events.py"
     )
 
 
 def test_each_tui_class_has_the_services_fields_keys_tags_and_order() -> None:
-    names = {kind.__name__ for kind in wire_types()}
+    names = {kind.__name__ for kind in COPY.wire_types()}
     assert {kind.__name__ for kind in events.EVENT_FRAMES} | {"LedgerCounts"} <= names
-    for server in wire_types():
+    for server in COPY.wire_types():
         client = getattr(events_wire, server.__name__)
         assert differences(client, server) == [], server.__name__
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from bot.chat.frames import FRAMES_LOST, Continuity, NumberedFrame, RedisFrameRelay
-from bot.contracts.chat import DeltaFrame, DoneFrame, StatusFrame
+from bot.chat.frames import Continuity, NumberedFrame, RedisFrameRelay
+from bot.contracts.chat import DeltaFrame, DoneFrame, StatusFrame, StatusReason
 from bot.runtimes.base import Delta
 from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.own_redis import OwnRedis
@@ -47,7 +47,9 @@ def _shown(frames: list[NumberedFrame]) -> list[tuple[int, str]]:
     return [
         (
             f.id,
-            "lost" if getattr(f.frame, "reason", None) == FRAMES_LOST else type(f.frame).__name__,
+            "lost"
+            if getattr(f.frame, "reason", None) == StatusReason.FRAMES_LOST
+            else type(f.frame).__name__,
         )
         for f in frames
     ]
@@ -198,6 +200,6 @@ async def test_a_turn_made_while_redis_is_away_reaches_a_client_re_attaching_els
     assert relayed == local
     ids = [f["id"] for f in relayed]
     assert ids == list(range(ids[0], ids[0] + len(relayed)))  # nothing lost, nothing twice
-    assert [f for f in relayed if f.get("reason") == FRAMES_LOST] == []
+    assert [f for f in relayed if f.get("reason") == StatusReason.FRAMES_LOST] == []
     deltas = "".join(f.get("text", "") for f in relayed if f["type"] == "delta")
     assert deltas.split() == [f"w{i}" for i in range(10)]

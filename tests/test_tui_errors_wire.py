@@ -8,7 +8,7 @@ from __future__ import annotations
 import msgspec
 
 from bot.contracts import errors
-from bot.contracts.errors_wire import TUI_FILE, render_python, wire_types
+from bot.contracts.errors_wire import COPY
 from bot.errors import error_body
 from tests.fakes.wire_shapes import differences
 from tui_client import errors_wire
@@ -16,13 +16,13 @@ from tui_client.api import _api_error
 
 
 def test_the_tui_error_detail_is_generated_from_the_struct() -> None:
-    assert TUI_FILE.read_text() == render_python(), (
+    assert COPY.tui_file.read_text() == COPY.render_python(), (
         "run `make wire`: tui_client/errors_wire.py differs from bot/contracts/errors.py"
     )
 
 
 def test_the_tui_class_has_the_services_fields_keys_and_order() -> None:
-    assert [kind.__name__ for kind in wire_types()] == ["ErrorDetail"]
+    assert [kind.__name__ for kind in COPY.wire_types()] == ["ErrorDetail"]
     assert differences(errors_wire.ErrorDetail, errors.ErrorDetail) == []
 
 

@@ -1,24 +1,41 @@
 """The TUI on a service without the operator events stream (a 404, not a 503): live updates
 stop at once, with the header and a notification saying so, the stream is not asked again
 (a 404 is not a Redis outage: tests/test_tui_streams_redis_failure.py re-opens those), and
-the Board and the session list are reloaded every STOPPED_REFRESH_SECONDS from then on, so a
-task or a chat made elsewhere shows without ctrl+r (as the web GUI polls in that case)."""
+the Board and the session list are reloaded every `stopped_refresh_seconds` from then on
+(STOPPED_REFRESH_SECONDS, 10 s, unless the app is given another period: these tests give it
+a short one), so a task or a chat made elsewhere shows without ctrl+r (as the web GUI polls
+in that case). A Board slower to answer than the period still shows: a tick does not cancel
+the load still running, it skips it."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from sqlalchemy.orm import Session
 
 from bot.lifecycle.tasks import new_task
-from tests.conftest import make_settings
+from tests.conftest import ApiClient, make_settings
 from tests.fakes.no_events import WithoutEvents
-from tests.fakes.tui import SIZE, plain_tui, ready, session_titles, until
-from tui_client.app import STOPPED_REFRESH_SECONDS
+from tests.fakes.service_middleware import Handler
+from tests.fakes.tui import SIZE, ready, session_titles, until
+from tui_client.api import OperatorClient
+from tui_client.app import STOPPED_REFRESH_SECONDS, SteelframeApp
 
 ISSUE = 7
 ELSEWHERE = "Opened in another client"
+# The timer's period in these tests: what they check happens over a few periods, whatever
+# their length (the default's 10 s made the first test take 12 s).
+PERIOD = 0.2
+
+
+def _tui(api: ApiClient) -> SteelframeApp:
+    """The TUI on the service, refreshing every PERIOD, its answers unchecked against the
+    OpenAPI document (a 404 is not an answer the events stream declares)."""
+    client = OperatorClient(str(api.raw.make_url("")).rstrip("/"), api.token)
+    return SteelframeApp(client, stopped_refresh_seconds=PERIOD)
 
 
 def _queued(session: Session) -> int:
@@ -36,15 +53,13 @@ async def test_without_the_events_stream_the_board_and_sessions_refresh_on_a_tim
     api_factory: Any, tmp_path: Path
 ) -> None:
     absent = WithoutEvents()
-    # Read unchecked: a 404 is not an answer the events stream declares.
     api = await api_factory(make_settings(tmp_path), plugins=absent.plugins())
-    app = plain_tui(api)
+    app = _tui(api)
     async with app.run_test(size=SIZE) as pilot:
         await ready(pilot, app)
         await until(pilot, lambda: "live updates stopped" in app.sub_title, lambda: app.sub_title)
         assert app.sub_title == (
-            f"{app.client.base_url} · live updates stopped"
-            f" · refreshing every {STOPPED_REFRESH_SECONDS} s"
+            f"{app.client.base_url} · live updates stopped · refreshing every {PERIOD} s"
         )
         assert any(t.startswith("Live updates stopped:") for t in app.told), app.told
         assert not any(w.is_running for w in app.workers if w.group == "events")
@@ -65,3 +80,74 @@ async def test_without_the_events_stream_the_board_and_sessions_refresh_on_a_tim
         await until(pilot, lambda: ELSEWHERE in session_titles(app), lambda: "the session list")
         assert absent.asked == 1
     assert app.stopped_refresh is None  # stopped on unmount
+
+
+def test_the_period_is_ten_seconds_unless_the_app_is_given_another() -> None:
+    app = SteelframeApp(OperatorClient("http://127.0.0.1:1", "token"))
+    assert app.stopped_refresh_seconds == STOPPED_REFRESH_SECONDS == 10
+
+
+class SlowBoard(WithoutEvents):
+    """Without the events stream, and each GET of the Board answered only once `periods`
+    more session lists were asked after it (each tick of the timer asks one): a Board
+    slower than the timer's period, however short. `most_held` is how many Board requests
+    were waiting at once at most."""
+
+    BOARD = "/api/operator/board"
+    SESSIONS = "/api/operator/chat/sessions"
+
+    def __init__(self, periods: int) -> None:
+        super().__init__()
+        self.periods = periods
+        self.lists = 0
+        self.listed = asyncio.Condition()
+        self.held = 0
+        self.most_held = 0
+
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "GET" and request.path == self.SESSIONS:
+            async with self.listed:
+                self.lists += 1
+                self.listed.notify_all()
+        elif request.method == "GET" and request.path == self.BOARD:
+            wanted = self.lists + self.periods
+            self.held += 1
+            self.most_held = max(self.most_held, self.held)
+            try:
+                async with self.listed:
+                    await self.listed.wait_for(lambda: self.lists >= wanted)
+            finally:
+                self.held -= 1
+        return await super().around(request, handler)
+
+
+async def test_a_board_slower_than_the_period_still_shows(api_factory: Any, tmp_path: Path) -> None:
+    """Each tick would start a new Board load, cancelling the one running (the loads are
+    exclusive): a Board answering in more than a period never showed. A tick skips a list
+    whose load still runs."""
+    slow = SlowBoard(periods=3)
+    api = await api_factory(make_settings(tmp_path), plugins=slow.plugins())
+    task_id = api.services.db.call(_queued)
+    app = _tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        # No key pressed (the Board tab's own load would cancel a tick's, as ctrl+r does):
+        # the Board is loaded by the timer's ticks only, and the first one shows the task.
+        await until(pilot, lambda: app.stopped_refresh is not None, "live updates to stop")
+        await until(pilot, lambda: str(task_id) in app.board.tasks, "the slow Board")
+        assert app.board.tasks[str(task_id)].issue == ISSUE
+        assert slow.lists >= slow.periods  # the timer ticked while the Board was held
+        assert slow.most_held == 1  # no tick asked for the Board again meanwhile
+
+
+async def test_a_tick_once_the_screen_is_gone_does_nothing(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """Textual closes the app's screens before it stops the app's timers: a tick in between
+    (seen at a short period on a loaded machine) found no Board and failed the app's exit.
+    The tick is called as the timer calls it, once the app has closed its screens."""
+    api = await api_factory(make_settings(tmp_path), plugins=WithoutEvents().plugins())
+    app = _tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.stopped_refresh is not None, "live updates to stop")
+    assert not app.query("BoardPanel")  # the screen is gone
+    app._reload_lists()

@@ -8,13 +8,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bot.chat.frames import FRAMES_LOST, LOST_TEXT
+from bot.chat.frames import LOST_TEXT
+from bot.contracts.chat import StatusReason
 from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, NewerChatStream, plain_tui, ready, send
 from tui_client.transcript import Notice
 
-LOST = {"type": "status", "text": LOST_TEXT, "reason": FRAMES_LOST}
+LOST = {"type": "status", "text": LOST_TEXT, "reason": StatusReason.FRAMES_LOST}
 
 
 async def test_frames_lost_stays_as_a_warning_under_the_reply(

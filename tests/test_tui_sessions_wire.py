@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from bot.contracts import actions, chat, wire_copies
-from bot.contracts.chat_sessions_wire import COPY, TUI_FILE, render_python, wire_types
+from bot.contracts.chat_sessions_wire import COPY
 from bot.contracts.turn_meta import TurnMeta
 from tests.fakes.wire_shapes import differences, with_extras
 from tui_client import sessions_wire, turn_frames
@@ -24,18 +24,18 @@ from tui_client.sse import SseError
 
 
 def test_the_tui_sessions_json_is_generated_from_the_structs() -> None:
-    assert TUI_FILE.read_text() == render_python(), (
+    assert COPY.tui_file.read_text() == COPY.render_python(), (
         "run `make wire`: tui_client/sessions_wire.py differs from bot/contracts/chat.py"
     )
 
 
 def test_each_tui_class_has_the_services_fields_keys_and_order() -> None:
-    names = [kind.__name__ for kind in wire_types()]
+    names = [kind.__name__ for kind in COPY.wire_types()]
     assert {"Sessions", "ListedSession", "Session", "NewSession", "Message"} <= set(names)
     assert {"ChatResponse", "RetrievedHit", "TurnMeta"} <= set(names)
     assert {kind.__name__ for kind in chat.FRAME_TYPES} <= set(names)
     assert {"Seen", "Deleted", "StopResult", "Published", "Filed"} <= set(names)
-    for server in wire_types():
+    for server in COPY.wire_types():
         client = getattr(sessions_wire, server.__name__)
         assert differences(client, server, COPY.keys.get(server)) == [], server.__name__
 
@@ -62,7 +62,7 @@ def test_the_comparison_fails_on_a_renamed_or_dropped_field() -> None:
 def _copied_structs() -> list[type[msgspec.Struct]]:
     return [
         kind
-        for kind in wire_types()
+        for kind in COPY.wire_types()
         if issubclass(kind, msgspec.Struct) and msgspec.structs.fields(kind)
     ]
 
@@ -273,7 +273,8 @@ def _frames() -> list[dict[str, Any]]:
         "session": "s1",
         "turn_id": "t1",
         "message": "m1",
-        "reason": "r",
+        "reason": "dense_unavailable",
+        "detail": "ReadTimeout: timed out",
         "round": 1,
         "rounds": 2,
         "query": "message",

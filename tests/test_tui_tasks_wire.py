@@ -11,20 +11,20 @@ from typing import Any
 import msgspec
 
 from bot.contracts import tasks
-from bot.contracts.tasks_wire import TUI_FILE, render_python, wire_types
+from bot.contracts.tasks_wire import COPY
 from tests.fakes.tui import THREAD, task_detail
 from tests.fakes.wire_shapes import differences, with_extras
 from tui_client import tasks_wire
 
 
 def test_the_tui_task_json_is_generated_from_the_structs() -> None:
-    assert TUI_FILE.read_text() == render_python(), (
+    assert COPY.tui_file.read_text() == COPY.render_python(), (
         "run `make wire`: tui_client/tasks_wire.py differs from bot/contracts/tasks.py"
     )
 
 
 def test_each_tui_class_has_the_services_fields_keys_and_order() -> None:
-    for server in wire_types():
+    for server in COPY.wire_types():
         client = getattr(tasks_wire, server.__name__)
         assert differences(client, server) == [], server.__name__
 

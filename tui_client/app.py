@@ -8,6 +8,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
+from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
@@ -35,7 +36,8 @@ from tui_client.live import news_notice, task_notice
 # web_gui/static/events.js, where polling also drives its news); the TUI only keeps its two
 # lists current, and a terminal left open all day costs the service two GETs per period:
 # 10 s is behind by less than a glance at another window, at well under half the load.
-STOPPED_REFRESH_SECONDS = 10
+# (The app takes another period as `stopped_refresh_seconds`: the tests shorten it.)
+STOPPED_REFRESH_SECONDS = 10.0
 
 
 class SteelframeApp(App[None]):
@@ -48,9 +50,12 @@ class SteelframeApp(App[None]):
         Binding("ctrl+q", "quit", "Quit", priority=True),
     ]
 
-    def __init__(self, client: OperatorClient) -> None:
+    def __init__(
+        self, client: OperatorClient, *, stopped_refresh_seconds: float = STOPPED_REFRESH_SECONDS
+    ) -> None:
         super().__init__()
         self.client = client
+        self.stopped_refresh_seconds = stopped_refresh_seconds
         self.sub_title = client.base_url
         self.told: list[str] = []
         self._stream_opened = False  # the events stream has been open at least once
@@ -102,12 +107,25 @@ class SteelframeApp(App[None]):
         open transcript is not: the operator's own turns keep it current)."""
         if self.stopped_refresh is None:
             self.stopped_refresh = self.set_interval(
-                STOPPED_REFRESH_SECONDS, self._reload_lists, name="stopped-refresh"
+                self.stopped_refresh_seconds, self._reload_lists, name="stopped-refresh"
             )
 
     def _reload_lists(self) -> None:
-        self.board.load()
-        self.chat.load_sessions()
+        """A tick reloads each list unless its last load is still running: the loads are
+        exclusive, so a Board slower to answer than the period would be cancelled by every
+        next tick and never show. Skipped, the running load shows what it gets."""
+        try:
+            board, chat = self.board, self.chat
+        except NoMatches:  # the app is closing: its screen goes before its timers stop
+            return
+        if not self._loading("board"):
+            board.load()
+        if not self._loading("sessions"):
+            chat.load_sessions()
+
+    def _loading(self, group: str) -> bool:
+        """A load of `group` has not ended (started, or about to: a pending worker too)."""
+        return any(w.group == group and not w.is_finished for w in self.workers)
 
     def _stream_status(self, status: LiveStatus) -> None:
         if status.live and not self._stream_opened:
@@ -127,7 +145,7 @@ class SteelframeApp(App[None]):
         elif status.retry_in:
             self.sub_title = f"{base} · live updates: reconnecting… ({status.reason})"
         else:
-            every = f"refreshing every {STOPPED_REFRESH_SECONDS} s"
+            every = f"refreshing every {self.stopped_refresh_seconds:g} s"
             self.sub_title = f"{base} · live updates stopped · {every}"
 
     def apply_event(self, frame: EventFrame) -> None:

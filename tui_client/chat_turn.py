@@ -31,10 +31,6 @@ from tui_client.turn_frames import Unreadable
 
 log = logging.getLogger(__name__)
 STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
-# The `reason` of a status frame that stands where frames of the turn could not be relayed
-# (bot/chat/frames.py FRAMES_LOST, docs/api.md): what streamed may have skipped a part, so it
-# stays under the reply as a warning rather than passing in the status line.
-FRAMES_LOST = "frames_lost"
 
 
 class TurnStream(ChatPart):
@@ -84,7 +80,10 @@ class TurnStream(ChatPart):
     async def _apply(self, frame: Frame | Unreadable, reply: AssistantMessage) -> None:
         state = self.state
         match frame:
-            case StatusFrame() if frame.reason == FRAMES_LOST:
+            # Frames of the turn could not be relayed (docs/api.md): what streamed may have
+            # skipped a part, so it stays under the reply as a warning rather than passing in
+            # the status line.
+            case StatusFrame() if frame.reason == wire.StatusReason.FRAMES_LOST:
                 await reply.warn(frame.text, kind="warning")
             case StatusFrame():
                 state.phase = frame.text or state.phase

@@ -88,6 +88,7 @@ class StatusFrame(_Frame, tag="status"):
     turn_id: str | None = None
     message: str | None = None
     reason: str | None = None
+    detail: str | None = None
     round: int | None = None
     rounds: int | None = None
     query: str | None = None

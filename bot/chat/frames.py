@@ -38,6 +38,7 @@ from bot.contracts.chat import (
     ErrorFrame,
     Frame,
     StatusFrame,
+    StatusReason,
     decode_frame,
     encode_frame,
 )
@@ -63,7 +64,6 @@ DEFAULT_MAX_HELD = 100_000
 # finds a turn whose first frames were held within a couple of seconds of Redis's return.
 RETRY_MIN = 0.1
 RETRY_MAX = 2.0
-FRAMES_LOST = "frames_lost"  # the `reason` of the status frame said where frames are missing
 LOST_TEXT = (
     "part of this turn was not relayed (Redis was away or lost it); "
     "the whole reply comes with the turn's end"
@@ -144,7 +144,7 @@ class Continuity:
 
 def lost_frame(frame_id: int) -> NumberedFrame:
     """What a reader is told where frames of the turn are missing."""
-    return NumberedFrame.of(frame_id, StatusFrame(text=LOST_TEXT, reason=FRAMES_LOST))
+    return NumberedFrame.of(frame_id, StatusFrame(text=LOST_TEXT, reason=StatusReason.FRAMES_LOST))
 
 
 def _settle(batch: list[_Outgoing], failure: BaseException | None) -> None:

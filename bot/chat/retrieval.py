@@ -70,7 +70,7 @@ from bot.chat.retrieval_hits import (
 from bot.chat.search_words import SearchWords
 from bot.chat.thread_focus import answering, latest_decision
 from bot.config import AgentConfig
-from bot.contracts.chat import Emit, StatusFrame
+from bot.contracts.chat import Emit, StatusFrame, StatusReason
 from bot.contracts.turn_meta import RetrievalMeta, RoundMeta
 from memory import ChunkSource, Hit, Memory
 from memory.feedback import Expansion
@@ -139,7 +139,13 @@ class MemoryGrounder:
         except Exception as exc:  # spec: retrieve errors never fail the turn
             reason = reason_of(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
-            await emit(StatusFrame(text="retrieve unavailable", reason=reason))
+            await emit(
+                StatusFrame(
+                    text="retrieve unavailable",
+                    reason=StatusReason.RETRIEVE_UNAVAILABLE,
+                    detail=reason,
+                )
+            )
             return replace(
                 base,
                 available=False,
@@ -264,7 +270,8 @@ class MemoryGrounder:
         await emit(
             StatusFrame(
                 text=text,
-                reason=unavailable or None,
+                reason=StatusReason.DENSE_UNAVAILABLE if unavailable else None,
+                detail=unavailable or None,
                 round=number,
                 rounds=self.total,
                 query=kind.value,

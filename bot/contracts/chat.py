@@ -15,6 +15,7 @@ This module imports nothing of ours: every layer may use it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from enum import StrEnum
 from typing import Annotated, Literal
 
 import msgspec
@@ -30,6 +31,19 @@ FrameType = Literal["status", "thinking", "delta", "done", "error"]
 TERMINAL_FRAME_TYPES: frozenset[str] = frozenset({"done", "error"})
 
 
+class StatusReason(StrEnum):
+    """Why a `status` frame was sent, when it is more than a phase: its `reason` (the
+    clients' copies are generated from this, web_gui/static/wire.js and tui_client/wire.py)."""
+
+    # Frames of the turn could not be relayed to this reader (Redis was away or lost them,
+    # bot/chat/frames.py): what streamed may have skipped a part, the clients keep a warning.
+    FRAMES_LOST = "frames_lost"
+    # Retrieval failed: the turn answers without memory (`detail` says why).
+    RETRIEVE_UNAVAILABLE = "retrieve_unavailable"
+    # A dense round could not run: its lexical hits stand (`detail` says why).
+    DENSE_UNAVAILABLE = "dense_unavailable"
+
+
 class _Frame(Struct, frozen=True, omit_defaults=True, tag_field="type"):
     """What every frame is: a tagged Struct whose defaults stay off the wire."""
 
@@ -42,7 +56,8 @@ class StatusFrame(_Frame, frozen=True, tag="status"):
     session: str | None = None
     turn_id: str | None = None
     message: str | None = None
-    reason: str | None = None
+    reason: StatusReason | None = None
+    detail: str | None = None  # why, in words, with a reason that has one (an error's first line)
     round: int | None = None  # retrieval round
     rounds: int | None = None  # retrieval rounds
     query: str | None = None  # which retrieval query

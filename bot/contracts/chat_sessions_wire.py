@@ -60,16 +60,7 @@ COPY = wire_copies.WireCopy(
     keys={TurnMeta: ("retrieve_hits", "retrieved", "memory_verdict", "filed", "notes")},
     typing_import="Any, TypedDict",
 )
-TUI_FILE = COPY.tui_file
-
-
-def wire_types() -> list[type]:
-    return wire_copies.wire_types(COPY)
-
-
-def render_python() -> str:
-    return wire_copies.render_python(COPY)
 
 
 if __name__ == "__main__":
-    sys.exit(wire_copies.write(COPY))
+    sys.exit(COPY.write())

@@ -34,16 +34,7 @@ COPY = wire_copies.WireCopy(
     ),
     base_doc="Base of the events stream's objects; unknown keys (a newer service's) are ignored.",
 )
-TUI_FILE = COPY.tui_file
-
-
-def wire_types() -> list[type]:
-    return wire_copies.wire_types(COPY)
-
-
-def render_python() -> str:
-    return wire_copies.render_python(COPY)
 
 
 if __name__ == "__main__":
-    sys.exit(wire_copies.write(COPY))
+    sys.exit(COPY.write())

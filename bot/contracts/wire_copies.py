@@ -48,6 +48,18 @@ class WireCopy:
     # alias follows the classes (`Frame = StatusFrame | ...`, in the original's order).
     unions: Mapping[str, object] = field(default_factory=dict)
 
+    # What each copy's module offers (`python -m bot.contracts.X_wire` runs `write`, the
+    # tests compare `render_python()` with `tui_file`), said once here for all of them.
+    def wire_types(self) -> list[type]:
+        return wire_types(self)
+
+    def render_python(self) -> str:
+        return render_python(self)
+
+    def write(self) -> int:
+        """Writes the copy where it differs from what is rendered (`make wire`)."""
+        return write_files({self.tui_file: self.render_python()})
+
 
 def _is_struct(kind: object) -> typing.TypeGuard[type[msgspec.Struct]]:
     return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
@@ -263,10 +275,11 @@ def _alias(name: str, union: object) -> str:
     return f"{name} = (\n    {members}\n)\n"
 
 
-def write(copy: WireCopy) -> int:
-    """Writes the copy where it differs from what is rendered (`make wire`)."""
-    text = render_python(copy)
-    if not copy.tui_file.exists() or copy.tui_file.read_text() != text:
-        copy.tui_file.write_text(text)
-        print(f"wrote {copy.tui_file.relative_to(ROOT)}")
+def write_files(rendered: Mapping[Path, str]) -> int:
+    """Writes each generated file where it differs from what is rendered (`make wire`): a
+    file already current keeps its modification time."""
+    for path, text in rendered.items():
+        if not path.exists() or path.read_text() != text:
+            path.write_text(text)
+            print(f"wrote {path.relative_to(ROOT)}")
     return 0

@@ -2,7 +2,8 @@
 polls the Board, which stays current, and does not ask for the stream again within the
 window a refusal for now would have it asked several times (EventSource hides the status: the
 page asks once with a plain request to learn it). A refusal for now (a 503 while Redis is
-away) is still re-opened with the growing pause: tests/browser/test_gui_events_redis_failure.py."""
+away) is still re-opened with the growing pause: tests/browser/test_gui_events_redis_failure.py.
+The page's pauses run at TIME_SCALE (tests/browser/faster_pauses.py), in their proportions."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task
 from bot.lifecycle.transition import Move, apply
 from tests.browser.conftest import WAIT_MS, GuiFactory, board_json, cards
+from tests.browser.faster_pauses import FASTER_PAUSES
 from tests.conftest import make_settings
 from tests.fakes.no_events import WithoutEvents
 
@@ -42,8 +44,10 @@ async def test_without_the_events_stream_the_gui_polls_and_stops_asking_for_it(
 ) -> None:
     absent = WithoutEvents()
     api = await api_factory(make_settings(tmp_path), plugins=absent.plugins())
-    gui = await gui_factory(api)
+    gui = await gui_factory(api, sign_in=False)
     page = gui.page
+    await page.add_init_script(FASTER_PAUSES)
+    await gui.sign_in()
     await page.wait_for_selector("body[data-live=poll]", timeout=WAIT_MS)
     await gui.screen("board")
     # EventSource's request, refused, and the one that learns why (a 404): no third.
@@ -56,8 +60,8 @@ async def test_without_the_events_stream_the_gui_polls_and_stops_asking_for_it(
     await page.wait_for_selector(f".column[data-state=running] {card}", timeout=WAIT_MS)
     assert cards(await board_json(gui)) == {str(ISSUE): "running"}
 
-    # Three more polls (12 s at least): a refusal for now would have re-opened the stream
-    # after 1, 2, 4 and 8 s meanwhile.
+    # Three more polls (12 s at least, scaled): a refusal for now would have re-opened the
+    # stream after 1, 2, 4 and 8 s meanwhile (scaled alike).
     for _ in range(3):
         async with page.expect_response(lambda r: "/api/operator/board?limit" in r.url):
             pass

@@ -1,17 +1,26 @@
 """The web GUI told that frames of a turn were not relayed (a `status` frame with `reason:
 frames_lost`, as a re-attach through another instance gives where Redis lost them,
 bot/chat/frames.py): a warning under that reply, kept once the turn ends, said once however
-often the stream repeats it, its text shown as text (real service, its chat stream given the
-frame as `NewerChatStream` gives the TUI's tests, Chromium)."""
+often the stream repeats it, its text shown as text, and kept under the stored reply when
+the chat was reloaded with it before the re-attached turn ended (real service, its chat
+stream given the frame as `NewerChatStream` gives the TUI's tests, Chromium)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
-from bot.chat.frames import FRAMES_LOST, LOST_TEXT
-from tests.browser.conftest import GuiFactory
-from tests.conftest import make_settings
+import msgspec
+import pytest
+from aiohttp import web
+
+from bot.chat.frames import LOST_TEXT
+from bot.contracts.chat import StatusReason
+from steelframe.server import AppPlugin, default_plugins
+from tests.browser.conftest import WAIT_MS, GuiFactory
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import NewerChatStream
 
@@ -29,7 +38,7 @@ NOTES = (
 
 
 def _lost(text: str = LOST_TEXT) -> dict[str, Any]:
-    return {"type": "status", "text": text, "reason": FRAMES_LOST}
+    return {"type": "status", "text": text, "reason": StatusReason.FRAMES_LOST}
 
 
 async def test_frames_lost_stays_as_a_warning_under_the_reply(
@@ -66,3 +75,107 @@ async def test_a_frames_lost_text_is_shown_as_text(
     warning = {"text": f"Warning: {markup}", "role": "note", "under": True, "children": 0}
     assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
     assert await gui.page.evaluate("() => window.pwned === undefined")
+
+
+class LossyReattach:
+    """The real service, its re-attaches (`GET .../chat/stream`) read as through another
+    instance that lost frames: after the first frame, a `frames_lost` status frame; and the
+    `done` frame held until `release` is set (`holding` is set when it waits), so a test
+    acts between the reply being stored and the page being told. With `drop`, the turn's
+    own stream (the POST) is cut after its first frame: the page re-attaches by itself.
+    Pass `plugins()` to `api_factory`."""
+
+    PATH = "/api/operator/chat/stream"
+
+    def __init__(self, *, drop: bool = False) -> None:
+        self.drop = drop
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def plugins(self) -> tuple[AppPlugin, ...]:
+        return (*default_plugins(), AppPlugin(self._setup))
+
+    def _setup(self, app: web.Application) -> None:
+        app.on_response_prepare.append(self._prepare)
+
+    async def _prepare(self, request: web.Request, response: web.StreamResponse) -> None:
+        if request.path != self.PATH or response.content_type != "text/event-stream":
+            return
+        write, first = response.write, [True]
+        if request.method == "POST" and self.drop:
+
+            async def cut_write(data: bytes | bytearray | memoryview) -> None:
+                await write(data)
+                if bytes(data).startswith(b"id:") and request.transport is not None:
+                    request.transport.close()  # a network drop mid-turn
+
+            response.write = cut_write  # type: ignore[method-assign]
+            return
+        if request.method != "GET":
+            return
+        lost = b"data: %s\n\n" % msgspec.json.encode(_lost())
+
+        async def lossy_write(data: bytes | bytearray | memoryview) -> None:
+            if b'"type":"done"' in bytes(data):
+                self.holding.set()
+                await self.release.wait()
+            await write(data)
+            if first[0] and bytes(data).startswith(b"id:"):  # a frame, not a heartbeat
+                first[0] = False
+                await write(lost)
+
+        response.write = lossy_write  # type: ignore[method-assign]
+
+
+async def _stored_reply(api: ApiClient, session_id: str) -> None:
+    """Until the service has stored the turn's reply (its `done` frame is held)."""
+    async with asyncio.timeout(PATIENCE_SECONDS):
+        while True:
+            session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
+            if any(m["role"] == "assistant" for m in session["messages"]):
+                return
+            await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("reattach", ["after a reload", "after a dropped connection"])
+async def test_the_warning_moves_onto_the_stored_reply_after_a_reattach(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory, reattach: str
+) -> None:
+    """Re-attached (the page reloaded, or its stream cut), the turn's frames lost: the chat
+    opened again once the reply is stored (the history brings it) and before the stream
+    ends. The streamed reply goes (the stored one is the same), and its warning goes under
+    the stored one: one reply, one warning, the operator's message once."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply(REPLY)], gate=gate)
+    lossy = LossyReattach(drop=reattach == "after a dropped connection")
+    api = await api_factory(
+        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
+    )
+    gui = await gui_factory(api)
+    page = gui.page
+    await gui.send("is the build green?")
+    await asyncio.wait_for(runtime.called.wait(), WAIT_MS / 1000)
+    if not lossy.drop:
+        await page.reload()  # the page re-attaches to the running turn
+    await page.wait_for_selector("#messages .msg.assistant .lost-note")  # lost on the way
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    session_id = sessions[0]["id"]
+
+    gate.set()
+    await asyncio.wait_for(lossy.holding.wait(), PATIENCE_SECONDS)
+    await _stored_reply(api, session_id)
+    await page.click(f"[data-session='{session_id}'] .session-open")  # the history again
+    await page.wait_for_selector(f"#messages .msg.assistant[data-id$='-a'] .body >> text={REPLY}")
+    lossy.release.set()
+    await gui.wait_done()
+
+    warning = {"text": f"Warning: {LOST_TEXT}", "role": "note", "under": True, "children": 0}
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
+    answer = next(m for m in session["messages"] if m["role"] == "assistant")
+    assert await page.locator("#messages .msg.assistant").get_attribute("data-id") == answer["id"]
+    assert await page.locator("#messages .msg.user").count() == 1
+    # The sign-in page's own 401 (no session yet), and the stream this test cut, if it did.
+    cut = "ERR_INCOMPLETE_CHUNKED_ENCODING"
+    errors = [e for e in gui.console_errors if "401" not in e and not (lossy.drop and cut in e)]
+    assert errors == []

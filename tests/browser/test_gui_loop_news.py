@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.browser.conftest import Gui, GuiFactory
+from tests.browser.faster_pauses import FASTER_PAUSES
 from tests.browser.test_gui_layout import OVERFLOW
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
@@ -136,7 +137,8 @@ async def test_without_the_events_stream_polls_tell_the_same_news(
     gui = await gui_factory(lc.api, sign_in=False)
     # A service (or a proxy) without the events stream: the page polls the Board instead.
     await gui.page.route("**/api/operator/events", lambda route: route.fulfill(status=404))
-    await gui.page.add_init_script(RECORD + ADDED_TOASTS)
+    # The polls every 0.2 s, not 4 s (tests/browser/faster_pauses.py): the same news.
+    await gui.page.add_init_script(RECORD + ADDED_TOASTS + FASTER_PAUSES)
     await gui.sign_in()
     await gui.page.wait_for_selector("body[data-live=poll]")
     await gui.screen("board")

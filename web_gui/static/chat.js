@@ -7,14 +7,10 @@ import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
 import { offerPanel } from "./offers.js";
 import { isEmptyChat, renderSidebar } from "./sidebar.js";
-import { FRAME } from "./wire.js";
+import { FRAME, STATUS_REASON } from "./wire.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
-// The `reason` of a status frame standing where frames of the turn could not be relayed
-// (bot/chat/frames.py FRAMES_LOST, docs/api.md): what streamed may have skipped a part, so
-// it stays under the reply as a warning, not only a passing status line.
-const FRAMES_LOST = "frames_lost";
 
 export class Chat {
   constructor(app) {
@@ -514,7 +510,9 @@ export class Chat {
         }
         turn.statusText = frame.text;
         if (!turn.away) this.els.status.textContent = frame.text;
-        if (frame.reason === FRAMES_LOST && !turn.lostNote) {
+        // Frames of the turn could not be relayed (docs/api.md): what streamed may have
+        // skipped a part, so it stays under the reply as a warning, not only a status line.
+        if (frame.reason === STATUS_REASON.FRAMES_LOST && !turn.lostNote) {
           turn.lostNote = lostNote(frame.text);
           view.hits.before(turn.lostNote); // under the reply's text, above its hits
         }
@@ -552,8 +550,12 @@ export class Chat {
       return;
     }
     const id = `${r.turn_id}-a`;
-    if (this.rendered.has(id) && turn.resumedOnOpen) {
-      turn.view.el.remove(); // already in the history we loaded
+    // The chat was opened again after the reply was stored and before its stream ended: the
+    // history brought the reply and the message, so the streamed ones go. A turn sent from
+    // this page as much as one re-attached on opening: a sent turn's stream, cut and
+    // re-attached, may end after the operator reopened the chat.
+    if (this.rendered.has(id)) {
+      turn.view.el.remove();
       turn.user?.remove();
       // The warning goes with the reply as the history shows it.
       const stored = this.els.messages.querySelector(`.msg.assistant[data-id="${CSS.escape(id)}"]`);
@@ -656,7 +658,7 @@ export class Chat {
     user.hidden = true; // until the first frame says what was asked
     this.els.messages.append(user, view.el);
     this.startTurn(view);
-    Object.assign(this.turn, { session: sessionId, turnId, user, resumedOnOpen: true, started: true });
+    Object.assign(this.turn, { session: sessionId, turnId, user, started: true });
     await this.follow(response);
   }
 

@@ -7,12 +7,20 @@
 // opens; then polling stops. Not there (a 404: a service or a proxy without the stream):
 // polling goes on, and the stream is asked again only every NO_STREAM_RETRY_MS, not every
 // 30 s forever, each try a failed request in the console.
-const POLL_MS = 4000;
-const RETRY_MIN_MS = 1000;
-const RETRY_MAX_MS = 30000;
+//
+// A test hook, never set by the GUI itself: `window.steelframeTestTimeScale` (a number > 0,
+// set by a test's init script before the page's modules load) multiplies the pauses below,
+// so the browser tests wait a few seconds, not minutes, on the same sequence: scaled alike,
+// the pauses keep their proportions, which is what the tests check (three polls pass
+// before a refusal for now would have re-opened the stream four times). The probe's timeout
+// is not a pause of the sequence: it stays as it is.
+const TIME_SCALE = Number(globalThis.steelframeTestTimeScale) > 0 ? Number(globalThis.steelframeTestTimeScale) : 1;
+const POLL_MS = 4000 * TIME_SCALE;
+const RETRY_MIN_MS = 1000 * TIME_SCALE;
+const RETRY_MAX_MS = 30000 * TIME_SCALE;
 // Not never: behind a load balancer an older instance may be the one without the stream, or
 // the service may be upgraded under an open page; ten minutes costs two failed requests.
-const NO_STREAM_RETRY_MS = 600000;
+const NO_STREAM_RETRY_MS = 600000 * TIME_SCALE;
 const PROBE_TIMEOUT_MS = 10000; // a probe that has no answer by then counts as a network break
 const EVENTS = "/api/operator/events";
 

@@ -9,6 +9,7 @@ export const FRAME_FIELDS = Object.freeze({
     "turn_id",
     "message",
     "reason",
+    "detail",
     "round",
     "rounds",
     "query",
@@ -32,5 +33,7 @@ export const FRAME_FIELDS = Object.freeze({
     "reason"
   ]
 });
+// Why a `status` frame was sent, when it is more than a phase: its `reason`.
+export const STATUS_REASON = Object.freeze({ FRAMES_LOST: "frames_lost", RETRIEVE_UNAVAILABLE: "retrieve_unavailable", DENSE_UNAVAILABLE: "dense_unavailable" });
 // Does session memory answer the question: a `done` response's `memory_verdict`.
 export const MEMORY_VERDICT = Object.freeze({ ANSWERS: "answers", NOTHING: "nothing", UNAVAILABLE: "unavailable" });
