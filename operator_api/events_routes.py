@@ -18,6 +18,7 @@ from bot.events import Event
 from http_edge.credentials import OPERATOR_ID
 from http_edge.request_ids import REQUEST_ID
 from operator_api.deps import OPERATOR_API
+from operator_api.open_streams import OPEN_STREAMS
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
 from operator_api.sse import SSE_HEADERS, failure_reason, last_event_id
@@ -58,14 +59,21 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     events = api.events.stream(
         operator_id, after=position, heartbeat=api.settings.heartbeat_seconds
     )
+
+    async def write_events() -> None:
+        try:
+            if after is None:
+                # Where "now" is, as an `id:` line without data: a browser's EventSource
+                # keeps it as its Last-Event-ID, so a stream that breaks before its first
+                # event re-opens from here instead of from a later "now".
+                await response.write(b"id: %d\n\n" % position)
+            async for event in events:
+                await response.write(PING if event is None else encode_event(event))
+        finally:
+            await events.aclose()
+
     try:
-        if after is None:
-            # Where "now" is, as an `id:` line without data: a browser's EventSource keeps
-            # it as its Last-Event-ID, so a stream that breaks before its first event
-            # re-opens from here instead of from a later "now".
-            await response.write(b"id: %d\n\n" % position)
-        async for event in events:
-            await response.write(PING if event is None else encode_event(event))
+        await request.app[OPEN_STREAMS].pump(write_events())  # ended early by a shutdown
     except Unavailable as exc:
         log.warning(
             "%s %s: events stream ended, Redis failed (%s); the client re-opens it "
@@ -77,6 +85,4 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
         )
     except (ConnectionResetError, ConnectionError):
         pass  # the client left
-    finally:
-        await events.aclose()
     return response

@@ -23,6 +23,7 @@ from operator_api import (
     events_routes,
     meta_routes,
     metrics_routes,
+    open_streams,
     spend_routes,
 )
 from operator_api.auth import auth_middleware
@@ -79,6 +80,7 @@ def create_app(
         handler_args={"logger": QuietProtocolLog()},
     )
     app.cleanup_ctx.append(web_composition(settings, **overrides))
+    open_streams.setup(app)  # ended on shutdown: aiohttp would wait for them a minute
     for module in OPERATOR_API:
         app.add_routes(module.endpoints.routes)
     app[DEV_TOKENS_ACCEPTED] = accept_dev_tokens

@@ -19,6 +19,8 @@ from typing import Protocol, TypeVar
 
 import redis.asyncio as aioredis
 
+from bot.redis_clients import CancellableRedis
+
 log = logging.getLogger(__name__)
 KEY_PREFIX = "steelframe:chat:turn:"
 # The slot expires this long after its owner last renewed it (every third of it), so an
@@ -134,7 +136,7 @@ class RedisTurnLocks:
 
     def __init__(self, url: str, *, ttl_seconds: float = SLOT_TTL_SECONDS) -> None:
         # A blackholed host fails a connect in seconds, not after the OS's minutes.
-        self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
+        self._redis = CancellableRedis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
         self._ttl_ms = int(ttl_seconds * 1000)
         self._down = False
         self._release = self._redis.register_script(_RELEASE)

@@ -30,7 +30,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, RedisError
 
 from bot.contracts.chat import (
@@ -44,7 +43,12 @@ from bot.contracts.chat import (
 )
 from bot.contracts.errors import ErrorDetail
 from bot.errors import Unavailable
-from bot.redis_clients import DEFAULT_LONGEST_BLOCK, blocking_reader, xread_entries
+from bot.redis_clients import (
+    DEFAULT_LONGEST_BLOCK,
+    CancellableRedis,
+    blocking_reader,
+    xread_entries,
+)
 
 log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
@@ -202,7 +206,7 @@ class RedisFrameRelay:
         # per frame took a connection per frame, and with 1,000 turns streaming the pool's
         # 100 ran out (MaxConnectionsError: frames missing from the relay). Resumed streams
         # blocked in XREAD hold the other client's connections.
-        self._writer = aioredis.Redis.from_url(
+        self._writer = CancellableRedis.from_url(
             url, socket_timeout=WRITE_TIMEOUT, socket_connect_timeout=WRITE_TIMEOUT
         )
         self._linger_ms = int(linger * 1000)

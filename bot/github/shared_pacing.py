@@ -19,6 +19,7 @@ import redis
 import redis.asyncio as aioredis
 
 from bot.github.pacing import HOUR, MINUTE, LocalLedger, PacingPolicy
+from bot.redis_clients import CancellableRedis
 
 log = logging.getLogger(__name__)
 # How often the "Redis is unreachable, pacing locally" warning may repeat.
@@ -79,7 +80,7 @@ class RedisLedger:
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str = DEFAULT_PREFIX) -> RedisLedger:
-        return cls(aioredis.Redis.from_url(url), prefix=prefix)
+        return cls(CancellableRedis.from_url(url), prefix=prefix)
 
     def _keys(self, key: int) -> tuple[str, str]:
         return f"{self._prefix}:{key}:sent", f"{self._prefix}:{key}:blocked"
