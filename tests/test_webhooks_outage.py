@@ -10,6 +10,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
+from bot.clock import utcnow
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
-from bot.lifecycle.context import github_factory
+from bot.lifecycle.context import LifecycleContext, github_factory
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import run_reconcile
@@ -58,6 +60,13 @@ def as_person(lc: Lifecycle, login: str, action: Callable[..., Any], *args: Any)
     repo, user = world.world.repo(lc.repo), world.world.user(login)
     outcome = action(world.ops, repo, user, *args)
     world.emit(outcome.hooks)
+
+
+def a_lease_later(ctx: LifecycleContext) -> LifecycleContext:
+    """The worker as its reconciler sees the world once a queued task's grace (a lease
+    period) is over: the task is re-enqueued now instead of after waiting the period out."""
+    ahead = timedelta(seconds=ctx.policy.lease_seconds + 1)
+    return replace(ctx, clock=lambda: utcnow() + ahead)
 
 
 def count(lc: Lifecycle, *statuses: DeliveryStatus) -> int:
@@ -191,7 +200,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     )
     try:
         await wait_for(
-            lambda: task.id in run_reconcile(ctx, say=lambda line: None).requeued,
+            lambda: task.id in run_reconcile(a_lease_later(ctx), say=lambda line: None).requeued,
             within=PATIENCE_SECONDS,
         )
         worker = InProcessWorker(
@@ -255,7 +264,8 @@ async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_
     assert resumed.state == TaskState.RUNNING and resumed.pending_decision == "Use Redis."
 
     # Redis is back: the reconciler gives the resumed task its continuation, not a retry.
-    await wait_for(lambda: task.id in run_reconcile(lc.ctx, say=print).requeued, within=60)
+    later = a_lease_later(lc.ctx)
+    await wait_for(lambda: task.id in run_reconcile(later, say=print).requeued, within=60)
     github_sandbox.deliver_to(str(lc.api.raw.make_url("/api/github/webhooks")))
     await lc.work()
     assert lc.task(waiting).state == TaskState.DELIVERED
