@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from bot.chat.issue_context import BODY_CHARS, BUDGET_CHARS
+from bot.github.retry import RetryPolicy as GitHubRetryPolicy
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
@@ -94,6 +95,8 @@ async def test_github_failing_during_a_turn_never_fails_it(
 ) -> None:
     github = service.services.github
     assert github is not None
+    # The client's own retries, shortened: what is checked is the turn once they give up.
+    github.transport.retry = GitHubRetryPolicy(max_attempts=2, base_delay=0.2)
     number = (await github.create_issue(SANDBOX_REPO, title="t", body="b")).number
     session = await (await service.post("/api/operator/chat/new", json={"issue": number})).json()
     github_sandbox.fail(
