@@ -27,10 +27,6 @@ from memory.answerability import Cover
 # ...or when one thread holds this share of the model's search words (bot.chat.search_words).
 # Not calibrated: the labelled sets are asked offline, with no model (docs/memory.md).
 MODEL_WORDS_COVERAGE = 0.7
-# ...unless the question asks for a kind of answer (a count, a date...) the covering thread
-# holds no value of (bot.chat.answer_kind): variant K3 of bench/HISTORY.md, "The kind of
-# answer asked for, in the verdict"; off unless adopted there.
-KIND_MISSING_IS_NOTHING = False
 MARGIN_CAP = 10.0  # a best thread ten times the next one's rank leads no less at a hundred
 VERDICT_TOP = 3  # the semantic hits, in prompt order, the coverage is measured over
 # What a question's kind asks for, by its words: the source that answers it.
@@ -139,8 +135,6 @@ def decide(evidence: Answerability, *, focus: int | None = None) -> Answerabilit
     score = answer_score(evidence)
     by_words = evidence.model_words >= MODEL_WORDS_COVERAGE
     scored = score >= verdict_model.THRESHOLD
-    if KIND_MISSING_IS_NOTHING and evidence.kind_missing:
-        scored = False
     answers = scored or evidence.about_focus or by_words
     if evidence.about_focus:
         reason = f"a question about the focused issue #{focus} in words memory knows"

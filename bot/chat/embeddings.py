@@ -101,11 +101,18 @@ class EmbeddingsClient:
         return self.local.identity() if isinstance(self.local, OnnxEmbeddings) else self.model
 
     @property
+    def model_name(self) -> str:
+        """The model as the operator is shown it (a turn's status line, a failure's reason):
+        an `onnx` model's setting is its directory, named by its last part
+        (OnnxEmbeddings.name; the round's meta and the server log keep the whole path).
+        Other providers' names are shown as set: a `/` in them is part of the name
+        (`org/model`), not a path."""
+        return self.local.name if isinstance(self.local, OnnxEmbeddings) else self.model
+
+    @property
     def where(self) -> str:
-        if isinstance(self.local, OnnxEmbeddings):  # its directory's name; the log has the path
-            return f"the {self.provider} embeddings model {self.local.name}"
         if self.local is not None:
-            return f"the {self.provider} embeddings model {self.model}"
+            return f"the {self.provider} embeddings model {self.model_name}"
         return f"the embeddings endpoint {endpoint_label(self.settings.base_url)}"
 
     async def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:

@@ -23,7 +23,6 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from functools import partial
-from pathlib import PurePath
 
 import msgspec
 import numpy as np
@@ -265,8 +264,9 @@ class MemoryGrounder:
             text += f" · expanded with {len(added_terms)} terms"
         if unavailable := detail.get("unavailable"):
             text += f" · dense ranking unavailable: {unavailable}"
-        elif dense_model := detail.get("dense_model"):
-            text += f" · fused with {self._model_name(dense_model)} vectors"
+        elif detail.get("dense_model") and self.hybrid is not None:
+            # The round's meta keeps the model's setting whole; the operator reads its name.
+            text += f" · fused with {self.hybrid.client.model_name} vectors"
         await emit(
             StatusFrame(
                 text=text,
@@ -279,16 +279,6 @@ class MemoryGrounder:
                 context=context,
             )
         )
-
-    def _model_name(self, model: str) -> str:
-        """The embeddings model as a turn's status line names it. An `onnx` model's setting
-        is its directory, resolved to an absolute path (bot/config_models.py): its last part
-        names the model, the rest is where this machine keeps it (the round's meta keeps the
-        whole path, for the operator's logs). Other providers' names are shown as set: a
-        `/` in them is part of the name (`org/model`), not a path."""
-        if self.hybrid is None or self.hybrid.client.provider != "onnx":
-            return model
-        return PurePath(model).name or model
 
     async def _message_round(self, turn: RetrievalTurn) -> tuple[list[RetrievedHit], RoundMeta]:
         """The question and its related terms (memory.related: "bill" asks for "invoice"
