@@ -27,6 +27,9 @@ from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import delivered_pull, send_again
+from webhooks.deliveries import DeliveryStatus, WebhookDelivery
+from webhooks.delivery_retry import RetryPolicy
+from webhooks.deps import WEBHOOKS
 
 SUMMARY = "<!-- steelframe-ci-summary -->"
 ANNOTATION = "assert widget.colour == 'blue'"
@@ -81,6 +84,16 @@ async def fail_head(
     }
     await _control(lc, f"/commits/{sha}/checks", spec, retries_within=retries_within)
     return sha
+
+
+def _delivery(lc: Lifecycle, delivery_id: str) -> WebhookDelivery:
+    found = lc.ctx.db.call(
+        lambda s: s.scalar(
+            select(WebhookDelivery).where(WebhookDelivery.delivery_id == delivery_id)
+        )
+    )
+    assert isinstance(found, WebhookDelivery), delivery_id
+    return found
 
 
 async def _stream(lc: Lifecycle, kind: str) -> list[dict[str, Any]]:
@@ -344,10 +357,16 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
         lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
     )
     set_state(TaskState.RUNNING)
-    # Processed while running: retried, nothing done. Its retries fail the same way while
-    # the task runs: settled once the first failures are recorded.
+    # The processor's own retries fall due long after this test: the retry is played below,
+    # by hand. On the default policy (2.5-5 s) one landing after the task is marked delivered
+    # would start the fix run itself, and the hand-played retry would find it started.
+    lc.api.raw.app[WEBHOOKS].processor.retry = RetryPolicy(base_delay=600.0, jitter=0.0)
+    # Processed while running: stored for a retry, nothing done.
     sha = await fail_head(lc, number, retries_within=0.0)
     assert _rows(lc, task_id) == [] and lc.queued_jobs() == []
+    suites = [d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite"]
+    stored = [_delivery(lc, d.id) for d in suites]
+    assert stored and all(s.status == DeliveryStatus.RETRYING for s in stored), stored
     intake = CiIntake(
         db=lc.api.services.db,
         github=lc.github,

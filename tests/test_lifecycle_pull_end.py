@@ -1,7 +1,9 @@
 """Following the pull request to its end: merged -> `merged`, closed -> `closed` (final),
 on the issue, the Board, the events stream and in memory; redeliveries change nothing
-twice; a pull request Steelframe did not open, or of a terminated or archived task, is left
-alone. Real RQ workers, the GitHub sandbox, SQLite and PostgreSQL."""
+twice; a pull request Steelframe did not open, or of an archived task, is left alone. A
+terminated task's pull request (left open by the terminate) merged makes the task `merged`;
+closed without a merge, the task stays `terminated`. Real RQ workers, the GitHub sandbox,
+SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
+from tests.test_lifecycle_terminate_pull import OPERATOR, terminated_with_its_pull_open
 
 
 def _outcome_chunks(lc: Lifecycle, number: int) -> list[str]:
@@ -122,9 +125,7 @@ async def test_a_pull_request_steelframe_did_not_open_is_not_the_tasks(make: Mak
     assert _outcome_chunks(lc, number) == []
 
 
-async def test_a_merge_of_a_terminated_or_archived_task_is_recorded_and_ignored(
-    make: Make,
-) -> None:
+async def test_a_merge_of_an_archived_task_is_recorded_and_ignored(make: Make) -> None:
     lc = await make(coding_command=command("commit"))
     issue, number = await delivered_pull(lc)
     task_id = lc.task(issue).id
@@ -134,3 +135,62 @@ async def test_a_merge_of_a_terminated_or_archived_task_is_recorded_and_ignored(
     ignored = [e for e in lc.events(task_id) if e.kind == EventKind.PULL_END_IGNORED]
     assert len(ignored) == 1 and "archived" in ignored[0].detail
     assert _outcome_chunks(lc, number) == []
+
+
+async def test_a_terminated_tasks_pull_request_merged_makes_the_task_merged_everywhere(
+    make: Make, any_db_url: str
+) -> None:
+    """The terminate left the pull request open (its notice said so); a maintainer merged
+    it: the work landed, so the task is `merged` as after any merge, not `terminated`."""
+    lc = await make(coding_command=command("commit"), database_url=any_db_url)
+    issue, number = await terminated_with_its_pull_open(lc)
+    task_id = lc.task(issue).id
+    await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
+    task = lc.task(issue)
+    history = [(e.kind, e.to_state, e.actor, e.detail) for e in lc.events(task_id)]
+    assert task.state == TaskState.MERGED, history
+    labels = await lc.labels(issue)
+    assert "steelframe:merged" in labels and "steelframe:terminated" not in labels
+    last = lc.events(task_id)[-1]
+    assert (last.kind, last.from_state, last.to_state) == (
+        EventKind.TRANSITION,
+        TaskState.TERMINATED,
+        TaskState.MERGED,
+    )
+    assert last.detail == f"pull request #{number} merged by maintainer"
+    assert not [e for e in lc.events(task_id) if e.kind == EventKind.PULL_END_IGNORED]
+    (remembered,) = _outcome_chunks(lc, number)
+    assert f"for {lc.repo}#{issue} was merged by maintainer" in remembered
+    announced = [e for e in await _task_events(lc) if e.task_id == task_id]
+    assert [(e.state, e.reason) for e in announced[-2:]] == [
+        ("terminated", f"terminated by {OPERATOR}"),
+        ("merged", f"pull request #{number} merged by maintainer"),
+    ]
+    board = (await (await lc.api.get("/api/operator/board")).json())["tasks"]
+    assert [t["state"] for t in board if t["id"] == task_id] == ["merged"]
+    # Redelivered: already final, nothing twice.
+    before = len(lc.events(task_id))
+    await send_again(lc, "pull_request", "closed", times=2)
+    assert lc.task(issue).state == TaskState.MERGED and len(lc.events(task_id)) == before
+
+
+async def test_a_terminated_tasks_pull_request_closed_without_a_merge_leaves_it_terminated(
+    make: Make,
+) -> None:
+    """Nothing landed, and the terminate already ended the task: it stays `terminated` (so
+    its issue can still be picked up again), and its history says who closed the pull
+    request."""
+    lc = await make(coding_command=command("commit"))
+    issue, number = await terminated_with_its_pull_open(lc)
+    task_id = lc.task(issue).id
+    await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": "closed"})
+    assert lc.task(issue).state == TaskState.TERMINATED
+    assert "steelframe:terminated" in await lc.labels(issue)
+    (ignored,) = [e for e in lc.events(task_id) if e.kind == EventKind.PULL_END_IGNORED]
+    assert ignored.detail == (
+        f"pull request #{number} closed without a merge by maintainer; "
+        "ignored: the task was terminated; it stays terminated"
+    )
+    assert _outcome_chunks(lc, number) == []
+    await lc.pickups.pickup(lc.repo, issue, title="again", cause="test")
+    assert lc.task(issue).state == TaskState.QUEUED  # picked up again, a new generation

@@ -111,7 +111,7 @@ class EventData(TypedDict, total=False):
 
     # `transition` to delivered (bot/lifecycle/finish.py; the reconciler finding the pull
     # request); a pull request's end (merged / closed, bot/lifecycle/pull_end.py); pr_url and
-    # pr_number: to terminated in place of a run's step, the pull request open (terminate.py).
+    # pr_number: to terminated while the task's pull request was open (terminate.py).
     pr_url: str | None
     pr_number: int | None
     summary: str

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.orm import Session
 
+from bot.clock import Clock
 from bot.contracts.tasks import BudgetData
 from bot.lifecycle import tasks
 from bot.lifecycle.finish import finish_move
@@ -71,10 +72,13 @@ def spent_text(budget: TaskBudget, limit: str, tokens: int, usd: float) -> str:
 
 
 async def reached(run: Run, limit: str) -> str:
-    """The run stopped at its task budget: the task waits for a person, saying so."""
-    task = run.ctx.db.call(tasks.get_task, run.task.id)
+    """The run stopped at its task budget: the task waits for a person, saying so. Its
+    database work runs off the run's loop (`Database.run`), which also carries the run's
+    termination watch and its GitHub calls."""
     budget = for_run(run)
-    said = spent_text(budget, limit, task.tokens_used, task.cost_usd)
+    said = await run.ctx.db.run(
+        _limit_reached, run.task.id, run.fence, run.actor, limit, budget, run.ctx.clock
+    )
     where = (
         "the repository's `.steelframe/config.yml` `budget:`"
         if budget.source == "repository config"
@@ -84,7 +88,6 @@ async def reached(run: Run, limit: str) -> str:
         f"Steelframe stopped this task: {said} (set by {where}). Nothing of this run was "
         "pushed. Raise the budget and publish a Decision to go on, or leave the task here."
     )
-    run.ctx.db.call(_event, run, limit, said)
     move = Move(
         TaskState.WAITING_FOR_INFO,
         actor=run.actor,
@@ -103,14 +106,27 @@ async def reached(run: Run, limit: str) -> str:
     return f"waiting_for_info: {said}"
 
 
-def _event(session: Session, run: Run, limit: str, said: str) -> None:
-    tasks.hold(session, run.task.id, run.fence, run.ctx.clock)
+def _limit_reached(
+    session: Session,
+    task_id: int,
+    fence: str,
+    actor: str,
+    limit: str,
+    budget: TaskBudget,
+    clock: Clock,
+) -> str:
+    """What the task spent, said against its budget, and the `limit_exceeded` event saying
+    it (only while the run still holds its lease: LeaseLost otherwise)."""
+    tasks.hold(session, task_id, fence, clock)
+    task = tasks.get_task(session, task_id)
+    said = spent_text(budget, limit, task.tokens_used, task.cost_usd)
     tasks.record(
         session,
-        tasks.get_task(session, run.task.id),
+        task,
         EventKind.LIMIT_EXCEEDED,
-        actor=run.actor,
+        actor=actor,
         detail=said,
         data={"limit": limit},
-        clock=run.ctx.clock,
+        clock=clock,
     )
+    return said

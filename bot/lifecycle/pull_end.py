@@ -5,6 +5,14 @@ drives it (webhooks.lifecycle_hooks); the state change, its memory record (the m
 outcome with the pull request and the task's Decisions) and the webhook handler's "done"
 record commit in one transaction, then labels and the sticky comment follow (idempotent,
 repaired by the reconciler). A redelivery finds the task already final and changes nothing.
+
+A terminated task's pull request (a terminate leaves an open one as it is,
+bot.lifecycle.terminate.terminate_move) merged after all makes the task `merged`: the work
+landed, and the Board, the issue's label, the events stream and memory say so as for any
+merge; an operator who sees `terminated` would think it did not. Closed without a merge, the
+task stays `terminated` (a `pull_end_ignored` event names who closed it): nothing landed,
+the terminate already ended the task, and a terminated issue can still be picked up again,
+which a `closed` one cannot. `ENDS_FROM` holds those rules, for the check and the move.
 """
 
 from __future__ import annotations
@@ -30,6 +38,13 @@ from memory import ChunkIn, ChunkSource, add_chunk
 log = logging.getLogger(__name__)
 MAX_DECISIONS_IN_MEMORY = 20
 MAX_MEMORY_TEXT = 8000
+# The states a pull request's end moves a task from, by the state it moves it to: a merge
+# also ends a terminated task (its kept pull request landed); a close without a merge does
+# not (the module's docstring says why).
+ENDS_FROM: dict[TaskState, frozenset[TaskState]] = {
+    TaskState.MERGED: frozenset({*PULL_ENDABLE, TaskState.TERMINATED}),
+    TaskState.CLOSED: PULL_ENDABLE,
+}
 
 
 @dataclass(frozen=True)
@@ -141,6 +156,9 @@ def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
         record_done(session)
         return PullEnd(EndVerdict.NOT_OURS, f"no task has branch {closed.head_ref!r} here")
     wanted = TaskState.MERGED if closed.merged else TaskState.CLOSED
+    by = closed.closed_by or "unknown"
+    ended = "merged" if closed.merged else "closed without a merge"
+    detail = f"pull request #{closed.number} {ended} by {by}"
     ignored = _why_ignored(task, wanted)
     if ignored is not None:
         verdict, why = ignored
@@ -150,21 +168,18 @@ def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
                 task,
                 EventKind.PULL_END_IGNORED,
                 actor=f"webhook:pull_request.closed:{closed.closed_by}",
-                detail=f"pull request #{closed.number} {wanted}; ignored: {why}",
+                detail=f"{detail}; ignored: {why}",
                 data={"pr_number": closed.number, "merged": closed.merged},
                 clock=clock,
             )
         record_done(session)
         return PullEnd(verdict, why, task.id, TaskState(task.state))
-    by = closed.closed_by or "unknown"
-    ended = "merged" if closed.merged else "closed without a merge"
-    detail = f"pull request #{closed.number} {ended} by {by}"
     move = Move(
         wanted,
         actor=f"webhook:pull_request.closed:{by}",
         detail=detail,
         data={"pr_number": closed.number, "pr_url": closed.url, "merge": closed.merge_commit},
-        expect=PULL_ENDABLE,
+        expect=ENDS_FROM[wanted],
         changes={"pr_number": closed.number, "pr_url": task.pr_url or closed.url or None},
         note=detail,
     )
@@ -179,7 +194,9 @@ def _why_ignored(task: Task, wanted: TaskState) -> tuple[EndVerdict, str] | None
         return EndVerdict.ALREADY, f"task is already {task.state}"
     if task.archived:
         return EndVerdict.IGNORED, "the task is archived"
-    if task.state not in PULL_ENDABLE:
+    if task.state not in ENDS_FROM[wanted]:
+        if task.state == TaskState.TERMINATED:
+            return EndVerdict.IGNORED, "the task was terminated; it stays terminated"
         return EndVerdict.IGNORED, f"task is {task.state}, not delivered"
     return None
 

@@ -64,7 +64,9 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     TaskState.FAILED: frozenset(
         {TaskState.QUEUED, TaskState.DELIVERED, TaskState.MERGED, TaskState.CLOSED}
     ),
-    TaskState.TERMINATED: frozenset({TaskState.QUEUED}),
+    # Its pull request, left open by the terminate, merged after all: the work landed
+    # (bot.lifecycle.pull_end; closed without a merge, it stays terminated).
+    TaskState.TERMINATED: frozenset({TaskState.QUEUED, TaskState.MERGED}),
     # A review of the task's pull request queues a review run (bot.lifecycle.review_pickup);
     # failing CI on it gets a fix run or a person's help (bot.lifecycle.ci_intake).
     TaskState.DELIVERED: frozenset(

@@ -16,7 +16,7 @@ question asked, a retry, a final failure) and an attempt's start (a budget hold 
 each decide under the task's row lock, in their own transaction, whether to go on or to
 terminate as asked (`unless_requested`, `held_request`; the terminate itself is
 `terminate_instead`, the one state change of that decision). A task whose pull request is
-already open keeps it, and the terminate's event and notice say so (`terminate_instead`).
+already open keeps it, and every terminate's event and notice say so (`terminate_move`).
 The order is the row: a request committed before a decider took the row is seen by it; a
 decider that took the row first committed before the operator's terminate gets the row, and
 that terminate then ends what the decider left (a queued or waiting task is terminated at
@@ -42,7 +42,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.contracts.errors import ErrorDetail
 from bot.contracts.tasks import EventData, TaskDetail
-from bot.db import Database, is_lock_timeout
+from bot.db import Database, bound_lock_wait, is_lock_timeout
 from bot.errors import Conflict
 from bot.lifecycle import tasks
 from bot.lifecycle.board import task_detail
@@ -51,7 +51,7 @@ from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import LIVE, IllegalTransition, TaskState
-from bot.lifecycle.transition import Move, Transitioned, transition
+from bot.lifecycle.transition import Move, Transitioned, publish
 from bot.lifecycle.transition import apply as apply_move
 
 log = logging.getLogger(__name__)
@@ -70,14 +70,33 @@ class Termination:
     applied: bool
 
 
-def terminate_move(actor: str) -> Move:
-    """An operator's terminate: only a live task, with a notice saying who stopped it."""
+def terminate_move(actor: str, task: Task) -> Move:
+    """An operator's terminate of `task` (read once this transaction holds its row): only a
+    live task, with a notice saying who stopped it. Every terminate's move is built here, the
+    operator's own (`terminate`) and one in place of a run's step (`terminate_instead`).
+
+    A task whose pull request is already open (a run that delivered, a fix run on its pull
+    request, a task waiting for a person after its CI failed) says so in the event
+    (`pr_url`, `pr_number`) and the notice, and the pull request is left as it is. It is not
+    closed: the terminate stops Steelframe's work on the issue, it does not judge work
+    already shown; had a run ended a moment before the terminate, the task would be
+    `delivered` with the same pull request open (a terminate then answers 409), so either
+    side of that race leaves the same pull request; and closing it would throw away what a
+    reviewer may already be reading, while the person who wants it gone closes it in one
+    click (the notice links it). Merged later, it makes the task `merged` after all
+    (`bot.lifecycle.pull_end`)."""
+    notice = f"Steelframe stopped working on this issue: terminated by {actor}."
+    data: EventData | None = None
+    if task.pr_url:
+        data = {"pr_url": task.pr_url, "pr_number": task.pr_number}
+        notice = f"{notice} Its pull request {task.pr_url} was already open; it is left as it is."
     return Move(
         TaskState.TERMINATED,
         actor=actor,
         detail=f"terminated by {actor}",
+        data=data,
         expect=LIVE,
-        notice=f"Steelframe stopped working on this issue: terminated by {actor}.",
+        notice=notice,
         phase=Phase.TERMINATED,
     )
 
@@ -97,27 +116,23 @@ async def terminate(
     is given the task's job as that transaction saw it (a retry that took the row first set
     a new one), after the commit. An existing progress comment is edited, none is started
     (a task terminated before it ran)."""
-    jobs: list[str | None] = []
 
-    def forgotten(session: Session, _moved: Transitioned) -> None:
+    def unit(session: Session) -> tuple[Transitioned, str | None]:
+        bound_lock_wait(session, TERMINATE_LOCK_SECONDS)
+        # The row first, then the task as the move reads it (its pull request): a run
+        # recording its pull request cannot slip in between.
+        hold_row(session, task_id)
+        moved = apply_move(
+            session, task_id, terminate_move(actor, tasks.get_task(session, task_id)), clock
+        )
         forget(session, task_id)
-        jobs.append(tasks.get_task(session, task_id).job_id)
+        return moved, tasks.get_task(session, task_id).job_id
 
-    async def cancel(_moved: Transitioned) -> None:
-        if cancel_job is not None:
-            await cancel_job(jobs[-1])
-
-    return await transition(
-        db,
-        github,
-        task_id,
-        terminate_move(actor),
-        clock=clock,
-        create_progress=False,
-        lock_wait=TERMINATE_LOCK_SECONDS,
-        within=forgotten,
-        after_commit=cancel,
-    )
+    moved, job = await db.run(unit)
+    if cancel_job is not None:
+        await cancel_job(job)
+    published = await publish(db, github, moved, create_progress=False, clock=clock)
+    return replace(moved, published=published)
 
 
 def record(session: Session, task_id: int, actor: str, clock: Clock) -> None:
@@ -181,18 +196,10 @@ def terminate_instead(
     """The recorded terminate in place of `move`, and the request's removal. It keeps the
     move's `expect` and `fence` (it moves only what `move` would have moved), and its event
     keeps what `move` would have logged: its words after "instead of", and a failure's
-    `error` and `limit` (the error stays the task's `last_error` too).
-
-    A task with a pull request already open (a run that delivered, a fix run on its pull
-    request) says so in the event (`pr_url`, `pr_number`) and the notice, and the pull
-    request is left as it is. It is not closed: the terminate stops Steelframe's work on
-    the issue, it does not judge work already shown; had the run ended a moment before the
-    terminate, the task would be `delivered` with the same pull request open (a terminate
-    then answers 409), so either side of that race leaves the same pull request; and closing
-    it would throw away what a reviewer may already be reading, while the person who wants
-    it gone closes it in one click (the notice links it)."""
-    asked = terminate_move(actor)
-    kept: EventData = {}
+    `error` and `limit` (the error stays the task's `last_error` too). A pull request
+    already open is named as every terminate names it (`terminate_move`)."""
+    asked = terminate_move(actor, tasks.get_task(session, task_id))
+    kept: EventData = asked.data.copy() if asked.data else {}
     if move.data is not None:
         if "error" in move.data:
             kept["error"] = move.data["error"]
@@ -201,11 +208,6 @@ def terminate_instead(
     changes: tasks.TaskChanges | None = None
     if "error" in kept:
         changes = {"last_error": kept["error"]}
-    notice = asked.notice
-    task = tasks.get_task(session, task_id)
-    if task.pr_url:
-        kept["pr_url"], kept["pr_number"] = task.pr_url, task.pr_number
-        notice = f"{notice} Its pull request {task.pr_url} was already open; it is left as it is."
     instead = replace(
         asked,
         detail=f"{asked.detail}, instead of: {move.detail or move.wanted}"[:500],
@@ -213,7 +215,6 @@ def terminate_instead(
         expect=move.expect,
         fence=move.fence,
         changes=changes,
-        notice=notice,
     )
     moved = apply_move(session, task_id, instead, clock)
     forget(session, task_id)
