@@ -5,6 +5,7 @@ have always read."""
 from __future__ import annotations
 
 import json
+from enum import StrEnum
 
 import msgspec
 import pytest
@@ -31,17 +32,44 @@ def test_the_tui_reads_the_frame_names_the_service_sends() -> None:
 def test_the_clients_read_the_status_reasons_the_service_sends() -> None:
     """Each word a `status` frame's `reason` may be, under the same name in both clients
     (the TUI's `StatusReason`, the GUI's `STATUS_REASON`), and only those on the wire."""
-    sent = {reason.name: reason.value for reason in chat.StatusReason}
+    sent = _same_in_both_clients(chat.StatusReason, wire.StatusReason, "STATUS_REASON")
     assert {"FRAMES_LOST", "RETRIEVE_UNAVAILABLE", "DENSE_UNAVAILABLE"} <= sent.keys()
-    assert {reason.name: reason.value for reason in wire.StatusReason} == sent
-    words = ", ".join(f"{name}: {json.dumps(word)}" for name, word in sent.items())
-    assert f"export const STATUS_REASON = Object.freeze({{ {words} }});" in GUI_FILE.read_text()
     lost = NumberedFrame.of(3, chat.StatusFrame(text="lost", reason=chat.StatusReason.FRAMES_LOST))
     assert lost.data == b'{"id":3,"type":"status","text":"lost","reason":"frames_lost"}'
     assert NumberedFrame.decode(lost.data) == lost
     unknown = b'{"id":3,"type":"status","text":"lost","reason":"ValueError: no"}'
     with pytest.raises(msgspec.ValidationError):
         NumberedFrame.decode(unknown)
+
+
+def test_the_clients_read_the_error_reasons_the_service_sends() -> None:
+    """Each word an `error` frame's `reason` may be, under the same name in both clients
+    (the TUI's `ErrorReason`, the GUI's `ERROR_REASON`), and only those on the wire: what
+    each producer sends is checked in tests/test_error_reasons.py."""
+    sent = _same_in_both_clients(chat.ErrorReason, wire.ErrorReason, "ERROR_REASON")
+    assert sent == {
+        "STOPPED": "stopped",
+        "CANCELLED": "cancelled",
+        "RUNTIME": "runtime",
+        "TIMEOUT": "timeout",
+        "SESSION_DELETED": "session_deleted",
+        "INTERNAL": "internal",
+    }
+    schemas = component_schemas()  # what the OpenAPI document says the stream may carry
+    assert schemas["ErrorReason"]["enum"] == sorted(sent.values())
+    reason = schemas["ErrorFrame"]["properties"]["reason"]["anyOf"]
+    assert {"$ref": "#/components/schemas/ErrorReason"} in reason
+    unknown = b'{"id":9,"type":"error","error":"the turn failed","reason":"exploded"}'
+    with pytest.raises(msgspec.ValidationError):
+        NumberedFrame.decode(unknown)
+
+
+def _same_in_both_clients(sent: type[StrEnum], tui: type[StrEnum], gui_name: str) -> dict[str, str]:
+    words = {reason.name: reason.value for reason in sent}
+    assert {reason.name: reason.value for reason in tui} == words
+    listed = ", ".join(f"{name}: {json.dumps(word)}" for name, word in words.items())
+    assert f"export const {gui_name} = Object.freeze({{ {listed} }});" in GUI_FILE.read_text()
+    return words
 
 
 def test_a_numbered_frame_is_the_json_the_stream_always_carried() -> None:
@@ -58,7 +86,9 @@ def test_a_numbered_frame_is_the_json_the_stream_always_carried() -> None:
     assert NumberedFrame.of(9, chat.DeltaFrame(text="a", draft=1)).data == (
         b'{"id":9,"type":"delta","text":"a","draft":1}'
     )
-    ended = NumberedFrame.of(10, chat.ErrorFrame(error="turn stopped", reason="stopped"))
+    ended = NumberedFrame.of(
+        10, chat.ErrorFrame(error="turn stopped", reason=chat.ErrorReason.STOPPED)
+    )
     assert json.loads(ended.data) == {
         "id": 10,
         "type": "error",

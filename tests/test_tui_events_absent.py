@@ -5,7 +5,8 @@ the Board and the session list are reloaded every `stopped_refresh_seconds` from
 (STOPPED_REFRESH_SECONDS, 10 s, unless the app is given another period: these tests give it
 a short one), so a task or a chat made elsewhere shows without ctrl+r (as the web GUI polls
 in that case). A Board slower to answer than the period still shows: a tick does not cancel
-the load still running, it skips it."""
+the load still running, it skips it; nor does a reload asked for meanwhile (ctrl+r, F2): the
+Board is loaded once more after it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 from sqlalchemy.orm import Session
+from textual.worker import WorkerState
 
 from bot.lifecycle.tasks import new_task
 from tests.conftest import ApiClient, make_settings
@@ -103,6 +105,7 @@ class SlowBoard(WithoutEvents):
         self.listed = asyncio.Condition()
         self.held = 0
         self.most_held = 0
+        self.boards = 0  # Board requests received
 
     async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method == "GET" and request.path == self.SESSIONS:
@@ -111,6 +114,7 @@ class SlowBoard(WithoutEvents):
                 self.listed.notify_all()
         elif request.method == "GET" and request.path == self.BOARD:
             wanted = self.lists + self.periods
+            self.boards += 1
             self.held += 1
             self.most_held = max(self.most_held, self.held)
             try:
@@ -137,6 +141,28 @@ async def test_a_board_slower_than_the_period_still_shows(api_factory: Any, tmp_
         assert app.board.tasks[str(task_id)].issue == ISSUE
         assert slow.lists >= slow.periods  # the timer ticked while the Board was held
         assert slow.most_held == 1  # no tick asked for the Board again meanwhile
+
+
+async def test_a_reload_asked_for_while_a_timed_one_runs_does_not_cancel_it(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """ctrl+r and F2 pressed while a tick's Board load waits for its answer: the loads were
+    exclusive, so each press cancelled the one running and started another (pressed more
+    often than the Board answers, it never showed). The tick's load runs to its end and
+    shows the Board; the presses are answered by one more load after it, never beside it."""
+    slow = SlowBoard(periods=3)
+    api = await api_factory(make_settings(tmp_path), plugins=slow.plugins())
+    task_id = api.services.db.call(_queued)
+    app = _tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: slow.held == 1, "a tick's Board load to wait for its answer")
+        (timed,) = [w for w in app.workers if w.group == "board" and not w.is_finished]
+        await pilot.press("ctrl+r")
+        await pilot.press("f2")
+        await until(pilot, lambda: str(task_id) in app.board.tasks, "the slow Board")
+        assert timed.state is not WorkerState.CANCELLED
+        await until(pilot, lambda: slow.boards >= 2, lambda: f"{slow.boards} Board requests")
+        assert slow.most_held == 1  # the presses' load came after the tick's, not beside it
 
 
 async def test_a_tick_once_the_screen_is_gone_does_nothing(

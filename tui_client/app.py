@@ -111,9 +111,10 @@ class SteelframeApp(App[None]):
             )
 
     def _reload_lists(self) -> None:
-        """A tick reloads each list unless its last load is still running: the loads are
-        exclusive, so a Board slower to answer than the period would be cancelled by every
-        next tick and never show. Skipped, the running load shows what it gets."""
+        """A tick reloads each list unless its last load is still running: the session
+        list's loads are exclusive, so a list slower to answer than the period would be
+        cancelled by every next tick and never show, and a Board's would be asked again as
+        soon as it came (BoardPanel.load). Skipped, the running load shows what it gets."""
         try:
             board, chat = self.board, self.chat
         except NoMatches:  # the app is closing: its screen goes before its timers stop

@@ -101,7 +101,7 @@ class TurnStream(ChatPart):
                 await reply.finish(FinishedReply.of(frame.response), decision=state.decision)
                 self.panel.listing.load()  # a first message titles the session
             case ErrorFrame():
-                stopped = frame.reason == "stopped"
+                stopped = frame.reason == wire.ErrorReason.STOPPED
                 await reply.fail(
                     STOPPED_TEXT if stopped else f"Turn failed: {frame.error}",
                     kind="stopped" if stopped else "error",

@@ -15,7 +15,9 @@ another instance gets the whole turn. Frames Redis never got or lost (held past 
 Redis that came back without its data, a stream trimmed at MAX_FRAMES) are said, not skipped:
 the reader puts a `status` frame with reason `frames_lost` where they were (`Continuity`).
 Finding another instance's turn while Redis is unreachable is a 503 naming the setting, never
-a 500.
+a 500. The instance that wrote a turn's frames may run another release (a rolling deploy):
+a frame whose `reason` this release has no word for is read without it
+(`NumberedFrame.stored`), the one place stored frames are decoded.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import msgspec
 from redis.exceptions import NoScriptError, RedisError
 
 from bot.contracts.chat import (
@@ -104,6 +107,33 @@ class NumberedFrame:
     def decode(cls, data: bytes) -> NumberedFrame:
         frame_id, frame = decode_frame(data)
         return cls(frame_id, frame, data)
+
+    @classmethod
+    def stored(cls, data: bytes) -> NumberedFrame:
+        """A frame as the relay kept it, which another release may have written (a rolling
+        deploy replays a turn of an older instance on a newer one, and the reverse). A
+        `reason` this release has no word for (an older release's status reason was an
+        error's text; a newer one may add a word) is read without it, never guessed: a
+        status frame keeps those words as its `detail` (where this release says why), an
+        error frame keeps its `error`. The frame is encoded again, so a reader gets only
+        the words of this release's contract. What this release writes is checked as
+        strictly as before (`decode`); anything else unreadable is raised, as it was."""
+        try:
+            return cls.decode(data)
+        except msgspec.ValidationError as exc:
+            refused = exc
+        kept = msgspec.json.decode(data)
+        reason = kept.pop("reason", None) if isinstance(kept, dict) else None
+        if not isinstance(reason, str):
+            raise refused
+        if kept.get("type") == "status":
+            kept.setdefault("detail", reason)
+        try:
+            frame_id, frame = decode_frame(msgspec.json.encode(kept))
+        except msgspec.ValidationError:
+            raise refused from None
+        log.info("chat: frame %s read without its reason %r (%s)", frame_id, reason, refused)
+        return cls.of(frame_id, frame)
 
     @property
     def terminal(self) -> bool:
@@ -413,7 +443,7 @@ class RedisFrameRelay:
                 continue
             for entry_id, fields in entries:
                 position = entry_id
-                frame = NumberedFrame.decode(fields[b"f"])
+                frame = NumberedFrame.stored(fields[b"f"])
                 for shown in order.take(frame):
                     yield shown
                 if frame.terminal:  # nothing of the turn follows (a repeat at most)

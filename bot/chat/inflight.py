@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from bot.chat.frames import FrameRelay, NumberedFrame
-from bot.contracts.chat import ErrorFrame, Frame
+from bot.contracts.chat import ErrorFrame, ErrorReason, Frame
 from bot.contracts.errors import ErrorDetail
 from bot.errors import Conflict
 
@@ -207,14 +207,19 @@ class TurnRegistry:
         try:
             await run(handle)
         except asyncio.CancelledError:
-            reason = "stopped" if handle.stop_requested else "cancelled"
+            reason = ErrorReason.STOPPED if handle.stop_requested else ErrorReason.CANCELLED
             await handle.emit(ErrorFrame(error=f"turn {reason}", reason=reason))
         except Exception:
             log.exception("turn %s failed", handle.turn_id)
-            await handle.emit(ErrorFrame(error="the turn failed", reason="internal"))
+            await handle.emit(ErrorFrame(error="the turn failed", reason=ErrorReason.INTERNAL))
         finally:
             if not handle.finished:
-                await handle.emit(ErrorFrame(error="the turn ended without an answer"))
+                # A run that returns without its end is this service's fault.
+                await handle.emit(
+                    ErrorFrame(
+                        error="the turn ended without an answer", reason=ErrorReason.INTERNAL
+                    )
+                )
             handle.opened.set()  # a turn stopped before its session write writes none
             self._finished.append(handle)
 

@@ -41,7 +41,15 @@ from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
-from bot.contracts.chat import DeltaFrame, DoneFrame, Emit, ErrorFrame, Message, StatusFrame
+from bot.contracts.chat import (
+    DeltaFrame,
+    DoneFrame,
+    Emit,
+    ErrorFrame,
+    ErrorReason,
+    Message,
+    StatusFrame,
+)
 from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.dialogue.titles import title_from_message
@@ -61,7 +69,7 @@ RuntimeFactory = Callable[[AgentConfig], Runtime]
 # their first frame (auth, the session). More than a few at once gains nothing under the GIL.
 GROUNDING_AT_ONCE = 4
 SESSION_DELETED = ErrorFrame(
-    error="the session was deleted during the turn", reason="session_deleted"
+    error="the session was deleted during the turn", reason=ErrorReason.SESSION_DELETED
 )
 REDRAFT_HINT = (
     "Your previous draft cited none of the retrieved context. Answer again, citing the hits "
@@ -286,10 +294,12 @@ class TurnPipeline:
                     context = replace(context, grounding=clean_grounding(widened))
                     draft = await self._redraft(drafting, context, first=draft)
         except RuntimeError_ as exc:
-            await emit(ErrorFrame(error=exc.message, reason="runtime"))
+            await emit(ErrorFrame(error=exc.message, reason=ErrorReason.RUNTIME))
             return None
         except TimeoutError:
-            await emit(ErrorFrame(error="the model did not finish in time", reason="timeout"))
+            await emit(
+                ErrorFrame(error="the model did not finish in time", reason=ErrorReason.TIMEOUT)
+            )
             return None
         return draft, context
 

@@ -44,6 +44,25 @@ class StatusReason(StrEnum):
     DENSE_UNAVAILABLE = "dense_unavailable"
 
 
+class ErrorReason(StrEnum):
+    """Why a turn ended in an `error` frame: its `reason` (the clients' copies are generated
+    from this, web_gui/static/wire.js and tui_client/wire.py; the blocking endpoint's status
+    and code follow it, operator_api/chat_routes.py)."""
+
+    # The operator stopped it (POST .../chat/stop): nothing of the turn was saved.
+    STOPPED = "stopped"
+    # The service stopped it, shutting down: nothing of the turn was saved.
+    CANCELLED = "cancelled"
+    # The model failed (`error` says how).
+    RUNTIME = "runtime"
+    # The model did not finish within STEELFRAME_TURN_TIMEOUT_SECONDS.
+    TIMEOUT = "timeout"
+    # The turn's session was deleted while it ran.
+    SESSION_DELETED = "session_deleted"
+    # The service failed (its log says how).
+    INTERNAL = "internal"
+
+
 class _Frame(Struct, frozen=True, omit_defaults=True, tag_field="type"):
     """What every frame is: a tagged Struct whose defaults stay off the wire."""
 
@@ -129,7 +148,8 @@ class DoneFrame(_Frame, frozen=True, tag="done"):
 
 class ErrorFrame(_Frame, frozen=True, tag="error"):
     error: str
-    reason: str | None = None
+    # Every frame this release sends has one; a frame relayed by an older release may not.
+    reason: ErrorReason | None = None
 
 
 Frame = StatusFrame | ThinkingFrame | DeltaFrame | DoneFrame | ErrorFrame

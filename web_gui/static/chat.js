@@ -7,7 +7,7 @@ import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
 import { offerPanel } from "./offers.js";
 import { isEmptyChat, renderSidebar } from "./sidebar.js";
-import { FRAME, STATUS_REASON } from "./wire.js";
+import { ERROR_REASON, FRAME, STATUS_REASON } from "./wire.js";
 
 const PAGE = 100; // messages painted at a time; older ones on "Show earlier messages"
 const RESUME_TRIES = 5;
@@ -600,13 +600,13 @@ export class Chat {
   }
 
   failTurn(turn, frame) {
-    const text =
-      frame.reason === "stopped"
-        ? "Stopped. Nothing of this turn was kept; your next message starts fresh."
-        : `The turn failed (${frame.reason}): ${frame.error}. Try again.`;
+    const stopped = frame.reason === ERROR_REASON.STOPPED;
+    const text = stopped
+      ? "Stopped. Nothing of this turn was kept; your next message starts fresh."
+      : `The turn failed${frame.reason ? ` (${frame.reason})` : ""}: ${frame.error}. Try again.`;
     turn.view.stopped(text);
-    if (frame.reason === "stopped" && turn.user) turn.user.classList.add("stopped");
-    if (!turn.away) this.els.status.textContent = frame.reason === "stopped" ? "stopped" : "failed";
+    if (stopped && turn.user) turn.user.classList.add("stopped");
+    if (!turn.away) this.els.status.textContent = stopped ? "stopped" : "failed";
     this.endTurn();
   }
 

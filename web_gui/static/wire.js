@@ -35,5 +35,7 @@ export const FRAME_FIELDS = Object.freeze({
 });
 // Why a `status` frame was sent, when it is more than a phase: its `reason`.
 export const STATUS_REASON = Object.freeze({ FRAMES_LOST: "frames_lost", RETRIEVE_UNAVAILABLE: "retrieve_unavailable", DENSE_UNAVAILABLE: "dense_unavailable" });
+// Why a turn ended in an `error` frame: its `reason`.
+export const ERROR_REASON = Object.freeze({ STOPPED: "stopped", CANCELLED: "cancelled", RUNTIME: "runtime", TIMEOUT: "timeout", SESSION_DELETED: "session_deleted", INTERNAL: "internal" });
 // Does session memory answer the question: a `done` response's `memory_verdict`.
 export const MEMORY_VERDICT = Object.freeze({ ANSWERS: "answers", NOTHING: "nothing", UNAVAILABLE: "unavailable" });
