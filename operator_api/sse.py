@@ -4,7 +4,8 @@ A disconnecting client only stops its own subscription; the turn goes on (see
 bot.chat.inflight). Heartbeat comments keep idle connections open through proxies. A turn
 relayed from another instance whose Redis fails after the headers ends the stream without a
 terminal frame (one line in the log): the turn has not failed, and the clients re-attach
-with Last-Event-ID.
+with Last-Event-ID. Any other error past the headers ends it the same way, with its
+traceback in the log.
 """
 
 from __future__ import annotations
@@ -109,6 +110,18 @@ async def stream_frames(
         )
     except (ConnectionResetError, ConnectionError):
         return response  # the client left; the turn continues detached
+    except Exception:
+        # Past the headers an error can no longer be a JSON answer, and left to aiohttp it
+        # kept the stream open with nothing more to come. End it as a Redis failure does:
+        # the turn has not failed (its frames are where they were), and the client
+        # re-attaches with Last-Event-ID.
+        log.exception(
+            "%s %s: turn %s stream ended by an error; the client re-attaches [%s]",
+            request.method,
+            request.path,
+            turn_id,
+            request[REQUEST_ID],
+        )
     finally:
         metrics.chat_streams.dec()
         metrics.chat_turns.labels(outcome).inc()

@@ -136,3 +136,49 @@ async def test_a_relayed_turn_whose_redis_fails_ends_without_a_terminal_frame_an
     assert frames[-1]["type"] == "done"
     deltas = "".join(f.get("text", "") for f in frames if f["type"] == "delta")
     assert deltas.split() == [f"w{i}" for i in range(10)]
+
+
+async def test_an_error_mid_turn_stream_ends_it_and_the_turn_goes_on(
+    api_factory: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Any error past a turn stream's headers (a frame another release wrote that cannot be
+    read, a bug) ends the stream with its log line; left to aiohttp it stayed open with
+    nothing more to come. The turn itself goes on, and a re-attach reads its end."""
+    from bot.chat.inflight import TurnHandle
+
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Delta("the answer")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    subscribe = TurnHandle.subscribe
+
+    async def breaks_after_the_first(handle: TurnHandle, **options: Any) -> Any:
+        async for frame in subscribe(handle, **options):
+            yield frame
+            if frame is not None:
+                raise RuntimeError("unreadable frame")
+
+    monkeypatch.setattr(TurnHandle, "subscribe", breaks_after_the_first)
+    with caplog.at_level(logging.ERROR):
+        response = await api.post(
+            "/api/operator/chat/stream",
+            json={"message": "hello"},
+            headers={"X-Request-Id": "req-turn-1"},
+        )
+        assert response.status == 200
+        async with asyncio.timeout(PATIENCE_SECONDS):
+            frames = await read_sse(response)  # to the end of the stream
+    assert frames and frames[-1]["type"] not in ("done", "error")  # ended, not failed
+    assert [r for r in caplog.records if "req-turn-1" in r.getMessage()]
+
+    monkeypatch.setattr(TurnHandle, "subscribe", subscribe)
+    gate.set()
+    session = response.headers["X-Steelframe-Session"]
+    again = await api.get(
+        f"/api/operator/chat/stream?session={session}",
+        headers={"Last-Event-ID": str(frames[-1]["id"])},
+    )
+    done = await read_sse(again)
+    assert done[-1]["type"] == "done"
