@@ -85,4 +85,13 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
         )
     except (ConnectionResetError, ConnectionError):
         pass  # the client left
+    except Exception:
+        # Any other error past the headers ends the stream the same way (aiohttp would
+        # keep it open with nothing more to come); the client re-opens it.
+        log.exception(
+            "%s %s: events stream ended by an error; the client re-opens it [%s]",
+            request.method,
+            request.path,
+            request[REQUEST_ID],
+        )
     return response

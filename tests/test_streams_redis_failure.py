@@ -182,3 +182,33 @@ async def test_an_error_mid_turn_stream_ends_it_and_the_turn_goes_on(
     )
     done = await read_sse(again)
     assert done[-1]["type"] == "done"
+
+
+async def test_an_error_mid_events_stream_ends_it(
+    api_factory: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The events stream likewise: an error past its headers ends it, logged; the client
+    re-opens it with Last-Event-ID."""
+    from bot.events import OperatorEvents
+
+    api = await api_factory(make_settings(tmp_path))
+    stream = OperatorEvents.stream
+
+    async def breaks_after_the_first(events: OperatorEvents, *args: Any, **options: Any) -> Any:
+        async for event in stream(events, *args, **options):
+            yield event
+            if event is not None:
+                raise RuntimeError("unreadable event")
+
+    monkeypatch.setattr(OperatorEvents, "stream", breaks_after_the_first)
+    with caplog.at_level(logging.ERROR):
+        response = await api.get(EVENTS, headers={"X-Request-Id": "req-events-2"})
+        assert response.status == 200
+        feed = EventsFeed(response)
+        await api.post("/api/operator/chat/new", json={})
+        assert await _ended(feed, within=PATIENCE_SECONDS) is None
+    assert feed.of_type("session")  # the event before the error was sent
+    assert [r for r in caplog.records if "req-events-2" in r.getMessage()]
