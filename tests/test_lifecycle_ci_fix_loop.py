@@ -1,48 +1,30 @@
 """A CI fix run does its database work off its event loop (`Database.run`, a worker thread),
 as every run step does: a slow database must not stall the loop, which also carries the
-run's termination watch and its GitHub calls. Checked on the real run: no statement whose
-nearest caller in bot/ is the fix run's module (`bot/lifecycle/ci_run.py`) executes on a
-thread that runs an event loop. Three ends of a fix run: a pushed fix, a run that changed
-nothing, a run that failed (retried, then failed for good)."""
+run's termination watch and its GitHub calls. Checked on the real run: no statement executes
+on a thread that runs an event loop while the fix run's module (`bot/lifecycle/ci_run.py`)
+is on that thread's stack (`tests/fakes/loop_statements.py`), so the steps it shares with
+every run count too (the prelude's lease check before the clone, the one before the push).
+Three ends of a fix run: a pushed fix, a run that changed nothing, a run that failed
+(retried, then failed for good)."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import shlex
-import traceback
 from pathlib import Path
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.loop_statements import statements_on_the_loop
 from tests.fakes.pulls import delivered_pull
 from tests.fakes.sandbox import exchange_dir
 from tests.test_lifecycle_ci_fix import fail_head
 
 FIX_RUN_MODULE = "bot/lifecycle/ci_run.py"
-
-
-def _caller_in_bot(stack: list[traceback.FrameSummary]) -> str | None:
-    """The innermost frame in bot/ outside the database seam: who asked for the statement."""
-    for frame in reversed(stack):
-        path = frame.filename.replace("\\", "/")
-        if "/bot/" in path and not path.endswith("/bot/db.py"):
-            return path[path.rindex("/bot/") + 1 :] + f":{frame.lineno}"
-    return None
-
-
-def _on_a_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
 
 
 @pytest.mark.parametrize("end", ["pushed", "unchanged", "failed"])
@@ -61,18 +43,8 @@ async def test_a_fix_run_never_runs_a_statement_on_its_event_loop(
     await fail_head(lc, number)
     assert lc.task(issue).state == TaskState.RUNNING  # its fix run is queued
 
-    on_the_loop: list[str] = []
-
-    def _seen(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
-        caller = _caller_in_bot(traceback.extract_stack())
-        if caller is not None and caller.startswith(FIX_RUN_MODULE) and _on_a_loop():
-            on_the_loop.append(f"{caller}: {' '.join(statement.split())[:80]}")
-
-    event.listen(lc.ctx.db.engine, "before_cursor_execute", _seen)
-    try:
+    with statements_on_the_loop(lc.ctx.db.engine, FIX_RUN_MODULE) as on_the_loop:
         await lc.work()
-    finally:
-        event.remove(lc.ctx.db.engine, "before_cursor_execute", _seen)
     task = lc.task(issue)
     wanted = {
         "pushed": TaskState.DELIVERED,

@@ -25,7 +25,7 @@ async def prepare(run: Run) -> worktree.Worktree:
     info = (await run.github.request("GET", task.repo, "")).data
     url, branch = str(info["clone_url"]), task.branch or tasks.branch_name(task.issue)
     claim_token, clone_token = await repo_token(run, "write"), await repo_token(run, "read")
-    run.check_lease()
+    await run.check_lease()
     await asyncio.to_thread(
         leases.note_worktree, run.ctx.db, task.id, run.holder, path=str(run.folder)
     )
@@ -70,11 +70,11 @@ async def push(run: Run, tree: worktree.Worktree) -> None:
     lease: checked right before the push, and the push itself lands only while this run's
     claim on the branch stands (a run that took over since has replaced it)."""
     token = await repo_token(run, "write")
-    run.check_lease()
+    await run.check_lease()
     try:
         await worktree.push(tree, token=token, who=who(run))
     except worktree.WorktreeError:
-        run.check_lease()  # refused because another run claimed the branch: lease lost
+        await run.check_lease()  # refused because another run claimed the branch: lease lost
         raise
     await run.ctx.db.run(
         tasks.touch, run.task.id, run.ctx.clock, fence=run.fence, pushed_at=run.ctx.clock()

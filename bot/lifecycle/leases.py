@@ -182,6 +182,13 @@ def check(db: Database, task_id: int, holder: Holder, *, clock: Clock = utcnow) 
     db.call(hold, task_id, holder.id, clock)
 
 
+async def confirm(db: Database, task_id: int, holder: Holder, *, clock: Clock = utcnow) -> None:
+    """`check` for a run's coroutines: the read runs on a worker thread (`Database.run`),
+    never on the run's event loop, which a slow database would stall (it carries the run's
+    termination watch and its GitHub calls)."""
+    await db.run(hold, task_id, holder.id, clock)
+
+
 class Heartbeat:
     """Renews `holder`'s lease every `every` seconds (by the monotonic clock, so a late wake
     renews at once) on a thread of its own until `stop`; calls `on_lost` once, from that

@@ -64,7 +64,7 @@ class Gate:
     pinned: str = ""  # the approved brief, for the coding run's prompt
 
 
-def wanted(run: Run, labels: tuple[Label, ...]) -> bool:
+async def wanted(run: Run, labels: tuple[Label, ...]) -> bool:
     """Whether this task is plan-first: the repository's config, the issue's label, the
     installation's setting, or an estimate above STEELFRAME_APPROVE_ABOVE_USD."""
     config = run.repo_env.config if run.repo_env is not None else None
@@ -72,17 +72,17 @@ def wanted(run: Run, labels: tuple[Label, ...]) -> bool:
         return True
     if any(label.name == PLAN_LABEL for label in labels):
         return True
-    return run.ctx.settings.plan_first or _costly(run)
+    return run.ctx.settings.plan_first or await _costly(run)
 
 
-def _costly(run: Run) -> bool:
+async def _costly(run: Run) -> bool:
     """The task will likely cost more than the operator wants spent without approval."""
     threshold = run.ctx.settings.approve_above_usd
     if threshold is None:
         return False
     task = run.task
     agent = run.ctx.policy.coding_agent
-    guess = run.ctx.db.call(estimate.for_repo, task.repo, excluding=task.id, agent=agent)
+    guess = await run.ctx.db.run(estimate.for_repo, task.repo, excluding=task.id, agent=agent)
     return guess is not None and guess.usd_p90 is not None and guess.usd_p90 > threshold
 
 
@@ -96,29 +96,29 @@ def verdict(decision: str) -> PlanStatus | None:
     return None
 
 
-def gate(run: Run, labels: tuple[Label, ...]) -> Gate:
+async def gate(run: Run, labels: tuple[Label, ...]) -> Gate:
     """Where a plan-first task stands: no plan yet (plan it), a plan the Decision just
     settled, or one settled before (a retry, or a continuation after a later question)."""
-    if not wanted(run, labels):
+    if not await wanted(run, labels):
         return Gate()
     task = run.task
-    plan = run.ctx.db.call(plan_store.current, task.id, task.generation)
+    plan = await run.ctx.db.run(plan_store.current, task.id, task.generation)
     if plan is None or (plan.status == PlanStatus.PROPOSED and not task.pending_decision):
         return Gate(plan_run=True)
     if plan.status == PlanStatus.PROPOSED:
-        plan = _settle(run, plan, task.pending_decision or "")
+        plan = await _settle(run, plan, task.pending_decision or "")
     if plan.status == PlanStatus.REJECTED:
         return Gate(rejected=True)
     return Gate(pinned=pinned(plan.brief or plan.text))
 
 
-def _settle(run: Run, plan: Plan, decision: str) -> Plan:
+async def _settle(run: Run, plan: Plan, decision: str) -> Plan:
     task = run.task
     status = verdict(decision)
     brief = plan.text if status == PlanStatus.APPROVED else None
     if status is None:  # the operator's edited plan: their words, shown like any text
         status, brief = PlanStatus.APPROVED, run.public_block(decision)
-    settled = run.ctx.db.call(
+    settled = await run.ctx.db.run(
         plan_store.settle,
         task.id,
         task.generation,
@@ -164,9 +164,9 @@ async def propose(run: Run, outcome: CodingOutcome) -> str:
     ctx, task = run.ctx, run.task
     if outcome.status == CodingStatus.DONE and outcome.summary.strip():
         plan = run.public_block(outcome.summary)
-        ctx.db.call(_store, run, plan)
+        await ctx.db.run(_store, run, plan)
         agent = ctx.policy.coding_agent
-        guess = ctx.db.call(estimate.for_repo, task.repo, excluding=task.id, agent=agent)
+        guess = await ctx.db.run(estimate.for_repo, task.repo, excluding=task.id, agent=agent)
         text = question(plan, guess.text() if guess is not None else "")
         return await finish_question(ctx, run.github, task, run.actor, text, fence=run.fence)
     if outcome.status == CodingStatus.QUESTION:  # it needs an answer before it can plan
@@ -211,9 +211,9 @@ async def reject(run: Run) -> str:
     return "terminated: plan rejected"
 
 
-def with_plan(run: Run, summary: str) -> str:
+async def with_plan(run: Run, summary: str) -> str:
     """The pull request's summary with the approved plan it followed, if any."""
-    plan = run.ctx.db.call(plan_store.current, run.task.id, run.task.generation)
+    plan = await run.ctx.db.run(plan_store.current, run.task.id, run.task.generation)
     if plan is None or plan.status != PlanStatus.APPROVED:
         return summary
     title = "Approved plan (edited by the operator)" if plan.edited else "Approved plan"

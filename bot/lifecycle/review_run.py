@@ -117,7 +117,7 @@ def _asked(threads: list[ReviewThread], question: str) -> Settled:
 async def _answer(run: Run, threads: list[ReviewThread], settled: Settled, job: str) -> None:
     if not threads:
         return
-    run.check_lease()
+    await run.check_lease()
     await answer_threads(
         run.ctx.db, run.github, run.task.id, settled.answers, job=job, clock=run.ctx.clock
     )

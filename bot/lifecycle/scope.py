@@ -75,7 +75,12 @@ class Run:
         api = self.ctx.settings.github_api_url
         return PublicPlace.of(self.task.repo, self.task.issue, api)
 
-    def check_lease(self) -> None:
-        """Before an effect outside the database: stopped, or lost the lease, changes nothing."""
+    async def check_lease(self) -> None:
+        """Before an effect outside the database: stopped, or lost the lease, changes nothing.
+        Awaited right before the effect, nothing in between. The lease is read on a worker
+        thread (`leases.confirm`), not on the run's loop, which meanwhile goes on: the watch
+        is looked at again once the read answers, so a stop it heard then (terminated, the
+        lease lost) still stops the run before the effect."""
         self.watch.check()
-        leases.check(self.ctx.db, self.task.id, self.holder, clock=self.ctx.clock)
+        await leases.confirm(self.ctx.db, self.task.id, self.holder, clock=self.ctx.clock)
+        self.watch.check()

@@ -147,7 +147,7 @@ async def work(run: Run) -> str:
     if isinstance(opened, Ended):
         return opened.said
     tree, prompt = opened.tree, opened.prompt
-    plan = plan_flow.gate(run, text.labels)  # plan-first: plan, or follow the approved plan
+    plan = await plan_flow.gate(run, text.labels)  # plan-first: plan, or follow the approved plan
     if plan.rejected:
         return await plan_flow.reject(run)
     if plan.plan_run:
@@ -392,7 +392,7 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     task = run.task
     title = run.public(task.title, 200)
     await worktree.commit_all(tree, f"{title} (#{task.issue})")
-    summary = plan_flow.with_plan(run, run.public_block(outcome.summary))
+    summary = await plan_flow.with_plan(run, run.public_block(outcome.summary))
     if await worktree.commits_ahead(tree) == 0:
         error = "the coding runtime finished without changing anything"
         if summary:
@@ -401,7 +401,7 @@ async def _deliver(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
     if refused := await unpushable(run, tree):
         return await fail(run, error=refused, retry=False)
     await push(run, tree)
-    run.check_lease()
+    await run.check_lease()
     await open_pull(run, tree.base, title, summary)
     draft = opens_as_draft(run)
     return await finish_delivered(
