@@ -10,7 +10,7 @@ from bot.chat.pipeline import TurnPipeline, TurnRequest
 from bot.chat.session_rows import UNSET
 from bot.chat.session_service import SessionService
 from bot.chat.unseen import mark_seen
-from bot.contracts.chat import Deleted, DoneFrame, ErrorFrame, Sessions, encode
+from bot.contracts.chat import Deleted, DoneFrame, ErrorFrame, ErrorReason, Sessions, encode
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, NotFound, SteelframeError
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -28,15 +28,21 @@ routes = endpoints.routes
 SESSION = path_param("session", {"type": "string"})
 CHAT_FIELDS = {"message", "session", "agent", "focus"}
 MAX_MESSAGE = 32_000
-# Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md).
-ERROR_STATUS = {"runtime": 502, "timeout": 504, "stopped": 409, "session_deleted": 404}
+# Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md);
+# any other (cancelled, internal) is a 500.
+ERROR_STATUS = {
+    ErrorReason.RUNTIME: 502,
+    ErrorReason.TIMEOUT: 504,
+    ErrorReason.STOPPED: 409,
+    ErrorReason.SESSION_DELETED: 404,
+}
 
 
 class TurnFailed(SteelframeError):
     """A blocking turn that ended in an error frame; its reason picks the status, and the
     error middleware writes the body like every other error's."""
 
-    def __init__(self, message: str, reason: str, session: str) -> None:
+    def __init__(self, message: str, reason: ErrorReason, session: str) -> None:
         super().__init__(message, detail=ErrorDetail(reason=reason, session=session))
         self.status = ERROR_STATUS.get(reason, 500)
         self.code = f"turn_{reason}"
@@ -98,7 +104,7 @@ async def chat_blocking(request: web.Request) -> web.Response:
     if isinstance(final, DoneFrame):
         return _json(final.response)
     failed = final if isinstance(final, ErrorFrame) else ErrorFrame(error="the turn failed")
-    raise TurnFailed(failed.error, failed.reason or "internal", handle.session_id)
+    raise TurnFailed(failed.error, failed.reason or ErrorReason.INTERNAL, handle.session_id)
 
 
 @endpoints.post(
