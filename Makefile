@@ -66,9 +66,12 @@ wire: $(RUNTIME_STAMP)
 # one process (13 min 44 s with three processes and plain load distribution, 9 min with
 # this). Tests marked `slow` go out first (tests/conftest.py); the 20 slowest are listed.
 # `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): the
+# suite starts a few hundred Python processes (serve, worker, CLI), and each compiled every
+# module of the project again (a CPU-minute of a 14-minute, CPU-bound run).
 PYTEST_ARGS ?= -n 4 --dist worksteal --durations=20
 test: $(STAMP) lint
-	$(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # `make bench ARGS="dev_loop"` runs one benchmark (python -m bench --help lists them).
 bench: $(STAMP)
