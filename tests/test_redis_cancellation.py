@@ -36,7 +36,8 @@ async def _lost_cancels(client: aioredis.Redis) -> int:
                     raise RuntimeError("ran on after its cancellation")
 
         task = asyncio.ensure_future(reader(cancelled))
-        await asyncio.sleep(shuffle.uniform(0.0, 0.01))
+        for _ in range(shuffle.randrange(60)):  # a random point of its commands: loop turns
+            await asyncio.sleep(0)
         task.cancel()
         cancelled.set()
         try:
