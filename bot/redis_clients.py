@@ -16,7 +16,7 @@ at once; only one that does not answer takes the longer allowance to say so.
 Every asyncio client of the service is a `CancellableRedis`: redis-py's asyncio client
 (8.2.0) sometimes returns a command's reply although the task awaiting it was cancelled
 meanwhile, so the cancellation is lost and the task runs on (tests/test_redis_cancellation.py:
-about one cancel in twenty-five landing on a GET or an XRANGE). An operator's events stream
+82 of 300 cancels landing at random points of GET, XRANGE, XREAD). An operator's events stream
 cancelled at shutdown then went back to its XREAD and held the shutdown a minute.
 """
 

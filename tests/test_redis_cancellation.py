@@ -5,7 +5,7 @@ redis-py's asyncio client (8.2.0) sometimes returned a command's reply to a task
 while the command ran, and the task went on: an operator's events stream cancelled at
 shutdown went back to its XREAD and held the shutdown for aiohttp's minute. Cancels land at
 random points of a loop of the events log's commands (GET, XRANGE, XREAD), many times; with
-plain redis-py about one in twenty-five was lost."""
+plain redis-py 82 of 300 were lost."""
 
 from __future__ import annotations
 
