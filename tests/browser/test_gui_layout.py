@@ -308,8 +308,18 @@ async def test_a_signed_out_tab_goes_to_sign_in(
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
     gui = await gui_factory(api, sign_in=False)
     await _hold_spend(gui.page)
+    sessions_loaded: asyncio.Queue[str] = asyncio.Queue()
+    gui.page.on(
+        "requestfinished",
+        lambda r: sessions_loaded.put_nowait(r.url) if "/chat/sessions" in r.url else None,
+    )
     await gui.sign_in()
     await gui.page.wait_for_selector("body[data-live=stream]")
+    # The stream's first open reloads the Board and then the sessions: the sign-in's load and
+    # that one done, the page has nothing of its own left in flight (a reload answered 401
+    # would find the session ended before the send, as CI once met).
+    for _ in range(2):
+        await asyncio.wait_for(sessions_loaded.get(), WAIT_MS / 1000)
     await gui.page.context.clear_cookies()  # the session ended (signed out elsewhere, expired)
     await gui.page.fill("#message", "are you there?")
     await gui.page.press("#message", "Enter")
