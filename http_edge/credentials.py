@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import redis.asyncio as aioredis
 from aiohttp import web
 
 from bot.config import Settings
 from bot.errors import Unauthorized
 from bot.operators import hash_token
+from bot.redis_clients import CancellableRedis
 from http_edge.throttle import AuthThrottle, RedisStore, scopes_for
 
 OPERATOR_ID = web.RequestKey("operator_id", int)
@@ -28,7 +28,7 @@ def auth_throttle(settings: Settings) -> AuthThrottle:
     if settings.redis_url:
         # Short timeouts: a Redis that does not answer must not hold a sign-in; the
         # throttle then counts in this process.
-        client = aioredis.Redis.from_url(
+        client = CancellableRedis.from_url(
             settings.redis_url, socket_timeout=1.0, socket_connect_timeout=1.0
         )
         store = RedisStore(client)
