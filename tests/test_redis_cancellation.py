@@ -17,10 +17,12 @@ CancellableRedis can go."""
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -138,3 +140,48 @@ async def test_plain_redis_py_lets_some_of_those_cancels_go(redis_url: str, path
         assert await _lost_cancels(client, PATHS[path]) > 0, "redis-py lost no cancel here"
     finally:
         await client.aclose()
+
+
+PRODUCT_PACKAGES = ("bot", "operator_api", "webhooks", "memory", "steelframe", "http_edge")
+# What builds a plain asyncio client: `Redis(...)`, `Redis.from_url(...)`, `from_url(...)`
+# and `StrictRedis` of `redis.asyncio`, however the module is named where it is imported.
+PLAIN_BUILDERS = {"Redis", "StrictRedis", "from_url"}
+
+
+def _plain_client_builds(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), str(path))
+    names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+        if alias.name == "redis.asyncio"
+    } | {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "redis"
+        for alias in node.names
+        if alias.name == "asyncio"
+    }
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        dotted = ast.unparse(node.func).split(".")
+        if dotted[0] in names and PLAIN_BUILDERS & set(dotted[1:]):
+            found.append(f"{path}:{node.lineno}: {ast.unparse(node.func)}")
+    return found
+
+
+def test_every_asyncio_client_of_the_service_is_cancellable() -> None:
+    """A plain redis-py client built anywhere in the product would lose cancellations again
+    (the sign-in throttle's was, until the pipes review found it)."""
+    root = Path(__file__).resolve().parent.parent
+    found = [
+        build
+        for package in PRODUCT_PACKAGES
+        for path in sorted((root / package).rglob("*.py"))
+        if path != root / "bot" / "redis_clients.py"
+        for build in _plain_client_builds(path)
+    ]
+    assert found == [], "build a bot.redis_clients.CancellableRedis instead:\n" + "\n".join(found)
