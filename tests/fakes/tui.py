@@ -299,16 +299,20 @@ def chat_response(**fields: Any) -> ChatResponse:
 
 
 class HeldAnswers(ServiceMiddleware):
-    """The real service, its answers to `GET path` counted (`asked`) and, while `holding`,
-    held once the service has made them (so they say what was so when asked) until
-    `release` is set: a test acts while a load of the TUI waits for its answer, as on a slow
-    service. `held` is how many wait now, `most_held` the most that waited at once (more
-    than one: the TUI asked again beside a load in flight). Every request goes through
-    `inner` first when given (another fake of the service, e.g. `WithoutEvents`). Pass
-    `plugins()` to `api_factory`; `path` may be set later (a session's, once it exists)."""
+    """The real service, its answers to `method path` (a GET unless told) counted (`asked`)
+    and, while `holding`, held once the service has made them (so they say what was so when
+    asked; what a POST does is done) until `release` is set: a test acts while the TUI waits
+    for an answer, as on a slow service. `held` is how many wait now, `most_held` the most
+    that waited at once (more than one: the TUI asked again beside a request in flight).
+    Every request goes through `inner` first when given (another fake of the service, e.g.
+    `WithoutEvents`). Pass `plugins()` to `api_factory`; `path` may be set later (a
+    session's, once it exists)."""
 
-    def __init__(self, path: str, *, inner: ServiceMiddleware | None = None) -> None:
+    def __init__(
+        self, path: str, *, method: str = "GET", inner: ServiceMiddleware | None = None
+    ) -> None:
         self.path = path
+        self.method = method
         self.inner = inner
         self.asked = 0
         self.holding = False
@@ -317,7 +321,7 @@ class HeldAnswers(ServiceMiddleware):
         self.most_held = 0
 
     async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        ours = request.method == "GET" and request.path == self.path
+        ours = request.method == self.method and request.path == self.path
         if ours:
             self.asked += 1
         if self.inner is not None:
