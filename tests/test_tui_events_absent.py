@@ -4,9 +4,9 @@ stop at once, with the header and a notification saying so, the stream is not as
 the Board and the session list are reloaded every `stopped_refresh_seconds` from then on
 (STOPPED_REFRESH_SECONDS, 10 s, unless the app is given another period: these tests give it
 a short one), so a task or a chat made elsewhere shows without ctrl+r (as the web GUI polls
-in that case). A Board slower to answer than the period still shows: a tick does not cancel
-the load still running, it skips it; nor does a reload asked for meanwhile (ctrl+r, F2): the
-Board is loaded once more after it."""
+in that case). A Board or a session list slower to answer than the period still shows: a
+tick does not cancel the load still running, it skips it; nor does a reload asked for
+meanwhile (ctrl+r, F2): the list is loaded once more after it."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from bot.lifecycle.tasks import new_task
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.no_events import WithoutEvents
 from tests.fakes.service_middleware import Handler
-from tests.fakes.tui import SIZE, ready, session_titles, until
+from tests.fakes.tui import SIZE, HeldAnswers, ready, session_titles, until
 from tui_client.api import OperatorClient
 from tui_client.app import STOPPED_REFRESH_SECONDS, SteelframeApp
 
@@ -163,6 +163,33 @@ async def test_a_reload_asked_for_while_a_timed_one_runs_does_not_cancel_it(
         assert timed.state is not WorkerState.CANCELLED
         await until(pilot, lambda: slow.boards >= 2, lambda: f"{slow.boards} Board requests")
         assert slow.most_held == 1  # the presses' load came after the tick's, not beside it
+
+
+async def test_a_session_list_slower_than_the_period_is_neither_cancelled_nor_asked_beside(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """A tick's session list held over three more ticks, then ctrl+r: the ticks skip it,
+    and the press no longer cancels it (the list's loads were exclusive: on a service
+    slower to answer than the asks came, it never showed); the press is answered by one
+    more load after it, which shows the chat made while the first waited."""
+    boards = HeldAnswers(SlowBoard.BOARD, inner=WithoutEvents())  # counts ticks: never held
+    lists = HeldAnswers(SlowBoard.SESSIONS, inner=boards)
+    api = await api_factory(make_settings(tmp_path), plugins=lists.plugins())
+    app = _tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.stopped_refresh is not None, "live updates to stop")
+        await ready(pilot, app)
+        lists.holding = True
+        await until(pilot, lambda: lists.held == 1, "a tick's session list to be held")
+        (timed,) = [w for w in app.workers if w.group == "sessions" and not w.is_finished]
+        await api.post("/api/operator/chat/new", json={"title": ELSEWHERE})
+        ticks = boards.asked
+        await until(pilot, lambda: boards.asked >= ticks + 3, "three ticks while it is held")
+        await pilot.press("ctrl+r")
+        lists.release.set()
+        await until(pilot, lambda: ELSEWHERE in session_titles(app), "the newer session list")
+        assert timed.state is WorkerState.SUCCESS  # (CANCELLED by ctrl+r when exclusive)
+        assert lists.most_held == 1  # no tick and no press asked beside the held load
 
 
 async def test_a_tick_once_the_screen_is_gone_does_nothing(

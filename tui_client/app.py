@@ -111,22 +111,18 @@ class SteelframeApp(App[None]):
             )
 
     def _reload_lists(self) -> None:
-        """A tick reloads each list unless its last load is still running: the session
-        list's loads are exclusive, so a list slower to answer than the period would be
-        cancelled by every next tick and never show, and a Board's would be asked again as
-        soon as it came (BoardPanel.load). Skipped, the running load shows what it gets."""
+        """A tick reloads each list unless its load is still running: asked meanwhile, a
+        list would be loaded once more as soon as it came (`CoalescedLoad`), so one slower
+        to answer than the period would be asked for back to back. Skipped, the running load
+        shows what it gets, and the next tick asks again."""
         try:
             board, chat = self.board, self.chat
         except NoMatches:  # the app is closing: its screen goes before its timers stop
             return
-        if not self._loading("board"):
+        if not board.loads.running:
             board.load()
-        if not self._loading("sessions"):
+        if not chat.listing.lists.running:
             chat.load_sessions()
-
-    def _loading(self, group: str) -> bool:
-        """A load of `group` has not ended (started, or about to: a pending worker too)."""
-        return any(w.group == group and not w.is_finished for w in self.workers)
 
     def _stream_status(self, status: LiveStatus) -> None:
         if status.live and not self._stream_opened:

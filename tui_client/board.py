@@ -17,9 +17,9 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Static
 from textual.widgets.data_table import RowDoesNotExist
-from textual.worker import Worker
 
 from tui_client.api import REQUEST_ERRORS, OperatorClient
+from tui_client.coalesced import CoalescedLoad
 from tui_client.events_wire import FixRunFrame, LedgerFrame, ReviewFrame, TaskFrame
 from tui_client.failures import describe, while_mounted
 from tui_client.modals import ConfirmScreen, LogScreen, log_text
@@ -120,8 +120,7 @@ class BoardPanel(Vertical):
         super().__init__(**kwargs)
         self.client = client
         self.tasks: dict[str, BoardTask] = {}
-        self._loads: Worker[None] | None = None  # the latest worker of `load`
-        self._again = False  # a load was asked for while one ran: run once more after it
+        self.loads = CoalescedLoad(self, "board", self._load_once)
 
     def compose(self) -> ComposeResult:
         yield Static("Board", id="board-status", markup=False)
@@ -140,26 +139,10 @@ class BoardPanel(Vertical):
         status.set_class(error, "error")
 
     def load(self) -> None:
-        """Reload the Board. A load asked for while one runs (a tick of the app's timer, F2,
-        ctrl+r, a task event) does not cancel it: a Board slower to answer than the asks
-        came would never show. The Board is loaded once more when the running load ends
-        (once, however many asked meanwhile), so what it shows is never older than an ask."""
-        if self._loads is not None and not self._loads.is_finished:
-            self._again = True
-            return
-        self._again = False
-        self._loads = self._load_while_asked()
-
-    @work(group="board")
-    @while_mounted
-    async def _load_while_asked(self) -> None:
-        # (No await between reading `_again` and the worker's end: Textual marks a worker
-        # finished as its coroutine returns, so an ask is either seen here or starts anew.)
-        while True:
-            self._again = False
-            await self._load_once()
-            if not self._again:
-                return
+        """Reload the Board (a tick of the app's timer, F2, ctrl+r, a task event, an action's
+        end). An ask while a load runs does not cancel it: the Board is loaded once more
+        after it (`CoalescedLoad`), so a Board slower to answer than the asks come shows."""
+        self.loads.ask()
 
     async def _load_once(self) -> None:
         try:

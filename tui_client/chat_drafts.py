@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
+
+from textual.worker import Worker
 
 from tui_client.chat_part import ChatPart
 from tui_client.failures import UNANSWERED
@@ -11,6 +14,8 @@ from tui_client.modals import DecisionEditor, IssuePrompt
 
 
 class Drafts(ChatPart):
+    _acting: Worker[None] | None = None  # the last publish or filing
+
     def edit_decision(self) -> None:
         state = self.state
         if not (state.decision_body and state.decision_issue):
@@ -49,7 +54,17 @@ class Drafts(ChatPart):
         self.panel.app.push_screen(IssuePrompt(question, allow_empty=True), chosen)
 
     def publish(self) -> None:
-        self.run("publish", self._publish)
+        self._once(self._publish)
+
+    def _once(self, act: Callable[[], Awaitable[None]]) -> None:
+        """A publish or a filing, unless one still waits for the service: the key pressed
+        again meanwhile (the draft or the proposal shows until the answer comes) does
+        nothing. Never instead of the one waiting: cancelling it would only stop waiting for
+        its answer, not what the service does, and the new request (under a new key) would
+        publish or file it a second time."""
+        if self._acting is not None and not self._acting.is_finished:
+            return
+        self._acting = self.run("publish", act)
 
     async def _publish(self) -> None:
         state = self.state
@@ -75,7 +90,7 @@ class Drafts(ChatPart):
         self.panel.refresh_status()
 
     def file(self) -> None:
-        self.run("publish", self._file)
+        self._once(self._file)
 
     async def _file(self) -> None:
         state = self.state

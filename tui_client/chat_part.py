@@ -70,5 +70,8 @@ class ChatPart:
         return worker
 
 
-# One at a time: a newer request of these makes the running one's answer moot.
-EXCLUSIVE = frozenset({"sessions", "open", "turn", "refresh-transcript", "publish"})
+# One at a time: a newer request of these makes the running one's answer moot. (Not the
+# loads that must show the newest state, the session list and the open transcript: an ask
+# while one runs loads once more after it, see tui_client/coalesced.py. Nor a publish or a
+# filing: a second one is not sent while the first waits, see Drafts._once.)
+EXCLUSIVE = frozenset({"open", "turn"})

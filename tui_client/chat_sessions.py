@@ -12,6 +12,7 @@ from textual.worker import WorkerCancelled, WorkerFailed
 from tui_client.api import KEEP
 from tui_client.chat_part import ChatPart
 from tui_client.chat_widgets import SessionItem
+from tui_client.coalesced import CoalescedLoad
 from tui_client.failures import TRANSPORT_ERRORS, UNANSWERED
 from tui_client.sessions_wire import ListedSession, Session
 
@@ -26,19 +27,30 @@ class SessionListing(ChatPart):
         super().__init__(panel)
         self.unseen: set[str] = set()  # sessions a task result reached while not open
         self._stale = False  # the open transcript changed during a turn: reload after it
+        # Loads that must show the newest state: an ask while one runs loads once more after
+        # it, never cancels it (asked often: keys, the events stream, the timer, a turn's end).
+        self.lists = CoalescedLoad(panel, "sessions", self._load)
+        self.transcripts = CoalescedLoad(panel, "refresh-transcript", self._refresh_transcript)
+        self._open_active = False  # a load asked to open the service's active chat
 
     # -- the list ------------------------------------------------------------------------
 
     def load(self, *, open_active: bool = False) -> None:
-        self.run("sessions", self._load, open_active=open_active)
+        """Reload the list; `open_active`: and with no chat open, open the one the service
+        has active. Asked while a load runs, the list is loaded once more after it, and
+        opens the active chat then if any ask meanwhile said so."""
+        self._open_active = self._open_active or open_active
+        self.lists.ask()
 
-    async def _load(self, *, open_active: bool) -> None:
+    async def _load(self) -> None:
+        open_active, self._open_active = self._open_active, False
         sessions = await self.panel.ask(self.client.sessions())
         if sessions is UNANSWERED:
             return
         self.state.offline = None
-        # Rendered by the panel's own message loop, not by this worker: a newer load (live
-        # updates ask often) cancels this worker, and a list cancelled mid-mount never settles.
+        # Rendered by the panel's own message loop, not by this worker: the list is shown
+        # whole whatever becomes of the worker (one cancelled mid-mount, as when loads were
+        # exclusive, left a list that never settled). The shows keep the loads' order.
         self.panel.call_later(self._show, sessions)
         # (Not while a chat is being opened: that one is what the operator asked for, and a
         # message may be waiting for it.)
@@ -131,7 +143,8 @@ class SessionListing(ChatPart):
             self.run("delete", self._forget, session_id)
 
     def refresh_transcript(self) -> None:
-        self.run("refresh-transcript", self._refresh_transcript)
+        """Re-read the open transcript; asked while a refresh runs, once more after it."""
+        self.transcripts.ask()
 
     async def _refresh_transcript(self) -> None:
         """Re-read the open session (GET: reading pins nothing) and show it again; during a

@@ -296,3 +296,43 @@ _RESPONSE: dict[str, Any] = {
 def chat_response(**fields: Any) -> ChatResponse:
     """A `done` frame's response, with `fields` set (nested objects as the JSON has them)."""
     return msgspec.convert({**_RESPONSE, **fields}, ChatResponse)
+
+
+class HeldAnswers(ServiceMiddleware):
+    """The real service, its answers to `method path` (a GET unless told) counted (`asked`)
+    and, while `holding`, held once the service has made them (so they say what was so when
+    asked; what a POST does is done) until `release` is set: a test acts while the TUI waits
+    for an answer, as on a slow service. `held` is how many wait now, `most_held` the most
+    that waited at once (more than one: the TUI asked again beside a request in flight).
+    Every request goes through `inner` first when given (another fake of the service, e.g.
+    `WithoutEvents`). Pass `plugins()` to `api_factory`; `path` may be set later (a
+    session's, once it exists)."""
+
+    def __init__(
+        self, path: str, *, method: str = "GET", inner: ServiceMiddleware | None = None
+    ) -> None:
+        self.path = path
+        self.method = method
+        self.inner = inner
+        self.asked = 0
+        self.holding = False
+        self.release = asyncio.Event()
+        self.held = 0
+        self.most_held = 0
+
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        ours = request.method == self.method and request.path == self.path
+        if ours:
+            self.asked += 1
+        if self.inner is not None:
+            response = await self.inner.around(request, handler)
+        else:
+            response = await handler(request)
+        if ours and self.holding:
+            self.held += 1
+            self.most_held = max(self.most_held, self.held)
+            try:
+                await self.release.wait()
+            finally:
+                self.held -= 1
+        return response
