@@ -74,6 +74,7 @@ class TurnHandle:
     relay: FrameRelay | None = None
     # Set once the turn's session is written (after its first frame), or will never be.
     opened: asyncio.Event = field(default_factory=asyncio.Event)
+    cut: bool = False  # the service ended it, shutting down (TurnRegistry._cut)
     # Subscribers reading the turn in this process (a client watching it): shutdown lets
     # a watched turn finish, within its grace.
     watchers: int = 0
@@ -305,6 +306,8 @@ class TurnRegistry:
             return StopResult(None, StopState.IDLE)
         if handle.committing:
             return StopResult(handle, StopState.FINISHING)
+        if handle.cut:  # the service is ending it already: a second cancel would cut its end
+            return StopResult(handle, StopState.STOPPED)
         handle.stop_requested = True
         if handle.task is not None:
             handle.task.cancel()
@@ -347,10 +350,12 @@ class TurnRegistry:
         }
         if not running:
             return
-        for task in running:
+        cutting = [task for task, handle in running.items() if not handle.cut]
+        for task in cutting:  # once: a second cancel would interrupt its end
+            running[task].cut = True
             task.cancel()
         _, stuck = await asyncio.wait(running, timeout=CUT_SECONDS)
-        for task in stuck:
+        for task in stuck.intersection(cutting):
             log.warning(
                 "turn %s: its end was not recorded within %ss (the database or Redis not "
                 "answering); it ends with the process",
