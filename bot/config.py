@@ -123,7 +123,7 @@ class Settings(ModelSettings, CodingSettings):
         "STEELFRAME_SHUTDOWN_GRACE_SECONDS",
         parse_positive_float,
         "watched chat turns may finish within this at shutdown",
-        20.0,
+        15.0,
     )
     summary_idle_seconds: float = setting(
         "STEELFRAME_SUMMARY_IDLE_SECONDS",

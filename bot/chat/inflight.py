@@ -316,17 +316,22 @@ class TurnRegistry:
         return StopResult(handle, StopState.STOPPED)
 
     async def shut_down(self, *, grace: float) -> None:
-        """The service is stopping: no new turn; the turns a client here is watching may
-        finish within `grace` seconds; then every turn still running is cut (`_cut`)."""
+        """The service is stopping: no new turn; the turns a client here is watching, and
+        those saving their answer (a cut could lose a half-done side effect), may finish
+        within `grace` seconds; then every turn still running is cut (`_cut`)."""
         self._closing = True
         watched = [
             handle.task
             for handle in self._by_operator.values()
-            if handle.task is not None and not handle.finished and handle.watchers
+            if handle.task is not None
+            and not handle.finished
+            and (handle.watchers or handle.committing)
         ]
         if watched:
             log.info(
-                "shutting down: %d watched chat turns may finish within %ss", len(watched), grace
+                "shutting down: %d chat turns (watched, or saving) may finish within %ss",
+                len(watched),
+                grace,
             )
             await asyncio.wait(watched, timeout=grace)
         await self._cut()
