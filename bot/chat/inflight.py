@@ -40,9 +40,9 @@ from bot.errors import Conflict, Unavailable
 log = logging.getLogger(__name__)
 DEFAULT_LINGER_SECONDS = 120.0
 # What the operator is told of a turn the service cut (a restart, a deploy, a shutdown).
-SERVICE_STOPPED_TEXT = (
-    "the service stopped (a restart or shutdown) before this turn finished; send the message again"
-)
+# The clients show it after their own words for a failed turn ("The turn failed
+# (cancelled): ... Try again." in the GUI, "Turn failed: ..." in the TUI).
+SERVICE_STOPPED_TEXT = "the service stopped (a restart or shutdown) before this turn finished"
 # A cut turn records that it did not complete within this (a database that does not answer
 # costs the record, logged, never the turn's end).
 CUT_RECORD_SECONDS = 3.0
