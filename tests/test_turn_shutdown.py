@@ -118,8 +118,9 @@ async def _turn_started(
         yield stream
 
 
-async def _stopped(served: Served) -> None:
-    served.process.send_signal(signal.SIGTERM)
+async def _stopped(served: Served, *, signalled: bool = False) -> None:
+    if not signalled:
+        served.process.send_signal(signal.SIGTERM)
     code = await asyncio.wait_for(served.process.wait(), EXIT_BOUND_SECONDS)
     log = served.log_text()
     assert code == 0, log[-2000:]
@@ -184,7 +185,7 @@ async def test_a_watched_turn_cut_by_shutdown_ends_for_its_client_and_after_rest
             rest = await asyncio.wait_for(_rest(stream), EXIT_BOUND_SECONDS)
         assert rest, "the stream ended without the turn's end"
         _says_the_service_stopped(rest[-1])
-        await _stopped(first)
+        await _stopped(first, signalled=True)
     assert setup.model.requests[0].client_gone.is_set()  # the model call was closed too
     await _after_restart(setup, tmp_path, headers, turn=turn, session=session, after=last)
 
