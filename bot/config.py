@@ -116,6 +116,15 @@ class Settings(ModelSettings, CodingSettings):
     turn_timeout_seconds: float = setting(
         "STEELFRAME_TURN_TIMEOUT_SECONDS", parse_positive_float, "per turn", 300.0
     )
+    # A stopping service lets the chat turns operators are watching finish for this long,
+    # then ends them (bot.chat.inflight.TurnRegistry.shut_down): below the supervisor's
+    # stop timeout (docs/configuration.md), so their end is written before a SIGKILL.
+    shutdown_grace_seconds: float = setting(
+        "STEELFRAME_SHUTDOWN_GRACE_SECONDS",
+        parse_positive_float,
+        "watched chat turns may finish within this at shutdown",
+        15.0,
+    )
     summary_idle_seconds: float = setting(
         "STEELFRAME_SUMMARY_IDLE_SECONDS",
         parse_positive_float,

@@ -9,9 +9,15 @@ and its handler ends the response normally. Nothing is lost by it: the GUI's Eve
 the TUI re-open the stream with Last-Event-ID, on another instance or on this one once it is
 back, and the events are kept in Redis.
 
-A chat turn's stream is not ended here: it ends with its turn, so the wait lets a turn its
-operator is watching finish (within aiohttp's timeout); a turn left running after it is
-stopped with the app (bot.chat.inflight.TurnRegistry.close).
+A chat turn's stream is not ended here: it ends with its turn. Right after the events
+streams, shutdown lets the turns a client here is watching finish within
+STEELFRAME_SHUTDOWN_GRACE_SECONDS, then ends every turn still running
+(bot.chat.inflight.TurnRegistry.shut_down): each says in its session that it did not
+complete and sends its terminal `error` frame (reason `cancelled`), relayed through Redis
+while the relay is still open. The watching clients read that frame on the stream they
+have, and their handlers end, so aiohttp's own wait (a minute, past the supervisor's stop
+timeout) is not waited out; a client re-attaching later, here or on another instance, reads
+the same end.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from collections.abc import Coroutine
 from typing import Any
 
 from aiohttp import web
+
+from operator_api.deps import OPERATOR_API
 
 
 class OpenStreams:
@@ -73,10 +81,13 @@ OPEN_STREAMS = web.AppKey("open_streams", OpenStreams)
 
 
 def setup(app: web.Application) -> None:
-    """Give the app its streams, ended on shutdown."""
+    """Give the app its streams, ended on shutdown, and end its chat turns after them."""
     streams = app[OPEN_STREAMS] = OpenStreams()
 
     async def end_streams(app: web.Application) -> None:
         streams.close()
+        api = app.get(OPERATOR_API)
+        if api is not None:  # absent if start-up failed
+            await api.registry.shut_down(grace=api.settings.shutdown_grace_seconds)
 
     app.on_shutdown.append(end_streams)

@@ -28,6 +28,10 @@ from bot.config import Settings
 # A child that exits within this long after it started counts as failing at start.
 QUICK_EXIT_SECONDS = 5.0
 MAX_QUICK_EXITS = 3
+# A stopping child may take STEELFRAME_SHUTDOWN_GRACE_SECONDS for its watched chat turns,
+# then up to this to end the rest and relay their end (bot.chat.inflight.CUT_SECONDS and the
+# relay's last write): killed sooner, its turns would end with no frame saying so.
+CHILD_STOP_MARGIN_SECONDS = 15.0
 
 
 def reserve_port(host: str, port: int) -> socket.socket:
@@ -66,13 +70,17 @@ def run_processes(args: argparse.Namespace, settings: Settings, host: str, port:
     print(f"serve: {args.processes} processes sharing port {port}", flush=True)
     with reserved:
         command = functools.partial(child_command, host, port, loop=args.loop)
-        return Supervisor(command, args.processes).run()
+        stop_seconds = settings.shutdown_grace_seconds + CHILD_STOP_MARGIN_SECONDS
+        return Supervisor(command, args.processes, stop_seconds=stop_seconds).run()
 
 
 class Supervisor:
-    def __init__(self, command: Callable[[int], list[str]], count: int) -> None:
+    def __init__(
+        self, command: Callable[[int], list[str]], count: int, *, stop_seconds: float = 15.0
+    ) -> None:
         self.command = command
         self.count = count
+        self.stop_seconds = stop_seconds  # a child still running this long after a stop is killed
         self.children: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
         self.stopping = False
         self.quick_exits = 0
@@ -86,7 +94,7 @@ class Supervisor:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            self._terminate_all()
+            self._terminate_all(self.stop_seconds)
 
     def _start(self, slot: int) -> None:
         child = subprocess.Popen(self.command(slot))
@@ -114,7 +122,7 @@ class Supervisor:
             with contextlib.suppress(ProcessLookupError):
                 child.send_signal(signum)
 
-    def _terminate_all(self, grace: float = 15.0) -> None:
+    def _terminate_all(self, grace: float) -> None:
         deadline = time.monotonic() + grace
         for child, _ in self.children.values():
             if child.poll() is None:

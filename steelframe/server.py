@@ -80,7 +80,10 @@ def create_app(
         handler_args={"logger": QuietProtocolLog()},
     )
     app.cleanup_ctx.append(web_composition(settings, **overrides))
-    open_streams.setup(app)  # ended on shutdown: aiohttp would wait for them a minute
+    # On shutdown, before aiohttp waits a minute for running handlers: the events streams
+    # end, then the chat turns (the watched ones after a grace), each with its terminal
+    # frame relayed while the relay is open (it closes with the parts, in cleanup).
+    open_streams.setup(app)
     for module in OPERATOR_API:
         app.add_routes(module.endpoints.routes)
     app[DEV_TOKENS_ACCEPTED] = accept_dev_tokens

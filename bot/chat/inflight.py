@@ -8,6 +8,14 @@ Finished turns linger briefly so a late re-attach still gets the closing `done`/
 One operator has at most one turn in flight: a second send while one runs is a Conflict
 (409) naming the running turn's session, which the client can resume.
 
+When the service stops, the turns operators are watching get a grace period to finish
+(`TurnRegistry.shut_down`); then every turn still running is cut: it records in its session
+that it did not complete (`TurnHandle.on_cut`) and ends with an `error` frame whose reason
+is `cancelled` (the service stopped it, not its operator), relayed before the relay closes,
+so a client re-attaching anywhere, before or after a restart, reads the turn's end. Both
+steps are bounded: a database or Redis that does not answer costs a logged line, not a hung
+shutdown.
+
 Frame ids grow across the turns of a session (the turn's start in milliseconds times 1,000,
 plus the frame's place), so a client's `Last-Event-ID` never names a frame of another turn.
 With Redis, frames are also relayed (bot/chat/frames.py) for resume on other instances.
@@ -27,10 +35,20 @@ from enum import StrEnum
 from bot.chat.frames import FrameRelay, NumberedFrame
 from bot.contracts.chat import ErrorFrame, ErrorReason, Frame
 from bot.contracts.errors import ErrorDetail
-from bot.errors import Conflict
+from bot.errors import Conflict, Unavailable
 
 log = logging.getLogger(__name__)
 DEFAULT_LINGER_SECONDS = 120.0
+# What the operator is told of a turn the service cut (a restart, a deploy, a shutdown).
+# The clients show it after their own words for a failed turn ("The turn failed
+# (cancelled): ... Try again." in the GUI, "Turn failed: ..." in the TUI).
+SERVICE_STOPPED_TEXT = "the service stopped (a restart or shutdown) before this turn finished"
+# A cut turn records that it did not complete within this (a database that does not answer
+# costs the record, logged, never the turn's end).
+CUT_RECORD_SECONDS = 3.0
+# Cut turns end within this: the record, then the terminal frame's relay, whose write gives
+# up after bot.chat.frames.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
+CUT_SECONDS = 10.0
 
 
 @dataclass
@@ -48,10 +66,18 @@ class TurnHandle:
     # Runs just before the terminal frame is sent, so a client that reacts to `done` at
     # once finds the turn slot already free (the Redis lock released).
     before_terminal: Callable[[TurnHandle], Awaitable[None]] | None = None
+    # Runs when the service cuts the turn (shutting down), before its terminal frame: records
+    # in its session that it did not complete. Set once the session exists; not run once
+    # the turn is committing (its own answer may be stored already).
+    on_cut: Callable[[TurnHandle], Awaitable[None]] | None = None
     first_id: int = 1  # the id of this turn's first frame (frame_base)
     relay: FrameRelay | None = None
     # Set once the turn's session is written (after its first frame), or will never be.
     opened: asyncio.Event = field(default_factory=asyncio.Event)
+    cut: bool = False  # the service ended it, shutting down (TurnRegistry._cut)
+    # Subscribers reading the turn in this process (a client watching it): shutdown lets
+    # a watched turn finish, within its grace.
+    watchers: int = 0
     # One future per waiting subscriber, resolved by the next frame.
     _waiters: list[asyncio.Future[bool]] = field(default_factory=list)
 
@@ -91,17 +117,21 @@ class TurnHandle:
         comment line so proxies keep the connection open).
         """
         position = min(max(0, after - self.first_id + 1), len(self.frames))
-        while True:
-            while position < len(self.frames):
-                frame = self.frames[position]
-                position += 1
-                yield frame
-                if frame.terminal:
+        self.watchers += 1
+        try:
+            while True:
+                while position < len(self.frames):
+                    frame = self.frames[position]
+                    position += 1
+                    yield frame
+                    if frame.terminal:
+                        return
+                if self.finished:
                     return
-            if self.finished:
-                return
-            if not await self._next_frame(heartbeat):
-                yield None
+                if not await self._next_frame(heartbeat):
+                    yield None
+        finally:
+            self.watchers -= 1
 
     async def _next_frame(self, heartbeat: float | None) -> bool:
         """Wait for the next frame: True when it came, False after `heartbeat` seconds.
@@ -120,6 +150,18 @@ class TurnHandle:
                 timer.cancel()
             if waiter in self._waiters:  # it lapsed, or its subscriber left
                 self._waiters.remove(waiter)
+
+
+async def _record_cut(handle: TurnHandle) -> None:
+    """Let the cut turn's session say the turn did not complete (bounded, logged)."""
+    record, handle.on_cut = handle.on_cut, None
+    if record is None or handle.committing:
+        return
+    try:
+        async with asyncio.timeout(CUT_RECORD_SECONDS):
+            await record(handle)
+    except Exception as exc:  # TimeoutError included: the frame still goes out
+        log.warning("turn %s: its cut was not recorded in its session (%r)", handle.turn_id, exc)
 
 
 def _lapse(waiter: asyncio.Future[bool]) -> None:
@@ -168,11 +210,14 @@ class TurnRegistry:
         self._finished: deque[TurnHandle] = deque()
         self._linger = linger_seconds
         self._on_finish = on_finish
+        self._closing = False  # shutting down: no new turn
 
     def reserve(self, *, turn_id: str, operator_id: int) -> TurnHandle:
         """Claim the operator's single turn slot before any work, so a refused send (409)
         has written nothing. Follow with `launch`, or `release` if set-up fails."""
         self._evict()
+        if self._closing:
+            raise Unavailable("the service is shutting down; send the message again in a moment")
         running = self._by_operator.get(operator_id)
         if running is not None and not running.finished:
             raise Conflict(
@@ -207,8 +252,18 @@ class TurnRegistry:
         try:
             await run(handle)
         except asyncio.CancelledError:
-            reason = ErrorReason.STOPPED if handle.stop_requested else ErrorReason.CANCELLED
-            await handle.emit(ErrorFrame(error=f"turn {reason}", reason=reason))
+            if handle.stop_requested:
+                await handle.emit(ErrorFrame(error="turn stopped", reason=ErrorReason.STOPPED))
+            else:  # the service cut it, shutting down (TurnRegistry.shut_down)
+                # Handled here: what the turn still awaits (its record, its frame's relay)
+                # must not read as being cancelled (asyncio.timeout looks).
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                await _record_cut(handle)
+                await handle.emit(
+                    ErrorFrame(error=SERVICE_STOPPED_TEXT, reason=ErrorReason.CANCELLED)
+                )
         except Exception:
             log.exception("turn %s failed", handle.turn_id)
             await handle.emit(ErrorFrame(error="the turn failed", reason=ErrorReason.INTERNAL))
@@ -251,6 +306,8 @@ class TurnRegistry:
             return StopResult(None, StopState.IDLE)
         if handle.committing:
             return StopResult(handle, StopState.FINISHING)
+        if handle.cut:  # the service is ending it already: a second cancel would cut its end
+            return StopResult(handle, StopState.STOPPED)
         handle.stop_requested = True
         if handle.task is not None:
             handle.task.cancel()
@@ -258,14 +315,58 @@ class TurnRegistry:
                 await handle.task
         return StopResult(handle, StopState.STOPPED)
 
+    async def shut_down(self, *, grace: float) -> None:
+        """The service is stopping: no new turn; the turns a client here is watching, and
+        those saving their answer (a cut could lose a half-done side effect), may finish
+        within `grace` seconds; then every turn still running is cut (`_cut`)."""
+        self._closing = True
+        watched = [
+            handle.task
+            for handle in self._by_operator.values()
+            if handle.task is not None
+            and not handle.finished
+            and (handle.watchers or handle.committing)
+        ]
+        if watched:
+            log.info(
+                "shutting down: %d chat turns (watched, or saving) may finish within %ss",
+                len(watched),
+                grace,
+            )
+            await asyncio.wait(watched, timeout=grace)
+        await self._cut()
+
     async def close(self) -> None:
-        for handle in list(self._by_operator.values()):
-            if handle.task is not None and not handle.task.done():
-                handle.task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await handle.task
+        """Cut what still runs, then close the relay: the terminal frames go first."""
+        await self._cut()
         if self.relay is not None:
             await self.relay.close()
+
+    async def _cut(self) -> None:
+        """End every running turn: each records that it did not complete and sends its
+        terminal frame (reason `cancelled`), all within CUT_SECONDS; a turn that could not
+        is logged (a client re-attaching through another instance then waits until the
+        turn's relayed frames expire)."""
+        self._closing = True
+        running = {
+            handle.task: handle
+            for handle in self._by_operator.values()
+            if handle.task is not None and not handle.task.done()
+        }
+        if not running:
+            return
+        cutting = [task for task, handle in running.items() if not handle.cut]
+        for task in cutting:  # once: a second cancel would interrupt its end
+            running[task].cut = True
+            task.cancel()
+        _, stuck = await asyncio.wait(running, timeout=CUT_SECONDS)
+        for task in stuck.intersection(cutting):
+            log.warning(
+                "turn %s: its end was not recorded within %ss (the database or Redis not "
+                "answering); it ends with the process",
+                running[task].turn_id,
+                CUT_SECONDS,
+            )
 
     def _evict(self) -> None:
         now = time.monotonic()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -37,7 +38,7 @@ from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
 from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
 from bot.chat.session_store import TurnRecord, TurnSession, open_for_turn, persist_turn
-from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding
+from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding, cut_record
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
@@ -198,6 +199,8 @@ class TurnPipeline:
             )
             ts = await self._open(handle, request, target)
             if ts is not None:
+                # Cut by a shutdown from here on, the session keeps the message and says so.
+                handle.on_cut = functools.partial(self._record_cut, request=request, ts=ts)
                 await self.unanswered.quiet()  # requests still waiting go first
                 await self._turn(handle, request, ts)
 
@@ -327,6 +330,16 @@ class TurnPipeline:
         except SessionGone:
             await handle.emit(SESSION_DELETED)
             return None
+
+    async def _record_cut(
+        self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession
+    ) -> None:
+        """The turn was cut (the service is stopping): its session keeps the message and
+        says the turn did not complete (bot.chat.turn.cut_record)."""
+        record = cut_record(handle.turn_id, request.message, ts)
+        await self.writes.run(persist_turn, request.operator_id, ts.id, record, clock=self.clock)
+        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
+        await announce(self.events, request.operator_id, ts.id, change)
 
     async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""

@@ -18,13 +18,23 @@ from bot.chat.intents import IntentOutcome
 from bot.chat.issue_context import IssueContext
 from bot.chat.proposals import Proposal
 from bot.chat.session_rows import REASONING_CAP, UNSET
-from bot.chat.session_store import TurnSession
+from bot.chat.session_store import TurnRecord, TurnSession
 from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
 from bot.contracts.hits import hits_json
 from bot.contracts.turn_meta import RetrievalMeta, TurnMeta, UsageMeta
-from bot.dialogue.trailer import Trailer
+from bot.dialogue.titles import title_from_message
+from bot.dialogue.trailer import Intent, Trailer
 from bot.markers import is_status_comment, without_markers
 from bot.runtimes.base import ContextBudget, Route
+
+# A turn the service cut (a restart, a deploy, a shutdown) before the model answered leaves
+# the operator's message in its session, answered by this: the session says the turn did not
+# complete (bot.chat.inflight cuts it; nothing of the turn was applied).
+CUT_REPLY = (
+    "(This turn did not complete: the service stopped, for a restart or a shutdown, before "
+    "the answer was ready. Nothing was done for it; send the message again.)"
+)
+CUT_KIND = "turn_cut"  # the stored reply's meta `kind`
 
 MEMORY_VERDICTS: dict[Verdict, MemoryVerdict] = {
     Verdict.ANSWERS: "answers",
@@ -70,6 +80,20 @@ class TurnContext:
                 f"(the focused issue could not be read from GitHub this turn: {self.issue_error})"
             )
         return ""
+
+
+def cut_record(turn_id: str, message: str, session: TurnSession) -> TurnRecord:
+    """What a cut turn stores: the operator's message, and CUT_REPLY in place of an answer
+    (an `answer` that did nothing: no decision, no proposal, nothing filed)."""
+    return TurnRecord(
+        turn_id=turn_id,
+        user_message=message,
+        reply=CUT_REPLY,
+        reasoning="",
+        intent=Intent.ANSWER.value,
+        meta={"kind": CUT_KIND, "agent": session.agent, "focus": session.focus},
+        title=title_from_message(message) if session.title is None else None,
+    )
 
 
 @dataclass

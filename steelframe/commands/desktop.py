@@ -31,6 +31,10 @@ CLIENT_ENV = ("STEELFRAME_URL", "STEELFRAME_TOKEN")
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome")
 DEV_START_SECONDS = 180.0
 STOP_SECONDS = 15.0
+# The dev service stopping lets a watched chat turn finish (STEELFRAME_SHUTDOWN_GRACE_SECONDS,
+# 15 s), then ends it with its frame and a note in its session (up to 15 s more): killed
+# sooner, the turn would end with nothing saying so.
+DEV_STOP_SECONDS = 35.0
 
 
 class DesktopError(Exception):
@@ -124,7 +128,7 @@ def service(url: str, *, allow_dev: bool) -> Iterator[str]:
         dev_url, token = _read_dev_banner(process)
         yield f"{dev_url}/#code={sign_in_code(dev_url, token)}"
     finally:
-        _stop(process)
+        _stop(process, within=DEV_STOP_SECONDS)
 
 
 def sign_in_code(url: str, token: str) -> str:
@@ -182,12 +186,12 @@ def run_window(browser: str, page: str, profile: Path, extra: list[str]) -> int:
         _stop(window)
 
 
-def _stop(process: subprocess.Popen[Any]) -> None:
+def _stop(process: subprocess.Popen[Any], *, within: float = STOP_SECONDS) -> None:
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGINT)
     try:
-        process.wait(STOP_SECONDS)
+        process.wait(within)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
