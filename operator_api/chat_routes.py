@@ -35,6 +35,9 @@ ERROR_STATUS = {
     ErrorReason.TIMEOUT: 504,
     ErrorReason.STOPPED: 409,
     ErrorReason.SESSION_DELETED: 404,
+    # The service cut the turn, stopping (bot.chat.inflight): send it again, to an instance
+    # that runs; the session says the turn did not complete.
+    ErrorReason.CANCELLED: 503,
 }
 
 
@@ -90,7 +93,10 @@ def _bad(message: str, field: str) -> BadRequest:
 @endpoints.post(
     "/api/operator/chat",
     "Blocking chat turn",
-    {"200": json_body(ref("ChatResponse")), **errors(400, 401, 404, 409, 413, 500, 502, 504)},
+    {
+        "200": json_body(ref("ChatResponse")),
+        **errors(400, 401, 404, 409, 413, 500, 502, 503, 504),
+    },
     body=ref("ChatRequest"),
 )
 async def chat_blocking(request: web.Request) -> web.Response:
@@ -109,8 +115,8 @@ async def chat_blocking(request: web.Request) -> web.Response:
 
 @endpoints.post(
     "/api/operator/chat/stream",
-    "Streaming chat turn (SSE)",
-    {"200": SSE, **errors(400, 401, 404, 409, 413)},
+    "Streaming chat turn (SSE; 503 while the service is shutting down)",
+    {"200": SSE, **errors(400, 401, 404, 409, 413, 503)},
     body=ref("ChatRequest"),
 )
 async def chat_stream(request: web.Request) -> web.StreamResponse:

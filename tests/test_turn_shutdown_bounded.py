@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -14,7 +16,12 @@ from bot.chat import frames as frames_module
 from bot.chat import inflight
 from bot.chat.frames import RedisFrameRelay
 from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.turn import CUT_REPLY
 from bot.contracts.chat import ErrorFrame, ErrorReason
+from operator_api.deps import OPERATOR_API
+from tests.conftest import make_settings
+from tests.fakes.patience import PATIENCE_SECONDS
+from tests.fakes.runtimes import ScriptedRuntime, reply
 
 # Far above the bounds set below (a second or two in all), for a loaded machine; far below
 # "for good".
@@ -62,3 +69,32 @@ async def test_cutting_turns_on_a_silent_redis_and_database_ends_within_its_boun
     assert isinstance(last, ErrorFrame) and last.reason is ErrorReason.CANCELLED
     with pytest.raises(Exception, match="shutting down"):  # no new turn once stopping
         registry.reserve(turn_id="t2", operator_id=2)
+
+
+async def test_a_blocking_turn_the_service_cuts_answers_503_and_its_session_says_so(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The blocking endpoint's client is told to send again (503, `turn_cancelled`), not
+    that the service failed (500); the session keeps the message and the cut's note."""
+    runtime = ScriptedRuntime([reply("never shown")], gate=asyncio.Event())
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    sending = asyncio.create_task(api.post("/api/operator/chat", json={"message": "still there?"}))
+    await asyncio.wait_for(runtime.called.wait(), PATIENCE_SECONDS)
+    await api.raw.app[OPERATOR_API].registry.shut_down(grace=0.0)
+    answer = await asyncio.wait_for(sending, PATIENCE_SECONDS)
+    body = await answer.json()
+    assert (answer.status, body["code"], body["detail"]["reason"]) == (
+        503,
+        "turn_cancelled",
+        "cancelled",
+    )
+    assert "the service stopped" in body["error"]
+    session = await (
+        await api.get(f"/api/operator/chat/session/{body['detail']['session']}")
+    ).json()
+    assert [(m["role"], m["content"]) for m in session["messages"]] == [
+        ("user", "still there?"),
+        ("assistant", CUT_REPLY),
+    ]
+    refused = await api.post("/api/operator/chat", json={"message": "and now?"})
+    assert refused.status == 503  # no new turn once stopping

@@ -147,8 +147,9 @@ class IssueFactsMeta(TypedDict):
 
 class TurnMeta(TypedDict, total=False):
     """A stored message's metadata: empty for the operator's message; an answered turn's
-    (bot/chat/turn.py FinishedTurn.meta), or a delivered task result's (`kind`
-    "task_result", bot/lifecycle/delivery.py)."""
+    (bot/chat/turn.py FinishedTurn.meta), a delivered task result's (`kind`
+    "task_result", bot/lifecycle/delivery.py), or a turn the service cut while stopping
+    (`kind` "turn_cut", with `agent` and `focus`: bot/chat/turn.py cut_record)."""
 
     # An answered turn.
     model: str
@@ -175,7 +176,7 @@ class TurnMeta(TypedDict, total=False):
     notes: list[str]
     pending: dict[str, str] | None  # bot.chat.proposals.Proposal.as_json
     # A delivered task result.
-    kind: str  # "task_result"
+    kind: str  # "task_result", or "turn_cut" (a cut turn's note)
     task_id: int
     repo: str
     state: str | None
