@@ -234,10 +234,13 @@ def main(argv: list[str]) -> int:
     answerability verdict on the pooled tuning data (bench/verdict_fit.py; DUMPs reuse
     earlier GROUNDING_TUNING_DUMPs instead of asking Tallyho's tuning part and Wren again);
     with `--select`, compare feature sets and C instead (bench/verdict_select.py), with
-    `--variants` the pooled fit's variants (bench/verdict_pool.py); those write nothing."""
+    `--variants` the pooled fit's variants (bench/verdict_pool.py), with `--transfer` how
+    recipes travel between the tuning domains (bench/verdict_transfer.py); those write
+    nothing."""
     if argv[:1] != ["--fit-verdict"]:
         print(
-            "usage: python -m bench.quality --fit-verdict [--select | --variants] [--by WHO]"
+            "usage: python -m bench.quality --fit-verdict [--select | --variants | --transfer]"
+            " [--by WHO]"
             " [DUMP ...]"
         )
         return 2

@@ -84,7 +84,7 @@ WEIGHTING = "question"
 CANDIDATES = (
     "coverage", "best", "missing_peak", "unknown_share", "log_terms", "spread", "log_margin",
     "agreement", "fits", "log_held", "held_share", "agreeing_rounds", "thread_fits",
-    "kind_missing",
+    "kind_missing", "known_coverage",
 )  # fmt: skip
 
 
@@ -347,6 +347,7 @@ THRESHOLD = {fitted.threshold:.6g}
 class Arguments:
     select: bool  # compare candidates only (bench/verdict_select.py), write nothing
     variants: bool  # compare the pooled fit's variants only (bench/verdict_pool.py)
+    transfer: bool  # judge recipes by how they travel (bench/verdict_transfer.py)
     by: str  # who fits: named in the written file
     dumps: list[Path]  # earlier GROUNDING_TUNING_DUMPs instead of asking TUNING_SETS
 
@@ -358,20 +359,22 @@ def arguments(argv: list[str]) -> Arguments:
         at = rest.index("--by")
         by = rest[at + 1]
         del rest[at : at + 2]
-    flags = {"--select", "--variants"}
+    flags = {"--select", "--variants", "--transfer"}
     paths = [Path(a) for a in rest if a not in flags]
-    return Arguments("--select" in rest, "--variants" in rest, by, paths)
+    return Arguments("--select" in rest, "--variants" in rest, "--transfer" in rest, by, paths)
 
 
 def main(argv: list[str]) -> int:
     """`--fit-verdict [--by WHO] [DUMP ...]` refits FEATURES, C and the threshold on the
     pooled tuning data and writes the model; `--select` only compares feature sets and C,
-    `--variants` the pooled fit's variants; neither writes anything."""
+    `--variants` the pooled fit's variants, `--transfer` how recipes travel between the
+    tuning domains; none of those writes anything."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(1)  # BLAS threads on a few hundred rows only contend (40x slower)
     args = arguments(argv)
-    rows = as_rows(tuning_evidence(args.dumps, tuple(TUNING_SETS) if args.variants else FIT_SETS))
+    every_set = args.variants or args.transfer
+    rows = as_rows(tuning_evidence(args.dumps, tuple(TUNING_SETS) if every_set else FIT_SETS))
     if args.select:
         from bench.verdict_select import main as compare
 
@@ -380,6 +383,10 @@ def main(argv: list[str]) -> int:
         from bench.verdict_pool import main as variants
 
         return variants(rows)
+    if args.transfer:
+        from bench.verdict_transfer import main as transfer
+
+        return transfer(rows)
     everything = np.arange(len(rows.answerable))
     cv = cross_validate(rows)
     fitted = fit(rows, everything)

@@ -255,3 +255,45 @@ def test_the_pooled_fit_keeps_both_sets_in_every_fold_and_its_budget() -> None:
         scores = draft.scores(rows.x[np.ix_(test, columns(FEATURES))])
         let_through += int((scores[~answerable[test]] >= limit).sum())
     assert let_through <= BUDGET_SHARE * (~answerable).sum() * BUDGET_REPEATS
+
+
+def test_known_coverage_counts_only_the_part_of_the_question_memory_knows() -> None:
+    """A question asked partly in words no chunk contains is not counted short twice: its
+    known coverage is the coverage over the known part (bench/HISTORY.md, g31 helper)."""
+    from bot.chat.answerability import known_coverage
+
+    evidence = Answerability(Verdict.NOTHING, "", coverage=0.4, unknown_share=0.5)
+    assert known_coverage(evidence) == pytest.approx(0.8)
+    assert known_coverage(dataclasses.replace(evidence, unknown_share=1.0)) == 0.0
+    # a term memory lacks can still be held through a related word: at most 1
+    assert known_coverage(dataclasses.replace(evidence, coverage=0.6)) == 1.0
+    assert verdict_features(evidence, ("known_coverage",)) == pytest.approx((0.8,))
+
+
+def test_the_transfer_judgement_fits_on_one_domain_and_counts_on_the_other() -> None:
+    """bench/verdict_transfer.py on two made-up tuning sets: a recipe fitted on one set is
+    counted on the other set's questions only, and the pick never takes a candidate that
+    lets more no-answer questions through than the reference in either direction."""
+    from bench.verdict_fit import CANDIDATES, Rows
+    from bench.verdict_pool import Count
+    from bench.verdict_transfer import RECIPES, REFERENCE, Judged, across, pick
+
+    random = np.random.default_rng(2)
+    answerable = np.arange(120) % 6 != 0
+    x = random.normal(size=(120, len(CANDIDATES))) + answerable[:, None] * 0.8
+    none = np.zeros(120)
+    sets = np.where(np.arange(120) < 50, "tallyho-tuning", "wren")
+    rows = Rows(x, answerable, np.zeros(120, dtype=bool), none, none, sets)
+    counted = across(rows, REFERENCE)
+    assert counted["T->W"].no_answer + counted["T->W"].answerable == 70  # Wren's questions
+    assert counted["W->T"].no_answer + counted["W->T"].answerable == 50
+
+    def judged(let: float, told: float) -> Judged:
+        one = Count(let, 10, told, 50)
+        return Judged({"T->W": one, "W->T": one}, Count(let, 20, told, 100))
+
+    table = {recipe: judged(1, 40) for recipe in RECIPES}
+    assert pick(table) is None  # no candidate tells fewer "nothing"
+    table[RECIPES[1]] = judged(2, 10)  # fewer "nothing", but lets more through
+    table[RECIPES[2]] = judged(1, 30)
+    assert pick(table) is RECIPES[2]

@@ -163,6 +163,7 @@ def verdict_features(
     --fit-verdict fits on the same function)."""
     values = {
         "coverage": evidence.coverage,
+        "known_coverage": known_coverage(evidence),
         "spread": evidence.spread,
         "best": evidence.best,
         "log_margin": math.log(min(max(evidence.margin, 1.0), MARGIN_CAP)),
@@ -178,6 +179,13 @@ def verdict_features(
         "kind_missing": float(bool(evidence.kind_missing)),
     }
     return tuple(values[name] for name in names)
+
+
+def known_coverage(evidence: Answerability) -> float:
+    """The coverage over the part of the question memory knows: a question asked in words
+    no chunk contains is not counted short twice (in `coverage` and in `unknown_share`)."""
+    known = 1.0 - evidence.unknown_share
+    return min(1.0, evidence.coverage / known) if known > 0 else 0.0
 
 
 def answer_score(evidence: Answerability) -> float:
