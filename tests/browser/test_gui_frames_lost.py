@@ -11,18 +11,23 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from aiohttp import web
 
 from bot.chat.frames import LOST_TEXT
 from bot.contracts.chat import StatusReason
-from steelframe.server import AppPlugin, default_plugins
 from tests.browser.conftest import WAIT_MS, GuiFactory
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
-from tests.fakes.tui import NewerChatStream
+from tests.fakes.tui import (
+    ChatStreamWrites,
+    NewerChatStream,
+    Write,
+    after_first_frame,
+    is_frame,
+    sse_events,
+)
 
 REPLY = "The build is green."
 NOTES = (
@@ -77,7 +82,7 @@ async def test_a_frames_lost_text_is_shown_as_text(
     assert await gui.page.evaluate("() => window.pwned === undefined")
 
 
-class LossyReattach:
+class LossyReattach(ChatStreamWrites):
     """The real service, its re-attaches (`GET .../chat/stream`) read as through another
     instance that lost frames: after the first frame, a `frames_lost` status frame; and the
     `done` frame held until `release` is set (`holding` is set when it waits), so a test
@@ -85,46 +90,31 @@ class LossyReattach:
     own stream (the POST) is cut after its first frame: the page re-attaches by itself.
     Pass `plugins()` to `api_factory`."""
 
-    PATH = "/api/operator/chat/stream"
-
     def __init__(self, *, drop: bool = False) -> None:
         self.drop = drop
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
 
-    def plugins(self) -> tuple[AppPlugin, ...]:
-        return (*default_plugins(), AppPlugin(self._setup))
-
-    def _setup(self, app: web.Application) -> None:
-        app.on_response_prepare.append(self._prepare)
-
-    async def _prepare(self, request: web.Request, response: web.StreamResponse) -> None:
-        if request.path != self.PATH or response.content_type != "text/event-stream":
-            return
-        write, first = response.write, [True]
+    def rewrite(self, request: web.Request, write: Write) -> Write | None:
         if request.method == "POST" and self.drop:
 
             async def cut_write(data: bytes | bytearray | memoryview) -> None:
                 await write(data)
-                if bytes(data).startswith(b"id:") and request.transport is not None:
+                if is_frame(data) and request.transport is not None:
                     request.transport.close()  # a network drop mid-turn
 
-            response.write = cut_write  # type: ignore[method-assign]
-            return
+            return cut_write
         if request.method != "GET":
-            return
-        lost = b"data: %s\n\n" % msgspec.json.encode(_lost())
+            return None
+        lossy_write = after_first_frame(write, sse_events(_lost()))
 
-        async def lossy_write(data: bytes | bytearray | memoryview) -> None:
+        async def held_done_write(data: bytes | bytearray | memoryview) -> None:
             if b'"type":"done"' in bytes(data):
                 self.holding.set()
                 await self.release.wait()
-            await write(data)
-            if first[0] and bytes(data).startswith(b"id:"):  # a frame, not a heartbeat
-                first[0] = False
-                await write(lost)
+            await lossy_write(data)
 
-        response.write = lossy_write  # type: ignore[method-assign]
+        return held_done_write
 
 
 async def _stored_reply(api: ApiClient, session_id: str) -> None:
