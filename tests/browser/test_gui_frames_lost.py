@@ -16,8 +16,10 @@ from aiohttp import web
 
 from bot.chat.frames import LOST_TEXT
 from bot.contracts.chat import StatusReason
+from bot.contracts.events import SessionChange
 from tests.browser.conftest import WAIT_MS, GuiFactory
-from tests.conftest import ApiClient, make_settings
+from tests.conftest import make_settings
+from tests.fakes.events import EventsFeed
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import (
@@ -117,14 +119,19 @@ class LossyReattach(ChatStreamWrites):
         return held_done_write
 
 
-async def _stored_reply(api: ApiClient, session_id: str) -> None:
-    """Until the service has stored the turn's reply (its `done` frame is held)."""
-    async with asyncio.timeout(PATIENCE_SECONDS):
-        while True:
-            session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
-            if any(m["role"] == "assistant" for m in session["messages"]):
-                return
-            await asyncio.sleep(0.05)
+async def _stored_reply(feed: EventsFeed, session_id: str) -> None:
+    """Until the service has stored the turn's reply (its `done` frame is held): the turn
+    announces its session (`created` for a chat's first turn, else `updated`) once both
+    messages are written, before its `done` frame. The feed must be open before the turn
+    stores: a stream without Last-Event-ID starts at "now", so an event already announced
+    when it opens never reaches it."""
+    await feed.wait_for(
+        lambda frame: (
+            frame.get("type") == "session"
+            and frame["session_id"] == session_id
+            and frame["change"] in (SessionChange.CREATED, SessionChange.UPDATED)
+        )
+    )
 
 
 @pytest.mark.parametrize("reattach", ["after a reload", "after a dropped connection"])
@@ -151,9 +158,13 @@ async def test_the_warning_moves_onto_the_stored_reply_after_a_reattach(
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
     session_id = sessions[0]["id"]
 
-    gate.set()
-    await asyncio.wait_for(lossy.holding.wait(), PATIENCE_SECONDS)
-    await _stored_reply(api, session_id)
+    feed = await EventsFeed.open(api)  # before the turn stores its reply
+    try:
+        gate.set()
+        await asyncio.wait_for(lossy.holding.wait(), PATIENCE_SECONDS)
+        await _stored_reply(feed, session_id)
+    finally:
+        await feed.close()
     await page.click(f"[data-session='{session_id}'] .session-open")  # the history again
     await page.wait_for_selector(f"#messages .msg.assistant[data-id$='-a'] .body >> text={REPLY}")
     lossy.release.set()
