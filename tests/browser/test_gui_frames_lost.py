@@ -17,8 +17,8 @@ from aiohttp import web
 from bot.chat.frames import LOST_TEXT
 from bot.contracts.chat import StatusReason
 from bot.contracts.events import SessionChange
-from tests.browser.conftest import WAIT_MS, GuiFactory
-from tests.conftest import make_settings
+from tests.browser.conftest import WAIT_MS, Gui, GuiFactory
+from tests.conftest import ApiClient, make_settings
 from tests.fakes.events import EventsFeed
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
@@ -48,20 +48,40 @@ def _lost(text: str = LOST_TEXT) -> dict[str, Any]:
     return {"type": "status", "text": text, "reason": StatusReason.FRAMES_LOST}
 
 
+def _warning(text: str) -> dict[str, Any]:
+    """A frames-lost warning as NOTES reads it: its text as text, a note under the reply."""
+    return {"text": f"Warning: {text}", "role": "note", "under": True, "children": 0}
+
+
+async def _service(
+    api_factory: Any,
+    tmp_path: Path,
+    streams: ChatStreamWrites,
+    runtime: ScriptedRuntime | None = None,
+) -> ApiClient:
+    """The real service, its chat streams written through `streams`, answering REPLY."""
+    runtime = runtime or ScriptedRuntime([reply(REPLY)])
+    api: ApiClient = await api_factory(
+        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=streams.plugins()
+    )
+    return api
+
+
+async def _one_turn(api: ApiClient, gui_factory: GuiFactory) -> Gui:
+    """A signed-in page that sent one message and was told the turn ended."""
+    gui = await gui_factory(api)
+    await gui.send("is the build green?")
+    await gui.wait_done()
+    return gui
+
+
 async def test_frames_lost_stays_as_a_warning_under_the_reply(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:
     lossy = NewerChatStream(_lost(), _lost())
-    runtime = ScriptedRuntime([reply(REPLY)])
-    api = await api_factory(
-        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
-    )
-    gui = await gui_factory(api)
-    await gui.send("is the build green?")
-    await gui.wait_done()
+    gui = await _one_turn(await _service(api_factory, tmp_path, lossy), gui_factory)
     assert lossy.sent == 1
-    warning = {"text": f"Warning: {LOST_TEXT}", "role": "note", "under": True, "children": 0}
-    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [_warning(LOST_TEXT)]}]
     assert await gui.axe() == []
     # The sign-in page's own 401 (no session yet), nothing else.
     assert [e for e in gui.console_errors if "401" not in e] == []
@@ -72,15 +92,8 @@ async def test_a_frames_lost_text_is_shown_as_text(
 ) -> None:
     markup = '<img src=x onerror="window.pwned = 1"> <b>lost</b>'
     lossy = NewerChatStream(_lost(markup))
-    runtime = ScriptedRuntime([reply(REPLY)])
-    api = await api_factory(
-        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
-    )
-    gui = await gui_factory(api)
-    await gui.send("is the build green?")
-    await gui.wait_done()
-    warning = {"text": f"Warning: {markup}", "role": "note", "under": True, "children": 0}
-    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    gui = await _one_turn(await _service(api_factory, tmp_path, lossy), gui_factory)
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [_warning(markup)]}]
     assert await gui.page.evaluate("() => window.pwned === undefined")
 
 
@@ -145,9 +158,7 @@ async def test_the_warning_moves_onto_the_stored_reply_after_a_reattach(
     gate = asyncio.Event()
     runtime = ScriptedRuntime([reply(REPLY)], gate=gate)
     lossy = LossyReattach(drop=reattach == "after a dropped connection")
-    api = await api_factory(
-        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
-    )
+    api = await _service(api_factory, tmp_path, lossy, runtime)
     gui = await gui_factory(api)
     page = gui.page
     await gui.send("is the build green?")
@@ -170,8 +181,7 @@ async def test_the_warning_moves_onto_the_stored_reply_after_a_reattach(
     lossy.release.set()
     await gui.wait_done()
 
-    warning = {"text": f"Warning: {LOST_TEXT}", "role": "note", "under": True, "children": 0}
-    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [_warning(LOST_TEXT)]}]
     session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
     answer = next(m for m in session["messages"] if m["role"] == "assistant")
     assert await page.locator("#messages .msg.assistant").get_attribute("data-id") == answer["id"]

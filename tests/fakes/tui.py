@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import msgspec
@@ -49,7 +49,8 @@ class HeldNewChat(ServiceMiddleware):
         return response
 
 
-Write = Callable[[bytes | bytearray | memoryview], Awaitable[None]]
+# What an aiohttp StreamResponse writes with (`response.write`).
+Write = Callable[[bytes | bytearray | memoryview], Coroutine[Any, Any, None]]
 
 
 def is_frame(data: bytes | bytearray | memoryview) -> bool:
@@ -91,7 +92,7 @@ class ChatStreamWrites(ABC):
             return
         rewritten = self.rewrite(request, response.write)
         if rewritten is not None:
-            response.write = rewritten  # type: ignore[method-assign]
+            response.write = rewritten  # type: ignore[method-assign,assignment]
 
     @abstractmethod
     def rewrite(self, request: web.Request, write: Write) -> Write | None:
