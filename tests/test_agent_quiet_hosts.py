@@ -21,8 +21,8 @@ from bot.lifecycle.agents import aider, codex
 from bot.lifecycle.agents.adapter import AIDER_PRICES, prepare
 from bot.lifecycle.agents.base import AgentRun
 from bot.lifecycle.agents.presets import Agent, adapter_command
+from tests.fakes.ports import refused_port
 from tests.fakes.real_agents import cache_root, real_agent_bin, real_aider_bin
-from tests.fakes.serve_process import free_port
 
 # What a model's API answers a wrong key: agents give up at once (a 403 from the proxy is
 # retried: aider backs off for a minute before it gives up).
@@ -94,7 +94,7 @@ async def test_codex_asks_for_no_host_but_its_model_api(
     init = await asyncio.create_subprocess_exec("git", "init", "-q", str(checkout))
     assert await init.wait() == 0
     # Nothing listens there: the proxy answers for it, refusing the key, and the turn fails.
-    model_api = f"http://127.0.0.1:{free_port()}/v1"
+    model_api = f"http://127.0.0.1:{refused_port()}/v1"
     launch = codex.launch(AgentRun(prompt="say hi", cwd=checkout), base_url=model_api)
     env = {
         "PATH": "/usr/bin:/bin",
@@ -195,7 +195,7 @@ async def test_aider_asks_for_no_host_but_its_model_api(
         "STEELFRAME_AGENT_MODEL": "gpt-4o",
         "OPENAI_API_KEY": "sk-test",
         # Nothing listens there: the proxy answers for it, refusing the key, and aider gives up.
-        "OPENAI_API_BASE": f"http://127.0.0.1:{free_port()}/v1",
+        "OPENAI_API_BASE": f"http://127.0.0.1:{refused_port()}/v1",
         "HTTPS_PROXY": proxy_url,
         "HTTP_PROXY": proxy_url,
     }

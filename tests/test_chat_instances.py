@@ -14,6 +14,7 @@ from bot.chat.coordination import KEY_PREFIX, RedisTurnLocks, stop_channel
 from bot.runtimes.base import Delta
 from tests.conftest import frames_until, make_settings, read_sse
 from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
+from tests.fakes.ports import refused_port
 from tests.fakes.runtimes import ScriptedRuntime
 
 
@@ -171,12 +172,9 @@ async def test_chat_keeps_answering_with_redis_down_and_says_so_once(
     api_factory: Any, tmp_path: Path, caplog: Any
 ) -> None:
     import logging
-    import socket
 
-    with socket.socket() as probe:  # a port nothing listens on: Redis is down
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    settings = make_settings(tmp_path, redis_url=f"redis://127.0.0.1:{port}/0")
+    # A port nothing listens on: Redis is down.
+    settings = make_settings(tmp_path, redis_url=f"redis://127.0.0.1:{refused_port()}/0")
     with caplog.at_level(logging.WARNING):
         api = await api_factory(settings)
         for text in ("first", "second", "third"):

@@ -16,7 +16,6 @@ import yaml
 
 from bot.redis_auth import unauthenticated_remote_host
 from tests.fakes.patience import PATIENCE_SECONDS
-from tests.fakes.serve_process import free_port
 from tests.fakes.tools import require_tool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,16 +103,18 @@ def test_compose_redis_acl_refuses_clients_without_the_password(tmp_path: Path) 
     subprocess.run(
         ["sh", "-c", f"{match.group(1)} > {acl}"], env={"REDIS_PASSWORD": password}, check=True
     )
-    port = free_port()
-    args = ["--port", str(port), "--save", "", "--appendonly", "no", "--aclfile", str(acl)]
-    process = subprocess.Popen([server, *args], stdout=subprocess.DEVNULL)
+    # On a socket file of its own, not a TCP port: redis-server cannot bind port 0 and say
+    # which it took, and a port probed free can be taken by another test's Redis meanwhile.
+    unix = str(tmp_path / "redis.sock")
+    args = ["--port", "0", "--unixsocket", unix, "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen([server, *args, "--aclfile", str(acl)], stdout=subprocess.DEVNULL)
     try:
         url = urlsplit(_env_file("steelframe.env.example")["STEELFRAME_REDIS_URL"])
-        local = url._replace(netloc=f"{url.username}:{url.password}@127.0.0.1:{port}")
-        client = redis.Redis.from_url(local.geturl())
+        credentials = url.netloc.rpartition("@")[0]
+        client = redis.Redis.from_url(f"unix://{credentials}@{unix}")
         assert _ready(client)
         with pytest.raises(redis.AuthenticationError):
-            redis.Redis(port=port).ping()
+            redis.Redis(unix_socket_path=unix).ping()
     finally:
         process.terminate()
         process.wait(PATIENCE_SECONDS)

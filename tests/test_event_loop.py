@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 
 from steelframe import event_loop
+from tests.fakes.ports import refused_port
 
 
 def test_asyncio_is_asyncios_own_loop() -> None:
@@ -112,9 +113,7 @@ def test_host_names_are_still_resolved(serve_loop: asyncio.Runner) -> None:
 
 
 def test_a_refused_connection_raises_the_usual_error(serve_loop: asyncio.Runner) -> None:
-    with socket.socket() as closed:
-        closed.bind(("127.0.0.1", 0))
-        port = closed.getsockname()[1]  # nothing listens there once it is closed
+    port = refused_port()  # bound by this process, never listening
 
     async def connect() -> None:
         with _nonblocking() as sock:

@@ -35,13 +35,14 @@ from bot.lifecycle.states import TaskState
 from bot.models import ChatTurn, Operator
 from bot.operators import create_operator
 from bot.redis_clients import blocking_reader
-from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
+from steelframe.embedded_redis import EmbeddedRedis
 from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.events import EVENTS, EventsFeed
 from tests.fakes.lifecycle import PATIENCE_SECONDS, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.serve_process import free_port
+from tests.fakes.own_redis import start_redis_at
+from tests.fakes.ports import restartable_port
 
 
 @pytest.fixture(params=["local", "redis", "redis-resp3"])
@@ -356,7 +357,7 @@ class RedisOutage:
     again: EmbeddedRedis | None = None
 
     def restart(self) -> None:
-        self.again = start_embedded_redis(self.folder / "after", port=self.port)
+        self.again = start_redis_at(self.folder / "after", self.port)
 
 
 @pytest.fixture
@@ -365,8 +366,8 @@ async def redis_outage(
 ) -> AsyncIterator[RedisOutage]:
     monkeypatch.setattr(publisher, "APPEND_BACKOFF_SECONDS", 0.0)
     db = services_factory(make_settings(tmp_path)).db
-    port = free_port()
-    before = start_embedded_redis(tmp_path / "before", port=port)
+    port = restartable_port()  # `restart` comes back on it, where the log's clients point
+    before = start_redis_at(tmp_path / "before", port)
     log = RedisEventLog(
         redis.Redis.from_url(before.url, socket_timeout=PATIENCE_SECONDS),
         reader=aioredis.Redis.from_url(before.url, socket_timeout=PATIENCE_SECONDS),

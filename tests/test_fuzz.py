@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 
 from tests.conftest import WEBHOOK_SECRET, ApiClient, GitHubSandbox, webhook_headers
+from tests.fakes.ports import refused_port
 
 EXAMPLES = 12  # per operation and mode; raise locally with STEELFRAME_TEST_FUZZ_EXAMPLES
 FUZZ_SETTINGS = settings(
@@ -139,9 +139,7 @@ async def test_no_operation_of_the_openapi_document_answers_5xx(service: ApiClie
 async def test_with_redis_down_operations_answer_503_with_a_reason_never_500(
     api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path
 ) -> None:
-    with socket.socket() as probe:  # a port nothing listens on: Redis is down
-        probe.bind(("127.0.0.1", 0))
-        down = f"redis://127.0.0.1:{probe.getsockname()[1]}/0"
+    down = f"redis://127.0.0.1:{refused_port()}/0"  # a port nothing listens on: Redis is down
     api: ApiClient = await api_factory(github_sandbox.settings(tmp_path, redis_url=down))
     base_url = str(api.raw.make_url("")).rstrip("/")
     calls = await asyncio.to_thread(_fuzz_schema, base_url, api.token, unavailable_ok=True)

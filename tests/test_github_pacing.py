@@ -15,6 +15,7 @@ from bot.github.client import GitHubClient
 from bot.github.pacing import Ledger, LocalLedger, Pacer, PacingPolicy
 from bot.github.shared_pacing import RedisLedger
 from tests.conftest import SANDBOX_REPO, FakeTime, GitHubSandbox
+from tests.fakes.ports import refused_port
 
 MakeLedger = Callable[[], Ledger]
 
@@ -183,9 +184,7 @@ async def test_clients_built_from_settings_with_redis_pace_through_it(
 
 
 async def test_with_redis_unreachable_each_process_paces_alone(fake_time: FakeTime) -> None:
-    from tests.fakes.serve_process import free_port
-
-    ledger = RedisLedger.from_url(f"redis://127.0.0.1:{free_port()}/0")
+    ledger = RedisLedger.from_url(f"redis://127.0.0.1:{refused_port()}/0")
     try:
         pacer = pacer_for(PacingPolicy(min_interval=2.0), fake_time, ledger)
         start = fake_time.now

@@ -11,6 +11,7 @@ from bot.github.client import GitHubClient
 from bot.github.errors import GitHubRateLimited, GitHubRejected, GitHubUnavailable
 from tests.conftest import SANDBOX_REPO, FakeTime, GitHubSandbox
 from tests.fakes.git import branch_with_commit
+from tests.fakes.ports import refused_port
 
 ISSUE_PATH = f"/repos/{SANDBOX_REPO}/issues/1"
 
@@ -166,13 +167,8 @@ async def test_a_revoked_installation_token_is_replaced_once(
 async def test_network_failures_are_retried_then_reported(
     github_sandbox: GitHubSandbox, fake_time: FakeTime
 ) -> None:
-    import socket
-
-    with socket.socket() as sock:  # a port nobody listens on
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    client = github_sandbox.client(
-        base_url=f"http://127.0.0.1:{port}", clock=fake_time.clock, sleep=fake_time.sleep
+    client = github_sandbox.client(  # a port nobody listens on
+        base_url=f"http://127.0.0.1:{refused_port()}", clock=fake_time.clock, sleep=fake_time.sleep
     )
     with pytest.raises(GitHubUnavailable) as caught:
         await client.identity()

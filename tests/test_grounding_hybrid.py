@@ -9,7 +9,6 @@ real model (wordllama's, bundled in its wheel), offline."""
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -29,6 +28,7 @@ from memory import ChunkIn
 from memory.dense import META, DenseKey, DenseVectors
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.embeddings_server import FakeEmbeddings
+from tests.fakes.ports import refused_port
 
 KEY = "sk-test-embeddings-0123456789"
 REPO = "steelframe-dev/sandbox"
@@ -212,7 +212,7 @@ async def test_a_failing_provider_leaves_the_lexical_rounds_and_says_why(
     server = await aiohttp_server(fake.app())
     url = str(server.make_url("/v1"))
     if trouble == "refused":
-        url = f"http://127.0.0.1:{_closed_port()}/v1"
+        url = f"http://127.0.0.1:{refused_port()}/v1"
     fake.down = trouble == "503"
     fake.hang = trouble == "timeout"
     monkeypatch.setattr(bot.chat.embeddings, "EMBEDDINGS_SECONDS", 0.2)
@@ -312,13 +312,6 @@ def test_a_corrupt_store_is_dropped_and_filled_again(tmp_path: Path) -> None:
     assert reopened.count == 1
     # vectors of another database's chunk ids are never answered from
     assert DenseVectors.beside(tmp_path, DenseKey("openai", "embed-a", "db-2")).count == 0
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def test_the_search_benchmark_runs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 import tomllib
 import urllib.error
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fakes.serve_process import child_env, free_port
+from tests.fakes.serve_process import child_env
 
 pytestmark = pytest.mark.slow  # installs and starts the package as the image does
 
@@ -162,22 +163,47 @@ def test_every_package_imports_from_the_install_not_the_checkout(
 def test_serve_from_the_image_install_answers_with_the_web_gui(
     installed: Installed, tmp_path: Path
 ) -> None:
-    port = free_port()
     env = child_env({"STEELFRAME_DATA_DIR": str(tmp_path / "data")})
-    with (tmp_path / "serve.log").open("wb") as log:
+    log = tmp_path / "serve.log"
+    with log.open("ab") as sink:  # port 0: serve binds a free one and prints its `url:` line
         process = subprocess.Popen(
-            [str(installed.bin / "steelframe"), "serve", "--port", str(port)],
-            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [str(installed.bin / "steelframe"), "serve", "--port", "0"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=sink,
         )  # fmt: skip
     try:
-        page = _get_when_up(f"http://127.0.0.1:{port}/", process, tmp_path / "serve.log")
+        url = _announced_url(process, log)
+        page = _get_when_up(f"{url}/", process, log)
         assert "<html" in page.lower()
         asset = re.search(r'src="(/gui/static/[^"]+\.js)"', page)
         assert asset, "the page names its script"
-        assert "import" in _get_when_up(f"http://127.0.0.1:{port}{asset[1]}", process, None)
+        assert "import" in _get_when_up(f"{url}{asset[1]}", process, None)
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def _announced_url(process: subprocess.Popen[bytes], log: Path) -> str:
+    """Where serve listens, from its `url: http://host:port` line (printed once it does);
+    what it prints, that line included, goes on into `log`."""
+    assert process.stdout is not None
+    stdout, found, said = process.stdout, threading.Event(), []
+
+    def read() -> None:
+        with log.open("ab") as sink:
+            for line in stdout:
+                sink.write(line)
+                sink.flush()
+                if line.startswith(b"url: ") and not found.is_set():
+                    said.append(line[5:].decode().strip())
+                    found.set()
+        found.set()  # serve exited without saying where
+
+    threading.Thread(target=read, daemon=True).start()
+    if not found.wait(90) or not said:
+        raise AssertionError(
+            f"serve never said where it listens:\n{log.read_text(errors='replace')}"
+        )
+    return said[0]
 
 
 def _get_when_up(url: str, process: subprocess.Popen[bytes], log: Path | None) -> str:

@@ -91,17 +91,28 @@ async def _running(lc: Lifecycle) -> int:
     return task_id
 
 
-async def test_a_terminate_whose_database_goes_away_once_recorded_answers_recorded(
-    make: Make, bench_db: dict[str, str], tmp_path: Path
-) -> None:
-    lc = await make(**bench_db)
-    task_id = await _running(lc)
-    outage = Outage(lc.api.services.db.engine, tmp_path, after="INSERT INTO TASK_STOP_REQUESTS")
+async def _terminate_across_outage(
+    lc: Lifecycle, task_id: int, nowhere: Path, *, after: str
+) -> Any:
+    """The operator's terminate, the database going away once a statement matching `after`
+    has run (and back once the answer is in)."""
+    outage = Outage(lc.api.services.db.engine, nowhere, after=after)
     try:
         response = await lc.api.post(f"/api/operator/tasks/{task_id}/terminate")
         assert outage.away, "the database never went away"
     finally:
         outage.end()
+    return response
+
+
+async def test_a_terminate_whose_database_goes_away_once_recorded_answers_recorded(
+    make: Make, bench_db: dict[str, str], tmp_path: Path
+) -> None:
+    lc = await make(**bench_db)
+    task_id = await _running(lc)
+    response = await _terminate_across_outage(
+        lc, task_id, tmp_path, after="INSERT INTO TASK_STOP_REQUESTS"
+    )
     body = await response.json()
     assert response.status == 202, body  # recorded, to be applied: not a failure
     assert body["id"] == task_id and body["state"] == TaskState.RUNNING
@@ -121,12 +132,7 @@ async def test_a_terminate_that_cannot_record_its_request_is_a_503_and_records_n
     """The database goes away after the terminate read the task, before the request."""
     lc = await make(**bench_db)
     task_id = await _running(lc)
-    outage = Outage(lc.api.services.db.engine, tmp_path, after="SELECT TASKS.ID")
-    try:
-        response = await lc.api.post(f"/api/operator/tasks/{task_id}/terminate")
-        assert outage.away, "the database never went away"
-    finally:
-        outage.end()
+    response = await _terminate_across_outage(lc, task_id, tmp_path, after="SELECT TASKS.ID")
     body = await response.json()
     assert response.status == 503, body
     assert body["code"] == "database_unavailable" and response.headers["Retry-After"] == "5"

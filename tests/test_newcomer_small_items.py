@@ -17,7 +17,7 @@ from bot.models import WebSession
 from bot.operators import authenticate
 from bot.web_sessions import sign_in
 from steelframe.cli import main
-from tests.fakes.serve_process import free_port
+from tests.fakes.ports import refused_port
 
 
 def test_operators_are_listed_and_a_token_revoked(
@@ -72,7 +72,7 @@ def test_github_check_without_an_answer_does_not_say_github_said(
 ) -> None:
     key = tmp_path / "app.pem"
     key.write_text(github_app_keys[0])
-    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    closed = f"http://127.0.0.1:{refused_port()}"  # nothing listens there
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
     env.update(APP_ID="1", PRIVATE_KEY_PATH=str(key), GITHUB_API_URL=closed)
     env["STEELFRAME_DATABASE_URL"] = f"sqlite:///{tmp_path / 'x.db'}"

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 
 from github_sandbox import Sandbox, generate_app_keys
 from github_sandbox.devmode import start_dev_sandbox
@@ -137,17 +138,27 @@ async def test_the_dev_sandbox_keeps_its_world_across_restarts(tmp_path: Path) -
 async def test_the_dev_sandbox_keeps_its_port_and_takes_another_when_it_is_held(
     tmp_path: Path, caplog: Any
 ) -> None:
+    # The port is fixed by what is tested (the sandbox comes back on the port of its last
+    # run), so between a close and the next start another process can take it: that fails
+    # as a collision, said as one, not as the sandbox moving for no reason.
     first = await start_dev_sandbox(tmp_path / "gh", "steelframe-dev/sandbox")
     port = int(first.url.rsplit(":", 1)[1])
+    taken = f"port {port} was taken by another process meanwhile (a collision with another test)"
     await first.close()
     again = await start_dev_sandbox(tmp_path / "gh", "steelframe-dev/sandbox")
     try:
+        if again.url != first.url and f"port {port} of the last run is taken" in caplog.text:
+            pytest.fail(taken)
         assert again.url == first.url
     finally:
         await again.close()
     # Another process holds the port now: a free one, a warning, and that one is kept.
     holder = socket.socket()
-    holder.bind(("127.0.0.1", port))
+    try:
+        holder.bind(("127.0.0.1", port))
+    except OSError:
+        holder.close()
+        pytest.fail(taken)
     holder.listen()
     try:
         moved = await start_dev_sandbox(tmp_path / "gh", "steelframe-dev/sandbox")

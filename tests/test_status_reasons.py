@@ -6,7 +6,6 @@ operator API, a real Memory (a corrupt index), an embeddings provider that refus
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ from bot.contracts.chat import StatusReason
 from memory import ChunkIn
 from memory.manifest import MANIFEST
 from tests.conftest import ApiClient, make_settings, read_sse
+from tests.fakes.ports import refused_port
 
 REPO = "steelframe-dev/sandbox"
 
@@ -38,12 +38,6 @@ async def test_a_failed_retrieval_says_its_word_and_why_in_detail(api: ApiClient
     assert said[0]["detail"].startswith("IndexCorrupt"), said[0]
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_a_dense_round_that_could_not_run_says_its_word_and_why_in_detail(
     api_factory: Any, tmp_path: Path
 ) -> None:
@@ -51,7 +45,7 @@ async def test_a_dense_round_that_could_not_run_says_its_word_and_why_in_detail(
         tmp_path,
         chat_embeddings="openai",
         chat_embeddings_model="embed-a",
-        openai_base_url=f"http://127.0.0.1:{_closed_port()}/v1",
+        openai_base_url=f"http://127.0.0.1:{refused_port()}/v1",
         openai_api_key=Secret("sk-test-embeddings-0123456789"),
     )
     api: ApiClient = await api_factory(settings)

@@ -329,40 +329,39 @@ async def test_delete_asks_first_and_no_keeps_the_chat(api: ApiClient) -> None:
         assert [s["title"] for s in sessions] == ["keep me"]
 
 
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 async def test_unreachable_service_is_shown_and_ctrl_r_recovers_once_it_is_up(
     api: ApiClient,
 ) -> None:
-    port = _closed_port()
-    url = f"http://127.0.0.1:{port}"
-    app = tui(api, url=url)
-    async with app.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: bool(notices(app)), "the error")
-        assert f"cannot reach the Steelframe service at {url}" in notices(app)[0]
-        assert status(app) == "Chat · service unreachable · ctrl+r retry"
-        message = await send(pilot, app, "anyone there?")
-        assert "cannot reach" in message.query_one(Notice).text
-        assert app.is_running
-        await pilot.press("f2")
-        board_status = app.board.query_one("#board-status")
-        await until(pilot, lambda: "unavailable" in str(board_status.render()), "the board error")
-        assert "cannot reach" in str(board_status.render())
-        await pilot.press("f1")
-        # the service comes up on that address: ctrl+r picks it up, no restart needed
-        proxy = LoopbackProxy(api.raw.port, cut_first=False, port=port)
-        await proxy.start()
-        try:
-            await pilot.press("ctrl+r")
-            await until(pilot, lambda: status(app) == "Chat · New chat", lambda: status(app))
-            await send(pilot, app, "back again")
-            await until(pilot, lambda: session_titles(app) == ["back again"], "the new session")
-        finally:
-            await proxy.close()
+    # Bound and not listening: refused until the proxy listens on this same socket, so no
+    # other process can take the address in between (as a port closed and bound again could).
+    with socket.socket() as address:
+        address.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{address.getsockname()[1]}"
+        app = tui(api, url=url)
+        async with app.run_test(size=SIZE) as pilot:
+            await until(pilot, lambda: bool(notices(app)), "the error")
+            assert f"cannot reach the Steelframe service at {url}" in notices(app)[0]
+            assert status(app) == "Chat · service unreachable · ctrl+r retry"
+            message = await send(pilot, app, "anyone there?")
+            assert "cannot reach" in message.query_one(Notice).text
+            assert app.is_running
+            await pilot.press("f2")
+            board_status = app.board.query_one("#board-status")
+            await until(
+                pilot, lambda: "unavailable" in str(board_status.render()), "the board error"
+            )
+            assert "cannot reach" in str(board_status.render())
+            await pilot.press("f1")
+            # the service comes up on that address: ctrl+r picks it up, no restart needed
+            proxy = LoopbackProxy(api.raw.port, cut_first=False, sock=address)
+            await proxy.start()
+            try:
+                await pilot.press("ctrl+r")
+                await until(pilot, lambda: status(app) == "Chat · New chat", lambda: status(app))
+                await send(pilot, app, "back again")
+                await until(pilot, lambda: session_titles(app) == ["back again"], "the new session")
+            finally:
+                await proxy.close()
 
 
 async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:

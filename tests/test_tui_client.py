@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from textual.app import App, ComposeResult
 from steelframe.cli import build_parser
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.patience import PATIENCE_SECONDS
+from tests.fakes.ports import refused_port
 from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import chat_response, chat_session
@@ -162,9 +162,7 @@ async def test_client_wrong_token_is_unauthorized(api: ApiClient) -> None:
 
 
 async def test_client_unreachable_service_is_one_clear_error() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = refused_port()
     client = OperatorClient(f"http://127.0.0.1:{port}", "sfo_x")
     try:
         with pytest.raises(ServiceUnreachable, match=f"127.0.0.1:{port}: connection refused"):

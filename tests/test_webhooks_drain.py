@@ -17,7 +17,8 @@ one minutes away stays stored for another instance's sweep or the next start-up'
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from gidgethub.sansio import Event
 from sqlalchemy import select
 
 from bot.clock import utcnow
+from bot.config import Settings
 from bot.config_values import Secret
 from bot.db import Database
 from steelframe import composition
@@ -42,7 +44,7 @@ from tests.fakes.patience import PATIENCE_SECONDS
 from webhooks.deliveries import DeliveryStatus, NewDelivery, WebhookDelivery
 from webhooks.delivery_retry import RetryPolicy
 from webhooks.deps import WEBHOOKS
-from webhooks.processor import DeliveryProcessor
+from webhooks.processor import SWEEP_SECONDS, DeliveryProcessor
 from webhooks.routing import WebhookContext, handles
 from webhooks.writer import DeliveryWriter
 
@@ -124,30 +126,51 @@ async def test_drain_waits_for_a_delivery_the_sweep_is_processing(
         await processor.close()
 
 
+@contextlib.asynccontextmanager
+async def processing(
+    db: Database,
+    settings: Settings,
+    router: Router,
+    *,
+    retry: RetryPolicy,
+    sweep_seconds: float = SWEEP_SECONDS,
+) -> AsyncIterator[tuple[DeliveryProcessor, DeliveryWriter]]:
+    """A started processor with its delivery writer, as the service runs them; both closed
+    at the end."""
+    writer = DeliveryWriter(db)
+    processor = DeliveryProcessor(
+        router,
+        WebhookContext(db=db, settings=settings, clock=utcnow),
+        writer=writer,
+        sweep_seconds=sweep_seconds,
+        retry=retry,
+    )
+    processor.start()
+    try:
+        yield processor, writer
+    finally:
+        await writer.close()
+        await processor.close()
+
+
 async def test_drain_waits_for_the_retry_of_a_handler_that_failed_once(
     services_factory: Callable[..., Any], tmp_path: Path, any_db_url: str
 ) -> None:
     db = services_factory(settings := make_settings(tmp_path, database_url=any_db_url)).db
     calls: list[str] = []
-    writer = DeliveryWriter(db)
-    processor = DeliveryProcessor(
+    async with processing(
+        db,
+        settings,
         failing(calls, times=1),
-        WebhookContext(db=db, settings=settings, clock=utcnow),
-        writer=writer,
         sweep_seconds=3600,  # only the retry's own time wakes the sweep
         retry=RetryPolicy(base_delay=1.0, jitter=0.0),
-    )
-    processor.start()
-    try:
+    ) as (processor, writer):
         await submitted(processor, writer, "flaky")
         await asyncio.wait_for(processor.drain(), PATIENCE_SECONDS)
         # Returned after the retry, not after the failure that scheduled it.
         assert calls == ["flaky", "flaky"]
         done = row(db, "flaky")
         assert (done.status, done.attempts) == (DeliveryStatus.PROCESSED, 2)
-    finally:
-        await writer.close()
-        await processor.close()
 
 
 async def test_drain_waits_until_the_last_attempt_failed_and_the_delivery_is_dead(
@@ -155,25 +178,19 @@ async def test_drain_waits_until_the_last_attempt_failed_and_the_delivery_is_dea
 ) -> None:
     db = services_factory(settings := make_settings(tmp_path)).db
     calls: list[str] = []
-    writer = DeliveryWriter(db)
-    processor = DeliveryProcessor(
+    async with processing(
+        db,
+        settings,
         failing(calls, times=1_000),
-        WebhookContext(db=db, settings=settings, clock=utcnow),
-        writer=writer,
         sweep_seconds=3600,
         retry=RetryPolicy(max_attempts=3, base_delay=0.2, jitter=0.0),
-    )
-    processor.start()
-    try:
+    ) as (processor, writer):
         await submitted(processor, writer, "broken")
         await asyncio.wait_for(processor.drain(), PATIENCE_SECONDS)
         assert calls == ["broken"] * 3
         dead = row(db, "broken")
         assert (dead.status, dead.attempts) == (DeliveryStatus.DEAD, 3)
         assert dead.reason == "gave up after 3 attempts: RuntimeError: down (call 3)"
-    finally:
-        await writer.close()
-        await processor.close()
 
 
 async def test_drain_within_a_bound_leaves_a_later_retry_stored(
@@ -181,15 +198,9 @@ async def test_drain_within_a_bound_leaves_a_later_retry_stored(
 ) -> None:
     db = services_factory(settings := make_settings(tmp_path)).db
     calls: list[str] = []
-    writer = DeliveryWriter(db)
-    processor = DeliveryProcessor(
-        failing(calls, times=1),
-        WebhookContext(db=db, settings=settings, clock=utcnow),
-        writer=writer,
-        retry=RetryPolicy(base_delay=600.0, jitter=0.0),
-    )
-    processor.start()
-    try:
+    async with processing(
+        db, settings, failing(calls, times=1), retry=RetryPolicy(base_delay=600.0, jitter=0.0)
+    ) as (processor, writer):
         await submitted(processor, writer, "later")
         # Due in ten minutes, past the bound: drain returns once the failure is recorded.
         await asyncio.wait_for(processor.drain(retries_within=60.0), PATIENCE_SECONDS)
@@ -198,9 +209,6 @@ async def test_drain_within_a_bound_leaves_a_later_retry_stored(
         assert (waiting.status, waiting.attempts) == (DeliveryStatus.RETRYING, 1)
         assert waiting.next_attempt_at is not None
         assert waiting.next_attempt_at - waiting.received_at > timedelta(minutes=9)
-    finally:
-        await writer.close()
-        await processor.close()
 
 
 async def test_drain_stops_waiting_for_a_retry_another_instance_took(
@@ -211,29 +219,21 @@ async def test_drain_stops_waiting_for_a_retry_another_instance_took(
     db = services_factory(settings := make_settings(tmp_path)).db
     calls: list[str] = []
     router = failing(calls, times=1)
-    writer = DeliveryWriter(db)
-    here = DeliveryProcessor(
-        router,
-        WebhookContext(db=db, settings=settings, clock=utcnow),
-        writer=writer,
-        sweep_seconds=3600,
-        retry=RetryPolicy(base_delay=3.0, jitter=0.0),
-    )
     # Another instance, whose clock finds the retry due at once.
     later = WebhookContext(db=db, settings=settings, clock=lambda: utcnow() + timedelta(hours=1))
     elsewhere = DeliveryProcessor(router, later)
-    here.start()
     try:
-        await submitted(here, writer, "moved")
-        await asyncio.wait_for(here.drain(retries_within=0.0), PATIENCE_SECONDS)
-        assert calls == ["moved"]
-        assert await elsewhere.recover() == 1
-        assert calls == ["moved", "moved"]
-        await asyncio.wait_for(here.drain(), PATIENCE_SECONDS)
-        assert row(db, "moved").status == DeliveryStatus.PROCESSED
+        async with processing(
+            db, settings, router, sweep_seconds=3600, retry=RetryPolicy(base_delay=3.0, jitter=0.0)
+        ) as (here, writer):
+            await submitted(here, writer, "moved")
+            await asyncio.wait_for(here.drain(retries_within=0.0), PATIENCE_SECONDS)
+            assert calls == ["moved"]
+            assert await elsewhere.recover() == 1
+            assert calls == ["moved", "moved"]
+            await asyncio.wait_for(here.drain(), PATIENCE_SECONDS)
+            assert row(db, "moved").status == DeliveryStatus.PROCESSED
     finally:
-        await writer.close()
-        await here.close()
         await elsewhere.close()
 
 

@@ -37,8 +37,8 @@ from tests.fakes.lifecycle import (
     start_lifecycle,
     wait_for,
 )
+from tests.fakes.ports import refused_port
 from tests.fakes.sandbox import sandbox_settings
-from tests.fakes.serve_process import free_port
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 from webhooks.delivery_retry import RetryPolicy
 from webhooks.deps import WEBHOOKS
@@ -159,7 +159,7 @@ async def test_a_pickup_while_redis_is_down_is_processed_and_its_task_delivered_
     tmp_path: Path,
     redis_url: str,
 ) -> None:
-    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    down = f"redis://127.0.0.1:{refused_port()}/0"  # nothing listens there
     settings = github_sandbox.settings(
         tmp_path,
         redis_url=down,
@@ -217,7 +217,7 @@ async def test_terminate_while_redis_is_down_stops_the_task(
     github_sandbox: GitHubSandbox, api_factory: Callable[..., Any], tmp_path: Path
 ) -> None:
     """The queued job cannot be cancelled without Redis; the task's state is what stops it."""
-    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    down = f"redis://127.0.0.1:{refused_port()}/0"  # nothing listens there
     settings = github_sandbox.settings(tmp_path, redis_url=down, **sandbox_settings(tmp_path))
     api = await api_factory(settings)
     issue = await github_sandbox.client().create_issue(
@@ -251,7 +251,7 @@ async def test_a_decision_while_redis_is_down_resumes_the_task_without_counting_
     github_sandbox.user_token("maintainer", "write")
 
     # The instance that receives the Decision has lost Redis (same database).
-    down = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there
+    down = f"redis://127.0.0.1:{refused_port()}/0"  # nothing listens there
     cut_off = await api_factory(replace(lc.settings, redis_url=down))
     github_sandbox.deliver_to(str(cut_off.raw.make_url("/api/github/webhooks")))
     decision = {"body": f"{DECISION}\nUse Redis."}

@@ -8,7 +8,6 @@ import asyncio
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,12 +18,7 @@ import pytest
 
 from tests.browser.conftest import WAIT_MS, chromium_path
 from tests.fakes.patience import PATIENCE_SECONDS
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.fakes.ports import refused_port
 
 
 @pytest.fixture
@@ -52,20 +46,21 @@ def xvfb() -> Iterator[str]:
 
 
 @pytest.fixture
-def desktop(xvfb: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], int]]:
+def desktop(xvfb: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
     """`steelframe desktop` on the virtual display (a dev service: nothing answers at the
-    URL), with Chromium's debugging port open so the test can look inside the window."""
+    URL), with Chromium's debugging port open so the test can look inside the window: port
+    0, a free one Chromium picks and writes into the profile's DevToolsActivePort."""
     browser = chromium_path()
-    debug_port = free_port()
-    env = {**os.environ, "DISPLAY": xvfb, "STEELFRAME_URL": f"http://127.0.0.1:{free_port()}"}
+    profile = tmp_path / "profile"
+    env = {**os.environ, "DISPLAY": xvfb, "STEELFRAME_URL": f"http://127.0.0.1:{refused_port()}"}
     env.pop("STEELFRAME_REDIS_URL", None)
     process = subprocess.Popen(
         [
             *(sys.executable, "-m", "steelframe.cli", "desktop"),
-            *("--browser", browser, "--profile", str(tmp_path / "profile")),
+            *("--browser", browser, "--profile", str(profile)),
             "--browser-arg=--no-sandbox",
             "--browser-arg=--disable-gpu",
-            f"--browser-arg=--remote-debugging-port={debug_port}",
+            "--browser-arg=--remote-debugging-port=0",
             "--browser-arg=--window-size=1200,760",
         ],
         cwd=tmp_path,
@@ -75,7 +70,7 @@ def desktop(xvfb: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], 
         text=True,
     )
     try:
-        yield process, debug_port
+        yield process, profile
     finally:
         if process.poll() is None:
             process.kill()
@@ -83,14 +78,14 @@ def desktop(xvfb: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], 
 
 
 async def test_desktop_opens_a_signed_in_window(
-    xvfb: str, tmp_path: Path, desktop: tuple[subprocess.Popen[str], int]
+    xvfb: str, tmp_path: Path, desktop: tuple[subprocess.Popen[str], Path]
 ) -> None:
     from PIL import ImageGrab
     from playwright.async_api import async_playwright
 
-    process, debug_port = desktop
+    process, profile = desktop
     async with async_playwright() as playwright:
-        cdp = await connect(playwright, debug_port)
+        cdp = await connect(playwright, await devtools_port(profile, process))
         page = await find_app_page(cdp)
         # A one-time code in the link, never the token: the window asks, then signs in.
         await page.wait_for_selector("#link-form:not([hidden])", timeout=WAIT_MS)
@@ -112,6 +107,22 @@ async def test_desktop_opens_a_signed_in_window(
     output, _ = await asyncio.to_thread(process.communicate, timeout=60)
     assert "starting `steelframe dev`" in output and "token: " in output
     assert "steelframe dev: shutting down" in output
+
+
+async def devtools_port(profile: Path, process: subprocess.Popen[str]) -> int:
+    """The debugging port Chromium took, from the first line of the DevToolsActivePort file
+    it writes into its profile once it listens."""
+    written = profile / "DevToolsActivePort"
+    deadline = time.monotonic() + PATIENCE_SECONDS  # a Chromium start on a loaded machine
+    while True:
+        lines = written.read_text().splitlines() if written.exists() else []
+        if lines and lines[0].isdigit():
+            return int(lines[0])
+        if process.poll() is not None:
+            raise AssertionError(f"steelframe desktop exited with {process.returncode}")
+        if time.monotonic() > deadline:
+            raise AssertionError("Chromium never said where its debugging port listens")
+        await asyncio.sleep(0.2)
 
 
 async def connect(playwright: object, port: int) -> object:

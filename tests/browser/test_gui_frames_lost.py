@@ -11,18 +11,25 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from aiohttp import web
 
 from bot.chat.frames import LOST_TEXT
 from bot.contracts.chat import StatusReason
-from steelframe.server import AppPlugin, default_plugins
-from tests.browser.conftest import WAIT_MS, GuiFactory
+from bot.contracts.events import SessionChange
+from tests.browser.conftest import WAIT_MS, Gui, GuiFactory
 from tests.conftest import ApiClient, make_settings
+from tests.fakes.events import EventsFeed
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
-from tests.fakes.tui import NewerChatStream
+from tests.fakes.tui import (
+    ChatStreamWrites,
+    NewerChatStream,
+    Write,
+    after_first_frame,
+    is_frame,
+    sse_events,
+)
 
 REPLY = "The build is green."
 NOTES = (
@@ -41,20 +48,40 @@ def _lost(text: str = LOST_TEXT) -> dict[str, Any]:
     return {"type": "status", "text": text, "reason": StatusReason.FRAMES_LOST}
 
 
+def _warning(text: str) -> dict[str, Any]:
+    """A frames-lost warning as NOTES reads it: its text as text, a note under the reply."""
+    return {"text": f"Warning: {text}", "role": "note", "under": True, "children": 0}
+
+
+async def _service(
+    api_factory: Any,
+    tmp_path: Path,
+    streams: ChatStreamWrites,
+    runtime: ScriptedRuntime | None = None,
+) -> ApiClient:
+    """The real service, its chat streams written through `streams`, answering REPLY."""
+    runtime = runtime or ScriptedRuntime([reply(REPLY)])
+    api: ApiClient = await api_factory(
+        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=streams.plugins()
+    )
+    return api
+
+
+async def _one_turn(api: ApiClient, gui_factory: GuiFactory) -> Gui:
+    """A signed-in page that sent one message and was told the turn ended."""
+    gui = await gui_factory(api)
+    await gui.send("is the build green?")
+    await gui.wait_done()
+    return gui
+
+
 async def test_frames_lost_stays_as_a_warning_under_the_reply(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:
     lossy = NewerChatStream(_lost(), _lost())
-    runtime = ScriptedRuntime([reply(REPLY)])
-    api = await api_factory(
-        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
-    )
-    gui = await gui_factory(api)
-    await gui.send("is the build green?")
-    await gui.wait_done()
+    gui = await _one_turn(await _service(api_factory, tmp_path, lossy), gui_factory)
     assert lossy.sent == 1
-    warning = {"text": f"Warning: {LOST_TEXT}", "role": "note", "under": True, "children": 0}
-    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [_warning(LOST_TEXT)]}]
     assert await gui.axe() == []
     # The sign-in page's own 401 (no session yet), nothing else.
     assert [e for e in gui.console_errors if "401" not in e] == []
@@ -65,19 +92,12 @@ async def test_a_frames_lost_text_is_shown_as_text(
 ) -> None:
     markup = '<img src=x onerror="window.pwned = 1"> <b>lost</b>'
     lossy = NewerChatStream(_lost(markup))
-    runtime = ScriptedRuntime([reply(REPLY)])
-    api = await api_factory(
-        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
-    )
-    gui = await gui_factory(api)
-    await gui.send("is the build green?")
-    await gui.wait_done()
-    warning = {"text": f"Warning: {markup}", "role": "note", "under": True, "children": 0}
-    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    gui = await _one_turn(await _service(api_factory, tmp_path, lossy), gui_factory)
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [_warning(markup)]}]
     assert await gui.page.evaluate("() => window.pwned === undefined")
 
 
-class LossyReattach:
+class LossyReattach(ChatStreamWrites):
     """The real service, its re-attaches (`GET .../chat/stream`) read as through another
     instance that lost frames: after the first frame, a `frames_lost` status frame; and the
     `done` frame held until `release` is set (`holding` is set when it waits), so a test
@@ -85,56 +105,46 @@ class LossyReattach:
     own stream (the POST) is cut after its first frame: the page re-attaches by itself.
     Pass `plugins()` to `api_factory`."""
 
-    PATH = "/api/operator/chat/stream"
-
     def __init__(self, *, drop: bool = False) -> None:
         self.drop = drop
         self.holding = asyncio.Event()
         self.release = asyncio.Event()
 
-    def plugins(self) -> tuple[AppPlugin, ...]:
-        return (*default_plugins(), AppPlugin(self._setup))
-
-    def _setup(self, app: web.Application) -> None:
-        app.on_response_prepare.append(self._prepare)
-
-    async def _prepare(self, request: web.Request, response: web.StreamResponse) -> None:
-        if request.path != self.PATH or response.content_type != "text/event-stream":
-            return
-        write, first = response.write, [True]
+    def rewrite(self, request: web.Request, write: Write) -> Write | None:
         if request.method == "POST" and self.drop:
 
             async def cut_write(data: bytes | bytearray | memoryview) -> None:
                 await write(data)
-                if bytes(data).startswith(b"id:") and request.transport is not None:
+                if is_frame(data) and request.transport is not None:
                     request.transport.close()  # a network drop mid-turn
 
-            response.write = cut_write  # type: ignore[method-assign]
-            return
+            return cut_write
         if request.method != "GET":
-            return
-        lost = b"data: %s\n\n" % msgspec.json.encode(_lost())
+            return None
+        lossy_write = after_first_frame(write, sse_events(_lost()))
 
-        async def lossy_write(data: bytes | bytearray | memoryview) -> None:
+        async def held_done_write(data: bytes | bytearray | memoryview) -> None:
             if b'"type":"done"' in bytes(data):
                 self.holding.set()
                 await self.release.wait()
-            await write(data)
-            if first[0] and bytes(data).startswith(b"id:"):  # a frame, not a heartbeat
-                first[0] = False
-                await write(lost)
+            await lossy_write(data)
 
-        response.write = lossy_write  # type: ignore[method-assign]
+        return held_done_write
 
 
-async def _stored_reply(api: ApiClient, session_id: str) -> None:
-    """Until the service has stored the turn's reply (its `done` frame is held)."""
-    async with asyncio.timeout(PATIENCE_SECONDS):
-        while True:
-            session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
-            if any(m["role"] == "assistant" for m in session["messages"]):
-                return
-            await asyncio.sleep(0.05)
+async def _stored_reply(feed: EventsFeed, session_id: str) -> None:
+    """Until the service has stored the turn's reply (its `done` frame is held): the turn
+    announces its session (`created` for a chat's first turn, else `updated`) once both
+    messages are written, before its `done` frame. The feed must be open before the turn
+    stores: a stream without Last-Event-ID starts at "now", so an event already announced
+    when it opens never reaches it."""
+    await feed.wait_for(
+        lambda frame: (
+            frame.get("type") == "session"
+            and frame["session_id"] == session_id
+            and frame["change"] in (SessionChange.CREATED, SessionChange.UPDATED)
+        )
+    )
 
 
 @pytest.mark.parametrize("reattach", ["after a reload", "after a dropped connection"])
@@ -148,9 +158,7 @@ async def test_the_warning_moves_onto_the_stored_reply_after_a_reattach(
     gate = asyncio.Event()
     runtime = ScriptedRuntime([reply(REPLY)], gate=gate)
     lossy = LossyReattach(drop=reattach == "after a dropped connection")
-    api = await api_factory(
-        make_settings(tmp_path), runtimes=lambda agent: runtime, plugins=lossy.plugins()
-    )
+    api = await _service(api_factory, tmp_path, lossy, runtime)
     gui = await gui_factory(api)
     page = gui.page
     await gui.send("is the build green?")
@@ -161,16 +169,19 @@ async def test_the_warning_moves_onto_the_stored_reply_after_a_reattach(
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
     session_id = sessions[0]["id"]
 
-    gate.set()
-    await asyncio.wait_for(lossy.holding.wait(), PATIENCE_SECONDS)
-    await _stored_reply(api, session_id)
+    feed = await EventsFeed.open(api)  # before the turn stores its reply
+    try:
+        gate.set()
+        await asyncio.wait_for(lossy.holding.wait(), PATIENCE_SECONDS)
+        await _stored_reply(feed, session_id)
+    finally:
+        await feed.close()
     await page.click(f"[data-session='{session_id}'] .session-open")  # the history again
     await page.wait_for_selector(f"#messages .msg.assistant[data-id$='-a'] .body >> text={REPLY}")
     lossy.release.set()
     await gui.wait_done()
 
-    warning = {"text": f"Warning: {LOST_TEXT}", "role": "note", "under": True, "children": 0}
-    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [warning]}]
+    assert await gui.page.evaluate(NOTES) == [{"body": REPLY, "notes": [_warning(LOST_TEXT)]}]
     session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
     answer = next(m for m in session["messages"] if m["role"] == "assistant")
     assert await page.locator("#messages .msg.assistant").get_attribute("data-id") == answer["id"]

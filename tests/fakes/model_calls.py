@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Literal
@@ -18,6 +17,7 @@ from bot.runtimes.base import (
     Thinking,
     TurnFacts,
 )
+from tests.fakes.ports import refused_port
 
 
 def runtime_request(
@@ -78,7 +78,5 @@ async def first_content_then_cancel(stream: AsyncIterator[RuntimeEvent]) -> list
 
 
 def unused_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on, held so that nothing can (`refused_port`)."""
+    return refused_port()

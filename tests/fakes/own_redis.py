@@ -15,7 +15,34 @@ import pytest
 import redis
 
 from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
-from tests.fakes.serve_process import free_port
+from tests.fakes.ports import restartable_port
+
+
+class PortTaken(RuntimeError):
+    """Another process took the port a test's own Redis was to (re)start on."""
+
+
+def start_redis_at(folder: Path, port: int) -> EmbeddedRedis:
+    """An embedded Redis on `port`, checked to be the server that answers there. The port
+    is fixed (redis-server cannot bind port 0 and say which it took, and a restart must come
+    back where its clients point), so another process may have taken it since it was picked
+    or since the last stop: redis-server then exits, and another test's Redis would answer
+    in its place. That fails here, saying so, not later as a confusing assertion."""
+    taken = PortTaken(
+        f"127.0.0.1:{port} was taken by another process before this test's Redis could "
+        "(re)start there: a port collision with another test, not a failure of the code"
+    )
+    try:
+        server = start_embedded_redis(folder, port=port)
+    except (RuntimeError, redis.RedisError) as exc:  # what holds the port is not a Redis
+        raise taken from exc
+    ours = server._process.pid if server._process else getattr(server._lite, "pid", None)
+    with redis.Redis.from_url(server.url) as client:
+        answering = client.info("server").get("process_id")
+    if ours is not None and answering != ours:
+        server.stop()
+        raise taken
+    return server
 
 
 @dataclass
@@ -31,7 +58,7 @@ class OwnRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        self.server = start_embedded_redis(self.folder, port=self.port)
+        self.server = start_redis_at(self.folder, self.port)
 
     def stop_losing_data(self) -> None:
         """Gone with what it held: the next start is empty (a Redis without persistence
@@ -52,7 +79,7 @@ class OwnRedis:
 @pytest.fixture(name="own_redis")
 def own_redis_fixture(tmp_path: Path) -> Iterator[OwnRedis]:
     """Import it as `own_redis_fixture as own_redis_fixture`: the test gets `own_redis`."""
-    own = OwnRedis(tmp_path / "redis", free_port())
+    own = OwnRedis(tmp_path / "redis", restartable_port())
     own.start()
     yield own
     if own.server is not None:

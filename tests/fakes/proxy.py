@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 
 
 class LoopbackProxy:
     """A loopback TCP proxy to the service. With `cut_first`, it breaks its first connection
-    in the middle of the first `thinking` frame (a proxy or network drop mid-turn)."""
+    in the middle of the first `thinking` frame (a proxy or network drop mid-turn). With
+    `sock` (bound, not listening), it listens on that socket instead of a new port."""
 
-    def __init__(self, target_port: int, *, cut_first: bool = True, port: int = 0) -> None:
+    def __init__(
+        self, target_port: int, *, cut_first: bool = True, sock: socket.socket | None = None
+    ) -> None:
         self.target_port = target_port
         self.cut_first = cut_first
-        self.port = port
+        self.sock = sock
         self.connections = 0
         self.server: asyncio.Server | None = None
 
     async def start(self) -> str:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", self.port)
+        if self.sock is not None:
+            self.server = await asyncio.start_server(self._handle, sock=self.sock)
+        else:
+            self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
 
     async def close(self) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import msgspec
@@ -48,18 +49,37 @@ class HeldNewChat(ServiceMiddleware):
         return response
 
 
-class NewerChatStream:
-    """The real service, its chat streams read as a newer service's would be: after a turn's
-    first frame come `extra` events (whole SSE events, without an id: they are not part of
-    the turn's numbering, so a re-attach resumes as it would without them). Pass `plugins()`
-    to `api_factory`, and read it with a client that does not check the answers against
-    this service's OpenAPI document (`plain_tui`): what it adds is not in it."""
+# What an aiohttp StreamResponse writes with (`response.write`).
+Write = Callable[[bytes | bytearray | memoryview], Coroutine[Any, Any, None]]
+
+
+def is_frame(data: bytes | bytearray | memoryview) -> bool:
+    """A written chunk is one of the turn's numbered frames (not a heartbeat)."""
+    return bytes(data).startswith(b"id:")
+
+
+def after_first_frame(
+    write: Write, extra: bytes, *, sent: Callable[[], None] = lambda: None
+) -> Write:
+    """`write`, with `extra` written right after the first frame (then `sent` is called)."""
+    first = True
+
+    async def write_then_extra(data: bytes | bytearray | memoryview) -> None:
+        nonlocal first
+        await write(data)
+        if first and is_frame(data):
+            first = False
+            await write(extra)
+            sent()
+
+    return write_then_extra
+
+
+class ChatStreamWrites(ABC):
+    """The real service, what its chat streams (a turn's POST, a re-attach's GET) write
+    passed through `rewrite`. Pass `plugins()` to `api_factory`."""
 
     PATH = "/api/operator/chat/stream"
-
-    def __init__(self, *extra: dict[str, Any]) -> None:
-        self.extra = b"".join(b"data: %s\n\n" % msgspec.json.encode(frame) for frame in extra)
-        self.sent = 0  # streams the extra events went into
 
     def plugins(self) -> tuple[AppPlugin, ...]:
         return (*default_plugins(), AppPlugin(self._setup))
@@ -70,16 +90,36 @@ class NewerChatStream:
     async def _prepare(self, request: web.Request, response: web.StreamResponse) -> None:
         if request.path != self.PATH or response.content_type != "text/event-stream":
             return
-        write, first = response.write, [True]
+        rewritten = self.rewrite(request, response.write)
+        if rewritten is not None:
+            response.write = rewritten  # type: ignore[method-assign,assignment]
 
-        async def write_then_extra(data: bytes | bytearray | memoryview) -> None:
-            await write(data)
-            if first[0] and bytes(data).startswith(b"id:"):  # a frame, not a heartbeat
-                first[0] = False
-                await write(self.extra)
-                self.sent += 1
+    @abstractmethod
+    def rewrite(self, request: web.Request, write: Write) -> Write | None:
+        """What the stream answering `request` writes through, or None: the service's."""
 
-        response.write = write_then_extra  # type: ignore[method-assign]
+
+class NewerChatStream(ChatStreamWrites):
+    """The real service, its chat streams read as a newer service's would be: after a turn's
+    first frame come `extra` events (whole SSE events, without an id: they are not part of
+    the turn's numbering, so a re-attach resumes as it would without them). Pass `plugins()`
+    to `api_factory`, and read it with a client that does not check the answers against
+    this service's OpenAPI document (`plain_tui`): what it adds is not in it."""
+
+    def __init__(self, *extra: dict[str, Any]) -> None:
+        self.extra = sse_events(*extra)
+        self.sent = 0  # streams the extra events went into
+
+    def rewrite(self, request: web.Request, write: Write) -> Write:
+        return after_first_frame(write, self.extra, sent=self._count)
+
+    def _count(self) -> None:
+        self.sent += 1
+
+
+def sse_events(*frames: dict[str, Any]) -> bytes:
+    """Whole SSE events of `frames`, without ids."""
+    return b"".join(b"data: %s\n\n" % msgspec.json.encode(frame) for frame in frames)
 
 
 def plain_tui(api: ApiClient) -> SteelframeApp:
