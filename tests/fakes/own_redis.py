@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from steelframe.embedded_redis import EmbeddedRedis, start_embedded_redis
+from steelframe.embedded_redis import PortTaken as EmbeddedPortTaken
 from tests.fakes.ports import restartable_port
 
 
@@ -23,26 +24,18 @@ class PortTaken(RuntimeError):
 
 
 def start_redis_at(folder: Path, port: int) -> EmbeddedRedis:
-    """An embedded Redis on `port`, checked to be the server that answers there. The port
-    is fixed (redis-server cannot bind port 0 and say which it took, and a restart must come
-    back where its clients point), so another process may have taken it since it was picked
-    or since the last stop: redis-server then exits, and another test's Redis would answer
-    in its place. That fails here, saying so, not later as a confusing assertion."""
-    taken = PortTaken(
-        f"127.0.0.1:{port} was taken by another process before this test's Redis could "
-        "(re)start there: a port collision with another test, not a failure of the code"
-    )
+    """An embedded Redis on `port`. The port is fixed (redis-server cannot bind port 0 and
+    say which it took, and a restart must come back where its clients point), so another
+    process may have taken it since it was picked or since the last stop: that fails here,
+    saying so (the embedded Redis checks the server answering is its own), not later as a
+    confusing assertion."""
     try:
-        server = start_embedded_redis(folder, port=port)
-    except (RuntimeError, redis.RedisError) as exc:  # what holds the port is not a Redis
-        raise taken from exc
-    ours = server._process.pid if server._process else getattr(server._lite, "pid", None)
-    with redis.Redis.from_url(server.url) as client:
-        answering = client.info("server").get("process_id")
-    if ours is not None and answering != ours:
-        server.stop()
-        raise taken
-    return server
+        return start_embedded_redis(folder, port=port)
+    except EmbeddedPortTaken as exc:
+        raise PortTaken(
+            f"127.0.0.1:{port} was taken by another process before this test's Redis could "
+            "(re)start there: a port collision with another test, not a failure of the code"
+        ) from exc
 
 
 @dataclass
