@@ -18,6 +18,7 @@ import pytest
 from bot.contracts.chat import ErrorReason
 from bot.runtimes.base import RuntimeError_, RuntimeEvent, RuntimeRequest
 from tests.conftest import ApiClient, frames_until, make_settings, read_sse
+from tests.fakes.events import EventsFeed
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
@@ -155,3 +156,23 @@ async def test_the_blocking_turn_answers_the_status_and_code_of_its_word(
     assert answer.status == status, body
     word = body["detail"]["reason"]
     assert word in set(ErrorReason) and body["code"] == f"turn_{word}", body
+
+
+async def test_a_chat_whose_first_turn_fails_is_announced_to_other_clients(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """The session is stored (and listed) from the turn's start, whatever becomes of the
+    turn: the other open clients hear of it then, not only once a reply is stored."""
+    model = FailingRuntime(RuntimeError_("refused"))
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: model)
+    feed = await EventsFeed.open(api)
+    try:
+        answer = await api.post("/api/operator/chat", json={"message": "a question"})
+        session = (await answer.json())["detail"]["session"]
+        assert answer.status == 502
+        announced = await feed.wait_for(lambda f: f.get("type") == "session")
+        assert (announced["session_id"], announced["change"]) == (session, "created")
+        listed = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+        assert [s["id"] for s in listed] == [session]
+    finally:
+        await feed.close()

@@ -198,6 +198,9 @@ class TurnPipeline:
                 )
             )
             ts = await self._open(handle, request, target)
+            if ts is not None and ts.created:
+                # Listed from now on, whatever becomes of the turn: other clients show it.
+                await announce(self.events, request.operator_id, ts.id, SessionChange.CREATED)
             if ts is not None:
                 # Cut by a shutdown from here on, the session keeps the message and says so.
                 handle.on_cut = functools.partial(self._record_cut, request=request, ts=ts)
@@ -258,8 +261,7 @@ class TurnPipeline:
         stored = await self._persist(handle, request, finished)
         if stored is None:
             return
-        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
-        await announce(self.events, request.operator_id, ts.id, change)
+        await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
         history = [*ts.history, *stored][-HISTORY_IN_RESPONSE:]
         await handle.emit(DoneFrame(response=finished.response(history)))
 
@@ -338,8 +340,7 @@ class TurnPipeline:
         says the turn did not complete (bot.chat.turn.cut_record)."""
         record = cut_record(handle.turn_id, request.message, ts)
         await self.writes.run(persist_turn, request.operator_id, ts.id, record, clock=self.clock)
-        change = SessionChange.CREATED if ts.created else SessionChange.UPDATED
-        await announce(self.events, request.operator_id, ts.id, change)
+        await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
 
     async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""

@@ -134,15 +134,15 @@ class LossyReattach(ChatStreamWrites):
 
 async def _stored_reply(feed: EventsFeed, session_id: str) -> None:
     """Until the service has stored the turn's reply (its `done` frame is held): the turn
-    announces its session (`created` for a chat's first turn, else `updated`) once both
-    messages are written, before its `done` frame. The feed must be open before the turn
+    announces its session `updated` once both messages are written, before its `done`
+    frame (a chat's `created` came when the turn opened it). The feed must be open before the turn
     stores: a stream without Last-Event-ID starts at "now", so an event already announced
     when it opens never reaches it."""
     await feed.wait_for(
         lambda frame: (
             frame.get("type") == "session"
             and frame["session_id"] == session_id
-            and frame["change"] in (SessionChange.CREATED, SessionChange.UPDATED)
+            and frame["change"] == SessionChange.UPDATED
         )
     )
 
