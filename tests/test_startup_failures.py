@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from tests.fakes.ports import refused_port
 from tests.fakes.workers import CREDENTIAL_VARS, stop_processes
 
 
@@ -26,10 +27,13 @@ def _env(tmp_path: Path, **settings: str) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def _served_port(log: Path) -> int | None:
+    """The port of serve's `url: http://host:port` line (it binds port 0 and says where:
+    a port probed free and handed over could be taken meanwhile), once printed."""
+    for line in log.read_text().splitlines():
+        if line.startswith("url: "):
+            return int(line.rsplit(":", 1)[1].strip("/"))
+    return None
 
 
 def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -57,18 +61,19 @@ async def test_two_serves_and_two_workers_started_at_once_on_a_fresh_schema_all_
     pg_url: str, redis_url: str, tmp_path: Path
 ) -> None:
     env = _env(tmp_path, STEELFRAME_DATABASE_URL=pg_url, STEELFRAME_REDIS_URL=redis_url)
-    ports = [_free_port(), _free_port()]
-    processes = [
-        _start(["serve", "--port", str(port)], env, tmp_path / f"serve-{port}.log")
-        for port in ports
-    ] + [_start(["worker", "--in-process"], env, tmp_path / f"worker-{n}.log") for n in (1, 2)]
-    logs = [tmp_path / f"serve-{port}.log" for port in ports]
-    logs += [tmp_path / f"worker-{n}.log" for n in (1, 2)]
+    serve_logs = [tmp_path / f"serve-{n}.log" for n in (1, 2)]
+    processes = [_start(["serve", "--port", "0"], env, log) for log in serve_logs] + [
+        _start(["worker", "--in-process"], env, tmp_path / f"worker-{n}.log") for n in (1, 2)
+    ]
+    logs = [*serve_logs, *(tmp_path / f"worker-{n}.log" for n in (1, 2))]
     try:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + 120
         while True:
-            served = [await asyncio.to_thread(_healthy, port) for port in ports]
+            ports = [_served_port(log) for log in serve_logs]
+            served = [
+                port is not None and await asyncio.to_thread(_healthy, port) for port in ports
+            ]
             listening = [
                 "listening on" in (tmp_path / f"worker-{n}.log").read_text() for n in (1, 2)
             ]
@@ -120,7 +125,9 @@ def _one_line_naming(result: subprocess.CompletedProcess[str], *words: str) -> s
 def test_a_bad_or_unreachable_database_is_one_line_naming_the_setting(
     tmp_path: Path, url: str, words: tuple[str, ...]
 ) -> None:
-    result = _run(tmp_path, "db", "upgrade", STEELFRAME_DATABASE_URL=url.format(port=_free_port()))
+    result = _run(
+        tmp_path, "db", "upgrade", STEELFRAME_DATABASE_URL=url.format(port=refused_port())
+    )
     line = _one_line_naming(result, *words)
     assert "hunter2" not in result.stderr + result.stdout, line
 
@@ -134,7 +141,7 @@ def test_the_postgres_scheme_alias_is_accepted(postgres_server: str) -> None:
 
 def test_an_unreachable_redis_is_one_line_naming_the_setting(tmp_path: Path) -> None:
     result = _run(
-        tmp_path, "worker", "--burst", STEELFRAME_REDIS_URL=f"redis://127.0.0.1:{_free_port()}/0"
+        tmp_path, "worker", "--burst", STEELFRAME_REDIS_URL=f"redis://127.0.0.1:{refused_port()}/0"
     )
     _one_line_naming(result, "cannot reach Redis", "STEELFRAME_REDIS_URL")
     assert "reconcile" not in result.stdout  # nothing was attempted without Redis

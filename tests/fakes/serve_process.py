@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import os
 import signal
-import socket
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -18,12 +17,6 @@ import aiohttp
 STEELFRAME = Path(sys.executable).with_name("steelframe")
 # Variables of the developer's own environment that must not leak into the child.
 PREFIXES = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass
