@@ -14,6 +14,9 @@ and written before any later one once Redis answers again, so a client re-attach
 another instance gets the whole turn. Frames Redis never got or lost (held past the bound, a
 Redis that came back without its data, a stream trimmed at MAX_FRAMES) are said, not skipped:
 the reader puts a `status` frame with reason `frames_lost` where they were (`Continuity`).
+A turn whose instance was killed mid-turn (SIGKILL, OOM, a crash) ends for its readers once
+its slot lapses (bot/chat/coordination.py): the first reader to see it gone, past a grace for a
+terminal frame on its way, appends its end to the stream, once (`RedisFrameRelay._owner_gone`).
 Finding another instance's turn while Redis is unreachable is a 503 naming the setting, never
 a 500. The instance that wrote a turn's frames may run another release (a rolling deploy):
 a frame whose `reason` this release has no word for is read without it
