@@ -125,6 +125,15 @@ class Settings(ModelSettings, CodingSettings):
         "watched chat turns may finish within this at shutdown",
         15.0,
     )
+    # A chat turn's slot (bot/chat/coordination.py) lapses this long after its instance
+    # last renewed it: a killed instance's turn frees its operator, and ends for readers
+    # re-attaching elsewhere, within about this (bot/chat/frames.py, OWNER_GONE_GRACE).
+    chat_turn_slot_ttl_seconds: float = setting(
+        "STEELFRAME_CHAT_TURN_SLOT_TTL_SECONDS",
+        parse_positive_float,
+        "a killed instance's chat turn is known gone within this",
+        30.0,  # bot.chat.coordination.SLOT_TTL_SECONDS
+    )
     summary_idle_seconds: float = setting(
         "STEELFRAME_SUMMARY_IDLE_SECONDS",
         parse_positive_float,

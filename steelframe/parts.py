@@ -277,7 +277,9 @@ def _turn_coordination(settings: Settings) -> tuple[TurnLocks, TurnRegistry]:
     """One turn per operator across instances (Redis locks) and the running turns' frames
     relayed to any instance (Redis); in-process stand-ins without Redis."""
     locks: TurnLocks = (
-        RedisTurnLocks(settings.redis_url) if settings.redis_url else LocalTurnLocks()
+        RedisTurnLocks(settings.redis_url, ttl_seconds=settings.chat_turn_slot_ttl_seconds)
+        if settings.redis_url
+        else LocalTurnLocks()
     )
 
     async def release_turn(handle: TurnHandle) -> None:
@@ -288,6 +290,7 @@ def _turn_coordination(settings: Settings) -> tuple[TurnLocks, TurnRegistry]:
             settings.redis_url,
             linger=DEFAULT_LINGER_SECONDS,
             longest_block=settings.heartbeat_seconds,
+            slot_ttl=settings.chat_turn_slot_ttl_seconds,
         )
         if settings.redis_url
         else None

@@ -37,9 +37,27 @@ def stop_channel(redis_db: int) -> str:
     return f"{STOP_CHANNEL}:{redis_db}"
 
 
+def slot_key(operator_id: int) -> str:
+    """The operator's turn slot (its value: {turn_id, session} of the turn holding it)."""
+    return f"{KEY_PREFIX}{operator_id}"
+
+
+def slot_held_by(raw: bytes | str | None, turn_id: str) -> bool:
+    """Whether a slot's stored value (None: no slot) is held by `turn_id`; HELD_BY_LUA in
+    Python, for a reader that looks without acting."""
+    if raw is None:
+        return False
+    try:
+        slot = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(slot, dict) and slot.get("turn_id") == turn_id
+
+
 # The slots' scripts act only on a slot its turn still holds (a slot taken over meanwhile
 # is left): the turn id is compared with the stored value's in Redis, one round trip.
-_HELD_BY = """
+# (bot/chat/frames.py ends a turn whose owner is gone with it too.)
+HELD_BY_LUA = """
 local function held_by(key, turn_id)
   local value = redis.call('get', key)
   if not value then return false end
@@ -48,7 +66,7 @@ local function held_by(key, turn_id)
 end
 """
 _RELEASE = (
-    _HELD_BY
+    HELD_BY_LUA
     + """
 if held_by(KEYS[1], ARGV[1]) then return redis.call('del', KEYS[1]) end
 return 0
@@ -56,7 +74,7 @@ return 0
 )
 # KEYS are slots, ARGV[1] the TTL in ms and ARGV[i + 1] the turn renewing KEYS[i].
 _RENEW = (
-    _HELD_BY
+    HELD_BY_LUA
     + """
 local renewed = 0
 for i, key in ipairs(KEYS) do
@@ -182,7 +200,7 @@ class RedisTurnLocks:
     async def _acquire(self, operator_id: int, turn_id: str) -> str | None:
         value = json.dumps({"turn_id": turn_id, "session": ""})
         for _ in range(2):  # the holder may finish between our SET and GET: try once more
-            if await self._redis.set(f"{KEY_PREFIX}{operator_id}", value, nx=True, px=self._ttl_ms):
+            if await self._redis.set(slot_key(operator_id), value, nx=True, px=self._ttl_ms):
                 return None
             held = await self.holder(operator_id)
             if held is not None:
@@ -191,27 +209,25 @@ class RedisTurnLocks:
 
     async def describe(self, operator_id: int, turn_id: str, session_id: str) -> None:
         value = json.dumps({"turn_id": turn_id, "session": session_id})
-        key = f"{KEY_PREFIX}{operator_id}"
+        key = slot_key(operator_id)
         await self._call(
             "describe", lambda: self._redis.set(key, value, xx=True, px=self._ttl_ms), None
         )
 
     async def holder(self, operator_id: int) -> dict[str, str] | None:
-        raw = await self._call(
-            "holder", lambda: self._redis.get(f"{KEY_PREFIX}{operator_id}"), None
-        )
+        raw = await self._call("holder", lambda: self._redis.get(slot_key(operator_id)), None)
         return None if raw is None else dict(json.loads(raw))
 
     async def release(self, operator_id: int, turn_id: str) -> None:
         # With Redis unreachable the slot is left: its key expires by itself within the TTL.
-        key = f"{KEY_PREFIX}{operator_id}"
+        key = slot_key(operator_id)
         await self._call("release", lambda: self._release(keys=[key], args=[turn_id]), None)
 
     async def renew(self, operator_id: int, turn_id: str) -> None:
         await self._call("renew", lambda: self._renew_slots([(operator_id, turn_id)]), None)
 
     async def _renew_slots(self, slots: list[tuple[int, str]]) -> None:
-        keys = [f"{KEY_PREFIX}{operator_id}" for operator_id, _ in slots]
+        keys = [slot_key(operator_id) for operator_id, _ in slots]
         await self._renew(keys=keys, args=[self._ttl_ms, *(turn_id for _, turn_id in slots)])
 
     @contextlib.contextmanager

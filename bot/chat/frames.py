@@ -14,6 +14,9 @@ and written before any later one once Redis answers again, so a client re-attach
 another instance gets the whole turn. Frames Redis never got or lost (held past the bound, a
 Redis that came back without its data, a stream trimmed at MAX_FRAMES) are said, not skipped:
 the reader puts a `status` frame with reason `frames_lost` where they were (`Continuity`).
+A turn whose instance was killed mid-turn (SIGKILL, OOM, a crash) ends for its readers once
+its slot lapses (bot/chat/coordination.py): the first reader to see it gone, past a grace for a
+terminal frame on its way, appends its end to the stream, once (`RedisFrameRelay._owner_gone`).
 Finding another instance's turn while Redis is unreachable is a 503 naming the setting, never
 a 500. The instance that wrote a turn's frames may run another release (a rolling deploy):
 a frame whose `reason` this release has no word for is read without it
@@ -35,9 +38,11 @@ from typing import Any, Protocol
 import msgspec
 from redis.exceptions import NoScriptError, RedisError
 
+from bot.chat.coordination import HELD_BY_LUA, SLOT_TTL_SECONDS, slot_held_by, slot_key
 from bot.contracts.chat import (
     DoneFrame,
     ErrorFrame,
+    ErrorReason,
     Frame,
     StatusFrame,
     StatusReason,
@@ -75,6 +80,17 @@ LOST_TEXT = (
     "part of this turn was not relayed (Redis was away or lost it); "
     "the whole reply comes with the turn's end"
 )
+# A turn whose owner is gone (its instance was killed: SIGKILL, OOM, a crash) ends for its
+# readers with an `error` frame (reason `cancelled`) saying so, in the words of a turn the
+# service cut while stopping (bot/chat/inflight.py SERVICE_STOPPED_TEXT).
+OWNER_GONE_TEXT = (
+    "the service stopped (the instance running this turn went away) before this turn finished"
+)
+# A turn releases its slot just before it relays its terminal frame, whose write may wait
+# for the batch ahead of it and then for its own, each up to WRITE_TIMEOUT: a reader that
+# finds the slot gone waits this long (the turn's slot TTL at most) for that frame before
+# it says the turn's owner is gone.
+OWNER_GONE_GRACE = 2 * WRITE_TIMEOUT
 TERMINAL_FRAMES = (DoneFrame, ErrorFrame)
 LOOKUP_FRAMES = (StatusFrame, *TERMINAL_FRAMES)  # frames that renew the lookups
 # A batch's frames in one command: XADD and PEXPIRE per frame, in the order given (a turn's
@@ -88,6 +104,25 @@ for i, stream in ipairs(KEYS) do
 end
 return #KEYS
 """
+
+# The end of a turn whose owner is gone, appended once for every reader: only while the
+# slot (KEYS[2]) is not held by the turn (ARGV[1]) and the stream's last entry is still the
+# one the reader saw last (ARGV[2], not a terminal frame: it would have ended the reader).
+# A turn's real terminal frame, or another reader's end, coming first leaves it undone.
+# KEYS[3] is the turn's operator lookup, kept as long as the stream (as a terminal frame's
+# relay does).
+_END_ORPHANED = (
+    HELD_BY_LUA
+    + """
+if held_by(KEYS[2], ARGV[1]) then return 0 end
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last == 0 or last[1][1] ~= ARGV[2] then return 0 end
+redis.call('XADD', KEYS[1], '*', 'f', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[4])
+return 1
+"""
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,8 +265,13 @@ class RedisFrameRelay:
         linger: float,
         longest_block: float = DEFAULT_LONGEST_BLOCK,
         max_held: int = DEFAULT_MAX_HELD,
+        slot_ttl: float = SLOT_TTL_SECONDS,
     ) -> None:
         self._redis = blocking_reader(url, longest_block=longest_block)  # locate, replay
+        # A deployment that frees a dead instance's slots sooner (a shorter TTL) hears of
+        # its turns' end sooner too.
+        self._owner_grace = min(OWNER_GONE_GRACE, slot_ttl)
+        self._end_orphaned = self._redis.register_script(_END_ORPHANED)
         # Publishing has a client of its own, which writes one batch at a time: a pipeline
         # per frame took a connection per frame, and with 1,000 turns streaming the pool's
         # 100 ran out (MaxConnectionsError: frames missing from the relay). Resumed streams
@@ -418,20 +458,26 @@ class RedisFrameRelay:
         self, turn_id: str, *, after: int, heartbeat: float | None
     ) -> AsyncIterator[NumberedFrame | None]:
         """Frames with id > `after`, then live ones until the terminal frame; None after
-        `heartbeat` seconds without one. Ends if the stream expires unfinished (the instance
-        running the turn died and nothing more will come). Redis failing meanwhile raises
-        `Unavailable`: the SSE writer ends the stream without a terminal frame, which the
-        clients re-attach from their Last-Event-ID (the turn goes on where it runs)."""
+        `heartbeat` seconds without one. A turn whose owner is gone (its slot expired or
+        taken by another turn, no terminal frame within OWNER_GONE_GRACE) ends with an
+        `error` frame, reason `cancelled` (`_owner_gone`). Ends if the stream expires
+        unfinished. Redis failing meanwhile raises `Unavailable`: the SSE writer ends the
+        stream without a terminal frame, which the clients re-attach from their
+        Last-Event-ID (the turn goes on where it runs)."""
         stream = f"{PREFIX}frames:{turn_id}"
-        position = "0-0"
+        position: bytes | str = "0-0"
         order = Continuity(after)
-        block = int((heartbeat or DEFAULT_LONGEST_BLOCK) * 1000)
+        heartbeat_ms = int((heartbeat or DEFAULT_LONGEST_BLOCK) * 1000)
+        watch = _OwnerWatch(turn_id, stream)
         while True:
+            block = watch.block(heartbeat_ms, self._owner_grace)
             try:
                 answer: Any = await self._redis.xread({stream: position}, block=block, count=500)
                 entries = xread_entries(answer)  # (entry id, {b"f": frame JSON})
                 if not entries and not await self._redis.exists(stream):
                     return
+                if not entries and await self._owner_gone(watch, position):
+                    continue  # its end is in the stream now: read it as every reader does
             except RedisError as exc:
                 raise Unavailable(
                     "the turn's frames cannot be read while Redis is unreachable; check "
@@ -444,10 +490,47 @@ class RedisFrameRelay:
             for entry_id, fields in entries:
                 position = entry_id
                 frame = NumberedFrame.stored(fields[b"f"])
+                watch.last_id = frame.id
                 for shown in order.take(frame):
                     yield shown
                 if frame.terminal:  # nothing of the turn follows (a repeat at most)
                     return
+
+    async def _owner_gone(self, watch: _OwnerWatch, position: bytes | str) -> bool:
+        """Nothing came: is the turn's owner still there? A look at its slot (two GETs at
+        most, once a heartbeat). Not held by the turn: it released the slot to end (its
+        terminal frame is on its way) or it is gone; after the grace, a second look and the
+        end, in one script (`_END_ORPHANED`), which the real terminal frame or another
+        reader's end, arrived meanwhile, leaves undone. True once the end is appended."""
+        if watch.operator is None:
+            raw = await self._redis.get(f"{PREFIX}turn:{watch.turn_id}:operator")
+            if raw is None:  # not known (an expired lookup): the stream's expiry ends it
+                return False
+            watch.operator = int(raw)
+        slot = slot_key(watch.operator)
+        if slot_held_by(await self._redis.get(slot), watch.turn_id):
+            watch.gone_since = None
+            return False
+        now = asyncio.get_running_loop().time()
+        if watch.gone_since is None:
+            watch.gone_since = now
+        if now - watch.gone_since < self._owner_grace:
+            return False
+        end = NumberedFrame.of(
+            watch.last_id + 1, ErrorFrame(error=OWNER_GONE_TEXT, reason=ErrorReason.CANCELLED)
+        )
+        operator_key = f"{PREFIX}turn:{watch.turn_id}:operator"
+        ended = await self._end_orphaned(
+            keys=[watch.stream, slot, operator_key],
+            args=[watch.turn_id, position, end.data, self._linger_ms],
+        )
+        if ended:
+            log.warning(
+                "turn %s: its owner is gone (its slot lapsed unfinished); ended for its readers",
+                watch.turn_id,
+            )
+        watch.gone_since = None  # held again, or ended: look afresh
+        return bool(ended)
 
     async def close(self) -> None:
         """Write what waits (one more try if Redis is away: then it goes with the process)."""
@@ -456,3 +539,21 @@ class RedisFrameRelay:
             await asyncio.gather(self._flusher, return_exceptions=True)
         await self._writer.aclose()
         await self._redis.aclose()
+
+
+@dataclass
+class _OwnerWatch:
+    """What a reader knows of the owner of the turn it waits on."""
+
+    turn_id: str
+    stream: str
+    operator: int | None = None  # whose slot the turn holds (read once)
+    last_id: int = 0  # the id of the stream's last frame read
+    gone_since: float | None = None  # when the slot was first seen not held by the turn
+
+    def block(self, heartbeat_ms: int, grace: float) -> int:
+        """How long the next read may wait: a heartbeat, or the rest of the grace."""
+        if self.gone_since is None:
+            return heartbeat_ms
+        left = self.gone_since + grace - asyncio.get_running_loop().time()
+        return max(1, min(heartbeat_ms, int(left * 1000) + 1))

@@ -131,7 +131,9 @@ class SessionService:
     async def turn_in_flight(self, operator_id: int, session_id: str) -> str | None:
         """The id of the operator's turn still running in this session (here, or on another
         instance when the turn locks are shared), so a client re-attaches only to a live
-        turn and never replays a finished one."""
+        turn and never replays a finished one. Another instance's turn is named by its slot
+        only: once the slot lapses (that instance was killed mid-turn) the turn is not named,
+        and a client re-attaching to it anyway reads its end (bot/chat/frames.py)."""
         running = self.registry.busy(operator_id)
         if running is not None:
             return running.turn_id if running.session_id == session_id else None
