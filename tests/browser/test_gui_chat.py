@@ -188,6 +188,23 @@ async def test_delete_sign_out_and_csrf_refusal(
     await gui.page.wait_for_selector("#signin:not([hidden])", timeout=WAIT_MS)
 
 
+# Counts the sessions lists the page has read (`window.sessionsRead`): bumped as a list's
+# JSON resolves, before the code awaiting it goes on, so once a test sees the count, the page
+# has finished with that answer.
+COUNT_SESSIONS_READ = """
+window.sessionsRead = 0;
+const pageFetch = window.fetch;
+window.fetch = async (...args) => {
+  const response = await pageFetch(...args);
+  if (String(args[0]).endsWith("/api/operator/chat/sessions")) {
+    const json = response.json.bind(response);
+    response.json = () => json().then((data) => { window.sessionsRead += 1; return data; });
+  }
+  return response;
+};
+"""
+
+
 async def test_a_list_asked_before_a_delete_and_answered_after_it_is_not_shown(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:
@@ -195,7 +212,9 @@ async def test_a_list_asked_before_a_delete_and_answered_after_it_is_not_shown(
     of order: the list read before the delete, arriving last, must not bring the deleted
     chat back."""
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
-    gui = await gui_factory(api)
+    gui = await gui_factory(api, sign_in=False)
+    await gui.page.add_init_script(COUNT_SESSIONS_READ)
+    await gui.sign_in()
     await gui.send("deleted while a list is on its way")
     await gui.wait_done()
     sid = await current_session(api)
@@ -225,11 +244,9 @@ async def test_a_list_asked_before_a_delete_and_answered_after_it_is_not_shown(
     await gui.page.click(f"{row} .session-delete")
     await gui.page.wait_for_selector(row, state="detached")  # the delete's own, newer list
 
-    async with gui.page.expect_event("requestfinished", lambda r: r is held[0]):
-        release.set()
-    # The page has read the held answer once a task queued after it has run.
-    await gui.page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 0))")
-    await gui.page.evaluate("() => new Promise((resolve) => setTimeout(resolve, 0))")
+    read = await gui.page.evaluate("() => window.sessionsRead")
+    release.set()
+    await gui.page.wait_for_function(f"() => window.sessionsRead > {read}")  # the held one
     assert await gui.page.locator(row).count() == 0
 
 
