@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.clock import utcnow
-from bot.models import ChatTurn
+from bot.models import ChatSession, ChatTurn
 from bot.runtimes.base import Delta, Thinking
 from bot.runtimes.offline import OfflineRuntime
 from tests.browser.conftest import WAIT_MS, Gui, GuiFactory
@@ -186,6 +186,68 @@ async def test_delete_sign_out_and_csrf_refusal(
     assert await gui.page.evaluate("async () => (await fetch('/gui/session')).status") == 401
     await gui.page.reload()
     await gui.page.wait_for_selector("#signin:not([hidden])", timeout=WAIT_MS)
+
+
+# Counts the sessions lists the page has read (`window.sessionsRead`): bumped as a list's
+# JSON resolves, before the code awaiting it goes on, so once a test sees the count, the page
+# has finished with that answer.
+COUNT_SESSIONS_READ = """
+window.sessionsRead = 0;
+const pageFetch = window.fetch;
+window.fetch = async (...args) => {
+  const response = await pageFetch(...args);
+  if (String(args[0]).endsWith("/api/operator/chat/sessions")) {
+    const json = response.json.bind(response);
+    response.json = () => json().then((data) => { window.sessionsRead += 1; return data; });
+  }
+  return response;
+};
+"""
+
+
+async def test_a_list_asked_before_a_delete_and_answered_after_it_is_not_shown(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Sidebar loads overlap (a `session` event's, the delete's own) and may be answered out
+    of order: the list read before the delete, arriving last, must not bring the deleted
+    chat back."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api, sign_in=False)
+    await gui.page.add_init_script(COUNT_SESSIONS_READ)
+    await gui.sign_in()
+    await gui.send("deleted while a list is on its way")
+    await gui.wait_done()
+    sid = await current_session(api)
+    row = f"[data-session='{sid}']"
+    await gui.page.wait_for_selector(row)
+    chat = api.services.db.call(lambda s: s.get(ChatSession, sid))
+    assert chat is not None
+
+    stale_read = asyncio.Event()
+    release = asyncio.Event()
+    held: list[Any] = []
+
+    async def hold_the_first_list(route: Any) -> None:
+        if held:
+            await route.continue_()
+            return
+        held.append(route.request)
+        answer = await route.fetch()  # read now: the list still has the chat
+        stale_read.set()
+        await release.wait()
+        await route.fulfill(response=answer)
+
+    await gui.page.route("**/api/operator/chat/sessions", hold_the_first_list)
+    # A session event makes the page load the list: that answer is held.
+    await api.services.chat_sessions.session_updated(chat.operator_id, sid)
+    await stale_read.wait()
+    await gui.page.click(f"{row} .session-delete")
+    await gui.page.wait_for_selector(row, state="detached")  # the delete's own, newer list
+
+    read = await gui.page.evaluate("() => window.sessionsRead")
+    release.set()
+    await gui.page.wait_for_function(f"() => window.sessionsRead > {read}")  # the held one
+    assert await gui.page.locator(row).count() == 0
 
 
 async def test_a_thousand_message_session_opens_paged(

@@ -30,6 +30,9 @@ export class Chat {
     // What the conversation shows follows the operator's latest action: an open (or a new
     // chat) still loading when they send, or open another chat, must not paint over it.
     this.shown = 0;
+    // Sidebar loads asked, and the newest one whose answer is shown (`loadSessions`).
+    this.listsAsked = 0;
+    this.listShown = 0;
     this.els = {
       list: $("#session-list"),
       messages: $("#messages"),
@@ -124,7 +127,13 @@ export class Chat {
   // -- sidebar ---------------------------------------------------------------------------
 
   async loadSessions() {
+    // Loads overlap (a turn's end, a `session` event, a delete each start one) and their
+    // answers may come back in any order: one asked before a newer one already shown is
+    // out of date (it would paint a deleted chat back into the sidebar), so it is dropped.
+    const asked = ++this.listsAsked;
     const data = await api.get("/api/operator/chat/sessions");
+    if (asked < this.listShown) return this.sessions;
+    this.listShown = asked;
     this.sessions = data.sessions;
     this.renderSessions();
     return this.sessions;
