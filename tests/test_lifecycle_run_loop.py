@@ -8,7 +8,21 @@ request, `Run.check_lease`; a plan-first task's plan read, stored, settled and e
 `plan_flow`). The runs: an issue's run delivered, one that asks (its work in progress
 pushed), a review run (a push, then its replies), and a plan-first task (an ordinary run
 that reads the estimate, a plan run, the approved plan's coding run). SQLite and
-PostgreSQL, the GitHub sandbox."""
+PostgreSQL, the GitHub sandbox.
+
+Then the rarer paths a run's loop reaches, each under the same rule: a run that lost its
+lease (found at its lease check, or by its heartbeat) and hands its task back
+(`run._hand_back`, `recovery.recover`); a retried delivery that finds the pull request it
+opened before it broke (`steps.work`, `pulls.existing_pull`); CI fix runs (pushed,
+unchanged, failed, superseded by a person's push); an operator's terminate during a run,
+recorded while it works (its ending terminates instead) or before it starts; budget stops
+(crossed, zero) and a repository's budget hold; no runtime, no GitHub App; a memory task;
+a failed, timed-out, unchanged, too large or badly set up run, a setup that ran, red tests
+(a draft), the sandbox off (its warning noted); a task out of attempts; a lease another run
+holds (the trigger ignored); a rejected plan; a question a past Decision answers
+(`auto_resume`); review runs that ask, change nothing, find their threads answered
+meanwhile, or see a review come in while they work (the follow-up run,
+`review_pickup.follow_up`)."""
 
 from __future__ import annotations
 
@@ -25,14 +39,16 @@ from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from bot.filing import MEMORY_LABEL, memory_issue_body, memory_path
-from bot.lifecycle import leases, review_run, steps, terminate
+from bot.lifecycle import leases, review_run, steps, tasks, terminate
 from bot.lifecycle.finish import finish_delivered
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskLease, TaskLog, ThreadState
 from bot.lifecycle.plan_flow import PLAN_LABEL
 from bot.lifecycle.repo_config import CONFIG_PATH as CONFIG
 from bot.lifecycle.review_pickup import pick_up
+from bot.lifecycle.sandbox import OFF_WARNING
 from bot.lifecycle.states import TaskState
+from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
 from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import (
@@ -155,15 +171,22 @@ def _lose_lease(lc: Lifecycle, task_id: int, how: str) -> None:
     lc.ctx.db.call(_set_lease, task_id, expires_at=past, **taken)
 
 
-@pytest.mark.parametrize("how", ["expired", "taken"])
+def _handed_back(lc: Lifecycle, task_id: int) -> bool:
+    return any("lost its lease" in str((e.data or {}).get("error")) for e in lc.events(task_id))
+
+
+@pytest.mark.parametrize("how", ["expired", "taken", "noticed"])
 async def test_a_run_that_lost_its_lease_hands_its_task_back_off_its_loop(
     make: Make, any_db_url: str, tmp_path: Path, how: str
 ) -> None:
-    # A long lease: its heartbeat (every third of it) renews nothing while the test works.
+    # "expired", "taken": a long lease, which its heartbeat (every third of it) renews not
+    # while the test works: the run finds it lost at its lease check before the push.
+    # "noticed": taken, and the heartbeat (every 2 s) finds it so while the runtime works,
+    # which the run then stops.
     started, finish = exchange_dir(tmp_path) / "started.txt", exchange_dir(tmp_path) / "finish"
     lc = await make(
         coding_command=command("gated", finish, started),
-        task_lease_seconds=600.0,
+        task_lease_seconds=6.0 if how == "noticed" else 600.0,
         database_url=any_db_url,
     )
     issue = await lc.open_issue()
@@ -172,7 +195,11 @@ async def test_a_run_that_lost_its_lease_hands_its_task_back_off_its_loop(
         running = asyncio.ensure_future(lc.work())
         try:
             await wait_for(started.exists, within=PATIENCE_SECONDS)
-            await asyncio.to_thread(_lose_lease, lc, task_id, how)
+            await asyncio.to_thread(
+                _lose_lease, lc, task_id, "expired" if how == "expired" else "taken"
+            )
+            if how == "noticed":  # the first attempt stopped without its runtime's end
+                await wait_for(lambda: _handed_back(lc, task_id), within=PATIENCE_SECONDS)
         finally:
             finish.touch()  # the run goes on either way: a failure here is not a hang
             await running  # the burst runs the retry its hand-back queued too
@@ -256,7 +283,9 @@ async def test_a_run_terminated_while_it_runs_stops_off_its_loop(
     with statements_on_the_loop(lc.ctx.db.engine, LIFECYCLE) as on_the_loop:
         running = asyncio.ensure_future(lc.work())
         try:
-            await wait_for(lambda: pids.exists() and pids.read_text().strip())
+            await wait_for(
+                lambda: pids.exists() and pids.read_text().strip(), within=PATIENCE_SECONDS
+            )
             response = await lc.api.post(f"/api/operator/tasks/{task_id}/terminate")
             assert response.status == 200, await response.text()
         finally:
@@ -371,9 +400,18 @@ async def test_a_memory_task_never_runs_a_statement_on_its_event_loop(
 
 @pytest.mark.parametrize(
     "end",
-    ["failed", "timed-out", "unchanged", "too-large", "setup-failed", "setup-ran", "red-tests"],
+    [
+        "failed",
+        "timed-out",
+        "unchanged",
+        "too-large",
+        "setup-failed",
+        "setup-ran",
+        "red-tests",
+        "sandbox-off",
+    ],
 )
-async def test_a_run_that_does_not_deliver_plainly_never_runs_a_statement_on_its_loop(
+async def test_a_runs_other_endings_never_run_a_statement_on_its_event_loop(
     make: Make, any_db_url: str, tmp_path: Path, end: str
 ) -> None:
     exchange = exchange_dir(tmp_path)
@@ -389,6 +427,8 @@ async def test_a_run_that_does_not_deliver_plainly_never_runs_a_statement_on_its
         ),
         "setup-failed": (command("commit"), {"task_max_attempts": 1}, "setup:\n  - 'exit 7'\n"),
         "setup-ran": (command("commit"), {}, "setup:\n  - 'true'\n"),
+        # Delivered, with the worker's warning that nothing isolates the runtime noted.
+        "sandbox-off": (command("commit"), {"coding_sandbox": "off"}, None),
         # Red after the runtime and after its second run: a draft pull request.
         "red-tests": (command("commit"), {}, "test: 'exit 3'\n"),
     }[end]
@@ -398,12 +438,15 @@ async def test_a_run_that_does_not_deliver_plainly_never_runs_a_statement_on_its
     issue = await lc.open_issue()
     on_the_loop = await _watched(lc)
     task = lc.task(issue)
-    wanted = TaskState.DELIVERED if end in ("setup-ran", "red-tests") else TaskState.FAILED
+    delivered = ("setup-ran", "red-tests", "sandbox-off")
+    wanted = TaskState.DELIVERED if end in delivered else TaskState.FAILED
     assert task.state == wanted, _history(lc, issue)
     if end == "red-tests":
         assert [p["draft"] for p in await lc.pulls()] == [True]
     if end == "setup-ran":
         assert "setup: ran 1 command" in [e.detail for e in lc.events(task.id)]
+    if end == "sandbox-off":
+        assert any(e.detail == OFF_WARNING for e in lc.events(task.id))
     assert on_the_loop == []
 
 
@@ -457,22 +500,34 @@ async def test_a_rejected_plan_never_runs_a_statement_on_its_event_loop(
     assert on_the_loop == []
 
 
+def _answered_before(session: Session, repo: str, question: str, decision: str) -> None:
+    """Another issue of the repository asked `question` and a Decision answered it."""
+    task = tasks.new_task(
+        session, repo=repo, issue=900, title="Add a cache", origin_session=None, actor="test"
+    )
+    for state in (TaskState.RUNNING, TaskState.WAITING_FOR_INFO):
+        data = {"question": question} if state == TaskState.WAITING_FOR_INFO else None
+        apply(session, task.id, Move(state, actor="test", data=data))
+    task = tasks.get_task(session, task.id)
+    tasks.record(session, task, EventKind.DECISION, actor="maintainer", detail=decision)
+
+
 async def test_a_question_answered_by_a_past_decision_never_runs_a_statement_on_its_loop(
     make: Make, any_db_url: str
 ) -> None:
+    # The question's end hook (`auto_resume.after_question`) publishes the Decision that
+    # answered the same question on another issue; the task resumes with it.
     lc = await make(coding_command=command("question"), database_url=any_db_url)
     commit_files(lc.sandbox.sandbox.world.repo(lc.repo).git_path, {CONFIG: AUTO_RESUME})
-    first = await lc.open_issue("Add a cache")
-    await lc.work()
-    await lc.comment_as("maintainer", first, f"{DECISION}\nUse SQLite.", "write")
-    await lc.work()
-    assert lc.task(first).state == TaskState.DELIVERED, _history(lc, first)
-    second = await lc.open_issue("Add a cache to the importer")
-    on_the_loop = await _watched(lc)  # asks; the first issue's Decision answers it
+    asked = "Should the cache use Redis or SQLite?"  # what the runtime asks
+    lc.ctx.db.call(_answered_before, lc.repo, asked, "Use SQLite.")
+    issue = await lc.open_issue("Add a cache to the importer")
+    on_the_loop = await _watched(lc)  # asks; the other issue's Decision answers it
     on_the_loop += await _watched(lc)  # the continuation it resumed
-    task = lc.task(second)
-    assert task.state == TaskState.DELIVERED, _history(lc, second)
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, _history(lc, issue)
     assert [e.kind for e in lc.events(task.id)].count(EventKind.DECISION) == 1
+    assert "decision: Use SQLite." in (lc.branch_file("ANSWER.md", str(task.branch)) or "")
     assert on_the_loop == []
 
 
@@ -539,7 +594,6 @@ async def test_a_review_that_came_in_during_a_run_is_followed_up_off_its_loop(
         running = asyncio.ensure_future(lc.work())
         try:
             await wait_for(started.exists, within=PATIENCE_SECONDS)
-            started.unlink()
             await _review_comment(lc, number, "And the border too.")
         finally:
             go.touch()
