@@ -4,6 +4,7 @@ real Redis and RQ, and an in-process worker run on demand in a thread."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 import uuid
@@ -27,15 +28,25 @@ from bot.lifecycle.worker import InProcessWorker
 from steelframe.composition import build_worker_context
 from steelframe.parts import TaskLifecycle
 from tests.conftest import ApiClient, GitHubSandbox
+from tests.fakes.loop_statements import statements_on_the_loop
 from tests.fakes.patience import PATIENCE_SECONDS as PATIENCE_SECONDS  # tests import it here
 from tests.fakes.sandbox import exchange_dir, sandbox_settings
 from webhooks.deps import WEBHOOKS
 
 PICKUP = "steelframe:work-on-this"
 DECISION = "<!-- steelframe-decision -->"
+# Whose statements must never run on an event loop: a run's loop carries its heartbeat, its
+# termination watch and its GitHub calls, the service's its webhooks and streams.
+LIFECYCLE = "bot/lifecycle/"
 
 
 class Lifecycle:
+    """One test's bench. Every statement bot/lifecycle/ runs while it lives, on the worker's
+    runs' loops and on the service's (this test's) loop alike, is held to the rule that none
+    runs on a thread with a running event loop (`tests/fakes/loop_statements.py`; what the
+    test itself calls synchronously on its loop is not counted): each `work()` fails its
+    test on one, and the `make` fixture on any left at the test's end."""
+
     def __init__(
         self, sandbox: GitHubSandbox, api: ApiClient, settings: Settings, ctx: LifecycleContext
     ) -> None:
@@ -43,6 +54,10 @@ class Lifecycle:
         self.api = api
         self.settings = settings
         self.ctx = ctx
+        self._watch = contextlib.ExitStack()
+        self._on_the_loop = self._watch.enter_context(
+            statements_on_the_loop(ctx.db.engine, LIFECYCLE)
+        )
         self.repo = sandbox.repo
         self.github = sandbox.client()
         # Where scripted runtimes may write (pid files, markers): the sandbox hides the rest.
@@ -99,10 +114,28 @@ class Lifecycle:
         )
 
     async def work(self, *, max_jobs: int | None = None) -> None:
-        """Run the queue dry in a thread (the sandbox keeps serving on this loop)."""
+        """Run the queue dry in a thread (the sandbox keeps serving on this loop); no
+        statement of bot/lifecycle/ ran on an event loop meanwhile, or before."""
         worker = self.worker()
         await asyncio.to_thread(worker.work, burst=True, max_jobs=max_jobs)
         await self.settle()
+        self.check_off_the_loop("work()")
+
+    def check_off_the_loop(self, during: str) -> None:
+        """Fail on the statements bot/lifecycle/ ran on an event loop so far (each named by
+        its callers, innermost first), once: later checks report only newer ones."""
+        found = list(self._on_the_loop)
+        self._on_the_loop.clear()
+        assert not found, (
+            f"{during}: bot/lifecycle/ ran {len(found)} database statement(s) on a thread "
+            "with a running event loop (it stalls the run's heartbeat, its termination watch "
+            "and the service's streams; `Database.run` or `asyncio.to_thread` moves it off):\n"
+            + "\n".join(found)
+        )
+
+    def stop_watching(self) -> None:
+        """Statements from now on are not looked at (the test is over)."""
+        self._watch.close()
 
     def task(self, issue: int) -> Task:
         found = self.ctx.db.call(
@@ -244,7 +277,15 @@ async def make_fixture(
     """`await make(**settings)`: the bench for one test. Test modules import this function,
     which registers the fixture under the name `make`."""
 
+    built: list[Lifecycle] = []
+
     async def build(**overrides: Any) -> Lifecycle:
-        return await start_lifecycle(github_sandbox, api_factory, tmp_path, redis_url, **overrides)
+        lc = await start_lifecycle(github_sandbox, api_factory, tmp_path, redis_url, **overrides)
+        built.append(lc)
+        return lc
 
     yield build
+    for lc in built:
+        lc.stop_watching()
+    for lc in built:  # what no `work()` reported: a worker run directly, the service's loop
+        lc.check_off_the_loop("the test's end")

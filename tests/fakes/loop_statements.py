@@ -1,13 +1,16 @@
 """Which database statements a module of bot/ (or a package: a folder) runs on a thread that
-runs an event loop (a run's loop carries its termination watch and its GitHub calls: a slow
-database there stalls them; `Database.run` moves the work to a worker thread)."""
+runs an event loop (a run's loop carries its termination watch and its GitHub calls, the
+service's its webhooks and streams: a slow database there stalls them; `Database.run` moves
+the work to a worker thread)."""
 
 from __future__ import annotations
 
 import asyncio
-import traceback
+import inspect
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 from sqlalchemy import Engine, event
@@ -15,36 +18,40 @@ from sqlalchemy import Engine, event
 # How many of a folder's innermost frames name a statement's caller: its helper (`tasks`),
 # the helper's caller, and theirs (`scope.check_lease` <- `branch.push`).
 FOLDER_FRAMES = 3
+_ASYNC = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 
-def _frame_in(stack: list[traceback.FrameSummary], module: str) -> str | None:
-    """The innermost frame of `stack` in `module` (a path from the repository's root), as
-    "<module>:<line>": the statement is that module's doing, directly or through a helper
-    (`bot.lifecycle.tasks`) it called synchronously. A `module` ending in "/" is a folder:
-    any module under it, its innermost frames named from the inside out."""
-    if module.endswith("/"):
-        inside = [_named(frame, module) for frame in reversed(stack)]
-        found = [name for name in inside if name is not None][:FOLDER_FRAMES]
-        return " <- ".join(found) or None
-    for frame in reversed(stack):
-        if frame.filename.replace("\\", "/").endswith(f"/{module}"):
-            return f"{module}:{frame.lineno}"
-    return None
-
-
-def _named(frame: traceback.FrameSummary, folder: str) -> str | None:
-    path = frame.filename.replace("\\", "/")
-    if f"/{folder}" not in path:
+def _caller(frame: FrameType | None, module: str) -> str | None:
+    """Who ran a statement whose innermost frame is `frame`: "<module>:<line>", the
+    innermost frame in `module` (a path from the repository's root): the statement is that
+    module's doing, directly or through a helper it called synchronously. A `module` ending
+    in "/" is a folder: its innermost frames named from the inside out, and its innermost
+    coroutine (which ran the statement synchronously), when the statement is its own doing:
+    a coroutine of the folder is on the stack, or no test's frame is (a test that calls the
+    folder's functions itself, on its loop, is not the product's doing)."""
+    folder = module.endswith("/")
+    found: list[str] = []
+    coroutine: str | None = None  # the folder's innermost: where an `await` is missing
+    tests = False
+    while frame is not None:
+        path = frame.f_code.co_filename.replace("\\", "/")
+        at = path.rfind(f"/{module}")
+        if at >= 0 and not folder:
+            return f"{module}:{frame.f_lineno}"
+        if at >= 0:
+            name = f"{path[at + 1 :]}:{frame.f_lineno}"
+            if len(found) < FOLDER_FRAMES:
+                found.append(name)
+            if coroutine is None and frame.f_code.co_flags & _ASYNC:
+                coroutine = name
+        elif "/tests/" in path:
+            tests = True
+        frame = frame.f_back
+    if not found or (tests and coroutine is None):
         return None
-    return f"{path[path.rindex(f'/{folder}') + 1 :]}:{frame.lineno}"
-
-
-def _on_a_loop() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+    if coroutine is not None and coroutine not in found:
+        found.append(f"... {coroutine}")
+    return " <- ".join(found)
 
 
 @contextmanager
@@ -54,12 +61,15 @@ def statements_on_the_loop(engine: Engine, module: str) -> Iterator[list[str]]:
     folder: "bot/lifecycle/") is on that thread's stack. A coroutine's frames are on its
     loop's stack while it runs, so a synchronous call from any coroutine of the module
     counts, however deep. Work handed to `Database.run` runs on a worker thread, whose
-    stack starts there: it is not counted."""
+    stack starts there: it is not counted. Cheap where most statements run (a thread with
+    no loop: the stack is not looked at)."""
     seen: list[str] = []
 
     def _seen(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
-        caller = _frame_in(traceback.extract_stack(), module)
-        if caller is not None and _on_a_loop():
+        if asyncio._get_running_loop() is None:
+            return
+        caller = _caller(sys._getframe(1), module)
+        if caller is not None:
             seen.append(f"{caller}: {' '.join(statement.split())[:80]}")
 
     event.listen(engine, "before_cursor_execute", _seen)
