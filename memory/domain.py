@@ -25,7 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import sparse
 
 from memory.analysis import Analyzer, closing_references, index_text
 from memory.segment import Record
@@ -77,6 +76,10 @@ def learn(analyzer: Analyzer, records: Sequence[Record]) -> DomainWords:
         for term in terms:
             rows.append(row)
             cols.append(vocabulary.setdefault(term, len(vocabulary)))
+    # Here, not at the top: scipy costs every process that imports memory (serve, worker,
+    # the CLI) about 0.2 s of CPU at start-up, and only learning domain words needs it.
+    from scipy import sparse
+
     matrix = sparse.csr_matrix(
         (np.ones(len(rows), dtype=np.float32), (rows, cols)),
         shape=(len(threads), len(vocabulary)),

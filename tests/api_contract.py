@@ -10,13 +10,15 @@ fixture's teardown (in case a test swallowed the error).
 
 from __future__ import annotations
 
+import hashlib
 import json
+import marshal
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 from aiohttp import ClientResponse
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, ValidationError, validators
 
 from tui_client.sse import SseError, SseReader
 
@@ -35,6 +37,8 @@ class ApiContract:
         # Streams whose last event may still wait for the blank line that ends it (a test
         # stops reading at the frame it wanted): `flush` checks those frames too.
         self._open_streams: list[Callable[[], None]] = []
+        # Per state of the components, a validator that remembers what it found valid.
+        self._validators: dict[bytes, Any] = {}
 
     def _template(self, path: str) -> str | None:
         for template in self.document["paths"]:
@@ -48,10 +52,17 @@ class ApiContract:
             finish()
 
     def _schema_problems(self, schema: dict[str, Any], instance: Any) -> list[str]:
-        root = {"allOf": [schema], "components": self.document["components"]}
+        components = self.document["components"]
+        root = {"allOf": [schema], "components": components}
+        # Tests may change the document (tests/test_api_contract.py): what was valid counts
+        # only for the components as they were then.
+        state = _digest(components)
+        if state not in self._validators:
+            _assert_refs_are_context_free(state, components)
+            self._validators[state] = _validator_remembering(set())
         return [
             f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message[:300]}"
-            for e in Draft202012Validator(root).iter_errors(instance)
+            for e in self._validators[state](root).iter_errors(instance)
         ]
 
     def content_schema(
@@ -104,6 +115,53 @@ class ApiContract:
         if problems:
             self.problems += problems
             raise AssertionError("answer breaks the OpenAPI document:\n" + "\n".join(problems))
+
+
+def _digest(value: Any) -> bytes:
+    """The same for equal JSON values built in the same order (marshal keeps the types:
+    1, 1.0 and true differ)."""
+    return hashlib.blake2b(marshal.dumps(value), digest_size=16).digest()
+
+
+_REF = Draft202012Validator.VALIDATORS["$ref"]
+# Keywords under which what a `$ref` accepts would depend on where it is used.
+_CONTEXT_KEYWORDS = ("$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "unevaluated")
+_CONTEXT_FREE: set[bytes] = set()  # states of the components already looked at
+
+
+def _assert_refs_are_context_free(state: bytes, components: dict[str, Any]) -> None:
+    if state not in _CONTEXT_FREE:
+        text = json.dumps(components)
+        found = [keyword for keyword in _CONTEXT_KEYWORDS if f'"{keyword}' in text]
+        assert not found, f"_validator_remembering is not exact with {found} in the document"
+        _CONTEXT_FREE.add(state)
+
+
+def _validator_remembering(valid: set[tuple[str, bytes]]) -> Any:
+    """Draft 2020-12, except that a `$ref` to a value already found valid against it is not
+    checked again. An answer repeats much of the last ones (a chat answer carries the whole
+    session's history, which grows each turn): the suite spent more CPU re-checking the
+    same messages than on anything else. Exact for this document: what a `$ref` accepts
+    depends only on its target and the value (no $id, $dynamicRef or unevaluated*), and
+    each state of the components has its own validator (ApiContract._schema_problems)."""
+
+    def remembering_ref(
+        validator: Any, ref: str, instance: Any, schema: dict[str, Any]
+    ) -> Iterator[ValidationError]:
+        if not isinstance(instance, dict | list):
+            yield from _REF(validator, ref, instance, schema)
+            return
+        key = (ref, _digest(instance))
+        if key in valid:
+            return
+        failed = False
+        for error in _REF(validator, ref, instance, schema):
+            failed = True
+            yield error
+        if not failed:
+            valid.add(key)
+
+    return validators.extend(Draft202012Validator, {"$ref": remembering_ref})
 
 
 class _CheckedStream:

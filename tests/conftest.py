@@ -37,6 +37,8 @@ PG_URL = os.environ.get(
     "STEELFRAME_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 REDIS_URL = os.environ.get("STEELFRAME_TEST_REDIS_URL", "redis://127.0.0.1:6379")
+# `--cpu-profile=DIR`: CPU seconds per test, child processes included (off unless asked).
+pytest_plugins = ("tests.cpu_profile",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

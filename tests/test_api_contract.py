@@ -88,3 +88,16 @@ async def test_the_reference_page_renders_the_document(api: ApiClient) -> None:
     assert response.status == 200 and response.content_type == "text/html"
     assert "/api/operator/chat/stream" in page and "previous_session" in page
     assert "<script" not in page and "http" not in page.replace("/api/openapi.json", "")
+
+
+async def test_an_answer_found_valid_is_checked_again_once_the_document_changes(
+    api: ApiClient,
+) -> None:
+    """The check remembers values it found valid (tests/api_contract.py), per state of the
+    document: a change to a schema is not hidden by an earlier pass."""
+    for _ in range(2):
+        assert (await api.raw.get("/healthz")).status == 200  # the second one remembered
+    _document(api)["components"]["schemas"]["Health"]["properties"]["version"] = {"type": "integer"}
+    with pytest.raises(AssertionError, match="version"):
+        await api.raw.get("/healthz")
+    _forget(api, 1)

@@ -403,14 +403,17 @@ def test_local_settings_need_no_model_url_or_key() -> None:
     assert local.embeddings() == EmbeddingsSettings("local", "l2_supercat", "", None)
 
 
-def test_start_up_never_imports_wordllama() -> None:
-    """The service's parts, the client and the local provider's module import without it;
-    only a turn with `local` on loads it (CLI start-up is tests/test_cli.py's)."""
+def test_start_up_never_imports_wordllama_or_scipy() -> None:
+    """The service's parts, the client and the local provider's module import without
+    wordllama; only a turn with `local` on loads it (CLI start-up is tests/test_cli.py's).
+    Nor scipy: only learning a repository's domain words (memory.domain) needs it, and it
+    cost every serve, worker and CLI process about 0.2 s of CPU at start-up."""
     probe = (
-        "import sys, steelframe.parts, bot.chat.embeddings, bot.chat.embeddings_local\n"
-        "print('wordllama' in sys.modules)\n"
+        "import sys, steelframe.parts, steelframe.server, bot.chat.embeddings,"
+        " bot.chat.embeddings_local\n"
+        "print('wordllama' in sys.modules, 'scipy' in sys.modules)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
-    assert result.stdout.strip().splitlines()[-1] == "False"
+    assert result.stdout.strip().splitlines()[-1] == "False False"
