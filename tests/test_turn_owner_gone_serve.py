@@ -15,8 +15,10 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bot.chat.frames import PREFIX, NumberedFrame
 from bot.db import Database
 from bot.operators import create_operator
+from bot.redis_clients import CancellableRedis
 from tests.fakes.openai_server import FakeOpenAI, Hold
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.serve_process import serve
@@ -61,6 +63,19 @@ def _token(database: str) -> str:
     return token
 
 
+async def _relayed(redis_url: str, turn: str, frame_id: int) -> None:
+    """Until the turn's relayed frames in Redis reach `frame_id` (XREAD blocks for them)."""
+    position = "0-0"
+    async with CancellableRedis.from_url(redis_url) as client, asyncio.timeout(PATIENCE_SECONDS):
+        while True:
+            answer = await client.xread({f"{PREFIX}frames:{turn}": position}, block=1000)
+            for _stream, entries in answer:
+                for entry_id, fields in entries:
+                    position = entry_id
+                    if NumberedFrame.stored(fields[b"f"]).id >= frame_id:
+                        return
+
+
 async def _frames(stream: aiohttp.ClientResponse) -> list[dict[str, Any]]:
     """The stream's frames to its end (heartbeat comments skipped)."""
     frames = []
@@ -93,6 +108,9 @@ async def test_a_turn_of_a_killed_serve_ends_for_a_client_reattaching_elsewhere(
                     if model.requests:  # the model call is under way (held)
                         break
             assert last, "the turn relayed no frame before its model call"
+            # The relay writes in batches: the frames a client saw here are in Redis before
+            # the kill (else there is no turn to find elsewhere, as after a kill that beat it).
+            await _relayed(settings["env"]["STEELFRAME_REDIS_URL"], turn, last)
             first.process.kill()  # SIGKILL: nothing of the serve runs after this
             await first.process.wait()
     async with (
