@@ -388,6 +388,8 @@ class OperatorClient:
                         if reader.id_seen:
                             position = reader.last_event_id
                         for frame in frames:
+                            if self._http is None:  # closed meanwhile: ends with the client
+                                return
                             yield frame
                 reason = "the service ended the stream"
             except ApiError as exc:
