@@ -153,6 +153,14 @@ async def run_dev(
     from steelframe.parts import PARTS
     from steelframe.server import create_app
 
+    # A stop asked for while dev starts (SIGINT, SIGTERM) ends it once the step under way is
+    # done, each part started so far stopped: the default action killed dev at once, its
+    # redis-server (in a session of its own) and sandbox left running.
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
     print("steelframe dev: preparing the database ...", flush=True)
     # Every part started is stopped on the way out, whatever fails after it (a busy port,
     # a bad setting): no orphaned redis-server or sandbox.
@@ -161,13 +169,19 @@ async def run_dev(
         if redis_server is not None:
             parts.callback(redis_server.stop)
             settings = dataclasses.replace(settings, redis_url=redis_server.url)
+        if stop.is_set():
+            return
         sandbox = await _start_sandbox(settings)
         if sandbox is not None:
             parts.push_async_callback(sandbox.close)
             settings = on_sandbox(settings, sandbox)
+        if stop.is_set():
+            return
         # An index of an older analysis is rebuilt here, with a progress bar, before the app
         # binds it (which would rebuild it too, but only into the log).
         await asyncio.to_thread(upgrade_memory_index, settings, sys.stdout)
+        if stop.is_set():
+            return
         app = create_app(settings, accept_dev_tokens=True)
         runner = QuietAppRunner(app)
         await runner.setup()
@@ -202,11 +216,6 @@ async def run_dev(
         print(_next_steps(url, token, settings, sandbox), flush=True)
         if ready is not None:
             ready(url, token)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, stop.set)
         try:
             await stop.wait()
         finally:

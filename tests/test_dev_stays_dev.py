@@ -4,6 +4,7 @@ nothing on a service that is not dev. The token survives a dev restart."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -18,6 +19,17 @@ from steelframe.dev_tokens import DEV_TOKEN_PREFIX, REFUSED
 from tests.conftest import make_settings
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.test_dev_demo_loop import CONFIG_VARS
+
+
+def _running_in(folder: Path) -> list[str]:
+    """The processes whose working directory is `folder` (redis-server runs in its --dir)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if Path(os.readlink(proc / "cwd")) == folder:
+                    found.append((proc / "cmdline").read_text().replace("\0", " "))
+    return found
 
 
 def test_dev_in_a_production_shell_keeps_its_own_database_and_redis(
@@ -49,6 +61,9 @@ def test_dev_in_a_production_shell_keeps_its_own_database_and_redis(
         process.terminate()
         process.wait(timeout=PATIENCE_SECONDS)
     said = "".join(lines)
+    # Stopped as soon as it said its token, dev stopped its own Redis too (it was left
+    # running when the stop came before dev listened for it).
+    assert _running_in(tmp_path / "var" / "redis") == [], said
     assert (
         "not using STEELFRAME_DATA_DIR, STEELFRAME_DATABASE_URL, STEELFRAME_REDIS_URL of this "
         "shell" in said
