@@ -51,6 +51,18 @@ def test_a_key_that_is_not_a_pem_names_no_key_material() -> None:
     assert "secretstuff" not in str(caught.value) and "PRIVATE_KEY" in str(caught.value)
 
 
+def test_the_key_is_parsed_once_and_a_bad_one_refused_every_time(
+    github_app_keys: tuple[str, str],
+) -> None:
+    """Every GitHub client builds its credentials from the PEM; parsing one costs ~40 ms."""
+    first = AppCredentials(SANDBOX_APP_ID, Secret(github_app_keys[0]), clock=lambda: 0)
+    second = AppCredentials(SANDBOX_APP_ID, Secret(github_app_keys[0]), clock=lambda: 0)
+    assert first._key is second._key
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="not a PEM"):
+            AppCredentials(1, Secret("-----BEGIN RSA PRIVATE KEY-----\nx\n"), clock=lambda: 0)
+
+
 def test_a_key_that_is_not_rsa_is_refused() -> None:
     key = ec.generate_private_key(ec.SECP256R1())
     pem = key.private_bytes(

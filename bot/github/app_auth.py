@@ -9,6 +9,7 @@ format are GitHub's business (it is changing them), so nothing here checks eithe
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -39,8 +40,17 @@ EpochClock = Callable[[], float]
 
 def load_private_key(pem: Secret) -> RSAPrivateKey:
     """The App's RSA key from its PEM; errors never include the key material."""
+    return _parsed_key(pem.reveal())
+
+
+# Parsing a PEM checks the RSA key's numbers: ~40 ms of CPU, and every GitHub client (each
+# job, each command) built its credentials from the PEM again. A process has one App key,
+# so one parse; the key object is immutable and safe to sign with from any thread. A bad
+# PEM is not remembered (lru_cache keeps no exception) and is refused on every load.
+@functools.lru_cache(maxsize=4)
+def _parsed_key(pem: str) -> RSAPrivateKey:
     try:
-        key = serialization.load_pem_private_key(pem.reveal().encode(), password=None)
+        key = serialization.load_pem_private_key(pem.encode(), password=None)
     except (ValueError, TypeError) as exc:
         raise ConfigError("PRIVATE_KEY: not a PEM-encoded private key") from exc
     if not isinstance(key, RSAPrivateKey):
