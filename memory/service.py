@@ -7,6 +7,7 @@ for Chat and for the workers, in process, no HTTP hop.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -53,6 +54,13 @@ class IndexStats:
     gaps: int  # ids not visible when the watermark passed them (rolled back, or in flight)
 
 
+@functools.cache
+def _default_related() -> Related:
+    """The built-in related-term groups, analysed once per process (~30 ms each time): the
+    analyser has no settings, and a Related is never changed after it is made."""
+    return Related.analysed(Analyzer().tokens)
+
+
 class Memory:
     def __init__(
         self,
@@ -68,7 +76,7 @@ class Memory:
         self.analyzer = Analyzer()
         self.index = SearchIndex(root, self.analyzer)
         self.writer = IndexWriter(root, self.analyzer, clock=wall)
-        self.related = Related.analysed(self.analyzer.tokens)
+        self.related = _default_related()
         # Per repository: its learned domain words (memory.domain) and the live chunk count
         # they were learned at; relearned once memory grew by RELEARN_SHARE.
         self._learned: dict[str, tuple[int, Related]] = {}
