@@ -11,7 +11,6 @@ import contextvars
 import functools
 import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -23,6 +22,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 
+from bot.executors import StartedThreadPool
 from memory.models import UTCDateTime  # memory may not import bot, so it owns the type
 
 T = TypeVar("T")
@@ -30,19 +30,20 @@ P = ParamSpec("P")
 # Threads for `Database.run_first`: a request waits on one such read at a time, and SQLite
 # and psycopg release the GIL while they wait, so two keep reads moving while one is slow.
 FIRST_READ_THREADS = 2
-_FIRST_READS: ThreadPoolExecutor | None = None
+_FIRST_READS: StartedThreadPool | None = None
 _FIRST_READS_LOCK = threading.Lock()
 
 
-def _first_reads() -> ThreadPoolExecutor:
+def first_reads() -> StartedThreadPool:
     """Threads of their own for the reads a request waits on before it can answer
     (`Database.run_first`), one pool per process: on the shared pool they queued behind
     retrieval and batched writes, and 1,000 chat streams opened within a second waited
-    0.5-1 s for their first frame."""
+    0.5-1 s for their first frame. A serving process makes it at start-up (its threads
+    started then, not on the loop inside a request: bot/executors.py)."""
     global _FIRST_READS
     with _FIRST_READS_LOCK:
         if _FIRST_READS is None:
-            _FIRST_READS = ThreadPoolExecutor(FIRST_READ_THREADS, thread_name_prefix="db-first")
+            _FIRST_READS = StartedThreadPool(FIRST_READ_THREADS, thread_name_prefix="db-first")
         return _FIRST_READS
 
 
@@ -196,7 +197,7 @@ class Database:
         loop = asyncio.get_running_loop()
         context = contextvars.copy_context()
         call = functools.partial(context.run, self.call, fn, *args, **kwargs)
-        return await loop.run_in_executor(_first_reads(), call)
+        return await loop.run_in_executor(first_reads(), call)
 
     def dispose(self) -> None:
         """Close pooled connections (the next call opens new ones)."""

@@ -25,7 +25,8 @@ from aiohttp import web
 
 from bot.clock import Clock, utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
-from bot.db import Database
+from bot.db import Database, first_reads
+from bot.executors import start_default_executor
 from bot.lifecycle.context import (
     LifecycleContext,
     LifecyclePolicy,
@@ -63,6 +64,7 @@ def web_composition(settings: Settings, **overrides: Any) -> CleanupContext:
     (`runtimes=`, `clock=`, `migrate=`)."""
 
     async def compose(app: web.Application) -> AsyncIterator[None]:
+        start_thread_pools(asyncio.get_running_loop())
         parts = build_parts(settings, **overrides)
         app[PARTS] = parts
         app[UNANSWERED] = parts.unanswered
@@ -79,6 +81,17 @@ def web_composition(settings: Settings, **overrides: Any) -> CleanupContext:
             await parts.close()
 
     return compose
+
+
+def start_thread_pools(loop: asyncio.AbstractEventLoop) -> None:
+    """Every thread pool the loop hands work to, with all its threads running, before the
+    app serves: the loop's default executor (`asyncio.to_thread`, `Database.run`) and the
+    first reads' pool (`Database.run_first`); the webhook connections' SQLite thread starts
+    when the writer and processor are built, below. A pool that started its threads lazily
+    did so on the loop, inside a request, and a loaded machine held the loop for seconds
+    per `Thread.start` (bot/executors.py)."""
+    start_default_executor(loop)
+    first_reads()
 
 
 def operator_api(parts: Parts) -> OperatorApi:

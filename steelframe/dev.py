@@ -28,6 +28,7 @@ from sqlalchemy import select
 from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Settings
 from bot.config_values import Secret
 from bot.db import Database
+from bot.executors import start_default_executor
 from bot.models import Operator
 from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
@@ -161,6 +162,9 @@ async def run_dev(
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    # The pool the app's start-up would make (steelframe.composition.start_thread_pools),
+    # made before dev's own first `to_thread`: else that one makes asyncio's lazy default.
+    start_default_executor(loop)
     print("steelframe dev: preparing the database ...", flush=True)
     # Every part started is stopped on the way out, whatever fails after it (a busy port,
     # a bad setting): no orphaned redis-server or sandbox.

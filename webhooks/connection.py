@@ -17,12 +17,12 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import psycopg
 
 from bot.db import Database
+from bot.executors import StartedThreadPool
 
 log = logging.getLogger("steelframe.webhooks")
 Statement = tuple[str, Sequence[Any]]
@@ -151,11 +151,13 @@ class _SharedThreads:
     as soon as the one before commits."""
 
     def __init__(self) -> None:
-        self._threads: dict[int, tuple[ThreadPoolExecutor, int]] = {}
+        self._threads: dict[int, tuple[StartedThreadPool, int]] = {}
 
-    def take(self, db: Database, name: str) -> ThreadPoolExecutor:
+    def take(self, db: Database, name: str) -> StartedThreadPool:
+        # Started here, when the writer and processor are built at start-up: not by the
+        # first delivery's transaction, on the event loop (bot/executors.py).
         thread, users = self._threads.get(id(db)) or (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix=name),
+            StartedThreadPool(1, thread_name_prefix=name),
             0,
         )
         self._threads[id(db)] = (thread, users + 1)
