@@ -1,9 +1,10 @@
 """A `steelframe serve` killed mid-turn (SIGKILL: an OOM kill, a crash) cannot end its turn;
 a client re-attaching through another serve on the same Redis and database reads the turn's
 end anyway, once the turn's slot lapses (a short `STEELFRAME_CHAT_TURN_SLOT_TTL_SECONDS`
-here), instead of keep-alives until the relayed frames expire two minutes later; and the
-session no longer names the turn as in flight. Real serve processes, a model (the fake
-OpenAI server) that holds its answer for good."""
+here), instead of keep-alives until the relayed frames expire two minutes later; the
+session no longer names the turn as in flight, and keeps the operator's message with a note
+that the turn did not complete, written once by the reader that ended it. Real serve
+processes, a model (the fake OpenAI server) that holds its answer for good."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from bot.chat.frames import PREFIX, NumberedFrame
+from bot.chat.turn import CUT_KIND, OWNER_GONE_REPLY
 from bot.redis_clients import CancellableRedis
 from tests.fakes import held_turns
 from tests.fakes.patience import PATIENCE_SECONDS
@@ -64,7 +66,15 @@ async def test_a_turn_of_a_killed_serve_ends_for_a_client_reattaching_elsewhere(
         assert "service stopped" in end["error"] and "went away" in end["error"], end
         stored = await held_turns.stored_session(second, headers, session)
         assert stored["turn_in_flight"] is None
-        # Another client re-attaching later reads the same end.
+        # The reader that ended the turn recorded it: the message, and why it has no answer.
+        user, note = stored["messages"]
+        assert (user["role"], user["content"]) == ("user", held_turns.MESSAGE)
+        assert (note["role"], note["content"]) == ("assistant", OWNER_GONE_REPLY)
+        assert note["meta"]["kind"] == CUT_KIND
+        assert stored["title"]  # the message titles the session, as an answered turn's does
+        # Another client re-attaching later reads the same end, and records nothing more.
         assert await held_turns.reattached(second, headers, turn=turn, after=last) == frames
+        again = await held_turns.stored_session(second, headers, session)
+        assert again["messages"] == stored["messages"]
     log = second.log_text()
     assert "Traceback" not in log, log[-2000:]
