@@ -5,11 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from textual.pilot import Pilot
+
 from bot.config import Settings
 from bot.dialogue.trailer import Intent, Trailer, render_trailer
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
+from tests.fakes.held_press import press_again_while_held
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, HeldAnswers, notices, ready, send, status, tui, until
+from tui_client.app import SteelframeApp
 
 MARKER = "<!-- steelframe-decision -->"
 
@@ -24,22 +28,37 @@ async def sandbox_get(sandbox: GitHubSandbox, api: ApiClient, path: str) -> Any:
         return await response.json()
 
 
+async def _issue(api: ApiClient, title: str, body: str) -> int:
+    assert api.services.github is not None
+    issue = await api.services.github.create_issue(SANDBOX_REPO, title=title, body=body, labels=[])
+    return issue.number
+
+
+async def _decision_drafted(
+    pilot: Pilot[None], app: SteelframeApp, number: int, message: str
+) -> None:
+    """A Discuss session on issue `number` whose turn drafted a Decision (`P` publishes it)."""
+    await ready(pilot, app)
+    app.chat.start_discuss(number)
+    await until(pilot, lambda: app.chat.state.focus == number, "the Discuss session")
+    await send(pilot, app, message)
+    assert status(app) == f"Chat · Decision draft · P publish to #{number}"
+
+
+def _proposing(title: str, body: str, said: str) -> ScriptedRuntime:
+    """A model whose one reply (`said`) proposes work: `y` files it as an issue."""
+    proposal = Trailer(intent=Intent.PROPOSE_WORK, title=title, body=body)
+    return ScriptedRuntime([reply(said, trailer=render_trailer(proposal))])
+
+
 async def test_capital_p_publishes_the_decision_once_with_the_marker(
     github_sandbox: GitHubSandbox, github_service: ApiClient
 ) -> None:
     api = github_service
-    assert api.services.github is not None
-    issue = await api.services.github.create_issue(
-        SANDBOX_REPO, title="Pick a deploy strategy", body="Blue-green or rolling?", labels=[]
-    )
-    number = issue.number
+    number = await _issue(api, "Pick a deploy strategy", "Blue-green or rolling?")
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        app.chat.start_discuss(number)
-        await until(pilot, lambda: app.chat.state.focus == number, "the Discuss session")
-        await send(pilot, app, "draft a decision: use blue-green deploys")
-        assert status(app) == f"Chat · Decision draft · P publish to #{number}"
+        await _decision_drafted(pilot, app, number, "draft a decision: use blue-green deploys")
         assert await sandbox_get(github_sandbox, api, f"/issues/{number}/comments") == []
         await pilot.press("P")
         await until(
@@ -59,10 +78,9 @@ async def test_capital_p_publishes_the_decision_once_with_the_marker(
 async def test_y_files_the_pending_proposal_by_its_title(
     github_sandbox: GitHubSandbox, api_factory: Any, tmp_path: Path
 ) -> None:
-    proposal = Trailer(
-        intent=Intent.PROPOSE_WORK, title="Add a retry budget to CI", body="CI retries forever."
+    runtime = _proposing(
+        "Add a retry budget to CI", "CI retries forever.", "We could cap CI retries."
     )
-    runtime = ScriptedRuntime([reply("We could cap CI retries.", trailer=render_trailer(proposal))])
     api = await api_factory(github_sandbox.settings(tmp_path), runtimes=lambda agent: runtime)
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
@@ -94,31 +112,13 @@ async def test_p_pressed_again_while_the_decision_publishes_publishes_it_once(
     service did) and sent a new request under a new key; now it is not sent at all."""
     held = HeldAnswers("/api/operator/chat/decision", method="POST")
     api = await api_factory(github_settings, plugins=held.plugins())
-    assert api.services.github is not None
-    issue = await api.services.github.create_issue(
-        SANDBOX_REPO, title="Pick a region", body="East or west?", labels=[]
-    )
-    number = issue.number
+    number = await _issue(api, "Pick a region", "East or west?")
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        app.chat.start_discuss(number)
-        await until(pilot, lambda: app.chat.state.focus == number, "the Discuss session")
-        await send(pilot, app, "draft a decision: use the east region")
-        assert status(app) == f"Chat · Decision draft · P publish to #{number}"
-        held.holding = True
-        await pilot.press("P")
-        await until(pilot, lambda: held.held == 1, "the publish's answer to be held")
-        await pilot.press("P")
-        assert app.chat.composer.value == ""  # the key was publish's, not a letter
-        held.release.set()
-        await until(
-            pilot,
-            lambda: any("Published" in n for n in notices(app)),
-            lambda: f"the publish, got {notices(app)}",
+        await _decision_drafted(pilot, app, number, "draft a decision: use the east region")
+        await press_again_while_held(
+            pilot, app, held, "P", answered=lambda n: "Published" in n, what="publish"
         )
-        await ready(pilot, app)
-        assert held.asked == 1
     comments = await sandbox_get(github_sandbox, api, f"/issues/{number}/comments")
     assert len(comments) == 1
 
@@ -127,10 +127,7 @@ async def test_y_pressed_again_while_the_proposal_is_filed_files_it_once(
     github_sandbox: GitHubSandbox, api_factory: Any, tmp_path: Path
 ) -> None:
     """As `P`: a second `y` while the filing's answer is held sends nothing."""
-    proposal = Trailer(
-        intent=Intent.PROPOSE_WORK, title="Cap the log size", body="Logs fill the disk."
-    )
-    runtime = ScriptedRuntime([reply("We could cap the logs.", trailer=render_trailer(proposal))])
+    runtime = _proposing("Cap the log size", "Logs fill the disk.", "We could cap the logs.")
     held = HeldAnswers("/api/operator/chat/file", method="POST")
     api = await api_factory(
         github_sandbox.settings(tmp_path), runtimes=lambda agent: runtime, plugins=held.plugins()
@@ -140,18 +137,8 @@ async def test_y_pressed_again_while_the_proposal_is_filed_files_it_once(
         await ready(pilot, app)
         await send(pilot, app, "The logs fill the disk.")
         assert status(app) == 'Chat · Proposal "Cap the log size" · press y to file'
-        held.holding = True
-        await pilot.press("y")
-        await until(pilot, lambda: held.held == 1, "the filing's answer to be held")
-        await pilot.press("y")
-        assert app.chat.composer.value == ""  # the key was filing's, not a letter
-        held.release.set()
-        await until(
-            pilot,
-            lambda: any(n.startswith("Filed #") for n in notices(app)),
-            lambda: f"filing, got {notices(app)}",
+        await press_again_while_held(
+            pilot, app, held, "y", answered=lambda n: n.startswith("Filed #"), what="filing"
         )
-        await ready(pilot, app)
-        assert held.asked == 1
     issues = await sandbox_get(github_sandbox, api, "/issues")
     assert [i["title"] for i in issues] == ["Cap the log size"]

@@ -1,66 +1,35 @@
 """A `steelframe serve` killed mid-turn (SIGKILL: an OOM kill, a crash) cannot end its turn;
 a client re-attaching through another serve on the same Redis and database reads the turn's
 end anyway, once the turn's slot lapses (a short `STEELFRAME_CHAT_TURN_SLOT_TTL_SECONDS`
-here), instead of keep-alives until the relayed frames expire two minutes later; and the
-session no longer names the turn as in flight. Real serve processes, a model (the fake
-OpenAI server) that holds its answer for good."""
+here), instead of keep-alives until the relayed frames expire two minutes later; the
+session no longer names the turn as in flight, and keeps the operator's message with a note
+that the turn did not complete, written once by the reader that ended it. Real serve
+processes, a model (the fake OpenAI server) that holds its answer for good."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
 
 from bot.chat.frames import PREFIX, NumberedFrame
-from bot.db import Database
-from bot.operators import create_operator
+from bot.chat.turn import CUT_KIND, OWNER_GONE_REPLY
 from bot.redis_clients import CancellableRedis
-from tests.fakes.openai_server import FakeOpenAI, Hold
+from tests.fakes import held_turns
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.serve_process import serve
 
 pytestmark = pytest.mark.slow  # real serve processes
 
-MODEL = "held-model"
-MESSAGE = "what does the release checklist say?"
-
 
 @pytest.fixture
-async def settings(tmp_path: Path, redis_url: str, aiohttp_server: Any) -> dict[str, Any]:
-    model = FakeOpenAI()
-    model.enqueue(MODEL, [Hold()])  # the one turn's model call: answers never
-    model_server = await aiohttp_server(model.app())
-    return {
-        "model": model,
-        "database": f"sqlite:///{tmp_path / 'steelframe.db'}",
-        "env": {
-            "STEELFRAME_DATA_DIR": str(tmp_path / "data"),
-            "STEELFRAME_DATABASE_URL": f"sqlite:///{tmp_path / 'steelframe.db'}",
-            "STEELFRAME_REDIS_URL": redis_url,  # both serves: one database and one Redis
-            "STEELFRAME_RUNTIME": "openai",
-            "STEELFRAME_MODEL": MODEL,
-            "STEELFRAME_TOOL_ROUNDS": "0",
-            "STEELFRAME_CHECKOUT": str(tmp_path),
-            "STEELFRAME_HEARTBEAT_SECONDS": "0.5",
-            # Renewed every third of it while its serve lives; lapses a second after a kill.
-            "STEELFRAME_CHAT_TURN_SLOT_TTL_SECONDS": "1",
-            "OPENAI_BASE_URL": str(model_server.make_url("/v1")),
-            "OPENAI_API_KEY": "sk-test",
-        },
-    }
-
-
-def _token(database: str) -> str:
-    db = Database.from_url(database)  # migrated by serve at start
-    try:
-        _, token = db.call(create_operator, "ada")
-    finally:
-        db.dispose()
-    return token
+async def setup(tmp_path: Path, redis_url: str, aiohttp_server: Any) -> held_turns.HeldTurnSetup:
+    # Renewed every third of it while its serve lives; lapses a second after a kill.
+    return await held_turns.held_turn_setup(
+        tmp_path, redis_url, aiohttp_server, STEELFRAME_CHAT_TURN_SLOT_TTL_SECONDS="1"
+    )
 
 
 async def _relayed(redis_url: str, turn: str, frame_id: int) -> None:
@@ -76,77 +45,36 @@ async def _relayed(redis_url: str, turn: str, frame_id: int) -> None:
                         return
 
 
-async def _frames(stream: aiohttp.ClientResponse) -> list[dict[str, Any]]:
-    """The stream's frames to its end (heartbeat comments skipped)."""
-    frames = []
-    async for raw in stream.content:
-        if raw.startswith(b"data: "):
-            frames.append(json.loads(raw[6:]))
-    return frames
-
-
 async def test_a_turn_of_a_killed_serve_ends_for_a_client_reattaching_elsewhere(
-    settings: dict[str, Any], tmp_path: Path
+    setup: held_turns.HeldTurnSetup, tmp_path: Path
 ) -> None:
-    model: FakeOpenAI = settings["model"]
-    async with serve(settings["env"], tmp_path, tmp_path / "serve-1.log") as first:
-        headers = {"Authorization": f"Bearer {_token(settings['database'])}"}
-        async with (
-            aiohttp.ClientSession() as http,
-            http.post(
-                f"{first.url}/api/operator/chat/stream", json={"message": MESSAGE}, headers=headers
-            ) as stream,
-        ):
-            assert stream.status == 200, await stream.text()
-            turn = stream.headers["X-Steelframe-Turn"]
-            session = stream.headers["X-Steelframe-Session"]
-            last = 0
-            async with asyncio.timeout(PATIENCE_SECONDS):
-                async for raw in stream.content:  # a heartbeat every 0.5 s comes back here
-                    if raw.startswith(b"data: "):
-                        last = json.loads(raw[6:])["id"]
-                    if model.requests:  # the model call is under way (held)
-                        break
+    async with serve(setup.settings, tmp_path, tmp_path / "serve-1.log") as first:
+        headers = held_turns.operator_headers(setup.database)
+        async with held_turns.held_turn(first, headers, setup.model) as held:
+            turn, session, last = held.turn, held.session, held.last
             assert last, "the turn relayed no frame before its model call"
             # The relay writes in batches: the frames a client saw here are in Redis before
             # the kill (else there is no turn to find elsewhere, as after a kill that beat it).
-            await _relayed(settings["env"]["STEELFRAME_REDIS_URL"], turn, last)
+            await _relayed(setup.settings["STEELFRAME_REDIS_URL"], turn, last)
             first.process.kill()  # SIGKILL: nothing of the serve runs after this
             await first.process.wait()
-    async with (
-        serve(settings["env"], tmp_path, tmp_path / "serve-2.log") as second,
-        aiohttp.ClientSession() as http,
-    ):
-        async with (
-            asyncio.timeout(PATIENCE_SECONDS),  # not the frames' expiry (two minutes)
-            http.get(
-                f"{second.url}/api/operator/chat/stream",
-                params={"turn": turn},
-                headers={**headers, "Last-Event-ID": str(last)},
-            ) as again,
-        ):
-            assert again.status == 200, await again.text()
-            frames = await _frames(again)
+    async with serve(setup.settings, tmp_path, tmp_path / "serve-2.log") as second:
+        frames = await held_turns.reattached(second, headers, turn=turn, after=last)
         assert len(frames) == 1, frames
         [end] = frames
         assert (end["type"], end["reason"], end["id"]) == ("error", "cancelled", last + 1), end
         assert "service stopped" in end["error"] and "went away" in end["error"], end
-        async with http.get(
-            f"{second.url}/api/operator/chat/session/{session}", headers=headers
-        ) as got:
-            assert got.status == 200
-            stored = await got.json()
+        stored = await held_turns.stored_session(second, headers, session)
         assert stored["turn_in_flight"] is None
-        # Another client re-attaching later reads the same end.
-        async with (
-            asyncio.timeout(PATIENCE_SECONDS),
-            http.get(
-                f"{second.url}/api/operator/chat/stream",
-                params={"turn": turn},
-                headers={**headers, "Last-Event-ID": str(last)},
-            ) as later,
-        ):
-            assert later.status == 200, await later.text()
-            assert await _frames(later) == frames
+        # The reader that ended the turn recorded it: the message, and why it has no answer.
+        user, note = stored["messages"]
+        assert (user["role"], user["content"]) == ("user", held_turns.MESSAGE)
+        assert (note["role"], note["content"]) == ("assistant", OWNER_GONE_REPLY)
+        assert note["meta"]["kind"] == CUT_KIND
+        assert stored["title"]  # the message titles the session, as an answered turn's does
+        # Another client re-attaching later reads the same end, and records nothing more.
+        assert await held_turns.reattached(second, headers, turn=turn, after=last) == frames
+        again = await held_turns.stored_session(second, headers, session)
+        assert again["messages"] == stored["messages"]
     log = second.log_text()
     assert "Traceback" not in log, log[-2000:]

@@ -2,7 +2,9 @@
 Redis stream of that turn, so `GET .../chat/stream` with `Last-Event-ID` resumes on any
 instance behind the load balancer, not only on the one running the turn.
 
-Keys (all expire `linger` seconds after the turn's last frame):
+Keys (all expire about `linger` seconds after the turn's last frame: the two lookups are
+renewed by its frames once a quarter of that has passed, so they may lapse up to a quarter
+sooner: `_renewals_due`):
 - `steelframe:chat:frames:{turn_id}`: the stream; one entry per frame, field `f` = JSON.
 - `steelframe:chat:latest:{operator_id}`: {turn_id, session_id} of the operator's latest turn.
 - `steelframe:chat:turn:{turn_id}:operator`: whose turn it is (a turn id names one operator).
@@ -16,7 +18,8 @@ Redis that came back without its data, a stream trimmed at MAX_FRAMES) are said,
 the reader puts a `status` frame with reason `frames_lost` where they were (`Continuity`).
 A turn whose instance was killed mid-turn (SIGKILL, OOM, a crash) ends for its readers once
 its slot lapses (bot/chat/coordination.py): the first reader to see it gone, past a grace for a
-terminal frame on its way, appends its end to the stream, once (`RedisFrameRelay._owner_gone`).
+terminal frame on its way, appends its end to the stream, once (`RedisFrameRelay._owner_gone`),
+and that reader alone records the turn in its session (`on_owner_gone`: bot/chat/cut_notes.py).
 Finding another instance's turn while Redis is unreachable is a 503 naming the setting, never
 a 500. The instance that wrote a turn's frames may run another release (a rolling deploy):
 a frame whose `reason` this release has no word for is read without it
@@ -31,7 +34,7 @@ import itertools
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -62,6 +65,9 @@ log = logging.getLogger(__name__)
 PREFIX = "steelframe:chat:"
 MAX_FRAMES = 50_000  # a turn longer than this keeps its newest frames (XADD MAXLEN ~)
 MAX_BATCH = 500  # frames written in one pipeline at most
+# Past this many turns known to have renewed their lookups, the relay forgets those whose
+# lookups lapsed (turns whose end was never relayed).
+FORGET_PAST = 10_000
 # A frame's turn waits for its write at most this long: a Redis that stopped answering (a
 # frozen server, a lost network) costs the turns a pause, never their end. (redis-py 8's
 # default is the same; said here so it does not hang on a library's default.)
@@ -91,18 +97,29 @@ OWNER_GONE_TEXT = (
 # finds the slot gone waits this long (the turn's slot TTL at most) for that frame before
 # it says the turn's owner is gone.
 OWNER_GONE_GRACE = 2 * WRITE_TIMEOUT
+# The reader that ended such a turn records it in the turn's session within this (a
+# database that does not answer costs the record, logged, never the reader's end frame).
+OWNER_GONE_RECORD_SECONDS = 5.0
 TERMINAL_FRAMES = (DoneFrame, ErrorFrame)
-LOOKUP_FRAMES = (StatusFrame, *TERMINAL_FRAMES)  # frames that renew the lookups
+LOOKUP_FRAMES = (StatusFrame, *TERMINAL_FRAMES)  # frames that write the lookups afresh
 # A batch's frames in one command: XADD and PEXPIRE per frame, in the order given (a turn's
-# frames in a batch stay in order). As two pipelined commands a frame, building and parsing
-# them cost the loop ~3x the CPU (bench/frame_relay.py: 32 against 10 us a frame).
+# frames in a batch stay in order), then a PEXPIRE of the lookups of the batch's turns due a
+# renewal (`_renewals_due`), so the lookups live as long as the stream whatever frames a
+# turn sends (a long answer is deltas only: its lookups, written by `turn started`, lapsed
+# under it and a re-attach elsewhere found nothing). As two pipelined commands a frame,
+# building and parsing them cost the loop ~3x the CPU (bench/frame_relay.py: 32 against
+# 10 us a frame).
+# KEYS: the N frames' streams, then the lookups; ARGV: linger, MAXLEN, N, the N frames.
 _APPEND = """
-local linger, maxlen = ARGV[1], ARGV[2]
-for i, stream in ipairs(KEYS) do
-  redis.call('XADD', stream, 'MAXLEN', '~', maxlen, '*', 'f', ARGV[i + 2])
-  redis.call('PEXPIRE', stream, linger)
+local linger, maxlen, frames = ARGV[1], ARGV[2], tonumber(ARGV[3])
+for i = 1, frames do
+  redis.call('XADD', KEYS[i], 'MAXLEN', '~', maxlen, '*', 'f', ARGV[i + 3])
+  redis.call('PEXPIRE', KEYS[i], linger)
 end
-return #KEYS
+for i = frames + 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], linger)
+end
+return frames
 """
 
 # The end of a turn whose owner is gone, appended once for every reader: only while the
@@ -230,6 +247,11 @@ def _settle(batch: list[_Outgoing], failure: BaseException | None) -> None:
             item.written.set_exception(failure)
 
 
+def _lookup_keys(operator_id: int, turn_id: str) -> tuple[str, str]:
+    """Where a reader finds a turn: the operator's latest turn, and the turn's operator."""
+    return f"{PREFIX}latest:{operator_id}", f"{PREFIX}turn:{turn_id}:operator"
+
+
 def _opens_turn(frame: Frame) -> bool:
     """`turn started`, the first frame of every turn, is the one that names the turn."""
     return isinstance(frame, StatusFrame) and frame.turn_id is not None
@@ -241,7 +263,26 @@ class RelayedTurn:
     session_id: str
 
 
+@dataclass(frozen=True)
+class OrphanedTurn:
+    """A turn whose owner is gone, ended by a reader (`RedisFrameRelay._owner_gone`): what
+    its first frame (`turn started`) said, for its session's note that it did not complete
+    (the turn's own record of it died with its instance)."""
+
+    operator_id: int
+    turn_id: str
+    session_id: str
+    message: str
+
+
+# Records an orphaned turn in its session; run by the one reader that ended it.
+OwnerGoneRecord = Callable[[OrphanedTurn], Coroutine[Any, Any, None]]
+
+
 class FrameRelay(Protocol):
+    # Set by the composition (bot.chat.pipeline): None records nothing.
+    on_owner_gone: OwnerGoneRecord | None
+
     async def publish(
         self, operator_id: int, turn_id: str, session_id: str, frame: NumberedFrame
     ) -> None: ...
@@ -290,6 +331,14 @@ class RedisFrameRelay:
         self._closing = asyncio.Event()
         self._append_sha = self._writer.register_script(_APPEND).sha
         self._flusher: asyncio.Task[None] | None = None
+        self.on_owner_gone: OwnerGoneRecord | None = None
+        # When each running turn's lookups were last written or renewed (loop time).
+        self._lookups_at: dict[str, float] = {}
+        self._renew_every = linger / 4
+        self._forget_past = FORGET_PAST
+        # Records of orphaned turns under way: each outlives the reader that started it (a
+        # client that leaves must not cut its write), and the relay's close waits for them.
+        self._recording: set[asyncio.Task[None]] = set()
 
     async def publish(
         self, operator_id: int, turn_id: str, session_id: str, frame: NumberedFrame
@@ -402,26 +451,67 @@ class RedisFrameRelay:
         return True
 
     async def _append(self, batch: list[_Outgoing], streams: list[str], texts: list[bytes]) -> None:
-        """One round trip: the frames (`_APPEND`) and the lookups of the frames that renew
-        them (one or two a turn and round: they live as long as the stream, whatever frame
-        comes first or last). Repeating it after a NOSCRIPT is harmless: the script wrote
-        nothing, and the lookups are plain SETs."""
-        keys_and_args: list[str | int | bytes] = [*streams, self._linger_ms, MAX_FRAMES, *texts]
+        """One round trip: the frames and the renewal of their turns' lookups (`_APPEND`),
+        and the lookups written afresh by the frames that write them (one or two a turn and
+        round: they say the turn and session whatever frame comes first or last). Repeating
+        it after a NOSCRIPT is harmless: the script wrote nothing, and the lookups are plain
+        SETs."""
+        now = asyncio.get_running_loop().time()
+        due = self._renewals_due(batch, now)
+        lookups = [key for item in due for key in _lookup_keys(item.operator_id, item.turn_id)]
+        keys_and_args: list[str | int | bytes] = [
+            *streams,
+            *lookups,
+            self._linger_ms,
+            MAX_FRAMES,
+            len(streams),
+            *texts,
+        ]
+        keys = len(streams) + len(lookups)
         renewing = [item for item in batch if isinstance(item.frame.frame, LOOKUP_FRAMES)]
         if not renewing:  # most batches: one command, no pipeline to build
-            await self._writer.evalsha(self._append_sha, len(streams), *keys_and_args)
-            return
-        async with self._writer.pipeline(transaction=False) as pipe:
-            pipe.evalsha(self._append_sha, len(streams), *keys_and_args)
-            for item in renewing:
-                self._lookups(pipe, item)
-            await pipe.execute()
+            await self._writer.evalsha(self._append_sha, keys, *keys_and_args)
+        else:
+            async with self._writer.pipeline(transaction=False) as pipe:
+                pipe.evalsha(self._append_sha, keys, *keys_and_args)
+                for item in renewing:
+                    self._lookups(pipe, item)
+                await pipe.execute()
+        self._renewed([*due, *renewing], now)  # an end last: its turn is forgotten
+
+    def _renewals_due(self, batch: list[_Outgoing], now: float) -> list[_Outgoing]:
+        """One frame of each turn whose lookups this batch should renew: those last
+        written or renewed a quarter of their lifetime ago or more (renewing them with
+        every frame cost a third more CPU a frame with 1,000 turns streaming: bench/
+        frame_relay.py)."""
+        due: dict[str, _Outgoing] = {}
+        for item in batch:
+            if isinstance(item.frame.frame, LOOKUP_FRAMES):  # it writes them afresh
+                continue
+            last = self._lookups_at.get(item.turn_id)
+            if last is None or now - last >= self._renew_every:
+                due.setdefault(item.turn_id, item)
+        return list(due.values())
+
+    def _renewed(self, renewing: list[_Outgoing], now: float) -> None:
+        """The batch is written: the lookups of these frames' turns were written or renewed
+        now; an ended turn's are forgotten here (a turn whose end never came, once they
+        lapsed)."""
+        for item in renewing:
+            if item.frame.terminal:
+                self._lookups_at.pop(item.turn_id, None)
+            else:
+                self._lookups_at[item.turn_id] = now
+        if len(self._lookups_at) > self._forget_past:
+            cutoff = now - self._linger_ms / 1000
+            self._lookups_at = {t: at for t, at in self._lookups_at.items() if at > cutoff}
+            self._forget_past = max(FORGET_PAST, 2 * len(self._lookups_at))
 
     def _lookups(self, pipe: Any, item: _Outgoing) -> None:
+        latest_key, owner_key = _lookup_keys(item.operator_id, item.turn_id)
         latest = json.dumps({"turn_id": item.turn_id, "session_id": item.session_id})
-        pipe.set(f"{PREFIX}latest:{item.operator_id}", latest, px=self._linger_ms)
-        owner = f"{PREFIX}turn:{item.turn_id}:operator"
-        pipe.set(owner, item.operator_id, px=self._linger_ms)
+        pipe.set(latest_key, latest, px=self._linger_ms)
+        pipe.set(owner_key, item.operator_id, px=self._linger_ms)
 
     async def locate(
         self, operator_id: int, *, session_id: str | None, turn_id: str | None
@@ -529,14 +619,50 @@ class RedisFrameRelay:
                 "turn %s: its owner is gone (its slot lapsed unfinished); ended for its readers",
                 watch.turn_id,
             )
+            # This reader's script appended the end, so this reader alone records it: before
+            # the end is read, so a client that reloads the session on it finds the note.
+            await self._record_orphaned(watch)
         watch.gone_since = None  # held again, or ended: look afresh
         return bool(ended)
+
+    async def _record_orphaned(self, watch: _OwnerWatch) -> None:
+        """Let the orphaned turn's session say it did not complete (`on_owner_gone`), with
+        the message its first frame carries; bounded, logged, never raised (the end is in
+        the stream already)."""
+        record = self.on_owner_gone
+        if record is None or watch.operator is None:
+            return
+        try:
+            first: Any = await self._redis.xrange(watch.stream, count=1)
+            opened = NumberedFrame.stored(first[0][1][b"f"]).frame if first else None
+        except Exception as exc:  # Redis failing, or a frame unreadable
+            log.warning("turn %s: its first frame not read (%r); no note", watch.turn_id, exc)
+            return
+        if (
+            not isinstance(opened, StatusFrame)
+            or opened.turn_id != watch.turn_id
+            or not opened.session
+            or opened.message is None
+        ):  # trimmed (MAXLEN) or lost: the message is not known here
+            log.warning("turn %s: its first frame is gone; no note in its session", watch.turn_id)
+            return
+        orphaned = OrphanedTurn(watch.operator, watch.turn_id, opened.session, opened.message)
+        task = asyncio.create_task(record(orphaned), name=f"orphaned-{watch.turn_id}")
+        self._recording.add(task)
+        task.add_done_callback(self._recording.discard)
+        try:
+            async with asyncio.timeout(OWNER_GONE_RECORD_SECONDS):
+                await asyncio.shield(task)
+        except Exception as exc:  # TimeoutError included
+            log.warning("turn %s: its end was not recorded in its session (%r)", watch.turn_id, exc)
 
     async def close(self) -> None:
         """Write what waits (one more try if Redis is away: then it goes with the process)."""
         self._closing.set()
         if self._flusher is not None:
             await asyncio.gather(self._flusher, return_exceptions=True)
+        if self._recording:
+            await asyncio.wait(self._recording, timeout=OWNER_GONE_RECORD_SECONDS)
         await self._writer.aclose()
         await self._redis.aclose()
 

@@ -21,7 +21,9 @@ from typing import Any
 from bot.agents import resolve_agent
 from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
+from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
+from bot.chat.frames import OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import (
@@ -38,7 +40,14 @@ from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
 from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
 from bot.chat.session_store import TurnRecord, TurnSession, open_for_turn, persist_turn
-from bot.chat.turn import Draft, FinishedTurn, TurnContext, clean_grounding, cut_record
+from bot.chat.turn import (
+    CUT_REPLY,
+    OWNER_GONE_REPLY,
+    Draft,
+    FinishedTurn,
+    TurnContext,
+    clean_grounding,
+)
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
@@ -132,6 +141,8 @@ class TurnPipeline:
         # Where each starting turn goes, read together with other turns' (bot.group_read).
         self._placements = GroupRead(db, placements)
         self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
+        if registry.relay is not None:  # turns of killed instances, ended by readers here
+            registry.relay.on_owner_gone = self.record_owner_gone
 
     async def close(self) -> None:
         await self.writes.close()  # the writes of the turns just stopped
@@ -202,8 +213,6 @@ class TurnPipeline:
                 # Listed from now on, whatever becomes of the turn: other clients show it.
                 await announce(self.events, request.operator_id, ts.id, SessionChange.CREATED)
             if ts is not None:
-                # Cut by a shutdown from here on, the session keeps the message and says so.
-                handle.on_cut = functools.partial(self._record_cut, request=request, ts=ts)
                 await self.unanswered.quiet()  # requests still waiting go first
                 await self._turn(handle, request, ts)
 
@@ -212,21 +221,29 @@ class TurnPipeline:
     ) -> TurnSession | None:
         """Write the turn's session, batched with other turns' writes. A stop meanwhile lets
         the write land first, so a client told the turn stopped finds the session the first
-        frame named. None (and an error frame) if the session was deleted since."""
+        frame named; a cut (the service stopping) meanwhile lets it land and then records the
+        cut in it. None (and an error frame) if the session was deleted since."""
         write = asyncio.ensure_future(
             self.writes.run(open_for_turn, request.operator_id, target, clock=self.clock)
         )
         try:
-            return await asyncio.shield(write)
+            ts = await asyncio.shield(write)
         except SessionGone:
             await handle.emit(SESSION_DELETED)
             return None
         except asyncio.CancelledError:
             with contextlib.suppress(Exception):
-                await write
+                self._cuttable(handle, request, await write)
             raise
         finally:
             handle.opened.set()
+        self._cuttable(handle, request, ts)
+        return ts
+
+    def _cuttable(self, handle: TurnHandle, request: TurnRequest, ts: TurnSession) -> None:
+        """The session exists: cut by a shutdown from here on (its write just landed, or the
+        cut came while it was written), the turn's session keeps the message and says so."""
+        handle.on_cut = functools.partial(self._record_cut, request=request, ts=ts)
 
     async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: TurnSession) -> None:
         """Gather context, draft (with the citation check), apply the intent, persist,
@@ -337,10 +354,27 @@ class TurnPipeline:
         self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession
     ) -> None:
         """The turn was cut (the service is stopping): its session keeps the message and
-        says the turn did not complete (bot.chat.turn.cut_record)."""
-        record = cut_record(handle.turn_id, request.message, ts)
-        await self.writes.run(persist_turn, request.operator_id, ts.id, record, clock=self.clock)
-        await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
+        says the turn did not complete (bot.chat.turn.cut_record), once."""
+        await self._note_cut(
+            request.operator_id, ts.id, handle.turn_id, request.message, reply=CUT_REPLY
+        )
+
+    async def record_owner_gone(self, turn: OrphanedTurn) -> None:
+        """A reader ended a turn whose instance went away (bot.chat.frames): its session
+        keeps the message and says the turn did not complete, once (a turn whose answer or
+        cut was stored before its instance died is left as it is)."""
+        await self._note_cut(
+            turn.operator_id, turn.session_id, turn.turn_id, turn.message, reply=OWNER_GONE_REPLY
+        )
+
+    async def _note_cut(
+        self, operator_id: int, session_id: str, turn_id: str, message: str, *, reply: str
+    ) -> None:
+        stored = await self.writes.run(
+            store_cut_note, operator_id, session_id, turn_id, message, reply=reply, clock=self.clock
+        )
+        if stored:
+            await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
 
     async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""

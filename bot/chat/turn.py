@@ -34,7 +34,15 @@ CUT_REPLY = (
     "(This turn did not complete: the service stopped, for a restart or a shutdown, before "
     "the answer was ready. Nothing was done for it; send the message again.)"
 )
-CUT_KIND = "turn_cut"  # the stored reply's meta `kind`
+# A turn whose instance went away mid-turn (killed: SIGKILL, an OOM kill, a crash) is
+# recorded by the reader that ended it (bot.chat.frames), in these words: that reader cannot
+# know how far the turn had gone (it may have begun filing or publishing), only that its
+# answer was never saved.
+OWNER_GONE_REPLY = (
+    "(This turn did not complete: the instance of the service running it went away, a crash "
+    "or a kill, before the turn finished. Its answer was not saved; send the message again.)"
+)
+CUT_KIND = "turn_cut"  # the stored reply's meta `kind`, either way
 
 MEMORY_VERDICTS: dict[Verdict, MemoryVerdict] = {
     Verdict.ANSWERS: "answers",
@@ -82,13 +90,16 @@ class TurnContext:
         return ""
 
 
-def cut_record(turn_id: str, message: str, session: TurnSession) -> TurnRecord:
-    """What a cut turn stores: the operator's message, and CUT_REPLY in place of an answer
-    (an `answer` that did nothing: no decision, no proposal, nothing filed)."""
+def cut_record(
+    turn_id: str, message: str, session: TurnSession, *, reply: str = CUT_REPLY
+) -> TurnRecord:
+    """What a cut turn stores: the operator's message, and `reply` (CUT_REPLY, or
+    OWNER_GONE_REPLY) in place of an answer (an `answer` that changes nothing of the
+    session: no decision, no proposal)."""
     return TurnRecord(
         turn_id=turn_id,
         user_message=message,
-        reply=CUT_REPLY,
+        reply=reply,
         reasoning="",
         intent=Intent.ANSWER.value,
         meta={"kind": CUT_KIND, "agent": session.agent, "focus": session.focus},
