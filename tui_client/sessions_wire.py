@@ -67,8 +67,8 @@ class UsageMeta(TypedDict):
 class TurnMeta(TypedDict, total=False):
     """A stored message's metadata: empty for the operator's message; an answered turn's
     (bot/chat/turn.py FinishedTurn.meta), a delivered task result's (`kind` "task_result",
-    bot/lifecycle/delivery.py), or a turn the service cut while stopping (`kind` "turn_cut", with
-    `agent` and `focus`: bot/chat/turn.py cut_record)."""
+    bot/lifecycle/delivery.py), or a turn the service cut while stopping or whose instance went away
+    (`kind` "turn_cut", with `agent` and `focus`: bot/chat/turn.py cut_record)."""
 
     retrieve_hits: int
     retrieved: list[dict[str, Any]]
