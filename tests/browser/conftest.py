@@ -11,13 +11,14 @@ import contextlib
 import json
 import os
 import shutil
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.browser.shared_chromium import ChromiumGone, SharedChromium
 from tests.conftest import ApiClient
 
 CHROMIUM = os.environ.get("STEELFRAME_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -45,21 +46,52 @@ def chromium_path(configured: str | None = None) -> str:
     pytest.skip(f"browser tests did not run: no Chromium at {wanted} (apt-get install chromium)")
 
 
-@pytest.fixture
-async def browser() -> AsyncIterator[Any]:
-    path = chromium_path()
+def require_playwright() -> None:
     try:
-        from playwright.async_api import async_playwright
+        import playwright.async_api  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             raise
         pytest.skip("browser tests did not run: the playwright package is not installed")
+
+
+@pytest.fixture(scope="session")
+def shared_chromium() -> Iterator[SharedChromium]:
+    """This test process's Chromium (tests/browser/shared_chromium.py), stopped at its end."""
+    path = chromium_path()
+    require_playwright()
+    chromium = SharedChromium(path, CHROMIUM_ARGS)
+    try:
+        yield chromium
+    finally:
+        chromium.stop()
+
+
+@pytest.fixture
+async def browser(shared_chromium: SharedChromium) -> AsyncIterator[Any]:
+    """The shared Chromium, reached by a Playwright of this test's own event loop; the
+    contexts the test opens close with it. A Chromium that died during the test fails its
+    teardown, saying so; the next test starts a new one."""
+    from playwright.async_api import async_playwright
+
+    address = await asyncio.to_thread(shared_chromium.address)
     async with async_playwright() as playwright:
-        launched = await playwright.chromium.launch(executable_path=path, args=CHROMIUM_ARGS)
         try:
-            yield launched
+            connected = await playwright.chromium.connect_over_cdp(
+                address.websocket_url, timeout=WAIT_MS
+            )
+        except Exception as exc:
+            shared_chromium.check_alive()  # died: says how
+            # Alive but hung: the next test starts a new one rather than fail the same way.
+            await asyncio.to_thread(shared_chromium.stop)
+            raise ChromiumGone(f"Chromium does not answer at {address.websocket_url}") from exc
+        try:
+            yield connected
         finally:
-            await launched.close()
+            try:
+                await connected.close()  # the contexts this connection made, not Chromium
+            finally:
+                shared_chromium.check_alive()
 
 
 @dataclass

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import WAIT_MS, chromium_path
+from tests.browser.shared_chromium import read_devtools_active_port
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.ports import refused_port
 
@@ -110,14 +111,13 @@ async def test_desktop_opens_a_signed_in_window(
 
 
 async def devtools_port(profile: Path, process: subprocess.Popen[str]) -> int:
-    """The debugging port Chromium took, from the first line of the DevToolsActivePort file
-    it writes into its profile once it listens."""
-    written = profile / "DevToolsActivePort"
+    """The debugging port Chromium took, from the DevToolsActivePort file it writes into its
+    profile once it listens."""
     deadline = time.monotonic() + PATIENCE_SECONDS  # a Chromium start on a loaded machine
     while True:
-        lines = written.read_text().splitlines() if written.exists() else []
-        if lines and lines[0].isdigit():
-            return int(lines[0])
+        address = read_devtools_active_port(profile)
+        if address is not None:
+            return address.port
         if process.poll() is not None:
             raise AssertionError(f"steelframe desktop exited with {process.returncode}")
         if time.monotonic() > deadline:

@@ -1,0 +1,67 @@
+"""The test process's shared Chromium (tests/browser/shared_chromium.py): it runs as
+Playwright's own launch would run it, and one that died is reported, then replaced."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+import psutil
+
+from tests.browser.conftest import CHROMIUM_ARGS, chromium_path
+from tests.browser.shared_chromium import ChromiumGone, SharedChromium
+from tests.fakes.lifecycle import wait_for
+from tests.fakes.patience import PATIENCE_SECONDS
+
+# Where each Chromium keeps its profile and how its DevTools are reached: not the same.
+PER_PROCESS = ("--user-data-dir=", "--remote-debugging-")
+
+
+def switches(pid: int) -> set[str]:
+    """The command line of a running Chromium (after /usr/bin/chromium's own additions)."""
+    return {a for a in psutil.Process(pid).cmdline()[1:] if not a.startswith(PER_PROCESS)}
+
+
+async def test_the_shared_chromium_runs_with_the_switches_of_playwrights_launch(
+    shared_chromium: SharedChromium,
+) -> None:
+    from playwright.async_api import async_playwright
+
+    shared_chromium.address()
+    assert shared_chromium.pid is not None
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium_path(), args=CHROMIUM_ARGS
+        )
+        try:
+            (by_playwright,) = [
+                child.pid
+                for child in psutil.Process().children(recursive=True)
+                if "--remote-debugging-pipe" in child.cmdline()
+            ]
+            assert switches(shared_chromium.pid) == switches(by_playwright)
+        finally:
+            await launched.close()
+
+
+async def test_a_chromium_that_died_is_reported_then_replaced() -> None:
+    chromium = SharedChromium(chromium_path(), CHROMIUM_ARGS)
+    try:
+        first = chromium.address()
+        assert chromium.pid is not None
+        os.kill(chromium.pid, signal.SIGKILL)
+
+        def death_report() -> str | None:
+            try:
+                chromium.check_alive()
+            except ChromiumGone as report:
+                return str(report)
+            return None
+
+        # Until its last thread is gone a killed process cannot be waited for: poll.
+        report = await wait_for(death_report, within=PATIENCE_SECONDS)
+        assert "was killed by SIGKILL; the end of its log" in report
+        assert chromium.address() != first
+        chromium.check_alive()
+    finally:
+        chromium.stop()
