@@ -2,16 +2,25 @@
 responses) and octokit/webhooks' schemas and example payloads (webhooks).
 
 `data_dir` is a copy of `shared/github/` (tests pass `../shared/github` from the repo
-root). jsonschema is a development dependency, imported here only.
+root). jsonschema and jsonschema-rs are development dependencies, imported here only.
+
+The suite checks every request, answer and webhook of every test that uses the sandbox, so
+what can be done once is: `Contract.of(folder)` reads and converts the description once per
+process, and each schema is compiled once (`CompiledSchema`).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from functools import cached_property
+from collections.abc import Callable, Mapping
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
+
+import jsonschema_rs
+from jsonschema import Draft4Validator, Draft7Validator
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT7
 
 # The description grown to 49 operations for the work after the pull request (a superset
 # of `openapi/github-rest-trimmed.json`; shared/github/README.md).
@@ -46,9 +55,57 @@ def openapi_to_jsonschema(node: Any) -> Any:
     return converted
 
 
+class CompiledSchema:
+    """One schema, compiled once and checked against many instances. jsonschema-rs (Rust,
+    ~30 times faster here) gives the verdict; an instance it rejects is checked again by
+    jsonschema, whose findings are the ones reported: problems read as they always have,
+    and an instance only Rust would reject (its regex `$` takes no final newline) passes.
+    The two agree on every example in shared/github and on broken copies of them
+    (tests/test_sandbox_contract.py)."""
+
+    def __init__(self, fast: jsonschema_rs.Validator, slow: Callable[[], Any]) -> None:
+        self._fast = fast
+        self._build_slow = slow
+
+    @cached_property
+    def _slow(self) -> Any:  # built on the first failure only
+        return self._build_slow()
+
+    def _fast_verdict(self, instance: Any) -> bool | None:
+        try:
+            return self._fast.is_valid(instance)
+        except ValueError:  # a value JSON cannot hold (a number as a key): jsonschema judges
+            return None
+
+    def verdicts(self, instance: Any) -> tuple[bool | None, bool]:
+        """jsonschema-rs's verdict and jsonschema's, for tests that hold them equal."""
+        return self._fast_verdict(instance), next(self._slow.iter_errors(instance), None) is None
+
+    def problems(self, instance: Any) -> list[str]:
+        if self._fast_verdict(instance):
+            return []
+        return [
+            f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message[:300]}"
+            for error in self._slow.iter_errors(instance)
+        ]
+
+
 class Contract:
+    """GitHub's contract as read from `data_dir`. Take the shared one (`Contract.of`): the
+    description, the schemas and the examples are read once per process, and never changed
+    (callers read `openapi`, never write it)."""
+
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
+        # Compiled schemas by their JSON text (equal schemas share one).
+        self._rest_schemas: dict[str, CompiledSchema] = {}
+        self._webhook_schemas: dict[Path, CompiledSchema | None] = {}
+        self._first_examples: dict[tuple[str, str | None], Any] = {}
+
+    @staticmethod
+    def of(data_dir: Path) -> Contract:
+        """The one Contract of this folder in this process."""
+        return _contract_of(data_dir.resolve())
 
     # -- REST ------------------------------------------------------------------------------
 
@@ -70,7 +127,7 @@ class Contract:
             return None, [f"{method} {route} is not an operation GitHub's description has"]
         return operation, []
 
-    def _resolve(self, node: dict[str, Any]) -> dict[str, Any]:
+    def resolve(self, node: dict[str, Any]) -> dict[str, Any]:
         while "$ref" in node:
             target: Any = self.openapi
             for part in node["$ref"].removeprefix("#/").split("/"):
@@ -78,14 +135,25 @@ class Contract:
             node = target
         return node
 
-    def _validate(self, schema: dict[str, Any], instance: Any) -> list[str]:
-        from jsonschema import Draft4Validator
+    def rest_schema(self, schema: dict[str, Any]) -> CompiledSchema:
+        """A schema of the description (or built on its components), compiled once."""
+        key = json.dumps(schema)
+        compiled = self._rest_schemas.get(key)
+        if compiled is None:
+            # OpenAPI 3.0 schemas are Draft 4's dialect; refs point into `components`.
+            components = self.openapi["components"]
+            root = {"allOf": [schema], "components": components}
+            # Rust compiles only what the schema reaches (all of it took 12 ms a schema).
+            reached = {"allOf": [schema], "components": _reached(schema, components)}
+            compiled = CompiledSchema(
+                jsonschema_rs.Draft4Validator(reached, validate_formats=False, offline=True),
+                lambda: Draft4Validator(root),
+            )
+            self._rest_schemas[key] = compiled
+        return compiled
 
-        root = {"allOf": [schema], "components": self.openapi["components"]}
-        return [
-            f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message[:300]}"
-            for error in Draft4Validator(root).iter_errors(instance)
-        ]
+    def _validate(self, schema: dict[str, Any], instance: Any) -> list[str]:
+        return self.rest_schema(schema).problems(instance)
 
     def request_problems(self, method: str, route: str, body: Any) -> list[str]:
         operation, problems = self._described(method, route)
@@ -93,7 +161,7 @@ class Contract:
             return problems
         if "requestBody" not in operation:
             return [] if body is None else [f"{method} {route} takes no body, got one"]
-        spec = self._resolve(operation["requestBody"])
+        spec = self.resolve(operation["requestBody"])
         if body is None and not spec.get("required", False):
             return []
         return self._validate(spec["content"]["application/json"]["schema"], body)
@@ -106,7 +174,7 @@ class Contract:
             return problems
         declared = {
             spec["name"]: spec["schema"]
-            for spec in map(self._resolve, operation.get("parameters", []))
+            for spec in map(self.resolve, operation.get("parameters", []))
             if spec.get("in") == "query"
         }
         for name, raw in query.items():
@@ -136,7 +204,7 @@ class Contract:
             return self._validate({"$ref": "#/components/schemas/basic-error"}, body)
         if spec is None:
             return [f"status {status} is not a documented answer of {method} {route}"]
-        documented = self._resolve(spec).get("content", {})
+        documented = self.resolve(spec).get("content", {})
         content = documented.get(media_type)
         if content is None and documented:
             return [f"{status} of {method} {route} documents no {media_type} body"]
@@ -159,32 +227,45 @@ class Contract:
     # -- webhooks --------------------------------------------------------------------------
 
     @cached_property
-    def _webhook_registry(self) -> Any:
-        from referencing import Registry, Resource
-        from referencing.jsonschema import DRAFT7
-
-        resources = []
-        for path in (self.data_dir / "webhook-schemas").rglob("*.schema.json"):
-            schema = json.loads(path.read_text())
-            resources.append((schema["$id"], Resource.from_contents(schema, DRAFT7)))
-        return Registry().with_resources(resources)
+    def _webhook_registries(self) -> tuple[Registry[Any], jsonschema_rs.Registry]:
+        """Every webhook schema by its `$id` (they refer to each other: common/*.json),
+        for jsonschema and for jsonschema-rs."""
+        schemas = [
+            json.loads(path.read_text())
+            for path in sorted((self.data_dir / "webhook-schemas").rglob("*.schema.json"))
+        ]
+        python: Registry[Any] = Registry().with_resources(
+            (schema["$id"], Resource.from_contents(schema, DRAFT7)) for schema in schemas
+        )
+        return python, jsonschema_rs.Registry([(schema["$id"], schema) for schema in schemas])
 
     def webhook_schema_path(self, event: str, action: str | None) -> Path:
         folder = self.data_dir / "webhook-schemas" / event
         return folder / ("event.schema.json" if action is None else f"{action}.schema.json")
 
-    def webhook_problems(self, event: str, payload: dict[str, Any]) -> list[str]:
-        from jsonschema import Draft7Validator
+    def webhook_schema(self, event: str, action: str | None) -> CompiledSchema | None:
+        """The schema of this event and action, compiled once (None: octokit has none)."""
+        path = self.webhook_schema_path(event, action)
+        if path not in self._webhook_schemas:
+            compiled = None
+            if path.exists():
+                schema = json.loads(path.read_text())
+                python, rust = self._webhook_registries
+                compiled = CompiledSchema(
+                    jsonschema_rs.Draft7Validator(
+                        schema, registry=rust, validate_formats=False, offline=True
+                    ),
+                    lambda: Draft7Validator(schema, registry=python),
+                )
+            self._webhook_schemas[path] = compiled
+        return self._webhook_schemas[path]
 
+    def webhook_problems(self, event: str, payload: dict[str, Any]) -> list[str]:
         action = payload.get("action")
-        path = self.webhook_schema_path(event, action if isinstance(action, str) else None)
-        if not path.exists():
+        compiled = self.webhook_schema(event, action if isinstance(action, str) else None)
+        if compiled is None:
             return [f"no webhook schema for {event}.{action}"]
-        validator = Draft7Validator(json.loads(path.read_text()), registry=self._webhook_registry)
-        return [
-            f"{'/'.join(map(str, error.absolute_path)) or '<root>'}: {error.message[:300]}"
-            for error in validator.iter_errors(payload)
-        ]
+        return compiled.problems(payload)
 
     def examples(self, event: str, action: str | None) -> list[Path]:
         folder = self.data_dir / "webhook-examples" / event
@@ -192,20 +273,53 @@ class Contract:
             return sorted(folder.glob("*.json"))
         return sorted(p for p in folder.glob("*.json") if p.name.split(".")[0] == action)
 
+    def _first_example(self, event: str, action: str | None) -> Any:
+        """The first real example of this event and action, read once (None: there is none)."""
+        key = (event, action)
+        if key not in self._first_examples:
+            examples = self.examples(event, action)
+            self._first_examples[key] = json.loads(examples[0].read_text()) if examples else None
+        return self._first_examples[key]
+
     def shape_problems(self, event: str, payload: dict[str, Any]) -> list[str]:
         """Keys a real example of this event and action has that `payload` lacks
         (recursively, where both sides hold an object). Organization and enterprise keys
         only appear for organisation-owned repositories and are not required."""
         action = payload.get("action")
-        examples = self.examples(event, action if isinstance(action, str) else None)
-        if not examples:
+        example = self._first_example(event, action if isinstance(action, str) else None)
+        if example is None:
             return []
-        example = json.loads(examples[0].read_text())
         optional = {"organization", "enterprise", "installation", "changes", "requester"}
         if event == "ping":
             # The examples are repository hooks' pings; an App's ping names no repository.
             optional |= {"repository", "sender"}
         return _missing_keys(example, payload, "", optional)
+
+
+@cache
+def _contract_of(data_dir: Path) -> Contract:
+    return Contract(data_dir)
+
+
+def _reached(schema: Any, components: dict[str, Any]) -> dict[str, Any]:
+    """The components `schema` reaches through its `$ref`s and theirs (a ref to none
+    fails to compile: never a silent pass)."""
+    reached: dict[str, dict[str, Any]] = {}
+    todo = [schema]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, list):
+            todo += node
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/components/"):
+                section, name = ref.removeprefix("#/components/").split("/")[:2]
+                found = reached.setdefault(section, {})
+                if name not in found and name in components.get(section, {}):
+                    found[name] = components[section][name]
+                    todo.append(found[name])
+            todo += node.values()
+    return reached
 
 
 def _typed(schema: dict[str, Any], raw: str) -> Any:

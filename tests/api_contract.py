@@ -10,16 +10,19 @@ fixture's teardown (in case a test swallowed the error).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import marshal
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import jsonschema_rs
 from aiohttp import ClientResponse
-from jsonschema import Draft202012Validator, ValidationError, validators
+from jsonschema import Draft202012Validator
 
+from github_sandbox.contract import CompiledSchema
 from tui_client.sse import SseError, SseReader
 
 # What the router itself answers for a path no operation has: JSON errors (the middleware).
@@ -37,8 +40,6 @@ class ApiContract:
         # Streams whose last event may still wait for the blank line that ends it (a test
         # stops reading at the frame it wanted): `flush` checks those frames too.
         self._open_streams: list[Callable[[], None]] = []
-        # Per state of the components, a validator that remembers what it found valid.
-        self._validators: dict[bytes, Any] = {}
 
     def _template(self, path: str) -> str | None:
         for template in self.document["paths"]:
@@ -53,17 +54,13 @@ class ApiContract:
 
     def _schema_problems(self, schema: dict[str, Any], instance: Any) -> list[str]:
         components = self.document["components"]
-        root = {"allOf": [schema], "components": components}
-        # Tests may change the document (tests/test_api_contract.py): what was valid counts
-        # only for the components as they were then.
-        state = _digest(components)
-        if state not in self._validators:
-            _assert_refs_are_context_free(state, components)
-            self._validators[state] = _validator_remembering(set())
-        return [
-            f"{'/'.join(map(str, e.absolute_path)) or '<root>'}: {e.message[:300]}"
-            for e in self._validators[state](root).iter_errors(instance)
-        ]
+        # Tests may change the document (tests/test_api_contract.py): a schema is compiled
+        # for the components as they are now, and found again only while they stay so.
+        key = (_digest(components), _digest(schema))
+        compiled = _COMPILED.get(key)
+        if compiled is None:
+            compiled = _COMPILED[key] = _compile(schema, components)
+        return compiled.problems(instance)
 
     def content_schema(
         self, method: str, path: str, status: int, media_type: str
@@ -123,45 +120,19 @@ def _digest(value: Any) -> bytes:
     return hashlib.blake2b(marshal.dumps(value), digest_size=16).digest()
 
 
-_REF = Draft202012Validator.VALIDATORS["$ref"]
-# Keywords under which what a `$ref` accepts would depend on where it is used.
-_CONTEXT_KEYWORDS = ("$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "unevaluated")
-_CONTEXT_FREE: set[bytes] = set()  # states of the components already looked at
+# Every schema checked in this process, by the state of the components and the schema
+# itself: each test builds its own app and ApiContract from an equal document, so all but
+# the first find their schemas compiled.
+_COMPILED: dict[tuple[bytes, bytes], CompiledSchema] = {}
 
 
-def _assert_refs_are_context_free(state: bytes, components: dict[str, Any]) -> None:
-    if state not in _CONTEXT_FREE:
-        text = json.dumps(components)
-        found = [keyword for keyword in _CONTEXT_KEYWORDS if f'"{keyword}' in text]
-        assert not found, f"_validator_remembering is not exact with {found} in the document"
-        _CONTEXT_FREE.add(state)
-
-
-def _validator_remembering(valid: set[tuple[str, bytes]]) -> Any:
-    """Draft 2020-12, except that a `$ref` to a value already found valid against it is not
-    checked again. An answer repeats much of the last ones (a chat answer carries the whole
-    session's history, which grows each turn): the suite spent more CPU re-checking the
-    same messages than on anything else. Exact for this document: what a `$ref` accepts
-    depends only on its target and the value (no $id, $dynamicRef or unevaluated*), and
-    each state of the components has its own validator (ApiContract._schema_problems)."""
-
-    def remembering_ref(
-        validator: Any, ref: str, instance: Any, schema: dict[str, Any]
-    ) -> Iterator[ValidationError]:
-        if not isinstance(instance, dict | list):
-            yield from _REF(validator, ref, instance, schema)
-            return
-        key = (ref, _digest(instance))
-        if key in valid:
-            return
-        failed = False
-        for error in _REF(validator, ref, instance, schema):
-            failed = True
-            yield error
-        if not failed:
-            valid.add(key)
-
-    return validators.extend(Draft202012Validator, {"$ref": remembering_ref})
+def _compile(schema: dict[str, Any], components: dict[str, Any]) -> CompiledSchema:
+    # A copy: a test that changes the document later must not change what this one checks.
+    root = copy.deepcopy({"allOf": [schema], "components": components})
+    return CompiledSchema(
+        jsonschema_rs.Draft202012Validator(root, validate_formats=False, offline=True),
+        lambda: Draft202012Validator(root),
+    )
 
 
 class _CheckedStream:

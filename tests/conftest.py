@@ -468,7 +468,7 @@ class GitHubSandbox:
         self.private_key = private_key
         self.repo = SANDBOX_REPO
         self.installation_id = installation_id
-        self.contract = Contract(GITHUB_DATA)
+        self.contract = Contract.of(GITHUB_DATA)
         self._clients: list[Any] = []
 
     @property

@@ -8,6 +8,7 @@ import copy
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -56,7 +57,7 @@ MEDIA_TYPES = {
 
 @pytest.fixture(scope="module")
 def contract() -> Contract:
-    return Contract(GITHUB_DATA)
+    return Contract.of(GITHUB_DATA)
 
 
 def _operation(contract: Contract, folder: str) -> tuple[str, str]:
@@ -155,6 +156,93 @@ def test_the_webhook_check_catches_extra_and_missing_keys(contract: Contract) ->
     del missing["issue"]["user"]["node_id"]
     assert contract.webhook_problems("issues", missing)
     assert contract.shape_problems("issues", missing) == ["/issue/user/node_id"]
+
+
+def test_a_schema_checked_before_still_reports_each_break(contract: Contract) -> None:
+    """Each schema is compiled once per process and kept (Contract.of): a pass does not hide
+    a later break of the same schema, a break does not stick to a later pass, and each
+    action of an event keeps its own schema."""
+    assert Contract.of(GITHUB_DATA / ".") is contract
+    route = "/repos/{owner}/{repo}/issues"
+    issue = json.loads((REST_EXAMPLES / "issues__create/response-201-default.json").read_text())
+    broken = {**issue, "number": "seven"}
+    webhooks = GITHUB_DATA / "webhook-examples/issues"
+    labeled = json.loads((webhooks / "labeled.payload.json").read_text())
+    opened = json.loads((webhooks / "opened.payload.json").read_text())
+    extra = copy.deepcopy(opened)
+    extra["issue"]["invented"] = True
+    for _ in range(2):
+        assert contract.response_problems("POST", route, 201, issue) == []
+        assert contract.response_problems("POST", route, 201, broken) == [
+            "number: 'seven' is not of type 'integer'"
+        ]
+        assert contract.request_problems("POST", route, {"title": "t"}) == []
+        assert contract.webhook_problems("issues", opened) == []
+        assert contract.webhook_problems("issues", extra) == [
+            "issue: Additional properties are not allowed ('invented' was unexpected)"
+        ]
+        assert contract.webhook_problems("issues", labeled) == []
+        assert contract.webhook_problems("issues", {**labeled, "action": "opened"}) == [
+            "<root>: Additional properties are not allowed ('label' was unexpected)"
+        ]
+
+
+def _broken_copies(instance: Any) -> list[Any]:
+    """The instance with its first key dropped, that key's value of another type and a key
+    no schema names, then the same in its first object, and so on down; a list breaks
+    through its first item."""
+    if isinstance(instance, list):
+        return [[item, *instance[1:]] for item in _broken_copies(instance[0])] if instance else []
+    if not isinstance(instance, dict) or not instance:
+        return [None] if instance is not None else ["text"]
+    first = next(iter(instance))
+    broken = [
+        {key: value for key, value in instance.items() if key != first},
+        {**instance, "invented_key": True},
+        *({**instance, first: other} for other in _broken_copies(instance[first])[:1]),
+    ]
+    nested = next((key for key, value in instance.items() if isinstance(value, dict)), None)
+    if nested is not None:
+        broken += [{**instance, nested: inner} for inner in _broken_copies(instance[nested])]
+    return broken
+
+
+@pytest.mark.parametrize("path", EXAMPLE_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_jsonschema_rs_and_jsonschema_agree_on_each_rest_example(
+    contract: Contract, path: Path
+) -> None:
+    """jsonschema-rs's verdict stands when it passes an answer (CompiledSchema): it must
+    fail what jsonschema fails, here on each example and broken copies of it."""
+    method, route = _operation(contract, path.parent.name)
+    operation = contract.operation(method, route)
+    assert operation is not None
+    data = json.loads(path.read_text())
+    if path.name.startswith("request"):
+        spec, instance = contract.resolve(operation["requestBody"]), data["body"]
+    else:
+        spec, instance = contract.resolve(operation["responses"][path.name.split("-")[1]]), data
+    media_type = MEDIA_TYPES.get((path.parent.name, path.name), "application/json")
+    compiled = contract.rest_schema(spec["content"][media_type]["schema"])
+    for each in [instance, *_broken_copies(instance)]:
+        fast, slow = compiled.verdicts(each)
+        assert fast == slow, each
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((GITHUB_DATA / "webhook-examples").rglob("*.json")),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_jsonschema_rs_and_jsonschema_agree_on_each_webhook_example(
+    contract: Contract, path: Path
+) -> None:
+    payload = json.loads(path.read_text())
+    action = payload.get("action")
+    compiled = contract.webhook_schema(path.parent.name, action)
+    assert compiled is not None
+    for each in [payload, *_broken_copies(payload)]:
+        fast, slow = compiled.verdicts(each)
+        assert fast == slow, each
 
 
 async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
