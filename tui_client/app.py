@@ -11,7 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.css.query import NoMatches
 from textual.notifications import SeverityLevel
 from textual.timer import Timer
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Header, TabbedContent, TabPane
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from tui_client.api import ApiError, LiveStatus, OperatorClient
@@ -28,6 +28,7 @@ from tui_client.events_wire import (
     TaskFrame,
 )
 from tui_client.failures import describe
+from tui_client.keys_footer import KeysFooter
 from tui_client.live import news_notice, task_notice
 
 # Once live updates have stopped for good (the stream refused with a 404, a 401: not asked
@@ -68,7 +69,7 @@ class SteelframeApp(App[None]):
                 yield ChatPanel(self.client, id="chat-panel")
             with TabPane("Board", id="board"):
                 yield BoardPanel(self.client, id="board-panel")
-        yield Footer()
+        yield KeysFooter()
 
     @property
     def chat(self) -> ChatPanel:

@@ -94,18 +94,24 @@ class ChatPanel(Widget):
 
     def refresh_status(self) -> None:
         composer_empty = self.composer.value == ""
-        self.query_one("#status-line", Static).update(
-            status_line(self.state, composer_empty=composer_empty)
-        )
+        self._show("#status-line", status_line(self.state, composer_empty=composer_empty))
         header = self.state.title or "New chat"
         if self.state.focus is not None:
             header += f" · focused on #{self.state.focus}"
-        self.query_one("#chat-header", Static).update(header)
-        # The footer rebuilds itself on every refresh: only when a key's availability changed.
+        self._show("#chat-header", header)
+        # The footer's keys are worked out again on every refresh: only when a key's
+        # availability changed.
         keys = (self.state.busy, self.state.has_decision, self.state.can_file, composer_empty)
         if keys != self._keys_shown:
             self._keys_shown = keys
             self.app.refresh_bindings()
+
+    def _show(self, selector: str, text: str) -> None:
+        """A line's text, updated only when it changed: every frame of a turn refreshes the
+        status, and an update lays the whole screen out again even when it says the same."""
+        line = self.query_one(selector, Static)
+        if line.content != text:
+            line.update(text)
 
     async def notice(self, text: str, *, kind: str = "info") -> None:
         await self.transcript.mount(Notice(text, kind=kind))

@@ -26,7 +26,9 @@ class SessionItem(ListItem):
         self.title = session.label or session.title or "New chat"
         self.focus_issue = session.focus
         self.unseen = unseen  # a task result arrived since the operator last looked
-        self.label.update(f"● {self.title}" if unseen else self.title)
+        text = f"● {self.title}" if unseen else self.title
+        if self.label.content != text:  # live updates re-read the list often, mostly unchanged
+            self.label.update(text)
 
     def compose(self) -> ComposeResult:
         yield self.label

@@ -9,6 +9,9 @@ from typing import Any
 
 import msgspec
 from aiohttp import web
+from textual.css.model import RuleSet
+from textual.css.stylesheet import Stylesheet
+from textual.css.types import CSSLocation
 from textual.pilot import Pilot
 
 from steelframe.server import AppPlugin, default_plugins
@@ -22,6 +25,34 @@ from tui_client.tasks_wire import BoardTask, TaskDetail
 from tui_client.transcript import AssistantMessage, Notice, UserMessage
 
 SIZE = (120, 40)
+
+# Every app parses all its CSS (the app's, each widget class's defaults) into rule sets, and
+# again when its theme sets the variables: some 0.1 CPU-s an app, for the same text every
+# time in a test process. Textual caches the parses per stylesheet; here, per process too,
+# keyed on the variables as well (what a parse substitutes). The rule sets are only read
+# once parsed (Textual itself shares them between the parses of one stylesheet).
+_PARSED_CSS: dict[tuple[object, ...], list[RuleSet]] = {}
+_parse_css_rules = Stylesheet._parse_rules
+
+
+def _parse_css_rules_once(
+    self: Stylesheet,
+    css: str,
+    read_from: CSSLocation,
+    is_default_rules: bool = False,
+    tie_breaker: int = 0,
+    scope: str = "",
+) -> list[RuleSet]:
+    key = (css, read_from, is_default_rules, tie_breaker, scope, tuple(self._variables.items()))
+    rules = _PARSED_CSS.get(key)
+    if rules is None:
+        rules = _parse_css_rules(self, css, read_from, is_default_rules, tie_breaker, scope)
+        _PARSED_CSS[key] = rules
+    return rules
+
+
+Stylesheet._parse_rules = _parse_css_rules_once  # type: ignore[method-assign]
+
 # Only a hang deadline: a passing wait takes milliseconds in a quiet run, and seconds on a
 # machine loaded 15-20 where this file ran 20 times slower (30 s was seen to run out there).
 WAIT_SECONDS = 120.0
@@ -144,14 +175,27 @@ def tui(api: ApiClient, *, token: str | None = None, url: str | None = None) -> 
 async def until(
     pilot: Pilot[None], check: Callable[[], bool], what: str | Callable[[], str]
 ) -> None:
-    """Poll the running app (short pauses let its workers and the service progress);
-    `what` (or what it returns, at the time of failure) says what did not happen."""
+    """Poll the running app (short sleeps let its workers and the service progress) until
+    `check` holds once the app has settled: every widget has handled what was sent to it
+    and the screen is laid out (`pilot.pause`). `what` (or what it returns, at the time of
+    failure) says what did not happen.
+
+    Settling costs the app a message to each widget and a layout, some 3 ms of CPU: done at
+    each poll it made the TUI tests CPU-bound on a loaded machine (the longer a wait, the
+    more polls). So the polls are plain sleeps, and the app is settled only to confirm a
+    `check` that holds (if it no longer does, the polling goes on)."""
+    if check():
+        return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + WAIT_SECONDS
-    while not check():
+    while True:
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for: {what() if callable(what) else what}")
-        await pilot.pause(0.02)
+        await asyncio.sleep(0.02)
+        if check():
+            await pilot.pause(0)
+            if check():
+                return
 
 
 def status(app: SteelframeApp) -> str:
