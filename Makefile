@@ -40,11 +40,12 @@ doctor: $(RUNTIME_STAMP)
 desktop: $(RUNTIME_STAMP)
 	$(BIN)/steelframe desktop $(if $(URL),--url $(URL))
 
+# The checks `make lint` runs, and `make test` beside the tests.
+LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
+	&& $(BIN)/lint-imports --no-cache --no-logo
+
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy
-	$(BIN)/lint-imports --no-cache --no-logo
+	$(LINT)
 
 # The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py, the chat
 # sessions, messages, a turn's frames (a tagged union) and the stop, publish and file answers
@@ -75,7 +76,7 @@ wire: $(RUNTIME_STAMP)
 PYTEST_ARGS ?= -n 4 --dist worksteal --durations=20
 test: $(STAMP)
 	@echo "==> lint (ruff, mypy, import-linter) runs beside the tests; its output follows theirs"
-	@$(MAKE) --no-print-directory lint > $(VENV)/lint.log 2>&1 & linting=$$!; \
+	@($(LINT)) > $(VENV)/lint.log 2>&1 & linting=$$!; \
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS); \
 	tested=$$?; wait $$linting; linted=$$?; \
 	echo "==> lint"; cat $(VENV)/lint.log; \

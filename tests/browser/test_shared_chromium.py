@@ -17,6 +17,15 @@ from tests.fakes.patience import PATIENCE_SECONDS
 PER_PROCESS = ("--user-data-dir=", "--remote-debugging-")
 
 
+def command_line(process: psutil.Process) -> list[str]:
+    """A child's command line; none for one that ended (a zombie the tests before this one
+    left unreaped in this process, or one gone meanwhile)."""
+    try:
+        return list(process.cmdline())
+    except (psutil.ZombieProcess, psutil.NoSuchProcess):
+        return []
+
+
 def switches(pid: int) -> set[str]:
     """The command line of a running Chromium (after /usr/bin/chromium's own additions)."""
     return {a for a in psutil.Process(pid).cmdline()[1:] if not a.startswith(PER_PROCESS)}
@@ -37,7 +46,7 @@ async def test_the_shared_chromium_runs_with_the_switches_of_playwrights_launch(
             (by_playwright,) = [
                 child.pid
                 for child in psutil.Process().children(recursive=True)
-                if "--remote-debugging-pipe" in child.cmdline()
+                if "--remote-debugging-pipe" in command_line(child)
             ]
             assert switches(shared_chromium.pid) == switches(by_playwright)
         finally:
