@@ -40,12 +40,11 @@ doctor: $(RUNTIME_STAMP)
 desktop: $(RUNTIME_STAMP)
 	$(BIN)/steelframe desktop $(if $(URL),--url $(URL))
 
-# The checks `make lint` runs, and `make test` beside the tests.
-LINT = $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
-	&& $(BIN)/lint-imports --no-cache --no-logo
-
 lint: $(STAMP)
-	$(LINT)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports --no-cache --no-logo
 
 # The chat wire's names for the GUI and the TUI, from bot/contracts/chat.py, the chat
 # sessions, messages, a turn's frames (a tagged union) and the stop, publish and file answers
@@ -62,7 +61,7 @@ wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.errors_wire
 
 # Four test processes (pytest-xdist) on two cores: most tests wait on real processes, not
-# the CPU (a quiet run uses ~1.5 cores). Work stealing: a process that runs out of tests takes
+# the CPU (a quiet run uses ~1.2 cores). Work stealing: a process that runs out of tests takes
 # queued ones from a busy one, so the long tests at the end do not run one after another on
 # one process (13 min 44 s with three processes and plain load distribution, 9 min with
 # this). Tests marked `slow` go out first (tests/conftest.py); the 20 slowest are listed.
@@ -70,18 +69,9 @@ wire: $(RUNTIME_STAMP)
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): the
 # suite starts a few hundred Python processes (serve, worker, CLI), and each compiled every
 # module of the project again (a CPU-minute of a 14-minute, CPU-bound run).
-# Lint runs beside the tests, not before them: the suite leaves a quarter of the two cores
-# idle while its tests wait, and lint's half-minute (mypy without a cache, on a clean clone)
-# fits there. Its output is printed after the tests'; `make test` fails if either failed.
 PYTEST_ARGS ?= -n 4 --dist worksteal --durations=20
-test: $(STAMP)
-	@echo "==> lint (ruff, mypy, import-linter) runs beside the tests; its output follows theirs"
-	@($(LINT)) > $(VENV)/lint.log 2>&1 & linting=$$!; \
-	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS); \
-	tested=$$?; wait $$linting; linted=$$?; \
-	echo "==> lint"; cat $(VENV)/lint.log; \
-	if [ $$linted -ne 0 ]; then echo "==> lint failed"; fi; \
-	[ $$tested -eq 0 ] && [ $$linted -eq 0 ]
+test: $(STAMP) lint
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # `make bench ARGS="dev_loop"` runs one benchmark (python -m bench --help lists them).
 bench: $(STAMP)
