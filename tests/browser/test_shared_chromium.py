@@ -26,6 +26,17 @@ def command_line(process: psutil.Process) -> list[str]:
         return []
 
 
+def browsers_launched_by_playwright() -> set[int]:
+    """This process's descendants that are a Chromium browser process Playwright launched
+    (its pipe switch; not its renderers and helpers, which carry a `--type=`)."""
+    return {
+        child.pid
+        for child in psutil.Process().children(recursive=True)
+        if "--remote-debugging-pipe" in (line := command_line(child))
+        and not any(a.startswith("--type=") for a in line)
+    }
+
+
 def switches(pid: int) -> set[str]:
     """The command line of a running Chromium (after /usr/bin/chromium's own additions)."""
     return {a for a in psutil.Process(pid).cmdline()[1:] if not a.startswith(PER_PROCESS)}
@@ -39,15 +50,13 @@ async def test_the_shared_chromium_runs_with_the_switches_of_playwrights_launch(
     shared_chromium.address()
     assert shared_chromium.pid is not None
     async with async_playwright() as playwright:
+        before = browsers_launched_by_playwright()
         launched = await playwright.chromium.launch(
             executable_path=chromium_path(), args=CHROMIUM_ARGS
         )
         try:
-            (by_playwright,) = [
-                child.pid
-                for child in psutil.Process().children(recursive=True)
-                if "--remote-debugging-pipe" in command_line(child)
-            ]
+            # The one this launch started (an earlier test's may still be on its way out).
+            (by_playwright,) = browsers_launched_by_playwright() - before
             assert switches(shared_chromium.pid) == switches(by_playwright)
         finally:
             await launched.close()
