@@ -9,17 +9,19 @@ import asyncio
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gidgethub.sansio import Event
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
-from bot.db import Database
+from bot.db import Database, create_db_engine, upgrade
 from bot.github.installations import (
     GitHubInstallation,
     GitHubRepository,
@@ -31,6 +33,7 @@ from bot.github.installations import (
 )
 from bot.handler_runs import HandlerDone, running
 from tests.conftest import GITHUB_DATA, make_settings
+from tests.fakes.patience import PATIENCE_SECONDS
 from webhooks.handlers.issues import on_issue
 from webhooks.routing import WebhookContext
 
@@ -125,6 +128,46 @@ def test_deliveries_for_one_repository_arriving_together_all_record_it(
     assert (row.installation_id, row.removed_at, row.updated_at) == (INSTALLATION, None, NOW)
     done = any_db.call(lambda s: s.scalar(select(func.count()).select_from(HandlerDone)))
     assert done == DELIVERIES  # every delivery's handler committed, none left to a retry
+
+
+def test_a_repository_made_again_under_its_name_while_its_old_id_is_recorded_takes_it(
+    pg_url: str,
+) -> None:
+    """Two deliveries name one repository by its old id and its new one (deleted and made
+    again) at once, the new id's waiting on the old one's uncommitted row. PostgreSQL's
+    upsert arbitrates on the id only: the name's unique index, checked once the other
+    transaction commits, refused the new id (UniqueViolation) where it should take the
+    name over. The later commit decides, and neither delivery fails."""
+    engine = create_db_engine(pg_url)
+    upgrade(engine)
+    db = Database(engine)
+    try:
+        old, new = RepoRef(REPO_ID - 1, FULL_NAME), RepoRef(REPO_ID, FULL_NAME, private=True)
+        with db.session() as first:
+            remember_repositories(first, INSTALLATION, [old], now=EARLIER)
+            second = ThreadPoolExecutor(1).submit(
+                db.call, remember_repositories, INSTALLATION, [new], now=NOW
+            )
+            wait_until_blocked_by(db, first.scalar(text("SELECT pg_backend_pid()")))
+        second.result(timeout=PATIENCE_SECONDS)
+        [row] = the_repository_rows(db)
+        assert (row.id, row.full_name, row.private, row.updated_at) == (
+            REPO_ID,
+            FULL_NAME,
+            True,
+            NOW,
+        )
+    finally:
+        engine.dispose()
+
+
+def wait_until_blocked_by(db: Database, pid: int | None) -> None:
+    """Until some statement waits on a lock the backend `pid` holds."""
+    blocked = text("SELECT count(*) FROM pg_stat_activity WHERE :pid = ANY(pg_blocking_pids(pid))")
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while not db.call(lambda s: s.scalar(blocked, {"pid": pid})):
+        assert time.monotonic() < deadline, "the second delivery never waited on the first"
+        time.sleep(0.01)
 
 
 def test_a_delivery_without_an_installation_keeps_the_one_recorded(any_db: Database) -> None:

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from sqlalchemy import BigInteger, String, delete, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base, Database
@@ -82,6 +83,11 @@ def forget_installation(session: Session, installation_id: int, *, now: datetime
     session.execute(update(GitHubRepository).where(served).values(gone))
 
 
+# How often `remember_repositories` writes again after losing a repository's name to a
+# concurrent commit (PostgreSQL).
+NAME_RACE_ATTEMPTS = 5
+
+
 def remember_repositories(
     session: Session, installation_id: int | None, repos: Iterable[RepoRef], *, now: datetime
 ) -> None:
@@ -90,7 +96,32 @@ def remember_repositories(
     its row (a duplicate key), both delete the row its old id left (StaleDataError) or update
     a row another had just deleted, and the delivery failed until its retry. Rows are written
     in id order, so two transactions writing several never wait on each other in a cycle."""
-    for ref in sorted(repos, key=lambda ref: ref.id):
+    refs = sorted(repos, key=lambda ref: ref.id)
+    if session.get_bind().dialect.name != "postgresql":
+        # SQLite: one writer holds the file, so no other transaction's row can appear
+        # between these statements.
+        _write_repositories(session, installation_id, refs, now)
+        return
+    # PostgreSQL's upsert arbitrates on the id only. The name's unique index is checked as
+    # the row goes in, and when another transaction has an uncommitted row holding the name
+    # (the same repository inserted a moment earlier, or under its other id), the check
+    # waits for it to commit and then fails. That row is committed by then, and each
+    # statement here sees what committed before it (READ COMMITTED): written again, the
+    # upsert updates it or the delete frees the name. Bounded: each retry follows a commit.
+    for attempt in range(1, NAME_RACE_ATTEMPTS + 1):
+        try:
+            with session.begin_nested():
+                _write_repositories(session, installation_id, refs, now)
+            return
+        except IntegrityError:
+            if attempt == NAME_RACE_ATTEMPTS:
+                raise
+
+
+def _write_repositories(
+    session: Session, installation_id: int | None, refs: list[RepoRef], now: datetime
+) -> None:
+    for ref in refs:
         # A renamed or transferred repository keeps its id; a repository deleted and made
         # again under its name has a new one: free the name from any other id's row.
         session.execute(
