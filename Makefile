@@ -61,7 +61,7 @@ wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.errors_wire
 
 # Four test processes (pytest-xdist) on two cores: most tests wait on real processes, not
-# the CPU (a quiet run uses ~1.2 cores). Work stealing: a process that runs out of tests takes
+# the CPU (a quiet run uses ~1.5 cores). Work stealing: a process that runs out of tests takes
 # queued ones from a busy one, so the long tests at the end do not run one after another on
 # one process (13 min 44 s with three processes and plain load distribution, 9 min with
 # this). Tests marked `slow` go out first (tests/conftest.py); the 20 slowest are listed.

@@ -77,13 +77,16 @@ async def test_a_turn_sending_only_deltas_is_found_past_its_lookups_first_lifeti
     deltas after it for longer than the lookups' lifetime (the relay's linger, short here):
     each batch of frames renews them, so a client re-attaching elsewhere, by its session or
     by the turn, still finds the turn."""
-    linger = 1.5
+    # Lookups renewed at most every quarter linger lapse only if no delta comes for 3/4 of
+    # it: a stall of the test's loop that long (2.25 s here) would fail it, not the relay.
+    linger = 3.0
     relay = RedisFrameRelay(redis_url, linger=linger)
     try:
         await relay.publish(OPERATOR, "turn-1", "session-1", STARTED)
         started = time.monotonic()
         frame_id = STARTED.id
-        while time.monotonic() - started < 2 * linger:  # a delta every fifth of a second
+        # Past the lookups' first lifetime by a renewal period: they must have been renewed.
+        while time.monotonic() - started < 1.25 * linger:  # a delta every fifth of a second
             frame_id += 1
             delta = NumberedFrame.of(frame_id, DeltaFrame(text=".", draft=1))
             await relay.publish(OPERATOR, "turn-1", "session-1", delta)
