@@ -410,9 +410,12 @@ def _chat_github(
 ) -> _ChatGitHub:
     """With a GitHub App, Chat's filing intents file for real (still only on request), its
     focused issue is read from GitHub and its checkouts are kept fresh; without one, Chat
-    only drafts."""
+    only drafts, and the operator's commands still answer from the records (a task's
+    state; "publish it" says it cannot)."""
     if github is None or filing is None or publisher is None:
-        return _ChatGitHub(policy=DraftOnlyPolicy())
+        return _ChatGitHub(
+            policy=OperatorCommands(DraftOnlyPolicy(), tasks=_task_reader(database), publisher=None)
+        )
     return _ChatGitHub(
         # The operator's typed commands ("publish it", ...) first, then the filing policy.
         policy=OperatorCommands(

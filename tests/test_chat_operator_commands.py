@@ -49,6 +49,7 @@ def test_the_short_issue_path_works_as_typed(dev: Dev) -> None:
     asked = dev.chat(f"what is #{number} waiting for?", session=session)
     assert f"#{number} is waiting_for_info, waiting for an answer to:" in asked["reply"]
     assert "less than a sentence" in asked["reply"]  # the task's question, as it asked it
+    assert "Session memory" not in asked["reply"]  # the record answers, memory is not weighed
     # Nothing drafted yet: "publish it" says how, and publishes nothing.
     early = dev.chat("publish it", session=session)
     assert "Nothing to publish" in early["reply"]

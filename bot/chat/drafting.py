@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from bot.chat.grounding import Verdict
+from bot.chat.operator_commands import answered_by_record
 from bot.chat.prompt import messages, system_prompt
 from bot.chat.session_store import TurnSession
 from bot.chat.turn import Draft, TurnContext
@@ -104,6 +105,7 @@ class DraftStream:
 def runtime_request(drafting: Drafting, context: TurnContext, hint: str | None) -> RuntimeRequest:
     """What the model is sent for one draft: the system prompt, the conversation, the facts."""
     grounding, ts, agent = context.grounding, drafting.session, drafting.agent
+    by_record = answered_by_record(drafting.message)
     facts = TurnFacts(
         message=drafting.message,
         focus=ts.focus,
@@ -114,6 +116,7 @@ def runtime_request(drafting: Drafting, context: TurnContext, hint: str | None) 
         retrieval_available=grounding.available,
         redraft_hint=hint,
         memory_answers=grounding.verdict is not Verdict.NOTHING,
+        answered_by_record=by_record,
     )
     system = system_prompt(
         agent=agent,
@@ -121,6 +124,7 @@ def runtime_request(drafting: Drafting, context: TurnContext, hint: str | None) 
         grounding=grounding,
         issue_block=context.issue_block,
         redraft_hint=hint,
+        answered_by_record=by_record,
     )
     return RuntimeRequest(
         system=system,

@@ -88,6 +88,17 @@ def parse_command(message: str) -> OperatorCommand | None:
     return None
 
 
+# Commands answered from Steelframe's own records (the task's state and question, the pull
+# request's ledger, the publish result), appended after the draft: session memory has no
+# part in the answer, so the draft neither lists nor weighs it (`answered_by_record`).
+RECORD_ANSWERED = frozenset({Command.WAITING_FOR, Command.LEFT, Command.PUBLISH})
+
+
+def answered_by_record(message: str) -> bool:
+    found = parse_command(message)
+    return found is not None and found.command in RECORD_ANSWERED
+
+
 def command_focus(message: str, focus: Any) -> Any:
     """The focus a turn takes: `discuss #N` focuses the session on N (unless the request
     itself names a focus); anything else keeps the request's."""

@@ -35,7 +35,7 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
-from bot.chat.operator_commands import command_focus
+from bot.chat.operator_commands import answered_by_record, command_focus
 from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
 from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
@@ -309,7 +309,11 @@ class TurnPipeline:
             async with asyncio.timeout(self.settings.turn_timeout_seconds):
                 draft = await draft_once(drafting, context, number=1)
                 grounding = context.grounding
-                if grounding.kept_hits and not self.grounder.cites(draft.reply, grounding):
+                if (
+                    grounding.kept_hits
+                    and not answered_by_record(drafting.message)  # memory is no part of it
+                    and not self.grounder.cites(draft.reply, grounding)
+                ):
                     await emit(StatusFrame(text="no citation · widening retrieval"))
                     message = drafting.message
                     widened = await self._widen(message, agent, focus, grounding, emit)

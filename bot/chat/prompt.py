@@ -29,6 +29,14 @@ def _environment() -> Environment:
     )
 
 
+RECORD_NOTE = (
+    "The operator's message is a Steelframe command (a task's state, what is left on a pull"
+    " request, or publishing the drafted Decision). Steelframe appends its answer from its"
+    " records right after your reply: reply in one short line, and do not answer it yourself"
+    " or say anything about session memory."
+)
+
+
 def system_prompt(
     *,
     agent: AgentConfig,
@@ -36,7 +44,11 @@ def system_prompt(
     grounding: Grounding,
     redraft_hint: str | None,
     issue_block: str = "",
+    answered_by_record: bool = False,
 ) -> str:
+    """`answered_by_record`: the message is a command Steelframe answers from its records
+    after the reply (bot.chat.operator_commands): the model is told so instead of being
+    given session memory to weigh, which has no part in that answer."""
     return (
         _environment()
         .get_template("system.j2")
@@ -47,7 +59,7 @@ def system_prompt(
             # The task as its JSON (the task JSON of docs/api.md), which system.j2 embeds.
             task=None if grounding.task is None else msgspec.to_builtins(grounding.task),
             issue_block=issue_block,
-            prompt_block=grounding.prompt_block,
+            prompt_block=RECORD_NOTE if answered_by_record else grounding.prompt_block,
             redraft_hint=redraft_hint,
         )
     )

@@ -108,6 +108,9 @@ class TurnFacts:
     # The answerability verdict (bot.chat.grounding.Verdict): False when session memory
     # has nothing that answers the question (the hits are the closest, not an answer).
     memory_answers: bool = True
+    # The message is a command Steelframe answers from its records after the draft ("what
+    # is #N waiting for?", "publish it"): the draft says nothing of session memory.
+    answered_by_record: bool = False
 
 
 @dataclass(frozen=True)

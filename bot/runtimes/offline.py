@@ -89,6 +89,8 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
         lines.append(f"This session is focused on #{facts.focus}.")
     if facts.task is not None:
         lines.append(f"Task for #{facts.focus}: state `{facts.task.state}`.")
+    if facts.answered_by_record:
+        return "\n".join(lines), trailer  # the record's answer follows this draft
     for memory in facts.committed_memory[:3]:
         lines.append(f"Committed memory `{memory.path}`: {_preview(memory.text)}")
     if not facts.retrieval_available:
