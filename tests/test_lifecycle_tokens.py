@@ -1,11 +1,17 @@
 """Tokens scoped to the task: over a whole task run (pickup, progress comments, labels,
 clone, push, the pull request, delivery), every request the worker and the service made
 as the App's installation carried a token for the task's repository alone, with the
-least permission that request needs; none was made with the installation's full token."""
+least permission that request needs; none was made with the installation's full token.
+The jobs of one process share their tokens."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
+from bot.lifecycle.context import github_factory
 from bot.lifecycle.states import TaskState
+from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -36,3 +42,25 @@ async def test_a_whole_task_run_uses_only_tokens_scoped_to_its_repository(make: 
         tuple(body["permissions"].items()) for body in asked if "contents" in body["permissions"]
     }
     assert git == {(("contents", "read"),), (("contents", "write"),)}
+
+
+async def test_the_jobs_of_one_process_mint_each_token_once(
+    github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    """Each job (and each periodic reconcile pass) builds its own App client on its own event
+    loop; they share the process's tokens, so a scope is minted once while it is current,
+    not once a job (a worker at rest minted one a minute for its reconcile pass)."""
+    factory = github_factory(github_sandbox.settings(tmp_path))
+    assert factory is not None
+
+    def job() -> str:
+        async def run() -> str:
+            async with factory() as github:
+                return (await github.get_repo(github_sandbox.repo)).full_name
+
+        return asyncio.run(run())
+
+    for _ in range(3):  # one after another, each on a thread of its own, as a worker runs them
+        assert await asyncio.to_thread(job) == github_sandbox.repo
+    minted = [ex for ex in github_sandbox.sandbox.traffic if ex.route == TOKENS]
+    assert len(minted) == 1, [ex.request for ex in minted]

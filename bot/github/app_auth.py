@@ -127,11 +127,20 @@ class TokenScope:
         return f"installation {self.installation_id}, {where}, {what}"
 
 
+# Installation tokens by scope, as a process's clients may share them (`TokenCache`).
+KeptTokens = dict["TokenScope", "InstallationToken"]
+
+
 class TokenCache:
     """Installation tokens by scope (installation, repository, permissions), refreshed
     before they expire.
 
-    Concurrent callers for one scope share one fetch (a lock per scope)."""
+    Concurrent callers for one scope share one fetch (a lock per scope). `kept` lets the
+    clients of one process share their tokens: a lifecycle job (and each periodic reconcile
+    pass) builds its own client on its own event loop, and each minted the same tokens
+    again, once a minute per worker at rest. Only the tokens are shared, never the locks
+    (an asyncio lock belongs to one loop); two loops fetching one scope at once both mint,
+    as they did before, and the later token is kept."""
 
     def __init__(
         self,
@@ -139,11 +148,12 @@ class TokenCache:
         *,
         clock: EpochClock,
         margin: float = TOKEN_REFRESH_MARGIN_SECONDS,
+        kept: KeptTokens | None = None,
     ) -> None:
         self._fetch = fetch
         self._clock = clock
         self._margin = margin
-        self._tokens: dict[TokenScope, InstallationToken] = {}
+        self._tokens: KeptTokens = {} if kept is None else kept
         self._locks: dict[TokenScope, asyncio.Lock] = {}
 
     async def get(self, scope: TokenScope) -> str:
@@ -170,7 +180,7 @@ class TokenCache:
 
     def invalidate(self, installation_id: int) -> None:
         """Forget every token of an installation (it was removed, or GitHub refused one)."""
-        for scope in [s for s in self._tokens if s.installation_id == installation_id]:
+        for scope in [s for s in list(self._tokens) if s.installation_id == installation_id]:
             self._tokens.pop(scope, None)
 
 

@@ -29,6 +29,7 @@ from bot.github.app_auth import (
     AppCredentials,
     InstallationLookup,
     InstallationToken,
+    KeptTokens,
     TokenCache,
     TokenScope,
 )
@@ -86,6 +87,7 @@ class GitHubClient(PullRequestCalls):
         user_agent: str = USER_AGENT,
         observe: Observer | None = None,
         stored_installation: Callable[[str], Awaitable[int | None]] | None = None,
+        kept_tokens: KeptTokens | None = None,
     ) -> None:
         self.app = AppCredentials(app_id, private_key, clock=clock)
         self._clock = clock
@@ -102,7 +104,8 @@ class GitHubClient(PullRequestCalls):
             session=session,
             observe=observe,
         )
-        self.tokens = TokenCache(self._fetch_token, clock=clock)
+        # `kept_tokens`: shared with the process's other clients (bot.lifecycle.context).
+        self.tokens = TokenCache(self._fetch_token, clock=clock, kept=kept_tokens)
         # `stored_installation`: what the webhooks recorded (bot.github.installations), asked
         # before GitHub is.
         self.installations = InstallationLookup(

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import redis
 
@@ -31,6 +32,9 @@ from bot.lifecycle.push_limit import PushLimits
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
+
+if TYPE_CHECKING:  # the App client is imported by the first job that needs it
+    from bot.github.app_auth import KeptTokens
 
 DEFAULT_QUEUE = DEFAULT_TASK_QUEUE  # STEELFRAME_TASK_QUEUE's default
 # Retry delays double from the configured base up to this cap.
@@ -142,9 +146,12 @@ class LifecycleContext:
 def github_factory(settings: Settings, db: Database | None = None) -> GitHubFactory | None:
     """A fresh App client per job (each job runs its own event loop), or None without an App.
     With `db`, a job's client finds a repository's installation in what the webhooks stored
-    before asking GitHub (a fresh client has no cache)."""
+    before asking GitHub (a fresh client has no cache). The clients share their installation
+    tokens (a work horse forked from the worker starts with the worker's), so a job or a
+    reconcile pass mints a token only when none of its scope is current."""
     if not settings.github_configured:
         return None
+    kept: KeptTokens = {}
 
     @asynccontextmanager
     async def client() -> AsyncIterator[GitHubApi]:
@@ -152,7 +159,7 @@ def github_factory(settings: Settings, db: Database | None = None) -> GitHubFact
         from bot.github.installations import stored_installations
 
         stored = stored_installations(db) if db is not None else None
-        github = GitHubClient.from_settings(settings, stored_installation=stored)
+        github = GitHubClient.from_settings(settings, stored_installation=stored, kept_tokens=kept)
         try:
             yield github
         finally:
