@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.conftest import ApiClient, read_sse
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 async def test_every_sse_answer_carries_the_request_id(api: ApiClient) -> None:
@@ -30,3 +33,58 @@ async def test_every_sse_answer_carries_the_request_id(api: ApiClient) -> None:
     unnamed = await api.post("/api/operator/chat/stream", json={"message": "again"})
     assert unnamed.headers.get("X-Request-Id")  # one of the service's own when none is sent
     await read_sse(unnamed)
+
+
+def _operator_id(api: ApiClient) -> int:
+    from bot.operators import authenticate
+
+    return api.services.db.call(authenticate, api.token).id
+
+
+async def test_a_send_refused_while_another_is_being_set_up_names_its_session(
+    api: ApiClient,
+) -> None:
+    # Two sends at once (a double click, two tabs): the second is refused while the first
+    # is still placing its session (a database read). The 409 named no session
+    # (`detail.session: null`), and the web GUI re-attaches only with one (chat.js,
+    # sendFailed): it told the operator "Not sent" about a turn that was running.
+    from bot.chat.pipeline import TurnRequest
+    from bot.errors import Conflict
+
+    operator = _operator_id(api)
+    turns = api.services.chat_turns
+    first, second = await asyncio.gather(
+        turns.start_turn(TurnRequest(operator_id=operator, message="one")),
+        turns.start_turn(TurnRequest(operator_id=operator, message="two")),
+        return_exceptions=True,
+    )
+    assert isinstance(second, Conflict), second
+    assert not isinstance(first, BaseException)
+    assert second.detail is not None
+    assert second.detail.session == first.session_id != ""
+    assert second.detail.turn_id == first.turn_id
+    assert first.task is not None
+    await asyncio.wait_for(asyncio.shield(first.task), timeout=PATIENCE_SECONDS)
+
+
+async def test_a_send_refused_at_set_up_does_not_refuse_one_sent_with_it(
+    api: ApiClient,
+) -> None:
+    # A send naming a session that does not exist is a 404 and changes nothing; a good
+    # send arriving while it was being refused got a 409 for a turn that never ran.
+    from bot.chat.pipeline import TurnRequest
+    from bot.errors import NotFound
+
+    operator = _operator_id(api)
+    turns = api.services.chat_turns
+    bad, good = await asyncio.gather(
+        turns.start_turn(TurnRequest(operator_id=operator, message="one", session_id="gone")),
+        turns.start_turn(TurnRequest(operator_id=operator, message="two")),
+        return_exceptions=True,
+    )
+    assert isinstance(bad, NotFound), bad
+    assert not isinstance(good, BaseException), good
+    assert good.task is not None
+    await asyncio.wait_for(asyncio.shield(good.task), timeout=PATIENCE_SECONDS)
+    history = await (await api.get("/api/operator/chat")).json()
+    assert [m["content"] for m in history["messages"]][:1] == ["two"]
