@@ -9,6 +9,7 @@ from aiohttp import web
 from bot.agents import resolve_agent
 from bot.chat.proposals import clear_pending, decision_published, take_pending
 from bot.chat.session_views import agent_of
+from bot.contracts.chat import MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
@@ -72,7 +73,7 @@ async def publish_decision(request: web.Request) -> web.Response:
     body = data.get("body")
     if not isinstance(body, str) or not body.strip():
         raise BadRequest("body is required", detail=ErrorDetail(field="body"))
-    raw_session = optional_str(data, "session_id", max_length=64)
+    raw_session = optional_str(data, "session_id", max_length=MAX_SESSION_ID_CHARS)
     sid = session_id(raw_session, "session_id") if raw_session else None
     operator = request[OPERATOR_ID]
     agent = await api.db.run(agent_of, operator, sid)
@@ -109,7 +110,7 @@ async def file_pending(request: web.Request) -> web.Response:
     api = request.app[OPERATOR_API]
     data = await read_json(request, limit=api.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})
-    raw_session = optional_str(data, "session", max_length=64)
+    raw_session = optional_str(data, "session", max_length=MAX_SESSION_ID_CHARS)
     sid = session_id(raw_session) if raw_session else None
     title = optional_str(data, "title", max_length=300)
     body = optional_str(data, "body", max_length=api.settings.chat_max_body)

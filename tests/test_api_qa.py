@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from tests.conftest import ApiClient, read_sse
 from tests.fakes.patience import PATIENCE_SECONDS
@@ -88,3 +89,44 @@ async def test_a_send_refused_at_set_up_does_not_refuse_one_sent_with_it(
     await asyncio.wait_for(asyncio.shield(good.task), timeout=PATIENCE_SECONDS)
     history = await (await api.get("/api/operator/chat")).json()
     assert [m["content"] for m in history["messages"]][:1] == ["two"]
+
+
+def _string_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The string branch of a property (`anyOf` string/null for an optional one)."""
+    if "anyOf" in schema:
+        return next(s for s in schema["anyOf"] if s.get("type") == "string")
+    return schema
+
+
+async def test_the_chat_request_schema_states_the_limits_the_service_enforces(
+    api: ApiClient,
+) -> None:
+    # The published ChatRequest said nothing of the lengths the service refuses (a message
+    # over 32,000 characters, a session id over 64, an agent name over 100): a client
+    # built from the document sent what it allowed and got a 400.
+    doc = await (await api.raw.get("/api/openapi.json")).json()
+    fields = doc["components"]["schemas"]["ChatRequest"]["properties"]
+    limits = {
+        name: _string_schema(fields[name]).get("maxLength")
+        for name in ("message", "session", "agent")
+    }
+    assert limits["message"] and limits["session"] and limits["agent"], limits
+
+    at_limit = await api.post("/api/operator/chat", json={"message": "x" * limits["message"]})
+    assert at_limit.status == 200
+    for name, value, at_limit_status in (
+        ("session", "a" * limits["session"], 404),  # well-formed, not found
+        ("agent", "a" * limits["agent"], 400),  # well-formed, not configured
+    ):
+        ok = await api.post("/api/operator/chat", json={"message": "hi", name: value})
+        assert ok.status == at_limit_status
+        assert "longer than" not in (await ok.json())["error"]
+    for name, value in (
+        ("message", "x" * (limits["message"] + 1)),
+        ("session", "a" * (limits["session"] + 1)),
+        ("agent", "a" * (limits["agent"] + 1)),
+    ):
+        body = {"message": "hi", name: value}
+        over = await api.post("/api/operator/chat", json=body)
+        assert over.status == 400
+        assert (await over.json())["detail"]["field"] == name
