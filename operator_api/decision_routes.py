@@ -11,6 +11,7 @@ from bot.chat.proposals import clear_pending, decision_published, take_pending
 from bot.chat.session_views import agent_of
 from bot.contracts.chat import MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
+from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -131,8 +132,10 @@ async def file_pending(request: web.Request) -> web.Response:
         key, kind = proposal.key, FilingKind(proposal.kind)
         title, body = proposal.title, body if body is not None else proposal.body
     else:
-        key, kind = filing_key("explicit", operator, sid, title), FilingKind.WORK
-    assert title is not None
+        # Keyed by the title the issue gets (bot.dialogue.titles.issue_title): a retry that
+        # trims or spaces it differently is the same filing, not a second issue so titled.
+        assert title is not None
+        key, kind = filing_key("explicit", operator, sid, issue_title(title)), FilingKind.WORK
     filed = await api.filing.file(
         key=key,
         repo=_repo_for(request, agent),

@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
-from tests.conftest import ApiClient, read_sse
+from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, read_sse
 from tests.fakes.patience import PATIENCE_SECONDS
 
 
@@ -130,3 +131,22 @@ async def test_the_chat_request_schema_states_the_limits_the_service_enforces(
         over = await api.post("/api/operator/chat", json=body)
         assert over.status == 400
         assert (await over.json())["detail"]["field"] == name
+
+
+async def test_filing_the_same_title_again_with_other_spacing_files_one_issue(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    # POST /chat/file with a title files it under a key of that title, so a repeat answers
+    # 200 with the same issue; but the key was the title as sent while the issue gets it
+    # normalised (one line, single spaces, no leading punctuation): a retry whose client
+    # trimmed differently filed a second issue with the very same title on GitHub.
+    service = await api_factory(github_sandbox.settings(tmp_path, redis_url=redis_url))
+    first = await service.post("/api/operator/chat/file", json={"title": "Flaky login test"})
+    assert first.status == 201
+    number = (await first.json())["filed_issue_number"]
+    for again in ("Flaky login test ", "  Flaky   login\ntest", "- Flaky login test"):
+        repeat = await service.post("/api/operator/chat/file", json={"title": again})
+        assert (repeat.status, (await repeat.json())["filed_issue_number"]) == (200, number)
+    repo = github_sandbox.sandbox.world.repo(SANDBOX_REPO)
+    titles = [issue.title for issue in repo.issues.values() if not issue.is_pull]
+    assert titles == ["Flaky login test"]
