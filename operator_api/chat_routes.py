@@ -194,9 +194,14 @@ async def chat_history(request: web.Request) -> web.Response:
 @endpoints.post(
     "/api/operator/chat/stop",
     "Stop this operator's in-flight turn",
-    {"200": json_body(ref("StopResult")), **errors(401)},
+    {"200": json_body(ref("StopResult")), **errors(400, 401, 413)},
+    body={"type": "object", "additionalProperties": False},
+    body_required=False,
 )
 async def chat_stop(request: web.Request) -> web.Response:
+    # It takes no body: one that names a session, or is not JSON, is a mistake to refuse
+    # before stopping anything (it would stop the operator's turn wherever it runs).
+    reject_unknown(await read_json(request, limit=1024, required=False), set())
     return _json(await _sessions(request).stop(request[OPERATOR_ID]))
 
 

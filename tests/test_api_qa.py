@@ -7,8 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, read_sse
+from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, make_settings, read_sse
 from tests.fakes.patience import PATIENCE_SECONDS
+from tests.fakes.runtimes import ScriptedRuntime, reply
 
 
 async def test_every_sse_answer_carries_the_request_id(api: ApiClient) -> None:
@@ -150,3 +151,28 @@ async def test_filing_the_same_title_again_with_other_spacing_files_one_issue(
     repo = github_sandbox.sandbox.world.repo(SANDBOX_REPO)
     titles = [issue.title for issue in repo.issues.values() if not issue.is_pull]
     assert titles == ["Flaky login test"]
+
+
+async def test_a_stop_with_a_body_it_does_not_take_is_400_and_stops_nothing(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    # POST /chat/stop takes no body. It was never read, so {"session": X} (a client that
+    # meant "stop the turn in X") stopped the operator's turn wherever it ran, and garbage
+    # was a 200; POST .../open and .../seen, which take no body either, refuse both.
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("answered after all")], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    stream = await api.post("/api/operator/chat/stream", json={"message": "hold on"})
+    await asyncio.wait_for(runtime.called.wait(), timeout=PATIENCE_SECONDS)
+    for body in ({"session": "abc123"}, b"not json", [1]):
+        sent = {"json": body} if not isinstance(body, bytes) else {"data": body}
+        refused = await api.post("/api/operator/chat/stop", **sent)
+        assert refused.status == 400, await refused.text()
+        assert (await refused.json())["code"] == "bad_request"
+    gate.set()
+    frames = await read_sse(stream)
+    assert frames[-1]["type"] == "done"
+    assert frames[-1]["response"]["reply"] == "answered after all"
+    for body in ({}, None):  # none, or an empty object, is a stop
+        sent = {} if body is None else {"json": body}
+        assert (await api.post("/api/operator/chat/stop", **sent)).status == 200
