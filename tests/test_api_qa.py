@@ -176,3 +176,24 @@ async def test_a_stop_with_a_body_it_does_not_take_is_400_and_stops_nothing(
     for body in ({}, None):  # none, or an empty object, is a stop
         sent = {} if body is None else {"json": body}
         assert (await api.post("/api/operator/chat/stop", **sent)).status == 200
+
+
+async def test_a_finished_turn_is_re_attachable_by_its_session_after_another_turn_starts(
+    api: ApiClient,
+) -> None:
+    # docs/api.md: re-attach with ?session=ID and Last-Event-ID; a finished turn stays
+    # re-attachable for two minutes. Without Redis only the operator's latest turn was
+    # found by session: once a turn ran in another session, ?session= of the first was a
+    # 404 although ?turn= still found it (the relay covers this only with Redis).
+    first = await read_sse(await api.post("/api/operator/chat/stream", json={"message": "one"}))
+    session = first[-1]["response"]["session"]
+    assert (await api.post("/api/operator/chat/new")).status == 201
+    other = await read_sse(await api.post("/api/operator/chat/stream", json={"message": "two"}))
+    assert other[-1]["response"]["session"] != session
+
+    last_seen = {"Last-Event-ID": str(first[-2]["id"])}
+    again = await api.get(f"/api/operator/chat/stream?session={session}", headers=last_seen)
+    assert again.status == 200, await again.text()
+    assert await read_sse(again) == first[-1:]
+    latest = await api.get(f"/api/operator/chat/stream?session={other[0]['session']}")
+    assert [f["id"] for f in await read_sse(latest)] == [f["id"] for f in other]

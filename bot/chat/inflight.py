@@ -211,6 +211,9 @@ class TurnRegistry:
         self.relay = relay
         self._by_operator: dict[int, TurnHandle] = {}
         self._recent: dict[str, TurnHandle] = {}
+        # Each session's latest turn (running or lingering), for a re-attach by session: the
+        # operator's latest turn may be in another session by then.
+        self._by_session: dict[str, TurnHandle] = {}
         # Finished turns, oldest first: eviction looks only at the expired head, not at
         # every recent turn on every request (1,000 turns a second made that quadratic).
         self._finished: deque[TurnHandle] = deque()
@@ -260,6 +263,7 @@ class TurnRegistry:
         handle.before_terminal = self._on_finish
         handle.relay = self.relay
         self._recent[handle.turn_id] = handle
+        self._by_session[session_id] = handle
         if handle.stop_requested:  # stopped while its session was being resolved
             run = _stopped_before_start
         handle.task = asyncio.create_task(self._guard(handle, run), name=f"turn-{handle.turn_id}")
@@ -308,10 +312,10 @@ class TurnRegistry:
         if turn_id is not None:
             handle = self._recent.get(turn_id)
             return handle if handle is not None and handle.operator_id == operator_id else None
-        handle = self._by_operator.get(operator_id)
-        if handle is None or (session_id is not None and handle.session_id != session_id):
-            return None
-        return handle
+        if session_id is not None:
+            handle = self._by_session.get(session_id)
+            return handle if handle is not None and handle.operator_id == operator_id else None
+        return self._by_operator.get(operator_id)
 
     def busy(self, operator_id: int) -> TurnHandle | None:
         handle = self._by_operator.get(operator_id)
@@ -396,5 +400,7 @@ class TurnRegistry:
             self._finished.popleft()
             if self._recent.get(handle.turn_id) is handle:
                 del self._recent[handle.turn_id]
+            if self._by_session.get(handle.session_id) is handle:
+                del self._by_session[handle.session_id]
             if self._by_operator.get(handle.operator_id) is handle:
                 del self._by_operator[handle.operator_id]
