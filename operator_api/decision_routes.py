@@ -72,7 +72,9 @@ async def publish_decision(request: web.Request) -> web.Response:
         raise BadRequest("issue is required", detail=ErrorDetail(field="issue"))
     issue = issue_number(data["issue"], "issue")
     body = data.get("body")
-    if not isinstance(body, str) or not body.strip():
+    if body is not None and not isinstance(body, str):
+        raise BadRequest("body must be a string", detail=ErrorDetail(field="body"))
+    if body is None or not body.strip():
         raise BadRequest("body is required", detail=ErrorDetail(field="body"))
     raw_session = optional_str(data, "session_id", max_length=MAX_SESSION_ID_CHARS)
     sid = session_id(raw_session, "session_id") if raw_session else None

@@ -197,3 +197,19 @@ async def test_a_finished_turn_is_re_attachable_by_its_session_after_another_tur
     assert await read_sse(again) == first[-1:]
     latest = await api.get(f"/api/operator/chat/stream?session={other[0]['session']}")
     assert [f["id"] for f in await read_sse(latest)] == [f["id"] for f in other]
+
+
+async def test_a_decision_body_of_the_wrong_type_is_named_as_such(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    # {"body": 5} answered "body is required", as if no body had been sent (the chat
+    # endpoint says "message must be a string" for the same mistake).
+    service = await api_factory(github_sandbox.settings(tmp_path, redis_url=redis_url))
+    for body, said in ((5, "body must be a string"), ("  ", "body is required")):
+        answer = await service.post("/api/operator/chat/decision", json={"issue": 1, "body": body})
+        assert answer.status == 400
+        assert await answer.json() == {
+            "error": said,
+            "code": "bad_request",
+            "detail": {"field": "body"},
+        }
