@@ -7,6 +7,9 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from bot.chat.pipeline import TurnRequest
+from bot.errors import Conflict, NotFound
+from bot.operators import authenticate
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, make_settings, read_sse
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
@@ -39,8 +42,6 @@ async def test_every_sse_answer_carries_the_request_id(api: ApiClient) -> None:
 
 
 def _operator_id(api: ApiClient) -> int:
-    from bot.operators import authenticate
-
     return api.services.db.call(authenticate, api.token).id
 
 
@@ -51,9 +52,6 @@ async def test_a_send_refused_while_another_is_being_set_up_names_its_session(
     # is still placing its session (a database read). The 409 named no session
     # (`detail.session: null`), and the web GUI re-attaches only with one (chat.js,
     # sendFailed): it told the operator "Not sent" about a turn that was running.
-    from bot.chat.pipeline import TurnRequest
-    from bot.errors import Conflict
-
     operator = _operator_id(api)
     turns = api.services.chat_turns
     first, second = await asyncio.gather(
@@ -75,9 +73,6 @@ async def test_a_send_refused_at_set_up_does_not_refuse_one_sent_with_it(
 ) -> None:
     # A send naming a session that does not exist is a 404 and changes nothing; a good
     # send arriving while it was being refused got a 409 for a turn that never ran.
-    from bot.chat.pipeline import TurnRequest
-    from bot.errors import NotFound
-
     operator = _operator_id(api)
     turns = api.services.chat_turns
     bad, good = await asyncio.gather(
