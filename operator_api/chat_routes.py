@@ -10,7 +10,17 @@ from bot.chat.pipeline import TurnPipeline, TurnRequest
 from bot.chat.session_rows import UNSET
 from bot.chat.session_service import SessionService
 from bot.chat.unseen import mark_seen
-from bot.contracts.chat import Deleted, DoneFrame, ErrorFrame, ErrorReason, Sessions, encode
+from bot.contracts.chat import (
+    MAX_AGENT_NAME_CHARS,
+    MAX_MESSAGE_CHARS,
+    MAX_SESSION_ID_CHARS,
+    Deleted,
+    DoneFrame,
+    ErrorFrame,
+    ErrorReason,
+    Sessions,
+    encode,
+)
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, NotFound, SteelframeError
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -27,7 +37,6 @@ endpoints = Endpoints()
 routes = endpoints.routes
 SESSION = path_param("session", {"type": "string"})
 CHAT_FIELDS = {"message", "session", "agent", "focus"}
-MAX_MESSAGE = 32_000
 # Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md);
 # any other (cancelled, internal) is a 500.
 ERROR_STATUS = {
@@ -69,14 +78,14 @@ async def _turn_request(request: web.Request) -> TurnRequest:
         raise _bad("message is required", "message")
     if not isinstance(message, str):
         raise _bad("message must be a string", "message")
-    if len(message) > MAX_MESSAGE:
-        raise _bad(f"message is longer than {MAX_MESSAGE} characters", "message")
-    session = optional_str(data, "session", max_length=64)
+    if len(message) > MAX_MESSAGE_CHARS:
+        raise _bad(f"message is longer than {MAX_MESSAGE_CHARS} characters", "message")
+    session = optional_str(data, "session", max_length=MAX_SESSION_ID_CHARS)
     return TurnRequest(
         operator_id=request[OPERATOR_ID],
         message=message,
         session_id=session_id(session) if session is not None else None,
-        agent=optional_str(data, "agent", max_length=100),
+        agent=optional_str(data, "agent", max_length=MAX_AGENT_NAME_CHARS),
         focus=optional_issue(data, "focus"),
     )
 
@@ -185,9 +194,14 @@ async def chat_history(request: web.Request) -> web.Response:
 @endpoints.post(
     "/api/operator/chat/stop",
     "Stop this operator's in-flight turn",
-    {"200": json_body(ref("StopResult")), **errors(401)},
+    {"200": json_body(ref("StopResult")), **errors(400, 401, 413)},
+    body={"type": "object", "additionalProperties": False},
+    body_required=False,
 )
 async def chat_stop(request: web.Request) -> web.Response:
+    # It takes no body: one that names a session, or is not JSON, is a mistake to refuse
+    # before stopping anything (it would stop the operator's turn wherever it runs).
+    reject_unknown(await read_json(request, limit=1024, required=False), set())
     return _json(await _sessions(request).stop(request[OPERATOR_ID]))
 
 
@@ -203,7 +217,7 @@ async def chat_clear(request: web.Request) -> web.Response:
         request, limit=request.app[OPERATOR_API].settings.chat_max_body, required=False
     )
     reject_unknown(data, {"session"})
-    raw = optional_str(data, "session", max_length=64)
+    raw = optional_str(data, "session", max_length=MAX_SESSION_ID_CHARS)
     result = await _sessions(request).clear(
         request[OPERATOR_ID], session_id=session_id(raw) if raw else None
     )
@@ -238,7 +252,7 @@ async def chat_new(request: web.Request) -> web.Response:
         request[OPERATOR_ID],
         title=title.strip() if title and title.strip() else None,
         issue=None if issue is UNSET else issue,
-        agent=optional_str(data, "agent", max_length=100),
+        agent=optional_str(data, "agent", max_length=MAX_AGENT_NAME_CHARS),
     )
     return _json(session, status=201)
 

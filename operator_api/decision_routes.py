@@ -9,7 +9,9 @@ from aiohttp import web
 from bot.agents import resolve_agent
 from bot.chat.proposals import clear_pending, decision_published, take_pending
 from bot.chat.session_views import agent_of
+from bot.contracts.chat import MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
+from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest, Unavailable
 from bot.filing import FilingKind, filing_key
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -70,9 +72,11 @@ async def publish_decision(request: web.Request) -> web.Response:
         raise BadRequest("issue is required", detail=ErrorDetail(field="issue"))
     issue = issue_number(data["issue"], "issue")
     body = data.get("body")
-    if not isinstance(body, str) or not body.strip():
+    if body is not None and not isinstance(body, str):
+        raise BadRequest("body must be a string", detail=ErrorDetail(field="body"))
+    if body is None or not body.strip():
         raise BadRequest("body is required", detail=ErrorDetail(field="body"))
-    raw_session = optional_str(data, "session_id", max_length=64)
+    raw_session = optional_str(data, "session_id", max_length=MAX_SESSION_ID_CHARS)
     sid = session_id(raw_session, "session_id") if raw_session else None
     operator = request[OPERATOR_ID]
     agent = await api.db.run(agent_of, operator, sid)
@@ -109,7 +113,7 @@ async def file_pending(request: web.Request) -> web.Response:
     api = request.app[OPERATOR_API]
     data = await read_json(request, limit=api.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})
-    raw_session = optional_str(data, "session", max_length=64)
+    raw_session = optional_str(data, "session", max_length=MAX_SESSION_ID_CHARS)
     sid = session_id(raw_session) if raw_session else None
     title = optional_str(data, "title", max_length=300)
     body = optional_str(data, "body", max_length=api.settings.chat_max_body)
@@ -130,8 +134,10 @@ async def file_pending(request: web.Request) -> web.Response:
         key, kind = proposal.key, FilingKind(proposal.kind)
         title, body = proposal.title, body if body is not None else proposal.body
     else:
-        key, kind = filing_key("explicit", operator, sid, title), FilingKind.WORK
-    assert title is not None
+        # Keyed by the title the issue gets (bot.dialogue.titles.issue_title): a retry that
+        # trims or spaces it differently is the same filing, not a second issue so titled.
+        assert title is not None
+        key, kind = filing_key("explicit", operator, sid, issue_title(title)), FilingKind.WORK
     filed = await api.filing.file(
         key=key,
         repo=_repo_for(request, agent),

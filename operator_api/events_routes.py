@@ -21,7 +21,7 @@ from operator_api.deps import OPERATOR_API
 from operator_api.open_streams import OPEN_STREAMS
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
-from operator_api.sse import SSE_HEADERS, failure_reason, last_event_id
+from operator_api.sse import failure_reason, last_event_id, sse_response
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -54,7 +54,7 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     api = request.app[OPERATOR_API]
     operator_id = request[OPERATOR_ID]
     position = await api.events.start_at(operator_id, after=after)  # Redis down: a 503
-    response = web.StreamResponse(headers=SSE_HEADERS)
+    response = sse_response(request)
     await response.prepare(request)
     events = api.events.stream(
         operator_id, after=position, heartbeat=api.settings.heartbeat_seconds

@@ -28,6 +28,9 @@ from bot.contracts.tasks import Board, TaskDetail, TaskLog
 REF_TEMPLATE = "#/components/schemas/{name}"
 NULLABLE_STR = {"type": ["string", "null"]}
 NULLABLE_INT = {"type": ["integer", "null"]}
+# A session id and an agent name, as the handlers take them (bot.contracts.chat's limits).
+SESSION_ID = {"type": ["string", "null"], "minLength": 1, "maxLength": chat.MAX_SESSION_ID_CHARS}
+AGENT_NAME = {"type": ["string", "null"], "maxLength": chat.MAX_AGENT_NAME_CHARS}
 
 
 def ref(name: str) -> dict[str, str]:
@@ -87,7 +90,7 @@ def _action_schemas() -> dict[str, Any]:
             {
                 "issue": {"type": "integer", "minimum": 1},
                 "body": {"type": "string", "minLength": 1},
-                "session_id": {"type": "string"},
+                "session_id": {**SESSION_ID, "type": "string"},
                 "request_id": {
                     "type": "string",
                     "minLength": 1,
@@ -99,17 +102,17 @@ def _action_schemas() -> dict[str, Any]:
         ),
         "FileRequest": request_object(
             {
-                "session": {"type": ["string", "null"]},
+                "session": SESSION_ID,
                 "title": {"type": ["string", "null"], "maxLength": 300},
                 "body": {"type": ["string", "null"]},
             }
         ),
-        "ClearRequest": request_object({"session": {"type": ["string", "null"]}}),
+        "ClearRequest": request_object({"session": SESSION_ID}),
         "NewSessionRequest": request_object(
             {
                 "title": {"type": ["string", "null"], "maxLength": 200},
                 "issue": {"type": ["integer", "null"], "minimum": 1},
-                "agent": {"type": ["string", "null"]},
+                "agent": AGENT_NAME,
             }
         ),
     }

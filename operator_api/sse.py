@@ -48,6 +48,15 @@ def encode_chat_frame(frame: NumberedFrame) -> bytes:
     return b"id: %d\ndata: %s\n\n" % (frame.id, frame.data)
 
 
+def sse_response(request: web.Request) -> web.StreamResponse:
+    """An SSE answer, not yet prepared. It carries the request id as every answer does
+    (docs/api.md): the error middleware adds it only to answers still unprepared when the
+    handler returns, and a stream is prepared (its headers sent) long before that."""
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    response.headers["X-Request-Id"] = request[REQUEST_ID]
+    return response
+
+
 def failure_reason(exc: Unavailable) -> str:
     """Why Redis failed under a stream, for the log line: the detail's `reason`, if any."""
     reason = exc.detail.reason if exc.detail is not None else "?"
@@ -83,7 +92,7 @@ async def stream_frames(
 ) -> web.StreamResponse:
     """Write a turn's frames as SSE (None: a heartbeat comment) until the terminal one."""
     metrics = request.app[OPERATOR_API].metrics
-    response = web.StreamResponse(headers=SSE_HEADERS)
+    response = sse_response(request)
     response.headers["X-Steelframe-Session"] = session_id
     response.headers["X-Steelframe-Turn"] = turn_id
     await response.prepare(request)

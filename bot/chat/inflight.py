@@ -49,6 +49,10 @@ CUT_RECORD_SECONDS = 3.0
 # Cut turns end within this: the record, then the terminal frame's relay, whose write gives
 # up after bot.chat.frames.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
 CUT_SECONDS = 10.0
+# A send while the operator's turn is still being set up (its slot claimed, its session being
+# placed: a read) waits this long at most for that, so that its 409 names the session to
+# re-attach to, or, if that set-up is refused, takes the free slot instead of a 409.
+SET_UP_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -74,6 +78,8 @@ class TurnHandle:
     relay: FrameRelay | None = None
     # Set once the turn's session is written (after its first frame), or will never be.
     opened: asyncio.Event = field(default_factory=asyncio.Event)
+    # Set once its set-up is over: launched (its session known) or released (refused).
+    set_up: asyncio.Event = field(default_factory=asyncio.Event)
     cut: bool = False  # the service ended it, shutting down (TurnRegistry._cut)
     # Subscribers reading the turn in this process (a client watching it): shutdown lets
     # a watched turn finish, within its grace.
@@ -205,12 +211,26 @@ class TurnRegistry:
         self.relay = relay
         self._by_operator: dict[int, TurnHandle] = {}
         self._recent: dict[str, TurnHandle] = {}
+        # Each session's latest turn (running or lingering), for a re-attach by session: the
+        # operator's latest turn may be in another session by then.
+        self._by_session: dict[str, TurnHandle] = {}
         # Finished turns, oldest first: eviction looks only at the expired head, not at
         # every recent turn on every request (1,000 turns a second made that quadratic).
         self._finished: deque[TurnHandle] = deque()
         self._linger = linger_seconds
         self._on_finish = on_finish
         self._closing = False  # shutting down: no new turn
+
+    async def settle(self, operator_id: int) -> None:
+        """Wait (bounded) while the operator's turn is being set up, so `reserve` right
+        after sees it launched, with its session, or gone. Nothing awaits between the
+        return and `reserve`: another send cannot slip in between."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SET_UP_WAIT_SECONDS):
+                while (running := self._by_operator.get(operator_id)) is not None and not (
+                    running.set_up.is_set() or running.finished
+                ):
+                    await running.set_up.wait()
 
     def reserve(self, *, turn_id: str, operator_id: int) -> TurnHandle:
         """Claim the operator's single turn slot before any work, so a refused send (409)
@@ -231,6 +251,7 @@ class TurnRegistry:
         return handle
 
     def release(self, handle: TurnHandle) -> None:
+        handle.set_up.set()
         if self._by_operator.get(handle.operator_id) is handle:
             del self._by_operator[handle.operator_id]
 
@@ -238,9 +259,11 @@ class TurnRegistry:
         self, handle: TurnHandle, *, session_id: str, run: Callable[[TurnHandle], Awaitable[None]]
     ) -> TurnHandle:
         handle.session_id = session_id
+        handle.set_up.set()
         handle.before_terminal = self._on_finish
         handle.relay = self.relay
         self._recent[handle.turn_id] = handle
+        self._by_session[session_id] = handle
         if handle.stop_requested:  # stopped while its session was being resolved
             run = _stopped_before_start
         handle.task = asyncio.create_task(self._guard(handle, run), name=f"turn-{handle.turn_id}")
@@ -289,10 +312,10 @@ class TurnRegistry:
         if turn_id is not None:
             handle = self._recent.get(turn_id)
             return handle if handle is not None and handle.operator_id == operator_id else None
-        handle = self._by_operator.get(operator_id)
-        if handle is None or (session_id is not None and handle.session_id != session_id):
-            return None
-        return handle
+        if session_id is not None:
+            handle = self._by_session.get(session_id)
+            return handle if handle is not None and handle.operator_id == operator_id else None
+        return self._by_operator.get(operator_id)
 
     def busy(self, operator_id: int) -> TurnHandle | None:
         handle = self._by_operator.get(operator_id)
@@ -377,5 +400,7 @@ class TurnRegistry:
             self._finished.popleft()
             if self._recent.get(handle.turn_id) is handle:
                 del self._recent[handle.turn_id]
+            if self._by_session.get(handle.session_id) is handle:
+                del self._by_session[handle.session_id]
             if self._by_operator.get(handle.operator_id) is handle:
                 del self._by_operator[handle.operator_id]

@@ -158,6 +158,8 @@ class TurnPipeline:
             raise BadRequest("message is required", detail=ErrorDetail(field="message"))
         if request.agent is not None:
             resolve_agent(self.agents, request.agent)
+        # A turn of this operator still being set up: its 409 names its session once it has one.
+        await self.registry.settle(request.operator_id)
         handle = self.registry.reserve(turn_id=new_id(), operator_id=request.operator_id)
         acquired = False
         try:

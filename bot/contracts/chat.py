@@ -273,12 +273,19 @@ class StopResult(Struct, frozen=True, forbid_unknown_fields=True):
     ] = UNSET
 
 
-class ChatRequest(Struct, frozen=True, forbid_unknown_fields=True):
-    """A chat turn's request body (validated by operator_api.validation)."""
+# What a chat request may carry: operator_api.chat_routes refuses more (400 naming the
+# field), and the OpenAPI document says so from ChatRequest below.
+MAX_MESSAGE_CHARS = 32_000
+MAX_SESSION_ID_CHARS = 64
+MAX_AGENT_NAME_CHARS = 100
 
-    message: Annotated[str, Meta(min_length=1)]
-    session: str | None = None
-    agent: str | None = None
+
+class ChatRequest(Struct, frozen=True, forbid_unknown_fields=True):
+    """A chat turn's request body (validated by operator_api.chat_routes)."""
+
+    message: Annotated[str, Meta(min_length=1, max_length=MAX_MESSAGE_CHARS)]
+    session: Annotated[str, Meta(min_length=1, max_length=MAX_SESSION_ID_CHARS)] | None = None
+    agent: Annotated[str, Meta(max_length=MAX_AGENT_NAME_CHARS)] | None = None
     focus: Annotated[int, Meta(ge=1)] | None = None
 
 
