@@ -30,7 +30,12 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = await handler(request)
     except SteelframeError as exc:
         log.info(
-            "%s %s -> %s %s [%s]", request.method, request.path, exc.status, exc.code, request_id
+            "%s %s -> %s %s [%s]",
+            request.method,
+            logged_path(request),
+            exc.status,
+            exc.code,
+            request_id,
         )
         response = web.json_response(
             error_body(exc.message, exc.detail, code=exc.code), status=exc.status
@@ -62,8 +67,12 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         response = web.json_response(
             error_body(exc.reason, None, code=_code_for(exc.status)), status=exc.status
         )
+        if isinstance(exc, web.HTTPMethodNotAllowed):  # RFC 9110 15.5.6: a 405 says what is
+            response.headers["Allow"] = ", ".join(sorted(exc.allowed_methods))
     except Exception:
-        log.exception("unhandled error on %s %s [%s]", request.method, request.path, request_id)
+        log.exception(
+            "unhandled error on %s %s [%s]", request.method, logged_path(request), request_id
+        )
         response = web.json_response(
             error_body("internal error", ErrorDetail(request_id=request_id), code="internal_error"),
             status=500,
@@ -91,6 +100,13 @@ def _database_unavailable(
     return response
 
 
+def logged_path(request: web.Request) -> str:
+    """The path as it was sent, percent-encoded: `request.path` is decoded, so a `%0A` in
+    it wrote a line of the client's choosing into the log (forged entries, unauthenticated
+    through the 401 line). The HTTP parser refuses raw control characters in the target."""
+    return request.rel_url.raw_path
+
+
 def _log_database_error(
     request: web.Request, request_id: str, answer: str, exc: DBAPIError
 ) -> None:
@@ -98,7 +114,7 @@ def _log_database_error(
     log.warning(
         "%s %s -> %s: %s [%s]",
         request.method,
-        request.path,
+        logged_path(request),
         answer,
         type(exc.orig).__name__,
         request_id,

@@ -172,3 +172,24 @@ def test_a_fast_lanes_error_answers_keep_their_bytes() -> None:
     assert msgspec.json.decode(
         msgspec.json.encode(error_body("x", ErrorDetail(field="f"), code="c"))
     ) == {"error": "x", "code": "c", "detail": {"field": "f"}}
+
+
+async def test_a_path_sent_with_line_breaks_is_logged_as_sent_never_as_a_new_line(
+    api: ApiClient, caplog: Any
+) -> None:
+    """The path is logged percent-encoded: decoded, `%0A` wrote a log line of the client's
+    choosing (here through the 401 line: no token needed)."""
+    forged = "/api/operator/chat/session/abc%0A2026-12-06 08:00:00,000 CRITICAL forged"
+    caplog.set_level("INFO", logger="steelframe.http")
+    answer = await api.raw.get(forged.replace(" ", "%20"))
+    assert answer.status == 401
+    lines = [line for r in caplog.records for line in r.getMessage().splitlines()]
+    assert lines and not any(line.startswith("2026-12-06") for line in lines), lines
+    assert any("abc%0A2026-12-06" in line for line in lines), lines
+
+
+async def test_a_405_says_which_methods_the_path_allows(api: ApiClient) -> None:
+    answer = await api.get("/api/operator/chat/new")
+    assert answer.status == 405
+    assert (await answer.json())["code"] == "method_not_allowed"
+    assert answer.headers["Allow"] == "POST"
