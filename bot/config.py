@@ -45,6 +45,7 @@ from bot.config_values import (
     parse_str,
     setting,
 )
+from bot.contracts.chat import MAX_MESSAGE_CHARS
 
 DEFAULT_DATA_DIR = Path("var")
 # Every command in a checkout (serve, dev, worker, webhooks, memory...) uses the same file
@@ -52,7 +53,10 @@ DEFAULT_DATA_DIR = Path("var")
 DEFAULT_DATABASE_FILE = "steelframe.db"
 DEFAULT_DATABASE_URL = f"sqlite:///{DEFAULT_DATA_DIR / DEFAULT_DATABASE_FILE}"
 DEFAULT_PICKUP_LABELS = ("steelframe:work-on-this",)
-DEFAULT_CHAT_MAX_BODY = 64 * 1024
+# A message at its character limit fits however its client encodes it: UTF-8 (up to 4 bytes
+# a character) or JSON's \uXXXX escapes (6; only an escaped emoji, 12, can go past), with
+# room for the other fields. At 64 KiB a CJK message was refused at a third of its limit.
+DEFAULT_CHAT_MAX_BODY = 6 * MAX_MESSAGE_CHARS + 4 * 1024
 DEFAULT_WEBHOOK_MAX_BODY = 25 * 1024 * 1024  # GitHub caps webhook payloads at 25 MB.
 
 

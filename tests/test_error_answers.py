@@ -36,7 +36,7 @@ async def test_the_operator_apis_error_answers_keep_their_bytes(api: ApiClient) 
         await _body(await api.post("/api/operator/chat/new", json={"shade": 1})),
         await _body(await api.post("/api/operator/chat/new", data=b"{nope")),
         await _body(await api.post("/api/operator/chat", data=b"[" * 40 + b"]" * 40)),
-        await _body(await api.post("/api/operator/chat", json={"message": "x" * 70_000})),
+        await _body(await api.post("/api/operator/chat", json={"message": "x" * 200_000})),
         await _body(await api.get("/api/operator/chat/session/0123abcd")),
         await _body(await api.get("/api/operator/board?state=nowhere")),
         await _body(await api.get("/api/operator/tasks/0")),
@@ -70,8 +70,8 @@ async def test_the_operator_apis_error_answers_keep_their_bytes(api: ApiClient) 
         ),
         (
             413,
-            b'{"error": "request body is larger than 65536 bytes", "code": "payload_too_large",'
-            b' "detail": {"limit": 65536}}',
+            b'{"error": "request body is larger than 196096 bytes", "code": "payload_too_large",'
+            b' "detail": {"limit": 196096}}',
         ),
         (404, b'{"error": "session 0123abcd not found", "code": "not_found", "detail": null}'),
         (

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,30 @@ async def test_client_streams_a_turn_and_lists_sessions(api: ApiClient) -> None:
         assert [s.id for s in await client.sessions()] == [discuss.id]
     finally:
         await client.close()
+
+
+async def test_a_message_at_its_character_limit_goes_through_in_any_script(
+    api: ApiClient,
+) -> None:
+    """32,000 characters is the limit, whatever they are: CJK text (three bytes each in
+    UTF-8; six as the \\uXXXX escapes the TUI used to send) and emoji (four; twelve escaped)
+    were refused as too large a body far below it."""
+    client = client_for(api)
+    try:
+        for text in ("漢" * 32_000, "🙂" * 32_000):
+            frames = [frame async for frame in client.turn(text)]
+            done = frames[-1].frame
+            assert isinstance(done, DoneFrame), done
+            assert done.response.history[-2].content == text  # the operator's, whole
+    finally:
+        await client.close()
+    # Escaped as plain json.dumps does, CJK at the limit still fits the default body.
+    escaped = await api.post(
+        "/api/operator/chat",
+        data=json.dumps({"message": "漢" * 32_000}),
+        headers={"Content-Type": "application/json"},
+    )
+    assert escaped.status == 200, await escaped.text()
 
 
 async def test_client_reattaches_after_the_last_frame_id_it_saw(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -165,6 +166,10 @@ class OperatorClient:
                 # The client's name labels what it files (`steelframe:from-tui`).
                 headers={"Authorization": f"Bearer {self._token}", "X-Steelframe-Client": "tui"},
                 timeout=DEFAULT_TIMEOUT,
+                # Bodies as UTF-8: json.dumps' default escaped every non-ASCII character as
+                # \uXXXX (six bytes, twelve for an emoji), so a message of CJK text hit the
+                # body limit at a third of the characters the service takes.
+                json_serialize=_utf8_json,
                 **self._session_options,
             )
         return self._http
@@ -473,3 +478,7 @@ def _event_frame(data: str, event_id: int | None) -> EventFrame | None:
     except msgspec.DecodeError as exc:
         raise SseError(f"event data is not JSON: {data[:80]!r}") from exc
     return frame
+
+
+def _utf8_json(body: Any) -> str:
+    return json.dumps(body, ensure_ascii=False)
