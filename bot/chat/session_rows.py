@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
@@ -42,6 +43,22 @@ def owned_session(session: Session, operator_id: int, session_id: str) -> ChatSe
 
 def operator_row(session: Session, operator_id: int) -> Operator:
     operator = session.get(Operator, operator_id)
+    if operator is None:
+        raise NotFound("operator not found")
+    return operator
+
+
+def locked_operator_row(session: Session, operator_id: int) -> Operator:
+    """`operator_row`, for a change of the operator's active chat that depends on which chat
+    is active (a new chat closes it, a reopen leaves it): locked until this transaction
+    ends, so two such changes at once run one after the other, the second reading what the
+    first made active (two new chats at once each closed the same chat, and one stayed
+    open). PostgreSQL: SELECT ... FOR UPDATE. SQLite: the driver begins the transaction at
+    its first write, so a read before it sees an older state; a write first takes the
+    database's write lock, and what is read after it is current."""
+    if session.get_bind().dialect.name == "sqlite":
+        session.execute(update(Operator).where(Operator.id == operator_id).values(id=Operator.id))
+    operator = session.get(Operator, operator_id, with_for_update=True, populate_existing=True)
     if operator is None:
         raise NotFound("operator not found")
     return operator

@@ -34,6 +34,7 @@ from bot.chat.session_rows import (
     active_session,
     clear_decision,
     create_session,
+    locked_operator_row,
     new_session_row,
     operator_row,
     owned_session,
@@ -326,7 +327,7 @@ def new_session(
     With an issue this is a Discuss session: titled `Discuss #N` unless a title is given,
     focused on that issue, nothing sent.
     """
-    operator = operator_row(session, operator_id)
+    operator = locked_operator_row(session, operator_id)
     previous = active_session(session, operator)
     previous_id = None
     if previous is not None and previous.closed_at is None:
@@ -349,7 +350,7 @@ def open_session(
     """Reopen: pin the next message to this session. Returns it and the session the
     operator left by doing so when that one is due a summary."""
     row = owned_session(session, operator_id, session_id)
-    operator = operator_row(session, operator_id)
+    operator = locked_operator_row(session, operator_id)
     left = operator.active_session_id
     operator.active_session_id = row.id
     mark_seen(session, operator_id, row.id)  # opening it shows its results: no dot
@@ -359,7 +360,7 @@ def open_session(
 
 def delete_session(session: Session, operator_id: int, session_id: str) -> None:
     row = owned_session(session, operator_id, session_id)
-    operator = operator_row(session, operator_id)
+    operator = locked_operator_row(session, operator_id)
     if operator.active_session_id == row.id:
         operator.active_session_id = None
     session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
