@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -9,12 +10,14 @@ import orjson
 from aiohttp import web
 
 from bot.contracts.errors import ErrorDetail
-from bot.errors import BadRequest, PayloadTooLarge
+from bot.errors import BadRequest, PayloadTooLarge, RequestTimeout
 from bot.params import bounded_int
 
 # No operator body needs more than a handful of levels; a deeper one is refused before any
 # recursive code (ours, the database driver's JSON encoder) sees it.
 MAX_DEPTH = 32
+# A body that stops arriving for this long is a 408 (webhooks.routes has the same bound).
+BODY_STALL_SECONDS = 30.0
 
 
 async def read_json(request: web.Request, *, limit: int, required: bool = True) -> dict[str, Any]:
@@ -26,7 +29,15 @@ async def read_json(request: web.Request, *, limit: int, required: bool = True) 
     # read(n) returns what has arrived so far: keep reading to the end or past the limit.
     raw = b""
     while len(raw) <= limit:
-        chunk = await request.content.read(limit + 1 - len(raw))
+        try:
+            # A client whose body stops arriving would hold the request (and its handler's
+            # slot) for as long as it keeps the connection: 408 instead, as webhooks get.
+            async with asyncio.timeout(BODY_STALL_SECONDS):
+                chunk = await request.content.read(limit + 1 - len(raw))
+        except TimeoutError:
+            raise RequestTimeout(
+                f"the request body stopped arriving for {BODY_STALL_SECONDS:g} s"
+            ) from None
         if not chunk:
             break
         raw += chunk

@@ -12,14 +12,17 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 from aiohttp import web
 from sqlalchemy.exc import OperationalError
 
 from bot.contracts.errors import ErrorDetail
 from bot.errors import Conflict, SteelframeError, TooManyRequests, error_body
+from http_edge import validation
 from http_edge.errors import errors_middleware
 from steelframe.lanes import _failure
 from tests.conftest import ApiClient, make_settings
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
 ID = {"X-Request-Id": "req-bytes-1"}
@@ -193,3 +196,26 @@ async def test_a_405_says_which_methods_the_path_allows(api: ApiClient) -> None:
     assert answer.status == 405
     assert (await answer.json())["code"] == "method_not_allowed"
     assert answer.headers["Allow"] == "POST"
+
+
+async def test_a_chat_body_that_stops_arriving_is_a_408(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bodies the operator API reads are bounded in time as webhooks' are: a client that
+    declares 100 bytes and sends 10 gets a 408, not a request held open while it stays."""
+    monkeypatch.setattr(validation, "BODY_STALL_SECONDS", 0.3)
+    url = api.raw.make_url("/api/operator/chat")
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    try:
+        writer.write(
+            b"POST /api/operator/chat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {api.token}\r\nContent-Length: 100\r\n\r\n".encode()
+            + b'{"message"'
+        )
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), PATIENCE_SECONDS)
+    finally:
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 408"), head
+    sessions = await (await api.get("/api/operator/chat/sessions")).json()
+    assert sessions["sessions"] == []  # nothing was started

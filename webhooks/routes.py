@@ -23,7 +23,7 @@ from webhooks.receiver import Receipt, Receiver
 routes = web.RouteTableDef()
 PATH = "/api/github/webhooks"
 CHUNK = 64 * 1024
-BODY_STALL_SECONDS = 30.0  # as a fast lane's BODY_IDLE_SECONDS (steelframe.lanes)
+BODY_STALL_SECONDS = 30.0  # as a fast lane's BODY_IDLE_SECONDS and the operator API's bodies
 
 
 @routes.post(PATH)
