@@ -361,3 +361,35 @@ async def test_the_reconciler_asks_the_run_a_dead_process_did_not(make: Make) ->
     (thread,) = await _threads(lc, task.id)
     assert thread["state"] == "addressed" and thread["picked_at"] is not None
     assert lc.task(issue).state == "delivered"
+
+
+async def test_a_writers_reply_on_an_answered_thread_gets_the_next_runs_reply(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    comment = await _comment(lc, "maintainer", number, "write")
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    assert thread["state"] == "addressed"
+    # The reviewer answers in the thread: it is open again, and a second run answers it.
+    await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/comments",
+        {
+            "body": "Still too loud.",
+            "in_reply_to": comment["id"],
+            "commit_id": (await lc.github.get_pull(lc.repo, number)).head.sha,
+            "path": "CHANGE.md",
+        },
+    )
+    assert lc.task(issue).state == "queued"
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    answers = [r for r in await _replies(lc, number) if "steelframe-thread-answer" in r.body]
+    assert len(answers) == 2, [r.body for r in answers]  # one per run, the last one now
+    assert thread["state"] == "needs_operator" and "question" in answers[-1].body
+    assert _pickups(lc, task.id) == 2
