@@ -26,7 +26,7 @@ from github_sandbox.pull_view import form_token
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.pulls import delivered_pull, send_again
+from tests.fakes.pulls import as_person, delivered_pull, send_again
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 from webhooks.delivery_retry import RetryPolicy
 from webhooks.deps import WEBHOOKS
@@ -383,6 +383,26 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
     set_state(TaskState.DELIVERED)  # the run ended
     assert (await intake.on_failure(failure)).verdict == "fix run"
     assert len(lc.queued_jobs()) == 1
+
+
+async def test_a_failure_on_the_head_while_a_review_run_is_queued_is_read_again_later(
+    make: Make,
+) -> None:
+    """A writer's review queued a run, and CI then fails on the head: the run may push
+    nothing (it declines every thread) and deliver again, so the failure is read again once
+    it has ended (the processor retries the delivery), never dropped as "queued"."""
+    lc = await make(coding_command=command("commit"))
+    issue, number = await delivered_pull(lc)
+    head = await _head(lc, number)
+    comment = {"body": "Why red?", "commit_id": head, "path": "CHANGE.md", "line": 1}
+    await as_person(lc, "maintainer", "POST", f"/pulls/{number}/comments", comment)
+    assert lc.task(issue).state == TaskState.QUEUED  # the review run, not started yet
+    lc.api.raw.app[WEBHOOKS].processor.retry = RetryPolicy(base_delay=600.0, jitter=0.0)
+    await fail_head(lc, number, retries_within=0.0)
+    suites = [d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite"]
+    stored = [_delivery(lc, d.id) for d in suites]
+    assert stored and all(s.status == DeliveryStatus.RETRYING for s in stored), stored
+    assert _rows(lc, lc.task(issue).id) == []
 
 
 async def test_the_apps_own_failing_check_is_not_a_reason_to_run(make: Make) -> None:

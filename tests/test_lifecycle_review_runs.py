@@ -16,10 +16,16 @@ import msgspec
 
 from bot.events import RedisEventLog
 from bot.events.log import Event
-from bot.lifecycle.models import EventKind, ReviewThread, ThreadKind
+from bot.lifecycle import leases
+from bot.lifecycle.leases import Holder
+from bot.lifecycle.models import EventKind, ReviewThread, ThreadKind, ThreadState
+from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.review_answers import ANSWERS_FILE
-from bot.lifecycle.thread_answers import answer_marker
+from bot.lifecycle.review_pickup import pick_up
+from bot.lifecycle.states import TaskState
+from bot.lifecycle.thread_answers import ThreadAnswer, answer_body, answer_marker
+from bot.lifecycle.transition import Move, apply
 from bot.models import Operator
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make, wait_for
@@ -361,3 +367,103 @@ async def test_the_reconciler_asks_the_run_a_dead_process_did_not(make: Make) ->
     (thread,) = await _threads(lc, task.id)
     assert thread["state"] == "addressed" and thread["picked_at"] is not None
     assert lc.task(issue).state == "delivered"
+
+
+async def _died_after_replying(lc: Lifecycle, issue: int, answer: ThreadAnswer) -> str:
+    """What a review run leaves when its worker dies between a thread's reply and the
+    ledger row's update: the task running under an expired lease, its job gone, the thread
+    taken up by that run and its reply (with that run's marker) on GitHub; the run's job."""
+    task = lc.task(issue)
+    job = str(task.job_id)
+    assert leases.acquire(lc.ctx.db, task.id, Holder("elsewhere:1:dead", "elsewhere", 1), ttl=0.01)
+    LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).rq.empty()
+    lc.ctx.db.call(
+        apply, task.id, Move(TaskState.RUNNING, actor="dead-worker", changes={"attempts": 1})
+    )
+    assert len(await pick_up(lc.ctx.db, lc.github, lc.task(issue), job=job)) == 1
+    body = answer_body(answer, job)
+    number = int(task.pr_number or 0)
+    if answer.kind == ThreadKind.COMMENT:
+        await lc.github.reply_to_review_comment(lc.repo, number, answer.root_id, body)
+    else:
+        await lc.github.create_comment(lc.repo, number, body)
+    await lc.settle()
+    await asyncio.sleep(0.05)  # the lease's 10 ms are over
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert report.recovered == [task.id], report.lines()
+    return job
+
+
+async def test_a_run_retried_after_its_worker_died_past_a_reply_replies_once(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    comment = await _comment(lc, "maintainer", number, "write")
+    head = _branch_log(lc, str(task.branch))[0]
+    said = ThreadAnswer(ThreadKind.COMMENT, comment["id"], ThreadState.ADDRESSED, "Calmer.", head)
+    job = await _died_after_replying(lc, issue, said)
+    await lc.work()  # the retry
+    (reply,) = await _replies(lc, number)  # the dead run's, and no second one
+    assert reply.body.startswith(answer_marker(ThreadKind.COMMENT, comment["id"], job))
+    # The ledger says what the reply said, and the task is delivered again.
+    (thread,) = await _threads(lc, task.id)
+    assert (thread["state"], thread["commit"]) == ("addressed", head)
+    assert lc.task(issue).state == TaskState.DELIVERED
+
+
+async def test_a_question_replied_before_the_worker_died_still_waits_for_a_decision(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    pull = await lc.github.get_pull(lc.repo, number)
+    review = await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/reviews",
+        {"body": "Which blue?", "event": "COMMENT", "commit_id": pull.head.sha},
+    )
+    asked = ThreadAnswer(ThreadKind.REVIEW, review["id"], ThreadState.NEEDS_OPERATOR, "Dark?")
+    await _died_after_replying(lc, issue, asked)
+    await lc.work()  # the retry
+    answers = [c for c in await lc.comments(number) if "steelframe-thread-answer" in c["body"]]
+    assert len(answers) == 1, [c["body"] for c in answers]
+    (thread,) = await _threads(lc, task.id)
+    assert (thread["state"], thread["reason"]) == ("needs_operator", "Dark?")
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+
+
+async def test_a_writers_reply_on_an_answered_thread_gets_the_next_runs_reply(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    comment = await _comment(lc, "maintainer", number, "write")
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    assert thread["state"] == "addressed"
+    # The reviewer answers in the thread: it is open again, and a second run answers it.
+    await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/comments",
+        {
+            "body": "Still too loud.",
+            "in_reply_to": comment["id"],
+            "commit_id": (await lc.github.get_pull(lc.repo, number)).head.sha,
+            "path": "CHANGE.md",
+        },
+    )
+    assert lc.task(issue).state == "queued"
+    await lc.work()
+    (thread,) = await _threads(lc, task.id)
+    answers = [r for r in await _replies(lc, number) if "steelframe-thread-answer" in r.body]
+    assert len(answers) == 2, [r.body for r in answers]  # one per run, the last one now
+    assert thread["state"] == "needs_operator" and "question" in answers[-1].body
+    assert _pickups(lc, task.id) == 2

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from bot.lifecycle.public_text import PublicPlace, defang, web_host
+from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
@@ -119,3 +120,40 @@ async def test_a_delivered_pull_request_body_carries_none_of_it(make: Make) -> N
     assert not MENTION.search(body)
     assert _clickable_hosts(body) <= {place.host}
     assert "@\u200bmaintainer" in body and "report (https:\u200b//evil.example/r)" in body
+
+
+# Secrets the worker never knew, as an agent may print them (one it found in the checkout,
+# in its tools' output): each shaped like a GitHub, model or cloud key, or a header's value.
+FOUND_SECRETS = (
+    "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "sk-proj-abcdefghijklmnopqrstuvwxyzABCDEF0123456789",
+    "AKIAIOSFODNN7EXAMPLE",
+    "xoxb-1234567890-abcdefghij",
+    "abc.def.ghi-from-a-header",
+)
+LEAKY = (
+    f"Done. Pushed with {FOUND_SECRETS[0]} (or {FOUND_SECRETS[1]}); the model key is "
+    f"{FOUND_SECRETS[2]}, AWS {FOUND_SECRETS[3]}, Slack {FOUND_SECRETS[4]}.\n"
+    f"curl -H 'Authorization: Bearer {FOUND_SECRETS[5]}' worked."
+)
+
+
+def test_token_shaped_secrets_the_worker_never_knew_are_masked_in_public_text() -> None:
+    redactor = Redactor()  # knows no value: only the shapes can catch these
+    for public in (redactor.public_text(LEAKY, 1000), redactor.public_block(LEAKY)):
+        assert not [s for s in FOUND_SECRETS if s in public], public
+        assert public.startswith("Done. Pushed with [REDACTED]") and "worked." in public
+
+
+async def test_a_delivered_pull_request_and_its_comment_carry_no_token_shaped_secret(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("say", LEAKY))
+    issue = await lc.open_issue()
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    [pull] = await lc.pulls()
+    published = [pull["body"], *(c["body"] for c in await lc.comments(issue))]
+    assert all("Done. Pushed with [REDACTED]" in text for text in published[:2]), published
+    assert not [s for text in published for s in FOUND_SECRETS if s in text], published

@@ -10,14 +10,13 @@ cut to bounds, and a fix run gets it only inside an `<ci-evidence>` block marked
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from bot.github.errors import GitHubError
 from bot.github.records import Annotation, CheckRun, CombinedStatus, CommitStatus, JobLog
 from bot.lifecycle.ci_failures import FAILED_CONCLUSIONS, FAILED_STATES
-from bot.lifecycle.redact import MASK, Redactor
+from bot.lifecycle.redact import Redactor, mask_token_shapes
 
 log = logging.getLogger(__name__)
 LOG_TAIL_LINES = 200
@@ -28,14 +27,6 @@ MAX_FIELD = 2000  # a summary, a description, an annotation's message
 MAX_EVIDENCE = 48 * 1024
 # GitHub Actions' App: its check runs are jobs, and a job's id is its check run's id.
 ACTIONS_SLUG = "github-actions"
-# Token-shaped text a CI log may print that the worker never knew (GitHub tokens, cloud
-# and model keys, Authorization headers).
-TOKEN_SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})\b"
-    r"|(?i:(?<=authorization: )(?:bearer |token |basic )?\S+)"
-    r"|(?i:(?<=bearer )[A-Za-z0-9._~+/=-]{16,})"
-)
 
 
 class CiReads(Protocol):
@@ -81,7 +72,7 @@ class Evidence:
 
 def scrub(text: str, redactor: Redactor) -> str:
     """Known secret values and token-shaped text masked."""
-    return TOKEN_SHAPES.sub(MASK, redactor.redact(text))
+    return mask_token_shapes(redactor.redact(text))
 
 
 def tail(text: str, *, lines: int = LOG_TAIL_LINES, size: int = LOG_TAIL_BYTES) -> str:

@@ -49,6 +49,8 @@ from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.transition import publish
 
 log = logging.getLogger(__name__)
+# A run of the task is live or coming: a failure on its head waits for it to end.
+BUSY = (TaskState.RUNNING, TaskState.QUEUED)
 
 
 class CiGitHub(GitHubApi, CiReads, Protocol):
@@ -139,17 +141,18 @@ class CiIntake:
                 # first time).
                 await self._summary(github, task, done.head_sha)
             return CiOutcome("already handled", f"head commit is {done.verdict}", task.id)
-        if task.archived or task.state not in (TaskState.DELIVERED, TaskState.RUNNING):
+        if task.archived or task.state not in (TaskState.DELIVERED, *BUSY):
             why = "archived" if task.archived else str(task.state)
             return CiOutcome("ignored", f"the task is {why}", task.id)
         pull = await github.get_pull(task.repo, int(task.pr_number or 0))
         not_head = await self._not_head(github, pull, task, failure)
         if not_head:
             return CiOutcome("ignored", not_head, task.id)
-        if task.state == TaskState.RUNNING:
+        if task.state in BUSY:
             # The head moved while a run is live (its own push, CI faster than its finish,
-            # or a person's): the delivery is retried once the run has ended.
-            raise CiBusy(f"task {task.id} is running; the failure on its head is read later")
+            # or a person's), or a run is queued (a review's, a retry's) that may push
+            # nothing and deliver again: the delivery is retried once the run has ended.
+            raise CiBusy(f"task {task.id} is {task.state}; the failure on its head is read later")
         return await self._decide(github, task, failure, pull)
 
     async def _not_head(

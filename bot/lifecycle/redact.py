@@ -4,9 +4,11 @@ A `Redactor` holds the exact values the worker knows to be secret (the webhook s
 App key's lines, installation tokens it minted, database and Redis passwords, the model keys
 the operator passes to the coding runtime) and replaces each occurrence with `[REDACTED]`.
 It finds what it was told about, nothing else: a secret the worker never knew (one the
-runtime made up, or found elsewhere) is not recognised. `public_text` additionally flattens
-text for an issue comment: one paragraph, no HTML comments (so no marker a webhook handler
-would act on), no mentions, bounded.
+runtime made up, or found elsewhere) is not recognised by value. Text bound for a public
+place gets `mask_token_shapes` too (what is shaped like a GitHub, model, cloud or Slack
+token or an Authorization header's value): `public_text` masks them, and flattens text for
+an issue comment: one paragraph, no HTML comments (so no marker a webhook handler would act
+on), no mentions, bounded.
 """
 
 from __future__ import annotations
@@ -24,6 +26,20 @@ MIN_SECRET = 8
 MAX_PUBLIC = 300
 _MARKUP = re.compile(r"<!--|-->|<\s*/?\s*[a-zA-Z!][^>]*>")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+# Token-shaped text the worker never knew: what an agent printed from its checkout or its
+# tools, or a CI log (bot.lifecycle.ci_evidence). GitHub tokens, cloud and model keys,
+# Authorization headers.
+TOKEN_SHAPES = re.compile(
+    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
+    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})\b"
+    r"|(?i:(?<=authorization: )(?:bearer |token |basic )?\S+)"
+    r"|(?i:(?<=bearer )[A-Za-z0-9._~+/=-]{16,})"
+)
+
+
+def mask_token_shapes(text: str) -> str:
+    """`text` with every token-shaped piece (TOKEN_SHAPES) replaced by MASK."""
+    return TOKEN_SHAPES.sub(MASK, text)
 
 
 class Redactor:
@@ -73,8 +89,9 @@ class Redactor:
         return value
 
     def public_text(self, text: str, limit: int = MAX_PUBLIC) -> str:
-        """Redacted, one line, no markup or mentions, at most `limit` characters."""
-        flat = _MARKUP.sub(" ", self.redact(text))
+        """Redacted (known values and token shapes), one line, no markup or mentions, at
+        most `limit` characters."""
+        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(text)))
         flat = _MENTION.sub("@\u200b", " ".join(flat.split()))
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 

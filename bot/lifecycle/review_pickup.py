@@ -7,9 +7,11 @@ thread calls it, and so do the end of every run (threads that came in while it r
 follow-up run, never a second run beside it) and the reconciler (a thread recorded by a
 process that died before asking). Several comments of one review are one run: the first
 webhook queues the task, the later ones find it queued (their threads are taken up when
-the run starts), and redeliveries never get past the acknowledgement's record. The job id
-is deterministic per thread and generation, and the state change is a compare-and-set, so
-two askers at once make one run.
+the run starts), and redeliveries never get past the acknowledgement's record. The state
+change is a compare-and-set, so two askers at once make one run. The job id names the
+thread and generation plus a nonce, as every job's: it is each run's mark on its replies
+(`thread_answers.answer_marker`), so a run for a thread answered before (a writer replied on
+it) must not have the earlier run's id, whose reply it would take for its own.
 
 `pick_up` is the run's first step: it takes every open thread (and, resumed by a Decision,
 the threads that waited for one), pins each thread's text as the run is given it (the
@@ -30,7 +32,7 @@ from bot.db import Database
 from bot.lifecycle import tasks
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, ReviewAck, ReviewThread, Task, ThreadKind, ThreadState
-from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.reviews import pinned_text
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
@@ -44,7 +46,7 @@ ACTOR = "review"
 
 
 def review_job_id(task: Task, thread: ReviewThread) -> str:
-    return f"task-{task.id}-g{task.generation}-review-{thread.kind[0]}{thread.root_id}"
+    return job_id(task.id, task.generation, f"review-{thread.kind[0]}{thread.root_id}")
 
 
 def _waiting(session: Session, task_id: int) -> list[ReviewThread]:

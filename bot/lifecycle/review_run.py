@@ -35,7 +35,7 @@ from bot.lifecycle.review_prompt import review_section
 from bot.lifecycle.run_log import record
 from bot.lifecycle.scope import Run
 from bot.lifecycle.steps import Ended, ask, conclude, fail, issue_text, open_workspace
-from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads
+from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads, settle_replied
 from bot.lifecycle.transition import show
 
 log = logging.getLogger(__name__)
@@ -54,9 +54,12 @@ async def work_review(run: Run) -> str:
     ctx = run.ctx
     text = await issue_text(run)
     job = run.task.job_id or run.holder.id
+    # A retry after a worker died past a reply: those threads were answered in public.
+    replied = await settle_replied(ctx.db, run.github, run.task, clock=ctx.clock)
     threads = await pick_up(ctx.db, run.github, run.task, job=job, clock=ctx.clock)
-    if not threads:  # answered meanwhile (a race with another path): nothing to run
-        return await finish_delivered(ctx, run.github, run.task.id, run.actor, summary="")
+    asked = _questions(replied)
+    if not threads:  # answered meanwhile (a race, or that retry): nothing to run
+        return await _end_answered(run, asked)
     await _announce(run, threads)
     opened = await open_workspace(run, text)
     if isinstance(opened, Ended):
@@ -78,7 +81,25 @@ async def work_review(run: Run) -> str:
         return await fail(run, error=pushed.reason, retry=False)
     settled = settle(threads, given, pushed, run.public_block)
     await _answer(run, threads, settled, job)
-    return await _end(run, settled, pushed, outcome)
+    return await _end(run, Settled(settled.answers, asked + settled.questions), pushed, outcome)
+
+
+def _questions(replied: list[ThreadAnswer]) -> list[str]:
+    """The questions a run before this one replied with (once each: a question is every
+    thread's of its run)."""
+    return list(dict.fromkeys(a.text for a in replied if a.state == ThreadState.NEEDS_OPERATOR))
+
+
+async def _end_answered(run: Run, questions: list[str]) -> str:
+    """Every thread is settled without this run: delivered again, or waiting for a Decision
+    on the questions the run before it replied with but never turned into the wait."""
+    ctx = run.ctx
+    if questions:
+        question = "\n\n".join(questions)
+        return await finish_question(
+            ctx, run.github, run.task, run.actor, question, fence=run.fence
+        )
+    return await finish_delivered(ctx, run.github, run.task.id, run.actor, summary="")
 
 
 async def _announce(run: Run, threads: list[ReviewThread]) -> None:

@@ -2,15 +2,19 @@
 commit, why it was declined, or the agent's question) and its ledger row settled.
 
 What a review run (bot.lifecycle.review_run) calls when it ends. Replies carry a marker
-naming the thread, so a crash between replying and settling the row finds the reply
-instead of posting a second; a settled thread is never answered again. The answer text
-comes from the agent: the caller passes it redacted for the public (`Run.public_block`),
-as every other text the run posts.
+naming the thread and the run, so a crash between replying and settling the row finds the
+reply instead of posting a second: within the run (`_reply_once`), and in the run that
+retries it after its worker died (`settle_replied`: the retry has a job of its own, so its
+marker would not match; the row is settled from the dead run's reply, as GitHub shows it,
+before the retry takes threads up). A settled thread is never answered again. The answer
+text comes from the agent: the caller passes it redacted for the public
+(`Run.public_block`), as every other text the run posts.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 
 from sqlalchemy import select
@@ -42,14 +46,34 @@ def answer_marker(kind: ThreadKind, root_id: int, job: str | None = None) -> str
     return f"{ANSWER_PREFIX}{kind}={root_id}{f' job={job}' if job else ''} -->"
 
 
+# A reply's first line after the marker, per state ("Addressed in <commit>." with a commit).
+HEADS = {
+    ThreadState.ADDRESSED: "Addressed.",
+    ThreadState.DECLINED: "Not changed.",
+    ThreadState.NEEDS_OPERATOR: "Steelframe has a question before changing this:",
+}
+ADDRESSED_IN = re.compile(r"Addressed in ([0-9a-f]{7,64})\.")
+
+
 def answer_body(answer: ThreadAnswer, job: str | None = None) -> str:
-    head = {
-        ThreadState.ADDRESSED: f"Addressed in {answer.commit}." if answer.commit else "Addressed.",
-        ThreadState.DECLINED: "Not changed.",
-        ThreadState.NEEDS_OPERATOR: "Steelframe has a question before changing this:",
-    }[answer.state]
+    head = HEADS[answer.state]
+    if answer.state == ThreadState.ADDRESSED and answer.commit:
+        head = f"Addressed in {answer.commit}."
     text = answer.text.strip()[:MAX_ANSWER]
     return f"{answer_marker(answer.kind, answer.root_id, job)}\n{head}\n\n{text}".rstrip()
+
+
+def read_answer(kind: ThreadKind, root_id: int, job: str, body: str) -> ThreadAnswer | None:
+    """The answer a reply of `answer_body(..., job)` gave, or None if `body` is not one."""
+    marker, _, rest = body.partition("\n")
+    if marker.strip() != answer_marker(kind, root_id, job):
+        return None
+    head, _, text = rest.partition("\n")
+    head, text = head.strip(), text.strip()
+    if found := ADDRESSED_IN.fullmatch(head):
+        return ThreadAnswer(kind, root_id, ThreadState.ADDRESSED, text, found[1])
+    state = next((state for state, said in HEADS.items() if said == head), None)
+    return None if state is None else ThreadAnswer(kind, root_id, state, text)
 
 
 async def answer_threads(
@@ -120,3 +144,60 @@ def _settle(
     thread.commit = answer.commit if answer.state == ThreadState.ADDRESSED else None
     thread.reason = None if answer.state == ThreadState.ADDRESSED else answer.text[:MAX_ANSWER]
     thread.updated_at = clock()
+
+
+async def settle_replied(
+    db: Database, github: GitHubApi, task: Task, *, clock: Clock = utcnow
+) -> list[ThreadAnswer]:
+    """Settle the open threads an earlier run took up and replied on, but whose worker died
+    before it settled their rows, as its replies (the App's own, with that run's marker)
+    say; those answers. A thread that run did not reply on stays open, for the caller to
+    take up."""
+    held = await db.run(_held_open, task.id)
+    if not held or task.pr_number is None:
+        return []
+    replies = await _app_replies(github, task.repo, task.pr_number, {t.kind for t in held})
+    settled = []
+    for thread in held:
+        job, kind = str(thread.picked_job), ThreadKind(thread.kind)
+        said = (read_answer(kind, thread.root_id, job, body) for of, body in replies if of == kind)
+        answer = next((found for found in said if found is not None), None)
+        if answer is not None:
+            await db.run(_settle, task.id, answer, job, clock)
+            settled.append(answer)
+    if settled:
+        log.info("lifecycle: task %s: %s threads settled from replies", task.id, len(settled))
+    return settled
+
+
+async def _app_replies(
+    github: GitHubApi, repo: str, number: int, kinds: set[str]
+) -> list[tuple[ThreadKind, str]]:
+    """The App's thread answers on the pull request: (kind, body), for the kinds asked."""
+    written: list[tuple[ThreadKind, str, str]] = []  # (kind, author, body)
+    if ThreadKind.COMMENT in kinds:
+        for comment in await github.list_review_comments(repo, number):
+            author = comment.user.login if comment.user else ""
+            written.append((ThreadKind.COMMENT, author, comment.body))
+    if ThreadKind.REVIEW in kinds:
+        for issue_comment in await github.list_comments(repo, number):
+            written.append((ThreadKind.REVIEW, issue_comment.author, issue_comment.body))
+    return [
+        (kind, body)
+        for kind, author, body in written
+        if body.startswith(ANSWER_PREFIX) and await github.is_app_login(author)
+    ]
+
+
+def _held_open(session: Session, task_id: int) -> list[ReviewThread]:
+    """Open threads a run took up (and has not settled): a run's retry finds here what the
+    run it retries left."""
+    query = select(ReviewThread).where(
+        ReviewThread.task_id == task_id,
+        ReviewThread.state == ThreadState.OPEN,
+        ReviewThread.picked_job.is_not(None),
+    )
+    threads = list(session.scalars(query.order_by(ReviewThread.id)))
+    for thread in threads:
+        session.expunge(thread)
+    return threads
