@@ -6,7 +6,11 @@ Two options behind one seam: a `redis-server` child process when the binary is o
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -15,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import redis
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -53,18 +59,71 @@ START_SECONDS = 10.0
 def start_embedded_redis(data_dir: Path, *, port: int | None = None) -> EmbeddedRedis:
     """A Redis of our own on `port` (a free one by default), checked to be the server that
     answers there: a port another Redis holds would otherwise look like a start (the child
-    exits, the other server answers the ping) and share that server's data."""
+    exits, the other server answers the ping) and share that server's data. A server an
+    earlier start on this folder left running when its process died is stopped first."""
     data_dir.mkdir(parents=True, exist_ok=True)
     binary = shutil.which("redis-server")
     if binary is not None:
+        _stop_leftover(data_dir)
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
-                return _start_server(binary, data_dir, port or _free_port())
+                server = _start_server(binary, data_dir, port or _free_port())
             except PortTaken:
                 if port is not None or attempt == PORT_ATTEMPTS:
                     raise
+                continue
+            assert server._process is not None
+            (data_dir / PIDS).write_text(f"{server._process.pid} {os.getpid()}\n")
+            return server
         raise AssertionError("unreachable")
     return _start_lite(data_dir, port or _free_port())
+
+
+# The server's pid and its starter's, in the data folder: redis-server runs in a session of
+# its own (so a Ctrl-C reaches `dev` first, which stops it last), and a `dev` killed outright
+# (SIGKILL, an out-of-memory kill) left it running; the next start found it here.
+PIDS = "server.pids"
+
+
+def _stop_leftover(data_dir: Path) -> None:
+    """Stop the redis-server an earlier start on `data_dir` left behind: only when the
+    process that started it is gone (one still running owns it) and the pid is still a
+    redis-server serving this folder (a pid may have been reused)."""
+    try:
+        server, starter = (int(n) for n in (data_dir / PIDS).read_text().split())
+    except (OSError, ValueError):
+        return
+    if _running(starter) or not _serves(server, data_dir):
+        return
+    log.warning("stopping the redis-server (pid %d) a killed start left on %s", server, data_dir)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(server, signal.SIGTERM)
+    deadline = time.monotonic() + START_SECONDS
+    while _running(server) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if _running(server):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server, signal.SIGKILL)
+
+
+def _serves(pid: int, data_dir: Path) -> bool:
+    """`pid` is a redis-server working in `data_dir` (it changes to its --dir; its command
+    line it rewrites to "redis-server host:port"). False where there is no /proc."""
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+        folder = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    return name == "redis-server" and Path(folder) == data_dir.resolve()
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an exited child not yet waited for counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def _start_server(binary: str, data_dir: Path, port: int) -> EmbeddedRedis:

@@ -5,6 +5,7 @@ elsewhere."""
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import redis
 
 from steelframe import embedded_redis
 from steelframe.embedded_redis import EmbeddedRedis, PortTaken, start_embedded_redis
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 def _port(server: EmbeddedRedis) -> int:
@@ -51,3 +53,42 @@ def test_a_free_port_taken_before_the_bind_is_tried_again_elsewhere(
             assert client.get("whose") is None
     finally:
         ours.stop()
+
+
+def a_pid_that_ended() -> int:
+    probe = subprocess.Popen(["true"])
+    probe.wait()
+    return probe.pid
+
+
+def test_a_server_left_by_a_start_that_was_killed_is_stopped_by_the_next(tmp_path: Path) -> None:
+    """`dev` killed outright (SIGKILL) left its redis-server running in a session of its own,
+    and each later `dev` on the folder started one more beside it."""
+    folder = tmp_path / "redis"
+    left = start_embedded_redis(folder)
+    assert left._process is not None
+    server_pid = left._process.pid
+    (folder / embedded_redis.PIDS).write_text(f"{server_pid} {a_pid_that_ended()}\n")
+
+    try:
+        following = start_embedded_redis(folder)
+        try:
+            assert left._process.wait(timeout=PATIENCE_SECONDS) is not None  # it was stopped
+            with redis.Redis.from_url(following.url) as client:
+                assert client.ping()
+        finally:
+            following.stop()
+    finally:
+        left.stop()  # when the test fails: no server left behind
+
+
+def test_a_server_whose_starter_still_runs_is_left_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "redis"
+    first = start_embedded_redis(folder)  # started by this process, which is running
+    second = start_embedded_redis(folder)
+    try:
+        with redis.Redis.from_url(first.url) as client:
+            assert client.ping()
+    finally:
+        second.stop()
+        first.stop()
