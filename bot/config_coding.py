@@ -156,6 +156,15 @@ class CodingSettings:
     ci_fix_runs: int = setting(
         "STEELFRAME_CI_FIX_RUNS", parse_non_negative_int, "fix runs per failing head commit", 2
     )
+    # A review's webhooks (the review, each of its line comments) arrive one by one: its run
+    # starts this long after the first, so one run takes up every thread of the review (a run
+    # started at once took the first comment only, and a follow-up run the rest).
+    review_gather_seconds: float = setting(
+        "STEELFRAME_REVIEW_GATHER_SECONDS",
+        parse_float,
+        "wait before a review's run starts, for the rest of its comments",
+        3.0,
+    )
     task_retry_backoff_seconds: float = setting(
         "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS",
         parse_float,

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from sqlalchemy import select
 
 from bot.events import RedisEventLog
 from bot.events.log import Event
@@ -30,6 +31,7 @@ from bot.models import Operator
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 from tests.fakes.sandbox import exchange_dir
 
@@ -96,6 +98,14 @@ async def _review_events(lc: Lifecycle) -> list[dict[str, Any]]:
         found += [_payload(e) for e in batch.events if e.type == "review"]
     await log.close()
     return found
+
+
+def _thread_rows(lc: Lifecycle, task_id: int) -> list[ReviewThread]:
+    return list(
+        lc.ctx.db.call(
+            lambda s: list(s.scalars(select(ReviewThread).where(ReviewThread.task_id == task_id)))
+        )
+    )
 
 
 async def _threads(lc: Lifecycle, task_id: int) -> list[dict[str, Any]]:
@@ -172,6 +182,46 @@ async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:
         c for c in await lc.comments(number) if "steelframe-thread-answer" in c["body"]
     ]
     assert len(review_answers) == 1  # the review's own text: one comment
+
+
+async def test_a_review_arriving_while_a_worker_waits_is_still_one_run(make: Make) -> None:
+    """As in `dev` and `steelframe worker`, a worker is already waiting when a review with a
+    body and two line comments arrives, as three webhooks. The run the first one asks for starts
+    after the gather window, once the others are in, and takes up every thread: one run.
+    Started at once, it took the first thread alone and a follow-up run took the rest."""
+    lc = await make(coding_command=command("review", "fix"), review_gather_seconds=4.0)
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    pull = await lc.github.get_pull(lc.repo, number)
+    worker = lc.worker()
+    waiting = asyncio.ensure_future(asyncio.to_thread(worker.work))
+    try:
+        await as_person(
+            lc,
+            "maintainer",
+            "POST",
+            f"/pulls/{number}/reviews",
+            {
+                "body": "Please use a calmer blue.",
+                "event": "REQUEST_CHANGES",
+                "commit_id": pull.head.sha,
+                "comments": [
+                    {"path": "CHANGE.md", "line": 1, "body": "This line."},
+                    {"path": "CHANGE.md", "line": 1, "body": "And say why."},
+                ],
+            },
+        )
+
+        def all_answered() -> bool:
+            settled = _thread_rows(lc, task.id)
+            return len(settled) == 3 and all(t.state != ThreadState.OPEN for t in settled)
+
+        await wait_for(all_answered, within=PATIENCE_SECONDS)
+        await wait_for(lambda: lc.task(issue).state == TaskState.DELIVERED, within=PATIENCE_SECONDS)
+    finally:
+        worker.stop()
+        await waiting
+    assert _pickups(lc, task.id) == 1
 
 
 async def test_readers_and_bots_start_no_run(make: Make) -> None:

@@ -135,9 +135,17 @@ async def on_review_submitted(event: Event, ctx: WebhookContext) -> None:
 
 
 async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
-    """A writer's review queues one review run of the task (bot.lifecycle.review_pickup)."""
+    """A writer's review queues one review run of the task (bot.lifecycle.review_pickup),
+    started once the rest of the review's webhooks are in (STEELFRAME_REVIEW_GATHER_SECONDS)."""
     if pickup.accepted and pickup.task_id is not None and ctx.queue is not None:
-        await request_review_run(ctx.db, ctx.github, ctx.queue, pickup.task_id, clock=ctx.clock)
+        await request_review_run(
+            ctx.db,
+            ctx.github,
+            ctx.queue,
+            pickup.task_id,
+            clock=ctx.clock,
+            gather=ctx.settings.review_gather_seconds,
+        )
 
 
 for _action in ("opened", "labeled", "reopened", "edited"):

@@ -116,8 +116,11 @@ async def request_review_run(
     task_id: int,
     *,
     clock: Clock = utcnow,
+    gather: float = 0.0,
 ) -> str | None:
-    """Queue the task for a review run if threads wait for one; the job, or None."""
+    """Queue the task for a review run if threads wait for one; the job, or None. `gather`:
+    seconds before the job starts (a review's other webhooks are on their way: they find
+    the task queued and their threads are taken up by this run)."""
     if queue is None:
         return None
     plan = await db.run(_plan, task_id)
@@ -142,7 +145,7 @@ async def request_review_run(
         log.info("lifecycle: task %s review run not asked: task is %s", task_id, exc.current)
         return None
     try:
-        await asyncio.to_thread(queue.enqueue, task_id, job=job, continuation=True)
+        await asyncio.to_thread(queue.enqueue, task_id, job=job, continuation=True, delay=gather)
     except redis.RedisError as exc:
         # Committed as queued: the reconciler enqueues a queued task that has no job.
         log.warning("lifecycle: task %s review run not enqueued yet (%s)", task_id, exc)

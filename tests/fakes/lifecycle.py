@@ -224,6 +224,9 @@ async def start_lifecycle(
         # their own.
         "task_lease_seconds": 15.0,
         "task_retry_backoff_seconds": 0.0,
+        # A review's run starts at once: tests post a review's webhooks before they run the
+        # worker (tests of the gathering set their own).
+        "review_gather_seconds": 0.0,
         "task_max_attempts": 2,
         # A queue of this test's own (STEELFRAME_TASK_QUEUE): a worker thread a finished test
         # leaked (same Redis database, RQ polls by queue name) cannot take this test's jobs.

@@ -43,6 +43,7 @@ def settings_env(s: Settings) -> dict[str, str]:
             "STEELFRAME_CODING_COMMAND": s.coding_command or "",
             "STEELFRAME_TASK_LEASE_SECONDS": str(s.task_lease_seconds),
             "STEELFRAME_TASK_RETRY_BACKOFF_SECONDS": "0",
+            "STEELFRAME_REVIEW_GATHER_SECONDS": str(s.review_gather_seconds),
             "STEELFRAME_TASK_MAX_ATTEMPTS": str(s.task_max_attempts),
             "STEELFRAME_LOG_LEVEL": "INFO",
             "STEELFRAME_CODING_SANDBOX": s.coding_sandbox,
