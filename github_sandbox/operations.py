@@ -18,6 +18,12 @@ from github_sandbox.shapes import Shapes
 from github_sandbox.state import PERMISSION_RANK, Comment, Issue, Label, Pull, Repo, User, World
 
 _HEX_COLOR = re.compile(r"[0-9a-fA-F]{6}")
+# GitHub's closing keywords ("Linking a pull request to an issue"): a pull request merged
+# into the default branch closes the issues its body names with one, in this repository.
+_CLOSING = re.compile(
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?):?\s+(?:([\w.-]+)/([\w.-]+))?#(\d+)\b",
+    re.IGNORECASE,
+)
 
 
 class SandboxError(Exception):
@@ -435,7 +441,28 @@ class Operations:
         hook = self.hook(
             repo, "pull_request", actor, action="closed", number=number, pull_request=shaped
         )
-        return Outcome(shaped, 200, [hook])
+        hooks = [hook]
+        if merge and pull.base_ref == repo.default_branch:
+            for linked in self._closed_by(repo, issue.body or ""):
+                closing = {"state": "closed", "state_reason": "completed"}
+                hooks.extend(self.update_issue(repo, actor, linked, closing).hooks)
+        return Outcome(shaped, 200, hooks)
+
+    def _closed_by(self, repo: Repo, body: str) -> list[int]:
+        """The open issues of `repo` (not pull requests) a closing keyword names in `body`."""
+        found: list[int] = []
+        for owner, name, number in _CLOSING.findall(body):
+            same = not owner or f"{owner}/{name}".lower() == repo.full_name.lower()
+            linked = repo.issues.get(int(number))
+            if (
+                same
+                and linked is not None
+                and linked.state == "open"
+                and int(number) not in repo.pulls
+                and int(number) not in found
+            ):
+                found.append(int(number))
+        return found
 
     def collaborator_permission(self, repo: Repo, username: str) -> Outcome:
         user = self.world.users.get(username.lower())

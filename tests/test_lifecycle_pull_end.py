@@ -65,6 +65,21 @@ async def test_a_merged_pull_request_makes_the_task_merged_everywhere(
     assert announced[-1].state == "merged" and "merged by maintainer" in announced[-1].reason
     board = (await (await lc.api.get("/api/operator/board")).json())["tasks"]
     assert [t["state"] for t in board if t["id"] == task.id] == ["merged"]
+    # GitHub closes the issue the pull request says it fixes ("Fixes #N" in its body).
+    fixed = await lc.github.get_issue(lc.repo, issue)
+    assert fixed.state == "closed"
+
+
+async def test_only_the_tasks_issue_is_closed_whatever_the_runtime_wrote(make: Make) -> None:
+    """The runtime's summary goes into the pull request's body; a closing keyword in it
+    ("closes #M") is written so GitHub does not act on it: merging closes the task's issue
+    alone."""
+    other = await (await make()).open_issue("Another issue", pickup=False)
+    lc = await make(coding_command=command("say", f"Done; this also closes #{other}."))
+    issue, number = await delivered_pull(lc)
+    await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
+    assert (await lc.github.get_issue(lc.repo, issue)).state == "closed"
+    assert (await lc.github.get_issue(lc.repo, other)).state == "open"
 
 
 async def test_merged_redelivered_three_times_changes_nothing_twice(

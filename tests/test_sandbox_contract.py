@@ -291,8 +291,12 @@ async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
         ("pull_request", "closed"),
     }
     assert github_sandbox.contract_problems() == []
-    closed = sandbox.hooks.sent[-1].payload
+    *_, merged, fixed = sandbox.hooks.sent
+    closed = merged.payload
     assert closed["pull_request"]["merged"] is True and closed["number"] == pull.number
+    # "Closes #1" in the merged pull request's body closed issue #1 after it, as GitHub does.
+    assert (fixed.event, fixed.action, fixed.payload["issue"]["number"]) == ("issues", "closed", 1)
+    assert fixed.payload["issue"]["state_reason"] == "completed"
 
 
 async def test_every_described_operation_is_served_and_matches_the_description(
