@@ -23,6 +23,7 @@ from bot.chat.inflight import TurnHandle
 from bot.contracts.chat import DoneFrame
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Unavailable
+from bot.params import ascii_int
 from http_edge.request_ids import REQUEST_ID, REQUEST_STARTED
 from operator_api.deps import OPERATOR_API
 
@@ -66,12 +67,12 @@ def failure_reason(exc: Unavailable) -> str:
 def last_event_id(request: web.Request) -> int:
     """The frame id a re-attaching client last saw (header, or `last_event_id` query)."""
     raw = request.headers.get("Last-Event-ID") or request.query.get("last_event_id") or "0"
-    try:
-        return max(0, int(raw))
-    except ValueError:
+    value = ascii_int(raw)
+    if value is None:
         raise BadRequest(
             "Last-Event-ID must be an integer frame id", detail=ErrorDetail(field="Last-Event-ID")
-        ) from None
+        )
+    return value
 
 
 async def stream_turn(

@@ -208,3 +208,15 @@ async def test_a_decision_body_of_the_wrong_type_is_named_as_such(
             "code": "bad_request",
             "detail": {"field": "body"},
         }
+
+
+async def test_numbers_are_plain_ascii_digits(api: ApiClient) -> None:
+    """int() also reads "1_000", "+7" and other scripts' digits ("٣" is 3): a client that
+    sends those gets a 400 naming the field, not a guess."""
+    for sent in ("1_000", "+7", "٣", "-1"):
+        events = await api.get("/api/operator/events", headers={"Last-Event-ID": sent})
+        assert events.status == 400, sent
+        assert (await events.json())["detail"]["field"] == "Last-Event-ID"
+    good = await api.get("/api/operator/events", headers={"Last-Event-ID": "0"})
+    assert good.status == 200
+    good.close()
