@@ -150,7 +150,7 @@ async def chat_resume(request: web.Request) -> web.StreamResponse:
     raw_session = request.query.get("session")
     raw_turn = request.query.get("turn")
     wanted_session = session_id(raw_session) if raw_session else None
-    wanted_turn = session_id(raw_turn, "turn") if raw_turn else None
+    wanted_turn = session_id(raw_turn, "turn", kind="turn") if raw_turn else None
     after = last_event_id(request)
     api = request.app[OPERATOR_API]
     heartbeat = api.settings.heartbeat_seconds

@@ -20,7 +20,9 @@ def optional_issue(data: dict[str, Any], name: str) -> Any:
     return issue_number(data[name], name)
 
 
-def session_id(value: str, name: str = "session") -> str:
+def session_id(value: str, name: str = "session", *, kind: str = "session") -> str:
+    """A session's (or, with `kind`, a turn's) id as the service makes them: 1 to 64 letters
+    and digits."""
     if not (0 < len(value) <= 64) or not value.isalnum():
-        raise BadRequest(f"{name} is not a valid session id", detail=ErrorDetail(field=name))
+        raise BadRequest(f"{name} is not a valid {kind} id", detail=ErrorDetail(field=name))
     return value

@@ -220,3 +220,9 @@ async def test_numbers_are_plain_ascii_digits(api: ApiClient) -> None:
     good = await api.get("/api/operator/events", headers={"Last-Event-ID": "0"})
     assert good.status == 200
     good.close()
+
+
+async def test_a_bad_turn_id_is_named_a_turn_id(api: ApiClient) -> None:
+    answer = await api.get("/api/operator/chat/stream?turn=not-a-turn!")
+    assert answer.status == 400
+    assert (await answer.json())["error"] == "turn is not a valid turn id"
