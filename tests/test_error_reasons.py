@@ -8,6 +8,7 @@ until the enum and this list name it."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,3 +177,17 @@ async def test_a_chat_whose_first_turn_fails_is_announced_to_other_clients(
         assert [s["id"] for s in listed] == [session]
     finally:
         await feed.close()
+
+
+async def test_a_model_that_fails_or_times_out_is_logged_as_a_warning(
+    api_factory: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Streamed turns whose model failed ended with an error frame and left nothing in the
+    log: whoever runs the service saw the failures only as a metric."""
+    caplog.set_level(logging.WARNING, logger="bot.chat.pipeline")
+    await _runtime(api_factory, tmp_path)
+    (tmp_path / "timeout").mkdir()
+    await _timeout(api_factory, tmp_path / "timeout")
+    said = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any("the model failed: the model refused the request" in line for line in said), said
+    assert any("did not finish within 0.3 s" in line for line in said), said

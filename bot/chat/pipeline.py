@@ -322,9 +322,19 @@ class TurnPipeline:
                     context = replace(context, grounding=clean_grounding(widened))
                     draft = await self._redraft(drafting, context, first=draft)
         except RuntimeError_ as exc:
+            # The operator sees it in the turn; the log is where whoever runs the service
+            # sees the model failing (the message is safe to show: no keys, no traces).
+            log.warning(
+                "turn in session %s: the model failed: %s", drafting.session.id, exc.message
+            )
             await emit(ErrorFrame(error=exc.message, reason=ErrorReason.RUNTIME))
             return None
         except TimeoutError:
+            log.warning(
+                "turn in session %s: the model did not finish within %s s",
+                drafting.session.id,
+                self.settings.turn_timeout_seconds,
+            )
             await emit(
                 ErrorFrame(error="the model did not finish in time", reason=ErrorReason.TIMEOUT)
             )
