@@ -65,12 +65,17 @@ class App {
       document.body.dataset.ready = "true";
       return;
     }
+    // Only the sign-in check decides whether the operator is signed in: a load of the app
+    // that fails after it (the chats list answered 503) is said in the app, not answered
+    // with the sign-in card, which would read as a sign-out to someone still signed in.
+    let who = null;
     try {
-      const who = await api.get("/gui/session");
-      await this.enter(who);
-    } catch {
-      this.signedOut();
+      who = await api.get("/gui/session");
+    } catch (err) {
+      const unsure = !(err instanceof ApiError && err.status === 401);
+      this.signedOut(unsure ? `Could not check your sign-in: ${err.message}. Reload to try again.` : "");
     }
+    if (who) await this.enter(who);
     document.body.dataset.ready = "true";
     document.body.dataset.readyMs = String(Math.round(performance.now())); // bench/gui.py
   }
@@ -148,15 +153,19 @@ class App {
     this.chat.setAgents(who.agents);
     const sends = this.chat.sends;
     // The Board first (in parallel): replies link `#N` to runs it knows.
+    // A list that fails is said here; the live stream's first opening lists them again.
     const [sessions] = await Promise.all([
-      this.chat.loadSessions(),
+      this.chat.loadSessions().catch((err) => {
+        notify(`Your chats could not load: ${err.message}. They are listed again once the service answers.`, { level: "error" });
+        return [];
+      }),
       this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" })),
     ]);
     // The composer is live as soon as the app shows: a message sent while the sessions
     // loaded is already on screen, rendering the stored chat now would wipe its reply, and
     // the list read before it lacks its chat.
     const active = sessions.find((s) => s.active) || null;
-    if (this.chat.sends !== sends) await this.chat.loadSessions();
+    if (this.chat.sends !== sends) await this.chat.loadSessions().catch(() => {});
     else if (active) await this.chat.open(active.id);
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");

@@ -139,6 +139,12 @@ export class Chat {
     return this.sessions;
   }
 
+  // After an action that stands on its own (a turn, a new chat, a delete): a list that fails
+  // now is listed by the next load (a turn's end, a `session` event), not an uncaught error.
+  refreshSessions() {
+    return this.loadSessions().catch(() => this.sessions);
+  }
+
   renderSessions() {
     renderSidebar(this.els.list, this.sessions, {
       currentId: this.session?.id,
@@ -265,7 +271,7 @@ export class Chat {
     if (shown !== this.shown) return session; // the operator moved on meanwhile
     this.load({ ...session, messages: [] });
     this.app.show("chat");
-    await this.loadSessions();
+    await this.refreshSessions();
     this.els.input.value = "";
     this.els.input.focus();
     return session;
@@ -315,7 +321,7 @@ export class Chat {
       this.els.title.textContent = "New chat";
     }
     notify(`Deleted "${title}"`);
-    await this.loadSessions();
+    await this.refreshSessions();
   }
 
   // -- focus, agent, decision -------------------------------------------------------------
@@ -601,7 +607,7 @@ export class Chat {
     this.renderFocus();
     this.renderPublishBar();
     this.endTurn();
-    this.loadSessions().then(() => {
+    this.refreshSessions().then(() => {
       const s = this.sessions.find((x) => x.id === r.session);
       if (s) this.els.title.textContent = s.label || s.title || "New chat";
     });
