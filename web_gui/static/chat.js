@@ -307,6 +307,12 @@ export class Chat {
 
   async remove(id, title) {
     if (!window.confirm(`Delete the chat "${title}" and its messages?`)) return;
+    // The sessions around it, nearest first (the one below, then the ones above): the focus
+    // goes there once the list is redrawn, not to the page's start (a keyboard user deleting
+    // with the Delete key would have to Tab through everything again).
+    const order = [...this.els.list.querySelectorAll(".session")].map((li) => li.dataset.session);
+    const at = order.indexOf(id);
+    const neighbours = at < 0 ? [] : [...order.slice(at + 1), ...order.slice(0, at).reverse()];
     try {
       await api.del(`/api/operator/chat/session/${encodeURIComponent(id)}`);
     } catch (err) {
@@ -322,6 +328,13 @@ export class Chat {
     }
     notify(`Deleted "${title}"`);
     await this.refreshSessions();
+    const left = document.activeElement;
+    if (!left || left === document.body || this.els.list.contains(left)) {
+      const next = neighbours
+        .map((sid) => this.els.list.querySelector(`.session[data-session="${CSS.escape(sid)}"] .session-open`))
+        .find(Boolean);
+      (next || $("#new-chat")).focus();
+    }
   }
 
   // -- focus, agent, decision -------------------------------------------------------------
