@@ -349,3 +349,38 @@ async def test_a_message_sent_while_the_sessions_load_keeps_its_reply(
     assert await page.locator("#messages .msg.user").count() == 1
     reply = page.locator("#messages .msg.assistant", has_text="No model is configured")
     assert await reply.count() == 1
+
+
+async def test_a_new_chat_started_while_the_app_loads_stays_open(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Ctrl+K works as soon as the app shows; the sign-in's opening of the chat that was
+    active before (once the Board, loaded alongside, is in) must not take the operator back
+    there: their next message would go to that chat."""
+    api = await api_factory(make_settings(tmp_path))
+    assert (await api.post("/api/operator/chat/new", json={"title": "old chat"})).status == 201
+    assert (
+        await api.post("/api/operator/chat", json={"message": "earlier question"})
+    ).status == 200
+    old = await current_session(api)
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    held = asyncio.Event()
+
+    async def hold_board(route: Any) -> None:
+        await held.wait()  # the sign-in's Board comes late (later ones too: nothing else asks)
+        await route.continue_()
+
+    await page.route("**/api/operator/board?*", hold_board)
+    await gui.sign_in()
+    await page.keyboard.press("Control+k")
+    await page.locator("#messages #chat-empty").wait_for()
+    held.set()
+    await page.wait_for_selector("body[data-live=stream]")  # sign-in's render has run
+    assert await page.inner_text("#chat-title") == "New chat"
+    assert await page.locator("#messages .msg").count() == 0
+    await gui.send("a new question")
+    await gui.wait_done()
+    old_turns = (await session_json(api, old))["messages"]
+    assert [m["content"] for m in old_turns if m["role"] == "user"] == ["earlier question"]
+    assert await current_session(api) != old

@@ -152,6 +152,7 @@ class App {
     if (!this.chat) this.setup();
     this.chat.setAgents(who.agents);
     const sends = this.chat.sends;
+    const shown = this.chat.shown; // moves when the operator sends, opens or starts a chat
     // The Board first (in parallel): replies link `#N` to runs it knows.
     // A list that fails is said here; the live stream's first opening lists them again.
     const [sessions] = await Promise.all([
@@ -163,9 +164,11 @@ class App {
     ]);
     // The composer is live as soon as the app shows: a message sent while the sessions
     // loaded is already on screen, rendering the stored chat now would wipe its reply, and
-    // the list read before it lacks its chat.
+    // the list read before it lacks its chat. A chat the operator started or opened
+    // meanwhile (Ctrl+K, the sidebar) stands too: the active one read before is no longer.
     const active = sessions.find((s) => s.active) || null;
     if (this.chat.sends !== sends) await this.chat.loadSessions().catch(() => {});
+    else if (this.chat.shown !== shown) this.chat.renderSessions();
     else if (active) await this.chat.open(active.id);
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
