@@ -384,3 +384,38 @@ async def test_a_new_chat_started_while_the_app_loads_stays_open(
     old_turns = (await session_json(api, old))["messages"]
     assert [m["content"] for m in old_turns if m["role"] == "user"] == ["earlier question"]
     assert await current_session(api) != old
+
+
+async def test_a_message_the_service_refuses_is_kept_without_a_useless_retry(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """A 4xx (here the real 413 of a message over 64 KiB) will be refused again as sent: the
+    notification says why and offers no Retry; the message is back in the box and the empty
+    chat still says what to do. Offline, Retry is offered (it can work once back online)."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await page.locator("#messages #chat-empty").wait_for()
+    big = "x " * 40_000
+    await page.fill("#message", big)
+    await page.press("#message", "Enter")
+    refused = page.locator("#toasts .toast.error", has_text="Not sent")
+    await refused.wait_for()
+    assert "larger than 65536 bytes" in await refused.inner_text()
+    assert await refused.locator("button", has_text="Retry").count() == 0
+    assert await page.input_value("#message") == big
+    await page.locator("#messages #chat-empty").wait_for()
+    assert await page.locator("#messages .msg").count() == 0
+    await refused.locator("button[aria-label='Dismiss notification']").click()
+
+    await page.context.set_offline(True)
+    await page.fill("#message", "sent while offline")
+    await page.press("#message", "Enter")
+    offline = page.locator("#toasts .toast.error", has_text="Not sent")
+    await offline.wait_for()
+    assert await page.inner_text("#status-line") == "offline: not sent"
+    await page.context.set_offline(False)
+    await offline.locator("button", has_text="Retry").click()
+    await gui.wait_done()
+    await page.locator("#messages .msg.user", has_text="sent while offline").wait_for()
+    assert await page.locator("#messages #chat-empty").count() == 0

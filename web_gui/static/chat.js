@@ -211,16 +211,19 @@ export class Chat {
     this.rendered = new Set(messages.map((m) => m.id));
     this.hiddenOlder = messages.slice(0, Math.max(0, messages.length - PAGE));
     const shown = messages.slice(-PAGE);
-    if (!messages.length) {
-      box.append(h("p", { class: "empty", id: "chat-empty", text: this.focus
-        ? `Focused on #${this.focus}. You speak first: nothing is sent until you do.`
-        : "Ask anything about your repositories. Enter sends, Shift+Enter adds a line." }));
-    }
+    if (!messages.length) box.append(this.emptyHint());
     if (this.hiddenOlder.length) box.append(this.olderButton());
     const fragment = document.createDocumentFragment();
     for (const m of shown) fragment.append(renderStored(m));
     box.append(fragment);
     this.toLatest();
+  }
+
+  // What an empty chat says to do (taken away by the first message sent).
+  emptyHint() {
+    return h("p", { class: "empty", id: "chat-empty", text: this.focus
+      ? `Focused on #${this.focus}. You speak first: nothing is sent until you do.`
+      : "Ask anything about your repositories. Enter sends, Shift+Enter adds a line." });
   }
 
   olderButton() {
@@ -452,6 +455,7 @@ export class Chat {
       this.endTurn();
       user.remove();
       view.el.remove();
+      if (!this.els.messages.querySelector(".msg")) this.els.messages.prepend(this.emptyHint());
       this.els.input.value = text;
       this.els.status.textContent = err instanceof ApiError && err.status === 0 ? "offline: not sent" : "";
       this.sendFailed(err);
@@ -474,9 +478,13 @@ export class Chat {
       return;
     }
     if (err instanceof ApiError && err.status === 401) return; // back at sign-in, which says so
+    // Retry helps when the service could not be reached or failed for now (0, 429, 5xx); a
+    // refusal of the message itself (400, 413) would only be refused again as it is.
+    const status = err instanceof ApiError ? err.status : 0;
+    const retry = status === 0 || status === 429 || status >= 500;
     notify(`Not sent: ${err.message}. Your message is back in the box.`, {
       level: "error",
-      action: { label: "Retry", run: () => this.send() },
+      action: retry ? { label: "Retry", run: () => this.send() } : null,
     });
   }
 
