@@ -419,3 +419,39 @@ async def test_a_message_the_service_refuses_is_kept_without_a_useless_retry(
     await gui.wait_done()
     await page.locator("#messages .msg.user", has_text="sent while offline").wait_for()
     assert await page.locator("#messages #chat-empty").count() == 0
+
+
+async def test_the_next_operator_signing_in_on_the_page_starts_clean(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Sign out, and another operator signs in on the same page (a shared machine): nothing
+    of the last one's chat shows (its title, focus, notifications), and their first message
+    is not sent into the last one's session (which the server refuses: theirs only)."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await page.fill("#focus-input", "0")  # a notification while alice is signed in
+    await page.click("#focus-form button")
+    await page.locator("#toasts .toast").wait_for()
+    await page.fill("#focus-input", "7")
+    await page.click("#focus-form button")
+    await gui.send("alice's private question")
+    await gui.wait_done()
+    await page.click("#sign-out")
+    await page.wait_for_selector("#signin:not([hidden])")
+
+    bob = api.new_operator("bob")
+    await page.fill("#token", bob.token)  # on this page, as it is: no reload between
+    await page.press("#token", "Enter")
+    await page.wait_for_selector("#app:not([hidden])")
+    await page.locator("#session-list", has_text="No sessions yet").wait_for()  # bob's list
+    assert await page.inner_text("#chat-title") == "New chat"
+    assert await page.is_hidden("#focus-chip")
+    assert await page.locator("#toasts .toast").count() == 0
+    assert "alice" not in await page.inner_text("#app")
+    await gui.send("bob's question")
+    await gui.wait_done()
+    await page.locator("#messages .msg.assistant", has_text="No model is configured").wait_for()
+    assert await page.locator("#toasts .toast.error").count() == 0
+    listed = (await (await bob.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert [s["title"] for s in listed] == ["bob's question"]

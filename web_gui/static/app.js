@@ -4,7 +4,7 @@ import { Board, RUNNING } from "./board.js";
 import { Chat } from "./chat.js";
 import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
-import { $, show } from "./dom.js";
+import { $, clear, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
 import { fixRunWords, reviewWords } from "./loop_news.js";
 import { notify, offerDesktopAlerts } from "./notify.js";
@@ -39,6 +39,7 @@ class App {
     this.knownStates = new Map();
     this.polledNews = new PolledNews();
     this.polling = null; // the poll under way: a slow one is never run twice at once
+    this.operator = null; // who is signed in on this page (or was last)
   }
 
   async boot() {
@@ -146,6 +147,14 @@ class App {
 
   async enter(who) {
     setCsrf(who.csrf_token);
+    // Another operator signing in on this page (a shared machine): nothing of the last one's
+    // chat may show (its title, focus, notifications), and their session is not this one's.
+    // The same operator signing in again (their session ended) finds the page as they left it.
+    if (this.chat && this.operator !== who.operator) {
+      this.chat.reset();
+      clear($("#toasts"));
+    }
+    this.operator = who.operator;
     $("#operator-name").textContent = who.operator;
     show($("#signin"), false);
     show($("#app"), true);

@@ -187,6 +187,21 @@ export class Chat {
     if (session.turn_in_flight) this.resume(session.id, session.turn_in_flight);
   }
 
+  // Another operator signed in on this page: the chat starts as a fresh page's would.
+  reset() {
+    if (this.turn) {
+      this.turn.abort.abort();
+      this.endTurn();
+    }
+    this.shown += 1; // an open still loading for the last operator paints nothing
+    this.sessions = [];
+    this.unseen.clear();
+    this.els.input.value = "";
+    this.load({ messages: [] });
+    this.session = null;
+    this.renderSessions();
+  }
+
   load(session) {
     this.session = session;
     // The status line speaks of this session's turn, or of nothing.
