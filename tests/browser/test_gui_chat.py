@@ -4,6 +4,7 @@ and a 1,000-message session opened with paged history."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -455,3 +456,36 @@ async def test_the_next_operator_signing_in_on_the_page_starts_clean(
     assert await page.locator("#toasts .toast.error").count() == 0
     listed = (await (await bob.get("/api/operator/chat/sessions")).json())["sessions"]
     assert [s["title"] for s in listed] == ["bob's question"]
+
+
+async def test_a_turn_whose_connection_is_lost_for_good_says_so(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The stream ends without `done` and every re-attach fails (the service is gone): the
+    status line says it is reconnecting while it tries, then that the connection was lost,
+    not the phase the turn was in when it was last heard of."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    frames = [
+        {"type": "status", "text": "retrieve 1/3 · 2 hits", "session": "s1", "turn_id": "t1"},
+        {"type": "delta", "text": "half an answer"},
+    ]
+    cut = "".join(f"id: {n}\ndata: {json.dumps(f)}\n\n" for n, f in enumerate(frames, 1))
+    seen: list[str] = []
+
+    async def cut_then_gone(route: Any) -> None:
+        if route.request.method == "POST":  # the turn's stream, cut after two frames
+            headers = {"Content-Type": "text/event-stream", "X-Steelframe-Turn": "t1"}
+            await route.fulfill(status=200, headers=headers, body=cut)
+            return
+        seen.append(await page.inner_text("#status-line"))  # as the page re-attaches
+        await route.abort("connectionrefused")
+
+    await page.route("**/api/operator/chat/stream*", cut_then_gone)
+    await gui.send("a question")
+    await page.locator("#messages .msg.assistant.stopped").wait_for(timeout=60_000)
+    await gui.wait_done()
+    assert "The connection to the service was lost" in await page.inner_text("#messages")
+    assert seen and all(s.startswith("connection lost: reconnecting") for s in seen), seen
+    assert await page.inner_text("#status-line") == "connection lost"

@@ -522,6 +522,7 @@ export class Chat {
   // Last-Event-ID and carry on from the next frame (no duplicates, nothing lost).
   async follow(response) {
     const turn = this.turn;
+    let phase = null; // what the status line said before the connection dropped
     for (let attempt = 0; ; attempt++) {
       try {
         turn.lastId = await readSse(response, (frame, id) => {
@@ -534,9 +535,13 @@ export class Chat {
       if (turn.finished || this.turn !== turn) return;
       if (attempt >= RESUME_TRIES) {
         turn.view.stopped("The connection to the service was lost. Reopen the chat to see the answer.");
+        this.turnStatus(turn, "connection lost");
         this.endTurn();
         return;
       }
+      // The phase last heard of is no longer news: say what the page is doing meanwhile.
+      phase ??= turn.statusText;
+      this.turnStatus(turn, `connection lost: reconnecting (try ${attempt + 1} of ${RESUME_TRIES})…`);
       await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
       try {
         const q = turn.turnId ? `turn=${encodeURIComponent(turn.turnId)}` : `session=${encodeURIComponent(turn.session)}`;
@@ -546,7 +551,15 @@ export class Chat {
         if (attempt + 1 >= RESUME_TRIES) continue;
       }
       if (!response) continue;
+      if (this.turn === turn) this.turnStatus(turn, phase); // back: the next frame says more
+      phase = null;
     }
+  }
+
+  // The status line of a turn, when it is the one shown (a turn away says nothing here).
+  turnStatus(turn, text) {
+    turn.statusText = text;
+    if (!turn.away) this.els.status.textContent = text;
   }
 
   onFrame(turn, frame) {
