@@ -11,7 +11,7 @@ import pytest
 from bot.clock import utcnow
 from bot.lifecycle import egress_blocked
 from bot.lifecycle.egress_blocked import BlockedHost
-from tests.browser.conftest import Gui, GuiFactory
+from tests.browser.conftest import AXE, Gui, GuiFactory
 from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
@@ -170,3 +170,25 @@ async def test_deleting_a_chat_from_the_keyboard_keeps_the_place_in_the_list(
     await delete_focused("first")
     await focus_goes_to("third")  # the last one: the one above
     assert any("Delete the chat" in d for d in gui.dialogs)
+
+
+async def test_every_screen_has_a_level_one_heading(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Screen reader users move by headings: each screen has its `h1` (axe's moderate
+    `page-has-heading-one`, which the serious-and-critical check above lets through)."""
+    api = await api_factory(make_settings(tmp_path))
+    gui = await gui_factory(api)
+    await gui.page.evaluate(AXE.read_text() + "\n;0")
+    for screen in ("chat", "board", "dashboard"):
+        await gui.screen(screen)
+        found = await gui.page.evaluate(
+            "async () => (await axe.run(document, {runOnly: ['page-has-heading-one']}))"
+            ".violations.map(v => v.id)"
+        )
+        assert found == [], screen
+        shown = await gui.page.evaluate(
+            "() => [...document.querySelectorAll('h1')].filter(e => e.closest('[hidden]') === null)"
+            ".map(e => e.textContent)"
+        )
+        assert shown == [screen.capitalize()], screen
