@@ -178,7 +178,7 @@ class App {
     const active = sessions.find((s) => s.active) || null;
     if (this.chat.sends !== sends) await this.chat.loadSessions().catch(() => {});
     else if (this.chat.shown !== shown) this.chat.renderSessions();
-    else if (active) await this.chat.open(active.id);
+    else if (active) await this.chat.open(active.id, { reveal: false });
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
     for (const t of this.board.list()) this.knownStates.set(t.id, t.state);

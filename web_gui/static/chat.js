@@ -156,7 +156,9 @@ export class Chat {
 
   // -- sessions --------------------------------------------------------------------------
 
-  async open(id) {
+  // `reveal`: bring the Chat screen forward (a click on a chat, a citation); the sign-in's
+  // reopening of the active chat leaves the screen the address names (a reload on #board).
+  async open(id, { reveal = true } = {}) {
     const shown = ++this.shown;
     let session;
     try {
@@ -172,7 +174,7 @@ export class Chat {
     this.unseen.delete(id);
     const listed = this.sessions.find((s) => s.id === id);
     if (listed) listed.unseen = false; // opening it saw its results (the server noted it too)
-    this.app.show("chat");
+    if (reveal) this.app.show("chat");
     this.load(session);
     this.renderSessions();
     const turn = this.turn;
