@@ -3,6 +3,7 @@ violation on any screen, in light and dark; and the loop's core works from the k
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from bot.clock import utcnow
 from bot.lifecycle import egress_blocked
 from bot.lifecycle.egress_blocked import BlockedHost
-from tests.browser.conftest import Gui, GuiFactory
+from tests.browser.conftest import AXE, Gui, GuiFactory
+from tests.conftest import make_settings
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -134,3 +136,59 @@ async def test_keyboard_only_from_sign_in_to_publish(make: Make, gui_factory: Gu
     await press("Enter")
     await page.locator("#toasts .toast", has_text=f"Published the Decision to #{issue}").wait_for()
     assert presses <= 25, presses
+
+
+async def test_deleting_a_chat_from_the_keyboard_keeps_the_place_in_the_list(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Delete on a session deletes it after the confirmation; the focus goes to the session
+    that took its place (the one below, or above at the end of the list), not to the page's
+    start, where a keyboard user would have to Tab through everything again; and a redraw
+    of the list (a `session` event) leaves it where it is."""
+    api = await api_factory(make_settings(tmp_path))
+    for title in ("first", "second", "third"):  # newest first: third, second, first
+        assert (await api.post("/api/operator/chat/new", json={"title": title})).status == 201
+    gui = await gui_factory(api)
+    page = gui.page
+    await page.wait_for_selector("body[data-live=stream]")  # a chat made now is listed live
+    await page.locator("#session-list .session", has_text="first").wait_for()
+
+    async def focus_goes_to(text: str) -> None:
+        await page.wait_for_function("t => document.activeElement?.textContent === t", arg=text)
+
+    async def delete_focused(title: str) -> None:
+        await page.focus(f"#session-list .session:has-text('{title}') .session-open")
+        await page.keyboard.press("Delete")
+        await page.locator("#session-list .session", has_text=title).wait_for(state="detached")
+
+    await delete_focused("second")
+    await focus_goes_to("first")  # the next one down
+    made = await api.post("/api/operator/chat/new", json={"title": "fourth"})  # redraws the list
+    assert made.status == 201
+    await page.locator("#session-list .session", has_text="fourth").wait_for()
+    await focus_goes_to("first")
+    await delete_focused("first")
+    await focus_goes_to("third")  # the last one: the one above
+    assert any("Delete the chat" in d for d in gui.dialogs)
+
+
+async def test_every_screen_has_a_level_one_heading(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Screen reader users move by headings: each screen has its `h1` (axe's moderate
+    `page-has-heading-one`, which the serious-and-critical check above lets through)."""
+    api = await api_factory(make_settings(tmp_path))
+    gui = await gui_factory(api)
+    await gui.page.evaluate(AXE.read_text() + "\n;0")
+    for screen in ("chat", "board", "dashboard"):
+        await gui.screen(screen)
+        found = await gui.page.evaluate(
+            "async () => (await axe.run(document, {runOnly: ['page-has-heading-one']}))"
+            ".violations.map(v => v.id)"
+        )
+        assert found == [], screen
+        shown = await gui.page.evaluate(
+            "() => [...document.querySelectorAll('h1')].filter(e => e.closest('[hidden]') === null)"
+            ".map(e => e.textContent)"
+        )
+        assert shown == [screen.capitalize()], screen

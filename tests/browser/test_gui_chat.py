@@ -4,6 +4,7 @@ and a 1,000-message session opened with paged history."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -349,3 +350,142 @@ async def test_a_message_sent_while_the_sessions_load_keeps_its_reply(
     assert await page.locator("#messages .msg.user").count() == 1
     reply = page.locator("#messages .msg.assistant", has_text="No model is configured")
     assert await reply.count() == 1
+
+
+async def test_a_new_chat_started_while_the_app_loads_stays_open(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Ctrl+K works as soon as the app shows; the sign-in's opening of the chat that was
+    active before (once the Board, loaded alongside, is in) must not take the operator back
+    there: their next message would go to that chat."""
+    api = await api_factory(make_settings(tmp_path))
+    assert (await api.post("/api/operator/chat/new", json={"title": "old chat"})).status == 201
+    assert (
+        await api.post("/api/operator/chat", json={"message": "earlier question"})
+    ).status == 200
+    old = await current_session(api)
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    held = asyncio.Event()
+
+    async def hold_board(route: Any) -> None:
+        await held.wait()  # the sign-in's Board comes late (later ones too: nothing else asks)
+        await route.continue_()
+
+    await page.route("**/api/operator/board?*", hold_board)
+    await gui.sign_in()
+    await page.keyboard.press("Control+k")
+    await page.locator("#messages #chat-empty").wait_for()
+    held.set()
+    await page.wait_for_selector("body[data-live=stream]")  # sign-in's render has run
+    assert await page.inner_text("#chat-title") == "New chat"
+    assert await page.locator("#messages .msg").count() == 0
+    await gui.send("a new question")
+    await gui.wait_done()
+    old_turns = (await session_json(api, old))["messages"]
+    assert [m["content"] for m in old_turns if m["role"] == "user"] == ["earlier question"]
+    assert await current_session(api) != old
+
+
+async def test_a_message_the_service_refuses_is_kept_without_a_useless_retry(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """A 4xx (here the real 413 of a message over 64 KiB) will be refused again as sent: the
+    notification says why and offers no Retry; the message is back in the box and the empty
+    chat still says what to do. Offline, Retry is offered (it can work once back online)."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await page.locator("#messages #chat-empty").wait_for()
+    big = "x " * 40_000
+    await page.fill("#message", big)
+    await page.press("#message", "Enter")
+    refused = page.locator("#toasts .toast.error", has_text="Not sent")
+    await refused.wait_for()
+    assert "larger than 65536 bytes" in await refused.inner_text()
+    assert await refused.locator("button", has_text="Retry").count() == 0
+    assert await page.input_value("#message") == big
+    await page.locator("#messages #chat-empty").wait_for()
+    assert await page.locator("#messages .msg").count() == 0
+    await refused.locator("button[aria-label='Dismiss notification']").click()
+
+    await page.context.set_offline(True)
+    await page.fill("#message", "sent while offline")
+    await page.press("#message", "Enter")
+    offline = page.locator("#toasts .toast.error", has_text="Not sent")
+    await offline.wait_for()
+    assert await page.inner_text("#status-line") == "offline: not sent"
+    await page.context.set_offline(False)
+    await offline.locator("button", has_text="Retry").click()
+    await gui.wait_done()
+    await page.locator("#messages .msg.user", has_text="sent while offline").wait_for()
+    assert await page.locator("#messages #chat-empty").count() == 0
+
+
+async def test_the_next_operator_signing_in_on_the_page_starts_clean(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """Sign out, and another operator signs in on the same page (a shared machine): nothing
+    of the last one's chat shows (its title, focus, notifications), and their first message
+    is not sent into the last one's session (which the server refuses: theirs only)."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await page.fill("#focus-input", "0")  # a notification while alice is signed in
+    await page.click("#focus-form button")
+    await page.locator("#toasts .toast").wait_for()
+    await page.fill("#focus-input", "7")
+    await page.click("#focus-form button")
+    await gui.send("alice's private question")
+    await gui.wait_done()
+    await page.click("#sign-out")
+    await page.wait_for_selector("#signin:not([hidden])")
+
+    bob = api.new_operator("bob")
+    await page.fill("#token", bob.token)  # on this page, as it is: no reload between
+    await page.press("#token", "Enter")
+    await page.wait_for_selector("#app:not([hidden])")
+    await page.locator("#session-list", has_text="No sessions yet").wait_for()  # bob's list
+    assert await page.inner_text("#chat-title") == "New chat"
+    assert await page.is_hidden("#focus-chip")
+    assert await page.locator("#toasts .toast").count() == 0
+    assert "alice" not in await page.inner_text("#app")
+    await gui.send("bob's question")
+    await gui.wait_done()
+    await page.locator("#messages .msg.assistant", has_text="No model is configured").wait_for()
+    assert await page.locator("#toasts .toast.error").count() == 0
+    listed = (await (await bob.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert [s["title"] for s in listed] == ["bob's question"]
+
+
+async def test_a_turn_whose_connection_is_lost_for_good_says_so(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The stream ends without `done` and every re-attach fails (the service is gone): the
+    status line says it is reconnecting while it tries, then that the connection was lost,
+    not the phase the turn was in when it was last heard of."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    frames = [
+        {"type": "status", "text": "retrieve 1/3 · 2 hits", "session": "s1", "turn_id": "t1"},
+        {"type": "delta", "text": "half an answer"},
+    ]
+    cut = "".join(f"id: {n}\ndata: {json.dumps(f)}\n\n" for n, f in enumerate(frames, 1))
+    seen: list[str] = []
+
+    async def cut_then_gone(route: Any) -> None:
+        if route.request.method == "POST":  # the turn's stream, cut after two frames
+            headers = {"Content-Type": "text/event-stream", "X-Steelframe-Turn": "t1"}
+            await route.fulfill(status=200, headers=headers, body=cut)
+            return
+        seen.append(await page.inner_text("#status-line"))  # as the page re-attaches
+        await route.abort("connectionrefused")
+
+    await page.route("**/api/operator/chat/stream*", cut_then_gone)
+    await gui.send("a question")
+    await page.locator("#messages .msg.assistant.stopped").wait_for(timeout=60_000)
+    await gui.wait_done()
+    assert "The connection to the service was lost" in await page.inner_text("#messages")
+    assert seen and all(s.startswith("connection lost: reconnecting") for s in seen), seen
+    assert await page.inner_text("#status-line") == "connection lost"

@@ -408,3 +408,68 @@ async def test_a_reply_ready_while_the_tab_is_hidden_reaches_the_desktop(
     await page.wait_for_function("() => window.__desktop.length > 0")
     assert await page.evaluate("window.__desktop") == ["The reply you were waiting for is ready."]
     await page.locator("#toasts .toast", has_text="is ready").wait_for()  # and in the page
+
+
+async def test_a_phone_shows_the_first_card_without_scrolling_past_empty_columns(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """On a phone the Board's columns stack; an empty one is its heading, not a 120 px panel
+    (nine states, most of them empty: a merged card sat a screen and a half down)."""
+    api = await api_factory(make_settings(tmp_path))
+
+    def seed(db: Any) -> None:
+        now = utcnow()
+        db.add(
+            Task(
+                repo="steelframe-dev/demo",
+                issue=9,
+                title="Merged at last",
+                state="merged",
+                created_at=now,
+                updated_at=now,
+            )
+        )
+
+    api.services.db.call(seed)
+    gui = await gui_factory(api, viewport={"width": 360, "height": 640})
+    await gui.screen("board")
+    card = ".column[data-state='merged'] .card[data-issue='9']"
+    await gui.page.wait_for_selector(card)
+    await no_overflow(gui, "a phone's Board")
+    await clickable(gui, f"{card} .card-open")  # on the first screen, nothing scrolled
+
+
+async def test_a_reload_stays_on_the_screen_it_was_on(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The address names the screen (`#board`, `#dashboard`): a reload (or a bookmark) opens
+    that screen, the chat behind it reopened all the same; and a tab picked while the app
+    still loads is where the operator stays."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await gui.send("a chat to reopen")  # an active chat: the sign-in's load reopens it
+    await gui.wait_done()
+    for screen in ("board", "dashboard"):
+        await gui.screen(screen)
+        await page.reload()
+        await page.wait_for_selector("#messages .msg.user", state="attached")  # chat reopened
+        await page.wait_for_selector(f"#screen-{screen}:not([hidden])")
+        assert await page.evaluate("document.body.dataset.screen") == screen
+        assert page.url.endswith(f"#{screen}")
+
+    await gui.screen("chat")
+    held = asyncio.Event()
+
+    async def hold_board(route: Any) -> None:
+        await held.wait()  # the sign-in's Board comes late: the load is still under way
+        await route.continue_()
+
+    await page.route("**/api/operator/board?*", hold_board)
+    await page.reload()
+    await page.wait_for_selector("#app:not([hidden])")
+    await page.click("#tab-board")  # picked while the app loads
+    held.set()
+    await page.wait_for_selector("#messages .msg.user", state="attached")  # the load is done
+    await page.wait_for_selector("#screen-board .card, #screen-board .empty", state="attached")
+    assert await page.evaluate("document.body.dataset.screen") == "board"

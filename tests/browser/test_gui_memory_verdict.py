@@ -51,3 +51,36 @@ async def test_the_hits_row_says_when_nothing_in_memory_answers(
     await page.reload()
     await page.locator("#messages .msg.assistant .hits").nth(1).wait_for()
     assert await page.evaluate(ROWS) == live
+
+
+async def test_the_hits_row_says_when_it_lists_recent_summaries(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """With no semantic hits the turn is given recent session summaries instead (the spec's
+    recency fallback): the row says so, as the TUI's does, not "retrieve 0 hits" over a list
+    of entries."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await gui.send("Why does the export job fail on Mondays?")
+    await gui.wait_done()
+    await page.keyboard.press("Control+k")  # the first chat is summarised in the background
+    await page.locator("#messages #chat-empty").wait_for()
+    await api.services.background.drain()
+    await gui.send("line one line two")
+    await gui.wait_done()
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    session = await (await api.get(f"/api/operator/chat/session/{sessions[0]['id']}")).json()
+    meta = session["messages"][-1]["meta"]
+    listed = len(meta["retrieved"])
+    assert meta["retrieve_hits"] == 0 and listed  # the recency fallback, as asked
+
+    live = await page.evaluate(ROWS)
+    assert live == [hits_title(0, listed)]
+    assert live == [
+        f"retrieve 0 hits · (no semantic hits) {listed} recent summar"
+        + ("y" if listed == 1 else "ies")
+    ]
+    await page.reload()
+    await page.locator("#messages .msg.assistant .hits").wait_for()
+    assert await page.evaluate(ROWS) == live

@@ -169,3 +169,25 @@ async def test_a_closed_pull_request_on_a_phone(make: Make, gui_factory: GuiFact
     await gui.screen("dashboard")
     assert "1 closed" in await _text(gui, "#dash-outcomes", "1 closed")
     assert await gui.page.evaluate(OVERFLOW) <= 0, "the Dashboard"
+
+
+async def test_a_card_delivered_live_shows_its_pull_request_state(
+    make: Make, gui_factory: GuiFactory
+) -> None:
+    """A `task` event carries the pull request's link, not its state or ledger: a card
+    delivered while the Board is open reads as a reload shows it ("PR open", "ready for
+    review"), not as a bare "PR" link."""
+    lc = await make(coding_command=command("review"))
+    gui = await gui_factory(lc.api)
+    await gui.page.wait_for_selector("body[data-live=stream]")  # no event can be missed now
+    await gui.screen("board")
+    issue, _ = await delivered_pull(lc, "Make the widget blue")
+    card = f".column[data-state='delivered'] .card[data-issue='{issue}']"
+    await gui.page.locator(card).wait_for()
+    shown = await _text(gui, f"{card} .card-pull", "ready for review")
+    assert "PR open" in shown
+    pr_link = gui.page.locator(f"{card} .pr-state")
+    assert await pr_link.get_attribute("href") == lc.task(issue).pr_url
+    # The Dashboard, rendered from the same cards, agrees.
+    await gui.screen("dashboard")
+    assert "ready for review" in await _text(gui, "#dash-delivered", "ready for review")

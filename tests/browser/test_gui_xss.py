@@ -113,7 +113,9 @@ async def test_hostile_text_renders_inert_everywhere(
     assert "<b>bold</b>" in await row.inner_text()
     await assert_inert(gui, "dashboard")
 
-    # Reopened from storage, the same text is just as inert.
+    # Reopened from storage, the same text is just as inert (the reload stays on the
+    # Dashboard, the chat reopened behind it).
     await gui.page.reload()
-    await gui.page.wait_for_selector("#messages .msg.assistant")
+    await gui.page.wait_for_selector("#messages .msg.assistant", state="attached")
+    await gui.screen("chat")
     await assert_inert(gui, "reopened chat")

@@ -4,7 +4,7 @@ import { Board, RUNNING } from "./board.js";
 import { Chat } from "./chat.js";
 import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
-import { $, show } from "./dom.js";
+import { $, clear, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
 import { fixRunWords, reviewWords } from "./loop_news.js";
 import { notify, offerDesktopAlerts } from "./notify.js";
@@ -39,6 +39,7 @@ class App {
     this.knownStates = new Map();
     this.polledNews = new PolledNews();
     this.polling = null; // the poll under way: a slow one is never run twice at once
+    this.operator = null; // who is signed in on this page (or was last)
   }
 
   async boot() {
@@ -65,12 +66,17 @@ class App {
       document.body.dataset.ready = "true";
       return;
     }
+    // Only the sign-in check decides whether the operator is signed in: a load of the app
+    // that fails after it (the chats list answered 503) is said in the app, not answered
+    // with the sign-in card, which would read as a sign-out to someone still signed in.
+    let who = null;
     try {
-      const who = await api.get("/gui/session");
-      await this.enter(who);
-    } catch {
-      this.signedOut();
+      who = await api.get("/gui/session");
+    } catch (err) {
+      const unsure = !(err instanceof ApiError && err.status === 401);
+      this.signedOut(unsure ? `Could not check your sign-in: ${err.message}. Reload to try again.` : "");
     }
+    if (who) await this.enter(who);
     document.body.dataset.ready = "true";
     document.body.dataset.readyMs = String(Math.round(performance.now())); // bench/gui.py
   }
@@ -141,23 +147,38 @@ class App {
 
   async enter(who) {
     setCsrf(who.csrf_token);
+    // Another operator signing in on this page (a shared machine): nothing of the last one's
+    // chat may show (its title, focus, notifications), and their session is not this one's.
+    // The same operator signing in again (their session ended) finds the page as they left it.
+    if (this.chat && this.operator !== who.operator) {
+      this.chat.reset();
+      clear($("#toasts"));
+    }
+    this.operator = who.operator;
     $("#operator-name").textContent = who.operator;
     show($("#signin"), false);
     show($("#app"), true);
     if (!this.chat) this.setup();
     this.chat.setAgents(who.agents);
     const sends = this.chat.sends;
+    const shown = this.chat.shown; // moves when the operator sends, opens or starts a chat
     // The Board first (in parallel): replies link `#N` to runs it knows.
+    // A list that fails is said here; the live stream's first opening lists them again.
     const [sessions] = await Promise.all([
-      this.chat.loadSessions(),
+      this.chat.loadSessions().catch((err) => {
+        notify(`Your chats could not load: ${err.message}. They are listed again once the service answers.`, { level: "error" });
+        return [];
+      }),
       this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" })),
     ]);
     // The composer is live as soon as the app shows: a message sent while the sessions
     // loaded is already on screen, rendering the stored chat now would wipe its reply, and
-    // the list read before it lacks its chat.
+    // the list read before it lacks its chat. A chat the operator started or opened
+    // meanwhile (Ctrl+K, the sidebar) stands too: the active one read before is no longer.
     const active = sessions.find((s) => s.active) || null;
-    if (this.chat.sends !== sends) await this.chat.loadSessions();
-    else if (active) await this.chat.open(active.id);
+    if (this.chat.sends !== sends) await this.chat.loadSessions().catch(() => {});
+    else if (this.chat.shown !== shown) this.chat.renderSessions();
+    else if (active) await this.chat.open(active.id, { reveal: false });
     else this.chat.renderMessages([]);
     this.show(location.hash.slice(1) || "chat");
     for (const t of this.board.list()) this.knownStates.set(t.id, t.state);

@@ -33,6 +33,7 @@ export class Board {
     this.tasks = new Map();
     this.modalTask = null;
     this.logAvailable = true;
+    this.pullsAsked = new Set(); // tasks whose pull request state is being read (loadPull)
     this.modal = $("#run-modal");
     this.modal.addEventListener("close", () => { this.modalTask = null; });
     $("#run-close").addEventListener("click", () => this.modal.close());
@@ -78,6 +79,27 @@ export class Board {
     // A review pickup's or fix run's line lasts while the run does.
     if (task.state !== known.state && !RUNNING.has(task.state)) task.now = null;
     this.put(task);
+    if (task.pr_url && !task.pr_state && !FINAL.has(task.state)) this.loadPull(task.id);
+  }
+
+  // A `task` event links the pull request but carries neither its state nor the review
+  // ledger (docs/api.md): the task JSON has them, so the card reads as a reload shows it
+  // ("PR open", "ready for review"), not as a bare "PR" link.
+  async loadPull(id) {
+    if (this.pullsAsked.has(id)) return;
+    this.pullsAsked.add(id);
+    let detail;
+    try {
+      detail = await api.get(`/api/operator/tasks/${id}`);
+    } catch {
+      return; // the card keeps its "PR" link; the next load of the Board has it all
+    } finally {
+      this.pullsAsked.delete(id);
+    }
+    const known = this.tasks.get(id);
+    // A `ledger` event that came meanwhile is newer than this answer: it stands.
+    if (!known || known.pr_state || !detail.pr_state) return;
+    this.put(withLedger(known, detail));
   }
 
   // A `ledger` event: a review thread was recorded or settled (pull.js reads its fields).

@@ -139,6 +139,12 @@ export class Chat {
     return this.sessions;
   }
 
+  // After an action that stands on its own (a turn, a new chat, a delete): a list that fails
+  // now is listed by the next load (a turn's end, a `session` event), not an uncaught error.
+  refreshSessions() {
+    return this.loadSessions().catch(() => this.sessions);
+  }
+
   renderSessions() {
     renderSidebar(this.els.list, this.sessions, {
       currentId: this.session?.id,
@@ -150,7 +156,9 @@ export class Chat {
 
   // -- sessions --------------------------------------------------------------------------
 
-  async open(id) {
+  // `reveal`: bring the Chat screen forward (a click on a chat, a citation); the sign-in's
+  // reopening of the active chat leaves the screen the address names (a reload on #board).
+  async open(id, { reveal = true } = {}) {
     const shown = ++this.shown;
     let session;
     try {
@@ -166,7 +174,7 @@ export class Chat {
     this.unseen.delete(id);
     const listed = this.sessions.find((s) => s.id === id);
     if (listed) listed.unseen = false; // opening it saw its results (the server noted it too)
-    this.app.show("chat");
+    if (reveal) this.app.show("chat");
     this.load(session);
     this.renderSessions();
     const turn = this.turn;
@@ -179,6 +187,21 @@ export class Chat {
     // Only a turn still running is followed: a finished one is in the history just loaded
     // (asking anyway would replay it, or 404 when there is none).
     if (session.turn_in_flight) this.resume(session.id, session.turn_in_flight);
+  }
+
+  // Another operator signed in on this page: the chat starts as a fresh page's would.
+  reset() {
+    if (this.turn) {
+      this.turn.abort.abort();
+      this.endTurn();
+    }
+    this.shown += 1; // an open still loading for the last operator paints nothing
+    this.sessions = [];
+    this.unseen.clear();
+    this.els.input.value = "";
+    this.load({ messages: [] });
+    this.session = null;
+    this.renderSessions();
   }
 
   load(session) {
@@ -205,16 +228,19 @@ export class Chat {
     this.rendered = new Set(messages.map((m) => m.id));
     this.hiddenOlder = messages.slice(0, Math.max(0, messages.length - PAGE));
     const shown = messages.slice(-PAGE);
-    if (!messages.length) {
-      box.append(h("p", { class: "empty", id: "chat-empty", text: this.focus
-        ? `Focused on #${this.focus}. You speak first: nothing is sent until you do.`
-        : "Ask anything about your repositories. Enter sends, Shift+Enter adds a line." }));
-    }
+    if (!messages.length) box.append(this.emptyHint());
     if (this.hiddenOlder.length) box.append(this.olderButton());
     const fragment = document.createDocumentFragment();
     for (const m of shown) fragment.append(renderStored(m));
     box.append(fragment);
     this.toLatest();
+  }
+
+  // What an empty chat says to do (taken away by the first message sent).
+  emptyHint() {
+    return h("p", { class: "empty", id: "chat-empty", text: this.focus
+      ? `Focused on #${this.focus}. You speak first: nothing is sent until you do.`
+      : "Ask anything about your repositories. Enter sends, Shift+Enter adds a line." });
   }
 
   olderButton() {
@@ -265,7 +291,7 @@ export class Chat {
     if (shown !== this.shown) return session; // the operator moved on meanwhile
     this.load({ ...session, messages: [] });
     this.app.show("chat");
-    await this.loadSessions();
+    await this.refreshSessions();
     this.els.input.value = "";
     this.els.input.focus();
     return session;
@@ -301,6 +327,12 @@ export class Chat {
 
   async remove(id, title) {
     if (!window.confirm(`Delete the chat "${title}" and its messages?`)) return;
+    // The sessions around it, nearest first (the one below, then the ones above): the focus
+    // goes there once the list is redrawn, not to the page's start (a keyboard user deleting
+    // with the Delete key would have to Tab through everything again).
+    const order = [...this.els.list.querySelectorAll(".session")].map((li) => li.dataset.session);
+    const at = order.indexOf(id);
+    const neighbours = at < 0 ? [] : [...order.slice(at + 1), ...order.slice(0, at).reverse()];
     try {
       await api.del(`/api/operator/chat/session/${encodeURIComponent(id)}`);
     } catch (err) {
@@ -315,7 +347,14 @@ export class Chat {
       this.els.title.textContent = "New chat";
     }
     notify(`Deleted "${title}"`);
-    await this.loadSessions();
+    await this.refreshSessions();
+    const left = document.activeElement;
+    if (!left || left === document.body || this.els.list.contains(left)) {
+      const next = neighbours
+        .map((sid) => this.els.list.querySelector(`.session[data-session="${CSS.escape(sid)}"] .session-open`))
+        .find(Boolean);
+      (next || $("#new-chat")).focus();
+    }
   }
 
   // -- focus, agent, decision -------------------------------------------------------------
@@ -433,6 +472,7 @@ export class Chat {
       this.endTurn();
       user.remove();
       view.el.remove();
+      if (!this.els.messages.querySelector(".msg")) this.els.messages.prepend(this.emptyHint());
       this.els.input.value = text;
       this.els.status.textContent = err instanceof ApiError && err.status === 0 ? "offline: not sent" : "";
       this.sendFailed(err);
@@ -455,9 +495,13 @@ export class Chat {
       return;
     }
     if (err instanceof ApiError && err.status === 401) return; // back at sign-in, which says so
+    // Retry helps when the service could not be reached or failed for now (0, 429, 5xx); a
+    // refusal of the message itself (400, 413) would only be refused again as it is.
+    const status = err instanceof ApiError ? err.status : 0;
+    const retry = status === 0 || status === 429 || status >= 500;
     notify(`Not sent: ${err.message}. Your message is back in the box.`, {
       level: "error",
-      action: { label: "Retry", run: () => this.send() },
+      action: retry ? { label: "Retry", run: () => this.send() } : null,
     });
   }
 
@@ -480,6 +524,7 @@ export class Chat {
   // Last-Event-ID and carry on from the next frame (no duplicates, nothing lost).
   async follow(response) {
     const turn = this.turn;
+    let phase = null; // what the status line said before the connection dropped
     for (let attempt = 0; ; attempt++) {
       try {
         turn.lastId = await readSse(response, (frame, id) => {
@@ -492,9 +537,13 @@ export class Chat {
       if (turn.finished || this.turn !== turn) return;
       if (attempt >= RESUME_TRIES) {
         turn.view.stopped("The connection to the service was lost. Reopen the chat to see the answer.");
+        this.turnStatus(turn, "connection lost");
         this.endTurn();
         return;
       }
+      // The phase last heard of is no longer news: say what the page is doing meanwhile.
+      phase ??= turn.statusText;
+      this.turnStatus(turn, `connection lost: reconnecting (try ${attempt + 1} of ${RESUME_TRIES})…`);
       await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
       try {
         const q = turn.turnId ? `turn=${encodeURIComponent(turn.turnId)}` : `session=${encodeURIComponent(turn.session)}`;
@@ -504,7 +553,15 @@ export class Chat {
         if (attempt + 1 >= RESUME_TRIES) continue;
       }
       if (!response) continue;
+      if (this.turn === turn) this.turnStatus(turn, phase); // back: the next frame says more
+      phase = null;
     }
+  }
+
+  // The status line of a turn, when it is the one shown (a turn away says nothing here).
+  turnStatus(turn, text) {
+    turn.statusText = text;
+    if (!turn.away) this.els.status.textContent = text;
   }
 
   onFrame(turn, frame) {
@@ -601,7 +658,7 @@ export class Chat {
     this.renderFocus();
     this.renderPublishBar();
     this.endTurn();
-    this.loadSessions().then(() => {
+    this.refreshSessions().then(() => {
       const s = this.sessions.find((x) => x.id === r.session);
       if (s) this.els.title.textContent = s.label || s.title || "New chat";
     });

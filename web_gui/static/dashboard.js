@@ -1,6 +1,7 @@
 // The Dashboard: how many pull requests are open, merged and closed; delivered PRs (with
 // their review ledger), questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
+import { api } from "./api.js";
 import { $, h, clear, ago, externalLink } from "./dom.js";
 import { renderSpend } from "./spend.js";
 import { FINAL, isReady } from "./pull.js";
@@ -10,6 +11,9 @@ const PULLS = ["delivered", "merged", "closed"];
 export class Dashboard {
   constructor(app) {
     this.app = app;
+    // What each waiting task asks, by task id: {at, text}, read for the task as it was at
+    // `at` (its updated_at). The Board's list has no `question`; the task JSON has.
+    this.questions = new Map();
   }
 
   render(tasks) {
@@ -23,13 +27,14 @@ export class Dashboard {
         !FINAL.has(t.state) && t.review?.summary ? h("span", { class: "ledger-summary", text: t.review.summary }) : null,
         isReady(t) ? h("span", { class: "ready", text: "ready for review" }) : null,
         h("span", { class: "age", text: ago(t.updated_at) })));
-    this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) =>
-      h("li", { class: "row" },
+    this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) => {
+      const asks = this.asks(t); // what it asks, so the operator can answer without opening the run
+      return h("li", { class: "row" },
         h("span", { text: `#${t.issue} ${t.title || ""}` }),
-        // What it asks, so the operator can answer without opening the run.
-        t.reason || t.last_event?.detail ? h("q", { class: "why", text: t.reason || t.last_event.detail }) : null,
+        asks ? h("q", { class: "why", text: asks }) : null,
         h("button", { text: "Discuss", "aria-label": `Discuss #${t.issue}`, onclick: () => this.app.chat.discuss(t.issue) }),
-        h("span", { class: "age", text: ago(t.updated_at) })));
+        h("span", { class: "age", text: ago(t.updated_at) }));
+    });
     this.fill("#dash-failed", live.filter((t) => t.state === "failed"), "No failures.", (t) =>
       h("li", { class: "row" },
         h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, title: "Open the run", onclick: () => this.app.board.openModal(t.id) }),
@@ -46,6 +51,25 @@ export class Dashboard {
       h("li", { class: `outcome-count ${state}`, "data-state": state },
         h("strong", { text: String(count(state)) }), ` ${words}`));
     clear($("#dash-outcomes")).append(...items);
+  }
+
+  // The question of a waiting task once read (the last event's words meanwhile); read once
+  // per change of the task, then the Dashboard is drawn again.
+  asks(task) {
+    const known = this.questions.get(task.id);
+    if (!known || known.at !== task.updated_at) this.readQuestion(task);
+    return known?.text || task.reason || task.last_event?.detail || "";
+  }
+
+  async readQuestion(task) {
+    const reading = { at: task.updated_at, text: this.questions.get(task.id)?.text ?? null };
+    this.questions.set(task.id, reading); // asked once: a redraw meanwhile does not ask again
+    try {
+      reading.text = (await api.get(`/api/operator/tasks/${task.id}`)).question || reading.text;
+    } catch {
+      return; // the row keeps the last event's words
+    }
+    if (this.questions.get(task.id) === reading) this.render(this.app.board.list());
   }
 
   fill(selector, tasks, empty, row) {

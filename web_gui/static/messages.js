@@ -109,7 +109,7 @@ export class ReplyView {
     // Best first: the order the operator reads them in.
     const ranked = [...hits].sort((a, b) => (b.score ?? -Infinity) - (a.score ?? -Infinity));
     const list = h("ul", { class: "hit-list" }, ranked.map(hitItem));
-    this.hits.append(h("details", { class: "hits" }, h("summary", { text: hitsTitle(n, verdict) }), list));
+    this.hits.append(h("details", { class: "hits" }, h("summary", { text: hitsTitle(n, hits.length, verdict) }), list));
   }
 
   stopped(reasonText) {
@@ -121,10 +121,13 @@ export class ReplyView {
   }
 }
 
-// As the TUI's row reads it (tui_client/transcript.py, hits_title): when memory has nothing
-// that answers the question, the hits are the closest it has, not an answer (docs/memory.md).
-function hitsTitle(n, verdict) {
+// As the TUI's row reads it (tui_client/transcript.py, hits_title): with no semantic hits the
+// list holds recent session summaries (the spec's recency fallback), and the row says so
+// rather than "0 hits" over a list; when memory has nothing that answers the question, the
+// hits are the closest it has, not an answer (docs/memory.md).
+function hitsTitle(n, listed, verdict) {
   const title = `retrieve ${n} ${n === 1 ? "hit" : "hits"}`;
+  if (n === 0 && listed) return `${title} · (no semantic hits) ${listed} recent ${listed === 1 ? "summary" : "summaries"}`;
   return verdict === MEMORY_VERDICT.NOTHING && n ? `${title} · nothing answers this: closest, not an answer` : title;
 }
 

@@ -10,7 +10,15 @@ export function isEmptyChat(s) {
 }
 
 export function renderSidebar(list, all, { currentId, unseen, onOpen, onDelete }) {
+  // The list is redrawn whole (a turn's end, a `session` event, a delete): the session that
+  // had the focus keeps it, or a keyboard user would be thrown back to the page's start.
+  const focused = list.contains(document.activeElement) ? document.activeElement.closest(".session")?.dataset.session : null;
   clear(list);
+  fill(list, all, { currentId, unseen, onOpen, onDelete });
+  if (focused) list.querySelector(`.session[data-session="${CSS.escape(focused)}"] .session-open`)?.focus();
+}
+
+function fill(list, all, { currentId, unseen, onOpen, onDelete }) {
   const sessions = all.filter((s) => s.id === currentId || !isEmptyChat(s));
   if (!sessions.length) {
     list.append(h("p", { class: "empty", text: "No sessions yet: ask anything about your repositories." }));
