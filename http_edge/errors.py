@@ -69,6 +69,10 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         )
         if isinstance(exc, web.HTTPMethodNotAllowed):  # RFC 9110 15.5.6: a 405 says what is
             response.headers["Allow"] = ", ".join(sorted(exc.allowed_methods))
+    except ConnectionError:
+        # The client went away (a reload while a stream's headers were sent): no answer can
+        # reach it, and aiohttp ends the connection quietly. Not a 500 with a traceback.
+        raise
     except Exception:
         log.exception(
             "unhandled error on %s %s [%s]", request.method, logged_path(request), request_id

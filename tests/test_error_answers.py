@@ -6,11 +6,13 @@ reordered or a null left out would change them."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import types
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import msgspec
 import pytest
 from aiohttp import web
@@ -219,3 +221,21 @@ async def test_a_chat_body_that_stops_arriving_is_a_408(
     assert head.startswith(b"HTTP/1.1 408"), head
     sessions = await (await api.get("/api/operator/chat/sessions")).json()
     assert sessions["sessions"] == []  # nothing was started
+
+
+async def test_a_client_that_left_is_no_unhandled_error(
+    aiohttp_client: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client gone while its stream's headers were sent (a page reloaded quickly) was
+    logged as an unhandled error with a traceback and counted a 500."""
+
+    async def left(request: web.Request) -> web.Response:
+        raise ConnectionResetError("Cannot write to closing transport")
+
+    app = web.Application(middlewares=[errors_middleware])
+    app.router.add_get("/left", left)
+    client = await aiohttp_client(app)
+    caplog.set_level("INFO", logger="steelframe.http")
+    with contextlib.suppress(aiohttp.ClientError):
+        await client.get("/left")
+    assert not [r for r in caplog.records if "unhandled error" in r.getMessage()]
