@@ -25,6 +25,7 @@ from bot.contracts import actions
 from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.errors import BadRequest
+from bot.github.errors import GitHubNotFound
 from bot.github.issue_records import Issue, IssueComment
 from bot.idempotency import run_once
 from bot.models import Operator
@@ -130,8 +131,22 @@ class DecisionPublisher:
         key = publish_key(operator_id, repo, issue, request_key)
         name = await self.db.run(_operator_name, operator_id)
         comment = decision_comment(body, key.removeprefix("publish:"), by=name)
-        # 404 with GitHub's message when the issue does not exist, before anything is stored.
-        await self.github.get_issue(repo, issue)
+        # 404 when the issue does not exist, before anything is stored: named, with GitHub's
+        # words after (its bare "Not Found" was all a client could show).
+        try:
+            await self.github.get_issue(repo, issue)
+        except GitHubNotFound as exc:
+            raise GitHubNotFound(
+                f"issue #{issue} not found in {repo} (GitHub: {exc.message})",
+                github_status=exc.github_status,
+                request_id=exc.request_id,
+                detail=ErrorDetail(
+                    field="issue",
+                    repo=repo,
+                    github_status=exc.github_status,
+                    github_request_id=exc.request_id,
+                ),
+            ) from exc
 
         async def post(req: CommentRequest) -> CommentRef:
             created = await self.github.create_comment(req.repo, req.issue, req.body)

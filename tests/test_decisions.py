@@ -195,10 +195,14 @@ async def test_publish_bad_input_is_400_and_posts_nothing(
     assert comments(github_sandbox, issue) == []
 
 
-async def test_publish_to_a_missing_issue_is_404_with_githubs_message(service: ApiClient) -> None:
+async def test_publish_to_a_missing_issue_is_404_naming_it_with_githubs_message(
+    service: ApiClient,
+) -> None:
     response = await service.post("/api/operator/chat/decision", json={"issue": 999, "body": "x"})
     assert response.status == 404
-    assert (await response.json())["error"] == "Not Found"
+    answer = await response.json()
+    assert answer["error"] == f"issue #999 not found in {SANDBOX_REPO} (GitHub: Not Found)"
+    assert answer["detail"]["field"] == "issue" and answer["detail"]["github_status"] == 404
 
 
 async def test_the_same_words_published_again_post_again(
