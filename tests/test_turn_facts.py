@@ -4,6 +4,7 @@ where the task becomes JSON (the task JSON of docs/api.md, whole)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import msgspec
@@ -15,6 +16,7 @@ from bot.chat.turn import TurnContext
 from bot.config import AgentConfig
 from bot.contracts.chat import Frame
 from bot.contracts.tasks import FocusedTask, LastEvent
+from bot.dialogue import NOTHING_ANSWERS
 from bot.runtimes.base import RuntimeRequest
 from bot.runtimes.offline import OfflineRuntime, compose
 from memory.committed import CommittedFile, CommittedMemory
@@ -86,3 +88,18 @@ def test_the_offline_runtime_answers_from_the_records() -> None:
     assert "Task for #41: state `waiting_for_info`." in reply
     assert "Committed memory `docs/memory/01-deploys.md`: Deploys happen on Tuesdays only." in reply
     assert "Committed memory `docs/memory/02-cache.md`: The cache is Redis…" in reply
+
+
+def test_an_empty_memory_is_said_once() -> None:
+    """A question memory has nothing for, and no hit at all: the reply said both "nothing
+    that answers this" and "nothing on this yet"."""
+    request = _request(None)
+    facts = dataclasses.replace(request.facts, hits=[], memory_answers=False)
+    reply, _ = compose(dataclasses.replace(request, facts=facts))
+    assert reply.startswith(NOTHING_ANSWERS)
+    assert "nothing on this yet" not in reply
+    filing = dataclasses.replace(facts, message="file an issue for the login page")
+    assert (
+        "Session memory has nothing on this yet."
+        in compose(dataclasses.replace(request, facts=filing))[0]
+    )

@@ -107,7 +107,8 @@ def compose(request: RuntimeRequest) -> tuple[str, Trailer]:
         lines.append("(no semantic hits) Recent sessions:")
         for hit in facts.hits[:3]:
             lines.append(f"- {_cite(hit)}: {_preview(hit.text or hit.preview)}")
-    else:
+    elif trailer.intent is not Intent.ANSWER or facts.memory_answers:
+        # (An answer memory has nothing for says so first, below: once is enough.)
         lines.append("Session memory has nothing on this yet.")
     if trailer.intent is Intent.ANSWER and facts.retrieval_available and not facts.memory_answers:
         lines.insert(0, f"{NOTHING_ANSWERS}.")  # said first, before anything else
