@@ -18,6 +18,7 @@ from bot.lifecycle.ci_failures import parse_failure
 from bot.lifecycle.ci_intake import CiBusy, CiIntake
 from bot.lifecycle.ci_models import CiFix
 from bot.lifecycle.ci_prompt import fix_prompt
+from bot.lifecycle.finish import finish_delivered
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
@@ -417,3 +418,33 @@ async def test_the_apps_own_failing_check_is_not_a_reason_to_run(make: Make) -> 
     assert {("check_run", "completed"), ("check_suite", "completed")} <= sent
     assert lc.task(issue).state == TaskState.DELIVERED and lc.queued_jobs() == []
     assert _rows(lc, lc.task(issue).id) == []
+
+
+async def test_a_failure_reported_while_the_task_waited_is_taken_when_a_run_delivers_again(
+    make: Make,
+) -> None:
+    """CI failed on the head while the task waited for a person (a review's question, say):
+    no run could take it then. The run the Decision started pushed nothing and delivered
+    again, leaving the head red with no fix run; delivering now reads the head's CI."""
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    task_id = lc.task(issue).id
+    set_state = lambda state: lc.ctx.db.call(  # noqa: E731
+        lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
+    )
+    set_state(TaskState.WAITING_FOR_INFO)
+    sha = await fail_head(lc, number)
+    assert _rows(lc, task_id) == [] and lc.queued_jobs() == []  # waiting: not taken
+    set_state(TaskState.RUNNING)  # the Decision's run, which pushes nothing
+    assert lc.ctx.github is not None
+    async with lc.ctx.github() as github:
+        said = await finish_delivered(lc.ctx, github, task_id, "test", summary="No change.")
+    assert said.startswith("delivered")
+    (row,) = _rows(lc, task_id)
+    assert (row.head_sha, row.verdict, row.run_number) == (sha, "fix", 1)
+    assert lc.task(issue).state == TaskState.RUNNING and len(lc.queued_jobs()) == 1
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert await _head(lc, number) != sha  # the fix run's commit
+    # A head with nothing failing (the fix run's, CI not run on it yet) starts nothing.
+    assert len(_rows(lc, task_id)) == 1 and lc.queued_jobs() == []

@@ -79,6 +79,9 @@ LEAST = {
     ("GET", "/repos/{owner}/{repo}/pulls"): {"pull_requests": "read"},
     ("POST", "/repos/{owner}/{repo}/pulls"): {"pull_requests": "write"},
     ("GET", "/repos/{owner}/{repo}/pulls/{pull_number}"): {"pull_requests": "read"},
+    # CI on a pull request's head, read as a run delivers (bot.lifecycle.ci_intake.recheck).
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/check-runs"): {"checks": "read"},
+    ("GET", "/repos/{owner}/{repo}/commits/{ref}/status"): {"statuses": "read"},
 }
 
 

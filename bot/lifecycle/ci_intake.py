@@ -3,8 +3,10 @@
 A CI webhook (webhooks.handlers.ci) reporting a failure on a commit reaches a task only
 when the commit is the head of the task's open pull request, which the App opened from the
 task's branch in the same repository, and the task is `delivered` (a task waiting for a
-person waits; while its run is live the handler raises `CiBusy`, so the webhook processor
-retries the delivery after the run). The App's own checks are ignored.
+person waits; while its run is live or queued the handler raises `CiBusy`, so the webhook
+processor retries the delivery after the run). The App's own checks are ignored. Every run
+that ends delivered reads its head's CI the same way (`recheck_after_delivery`), which
+takes a failure reported while the task waited for a person, when that run pushed nothing.
 
 Then, once per (task, head commit): the failure is read (`ci_evidence`), judged
 (`ci_rules`), and either a fix run starts (the task goes `running` with the evidence pinned
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 import redis
 from sqlalchemy.exc import IntegrityError
@@ -35,12 +37,13 @@ from bot.db import Database
 from bot.github.client import AppIdentity
 from bot.github.errors import GitHubError
 from bot.github.issue_records import PullRequest
-from bot.lifecycle import ci_store
+from bot.lifecycle import ci_store, tasks
 from bot.lifecycle.ci_evidence import CiReads, failing_names, read_evidence, render
 from bot.lifecycle.ci_failures import CiFailure
 from bot.lifecycle.ci_models import CiVerdict
 from bot.lifecycle.ci_rules import CiCause, judge
 from bot.lifecycle.ci_summary import post_summary, summary_body
+from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.redact import Redactor
@@ -155,6 +158,27 @@ class CiIntake:
             raise CiBusy(f"task {task.id} is {task.state}; the failure on its head is read later")
         return await self._decide(github, task, failure, pull)
 
+    async def recheck(self, task: Task) -> CiOutcome:
+        """The head of `task`'s pull request read as a failure report about it would be:
+        a run has just delivered the task again, and a failure GitHub reported while no
+        failure could be taken (the task waited for a person) is still on the head when
+        that run pushed nothing. A head with nothing failing (CI still running, or green)
+        is "ignored"; one already handled is left as it was."""
+        github = self.github
+        if github is None or not task.pr_number:
+            return CiOutcome("ignored", "no pull request to read", task.id)
+        pull = await github.get_pull(task.repo, int(task.pr_number))
+        failure = CiFailure(
+            event="delivery",
+            repo=task.repo,
+            head_sha=pull.head.sha,
+            branches=(pull.head.ref,),
+            name="",
+            conclusion="failure",
+            pull_numbers=(int(task.pr_number),),
+        )
+        return await self._handle(failure)
+
     async def _not_head(
         self, github: CiGitHub, pull: PullRequest, task: Task, failure: CiFailure
     ) -> str:
@@ -179,7 +203,12 @@ class CiIntake:
         )
         base = pull.base.ref
         try:
-            on_base = await failing_names(github, task.repo, base, own) if base else set()
+            # The base is read only when something fails here (a head read at delivery is
+            # mostly green or not run yet).
+            if base and evidence.failed:
+                on_base = await failing_names(github, task.repo, base, own)
+            else:
+                on_base = set()
         except GitHubError:
             on_base = set()
         judgement = judge(evidence, on_base)
@@ -266,3 +295,30 @@ async def post_ci_summary(
     if stop is not None:
         body = summary_body(stop, redactor, github_api_url)
         await post_summary(github, task.repo, stop.pr_number, body)
+
+
+async def recheck_after_delivery(ctx: LifecycleContext, github: GitHubApi, task_id: int) -> None:
+    """`CiIntake.recheck` as a run ends delivered (bot.lifecycle.finish). It never fails the
+    delivery: CI is also read from its own webhooks."""
+    intake = CiIntake(
+        db=ctx.db,
+        # The App's client: it serves every call the lifecycle makes, CI reads included.
+        github=cast(CiGitHub, github),
+        queue=LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit),
+        fix_runs=ctx.settings.ci_fix_runs,
+        redactor=ctx.redactor,
+        github_api_url=ctx.settings.github_api_url,
+        clock=ctx.clock,
+    )
+    try:
+        task = await ctx.db.run(tasks.get_task, task_id)
+        outcome = await intake.recheck(task)
+    except Exception as exc:  # logged, and the delivery stands
+        log.warning("lifecycle: task %s: CI on its head not read at delivery: %s", task_id, exc)
+        return
+    log.info(
+        "lifecycle: task %s delivered; CI on its head: %s (%s)",
+        task_id,
+        outcome.verdict,
+        outcome.reason,
+    )

@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from bot.db import is_lock_timeout
 from bot.lifecycle import tasks, terminate
+from bot.lifecycle.ci_intake import recheck_after_delivery
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.progress import Phase
@@ -107,6 +108,9 @@ async def finish_delivered(
     change = await finish_move(ctx, github, task_id, move)
     if isinstance(change, str):
         return change
+    # A failure on the head reported while no run could take it (the task waited for a
+    # person) is taken now, if this run left the head as it was.
+    await recheck_after_delivery(ctx, github, task_id)
     return f"delivered: {task.pr_url}"
 
 
