@@ -5,16 +5,21 @@ CI=true, where they fail."""
 
 from __future__ import annotations
 
+import html
+import json
+import re
+import uuid
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
 from bot.lifecycle.states import TaskState
 from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import Make, gone
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.sandbox import exchange_dir, require_bwrap
+from tests.fakes.sandbox import exchange_dir, host_pids, require_bwrap
 
 
 # The fix is in bot/lifecycle/worktree.py (not this helper's file): see this commit's message.
@@ -38,3 +43,70 @@ async def test_a_repository_planted_in_the_checkout_runs_nothing_in_the_worker(
     assert lc.task(issue).state == TaskState.DELIVERED
     branch = f"steelframe/issue-{issue}"
     assert lc.branch_file("CHANGE.md", branch) == "A change beside a vendored library\n"
+
+
+def _verdicts(log_text: str) -> dict[str, str]:
+    return dict(re.findall(r"ATTEMPT (\w+): (SUCCEEDED|blocked)", log_text))
+
+
+@pytest.mark.slow
+async def test_no_spelling_of_a_local_address_and_no_socket_reaches_a_host_service(
+    make: Make, tmp_path: Path
+) -> None:
+    """IPv6, abstract and filesystem Unix sockets, the proxy asked in every spelling of a
+    local address (even ones the operator allowlisted by mistake), the sandbox's pid 1, the
+    read-only system: nothing. A daemon that ignores SIGTERM does not outlive the run."""
+    require_bwrap()
+    ports_file = exchange_dir(tmp_path) / "ports.json"
+    marker = exchange_dir(tmp_path) / f"left-behind-{uuid.uuid4().hex}"
+    lc = await make(
+        coding_command=command("prober", ports_file, marker),
+        coding_network="allowlist",
+        # An operator's mistakes: the proxy still refuses what these resolve to.
+        egress_allow=tuple(
+            f"{host}:{port}"
+            for host in ("localhost", "ip6-localhost", "steelframe-sandbox", "127.0.0.1", "[::1]")
+            for port in (6379, 5432)
+        ),
+    )
+    service = urlsplit(str(lc.api.raw.make_url("/"))).port
+    github = urlsplit(lc.sandbox.url).port
+    ports = {"redis": 6379, "database": 5432, "service": service, "github": github}
+    ports_file.write_text(json.dumps(ports))
+    issue = await lc.open_issue("Probe the sandbox")
+    await lc.work()
+    task = lc.task(issue)
+    log = await (await lc.api.get(f"/api/operator/tasks/{task.id}/log")).json()
+    said = "\n".join(run["text"] for run in log["runs"])
+    verdicts = _verdicts(said)
+    assert len(verdicts) > 100, said
+    assert [name for name, v in verdicts.items() if v == "SUCCEEDED"] == [], said
+    assert task.state == TaskState.DELIVERED
+    assert marker.exists()  # the daemon ran
+    assert await gone(*host_pids(str(marker)))
+
+
+async def test_character_references_carry_no_mention_marker_or_key_into_the_pull_request(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitHub shows `&#64;name` as a mention (and notifies), `sk-&#102;...` as the key:
+    the pull request body is checked as it is shown."""
+    key = "sk-fake-model-key-0123456789abcdef"
+    monkeypatch.setenv("FAKE_MODEL_API_KEY", key)
+    summary = (
+        "Done, thanks &#64;maintainer and &#x40;other.\n"
+        f"&lt;!-- steelframe-decision --&gt; key={key.replace('f', '&#102;', 1)}\n"
+        "&#70;ixes &#35;2, see &#104;ttps://evil.example/x"
+    )
+    lc = await make(
+        coding_command=command("say", summary), coding_env_passthrough=("FAKE_MODEL_API_KEY",)
+    )
+    issue = await lc.open_issue("Make the widget blue")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    [pull] = await lc.pulls()
+    shown = html.unescape(pull["body"])  # as GitHub renders it
+    assert key not in shown and "[REDACTED]" in shown, shown
+    assert not re.search(r"@[A-Za-z0-9]", shown), shown
+    assert "<!--" not in shown.replace(f"<!-- steelframe-task {lc.task(issue).id} -->", "")
+    assert not re.search(r"(?i)fixes #2\b", shown) and "https://evil" not in shown, shown

@@ -13,12 +13,14 @@ on), no mentions, bounded.
 
 from __future__ import annotations
 
+import html
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from bot.config import Settings
+from bot.lifecycle.public_text import normalize
 
 MASK = "[REDACTED]"
 # Shorter values are too likely to occur by chance (and to wreck ordinary text).
@@ -26,6 +28,12 @@ MIN_SECRET = 8
 MAX_PUBLIC = 300
 _MARKUP = re.compile(r"<!--|-->|<\s*/?\s*[a-zA-Z!][^>]*>")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+# A character reference (CommonMark 6.2: decimal, hexadecimal, or an HTML5 entity name):
+# GitHub shows the character it names, so `&#64;name` mentions and notifies, `sk-&#102;oo`
+# shows a secret, `&lt;!--` is no marker but `&#70;ixes &#35;2` closes #2.
+_CHARACTER_REFERENCE = re.compile(
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+)
 # Token-shaped text the worker never knew: what an agent printed from its checkout or its
 # tools, or a CI log (bot.lifecycle.ci_evidence). GitHub tokens, cloud and model keys,
 # Authorization headers.
@@ -90,8 +98,8 @@ class Redactor:
 
     def public_text(self, text: str, limit: int = MAX_PUBLIC) -> str:
         """Redacted (known values and token shapes), one line, no markup or mentions, at
-        most `limit` characters."""
-        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(text)))
+        most `limit` characters. Checked as GitHub shows it (`rendered`)."""
+        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(rendered(text))))
         flat = _MENTION.sub("@\u200b", " ".join(flat.split()))
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -103,6 +111,17 @@ class Redactor:
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+def rendered(text: str) -> str:
+    """`text` with every character reference replaced by the character GitHub shows for it
+    (again until none is left: `&amp;#64;` is `@` after two), then normalised as public
+    text is (`public_text.normalize`: a decoded `&#x200b;` hides nothing)."""
+    while True:
+        decoded = _CHARACTER_REFERENCE.sub(lambda ref: html.unescape(ref.group()), text)
+        if decoded == text:
+            return normalize(text)
+        text = decoded
 
 
 def _url_password(url: str | None) -> str | None:
