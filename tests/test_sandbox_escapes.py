@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import uuid
 from datetime import UTC, datetime
@@ -16,12 +17,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from bot.lifecycle import budget_ledger
+from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, SandboxUnavailable, wrap
 from bot.lifecycle.states import TaskState
 from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make, gone
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.sandbox import exchange_dir, host_pids, require_bwrap
+from tests.fakes.sandbox import exchange_dir, host_pids, require_bwrap, sandbox_settings
 
 
 # The fix is in bot/lifecycle/worktree.py (not this helper's file): see this commit's message.
@@ -129,3 +131,53 @@ async def test_negative_usage_refunds_nothing_from_the_repository_budget(make: M
     )
     assert (task.tokens_used, task.cost_usd) == (0, 0.0)
     assert (spent.tokens, spent.usd) == (0, 0.0)
+
+
+async def test_a_shown_path_that_holds_the_worker_s_files_is_refused(
+    make: Make, github_sandbox: GitHubSandbox, tmp_path: Path
+) -> None:
+    """An extra read-only path that holds the data directory, the database file or the App
+    key (a folder above them all; a venv the data directory was made in) would show them
+    to the runtime, which the worker can read as (in a user namespace: the same uid). The
+    run is refused before anything starts, naming the setting."""
+    require_bwrap()
+    key_file = tmp_path / "app-key.pem"
+    key_file.write_text(github_sandbox.private_key)
+    # Readable by others, as a worker's files often are (a root worker's runtime is another
+    # uid; a user's, in its namespace, the worker's own).
+    os.chmod(tmp_path, 0o755)
+    os.chmod(key_file, 0o644)
+    database = tmp_path / "steelframe.db"  # where make_settings puts it
+    lc = await make(
+        coding_command=command("reader", key_file, database),
+        private_key=None,
+        private_key_path=key_file,
+        coding_read_only_paths=(*sandbox_settings(tmp_path)["coding_read_only_paths"], tmp_path),
+    )
+    issue = await lc.open_issue("Read the key")
+    await lc.work()
+    task = lc.task(issue)
+    log = await (await lc.api.get(f"/api/operator/tasks/{task.id}/log")).json()
+    said = "\n".join(run["text"] for run in log["runs"])
+    assert "SUCCEEDED" not in said, said
+    assert task.state == TaskState.FAILED
+    assert "STEELFRAME_CODING_READ_ONLY_PATHS" in str(task.last_error), task.last_error
+
+
+@pytest.mark.parametrize(
+    ("shown", "hidden"),
+    [
+        ({"read_only": (Path("/srv/sf"),)}, Path("/srv/sf/var")),  # a venv holding var/
+        ({"writable": (Path("/srv"),)}, Path("/srv/sf/app-key.pem")),
+        ({}, Path("/etc/ssl/steelframe-app.pem")),  # in the /etc files every run sees
+        ({}, Path("/usr/local/var/steelframe")),
+    ],
+)
+def test_a_worker_place_under_any_shown_path_refuses_the_launch(
+    tmp_path: Path, shown: dict[str, tuple[Path, ...]], hidden: Path
+) -> None:
+    run = SandboxRun(repo=tmp_path / "repo", tmp=tmp_path / "tmp", prompt=tmp_path / "p.md")
+    policy = SandboxPolicy(hidden=(hidden,), **shown)  # type: ignore[arg-type]
+    with pytest.raises(SandboxUnavailable, match="worker's own"):
+        wrap(policy, run, ["/usr/bin/true"], {})
+    wrap(SandboxPolicy(**shown), run, ["/usr/bin/true"], {})  # type: ignore[arg-type]
