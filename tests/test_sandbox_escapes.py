@@ -5,6 +5,7 @@ CI=true, where they fail."""
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import os
@@ -21,7 +22,7 @@ from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, SandboxUnavailable,
 from bot.lifecycle.states import TaskState
 from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make, gone
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, gone
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, host_pids, require_bwrap, sandbox_settings
 
@@ -181,3 +182,37 @@ def test_a_worker_place_under_any_shown_path_refuses_the_launch(
     with pytest.raises(SandboxUnavailable, match="worker's own"):
         wrap(policy, run, ["/usr/bin/true"], {})
     wrap(SandboxPolicy(**shown), run, ["/usr/bin/true"], {})  # type: ignore[arg-type]
+
+
+# The fix is in bot/lifecycle/presets_run.py (progress_hook) or agents/tally.py, not this
+# helper's files: the tool names a runtime reports are published raw. See the report.
+@pytest.mark.xfail(strict=True, reason="progress tool names reach the issue unredacted")
+async def test_a_progress_line_puts_nothing_raw_on_the_issue(
+    make: Make, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A `progress` line's tool name is shown on the sticky progress comment while the run
+    goes on (and stays in the comment's edit history): redacted and defanged like every
+    other word of the runtime's."""
+    key = "sk-fake-model-key-0123456789abcdef"
+    monkeypatch.setenv("FAKE_MODEL_API_KEY", key)
+    seen = exchange_dir(tmp_path) / "progress-seen"
+    lc = await make(
+        coding_command=command("progress_leak", seen),
+        coding_env_passthrough=("FAKE_MODEL_API_KEY",),
+    )
+    issue = await lc.open_issue("Make the widget blue")
+    working = asyncio.create_task(lc.work())
+    shown = ""
+    deadline = asyncio.get_running_loop().time() + PATIENCE_SECONDS
+    while not working.done() and asyncio.get_running_loop().time() < deadline:
+        bodies = [c["body"] for c in await lc.comments(issue)]
+        shown = next((b for b in bodies if "is working:" in b and "tool call" in b), "")
+        if shown:
+            break
+        await asyncio.sleep(0.1)
+    seen.touch()
+    await working
+    assert shown, "the progress comment never showed the tool call"
+    assert key not in shown, shown
+    assert "<!-- steelframe-decision" not in shown and "<img" not in shown, shown
+    assert not re.search(r"@[A-Za-z0-9]", shown) and "](https://evil" not in shown, shown
