@@ -4,6 +4,7 @@ link or secret past redaction and defanging."""
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 
@@ -48,3 +49,27 @@ def test_plain_text_and_ampersands_stay_as_they_were() -> None:
     text = "R&D: a && b; AT&T; x &lt y"
     assert Redactor([SECRET]).public_text(text) == text
     assert Redactor([SECRET]).public_text(f"key {SECRET}") == f"key {MASK}"
+
+
+def _encodings(value: str) -> list[str]:
+    """How an agent may write a key down by accident: base64 (a Kubernetes Secret, a Basic
+    header, inside a longer blob at any byte offset; standard and URL-safe), hex."""
+    raw = value.encode()
+    blobs = [prefix + raw + b"\n" for prefix in (b"", b"u:", b"user:")]
+    found = [base64.b64encode(blob).decode() for blob in blobs]
+    found += [base64.urlsafe_b64encode(blob).decode() for blob in blobs]
+    return [*found, raw.hex(), raw.hex().upper()]
+
+
+@pytest.mark.parametrize("encoded", _encodings(SECRET))
+def test_a_known_value_is_recognised_in_base64_and_hex(encoded: str) -> None:
+    redactor = Redactor([SECRET])
+    text = f"data:\n  OPENAI_API_KEY: {encoded}\n"
+    assert redactor.contains_secret(text)
+    assert encoded not in redactor.redact(text) and MASK in redactor.redact(text)
+    assert redactor.longest_value >= len(encoded) - 4  # pieces searched overlap this much
+
+
+def test_encoded_forms_of_a_short_value_are_not_guessed_at() -> None:
+    redactor = Redactor(["pw123456"])  # 8 characters: its base64 core would be 9
+    assert not redactor.contains_secret(base64.b64encode(b"pw123456").decode()[1:])

@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bot.lifecycle import budget_ledger
+from bot.lifecycle.branch import SECRET_FOUND
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun, SandboxUnavailable, wrap
 from bot.lifecycle.states import TaskState
 from tests.conftest import GitHubSandbox
@@ -216,3 +217,20 @@ async def test_a_progress_line_puts_nothing_raw_on_the_issue(
     assert key not in shown, shown
     assert "<!-- steelframe-decision" not in shown and "<img" not in shown, shown
     assert not re.search(r"@[A-Za-z0-9]", shown) and "](https://evil" not in shown, shown
+
+
+async def test_the_model_key_base64_encoded_in_the_change_is_not_pushed(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key written down base64-encoded (a Kubernetes Secret) is still the key: the push
+    scan recognises it, nothing is pushed."""
+    monkeypatch.setenv("FAKE_MODEL_API_KEY", "sk-fake-model-key-0123456789abcdef")
+    lc = await make(
+        coding_command=command("encoded_leak"), coding_env_passthrough=("FAKE_MODEL_API_KEY",)
+    )
+    issue = await lc.open_issue("Deploy it")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.FAILED
+    assert lc.branch_file("deploy/secret.yaml", f"steelframe/issue-{issue}") is None
+    assert await lc.pulls() == []
+    assert SECRET_FOUND in "\n".join(c["body"] for c in await lc.comments(issue))
