@@ -13,19 +13,32 @@ on), no mentions, bounded.
 
 from __future__ import annotations
 
+import base64
+import html
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from bot.config import Settings
+from bot.lifecycle.public_text import normalize
 
 MASK = "[REDACTED]"
 # Shorter values are too likely to occur by chance (and to wreck ordinary text).
 MIN_SECRET = 8
+# Values at least this long are also known base64- and hex-encoded (`encoded_forms`): a
+# shorter one's base64 core would be short enough to turn up in any large binary by chance.
+MIN_ENCODED = 16
 MAX_PUBLIC = 300
 _MARKUP = re.compile(r"<!--|-->|<\s*/?\s*[a-zA-Z!][^>]*>")
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
+_URL_SAFE = str.maketrans("+/", "-_")  # base64's URL-safe alphabet
+# A character reference (CommonMark 6.2: decimal, hexadecimal, or an HTML5 entity name):
+# GitHub shows the character it names, so `&#64;name` mentions and notifies, `sk-&#102;oo`
+# shows a secret, `&lt;!--` is no marker but `&#70;ixes &#35;2` closes #2.
+_CHARACTER_REFERENCE = re.compile(
+    r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
+)
 # Token-shaped text the worker never knew: what an agent printed from its checkout or its
 # tools, or a CI log (bot.lifecycle.ci_evidence). GitHub tokens, cloud and model keys,
 # Authorization headers.
@@ -48,6 +61,7 @@ class Redactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._values: set[str] = set()
+        self._forms: set[str] = set()  # the values' encoded forms (`encoded_forms`)
         self._pattern: re.Pattern[str] | None = None
         self.add(*values)
 
@@ -56,15 +70,17 @@ class Redactor:
         with self._lock:
             if fresh - self._values:
                 self._values |= fresh
+                self._forms |= {form for v in fresh for form in encoded_forms(v)}
                 # Longest first, so a value containing another is masked whole.
-                ordered = sorted(self._values, key=len, reverse=True)
+                ordered = sorted(self._values | self._forms, key=len, reverse=True)
                 self._pattern = re.compile("|".join(re.escape(v) for v in ordered))
 
     @property
     def longest_value(self) -> int:
-        """The length of the longest secret (text searched in pieces overlaps by this)."""
+        """The length of the longest text searched for, a secret or an encoded form of one
+        (text searched in pieces overlaps by this)."""
         with self._lock:
-            return max(map(len, self._values), default=0)
+            return max(map(len, self._values | self._forms), default=0)
 
     def redact(self, text: str) -> str:
         pattern = self._pattern
@@ -90,8 +106,8 @@ class Redactor:
 
     def public_text(self, text: str, limit: int = MAX_PUBLIC) -> str:
         """Redacted (known values and token shapes), one line, no markup or mentions, at
-        most `limit` characters."""
-        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(text)))
+        most `limit` characters. Checked as GitHub shows it (`rendered`)."""
+        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(rendered(text))))
         flat = _MENTION.sub("@\u200b", " ".join(flat.split()))
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
@@ -103,6 +119,36 @@ class Redactor:
 
     def __len__(self) -> int:
         return len(self._values)
+
+
+def encoded_forms(value: str) -> set[str]:
+    """What `value` looks like written down by an agent that meant no harm (a Kubernetes
+    Secret, a Basic header, a config file): hex, and base64 at each of the three byte
+    offsets it can start at inside a longer blob, standard and URL-safe. For base64, only
+    the characters made of `value`'s bits alone: those at either end also hold bits of
+    whatever comes before or after it. Exact values only; anything made to hide (a cipher,
+    a split) is still not recognised (docs/lifecycle.md, "What the sandbox does not protect
+    against")."""
+    if len(value) < MIN_ENCODED:
+        return set()
+    raw = value.encode()
+    forms = {raw.hex(), raw.hex().upper()}
+    for offset in range(3):
+        bits = 8 * (offset + len(raw))
+        core = base64.b64encode(b"\0" * offset + raw).decode()[(8 * offset + 5) // 6 : bits // 6]
+        forms |= {core, core.translate(_URL_SAFE)}
+    return forms
+
+
+def rendered(text: str) -> str:
+    """`text` with every character reference replaced by the character GitHub shows for it
+    (again until none is left: `&amp;#64;` is `@` after two), then normalised as public
+    text is (`public_text.normalize`: a decoded `&#x200b;` hides nothing)."""
+    while True:
+        decoded = _CHARACTER_REFERENCE.sub(lambda ref: html.unescape(ref.group()), text)
+        if decoded == text:
+            return normalize(text)
+        text = decoded
 
 
 def _url_password(url: str | None) -> str | None:

@@ -35,12 +35,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
+from sqlalchemy.engine import make_url
+
 from bot.config import Settings
 from bot.config_values import DEFAULT_UID_RANGE, UidRange
 from bot.contracts.tasks import CodingSandbox
 from bot.lifecycle import sandbox_uid
 from bot.lifecycle.egress_policy import Allowlist, Target, url_target
 from bot.lifecycle.sandbox_mounts import (
+    ETC_FILES,
     INSIDE_EGRESS_SOCKET,
     INSIDE_PROMPT,
     INSIDE_RELAY,
@@ -114,6 +117,9 @@ class SandboxPolicy:
     # `uid_locks` (`bot.lifecycle.sandbox_uid`); None: every run is nobody.
     uid_range: UidRange | None = DEFAULT_UID_RANGE
     uid_locks: Path = sandbox_uid.LOCKS
+    # The worker's own places, never shown to the runtime (the data directory, the database
+    # file, the App key, the setup secrets): a path shown that holds one is refused (`wrap`).
+    hidden: tuple[Path, ...] = ()
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SandboxPolicy:
@@ -129,6 +135,7 @@ class SandboxPolicy:
             configured_hosts=settings.egress_allow,
             private_hosts=settings.egress_private,
             uid_range=settings.sandbox_uid_range,
+            hidden=worker_places(settings),
         )
 
     def allowlist(self, env: Mapping[str, str]) -> Allowlist:
@@ -137,6 +144,15 @@ class SandboxPolicy:
         entries = [*self.configured_hosts, *self.allow_hosts]
         entries += [str(target) for target in from_urls if target is not None]
         return Allowlist.of(entries, self.private_hosts)
+
+
+def worker_places(settings: Settings) -> tuple[Path, ...]:
+    """What the worker keeps that the runtime must never see, as absolute paths."""
+    database = make_url(settings.database_url)
+    places = [settings.data_dir, settings.private_key_path, settings.setup_secrets_dir]
+    if database.get_backend_name() == "sqlite" and database.database not in (None, "", ":memory:"):
+        places.append(Path(database.database))
+    return tuple(Path(os.path.abspath(place)) for place in places if place is not None)
 
 
 @dataclass(frozen=True)
@@ -323,6 +339,31 @@ def _visible(policy: SandboxPolicy, program: str) -> bool:
     return any(path == root or path.is_relative_to(root) for root in roots)
 
 
+def _exposed(policy: SandboxPolicy) -> str | None:
+    """Why a path the runtime would be shown holds one of the worker's own places, or None.
+    Resolved: a symlink to the data directory would show it too."""
+    shown = [
+        *((Path(p), "the read-only system") for p in (*SYSTEM_DIRS, *ETC_FILES)),
+        *(
+            (p, "read-only: STEELFRAME_CODING_READ_ONLY_PATHS, or where a preset runs from")
+            for p in policy.read_only
+        ),
+        *((p, "writable: STEELFRAME_CODING_WRITABLE_PATHS") for p in policy.writable),
+    ]
+    if policy.network == Network.ALLOWLIST:  # the egress relay's interpreter
+        shown.append((Path(sys.base_prefix), "the egress relay's interpreter"))
+    for place in policy.hidden:
+        real = place.resolve()
+        for path, why in shown:
+            if real == path.resolve() or real.is_relative_to(path.resolve()):
+                return (
+                    f"the coding sandbox would show {path} ({why}), which holds {place}: the "
+                    "worker's own (its data directory, database, App key or setup secrets), "
+                    "for the coding runtime to read. Move it out, or name a narrower path"
+                )
+    return None
+
+
 def wrap(
     policy: SandboxPolicy,
     run: SandboxRun,
@@ -346,6 +387,8 @@ def wrap(
             f"the coding command {argv[0]} is outside the sandbox's read-only system: add "
             "its installation folder to STEELFRAME_CODING_READ_ONLY_PATHS"
         )
+    if (exposed := _exposed(policy)) is not None:
+        raise SandboxUnavailable(exposed)
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         raise SandboxUnavailable(f"bubblewrap (`bwrap`) is not installed: {INSTALL_HINT}")
