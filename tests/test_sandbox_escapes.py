@@ -28,10 +28,6 @@ from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fix
 from tests.fakes.sandbox import exchange_dir, host_pids, require_bwrap, sandbox_settings
 
 
-# The fix is in bot/lifecycle/worktree.py (not this helper's file): see this commit's message.
-@pytest.mark.xfail(
-    strict=True, reason="the worker's `git add`/`git status` run a planted repository's filter"
-)
 async def test_a_repository_planted_in_the_checkout_runs_nothing_in_the_worker(
     make: Make, github_sandbox: GitHubSandbox, tmp_path: Path
 ) -> None:
@@ -118,9 +114,6 @@ async def test_character_references_carry_no_mention_marker_or_key_into_the_pull
     assert not re.search(r"(?i)fixes #2\b", shown) and "https://evil" not in shown, shown
 
 
-# The fix is in bot/contracts/coding_protocol.py (not this helper's file): Usage's totals
-# need `Meta(ge=0)`, so a negative one is a malformed line. See the report.
-@pytest.mark.xfail(strict=True, reason="negative usage is accepted and booked")
 async def test_negative_usage_refunds_nothing_from_the_repository_budget(make: Make) -> None:
     """Usage is the runtime's word; a negative total is no spend, and must not lower the
     task's totals or the repository's daily and monthly spend (every task's cap)."""
@@ -185,9 +178,6 @@ def test_a_worker_place_under_any_shown_path_refuses_the_launch(
     wrap(SandboxPolicy(**shown), run, ["/usr/bin/true"], {})  # type: ignore[arg-type]
 
 
-# The fix is in bot/lifecycle/presets_run.py (progress_hook) or agents/tally.py, not this
-# helper's files: the tool names a runtime reports are published raw. See the report.
-@pytest.mark.xfail(strict=True, reason="progress tool names reach the issue unredacted")
 async def test_a_progress_line_puts_nothing_raw_on_the_issue(
     make: Make, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

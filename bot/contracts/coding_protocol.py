@@ -12,7 +12,7 @@ verbatim in the task's run log, so the rendering is part of the contract.
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -38,9 +38,9 @@ class Usage(_Line, frozen=True, tag="usage"):
     """The run's running totals so far. A total the command does not keep (a local model's
     cost) it leaves out: 0, and no limit on it applies (the presets send all three)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
+    input_tokens: Annotated[int, msgspec.Meta(ge=0)] = 0
+    output_tokens: Annotated[int, msgspec.Meta(ge=0)] = 0
+    cost_usd: Annotated[float, msgspec.Meta(ge=0)] = 0.0
 
 
 class Log(_Line, frozen=True, tag="log"):

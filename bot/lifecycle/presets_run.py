@@ -57,7 +57,8 @@ def progress_hook(
     note = f"Attempt {task.attempts} of {ctx.policy.max_attempts} is running."
 
     def on_progress(action: str, name: str) -> None:
-        tally.add(action, name)
+        # The name is the runtime's word, shown on the issue: public text like its others.
+        tally.add(action, run.public(name, 60))
         if not tally.due(time.monotonic()) or any(not f.done() for f in pending):
             return
         words = f"{note}\n\n{tally.words(label)}"

@@ -377,9 +377,42 @@ async def prepare(
     return tree
 
 
+def drop_embedded_repositories(top: Path) -> list[str]:
+    """Remove every `.git` the runtime left below its tree's top (the top's own stays: the
+    worker's git reads no config the runtime can write there). git looks into a repository
+    it finds in the tree (`git add` runs `git status` inside each one), and that
+    repository's own config (a clean filter) then ran as the worker, outside the sandbox:
+    the qa-escape helper's runtime copied the App key out that way. The folders' files stay,
+    committed as plain files. The folders that held one, relative to the top."""
+    found = []
+    for folder, dirs, files in os.walk(top):
+        here = Path(folder)
+        if ".git" in dirs:
+            dirs.remove(".git")  # never walked into (followed, a symlink would lead out)
+        elif ".git" not in files:
+            continue
+        if here == top:
+            continue
+        place = here / ".git"
+        if place.is_dir() and not place.is_symlink():
+            shutil.rmtree(place)
+        else:
+            place.unlink()  # a gitlink file ("gitdir: ..."), or a symlink to a repository
+        found.append(str(here.relative_to(top)))
+    return found
+
+
+async def _stage_all(tree: Worktree) -> None:
+    """`git add --all`, with no repository the runtime planted left for git to look into."""
+    planted = await asyncio.to_thread(drop_embedded_repositories, tree.path)
+    if planted:
+        log.warning("removed the git repositories the runtime left in %s", ", ".join(planted))
+    await tree_git(tree, "add", "--all")
+
+
 async def commit_all(tree: Worktree, message: str) -> bool:
     """Commit whatever the runtime left in its tree; True if there was anything."""
-    await tree_git(tree, "add", "--all")
+    await _stage_all(tree)
     status = await tree_git(tree, "status", "--porcelain")
     if not status:
         return False
@@ -394,7 +427,7 @@ async def commits_ahead(tree: Worktree) -> int:
 
 async def changed_paths(tree: Worktree) -> list[str]:
     """Paths that differ from the base branch, committed or not (stages the changes)."""
-    await tree_git(tree, "add", "--all")
+    await _stage_all(tree)
     out = await tree_git(tree, "diff", "--cached", "--name-only", f"origin/{tree.base}")
     return [line for line in out.splitlines() if line]
 
