@@ -6,7 +6,6 @@ summarised when left. Both backends."""
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,27 +18,13 @@ from bot.config import AgentConfig
 from bot.db import Database
 from bot.models import ChatSession, ChatTurn, Operator
 from bot.operators import create_operator
+from tests.fakes.together import together as run_together
 
 TOGETHER = 8
 
 
 def together(work: Any) -> list[Any]:
-    start = threading.Barrier(TOGETHER)
-    results: list[Any] = []
-    failed: list[BaseException] = []
-
-    def one(n: int) -> None:
-        start.wait()
-        try:
-            results.append(work(n))
-        except Exception as exc:  # the test reports every failure
-            failed.append(exc)
-
-    threads = [threading.Thread(target=one, args=(n,)) for n in range(TOGETHER)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    results, failed = run_together(TOGETHER, work)
     assert failed == [], failed[:3]
     return results
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +33,7 @@ from bot.github.installations import (
 from bot.handler_runs import HandlerDone, running
 from tests.conftest import GITHUB_DATA, make_settings
 from tests.fakes.patience import PATIENCE_SECONDS
+from tests.fakes.together import together as run_together
 from webhooks.handlers.issues import on_issue
 from webhooks.routing import WebhookContext
 
@@ -55,22 +55,7 @@ def issue_event(number: int) -> Event:
 
 def together(count: int, work: Callable[[int], None]) -> list[BaseException]:
     """`work(0..count-1)` on threads released at once; what each raised."""
-    start = threading.Barrier(count)
-    failed: list[BaseException] = []
-
-    def one(n: int) -> None:
-        start.wait()
-        try:
-            work(n)
-        except Exception as exc:  # the test reports every failure
-            failed.append(exc)
-
-    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return failed
+    return run_together(count, work)[1]
 
 
 def deliver_issues(db: Database, tmp_path: Path) -> list[BaseException]:

@@ -6,6 +6,7 @@ PostgreSQL."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import aiohttp
@@ -85,6 +86,11 @@ async def fail_head(
     }
     await _control(lc, f"/commits/{sha}/checks", spec, retries_within=retries_within)
     return sha
+
+
+def _set_state(lc: Lifecycle, task_id: int, state: TaskState) -> None:
+    """The task's state as a run would leave it, without the run."""
+    lc.ctx.db.call(lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state}))
 
 
 def _delivery(lc: Lifecycle, delivery_id: str) -> WebhookDelivery:
@@ -354,9 +360,7 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
     lc = await make(coding_command=command("echo"))
     issue, number = await delivered_pull(lc)
     task_id = lc.task(issue).id
-    set_state = lambda state: lc.ctx.db.call(  # noqa: E731
-        lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
-    )
+    set_state = functools.partial(_set_state, lc, task_id)
     set_state(TaskState.RUNNING)
     # The processor's own retries fall due long after this test: the retry is played below,
     # by hand. On the default policy (2.5-5 s) one landing after the task is marked delivered
@@ -429,9 +433,7 @@ async def test_a_failure_reported_while_the_task_waited_is_taken_when_a_run_deli
     lc = await make(coding_command=command("echo"))
     issue, number = await delivered_pull(lc)
     task_id = lc.task(issue).id
-    set_state = lambda state: lc.ctx.db.call(  # noqa: E731
-        lambda s: s.query(Task).filter(Task.id == task_id).update({"state": state})
-    )
+    set_state = functools.partial(_set_state, lc, task_id)
     set_state(TaskState.WAITING_FOR_INFO)
     sha = await fail_head(lc, number)
     assert _rows(lc, task_id) == [] and lc.queued_jobs() == []  # waiting: not taken

@@ -150,10 +150,8 @@ async def test_a_writers_comment_makes_one_run_one_commit_one_reply(
     assert {(e["task_id"], e["pr_number"]) for e in announced} == {(task.id, number)}
 
 
-async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:
-    lc = await make(coding_command=command("review", "fix"))
-    issue, number = await delivered_pull(lc)
-    task = lc.task(issue)
+async def _review_with_two_comments(lc: Lifecycle, number: int) -> None:
+    """A maintainer's review asking for changes: its text, and two comments on one line."""
     pull = await lc.github.get_pull(lc.repo, number)
     await as_person(
         lc,
@@ -170,6 +168,13 @@ async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:
             ],
         },
     )
+
+
+async def test_one_review_with_several_comments_is_one_run(make: Make) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    await _review_with_two_comments(lc, number)
     await lc.work()
     assert _pickups(lc, task.id) == 1
     threads = await _threads(lc, task.id)
@@ -192,25 +197,10 @@ async def test_a_review_arriving_while_a_worker_waits_is_still_one_run(make: Mak
     lc = await make(coding_command=command("review", "fix"), review_gather_seconds=4.0)
     issue, number = await delivered_pull(lc)
     task = lc.task(issue)
-    pull = await lc.github.get_pull(lc.repo, number)
     worker = lc.worker()
     waiting = asyncio.ensure_future(asyncio.to_thread(worker.work))
     try:
-        await as_person(
-            lc,
-            "maintainer",
-            "POST",
-            f"/pulls/{number}/reviews",
-            {
-                "body": "Please use a calmer blue.",
-                "event": "REQUEST_CHANGES",
-                "commit_id": pull.head.sha,
-                "comments": [
-                    {"path": "CHANGE.md", "line": 1, "body": "This line."},
-                    {"path": "CHANGE.md", "line": 1, "body": "And say why."},
-                ],
-            },
-        )
+        await _review_with_two_comments(lc, number)
 
         def all_answered() -> bool:
             settled = _thread_rows(lc, task.id)
