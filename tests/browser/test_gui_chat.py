@@ -390,9 +390,9 @@ async def test_a_new_chat_started_while_the_app_loads_stays_open(
 async def test_a_message_the_service_refuses_is_kept_without_a_useless_retry(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:
-    """A 4xx (here the real 413 of a message over 64 KiB) will be refused again as sent: the
-    notification says why and offers no Retry; the message is back in the box and the empty
-    chat still says what to do. Offline, Retry is offered (it can work once back online)."""
+    """A 4xx (here the real 400 of a message over 32,000 characters) will be refused again as
+    sent: the notification says why and offers no Retry; the message is back in the box and
+    the empty chat still says what to do. Offline, Retry is offered (it can work once back online)."""
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
     gui = await gui_factory(api)
     page = gui.page
@@ -402,7 +402,7 @@ async def test_a_message_the_service_refuses_is_kept_without_a_useless_retry(
     await page.press("#message", "Enter")
     refused = page.locator("#toasts .toast.error", has_text="Not sent")
     await refused.wait_for()
-    assert "larger than 65536 bytes" in await refused.inner_text()
+    assert "longer than 32000 characters" in await refused.inner_text()
     assert await refused.locator("button", has_text="Retry").count() == 0
     assert await page.input_value("#message") == big
     await page.locator("#messages #chat-empty").wait_for()
@@ -489,3 +489,22 @@ async def test_a_turn_whose_connection_is_lost_for_good_says_so(
     assert "The connection to the service was lost" in await page.inner_text("#messages")
     assert seen and all(s.startswith("connection lost: reconnecting") for s in seen), seen
     assert await page.inner_text("#status-line") == "connection lost"
+
+
+async def test_a_first_chat_is_listed_while_its_first_turn_runs(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The sidebar said "No sessions yet" for as long as the first turn of a new chat ran: an
+    untitled chat with no turn yet is listed only when it is the open one, and the page had
+    not taken the turn's chat as its open one until the turn ended."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([[Delta("an answer")]], gate=gate)
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    await gui.send("a slow first question")
+    sid = await current_session(api)  # written before the model is asked
+    listed = gui.page.locator(f'#session-list .session[data-session="{sid}"]')
+    await listed.wait_for(timeout=WAIT_MS)
+    assert "No sessions yet" not in await gui.page.inner_text("#session-list")
+    gate.set()
+    await gui.wait_done()

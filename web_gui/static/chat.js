@@ -147,7 +147,8 @@ export class Chat {
 
   renderSessions() {
     renderSidebar(this.els.list, this.sessions, {
-      currentId: this.session?.id,
+      // A new chat's first turn: its chat is the one in front before the page holds it.
+      currentId: this.session?.id ?? this.turn?.session,
       unseen: this.unseen,
       onOpen: (id) => this.open(id),
       onDelete: (id, title) => this.remove(id, title),
