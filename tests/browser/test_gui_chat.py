@@ -392,7 +392,8 @@ async def test_a_message_the_service_refuses_is_kept_without_a_useless_retry(
 ) -> None:
     """A 4xx (here the real 400 of a message over 32,000 characters) will be refused again as
     sent: the notification says why and offers no Retry; the message is back in the box and
-    the empty chat still says what to do. Offline, Retry is offered (it can work once back online)."""
+    the empty chat still says what to do. Offline, Retry is offered (it can work once back
+    online)."""
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
     gui = await gui_factory(api)
     page = gui.page
