@@ -43,12 +43,16 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def load_settings(**defaults: object) -> Settings:
-    """Settings for this process: embedded `defaults` < ./steelframe.toml < ./.env <
-    environment (a `.env` file never overrides a variable the environment sets)."""
+    """Settings for this process: embedded `defaults` < ./steelframe.toml (or the file
+    STEELFRAME_CONFIG names) < ./.env < environment (a `.env` file never overrides a
+    variable the environment sets)."""
     toml = Path("steelframe.toml")
+    # STEELFRAME_CONFIG names the file to read instead (Settings.from_env reads it), even
+    # when a ./steelframe.toml is also there.
+    local = toml if toml.exists() and "STEELFRAME_CONFIG" not in os.environ else None
     return Settings.from_env(
         os.environ,
-        toml_path=toml if toml.exists() else None,
+        toml_path=local,
         defaults=defaults,
         dotenv=read_dotenv(Path(".env")),
     )

@@ -172,6 +172,26 @@ def test_dotenv_in_the_working_directory_configures_the_commands(tmp_path: Path)
     assert "from the file" not in result.stdout
 
 
+def test_steelframe_config_names_the_toml_file_even_beside_a_steelframe_toml(
+    tmp_path: Path,
+) -> None:
+    # docs/configuration.md: STEELFRAME_CONFIG is read "instead of ./steelframe.toml"; a
+    # steelframe.toml left in the working directory must not win over the named file.
+    (tmp_path / "steelframe.toml").write_text('log_level = "WARNING"\n')
+    (tmp_path / "prod.toml").write_text('log_level = "DEBUG"\n')
+    env = _env(tmp_path) | {"STEELFRAME_CONFIG": str(tmp_path / "prod.toml")}
+    command = [sys.executable, "-m", "steelframe.cli", "config", "--list"]
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
+    assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["DEBUG", str(tmp_path / "prod.toml")]
+    # A named file that is missing stops start-up, though a steelframe.toml is there.
+    env["STEELFRAME_CONFIG"] = str(tmp_path / "missing.toml")
+    missing = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert missing.returncode == 2 and "missing.toml: cannot read" in missing.stderr
+
+
 def test_make_run_takes_a_port() -> None:
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(
