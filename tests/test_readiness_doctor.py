@@ -117,6 +117,21 @@ def test_doctor_is_happy_on_a_dev_shell_and_warns_about_tracked_secrets(tmp_path
     assert secrets.startswith("warn") and "git tracks .env" in secrets
 
 
+def test_doctor_says_why_the_database_refused_and_never_its_password(
+    tmp_path: Path, postgres_server: str
+) -> None:
+    """A server that answers but refuses (no such database) is not "unreachable": the line
+    gives the server's reason, as `serve` does, with the password masked."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres_server).set(password="hunter2-secret", database="no_such_db_qa")
+    run = _doctor(tmp_path, STEELFRAME_DATABASE_URL=url.render_as_string(hide_password=False))
+    [line] = [line for line in run.stdout.splitlines() if " database " in line]
+    assert line.startswith("FAIL") and run.returncode == 1
+    assert 'database "no_such_db_qa" does not exist' in line, line
+    assert "STEELFRAME_DATABASE_URL" in line and "hunter2-secret" not in run.stdout + run.stderr
+
+
 @pytest.mark.slow
 async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
     github_sandbox: GitHubSandbox, tmp_path: Path, github_app_keys: tuple[str, str]

@@ -86,9 +86,12 @@ def _database_checks(settings: Settings) -> list[Check]:
     except Exception as exc:  # a folder that cannot be made, a driver missing...
         return [Check("database", False, f"{shown}: {exc}")]
     try:
-        if not dbmod.ping(database.engine):
-            return [Check("database", False, f"{shown}: unreachable (STEELFRAME_DATABASE_URL)")]
         applied = dbmod.current_revisions(database.engine)
+    except Exception as exc:  # refused, unreachable, no such database, bad password...
+        # The server's own reason (the driver's first line: never the password), as serve
+        # gives it: "unreachable" alone sent people to check a server that had answered.
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines() or [repr(exc)]
+        return [Check("database", False, f"{shown}: {reason[0]} (STEELFRAME_DATABASE_URL)")]
     finally:
         database.dispose()
     latest = dbmod.migration_history()[-1][0]
