@@ -18,6 +18,7 @@ from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
 from steelframe.cli import load_settings, with_database
 from steelframe.commands.memory import upgrade_memory_index
+from steelframe.commands.narration import Narrator
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
@@ -97,7 +98,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     require_authenticated_redis(settings)  # before anything is opened (create_app checks again)
     configure_logging(settings)
-    warn_unready(serving_checks(settings))
+    narrator = Narrator.for_command(settings, logger="steelframe.serve", prefix="steelframe")
+    warn_unready(serving_checks(settings), narrator)
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     if args.processes < 1:
@@ -125,7 +127,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("steelframe: WEBHOOK_PROXY_URL needs a fixed port (PORT)", file=sys.stderr)
             return 2
         app.cleanup_ctx.append(relay_context(settings, host, port))
-        print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
+        narrator.say(f"webhooks: through the relay {settings.webhook_proxy_url}")
     with asyncio.Runner(loop_factory=factory) as runner:
         runner.run(
             serve_until_stopped(
@@ -151,11 +153,11 @@ def claim_port(host: str, port: int) -> None:
             pass
 
 
-def warn_unready(checks: list[Check]) -> None:
-    """One start-up line per missing setting, the reason /readyz gives (it answers 503)."""
+def warn_unready(checks: list[Check], narrator: Narrator) -> None:
+    """One start-up warning per missing setting, the reason /readyz gives (it answers 503)."""
     for check in checks:
         if not check.ok:
-            print(f"steelframe: warning: not ready: {check.detail}", file=sys.stderr, flush=True)
+            narrator.warn(f"not ready: {check.detail}")
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
