@@ -85,7 +85,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        shown = action.default not in (None, False, argparse.SUPPRESS, "")
+        # Not an empty list either: a repeatable option given no times.
+        shown = action.default not in (None, False, argparse.SUPPRESS, "", [])
         if shown and "%(default)" not in text and (action.option_strings or action.nargs == "?"):
             text += " (default: %(default)s)"
         return text

@@ -114,6 +114,21 @@ def test_every_command_and_option_has_help(command: str) -> None:
             assert action.help, f"{sub.prog} {action.dest} has no help"
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_option_says_its_default_twice(command: str) -> None:
+    # The formatter appends "(default: X)"; a help that already says its default read
+    # "note (default) (default: note)", and a repeatable option "(default: [])".
+    parser = build_parser([command])
+    [top] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for sub in _every_parser(top.choices[command]):
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            said = formatter._get_help_string(action) or ""  # type: ignore[attr-defined]
+            said = said.replace("%(default)s", str(action.default))
+            assert said.count("(default") <= 1, f"{sub.prog} {action.dest}: {said}"
+            assert "(default: [])" not in said, f"{sub.prog} {action.dest}: {said}"
+
+
 def test_version_and_help_import_no_command_module() -> None:
     probe = (
         "import sys; from steelframe.cli import main\n"
