@@ -53,6 +53,21 @@ def test_compose_runs_two_serve_instances_behind_a_proxy_and_two_workers() -> No
         assert services[name]["healthcheck"]["test"]
 
 
+def test_a_worker_started_from_the_image_turns_off_serves_healthcheck() -> None:
+    """The image's HEALTHCHECK asks :8080/readyz, where only `serve` listens: a worker
+    container that keeps it is marked unhealthy for ever (compose disables it; the
+    Dockerfile's `docker run` example must too)."""
+    for name in ("worker-1", "worker-2"):
+        assert _compose()["services"][name]["healthcheck"] == {"disable": True}
+    comments = " ".join(
+        line.lstrip("#").strip().rstrip("\\")
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("#")
+    )
+    runs = re.findall(r"docker run (.*?) IMAGE steelframe worker", comments)
+    assert runs and all("--no-healthcheck" in run.split() for run in runs), runs
+
+
 def _env_file(name: str) -> dict[str, str]:
     lines = (ROOT / "deploy" / name).read_text().splitlines()
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
@@ -163,6 +178,16 @@ def test_the_env_example_names_only_settings_steelframe_knows() -> None:
             ],
         }
     )  # an unknown STEELFRAME_* name would raise
+
+
+def test_the_env_example_says_how_the_registered_key_gets_into_the_containers() -> None:
+    """`github register` writes PRIVATE_KEY_PATH, a file on the operator's machine; the
+    example once said it "writes these three" beside PRIVATE_KEY=, so a copied path left
+    every container without its key (/readyz 503, "cannot read the key file")."""
+    text = (ROOT / "deploy/steelframe.env.example").read_text()
+    comment = text[: text.index("\nPRIVATE_KEY=")].rsplit("\n\n", 1)[-1]
+    assert "writes these three" not in comment
+    assert "PRIVATE_KEY_PATH" in comment and "base64 -w0" in comment
 
 
 def test_kubernetes_manifests_have_probes_and_the_workers_sandbox_allowance() -> None:
