@@ -11,12 +11,16 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot import __version__
 from bot.config import Settings
 from bot.config_values import ConfigError
+
+if TYPE_CHECKING:  # the type only: --help and --version import no database driver
+    from sqlalchemy.engine import Engine
 
 T = TypeVar("T")
 
@@ -78,6 +82,44 @@ def with_database(fn: Callable[..., T], *args: Any) -> T:
         return database.call(fn, *args)
     finally:
         database.dispose()
+
+
+@dataclass(frozen=True)
+class MigrationState:
+    """Where a database stands against the migrations this version knows (`db current`,
+    `doctor`, and the line a start-up becomes when a newer version migrated it)."""
+
+    applied: tuple[str, ...]
+    known: tuple[str, ...]  # oldest first
+
+    @property
+    def latest(self) -> str:
+        return self.known[-1]
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        """Applied migrations this version has no script for: a newer version ran them."""
+        return tuple(revision for revision in self.applied if revision not in self.known)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.applied == (self.latest,)
+
+
+def migration_state(engine: Engine) -> MigrationState:
+    from bot import db as dbmod
+
+    known = tuple(revision for revision, _ in dbmod.migration_history())
+    return MigrationState(dbmod.current_revisions(engine), known)
+
+
+def unknown_migrations_problem(unknown: tuple[str, ...]) -> str:
+    """What to say of a database at migrations this version does not know, and what to do."""
+    return (
+        f"is at migration {', '.join(unknown)}, which this version does not know: a newer "
+        "Steelframe migrated it. Run that version (or restore a backup from before it); "
+        "`steelframe db history` lists the migrations this one knows"
+    )
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -179,7 +221,29 @@ def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | N
         message = explain_listen(exc, host, port)
         if message is not None:
             return message
-    return explain(exc, settings)
+    return explain(exc, settings) or _unknown_migrations_message(exc, settings)
+
+
+def _unknown_migrations_message(exc: Exception, settings: Settings | None) -> str | None:
+    """A migration step that failed because a newer version migrated the database (alembic:
+    "Can't locate revision"), as one line; any other migration failure keeps its traceback."""
+    from alembic.util.exc import CommandError
+
+    from bot import db as dbmod
+
+    if settings is None or not isinstance(exc, CommandError):
+        return None
+    database = dbmod.Database.from_url(settings.database_url)
+    try:
+        unknown = migration_state(database.engine).unknown
+    except Exception:  # the database itself failing now: the original error stands
+        return None
+    finally:
+        database.dispose()
+    if not unknown:
+        return None
+    shown = settings.redacted()["STEELFRAME_DATABASE_URL"]
+    return f"the database at {shown} {unknown_migrations_problem(unknown)}."
 
 
 if __name__ == "__main__":

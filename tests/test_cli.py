@@ -11,6 +11,7 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -160,6 +161,29 @@ def test_db_current_and_history_say_where_the_database_stands(
     assert history[0].split()[0] == "0001_foundation"
     assert history[-1].split()[:2] == ["*", latest]
     assert sum(line.startswith("*") for line in history) == 1
+
+
+def test_a_database_a_newer_version_migrated_is_said_in_one_line(tmp_path: Path) -> None:
+    """Rolling the image back over a database its successor migrated: `db upgrade` and
+    serve once died with alembic's traceback, and `db current` called it "behind"."""
+    import sqlite3
+
+    env = _env(tmp_path)
+    run = [sys.executable, "-m", "steelframe.cli"]
+    options: dict[str, Any] = {"cwd": tmp_path, "env": env, "capture_output": True}
+    subprocess.run([*run, "db", "upgrade"], **options, check=True, timeout=120)
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0999_from_a_newer_one'")
+    upgrade = subprocess.run([*run, "db", "upgrade"], **options, text=True, timeout=120)
+    assert upgrade.returncode == 1 and "Traceback" not in upgrade.stderr, upgrade.stderr
+    [line] = upgrade.stderr.splitlines()
+    assert "is at migration 0999_from_a_newer_one, which this version does not know" in line
+    current = subprocess.run([*run, "db", "current"], **options, text=True, timeout=120)
+    assert current.returncode == 1 and "behind" not in current.stdout
+    assert "0999_from_a_newer_one (not a migration this version knows" in current.stdout
+    doctor = subprocess.run([*run, "doctor", "--offline"], **options, text=True, timeout=120)
+    [said] = [line for line in doctor.stdout.splitlines() if " database " in line]
+    assert said.startswith("FAIL") and "serve and dev migrate" not in said, said
 
 
 def test_dotenv_in_the_working_directory_configures_the_commands(tmp_path: Path) -> None:

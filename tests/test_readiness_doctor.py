@@ -132,6 +132,22 @@ def test_doctor_says_why_the_database_refused_and_never_its_password(
     assert "STEELFRAME_DATABASE_URL" in line and "hunter2-secret" not in run.stdout + run.stderr
 
 
+def test_doctor_fails_a_redis_that_serve_and_worker_would_refuse(tmp_path: Path) -> None:
+    """An unauthenticated Redis off loopback stops serve and worker at start (bot/
+    redis_auth.py): doctor must not call that configuration ok, whether or not it answers."""
+    run = _doctor(tmp_path, STEELFRAME_REDIS_URL="redis://redis.invalid:6379/0")
+    [line] = [line for line in run.stdout.splitlines() if " redis " in line]
+    assert line.startswith("FAIL") and run.returncode == 1
+    assert "Redis at redis.invalid has no password" in line, line
+    allowed = _doctor(
+        tmp_path,
+        STEELFRAME_REDIS_URL="redis://redis.invalid:6379/0",
+        STEELFRAME_REDIS_ALLOW_UNAUTHENTICATED="1",
+    )
+    [line] = [line for line in allowed.stdout.splitlines() if " redis " in line]
+    assert "no password" not in line  # allowed: only whether it answers is left
+
+
 @pytest.mark.slow
 async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
     github_sandbox: GitHubSandbox, tmp_path: Path, github_app_keys: tuple[str, str]

@@ -16,7 +16,7 @@ from bot.errors import SteelframeError
 from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
-from steelframe.cli import load_settings, with_database
+from steelframe.cli import load_settings, migration_state, with_database
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.commands.narration import Narrator
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
@@ -173,15 +173,20 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 def cmd_db_current(args: argparse.Namespace) -> int:
     database = dbmod.Database.from_url(load_settings().database_url)
     try:
-        applied = dbmod.current_revisions(database.engine)
+        state = migration_state(database.engine)
     finally:
         database.dispose()
-    latest = dbmod.migration_history()[-1][0]
-    if not applied:
+    applied, latest = ", ".join(state.applied), state.latest
+    if not state.applied:
         print(f"no migration applied yet; run `steelframe db upgrade` (latest: {latest})")
         return 1
-    state = "up to date" if applied == (latest,) else f"behind; latest is {latest}"
-    print(f"{', '.join(applied)} ({state})")
+    if state.unknown:  # not "behind": upgrading cannot reach a migration it has no script for
+        print(
+            f"{applied} (not a migration this version knows: a newer Steelframe migrated "
+            f"this database; this version knows up to {latest})"
+        )
+        return 1
+    print(f"{applied} ({'up to date' if state.up_to_date else f'behind; latest is {latest}'})")
     return 0
 
 
