@@ -171,6 +171,14 @@ async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
     assert run.returncode == 1
     [line] = [line for line in run.stdout.splitlines() if " github_app " in line]
     assert line.startswith("FAIL") and github_sandbox.url in line
+    # A file with the PEM markers around no key: a FAIL line naming it, and the rest of
+    # the report still printed (doctor once stopped there, exit 2, on the signer's error).
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    run = await asyncio.to_thread(_doctor, tmp_path, **app)
+    [line] = [line for line in run.stdout.splitlines() if " github_app " in line]
+    assert line.startswith("FAIL") and "not a PEM-encoded private key" in line, run.stdout
+    assert run.returncode == 1 and run.stdout.splitlines()[-1].startswith("FAIL")
+    assert any(" webhook_secret " in line for line in run.stdout.splitlines())
     # The App's id with no key at all: the setting is named, GitHub is not asked.
     run = await asyncio.to_thread(_doctor, tmp_path, APP_ID="5", GITHUB_API_URL=github_sandbox.url)
     assert run.returncode == 1 and "no private key: set PRIVATE_KEY_PATH" in run.stdout

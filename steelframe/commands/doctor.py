@@ -148,6 +148,8 @@ def _github_checks(settings: Settings) -> list[Check]:
 
     try:
         return [Check("github_app", True, asyncio.run(identify()))]
+    except ConfigError as exc:  # a key the signer cannot load (PEM markers around no key)
+        return [Check("github_app", False, str(exc))]
     except GitHubUnavailable as exc:
         return [Check("github_app", False, f"no answer from {settings.github_api_url}: {exc}")]
     except SteelframeError as exc:
