@@ -130,6 +130,18 @@ def test_no_option_says_its_default_twice(command: str) -> None:
             assert "(default: [])" not in said, f"{sub.prog} {action.dest}: {said}"
 
 
+@pytest.mark.parametrize("command", ["worker", "reconcile"])
+def test_a_queue_option_is_held_to_the_queue_settings_rule(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # STEELFRAME_TASK_QUEUE refuses such a name; --queue, which overrides it, took it and
+    # listened on a queue nothing enqueues on.
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--queue", "bad name!*"])
+    assert stopped.value.code == 2
+    assert "--queue: 'bad name!*' is not valid: must be 1-100 letters" in capsys.readouterr().err
+
+
 def test_version_and_help_import_no_command_module() -> None:
     probe = (
         "import sys; from steelframe.cli import main\n"

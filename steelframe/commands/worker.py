@@ -16,6 +16,7 @@ from typing import Any
 
 from bot import db as dbmod
 from bot.config import Settings
+from bot.config_values import parse_queue_name
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
@@ -39,7 +40,7 @@ log = logging.getLogger("steelframe.worker")
 def register(subparsers: Any) -> None:
     worker = subparsers.add_parser("worker")
     worker.add_argument(
-        "--queue", default=None, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
+        "--queue", type=_queue_name, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
     )
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     worker.add_argument(
@@ -49,8 +50,18 @@ def register(subparsers: Any) -> None:
     )
     worker.set_defaults(handler=cmd_worker)
     rec = subparsers.add_parser("reconcile")
-    rec.add_argument("--queue", default=None, help="queue name (default: STEELFRAME_TASK_QUEUE's)")
+    rec.add_argument(
+        "--queue", type=_queue_name, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
+    )
     rec.set_defaults(handler=cmd_reconcile)
+
+
+def _queue_name(value: str) -> str:
+    """`--queue` overrides STEELFRAME_TASK_QUEUE, so it is held to the same rule."""
+    try:
+        return parse_queue_name(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid: {exc}") from exc
 
 
 def _context(queue: str | None) -> tuple[LifecycleContext, Narrator] | None:
