@@ -71,6 +71,17 @@ def read_dotenv(path: Path) -> dict[str, str]:
     return {name: value for name, value in dotenv_values(path).items() if value is not None}
 
 
+def require_data_dir(settings: Settings) -> None:
+    """Make the data folder and write in it, or raise the OSError now (cli.main says it in
+    one line): the memory index, worktrees and setup cache live there, and a service that
+    cannot write it answered ready while every memory write failed."""
+    import tempfile
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=settings.data_dir, prefix=".probe-"):
+        pass
+
+
 def with_database(fn: Callable[..., T], *args: Any) -> T:
     """Run `fn(session, *args)` in one transaction on the configured database (migrated
     first), for commands that do one piece of database work and exit."""
@@ -221,7 +232,25 @@ def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | N
         message = explain_listen(exc, host, port)
         if message is not None:
             return message
-    return explain(exc, settings) or _unknown_migrations_message(exc, settings)
+    return (
+        explain(exc, settings)
+        or _data_dir_message(exc, settings)
+        or _unknown_migrations_message(exc, settings)
+    )
+
+
+def _data_dir_message(exc: Exception, settings: Settings | None) -> str | None:
+    """A folder or file of the data folder (or the folder itself) that could not be made."""
+    if settings is None or not isinstance(exc, OSError) or not exc.filename:
+        return None
+    failed, data_dir = Path(str(exc.filename)), settings.data_dir
+    if not (failed == data_dir or failed in data_dir.parents or data_dir in failed.parents):
+        return None
+    where = "" if failed == data_dir else f" ({failed})"
+    return (
+        f"cannot make the data folder {data_dir}{where}: {exc.strerror or exc}. Check "
+        "STEELFRAME_DATA_DIR: the service's user must be able to write there."
+    )
 
 
 def _unknown_migrations_message(exc: Exception, settings: Settings | None) -> str | None:

@@ -16,7 +16,7 @@ from bot.errors import SteelframeError
 from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
-from steelframe.cli import load_settings, migration_state, with_database
+from steelframe.cli import load_settings, migration_state, require_data_dir, with_database
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.commands.narration import Narrator
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
@@ -112,6 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     if not args.reuse_port:
         claim_port(host, port)  # a taken port fails now, not after the start-up work
+    require_data_dir(settings)
     # Imported once the port is known free: the app pulls in every shell and the memory
     # analysis (seconds on a busy machine), which a taken port need not wait for.
     from steelframe.server import create_app

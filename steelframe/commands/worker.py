@@ -29,7 +29,7 @@ from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import coding_runtime_check, github_app_check
-from steelframe.cli import load_settings
+from steelframe.cli import load_settings, require_data_dir
 from steelframe.commands.narration import Narrator
 from steelframe.composition import build_worker_context
 from steelframe.logs import configure_logging
@@ -77,6 +77,7 @@ def _context(queue: str | None) -> tuple[LifecycleContext, Narrator] | None:
     if not settings.redis_url:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
+    require_data_dir(settings)  # worktrees and the setup cache: unwritable, one line, no work
     ctx = build_worker_context(settings, environ=os.environ, queue_name=queue)
     ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
     narrator.say("steelframe: applying migrations ...")
