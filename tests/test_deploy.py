@@ -202,6 +202,12 @@ def test_kubernetes_manifests_have_probes_and_the_workers_sandbox_allowance() ->
     assert ("Service", "steelframe") in by_name and ("Secret", "steelframe") in by_name
     secret = by_name[("Secret", "steelframe")]["stringData"]
     _assert_authenticated(secret["STEELFRAME_DATABASE_URL"], secret["STEELFRAME_REDIS_URL"])
+    # /metrics answers 401 without the bearer token, which the scrape annotations cannot
+    # carry: the manifest says so where it annotates, or the targets just show as down.
+    text = (ROOT / "deploy/kubernetes/steelframe.yaml").read_text()
+    serve_part = text[text.index("name: steelframe-serve") : text.index("containers:")]
+    said = " ".join(line.strip("# ") for line in serve_part.splitlines() if "#" in line)
+    assert "STEELFRAME_METRICS_TOKEN" in said and "authorization" in said, said
 
 
 def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:
