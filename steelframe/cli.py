@@ -50,15 +50,16 @@ def load_settings(**defaults: object) -> Settings:
     """Settings for this process: embedded `defaults` < ./steelframe.toml (or the file
     STEELFRAME_CONFIG names) < ./.env < environment (a `.env` file never overrides a
     variable the environment sets)."""
-    toml = Path("steelframe.toml")
-    # STEELFRAME_CONFIG names the file to read instead (Settings.from_env reads it), even
-    # when a ./steelframe.toml is also there.
-    local = toml if toml.exists() and "STEELFRAME_CONFIG" not in os.environ else None
+    dotenv = read_dotenv(Path(".env"))
+    # STEELFRAME_CONFIG (from the environment, else .env) names the file to read instead,
+    # even when a ./steelframe.toml is also there.
+    named = os.environ.get("STEELFRAME_CONFIG", dotenv.get("STEELFRAME_CONFIG"))
+    toml = Path(named) if named else Path("steelframe.toml")
     return Settings.from_env(
         os.environ,
-        toml_path=local,
+        toml_path=toml if named or toml.exists() else None,
         defaults=defaults,
-        dotenv=read_dotenv(Path(".env")),
+        dotenv=dotenv,
     )
 
 

@@ -241,6 +241,14 @@ def test_steelframe_config_names_the_toml_file_even_beside_a_steelframe_toml(
     env["STEELFRAME_CONFIG"] = str(tmp_path / "missing.toml")
     missing = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
     assert missing.returncode == 2 and "missing.toml: cannot read" in missing.stderr
+    # Named in ./.env (which fills in for the environment), the same.
+    del env["STEELFRAME_CONFIG"]
+    (tmp_path / ".env").write_text(f"STEELFRAME_CONFIG={tmp_path / 'prod.toml'}\n")
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
+    assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["DEBUG", str(tmp_path / "prod.toml")]
 
 
 def test_make_run_takes_a_port() -> None:
