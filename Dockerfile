@@ -53,7 +53,8 @@ HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
 # seccomp profile that allows mount(2), pivot_root(2) and unshare(2), which Docker's default
 # refuses: run workers with
 #   docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-#     IMAGE steelframe worker
-# (as compose.yaml does). A worker that cannot create them refuses coding runs and says
+#     --no-healthcheck IMAGE steelframe worker
+# (as compose.yaml does; the HEALTHCHECK above asks serve's port, where a worker does not
+# listen). A worker that cannot create them refuses coding runs and says
 # why; STEELFRAME_CODING_SANDBOX=off runs them unisolated instead (not recommended).
 CMD ["steelframe", "serve", "--host", "0.0.0.0", "--port", "8080"]

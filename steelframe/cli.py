@@ -11,12 +11,16 @@ import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from bot import __version__
 from bot.config import Settings
 from bot.config_values import ConfigError
+
+if TYPE_CHECKING:  # the type only: --help and --version import no database driver
+    from sqlalchemy.engine import Engine
 
 T = TypeVar("T")
 
@@ -43,14 +47,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 
 def load_settings(**defaults: object) -> Settings:
-    """Settings for this process: embedded `defaults` < ./steelframe.toml < ./.env <
-    environment (a `.env` file never overrides a variable the environment sets)."""
-    toml = Path("steelframe.toml")
+    """Settings for this process: embedded `defaults` < ./steelframe.toml (or the file
+    STEELFRAME_CONFIG names) < ./.env < environment (a `.env` file never overrides a
+    variable the environment sets)."""
+    dotenv = read_dotenv(Path(".env"))
+    # STEELFRAME_CONFIG (from the environment, else .env) names the file to read instead,
+    # even when a ./steelframe.toml is also there.
+    named = os.environ.get("STEELFRAME_CONFIG", dotenv.get("STEELFRAME_CONFIG"))
+    toml = Path(named) if named else Path("steelframe.toml")
     return Settings.from_env(
         os.environ,
-        toml_path=toml if toml.exists() else None,
+        toml_path=toml if named or toml.exists() else None,
         defaults=defaults,
-        dotenv=read_dotenv(Path(".env")),
+        dotenv=dotenv,
     )
 
 
@@ -61,6 +70,17 @@ def read_dotenv(path: Path) -> dict[str, str]:
     from dotenv import dotenv_values  # only when there is a file: keeps start-up light
 
     return {name: value for name, value in dotenv_values(path).items() if value is not None}
+
+
+def require_data_dir(settings: Settings) -> None:
+    """Make the data folder and write in it, or raise the OSError now (cli.main says it in
+    one line): the memory index, worktrees and setup cache live there, and a service that
+    cannot write it answered ready while every memory write failed."""
+    import tempfile
+
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=settings.data_dir, prefix=".probe-"):
+        pass
 
 
 def with_database(fn: Callable[..., T], *args: Any) -> T:
@@ -76,12 +96,51 @@ def with_database(fn: Callable[..., T], *args: Any) -> T:
         database.dispose()
 
 
+@dataclass(frozen=True)
+class MigrationState:
+    """Where a database stands against the migrations this version knows (`db current`,
+    `doctor`, and the line a start-up becomes when a newer version migrated it)."""
+
+    applied: tuple[str, ...]
+    known: tuple[str, ...]  # oldest first
+
+    @property
+    def latest(self) -> str:
+        return self.known[-1]
+
+    @property
+    def unknown(self) -> tuple[str, ...]:
+        """Applied migrations this version has no script for: a newer version ran them."""
+        return tuple(revision for revision in self.applied if revision not in self.known)
+
+    @property
+    def up_to_date(self) -> bool:
+        return self.applied == (self.latest,)
+
+
+def migration_state(engine: Engine) -> MigrationState:
+    from bot import db as dbmod
+
+    known = tuple(revision for revision, _ in dbmod.migration_history())
+    return MigrationState(dbmod.current_revisions(engine), known)
+
+
+def unknown_migrations_problem(unknown: tuple[str, ...]) -> str:
+    """What to say of a database at migrations this version does not know, and what to do."""
+    return (
+        f"is at migration {', '.join(unknown)}, which this version does not know: a newer "
+        "Steelframe migrated it. Run that version (or restore a backup from before it); "
+        "`steelframe db history` lists the migrations this one knows"
+    )
+
+
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
     """Shows each option's default after its help, when it has a meaningful one."""
 
     def _get_help_string(self, action: argparse.Action) -> str:
         text = action.help or ""
-        shown = action.default not in (None, False, argparse.SUPPRESS, "")
+        # Not an empty list either: a repeatable option given no times.
+        shown = action.default not in (None, False, argparse.SUPPRESS, "", [])
         if shown and "%(default)" not in text and (action.option_strings or action.nargs == "?"):
             text += " (default: %(default)s)"
         return text
@@ -174,7 +233,47 @@ def _infrastructure_message(exc: Exception, args: argparse.Namespace) -> str | N
         message = explain_listen(exc, host, port)
         if message is not None:
             return message
-    return explain(exc, settings)
+    return (
+        explain(exc, settings)
+        or _data_dir_message(exc, settings)
+        or _unknown_migrations_message(exc, settings)
+    )
+
+
+def _data_dir_message(exc: Exception, settings: Settings | None) -> str | None:
+    """A folder or file of the data folder (or the folder itself) that could not be made."""
+    if settings is None or not isinstance(exc, OSError) or not exc.filename:
+        return None
+    failed, data_dir = Path(str(exc.filename)), settings.data_dir
+    if not (failed == data_dir or failed in data_dir.parents or data_dir in failed.parents):
+        return None
+    where = "" if failed == data_dir else f" ({failed})"
+    return (
+        f"cannot make the data folder {data_dir}{where}: {exc.strerror or exc}. Check "
+        "STEELFRAME_DATA_DIR: the service's user must be able to write there."
+    )
+
+
+def _unknown_migrations_message(exc: Exception, settings: Settings | None) -> str | None:
+    """A migration step that failed because a newer version migrated the database (alembic:
+    "Can't locate revision"), as one line; any other migration failure keeps its traceback."""
+    from alembic.util.exc import CommandError
+
+    from bot import db as dbmod
+
+    if settings is None or not isinstance(exc, CommandError):
+        return None
+    database = dbmod.Database.from_url(settings.database_url)
+    try:
+        unknown = migration_state(database.engine).unknown
+    except Exception:  # the database itself failing now: the original error stands
+        return None
+    finally:
+        database.dispose()
+    if not unknown:
+        return None
+    shown = settings.redacted()["STEELFRAME_DATABASE_URL"]
+    return f"the database at {shown} {unknown_migrations_problem(unknown)}."
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--webhook-url",
         help="where GitHub sends webhooks (default: WEBHOOK_PROXY_URL if set, else "
+        "STEELFRAME_PUBLIC_URL/api/github/webhooks if set, else "
         "http://localhost:PORT/api/github/webhooks)",
     )
     parser.add_argument(

@@ -11,6 +11,7 @@ import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -114,6 +115,33 @@ def test_every_command_and_option_has_help(command: str) -> None:
             assert action.help, f"{sub.prog} {action.dest} has no help"
 
 
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_no_option_says_its_default_twice(command: str) -> None:
+    # The formatter appends "(default: X)"; a help that already says its default read
+    # "note (default) (default: note)", and a repeatable option "(default: [])".
+    parser = build_parser([command])
+    [top] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for sub in _every_parser(top.choices[command]):
+        formatter = sub._get_formatter()
+        for action in sub._actions:
+            said = formatter._get_help_string(action) or ""  # type: ignore[attr-defined]
+            said = said.replace("%(default)s", str(action.default))
+            assert said.count("(default") <= 1, f"{sub.prog} {action.dest}: {said}"
+            assert "(default: [])" not in said, f"{sub.prog} {action.dest}: {said}"
+
+
+@pytest.mark.parametrize("command", ["worker", "reconcile"])
+def test_a_queue_option_is_held_to_the_queue_settings_rule(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # STEELFRAME_TASK_QUEUE refuses such a name; --queue, which overrides it, took it and
+    # listened on a queue nothing enqueues on.
+    with pytest.raises(SystemExit) as stopped:
+        main([command, "--queue", "bad name!*"])
+    assert stopped.value.code == 2
+    assert "--queue: 'bad name!*' is not valid: must be 1-100 letters" in capsys.readouterr().err
+
+
 def test_version_and_help_import_no_command_module() -> None:
     probe = (
         "import sys; from steelframe.cli import main\n"
@@ -147,6 +175,29 @@ def test_db_current_and_history_say_where_the_database_stands(
     assert sum(line.startswith("*") for line in history) == 1
 
 
+def test_a_database_a_newer_version_migrated_is_said_in_one_line(tmp_path: Path) -> None:
+    """Rolling the image back over a database its successor migrated: `db upgrade` and
+    serve once died with alembic's traceback, and `db current` called it "behind"."""
+    import sqlite3
+
+    env = _env(tmp_path)
+    run = [sys.executable, "-m", "steelframe.cli"]
+    options: dict[str, Any] = {"cwd": tmp_path, "env": env, "capture_output": True}
+    subprocess.run([*run, "db", "upgrade"], **options, check=True, timeout=120)
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = '0999_from_a_newer_one'")
+    upgrade = subprocess.run([*run, "db", "upgrade"], **options, text=True, timeout=120)
+    assert upgrade.returncode == 1 and "Traceback" not in upgrade.stderr, upgrade.stderr
+    [line] = upgrade.stderr.splitlines()
+    assert "is at migration 0999_from_a_newer_one, which this version does not know" in line
+    current = subprocess.run([*run, "db", "current"], **options, text=True, timeout=120)
+    assert current.returncode == 1 and "behind" not in current.stdout
+    assert "0999_from_a_newer_one (not a migration this version knows" in current.stdout
+    doctor = subprocess.run([*run, "doctor", "--offline"], **options, text=True, timeout=120)
+    [said] = [line for line in doctor.stdout.splitlines() if " database " in line]
+    assert said.startswith("FAIL") and "serve and dev migrate" not in said, said
+
+
 def test_dotenv_in_the_working_directory_configures_the_commands(tmp_path: Path) -> None:
     env = _env(tmp_path)
     del env["STEELFRAME_DATABASE_URL"]
@@ -170,6 +221,34 @@ def test_dotenv_in_the_working_directory_configures_the_commands(tmp_path: Path)
     assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["WARNING", "environment"]
     assert rows["WEBHOOK_SECRET"][1] == "Secret('**********')"
     assert "from the file" not in result.stdout
+
+
+def test_steelframe_config_names_the_toml_file_even_beside_a_steelframe_toml(
+    tmp_path: Path,
+) -> None:
+    # docs/configuration.md: STEELFRAME_CONFIG is read "instead of ./steelframe.toml"; a
+    # steelframe.toml left in the working directory must not win over the named file.
+    (tmp_path / "steelframe.toml").write_text('log_level = "WARNING"\n')
+    (tmp_path / "prod.toml").write_text('log_level = "DEBUG"\n')
+    env = _env(tmp_path) | {"STEELFRAME_CONFIG": str(tmp_path / "prod.toml")}
+    command = [sys.executable, "-m", "steelframe.cli", "config", "--list"]
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
+    assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["DEBUG", str(tmp_path / "prod.toml")]
+    # A named file that is missing stops start-up, though a steelframe.toml is there.
+    env["STEELFRAME_CONFIG"] = str(tmp_path / "missing.toml")
+    missing = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert missing.returncode == 2 and "missing.toml: cannot read" in missing.stderr
+    # Named in ./.env (which fills in for the environment), the same.
+    del env["STEELFRAME_CONFIG"]
+    (tmp_path / ".env").write_text(f"STEELFRAME_CONFIG={tmp_path / 'prod.toml'}\n")
+    result = subprocess.run(
+        command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=True
+    )
+    rows = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
+    assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["DEBUG", str(tmp_path / "prod.toml")]
 
 
 def test_make_run_takes_a_port() -> None:

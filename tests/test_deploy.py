@@ -53,6 +53,21 @@ def test_compose_runs_two_serve_instances_behind_a_proxy_and_two_workers() -> No
         assert services[name]["healthcheck"]["test"]
 
 
+def test_a_worker_started_from_the_image_turns_off_serves_healthcheck() -> None:
+    """The image's HEALTHCHECK asks :8080/readyz, where only `serve` listens: a worker
+    container that keeps it is marked unhealthy for ever (compose disables it; the
+    Dockerfile's `docker run` example must too)."""
+    for name in ("worker-1", "worker-2"):
+        assert _compose()["services"][name]["healthcheck"] == {"disable": True}
+    comments = " ".join(
+        line.lstrip("#").strip().rstrip("\\")
+        for line in (ROOT / "Dockerfile").read_text().splitlines()
+        if line.startswith("#")
+    )
+    runs = re.findall(r"docker run (.*?) IMAGE steelframe worker", comments)
+    assert runs and all("--no-healthcheck" in run.split() for run in runs), runs
+
+
 def _env_file(name: str) -> dict[str, str]:
     lines = (ROOT / "deploy" / name).read_text().splitlines()
     return dict(line.split("=", 1) for line in lines if line and not line.startswith("#"))
@@ -165,6 +180,16 @@ def test_the_env_example_names_only_settings_steelframe_knows() -> None:
     )  # an unknown STEELFRAME_* name would raise
 
 
+def test_the_env_example_says_how_the_registered_key_gets_into_the_containers() -> None:
+    """`github register` writes PRIVATE_KEY_PATH, a file on the operator's machine; the
+    example once said it "writes these three" beside PRIVATE_KEY=, so a copied path left
+    every container without its key (/readyz 503, "cannot read the key file")."""
+    text = (ROOT / "deploy/steelframe.env.example").read_text()
+    comment = text[: text.index("\nPRIVATE_KEY=")].rsplit("\n\n", 1)[-1]
+    assert "writes these three" not in comment
+    assert "PRIVATE_KEY_PATH" in comment and "base64 -w0" in comment
+
+
 def test_kubernetes_manifests_have_probes_and_the_workers_sandbox_allowance() -> None:
     documents = list(yaml.safe_load_all((ROOT / "deploy/kubernetes/steelframe.yaml").read_text()))
     by_name = {(d["kind"], d["metadata"]["name"]): d for d in documents}
@@ -177,6 +202,12 @@ def test_kubernetes_manifests_have_probes_and_the_workers_sandbox_allowance() ->
     assert ("Service", "steelframe") in by_name and ("Secret", "steelframe") in by_name
     secret = by_name[("Secret", "steelframe")]["stringData"]
     _assert_authenticated(secret["STEELFRAME_DATABASE_URL"], secret["STEELFRAME_REDIS_URL"])
+    # /metrics answers 401 without the bearer token, which the scrape annotations cannot
+    # carry: the manifest says so where it annotates, or the targets just show as down.
+    text = (ROOT / "deploy/kubernetes/steelframe.yaml").read_text()
+    serve_part = text[text.index("name: steelframe-serve") : text.index("containers:")]
+    said = " ".join(line.strip("# ") for line in serve_part.splitlines() if "#" in line)
+    assert "STEELFRAME_METRICS_TOKEN" in said and "authorization" in said, said
 
 
 def test_docker_compose_config_accepts_the_file(tmp_path: Path) -> None:

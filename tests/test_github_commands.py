@@ -132,8 +132,12 @@ async def test_github_check_authenticates_against_the_sandbox(
     assert await asyncio.to_thread(main, ["github", "check", "--repo", SANDBOX_REPO]) == 0
     out = capsys.readouterr().out
     assert "steelframe-sandbox[bot]" in out and "installation token: ok" in out
+    # A repository the App is not installed on: said so, with where to install it (GitHub
+    # answers a bare 404 "Not Found", which read as if the App itself were missing).
     assert await asyncio.to_thread(main, ["github", "check", "--repo", "nobody/here"]) == 1
-    assert "GitHub said: Not Found" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the App steelframe-sandbox is not installed on nobody/here" in err
+    assert f"{github_sandbox.url}/apps/steelframe-sandbox/installations/new" in err
 
 
 def test_github_check_without_an_app_says_so(

@@ -212,6 +212,29 @@ def test_the_manifest_points_webhooks_at_the_public_url_when_one_is_set() -> Non
     assert Registration(local, manifest, args).webhook_url() == (
         "http://localhost:9000/api/github/webhooks"
     )
+    # `--help` names the same order of sources the code follows.
+    [option] = [
+        action
+        for sub in _parsers(build_parser(argv))
+        for action in sub._actions
+        if "--webhook-url" in action.option_strings
+    ]
+    said = " ".join((option.help or "").split())
+    assert (
+        said.index("WEBHOOK_PROXY_URL")
+        < said.index("STEELFRAME_PUBLIC_URL")
+        < said.index("localhost")
+    ), said
+
+
+def _parsers(parser: Any) -> list[Any]:
+    """`parser` and every subcommand's parser under it."""
+    found = [parser]
+    for action in parser._actions:
+        for child in (getattr(action, "choices", None) or {}).values():
+            if hasattr(child, "_actions"):
+                found.extend(_parsers(child))
+    return found
 
 
 async def test_the_key_lands_outside_the_checkout_and_git_ignores_the_env_file(

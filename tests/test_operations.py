@@ -175,6 +175,62 @@ def test_json_logs_parse_line_by_line_with_request_ids(tmp_path: Path, access_lo
     assert bool(access) == bool(access_log)  # off unless asked for
 
 
+def _json_lines(text: str) -> list[dict[str, Any]]:
+    """Every line of a process's output as a JSON object (what a log pipeline, or
+    `jq .`, needs of STEELFRAME_LOG_FORMAT=json); a line that is not one fails, naming it."""
+    lines = []
+    for line in text.splitlines():
+        try:
+            lines.append(json.loads(line))
+        except ValueError:
+            raise AssertionError(f"not a JSON log line: {line!r}") from None
+    return lines
+
+
+@pytest.mark.slow
+def test_a_worker_with_json_logs_writes_only_json_lines(tmp_path: Path, redis_url: str) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith(("STEELFRAME_", "LOG_"))}
+    environ["STEELFRAME_DATABASE_URL"] = f"sqlite:///{tmp_path / 'ops.db'}"
+    environ["STEELFRAME_DATA_DIR"] = str(tmp_path / "var")
+    environ |= {"STEELFRAME_REDIS_URL": redis_url, "STEELFRAME_LOG_FORMAT": "json"}
+    environ["STEELFRAME_TASK_QUEUE"] = f"json-logs-{os.getpid()}"
+    run = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "worker", "--burst"],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    said = _json_lines(run.stdout) + _json_lines(run.stderr)
+    messages = [line["message"] for line in said]
+    # The start-up narration and its warnings are records too, at their level.
+    assert any("reconciling before work" in message for message in messages)
+    assert any("listening on" in message for message in messages)
+    warned = [line for line in said if "no coding agent configured" in line["message"]]
+    assert warned and warned[0]["level"] == "warning"
+
+
+@pytest.mark.slow
+def test_serve_with_json_logs_says_what_is_not_ready_as_a_json_line(
+    tmp_path: Path, github_sandbox: GitHubSandbox
+) -> None:
+    key = tmp_path / "app.pem"
+    key.write_text(github_sandbox.private_key)
+    app = {"APP_ID": "7", "PRIVATE_KEY_PATH": str(key), "GITHUB_API_URL": github_sandbox.url}
+    process = _serve(tmp_path, LOG_FORMAT="json", **app)
+    try:
+        _url(process)
+    finally:
+        stderr = _stop(process)
+    [warning] = [line for line in _json_lines(stderr) if "not ready" in line["message"]]
+    assert warning["level"] == "warning"
+    assert warning["message"] == (
+        "not ready: WEBHOOK_SECRET missing: every webhook delivery is refused (503)"
+    )
+
+
 @pytest.fixture
 def own_redis(tmp_path: Path) -> Iterator[str]:
     embedded = start_embedded_redis(tmp_path / "redis")

@@ -117,6 +117,37 @@ def test_doctor_is_happy_on_a_dev_shell_and_warns_about_tracked_secrets(tmp_path
     assert secrets.startswith("warn") and "git tracks .env" in secrets
 
 
+def test_doctor_says_why_the_database_refused_and_never_its_password(
+    tmp_path: Path, postgres_server: str
+) -> None:
+    """A server that answers but refuses (no such database) is not "unreachable": the line
+    gives the server's reason, as `serve` does, with the password masked."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(postgres_server).set(password="hunter2-secret", database="no_such_db_qa")
+    run = _doctor(tmp_path, STEELFRAME_DATABASE_URL=url.render_as_string(hide_password=False))
+    [line] = [line for line in run.stdout.splitlines() if " database " in line]
+    assert line.startswith("FAIL") and run.returncode == 1
+    assert 'database "no_such_db_qa" does not exist' in line, line
+    assert "STEELFRAME_DATABASE_URL" in line and "hunter2-secret" not in run.stdout + run.stderr
+
+
+def test_doctor_fails_a_redis_that_serve_and_worker_would_refuse(tmp_path: Path) -> None:
+    """An unauthenticated Redis off loopback stops serve and worker at start (bot/
+    redis_auth.py): doctor must not call that configuration ok, whether or not it answers."""
+    run = _doctor(tmp_path, STEELFRAME_REDIS_URL="redis://redis.invalid:6379/0")
+    [line] = [line for line in run.stdout.splitlines() if " redis " in line]
+    assert line.startswith("FAIL") and run.returncode == 1
+    assert "Redis at redis.invalid has no password" in line, line
+    allowed = _doctor(
+        tmp_path,
+        STEELFRAME_REDIS_URL="redis://redis.invalid:6379/0",
+        STEELFRAME_REDIS_ALLOW_UNAUTHENTICATED="1",
+    )
+    [line] = [line for line in allowed.stdout.splitlines() if " redis " in line]
+    assert "no password" not in line  # allowed: only whether it answers is left
+
+
 @pytest.mark.slow
 async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
     github_sandbox: GitHubSandbox, tmp_path: Path, github_app_keys: tuple[str, str]
@@ -140,6 +171,14 @@ async def test_doctor_tries_the_app_against_github_and_fails_a_broken_one(
     assert run.returncode == 1
     [line] = [line for line in run.stdout.splitlines() if " github_app " in line]
     assert line.startswith("FAIL") and github_sandbox.url in line
+    # A file with the PEM markers around no key: a FAIL line naming it, and the rest of
+    # the report still printed (doctor once stopped there, exit 2, on the signer's error).
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    run = await asyncio.to_thread(_doctor, tmp_path, **app)
+    [line] = [line for line in run.stdout.splitlines() if " github_app " in line]
+    assert line.startswith("FAIL") and "not a PEM-encoded private key" in line, run.stdout
+    assert run.returncode == 1 and run.stdout.splitlines()[-1].startswith("FAIL")
+    assert any(" webhook_secret " in line for line in run.stdout.splitlines())
     # The App's id with no key at all: the setting is named, GitHub is not asked.
     run = await asyncio.to_thread(_doctor, tmp_path, APP_ID="5", GITHUB_API_URL=github_sandbox.url)
     assert run.returncode == 1 and "no private key: set PRIVATE_KEY_PATH" in run.stdout

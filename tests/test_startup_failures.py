@@ -167,6 +167,27 @@ def test_a_redis_url_at_a_web_server_is_one_line_naming_the_setting(tmp_path: Pa
     _one_line_naming(result, "does not speak Redis", "STEELFRAME_REDIS_URL")
 
 
+@pytest.mark.parametrize(
+    "command", [("serve", "--port", "0"), ("worker", "--burst"), ("memory", "add", "a note")]
+)
+def test_a_data_folder_that_cannot_be_made_is_one_line_naming_the_setting(
+    tmp_path: Path, redis_url: str, command: tuple[str, ...]
+) -> None:
+    """With the database elsewhere (PostgreSQL in a deployment), serve once said ready
+    with a data folder it could not make (the memory index, worktrees and setup cache live
+    there), and `memory add` died with a traceback."""
+    (tmp_path / "a-file").write_text("where a folder should be\n")
+    data_dir = tmp_path / "a-file" / "data"
+    result = _run(
+        tmp_path,
+        *command,
+        STEELFRAME_DATA_DIR=str(data_dir),
+        STEELFRAME_DATABASE_URL=f"sqlite:///{tmp_path / 'elsewhere.db'}",
+        STEELFRAME_REDIS_URL=redis_url,
+    )
+    _one_line_naming(result, f"cannot make the data folder {data_dir}", "STEELFRAME_DATA_DIR")
+
+
 def test_a_busy_port_is_one_line_naming_the_option(tmp_path: Path) -> None:
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

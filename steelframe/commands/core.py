@@ -16,8 +16,9 @@ from bot.errors import SteelframeError
 from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
-from steelframe.cli import load_settings, with_database
+from steelframe.cli import load_settings, migration_state, require_data_dir, with_database
 from steelframe.commands.memory import upgrade_memory_index
+from steelframe.commands.narration import Narrator
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
@@ -97,7 +98,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings = load_settings()
     require_authenticated_redis(settings)  # before anything is opened (create_app checks again)
     configure_logging(settings)
-    warn_unready(serving_checks(settings))
+    narrator = Narrator.for_command(settings, logger="steelframe.serve", prefix="steelframe")
+    warn_unready(serving_checks(settings), narrator)
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     if args.processes < 1:
@@ -110,6 +112,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     if not args.reuse_port:
         claim_port(host, port)  # a taken port fails now, not after the start-up work
+    require_data_dir(settings)
     # Imported once the port is known free: the app pulls in every shell and the memory
     # analysis (seconds on a busy machine), which a taken port need not wait for.
     from steelframe.server import create_app
@@ -125,7 +128,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             print("steelframe: WEBHOOK_PROXY_URL needs a fixed port (PORT)", file=sys.stderr)
             return 2
         app.cleanup_ctx.append(relay_context(settings, host, port))
-        print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
+        narrator.say(f"webhooks: through the relay {settings.webhook_proxy_url}")
     with asyncio.Runner(loop_factory=factory) as runner:
         runner.run(
             serve_until_stopped(
@@ -151,11 +154,11 @@ def claim_port(host: str, port: int) -> None:
             pass
 
 
-def warn_unready(checks: list[Check]) -> None:
-    """One start-up line per missing setting, the reason /readyz gives (it answers 503)."""
+def warn_unready(checks: list[Check], narrator: Narrator) -> None:
+    """One start-up warning per missing setting, the reason /readyz gives (it answers 503)."""
     for check in checks:
         if not check.ok:
-            print(f"steelframe: warning: not ready: {check.detail}", file=sys.stderr, flush=True)
+            narrator.warn(f"not ready: {check.detail}")
 
 
 def cmd_db_upgrade(args: argparse.Namespace) -> int:
@@ -171,15 +174,20 @@ def cmd_db_upgrade(args: argparse.Namespace) -> int:
 def cmd_db_current(args: argparse.Namespace) -> int:
     database = dbmod.Database.from_url(load_settings().database_url)
     try:
-        applied = dbmod.current_revisions(database.engine)
+        state = migration_state(database.engine)
     finally:
         database.dispose()
-    latest = dbmod.migration_history()[-1][0]
-    if not applied:
+    applied, latest = ", ".join(state.applied), state.latest
+    if not state.applied:
         print(f"no migration applied yet; run `steelframe db upgrade` (latest: {latest})")
         return 1
-    state = "up to date" if applied == (latest,) else f"behind; latest is {latest}"
-    print(f"{', '.join(applied)} ({state})")
+    if state.unknown:  # not "behind": upgrading cannot reach a migration it has no script for
+        print(
+            f"{applied} (not a migration this version knows: a newer Steelframe migrated "
+            f"this database; this version knows up to {latest})"
+        )
+        return 1
+    print(f"{applied} ({'up to date' if state.up_to_date else f'behind; latest is {latest}'})")
     return 0
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from bot.config import Settings
 from bot.config_values import ConfigError
 from bot.lifecycle.agents.installed import configured_problem, find_all
+from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import (
     Check,
     coding_runtime_check,
@@ -26,7 +27,7 @@ from bot.serving_checks import (
     sandbox_checks,
     webhook_secret_check,
 )
-from steelframe.cli import load_settings
+from steelframe.cli import load_settings, migration_state, unknown_migrations_problem
 from steelframe.secrets_in_git import tracked_secrets
 
 GITHUB_SECONDS = 10.0
@@ -86,14 +87,18 @@ def _database_checks(settings: Settings) -> list[Check]:
     except Exception as exc:  # a folder that cannot be made, a driver missing...
         return [Check("database", False, f"{shown}: {exc}")]
     try:
-        if not dbmod.ping(database.engine):
-            return [Check("database", False, f"{shown}: unreachable (STEELFRAME_DATABASE_URL)")]
-        applied = dbmod.current_revisions(database.engine)
+        state = migration_state(database.engine)
+    except Exception as exc:  # refused, unreachable, no such database, bad password...
+        # The server's own reason (the driver's first line: never the password), as serve
+        # gives it: "unreachable" alone sent people to check a server that had answered.
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines() or [repr(exc)]
+        return [Check("database", False, f"{shown}: {reason[0]} (STEELFRAME_DATABASE_URL)")]
     finally:
         database.dispose()
-    latest = dbmod.migration_history()[-1][0]
-    if applied != (latest,):
-        where = "no migration applied" if not applied else f"at {', '.join(applied)}"
+    if state.unknown:  # serve, worker and `db upgrade` stop at start on it
+        return [Check("database", False, f"{shown} {unknown_migrations_problem(state.unknown)}")]
+    if not state.up_to_date:
+        where = f"at {', '.join(state.applied)}" if state.applied else "no migration applied"
         note = f"{shown}: {where}; serve and dev migrate on start (or `steelframe db upgrade`)"
         return [Check("database", True, note, note=True)]
     return [Check("database", True, f"{shown} (migrations up to date)")]
@@ -103,6 +108,10 @@ def _redis_checks(settings: Settings) -> list[Check]:
     if not settings.redis_url:
         detail = "not configured: `steelframe dev` starts its own; serve and workers need one"
         return [Check("redis", True, detail, note=True)]
+    try:
+        require_authenticated_redis(settings)
+    except ConfigError as exc:  # serve and worker stop at start with this very line
+        return [Check("redis", False, str(exc))]
     import redis
 
     client = redis.Redis.from_url(settings.redis_url, socket_timeout=5, socket_connect_timeout=5)
@@ -139,6 +148,8 @@ def _github_checks(settings: Settings) -> list[Check]:
 
     try:
         return [Check("github_app", True, asyncio.run(identify()))]
+    except ConfigError as exc:  # a key the signer cannot load (PEM markers around no key)
+        return [Check("github_app", False, str(exc))]
     except GitHubUnavailable as exc:
         return [Check("github_app", False, f"no answer from {settings.github_api_url}: {exc}")]
     except SteelframeError as exc:

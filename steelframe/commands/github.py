@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
 
 def cmd_github_check(args: argparse.Namespace) -> int:
     from bot.github.client import GitHubClient
-    from bot.github.errors import GitHubUnavailable
+    from bot.github.errors import GitHubNotFound, GitHubUnavailable
     from bot.github.retry import RetryPolicy
 
     settings = load_settings()
@@ -86,7 +86,14 @@ def cmd_github_check(args: argparse.Namespace) -> int:
             print(f"checking the App at {settings.github_api_url} ...", flush=True)
             identity = await client.identity()
             print(f"app: {identity.slug} (id {identity.id}) · bot user {identity.bot_login}")
-            installation = await client.installation_id(repo)
+            try:
+                installation = await client.installation_id(repo)
+            except GitHubNotFound as exc:
+                # GitHub's 404 says only "Not Found": name what is missing and the fix.
+                raise NotInstalled(
+                    f"the App {identity.slug} is not installed on {repo} (or cannot see it): "
+                    f"install it at {identity.html_url}/installations/new, then check again"
+                ) from exc
             print(f"installed on {repo}: installation {installation}")
             await client.installation_token(repo)
             print("installation token: ok")
@@ -102,10 +109,17 @@ def cmd_github_check(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    except NotInstalled as exc:
+        print(f"steelframe: {exc}", file=sys.stderr)
+        return 1
     except SteelframeError as exc:
         print(f"steelframe: GitHub said: {exc.message}", file=sys.stderr)
         return 1
     return 0
+
+
+class NotInstalled(Exception):
+    """`github check`'s repository has no installation of the App."""
 
 
 def cmd_webhooks_list(args: argparse.Namespace) -> int:

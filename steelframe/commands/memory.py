@@ -28,8 +28,7 @@ def register(subparsers: Any) -> None:
     add.add_argument(
         "--source",
         default="note",
-        help="chat_summary, worker_session, issue, "
-        "pull_request, comment, committed_memory or note (default)",
+        help="chat_summary, worker_session, issue, pull_request, comment, committed_memory or note",
     )
     add.add_argument("--repo", help="owner/name (default: the default agent's repository)")
     add.add_argument("--issue", type=int, help="the issue or pull request number it is about")

@@ -11,10 +11,12 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from bot import db as dbmod
 from bot.config import Settings
+from bot.config_values import parse_queue_name
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
@@ -27,7 +29,8 @@ from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import coding_runtime_check, github_app_check
-from steelframe.cli import load_settings
+from steelframe.cli import load_settings, require_data_dir
+from steelframe.commands.narration import Narrator
 from steelframe.composition import build_worker_context
 from steelframe.logs import configure_logging
 
@@ -37,7 +40,7 @@ log = logging.getLogger("steelframe.worker")
 def register(subparsers: Any) -> None:
     worker = subparsers.add_parser("worker")
     worker.add_argument(
-        "--queue", default=None, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
+        "--queue", type=_queue_name, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
     )
     worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
     worker.add_argument(
@@ -47,43 +50,58 @@ def register(subparsers: Any) -> None:
     )
     worker.set_defaults(handler=cmd_worker)
     rec = subparsers.add_parser("reconcile")
-    rec.add_argument("--queue", default=None, help="queue name (default: STEELFRAME_TASK_QUEUE's)")
+    rec.add_argument(
+        "--queue", type=_queue_name, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
+    )
     rec.set_defaults(handler=cmd_reconcile)
 
 
-def _context(queue: str | None) -> LifecycleContext | None:
-    """The lifecycle's context for a command (logging set up, migrations applied), or None
-    after saying that the lifecycle needs Redis."""
+def _queue_name(value: str) -> str:
+    """`--queue` overrides STEELFRAME_TASK_QUEUE, so it is held to the same rule."""
+    try:
+        return parse_queue_name(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{value!r} is not valid: {exc}") from exc
+
+
+def _context(queue: str | None) -> tuple[LifecycleContext, Narrator] | None:
+    """The lifecycle's context for a command (logging set up, migrations applied) and what
+    says its progress, or None after saying that the lifecycle needs Redis."""
     settings = load_settings()
     require_authenticated_redis(settings)  # a refusal first, before any warning or work
     configure_logging(settings)
-    _warn_about_coding(settings)
+    narrator = Narrator.for_command(
+        settings, logger="steelframe.worker", prefix="steelframe worker"
+    )
+    _warn_about_coding(settings, narrator)
     if not settings.redis_url:
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
+    require_data_dir(settings)  # worktrees and the setup cache: unwritable, one line, no work
     ctx = build_worker_context(settings, environ=os.environ, queue_name=queue)
     ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
-    print("steelframe: applying migrations ...", flush=True)
+    narrator.say("steelframe: applying migrations ...")
     dbmod.upgrade(ctx.db.engine)
-    return ctx
+    return ctx, narrator
 
 
-def _warn_about_coding(settings: Settings) -> None:
+def _warn_about_coding(settings: Settings, narrator: Narrator) -> None:
     """A worker without the App or a coding agent takes tasks it cannot finish: say so."""
     for check in (github_app_check(settings), coding_runtime_check(settings)):
         if not check.ok or check.note:
-            print(f"steelframe worker: warning: {check.detail}", file=sys.stderr, flush=True)
+            narrator.warn(check.detail)
 
 
-def _say_reconciling(line: str) -> None:
-    print(f"reconcile: {line}", flush=True)
+def _reconciling(narrator: Narrator) -> Callable[[str], None]:
+    return lambda line: narrator.say(f"reconcile: {line}")
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    ctx = _context(args.queue)
-    if ctx is None:
+    started = _context(args.queue)
+    if started is None:
         return 2
-    report = reconcile_if_leader(ctx, say=_say_reconciling)
+    ctx, narrator = started
+    report = reconcile_if_leader(ctx, say=_reconciling(narrator))
     if report is None:
         print("steelframe: another process is reconciling now; try again shortly", file=sys.stderr)
         return 1
@@ -103,26 +121,27 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
-    ctx = _context(args.queue)
-    if ctx is None:
+    started = _context(args.queue)
+    if started is None:
         return 2
-    print("steelframe worker: reconciling before work ...", flush=True)
-    report = reconcile_if_leader(ctx, say=_say_reconciling)
+    ctx, narrator = started
+    say_reconciling = _reconciling(narrator)
+    narrator.say("steelframe worker: reconciling before work ...")
+    report = reconcile_if_leader(ctx, say=say_reconciling)
     if report is None and not stop_request.requested:
         # Another worker's pass, or the lease of one that died during its pass: wait for
         # either to end, since this pass recovers what a crashed worker was running.
-        print(
-            "reconcile: another worker is reconciling; waiting for its pass"
-            f" (at most {RECONCILER_LEASE_SECONDS:.0f} s) ...",
-            flush=True,
+        say_reconciling(
+            "another worker is reconciling; waiting for its pass"
+            f" (at most {RECONCILER_LEASE_SECONDS:.0f} s) ..."
         )
-        report = reconcile_as_leader(ctx, say=_say_reconciling, pause=stop_request.wait)
+        report = reconcile_as_leader(ctx, say=say_reconciling, pause=stop_request.wait)
     if report is None and not stop_request.requested:
-        print("reconcile: the lease stayed taken; skipped", flush=True)
+        say_reconciling("the lease stayed taken; skipped")
     for line in report.lines() if report is not None else []:
-        _say_reconciling(line)
+        say_reconciling(line)
     if stop_request.requested:
-        print(f"steelframe worker: {stop_request.signal_name} while starting; stopped", flush=True)
+        narrator.say(f"steelframe worker: {stop_request.signal_name} while starting; stopped")
         ctx.db.dispose()
         return 0
     queue = rq_queue(ctx.queue_name, ctx.redis)
@@ -133,7 +152,7 @@ def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
         threading.Thread(
             target=reconcile_until, args=(ctx, stop), name="reconciler", daemon=True
         ).start()
-    print(f"steelframe worker: {worker.name} listening on {ctx.queue_name}", flush=True)
+    narrator.say(f"steelframe worker: {worker.name} listening on {ctx.queue_name}")
     try:
         worker.work(
             burst=args.burst,
