@@ -39,6 +39,7 @@ from bot.config_values import (
     parse_protocol,
     parse_public_url,
     parse_queue_name,
+    parse_redis_url,
     parse_repo,
     parse_runtime,
     parse_secret,
@@ -83,7 +84,7 @@ class Settings(ModelSettings, CodingSettings):
         DEFAULT_DATABASE_URL,
     )
     redis_url: str | None = setting(
-        "STEELFRAME_REDIS_URL", parse_str, "Redis URL for RQ and stop signals"
+        "STEELFRAME_REDIS_URL", parse_redis_url, "Redis URL for RQ and stop signals"
     )
     repo: str = setting(
         "STEELFRAME_REPO",

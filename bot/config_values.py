@@ -325,6 +325,18 @@ def parse_paths(value: str) -> tuple[Path, ...]:
 _POSTGRES_ALIASES = {"postgres", "postgresql+psycopg2", "postgres+psycopg"}
 
 
+def parse_redis_url(value: str) -> str:
+    """A Redis URL redis-py can open (redis://, rediss:// or unix://): another scheme ended in
+    redis-py's ValueError traceback at the first connection, not this variable's name."""
+    scheme, separator, rest = value.strip().partition("://")
+    if not separator or scheme not in ("redis", "rediss", "unix") or not rest:
+        raise ValueError(
+            "is not a Redis URL (expected redis://[:password@]host:6379/0, rediss://... "
+            "or unix:///path/to/redis.sock)"
+        )
+    return value.strip()
+
+
 def parse_database_url(value: str) -> str:
     """A database URL for SQLite or PostgreSQL; `postgres://` means psycopg 3, and a
     relative SQLite path is made absolute (a coding run or worker may change directory).

@@ -32,6 +32,9 @@ def test_defaults_and_overrides() -> None:
         ({"STEELFRAME_AGENTS": '{"x": {"repo": "bad"}}'}, "STEELFRAME_AGENTS"),
         ({"STEELFRAME_HEARTBEAT_SECONDS": "0"}, "STEELFRAME_HEARTBEAT_SECONDS"),
         ({"STEELFRAME_TURN_TIMEOUT_SECONDS": "inf"}, "STEELFRAME_TURN_TIMEOUT_SECONDS"),
+        # redis-py's own ValueError traceback at the first connection, before.
+        ({"STEELFRAME_REDIS_URL": "http://127.0.0.1:6379/7"}, "STEELFRAME_REDIS_URL"),
+        ({"STEELFRAME_REDIS_URL": "127.0.0.1:6379"}, "STEELFRAME_REDIS_URL"),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], name: str) -> None:
