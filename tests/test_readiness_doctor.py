@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from bot.config_values import Secret, UidRange
-from bot.serving_checks import SANDBOX_CHECKS, Check, sandbox_checks
+from bot.serving_checks import SANDBOX_CHECKS, Check, github_app_check, sandbox_checks
 from tests.conftest import GitHubSandbox, make_settings
 from tests.fakes.sandbox import require_bwrap, require_root
 from tests.fakes.serve_process import child_env, serve
@@ -259,3 +259,14 @@ def test_a_worker_that_is_not_root_says_the_uid_range_does_not_apply(
         "each run is the worker's uid in a user namespace of its own (the worker is not root: "
         "STEELFRAME_SANDBOX_UID_RANGE does not apply)"
     )
+
+
+def test_text_between_pem_markers_that_is_no_key_is_not_ready(tmp_path: Path) -> None:
+    """doctor and /readyz passed any text between PEM markers; serve refused it at start."""
+    junk = "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n"
+    inline = _settings(tmp_path / "inline", app_id=7, private_key=Secret(junk))
+    check = github_app_check(inline)
+    assert check.ok is False and check.detail == "PRIVATE_KEY: not a PEM-encoded private key"
+    (tmp_path / "key.pem").write_text(junk)
+    in_file = _settings(tmp_path / "file", app_id=7, private_key_path=tmp_path / "key.pem")
+    assert github_app_check(in_file).detail.startswith("PRIVATE_KEY_PATH: ")
