@@ -101,7 +101,7 @@ async def rate_limit_headers(request: web.Request, handler: Handler) -> web.Stre
     key = rate_key(sandbox.world, request.headers.get("Authorization", ""))
     if request.path != "/rate_limit":  # asking for the budget does not spend it
         counts[key] = counts.get(key, 0) + 1
-    for name, value in budget(sandbox.clock(), counts[key]).items():
+    for name, value in budget(sandbox.clock(), counts.get(key, 0)).items():
         response.headers.setdefault(f"x-ratelimit-{name}", str(value))
     response.headers.setdefault("x-ratelimit-resource", "core")
     response.headers["x-github-request-id"] = uuid.uuid4().hex[:20].upper()

@@ -201,3 +201,13 @@ async def test_the_control_api_needs_the_start_secret_and_refuses_browsers(
         github_sandbox, "POST", "/_sandbox/users", json={"login": "ada"}
     )
     assert status == 201 and user["token"]
+
+
+async def test_the_rate_limit_is_answered_to_anyone_as_githubs_is(
+    github_sandbox: GitHubSandbox,
+) -> None:
+    """`GET /rate_limit` without credentials answered 500 (a budget never counted); GitHub
+    answers 200 with the anonymous budget, and asking spends none of it."""
+    status, headers, answer = await request(github_sandbox, "GET", "/rate_limit")
+    assert status == 200, answer
+    assert headers["x-ratelimit-used"] == "0" and "rate" in answer
