@@ -30,9 +30,12 @@ run: $(RUNTIME_STAMP)
 	$(BIN)/steelframe dev $(if $(PORT),--port $(PORT))
 
 # The clients and checks `make run` mentions, runnable as printed.
-# `make tui URL=... TOKEN=...` (or STEELFRAME_URL / STEELFRAME_TOKEN in the environment).
+# `STEELFRAME_TOKEN=... make tui URL=...` (or STEELFRAME_URL in the environment too). The
+# token reaches the client through its environment, never its command line, which any user
+# of the machine can read in `ps` for as long as the TUI runs; TOKEN=... still works.
+tui: export STEELFRAME_TOKEN := $(or $(TOKEN),$(STEELFRAME_TOKEN))
 tui: $(RUNTIME_STAMP)
-	$(BIN)/steelframe tui $(if $(URL),--url $(URL)) $(if $(TOKEN),--token $(TOKEN))
+	$(BIN)/steelframe tui $(if $(URL),--url $(URL))
 
 doctor: $(RUNTIME_STAMP)
 	$(BIN)/steelframe doctor
