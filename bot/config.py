@@ -426,7 +426,7 @@ def _parse(spec: SettingSpec, raw: str) -> Any:
     except (ValueError, TypeError) as exc:
         if spec.parse is parse_secret:
             shown = "(secret)"
-        elif spec.parse is parse_database_url:
+        elif spec.parse in (parse_database_url, parse_redis_url):
             shown = repr(mask_url_password(raw))
         else:
             shown = repr(raw)

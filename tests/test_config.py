@@ -202,3 +202,9 @@ def test_the_task_queue_has_a_default_and_a_deployment_names_its_own() -> None:
     assert Settings.from_env({}).task_queue == "steelframe-lifecycle"
     named = Settings.from_env({"STEELFRAME_TASK_QUEUE": " staging:lifecycle "})
     assert named.task_queue == "staging:lifecycle"
+
+
+def test_a_bad_redis_url_is_named_without_its_password() -> None:
+    with pytest.raises(ConfigError, match="STEELFRAME_REDIS_URL") as refused:
+        Settings.from_env({"STEELFRAME_REDIS_URL": "http://:hunter2@127.0.0.1:6379/7"})
+    assert "hunter2" not in str(refused.value)

@@ -176,6 +176,7 @@ def test_the_env_example_names_only_settings_steelframe_knows() -> None:
             "STEELFRAME_DATABASE_URL": _env_file("steelframe.env.example")[
                 "STEELFRAME_DATABASE_URL"
             ],
+            "STEELFRAME_REDIS_URL": _env_file("steelframe.env.example")["STEELFRAME_REDIS_URL"],
         }
     )  # an unknown STEELFRAME_* name would raise
 
