@@ -228,6 +228,31 @@ async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> No
         assert again.chat.state.session_id == first_id
 
 
+async def test_enter_on_a_session_leaves_the_keys_to_the_composer(api: ApiClient) -> None:
+    """The keys stayed with the session list after `enter` reopened a chat: what the
+    operator typed next ran the list's keys (`d` asked to delete the chat, a `y` in the
+    same word would answer it) instead of being their message to the reopened chat."""
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "first topic")
+        first_id = app.chat.state.session_id
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.chat.state.session_id != first_id, "a new chat")
+        await send(pilot, app, "second topic")
+        await until(
+            pilot, lambda: session_titles(app) == ["second topic", "first topic"], "both sessions"
+        )
+        app.chat.sessions.focus()
+        app.chat.sessions.index = 1  # the first topic
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.state.session_id == first_id, "the first session")
+        assert app.chat.composer.has_focus
+        await pilot.press("d", "a", "y")
+        assert app.chat.composer.value == "day"
+        assert not isinstance(app.screen, ConfirmScreen)
+
+
 async def test_discuss_from_the_session_list_opens_an_empty_focused_chat(api: ApiClient) -> None:
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
