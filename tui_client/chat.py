@@ -26,7 +26,7 @@ from tui_client.chat_sessions import SessionListing
 from tui_client.chat_state import ChatState, status_line
 from tui_client.chat_switch import ChatSwitch
 from tui_client.chat_turn import TurnStream
-from tui_client.chat_widgets import Composer, SessionItem, SessionList
+from tui_client.chat_widgets import Composer, SessionItem, SessionList, as_sent
 from tui_client.failures import TRANSPORT_ERRORS, UNANSWERED, Unanswered, describe, offline_reason
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import AssistantMessage, Notice
@@ -197,7 +197,7 @@ class ChatPanel(Widget):
 
     @on(Input.Submitted, "#composer")
     async def _composer_submitted(self, event: Input.Submitted) -> None:
-        await self.turn.submit(event.value)
+        await self.turn.submit(as_sent(event.value))
 
     @on(ListView.Selected, "#sessions")
     def _session_selected(self, event: ListView.Selected) -> None:

@@ -90,9 +90,7 @@ class TurnStream(ChatPart):
         back in the composer, ahead of anything typed since, with the focus change it was to
         carry unless another was chosen meanwhile. Enter sends it again (the web GUI puts
         an unsent message back in its input too)."""
-        composer = self.composer
-        composer.value = f"{text} {composer.value}".rstrip()
-        composer.cursor_position = len(composer.value)
+        self.composer.put_back(text)
         if self.state.focus_change is KEEP:
             self.state.focus_change = focus
 
