@@ -323,6 +323,25 @@ async def test_file_intent_without_github_offers_y_to_file(api: ApiClient) -> No
         assert status(app) == 'Chat · Proposal "flaky CI retries" · press y to file'
 
 
+async def test_the_chat_is_called_by_its_subject_as_in_the_session_list(api: ApiClient) -> None:
+    """The session list names a filing chat by its subject (the service's label, "Flaky
+    login test"); the header over the transcript and the status line named the same chat by
+    the operator's request ("file an issue for the flaky login test"), as if another one."""
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "file an issue for the flaky login test")
+        await until(pilot, lambda: session_titles(app) == ["Flaky login test"], "the list")
+        header = app.chat.query_one("#chat-header")
+        await until(
+            pilot,
+            lambda: str(header.render()) == "Flaky login test",
+            lambda: str(header.render()),
+        )
+        app.chat.composer.value = "and also"  # the proposal's status gives way to the title
+        assert status(app) == "Chat · Flaky login test"
+
+
 async def test_delete_asks_first_and_no_keeps_the_chat(api: ApiClient) -> None:
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:

@@ -71,7 +71,7 @@ class ChatState:
         if session.id != self.session_id:
             self.edited_from = None  # another chat: an edit was of the draft left behind
         self.session_id = session.id
-        self.title = session.title
+        self.title = session.label or session.title  # as the session list calls it
         self.focus = session.focus
         decision = session.decision
         self.adopt_decision(
