@@ -178,6 +178,26 @@ async def test_stop_key_aborts_the_turn_and_the_next_message_starts_fresh(
         assert again.reply.source == "The long answer."
 
 
+async def test_ctrl_f_during_a_turn_says_why_it_waits(api_factory: Any, tmp_path: Path) -> None:
+    """ctrl+f (shown in the footer all along) did nothing at all while a turn ran: no
+    prompt, no word. It is refused as ctrl+n is then, with the note saying esc stops it."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("The long answer.")], gate=gate)
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "a long question", wait=False)
+        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+        await pilot.press("ctrl+f")
+        await until(
+            pilot, lambda: any("A turn is in flight" in n for n in notices(app)), "the refusal"
+        )
+        assert not isinstance(app.screen, IssuePrompt)
+        gate.set()
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
+
+
 async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> None:
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:

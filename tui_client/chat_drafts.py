@@ -41,7 +41,8 @@ class Drafts(ChatPart):
 
     def choose_focus(self) -> None:
         """Set the focus (an issue number) or clear it (empty), for the next message."""
-        if self.state.busy:
+        if self.state.busy:  # refused, as ctrl+n is: the note says esc stops the turn
+            self.panel.call_later(self.panel.refuse_while_busy)
             return
 
         def chosen(issue: int | None) -> None:
