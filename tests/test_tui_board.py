@@ -241,3 +241,29 @@ async def test_the_highlight_stays_on_its_task_when_one_appears_above_it(api: Ap
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.__class__.__name__ == "TaskDetailScreen", "detail")
         assert app.screen.detail.issue == 9  # type: ignore[attr-defined]
+
+
+LONG_TITLE = "Login page shows a blank screen after a wrong password — ünïcødé"
+
+
+def _long_titled(session: Session) -> None:
+    new_task(session, repo=REPO, issue=3, title=LONG_TITLE, origin_session=None, actor="test")
+
+
+async def test_a_wider_terminal_shows_more_of_each_title_and_80_columns_still_fit(
+    api: ApiClient,
+) -> None:
+    """The columns were sized for 80 columns whatever the terminal: at 200 a title still
+    read "Login page shows …", the rest of the row empty. The Title and the last column
+    take what a wider terminal has; narrowed back, the table fits 80 again."""
+    api.services.db.call(_long_titled)
+    app = tui(api)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await open_board(pilot, app)
+        table = app.board.table
+        await until(pilot, lambda: rows(app)[0][1] == LONG_TITLE, lambda: str(rows(app)))
+        assert table.virtual_size.width <= 200
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: rows(app)[0][1].endswith("…"), lambda: str(rows(app)))
+        assert table.virtual_size.width <= 80, table.virtual_size
+        assert rows(app)[0][0] == "#3" and rows(app)[0][2] == "queued"
