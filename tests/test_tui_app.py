@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
@@ -30,6 +31,8 @@ from tests.fakes.tui import (
     turn_over,
     until,
 )
+from tui_client.api import OperatorClient
+from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem, SessionList
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import Notice, UserMessage
@@ -439,6 +442,20 @@ async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:
         message = await send(pilot, app, "hello?")
         assert "refused the operator token" in message.query_one(Notice).text
         assert app.is_running
+
+
+async def test_a_url_that_is_not_the_service_says_to_check_the_url(aiohttp_server: Any) -> None:
+    """--url pointing at another web server (a typo'd port, the GitHub sandbox's address):
+    every request answered 404 with its own page, which the TUI showed as "Not Found (404
+    http_error)", not saying that the address is not a Steelframe service."""
+    other = await aiohttp_server(web.Application())  # any web server but Steelframe
+    url = str(other.make_url("")).rstrip("/")
+    app = SteelframeApp(OperatorClient(url, "sfo_token"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(notices(app)), "the error")
+        said = notices(app)[0]
+        assert said.startswith("Not Found (404)"), said
+        assert "not as a Steelframe service" in said and "Check --url" in said, said
 
 
 class _ListApp(App[None]):
