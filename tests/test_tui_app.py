@@ -106,6 +106,46 @@ async def test_thinking_shows_inline_while_streaming_then_collapses(
         assert message.reply.source == "The build is **green**."
 
 
+class ThinkTwiceThenWait(ThinkThenWait):
+    """Thinks, waits for `more`, thinks again, then waits for `release` before replying."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.more = asyncio.Event()
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        yield Route(model=self.model, endpoint="held")
+        yield Thinking("Weighing the deploy logs")
+        await self.more.wait()
+        yield Thinking(", then the canary")
+        await self.release.wait()
+        yield Delta("The build is **green**.")
+
+
+async def test_ctrl_t_closes_the_thinking_while_it_streams_and_it_stays_closed(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """ctrl+t closed the streaming Thinking section, and the next thinking token opened it
+    again: while a model thinks (many seconds, many tokens) the key did nothing that lasted."""
+    runtime = ThinkTwiceThenWait()
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "is the build green?", wait=False)
+        await until(pilot, lambda: "Weighing" in message.reasoning, "thinking tokens")
+        assert not message.thinking.collapsed
+        await pilot.press("ctrl+t")
+        assert message.thinking.collapsed
+        runtime.more.set()
+        await until(pilot, lambda: "canary" in message.reasoning, "more thinking tokens")
+        assert message.thinking.collapsed  # the operator closed it: it stays closed
+        await pilot.press("ctrl+t")
+        assert not message.thinking.collapsed
+        runtime.release.set()
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
+
+
 async def test_grounded_second_draft_replaces_the_first_and_hits_row_expands(
     api_factory: Any, tmp_path: Path
 ) -> None:

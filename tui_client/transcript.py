@@ -121,11 +121,13 @@ class AssistantMessage(Vertical):
         yield self.reply
 
     async def add_thinking(self, text: str) -> None:
+        first = not self.thinking.display
         self.reasoning += text
         self.thinking_text.update(self.reasoning)
         self.thinking.display = True
         self.thinking.title = THINKING_LIVE
-        self.thinking.collapsed = False
+        if first:  # opened as it appears; closed with ctrl+t meanwhile, it stays closed
+            self.thinking.collapsed = False
 
     async def add_delta(self, text: str, *, replace: bool = False) -> None:
         self._collapse_thinking()
