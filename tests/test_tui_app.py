@@ -498,6 +498,20 @@ async def test_a_url_that_is_not_the_service_says_to_check_the_url(aiohttp_serve
         assert "not as a Steelframe service" in said and "Check --url" in said, said
 
 
+async def test_a_chat_title_longer_than_the_sidebar_ends_in_an_ellipsis(api: ApiClient) -> None:
+    """A long title was cut at the sidebar's edge mid-word ("hello, what can you do?
+    Ünïcød"), reading as if that were the whole title."""
+    title = "Why does the nightly build take forty minutes — ünïcødé"
+    await api.post("/api/operator/chat/new", json={"title": title})
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await until(pilot, lambda: session_titles(app) == [title], lambda: str(session_titles(app)))
+        label = app.chat.sessions.query_one(SessionItem).label
+        shown = label.render_line(0).text.strip()
+        assert shown.endswith("…") and title.startswith(shown[:-1]), shown
+
+
 class _ListApp(App[None]):
     def compose(self) -> ComposeResult:
         yield SessionList()
