@@ -114,6 +114,13 @@ def _fit(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+class BoardTable(DataTable[str]):
+    """The tasks, one a row; `enter` shows the selected one's detail (named in the footer:
+    DataTable's own `enter` is not, and it is the key the Board is read with)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Details")]
+
+
 class BoardPanel(Vertical):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "detail", "Details"),
@@ -139,7 +146,7 @@ class BoardPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static("Board", id="board-status", markup=False)
-        table: DataTable[str] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
+        table = BoardTable(id="board-table", cursor_type="row", zebra_stripes=True)
         for (label, _), width in zip(COLUMNS, self.sizes, strict=True):
             table.add_column(label, width=width)
         yield table
