@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from aiohttp import web
 from textual.app import App, ComposeResult
 from textual.widgets import Input
 
@@ -30,6 +31,8 @@ from tests.fakes.tui import (
     turn_over,
     until,
 )
+from tui_client.api import OperatorClient
+from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem, SessionList
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import Notice, UserMessage
@@ -101,6 +104,46 @@ async def test_thinking_shows_inline_while_streaming_then_collapses(
         assert message.thinking.collapsed and message.thinking.title == "Thinking (ctrl+t)"
         assert str(message.thinking_text.render()) == "Weighing the deploy logs"
         assert message.reply.source == "The build is **green**."
+
+
+class ThinkTwiceThenWait(ThinkThenWait):
+    """Thinks, waits for `more`, thinks again, then waits for `release` before replying."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.more = asyncio.Event()
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        yield Route(model=self.model, endpoint="held")
+        yield Thinking("Weighing the deploy logs")
+        await self.more.wait()
+        yield Thinking(", then the canary")
+        await self.release.wait()
+        yield Delta("The build is **green**.")
+
+
+async def test_ctrl_t_closes_the_thinking_while_it_streams_and_it_stays_closed(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """ctrl+t closed the streaming Thinking section, and the next thinking token opened it
+    again: while a model thinks (many seconds, many tokens) the key did nothing that lasted."""
+    runtime = ThinkTwiceThenWait()
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "is the build green?", wait=False)
+        await until(pilot, lambda: "Weighing" in message.reasoning, "thinking tokens")
+        assert not message.thinking.collapsed
+        await pilot.press("ctrl+t")
+        assert message.thinking.collapsed
+        runtime.more.set()
+        await until(pilot, lambda: "canary" in message.reasoning, "more thinking tokens")
+        assert message.thinking.collapsed  # the operator closed it: it stays closed
+        await pilot.press("ctrl+t")
+        assert not message.thinking.collapsed
+        runtime.release.set()
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
 
 
 async def test_grounded_second_draft_replaces_the_first_and_hits_row_expands(
@@ -178,6 +221,26 @@ async def test_stop_key_aborts_the_turn_and_the_next_message_starts_fresh(
         assert again.reply.source == "The long answer."
 
 
+async def test_ctrl_f_during_a_turn_says_why_it_waits(api_factory: Any, tmp_path: Path) -> None:
+    """ctrl+f (shown in the footer all along) did nothing at all while a turn ran: no
+    prompt, no word. It is refused as ctrl+n is then, with the note saying esc stops it."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("The long answer.")], gate=gate)
+    api = await scripted_service(api_factory, tmp_path, runtime)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "a long question", wait=False)
+        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+        await pilot.press("ctrl+f")
+        await until(
+            pilot, lambda: any("A turn is in flight" in n for n in notices(app)), "the refusal"
+        )
+        assert not isinstance(app.screen, IssuePrompt)
+        gate.set()
+        await until(pilot, lambda: turn_over(app, message), "the turn to end")
+
+
 async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> None:
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
@@ -226,6 +289,31 @@ async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> No
     async with again.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: len(again.query(UserMessage)) == 2, "the reopened session")
         assert again.chat.state.session_id == first_id
+
+
+async def test_enter_on_a_session_leaves_the_keys_to_the_composer(api: ApiClient) -> None:
+    """The keys stayed with the session list after `enter` reopened a chat: what the
+    operator typed next ran the list's keys (`d` asked to delete the chat, a `y` in the
+    same word would answer it) instead of being their message to the reopened chat."""
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "first topic")
+        first_id = app.chat.state.session_id
+        await pilot.press("ctrl+n")
+        await until(pilot, lambda: app.chat.state.session_id != first_id, "a new chat")
+        await send(pilot, app, "second topic")
+        await until(
+            pilot, lambda: session_titles(app) == ["second topic", "first topic"], "both sessions"
+        )
+        app.chat.sessions.focus()
+        app.chat.sessions.index = 1  # the first topic
+        await pilot.press("enter")
+        await until(pilot, lambda: app.chat.state.session_id == first_id, "the first session")
+        assert app.chat.composer.has_focus
+        await pilot.press("d", "a", "y")
+        assert app.chat.composer.value == "day"
+        assert not isinstance(app.screen, ConfirmScreen)
 
 
 async def test_discuss_from_the_session_list_opens_an_empty_focused_chat(api: ApiClient) -> None:
@@ -296,6 +384,25 @@ async def test_file_intent_without_github_offers_y_to_file(api: ApiClient) -> No
         if app.chat.state.pending_title is None:
             raise AssertionError(f"expected a pending proposal, notices: {notices(app)}")
         assert status(app) == 'Chat · Proposal "flaky CI retries" · press y to file'
+
+
+async def test_the_chat_is_called_by_its_subject_as_in_the_session_list(api: ApiClient) -> None:
+    """The session list names a filing chat by its subject (the service's label, "Flaky
+    login test"); the header over the transcript and the status line named the same chat by
+    the operator's request ("file an issue for the flaky login test"), as if another one."""
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "file an issue for the flaky login test")
+        await until(pilot, lambda: session_titles(app) == ["Flaky login test"], "the list")
+        header = app.chat.query_one("#chat-header")
+        await until(
+            pilot,
+            lambda: str(header.render()) == "Flaky login test",
+            lambda: str(header.render()),
+        )
+        app.chat.composer.value = "and also"  # the proposal's status gives way to the title
+        assert status(app) == "Chat · Flaky login test"
 
 
 async def test_delete_asks_first_and_no_keeps_the_chat(api: ApiClient) -> None:
@@ -375,6 +482,34 @@ async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:
         message = await send(pilot, app, "hello?")
         assert "refused the operator token" in message.query_one(Notice).text
         assert app.is_running
+
+
+async def test_a_url_that_is_not_the_service_says_to_check_the_url(aiohttp_server: Any) -> None:
+    """--url pointing at another web server (a typo'd port, the GitHub sandbox's address):
+    every request answered 404 with its own page, which the TUI showed as "Not Found (404
+    http_error)", not saying that the address is not a Steelframe service."""
+    other = await aiohttp_server(web.Application())  # any web server but Steelframe
+    url = str(other.make_url("")).rstrip("/")
+    app = SteelframeApp(OperatorClient(url, "sfo_token"))
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: bool(notices(app)), "the error")
+        said = notices(app)[0]
+        assert said.startswith("Not Found (404)"), said
+        assert "not as a Steelframe service" in said and "Check --url" in said, said
+
+
+async def test_a_chat_title_longer_than_the_sidebar_ends_in_an_ellipsis(api: ApiClient) -> None:
+    """A long title was cut at the sidebar's edge mid-word ("hello, what can you do?
+    Ünïcød"), reading as if that were the whole title."""
+    title = "Why does the nightly build take forty minutes — ünïcødé"
+    await api.post("/api/operator/chat/new", json={"title": title})
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await until(pilot, lambda: session_titles(app) == [title], lambda: str(session_titles(app)))
+        label = app.chat.sessions.query_one(SessionItem).label
+        shown = label.render_line(0).text.strip()
+        assert shown.endswith("…") and title.startswith(shown[:-1]), shown
 
 
 class _ListApp(App[None]):

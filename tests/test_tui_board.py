@@ -26,8 +26,9 @@ from tests.fakes.tui import (
 )
 from tui_client.app import SteelframeApp
 from tui_client.board import board_order, board_summary
+from tui_client.keys_footer import KeysFooter
 from tui_client.modals import ConfirmScreen
-from tui_client.task_detail import detail_lines
+from tui_client.task_detail import TaskDetailScreen, detail_lines
 
 REPO = "octo/widgets"
 
@@ -241,3 +242,58 @@ async def test_the_highlight_stays_on_its_task_when_one_appears_above_it(api: Ap
         await pilot.press("enter")
         await until(pilot, lambda: app.screen.__class__.__name__ == "TaskDetailScreen", "detail")
         assert app.screen.detail.issue == 9  # type: ignore[attr-defined]
+
+
+LONG_TITLE = "Login page shows a blank screen after a wrong password — ünïcødé"
+
+
+def _long_titled(session: Session) -> None:
+    new_task(session, repo=REPO, issue=3, title=LONG_TITLE, origin_session=None, actor="test")
+
+
+async def test_a_wider_terminal_shows_more_of_each_title_and_80_columns_still_fit(
+    api: ApiClient,
+) -> None:
+    """The columns were sized for 80 columns whatever the terminal: at 200 a title still
+    read "Login page shows …", the rest of the row empty. The Title and the last column
+    take what a wider terminal has; narrowed back, the table fits 80 again."""
+    api.services.db.call(_long_titled)
+    app = tui(api)
+    async with app.run_test(size=(200, 40)) as pilot:
+        await open_board(pilot, app)
+        table = app.board.table
+        await until(pilot, lambda: rows(app)[0][1] == LONG_TITLE, lambda: str(rows(app)))
+        assert table.virtual_size.width <= 200
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: rows(app)[0][1].endswith("…"), lambda: str(rows(app)))
+        assert table.virtual_size.width <= 80, table.virtual_size
+        assert rows(app)[0][0] == "#3" and rows(app)[0][2] == "queued"
+
+
+def footer_keys(app: SteelframeApp) -> list[str]:
+    """The descriptions of the keys in the footer on top (the current screen's)."""
+    footers = list(app.screen.query(KeysFooter))
+    if not footers:  # a modal without a footer of its own: the one beneath shows
+        footers = list(app.screen_stack[0].query(KeysFooter))
+    return [binding.description for binding, _, _ in footers[0]._keys()]
+
+
+async def test_a_dialog_lists_its_own_keys_not_the_boards_beneath_it(api: ApiClient) -> None:
+    """With the task detail or a confirmation open, the footer still listed the Board's
+    keys (e Discuss, t Terminate, a Archive, l Log), which do nothing there, and not the
+    dialog's (esc to close, y / n). Each dialog lists its own; the Board lists `enter`."""
+    api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await open_board(pilot, app)
+        app.board.table.focus()
+        await until(pilot, lambda: "Details" in footer_keys(app), lambda: str(footer_keys(app)))
+        await pilot.press("t")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await until(pilot, lambda: "Yes" in footer_keys(app), lambda: str(footer_keys(app)))
+        assert "Terminate" not in footer_keys(app)
+        await pilot.press("n")
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, TaskDetailScreen), "the task detail")
+        await until(pilot, lambda: "Close" in footer_keys(app), lambda: str(footer_keys(app)))
+        assert "Discuss" not in footer_keys(app)

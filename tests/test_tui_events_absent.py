@@ -22,7 +22,7 @@ from bot.lifecycle.tasks import new_task
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.no_events import WithoutEvents
 from tests.fakes.service_middleware import Handler
-from tests.fakes.tui import SIZE, HeldAnswers, ready, session_titles, until
+from tests.fakes.tui import SIZE, HeldAnswers, notices, ready, session_titles, until
 from tui_client.api import OperatorClient
 from tui_client.app import STOPPED_REFRESH_SECONDS, SteelframeApp
 
@@ -204,3 +204,36 @@ async def test_a_tick_once_the_screen_is_gone_does_nothing(
         await until(pilot, lambda: app.stopped_refresh is not None, "live updates to stop")
     assert not app.query("BoardPanel")  # the screen is gone
     app._reload_lists()
+
+
+class RefusedSessions(WithoutEvents):
+    """Without the events stream, and every GET of the session list refused (503, as the
+    service answers while its database is away), counted in `refused`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused = 0
+
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "GET" and request.path == SlowBoard.SESSIONS:
+            self.refused += 1
+            raise web.HTTPServiceUnavailable(reason="the test refuses the session list")
+        return await super().around(request, handler)
+
+
+async def test_a_reload_failing_each_tick_says_so_once_not_every_period(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """Each tick's session list failed the same way, and each failure was added to the
+    transcript: the operator's conversation scrolled away under the same error line, one
+    more every 10 s for as long as the app ran (with a wrong token: every list refused,
+    the events stream too). An error already the transcript's last line is not added again."""
+    refusing = RefusedSessions()
+    api = await api_factory(make_settings(tmp_path), plugins=refusing.plugins())
+    app = _tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: app.stopped_refresh is not None, "live updates to stop")
+        await until(pilot, lambda: refusing.refused >= 4, "several ticks' session lists")
+        await until(pilot, lambda: not app.chat.listing.lists.running, "the last tick's load")
+        said = [text for text in notices(app) if "refuses the session list" in text]
+        assert len(said) == 1, said

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -37,7 +37,8 @@ STATE_ORDER = (
     "closed",
     "terminated",
 )
-# (label, width): all six fit an 80-column terminal with the table's cell padding.
+# (label, width): all six fit an 80-column terminal with the table's cell padding. A wider
+# terminal's extra columns go to the Title (two thirds, up to TITLE_MOST) and the last column.
 COLUMNS = (
     ("Issue", 6),
     ("Title", 18),
@@ -46,7 +47,20 @@ COLUMNS = (
     ("Cost", 6),
     ("Review / last event", 20),
 )
+FITS = 80  # the terminal width the COLUMNS are for
+TITLE_MOST = 64  # a Title wider than most titles only moves the State away from them
 STATE_SHORT = {"waiting_for_info": "waiting"}
+
+
+def widths(available: int) -> tuple[int, ...]:
+    """Each column's width on a Board `available` columns wide: COLUMNS' up to FITS, the
+    rest shared by the Title and the last column, so a wide terminal shows whole titles."""
+    base = [width for _, width in COLUMNS]
+    spare = max(0, available - FITS)
+    title = min(spare * 2 // 3, TITLE_MOST - base[1])
+    base[1] += title
+    base[-1] += spare - title
+    return tuple(base)
 
 
 def board_order(tasks: list[BoardTask]) -> list[BoardTask]:
@@ -76,7 +90,7 @@ def review_cell(task: BoardTask) -> str | None:
     return " · ".join(parts) or None
 
 
-def _row(task: BoardTask) -> tuple[str, ...]:
+def _row(task: BoardTask, sizes: tuple[int, ...]) -> tuple[str, ...]:
     event = task.last_event
     last = review_cell(task) or ((event.detail or event.kind) if event else "")
     pull = (task.pr_url or "").rstrip("/").rsplit("/", 1)[-1]
@@ -88,7 +102,7 @@ def _row(task: BoardTask) -> tuple[str, ...]:
         dollars(task.cost_usd),
         last,
     )
-    return tuple(_fit(cell, width) for cell, (_, width) in zip(cells, COLUMNS, strict=True))
+    return tuple(_fit(cell, width) for cell, width in zip(cells, sizes, strict=True))
 
 
 def _label(task: BoardTask) -> str:
@@ -98,6 +112,13 @@ def _label(task: BoardTask) -> str:
 def _fit(text: str, width: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+class BoardTable(DataTable[str]):
+    """The tasks, one a row; `enter` shows the selected one's detail (named in the footer:
+    DataTable's own `enter` is not, and it is the key the Board is read with)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("enter", "select_cursor", "Details")]
 
 
 class BoardPanel(Vertical):
@@ -121,13 +142,26 @@ class BoardPanel(Vertical):
         self.client = client
         self.tasks: dict[str, BoardTask] = {}
         self.loads = CoalescedLoad(self, "board", self._load_once)
+        self.sizes = widths(FITS)
 
     def compose(self) -> ComposeResult:
         yield Static("Board", id="board-status", markup=False)
-        table: DataTable[str] = DataTable(id="board-table", cursor_type="row", zebra_stripes=True)
-        for label, width in COLUMNS:
+        table = BoardTable(id="board-table", cursor_type="row", zebra_stripes=True)
+        for (label, _), width in zip(COLUMNS, self.sizes, strict=True):
             table.add_column(label, width=width)
         yield table
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The columns follow the terminal's width: the rows are laid out again."""
+        sizes = widths(event.size.width)
+        if sizes == self.sizes:
+            return
+        self.sizes = sizes
+        table = self.table
+        table.clear(columns=True)
+        for (label, _), width in zip(COLUMNS, sizes, strict=True):
+            table.add_column(label, width=width)
+        self._show_rows(list(self.tasks.values()))
 
     @property
     def table(self) -> DataTable[str]:
@@ -151,6 +185,15 @@ class BoardPanel(Vertical):
             self.set_status(f"Board unavailable: {describe(exc)}", error=True)
             return
         tasks = board_order(board.tasks)
+        self._show_rows(tasks)
+        warning = board.coding_sandbox.warning
+        if warning:
+            self.set_status(f"{board_summary(tasks)} · WARNING: {warning}", error=True)
+        else:
+            self.set_status(board_summary(tasks))
+
+    def _show_rows(self, tasks: list[BoardTask]) -> None:
+        """`tasks` in the table (in this order), the highlight kept on its task."""
         table = self.table
         selected = self.selected_task()
         table.clear()
@@ -158,14 +201,9 @@ class BoardPanel(Vertical):
         for task in tasks:
             key = str(task.id)
             self.tasks[key] = task
-            table.add_row(*_row(task), key=key)
+            table.add_row(*_row(task, self.sizes), key=key)
         if selected is not None and str(selected.id) in self.tasks:
             table.move_cursor(row=table.get_row_index(str(selected.id)))
-        warning = board.coding_sandbox.warning
-        if warning:
-            self.set_status(f"{board_summary(tasks)} · WARNING: {warning}", error=True)
-        else:
-            self.set_status(board_summary(tasks))
 
     def selected_task(self) -> BoardTask | None:
         table = self.table

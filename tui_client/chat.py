@@ -26,7 +26,7 @@ from tui_client.chat_sessions import SessionListing
 from tui_client.chat_state import ChatState, status_line
 from tui_client.chat_switch import ChatSwitch
 from tui_client.chat_turn import TurnStream
-from tui_client.chat_widgets import Composer, SessionItem, SessionList
+from tui_client.chat_widgets import Composer, SessionItem, SessionList, as_sent
 from tui_client.failures import TRANSPORT_ERRORS, UNANSWERED, Unanswered, describe, offline_reason
 from tui_client.modals import ConfirmScreen, IssuePrompt
 from tui_client.transcript import AssistantMessage, Notice
@@ -129,7 +129,14 @@ class ChatPanel(Widget):
         reason = offline_reason(exc)
         if reason is not None:
             self.state.offline = reason
-        await self.notice(describe(exc), kind="error")
+        text = describe(exc)
+        # Said once while it lasts: the lists reloaded every 10 s once live updates stopped
+        # (with a wrong token, each one refused) added the same line each time, scrolling
+        # the conversation away under it. A change of failure, or anything shown in
+        # between, is said again.
+        last = self.transcript.children[-1:]
+        if not (last and isinstance(last[0], Notice) and last[0].text == text):
+            await self.notice(text, kind="error")
         self.refresh_status()
 
     async def refuse_while_busy(self) -> bool:
@@ -190,12 +197,15 @@ class ChatPanel(Widget):
 
     @on(Input.Submitted, "#composer")
     async def _composer_submitted(self, event: Input.Submitted) -> None:
-        await self.turn.submit(event.value)
+        await self.turn.submit(as_sent(event.value))
 
     @on(ListView.Selected, "#sessions")
     def _session_selected(self, event: ListView.Selected) -> None:
         if isinstance(event.item, SessionItem):
             self.switch.open_session(event.item.session_id)
+            # What is typed next is the next message to that chat (held until it is open),
+            # not the list's keys: `d` would ask to delete it, and a `y` answer yes.
+            self.composer.focus()
 
     @on(SessionList.DiscussRequested)
     def _discuss_requested(self) -> None:

@@ -11,6 +11,7 @@ from textual.worker import Worker
 from tui_client.chat_part import ChatPart
 from tui_client.failures import UNANSWERED
 from tui_client.modals import DecisionEditor, IssuePrompt
+from tui_client.transcript import AssistantMessage
 
 
 class Drafts(ChatPart):
@@ -22,8 +23,12 @@ class Drafts(ChatPart):
             return
 
         def edited(text: str | None) -> None:
-            if text is not None and text.strip():
-                state.decision_body = text.strip()
+            if text is not None and text.strip() and state.decision_issue is not None:
+                state.edit_decision(text.strip())
+                for message in reversed(list(self.transcript.query(AssistantMessage))):
+                    if message.decision_box is not None:
+                        message.show_decision(text.strip(), state.decision_issue)
+                        break
                 self.panel.refresh_status()
                 self.panel.call_later(
                     self.panel.notice,
@@ -36,7 +41,8 @@ class Drafts(ChatPart):
 
     def choose_focus(self) -> None:
         """Set the focus (an issue number) or clear it (empty), for the next message."""
-        if self.state.busy:
+        if self.state.busy:  # refused, as ctrl+n is: the note says esc stops the turn
+            self.panel.call_later(self.panel.refuse_while_busy)
             return
 
         def chosen(issue: int | None) -> None:

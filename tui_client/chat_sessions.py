@@ -65,7 +65,8 @@ class SessionListing(ChatPart):
         # The state first: the status line follows the service's answer, not the widgets.
         for session in sessions:
             if session.id == self.state.session_id:
-                self.state.title = session.title
+                # Its subject, as the list shows it ("Flaky login test", not the request).
+                self.state.title = session.label or session.title
                 self.state.focus = session.focus
         self.panel.refresh_status()
         await self.sessions.show(sessions, unseen=self._unseen, current=self.state.session_id)

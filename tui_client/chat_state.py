@@ -38,6 +38,10 @@ class ChatState:
     offline: str | None = None  # why the service is unusable right now, if it is
     # A focus set (issue) or cleared (None) with `f`, sent with the next message; KEEP: none.
     focus_change: int | Keep | None = KEEP
+    # The service's draft a `D` edit was made from. The edit lives here until published (the
+    # service keeps the drafted text): while the service's draft is still that one, what a
+    # live re-read of the session or the next turn's answer says is the unedited draft.
+    edited_from: str | None = None
 
     @property
     def has_decision(self) -> bool:
@@ -64,12 +68,15 @@ class ChatState:
 
     def open_session(self, session: Session | NewSession) -> None:
         """Adopt a session as GET /chat/session/{id} or POST /chat/new returns it."""
+        if session.id != self.session_id:
+            self.edited_from = None  # another chat: an edit was of the draft left behind
         self.session_id = session.id
-        self.title = session.title
+        self.title = session.label or session.title  # as the session list calls it
         self.focus = session.focus
         decision = session.decision
-        self.decision_body = decision.body if decision else None
-        self.decision_issue = decision.issue if decision else None
+        self.adopt_decision(
+            decision.body if decision else None, decision.issue if decision else None
+        )
         self.pending_title = session.pending.title if session.pending else None
         messages = session.messages if isinstance(session, Session) else []
         assistant = [m for m in messages if m.role == "assistant"]
@@ -83,15 +90,29 @@ class ChatState:
         self.session_id = response.session or self.session_id
         self.focus = response.focus
         self.intent = response.intent
-        self.decision_body = response.decision_body
-        self.decision_issue = response.decision_issue
+        self.adopt_decision(response.decision_body, response.decision_issue)
         self.pending_title = None if self.intent == DECIDE else response.pending_title
         if response.filed_issue_number:
             self.pending_title = None
 
+    def adopt_decision(self, body: str | None, issue: int | None) -> None:
+        """The service's draft, unless it is the one the operator edited (kept, edited)."""
+        if self.edited_from is not None and (body, issue) == (
+            self.edited_from,
+            self.decision_issue,
+        ):
+            return
+        self.decision_body, self.decision_issue, self.edited_from = body, issue, None
+
+    def edit_decision(self, text: str) -> None:
+        if self.edited_from is None:
+            self.edited_from = self.decision_body
+        self.decision_body = text
+
     def clear_decision(self) -> None:
         self.decision_body = None
         self.decision_issue = None
+        self.edited_from = None
 
 
 def status_line(state: ChatState, *, composer_empty: bool) -> str:

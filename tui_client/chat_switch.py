@@ -63,8 +63,7 @@ class ChatSwitch(ChatPart):
             state.switching = False
             held, state.held = state.held, None
             if held is not None:
-                composer.value = f"{held} {composer.value}".rstrip()
-                composer.cursor_position = len(composer.value)
+                composer.put_back(held)
                 await self.panel.notice(
                     "Not sent: the chat did not open. Your message is back in the composer.",
                     kind="error",

@@ -14,7 +14,7 @@ from textual.css.query import NoMatches
 from textual.widget import MountError
 
 from tui_client import wire
-from tui_client.api import KEEP
+from tui_client.api import KEEP, Keep
 from tui_client.chat_part import ChatPart
 from tui_client.failures import TRANSPORT_ERRORS, describe, offline_reason
 from tui_client.reply import FinishedReply
@@ -31,6 +31,7 @@ from tui_client.turn_frames import Unreadable
 
 log = logging.getLogger(__name__)
 STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
+NOT_SENT = "Not sent: your message is back in the composer (enter sends it again)."
 
 
 class TurnStream(ChatPart):
@@ -60,13 +61,19 @@ class TurnStream(ChatPart):
         reply = AssistantMessage()
         await self.transcript.mount_all([UserMessage(text), reply])
         focus, state.focus_change = state.focus_change, KEEP
+        taken = False  # a frame of the turn arrived: the service has the message
         try:
             async for numbered in self.client.turn(text, session_id=state.session_id, focus=focus):
+                taken = True
                 await self._apply(numbered.frame, reply)
         except TRANSPORT_ERRORS as exc:
-            await reply.fail(describe(exc))
             if (reason := offline_reason(exc)) is not None:
                 state.offline = reason
+            if taken:
+                await reply.fail(describe(exc))
+            else:
+                self._give_back(text, focus)
+                await reply.fail(f"{describe(exc)} {NOT_SENT}")
         except (NoMatches, MountError):
             raise  # the panel is gone (see failures.unless_unmounted)
         except Exception as exc:  # the app keeps running whatever a turn does
@@ -76,6 +83,16 @@ class TurnStream(ChatPart):
             state.busy, state.phase = False, ""
             self.panel.refresh_status()
             self.panel.listing.turn_ended()
+
+    def _give_back(self, text: str, focus: int | Keep | None) -> None:
+        """The service never took the message (unreachable, or the turn refused before its
+        first frame: the service's first frame names the session, so none means no turn):
+        back in the composer, ahead of anything typed since, with the focus change it was to
+        carry unless another was chosen meanwhile. Enter sends it again (the web GUI puts
+        an unsent message back in its input too)."""
+        self.composer.put_back(text)
+        if self.state.focus_change is KEEP:
+            self.state.focus_change = focus
 
     async def _apply(self, frame: Frame | Unreadable, reply: AssistantMessage) -> None:
         state = self.state

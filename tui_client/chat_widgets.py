@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
@@ -12,6 +13,14 @@ from textual.widgets import Input, Label, ListItem, ListView
 
 from tui_client.chat_state import ChatState
 from tui_client.sessions_wire import ListedSession
+
+# A line break of a pasted message, as the composer's one line shows it (sent as "\n").
+LINE_BREAK = "⏎"
+
+
+def as_sent(value: str) -> str:
+    """The composer's text as the message is sent: a pasted line break is one again."""
+    return value.replace(LINE_BREAK, "\n")
 
 
 class SessionItem(ListItem):
@@ -114,6 +123,26 @@ class Composer(Input):
     def __init__(self, state: ChatState, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.state = state
+
+    def put_back(self, message: str) -> None:
+        """A message not sent, back ahead of anything typed since, the cursor at its end."""
+        shown = message.replace("\n", LINE_BREAK)
+        self.value = f"{shown} {self.value}".rstrip()
+        self.cursor_position = len(self.value)
+
+    def _on_paste(self, event: events.Paste) -> None:
+        """Every line of a paste (a traceback, a log excerpt): Textual's Input keeps only
+        the first and drops the rest without a word. Each break shows as LINE_BREAK."""
+        lines = event.text.rstrip("\r\n").splitlines()
+        if len(lines) < 2:
+            return  # one line: Input's own handler (next in the MRO) inserts it
+        event.prevent_default()  # not Input's: it would insert the first line again
+        event.stop()
+        text, selection = LINE_BREAK.join(lines), self.selection
+        if selection.is_empty:
+            self.insert_text_at_cursor(text)
+        else:
+            self.replace(text, *selection)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "publish":

@@ -35,6 +35,13 @@ def describe(exc: Exception) -> str:
         return f"{exc}. Is `steelframe serve` or `steelframe dev` running? Check --url."
     if isinstance(exc, ApiError) and exc.unauthorized:
         return f"The service refused the operator token ({exc.message}). Check --token."
+    if isinstance(exc, ApiError) and exc.status == 404 and exc.code == "http_error":
+        # A 404 that is not the service's JSON error (`_api_error`): another web server
+        # answers at that address (a wrong port, the GitHub sandbox's), not Steelframe.
+        return (
+            f"{exc.message} ({exc.status}): the address answers, but not as a Steelframe"
+            " service does. Check --url."
+        )
     if isinstance(exc, ApiError):
         return f"{exc.message} ({exc.status} {exc.code})"
     return f"The service sent something unreadable: {exc}"

@@ -11,6 +11,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static, TextArea
 
+from tui_client.keys_footer import KeysFooter
 from tui_client.tasks_wire import TaskLog
 
 
@@ -32,6 +33,7 @@ class ConfirmScreen(ModalScreen[bool]):
             with Horizontal(classes="buttons"):
                 yield Button("Yes (y)", id="yes", variant="error")
                 yield Button("No (n)", id="no", variant="primary")
+        yield KeysFooter()  # its keys, not those of the screen beneath (which do nothing)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -62,6 +64,7 @@ class IssuePrompt(ModalScreen[int | None]):
             yield Label(self.question, markup=False, classes="question")
             yield Input(placeholder="issue number, then Enter", type="integer", id="issue-number")
             yield Label("", id="issue-error", classes="error")
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(Input).focus()
@@ -100,6 +103,7 @@ class DecisionEditor(ModalScreen[str | None]):
             yield Label(f"Decision draft for #{self.issue}", markup=False, classes="question")
             yield TextArea(self.body, id="decision-text")
             yield Label("ctrl+s keep · esc cancel · then P publishes", classes="hint")
+        yield KeysFooter()
 
     def on_mount(self) -> None:
         self.query_one(TextArea).focus()
@@ -138,6 +142,8 @@ class LogScreen(ModalScreen[None]):
             yield Label(self.title_text, markup=False, classes="question")
             with VerticalScroll():
                 yield Static(self.text, markup=False, id="log-text")
+            yield Label("esc close", classes="hint")
+        yield KeysFooter()
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -11,6 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Label, Static
 
+from tui_client.keys_footer import KeysFooter
 from tui_client.task_ci import ci_lines
 from tui_client.task_leverage import cost_text, leverage_lines
 from tui_client.tasks_wire import TaskDetail
@@ -126,6 +127,7 @@ class TaskDetailScreen(ModalScreen[None]):
             with VerticalScroll():
                 yield Static("\n".join(self.lines[1:]), markup=False, id="task-detail-text")
             yield Label("esc close", classes="hint")
+        yield KeysFooter()  # its keys, not the Board's beneath (which do nothing here)
 
     def action_close(self) -> None:
         self.dismiss(None)

@@ -63,6 +63,10 @@ class Notice(Static):
         self.kind = kind
 
 
+def decision_text(body: str, issue: int) -> str:
+    return f"Decision draft for #{issue}:\n{body}"
+
+
 def hit_line(hit: Hit) -> str:
     """One retrieved chunk as `source · score 0.42 · #12 · preview`."""
     parts = [hit.source or "memory"]
@@ -109,6 +113,7 @@ class AssistantMessage(Vertical):
         self.thinking.display = bool(reasoning)
         self.reply = Markdown(reply, classes="reply")
         self.hits: Collapsible | None = None
+        self.decision_box: Static | None = None  # the Decision draft under the reply
         self._stream: MarkdownStream | None = None
 
     def compose(self) -> ComposeResult:
@@ -116,11 +121,13 @@ class AssistantMessage(Vertical):
         yield self.reply
 
     async def add_thinking(self, text: str) -> None:
+        first = not self.thinking.display
         self.reasoning += text
         self.thinking_text.update(self.reasoning)
         self.thinking.display = True
         self.thinking.title = THINKING_LIVE
-        self.thinking.collapsed = False
+        if first:  # opened as it appears; closed with ctrl+t meanwhile, it stays closed
+            self.thinking.collapsed = False
 
     async def add_delta(self, text: str, *, replace: bool = False) -> None:
         self._collapse_thinking()
@@ -149,6 +156,11 @@ class AssistantMessage(Vertical):
         self._collapse_thinking()
         await self.mount_all(self._extras(finished, decision))
         self.streaming = False
+
+    def show_decision(self, body: str, issue: int) -> None:
+        """The draft under this reply, edited (`D`): it shows what `P` publishes."""
+        if self.decision_box is not None:
+            self.decision_box.update(decision_text(body, issue))
 
     async def warn(self, text: str, *, kind: str = "error") -> None:
         """A notice under the reply that does not end it, kept when the reply finishes: a
@@ -179,10 +191,8 @@ class AssistantMessage(Vertical):
     ) -> list[Static | Collapsible]:
         extras: list[Static | Collapsible] = []
         if decision is not None:
-            body, issue = decision
-            extras.append(
-                Static(f"Decision draft for #{issue}:\n{body}", markup=False, classes="decision")
-            )
+            self.decision_box = Static(decision_text(*decision), markup=False, classes="decision")
+            extras.append(self.decision_box)
         retrieved, count = finished.hits, finished.hit_count
         if retrieved or count:
             lines = [Static(hit_line(hit), markup=False, classes="hit") for hit in retrieved]
