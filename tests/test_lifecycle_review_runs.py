@@ -428,7 +428,11 @@ async def _died_after_replying(lc: Lifecycle, issue: int, answer: ThreadAnswer) 
     else:
         await lc.github.create_comment(lc.repo, number, body)
     await lc.settle()
-    await asyncio.sleep(0.05)  # the lease's 10 ms are over
+    # The reconciler sees the run dead once its lease's 10 ms are over.
+    await wait_for(
+        lambda: not leases.is_live(lc.ctx.db.call(leases.current, task.id), lc.ctx.clock()),
+        within=PATIENCE_SECONDS,
+    )
     report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
     assert report.recovered == [task.id], report.lines()
     return job
