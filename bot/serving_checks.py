@@ -60,18 +60,17 @@ def github_app_check(settings: Settings) -> Check:
         key = settings.private_key_pem()
     except ConfigError as exc:
         return Check("github_app", False, str(exc))
-    source = "PRIVATE_KEY_PATH" if settings.private_key_path is not None else "PRIVATE_KEY"
-    if key is None or "PRIVATE KEY-----" not in key.reveal():
-        return Check("github_app", False, f"{source}: holds no PEM private key")
     # Parsed as serve will parse it: any text between PEM markers passed here (doctor,
     # /readyz) and then stopped serve at start.
-    from bot.github.app_auth import load_private_key
+    from bot.github.app_auth import load_private_key, private_key_setting
 
+    source = private_key_setting(settings)
+    if key is None or "PRIVATE KEY-----" not in key.reveal():
+        return Check("github_app", False, f"{source}: holds no PEM private key")
     try:
-        load_private_key(key)
+        load_private_key(key, setting=source)
     except ConfigError as exc:
-        reason = str(exc).removeprefix("PRIVATE_KEY: ")
-        return Check("github_app", False, f"{source}: {reason}")
+        return Check("github_app", False, str(exc))
     return Check("github_app", True, f"App {settings.app_id} at {settings.github_api_url}")
 
 

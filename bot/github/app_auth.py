@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import jwt
 from cryptography.hazmat.primitives import serialization
@@ -21,6 +22,9 @@ from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
 from bot.config_values import ConfigError, Secret
 from bot.github.app_records import AccessToken
+
+if TYPE_CHECKING:
+    from bot.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -38,9 +42,28 @@ INSTALLATION_LOOKUP_TTL_SECONDS = 3600.0
 EpochClock = Callable[[], float]
 
 
-def load_private_key(pem: Secret) -> RSAPrivateKey:
-    """The App's RSA key from its PEM; errors never include the key material."""
-    return _parsed_key(pem.reveal())
+# The settings an App key can come from; an error names the one this key came from.
+PRIVATE_KEY = "PRIVATE_KEY"
+PRIVATE_KEY_PATH = "PRIVATE_KEY_PATH"
+
+
+def private_key_setting(settings: Settings) -> str:
+    """Which setting holds the App's key (the settings refuse both at once): the name its
+    errors carry, so an operator who set PRIVATE_KEY_PATH is not sent to PRIVATE_KEY."""
+    return PRIVATE_KEY_PATH if settings.private_key_path is not None else PRIVATE_KEY
+
+
+def load_private_key(pem: Secret, *, setting: str = PRIVATE_KEY) -> RSAPrivateKey:
+    """The App's RSA key from its PEM; errors name `setting` (where the PEM came from) and
+    never include the key material."""
+    try:
+        return _parsed_key(pem.reveal())
+    except _KeyRefused as exc:
+        raise ConfigError(f"{setting}: {exc}") from exc
+
+
+class _KeyRefused(ValueError):
+    """Why a PEM is no App key, without saying where it came from (the caller knows)."""
 
 
 # Parsing a PEM checks the RSA key's numbers: ~40 ms of CPU, and every GitHub client (each
@@ -52,9 +75,9 @@ def _parsed_key(pem: str) -> RSAPrivateKey:
     try:
         key = serialization.load_pem_private_key(pem.encode(), password=None)
     except (ValueError, TypeError) as exc:
-        raise ConfigError("PRIVATE_KEY: not a PEM-encoded private key") from exc
+        raise _KeyRefused("not a PEM-encoded private key") from exc
     if not isinstance(key, RSAPrivateKey):
-        raise ConfigError("PRIVATE_KEY: GitHub App keys are RSA keys; this is another kind")
+        raise _KeyRefused("GitHub App keys are RSA keys; this is another kind")
     return key
 
 
@@ -66,9 +89,16 @@ def app_jwt_claims(app_id: int, *, now: float) -> dict[str, int | str]:
 class AppCredentials:
     """The App id and private key; signs (and briefly reuses) App JWTs."""
 
-    def __init__(self, app_id: int, private_key: Secret, *, clock: EpochClock) -> None:
+    def __init__(
+        self,
+        app_id: int,
+        private_key: Secret,
+        *,
+        clock: EpochClock,
+        key_setting: str = PRIVATE_KEY,
+    ) -> None:
         self.app_id = app_id
-        self._key = load_private_key(private_key)
+        self._key = load_private_key(private_key, setting=key_setting)
         self._clock = clock
         self._cached: tuple[str, float] | None = None
 

@@ -26,12 +26,14 @@ from bot.config import Settings
 from bot.config_values import Secret
 from bot.contracts.errors import ErrorDetail
 from bot.github.app_auth import (
+    PRIVATE_KEY,
     AppCredentials,
     InstallationLookup,
     InstallationToken,
     KeptTokens,
     TokenCache,
     TokenScope,
+    private_key_setting,
 )
 from bot.github.app_records import AccessToken, App, CollaboratorPermission, Installation
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
@@ -88,8 +90,10 @@ class GitHubClient(PullRequestCalls):
         observe: Observer | None = None,
         stored_installation: Callable[[str], Awaitable[int | None]] | None = None,
         kept_tokens: KeptTokens | None = None,
+        key_setting: str = PRIVATE_KEY,
     ) -> None:
-        self.app = AppCredentials(app_id, private_key, clock=clock)
+        # `key_setting`: where `private_key` came from, named by a refusal of it.
+        self.app = AppCredentials(app_id, private_key, clock=clock, key_setting=key_setting)
         self._clock = clock
         self._sleep = sleep
         # With a shared ledger (Redis), every process paces one budget per installation.
@@ -119,6 +123,7 @@ class GitHubClient(PullRequestCalls):
         if settings.app_id is None or key is None:
             raise ValueError("GitHub App is not configured (APP_ID and PRIVATE_KEY[_PATH])")
         options: dict[str, Any] = {
+            "key_setting": private_key_setting(settings),
             "base_url": settings.github_api_url,
             "pacing": PacingPolicy(min_interval=settings.github_write_interval),
         }
