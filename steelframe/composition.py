@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import timedelta
 from typing import Any
@@ -125,6 +126,8 @@ def webhooks(parts: Parts) -> Webhooks:
         resumes=lifecycle.resumes if lifecycle else None,
         queue=lifecycle.queue if lifecycle else None,
         checkouts=parts.chat_turns.checkouts,
+        # Read here, once: the environment this process started with (as its settings were).
+        redactor=_redactor(settings, LifecyclePolicy.from_settings(settings), os.environ),
     )
     writer = DeliveryWriter(parts.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)

@@ -24,6 +24,7 @@ from bot.db import Database
 from bot.github.client import GitHubClient
 from bot.lifecycle.pickup import Pickups
 from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.redact import Redactor
 from bot.lifecycle.resume import Resumes
 from webhooks.chunks import ChunkSink
 
@@ -68,6 +69,9 @@ class WebhookContext:
     # Chat's managed clones, told when a repository changed; None without a GitHub App.
     checkouts: ManagedCheckouts | None = None
     recent: RecentWrites = field(default_factory=RecentWrites)
+    # The secret values CI notes must not show, from the settings (and environment) the
+    # process started with: built once, not from the environment on every CI event.
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 Handler = Callable[[Event, WebhookContext], Awaitable[None]]

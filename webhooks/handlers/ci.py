@@ -4,14 +4,11 @@ fix run or a person asked (bot.lifecycle.ci_intake); anything else is one log li
 
 from __future__ import annotations
 
-import os
-
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
 from bot.lifecycle.ci_failures import parse_failure
 from bot.lifecycle.ci_intake import CiIntake
-from bot.lifecycle.redact import from_settings
 from webhooks.handlers.common import log
 from webhooks.routing import WebhookContext, handles
 
@@ -40,7 +37,7 @@ async def on_ci_result(event: Event, ctx: WebhookContext) -> None:
         github=ctx.github,
         queue=ctx.queue,
         fix_runs=ctx.settings.ci_fix_runs,
-        redactor=from_settings(ctx.settings, os.environ),
+        redactor=ctx.redactor,  # built once per process (steelframe.composition)
         github_api_url=ctx.settings.github_api_url,
         clock=ctx.clock,
     )
