@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from bot.config import Settings
@@ -31,16 +33,36 @@ class _WithIds(logging.Filter):
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        line = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "logger": record.name,
-            "message": record.getMessage(),
-            **getattr(record, "log_ids", {}),
-        }
+        line = json_record(
+            record.name,
+            record.getMessage(),
+            level=record.levelname,
+            created=record.created,
+            fields=getattr(record, "log_ids", {}),
+        )
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
         return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def json_record(
+    logger: str,
+    message: str,
+    *,
+    level: str = "INFO",
+    created: float | None = None,
+    fields: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """One JSON log line's object: what every record has, then its `fields` (the ids of
+    the work it belongs to, or a value a reader looks for, such as serve's `url`)."""
+    when = datetime.fromtimestamp(time.time() if created is None else created, UTC)
+    return {
+        "time": when.isoformat(timespec="milliseconds"),
+        "level": level.lower(),
+        "logger": logger,
+        "message": message,
+        **(fields or {}),
+    }
 
 
 def configure_logging(settings: Settings) -> None:

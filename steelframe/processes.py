@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 from bot.config import Settings
+from steelframe.listening import say_listening
 
 # A child that exits within this long after it started counts as failing at start.
 QUICK_EXIT_SECONDS = 5.0
@@ -52,7 +53,19 @@ def child_command(host: str, port: int, slot: int, *, loop: str = "auto") -> lis
     return command if slot == 0 else [*command, "--no-relay"]
 
 
-def run_processes(args: argparse.Namespace, settings: Settings, host: str, port: int) -> int:
+def run_processes(
+    args: argparse.Namespace,
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    as_records: bool = False,
+    say: Callable[[str], None] = print,
+    tell: Callable[[str], None] | None = None,
+) -> int:
+    """What the group does is said as lines, or with `as_records` as JSON records: `say`
+    for progress, `tell` for a child's death (the command's Narrator). A start-up failure
+    stays one plain line on standard error, as every command's does."""
     if not settings.redis_url:
         print(
             "steelframe: --processes needs Redis (STEELFRAME_REDIS_URL): the processes share "
@@ -66,17 +79,23 @@ def run_processes(args: argparse.Namespace, settings: Settings, host: str, port:
         print(f"steelframe: cannot listen on {host}:{port}: {exc.strerror}", file=sys.stderr)
         return 2
     port = reserved.getsockname()[1]
-    print(f"url: http://{host}:{port}", flush=True)
-    print(f"serve: {args.processes} processes sharing port {port}", flush=True)
+    url = f"http://{host}:{port}"
+    say_listening(url, as_record=as_records, processes=str(args.processes))
+    say(f"serve: {args.processes} processes sharing port {port}")
     with reserved:
         command = functools.partial(child_command, host, port, loop=args.loop)
         stop_seconds = settings.shutdown_grace_seconds + CHILD_STOP_MARGIN_SECONDS
-        return Supervisor(command, args.processes, stop_seconds=stop_seconds).run()
+        return Supervisor(command, args.processes, stop_seconds=stop_seconds, tell=tell).run()
 
 
 class Supervisor:
     def __init__(
-        self, command: Callable[[int], list[str]], count: int, *, stop_seconds: float = 15.0
+        self,
+        command: Callable[[int], list[str]],
+        count: int,
+        *,
+        stop_seconds: float = 15.0,
+        tell: Callable[[str], None] | None = None,
     ) -> None:
         self.command = command
         self.count = count
@@ -84,6 +103,8 @@ class Supervisor:
         self.children: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
         self.stopping = False
         self.quick_exits = 0
+        # Where a child's death is said (`serve: process ... exited`): a line, or a record.
+        self.tell = tell or _to_stderr
 
     def run(self) -> int:
         previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -108,9 +129,9 @@ class Supervisor:
                     continue
                 quick = time.monotonic() - started < QUICK_EXIT_SECONDS
                 self.quick_exits = self.quick_exits + 1 if quick else 0
-                print(f"serve: process {child.pid} exited ({code})", file=sys.stderr, flush=True)
+                self.tell(f"process {child.pid} exited ({code})")
                 if self.quick_exits >= MAX_QUICK_EXITS:
-                    print("serve: processes keep failing at start; stopping", file=sys.stderr)
+                    self.tell("processes keep failing at start; stopping")
                     return 1
                 self._start(slot)
             time.sleep(0.2)
@@ -134,3 +155,7 @@ class Supervisor:
             except subprocess.TimeoutExpired:
                 child.kill()
                 child.wait()
+
+
+def _to_stderr(text: str) -> None:
+    print(f"serve: {text}", file=sys.stderr, flush=True)

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+from collections.abc import Callable
 
 from aiohttp import web
 
@@ -29,8 +30,9 @@ async def serve_until_stopped(
     port: int,
     reuse_port: bool = False,
     access_log: logging.Logger | None = None,
-    announce: bool = True,
+    announce: Callable[[str], None] | None = None,
 ) -> None:
+    """`announce` is given the URL once the port is bound (`steelframe.listening`)."""
     runner = QuietAppRunner(app, access_log=access_log, handle_signals=False)
     await runner.setup()
     tune_for_serving()
@@ -39,9 +41,9 @@ async def serve_until_stopped(
             runner, host, port, reuse_port=reuse_port or None, backlog=LISTEN_BACKLOG
         )
         await site.start()
-        if announce:
+        if announce is not None:
             bound = runner.addresses[0][1] if runner.addresses else port
-            print(f"url: http://{host}:{bound}", flush=True)
+            announce(f"http://{host}:{bound}")
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

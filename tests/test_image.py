@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from steelframe.listening import announced_url
 from tests.fakes.serve_process import child_env
 
 pytestmark = pytest.mark.slow  # installs and starts the package as the image does
@@ -183,8 +184,8 @@ def test_serve_from_the_image_install_answers_with_the_web_gui(
 
 
 def _announced_url(process: subprocess.Popen[bytes], log: Path) -> str:
-    """Where serve listens, from its `url: http://host:port` line (printed once it does);
-    what it prints, that line included, goes on into `log`."""
+    """Where serve listens, from its `url: http://host:port` line or JSON record (printed
+    once it does); what it prints, that line included, goes on into `log`."""
     assert process.stdout is not None
     stdout, found, said = process.stdout, threading.Event(), []
 
@@ -193,8 +194,9 @@ def _announced_url(process: subprocess.Popen[bytes], log: Path) -> str:
             for line in stdout:
                 sink.write(line)
                 sink.flush()
-                if line.startswith(b"url: ") and not found.is_set():
-                    said.append(line[5:].decode().strip())
+                url = announced_url(line)  # a `url:` line, or a JSON record's `url`
+                if url is not None and not found.is_set():
+                    said.append(url)
                     found.set()
         found.set()  # serve exited without saying where
 

@@ -24,6 +24,7 @@ from bot.lifecycle.models import Task
 from bot.lifecycle.states import TaskState
 from bot.models import ChatTurn
 from bot.operators import create_operator
+from steelframe.listening import announced_url
 from tests.conftest import GITHUB_DATA, WEBHOOK_SECRET, GitHubSandbox, webhook_headers
 from tests.fakes.coding import command
 from tests.fakes.events import EventsFeed
@@ -56,8 +57,8 @@ async def _serve(env: dict[str, str], cwd: Path, started: list[asyncio.subproces
     started.append(process)
     assert process.stdout is not None
     while line := (await asyncio.wait_for(process.stdout.readline(), 120)).decode():
-        if line.startswith("url: "):
-            return line.split(" ", 1)[1].strip()
+        if (url := announced_url(line)) is not None:  # a `url:` line or a JSON record
+            return url
     raise AssertionError(f"serve printed no url (exit {await process.wait()})")
 
 

@@ -21,6 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bot.config_values import Secret
 from steelframe.embedded_redis import start_embedded_redis
+from steelframe.listening import announced_url
 from tests.conftest import ApiClient, GitHubSandbox, make_settings, read_sse
 
 
@@ -134,8 +135,8 @@ def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
 def _url(process: subprocess.Popen[str]) -> str:
     assert process.stdout is not None
     for line in process.stdout:
-        if line.startswith("url: "):
-            return line.split(" ", 1)[1].strip()
+        if (url := announced_url(line)) is not None:  # a `url:` line or a JSON record
+            return url
     raise AssertionError(f"serve printed no url (exit {process.wait(30)})")
 
 

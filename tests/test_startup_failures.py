@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bot.config import Settings
+from steelframe.listening import announced_url
 from tests.fakes.ports import refused_port
 from tests.fakes.workers import CREDENTIAL_VARS, stop_processes
 
@@ -28,11 +29,12 @@ def _env(tmp_path: Path, **settings: str) -> dict[str, str]:
 
 
 def _served_port(log: Path) -> int | None:
-    """The port of serve's `url: http://host:port` line (it binds port 0 and says where:
-    a port probed free and handed over could be taken meanwhile), once printed."""
+    """The port of the line where serve says its URL (`url: http://host:port`, or a JSON
+    record's `url`; it binds port 0 and says where: a port probed free and handed over
+    could be taken meanwhile), once printed."""
     for line in log.read_text().splitlines():
-        if line.startswith("url: "):
-            return int(line.rsplit(":", 1)[1].strip("/"))
+        if (url := announced_url(line)) is not None:
+            return int(url.rsplit(":", 1)[1].strip("/"))
     return None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import socket
 import sys
 from collections.abc import Callable
@@ -18,8 +19,9 @@ from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
 from steelframe.cli import load_settings, migration_state, require_data_dir, with_database
 from steelframe.commands.memory import upgrade_memory_index
-from steelframe.commands.narration import Narrator
+from steelframe.commands.narration import NarratedLines, Narrator
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
+from steelframe.listening import say_listening
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
 from steelframe.serving import serve_until_stopped
@@ -119,9 +121,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     # An index of an older analysis is rebuilt once, here, before any process serves
     # (a --processes child finds it current: a manifest read).
-    upgrade_memory_index(settings, sys.stdout)
+    upgrade_memory_index(settings, NarratedLines(narrator) if narrator.as_records else sys.stdout)
     if args.processes > 1:
-        return run_processes(args, settings, host, port)
+        group = narrator.with_prefix("serve")
+        return run_processes(
+            args, settings, host, port, as_records=group.as_records, say=group.say, tell=group.error
+        )
     app = create_app(settings)
     if settings.webhook_proxy_url and not args.no_relay:
         if port == 0:
@@ -137,10 +142,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 port=port,
                 reuse_port=args.reuse_port,
                 access_log=access_logger(settings),
-                announce=not args.reuse_port,  # a child of --processes: the parent said where
+                # A child of --processes (--reuse-port): the parent said where.
+                announce=None if args.reuse_port else announcer(narrator),
             )
         )
     return 0
+
+
+def announcer(narrator: Narrator) -> Callable[[str], None]:
+    """Says serve's URL once it listens: a `url:` line, or a JSON record in JSON mode."""
+    return functools.partial(say_listening, as_record=narrator.as_records)
 
 
 def claim_port(host: str, port: int) -> None:

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import aiohttp
 
+from steelframe.listening import announced_url
+
 STEELFRAME = Path(sys.executable).with_name("steelframe")
 # Variables of the developer's own environment that must not leak into the child.
 PREFIXES = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
@@ -95,10 +97,11 @@ async def serve(
 
 
 async def _announced_port(stdout: asyncio.StreamReader) -> int:
-    """The port of serve's `url: http://host:port` line, printed once it listens."""
+    """The port of the line where serve says its URL once it listens (`url: http://host:port`,
+    or a JSON record's `url` with STEELFRAME_LOG_FORMAT=json)."""
     while line := await stdout.readline():
-        if line.startswith(b"url: "):
-            return int(line.decode().strip().rsplit(":", 1)[1])
+        if (url := announced_url(line)) is not None:
+            return int(url.rsplit(":", 1)[1])
     raise RuntimeError("serve exited before it said where it listens")
 
 
