@@ -11,7 +11,8 @@ ERROR. On a public port that is noise anyone can generate. Here:
 - `QuietAppRunner` serves connections through `QuietRequestHandler`, which answers the
   refusal the way every other error is answered: JSON with a message (docs/api.md,
   "Errors"), 431 for a line over the limit (`LineTooLong`), 400 for anything else
-  malformed, and the connection closed (the parser's state is unknown after an error).
+  malformed, with an `X-Request-Id` and an HTTP/1.1 status line, and the connection closed
+  (the parser's state is unknown after an error): `http_edge.refusals`.
 """
 
 from __future__ import annotations
@@ -23,16 +24,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
-from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
+from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError
 from aiohttp.web_protocol import RequestHandler
 
-from bot.errors import error_body
+from bot.log_context import bind_id
 from http_edge.appkeys import LANE_ROUTES
+from http_edge.refusals import answered_as_http11, refusal, refusal_status
+from http_edge.request_ids import request_id_for
 from steelframe.direct_routes import direct_dispatch
 from steelframe.lanes import Lanes
 
 SERVER_LOG = logging.getLogger("steelframe.http.server")
-HEADERS_TOO_LARGE = 431
 
 
 if TYPE_CHECKING:  # generic in the stubs only
@@ -61,25 +63,6 @@ class QuietProtocolLog(_LoggerAdapter):
         self.logger.error(msg, *args, exc_info=exc_info, **kwargs)
 
 
-def refusal_status(exc: BaseException) -> int:
-    return HEADERS_TOO_LARGE if isinstance(exc, LineTooLong) else 400
-
-
-def refusal(exc: HttpProcessingError) -> web.Response:
-    """The JSON answer to a request aiohttp could not parse; it never echoes the request's
-    bytes (aiohttp's message quotes the first 100 of the offending line)."""
-    if isinstance(exc, LineTooLong):
-        limit = exc.args[1] if len(exc.args) > 1 else "the limit"
-        message = f"a request line or header line is longer than {limit} bytes"
-        code = "headers_too_large"
-    else:
-        message = f"the request is not valid HTTP/1.1 ({type(exc).__name__})"
-        code = "bad_request"
-    response = web.json_response(error_body(message, code=code), status=refusal_status(exc))
-    response.force_close()
-    return response
-
-
 class QuietRequestHandler(RequestHandler):
     # When the connection's latest bytes arrived (time.monotonic()): a request's clock
     # starts there, so the time a parsed request waited for the busy loop to run its handler
@@ -97,11 +80,16 @@ class QuietRequestHandler(RequestHandler):
         exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
+        # The client's id, or a new one (an unreadable request's headers were never read),
+        # on the log line too.
+        request_id = request_id_for(request.headers.get("X-Request-Id", ""))
+        bind_id("request_id", request_id)  # this request's task only
         if not isinstance(exc, HttpProcessingError):
-            return super().handle_error(request, status, exc, message)
+            super().handle_error(request, status, exc, message)  # its log line, traceback and all
+            return refusal(exc, request_id, status=status)
         # Through the handler's logger (QuietProtocolLog): one line, no traceback.
         self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
-        return refusal(exc)
+        return refusal(exc, request_id)
 
 
 class QuietServer(web.Server):
@@ -133,7 +121,7 @@ class QuietAppRunner(web.AppRunner):
         server = await super()._make_server()
         quiet = QuietServer(
             direct_dispatch(self.app, server.request_handler),
-            request_factory=server.request_factory,
+            request_factory=answered_as_http11(server.request_factory),
             handler_cancellation=server.handler_cancellation,
             loop=server._loop,
             **server._kwargs,
