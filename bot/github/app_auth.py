@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 import jwt
+import msgspec
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateKey
 
@@ -212,6 +213,52 @@ class TokenCache:
         """Forget every token of an installation (it was removed, or GitHub refused one)."""
         for scope in [s for s in list(self._tokens) if s.installation_id == installation_id]:
             self._tokens.pop(scope, None)
+
+
+class HandedToken(msgspec.Struct, frozen=True):
+    """One kept token as it crosses from a work horse to its worker (`hand_over`)."""
+
+    installation_id: int
+    repo: str | None
+    permissions: tuple[tuple[str, str], ...] | None
+    token: str
+    expires_at: float
+
+
+def hand_over(kept: KeptTokens, *, clock: EpochClock) -> bytes:
+    """The tokens of `kept` that are still fresh, for the process that forked this one: an
+    RQ work horse mints the scopes its job needs, and its tokens died with it, so the next
+    job's horse minted them again (bot.lifecycle.worker sends these over a pipe)."""
+    now = clock()
+    handed = [
+        HandedToken(
+            scope.installation_id,
+            scope.repo,
+            scope.permissions,
+            token.token.reveal(),
+            token.expires_at,
+        )
+        for scope, token in list(kept.items())
+        if now < token.expires_at - TOKEN_REFRESH_MARGIN_SECONDS
+    ]
+    return msgspec.json.encode(handed)
+
+
+def take_over(kept: KeptTokens, data: bytes) -> int:
+    """Keep the tokens `hand_over` wrote (a later-expiring one wins over what `kept` holds);
+    how many were taken. What cannot be read is dropped: the next job mints as before."""
+    try:
+        handed = msgspec.json.decode(data, type=list[HandedToken])
+    except msgspec.DecodeError:  # a horse killed mid-write (ValidationError is one too)
+        return 0
+    taken = 0
+    for item in handed:
+        scope = TokenScope(item.installation_id, item.repo, item.permissions)
+        held = kept.get(scope)
+        if held is None or held.expires_at < item.expires_at:
+            kept[scope] = InstallationToken(Secret(item.token), item.expires_at)
+            taken += 1
+    return taken
 
 
 class InstallationLookup:

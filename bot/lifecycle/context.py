@@ -143,32 +143,42 @@ class LifecycleContext:
             self._pid = os.getpid()
 
 
-def github_factory(settings: Settings, db: Database | None = None) -> GitHubFactory | None:
-    """A fresh App client per job (each job runs its own event loop), or None without an App.
-    With `db`, a job's client finds a repository's installation in what the webhooks stored
-    before asking GitHub (a fresh client has no cache). The clients share their installation
-    tokens (a work horse forked from the worker starts with the worker's), so a job or a
-    reconcile pass mints a token only when none of its scope is current."""
-    if not settings.github_configured:
-        return None
-    kept: KeptTokens = {}
+@dataclass(frozen=True)
+class AppClients:
+    """A fresh App client per job (each job runs its own event loop). With `db`, a job's
+    client finds a repository's installation in what the webhooks stored before asking
+    GitHub (a fresh client has no cache). The clients share their installation tokens,
+    `kept` (a work horse forked from the worker starts with the worker's, and hands back
+    the ones it minted: bot.lifecycle.worker), so a job or a reconcile pass mints a token
+    only when none of its scope is current."""
+
+    settings: Settings
+    db: Database | None = None
+    kept: KeptTokens = field(default_factory=dict)
+
+    def __call__(self) -> AbstractAsyncContextManager[GitHubApi]:
+        return self._client()
 
     @asynccontextmanager
-    async def client() -> AsyncIterator[GitHubApi]:
+    async def _client(self) -> AsyncIterator[GitHubApi]:
         from bot.github.client import GitHubClient
         from bot.github.installations import stored_installations
 
-        stored = stored_installations(db) if db is not None else None
-        github = GitHubClient.from_settings(settings, stored_installation=stored, kept_tokens=kept)
+        stored = stored_installations(self.db) if self.db is not None else None
+        github = GitHubClient.from_settings(
+            self.settings, stored_installation=stored, kept_tokens=self.kept
+        )
         try:
             yield github
         finally:
             await github.close()
 
-    def factory() -> AbstractAsyncContextManager[GitHubApi]:
-        return client()
 
-    return factory
+def github_factory(settings: Settings, db: Database | None = None) -> GitHubFactory | None:
+    """The App's clients for jobs (`AppClients`), or None without an App."""
+    if not settings.github_configured:
+        return None
+    return AppClients(settings, db)
 
 
 def announce_commits(database: Database, connection: redis.Redis) -> None:

@@ -14,8 +14,11 @@ warm shutdown at the loop's first turn.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar, cast
@@ -26,7 +29,8 @@ from rq.timeouts import TimerDeathPenalty
 from rq.worker import BaseWorker
 
 from bot.events.publisher import settle_owed
-from bot.lifecycle.context import LifecycleContext
+from bot.github.app_auth import KeptTokens, hand_over, take_over
+from bot.lifecycle.context import AppClients, LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.trusted_jobs import JOB_SERIALIZER, RefusedJob, TrustedJob, trusted_task_id
@@ -36,6 +40,10 @@ IDLE_POLL_SECONDS = 1
 # How long stopping waits for the command listener (it exits as soon as its read returns).
 UNSUBSCRIBE_SECONDS = 10
 SETTLE_OWED_SECONDS = 5.0  # after a job, trying to append the resyncs its events owe
+# A horse's tokens are written to the pipe at once only if they fit its buffer (64 KiB on
+# Linux): the worker reads after the horse has exited, so a larger write would never end.
+# A token is ~200 bytes: hundreds of scopes fit.
+HANDBACK_MAX_BYTES = 60_000
 
 
 def task_of(job: Job) -> int | None:
@@ -131,15 +139,79 @@ class _ContextGivingWorker(BaseWorker):
 
 
 class LifecycleWorker(_ContextGivingWorker, Worker):
-    """RQ's forking worker; a killed work horse's task is retried or failed right away."""
+    """RQ's forking worker; a killed work horse's task is retried or failed right away, and
+    the installation tokens a work horse minted are handed back to the worker (`_handback`)."""
+
+    # The pipe a work horse hands its tokens back through: the worker's read end, the
+    # horse's write end (both O_CLOEXEC: no program a job runs inherits either).
+    _handback: tuple[int, int] | None = None
+
+    def fork_work_horse(self, job: Job, queue: Queue) -> None:
+        kept = self._kept_tokens()
+        if kept is None:
+            super().fork_work_horse(job, queue)
+            return
+        self._handback = os.pipe()
+        super().fork_work_horse(job, queue)
+        os.close(self._handback[1])  # the worker's copy: EOF once the horse has exited
+
+    def monitor_work_horse(self, *args: Any, **kwargs: Any) -> None:
+        """After RQ's wait for the horse (its end, or its kill): take its tokens."""
+        try:
+            super().monitor_work_horse(*args, **kwargs)
+        finally:
+            self._take_handed_tokens()
 
     def perform_job(self, *args: Any, **kwargs: Any) -> bool:
         """In the work horse, which exits right after, and its timer threads with it: the
-        resyncs its job's events still owe (Redis was down) are appended first."""
+        resyncs its job's events still owe (Redis was down) are appended first, and its
+        tokens handed to the worker."""
         try:
             return bool(super().perform_job(*args, **kwargs))
         finally:
             settle_owed(within=SETTLE_OWED_SECONDS)
+            self._hand_tokens_back()
+
+    def _kept_tokens(self) -> KeptTokens | None:
+        github = self.lifecycle.github
+        return github.kept if isinstance(github, AppClients) else None
+
+    def _hand_tokens_back(self) -> None:
+        """In the horse: its fresh tokens, in one write the worker reads once the horse has
+        exited. A token minted here served one job and died with the horse; the next job's
+        horse, forked from the worker, minted the same scope again (ten runs for one
+        installation minted 81 tokens where one process minted 9)."""
+        kept, handback = self._kept_tokens(), self._handback
+        if kept is None or handback is None:
+            return
+        data = hand_over(kept, clock=time.time)
+        try:
+            os.close(handback[0])
+            if len(data) <= HANDBACK_MAX_BYTES:
+                os.set_blocking(handback[1], False)
+                os.write(handback[1], data)
+        except OSError as exc:  # nothing handed back: the next job mints, as before
+            log.warning("work horse: could not hand its tokens back: %s", exc)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(handback[1])
+
+    def _take_handed_tokens(self) -> None:
+        kept, handback = self._kept_tokens(), self._handback
+        if kept is None or handback is None:
+            return
+        self._handback = None
+        chunks = []
+        try:
+            os.set_blocking(handback[0], False)  # a horse's own child holding it: no wait
+            while chunk := os.read(handback[0], 65536):
+                chunks.append(chunk)
+        except BlockingIOError:
+            pass
+        finally:
+            os.close(handback[0])
+        if chunks:
+            take_over(kept, b"".join(chunks))
 
     def handle_work_horse_killed(self, job: Job, retpid: int, ret_val: int, rusage: Any) -> None:
         super().handle_work_horse_killed(job, retpid, ret_val, rusage)  # type: ignore[no-untyped-call]
