@@ -40,6 +40,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from bench._stats import percentile, ratio
 from bot.db import Database, upgrade
 from bot.operators import create_operator
+from steelframe.listening import announced_url
 
 CLIENT_TIMEOUT_SECONDS = 120.0
 FIRST_FRAME_TARGET = 0.05
@@ -93,18 +94,20 @@ class Server:
 
 @contextmanager
 def started(command: list[str], env: dict[str, str] | None = None) -> Iterator[Server]:
-    """A child process that prints `url: ...`; its URL and process, stopped afterwards."""
+    """A child process that says where it listens (`url: ...`, or serve's JSON record in JSON
+    log mode); its URL and process, stopped afterwards."""
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
     )
     try:
         assert process.stdout is not None
         for line in process.stdout:
-            if line.startswith("url: "):
+            url = announced_url(line)
+            if url is not None:
                 server = psutil.Process(process.pid)
                 if SERVER_CORE is not None:
                     server.cpu_affinity([SERVER_CORE])
-                yield Server(line.split(" ", 1)[1].strip(), server)
+                yield Server(url, server)
                 break
         else:
             raise RuntimeError(f"{command[2]} printed no url (exit {process.wait()})")
