@@ -96,13 +96,16 @@ def test_a_secret_split_by_markdown_is_masked_as_a_reader_sees_it(secret: str, t
         assert "[REDACTED]" in shown, published
 
 
-def test_a_secret_in_a_link_address_split_by_an_escape_is_masked() -> None:
+def test_a_secret_in_a_link_address_or_title_split_by_an_escape_is_masked() -> None:
     for secret in (KNOWN, FOUND):
         escaped = secret.replace("-", "\\-").replace("_", "\\_")
         text = f"[the log](https://ci.example/run?key={escaped})"
         assert _read(text)[1] == [f"https://ci.example/run?key={secret}"]
         shown, addresses = _read(_published(text))
         assert secret not in shown and not [a for a in addresses if secret in a]
+        titled = _published(f'[the log](/log "{escaped}") and ![a chart](/c.png "{escaped}")')
+        assert f'title="{secret}"' in RENDERER.render(f'[x](/y "{escaped}")')
+        assert secret not in RENDERER.render(titled), titled
 
 
 @pytest.mark.parametrize(

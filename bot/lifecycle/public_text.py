@@ -251,7 +251,8 @@ def _unlinked(url: str) -> str:
 @dataclass(frozen=True)
 class Shown:
     """Markdown as a reader sees it once GitHub renders it: the text shown (blocks and line
-    breaks as newlines; invisible characters kept, as the renderer keeps them), the part of
+    breaks as newlines, link and image titles beside their text; invisible characters kept,
+    as the renderer keeps them), the part of
     it outside code (where GitHub links bare URLs), and every link and image address (seen
     on hovering, and in the page's source)."""
 
@@ -305,6 +306,8 @@ def _inline(tokens: Iterable[Token], text: list[str], prose: list[str], links: l
         elif token.type == "image":
             links.append(str(token.attrs.get("src", "")))
             _inline(token.children or [], text, prose, links)  # its alternative text
+        if "title" in token.attrs:  # shown on hovering
+            text.append(f" {token.attrs['title']} ")
 
 
 class _HTMLText(HTMLParser):
