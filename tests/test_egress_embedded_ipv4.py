@@ -14,6 +14,7 @@ from bot.host_entries import BadTarget
 from bot.lifecycle.egress_policy import (
     Allowlist,
     EgressRefused,
+    IPAddress,
     Target,
     check_addresses,
     public_entry,
@@ -94,3 +95,15 @@ def test_one_that_carries_a_public_ipv4_address_is_reached(address: str) -> None
     target = Target("model.example", 443)
     found = [ipaddress.ip_address(address)]
     assert check_addresses(target, found, Allowlist.of(["model.example"]), lambda _: False) == found
+
+
+@pytest.mark.parametrize("address", ["2002:5db8:d70e::1", _inside("64:ff9b::", PUBLIC_V4)])
+def test_one_that_carries_this_machine_s_own_public_address_is_refused(address: str) -> None:
+    """The machine's own public IPv4 address (here 93.184.215.14), carried by 6to4 or NAT64."""
+    target = Target("me.example", 443)
+
+    def own(candidate: IPAddress) -> bool:
+        return str(candidate) == PUBLIC_V4
+
+    with pytest.raises(EgressRefused, match="this machine's own"):
+        check_addresses(target, [ipaddress.ip_address(address)], Allowlist.of(["me.example"]), own)

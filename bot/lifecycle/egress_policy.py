@@ -188,7 +188,9 @@ def check_addresses(
         return list(addresses)
     for address in addresses:
         reason = unreachable_reason(address)
-        if reason is None and is_own(address):
+        # An IPv6 address carrying this machine's IPv4 one (6to4, NAT64) reaches it too.
+        inner = embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else []
+        if reason is None and any(is_own(a) for a in (address, *inner)):
             reason = "this machine's own"
         if reason is not None:
             raise EgressRefused(f"{target} resolves to a {reason} address ({address})")
