@@ -161,3 +161,29 @@ async def test_a_delivered_pull_request_shows_no_secret_split_by_markdown(make: 
         assert not MENTION.search("".join(_Page(RENDERER.render(body)).shown)), body
         assert "101" not in [m.group(1) for m in CLOSES.finditer(shown)], body
     assert "Pushed with [REDACTED]" in _read(pull["body"])[0]
+
+
+def test_an_address_urlsplit_cannot_read_is_unlinked_not_a_failure() -> None:
+    for text in ("see https://[evil.example/x", "[x](https://[::1/y) and www.[evil", "https://a]b"):
+        published = _published(text)  # raised ValueError: the run's words failed to publish
+        assert not re.search(
+            r"https?://\S|www\.\S", "".join(_Page(RENDERER.render(published)).shown)
+        )
+
+
+TOKENS = (
+    FOUND,
+    "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+    "sk-proj-abcdefghijklmnopqrstuvwxyzABCDEF0123456789",
+    "AKIAIOSFODNN7EXAMPLE",
+    "xoxb-1234567890-abcdefghij",
+)
+
+
+@pytest.mark.parametrize("token", TOKENS)
+def test_a_token_beside_an_underscore_is_still_masked(token: str) -> None:
+    """`_` is a word character: a `\\b` around the shape let `key_ghp_...` and `ghp_..._`
+    (and `ghp_...__`, which shows as the token followed by two underscores) through."""
+    for text in (f"key_{token} ok", f"{token}_ ok", f"{token}__ ok", f"_{token}_"):
+        for published in (_published(text), Redactor().public_text(text)):
+            assert token not in _read(published)[0], published

@@ -229,11 +229,16 @@ def _definition(line: str, place: PublicPlace) -> str:
 
 def _stays(url: str, place: PublicPlace) -> bool:
     """A link that may stay: relative (on the repository's own host), or absolute http(s)
-    on that host."""
-    parts = urlsplit(url if "://" in url or url.startswith("//") else _schemeless(url))
+    on that host. One `urlsplit` cannot read (`https://[x`) does not stay: GitHub may still
+    link what it makes of it."""
+    try:
+        parts = urlsplit(url if "://" in url or url.startswith("//") else _schemeless(url))
+        host = parts.hostname or ""
+    except ValueError:
+        return False
     if not parts.scheme and not parts.netloc:
         return True
-    return parts.scheme in ("http", "https", "") and (parts.hostname or "") == place.host
+    return parts.scheme in ("http", "https", "") and host == place.host
 
 
 def _schemeless(url: str) -> str:

@@ -47,9 +47,11 @@ _SCHEME = re.compile(r"(?i)^(?:bearer|token|basic) ")
 # Token-shaped text the worker never knew: what an agent printed from its checkout or its
 # tools, or a CI log (bot.lifecycle.ci_evidence). GitHub tokens, cloud and model keys,
 # Authorization headers.
+# Bounded by what is not a letter or digit (not `\b`: `_` is a word character, and a token
+# written as `key_ghp_...` or `ghp_..._` is still the token).
 TOKEN_SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})\b"
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9])"
     r"|(?i:(?<=authorization: )(?:bearer |token |basic )?\S+)"
     r"|(?i:(?<=bearer )[A-Za-z0-9._~+/=-]{16,})"
 )
