@@ -116,6 +116,7 @@ def test_a_secret_in_a_link_address_or_title_split_by_an_escape_is_masked() -> N
         "Fix<!-- -->es #2 and Fix**es** #3 and Clo<b></b>ses #4",
         "Fixes \\#2 and closes #\\3 and re\u200bsolves #4",
         "*Fixes* #2, fixe`s` #3",
+        "Fixes #2- and closes #3&#x2d;, resolves #4-",  # a hyphen ends the number too
         "see [x](https\\://evil.example/p), ![i](https\\://evil.example/i.png)",
         "bare https\\://evil.example/q and www\\.evil.com and <https\\://evil.example/a>",
     ],

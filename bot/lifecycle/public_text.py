@@ -51,9 +51,10 @@ _REFERENCE = (
     r"|(?P<url>https?://(?P<host>[^\s/]+)/(?P<url_repo>[^\s/]+/[^\s/]+)"
     r"/(?:issues|pull)/(?P<url_number>\d+)))"
 )
-# Markdown emphasis or a link bracket may sit between the keyword and the reference.
+# Markdown emphasis or a link bracket may sit between the keyword and the reference. A
+# reference ends where its number does (`#2-`, `#2.` are #2), not inside a word (`#2a`).
 _CLOSING = re.compile(
-    rf"(?P<keyword>{_KEYWORD})(?P<gap>[\s:*_~`\[]*)(?P<reference>{_REFERENCE})(?![\w-])",
+    rf"(?P<keyword>{_KEYWORD})(?P<gap>[\s:*_~`\[]*)(?P<reference>{_REFERENCE})(?!\w)",
     re.IGNORECASE,
 )
 # A code span (CommonMark: it opens and closes with whole backtick runs of one length); a
