@@ -106,10 +106,59 @@ def _with_port(entry: tuple[str, int | None]) -> tuple[str, int]:
     return host, port
 
 
+_V6 = ipaddress.IPv6Network
+# IPv6 ranges whose addresses carry an IPv4 one, which is where a packet to them ends up
+# (through the host's own tunnel or translator, or one on the way): such an address is
+# judged by the IPv4 address inside it, not by Python's flags for the IPv6 range, which
+# differ between versions (3.11 calls 6to4's `2002:7f00:1::1`, 127.0.0.1 inside, global).
+_IPV4_TRANSLATED = _V6("::ffff:0:0:0/96")  # SIIT (RFC 2765), beside ::ffff:0:0/96 (mapped)
+_IPV4_COMPATIBLE = _V6("::/96")  # deprecated (RFC 4291 2.5.5.1); :: and ::1 are not
+_NAT64 = _V6("64:ff9b::/96")  # the well-known prefix (RFC 6052)
+# The local-use translation prefix (RFC 8215): a network picks where inside it the IPv4
+# address sits, so the /96 reading may not be the one used, and IANA lists the prefix as not
+# globally reachable. Judged by the /96 reading, then refused as private whatever it says.
+_NAT64_LOCAL = _V6("64:ff9b:1::/48")
+# IANA's special-purpose ranges that are not globally reachable, named here rather than
+# left to `is_global`, whose table changes with the Python version.
+_NOT_PUBLIC_V6 = (
+    ("private", _V6("fec0::/10")),  # site-local (deprecated by RFC 3879, still routable)
+    ("private", _V6("fc00::/7")),  # unique-local
+    ("reserved", _V6("100::/64")),  # discard-only
+    ("reserved", _V6("2001:db8::/32")),  # documentation
+    ("reserved", _V6("3fff::/20")),  # documentation (RFC 9637)
+    ("reserved", _V6("5f00::/16")),  # SRv6 SIDs (RFC 9602)
+)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 addresses an IPv6 address carries (6to4, Teredo's server and client, NAT64,
+    IPv4-mapped, -translated and -compatible), or [] when it carries none."""
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if address.sixtofour is not None:
+        return [address.sixtofour]
+    if address.teredo is not None:
+        return list(address.teredo)
+    if any(address in net for net in (_IPV4_TRANSLATED, _NAT64, _NAT64_LOCAL)):
+        return [low]
+    if address in _IPV4_COMPATIBLE and int(address) > 1:
+        return [low]
+    return []
+
+
 def unreachable_reason(address: IPAddress) -> str | None:
     """Why this address is never reached from a coding run, or None when it may be."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return unreachable_reason(address.ipv4_mapped)
+    if isinstance(address, ipaddress.IPv6Address):
+        inner = embedded_ipv4(address)
+        if inner:
+            reasons = [reason for v4 in inner if (reason := unreachable_reason(v4))]
+            if reasons:
+                return reasons[0]
+            return "private" if address in _NAT64_LOCAL else None
+        for label, network in _NOT_PUBLIC_V6:
+            if address in network:
+                return label
     for label, hit in (
         ("loopback", address.is_loopback),
         ("link-local", address.is_link_local),
@@ -139,7 +188,9 @@ def check_addresses(
         return list(addresses)
     for address in addresses:
         reason = unreachable_reason(address)
-        if reason is None and is_own(address):
+        # An IPv6 address carrying this machine's IPv4 one (6to4, NAT64) reaches it too.
+        inner = embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else []
+        if reason is None and any(is_own(a) for a in (address, *inner)):
             reason = "this machine's own"
         if reason is not None:
             raise EgressRefused(f"{target} resolves to a {reason} address ({address})")

@@ -19,15 +19,27 @@ anywhere. `defang` is applied to that text after redaction and flattening (`Run.
 
 The text is NFKC-normalised and stripped of invisible characters first, so what is checked
 is what is published: fullwidth `＃１` or `ｈｔｔｐｓ：／／` cannot slip past as lookalikes.
+
+The rules read the markdown source; a reader sees it rendered, where backslash escapes,
+HTML comments and tags, emphasis and code-span backticks are gone: `Fix<!-- -->es #2`,
+`@**name**` or `[x](https\\://elsewhere)` read as a closing keyword, a mention and a link
+there. So the result is read once more as GitHub renders it (`shown`, by markdown-it, a
+CommonMark parser) and, when the rendering still closes another issue, mentions or links
+elsewhere, the text is published as what a reader sees, with the rules applied to that and
+every markdown character escaped (`plain`): no formatting, nothing hidden.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from html.parser import HTMLParser
 from urllib.parse import urlsplit
+
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 
 # Zero-width and other invisible format characters a writer could hide a keyword behind.
 _INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
@@ -39,9 +51,10 @@ _REFERENCE = (
     r"|(?P<url>https?://(?P<host>[^\s/]+)/(?P<url_repo>[^\s/]+/[^\s/]+)"
     r"/(?:issues|pull)/(?P<url_number>\d+)))"
 )
-# Markdown emphasis or a link bracket may sit between the keyword and the reference.
+# Markdown emphasis or a link bracket may sit between the keyword and the reference. A
+# reference ends where its number does (`#2-`, `#2.` are #2), not inside a word (`#2a`).
 _CLOSING = re.compile(
-    rf"(?P<keyword>{_KEYWORD})(?P<gap>[\s:*_~`\[]*)(?P<reference>{_REFERENCE})(?![\w-])",
+    rf"(?P<keyword>{_KEYWORD})(?P<gap>[\s:*_~`\[]*)(?P<reference>{_REFERENCE})(?!\w)",
     re.IGNORECASE,
 )
 # A code span (CommonMark: it opens and closes with whole backtick runs of one length); a
@@ -59,6 +72,15 @@ _DEFINITION = re.compile(r"^(?P<label>\s*\[[^\]]+\]:\s*)(?P<url>\S+)(?P<rest>.*)
 _BARE_URL = re.compile(r"(?:(?:https?|ftp)://|www\.)[^\s<>`\"]+", re.IGNORECASE)
 _TRAILING = ".,:;!?'\")]}*_~\\"
 _FENCE = re.compile(r"^\s*(```|~~~)")
+WITHHELD = "(text withheld: it could not be made safe to publish)"
+# CommonMark 2.4: any ASCII punctuation character may be backslash-escaped, and an escaped
+# one is shown as itself, never read as markup (no emphasis, link, code, HTML, heading,
+# list, table or character reference can start from it).
+_MARKDOWN_CHARACTER = re.compile(r"([!-/:-@\[-`{-~])")
+# GitHub's markdown is CommonMark with extensions; of those, strikethrough and tables change
+# what text is shown (bare URLs are checked as text: `_BARE_URL`). Raw HTML is on: GitHub
+# passes it (sanitised), so a comment or a tag is hidden from the reader.
+_MARKDOWN = MarkdownIt("commonmark", {"html": True}).enable(["strikethrough", "table"])
 
 
 @dataclass(frozen=True)
@@ -89,8 +111,18 @@ def normalize(text: str) -> str:
 
 
 def defang(text: str, place: PublicPlace) -> str:
-    """`text` with no closing keyword for another issue, no mention, no foreign link."""
-    text = normalize(text)
+    """`text` with no closing keyword for another issue, no mention, no foreign link, in
+    its source and as GitHub shows it (else `plain`)."""
+    text = _defanged(normalize(text), place)
+    view = shown(text)
+    if not _acts(view, place):
+        return text
+    text = plain("\n".join(_defanged_plain(line, place) for line in view.text.split("\n")))
+    # Escaped, the rules' result is what is shown; should it not be, nothing is published.
+    return WITHHELD if _acts(shown(text), place) else text
+
+
+def _defanged(text: str, place: PublicPlace) -> str:
     lines = []
     fenced = False
     for line in text.split("\n"):
@@ -102,6 +134,12 @@ def defang(text: str, place: PublicPlace) -> str:
             line = _definition(line, place)
         lines.append(_MENTION.sub("@\u200b", _without_foreign_closing(line, place)))
     return "\n".join(lines)
+
+
+def _defanged_plain(line: str, place: PublicPlace) -> str:
+    """The rules on a line of text that will be published escaped (`plain`): all of it is
+    prose there, backticks or fences in it open no code."""
+    return _MENTION.sub("@\u200b", _without_foreign_closing(_bare_urls(line, place), place))
 
 
 def _without_foreign_closing(line: str, place: PublicPlace) -> str:
@@ -192,11 +230,16 @@ def _definition(line: str, place: PublicPlace) -> str:
 
 def _stays(url: str, place: PublicPlace) -> bool:
     """A link that may stay: relative (on the repository's own host), or absolute http(s)
-    on that host."""
-    parts = urlsplit(url if "://" in url or url.startswith("//") else _schemeless(url))
+    on that host. One `urlsplit` cannot read (`https://[x`) does not stay: GitHub may still
+    link what it makes of it."""
+    try:
+        parts = urlsplit(url if "://" in url or url.startswith("//") else _schemeless(url))
+        host = parts.hostname or ""
+    except ValueError:
+        return False
     if not parts.scheme and not parts.netloc:
         return True
-    return parts.scheme in ("http", "https", "") and (parts.hostname or "") == place.host
+    return parts.scheme in ("http", "https", "") and host == place.host
 
 
 def _schemeless(url: str) -> str:
@@ -209,3 +252,103 @@ def _unlinked(url: str) -> str:
     start and `www.` (no markup to get wrong, whatever surrounds it)."""
     url = re.sub(r"^//", "/\u200b/", url.replace("://", ":\u200b//"))
     return re.sub(r"(?i)\b(www)\.", "\\1\u200b.", url)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """Markdown as a reader sees it once GitHub renders it: the text shown (blocks and line
+    breaks as newlines, link and image titles beside their text; invisible characters kept,
+    as the renderer keeps them), the part of
+    it outside code (where GitHub links bare URLs), and every link and image address (seen
+    on hovering, and in the page's source)."""
+
+    text: str
+    prose: str
+    links: tuple[str, ...]
+
+    @property
+    def everything(self) -> str:
+        """The text and the addresses, a line each: where a secret may be read."""
+        return "\n".join((self.text, *self.links))
+
+
+def shown(markdown: str) -> Shown:
+    """What GitHub shows of `markdown`: escapes and character references resolved, HTML
+    comments and tags hidden (the text between tags shown), emphasis and code markers gone."""
+    text: list[str] = []
+    prose: list[str] = []
+    links: list[str] = []
+    for token in _MARKDOWN.parse(markdown):
+        if token.type == "inline":
+            _inline(token.children or [], text, prose, links)
+        elif token.type in ("code_block", "fence"):
+            text.append(token.content)
+        elif token.type == "html_block":
+            html = _HTMLText(links)
+            prose.append(html.text(token.content))
+            text.append(prose[-1])
+        if token.nesting == -1 or token.type in ("code_block", "fence", "html_block"):
+            text.append("\n")
+            prose.append("\n")
+    return Shown("".join(text).strip("\n"), "".join(prose), tuple(links))
+
+
+def _inline(tokens: Iterable[Token], text: list[str], prose: list[str], links: list[str]) -> None:
+    for token in tokens:
+        if token.type == "text":
+            text.append(token.content)
+            prose.append(token.content)
+        elif token.type == "code_inline":
+            text.append(token.content)
+            prose.append(" ")  # a code span ends a bare URL
+        elif token.type in ("softbreak", "hardbreak"):
+            text.append("\n")
+            prose.append("\n")
+        elif token.type == "html_inline":
+            # A tag or comment shows nothing; a link tag's address is a link all the same.
+            _HTMLText(links).text(token.content)
+        elif token.type == "link_open":
+            links.append(str(token.attrs.get("href", "")))
+        elif token.type == "image":
+            links.append(str(token.attrs.get("src", "")))
+            _inline(token.children or [], text, prose, links)  # its alternative text
+        if "title" in token.attrs:  # shown on hovering
+            text.append(f" {token.attrs['title']} ")
+
+
+class _HTMLText(HTMLParser):
+    """The text a browser shows of an HTML fragment (comments hidden), noting the addresses
+    its tags link to or load."""
+
+    def __init__(self, links: list[str]) -> None:
+        super().__init__(convert_charrefs=True)
+        self._links = links
+        self._shown: list[str] = []
+
+    def text(self, fragment: str) -> str:
+        self.feed(fragment)
+        self.close()
+        return "".join(self._shown)
+
+    def handle_data(self, data: str) -> None:
+        self._shown.append(data)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._links += [value or "" for name, value in attrs if name in ("href", "src")]
+
+
+def _acts(view: Shown, place: PublicPlace) -> bool:
+    """Whether GitHub would act on the shown text: a closing keyword for another issue, a
+    mention, a link to another host."""
+    if _MENTION.search(view.text):
+        return True
+    if any(not _is_own(match, place) for match in _CLOSING.finditer(view.text)):
+        return True
+    bare = (url.group(0).rstrip(_TRAILING) for url in _BARE_URL.finditer(view.prose))
+    return not all(_stays(url, place) for url in (*view.links, *bare))
+
+
+def plain(text: str) -> str:
+    """`text` as markdown that shows exactly it: every markdown character escaped, each line
+    without leading blanks (no indented code block), so nothing in it is markup."""
+    return "\n".join(_MARKDOWN_CHARACTER.sub(r"\\\1", line.lstrip()) for line in text.split("\n"))

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
+import stat
 from collections.abc import Callable
+from pathlib import Path
 
 from bot.lifecycle.worktree import (
     GIT_TIMEOUT_SECONDS,
@@ -65,14 +68,49 @@ async def history_holds(
 
 
 async def files_with(tree: Worktree, found: Callable[[str], bool]) -> list[str]:
-    """Paths ahead of the base whose current text `found` flags (names only, for the log)."""
-    names = await tree_git(tree, "diff", "--name-only", f"origin/{tree.base}..HEAD")
+    """Paths ahead of the base whose current text `found` flags (names only, for the log).
+    The names come from the history, the text from the runtime's tree, which the runtime
+    may have changed since: each file is read without following a symlink anywhere on its
+    path (`read_inside`), so a folder turned into a link reads nothing outside the tree."""
+    names = await tree_git(tree, "diff", "--name-only", "-z", f"origin/{tree.base}..HEAD")
     flagged = []
-    for name in names.splitlines():
-        path = tree.path / name
-        try:
-            if path.is_file() and not path.is_symlink() and found(path.read_text(errors="replace")):
-                flagged.append(name)
-        except OSError:
-            continue
+    for name in names.split("\0"):
+        text = read_inside(tree.path, name) if name else None
+        if text is not None and found(text):
+            flagged.append(name)
     return flagged[:20]
+
+
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# Non-blocking: a FIFO planted in the tree opens at once (and is then refused as no file)
+# instead of waiting for a writer.
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def read_inside(root: Path, name: str) -> str | None:
+    """The text of the regular file `name` (relative, `/`-separated) under `root`, or None
+    when it is not one: missing, a symlink, or reached through one (each folder is opened
+    relative to the one before it with O_NOFOLLOW, so no component is followed, whatever
+    changes between the steps), or `..` anywhere."""
+    parts = name.split("/")
+    if not name or any(part in ("", ".", "..") for part in parts):
+        return None
+    try:
+        folder = os.open(root, _FOLDER)
+    except OSError:
+        return None
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _FOLDER, dir_fd=folder)
+            os.close(folder)
+            folder = inner
+        fd = os.open(parts[-1], _FILE, dir_fd=folder)
+    except OSError:  # ELOOP/ENOTDIR: a link on the way; or gone
+        return None
+    finally:
+        os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    with os.fdopen(fd, "rb") as file:
+        return file.read().decode("utf-8", errors="replace")

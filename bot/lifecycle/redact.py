@@ -8,7 +8,10 @@ runtime made up, or found elsewhere) is not recognised by value. Text bound for 
 place gets `mask_token_shapes` too (what is shaped like a GitHub, model, cloud or Slack
 token or an Authorization header's value): `public_text` masks them, and flattens text for
 an issue comment: one paragraph, no HTML comments (so no marker a webhook handler would act
-on), no mentions, bounded.
+on), no mentions, bounded. Public text is checked twice: as written, and as GitHub shows it
+(`public_text.shown`), where markdown a reader never sees can no longer split a value
+(`sk\\-...`, `sk-a<!-- -->b`, `sk-a**b**`, `` sk-a`b` ``); text that shows one that way is
+published as what a reader sees, masked and escaped (`public_text.plain`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from urllib.parse import urlsplit
 
 from bot.config import Settings
-from bot.lifecycle.public_text import normalize
+from bot.lifecycle.public_text import normalize, plain, shown
 
 MASK = "[REDACTED]"
 # Shorter values are too likely to occur by chance (and to wreck ordinary text).
@@ -39,12 +42,16 @@ _URL_SAFE = str.maketrans("+/", "-_")  # base64's URL-safe alphabet
 _CHARACTER_REFERENCE = re.compile(
     r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});"
 )
+# What an Authorization header's value may start with; the rest is the secret.
+_SCHEME = re.compile(r"(?i)^(?:bearer|token|basic) ")
 # Token-shaped text the worker never knew: what an agent printed from its checkout or its
 # tools, or a CI log (bot.lifecycle.ci_evidence). GitHub tokens, cloud and model keys,
 # Authorization headers.
+# Bounded by what is not a letter or digit (not `\b`: `_` is a word character, and a token
+# written as `key_ghp_...` or `ghp_..._` is still the token).
 TOKEN_SHAPES = re.compile(
-    r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_-]{20,}"
-    r"|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})\b"
+    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
+    r"|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9])"
     r"|(?i:(?<=authorization: )(?:bearer |token |basic )?\S+)"
     r"|(?i:(?<=bearer )[A-Za-z0-9._~+/=-]{16,})"
 )
@@ -106,16 +113,58 @@ class Redactor:
 
     def public_text(self, text: str, limit: int = MAX_PUBLIC) -> str:
         """Redacted (known values and token shapes), one line, no markup or mentions, at
-        most `limit` characters. Checked as GitHub shows it (`rendered`)."""
-        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(rendered(text))))
-        flat = _MENTION.sub("@\u200b", " ".join(flat.split()))
+        most `limit` characters. Checked as GitHub shows it (`rendered`, `_unseen`)."""
+        seen = rendered(text)
+        flat = " ".join(self._unseen(self._flattened(seen), seen).split())
         return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
     def public_block(self, text: str, limit: int = 4000) -> str:
         """As `public_text`, but keeping line breaks (a question, a summary)."""
         lines = [self.public_text(line, limit) for line in self.redact(text).splitlines()]
-        block = "\n".join(lines).strip()
+        block = self._unseen("\n".join(lines).strip(), rendered(text))
         return block if len(block) <= limit else block[: limit - 1] + "…"
+
+    def _flattened(self, text: str) -> str:
+        flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(text)))
+        return _MENTION.sub("@\u200b", " ".join(flat.split()))
+
+    def _unseen(self, published: str, source: str) -> str:
+        """`published`, or when GitHub would show a secret in it (one the source shows, or
+        any piece of one, or one the markup around it joins), the source as a reader sees
+        it, masked and escaped; or MASK alone if even that still shows one."""
+        found = self._secrets_shown(source)
+        if not self._shows(published, found):
+            return published
+        seen = normalize(shown(source).text)
+        for value in sorted(found, key=len, reverse=True):
+            seen = seen.replace(value, MASK)
+        masked = mask_token_shapes(self.redact(seen)).split("\n")
+        lines = (" ".join(_MARKUP.sub(" ", line).split()) for line in masked)
+        escaped = _MENTION.sub("@\u200b", plain("\n".join(line for line in lines if line)))
+        return MASK if self._shows(escaped, found) else escaped
+
+    def _shows(self, published: str, found: set[str]) -> bool:
+        """Whether GitHub would show a secret of `published`, or any MIN_SECRET characters
+        of one in `found` (a value masked in part is not masked)."""
+        if self._secrets_shown(published):
+            return True
+        seen = normalize(shown(published).everything)
+        return any(
+            value[start : start + MIN_SECRET] in seen
+            for value in found
+            for start in range(len(value) - MIN_SECRET + 1)
+        )
+
+    def _secrets_shown(self, markdown: str) -> set[str]:
+        """The secrets GitHub would show of `markdown`: known values and token-shaped text
+        (an Authorization header's value without its scheme), as a reader sees them."""
+        seen = normalize(shown(markdown).everything)
+        found = {m.group() for m in TOKEN_SHAPES.finditer(seen) if m.group() != MASK}
+        found = {_SCHEME.sub("", value, count=1) for value in found}
+        pattern = self._pattern
+        if pattern is not None:
+            found |= {m.group() for m in pattern.finditer(seen)}
+        return {value for value in found if len(value) >= MIN_SECRET and value != MASK}
 
     def __len__(self) -> int:
         return len(self._values)

@@ -3,9 +3,16 @@ services over IPv6, abstract and filesystem Unix sockets, the egress proxy asked
 addresses in every spelling (CONNECT and plain `http://`), the sandbox's pid 1 (its
 environment and descriptors), writing the read-only system, and a daemon left behind.
 Each is reported as `ATTEMPT <name>: blocked (<why>)` or `ATTEMPT <name>: SUCCEEDED (<what>)`
-on stdout (the run's private log). Args: PORTS_FILE DAEMON_MARKER (a path: the daemon makes it
-once it runs).
-PORTS_FILE (JSON, written by the test once the service listens): {name: port}."""
+on stdout (the run's private log). Args: PORTS_FILE DAEMON_MARKER [ALLOWED_PORT] (a path: the
+daemon makes it once it runs).
+PORTS_FILE (JSON, written by the test once the service listens): {name: port}.
+
+With ALLOWED_PORT (a server on 127.0.0.1 the run may reach, answering /redirect?to=URL with a
+302 to URL), only the proxy's tricks run (`egress_tricks`): IPv6 addresses that carry a
+loopback IPv4 one, spellings the host parser may read differently (fullwidth, IDN, trailing
+dots, octal), an allowed address on another port, URLs whose userinfo or fragment names the
+allowed one, a redirect from the allowed server to a service, HTTP/2 and a WebSocket
+upgrade through the plain proxy."""
 
 import json
 import os
@@ -13,11 +20,14 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(__file__))
 from _protocol import emit, read_prompt
 
 ports_file, daemon_marker = sys.argv[1:3]
+allowed_port = int(sys.argv[3]) if len(sys.argv) > 3 else None
 
 
 def report(name: str, ok: bool, why: str) -> None:
@@ -59,7 +69,9 @@ def proxy_ask(name: str, request: str) -> None:
     except (OSError, ValueError) as exc:
         report(name, False, type(exc).__name__)
         return
-    report(name, " 200 " in status or status.startswith("-") or "+" in status, f"{status}: {why}")
+    # 200: tunnelled or forwarded; 101: upgraded; -/+: a Redis answer.
+    succeeded = " 200 " in status or " 101 " in status or status.startswith("-") or "+" in status
+    report(name, succeeded, f"{status}: {why}")
 
 
 def through_proxy(ports: dict[str, int]) -> None:
@@ -95,6 +107,81 @@ def through_proxy(ports: dict[str, int]) -> None:
             f"{target}_userinfo",
             f"GET http://localhost@127.0.0.1:{port}/ HTTP/1.1\r\nHost: localhost\r\n\r\n",
         )
+
+
+# IPv6 addresses that carry 127.0.0.1 (6to4, NAT64 well-known and local-use, IPv4-
+# compatible, -translated, Teredo with 127.0.0.1 as its server) and site-local: an operator
+# may allowlist one by mistake, and the proxy must refuse it by what it carries.
+EMBEDDED_LOOPBACK = [
+    "[2002:7f00:1::1]",
+    "[64:ff9b::7f00:1]",
+    "[64:ff9b:1::7f00:1]",
+    "[::7f00:1]",
+    "[::ffff:0:7f00:1]",
+    "[2001:0:7f00:1::1]",
+    "[fec0::1]",
+]
+# Spellings of a local name a parser may read otherwise than the resolver does.
+ODD_SPELLINGS = [
+    "\uff4c\uff4f\uff43\uff41\uff4c\uff48\uff4f\uff53\uff54",  # fullwidth localhost
+    "LOCALHOST.",
+    "localhost..",
+    "127.0.0.1.",
+    "0177.0.0.1",
+    "127.000.000.001",
+    "xn--localhost-",
+    "local\u200bhost",
+]
+
+
+def egress_tricks(ports: dict[str, int], allowed: int) -> None:
+    """The proxy's edges, with a server on 127.0.0.1:`allowed` the run may reach."""
+    for target, port in ports.items():
+        for index, host in enumerate(EMBEDDED_LOOPBACK + ODD_SPELLINGS):
+            authority = f"{host}:{port}"
+            proxy_ask(f"{target}_trick_connect_{index}", f"CONNECT {authority} HTTP/1.1\r\n\r\n")
+            proxy_ask(
+                f"{target}_trick_plain_{index}",
+                f"GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\n\r\n",
+            )
+        # The allowed address on this port; the allowed one in userinfo or fragment.
+        proxy_ask(f"{target}_allowed_host_other_port", f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n")
+        for index, url in enumerate(
+            [
+                f"http://127.0.0.1:{allowed}@127.0.0.1:{port}/",
+                f"http://127.0.0.1:{port}#@127.0.0.1:{allowed}/",
+                f"http://127.0.0.1:{port}\\@127.0.0.1:{allowed}/",
+                f"http://127.0.0.1:{port}?@127.0.0.1:{allowed}/",
+            ]
+        ):
+            proxy_ask(f"{target}_url_{index}", f"GET {url} HTTP/1.1\r\nHost: x\r\n\r\n")
+        follow_redirect(f"{target}_redirect", allowed, f"http://127.0.0.1:{port}/")
+        follow_redirect(f"{target}_redirect_6to4", allowed, f"http://[2002:7f00:1::1]:{port}/")
+    # HTTP/2 with prior knowledge and a WebSocket upgrade, both to the plain proxy.
+    proxy_ask("h2_preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+    upgrade = (
+        f"GET http://127.0.0.1:{allowed}/upgrade HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+        "Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+    )
+    proxy_ask("websocket_upgrade", upgrade)
+
+
+def follow_redirect(name: str, allowed: int, to: str) -> None:
+    """The allowed server redirects to `to`; urllib follows through the proxy variables."""
+    url = f"http://127.0.0.1:{allowed}/redirect?to={to}"
+    try:
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            report(name, True, f"{answer.status} from {answer.url}")
+    except urllib.error.HTTPError as exc:
+        why = exc.read().decode(errors="replace").strip()
+        report(
+            name,
+            False,
+            f"HTTP/1.1 {exc.code} {exc.reason}: {why.removeprefix('steelframe egress: ')}",
+        )
+    except OSError as exc:
+        report(name, False, type(exc).__name__)
 
 
 def pid_one() -> None:
@@ -150,6 +237,12 @@ def daemon() -> None:
 read_prompt()
 with open(ports_file) as found:
     ports: dict[str, int] = json.load(found)
+if allowed_port is not None:
+    egress_tricks(ports, allowed_port)
+    with open("CHANGE.md", "w") as out:
+        out.write("probed the proxy\n")
+    emit(type="result", status="done", summary="Probed the proxy.")
+    sys.exit(0)
 for target, port in ports.items():
     connect(f"{target}_ipv6", socket.AF_INET6, ("::1", port))
     connect(f"{target}_ipv4", socket.AF_INET, ("127.0.0.1", port))
