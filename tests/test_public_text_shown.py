@@ -188,3 +188,19 @@ def test_a_token_beside_an_underscore_is_still_masked(token: str) -> None:
     for text in (f"key_{token} ok", f"{token}_ ok", f"{token}__ ok", f"_{token}_"):
         for published in (_published(text), Redactor().public_text(text)):
             assert token not in _read(published)[0], published
+
+
+async def test_a_title_the_rules_escape_still_fits_the_pull_request_title(make: Make) -> None:
+    # The escaped form `defang` falls back to doubles each markdown character: this title
+    # of 210 characters was cut to 200, then published as a 275-character title (GitHub
+    # refuses a pull request title over 256).
+    title = "Fixes \\#2 " + "a.b-c" * 40
+    lc = await make(coding_command=command("say", "Done."))
+    issue = await lc.open_issue(title=title)
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    [pull] = await lc.pulls()
+    assert 0 < len(pull["title"]) <= 200, pull["title"]
+    shown, _ = _read(pull["title"])
+    assert not CLOSES.search(shown), pull["title"]
+    assert shown.startswith("#2 a.b-c"), shown

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.github.issue_records import IssueComment
-from bot.lifecycle.public_text import PublicPlace, defang, normalize
+from bot.lifecycle.public_text import PublicPlace, defang, normalize, within
 from bot.lifecycle.redact import Redactor
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,9 @@ def summary_body(stop: CiStop, redactor: Redactor, github_api_url: str) -> str:
     place = PublicPlace.of(stop.repo, stop.issue, github_api_url)
 
     def public(text: str) -> str:
-        return defang(redactor.public_text(normalize(text), MAX_LINE), place)
+        return within(
+            MAX_LINE, lambda cut: defang(redactor.public_text(normalize(text), cut), place)
+        )
 
     checks = ", ".join(f"`{public(name)}`" for name in stop.checks) or "(none named)"
     lines = [

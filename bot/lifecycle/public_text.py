@@ -122,6 +122,20 @@ def defang(text: str, place: PublicPlace) -> str:
     return WITHHELD if _acts(shown(text), place) else text
 
 
+def within(limit: int, make: Callable[[int], str]) -> str:
+    """`make(limit)`, or when that came out longer than `limit` (the escaped form `defang`
+    falls back to doubles a line of markdown characters: a hostile 200-character issue title
+    became a 388-character pull request title, past what GitHub takes) `make` of a shorter
+    cut of the source. The source is cut, never the result: cutting escaped text could split
+    an escape or a reference and show what the rules hid."""
+    cut = limit
+    while True:
+        text = make(cut)
+        if len(text) <= limit or cut <= 1:
+            return text if len(text) <= limit else ""
+        cut = max(1, min(cut - 1, cut * limit // len(text)))
+
+
 def _defanged(text: str, place: PublicPlace) -> str:
     lines = []
     fenced = False
