@@ -348,9 +348,12 @@ def open_session(
     session: Session, operator_id: int, session_id: str
 ) -> tuple[SessionView, str | None]:
     """Reopen: pin the next message to this session. Returns it and the session the
-    operator left by doing so when that one is due a summary."""
-    row = owned_session(session, operator_id, session_id)
+    operator left by doing so when that one is due a summary.
+
+    The operator's row is taken first and the session read after it: read before, a reopen
+    waiting behind a delete made the deleted session active again."""
     operator = locked_operator_row(session, operator_id)
+    row = owned_session(session, operator_id, session_id, current=True)
     left = operator.active_session_id
     operator.active_session_id = row.id
     mark_seen(session, operator_id, row.id)  # opening it shows its results: no dot
@@ -359,8 +362,11 @@ def open_session(
 
 
 def delete_session(session: Session, operator_id: int, session_id: str) -> None:
-    row = owned_session(session, operator_id, session_id)
+    """Delete the session and its messages. The operator's row is taken first and the
+    session read after it, so deletes sent together run one after the other and the later
+    ones find nothing (NotFound), as a reopen waiting behind one does."""
     operator = locked_operator_row(session, operator_id)
+    row = owned_session(session, operator_id, session_id, current=True)
     if operator.active_session_id == row.id:
         operator.active_session_id = None
     session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
