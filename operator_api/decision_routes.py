@@ -10,7 +10,7 @@ from bot.agents import resolve_agent
 from bot.chat.explicit_filing import FileRequest, file_from_chat
 from bot.chat.proposals import decision_published
 from bot.chat.session_views import agent_of
-from bot.contracts.chat import MAX_SESSION_ID_CHARS
+from bot.contracts.chat import MAX_REQUEST_KEY_CHARS, MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, Unavailable
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -24,7 +24,7 @@ from operator_api.validation import session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
-MAX_REQUEST_KEY = 200
+MAX_REQUEST_KEY = MAX_REQUEST_KEY_CHARS
 
 
 def _repo_for(request: web.Request, agent: str | None) -> str:
@@ -33,7 +33,7 @@ def _repo_for(request: web.Request, agent: str | None) -> str:
     return resolve_agent(request.app[OPERATOR_API].settings.agents, agent).repo
 
 
-def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
+def request_key(request: web.Request, data: dict[str, Any]) -> str | None:
     """The client's idempotency key: the `Idempotency-Key` header, else `request_id`."""
     header = request.headers.get("Idempotency-Key")
     raw = header if header is not None else optional_str(data, "request_id", max_length=200)
@@ -47,21 +47,24 @@ def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
     return raw.strip()
 
 
+def idempotency_key(description: str) -> dict[str, Any]:
+    """The `Idempotency-Key` header's OpenAPI parameter."""
+    return {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY},
+        "description": description,
+    }
+
+
 @endpoints.post(
     "/api/operator/chat/decision",
     "Publish a Decision comment (marker once; removes steelframe:needs_human); idempotent by "
     "Idempotency-Key or request_id, never by text",
     {"200": json_body(ref("Published")), **errors(400, 401, 404, 413, 502, 503)},
     body=ref("DecisionRequest"),
-    params=[
-        {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY},
-            "description": "one key per publish; a retry with it posts nothing more",
-        }
-    ],
+    params=[idempotency_key("one key per publish; a retry with it posts nothing more")],
 )
 async def publish_decision(request: web.Request) -> web.Response:
     api = request.app[OPERATOR_API]
@@ -86,7 +89,7 @@ async def publish_decision(request: web.Request) -> web.Response:
         issue,
         body,
         operator_id=operator,
-        request_key=_request_key(request, data),
+        request_key=request_key(request, data),
     )
     cleared = await api.db.run(decision_published, operator, session_id=sid, issue=issue)
     if cleared is not None:

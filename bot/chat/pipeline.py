@@ -23,7 +23,7 @@ from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
-from bot.chat.frames import OrphanedTurn
+from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import (
@@ -47,6 +47,20 @@ from bot.chat.turn import (
     FinishedTurn,
     TurnContext,
     clean_grounding,
+)
+from bot.chat.turn_keys import (
+    Asked,
+    KeyedTurn,
+    KeyState,
+    RecordedTurn,
+    RelayedFrames,
+    TurnEnd,
+    TurnFrames,
+    check_asked,
+    claim_key,
+    read_key,
+    record_end,
+    row_key,
 )
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
@@ -94,6 +108,26 @@ class TurnRequest:
     session_id: str | None = None
     agent: str | None = None
     focus: Any = UNSET  # an issue, None (clear focus) or UNSET (keep)
+    # The client's idempotency key: one turn per key (bot.chat.turn_keys); None: no key.
+    key: str | None = None
+
+    def asked(self) -> Asked:
+        keep = self.focus is UNSET
+        return Asked(
+            message=self.message,
+            session=self.session_id,
+            agent=self.agent,
+            focus=None if keep else self.focus,
+            keep_focus=keep,
+        )
+
+
+class _KeyTaken(Exception):
+    """A send with the same key claimed it first, while this one was being set up."""
+
+    def __init__(self, state: KeyState) -> None:
+        super().__init__(state.turn.turn_id)
+        self.state = state
 
 
 @dataclass(frozen=True)
@@ -123,6 +157,7 @@ class TurnPipeline:
         clock: Clock,
         unanswered: Unanswered,
     ) -> None:
+        self.db = db
         self.settings = settings
         self.agents = settings.agents
         self.registry = registry
@@ -148,6 +183,47 @@ class TurnPipeline:
         await self.writes.close()  # the writes of the turns just stopped
 
     # -- turns ---------------------------------------------------------------------------
+
+    async def send(self, request: TurnRequest) -> TurnFrames:
+        """A turn for the request: started, or, for a key sent before, that key's turn
+        (attached while it runs, its recorded end after; bot.chat.turn_keys). The same key
+        with another message is refused (KeyReused) and changes nothing."""
+        if request.key is None:
+            return await self.start_turn(request)
+        key = row_key(request.operator_id, request.key)
+        state = await self.db.run(read_key, key)
+        if state is None:
+            try:
+                return await self.start_turn(request)
+            except _KeyTaken as taken:
+                state = taken.state
+            except Conflict:
+                # The operator's turn in flight may be this key's, sent a moment before.
+                state = await self.db.run(read_key, key)
+                if state is None:
+                    raise
+        return await self._keyed_turn(request, state)
+
+    async def _keyed_turn(self, request: TurnRequest, state: KeyState) -> TurnFrames:
+        check_asked(state, request.asked())
+        turn = state.turn
+        if state.end is not None:
+            return RecordedTurn.of(turn, state.end)
+        await self.registry.settle(request.operator_id)
+        handle = self.registry.find(request.operator_id, session_id=None, turn_id=turn.turn_id)
+        if handle is not None:
+            return handle
+        relay = self.registry.relay
+        located = None
+        if relay is not None:
+            located = await relay.locate(request.operator_id, session_id=None, turn_id=turn.turn_id)
+        if relay is not None and located is not None:
+            return RelayedFrames(relay, located)
+        raise Conflict(
+            "the turn sent with this Idempotency-Key is no longer running and recorded no"
+            " end (the service running it stopped); its session shows it",
+            detail=ErrorDetail(session=turn.session_id, turn_id=turn.turn_id),
+        )
 
     async def start_turn(self, request: TurnRequest) -> TurnHandle:
         """Validate, resolve the session (a read), and start the turn detached; errors raise
@@ -186,6 +262,8 @@ class TurnPipeline:
                     detail=ErrorDetail(field="agent", known=sorted(self.agents)),
                 )
             await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
+            if request.key is not None:
+                await self._claim_key(request, handle, target)
         except BaseException:
             self.registry.release(handle)
             if acquired:
@@ -196,6 +274,25 @@ class TurnPipeline:
             session_id=target.session_id,
             run=lambda running: self._run(running, request, target),
         )
+
+    async def _claim_key(
+        self, request: TurnRequest, handle: TurnHandle, target: TurnTarget
+    ) -> None:
+        """Claim the request's key for this turn, the last step before it launches (a
+        refusal before writes no claim); its end is recorded as its terminal frame goes out.
+        _KeyTaken if a send with the same key claimed it first."""
+        assert request.key is not None
+        key = row_key(request.operator_id, request.key)
+        turn = KeyedTurn(request.asked(), handle.turn_id, target.session_id)
+        taken = await self.writes.run(claim_key, key, turn, clock=self.clock)
+        if taken is not None:
+            raise _KeyTaken(taken)
+        handle.record_end = functools.partial(self._record_end, key)
+
+    async def _record_end(self, key: str, handle: TurnHandle, terminal: NumberedFrame) -> None:
+        first = [handle.frames[0].data.decode()] if handle.frames else []
+        end = TurnEnd(frames=[*first, terminal.data.decode()])
+        await self.writes.run(record_end, key, handle.turn_id, end, clock=self.clock)
 
     async def _run(self, handle: TurnHandle, request: TurnRequest, target: TurnTarget) -> None:
         with self.locks.keep(handle.operator_id, handle.turn_id):
