@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from bot.agents import resolve_agent
 from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
@@ -35,11 +37,19 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.left_turns import note_left_turns
+from bot.chat.open_turn_rows import forget_open
 from bot.chat.operator_commands import answered_by_record, command_focus
 from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
 from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
-from bot.chat.session_store import TurnRecord, TurnSession, open_for_turn, persist_turn
+from bot.chat.session_store import (
+    Acknowledged,
+    TurnRecord,
+    TurnSession,
+    open_for_turn,
+    persist_turn,
+)
 from bot.chat.turn import (
     CUT_REPLY,
     OWNER_GONE_REPLY,
@@ -52,12 +62,11 @@ from bot.chat.turn_keys import (
     Asked,
     KeyedTurn,
     KeyState,
-    RecordedTurn,
-    RelayedFrames,
     TurnEnd,
     TurnFrames,
     check_asked,
     claim_key,
+    keyed_turn,
     read_key,
     record_end,
     row_key,
@@ -120,6 +129,21 @@ class TurnRequest:
             focus=None if keep else self.focus,
             keep_focus=keep,
         )
+
+
+def _turn_ended(
+    session: Session,
+    turn_id: str,
+    key: str | None,
+    end: TurnEnd | None,
+    *,
+    failed: bool,
+    clock: Clock,
+) -> None:
+    if key is not None and end is not None:
+        record_end(session, key, turn_id, end, clock=clock)
+    if failed:
+        forget_open(session, turn_id)
 
 
 class _KeyTaken(Exception):
@@ -202,28 +226,8 @@ class TurnPipeline:
                 state = await self.db.run(read_key, key)
                 if state is None:
                     raise
-        return await self._keyed_turn(request, state)
-
-    async def _keyed_turn(self, request: TurnRequest, state: KeyState) -> TurnFrames:
         check_asked(state, request.asked())
-        turn = state.turn
-        if state.end is not None:
-            return RecordedTurn.of(turn, state.end)
-        await self.registry.settle(request.operator_id)
-        handle = self.registry.find(request.operator_id, session_id=None, turn_id=turn.turn_id)
-        if handle is not None:
-            return handle
-        relay = self.registry.relay
-        located = None
-        if relay is not None:
-            located = await relay.locate(request.operator_id, session_id=None, turn_id=turn.turn_id)
-        if relay is not None and located is not None:
-            return RelayedFrames(relay, located)
-        raise Conflict(
-            "the turn sent with this Idempotency-Key is no longer running and recorded no"
-            " end (the service running it stopped); its session shows it",
-            detail=ErrorDetail(session=turn.session_id, turn_id=turn.turn_id),
-        )
+        return await keyed_turn(state, operator_id=request.operator_id, registry=self.registry)
 
     async def start_turn(self, request: TurnRequest) -> TurnHandle:
         """Validate, resolve the session (a read), and start the turn detached; errors raise
@@ -262,8 +266,8 @@ class TurnPipeline:
                     detail=ErrorDetail(field="agent", known=sorted(self.agents)),
                 )
             await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
-            if request.key is not None:
-                await self._claim_key(request, handle, target)
+            key = None if request.key is None else await self._claim_key(request, handle, target)
+            handle.record_end = functools.partial(self._record_end, key)
         except BaseException:
             self.registry.release(handle)
             if acquired:
@@ -275,9 +279,7 @@ class TurnPipeline:
             run=lambda running: self._run(running, request, target),
         )
 
-    async def _claim_key(
-        self, request: TurnRequest, handle: TurnHandle, target: TurnTarget
-    ) -> None:
+    async def _claim_key(self, request: TurnRequest, handle: TurnHandle, target: TurnTarget) -> str:
         """Claim the request's key for this turn, the last step before it launches (a
         refusal before writes no claim); its end is recorded as its terminal frame goes out.
         _KeyTaken if a send with the same key claimed it first."""
@@ -287,12 +289,32 @@ class TurnPipeline:
         taken = await self.writes.run(claim_key, key, turn, clock=self.clock)
         if taken is not None:
             raise _KeyTaken(taken)
-        handle.record_end = functools.partial(self._record_end, key)
+        return key
 
-    async def _record_end(self, key: str, handle: TurnHandle, terminal: NumberedFrame) -> None:
+    async def _record_end(
+        self, key: str | None, handle: TurnHandle, terminal: NumberedFrame
+    ) -> None:
+        """As the turn's terminal frame goes out: its end recorded for its key, and a turn
+        that stored nothing (stopped, failed) no longer kept open (a done turn let it go
+        as it stored its messages)."""
+        failed = not isinstance(terminal.frame, DoneFrame)
+        if key is None and not failed:
+            return
         first = [handle.frames[0].data.decode()] if handle.frames else []
-        end = TurnEnd(frames=[*first, terminal.data.decode()])
-        await self.writes.run(record_end, key, handle.turn_id, end, clock=self.clock)
+        end = TurnEnd(frames=[*first, terminal.data.decode()]) if key is not None else None
+        await self.writes.run(
+            _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
+        )
+
+    async def note_left_turns(self) -> int:
+        """At start-up: turns a killed process left acknowledged but unstored, noted in
+        their sessions (bot.chat.left_turns). How many were noted."""
+        noted = await note_left_turns(
+            self.db, self.writes, registry=self.registry, locks=self.locks, clock=self.clock
+        )
+        for turn in noted:
+            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
+        return len(noted)
 
     async def _run(self, handle: TurnHandle, request: TurnRequest, target: TurnTarget) -> None:
         with self.locks.keep(handle.operator_id, handle.turn_id):
@@ -322,8 +344,12 @@ class TurnPipeline:
         the write land first, so a client told the turn stopped finds the session the first
         frame named; a cut (the service stopping) meanwhile lets it land and then records the
         cut in it. None (and an error frame) if the session was deleted since."""
+        # Kept with it: the first frame acknowledged the message (bot.chat.left_turns).
+        acknowledged = Acknowledged(handle.turn_id, request.message)
         write = asyncio.ensure_future(
-            self.writes.run(open_for_turn, request.operator_id, target, clock=self.clock)
+            self.writes.run(
+                open_for_turn, request.operator_id, target, turn=acknowledged, clock=self.clock
+            )
         )
         try:
             ts = await asyncio.shield(write)

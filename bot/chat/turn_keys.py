@@ -23,9 +23,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from bot.chat.frames import FrameRelay, NumberedFrame, RelayedTurn
+from bot.chat.inflight import TurnRegistry
 from bot.clock import Clock, utcnow
 from bot.contracts.errors import ErrorDetail
-from bot.errors import SteelframeError
+from bot.errors import Conflict, SteelframeError
 from bot.idempotency import DONE, PENDING, SideEffect
 
 KIND = "chat_turn"
@@ -193,3 +194,27 @@ class RelayedFrames:
         self, *, after: int = 0, heartbeat: float | None = None
     ) -> AsyncIterator[NumberedFrame | None]:
         return self.relay.replay(self.turn.turn_id, after=after, heartbeat=heartbeat)
+
+
+async def keyed_turn(state: KeyState, *, operator_id: int, registry: TurnRegistry) -> TurnFrames:
+    """The frames of the turn a key started: its recorded end; the turn running here
+    (attached, as a re-attach is), or on another instance (through the relay); else a 409
+    naming its session: it is no longer running and recorded no end (its process was
+    killed; its session notes the turn as cut: bot.chat.left_turns)."""
+    turn = state.turn
+    if state.end is not None:
+        return RecordedTurn.of(turn, state.end)
+    await registry.settle(operator_id)
+    handle = registry.find(operator_id, session_id=None, turn_id=turn.turn_id)
+    if handle is not None:
+        return handle
+    relay = registry.relay
+    if relay is not None:
+        located = await relay.locate(operator_id, session_id=None, turn_id=turn.turn_id)
+        if located is not None:
+            return RelayedFrames(relay, located)
+    raise Conflict(
+        "the turn sent with this Idempotency-Key is no longer running and recorded no end"
+        " (the service running it stopped); its session shows it",
+        detail=ErrorDetail(session=turn.session_id, turn_id=turn.turn_id),
+    )
