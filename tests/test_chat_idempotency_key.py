@@ -162,3 +162,25 @@ async def test_keys_are_the_operators_own(
         await other.post("/api/operator/chat", json={"message": "hi"}, headers=keyed("same"))
     ).json()
     assert mine["session"] != theirs["session"] and len(runtime.requests) == 2
+
+
+async def test_a_keyed_turn_cut_by_a_shutdown_answers_its_cut_when_sent_again(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    """The service stopping cuts the turn (SIGTERM: bot.chat.inflight): sent again with its
+    key, the message gets that end, the 503 that says to send it again (with a new key),
+    and no second turn runs."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([FILING], gate=gate)
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    stream = await api.post("/api/operator/chat/stream", json={"message": ASK}, headers=keyed("c"))
+    await read_sse(stream, until="status")
+    await runtime.called.wait()
+
+    await api.services.registry.shut_down(grace=0)
+
+    assert (await read_sse(stream))[-1]["reason"] == "cancelled"
+    again = await api.post("/api/operator/chat", json={"message": ASK}, headers=keyed("c"))
+    assert again.status == 503
+    assert (await again.json())["code"] == "turn_cancelled"
+    assert len(runtime.requests) == 1 and issues(github_sandbox) == []

@@ -46,6 +46,9 @@ SERVICE_STOPPED_TEXT = "the service stopped (a restart or shutdown) before this 
 # A cut turn records that it did not complete within this (a database that does not answer
 # costs the record, logged, never the turn's end).
 CUT_RECORD_SECONDS = 3.0
+# A cut turn's end recorded for its idempotency key within this (after its note, before its
+# frame's relay: all three within CUT_SECONDS).
+CUT_END_RECORD_SECONDS = 1.5
 # Cut turns end within this: the record, then the terminal frame's relay, whose write gives
 # up after bot.chat.frames.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
 CUT_SECONDS = 10.0
@@ -183,7 +186,7 @@ async def _record_end(handle: TurnHandle, terminal: NumberedFrame) -> None:
     if record is None:
         return
     try:
-        async with asyncio.timeout(CUT_RECORD_SECONDS):
+        async with asyncio.timeout(CUT_END_RECORD_SECONDS if handle.cut else CUT_RECORD_SECONDS):
             await record(handle, terminal)
     except Exception as exc:  # TimeoutError included: the frame still goes out
         log.warning("turn %s: its end was not recorded for its key (%r)", handle.turn_id, exc)

@@ -297,7 +297,8 @@ class TurnPipeline:
         """As the turn's terminal frame goes out: its end recorded for its key, and a turn
         that stored nothing (stopped, failed) no longer kept open (a done turn let it go
         as it stored its messages)."""
-        failed = not isinstance(terminal.frame, DoneFrame)
+        # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
+        failed = not isinstance(terminal.frame, DoneFrame) and not handle.cut
         if key is None and not failed:
             return
         first = [handle.frames[0].data.decode()] if handle.frames else []
