@@ -27,6 +27,7 @@ from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.answers import answered
 from http_edge.credentials import OPERATOR_ID
 from http_edge.validation import optional_str, query_int, read_json, reject_unknown
+from operator_api.decision_routes import idempotency_key, request_key
 from operator_api.deps import OPERATOR_API
 from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
 from operator_api.schemas import ref
@@ -36,7 +37,11 @@ from operator_api.validation import optional_issue, session_id
 endpoints = Endpoints()
 routes = endpoints.routes
 SESSION = path_param("session", {"type": "string"})
-CHAT_FIELDS = {"message", "session", "agent", "focus"}
+CHAT_FIELDS = {"message", "session", "agent", "focus", "request_id"}
+TURN_KEY = idempotency_key(
+    "one key per message sent (scoped to the operator); a send again with it never runs a"
+    " second turn: it attaches to that turn, or answers its recorded end"
+)
 # Blocking-endpoint status for each reason a turn can end in an error frame (docs/api.md);
 # any other (cancelled, internal) is a 500.
 ERROR_STATUS = {
@@ -87,6 +92,7 @@ async def _turn_request(request: web.Request) -> TurnRequest:
         session_id=session_id(session) if session is not None else None,
         agent=optional_str(data, "agent", max_length=MAX_AGENT_NAME_CHARS),
         focus=optional_issue(data, "focus"),
+        key=request_key(request, data),
     )
 
 
@@ -104,12 +110,13 @@ def _bad(message: str, field: str) -> BadRequest:
     "Blocking chat turn",
     {
         "200": json_body(ref("ChatResponse")),
-        **errors(400, 401, 404, 409, 413, 500, 502, 503, 504),
+        **errors(400, 401, 404, 409, 413, 422, 500, 502, 503, 504),
     },
     body=ref("ChatRequest"),
+    params=[TURN_KEY],
 )
 async def chat_blocking(request: web.Request) -> web.Response:
-    handle = await _turns(request).start_turn(await _turn_request(request))
+    handle = await _turns(request).send(await _turn_request(request))
     # From here it waits on its own turn, not on the service: no turn should yield to it.
     answered(request)
     final = None
@@ -125,13 +132,15 @@ async def chat_blocking(request: web.Request) -> web.Response:
 @endpoints.post(
     "/api/operator/chat/stream",
     "Streaming chat turn (SSE; 503 while the service is shutting down)",
-    {"200": SSE, **errors(400, 401, 404, 409, 413, 503)},
+    {"200": SSE, **errors(400, 401, 404, 409, 413, 422, 503)},
     body=ref("ChatRequest"),
+    params=[TURN_KEY],
 )
 async def chat_stream(request: web.Request) -> web.StreamResponse:
-    handle = await _turns(request).start_turn(await _turn_request(request))
+    turn = await _turns(request).send(await _turn_request(request))
     heartbeat = request.app[OPERATOR_API].settings.heartbeat_seconds
-    return await stream_turn(request, handle, after=0, heartbeat=heartbeat)
+    frames = turn.subscribe(after=0, heartbeat=heartbeat)
+    return await stream_frames(request, frames, session_id=turn.session_id, turn_id=turn.turn_id)
 
 
 @endpoints.get(

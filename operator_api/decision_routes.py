@@ -7,13 +7,12 @@ from typing import Any
 from aiohttp import web
 
 from bot.agents import resolve_agent
-from bot.chat.proposals import clear_pending, decision_published, take_pending
+from bot.chat.explicit_filing import FileRequest, file_from_chat
+from bot.chat.proposals import decision_published
 from bot.chat.session_views import agent_of
-from bot.contracts.chat import MAX_SESSION_ID_CHARS
+from bot.contracts.chat import MAX_REQUEST_KEY_CHARS, MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
-from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest, Unavailable
-from bot.filing import FilingKind, filing_key
 from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.credentials import OPERATOR_ID
 from http_edge.validation import issue_number, optional_str, read_json, reject_unknown
@@ -25,7 +24,7 @@ from operator_api.validation import session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
-MAX_REQUEST_KEY = 200
+MAX_REQUEST_KEY = MAX_REQUEST_KEY_CHARS
 
 
 def _repo_for(request: web.Request, agent: str | None) -> str:
@@ -34,7 +33,7 @@ def _repo_for(request: web.Request, agent: str | None) -> str:
     return resolve_agent(request.app[OPERATOR_API].settings.agents, agent).repo
 
 
-def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
+def request_key(request: web.Request, data: dict[str, Any]) -> str | None:
     """The client's idempotency key: the `Idempotency-Key` header, else `request_id`."""
     header = request.headers.get("Idempotency-Key")
     raw = header if header is not None else optional_str(data, "request_id", max_length=200)
@@ -48,21 +47,24 @@ def _request_key(request: web.Request, data: dict[str, Any]) -> str | None:
     return raw.strip()
 
 
+def idempotency_key(description: str) -> dict[str, Any]:
+    """The `Idempotency-Key` header's OpenAPI parameter."""
+    return {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY},
+        "description": description,
+    }
+
+
 @endpoints.post(
     "/api/operator/chat/decision",
     "Publish a Decision comment (marker once; removes steelframe:needs_human); idempotent by "
     "Idempotency-Key or request_id, never by text",
     {"200": json_body(ref("Published")), **errors(400, 401, 404, 413, 502, 503)},
     body=ref("DecisionRequest"),
-    params=[
-        {
-            "name": "Idempotency-Key",
-            "in": "header",
-            "required": False,
-            "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY},
-            "description": "one key per publish; a retry with it posts nothing more",
-        }
-    ],
+    params=[idempotency_key("one key per publish; a retry with it posts nothing more")],
 )
 async def publish_decision(request: web.Request) -> web.Response:
     api = request.app[OPERATOR_API]
@@ -87,7 +89,7 @@ async def publish_decision(request: web.Request) -> web.Response:
         issue,
         body,
         operator_id=operator,
-        request_key=_request_key(request, data),
+        request_key=request_key(request, data),
     )
     cleared = await api.db.run(decision_published, operator, session_id=sid, issue=issue)
     if cleared is not None:
@@ -108,45 +110,24 @@ async def publish_decision(request: web.Request) -> web.Response:
 )
 async def file_pending(request: web.Request) -> web.Response:
     """File the session's pending proposal (the TUI's `y`, the GUI's File button), or an
-    explicit title/body."""
+    explicit title/body (bot.chat.explicit_filing)."""
     bind_client(request.headers.get(CLIENT_HEADER))  # the issue's `from-*` label
     api = request.app[OPERATOR_API]
     data = await read_json(request, limit=api.settings.chat_max_body, required=False)
     reject_unknown(data, {"session", "title", "body"})
     raw_session = optional_str(data, "session", max_length=MAX_SESSION_ID_CHARS)
-    sid = session_id(raw_session) if raw_session else None
-    title = optional_str(data, "title", max_length=300)
-    body = optional_str(data, "body", max_length=api.settings.chat_max_body)
-    operator = request[OPERATOR_ID]
-    held = await api.db.run(take_pending, operator, session_id=sid)
-    proposal = held[1] if held is not None and not (title and title.strip()) else None
-    if proposal is None and not (title and title.strip()):
-        raise BadRequest(
-            "nothing to file: no pending proposal and no title", detail=ErrorDetail(field="title")
-        )
-    if api.filing is None:
-        raise Unavailable("the GitHub App is not configured: nothing can be filed")
-    if held is not None and proposal is not None:
-        sid = held[0]
-    agent = await api.db.run(agent_of, operator, sid)
-    if proposal is not None:
-        # The proposal's own key: a confirmation in words or a second click files nothing more.
-        key, kind = proposal.key, FilingKind(proposal.kind)
-        title, body = proposal.title, body if body is not None else proposal.body
-    else:
-        # Keyed by the title the issue gets (bot.dialogue.titles.issue_title): a retry that
-        # trims or spaces it differently is the same filing, not a second issue so titled.
-        assert title is not None
-        key, kind = filing_key("explicit", operator, sid, issue_title(title)), FilingKind.WORK
-    filed = await api.filing.file(
-        key=key,
-        repo=_repo_for(request, agent),
-        title=title,
-        body=body or f"Filed from Steelframe Chat by the operator:\n\n{title}",
-        kind=kind,
-        origin_session=sid,
+    done = await file_from_chat(
+        FileRequest(
+            operator_id=request[OPERATOR_ID],
+            session_id=session_id(raw_session) if raw_session else None,
+            title=optional_str(data, "title", max_length=300),
+            body=optional_str(data, "body", max_length=api.settings.chat_max_body),
+        ),
+        db=api.db,
+        filing=api.filing,
+        agents=api.settings.agents,
     )
-    if proposal is not None and sid is not None:
-        await api.db.run(clear_pending, operator, sid, proposal.key)
-        await api.chat_sessions.session_updated(operator, sid)
+    if done.session_id is not None:  # its history has the note now: other clients show it
+        await api.chat_sessions.session_updated(request[OPERATOR_ID], done.session_id)
+    filed = done.filed
     return json_answer(filed.as_response(), status=201 if not filed.reused else 200)

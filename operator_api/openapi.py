@@ -33,6 +33,7 @@ ERROR_TEXT = {
     404: "Not found (or another operator's)",
     409: "Conflict",
     413: "Body too large",
+    422: "The Idempotency-Key (or request_id) was used for another request; nothing was done",
     429: "Too many failed authentications from this address or with this token prefix;"
     " `Retry-After` says when to try again (a token verified before is never held back)",
     500: "Unexpected failure (logged with the request id)",

@@ -183,6 +183,9 @@ async def _load_identity(parts: Parts) -> None:
 async def _running_chat(parts: Parts) -> AsyncIterator[None]:
     turns, sessions = parts.chat_turns, parts.chat_sessions
     await sessions.resume_pending_summaries()
+    # Turns a process killed mid-turn left acknowledged (`dev` killed with kill -9): noted
+    # in their sessions as cut, before anything is served (bot/chat/left_turns.py).
+    await turns.note_left_turns()
     # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
     listener = asyncio.create_task(turns.locks.run_stop_listener(parts.registry.stop))
     # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").

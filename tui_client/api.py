@@ -271,13 +271,20 @@ class OperatorClient:
         return await self.request(Filed, "POST", "/api/operator/chat/file", body=payload)
 
     async def turn(
-        self, message: str, *, session_id: str | None = None, focus: int | Keep | None = KEEP
+        self,
+        message: str,
+        *,
+        session_id: str | None = None,
+        focus: int | Keep | None = KEEP,
+        key: str | None = None,
     ) -> AsyncIterator[NumberedFrame]:
         """The frames of one turn, ending with `done` or `error` (tui_client/turn_frames.py
         decodes them; a frame type this TUI does not know is skipped there). A stream that
         breaks before its terminal frame is re-attached (GET .../chat/stream) from the last
         frame id seen, so no frame is lost or doubled. `focus`: an issue number, None to
-        clear, or KEEP."""
+        clear, or KEEP. `key`: the message's idempotency key (one per message sent, the
+        same when it is sent again): with it, a send whose answer never came is sent again,
+        and the service runs one turn for it whatever happened to the first (docs/api.md)."""
         body: JsonBody = {"message": message}
         if session_id:
             body["session"] = session_id
@@ -285,22 +292,30 @@ class OperatorClient:
             body["focus"] = focus
         reader = SseReader(turn_frames.decode)
         stream = _ChatStream()
-        method, request = "POST", {"body": body}
+        sent: dict[str, Any] = {"body": body}
+        if key is not None:
+            sent["headers"] = {"Idempotency-Key": key}
+        method, request = "POST", sent
         broken: ServiceUnreachable | ApiError = ServiceUnreachable(
             self.base_url, "the stream ended before the turn did"
         )
         pause = RESUME_BACKOFF
         for attempt in range(1 + RESUME_ATTEMPTS):
             if attempt:
-                if not stream.turn:
+                if not stream.turn and key is None:
                     break  # the service never accepted the turn: nothing to re-attach to
                 await asyncio.sleep(pause)
                 pause *= 2
-                log.info(
-                    "re-attaching to turn %s after frame %s", stream.turn, reader.last_event_id
-                )
-                params = {"turn": stream.turn, "last_event_id": str(reader.last_event_id)}
-                method, request = "GET", {"params": params}
+                if stream.turn:
+                    log.info(
+                        "re-attaching to turn %s after frame %s",
+                        stream.turn,
+                        reader.last_event_id,
+                    )
+                    params = {"turn": stream.turn, "last_event_id": str(reader.last_event_id)}
+                    method, request = "GET", {"params": params}
+                else:  # no answer came: sent again with its key, it runs no second turn
+                    log.info("sending the message again with its key")
                 reader.reset()
             try:
                 async for frame in self._frames(method, reader, stream, **request):
@@ -335,12 +350,13 @@ class OperatorClient:
         *,
         body: JsonBody | None = None,
         params: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
     ) -> AsyncIterator[NumberedFrame]:
         """A turn's frames from the chat stream, up to and including its terminal one."""
         url = self.base_url + "/api/operator/chat/stream"
         try:
             async with self._session().request(
-                method, url, json=body, params=params, timeout=STREAM_TIMEOUT
+                method, url, json=body, params=params, headers=headers, timeout=STREAM_TIMEOUT
             ) as response:
                 if response.status >= 400:
                     raise _api_error(response.status, response.reason or "", await response.read())

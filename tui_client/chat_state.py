@@ -6,6 +6,7 @@ turns it into the one line of text under the transcript (spec: Discuss and Decis
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
 from tui_client.api import KEEP, Keep
@@ -42,6 +43,18 @@ class ChatState:
     # service keeps the drafted text): while the service's draft is still that one, what a
     # live re-read of the session or the next turn's answer says is the unedited draft.
     edited_from: str | None = None
+    # The message given back unsent, its session and its idempotency key: sent again (the
+    # same text to the same session) it carries the same key, so if the service did take it
+    # the first time, it runs no second turn (docs/api.md, "One turn per key").
+    unsent: tuple[str, str | None, str] | None = None
+
+    def send_key(self, text: str) -> str:
+        """The key of a message about to be sent: the unsent one's when it is that message
+        again, else a new one."""
+        unsent, self.unsent = self.unsent, None
+        if unsent is not None and unsent[:2] == (text, self.session_id):
+            return unsent[2]
+        return uuid.uuid4().hex
 
     @property
     def has_decision(self) -> bool:

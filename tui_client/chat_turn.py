@@ -61,9 +61,11 @@ class TurnStream(ChatPart):
         reply = AssistantMessage()
         await self.transcript.mount_all([UserMessage(text), reply])
         focus, state.focus_change = state.focus_change, KEEP
+        session_id, key = state.session_id, state.send_key(text)
         taken = False  # a frame of the turn arrived: the service has the message
         try:
-            async for numbered in self.client.turn(text, session_id=state.session_id, focus=focus):
+            turn = self.client.turn(text, session_id=session_id, focus=focus, key=key)
+            async for numbered in turn:
                 taken = True
                 await self._apply(numbered.frame, reply)
         except TRANSPORT_ERRORS as exc:
@@ -73,6 +75,7 @@ class TurnStream(ChatPart):
                 await reply.fail(describe(exc))
             else:
                 self._give_back(text, focus)
+                state.unsent = (text, session_id, key)  # sent again, it is the same message
                 await reply.fail(f"{describe(exc)} {NOT_SENT}")
         except (NoMatches, MountError):
             raise  # the panel is gone (see failures.unless_unmounted)

@@ -46,6 +46,9 @@ SERVICE_STOPPED_TEXT = "the service stopped (a restart or shutdown) before this 
 # A cut turn records that it did not complete within this (a database that does not answer
 # costs the record, logged, never the turn's end).
 CUT_RECORD_SECONDS = 3.0
+# A cut turn's end recorded for its idempotency key within this (after its note, before its
+# frame's relay: all three within CUT_SECONDS).
+CUT_END_RECORD_SECONDS = 1.5
 # Cut turns end within this: the record, then the terminal frame's relay, whose write gives
 # up after bot.chat.frames.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
 CUT_SECONDS = 10.0
@@ -74,6 +77,10 @@ class TurnHandle:
     # in its session that it did not complete. Set once the session exists; not run once
     # the turn is committing (its own answer may be stored already).
     on_cut: Callable[[TurnHandle], Awaitable[None]] | None = None
+    # Runs as the terminal frame goes out, before the turn slot is released: records the
+    # turn's end for the idempotency key it was sent with (bot.chat.turn_keys), so a send
+    # again with that key, even one reacting to this frame at once, finds it recorded.
+    record_end: Callable[[TurnHandle, NumberedFrame], Awaitable[None]] | None = None
     first_id: int = 1  # the id of this turn's first frame (frame_base)
     relay: FrameRelay | None = None
     # Set once the turn's session is written (after its first frame), or will never be.
@@ -95,6 +102,8 @@ class TurnHandle:
         if self.finished:
             return
         numbered = NumberedFrame.of(self.first_id + len(self.frames), frame)
+        if numbered.terminal and self.record_end is not None:
+            await _record_end(self, numbered)
         if numbered.terminal and self.before_terminal is not None:
             release, self.before_terminal = self.before_terminal, None
             try:
@@ -168,6 +177,19 @@ async def _record_cut(handle: TurnHandle) -> None:
             await record(handle)
     except Exception as exc:  # TimeoutError included: the frame still goes out
         log.warning("turn %s: its cut was not recorded in its session (%r)", handle.turn_id, exc)
+
+
+async def _record_end(handle: TurnHandle, terminal: NumberedFrame) -> None:
+    """Record the turn's end for its key (bounded, logged: a database that does not answer
+    costs the record, never the turn's end)."""
+    record, handle.record_end = handle.record_end, None
+    if record is None:
+        return
+    try:
+        async with asyncio.timeout(CUT_END_RECORD_SECONDS if handle.cut else CUT_RECORD_SECONDS):
+            await record(handle, terminal)
+    except Exception as exc:  # TimeoutError included: the frame still goes out
+        log.warning("turn %s: its end was not recorded for its key (%r)", handle.turn_id, exc)
 
 
 def _lapse(waiter: asyncio.Future[bool]) -> None:

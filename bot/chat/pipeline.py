@@ -18,12 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sqlalchemy.orm import Session
+
 from bot.agents import resolve_agent
 from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
-from bot.chat.frames import OrphanedTurn
+from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.intents import (
@@ -35,11 +37,19 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.left_turns import note_left_turns
+from bot.chat.open_turn_rows import forget_open
 from bot.chat.operator_commands import answered_by_record, command_focus
 from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
 from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
-from bot.chat.session_store import TurnRecord, TurnSession, open_for_turn, persist_turn
+from bot.chat.session_store import (
+    Acknowledged,
+    TurnRecord,
+    TurnSession,
+    open_for_turn,
+    persist_turn,
+)
 from bot.chat.turn import (
     CUT_REPLY,
     OWNER_GONE_REPLY,
@@ -47,6 +57,19 @@ from bot.chat.turn import (
     FinishedTurn,
     TurnContext,
     clean_grounding,
+)
+from bot.chat.turn_keys import (
+    Asked,
+    KeyedTurn,
+    KeyState,
+    TurnEnd,
+    TurnFrames,
+    check_asked,
+    claim_key,
+    keyed_turn,
+    read_key,
+    record_end,
+    row_key,
 )
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
@@ -94,6 +117,41 @@ class TurnRequest:
     session_id: str | None = None
     agent: str | None = None
     focus: Any = UNSET  # an issue, None (clear focus) or UNSET (keep)
+    # The client's idempotency key: one turn per key (bot.chat.turn_keys); None: no key.
+    key: str | None = None
+
+    def asked(self) -> Asked:
+        keep = self.focus is UNSET
+        return Asked(
+            message=self.message,
+            session=self.session_id,
+            agent=self.agent,
+            focus=None if keep else self.focus,
+            keep_focus=keep,
+        )
+
+
+def _turn_ended(
+    session: Session,
+    turn_id: str,
+    key: str | None,
+    end: TurnEnd | None,
+    *,
+    failed: bool,
+    clock: Clock,
+) -> None:
+    if key is not None and end is not None:
+        record_end(session, key, turn_id, end, clock=clock)
+    if failed:
+        forget_open(session, turn_id)
+
+
+class _KeyTaken(Exception):
+    """A send with the same key claimed it first, while this one was being set up."""
+
+    def __init__(self, state: KeyState) -> None:
+        super().__init__(state.turn.turn_id)
+        self.state = state
 
 
 @dataclass(frozen=True)
@@ -123,6 +181,7 @@ class TurnPipeline:
         clock: Clock,
         unanswered: Unanswered,
     ) -> None:
+        self.db = db
         self.settings = settings
         self.agents = settings.agents
         self.registry = registry
@@ -148,6 +207,27 @@ class TurnPipeline:
         await self.writes.close()  # the writes of the turns just stopped
 
     # -- turns ---------------------------------------------------------------------------
+
+    async def send(self, request: TurnRequest) -> TurnFrames:
+        """A turn for the request: started, or, for a key sent before, that key's turn
+        (attached while it runs, its recorded end after; bot.chat.turn_keys). The same key
+        with another message is refused (KeyReused) and changes nothing."""
+        if request.key is None:
+            return await self.start_turn(request)
+        key = row_key(request.operator_id, request.key)
+        state = await self.db.run(read_key, key)
+        if state is None:
+            try:
+                return await self.start_turn(request)
+            except _KeyTaken as taken:
+                state = taken.state
+            except Conflict:
+                # The operator's turn in flight may be this key's, sent a moment before.
+                state = await self.db.run(read_key, key)
+                if state is None:
+                    raise
+        check_asked(state, request.asked())
+        return await keyed_turn(state, operator_id=request.operator_id, registry=self.registry)
 
     async def start_turn(self, request: TurnRequest) -> TurnHandle:
         """Validate, resolve the session (a read), and start the turn detached; errors raise
@@ -186,6 +266,8 @@ class TurnPipeline:
                     detail=ErrorDetail(field="agent", known=sorted(self.agents)),
                 )
             await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
+            key = None if request.key is None else await self._claim_key(request, handle, target)
+            handle.record_end = functools.partial(self._record_end, key)
         except BaseException:
             self.registry.release(handle)
             if acquired:
@@ -196,6 +278,44 @@ class TurnPipeline:
             session_id=target.session_id,
             run=lambda running: self._run(running, request, target),
         )
+
+    async def _claim_key(self, request: TurnRequest, handle: TurnHandle, target: TurnTarget) -> str:
+        """Claim the request's key for this turn, the last step before it launches (a
+        refusal before writes no claim); its end is recorded as its terminal frame goes out.
+        _KeyTaken if a send with the same key claimed it first."""
+        assert request.key is not None
+        key = row_key(request.operator_id, request.key)
+        turn = KeyedTurn(request.asked(), handle.turn_id, target.session_id)
+        taken = await self.writes.run(claim_key, key, turn, clock=self.clock)
+        if taken is not None:
+            raise _KeyTaken(taken)
+        return key
+
+    async def _record_end(
+        self, key: str | None, handle: TurnHandle, terminal: NumberedFrame
+    ) -> None:
+        """As the turn's terminal frame goes out: its end recorded for its key, and a turn
+        that stored nothing (stopped, failed) no longer kept open (a done turn let it go
+        as it stored its messages)."""
+        # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
+        failed = not isinstance(terminal.frame, DoneFrame) and not handle.cut
+        if key is None and not failed:
+            return
+        first = [handle.frames[0].data.decode()] if handle.frames else []
+        end = TurnEnd(frames=[*first, terminal.data.decode()]) if key is not None else None
+        await self.writes.run(
+            _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
+        )
+
+    async def note_left_turns(self) -> int:
+        """At start-up: turns a killed process left acknowledged but unstored, noted in
+        their sessions (bot.chat.left_turns). How many were noted."""
+        noted = await note_left_turns(
+            self.db, self.writes, registry=self.registry, locks=self.locks, clock=self.clock
+        )
+        for turn in noted:
+            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
+        return len(noted)
 
     async def _run(self, handle: TurnHandle, request: TurnRequest, target: TurnTarget) -> None:
         with self.locks.keep(handle.operator_id, handle.turn_id):
@@ -225,8 +345,12 @@ class TurnPipeline:
         the write land first, so a client told the turn stopped finds the session the first
         frame named; a cut (the service stopping) meanwhile lets it land and then records the
         cut in it. None (and an error frame) if the session was deleted since."""
+        # Kept with it: the first frame acknowledged the message (bot.chat.left_turns).
+        acknowledged = Acknowledged(handle.turn_id, request.message)
         write = asyncio.ensure_future(
-            self.writes.run(open_for_turn, request.operator_id, target, clock=self.clock)
+            self.writes.run(
+                open_for_turn, request.operator_id, target, turn=acknowledged, clock=self.clock
+            )
         )
         try:
             ts = await asyncio.shield(write)

@@ -34,8 +34,12 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def owned_session(session: Session, operator_id: int, session_id: str) -> ChatSession:
-    row = session.get(ChatSession, session_id)
+def owned_session(
+    session: Session, operator_id: int, session_id: str, *, current: bool = False
+) -> ChatSession:
+    """`current`: read it again from the database even if this transaction loaded it (after
+    `locked_operator_row`, what another transaction committed meanwhile counts)."""
+    row = session.get(ChatSession, session_id, populate_existing=current)
     if row is None or row.operator_id != operator_id:
         raise NotFound(f"session {session_id} not found")
     return row

@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
+from bot.chat.open_turn_rows import FORGET_OPEN, INSERT_OPEN, OpenTurn
 from bot.chat.placement import TurnTarget
 from bot.chat.proposals import Proposal, proposal_of, set_pending
 from bot.chat.session_rows import (
@@ -68,12 +69,44 @@ class TurnSession:
     pending: Proposal | None = None
 
 
+@dataclass(frozen=True)
+class Acknowledged:
+    """The turn whose session `open_for_turn` writes: its first frame told the operator it
+    has the message, so the message is kept (an `OpenTurn` row) until the turn stores it or
+    ends without it; a process killed meanwhile leaves the row for the next start."""
+
+    turn_id: str
+    message: str
+
+
 def open_for_turn(
-    session: Session, operator_id: int, target: TurnTarget, *, clock: Clock = utcnow
+    session: Session,
+    operator_id: int,
+    target: TurnTarget,
+    *,
+    turn: Acknowledged | None = None,
+    clock: Clock = utcnow,
 ) -> TurnSession:
     """Write what `resolve_turn` decided: create or pin the session, apply an agent switch or
-    focus change (either clears the Decision draft: spec, Discuss and Decision); read what
-    the turn needs. SessionGone if the session was deleted since it was resolved."""
+    focus change (either clears the Decision draft: spec, Discuss and Decision); keep the
+    acknowledged `turn`; read what the turn needs. SessionGone if the session was deleted
+    since it was resolved."""
+    opened = _open_session(session, operator_id, target, clock=clock)
+    if turn is not None:
+        row = OpenTurn(
+            turn_id=turn.turn_id,
+            operator_id=operator_id,
+            session_id=opened.id,
+            message=turn.message,
+            started_at=clock(),
+        )
+        session.connection().execute(INSERT_OPEN, _values(row))
+    return opened
+
+
+def _open_session(
+    session: Session, operator_id: int, target: TurnTarget, *, clock: Clock
+) -> TurnSession:
     if not target.exists:
         return _open_new(session, operator_id, target, clock=clock)
     row = session.get(ChatSession, target.session_id)
@@ -231,6 +264,7 @@ def persist_turn(
         connection.execute(_INSERT_TURNS, [_values(user), _values(assistant)])
     except IntegrityError as exc:
         raise SessionGone(session_id) from exc
+    connection.execute(FORGET_OPEN, {"p_turn": record.turn_id})  # stored: nothing left open
     return [turn_json(user), turn_json(assistant)]
 
 
@@ -348,9 +382,12 @@ def open_session(
     session: Session, operator_id: int, session_id: str
 ) -> tuple[SessionView, str | None]:
     """Reopen: pin the next message to this session. Returns it and the session the
-    operator left by doing so when that one is due a summary."""
-    row = owned_session(session, operator_id, session_id)
+    operator left by doing so when that one is due a summary.
+
+    The operator's row is taken first and the session read after it: read before, a reopen
+    waiting behind a delete made the deleted session active again."""
     operator = locked_operator_row(session, operator_id)
+    row = owned_session(session, operator_id, session_id, current=True)
     left = operator.active_session_id
     operator.active_session_id = row.id
     mark_seen(session, operator_id, row.id)  # opening it shows its results: no dot
@@ -359,8 +396,11 @@ def open_session(
 
 
 def delete_session(session: Session, operator_id: int, session_id: str) -> None:
-    row = owned_session(session, operator_id, session_id)
+    """Delete the session and its messages. The operator's row is taken first and the
+    session read after it, so deletes sent together run one after the other and the later
+    ones find nothing (NotFound), as a reopen waiting behind one does."""
     operator = locked_operator_row(session, operator_id)
+    row = owned_session(session, operator_id, session_id, current=True)
     if operator.active_session_id == row.id:
         operator.active_session_id = None
     session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))

@@ -278,6 +278,7 @@ class StopResult(Struct, frozen=True, forbid_unknown_fields=True):
 MAX_MESSAGE_CHARS = 32_000
 MAX_SESSION_ID_CHARS = 64
 MAX_AGENT_NAME_CHARS = 100
+MAX_REQUEST_KEY_CHARS = 200  # an idempotency key (Idempotency-Key or request_id)
 
 
 class ChatRequest(Struct, frozen=True, forbid_unknown_fields=True):
@@ -287,6 +288,18 @@ class ChatRequest(Struct, frozen=True, forbid_unknown_fields=True):
     session: Annotated[str, Meta(min_length=1, max_length=MAX_SESSION_ID_CHARS)] | None = None
     agent: Annotated[str, Meta(max_length=MAX_AGENT_NAME_CHARS)] | None = None
     focus: Annotated[int, Meta(ge=1)] | None = None
+    request_id: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=MAX_REQUEST_KEY_CHARS,
+                description="idempotency key (or the Idempotency-Key header): one per message"
+                " sent; a send again with it never runs a second turn",
+            ),
+        ]
+        | None
+    ) = None
 
 
 RESPONSE_TYPES: tuple[type[Struct], ...] = (

@@ -85,9 +85,18 @@ export async function readSse(response, onFrame) {
   return lastId;
 }
 
-export async function openStream(method, path, { body, lastEventId, signal } = {}) {
+// A new idempotency key: one per message sent, the same when that message is sent again
+// (docs/api.md, "One turn per key"). getRandomValues, not randomUUID: a page served over
+// plain HTTP (a LAN address) has no randomUUID.
+export function newKey() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function openStream(method, path, { body, lastEventId, signal, key } = {}) {
   const extra = { Accept: "text/event-stream" };
   if (lastEventId) extra["Last-Event-ID"] = String(lastEventId);
+  if (key) extra["Idempotency-Key"] = key;
   const init = { method, headers: headers(method, extra), credentials: "same-origin", signal };
   if (body !== undefined) {
     init.body = JSON.stringify(body);

@@ -1,6 +1,6 @@
 // The Chat surface: sessions sidebar, header (agent, focus), messages, status line, the
 // Publish bar and the composer. Turns stream over SSE and resume after a dropped connection.
-import { api, ApiError, openStream, readSse } from "./api.js";
+import { api, ApiError, newKey, openStream, readSse } from "./api.js";
 import { linkCitations } from "./citations.js";
 import { $, h, clear, show, externalLink } from "./dom.js";
 import { ReplyView, renderStored, userMessage } from "./messages.js";
@@ -466,10 +466,14 @@ export class Chat {
     this.els.input.value = "";
     this.startTurn(view);
     this.turn.session = body.session; // known now when the chat is: opening another one leaves it away
+    const key = this.sendKey(text, body.session);
     let response;
     try {
-      response = await openStream("POST", "/api/operator/chat/stream", { body, signal: this.turn.abort.signal });
+      response = await openStream("POST", "/api/operator/chat/stream", { body, signal: this.turn.abort.signal, key });
     } catch (err) {
+      // Sent again (Retry, or Send with the same words to the same chat) it carries the same
+      // key: if the service took it and only its answer was lost, it runs no second turn.
+      this.unsent = { text, session: body.session, key };
       this.endTurn();
       user.remove();
       view.el.remove();
@@ -487,6 +491,14 @@ export class Chat {
     this.turn.started = true;
     if (this.turn.stopWanted) this.stop(); // Stop pressed before the server had the turn
     await this.follow(response);
+  }
+
+  // The idempotency key of a message about to be sent: the unsent one's when it is that
+  // message again, to the same chat; else a new one.
+  sendKey(text, session) {
+    const unsent = this.unsent;
+    this.unsent = null;
+    return unsent && unsent.text === text && unsent.session === session ? unsent.key : newKey();
   }
 
   sendFailed(err) {

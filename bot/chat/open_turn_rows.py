@@ -1,0 +1,37 @@
+"""The row that keeps a chat turn acknowledged but not yet stored: written with the turn's
+session (`bot.chat.session_store.open_for_turn`), deleted with its two messages
+(`persist_turn`, a cut note's too) or when it ends without them (stopped, failed). A row
+left over is a turn whose process was killed mid-turn; the next start notes it in its
+session (bot.chat.left_turns)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, String, Text, bindparam, delete, insert
+from sqlalchemy.orm import Mapped, Session, mapped_column
+
+from bot.db import Base
+
+
+class OpenTurn(Base):
+    __tablename__ = "chat_open_turns"
+
+    turn_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    operator_id: Mapped[int] = mapped_column(ForeignKey("operators.id", ondelete="CASCADE"))
+    session_id: Mapped[str] = mapped_column(
+        ForeignKey("chat_sessions.id", ondelete="CASCADE"), index=True
+    )
+    message: Mapped[str] = mapped_column(Text)
+    started_at: Mapped[datetime]
+
+
+# Plain statements on the session's connection, as the turn's other writes in a group
+# commit are (bot.chat.session_store).
+INSERT_OPEN = insert(OpenTurn)
+FORGET_OPEN = delete(OpenTurn).where(OpenTurn.turn_id == bindparam("p_turn"))
+
+
+def forget_open(session: Session, turn_id: str) -> None:
+    """The turn ended without storing its messages (stopped, failed): nothing to note."""
+    session.connection().execute(FORGET_OPEN, {"p_turn": turn_id})

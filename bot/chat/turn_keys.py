@@ -1,0 +1,220 @@
+"""A chat turn sent with the client's idempotency key (`Idempotency-Key` or `request_id`):
+one turn per key and operator, however often the message is sent again. A client that lost
+the answer (a dropped connection, a timeout) sends the same message with the same key and
+gets that turn: attached to it while it runs, its recorded end once it has ended.
+
+The key's row lives in `side_effects` (bot/idempotency.py's table, kind `chat_turn`),
+claimed as the turn is placed, before it launches: its `request` is what was asked (to
+refuse the same key with another message) and which turn it started; its `result` is the
+turn's first and terminal frames, recorded as the terminal frame goes out. A turn refused
+before it launched (a 409, a 400) claimed nothing: its retry runs. Knows nothing of HTTP.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+
+import msgspec
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from bot.chat.frames import FrameRelay, NumberedFrame, RelayedTurn
+from bot.chat.inflight import TurnRegistry
+from bot.clock import Clock, utcnow
+from bot.contracts.errors import ErrorDetail
+from bot.errors import Conflict, SteelframeError
+from bot.idempotency import DONE, PENDING, SideEffect
+
+KIND = "chat_turn"
+MAX_KEY_CHARS = 200
+
+
+class KeyReused(SteelframeError):
+    """The key names a turn of another message (or session, agent, focus): the client
+    reused a key for a new send. Nothing is run or changed (IETF draft
+    "The Idempotency-Key HTTP Header Field", section 2.7: 422)."""
+
+    status = 422
+    code = "idempotency_key_reused"
+
+
+class Asked(msgspec.Struct, frozen=True):
+    """What a keyed send asked, as the client sent it: a retry must ask the same."""
+
+    message: str
+    session: str | None
+    agent: str | None
+    focus: int | None
+    keep_focus: bool  # no `focus` sent: the session's focus stays
+
+
+class KeyedTurn(msgspec.Struct, frozen=True):
+    """The key's row `request`: what was asked and the turn it started."""
+
+    asked: Asked
+    turn_id: str
+    session_id: str
+
+
+class TurnEnd(msgspec.Struct, frozen=True):
+    """The key's row `result`: the turn's first frame (`turn started`) and terminal frame
+    (`done` or `error`), as the stream sent them."""
+
+    frames: list[str]
+
+
+@dataclass(frozen=True)
+class KeyState:
+    """A key's row as read: the turn it started, and its end once recorded."""
+
+    turn: KeyedTurn
+    end: TurnEnd | None
+
+
+def row_key(operator_id: int, client_key: str) -> str:
+    """The row's key: the client's key scoped to its operator (two operators' keys never
+    meet), hashed to the column's size."""
+    digest = hashlib.sha256(f"{operator_id}\x1f{client_key}".encode()).hexdigest()[:40]
+    return f"chat-turn:{digest}"
+
+
+def check_asked(state: KeyState, asked: Asked) -> None:
+    if state.turn.asked != asked:
+        raise KeyReused(
+            "this Idempotency-Key was used for another message; send a new message with a new key",
+            detail=ErrorDetail(
+                field="Idempotency-Key",
+                session=state.turn.session_id,
+                turn_id=state.turn.turn_id,
+            ),
+        )
+
+
+def read_key(session: Session, key: str) -> KeyState | None:
+    row = session.scalar(select(SideEffect).where(SideEffect.key == key, SideEffect.kind == KIND))
+    if row is None:
+        return None
+    end = msgspec.convert(row.result, TurnEnd) if row.status == DONE and row.result else None
+    return KeyState(msgspec.convert(row.request, KeyedTurn), end)
+
+
+def claim_key(
+    session: Session, key: str, turn: KeyedTurn, *, clock: Clock = utcnow
+) -> KeyState | None:
+    """Claim the key for `turn`: None when claimed, else the state of the turn that
+    claimed it first."""
+    now = clock()
+    try:
+        with session.begin_nested():
+            session.add(
+                SideEffect(
+                    key=key,
+                    kind=KIND,
+                    status=PENDING,
+                    request=msgspec.to_builtins(turn),
+                    result=None,
+                    lease_until=None,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+    except IntegrityError:
+        return read_key(session, key)
+    return None
+
+
+def record_end(
+    session: Session, key: str, turn_id: str, end: TurnEnd, *, clock: Clock = utcnow
+) -> None:
+    """The turn's end, the answer of every later send with its key."""
+    row = session.scalar(select(SideEffect).where(SideEffect.key == key).with_for_update())
+    if row is None or row.request.get("turn_id") != turn_id:
+        return
+    row.status = DONE
+    row.result = msgspec.to_builtins(end)
+    row.updated_at = clock()
+
+
+class TurnFrames(Protocol):
+    """A turn's frames, wherever they come from: the turn running here, another instance's
+    through the relay, or the end a key recorded."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def turn_id(self) -> str: ...
+
+    def subscribe(
+        self, *, after: int = 0, heartbeat: float | None = None
+    ) -> AsyncIterator[NumberedFrame | None]: ...
+
+
+@dataclass(frozen=True)
+class RecordedTurn:
+    """A keyed turn that ended before this send: its recorded frames."""
+
+    session_id: str
+    turn_id: str
+    frames: list[NumberedFrame]
+
+    @classmethod
+    def of(cls, turn: KeyedTurn, end: TurnEnd) -> RecordedTurn:
+        frames = [NumberedFrame.stored(data.encode()) for data in end.frames]
+        return cls(turn.session_id, turn.turn_id, frames)
+
+    async def subscribe(
+        self, *, after: int = 0, heartbeat: float | None = None
+    ) -> AsyncIterator[NumberedFrame | None]:
+        for frame in self.frames:
+            if frame.id > after:
+                yield frame
+
+
+@dataclass(frozen=True)
+class RelayedFrames:
+    """A keyed turn running on another instance: its frames through the relay."""
+
+    relay: FrameRelay
+    turn: RelayedTurn
+
+    @property
+    def session_id(self) -> str:
+        return self.turn.session_id
+
+    @property
+    def turn_id(self) -> str:
+        return self.turn.turn_id
+
+    def subscribe(
+        self, *, after: int = 0, heartbeat: float | None = None
+    ) -> AsyncIterator[NumberedFrame | None]:
+        return self.relay.replay(self.turn.turn_id, after=after, heartbeat=heartbeat)
+
+
+async def keyed_turn(state: KeyState, *, operator_id: int, registry: TurnRegistry) -> TurnFrames:
+    """The frames of the turn a key started: its recorded end; the turn running here
+    (attached, as a re-attach is), or on another instance (through the relay); else a 409
+    naming its session: it is no longer running and recorded no end (its process was
+    killed; its session notes the turn as cut: bot.chat.left_turns)."""
+    turn = state.turn
+    if state.end is not None:
+        return RecordedTurn.of(turn, state.end)
+    await registry.settle(operator_id)
+    handle = registry.find(operator_id, session_id=None, turn_id=turn.turn_id)
+    if handle is not None:
+        return handle
+    relay = registry.relay
+    if relay is not None:
+        located = await relay.locate(operator_id, session_id=None, turn_id=turn.turn_id)
+        if located is not None:
+            return RelayedFrames(relay, located)
+    raise Conflict(
+        "the turn sent with this Idempotency-Key is no longer running and recorded no end"
+        " (the service running it stopped); its session shows it",
+        detail=ErrorDetail(session=turn.session_id, turn_id=turn.turn_id),
+    )

@@ -1,0 +1,46 @@
+"""The web GUI sends one idempotency key per message and the same key when it sends that
+message again (docs/api.md, "One turn per key"): a send whose answer was lost after the
+service took it (the connection reset) is sent again with Retry and runs no second turn;
+the reply shown is the first turn's. Before, Retry ran the message a second time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bot.runtimes.base import Delta
+from tests.browser.conftest import GuiFactory
+from tests.conftest import make_settings
+from tests.fakes.runtimes import ScriptedRuntime
+
+
+async def test_retry_after_a_lost_answer_runs_the_message_once(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    runtime = ScriptedRuntime([[Delta("The answer, once.")], [Delta("A second turn!")]])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    page = gui.page
+    keys: list[str | None] = []
+
+    async def lose_the_first_answer(route: Any) -> None:
+        keys.append(await route.request.header_value("idempotency-key"))
+        if len(keys) > 1:
+            await route.continue_()
+            return
+        await route.fetch()  # the service took the message and ran its turn...
+        await route.abort("connectionreset")  # ...and its answer never reached the page
+
+    await page.route("**/api/operator/chat/stream", lose_the_first_answer)
+    await page.fill("#message", "answer me once")
+    await page.press("#message", "Enter")
+    lost = page.locator("#toasts .toast.error", has_text="Not sent")
+    await lost.wait_for()
+    await lost.locator("button", has_text="Retry").click()
+    await gui.wait_done()
+
+    await page.locator("#messages .msg.assistant", has_text="The answer, once.").wait_for()
+    assert len(keys) == 2 and keys[0] and keys[0] == keys[1]
+    assert len(runtime.requests) == 1
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert [s["turns"] for s in sessions] == [2]

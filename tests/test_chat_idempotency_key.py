@@ -1,0 +1,186 @@
+"""A chat message sent with an idempotency key (`Idempotency-Key`, or `request_id` in the
+body) runs one turn however often it is sent: a client that lost the answer (it dropped
+the connection) and sends again gets that turn, attached while it runs and its recorded
+answer after, and a filing asked for in it files once; duplicates sent together run one
+turn; the same key with another message is a 422 that changes nothing. Before, every send
+ran a turn of its own, and a filing sent twice filed twice."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.runtimes.base import Delta
+from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, read_sse
+from tests.fakes.runtimes import ScriptedRuntime, reply
+
+ASK = "file an issue for the flaky login test"
+FILING = reply(
+    "Filing it.",
+    trailer='STEELFRAME_META: {"intent": "file_work", "title": "Flaky login test"}',
+)
+
+
+def issues(sandbox: GitHubSandbox) -> list[Any]:
+    repo = sandbox.sandbox.world.repo(SANDBOX_REPO)
+    return [issue for issue in repo.issues.values() if not issue.is_pull]
+
+
+async def service(
+    api_factory: Any, sandbox: GitHubSandbox, tmp_path: Path, redis_url: str, runtime: Any
+) -> ApiClient:
+    return await api_factory(
+        sandbox.settings(tmp_path, redis_url=redis_url), runtimes=lambda agent: runtime
+    )
+
+
+async def history(api: ApiClient, session: str) -> list[dict[str, Any]]:
+    answer = await api.get("/api/operator/chat", params={"session": session})
+    return list((await answer.json())["messages"])
+
+
+def keyed(key: str) -> dict[str, str]:
+    return {"Idempotency-Key": key}
+
+
+async def test_a_send_again_after_a_dropped_answer_runs_one_turn_and_files_once(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([FILING], gate=gate)
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    stream = await api.post("/api/operator/chat/stream", json={"message": ASK}, headers=keyed("k1"))
+    [started] = await read_sse(stream, until="status")
+    await runtime.called.wait()
+    stream.close()  # the client lost the connection mid-turn
+
+    # It sends again, blocking this time: attached to the turn still running...
+    again = asyncio.create_task(
+        api.post("/api/operator/chat", json={"message": ASK}, headers=keyed("k1"))
+    )
+    await asyncio.sleep(0)
+    gate.set()
+    first = await again
+    assert first.status == 200, await first.text()
+    answer = await first.json()
+    # ...and once more after it ended: its recorded answer, the same JSON.
+    later = await api.post("/api/operator/chat", json={"message": ASK}, headers=keyed("k1"))
+    assert later.status == 200
+    assert await later.json() == answer
+    # The stream, sent again, gives the turn's frames: its start and its answer.
+    resent = await api.post("/api/operator/chat/stream", json={"message": ASK}, headers=keyed("k1"))
+    frames = await read_sse(resent)
+    assert frames[0]["turn_id"] == started["turn_id"] == answer["turn_id"]
+    assert frames[-1]["type"] == "done" and frames[-1]["response"] == answer
+
+    assert len(runtime.requests) == 1
+    [issue] = issues(github_sandbox)
+    assert answer["filed_issue_number"] == issue.number
+    assert [m["role"] for m in await history(api, answer["session"])] == ["user", "assistant"]
+
+
+async def test_the_request_id_field_is_a_key_too(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    runtime = ScriptedRuntime([FILING])
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    body = {"message": ASK, "request_id": "r-1"}
+    first = await (await api.post("/api/operator/chat", json=body)).json()
+    second = await (await api.post("/api/operator/chat", json=body)).json()
+    assert first == second and len(runtime.requests) == 1 and len(issues(github_sandbox)) == 1
+
+
+async def test_duplicates_sent_together_run_one_turn(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([FILING], gate=gate)
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    sends = [
+        asyncio.create_task(
+            api.post("/api/operator/chat", json={"message": ASK}, headers=keyed("twice"))
+        )
+        for _ in range(4)
+    ]
+    await runtime.called.wait()
+    gate.set()
+    answers = await asyncio.gather(*sends)
+
+    assert [a.status for a in answers] == [200] * 4, [await a.text() for a in answers]
+    bodies = [await a.json() for a in answers]
+    assert all(body == bodies[0] for body in bodies)
+    assert len(runtime.requests) == 1
+    assert len(issues(github_sandbox)) == 1
+
+
+@pytest.mark.parametrize("running", [True, False], ids=["while-running", "after-it-ended"])
+async def test_the_same_key_with_another_message_is_refused_and_changes_nothing(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str, running: bool
+) -> None:
+    gate = asyncio.Event()
+    if not running:
+        gate.set()
+    runtime = ScriptedRuntime([[Delta("Hello.")]], gate=gate)
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    first = asyncio.create_task(
+        api.post("/api/operator/chat", json={"message": "hello"}, headers=keyed("k"))
+    )
+    await runtime.called.wait()
+    if not running:
+        await first
+
+    other = await api.post(
+        "/api/operator/chat", json={"message": "file an issue for X"}, headers=keyed("k")
+    )
+
+    assert other.status == 422
+    error = await other.json()
+    assert error["code"] == "idempotency_key_reused"
+    assert error["detail"]["field"] == "Idempotency-Key"
+    gate.set()
+    done = await (await first).json()
+    assert error["detail"]["session"] == done["session"]
+    assert len(runtime.requests) == 1
+    assert issues(github_sandbox) == []
+    messages = await history(api, done["session"])
+    assert [m["content"] for m in messages] == ["hello", "Hello."]
+
+
+async def test_keys_are_the_operators_own(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    runtime = ScriptedRuntime([[Delta("Hello.")]])
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    other = api.new_operator("other")
+    mine = await (
+        await api.post("/api/operator/chat", json={"message": "hi"}, headers=keyed("same"))
+    ).json()
+    theirs = await (
+        await other.post("/api/operator/chat", json={"message": "hi"}, headers=keyed("same"))
+    ).json()
+    assert mine["session"] != theirs["session"] and len(runtime.requests) == 2
+
+
+async def test_a_keyed_turn_cut_by_a_shutdown_answers_its_cut_when_sent_again(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
+) -> None:
+    """The service stopping cuts the turn (SIGTERM: bot.chat.inflight): sent again with its
+    key, the message gets that end, the 503 that says to send it again (with a new key),
+    and no second turn runs."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([FILING], gate=gate)
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    stream = await api.post("/api/operator/chat/stream", json={"message": ASK}, headers=keyed("c"))
+    await read_sse(stream, until="status")
+    await runtime.called.wait()
+
+    await api.services.registry.shut_down(grace=0)
+
+    assert (await read_sse(stream))[-1]["reason"] == "cancelled"
+    again = await api.post("/api/operator/chat", json={"message": ASK}, headers=keyed("c"))
+    assert again.status == 503
+    assert (await again.json())["code"] == "turn_cancelled"
+    assert len(runtime.requests) == 1 and issues(github_sandbox) == []

@@ -1,0 +1,141 @@
+"""`steelframe dev` killed outright (SIGKILL) mid-turn, then started again: the operator's
+message was acknowledged (the turn's first frame named its session), so the session shows
+it after the restart, answered by a note that the turn did not complete, as a SIGTERM
+leaves it (that one recorded by the turn as it was cut). Before, the turn's frames lived in
+the embedded Redis, which the next start stops, and nothing of the turn was left. A real
+dev process, its model (the fake OpenAI server) holding its answer for good."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from bot.chat.turn import CUT_KIND, OWNER_GONE_REPLY
+from tests.fakes.openai_server import FakeOpenAI, Hold
+from tests.fakes.patience import PATIENCE_SECONDS
+from tests.test_dev_demo_loop import CONFIG_VARS
+
+pytestmark = pytest.mark.slow  # real dev processes
+MODEL = "held-model"
+MESSAGE = "what does the release checklist say?"
+
+
+@dataclass
+class Dev:
+    process: subprocess.Popen[str]
+    lines: list[str]
+    url: str
+    token: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+def start_dev(cwd: Path, env: dict[str, str]) -> Dev:
+    """`steelframe dev` in `cwd`, once it said where it listens; its output is kept."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("token: "):
+            break
+    said = {line.split(":", 1)[0]: line.split(" ", 1)[1].strip() for line in lines if ": " in line}
+    assert "token" in said, "".join(lines)
+
+    def drain() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line)
+
+    threading.Thread(target=drain, daemon=True).start()
+    return Dev(process, lines, said["url"], said["token"])
+
+
+def stop_dev(dev: Dev) -> None:
+    if dev.process.poll() is None:
+        dev.process.terminate()
+        dev.process.wait(timeout=PATIENCE_SECONDS)
+
+
+async def session_of(dev: Dev, session: str) -> dict[str, Any]:
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{dev.url}/api/operator/chat/session/{session}", headers=dev.headers) as got,
+    ):
+        assert got.status == 200, await got.text()
+        found: dict[str, Any] = await got.json()
+        return found
+
+
+async def test_a_turn_of_a_dev_killed_mid_turn_shows_as_cut_after_the_restart(
+    tmp_path: Path, aiohttp_server: Any
+) -> None:
+    model = FakeOpenAI()
+    model.enqueue(MODEL, [Hold()])
+    model_server = await aiohttp_server(model.app())
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
+    env.update(
+        STEELFRAME_RUNTIME="openai",
+        STEELFRAME_MODEL=MODEL,
+        STEELFRAME_TOOL_ROUNDS="0",
+        STEELFRAME_HEARTBEAT_SECONDS="0.5",
+        OPENAI_BASE_URL=str(model_server.make_url("/v1")),
+        OPENAI_API_KEY="sk-test",
+    )
+    first = await asyncio.to_thread(start_dev, tmp_path, env)
+    try:
+        async with (
+            aiohttp.ClientSession() as http,
+            http.post(
+                f"{first.url}/api/operator/chat/stream",
+                json={"message": MESSAGE},
+                headers=first.headers,
+            ) as stream,
+        ):
+            assert stream.status == 200, await stream.text()
+            session = stream.headers["X-Steelframe-Session"]
+            async with asyncio.timeout(PATIENCE_SECONDS):
+                async for raw in stream.content:
+                    if raw.startswith(b"data: "):
+                        frame = json.loads(raw[6:])
+                        assert frame["type"] not in ("done", "error"), frame
+                    if model.requests:
+                        break  # the turn is under way: its model call is held
+            first.process.kill()  # SIGKILL: nothing of dev runs after this
+            first.process.wait(timeout=PATIENCE_SECONDS)
+    finally:
+        stop_dev(first)
+
+    second = await asyncio.to_thread(start_dev, tmp_path, env)
+    try:
+        shown = await session_of(second, session)
+    finally:
+        stop_dev(second)
+
+    said = "".join(first.lines[-40:] + second.lines[-40:])
+    assert shown["turn_in_flight"] is None, said
+    messages = shown["messages"]
+    assert [(m["role"], m["content"]) for m in messages] == [
+        ("user", MESSAGE),
+        ("assistant", OWNER_GONE_REPLY),
+    ], said
+    assert messages[1]["meta"]["kind"] == CUT_KIND
