@@ -177,7 +177,7 @@ class TurnMeta(TypedDict, total=False):
     notes: list[str]
     pending: dict[str, str] | None  # bot.chat.proposals.Proposal.as_json
     # A delivered task result.
-    kind: str  # "task_result", or "turn_cut" (a cut turn's note)
+    kind: str  # "task_result", "turn_cut" (a cut turn's note) or "filed" (/chat/file's note)
     task_id: int
     repo: str
     state: str | None
