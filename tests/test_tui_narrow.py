@@ -43,7 +43,7 @@ async def keys_help(pilot: Pilot[None], app: SteelframeApp, key: str = "f3") -> 
     await pilot.press(key)
     await until(pilot, lambda: help_open(app), "the keys help")
     text = str(app.screen.query_one("#keys-help-text", Static).render())
-    await pilot.press("escape")
+    await pilot.press(key)  # the key that opened it closes it
     await until(pilot, lambda: not help_open(app), "the keys help closed")
     return text
 

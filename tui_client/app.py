@@ -189,6 +189,8 @@ class SteelframeApp(App[None]):
             self.board.table.focus()
 
     def action_show_keys(self) -> None:
+        """The keys help of the screen shown (its own f3 or `?` closes it: a modal screen
+        keeps the app's keys from its keys)."""
         if not isinstance(self.screen, KeysScreen):
             self.push_screen(KeysScreen(key_lines(self.screen)))
 

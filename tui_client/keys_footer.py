@@ -116,7 +116,7 @@ class KeysScreen(ModalScreen[None]):
     """The keys help: what the screen beneath offers, listed whole (the footer of an
     80-column terminal shows only the first few)."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,question_mark", "close", "Close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q,f3,question_mark", "close", "Close")]
 
     def __init__(self, lines: list[str]) -> None:
         super().__init__(classes="modal")
