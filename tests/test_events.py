@@ -24,7 +24,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from bot import db as dbmod
-from bot.contracts.events import EventFrame, ResyncFrame, SessionFrame, TaskFrame
+from bot.contracts.events import EventFrame, LedgerCounts, ResyncFrame, SessionFrame, TaskFrame
 from bot.db import Database
 from bot.events import EventLog, LocalEventLog, OperatorEvents, RedisEventLog, publisher
 from bot.events.publisher import SessionChange
@@ -227,7 +227,22 @@ async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_liv
             "tokens",
             "reason",
             "updated_at",
+            "pr_state",
+            "review",
+            "ready_for_review",
+            "question",
         }
+        # What the Board card shows of the pull request loop, so no client reads the task
+        # for it: the pull request is open, nobody reviewed it yet, it is ready for review.
+        assert delivered["pr_state"] == "open" and delivered["ready_for_review"] is True
+        assert delivered["review"] == {
+            "open": 0,
+            "addressed": 0,
+            "declined": 0,
+            "needs_operator": 0,
+            "summary": "",
+        }
+        assert delivered["question"] is None
         assert delivered["cost_usd"] == lc.task(issue).cost_usd > 0  # the run reported one
         assert delivered["tokens"] == lc.task(issue).tokens_used > 0
         # the message the event names is in the filing session, not in the one the operator sits in
@@ -585,4 +600,8 @@ def _task(task_id: int, id: int = 0) -> TaskFrame:
         tokens=0,
         reason="",
         updated_at="2026-01-01T00:00:00+00:00",
+        pr_state=None,
+        review=LedgerCounts(open=0, addressed=0, declined=0, needs_operator=0, summary=""),
+        ready_for_review=False,
+        question=None,
     )

@@ -63,6 +63,12 @@ def _sent() -> list[events.EventFrame]:
             tokens=10,
             reason="done",
             updated_at="2026-01-01T00:00:00+00:00",
+            pr_state="open",
+            review=events.LedgerCounts(
+                open=0, addressed=1, declined=0, needs_operator=0, summary="1 addressed"
+            ),
+            ready_for_review=True,
+            question=None,
         ),
         events.ResultFrame(
             session_id="s", task_id=1, kind=events.ResultKind.QUESTION, text="?", message_id="m"

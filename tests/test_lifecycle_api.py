@@ -51,7 +51,9 @@ async def test_the_board_shows_tasks_with_their_state_pr_and_last_event(make: Ma
         "pr_state",
         "review",
         "ready_for_review",
+        "question",
     }
+    assert first["question"] is None  # not waiting: the Board sends no question
     assert first["state"] == "delivered" and first["title"] == "Make the widget blue"
     assert (first["pr_state"], first["ready_for_review"]) == ("open", True)
     assert first["pr_url"] == lc.task(first["issue"]).pr_url

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,6 @@ from textual.widgets import Input
 from bot.runtimes.base import Delta, Route, RuntimeEvent, RuntimeRequest, Thinking
 from memory import ChunkIn, ChunkSource, add_chunk
 from tests.conftest import ApiClient, make_settings
-from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import (
     SIZE,
@@ -31,6 +29,7 @@ from tests.fakes.tui import (
     turn_over,
     until,
 )
+from tests.fakes.tui_openings import discuss_draft, held_turn, unreachable_at_start
 from tui_client.api import OperatorClient
 from tui_client.app import SteelframeApp
 from tui_client.chat import SessionItem, SessionList
@@ -182,41 +181,34 @@ async def test_grounded_second_draft_replaces_the_first_and_hits_row_expands(
 
 
 async def test_status_line_shows_the_live_retrieve_phase(api_factory: Any, tmp_path: Path) -> None:
-    runtime = ScriptedRuntime([reply("Per #42, yes.")], gate=asyncio.Event())
-    api = await scripted_service(api_factory, tmp_path, runtime)
-    remember_deploy_note(api)
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        await send(pilot, app, "blue-green deploy traffic?", wait=False)
-        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+    async with held_turn(
+        api_factory,
+        tmp_path,
+        "blue-green deploy traffic?",
+        answer="Per #42, yes.",
+        before=remember_deploy_note,
+    ) as held:
+        app, pilot = held.app, held.pilot
         await until(pilot, lambda: "retrieve" in status(app), "the retrieve phase")
         assert re.fullmatch(r"Chat · retrieve [123]/3 · \d+ hits? · esc stop", status(app))
-        assert runtime.gate is not None
-        runtime.gate.set()
+        held.release()
         await until(pilot, lambda: status(app) == "Chat · blue-green deploy traffic?", "the end")
 
 
 async def test_stop_key_aborts_the_turn_and_the_next_message_starts_fresh(
     api_factory: Any, tmp_path: Path
 ) -> None:
-    gate = asyncio.Event()
-    runtime = ScriptedRuntime([reply("The long answer.")], gate=gate)
-    api = await scripted_service(api_factory, tmp_path, runtime)
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        message = await send(pilot, app, "a long question", wait=False)
-        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+    async with held_turn(api_factory, tmp_path, "a long question") as held:
+        app, pilot, message = held.app, held.pilot, held.message
         assert "esc stop" in status(app)
         await pilot.press("escape")
         await until(pilot, lambda: turn_over(app, message), "the turn to stop")
-        assert runtime.cancelled.is_set()
+        assert held.runtime.cancelled.is_set()
         assert "Stopped" in notices(app)[-1]
         assert "esc stop" not in status(app)
-        sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+        sessions = (await (await held.api.get("/api/operator/chat/sessions")).json())["sessions"]
         assert all(not s["turns"] for s in sessions)  # a stopped turn is not persisted
-        gate.set()
+        held.release()
         again = await send(pilot, app, "a short one")
         assert again.reply.source == "The long answer."
 
@@ -224,21 +216,15 @@ async def test_stop_key_aborts_the_turn_and_the_next_message_starts_fresh(
 async def test_ctrl_f_during_a_turn_says_why_it_waits(api_factory: Any, tmp_path: Path) -> None:
     """ctrl+f (shown in the footer all along) did nothing at all while a turn ran: no
     prompt, no word. It is refused as ctrl+n is then, with the note saying esc stops it."""
-    gate = asyncio.Event()
-    runtime = ScriptedRuntime([reply("The long answer.")], gate=gate)
-    api = await scripted_service(api_factory, tmp_path, runtime)
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        message = await send(pilot, app, "a long question", wait=False)
-        await until(pilot, lambda: len(runtime.requests) == 1, "the model call")
+    async with held_turn(api_factory, tmp_path, "a long question") as held:
+        app, pilot = held.app, held.pilot
         await pilot.press("ctrl+f")
         await until(
             pilot, lambda: any("A turn is in flight" in n for n in notices(app)), "the refusal"
         )
         assert not isinstance(app.screen, IssuePrompt)
-        gate.set()
-        await until(pilot, lambda: turn_over(app, message), "the turn to end")
+        held.release()
+        await until(pilot, lambda: turn_over(app, held.message), "the turn to end")
 
 
 async def test_session_switch_and_reopen_continue_in_place(api: ApiClient) -> None:
@@ -342,12 +328,8 @@ async def test_discuss_from_the_session_list_opens_an_empty_focused_chat(api: Ap
 async def test_decide_draft_shows_publish_status_only_with_an_empty_composer(
     api: ApiClient,
 ) -> None:
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        app.chat.start_discuss(7)
-        await until(pilot, lambda: app.chat.state.focus == 7, "the Discuss session")
-        message = await send(pilot, app, "draft a decision: ship the blue-green deploy")
+    async with discuss_draft(api, 7) as drafted:
+        app, pilot, message = drafted.app, drafted.pilot, drafted.message
         assert app.chat.state.intent == "decide"
         assert status(app) == "Chat · Decision draft · P publish to #7"
         assert "press y to file" not in status(app)
@@ -439,36 +421,24 @@ async def test_delete_asks_first_and_no_keeps_the_chat(api: ApiClient) -> None:
 async def test_unreachable_service_is_shown_and_ctrl_r_recovers_once_it_is_up(
     api: ApiClient,
 ) -> None:
-    # Bound and not listening: refused until the proxy listens on this same socket, so no
-    # other process can take the address in between (as a port closed and bound again could).
-    with socket.socket() as address:
-        address.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{address.getsockname()[1]}"
-        app = tui(api, url=url)
-        async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: bool(notices(app)), "the error")
-            assert f"cannot reach the Steelframe service at {url}" in notices(app)[0]
-            assert status(app) == "Chat · service unreachable · ctrl+r retry"
-            message = await send(pilot, app, "anyone there?")
-            assert "cannot reach" in message.query_one(Notice).text
-            assert app.is_running
-            await pilot.press("f2")
-            board_status = app.board.query_one("#board-status")
-            await until(
-                pilot, lambda: "unavailable" in str(board_status.render()), "the board error"
-            )
-            assert "cannot reach" in str(board_status.render())
-            await pilot.press("f1")
-            # the service comes up on that address: ctrl+r picks it up, no restart needed
-            proxy = LoopbackProxy(api.raw.port, cut_first=False, sock=address)
-            await proxy.start()
-            try:
-                await pilot.press("ctrl+r")
-                await until(pilot, lambda: status(app) == "Chat · New chat", lambda: status(app))
-                await send(pilot, app, "back again")
-                await until(pilot, lambda: session_titles(app) == ["back again"], "the new session")
-            finally:
-                await proxy.close()
+    async with unreachable_at_start(api) as started:
+        app, pilot, url = started.app, started.pilot, started.url
+        assert f"cannot reach the Steelframe service at {url}" in notices(app)[0]
+        assert status(app) == "Chat · service unreachable · ctrl+r retry"
+        message = await send(pilot, app, "anyone there?")
+        assert "cannot reach" in message.query_one(Notice).text
+        assert app.is_running
+        await pilot.press("f2")
+        board_status = app.board.query_one("#board-status")
+        await until(pilot, lambda: "unavailable" in str(board_status.render()), "the board error")
+        assert "cannot reach" in str(board_status.render())
+        await pilot.press("f1")
+        # the service comes up on that address: ctrl+r picks it up, no restart needed
+        await started.come_up()
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: status(app) == "Chat · New chat", lambda: status(app))
+        await send(pilot, app, "back again")
+        await until(pilot, lambda: session_titles(app) == ["back again"], "the new session")
 
 
 async def test_wrong_token_is_shown_in_the_app(api: ApiClient) -> None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from textual.widgets import TextArea
 
 from tests.conftest import ApiClient
-from tests.fakes.tui import SIZE, ready, replies, send, status, tui, until
+from tests.fakes.tui import ready, replies, send, status, until
+from tests.fakes.tui_openings import discuss_draft
 from tui_client.modals import DecisionEditor
 from tui_client.transcript import AssistantMessage
 
@@ -21,12 +22,8 @@ def shown_draft(message: AssistantMessage) -> str:
 async def test_an_edited_draft_shows_and_survives_a_live_refresh_of_the_transcript(
     api: ApiClient,
 ) -> None:
-    app = tui(api)
-    async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        app.chat.start_discuss(7)
-        await until(pilot, lambda: app.chat.state.focus == 7, "the Discuss session")
-        message = await send(pilot, app, "draft a decision: ship the blue-green deploy")
+    async with discuss_draft(api, 7) as drafted:
+        app, pilot, message = drafted.app, drafted.pilot, drafted.message
         app.chat.composer.focus()
         await pilot.press("D")
         await until(pilot, lambda: isinstance(app.screen, DecisionEditor), "the editor")

@@ -13,6 +13,7 @@ from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from tests.fakes.held_press import press_again_while_held
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, HeldAnswers, notices, ready, send, status, tui, until
+from tests.fakes.tui_openings import draft_decision
 from tui_client.app import SteelframeApp
 
 MARKER = "<!-- steelframe-decision -->"
@@ -38,10 +39,7 @@ async def _decision_drafted(
     pilot: Pilot[None], app: SteelframeApp, number: int, message: str
 ) -> None:
     """A Discuss session on issue `number` whose turn drafted a Decision (`P` publishes it)."""
-    await ready(pilot, app)
-    app.chat.start_discuss(number)
-    await until(pilot, lambda: app.chat.state.focus == number, "the Discuss session")
-    await send(pilot, app, message)
+    await draft_decision(pilot, app, number, message)
     assert status(app) == f"Chat · Decision draft · P publish to #{number}"
 
 

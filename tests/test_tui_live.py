@@ -21,6 +21,7 @@ from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import SIZE, notices, ready, replies, send, session_titles, status, tui, until
+from tests.fakes.tui_openings import draft_decision
 from tests.fakes.turn_relay import HeldOpen
 from tui_client.chat import SessionItem
 from tui_client.modals import DecisionEditor, IssuePrompt
@@ -242,10 +243,7 @@ async def test_the_decision_draft_can_be_edited_before_p_publishes_it(
     ).number
     app = tui(api)
     async with app.run_test(size=SIZE) as pilot:
-        await ready(pilot, app)
-        app.chat.start_discuss(number)
-        await until(pilot, lambda: app.chat.state.focus == number, "the Discuss session")
-        await send(pilot, app, "draft a decision: use blue-green deploys")
+        await draft_decision(pilot, app, number, "draft a decision: use blue-green deploys")
         app.chat.composer.focus()
         await pilot.press("D")
         await until(pilot, lambda: isinstance(app.screen, DecisionEditor), "the editor")

@@ -1,16 +1,20 @@
 """The pull request loop in the TUI, in the GUI's words: the Board row shows the review
 ledger ("1 open · 1 addressed") or "ready for review", merged and closed tasks read so; a
-`ledger` event reloads the Board; the task detail names the pull request's state and the
-thread states as the GUI does; merges and closes notify with the pull request's link."""
+`task` or `ledger` event updates the row from what it carries, a waiting task's question
+included; the task detail names the pull request's state and the thread states as the GUI
+does; merges and closes notify with the pull request's link."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
+from aiohttp import web
 from sqlalchemy.orm import Session
+from textual.widgets import Static
 
 from bot.clock import utcnow
 from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
@@ -18,10 +22,11 @@ from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, make_settings
+from tests.fakes.service_middleware import Handler, ServiceMiddleware
 from tests.fakes.tui import SIZE, THREAD, board_task, ready, task_detail, tui, until
 from tui_client.app import SteelframeApp
 from tui_client.board import review_cell
-from tui_client.events_wire import TaskFrame
+from tui_client.events_wire import LedgerCounts, TaskFrame
 from tui_client.live import task_notice
 from tui_client.task_detail import detail_lines
 
@@ -99,6 +104,63 @@ async def test_board_rows_show_the_ledger_and_the_end_of_the_loop(api: ApiClient
         )
 
 
+class TaskReads(ServiceMiddleware):
+    """The real service, noting each read of the Board or of one task the TUI makes."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "GET" and (
+            request.path == "/api/operator/board"
+            or re.fullmatch(r"/api/operator/tasks/\d+", request.path)
+        ):
+            self.reads.append(request.path)
+        return await handler(request)
+
+
+def _deliver_and_ask(session: Session, ids: dict[int, int]) -> None:
+    """#10 gets a review thread; #9 is taken up again and asks a question."""
+    session.add(_thread(ids[10], 3, ThreadState.OPEN))
+    apply(session, ids[9], Move(TaskState.QUEUED, actor="t"))
+    apply(session, ids[9], Move(TaskState.RUNNING, actor="t"))
+    apply(
+        session,
+        ids[9],
+        Move(TaskState.WAITING_FOR_INFO, actor="t", changes={"question": "Blue or teal?"}),
+    )
+
+
+async def test_task_and_ledger_events_update_rows_without_a_request(
+    api_factory: Any, tmp_path: Path, redis_url: str
+) -> None:
+    """The `task` and `ledger` events carry what a row shows (state, pull request loop, a
+    waiting task's question): the TUI reads neither the Board nor the task again for them."""
+    reads = TaskReads()
+    api = await api_factory(make_settings(tmp_path, redis_url=redis_url), plugins=reads.plugins())
+    ids = api.services.db.call(seed)
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await pilot.press("f2")
+        await until(pilot, lambda: app.board.table.row_count == 3, "the board to load")
+        await until(pilot, lambda: not app.board.loads.running, "the board's loads to end")
+        before = list(reads.reads)
+        api.services.db.call(lambda s: _deliver_and_ask(s, ids))
+        await until(
+            pilot,
+            lambda: (
+                rows(app)["#9"][2:] == ["waiting", "#99", "", "Blue or teal?"]
+                and rows(app)["#10"][5] == "1 open"
+            ),
+            lambda: f"the rows to follow the events; they show {rows(app)}",
+        )
+        assert app.board.tasks[str(ids[9])].question == "Blue or teal?"
+        assert "waiting_for_info 1" in str(app.query_one("#board-status", Static).render())
+        assert reads.reads == before, "the TUI read the Board or a task for an event's news"
+        assert "#9 Task 9 waits for a Decision: Blue or teal?" in app.told
+
+
 def _settle(session: Session, task_id: int) -> None:
     thread = session.query(ReviewThread).filter_by(task_id=task_id, root_id=1).one()
     thread.state = ThreadState.ADDRESSED
@@ -140,6 +202,10 @@ def test_merges_and_closes_notify_with_the_pull_requests_link() -> None:
         tokens=0,
         reason="x",
         updated_at="",
+        pr_state="merged",
+        review=LedgerCounts(open=0, addressed=0, declined=0, needs_operator=0, summary=""),
+        ready_for_review=False,
+        question=None,
     )
     assert task_notice(merged) == (f"#3 Blue was merged: {PR}7", "information")
     closed = msgspec.structs.replace(merged, state="closed")

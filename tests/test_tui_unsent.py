@@ -4,11 +4,9 @@ operator sends it again with one key instead of typing it again (as the web GUI 
 
 from __future__ import annotations
 
-import socket
-
 from tests.conftest import ApiClient
-from tests.fakes.proxy import LoopbackProxy
 from tests.fakes.tui import SIZE, notices, send, status, tui, until
+from tests.fakes.tui_openings import unreachable_at_start
 from tui_client.modals import IssuePrompt
 from tui_client.transcript import Notice
 
@@ -18,41 +16,32 @@ MESSAGE = "Why does the nightly build take 40 minutes — ünïcødé 日本語?
 async def test_a_message_the_unreachable_service_never_took_comes_back_to_the_composer(
     api: ApiClient,
 ) -> None:
-    # Bound and not listening: refused until the proxy listens on this same socket.
-    with socket.socket() as address:
-        address.bind(("127.0.0.1", 0))
-        url = f"http://127.0.0.1:{address.getsockname()[1]}"
-        app = tui(api, url=url)
-        async with app.run_test(size=SIZE) as pilot:
-            await until(pilot, lambda: bool(notices(app)), "the start-up error")
-            app.chat.composer.focus()
-            await pilot.press("ctrl+f")
-            await until(pilot, lambda: isinstance(app.screen, IssuePrompt), "the focus prompt")
-            await pilot.press("1", "2", "enter")
-            message = await send(pilot, app, MESSAGE)
-            said = message.query_one(Notice).text
-            assert "cannot reach" in said and "back in the composer" in said, said
-            assert app.chat.composer.value == MESSAGE
-            assert status(app) == "Chat · service unreachable · ctrl+r retry"
-            assert app.chat.state.focus_change == 12  # still to be sent with it
-            # The service is back: ctrl+r, then enter sends the same message, with its focus.
-            proxy = LoopbackProxy(api.raw.port, cut_first=False, sock=address)
-            await proxy.start()
-            try:
-                await pilot.press("ctrl+r")
-                await until(pilot, lambda: "unreachable" not in status(app), lambda: status(app))
-                app.chat.composer.focus()
-                await pilot.press("enter")
-                await until(
-                    pilot, lambda: app.chat.composer.value == "" and not app.chat.state.busy, "sent"
-                )
-                await until(pilot, lambda: app.chat.state.session_id is not None, "its session")
-                session = app.chat.state.session_id
-                stored = await (await api.get(f"/api/operator/chat/session/{session}")).json()
-                sent = [m["content"] for m in stored["messages"] if m["role"] == "user"]
-                assert sent == [MESSAGE] and stored["focus"] == 12
-            finally:
-                await proxy.close()
+    async with unreachable_at_start(api) as started:
+        app, pilot = started.app, started.pilot
+        app.chat.composer.focus()
+        await pilot.press("ctrl+f")
+        await until(pilot, lambda: isinstance(app.screen, IssuePrompt), "the focus prompt")
+        await pilot.press("1", "2", "enter")
+        message = await send(pilot, app, MESSAGE)
+        said = message.query_one(Notice).text
+        assert "cannot reach" in said and "back in the composer" in said, said
+        assert app.chat.composer.value == MESSAGE
+        assert status(app) == "Chat · service unreachable · ctrl+r retry"
+        assert app.chat.state.focus_change == 12  # still to be sent with it
+        # The service is back: ctrl+r, then enter sends the same message, with its focus.
+        await started.come_up()
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: "unreachable" not in status(app), lambda: status(app))
+        app.chat.composer.focus()
+        await pilot.press("enter")
+        await until(
+            pilot, lambda: app.chat.composer.value == "" and not app.chat.state.busy, "sent"
+        )
+        await until(pilot, lambda: app.chat.state.session_id is not None, "its session")
+        session = app.chat.state.session_id
+        stored = await (await api.get(f"/api/operator/chat/session/{session}")).json()
+        sent = [m["content"] for m in stored["messages"] if m["role"] == "user"]
+        assert sent == [MESSAGE] and stored["focus"] == 12
 
 
 async def test_a_turn_refused_before_it_started_leaves_its_text_in_the_composer(

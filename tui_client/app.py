@@ -28,7 +28,7 @@ from tui_client.events_wire import (
     TaskFrame,
 )
 from tui_client.failures import describe
-from tui_client.keys_footer import KeysFooter
+from tui_client.keys_footer import KeysFooter, KeysScreen, key_lines
 from tui_client.live import news_notice, task_notice
 
 # Once live updates have stopped for good (the stream refused with a 404, a 401: not asked
@@ -45,6 +45,9 @@ class SteelframeApp(App[None]):
     CSS_PATH = "app.tcss"
     TITLE = "Steelframe"
     BINDINGS: ClassVar[list[BindingType]] = [
+        # Every key the screen offers, for a footer too narrow to show them all (80
+        # columns); `?` where no text is typed, f3 anywhere (the composer types a `?`).
+        Binding("f3,question_mark", "show_keys", "Keys"),
         Binding("f1", "show_tab('chat')", "Chat"),
         Binding("f2", "show_tab('board')", "Board"),
         Binding("ctrl+r", "refresh", "Refresh"),
@@ -184,6 +187,12 @@ class SteelframeApp(App[None]):
             self.chat.composer.focus()
         else:
             self.board.table.focus()
+
+    def action_show_keys(self) -> None:
+        """The keys help of the screen shown (its own f3 or `?` closes it: a modal screen
+        keeps the app's keys from its keys)."""
+        if not isinstance(self.screen, KeysScreen):
+            self.push_screen(KeysScreen(key_lines(self.screen)))
 
     def action_refresh(self) -> None:
         self.chat.load_sessions(open_active=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import msgspec
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
@@ -24,7 +25,7 @@ from tui_client.events_wire import FixRunFrame, LedgerFrame, ReviewFrame, TaskFr
 from tui_client.failures import describe, while_mounted
 from tui_client.modals import ConfirmScreen, LogScreen, log_text
 from tui_client.task_detail import TaskDetailScreen, dollars
-from tui_client.tasks_wire import BoardTask
+from tui_client.tasks_wire import BoardTask, LastEvent, ReviewCounts
 
 # Live work first, then what needs the operator, then history.
 STATE_ORDER = (
@@ -90,9 +91,48 @@ def review_cell(task: BoardTask) -> str | None:
     return " · ".join(parts) or None
 
 
-def _row(task: BoardTask, sizes: tuple[int, ...]) -> tuple[str, ...]:
+def last_cell(task: BoardTask) -> str:
+    """The last column: what a waiting task asks (the Board's `question`: the operator's
+    next move), else the pull request loop, else the last event."""
     event = task.last_event
-    last = review_cell(task) or ((event.detail or event.kind) if event else "")
+    last_event = (event.detail or event.kind) if event else ""
+    return task.question or review_cell(task) or last_event
+
+
+def with_frame(known: BoardTask, frame: TaskFrame | LedgerFrame) -> BoardTask:
+    """A Board row after a `task` or `ledger` event: the frames carry what the row shows
+    (state, pull request loop, a waiting task's question), so no reload is needed."""
+    review = ReviewCounts(
+        open=frame.review.open,
+        addressed=frame.review.addressed,
+        declined=frame.review.declined,
+        needs_operator=frame.review.needs_operator,
+        summary=frame.review.summary,
+    )
+    changed = msgspec.structs.replace(
+        known,
+        issue=frame.issue,
+        title=frame.title,
+        state=frame.state,
+        pr_url=frame.pr_url,
+        pr_state=frame.pr_state,
+        review=review,
+        ready_for_review=frame.ready_for_review,
+    )
+    if isinstance(frame, LedgerFrame):
+        return changed
+    return msgspec.structs.replace(
+        changed,
+        cost_usd=frame.cost_usd,
+        tokens=frame.tokens,
+        last_event=LastEvent(kind="transition", at=frame.updated_at, detail=frame.reason or None),
+        updated_at=frame.updated_at,
+        question=frame.question,
+    )
+
+
+def _row(task: BoardTask, sizes: tuple[int, ...]) -> tuple[str, ...]:
+    last = last_cell(task)
     pull = (task.pr_url or "").rstrip("/").rsplit("/", 1)[-1]
     cells = (
         f"#{task.issue}" if task.issue else "-",
@@ -143,6 +183,7 @@ class BoardPanel(Vertical):
         self.tasks: dict[str, BoardTask] = {}
         self.loads = CoalescedLoad(self, "board", self._load_once)
         self.sizes = widths(FITS)
+        self.warning: str | None = None  # the coding sandbox's, from the last load
 
     def compose(self) -> ComposeResult:
         yield Static("Board", id="board-status", markup=False)
@@ -184,11 +225,15 @@ class BoardPanel(Vertical):
         except REQUEST_ERRORS as exc:
             self.set_status(f"Board unavailable: {describe(exc)}", error=True)
             return
-        tasks = board_order(board.tasks)
+        self.warning = board.coding_sandbox.warning
+        self._show(board.tasks)
+
+    def _show(self, tasks: list[BoardTask]) -> None:
+        """The rows and the status line for these tasks."""
+        tasks = board_order(tasks)
         self._show_rows(tasks)
-        warning = board.coding_sandbox.warning
-        if warning:
-            self.set_status(f"{board_summary(tasks)} · WARNING: {warning}", error=True)
+        if self.warning:
+            self.set_status(f"{board_summary(tasks)} · WARNING: {self.warning}", error=True)
         else:
             self.set_status(board_summary(tasks))
 
@@ -216,9 +261,20 @@ class BoardPanel(Vertical):
         return self.tasks.get(str(key.value))
 
     def task_changed(self, frame: TaskFrame | LedgerFrame | ReviewFrame | FixRunFrame) -> None:
-        """A `task` event, or a `ledger` event (a review thread recorded or settled): the
-        Board shows the new state and counts (reloaded, so order and counts follow)."""
-        self.load()
+        """A `task` event, or a `ledger` event (a review thread recorded or settled), for a
+        listed task: its row takes what the frame carries and the Board is ordered and
+        counted again, with no request (a load under way may have read the Board before the
+        change: it is loaded once more after it). Otherwise the Board is reloaded: a task not
+        listed (new, or archived: only the service knows), or a `review` or `fix_run` event
+        (the row's last event)."""
+        known = self.tasks.get(str(frame.task_id))
+        if known is None or isinstance(frame, ReviewFrame | FixRunFrame):
+            self.load()
+            return
+        task = with_frame(known, frame)
+        self._show([*(t for t in self.tasks.values() if t.id != task.id), task])
+        if self.loads.running:
+            self.load()
 
     def action_detail(self) -> None:
         task = self.selected_task()

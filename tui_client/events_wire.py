@@ -17,8 +17,18 @@ class _Frame(_Wire, tag_field="type", kw_only=True):
     id: int = 0
 
 
+class LedgerCounts(_Wire):
+    open: int
+    addressed: int
+    declined: int
+    needs_operator: int
+    summary: str
+
+
 class TaskFrame(_Frame, tag="task"):
-    """A committed transition of a task (to every operator: the board is shared)."""
+    """A committed transition of a task (to every operator: the board is shared), with what its
+    Board card and the Dashboard show, as the Board's list has it: the pull request loop (as a
+    `ledger` event) and, while it waits, its question."""
 
     task_id: int
     repo: str
@@ -30,6 +40,10 @@ class TaskFrame(_Frame, tag="task"):
     tokens: int
     reason: str
     updated_at: str
+    pr_state: str | None
+    review: LedgerCounts
+    ready_for_review: bool
+    question: str | None
 
 
 class ResultFrame(_Frame, tag="result"):
@@ -70,14 +84,6 @@ class FixRunFrame(_Frame, tag="fix_run"):
     checks: list[str]
     run: int
     of: int
-
-
-class LedgerCounts(_Wire):
-    open: int
-    addressed: int
-    declined: int
-    needs_operator: int
-    summary: str
 
 
 class LedgerFrame(_Frame, tag="ledger"):

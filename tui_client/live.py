@@ -29,8 +29,9 @@ def task_notice(frame: TaskFrame) -> tuple[str, SeverityLevel] | None:
     text = f"#{frame.issue} {frame.title} {words}".replace("  ", " ")
     if frame.state in WITH_PR_LINK and frame.pr_url:
         text += f": {frame.pr_url}"
-    elif frame.reason and frame.state not in WITH_PR_LINK:
-        text += f": {_short(frame.reason)}"
+    elif frame.question or (frame.reason and frame.state not in WITH_PR_LINK):
+        # A waiting task says what it asks (the frame carries it), not "asked a question".
+        text += f": {_short(frame.question or frame.reason)}"
     return text, severity
 
 

@@ -52,6 +52,7 @@ class BoardTask(TaskCore):
     pr_state: str | None
     review: ReviewCounts
     ready_for_review: bool
+    question: str | None
 
 
 class CodingSandbox(_Wire):
@@ -174,7 +175,6 @@ class TaskDetail(BoardTask):
     attempts: int
     branch: str | None
     pr_number: int | None
-    question: str | None
     last_error: str | None
     summary: str | None
     runtime_session: str | None

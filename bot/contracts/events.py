@@ -31,8 +31,19 @@ class _Frame(msgspec.Struct, tag_field="type", forbid_unknown_fields=True, kw_on
     id: int = 0
 
 
+class LedgerCounts(msgspec.Struct, forbid_unknown_fields=True):
+    open: int
+    addressed: int
+    declined: int
+    needs_operator: int
+    summary: str
+
+
 class TaskFrame(_Frame, tag="task"):
-    """A committed transition of a task (to every operator: the board is shared)."""
+    """A committed transition of a task (to every operator: the board is shared), with what
+    its Board card and the Dashboard show, as the Board's list has it: the pull request loop
+    (as a `ledger` event) and, while it waits, its question. A client updates the card from
+    the frame alone, with no read of the task per change."""
 
     task_id: int
     repo: str
@@ -44,6 +55,10 @@ class TaskFrame(_Frame, tag="task"):
     tokens: int
     reason: str
     updated_at: str
+    pr_state: str | None
+    review: LedgerCounts
+    ready_for_review: bool
+    question: str | None  # what it asks while waiting_for_info, else null
 
 
 class ResultFrame(_Frame, tag="result"):
@@ -84,14 +99,6 @@ class FixRunFrame(_Frame, tag="fix_run"):
     checks: list[str]
     run: int
     of: int
-
-
-class LedgerCounts(msgspec.Struct, forbid_unknown_fields=True):
-    open: int
-    addressed: int
-    declined: int
-    needs_operator: int
-    summary: str
 
 
 class LedgerFrame(_Frame, tag="ledger"):

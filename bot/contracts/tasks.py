@@ -56,6 +56,10 @@ class BoardTask(TaskCore):
     pr_state: Literal["draft", "open", "merged", "closed"] | None
     review: ReviewCounts
     ready_for_review: bool
+    # What the task asks: on the Board only while it waits for a Decision (null otherwise,
+    # so the list stays small), for the Dashboard's "Questions waiting"; the task detail
+    # sends the last question asked whatever its state.
+    question: str | None
 
 
 class CodingSandbox(_Wire):
@@ -198,7 +202,6 @@ class TaskDetail(BoardTask):
     attempts: int
     branch: str | None
     pr_number: int | None
-    question: str | None
     last_error: str | None
     summary: str | None
     runtime_session: str | None

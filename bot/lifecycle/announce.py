@@ -206,30 +206,37 @@ def _board_frames(
                 state=task.state,
                 pr_url=task.pr_url,
                 pr_state=None if view.pr_state is None else view.pr_state.value,
-                review=LedgerCounts(
-                    open=view.review.open,
-                    addressed=view.review.addressed,
-                    declined=view.review.declined,
-                    needs_operator=view.review.needs_operator,
-                    summary=view.review.words(),
-                ),
+                review=_counts(view),
                 ready_for_review=view.ready_for_review,
             )
         )
     return frames
 
 
+def _counts(view: pull_view.PullView) -> LedgerCounts:
+    return LedgerCounts(
+        open=view.review.open,
+        addressed=view.review.addressed,
+        declined=view.review.declined,
+        needs_operator=view.review.needs_operator,
+        summary=view.review.words(),
+    )
+
+
 def _task_frames(session: Session, changes: list[TaskChange]) -> list[TaskFrame]:
     """The frames of these changes, with each task as it is now (a task deleted since is
-    left out)."""
+    left out) and its card's pull request loop, as the Board lists it."""
     ids = {change.task_id for change in changes}
     rows = {task.id: task for task in session.scalars(select(Task).where(Task.id.in_(ids)))}
+    views = pull_view.views_of(session, list(rows.values()))
     return [
-        task_frame(rows[change.task_id], change) for change in changes if change.task_id in rows
+        task_frame(rows[change.task_id], change, views[change.task_id])
+        for change in changes
+        if change.task_id in rows
     ]
 
 
-def task_frame(task: Task, change: TaskChange) -> TaskFrame:
+def task_frame(task: Task, change: TaskChange, view: pull_view.PullView) -> TaskFrame:
     return TaskFrame(
         task_id=task.id,
         repo=task.repo,
@@ -241,4 +248,9 @@ def task_frame(task: Task, change: TaskChange) -> TaskFrame:
         tokens=task.tokens_used,
         reason=change.reason,
         updated_at=change.at.isoformat(),
+        pr_state=None if view.pr_state is None else view.pr_state.value,
+        review=_counts(view),
+        ready_for_review=view.ready_for_review,
+        # What it asks, while this change leaves it waiting (the Dashboard shows it).
+        question=task.question if change.state == TaskState.WAITING_FOR_INFO else None,
     )

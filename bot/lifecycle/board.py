@@ -95,9 +95,17 @@ def _board_fields(task: Task, last: TaskEvent | None) -> _BoardFields:
     }
 
 
+def waiting_question(task: Task) -> str | None:
+    """What the task asks, while it waits for a Decision (the Board's and the `task`
+    event's `question`: the Dashboard shows it without reading the task)."""
+    return task.question if task.state == TaskState.WAITING_FOR_INFO else None
+
+
 def board_task(task: Task, last: TaskEvent | None, view: pull_view.PullView) -> wire.BoardTask:
     """The board's shape of a task (docs/api.md, "Task lifecycle")."""
-    return wire.BoardTask(**_board_fields(task, last), **_pull_fields(view))
+    return wire.BoardTask(
+        **_board_fields(task, last), **_pull_fields(view), question=waiting_question(task)
+    )
 
 
 def event_view(event: TaskEvent) -> wire.TaskEvent:
@@ -183,12 +191,12 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
     return wire.TaskDetail(
         **_board_fields(task, log[-1] if log else None),
         **_pull_fields(view),
+        question=task.question,  # the last question asked, whatever the state
         origin_session=task.origin_session,
         generation=task.generation,
         attempts=task.attempts,
         branch=task.branch,
         pr_number=task.pr_number,
-        question=task.question,
         last_error=task.last_error,
         summary=task.summary,
         runtime_session=task.runtime_session,

@@ -1,6 +1,7 @@
 """The Dashboard's "Questions waiting": each row says what the agent asks (the task's
-`question`, which the Board's list does not carry), so the operator can answer without
-opening the run; on loading and live, when a task starts waiting while the page is open."""
+`question`, which the Board's list and the `task` event carry), so the operator can answer
+without opening the run; on loading and live, when a task starts waiting while the page is
+open."""
 
 from __future__ import annotations
 

@@ -174,7 +174,7 @@ async def test_a_closed_pull_request_on_a_phone(make: Make, gui_factory: GuiFact
 async def test_a_card_delivered_live_shows_its_pull_request_state(
     make: Make, gui_factory: GuiFactory
 ) -> None:
-    """A `task` event carries the pull request's link, not its state or ledger: a card
+    """A `task` event carries the pull request's state and ledger with its link: a card
     delivered while the Board is open reads as a reload shows it ("PR open", "ready for
     review"), not as a bare "PR" link."""
     lc = await make(coding_command=command("review"))

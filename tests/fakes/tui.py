@@ -266,6 +266,7 @@ _BOARD_TASK: dict[str, Any] = {
     "pr_state": None,
     "review": {"open": 0, "addressed": 0, "declined": 0, "needs_operator": 0, "summary": ""},
     "ready_for_review": False,
+    "question": None,
 }
 _TASK_DETAIL: dict[str, Any] = {
     **_BOARD_TASK,
@@ -274,7 +275,6 @@ _TASK_DETAIL: dict[str, Any] = {
     "attempts": 0,
     "branch": None,
     "pr_number": None,
-    "question": None,
     "last_error": None,
     "summary": None,
     "runtime_session": None,

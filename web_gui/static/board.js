@@ -33,7 +33,6 @@ export class Board {
     this.tasks = new Map();
     this.modalTask = null;
     this.logAvailable = true;
-    this.pullsAsked = new Set(); // tasks whose pull request state is being read (loadPull)
     this.modal = $("#run-modal");
     this.modal.addEventListener("close", () => { this.modalTask = null; });
     $("#run-close").addEventListener("click", () => this.modal.close());
@@ -60,12 +59,15 @@ export class Board {
     return [...this.tasks.values()].sort((a, b) => (b.updated_at || "").localeCompare(a.updated_at || ""));
   }
 
-  // A `task` event: {task_id, issue, title, state, pr_url, reason, updated_at}.
+  // A `task` event: the task's card as the Board lists it (bot/contracts/events.py,
+  // TaskFrame): its state, the pull request loop (pr_state, review, ready_for_review, as a
+  // `ledger` event has them) and, while it waits, its question. Nothing is read again.
   apply(event) {
     const known = this.tasks.get(event.task_id) || { id: event.task_id, archived: false };
-    const task = {
+    let task = {
       ...known,
       id: event.task_id,
+      repo: event.repo ?? known.repo,
       issue: event.issue ?? known.issue,
       title: event.title ?? known.title,
       state: event.state ?? known.state,
@@ -74,32 +76,14 @@ export class Board {
       tokens: event.tokens ?? known.tokens,
       reason: event.reason ?? known.reason,
       updated_at: event.updated_at ?? known.updated_at,
+      // A question belongs to the wait: a task that moved on asks nothing (null).
+      question: "question" in event ? event.question : known.question,
     };
+    if ("pr_state" in event) task = withLedger(task, event);
     if (event.state === "archived") task.archived = true;
     // A review pickup's or fix run's line lasts while the run does.
     if (task.state !== known.state && !RUNNING.has(task.state)) task.now = null;
     this.put(task);
-    if (task.pr_url && !task.pr_state && !FINAL.has(task.state)) this.loadPull(task.id);
-  }
-
-  // A `task` event links the pull request but carries neither its state nor the review
-  // ledger (docs/api.md): the task JSON has them, so the card reads as a reload shows it
-  // ("PR open", "ready for review"), not as a bare "PR" link.
-  async loadPull(id) {
-    if (this.pullsAsked.has(id)) return;
-    this.pullsAsked.add(id);
-    let detail;
-    try {
-      detail = await api.get(`/api/operator/tasks/${id}`);
-    } catch {
-      return; // the card keeps its "PR" link; the next load of the Board has it all
-    } finally {
-      this.pullsAsked.delete(id);
-    }
-    const known = this.tasks.get(id);
-    // A `ledger` event that came meanwhile is newer than this answer: it stands.
-    if (!known || known.pr_state || !detail.pr_state) return;
-    this.put(withLedger(known, detail));
   }
 
   // A `ledger` event: a review thread was recorded or settled (pull.js reads its fields).

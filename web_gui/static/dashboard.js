@@ -1,7 +1,6 @@
 // The Dashboard: how many pull requests are open, merged and closed; delivered PRs (with
 // their review ledger), questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
-import { api } from "./api.js";
 import { $, h, clear, ago, externalLink } from "./dom.js";
 import { renderSpend } from "./spend.js";
 import { FINAL, isReady } from "./pull.js";
@@ -11,9 +10,6 @@ const PULLS = ["delivered", "merged", "closed"];
 export class Dashboard {
   constructor(app) {
     this.app = app;
-    // What each waiting task asks, by task id: {at, text}, read for the task as it was at
-    // `at` (its updated_at). The Board's list has no `question`; the task JSON has.
-    this.questions = new Map();
   }
 
   render(tasks) {
@@ -53,23 +49,11 @@ export class Dashboard {
     clear($("#dash-outcomes")).append(...items);
   }
 
-  // The question of a waiting task once read (the last event's words meanwhile); read once
-  // per change of the task, then the Dashboard is drawn again.
+  // What a waiting task asks: the Board's list and the `task` event carry its `question`
+  // (null unless it waits), so the row needs no read of the task; the last event's words
+  // stand in for a wait with no question recorded.
   asks(task) {
-    const known = this.questions.get(task.id);
-    if (!known || known.at !== task.updated_at) this.readQuestion(task);
-    return known?.text || task.reason || task.last_event?.detail || "";
-  }
-
-  async readQuestion(task) {
-    const reading = { at: task.updated_at, text: this.questions.get(task.id)?.text ?? null };
-    this.questions.set(task.id, reading); // asked once: a redraw meanwhile does not ask again
-    try {
-      reading.text = (await api.get(`/api/operator/tasks/${task.id}`)).question || reading.text;
-    } catch {
-      return; // the row keeps the last event's words
-    }
-    if (this.questions.get(task.id) === reading) this.render(this.app.board.list());
+    return task.question || task.reason || task.last_event?.detail || "";
   }
 
   fill(selector, tasks, empty, row) {

@@ -48,8 +48,9 @@ async function streamStatus() {
 
 export class LiveUpdates {
   constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun }) {
-    // `resync`: events after our id were dropped, so reload what is shown. `ledger`: a
-    // task's review threads changed. `review`, `fix_run`: a run took review threads up, or
+    // `task`: a task's card as the Board lists it (its state, pull request loop and, while
+    // it waits, its question): applied as it is, nothing read again. `resync`: events after
+    // our id were dropped, so reload what is shown. `ledger`: a task's review threads changed. `review`, `fix_run`: a run took review threads up, or
     // failing CI started a fix run.
     this.handlers = {
       task: onTask,

@@ -46,7 +46,8 @@ export function cardPull(task) {
   );
 }
 
-// A `ledger` event: the task's counts, PR state and readiness, as the task JSON has them.
+// A `ledger` or `task` event: the task's counts, PR state and readiness, as the Board's
+// list has them.
 export function withLedger(task, event) {
   return {
     ...task,
