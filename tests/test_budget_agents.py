@@ -14,6 +14,7 @@ import pytest
 
 from bot.lifecycle.states import TaskState
 from tests.fakes.agents import BIN
+from tests.fakes.coding import command
 from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -76,3 +77,21 @@ async def test_a_preset_agent_is_told_a_budget_only_the_repository_sets(
     lc = await make(coding_agent="claude")
     await _delivered(lc, "budget:\n  usd: 0.75\n")
     assert _budget_flag(claude_args) == "0.7500"
+
+
+async def test_an_infinite_budget_in_the_repository_config_fails_with_one_line(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("commit"))
+    commit_files(
+        lc.sandbox.sandbox.world.repo(lc.repo).git_path,
+        {".steelframe/config.yml": "budget:\n  usd: .inf\n"},
+    )
+    issue = await lc.open_issue()
+    await lc.work()
+    task = lc.task(issue)
+    # As STEELFRAME_TASK_MAX_COST_USD=inf is refused at start-up: never passed on to an agent.
+    assert task.state == TaskState.FAILED
+    error = task.last_error or ""
+    assert "budget.usd" in error and "finite" in error and "\n" not in error
+    assert await lc.pulls() == []
