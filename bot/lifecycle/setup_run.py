@@ -205,8 +205,11 @@ def products(root: Path, base: BaseTree) -> list[str]:
 
 
 def _pattern(path: str) -> str:
-    """`path` as an anchored gitignore pattern matching only itself."""
-    escaped = "".join(f"\\{c}" if c in "*?[]\\!# " else c for c in path)
+    """`path` as an anchored gitignore pattern matching itself. A line break cannot be
+    written in a gitignore line (a name holding one was cut into two patterns, neither its
+    own, and setup's product was committed): it is matched by `?`, any one character, so
+    the pattern may also match a like name beside it, never miss this one."""
+    escaped = "".join("?" if c in "\n\r" else f"\\{c}" if c in "*?[]\\!# " else c for c in path)
     return f"/{escaped}"
 
 
