@@ -90,3 +90,25 @@ async def test_a_plan_its_run_died_before_asking_is_not_settled_by_an_older_deci
     plan = lc.ctx.db.call(plan_store.current, task.id, task.generation)
     assert plan is not None and plan.status == plan_store.PlanStatus.PROPOSED
     assert await lc.pulls() == []
+
+
+async def test_a_rejected_plan_ends_the_task_after_plan_first_was_turned_off(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make(coding_command=command("planner", exchange_dir(tmp_path)))
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    commit_files(git_path, {".steelframe/config.yml": "plan_first: true\n"})
+    issue = await lc.open_issue()
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO and "Proposed plan" in (task.question or "")
+    # The repository turns plan-first off while the plan waits; the operator rejects it.
+    commit_files(git_path, {".steelframe/config.yml": "plan_first: false\n"})
+    await lc.comment_as("maintainer", issue, f"{DECISION}\nReject.", "write")
+    await lc.work()
+    task = lc.task(issue)
+    # The plan it proposed is still settled by the Decision: rejected, nothing written.
+    assert task.state == TaskState.TERMINATED, task.state
+    assert await lc.pulls() == []
+    plan = lc.ctx.db.call(plan_store.current, task.id, task.generation)
+    assert plan is not None and plan.status == plan_store.PlanStatus.REJECTED

@@ -100,10 +100,13 @@ def verdict(decision: str) -> PlanStatus | None:
 async def gate(run: Run, labels: tuple[Label, ...]) -> Gate:
     """Where a plan-first task stands: no plan yet (plan it), a plan the Decision just
     settled, or one settled before (a retry, or a continuation after a later question)."""
-    if not await wanted(run, labels):
-        return Gate()
     task = run.task
     plan = await run.ctx.db.run(plan_store.current, task.id, task.generation)
+    # A plan proposed is settled whatever makes a task plan-first now: a repository that
+    # turned `plan_first` off, or an estimate that fell under the threshold, while the plan
+    # waited must not turn its rejection into a coding run.
+    if plan is None and not await wanted(run, labels):
+        return Gate()
     if plan is None or (plan.status == PlanStatus.PROPOSED and not _answered(task, plan)):
         if budget.for_run(run).exhausted():
             # A budget of 0 means no run at all, and a plan run spends as any run: no plan
