@@ -83,12 +83,13 @@ def _periods(now: datetime) -> list[tuple[str, datetime, datetime]]:
 
 
 def hold(session: Session, settings: Settings, repo: str, now: datetime) -> Hold | None:
-    """The hold on `repo`'s new runs at `now`, or None (no budget, or under it)."""
+    """The hold on `repo`'s new runs at `now`, or None (no budget, or under it). Over both
+    budgets, the monthly one holds: the day's turn would not start the task."""
     limits = {
         "daily": (settings.repo_daily_max_tokens, settings.repo_daily_max_cost_usd),
         "monthly": (settings.repo_monthly_max_tokens, settings.repo_monthly_max_cost_usd),
     }
-    for period, start, end in _periods(now):
+    for period, start, end in reversed(_periods(now)):
         max_tokens, max_usd = limits[period]
         if max_tokens is None and max_usd is None:
             continue

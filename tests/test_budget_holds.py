@@ -1,0 +1,33 @@
+"""A repository over more than one of its budgets at once (issue 34): the hold names the
+one that lasts longest, so "runs again from" is when the task may really start. Real
+service, GitHub sandbox, RQ worker."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+
+async def test_a_repository_over_its_daily_and_monthly_budgets_is_held_until_next_month(
+    make: Make,
+) -> None:
+    lc = await make(
+        coding_command=command("commit"), repo_daily_max_tokens=100, repo_monthly_max_tokens=100
+    )
+    first = await lc.open_issue("First change")
+    await lc.work()
+    assert lc.task(first).state == TaskState.DELIVERED  # 150 tokens: both budgets spent
+    second = await lc.open_issue("Second change")
+    await lc.work()
+    task = lc.task(second)
+    assert task.state == TaskState.QUEUED
+    detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
+    now = datetime.now(UTC)
+    next_month = (now.replace(day=1) + timedelta(days=32)).replace(day=1)
+    # Tomorrow the monthly budget still holds it: the day's turn is not when it runs again.
+    assert "over its monthly budget (spent 150 tokens of 100)" in detail["held"], detail["held"]
+    assert f"runs again from {next_month:%Y-%m-%d} 00:00 UTC" in detail["held"]
