@@ -95,3 +95,22 @@ async def test_an_infinite_budget_in_the_repository_config_fails_with_one_line(
     error = task.last_error or ""
     assert "budget.usd" in error and "finite" in error and "\n" not in error
     assert await lc.pulls() == []
+
+
+@pytest.mark.parametrize(
+    ("limit", "said"),
+    [
+        ("tokens", "budget reached: spent 3,000 tokens (the coding agent's own limit)"),
+        ("cost", "budget reached: spent 0.30 USD (the coding agent's own limit)"),
+    ],
+)
+async def test_an_agents_own_limit_without_a_budget_waits_saying_so(
+    make: Make, limit: str, said: str
+) -> None:
+    lc = await make(coding_command=command("own_limit", limit))  # no budget is set
+    issue = await lc.open_issue()
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO, task.last_error
+    assert task.question == said
+    assert task.attempts == 1
