@@ -31,3 +31,17 @@ async def test_a_repository_over_its_daily_and_monthly_budgets_is_held_until_nex
     # Tomorrow the monthly budget still holds it: the day's turn is not when it runs again.
     assert "over its monthly budget (spent 150 tokens of 100)" in detail["held"], detail["held"]
     assert f"runs again from {next_month:%Y-%m-%d} 00:00 UTC" in detail["held"]
+
+
+async def test_a_repository_budget_of_zero_promises_no_day_it_runs_again(make: Make) -> None:
+    lc = await make(coding_command=command("commit"), repo_daily_max_cost_usd=0.0)
+    issue = await lc.open_issue()
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.QUEUED and task.attempts == 0
+    detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
+    # Tomorrow 0.00 USD of 0.00 holds it again: only a raised budget starts it.
+    assert detail["held"] == (
+        f"held: {lc.repo} is over its daily budget (spent 0.00 USD of 0.00); "
+        "it runs once the budget is raised"
+    )
