@@ -112,3 +112,24 @@ async def test_a_rejected_plan_ends_the_task_after_plan_first_was_turned_off(
     assert await lc.pulls() == []
     plan = lc.ctx.db.call(plan_store.current, task.id, task.generation)
     assert plan is not None and plan.status == plan_store.PlanStatus.REJECTED
+
+
+async def test_a_plan_is_never_answered_by_a_draft_from_past_decisions(
+    make: Make, tmp_path: Path
+) -> None:
+    lc = await make(coding_command=command("planner", exchange_dir(tmp_path)))
+    first = await _plan_first_issue(lc)
+    await lc.work()
+    await lc.comment_as("maintainer", first, f"{DECISION}\nGo ahead.", "write")
+    await lc.work()
+    assert lc.task(first).state == TaskState.DELIVERED
+    second = await _plan_first_issue(lc)
+    await lc.work()
+    task = lc.task(second)
+    assert task.state == TaskState.WAITING_FOR_INFO and "Proposed plan" in (task.question or "")
+    detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
+    # Plans read alike (the same headings): a past approval drafted for this one, published
+    # as the GUI puts it in the Publish box, would replace the plan with "Go ahead. (Reusing
+    # the Decision ...)" as the operator's edited plan. The plan itself is what is offered.
+    assert detail["draft"] is None and detail["offered"] == []
+    assert detail["plan"]["status"] == "proposed"

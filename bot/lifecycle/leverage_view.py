@@ -60,7 +60,11 @@ def leverage(session: Session, task: Task) -> Leverage:
     agent = run_by(session, task)
     guess = estimate.for_repo(session, task.repo, excluding=task.id, agent=agent)
     offers: list[decision_drafts.Offered] = []
-    if task.state == TaskState.WAITING_FOR_INFO and task.question:
+    # A plan's question is the plan: it is approved, edited or rejected, never answered by
+    # a past Decision (plans read alike, and a drafted "go ahead (Reusing ...)" published
+    # as it stands is no approval: it became the edited plan, the plan itself lost).
+    waiting_on_plan = plan is not None and plan.status == plan_store.PlanStatus.PROPOSED
+    if task.state == TaskState.WAITING_FOR_INFO and task.question and not waiting_on_plan:
         offers = decision_drafts.offered(session, task.repo, task.question, task_id=task.id)
     return Leverage(
         plan=plan_view(plan) if plan is not None else None,
