@@ -60,19 +60,23 @@ def leverage(session: Session, task: Task) -> Leverage:
     agent = run_by(session, task)
     guess = estimate.for_repo(session, task.repo, excluding=task.id, agent=agent)
     offers: list[decision_drafts.Offered] = []
-    # A plan's question is the plan: it is approved, edited or rejected, never answered by
-    # a past Decision (plans read alike, and a drafted "go ahead (Reusing ...)" published
-    # as it stands is no approval: it became the edited plan, the plan itself lost).
-    waiting_on_plan = plan is not None and plan.status == plan_store.PlanStatus.PROPOSED
-    if task.state == TaskState.WAITING_FOR_INFO and task.question and not waiting_on_plan:
+    if task.state == TaskState.WAITING_FOR_INFO and task.question:
         offers = decision_drafts.offered(session, task.repo, task.question, task_id=task.id)
     return Leverage(
         plan=plan_view(plan) if plan is not None else None,
         held=hold_reason(session, task),
         estimate=estimate_view(guess) if guess is not None else None,
         offered=[offer_view(offer) for offer in offers],
-        draft=decision_drafts.draft(offers),
+        draft=None if _waits_on(plan) else decision_drafts.draft(offers),
     )
+
+
+def _waits_on(plan: plan_store.Plan | None) -> bool:
+    """Whether the task's question is its plan: approved, edited or rejected, never drafted
+    from a past Decision (plans read alike, and a drafted "go ahead (Reusing ...)", the
+    Publish box's text, published as it stands is no approval: it became the edited plan,
+    the plan itself lost). Past Decisions are still offered, to read."""
+    return plan is not None and plan.status == plan_store.PlanStatus.PROPOSED
 
 
 # The wire's words for a plan's status (a Literal there: the schema lists them).
