@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from bot.events import RedisEventLog
 from bot.events.log import Event
 from bot.lifecycle import leases
 from bot.lifecycle.leases import Holder
-from bot.lifecycle.models import EventKind, ReviewThread, ThreadKind, ThreadState
+from bot.lifecycle.models import EventKind, ReviewThread, Task, ThreadKind, ThreadState
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.review_answers import ANSWERS_FILE
@@ -409,11 +410,28 @@ async def test_the_reconciler_asks_the_run_a_dead_process_did_not(make: Make) ->
     assert lc.task(issue).state == "delivered"
 
 
-async def _died_after_replying(lc: Lifecycle, issue: int, answer: ThreadAnswer) -> str:
-    """What a review run leaves when its worker dies between a thread's reply and the
-    ledger row's update: the task running under an expired lease, its job gone, the thread
-    taken up by that run and its reply (with that run's marker) on GitHub; the run's job."""
-    task = lc.task(issue)
+@dataclass(frozen=True)
+class _Delivered:
+    """A delivered task whose pull request a review run will answer."""
+
+    lc: Lifecycle
+    issue: int
+    number: int  # its pull request
+    task: Task
+
+
+async def _delivered_for_review(make: Make) -> _Delivered:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    return _Delivered(lc, issue, number, lc.task(issue))
+
+
+async def _retried_after_dying_past_reply(bench: _Delivered, answer: ThreadAnswer) -> str:
+    """A review run whose worker dies between a thread's reply and the ledger row's update
+    (the task running under an expired lease, its job gone, the thread taken up by that run
+    and its reply, with that run's marker, on GitHub), found by the reconciler and run
+    again; the dead run's job."""
+    lc, issue, task = bench.lc, bench.issue, bench.task
     job = str(task.job_id)
     assert leases.acquire(lc.ctx.db, task.id, Holder("elsewhere:1:dead", "elsewhere", 1), ttl=0.01)
     LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).rq.empty()
@@ -422,11 +440,10 @@ async def _died_after_replying(lc: Lifecycle, issue: int, answer: ThreadAnswer) 
     )
     assert len(await pick_up(lc.ctx.db, lc.github, lc.task(issue), job=job)) == 1
     body = answer_body(answer, job)
-    number = int(task.pr_number or 0)
     if answer.kind == ThreadKind.COMMENT:
-        await lc.github.reply_to_review_comment(lc.repo, number, answer.root_id, body)
+        await lc.github.reply_to_review_comment(lc.repo, bench.number, answer.root_id, body)
     else:
-        await lc.github.create_comment(lc.repo, number, body)
+        await lc.github.create_comment(lc.repo, bench.number, body)
     await lc.settle()
     # The reconciler sees the run dead once its lease's 10 ms are over.
     await wait_for(
@@ -435,34 +452,32 @@ async def _died_after_replying(lc: Lifecycle, issue: int, answer: ThreadAnswer) 
     )
     report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
     assert report.recovered == [task.id], report.lines()
+    await lc.work()  # the retry
     return job
 
 
 async def test_a_run_retried_after_its_worker_died_past_a_reply_replies_once(
     make: Make,
 ) -> None:
-    lc = await make(coding_command=command("review", "fix"))
-    issue, number = await delivered_pull(lc)
-    task = lc.task(issue)
+    bench = await _delivered_for_review(make)
+    lc, number = bench.lc, bench.number
     comment = await _comment(lc, "maintainer", number, "write")
-    head = _branch_log(lc, str(task.branch))[0]
+    head = _branch_log(lc, str(bench.task.branch))[0]
     said = ThreadAnswer(ThreadKind.COMMENT, comment["id"], ThreadState.ADDRESSED, "Calmer.", head)
-    job = await _died_after_replying(lc, issue, said)
-    await lc.work()  # the retry
+    job = await _retried_after_dying_past_reply(bench, said)
     (reply,) = await _replies(lc, number)  # the dead run's, and no second one
     assert reply.body.startswith(answer_marker(ThreadKind.COMMENT, comment["id"], job))
     # The ledger says what the reply said, and the task is delivered again.
-    (thread,) = await _threads(lc, task.id)
+    (thread,) = await _threads(lc, bench.task.id)
     assert (thread["state"], thread["commit"]) == ("addressed", head)
-    assert lc.task(issue).state == TaskState.DELIVERED
+    assert lc.task(bench.issue).state == TaskState.DELIVERED
 
 
 async def test_a_question_replied_before_the_worker_died_still_waits_for_a_decision(
     make: Make,
 ) -> None:
-    lc = await make(coding_command=command("review", "fix"))
-    issue, number = await delivered_pull(lc)
-    task = lc.task(issue)
+    bench = await _delivered_for_review(make)
+    lc, number = bench.lc, bench.number
     pull = await lc.github.get_pull(lc.repo, number)
     review = await as_person(
         lc,
@@ -472,13 +487,12 @@ async def test_a_question_replied_before_the_worker_died_still_waits_for_a_decis
         {"body": "Which blue?", "event": "COMMENT", "commit_id": pull.head.sha},
     )
     asked = ThreadAnswer(ThreadKind.REVIEW, review["id"], ThreadState.NEEDS_OPERATOR, "Dark?")
-    await _died_after_replying(lc, issue, asked)
-    await lc.work()  # the retry
+    await _retried_after_dying_past_reply(bench, asked)
     answers = [c for c in await lc.comments(number) if "steelframe-thread-answer" in c["body"]]
     assert len(answers) == 1, [c["body"] for c in answers]
-    (thread,) = await _threads(lc, task.id)
+    (thread,) = await _threads(lc, bench.task.id)
     assert (thread["state"], thread["reason"]) == ("needs_operator", "Dark?")
-    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+    assert lc.task(bench.issue).state == TaskState.WAITING_FOR_INFO
 
 
 async def test_a_writers_reply_on_an_answered_thread_gets_the_next_runs_reply(

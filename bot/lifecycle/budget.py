@@ -65,10 +65,29 @@ def for_run(run: Run) -> TaskBudget:
     return TaskBudget(policy.max_tokens, policy.max_cost_usd)
 
 
+# Said of a limit the agent stopped at by itself (its own cap, not a budget Steelframe set).
+AGENTS_OWN = "the coding agent's own limit"
+
+
+def sets(budget: TaskBudget, limit: str) -> bool:
+    """Whether the budget sets the limit the run stopped at."""
+    return (budget.tokens if limit == "tokens" else budget.usd) is not None
+
+
 def spent_text(budget: TaskBudget, limit: str, tokens: int, usd: float) -> str:
     if limit == "tokens":
-        return f"budget reached: spent {tokens:,} tokens of {budget.tokens:,}"
-    return f"budget reached: spent {usd:.2f} USD of {budget.usd or 0:.2f}"
+        spent = f"{tokens:,} tokens"
+        of = f"{budget.tokens:,}" if budget.tokens is not None else None
+    else:
+        spent = f"{usd:.2f} USD"
+        of = f"{budget.usd:.2f}" if budget.usd is not None else None
+    # An agent may stop at a cap of its own with no budget set here: never "of 0.00", and
+    # never a failure to say it (formatting None failed the run as an internal error).
+    return (
+        f"budget reached: spent {spent} of {of}"
+        if of
+        else f"budget reached: spent {spent} ({AGENTS_OWN})"
+    )
 
 
 async def reached(run: Run, limit: str) -> str:
@@ -84,10 +103,16 @@ async def reached(run: Run, limit: str) -> str:
         if budget.source == "repository config"
         else "STEELFRAME_TASK_MAX_TOKENS / STEELFRAME_TASK_MAX_COST_USD"
     )
-    notice = (
-        f"Steelframe stopped this task: {said} (set by {where}). Nothing of this run was "
-        "pushed. Raise the budget and publish a Decision to go on, or leave the task here."
-    )
+    if sets(budget, limit):
+        notice = (
+            f"Steelframe stopped this task: {said} (set by {where}). Nothing of this run was "
+            "pushed. Raise the budget and publish a Decision to go on, or leave the task here."
+        )
+    else:
+        notice = (
+            f"The coding agent stopped this task at a limit of its own: {said}. Nothing of "
+            "this run was pushed. Publish a Decision to go on, or leave the task here."
+        )
     move = Move(
         TaskState.WAITING_FOR_INFO,
         actor=run.actor,

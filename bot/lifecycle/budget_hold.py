@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from rq.job import JobStatus
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import budget_ledger, tasks
@@ -34,6 +35,8 @@ class Hold:
     reason: str
     job: str
     delay: float
+    # False: a re-check of the task waits already (`job`, another run's): none is added.
+    enqueue: bool = True
 
 
 def hold(session: Session, ctx: LifecycleContext, task_id: int) -> Hold | None:
@@ -46,16 +49,24 @@ def hold(session: Session, ctx: LifecycleContext, task_id: int) -> Hold | None:
     found = budget_ledger.hold(session, ctx.settings, task.repo, now)
     if found is None:
         return None
-    job = job_id(task.id, task.generation, "hold")
+    # Two runs of a held task (two workers' jobs for it) each enqueued a re-check, and each
+    # re-check enqueued the next: two chains for good. The one already waiting is kept.
+    waiting = _queue(ctx).status(task.job_id) == JobStatus.SCHEDULED
+    job = str(task.job_id) if waiting else job_id(task.id, task.generation, "hold")
     _note(session, task.id, found.reason, job, ctx)
     delay = min(max((found.until - now).total_seconds(), 1.0), RECHECK_SECONDS)
-    return Hold(task.id, found.reason, job, delay)
+    return Hold(task.id, found.reason, job, delay, enqueue=not waiting)
+
+
+def _queue(ctx: LifecycleContext) -> LifecycleQueue:
+    return LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
 
 
 def enqueue(ctx: LifecycleContext, held: Hold) -> None:
-    """The held task's run, enqueued again for later (after the hold is committed)."""
-    queue = LifecycleQueue(ctx.redis, name=ctx.queue_name, time_limit=ctx.policy.time_limit)
-    queue.enqueue(held.task_id, job=held.job, delay=held.delay)
+    """The held task's run, enqueued again for later (after the hold is committed), unless
+    a re-check of it waits already."""
+    if held.enqueue:
+        _queue(ctx).enqueue(held.task_id, job=held.job, delay=held.delay)
     log.info("lifecycle: task %s %s", held.task_id, held.reason)
 
 

@@ -83,28 +83,28 @@ def _periods(now: datetime) -> list[tuple[str, datetime, datetime]]:
 
 
 def hold(session: Session, settings: Settings, repo: str, now: datetime) -> Hold | None:
-    """The hold on `repo`'s new runs at `now`, or None (no budget, or under it)."""
+    """The hold on `repo`'s new runs at `now`, or None (no budget, or under it). Over both
+    budgets, the monthly one holds: the day's turn would not start the task."""
     limits = {
         "daily": (settings.repo_daily_max_tokens, settings.repo_daily_max_cost_usd),
         "monthly": (settings.repo_monthly_max_tokens, settings.repo_monthly_max_cost_usd),
     }
-    for period, start, end in _periods(now):
+    for period, start, end in reversed(_periods(now)):
         max_tokens, max_usd = limits[period]
         if max_tokens is None and max_usd is None:
             continue
         so_far = spent(session, repo, start)
         if max_tokens is not None and so_far.tokens >= max_tokens:
-            said = f"spent {so_far.tokens:,} tokens of {max_tokens:,}"
+            said, zero = f"spent {so_far.tokens:,} tokens of {max_tokens:,}", max_tokens == 0
         elif max_usd is not None and so_far.usd >= max_usd:
-            said = f"spent {so_far.usd:.2f} USD of {max_usd:.2f}"
+            said, zero = f"spent {so_far.usd:.2f} USD of {max_usd:.2f}", max_usd == 0
         else:
             continue
-        when = f"{end:%Y-%m-%d %H:%M} UTC"
-        reason = (
-            f"held: {repo} is over its {period} budget ({said}); runs again from {when}, "
-            "or once the budget is raised"
-        )
-        return Hold(reason, end)
+        if zero:  # a budget of 0 holds every period alike: the turn of one starts nothing
+            then = "it runs once the budget is raised"
+        else:
+            then = f"runs again from {end:%Y-%m-%d %H:%M} UTC, or once the budget is raised"
+        return Hold(f"held: {repo} is over its {period} budget ({said}); {then}", end)
     return None
 
 

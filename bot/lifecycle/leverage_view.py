@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from bot.contracts import tasks as wire
 from bot.lifecycle import decision_drafts, estimate, plan_store
+from bot.lifecycle.budget_ledger import RepoSpend
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.states import TaskState
 
@@ -42,9 +43,22 @@ class Leverage:
     draft: str | None  # a Decision drafted from them
 
 
+def run_by(session: Session, task: Task) -> str | None:
+    """The agent the task's latest run recorded (budget_ledger), None before it spent: the
+    estimate is then made as its run made it (a plan-first task's plan says the same)."""
+    query = (
+        select(RepoSpend.agent)
+        .where(RepoSpend.task_id == task.id)
+        .order_by(RepoSpend.id.desc())
+        .limit(1)
+    )
+    return session.scalar(query)
+
+
 def leverage(session: Session, task: Task) -> Leverage:
     plan = plan_store.current(session, task.id, task.generation)
-    guess = estimate.for_repo(session, task.repo, excluding=task.id)
+    agent = run_by(session, task)
+    guess = estimate.for_repo(session, task.repo, excluding=task.id, agent=agent)
     offers: list[decision_drafts.Offered] = []
     if task.state == TaskState.WAITING_FOR_INFO and task.question:
         offers = decision_drafts.offered(session, task.repo, task.question, task_id=task.id)
@@ -53,8 +67,16 @@ def leverage(session: Session, task: Task) -> Leverage:
         held=hold_reason(session, task),
         estimate=estimate_view(guess) if guess is not None else None,
         offered=[offer_view(offer) for offer in offers],
-        draft=decision_drafts.draft(offers),
+        draft=None if _waits_on(plan) else decision_drafts.draft(offers),
     )
+
+
+def _waits_on(plan: plan_store.Plan | None) -> bool:
+    """Whether the task's question is its plan: approved, edited or rejected, never drafted
+    from a past Decision (plans read alike, and a drafted "go ahead (Reusing ...)", the
+    Publish box's text, published as it stands is no approval: it became the edited plan,
+    the plan itself lost). Past Decisions are still offered, to read."""
+    return plan is not None and plan.status == plan_store.PlanStatus.PROPOSED
 
 
 # The wire's words for a plan's status (a Literal there: the schema lists them).

@@ -25,6 +25,7 @@ from bot.github.issue_records import Label
 from bot.lifecycle import budget, estimate, plan_store, tasks
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.finish import finish_failed, finish_question
+from bot.lifecycle.models import Task
 from bot.lifecycle.plan_store import Plan, PlanStatus
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
@@ -99,17 +100,32 @@ def verdict(decision: str) -> PlanStatus | None:
 async def gate(run: Run, labels: tuple[Label, ...]) -> Gate:
     """Where a plan-first task stands: no plan yet (plan it), a plan the Decision just
     settled, or one settled before (a retry, or a continuation after a later question)."""
-    if not await wanted(run, labels):
-        return Gate()
     task = run.task
     plan = await run.ctx.db.run(plan_store.current, task.id, task.generation)
-    if plan is None or (plan.status == PlanStatus.PROPOSED and not task.pending_decision):
+    # A plan proposed is settled whatever makes a task plan-first now: a repository that
+    # turned `plan_first` off, or an estimate that fell under the threshold, while the plan
+    # waited must not turn its rejection into a coding run.
+    if plan is None and not await wanted(run, labels):
+        return Gate()
+    if plan is None or (plan.status == PlanStatus.PROPOSED and not _answered(task, plan)):
+        if budget.for_run(run).exhausted():
+            # A budget of 0 means no run at all, and a plan run spends as any run: no plan
+            # run; the zero-budget check after the gate (steps.work) stops the task instead.
+            return Gate()
         return Gate(plan_run=True)
     if plan.status == PlanStatus.PROPOSED:
         plan = await _settle(run, plan, task.pending_decision or "")
     if plan.status == PlanStatus.REJECTED:
         return Gate(rejected=True)
     return Gate(pinned=pinned(plan.brief or plan.text))
+
+
+def _answered(task: Task, plan: Plan) -> bool:
+    """Whether the task's pending Decision answers its proposed plan: one published after
+    the plan was posted, not the Decision its plan run was resumed by (a run that stored
+    its plan and died before posting it is run again with that Decision still pending; the
+    operator never saw the plan, which plans again)."""
+    return bool(task.pending_decision) and task.decision_comment_id != plan.decision_comment_id
 
 
 async def _settle(run: Run, plan: Plan, decision: str) -> Plan:
@@ -187,7 +203,9 @@ async def propose(run: Run, outcome: CodingOutcome) -> str:
 
 def _store(session: Session, run: Run, plan: str) -> None:
     tasks.hold(session, run.task.id, run.fence, run.ctx.clock)  # only while the run holds it
-    plan_store.propose(session, run.task.id, run.task.generation, plan, run.ctx.clock)
+    task = run.task
+    after = task.decision_comment_id if task.pending_decision else None
+    plan_store.propose(session, task.id, task.generation, plan, run.ctx.clock, after=after)
 
 
 async def reject(run: Run) -> str:

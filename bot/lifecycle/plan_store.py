@@ -36,6 +36,8 @@ class TaskPlan(Base):
     # What the coding run follows once approved: the plan, or the operator's edited plan.
     brief: Mapped[str | None] = mapped_column(Text)
     edited: Mapped[bool] = mapped_column(default=False)
+    # Settled: the Decision that settled it. Proposed: the Decision its plan run was resumed
+    # by (None: none), which therefore cannot be an answer to it.
     decision_comment_id: Mapped[int | None] = mapped_column(BigInteger)
     proposed_at: Mapped[datetime]
     decided_at: Mapped[datetime | None]
@@ -51,6 +53,7 @@ class Plan:
     edited: bool
     proposed_at: datetime
     decided_at: datetime | None
+    decision_comment_id: int | None = None  # as the row's column says
 
 
 def _row(session: Session, task_id: int, generation: int) -> TaskPlan | None:
@@ -60,7 +63,13 @@ def _row(session: Session, task_id: int, generation: int) -> TaskPlan | None:
 
 def _plan(row: TaskPlan) -> Plan:
     return Plan(
-        PlanStatus(row.status), row.text, row.brief, row.edited, row.proposed_at, row.decided_at
+        PlanStatus(row.status),
+        row.text,
+        row.brief,
+        row.edited,
+        row.proposed_at,
+        row.decided_at,
+        row.decision_comment_id,
     )
 
 
@@ -69,14 +78,23 @@ def current(session: Session, task_id: int, generation: int) -> Plan | None:
     return _plan(row) if row is not None else None
 
 
-def propose(session: Session, task_id: int, generation: int, text: str, clock: Clock) -> None:
-    """The plan run's plan (a new plan run of the same generation replaces a proposed one)."""
+def propose(
+    session: Session,
+    task_id: int,
+    generation: int,
+    text: str,
+    clock: Clock,
+    *,
+    after: int | None = None,
+) -> None:
+    """The plan run's plan (a new plan run of the same generation replaces a proposed one);
+    `after`: the Decision comment the plan run was resumed by, never an answer to it."""
     row = _row(session, task_id, generation)
     if row is None:
         row = TaskPlan(task_id=task_id, generation=generation)
         session.add(row)
     row.status, row.text, row.brief, row.edited = PlanStatus.PROPOSED, text, None, False
-    row.decision_comment_id, row.proposed_at, row.decided_at = None, clock(), None
+    row.decision_comment_id, row.proposed_at, row.decided_at = after, clock(), None
 
 
 def settle(

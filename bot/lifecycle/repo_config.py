@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import math
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -72,6 +73,12 @@ class Budget(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tr
 
     tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
     usd: Annotated[float, msgspec.Meta(ge=0)] | None = None
+
+    def __post_init__(self) -> None:
+        # YAML's `.inf` is a float >= 0: refused as the settings refuse it, since the run's
+        # policy carries this budget to a preset agent (`--max-budget-usd inf`).
+        if self.usd is not None and not math.isfinite(self.usd):
+            raise ValueError("budget.usd must be a finite amount of USD")
 
 
 class Decisions(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

@@ -145,6 +145,20 @@ def with_registries(policy: LifecyclePolicy, config: RepoConfig) -> LifecyclePol
     return replace(policy, sandbox=allowed)
 
 
+def with_budget(policy: LifecyclePolicy, config: RepoConfig) -> LifecyclePolicy:
+    """The task budget the config sets, field by field over the installation's, as the run's
+    own: the usage hook (`budget.for_run`) and a preset agent's own cost limit
+    (`presets_run.agent_env`, Claude Code's `--max-budget-usd`) then stop at the same sum.
+    An agent told the installation's budget instead stopped itself below a budget the
+    repository raised, and a run whose task had spent that much was told 0 every time."""
+    wanted = config.budget
+    tokens = wanted.tokens if wanted.tokens is not None else policy.max_tokens
+    usd = wanted.usd if wanted.usd is not None else policy.max_cost_usd
+    if (tokens, usd) == (policy.max_tokens, policy.max_cost_usd):
+        return policy
+    return replace(policy, max_tokens=tokens, max_cost_usd=usd)
+
+
 def for_the_prompt(config: RepoConfig, agent: str | None) -> list[str]:
     """The config's instruction files that `agent` does not read by itself."""
     native = NATIVE_INSTRUCTIONS.get(agent or "", ())
@@ -191,8 +205,11 @@ def products(root: Path, base: BaseTree) -> list[str]:
 
 
 def _pattern(path: str) -> str:
-    """`path` as an anchored gitignore pattern matching only itself."""
-    escaped = "".join(f"\\{c}" if c in "*?[]\\!# " else c for c in path)
+    """`path` as an anchored gitignore pattern matching itself. A line break cannot be
+    written in a gitignore line (a name holding one was cut into two patterns, neither its
+    own, and setup's product was committed): it is matched by `?`, any one character, so
+    the pattern may also match a like name beside it, never miss this one."""
+    escaped = "".join("?" if c in "\n\r" else f"\\{c}" if c in "*?[]\\!# " else c for c in path)
     return f"/{escaped}"
 
 
@@ -283,14 +300,15 @@ def leaked(root: Path, paths: list[str], values: dict[str, str]) -> SetupRefused
 
 async def prepare(run: Run, tree: worktree.Worktree) -> RepoEnv:
     """The repository's environment for this run, before its agent starts: the config
-    (from the base commit), the agent and model it asks for (`run.ctx` then carries them),
-    and setup restored from the cache or run. Raises SetupRefused (nothing was pushed)."""
+    (from the base commit), the agent, model and budget it asks for (`run.ctx` then carries
+    them), and setup restored from the cache or run. Raises SetupRefused (nothing pushed)."""
     base = await base_tree(tree)
     try:
         config = await read_config(tree, base)
     except RepoConfigError as exc:
         raise SetupRefused(str(exc)) from exc
-    policy = with_registries(effective_policy(run.ctx.settings, run.ctx.policy, config), config)
+    policy = effective_policy(run.ctx.settings, run.ctx.policy, config)
+    policy = with_budget(with_registries(policy, config), config)
     if policy != run.ctx.policy:
         run.ctx = replace(run.ctx, policy=policy)
         run.ctx.redactor.add(*(os.environ.get(n) for n in policy.sandbox.env_passthrough))

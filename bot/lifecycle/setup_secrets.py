@@ -100,7 +100,9 @@ def _holds(path: Path, needles: list[bytes]) -> bool:
 def files_holding(root: Path, paths: Iterable[str], values: Mapping[str, str]) -> list[str]:
     """The paths (relative to `root`, under `paths`) whose name or bytes hold a secret value;
     symlinks are not followed (their target text is checked as a name)."""
-    needles = [v.encode() for v in values.values() if v]
+    # Each value as given and trimmed, as the redactor knows it: a value stored with spaces
+    # around it and written by a shell that trims them (`$TOKEN` unquoted) was not found.
+    needles = sorted({n.encode() for v in values.values() for n in (v, v.strip()) if n.strip()})
     if not needles:
         return []
     found: list[str] = []

@@ -21,6 +21,13 @@ async function load(key) {
   return last.pending;
 }
 
+// Money as the Board's cards read it (board.js `dollars`): cents, and a sub-cent spend not
+// shown as $0.00 (the chart said "$0.00" for a task its card said "<$0.01" about).
+export function dollars(usd) {
+  const value = Number(usd);
+  return value < 0.01 ? "<$0.01" : `$${value.toFixed(2)}`;
+}
+
 function days() {
   const today = new Date();
   return Array.from({ length: DAYS }, (_, i) => {
@@ -58,7 +65,7 @@ export async function renderSpend(list, key) {
     const tokens = span.map((d) => perDay.get(d)?.tokens ?? 0);
     const usd = span.reduce((sum, d) => sum + (perDay.get(d)?.usd ?? 0), 0);
     const total = tokens.reduce((a, b) => a + b, 0);
-    const cost = usd ? `$${usd.toFixed(2)}` : "cost unknown";
+    const cost = usd ? dollars(usd) : "cost unknown";
     list.append(
       h("li", { class: "row spend", "data-repo": repo },
         h("span", { class: "spend-repo", text: repo }),
