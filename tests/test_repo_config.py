@@ -112,6 +112,11 @@ def test_yaml_that_does_not_parse_is_refused_in_one_line() -> None:
         "redis.localhost",
         "printer.local",
         "metadata.google.internal",
+        # IPv6 spellings of this machine and private ranges Python 3.11's `is_global` calls
+        # public: 6to4 and IPv4-mapped loopback, site-local (the egress policy's judgement).
+        "[2002:7f00:1::1]",
+        "[::ffff:127.0.0.1]:6379",
+        "[fec0::1]",
     ],
 )
 def test_a_private_loopback_or_link_local_host_is_refused(host: str) -> None:

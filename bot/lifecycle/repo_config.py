@@ -20,6 +20,8 @@ from typing import Annotated
 import msgspec
 import msgspec.yaml
 
+from bot.lifecycle.egress_policy import unreachable_reason
+
 CONFIG_PATH = ".steelframe/config.yml"
 # A config this big is not a config.
 MAX_CONFIG_BYTES = 64 * 1024
@@ -193,9 +195,12 @@ def check_host(entry: str) -> None:
     except ValueError:
         address = None
     if address is not None:
-        if not address.is_global or address.is_multicast:
+        # The proxy's own judgement (an IPv4 address inside an IPv6 one, site-local...), not
+        # `is_global`, which differs between Python versions (3.11 calls 6to4 loopback public).
+        reason = unreachable_reason(address)
+        if reason is not None:
             raise ValueError(
-                f"network.allow entry {entry!r} is a private, loopback or link-local address"
+                f"network.allow entry {entry!r} is a {reason} address, never reached from a run"
             )
         return
     name = host.rstrip(".").lower()
