@@ -7,7 +7,6 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from bot.clock import utcnow
 from bot.lifecycle import budget_ledger
 from http_edge.validation import query_int
 from operator_api.deps import OPERATOR_API
@@ -27,7 +26,7 @@ MAX_DAYS = 90
 )
 async def spend(request: web.Request) -> web.Response:
     days = query_int(request, "days", default=14, maximum=MAX_DAYS)
-    today = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
+    today = request.app[OPERATOR_API].clock().replace(hour=0, minute=0, second=0, microsecond=0)
     since = today - timedelta(days=days - 1)
     found = await request.app[OPERATOR_API].db.run(budget_ledger.daily, since)
     return web.json_response({"days": days, "spend": [day.as_json() for day in found]})

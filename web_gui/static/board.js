@@ -1,7 +1,7 @@
 // The Board: task cards by state, updated live; the run modal (events, why it waits, PR,
 // the review thread ledger, CI fix runs, private log, Terminate, Discuss).
 import { api } from "./api.js";
-import { $, h, clear, ago, externalLink } from "./dom.js";
+import { $, h, clear, ago, dollars, externalLink } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 import { notify } from "./notify.js";
 import { FINAL, cardPull, modalPull, withLedger } from "./pull.js";
@@ -20,12 +20,6 @@ export const STATES = [
 ];
 const LIVE = new Set(["queued", "running", "waiting_for_info"]);
 export const RUNNING = new Set(["queued", "running"]);
-
-// What a run cost, as people read money: cents, and a sub-cent spend not shown as $0.00.
-function dollars(usd) {
-  const value = Number(usd);
-  return value < 0.01 ? "<$0.01" : `$${value.toFixed(2)}`;
-}
 
 export class Board {
   constructor(app) {

@@ -41,6 +41,13 @@ export function show(el, visible) {
   el.hidden = !visible;
 }
 
+// What a run cost, as people read money: cents, and a sub-cent spend not shown as $0.00
+// (the Board's cards and the Dashboard's spend chart read the same task alike).
+export function dollars(usd) {
+  const value = Number(usd);
+  return value < 0.01 ? "<$0.01" : `$${value.toFixed(2)}`;
+}
+
 export function ago(iso) {
   if (!iso) return "";
   const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);

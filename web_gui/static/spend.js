@@ -3,7 +3,7 @@
 // way to read it). Fetched again when the tasks' reported tokens change (the Board hears of
 // every change), else at most every 10 s however often the Dashboard repaints.
 import { api } from "./api.js";
-import { h, clear } from "./dom.js";
+import { h, clear, dollars } from "./dom.js";
 
 const DAYS = 14;
 const REFRESH_MS = 10_000;
@@ -19,13 +19,6 @@ async function load(key) {
     );
   }
   return last.pending;
-}
-
-// Money as the Board's cards read it (board.js `dollars`): cents, and a sub-cent spend not
-// shown as $0.00 (the chart said "$0.00" for a task its card said "<$0.01" about).
-export function dollars(usd) {
-  const value = Number(usd);
-  return value < 0.01 ? "<$0.01" : `$${value.toFixed(2)}`;
 }
 
 function days() {
