@@ -124,6 +124,7 @@ def webhooks(parts: Parts) -> Webhooks:
         chunks=MemorySink(),
         pickups=lifecycle.pickups if lifecycle else None,
         resumes=lifecycle.resumes if lifecycle else None,
+        terminations=lifecycle.terminations if lifecycle else None,
         queue=lifecycle.queue if lifecycle else None,
         checkouts=parts.chat_turns.checkouts,
         # Read here, once: the environment this process started with (as its settings were).

@@ -1,5 +1,6 @@
 """The place for task-lifecycle reactions to webhooks (pickup labels, Decision comments,
-merged pull requests). It is composed into the webhook router like every other concern.
+closed issues, merged pull requests). It is composed into the webhook router like every
+other concern.
 
 To react to an event, register a handler on `router` here (or in a module of your own whose
 router you add to `webhooks.router.ROUTERS`):
@@ -28,6 +29,7 @@ from typing import Any
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.lifecycle.issue_closed import IssueClosed, stop_for_closed_issue
 from bot.lifecycle.pickup import IssueEvent
 from bot.lifecycle.pull_end import end_pull, parse_pull_closed
 from bot.lifecycle.resume import CommentEvent
@@ -110,6 +112,20 @@ def parse_comment_event(payload: dict[str, Any]) -> CommentEvent:
     )
 
 
+async def on_issue_closed(event: Event, ctx: WebhookContext) -> None:
+    """`issues` closed: the issue's live task is terminated (bot.lifecycle.issue_closed)."""
+    if ctx.terminations is None:
+        return
+    closed = IssueClosed(
+        repo=str(event.data["repository"]["full_name"]),
+        issue=int(event.data["issue"]["number"]),
+        closed_by=str((event.data.get("sender") or {}).get("login") or ""),
+    )
+    task_id = await stop_for_closed_issue(ctx.db, ctx.terminations, closed)
+    if task_id is not None:
+        log.info("issue closed [%s]: task %s terminated", event.delivery_id, task_id)
+
+
 async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:
     """`pull_request` closed: a task's pull request merged -> `merged`, else `closed`."""
     closed = parse_pull_closed(event.data)
@@ -150,6 +166,7 @@ async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
 
 for _action in ("opened", "labeled", "reopened", "edited"):
     handles(router, "issues", action=_action, needs=ISSUE_NEEDS)(on_pickup_label)
+handles(router, "issues", action="closed", needs=ISSUE_NEEDS)(on_issue_closed)
 handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)
 handles(router, "pull_request", action="closed", needs=PULL_NEEDS)(on_pull_closed)
 handles(router, "pull_request_review_comment", action="created", needs=REVIEW_COMMENT_NEEDS)(

@@ -26,6 +26,7 @@ from bot.lifecycle.pickup import Pickups
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.resume import Resumes
+from bot.lifecycle.terminate import Terminations
 from webhooks.chunks import ChunkSink
 
 
@@ -65,6 +66,7 @@ class WebhookContext:
     # go on); each None without Redis.
     pickups: Pickups | None = None
     resumes: Resumes | None = None
+    terminations: Terminations | None = None
     queue: LifecycleQueue | None = None
     # Chat's managed clones, told when a repository changed; None without a GitHub App.
     checkouts: ManagedCheckouts | None = None
