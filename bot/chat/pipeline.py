@@ -37,7 +37,7 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
-from bot.chat.left_turns import note_left_turns
+from bot.chat.left_turns import note_killed_turn, note_left_turns
 from bot.chat.open_turn_rows import forget_open
 from bot.chat.operator_commands import answered_by_record, command_focus
 from bot.chat.placement import TurnTarget, place_turn, placements
@@ -52,7 +52,6 @@ from bot.chat.session_store import (
 )
 from bot.chat.turn import (
     CUT_REPLY,
-    OWNER_GONE_REPLY,
     Draft,
     FinishedTurn,
     TurnContext,
@@ -70,6 +69,7 @@ from bot.chat.turn_keys import (
     read_key,
     record_end,
     row_key,
+    started_frame,
 )
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
@@ -321,15 +321,7 @@ class TurnPipeline:
         with self.locks.keep(handle.operator_id, handle.turn_id):
             # The first frame goes out before any write: it names the session and the turn,
             # which are already decided (spec: the SSE stream starts with `status`).
-            await handle.emit(
-                StatusFrame(
-                    text="turn started",
-                    session=target.session_id,
-                    turn_id=handle.turn_id,
-                    # A client re-attaching after a reload shows what was asked.
-                    message=request.message,
-                )
-            )
+            await handle.emit(started_frame(target.session_id, handle.turn_id, request.message))
             ts = await self._open(handle, request, target)
             if ts is not None and ts.created:
                 # Listed from now on, whatever becomes of the turn: other clients show it.
@@ -495,26 +487,34 @@ class TurnPipeline:
     ) -> None:
         """The turn was cut (the service is stopping): its session keeps the message and
         says the turn did not complete (bot.chat.turn.cut_record), once."""
-        await self._note_cut(
-            request.operator_id, ts.id, handle.turn_id, request.message, reply=CUT_REPLY
+        stored = await self.writes.run(
+            store_cut_note,
+            request.operator_id,
+            ts.id,
+            handle.turn_id,
+            request.message,
+            reply=CUT_REPLY,
+            clock=self.clock,
         )
+        if stored:
+            await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
 
     async def record_owner_gone(self, turn: OrphanedTurn) -> None:
         """A reader ended a turn whose instance went away (bot.chat.frames): its session
-        keeps the message and says the turn did not complete, once (a turn whose answer or
-        cut was stored before its instance died is left as it is)."""
-        await self._note_cut(
-            turn.operator_id, turn.session_id, turn.turn_id, turn.message, reply=OWNER_GONE_REPLY
-        )
-
-    async def _note_cut(
-        self, operator_id: int, session_id: str, turn_id: str, message: str, *, reply: str
-    ) -> None:
+        keeps the message and says the turn did not complete, once, and its key (if it was
+        sent with one) records that end (a turn whose answer or cut was stored before its
+        instance died is left as it is)."""
         stored = await self.writes.run(
-            store_cut_note, operator_id, session_id, turn_id, message, reply=reply, clock=self.clock
+            note_killed_turn,
+            turn.operator_id,
+            turn.session_id,
+            turn.turn_id,
+            turn.message,
+            first_id=turn.first_id,
+            clock=self.clock,
         )
         if stored:
-            await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
+            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
 
     async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""
