@@ -241,11 +241,12 @@ class RelayedFrames:
         return self.relay.replay(self.turn.turn_id, after=after, heartbeat=heartbeat)
 
 
-async def keyed_turn(state: KeyState, *, operator_id: int, registry: TurnRegistry) -> TurnFrames:
+async def find_keyed_turn(
+    state: KeyState, *, operator_id: int, registry: TurnRegistry
+) -> TurnFrames | None:
     """The frames of the turn a key started: its recorded end; the turn running here
-    (attached, as a re-attach is), or on another instance (through the relay); else a 409
-    naming its session: it is no longer running and recorded no end (its process was
-    killed; its session notes the turn as cut: bot.chat.left_turns)."""
+    (attached, as a re-attach is), or on another instance (through the relay); None when
+    it is found nowhere (not relayed yet, or killed: bot.chat.key_joins decides)."""
     turn = state.turn
     if state.end is not None:
         return RecordedTurn.of(turn, state.end)
@@ -258,7 +259,13 @@ async def keyed_turn(state: KeyState, *, operator_id: int, registry: TurnRegistr
         located = await relay.locate(operator_id, session_id=None, turn_id=turn.turn_id)
         if located is not None:
             return RelayedFrames(relay, located)
-    raise Conflict(
+    return None
+
+
+def no_longer_running(turn: KeyedTurn) -> Conflict:
+    """The 409 of a key whose turn is no longer running and recorded no end: its process was
+    killed, and its session does not note it yet (bot.chat.left_turns)."""
+    return Conflict(
         "the turn sent with this Idempotency-Key is no longer running and recorded no end"
         " (the service running it stopped); its session shows it",
         detail=ErrorDetail(session=turn.session_id, turn_id=turn.turn_id),
