@@ -1,8 +1,9 @@
 """Answers to requests refused before any route or middleware runs (aiohttp's parser could
-not read them: a header line over its limit, a bad request line, a bad Content-Length...),
-in the shape of every other answer: JSON with a message (docs/api.md, "Errors"), an
-`X-Request-Id`, and an HTTP/1.1 status line, with `Connection: close` (after a parse error
-the rest of the stream cannot be trusted, so nothing more is read from it).
+not read them: a header line over its limit, too many header lines, a bad request line, a
+bad Content-Length...), in the shape of every other answer: JSON with a message
+(docs/api.md, "Errors"), an `X-Request-Id`, and an HTTP/1.1 status line, with
+`Connection: close` (after a parse error the rest of the stream cannot be trusted, so
+nothing more is read from it).
 
 aiohttp answers such a request through a stand-in request made from
 `aiohttp.web_protocol.ERROR`, an HTTP/1.0 message with no headers: its answer's status line
@@ -18,13 +19,19 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.http import HttpVersion11
-from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
+from aiohttp.http_exceptions import BadHttpMessage, HttpProcessingError, LineTooLong
 from aiohttp.web_protocol import ERROR
 
 from bot.contracts.errors import ErrorDetail
 from bot.errors import error_body
 
 HEADERS_TOO_LARGE = 431
+# aiohttp's words for a head with more header lines than its parser takes (128 by default;
+# both its C and its Python parser raise BadHttpMessage with them, there is no class of its
+# own). Too many headers are as much "Request Header Fields Too Large" as one too long is
+# (RFC 6585, section 5), not a malformed request: a client that cuts its headers down
+# succeeds. tests/test_refusal_answers.py fails if aiohttp changes the words.
+TOO_MANY_HEADERS = "Too many headers received"
 # The stand-in request of an unreadable one, as HTTP/1.1; `should_close` is kept (True), so
 # the answer says `Connection: close` and the connection ends after it.
 _UNREADABLE_11 = ERROR._replace(version=HttpVersion11)
@@ -42,10 +49,18 @@ def answered_as_http11(factory: RequestFactory) -> RequestFactory:
     return make
 
 
-def refusal_status(exc: BaseException | None, status: int = 500) -> int:
-    """431 for a line over the limit, 400 for anything else unreadable, else `status` (what
-    aiohttp asked for: 500 for an error outside every handler, 504 for its timeout)."""
+def headers_too_large(exc: BaseException | None) -> bool:
+    """A request line or header line over the limit, or more header lines than the limit."""
     if isinstance(exc, LineTooLong):
+        return True
+    return isinstance(exc, BadHttpMessage) and exc.message.startswith(TOO_MANY_HEADERS)
+
+
+def refusal_status(exc: BaseException | None, status: int = 500) -> int:
+    """431 for a line over the limit or too many header lines, 400 for anything else
+    unreadable, else `status` (what aiohttp asked for: 500 for an error outside every
+    handler, 504 for its timeout)."""
+    if headers_too_large(exc):
         return HEADERS_TOO_LARGE
     return 400 if isinstance(exc, HttpProcessingError) else status
 
@@ -60,6 +75,9 @@ def refusal(exc: BaseException | None, request_id: str, *, status: int = 500) ->
     if isinstance(exc, LineTooLong):
         limit = exc.args[1] if len(exc.args) > 1 else "the limit"
         message = f"a request line or header line is longer than {limit} bytes"
+        code = "headers_too_large"
+    elif headers_too_large(exc):
+        message = "the request has more header lines than the service takes"
         code = "headers_too_large"
     elif isinstance(exc, HttpProcessingError):
         message = f"the request is not valid HTTP/1.1 ({type(exc).__name__})"

@@ -6,13 +6,11 @@ from typing import Any
 
 from aiohttp import web
 
-from bot.agents import resolve_agent
+from bot.chat.decision_publish import PublishRequest, publish_from_chat
 from bot.chat.explicit_filing import FileRequest, file_from_chat
-from bot.chat.proposals import decision_published
-from bot.chat.session_views import agent_of
 from bot.contracts.chat import MAX_REQUEST_KEY_CHARS, MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
-from bot.errors import BadRequest, Unavailable
+from bot.errors import BadRequest
 from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.credentials import OPERATOR_ID
 from http_edge.validation import issue_number, optional_str, read_json, reject_unknown
@@ -25,12 +23,6 @@ from operator_api.validation import session_id
 endpoints = Endpoints()
 routes = endpoints.routes
 MAX_REQUEST_KEY = MAX_REQUEST_KEY_CHARS
-
-
-def _repo_for(request: web.Request, agent: str | None) -> str:
-    """The session's agent's repository; an agent no longer configured is an error, never
-    a silent fall back to another repository."""
-    return resolve_agent(request.app[OPERATOR_API].settings.agents, agent).repo
 
 
 def request_key(request: web.Request, data: dict[str, Any]) -> str | None:
@@ -79,22 +71,22 @@ async def publish_decision(request: web.Request) -> web.Response:
     if body is None or not body.strip():
         raise BadRequest("body is required", detail=ErrorDetail(field="body"))
     raw_session = optional_str(data, "session_id", max_length=MAX_SESSION_ID_CHARS)
-    sid = session_id(raw_session, "session_id") if raw_session else None
     operator = request[OPERATOR_ID]
-    agent = await api.db.run(agent_of, operator, sid)
-    if api.publisher is None:
-        raise Unavailable("the GitHub App is not configured: nothing can be published")
-    published = await api.publisher.publish(
-        _repo_for(request, agent),
-        issue,
-        body,
-        operator_id=operator,
-        request_key=request_key(request, data),
+    done = await publish_from_chat(
+        PublishRequest(
+            operator_id=operator,
+            issue=issue,
+            body=body,
+            session_id=session_id(raw_session, "session_id") if raw_session else None,
+            key=request_key(request, data),
+        ),
+        db=api.db,
+        publisher=api.publisher,
+        agents=api.settings.agents,
     )
-    cleared = await api.db.run(decision_published, operator, session_id=sid, issue=issue)
-    if cleared is not None:
-        await api.chat_sessions.session_updated(operator, cleared)
-    return json_answer(published.as_response())
+    if done.cleared_session is not None:  # its draft is gone: other clients show it
+        await api.chat_sessions.session_updated(operator, done.cleared_session)
+    return json_answer(done.published.as_response())
 
 
 @endpoints.post(

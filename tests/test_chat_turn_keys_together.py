@@ -1,6 +1,7 @@
 """A chat turn's idempotency key claimed by sends together (instances sharing a database):
 one claims it, every other reads that claim (the turn it started, what it asked), on both
-backends; the claim's end, once recorded, is what any later read finds."""
+backends; the claim's end, once recorded, is what any later read finds. A killed turn's end
+is found by its turn and recorded for its key on both backends, only where none was."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from bot.chat.turn_keys import (
     KeyState,
     TurnEnd,
     claim_key,
+    killed_end,
     read_key,
     record_end,
+    record_killed_end,
     row_key,
 )
 from bot.db import Database
@@ -51,3 +54,22 @@ def test_a_key_is_the_operators_own(any_db: Database) -> None:
     assert row_key(1, "k") != row_key(2, "k")
     assert claim(any_db, row_key(1, "k"), 1) is None
     assert claim(any_db, row_key(2, "k"), 2) is None
+
+
+def test_a_killed_turns_end_is_recorded_for_its_key_only_where_none_was(any_db: Database) -> None:
+    killed, ended = row_key(7, "killed"), row_key(7, "ended")
+    assert claim(any_db, killed, 1) is None
+    assert claim(any_db, ended, 2) is None
+    own_end = TurnEnd(frames=['{"id":1,"type":"done"}'])
+    any_db.call(record_end, ended, f"turn{2:028d}", own_end)
+
+    cut = killed_end("session1", f"turn{1:028d}", "file it", first_id=5001)
+    assert any_db.call(record_killed_end, f"turn{1:028d}", cut) is True
+    assert any_db.call(record_killed_end, f"turn{1:028d}", cut) is False  # recorded already
+    assert any_db.call(record_killed_end, f"turn{2:028d}", cut) is False  # it ended itself
+    assert any_db.call(record_killed_end, "turn-without-a-key", cut) is False
+    state = any_db.call(read_key, killed)
+    assert state is not None and state.end == cut
+    assert [frame[:12] for frame in cut.frames] == ['{"id":5001,"', '{"id":5002,"']
+    other = any_db.call(read_key, ended)
+    assert other is not None and other.end == own_end

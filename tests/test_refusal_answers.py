@@ -17,6 +17,12 @@ from tests.fakes.serve_process import Served, serve
 pytestmark = pytest.mark.slow  # a real serve process
 
 HEAD_TOO_LARGE = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n"
+# 200 header lines, each short: more than aiohttp's parser takes (128).
+MANY_HEADERS = (
+    b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+    + b"".join(b"X-H%d: v\r\n" % n for n in range(200))
+    + b"\r\n"
+)
 NO_REQUEST_LINE = b"GARBAGE\r\n\r\n"
 BAD_LENGTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: twelve\r\n\r\n"
 # The webhook route's fast lane hands a head llhttp refuses to aiohttp: the same answer.
@@ -69,6 +75,8 @@ async def test_refusals_before_routing_are_http11_json_with_a_request_id(
     }
     async with serve(settings, tmp_path, tmp_path / "serve.log") as served:
         await _refused_like_any_answer(served, HEAD_TOO_LARGE, 431, "headers_too_large")
+        # Too many header lines are too large a head too (RFC 6585: 431), not a 400.
+        await _refused_like_any_answer(served, MANY_HEADERS, 431, "headers_too_large")
         await _refused_like_any_answer(served, NO_REQUEST_LINE, 400, "bad_request")
         await _refused_like_any_answer(served, BAD_LENGTH, 400, "bad_request")
         await _refused_like_any_answer(served, WEBHOOK_BOTH_LENGTHS, 400, "bad_request")

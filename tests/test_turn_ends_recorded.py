@@ -14,13 +14,14 @@ from typing import Any
 
 from bot.chat import pipeline as pipeline_module
 from bot.chat.coordination import RedisTurnLocks
-from bot.chat.frames import NumberedFrame, OrphanedTurn, RedisFrameRelay
+from bot.chat.frames import OWNER_GONE_TEXT, NumberedFrame, OrphanedTurn, RedisFrameRelay
 from bot.chat.inflight import TurnHandle
 from bot.chat.turn import CUT_KIND, CUT_REPLY, OWNER_GONE_REPLY
+from bot.chat.turn_keys import Asked, KeyedTurn, claim_key, row_key
 from bot.contracts.chat import DeltaFrame, StatusFrame
 from bot.models import ChatSession
 from operator_api.deps import OPERATOR_API
-from tests.conftest import make_settings
+from tests.conftest import make_settings, read_sse
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
@@ -67,7 +68,7 @@ async def test_the_one_reader_that_ends_an_orphaned_turn_records_it(redis_url: s
     assert [len(frames) for frames in ends] == [1, 1, 1], ends
     assert len(recorded) == 1, recorded
     [(_, turn)] = recorded
-    assert turn == OrphanedTurn(OPERATOR, "turn-1", "session-1", MESSAGE)
+    assert turn == OrphanedTurn(OPERATOR, "turn-1", "session-1", MESSAGE, STARTED.id)
 
 
 async def test_a_turn_sending_only_deltas_is_found_past_its_lookups_first_lifetime(
@@ -168,3 +169,41 @@ async def test_a_turn_is_noted_once_whoever_notes_it(api_factory: Any, tmp_path:
         ("user", "and now?"),
         ("assistant", OWNER_GONE_REPLY),
     ]
+
+
+async def test_an_orphaned_turn_sent_with_a_key_answers_the_key_with_its_note(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """A turn sent with an idempotency key, whose instance was killed and which a reader
+    then ended and noted (`record_owner_gone`): a send again with its key answers the end
+    the reader read (reason `cancelled`), as its session's note says, not a 409 "no longer
+    running" forever; nothing runs again."""
+    runtime = ScriptedRuntime([reply("never asked")])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    session_id = (await (await api.post("/api/operator/chat/new")).json())["id"]
+    operator = api.services.db.call(lambda s: int(s.get(ChatSession, session_id).operator_id))
+    # The killed instance claimed the key for its turn, then died before its end.
+    asked = Asked(message=MESSAGE, session=session_id, agent=None, focus=None, keep_focus=True)
+    claimed = KeyedTurn(asked, "turn-killed", session_id)
+    assert api.services.db.call(claim_key, row_key(operator, "the-key"), claimed) is None
+
+    turns = api.services.chat_turns
+    await turns.record_owner_gone(
+        OrphanedTurn(operator, "turn-killed", session_id, MESSAGE, first_id=STARTED.id)
+    )
+    again = await api.post(
+        "/api/operator/chat/stream",
+        json={"message": MESSAGE, "session": session_id},
+        headers={"Idempotency-Key": "the-key"},
+    )
+    assert again.status == 200, await again.text()
+    frames = await read_sse(again)
+    assert [(f["type"], f["id"]) for f in frames] == [("status", STARTED.id), ("error", 102)]
+    assert frames[0]["turn_id"] == "turn-killed" and frames[0]["message"] == MESSAGE
+    assert frames[1]["reason"] == "cancelled" and frames[1]["error"] == OWNER_GONE_TEXT
+    session = await (await api.get(f"/api/operator/chat/session/{session_id}")).json()
+    assert [(m["role"], m["content"]) for m in session["messages"]] == [
+        ("user", MESSAGE),
+        ("assistant", OWNER_GONE_REPLY),
+    ]
+    assert not runtime.requests

@@ -38,8 +38,19 @@ def stop_channel(redis_db: int) -> str:
 
 
 def slot_key(operator_id: int) -> str:
-    """The operator's turn slot (its value: {turn_id, session} of the turn holding it)."""
+    """The operator's turn slot (its value: {turn_id, session} of the turn holding it, and
+    `key`, its idempotency key's row key, when it was sent with one)."""
     return f"{KEY_PREFIX}{operator_id}"
+
+
+def slot_value(turn_id: str, session_id: str, key: str | None) -> str:
+    """What the slot holds: the turn, its session ("" while it is being placed) and its key,
+    so that a send with the same key through another instance, refused the slot, knows the
+    turn holding it is the one its key names (bot.chat.key_joins)."""
+    value = {"turn_id": turn_id, "session": session_id}
+    if key is not None:
+        value["key"] = key
+    return json.dumps(value)
 
 
 def slot_held_by(raw: bytes | str | None, turn_id: str) -> bool:
@@ -95,10 +106,15 @@ LISTENER_MAX_RETRY_SECONDS = 60.0
 
 
 class TurnLocks(Protocol):
-    async def acquire(self, operator_id: int, turn_id: str) -> str | None:
-        """Claim the slot; None on success, else the holder's turn id."""
+    async def acquire(
+        self, operator_id: int, turn_id: str, *, key: str | None = None
+    ) -> str | None:
+        """Claim the slot for the turn (sent with `key`, the row key of its idempotency
+        key); None on success, else the holder's turn id."""
 
-    async def describe(self, operator_id: int, turn_id: str, session_id: str) -> None: ...
+    async def describe(
+        self, operator_id: int, turn_id: str, session_id: str, *, key: str | None = None
+    ) -> None: ...
 
     async def holder(self, operator_id: int) -> dict[str, str] | None: ...
 
@@ -119,10 +135,14 @@ class TurnLocks(Protocol):
 class LocalTurnLocks:
     """One process: the in-process registry already enforces everything."""
 
-    async def acquire(self, operator_id: int, turn_id: str) -> str | None:
+    async def acquire(
+        self, operator_id: int, turn_id: str, *, key: str | None = None
+    ) -> str | None:
         return None
 
-    async def describe(self, operator_id: int, turn_id: str, session_id: str) -> None:
+    async def describe(
+        self, operator_id: int, turn_id: str, session_id: str, *, key: str | None = None
+    ) -> None:
         return None
 
     async def holder(self, operator_id: int) -> dict[str, str] | None:
@@ -194,11 +214,13 @@ class RedisTurnLocks:
             self._down = False
             log.warning("Redis reachable again: chat turn slots are shared across instances")
 
-    async def acquire(self, operator_id: int, turn_id: str) -> str | None:
-        return await self._call("acquire", lambda: self._acquire(operator_id, turn_id), None)
+    async def acquire(
+        self, operator_id: int, turn_id: str, *, key: str | None = None
+    ) -> str | None:
+        return await self._call("acquire", lambda: self._acquire(operator_id, turn_id, key), None)
 
-    async def _acquire(self, operator_id: int, turn_id: str) -> str | None:
-        value = json.dumps({"turn_id": turn_id, "session": ""})
+    async def _acquire(self, operator_id: int, turn_id: str, key: str | None) -> str | None:
+        value = slot_value(turn_id, "", key)
         for _ in range(2):  # the holder may finish between our SET and GET: try once more
             if await self._redis.set(slot_key(operator_id), value, nx=True, px=self._ttl_ms):
                 return None
@@ -207,8 +229,10 @@ class RedisTurnLocks:
                 return held["turn_id"]
         return ""
 
-    async def describe(self, operator_id: int, turn_id: str, session_id: str) -> None:
-        value = json.dumps({"turn_id": turn_id, "session": session_id})
+    async def describe(
+        self, operator_id: int, turn_id: str, session_id: str, *, key: str | None = None
+    ) -> None:
+        value = slot_value(turn_id, session_id, key)
         key = slot_key(operator_id)
         await self._call(
             "describe", lambda: self._redis.set(key, value, xx=True, px=self._ttl_ms), None

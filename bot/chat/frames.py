@@ -273,6 +273,7 @@ class OrphanedTurn:
     turn_id: str
     session_id: str
     message: str
+    first_id: int = 1  # its first frame's id: a send again with its key reads it numbered so
 
 
 # Records an orphaned turn in its session; run by the one reader that ended it.
@@ -634,19 +635,23 @@ class RedisFrameRelay:
             return
         try:
             first: Any = await self._redis.xrange(watch.stream, count=1)
-            opened = NumberedFrame.stored(first[0][1][b"f"]).frame if first else None
+            numbered = NumberedFrame.stored(first[0][1][b"f"]) if first else None
         except Exception as exc:  # Redis failing, or a frame unreadable
             log.warning("turn %s: its first frame not read (%r); no note", watch.turn_id, exc)
             return
+        opened = numbered.frame if numbered is not None else None
         if (
-            not isinstance(opened, StatusFrame)
+            numbered is None
+            or not isinstance(opened, StatusFrame)
             or opened.turn_id != watch.turn_id
             or not opened.session
             or opened.message is None
         ):  # trimmed (MAXLEN) or lost: the message is not known here
             log.warning("turn %s: its first frame is gone; no note in its session", watch.turn_id)
             return
-        orphaned = OrphanedTurn(watch.operator, watch.turn_id, opened.session, opened.message)
+        orphaned = OrphanedTurn(
+            watch.operator, watch.turn_id, opened.session, opened.message, numbered.id
+        )
         task = asyncio.create_task(record(orphaned), name=f"orphaned-{watch.turn_id}")
         self._recording.add(task)
         task.add_done_callback(self._recording.discard)

@@ -2,12 +2,16 @@
 the next start as a SIGTERM notes a cut turn: the session keeps the operator's message,
 answered by a note that the turn did not complete (bot.chat.turn.OWNER_GONE_REPLY, kind
 `turn_cut`), once (bot.chat.cut_notes). Before, a `steelframe dev` killed mid-turn left
-nothing of it: its frames were in the embedded Redis, which the next start stops."""
+nothing of it: its frames were in the embedded Redis, which the next start stops. A turn
+sent with an idempotency key gets the same end for its key (bot.chat.turn_keys): a send
+again with it answers that the turn did not complete, as the note says; it answered a 409
+("no longer running and recorded no end") forever before."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -17,6 +21,7 @@ from bot.chat.cut_notes import store_cut_note
 from bot.chat.inflight import TurnRegistry
 from bot.chat.open_turn_rows import OpenTurn, forget_open
 from bot.chat.turn import OWNER_GONE_REPLY
+from bot.chat.turn_keys import killed_end, record_killed_end
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.group_commit import GroupCommit
@@ -30,24 +35,54 @@ class LeftTurn:
     operator_id: int
     session_id: str
     message: str
+    started_at: datetime
+
+    @property
+    def first_id(self) -> int:
+        """An id for its first frame, as bot.chat.inflight.frame_base gives one (the turn's
+        own was lost with its process): its start in milliseconds times 1,000, plus one."""
+        at = self.started_at if self.started_at.tzinfo else self.started_at.replace(tzinfo=UTC)
+        return int(at.timestamp() * 1000) * 1000 + 1
 
 
 def left_turns(session: Session) -> list[LeftTurn]:
     """Every turn still kept open, oldest first: killed ones, and any running now."""
     rows = session.scalars(select(OpenTurn).order_by(OpenTurn.started_at)).all()
-    return [LeftTurn(r.turn_id, r.operator_id, r.session_id, r.message) for r in rows]
+    return [LeftTurn(r.turn_id, r.operator_id, r.session_id, r.message, r.started_at) for r in rows]
+
+
+def note_killed_turn(
+    session: Session,
+    operator_id: int,
+    session_id: str,
+    turn_id: str,
+    message: str,
+    *,
+    first_id: int,
+    clock: Clock = utcnow,
+) -> bool:
+    """A turn whose process was killed: its session notes it (its message and that it did
+    not complete) and its key, if it was sent with one, records the same end, in one
+    transaction. False when nothing was written (its messages stored already: the key is
+    left as it is; its session gone)."""
+    stored = store_cut_note(
+        session, operator_id, session_id, turn_id, message, reply=OWNER_GONE_REPLY, clock=clock
+    )
+    if stored:
+        end = killed_end(session_id, turn_id, message, first_id=first_id)
+        record_killed_end(session, turn_id, end, clock=clock)
+    return stored
 
 
 def note_left_turn(session: Session, turn: LeftTurn, *, clock: Clock = utcnow) -> bool:
-    """Note the turn in its session (its message and that it did not complete) and let it
-    go; False when nothing was written (its messages stored already, its session gone)."""
-    stored = store_cut_note(
+    """Note the turn (`note_killed_turn`) and let it go; False when nothing was written."""
+    stored = note_killed_turn(
         session,
         turn.operator_id,
         turn.session_id,
         turn.turn_id,
         turn.message,
-        reply=OWNER_GONE_REPLY,
+        first_id=turn.first_id,
         clock=clock,
     )
     forget_open(session, turn.turn_id)

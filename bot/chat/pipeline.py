@@ -37,7 +37,8 @@ from bot.chat.intents import (
     proposes,
 )
 from bot.chat.issue_context import IssueContextLoader
-from bot.chat.left_turns import note_left_turns
+from bot.chat.key_joins import KeyJoins
+from bot.chat.left_turns import note_killed_turn, note_left_turns
 from bot.chat.open_turn_rows import forget_open
 from bot.chat.operator_commands import answered_by_record, command_focus
 from bot.chat.placement import TurnTarget, place_turn, placements
@@ -52,7 +53,6 @@ from bot.chat.session_store import (
 )
 from bot.chat.turn import (
     CUT_REPLY,
-    OWNER_GONE_REPLY,
     Draft,
     FinishedTurn,
     TurnContext,
@@ -66,10 +66,10 @@ from bot.chat.turn_keys import (
     TurnFrames,
     check_asked,
     claim_key,
-    keyed_turn,
     read_key,
     record_end,
     row_key,
+    started_frame,
 )
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
@@ -200,6 +200,7 @@ class TurnPipeline:
         # Where each starting turn goes, read together with other turns' (bot.group_read).
         self._placements = GroupRead(db, placements)
         self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
+        self.joins = KeyJoins(db, parts.locks, registry)
         if registry.relay is not None:  # turns of killed instances, ended by readers here
             registry.relay.on_owner_gone = self.record_owner_gone
 
@@ -222,12 +223,13 @@ class TurnPipeline:
             except _KeyTaken as taken:
                 state = taken.state
             except Conflict:
-                # The operator's turn in flight may be this key's, sent a moment before.
-                state = await self.db.run(read_key, key)
+                # The operator's turn in flight may be this key's, sent a moment before, here
+                # or through another instance (its claim on its way: bot.chat.key_joins).
+                state = await self.joins.claimed(request.operator_id, key)
                 if state is None:
                     raise
         check_asked(state, request.asked())
-        return await keyed_turn(state, operator_id=request.operator_id, registry=self.registry)
+        return await self.joins.frames(state, operator_id=request.operator_id, key=key)
 
     async def start_turn(self, request: TurnRequest) -> TurnHandle:
         """Validate, resolve the session (a read), and start the turn detached; errors raise
@@ -241,9 +243,11 @@ class TurnPipeline:
         # A turn of this operator still being set up: its 409 names its session once it has one.
         await self.registry.settle(request.operator_id)
         handle = self.registry.reserve(turn_id=new_id(), operator_id=request.operator_id)
+        # The slot names the key: a send with it through another instance joins this turn.
+        key = None if request.key is None else row_key(request.operator_id, request.key)
         acquired = False
         try:
-            holder = await self.locks.acquire(request.operator_id, handle.turn_id)
+            holder = await self.locks.acquire(request.operator_id, handle.turn_id, key=key)
             if holder is not None:
                 held = await self.locks.holder(request.operator_id) or {}
                 raise Conflict(
@@ -265,8 +269,11 @@ class TurnPipeline:
                     " name another agent",
                     detail=ErrorDetail(field="agent", known=sorted(self.agents)),
                 )
-            await self.locks.describe(request.operator_id, handle.turn_id, target.session_id)
-            key = None if request.key is None else await self._claim_key(request, handle, target)
+            await self.locks.describe(
+                request.operator_id, handle.turn_id, target.session_id, key=key
+            )
+            if key is not None:
+                await self._claim_key(key, request, handle, target)
             handle.record_end = functools.partial(self._record_end, key)
         except BaseException:
             self.registry.release(handle)
@@ -279,17 +286,16 @@ class TurnPipeline:
             run=lambda running: self._run(running, request, target),
         )
 
-    async def _claim_key(self, request: TurnRequest, handle: TurnHandle, target: TurnTarget) -> str:
+    async def _claim_key(
+        self, key: str, request: TurnRequest, handle: TurnHandle, target: TurnTarget
+    ) -> None:
         """Claim the request's key for this turn, the last step before it launches (a
         refusal before writes no claim); its end is recorded as its terminal frame goes out.
         _KeyTaken if a send with the same key claimed it first."""
-        assert request.key is not None
-        key = row_key(request.operator_id, request.key)
         turn = KeyedTurn(request.asked(), handle.turn_id, target.session_id)
         taken = await self.writes.run(claim_key, key, turn, clock=self.clock)
         if taken is not None:
             raise _KeyTaken(taken)
-        return key
 
     async def _record_end(
         self, key: str | None, handle: TurnHandle, terminal: NumberedFrame
@@ -321,15 +327,7 @@ class TurnPipeline:
         with self.locks.keep(handle.operator_id, handle.turn_id):
             # The first frame goes out before any write: it names the session and the turn,
             # which are already decided (spec: the SSE stream starts with `status`).
-            await handle.emit(
-                StatusFrame(
-                    text="turn started",
-                    session=target.session_id,
-                    turn_id=handle.turn_id,
-                    # A client re-attaching after a reload shows what was asked.
-                    message=request.message,
-                )
-            )
+            await handle.emit(started_frame(target.session_id, handle.turn_id, request.message))
             ts = await self._open(handle, request, target)
             if ts is not None and ts.created:
                 # Listed from now on, whatever becomes of the turn: other clients show it.
@@ -495,26 +493,34 @@ class TurnPipeline:
     ) -> None:
         """The turn was cut (the service is stopping): its session keeps the message and
         says the turn did not complete (bot.chat.turn.cut_record), once."""
-        await self._note_cut(
-            request.operator_id, ts.id, handle.turn_id, request.message, reply=CUT_REPLY
+        stored = await self.writes.run(
+            store_cut_note,
+            request.operator_id,
+            ts.id,
+            handle.turn_id,
+            request.message,
+            reply=CUT_REPLY,
+            clock=self.clock,
         )
+        if stored:
+            await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
 
     async def record_owner_gone(self, turn: OrphanedTurn) -> None:
         """A reader ended a turn whose instance went away (bot.chat.frames): its session
-        keeps the message and says the turn did not complete, once (a turn whose answer or
-        cut was stored before its instance died is left as it is)."""
-        await self._note_cut(
-            turn.operator_id, turn.session_id, turn.turn_id, turn.message, reply=OWNER_GONE_REPLY
-        )
-
-    async def _note_cut(
-        self, operator_id: int, session_id: str, turn_id: str, message: str, *, reply: str
-    ) -> None:
+        keeps the message and says the turn did not complete, once, and its key (if it was
+        sent with one) records that end (a turn whose answer or cut was stored before its
+        instance died is left as it is)."""
         stored = await self.writes.run(
-            store_cut_note, operator_id, session_id, turn_id, message, reply=reply, clock=self.clock
+            note_killed_turn,
+            turn.operator_id,
+            turn.session_id,
+            turn.turn_id,
+            turn.message,
+            first_id=turn.first_id,
+            clock=self.clock,
         )
         if stored:
-            await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
+            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
 
     async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
         """The grounded second draft; if it fails, the first draft stands (shown again)."""

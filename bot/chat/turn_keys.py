@@ -7,7 +7,10 @@ The key's row lives in `side_effects` (bot/idempotency.py's table, kind `chat_tu
 claimed as the turn is placed, before it launches: its `request` is what was asked (to
 refuse the same key with another message) and which turn it started; its `result` is the
 turn's first and terminal frames, recorded as the terminal frame goes out. A turn refused
-before it launched (a 409, a 400) claimed nothing: its retry runs. Knows nothing of HTTP.
+before it launched (a 409, a 400) claimed nothing: its retry runs. A turn whose process was
+killed recorded no end: the end a reader of it reads (an error, reason `cancelled`) is
+recorded for its key as its session notes it cut (`record_killed_end`), so a send again
+with the key answers what the note says. Knows nothing of HTTP.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from bot.chat.frames import FrameRelay, NumberedFrame, RelayedTurn
+from bot.chat.frames import OWNER_GONE_TEXT, FrameRelay, NumberedFrame, RelayedTurn
 from bot.chat.inflight import TurnRegistry
 from bot.clock import Clock, utcnow
+from bot.contracts.chat import ErrorFrame, ErrorReason, StatusFrame
 from bot.contracts.errors import ErrorDetail
 from bot.errors import Conflict, SteelframeError
 from bot.idempotency import DONE, PENDING, SideEffect
@@ -139,6 +143,47 @@ def record_end(
     row.updated_at = clock()
 
 
+def started_frame(session_id: str, turn_id: str, message: str) -> StatusFrame:
+    """A turn's first frame: it names the session and the turn, which are decided before it
+    goes out, and what was asked (a client re-attaching after a reload shows it)."""
+    return StatusFrame(text="turn started", session=session_id, turn_id=turn_id, message=message)
+
+
+def killed_end(session_id: str, turn_id: str, message: str, *, first_id: int) -> TurnEnd:
+    """The end of a turn whose process was killed mid-turn: its first frame, and the error
+    a reader of its relayed frames reads (reason `cancelled`, bot.chat.frames), numbered
+    from `first_id`."""
+    first = NumberedFrame.of(first_id, started_frame(session_id, turn_id, message))
+    gone = ErrorFrame(error=OWNER_GONE_TEXT, reason=ErrorReason.CANCELLED)
+    end = NumberedFrame.of(first_id + 1, gone)
+    return TurnEnd(frames=[first.data.decode(), end.data.decode()])
+
+
+def record_killed_end(
+    session: Session, turn_id: str, end: TurnEnd, *, clock: Clock = utcnow
+) -> bool:
+    """`end` recorded for the key that started the turn, if one did and it has no end yet
+    (the turn's process was killed before recording it): a send again with that key then
+    answers it, as it answers a turn cut by a shutdown, instead of a 409 forever. False when
+    nothing was recorded. (The key's row is found by its turn: a scan of the kind's rows
+    still without an end, run only for a killed turn.)"""
+    row = session.scalar(
+        select(SideEffect)
+        .where(
+            SideEffect.kind == KIND,
+            SideEffect.status == PENDING,
+            SideEffect.request["turn_id"].as_string() == turn_id,
+        )
+        .with_for_update()
+    )
+    if row is None:
+        return False
+    row.status = DONE
+    row.result = msgspec.to_builtins(end)
+    row.updated_at = clock()
+    return True
+
+
 class TurnFrames(Protocol):
     """A turn's frames, wherever they come from: the turn running here, another instance's
     through the relay, or the end a key recorded."""
@@ -196,11 +241,12 @@ class RelayedFrames:
         return self.relay.replay(self.turn.turn_id, after=after, heartbeat=heartbeat)
 
 
-async def keyed_turn(state: KeyState, *, operator_id: int, registry: TurnRegistry) -> TurnFrames:
+async def find_keyed_turn(
+    state: KeyState, *, operator_id: int, registry: TurnRegistry
+) -> TurnFrames | None:
     """The frames of the turn a key started: its recorded end; the turn running here
-    (attached, as a re-attach is), or on another instance (through the relay); else a 409
-    naming its session: it is no longer running and recorded no end (its process was
-    killed; its session notes the turn as cut: bot.chat.left_turns)."""
+    (attached, as a re-attach is), or on another instance (through the relay); None when
+    it is found nowhere (not relayed yet, or killed: bot.chat.key_joins decides)."""
     turn = state.turn
     if state.end is not None:
         return RecordedTurn.of(turn, state.end)
@@ -213,7 +259,13 @@ async def keyed_turn(state: KeyState, *, operator_id: int, registry: TurnRegistr
         located = await relay.locate(operator_id, session_id=None, turn_id=turn.turn_id)
         if located is not None:
             return RelayedFrames(relay, located)
-    raise Conflict(
+    return None
+
+
+def no_longer_running(turn: KeyedTurn) -> Conflict:
+    """The 409 of a key whose turn is no longer running and recorded no end: its process was
+    killed, and its session does not note it yet (bot.chat.left_turns)."""
+    return Conflict(
         "the turn sent with this Idempotency-Key is no longer running and recorded no end"
         " (the service running it stopped); its session shows it",
         detail=ErrorDetail(session=turn.session_id, turn_id=turn.turn_id),

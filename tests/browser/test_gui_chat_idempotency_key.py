@@ -44,3 +44,51 @@ async def test_retry_after_a_lost_answer_runs_the_message_once(
     assert len(runtime.requests) == 1
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
     assert [s["turns"] for s in sessions] == [2]
+
+
+async def test_retry_after_opening_another_chat_sends_to_the_first_with_its_key(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The answer is lost, the operator opens another chat, then presses Retry: the message
+    goes again to the chat it was sent in, with its key, so the turn the service ran for it
+    is the one shown, and the chat open meanwhile gets no turn. Before, Retry sent what the
+    box held to the chat then open, with a new key: a second turn ran there."""
+    runtime = ScriptedRuntime([[Delta("The answer, once.")], [Delta("A second turn!")]])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    first = (await (await api.post("/api/operator/chat/new", json={"title": "first"})).json())["id"]
+    other = (await (await api.post("/api/operator/chat/new", json={"title": "other"})).json())["id"]
+    gui = await gui_factory(api)
+    page = gui.page
+    sent: list[tuple[str | None, Any]] = []
+
+    async def lose_the_first_answer(route: Any) -> None:
+        sent.append(
+            (await route.request.header_value("idempotency-key"), route.request.post_data_json)
+        )
+        if len(sent) > 1:
+            await route.continue_()
+            return
+        await route.fetch()  # the service took the message and ran its turn...
+        await route.abort("connectionreset")  # ...and its answer never reached the page
+
+    await page.route("**/api/operator/chat/stream", lose_the_first_answer)
+    await page.click(f"[data-session='{first}'] .session-open")
+    await page.wait_for_selector(f"#session-list .session.current[data-session='{first}']")
+    await page.fill("#message", "answer me once")
+    await page.press("#message", "Enter")
+    lost = page.locator("#toasts .toast.error", has_text="Not sent")
+    await lost.wait_for()
+    await page.click(f"[data-session='{other}'] .session-open")
+    await page.wait_for_selector(f"#session-list .session.current[data-session='{other}']")
+    await lost.locator("button", has_text="Retry").click()
+    await page.locator("#messages .msg.assistant", has_text="The answer, once.").wait_for()
+    await gui.wait_done()
+
+    [(key, body), (again, resent)] = sent
+    assert key and again == key and body["session"] == first and resent == body
+    # The model drafted one answer (its other calls summarise a chat left behind).
+    asked = [r for r in runtime.requests if r.messages[-1].content == "answer me once"]
+    assert len(asked) == 1
+    assert await page.get_attribute("#session-list .session.current", "data-session") == first
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert {s["id"]: s["turns"] for s in sessions} == {first: 2, other: 0}

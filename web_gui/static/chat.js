@@ -456,6 +456,32 @@ export class Chat {
     if (this.session?.id) body.session = this.session.id;
     if (this.agentChanged || !this.session) body.agent = this.agent;
     if (this.focusChanged || (!this.session && this.focus)) body.focus = this.focus;
+    this.els.input.value = "";
+    await this.sendMessage(body, this.sendKey(text, body.session));
+  }
+
+  // Retry of a send that failed: that message, to its chat, with its key, whatever chat is
+  // open now and whatever the box holds. A message the service took (only its answer was
+  // lost) is the same turn then, not a second one in the chat opened since.
+  async retry(unsent) {
+    if (unsent.resent) return; // sent again already (Send, or an earlier Retry): its key with it
+    if (this.turn) {
+      notify("A turn is running: stop it or let it finish first.", { level: "error" });
+      return;
+    }
+    const session = unsent.body.session;
+    if (session && this.session?.id !== session) {
+      await this.open(session);
+      if (this.session?.id !== session || this.turn) return; // not opened (it said why), or busy
+    }
+    unsent.resent = true;
+    if (this.unsent === unsent) this.unsent = null;
+    if (this.els.input.value === unsent.body.message) this.els.input.value = "";
+    await this.sendMessage(unsent.body, unsent.key);
+  }
+
+  async sendMessage(body, key) {
+    const text = body.message;
     $("#chat-empty")?.remove();
     this.sends += 1;
     this.shown += 1;
@@ -463,24 +489,23 @@ export class Chat {
     const user = userMessage(text, "");
     this.els.messages.append(user, view.el);
     this.toLatest(); // what was just sent, and its reply as it comes, are in view
-    this.els.input.value = "";
     this.startTurn(view);
     this.turn.session = body.session; // known now when the chat is: opening another one leaves it away
-    const key = this.sendKey(text, body.session);
     let response;
     try {
       response = await openStream("POST", "/api/operator/chat/stream", { body, signal: this.turn.abort.signal, key });
     } catch (err) {
       // Sent again (Retry, or Send with the same words to the same chat) it carries the same
       // key: if the service took it and only its answer was lost, it runs no second turn.
-      this.unsent = { text, session: body.session, key };
+      const unsent = { text, session: body.session, key, body, resent: false };
+      this.unsent = unsent;
       this.endTurn();
       user.remove();
       view.el.remove();
       if (!this.els.messages.querySelector(".msg")) this.els.messages.prepend(this.emptyHint());
       this.els.input.value = text;
       this.els.status.textContent = err instanceof ApiError && err.status === 0 ? "offline: not sent" : "";
-      this.sendFailed(err);
+      this.sendFailed(err, unsent);
       return;
     }
     this.focusChanged = false;
@@ -498,10 +523,12 @@ export class Chat {
   sendKey(text, session) {
     const unsent = this.unsent;
     this.unsent = null;
-    return unsent && unsent.text === text && unsent.session === session ? unsent.key : newKey();
+    if (!unsent || unsent.text !== text || unsent.session !== session) return newKey();
+    unsent.resent = true; // its Retry, still offered, has nothing more to send
+    return unsent.key;
   }
 
-  sendFailed(err) {
+  sendFailed(err, unsent) {
     if (err instanceof ApiError && err.status === 409 && err.body?.detail?.session) {
       notify("A turn is already running: showing it.", { level: "error" });
       this.open(err.body.detail.session);
@@ -514,7 +541,7 @@ export class Chat {
     const retry = status === 0 || status === 429 || status >= 500;
     notify(`Not sent: ${err.message}. Your message is back in the box.`, {
       level: "error",
-      action: retry ? { label: "Retry", run: () => this.send() } : null,
+      action: retry ? { label: "Retry", run: () => this.retry(unsent) } : null,
     });
   }
 

@@ -1,0 +1,94 @@
+"""Publish from Chat, its core (bot.chat.decision_publish) called as the handler calls it,
+against the GitHub sandbox: the repository is the session's agent's (an agent no longer
+configured publishes nowhere and keeps the draft), a retry with the key posts nothing more,
+and the draft the publish answered is the one cleared. (The HTTP route's answers:
+tests/test_decisions.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from bot.chat.decision_publish import PublishRequest, publish_from_chat
+from bot.errors import BadRequest, NotFound, Unavailable
+from bot.models import ChatSession
+from tests.conftest import ApiClient, GitHubSandbox
+from tests.test_decisions import _decision, _discuss, _draft, comments
+from tests.test_decisions import issue as issue  # the `issue` fixture
+from tests.test_decisions import service as service  # the `service` fixture
+
+
+def owner(api: ApiClient, session: str) -> int:
+    found: int = api.services.db.call(
+        lambda s: s.scalar(select(ChatSession.operator_id).where(ChatSession.id == session))
+    )
+    return found
+
+
+async def test_a_session_whose_agent_is_gone_publishes_nowhere_then_once_per_key(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    session = await _discuss(service, issue)  # the default agent's session
+    await _draft(service, session)
+    parts = service.services
+    request = PublishRequest(
+        operator_id=owner(service, session),
+        issue=issue,
+        body="Ship it behind a flag.",
+        session_id=session,
+        key="click-1",
+    )
+    without_default = {"other": parts.settings.agents["other"]}  # same repo, another name
+
+    with pytest.raises(BadRequest) as refused:
+        await publish_from_chat(
+            request, db=parts.db, publisher=parts.publisher, agents=without_default
+        )
+    assert refused.value.detail is not None and refused.value.detail.field == "agent"
+    assert comments(github_sandbox, issue) == []
+    assert await _decision(service, session) is not None  # the draft is kept
+
+    agents = parts.settings.agents
+    done = await publish_from_chat(request, db=parts.db, publisher=parts.publisher, agents=agents)
+    again = await publish_from_chat(request, db=parts.db, publisher=parts.publisher, agents=agents)
+    assert done.cleared_session == session and await _decision(service, session) is None
+    assert again.published.reused and not done.published.reused
+    assert again.published.comment_id == done.published.comment_id
+    assert len(comments(github_sandbox, issue)) == 1
+
+
+async def test_the_active_sessions_draft_is_cleared_only_by_a_publish_on_its_issue(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    session = await _discuss(service, issue)  # the active session, its draft for `issue`
+    await _draft(service, session)
+    parts = service.services
+    operator = owner(service, session)
+    other_issue = issue + 1000  # not in the sandbox: GitHub says so, nothing is cleared
+
+    def publish(number: int) -> PublishRequest:
+        return PublishRequest(
+            operator_id=operator, issue=number, body="Go.", session_id=None, key=None
+        )
+
+    agents = parts.settings.agents
+    with pytest.raises(NotFound):
+        await publish_from_chat(
+            publish(other_issue), db=parts.db, publisher=parts.publisher, agents=agents
+        )
+    assert await _decision(service, session) is not None
+    done = await publish_from_chat(
+        publish(issue), db=parts.db, publisher=parts.publisher, agents=agents
+    )
+    assert done.cleared_session == session and await _decision(service, session) is None
+
+    # Without a GitHub App nothing is published; another operator's session is not found
+    # first (it is not theirs to name).
+    with pytest.raises(Unavailable):
+        await publish_from_chat(publish(issue), db=parts.db, publisher=None, agents=agents)
+    stranger = PublishRequest(
+        operator_id=operator + 1000, issue=issue, body="Go.", session_id=session, key=None
+    )
+    with pytest.raises(NotFound):
+        await publish_from_chat(stranger, db=parts.db, publisher=None, agents=agents)
+    assert len(comments(github_sandbox, issue)) == 1
