@@ -277,6 +277,15 @@ class Memory:
         self.sync()
         return added
 
+    def retract(self, keys: Sequence[str]) -> list[int]:
+        """Forget the chunks under `keys` in their own transaction (memory.chunks.retract),
+        then bring the index up to date: no search answers from them after this returns.
+        The ids forgotten (a key with no live chunk is skipped)."""
+        with self.sessions() as session:
+            found = [chunks.retract(session, key, clock=self.clock) for key in keys]
+        self.sync()
+        return [chunk_id for chunk_id in found if chunk_id is not None]
+
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
         """Catch the index up with the rows; an index built with another analysis (an older
         version of Steelframe) met here is rebuilt first, its progress logged. When no row
