@@ -103,7 +103,9 @@ class Memory:
         try:
             manifest = read_manifest(self.root, analysis=dict(self.analyzer.signature))
         except IndexIncompatible:
-            log.warning("memory: the index in %s was built with another analysis; rebuilding")
+            log.warning(
+                "memory: the index in %s was built with another analysis; rebuilding", self.root
+            )
             self.reindex(progress=progress)
             return "rebuilt"
         except IndexUnavailable:

@@ -4,6 +4,8 @@ answered by no search, in this process or another, before or after a rebuild."""
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +16,7 @@ from bot.db import Database, upgrade
 from bot.lifecycle.redact import TOKEN_SHAPES
 from memory import ChunkIn, ChunkSource, Memory
 from memory.chunks import MAX_TEXT_CHARS
+from memory.manifest import MANIFEST
 from memory.models import MemoryChunk
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
@@ -107,3 +110,17 @@ def test_a_forgotten_chunk_is_answered_by_no_search_and_its_text_is_gone(
     memory.add([_comment("@ana on #3:\nthe staging bucket is tern-2", key)])
     other.sync()
     assert [h.record.issue for h in other.search("tern", repo="o/r")] == [3]
+
+
+def test_the_start_up_rebuild_of_an_old_index_logs_which_index(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory.add([ChunkIn("a note about deploys", ChunkSource.NOTE, "o/r")])
+    manifest = json.loads((memory.root / MANIFEST).read_text())
+    manifest["analysis"]["version"] = 1  # as an older Steelframe wrote it
+    (memory.root / MANIFEST).write_text(json.dumps(manifest))
+    with caplog.at_level(logging.WARNING, logger="memory.service"):
+        assert memory.upgrade_index()
+    # The operator reading the log learns which data directory was rebuilt (the message
+    # had a %s and no argument: the log said "the index in %s").
+    assert f"the index in {memory.root} was built with another analysis" in caplog.text
