@@ -13,6 +13,10 @@ import pytest
 from sqlalchemy import select
 
 from bot.db import Database, upgrade
+from bot.filing import MEMORY_LABEL, memory_issue_body
+from bot.github.issue_records import Label
+from bot.lifecycle.coding import CodingStatus
+from bot.lifecycle.memory_task import memory_write, write_memory
 from bot.lifecycle.redact import TOKEN_SHAPES
 from memory import ChunkIn, ChunkSource, Memory
 from memory.chunks import MAX_TEXT_CHARS
@@ -124,3 +128,19 @@ def test_the_start_up_rebuild_of_an_old_index_logs_which_index(
     # The operator reading the log learns which data directory was rebuilt (the message
     # had a %s and no argument: the log said "the index in %s").
     assert f"the index in {memory.root} was built with another analysis" in caplog.text
+
+
+def test_remembering_a_token_commits_neither_it_nor_its_shape_in_the_file_name(
+    tmp_path: Path,
+) -> None:
+    title = f"Remember: the staging deploy token is {TOKEN} and rotates monthly"
+    fact = f"the staging deploy token is {TOKEN} and rotates monthly"
+    body = memory_issue_body(title, fact)  # what Chat files for "remember that ..."
+    write = memory_write(title, body, [Label(name=MEMORY_LABEL)])
+    assert write is not None
+    assert write_memory(tmp_path, write).status is CodingStatus.DONE
+    written = [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.md")]
+    assert written == ["docs/memory/the-staging-deploy-token-is-redacted-and-rotates-monthly.md"]
+    assert (tmp_path / written[0]).read_text() == (
+        "the staging deploy token is [REDACTED] and rotates monthly\n"
+    )
