@@ -273,10 +273,24 @@ class Memory:
         return table
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
-        """Store chunks in their own transaction, then bring the index up to date."""
+        """Store chunks in their own transaction, then bring the index up to date. The rows
+        are what is stored: an index that cannot catch up now (corrupt, a full or read-only
+        disk) is logged, not raised, as the rows are already committed and the next sync or
+        `steelframe memory reindex` indexes them; raising made a caller think nothing was
+        stored and add it again (`steelframe memory add` printed a traceback and a re-run
+        stored the note twice)."""
         with self.sessions() as session:
             added = chunks.add_chunks(session, items, clock=self.clock)
-        self.sync()
+        try:
+            self.sync()
+        except (IndexUnavailable, OSError) as exc:
+            reason = exc.message if isinstance(exc, IndexUnavailable) else str(exc)
+            log.warning(
+                "memory: chunk(s) %s stored; the index in %s is not caught up: %s",
+                ", ".join(str(a.id) for a in added),
+                self.root,
+                reason,
+            )
         return added
 
     def retract(self, keys: Sequence[str]) -> list[int]:

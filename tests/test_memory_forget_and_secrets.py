@@ -144,3 +144,17 @@ def test_remembering_a_token_commits_neither_it_nor_its_shape_in_the_file_name(
     assert (tmp_path / written[0]).read_text() == (
         "the staging deploy token is [REDACTED] and rotates monthly\n"
     )
+
+
+def test_adding_over_a_corrupt_index_stores_once_and_says_so_without_raising(
+    memory: Memory, database: Database, caplog: pytest.LogCaptureFixture
+) -> None:
+    memory.add([ChunkIn("a note about herons", ChunkSource.NOTE, "o/r")])
+    (memory.root / MANIFEST).write_text("{")  # a disk that lost a write
+    with caplog.at_level(logging.WARNING, logger="memory.service"):
+        added = memory.add([ChunkIn("a note about egrets", ChunkSource.NOTE, "o/r")])
+    assert added[0].created
+    assert "is not caught up: manifest is not valid JSON" in caplog.text
+    assert sorted(_texts(database)) == ["a note about egrets", "a note about herons"]
+    memory.reindex()  # the repair the search's error names
+    assert [h.record.text for h in memory.search("egrets", repo="o/r")] == ["a note about egrets"]
