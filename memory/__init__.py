@@ -17,6 +17,7 @@ _EXPORTS = {
     "ChunkSource": "memory.chunks",
     "add_chunk": "memory.chunks",
     "add_chunks": "memory.chunks",
+    "retract": "memory.chunks",
     "CommittedFile": "memory.committed",
     "CommittedMemory": "memory.committed",
     "read_committed": "memory.committed",
@@ -40,10 +41,11 @@ __all__ = [
     "add_chunk",
     "add_chunks",
     "read_committed",
+    "retract",
 ]
 
 if TYPE_CHECKING:
-    from memory.chunks import Added, ChunkIn, ChunkSource, add_chunk, add_chunks
+    from memory.chunks import Added, ChunkIn, ChunkSource, add_chunk, add_chunks, retract
     from memory.committed import CommittedFile, CommittedMemory, read_committed
     from memory.errors import ChunkError, IndexCorrupt, IndexUnavailable
     from memory.index import Hit

@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, func, or_, select
+from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
 from memory.errors import ChunkError
 from memory.models import MemoryChunk
+from memory.secrets import masked
 from memory.segment import Record
 
 MAX_TEXT_CHARS = 50_000
@@ -67,6 +68,10 @@ class ChunkIn:
             raise ChunkError("text is required")
         if len(text) > MAX_TEXT_CHARS:
             raise ChunkError(f"text is longer than {MAX_TEXT_CHARS} characters")
+        # Token-shaped text never reaches the rows, the index or a prompt (memory.secrets).
+        # The mask can be longer than a short header value: cut, so text that was within
+        # the limit (a webhook sink cuts to it) never fails for being masked.
+        text = masked(text)[:MAX_TEXT_CHARS]
         if not isinstance(self.repo, str) or not _REPO.match(self.repo):
             raise ChunkError(f"repo {self.repo!r} must look like owner/name")
         if self.issue is not None and (
@@ -127,6 +132,52 @@ def add_chunk(session: Session, chunk: ChunkIn, *, clock: Now = utcnow) -> Added
 def add_chunks(session: Session, chunks: Sequence[ChunkIn], *, clock: Now = utcnow) -> list[Added]:
     validated = [chunk.validated() for chunk in chunks]  # all or nothing
     return [add_chunk(session, chunk, clock=clock) for chunk in validated]
+
+
+RETRACTED = "[retracted]"
+
+
+def retract(session: Session, key: str, *, clock: Now = utcnow) -> int | None:
+    """Forget the chunk stored under `key` in the caller's transaction (a deleted comment, a
+    fact the operator asked to forget): the id of the chunk forgotten, None if no live one.
+
+    Every version's text under the key is overwritten (an edited comment's earlier text is
+    forgotten too), and a row that is not live and `replaces` the forgotten chunk is added:
+    `memory.sync` meets it above its watermark and tombstones the chunk like a replaced one
+    (the index's copy goes with the next merge of its segment); a rebuild skips it. The
+    same key added again later is a new chunk.
+    """
+    previous = session.scalar(
+        select(MemoryChunk)
+        .where(MemoryChunk.key == key, MemoryChunk.live.is_(True))
+        .with_for_update()
+    )
+    if previous is None:
+        return None
+    previous.live = False
+    session.flush()
+    session.execute(
+        update(MemoryChunk)
+        .where(MemoryChunk.key == key)
+        .values(text=RETRACTED, paths=[])
+        .execution_options(synchronize_session="fetch")
+    )
+    session.add(
+        MemoryChunk(
+            key=key,
+            source=previous.source,
+            repo=previous.repo,
+            issue=previous.issue,
+            session_id=previous.session_id,
+            paths=[],
+            text=RETRACTED,
+            created_at=clock(),
+            live=False,
+            replaces=previous.id,
+        )
+    )
+    session.flush()
+    return previous.id
 
 
 def _same(row: MemoryChunk, chunk: ChunkIn) -> bool:

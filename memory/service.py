@@ -103,7 +103,9 @@ class Memory:
         try:
             manifest = read_manifest(self.root, analysis=dict(self.analyzer.signature))
         except IndexIncompatible:
-            log.warning("memory: the index in %s was built with another analysis; rebuilding")
+            log.warning(
+                "memory: the index in %s was built with another analysis; rebuilding", self.root
+            )
             self.reindex(progress=progress)
             return "rebuilt"
         except IndexUnavailable:
@@ -271,11 +273,34 @@ class Memory:
         return table
 
     def add(self, items: Sequence[ChunkIn]) -> list[Added]:
-        """Store chunks in their own transaction, then bring the index up to date."""
+        """Store chunks in their own transaction, then bring the index up to date. The rows
+        are what is stored: an index that cannot catch up now (corrupt, a full or read-only
+        disk) is logged, not raised, as the rows are already committed and the next sync or
+        `steelframe memory reindex` indexes them; raising made a caller think nothing was
+        stored and add it again (`steelframe memory add` printed a traceback and a re-run
+        stored the note twice)."""
         with self.sessions() as session:
             added = chunks.add_chunks(session, items, clock=self.clock)
-        self.sync()
+        try:
+            self.sync()
+        except (IndexUnavailable, OSError) as exc:
+            reason = exc.message if isinstance(exc, IndexUnavailable) else str(exc)
+            log.warning(
+                "memory: chunk(s) %s stored; the index in %s is not caught up: %s",
+                ", ".join(str(a.id) for a in added),
+                self.root,
+                reason,
+            )
         return added
+
+    def retract(self, keys: Sequence[str]) -> list[int]:
+        """Forget the chunks under `keys` in their own transaction (memory.chunks.retract),
+        then bring the index up to date: no search answers from them after this returns.
+        The ids forgotten (a key with no live chunk is skipped)."""
+        with self.sessions() as session:
+            found = [chunks.retract(session, key, clock=self.clock) for key in keys]
+        self.sync()
+        return [chunk_id for chunk_id in found if chunk_id is not None]
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
         """Catch the index up with the rows; an index built with another analysis (an older

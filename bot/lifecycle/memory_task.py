@@ -15,6 +15,7 @@ from pathlib import Path
 from bot.filing import MEMORY_LABEL, MEMORY_SEPARATOR, memory_fact, memory_path
 from bot.github.issue_records import Label
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
+from bot.lifecycle.redact import mask_token_shapes
 
 
 @dataclass(frozen=True)
@@ -28,9 +29,13 @@ def memory_write(title: str, body: str, labels: Collection[Label]) -> MemoryWrit
     """What a memory issue asks to write, or None when the issue is not one."""
     if all(label.name != MEMORY_LABEL for label in labels) or MEMORY_SEPARATOR not in body:
         return None
-    fact = memory_fact(body)
+    # "Remember that the deploy token is ghp_..." must not commit the token to the
+    # repository, in the file or in its name (the slug of the title): token-shaped text is
+    # masked in both, as in everything else the worker publishes.
+    fact = mask_token_shapes(memory_fact(body)).strip()
     if not fact:
         return None
+    title = mask_token_shapes(title)
     return MemoryWrite(path=memory_path(title), fact=fact, title=title)
 
 
