@@ -51,9 +51,11 @@ HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
 # non-root user, bwrap needs unprivileged user namespaces (kernel.unprivileged_userns_clone=1
 # where that knob exists; Ubuntu 24.04 hosts also need an AppArmor profile for bwrap) and a
 # seccomp profile that allows mount(2), pivot_root(2) and unshare(2), which Docker's default
-# refuses: run workers with
+# refuses, and a /proc without Docker's masks (bwrap mounts a fresh one for the run's pid
+# namespace, which the kernel refuses a user namespace while parts of /proc are masked): run
+# workers with
 #   docker run --security-opt seccomp=unconfined --security-opt apparmor=unconfined \
-#     --no-healthcheck IMAGE steelframe worker
+#     --security-opt systempaths=unconfined --no-healthcheck IMAGE steelframe worker
 # (as compose.yaml does; the HEALTHCHECK above asks serve's port, where a worker does not
 # listen). A worker that cannot create them refuses coding runs and says
 # why; STEELFRAME_CODING_SANDBOX=off runs them unisolated instead (not recommended).

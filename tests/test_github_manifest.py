@@ -40,6 +40,7 @@ def test_manifest_names_the_webhook_path_events_and_permissions() -> None:
         "pull_request",
         "pull_request_review",
         "pull_request_review_comment",
+        "push",
         *("check_run", "check_suite", "status", "workflow_run", "workflow_job"),
     ]
     assert app["default_permissions"] == {

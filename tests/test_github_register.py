@@ -110,7 +110,7 @@ async def test_register_writes_credentials_that_github_check_accepts(
     assert (credentials.name, app.slug) == ("Steelframe Test", credentials.slug)
     assert app.events == (
         *("issues", "issue_comment", "pull_request"),
-        *("pull_request_review", "pull_request_review_comment"),
+        *("pull_request_review", "pull_request_review_comment", "push"),
         *("check_run", "check_suite", "status", "workflow_run", "workflow_job"),
     )  # from app.yml
     written = read_dotenv(env_file)

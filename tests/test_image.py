@@ -18,11 +18,13 @@ import tomllib
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from steelframe.cli import COMMANDS
 from steelframe.listening import announced_url
 from tests.fakes.serve_process import child_env
 
@@ -132,7 +134,8 @@ def test_every_console_script_and_command_starts_from_the_image_install(
     for script in scripts:
         result = _run(installed, script, "--help", cwd=tmp_path)
         assert result.returncode == 0, f"{script} --help: {result.stderr}"
-    for command in ("serve", "worker", "dev", "doctor", "desktop", "github", "operator"):
+    # Every command `steelframe --help` lists: each imports its own module only when chosen.
+    for command in COMMANDS:
         result = _run(installed, "steelframe", command, "--help", cwd=tmp_path)
         assert result.returncode == 0, f"steelframe {command} --help: {result.stderr}"
         assert "usage: steelframe" in result.stdout
@@ -251,3 +254,53 @@ def test_the_image_is_small_unprivileged_and_checks_readiness() -> None:
     assert {pattern.rstrip("*") for pattern in packages} <= sources
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert {".venv", "var", ".env", "*.pem"} <= {line.strip("/") for line in ignored}
+
+
+def _healthcheck_command(url: str) -> list[str]:
+    """The Dockerfile's HEALTHCHECK CMD, asking `url` where it asks the image's port."""
+    [health] = [item.arguments for item in instructions() if item.keyword == "HEALTHCHECK"]
+    words = shlex.split(health[health.index(" CMD ") + len(" CMD ") :])
+    assert any("http://127.0.0.1:8080/readyz" in word for word in words), words
+    return [word.replace("http://127.0.0.1:8080", url) for word in words]
+
+
+@contextmanager
+def _serve(installed: Installed, tmp_path: Path, settings: dict[str, str]) -> Iterator[str]:
+    tmp_path.mkdir()
+    env = child_env({"STEELFRAME_DATA_DIR": str(tmp_path / "data"), **settings})
+    log = tmp_path / "serve.log"
+    with log.open("ab") as sink:
+        process = subprocess.Popen(
+            [str(installed.bin / "steelframe"), "serve", "--port", "0"],
+            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=sink,
+        )  # fmt: skip
+    try:
+        url = _announced_url(process, log)
+        _get_when_up(f"{url}/healthz", process, log)
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_the_image_healthcheck_fails_while_serve_is_not_ready(
+    installed: Installed, tmp_path: Path
+) -> None:
+    """The HEALTHCHECK as Docker runs it, with the image's python: healthy when /readyz is
+    200, unhealthy while it is 503 (an App id with no key: docs/operations.md) and once
+    nothing listens. A probe that only reached the port would pass all three."""
+    python = str(installed.bin / "python")
+
+    def probe(url: str) -> int:
+        words = _healthcheck_command(url)
+        command = [python, *words[1:]] if words[0] == "python" else words
+        return subprocess.run(command, capture_output=True, timeout=30, check=False).returncode
+
+    with _serve(installed, tmp_path / "ready", {}) as url:
+        assert probe(url) == 0
+    assert probe(url) != 0  # stopped: nothing listens
+    with _serve(installed, tmp_path / "not-ready", {"APP_ID": "12345"}) as url:
+        with pytest.raises(urllib.error.HTTPError) as answer:
+            urllib.request.urlopen(f"{url}/readyz", timeout=5)
+        assert answer.value.code == 503
+        assert probe(url) != 0
