@@ -4,13 +4,18 @@ acted on twice or when stale, and the delivery's record says why."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from sqlalchemy import select
 
 from bot.lifecycle.models import Task
-from tests.fakes.lifecycle import Make
+from tests.conftest import GITHUB_DATA, webhook_headers
+from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.test_webhooks_endpoint import PATH
 from tests.test_webhooks_installed import deliver, pickup_payload
-from webhooks.deliveries import DeliveryStatus
+from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 
 
 async def test_a_delivery_after_the_app_was_uninstalled_is_ignored_with_the_reason(
@@ -37,3 +42,50 @@ async def test_a_delivery_after_the_app_was_uninstalled_is_ignored_with_the_reas
     assert late.reason == f"the App has no installation for {lc.repo}"
     made = lc.api.services.db.call(lambda s: list(s.scalars(select(Task)).all()))
     assert len(made) == 1  # only the pickup from before the uninstall
+
+
+async def _deliver_event(lc: Lifecycle, event: str, data: dict[str, Any]) -> WebhookDelivery:
+    body = json.dumps(data).encode()
+    headers = webhook_headers(body, event)
+    answer = await lc.api.raw.post(PATH, data=body, headers=headers)
+    assert answer.status == 202, await answer.text()
+    await lc.settle(retries_within=0)
+    delivery_id = headers["X-GitHub-Delivery"]
+    row = lc.api.services.db.call(lambda s: s.get(WebhookDelivery, delivery_id))
+    assert row is not None
+    return row
+
+
+def _example(lc: Lifecycle, event: str, name: str) -> dict[str, Any]:
+    data = json.loads((GITHUB_DATA / "webhook-examples" / event / name).read_text())
+    data["repository"]["full_name"] = lc.repo
+    data["installation"] = {"id": lc.sandbox.installation_id}
+    return dict(data)
+
+
+async def test_signed_ci_payloads_with_mistyped_optional_fields_are_read_not_retried(
+    make: Make,
+) -> None:
+    """A signed delivery whose optional fields have another type than GitHub's (a list for
+    a conclusion, a number for the branches, text for a pull request's head) reads as
+    "nothing to act on" and is processed once, not retried until dead on a TypeError."""
+    lc = await make()
+    check_run = _example(lc, "check_run", "completed.payload.json")
+    check_run["check_run"]["conclusion"] = ["failure"]
+    failing = _example(lc, "check_run", "completed.payload.json")
+    failing["check_run"]["conclusion"] = "failure"
+    failing["check_run"]["pull_requests"] = 5
+    status = _example(lc, "status", "with-installation.payload.json")
+    status["state"] = "failure"
+    status["branches"] = 5
+    comment = _example(lc, "pull_request_review_comment", "created.payload.json")
+    comment["pull_request"]["head"] = "main"
+    comment["pull_request"]["user"] = "octocat"
+    for event, data in [
+        ("check_run", check_run),
+        ("check_run", failing),
+        ("status", status),
+        ("pull_request_review_comment", comment),
+    ]:
+        row = await _deliver_event(lc, event, data)
+        assert (row.status, row.reason) == (DeliveryStatus.PROCESSED, None), event

@@ -73,16 +73,22 @@ class ReviewPickup:
 
 
 def pull_of(payload: dict[str, Any]) -> PullOf:
-    pull = payload.get("pull_request") or {}
-    head = pull.get("head") or {}
-    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    """The handler's needs (repository name, pull request number) were checked; a signed
+    payload may still hold another type than GitHub's elsewhere (a text `head`): such a
+    part reads as empty, never an AttributeError retried until the delivery is dead."""
+    pull = _object(payload.get("pull_request"))
+    head = _object(pull.get("head"))
     return PullOf(
         repo=str(payload["repository"]["full_name"]),
         number=int(pull["number"]),
         head_ref=str(head.get("ref") or ""),
-        head_repo=str((head_repo or {}).get("full_name") or ""),
-        author=str((pull.get("user") or {}).get("login") or ""),
+        head_repo=str(_object(head.get("repo")).get("full_name") or ""),
+        author=str(_object(pull.get("user")).get("login") or ""),
     )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def pinned_text(text: str | None) -> str:
