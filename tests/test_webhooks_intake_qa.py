@@ -4,15 +4,20 @@ acted on twice or when stale, and the delivery's record says why."""
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any
 
 from sqlalchemy import select
 
-from bot.lifecycle.models import Task
+from bot.lifecycle.models import ReviewThread, Task, ThreadState
+from bot.lifecycle.reviews import ack_marker
+from github_sandbox.operations import HookEvent
 from tests.conftest import GITHUB_DATA, webhook_headers
+from tests.fakes.coding import command
 from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.pulls import as_person, delivered_pull
 from tests.test_webhooks_endpoint import PATH
 from tests.test_webhooks_installed import deliver, pickup_payload
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
@@ -89,3 +94,71 @@ async def test_signed_ci_payloads_with_mistyped_optional_fields_are_read_not_ret
     ]:
         row = await _deliver_event(lc, event, data)
         assert (row.status, row.reason) == (DeliveryStatus.PROCESSED, None), event
+
+
+def _review_threads(lc: Lifecycle, task_id: int) -> list[ReviewThread]:
+    return list(
+        lc.ctx.db.call(
+            lambda s: list(s.scalars(select(ReviewThread).where(ReviewThread.task_id == task_id)))
+        )
+    )
+
+
+def _dismissal(submitted: dict[str, Any], review_id: int) -> dict[str, Any]:
+    """GitHub's `pull_request_review` dismissed for the review `submitted` names (as
+    octokit's schema has it: the same review, state `dismissed`)."""
+    dismissed = copy.deepcopy(submitted)
+    dismissed["action"] = "dismissed"
+    dismissed["review"]["state"] = "dismissed"
+    dismissed["review"]["id"] = review_id
+    return dismissed
+
+
+async def test_a_review_dismissed_before_its_run_is_not_acted_on(make: Make) -> None:
+    """A maintainer asks for changes, then dismisses the review before the run took it up
+    (or GitHub delivers the dismissal first): no run acts on it, no reply answers it, and
+    its thread says it was dismissed."""
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    pull = await lc.github.get_pull(lc.repo, number)
+    review = await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/reviews",
+        {
+            "body": "Please use a calmer blue.",
+            "event": "REQUEST_CHANGES",
+            "commit_id": pull.head.sha,
+        },
+    )
+    assert lc.task(issue).state == "queued"  # the review run waits for the gather time
+    hooks = lc.sandbox.sandbox.hooks
+    (submitted,) = [
+        d for d in hooks.sent if (d.event, d.action) == ("pull_request_review", "submitted")
+    ]
+    hooks.enqueue([HookEvent("pull_request_review", _dismissal(submitted.payload, review["id"]))])
+    await lc.settle()
+    # Out of order: a second review's dismissal arrives before its submission.
+    later = review["id"] + 1000
+    hooks.enqueue([HookEvent("pull_request_review", _dismissal(submitted.payload, later))])
+    await lc.settle()
+    resubmitted = copy.deepcopy(submitted.payload)
+    resubmitted["review"]["id"] = later
+    hooks.enqueue([HookEvent("pull_request_review", resubmitted)])
+    await lc.settle()
+    await lc.work()
+    threads = {t.root_id: t for t in _review_threads(lc, task.id)}
+    assert set(threads) == {review["id"], later}
+    for thread in threads.values():
+        assert (thread.state, thread.reason, thread.picked_job) == (
+            ThreadState.DECLINED,
+            "the review was dismissed on GitHub",
+            None,
+        )
+    bodies = [c["body"] for c in await lc.comments(number)]
+    assert not any(ack_marker(later) in body for body in bodies)  # never acknowledged
+    assert not any("steelframe-thread-answer" in body for body in bodies)  # never answered
+    assert lc.branch_file("REVIEWED.md", str(task.branch)) is None  # no review run coded
+    assert lc.task(issue).state == "delivered"

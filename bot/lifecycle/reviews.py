@@ -57,6 +57,7 @@ class PullOf:
 
 
 ALREADY = "already acknowledged"
+DISMISSED = "the review was dismissed on GitHub"
 
 
 @dataclass(frozen=True)
@@ -139,12 +140,38 @@ class ReviewIntake:
         if isinstance(found, ReviewPickup):
             return self._ignored(pull, what, found)
         task_id = found
+        if await self.db.run(_dismissed, task_id, review.id):
+            return self._ignored(pull, what, ReviewPickup(task_id, False, DISMISSED))
         if await self.db.run(_acked, ThreadKind.REVIEW, review.id):
             return ReviewPickup(task_id, False, ALREADY)
         comment_id = await self._acknowledge_review(pull, review)
         await self.db.run(_record_review, task_id, pull, review, comment_id, self.clock)
         log.info("lifecycle: task %s review %s acknowledged", task_id, review.id)
         return ReviewPickup(task_id, True, "acknowledged")
+
+    async def on_review_dismissed(self, payload: dict[str, Any]) -> ReviewPickup:
+        """A review dismissed on GitHub no longer asks anything: its thread, if no run has
+        taken it up yet, is declined with the reason (a run already queued then finds no
+        review work). Deliveries are not ordered: a dismissal arriving before its
+        `submitted` records the declined thread first, and the submission is then not
+        acknowledged nor run."""
+        pull = pull_of(payload)
+        review = record(Review, payload.get("review"))
+        what = f"dismissal of review {review.id}"
+        if self.github is None or not await self.github.is_app_login(pull.author):
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "not a pull request Steelframe opened")
+            )
+        task = await self.db.run(
+            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
+        )
+        if task is None:
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "no task has this pull request")
+            )
+        said = await self.db.run(_dismiss, task.id, pull, review, self.clock)
+        log.info("lifecycle: task %s review %s dismissed: %s", task.id, review.id, said)
+        return ReviewPickup(task.id, False, said)
 
     async def _acknowledge_review(self, pull: PullOf, review: Review) -> int:
         """One comment on the pull request naming the review (found by its marker after a
@@ -253,6 +280,42 @@ def _record_review(
         )
     _ack(session, task_id, ThreadKind.REVIEW, review.id, comment_id, clock)
     record_done(session)
+
+
+def _dismissed(session: Session, task_id: int, review_id: int) -> bool:
+    thread = _thread(session, task_id, ThreadKind.REVIEW, review_id)
+    return thread is not None and thread.reason == DISMISSED
+
+
+def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock) -> str:
+    """The review's thread declined as dismissed (recorded first when the dismissal came
+    before the submission), with the handler's done-record; what was done, in words."""
+    now = clock()
+    thread = _thread(session, task_id, ThreadKind.REVIEW, review.id)
+    if thread is None:
+        session.add(
+            ReviewThread(
+                task_id=task_id,
+                kind=ThreadKind.REVIEW,
+                root_id=review.id,
+                pr_number=pull.number,
+                author=review.user.login if review.user else "",
+                state=ThreadState.DECLINED,
+                reason=DISMISSED,
+                text=pinned_text(review.body),
+                url=review.html_url or None,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        said = "recorded as dismissed before its submission arrived"
+    elif thread.state == ThreadState.OPEN and thread.picked_job is None:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
+        said = "its thread declined before any run took it up"
+    else:
+        said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
+    record_done(session)
+    return said
 
 
 def _thread(session: Session, task_id: int, kind: ThreadKind, root: int) -> ReviewThread | None:
