@@ -38,6 +38,7 @@ class Exchange:
     response: Any
     injected: bool = False  # answered by an injected fault, not by the endpoint
     credential: Presented | None = None  # the token (its scope) that the request carried
+    headers: dict[str, str] = field(default_factory=dict)  # the answer's headers
 
 
 @dataclass
