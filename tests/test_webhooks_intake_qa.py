@@ -162,3 +162,45 @@ async def test_a_review_dismissed_before_its_run_is_not_acted_on(make: Make) -> 
     assert not any("steelframe-thread-answer" in body for body in bodies)  # never answered
     assert lc.branch_file("REVIEWED.md", str(task.branch)) is None  # no review run coded
     assert lc.task(issue).state == "delivered"
+
+
+async def test_a_review_comment_edited_or_deleted_before_its_run_is_read_as_it_is_now(
+    make: Make,
+) -> None:
+    """A maintainer corrects their comment, and deletes another, before the review run took
+    them up: the run is given the corrected text, and nothing answers the deleted one."""
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task = lc.task(issue)
+    pull = await lc.github.get_pull(lc.repo, number)
+    spot = {"commit_id": pull.head.sha, "path": "CHANGE.md", "line": 1}
+    kept = await as_person(
+        lc, "maintainer", "POST", f"/pulls/{number}/comments", {**spot, "body": "Blue is loud."}
+    )
+    gone = await as_person(
+        lc, "maintainer", "POST", f"/pulls/{number}/comments", {**spot, "body": "And red."}
+    )
+    assert lc.task(issue).state == "queued"  # the review run waits for the gather time
+    hooks = lc.sandbox.sandbox.hooks
+    created = {
+        d.payload["comment"]["id"]: d.payload
+        for d in hooks.sent
+        if (d.event, d.action) == ("pull_request_review_comment", "created")
+    }
+    edited = copy.deepcopy(created[kept["id"]])
+    edited["action"] = "edited"
+    edited["changes"] = {"body": {"from": "Blue is loud."}}
+    edited["comment"]["body"] = "Use teal, not blue."
+    deleted = copy.deepcopy(created[gone["id"]])
+    deleted["action"] = "deleted"
+    hooks.enqueue([HookEvent("pull_request_review_comment", p) for p in (edited, deleted)])
+    await lc.settle()
+    await lc.work()
+    threads = {t.root_id: t for t in _review_threads(lc, task.id)}
+    assert threads[gone["id"]].state == ThreadState.DECLINED
+    assert threads[gone["id"]].reason == "the comment was deleted on GitHub"
+    assert threads[gone["id"]].picked_job is None
+    given = threads[kept["id"]].pinned or ""
+    assert "Use teal, not blue." in given and "Blue is loud." not in given
+    replies = [c for c in await lc.github.list_review_comments(lc.repo, number) if c.in_reply_to_id]
+    assert [r.in_reply_to_id for r in replies] == [kept["id"]]  # none to the deleted one

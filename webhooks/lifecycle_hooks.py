@@ -141,6 +141,14 @@ async def on_review_dismissed(event: Event, ctx: WebhookContext) -> None:
     log.debug("review dismissed [%s]: %s", event.delivery_id, result.reason)
 
 
+async def on_review_comment_changed(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request_review_comment` edited or deleted: a thread no run took up yet is
+    brought up to date (its text, or declined)."""
+    intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
+    result = await intake.on_review_comment_changed(event.data)
+    log.debug("review comment changed [%s]: %s", event.delivery_id, result.reason)
+
+
 async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
     """A writer's review queues one review run of the task (bot.lifecycle.review_pickup),
     started once the rest of the review's webhooks are in (STEELFRAME_REVIEW_GATHER_SECONDS)."""
@@ -164,3 +172,7 @@ handles(router, "pull_request_review_comment", action="created", needs=REVIEW_CO
 )
 handles(router, "pull_request_review", action="submitted", needs=REVIEW_NEEDS)(on_review_submitted)
 handles(router, "pull_request_review", action="dismissed", needs=REVIEW_NEEDS)(on_review_dismissed)
+for _action in ("edited", "deleted"):
+    handles(router, "pull_request_review_comment", action=_action, needs=REVIEW_COMMENT_NEEDS)(
+        on_review_comment_changed
+    )

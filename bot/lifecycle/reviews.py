@@ -58,6 +58,7 @@ class PullOf:
 
 ALREADY = "already acknowledged"
 DISMISSED = "the review was dismissed on GitHub"
+DELETED = "the comment was deleted on GitHub"
 
 
 @dataclass(frozen=True)
@@ -171,6 +172,30 @@ class ReviewIntake:
             )
         said = await self.db.run(_dismiss, task.id, pull, review, self.clock)
         log.info("lifecycle: task %s review %s dismissed: %s", task.id, review.id, said)
+        return ReviewPickup(task.id, False, said)
+
+    async def on_review_comment_changed(self, payload: dict[str, Any]) -> ReviewPickup:
+        """A thread's first comment edited or deleted on GitHub before a run took the thread
+        up: the run is given the text as it is now (edited), or the thread is declined with
+        the reason (deleted). Replies need nothing: a run reads them from GitHub."""
+        pull = pull_of(payload)
+        comment = record(ReviewComment, payload.get("comment"))
+        action = str(payload.get("action") or "")
+        what = f"review comment {comment.id} {action}"
+        if self.github is None or not await self.github.is_app_login(pull.author):
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "not a pull request Steelframe opened")
+            )
+        task = await self.db.run(
+            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
+        )
+        if task is None:
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "no task has this pull request")
+            )
+        deleted = action == "deleted"
+        said = await self.db.run(_comment_changed, task.id, comment, deleted, self.clock)
+        log.info("lifecycle: task %s %s: %s", task.id, what, said)
         return ReviewPickup(task.id, False, said)
 
     async def _acknowledge_review(self, pull: PullOf, review: Review) -> int:
@@ -314,6 +339,26 @@ def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock
         said = "its thread declined before any run took it up"
     else:
         said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
+    record_done(session)
+    return said
+
+
+def _comment_changed(
+    session: Session, task_id: int, comment: ReviewComment, deleted: bool, clock: Clock
+) -> str:
+    """The thread `comment` opened, brought up to date if no run has taken it up; what was
+    done, in words (with the handler's done-record)."""
+    thread = _thread(session, task_id, ThreadKind.COMMENT, comment.id)
+    if thread is None or comment.thread_id != comment.id:
+        said = "not the first comment of a thread in the ledger"
+    elif thread.state != ThreadState.OPEN or thread.picked_job is not None:
+        said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
+    elif deleted:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DELETED, clock()
+        said = "its thread declined before any run took it up"
+    else:
+        thread.text, thread.updated_at = pinned_text(comment.body), clock()
+        said = "its thread's text is the edited one"
     record_done(session)
     return said
 
