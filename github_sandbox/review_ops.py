@@ -207,6 +207,11 @@ class Reviews:
         if repo.issues[number].state != "open":
             raise SandboxError(422, "The pull request is closed")
         state = REVIEW_STATES[event] if event is not None else "PENDING"
+        if state == "PENDING" and any(
+            r.pull_number == number and r.state == "PENDING" and r.user.id == actor.id
+            for r in repo.reviews.values()
+        ):
+            raise SandboxError(422, "User can only have one pending review per pull request")
         item = self._new_review(repo, pull, actor, body or "", state)
         comments = [self._placed(repo, pull, actor, item.id, spec) for spec in specs]
         repo.reviews[item.id] = item

@@ -91,6 +91,20 @@ def test_a_refusal_under_a_status_github_does_not_document_is_a_failure(
     ]
 
 
+def test_an_undocumented_422_passes_only_as_a_writes_refusal(contract: Contract) -> None:
+    """GitHub refuses input it cannot take with 422 on any write, documented or not; a read
+    never answers it, and a 422 must say why in one of GitHub's error shapes."""
+    route = "/repos/{owner}/{repo}/check-runs"
+    refused = {"message": "No commit found for SHA: main", "documentation_url": "x"}
+    assert "422" not in contract.operation("POST", route)["responses"]
+    assert contract.response_problems("POST", route, 422, refused) == []
+    assert contract.response_problems("POST", route, 422, {"id": 1})  # not an error
+    runs = "/repos/{owner}/{repo}/commits/{ref}/check-runs"
+    assert contract.response_problems("GET", runs, 422, refused) == [
+        f"status 422 is not a documented answer of GET {runs}"
+    ]
+
+
 async def test_every_operations_answer_has_the_headers_and_statuses_github_documents(
     github_sandbox: GitHubSandbox, github_client: GitHubClient
 ) -> None:
