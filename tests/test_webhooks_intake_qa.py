@@ -204,3 +204,41 @@ async def test_a_review_comment_edited_or_deleted_before_its_run_is_read_as_it_i
     assert "Use teal, not blue." in given and "Blue is loud." not in given
     replies = [c for c in await lc.github.list_review_comments(lc.repo, number) if c.in_reply_to_id]
     assert [r.in_reply_to_id for r in replies] == [kept["id"]]  # none to the deleted one
+
+
+async def test_a_review_comment_deleted_before_its_webhook_is_read_ends_processed(
+    make: Make,
+) -> None:
+    """The comment is gone by the time its `created` webhook is processed (deleted at
+    once, or a backlog): nothing to acknowledge, no thread, and the delivery is processed
+    with that said, not retried for minutes and then dead on GitHub's 404."""
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    pull = await lc.github.get_pull(lc.repo, number)
+    hooks = lc.sandbox.sandbox.hooks
+    url = hooks.url
+    hooks.url = None  # GitHub's delivery is late: the comment is deleted first
+    comment = await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/comments",
+        {"commit_id": pull.head.sha, "path": "CHANGE.md", "line": 1, "body": "Oops."},
+    )
+    repo = lc.sandbox.sandbox.world.repo(lc.repo)
+    assert repo is not None
+    del repo.review_comments[comment["id"]]
+    hooks.url = url
+    (late,) = [
+        d
+        for d in hooks.sent
+        if (d.event, d.action) == ("pull_request_review_comment", "created")
+        and d.payload["comment"]["id"] == comment["id"]
+    ]
+    hooks.redeliver(late.id)
+    await lc.settle(retries_within=0)
+    row = lc.api.services.db.call(lambda s: s.get(WebhookDelivery, late.id))
+    assert row is not None
+    assert (row.status, row.reason) == (DeliveryStatus.PROCESSED, None)
+    assert _review_threads(lc, lc.task(issue).id) == []
+    assert lc.task(issue).state == "delivered"

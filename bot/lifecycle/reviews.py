@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.db import Database
+from bot.github.errors import GitHubNotFound
 from bot.github.records import Review, ReviewComment, record
 from bot.handler_runs import record_done
 from bot.lifecycle.access import may_review
@@ -124,7 +125,13 @@ class ReviewIntake:
         if await self.db.run(_acked, ThreadKind.COMMENT, comment.id):
             return ReviewPickup(task_id, False, ALREADY)
         assert self.github is not None  # _accepted checked it
-        reaction = await self.github.react_to_review_comment(pull.repo, comment.id, EYES)
+        try:
+            reaction = await self.github.react_to_review_comment(pull.repo, comment.id, EYES)
+        except GitHubNotFound:
+            # Deleted before this delivery was read (at once, or behind a backlog): nothing
+            # asks anything any more; a retry would meet the same 404 until dead.
+            gone = ReviewPickup(task_id, False, DELETED)
+            return self._ignored(pull, f"review comment {comment.id}", gone)
         await self.db.run(_record_comment, task_id, pull, comment, reaction.id, self.clock)
         log.info("lifecycle: task %s review comment %s acknowledged", task_id, comment.id)
         return ReviewPickup(task_id, True, "acknowledged")
