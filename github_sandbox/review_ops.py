@@ -21,6 +21,7 @@ from github_sandbox.operations import (
     SandboxError,
     not_found,
     refused_as_custom,
+    updated_since,
     validation_failed,
 )
 from github_sandbox.review_shapes import (
@@ -258,7 +259,12 @@ class Reviews:
         self, repo: Repo, number: int, viewer: User, query: dict[str, str]
     ) -> list[dict[str, Any]]:
         visible = {r.id for r in self.visible_reviews(repo, number, viewer)}
-        found = [c for c in repo.review_comments.values() if c.review_id in visible]
+        since = updated_since(query)
+        found = [
+            c
+            for c in repo.review_comments.values()
+            if c.review_id in visible and c.updated_at >= since
+        ]
         newest_first = query.get("direction", "asc") == "desc"
         key = (lambda c: c.updated_at) if query.get("sort") == "updated" else (lambda c: c.id)
         found.sort(key=key, reverse=newest_first)

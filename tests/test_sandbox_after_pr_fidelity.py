@@ -4,6 +4,8 @@ GitHub's documented answer, so a client that passes here does not fail on GitHub
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -56,3 +58,31 @@ async def test_a_person_has_one_pending_review_per_pull_request(
     assert refused["errors"] == ["User can only have one pending review per pull request"]
     listed = await reviewer.call("GET", f"/pulls/{number}/reviews", status=200)
     assert [r["id"] for r in listed] == [first["id"]]
+
+
+async def test_since_lists_only_what_was_updated_at_or_after_it(
+    github_sandbox: GitHubSandbox, pull: dict[str, Any], reviewer: Person
+) -> None:
+    """`since` is declared on the review comment, issue comment and issue lists; the
+    sandbox ignored it and answered everything (a client's incremental read looked right
+    here and nowhere else)."""
+    now = [time.time()]
+    github_sandbox.use_clock(lambda: now[0])
+    number = pull["number"]
+    spot = {"commit_id": pull["sha"], "path": "notes.md", "line": 1}
+    await reviewer.call("POST", f"/pulls/{number}/comments", {**spot, "body": "old"}, status=201)
+    await reviewer.call("POST", f"/issues/{number}/comments", {"body": "old"}, status=201)
+    now[0] += 5
+    since = datetime.fromtimestamp(now[0], UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    await reviewer.call("POST", f"/pulls/{number}/comments", {**spot, "body": "new"}, status=201)
+    await reviewer.call("POST", f"/issues/{number}/comments", {"body": "new"}, status=201)
+    for path in (f"/pulls/{number}/comments", f"/issues/{number}/comments"):
+        everything = await reviewer.call("GET", path, status=200)
+        assert [c["body"] for c in everything] == ["old", "new"]
+        recent = await reviewer.call("GET", f"{path}?since={since}", status=200)
+        assert [c["body"] for c in recent] == ["new"], path
+    # The pull request's issue was updated by the new comment; a later `since` names none.
+    issues = await reviewer.call("GET", f"/issues?state=all&since={since}", status=200)
+    assert [i["number"] for i in issues] == [number]
+    later = datetime.fromtimestamp(now[0] + 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert await reviewer.call("GET", f"/issues?state=all&since={later}", status=200) == []
