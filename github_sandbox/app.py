@@ -125,6 +125,7 @@ async def recorder(request: web.Request, handler: Handler) -> web.StreamResponse
                 response=_decoded(response.body if isinstance(response.body, bytes) else b""),
                 injected=request.get(INJECTED, False),
                 credential=presented(sandbox.world, request.headers.get("Authorization", "")),
+                headers=dict(response.headers),
             )
         )
     return response

@@ -10,6 +10,7 @@ A suite completes when its last run does, with the worst conclusion of its runs.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +44,7 @@ CONCLUSIONS = (
 # Worst first: a suite concludes with the worst conclusion among its runs.
 SEVERITY = ("action_required", "timed_out", "cancelled", "failure", "stale", "neutral",
             "skipped", "success")  # fmt: skip
+_SHA = re.compile(r"[0-9a-f]{40}")
 RUN_STATUSES = ("queued", "in_progress", "completed")
 STATUS_STATES = ("error", "failure", "pending", "success")
 LEVELS = ("notice", "warning", "failure")
@@ -185,6 +187,10 @@ class Checks:
             raise validation_failed("name", "missing_field", resource="CheckRun")
         if not isinstance(head_sha, str) or not head_sha:
             raise validation_failed("head_sha", "missing_field", resource="CheckRun")
+        # "The SHA of the commit" (GitHub's description): a branch name or any other ref
+        # GitHub does not resolve here, so neither does the sandbox.
+        if not _SHA.fullmatch(head_sha):
+            raise SandboxError(422, f"No commit found for SHA: {head_sha}")
         sha = self.commit(repo, head_sha)
         suite = self._suite(repo, sha, by_actions=False)
         suite.status, suite.conclusion = "in_progress", None  # a new run reopens the suite

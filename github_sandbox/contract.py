@@ -12,6 +12,7 @@ process, and each schema is compiled once (`CompiledSchema`).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 from functools import cache, cached_property
 from pathlib import Path
@@ -22,6 +23,8 @@ from jsonschema import Draft4Validator, Draft7Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
+from github_sandbox.sandbox import Exchange
+
 # The description grown to 49 operations for the work after the pull request (a superset
 # of `openapi/github-rest-trimmed.json`; shared/github/README.md).
 OPENAPI_FILE = "after-pr/openapi/github-rest-trimmed.json"
@@ -30,6 +33,12 @@ OPENAPI_FILE = "after-pr/openapi/github-rest-trimmed.json"
 # credential cannot see (GitHub docs, "Troubleshooting the REST API"; the description
 # leaves 404 out of several operations on a numbered resource, e.g. create-review).
 ANY_ENDPOINT_ERRORS = frozenset({401, 403, 404, 429, 500, 502, 503})
+# GitHub answers a write whose input it cannot take (a field of the wrong kind, a commit
+# that does not exist) with 422 and one of its error shapes, whether or not the operation's
+# description lists it (GitHub docs, "Troubleshooting the REST API": 422 Unprocessable
+# Entity; the description leaves it out of e.g. checks/create).
+INVALID_INPUT = 422
+WRITES = frozenset({"POST", "PATCH", "PUT"})
 # Objects whose keys are data (which permissions an App holds), not part of the shape.
 DATA_MAPS = frozenset({"permissions", "custom_properties"})
 # Keys an example has because of what it happened to describe, at any depth: a check run
@@ -202,6 +211,8 @@ class Contract:
         spec = operation["responses"].get(str(status))
         if spec is None and status in ANY_ENDPOINT_ERRORS:
             return self._validate({"$ref": "#/components/schemas/basic-error"}, body)
+        if spec is None and status == INVALID_INPUT and method.upper() in WRITES:
+            return self.error_problems(body)
         if spec is None:
             return [f"status {status} is not a documented answer of {method} {route}"]
         documented = self.resolve(spec).get("content", {})
@@ -211,6 +222,85 @@ class Contract:
         if content is None:
             return [] if body is None else [f"{status} documents no body, got one"]
         return self._validate(content["schema"], body)
+
+    def header_problems(
+        self,
+        method: str,
+        route: str,
+        status: int,
+        headers: Mapping[str, str],
+        body: Any = None,
+    ) -> list[str]:
+        """The answer's headers against what the description documents for it: each
+        documented header is there (a `Link` only when there is another page, so it is
+        checked for its form when present) with a value its schema accepts; a `Location`
+        names the created resource (GitHub's is its `url`); a `Link` where the operation
+        documents none is one GitHub would not send. Header names are case-insensitive."""
+        operation, problems = self._described(method, route)
+        if operation is None:
+            return problems
+        sent = {name.lower(): value for name, value in headers.items()}
+        spec = operation["responses"].get(str(status))
+        documented = {} if spec is None else self.resolve(spec).get("headers", {})
+        named = {name.lower(): self.resolve(header) for name, header in documented.items()}
+        where = f"{status} of {method} {route}"
+        if "link" in sent and "link" not in named:
+            problems.append(f"{where} documents no Link header, got one")
+        for name, header in named.items():
+            value = sent.get(name)
+            if value is None:
+                if name != "link":
+                    problems.append(f"{where} lacks its documented {name} header")
+                continue
+            schema = header.get("schema", {})
+            problems += [
+                f"header {name}: {p.removeprefix('<root>: ')}"
+                for p in self._validate(schema, _typed(schema, value))
+            ]
+            if name == "link" and not _LINK.fullmatch(value):
+                problems.append(f"header link is not GitHub's form: {value[:200]}")
+        location = sent.get("location")
+        if location is not None and isinstance(body, dict) and isinstance(body.get("url"), str):
+            if location != body["url"]:
+                problems.append(f"header location {location} is not the resource {body['url']}")
+        return problems
+
+    def exchange_problems(self, ex: Exchange) -> list[str]:
+        """Everything the description says of one exchange the sandbox served: the query,
+        the request, the answer's status, body and headers. A request the schema rejects
+        passes only when refused with one of GitHub's error shapes, under a status the
+        operation documents (or any endpoint may give): a sandbox that took it, or refused
+        it as GitHub never would, would hide a client's mistake."""
+        where = f"{ex.method} {ex.path} -> {ex.status}"
+        problems = []
+        if ex.query:
+            problems += [
+                f"{where} query {p}" for p in self.query_problems(ex.method, ex.route, ex.query)
+            ]
+        operation = self.operation(ex.method, ex.route)
+        if ex.method in ("POST", "PATCH", "PUT"):
+            broken = self.request_problems(ex.method, ex.route, ex.request)
+            if broken and 400 <= ex.status < 500 and operation is not None:
+                problems += [f"{where} refusal {p}" for p in self.error_problems(ex.response)]
+                documented = str(ex.status) in operation["responses"]
+                if not documented and ex.status not in {*ANY_ENDPOINT_ERRORS, INVALID_INPUT}:
+                    problems.append(
+                        f"{where} refusal: status {ex.status} is not a documented answer"
+                    )
+                return problems
+            problems += [f"{where} request {p}" for p in broken]
+        problems += [
+            f"{where} response {p}"
+            for p in self.response_problems(ex.method, ex.route, ex.status, ex.response)
+        ]
+        if operation is not None:
+            problems += [
+                f"{where} {p}"
+                for p in self.header_problems(
+                    ex.method, ex.route, ex.status, ex.headers, ex.response
+                )
+            ]
+        return problems
 
     def error_problems(self, body: Any) -> list[str]:
         """An answer refusing a request the description's schema rejects: any of GitHub's
@@ -294,6 +384,11 @@ class Contract:
             # The examples are repository hooks' pings; an App's ping names no repository.
             optional |= {"repository", "sender"}
         return _missing_keys(example, payload, "", optional)
+
+
+# `<url>; rel="next"`, comma-separated (GitHub docs, "Using pagination in the REST API").
+_LINK_ITEM = r'<https?://[^>]+>; rel="(?:next|last|prev|first)"'
+_LINK = re.compile(rf"{_LINK_ITEM}(?:, {_LINK_ITEM})*")
 
 
 @cache

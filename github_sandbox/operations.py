@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from github_sandbox import git
@@ -48,6 +49,17 @@ class SandboxError(Exception):
 
 def not_found() -> SandboxError:
     return SandboxError(404, "Not Found")
+
+
+def updated_since(query: dict[str, str]) -> float:
+    """The `since` of a list's query as a timestamp: GitHub lists only what was last
+    updated at or after it (ISO 8601). Absent or not a time: -inf, everything (the
+    description documents no 422 for these reads)."""
+    raw = query.get("since")
+    try:
+        return datetime.fromisoformat((raw or "").replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return float("-inf")
 
 
 def validation_failed(field_name: str, code: str = "invalid", **extra: Any) -> SandboxError:
@@ -201,12 +213,14 @@ class Operations:
         state = query.get("state", "open")
         wanted = {n.strip().lower() for n in query.get("labels", "").split(",") if n.strip()}
         creator = query.get("creator", "").lower()
+        since = updated_since(query)
         issues = [
             issue
             for issue in repo.issues.values()
             if (state == "all" or issue.state == state)
             and wanted <= {name.lower() for name in issue.labels}
             and (not creator or issue.user.login.lower() == creator)
+            and issue.updated_at >= since
         ]
         key = (lambda i: i.updated_at) if query.get("sort") == "updated" else (lambda i: i.id)
         issues.sort(key=key, reverse=query.get("direction", "desc") != "asc")
@@ -318,9 +332,13 @@ class Operations:
             hooks.append(self._comment_hook(repo, actor, "edited", issue, shaped, changes=changes))
         return Outcome(shaped, 200, hooks)
 
-    def list_comments(self, repo: Repo, number: int) -> list[dict[str, Any]]:
+    def list_comments(
+        self, repo: Repo, number: int, query: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         issue = self.issue(repo, number)
-        return [self.shapes.comment(repo, repo.comments[i]) for i in issue.comment_ids]
+        since = updated_since(query or {})
+        found = [repo.comments[i] for i in issue.comment_ids]
+        return [self.shapes.comment(repo, c) for c in found if c.updated_at >= since]
 
     def delete_comment(self, repo: Repo, actor: User, comment_id: int) -> Outcome:
         comment = self.comment(repo, comment_id)

@@ -68,7 +68,13 @@ def path_number(request: web.Request, key: str) -> int:
 
 def answer(request: web.Request, outcome: Outcome) -> web.Response:
     sandbox_of(request).emit(outcome.hooks)
-    return web.json_response(outcome.body, status=outcome.status)
+    headers = {}
+    body = outcome.body
+    if outcome.status == 201 and isinstance(body, dict) and isinstance(body.get("url"), str):
+        # GitHub names what it created in `Location` (documented on every create the
+        # description has: issues, comments, labels, pull requests, review comments).
+        headers["Location"] = body["url"]
+    return web.json_response(body, status=outcome.status, headers=headers)
 
 
 def page(request: web.Request, items: list[Any]) -> web.Response:

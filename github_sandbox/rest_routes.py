@@ -226,7 +226,7 @@ async def remove_label(request: web.Request) -> web.Response:
 async def list_comments(request: web.Request) -> web.Response:
     repo, _ = repo_and_caller(request)
     number = path_number(request, "issue_number")
-    return page(request, sandbox_of(request).ops.list_comments(repo, number))
+    return page(request, sandbox_of(request).ops.list_comments(repo, number, dict(request.query)))
 
 
 @routes.post(REPO + "/issues/{issue_number}/comments")

@@ -21,6 +21,7 @@ from github_sandbox.operations import (
     SandboxError,
     not_found,
     refused_as_custom,
+    updated_since,
     validation_failed,
 )
 from github_sandbox.review_shapes import (
@@ -207,6 +208,11 @@ class Reviews:
         if repo.issues[number].state != "open":
             raise SandboxError(422, "The pull request is closed")
         state = REVIEW_STATES[event] if event is not None else "PENDING"
+        if state == "PENDING" and any(
+            r.pull_number == number and r.state == "PENDING" and r.user.id == actor.id
+            for r in repo.reviews.values()
+        ):
+            raise SandboxError(422, "User can only have one pending review per pull request")
         item = self._new_review(repo, pull, actor, body or "", state)
         comments = [self._placed(repo, pull, actor, item.id, spec) for spec in specs]
         repo.reviews[item.id] = item
@@ -253,7 +259,12 @@ class Reviews:
         self, repo: Repo, number: int, viewer: User, query: dict[str, str]
     ) -> list[dict[str, Any]]:
         visible = {r.id for r in self.visible_reviews(repo, number, viewer)}
-        found = [c for c in repo.review_comments.values() if c.review_id in visible]
+        since = updated_since(query)
+        found = [
+            c
+            for c in repo.review_comments.values()
+            if c.review_id in visible and c.updated_at >= since
+        ]
         newest_first = query.get("direction", "asc") == "desc"
         key = (lambda c: c.updated_at) if query.get("sort") == "updated" else (lambda c: c.id)
         found.sort(key=key, reverse=newest_first)

@@ -38,6 +38,7 @@ class Exchange:
     response: Any
     injected: bool = False  # answered by an injected fault, not by the endpoint
     credential: Presented | None = None  # the token (its scope) that the request carried
+    headers: dict[str, str] = field(default_factory=dict)  # the answer's headers
 
 
 @dataclass
@@ -172,6 +173,31 @@ class Sandbox:
         if installation is not None:
             self.grant_installation(installation, repo, notify=notify)
         return repo
+
+    def uninstall(self, inst: Installation, *, notify: bool = True) -> None:
+        """Remove the App's installation (GitHub sends `installation.deleted`, naming the
+        repositories it served); its tokens stop working and its repositories have no
+        installation any more (`GET /repos/{owner}/{repo}/installation` is 404)."""
+        served = [r for r in self.world.repos.values() if r.installation_id == inst.id]
+        shaped = self.shapes.installation(self.world.app, inst)
+        for repo in served:
+            repo.installation_id = None
+        inst.repos.clear()
+        self.world.installations.pop(inst.id, None)
+        if notify:
+            self.emit(
+                [
+                    HookEvent(
+                        "installation",
+                        {
+                            "action": "deleted",
+                            "installation": shaped,
+                            "repositories": [self.shapes.repo_lite(r) for r in served],
+                            "sender": self.shapes.user(inst.account),
+                        },
+                    )
+                ]
+            )
 
     def grant_installation(self, inst: Installation, repo: Repo, *, notify: bool = True) -> None:
         repo.installation_id = inst.id

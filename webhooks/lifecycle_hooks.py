@@ -150,6 +150,21 @@ async def on_review_submitted(event: Event, ctx: WebhookContext) -> None:
     await _ask_review_run(ctx, result)
 
 
+async def on_review_dismissed(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request_review` dismissed: its thread withdrawn if no run took it up yet."""
+    intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
+    result = await intake.on_review_dismissed(event.data)
+    log.debug("review dismissed [%s]: %s", event.delivery_id, result.reason)
+
+
+async def on_review_comment_changed(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request_review_comment` edited or deleted: a thread no run took up yet is
+    brought up to date (its text, or declined)."""
+    intake = ReviewIntake(db=ctx.db, github=ctx.github, clock=ctx.clock)
+    result = await intake.on_review_comment_changed(event.data)
+    log.debug("review comment changed [%s]: %s", event.delivery_id, result.reason)
+
+
 async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
     """A writer's review queues one review run of the task (bot.lifecycle.review_pickup),
     started once the rest of the review's webhooks are in (STEELFRAME_REVIEW_GATHER_SECONDS)."""
@@ -173,3 +188,8 @@ handles(router, "pull_request_review_comment", action="created", needs=REVIEW_CO
     on_review_comment
 )
 handles(router, "pull_request_review", action="submitted", needs=REVIEW_NEEDS)(on_review_submitted)
+handles(router, "pull_request_review", action="dismissed", needs=REVIEW_NEEDS)(on_review_dismissed)
+for _action in ("edited", "deleted"):
+    handles(router, "pull_request_review_comment", action=_action, needs=REVIEW_COMMENT_NEEDS)(
+        on_review_comment_changed
+    )

@@ -41,10 +41,12 @@ def parse_failure(event: str, payload: dict[str, Any]) -> CiFailure | None:
     if event == "status":
         return _status(payload, repo)
     item = payload.get(event)
-    if not isinstance(item, dict) or item.get("conclusion") not in FAILED_CONCLUSIONS:
+    # A signed payload may still hold another type than GitHub's (a list for a
+    # conclusion): read as text or not at all, never a TypeError retried until dead.
+    if not isinstance(item, dict) or _text(item.get("conclusion")) not in FAILED_CONCLUSIONS:
         return None
     branches = [item.get("head_branch"), _at(item, "check_suite", "head_branch")]
-    pulls = item.get("pull_requests") or []
+    pulls = _items(item.get("pull_requests"))
     branches += [_at(pull, "head", "ref") for pull in pulls if isinstance(pull, dict)]
     app = item.get("app")
     return CiFailure(
@@ -63,10 +65,10 @@ def parse_failure(event: str, payload: dict[str, Any]) -> CiFailure | None:
 
 
 def _status(payload: dict[str, Any], repo: str) -> CiFailure | None:
-    state = payload.get("state")
+    state = _text(payload.get("state"))
     if state not in FAILED_STATES:
         return None
-    branches = [_at(b, "name") for b in payload.get("branches") or () if isinstance(b, dict)]
+    branches = [_at(b, "name") for b in _items(payload.get("branches")) if isinstance(b, dict)]
     return CiFailure(
         event="status",
         repo=repo,
@@ -84,6 +86,14 @@ def _at(data: Any, *keys: str) -> Any:
             return None
         data = data.get(key)
     return data
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _int(value: Any) -> int | None:

@@ -26,6 +26,7 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.db import Database
+from bot.github.errors import GitHubNotFound
 from bot.github.records import Review, ReviewComment, record
 from bot.handler_runs import record_done
 from bot.lifecycle.access import may_review
@@ -57,6 +58,8 @@ class PullOf:
 
 
 ALREADY = "already acknowledged"
+DISMISSED = "the review was dismissed on GitHub"
+DELETED = "the comment was deleted on GitHub"
 
 
 @dataclass(frozen=True)
@@ -73,16 +76,22 @@ class ReviewPickup:
 
 
 def pull_of(payload: dict[str, Any]) -> PullOf:
-    pull = payload.get("pull_request") or {}
-    head = pull.get("head") or {}
-    head_repo = head.get("repo") if isinstance(head.get("repo"), dict) else {}
+    """The handler's needs (repository name, pull request number) were checked; a signed
+    payload may still hold another type than GitHub's elsewhere (a text `head`): such a
+    part reads as empty, never an AttributeError retried until the delivery is dead."""
+    pull = _object(payload.get("pull_request"))
+    head = _object(pull.get("head"))
     return PullOf(
         repo=str(payload["repository"]["full_name"]),
         number=int(pull["number"]),
         head_ref=str(head.get("ref") or ""),
-        head_repo=str((head_repo or {}).get("full_name") or ""),
-        author=str((pull.get("user") or {}).get("login") or ""),
+        head_repo=str(_object(head.get("repo")).get("full_name") or ""),
+        author=str(_object(pull.get("user")).get("login") or ""),
     )
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def pinned_text(text: str | None) -> str:
@@ -116,7 +125,13 @@ class ReviewIntake:
         if await self.db.run(_acked, ThreadKind.COMMENT, comment.id):
             return ReviewPickup(task_id, False, ALREADY)
         assert self.github is not None  # _accepted checked it
-        reaction = await self.github.react_to_review_comment(pull.repo, comment.id, EYES)
+        try:
+            reaction = await self.github.react_to_review_comment(pull.repo, comment.id, EYES)
+        except GitHubNotFound:
+            # Deleted before this delivery was read (at once, or behind a backlog): nothing
+            # asks anything any more; a retry would meet the same 404 until dead.
+            gone = ReviewPickup(task_id, False, DELETED)
+            return self._ignored(pull, f"review comment {comment.id}", gone)
         await self.db.run(_record_comment, task_id, pull, comment, reaction.id, self.clock)
         log.info("lifecycle: task %s review comment %s acknowledged", task_id, comment.id)
         return ReviewPickup(task_id, True, "acknowledged")
@@ -133,12 +148,62 @@ class ReviewIntake:
         if isinstance(found, ReviewPickup):
             return self._ignored(pull, what, found)
         task_id = found
+        if await self.db.run(_dismissed, task_id, review.id):
+            return self._ignored(pull, what, ReviewPickup(task_id, False, DISMISSED))
         if await self.db.run(_acked, ThreadKind.REVIEW, review.id):
             return ReviewPickup(task_id, False, ALREADY)
         comment_id = await self._acknowledge_review(pull, review)
         await self.db.run(_record_review, task_id, pull, review, comment_id, self.clock)
         log.info("lifecycle: task %s review %s acknowledged", task_id, review.id)
         return ReviewPickup(task_id, True, "acknowledged")
+
+    async def on_review_dismissed(self, payload: dict[str, Any]) -> ReviewPickup:
+        """A review dismissed on GitHub no longer asks anything: its thread, if no run has
+        taken it up yet, is declined with the reason (a run already queued then finds no
+        review work). Deliveries are not ordered: a dismissal arriving before its
+        `submitted` records the declined thread first, and the submission is then not
+        acknowledged nor run."""
+        pull = pull_of(payload)
+        review = record(Review, payload.get("review"))
+        what = f"dismissal of review {review.id}"
+        if self.github is None or not await self.github.is_app_login(pull.author):
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "not a pull request Steelframe opened")
+            )
+        task = await self.db.run(
+            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
+        )
+        if task is None:
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "no task has this pull request")
+            )
+        said = await self.db.run(_dismiss, task.id, pull, review, self.clock)
+        log.info("lifecycle: task %s review %s dismissed: %s", task.id, review.id, said)
+        return ReviewPickup(task.id, False, said)
+
+    async def on_review_comment_changed(self, payload: dict[str, Any]) -> ReviewPickup:
+        """A thread's first comment edited or deleted on GitHub before a run took the thread
+        up: the run is given the text as it is now (edited), or the thread is declined with
+        the reason (deleted). Replies need nothing: a run reads them from GitHub."""
+        pull = pull_of(payload)
+        comment = record(ReviewComment, payload.get("comment"))
+        action = str(payload.get("action") or "")
+        what = f"review comment {comment.id} {action}"
+        if self.github is None or not await self.github.is_app_login(pull.author):
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "not a pull request Steelframe opened")
+            )
+        task = await self.db.run(
+            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
+        )
+        if task is None:
+            return self._ignored(
+                pull, what, ReviewPickup(None, False, "no task has this pull request")
+            )
+        deleted = action == "deleted"
+        said = await self.db.run(_comment_changed, task.id, comment, deleted, self.clock)
+        log.info("lifecycle: task %s %s: %s", task.id, what, said)
+        return ReviewPickup(task.id, False, said)
 
     async def _acknowledge_review(self, pull: PullOf, review: Review) -> int:
         """One comment on the pull request naming the review (found by its marker after a
@@ -247,6 +312,62 @@ def _record_review(
         )
     _ack(session, task_id, ThreadKind.REVIEW, review.id, comment_id, clock)
     record_done(session)
+
+
+def _dismissed(session: Session, task_id: int, review_id: int) -> bool:
+    thread = _thread(session, task_id, ThreadKind.REVIEW, review_id)
+    return thread is not None and thread.reason == DISMISSED
+
+
+def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock) -> str:
+    """The review's thread declined as dismissed (recorded first when the dismissal came
+    before the submission), with the handler's done-record; what was done, in words."""
+    now = clock()
+    thread = _thread(session, task_id, ThreadKind.REVIEW, review.id)
+    if thread is None:
+        session.add(
+            ReviewThread(
+                task_id=task_id,
+                kind=ThreadKind.REVIEW,
+                root_id=review.id,
+                pr_number=pull.number,
+                author=review.user.login if review.user else "",
+                state=ThreadState.DECLINED,
+                reason=DISMISSED,
+                text=pinned_text(review.body),
+                url=review.html_url or None,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+        said = "recorded as dismissed before its submission arrived"
+    elif thread.state == ThreadState.OPEN and thread.picked_job is None:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
+        said = "its thread declined before any run took it up"
+    else:
+        said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
+    record_done(session)
+    return said
+
+
+def _comment_changed(
+    session: Session, task_id: int, comment: ReviewComment, deleted: bool, clock: Clock
+) -> str:
+    """The thread `comment` opened, brought up to date if no run has taken it up; what was
+    done, in words (with the handler's done-record)."""
+    thread = _thread(session, task_id, ThreadKind.COMMENT, comment.id)
+    if thread is None or comment.thread_id != comment.id:
+        said = "not the first comment of a thread in the ledger"
+    elif thread.state != ThreadState.OPEN or thread.picked_job is not None:
+        said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
+    elif deleted:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DELETED, clock()
+        said = "its thread declined before any run took it up"
+    else:
+        thread.text, thread.updated_at = pinned_text(comment.body), clock()
+        said = "its thread's text is the edited one"
+    record_done(session)
+    return said
 
 
 def _thread(session: Session, task_id: int, kind: ThreadKind, root: int) -> ReviewThread | None:

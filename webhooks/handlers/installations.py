@@ -7,8 +7,11 @@ from typing import Any
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
 from bot.github.installations import (
+    GitHubRepository,
     RepoRef,
     forget_installation,
     forget_repositories,
@@ -40,11 +43,21 @@ async def on_installation(event: Event, ctx: WebhookContext) -> None:
     now = ctx.clock()
     ctx.recent.clear()  # repositories may have moved between installations
     if action == "deleted":
-        await commit(
-            ctx, [Write(lambda session: forget_installation(session, installation_id, now=now))]
-        )
+        # The repositories it served, as stored and as the event names them: the lookup
+        # must stop answering this installation for them, or a delivery GitHub sends late
+        # (deliveries are not ordered) passes the installation check and acts on a
+        # repository the App no longer has (webhooks.installed).
+        served = {ref.full_name for ref in _refs(event.data.get("repositories"))}
+
+        def forget(session: Any) -> None:
+            served.update(installation_repositories(session, installation_id))
+            forget_installation(session, installation_id, now=now)
+
+        await commit(ctx, [Write(forget)])
         if ctx.github is not None:
             ctx.github.tokens.invalidate(installation_id)
+            for full_name in sorted(served):
+                ctx.github.installations.invalidate(full_name)
         log.info("installation %s removed (%s)", installation_id, account.get("login"))
         return
     suspended = {"suspend": True, "unsuspend": False}.get(str(action))
@@ -99,3 +112,9 @@ def _remember_account(
         now=now,
         suspended=suspended,
     )
+
+
+def installation_repositories(session: Session, installation_id: int) -> list[str]:
+    """The names of the repositories stored as served by the installation."""
+    served = GitHubRepository.installation_id == installation_id
+    return list(session.scalars(select(GitHubRepository.full_name).where(served)))
