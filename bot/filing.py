@@ -25,6 +25,7 @@ from bot.errors import BadRequest
 from bot.filing_source import FilingClient, current_client, source_label_of
 from bot.github.issue_records import Issue
 from bot.idempotency import run_once
+from memory.secrets import masked
 
 log = logging.getLogger(__name__)
 FROM_TUI_LABEL = FilingClient.TUI.label  # one of the `from-*` labels (bot/filing_source.py)
@@ -168,8 +169,10 @@ class FilingService:
         origin_session: str | None = None,
     ) -> FiledIssue:
         """File once per key; a repeat returns the same issue. Starting the task is
-        idempotent on the lifecycle side (a second pickup of a live task does nothing)."""
-        title = issue_title(title)
+        idempotent on the lifecycle side (a second pickup of a live task does nothing).
+        Token-shaped text in the title or body is masked: an issue is public, and "remember
+        that the deploy token is ghp_..." filed the token in clear."""
+        title, body = issue_title(masked(title)), masked(body)
         if not title:
             raise BadRequest("an issue needs a title", detail=ErrorDetail(field="title"))
         if kind is FilingKind.MEMORY:

@@ -115,6 +115,22 @@ async def test_remember_files_a_memory_issue(
     assert done["filed_issue_number"] == issue.number
 
 
+async def test_a_token_in_a_filing_is_not_published_on_the_issue(
+    service: ApiClient, github_sandbox: GitHubSandbox
+) -> None:
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8"
+    done = await (
+        await service.post(
+            "/api/operator/chat",
+            json={"message": f"remember that the deploy token is {token} and rotates monthly"},
+        )
+    ).json()
+    assert done["intent"] == "file_memory"
+    [issue] = issues(github_sandbox)
+    assert token not in issue.title and token not in (issue.body or "")
+    assert "[REDACTED] and rotates monthly" in (issue.body or "")
+
+
 async def test_model_proposing_work_unasked_files_nothing_until_y(
     api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
 ) -> None:

@@ -17,7 +17,6 @@ from bot.filing import MEMORY_LABEL, memory_issue_body
 from bot.github.issue_records import Label
 from bot.lifecycle.coding import CodingStatus
 from bot.lifecycle.memory_task import memory_write, write_memory
-from bot.lifecycle.redact import TOKEN_SHAPES
 from memory import ChunkIn, ChunkSource, Memory
 from memory.chunks import MAX_TEXT_CHARS
 from memory.manifest import MANIFEST
@@ -71,12 +70,6 @@ def test_masking_never_makes_text_within_the_limit_fail(memory: Memory) -> None:
     text = "x " * ((MAX_TEXT_CHARS - 20) // 2) + "authorization: y"
     assert len(text) <= MAX_TEXT_CHARS
     memory.add([ChunkIn(text, ChunkSource.COMMENT, "o/r", key="comment:9")])
-
-
-def test_memory_masks_the_token_shapes_the_worker_masks() -> None:
-    from memory.secrets import TOKEN_SHAPES as MEMORY_TOKEN_SHAPES
-
-    assert MEMORY_TOKEN_SHAPES.pattern == TOKEN_SHAPES.pattern
 
 
 def test_a_forgotten_chunk_is_answered_by_no_search_and_its_text_is_gone(

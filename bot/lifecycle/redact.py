@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 from bot.config import Settings
 from bot.lifecycle.public_text import normalize, plain, shown
+from memory.secrets import MASK, TOKEN_SHAPES
 
-MASK = "[REDACTED]"
 # Shorter values are too likely to occur by chance (and to wreck ordinary text).
 MIN_SECRET = 8
 # Values at least this long are also known base64- and hex-encoded (`encoded_forms`): a
@@ -44,17 +44,6 @@ _CHARACTER_REFERENCE = re.compile(
 )
 # What an Authorization header's value may start with; the rest is the secret.
 _SCHEME = re.compile(r"(?i)^(?:bearer|token|basic) ")
-# Token-shaped text the worker never knew: what an agent printed from its checkout or its
-# tools, or a CI log (bot.lifecycle.ci_evidence). GitHub tokens, cloud and model keys,
-# Authorization headers.
-# Bounded by what is not a letter or digit (not `\b`: `_` is a word character, and a token
-# written as `key_ghp_...` or `ghp_..._` is still the token).
-TOKEN_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-    r"|sk-[A-Za-z0-9_-]{20,}|AKIA[0-9A-Z]{16}|xox[abprs]-[A-Za-z0-9-]{10,})(?![A-Za-z0-9])"
-    r"|(?i:(?<=authorization: )(?:bearer |token |basic )?\S+)"
-    r"|(?i:(?<=bearer )[A-Za-z0-9._~+/=-]{16,})"
-)
 
 
 def mask_token_shapes(text: str) -> str:
