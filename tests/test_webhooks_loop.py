@@ -15,6 +15,7 @@ from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound
 from bot.github.installations import GitHubInstallation, GitHubRepository, stored_installations
 from bot.lifecycle.context import github_factory
+from memory import Memory
 from memory.models import MemoryChunk
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 from tests.fakes.patience import PATIENCE_SECONDS
@@ -85,6 +86,44 @@ async def test_comment_edits_replace_the_remembered_text(
     ]
     text = live_chunks(github_service)[f"comment:{comment['id']}"]
     assert text == f"@alice on #{issue.number}:\nUse the production database."
+
+
+async def test_a_deleted_comment_is_forgotten_and_answers_no_search(
+    github_sandbox: GitHubSandbox, github_service: ApiClient, tmp_path: Path
+) -> None:
+    github = github_service.services.github
+    assert github is not None
+    issue = await github.create_issue(SANDBOX_REPO, title="t", body="b", labels=[])
+    token = github_sandbox.user_token("alice", "write")
+    headers = {"Authorization": f"token {token}"}
+    comments = f"{github_sandbox.url}/repos/{SANDBOX_REPO}/issues"
+    async with github_service.raw.session.post(
+        f"{comments}/{issue.number}/comments",
+        json={"body": "The vault passphrase is tangerine-omnibus."},
+        headers=headers,
+    ) as response:
+        comment = await response.json()
+    await settle(github_sandbox, github_service)
+    key = f"comment:{comment['id']}"
+    memory = Memory(tmp_path / "reader", github_service.services.db.session)  # Chat's reader
+    memory.sync()
+    assert [h.record.text for h in memory.search("tangerine omnibus", repo=SANDBOX_REPO)] == [
+        f"@alice on #{issue.number}:\nThe vault passphrase is tangerine-omnibus."
+    ]
+    async with github_service.raw.session.delete(
+        f"{comments}/comments/{comment['id']}", headers=headers
+    ) as response:
+        assert response.status == 204
+    stored = await settle(github_sandbox, github_service)
+    assert (stored[-1].event, stored[-1].action) == ("issue_comment", "deleted")
+    assert stored[-1].status == DeliveryStatus.PROCESSED
+    assert key not in live_chunks(github_service)
+    memory.sync()
+    assert memory.search("tangerine omnibus", repo=SANDBOX_REPO) == []
+    texts = github_service.services.db.call(
+        lambda s: list(s.scalars(select(MemoryChunk.text).where(MemoryChunk.key == key)))
+    )
+    assert not any("tangerine" in text for text in texts)
 
 
 async def test_installing_the_app_is_remembered(

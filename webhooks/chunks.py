@@ -53,3 +53,8 @@ class ChunkSink(Protocol):
         """What storing `chunk` writes in the handler's transaction; None if nothing (the
         same text was just stored, or it is not memory)."""
         ...
+
+    def forget(self, ref: str) -> Write:
+        """What forgetting the text stored under `ref` writes in the handler's transaction
+        (it was deleted on GitHub: no answer may quote it any more)."""
+        ...

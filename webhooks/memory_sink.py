@@ -7,7 +7,7 @@ import hashlib
 
 from bot.markers import is_status_comment, without_markers
 from memory import ChunkIn, add_chunk
-from memory.chunks import MAX_TEXT_CHARS
+from memory.chunks import MAX_TEXT_CHARS, retract
 from webhooks.chunks import ChunkSource, GitHubText, Write
 from webhooks.routing import RecentWrites
 
@@ -38,4 +38,11 @@ class MemorySink:
         return Write(
             apply=lambda session: add_chunk(session, row),
             committed=lambda: self._recent.wrote(chunk.ref, fingerprint),
+        )
+
+    def forget(self, ref: str) -> Write:
+        # A text written again under `ref` after this is stored, whatever this process wrote.
+        return Write(
+            apply=lambda session: retract(session, ref),
+            committed=lambda: self._recent.wrote(ref, None),
         )

@@ -1,5 +1,6 @@
 """`issue_comment` created/edited: the comment's text in memory, with its issue and author
-(an edit replaces the earlier text: the chunk ref is the comment id)."""
+(an edit replaces the earlier text: the chunk ref is the comment id); deleted: forgotten,
+every version of its text (memory.chunks.retract), so no answer quotes it any more."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from gidgethub.sansio import Event
 from webhooks.chunks import ChunkSource, GitHubText
 from webhooks.handlers.common import (
     REPO_NEEDS,
+    forget_text,
     github_time,
     log,
     login_of,
@@ -53,5 +55,14 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
     )
 
 
+async def on_comment_deleted(event: Event, ctx: WebhookContext) -> None:
+    comment_id = int(event.data["comment"]["id"])
+    await forget_text(event, ctx, f"comment:{comment_id}")
+    log.info("issue_comment.deleted comment %s forgotten [%s]", comment_id, event.delivery_id)
+
+
 handles(router, "issue_comment", action="created", needs=NEEDS)(on_comment)
 handles(router, "issue_comment", action="edited", needs=NEEDS)(on_comment)
+handles(router, "issue_comment", action="deleted", needs={**REPO_NEEDS, "comment.id": int})(
+    on_comment_deleted
+)

@@ -48,6 +48,18 @@ def text_write(ctx: WebhookContext, chunk: GitHubText) -> Write | None:
     return ctx.chunks.write(chunk)
 
 
+def text_forget(ctx: WebhookContext, ref: str) -> Write | None:
+    if ctx.chunks is None:
+        return None
+    return ctx.chunks.forget(ref)
+
+
+async def forget_text(event: Event, ctx: WebhookContext, ref: str) -> None:
+    """The text stored under `ref` forgotten (deleted on GitHub), in the handler's one
+    transaction; a redelivery finds nothing left to forget."""
+    await commit(ctx, [repository_write(event, ctx), text_forget(ctx, ref)])
+
+
 async def commit(ctx: WebhookContext, writes: Iterable[Write | None]) -> None:
     """Apply a handler's writes in one transaction together with the record that the handler
     is done for this delivery: after a crash either both are committed (the handler is not
