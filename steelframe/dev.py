@@ -313,7 +313,9 @@ def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
     lines = [
         "",
         "Try it: open Chat in another terminal",
-        f"  {tui} --url {url} --token {token}",
+        # The token through the environment: a `--token` flag shows in the process list for
+        # as long as the TUI runs (docs/tui.md).
+        f"  STEELFRAME_TOKEN={token} {tui} --url {url}",
         f"  and type: {ask}",
         "  (or, without the TUI:",
         f"  curl -s -X POST {url}/api/operator/chat -H 'Authorization: Bearer {token}' \\",
