@@ -5,8 +5,8 @@ The parsing is llhttp's, in its strict mode (request line, header syntax, Conten
 and its conflicts with Transfer-Encoding, line endings, control bytes); what is ours is
 the choice of what a lane serves: a head whose request line is exactly a declared one,
 with a Content-Length, no Transfer-Encoding, Expect or Upgrade, ASCII header values and no
-header twice. Anything else raises from a callback, which stops llhttp where it is: the
-connection is then aiohttp's.
+header twice, at most MAX_LANE_HEADERS headers. Anything else raises from a callback, which
+stops llhttp where it is: the connection is then aiohttp's.
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ import httptools
 
 # Headers whose presence means the request is not the simple shape a lane serves.
 _NOT_SIMPLE = frozenset({"transfer-encoding", "expect", "upgrade"})
+# aiohttp's parser refuses a head with more header lines than this (a 431, http_edge/
+# refusals.py); llhttp counts none, so a head past it is left to aiohttp to answer alike.
+MAX_LANE_HEADERS = 128
 
 
 class LaneRequest(Protocol):
@@ -110,6 +113,8 @@ class HeadParser:
         key = name.decode("ascii").lower()  # a token: llhttp takes nothing else
         if key in self.headers or key in _NOT_SIMPLE or not value.isascii():
             raise NotLane
+        if len(self.headers) >= MAX_LANE_HEADERS:
+            raise NotLane  # aiohttp answers it: a 431, as on every other route
         self.headers[key] = value.decode("ascii").strip(" \t")
 
     def on_headers_complete(self) -> None:

@@ -23,6 +23,12 @@ MANY_HEADERS = (
     + b"".join(b"X-H%d: v\r\n" % n for n in range(200))
     + b"\r\n"
 )
+# The same to the webhook route, whose fast lane reads heads itself (steelframe/lane_heads.py).
+WEBHOOK_MANY_HEADERS = (
+    b"POST /api/github/webhooks HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+    + b"".join(b"X-H%d: v\r\n" % n for n in range(200))
+    + b"\r\n{}"
+)
 NO_REQUEST_LINE = b"GARBAGE\r\n\r\n"
 BAD_LENGTH = b"GET /healthz HTTP/1.1\r\nHost: x\r\nContent-Length: twelve\r\n\r\n"
 # The webhook route's fast lane hands a head llhttp refuses to aiohttp: the same answer.
@@ -77,6 +83,7 @@ async def test_refusals_before_routing_are_http11_json_with_a_request_id(
         await _refused_like_any_answer(served, HEAD_TOO_LARGE, 431, "headers_too_large")
         # Too many header lines are too large a head too (RFC 6585: 431), not a 400.
         await _refused_like_any_answer(served, MANY_HEADERS, 431, "headers_too_large")
+        await _refused_like_any_answer(served, WEBHOOK_MANY_HEADERS, 431, "headers_too_large")
         await _refused_like_any_answer(served, NO_REQUEST_LINE, 400, "bad_request")
         await _refused_like_any_answer(served, BAD_LENGTH, 400, "bad_request")
         await _refused_like_any_answer(served, WEBHOOK_BOTH_LENGTHS, 400, "bad_request")
