@@ -30,7 +30,7 @@ from bot.github.errors import GitHubNotFound
 from bot.github.records import Review, ReviewComment, record
 from bot.handler_runs import record_done
 from bot.lifecycle.access import may_review
-from bot.lifecycle.models import ReviewAck, ReviewThread, ThreadKind, ThreadState
+from bot.lifecycle.models import ReviewAck, ReviewThread, Task, ThreadKind, ThreadState
 from bot.lifecycle.pull_end import task_of_pull
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, TaskState
@@ -166,17 +166,9 @@ class ReviewIntake:
         pull = pull_of(payload)
         review = record(Review, payload.get("review"))
         what = f"dismissal of review {review.id}"
-        if self.github is None or not await self.github.is_app_login(pull.author):
-            return self._ignored(
-                pull, what, ReviewPickup(None, False, "not a pull request Steelframe opened")
-            )
-        task = await self.db.run(
-            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
-        )
-        if task is None:
-            return self._ignored(
-                pull, what, ReviewPickup(None, False, "no task has this pull request")
-            )
+        task = await self._task_of(pull)
+        if isinstance(task, ReviewPickup):
+            return self._ignored(pull, what, task)
         said = await self.db.run(_dismiss, task.id, pull, review, self.clock)
         log.info("lifecycle: task %s review %s dismissed: %s", task.id, review.id, said)
         return ReviewPickup(task.id, False, said)
@@ -189,17 +181,9 @@ class ReviewIntake:
         comment = record(ReviewComment, payload.get("comment"))
         action = str(payload.get("action") or "")
         what = f"review comment {comment.id} {action}"
-        if self.github is None or not await self.github.is_app_login(pull.author):
-            return self._ignored(
-                pull, what, ReviewPickup(None, False, "not a pull request Steelframe opened")
-            )
-        task = await self.db.run(
-            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
-        )
-        if task is None:
-            return self._ignored(
-                pull, what, ReviewPickup(None, False, "no task has this pull request")
-            )
+        task = await self._task_of(pull)
+        if isinstance(task, ReviewPickup):
+            return self._ignored(pull, what, task)
         deleted = action == "deleted"
         said = await self.db.run(_comment_changed, task.id, comment, deleted, self.clock)
         log.info("lifecycle: task %s %s: %s", task.id, what, said)
@@ -219,13 +203,10 @@ class ReviewIntake:
 
     async def _accepted(self, pull: PullOf, login: str, user_type: str) -> int | ReviewPickup:
         """The task whose pull request this is, if the review may steer it; else why not."""
-        if self.github is None or not await self.github.is_app_login(pull.author):
-            return ReviewPickup(None, False, "not a pull request Steelframe opened")
-        task = await self.db.run(
-            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
-        )
-        if task is None:
-            return ReviewPickup(None, False, "no task has this pull request")
+        task = await self._task_of(pull)
+        if isinstance(task, ReviewPickup):
+            return task
+        assert self.github is not None  # _task_of checked it
         if task.archived or task.state == TaskState.TERMINATED or task.state in FINAL:
             state = "archived" if task.archived else task.state
             return ReviewPickup(task.id, False, f"the task is {state}")
@@ -233,6 +214,17 @@ class ReviewIntake:
         if not allowed:
             return ReviewPickup(task.id, False, why)
         return task.id
+
+    async def _task_of(self, pull: PullOf) -> Task | ReviewPickup:
+        """The task of a pull request Steelframe opened; else why it has none."""
+        if self.github is None or not await self.github.is_app_login(pull.author):
+            return ReviewPickup(None, False, "not a pull request Steelframe opened")
+        task = await self.db.run(
+            task_of_pull, pull.repo, pull.number, pull.head_ref, pull.head_repo
+        )
+        if task is None:
+            return ReviewPickup(None, False, "no task has this pull request")
+        return task
 
     @staticmethod
     def _ignored(pull: PullOf, what: str, result: ReviewPickup) -> ReviewPickup:
