@@ -202,7 +202,7 @@ async def test_tests_red_after_the_second_run_make_the_pull_request_a_draft(
     [
         ("setup: [npm ci\ntest: x\n", ".steelframe/config.yml is not valid YAML"),
         ("setpu: [npm ci]\n", "unknown field `setpu`"),
-        ("network:\n  allow: ['127.0.0.1:6379']\n", "'127.0.0.1:6379' is a private"),
+        ("network:\n  allow: ['127.0.0.1:6379']\n", "'127.0.0.1:6379' is a loopback address"),
         ("agent: codex\n", "does not let repositories choose"),
     ],
 )

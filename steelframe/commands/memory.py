@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bot import db as dbmod
-from steelframe.cli import load_settings
+from steelframe.cli import load_settings, require_data_dir
 
 if TYPE_CHECKING:
     from memory.segment import Record
@@ -54,6 +54,9 @@ def _memory() -> Iterator[Any]:
     from memory import Memory
 
     settings = load_settings()
+    # The index lives in the data folder: one that cannot be made is one line now, before
+    # a note is stored in the database with nowhere to index it.
+    require_data_dir(settings)
     database = dbmod.Database.from_url(settings.database_url)
     try:
         dbmod.upgrade(database.engine)
