@@ -134,7 +134,10 @@ class SteelframeApp(App[None]):
             # position starts "now": what changed in between would show only with its next
             # change. Loaded again once it is open, nothing falls in that gap.
             self._stream_opened = True
-            self.action_refresh()
+            try:
+                self.action_refresh()
+            except NoMatches:
+                return  # the app is closing (its panels are gone): nothing left to load
         self.show_live_status(status)
 
     def show_live_status(self, status: LiveStatus) -> None:
