@@ -282,6 +282,7 @@ export class Chat {
     const body = issue ? { issue, title: `Discuss #${issue}` } : {};
     if (this.agent) body.agent = this.agent;
     const shown = ++this.shown;
+    const draft = this.els.input.value; // what the old chat's box held: the new one starts empty
     let session;
     try {
       session = await api.post("/api/operator/chat/new", body);
@@ -293,7 +294,9 @@ export class Chat {
     this.load({ ...session, messages: [] });
     this.app.show("chat");
     await this.refreshSessions();
-    this.els.input.value = "";
+    // Only the old chat's words: what the operator typed (or sent) once the new chat showed,
+    // while the list reloaded, stays (clearing it lost a message typed right after Ctrl+K).
+    if (this.els.input.value === draft) this.els.input.value = "";
     this.els.input.focus();
     return session;
   }
