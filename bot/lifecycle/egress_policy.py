@@ -191,7 +191,7 @@ def check_addresses(
         # An IPv6 address carrying this machine's IPv4 one (6to4, NAT64) reaches it too.
         inner = embedded_ipv4(address) if isinstance(address, ipaddress.IPv6Address) else []
         if reason is None and any(is_own(a) for a in (address, *inner)):
-            reason = "this machine's own"
+            raise EgressRefused(f"{target} resolves to this machine's own address ({address})")
         if reason is not None:
             raise EgressRefused(f"{target} resolves to a {reason} address ({address})")
     return list(addresses)
