@@ -25,8 +25,15 @@ async def session_json(api: ApiClient, sid: str) -> dict[str, Any]:
 
 
 async def current_session(api: ApiClient) -> str:
-    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
-    return str(sessions[0]["id"])
+    """The newest chat, once there is one: the page clears its composer before its POST is
+    sent, so right after `send` the service may not have the chat yet (a loaded machine)."""
+    deadline = asyncio.get_running_loop().time() + WAIT_MS / 1000
+    while True:
+        sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+        if sessions:
+            return str(sessions[0]["id"])
+        assert asyncio.get_running_loop().time() < deadline, "no chat was made"
+        await asyncio.sleep(0.05)
 
 
 async def test_stop_stops_the_turn_on_the_server(
