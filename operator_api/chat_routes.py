@@ -27,12 +27,19 @@ from bot.filing_source import CLIENT_HEADER, bind_client
 from http_edge.answers import answered
 from http_edge.credentials import OPERATOR_ID
 from http_edge.validation import optional_str, query_int, read_json, reject_unknown
-from operator_api.decision_routes import idempotency_key, request_key
 from operator_api.deps import OPERATOR_API
-from operator_api.openapi import SSE, Endpoints, errors, json_body, path_param, query
+from operator_api.openapi import (
+    SSE,
+    Endpoints,
+    errors,
+    idempotency_key,
+    json_body,
+    path_param,
+    query,
+)
 from operator_api.schemas import ref
 from operator_api.sse import last_event_id, stream_frames, stream_turn
-from operator_api.validation import optional_issue, session_id
+from operator_api.validation import optional_issue, request_key, session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes

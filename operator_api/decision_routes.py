@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aiohttp import web
 
 from bot.chat.decision_publish import PublishRequest, publish_from_chat
 from bot.chat.explicit_filing import FileRequest, file_from_chat
-from bot.contracts.chat import MAX_REQUEST_KEY_CHARS, MAX_SESSION_ID_CHARS
+from bot.contracts.chat import MAX_SESSION_ID_CHARS
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
 from bot.filing_source import CLIENT_HEADER, bind_client
@@ -16,38 +14,12 @@ from http_edge.credentials import OPERATOR_ID
 from http_edge.validation import issue_number, optional_str, read_json, reject_unknown
 from operator_api.deps import OPERATOR_API
 from operator_api.json_answers import json_answer
-from operator_api.openapi import Endpoints, errors, json_body
+from operator_api.openapi import Endpoints, errors, idempotency_key, json_body
 from operator_api.schemas import ref
-from operator_api.validation import session_id
+from operator_api.validation import request_key, session_id
 
 endpoints = Endpoints()
 routes = endpoints.routes
-MAX_REQUEST_KEY = MAX_REQUEST_KEY_CHARS
-
-
-def request_key(request: web.Request, data: dict[str, Any]) -> str | None:
-    """The client's idempotency key: the `Idempotency-Key` header, else `request_id`."""
-    header = request.headers.get("Idempotency-Key")
-    raw = header if header is not None else optional_str(data, "request_id", max_length=200)
-    field = "Idempotency-Key" if header is not None else "request_id"
-    if raw is None:
-        return None
-    if not raw.strip() or len(raw) > MAX_REQUEST_KEY:
-        raise BadRequest(
-            f"{field} must be 1 to {MAX_REQUEST_KEY} characters", detail=ErrorDetail(field=field)
-        )
-    return raw.strip()
-
-
-def idempotency_key(description: str) -> dict[str, Any]:
-    """The `Idempotency-Key` header's OpenAPI parameter."""
-    return {
-        "name": "Idempotency-Key",
-        "in": "header",
-        "required": False,
-        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY},
-        "description": description,
-    }
 
 
 @endpoints.post(

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from bot import __version__
+from bot.contracts.chat import MAX_REQUEST_KEY_CHARS
 from operator_api.schemas import component_schemas, ref
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -67,6 +68,17 @@ def query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]
         "in": "query",
         "required": False,
         "schema": schema,
+        "description": description,
+    }
+
+
+def idempotency_key(description: str) -> dict[str, Any]:
+    """The `Idempotency-Key` header's parameter (a turn's, a publish's)."""
+    return {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_KEY_CHARS},
         "description": description,
     }
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiohttp import web
+
 from bot.chat.session_rows import UNSET
+from bot.contracts.chat import MAX_REQUEST_KEY_CHARS
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
-from http_edge.validation import issue_number
+from http_edge.validation import issue_number, optional_str
 
 
 def optional_issue(data: dict[str, Any], name: str) -> Any:
@@ -26,3 +29,18 @@ def session_id(value: str, name: str = "session", *, kind: str = "session") -> s
     if not (0 < len(value) <= 64) or not value.isalnum():
         raise BadRequest(f"{name} is not a valid {kind} id", detail=ErrorDetail(field=name))
     return value
+
+
+def request_key(request: web.Request, data: dict[str, Any]) -> str | None:
+    """The client's idempotency key: the `Idempotency-Key` header, else `request_id`."""
+    header = request.headers.get("Idempotency-Key")
+    field = "Idempotency-Key" if header is not None else "request_id"
+    raw = header if header is not None else optional_str(data, "request_id", max_length=200)
+    if raw is None:
+        return None
+    if not raw.strip() or len(raw) > MAX_REQUEST_KEY_CHARS:
+        raise BadRequest(
+            f"{field} must be 1 to {MAX_REQUEST_KEY_CHARS} characters",
+            detail=ErrorDetail(field=field),
+        )
+    return raw.strip()

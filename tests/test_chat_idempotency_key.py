@@ -13,9 +13,12 @@ from typing import Any
 
 import pytest
 
+from bot.operators import authenticate
 from bot.runtimes.base import Delta
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, read_sse
+from tests.fakes.lifecycle import wait_for
 from tests.fakes.runtimes import ScriptedRuntime, reply
+from tests.test_chat_file_noted import history
 
 ASK = "file an issue for the flaky login test"
 FILING = reply(
@@ -37,11 +40,6 @@ async def service(
     )
 
 
-async def history(api: ApiClient, session: str) -> list[dict[str, Any]]:
-    answer = await api.get("/api/operator/chat", params={"session": session})
-    return list((await answer.json())["messages"])
-
-
 def keyed(key: str) -> dict[str, str]:
     return {"Idempotency-Key": key}
 
@@ -56,12 +54,16 @@ async def test_a_send_again_after_a_dropped_answer_runs_one_turn_and_files_once(
     [started] = await read_sse(stream, until="status")
     await runtime.called.wait()
     stream.close()  # the client lost the connection mid-turn
+    operator = api.services.db.call(authenticate, api.token).id
+    handle = api.services.registry.for_operator(operator)
+    assert handle is not None
+    await wait_for(lambda: handle.watchers == 0)  # the dropped stream let go
 
     # It sends again, blocking this time: attached to the turn still running...
     again = asyncio.create_task(
         api.post("/api/operator/chat", json={"message": ASK}, headers=keyed("k1"))
     )
-    await asyncio.sleep(0)
+    await wait_for(lambda: handle.watchers == 1)
     gate.set()
     first = await again
     assert first.status == 200, await first.text()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import select
@@ -288,22 +289,34 @@ def _record_review(
 ) -> None:
     now = clock()
     if _thread(session, task_id, ThreadKind.REVIEW, review.id) is None:
-        session.add(
-            ReviewThread(
-                task_id=task_id,
-                kind=ThreadKind.REVIEW,
-                root_id=review.id,
-                pr_number=pull.number,
-                author=review.user.login if review.user else "",
-                state=ThreadState.OPEN,
-                text=pinned_text(review.body),
-                url=review.html_url or None,
-                created_at=now,
-                updated_at=now,
-            )
-        )
+        session.add(_review_thread(task_id, pull, review, ThreadState.OPEN, now))
     _ack(session, task_id, ThreadKind.REVIEW, review.id, comment_id, clock)
     record_done(session)
+
+
+def _review_thread(
+    task_id: int,
+    pull: PullOf,
+    review: Review,
+    state: ThreadState,
+    now: datetime,
+    *,
+    reason: str | None = None,
+) -> ReviewThread:
+    """A review's ledger row: a submitted review's (open) or a dismissed one's (declined)."""
+    return ReviewThread(
+        task_id=task_id,
+        kind=ThreadKind.REVIEW,
+        root_id=review.id,
+        pr_number=pull.number,
+        author=review.user.login if review.user else "",
+        state=state,
+        reason=reason,
+        text=pinned_text(review.body),
+        url=review.html_url or None,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def _dismissed(session: Session, task_id: int, review_id: int) -> bool:
@@ -318,19 +331,7 @@ def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock
     thread = _thread(session, task_id, ThreadKind.REVIEW, review.id)
     if thread is None:
         session.add(
-            ReviewThread(
-                task_id=task_id,
-                kind=ThreadKind.REVIEW,
-                root_id=review.id,
-                pr_number=pull.number,
-                author=review.user.login if review.user else "",
-                state=ThreadState.DECLINED,
-                reason=DISMISSED,
-                text=pinned_text(review.body),
-                url=review.html_url or None,
-                created_at=now,
-                updated_at=now,
-            )
+            _review_thread(task_id, pull, review, ThreadState.DECLINED, now, reason=DISMISSED)
         )
         said = "recorded as dismissed before its submission arrived"
     elif thread.state == ThreadState.OPEN and thread.picked_job is None:
