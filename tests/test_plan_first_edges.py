@@ -130,6 +130,7 @@ async def test_a_plan_is_never_answered_by_a_draft_from_past_decisions(
     detail = await (await lc.api.get(f"/api/operator/tasks/{task.id}")).json()
     # Plans read alike (the same headings): a past approval drafted for this one, published
     # as the GUI puts it in the Publish box, would replace the plan with "Go ahead. (Reusing
-    # the Decision ...)" as the operator's edited plan. The Publish box holds the plan.
-    assert detail["offered"] and detail["draft"] is None
+    # the Decision ...)" as the operator's edited plan. The Publish box holds the plan, and
+    # the first plan's approval, which answered that plan alone, is not offered at all.
+    assert detail["offered"] == [] and detail["draft"] is None
     assert detail["plan"]["status"] == "proposed"

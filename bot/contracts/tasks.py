@@ -239,7 +239,9 @@ class CiFix(_Wire):
 
 
 class TaskPlan(_Wire):
-    status: Literal["proposed", "approved", "rejected"]
+    # "withdrawn": still proposed when its task ended without a Decision (terminated, its
+    # issue closed); no Decision can settle it now (bot/lifecycle/plan_store.py).
+    status: Literal["proposed", "approved", "rejected", "withdrawn"]
     text: str
     brief: str | None
     edited: bool

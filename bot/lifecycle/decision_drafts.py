@@ -8,7 +8,8 @@ the two questions (memory's analyser: stop words dropped, stemmed; tf-idf cosine
 repository's questions), at most three, each cited with its issue and date. The best one
 is offered as a draft for the operator to edit and publish: nothing here publishes. A
 Decision answered again later by a different Decision (the same question, another
-answer) was reversed, and is never offered.
+answer) was reversed, and is never offered. A Decision that settled a plan (approved it,
+edited it or rejected it: plan_store) answered that plan only, and is never offered either.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from bot import text_likeness
 from bot.lifecycle.models import EventKind, Task, TaskEvent
+from bot.lifecycle.plan_store import PlanStatus, TaskPlan
 from bot.lifecycle.states import TaskState
 
 MAX_OFFERED = 3
@@ -52,8 +54,24 @@ class Offered:
     score: float
 
 
+def _plan_settlers(session: Session, repo: str) -> set[tuple[int, int]]:
+    """(task, Decision comment) of every Decision that settled a plan of `repo`: its "go
+    ahead", edited plan or "reject" answered that plan alone, never a later question."""
+    rows = session.execute(
+        select(TaskPlan.task_id, TaskPlan.decision_comment_id)
+        .join(Task, Task.id == TaskPlan.task_id)
+        .where(
+            Task.repo == repo,
+            TaskPlan.status != PlanStatus.PROPOSED,
+            TaskPlan.decision_comment_id.is_not(None),
+        )
+    ).all()
+    return {(task_id, comment_id) for task_id, comment_id in rows if comment_id is not None}
+
+
 def past_decisions(session: Session, repo: str) -> list[PastDecision]:
-    """The repository's Decisions with the question each answered, oldest first."""
+    """The repository's Decisions with the question each answered, oldest first; the
+    Decisions that settled a plan left out."""
     rows = session.execute(
         select(TaskEvent, Task.issue)
         .join(Task, Task.id == TaskEvent.task_id)
@@ -65,11 +83,14 @@ def past_decisions(session: Session, repo: str) -> list[PastDecision]:
         .order_by(TaskEvent.id.desc())
         .limit(WINDOW * 2)
     ).all()
+    settlers = _plan_settlers(session, repo)
     asked: dict[int, str] = {}  # the question each task waits on, as the events go by
     found = []
     for event, issue in reversed(rows):
         if event.to_state == TaskState.WAITING_FOR_INFO:
             asked[event.task_id] = str((event.data or {}).get("question") or "")
+        elif event.kind == EventKind.DECISION and (event.task_id, _comment(event)) in settlers:
+            continue
         elif event.kind == EventKind.DECISION and asked.get(event.task_id):
             found.append(
                 PastDecision(
@@ -77,6 +98,11 @@ def past_decisions(session: Session, repo: str) -> list[PastDecision]:
                 )
             )
     return found
+
+
+def _comment(event: TaskEvent) -> int | None:
+    said = (event.data or {}).get("comment_id")
+    return said if isinstance(said, int) else None
 
 
 # How a draft cites the Decision it reuses: published as is, it repeats that answer.

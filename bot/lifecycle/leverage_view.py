@@ -80,10 +80,13 @@ def _waits_on(plan: plan_store.Plan | None) -> bool:
 
 
 # The wire's words for a plan's status (a Literal there: the schema lists them).
-_PLAN_STATUS: dict[plan_store.PlanStatus, Literal["proposed", "approved", "rejected"]] = {
+_PLAN_STATUS: dict[
+    plan_store.PlanStatus, Literal["proposed", "approved", "rejected", "withdrawn"]
+] = {
     plan_store.PlanStatus.PROPOSED: "proposed",
     plan_store.PlanStatus.APPROVED: "approved",
     plan_store.PlanStatus.REJECTED: "rejected",
+    plan_store.PlanStatus.WITHDRAWN: "withdrawn",
 }
 
 

@@ -1,7 +1,9 @@
 """Plan-first runs (issue 34; docs/lifecycle.md, "Plan-first runs").
 
 A task is plan-first when its repository's config says `plan_first: true`, its issue
-carries the `steelframe:plan-first` label, or STEELFRAME_PLAN_FIRST is on. Its first run
+carries the `steelframe:plan-first` label, STEELFRAME_PLAN_FIRST is on, or its estimate is
+over STEELFRAME_APPROVE_ABOVE_USD, as its generation's first run finds them: decided once
+and kept for the generation (plan_store.TaskStart). Its first run
 is read-only (the sandbox mounts the repository read-only; nothing is committed or pushed)
 and ends with a plan, posted on the issue as the task's question. The Decision that
 resumes the task settles the plan: "go ahead" (or "Approve plan") approves it as written,
@@ -18,6 +20,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
 from sqlalchemy.orm import Session
 
@@ -65,15 +68,48 @@ class Gate:
     pinned: str = ""  # the approved brief, for the coding run's prompt
 
 
-async def wanted(run: Run, labels: tuple[Label, ...]) -> bool:
-    """Whether this task is plan-first: the repository's config, the issue's label, the
-    installation's setting, or an estimate above STEELFRAME_APPROVE_ABOVE_USD."""
+class Why(StrEnum):
+    """Why a generation is plan-first (recorded with it: plan_store.TaskStart)."""
+
+    CONFIG = "config"  # the repository's `.steelframe/config.yml` says `plan_first: true`
+    LABEL = "label"  # the issue carries PLAN_LABEL
+    SETTING = "setting"  # STEELFRAME_PLAN_FIRST
+    ESTIMATE = "estimate"  # the estimate is over STEELFRAME_APPROVE_ABOVE_USD
+
+
+async def why_now(run: Run, labels: tuple[Label, ...]) -> Why | None:
+    """Why this task would be plan-first now (None: it would not): the repository's config,
+    the issue's label, the installation's setting, or an estimate above
+    STEELFRAME_APPROVE_ABOVE_USD."""
     config = run.repo_env.config if run.repo_env is not None else None
     if config is not None and config.plan_first:
-        return True
+        return Why.CONFIG
     if any(label.name == PLAN_LABEL for label in labels):
-        return True
-    return run.ctx.settings.plan_first or await _costly(run)
+        return Why.LABEL
+    if run.ctx.settings.plan_first:
+        return Why.SETTING
+    return Why.ESTIMATE if await _costly(run) else None
+
+
+async def plan_first(run: Run, labels: tuple[Label, ...]) -> bool:
+    """Whether this generation is plan-first: decided by its first run that gets here and
+    kept (plan_store.TaskStart), so a task that started coding never turns into a plan run
+    because its estimate grew past the threshold, or the label or the config changed,
+    while it waited or was retried."""
+    task = run.task
+    known = await run.ctx.db.run(plan_store.started, task.id, task.generation)
+    if known is None:
+        why = await why_now(run, labels)
+        known = await run.ctx.db.run(_start, run, why)
+        said = f"plan-first ({why})" if why else "coding"
+        log.info("lifecycle: task %s generation %s starts %s", task.id, task.generation, said)
+    return known.plan_first
+
+
+def _start(session: Session, run: Run, why: Why | None) -> plan_store.Start:
+    tasks.hold(session, run.task.id, run.fence, run.ctx.clock)  # only while the run holds it
+    task = run.task
+    return plan_store.start(session, task.id, task.generation, reason=why, clock=run.ctx.clock)
 
 
 async def _costly(run: Run) -> bool:
@@ -102,10 +138,10 @@ async def gate(run: Run, labels: tuple[Label, ...]) -> Gate:
     settled, or one settled before (a retry, or a continuation after a later question)."""
     task = run.task
     plan = await run.ctx.db.run(plan_store.current, task.id, task.generation)
-    # A plan proposed is settled whatever makes a task plan-first now: a repository that
-    # turned `plan_first` off, or an estimate that fell under the threshold, while the plan
-    # waited must not turn its rejection into a coding run.
-    if plan is None and not await wanted(run, labels):
+    # Plan-first or not is decided once per generation (`plan_first`); a plan proposed is
+    # settled by its Decision in any case (a task of a generation that started before the
+    # record was kept included): a rejection never turns into a coding run.
+    if plan is None and not await plan_first(run, labels):
         return Gate()
     if plan is None or (plan.status == PlanStatus.PROPOSED and not _answered(task, plan)):
         if budget.for_run(run).exhausted():

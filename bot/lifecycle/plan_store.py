@@ -1,12 +1,13 @@
 """A plan-first task's plan (docs/lifecycle.md, "Plan-first runs"): one row per task and
 generation, written when the read-only plan run ends and settled by the Decision that
-answers it (approved as written, approved as the operator edited it, or rejected).
+answers it (approved as written, approved as the operator edited it, or rejected); and how
+each generation started (plan-first or coding), recorded once by its first run.
 
-The row is the one place a plan's state changes; `plan_flow` decides, this stores."""
+The rows are the one place a plan's state changes; `plan_flow` decides, this stores."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 
@@ -15,12 +16,17 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.clock import Clock
 from bot.db import Base
+from bot.lifecycle.models import Task
+from bot.lifecycle.states import FINISHED, TaskState
 
 
 class PlanStatus(StrEnum):
     PROPOSED = "proposed"  # posted as the task's question, waiting for a Decision
     APPROVED = "approved"  # "go ahead", or an edited plan: `brief` is what the run follows
     REJECTED = "rejected"  # the task ended
+    # Never stored: a plan still proposed when its task ended without a Decision
+    # (terminated, its issue closed) reads so; no Decision can settle it any more.
+    WITHDRAWN = "withdrawn"
 
 
 class TaskPlan(Base):
@@ -56,6 +62,59 @@ class Plan:
     decision_comment_id: int | None = None  # as the row's column says
 
 
+class TaskStart(Base):
+    """How a task's generation started: plan-first or coding, decided once by its first run
+    that reached the coding step and kept for every later run of the generation (a retry, a
+    continuation after a Decision), whatever the config, the label or the estimate say by
+    then. A new generation (the task picked up again) decides again."""
+
+    __tablename__ = "task_starts"
+
+    task_id: Mapped[int] = mapped_column(
+        ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    generation: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    plan_first: Mapped[bool]
+    # Why it is plan-first ("label", "config", "setting", "estimate"); "" for coding.
+    reason: Mapped[str] = mapped_column(String(20), default="")
+    started_at: Mapped[datetime]
+
+
+@dataclass(frozen=True)
+class Start:
+    """How a generation started, as the rest of the code sees it."""
+
+    plan_first: bool
+    reason: str
+    started_at: datetime
+
+
+def started(session: Session, task_id: int, generation: int) -> Start | None:
+    """How the generation started; None: no run of it has decided yet."""
+    row = session.get(TaskStart, (task_id, generation))
+    return Start(row.plan_first, row.reason, row.started_at) if row is not None else None
+
+
+def start(
+    session: Session, task_id: int, generation: int, *, reason: str | None, clock: Clock
+) -> Start:
+    """Record how the generation starts (`reason` None: coding), unless it was recorded
+    already: the first record stands and is returned."""
+    known = started(session, task_id, generation)
+    if known is not None:
+        return known
+    row = TaskStart(
+        task_id=task_id,
+        generation=generation,
+        plan_first=reason is not None,
+        reason=reason or "",
+        started_at=clock(),
+    )
+    session.add(row)
+    session.flush()
+    return Start(row.plan_first, row.reason, row.started_at)
+
+
 def _row(session: Session, task_id: int, generation: int) -> TaskPlan | None:
     query = select(TaskPlan).where(TaskPlan.task_id == task_id, TaskPlan.generation == generation)
     return session.execute(query).scalar_one_or_none()
@@ -74,8 +133,30 @@ def _plan(row: TaskPlan) -> Plan:
 
 
 def current(session: Session, task_id: int, generation: int) -> Plan | None:
+    """The generation's plan as it stands: a proposed plan of a task that ended without a
+    Decision (terminated, its issue closed; a new generation has a plan of its own) reads
+    as withdrawn."""
     row = _row(session, task_id, generation)
-    return _plan(row) if row is not None else None
+    if row is None:
+        return None
+    plan = _plan(row)
+    if plan.status == PlanStatus.PROPOSED and _ended(session, task_id, generation):
+        return replace(plan, status=PlanStatus.WITHDRAWN)
+    return plan
+
+
+def waits_on_plan(session: Session, task_id: int) -> bool:
+    """Whether the task waits for a Decision on its proposed plan."""
+    task = session.get(Task, task_id)
+    if task is None or task.state != TaskState.WAITING_FOR_INFO:
+        return False
+    plan = current(session, task_id, task.generation)
+    return plan is not None and plan.status == PlanStatus.PROPOSED
+
+
+def _ended(session: Session, task_id: int, generation: int) -> bool:
+    task = session.get(Task, task_id)
+    return task is not None and (task.generation != generation or task.state in FINISHED)
 
 
 def propose(

@@ -19,7 +19,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.handler_runs import record_done
-from bot.lifecycle import ci_decision, progress, tasks
+from bot.lifecycle import ci_decision, plan_store, progress, tasks
 from bot.lifecycle.access import may_act
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.progress import Phase
@@ -29,6 +29,11 @@ from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.transition import Move, Transitioned, transition
 
 log = logging.getLogger(__name__)
+# Why an empty Decision on a waiting plan changes nothing (docs/lifecycle.md, "Plan-first").
+EMPTY_ON_PLAN = (
+    "the Decision is empty: the plan still waits; publish `go ahead` to approve it, "
+    "`reject` to end the task, or the edited plan"
+)
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,10 @@ class Resumes:
         task = await self.db.run(lambda s: tasks.find_task(s, repo, issue))
         if task is None:
             return ResumeResult(None, False, "no task for this issue")
-        refused = await self._refusal(task, repo, author, comment_id)
+        decision = decision_text(body)
+        refused = await self._refusal(task, repo, author, comment_id, decision)
         if refused is not None:
             return refused
-        decision = decision_text(body)
         job = job_id(task.id, task.generation, f"d{comment_id}")
         move = _resumed(cause, author, comment_id, decision, job)
 
@@ -127,7 +132,7 @@ class Resumes:
         return ResumeResult(task.id, True, "resumed")
 
     async def _refusal(
-        self, task: Task, repo: str, author: str, comment_id: int
+        self, task: Task, repo: str, author: str, comment_id: int, decision: str
     ) -> ResumeResult | None:
         """Why this Decision does not resume the task (recorded on it), or None."""
         if task.decision_comment_id == comment_id:
@@ -143,6 +148,10 @@ class Resumes:
         allowed, why = await self._may_decide(repo, author)
         if not allowed:
             return await self._decision_ignored(task, author, comment_id, why)
+        # Only the marker, no words: neither an approval, nor a rejection, nor an edited plan
+        # (it would start the plan run again). The plan keeps waiting; the event says why.
+        if not decision.strip() and await self.db.run(plan_store.waits_on_plan, task.id):
+            return await self._decision_ignored(task, author, comment_id, EMPTY_ON_PLAN)
         return None
 
     async def _continue(self, task_id: int, job: str, repo: str, issue: int, author: str) -> None:
