@@ -7,11 +7,11 @@ again ran a second turn."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
+from tests.fakes.proxy import behind_proxy
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tui_client.chat_state import ChatState
 from tui_client.sessions_wire import DoneFrame
@@ -23,51 +23,6 @@ FILING = reply(
 )
 
 
-class AnswerLost:
-    """A loopback proxy whose first connection carries the request to the service and
-    loses its answer: the client's connection closes before any byte of it arrives."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.connections = 0
-        self.lost = asyncio.Event()  # the first answer began, and was dropped
-        self.server: asyncio.Server | None = None
-
-    async def start(self) -> str:
-        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
-
-    async def close(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
-        losing = self.connections == 1
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-
-        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter, lose: bool) -> None:
-            try:
-                while chunk := await src.read(65536):
-                    if lose:
-                        self.lost.set()
-                        return
-                    dst.write(chunk)
-                    await dst.drain()
-            except ConnectionError:
-                pass
-            finally:
-                dst.close()
-
-        async def answer() -> None:
-            await pipe(up_reader, writer, losing)
-            if losing:
-                up_writer.close()
-
-        await asyncio.gather(pipe(reader, up_writer, False), answer())
-
-
 async def test_the_tui_client_sends_again_a_message_whose_answer_was_lost_one_turn(
     api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str
 ) -> None:
@@ -75,15 +30,10 @@ async def test_the_tui_client_sends_again_a_message_whose_answer_was_lost_one_tu
     api = await api_factory(
         github_sandbox.settings(tmp_path, redis_url=redis_url), runtimes=lambda agent: runtime
     )
-    proxy = AnswerLost(api.raw.port)
-    client = api.operator_client(url=await proxy.start())
-    try:
+    async with behind_proxy(api, lose_first=True) as (client, proxy):
         frames = [frame async for frame in client.turn(ASK, key="tui-key-1")]
-    finally:
-        await client.close()
-        await proxy.close()
 
-    assert proxy.lost.is_set() and proxy.connections == 2
+    assert proxy.cut.is_set() and proxy.connections == 2
     done = frames[-1].frame
     assert isinstance(done, DoneFrame)
     assert len(runtime.requests) == 1

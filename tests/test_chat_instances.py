@@ -104,7 +104,8 @@ async def test_a_renewed_slot_is_kept_and_an_abandoned_one_expires(redis_url: st
             await asyncio.sleep(0.1)
         assert await locks.acquire(2, "other") == "alive"
         await locks.renew(1, "crashed")  # a late renewal by the old owner changes nothing
-        assert (await locks.holder(1) or {})["turn_id"] == "next"
+        held = await locks.holder(1)
+        assert held is not None and held.turn_id == "next"
     finally:
         await locks.close()
 

@@ -1,7 +1,7 @@
 """A chat turn's idempotency key claimed by sends together (instances sharing a database):
 one claims it, every other reads that claim (the turn it started, what it asked), on both
 backends; the claim's end, once recorded, is what any later read finds. A killed turn's end
-is found by its turn and recorded for its key on both backends, only where none was."""
+is recorded for its key on both backends, only where none was."""
 
 from __future__ import annotations
 
@@ -64,10 +64,11 @@ def test_a_killed_turns_end_is_recorded_for_its_key_only_where_none_was(any_db: 
     any_db.call(record_end, ended, f"turn{2:028d}", own_end)
 
     cut = killed_end("session1", f"turn{1:028d}", "file it", first_id=5001)
-    assert any_db.call(record_killed_end, f"turn{1:028d}", cut) is True
-    assert any_db.call(record_killed_end, f"turn{1:028d}", cut) is False  # recorded already
-    assert any_db.call(record_killed_end, f"turn{2:028d}", cut) is False  # it ended itself
-    assert any_db.call(record_killed_end, "turn-without-a-key", cut) is False
+    assert any_db.call(record_killed_end, killed, f"turn{1:028d}", cut) is True
+    assert any_db.call(record_killed_end, killed, f"turn{1:028d}", cut) is False  # recorded
+    assert any_db.call(record_killed_end, ended, f"turn{2:028d}", cut) is False  # it ended
+    assert any_db.call(record_killed_end, killed, f"turn{2:028d}", cut) is False  # not its turn
+    assert any_db.call(record_killed_end, row_key(7, "never"), "turn-x", cut) is False
     state = any_db.call(read_key, killed)
     assert state is not None and state.end == cut
     assert [frame[:12] for frame in cut.frames] == ['{"id":5001,"', '{"id":5002,"']

@@ -16,8 +16,10 @@ from bot.chat import pipeline as pipeline_module
 from bot.chat.coordination import RedisTurnLocks
 from bot.chat.frames import OWNER_GONE_TEXT, NumberedFrame, OrphanedTurn, RedisFrameRelay
 from bot.chat.inflight import TurnHandle
+from bot.chat.open_turn_rows import OpenTurn
 from bot.chat.turn import CUT_KIND, CUT_REPLY, OWNER_GONE_REPLY
 from bot.chat.turn_keys import Asked, KeyedTurn, claim_key, row_key
+from bot.clock import utcnow
 from bot.contracts.chat import DeltaFrame, StatusFrame
 from bot.models import ChatSession
 from operator_api.deps import OPERATOR_API
@@ -182,10 +184,21 @@ async def test_an_orphaned_turn_sent_with_a_key_answers_the_key_with_its_note(
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     session_id = (await (await api.post("/api/operator/chat/new")).json())["id"]
     operator = api.services.db.call(lambda s: int(s.get(ChatSession, session_id).operator_id))
-    # The killed instance claimed the key for its turn, then died before its end.
+    # The killed instance claimed the key for its turn, kept the turn open (naming its key)
+    # as its first frame went out, then died before its end.
     asked = Asked(message=MESSAGE, session=session_id, agent=None, focus=None, keep_focus=True)
     claimed = KeyedTurn(asked, "turn-killed", session_id)
-    assert api.services.db.call(claim_key, row_key(operator, "the-key"), claimed) is None
+    key = row_key(operator, "the-key")
+    assert api.services.db.call(claim_key, key, claimed) is None
+    kept = OpenTurn(
+        turn_id="turn-killed",
+        operator_id=operator,
+        session_id=session_id,
+        message=MESSAGE,
+        started_at=utcnow(),
+        key=key,
+    )
+    api.services.db.call(lambda s: s.add(kept))
 
     turns = api.services.chat_turns
     await turns.record_owner_gone(

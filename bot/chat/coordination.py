@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Protocol, TypeVar
 
+import msgspec
 import redis.asyncio as aioredis
 
 from bot.redis_clients import CancellableRedis
@@ -37,32 +37,57 @@ def stop_channel(redis_db: int) -> str:
     return f"{STOP_CHANNEL}:{redis_db}"
 
 
+# A send refused the operator's slot while the turn holding it is being set up (its slot
+# claimed, its session being placed: a read) waits this long at most for that, so that its
+# 409 names the session to re-attach to, or, if that set-up is refused, takes the free slot
+# instead of a 409 (`claim_slot`; bot.chat.inflight.TurnRegistry.settle within a process).
+SET_UP_WAIT_SECONDS = 5.0
+# How often a waiting send looks again (one Redis GET, or a database read, a look): the
+# moments it waits through last milliseconds, a few looks each.
+LOOK_AGAIN_SECONDS = 0.02
+
+
 def slot_key(operator_id: int) -> str:
-    """The operator's turn slot (its value: {turn_id, session} of the turn holding it, and
-    `key`, its idempotency key's row key, when it was sent with one)."""
+    """The operator's turn slot (its value: a `Slot`)."""
     return f"{KEY_PREFIX}{operator_id}"
 
 
-def slot_value(turn_id: str, session_id: str, key: str | None) -> str:
-    """What the slot holds: the turn, its session ("" while it is being placed) and its key,
-    so that a send with the same key through another instance, refused the slot, knows the
-    turn holding it is the one its key names (bot.chat.key_joins)."""
-    value = {"turn_id": turn_id, "session": session_id}
-    if key is not None:
-        value["key"] = key
-    return json.dumps(value)
+class Slot(msgspec.Struct, frozen=True, omit_defaults=True):
+    """What the operator's slot holds (stored as JSON; the scripts below read `turn_id`):
+    the turn holding it; its session ("" while not known: a send that names none is placed
+    after the claim); its idempotency key's row key, when it was sent with one, so that a
+    send with the same key through another instance, refused the slot, knows the turn
+    holding it is the one its key names (bot.chat.key_joins); and whether it is still being
+    set up (`placing`: claimed, not yet described)."""
+
+    turn_id: str
+    session: str = ""
+    key: str | None = None
+    placing: bool = False
+
+    @property
+    def session_id(self) -> str | None:
+        return self.session or None
+
+
+_SLOT = msgspec.json.Decoder(Slot)
+
+
+def read_slot(raw: bytes | str | None) -> Slot | None:
+    """A slot's stored value (None: no slot, or a value that is not a slot)."""
+    if raw is None:
+        return None
+    try:
+        return _SLOT.decode(raw)
+    except msgspec.DecodeError:  # ValidationError included
+        return None
 
 
 def slot_held_by(raw: bytes | str | None, turn_id: str) -> bool:
     """Whether a slot's stored value (None: no slot) is held by `turn_id`; HELD_BY_LUA in
     Python, for a reader that looks without acting."""
-    if raw is None:
-        return False
-    try:
-        slot = json.loads(raw)
-    except ValueError:
-        return False
-    return isinstance(slot, dict) and slot.get("turn_id") == turn_id
+    slot = read_slot(raw)
+    return slot is not None and slot.turn_id == turn_id
 
 
 # The slots' scripts act only on a slot its turn still holds (a slot taken over meanwhile
@@ -107,16 +132,23 @@ LISTENER_MAX_RETRY_SECONDS = 60.0
 
 class TurnLocks(Protocol):
     async def acquire(
-        self, operator_id: int, turn_id: str, *, key: str | None = None
+        self,
+        operator_id: int,
+        turn_id: str,
+        *,
+        session_id: str | None = None,
+        key: str | None = None,
     ) -> str | None:
-        """Claim the slot for the turn (sent with `key`, the row key of its idempotency
-        key); None on success, else the holder's turn id."""
+        """Claim the slot for the turn (its session when the send named it; sent with
+        `key`, the row key of its idempotency key), being set up; None on success, else the
+        holder's turn id ("": it could not be read). `claim_slot` waits out a set-up."""
 
     async def describe(
         self, operator_id: int, turn_id: str, session_id: str, *, key: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """The turn holding the slot is set up: placed in `session_id`."""
 
-    async def holder(self, operator_id: int) -> dict[str, str] | None: ...
+    async def holder(self, operator_id: int) -> Slot | None: ...
 
     async def release(self, operator_id: int, turn_id: str) -> None: ...
 
@@ -136,7 +168,12 @@ class LocalTurnLocks:
     """One process: the in-process registry already enforces everything."""
 
     async def acquire(
-        self, operator_id: int, turn_id: str, *, key: str | None = None
+        self,
+        operator_id: int,
+        turn_id: str,
+        *,
+        session_id: str | None = None,
+        key: str | None = None,
     ) -> str | None:
         return None
 
@@ -145,7 +182,7 @@ class LocalTurnLocks:
     ) -> None:
         return None
 
-    async def holder(self, operator_id: int) -> dict[str, str] | None:
+    async def holder(self, operator_id: int) -> Slot | None:
         return None
 
     async def release(self, operator_id: int, turn_id: str) -> None:
@@ -165,6 +202,38 @@ class LocalTurnLocks:
 
     async def close(self) -> None:
         return None
+
+
+async def claim_slot(
+    locks: TurnLocks,
+    operator_id: int,
+    turn_id: str,
+    *,
+    session_id: str | None = None,
+    key: str | None = None,
+    wait: float = SET_UP_WAIT_SECONDS,
+) -> Slot | None:
+    """Claim the operator's slot for the turn (`TurnLocks.acquire`): None when claimed, else
+    the slot of the turn holding it. While that turn is still being set up (through another
+    instance: within a process the registry waited already), wait for it, `wait` seconds at
+    most, so the answer is the one its set-up leads to: set up, its slot names its session
+    (a 409 the client can re-attach with); refused (a 400, a 404), its slot goes and this
+    turn takes it, and is set up as the send asked (the same refusal, or a turn)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    while True:
+        taken = await locks.acquire(operator_id, turn_id, session_id=session_id, key=key)
+        if taken is None:
+            return None
+        held = await locks.holder(operator_id)
+        late = loop.time() >= deadline
+        if held is None:  # it went between the two reads: claim it again
+            if late:
+                return Slot(taken)
+            continue
+        if not held.placing or late:
+            return held
+        await asyncio.sleep(LOOK_AGAIN_SECONDS)
 
 
 class RedisTurnLocks:
@@ -215,32 +284,38 @@ class RedisTurnLocks:
             log.warning("Redis reachable again: chat turn slots are shared across instances")
 
     async def acquire(
-        self, operator_id: int, turn_id: str, *, key: str | None = None
+        self,
+        operator_id: int,
+        turn_id: str,
+        *,
+        session_id: str | None = None,
+        key: str | None = None,
     ) -> str | None:
-        return await self._call("acquire", lambda: self._acquire(operator_id, turn_id, key), None)
+        slot = Slot(turn_id, session_id or "", key, placing=True)
+        return await self._call("acquire", lambda: self._acquire(operator_id, slot), None)
 
-    async def _acquire(self, operator_id: int, turn_id: str, key: str | None) -> str | None:
-        value = slot_value(turn_id, "", key)
+    async def _acquire(self, operator_id: int, slot: Slot) -> str | None:
+        value = msgspec.json.encode(slot)
         for _ in range(2):  # the holder may finish between our SET and GET: try once more
             if await self._redis.set(slot_key(operator_id), value, nx=True, px=self._ttl_ms):
                 return None
-            held = await self.holder(operator_id)
+            held = read_slot(await self._redis.get(slot_key(operator_id)))
             if held is not None:
-                return held["turn_id"]
+                return held.turn_id
         return ""
 
     async def describe(
         self, operator_id: int, turn_id: str, session_id: str, *, key: str | None = None
     ) -> None:
-        value = slot_value(turn_id, session_id, key)
-        key = slot_key(operator_id)
+        value = msgspec.json.encode(Slot(turn_id, session_id, key))
+        at = slot_key(operator_id)
         await self._call(
-            "describe", lambda: self._redis.set(key, value, xx=True, px=self._ttl_ms), None
+            "describe", lambda: self._redis.set(at, value, xx=True, px=self._ttl_ms), None
         )
 
-    async def holder(self, operator_id: int) -> dict[str, str] | None:
+    async def holder(self, operator_id: int) -> Slot | None:
         raw = await self._call("holder", lambda: self._redis.get(slot_key(operator_id)), None)
-        return None if raw is None else dict(json.loads(raw))
+        return read_slot(raw)
 
     async def release(self, operator_id: int, turn_id: str) -> None:
         # With Redis unreachable the slot is left: its key expires by itself within the TTL.

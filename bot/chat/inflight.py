@@ -32,6 +32,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from bot.chat.coordination import SET_UP_WAIT_SECONDS
 from bot.chat.frames import FrameRelay, NumberedFrame
 from bot.contracts.chat import ErrorFrame, ErrorReason, Frame
 from bot.contracts.errors import ErrorDetail
@@ -52,10 +53,6 @@ CUT_END_RECORD_SECONDS = 1.5
 # Cut turns end within this: the record, then the terminal frame's relay, whose write gives
 # up after bot.chat.frames.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
 CUT_SECONDS = 10.0
-# A send while the operator's turn is still being set up (its slot claimed, its session being
-# placed: a read) waits this long at most for that, so that its 409 names the session to
-# re-attach to, or, if that set-up is refused, takes the free slot instead of a 409.
-SET_UP_WAIT_SECONDS = 5.0
 
 
 @dataclass
@@ -192,6 +189,15 @@ async def _record_end(handle: TurnHandle, terminal: NumberedFrame) -> None:
         log.warning("turn %s: its end was not recorded for its key (%r)", handle.turn_id, exc)
 
 
+def turn_in_flight(session_id: str, turn_id: str) -> Conflict:
+    """The 409 of a send while the operator's turn runs (here, or through another instance:
+    its slot), naming its session when it is known, to re-attach to."""
+    return Conflict(
+        "a turn is already in flight for this operator; resume it or stop it first",
+        detail=ErrorDetail(session=session_id or None, turn_id=turn_id or None),
+    )
+
+
 def _lapse(waiter: asyncio.Future[bool]) -> None:
     if not waiter.done():
         waiter.set_result(False)
@@ -262,10 +268,7 @@ class TurnRegistry:
             raise Unavailable("the service is shutting down; send the message again in a moment")
         running = self._by_operator.get(operator_id)
         if running is not None and not running.finished:
-            raise Conflict(
-                "a turn is already in flight for this operator; resume it or stop it first",
-                detail=ErrorDetail(session=running.session_id or None, turn_id=running.turn_id),
-            )
+            raise turn_in_flight(running.session_id, running.turn_id)
         handle = TurnHandle(
             turn_id=turn_id, operator_id=operator_id, session_id="", first_id=frame_base()
         )

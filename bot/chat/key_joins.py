@@ -7,18 +7,20 @@ first send's set-up, whose claim of the key comes before its launch). Across ins
 second send sees only the slot in Redis, and two moments when the first turn is running but
 not yet found: before its key's claim is committed (a write batched with other turns'), and
 after it but before its first frame reaches the relay (bot.chat.frames). The slot names the
-key of the turn holding it (bot.chat.coordination.slot_value), so the second send waits
-through those moments only when the turn in the way is its own key's, never behind another
-message's turn, and never past the set-up wait (bot.chat.inflight.SET_UP_WAIT_SECONDS).
-Knows nothing of HTTP."""
+key of the turn holding it (bot.chat.coordination.Slot), so the second send waits through
+those moments only when the turn in the way is its own key's, never behind another message's
+turn, and never past the set-up wait (bot.chat.coordination.SET_UP_WAIT_SECONDS). (The
+first send's set-up itself, up to its key's claim, the second waited out as it claimed the
+slot (`claim_slot`): had it been refused, the second would have taken the slot and been set
+up itself.) Knows nothing of HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
 
-from bot.chat.coordination import TurnLocks
-from bot.chat.inflight import SET_UP_WAIT_SECONDS, TurnRegistry
+from bot.chat.coordination import LOOK_AGAIN_SECONDS, SET_UP_WAIT_SECONDS, TurnLocks
+from bot.chat.inflight import TurnRegistry
 from bot.chat.turn_keys import (
     KeyState,
     RecordedTurn,
@@ -28,10 +30,6 @@ from bot.chat.turn_keys import (
     read_key,
 )
 from bot.db import Database
-
-# How often a waiting send looks again (one Redis GET, or a database read, a look): the
-# moments it waits through last milliseconds, a few looks each.
-LOOK_AGAIN_SECONDS = 0.02
 
 
 @dataclass(frozen=True)
@@ -50,8 +48,9 @@ class KeyJoins:
             state = await self.db.run(read_key, key)
             if state is not None:
                 return state
-            holder = await self.locks.holder(operator_id) or {}
-            if holder.get("key") != key or asyncio.get_running_loop().time() > deadline:
+            holder = await self.locks.holder(operator_id)
+            late = asyncio.get_running_loop().time() > deadline
+            if holder is None or holder.key != key or late:
                 return None
             await asyncio.sleep(LOOK_AGAIN_SECONDS)
 
@@ -67,8 +66,8 @@ class KeyJoins:
             found = await find_keyed_turn(state, operator_id=operator_id, registry=self.registry)
             if found is not None:
                 return found
-            holder = await self.locks.holder(operator_id) or {}
-            held = holder.get("turn_id") == turn.turn_id
+            holder = await self.locks.holder(operator_id)
+            held = holder is not None and holder.turn_id == turn.turn_id
             if not held or asyncio.get_running_loop().time() > deadline:
                 break
             await asyncio.sleep(LOOK_AGAIN_SECONDS)

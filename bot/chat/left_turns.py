@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from bot.chat.coordination import TurnLocks
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.inflight import TurnRegistry
-from bot.chat.open_turn_rows import OpenTurn, forget_open
+from bot.chat.open_turn_rows import OpenTurn, forget_open, open_key
 from bot.chat.turn import OWNER_GONE_REPLY
 from bot.chat.turn_keys import killed_end, record_killed_end
 from bot.clock import Clock, utcnow
@@ -64,13 +64,15 @@ def note_killed_turn(
     """A turn whose process was killed: its session notes it (its message and that it did
     not complete) and its key, if it was sent with one, records the same end, in one
     transaction. False when nothing was written (its messages stored already: the key is
-    left as it is; its session gone)."""
+    left as it is; its session gone). Its key is the one its kept-open row names, read before
+    the note lets that row go."""
+    key = open_key(session, turn_id)
     stored = store_cut_note(
         session, operator_id, session_id, turn_id, message, reply=OWNER_GONE_REPLY, clock=clock
     )
-    if stored:
+    if stored and key is not None:
         end = killed_end(session_id, turn_id, message, first_id=first_id)
-        record_killed_end(session, turn_id, end, clock=clock)
+        record_killed_end(session, key, turn_id, end, clock=clock)
     return stored
 
 
@@ -104,7 +106,7 @@ async def note_left_turns(
         if registry.find(turn.operator_id, session_id=None, turn_id=turn.turn_id):
             continue  # it runs here
         held = await locks.holder(turn.operator_id)
-        if held is not None and held.get("turn_id") == turn.turn_id:
+        if held is not None and held.turn_id == turn.turn_id:
             continue  # it runs on another instance
         if await writes.run(note_left_turn, turn, clock=clock):
             noted.append(turn)

@@ -22,12 +22,12 @@ from sqlalchemy.orm import Session
 
 from bot.agents import resolve_agent
 from bot.chat.announce import announce
-from bot.chat.coordination import TurnLocks
+from bot.chat.coordination import TurnLocks, claim_slot
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
-from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.inflight import TurnHandle, TurnRegistry, turn_in_flight
 from bot.chat.intents import (
     IntentContext,
     IntentOutcome,
@@ -247,13 +247,16 @@ class TurnPipeline:
         key = None if request.key is None else row_key(request.operator_id, request.key)
         acquired = False
         try:
-            holder = await self.locks.acquire(request.operator_id, handle.turn_id, key=key)
-            if holder is not None:
-                held = await self.locks.holder(request.operator_id) or {}
-                raise Conflict(
-                    "a turn is already in flight for this operator; resume it or stop it first",
-                    detail=ErrorDetail(session=held.get("session") or None, turn_id=holder or None),
-                )
+            # Through another instance, a turn being set up is waited for, as `settle` does.
+            held = await claim_slot(
+                self.locks,
+                request.operator_id,
+                handle.turn_id,
+                session_id=request.session_id,
+                key=key,
+            )
+            if held is not None:
+                raise turn_in_flight(held.session, held.turn_id)
             acquired = True
             target = place_turn(
                 await self._placements.get((request.operator_id, request.session_id)),
@@ -344,7 +347,8 @@ class TurnPipeline:
         frame named; a cut (the service stopping) meanwhile lets it land and then records the
         cut in it. None (and an error frame) if the session was deleted since."""
         # Kept with it: the first frame acknowledged the message (bot.chat.left_turns).
-        acknowledged = Acknowledged(handle.turn_id, request.message)
+        key = None if request.key is None else row_key(request.operator_id, request.key)
+        acknowledged = Acknowledged(handle.turn_id, request.message, key)
         write = asyncio.ensure_future(
             self.writes.run(
                 open_for_turn, request.operator_id, target, turn=acknowledged, clock=self.clock

@@ -138,8 +138,8 @@ class SessionService:
         if running is not None:
             return running.turn_id if running.session_id == session_id else None
         held = await self.locks.holder(operator_id)
-        if held and held.get("session") == session_id:
-            return held.get("turn_id") or None
+        if held is not None and held.session == session_id:
+            return held.turn_id or None
         return None
 
     async def history(self, operator_id: int, *, session_id: str | None, limit: int) -> History:
@@ -180,6 +180,4 @@ class SessionService:
         if held is None:
             return StopResult(stopped=False)
         await self.locks.signal_stop(operator_id)
-        return StopResult(
-            stopped=True, session=held.get("session") or None, turn_id=held["turn_id"]
-        )
+        return StopResult(stopped=True, session=held.session_id, turn_id=held.turn_id)

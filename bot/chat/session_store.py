@@ -77,6 +77,7 @@ class Acknowledged:
 
     turn_id: str
     message: str
+    key: str | None = None  # its idempotency key's row key (bot.chat.turn_keys.row_key)
 
 
 def open_for_turn(
@@ -99,6 +100,7 @@ def open_for_turn(
             session_id=opened.id,
             message=turn.message,
             started_at=clock(),
+            key=turn.key,
         )
         session.connection().execute(INSERT_OPEN, _values(row))
     return opened

@@ -160,23 +160,16 @@ def killed_end(session_id: str, turn_id: str, message: str, *, first_id: int) ->
 
 
 def record_killed_end(
-    session: Session, turn_id: str, end: TurnEnd, *, clock: Clock = utcnow
+    session: Session, key: str, turn_id: str, end: TurnEnd, *, clock: Clock = utcnow
 ) -> bool:
-    """`end` recorded for the key that started the turn, if one did and it has no end yet
-    (the turn's process was killed before recording it): a send again with that key then
-    answers it, as it answers a turn cut by a shutdown, instead of a 409 forever. False when
-    nothing was recorded. (The key's row is found by its turn: a scan of the kind's rows
-    still without an end, run only for a killed turn.)"""
+    """`end` recorded for `key` (the row key its kept-open row names: bot.chat.open_turn_rows)
+    if it started the turn and has no end yet (the turn's process was killed before recording
+    it): a send again with that key then answers it, as it answers a turn cut by a shutdown,
+    instead of a 409 forever. False when nothing was recorded."""
     row = session.scalar(
-        select(SideEffect)
-        .where(
-            SideEffect.kind == KIND,
-            SideEffect.status == PENDING,
-            SideEffect.request["turn_id"].as_string() == turn_id,
-        )
-        .with_for_update()
+        select(SideEffect).where(SideEffect.key == key, SideEffect.kind == KIND).with_for_update()
     )
-    if row is None:
+    if row is None or row.status != PENDING or row.request.get("turn_id") != turn_id:
         return False
     row.status = DONE
     row.result = msgspec.to_builtins(end)

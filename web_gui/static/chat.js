@@ -260,7 +260,8 @@ export class Chat {
     });
   }
 
-  async newChat({ issue = null } = {}) {
+  // `reuse: false`: a chat of its own even if an empty one is shown or left (a Retry's).
+  async newChat({ issue = null, reuse = true } = {}) {
     if (this.turn) {
       notify("A turn is running: stop it or let it finish first.", { level: "error" });
       return null;
@@ -268,12 +269,12 @@ export class Chat {
     // An empty chat is reused rather than another one piling up in the sidebar: the one
     // shown, else the newest empty one left from before (a reload, another tab).
     const current = this.sessions.find((s) => s.id === this.session?.id);
-    if (!issue && current && isEmptyChat(current) && !this.els.messages.querySelector(".msg")) {
+    if (reuse && !issue && current && isEmptyChat(current) && !this.els.messages.querySelector(".msg")) {
       this.app.show("chat");
       this.els.input.focus();
       return current;
     }
-    const idle = issue ? null : this.sessions.find((s) => s.id !== this.session?.id && isEmptyChat(s) && (!this.agent || s.agent === this.agent));
+    const idle = issue || !reuse ? null : this.sessions.find((s) => s.id !== this.session?.id && isEmptyChat(s) && (!this.agent || s.agent === this.agent));
     if (idle) {
       await this.open(idle.id);
       this.els.input.focus();
@@ -465,7 +466,9 @@ export class Chat {
 
   // Retry of a send that failed: that message, to its chat, with its key, whatever chat is
   // open now and whatever the box holds. A message the service took (only its answer was
-  // lost) is the same turn then, not a second one in the chat opened since.
+  // lost) is the same turn then, not a second one in the chat opened since. One sent with no
+  // chat open went to a new chat: it goes to a new one again, not to the chat opened since
+  // (a message naming no chat goes to the one open); its body stays as sent, for its key.
   async retry(unsent) {
     if (unsent.resent) return; // sent again already (Send, or an earlier Retry): its key with it
     if (this.turn) {
@@ -476,6 +479,9 @@ export class Chat {
     if (session && this.session?.id !== session) {
       await this.open(session);
       if (this.session?.id !== session || this.turn) return; // not opened (it said why), or busy
+    } else if (!session && this.session) {
+      const fresh = await this.newChat({ reuse: false });
+      if (!fresh || this.session?.id !== fresh.id || this.turn) return; // it said why, or moved on
     }
     unsent.resent = true;
     if (this.unsent === unsent) this.unsent = null;

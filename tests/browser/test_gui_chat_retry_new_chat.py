@@ -1,0 +1,56 @@
+"""A message sent from a fresh page, with no chat open, that never reached the service, and
+retried after the operator opened a chat meanwhile, goes to a new chat, as it would have
+when first sent, with its key and its body as sent; the chat opened meanwhile gets nothing.
+Before, Retry sent it to the chat open then (a message naming no chat goes to the open one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bot.runtimes.base import Delta
+from tests.browser.conftest import GuiFactory
+from tests.conftest import make_settings
+from tests.fakes.runtimes import ScriptedRuntime
+
+
+async def test_retry_of_a_first_message_after_opening_a_chat_goes_to_a_new_chat(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    runtime = ScriptedRuntime([[Delta("The answer.")]])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    page = gui.page
+    sent: list[tuple[str | None, Any]] = []
+
+    async def unreachable_at_first(route: Any) -> None:
+        request = route.request
+        sent.append((await request.header_value("idempotency-key"), request.post_data_json))
+        if len(sent) == 1:
+            await route.abort("connectionfailed")  # the service never got it
+        else:
+            await route.continue_()
+
+    await page.route("**/api/operator/chat/stream", unreachable_at_first)
+    await page.fill("#message", "a first question")
+    await page.press("#message", "Enter")
+    lost = page.locator("#toasts .toast.error", has_text="Not sent")
+    await lost.wait_for()
+    # A chat made meanwhile (another tab) is listed here; the operator opens it.
+    made = await api.post("/api/operator/chat/new", json={"title": "other"})
+    other = (await made.json())["id"]
+    await page.click(f"[data-session='{other}'] .session-open")
+    await page.wait_for_selector(f"#session-list .session.current[data-session='{other}']")
+    await lost.locator("button", has_text="Retry").click()
+    await page.locator("#messages .msg.assistant", has_text="The answer.").wait_for()
+    await gui.wait_done()
+
+    [(key, body), (again, resent)] = sent
+    assert key and again == key and resent == body and "session" not in body
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    turns = {s["id"]: s["turns"] for s in sessions}
+    assert turns.pop(other) == 0
+    [(new, count)] = turns.items()
+    assert count == 2
+    assert await page.get_attribute("#session-list .session.current", "data-session") == new
