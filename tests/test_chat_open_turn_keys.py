@@ -1,7 +1,7 @@
 """A chat turn kept open names its idempotency key (bot/chat/open_turn_rows.py), so the end
 of a turn whose process was killed is recorded for that key by a lookup, on both backends:
 a send again with the key answers it. Turns kept open before the key column existed get
-theirs from the pending keys that name them (migration 0026). Before, the key's row was
+theirs from the pending keys that name them (migration 0027). Before, the key's row was
 found by scanning `side_effects` for the turn id inside each pending key's JSON."""
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 killed turn's end is recorded for its key by a lookup, not a scan of `side_effects`. Turns
 kept open before this get theirs from the pending keys that name them.
 
-Revision ID: 0026_chat_open_turn_keys
-Revises: 0025_chat_open_turns
+Revision ID: 0027_chat_open_turn_keys
+Revises: 0026_task_starts
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0026_chat_open_turn_keys"
-down_revision = "0025_chat_open_turns"
+revision = "0027_chat_open_turn_keys"
+down_revision = "0026_task_starts"
 branch_labels = None
 depends_on = None
 
