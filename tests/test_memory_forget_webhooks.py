@@ -173,7 +173,8 @@ async def test_a_secret_value_the_service_knows_is_not_stored_from_an_issue_or_c
     )
     assert WEBHOOK_SECRET not in all_texts(database)
     assert found(memory, "deliveries fail secret config") == [
-        "#1 Spelling error in the README file\n\nDeliveries fail; our secret is [REDACTED] in the config"
+        "#1 Spelling error in the README file\n\n"
+        "Deliveries fail; our secret is [REDACTED] in the config"
     ]
     assert live_texts(database)["comment:71"] == "@Codertocat on #1:\ntry again with [REDACTED]"
 
