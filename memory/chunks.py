@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from memory.errors import ChunkError
+from memory.errors import ChunkError, TooBroad
 from memory.models import MemoryChunk
 from memory.secrets import masked
 from memory.segment import Record
@@ -164,23 +164,35 @@ def retract(session: Session, key: str, *, clock: Now = utcnow) -> int | None:
     (the index's copy goes with the next merge of its segment); a rebuild skips it. The
     same key added again later is a new chunk.
     """
+    forgotten = retract_key(session, key, clock=clock)
+    return None if forgotten is None else forgotten.id
+
+
+def retract_key(session: Session, key: str, *, clock: Now = utcnow) -> Forgotten | None:
+    """`retract`, saying what was forgotten (None: no live chunk under the key)."""
     previous = session.scalar(
         select(MemoryChunk)
         .where(MemoryChunk.key == key, MemoryChunk.live.is_(True))
         .with_for_update()
     )
-    if previous is None:
-        return None
-    return _retract_row(session, previous, clock=clock).id
+    return None if previous is None else _retract_row(session, previous, clock=clock)
 
 
 @dataclass(frozen=True)
 class Forgotten:
-    """A chunk `retract_issue` forgot."""
+    """A chunk forgotten, by where it came from (never by its text: what shows it, a CLI's
+    output or a Chat reply, must not repeat what was taken out)."""
 
     id: int
     key: str | None
     source: str
+    issue: int | None
+
+    @property
+    def provenance(self) -> str:
+        about = f" on #{self.issue}" if self.issue is not None else ""
+        key = f", key {self.key}" if self.key else ""
+        return f"chunk {self.id} ({self.source}{about}{key})"
 
 
 def _retract_row(session: Session, previous: MemoryChunk, *, clock: Now) -> Forgotten:
@@ -210,7 +222,7 @@ def _retract_row(session: Session, previous: MemoryChunk, *, clock: Now) -> Forg
         )
     )
     session.flush()
-    return Forgotten(previous.id, previous.key, previous.source)
+    return Forgotten(previous.id, previous.key, previous.source, previous.issue)
 
 
 # What GitHub's deleted or transferred issue takes with it: its own text and its comments.
@@ -235,6 +247,30 @@ def retract_issue(
     if sources is not None:
         statement = statement.where(MemoryChunk.source.in_([str(s) for s in sources]))
     rows = session.scalars(statement.order_by(MemoryChunk.id).with_for_update()).all()
+    return [_retract_row(session, row, clock=clock) for row in rows]
+
+
+def retract_saying(
+    session: Session, repo: str, phrase: str, *, at_most: int, clock: Now = utcnow
+) -> list[Forgotten]:
+    """Forget the live chunks of `repo` whose text contains `phrase` (case aside), each as
+    `retract` does, oldest first; more than `at_most` of them: TooBroad, nothing forgotten."""
+    escaped = phrase.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = session.scalars(
+        select(MemoryChunk)
+        .where(
+            MemoryChunk.repo == repo,
+            MemoryChunk.live.is_(True),
+            func.lower(MemoryChunk.text).like(f"%{escaped}%", escape="\\"),
+        )
+        .order_by(MemoryChunk.id)
+        .limit(at_most + 1)
+        .with_for_update()
+    ).all()
+    if len(rows) > at_most:
+        raise TooBroad(
+            f"more than {at_most} chunks say that; nothing was forgotten", matched=len(rows)
+        )
     return [_retract_row(session, row, clock=clock) for row in rows]
 
 

@@ -311,17 +311,23 @@ class Memory:
         stored the note twice)."""
         with self.sessions() as session:
             added = chunks.add_chunks(session, items, clock=self.clock)
+        self._catch_up("stored", [a.id for a in added])
+        return added
+
+    def _catch_up(self, done: str, ids: Sequence[int]) -> None:
+        """`sync` after rows were committed: an index that cannot catch up now is logged,
+        not raised (the rows are the truth; the next sync or a reindex catches up)."""
         try:
             self.sync()
         except (IndexUnavailable, OSError) as exc:
             reason = exc.message if isinstance(exc, IndexUnavailable) else str(exc)
             log.warning(
-                "memory: chunk(s) %s stored; the index in %s is not caught up: %s",
-                ", ".join(str(a.id) for a in added),
+                "memory: chunk(s) %s %s; the index in %s is not caught up: %s",
+                ", ".join(str(i) for i in ids),
+                done,
                 self.root,
                 reason,
             )
-        return added
 
     def retract(self, keys: Sequence[str]) -> list[int]:
         """Forget the chunks under `keys` in their own transaction (memory.chunks.retract),
@@ -332,17 +338,38 @@ class Memory:
         self.sync()
         return [chunk_id for chunk_id in found if chunk_id is not None]
 
+    def forget_key(self, key: str) -> chunks.Forgotten | None:
+        """`retract` of one key, saying what was forgotten (None: no live chunk under it);
+        an index that cannot catch up is logged, as in `add`."""
+        with self.sessions() as session:
+            forgotten = chunks.retract_key(session, key, clock=self.clock)
+        if forgotten is not None:
+            self._catch_up("forgotten", [forgotten.id])
+        return forgotten
+
     def forget_issue(
         self, repo: str, issue: int, *, sources: Collection[ChunkSource] | None = None
     ) -> list[chunks.Forgotten]:
         """Forget the live chunks about an issue or PR of `repo` (of these `sources`, None:
         all) in their own transaction (memory.chunks.retract_issue), then bring the index up
-        to date: what was forgotten, oldest first."""
+        to date (an index that cannot is logged, as in `add`): what was forgotten, oldest
+        first."""
         with self.sessions() as session:
             forgotten = chunks.retract_issue(
                 session, repo, issue, sources=sources, clock=self.clock
             )
-        self.sync()
+        self._catch_up("forgotten", [f.id for f in forgotten])
+        return forgotten
+
+    def forget_saying(self, repo: str, phrase: str, *, at_most: int) -> list[chunks.Forgotten]:
+        """Forget the live chunks of `repo` whose text contains `phrase` (case aside; at most
+        `at_most` of them, else TooBroad and nothing forgotten), then bring the index up to
+        date, as `forget_issue` does (memory.chunks.retract_saying)."""
+        with self.sessions() as session:
+            forgotten = chunks.retract_saying(
+                session, repo, phrase, at_most=at_most, clock=self.clock
+            )
+        self._catch_up("forgotten", [f.id for f in forgotten])
         return forgotten
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:

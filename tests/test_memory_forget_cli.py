@@ -34,7 +34,7 @@ def test_forget_by_key_prints_what_it_forgot_and_search_no_longer_finds_it(
     assert main(["memory", "add", "tangerine is also a colour", "--key", "note:colour"]) == 0
     capsys.readouterr()
     assert main(["memory", "forget", "note:vault"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["forgot chunk 1 (key note:vault)"]
+    assert capsys.readouterr().out.splitlines() == ["forgot chunk 1 (note, key note:vault)"]
     out = _search("tangerine", capsys)
     assert "tangerine is also a colour" in out and "passphrase" not in out
 
@@ -47,7 +47,7 @@ def test_forget_an_unknown_key_exits_1_and_says_so_forgetting_the_known_ones(
     assert main(["memory", "forget", "note:deplyos", "note:deploys"]) == 1
     captured = capsys.readouterr()
     assert captured.err.strip() == "steelframe: no chunk in memory under key 'note:deplyos'"
-    assert captured.out.splitlines() == ["forgot chunk 1 (key note:deploys)"]
+    assert captured.out.splitlines() == ["forgot chunk 1 (note, key note:deploys)"]
     assert main(["memory", "forget", "note:deploys"]) == 1  # already forgotten
     assert "no chunk in memory under key 'note:deploys'" in capsys.readouterr().err
 
@@ -65,8 +65,8 @@ def test_forget_an_issue_forgets_every_chunk_about_it_in_that_repository(
     capsys.readouterr()
     assert main(["memory", "forget", "--issue", "7"]) == 0
     assert capsys.readouterr().out.splitlines() == [
-        "forgot chunk 1 (issue about #7, key i7)",
-        "forgot chunk 2 (worker_session about #7)",
+        "forgot chunk 1 (issue on #7, key i7)",
+        "forgot chunk 2 (worker_session on #7)",
     ]
     out = _search("heron", capsys)
     assert "a heron in another repo" in out and "a heron on issue 8" in out

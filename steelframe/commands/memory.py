@@ -153,8 +153,7 @@ def cmd_forget(args: argparse.Namespace) -> int:
             repo = args.repo or settings.repo
             forgotten = memory.forget_issue(repo, args.issue)
             for chunk in forgotten:
-                key = f", key {chunk.key}" if chunk.key else ""
-                print(f"forgot chunk {chunk.id} ({chunk.source} about #{args.issue}{key})")
+                print(f"forgot {chunk.provenance}")
             if not forgotten:
                 print(
                     f"steelframe: nothing in memory about #{args.issue} in {repo}", file=sys.stderr
@@ -162,9 +161,9 @@ def cmd_forget(args: argparse.Namespace) -> int:
             return 0 if forgotten else 1
         unknown = 0
         for key in dict.fromkeys(args.keys):
-            ids = memory.retract([key])
-            if ids:
-                print(f"forgot chunk {ids[0]} (key {key})")
+            one = memory.forget_key(key)
+            if one is not None:
+                print(f"forgot {one.provenance}")
             else:
                 print(f"steelframe: no chunk in memory under key {key!r}", file=sys.stderr)
                 unknown += 1
