@@ -56,10 +56,10 @@ def test_forget_an_issue_forgets_every_chunk_about_it_in_that_repository(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     for argv in (
-        ["a heron nests by the deploy script", "--issue", "7", "--source", "issue", "--key", "i7"],
-        ["herons again", "--issue", "7", "--source", "worker_session"],
-        ["a heron in another repo", "--issue", "7", "--repo", "acme/other", "--key", "o7"],
-        ["a heron on issue 8", "--issue", "8", "--key", "i8"],
+        ["a kestrel nests by the deploy job", "--issue", "7", "--source", "issue", "--key", "i7"],
+        ["kestrels again", "--issue", "7", "--source", "worker_session"],
+        ["a kestrel in another repo", "--issue", "7", "--repo", "acme/other", "--key", "o7"],
+        ["a kestrel on issue 8", "--issue", "8", "--key", "i8"],
     ):
         assert main(["memory", "add", *argv]) == 0
     capsys.readouterr()
@@ -68,9 +68,9 @@ def test_forget_an_issue_forgets_every_chunk_about_it_in_that_repository(
         "forgot chunk 1 (issue on #7, key i7)",
         "forgot chunk 2 (worker_session on #7)",
     ]
-    out = _search("heron", capsys)
-    assert "a heron in another repo" in out and "a heron on issue 8" in out
-    assert "deploy script" not in out and "herons again" not in out
+    out = _search("kestrel", capsys)
+    assert "a kestrel in another repo" in out and "a kestrel on issue 8" in out
+    assert "deploy job" not in out and "kestrels again" not in out
     assert main(["memory", "forget", "--issue", "7"]) == 1
     assert capsys.readouterr().err.strip() == "steelframe: nothing in memory about #7 in acme/app"
 
