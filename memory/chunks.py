@@ -234,13 +234,13 @@ def retract_issue(
     repo: str,
     issue: int,
     *,
-    sources: Collection[ChunkSource] | None = ISSUE_THREAD,
+    sources: Collection[ChunkSource] | None,
     clock: Now = utcnow,
 ) -> list[Forgotten]:
-    """Forget the live chunks about an issue or PR of `repo` in the caller's transaction,
-    each as `retract` does, oldest first. `sources` (None: every source) defaults to what
-    GitHub holds of an issue (a deleted or transferred one): its text and its comments; a
-    worker session or a note about it is not GitHub's text and stays."""
+    """Forget the live chunks of these `sources` (None: every source) about an issue or PR
+    of `repo` in the caller's transaction, each as `retract` does, oldest first. A deleted
+    or transferred issue takes ISSUE_THREAD, what GitHub held of it; a worker session or a
+    note about it is not GitHub's text and stays."""
     statement = select(MemoryChunk).where(
         MemoryChunk.repo == repo, MemoryChunk.issue == issue, MemoryChunk.live.is_(True)
     )

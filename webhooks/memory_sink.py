@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from bot.lifecycle.redact import Redactor
 from bot.markers import is_status_comment, without_markers
 from memory import ChunkIn, add_chunk
-from memory.chunks import MAX_TEXT_CHARS, retract, retract_issue
+from memory.chunks import ISSUE_THREAD, MAX_TEXT_CHARS, retract, retract_issue
 from webhooks.chunks import ChunkSource, GitHubText, Write
 from webhooks.routing import RecentWrites
 from webhooks.versioned_text import updated_at
@@ -65,7 +65,9 @@ class MemorySink:
             if issue is None:
                 retract(session, ref)
                 return
-            found = retract_issue(session, issue["repo"], int(issue["number"]))
+            found = retract_issue(
+                session, issue["repo"], int(issue["number"]), sources=ISSUE_THREAD
+            )
             forgotten.extend(f.key for f in found if f.key is not None)
 
         def committed() -> None:
