@@ -8,7 +8,7 @@ between the database and the index, whichever process wrote it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, bindparam, func, or_, select, update
 from sqlalchemy.orm import Session
 
-from memory.errors import ChunkError
+from memory.errors import ChunkError, TooBroad
 from memory.models import MemoryChunk
 from memory.secrets import masked
 from memory.segment import Record
@@ -56,6 +56,9 @@ class ChunkIn:
     session_id: str | None = None
     paths: Sequence[str] = ()
     key: str | None = None
+    # When its source last changed this text (GitHub's `updated_at`), if known: under a key,
+    # an older text never replaces a newer one (an edit delivered after a later edit).
+    source_updated_at: datetime | None = None
 
     def validated(self) -> ChunkIn:
         try:
@@ -87,14 +90,22 @@ class ChunkIn:
             raise ChunkError("session_id must be 1 to 64 characters")
         if self.key is not None and not (0 < len(self.key) <= MAX_KEY_CHARS):
             raise ChunkError(f"key must be 1 to {MAX_KEY_CHARS} characters")
-        return ChunkIn(text, source, self.repo, self.issue, self.session_id, paths, self.key)
+        changed = self.source_updated_at
+        if changed is not None and (not isinstance(changed, datetime) or changed.tzinfo is None):
+            raise ChunkError("source_updated_at must be an aware datetime")
+        return ChunkIn(
+            text, source, self.repo, self.issue, self.session_id, paths, self.key, changed
+        )
 
 
 @dataclass(frozen=True)
 class Added:
     id: int
-    created: bool  # False: the same chunk was already stored under this key
+    created: bool  # False: the same chunk (or a newer one) was already stored under this key
     replaced: int | None = None
+    # True: the stored chunk's source changed after this text did (an edit delivered late),
+    # so the stored one was kept.
+    older: bool = False
 
 
 def add_chunk(session: Session, chunk: ChunkIn, *, clock: Now = utcnow) -> Added:
@@ -107,7 +118,12 @@ def add_chunk(session: Session, chunk: ChunkIn, *, clock: Now = utcnow) -> Added
             .where(MemoryChunk.key == chunk.key, MemoryChunk.live.is_(True))
             .with_for_update()
         )
+        if previous is not None and _older(chunk, previous):
+            return Added(previous.id, created=False, older=True)
         if previous is not None and _same(previous, chunk):
+            if _newer(chunk, previous):
+                previous.source_updated_at = chunk.source_updated_at
+                session.flush()
             return Added(previous.id, created=False)
         if previous is not None:
             previous.live = False
@@ -123,6 +139,7 @@ def add_chunk(session: Session, chunk: ChunkIn, *, clock: Now = utcnow) -> Added
         created_at=clock(),
         live=True,
         replaces=previous.id if previous is not None else None,
+        source_updated_at=chunk.source_updated_at,
     )
     session.add(row)
     session.flush()
@@ -147,24 +164,52 @@ def retract(session: Session, key: str, *, clock: Now = utcnow) -> int | None:
     (the index's copy goes with the next merge of its segment); a rebuild skips it. The
     same key added again later is a new chunk.
     """
+    forgotten = retract_key(session, key, clock=clock)
+    return None if forgotten is None else forgotten.id
+
+
+def retract_key(session: Session, key: str, *, clock: Now = utcnow) -> Forgotten | None:
+    """`retract`, saying what was forgotten (None: no live chunk under the key)."""
     previous = session.scalar(
         select(MemoryChunk)
         .where(MemoryChunk.key == key, MemoryChunk.live.is_(True))
         .with_for_update()
     )
-    if previous is None:
-        return None
+    return None if previous is None else _retract_row(session, previous, clock=clock)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """A chunk forgotten, by where it came from (never by its text: what shows it, a CLI's
+    output or a Chat reply, must not repeat what was taken out)."""
+
+    id: int
+    key: str | None
+    source: str
+    issue: int | None
+
+    @property
+    def provenance(self) -> str:
+        about = f" on #{self.issue}" if self.issue is not None else ""
+        key = f", key {self.key}" if self.key else ""
+        return f"chunk {self.id} ({self.source}{about}{key})"
+
+
+def _retract_row(session: Session, previous: MemoryChunk, *, clock: Now) -> Forgotten:
+    """`retract` of one live row (a row without a key forgets only its own text)."""
     previous.live = False
     session.flush()
+    keyed = previous.key is not None
+    versions = MemoryChunk.key == previous.key if keyed else MemoryChunk.id == previous.id
     session.execute(
         update(MemoryChunk)
-        .where(MemoryChunk.key == key)
+        .where(versions)
         .values(text=RETRACTED, paths=[])
         .execution_options(synchronize_session="fetch")
     )
     session.add(
         MemoryChunk(
-            key=key,
+            key=previous.key,
             source=previous.source,
             repo=previous.repo,
             issue=previous.issue,
@@ -177,7 +222,70 @@ def retract(session: Session, key: str, *, clock: Now = utcnow) -> int | None:
         )
     )
     session.flush()
-    return previous.id
+    return Forgotten(previous.id, previous.key, previous.source, previous.issue)
+
+
+# What GitHub's deleted or transferred issue takes with it: its own text and its comments.
+ISSUE_THREAD = (ChunkSource.ISSUE, ChunkSource.COMMENT)
+
+
+def retract_issue(
+    session: Session,
+    repo: str,
+    issue: int,
+    *,
+    sources: Collection[ChunkSource] | None,
+    clock: Now = utcnow,
+) -> list[Forgotten]:
+    """Forget the live chunks of these `sources` (None: every source) about an issue or PR
+    of `repo` in the caller's transaction, each as `retract` does, oldest first. A deleted
+    or transferred issue takes ISSUE_THREAD, what GitHub held of it; a worker session or a
+    note about it is not GitHub's text and stays."""
+    statement = select(MemoryChunk).where(
+        MemoryChunk.repo == repo, MemoryChunk.issue == issue, MemoryChunk.live.is_(True)
+    )
+    if sources is not None:
+        statement = statement.where(MemoryChunk.source.in_([str(s) for s in sources]))
+    rows = session.scalars(statement.order_by(MemoryChunk.id).with_for_update()).all()
+    return [_retract_row(session, row, clock=clock) for row in rows]
+
+
+def retract_saying(
+    session: Session, repo: str, phrase: str, *, at_most: int, clock: Now = utcnow
+) -> list[Forgotten]:
+    """Forget the live chunks of `repo` whose text contains `phrase` (case aside), each as
+    `retract` does, oldest first; more than `at_most` of them: TooBroad, nothing forgotten."""
+    escaped = phrase.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    rows = session.scalars(
+        select(MemoryChunk)
+        .where(
+            MemoryChunk.repo == repo,
+            MemoryChunk.live.is_(True),
+            func.lower(MemoryChunk.text).like(f"%{escaped}%", escape="\\"),
+        )
+        .order_by(MemoryChunk.id)
+        .limit(at_most + 1)
+        .with_for_update()
+    ).all()
+    if len(rows) > at_most:
+        raise TooBroad(
+            f"more than {at_most} chunks say that; nothing was forgotten", matched=len(rows)
+        )
+    return [_retract_row(session, row, clock=clock) for row in rows]
+
+
+def _older(chunk: ChunkIn, row: MemoryChunk) -> bool:
+    return (
+        chunk.source_updated_at is not None
+        and row.source_updated_at is not None
+        and chunk.source_updated_at < row.source_updated_at
+    )
+
+
+def _newer(chunk: ChunkIn, row: MemoryChunk) -> bool:
+    return chunk.source_updated_at is not None and (
+        row.source_updated_at is None or chunk.source_updated_at > row.source_updated_at
+    )
 
 
 def _same(row: MemoryChunk, chunk: ChunkIn) -> bool:

@@ -29,3 +29,11 @@ class IndexIncompatible(IndexUnavailable):
 
 class IndexForeign(IndexUnavailable):
     """The index was built from another database than the one this process uses."""
+
+
+class TooBroad(MemoryError_):
+    """A forget that would take more chunks than it may at once (`Memory.forget_saying`)."""
+
+    def __init__(self, message: str, *, matched: int) -> None:
+        super().__init__(message)
+        self.matched = matched

@@ -68,6 +68,9 @@ class MemoryChunk(MemoryBase):
     # exactly what the replaced chunk had counted.
     live: Mapped[bool] = mapped_column(default=True)
     replaces: Mapped[int | None] = mapped_column(ChunkId)
+    # When the source last changed the text (GitHub's `updated_at`; migration
+    # 0027_memory_source_updated_at), None if unknown: an older text never replaces it.
+    source_updated_at: Mapped[datetime | None]
 
 
 class DatabaseIdentity(MemoryBase):

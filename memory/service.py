@@ -25,7 +25,7 @@ from memory.analysis import Analyzer
 from memory.answerability import Cover, cover
 from memory.chunks import Added, ChunkIn, ChunkSource, Now, utcnow
 from memory.domain import LEARN_CHUNKS, learn
-from memory.errors import IndexIncompatible, IndexUnavailable
+from memory.errors import IndexCorrupt, IndexIncompatible, IndexUnavailable
 from memory.feedback import Expansion, expansion, rare_terms
 from memory.identity import database_identity
 from memory.index import DEFAULT_K, Hit, Narrowing, Scored, SearchIndex
@@ -97,8 +97,9 @@ class Memory:
         and writes only an index built from it. An index built from another database (or
         before identities existed) is rebuilt from this one, reporting `progress`.
         An index built with another analysis (an older Steelframe: ANALYSIS_VERSION) is
-        rebuilt the same way. Returns "current", "new" or "rebuilt". Called at start; every
-        use binds first."""
+        rebuilt the same way, and so is a corrupt one (an unreadable manifest, a missing or
+        truncated file): the rows are the truth. Returns "current", "new" or "rebuilt".
+        Called at start; every use binds first."""
         identity = self._identify()
         try:
             manifest = read_manifest(self.root, analysis=dict(self.analyzer.signature))
@@ -108,11 +109,15 @@ class Memory:
             )
             self.reindex(progress=progress)
             return "rebuilt"
-        except IndexUnavailable:
-            return "current"  # corrupt: reported on use, as before
+        except IndexCorrupt as exc:
+            return self._rebuild_corrupt(exc, progress)
         if manifest is None or (manifest.database is None and not manifest.segments):
             return "new"
         if manifest.database == identity:
+            try:
+                self.index.snapshot()  # every file the manifest names, read and checked
+            except IndexCorrupt as exc:
+                return self._rebuild_corrupt(exc, progress)
             return "current"
         log.warning(
             "memory: the index in %s was built from another database; rebuilding it from "
@@ -121,6 +126,31 @@ class Memory:
             manifest.live_docs,
         )
         self.reindex(progress=progress)
+        return "rebuilt"
+
+    def _rebuild_corrupt(
+        self, exc: IndexCorrupt, progress: Callable[[int, int], None] | None
+    ) -> str:
+        """A corrupt index rebuilt from the rows. The rebuild writes fresh segments and swaps
+        the manifest under the writer lock, as `reindex` does while the service runs; if it
+        cannot (a full or read-only disk), the index stays as it is, reported on use, and
+        the process starts all the same."""
+        log.warning(
+            "memory: the index in %s is corrupt (%s); rebuilding it from the database",
+            self.root,
+            exc.message,
+        )
+        try:
+            manifest = self.reindex(progress=progress)
+        except (IndexUnavailable, OSError) as failed:
+            reason = failed.message if isinstance(failed, IndexUnavailable) else str(failed)
+            log.error("memory: rebuilding the index in %s failed: %s", self.root, reason)
+            return "current"
+        log.warning(
+            "memory: the index in %s was rebuilt from the database (%d chunks)",
+            self.root,
+            manifest.live_docs,
+        )
         return "rebuilt"
 
     def _identify(self) -> str:
@@ -281,17 +311,23 @@ class Memory:
         stored the note twice)."""
         with self.sessions() as session:
             added = chunks.add_chunks(session, items, clock=self.clock)
+        self._catch_up("stored", [a.id for a in added])
+        return added
+
+    def _catch_up(self, done: str, ids: Sequence[int]) -> None:
+        """`sync` after rows were committed: an index that cannot catch up now is logged,
+        not raised (the rows are the truth; the next sync or a reindex catches up)."""
         try:
             self.sync()
         except (IndexUnavailable, OSError) as exc:
             reason = exc.message if isinstance(exc, IndexUnavailable) else str(exc)
             log.warning(
-                "memory: chunk(s) %s stored; the index in %s is not caught up: %s",
-                ", ".join(str(a.id) for a in added),
+                "memory: chunk(s) %s %s; the index in %s is not caught up: %s",
+                ", ".join(str(i) for i in ids),
+                done,
                 self.root,
                 reason,
             )
-        return added
 
     def retract(self, keys: Sequence[str]) -> list[int]:
         """Forget the chunks under `keys` in their own transaction (memory.chunks.retract),
@@ -301,6 +337,40 @@ class Memory:
             found = [chunks.retract(session, key, clock=self.clock) for key in keys]
         self.sync()
         return [chunk_id for chunk_id in found if chunk_id is not None]
+
+    def forget_key(self, key: str) -> chunks.Forgotten | None:
+        """`retract` of one key, saying what was forgotten (None: no live chunk under it);
+        an index that cannot catch up is logged, as in `add`."""
+        with self.sessions() as session:
+            forgotten = chunks.retract_key(session, key, clock=self.clock)
+        if forgotten is not None:
+            self._catch_up("forgotten", [forgotten.id])
+        return forgotten
+
+    def forget_issue(
+        self, repo: str, issue: int, *, sources: Collection[ChunkSource] | None = None
+    ) -> list[chunks.Forgotten]:
+        """Forget the live chunks about an issue or PR of `repo` (of these `sources`, None:
+        all) in their own transaction (memory.chunks.retract_issue), then bring the index up
+        to date (an index that cannot is logged, as in `add`): what was forgotten, oldest
+        first."""
+        with self.sessions() as session:
+            forgotten = chunks.retract_issue(
+                session, repo, issue, sources=sources, clock=self.clock
+            )
+        self._catch_up("forgotten", [f.id for f in forgotten])
+        return forgotten
+
+    def forget_saying(self, repo: str, phrase: str, *, at_most: int) -> list[chunks.Forgotten]:
+        """Forget the live chunks of `repo` whose text contains `phrase` (case aside; at most
+        `at_most` of them, else TooBroad and nothing forgotten), then bring the index up to
+        date, as `forget_issue` does (memory.chunks.retract_saying)."""
+        with self.sessions() as session:
+            forgotten = chunks.retract_saying(
+                session, repo, phrase, at_most=at_most, clock=self.clock
+            )
+        self._catch_up("forgotten", [f.id for f in forgotten])
+        return forgotten
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:
         """Catch the index up with the rows; an index built with another analysis (an older

@@ -10,12 +10,18 @@ publishing is not one), so they work the same with any runtime, the offline one 
 - `what is #N waiting for?` shows the task's state and the question it asked.
 - `what is left on #N?` (or "what's still open on #N", "what remains for #N") shows the
   task's pull request and its review thread ledger (bot.chat.pull_left).
+- `forget #N`, `forget <key>` (`forget comment:4567`) or `forget that <words>` forgets
+  from session memory everything about issue N, the chunk under the key, or the chunks
+  that say those words (at most FORGET_AT_MOST of them, or nothing), and says which chunks
+  it forgot (by provenance, never their text). Only the imperative forgets: a question
+  ("should we forget #3?", "forget #3?") is answered like any other.
 
 Only the operator's message is read: text from GitHub or a model never triggers a command.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import re
 from dataclasses import dataclass
@@ -27,6 +33,8 @@ from bot.chat.session_rows import UNSET
 from bot.chat.task_reader import TaskReader
 from bot.decisions import DecisionPublisher
 from bot.dialogue.trailer import Intent
+from memory import Memory
+from memory.errors import MemoryError_, TooBroad
 
 
 class Command(enum.Enum):
@@ -34,12 +42,15 @@ class Command(enum.Enum):
     PUBLISH = "publish"
     WAITING_FOR = "waiting_for"
     LEFT = "left"
+    FORGET = "forget"
 
 
 @dataclass(frozen=True)
 class OperatorCommand:
     command: Command
     issue: int | None = None
+    key: str | None = None  # FORGET: a chunk's key
+    words: str | None = None  # FORGET: the words the chunks to forget say
 
 
 _END = r"\s*[.!?]*\s*$"
@@ -77,9 +88,30 @@ _PATTERNS = (
 )
 
 
+# "forget ..." in the imperative, whole; never a question (no "?" at the end).
+_FORGET = r"^\s*(?:please\s+)?forget\s+"
+_DONE = r"\s*[.!]*\s*$"
+_FORGET_ISSUE = re.compile(
+    _FORGET
+    + r"(?:everything\s+(?:about|on)\s+)?(?:issue\s+|pr\s+|pull\s+request\s+)?#(\d+)"
+    + _DONE,
+    re.I,
+)
+_FORGET_KEY = re.compile(
+    _FORGET + r"(?:the\s+)?(?:chunk\s+|key\s+)?`?([a-z_]+:[^\s`]*[^\s`.!?])`?" + _DONE, re.I
+)
+_FORGET_WORDS = re.compile(_FORGET + r"that\s+(.+?)" + _DONE, re.I | re.S)
+_QUOTES = "\"'\u201c\u201d\u2018\u2019`"
+MIN_FORGET_CHARS = 8  # "forget that it is" must not take half of memory
+FORGET_AT_MOST = 10  # chunks one "forget that ..." may take; more: say more of it
+
+
 def parse_command(message: str) -> OperatorCommand | None:
     """The command the whole message is, or None."""
     message = message.replace("\u2019", "'")  # "what’s" as phones type it
+    forget = _parse_forget(message)
+    if forget is not None:
+        return forget
     for command, pattern in _PATTERNS:
         found = pattern.match(message)
         if found:
@@ -88,10 +120,24 @@ def parse_command(message: str) -> OperatorCommand | None:
     return None
 
 
+def _parse_forget(message: str) -> OperatorCommand | None:
+    found = _FORGET_ISSUE.match(message)
+    if found:
+        return OperatorCommand(Command.FORGET, issue=int(found.group(1)))
+    found = _FORGET_KEY.match(message)
+    if found:
+        return OperatorCommand(Command.FORGET, key=found.group(1))
+    found = _FORGET_WORDS.match(message)
+    if found:
+        words = " ".join(found.group(1).split()).strip(_QUOTES).strip()
+        return OperatorCommand(Command.FORGET, words=words) if words else None
+    return None
+
+
 # Commands answered from Steelframe's own records (the task's state and question, the pull
 # request's ledger, the publish result), appended after the draft: session memory has no
 # part in the answer, so the draft neither lists nor weighs it (`answered_by_record`).
-RECORD_ANSWERED = frozenset({Command.WAITING_FOR, Command.LEFT, Command.PUBLISH})
+RECORD_ANSWERED = frozenset({Command.WAITING_FOR, Command.LEFT, Command.PUBLISH, Command.FORGET})
 
 
 def answered_by_record(message: str) -> bool:
@@ -110,14 +156,21 @@ def command_focus(message: str, focus: Any) -> Any:
 
 class OperatorCommands:
     """An intent policy that runs the operator's commands and hands anything else to
-    `inner` (the filing policy). It reads tasks through `tasks` (bot.chat.task_reader)."""
+    `inner` (the filing policy). It reads tasks through `tasks` (bot.chat.task_reader) and
+    forgets through `memory` (None: "forget" says it cannot)."""
 
     def __init__(
-        self, inner: IntentPolicy, *, tasks: TaskReader, publisher: DecisionPublisher | None
+        self,
+        inner: IntentPolicy,
+        *,
+        tasks: TaskReader,
+        publisher: DecisionPublisher | None,
+        memory: Memory | None = None,
     ) -> None:
         self.inner = inner
         self.tasks = tasks
         self.publisher = publisher
+        self.memory = memory
 
     async def apply(self, ctx: IntentContext) -> IntentOutcome:
         found = parse_command(ctx.message)
@@ -128,6 +181,8 @@ class OperatorCommands:
             return await self._discuss(ctx, found.issue)
         if found.command is Command.PUBLISH:
             return await self._publish(ctx)
+        if found.command is Command.FORGET:
+            return await self._forget(ctx, found)
         if found.command is Command.LEFT:
             assert found.issue is not None
             left = await self.tasks.left(ctx.agent.repo, found.issue)
@@ -184,6 +239,43 @@ class OperatorCommands:
                 f'Say "discuss #{issue}" to draft a Decision, then "publish it".'
             )
         return _said(f"#{issue} is {state}; it is not waiting for an answer.")
+
+    async def _forget(self, ctx: IntentContext, found: OperatorCommand) -> IntentOutcome:
+        """Forget what the operator named, in the agent's repository, and say which chunks."""
+        if self.memory is None:
+            return _said("Nothing forgotten: session memory is not available here.")
+        memory, repo = self.memory, ctx.agent.repo
+        if found.words is not None and len(found.words) < MIN_FORGET_CHARS:
+            return _said(
+                "Nothing forgotten: say more of what the memory says (or forget by key, "
+                "`steelframe memory forget`)."
+            )
+        try:
+            if found.issue is not None:
+                what = f"about #{found.issue}"
+                forgotten = await asyncio.to_thread(memory.forget_issue, repo, found.issue)
+            elif found.key is not None:
+                what = f"under the key {found.key}"
+                one = await asyncio.to_thread(memory.forget_key, found.key)
+                forgotten = [] if one is None else [one]
+            else:
+                assert found.words is not None
+                what = f'saying "{found.words}"'
+                forgotten = await asyncio.to_thread(
+                    memory.forget_saying, repo, found.words, at_most=FORGET_AT_MOST
+                )
+        except TooBroad as exc:
+            return _said(f"Nothing forgotten: {exc.message}. Say more of it, or forget by key.")
+        except MemoryError_ as exc:
+            return _said(f"Nothing forgotten: session memory failed ({exc.message}).")
+        if not forgotten:
+            return _said(f"Nothing in session memory {what} in {repo}: nothing forgotten.")
+        lines = "\n".join(f"- {chunk.provenance}" for chunk in forgotten)
+        return IntentOutcome(
+            intent=Intent.STATUS,
+            reply_suffix=f"\n\nForgotten from session memory ({what}):\n{lines}",
+            notes=[f"the operator had {len(forgotten)} chunk(s) {what} forgotten"],
+        )
 
 
 def _said(text: str) -> IntentOutcome:

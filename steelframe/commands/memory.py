@@ -1,4 +1,5 @@
-"""`steelframe memory add|search|reindex`: seed, inspect and rebuild session memory."""
+"""`steelframe memory add|search|forget|reindex`: seed, inspect, forget and rebuild session
+memory."""
 
 from __future__ import annotations
 
@@ -44,6 +45,16 @@ def register(subparsers: Any) -> None:
     search.add_argument("-k", type=int, default=8, help="how many hits")
     search.add_argument("--floor", type=float, help="minimum cosine (default: the Chat floor)")
     search.set_defaults(handler=cmd_search)
+
+    forget = sub.add_parser(
+        "forget", help="forget chunks: by key, or everything about an issue or pull request"
+    )
+    forget.add_argument("keys", nargs="*", metavar="KEY", help="a chunk's key (comment:4567)")
+    forget.add_argument("--issue", type=int, help="every chunk about this issue or PR number")
+    forget.add_argument(
+        "--repo", help="the repository of --issue (default: the default agent's repository)"
+    )
+    forget.set_defaults(handler=cmd_forget)
 
     reindex = sub.add_parser("reindex", help="rebuild the index from the database")
     reindex.set_defaults(handler=cmd_reindex)
@@ -125,6 +136,38 @@ def cmd_search(args: argparse.Namespace) -> int:
         print(f"{rank}. {hit.score:.4f}  {_provenance(hit.record)}")
         print(f"   {hit.preview}")
     return 0
+
+
+def cmd_forget(args: argparse.Namespace) -> int:
+    """Forget by key (each must name a live chunk) or everything about an issue, printing
+    each chunk forgotten. Nothing to forget is an error (exit 1): a mistyped key must not
+    look forgotten."""
+    if bool(args.keys) == (args.issue is not None):
+        print("steelframe: give chunk keys or --issue N (not both)", file=sys.stderr)
+        return 2
+    if args.issue is not None and args.issue <= 0:
+        print("steelframe: --issue must be a positive number", file=sys.stderr)
+        return 2
+    with _memory() as (settings, memory):
+        if args.issue is not None:
+            repo = args.repo or settings.repo
+            forgotten = memory.forget_issue(repo, args.issue)
+            for chunk in forgotten:
+                print(f"forgot {chunk.provenance}")
+            if not forgotten:
+                print(
+                    f"steelframe: nothing in memory about #{args.issue} in {repo}", file=sys.stderr
+                )
+            return 0 if forgotten else 1
+        unknown = 0
+        for key in dict.fromkeys(args.keys):
+            one = memory.forget_key(key)
+            if one is not None:
+                print(f"forgot {one.provenance}")
+            else:
+                print(f"steelframe: no chunk in memory under key {key!r}", file=sys.stderr)
+                unknown += 1
+        return 1 if unknown else 0
 
 
 def _provenance(record: Record) -> str:

@@ -1,5 +1,6 @@
 """`issue_comment` created/edited: the comment's text in memory, with its issue and author
-(an edit replaces the earlier text: the chunk ref is the comment id); deleted: forgotten,
+(an edit replaces the earlier text: the chunk ref is the comment id; an older edit delivered
+after a newer one keeps the newer: the comment's `updated_at`); deleted: forgotten,
 every version of its text (memory.chunks.retract), so no answer quotes it any more."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from webhooks.chunks import ChunkSource, GitHubText
+from webhooks.chunks import ChunkSource
 from webhooks.handlers.common import (
     REPO_NEEDS,
     forget_text,
@@ -17,6 +18,7 @@ from webhooks.handlers.common import (
     remember_text,
 )
 from webhooks.routing import WebhookContext, handles
+from webhooks.versioned_text import VersionedText
 
 router = Router()
 NEEDS: dict[str, type] = {
@@ -31,10 +33,11 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
     comment = event.data["comment"]
     repo = str(event.data["repository"]["full_name"])
     number = int(event.data["issue"]["number"])
+    updated = comment.get("updated_at")
     await remember_text(
         event,
         ctx,
-        GitHubText(
+        VersionedText(
             source=ChunkSource.COMMENT,
             ref=f"comment:{comment['id']}",
             repo=repo,
@@ -43,6 +46,7 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
             author=login_of(comment.get("user")),
             url=comment.get("html_url"),
             created_at=github_time(comment.get("created_at"), ctx.clock()),
+            updated_at=github_time(updated, ctx.clock()) if isinstance(updated, str) else None,
         ),
     )
     log.info(
