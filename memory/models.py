@@ -69,7 +69,7 @@ class MemoryChunk(MemoryBase):
     live: Mapped[bool] = mapped_column(default=True)
     replaces: Mapped[int | None] = mapped_column(ChunkId)
     # When the source last changed the text (GitHub's `updated_at`; migration
-    # 0027_memory_source_updated_at), None if unknown: an older text never replaces it.
+    # 0029_memory_source_updated_at), None if unknown: an older text never replaces it.
     source_updated_at: Mapped[datetime | None]
 
 

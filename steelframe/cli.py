@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "config": ("steelframe.commands.core", "show the effective settings (secrets masked)"),
     "github": ("steelframe.commands.github", "GitHub App commands"),
     "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
-    "memory": ("steelframe.commands.memory", "session memory: add, search, reindex"),
+    "memory": ("steelframe.commands.memory", "session memory: add, search, forget, reindex"),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
     "doctor": (
         "steelframe.commands.doctor",

@@ -116,19 +116,22 @@ def operator_api(parts: Parts) -> OperatorApi:
 def webhooks(parts: Parts) -> Webhooks:
     settings, lifecycle = parts.settings, parts.lifecycle
     router = build_router()
+    # Read here, once: the environment this process started with (as its settings were).
+    # The same redactor masks what memory stores from webhooks (the secrets this service
+    # knows, beside the token shapes memory masks by itself).
+    redactor = _redactor(settings, LifecyclePolicy.from_settings(settings), os.environ)
     ctx = WebhookContext(
         db=parts.db,
         settings=settings,
         clock=utcnow,
         github=parts.github,
-        chunks=MemorySink(),
+        chunks=MemorySink(redactor=redactor),
         pickups=lifecycle.pickups if lifecycle else None,
         resumes=lifecycle.resumes if lifecycle else None,
         terminations=lifecycle.terminations if lifecycle else None,
         queue=lifecycle.queue if lifecycle else None,
         checkouts=parts.chat_turns.checkouts,
-        # Read here, once: the environment this process started with (as its settings were).
-        redactor=_redactor(settings, LifecyclePolicy.from_settings(settings), os.environ),
+        redactor=redactor,
     )
     writer = DeliveryWriter(parts.db)
     processor = DeliveryProcessor(router, ctx, writer=writer)

@@ -187,7 +187,7 @@ def build_parts(
     lifecycle = _task_lifecycle(settings, database, redis_client, github, metrics, clock)
     pickups = lifecycle.pickups if lifecycle is not None else None
     filing, publisher = _github_intents(settings, database, github, pickups, clock)
-    chat_github = _chat_github(settings, database, github, filing, publisher)
+    chat_github = _chat_github(settings, database, github, filing, publisher, memory)
     parts = TurnParts(
         runtimes=runtime_factory,
         grounder=MemoryGrounder(
@@ -407,19 +407,25 @@ def _chat_github(
     github: GitHubClient | None,
     filing: FilingService | None,
     publisher: DecisionPublisher | None,
+    memory: Memory,
 ) -> _ChatGitHub:
     """With a GitHub App, Chat's filing intents file for real (still only on request), its
     focused issue is read from GitHub and its checkouts are kept fresh; without one, Chat
     only drafts, and the operator's commands still answer from the records (a task's
-    state; "publish it" says it cannot)."""
+    state; "publish it" says it cannot) and forget from session memory."""
     if github is None or filing is None or publisher is None:
         return _ChatGitHub(
-            policy=OperatorCommands(DraftOnlyPolicy(), tasks=_task_reader(database), publisher=None)
+            policy=OperatorCommands(
+                DraftOnlyPolicy(), tasks=_task_reader(database), publisher=None, memory=memory
+            )
         )
     return _ChatGitHub(
         # The operator's typed commands ("publish it", ...) first, then the filing policy.
         policy=OperatorCommands(
-            GitHubIntentPolicy(filing), tasks=_task_reader(database), publisher=publisher
+            GitHubIntentPolicy(filing),
+            tasks=_task_reader(database),
+            publisher=publisher,
+            memory=memory,
         ),
         issues=IssueContextLoader(github),
         checkouts=ManagedCheckouts(

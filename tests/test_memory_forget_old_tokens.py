@@ -1,5 +1,5 @@
 """A token stored before memory masked token shapes (memory/secrets.py) is masked by the
-upgrade (migration 0026_memory_masked_tokens), and the index answers with the masked text."""
+upgrade (migration 0028_memory_masked_tokens), and the index answers with the masked text."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from bot.db import Database, alembic_config, upgrade
 from memory import Memory
 
 TOKEN = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
-BEFORE_MASKING = "0025_chat_open_turns"
+BEFORE_MASKING = "0027_chat_open_turn_keys"
 chunks = sa.table(
     "memory_chunks",
     sa.column("id", sa.Integer),

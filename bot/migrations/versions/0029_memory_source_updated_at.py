@@ -1,8 +1,8 @@
 """Memory: when a chunk's source last changed its text (GitHub's `updated_at`), so an older
 edit delivered after a newer one never replaces it (memory.chunks.add_chunk).
 
-Revision ID: 0027_memory_source_updated_at
-Revises: 0026_memory_masked_tokens
+Revision ID: 0029_memory_source_updated_at
+Revises: 0028_memory_masked_tokens
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0027_memory_source_updated_at"
-down_revision = "0026_memory_masked_tokens"
+revision = "0029_memory_source_updated_at"
+down_revision = "0028_memory_masked_tokens"
 branch_labels = None
 depends_on = None
 

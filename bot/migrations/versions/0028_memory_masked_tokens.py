@@ -8,8 +8,8 @@ tombstones the old copy in the index and indexes the masked one (the index's old
 with the next merge of its segment, as a replaced chunk's does). Rows that are not live are
 masked in place. Running it again changes nothing: masked text has nothing left to mask.
 
-Revision ID: 0026_memory_masked_tokens
-Revises: 0025_chat_open_turns
+Revision ID: 0028_memory_masked_tokens
+Revises: 0027_chat_open_turn_keys
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from alembic import op
 
 from memory.secrets import masked
 
-revision = "0026_memory_masked_tokens"
-down_revision = "0025_chat_open_turns"
+revision = "0028_memory_masked_tokens"
+down_revision = "0027_chat_open_turn_keys"
 branch_labels = None
 depends_on = None
 
