@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from github_sandbox import git
+from github_sandbox import git, issue_filters
 from github_sandbox.shapes import Shapes
 from github_sandbox.state import PERMISSION_RANK, Comment, Issue, Label, Pull, Repo, User, World
 
@@ -210,18 +210,8 @@ class Operations:
         return Outcome(self.shapes.issue(repo, self.issue(repo, number)))
 
     def list_issues(self, repo: Repo, query: dict[str, str]) -> list[dict[str, Any]]:
-        state = query.get("state", "open")
-        wanted = {n.strip().lower() for n in query.get("labels", "").split(",") if n.strip()}
-        creator = query.get("creator", "").lower()
-        since = updated_since(query)
-        issues = [
-            issue
-            for issue in repo.issues.values()
-            if (state == "all" or issue.state == state)
-            and wanted <= {name.lower() for name in issue.labels}
-            and (not creator or issue.user.login.lower() == creator)
-            and issue.updated_at >= since
-        ]
+        keep = issue_filters.kept(repo, query, updated_since(query))
+        issues = [issue for issue in repo.issues.values() if keep(issue)]
         key = (lambda i: i.updated_at) if query.get("sort") == "updated" else (lambda i: i.id)
         issues.sort(key=key, reverse=query.get("direction", "desc") != "asc")
         return [self.shapes.issue(repo, issue) for issue in issues]
