@@ -161,9 +161,9 @@ class ReviewIntake:
     async def on_review_dismissed(self, payload: dict[str, Any]) -> ReviewPickup:
         """A review dismissed on GitHub no longer asks anything: its thread, if still open,
         is declined with the reason (a run already queued then finds no review work; a run
-        that took it up posts no answer to it: `review_run`). Deliveries are not ordered: a dismissal arriving before its
-        `submitted` records the declined thread first, and the submission is then not
-        acknowledged nor run."""
+        that took it up posts no answer to it: `review_run`). Deliveries are not ordered: a
+        dismissal arriving before its `submitted` records the declined thread first, and the
+        submission is then not acknowledged nor run."""
         pull = pull_of(payload)
         review = record(Review, payload.get("review"))
         what = f"dismissal of review {review.id}"
