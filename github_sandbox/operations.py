@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from github_sandbox import git, issue_filters
+from github_sandbox import assignees, git, issue_filters
 from github_sandbox.shapes import Shapes
 from github_sandbox.state import PERMISSION_RANK, Comment, Issue, Label, Pull, Repo, User, World
 
@@ -154,6 +154,7 @@ class Operations:
         if body is not None and not isinstance(body, str):
             raise validation_failed("body", resource="Issue")
         labels = _label_names(data.get("labels", []))
+        assigned = assignees.requested(self, repo, data)
         now = self.world.now()
         issue = Issue(
             id=self.world.next_id(),
@@ -172,6 +173,7 @@ class Operations:
         # GitHub drops labels silently for users without push access.
         if self.can_push(repo, actor):
             hooks += self._attach(repo, issue, actor, labels)
+        hooks += assignees.assign(self, repo, issue, actor, assigned)
         return Outcome(self.shapes.issue(repo, issue), 201, hooks)
 
     def _attach(self, repo: Repo, issue: Issue, actor: User, names: list[str]) -> list[HookEvent]:
@@ -218,6 +220,7 @@ class Operations:
 
     def update_issue(self, repo: Repo, actor: User, number: int, data: dict[str, Any]) -> Outcome:
         issue = self.issue(repo, number)
+        assigned = assignees.requested(self, repo, data)
         hooks: list[HookEvent] = []
         changes: dict[str, Any] = {}
         for key in ("title", "body"):
@@ -252,6 +255,7 @@ class Operations:
                     repo, "issues", actor, action=action, issue=self.shapes.issue(repo, issue)
                 )
             )
+        hooks += assignees.assign(self, repo, issue, actor, assigned)
         return Outcome(self.shapes.issue(repo, issue), 200, hooks)
 
     # -- labels ----------------------------------------------------------------------------

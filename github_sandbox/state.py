@@ -130,8 +130,8 @@ class Issue(Upgradable):
     closed_at: float | None = None
     comment_ids: list[int] = field(default_factory=list)
     is_pull: bool = False
-    # What `list_issues` filters on (`issue_filters`); no described operation sets them yet,
-    # so they are whatever the world was seeded with.
+    # What `list_issues` filters on too (`issue_filters`): assignees as create and update
+    # set them (`assignees`); milestone and type only as the world was seeded.
     assignees: list[User] = field(default_factory=list)
     milestone: Milestone | None = None
     issue_type: str | None = None  # the issue type's name

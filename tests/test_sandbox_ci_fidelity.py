@@ -1,9 +1,10 @@
-"""Where the sandbox's CI, review comments and issue lists answered or notified what GitHub
-would not: a re-concluded check run leaves its suite's conclusion as it was; only
-`completed` CI webhooks are sent; a review comment on a commit outside the pull request is
-taken; `list_issues` ignores `milestone`, `assignee`, `mentioned` and `type`; the jobs of a
-workflow run ignore `filter`. The `github_sandbox` fixture's teardown checks every
-exchange and webhook against GitHub's description and octokit/webhooks' schemas."""
+"""Where the sandbox's CI, review comments and issues answered or notified what GitHub
+would not: a re-concluded check run left its suite's conclusion as it was; only
+`completed` CI webhooks were sent; a review comment on a commit outside the pull request
+was taken; `list_issues` ignored `milestone`, `assignee`, `mentioned` and `type`, and
+issues took no assignees; the jobs of a workflow run ignored `filter`. The
+`github_sandbox` fixture's teardown checks every exchange and webhook against GitHub's
+description and octokit/webhooks' schemas."""
 
 from __future__ import annotations
 
@@ -217,3 +218,32 @@ async def test_the_jobs_of_a_rerun_workflow_are_its_latest_attempts_unless_all_a
     assert every["total_count"] == 2
     run = await app.call("GET", f"/actions/runs/{first['workflow_run_id']}", status=200)
     assert run["run_attempt"] == 2 and run["previous_attempt_url"].endswith("/attempts/1")
+
+
+async def test_assignees_set_through_rest_are_listed_and_sent(
+    github_sandbox: GitHubSandbox, reviewer: Person
+) -> None:
+    """`issues/create` and `issues/update` take `assignees` (the sandbox dropped them):
+    assignable users only (422 naming the login otherwise), each change a webhook."""
+    github_sandbox.user_token("sam", "triage")  # a collaborator: assignable
+    made = await reviewer.call(
+        "POST", "/issues", {"title": "Paint it", "assignees": ["rita", "Sam"]}, status=201
+    )
+    assert [u["login"] for u in made["assignees"]] == ["rita", "sam"]
+    refused = await reviewer.call(
+        "POST", "/issues", {"title": "Nope", "assignees": ["stranger"]}, status=422
+    )
+    assert refused["errors"] == [
+        {"value": "stranger", "resource": "Issue", "field": "assignees", "code": "invalid"}
+    ]
+    number = made["number"]
+    assert [i["number"] for i in await reviewer.call("GET", "/issues?assignee=sam")] == [number]
+    await reviewer.call("PATCH", f"/issues/{number}", {"assignees": ["rita"]}, status=200)
+    assert await reviewer.call("GET", "/issues?assignee=sam") == []
+    await github_sandbox.settle()
+    changes = [
+        (p["action"], p["assignee"]["login"])
+        for p in deliveries(github_sandbox, "issues")
+        if p["action"] in ("assigned", "unassigned")
+    ]
+    assert changes == [("assigned", "rita"), ("assigned", "sam"), ("unassigned", "sam")]
