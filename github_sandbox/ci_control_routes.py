@@ -5,7 +5,10 @@ status. Not part of GitHub: GitHub's described operations have no way to write e
 
     POST /_sandbox/repos/{owner}/{repo}/commits/{ref}/checks
         {"name": "tests", "workflow": "CI", "summary": "...", "log": "...",
-         "annotations": [{"path": "a.py", "line": 3, "message": "...", "title": "..."}]}
+         "annotations": [{"path": "a.py", "line": 3, "message": "...", "title": "..."}],
+         "rerun": 123}
+      ("rerun": a finished workflow run on that commit runs again, as its next attempt,
+      instead of a new run; its earlier attempts' jobs stay, listed under `filter=all`)
     POST /_sandbox/repos/{owner}/{repo}/statuses/{ref}
         {"state": "failure", "context": "ci/lint", "description": "...", "target_url": "..."}
 """
@@ -66,12 +69,24 @@ def fail_checks(sandbox: Sandbox, repo: Repo, ref: str, data: dict[str, Any]) ->
         raise SandboxError(400, "workflow must be a non-empty string")
     job = failing_job(data)
     checks = Checks(sandbox.ops)
-    run, hooks = checks.fail_workflow(repo, ACTIONS_APP.bot, ref, workflow.strip(), [job])
+    rerun = data.get("rerun")
+    if rerun is None:
+        run, hooks = checks.fail_workflow(repo, ACTIONS_APP.bot, ref, workflow.strip(), [job])
+    elif isinstance(rerun, int) and not isinstance(rerun, bool):
+        run = checks.workflow_run(repo, rerun)
+        if run.head_sha != checks.commit(repo, ref):
+            raise SandboxError(400, "rerun names a workflow run of another commit")
+        hooks = checks.rerun_workflow(repo, run, [job.name])
+        hooks += checks.finish_workflow(repo, run, [job])
+    else:
+        raise SandboxError(400, "rerun must be a workflow run id")
     sandbox.emit(hooks)
+    jobs = checks.current_jobs(repo, run)
     return {
         "workflow_run_id": run.id,
-        "job_ids": list(run.job_ids),
-        "check_run_ids": [repo.jobs[j].check_run_id for j in run.job_ids],
+        "run_attempt": run.run_attempt,
+        "job_ids": [item.id for item in jobs],
+        "check_run_ids": [item.check_run_id for item in jobs],
         "head_sha": run.head_sha,
     }
 

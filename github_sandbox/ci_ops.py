@@ -5,7 +5,8 @@ and the webhooks GitHub sends as each completes. No HTTP here (as `operations`).
 Check runs are written through REST by a GitHub App (a person's token is refused, as on
 GitHub). Statuses and workflow runs have no REST write among the described operations:
 the sandbox's CI control route and the pull request page make them (`ci_control_routes`).
-A suite completes when its last run does, with the worst conclusion of its runs.
+A suite completes when its last run does, with the worst conclusion of its runs; a run
+of a completed suite concluded again with another word concludes the suite again.
 """
 
 from __future__ import annotations
@@ -164,16 +165,38 @@ class Checks:
         """Complete the suite when its last run completes (`check_suite.completed`); a run
         added to it reopens it first (`create_check_run`, `fail_workflow`)."""
         runs = [r for r in repo.check_runs.values() if r.suite_id == suite.id]
-        if suite.status == "completed" or any(r.status != "completed" for r in runs):
+        if any(r.status != "completed" for r in runs):
             return []
-        suite.status = "completed"
-        suite.conclusion = min(
+        conclusion = min(
             (r.conclusion or "success" for r in runs), key=SEVERITY.index, default="success"
         )
+        if suite.status == "completed" and suite.conclusion == conclusion:
+            return []
+        # Completed now, or completed before and one of its runs concluded again with
+        # another word: GitHub recomputes the suite's conclusion and sends the event again.
+        suite.status, suite.conclusion = "completed", conclusion
         suite.updated_at = self.world.now()
         shaped = self._shaped_suite(repo, suite, with_commit=True)
         sender = self._sender(suite.by_actions)
         return [self.ops.hook(repo, "check_suite", sender, action="completed", check_suite=shaped)]
+
+    def request_suites(self, repo: Repo, heads: list[str]) -> list[HookEvent]:
+        """After a push: the App's check suite for each pushed head commit, and its
+        `check_suite.requested`, which GitHub sends to an App with `checks: write` (GitHub
+        docs, "check_suite" webhook: "new code is pushed to the app's repository")."""
+        if self.world.app.permissions.get("checks") != "write":
+            return []
+        hooks = []
+        for sha in dict.fromkeys(heads):
+            if any(s.head_sha == sha and not s.by_actions for s in repo.check_suites.values()):
+                continue  # the commit has the App's suite already (pushed to another branch)
+            suite = self._suite(repo, sha, by_actions=False)
+            shaped = self._shaped_suite(repo, suite, with_commit=True)
+            sender = self._sender(by_actions=False)
+            hooks.append(
+                self.ops.hook(repo, "check_suite", sender, action="requested", check_suite=shaped)
+            )
+        return hooks
 
     # -- check runs ------------------------------------------------------------------------
 
@@ -212,10 +235,12 @@ class Checks:
             raise SandboxError(403, "Resource not accessible by integration")
         if not isinstance(data, dict):
             raise SandboxError(400, "Problems parsing JSON")
-        was_completed = run.status == "completed"
+        was_completed, concluded = run.status == "completed", run.conclusion
         self._apply(run, data)
         hooks = []
-        if run.status == "completed" and not was_completed:
+        # A completed run may be concluded again (a re-run's verdict, a person's override):
+        # it completes again, and its suite's conclusion follows.
+        if run.status == "completed" and (not was_completed or run.conclusion != concluded):
             hooks.append(self._run_hook(repo, run, "completed"))
             hooks += self._settle_suite(repo, repo.check_suites[run.suite_id])
         return Outcome(self.shaped_run(repo, run), 200, hooks)
@@ -371,9 +396,15 @@ class Checks:
         pulls = self.pulls_at(repo, run.head_sha)
         return ci_shapes.workflow_run(self.shapes, repo, run, pulls=pulls, commit=commit)
 
-    def list_jobs(self, repo: Repo, run_id: int) -> list[dict[str, Any]]:
+    def list_jobs(self, repo: Repo, run_id: int, query: dict[str, str]) -> list[dict[str, Any]]:
+        """`filter=latest` (the default): the jobs of the run's most recent execution;
+        `all`: every attempt's, oldest first (GitHub's description of the parameter)."""
         run = self.workflow_run(repo, run_id)
-        return [ci_shapes.job(self.shapes, repo, repo.jobs[j], run) for j in run.job_ids]
+        if query.get("filter", "latest") == "all":
+            jobs = [repo.jobs[j] for j in run.job_ids]
+        else:
+            jobs = self.current_jobs(repo, run)
+        return [ci_shapes.job(self.shapes, repo, item, run) for item in jobs]
 
     def job(self, repo: Repo, job_id: int) -> Job:
         found = repo.jobs.get(job_id)
@@ -385,7 +416,19 @@ class Checks:
         self, repo: Repo, actor: User, ref: str, workflow_name: str, jobs: list[FailingJob]
     ) -> tuple[WorkflowRun, list[HookEvent]]:
         """A finished Actions run on `ref` whose jobs failed: each job's check run (with its
-        annotations) and log, the suite, the run, and their `completed` webhooks."""
+        annotations) and log, the suite, the run, and the webhooks GitHub sends on the way
+        (`start_workflow`, then `finish_workflow`)."""
+        run, hooks = self.start_workflow(repo, actor, ref, workflow_name, [j.name for j in jobs])
+        return run, hooks + self.finish_workflow(repo, run, jobs)
+
+    def start_workflow(
+        self, repo: Repo, actor: User, ref: str, workflow_name: str, job_names: list[str]
+    ) -> tuple[WorkflowRun, list[HookEvent]]:
+        """An Actions run on `ref` with its jobs running, and GitHub's webhooks in order:
+        `workflow_run.requested`; per job `workflow_job.queued` and its check run's
+        `check_run.created`; then each job's `workflow_job.in_progress` and the run's
+        `workflow_run.in_progress`. (`check_suite.requested` goes to the App whose suite it
+        is, GitHub Actions, not to this App: GitHub docs, "check_suite" webhook.)"""
         sha = self.commit(repo, ref)
         suite = self._suite(repo, sha, by_actions=True)
         suite.status, suite.conclusion = "in_progress", None  # a new run reopens the suite
@@ -396,40 +439,88 @@ class Checks:
             id=self.world.next_id(), name=workflow_name, path=f".github/workflows/{slug}.yml",
             workflow_id=self.world.next_id(), run_number=number, head_sha=sha,
             head_branch=self._branch(repo, sha), suite_id=suite.id, actor=actor,
-            created_at=now, updated_at=now, conclusion="failure",
+            created_at=now, updated_at=now, status="queued",
         )  # fmt: skip
-        hooks: list[HookEvent] = []
-        for spec in jobs:
-            check = CheckRun(
-                self.world.next_id(), spec.name, sha, suite.id, now, status="completed",
-                conclusion="failure", completed_at=now, title=f"{spec.name} failed",
-                summary=spec.summary, annotations=list(spec.annotations), by_actions=True,
-            )  # fmt: skip
+        repo.workflow_runs[run.id] = run
+        return run, self._run_jobs(repo, run, job_names)
+
+    def rerun_workflow(self, repo: Repo, run: WorkflowRun, job_names: list[str]) -> list[HookEvent]:
+        """A finished run executed again (GitHub's "Re-run jobs"): its next attempt, with
+        new jobs and check runs in the same suite; the older attempts' jobs stay listed
+        under `filter=all`. The same webhooks as `start_workflow`, for the new attempt."""
+        if run.status != "completed":
+            raise SandboxError(409, "The workflow run is still running")
+        suite = repo.check_suites[run.suite_id]
+        suite.status, suite.conclusion = "in_progress", None
+        run.run_attempt += 1
+        run.status, run.conclusion, run.updated_at = "queued", None, self.world.now()
+        return self._run_jobs(repo, run, job_names)
+
+    def _run_jobs(self, repo: Repo, run: WorkflowRun, job_names: list[str]) -> list[HookEvent]:
+        """The run's current attempt requested, its jobs queued (each with its check run),
+        then all of them in progress: GitHub's webhooks in that order."""
+        now = self.world.now()
+        hooks = [self._workflow_run_hook(repo, run, "requested")]
+        started = []
+        for name in job_names:
+            check = CheckRun(  # queued, as GitHub Actions makes it
+                self.world.next_id(), name, run.head_sha, run.suite_id, now, by_actions=True
+            )
             repo.check_runs[check.id] = check
             item = Job(
-                id=check.id, run_id=run.id, name=spec.name, head_sha=sha,
+                id=check.id, run_id=run.id, name=name, head_sha=run.head_sha,
                 head_branch=run.head_branch, check_run_id=check.id, created_at=now,
-                conclusion="failure", started_at=now, completed_at=now, log=spec.log,
+                status="queued", run_attempt=run.run_attempt,
             )  # fmt: skip
             repo.jobs[item.id] = item
             run.job_ids.append(item.id)
-            shaped_job = ci_shapes.job(self.shapes, repo, item, run)
-            hooks.append(
-                self.ops.hook(
-                    repo, "workflow_job", actor, action="completed", workflow_job=shaped_job
-                )
-            )
+            started.append(item)
+            hooks.append(self._job_hook(repo, item, run, "queued"))
+            hooks.append(self._run_hook(repo, check, "created"))
+        run.status = "in_progress"
+        for item in started:
+            item.status, item.started_at = "in_progress", now
+            repo.check_runs[item.check_run_id].status = "in_progress"
+            hooks.append(self._job_hook(repo, item, run, "in_progress"))
+        hooks.append(self._workflow_run_hook(repo, run, "in_progress"))
+        return hooks
+
+    def current_jobs(self, repo: Repo, run: WorkflowRun) -> list[Job]:
+        """The jobs of the run's latest attempt, in order."""
+        jobs = [repo.jobs[j] for j in run.job_ids]
+        return [job for job in jobs if job.run_attempt == run.run_attempt]
+
+    def finish_workflow(
+        self, repo: Repo, run: WorkflowRun, jobs: list[FailingJob]
+    ) -> list[HookEvent]:
+        """The jobs of a started run fail (in `start_workflow`'s order, one spec each): each
+        job's and check run's `completed`, the suite's, then the run's."""
+        now = self.world.now()
+        hooks: list[HookEvent] = []
+        for item, spec in zip(self.current_jobs(repo, run), jobs, strict=True):
+            item.status, item.conclusion, item.completed_at = "completed", "failure", now
+            item.log = spec.log
+            check = repo.check_runs[item.check_run_id]
+            check.status, check.conclusion, check.completed_at = "completed", "failure", now
+            check.title, check.summary = f"{spec.name} failed", spec.summary
+            check.annotations = list(spec.annotations)
+            hooks.append(self._job_hook(repo, item, run, "completed"))
             hooks.append(self._run_hook(repo, check, "completed"))
-        repo.workflow_runs[run.id] = run
-        hooks += self._settle_suite(repo, suite)
-        hooks.append(
-            self.ops.hook(
-                repo,
-                "workflow_run",
-                actor,
-                action="completed",
-                workflow=ci_shapes.workflow(self.shapes, repo, run),
-                workflow_run=self.shaped_workflow_run(repo, run),
-            )
+        hooks += self._settle_suite(repo, repo.check_suites[run.suite_id])
+        run.status, run.conclusion, run.updated_at = "completed", "failure", now
+        hooks.append(self._workflow_run_hook(repo, run, "completed"))
+        return hooks
+
+    def _job_hook(self, repo: Repo, item: Job, run: WorkflowRun, action: str) -> HookEvent:
+        shaped = ci_shapes.job(self.shapes, repo, item, run)
+        return self.ops.hook(repo, "workflow_job", run.actor, action=action, workflow_job=shaped)
+
+    def _workflow_run_hook(self, repo: Repo, run: WorkflowRun, action: str) -> HookEvent:
+        return self.ops.hook(
+            repo,
+            "workflow_run",
+            run.actor,
+            action=action,
+            workflow=ci_shapes.workflow(self.shapes, repo, run),
+            workflow_run=self.shaped_workflow_run(repo, run),
         )
-        return run, hooks

@@ -100,7 +100,7 @@ async def get_workflow_run(request: web.Request) -> web.Response:
 @routes.get(REPO + "/actions/runs/{run_id}/jobs")
 async def list_jobs(request: web.Request) -> web.Response:
     repo, _ = repo_and_caller(request)
-    jobs = _checks(request).list_jobs(repo, path_number(request, "run_id"))
+    jobs = _checks(request).list_jobs(repo, path_number(request, "run_id"), dict(request.query))
     chunk, headers = page_slice(request, jobs)
     return web.json_response({"total_count": len(jobs), "jobs": chunk}, headers=headers)
 

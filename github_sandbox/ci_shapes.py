@@ -303,7 +303,7 @@ def workflow_run(
         "path": run.path,
         "display_title": run.name,
         "run_number": run.run_number,
-        "run_attempt": 1,
+        "run_attempt": run.run_attempt,
         "event": run.event,
         "status": run.status,
         "conclusion": run.conclusion,
@@ -322,7 +322,9 @@ def workflow_run(
         "artifacts_url": f"{url}/artifacts",
         "cancel_url": f"{url}/cancel",
         "rerun_url": f"{url}/rerun",
-        "previous_attempt_url": None,
+        "previous_attempt_url": (
+            None if run.run_attempt == 1 else f"{url}/attempts/{run.run_attempt - 1}"
+        ),
         "workflow_url": f"{api}/actions/workflows/{run.workflow_id}",
         "head_commit": head_commit(commit or fallback),
         "repository": lite,
@@ -334,11 +336,25 @@ def job(shapes: Shapes, repo: Repo, item: Job, run: WorkflowRun) -> dict[str, An
     api = f"{shapes.api}/repos/{repo.full_name}"
     started = item.started_at if item.started_at is not None else item.created_at
     step_conclusion = item.conclusion if item.status == "completed" else None
+    queued = item.status == "queued"
+    # A queued job has no runner and no step started yet (octokit's `workflow_job.queued`
+    # schema: runner fields null "as long as workflow_job[status] is queued").
+    runner = {key: None for key in RUNNER} | {"labels": RUNNER["labels"]} if queued else RUNNER
+    steps = [
+        {
+            "name": item.name,
+            "status": item.status,
+            "conclusion": step_conclusion,
+            "number": 1,
+            "started_at": iso(started),
+            "completed_at": None if item.completed_at is None else iso(item.completed_at),
+        }
+    ]
     return {
         "id": item.id,
         "run_id": item.run_id,
         "run_url": f"{api}/actions/runs/{item.run_id}",
-        "run_attempt": 1,
+        "run_attempt": item.run_attempt,
         "node_id": node_id("CheckRun", item.id),
         "head_sha": item.head_sha,
         "head_branch": item.head_branch,
@@ -350,17 +366,8 @@ def job(shapes: Shapes, repo: Repo, item: Job, run: WorkflowRun) -> dict[str, An
         "started_at": iso(started),
         "completed_at": None if item.completed_at is None else iso(item.completed_at),
         "name": item.name,
-        "steps": [
-            {
-                "name": item.name,
-                "status": item.status,
-                "conclusion": step_conclusion,
-                "number": 1,
-                "started_at": iso(started),
-                "completed_at": None if item.completed_at is None else iso(item.completed_at),
-            }
-        ],
+        "steps": [] if queued else steps,
         "check_run_url": f"{api}/check-runs/{item.check_run_id}",
         "workflow_name": run.name,
-        **RUNNER,
+        **runner,
     }

@@ -57,6 +57,15 @@ def branch_sha(path: Path, branch: str) -> str | None:
         return None
 
 
+def branch_heads(path: Path) -> dict[str, str]:
+    """Every branch's commit, by branch name."""
+    try:
+        raw = _git(path, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")
+    except RuntimeError:
+        return {}
+    return dict(line.split(" ", 1) for line in raw.splitlines() if " " in line)
+
+
 def fast_forward(path: Path, branch: str, sha: str) -> bool:
     """Move `branch` to `sha` when that is a fast-forward (a merge in the sandbox)."""
     current = branch_sha(path, branch)
@@ -166,6 +175,16 @@ def resolve_commit(path: Path, ref: str) -> str | None:
         return _git(path, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     except RuntimeError:
         return None
+
+
+def commits_between(path: Path, base: str, head: str) -> list[str]:
+    """The commits of a pull request from `base` to `head`: reachable from `head`, not
+    from `base` (`git rev-list base..head`), newest first."""
+    try:
+        raw = _git(path, "rev-list", f"{base}..{head}")
+    except RuntimeError:
+        return []
+    return raw.split()
 
 
 def branches_containing(path: Path, sha: str) -> list[str]:

@@ -28,8 +28,10 @@ from typing import BinaryIO
 
 from aiohttp import web
 
+from github_sandbox import git
 from github_sandbox.appkeys import SANDBOX
 from github_sandbox.auth import Caller, check_scope, resolve_token
+from github_sandbox.ci_ops import Checks
 from github_sandbox.operations import SandboxError
 from github_sandbox.review_ops import Reviews
 from github_sandbox.sandbox import Sandbox
@@ -192,11 +194,17 @@ async def _serve(request: web.Request, service: str, path_info: str) -> web.Resp
                 return plain(413, "The request is too large.")
             body.write(chunk)
         body.seek(0)
+        pushing = service == "git-receive-pack" and repo.git_path is not None
+        before = git.branch_heads(repo.git_path) if pushing and repo.git_path else {}
         response = await _backend(request, repo, path_info, body, size)
-    if service == "git-receive-pack" and response.status == 200 and pusher is not None:
-        # A push that moves an open pull request's head: GitHub's `synchronize`.
+    if pushing and response.status == 200 and pusher is not None and repo.git_path:
+        # A push that moves an open pull request's head: GitHub's `synchronize`; and the
+        # App's check suite for each pushed head (`check_suite.requested`).
         sandbox: Sandbox = request.app[SANDBOX]
-        sandbox.emit(Reviews(sandbox.ops).synchronize(repo, pusher))
+        pushed = git.branch_heads(repo.git_path)
+        heads = [sha for name, sha in pushed.items() if before.get(name) != sha]
+        hooks = Reviews(sandbox.ops).synchronize(repo, pusher)
+        sandbox.emit(hooks + Checks(sandbox.ops).request_suites(repo, heads))
     return response
 
 

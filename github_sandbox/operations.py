@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from github_sandbox import git
+from github_sandbox import assignees, git, issue_filters
 from github_sandbox.shapes import Shapes
 from github_sandbox.state import PERMISSION_RANK, Comment, Issue, Label, Pull, Repo, User, World
 
@@ -154,6 +154,7 @@ class Operations:
         if body is not None and not isinstance(body, str):
             raise validation_failed("body", resource="Issue")
         labels = _label_names(data.get("labels", []))
+        assigned = assignees.requested(self, repo, data)
         now = self.world.now()
         issue = Issue(
             id=self.world.next_id(),
@@ -172,6 +173,7 @@ class Operations:
         # GitHub drops labels silently for users without push access.
         if self.can_push(repo, actor):
             hooks += self._attach(repo, issue, actor, labels)
+        hooks += assignees.assign(self, repo, issue, actor, assigned)
         return Outcome(self.shapes.issue(repo, issue), 201, hooks)
 
     def _attach(self, repo: Repo, issue: Issue, actor: User, names: list[str]) -> list[HookEvent]:
@@ -210,24 +212,15 @@ class Operations:
         return Outcome(self.shapes.issue(repo, self.issue(repo, number)))
 
     def list_issues(self, repo: Repo, query: dict[str, str]) -> list[dict[str, Any]]:
-        state = query.get("state", "open")
-        wanted = {n.strip().lower() for n in query.get("labels", "").split(",") if n.strip()}
-        creator = query.get("creator", "").lower()
-        since = updated_since(query)
-        issues = [
-            issue
-            for issue in repo.issues.values()
-            if (state == "all" or issue.state == state)
-            and wanted <= {name.lower() for name in issue.labels}
-            and (not creator or issue.user.login.lower() == creator)
-            and issue.updated_at >= since
-        ]
+        keep = issue_filters.kept(repo, query, updated_since(query))
+        issues = [issue for issue in repo.issues.values() if keep(issue)]
         key = (lambda i: i.updated_at) if query.get("sort") == "updated" else (lambda i: i.id)
         issues.sort(key=key, reverse=query.get("direction", "desc") != "asc")
         return [self.shapes.issue(repo, issue) for issue in issues]
 
     def update_issue(self, repo: Repo, actor: User, number: int, data: dict[str, Any]) -> Outcome:
         issue = self.issue(repo, number)
+        assigned = assignees.requested(self, repo, data)
         hooks: list[HookEvent] = []
         changes: dict[str, Any] = {}
         for key in ("title", "body"):
@@ -262,6 +255,7 @@ class Operations:
                     repo, "issues", actor, action=action, issue=self.shapes.issue(repo, issue)
                 )
             )
+        hooks += assignees.assign(self, repo, issue, actor, assigned)
         return Outcome(self.shapes.issue(repo, issue), 200, hooks)
 
     # -- labels ----------------------------------------------------------------------------

@@ -58,10 +58,35 @@ class Reviews:
             return git.branch_sha(repo.git_path, pull.head_ref) or pull.head_sha
         return pull.head_sha
 
-    def files(self, repo: Repo, pull: Pull) -> list[git.ChangedFile]:
+    def files(self, repo: Repo, pull: Pull, at: str | None = None) -> list[git.ChangedFile]:
+        """What the pull request changes up to its head (or its commit `at`)."""
         if repo.git_path is None:
             return []
-        return git.changed_files(repo.git_path, pull.base_sha, self.head_sha(repo, pull))
+        return git.changed_files(repo.git_path, pull.base_sha, at or self.head_sha(repo, pull))
+
+    def pull_commit(self, repo: Repo, pull: Pull, commit_id: str) -> str:
+        """`commit_id` when it is one of the pull request's commits; else GitHub's 422
+        (`code: custom`, "commit_id is not part of the pull request")."""
+        head = self.head_sha(repo, pull)
+        commits = (
+            [head]
+            if repo.git_path is None
+            else git.commits_between(repo.git_path, pull.base_sha, head)
+        )
+        if commit_id not in commits:
+            raise SandboxError(
+                422,
+                "Validation Failed",
+                errors=[
+                    {
+                        "resource": "PullRequestReviewComment",
+                        "code": "custom",
+                        "field": "commit_id",
+                        "message": "commit_id is not part of the pull request",
+                    }
+                ],
+            )
+        return commit_id
 
     def _pull_hook(
         self, repo: Repo, event: str, actor: User, pull: Pull, **fields: Any
@@ -76,9 +101,16 @@ class Reviews:
         return found
 
     def _placed(
-        self, repo: Repo, pull: Pull, actor: User, review_id: int, spec: dict[str, Any]
+        self,
+        repo: Repo,
+        pull: Pull,
+        actor: User,
+        review_id: int,
+        spec: dict[str, Any],
+        commit: str | None = None,
     ) -> ReviewComment:
-        """A new comment at `spec`'s path and line, checked against the diff."""
+        """A new comment at `spec`'s path and line, checked against the diff up to
+        `commit` (one of the pull request's commits; its head when None)."""
         body, path, line = spec.get("body"), spec.get("path"), spec.get("line")
         if not isinstance(body, str) or not body:
             raise validation_failed("body", "missing_field", resource="PullRequestReviewComment")
@@ -93,7 +125,8 @@ class Reviews:
             raise validation_failed("side", resource="PullRequestReviewComment")
         if start_line is not None and (not isinstance(start_line, int) or start_line > line):
             raise validation_failed("start_line", resource="PullRequestReviewComment")
-        change = next((f for f in self.files(repo, pull) if f.filename == path), None)
+        commit = commit or self.head_sha(repo, pull)
+        change = next((f for f in self.files(repo, pull, commit) if f.filename == path), None)
         placed = None if change is None else git.hunk_through(change.patch, line, side)
         if placed is None:
             raise refused_as_custom(
@@ -110,7 +143,7 @@ class Reviews:
             path=path,
             line=line,
             side=side,
-            commit_id=self.head_sha(repo, pull),
+            commit_id=commit,
             diff_hunk=placed[0],
             position=placed[1],
             created_at=now,
@@ -286,8 +319,9 @@ class Reviews:
             raise validation_failed(
                 "commit_id", "missing_field", resource="PullRequestReviewComment"
             )
+        commit = self.pull_commit(repo, pull, commit_id)
         item = self._new_review(repo, pull, actor, "", "COMMENTED")
-        comment = self._placed(repo, pull, actor, item.id, data)
+        comment = self._placed(repo, pull, actor, item.id, data, commit)
         return self._single(repo, actor, pull, item, comment)
 
     def reply(self, repo: Repo, actor: User, number: int, comment_id: int, data: Any) -> Outcome:

@@ -7,6 +7,7 @@ OpenAPI description (which requires these); tests validate both against the real
 from __future__ import annotations
 
 import base64
+import zlib
 from typing import Any
 
 from github_sandbox.state import (
@@ -16,6 +17,7 @@ from github_sandbox.state import (
     Installation,
     Issue,
     Label,
+    Milestone,
     Pull,
     Reaction,
     Repo,
@@ -240,6 +242,30 @@ class Shapes:
             counts[reaction.content] += 1
         return {"url": f"{url}/reactions", "total_count": len(given or []), **counts}
 
+    def milestone(self, repo: Repo, item: Milestone) -> dict[str, Any]:
+        """A milestone as an issue names it (`nullable-milestone`); its counts are of the
+        repository's issues that carry it."""
+        url = f"{self.api}/repos/{repo.full_name}/milestones/{item.number}"
+        carrying = [i for i in repo.issues.values() if i.milestone is item]
+        return {
+            "url": url,
+            "html_url": f"{self.html}/{repo.full_name}/milestone/{item.number}",
+            "labels_url": f"{url}/labels",
+            "id": item.id,
+            "node_id": node_id("Milestone", item.id),
+            "number": item.number,
+            "state": "open",
+            "title": item.title,
+            "description": None,
+            "creator": self.user(item.creator),
+            "open_issues": sum(1 for i in carrying if i.state == "open"),
+            "closed_issues": sum(1 for i in carrying if i.state == "closed"),
+            "created_at": iso(item.created_at),
+            "updated_at": iso(item.created_at),
+            "closed_at": None,
+            "due_on": None,
+        }
+
     def issue(self, repo: Repo, issue: Issue) -> dict[str, Any]:
         url = f"{self.api}/repos/{repo.full_name}/issues/{issue.number}"
         kind = "pull" if issue.is_pull else "issues"
@@ -258,9 +284,9 @@ class Shapes:
             "labels": [self.label(repo, repo.labels[name.lower()]) for name in issue.labels],
             "state": issue.state,
             "locked": False,
-            "assignee": None,
-            "assignees": [],
-            "milestone": None,
+            "assignee": self.user(issue.assignees[0]) if issue.assignees else None,
+            "assignees": [self.user(user) for user in issue.assignees],
+            "milestone": None if issue.milestone is None else self.milestone(repo, issue.milestone),
             "comments": len(issue.comment_ids),
             "created_at": iso(issue.created_at),
             "updated_at": iso(issue.updated_at),
@@ -274,6 +300,8 @@ class Shapes:
             "state_reason": issue.state_reason,
             "draft": False,
         }
+        if issue.issue_type is not None:
+            shape["type"] = issue_type(issue.issue_type)
         if issue.is_pull:
             pull = repo.pulls[issue.number]
             pull_url = f"{self.api}/repos/{repo.full_name}/pulls/{issue.number}"
@@ -409,3 +437,10 @@ def author_association(repo: Repo, user: User) -> str:
     if user.login.lower() in repo.collaborators:
         return "COLLABORATOR"
     return "NONE"
+
+
+def issue_type(name: str) -> dict[str, Any]:
+    """An issue type by its name (`issue-type`); its id derived from the name, as the
+    sandbox keeps no table of types."""
+    number = zlib.crc32(name.lower().encode())
+    return {"id": number, "node_id": node_id("IssueType", number), "name": name, "description": ""}

@@ -107,7 +107,16 @@ class Comment(Upgradable):
 
 
 @dataclass
-class Issue:
+class Milestone:
+    id: int
+    number: int
+    title: str
+    creator: User
+    created_at: float
+
+
+@dataclass
+class Issue(Upgradable):
     id: int
     number: int
     title: str
@@ -121,6 +130,11 @@ class Issue:
     closed_at: float | None = None
     comment_ids: list[int] = field(default_factory=list)
     is_pull: bool = False
+    # What `list_issues` filters on too (`issue_filters`): assignees as create and update
+    # set them (`assignees`); milestone and type only as the world was seeded.
+    assignees: list[User] = field(default_factory=list)
+    milestone: Milestone | None = None
+    issue_type: str | None = None  # the issue type's name
 
 
 @dataclass
@@ -229,7 +243,7 @@ class CommitStatus:
 
 
 @dataclass
-class Job:
+class Job(Upgradable):
     id: int
     run_id: int
     name: str
@@ -242,10 +256,11 @@ class Job:
     started_at: float | None = None
     completed_at: float | None = None
     log: str = ""  # the plain text served behind the log download's redirect
+    run_attempt: int = 1  # the execution of its workflow run it belongs to
 
 
 @dataclass
-class WorkflowRun:
+class WorkflowRun(Upgradable):
     id: int
     name: str
     path: str  # the workflow file, e.g. ".github/workflows/ci.yml"
@@ -260,7 +275,8 @@ class WorkflowRun:
     event: str = "pull_request"
     status: str = "completed"
     conclusion: str | None = None
-    job_ids: list[int] = field(default_factory=list)
+    job_ids: list[int] = field(default_factory=list)  # of every attempt, oldest first
+    run_attempt: int = 1  # its latest execution (a re-run is the next)
 
 
 @dataclass

@@ -41,9 +41,17 @@ def parse_failure(event: str, payload: dict[str, Any]) -> CiFailure | None:
     if event == "status":
         return _status(payload, repo)
     item = payload.get(event)
+    # Only a `completed` event reports a result: GitHub also sends `check_run.created`,
+    # `check_suite.requested`/`rerequested`, `workflow_run.requested`/`in_progress` and
+    # `workflow_job.queued`/`in_progress` as CI starts, and a check run created already
+    # concluded has its conclusion in `created` too (its `completed` follows).
+    if payload.get("action") != "completed" or not isinstance(item, dict):
+        return None
     # A signed payload may still hold another type than GitHub's (a list for a
     # conclusion): read as text or not at all, never a TypeError retried until dead.
-    if not isinstance(item, dict) or _text(item.get("conclusion")) not in FAILED_CONCLUSIONS:
+    if _text(item.get("status")) not in (None, "completed"):
+        return None
+    if _text(item.get("conclusion")) not in FAILED_CONCLUSIONS:
         return None
     branches = [item.get("head_branch"), _at(item, "check_suite", "head_branch")]
     pulls = _items(item.get("pull_requests"))

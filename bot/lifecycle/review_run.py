@@ -29,9 +29,10 @@ from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import finish_delivered, finish_question
 from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
 from bot.lifecycle.progress import Phase
-from bot.lifecycle.review_answers import Settled, settle, take_answers
+from bot.lifecycle.review_answers import Settled, settle, take_answers, thread_key
 from bot.lifecycle.review_pickup import has_review_work, pick_up
 from bot.lifecycle.review_prompt import review_section
+from bot.lifecycle.reviews import dismissed_reviews
 from bot.lifecycle.run_log import record
 from bot.lifecycle.scope import Run
 from bot.lifecycle.steps import Ended, ask, conclude, fail, issue_text, open_workspace
@@ -79,7 +80,9 @@ async def work_review(run: Run) -> str:
     pushed = await _push_new(run, tree)
     if isinstance(pushed, Refused):
         return await fail(run, error=pushed.reason, retry=False)
-    settled = settle(threads, given, pushed, run.public_block)
+    settled = await _without_dismissed(
+        run, threads, settle(threads, given, pushed, run.public_block)
+    )
     await _answer(run, threads, settled, job)
     return await _end(run, Settled(settled.answers, asked + settled.questions), pushed, outcome)
 
@@ -135,6 +138,25 @@ def _asked(threads: list[ReviewThread], question: str) -> Settled:
     return Settled(answers, [question])
 
 
+async def _without_dismissed(run: Run, threads: list[ReviewThread], settled: Settled) -> Settled:
+    """`settled` without the answers (and questions) to reviews dismissed on GitHub while
+    the run worked: nobody is to be answered on them (their threads were declined by the
+    dismissal webhook, `reviews._dismiss`). Read just before the replies are posted."""
+    reviews = [t.root_id for t in threads if t.kind == ThreadKind.REVIEW]
+    gone = await run.ctx.db.run(dismissed_reviews, run.task.id, reviews)
+    if not gone:
+        return settled
+    log.info("lifecycle: task %s: reviews %s dismissed meanwhile: not answered", run.task.id, gone)
+    dropped = {thread_key(t) for t in threads if t.kind == ThreadKind.REVIEW and t.root_id in gone}
+    answers = [
+        a for a in settled.answers if not (a.kind == ThreadKind.REVIEW and a.root_id in gone)
+    ]
+    questions = [
+        q for q in settled.questions if not any(q.startswith(f"On {k} (") for k in dropped)
+    ]
+    return Settled(answers, questions)
+
+
 async def _answer(run: Run, threads: list[ReviewThread], settled: Settled, job: str) -> None:
     if not threads:
         return
@@ -146,7 +168,12 @@ async def _answer(run: Run, threads: list[ReviewThread], settled: Settled, job: 
 
 async def _end(run: Run, settled: Settled, pushed: str | None, outcome: CodingOutcome) -> str:
     ctx = run.ctx
-    nothing = pushed is None and all(a.state == ThreadState.NEEDS_OPERATOR for a in settled.answers)
+    # No answer left (every review of the run was dismissed meanwhile): nothing to ask.
+    nothing = (
+        pushed is None
+        and bool(settled.answers)
+        and all(a.state == ThreadState.NEEDS_OPERATOR for a in settled.answers)
+    )
     if settled.questions or nothing:
         question = "\n\n".join(settled.questions) if settled.questions else NOTHING
         task = run.task

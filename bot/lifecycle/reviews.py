@@ -159,11 +159,11 @@ class ReviewIntake:
         return ReviewPickup(task_id, True, "acknowledged")
 
     async def on_review_dismissed(self, payload: dict[str, Any]) -> ReviewPickup:
-        """A review dismissed on GitHub no longer asks anything: its thread, if no run has
-        taken it up yet, is declined with the reason (a run already queued then finds no
-        review work). Deliveries are not ordered: a dismissal arriving before its
-        `submitted` records the declined thread first, and the submission is then not
-        acknowledged nor run."""
+        """A review dismissed on GitHub no longer asks anything: its thread, if still open,
+        is declined with the reason (a run already queued then finds no review work; a run
+        that took it up posts no answer to it: `review_run`). Deliveries are not ordered: a
+        dismissal arriving before its `submitted` records the declined thread first, and the
+        submission is then not acknowledged nor run."""
         pull = pull_of(payload)
         review = record(Review, payload.get("review"))
         what = f"dismissal of review {review.id}"
@@ -324,6 +324,22 @@ def _dismissed(session: Session, task_id: int, review_id: int) -> bool:
     return thread is not None and thread.reason == DISMISSED
 
 
+def dismissed_reviews(session: Session, task_id: int, review_ids: list[int]) -> set[int]:
+    """Which of the reviews `review_ids` of the task were dismissed on GitHub (as the
+    `pull_request_review.dismissed` webhook recorded)."""
+    if not review_ids:
+        return set()
+    found = session.scalars(
+        select(ReviewThread.root_id).where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.kind == ThreadKind.REVIEW,
+            ReviewThread.root_id.in_(review_ids),
+            ReviewThread.reason == DISMISSED,
+        )
+    )
+    return set(found)
+
+
 def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock) -> str:
     """The review's thread declined as dismissed (recorded first when the dismissal came
     before the submission), with the handler's done-record; what was done, in words."""
@@ -334,9 +350,17 @@ def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock
             _review_thread(task_id, pull, review, ThreadState.DECLINED, now, reason=DISMISSED)
         )
         said = "recorded as dismissed before its submission arrived"
-    elif thread.state == ThreadState.OPEN and thread.picked_job is None:
+    elif thread.state == ThreadState.OPEN:
+        # Taken up by a run or not, the dismissed review is answered by nobody: the run
+        # replies only on threads still open (`thread_answers.answer_threads`) and drops
+        # its answer to this one (`review_run`).
+        taken = thread.picked_job
         thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
-        said = "its thread declined before any run took it up"
+        said = (
+            "its thread declined before any run took it up"
+            if taken is None
+            else f"its thread declined; the run that took it up ({taken}) does not answer it"
+        )
     else:
         said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
     record_done(session)

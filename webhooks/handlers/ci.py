@@ -1,6 +1,12 @@
 """CI results on a commit: `check_run`, `check_suite`, `workflow_run` and `workflow_job`
 `completed`, and `status`. A failure on the head commit of a Steelframe pull request gets a
-fix run or a person asked (bot.lifecycle.ci_intake); anything else is one log line."""
+fix run or a person asked (bot.lifecycle.ci_intake); anything else is one log line.
+
+The webhooks GitHub sends as CI starts (`check_run.created`, `check_suite.requested` and
+`rerequested`, `workflow_run.requested` and `in_progress`, `workflow_job.queued`,
+`in_progress` and `waiting`) report no result: no handler is routed for them, so each is
+stored `ignored` (never retried, never a CI row), and `parse_failure` reads `completed`
+only."""
 
 from __future__ import annotations
 

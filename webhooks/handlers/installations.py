@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +11,7 @@ from gidgethub.sansio import Event
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from bot.github.installation_removals import InstallationRemovals
 from bot.github.installations import (
     GitHubRepository,
     RepoRef,
@@ -58,6 +60,7 @@ async def on_installation(event: Event, ctx: WebhookContext) -> None:
             ctx.github.tokens.invalidate(installation_id)
             for full_name in sorted(served):
                 ctx.github.installations.invalidate(full_name)
+        await _tell_every_process(ctx, served, installation_id)
         log.info("installation %s removed (%s)", installation_id, account.get("login"))
         return
     suspended = {"suspend": True, "unsuspend": False}.get(str(action))
@@ -92,7 +95,19 @@ async def on_installation_repositories(event: Event, ctx: WebhookContext) -> Non
             ctx.github.installations.remember(ref.full_name, installation_id)
         for ref in removed:
             ctx.github.installations.invalidate(ref.full_name)
+    await _tell_every_process(ctx, {ref.full_name for ref in removed}, installation_id)
     log.info("installation %s: +%d -%d repositories", installation_id, len(added), len(removed))
+
+
+async def _tell_every_process(ctx: WebhookContext, repos: set[str], installation_id: int) -> None:
+    """The other serve and worker processes cache the installation of a repository too:
+    told through Redis (`bot.github.installation_removals`), they forget it before their
+    next answer. A Redis error fails the delivery, which is retried (all of it is
+    idempotent); without Redis there is no other process to tell."""
+    if ctx.queue is None or ctx.settings.app_id is None or not repos:
+        return
+    removals = InstallationRemovals(ctx.queue.connection, app_id=ctx.settings.app_id)
+    await asyncio.to_thread(removals.removed, repos, installation_id)
 
 
 def _remember_account(

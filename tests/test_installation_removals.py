@@ -1,0 +1,70 @@
+"""An uninstall handled by one process reaches every process's installation cache: the
+handler appends the repositories to a Redis stream, and each process's lookup forgets them
+before its next answer (bot.github.installation_removals). Real Redis, the GitHub sandbox
+and the service's webhook handler; the "other processes" are lookups as their clients hold
+them, sharing that Redis."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from bot.github.errors import GitHubNotFound
+from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
+from tests.conftest import SANDBOX_APP_ID
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+
+
+async def test_an_uninstall_handled_by_one_process_reaches_the_others_caches(make: Make) -> None:
+    lc = await make()
+    sandbox = lc.sandbox.sandbox
+    installation = sandbox.world.installations[lc.sandbox.installation_id]
+    connection = redis.Redis.from_url(lc.settings.redis_url or "")
+    clients = [lc.sandbox.client(), lc.sandbox.client()]
+    # Another serve process and a worker: each asks GitHub (`GET /repos/{repo}/installation`,
+    # its client's own fetch) and caches the answer for an hour.
+    others = [
+        SharedInstallationLookup(
+            client._fetch_installation,
+            removals=InstallationRemovals(connection, app_id=SANDBOX_APP_ID),
+            clock=time.time,
+        )
+        for client in clients
+    ]
+    for lookup in others:
+        assert await lookup.get(lc.repo) == installation.id
+    sandbox.uninstall(installation)
+    await lc.settle()  # this process's handler of `installation.deleted`
+    for lookup in others:
+        # Asked again, GitHub answers that the App is not installed there any more.
+        with pytest.raises(GitHubNotFound):
+            await lookup.get(lc.repo)
+    connection.close()
+
+
+async def test_a_lookup_reads_only_removals_made_after_it_started(redis_url: str) -> None:
+    """Two caches sharing one Redis: a removal told before a cache started concerns nothing
+    it holds; one told after is forgotten once, and then answered afresh and kept."""
+    connection = redis.Redis.from_url(redis_url)
+    removals = InstallationRemovals(connection, app_id=1)
+    asked: list[str] = []
+
+    async def fetch(repo: str) -> int:
+        asked.append(repo)
+        return 7
+
+    removals.removed(["octo/old"], 3)
+    first = SharedInstallationLookup(fetch, removals=removals, clock=time.time)
+    second = SharedInstallationLookup(fetch, removals=removals, clock=time.time)
+    for lookup in (first, second):
+        assert await lookup.get("octo/old") == 7 and await lookup.get("Octo/Repo") == 7
+    assert len(asked) == 4
+    removals.removed(["octo/repo"], 7)
+    for lookup in (first, second):
+        assert await lookup.get("octo/repo") == 7  # asked again
+        assert await lookup.get("octo/repo") == 7 and await lookup.get("octo/old") == 7
+    assert asked[4:] == ["octo/repo", "octo/repo"]
+    connection.close()
