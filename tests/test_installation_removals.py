@@ -11,6 +11,7 @@ import time
 import pytest
 import redis
 
+from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound
 from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
 from tests.conftest import SANDBOX_APP_ID
@@ -68,3 +69,22 @@ async def test_a_lookup_reads_only_removals_made_after_it_started(redis_url: str
         assert await lookup.get("octo/repo") == 7 and await lookup.get("octo/old") == 7
     assert asked[4:] == ["octo/repo", "octo/repo"]
     connection.close()
+
+
+async def test_every_client_built_from_settings_forgets_a_removed_installation(
+    make: Make,
+) -> None:
+    """What each serve and worker process builds (`GitHubClient.from_settings`, with Redis
+    configured) reads the removals the uninstall handler appends."""
+    lc = await make()
+    sandbox = lc.sandbox.sandbox
+    installation = sandbox.world.installations[lc.sandbox.installation_id]
+    clients = [GitHubClient.from_settings(lc.settings) for _ in range(2)]
+    for client in clients:
+        assert await client.installation_id(lc.repo) == installation.id
+    sandbox.uninstall(installation)
+    await lc.settle()
+    for client in clients:
+        with pytest.raises(GitHubNotFound):
+            await client.installation_id(lc.repo)
+        await client.close()

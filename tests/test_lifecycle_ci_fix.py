@@ -369,7 +369,11 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
     # Processed while running: stored for a retry, nothing done.
     sha = await fail_head(lc, number, retries_within=0.0)
     assert _rows(lc, task_id) == [] and lc.queued_jobs() == []
-    suites = [d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite"]
+    suites = [
+        d
+        for d in lc.sandbox.sandbox.hooks.sent
+        if (d.event, d.action) == ("check_suite", "completed")
+    ]
     stored = [_delivery(lc, d.id) for d in suites]
     assert stored and all(s.status == DeliveryStatus.RETRYING for s in stored), stored
     intake = CiIntake(
@@ -380,7 +384,11 @@ async def test_a_failure_on_the_head_while_a_run_is_live_is_read_again_later(
         redactor=Redactor(),
         github_api_url=lc.settings.github_api_url,
     )
-    sent = next(d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite")
+    sent = next(
+        d
+        for d in lc.sandbox.sandbox.hooks.sent
+        if (d.event, d.action) == ("check_suite", "completed")
+    )
     failure = parse_failure("check_suite", sent.payload)
     assert failure is not None and failure.head_sha == sha
     with pytest.raises(CiBusy):
@@ -404,7 +412,11 @@ async def test_a_failure_on_the_head_while_a_review_run_is_queued_is_read_again_
     assert lc.task(issue).state == TaskState.QUEUED  # the review run, not started yet
     lc.api.raw.app[WEBHOOKS].processor.retry = RetryPolicy(base_delay=600.0, jitter=0.0)
     await fail_head(lc, number, retries_within=0.0)
-    suites = [d for d in lc.sandbox.sandbox.hooks.sent if d.event == "check_suite"]
+    suites = [
+        d
+        for d in lc.sandbox.sandbox.hooks.sent
+        if (d.event, d.action) == ("check_suite", "completed")
+    ]
     stored = [_delivery(lc, d.id) for d in suites]
     assert stored and all(s.status == DeliveryStatus.RETRYING for s in stored), stored
     assert _rows(lc, lc.task(issue).id) == []

@@ -291,7 +291,7 @@ async def test_a_failing_workflow_run_has_a_job_log_behind_a_redirect(
     events = [(d.event, d.action) for d in github_sandbox.sandbox.hooks.sent]
     assert ("workflow_job", "completed") in events and ("workflow_run", "completed") in events
     assert ("check_run", "completed") in events and ("check_suite", "completed") in events
-    finished = deliveries(github_sandbox, "workflow_run")[0]["workflow_run"]
+    finished = deliveries(github_sandbox, "workflow_run")[-1]["workflow_run"]
     assert finished["conclusion"] == "failure" and finished["head_sha"] == pull["sha"]
 
 

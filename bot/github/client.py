@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote, urlsplit
 
 import aiohttp
+import redis
 
 from bot.config import Settings
 from bot.config_values import Secret
@@ -37,6 +38,7 @@ from bot.github.app_auth import (
 )
 from bot.github.app_records import AccessToken, App, CollaboratorPermission, Installation
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
+from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
 from bot.github.issue_records import Issue, IssueComment, Label, PullRequest, Repository
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
 from bot.github.permissions import needed_permissions, repo_path, split_repo
@@ -91,6 +93,7 @@ class GitHubClient(PullRequestCalls):
         stored_installation: Callable[[str], Awaitable[int | None]] | None = None,
         kept_tokens: KeptTokens | None = None,
         key_setting: str = PRIVATE_KEY,
+        installation_removals: InstallationRemovals | None = None,
     ) -> None:
         # `key_setting`: where `private_key` came from, named by a refusal of it.
         self.app = AppCredentials(app_id, private_key, clock=clock, key_setting=key_setting)
@@ -112,8 +115,18 @@ class GitHubClient(PullRequestCalls):
         self.tokens = TokenCache(self._fetch_token, clock=clock, kept=kept_tokens)
         # `stored_installation`: what the webhooks recorded (bot.github.installations), asked
         # before GitHub is.
-        self.installations = InstallationLookup(
-            self._fetch_installation, clock=clock, durable=stored_installation
+        # `installation_removals`: uninstalls handled by another process (Redis), forgotten
+        # before each answer (bot.github.installation_removals).
+        self._removals = installation_removals
+        self.installations = (
+            InstallationLookup(self._fetch_installation, clock=clock, durable=stored_installation)
+            if installation_removals is None
+            else SharedInstallationLookup(
+                self._fetch_installation,
+                removals=installation_removals,
+                clock=clock,
+                durable=stored_installation,
+            )
         )
         self._identity: AppIdentity | None = None
 
@@ -130,6 +143,10 @@ class GitHubClient(PullRequestCalls):
         if settings.redis_url and "ledger" not in overrides:
             prefix = f"{DEFAULT_PREFIX}:{settings.app_id}"
             options["ledger"] = RedisLedger.from_url(settings.redis_url, prefix=prefix)
+        if settings.redis_url and "installation_removals" not in overrides:
+            options["installation_removals"] = InstallationRemovals(
+                redis.Redis.from_url(settings.redis_url), app_id=settings.app_id
+            )
         options.update(overrides)
         return cls(app_id=settings.app_id, private_key=key, **options)
 
@@ -139,6 +156,8 @@ class GitHubClient(PullRequestCalls):
     async def close(self) -> None:
         await self.transport.close()
         await self.pacer.close()
+        if self._removals is not None:
+            self._removals.connection.close()
 
     # -- App identity and installation auth ---------------------------------------------
 
