@@ -1,10 +1,12 @@
 """A worker reads its environment once, when it starts (`build_worker_context(environ=...)`),
 and its jobs use that snapshot: the repository's setup is refused a secret that is one of
-the worker's own key variables even where the job's process environment does not hold it.
-setup_run once read `os.environ` again on every job."""
+the worker's own key variables even where the job's process environment does not hold it,
+and a setup or test command gets PATH and the locale from it. setup_run once read
+`os.environ` again on every job."""
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 
@@ -14,8 +16,11 @@ import redis
 from bot.db import Database
 from bot.lifecycle import setup_run
 from bot.lifecycle.repo_config import parse
+from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
+from bot.lifecycle.setup_process import run_command
 from steelframe.composition import build_worker_context
 from tests.conftest import make_settings
+from tests.fakes.sandbox import require_bwrap
 
 KEY_VARIABLE = "ACME_MODEL_KEY"
 
@@ -50,3 +55,17 @@ def test_setup_is_refused_a_key_from_the_environment_the_worker_started_with(
     finally:
         connection.close()
         database.dispose()
+
+
+async def test_a_setup_command_gets_the_locale_the_worker_started_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_bwrap()
+    started_with = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8"}
+    monkeypatch.setenv("LANG", "xx_JOB.TIME")  # the job's process environment: not asked
+    place = SandboxRun(repo=tmp_path / "repo", tmp=tmp_path / "tmp", prompt=tmp_path / "p.md")
+    place.repo.mkdir()
+    result = await run_command(
+        SandboxPolicy(), place, 'echo "lang=$LANG"', {}, time_limit=30, base_env=started_with
+    )
+    assert result.passed and "lang=C.UTF-8" in result.tail, result.tail

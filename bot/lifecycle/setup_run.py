@@ -375,6 +375,7 @@ async def _run_commands(
             env,
             time_limit=max(deadline - time.monotonic(), 0.0),
             stop=run.watch.stop,
+            base_env=run.ctx.environment.variables,
         )
         await record_blocked(run, result)
         run.watch.check()
