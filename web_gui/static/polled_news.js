@@ -4,7 +4,7 @@
 // has its event log fetched, and each `review_pickup` or `ci_fix_run` event after the last
 // one seen becomes the stream's frame, once. Everything else a card shows (state, ledger
 // counts, pull request state, question) comes with the Board itself: a card that moved with
-// no new event (a reviewer's comment counted on its ledger) is not read.
+// no new event (a review thread declined on its ledger, a pull request's state) is not read.
 const NEWS_KINDS = { review_pickup: "review", ci_fix_run: "fix_run" };
 
 export class PolledNews {
