@@ -42,8 +42,10 @@ ENV OPENBLAS_NUM_THREADS=1
 VOLUME /data
 EXPOSE 8080
 # Ready, not merely alive: /readyz is 503 while a setting serving needs is missing
-# (webhook secret, App credentials) or the database or Redis is down.
-HEALTHCHECK --interval=10s --timeout=3s --retries=3 \
+# (webhook secret, App credentials) or the database or Redis is down. serve listens only
+# after rebuilding a memory index of another analysis or database (minutes at a million
+# chunks: docs/memory.md), so failures in the first 10 minutes do not count.
+HEALTHCHECK --interval=10s --timeout=3s --retries=3 --start-period=10m \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/readyz', timeout=2)"
 # serve runs the migrations first; run workers from the same image with `steelframe worker`.
 #

@@ -40,8 +40,10 @@ tui: $(RUNTIME_STAMP)
 doctor: $(RUNTIME_STAMP)
 	$(BIN)/steelframe doctor
 
+# `make desktop ARGS="--browser-arg=--no-sandbox"` passes ARGS on to `steelframe desktop`
+# (as root, Chromium starts only without its sandbox: that choice is the operator's, docs/gui.md).
 desktop: $(RUNTIME_STAMP)
-	$(BIN)/steelframe desktop $(if $(URL),--url $(URL))
+	$(BIN)/steelframe desktop$(if $(URL), --url $(URL))$(if $(ARGS), $(ARGS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -36,6 +36,7 @@ from bot.lifecycle.context import (
 )
 from bot.lifecycle.redact import Redactor, from_settings
 from bot.lifecycle.seams import GitHubFactory, Memory
+from bot.lifecycle.worker_environment import WorkerEnvironment
 from bot.redis_auth import require_authenticated_redis
 from http_edge.appkeys import DIRECT_ROUTES, LANE_ROUTES, UNANSWERED
 from http_edge.credentials import AUTH_THROTTLE, auth_throttle
@@ -224,8 +225,9 @@ def build_worker_context(
     queue_name: str | None = None,
 ) -> LifecycleContext:
     """Everything a worker's jobs need, from settings; `memory=True` opens the
-    installation's memory index. `environ` is the worker's environment: the key variables
-    the coding runtime is given from it are secrets the logs must not show."""
+    installation's memory index. `environ` is the worker's environment, read here once
+    (`WorkerEnvironment`: jobs never read `os.environ`): the key variables the coding
+    runtime is given from it are secrets the logs must not show."""
     if connection is None:
         require_authenticated_redis(settings)  # before opening anything
     database = db or Database.from_url(settings.database_url)
@@ -239,17 +241,19 @@ def build_worker_context(
         connection = redis.Redis.from_url(settings.redis_url)
     announce_commits(database, connection)
     policy = LifecyclePolicy.from_settings(settings)
+    environment = WorkerEnvironment.read(settings, environ)
     return LifecycleContext(
         settings=settings,
         db=database,
         redis=connection,
         github=github if github is not None else github_factory(settings, database),
         policy=policy,
+        environment=environment,
         memory=memory or None,
         clock=clock,
         queue_name=queue_name or settings.task_queue,
         pickup_labels=settings.pickup_labels,
-        redactor=_redactor(settings, policy, environ),
+        redactor=_redactor(settings, policy, environment.variables),
     )
 
 

@@ -32,6 +32,7 @@ from bot.lifecycle.push_limit import PushLimits
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxPolicy
 from bot.lifecycle.seams import GitHubApi, GitHubFactory, Memory
+from bot.lifecycle.worker_environment import WorkerEnvironment
 
 if TYPE_CHECKING:  # the App client is imported by the first job that needs it
     from bot.github.app_auth import KeptTokens
@@ -124,6 +125,7 @@ class LifecycleContext:
     redis: redis.Redis
     github: GitHubFactory | None
     policy: LifecyclePolicy
+    environment: WorkerEnvironment  # read once at the worker's start
     memory: Memory | None = None
     clock: Clock = utcnow
     queue_name: str = DEFAULT_QUEUE

@@ -78,6 +78,7 @@ async def run_tests(run: Run, tree: worktree.Worktree) -> CommandResult | None:
         {"STEELFRAME_REPO": run.task.repo, "CI": "true"},
         time_limit=run.ctx.settings.test_time_limit,
         stop=run.watch.stop,
+        base_env=run.ctx.environment.variables,
     )
     await record_blocked(run, result)
     run.watch.check()

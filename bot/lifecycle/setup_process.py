@@ -71,13 +71,16 @@ async def run_command(
     *,
     time_limit: float,
     stop: asyncio.Event | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> CommandResult:
-    """`sh -c command` in the sandbox, to its end, its time limit or `stop`.
+    """`sh -c command` in the sandbox, to its end, its time limit or `stop`. `base_env` is
+    the worker's environment (`WorkerEnvironment.variables`, read at its start), of which
+    the sandbox passes PATH and the locale (`sandbox.allowed_env`).
 
     Raises `SandboxUnavailable` (from `wrap`) before starting anything if it cannot run."""
     if not run.prompt.exists():
         run.prompt.write_text("")
-    launch = wrap(policy, run, [SHELL, "-c", command], env)
+    launch = wrap(policy, run, [SHELL, "-c", command], env, base_env=base_env)
     started = time.monotonic()
     # Its own proxy, as the agent's run has: setup reaches the registries, nothing else.
     async with running_egress(launch) as blocked:

@@ -29,7 +29,6 @@ from bot.lifecycle import egress_blocked, tasks, worktree
 from bot.lifecycle.context import LifecycleContext, LifecyclePolicy
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.progress import Phase, update_progress
-from bot.lifecycle.redact import from_settings
 from bot.lifecycle.repo_config import (
     CONFIG_PATH,
     DEFAULT,
@@ -276,7 +275,7 @@ def load_secrets(ctx: LifecycleContext, repo: str, config: RepoConfig) -> dict[s
             ctx.settings.setup_secrets_dir,
             repo,
             config.setup_secrets,
-            worker_secrets=from_settings(ctx.settings, os.environ),
+            worker_secrets=ctx.environment.own_secrets,
         )
     except SetupSecretError as exc:
         raise SetupRefused(exc.public, private=exc.private) from exc
@@ -311,7 +310,7 @@ async def prepare(run: Run, tree: worktree.Worktree) -> RepoEnv:
     policy = with_budget(with_registries(policy, config), config)
     if policy != run.ctx.policy:
         run.ctx = replace(run.ctx, policy=policy)
-        run.ctx.redactor.add(*(os.environ.get(n) for n in policy.sandbox.env_passthrough))
+        run.ctx.redactor.add(*run.ctx.environment.values(policy.sandbox.env_passthrough))
     env = RepoEnv(config, await instructions_text(tree, base, config, policy.coding_agent))
     if not config.setup:
         return env
@@ -376,6 +375,7 @@ async def _run_commands(
             env,
             time_limit=max(deadline - time.monotonic(), 0.0),
             stop=run.watch.stop,
+            base_env=run.ctx.environment.variables,
         )
         await record_blocked(run, result)
         run.watch.check()

@@ -95,7 +95,8 @@ def check_root(extra: list[str]) -> None:
         return
     raise DesktopError(
         "Chromium does not run as root with its sandbox: run `steelframe desktop` as a normal "
-        "user, or accept a browser without it: steelframe desktop --browser-arg=--no-sandbox"
+        "user, or accept a browser without it: steelframe desktop --browser-arg=--no-sandbox "
+        "(make desktop ARGS=--browser-arg=--no-sandbox)"
     )
 
 

@@ -364,6 +364,8 @@ class App {
       // An open run modal follows its task, as a `task` or `ledger` event makes it.
       if (this.board.modalTask === task.id) this.board.openModal(task.id);
       if (!task.pr_url) continue; // reviews and fix runs happen on a pull request
+      // News are events: with none newer than what was told, the Board's row was all.
+      if (!this.polledNews.unread(task)) continue;
       let detail;
       try {
         detail = await api.get(`/api/operator/tasks/${task.id}`);

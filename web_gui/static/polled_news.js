@@ -1,8 +1,10 @@
 // Without the events stream the page polls the Board; the review pickups and fix runs the
 // stream tells (`review`, `fix_run` frames, docs/api.md) are then read from the task JSON:
-// a card whose task moved on (a newer event, a ledger change) has its event log fetched,
-// and each `review_pickup` or `ci_fix_run` event after the last one seen becomes the
-// stream's frame, once. The ledger counts come with the Board itself.
+// a card whose task has an event newer than the last one told (the Board's `last_event`)
+// has its event log fetched, and each `review_pickup` or `ci_fix_run` event after the last
+// one seen becomes the stream's frame, once. Everything else a card shows (state, ledger
+// counts, pull request state, question) comes with the Board itself: a card that moved with
+// no new event (a review thread declined on its ledger, a pull request's state) is not read.
 const NEWS_KINDS = { review_pickup: "review", ci_fix_run: "fix_run" };
 
 export class PolledNews {
@@ -31,6 +33,12 @@ export class PolledNews {
     return found;
   }
 
+  // Whether the task has an event after the last one told: only then can its log hold news.
+  unread(task) {
+    const since = this.marks.get(task.id)?.since ?? { at: -Infinity };
+    return micros(task.last_event?.at) > since.at;
+  }
+
   // The log could not be read: look again at the next poll.
   retry(taskId) {
     const mark = this.marks.get(taskId);
@@ -43,7 +51,10 @@ export class PolledNews {
     const events = detail.events || [];
     const { since } = mark;
     const fresh = events.filter((e) => (since.id !== undefined ? e.id > since.id : micros(e.at) > since.at));
-    mark.since = { id: Math.max(since.id ?? 0, ...events.map((e) => e.id)) };
+    mark.since = {
+      id: Math.max(since.id ?? 0, ...events.map((e) => e.id)),
+      at: Math.max(since.at, ...events.map((e) => micros(e.at))),
+    };
     this.marks.set(detail.id, mark);
     return fresh.filter((e) => NEWS_KINDS[e.kind]).map((e) => ({ type: NEWS_KINDS[e.kind], frame: asFrame(detail, e) }));
   }
