@@ -172,8 +172,10 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-# deploy/nginx.conf's webhook route, in front of one server: its own keepalive pool, so the
-# connections that carry deliveries stay on serve's fast lane (steelframe/lanes.py).
+# A webhook route like deploy/nginx.conf's, in front of one server, with an upstream
+# keepalive pool (deploy/nginx.conf resolves the instances per request instead, which keeps
+# no pool: one connection a delivery); either way the connections that carry deliveries stay
+# on serve's fast lane (steelframe/lanes.py).
 NGINX_CONF = """
 worker_processes 1;
 daemon off;

@@ -22,7 +22,7 @@ byte not yet consumed, and the connection stays there: aiohttp's parser and answ
 413, 431, chunked bodies, 100-continue) apply to it as to any other request. Requests on a
 connection are answered in order, one at a time: a request pipelined behind a lane's is
 read only once the lane's answer is written. Behind a proxy that reuses its upstream
-connections for every route (deploy/nginx.conf's keepalive pool), a connection leaves the
+connections for every route (an nginx upstream keepalive pool), a connection leaves the
 lane at its first other request: deliveries on it are still served, by aiohttp.
 
 Answers and errors keep the service's shape: JSON, `X-Request-Id`, the same log line as

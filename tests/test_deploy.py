@@ -146,18 +146,6 @@ def _ready(client: redis.Redis) -> bool:
             time.sleep(0.05)
 
 
-def test_the_proxy_spreads_over_both_instances_without_buffering_streams() -> None:
-    conf = (ROOT / "deploy/nginx.conf").read_text()
-    assert "server serve-1:8080" in conf and "server serve-2:8080" in conf
-    assert "proxy_buffering off" in conf and "client_max_body_size 26m" in conf
-    # Webhooks on connections of their own: HTTP/1.1, kept alive, on serve's fast lane.
-    webhooks = conf[conf.index("location = /api/github/webhooks") :]
-    webhooks = webhooks[: webhooks.index("}")]
-    assert "proxy_pass http://steelframe_webhooks;" in webhooks
-    assert "proxy_http_version 1.1;" in webhooks
-    assert "upstream steelframe_webhooks {" in conf
-
-
 def test_the_env_example_names_only_settings_steelframe_knows() -> None:
     from bot.config import Settings
 
