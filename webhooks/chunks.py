@@ -33,6 +33,10 @@ class GitHubText:
     author: str | None
     url: str | None
     created_at: datetime
+    # When GitHub last changed the item (its `updated_at`), where the handler knows it:
+    # deliveries about one item can arrive out of order (GitHub promises no order), and an
+    # older edit delivered after a newer one must not replace it in memory.
+    updated_at: datetime | None = None
 
 
 def _nothing() -> None:

@@ -14,7 +14,6 @@ from memory import ChunkIn, add_chunk
 from memory.chunks import ISSUE_THREAD, MAX_TEXT_CHARS, retract, retract_issue
 from webhooks.chunks import ChunkSource, GitHubText, Write
 from webhooks.routing import RecentWrites
-from webhooks.versioned_text import updated_at
 
 # The ref of an issue's own text (webhooks.handlers.issues.issue_text): forgetting it
 # forgets the issue's comments too, stored under their own refs with the issue's number.
@@ -48,7 +47,7 @@ class MemorySink:
             issue=chunk.issue,
             key=chunk.ref,
             # An older edit delivered after a newer one keeps the newer (add_chunk).
-            source_updated_at=updated_at(chunk),
+            source_updated_at=chunk.updated_at,
         )
         return Write(
             apply=lambda session: add_chunk(session, row),

@@ -8,7 +8,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from webhooks.chunks import ChunkSource
+from webhooks.chunks import ChunkSource, GitHubText
 from webhooks.handlers.common import (
     REPO_NEEDS,
     forget_text,
@@ -18,7 +18,6 @@ from webhooks.handlers.common import (
     remember_text,
 )
 from webhooks.routing import WebhookContext, handles
-from webhooks.versioned_text import VersionedText
 
 router = Router()
 NEEDS: dict[str, type] = {
@@ -37,7 +36,7 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
     await remember_text(
         event,
         ctx,
-        VersionedText(
+        GitHubText(
             source=ChunkSource.COMMENT,
             ref=f"comment:{comment['id']}",
             repo=repo,

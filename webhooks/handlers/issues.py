@@ -9,7 +9,7 @@ from __future__ import annotations
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
-from webhooks.chunks import ChunkSource
+from webhooks.chunks import ChunkSource, GitHubText
 from webhooks.handlers.common import (
     REPO_NEEDS,
     forget_text,
@@ -19,7 +19,6 @@ from webhooks.handlers.common import (
     remember_text,
 )
 from webhooks.routing import WebhookContext, handles
-from webhooks.versioned_text import VersionedText
 
 router = Router()
 ACTIONS = ("opened", "edited", "labeled", "unlabeled", "closed", "reopened")
@@ -34,13 +33,13 @@ def issue_ref(repo: str, number: int) -> str:
     return f"issue:{repo}#{number}"
 
 
-def issue_text(event: Event, ctx: WebhookContext) -> VersionedText:
+def issue_text(event: Event, ctx: WebhookContext) -> GitHubText:
     issue = event.data["issue"]
     repo = str(event.data["repository"]["full_name"])
     number = int(issue["number"])
     body = issue.get("body") or ""
     updated = issue.get("updated_at")
-    return VersionedText(
+    return GitHubText(
         source=ChunkSource.ISSUE,
         ref=issue_ref(repo, number),
         repo=repo,
