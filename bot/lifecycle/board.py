@@ -107,13 +107,13 @@ class _NewsFields(TypedDict):
     fix_run: wire.FixRun | None
 
 
-def review_pickup(event: TaskEvent) -> wire.ReviewPickup:
+def _review_pickup(event: TaskEvent) -> wire.ReviewPickup:
     return wire.ReviewPickup(
         event_id=event.id, at=_iso(event.at), threads=list((event.data or {}).get("threads", ()))
     )
 
 
-def fix_run(event: TaskEvent) -> wire.FixRun:
+def _fix_run(event: TaskEvent) -> wire.FixRun:
     data = event.data or {}  # as the events stream's `fix_run` event reads it (announce.py)
     return wire.FixRun(
         event_id=event.id,
@@ -132,8 +132,8 @@ def _news_fields(events: Iterable[TaskEvent]) -> _NewsFields:
     pickup = latest.get(EventKind.REVIEW_PICKUP.value)
     run = latest.get(EventKind.CI_FIX_RUN.value)
     return {
-        "review_pickup": None if pickup is None else review_pickup(pickup),
-        "fix_run": None if run is None else fix_run(run),
+        "review_pickup": None if pickup is None else _review_pickup(pickup),
+        "fix_run": None if run is None else _fix_run(run),
     }
 
 
