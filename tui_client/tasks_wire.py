@@ -46,13 +46,44 @@ class ReviewCounts(_Wire):
     summary: str
 
 
-class BoardTask(TaskCore):
-    """A task as the board lists it: with its pull request loop (bot/lifecycle/pull_view.py)."""
+class BoardCard(TaskCore):
+    """A task's card: with its pull request loop (bot/lifecycle/pull_view.py)."""
 
     pr_state: str | None
     review: ReviewCounts
     ready_for_review: bool
     question: str | None
+
+
+class ReviewPickup(_Wire):
+    """A review run took review threads up (a `review_pickup` event): what the events stream's
+    `review` event told."""
+
+    event_id: int
+    at: str
+    threads: list[str]
+
+
+class FixRun(_Wire):
+    """Failing CI started fix run `run` of `of` on `head_sha` (a `ci_fix_run` event): what the
+    events stream's `fix_run` event told."""
+
+    event_id: int
+    at: str
+    pr_number: int
+    head_sha: str
+    checks: list[str]
+    run: int
+    of: int
+
+
+class BoardTask(BoardCard, kw_only=True):
+    """A task as the board lists it: its card, and its latest review pickup and fix run (null
+    without one), so that a client polling the Board words their notifications without reading the
+    task (docs/api.md, "Task lifecycle")."""
+
+    review_pickup: ReviewPickup | None = None
+    fix_run: FixRun | None = None
 
 
 class CodingSandbox(_Wire):

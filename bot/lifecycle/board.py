@@ -7,6 +7,8 @@ task's state (`bot.lifecycle.transition` does).
 
 from __future__ import annotations
 
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Literal, TypedDict
 
@@ -28,6 +30,9 @@ from bot.lifecycle.states import FINISHED, TaskState
 
 MAX_BOARD = 1000
 MAX_LOG_RUNS = 20
+# The events a card carries the latest of (`BoardTask.review_pickup`, `fix_run`): what the
+# events stream's `review` and `fix_run` events tell, for a client that polls the Board.
+NEWS_KINDS = (EventKind.REVIEW_PICKUP.value, EventKind.CI_FIX_RUN.value)
 
 
 def _iso(value: datetime) -> str:
@@ -95,16 +100,74 @@ def _board_fields(task: Task, last: TaskEvent | None) -> _BoardFields:
     }
 
 
+class _NewsFields(TypedDict):
+    """`BoardTask`'s latest review pickup and fix run."""
+
+    review_pickup: wire.ReviewPickup | None
+    fix_run: wire.FixRun | None
+
+
+def _review_pickup(event: TaskEvent) -> wire.ReviewPickup:
+    return wire.ReviewPickup(
+        event_id=event.id, at=_iso(event.at), threads=list((event.data or {}).get("threads", ()))
+    )
+
+
+def _fix_run(event: TaskEvent) -> wire.FixRun:
+    data = event.data or {}  # as the events stream's `fix_run` event reads it (announce.py)
+    return wire.FixRun(
+        event_id=event.id,
+        at=_iso(event.at),
+        pr_number=data.get("pr_number") or 0,
+        head_sha=data.get("head_sha", ""),
+        checks=list(data.get("checks", ())),
+        run=data.get("fix_run", 0),
+        of=data.get("fix_runs", 0),
+    )
+
+
+def _news_fields(events: Iterable[TaskEvent]) -> _NewsFields:
+    """The latest review pickup and fix run among a task's `events` (oldest first)."""
+    latest = {event.kind: event for event in events if event.kind in NEWS_KINDS}
+    pickup = latest.get(EventKind.REVIEW_PICKUP.value)
+    run = latest.get(EventKind.CI_FIX_RUN.value)
+    return {
+        "review_pickup": None if pickup is None else _review_pickup(pickup),
+        "fix_run": None if run is None else _fix_run(run),
+    }
+
+
+def latest_news(session: Session, task_ids: list[int]) -> dict[int, list[TaskEvent]]:
+    """Each task's latest review pickup and latest fix run event (oldest first)."""
+    newest = (
+        select(func.max(TaskEvent.id))
+        .where(TaskEvent.task_id.in_(task_ids), TaskEvent.kind.in_(NEWS_KINDS))
+        .group_by(TaskEvent.task_id, TaskEvent.kind)
+    )
+    found: dict[int, list[TaskEvent]] = defaultdict(list)
+    for event in session.scalars(
+        select(TaskEvent).where(TaskEvent.id.in_(newest)).order_by(TaskEvent.id)
+    ):
+        found[event.task_id].append(event)
+    return found
+
+
 def waiting_question(task: Task) -> str | None:
     """What the task asks, while it waits for a Decision (the Board's and the `task`
     event's `question`: the Dashboard shows it without reading the task)."""
     return task.question if task.state == TaskState.WAITING_FOR_INFO else None
 
 
-def board_task(task: Task, last: TaskEvent | None, view: pull_view.PullView) -> wire.BoardTask:
-    """The board's shape of a task (docs/api.md, "Task lifecycle")."""
+def board_task(
+    task: Task, last: TaskEvent | None, view: pull_view.PullView, news: Sequence[TaskEvent] = ()
+) -> wire.BoardTask:
+    """The board's shape of a task (docs/api.md, "Task lifecycle"); `news`: its latest
+    review pickup and fix run events (`latest_news`)."""
     return wire.BoardTask(
-        **_board_fields(task, last), **_pull_fields(view), question=waiting_question(task)
+        **_board_fields(task, last),
+        **_pull_fields(view),
+        question=waiting_question(task),
+        **_news_fields(news),
     )
 
 
@@ -177,7 +240,10 @@ def board(
         )
     }
     views = pull_view.views_of(session, found)  # PR state and ledger counts, per card
-    return [board_task(task, last.get(task.id), views[task.id]) for task in found]
+    news = latest_news(session, [t.id for t in found])
+    return [
+        board_task(task, last.get(task.id), views[task.id], news.get(task.id, ())) for task in found
+    ]
 
 
 def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
@@ -226,6 +292,7 @@ def task_detail(session: Session, task_id: int) -> wire.TaskDetail:
             msgspec.convert(fix, wire.CiFix, from_attributes=True)
             for fix in fix_history(session, task_id)
         ],
+        **_news_fields(log),
     )
 
 
@@ -302,6 +369,11 @@ def pull_left(session: Session, repo: str, issue: int) -> wire.PullLeft | None:
         return None
     view = pull_view.views_of(session, [task])[task.id]
     return wire.PullLeft(
-        task=board_task(task, _newest_event(session, task.id), view),
+        task=board_task(
+            task,
+            _newest_event(session, task.id),
+            view,
+            latest_news(session, [task.id]).get(task.id, ()),
+        ),
         threads=[thread_view(thread) for thread in review_threads(session, task.id)],
     )

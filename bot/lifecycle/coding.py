@@ -74,12 +74,19 @@ class CodingStatus(StrEnum):
 
 @dataclass(frozen=True)
 class CodingRequest:
+    """A coding run: `task_env` is what the task adds to the runtime's environment;
+    `base_env` the worker's environment (`WorkerEnvironment.variables`, read at its start),
+    of which the sandbox passes PATH, the locale and the operator's named variables
+    (`sandbox.allowed_env`). Without it (a check of the host, a test) the sandbox reads
+    this process's environment."""
+
     command: Sequence[str]
     run: SandboxRun
     prompt: str
     time_limit: float
     task_env: Mapping[str, str]
     policy: SandboxPolicy = field(default_factory=SandboxPolicy)
+    base_env: Mapping[str, str] | None = None
 
 
 class RunLog:
@@ -263,7 +270,9 @@ async def run_coding(
     Raises `SandboxUnavailable` before starting anything if the sandbox cannot run."""
     hooks = (on_session, on_usage, on_progress)
     request.run.prompt.write_text(request.prompt)
-    launch = wrap(request.policy, request.run, request.command, request.task_env)
+    launch = wrap(
+        request.policy, request.run, request.command, request.task_env, base_env=request.base_env
+    )
     outcome = CodingOutcome(status=CodingStatus.ERROR, sandboxed=launch.sandboxed)
     async with running_egress(launch) as blocked:
         await _run_launched(launch, request, outcome, stop, on_start, hooks, grace)

@@ -88,6 +88,7 @@ async def code(
         time_limit=remaining,
         task_env=env,
         policy=replace(ctx.policy.sandbox, repo_read_only=plan),
+        base_env=ctx.environment.variables,  # read at the worker's start, not per job
     )
     try:
         outcome = await run_coding(

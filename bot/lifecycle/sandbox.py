@@ -374,8 +374,11 @@ def wrap(
 ) -> Launch:
     """The argv and environment that run `argv` for this run, isolated per `policy`.
 
-    `extra_env` is what the run adds (task ids, resume data); the prompt file's path as the
-    runtime sees it is `Launch.prompt` (and in `STEELFRAME_PROMPT_FILE`)."""
+    `extra_env` is what the run adds (task ids, resume data); `base_env` the worker's
+    environment (`WorkerEnvironment.variables`, read at its start) that the allowlist
+    (`allowed_env`) takes from; this process's only for a caller without a worker (the
+    host's checks, tests). The prompt file's path as the runtime sees it is `Launch.prompt`
+    (and in `STEELFRAME_PROMPT_FILE`)."""
     if not argv:
         raise ValueError("the coding command is empty")
     base = os.environ if base_env is None else base_env

@@ -363,18 +363,9 @@ class App {
     for (const task of this.polledNews.moved(tasks)) {
       // An open run modal follows its task, as a `task` or `ledger` event makes it.
       if (this.board.modalTask === task.id) this.board.openModal(task.id);
-      if (!task.pr_url) continue; // reviews and fix runs happen on a pull request
-      // News are events: with none newer than what was told, the Board's row was all.
-      if (!this.polledNews.unread(task)) continue;
-      let detail;
-      try {
-        detail = await api.get(`/api/operator/tasks/${task.id}`);
-      } catch {
-        this.polledNews.retry(task.id);
-        continue;
-      }
-      const running = RUNNING.has(detail.state); // else the run it speaks of is over
-      for (const { type, frame } of this.polledNews.news(detail)) {
+      // Review pickups and fix runs: the Board's row carries the latest of each.
+      const running = RUNNING.has(task.state); // else the run it speaks of is over
+      for (const { type, frame } of this.polledNews.news(task)) {
         if (type === "review") this.onReview(frame, running);
         else this.onFixRun(frame, running);
       }

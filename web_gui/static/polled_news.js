@@ -1,22 +1,22 @@
-// Without the events stream the page polls the Board; the review pickups and fix runs the
-// stream tells (`review`, `fix_run` frames, docs/api.md) are then read from the task JSON:
-// a card whose task has an event newer than the last one told (the Board's `last_event`)
-// has its event log fetched, and each `review_pickup` or `ci_fix_run` event after the last
-// one seen becomes the stream's frame, once. Everything else a card shows (state, ledger
-// counts, pull request state, question) comes with the Board itself: a card that moved with
-// no new event (a review thread declined on its ledger, a pull request's state) is not read.
-const NEWS_KINDS = { review_pickup: "review", ci_fix_run: "fix_run" };
-
+// Without the events stream the page polls the Board, whose list carries everything a card
+// shows and the news the stream would have told: each task's latest review pickup and fix
+// run (`review_pickup`, `fix_run`, docs/api.md), worded as the stream's `review` and
+// `fix_run` frames. One whose event is newer than the last one told for its task becomes
+// that frame, once; nothing is read per task (tests/browser/test_gui_poll_reads.py). Two
+// fix runs (or two review pickups) of one task between two polls tell the later one only.
 export class PolledNews {
   constructor() {
-    // Per task: what its card showed last (`stamp`), and the point in its event log up to
-    // which everything was told (`since`: a time before the log was first read, an id after).
-    this.marks = new Map();
+    // Per task: what its card showed last, and the newest news event told (its id).
+    this.stamps = new Map();
+    this.told = new Map();
   }
 
   // What the Board showed when the page loaded is not news.
   remember(tasks) {
-    for (const task of tasks) this.marks.set(task.id, { stamp: stamp(task), since: { at: micros(task.last_event?.at) } });
+    for (const task of tasks) {
+      this.stamps.set(task.id, stamp(task));
+      this.told.set(task.id, newest(task));
+    }
   }
 
   // The tasks whose card changed since the last look (a task first seen now is new since
@@ -24,39 +24,24 @@ export class PolledNews {
   moved(tasks) {
     const found = [];
     for (const task of tasks) {
-      const mark = this.marks.get(task.id);
       const now = stamp(task);
-      if (mark?.stamp === now) continue;
-      this.marks.set(task.id, { stamp: now, since: mark?.since ?? { at: -Infinity } });
+      if (this.stamps.get(task.id) === now) continue;
+      this.stamps.set(task.id, now);
       found.push(task);
     }
     return found;
   }
 
-  // Whether the task has an event after the last one told: only then can its log hold news.
-  unread(task) {
-    const since = this.marks.get(task.id)?.since ?? { at: -Infinity };
-    return micros(task.last_event?.at) > since.at;
-  }
-
-  // The log could not be read: look again at the next poll.
-  retry(taskId) {
-    const mark = this.marks.get(taskId);
-    if (mark) mark.stamp = null;
-  }
-
-  // The stream's frames for a moved task's events not told yet, oldest first.
-  news(detail) {
-    const mark = this.marks.get(detail.id) ?? { stamp: null, since: { at: -Infinity } };
-    const events = detail.events || [];
-    const { since } = mark;
-    const fresh = events.filter((e) => (since.id !== undefined ? e.id > since.id : micros(e.at) > since.at));
-    mark.since = {
-      id: Math.max(since.id ?? 0, ...events.map((e) => e.id)),
-      at: Math.max(since.at, ...events.map((e) => micros(e.at))),
-    };
-    this.marks.set(detail.id, mark);
-    return fresh.filter((e) => NEWS_KINDS[e.kind]).map((e) => ({ type: NEWS_KINDS[e.kind], frame: asFrame(detail, e) }));
+  // The stream's frames for the task's news not told yet, oldest first.
+  news(task) {
+    const since = this.told.get(task.id) ?? 0; // a task first seen now: all of it is news
+    this.told.set(task.id, Math.max(since, newest(task)));
+    const fresh = [];
+    const pickup = task.review_pickup;
+    if (pickup && pickup.event_id > since) fresh.push({ type: "review", id: pickup.event_id, frame: reviewFrame(task, pickup) });
+    const run = task.fix_run;
+    if (run && run.event_id > since) fresh.push({ type: "fix_run", id: run.event_id, frame: fixRunFrame(task, run) });
+    return fresh.sort((a, b) => a.id - b.id);
   }
 }
 
@@ -65,35 +50,30 @@ function stamp(task) {
   return [task.state, task.updated_at, last?.kind, last?.at, task.pr_state, task.review?.summary].join("|");
 }
 
-// The same fields as the stream's ReviewFrame and FixRunFrame (bot/contracts/events.py).
-function asFrame(detail, event) {
-  const data = event.data || {};
-  if (NEWS_KINDS[event.kind] === "review") {
-    return {
-      task_id: detail.id,
-      repo: detail.repo,
-      issue: detail.issue,
-      pr_number: detail.pr_number,
-      pr_url: detail.pr_url,
-      threads: (data.threads || []).map(String),
-      at: event.at,
-    };
-  }
+function newest(task) {
+  return Math.max(0, task.review_pickup?.event_id ?? 0, task.fix_run?.event_id ?? 0);
+}
+
+// The stream's ReviewFrame and FixRunFrame (bot/contracts/events.py), as far as the
+// notifications and the card read them.
+function reviewFrame(task, pickup) {
   return {
-    task_id: detail.id,
-    pr_number: Number(data.pr_number || 0),
-    head_sha: String(data.head_sha || ""),
-    checks: (data.checks || []).map(String),
-    run: Number(data.fix_run || 0),
-    of: Number(data.fix_runs || 0),
+    task_id: task.id,
+    repo: task.repo,
+    issue: task.issue,
+    pr_url: task.pr_url,
+    threads: pickup.threads.map(String),
+    at: pickup.at,
   };
 }
 
-// An ISO time in microseconds: the server's times carry six decimals, and events written
-// in the same millisecond must still order.
-function micros(iso) {
-  if (!iso) return -Infinity;
-  const fraction = /\.(\d+)/.exec(iso)?.[1] ?? "";
-  const ms = Date.parse(iso.replace(/\.\d+/, ""));
-  return Number.isNaN(ms) ? -Infinity : ms * 1000 + Number(fraction.padEnd(6, "0").slice(0, 6));
+function fixRunFrame(task, run) {
+  return {
+    task_id: task.id,
+    pr_number: run.pr_number,
+    head_sha: run.head_sha,
+    checks: run.checks.map(String),
+    run: run.run,
+    of: run.of,
+  };
 }
