@@ -31,7 +31,15 @@ from bot.github.errors import GitHubNotFound
 from bot.github.records import Review, ReviewComment, record
 from bot.handler_runs import record_done
 from bot.lifecycle.access import may_review
-from bot.lifecycle.models import ReviewAck, ReviewThread, Task, ThreadKind, ThreadState
+from bot.lifecycle.models import (
+    EventKind,
+    ReviewAck,
+    ReviewThread,
+    Task,
+    TaskEvent,
+    ThreadKind,
+    ThreadState,
+)
 from bot.lifecycle.pull_end import task_of_pull
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, TaskState
@@ -44,7 +52,11 @@ CUT_NOTE = "\n\n[Steelframe cut this review text at 64 KB; the rest is on GitHub
 # Reviews that ask something of the change (an approval asks nothing).
 ACTIONABLE_REVIEWS = frozenset({"CHANGES_REQUESTED", "COMMENTED"})
 ACK_PREFIX = "<!-- steelframe-review-ack "
+# A dismissed review's state in GitHub's REST answers (`pulls/list-reviews`).
+DISMISSED_STATE = "DISMISSED"
 EYES = "eyes"
+# Who queues a review run (the actor of its move to queued, `review_pickup`).
+PICKUP_ACTOR = "review"
 
 
 @dataclass(frozen=True)
@@ -338,6 +350,66 @@ def dismissed_reviews(session: Session, task_id: int, review_ids: list[int]) -> 
         )
     )
     return set(found)
+
+
+def decline_dismissed(
+    session: Session, task_id: int, review_ids: list[int], clock: Clock
+) -> list[int]:
+    """The still-open threads of `review_ids` (reviews GitHub says are dismissed, read by a
+    run whose dismissal webhook was lost or is late) declined as `_dismiss` declines them;
+    the reviews whose thread this declined."""
+    threads = session.scalars(
+        select(ReviewThread).where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.kind == ThreadKind.REVIEW,
+            ReviewThread.root_id.in_(review_ids),
+            ReviewThread.state.in_([ThreadState.OPEN, ThreadState.NEEDS_OPERATOR]),
+        )
+    )
+    declined = []
+    for thread in threads:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, clock()
+        declined.append(thread.root_id)
+    return declined
+
+
+@dataclass(frozen=True)
+class BeforePickup:
+    """The state a task had when its review run was asked, and its error if it had failed."""
+
+    state: TaskState
+    error: str = ""
+
+
+def before_pickup(session: Session, task_id: int) -> BeforePickup:
+    """Read from the task's events: its last move to queued for a review run, and (from a
+    failed task) the failure before it. Delivered when no such move is found."""
+    queued = session.scalar(
+        select(TaskEvent)
+        .where(
+            TaskEvent.task_id == task_id,
+            TaskEvent.kind == EventKind.TRANSITION,
+            TaskEvent.to_state == TaskState.QUEUED,
+            TaskEvent.actor == PICKUP_ACTOR,
+        )
+        .order_by(TaskEvent.id.desc())
+        .limit(1)
+    )
+    if queued is None or queued.from_state != TaskState.FAILED:
+        return BeforePickup(TaskState.DELIVERED)
+    failed = session.scalar(
+        select(TaskEvent)
+        .where(
+            TaskEvent.task_id == task_id,
+            TaskEvent.kind == EventKind.TRANSITION,
+            TaskEvent.to_state == TaskState.FAILED,
+            TaskEvent.id < queued.id,
+        )
+        .order_by(TaskEvent.id.desc())
+        .limit(1)
+    )
+    error = str((failed.data or {}).get("error") or "") if failed is not None else ""
+    return BeforePickup(TaskState.FAILED, error or "unknown error")
 
 
 def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock) -> str:
