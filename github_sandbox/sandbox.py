@@ -199,6 +199,31 @@ class Sandbox:
                 ]
             )
 
+    def suspend(self, inst: Installation, *, suspended: bool = True) -> None:
+        """Suspend the App's installation (or lift the suspension): while suspended it
+        serves no repository (no token, `GET /repos/{owner}/{repo}/installation` is 404)
+        and GitHub sends `installation.suspend`; lifted, `installation.unsuspend`."""
+        inst.suspended_at = self.clock() if suspended else None
+        shaped = self.shapes.installation(self.world.app, inst)
+        # The webhook schema's installation names its single-file access too.
+        shaped.update(has_multiple_single_files=False, single_file_paths=[])
+        if suspended:
+            shaped["suspended_by"] = self.shapes.user(inst.account)
+        served = [r for r in self.world.repos.values() if r.installation_id == inst.id]
+        self.emit(
+            [
+                HookEvent(
+                    "installation",
+                    {
+                        "action": "suspend" if suspended else "unsuspend",
+                        "installation": shaped,
+                        "repositories": [self.shapes.repo_lite(r) for r in served],
+                        "sender": self.shapes.user(inst.account),
+                    },
+                )
+            ]
+        )
+
     def grant_installation(self, inst: Installation, repo: Repo, *, notify: bool = True) -> None:
         repo.installation_id = inst.id
         inst.repos.add(repo.full_name.lower())
