@@ -422,6 +422,10 @@ def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock
             _review_thread(task_id, pull, review, ThreadState.DECLINED, now, reason=DISMISSED)
         )
         said = "recorded as dismissed before its submission arrived"
+    elif thread.state == ThreadState.NEEDS_OPERATOR:
+        # Its question asks nothing any more: declined as any dismissed thread.
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
+        said = "its thread, waiting on an operator's question, declined"
     elif thread.state == ThreadState.OPEN:
         # Taken up by a run or not, the dismissed review is answered by nobody: the run
         # replies only on threads still open (`thread_answers.answer_threads`) and drops
