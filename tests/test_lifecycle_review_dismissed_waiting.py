@@ -1,5 +1,6 @@
 """A review whose thread waits on an operator's question, then dismissed on GitHub: its
-thread is declined as dismissed, as any dismissed thread is (it was left waiting)."""
+thread is declined as dismissed, as any dismissed thread is (it was left waiting), and the
+question, only about that review, no longer holds the task."""
 
 from __future__ import annotations
 
@@ -40,3 +41,9 @@ async def test_a_thread_waiting_on_a_question_is_declined_when_its_review_is_dis
         lambda s: list(s.scalars(select(ReviewThread).where(ReviewThread.task_id == task_id)))
     )
     assert (thread.state, thread.reason) == (ThreadState.DECLINED, DISMISSED)
+    task = lc.task(issue)
+    assert (task.state, task.question) == ("delivered", None)
+    assert await lc.labels(issue) >= {"steelframe:delivered"}
+    last = lc.events(task_id)[-1]
+    assert (last.to_state, last.actor) == ("delivered", "webhook:pull_request_review.dismissed")
+    assert f"review:{made['id']}" in last.detail and "moot" in last.detail

@@ -43,6 +43,7 @@ from bot.lifecycle.models import (
 from bot.lifecycle.pull_end import task_of_pull
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, TaskState
+from bot.lifecycle.transition import Move, Transitioned, apply, publish
 
 log = logging.getLogger(__name__)
 # Review text kept in the ledger (and later handed to a run) at most; GitHub allows 65,536
@@ -57,6 +58,7 @@ DISMISSED_STATE = "DISMISSED"
 EYES = "eyes"
 # Who queues a review run (the actor of its move to queued, `review_pickup`).
 PICKUP_ACTOR = "review"
+DISMISS_ACTOR = "webhook:pull_request_review.dismissed"
 
 
 @dataclass(frozen=True)
@@ -182,8 +184,10 @@ class ReviewIntake:
         task = await self._task_of(pull)
         if isinstance(task, ReviewPickup):
             return self._ignored(pull, what, task)
-        said = await self.db.run(_dismiss, task.id, pull, review, self.clock)
+        said, moved = await self.db.run(_dismiss, task.id, pull, review, self.clock)
         log.info("lifecycle: task %s review %s dismissed: %s", task.id, review.id, said)
+        if moved is not None:
+            await publish(self.db, self.github, moved, clock=self.clock)
         return ReviewPickup(task.id, False, said)
 
     async def on_review_comment_changed(self, payload: dict[str, Any]) -> ReviewPickup:
@@ -412,20 +416,28 @@ def before_pickup(session: Session, task_id: int) -> BeforePickup:
     return BeforePickup(TaskState.FAILED, error or "unknown error")
 
 
-def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock) -> str:
+def _dismiss(
+    session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock
+) -> tuple[str, Transitioned | None]:
     """The review's thread declined as dismissed (recorded first when the dismissal came
-    before the submission), with the handler's done-record; what was done, in words."""
+    before the submission), with the handler's done-record; what was done, in words, and
+    the task's move when the question it waited on was only about this review."""
     now = clock()
     thread = _thread(session, task_id, ThreadKind.REVIEW, review.id)
+    moved = None
     if thread is None:
         session.add(
             _review_thread(task_id, pull, review, ThreadState.DECLINED, now, reason=DISMISSED)
         )
         said = "recorded as dismissed before its submission arrived"
     elif thread.state == ThreadState.NEEDS_OPERATOR:
-        # Its question asks nothing any more: declined as any dismissed thread.
+        # Its question asks nothing any more: declined as any dismissed thread, and the
+        # task stops waiting when no other thread waits on the question.
         thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
         said = "its thread, waiting on an operator's question, declined"
+        moved = _question_moot(session, task_id, f"review:{review.id}", clock)
+        if moved is not None:
+            said += f"; the question was only about it: the task is {moved.state} again"
     elif thread.state == ThreadState.OPEN:
         # Taken up by a run or not, the dismissed review is answered by nobody: the run
         # replies only on threads still open (`thread_answers.answer_threads`) and drops
@@ -440,7 +452,50 @@ def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock
     else:
         said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
     record_done(session)
-    return said
+    return said, moved
+
+
+def _question_moot(session: Session, task_id: int, key: str, clock: Clock) -> Transitioned | None:
+    """A task waiting (no Decision yet) on a review question no thread waits on any more
+    goes back to the state it had before the review pickup, the events saying why. The
+    state machine has no waiting -> delivered (or failed) move, so it passes through
+    running in the same transaction (no run is started: nothing observes it)."""
+    session.flush()
+    task = session.get(Task, task_id)
+    waiting = session.scalar(
+        select(ReviewThread.id)
+        .where(ReviewThread.task_id == task_id, ReviewThread.state == ThreadState.NEEDS_OPERATOR)
+        .limit(1)
+    )
+    if task is None or task.state != TaskState.WAITING_FOR_INFO or task.pending_decision:
+        return None
+    if waiting is not None:
+        return None
+    why = f"the question is moot: the review it was about ({key}) was dismissed"
+    before = before_pickup(session, task_id)
+    apply(
+        session,
+        task_id,
+        Move(
+            TaskState.RUNNING, actor=DISMISS_ACTOR, detail=why, expect=[TaskState.WAITING_FOR_INFO]
+        ),
+        clock,
+    )
+    failed = before.state == TaskState.FAILED
+    back = Move(
+        before.state,
+        actor=DISMISS_ACTOR,
+        detail=f"{why}; {before.state} as before the review",
+        data={"error": before.error, "limit": None} if failed else {"pr_url": task.pr_url},
+        expect=[TaskState.RUNNING],
+        changes={
+            "question": None,
+            "pending_decision": None,
+            "last_error": before.error if failed else None,
+        },
+        note=why[:1].upper() + why[1:] + ".",
+    )
+    return apply(session, task_id, back, clock)
 
 
 def _comment_changed(
