@@ -6,6 +6,9 @@ appends each repository to a Redis stream (`InstallationRemovals.removed`); each
 lookup (`SharedInstallationLookup`) reads what was appended since it last looked before it
 answers, and forgets those repositories, so its next answer comes from the store or GitHub.
 
+A suspended installation is told the same way (entries marked `suspended`): a lookup
+refuses it (GitHubNotFound, as an uninstalled one) until told it was unsuspended.
+
 A stream rather than pub/sub: a process that was busy or reconnecting reads what it missed
 from where it stopped; nothing is lost between two lookups.
 """

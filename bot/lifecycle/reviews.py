@@ -430,6 +430,10 @@ def _dismiss(
             _review_thread(task_id, pull, review, ThreadState.DECLINED, now, reason=DISMISSED)
         )
         said = "recorded as dismissed before its submission arrived"
+    elif thread.state == ThreadState.NEEDS_OPERATOR and _resumed(session, task_id):
+        # A Decision already started the run that takes it up again: left for that run,
+        # which reads the dismissal from GitHub and answers nothing (`review_run`).
+        said = "its thread waits for the run a Decision started, which does not answer it"
     elif thread.state == ThreadState.NEEDS_OPERATOR:
         # Its question asks nothing any more: declined as any dismissed thread, and the
         # task stops waiting when no other thread waits on the question.
@@ -453,6 +457,11 @@ def _dismiss(
         said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
     record_done(session)
     return said, moved
+
+
+def _resumed(session: Session, task_id: int) -> bool:
+    task = session.get(Task, task_id)
+    return task is not None and bool(task.pending_decision)
 
 
 def _question_moot(session: Session, task_id: int, key: str, clock: Clock) -> Transitioned | None:
