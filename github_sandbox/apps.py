@@ -40,6 +40,17 @@ def check_name_free(world: World, name: str) -> None:
         )
 
 
+def take_manifest(app: AppInfo, manifest: dict[str, Any]) -> None:
+    """The permissions and events a manifest asks for become `app`'s (as GitHub registers
+    them: `default_permissions`, `default_events`)."""
+    permissions = manifest.get("default_permissions")
+    if isinstance(permissions, dict):
+        app.permissions = {str(k): str(v) for k, v in permissions.items()}
+    events = manifest.get("default_events")
+    if isinstance(events, list):
+        app.events = tuple(str(e) for e in events)
+
+
 def register_app(
     world: World, manifest: dict[str, Any], owner: User, now: float
 ) -> tuple[AppInfo, str]:
@@ -52,12 +63,7 @@ def register_app(
     bot = world.user(f"{slug}[bot]", kind="Bot")
     private_pem, public_pem = generate_app_keys()
     app = AppInfo(app_id, slug, name, owner, bot, public_pem, now)
-    permissions = manifest.get("default_permissions")
-    if isinstance(permissions, dict):
-        app.permissions = {str(k): str(v) for k, v in permissions.items()}
-    events = manifest.get("default_events")
-    if isinstance(events, list):
-        app.events = tuple(str(e) for e in events)
+    take_manifest(app, manifest)
     hook = manifest.get("hook_attributes")
     if isinstance(hook, dict) and isinstance(hook.get("url"), str) and hook.get("active", True):
         app.hook_url = hook["url"]

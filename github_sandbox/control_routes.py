@@ -19,6 +19,7 @@ from aiohttp import web
 from github_sandbox.appkeys import SANDBOX
 from github_sandbox.faults import fault_from_json
 from github_sandbox.operations import SandboxError, not_found
+from github_sandbox.review_ops import Reviews
 from github_sandbox.sandbox import Sandbox
 
 routes = web.RouteTableDef()
@@ -157,6 +158,23 @@ async def merge(request: web.Request) -> web.Response:
         raise not_found()
     actor = sandbox.world.user(str(data.get("by", repo.owner.login)))
     outcome = sandbox.ops.close_pull(repo, actor, int(request.match_info["number"]), merge=True)
+    sandbox.emit(outcome.hooks)
+    return web.json_response(outcome.body)
+
+
+@routes.post(PREFIX + "/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/dismissals")
+async def dismiss_review(request: web.Request) -> web.Response:
+    """{"by": login, "message"}: dismiss a submitted review as that person (GitHub's
+    `PUT .../reviews/{review_id}/dismissals`, which the trimmed description lacks)."""
+    sandbox = _sandbox(request)
+    data = await _body(request)
+    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
+    if repo is None:
+        raise not_found()
+    actor = sandbox.world.user(str(data.get("by", repo.owner.login)))
+    number, review_id = int(request.match_info["number"]), int(request.match_info["review_id"])
+    message = str(data.get("message") or "")
+    outcome = Reviews(sandbox.ops).dismiss_review(repo, actor, number, review_id, message)
     sandbox.emit(outcome.hooks)
     return web.json_response(outcome.body)
 

@@ -272,6 +272,31 @@ class Reviews:
     def list_reviews(self, repo: Repo, number: int, viewer: User) -> list[dict[str, Any]]:
         return [review(self.shapes, repo, r) for r in self.visible_reviews(repo, number, viewer)]
 
+    def dismiss_review(
+        self, repo: Repo, actor: User, number: int, review_id: int, message: str
+    ) -> Outcome:
+        """GitHub's "Dismiss a review for a pull request" (`PUT .../reviews/{id}/dismissals`,
+        served on the control API: the trimmed description has no such operation). Only a
+        writer dismisses, only an approval or a change request (GitHub answers 422 "Can not
+        dismiss a commented pull request review"), and a message is required. The review's
+        state becomes DISMISSED and `pull_request_review.dismissed` is sent."""
+        pull = self.ops.pull(repo, number)
+        item = repo.reviews.get(review_id)
+        if item is None or item.pull_number != number:
+            raise not_found()
+        if not self.ops.can_push(repo, actor):
+            raise SandboxError(403, "Must have push access to dismiss a review")
+        if not message:
+            raise validation_failed("message", resource="PullRequestReview")
+        if item.state not in ("APPROVED", "CHANGES_REQUESTED"):
+            raise SandboxError(422, f"Can not dismiss a {item.state.lower()} pull request review")
+        item.state = "DISMISSED"
+        shaped = webhook_review(self.shapes, repo, item)
+        hook = self._pull_hook(
+            repo, "pull_request_review", actor, pull, action="dismissed", review=shaped
+        )
+        return Outcome(review(self.shapes, repo, item), 200, [hook])
+
     def list_comments_for_review(
         self, repo: Repo, number: int, review_id: int, viewer: User
     ) -> list[dict[str, Any]]:

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from github_sandbox import git
-from github_sandbox.apps import AppHooks
+from github_sandbox.apps import AppHooks, take_manifest
 from github_sandbox.auth import TOKEN_TTL_SECONDS, Presented, issue_user_token
 from github_sandbox.faults import FaultPlan
 from github_sandbox.hooks import Delivery, HookSender
@@ -22,7 +24,13 @@ from github_sandbox.shapes import Shapes
 from github_sandbox.state import AppInfo, Installation, Repo, User, World, iso
 
 DEFAULT_SLUG = "steelframe-sandbox"
+PROJECT_MANIFEST = Path(__file__).resolve().parents[1] / "app.yml"
 ZEN = "Keep it logically awesome."
+
+
+def project_manifest() -> Path | None:
+    """Steelframe's App manifest beside the sandbox's package, when it runs from a checkout."""
+    return PROJECT_MANIFEST if PROJECT_MANIFEST.is_file() else None
 
 
 @dataclass
@@ -67,6 +75,9 @@ class Sandbox:
     url_secret: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     # The webhooks of Apps 2, 3… registered through the manifest flow (apps.py).
     other_hooks: AppHooks = field(default_factory=AppHooks)
+    # The manifest whose permissions and events the first App has: Steelframe's `app.yml`
+    # in a checkout (None, as in an installed wheel: AppInfo's own).
+    manifest: Path | None = field(default_factory=lambda: project_manifest())
 
     def __post_init__(self) -> None:
         # The control API hands out file:// URIs of the bare repositories, which must be
@@ -78,12 +89,16 @@ class Sandbox:
         app = AppInfo(
             self.app_id, self.app_slug, "Steelframe (sandbox)", owner, bot, self.public_key_pem, now
         )
+        if self.manifest is not None:
+            # The first App asks what Steelframe's manifest asks: with more, the sandbox
+            # would send (and allow) what GitHub would not for the real App.
+            take_manifest(app, msgspec.yaml.decode(self.manifest.read_bytes()))
         loaded = load_world(self.state_path) if self.state_path is not None else None
         if loaded is not None and loaded.app.id == self.app_id:
             loaded.app.public_key_pem = self.public_key_pem  # dev makes a new key each run
             # A world from an older sandbox: the App's events and permissions as they are now.
             loaded.app.events = app.events
-            loaded.app.permissions = {**app.permissions, **loaded.app.permissions}
+            loaded.app.permissions = dict(app.permissions)
             loaded.clock = self.clock
             self.world = loaded
         else:
@@ -198,6 +213,31 @@ class Sandbox:
                     )
                 ]
             )
+
+    def suspend(self, inst: Installation, *, suspended: bool = True) -> None:
+        """Suspend the App's installation (or lift the suspension): while suspended it
+        serves no repository (no token, `GET /repos/{owner}/{repo}/installation` is 404)
+        and GitHub sends `installation.suspend`; lifted, `installation.unsuspend`."""
+        inst.suspended_at = self.clock() if suspended else None
+        shaped = self.shapes.installation(self.world.app, inst)
+        # The webhook schema's installation names its single-file access too.
+        shaped.update(has_multiple_single_files=False, single_file_paths=[])
+        if suspended:
+            shaped["suspended_by"] = self.shapes.user(inst.account)
+        served = [r for r in self.world.repos.values() if r.installation_id == inst.id]
+        self.emit(
+            [
+                HookEvent(
+                    "installation",
+                    {
+                        "action": "suspend" if suspended else "unsuspend",
+                        "installation": shaped,
+                        "repositories": [self.shapes.repo_lite(r) for r in served],
+                        "sender": self.shapes.user(inst.account),
+                    },
+                )
+            ]
+        )
 
     def grant_installation(self, inst: Installation, repo: Repo, *, notify: bool = True) -> None:
         repo.installation_id = inst.id

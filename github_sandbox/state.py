@@ -158,7 +158,7 @@ class Review:
     pull_number: int
     user: User
     body: str | None
-    state: str  # "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED"
+    state: str  # "APPROVED" | "CHANGES_REQUESTED" | "COMMENTED" | "PENDING" | "DISMISSED"
     commit_id: str
     submitted_at: float
     comment_ids: list[int] = field(default_factory=list)

@@ -6,6 +6,9 @@ appends each repository to a Redis stream (`InstallationRemovals.removed`); each
 lookup (`SharedInstallationLookup`) reads what was appended since it last looked before it
 answers, and forgets those repositories, so its next answer comes from the store or GitHub.
 
+A suspended installation is told the same way (entries marked `suspended`): a lookup
+refuses it (GitHubNotFound, as an uninstalled one) until told it was unsuspended.
+
 A stream rather than pub/sub: a process that was busy or reconnecting reads what it missed
 from where it stopped; nothing is lost between two lookups.
 """
@@ -15,11 +18,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import cast
 
 import redis
 
 from bot.github.app_auth import INSTALLATION_LOOKUP_TTL_SECONDS, EpochClock, InstallationLookup
+from bot.github.errors import GitHubNotFound
 
 log = logging.getLogger(__name__)
 # A stream entry as redis-py reads it (a client without `decode_responses`).
@@ -41,14 +46,19 @@ class InstallationRemovals:
         self.connection = connection
         self.key = removals_key(app_id)
 
-    def removed(self, repos: Iterable[str], installation_id: int) -> None:
-        """Tell every process that `installation_id` no longer serves `repos`."""
+    def removed(
+        self, repos: Iterable[str], installation_id: int, *, suspended: bool | None = None
+    ) -> None:
+        """Tell every process that `installation_id` no longer serves `repos`; `suspended`:
+        it was suspended (True: it serves nothing until told False, on `unsuspend`)."""
         names = sorted({repo.lower() for repo in repos})
         if not names:
             return
         with self.connection.pipeline(transaction=False) as pipe:
             for name in names:
                 entry = {"repo": name, "installation": str(installation_id)}
+                if suspended is not None:
+                    entry["suspended"] = "1" if suspended else "0"
                 pipe.xadd(self.key, entry, maxlen=MAX_REMOVALS, approximate=True)  # type: ignore[arg-type]
             pipe.execute()
 
@@ -57,11 +67,31 @@ class InstallationRemovals:
         newest = cast(Entries, self.connection.xrevrange(self.key, count=1))
         return _text(newest[0][0]) if newest else START
 
-    def since(self, last: str) -> tuple[str, list[str]]:
-        """The repositories appended after entry `last`, and the id to read from next."""
+    def since(self, last: str) -> tuple[str, list[Removal]]:
+        """The removals appended after entry `last`, and the id to read from next."""
         entries = cast(Entries, self.connection.xrange(self.key, min=f"({last}"))
-        repos = [_text(fields.get(b"repo", b"")) for _, fields in entries]
-        return (_text(entries[-1][0]) if entries else last), [r for r in repos if r]
+        found = [_removal(fields) for _, fields in entries]
+        return (_text(entries[-1][0]) if entries else last), [r for r in found if r.repo]
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One stream entry: the repository, its installation, and whether it was suspended
+    (True), unsuspended (False) or removed (None)."""
+
+    repo: str
+    installation: int
+    suspended: bool | None = None
+
+
+def _removal(fields: dict[bytes, bytes]) -> Removal:
+    flag = fields.get(b"suspended")
+    installation = _text(fields.get(b"installation", b"0"))
+    return Removal(
+        repo=_text(fields.get(b"repo", b"")),
+        installation=int(installation) if installation.isdigit() else 0,
+        suspended=None if flag is None else flag == b"1",
+    )
 
 
 class SharedInstallationLookup(InstallationLookup):
@@ -81,10 +111,17 @@ class SharedInstallationLookup(InstallationLookup):
         super().__init__(fetch, clock=clock, ttl=ttl, durable=durable)
         self._removals = removals
         self._read_to: str | None = None  # the stream entry read last; None: not yet
+        self._suspended: set[int] = set()  # installations told suspended since
 
     async def get(self, repo: str) -> int:
         await self._catch_up()
-        return await super().get(repo)
+        installation_id = await super().get(repo)
+        if installation_id in self._suspended:
+            # GitHub still names a suspended installation for the repository (with its
+            # `suspended_at`), but it serves nothing: refused as an uninstalled one is.
+            self.forget(repo)
+            raise GitHubNotFound(f"the App's installation {installation_id} is suspended")
+        return installation_id
 
     async def _catch_up(self) -> None:
         try:
@@ -92,12 +129,16 @@ class SharedInstallationLookup(InstallationLookup):
                 # Nothing cached yet: what was removed before now concerns no answer here.
                 self._read_to = await asyncio.to_thread(self._removals.latest)
                 return
-            self._read_to, repos = await asyncio.to_thread(self._removals.since, self._read_to)
+            self._read_to, found = await asyncio.to_thread(self._removals.since, self._read_to)
         except redis.RedisError as exc:
             log.warning("installation lookup: removals not read (%s); cached answers kept", exc)
             return
-        for repo in repos:
-            self.forget(repo)
+        for removal in found:
+            self.forget(removal.repo)
+            if removal.suspended:
+                self._suspended.add(removal.installation)
+            elif removal.suspended is False:
+                self._suspended.discard(removal.installation)
 
     def forget(self, repo: str) -> None:
         """Drop the cached answer for `repo` (the store, which the uninstall updated, or

@@ -33,7 +33,7 @@ from bot.lifecycle import tasks
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import EventKind, ReviewAck, ReviewThread, Task, ThreadKind, ThreadState
 from bot.lifecycle.queue import LifecycleQueue, job_id
-from bot.lifecycle.reviews import pinned_text
+from bot.lifecycle.reviews import PICKUP_ACTOR, pinned_text
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.transition import Move, apply, publish
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 # The states a task with a pull request is asked for a review run from (a failed task's
 # pull request is still open for review).
 ASKABLE = (TaskState.DELIVERED, TaskState.FAILED)
-ACTOR = "review"
+ACTOR = PICKUP_ACTOR
 
 
 def review_job_id(task: Task, thread: ReviewThread) -> str:

@@ -26,18 +26,24 @@ from bot.lifecycle import worktree
 from bot.lifecycle.branch import push, unpushable
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
-from bot.lifecycle.finish import finish_delivered, finish_question
+from bot.lifecycle.finish import finish_delivered, finish_move, finish_question
 from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.review_answers import Settled, settle, take_answers, thread_key
 from bot.lifecycle.review_pickup import has_review_work, pick_up
 from bot.lifecycle.review_prompt import review_section
-from bot.lifecycle.reviews import dismissed_reviews
+from bot.lifecycle.reviews import (
+    DISMISSED_STATE,
+    before_pickup,
+    decline_dismissed,
+    dismissed_reviews,
+)
 from bot.lifecycle.run_log import record
 from bot.lifecycle.scope import Run
+from bot.lifecycle.states import TaskState
 from bot.lifecycle.steps import Ended, ask, conclude, fail, issue_text, open_workspace
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_threads, settle_replied
-from bot.lifecycle.transition import show
+from bot.lifecycle.transition import Move, show
 
 log = logging.getLogger(__name__)
 NOTHING = (
@@ -73,7 +79,10 @@ async def work_review(run: Run) -> str:
     given = await asyncio.to_thread(take_answers, tree.path)
     if outcome.status == CodingStatus.QUESTION:
         question = run.public_block(outcome.question)
-        await _answer(run, threads, _asked(threads, question), job)
+        asked_now = await _without_dismissed(run, threads, _asked(threads, question))
+        if not asked_now.answers:  # every review it was about was dismissed meanwhile
+            return await _moot(run, threads)
+        await _answer(run, threads, asked_now, job)
         return await ask(run, tree, outcome)
     if outcome.status != CodingStatus.DONE:
         return await conclude(run, tree, outcome)  # failed: retried or final, as any run
@@ -140,10 +149,10 @@ def _asked(threads: list[ReviewThread], question: str) -> Settled:
 
 async def _without_dismissed(run: Run, threads: list[ReviewThread], settled: Settled) -> Settled:
     """`settled` without the answers (and questions) to reviews dismissed on GitHub while
-    the run worked: nobody is to be answered on them (their threads were declined by the
-    dismissal webhook, `reviews._dismiss`). Read just before the replies are posted."""
-    reviews = [t.root_id for t in threads if t.kind == ThreadKind.REVIEW]
-    gone = await run.ctx.db.run(dismissed_reviews, run.task.id, reviews)
+    the run worked: nobody is to be answered on them. Read just before the replies are
+    posted, from the ledger (the dismissal webhook declined their threads, `reviews._dismiss`)
+    and from GitHub itself (a lost or late webhook: their threads are declined here)."""
+    gone = await _dismissed(run, threads)
     if not gone:
         return settled
     log.info("lifecycle: task %s: reviews %s dismissed meanwhile: not answered", run.task.id, gone)
@@ -155,6 +164,61 @@ async def _without_dismissed(run: Run, threads: list[ReviewThread], settled: Set
         q for q in settled.questions if not any(q.startswith(f"On {k} (") for k in dropped)
     ]
     return Settled(answers, questions)
+
+
+async def _dismissed(run: Run, threads: list[ReviewThread]) -> set[int]:
+    """The run's reviews that are dismissed: as the webhook recorded, or as GitHub says
+    now (`pulls/list-reviews`, state DISMISSED)."""
+    ctx, task = run.ctx, run.task
+    reviews = [t.root_id for t in threads if t.kind == ThreadKind.REVIEW]
+    if not reviews:
+        return set()
+    recorded = await ctx.db.run(dismissed_reviews, task.id, reviews)
+    live: set[int] = set()
+    for number in sorted({t.pr_number for t in threads if t.kind == ThreadKind.REVIEW}):
+        found = await run.github.list_reviews(task.repo, number)
+        live |= {r.id for r in found if r.state.upper() == DISMISSED_STATE}
+    unrecorded = sorted((live & set(reviews)) - recorded)
+    if unrecorded:
+        declined = await ctx.db.run(decline_dismissed, task.id, unrecorded, ctx.clock)
+        log.info("lifecycle: task %s: GitHub says reviews %s are dismissed", task.id, declined)
+    return recorded | set(unrecorded)
+
+
+async def _moot(run: Run, threads: list[ReviewThread]) -> str:
+    """The agent asked, but every review it was about was dismissed meanwhile: no question
+    (nobody needs its answer) and nothing pushed; the task goes back to the state it had
+    before the review pickup, with why in its events."""
+    ctx = run.ctx
+    keys = ", ".join(thread_key(t) for t in threads)
+    why = f"the coding agent's question is moot: every review it was about ({keys}) was dismissed"
+    before = await ctx.db.run(before_pickup, run.task.id)
+    log.info("lifecycle: task %s: %s; back to %s", run.task.id, why, before.state)
+    task = run.task
+    if before.state == TaskState.FAILED:
+        move = Move(
+            TaskState.FAILED,
+            actor=run.actor,
+            detail=f"{why}; failed as before the review: {before.error}"[:500],
+            data={"error": before.error, "limit": None},
+            expect=[TaskState.RUNNING],
+            changes={"last_error": before.error, "pending_decision": None},
+            note=f"Failed: {before.error}",
+            fence=run.fence,
+        )
+    else:
+        move = Move(
+            TaskState.DELIVERED,
+            actor=run.actor,
+            detail=f"{why}; delivered as before the review: pull request {task.pr_url}",
+            data={"pr_url": task.pr_url, "pr_number": task.pr_number, "summary": ""},
+            expect=[TaskState.RUNNING],
+            changes={"last_error": None, "pending_decision": None},
+            note=why[:1].upper() + why[1:] + ".",
+            fence=run.fence,
+        )
+    change = await finish_move(ctx, run.github, task.id, move)
+    return change if isinstance(change, str) else f"{before.state}: {why}"
 
 
 async def _answer(run: Run, threads: list[ReviewThread], settled: Settled, job: str) -> None:

@@ -31,10 +31,19 @@ from bot.github.errors import GitHubNotFound
 from bot.github.records import Review, ReviewComment, record
 from bot.handler_runs import record_done
 from bot.lifecycle.access import may_review
-from bot.lifecycle.models import ReviewAck, ReviewThread, Task, ThreadKind, ThreadState
+from bot.lifecycle.models import (
+    EventKind,
+    ReviewAck,
+    ReviewThread,
+    Task,
+    TaskEvent,
+    ThreadKind,
+    ThreadState,
+)
 from bot.lifecycle.pull_end import task_of_pull
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, TaskState
+from bot.lifecycle.transition import Move, Transitioned, apply, publish
 
 log = logging.getLogger(__name__)
 # Review text kept in the ledger (and later handed to a run) at most; GitHub allows 65,536
@@ -44,7 +53,12 @@ CUT_NOTE = "\n\n[Steelframe cut this review text at 64 KB; the rest is on GitHub
 # Reviews that ask something of the change (an approval asks nothing).
 ACTIONABLE_REVIEWS = frozenset({"CHANGES_REQUESTED", "COMMENTED"})
 ACK_PREFIX = "<!-- steelframe-review-ack "
+# A dismissed review's state in GitHub's REST answers (`pulls/list-reviews`).
+DISMISSED_STATE = "DISMISSED"
 EYES = "eyes"
+# Who queues a review run (the actor of its move to queued, `review_pickup`).
+PICKUP_ACTOR = "review"
+DISMISS_ACTOR = "webhook:pull_request_review.dismissed"
 
 
 @dataclass(frozen=True)
@@ -170,8 +184,10 @@ class ReviewIntake:
         task = await self._task_of(pull)
         if isinstance(task, ReviewPickup):
             return self._ignored(pull, what, task)
-        said = await self.db.run(_dismiss, task.id, pull, review, self.clock)
+        said, moved = await self.db.run(_dismiss, task.id, pull, review, self.clock)
         log.info("lifecycle: task %s review %s dismissed: %s", task.id, review.id, said)
+        if moved is not None:
+            await publish(self.db, self.github, moved, clock=self.clock)
         return ReviewPickup(task.id, False, said)
 
     async def on_review_comment_changed(self, payload: dict[str, Any]) -> ReviewPickup:
@@ -340,16 +356,92 @@ def dismissed_reviews(session: Session, task_id: int, review_ids: list[int]) -> 
     return set(found)
 
 
-def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock) -> str:
+def decline_dismissed(
+    session: Session, task_id: int, review_ids: list[int], clock: Clock
+) -> list[int]:
+    """The still-open threads of `review_ids` (reviews GitHub says are dismissed, read by a
+    run whose dismissal webhook was lost or is late) declined as `_dismiss` declines them;
+    the reviews whose thread this declined."""
+    threads = session.scalars(
+        select(ReviewThread).where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.kind == ThreadKind.REVIEW,
+            ReviewThread.root_id.in_(review_ids),
+            ReviewThread.state.in_([ThreadState.OPEN, ThreadState.NEEDS_OPERATOR]),
+        )
+    )
+    declined = []
+    for thread in threads:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, clock()
+        declined.append(thread.root_id)
+    return declined
+
+
+@dataclass(frozen=True)
+class BeforePickup:
+    """The state a task had when its review run was asked, and its error if it had failed."""
+
+    state: TaskState
+    error: str = ""
+
+
+def before_pickup(session: Session, task_id: int) -> BeforePickup:
+    """Read from the task's events: its last move to queued for a review run, and (from a
+    failed task) the failure before it. Delivered when no such move is found."""
+    queued = session.scalar(
+        select(TaskEvent)
+        .where(
+            TaskEvent.task_id == task_id,
+            TaskEvent.kind == EventKind.TRANSITION,
+            TaskEvent.to_state == TaskState.QUEUED,
+            TaskEvent.actor == PICKUP_ACTOR,
+        )
+        .order_by(TaskEvent.id.desc())
+        .limit(1)
+    )
+    if queued is None or queued.from_state != TaskState.FAILED:
+        return BeforePickup(TaskState.DELIVERED)
+    failed = session.scalar(
+        select(TaskEvent)
+        .where(
+            TaskEvent.task_id == task_id,
+            TaskEvent.kind == EventKind.TRANSITION,
+            TaskEvent.to_state == TaskState.FAILED,
+            TaskEvent.id < queued.id,
+        )
+        .order_by(TaskEvent.id.desc())
+        .limit(1)
+    )
+    error = str((failed.data or {}).get("error") or "") if failed is not None else ""
+    return BeforePickup(TaskState.FAILED, error or "unknown error")
+
+
+def _dismiss(
+    session: Session, task_id: int, pull: PullOf, review: Review, clock: Clock
+) -> tuple[str, Transitioned | None]:
     """The review's thread declined as dismissed (recorded first when the dismissal came
-    before the submission), with the handler's done-record; what was done, in words."""
+    before the submission), with the handler's done-record; what was done, in words, and
+    the task's move when the question it waited on was only about this review."""
     now = clock()
     thread = _thread(session, task_id, ThreadKind.REVIEW, review.id)
+    moved = None
     if thread is None:
         session.add(
             _review_thread(task_id, pull, review, ThreadState.DECLINED, now, reason=DISMISSED)
         )
         said = "recorded as dismissed before its submission arrived"
+    elif thread.state == ThreadState.NEEDS_OPERATOR and _resumed(session, task_id):
+        # A Decision already started the run that takes it up again: left for that run,
+        # which reads the dismissal from GitHub and answers nothing (`review_run`).
+        said = "its thread waits for the run a Decision started, which does not answer it"
+    elif thread.state == ThreadState.NEEDS_OPERATOR:
+        # Its question asks nothing any more: declined as any dismissed thread, and the
+        # task stops waiting when no other thread waits on the question.
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
+        said = "its thread, waiting on an operator's question, declined"
+        moved = _question_moot(session, task_id, f"review:{review.id}", clock)
+        if moved is not None:
+            said += f"; the question was only about it: the task is {moved.state} again"
     elif thread.state == ThreadState.OPEN:
         # Taken up by a run or not, the dismissed review is answered by nobody: the run
         # replies only on threads still open (`thread_answers.answer_threads`) and drops
@@ -364,7 +456,55 @@ def _dismiss(session: Session, task_id: int, pull: PullOf, review: Review, clock
     else:
         said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
     record_done(session)
-    return said
+    return said, moved
+
+
+def _resumed(session: Session, task_id: int) -> bool:
+    task = session.get(Task, task_id)
+    return task is not None and bool(task.pending_decision)
+
+
+def _question_moot(session: Session, task_id: int, key: str, clock: Clock) -> Transitioned | None:
+    """A task waiting (no Decision yet) on a review question no thread waits on any more
+    goes back to the state it had before the review pickup, the events saying why. The
+    state machine has no waiting -> delivered (or failed) move, so it passes through
+    running in the same transaction (no run is started: nothing observes it)."""
+    session.flush()
+    task = session.get(Task, task_id)
+    waiting = session.scalar(
+        select(ReviewThread.id)
+        .where(ReviewThread.task_id == task_id, ReviewThread.state == ThreadState.NEEDS_OPERATOR)
+        .limit(1)
+    )
+    if task is None or task.state != TaskState.WAITING_FOR_INFO or task.pending_decision:
+        return None
+    if waiting is not None:
+        return None
+    why = f"the question is moot: the review it was about ({key}) was dismissed"
+    before = before_pickup(session, task_id)
+    apply(
+        session,
+        task_id,
+        Move(
+            TaskState.RUNNING, actor=DISMISS_ACTOR, detail=why, expect=[TaskState.WAITING_FOR_INFO]
+        ),
+        clock,
+    )
+    failed = before.state == TaskState.FAILED
+    back = Move(
+        before.state,
+        actor=DISMISS_ACTOR,
+        detail=f"{why}; {before.state} as before the review",
+        data={"error": before.error, "limit": None} if failed else {"pr_url": task.pr_url},
+        expect=[TaskState.RUNNING],
+        changes={
+            "question": None,
+            "pending_decision": None,
+            "last_error": before.error if failed else None,
+        },
+        note=why[:1].upper() + why[1:] + ".",
+    )
+    return apply(session, task_id, back, clock)
 
 
 def _comment_changed(

@@ -11,7 +11,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.github.issue_records import Issue, IssueComment, Label, PullRequest
-from bot.github.records import Reaction, ReviewComment
+from bot.github.records import Reaction, Review, ReviewComment
 
 if TYPE_CHECKING:  # names only: importing memory's index code costs a worker ~1 s at start
     from memory import ChunkIn, Hit
@@ -51,6 +51,8 @@ class GitHubApi(Protocol):
     ) -> Reaction: ...
 
     async def list_review_comments(self, repo: str, number: int) -> list[ReviewComment]: ...
+
+    async def list_reviews(self, repo: str, number: int) -> list[Review]: ...
 
     async def reply_to_review_comment(
         self, repo: str, number: int, comment_id: int, body: str

@@ -64,14 +64,25 @@ async def on_installation(event: Event, ctx: WebhookContext) -> None:
         log.info("installation %s removed (%s)", installation_id, account.get("login"))
         return
     suspended = {"suspend": True, "unsuspend": False}.get(str(action))
+    named = _refs(event.data.get("repositories"))
+    served = {ref.full_name for ref in named}
 
     def remember(session: Any) -> None:
         _remember_account(session, installation_id, account, now, suspended=suspended)
-        remember_repositories(
-            session, installation_id, _refs(event.data.get("repositories")), now=now
-        )
+        remember_repositories(session, installation_id, named, now=now)
+        served.update(installation_repositories(session, installation_id))
 
     await commit(ctx, [Write(remember)])
+    if suspended:
+        # A suspended installation serves no repository until `unsuspend` (its tokens are
+        # refused): every process forgets it now, as on an uninstall; after `unsuspend`
+        # the next lookup finds it again (the store, then GitHub, answer it once more).
+        if ctx.github is not None:
+            ctx.github.tokens.invalidate(installation_id)
+            for full_name in sorted(served):
+                ctx.github.installations.invalidate(full_name)
+    if suspended is not None:
+        await _tell_every_process(ctx, served, installation_id, suspended=suspended)
     log.info("installation %s %s (%s)", installation_id, action, account.get("login"))
 
 
@@ -99,7 +110,9 @@ async def on_installation_repositories(event: Event, ctx: WebhookContext) -> Non
     log.info("installation %s: +%d -%d repositories", installation_id, len(added), len(removed))
 
 
-async def _tell_every_process(ctx: WebhookContext, repos: set[str], installation_id: int) -> None:
+async def _tell_every_process(
+    ctx: WebhookContext, repos: set[str], installation_id: int, *, suspended: bool | None = None
+) -> None:
     """The other serve and worker processes cache the installation of a repository too:
     told through Redis (`bot.github.installation_removals`), they forget it before their
     next answer. A Redis error fails the delivery, which is retried (all of it is
@@ -107,7 +120,7 @@ async def _tell_every_process(ctx: WebhookContext, repos: set[str], installation
     if ctx.queue is None or ctx.settings.app_id is None or not repos:
         return
     removals = InstallationRemovals(ctx.queue.connection, app_id=ctx.settings.app_id)
-    await asyncio.to_thread(removals.removed, repos, installation_id)
+    await asyncio.to_thread(removals.removed, repos, installation_id, suspended=suspended)
 
 
 def _remember_account(
