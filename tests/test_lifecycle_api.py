@@ -52,6 +52,8 @@ async def test_the_board_shows_tasks_with_their_state_pr_and_last_event(make: Ma
         "review",
         "ready_for_review",
         "question",
+        "review_pickup",
+        "fix_run",
     }
     assert first["question"] is None  # not waiting: the Board sends no question
     assert first["state"] == "delivered" and first["title"] == "Make the widget blue"

@@ -424,6 +424,8 @@ async def test_a_failure_on_the_head_while_a_review_run_is_queued_is_read_again_
 
 async def test_the_apps_own_failing_check_is_not_a_reason_to_run(make: Make) -> None:
     lc = await make(coding_command=command("echo"))
+    # Only an App with `checks: write` has check runs of its own (app.yml asks `read`).
+    lc.sandbox.sandbox.world.app.permissions["checks"] = "write"
     issue, number = await delivered_pull(lc)
     sha = await _head(lc, number)
     made = {"name": "steelframe", "head_sha": sha, "status": "completed", "conclusion": "failure"}

@@ -101,6 +101,8 @@ async def test_a_push_requests_the_apps_check_suite_for_the_pushed_head(
 ) -> None:
     """GitHub sends `check_suite.requested` to an App with `checks: write` for new code
     pushed to its repository; the App's check runs on that commit join that suite."""
+    # An App with `checks: write` (Steelframe's app.yml asks `read`: it gets no suite).
+    github_sandbox.sandbox.world.app.permissions["checks"] = "write"
     work = tmp_path / "work"
     token, url = await scoped_clone(github_sandbox, work, "write")
     await run_git("checkout", "-q", "-b", "topic", cwd=work, token=None, url="")

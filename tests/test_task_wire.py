@@ -42,7 +42,7 @@ def test_a_board_card_is_the_task_core_then_its_pull_request_loop() -> None:
         b'"updated_at":"2026-12-05T14:00:00+00:00","pr_state":"draft","review":{"open":1,'
         b'"addressed":2,"declined":0,"needs_operator":0,"summary":'
         + msgspec.json.encode(card.review.summary)
-        + b'},"ready_for_review":true,"question":null}'
+        + b'},"ready_for_review":true,"question":null,"review_pickup":null,"fix_run":null}'
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from sqlalchemy import event, select
@@ -31,6 +31,7 @@ from bot.contracts.events import (
 from bot.db import Database
 from bot.events import OperatorEvents
 from bot.lifecycle import pull_view
+from bot.lifecycle.ci_models import FixRunFacts
 from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskEvent
 from bot.lifecycle.states import TaskState
 from bot.models import ChatTurn
@@ -147,15 +148,7 @@ def _review(row: object) -> ReviewPick | None:
 def _fix_run(row: object) -> FixRunFrame | None:
     if not isinstance(row, TaskEvent) or row.kind != EventKind.CI_FIX_RUN:
         return None
-    data = row.data or {}  # typed: bot.contracts.tasks.EventData
-    return FixRunFrame(
-        task_id=row.task_id,
-        pr_number=data.get("pr_number") or 0,
-        head_sha=data.get("head_sha", ""),
-        checks=list(data.get("checks", ())),
-        run=data.get("fix_run", 0),
-        of=data.get("fix_runs", 0),
-    )
+    return FixRunFrame(task_id=row.task_id, **asdict(FixRunFacts.of_event(row.data)))
 
 
 def _result(row: object) -> ResultFrame | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from dataclasses import asdict
 from datetime import datetime
 from typing import Literal, TypedDict
 
@@ -22,6 +23,7 @@ from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import egress_blocked, pull_view, tasks
+from bot.lifecycle.ci_models import FixRunFacts
 from bot.lifecycle.ci_view import fix_history
 from bot.lifecycle.leverage_view import leverage
 from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskEvent, TaskLease, TaskLog
@@ -114,16 +116,8 @@ def _review_pickup(event: TaskEvent) -> wire.ReviewPickup:
 
 
 def _fix_run(event: TaskEvent) -> wire.FixRun:
-    data = event.data or {}  # as the events stream's `fix_run` event reads it (announce.py)
-    return wire.FixRun(
-        event_id=event.id,
-        at=_iso(event.at),
-        pr_number=data.get("pr_number") or 0,
-        head_sha=data.get("head_sha", ""),
-        checks=list(data.get("checks", ())),
-        run=data.get("fix_run", 0),
-        of=data.get("fix_runs", 0),
-    )
+    facts = FixRunFacts.of_event(event.data)  # as the events stream's `fix_run` frame
+    return wire.FixRun(event_id=event.id, at=_iso(event.at), **asdict(facts))
 
 
 def _news_fields(events: Iterable[TaskEvent]) -> _NewsFields:

@@ -10,13 +10,38 @@ continues the same chain of fix runs (`chain_sha`, `run_number`), which the boun
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
+from bot.contracts.tasks import EventData
 from bot.db import Base
+
+
+@dataclass(frozen=True)
+class FixRunFacts:
+    """What a `ci_fix_run` event says (its data, as `ci_store` and `ci_decision` write it):
+    read here once for the Board row and the events stream's frame."""
+
+    pr_number: int
+    head_sha: str
+    checks: list[str]
+    run: int  # this fix run's number for the failing head
+    of: int  # the fix runs that head allows
+
+    @classmethod
+    def of_event(cls, data: EventData | None) -> FixRunFacts:
+        data = data or {}
+        return cls(
+            pr_number=data.get("pr_number") or 0,
+            head_sha=data.get("head_sha", ""),
+            checks=list(data.get("checks", ())),
+            run=data.get("fix_run", 0),
+            of=data.get("fix_runs", 0),
+        )
 
 
 class CiVerdict(StrEnum):

@@ -466,9 +466,7 @@ def _resumed(session: Session, task_id: int) -> bool:
 
 def _question_moot(session: Session, task_id: int, key: str, clock: Clock) -> Transitioned | None:
     """A task waiting (no Decision yet) on a review question no thread waits on any more
-    goes back to the state it had before the review pickup, the events saying why. The
-    state machine has no waiting -> delivered (or failed) move, so it passes through
-    running in the same transaction (no run is started: nothing observes it)."""
+    goes back to the state it had before the review pickup, the events saying why."""
     session.flush()
     task = session.get(Task, task_id)
     waiting = session.scalar(
@@ -482,21 +480,13 @@ def _question_moot(session: Session, task_id: int, key: str, clock: Clock) -> Tr
         return None
     why = f"the question is moot: the review it was about ({key}) was dismissed"
     before = before_pickup(session, task_id)
-    apply(
-        session,
-        task_id,
-        Move(
-            TaskState.RUNNING, actor=DISMISS_ACTOR, detail=why, expect=[TaskState.WAITING_FOR_INFO]
-        ),
-        clock,
-    )
     failed = before.state == TaskState.FAILED
     back = Move(
         before.state,
         actor=DISMISS_ACTOR,
         detail=f"{why}; {before.state} as before the review",
         data={"error": before.error, "limit": None} if failed else {"pr_url": task.pr_url},
-        expect=[TaskState.RUNNING],
+        expect=[TaskState.WAITING_FOR_INFO],
         changes={
             "question": None,
             "pending_decision": None,

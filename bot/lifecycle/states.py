@@ -58,7 +58,16 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
         }
     ),
     TaskState.WAITING_FOR_INFO: frozenset(
-        {TaskState.RUNNING, TaskState.TERMINATED, TaskState.MERGED, TaskState.CLOSED}
+        {
+            TaskState.RUNNING,
+            TaskState.TERMINATED,
+            TaskState.MERGED,
+            TaskState.CLOSED,
+            # A review question made moot (every review it was about dismissed) puts the
+            # task back as it was before the review (bot.lifecycle.reviews).
+            TaskState.DELIVERED,
+            TaskState.FAILED,
+        }
     ),
     # A failed task whose pull request turns out to exist was delivered after all.
     TaskState.FAILED: frozenset(
