@@ -14,6 +14,8 @@ keys, not copied logic.
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any
 
 import msgspec
@@ -166,7 +168,15 @@ def _error_schemas() -> dict[str, Any]:
 
 
 def component_schemas() -> dict[str, Any]:
-    """A fresh copy each call: every app's document owns its schemas."""
+    """A fresh copy each call: every app's document owns its schemas. Generated once per
+    process (they depend on the code alone), copied for each app: generating them was most
+    of what building an app cost (a test builds one per test, `serve --processes` one a
+    process)."""
+    return copy.deepcopy(_generated_schemas())
+
+
+@functools.cache
+def _generated_schemas() -> dict[str, Any]:
     return {
         **_error_schemas(),
         **_health_schemas(),
