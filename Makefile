@@ -65,11 +65,14 @@ wire: $(RUNTIME_STAMP)
 	$(BIN)/python -m bot.contracts.tasks_wire
 	$(BIN)/python -m bot.contracts.errors_wire
 
-# Four test processes (pytest-xdist) on two cores: most tests wait on real processes, not
-# the CPU (a quiet run uses ~1.5 cores). Work stealing: a process that runs out of tests takes
+# Four test processes (pytest-xdist) on two cores: many tests wait on real processes (a
+# quiet run keeps ~1.6 cores busy in the suite's own processes; PostgreSQL and Redis, which
+# run beside it, are not counted in that). Work stealing: a process that runs out of tests takes
 # queued ones from a busy one, so the long tests at the end do not run one after another on
 # one process (13 min 44 s with three processes and plain load distribution, 9 min with
-# this). Tests marked `slow` go out first (tests/conftest.py); the 20 slowest are listed.
+# this; six processes were no faster on 2026-12-06: 11 min 37 s against four's 11 min 19 s,
+# the CPU the same, ~1.6 cores busy). Tests marked `slow` go out first (tests/conftest.py);
+# the 20 slowest are listed.
 # `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): the
 # suite starts a few hundred Python processes (serve, worker, CLI), and each compiled every
