@@ -19,6 +19,9 @@ class App(msgspec.Struct, frozen=True):
 
 class Installation(msgspec.Struct, frozen=True):
     id: int
+    # Set while the installation is suspended: GitHub still names it for its repositories
+    # (GET /repos/{owner}/{repo}/installation answers 200), but it serves nothing.
+    suspended_at: str | None = None
 
 
 class AccessToken(msgspec.Struct, frozen=True):

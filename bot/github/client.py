@@ -38,7 +38,11 @@ from bot.github.app_auth import (
 )
 from bot.github.app_records import AccessToken, App, CollaboratorPermission, Installation
 from bot.github.errors import GitHubError, GitHubNotFound, GitHubRejected, GitHubUnavailable
-from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
+from bot.github.installation_removals import (
+    InstallationRemovals,
+    SharedInstallationLookup,
+    suspended,
+)
 from bot.github.issue_records import Issue, IssueComment, Label, PullRequest, Repository
 from bot.github.pacing import Ledger, Pacer, PacingPolicy
 from bot.github.permissions import needed_permissions, repo_path, split_repo
@@ -199,10 +203,16 @@ class GitHubClient(PullRequestCalls):
         return login.lower() == (await self.identity()).bot_login.lower()
 
     async def _fetch_installation(self, repo: str) -> int:
+        """The installation GitHub names for `repo`; a suspended one (its `suspended_at`
+        set) is refused as the shared lookup refuses one it was told of, uncached: a process
+        that started after the suspension was told never reads it from the stream."""
         response = await self.transport.request(
             "GET", f"{repo_path(repo)}/installation", credential=self._app_credential()
         )
-        return record(Installation, response.data).id
+        installation = record(Installation, response.data)
+        if installation.suspended_at is not None:
+            raise suspended(installation.id)
+        return installation.id
 
     async def _fetch_token(self, scope: TokenScope) -> InstallationToken:
         response = await self.transport.request(

@@ -7,7 +7,10 @@ lookup (`SharedInstallationLookup`) reads what was appended since it last looked
 answers, and forgets those repositories, so its next answer comes from the store or GitHub.
 
 A suspended installation is told the same way (entries marked `suspended`): a lookup
-refuses it (GitHubNotFound, as an uninstalled one) until told it was unsuspended.
+refuses it (GitHubNotFound, as an uninstalled one) until told it was unsuspended. A process
+that starts while an installation is suspended never reads that entry (it reads from the
+stream's end); GitHub's own answer refuses it there (`suspended_at` is set:
+`GitHubClient._fetch_installation` raises `suspended`, and nothing is cached).
 
 A stream rather than pub/sub: a process that was busy or reconnecting reads what it missed
 from where it stopped; nothing is lost between two lookups.
@@ -117,10 +120,8 @@ class SharedInstallationLookup(InstallationLookup):
         await self._catch_up()
         installation_id = await super().get(repo)
         if installation_id in self._suspended:
-            # GitHub still names a suspended installation for the repository (with its
-            # `suspended_at`), but it serves nothing: refused as an uninstalled one is.
             self.forget(repo)
-            raise GitHubNotFound(f"the App's installation {installation_id} is suspended")
+            raise suspended(installation_id)
         return installation_id
 
     async def _catch_up(self) -> None:
@@ -144,6 +145,13 @@ class SharedInstallationLookup(InstallationLookup):
         """Drop the cached answer for `repo` (the store, which the uninstall updated, or
         GitHub answers next); unlike `invalidate`, the stored answer stays trusted."""
         self._known.pop(repo.lower(), None)
+
+
+def suspended(installation_id: int) -> GitHubNotFound:
+    """The refusal of a suspended installation: GitHub still names it for the repository
+    (with its `suspended_at`), but it serves nothing, so it is refused as an uninstalled one
+    is."""
+    return GitHubNotFound(f"the App's installation {installation_id} is suspended")
 
 
 def _text(value: bytes | str) -> str:

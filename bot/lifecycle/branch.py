@@ -29,12 +29,18 @@ async def prepare(run: Run) -> worktree.Worktree:
     await asyncio.to_thread(
         leases.note_worktree, run.ctx.db, task.id, run.holder, path=str(run.folder)
     )
+    base_env = run.ctx.environment.variables  # read at the worker's start, not per job
     fence = await worktree.claim(
-        run.folder, url=url, token=claim_token, branch=branch, who=who(run)
+        run.folder, url=url, token=claim_token, branch=branch, who=who(run), base_env=base_env
     )
     run.claim = worktree.Claim(url, branch, worktree.RemoteState("", fence))
     tree = await worktree.prepare(
-        run.folder, clone_url=url, token=clone_token, branch=branch, fence=fence
+        run.folder,
+        clone_url=url,
+        token=clone_token,
+        branch=branch,
+        fence=fence,
+        base_env=base_env,
     )
     run.claim = worktree.Claim(url, branch, tree.remote)  # its pushes move the claim
     return tree
@@ -90,7 +96,12 @@ async def let_go(run: Run) -> None:
     if claim is None:
         return
     try:
-        await worktree.release(run.folder, claim, token=await repo_token(run, "write"))
+        await worktree.release(
+            run.folder,
+            claim,
+            token=await repo_token(run, "write"),
+            base_env=run.ctx.environment.variables,
+        )
     except Exception as exc:  # tidying up never fails a run whose outcome is settled
         reason = str(exc) if isinstance(exc, worktree.WorktreeError | GitHubError) else ""
         log.info(

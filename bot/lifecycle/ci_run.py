@@ -115,9 +115,7 @@ async def _superseded(run: Run, row: CiFix, tree: worktree.Worktree) -> str:
 async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
     checks = run.public(row.checks, 150)
     await worktree.commit_all(tree, f"Fix failing CI ({checks}) for #{run.task.issue}")
-    head = await worktree.git(
-        tree.path, "rev-parse", "HEAD", git_dir=tree.git_dir, work_tree=tree.path
-    )
+    head = await worktree.tree_git(tree, "rev-parse", "HEAD")
     if head == row.head_sha:
         return await _unchanged(run, row, outcome)
     if refused := await branch.unpushable(run, tree):

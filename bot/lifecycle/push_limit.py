@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.lifecycle.worktree import Worktree, git
+from bot.lifecycle.worktree import Worktree, git, tree_git
 
 MIB = 1024 * 1024
 DEFAULT_MAX_BYTES = 50 * MIB
@@ -57,11 +57,16 @@ def sized(batch_check: str) -> ChangeSize:
 async def measure(tree: Worktree) -> ChangeSize:
     """What the commits ahead of the base add, as git counts it (nothing read here)."""
     ahead = ("rev-list", "--objects", "HEAD", "--not", f"origin/{tree.base}")
-    objects = await git(tree.path, *ahead, git_dir=tree.git_dir, work_tree=tree.path)
+    objects = await tree_git(tree, *ahead)
     if not objects:
         return ChangeSize()
     checked = await git(
-        tree.path, "cat-file", BATCH_CHECK, git_dir=tree.git_dir, stdin=objects.encode()
+        tree.path,
+        "cat-file",
+        BATCH_CHECK,
+        git_dir=tree.git_dir,
+        stdin=objects.encode(),
+        base_env=tree.base_env,
     )
     return sized(checked)
 

@@ -39,7 +39,7 @@ async def history_holds(
         *("log", "--patch", "--text", "--format=fuller", "--no-color"),
         *("--no-ext-diff", "--no-textconv", f"origin/{tree.base}..HEAD"),
         cwd=tree.path,
-        env=git_env(),
+        env=git_env(base_env=tree.base_env),
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,

@@ -40,7 +40,7 @@ async def check(run: Run, tree: worktree.Worktree) -> bool:
     finally:
         # What the tests wrote goes (what setup made is ignored, and stays).
         for step in (("reset", "--quiet", "--hard", "HEAD"), ("clean", "-d", "--force", "-q")):
-            await worktree.git(tree.path, *step, git_dir=tree.git_dir, work_tree=tree.path)
+            await worktree.tree_git(tree, *step)
     return run.tests is not None and not run.tests.passed
 
 

@@ -83,7 +83,14 @@ class BaseTree:
 async def base_tree(tree: worktree.Worktree) -> BaseTree:
     ref = f"origin/{tree.base}"
     listed = await worktree.git(
-        tree.git_dir.parent, "ls-tree", "-r", "-l", "-z", ref, git_dir=tree.git_dir
+        tree.git_dir.parent,
+        "ls-tree",
+        "-r",
+        "-l",
+        "-z",
+        ref,
+        git_dir=tree.git_dir,
+        base_env=tree.base_env,
     )
     entries, sizes = [], {}
     for record in listed.split("\0"):
@@ -97,7 +104,9 @@ async def base_tree(tree: worktree.Worktree) -> BaseTree:
 
 
 async def _blob(tree: worktree.Worktree, sha: str) -> str:
-    return await worktree.git(tree.git_dir.parent, "cat-file", "blob", sha, git_dir=tree.git_dir)
+    return await worktree.git(
+        tree.git_dir.parent, "cat-file", "blob", sha, git_dir=tree.git_dir, base_env=tree.base_env
+    )
 
 
 async def read_config(tree: worktree.Worktree, base: BaseTree) -> RepoConfig:
@@ -261,6 +270,7 @@ async def export_base(tree: worktree.Worktree, target: Path) -> None:
         tree.base,
         str(tree.git_dir),
         str(target),
+        base_env=tree.base_env,
     )
     await asyncio.to_thread(shutil.rmtree, target / ".git")
 

@@ -5,7 +5,9 @@ in (`folder/repo`); the runtime gets its own throwaway repository there, with no
 So nothing the runtime writes (a `.git/config` remote, filters, hooks) reaches a git
 command the worker runs with the installation token. Every worker git command runs with
 no global or system config, no hooks, no fsmonitor and a minimal environment; the token
-goes as an HTTP header scoped to the clone URL's origin, never into a config file.
+goes as an HTTP header scoped to the clone URL's origin, never into a config file. The few
+variables git is given come from the worker's environment read at its start
+(`WorkerEnvironment.variables`, carried by the `Worktree`), not from `os.environ` per job.
 
 Pushes are fenced on the remote itself: a run first claims its branch (`claim`: the
 branch's fence ref, `refs/steelframe/fence/<branch>`, now points at a commit of this run's
@@ -28,8 +30,8 @@ import os
 import re
 import secrets
 import shutil
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -124,6 +126,9 @@ class Worktree:
     git_dir: Path  # the worker's own git directory, outside `path`
     url: str  # where the worker pushes: the clone URL, never a remote's config
     remote: RemoteState  # updated by each push
+    # The worker's environment read at its start (`WorkerEnvironment.variables`) that its
+    # git commands on this tree take `PASSED_ENV` from; None: this process's (`git_env`).
+    base_env: Mapping[str, str] | None = field(default=None, compare=False, repr=False)
 
 
 def fence_ref(branch: str) -> str:
@@ -159,10 +164,16 @@ def _auth_env(token: str | None, url: str | None) -> dict[str, str]:
     return env
 
 
-def git_env(token: str | None = None, url: str | None = None) -> dict[str, str]:
-    """The environment of a worker git command: minimal, no config from outside."""
+def git_env(
+    token: str | None = None, url: str | None = None, base_env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment of a worker git command: minimal, no config from outside. Its
+    `PASSED_ENV` come from `base_env`, the worker's environment read at its start (a job's
+    commands: `Worktree.base_env`, `LifecycleContext.environment`); this process's only for
+    a caller with no worker (the chat's checkouts, tests)."""
+    base = os.environ if base_env is None else base_env
     return {
-        **{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+        **{k: base[k] for k in PASSED_ENV if k in base},
         "GIT_AUTHOR_NAME": BOT_NAME,
         "GIT_AUTHOR_EMAIL": BOT_EMAIL,
         "GIT_COMMITTER_NAME": BOT_NAME,
@@ -180,8 +191,10 @@ async def git(
     git_dir: Path | None = None,
     work_tree: Path | None = None,
     stdin: bytes | None = None,
+    base_env: Mapping[str, str] | None = None,
 ) -> str:
-    """Run git (given `stdin`, if any); the token (if any) is sent only to `url`'s origin."""
+    """Run git (given `stdin`, if any); the token (if any) is sent only to `url`'s origin.
+    `base_env`: the environment git's few variables come from (`git_env`)."""
     location: list[str] = []
     if git_dir is not None:
         location += [f"--git-dir={git_dir}"]
@@ -193,7 +206,7 @@ async def git(
         *location,
         *args,
         cwd=cwd,
-        env=git_env(token, url),
+        env=git_env(token, url, base_env),
         stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
@@ -260,17 +273,35 @@ def remove(path: Path) -> None:
 
 async def tree_git(tree: Worktree, *args: str, check: bool = True) -> str:
     """A worker git command on the runtime's tree, with the worker's own git directory."""
-    return await git(tree.path, *args, check=check, git_dir=tree.git_dir, work_tree=tree.path)
+    return await git(
+        tree.path,
+        *args,
+        check=check,
+        git_dir=tree.git_dir,
+        work_tree=tree.path,
+        base_env=tree.base_env,
+    )
 
 
-async def _fence_commit(cwd: Path, git_dir: Path, who: str) -> str:
+async def _fence_commit(
+    cwd: Path, git_dir: Path, who: str, base_env: Mapping[str, str] | None
+) -> str:
     """A new commit (empty tree, no parent) naming `who`, unique by its nonce."""
-    tree = await git(cwd, "mktree", git_dir=git_dir)  # stdin is empty: the empty tree
+    # stdin is empty: the empty tree
+    tree = await git(cwd, "mktree", git_dir=git_dir, base_env=base_env)
     message = f"steelframe fence: {who} {secrets.token_hex(8)}"
-    return await git(cwd, "commit-tree", tree, "-m", message, git_dir=git_dir)
+    return await git(cwd, "commit-tree", tree, "-m", message, git_dir=git_dir, base_env=base_env)
 
 
-async def claim(folder: Path, *, url: str, token: str | None, branch: str, who: str) -> str:
+async def claim(
+    folder: Path,
+    *,
+    url: str,
+    token: str | None,
+    branch: str,
+    who: str,
+    base_env: Mapping[str, str] | None = None,
+) -> str:
     """Make this run the only one whose push of `branch` can succeed: point the branch's
     fence ref at a new commit of its own (forced: the caller holds the task's lease, so
     any earlier claim belongs to a run that lost it). Returns the claim's sha. Made before
@@ -278,8 +309,8 @@ async def claim(folder: Path, *, url: str, token: str | None, branch: str, who: 
     from, and nothing it pushes after the claim lands."""
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
     git_dir = folder / "claim.git"
-    await git(folder, "init", "--quiet", "--bare", str(git_dir))
-    sha = await _fence_commit(folder, git_dir, who)
+    await git(folder, "init", "--quiet", "--bare", str(git_dir), base_env=base_env)
+    sha = await _fence_commit(folder, git_dir, who, base_env)
     refspec = f"{sha}:{fence_ref(branch)}"  # forced to one sha: a retry is harmless
     await _reaching_remote(
         "claim",
@@ -293,6 +324,7 @@ async def claim(folder: Path, *, url: str, token: str | None, branch: str, who: 
             token=token,
             url=url,
             git_dir=git_dir,
+            base_env=base_env,
         ),
     )
     await asyncio.to_thread(remove, git_dir)
@@ -301,11 +333,18 @@ async def claim(folder: Path, *, url: str, token: str | None, branch: str, who: 
 
 # Long: one git sequence read top to bottom; most lines are git arguments, one per line.
 async def prepare(
-    folder: Path, *, clone_url: str, token: str | None, branch: str, fence: str = ""
+    folder: Path,
+    *,
+    clone_url: str,
+    token: str | None,
+    branch: str,
+    fence: str = "",
+    base_env: Mapping[str, str] | None = None,
 ) -> Worktree:
     """A fresh clone on `branch` (the remote's branch if a run pushed one, else the default
     branch): the worker's git directory in `folder/git`, the files in `folder/repo`.
-    `fence`: this run's claim on the branch (`claim`), which its push requires."""
+    `fence`: this run's claim on the branch (`claim`), which its push requires. `base_env`:
+    the worker's environment read at its start, for every git command on the tree."""
     await asyncio.to_thread(folder.mkdir, parents=True, exist_ok=True)
     git_dir = git_dir_of(folder)
     path = folder / "repo"
@@ -322,6 +361,7 @@ async def prepare(
             str(git_dir),
             token=token,
             url=clone_url,
+            base_env=base_env,
         )
 
     await _reaching_remote("clone", clone)
@@ -335,8 +375,11 @@ async def prepare(
         str(git_dir),
         "+refs/heads/*:refs/remotes/origin/*",
         git_dir=git_dir,
+        base_env=base_env,
     )
-    head = await git(folder, "symbolic-ref", "--short", "HEAD", check=False, git_dir=git_dir)
+    head = await git(
+        folder, "symbolic-ref", "--short", "HEAD", check=False, git_dir=git_dir, base_env=base_env
+    )
     base = head or "main"
     remote = await git(
         folder,
@@ -346,10 +389,15 @@ async def prepare(
         f"origin/{branch}",
         check=False,
         git_dir=git_dir,
+        base_env=base_env,
     )
     start = f"origin/{branch}" if remote else f"origin/{base}"
-    await git(folder, "update-ref", f"refs/heads/{branch}", start, git_dir=git_dir)
-    await git(folder, "symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=git_dir)
+    await git(
+        folder, "update-ref", f"refs/heads/{branch}", start, git_dir=git_dir, base_env=base_env
+    )
+    await git(
+        folder, "symbolic-ref", "HEAD", f"refs/heads/{branch}", git_dir=git_dir, base_env=base_env
+    )
     # The runtime's own repository: a local clone with no remote, sharing no config.
     await git(
         folder,
@@ -361,9 +409,10 @@ async def prepare(
         branch,
         str(git_dir),
         path.name,
+        base_env=base_env,
     )
-    await git(path, "remote", "remove", "origin")
-    await git(folder, "config", "core.bare", "false", git_dir=git_dir)
+    await git(path, "remote", "remove", "origin", base_env=base_env)
+    await git(folder, "config", "core.bare", "false", git_dir=git_dir, base_env=base_env)
     tree = Worktree(
         path=path,
         branch=branch,
@@ -372,6 +421,7 @@ async def prepare(
         git_dir=git_dir,
         url=clone_url,
         remote=RemoteState(branch_sha=remote, fence_sha=fence),
+        base_env=base_env,
     )
     await tree_git(tree, "reset", "--quiet")
     return tree
@@ -442,7 +492,7 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
     that check): it is Steelframe's own and a retry may have rewritten it."""
     known = tree.remote
     fence = fence_ref(tree.branch)
-    next_fence = await _fence_commit(tree.path, tree.git_dir, who)
+    next_fence = await _fence_commit(tree.path, tree.git_dir, who, tree.base_env)
     head = await tree_git(tree, "rev-parse", "HEAD")
     wanted = {fence: next_fence, f"refs/heads/{tree.branch}": head}
     tried = False
@@ -462,6 +512,7 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
                 token=token,
                 url=tree.url,
                 git_dir=tree.git_dir,
+                base_env=tree.base_env,
             )
         except WorktreeError as exc:
             # An earlier try may have landed with its answer lost (this one then finds the
@@ -475,14 +526,16 @@ async def push(tree: Worktree, *, token: str | None, who: str) -> None:
     known.branch_sha, known.fence_sha = head, next_fence
 
 
-async def release(folder: Path, claim: Claim, *, token: str | None) -> None:
+async def release(
+    folder: Path, claim: Claim, *, token: str | None, base_env: Mapping[str, str] | None = None
+) -> None:
     """Remove a run's claim on its branch once it will push nothing more, if the fence ref
     still holds it (a run that claimed since keeps its own). From a git directory of its
     own in `folder`, so a run whose clone never happened releases its claim too. The task's
     next run claims the branch again, and a stale run's push finds no claim to move."""
     fence = fence_ref(claim.branch)
     git_dir = folder / "release.git"
-    await git(folder, "init", "--quiet", "--bare", str(git_dir))
+    await git(folder, "init", "--quiet", "--bare", str(git_dir), base_env=base_env)
     try:
         await _reaching_remote(
             "release",
@@ -513,6 +566,7 @@ async def _remote_holds(tree: Worktree, token: str | None, wanted: dict[str, str
             token=token,
             url=tree.url,
             git_dir=tree.git_dir,
+            base_env=tree.base_env,
         )
     except WorktreeError:
         return False
