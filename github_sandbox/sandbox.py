@@ -216,8 +216,9 @@ class Sandbox:
 
     def suspend(self, inst: Installation, *, suspended: bool = True) -> None:
         """Suspend the App's installation (or lift the suspension): while suspended it
-        serves no repository (no token, `GET /repos/{owner}/{repo}/installation` is 404)
-        and GitHub sends `installation.suspend`; lifted, `installation.unsuspend`."""
+        serves no repository (a token request is a 403; `GET /repos/{owner}/{repo}/installation`
+        still answers it, with `suspended_at` set, as GitHub does) and GitHub sends
+        `installation.suspend`; lifted, `installation.unsuspend`."""
         inst.suspended_at = self.clock() if suspended else None
         shaped = self.shapes.installation(self.world.app, inst)
         # The webhook schema's installation names its single-file access too.
