@@ -14,7 +14,8 @@ publishing is not one), so they work the same with any runtime, the offline one 
   from session memory everything about issue N, the chunk under the key, or the chunks
   that say those words (at most FORGET_AT_MOST of them, or nothing), and says which chunks
   it forgot (by provenance, never their text). Only the imperative forgets: a question
-  ("should we forget #3?", "forget #3?") is answered like any other.
+  ("should we forget #3?", "forget #3?") is answered like any other. A forget turn is left
+  out of the session's summary (`is_forget`), which would otherwise say the words again.
 
 Only the operator's message is read: text from GitHub or a model never triggers a command.
 """
@@ -143,6 +144,14 @@ RECORD_ANSWERED = frozenset({Command.WAITING_FOR, Command.LEFT, Command.PUBLISH,
 def answered_by_record(message: str) -> bool:
     found = parse_command(message)
     return found is not None and found.command in RECORD_ANSWERED
+
+
+def is_forget(message: str) -> bool:
+    """Whether the message is a "forget ..." command: its turn (the message and the reply,
+    which name what was forgotten) is left out of the session's summary (bot.chat.summariser),
+    so the words do not come back into memory through it."""
+    found = parse_command(message)
+    return found is not None and found.command is Command.FORGET
 
 
 def command_focus(message: str, focus: Any) -> Any:

@@ -1,7 +1,9 @@
 """Who writes a session's summary, and when: every session the operator leaves (a new chat,
 reopening another, an idle time) is summarised in the background, by the agent's model when
 one is configured, extractively when not or when the model fails (a summary never depends
-on a model being up)."""
+on a model being up). The operator's "forget ..." turns are left out of it (they name what
+was forgotten); a session with nothing else is summarised as empty, and memory is not
+given that."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from datetime import datetime, timedelta
 
 from bot.background import BackgroundTasks
 from bot.chat import summary as store
+from bot.chat.operator_commands import is_forget
 from bot.config import AgentConfig
 from bot.db import Database
 from bot.dialogue.trailer import split_reply
@@ -85,11 +88,17 @@ class Summariser:
             self.spawn(session_id)
 
     async def summarise(self, session_id: str) -> store.SessionSummary | None:
-        source = await self.db.run(store.summary_source, session_id)
+        source = await self.db.run(store.summary_source, session_id, leave_out=is_forget)
         if source is None:
             return None
-        text = await self._by_model(source) or store.extractive_summary(source.title, source.turns)
-        summary = await self.db.run(store.store_summary, session_id, text, sinks=self.sinks)
+        if source.turns:
+            text = await self._by_model(source) or store.extractive_summary(
+                source.title, source.turns
+            )
+            sinks = self.sinks
+        else:  # only forget commands: nothing to summarise, nothing for memory
+            text, sinks = "", ()
+        summary = await self.db.run(store.store_summary, session_id, text, sinks=sinks)
         if summary is not None and self.events is not None:
             await asyncio.to_thread(
                 self.events.session_changed,

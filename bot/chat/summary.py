@@ -5,6 +5,10 @@ extractively, with no model, otherwise or when the model fails.
 The three steps are separate so no database transaction waits on a model: `summary_source`
 reads the turns, the caller writes the text (`extractive_summary` or a model), and
 `store_summary` saves it and hands it to the sinks (memory, for one).
+
+A turn the caller says to leave out (`summary_source(leave_out=...)`: the summariser's are
+the operator's "forget ..." commands) is left out whole, the message and its reply, as is
+the title it gave the session: what was forgotten must not come back through the summary.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import datetime
 from sqlalchemy import exists, select
 from sqlalchemy.orm import Session
 
+from bot.dialogue.titles import title_from_message
 from bot.models import ChatSession, ChatTurn, Operator, Role, SummaryStatus
 
 SUMMARY_LIMIT = 1200
@@ -71,21 +76,50 @@ def extractive_summary(title: str | None, turns: list[tuple[str, str]]) -> str:
     return _cap("\n".join(parts))
 
 
-def summary_source(session: Session, session_id: str) -> SummarySource | None:
-    """The turns to summarise, or None when the session is gone or already summarised."""
+def summary_source(
+    session: Session, session_id: str, *, leave_out: Callable[[str], bool] = lambda _: False
+) -> SummarySource | None:
+    """The turns to summarise, or None when the session is gone or already summarised.
+
+    An operator's message `leave_out` says yes to is left out with its reply (the turn's two
+    messages share the turn id: `<turn>-u`, `<turn>-a`), and so is the session's title when
+    that message gave it; the turns may then be none (nothing to summarise). A reply whose
+    message is older than the newest SOURCE_TURNS is left out too (what it answered is not
+    there to be judged)."""
     row = session.get(ChatSession, session_id)
     if row is None or row.summary_status == SummaryStatus.DONE:
         return None
     turns = session.execute(
-        select(ChatTurn.role, ChatTurn.content)
+        select(ChatTurn.id, ChatTurn.role, ChatTurn.content)
         .where(ChatTurn.session_id == session_id)
         .order_by(ChatTurn.seq.desc())
         .limit(SOURCE_TURNS)
     ).all()
     if not turns:
         return None
-    ordered = [(str(role), str(content)) for role, content in reversed(turns)]
-    return SummarySource(row.id, row.agent, row.title, ordered)
+    if turns[-1].role == Role.ASSISTANT and turns[-1].id.endswith("-a"):
+        turns = turns[:-1]  # a reply whose message is older than the window: not judged
+    left_out = {
+        _turn_of(turn_id)
+        for turn_id, role, content in turns
+        if role == Role.USER and leave_out(content)
+    }
+    title = row.title
+    if title is not None:
+        first = session.scalar(
+            select(ChatTurn.content)
+            .where(ChatTurn.session_id == session_id, ChatTurn.role == Role.USER)
+            .order_by(ChatTurn.seq)
+            .limit(1)
+        )
+        if first is not None and leave_out(first) and title == title_from_message(first):
+            title = None
+    ordered = [
+        (str(role), str(content))
+        for turn_id, role, content in reversed(turns)
+        if _turn_of(turn_id) not in left_out
+    ]
+    return SummarySource(row.id, row.agent, title, ordered)
 
 
 def store_summary(
@@ -149,6 +183,11 @@ def pending_summaries(session: Session) -> list[str]:
 def active_session_of(session: Session, operator_id: int) -> str | None:
     operator = session.get(Operator, operator_id)
     return operator.active_session_id if operator is not None else None
+
+
+def _turn_of(turn_id: str) -> str:
+    """The turn a message belongs to: its id without the `-u`/`-a` ending."""
+    return turn_id.rsplit("-", 1)[0]
 
 
 def _first_sentences(text: str, limit: int = 300) -> str:
