@@ -14,7 +14,7 @@ import redis
 from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound
 from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
-from tests.conftest import SANDBOX_APP_ID
+from tests.fakes.installations import other_processes
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -23,27 +23,16 @@ async def test_an_uninstall_handled_by_one_process_reaches_the_others_caches(mak
     lc = await make()
     sandbox = lc.sandbox.sandbox
     installation = sandbox.world.installations[lc.sandbox.installation_id]
-    connection = redis.Redis.from_url(lc.settings.redis_url or "")
-    clients = [lc.sandbox.client(), lc.sandbox.client()]
-    # Another serve process and a worker: each asks GitHub (`GET /repos/{repo}/installation`,
-    # its client's own fetch) and caches the answer for an hour.
-    others = [
-        SharedInstallationLookup(
-            client._fetch_installation,
-            removals=InstallationRemovals(connection, app_id=SANDBOX_APP_ID),
-            clock=time.time,
-        )
-        for client in clients
-    ]
-    for lookup in others:
-        assert await lookup.get(lc.repo) == installation.id
-    sandbox.uninstall(installation)
-    await lc.settle()  # this process's handler of `installation.deleted`
-    for lookup in others:
-        # Asked again, GitHub answers that the App is not installed there any more.
-        with pytest.raises(GitHubNotFound):
-            await lookup.get(lc.repo)
-    connection.close()
+    # Another serve process and a worker, each with its answer cached.
+    with other_processes(lc) as others:
+        for lookup in others:
+            assert await lookup.get(lc.repo) == installation.id
+        sandbox.uninstall(installation)
+        await lc.settle()  # this process's handler of `installation.deleted`
+        for lookup in others:
+            # Asked again, GitHub answers that the App is not installed there any more.
+            with pytest.raises(GitHubNotFound):
+                await lookup.get(lc.repo)
 
 
 async def test_a_lookup_reads_only_removals_made_after_it_started(redis_url: str) -> None:

@@ -6,14 +6,10 @@ the "other processes" are lookups as their clients hold them, sharing that Redis
 
 from __future__ import annotations
 
-import time
-
 import pytest
-import redis
 
 from bot.github.errors import GitHubNotFound
-from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
-from tests.conftest import SANDBOX_APP_ID
+from tests.fakes.installations import other_processes
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -24,25 +20,15 @@ async def test_a_suspended_installation_is_forgotten_everywhere_until_unsuspende
     lc = await make()
     sandbox = lc.sandbox.sandbox
     installation = sandbox.world.installations[lc.sandbox.installation_id]
-    connection = redis.Redis.from_url(lc.settings.redis_url or "")
-    clients = [lc.sandbox.client(), lc.sandbox.client()]
-    others = [
-        SharedInstallationLookup(
-            client._fetch_installation,
-            removals=InstallationRemovals(connection, app_id=SANDBOX_APP_ID),
-            clock=time.time,
-        )
-        for client in clients
-    ]
-    for lookup in others:
-        assert await lookup.get(lc.repo) == installation.id
-    sandbox.suspend(installation)
-    await lc.settle()  # this process's handler of `installation.suspend`
-    for lookup in others:
-        with pytest.raises(GitHubNotFound):  # asked again: not served while suspended
-            await lookup.get(lc.repo)
-    sandbox.suspend(installation, suspended=False)
-    await lc.settle()
-    for lookup in others:
-        assert await lookup.get(lc.repo) == installation.id
-    connection.close()
+    with other_processes(lc) as others:
+        for lookup in others:
+            assert await lookup.get(lc.repo) == installation.id
+        sandbox.suspend(installation)
+        await lc.settle()  # this process's handler of `installation.suspend`
+        for lookup in others:
+            with pytest.raises(GitHubNotFound):  # asked again: not served while suspended
+                await lookup.get(lc.repo)
+        sandbox.suspend(installation, suspended=False)
+        await lc.settle()
+        for lookup in others:
+            assert await lookup.get(lc.repo) == installation.id
