@@ -287,16 +287,20 @@ def idf(df: NDArray[np.int64], n_docs: int) -> NDArray[np.float64]:
 # GitHub's closing keywords (docs: "Linking a pull request to an issue using a keyword"):
 # close, closes, closed, fix, fixes, fixed, resolve, resolves, resolved, then #N or owner/name#N.
 _CLOSING = re.compile(
-    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+(?:[\w.-]+/[\w.-]+)?#(\d+)\b",
+    r"\b(?:close[sd]?|fix(?:e[sd])?|resolve[sd]?)\b:?\s+([\w.-]+/[\w.-]+)?#(\d+)\b",
     re.IGNORECASE,
 )
 
 
-def closing_references(text: str) -> tuple[int, ...]:
-    """Issue numbers a pull request's text closes (`Fixes #12`), in order, no repeats."""
+def closing_references(text: str, repo: str) -> tuple[int, ...]:
+    """Issue numbers of `repo` a pull request's text closes (`Fixes #12`, `Fixes
+    owner/name#12` naming `repo`), in order, no repeats. `Fixes other/lib#12` closes an issue
+    of another repository: not this one's #12."""
     seen: dict[int, None] = {}
     for match in _CLOSING.finditer(text):
-        number = int(match.group(1))
+        named, number = match.group(1), int(match.group(2))
+        if named is not None and named.lower() != repo.lower():
+            continue
         if 0 < number < 2**31:
             seen.setdefault(number, None)
     return tuple(seen)

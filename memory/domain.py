@@ -56,7 +56,9 @@ def learn(analyzer: Analyzer, records: Sequence[Record]) -> DomainWords:
     """Domain words from `records` (module docstring)."""
     threads: dict[tuple[str, int], set[str]] = {}
     for record in records:
-        links = closing_references(record.text) if record.source == "pull_request" else ()
+        links = (
+            closing_references(record.text, record.repo) if record.source == "pull_request" else ()
+        )
         if links:
             key = ("issue", min(links))
         elif record.issue is not None:

@@ -294,7 +294,7 @@ def with_links(record: Record) -> Record:
     rebuild finds the same)."""
     if record.links or record.source != "pull_request":
         return record
-    links = closing_references(record.text)
+    links = closing_references(record.text, record.repo)
     return replace(record, links=links) if links else record
 
 

@@ -56,6 +56,11 @@ def test_non_ascii_text_is_analysed_like_ascii(analyzer: Analyzer) -> None:
 
 
 def test_closing_references_follow_githubs_keywords() -> None:
-    text = "PR #80: Fixes #12, closes acme/app#13, Resolved: #14; fix #12 again. Refs #15"
-    assert closing_references(text) == (12, 13, 14)
-    assert closing_references("prefix #15, fixing #16, see #17") == ()
+    text = "PR #80: Fixes #12, closes Acme/App#13, Resolved: #14; fix #12 again. Refs #15"
+    assert closing_references(text, "acme/app") == (12, 13, 14)
+    assert closing_references("prefix #15, fixing #16, see #17", "acme/app") == ()
+
+
+def test_a_closing_reference_to_another_repository_closes_nothing_here() -> None:
+    text = "Fixes other/lib#12 and closes #13; resolves acme/app#14"
+    assert closing_references(text, "acme/app") == (13, 14)

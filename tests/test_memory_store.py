@@ -317,6 +317,17 @@ def test_pull_request_closing_references_are_recorded_and_survive_merges(
     assert memory.closes([101], repo="other/repo") == {}
 
 
+def test_a_pull_request_closing_another_repositorys_issue_is_not_linked_to_this_ones(
+    memory: Memory,
+) -> None:
+    memory.add([_chunk("#12 fees posted twice", source="issue", issue=12)])
+    memory.add(
+        [_chunk("PR #30 bump the library\n\nFixes other/lib#12", source="pull_request", issue=30)]
+    )
+    assert memory.linking([12], repo="o/r") == []
+    assert memory.closes([30], repo="o/r") == {}
+
+
 def test_the_memory_schema_loads_without_the_index_or_scikit_learn() -> None:
     import memory
 
