@@ -21,6 +21,7 @@ from github_sandbox.faults import fault_from_json
 from github_sandbox.operations import SandboxError, not_found
 from github_sandbox.review_ops import Reviews
 from github_sandbox.sandbox import Sandbox
+from github_sandbox.state import Repo
 
 routes = web.RouteTableDef()
 PREFIX = "/_sandbox"
@@ -50,6 +51,14 @@ def _refused(status: int, message: str) -> web.Response:
 
 def _sandbox(request: web.Request) -> Sandbox:
     return request.app[SANDBOX]
+
+
+def _repo(sandbox: Sandbox, request: web.Request) -> Repo:
+    """The repository the path names (404 when there is none)."""
+    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
+    if repo is None:
+        raise not_found()
+    return repo
 
 
 async def _body(request: web.Request) -> dict[str, Any]:
@@ -148,29 +157,27 @@ async def user_token(request: web.Request) -> web.Response:
     return web.json_response({"token": _sandbox(request).user_token(login)}, status=201)
 
 
-@routes.post(PREFIX + "/repos/{owner}/{repo}/pulls/{number}/merge")
+@routes.post(PREFIX + r"/repos/{owner}/{repo}/pulls/{number:\d+}/merge")
 async def merge(request: web.Request) -> web.Response:
     """{"by": login}: merge (fast-forward the base branch) and close the pull request."""
     sandbox = _sandbox(request)
     data = await _body(request)
-    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
-    if repo is None:
-        raise not_found()
+    repo = _repo(sandbox, request)
     actor = sandbox.world.user(str(data.get("by", repo.owner.login)))
     outcome = sandbox.ops.close_pull(repo, actor, int(request.match_info["number"]), merge=True)
     sandbox.emit(outcome.hooks)
     return web.json_response(outcome.body)
 
 
-@routes.post(PREFIX + "/repos/{owner}/{repo}/pulls/{number}/reviews/{review_id}/dismissals")
+@routes.post(
+    PREFIX + r"/repos/{owner}/{repo}/pulls/{number:\d+}/reviews/{review_id:\d+}/dismissals"
+)
 async def dismiss_review(request: web.Request) -> web.Response:
     """{"by": login, "message"}: dismiss a submitted review as that person (GitHub's
     `PUT .../reviews/{review_id}/dismissals`, which the trimmed description lacks)."""
     sandbox = _sandbox(request)
     data = await _body(request)
-    repo = sandbox.world.repo(f"{request.match_info['owner']}/{request.match_info['repo']}")
-    if repo is None:
-        raise not_found()
+    repo = _repo(sandbox, request)
     actor = sandbox.world.user(str(data.get("by", repo.owner.login)))
     number, review_id = int(request.match_info["number"]), int(request.match_info["review_id"])
     message = str(data.get("message") or "")

@@ -11,11 +11,10 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.orm import Session
 
 from bot.db import Database
-from bot.lifecycle import decision_drafts, tasks
-from bot.lifecycle.models import EventKind
+from bot.lifecycle import decision_drafts
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
+from tests.fakes.decisions import answered
 from tests.fakes.lifecycle import DECISION, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -46,41 +45,15 @@ async def test_a_similar_question_is_offered_the_earlier_decision_as_a_draft(
     assert decisions == [] and lc.task(second).state == TaskState.WAITING_FOR_INFO
 
 
-def _answered(
-    session: Session, repo: str, issue: int, question: str, decision: str, at: datetime
-) -> int:
-    task = tasks.new_task(
-        session,
-        repo=repo,
-        issue=issue,
-        title=question,
-        origin_session=None,
-        actor="test",
-        clock=lambda: at,
-    )
-    for state in (TaskState.RUNNING, TaskState.WAITING_FOR_INFO):
-        data = {"question": question} if state == TaskState.WAITING_FOR_INFO else None
-        apply(session, task.id, Move(state, actor="test", data=data), lambda: at)
-    tasks.record(
-        session,
-        tasks.get_task(session, task.id),
-        EventKind.DECISION,
-        actor="maintainer",
-        detail=decision,
-        clock=lambda: at,
-    )
-    return task.id
-
-
 def test_a_reversed_decision_and_other_repositories_are_never_offered(any_db: Database) -> None:
     db = any_db  # SQLite and PostgreSQL
     day = datetime(2026, 11, 1, tzinfo=UTC)
 
     def history(session: Session) -> None:
-        _answered(session, "o/r", 1, TENANT, "Acme keeps it.", day)
-        _answered(session, "o/r", 2, TENANT, "Nobody keeps it any more.", day + timedelta(1))
-        _answered(session, "o/r", 3, "May I add a dependency on lxml?", "Yes.", day)
-        _answered(session, "other/r", 4, TENANT, "Globex keeps it.", day + timedelta(2))
+        answered(session, "o/r", 1, TENANT, "Acme keeps it.", day)
+        answered(session, "o/r", 2, TENANT, "Nobody keeps it any more.", day + timedelta(1))
+        answered(session, "o/r", 3, "May I add a dependency on lxml?", "Yes.", day)
+        answered(session, "other/r", 4, TENANT, "Globex keeps it.", day + timedelta(2))
 
     db.call(history)
     asked = "Which tenant should keep the old export format?"

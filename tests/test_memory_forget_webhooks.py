@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,7 @@ from gidgethub.sansio import Event
 from sqlalchemy import select
 
 from bot.clock import utcnow
-from bot.db import Database, upgrade
+from bot.db import Database
 from bot.lifecycle.redact import Redactor
 from memory import Memory
 from memory.models import MemoryChunk
@@ -36,11 +35,8 @@ def payload(event: str, action: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def database(any_db_url: str) -> Iterator[Database]:
-    database = Database.from_url(any_db_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
+def database(any_db: Database) -> Database:
+    return any_db  # migrated, on SQLite and PostgreSQL
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from bot.lifecycle.plan_store import PlanStatus
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
+from tests.fakes.decisions import answered
 from tests.fakes.lifecycle import DECISION, PICKUP, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person
@@ -27,6 +28,7 @@ from tui_client.task_leverage import leverage_lines
 from tui_client.tasks_wire import TaskDetail
 
 DAY = datetime(2026, 11, 1, tzinfo=UTC)
+TITLE = "Rework the export"
 PLAN = (
     "**Proposed plan** (plan-first: no code is written until a Decision approves it)\n\n"
     "Files to change: export.py\nApproach: keep both export formats\nRisks: none"
@@ -124,40 +126,13 @@ async def test_an_empty_decision_leaves_the_plan_waiting_and_a_closed_issue_with
     assert "Plan: withdrawn" in shown and not any("Approve, edit" in line for line in shown)
 
 
-def _asked_and_answered(
-    session: Session, issue: int, question: str, decision: str, comment_id: int
-) -> int:
-    task = tasks.new_task(
-        session,
-        repo="o/r",
-        issue=issue,
-        title="Rework the export",
-        origin_session=None,
-        actor="test",
-        clock=lambda: DAY,
-    )
-    for state in (TaskState.RUNNING, TaskState.WAITING_FOR_INFO):
-        data = {"question": question} if state == TaskState.WAITING_FOR_INFO else None
-        apply(session, task.id, Move(state, actor="test", data=data), lambda: DAY)
-    tasks.record(
-        session,
-        tasks.get_task(session, task.id),
-        EventKind.DECISION,
-        actor="maintainer",
-        detail=decision,
-        data={"comment_id": comment_id},
-        clock=lambda: DAY,
-    )
-    return task.id
-
-
 def test_a_decision_that_settled_a_plan_is_never_offered_for_later_questions(
     any_db: Database,
 ) -> None:
     db = any_db  # SQLite and PostgreSQL
 
     def history(session: Session) -> None:
-        planned = _asked_and_answered(session, 1, PLAN, "Go ahead.", comment_id=101)
+        planned = answered(session, "o/r", 1, PLAN, "Go ahead.", DAY, title=TITLE, comment_id=101)
         plan_store.propose(session, planned, 1, PLAN, lambda: DAY)
         plan_store.settle(
             session,
@@ -168,7 +143,16 @@ def test_a_decision_that_settled_a_plan_is_never_offered_for_later_questions(
             comment_id=101,
             clock=lambda: DAY,
         )
-        _asked_and_answered(session, 2, "Which tenant keeps the old format?", "Acme.", 102)
+        answered(
+            session,
+            "o/r",
+            2,
+            "Which tenant keeps the old format?",
+            "Acme.",
+            DAY,
+            title=TITLE,
+            comment_id=102,
+        )
 
     db.call(history)
     # A later plan reads like the old one; a later question like the one Acme answered.

@@ -211,3 +211,18 @@ async def test_the_rate_limit_is_answered_to_anyone_as_githubs_is(
     status, headers, answer = await request(github_sandbox, "GET", "/rate_limit")
     assert status == 200, answer
     assert headers["x-ratelimit-used"] == "0" and "rate" in answer
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/_sandbox/repos/{SANDBOX_REPO}/pulls/one/merge",
+        f"/_sandbox/repos/{SANDBOX_REPO}/pulls/1/reviews/first/dismissals",
+        "/_sandbox/repos/nobody/nothing/pulls/1/merge",
+    ],
+)
+async def test_a_control_path_naming_no_pull_request_is_a_404_not_a_crash(
+    github_sandbox: GitHubSandbox, path: str
+) -> None:
+    status, _, body = await request(github_sandbox, "POST", path, json={"by": "octocat"})
+    assert status == 404 and body["message"] == "Not Found"
