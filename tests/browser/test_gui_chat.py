@@ -263,6 +263,10 @@ async def test_a_thousand_message_session_opens_paged(
 ) -> None:
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
     session = await (await api.post("/api/operator/chat/new", json={"title": "long"})).json()
+    # Another chat is the active one, so the sign-in opens that and the click below is the
+    # only load of the long chat (a sign-in's load of it painted first, then the click's
+    # repainted it to its last page under the test's "older" click).
+    await api.post("/api/operator/chat/new", json={"title": "other"})
 
     def seed(db: Any) -> None:
         now = utcnow()
