@@ -11,6 +11,7 @@ from bench import (
     connects,
     frame_relay,
     gui,
+    redaction,
     webhooks_probot,
 )
 from tests.fakes.tools import require_tool
@@ -28,6 +29,12 @@ def test_cli_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     cli_startup.main(["--smoke"])
     out = capsys.readouterr().out
     assert "steelframe --version" in out and "vs baseline" in out
+
+
+def test_redaction_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    redaction.main(["--log-mb", "0.05", "--tokens", "2"])
+    out = capsys.readouterr().out
+    assert "add a token" in out and "redact the log" in out and "x" in out.splitlines()[-1]
 
 
 def test_webhook_memory_smoke(capsys: pytest.CaptureFixture[str]) -> None:

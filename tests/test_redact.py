@@ -9,6 +9,8 @@ import html
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bot.lifecycle.public_text import PublicPlace, defang, normalize
 from bot.lifecycle.redact import MASK, Redactor
@@ -73,3 +75,38 @@ def test_a_known_value_is_recognised_in_base64_and_hex(encoded: str) -> None:
 def test_encoded_forms_of_a_short_value_are_not_guessed_at() -> None:
     redactor = Redactor(["pw123456"])  # 8 characters: its base64 core would be 9
     assert not redactor.contains_secret(base64.b64encode(b"pw123456").decode()[1:])
+
+
+# The masking the Redactor promises, written the plain way: one alternation of the values,
+# longest first, so each match starts as far left as it can and is the longest one there.
+def _masked_by_alternation(values: set[str], text: str) -> str:
+    ordered = sorted(values, key=len, reverse=True)
+    return re.sub("|".join(re.escape(v) for v in ordered), MASK, text)
+
+
+@given(
+    values=st.sets(st.text(alphabet="ab", min_size=8, max_size=11), min_size=1, max_size=6),
+    pieces=st.lists(st.text(alphabet="ab ", max_size=12), max_size=6),
+    data=st.data(),
+)
+@settings(max_examples=400, deadline=None)
+def test_masking_takes_the_leftmost_then_longest_value_like_an_alternation(
+    values: set[str], pieces: list[str], data: st.DataObject
+) -> None:
+    # Values that overlap and contain one another (two letters), set in noise.
+    planted = [data.draw(st.sampled_from(sorted(values))) for _ in pieces]
+    text = "".join(piece + value for piece, value in zip(pieces, planted, strict=True))
+    redactor = Redactor(values)
+    # Values under MIN_ENCODED have no encoded forms: the values are all it searches for.
+    assert redactor.redact(text) == _masked_by_alternation(values, text)
+    assert redactor.contains_secret(text) == any(v in text for v in values)
+
+
+def test_a_token_added_later_is_masked_with_the_values_from_before() -> None:
+    redactor = Redactor([SECRET])
+    token = "ghs_0123456789abcdefABCDEF0123456789abcd"
+    assert redactor.redact(f"{token} {SECRET}") == f"{token} {MASK}"
+    redactor.add(token)
+    assert redactor.redact(f"{token} {SECRET}") == f"{MASK} {MASK}"
+    forms = base64.b64encode(token.encode()).decode()
+    assert MASK in redactor.redact(forms)  # its encoded forms too
