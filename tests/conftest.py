@@ -38,8 +38,9 @@ PG_URL = os.environ.get(
 )
 REDIS_URL = os.environ.get("STEELFRAME_TEST_REDIS_URL", "redis://127.0.0.1:6379")
 # `--cpu-profile=DIR`: CPU seconds per test, child processes included (off unless asked).
-# tests.fakes.migrated: a fresh SQLite database is migrated by copying a template (see there).
-pytest_plugins = ("tests.cpu_profile", "tests.fakes.migrated")
+# tests.fakes.migrated: a fresh SQLite database is migrated by copying a template (see there);
+# tests.gc_policy: the test processes' garbage collection thresholds (see there).
+pytest_plugins = ("tests.cpu_profile", "tests.fakes.migrated", "tests.gc_policy")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
