@@ -215,3 +215,20 @@ async def test_an_older_comment_edit_delivered_after_a_newer_one_keeps_the_newer
     await github.send("issue_comment", edit("use the canary", "2026-01-01T11:00:00Z"))
     assert live_texts(database)["comment:71"] == "@Codertocat on #1:\nuse production"
     assert found(memory, "canary") == []
+
+
+async def test_an_edit_back_to_an_earlier_text_still_wins_over_a_late_edit_between(
+    github: Deliveries, memory: Memory, database: Database
+) -> None:
+    # Fridays at 10:00, Mondays at 11:00, back to Fridays at 12:00; the 11:00 edit comes last.
+    await github.send(
+        "issues", issue_event("opened", body="deploy on Fridays", updated_at="2026-01-01T10:00:00Z")
+    )
+    await github.send(
+        "issues", issue_event("edited", body="deploy on Fridays", updated_at="2026-01-01T12:00:00Z")
+    )
+    await github.send(
+        "issues", issue_event("edited", body="deploy on Mondays", updated_at="2026-01-01T11:00:00Z")
+    )
+    assert live_texts(database)[f"issue:{REPO}#1"].endswith("deploy on Fridays")
+    assert found(memory, "Mondays") == []

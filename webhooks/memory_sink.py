@@ -32,7 +32,10 @@ class MemorySink:
     def write(self, chunk: GitHubText) -> Write | None:
         if is_status_comment(chunk.text):
             return None  # Steelframe's own progress and notices are not memory of the project
-        fingerprint = hashlib.sha256(chunk.text.encode()).hexdigest()
+        # The text and when it was last changed: the same text again at a later time (an
+        # edit back to it, a label) is written, so the row holds the newest time and a late
+        # edit from between the two stays older (add_chunk).
+        fingerprint = (hashlib.sha256(chunk.text.encode()).hexdigest(), chunk.updated_at)
         if self._recent.unchanged(chunk.ref, fingerprint):
             return None
         text = without_markers(self._redactor.redact(chunk.text)).strip()
