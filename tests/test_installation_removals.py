@@ -6,6 +6,10 @@ them, sharing that Redis."""
 
 from __future__ import annotations
 
+import contextlib
+import random
+import socket
+import threading
 import time
 
 import pytest
@@ -13,7 +17,11 @@ import redis
 
 from bot.github.client import GitHubClient
 from bot.github.errors import GitHubNotFound
-from bot.github.installation_removals import InstallationRemovals, SharedInstallationLookup
+from bot.github.installation_removals import (
+    REMOVALS_RETRY_SECONDS,
+    InstallationRemovals,
+    SharedInstallationLookup,
+)
 from tests.fakes.installations import other_processes
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -77,3 +85,68 @@ async def test_every_client_built_from_settings_forgets_a_removed_installation(
         with pytest.raises(GitHubNotFound):
             await client.installation_id(lc.repo)
         await client.close()
+
+
+class ClosingServer:
+    """A Redis that accepts each connection and closes it at once (a proxy whose Redis is
+    gone): every command fails with a ConnectionError; `accepted` counts the attempts."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.accepted = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self.listener.getsockname()[1])
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = self.listener.accept()
+                self.accepted += 1
+                connection.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+async def test_an_unreachable_redis_is_tried_once_a_window_and_nothing_told_is_missed(
+    redis_url: str,
+) -> None:
+    """Redis failing costs one attempt per REMOVALS_RETRY_SECONDS, not one per GitHub call;
+    a removal told meanwhile is read once Redis answers again."""
+    app_id = random.randrange(10**6, 10**7)
+    healthy = redis.Redis.from_url(redis_url)
+    removals = InstallationRemovals(healthy, app_id=app_id)
+    now = [1_000.0]
+    asked: list[str] = []
+
+    async def fetch(repo: str) -> int:
+        asked.append(repo)
+        return 7
+
+    lookup = SharedInstallationLookup(fetch, removals=removals, clock=lambda: now[0])
+    assert await lookup.get("octo/repo") == 7  # cached, the stream's position read
+    broken = ClosingServer()
+    removals.connection = redis.Redis(host="127.0.0.1", port=broken.port)
+    try:
+        assert await lookup.get("octo/repo") == 7
+        tried = broken.accepted
+        assert tried >= 1
+        InstallationRemovals(healthy, app_id=app_id).removed(["octo/repo"], 7)
+        for _ in range(20):  # answered from the cache, Redis not tried again
+            assert await lookup.get("octo/repo") == 7
+        assert broken.accepted == tried and asked == ["octo/repo"]
+        now[0] += REMOVALS_RETRY_SECONDS + 1
+        assert await lookup.get("octo/repo") == 7
+        assert broken.accepted > tried  # tried again once the window passed
+    finally:
+        removals.connection.close()
+        broken.close()
+    removals.connection = healthy  # Redis is back
+    now[0] += REMOVALS_RETRY_SECONDS + 1
+    assert await lookup.get("octo/repo") == 7
+    assert asked == ["octo/repo", "octo/repo"]  # the removal told meanwhile was read
+    healthy.close()

@@ -36,6 +36,11 @@ Entries = list[tuple[bytes, dict[bytes, bytes]]]
 # older than an hour names nothing any cache still holds (INSTALLATION_LOOKUP_TTL_SECONDS).
 MAX_REMOVALS = 10_000
 START = "0-0"  # before every stream entry
+# After Redis failed to answer, lookups answer from the cache without trying it again for
+# this long: an unreachable Redis costs one connect timeout (redis-py: 5 s) a window, not
+# one per GitHub call. Nothing is missed meanwhile: the next read starts where the last
+# one stopped.
+REMOVALS_RETRY_SECONDS = 15.0
 
 
 def removals_key(app_id: int) -> str:
@@ -100,7 +105,8 @@ def _removal(fields: dict[bytes, bytes]) -> Removal:
 class SharedInstallationLookup(InstallationLookup):
     """`InstallationLookup` that, before each answer, forgets the repositories another
     process was told are no longer served (`InstallationRemovals`). Redis unreachable: the
-    cache answers as an unshared one would (until its entries expire), with a warning."""
+    cache answers as an unshared one would (until its entries expire), with one warning,
+    and Redis is tried again once REMOVALS_RETRY_SECONDS have passed."""
 
     def __init__(
         self,
@@ -115,6 +121,7 @@ class SharedInstallationLookup(InstallationLookup):
         self._removals = removals
         self._read_to: str | None = None  # the stream entry read last; None: not yet
         self._suspended: set[int] = set()  # installations told suspended since
+        self._unread_until: float | None = None  # Redis failed: not tried again before then
 
     async def get(self, repo: str) -> int:
         await self._catch_up()
@@ -125,15 +132,28 @@ class SharedInstallationLookup(InstallationLookup):
         return installation_id
 
     async def _catch_up(self) -> None:
+        if self._unread_until is not None and self._clock() < self._unread_until:
+            return
         try:
             if self._read_to is None:
                 # Nothing cached yet: what was removed before now concerns no answer here.
                 self._read_to = await asyncio.to_thread(self._removals.latest)
-                return
-            self._read_to, found = await asyncio.to_thread(self._removals.since, self._read_to)
+                found = []
+            else:
+                self._read_to, found = await asyncio.to_thread(self._removals.since, self._read_to)
         except redis.RedisError as exc:
-            log.warning("installation lookup: removals not read (%s); cached answers kept", exc)
+            if self._unread_until is None:
+                log.warning(
+                    "installation lookup: removals not read (%s); cached answers kept, "
+                    "Redis tried again every %.0f s",
+                    exc,
+                    REMOVALS_RETRY_SECONDS,
+                )
+            self._unread_until = self._clock() + REMOVALS_RETRY_SECONDS
             return
+        if self._unread_until is not None:
+            log.info("installation lookup: removals read again")
+            self._unread_until = None
         for removal in found:
             self.forget(removal.repo)
             if removal.suspended:
