@@ -54,7 +54,10 @@ class OpenStreams:
         try:
             await asyncio.wait((task, self._closed), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
-            task.cancel()  # the handler itself was cancelled
+            task.cancel()  # the handler itself was cancelled (its client left)
+            # How the loop ends is of no interest then; an error it ends with (a Redis read
+            # failing as it is cancelled) is retrieved, not reported as never retrieved.
+            task.add_done_callback(_settled)
             raise
         if task.done():
             task.result()
@@ -72,7 +75,8 @@ class OpenStreams:
 
 
 def _settled(task: asyncio.Task[None]) -> None:
-    """A pump ended after its stream: how is of no interest (its client is gone)."""
+    """A pump ended after its stream or its handler: how is of no interest (its client is
+    gone)."""
     if not task.cancelled():
         task.exception()
 
