@@ -110,3 +110,9 @@ def test_a_token_added_later_is_masked_with_the_values_from_before() -> None:
     assert redactor.redact(f"{token} {SECRET}") == f"{MASK} {MASK}"
     forms = base64.b64encode(token.encode()).decode()
     assert MASK in redactor.redact(forms)  # its encoded forms too
+
+
+def test_values_and_text_beyond_the_basic_plane_are_masked_at_the_right_place() -> None:
+    redactor = Redactor(["secret-\U0001f642-value-1234"])
+    text = "\U0001f642\U0001d4b3 secret-\U0001f642-value-1234 \U0001f642 end"
+    assert redactor.redact(text) == f"\U0001f642\U0001d4b3 {MASK} \U0001f642 end"

@@ -138,7 +138,7 @@ class SharedInstallationLookup(InstallationLookup):
             if self._read_to is None:
                 # Nothing cached yet: what was removed before now concerns no answer here.
                 self._read_to = await asyncio.to_thread(self._removals.latest)
-                found = []
+                found: list[Removal] = []
             else:
                 self._read_to, found = await asyncio.to_thread(self._removals.since, self._read_to)
         except redis.RedisError as exc:
