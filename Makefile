@@ -11,18 +11,28 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run tui doctor desktop test lint bench clean wire
 
+# uv installs what pip would (the same resolution from PyPI, bytecode compiled too), in
+# parallel and from its cache: the dev install of a clean checkout took 12 s against pip's
+# 37 s here (2026-12-06), most of `make test`'s set-up. Where uv cannot install (an index
+# only pip is configured for, say), pip does, as before.
+define install
+	@$(BIN)/python -m pip install --quiet uv || true
+	@if [ -x $(BIN)/uv ] && $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -e '$(1)'; \
+	then :; else echo "==> uv could not install: pip installs instead"; \
+	$(BIN)/python -m pip install --quiet --upgrade pip && \
+	$(BIN)/python -m pip install --progress-bar on -e '$(1)'; fi
+endef
+
 $(RUNTIME_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing steelframe (first run takes a minute)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --progress-bar on -e .
+	$(call install,.)
 	@touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing steelframe with its dev extras"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --progress-bar on -e '.[dev]'
+	$(call install,.[dev])
 	@touch $(STAMP) $(RUNTIME_STAMP)
 
 # `make run PORT=9000` listens there (the PORT variable works for `steelframe dev` too).
