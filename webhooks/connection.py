@@ -17,12 +17,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
-
-import psycopg
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.db import Database
 from bot.executors import StartedThreadPool
+
+if TYPE_CHECKING:  # imported where PostgreSQL is used: a SQLite service never loads it
+    import psycopg
 
 log = logging.getLogger("steelframe.webhooks")
 Statement = tuple[str, Sequence[Any]]
@@ -73,6 +74,8 @@ class LoopConnection:
                 raise
 
     async def _connect(self) -> psycopg.AsyncConnection[tuple[Any, ...]]:
+        import psycopg  # ~50 ms of a start-up that uses SQLite otherwise
+
         engine = self._db.engine
         _, params = engine.dialect.create_connect_args(engine.url)
         params.pop("context", None)  # SQLAlchemy's adapters; these statements need none
