@@ -18,10 +18,8 @@ import secrets
 import time
 from collections.abc import Callable
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from bot.lifecycle.redact import MASK, Redactor, encoded_forms, key_lines
+from github_sandbox.keys import generate_app_keys
 
 
 class AlternationBaseline:
@@ -43,12 +41,7 @@ class AlternationBaseline:
 
 
 def worker_values() -> list[str]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.TraditionalOpenSSL,
-        serialization.NoEncryption(),
-    ).decode()
+    pem, _ = generate_app_keys()  # an App key as GitHub issues them
     return [*key_lines(pem), f"whsec-{secrets.token_hex(16)}"]
 
 
