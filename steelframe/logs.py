@@ -70,6 +70,7 @@ def configure_logging(settings: Settings) -> None:
     handler.addFilter(_WithIds())
     if settings.log_format == "json":
         handler.setFormatter(JsonFormatter())
+        _errors_as_records()
     else:
         handler.setFormatter(logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
@@ -84,6 +85,30 @@ def configure_logging(settings: Settings) -> None:
     root.setLevel(settings.log_level.upper())
     # Alembic narrates every plugin and step at INFO; keep start-up output to what matters.
     logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def _errors_as_records() -> None:
+    """In JSON mode Python's own error output is a record too: an uncaught exception and one
+    raised where nothing can catch it ("Exception ignored in ...": a finaliser, a weakref
+    callback hit by a signal during shutdown) went to stderr as a plain traceback, breaking
+    the one-record-a-line stream a log collector parses."""
+    errors = logging.getLogger("steelframe.errors")
+
+    def uncaught(kind: type[BaseException], error: BaseException, trace: object) -> None:
+        errors.critical("uncaught %s", kind.__name__, exc_info=(kind, error, trace))  # type: ignore[arg-type]
+
+    def unraisable(info: sys.UnraisableHookArgs) -> None:
+        where = info.err_msg or "Exception ignored in"
+        error = info.exc_value
+        errors.error(
+            "%s: %r",
+            where,
+            info.object,
+            exc_info=(info.exc_type, error, info.exc_traceback) if error is not None else None,
+        )
+
+    sys.excepthook = uncaught
+    sys.unraisablehook = unraisable
 
 
 def access_logger(settings: Settings) -> logging.Logger | None:
