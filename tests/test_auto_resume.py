@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy.orm import Session
 
 from bot.db import Database
-from bot.lifecycle import auto_resume, tasks
+from bot.lifecycle import auto_resume
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.repo_config import Decisions, RepoConfigError, parse
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
+from tests.fakes.decisions import answered
 from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import DECISION, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -64,34 +64,15 @@ async def test_a_question_answered_before_is_answered_by_that_decision_and_resum
     assert lc.task(second).state == TaskState.DELIVERED
 
 
-def _answered(session: Session, issue: int, question: str, decision: str, at: datetime) -> None:
-    task = tasks.new_task(
-        session,
-        repo="o/r",
-        issue=issue,
-        title=question,
-        origin_session=None,
-        actor="test",
-        clock=lambda: at,
-    )
-    for state in (TaskState.RUNNING, TaskState.WAITING_FOR_INFO):
-        data = {"question": question} if state == TaskState.WAITING_FOR_INFO else None
-        apply(session, task.id, Move(state, actor="test", data=data), lambda: at)
-    task = tasks.get_task(session, task.id)
-    tasks.record(
-        session, task, EventKind.DECISION, actor="maintainer", detail=decision, clock=lambda: at
-    )
-
-
 def test_only_a_standing_decision_above_the_threshold_is_reused(any_db: Database) -> None:
     db = any_db  # SQLite and PostgreSQL
     day = datetime(2026, 11, 1, tzinfo=UTC)
     tenant = "Which tenant keeps the old export format?"
 
     def history(session: Session) -> None:
-        _answered(session, 1, tenant, "Acme keeps it.", day)
-        _answered(session, 2, tenant, "Nobody keeps it any more.", day + timedelta(1))
-        _answered(session, 3, "May I add a dependency on lxml?", "Yes.", day)
+        answered(session, "o/r", 1, tenant, "Acme keeps it.", day)
+        answered(session, "o/r", 2, tenant, "Nobody keeps it any more.", day + timedelta(1))
+        answered(session, "o/r", 3, "May I add a dependency on lxml?", "Yes.", day)
 
     db.call(history)
 
