@@ -8,7 +8,9 @@ frames for resume, the events stream, delivery claims) already goes through the 
 Redis, exactly as for several instances behind a load balancer; so N > 1 needs Redis.
 
 The parent forwards SIGINT/SIGTERM to every child and waits for them; a child that dies is
-started again, unless it keeps dying at start, which stops the whole group.
+started again, unless it keeps dying at start, which stops the whole group. Children start
+with both signals blocked, which each unblocks once it holds them (`bot.stop_request`): a
+stop forwarded while a child is still starting ends it cleanly after its current step.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 
 from bot.config import Settings
+from bot.stop_request import StopRequest, stop_signals_blocked
 from steelframe.listening import say_listening
 
 # A child that exits within this long after it started counts as failing at start.
@@ -62,6 +65,7 @@ def run_processes(
     as_records: bool = False,
     say: Callable[[str], None] = print,
     tell: Callable[[str], None] | None = None,
+    stop_request: StopRequest | None = None,
 ) -> int:
     """What the group does is said as lines, or with `as_records` as JSON records: `say`
     for progress, `tell` for a child's death (the command's Narrator). A start-up failure
@@ -85,7 +89,11 @@ def run_processes(
     with reserved:
         command = functools.partial(child_command, host, port, loop=args.loop)
         stop_seconds = settings.shutdown_grace_seconds + CHILD_STOP_MARGIN_SECONDS
-        return Supervisor(command, args.processes, stop_seconds=stop_seconds, tell=tell).run()
+        supervisor = Supervisor(command, args.processes, stop_seconds=stop_seconds, tell=tell)
+        code = supervisor.run(stop_request)
+        if supervisor.stopped_before_start:
+            say(f"{stop_request.signal_name if stop_request else 'stop'} while starting; stopped")
+        return code
 
 
 class Supervisor:
@@ -103,12 +111,17 @@ class Supervisor:
         self.children: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
         self.stopping = False
         self.quick_exits = 0
+        self.stopped_before_start = False  # a stop came before any child was started
         # Where a child's death is said (`serve: process ... exited`): a line, or a record.
         self.tell = tell or _to_stderr
 
-    def run(self) -> int:
+    def run(self, stop_request: StopRequest | None = None) -> int:
+        """`stop_request`: a stop signalled before this took the signals starts no child."""
         previous = {sig: signal.signal(sig, self._stop) for sig in (signal.SIGINT, signal.SIGTERM)}
         try:
+            if stop_request is not None and stop_request.requested:
+                self.stopped_before_start = True
+                return 0
             for slot in range(self.count):
                 self._start(slot)
             return self._watch()
@@ -118,8 +131,9 @@ class Supervisor:
             self._terminate_all(self.stop_seconds)
 
     def _start(self, slot: int) -> None:
-        child = subprocess.Popen(self.command(slot))
-        self.children[slot] = (child, time.monotonic())
+        # A stop arriving meanwhile is handled once the child is in `children` to forward to.
+        with stop_signals_blocked():
+            self.children[slot] = (subprocess.Popen(self.command(slot)), time.monotonic())
 
     def _watch(self) -> int:
         while not self.stopping:

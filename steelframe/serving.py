@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from aiohttp import web
 
+from bot.stop_request import StopRequest
 from steelframe.collector import tune_for_serving
 from steelframe.protocol_log import QuietAppRunner
 
@@ -31,12 +32,23 @@ async def serve_until_stopped(
     reuse_port: bool = False,
     access_log: logging.Logger | None = None,
     announce: Callable[[str], None] | None = None,
+    stop_request: StopRequest | None = None,
 ) -> None:
-    """`announce` is given the URL once the port is bound (`steelframe.listening`)."""
+    """`announce` is given the URL once the port is bound (`steelframe.listening`).
+    `stop_request` holds a stop signalled during start-up (the app's parts starting): the
+    service then stops without listening."""
     runner = QuietAppRunner(app, access_log=access_log, handle_signals=False)
     await runner.setup()
     tune_for_serving()
     try:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):  # not every platform has it
+                loop.add_signal_handler(sig, stop.set)
+        # Checked after the loop took the signals: one lands in the request or the loop.
+        if stop_request is not None and stop_request.requested:
+            return
         site = web.TCPSite(
             runner, host, port, reuse_port=reuse_port or None, backlog=LISTEN_BACKLOG
         )
@@ -44,11 +56,6 @@ async def serve_until_stopped(
         if announce is not None:
             bound = runner.addresses[0][1] if runner.addresses else port
             announce(f"http://{host}:{bound}")
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):  # not every platform has it
-                loop.add_signal_handler(sig, stop.set)
         await stop.wait()
     finally:
         await runner.cleanup()

@@ -19,8 +19,8 @@ from bot.lifecycle.models import EventKind
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import reconciler_lease_name, run_reconcile
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.stop_request import STOP_SIGNALS, StopRequest
 from bot.lifecycle.worker import LifecycleWorker
+from bot.stop_request import STOP_SIGNALS, StopRequest
 from steelframe.cli import main
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, alive, gone, wait_for
@@ -228,7 +228,7 @@ def test_a_second_stop_signal_while_starting_stops_at_once() -> None:
     again on a step that hangs), the process ends as the signal's default action ends it."""
     script = (
         "import os, signal, time\n"
-        "from bot.lifecycle import stop_request\n"
+        "from bot import stop_request\n"
         "request = stop_request.StopRequest().install()\n"
         "os.kill(os.getpid(), signal.SIGTERM)\n"
         "os.kill(os.getpid(), signal.SIGTERM)\n"
@@ -248,7 +248,7 @@ def test_a_process_forked_while_the_worker_starts_can_be_stopped() -> None:
     SIGTERM its parent stops it with, not remember it for a parent's start-up it has not."""
     script = (
         "import os, signal, time\n"
-        "from bot.lifecycle.stop_request import StopRequest\n"
+        "from bot.stop_request import StopRequest\n"
         "StopRequest().install()\n"
         "ready, started = os.pipe()\n"
         "child = os.fork()\n"
@@ -263,6 +263,23 @@ def test_a_process_forked_while_the_worker_starts_can_be_stopped() -> None:
     )
     result = _python(script)
     assert result.stdout == f"{-signal.SIGTERM}\n", result.stderr
+
+
+def test_a_stop_held_back_by_the_parent_reaches_the_request_once_it_holds_the_signals() -> None:
+    """A supervisor starts its children with the stop signals blocked; one it sent before
+    the child's interpreter was up is pending, and lands in the request when it installs."""
+    script = (
+        "import os, signal\n"
+        "from bot.stop_request import StopRequest, stop_signals_blocked\n"
+        "with stop_signals_blocked():\n"
+        "    os.kill(os.getpid(), signal.SIGINT)\n"
+        "    print('pending', signal.SIGINT in signal.sigpending(), flush=True)\n"
+        "    request = StopRequest().install()\n"
+        "    print(request.requested, request.signal_name, flush=True)\n"
+    )
+    result = _python(script)
+    assert result.stdout == "pending True\nTrue SIGINT\n", result.stderr
+    assert result.returncode == 0
 
 
 def _python(script: str) -> subprocess.CompletedProcess[str]:

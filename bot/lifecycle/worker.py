@@ -32,8 +32,8 @@ from bot.events.publisher import settle_owed
 from bot.github.app_auth import KeptTokens, hand_over, take_over
 from bot.lifecycle.context import AppClients, LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
-from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.trusted_jobs import JOB_SERIALIZER, RefusedJob, TrustedJob, trusted_task_id
+from bot.stop_request import StopRequest
 
 log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1

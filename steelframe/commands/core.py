@@ -17,6 +17,7 @@ from bot.errors import SteelframeError
 from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
+from bot.stop_request import StopRequest
 from steelframe.cli import load_settings, migration_state, require_data_dir, with_database
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.commands.narration import NarratedLines, Narrator
@@ -97,6 +98,14 @@ def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    # From here on a stop signal lets start-up finish its step (a migration, the memory
+    # index) and the service stop without listening, instead of killing it halfway: a
+    # `--processes` child is signalled whenever its group stops, start-up or not. Never
+    # restored: once the loop has closed, the signals are held again until the process ends.
+    return _serve(args, StopRequest().install())
+
+
+def _serve(args: argparse.Namespace, stop_request: StopRequest) -> int:
     settings = load_settings()
     require_authenticated_redis(settings)  # before anything is opened (create_app checks again)
     configure_logging(settings)
@@ -125,7 +134,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.processes > 1:
         group = narrator.with_prefix("serve")
         return run_processes(
-            args, settings, host, port, as_records=group.as_records, say=group.say, tell=group.error
+            args,
+            settings,
+            host,
+            port,
+            as_records=group.as_records,
+            say=group.say,
+            tell=group.error,
+            stop_request=stop_request,
         )
     app = create_app(settings)
     if settings.webhook_proxy_url and not args.no_relay:
@@ -144,8 +160,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 access_log=access_logger(settings),
                 # A child of --processes (--reuse-port): the parent said where.
                 announce=None if args.reuse_port else announcer(narrator),
+                stop_request=stop_request,
             )
         )
+    if stop_request.requested:  # before the loop took the signals over
+        narrator.say(f"steelframe serve: {stop_request.signal_name} while starting; stopped")
+    stop_request.install()  # closing the loop put Python's default handlers back
     return 0
 
 

@@ -25,10 +25,10 @@ from bot.lifecycle.reconcile import (
     reconcile_if_leader,
     reconcile_until,
 )
-from bot.lifecycle.stop_request import StopRequest
 from bot.lifecycle.worker import InProcessWorker, LifecycleWorker
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import coding_runtime_check, github_app_check
+from bot.stop_request import StopRequest
 from steelframe.cli import load_settings, require_data_dir
 from steelframe.commands.narration import Narrator
 from steelframe.composition import build_worker_context

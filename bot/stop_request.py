@@ -1,4 +1,5 @@
-"""A stop asked for while a worker starts: SIGTERM or SIGINT before RQ's handlers are in.
+"""A stop asked for while a process starts: SIGTERM or SIGINT before its own handling is in
+(RQ's handlers in `steelframe worker`, the event loop's in `steelframe serve`).
 
 RQ installs its handlers only once `work()` has registered the worker, subscribed to its
 command channel and started its scheduler. Until then Python's defaults applied: a SIGTERM
@@ -13,6 +14,13 @@ Ctrl+C twice on a start-up step that hangs (a database that does not answer) is 
 waiting. As in RQ's own handlers, a second one within DUPLICATE_SECONDS of the first is
 taken for the same stop delivered twice (a supervisor forwarding it beside the terminal's).
 
+`steelframe serve` holds them the same way until its loop takes them over, and again once
+the loop has closed (asyncio puts Python's defaults back then, and a KeyboardInterrupt raised
+during the interpreter's teardown was printed as "Exception ignored in ..."). A supervisor
+(`serve --processes`) starts its children with both signals blocked (`stop_signals_blocked`):
+one it forwards before a child's interpreter is even up stays pending until `install()`
+unblocks it into this handler, instead of killing the child at whatever point it had reached.
+
 The handler only sets attributes: it runs between two bytecodes of the main thread, which
 may hold a lock the handler would need (`threading.Event.set` inside an `Event.wait`
 deadlocks), so waits poll `requested` instead.
@@ -20,9 +28,11 @@ deadlocks), so waits poll `requested` instead.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -41,12 +51,18 @@ class StopRequest:
         self._previous: dict[int, Any] = {}
 
     def install(self) -> StopRequest:
-        """Take SIGTERM and SIGINT (main thread only, as Python requires of handlers)."""
+        """Take SIGTERM and SIGINT (main thread only, as Python requires of handlers), then
+        receive any the parent held back. Again after another handler's time (an event loop's)
+        holds them once more; `restore()` still puts back what the first call found."""
+        first = not self._previous
         for signum in STOP_SIGNALS:
-            self._previous[signum] = signal.signal(signum, self._remember)
-        # A process forked meanwhile (RQ's scheduler) must not swallow the SIGTERM its
-        # parent stops it with before it installs its own handlers.
-        os.register_at_fork(after_in_child=self._default_in_child)
+            previous = signal.signal(signum, self._remember)
+            self._previous.setdefault(signum, previous)
+        if first:
+            # A process forked meanwhile (RQ's scheduler) must not swallow the SIGTERM its
+            # parent stops it with before it installs its own handlers.
+            os.register_at_fork(after_in_child=self._default_in_child)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
         return self
 
     def restore(self) -> None:
@@ -74,3 +90,15 @@ class StopRequest:
         while not self.requested and (left := deadline - time.monotonic()) > 0:
             time.sleep(min(step, left))
         return self.requested
+
+
+@contextlib.contextmanager
+def stop_signals_blocked() -> Iterator[None]:
+    """SIGTERM and SIGINT blocked in this thread meanwhile, so a process started here begins
+    with them blocked (the mask survives `exec`) until its `StopRequest.install()`. What
+    reaches this process meanwhile is delivered when the block ends."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
