@@ -150,3 +150,38 @@ async def test_an_unreachable_redis_is_tried_once_a_window_and_nothing_told_is_m
     assert await lookup.get("octo/repo") == 7
     assert asked == ["octo/repo", "octo/repo"]  # the removal told meanwhile was read
     healthy.close()
+
+
+async def test_removals_told_while_redis_was_down_from_the_start_are_read_once_it_answers(
+    redis_url: str,
+) -> None:
+    """A process whose very first read fails has no position in the stream yet: what is told
+    during that outage still reaches the answers it cached meanwhile."""
+    app_id = random.randrange(10**6, 10**7)
+    healthy = redis.Redis.from_url(redis_url)
+    broken = ClosingServer()
+    removals = InstallationRemovals(redis.Redis(host="127.0.0.1", port=broken.port), app_id=app_id)
+    later = [0.0]
+    asked: list[str] = []
+
+    async def fetch(repo: str) -> int:
+        asked.append(repo)
+        return 7
+
+    # The real time: stream entry ids are Redis's clock.
+    lookup = SharedInstallationLookup(
+        fetch, removals=removals, clock=lambda: time.time() + later[0]
+    )
+    try:
+        assert await lookup.get("octo/repo") == 7  # the first read failed; the answer cached
+        assert broken.accepted >= 1
+        InstallationRemovals(healthy, app_id=app_id).removed(["octo/repo"], 7)
+    finally:
+        removals.connection.close()
+        broken.close()
+    removals.connection = healthy  # Redis is back
+    later[0] = REMOVALS_RETRY_SECONDS + 1
+    assert await lookup.get("octo/repo") == 7
+    assert asked == ["octo/repo", "octo/repo"]  # the removal told during the outage was read
+    assert await lookup.get("octo/repo") == 7 and len(asked) == 2  # and read once
+    healthy.close()

@@ -13,7 +13,9 @@ stream's end); GitHub's own answer refuses it there (`suspended_at` is set:
 `GitHubClient._fetch_installation` raises `suspended`, and nothing is cached).
 
 A stream rather than pub/sub: a process that was busy or reconnecting reads what it missed
-from where it stopped; nothing is lost between two lookups.
+from where it stopped; nothing is lost between two lookups. A process whose first read
+fails (Redis down as it starts) reads, once Redis answers, from a minute before that
+failure (CLOCK_SKEW_SECONDS), so the removals told during the outage reach it too.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ START = "0-0"  # before every stream entry
 # one per GitHub call. Nothing is missed meanwhile: the next read starts where the last
 # one stopped.
 REMOVALS_RETRY_SECONDS = 15.0
+# A lookup whose first read of the stream failed has no position in it: it reads, once Redis
+# answers, from the stream entries of this long before that failure (entry ids are Redis's
+# clock in milliseconds; this much covers a skew between the hosts' clocks). An earlier
+# removal read that way costs one fresh lookup, never a wrong answer.
+CLOCK_SKEW_SECONDS = 60.0
 
 
 def removals_key(app_id: int) -> str:
@@ -142,6 +149,9 @@ class SharedInstallationLookup(InstallationLookup):
             else:
                 self._read_to, found = await asyncio.to_thread(self._removals.since, self._read_to)
         except redis.RedisError as exc:
+            if self._read_to is None:
+                # Answers cached from now on must hear of removals told during the outage.
+                self._read_to = entry_id_at(self._clock() - CLOCK_SKEW_SECONDS)
             if self._unread_until is None:
                 log.warning(
                     "installation lookup: removals not read (%s); cached answers kept, "
@@ -172,6 +182,11 @@ def suspended(installation_id: int) -> GitHubNotFound:
     (with its `suspended_at`), but it serves nothing, so it is refused as an uninstalled one
     is."""
     return GitHubNotFound(f"the App's installation {installation_id} is suspended")
+
+
+def entry_id_at(epoch_seconds: float) -> str:
+    """The id a stream entry appended at that time would have at the least (`<ms>-0`)."""
+    return f"{max(0, int(epoch_seconds * 1000))}-0"
 
 
 def _text(value: bytes | str) -> str:
