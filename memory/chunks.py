@@ -160,8 +160,8 @@ def retract(session: Session, key: str, *, clock: Now = utcnow) -> int | None:
 
     Every version's text under the key is overwritten (an edited comment's earlier text is
     forgotten too), and a row that is not live and `replaces` the forgotten chunk is added:
-    `memory.sync` meets it above its watermark and tombstones the chunk like a replaced one
-    (the index's copy goes with the next merge of its segment); a rebuild skips it. The
+    `memory.sync` meets it above its watermark and tombstones the chunk like a replaced one,
+    marked scrubbed (the next merge rewrites its segment without it); a rebuild skips it. The
     same key added again later is a new chunk.
     """
     forgotten = retract_key(session, key, clock=clock)
@@ -342,6 +342,30 @@ def rows_after(session: Session, *, watermark: int, gaps: Sequence[int], limit: 
     condition = _unseen(watermark, gaps)
     statement = select(*_COLUMNS).where(condition).order_by(MemoryChunk.id).limit(limit)
     return [_row(values) for values in session.execute(statement)]
+
+
+def current_texts(
+    session: Session, replaced: Sequence[int], *, every_version_of: Sequence[int] = ()
+) -> dict[int, str]:
+    """The text the database holds now of each replaced chunk, and of every version under
+    the key of each of `every_version_of` (retracted chunks: a retraction overwrites every
+    version's text, the earlier ones the index tombstoned before too). What the index
+    compares its copies with (`Update.scrub`). Versions are looked up only for retractions:
+    `key` has no index of its own (a retraction's own update scans as well)."""
+    if not replaced:
+        return {}
+    rows = session.execute(
+        select(MemoryChunk.id, MemoryChunk.key, MemoryChunk.text).where(
+            MemoryChunk.id.in_(list(replaced))
+        )
+    ).all()
+    texts = {int(chunk_id): text for chunk_id, _key, text in rows}
+    wanted = set(every_version_of)
+    keys = sorted({key for chunk_id, key, _text in rows if key is not None and chunk_id in wanted})
+    if keys:
+        versions = select(MemoryChunk.id, MemoryChunk.text).where(MemoryChunk.key.in_(keys))
+        texts.update((int(chunk_id), text) for chunk_id, text in session.execute(versions))
+    return texts
 
 
 def any_after(session: Session, *, watermark: int, gaps: Sequence[int]) -> bool:

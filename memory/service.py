@@ -314,11 +314,15 @@ class Memory:
         self._catch_up("stored", [a.id for a in added])
         return added
 
-    def _catch_up(self, done: str, ids: Sequence[int]) -> None:
+    def _catch_up(self, done: str, ids: Sequence[int], *, forgot: bool = False) -> None:
         """`sync` after rows were committed: an index that cannot catch up now is logged,
-        not raised (the rows are the truth; the next sync or a reindex catches up)."""
+        not raised (the rows are the truth; the next sync or a reindex catches up). After a
+        forget, the segments holding the forgotten text are rewritten without it, here,
+        rather than at their next merge (which a large segment may not see for months)."""
         try:
             self.sync()
+            if forgot:
+                self._rewrite_scrubbed()
         except (IndexUnavailable, OSError) as exc:
             reason = exc.message if isinstance(exc, IndexUnavailable) else str(exc)
             log.warning(
@@ -336,7 +340,15 @@ class Memory:
         with self.sessions() as session:
             found = [chunks.retract(session, key, clock=self.clock) for key in keys]
         self.sync()
+        self._rewrite_scrubbed()
         return [chunk_id for chunk_id in found if chunk_id is not None]
+
+    def _rewrite_scrubbed(self) -> int:
+        """Rewrite each segment that holds a forgotten or masked chunk's text without it."""
+        rewritten = 0
+        while self.writer.merge_once(scrubbed_only=True):
+            rewritten += 1
+        return rewritten
 
     def forget_key(self, key: str) -> chunks.Forgotten | None:
         """`retract` of one key, saying what was forgotten (None: no live chunk under it);
@@ -344,7 +356,7 @@ class Memory:
         with self.sessions() as session:
             forgotten = chunks.retract_key(session, key, clock=self.clock)
         if forgotten is not None:
-            self._catch_up("forgotten", [forgotten.id])
+            self._catch_up("forgotten", [forgotten.id], forgot=True)
         return forgotten
 
     def forget_issue(
@@ -358,7 +370,7 @@ class Memory:
             forgotten = chunks.retract_issue(
                 session, repo, issue, sources=sources, clock=self.clock
             )
-        self._catch_up("forgotten", [f.id for f in forgotten])
+        self._catch_up("forgotten", [f.id for f in forgotten], forgot=True)
         return forgotten
 
     def forget_saying(self, repo: str, phrase: str, *, at_most: int) -> list[chunks.Forgotten]:
@@ -369,7 +381,7 @@ class Memory:
             forgotten = chunks.retract_saying(
                 session, repo, phrase, at_most=at_most, clock=self.clock
             )
-        self._catch_up("forgotten", [f.id for f in forgotten])
+        self._catch_up("forgotten", [f.id for f in forgotten], forgot=True)
         return forgotten
 
     def sync(self, *, limit: int = sync.SYNC_BATCH) -> sync.SyncReport:

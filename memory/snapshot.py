@@ -24,11 +24,16 @@ LOAD_ATTEMPTS = 3
 @dataclass(frozen=True)
 class Tombstones:
     """Chunks removed (replaced) since their segment was written, and what they counted in
-    the document frequencies, so that df and N stay those of the live chunks exactly."""
+    the document frequencies, so that df and N stay those of the live chunks exactly.
+
+    `scrubbed`: those of them whose text the database no longer holds (forgotten, masked):
+    their segments are rewritten at the next merge whatever their share of tombstones, so
+    the text leaves the disk too (memory.writer.plan_merge)."""
 
     ids: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
     terms: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
     counts: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
+    scrubbed: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
 
     @classmethod
     def load(cls, path: Path) -> Tombstones:
@@ -38,6 +43,8 @@ class Tombstones:
                     data["ids"].astype(np.int64),
                     data["terms"].astype(np.int64),
                     data["counts"].astype(np.int64),
+                    # Absent from files written before scrubbing was kept apart.
+                    data["scrubbed"].astype(np.int64) if "scrubbed" in data else _EMPTY,
                 )
         except FileNotFoundError:
             raise
@@ -46,7 +53,9 @@ class Tombstones:
 
     def save(self, path: Path) -> None:
         with open(path, "wb") as handle:
-            np.savez(handle, ids=self.ids, terms=self.terms, counts=self.counts)
+            np.savez(
+                handle, ids=self.ids, terms=self.terms, counts=self.counts, scrubbed=self.scrubbed
+            )
 
     def df(self, terms: NDArray[np.int64]) -> NDArray[np.int64]:
         """How many tombstoned chunks contain each of `terms`."""

@@ -41,7 +41,12 @@ def sync(session: Session, writer: IndexWriter, *, limit: int = SYNC_BATCH) -> S
         rows = chunks.rows_after(
             session, watermark=manifest.watermark, gaps=sorted(manifest.gaps), limit=limit
         )
-        removed = update.tombstone(r.replaces for r in rows if r.replaces is not None)
+        replaced = [r.replaces for r in rows if r.replaces is not None]
+        removed = update.tombstone(replaced)
+        # A forgotten or masked chunk's old text must leave the segment files too; a row
+        # that replaces without being live is a retraction (memory.chunks.retract).
+        retracted = [r.replaces for r in rows if r.replaces is not None and not r.live]
+        update.scrub(chunks.current_texts(session, replaced, every_version_of=retracted))
         added = update.add([r.record for r in rows if r.live])
         seen = {r.record.id for r in rows}
         watermark = max([manifest.watermark, *seen])

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -95,21 +95,44 @@ class Update:
         merged = Tombstones(
             ids=np.union1d(old.ids, np.asarray([r.id for r in found], dtype=np.int64)),
             **_combine(old.terms, old.counts, terms, counts),
+            scrubbed=old.scrubbed,
         )
+        self._swap_tombstones(merged, dead_count=self.manifest.dead_count + len(found))
+        return len(found)
+
+    def scrub(self, texts: Mapping[int, str]) -> int:
+        """Of the tombstoned chunks among `texts` (id -> the text the database holds now),
+        mark those whose indexed text differs (forgotten, masked since) as scrubbed: their
+        segments are rewritten at the next merge. An edit's earlier version, whose text the
+        database keeps, is not: it leaves with its segment's ordinary merge."""
+        if not texts:
+            return 0  # (without opening the snapshot, as a sync that only adds does not)
+        old = self.snapshot.tombstones
+        candidates = np.setdiff1d(np.asarray(sorted(texts), dtype=np.int64), old.scrubbed)
+        candidates = np.intersect1d(candidates, old.ids)
+        scrubbed = []
+        for chunk_id in candidates.tolist():
+            located = self.snapshot.locate(chunk_id)
+            if located is not None and located[0].record(located[1]).text != texts[chunk_id]:
+                scrubbed.append(chunk_id)
+        if not scrubbed:
+            return 0
+        marked = replace(old, scrubbed=np.union1d(old.scrubbed, np.asarray(scrubbed, np.int64)))
+        self._swap_tombstones(marked, dead_count=self.manifest.dead_count)
+        return len(scrubbed)
+
+    def _swap_tombstones(self, tombstones: Tombstones, *, dead_count: int) -> None:
         name = f"dead-{self.manifest.generation + 1:08d}-{uuid.uuid4().hex[:6]}.npz"
-        merged.save(self._writer.root / name)
-        self.manifest = replace(
-            self.manifest, dead_file=name, dead_count=self.manifest.dead_count + len(found)
-        )
+        tombstones.save(self._writer.root / name)
+        self.manifest = replace(self.manifest, dead_file=name, dead_count=dead_count)
         self._snapshot = Snapshot(
             self.snapshot.root,
             self.manifest,
             self.snapshot.segments,
-            tuple(s.locals_of(merged.ids) for s in self.snapshot.segments),
-            merged,
+            tuple(s.locals_of(tombstones.ids) for s in self.snapshot.segments),
+            tombstones,
         )
         self.changed = True
-        return len(found)
 
     def catch_up(self, *, watermark: int, gaps: dict[int, float]) -> None:
         if watermark != self.manifest.watermark or gaps != self.manifest.gaps:
@@ -163,11 +186,12 @@ class IndexWriter:
     def merge_due(self) -> bool:
         return bool(plan_merge(self._load()))
 
-    def merge_once(self) -> bool:
-        """Merge one planned group of segments; False when nothing is due or it raced."""
+    def merge_once(self, *, scrubbed_only: bool = False) -> bool:
+        """Merge one planned group of segments; False when nothing is due or it raced.
+        `scrubbed_only`: only a rewrite that takes a scrubbed chunk's text off the disk."""
         with self.locked():
             snapshot = self._load()
-            plan = plan_merge(snapshot)
+            plan = plan_merge(snapshot, scrubbed_only=scrubbed_only)
             if not plan:
                 return False
         chosen = [s for s in snapshot.segments if s.name in plan]
@@ -214,7 +238,9 @@ class IndexWriter:
         terms, counts = _doc_frequencies(self.analyzer, records)
         old = current.tombstones
         remaining = Tombstones(
-            ids=np.setdiff1d(old.ids, dropped), **_combine(old.terms, old.counts, terms, -counts)
+            ids=np.setdiff1d(old.ids, dropped),
+            **_combine(old.terms, old.counts, terms, -counts),
+            scrubbed=np.setdiff1d(old.scrubbed, dropped),
         )
         if remaining.ids.size == 0:
             return replace(manifest, dead_file=None, dead_count=0)
@@ -318,9 +344,16 @@ class IndexWriter:
                 remove_segment(Path(entry.path))
 
 
-def plan_merge(snapshot: Snapshot) -> list[str]:
-    """Names of segments to merge next, or [] (a log-structured, tiered policy)."""
+def plan_merge(snapshot: Snapshot, *, scrubbed_only: bool = False) -> list[str]:
+    """Names of segments to merge next, or [] (a log-structured, tiered policy). First a
+    segment holding a scrubbed chunk's text, rewritten alone; `scrubbed_only`: nothing else."""
     infos = snapshot.manifest.segments
+    scrubbed = snapshot.tombstones.scrubbed
+    for info, segment in zip(infos, snapshot.segments, strict=True):
+        if scrubbed.size and segment.locals_of(scrubbed).size:
+            return [info.name]
+    if scrubbed_only:
+        return []
     for info, dead in zip(infos, snapshot.dead_locals, strict=True):
         if info.docs and dead.size / info.docs >= DEAD_RATIO_REWRITE:
             return [info.name]
