@@ -128,6 +128,17 @@ class Memory:
         self.reindex(progress=progress)
         return "rebuilt"
 
+    def repair(self) -> str:
+        """An index a running process found corrupt, rebuilt from the rows as a start rebuilds
+        it (`bind`): "rebuilt", or "current" when it reads whole now (another process
+        repaired it meanwhile) or the rebuild failed (logged)."""
+        self._ensure_bound()
+        try:
+            self.index.snapshot()  # the manifest read again, every file it names checked
+        except IndexCorrupt as exc:
+            return self._rebuild_corrupt(exc, None)
+        return "current"
+
     def _rebuild_corrupt(
         self, exc: IndexCorrupt, progress: Callable[[int, int], None] | None
     ) -> str:

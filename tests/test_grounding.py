@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import msgspec
 import pytest
 from sqlalchemy.exc import OperationalError
 
+from bot.background import BackgroundTasks
 from bot.chat.blocks import untrusted
 from bot.chat.grounding import NO_SEMANTIC_HITS, Grounding, Verdict
 from bot.chat.ordering import asks_state, ordered
@@ -605,6 +607,41 @@ async def test_a_corrupt_index_still_answers_and_says_retrieval_was_unavailable(
     ).json()
     retrieval = session["messages"][-1]["meta"]["retrieval"]
     assert retrieval["available"] is False and "IndexCorrupt" in retrieval["reason"]
+
+    # The turn set a rebuild from the rows going (it was reported until a restart or a
+    # `reindex`): once it is done, the next turn retrieves again.
+    deadline = asyncio.get_running_loop().time() + 60
+    while (memory.root / MANIFEST).read_text() == "{corrupt":
+        assert asyncio.get_running_loop().time() < deadline, "the index was never rebuilt"
+        await asyncio.sleep(0.05)
+    frames = await read_sse(
+        await api.post("/api/operator/chat/stream", json={"message": "tell me about deploys"})
+    )
+    assert frames[-1]["response"]["retrieval_available"] is True
+    assert frames[-1]["response"]["retrieve_hits"] == 1
+
+
+async def test_a_rebuild_that_keeps_failing_is_tried_once_a_window_not_every_turn(
+    memory: Memory, agent: AgentConfig
+) -> None:
+    """A corrupt index on a disk the rebuild cannot write: turns go on without retrieval,
+    and the rebuild is not tried again before REPAIR_RETRY_SECONDS."""
+    _seed(memory, "a chunk about deploys")
+    (memory.root / MANIFEST).write_text("{corrupt")
+    tried: list[str] = []
+
+    def failing_reindex(**_: Any) -> Any:
+        tried.append("reindex")
+        raise OSError(28, "No space left on device")
+
+    memory.reindex = failing_reindex  # type: ignore[method-assign]  # a full disk
+    background = BackgroundTasks()
+    grounder = MemoryGrounder(memory, background=background)
+    for _ in range(3):
+        grounding = await grounder.ground(query="deploys", agent=agent, focus=None, emit=Frames())
+        assert grounding.available is False
+        await background.drain()
+    assert tried == ["reindex"]
 
 
 @pytest.mark.parametrize("failure", ["database", "missing segment"])

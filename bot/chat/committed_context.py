@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -35,6 +36,9 @@ SYNC_ROWS_PER_TURN = 2_000  # a big backlog is caught up over several turns (or 
 # The focused issue's task (bot.lifecycle.board.focused_task, handed in by steelframe/parts.py).
 TaskLookup = Callable[[AgentConfig, int], FocusedTask | None]
 COMMITTED_BUDGET = 8_000
+# A corrupt index a turn meets is rebuilt in the background, at most once in this long: a
+# rebuild that fails (a full or read-only disk) is not tried again on every turn.
+REPAIR_RETRY_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -121,8 +125,9 @@ async def recency_fallback(
 
 
 class TurnPreparation:
-    """Reads what a turn needs before it searches (`prepare`), and merges the index's
-    segments in the background when the catch-up says it is due."""
+    """Reads what a turn needs before it searches (`prepare`), merges the index's segments
+    in the background when the catch-up says it is due, and rebuilds an index a turn found
+    corrupt (it was reported until the process restarted or someone ran `reindex`)."""
 
     def __init__(
         self,
@@ -135,6 +140,8 @@ class TurnPreparation:
         self.background = background
         self.tasks = tasks
         self._merging: asyncio.Task[None] | None = None
+        self._repairing: asyncio.Task[str] | None = None
+        self._repair_after = float("-inf")  # monotonic: no repair tried before then
 
     def prepare(self, agent: AgentConfig, focus: int | None) -> Prepared:
         """What a turn reads before it searches, in one thread hop: each hop costs the loop
@@ -166,6 +173,19 @@ class TurnPreparation:
             return
         self._merging = self.background.spawn(
             asyncio.to_thread(self.memory.merge), name="memory-merge"
+        )
+
+    def repair_in_background(self) -> None:
+        """Rebuild the index from the rows (`Memory.repair`), one rebuild at a time and at
+        most once per REPAIR_RETRY_SECONDS; turns meanwhile answer without retrieval."""
+        if self.background is None or (self._repairing is not None and not self._repairing.done()):
+            return
+        now = time.monotonic()
+        if now < self._repair_after:
+            return
+        self._repair_after = now + REPAIR_RETRY_SECONDS
+        self._repairing = self.background.spawn(
+            asyncio.to_thread(self.memory.repair), name="memory-repair"
         )
 
     def _task(self, agent: AgentConfig, focus: int | None) -> FocusedTask | None:

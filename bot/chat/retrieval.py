@@ -72,6 +72,7 @@ from bot.config import AgentConfig
 from bot.contracts.chat import Emit, StatusFrame, StatusReason
 from bot.contracts.turn_meta import RetrievalMeta, RoundMeta
 from memory import ChunkSource, Hit, Memory
+from memory.errors import IndexCorrupt
 from memory.feedback import Expansion
 from memory.segment import Record
 
@@ -136,6 +137,8 @@ class MemoryGrounder:
             turn = RetrievalTurn(query, agent, focus, {}, [], prepared.related)
             await self._rounds(turn, emit, *pending)
         except Exception as exc:  # spec: retrieve errors never fail the turn
+            if isinstance(exc, IndexCorrupt):
+                self.preparation.repair_in_background()
             reason = reason_of(exc)
             log.warning("retrieval unavailable (agent %s): %s", agent.name, reason)
             await emit(
