@@ -91,8 +91,8 @@ def run_processes(
         stop_seconds = settings.shutdown_grace_seconds + CHILD_STOP_MARGIN_SECONDS
         supervisor = Supervisor(command, args.processes, stop_seconds=stop_seconds, tell=tell)
         code = supervisor.run(stop_request)
-        if supervisor.stopped_before_start:
-            say(f"{stop_request.signal_name if stop_request else 'stop'} while starting; stopped")
+        if stop_request is not None and supervisor.stopped_before_start:
+            say(f"{stop_request.signal_name} while starting; stopped")
         return code
 
 

@@ -6,26 +6,17 @@ keeps too, is left to the ordinary merge."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 from sqlalchemy import select
 
-from bot.db import Database, upgrade
+from bot.db import Database
 from memory import ChunkIn, ChunkSource, Memory
 from memory import chunks as chunk_rows
 from memory.models import MemoryChunk
 from memory.snapshot import Tombstones
-
-
-@pytest.fixture
-def database(any_db_url: str) -> Iterator[Database]:
-    database = Database.from_url(any_db_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
 
 
 @pytest.fixture
@@ -51,9 +42,9 @@ def _notes(count: int) -> list[ChunkIn]:
 
 
 def test_forgetting_a_chunk_takes_its_text_out_of_the_segment_files(
-    database: Database, root: Path
+    any_db: Database, root: Path
 ) -> None:
-    memory = Memory(root, database.session)
+    memory = Memory(root, any_db.session)
     key = "comment:77"
     comment = ChunkIn("the vault passphrase is kestrel-seven", ChunkSource.COMMENT, "o/r", 3)
     memory.add([*_notes(40), ChunkIn(comment.text, comment.source, "o/r", 3, key=key)])
@@ -69,9 +60,9 @@ def test_forgetting_a_chunk_takes_its_text_out_of_the_segment_files(
 
 
 def test_an_edit_keeps_its_earlier_text_for_the_merge_and_a_retraction_takes_every_version(
-    database: Database, root: Path
+    any_db: Database, root: Path
 ) -> None:
-    memory = Memory(root, database.session)
+    memory = Memory(root, any_db.session)
     key = "comment:78"
     memory.add([*_notes(20), ChunkIn("bucket is kestrel-one", "comment", "o/r", 3, key=key)])
     memory.add([*_notes(20), ChunkIn("bucket is plover-two", "comment", "o/r", 3, key=key)])
@@ -87,13 +78,13 @@ def test_an_edit_keeps_its_earlier_text_for_the_merge_and_a_retraction_takes_eve
 
 
 def test_a_forget_another_process_committed_is_taken_off_disk_by_the_next_sync_and_merge(
-    database: Database, root: Path
+    any_db: Database, root: Path
 ) -> None:
     """The webhook handler forgets a deleted comment in its own transaction; the index
     learns of it at any process's next sync, and the merge due then rewrites the segment."""
-    memory = Memory(root, database.session)
+    memory = Memory(root, any_db.session)
     memory.add([*_notes(30), ChunkIn("deploy key is tern-three", "comment", "o/r", 5, key="c:9")])
-    with database.session() as session:
+    with any_db.session() as session:
         assert chunk_rows.retract(session, "c:9") is not None
     assert _on_disk(root, "tern-three")
 
@@ -117,9 +108,9 @@ def test_tombstones_written_before_scrubbing_existed_still_load(tmp_path: Path) 
 
 
 def test_the_index_keeps_no_tombstone_of_a_forgotten_chunk_once_its_segment_is_rewritten(
-    database: Database, root: Path
+    any_db: Database, root: Path
 ) -> None:
-    memory = Memory(root, database.session)
+    memory = Memory(root, any_db.session)
     memory.add([*_notes(10), ChunkIn("pin is wren-four", "comment", "o/r", 2, key="c:4")])
     memory.forget_key("c:4")
     stats = memory.stats()
@@ -128,15 +119,15 @@ def test_the_index_keeps_no_tombstone_of_a_forgotten_chunk_once_its_segment_is_r
 
 
 def test_a_chunk_masked_since_it_was_indexed_leaves_the_disk_with_the_next_merge(
-    database: Database, root: Path
+    any_db: Database, root: Path
 ) -> None:
     """As migration 0028 masks a token stored before masking existed: the old row, masked
     in place, stops being live and a live row with the masked text replaces it."""
-    memory = Memory(root, database.session)
+    memory = Memory(root, any_db.session)
     memory.add(
         [*_notes(40), ChunkIn("deploy with key sekrit-five", "issue", "o/r", 12, key="i:12")]
     )
-    with database.session() as session:
+    with any_db.session() as session:
         old = session.scalars(select(MemoryChunk).where(MemoryChunk.key == "i:12")).one()
         old.live, old.text = False, "deploy with key [REDACTED]"
         session.flush()

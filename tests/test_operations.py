@@ -23,6 +23,7 @@ from bot.config_values import Secret
 from steelframe.embedded_redis import start_embedded_redis
 from steelframe.listening import announced_url
 from tests.conftest import ApiClient, GitHubSandbox, make_settings, read_sse
+from tests.fakes.serve_process import child_pids, serve_popen
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -117,21 +118,6 @@ async def test_readyz_is_503_naming_redis_when_it_stops(api_factory: Any, tmp_pa
     assert live.status == 200  # liveness: restarting the process would not bring Redis back
 
 
-def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("STEELFRAME_", "LOG_"))}
-    environ["STEELFRAME_DATABASE_URL"] = f"sqlite:///{tmp_path / 'ops.db'}"
-    environ["STEELFRAME_DATA_DIR"] = str(tmp_path / "var")
-    environ.update(env)
-    return subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "serve", "--port", "0", *args],
-        cwd=tmp_path,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def _url(process: subprocess.Popen[str]) -> str:
     assert process.stdout is not None
     for line in process.stdout:
@@ -161,7 +147,7 @@ def _stop(process: subprocess.Popen[str]) -> str:
 @pytest.mark.slow
 def test_json_logs_parse_line_by_line_with_request_ids(tmp_path: Path, access_log: str) -> None:
     env = {"LOG_FORMAT": "json"} | ({"STEELFRAME_ACCESS_LOG": access_log} if access_log else {})
-    process = _serve(tmp_path, **env)
+    process = serve_popen(tmp_path, **env)
     try:
         url = _url(process)
         status, _ = _get(f"{url}/api/operator/sessions", {"X-Request-Id": "req-abc-123"})
@@ -220,7 +206,7 @@ def test_serve_with_json_logs_says_what_is_not_ready_as_a_json_line(
     key = tmp_path / "app.pem"
     key.write_text(github_sandbox.private_key)
     app = {"APP_ID": "7", "PRIVATE_KEY_PATH": str(key), "GITHUB_API_URL": github_sandbox.url}
-    process = _serve(tmp_path, LOG_FORMAT="json", **app)
+    process = serve_popen(tmp_path, LOG_FORMAT="json", **app)
     try:
         _url(process)
     finally:
@@ -239,26 +225,21 @@ def own_redis(tmp_path: Path) -> Iterator[str]:
     embedded.stop()
 
 
-def _children(pid: int) -> list[int]:
-    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
-    return [int(line) for line in found.stdout.split()]
-
-
 @pytest.mark.slow
 def test_two_processes_share_one_port_and_a_dead_one_is_replaced(
     tmp_path: Path, own_redis: str
 ) -> None:
-    process = _serve(tmp_path, "--processes", "2", STEELFRAME_REDIS_URL=own_redis)
+    process = serve_popen(tmp_path, "--processes", "2", STEELFRAME_REDIS_URL=own_redis)
     try:
         url = _url(process)
         deadline = time.monotonic() + 60
         while _get(f"{url}/readyz")[0] != 200:
             assert time.monotonic() < deadline, "the processes never became ready"
             time.sleep(0.2)
-        children = _children(process.pid)
+        children = child_pids(process.pid)
         assert len(children) == 2
         os.kill(children[0], signal.SIGKILL)
-        while set(_children(process.pid)) & {children[0]} or len(_children(process.pid)) < 2:
+        while set(child_pids(process.pid)) & {children[0]} or len(child_pids(process.pid)) < 2:
             assert time.monotonic() < deadline + 60, "the dead process was not replaced"
             time.sleep(0.2)
         while _get(f"{url}/readyz")[0] != 200:
@@ -271,6 +252,6 @@ def test_two_processes_share_one_port_and_a_dead_one_is_replaced(
 
 @pytest.mark.slow
 def test_processes_without_redis_are_refused_with_a_reason(tmp_path: Path) -> None:
-    process = _serve(tmp_path, "--processes", "2")
+    process = serve_popen(tmp_path, "--processes", "2")
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 2 and "--processes needs Redis" in stderr

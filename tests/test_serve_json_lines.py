@@ -6,10 +6,8 @@ output too: where it listens is a record with the address as its `url` field (it
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -19,25 +17,9 @@ from typing import Any
 import pytest
 
 from steelframe.listening import announced_url
+from tests.fakes.serve_process import serve_popen
 
 pytestmark = pytest.mark.slow  # real serve processes
-
-
-def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("STEELFRAME_", "LOG_"))}
-    environ |= {
-        "STEELFRAME_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
-        "STEELFRAME_DATA_DIR": str(tmp_path / "var"),
-        **env,
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "serve", "--port", "0", *args],
-        cwd=tmp_path,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _until_url(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
@@ -81,7 +63,7 @@ def _json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def test_serve_in_json_mode_announces_its_url_as_a_json_record(tmp_path: Path) -> None:
-    process = _serve(tmp_path, STEELFRAME_LOG_FORMAT="json")
+    process = serve_popen(tmp_path, STEELFRAME_LOG_FORMAT="json")
     try:
         url, said = _until_url(process)
         assert url.startswith("http://127.0.0.1:") and _healthy(url)
@@ -94,7 +76,7 @@ def test_serve_in_json_mode_announces_its_url_as_a_json_record(tmp_path: Path) -
 
 
 def test_serve_in_text_mode_still_says_url_on_a_line_of_its_own(tmp_path: Path) -> None:
-    process = _serve(tmp_path)
+    process = serve_popen(tmp_path)
     try:
         url, said = _until_url(process)
         assert said[-1] == f"url: {url}\n" and _healthy(url)
@@ -103,7 +85,7 @@ def test_serve_in_text_mode_still_says_url_on_a_line_of_its_own(tmp_path: Path) 
 
 
 def test_serve_processes_in_json_mode_write_only_json_lines(tmp_path: Path, redis_url: str) -> None:
-    process = _serve(
+    process = serve_popen(
         tmp_path,
         "--processes",
         "2",

@@ -8,44 +8,25 @@ was (a KeyboardInterrupt traceback on standard error, in JSON mode too)."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from bot.stop_request import stop_signals_blocked
+from tests.fakes.serve_process import child_pids, serve_popen
 
 pytestmark = pytest.mark.slow  # real serve processes
 
 STOPS_WITHIN = 120.0  # start-up on a loaded 2-core machine, then the stop
 
 
-def _serve(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith(("STEELFRAME_", "LOG_"))}
-    environ |= {
-        "STEELFRAME_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
-        "STEELFRAME_DATA_DIR": str(tmp_path / "var"),
-        **env,
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "serve", "--port", "0", *args],
-        cwd=tmp_path,
-        env=environ,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
 def test_a_stop_sent_before_serve_is_up_stops_it_without_listening(tmp_path: Path) -> None:
     """As a supervisor starts a child: the signal sent at once waits, blocked, until serve
     holds it; serve then finishes starting its parts, stops them and never listens."""
     with stop_signals_blocked():
-        process = _serve(tmp_path)
+        process = serve_popen(tmp_path)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=STOPS_WITHIN)
     assert process.returncode == 0, stderr
@@ -59,7 +40,7 @@ def test_processes_stopped_while_their_children_start_write_only_json_lines(
 ) -> None:
     """The group is stopped the moment it has started its children, which are still
     importing: every child ends cleanly, and every line the group wrote is a JSON record."""
-    process = _serve(
+    process = serve_popen(
         tmp_path,
         "--processes",
         "2",
@@ -67,7 +48,7 @@ def test_processes_stopped_while_their_children_start_write_only_json_lines(
         STEELFRAME_REDIS_URL=redis_url,
     )
     deadline = time.monotonic() + STOPS_WITHIN
-    while len(_children(process.pid)) < 2:  # started, and still importing
+    while len(child_pids(process.pid)) < 2:  # started, and still importing
         assert process.poll() is None and time.monotonic() < deadline, "no children started"
         time.sleep(0.01)
     process.send_signal(signal.SIGINT)
@@ -83,8 +64,3 @@ def test_processes_stopped_while_their_children_start_write_only_json_lines(
     assert not [r for r in records if r.get("level") in ("error", "critical")], records
     stopped = [r for r in records if "while starting; stopped" in r.get("message", "")]
     assert len(stopped) == 2, records  # each child says it stopped while starting
-
-
-def _children(pid: int) -> list[int]:
-    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
-    return [int(line) for line in found.stdout.split()]

@@ -1,4 +1,4 @@
-"""`steelframe serve` as a real child process, for tests that kill it or measure it."""
+"""`steelframe serve` as a real child process, for tests that kill it, signal it or measure it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -109,3 +110,29 @@ async def _discard(stdout: asyncio.StreamReader) -> None:
     """Read what serve prints later, so a full pipe never blocks it."""
     while await stdout.read(65536):
         pass
+
+
+def serve_popen(tmp_path: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    """`steelframe serve --port 0 ARGS` on a SQLite database and a data folder in
+    `tmp_path`, with `env` on top of this environment (the developer's own settings and
+    `LOG_*` left out); its output is piped as text, for a test that reads what it says."""
+    settings = {
+        "STEELFRAME_DATABASE_URL": f"sqlite:///{tmp_path / 'serve.db'}",
+        "STEELFRAME_DATA_DIR": str(tmp_path / "var"),
+        **env,
+    }
+    environ = {k: v for k, v in child_env({}).items() if not k.startswith("LOG_")} | settings
+    return subprocess.Popen(
+        [sys.executable, "-m", "steelframe.cli", "serve", "--port", "0", *args],
+        cwd=tmp_path,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (a `serve --processes` group's children)."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    return [int(line) for line in found.stdout.split()]
