@@ -54,3 +54,50 @@ async def test_retry_of_a_first_message_after_opening_a_chat_goes_to_a_new_chat(
     [(new, count)] = turns.items()
     assert count == 2
     assert await page.get_attribute("#session-list .session.current", "data-session") == new
+
+
+async def test_a_retry_answered_from_the_chat_the_service_made_leaves_no_spare_chat(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The first message from a fresh page reached the service (which made a chat for it and
+    ran its turn) but its answer was lost; the operator opened another chat, then pressed
+    Retry. The Retry makes a new chat, as for a message that never arrived, but its key
+    joins the turn already run: the answer comes from the service's chat, and the new one,
+    left empty, is deleted again. Before, it stayed (the API and the TUI list it)."""
+    runtime = ScriptedRuntime([[Delta("The answer, once.")], [Delta("A second turn!")]])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    gui = await gui_factory(api)
+    page = gui.page
+    sent: list[Any] = []
+
+    async def lose_the_first_answer(route: Any) -> None:
+        sent.append(route.request.post_data_json)
+        if len(sent) > 1:
+            await route.continue_()
+            return
+        await route.fetch()  # the service took the message and ran its turn...
+        await route.abort("connectionreset")  # ...and its answer never reached the page
+
+    await page.route("**/api/operator/chat/stream", lose_the_first_answer)
+    await page.fill("#message", "a first question")
+    await page.press("#message", "Enter")
+    lost = page.locator("#toasts .toast.error", has_text="Not sent")
+    await lost.wait_for()
+    made = await api.post("/api/operator/chat/new", json={"title": "other"})
+    other = (await made.json())["id"]
+    await page.click(f"[data-session='{other}'] .session-open")
+    await page.wait_for_selector(f"#session-list .session.current[data-session='{other}']")
+    spare_deleted = page.expect_response(
+        lambda r: r.request.method == "DELETE" and "/api/operator/chat/session/" in r.url
+    )
+    async with spare_deleted as deleted:
+        await lost.locator("button", has_text="Retry").click()
+        await page.locator("#messages .msg.assistant", has_text="The answer, once.").wait_for()
+        await gui.wait_done()
+    assert (await deleted.value).status == 200
+
+    asked = [r for r in runtime.requests if r.messages[-1].content == "a first question"]
+    assert len(asked) == 1 and "session" not in sent[0] and sent[1] == sent[0]
+    current = await page.get_attribute("#session-list .session.current", "data-session")
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert {s["id"]: s["turns"] for s in sessions} == {current: 2, other: 0}

@@ -469,6 +469,8 @@ export class Chat {
   // lost) is the same turn then, not a second one in the chat opened since. One sent with no
   // chat open went to a new chat: it goes to a new one again, not to the chat opened since
   // (a message naming no chat goes to the one open); its body stays as sent, for its key.
+  // If the service had taken it (only its answer was lost), the answer comes from the chat
+  // it made then, and the new chat made for the Retry, still empty, is deleted again.
   async retry(unsent) {
     if (unsent.resent) return; // sent again already (Send, or an earlier Retry): its key with it
     if (this.turn) {
@@ -479,14 +481,30 @@ export class Chat {
     if (session && this.session?.id !== session) {
       await this.open(session);
       if (this.session?.id !== session || this.turn) return; // not opened (it said why), or busy
-    } else if (!session && this.session) {
-      const fresh = await this.newChat({ reuse: false });
+    }
+    let fresh = null;
+    if (!session && this.session) {
+      fresh = await this.newChat({ reuse: false });
       if (!fresh || this.session?.id !== fresh.id || this.turn) return; // it said why, or moved on
     }
     unsent.resent = true;
     if (this.unsent === unsent) this.unsent = null;
     if (this.els.input.value === unsent.body.message) this.els.input.value = "";
     await this.sendMessage(unsent.body, unsent.key);
+    if (fresh && this.session && this.session.id !== fresh.id) await this.dropSpare(fresh.id);
+  }
+
+  // A chat this page made that nothing went to (a Retry's, answered from another chat).
+  async dropSpare(id) {
+    await this.refreshSessions();
+    const spare = this.sessions.find((s) => s.id === id);
+    if (!spare || !isEmptyChat(spare)) return;
+    try {
+      await api.del(`/api/operator/chat/session/${encodeURIComponent(id)}`);
+    } catch {
+      return; // left empty: the sidebar does not list it, and the next New chat reuses it
+    }
+    await this.refreshSessions();
   }
 
   async sendMessage(body, key) {
