@@ -13,6 +13,7 @@ from bench import (
     gui,
     redaction,
     webhooks_probot,
+    worker_fork_memory,
 )
 from tests.fakes.tools import require_tool
 
@@ -35,6 +36,12 @@ def test_redaction_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     redaction.main(["--log-mb", "0.05", "--tokens", "2"])
     out = capsys.readouterr().out
     assert "add a token" in out and "redact the log" in out and "x" in out.splitlines()[-1]
+
+
+def test_worker_fork_memory_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    worker_fork_memory.main(["--rounds", "1", "--job-mb", "1"])
+    out = capsys.readouterr().out
+    assert "frozen" in out and "plain fork" in out and out.rstrip().endswith("x")
 
 
 def test_webhook_memory_smoke(capsys: pytest.CaptureFixture[str]) -> None:

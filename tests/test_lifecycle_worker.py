@@ -5,6 +5,7 @@ recovers, never one left `running`."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import signal
 import subprocess
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from rq import Queue, Worker
+from rq.job import Job
 
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
@@ -315,6 +317,48 @@ async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
     assert worked is False
     assert Worker.all(connection=lc.ctx.redis) == []
     assert Queue(lc.ctx.queue_name, connection=lc.ctx.redis).count == 1
+
+
+class _ReportingHorse(LifecycleWorker):
+    """RQ's forking worker whose horse, instead of running the job, says through a pipe how
+    many objects it inherited frozen, and exits."""
+
+    report: int = -1
+
+    def main_work_horse(self, job: Job, queue: Queue) -> None:
+        os.write(self.report, str(gc.get_freeze_count()).encode())
+        os._exit(0)
+
+
+async def test_a_work_horse_inherits_the_workers_heap_frozen_and_the_worker_does_not_keep_it(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The horse's collections leave the worker's objects (and so their shared pages)
+    alone; the worker's own collections go on as before (bench/worker_fork_memory.py)."""
+    for name in ("RQ_WORKER_ID", "RQ_JOB_ID"):  # RQ's fork sets them in the worker
+        monkeypatch.setenv(name, "")
+    lc = await make()
+    worker = _ReportingHorse(
+        [rq_queue(lc.ctx.queue_name, lc.ctx.redis)], connection=lc.ctx.redis, lifecycle=lc.ctx
+    )
+    queue = rq_queue(lc.ctx.queue_name, lc.ctx.redis)
+    job = queue.enqueue_call(func="builtins.len", args=([],))  # never run: the horse reports
+    read, worker.report = os.pipe()
+    gc.unfreeze()  # as in `steelframe worker` (the test process froze its own: gc_policy.py)
+    tracked = len(gc.get_objects())
+    try:
+        worker.fork_work_horse(job, queue)
+        after_fork = gc.get_freeze_count()
+    finally:
+        gc.freeze()  # the test process's policy again, once the worker's is read
+        os.close(worker.report)
+    with os.fdopen(read) as answer:
+        frozen_in_horse = int(answer.read())
+    await asyncio.to_thread(os.waitpid, worker.horse_pid, 0)
+    if worker._handback is not None:
+        os.close(worker._handback[0])
+    assert frozen_in_horse >= tracked // 2  # the heap it was forked with
+    assert after_fork == 0  # the worker's own heap is collected as before
 
 
 async def test_an_in_process_worker_stops_at_once(make: Make) -> None:
