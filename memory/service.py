@@ -115,9 +115,11 @@ class Memory:
             return "new"
         if manifest.database == identity:
             try:
-                self.index.snapshot()  # every file the manifest names, read and checked
+                snapshot = self.index.snapshot()  # every file the manifest names, checked
             except IndexCorrupt as exc:
                 return self._rebuild_corrupt(exc, progress)
+            if snapshot.tombstones.unchecked and snapshot.tombstones.ids.size:
+                self._check_old_tombstones()
             return "current"
         log.warning(
             "memory: the index in %s was built from another database; rebuilding it from "
@@ -353,6 +355,21 @@ class Memory:
         self.sync()
         self._rewrite_scrubbed()
         return [chunk_id for chunk_id in found if chunk_id is not None]
+
+    def _check_old_tombstones(self) -> None:
+        """Tombstones written before scrubbed ones existed: those whose text the database
+        no longer holds (forgotten, masked) are marked scrubbed and rewritten away now, once
+        (the file is written again in the new form)."""
+        with self.writer.update() as update, self.sessions() as session:
+            ids = update.snapshot.tombstones.ids.tolist()
+            scrubbed = update.scrub(chunks.current_texts(session, ids))
+        if scrubbed:
+            log.warning(
+                "memory: %d forgotten chunk(s) still in the index's files from before; "
+                "rewriting their segments without them",
+                scrubbed,
+            )
+            self._rewrite_scrubbed()
 
     def _rewrite_scrubbed(self) -> int:
         """Rewrite each segment that holds a forgotten or masked chunk's text without it."""

@@ -34,6 +34,9 @@ class Tombstones:
     terms: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
     counts: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
     scrubbed: NDArray[np.int64] = field(default_factory=lambda: _EMPTY)
+    # Read from a file written before scrubbed tombstones existed: which of them are
+    # scrubbed is not known until the database is asked (`Memory.bind` asks once).
+    unchecked: bool = False
 
     @classmethod
     def load(cls, path: Path) -> Tombstones:
@@ -45,6 +48,7 @@ class Tombstones:
                     data["counts"].astype(np.int64),
                     # Absent from files written before scrubbing was kept apart.
                     data["scrubbed"].astype(np.int64) if "scrubbed" in data else _EMPTY,
+                    unchecked="scrubbed" not in data,
                 )
         except FileNotFoundError:
             raise
@@ -53,9 +57,10 @@ class Tombstones:
 
     def save(self, path: Path) -> None:
         with open(path, "wb") as handle:
-            np.savez(
-                handle, ids=self.ids, terms=self.terms, counts=self.counts, scrubbed=self.scrubbed
-            )
+            arrays = {"ids": self.ids, "terms": self.terms, "counts": self.counts}
+            if not self.unchecked:  # still unchecked: stays in the old form, to be checked
+                arrays["scrubbed"] = self.scrubbed
+            np.savez(handle, **arrays)
 
     def df(self, terms: NDArray[np.int64]) -> NDArray[np.int64]:
         """How many tombstoned chunks contain each of `terms`."""

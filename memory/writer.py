@@ -96,6 +96,7 @@ class Update:
             ids=np.union1d(old.ids, np.asarray([r.id for r in found], dtype=np.int64)),
             **_combine(old.terms, old.counts, terms, counts),
             scrubbed=old.scrubbed,
+            unchecked=old.unchecked,
         )
         self._swap_tombstones(merged, dead_count=self.manifest.dead_count + len(found))
         return len(found)
@@ -104,7 +105,8 @@ class Update:
         """Of the tombstoned chunks among `texts` (id -> the text the database holds now),
         mark those whose indexed text differs (forgotten, masked since) as scrubbed: their
         segments are rewritten at the next merge. An edit's earlier version, whose text the
-        database keeps, is not: it leaves with its segment's ordinary merge."""
+        database keeps, is not: it leaves with its segment's ordinary merge. Tombstones read
+        from a file older than scrubbing are written again in the new form, checked."""
         if not texts:
             return 0  # (without opening the snapshot, as a sync that only adds does not)
         old = self.snapshot.tombstones
@@ -115,9 +117,13 @@ class Update:
             located = self.snapshot.locate(chunk_id)
             if located is not None and located[0].record(located[1]).text != texts[chunk_id]:
                 scrubbed.append(chunk_id)
-        if not scrubbed:
+        if not scrubbed and not old.unchecked:
             return 0
-        marked = replace(old, scrubbed=np.union1d(old.scrubbed, np.asarray(scrubbed, np.int64)))
+        marked = replace(
+            old,
+            scrubbed=np.union1d(old.scrubbed, np.asarray(scrubbed, np.int64)),
+            unchecked=False,
+        )
         self._swap_tombstones(marked, dead_count=self.manifest.dead_count)
         return len(scrubbed)
 
@@ -241,6 +247,7 @@ class IndexWriter:
             ids=np.setdiff1d(old.ids, dropped),
             **_combine(old.terms, old.counts, terms, -counts),
             scrubbed=np.setdiff1d(old.scrubbed, dropped),
+            unchecked=old.unchecked,
         )
         if remaining.ids.size == 0:
             return replace(manifest, dead_file=None, dead_count=0)

@@ -152,3 +152,28 @@ def test_a_chunk_masked_since_it_was_indexed_leaves_the_disk_with_the_next_merge
     assert [h.record.text for h in memory.search("deploy key", repo="o/r")] == [
         "deploy with key [REDACTED]"
     ]
+
+
+def test_a_chunk_forgotten_before_scrubbing_existed_leaves_the_disk_at_the_next_start(
+    any_db: Database, root: Path
+) -> None:
+    """An index whose tombstones file predates scrubbed tombstones: the forgotten chunk's
+    text is still in its segment. The next process to bind the index (a start, a `memory`
+    command) asks the database once and rewrites the segment without it."""
+    memory = Memory(root, any_db.session)
+    memory.add([*_notes(40), ChunkIn("the old pin is heron-six", "comment", "o/r", 4, key="c:6")])
+    with any_db.session() as session:
+        assert chunk_rows.retract(session, "c:6") is not None
+    memory.sync()  # tombstoned (and, today, marked scrubbed): written back the old way below
+    [dead] = [p for p in root.iterdir() if p.name.startswith("dead-")]
+    with np.load(dead) as data:
+        old_form = {name: data[name] for name in ("ids", "terms", "counts")}
+    with open(dead, "wb") as handle:
+        np.savez(handle, **old_form)
+    assert _on_disk(root, "heron-six")
+
+    Memory(root, any_db.session).bind()  # the next start
+
+    assert _on_disk(root, "heron-six") == []
+    assert len(memory.search("restart ingest worker", repo="o/r", k=50)) == 40
+    assert not [p for p in root.iterdir() if p.name.startswith("dead-")]
