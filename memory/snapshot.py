@@ -57,10 +57,12 @@ class Tombstones:
 
     def save(self, path: Path) -> None:
         with open(path, "wb") as handle:
-            arrays = {"ids": self.ids, "terms": self.terms, "counts": self.counts}
-            if not self.unchecked:  # still unchecked: stays in the old form, to be checked
-                arrays["scrubbed"] = self.scrubbed
-            np.savez(handle, **arrays)
+            if self.unchecked:  # still unchecked: stays in the old form, to be checked
+                np.savez(handle, ids=self.ids, terms=self.terms, counts=self.counts)
+                return
+            np.savez(
+                handle, ids=self.ids, terms=self.terms, counts=self.counts, scrubbed=self.scrubbed
+            )
 
     def df(self, terms: NDArray[np.int64]) -> NDArray[np.int64]:
         """How many tombstoned chunks contain each of `terms`."""
