@@ -10,6 +10,7 @@ from typing import Any
 
 from bot.runtimes.base import Delta
 from tests.browser.conftest import GuiFactory
+from tests.browser.lost_sends import CHAT_STREAM, FirstSendLost
 from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime
 
@@ -21,17 +22,8 @@ async def test_retry_after_a_lost_answer_runs_the_message_once(
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     gui = await gui_factory(api)
     page = gui.page
-    keys: list[str | None] = []
-
-    async def lose_the_first_answer(route: Any) -> None:
-        keys.append(await route.request.header_value("idempotency-key"))
-        if len(keys) > 1:
-            await route.continue_()
-            return
-        await route.fetch()  # the service took the message and ran its turn...
-        await route.abort("connectionreset")  # ...and its answer never reached the page
-
-    await page.route("**/api/operator/chat/stream", lose_the_first_answer)
+    sends = FirstSendLost(answer_only=True)
+    await page.route(CHAT_STREAM, sends.route)
     await page.fill("#message", "answer me once")
     await page.press("#message", "Enter")
     lost = page.locator("#toasts .toast.error", has_text="Not sent")
@@ -40,6 +32,7 @@ async def test_retry_after_a_lost_answer_runs_the_message_once(
     await gui.wait_done()
 
     await page.locator("#messages .msg.assistant", has_text="The answer, once.").wait_for()
+    keys = [key for key, _ in sends.sent]
     assert len(keys) == 2 and keys[0] and keys[0] == keys[1]
     assert len(runtime.requests) == 1
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
@@ -59,19 +52,8 @@ async def test_retry_after_opening_another_chat_sends_to_the_first_with_its_key(
     other = (await (await api.post("/api/operator/chat/new", json={"title": "other"})).json())["id"]
     gui = await gui_factory(api)
     page = gui.page
-    sent: list[tuple[str | None, Any]] = []
-
-    async def lose_the_first_answer(route: Any) -> None:
-        sent.append(
-            (await route.request.header_value("idempotency-key"), route.request.post_data_json)
-        )
-        if len(sent) > 1:
-            await route.continue_()
-            return
-        await route.fetch()  # the service took the message and ran its turn...
-        await route.abort("connectionreset")  # ...and its answer never reached the page
-
-    await page.route("**/api/operator/chat/stream", lose_the_first_answer)
+    sends = FirstSendLost(answer_only=True)
+    await page.route(CHAT_STREAM, sends.route)
     await page.click(f"[data-session='{first}'] .session-open")
     await page.wait_for_selector(f"#session-list .session.current[data-session='{first}']")
     await page.fill("#message", "answer me once")
@@ -84,7 +66,7 @@ async def test_retry_after_opening_another_chat_sends_to_the_first_with_its_key(
     await page.locator("#messages .msg.assistant", has_text="The answer, once.").wait_for()
     await gui.wait_done()
 
-    [(key, body), (again, resent)] = sent
+    [(key, body), (again, resent)] = sends.sent
     assert key and again == key and body["session"] == first and resent == body
     # The model drafted one answer (its other calls summarise a chat left behind).
     asked = [r for r in runtime.requests if r.messages[-1].content == "answer me once"]

@@ -11,6 +11,7 @@ from typing import Any
 
 from bot.runtimes.base import Delta
 from tests.browser.conftest import GuiFactory
+from tests.browser.lost_sends import CHAT_STREAM, FirstSendLost
 from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime
 
@@ -22,17 +23,8 @@ async def test_retry_of_a_first_message_after_opening_a_chat_goes_to_a_new_chat(
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     gui = await gui_factory(api)
     page = gui.page
-    sent: list[tuple[str | None, Any]] = []
-
-    async def unreachable_at_first(route: Any) -> None:
-        request = route.request
-        sent.append((await request.header_value("idempotency-key"), request.post_data_json))
-        if len(sent) == 1:
-            await route.abort("connectionfailed")  # the service never got it
-        else:
-            await route.continue_()
-
-    await page.route("**/api/operator/chat/stream", unreachable_at_first)
+    sends = FirstSendLost(answer_only=False)
+    await page.route(CHAT_STREAM, sends.route)
     await page.fill("#message", "a first question")
     await page.press("#message", "Enter")
     lost = page.locator("#toasts .toast.error", has_text="Not sent")
@@ -46,7 +38,7 @@ async def test_retry_of_a_first_message_after_opening_a_chat_goes_to_a_new_chat(
     await page.locator("#messages .msg.assistant", has_text="The answer.").wait_for()
     await gui.wait_done()
 
-    [(key, body), (again, resent)] = sent
+    [(key, body), (again, resent)] = sends.sent
     assert key and again == key and resent == body and "session" not in body
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
     turns = {s["id"]: s["turns"] for s in sessions}
@@ -68,17 +60,8 @@ async def test_a_retry_answered_from_the_chat_the_service_made_leaves_no_spare_c
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     gui = await gui_factory(api)
     page = gui.page
-    sent: list[Any] = []
-
-    async def lose_the_first_answer(route: Any) -> None:
-        sent.append(route.request.post_data_json)
-        if len(sent) > 1:
-            await route.continue_()
-            return
-        await route.fetch()  # the service took the message and ran its turn...
-        await route.abort("connectionreset")  # ...and its answer never reached the page
-
-    await page.route("**/api/operator/chat/stream", lose_the_first_answer)
+    sends = FirstSendLost(answer_only=True)
+    await page.route(CHAT_STREAM, sends.route)
     await page.fill("#message", "a first question")
     await page.press("#message", "Enter")
     lost = page.locator("#toasts .toast.error", has_text="Not sent")
@@ -97,6 +80,7 @@ async def test_a_retry_answered_from_the_chat_the_service_made_leaves_no_spare_c
     assert (await deleted.value).status == 200
 
     asked = [r for r in runtime.requests if r.messages[-1].content == "a first question"]
+    sent = [body for _, body in sends.sent]
     assert len(asked) == 1 and "session" not in sent[0] and sent[1] == sent[0]
     current = await page.get_attribute("#session-list .session.current", "data-session")
     sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
