@@ -39,7 +39,7 @@ from bot.lifecycle.queue import LifecycleQueue, rq_queue
 from bot.lifecycle.states import FINISHED
 from bot.lifecycle.trusted_jobs import JOB_FUNCTIONS, TrustedJob
 from bot.lifecycle.worker import InProcessWorker, LifecycleJob
-from steelframe.composition import build_worker_context
+from steelframe.worker_context import build_worker_context
 
 REPO = "bench/widgets"
 APP_ID = 777

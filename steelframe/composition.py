@@ -1,4 +1,4 @@
-"""The composition root, for the web service and the worker: the one place parts are built.
+"""The composition root of the web service: the one place its parts are built.
 
 Web: `web_composition` is the app's first `cleanup_ctx`. At start-up it builds the process's
 parts (`steelframe.parts.build_parts`), then each shell's dependency object whole
@@ -6,9 +6,8 @@ parts (`steelframe.parts.build_parts`), then each shell's dependency object whol
 typed app key, starts what runs in the background, and at exit stops it all in reverse and
 closes the parts. Handlers reach only their own shell's object.
 
-Worker: `build_worker_context` builds the `LifecycleContext` a worker hands every job, once
-per process (`steelframe worker`; `steelframe dev` passes the web process's database, Redis
-and memory index as its overrides).
+The worker's own root is `steelframe.worker_context`, apart so that a worker process does not
+import the web shells it never serves.
 """
 
 from __future__ import annotations
@@ -17,32 +16,23 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
 from typing import Any
 
-import redis
 from aiohttp import web
 
-from bot.clock import Clock, utcnow
+from bot.clock import utcnow
 from bot.config import DEFAULT_WEBHOOK_MAX_BODY, Settings
-from bot.db import Database, first_reads
+from bot.db import first_reads
 from bot.executors import start_default_executor
-from bot.lifecycle.context import (
-    LifecycleContext,
-    LifecyclePolicy,
-    announce_commits,
-    github_factory,
-)
-from bot.lifecycle.redact import Redactor, from_settings
-from bot.lifecycle.seams import GitHubFactory, Memory
-from bot.lifecycle.worker_environment import WorkerEnvironment
-from bot.redis_auth import require_authenticated_redis
+from bot.lifecycle.context import LifecyclePolicy
 from http_edge.appkeys import DIRECT_ROUTES, LANE_ROUTES, UNANSWERED
 from http_edge.credentials import AUTH_THROTTLE, auth_throttle
 from operator_api.deps import OPERATOR_API, OperatorApi
 from operator_api.tokens import TokenCache
 from steelframe.parts import PARTS, Parts, build_parts
+from steelframe.worker_context import lifecycle_redactor
 from web_gui.deps import GUI, Gui
 from webhooks import routes as webhook_routes
 from webhooks.deps import WEBHOOKS, Webhooks
@@ -120,7 +110,7 @@ def webhooks(parts: Parts) -> Webhooks:
     # Read here, once: the environment this process started with (as its settings were).
     # The same redactor masks what memory stores from webhooks (the secrets this service
     # knows, beside the token shapes memory masks by itself).
-    redactor = _redactor(settings, LifecyclePolicy.from_settings(settings), os.environ)
+    redactor = lifecycle_redactor(settings, LifecyclePolicy.from_settings(settings), os.environ)
     ctx = WebhookContext(
         db=parts.db,
         settings=settings,
@@ -211,54 +201,3 @@ async def _running_chat(parts: Parts) -> AsyncIterator[None]:
         for task in done:
             if not task.cancelled() and task.exception() is not None:
                 log.warning("%s failed: %s", task.get_coro(), task.exception())
-
-
-def build_worker_context(
-    settings: Settings,
-    *,
-    environ: Mapping[str, str],
-    db: Database | None = None,
-    connection: redis.Redis | None = None,
-    github: GitHubFactory | None = None,
-    memory: Memory | bool | None = True,
-    clock: Clock = utcnow,
-    queue_name: str | None = None,
-) -> LifecycleContext:
-    """Everything a worker's jobs need, from settings; `memory=True` opens the
-    installation's memory index. `environ` is the worker's environment, read here once
-    (`WorkerEnvironment`: jobs never read `os.environ`): the key variables the coding
-    runtime is given from it are secrets the logs must not show."""
-    if connection is None:
-        require_authenticated_redis(settings)  # before opening anything
-    database = db or Database.from_url(settings.database_url)
-    if memory is True:
-        from memory import Memory as MemoryIndex
-
-        memory = MemoryIndex.in_data_dir(settings.data_dir, database.session, clock=clock)
-    if connection is None:
-        if not settings.redis_url:
-            raise ValueError("the lifecycle needs Redis: set STEELFRAME_REDIS_URL")
-        connection = redis.Redis.from_url(settings.redis_url)
-    announce_commits(database, connection)
-    policy = LifecyclePolicy.from_settings(settings)
-    environment = WorkerEnvironment.read(settings, environ)
-    return LifecycleContext(
-        settings=settings,
-        db=database,
-        redis=connection,
-        github=github if github is not None else github_factory(settings, database),
-        policy=policy,
-        environment=environment,
-        memory=memory or None,
-        clock=clock,
-        queue_name=queue_name or settings.task_queue,
-        pickup_labels=settings.pickup_labels,
-        redactor=_redactor(settings, policy, environment.variables),
-    )
-
-
-def _redactor(settings: Settings, policy: LifecyclePolicy, environ: Mapping[str, str]) -> Redactor:
-    """The settings' secrets and the values of every key variable the runtime is given."""
-    redactor = from_settings(settings, environ)
-    redactor.add(*(environ.get(name) for name in policy.sandbox.env_passthrough))
-    return redactor

@@ -274,8 +274,8 @@ def _start_worker(parts: Parts) -> Any:
     composed by the same root as `steelframe worker`, with the web process's database,
     Redis and memory index as its overrides."""
     from bot.lifecycle.context import github_factory
-    from steelframe.composition import build_worker_context
     from steelframe.dev_worker import WorkerThread
+    from steelframe.worker_context import build_worker_context
 
     settings = parts.settings
     if parts.redis is None:

@@ -82,6 +82,13 @@ def test_the_untouched_layering_keeps_every_contract(tmp_path: Path) -> None:
         ("tui_client/probe.py", "import bot.errors\n", "TUI client imports only"),
         ("operator_api/probe.py", "import tui_client.api\n", "service never imports it"),
         ("webhooks/probe.py", "def f():\n    import tui_client\n", "service never imports it"),
+        # a worker process: its own composition root, no web shell (lazily either)
+        ("steelframe/worker_context.py", "import webhooks.routing\n", "imports no web shell"),
+        (
+            "steelframe/commands/worker.py",
+            "def f():\n    import steelframe.composition\n",
+            "imports no web shell",
+        ),
     ],
 )
 def test_a_forbidden_import_fails_lint(

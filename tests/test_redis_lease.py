@@ -15,7 +15,7 @@ from bot import db as dbmod
 from bot.lifecycle.reconcile import reconcile_if_leader, reconciler_lease_name
 from bot.redis_lease import RedisLease, held
 from steelframe.cli import main
-from steelframe.composition import build_worker_context
+from steelframe.worker_context import build_worker_context
 from tests.conftest import make_settings
 from tests.fakes.patience import PATIENCE_SECONDS
 

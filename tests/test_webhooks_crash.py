@@ -25,7 +25,7 @@ from bench.webhooks import Connection
 from bot.config import Settings
 from bot.lifecycle.context import github_factory
 from bot.lifecycle.reconcile import run_reconcile
-from steelframe.composition import build_worker_context
+from steelframe.worker_context import build_worker_context
 from tests.conftest import GITHUB_DATA, SANDBOX_REPO, GitHubSandbox
 from tests.fakes.lifecycle import PICKUP
 from tests.fakes.serve_process import serve

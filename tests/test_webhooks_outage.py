@@ -26,7 +26,7 @@ from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.worker import InProcessWorker
-from steelframe.composition import build_worker_context
+from steelframe.worker_context import build_worker_context
 from tests.conftest import SANDBOX_REPO, GitHubSandbox
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import (

@@ -18,7 +18,7 @@ from bot.lifecycle import setup_run
 from bot.lifecycle.repo_config import parse
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxRun
 from bot.lifecycle.setup_process import run_command
-from steelframe.composition import build_worker_context
+from steelframe.worker_context import build_worker_context
 from tests.conftest import make_settings
 from tests.fakes.sandbox import require_bwrap
 

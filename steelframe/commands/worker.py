@@ -31,8 +31,8 @@ from bot.serving_checks import coding_runtime_check, github_app_check
 from bot.stop_request import StopRequest
 from steelframe.cli import load_settings, require_data_dir
 from steelframe.commands.narration import Narrator
-from steelframe.composition import build_worker_context
 from steelframe.logs import configure_logging
+from steelframe.worker_context import build_worker_context
 
 log = logging.getLogger("steelframe.worker")
 

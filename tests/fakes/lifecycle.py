@@ -25,8 +25,8 @@ from bot.lifecycle.queue import LifecycleQueue, rq_queue
 from bot.lifecycle.resume import Resumes
 from bot.lifecycle.terminate import Terminations
 from bot.lifecycle.worker import InProcessWorker
-from steelframe.composition import build_worker_context
 from steelframe.parts import TaskLifecycle
+from steelframe.worker_context import build_worker_context
 from tests.conftest import ApiClient, GitHubSandbox
 from tests.fakes.loop_statements import statements_on_the_loop
 from tests.fakes.patience import PATIENCE_SECONDS as PATIENCE_SECONDS  # tests import it here
