@@ -1,7 +1,7 @@
-"""What a lifecycle job needs, built once per worker process by the composition root.
+"""What a lifecycle job needs, built once per worker process by the worker's composition root.
 
 RQ job functions are enqueued with only a task id (the job is JSON in Redis). The
-composition root (`steelframe.composition.build_worker_context`, for `steelframe worker`,
+composition root (`steelframe.worker_context.build_worker_context`, for `steelframe worker`,
 `steelframe dev` and tests) builds one `LifecycleContext` from its settings and its
 environment and gives it to the worker, which hands it to every job it runs
 (`bot.lifecycle.worker`). Nothing here is process-global and nothing reads the environment.
