@@ -3,9 +3,9 @@ worker hands every job, once per process (`steelframe worker`; `steelframe dev` 
 web process's database, Redis and memory index as its overrides).
 
 Apart from `steelframe.composition` (the web service's root) because a worker serves no
-HTTP: importing the web shells (operator API, webhooks, GUI, chat) cost each worker process
-a quarter of a second of CPU at start for code it never runs
-(tests/test_worker_context.py holds it to that).
+HTTP: importing the web shells (operator API, webhooks, GUI, Chat) cost each worker process
+a fifth of a second of CPU at start for code it never runs. The `worker-without-web` import
+contract (pyproject.toml, run by `make lint`) holds it to that.
 """
 
 from __future__ import annotations
