@@ -82,8 +82,8 @@ wire: $(RUNTIME_STAMP)
 # one process (13 min 44 s with three processes and plain load distribution, 9 min with
 # this; six processes were no faster on 2026-12-06: 11 min 37 s against four's 11 min 19 s,
 # the CPU the same, ~1.6 cores busy; nor three, on 2026-12-06 again: 11 min 15 s against
-# four's 11 min 0 s, 9 % less CPU but the machine 92 % busy against 97 %). Tests marked `slow` go out first (tests/conftest.py);
-# the 20 slowest are listed.
+# four's 11 min 0 s, 9 % less CPU but the machine 92 % busy against 97 %). Tests marked
+# `slow` go out first (tests/conftest.py); the 20 slowest are listed.
 # `make test PYTEST_ARGS="-n 0 tests/test_x.py"` runs one file in this process.
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): the
 # suite starts a few hundred Python processes (serve, worker, CLI), and each compiled every
