@@ -83,8 +83,11 @@ async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
     assert task.attempts == 2
     assert await gone(runtime_pid), "the orphaned runtime was not killed"
     assert lc.branch_file("RECOVERED.md", f"steelframe/issue-{issue}") == "done after a crash\n"
-    recovered = [e for e in lc.events(task.id) if e.actor == "reconciler"]
-    assert recovered and "lease expired" in recovered[0].detail + str(recovered[0].data)
+    # The recovery is among the reconciler's events, not always the first: the first
+    # worker's own passes (one a lease period, 1 s here) may have put the issue's labels
+    # right while its run was starting (seen on a loaded machine: "labels repaired").
+    recovered = [e.detail + str(e.data) for e in lc.events(task.id) if e.actor == "reconciler"]
+    assert any("lease expired" in said for said in recovered), recovered
 
 
 @pytest.mark.slow
