@@ -10,7 +10,7 @@ from typing import Any
 
 from bot.runtimes.base import Delta
 from tests.browser.conftest import GuiFactory
-from tests.browser.lost_sends import CHAT_STREAM, FirstSendLost
+from tests.browser.lost_sends import open_chat, send_first_lost
 from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime
 
@@ -22,12 +22,7 @@ async def test_retry_after_a_lost_answer_runs_the_message_once(
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     gui = await gui_factory(api)
     page = gui.page
-    sends = FirstSendLost(answer_only=True)
-    await page.route(CHAT_STREAM, sends.route)
-    await page.fill("#message", "answer me once")
-    await page.press("#message", "Enter")
-    lost = page.locator("#toasts .toast.error", has_text="Not sent")
-    await lost.wait_for()
+    sends, lost = await send_first_lost(page, "answer me once", answer_only=True)
     await lost.locator("button", has_text="Retry").click()
     await gui.wait_done()
 
@@ -52,16 +47,9 @@ async def test_retry_after_opening_another_chat_sends_to_the_first_with_its_key(
     other = (await (await api.post("/api/operator/chat/new", json={"title": "other"})).json())["id"]
     gui = await gui_factory(api)
     page = gui.page
-    sends = FirstSendLost(answer_only=True)
-    await page.route(CHAT_STREAM, sends.route)
-    await page.click(f"[data-session='{first}'] .session-open")
-    await page.wait_for_selector(f"#session-list .session.current[data-session='{first}']")
-    await page.fill("#message", "answer me once")
-    await page.press("#message", "Enter")
-    lost = page.locator("#toasts .toast.error", has_text="Not sent")
-    await lost.wait_for()
-    await page.click(f"[data-session='{other}'] .session-open")
-    await page.wait_for_selector(f"#session-list .session.current[data-session='{other}']")
+    await open_chat(page, first)
+    sends, lost = await send_first_lost(page, "answer me once", answer_only=True)
+    await open_chat(page, other)
     await lost.locator("button", has_text="Retry").click()
     await page.locator("#messages .msg.assistant", has_text="The answer, once.").wait_for()
     await gui.wait_done()

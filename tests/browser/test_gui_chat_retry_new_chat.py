@@ -11,7 +11,7 @@ from typing import Any
 
 from bot.runtimes.base import Delta
 from tests.browser.conftest import GuiFactory
-from tests.browser.lost_sends import CHAT_STREAM, FirstSendLost
+from tests.browser.lost_sends import open_chat, send_first_lost
 from tests.conftest import make_settings
 from tests.fakes.runtimes import ScriptedRuntime
 
@@ -23,17 +23,11 @@ async def test_retry_of_a_first_message_after_opening_a_chat_goes_to_a_new_chat(
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     gui = await gui_factory(api)
     page = gui.page
-    sends = FirstSendLost(answer_only=False)
-    await page.route(CHAT_STREAM, sends.route)
-    await page.fill("#message", "a first question")
-    await page.press("#message", "Enter")
-    lost = page.locator("#toasts .toast.error", has_text="Not sent")
-    await lost.wait_for()
+    sends, lost = await send_first_lost(page, "a first question", answer_only=False)
     # A chat made meanwhile (another tab) is listed here; the operator opens it.
     made = await api.post("/api/operator/chat/new", json={"title": "other"})
     other = (await made.json())["id"]
-    await page.click(f"[data-session='{other}'] .session-open")
-    await page.wait_for_selector(f"#session-list .session.current[data-session='{other}']")
+    await open_chat(page, other)
     await lost.locator("button", has_text="Retry").click()
     await page.locator("#messages .msg.assistant", has_text="The answer.").wait_for()
     await gui.wait_done()
@@ -60,16 +54,10 @@ async def test_a_retry_answered_from_the_chat_the_service_made_leaves_no_spare_c
     api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
     gui = await gui_factory(api)
     page = gui.page
-    sends = FirstSendLost(answer_only=True)
-    await page.route(CHAT_STREAM, sends.route)
-    await page.fill("#message", "a first question")
-    await page.press("#message", "Enter")
-    lost = page.locator("#toasts .toast.error", has_text="Not sent")
-    await lost.wait_for()
+    sends, lost = await send_first_lost(page, "a first question", answer_only=True)
     made = await api.post("/api/operator/chat/new", json={"title": "other"})
     other = (await made.json())["id"]
-    await page.click(f"[data-session='{other}'] .session-open")
-    await page.wait_for_selector(f"#session-list .session.current[data-session='{other}']")
+    await open_chat(page, other)
     spare_deleted = page.expect_response(
         lambda r: r.request.method == "DELETE" and "/api/operator/chat/session/" in r.url
     )
