@@ -4,9 +4,12 @@ another took the task over changes nothing, on the remote branch neither."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
+import sqlite3
+import time
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -59,6 +62,40 @@ def _lease_expired(lc: Lifecycle, task_id: int) -> bool:
     return lease is not None and lease.expires_at < lc.ctx.clock()
 
 
+def _write_lock_free(lc: Lifecycle) -> bool:
+    """Whether a write transaction could start on the database now: SQLite has one writer
+    at a time, and a process frozen inside a write holds the whole file."""
+    url = lc.ctx.db.engine.url
+    if url.get_backend_name() != "sqlite":
+        return True
+    connection = sqlite3.connect(str(url.database), timeout=0.5)
+    try:
+        connection.execute("BEGIN IMMEDIATE")
+        connection.rollback()
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        connection.close()
+
+
+async def _freeze(lc: Lifecycle, worker: int, horse: int) -> None:
+    """Stop the worker's group and its work horse between two database writes. Frozen inside
+    one (a heartbeat, a reconciler pass: likelier on a loaded machine), it would hold
+    SQLite's write lock, and the takeover below would find the database locked, not the
+    stalled run this test is about; then they run on a moment and are stopped again."""
+    deadline = time.monotonic() + PATIENCE_SECONDS
+    while True:
+        os.killpg(worker, signal.SIGSTOP)
+        os.kill(horse, signal.SIGSTOP)
+        if await asyncio.to_thread(_write_lock_free, lc):
+            return
+        assert time.monotonic() < deadline, "the worker held the database's write lock"
+        os.kill(horse, signal.SIGCONT)
+        os.killpg(worker, signal.SIGCONT)
+        await asyncio.sleep(0.05)  # its write finishes; the loop checks again
+
+
 async def _take_over(lc: Lifecycle, issue: int, folder: Path) -> Holder:
     """What another run does when it takes the task over: take the expired lease (for
     longer than this test), then claim the task's branch before it clones."""
@@ -109,8 +146,7 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
             )
             (runtime,) = runtime_pids(str(started))
             horse = launcher_of(runtime)
-        os.killpg(worker.pid, signal.SIGSTOP)
-        os.kill(horse, signal.SIGSTOP)
+        await _freeze(lc, worker.pid, horse)
         await wait_for(lambda: _lease_expired(lc, task.id), within=PATIENCE_SECONDS)
         other = await _take_over(lc, issue, tmp_path / "other-run")
         before = await _snapshot(lc, issue)
