@@ -196,7 +196,10 @@ def _command_module(argv: Sequence[str] | None) -> str | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser(argv)
+    from steelframe import collector
+
+    with collector.modules_loaded():  # the command's modules: they live as long as the process
+        parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)

@@ -32,7 +32,7 @@ from bot.executors import start_default_executor
 from bot.models import Operator
 from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
-from steelframe.collector import tune_for_serving
+from steelframe.collector import start_serving, tune_for_serving
 from steelframe.commands.core import add_listen_arguments, claim_port
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
@@ -125,6 +125,7 @@ def dev_settings(settings: Settings) -> Settings:
 
 
 def cmd_dev(args: argparse.Namespace) -> int:
+    start_serving()  # the sandbox, migrations and the app make no garbage worth a full walk
     # The default data folder is every command's: `webhooks list` or `memory reindex` in
     # this checkout see the database `dev` runs on.
     settings = load_settings()

@@ -11,6 +11,7 @@ from bench import (
     chat_overhead,
     chat_streams,
     cli_startup,
+    collector_startup,
     connects,
     frame_relay,
     gui,
@@ -32,6 +33,13 @@ def test_cli_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
     cli_startup.main(["--smoke"])
     out = capsys.readouterr().out
     assert "steelframe --version" in out and "vs baseline" in out
+
+
+def test_collector_startup_smoke(capsys: pytest.CaptureFixture[str]) -> None:
+    collector_startup.main(["--smoke"])
+    out = capsys.readouterr().out
+    assert "config --list" in out and "policy vs defaults" in out
+    assert out.rstrip().endswith("x")
 
 
 def test_redaction_smoke(capsys: pytest.CaptureFixture[str]) -> None:

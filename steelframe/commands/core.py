@@ -19,6 +19,7 @@ from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
 from bot.stop_request import StopRequest
 from steelframe.cli import load_settings, migration_state, require_data_dir, with_database
+from steelframe.collector import start_serving
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.commands.narration import NarratedLines, Narrator
 from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
@@ -106,6 +107,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace, stop_request: StopRequest) -> int:
+    start_serving()  # migrations and the app's construction make no garbage worth a full walk
     settings = load_settings()
     require_authenticated_redis(settings)  # before anything is opened (create_app checks again)
     configure_logging(settings)

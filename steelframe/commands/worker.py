@@ -30,6 +30,7 @@ from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import coding_runtime_check, github_app_check
 from bot.stop_request import StopRequest
 from steelframe.cli import load_settings, require_data_dir
+from steelframe.collector import thaw
 from steelframe.commands.narration import Narrator
 from steelframe.logs import configure_logging
 from steelframe.worker_context import build_worker_context
@@ -121,6 +122,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
+    # A forking worker freezes its heap at each fork (frozen_heap) and undoes it after: it
+    # can undo only a freeze nothing made before it.
+    thaw()
     started = _context(args.queue)
     if started is None:
         return 2
