@@ -9,8 +9,8 @@ Paused, then frozen (`gc.freeze`: left out of every later collection), a command
 0.72-0.84x the CPU it took with CPython's defaults (bench/collector_startup.py: `config
 --list`, `worker --help`, `db upgrade`, `serve` to `url:`); the test suite starts ~700 such
 processes. Only the modules' objects are frozen: what a command does afterwards is
-collected as before. (Garbage made while modules load, such as a
-failed optional import's traceback, stays: a few objects, once.)
+collected as before. (Garbage made while modules load, such as a failed optional import's
+traceback, stays: a few objects, once.)
 
 What a server's start-up built (ORM metadata, routers, the index) lives as long as the
 process too: frozen once the app has started. And a full collection comes after 1,000
