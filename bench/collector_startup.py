@@ -51,20 +51,20 @@ def _cpu(program: str, arguments: list[str], serves: bool, workdir: Path) -> flo
         "STEELFRAME_DATABASE_URL": f"sqlite:///{workdir / 'steelframe.db'}",
         "STEELFRAME_DATA_DIR": str(workdir / "var"),
     }
-    child = subprocess.Popen(
+    with subprocess.Popen(
         [sys.executable, "-c", program, *arguments],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         cwd=workdir,
         env=env,
-    )
-    assert child.stdout is not None
-    for line in child.stdout:
-        if serves and line.startswith("url:"):
-            child.send_signal(signal.SIGINT)
-    _, status, usage = os.wait4(child.pid, 0)
-    child.returncode = os.waitstatus_to_exitcode(status)  # Popen must not wait for it again
+    ) as child:
+        assert child.stdout is not None
+        for line in child.stdout:
+            if serves and line.startswith("url:"):
+                child.send_signal(signal.SIGINT)
+        _, status, usage = os.wait4(child.pid, 0)  # reaped here, for its resource usage
+        child.returncode = os.waitstatus_to_exitcode(status)  # so Popen does not wait again
     if child.returncode not in (0, -signal.SIGINT):
         raise RuntimeError(f"{' '.join(arguments)} exited with {child.returncode}")
     return usage.ru_utime + usage.ru_stime

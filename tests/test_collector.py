@@ -23,23 +23,20 @@ print(json.dumps({"default": default, "tuned": gc.get_threshold(), "frozen": fro
 """
 
 
-def test_serving_freezes_start_up_once_and_collects_everything_less_often() -> None:
-    probe = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=60
-    )
-    found = json.loads(probe.stdout)
-    young, middle, _ = found["default"]
-    assert found["tuned"] == [young, middle, FULL_COLLECTION_AFTER]
-    assert found["frozen"] > 1000  # the modules start-up imported, and what they built
-    assert found["again"] == found["frozen"]
-
-
 def _probe(source: str) -> dict[str, object]:
     probe = subprocess.run(
         [sys.executable, "-c", source], capture_output=True, text=True, check=True, timeout=120
     )
     found: dict[str, object] = json.loads(probe.stdout.splitlines()[-1])
     return found
+
+
+def test_serving_freezes_start_up_once_and_collects_everything_less_often() -> None:
+    found = _probe(PROBE)
+    young, middle, _ = found["default"]
+    assert found["tuned"] == [young, middle, FULL_COLLECTION_AFTER]
+    assert found["frozen"] > 1000  # the modules start-up imported, and what they built
+    assert found["again"] == found["frozen"]
 
 
 def test_a_command_runs_with_its_modules_frozen_and_the_collector_on() -> None:

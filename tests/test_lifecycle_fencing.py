@@ -62,13 +62,14 @@ def _lease_expired(lc: Lifecycle, task_id: int) -> bool:
     return lease is not None and lease.expires_at < lc.ctx.clock()
 
 
-def _write_lock_free(lc: Lifecycle) -> bool:
-    """Whether a write transaction could start on the database now: SQLite has one writer
-    at a time, and a process frozen inside a write holds the whole file."""
+def _write_lock_free(lc: Lifecycle, *, within: float = 0.5) -> bool:
+    """Whether a write transaction could start on the database within `within` seconds:
+    SQLite has one writer at a time, and a process frozen inside a write holds the whole
+    file (a running one lets it go once its write commits)."""
     url = lc.ctx.db.engine.url
     if url.get_backend_name() != "sqlite":
         return True
-    connection = sqlite3.connect(str(url.database), timeout=0.5)
+    connection = sqlite3.connect(str(url.database), timeout=within)
     try:
         connection.execute("BEGIN IMMEDIATE")
         connection.rollback()
@@ -83,7 +84,8 @@ async def _freeze(lc: Lifecycle, worker: int, horse: int) -> None:
     """Stop the worker's group and its work horse between two database writes. Frozen inside
     one (a heartbeat, a reconciler pass: likelier on a loaded machine), it would hold
     SQLite's write lock, and the takeover below would find the database locked, not the
-    stalled run this test is about; then they run on a moment and are stopped again."""
+    stalled run this test is about; then they run until that write has committed and are
+    stopped again."""
     deadline = time.monotonic() + PATIENCE_SECONDS
     while True:
         os.killpg(worker, signal.SIGSTOP)
@@ -93,7 +95,9 @@ async def _freeze(lc: Lifecycle, worker: int, horse: int) -> None:
         assert time.monotonic() < deadline, "the worker held the database's write lock"
         os.kill(horse, signal.SIGCONT)
         os.killpg(worker, signal.SIGCONT)
-        await asyncio.sleep(0.05)  # its write finishes; the loop checks again
+        # Until its write has committed (SQLite's busy wait lets this one in then).
+        left = max(deadline - time.monotonic(), 0.5)
+        assert await asyncio.to_thread(_write_lock_free, lc, within=left), "a write never ended"
 
 
 async def _take_over(lc: Lifecycle, issue: int, folder: Path) -> Holder:
