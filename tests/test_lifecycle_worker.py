@@ -376,6 +376,7 @@ async def test_reconcile_command_reports_what_it_repaired(make: Make, tmp_path: 
     issue = await lc.open_issue()
     await lc.work()
     await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
+    lc.age_history(issue)  # drift, not the delivery's own label update on its way
     result = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, "-m", "steelframe.cli", "reconcile", "--queue", lc.ctx.queue_name],
@@ -402,6 +403,7 @@ async def test_a_worker_waits_out_the_reconciler_lease_of_a_dead_one_then_repair
     issue = await lc.open_issue()
     await lc.work()
     await lc.github.remove_label(lc.repo, issue, "steelframe:delivered")
+    lc.age_history(issue)  # drift, not the delivery's own label update on its way
     lease = reconciler_lease_name(lc.ctx.queue_name)
     # Outlives a slow worker start (the wait for it to say it waits).
     lc.ctx.redis.set(lease, "a-dead-worker", px=int(2 * PATIENCE_SECONDS * 1000))

@@ -27,7 +27,7 @@ from bot.lifecycle.context import github_factory
 from bot.lifecycle.reconcile import run_reconcile
 from steelframe.worker_context import build_worker_context
 from tests.conftest import GITHUB_DATA, SANDBOX_REPO, GitHubSandbox
-from tests.fakes.lifecycle import PICKUP
+from tests.fakes.lifecycle import PICKUP, a_lease_later
 from tests.fakes.serve_process import serve
 from webhooks.signature import signature_for
 
@@ -174,7 +174,7 @@ async def reconcile_labels(settings: Settings) -> None:
         memory=False,
     )
     try:
-        await asyncio.to_thread(run_reconcile, ctx, say=lambda line: None)
+        await asyncio.to_thread(run_reconcile, a_lease_later(ctx), say=lambda line: None)
     finally:
         ctx.db.dispose()
         connection.close()
@@ -274,6 +274,7 @@ async def test_kill_9_mid_burst_then_every_delivery_is_processed_without_a_stall
         )
         await processed_without_a_stall(url, restarted)
     # A pickup whose task committed just before the kill may not have put its label on the
-    # issue yet: the worker's reconciler does that (it adds what is missing, nothing twice).
+    # issue yet: the worker's reconciler does that a lease period later (it adds what is
+    # missing, nothing twice).
     await reconcile_labels(github_sandbox.settings(tmp_path, database_url=url, redis_url=redis_url))
     assert_nothing_doubled(url, github_sandbox)

@@ -10,7 +10,6 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,8 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
-from bot.clock import utcnow
 from bot.github.retry import RetryPolicy as GitHubRetryPolicy
-from bot.lifecycle.context import LifecycleContext, github_factory
+from bot.lifecycle.context import github_factory
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import run_reconcile
@@ -34,6 +32,7 @@ from tests.fakes.lifecycle import (
     PATIENCE_SECONDS,
     PICKUP,
     Lifecycle,
+    a_lease_later,
     start_lifecycle,
     wait_for,
 )
@@ -60,13 +59,6 @@ def as_person(lc: Lifecycle, login: str, action: Callable[..., Any], *args: Any)
     repo, user = world.world.repo(lc.repo), world.world.user(login)
     outcome = action(world.ops, repo, user, *args)
     world.emit(outcome.hooks)
-
-
-def a_lease_later(ctx: LifecycleContext) -> LifecycleContext:
-    """The worker as its reconciler sees the world once a queued task's grace (a lease
-    period) is over: the task is re-enqueued now instead of after waiting the period out."""
-    ahead = timedelta(seconds=ctx.policy.lease_seconds + 1)
-    return replace(ctx, clock=lambda: utcnow() + ahead)
 
 
 def count(lc: Lifecycle, *statuses: DeliveryStatus) -> int:

@@ -4,7 +4,8 @@ also at every worker start and periodically inside `steelframe worker`).
 * a `running` task whose lease expired (its worker died): orphan killed, retried or failed;
 * a `queued` task whose RQ job is gone (Redis lost it, a crash before enqueue): re-enqueued;
 * a task whose branch was pushed and whose pull request exists: `delivered`;
-* labels that disagree with the state (live tasks and those finished in the last week);
+* labels that disagree with the state (live tasks and those finished in the last week),
+  a lease period after the task's last state change;
 * a terminate recorded while a frozen worker held the task: its job stopped, then applied;
 * a terminated task's job still running a lease period later: RQ is told to stop it;
 * notices whose poster died, results not yet delivered to their chat session;
@@ -21,9 +22,9 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
@@ -33,7 +34,7 @@ from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle import ci_store, leases, progress, tasks, terminate, worktree
 from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
-from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.recovery import clean_orphans, recover
 from bot.lifecycle.review_pickup import awaiting_run, has_review_work, request_review_run
@@ -141,7 +142,7 @@ async def reconcile(
         candidates = await ctx.db.run(_label_candidates, ctx.clock() - LABEL_WINDOW)
         say(f"checking labels of {len(candidates)} tasks ...")
         for task_id in candidates:
-            await _guard(report, task_id, _check_labels(ctx, github, task_id, report))
+            await _guard(report, task_id, _check_labels(this, github, task_id))
         try:
             report.notices_posted = await progress.post_pending(
                 ctx.db, github, grace=ctx.policy.lease_seconds, clock=ctx.clock
@@ -305,9 +306,25 @@ async def _check_pull(
     report.delivered.append(task_id)
 
 
-async def _check_labels(
-    ctx: LifecycleContext, github: GitHubApi, task_id: int, report: ReconcileReport
-) -> None:
+def _last_moved_at(session: Session, task_id: int) -> datetime | None:
+    """When the task last changed state (or was created): the commit its labels follow."""
+    return session.scalar(
+        select(func.max(TaskEvent.at)).where(
+            TaskEvent.task_id == task_id,
+            TaskEvent.kind.in_([EventKind.TRANSITION, EventKind.CREATED]),
+        )
+    )
+
+
+async def _check_labels(this: _Pass, github: GitHubApi, task_id: int) -> None:
+    ctx, report = this.ctx, this.report
+    moved_at = await ctx.db.run(_last_moved_at, task_id)
+    if moved_at is not None and moved_at > ctx.clock() - this.grace:
+        # A transition commits its state first and sets the labels after (`transition.show`):
+        # labels that lag a change younger than a lease period are most likely that update
+        # on its way, not drift. Repairing them then is harmless but says "repaired" in the
+        # task's history for a run that went as planned; a real drift waits one pass more.
+        return
     task = await ctx.db.run(tasks.get_task, task_id)
     state = TaskState(task.state)
     if progress.labels_match(await github.get_issue(task.repo, task.issue), state):

@@ -9,12 +9,17 @@ import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
+from bot.clock import utcnow
 from bot.config import Settings
 from bot.contracts.tasks import TaskDetail
 from bot.lifecycle import board
@@ -156,6 +161,19 @@ class Lifecycle:
             )
         )
 
+    def age_history(self, issue: int) -> None:
+        """Move the task's recorded history a lease period (and a second) into the past: a
+        reconciler pass now finds it as it would long after the last change's own label
+        update, so labels that disagree are drift it repairs, not that update on its way."""
+        task_id = self.task(issue).id
+        back = timedelta(seconds=self.ctx.policy.lease_seconds + 1)
+
+        def older(session: Session) -> None:
+            for event in session.scalars(select(TaskEvent).where(TaskEvent.task_id == task_id)):
+                event.at -= back
+
+        self.ctx.db.call(older)
+
     def queued_jobs(self) -> list[str]:
         return list(rq_queue(self.ctx.queue_name, self.ctx.redis).job_ids)
 
@@ -194,6 +212,14 @@ class Lifecycle:
             check=False,
         )
         return result.stdout if result.returncode == 0 else None
+
+
+def a_lease_later(ctx: LifecycleContext) -> LifecycleContext:
+    """The worker as its reconciler sees the world a lease period (and a second) from now:
+    a queued task's grace is over, and labels that lag a task's last change are drift, no
+    longer that change's own label update on its way."""
+    ahead = timedelta(seconds=ctx.policy.lease_seconds + 1)
+    return replace(ctx, clock=lambda: utcnow() + ahead)
 
 
 async def wait_for(predicate: Callable[[], Any], *, within: float = 10.0) -> Any:
