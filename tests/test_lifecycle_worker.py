@@ -11,10 +11,12 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rq import Queue, Worker
 from rq.job import Job
+from rq.scheduler import RQScheduler
 
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
@@ -25,7 +27,7 @@ from bot.lifecycle.worker import LifecycleWorker
 from bot.stop_request import STOP_SIGNALS, StopRequest
 from steelframe.cli import main
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, alive, gone, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, alive, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import (
     exchange_dir,
@@ -320,6 +322,76 @@ async def test_a_stop_signalled_before_rq_takes_the_signals_is_a_warm_shutdown(
     assert worked is False
     assert Worker.all(connection=lc.ctx.redis) == []
     assert Queue(lc.ctx.queue_name, connection=lc.ctx.redis).count == 1
+
+
+class _StopsLost:
+    """RQ's scheduler's stop handler, losing the first `lost` SIGTERMs as a scheduler forked
+    moments before its worker's stop does (one that reaches it before CPython's after-fork
+    step is dropped). Patched onto the class before the fork: the child counts its own."""
+
+    def __init__(self, lost: int) -> None:
+        self.lost = lost
+
+    def request_stop(
+        self, scheduler: RQScheduler, signum: int | None = None, frame: Any = None
+    ) -> None:
+        if self.lost > 0:
+            self.lost -= 1
+            return
+        scheduler._stop_requested = True
+
+
+async def _scheduling(lc: Lifecycle, lost: int, monkeypatch: pytest.MonkeyPatch) -> LifecycleWorker:
+    """A worker whose scheduler process runs, its stop handler in place (it registers its
+    birth right after installing it), losing its first `lost` stops."""
+    stops = _StopsLost(lost)
+    monkeypatch.setattr(
+        RQScheduler, "request_stop", lambda self, *args: stops.request_stop(self, *args)
+    )
+    worker = LifecycleWorker(
+        [rq_queue(lc.ctx.queue_name, lc.ctx.redis)], connection=lc.ctx.redis, lifecycle=lc.ctx
+    )
+    worker._start_scheduler()  # RQ's: takes the queue's scheduler lock, forks the scheduler
+    scheduler = worker.scheduler
+    assert scheduler is not None and scheduler._process is not None
+    await wait_for(lambda: lc.ctx.redis.exists(scheduler.key), within=PATIENCE_SECONDS)
+    return worker
+
+
+async def test_a_scheduler_that_lost_its_stop_is_asked_again_until_it_stops(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen under load: a worker stopped as it started waited on its scheduler for good
+    (RQ asks once, then waits without a bound), until a second signal killed it."""
+    lc = await make()
+    worker = await _scheduling(lc, 1, monkeypatch)
+    assert worker.scheduler is not None
+    process = worker.scheduler._process
+    assert process is not None
+    try:
+        await asyncio.wait_for(asyncio.to_thread(worker.stop_scheduler), STOPS_WITHIN)
+        assert process.exitcode == 0  # it stopped itself, as asked
+        lock = RQScheduler.get_locking_key(lc.ctx.queue_name)
+        assert not lc.ctx.redis.exists(lock)  # and released the queue on its way out
+    finally:
+        process.kill()
+
+
+async def test_a_scheduler_that_never_stops_is_killed_after_the_bound(
+    make: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    lc = await make()
+    worker = await _scheduling(lc, 1_000_000, monkeypatch)
+    worker.scheduler_stop_seconds = 1.0
+    assert worker.scheduler is not None
+    process = worker.scheduler._process
+    assert process is not None
+    try:
+        await asyncio.wait_for(asyncio.to_thread(worker.stop_scheduler), STOPS_WITHIN)
+        assert process.exitcode == -signal.SIGKILL
+        assert f"the scheduler (PID {process.pid}) did not stop within 1 s; killed" in caplog.text
+    finally:
+        process.kill()
 
 
 class _ReportingHorse(LifecycleWorker):

@@ -18,6 +18,7 @@ import contextlib
 import gc
 import logging
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +42,7 @@ IDLE_POLL_SECONDS = 1
 # How long stopping waits for the command listener (it exits as soon as its read returns).
 UNSUBSCRIBE_SECONDS = 10
 SETTLE_OWED_SECONDS = 5.0  # after a job, trying to append the resyncs its events owe
+SCHEDULER_STOP_SECONDS = 10.0  # then a scheduler process that has not stopped is killed
 # A horse's tokens are written to the pipe at once only if they fit its buffer (64 KiB on
 # Linux): the worker reads after the horse has exited, so a larger write would never end.
 # A token is ~200 bytes: hundreds of scopes fit.
@@ -105,6 +107,10 @@ class _ContextGivingWorker(BaseWorker):
     """What both workers add to RQ's: the entry point's context, given to every job the
     worker fetches through its job class (its queues and their registries use it too)."""
 
+    # How long stopping waits for the scheduler process, and how often it asks again.
+    scheduler_stop_seconds: float = SCHEDULER_STOP_SECONDS
+    scheduler_nudge_seconds: float = 0.5
+
     def __init__(
         self,
         queues: list[Queue],
@@ -133,6 +139,32 @@ class _ContextGivingWorker(BaseWorker):
         super()._install_signal_handlers()  # type: ignore[no-untyped-call]  # RQ's, untyped
         if request is not None and request.requested:
             self._stop_requested = True
+
+    def stop_scheduler(self) -> None:
+        """RQ's sends the scheduler process one SIGTERM and waits for it without a bound. A
+        scheduler forked moments before the stop (a worker stopped as it starts) loses a
+        SIGTERM that reaches it before CPython's after-fork step has run (its process group's
+        and this one alike): it then installs its handlers and schedules on, and the worker
+        waited on it until killed. Asked again every `scheduler_nudge_seconds` until it has
+        stopped; killed once `scheduler_stop_seconds` pass (it stops within a second of
+        being asked once its handlers are in: its loop's interval)."""
+        process = self.scheduler._process if self.scheduler is not None else None
+        if process is None or process.pid is None:
+            return
+        deadline = time.monotonic() + self.scheduler_stop_seconds
+        while process.is_alive() and time.monotonic() < deadline:
+            with contextlib.suppress(OSError):  # gone meanwhile
+                os.kill(process.pid, signal.SIGTERM)
+            process.join(timeout=self.scheduler_nudge_seconds)
+        if process.is_alive():
+            self.log.warning(
+                "Worker %s: the scheduler (PID %s) did not stop within %.0f s; killed",
+                self.name,
+                process.pid,
+                self.scheduler_stop_seconds,
+            )
+            process.kill()
+            process.join()
 
     def handle_exception(self, job: Job, *exc_info: Any) -> None:
         """A refused job is one line naming why (no traceback: nothing of it ran)."""
