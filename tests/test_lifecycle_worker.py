@@ -374,7 +374,8 @@ async def test_a_scheduler_that_lost_its_stop_is_asked_again_until_it_stops(
         lock = RQScheduler.get_locking_key(lc.ctx.queue_name)
         assert not lc.ctx.redis.exists(lock)  # and released the queue on its way out
     finally:
-        process.kill()
+        process.kill()  # whatever happened above, no scheduler outlives the test
+        process.join()
 
 
 async def test_a_scheduler_that_never_stops_is_killed_after_the_bound(
@@ -391,7 +392,8 @@ async def test_a_scheduler_that_never_stops_is_killed_after_the_bound(
         assert process.exitcode == -signal.SIGKILL
         assert f"the scheduler (PID {process.pid}) did not stop within 1 s; killed" in caplog.text
     finally:
-        process.kill()
+        process.kill()  # whatever happened above, no scheduler outlives the test
+        process.join()
 
 
 class _ReportingHorse(LifecycleWorker):
