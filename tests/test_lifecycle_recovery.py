@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, gone, wait_for
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Make, a_lease_later, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, host_pids
 
@@ -177,9 +176,7 @@ async def test_a_queued_task_whose_job_was_lost_is_enqueued_again(make: Make) ->
     LifecycleQueue(lc.ctx.redis, name=lc.ctx.queue_name).rq.empty()  # Redis lost the job
     assert lc.queued_jobs() == []
     # A reconciler a lease period later (its clock, not a sleep: no timing to miss).
-    later = replace(
-        lc.ctx, clock=lambda: utcnow() + timedelta(seconds=lc.ctx.policy.lease_seconds + 1)
-    )
+    later = a_lease_later(lc.ctx)
     report = await asyncio.to_thread(run_reconcile, later, say=lambda line: None)
     assert report.requeued == [lc.task(issue).id]
     await lc.work()

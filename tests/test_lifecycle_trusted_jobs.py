@@ -10,8 +10,6 @@ import os
 import pickle
 import shlex
 import zlib
-from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,6 @@ import redis
 from rq import Callback, Queue
 from rq.job import JobStatus
 
-from bot.clock import utcnow
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
@@ -32,7 +29,7 @@ from bot.lifecycle.trusted_jobs import (
     TrustedJob,
 )
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Make, wait_for
+from tests.fakes.lifecycle import Make, a_lease_later, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.workers import start_worker, stop_processes
 
@@ -222,9 +219,7 @@ async def test_a_pickled_job_left_by_an_older_version_is_refused_and_its_task_ru
     await lc.work()
     assert TrustedJob.fetch(str(task.job_id), connection=lc.ctx.redis).get_status() == "failed"
     assert lc.task(issue).state == TaskState.QUEUED  # refused: nothing ran, nothing lost
-    later = replace(
-        lc.ctx, clock=lambda: utcnow() + timedelta(seconds=lc.ctx.policy.lease_seconds + 1)
-    )
+    later = a_lease_later(lc.ctx)
     report = await asyncio.to_thread(run_reconcile, later, say=lambda line: None)
     assert report.requeued == [task.id]
     await lc.work()

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
@@ -341,9 +342,11 @@ class _StopsLost:
         scheduler._stop_requested = True
 
 
-async def _scheduling(lc: Lifecycle, lost: int, monkeypatch: pytest.MonkeyPatch) -> LifecycleWorker:
-    """A worker whose scheduler process runs, its stop handler in place (it registers its
-    birth right after installing it), losing its first `lost` stops."""
+async def _scheduling(
+    lc: Lifecycle, lost: int, monkeypatch: pytest.MonkeyPatch
+) -> tuple[LifecycleWorker, BaseProcess]:
+    """A worker and its scheduler process, running with its stop handler in place (it
+    registers its birth right after installing it), losing its first `lost` stops."""
     stops = _StopsLost(lost)
     monkeypatch.setattr(
         RQScheduler, "request_stop", lambda self, *args: stops.request_stop(self, *args)
@@ -355,7 +358,7 @@ async def _scheduling(lc: Lifecycle, lost: int, monkeypatch: pytest.MonkeyPatch)
     scheduler = worker.scheduler
     assert scheduler is not None and scheduler._process is not None
     await wait_for(lambda: lc.ctx.redis.exists(scheduler.key), within=PATIENCE_SECONDS)
-    return worker
+    return worker, scheduler._process
 
 
 async def test_a_scheduler_that_lost_its_stop_is_asked_again_until_it_stops(
@@ -364,10 +367,7 @@ async def test_a_scheduler_that_lost_its_stop_is_asked_again_until_it_stops(
     """Seen under load: a worker stopped as it started waited on its scheduler for good
     (RQ asks once, then waits without a bound), until a second signal killed it."""
     lc = await make()
-    worker = await _scheduling(lc, 1, monkeypatch)
-    assert worker.scheduler is not None
-    process = worker.scheduler._process
-    assert process is not None
+    worker, process = await _scheduling(lc, 1, monkeypatch)
     try:
         await asyncio.wait_for(asyncio.to_thread(worker.stop_scheduler), STOPS_WITHIN)
         assert process.exitcode == 0  # it stopped itself, as asked
@@ -382,11 +382,8 @@ async def test_a_scheduler_that_never_stops_is_killed_after_the_bound(
     make: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     lc = await make()
-    worker = await _scheduling(lc, 1_000_000, monkeypatch)
+    worker, process = await _scheduling(lc, 1_000_000, monkeypatch)
     worker.scheduler_stop_seconds = 1.0
-    assert worker.scheduler is not None
-    process = worker.scheduler._process
-    assert process is not None
     try:
         await asyncio.wait_for(asyncio.to_thread(worker.stop_scheduler), STOPS_WITHIN)
         assert process.exitcode == -signal.SIGKILL

@@ -166,7 +166,7 @@ class Lifecycle:
         reconciler pass now finds it as it would long after the last change's own label
         update, so labels that disagree are drift it repairs, not that update on its way."""
         task_id = self.task(issue).id
-        back = timedelta(seconds=self.ctx.policy.lease_seconds + 1)
+        back = _a_lease_and_a_second(self.ctx)
 
         def older(session: Session) -> None:
             for event in session.scalars(select(TaskEvent).where(TaskEvent.task_id == task_id)):
@@ -218,8 +218,12 @@ def a_lease_later(ctx: LifecycleContext) -> LifecycleContext:
     """The worker as its reconciler sees the world a lease period (and a second) from now:
     a queued task's grace is over, and labels that lag a task's last change are drift, no
     longer that change's own label update on its way."""
-    ahead = timedelta(seconds=ctx.policy.lease_seconds + 1)
+    ahead = _a_lease_and_a_second(ctx)
     return replace(ctx, clock=lambda: utcnow() + ahead)
+
+
+def _a_lease_and_a_second(ctx: LifecycleContext) -> timedelta:
+    return timedelta(seconds=ctx.policy.lease_seconds + 1)
 
 
 async def wait_for(predicate: Callable[[], Any], *, within: float = 10.0) -> Any:
