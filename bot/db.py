@@ -16,7 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, ClassVar, Concatenate, ParamSpec, TypeVar
 
-from sqlalchemy import JSON, Engine, create_engine, event, text
+from sqlalchemy import JSON, Connection, Engine, create_engine, event, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -93,6 +93,7 @@ def create_db_engine(url: str, *, lock_timeout: float | None = None, **kwargs: A
             cursor.execute("PRAGMA busy_timeout=30000")
             cursor.close()
 
+        event.listen(engine, "before_execute", _sqlite_lock_for_update)
         return engine
     if parsed.drivername in ("postgres", "postgresql", "postgresql+psycopg2"):
         url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
@@ -103,6 +104,24 @@ def create_db_engine(url: str, *, lock_timeout: float | None = None, **kwargs: A
     if lock_timeout is not None:
         _bound_lock_waits(engine, lock_timeout)
     return engine
+
+
+def _sqlite_lock_for_update(
+    connection: Connection, statement: Any, *_args: Any, **_kwargs: Any
+) -> None:
+    """`SELECT ... FOR UPDATE` on SQLite takes the database's write lock first, so what a
+    transaction reads under it stays true until it commits, as a row lock makes it on
+    PostgreSQL. SQLite has no row locks (SQLAlchemy leaves the clause out), and the driver
+    begins a transaction only at the first write: the read and the write after it were two
+    moments, and another process could commit between them (a takeover between a run's
+    lease check and its change let the stalled run's change land after it)."""
+    for_update = getattr(statement, "_for_update_arg", None)
+    if for_update is None:
+        return
+    driver = connection.connection.driver_connection
+    if driver is not None and not driver.in_transaction:
+        # Waits for the lock as long as any write does (the busy timeout).
+        driver.execute("BEGIN IMMEDIATE")
 
 
 def _bound_lock_waits(engine: Engine, seconds: float) -> None:

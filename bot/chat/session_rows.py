@@ -7,7 +7,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
@@ -57,11 +56,8 @@ def locked_operator_row(session: Session, operator_id: int) -> Operator:
     is active (a new chat closes it, a reopen leaves it): locked until this transaction
     ends, so two such changes at once run one after the other, the second reading what the
     first made active (two new chats at once each closed the same chat, and one stayed
-    open). PostgreSQL: SELECT ... FOR UPDATE. SQLite: the driver begins the transaction at
-    its first write, so a read before it sees an older state; a write first takes the
-    database's write lock, and what is read after it is current."""
-    if session.get_bind().dialect.name == "sqlite":
-        session.execute(update(Operator).where(Operator.id == operator_id).values(id=Operator.id))
+    open). SELECT ... FOR UPDATE: the row lock on PostgreSQL, the write lock on SQLite
+    (bot/db.py)."""
     operator = session.get(Operator, operator_id, with_for_update=True, populate_existing=True)
     if operator is None:
         raise NotFound("operator not found")

@@ -59,8 +59,8 @@ class LeaseLost(Conflict):
 
 def hold(session: Session, task_id: int, holder: str, clock: Clock = utcnow) -> None:
     """The fence: raise LeaseLost unless `holder` holds the task's live lease. Called in
-    the transaction of every change a run makes; the row lock (PostgreSQL) keeps a
-    take-over from committing between this check and the change."""
+    the transaction of every change a run makes; the row lock (PostgreSQL; SQLite's write
+    lock, bot/db.py) keeps a take-over from committing between this check and the change."""
     lease = session.scalar(select(TaskLease).where(TaskLease.task_id == task_id).with_for_update())
     if lease is None or lease.holder != holder or lease.expires_at < clock():
         raise LeaseLost(

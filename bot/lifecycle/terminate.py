@@ -166,9 +166,8 @@ def forget(session: Session, task_id: int) -> None:
 def hold_row(session: Session, task_id: int) -> None:
     """Take the task's row for the rest of this transaction: a write that changes nothing.
     On PostgreSQL it row-locks it against every other writer (a state change, a terminate);
-    on SQLite (no row locks; FOR UPDATE is ignored) it opens the write transaction, since a
-    read made before a transaction's first write runs outside it there, and a request
-    committed between that read and the write would go unseen."""
+    on SQLite (no row locks) it takes the database's write lock, as a FOR UPDATE read does
+    there (bot/db.py), so a request committed after it cannot go unseen."""
     session.execute(
         update(Task)
         .where(Task.id == task_id)
