@@ -98,7 +98,9 @@ class Summariser:
             sinks = self.sinks
         else:  # only forget commands: nothing to summarise, nothing for memory
             text, sinks = "", ()
-        summary = await self.db.run(store.store_summary, session_id, text, sinks=sinks)
+        summary = await self.db.run(
+            store.store_summary, session_id, text, covers=source.covers, sinks=sinks
+        )
         if summary is not None and self.events is not None:
             await asyncio.to_thread(
                 self.events.session_changed,

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
 from bot.dialogue.titles import title_from_message
@@ -47,6 +47,7 @@ class SummarySource:
     agent: str
     title: str | None
     turns: list[tuple[str, str]]  # (role, content), oldest first
+    covers: int = 0  # the newest turn's seq when the turns were read
 
     def transcript(self, limit: int = 12_000) -> str:
         lines = [f"{role}: {_flat(content, 1500)}" for role, content in self.turns]
@@ -90,18 +91,19 @@ def summary_source(
     if row is None or row.summary_status == SummaryStatus.DONE:
         return None
     turns = session.execute(
-        select(ChatTurn.id, ChatTurn.role, ChatTurn.content)
+        select(ChatTurn.id, ChatTurn.role, ChatTurn.content, ChatTurn.seq)
         .where(ChatTurn.session_id == session_id)
         .order_by(ChatTurn.seq.desc())
         .limit(SOURCE_TURNS)
     ).all()
     if not turns:
         return None
+    covers = turns[0].seq
     if turns[-1].role == Role.ASSISTANT and turns[-1].id.endswith("-a"):
         turns = turns[:-1]  # a reply whose message is older than the window: not judged
     left_out = {
         _turn_of(turn_id)
-        for turn_id, role, content in turns
+        for turn_id, role, content, _seq in turns
         if role == Role.USER and leave_out(content)
     }
     title = row.title
@@ -116,22 +118,32 @@ def summary_source(
             title = None
     ordered = [
         (str(role), str(content))
-        for turn_id, role, content in reversed(turns)
+        for turn_id, role, content, _seq in reversed(turns)
         if _turn_of(turn_id) not in left_out
     ]
-    return SummarySource(row.id, row.agent, title, ordered)
+    return SummarySource(row.id, row.agent, title, ordered, covers)
 
 
 def store_summary(
-    session: Session, session_id: str, text: str, *, sinks: tuple[SummarySink, ...] = ()
+    session: Session,
+    session_id: str,
+    text: str,
+    *,
+    covers: int,
+    sinks: tuple[SummarySink, ...] = (),
 ) -> SessionSummary | None:
-    """Save the summary and hand it to the sinks. Idempotent: a session summarised or
-    deleted meanwhile is left alone."""
+    """Save the summary of the turns up to seq `covers` and hand it to the sinks.
+    Idempotent: a session summarised or deleted meanwhile is left alone. A turn stored
+    while the summary was being made (a reply that finished after the operator left) is
+    not in it: the summary is kept, and the session stays due another (`none`: the next
+    leave or the idle sweep makes it), or that turn would be missing from it for good."""
     row = session.get(ChatSession, session_id, with_for_update=True)
     if row is None or row.summary_status == SummaryStatus.DONE:
         return None
+    newest = session.scalar(select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == session_id))
     row.summary = _cap(_MARKER.sub("", text).strip())
-    row.summary_status = SummaryStatus.DONE
+    stale = newest is not None and newest > covers
+    row.summary_status = SummaryStatus.NONE if stale else SummaryStatus.DONE
     summary = SessionSummary(
         row.id, row.operator_id, row.agent, row.focus_issue, row.title, row.summary
     )
