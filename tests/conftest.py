@@ -153,6 +153,20 @@ def any_db(any_db_url: str) -> Iterator[Any]:
     database.dispose()
 
 
+@pytest.fixture
+def two_processes(any_db_url: str) -> Iterator[tuple[Any, Any]]:
+    """Two migrated databases (bot.db.Database) on one URL, each with connections of its
+    own as two processes have, for interleaving their transactions
+    (tests/fakes/interleave.py); on each backend."""
+    from bot.db import Database, upgrade
+
+    first, second = Database.from_url(any_db_url), Database.from_url(any_db_url)
+    upgrade(first.engine)
+    yield first, second
+    first.dispose()
+    second.dispose()
+
+
 _CLAIM_OWNER = f"{socket.gethostname()}:{os.getpid()}"
 # Take over a claim only if it still names the dead session that made it.
 _TAKE_OVER = """

@@ -333,15 +333,20 @@ def run_logs(session: Session, task_id: int, *, limit: int = MAX_LOG_RUNS) -> wi
 
 
 def archive_tx(session: Session, task_id: int, actor: str, clock: Clock = utcnow) -> None:
-    """Hide a finished task from the board (idempotent); not a state change."""
-    task = tasks.get_task(session, task_id)
-    if task.state not in FINISHED:
-        raise Conflict(
-            f"task {task_id} is {task.state}; only finished tasks can be archived",
-            detail=ErrorDetail(task=task_id, state=task.state),
-        )
-    if task.archived:
-        return
+    """Hide a finished task from the board (idempotent); not a state change. A live task
+    is refused from a plain read (its run may hold the row: a frozen work horse would make
+    the refusal wait); a finished one is read again with its row held, so a pickup that
+    brings it back commits before that read (a 409) or after the archive (and shows the
+    task again), never in between."""
+    for locked in (False, True):
+        task = tasks.get_task(session, task_id, locked=locked)
+        if task.state not in FINISHED:
+            raise Conflict(
+                f"task {task_id} is {task.state}; only finished tasks can be archived",
+                detail=ErrorDetail(task=task_id, state=task.state),
+            )
+        if task.archived:
+            return
     task.archived = True
     task.updated_at = clock()
     tasks.record(session, task, EventKind.ARCHIVED, actor=actor, detail="archived", clock=clock)

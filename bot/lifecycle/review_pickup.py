@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import datetime
 
 import redis
 from sqlalchemy import exists, select
@@ -162,7 +163,8 @@ async def pick_up(
     if not threads:
         return []
     replies = await _acked_replies(db, github, task, threads)
-    return await db.run(_take, task.id, [t.id for t in threads], replies, job, clock)
+    seen = {t.id: t.updated_at for t in threads}
+    return await db.run(_take, task.id, seen, replies, job, clock)
 
 
 def _threads_to_take(session: Session, task_id: int, decided: bool) -> list[ReviewThread]:
@@ -206,16 +208,25 @@ def _acked_ids(session: Session, ids: list[int]) -> set[int]:
 def _take(
     session: Session,
     task_id: int,
-    ids: list[int],
+    seen: dict[int, datetime],
     replies: dict[int, list[str]],
     job: str,
     clock: Clock,
 ) -> list[ReviewThread]:
+    """The threads `seen` (id: when each last changed, as listed) taken up by `job`, each
+    only if it is as it was listed. One that changed since (dismissed, deleted, edited, a
+    reply acknowledged after its replies were listed) is left for the next run, which
+    reads it as it is now; its rows are held, so none changes while they are taken."""
     now = clock()
     taken = []
-    for thread_id in ids:
-        thread = session.get(ReviewThread, thread_id)
-        if thread is None:
+    rows = session.scalars(
+        select(ReviewThread)
+        .where(ReviewThread.id.in_(list(seen)))
+        .order_by(ReviewThread.id)
+        .with_for_update()
+    )
+    for thread in rows:
+        if thread.updated_at != seen[thread.id]:
             continue
         said = replies.get(thread.root_id, []) if thread.kind == ThreadKind.COMMENT else []
         pinned = "\n\n".join([thread.text, *(f"Reply {reply}" for reply in said)])

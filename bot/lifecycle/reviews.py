@@ -296,6 +296,10 @@ def _record_comment(
         # Open again and not taken up: the writer's reply asks for another review run.
         thread.state, thread.reason, thread.updated_at = ThreadState.OPEN, None, now
         thread.picked_job = None
+    else:
+        # Waiting for a run: a run taking it up now listed its replies before this one,
+        # and leaves it to the next (bot.lifecycle.review_pickup), which sees them all.
+        thread.updated_at = now
     _ack(session, task_id, ThreadKind.COMMENT, comment.id, reaction_id, clock)
     record_done(session)
 
@@ -518,10 +522,15 @@ def _comment_changed(
 
 
 def _thread(session: Session, task_id: int, kind: ThreadKind, root: int) -> ReviewThread | None:
+    """The thread, held until this transaction ends: every caller changes it according to
+    what it read, and a review run takes up and settles threads meanwhile (a reopen read
+    as open and not taken up, just as a run settled it, left it settled for good)."""
     return session.scalar(
-        select(ReviewThread).where(
+        select(ReviewThread)
+        .where(
             ReviewThread.task_id == task_id,
             ReviewThread.kind == kind,
             ReviewThread.root_id == root,
         )
+        .with_for_update()
     )

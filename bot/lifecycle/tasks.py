@@ -68,8 +68,11 @@ def hold(session: Session, task_id: int, holder: str, clock: Clock = utcnow) -> 
         )
 
 
-def get_task(session: Session, task_id: int) -> Task:
-    task = session.get(Task, task_id, populate_existing=True)
+def get_task(session: Session, task_id: int, *, locked: bool = False) -> Task:
+    """The task as committed now; `locked`: its row held until this transaction ends (a
+    change that depends on what was read, such as its state), so no other change of it
+    can commit in between."""
+    task = session.get(Task, task_id, populate_existing=True, with_for_update=locked or None)
     if task is None:
         raise NotFound(f"no task {task_id}", detail=ErrorDetail(task=task_id))
     return task

@@ -121,8 +121,16 @@ async def _reply_once(
 
 
 def _open_thread(
-    session: Session, task_id: int, kind: ThreadKind, root_id: int, job: str | None = None
+    session: Session,
+    task_id: int,
+    kind: ThreadKind,
+    root_id: int,
+    job: str | None = None,
+    *,
+    locked: bool = False,
 ) -> ReviewThread | None:
+    """The thread, while it is open (and held by `job`, when named); `locked`: held until
+    this transaction ends, for a change that depends on it being so."""
     query = select(ReviewThread).where(
         ReviewThread.task_id == task_id,
         ReviewThread.kind == kind,
@@ -131,13 +139,15 @@ def _open_thread(
     )
     if job is not None:
         query = query.where(ReviewThread.picked_job == job)
-    return session.scalar(query)
+    return session.scalar(query.with_for_update() if locked else query)
 
 
 def _settle(
     session: Session, task_id: int, answer: ThreadAnswer, job: str | None, clock: Clock
 ) -> None:
-    thread = _open_thread(session, task_id, answer.kind, answer.root_id, job)
+    # Locked: a writer's reply that reopens the thread for the next run (bot.lifecycle.
+    # reviews) commits before this read, and the thread is not settled, or after it.
+    thread = _open_thread(session, task_id, answer.kind, answer.root_id, job, locked=True)
     if thread is None:
         return
     thread.state = answer.state
