@@ -6,10 +6,7 @@ without the last exchange, and leaving the session again changed nothing."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
@@ -17,21 +14,13 @@ from bot.chat import summary as summary_store
 from bot.chat.session_store import TurnRecord, new_session, persist_turn
 from bot.chat.summariser import Summariser
 from bot.config import AgentConfig
-from bot.db import Database, upgrade
+from bot.db import Database
 from bot.models import ChatSession, SummaryStatus
 from bot.operators import create_operator
 from bot.runtimes.base import Runtime
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
 AGENT = AgentConfig("default", "octo/widgets", Path("."), "openai")
-
-
-@pytest.fixture
-def db(any_db_url: str) -> Iterator[Database]:
-    database = Database.from_url(any_db_url)
-    upgrade(database.engine)
-    yield database
-    database.dispose()
 
 
 def _turn(turn_id: str, message: str, answer: str) -> TurnRecord:
@@ -44,7 +33,10 @@ def _status(db: Database, chat: str) -> SummaryStatus:
     return SummaryStatus(row.summary_status)
 
 
-async def test_a_turn_stored_while_the_summary_is_made_is_summarised_after(db: Database) -> None:
+async def test_a_turn_stored_while_the_summary_is_made_is_summarised_after(
+    any_db: Database,
+) -> None:
+    db = any_db  # each backend
     db.call(sync_agents, {AGENT.name: AGENT})
     operator, _ = db.call(create_operator, "ada")
     chat, _ = db.call(new_session, operator.id, agent=AGENT.name)
