@@ -154,16 +154,13 @@ def any_db(any_db_url: str) -> Iterator[Any]:
 
 
 @pytest.fixture
-def two_processes(any_db_url: str) -> Iterator[tuple[Any, Any]]:
-    """Two migrated databases (bot.db.Database) on one URL, each with connections of its
-    own as two processes have, for interleaving their transactions
-    (tests/fakes/interleave.py); on each backend."""
-    from bot.db import Database, upgrade
+def two_processes(any_db: Any, any_db_url: str) -> Iterator[tuple[Any, Any]]:
+    """`any_db` and a second Database on the same URL, each with connections of its own as
+    two processes have, for interleaving their transactions (tests/fakes/interleave.py)."""
+    from bot.db import Database
 
-    first, second = Database.from_url(any_db_url), Database.from_url(any_db_url)
-    upgrade(first.engine)
-    yield first, second
-    first.dispose()
+    second = Database.from_url(any_db_url)
+    yield any_db, second
     second.dispose()
 
 

@@ -36,7 +36,7 @@ def _status(db: Database, chat: str) -> SummaryStatus:
 async def test_a_turn_stored_while_the_summary_is_made_is_summarised_after(
     any_db: Database,
 ) -> None:
-    db = any_db  # each backend
+    db = any_db  # on each backend
     db.call(sync_agents, {AGENT.name: AGENT})
     operator, _ = db.call(create_operator, "ada")
     chat, _ = db.call(new_session, operator.id, agent=AGENT.name)

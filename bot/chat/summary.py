@@ -47,7 +47,7 @@ class SummarySource:
     agent: str
     title: str | None
     turns: list[tuple[str, str]]  # (role, content), oldest first
-    covers: int = 0  # the newest turn's seq when the turns were read
+    covers: int  # the newest turn's seq when the turns were read
 
     def transcript(self, limit: int = 12_000) -> str:
         lines = [f"{role}: {_flat(content, 1500)}" for role, content in self.turns]

@@ -340,7 +340,7 @@ def _review_thread(
 
 
 def _dismissed(session: Session, task_id: int, review_id: int) -> bool:
-    thread = _thread(session, task_id, ThreadKind.REVIEW, review_id)
+    thread = _thread(session, task_id, ThreadKind.REVIEW, review_id, locked=False)  # a read
     return thread is not None and thread.reason == DISMISSED
 
 
@@ -521,16 +521,16 @@ def _comment_changed(
     return said
 
 
-def _thread(session: Session, task_id: int, kind: ThreadKind, root: int) -> ReviewThread | None:
-    """The thread, held until this transaction ends: every caller changes it according to
-    what it read, and a review run takes up and settles threads meanwhile (a reopen read
-    as open and not taken up, just as a run settled it, left it settled for good)."""
-    return session.scalar(
-        select(ReviewThread)
-        .where(
-            ReviewThread.task_id == task_id,
-            ReviewThread.kind == kind,
-            ReviewThread.root_id == root,
-        )
-        .with_for_update()
+def _thread(
+    session: Session, task_id: int, kind: ThreadKind, root: int, *, locked: bool = True
+) -> ReviewThread | None:
+    """The thread; `locked` (for every caller that changes it according to what it read):
+    held until this transaction ends, since a review run takes up and settles threads
+    meanwhile (a reopen read as open and not taken up, just as a run settled it, left it
+    settled for good)."""
+    query = select(ReviewThread).where(
+        ReviewThread.task_id == task_id,
+        ReviewThread.kind == kind,
+        ReviewThread.root_id == root,
     )
+    return session.scalar(query.with_for_update() if locked else query)
