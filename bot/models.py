@@ -107,6 +107,8 @@ class ChatSession(Base):
     # The Decision draft (spec "Discuss and Decision"): kept until publish or a clearing event.
     decision_body: Mapped[str | None] = mapped_column(Text)
     decision_issue: Mapped[int | None]
+    # Counted up by every write of the draft: a publish clears only the draft it answered.
+    decision_version: Mapped[int] = mapped_column(default=0, server_default="0")
     # Work the model proposed without being asked; filed only on the operator's explicit `y`.
     pending_title: Mapped[str | None] = mapped_column(String(300))
     pending_body: Mapped[str | None] = mapped_column(Text)

@@ -86,11 +86,30 @@ OPEN_TURNS_BEFORE = table(
     "chat_open_turns",
     *(column(name) for name in ("turn_id", "operator_id", "session_id", "message", "started_at")),
 )
+# chat_sessions as that version wrote it (the model has columns added since).
+SESSION_COLUMNS_BEFORE = (
+    "id",
+    "operator_id",
+    "agent",
+    "kind",
+    "created_at",
+    "last_activity_at",
+    "summary_status",
+)
+SESSIONS_BEFORE = table("chat_sessions", *(column(name) for name in SESSION_COLUMNS_BEFORE))
 
 
 def _kept_open_before(session: Session, key: str) -> None:
     """Two turns kept open by a version without the key column: one sent with `key`."""
-    operator, chat = _chat(session, "before")
+    session.add(Agent(name="default", repo="o/r", checkout="/c", runtime="x", updated_at=utcnow()))
+    owner, _ = create_operator(session, "before")
+    row = new_session_row(owner.id, agent="default")
+    session.execute(
+        SESSIONS_BEFORE.insert().values(
+            {name: getattr(row, name) for name in SESSION_COLUMNS_BEFORE}
+        )
+    )
+    operator, chat = owner.id, row.id
     assert claim_key(session, key, KeyedTurn(ASKED, KEYED, chat)) is None
     for turn_id in (KEYED, UNKEYED):
         values = {"turn_id": turn_id, "operator_id": operator, "session_id": chat}

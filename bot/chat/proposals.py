@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sqlalchemy import update
 from sqlalchemy.orm import Session
 
-from bot.chat.session_rows import active_session, clear_decision, operator_row, owned_session
+from bot.chat.session_rows import active_session, operator_row, owned_session
 from bot.contracts.chat import (
     PendingProposal,
 )
@@ -52,21 +53,47 @@ def set_pending(row: ChatSession, proposal: Proposal | None) -> None:
     row.pending_key = proposal.key if proposal else None
 
 
-def decision_published(
+@dataclass(frozen=True)
+class AnsweredDraft:
+    """The Decision draft a publish answers: its session, and its version when the publish
+    began."""
+
+    session_id: str
+    version: int
+
+
+def draft_answered(
     session: Session, operator_id: int, *, session_id: str | None, issue: int
-) -> str | None:
-    """Publish succeeded: clear the draft of the named session, else of the active session
-    when its draft is for that issue (spec: the draft clears on Publish success)."""
+) -> AnsweredDraft | None:
+    """The draft a publish on `issue` answers: the named session's, else the active
+    session's, when it is a draft for that issue."""
     if session_id is not None:
         row: ChatSession | None = owned_session(session, operator_id, session_id)
     else:
         row = active_session(session, operator_row(session, operator_id))
-        if row is not None and row.decision_issue != issue:
-            row = None
-    if row is None:
+    if row is None or not row.decision_body or row.decision_issue != issue:
         return None
-    clear_decision(row)
-    return row.id
+    return AnsweredDraft(row.id, row.decision_version)
+
+
+def decision_published(session: Session, operator_id: int, answered: AnsweredDraft) -> bool:
+    """Publish succeeded: clear the draft it answered (spec: the draft clears on Publish
+    success). A draft a turn wrote while the comment was being posted has a newer version
+    and stays; the compare-and-set needs no lock. False when nothing was cleared."""
+    cleared = session.connection().execute(
+        update(ChatSession)
+        .where(
+            ChatSession.id == answered.session_id,
+            ChatSession.operator_id == operator_id,
+            ChatSession.decision_version == answered.version,
+        )
+        .values(
+            decision_body=None,
+            decision_issue=None,
+            decision_version=ChatSession.decision_version + 1,
+        )
+    )
+    return bool(cleared.rowcount)
 
 
 def take_pending(

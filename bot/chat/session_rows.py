@@ -113,9 +113,11 @@ def new_session_row(
         created_at=now,
         last_activity_at=now,
         summary_status=SummaryStatus.NONE,
+        decision_version=0,
     )
 
 
 def clear_decision(row: ChatSession) -> None:
     row.decision_body = None
     row.decision_issue = None
+    row.decision_version += 1

@@ -309,6 +309,8 @@ def _turn_update(title: bool, decision: bool, pending: bool) -> Update:
         ),
     }
     columns = [ChatSession.decision_body, ChatSession.decision_issue] if decision else []
+    if decision:  # a publish under way then leaves this draft alone (proposals.py)
+        changes[ChatSession.decision_version] = ChatSession.decision_version + 1
     if pending:
         columns += [
             ChatSession.pending_title,
