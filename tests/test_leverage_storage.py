@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from bot.config import Settings
 from bot.db import Database
-from bot.lifecycle import budget_ledger, plan_store, tasks
+from bot.lifecycle import budget_ledger, leases, plan_store, tasks
+from bot.lifecycle.leases import Holder
 from bot.lifecycle.plan_store import PlanStatus
 
 NOON = datetime(2026, 12, 31, 12, 0, tzinfo=UTC)
@@ -26,6 +27,8 @@ def _task(session: Session) -> int:
 def test_a_plan_is_settled_once(any_db: Database) -> None:
     task_id = any_db.call(_task)
     any_db.call(plan_store.propose, task_id, 1, "Files to change: a.py", lambda: NOON)
+    run = Holder.this_process()  # the run settling it holds the task
+    assert leases.acquire(any_db, task_id, run, ttl=3 * 3600, clock=lambda: NOON)
     first = any_db.call(
         plan_store.settle,
         task_id,
@@ -33,6 +36,7 @@ def test_a_plan_is_settled_once(any_db: Database) -> None:
         status=PlanStatus.APPROVED,
         brief="Edited plan",
         comment_id=10,
+        fence=run.id,
         clock=lambda: NOON,
     )
     again = any_db.call(
@@ -42,6 +46,7 @@ def test_a_plan_is_settled_once(any_db: Database) -> None:
         status=PlanStatus.REJECTED,
         brief=None,
         comment_id=10,
+        fence=run.id,
         clock=lambda: NOON + timedelta(hours=1),
     )
     assert first is not None and again == first

@@ -17,9 +17,11 @@ from typing import Any
 import pytest
 
 from bot.errors import Conflict
-from bot.lifecycle import leases, tasks, worktree
+from bot.lifecycle import ci_store, leases, plan_store, tasks, worktree
+from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
 from bot.lifecycle.finish import finish_delivered, finish_failed
 from bot.lifecycle.leases import Holder
+from bot.lifecycle.plan_store import PlanStatus
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import LeaseLost
 from bot.lifecycle.transition import Move, apply
@@ -210,3 +212,67 @@ async def test_every_finish_of_a_run_that_lost_its_lease_is_refused(make: Make) 
     with pytest.raises(LeaseLost):
         leases.check(db, result.task_id, first, clock=clock)
     leases.check(db, result.task_id, second, clock=clock)  # the holder passes
+
+
+async def test_a_stalled_runs_records_are_refused_too(make: Make) -> None:
+    """What a run records beside the task (its CI fix run's end, the Decision that settled
+    its plan) carries its lease as every change of the task does: a run that stalled past
+    it leaves both to the run that took the task over."""
+    lc = await make()
+    issue = await lc.open_issue(pickup=False)
+    result = await lc.pickups.pickup(lc.repo, issue, title="x", body="y", cause="test")
+    task_id, stalled, other = result.task_id, Holder.this_process(), Holder.this_process()
+    db, clock = lc.ctx.db, lc.ctx.clock
+    assert leases.acquire(db, task_id, stalled, ttl=60, clock=clock)
+    db.call(apply, task_id, Move(TaskState.RUNNING, actor="t", fence=stalled.id))
+    generation = lc.task(issue).generation
+
+    def records(session: Any) -> int:
+        plan_store.propose(session, task_id, generation, "Do it in two steps.", clock)
+        now = clock()
+        fix = CiFix(
+            task_id=task_id,
+            generation=generation,
+            pr_number=1,
+            head_sha="a" * 40,
+            chain_sha="a" * 40,
+            run_number=1,
+            verdict=CiVerdict.FIX,
+            state=CiFixState.QUEUED,
+            created_at=now,
+            updated_at=now,
+        )
+        session.add(fix)
+        session.flush()
+        lease = leases.current(session, task_id)
+        lease.expires_at = now - timedelta(seconds=1)  # the run stalled past its lease
+        return fix.id
+
+    fix_id = db.call(records)
+    assert leases.acquire(db, task_id, other, ttl=60, clock=clock)  # taken over
+
+    def settle(session: Any, fence: str) -> plan_store.Plan | None:
+        return plan_store.settle(
+            session,
+            task_id,
+            generation,
+            status=PlanStatus.APPROVED,
+            brief="Do it in two steps.",
+            comment_id=7,
+            fence=fence,
+            clock=clock,
+        )
+
+    def fix_state(session: Any) -> str:
+        return session.get(CiFix, fix_id, populate_existing=True).state
+
+    with pytest.raises(LeaseLost):
+        db.call(ci_store.conclude, fix_id, CiFixState.PUSHED, clock, fence=stalled.id)
+    with pytest.raises(LeaseLost):
+        db.call(settle, stalled.id)
+    assert db.call(fix_state) == CiFixState.QUEUED
+    assert db.call(plan_store.current, task_id, generation).status == PlanStatus.PROPOSED
+    # The run that holds the lease records both.
+    db.call(ci_store.conclude, fix_id, CiFixState.ENDED, clock, fence=other.id)
+    assert db.call(fix_state) == CiFixState.ENDED
+    assert db.call(settle, other.id).status == PlanStatus.APPROVED

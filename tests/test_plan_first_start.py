@@ -13,7 +13,8 @@ import msgspec
 from sqlalchemy.orm import Session
 
 from bot.db import Database
-from bot.lifecycle import decision_drafts, plan_store, tasks
+from bot.lifecycle import decision_drafts, leases, plan_store, tasks
+from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.plan_flow import PLAN_LABEL
 from bot.lifecycle.plan_store import PlanStatus
@@ -131,9 +132,16 @@ def test_a_decision_that_settled_a_plan_is_never_offered_for_later_questions(
 ) -> None:
     db = any_db  # SQLite and PostgreSQL
 
-    def history(session: Session) -> None:
+    def proposed(session: Session) -> int:
         planned = answered(session, "o/r", 1, PLAN, "Go ahead.", DAY, title=TITLE, comment_id=101)
         plan_store.propose(session, planned, 1, PLAN, lambda: DAY)
+        return planned
+
+    planned = db.call(proposed)
+    run = Holder.this_process()  # the run that settles it holds the task
+    assert leases.acquire(db, planned, run, ttl=60, clock=lambda: DAY)
+
+    def history(session: Session) -> None:
         plan_store.settle(
             session,
             planned,
@@ -141,6 +149,7 @@ def test_a_decision_that_settled_a_plan_is_never_offered_for_later_questions(
             status=PlanStatus.APPROVED,
             brief=PLAN,
             comment_id=101,
+            fence=run.id,
             clock=lambda: DAY,
         )
         answered(

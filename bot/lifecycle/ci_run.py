@@ -89,19 +89,21 @@ async def _announce(run: Run, row: CiFix) -> None:
 async def _ended(run: Run, row: CiFix, said: str) -> str:
     """The run ended as a run does (failed, asked, stopped): the fix is over, unless a
     retry was scheduled (the task is queued again), which runs the same fix."""
-    await run.ctx.db.run(_end_fix, run.task.id, row.id, run.ctx.clock)
+    await run.ctx.db.run(_end_fix, run.task.id, row.id, run.fence, run.ctx.clock)
     return said
 
 
-def _end_fix(session: Session, task_id: int, fix_id: int, clock: Clock) -> None:
+def _end_fix(session: Session, task_id: int, fix_id: int, fence: str, clock: Clock) -> None:
     if tasks.get_task(session, task_id).state != TaskState.QUEUED:
-        ci_store.conclude(session, fix_id, CiFixState.ENDED, clock)
+        ci_store.conclude(session, fix_id, CiFixState.ENDED, clock, fence=fence)
 
 
 async def _superseded(run: Run, row: CiFix, tree: worktree.Worktree) -> str:
     moved = tree.remote.branch_sha[:12] or "nothing"
     log.info("lifecycle: task %s: the branch moved to %s; no fix run", run.task.id, moved)
-    await run.ctx.db.run(ci_store.conclude, row.id, CiFixState.SUPERSEDED, run.ctx.clock)
+    await run.ctx.db.run(
+        ci_store.conclude, row.id, CiFixState.SUPERSEDED, run.ctx.clock, fence=run.fence
+    )
     return await finish_delivered(
         run.ctx,
         run.github,
@@ -122,7 +124,12 @@ async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: Codi
         return await _ended(run, row, await steps.fail(run, error=refused, retry=False))
     await branch.push(run, tree)
     await run.ctx.db.run(
-        ci_store.conclude, row.id, CiFixState.PUSHED, run.ctx.clock, result_sha=head
+        ci_store.conclude,
+        row.id,
+        CiFixState.PUSHED,
+        run.ctx.clock,
+        fence=run.fence,
+        result_sha=head,
     )
     summary = run.public_block(outcome.summary) or f"Pushed a fix for the failing {checks}."
     return await finish_delivered(
@@ -137,7 +144,12 @@ async def _unchanged(run: Run, row: CiFix, outcome: CodingOutcome) -> str:
     if outcome.summary:
         reason += f" (it said: {run.public(outcome.summary, 200)})"
     await run.ctx.db.run(
-        ci_store.conclude, row.id, CiFixState.UNCHANGED, run.ctx.clock, reason=reason
+        ci_store.conclude,
+        row.id,
+        CiFixState.UNCHANGED,
+        run.ctx.clock,
+        fence=run.fence,
+        reason=reason,
     )
     question = needs_human_question(row.pr_number, reason)
     move = Move(

@@ -102,10 +102,22 @@ def pending_fix(session: Session, task_id: int, generation: int) -> CiFix | None
 
 
 def conclude(
-    session: Session, /, fix_id: int, state: CiFixState, clock: Clock, **changes: object
+    session: Session,
+    /,
+    fix_id: int,
+    state: CiFixState,
+    clock: Clock,
+    *,
+    fence: str,
+    **changes: object,
 ) -> None:
+    """The fix run's end, written by the run holding lease `fence` (LeaseLost otherwise: a
+    run that stalled past its lease leaves the fix to the run that took the task over)."""
     row = session.get(CiFix, fix_id)
-    if row is not None and row.state in PENDING_STATES:
+    if row is None:
+        return
+    tasks.hold(session, row.task_id, fence, clock)
+    if row.state in PENDING_STATES:
         row.state = state
         for key, value in changes.items():
             setattr(row, key, value)

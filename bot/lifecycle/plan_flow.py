@@ -177,6 +177,7 @@ async def _settle(run: Run, plan: Plan, decision: str) -> Plan:
         status=status,
         brief=brief,
         comment_id=task.decision_comment_id,
+        fence=run.fence,
         clock=run.ctx.clock,
     )
     assert settled is not None  # the row was read above and rows are never deleted

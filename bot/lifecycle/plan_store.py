@@ -16,6 +16,7 @@ from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.clock import Clock
 from bot.db import Base
+from bot.lifecycle import tasks
 from bot.lifecycle.models import Task
 from bot.lifecycle.states import FINISHED, TaskState
 
@@ -186,10 +187,13 @@ def settle(
     status: PlanStatus,
     brief: str | None,
     comment_id: int | None,
+    fence: str,
     clock: Clock,
 ) -> Plan | None:
-    """Settle a proposed plan by the Decision `comment_id`; a plan settled already stays
-    as it is (the same Decision read twice decides once). None when there is no plan."""
+    """Settle a proposed plan by the Decision `comment_id`, in the run holding lease `fence`
+    (LeaseLost otherwise); a plan settled already stays as it is (the same Decision read
+    twice decides once). None when there is no plan."""
+    tasks.hold(session, task_id, fence, clock)
     row = _row(session, task_id, generation)
     if row is None:
         return None
