@@ -98,12 +98,16 @@ def _end_fix(session: Session, task_id: int, fix_id: int, fence: str, clock: Clo
         ci_store.conclude(session, fix_id, CiFixState.ENDED, clock, fence=fence)
 
 
+async def _conclude(run: Run, row: CiFix, state: CiFixState, **changes: object) -> None:
+    """Record how the fix ended, while this run holds the task (ci_store.conclude)."""
+    fence, clock = run.fence, run.ctx.clock
+    await run.ctx.db.run(ci_store.conclude, row.id, state, clock, fence=fence, **changes)
+
+
 async def _superseded(run: Run, row: CiFix, tree: worktree.Worktree) -> str:
     moved = tree.remote.branch_sha[:12] or "nothing"
     log.info("lifecycle: task %s: the branch moved to %s; no fix run", run.task.id, moved)
-    await run.ctx.db.run(
-        ci_store.conclude, row.id, CiFixState.SUPERSEDED, run.ctx.clock, fence=run.fence
-    )
+    await _conclude(run, row, CiFixState.SUPERSEDED)
     return await finish_delivered(
         run.ctx,
         run.github,
@@ -123,14 +127,7 @@ async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: Codi
     if refused := await branch.unpushable(run, tree):
         return await _ended(run, row, await steps.fail(run, error=refused, retry=False))
     await branch.push(run, tree)
-    await run.ctx.db.run(
-        ci_store.conclude,
-        row.id,
-        CiFixState.PUSHED,
-        run.ctx.clock,
-        fence=run.fence,
-        result_sha=head,
-    )
+    await _conclude(run, row, CiFixState.PUSHED, result_sha=head)
     summary = run.public_block(outcome.summary) or f"Pushed a fix for the failing {checks}."
     return await finish_delivered(
         run.ctx, run.github, run.task.id, run.actor, summary=summary, fence=run.fence
@@ -143,14 +140,7 @@ async def _unchanged(run: Run, row: CiFix, outcome: CodingOutcome) -> str:
     reason = f"fix run {row.run_number} changed nothing"
     if outcome.summary:
         reason += f" (it said: {run.public(outcome.summary, 200)})"
-    await run.ctx.db.run(
-        ci_store.conclude,
-        row.id,
-        CiFixState.UNCHANGED,
-        run.ctx.clock,
-        fence=run.fence,
-        reason=reason,
-    )
+    await _conclude(run, row, CiFixState.UNCHANGED, reason=reason)
     question = needs_human_question(row.pr_number, reason)
     move = Move(
         TaskState.WAITING_FOR_INFO,
