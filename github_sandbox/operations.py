@@ -460,6 +460,25 @@ class Operations:
                 hooks.extend(self.update_issue(repo, actor, linked, closing).hooks)
         return Outcome(shaped, 200, hooks)
 
+    def reopen_pull(self, repo: Repo, actor: User, number: int) -> Outcome:
+        """`PATCH .../pulls/N` with `state: open`: a pull request closed without a merge opens
+        again (`pull_request` `reopened`); a merged one cannot, as on GitHub (422)."""
+        pull = self.pull(repo, number)
+        issue = repo.issues[number]
+        if pull.merged_at is not None:
+            raise refused_as_custom(
+                "PullRequest", "state cannot be changed. The pull request cannot be reopened."
+            )
+        if issue.state == "open":
+            return Outcome(self.shapes.pull(repo, pull))
+        issue.state, issue.closed_at, issue.state_reason = "open", None, "reopened"
+        self.touch(issue)
+        shaped = self.shapes.pull(repo, pull)
+        hook = self.hook(
+            repo, "pull_request", actor, action="reopened", number=number, pull_request=shaped
+        )
+        return Outcome(shaped, 200, [hook])
+
     def _closed_by(self, repo: Repo, body: str) -> list[int]:
         """The open issues of `repo` (not pull requests) a closing keyword names in `body`."""
         found: list[int] = []

@@ -308,6 +308,8 @@ async def update_pull(request: web.Request) -> web.Response:
     ops = sandbox_of(request).ops
     if data.get("state") == "closed":
         return answer(request, ops.close_pull(repo, caller.user, number, merge=False))
+    if data.get("state") == "open":
+        return answer(request, ops.reopen_pull(repo, caller.user, number))
     return web.json_response(sandbox_of(request).shapes.pull(repo, ops.pull(repo, number)))
 
 

@@ -33,12 +33,13 @@ def test_the_state_machine_allows_exactly_its_transitions() -> None:
     allowed = {(a, b) for a in TaskState for b in TaskState if can_transition(a, b)}
     assert allowed == {(a, b) for a, targets in TRANSITIONS.items() for b in targets}
     # A delivered task ends with its pull request, a review queues it again, or failing CI
-    # gets it a fix run or a person's help; merged and closed are final.
+    # gets it a fix run or a person's help; merged is final, and closed but for a reopen.
     ends = {TaskState.MERGED, TaskState.CLOSED}
     after_ci = {TaskState.RUNNING, TaskState.WAITING_FOR_INFO}
     after = {b for b in TaskState if can_transition(TaskState.DELIVERED, b)}
     assert after == ends | after_ci | {TaskState.QUEUED}
-    assert not any(can_transition(a, b) for a in ends for b in TaskState)
+    assert not any(can_transition(TaskState.MERGED, b) for b in TaskState)
+    assert {b for b in TaskState if can_transition(TaskState.CLOSED, b)} == {TaskState.DELIVERED}
     assert can_transition(TaskState.WAITING_FOR_INFO, TaskState.RUNNING)
     assert not can_transition(TaskState.QUEUED, TaskState.WAITING_FOR_INFO)
 

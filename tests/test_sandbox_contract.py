@@ -268,6 +268,10 @@ async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
         SANDBOX_REPO, title="PR", head="feature", base="main", body="Closes #1"
     )
     await github_client.add_labels(SANDBOX_REPO, pull.number, ["review"])
+    for state in ("closed", "open"):  # closed without a merge, then reopened
+        await github_client.request(
+            "PATCH", SANDBOX_REPO, f"/pulls/{pull.number}", payload={"state": state}
+        )
     outcome = sandbox.ops.close_pull(
         repo, sandbox.world.user("steelframe-dev"), pull.number, merge=True
     )
@@ -289,6 +293,7 @@ async def test_every_webhook_the_sandbox_sends_matches_githubs_schemas(
         ("pull_request", "opened"),
         ("pull_request", "labeled"),
         ("pull_request", "closed"),
+        ("pull_request", "reopened"),
     }
     assert github_sandbox.contract_problems() == []
     *_, merged, fixed = sandbox.hooks.sent

@@ -96,6 +96,25 @@ async def test_a_new_change_to_the_same_issue_is_not_a_replay(
     assert len(calls) == 2
 
 
+async def test_a_pull_request_closed_then_merged_in_one_second_is_two_changes(
+    api_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    """Closed without a merge, reopened and merged within one second (a script, a bot): the
+    merge's `closed` shares `updated_at` with the first close, and is still no replay."""
+    api = await api_factory(webhook_settings(tmp_path))
+    data = json.loads(example("pull_request", "closed.payload.json"))
+    pull = data["pull_request"]
+    for merged_at in (None, pull["updated_at"]):
+        pull.update(merged=merged_at is not None, merged_at=merged_at)
+        body = json.dumps(data).encode()
+        answer = await api.raw.post(PATH, data=body, headers=webhook_headers(body, "pull_request"))
+        assert answer.status == 202 and (await answer.json())["status"] == "accepted"
+    assert await replay(api, body, "pull_request") == (202, "replayed")
+    await drain(api)
+    kinds = sorted(statuses(api).values())
+    assert kinds.count(DeliveryStatus.REPLAYED) == 1 and len(kinds) == 3
+
+
 async def test_a_terminated_task_stays_terminated_when_its_deliveries_are_replayed(
     make: Make,
 ) -> None:

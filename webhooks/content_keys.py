@@ -5,11 +5,12 @@ delivery (a proxy log, a captured request) can send it again under a fresh deliv
 the delivery log, keyed on that id, took it as new. The content key names the event by its
 own ids instead: `event.action:` and, for the kinds the lifecycle and memory act on, the
 object's id and the time it changed (plus what tells two changes in one second apart: the
-label, assignee or pushed commit). Those kinds are listed in `KEY_PATHS`; intake reads the
-paths with the rest of its fields (`webhooks.fields`), so the key costs a few attribute
-reads. Any other kind, an `edited` action (two edits in one second share `updated_at` and
-differ only in `changes`) or a payload lacking an id is keyed on a BLAKE2b digest of the
-body: a replay is the same signed bytes, so the digest always catches it.
+label, assignee, pushed commit, or a pull request's merge after its close). Those kinds are
+listed in `KEY_PATHS`; intake reads the paths with the rest of its fields
+(`webhooks.fields`), so the key costs a few attribute reads. Any other kind, an `edited`
+action (two edits in one second share `updated_at` and differ only in `changes`) or a
+payload lacking an id is keyed on a BLAKE2b digest of the body: a replay is the same
+signed bytes, so the digest always catches it.
 
 The writer stores the first delivery with a key; a later one with the same key is stored
 as `replayed` and never processed (`webhooks.delivery_sql.insert_statements`).
@@ -29,6 +30,7 @@ KEY_PATHS: dict[str, tuple[str, ...]] = {
     "pull_request": (
         "pull_request.id",
         "pull_request.updated_at",
+        "pull_request.merged_at",  # closed, reopened and merged in one second
         "label.id",
         "assignee.id",
         "requested_reviewer.id",

@@ -1,6 +1,6 @@
 """The place for task-lifecycle reactions to webhooks (pickup labels, Decision comments,
-closed issues, merged pull requests). It is composed into the webhook router like every
-other concern.
+closed issues, merged, closed and reopened pull requests). It is composed into the webhook
+router like every other concern.
 
 To react to an event, register a handler on `router` here (or in a module of your own whose
 router you add to `webhooks.router.ROUTERS`):
@@ -31,7 +31,7 @@ from gidgethub.sansio import Event
 
 from bot.lifecycle.issue_closed import IssueClosed, stop_for_closed_issue
 from bot.lifecycle.pickup import IssueEvent
-from bot.lifecycle.pull_end import end_pull, parse_pull_closed
+from bot.lifecycle.pull_end import end_pull, parse_pull_change, reopen_pull
 from bot.lifecycle.resume import CommentEvent
 from bot.lifecycle.review_pickup import request_review_run
 from bot.lifecycle.reviews import ReviewIntake, ReviewPickup
@@ -128,9 +128,16 @@ async def on_issue_closed(event: Event, ctx: WebhookContext) -> None:
 
 async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:
     """`pull_request` closed: a task's pull request merged -> `merged`, else `closed`."""
-    closed = parse_pull_closed(event.data)
+    closed = parse_pull_change(event.data)
     by_app = ctx.github is not None and await ctx.github.is_app_login(closed.author)
     await end_pull(ctx.db, ctx.github, closed, opened_by_app=by_app, clock=ctx.clock)
+
+
+async def on_pull_reopened(event: Event, ctx: WebhookContext) -> None:
+    """`pull_request` reopened: a task `closed` by its pull request's close is `delivered`."""
+    reopened = parse_pull_change(event.data)
+    by_app = ctx.github is not None and await ctx.github.is_app_login(reopened.author)
+    await reopen_pull(ctx.db, ctx.github, reopened, opened_by_app=by_app, clock=ctx.clock)
 
 
 async def on_review_comment(event: Event, ctx: WebhookContext) -> None:
@@ -184,6 +191,7 @@ for _action in ("opened", "labeled", "reopened", "edited"):
 handles(router, "issues", action="closed", needs=ISSUE_NEEDS)(on_issue_closed)
 handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)
 handles(router, "pull_request", action="closed", needs=PULL_NEEDS)(on_pull_closed)
+handles(router, "pull_request", action="reopened", needs=PULL_NEEDS)(on_pull_reopened)
 handles(router, "pull_request_review_comment", action="created", needs=REVIEW_COMMENT_NEEDS)(
     on_review_comment
 )

@@ -13,6 +13,10 @@ merge; an operator who sees `terminated` would think it did not. Closed without 
 task stays `terminated` (a `pull_end_ignored` event names who closed it): nothing landed,
 the terminate already ended the task, and a terminated issue can still be picked up again,
 which a `closed` one cannot. `ENDS_FROM` holds those rules, for the check and the move.
+
+A pull request closed without a merge and then reopened (`pull_request` `reopened`: people
+close and reopen one to run its CI again) makes its `closed` task `delivered` again: its
+reviews, CI and merge count again, and memory's outcome says it is open again.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ ENDS_FROM: dict[TaskState, frozenset[TaskState]] = {
 
 
 @dataclass(frozen=True)
-class PullClosed:
-    """A `pull_request` `closed` event as the lifecycle reads it."""
+class PullChange:
+    """A `pull_request` `closed` or `reopened` event as the lifecycle reads it."""
 
     repo: str
     number: int
@@ -59,12 +63,13 @@ class PullClosed:
     head_repo: str  # the head branch's repository: a fork's branch is never a task's
     author: str  # who opened the pull request
     merged: bool
-    closed_by: str
+    sender: str  # who closed or reopened it
     merge_commit: str | None = None
 
 
 class EndVerdict(StrEnum):
     ENDED = "ended"
+    REOPENED = "reopened"
     ALREADY = "already final"
     NOT_OURS = "not a Steelframe pull request"
     IGNORED = "ignored"
@@ -79,13 +84,13 @@ class PullEnd:
     moved: Transitioned | None = None  # ENDED: the committed change, to show on GitHub
 
 
-def parse_pull_closed(payload: dict[str, Any]) -> PullClosed:
+def parse_pull_change(payload: dict[str, Any]) -> PullChange:
     """The parts of a `pull_request` payload read here (number and repository were checked
     before the handler ran); missing optional fields read as empty."""
     pull = payload.get("pull_request") or {}
     head = pull.get("head") or {}
     head_repo = head.get("repo") or {}
-    return PullClosed(
+    return PullChange(
         repo=str(payload["repository"]["full_name"]),
         number=int(pull["number"]),
         title=str(pull.get("title") or ""),
@@ -94,7 +99,7 @@ def parse_pull_closed(payload: dict[str, Any]) -> PullClosed:
         head_repo=str(head_repo.get("full_name") or "") if isinstance(head_repo, dict) else "",
         author=str((pull.get("user") or {}).get("login") or ""),
         merged=bool(pull.get("merged")),
-        closed_by=str((payload.get("sender") or {}).get("login") or ""),
+        sender=str((payload.get("sender") or {}).get("login") or ""),
         merge_commit=pull.get("merge_commit_sha") if pull.get("merged") else None,
     )
 
@@ -115,7 +120,7 @@ def task_of_pull(
 async def end_pull(
     db: Database,
     github: GitHubApi | None,
-    closed: PullClosed,
+    closed: PullChange,
     *,
     opened_by_app: bool,
     clock: Clock = utcnow,
@@ -140,7 +145,7 @@ async def end_pull(
     return result
 
 
-def _not_ours(closed: PullClosed, why: str) -> PullEnd:
+def _not_ours(closed: PullChange, why: str) -> PullEnd:
     log.info(
         "lifecycle: %s#%s closed: not a Steelframe pull request (%s)",
         closed.repo,
@@ -150,13 +155,13 @@ def _not_ours(closed: PullClosed, why: str) -> PullEnd:
     return PullEnd(EndVerdict.NOT_OURS, why)
 
 
-def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
+def _end_tx(session: Session, closed: PullChange, clock: Clock) -> PullEnd:
     task = task_of_pull(session, closed.repo, closed.number, closed.head_ref, closed.head_repo)
     if task is None:
         record_done(session)
         return PullEnd(EndVerdict.NOT_OURS, f"no task has branch {closed.head_ref!r} here")
     wanted = TaskState.MERGED if closed.merged else TaskState.CLOSED
-    by = closed.closed_by or "unknown"
+    by = closed.sender or "unknown"
     ended = "merged" if closed.merged else "closed without a merge"
     detail = f"pull request #{closed.number} {ended} by {by}"
     ignored = _why_ignored(task, wanted)
@@ -167,7 +172,7 @@ def _end_tx(session: Session, closed: PullClosed, clock: Clock) -> PullEnd:
                 session,
                 task,
                 EventKind.PULL_END_IGNORED,
-                actor=f"webhook:pull_request.closed:{closed.closed_by}",
+                actor=f"webhook:pull_request.closed:{closed.sender}",
                 detail=f"{detail}; ignored: {why}",
                 data={"pr_number": closed.number, "merged": closed.merged},
                 clock=clock,
@@ -201,7 +206,77 @@ def _why_ignored(task: Task, wanted: TaskState) -> tuple[EndVerdict, str] | None
     return None
 
 
-def _outcome_chunk(session: Session, task: Task, closed: PullClosed, by: str) -> ChunkIn:
+async def reopen_pull(
+    db: Database,
+    github: GitHubApi | None,
+    reopened: PullChange,
+    *,
+    opened_by_app: bool,
+    clock: Clock = utcnow,
+) -> PullEnd:
+    """Move the `closed` task of `reopened`'s pull request back to `delivered` (once), say so
+    in memory, then show it on the issue."""
+    if not opened_by_app:
+        return _not_ours(reopened, f"opened by {reopened.author or 'unknown'}, not the App")
+    result = await db.run(_reopen_tx, reopened, clock)
+    if result.moved is not None:
+        await publish(db, github, result.moved, create_progress=False, clock=clock)
+    log.info(
+        "lifecycle: %s#%s reopened: task %s %s: %s",
+        reopened.repo,
+        reopened.number,
+        result.task_id,
+        result.verdict,
+        result.reason,
+    )
+    return result
+
+
+def _reopen_tx(session: Session, reopened: PullChange, clock: Clock) -> PullEnd:
+    number = reopened.number
+    task = task_of_pull(session, reopened.repo, number, reopened.head_ref, reopened.head_repo)
+    if task is None:
+        record_done(session)
+        return PullEnd(EndVerdict.NOT_OURS, f"no task has branch {reopened.head_ref!r} here")
+    if task.state != TaskState.CLOSED or task.archived:
+        # Not closed by this pull request's end (a redelivery finds it delivered again; a
+        # terminated task stays terminated, as its close left it).
+        record_done(session)
+        why = "the task is archived" if task.archived else f"task is {task.state}, not closed"
+        return PullEnd(EndVerdict.IGNORED, why, task.id, TaskState(task.state))
+    by = reopened.sender or "unknown"
+    detail = f"pull request #{number} reopened by {by}"
+    move = Move(
+        TaskState.DELIVERED,
+        actor=f"webhook:pull_request.reopened:{by}",
+        detail=detail,
+        data={"pr_number": number, "pr_url": task.pr_url or reopened.url or None},
+        expect=[TaskState.CLOSED],
+        note=detail,
+    )
+    moved = apply(session, task.id, move, clock)
+    text = (
+        f"Pull request #{number} ({reopened.title}) for {task.repo}#{task.issue} was "
+        f"reopened by {by} (task {task.id}): it is open again, not closed."
+    )
+    add_chunk(session, _outcome(task, number, text), clock=clock)
+    record_done(session)
+    return PullEnd(EndVerdict.REOPENED, detail, task.id, TaskState.DELIVERED, moved)
+
+
+def _outcome(task: Task, number: int, text: str) -> ChunkIn:
+    """Memory's record of what became of the task's pull request (one per pull request:
+    the latest replaces the one before)."""
+    return ChunkIn(
+        text=text[:MAX_MEMORY_TEXT],
+        source=ChunkSource.PULL_REQUEST,
+        repo=task.repo,
+        issue=task.issue,
+        key=f"pull-outcome:{task.repo}#{number}",
+    )
+
+
+def _outcome_chunk(session: Session, task: Task, closed: PullChange, by: str) -> ChunkIn:
     """The outcome as memory keeps it: what happened to the pull request, for which issue,
     and the Decisions the task ran with (what a later Chat or run should know)."""
     decisions = list(
@@ -220,10 +295,4 @@ def _outcome_chunk(session: Session, task: Task, closed: PullClosed, by: str) ->
         f"Merge commit: {closed.merge_commit}" if closed.merge_commit else "",
         *(f"Decision: {text}" for text in decisions),
     ]
-    return ChunkIn(
-        text="\n".join(line for line in lines if line)[:MAX_MEMORY_TEXT],
-        source=ChunkSource.PULL_REQUEST,
-        repo=task.repo,
-        issue=task.issue,
-        key=f"pull-outcome:{task.repo}#{closed.number}",
-    )
+    return _outcome(task, closed.number, "\n".join(line for line in lines if line))

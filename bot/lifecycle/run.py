@@ -32,7 +32,7 @@ from bot.lifecycle.run_log import keep_log
 from bot.lifecycle.sandbox import SandboxUnavailable
 from bot.lifecycle.scope import Run, RunStopped, Watch
 from bot.lifecycle.seams import GitHubApi
-from bot.lifecycle.states import IllegalTransition, TaskState
+from bot.lifecycle.states import FINAL, IllegalTransition, TaskState
 from bot.lifecycle.steps import work
 from bot.lifecycle.tasks import LeaseLost
 from bot.lifecycle.transition import Move, publish
@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 # How often a run checks whether it was terminated (its lease is renewed by `Heartbeat`).
 STOP_POLL_SECONDS = 1.0
 LEASE_LOST = "stopped: lease lost"  # what a run that lost its lease says it did
+# A task moved to one of these while a run works on it stops that run: an operator's
+# terminate (or its issue closed), or its pull request merged or closed by a person.
+ENDED_UNDER_A_RUN = frozenset({TaskState.TERMINATED, *FINAL})
 
 
 @dataclass(frozen=True)
@@ -306,15 +309,16 @@ def _describe(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def _watching(ctx: LifecycleContext, task_id: int, watch: Watch) -> AsyncIterator[None]:
-    """Watch for termination while the body runs (the lease's heartbeat is a thread of its
-    own, `leases.Heartbeat`: nothing here, slow or not, holds it up)."""
+    """Watch for the task's end under the run (ENDED_UNDER_A_RUN) while the body runs (the
+    lease's heartbeat is a thread of its own, `leases.Heartbeat`: nothing here, slow or not,
+    holds it up)."""
 
     async def poll() -> None:
         while not watch.stop.is_set():
             await asyncio.sleep(STOP_POLL_SECONDS)
             state = await asyncio.to_thread(ctx.db.call, lambda s: tasks.get_task(s, task_id).state)
-            if state == TaskState.TERMINATED:
-                watch.halt("terminated")
+            if state in ENDED_UNDER_A_RUN:
+                watch.halt(state)
                 return
 
     poller = asyncio.ensure_future(poll())

@@ -25,14 +25,21 @@ class TaskState(StrEnum):
 
 # A run may be in flight (or about to be) only in these states; a second pickup does nothing.
 LIVE = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.WAITING_FOR_INFO})
-# Nothing moves a task out of these: its pull request is merged or closed.
+# Its pull request is merged or closed: nothing moves a task out of these, but the reopen
+# of a pull request closed without a merge (back to `delivered`: bot.lifecycle.pull_end).
 FINAL = frozenset({TaskState.MERGED, TaskState.CLOSED})
 FINISHED = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.TERMINATED, *FINAL})
-# A pull request's end reaches a task only in these states (a running run finishes first;
-# a task waiting for a person after failing CI, or queued for a review run, may have its
-# pull request merged by one: the queued run then finds the task final and does nothing).
+# A pull request's end reaches a task in these states: a person may merge or close it while
+# its task waits for them after failing CI, is queued for a review run, or runs a review or
+# CI fix run (that run then stops: its task is final, bot.lifecycle.run._watching).
 PULL_ENDABLE = frozenset(
-    {TaskState.DELIVERED, TaskState.FAILED, TaskState.WAITING_FOR_INFO, TaskState.QUEUED}
+    {
+        TaskState.DELIVERED,
+        TaskState.FAILED,
+        TaskState.WAITING_FOR_INFO,
+        TaskState.QUEUED,
+        TaskState.RUNNING,
+    }
 )
 # Results that reach the chat session a task was filed from (spec: background results).
 CHAT_RESULTS = frozenset({TaskState.DELIVERED, TaskState.WAITING_FOR_INFO, TaskState.FAILED})
@@ -55,6 +62,8 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
             TaskState.DELIVERED,
             TaskState.FAILED,
             TaskState.TERMINATED,
+            TaskState.MERGED,  # its pull request merged or closed during a review or fix run
+            TaskState.CLOSED,
         }
     ),
     TaskState.WAITING_FOR_INFO: frozenset(
@@ -88,7 +97,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
         }
     ),
     TaskState.MERGED: frozenset(),
-    TaskState.CLOSED: frozenset(),
+    TaskState.CLOSED: frozenset({TaskState.DELIVERED}),  # its pull request reopened
 }
 
 
