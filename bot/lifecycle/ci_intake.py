@@ -45,6 +45,7 @@ from bot.lifecycle.ci_rules import CiCause, judge
 from bot.lifecycle.ci_summary import post_summary, summary_body
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
+from bot.lifecycle.public_text import PublicPlace, defang, normalize, within
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.seams import GitHubApi
@@ -54,6 +55,7 @@ from bot.lifecycle.transition import publish
 log = logging.getLogger(__name__)
 # A run of the task is live or coming: a failure on its head waits for it to end.
 BUSY = (TaskState.RUNNING, TaskState.QUEUED)
+MAX_NOTE = 500  # the progress comment's line about a failure
 
 
 class CiGitHub(GitHubApi, CiReads, Protocol):
@@ -243,10 +245,19 @@ class CiIntake:
             reason=reason,
             evidence=render(evidence),
             job_id=ci_job_id(task, sha, number) if fix else None,
-            note=self.redactor.public_text(note, 500),
+            note=self._public(note, task),
             fix_runs=self.fix_runs,
         )
         return await self._claim(github, task, claim)
+
+    def _public(self, note: str, task: Task) -> str:
+        """The progress comment's line: check names and reasons are CI's text (a workflow's
+        author names its jobs), so redacted, flattened and defanged as `ci_summary` makes
+        them: a name can be markdown for an image, a link or a closing keyword."""
+        redactor, place = self.redactor, PublicPlace.of(task.repo, task.issue, self.api_url)
+        return within(
+            MAX_NOTE, lambda cut: defang(redactor.public_text(normalize(note), cut), place)
+        )
 
     async def _claim(self, github: CiGitHub, task: Task, claim: ci_store.Claim) -> CiOutcome:
         question = needs_human_question(claim.pr_number, claim.reason)
