@@ -11,6 +11,7 @@ holds them to both)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -59,11 +60,20 @@ class ReviewComment(msgspec.Struct, frozen=True):
     diff_hunk: str = ""
     html_url: str = ""
     created_at: str = ""
+    updated_at: str = ""  # when its text last changed (ISO 8601)
 
     @property
     def thread_id(self) -> int:
         """The id of the comment that opened this comment's thread."""
         return self.in_reply_to_id or self.id
+
+    @property
+    def changed_at(self) -> datetime | None:
+        """`updated_at` as a time; None when GitHub sent none."""
+        try:
+            return datetime.fromisoformat(self.updated_at)
+        except ValueError:
+            return None
 
 
 class Annotation(msgspec.Struct, frozen=True):

@@ -225,6 +225,12 @@ class ReviewThread(Base):
     picked_job: Mapped[str | None] = mapped_column(String(100))
     picked_at: Mapped[datetime | None]
     pinned: Mapped[str | None] = mapped_column(Text)
+    # A comment thread's review (GitHub's `pull_request_review_id`; None for a review's own
+    # row, or a thread first seen through a reply): dismissing the review declines it.
+    review_id: Mapped[int | None] = mapped_column(BigInteger)
+    # When GitHub last changed the root comment's text as `text` holds it (None: not read
+    # from the root yet): an older edit delivered late never replaces a newer text.
+    source_updated_at: Mapped[datetime | None]
 
 
 class ReviewAck(Base):

@@ -276,6 +276,8 @@ def _record_comment(
     thread = _thread(session, task_id, ThreadKind.COMMENT, root)
     now = clock()
     if thread is None:
+        # A comment of a review already dismissed asks nothing (its dismissal came first).
+        gone = _dismissed(session, task_id, comment.pull_request_review_id)
         session.add(
             ReviewThread(
                 task_id=task_id,
@@ -285,13 +287,21 @@ def _record_comment(
                 path=comment.path,
                 line=comment.line,
                 author=comment.user.login if comment.user else "",
-                state=ThreadState.OPEN,
+                state=ThreadState.DECLINED if gone else ThreadState.OPEN,
+                reason=DISMISSED if gone else None,
                 text=pinned_text(comment.body),
                 url=comment.html_url or None,
                 created_at=now,
                 updated_at=now,
+                # Known only from the root (a reply delivered first leaves them for it).
+                review_id=comment.pull_request_review_id if comment.id == root else None,
+                source_updated_at=comment.changed_at if comment.id == root else None,
             )
         )
+    elif comment.id == root:
+        # The thread's first comment, delivered after a reply to it (its first delivery
+        # failed and was retried): what the thread asks, not a new request by itself.
+        _root_arrived(thread, comment, now)
     elif thread.state != ThreadState.OPEN or thread.picked_job is not None:
         # Open again and not taken up: the writer's reply asks for another review run.
         thread.state, thread.reason, thread.updated_at = ThreadState.OPEN, None, now
@@ -302,6 +312,25 @@ def _record_comment(
         thread.updated_at = now
     _ack(session, task_id, ThreadKind.COMMENT, comment.id, reaction_id, clock)
     record_done(session)
+
+
+def _root_arrived(thread: ReviewThread, comment: ReviewComment, now: datetime) -> None:
+    """A thread first recorded from a reply takes its root's text and place, unless a run
+    took it up already (that run read the thread from GitHub) or a newer edit is in."""
+    thread.review_id = comment.pull_request_review_id
+    if thread.picked_job is not None or not _newer(comment, thread):
+        return
+    thread.text, thread.source_updated_at = pinned_text(comment.body), comment.changed_at
+    thread.path, thread.line, thread.url = comment.path, comment.line, comment.html_url or None
+    thread.author = comment.user.login if comment.user else thread.author
+    thread.updated_at = now
+
+
+def _newer(comment: ReviewComment, thread: ReviewThread) -> bool:
+    """Whether `comment` is a newer text of the thread's root than the one recorded (an
+    edit delivered after a later edit, or the creation after an edit, is not)."""
+    recorded, changed = thread.source_updated_at, comment.changed_at
+    return recorded is None or changed is None or changed > recorded
 
 
 def _record_review(
@@ -339,7 +368,9 @@ def _review_thread(
     )
 
 
-def _dismissed(session: Session, task_id: int, review_id: int) -> bool:
+def _dismissed(session: Session, task_id: int, review_id: int | None) -> bool:
+    if review_id is None:
+        return False
     thread = _thread(session, task_id, ThreadKind.REVIEW, review_id, locked=False)  # a read
     return thread is not None and thread.reason == DISMISSED
 
@@ -378,6 +409,28 @@ def decline_dismissed(
     for thread in threads:
         thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, clock()
         declined.append(thread.root_id)
+    for review_id in review_ids:
+        _decline_comments_of(session, task_id, review_id, clock())
+    return declined
+
+
+def _decline_comments_of(session: Session, task_id: int, review_id: int, now: datetime) -> int:
+    """The open comment threads a dismissed review opened, declined as its own thread is
+    (taken up by a run or not: the run replies only on threads still open); how many."""
+    threads = session.scalars(
+        select(ReviewThread)
+        .where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.kind == ThreadKind.COMMENT,
+            ReviewThread.review_id == review_id,
+            ReviewThread.state == ThreadState.OPEN,
+        )
+        .with_for_update()
+    )
+    declined = 0
+    for thread in threads:
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
+        declined += 1
     return declined
 
 
@@ -459,6 +512,8 @@ def _dismiss(
         )
     else:
         said = f"its thread is {thread.state} (taken up by {thread.picked_job}): left as it is"
+    if comments := _decline_comments_of(session, task_id, review.id, now):
+        said += f"; {comments} of its comment threads declined"
     record_done(session)
     return said, moved
 
@@ -514,8 +569,11 @@ def _comment_changed(
     elif deleted:
         thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DELETED, clock()
         said = "its thread declined before any run took it up"
+    elif not _newer(comment, thread):
+        said = "an older edit than the text recorded: left as it is"
     else:
         thread.text, thread.updated_at = pinned_text(comment.body), clock()
+        thread.source_updated_at = comment.changed_at
         said = "its thread's text is the edited one"
     record_done(session)
     return said

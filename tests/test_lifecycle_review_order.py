@@ -1,0 +1,154 @@
+"""Review webhooks as GitHub may deliver them: late, out of order, or after the review they
+belong to was dismissed. A reply delivered before its thread's first comment does not hide
+the comment, and the late first comment asks for no second run; an older edit delivered
+after a newer one leaves the newer text; a dismissed review's line comments are answered
+by nobody, whichever arrives first. Real RQ workers and the GitHub sandbox."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from sqlalchemy import select
+
+from bot.lifecycle.models import ReviewThread, ThreadState
+from bot.lifecycle.reviews import DISMISSED
+from github_sandbox.operations import HookEvent
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.pulls import as_person, delivered_pull
+
+
+def _threads(lc: Lifecycle, task_id: int) -> list[ReviewThread]:
+    return list(
+        lc.ctx.db.call(
+            lambda s: list(s.scalars(select(ReviewThread).where(ReviewThread.task_id == task_id)))
+        )
+    )
+
+
+async def _answers(lc: Lifecycle, number: int) -> list[str]:
+    comments = await lc.github.list_review_comments(lc.repo, number)
+    return [c.body for c in comments if "steelframe-thread-answer" in c.body]
+
+
+async def _line_comment(lc: Lifecycle, number: int, body: str, **more: Any) -> Any:
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
+    fields = {"body": body, "commit_id": head, "path": "CHANGE.md", "line": 1, **more}
+    return await as_person(lc, "maintainer", "POST", f"/pulls/{number}/comments", fields)
+
+
+def _send(lc: Lifecycle, event: str, payload: dict[str, Any]) -> None:
+    lc.sandbox.sandbox.hooks.enqueue([HookEvent(event, payload)])
+
+
+async def test_a_reply_delivered_before_its_first_comment(make: Make) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    task_id, hooks = lc.task(issue).id, lc.sandbox.sandbox.hooks
+    url, secret = hooks.url, hooks.secret
+    hooks.configure(None, secret)  # both deliveries fail for now
+    root = await _line_comment(lc, number, "ROOT: Blue is too loud.")
+    await _line_comment(lc, number, "REPLY: and the font too.", in_reply_to=root["id"])
+    await lc.settle()
+    first, reply = [d for d in hooks.sent if d.event == "pull_request_review_comment"]
+    hooks.configure(url, secret)
+    _send(lc, reply.event, reply.payload)  # the reply's retry comes first
+    await lc.settle()
+    (thread,) = _threads(lc, task_id)
+    assert "ROOT: Blue is too loud." not in thread.text
+    _send(lc, first.event, first.payload)  # then the first comment's
+    await lc.settle()
+    (thread,) = _threads(lc, task_id)
+    assert thread.text == "ROOT: Blue is too loud."  # what the thread asks
+    await lc.work()
+    (thread,) = _threads(lc, task_id)
+    assert thread.state == ThreadState.ADDRESSED
+    assert "ROOT: Blue is too loud." in (thread.pinned or "")
+    assert "REPLY: and the font too." in (thread.pinned or "")
+    assert len(await _answers(lc, number)) == 1
+    _send(lc, first.event, first.payload)  # GitHub sends it once more: nothing to do
+    await lc.settle()
+    assert lc.queued_jobs() == [] and _threads(lc, task_id)[0].state == ThreadState.ADDRESSED
+
+
+async def test_an_older_edit_delivered_after_a_newer_one_leaves_the_newer_text(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    await _line_comment(lc, number, "v1")
+    (created,) = [
+        d for d in lc.sandbox.sandbox.hooks.sent if d.event == "pull_request_review_comment"
+    ]
+
+    def edited(body: str, before: str, at: str) -> dict[str, Any]:
+        payload = copy.deepcopy(created.payload)
+        payload["action"] = "edited"
+        payload["comment"].update(body=body, updated_at=at)
+        payload["changes"] = {"body": {"from": before}}
+        return payload
+
+    _send(lc, "pull_request_review_comment", edited("v3, the latest", "v2", "2030-01-01T00:00:02Z"))
+    await lc.settle()
+    _send(lc, "pull_request_review_comment", edited("v2, older", "v1", "2030-01-01T00:00:01Z"))
+    _send(lc, "pull_request_review_comment", created.payload)  # and its creation, once more
+    await lc.settle()
+    (thread,) = _threads(lc, lc.task(issue).id)
+    assert thread.text == "v3, the latest"
+
+
+async def _review_with_a_line_comment(lc: Lifecycle, number: int) -> dict[str, Any]:
+    """A maintainer's review asking for changes, with a comment on a line; the payload of
+    its dismissal, as GitHub sends it."""
+    head = (await lc.github.get_pull(lc.repo, number)).head.sha
+    review = {
+        "body": "Please use a calmer blue.",
+        "event": "REQUEST_CHANGES",
+        "commit_id": head,
+        "comments": [{"path": "CHANGE.md", "line": 1, "body": "This line."}],
+    }
+    await as_person(lc, "maintainer", "POST", f"/pulls/{number}/reviews", review)
+    hooks = lc.sandbox.sandbox.hooks
+    kinds = ("pull_request_review", "submitted")
+    (submitted,) = [d for d in hooks.sent if (d.event, d.action) == kinds]
+    dismissed = copy.deepcopy(submitted.payload)
+    dismissed["action"] = "dismissed"
+    dismissed["review"]["state"] = "dismissed"
+    return dismissed
+
+
+async def test_a_dismissed_reviews_line_comments_are_answered_by_nobody(make: Make) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    dismissed = await _review_with_a_line_comment(lc, number)
+    _send(lc, "pull_request_review", dismissed)
+    await lc.settle()
+    await lc.work()
+    threads = _threads(lc, lc.task(issue).id)
+    assert sorted(t.kind for t in threads) == ["comment", "review"]
+    assert {(t.state, t.reason) for t in threads} == {(ThreadState.DECLINED, DISMISSED)}
+    assert await _answers(lc, number) == []
+
+
+async def test_a_line_comment_delivered_after_its_reviews_dismissal_asks_nothing(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    hooks = lc.sandbox.sandbox.hooks
+    url, secret = hooks.url, hooks.secret
+    hooks.configure(None, secret)  # the review's deliveries fail for now
+    dismissed = await _review_with_a_line_comment(lc, number)
+    await lc.settle()
+    held = [d for d in hooks.sent if d.event.startswith("pull_request_review")]
+    hooks.configure(url, secret)
+    _send(lc, "pull_request_review", dismissed)  # the dismissal first, then the retries
+    for delivery in held:
+        _send(lc, delivery.event, delivery.payload)
+    await lc.settle()
+    threads = _threads(lc, lc.task(issue).id)
+    assert sorted(t.kind for t in threads) == ["comment", "review"]
+    assert {(t.state, t.reason) for t in threads} == {(ThreadState.DECLINED, DISMISSED)}
+    assert lc.queued_jobs() == []
