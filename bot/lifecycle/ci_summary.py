@@ -1,8 +1,9 @@
 """The one comment on a task's pull request when Steelframe stops on failing CI: what
 failed, what was tried, why it stopped. Marked, so it is posted once per pull request and
 edited in place when a later stop says something new (a redelivery finds it and changes
-nothing). Text from CI (check names, reasons that quote a log) is public only after
-redaction, flattening and defanging (`public_text`)."""
+nothing); only the App's own comment counts, as anyone can type the marker. Text from CI
+(check names, reasons that quote a log) is public only after redaction, flattening and
+defanging (`public_text`)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,8 @@ class CommentApi(Protocol):
     async def create_comment(self, repo: str, number: int, body: str) -> IssueComment: ...
 
     async def update_comment(self, repo: str, comment_id: int, body: str) -> IssueComment: ...
+
+    async def is_app_login(self, login: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -89,11 +92,12 @@ def _tried(tried: Sequence[TriedRun]) -> str:
 
 
 async def post_summary(github: CommentApi, repo: str, number: int, body: str) -> int | None:
-    """The summary on pull request `number`: created, or its marked comment edited when
-    it says something else; the comment's id (None if GitHub failed: logged)."""
+    """The summary on pull request `number`: created, or the App's marked comment edited
+    when it says something else; the comment's id (None if GitHub failed: logged). A
+    marked comment by anyone else is theirs: left as it is."""
     try:
         for comment in await github.list_comments(repo, number):
-            if MARKER in comment.body:
+            if MARKER in comment.body and await github.is_app_login(comment.author):
                 if comment.body != body:
                     await github.update_comment(repo, comment.id, body)
                 return comment.id

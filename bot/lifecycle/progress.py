@@ -3,7 +3,9 @@
 Every call here is idempotent. Labels are synced to the task's state (add the one that
 should be there, remove the others). The progress comment is found by its marker if the
 id was not stored (a crash between create and store) and edited in place. Notices are
-written to `task_notices` before the call and get their comment id after it.
+written to `task_notices` before the call and get their comment id after it. A marked
+comment counts only when the App wrote it: anyone can type a marker (task ids are
+sequential), and a person's comment is never Steelframe's to edit or to take as posted.
 """
 
 from __future__ import annotations
@@ -110,8 +112,10 @@ def labels_match(issue: Issue, state: TaskState) -> bool:
 
 
 async def _find_marked(github: GitHubApi, repo: str, issue: int, marker: str) -> int | None:
+    """The App's own comment on the issue carrying `marker` (what an earlier, crashed
+    attempt posted); another author's copy of the marker is theirs and is passed over."""
     for comment in await github.list_comments(repo, issue):
-        if marker in comment.body:
+        if marker in comment.body and await github.is_app_login(comment.author):
             return comment.id
     return None
 

@@ -6,9 +6,10 @@ naming the thread and the run, so a crash between replying and settling the row 
 reply instead of posting a second: within the run (`_reply_once`), and in the run that
 retries it after its worker died (`settle_replied`: the retry has a job of its own, so its
 marker would not match; the row is settled from the dead run's reply, as GitHub shows it,
-before the retry takes threads up). A settled thread is never answered again. The answer
-text comes from the agent: the caller passes it redacted for the public
-(`Run.public_block`), as every other text the run posts.
+before the retry takes threads up). Only the App's own replies count: anyone can type a
+marker. A settled thread is never answered again. The answer text comes from the agent:
+the caller passes it redacted for the public (`Run.public_block`), as every other text
+the run posts.
 """
 
 from __future__ import annotations
@@ -108,15 +109,14 @@ async def answer_threads(
 async def _reply_once(
     github: GitHubApi, task: Task, thread: ReviewThread, answer: ThreadAnswer, job: str | None
 ) -> None:
-    body = answer_body(answer, job)
     marker = answer_marker(answer.kind, answer.root_id, job)
+    replies = await _app_replies(github, task.repo, thread.pr_number, {answer.kind})
+    if any(marker in body for _, body in replies):
+        return  # this run replied before a crash; a person's copy of the marker is no reply
+    body = answer_body(answer, job)
     if answer.kind == ThreadKind.COMMENT:
-        replies = await github.list_review_comments(task.repo, thread.pr_number)
-        if not any(marker in reply.body for reply in replies):
-            await github.reply_to_review_comment(task.repo, thread.pr_number, thread.root_id, body)
-        return
-    comments = await github.list_comments(task.repo, thread.pr_number)
-    if not any(marker in comment.body for comment in comments):
+        await github.reply_to_review_comment(task.repo, thread.pr_number, thread.root_id, body)
+    else:
         await github.create_comment(task.repo, thread.pr_number, body)
 
 
