@@ -3,7 +3,7 @@ failed, what was tried, why it stopped. Marked, so it is posted once per pull re
 edited in place when a later stop says something new (a redelivery finds it and changes
 nothing); only the App's own comment counts, as anyone can type the marker. Text from CI
 (check names, reasons that quote a log) is public only after redaction, flattening and
-defanging (`public_text`)."""
+defanging (`public_text`); a check name is shown in a code span it cannot close."""
 
 from __future__ import annotations
 
@@ -60,7 +60,13 @@ def summary_body(stop: CiStop, redactor: Redactor, github_api_url: str) -> str:
             MAX_LINE, lambda cut: defang(redactor.public_text(normalize(text), cut), place)
         )
 
-    checks = ", ".join(f"`{public(name)}`" for name in stop.checks) or "(none named)"
+    def code(text: str) -> str:
+        # A backtick in the name would close the span and publish the rest as markdown
+        # (an image, a link); replaced in what is published, after normalising made a
+        # fullwidth one into "`", the span holds all of it.
+        return "`" + public(text).replace("`", "'") + "`"
+
+    checks = ", ".join(code(name) for name in stop.checks) or "(none named)"
     lines = [
         MARKER,
         "**Steelframe stopped working on the failing CI of this pull request.**",
