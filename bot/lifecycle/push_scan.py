@@ -22,6 +22,11 @@ from bot.lifecycle.worktree import (
 )
 
 HISTORY_CHUNK = 1024 * 1024
+# How far back a chunk's tail may reach, in multiples of `overlap`: a wrapped value's lines
+# hold more characters than the value (a `+` and a line break each); past this, the value
+# was padded to hide it, which redaction does not promise to see (docs/lifecycle.md, "What
+# the sandbox does not protect against").
+TAIL_REACH = 8
 
 
 async def history_holds(
@@ -29,8 +34,9 @@ async def history_holds(
 ) -> bool:
     """Whether `found` flags anything a push would publish: every commit ahead of the base
     with its message, author and whole patch (binary files as text). Read as git writes it,
-    `chunk` bytes at a time, each searched with the last `overlap` characters before it (a
-    value cut in two by a chunk's end is still seen): memory stays flat whatever the size."""
+    `chunk` bytes at a time, each searched with the lines before it that hold its last
+    `overlap` characters (`_tail`: a value cut in two by a chunk's end is still seen, written
+    whole or wrapped over lines): memory stays flat whatever the size."""
     process = await asyncio.create_subprocess_exec(
         "git",
         *SAFE_OPTIONS,
@@ -53,7 +59,7 @@ async def history_holds(
                 text = tail + decoder.decode(piece)
                 if found(text):
                     return True
-                tail = text[-overlap:] if overlap > 0 else ""
+                tail = _tail(text, overlap)
             if found(tail + decoder.decode(b"", final=True)):
                 return True
             if await process.wait() != 0:
@@ -65,6 +71,22 @@ async def history_holds(
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+def _tail(text: str, overlap: int) -> str:
+    """The end of `text` a value cut off by the chunk's end may have started in: whole lines
+    back from the end until their content (each line's first character, a patch's prefix,
+    and whitespace aside) holds `overlap` characters, so a value wrapped over lines is still
+    whole, prefixes and all, with the next chunk; at most TAIL_REACH * `overlap` characters."""
+    if overlap <= 0:
+        return ""
+    floor = max(0, len(text) - TAIL_REACH * overlap)
+    start, held = len(text), 0
+    while start > floor and held < overlap:
+        line = max(text.rfind("\n", floor, start - 1) + 1, floor)
+        held += len("".join(text[line + 1 : start].split()))
+        start = line
+    return text[start:]
 
 
 async def files_with(tree: Worktree, found: Callable[[str], bool]) -> list[str]:

@@ -12,11 +12,18 @@ on), no mentions, bounded. Public text is checked twice: as written, and as GitH
 (`public_text.shown`), where markdown a reader never sees can no longer split a value
 (`sk\\-...`, `sk-a<!-- -->b`, `sk-a**b**`, `` sk-a`b` ``); text that shows one that way is
 published as what a reader sees, masked and escaped (`public_text.plain`).
+
+An encoded form is also found written wrapped, as `base64` (76 columns), `openssl base64`
+(64) and `xxd -p` (60) write it: the text is searched once more with its whitespace taken
+out (`joined`), and, for `contains_secret`, with a patch's line prefixes taken out too
+(`git log --patch` starts each line with `+`, `-` or a space). A wrapped form is masked
+whole, from its first line to its last, as one value is.
 """
 
 from __future__ import annotations
 
 import base64
+import bisect
 import html
 import re
 import threading
@@ -46,6 +53,8 @@ _CHARACTER_REFERENCE = re.compile(
 )
 # What an Authorization header's value may start with; the rest is the secret.
 _SCHEME = re.compile(r"(?i)^(?:bearer|token|basic) ")
+# The one character `git diff` puts before each line of a hunk: added, removed, context.
+_PATCH_PREFIX = re.compile(r"^[-+ ]", re.MULTILINE)
 
 
 def mask_token_shapes(text: str) -> str:
@@ -61,6 +70,9 @@ class Redactor:
         self._values: set[str] = set()
         self._forms: set[str] = set()  # the values' encoded forms (`encoded_forms`)
         self._matcher: _Matcher | None = None
+        # The encoded forms alone, searched in text without its whitespace (`joined`): not
+        # the values, whose pieces a space may join by chance ("pass word").
+        self._wrapped: _Matcher | None = None
         self.add(*values)
 
     def add(self, *values: str | None) -> None:
@@ -70,6 +82,7 @@ class Redactor:
                 self._values |= fresh
                 self._forms |= {form for v in fresh for form in encoded_forms(v)}
                 self._matcher = _Matcher(self._values | self._forms)
+                self._wrapped = _Matcher(self._forms) if self._forms else None
 
     @property
     def longest_value(self) -> int:
@@ -79,16 +92,52 @@ class Redactor:
             return max(map(len, self._values | self._forms), default=0)
 
     def redact(self, text: str) -> str:
+        """`text` with each known value and encoded form masked, a wrapped form whole."""
         matcher = self._matcher
-        return text if matcher is None or not text else matcher.masked(text)
+        return text if matcher is None or not text else self._unwrapped(matcher.masked(text))
 
     def contains_secret(self, text: str | bytes) -> bool:
-        matcher = self._matcher
+        """Whether `text` holds a known value or an encoded form of one: as written, wrapped
+        across lines, or wrapped in a patch's lines (`+`, `-`, space before each)."""
+        matcher, wrapped = self._matcher, self._wrapped
         if matcher is None:
             return False
         if isinstance(text, bytes):
             text = text.decode("utf-8", errors="replace")
-        return matcher.found_in(text)
+        if matcher.found_in(text):
+            return True
+        return wrapped is not None and (
+            wrapped.found_in(joined(text)) or wrapped.found_in(joined(unprefixed(text)))
+        )
+
+    def _unwrapped(self, text: str) -> str:
+        """`text` with each encoded form that whitespace splits (a wrapped base64 or hex
+        dump) masked, from its first character to its last, line breaks and all."""
+        wrapped = self._wrapped
+        if wrapped is None or not wrapped.found_in(joined(text)):
+            return text
+        words = text.split()  # as `joined` splits it, so the two agree
+        starts: list[int] = []  # where each word starts in the joined text
+        places: list[int] = []  # and in `text`
+        length = place = 0
+        for word in words:
+            place = text.find(word, place)  # only whitespace lies before it
+            starts.append(length)
+            places.append(place)
+            length += len(word)
+            place += len(word)
+        compact = "".join(words)
+
+        def at(index: int) -> int:  # position in `text` of the joined text's `index`
+            word = bisect.bisect_right(starts, index) - 1
+            return places[word] + index - starts[word]
+
+        pieces: list[str] = []
+        kept = 0
+        for start, end in wrapped.spans(compact):
+            pieces += (text[kept : at(start)], MASK)
+            kept = at(end - 1) + 1
+        return "".join(pieces) + text[kept:]
 
     def redact_data(self, value: object) -> object:
         """The same for JSON-like data (event data, log records)."""
@@ -138,6 +187,9 @@ class Redactor:
         if self._secrets_shown(published):
             return True
         seen = normalize(shown(published).everything)
+        wrapped = self._wrapped
+        if wrapped is not None and wrapped.found_in(joined(seen)):
+            return True
         return any(
             value[start : start + MIN_SECRET] in seen
             for value in found
@@ -222,6 +274,16 @@ def encoded_forms(value: str) -> set[str]:
         core = base64.b64encode(b"\0" * offset + raw).decode()[(8 * offset + 5) // 6 : bits // 6]
         forms |= {core, core.translate(_URL_SAFE)}
     return forms
+
+
+def joined(text: str) -> str:
+    """`text` without its whitespace: a wrapped encoding's lines as one."""
+    return "".join(text.split())
+
+
+def unprefixed(patch: str) -> str:
+    """A patch's text without the character before each line (`+`, `-`, a space)."""
+    return _PATCH_PREFIX.sub("", patch)
 
 
 def rendered(text: str) -> str:
