@@ -8,8 +8,10 @@ retries it after its worker died (`settle_replied`: the retry has a job of its o
 marker would not match; the row is settled from the dead run's reply, as GitHub shows it,
 before the retry takes threads up). Only the App's own replies count: anyone can type a
 marker. A settled thread is never answered again. The answer text comes from the agent:
-the caller passes it redacted for the public (`Run.public_block`), as every other text
-the run posts.
+the caller passes it redacted for the public and bounded (`Run.public_block`), as every
+other text the run posts, and it is published whole: cutting text already made public
+could drop a code span's closing backtick or split an escape or a reference, and show what
+the rules hid (`public_text.within`).
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ from bot.lifecycle.seams import GitHubApi
 
 log = logging.getLogger(__name__)
 ANSWER_PREFIX = "<!-- steelframe-thread-answer "
-MAX_ANSWER = 4000
+# An answer's text is bounded where it is made public (`Run.public_block`: 4000 characters,
+# perhaps after a sentence of the worker's); this only keeps a reply within what GitHub
+# takes (65,536 characters a comment, the marker and head line included). Longer, it is
+# withheld: never cut.
+MAX_ANSWER = 65_000
+TOO_LONG = "(Steelframe withheld this answer: it was longer than a reply on GitHub can be.)"
 SETTLED = frozenset({ThreadState.ADDRESSED, ThreadState.DECLINED, ThreadState.NEEDS_OPERATOR})
 
 
@@ -37,7 +44,7 @@ class ThreadAnswer:
     kind: ThreadKind
     root_id: int
     state: ThreadState  # one of SETTLED
-    text: str  # public: already redacted by the caller
+    text: str  # public: already redacted (and bounded) by the caller; never cut after
     commit: str | None = None  # the fix (addressed)
 
 
@@ -56,11 +63,19 @@ HEADS = {
 ADDRESSED_IN = re.compile(r"Addressed in ([0-9a-f]{7,64})\.")
 
 
+def answer_text(answer: ThreadAnswer) -> str:
+    """The text the reply publishes (and the ledger keeps): the answer's whole, or TOO_LONG
+    in its place. Never a slice of it: it is public already, and a cut could end inside a
+    code span or an escape and show a link or an image the rules had hidden."""
+    text = answer.text.strip()
+    return text if len(text) <= MAX_ANSWER else TOO_LONG
+
+
 def answer_body(answer: ThreadAnswer, job: str | None = None) -> str:
     head = HEADS[answer.state]
     if answer.state == ThreadState.ADDRESSED and answer.commit:
         head = f"Addressed in {answer.commit}."
-    text = answer.text.strip()[:MAX_ANSWER]
+    text = answer_text(answer)
     return f"{answer_marker(answer.kind, answer.root_id, job)}\n{head}\n\n{text}".rstrip()
 
 
@@ -152,7 +167,7 @@ def _settle(
         return
     thread.state = answer.state
     thread.commit = answer.commit if answer.state == ThreadState.ADDRESSED else None
-    thread.reason = None if answer.state == ThreadState.ADDRESSED else answer.text[:MAX_ANSWER]
+    thread.reason = None if answer.state == ThreadState.ADDRESSED else answer_text(answer)
     thread.updated_at = clock()
 
 
