@@ -6,7 +6,9 @@ more. Real RQ workers, the GitHub sandbox, bubblewrap."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
@@ -37,16 +39,32 @@ async def test_a_merge_while_a_ci_fix_run_is_queued_makes_the_task_merged(make: 
     assert (await lc.github.get_issue(lc.repo, issue)).state == "closed"  # "Fixes #N"
 
 
-async def test_a_merge_during_a_review_run_stops_it_and_makes_the_task_merged(
-    make: Make, tmp_path: Path
-) -> None:
+@dataclass
+class ReviewRunWorking:
+    lc: Lifecycle
+    issue: int
+    number: int
+    runtime: int  # the review run's coding runtime, waiting to be told to go on
+    working: asyncio.Future[Any]  # the worker, until the run ends
+
+
+async def _review_run_working(make: Make, tmp_path: Path) -> ReviewRunWorking:
+    """A delivered task whose review run's runtime is working (and never told to go on)."""
     started, go = exchange_dir(tmp_path) / "started", exchange_dir(tmp_path) / "go"
     lc = await make(coding_command=command("review", "fix", started, go))
     issue, number = await delivered_pull(lc)
     await _comment(lc, "maintainer", number, "write")
     working = asyncio.ensure_future(lc.work())
-    await wait_for(started.exists, within=PATIENCE_SECONDS)  # the review run works
+    await wait_for(started.exists, within=PATIENCE_SECONDS)
     (runtime,) = runtime_pids(str(started))
+    return ReviewRunWorking(lc, issue, number, runtime, working)
+
+
+async def test_a_merge_during_a_review_run_stops_it_and_makes_the_task_merged(
+    make: Make, tmp_path: Path
+) -> None:
+    run = await _review_run_working(make, tmp_path)
+    lc, issue, number, runtime, working = (run.lc, run.issue, run.number, run.runtime, run.working)
     await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
     assert lc.task(issue).state == TaskState.MERGED
     assert await gone(runtime)  # stopped, as a terminate stops a run: never told to go on
@@ -61,13 +79,8 @@ async def test_a_merge_during_a_review_run_stops_it_and_makes_the_task_merged(
 async def test_a_close_during_a_review_run_stops_it_and_a_reopen_delivers_again(
     make: Make, tmp_path: Path
 ) -> None:
-    started, go = exchange_dir(tmp_path) / "started", exchange_dir(tmp_path) / "go"
-    lc = await make(coding_command=command("review", "fix", started, go))
-    issue, number = await delivered_pull(lc)
-    await _comment(lc, "maintainer", number, "write")
-    working = asyncio.ensure_future(lc.work())
-    await wait_for(started.exists, within=PATIENCE_SECONDS)
-    (runtime,) = runtime_pids(str(started))
+    run = await _review_run_working(make, tmp_path)
+    lc, issue, number, runtime, working = (run.lc, run.issue, run.number, run.runtime, run.working)
     await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": "closed"})
     assert lc.task(issue).state == TaskState.CLOSED
     assert await gone(runtime)

@@ -22,6 +22,7 @@ reviews, CI and merge count again, and memory's outcome says it is open again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -128,16 +129,31 @@ async def end_pull(
     """Move the task of `closed`'s branch to `merged` or `closed` (once), remember the
     outcome, then show it on the issue. `opened_by_app`: the pull request's author is the
     App (a person's pull request from a branch named like a task's is not the task's)."""
+    said = f"closed (merged={closed.merged})"
+    return await _follow(db, github, closed, _end_tx, said, opened_by_app, clock)
+
+
+async def _follow(
+    db: Database,
+    github: GitHubApi | None,
+    change: PullChange,
+    tx: Callable[[Session, PullChange, Clock], PullEnd],
+    said: str,
+    opened_by_app: bool,
+    clock: Clock,
+) -> PullEnd:
+    """The task follows its pull request's change (`tx`, one transaction), then GitHub
+    shows it."""
     if not opened_by_app:
-        return _not_ours(closed, f"opened by {closed.author or 'unknown'}, not the App")
-    result = await db.run(_end_tx, closed, clock)
+        return _not_ours(change, f"opened by {change.author or 'unknown'}, not the App")
+    result = await db.run(tx, change, clock)
     if result.moved is not None:
         await publish(db, github, result.moved, create_progress=False, clock=clock)
     log.info(
-        "lifecycle: %s#%s closed (merged=%s): task %s %s: %s",
-        closed.repo,
-        closed.number,
-        closed.merged,
+        "lifecycle: %s#%s %s: task %s %s: %s",
+        change.repo,
+        change.number,
+        said,
         result.task_id,
         result.verdict,
         result.reason,
@@ -216,20 +232,7 @@ async def reopen_pull(
 ) -> PullEnd:
     """Move the `closed` task of `reopened`'s pull request back to `delivered` (once), say so
     in memory, then show it on the issue."""
-    if not opened_by_app:
-        return _not_ours(reopened, f"opened by {reopened.author or 'unknown'}, not the App")
-    result = await db.run(_reopen_tx, reopened, clock)
-    if result.moved is not None:
-        await publish(db, github, result.moved, create_progress=False, clock=clock)
-    log.info(
-        "lifecycle: %s#%s reopened: task %s %s: %s",
-        reopened.repo,
-        reopened.number,
-        result.task_id,
-        result.verdict,
-        result.reason,
-    )
-    return result
+    return await _follow(db, github, reopened, _reopen_tx, "reopened", opened_by_app, clock)
 
 
 def _reopen_tx(session: Session, reopened: PullChange, clock: Clock) -> PullEnd:
