@@ -30,6 +30,7 @@ from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.finish import finish_failed, finish_question
 from bot.lifecycle.models import Task
 from bot.lifecycle.plan_store import Plan, PlanStatus
+from bot.lifecycle.public_text import defang
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply, publish
@@ -272,4 +273,8 @@ async def with_plan(run: Run, summary: str) -> str:
     if plan is None or plan.status != PlanStatus.APPROVED:
         return summary
     title = "Approved plan (edited by the operator)" if plan.edited else "Approved plan"
-    return f"{summary}\n\n### {title}\n\n{plan.brief or plan.text}".strip()
+    # Both parts were made public (and closed) on their own; the whole is defanged once
+    # more, so a part stored by an older worker with a fence left open cannot make the
+    # other's fenced image or link live.
+    body = f"{summary}\n\n### {title}\n\n{plan.brief or plan.text}".strip()
+    return defang(body, run.place)

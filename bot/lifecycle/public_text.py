@@ -27,6 +27,11 @@ there. So the result is read once more as GitHub renders it (`shown`, by markdow
 CommonMark parser) and, when the rendering still closes another issue, mentions or links
 elsewhere, the text is published as what a reader sees, with the rules applied to that and
 every markdown character escaped (`plain`): no formatting, nothing hidden.
+
+Bodies join texts defanged one by one (a summary and its approved plan, a run's
+questions), so the result is also closed (`_closed`): a fence it leaves open is closed,
+anything else left open makes it `plain`, and a reference definition to another host counts
+as a link (another part could use it). Two safe texts joined by a blank line stay safe.
 """
 
 from __future__ import annotations
@@ -112,14 +117,51 @@ def normalize(text: str) -> str:
 
 def defang(text: str, place: PublicPlace) -> str:
     """`text` with no closing keyword for another issue, no mention, no foreign link, in
-    its source and as GitHub shows it (else `plain`)."""
+    its source and as GitHub shows it (else `plain`), and closed (`_closed`): whatever is
+    published after it in the same body is read as it would be alone."""
     text = _defanged(normalize(text), place)
     view = shown(text)
     if not _acts(view, place):
-        return text
+        balanced = _balanced(text)
+        if balanced is not None:
+            return balanced
     text = plain("\n".join(_defanged_plain(line, place) for line in view.text.split("\n")))
     # Escaped, the rules' result is what is shown; should it not be, nothing is published.
-    return WITHHELD if _acts(shown(text), place) else text
+    return WITHHELD if _acts(shown(text), place) or not _closed(text) else text
+
+
+def _balanced(text: str) -> str | None:
+    """`text`, with the fence it leaves open closed (a summary ending in "```" would make
+    the fence of whatever a body puts after it, a plan or the next question, its closing
+    one, and that text's fenced image a live one); None when something else stays open (a
+    `plain` text is published instead)."""
+    if _closed(text):
+        return text
+    tokens = _MARKDOWN.parse(text)
+    last = tokens[-1] if tokens else None
+    if last is None or last.type != "fence" or last.level != 0:
+        return None
+    # CommonMark 4.5: a closing fence is the opening one's character, at least as many.
+    closed = f"{text.rstrip()}\n{last.markup}"
+    return closed if _closed(closed) else None
+
+
+def _closed(text: str) -> bool:
+    """Whether `text` leaves nothing open: a block after it and a blank line (as every body
+    joins its parts) is a paragraph of its own, not the inside of a fence or an HTML block
+    `text` began."""
+    probe = "steelframe probe"
+    tokens = _MARKDOWN.parse(f"{text}\n\n{probe}")
+    if len(tokens) < 3:
+        return False
+    opened, inline, closed = tokens[-3:]
+    return (
+        (opened.type, inline.type, closed.type) == ("paragraph_open", "inline", "paragraph_close")
+        and opened.level == 0
+        and inline.content == probe
+        and opened.map is not None
+        and opened.map[0] == text.count("\n") + 2
+    )
 
 
 def within(limit: int, make: Callable[[int], str]) -> str:
@@ -274,7 +316,8 @@ class Shown:
     breaks as newlines, link and image titles beside their text; invisible characters kept,
     as the renderer keeps them), the part of
     it outside code (where GitHub links bare URLs), and every link and image address (seen
-    on hovering, and in the page's source)."""
+    on hovering, and in the page's source), and every reference definition's (text joined
+    after it may link with it)."""
 
     text: str
     prose: str
@@ -291,8 +334,13 @@ def shown(markdown: str) -> Shown:
     comments and tags hidden (the text between tags shown), emphasis and code markers gone."""
     text: list[str] = []
     prose: list[str] = []
-    links: list[str] = []
-    for token in _MARKDOWN.parse(markdown):
+    env: dict[str, dict[str, dict[str, str]]] = {}
+    tokens = _MARKDOWN.parse(markdown, env)
+    # A reference definition shows nothing, but a body this text is joined into may use it
+    # (`[logo][label]` in one part, `[label]: https://elsewhere` in another): its address
+    # counts as a link.
+    links = [str(found.get("href", "")) for found in env.get("references", {}).values()]
+    for token in tokens:
         if token.type == "inline":
             _inline(token.children or [], text, prose, links)
         elif token.type in ("code_block", "fence"):

@@ -116,5 +116,8 @@ def settle(
         else:
             question = text or "The coding agent has a question about this thread."
             answers.append(ThreadAnswer(kind, root, ThreadState.NEEDS_OPERATOR, question))
-            questions.append(f"On {thread_key(thread)} ({thread.url or 'review'}): {question}")
+            # The question a block of its own after the label: defanged, it is closed
+            # (`public_text.defang`), which text put before it on its first line could undo.
+            label = f"On {thread_key(thread)} ({thread.url or 'review'}):"
+            questions.append(f"{label}\n\n{question}")
     return Settled(answers, questions)

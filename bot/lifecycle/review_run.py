@@ -29,6 +29,7 @@ from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import finish_delivered, finish_move, finish_question
 from bot.lifecycle.models import ReviewThread, ThreadKind, ThreadState
 from bot.lifecycle.progress import Phase
+from bot.lifecycle.public_text import defang
 from bot.lifecycle.review_answers import Settled, settle, take_answers, thread_key
 from bot.lifecycle.review_pickup import has_review_work, pick_up
 from bot.lifecycle.review_prompt import review_section
@@ -107,11 +108,18 @@ async def _end_answered(run: Run, questions: list[str]) -> str:
     on the questions the run before it replied with but never turned into the wait."""
     ctx = run.ctx
     if questions:
-        question = "\n\n".join(questions)
+        question = _joined(run, questions)
         return await finish_question(
             ctx, run.github, run.task, run.actor, question, fence=run.fence
         )
     return await finish_delivered(ctx, run.github, run.task.id, run.actor, summary="")
+
+
+def _joined(run: Run, questions: list[str]) -> str:
+    """The questions as one notice, defanged once more as a whole: each was made public on
+    its own (and closed, `public_text.defang`), but one stored by an older worker may not
+    be, and an unclosed fence in one would make the next one's fenced image live."""
+    return defang("\n\n".join(questions), run.place)
 
 
 async def _announce(run: Run, threads: list[ReviewThread]) -> None:
@@ -239,7 +247,7 @@ async def _end(run: Run, settled: Settled, pushed: str | None, outcome: CodingOu
         and all(a.state == ThreadState.NEEDS_OPERATOR for a in settled.answers)
     )
     if settled.questions or nothing:
-        question = "\n\n".join(settled.questions) if settled.questions else NOTHING
+        question = _joined(run, settled.questions) if settled.questions else NOTHING
         task = run.task
         return await finish_question(ctx, run.github, task, run.actor, question, fence=run.fence)
     summary = run.public_block(outcome.summary)
