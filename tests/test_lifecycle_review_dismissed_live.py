@@ -28,7 +28,7 @@ async def _request_changes(lc: Lifecycle, number: int) -> int:
     return int(made["id"])
 
 
-async def _dismiss_unheard(lc: Lifecycle, number: int, review_id: int) -> None:
+async def dismiss_unheard(lc: Lifecycle, number: int, review_id: int) -> None:
     """The maintainer dismisses the review on GitHub; its webhook never reaches Steelframe
     (the delivery fails: no receiver), as a lost delivery would."""
     hooks = lc.sandbox.sandbox.hooks
@@ -71,7 +71,7 @@ async def test_a_review_dismissed_with_its_webhook_lost_gets_no_answer(
     review_id = await _request_changes(lc, number)
     working = asyncio.ensure_future(lc.work())
     await wait_for(started.exists, within=120)  # the review run took the thread up
-    await _dismiss_unheard(lc, number, review_id)
+    await dismiss_unheard(lc, number, review_id)
     go.write_text("go")
     await working
     assert await _answers(lc, number) == []
@@ -90,7 +90,7 @@ async def test_a_question_only_about_dismissed_reviews_is_not_asked(
     review_id = await _request_changes(lc, number)
     working = asyncio.ensure_future(lc.work())
     await wait_for(started.exists, within=120)
-    await _dismiss_unheard(lc, number, review_id)
+    await dismiss_unheard(lc, number, review_id)
     go.write_text("go")
     await working
     task = lc.task(issue)

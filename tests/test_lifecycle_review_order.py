@@ -6,7 +6,9 @@ by nobody, whichever arrives first. Real RQ workers and the GitHub sandbox."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import select
@@ -15,9 +17,11 @@ from bot.lifecycle.models import ReviewThread, ThreadState
 from bot.lifecycle.reviews import DISMISSED
 from github_sandbox.operations import HookEvent
 from tests.fakes.coding import command
-from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull
+from tests.fakes.sandbox import exchange_dir
+from tests.test_lifecycle_review_dismissed_live import dismiss_unheard
 
 
 def _threads(lc: Lifecycle, task_id: int) -> list[ReviewThread]:
@@ -99,13 +103,15 @@ async def test_an_older_edit_delivered_after_a_newer_one_leaves_the_newer_text(
     assert thread.text == "v3, the latest"
 
 
-async def _review_with_a_line_comment(lc: Lifecycle, number: int) -> dict[str, Any]:
-    """A maintainer's review asking for changes, with a comment on a line; the payload of
-    its dismissal, as GitHub sends it."""
+async def _review_with_a_line_comment(
+    lc: Lifecycle, number: int, *, body: str = "Please use a calmer blue."
+) -> dict[str, Any]:
+    """A maintainer's review with a comment on a line (asking for changes, or without
+    text an approval); the payload of its dismissal, as GitHub sends it."""
     head = (await lc.github.get_pull(lc.repo, number)).head.sha
     review = {
-        "body": "Please use a calmer blue.",
-        "event": "REQUEST_CHANGES",
+        "body": body,
+        "event": "REQUEST_CHANGES" if body else "APPROVE",
         "commit_id": head,
         "comments": [{"path": "CHANGE.md", "line": 1, "body": "This line."}],
     }
@@ -152,3 +158,26 @@ async def test_a_line_comment_delivered_after_its_reviews_dismissal_asks_nothing
     assert sorted(t.kind for t in threads) == ["comment", "review"]
     assert {(t.state, t.reason) for t in threads} == {(ThreadState.DECLINED, DISMISSED)}
     assert lc.queued_jobs() == []
+
+
+async def test_a_reviews_line_comment_is_not_answered_when_its_dismissal_is_lost(
+    make: Make, tmp_path: Path
+) -> None:
+    """The dismissal's webhook never comes: the run reads the review's state from GitHub
+    before it replies, and leaves the review's line comment unanswered (an approval with a
+    line comment: the comment is the run's only thread of that review)."""
+    started, go = exchange_dir(tmp_path) / "started", exchange_dir(tmp_path) / "go"
+    lc = await make(coding_command=command("review", "fix", started, go))
+    issue, number = await delivered_pull(lc)
+    await _review_with_a_line_comment(lc, number, body="")
+    (review,) = await lc.github.list_reviews(lc.repo, number)
+    working = asyncio.ensure_future(lc.work())
+    await wait_for(started.exists, within=PATIENCE_SECONDS)  # the run took the threads up
+    await dismiss_unheard(lc, number, review.id)
+    go.write_text("go")
+    await working
+    assert await _answers(lc, number) == []
+    threads = _threads(lc, lc.task(issue).id)
+    assert [(t.kind, t.state, t.reason) for t in threads] == [
+        ("comment", ThreadState.DECLINED, DISMISSED)
+    ]

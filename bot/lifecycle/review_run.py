@@ -164,26 +164,31 @@ async def _without_dismissed(run: Run, threads: list[ReviewThread], settled: Set
     if not gone:
         return settled
     log.info("lifecycle: task %s: reviews %s dismissed meanwhile: not answered", run.task.id, gone)
-    dropped = {thread_key(t) for t in threads if t.kind == ThreadKind.REVIEW and t.root_id in gone}
-    answers = [
-        a for a in settled.answers if not (a.kind == ThreadKind.REVIEW and a.root_id in gone)
-    ]
-    questions = [
-        q for q in settled.questions if not any(q.startswith(f"On {k} (") for k in dropped)
-    ]
+    dropped = [t for t in threads if _review_of(t) in gone]  # its own text and line comments
+    roots = {(ThreadKind(t.kind), t.root_id) for t in dropped}
+    answers = [a for a in settled.answers if (a.kind, a.root_id) not in roots]
+    keys = [thread_key(t) for t in dropped]
+    questions = [q for q in settled.questions if not any(q.startswith(f"On {k} (") for k in keys)]
     return Settled(answers, questions)
+
+
+def _review_of(thread: ReviewThread) -> int | None:
+    """The review a thread belongs to: a review's own text, or a line comment it made (None:
+    a comment made outside a review, or one whose review is not known)."""
+    return thread.root_id if thread.kind == ThreadKind.REVIEW else thread.review_id
 
 
 async def _dismissed(run: Run, threads: list[ReviewThread]) -> set[int]:
     """The run's reviews that are dismissed: as the webhook recorded, or as GitHub says
     now (`pulls/list-reviews`, state DISMISSED)."""
     ctx, task = run.ctx, run.task
-    reviews = [t.root_id for t in threads if t.kind == ThreadKind.REVIEW]
+    of_reviews = [t for t in threads if _review_of(t) is not None]
+    reviews = sorted({r for t in threads if (r := _review_of(t)) is not None})
     if not reviews:
         return set()
     recorded = await ctx.db.run(dismissed_reviews, task.id, reviews)
     live: set[int] = set()
-    for number in sorted({t.pr_number for t in threads if t.kind == ThreadKind.REVIEW}):
+    for number in sorted({t.pr_number for t in of_reviews}):
         found = await run.github.list_reviews(task.repo, number)
         live |= {r.id for r in found if r.state.upper() == DISMISSED_STATE}
     unrecorded = sorted((live & set(reviews)) - recorded)
