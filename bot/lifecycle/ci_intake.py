@@ -45,7 +45,7 @@ from bot.lifecycle.ci_rules import CiCause, judge
 from bot.lifecycle.ci_summary import post_summary, summary_body
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
-from bot.lifecycle.public_text import PublicPlace, defang, normalize, within
+from bot.lifecycle.public_text import PublicPlace
 from bot.lifecycle.queue import LifecycleQueue
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.seams import GitHubApi
@@ -254,10 +254,8 @@ class CiIntake:
         """The progress comment's line: check names and reasons are CI's text (a workflow's
         author names its jobs), so redacted, flattened and defanged as `ci_summary` makes
         them: a name can be markdown for an image, a link or a closing keyword."""
-        redactor, place = self.redactor, PublicPlace.of(task.repo, task.issue, self.api_url)
-        return within(
-            MAX_NOTE, lambda cut: defang(redactor.public_text(normalize(note), cut), place)
-        )
+        place = PublicPlace.of(task.repo, task.issue, self.api_url)
+        return self.redactor.published(note, place, MAX_NOTE)
 
     async def _claim(self, github: CiGitHub, task: Task, claim: ci_store.Claim) -> CiOutcome:
         question = needs_human_question(claim.pr_number, claim.reason)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.github.issue_records import IssueComment
-from bot.lifecycle.public_text import PublicPlace, defang, normalize, within
+from bot.lifecycle.public_text import PublicPlace
 from bot.lifecycle.redact import Redactor
 
 log = logging.getLogger(__name__)
@@ -56,9 +56,7 @@ def summary_body(stop: CiStop, redactor: Redactor, github_api_url: str) -> str:
     place = PublicPlace.of(stop.repo, stop.issue, github_api_url)
 
     def public(text: str) -> str:
-        return within(
-            MAX_LINE, lambda cut: defang(redactor.public_text(normalize(text), cut), place)
-        )
+        return redactor.published(text, place, MAX_LINE)
 
     def code(text: str) -> str:
         # A backtick in the name would close the span and publish the rest as markdown

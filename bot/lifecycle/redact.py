@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import ahocorasick
 
 from bot.config import Settings
-from bot.lifecycle.public_text import normalize, plain, shown
+from bot.lifecycle.public_text import PublicPlace, defang, normalize, plain, shown, within
 from memory.secrets import MASK, TOKEN_SHAPES
 
 # Shorter values are too likely to occur by chance (and to wreck ordinary text).
@@ -161,6 +161,15 @@ class Redactor:
         lines = [self.public_text(line, limit) for line in self.redact(text).splitlines()]
         block = self._unseen("\n".join(lines).strip(), rendered(text))
         return block if len(block) <= limit else block[: limit - 1] + "…"
+
+    def published(
+        self, text: str, place: PublicPlace, limit: int, *, keep_lines: bool = False
+    ) -> str:
+        """Text from outside (a runtime's words, a check's name, an issue title) as it may go
+        public at `place`: normalised, redacted, flattened (or with its line breaks kept),
+        defanged, at most `limit` characters however the rules escaped it."""
+        made = self.public_block if keep_lines else self.public_text
+        return within(limit, lambda cut: defang(made(normalize(text), cut), place))
 
     def _flattened(self, text: str) -> str:
         flat = _MARKUP.sub(" ", mask_token_shapes(self.redact(text)))

@@ -11,7 +11,7 @@ from bot.lifecycle import leases
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.leases import Holder
 from bot.lifecycle.models import Task
-from bot.lifecycle.public_text import PublicPlace, defang, normalize, within
+from bot.lifecycle.public_text import PublicPlace
 from bot.lifecycle.repo_config import RepoEnv
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.setup_process import CommandResult
@@ -63,13 +63,11 @@ class Run:
         """Text from outside (the runtime's words, the issue title) as one line of a
         comment or pull request: redacted, flattened, defanged (`public_text`), at most `limit`
         characters however the rules escaped it."""
-        redactor, place = self.ctx.redactor, self.place
-        return within(limit, lambda cut: defang(redactor.public_text(normalize(text), cut), place))
+        return self.ctx.redactor.published(text, self.place, limit)
 
     def public_block(self, text: str, limit: int = MAX_PUBLIC_BLOCK) -> str:
         """The same, keeping line breaks (a summary, a question)."""
-        redactor, place = self.ctx.redactor, self.place
-        return within(limit, lambda cut: defang(redactor.public_block(normalize(text), cut), place))
+        return self.ctx.redactor.published(text, self.place, limit, keep_lines=True)
 
     @property
     def place(self) -> PublicPlace:
