@@ -21,7 +21,7 @@ from operator_api.deps import OPERATOR_API
 from operator_api.open_streams import OPEN_STREAMS
 from operator_api.openapi import Endpoints, errors, query
 from operator_api.schemas import ref
-from operator_api.sse import failure_reason, last_event_id, sse_response
+from operator_api.sse import failure_reason, last_event_id, sse_response, start_stream
 
 endpoints = Endpoints()
 routes = endpoints.routes
@@ -55,7 +55,8 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     operator_id = request[OPERATOR_ID]
     position = await api.events.start_at(operator_id, after=after)  # Redis down: a 503
     response = sse_response(request)
-    await response.prepare(request)
+    if not await start_stream(request, response):
+        return response  # a HEAD: headers only, and no subscription
     events = api.events.stream(
         operator_id, after=position, heartbeat=api.settings.heartbeat_seconds
     )

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from bot.chat.frames import NumberedFrame
 from bot.chat.inflight import TurnHandle
@@ -58,6 +58,15 @@ def sse_response(request: web.Request) -> web.StreamResponse:
     return response
 
 
+async def start_stream(request: web.Request, response: web.StreamResponse) -> bool:
+    """Send an SSE answer's headers; whether its events follow. aiohttp serves HEAD on every
+    GET route, and a stream wrote its events on a HEAD as on a GET: an endless body where
+    RFC 9110 9.3.2 allows none (a keep-alive proxy reads it as the next answer), holding a
+    handler and a subscription. A HEAD gets the GET's status and headers, then ends."""
+    await response.prepare(request)
+    return request.method != hdrs.METH_HEAD
+
+
 def failure_reason(exc: Unavailable) -> str:
     """Why Redis failed under a stream, for the log line: the detail's `reason`, if any."""
     reason = exc.detail.reason if exc.detail is not None else "?"
@@ -96,7 +105,8 @@ async def stream_frames(
     response = sse_response(request)
     response.headers["X-Steelframe-Session"] = session_id
     response.headers["X-Steelframe-Turn"] = turn_id
-    await response.prepare(request)
+    if not await start_stream(request, response):
+        return response
     started = request.get(REQUEST_STARTED, time.monotonic())
     outcome, first = "detached", True
     metrics.chat_streams.inc()
