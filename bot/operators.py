@@ -19,8 +19,17 @@ from bot.models import Operator, WebSession
 TOKEN_PREFIX = "sfo_"
 
 
+def credential_bytes(credential: str) -> bytes:
+    """A credential as bytes, for any text a client sends. aiohttp decodes header bytes that
+    are not UTF-8 into lone surrogates (surrogateescape), which a plain `.encode()` refuses:
+    a `Bearer \\xff` was an unauthenticated 500. `surrogatepass` encodes every string, is
+    the same as `.encode()` for valid text (stored digests keep matching), and the bytes it
+    gives for a surrogate match no token (ours are ASCII): a wrong credential, a 401."""
+    return credential.encode("utf-8", "surrogatepass")
+
+
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    return hashlib.sha256(credential_bytes(token)).hexdigest()
 
 
 def create_operator(session: Session, name: str, *, clock: Clock = utcnow) -> tuple[Operator, str]:

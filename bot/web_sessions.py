@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.errors import Unauthorized
 from bot.models import Operator, WebSession
-from bot.operators import authenticate, hash_token
+from bot.operators import authenticate, credential_bytes, hash_token
 
 SESSION_LIFETIME = timedelta(days=7)
 COOKIE_PREFIX = "sfw_"
@@ -96,4 +96,8 @@ def sign_out(session: Session, cookie: str) -> bool:
 
 
 def csrf_matches(expected: str, given: str | None) -> bool:
-    return bool(given) and hmac.compare_digest(expected.encode(), (given or "").encode())
+    """Whether the header equals the session's CSRF token (any text: a header that is not
+    UTF-8 is a mismatch, a 403, never an error; `credential_bytes`)."""
+    return bool(given) and hmac.compare_digest(
+        credential_bytes(expected), credential_bytes(given or "")
+    )

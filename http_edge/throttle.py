@@ -32,6 +32,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from bot.errors import TooManyRequests
+from bot.operators import credential_bytes
 
 log = logging.getLogger("steelframe.auth")
 DEFAULT_FREE_FAILURES = 10
@@ -47,8 +48,10 @@ _T = TypeVar("_T")
 
 
 def scopes_for(address: str | None, credential: str) -> tuple[str, ...]:
-    """What one attempt counts against: its client address and its credential's prefix."""
-    return (f"addr:{address or 'unknown'}", f"prefix:{credential[:PREFIX_CHARS]}")
+    """What one attempt counts against: its client address and its credential's prefix. The
+    prefix is a Redis key's text: a header that was not UTF-8 is escaped, not a 500."""
+    prefix = credential_bytes(credential[:PREFIX_CHARS]).decode("utf-8", "backslashreplace")
+    return (f"addr:{address or 'unknown'}", f"prefix:{prefix}")
 
 
 class ThrottleStore(Protocol):

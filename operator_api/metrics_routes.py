@@ -14,6 +14,7 @@ from aiohttp import web
 from bot.contracts.errors import ErrorDetail
 from bot.errors import Unauthorized
 from bot.metrics import CONTENT_TYPE
+from bot.operators import credential_bytes
 from http_edge.credentials import checked
 from operator_api.deps import OPERATOR_API
 from operator_api.openapi import Endpoints, errors, text_body
@@ -23,7 +24,8 @@ routes = endpoints.routes
 
 
 async def _verify(expected: str, sent: str) -> None:
-    if not hmac.compare_digest(sent.encode(), expected.encode()):
+    # Whatever bytes the header carried (`credential_bytes`): a wrong token, never a 500.
+    if not hmac.compare_digest(credential_bytes(sent), credential_bytes(expected)):
         raise Unauthorized(
             "metrics need STEELFRAME_METRICS_TOKEN as a bearer token",
             detail=ErrorDetail(header="Authorization"),
