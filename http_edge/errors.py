@@ -60,6 +60,8 @@ async def errors_middleware(request: web.Request, handler: Handler) -> web.Strea
         )
     except OperationalError as exc:
         response = _database_unavailable(request, request_id, exc)
+    except web.RequestPayloadError as exc:
+        response = _undecodable_body(request, request_id, exc)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise
@@ -101,6 +103,37 @@ def _database_unavailable(
         status=503,
     )
     response.headers["Retry-After"] = "5"
+    return response
+
+
+def _undecodable_body(
+    request: web.Request, request_id: str, exc: web.RequestPayloadError
+) -> web.Response:
+    """A body aiohttp could not turn back into what was sent: not what its Content-Encoding
+    says (gzip, deflate), or a broken chunked framing. Met by whatever reads the body (every
+    JSON route, the webhook endpoint): the client's fault, once, here, not a 500 with a
+    traceback. Logged by the parser's error class: its text can quote the client's bytes."""
+    cause = exc.__cause__ or exc
+    log.warning(
+        "%s %s -> 400 body not decodable: %s [%s]",
+        request.method,
+        logged_path(request),
+        type(cause).__name__,
+        request_id,
+    )
+    response = web.json_response(
+        error_body(
+            "the request body could not be decoded",
+            ErrorDetail(request_id=request_id),
+            code="bad_request",
+        ),
+        status=400,
+    )
+    # The rest of the body is not read: the connection closes after the answer, and the
+    # stream is ended here, or aiohttp, draining it for the next request on the connection,
+    # met the same error again and logged it as an unhandled exception with its traceback.
+    request.content.feed_eof()
+    response.force_close()
     return response
 
 
