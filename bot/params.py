@@ -8,6 +8,7 @@ import re
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
 
+MAX_ISSUE = 2**31 - 1  # the issue columns are 32-bit integers (GitHub's numbers fit easily)
 # Plain ASCII digits: int() also takes "1_000", " 12 ", "+5" and other scripts' digits
 # ("٣" is 3), none of which a client means as a number here.
 _DIGITS = re.compile(r"[0-9]{1,18}")

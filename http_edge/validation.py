@@ -11,7 +11,7 @@ from aiohttp import web
 
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest, PayloadTooLarge, RequestTimeout
-from bot.params import bounded_int
+from bot.params import MAX_ISSUE, bounded_int
 
 # No operator body needs more than a handful of levels; a deeper one is refused before any
 # recursive code (ours, the database driver's JSON encoder) sees it.
@@ -100,7 +100,7 @@ def _check_tree(data: Any) -> None:
     while stack:
         value, field, depth = stack.pop()
         if isinstance(value, str):
-            _storable(value, field)
+            storable_text(value, field)
         elif isinstance(value, list | dict):
             if depth >= MAX_DEPTH:
                 raise _too_deep()
@@ -108,14 +108,15 @@ def _check_tree(data: Any) -> None:
                 # The top-level object's keys name the field in errors; deeper keys do not.
                 items = [(v, str(k) if depth == 0 else field) for k, v in value.items()]
                 for key in value:
-                    _storable(str(key), field)
+                    storable_text(str(key), field)
             else:
                 items = [(v, field) for v in value]
             stack.extend((item, name, depth + 1) for item, name in items)
 
 
-def _storable(value: str, field: str) -> None:
-    """Refuse text no database can keep: NUL, and lone surrogates (not UTF-8)."""
+def storable_text(value: str, field: str) -> None:
+    """Refuse text no database can keep: NUL, and lone surrogates (not UTF-8: a JSON escape,
+    or header bytes aiohttp decoded with surrogateescape)."""
     if "\x00" in value:
         raise BadRequest(f"{field} contains a NUL character", detail=ErrorDetail(field=field))
     try:
@@ -146,9 +147,6 @@ def optional_str(data: dict[str, Any], name: str, *, max_length: int = 200) -> s
             f"{name} is longer than {max_length} characters", detail=ErrorDetail(field=name)
         )
     return value
-
-
-MAX_ISSUE = 2**31 - 1  # the issue columns are 32-bit integers (GitHub's numbers fit easily)
 
 
 def issue_number(value: Any, name: str) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from aiohttp import web
 from msgspec import Struct
 
+from bot.chat.operator_commands import check_command
 from bot.chat.pipeline import TurnPipeline, TurnRequest
 from bot.chat.session_rows import UNSET
 from bot.chat.session_service import SessionService
@@ -92,6 +93,7 @@ async def _turn_request(request: web.Request) -> TurnRequest:
         raise _bad("message must be a string", "message")
     if len(message) > MAX_MESSAGE_CHARS:
         raise _bad(f"message is longer than {MAX_MESSAGE_CHARS} characters", "message")
+    check_command(message)  # "discuss #0": refused here, before a turn claims anything
     session = optional_str(data, "session", max_length=MAX_SESSION_ID_CHARS)
     return TurnRequest(
         operator_id=request[OPERATOR_ID],

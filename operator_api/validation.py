@@ -11,7 +11,7 @@ from bot.chat.session_rows import UNSET
 from bot.contracts.chat import MAX_REQUEST_KEY_CHARS
 from bot.contracts.errors import ErrorDetail
 from bot.errors import BadRequest
-from http_edge.validation import issue_number, optional_str
+from http_edge.validation import issue_number, optional_str, storable_text
 
 
 def optional_issue(data: dict[str, Any], name: str) -> Any:
@@ -38,6 +38,10 @@ def request_key(request: web.Request, data: dict[str, Any]) -> str | None:
     raw = header if header is not None else optional_str(data, "request_id", max_length=200)
     if raw is None:
         return None
+    # The body's `request_id` was checked with the rest of the body (read_json); a header's
+    # bytes that are not UTF-8 arrive as lone surrogates, which the key's digest could not
+    # encode (bot.chat.turn_keys.row_key: a 500) nor a database store.
+    storable_text(raw, field)
     if not raw.strip() or len(raw) > MAX_REQUEST_KEY_CHARS:
         raise BadRequest(
             f"{field} must be 1 to {MAX_REQUEST_KEY_CHARS} characters",

@@ -1,15 +1,18 @@
-"""Bad input on the operator API: deep or huge JSON, empty references and oversized header
-lines are clear 4xx answers that change nothing and log one line, never a 500."""
+"""Bad input on the operator API: deep or huge JSON, empty references, oversized header
+lines, a chat command naming no possible issue and an Idempotency-Key that is not UTF-8 are
+clear 4xx answers that change nothing and log one line, never a 500."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import ApiClient
+from tests.conftest import ApiClient, make_settings
+from tests.raw_http import request_bytes, send_raw
 
 # Every operator endpoint that reads a JSON body.
 BODY_ENDPOINTS = [
@@ -111,3 +114,74 @@ async def test_a_database_that_goes_away_is_a_503_with_a_reason_not_a_500(
     assert response.headers["Retry-After"] == "5"
     error = await response.json()
     assert error["code"] == "database_unavailable" and error["error"]
+
+
+async def _nothing_stored(api: ApiClient) -> None:
+    sessions = await (await api.get("/api/operator/chat/sessions")).json()
+    assert sessions["sessions"] == []
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "discuss #99999999999999999999",  # SQLite: OverflowError mid-turn
+        "discuss #2147483648",  # PostgreSQL: past the 32-bit issue column
+        "discuss #" + "9" * 5_000,  # past int()'s digit limit
+        "discuss #0",  # as "focus": 0 is
+        "forget #0",
+        "what is #2147483648 waiting for?",
+        "what is still open on #0?",
+    ],
+)
+async def test_a_command_naming_no_possible_issue_is_a_400_that_claims_nothing(
+    api_factory: Any, tmp_path: Path, any_db_url: str, message: str
+) -> None:
+    api = await api_factory(make_settings(tmp_path, database_url=any_db_url))
+    response = await api.post(
+        "/api/operator/chat", json={"message": message}, headers={"Idempotency-Key": "k1"}
+    )
+    assert response.status == 400, await response.text()
+    error = await response.json()
+    assert error["detail"]["field"] == "message"
+    assert "not an issue number" in error["error"] and len(error["error"]) < 200
+    await _nothing_stored(api)
+    # The key was not claimed: a message sent with it now runs its turn.
+    again = await api.post(
+        "/api/operator/chat",
+        json={"message": "discuss #2147483647"},
+        headers={"Idempotency-Key": "k1"},
+    )
+    assert again.status == 200, await again.text()
+
+
+async def test_a_command_with_another_scripts_digits_is_plain_chat(api: ApiClient) -> None:
+    response = await api.post(
+        "/api/operator/chat", json={"message": "discuss #\u0663"}
+    )  # Arabic-Indic 3
+    assert response.status == 200, await response.text()
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert [session["focus"] for session in sessions] == [None]
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/operator/chat", b'{"message": "hi"}'),
+        ("/api/operator/chat/stream", b'{"message": "hi"}'),
+        ("/api/operator/chat/decision", b'{"issue": 3, "body": "Do it."}'),
+    ],
+)
+async def test_an_idempotency_key_that_is_not_utf8_is_a_400(
+    api: ApiClient, path: str, body: bytes
+) -> None:
+    headers = {
+        "Authorization": f"Bearer {api.token}".encode(),
+        "Content-Type": b"application/json",
+        "Idempotency-Key": b"k\xff",
+    }
+    answer = await send_raw(api.raw.server, request_bytes("POST", path, headers, body))
+    assert answer.status == 400, answer.body
+    error = answer.json()
+    assert error["detail"]["field"] == "Idempotency-Key"
+    assert "UTF-8" in error["error"]
+    await _nothing_stored(api)

@@ -18,6 +18,8 @@ publishing is not one), so they work the same with any runtime, the offline one 
   out of the session's summary (`is_forget`), which would otherwise say the words again.
 
 Only the operator's message is read: text from GitHub or a model never triggers a command.
+A command naming an issue number no issue can have (`#0`, past the issue columns' range) is
+refused before its turn (`check_command`): a 400, as the `focus` field's own bound is.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ from bot.chat.intents import IntentContext, IntentOutcome, IntentPolicy
 from bot.chat.pull_left import what_is_left
 from bot.chat.session_rows import UNSET
 from bot.chat.task_reader import TaskReader
+from bot.contracts.errors import ErrorDetail
 from bot.decisions import DecisionPublisher
 from bot.dialogue.trailer import Intent
+from bot.errors import BadRequest
+from bot.params import MAX_ISSUE
 from memory import Memory
 from memory.errors import MemoryError_, TooBroad
 
@@ -62,7 +67,10 @@ _LEFT_WHAT = (
     r"(?:\s+to\s+do)?|what\s+(?:still\s+)?remains(?:\s+to\s+(?:do|be\s+done))?"
 )
 _PATTERNS = (
-    (Command.DISCUSS, re.compile(r"^\s*(?:let'?s\s+)?discuss\s+(?:issue\s+)?#(\d+)" + _END, re.I)),
+    (
+        Command.DISCUSS,
+        re.compile(r"^\s*(?:let'?s\s+)?discuss\s+(?:issue\s+)?#([0-9]+)" + _END, re.I),
+    ),
     (
         Command.PUBLISH,
         re.compile(
@@ -72,7 +80,7 @@ _PATTERNS = (
     (
         Command.WAITING_FOR,
         re.compile(
-            r"^\s*what(?:'s|\s+is)\s+(?:issue\s+)?#(\d+)\s+waiting\s+(?:for|on)" + _END, re.I
+            r"^\s*what(?:'s|\s+is)\s+(?:issue\s+)?#([0-9]+)\s+waiting\s+(?:for|on)" + _END, re.I
         ),
     ),
     (
@@ -81,7 +89,7 @@ _PATTERNS = (
             _OPENING
             + r"(?:"
             + _LEFT_WHAT
-            + r")\s+(?:on|for|in|with|of)\s+(?:issue\s+|task\s+|pr\s+|pull\s+request\s+)?#(\d+)"
+            + r")\s+(?:on|for|in|with|of)\s+(?:issue\s+|task\s+|pr\s+|pull\s+request\s+)?#([0-9]+)"
             + _END,
             re.I,
         ),
@@ -94,7 +102,7 @@ _FORGET = r"^\s*(?:please\s+)?forget\s+"
 _DONE = r"\s*[.!]*\s*$"
 _FORGET_ISSUE = re.compile(
     _FORGET
-    + r"(?:everything\s+(?:about|on)\s+)?(?:issue\s+|pr\s+|pull\s+request\s+)?#(\d+)"
+    + r"(?:everything\s+(?:about|on)\s+)?(?:issue\s+|pr\s+|pull\s+request\s+)?#([0-9]+)"
     + _DONE,
     re.I,
 )
@@ -108,7 +116,35 @@ FORGET_AT_MOST = 10  # chunks one "forget that ..." may take; more: say more of 
 
 
 def parse_command(message: str) -> OperatorCommand | None:
-    """The command the whole message is, or None."""
+    """The command the whole message is, or None (also for a command naming an issue
+    number no issue can have: `check_command` refuses those before a turn sees them)."""
+    found = _read(message)
+    return found if isinstance(found, OperatorCommand) else None
+
+
+def check_command(message: str) -> None:
+    """BadRequest (field "message") if the message is a command naming an issue number no
+    issue can have. Refused rather than answered as plain chat: the operator typed a
+    command, and a reply that ignores it would hide the typo (`discuss #0`, a number pasted
+    twice); "focus": 0 in the request is refused the same way."""
+    found = _read(message)
+    if isinstance(found, _NoSuchIssue):
+        shown = found.digits if len(found.digits) <= 20 else found.digits[:20] + "..."
+        raise BadRequest(
+            f"message names #{shown}, which is not an issue number:"
+            f" issue numbers run from 1 to {MAX_ISSUE}",
+            detail=ErrorDetail(field="message"),
+        )
+
+
+@dataclass(frozen=True)
+class _NoSuchIssue:
+    """A command whose issue number is 0 or past MAX_ISSUE, as typed."""
+
+    digits: str
+
+
+def _read(message: str) -> OperatorCommand | _NoSuchIssue | None:
     message = message.replace("\u2019", "'")  # "what’s" as phones type it
     forget = _parse_forget(message)
     if forget is not None:
@@ -116,15 +152,33 @@ def parse_command(message: str) -> OperatorCommand | None:
     for command, pattern in _PATTERNS:
         found = pattern.match(message)
         if found:
-            issue = int(found.group(1)) if found.groups() else None
+            if not found.groups():
+                return OperatorCommand(command)
+            issue = _issue(found.group(1))
+            if issue is None:
+                return _NoSuchIssue(found.group(1))
             return OperatorCommand(command, issue)
     return None
 
 
-def _parse_forget(message: str) -> OperatorCommand | None:
+def _issue(digits: str) -> int | None:
+    """The issue number `digits` (ASCII) names, or None if no issue can have it: 0, or past
+    the 32-bit issue columns (SQLite overflowed, PostgreSQL refused: a 500 mid-turn). The
+    length is checked first: int() refuses more than 4,300 digits with an error."""
+    significant = digits.lstrip("0")
+    if not significant or len(significant) > len(str(MAX_ISSUE)):
+        return None
+    number = int(significant)
+    return number if number <= MAX_ISSUE else None
+
+
+def _parse_forget(message: str) -> OperatorCommand | _NoSuchIssue | None:
     found = _FORGET_ISSUE.match(message)
     if found:
-        return OperatorCommand(Command.FORGET, issue=int(found.group(1)))
+        issue = _issue(found.group(1))
+        if issue is None:
+            return _NoSuchIssue(found.group(1))
+        return OperatorCommand(Command.FORGET, issue=issue)
     found = _FORGET_KEY.match(message)
     if found:
         return OperatorCommand(Command.FORGET, key=found.group(1))
