@@ -1,7 +1,8 @@
 """Steelframe's markers are in anyone's reach (task ids are sequential, the rest is fixed
 text): a comment carrying one counts as Steelframe's only when the App wrote it. A
 stranger's marked comment is never edited, never taken for the progress comment, a posted
-notice, the CI summary or a thread's answer; the App posts its own. Real RQ workers, the
+notice, the CI summary, a thread's answer or a review's acknowledgement; the App posts
+its own. Real RQ workers, the
 GitHub sandbox (which, unlike GitHub, lets the App edit a person's comment), PostgreSQL."""
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 from bot.clock import utcnow
 from bot.lifecycle.models import ThreadKind, ThreadState
 from bot.lifecycle.progress import add_notice, notice_marker, post_pending, progress_marker
+from bot.lifecycle.reviews import ack_marker
 from bot.lifecycle.thread_answers import ThreadAnswer, answer_marker, answer_threads
+from github_sandbox.operations import HookEvent
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import PICKUP, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -123,3 +126,31 @@ async def test_a_strangers_thread_answer_marker_does_not_answer_the_thread(make:
     assert [r.body for r in ours] == [f"{line_mark}\nNot changed.\n\nThe issue asks it."]
     said = [c["body"] for c in await _by(lc, number, app) if review_mark in c["body"]]
     assert said == [f"{review_mark}\nNot changed.\n\nIt is calm."]
+
+
+async def test_a_strangers_review_ack_marker_leaves_the_acknowledgement_to_the_app(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("commit"))
+    _, number = await delivered_pull(lc)
+    hooks = lc.sandbox.sandbox.hooks
+    url, secret = hooks.url, hooks.secret
+    hooks.configure(None, secret)  # the review's delivery comes later (a retry)
+    review = await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        f"/pulls/{number}/reviews",
+        {"body": "Calmer.", "event": "COMMENT"},
+    )
+    await lc.settle()
+    (held,) = [d for d in hooks.sent if d.event == "pull_request_review"]
+    planted = f"{ack_marker(review['id'])}\nI am a stranger."
+    await lc.comment_as(STRANGER, number, planted, None)
+    hooks.configure(url, secret)
+    hooks.enqueue([HookEvent(held.event, held.payload)])
+    await lc.settle()
+    (theirs,) = await _by(lc, number, STRANGER)
+    assert theirs["body"] == planted
+    ours = [c for c in await _by(lc, number, await _app(lc)) if "picked up the review" in c["body"]]
+    assert len(ours) == 1 and ack_marker(review["id"]) in ours[0]["body"]

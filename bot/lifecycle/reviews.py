@@ -208,11 +208,12 @@ class ReviewIntake:
 
     async def _acknowledge_review(self, pull: PullOf, review: Review) -> int:
         """One comment on the pull request naming the review (found by its marker after a
-        crash between posting and recording it)."""
+        crash between posting and recording it: the App's own comment only, as anyone can
+        type the marker and so keep the review unacknowledged)."""
         assert self.github is not None
         marker = ack_marker(review.id)
         for existing in await self.github.list_comments(pull.repo, pull.number):
-            if marker in existing.body:
+            if marker in existing.body and await self.github.is_app_login(existing.author):
                 return existing.id
         who = f"@{review.user.login}" if review.user else "the reviewer"
         body = f"{marker}\n👀 Steelframe picked up the review by {who}: {review.html_url}".strip()
