@@ -2,8 +2,8 @@
 text): a comment carrying one counts as Steelframe's only when the App wrote it. A
 stranger's marked comment is never edited, never taken for the progress comment, a posted
 notice, the CI summary, a thread's answer or a review's acknowledgement; the App posts
-its own. Real RQ workers, the
-GitHub sandbox (which, unlike GitHub, lets the App edit a person's comment), PostgreSQL."""
+its own. Real RQ workers, the GitHub sandbox (which, unlike GitHub, lets the App edit a
+person's comment), PostgreSQL."""
 
 from __future__ import annotations
 
