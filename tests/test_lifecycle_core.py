@@ -39,7 +39,8 @@ def test_the_state_machine_allows_exactly_its_transitions() -> None:
     after = {b for b in TaskState if can_transition(TaskState.DELIVERED, b)}
     assert after == ends | after_ci | {TaskState.QUEUED}
     assert not any(can_transition(TaskState.MERGED, b) for b in TaskState)
-    assert {b for b in TaskState if can_transition(TaskState.CLOSED, b)} == {TaskState.DELIVERED}
+    reopened = {TaskState.DELIVERED, TaskState.FAILED, TaskState.WAITING_FOR_INFO}
+    assert {b for b in TaskState if can_transition(TaskState.CLOSED, b)} == reopened
     assert can_transition(TaskState.WAITING_FOR_INFO, TaskState.RUNNING)
     assert not can_transition(TaskState.QUEUED, TaskState.WAITING_FOR_INFO)
 

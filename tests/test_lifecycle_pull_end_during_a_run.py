@@ -21,7 +21,9 @@ from tests.test_lifecycle_review_runs import _comment
 
 
 async def _answers(lc: Lifecycle, number: int) -> list[str]:
-    return [c["body"] for c in await lc.comments(number) if "steelframe-thread-answer" in c["body"]]
+    """The App's replies on the pull request's line comments."""
+    comments = await lc.github.list_review_comments(lc.repo, number)
+    return [c.body for c in comments if "steelframe-thread-answer" in c.body]
 
 
 async def test_a_merge_while_a_ci_fix_run_is_queued_makes_the_task_merged(make: Make) -> None:
@@ -45,6 +47,7 @@ class ReviewRunWorking:
     issue: int
     number: int
     runtime: int  # the review run's coding runtime, waiting to be told to go on
+    go: Path  # what tells a review run's runtime to go on
     working: asyncio.Future[Any]  # the worker, until the run ends
 
 
@@ -57,7 +60,7 @@ async def _review_run_working(make: Make, tmp_path: Path) -> ReviewRunWorking:
     working = asyncio.ensure_future(lc.work())
     await wait_for(started.exists, within=PATIENCE_SECONDS)
     (runtime,) = runtime_pids(str(started))
-    return ReviewRunWorking(lc, issue, number, runtime, working)
+    return ReviewRunWorking(lc, issue, number, runtime, go, working)
 
 
 async def test_a_merge_during_a_review_run_stops_it_and_makes_the_task_merged(
@@ -87,4 +90,8 @@ async def test_a_close_during_a_review_run_stops_it_and_a_reopen_delivers_again(
     await asyncio.wait_for(working, PATIENCE_SECONDS)
     assert lc.task(issue).state == TaskState.CLOSED and await _answers(lc, number) == []
     await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": "open"})
-    assert lc.task(issue).state == TaskState.DELIVERED
+    # The review the stopped run held is answered by the run the reopen asks for.
+    assert lc.task(issue).state == TaskState.QUEUED
+    run.go.write_text("go")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED and len(await _answers(lc, number)) == 1

@@ -181,3 +181,28 @@ async def test_a_reviews_line_comment_is_not_answered_when_its_dismissal_is_lost
     assert [(t.kind, t.state, t.reason) for t in threads] == [
         ("comment", ThreadState.DECLINED, DISMISSED)
     ]
+
+
+async def test_a_first_comment_arriving_after_its_reviews_dismissal_and_a_reply_asks_nothing(
+    make: Make,
+) -> None:
+    """A reply recorded the thread; the review is then dismissed; its first comment comes
+    last, and with it the review the thread belongs to: the thread is declined."""
+    lc = await make(coding_command=command("review", "fix"))
+    issue, number = await delivered_pull(lc)
+    hooks = lc.sandbox.sandbox.hooks
+    url, secret = hooks.url, hooks.secret
+    hooks.configure(None, secret)  # every delivery fails for now
+    dismissed = await _review_with_a_line_comment(lc, number)
+    (root,) = await lc.github.list_review_comments(lc.repo, number)
+    await _line_comment(lc, number, "And the font.", in_reply_to=root.id)
+    await lc.settle()
+    first, reply = [d for d in hooks.sent if d.event == "pull_request_review_comment"]
+    hooks.configure(url, secret)
+    _send(lc, reply.event, reply.payload)
+    await lc.settle()
+    _send(lc, "pull_request_review", dismissed)
+    _send(lc, first.event, first.payload)
+    await lc.settle()
+    comments = [t for t in _threads(lc, lc.task(issue).id) if t.kind == "comment"]
+    assert [(t.state, t.reason) for t in comments] == [(ThreadState.DECLINED, DISMISSED)]

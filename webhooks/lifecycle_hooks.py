@@ -134,10 +134,13 @@ async def on_pull_closed(event: Event, ctx: WebhookContext) -> None:
 
 
 async def on_pull_reopened(event: Event, ctx: WebhookContext) -> None:
-    """`pull_request` reopened: a task `closed` by its pull request's close is `delivered`."""
+    """`pull_request` reopened: a task `closed` by its pull request's close is back as the
+    close found it, and the review threads a run it stopped held get a review run."""
     reopened = parse_pull_change(event.data)
     by_app = ctx.github is not None and await ctx.github.is_app_login(reopened.author)
-    await reopen_pull(ctx.db, ctx.github, reopened, opened_by_app=by_app, clock=ctx.clock)
+    done = await reopen_pull(ctx.db, ctx.github, reopened, opened_by_app=by_app, clock=ctx.clock)
+    if done.moved is not None and done.task_id is not None:  # threads may wait (none: no run)
+        await request_review_run(ctx.db, ctx.github, ctx.queue, done.task_id, clock=ctx.clock)
 
 
 async def on_review_comment(event: Event, ctx: WebhookContext) -> None:

@@ -124,6 +124,20 @@ def conclude(
         row.updated_at = clock()
 
 
+def end_pending(session: Session, task_id: int, clock: Clock) -> int:
+    """The task's fix runs still pending, ended: its pull request was merged or closed under
+    them, so no run of them will conclude them (a reopened task's next run is not one of
+    them); how many."""
+    rows = session.scalars(
+        select(CiFix).where(CiFix.task_id == task_id, CiFix.state.in_(PENDING_STATES))
+    )
+    ended = 0
+    for row in rows:
+        row.state, row.updated_at = CiFixState.ENDED, clock()
+        ended += 1
+    return ended
+
+
 def _claimed_row(claim: Claim, now: datetime) -> CiFix:
     fix = claim.verdict is CiVerdict.FIX
     return CiFix(

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import func, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -48,6 +48,15 @@ def result_text(task: Task, event: TaskEvent) -> str:
     return f"Task {task.id} for {where} failed: {data.get('error') or event.detail}"
 
 
+# The transitions a chat session hears of: a result, but not a pull request's reopen putting
+# the task back as it was before its close (that result was reported when it happened).
+_RESULTS = (
+    TaskEvent.kind == EventKind.TRANSITION,
+    TaskEvent.to_state.in_([s.value for s in CHAT_RESULTS]),
+    or_(TaskEvent.from_state.is_(None), TaskEvent.from_state != TaskState.CLOSED.value),
+)
+
+
 def _undelivered(session: Session, task_id: int) -> list[int]:
     delivered = select(ChatDelivery.event_id).where(ChatDelivery.task_id == task_id)
     return list(
@@ -55,8 +64,7 @@ def _undelivered(session: Session, task_id: int) -> list[int]:
             select(TaskEvent.id)
             .where(
                 TaskEvent.task_id == task_id,
-                TaskEvent.kind == EventKind.TRANSITION,
-                TaskEvent.to_state.in_([s.value for s in CHAT_RESULTS]),
+                *_RESULTS,
                 TaskEvent.id.not_in(delivered),
             )
             .order_by(TaskEvent.id)
@@ -149,8 +157,7 @@ def _with_pending(session: Session) -> list[int]:
             .join(Task, Task.id == TaskEvent.task_id)
             .where(
                 Task.origin_session.is_not(None),
-                TaskEvent.kind == EventKind.TRANSITION,
-                TaskEvent.to_state.in_([s.value for s in CHAT_RESULTS]),
+                *_RESULTS,
                 TaskEvent.id.not_in(delivered),
             )
             .distinct()

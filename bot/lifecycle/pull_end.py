@@ -15,8 +15,10 @@ the terminate already ended the task, and a terminated issue can still be picked
 which a `closed` one cannot. `ENDS_FROM` holds those rules, for the check and the move.
 
 A pull request closed without a merge and then reopened (`pull_request` `reopened`: people
-close and reopen one to run its CI again) makes its `closed` task `delivered` again: its
-reviews, CI and merge count again, and memory's outcome says it is open again.
+close and reopen one to run its CI again) puts its `closed` task back as the close found it
+(`delivered`, `failed`, or `waiting_for_info` with its question; `delivered` when the close
+stopped a run, whose pending fix and held threads the close let go): its reviews, CI,
+Decisions and merge count again, and memory's outcome says it is open again.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.handler_runs import record_done
-from bot.lifecycle import tasks
+from bot.lifecycle import ci_store, tasks, thread_answers
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, PULL_ENDABLE, TaskState
@@ -145,7 +147,7 @@ async def _follow(
     """The task follows its pull request's change (`tx`, one transaction), then GitHub
     shows it."""
     if not opened_by_app:
-        return _not_ours(change, f"opened by {change.author or 'unknown'}, not the App")
+        return _not_ours(change, said, f"opened by {change.author or 'unknown'}, not the App")
     result = await db.run(tx, change, clock)
     if result.moved is not None:
         await publish(db, github, result.moved, create_progress=False, clock=clock)
@@ -161,11 +163,12 @@ async def _follow(
     return result
 
 
-def _not_ours(closed: PullChange, why: str) -> PullEnd:
+def _not_ours(change: PullChange, said: str, why: str) -> PullEnd:
     log.info(
-        "lifecycle: %s#%s closed: not a Steelframe pull request (%s)",
-        closed.repo,
-        closed.number,
+        "lifecycle: %s#%s %s: not a Steelframe pull request (%s)",
+        change.repo,
+        change.number,
+        said,
         why,
     )
     return PullEnd(EndVerdict.NOT_OURS, why)
@@ -204,7 +207,11 @@ def _end_tx(session: Session, closed: PullChange, clock: Clock) -> PullEnd:
         changes={"pr_number": closed.number, "pr_url": task.pr_url or closed.url or None},
         note=detail,
     )
+    interrupted = task.state in (TaskState.QUEUED, TaskState.RUNNING)
     moved = apply(session, task.id, move, clock)
+    if interrupted:  # a review or fix run stopped by this end: what it held is let go
+        ci_store.end_pending(session, task.id, clock)
+        thread_answers.let_go(session, task.id)
     add_chunk(session, _outcome_chunk(session, task, closed, by), clock=clock)
     record_done(session)
     return PullEnd(EndVerdict.ENDED, detail, task.id, wanted, moved)
@@ -242,15 +249,16 @@ def _reopen_tx(session: Session, reopened: PullChange, clock: Clock) -> PullEnd:
         record_done(session)
         return PullEnd(EndVerdict.NOT_OURS, f"no task has branch {reopened.head_ref!r} here")
     if task.state != TaskState.CLOSED or task.archived:
-        # Not closed by this pull request's end (a redelivery finds it delivered again; a
+        # Not closed by this pull request's end (a redelivery finds it reopened already; a
         # terminated task stays terminated, as its close left it).
         record_done(session)
         why = "the task is archived" if task.archived else f"task is {task.state}, not closed"
         return PullEnd(EndVerdict.IGNORED, why, task.id, TaskState(task.state))
     by = reopened.sender or "unknown"
+    back = _before_close(session, task.id)
     detail = f"pull request #{number} reopened by {by}"
     move = Move(
-        TaskState.DELIVERED,
+        back,
         actor=f"webhook:pull_request.reopened:{by}",
         detail=detail,
         data={"pr_number": number, "pr_url": task.pr_url or reopened.url or None},
@@ -264,7 +272,25 @@ def _reopen_tx(session: Session, reopened: PullChange, clock: Clock) -> PullEnd:
     )
     add_chunk(session, _outcome(task, number, text), clock=clock)
     record_done(session)
-    return PullEnd(EndVerdict.REOPENED, detail, task.id, TaskState.DELIVERED, moved)
+    return PullEnd(EndVerdict.REOPENED, detail, task.id, back, moved)
+
+
+def _before_close(session: Session, task_id: int) -> TaskState:
+    """The state a reopen puts the task back in: the one its close found (still waiting
+    for a person's Decision, or failed), `delivered` when the close stopped a run (its
+    pull request is open again; the threads that run held wait for the next one)."""
+    found = session.scalar(
+        select(TaskEvent.from_state)
+        .where(
+            TaskEvent.task_id == task_id,
+            TaskEvent.kind == EventKind.TRANSITION,
+            TaskEvent.to_state == TaskState.CLOSED,
+        )
+        .order_by(TaskEvent.id.desc())
+        .limit(1)
+    )
+    kept = {TaskState.FAILED, TaskState.WAITING_FOR_INFO}
+    return TaskState(found) if found in kept else TaskState.DELIVERED
 
 
 def _outcome(task: Task, number: int, text: str) -> ChunkIn:

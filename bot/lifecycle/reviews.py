@@ -302,7 +302,7 @@ def _record_comment(
     elif comment.id == root:
         # The thread's first comment, delivered after a reply to it (its first delivery
         # failed and was retried): what the thread asks, not a new request by itself.
-        _root_arrived(thread, comment, now)
+        _root_arrived(session, thread, comment, now)
     elif thread.state != ThreadState.OPEN or thread.picked_job is not None:
         # Open again and not taken up: the writer's reply asks for another review run.
         thread.state, thread.reason, thread.updated_at = ThreadState.OPEN, None, now
@@ -315,11 +315,19 @@ def _record_comment(
     record_done(session)
 
 
-def _root_arrived(thread: ReviewThread, comment: ReviewComment, now: datetime) -> None:
+def _root_arrived(
+    session: Session, thread: ReviewThread, comment: ReviewComment, now: datetime
+) -> None:
     """A thread first recorded from a reply takes its root's text and place, unless a run
-    took it up already (that run read the thread from GitHub) or a newer edit is in."""
+    took it up already (that run read the thread from GitHub) or a newer edit is in; and,
+    its review known now, is declined if that review was dismissed."""
     thread.review_id = comment.pull_request_review_id
-    if thread.picked_job is not None or not _newer(comment, thread):
+    if thread.picked_job is not None or thread.state != ThreadState.OPEN:
+        return
+    if _dismissed(session, thread.task_id, thread.review_id):
+        thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DISMISSED, now
+        return
+    if not _newer(comment, thread):
         return
     thread.text, thread.source_updated_at = pinned_text(comment.body), comment.changed_at
     thread.path, thread.line, thread.url = comment.path, comment.line, comment.html_url or None
@@ -327,11 +335,15 @@ def _root_arrived(thread: ReviewThread, comment: ReviewComment, now: datetime) -
     thread.updated_at = now
 
 
-def _newer(comment: ReviewComment, thread: ReviewThread) -> bool:
+def _newer(comment: ReviewComment, thread: ReviewThread, *, same_second: bool = False) -> bool:
     """Whether `comment` is a newer text of the thread's root than the one recorded (an
-    edit delivered after a later edit, or the creation after an edit, is not)."""
+    edit delivered after a later edit, or the creation after an edit, is not).
+    `same_second`: one changed in the recorded text's second counts as newer (GitHub's
+    times are whole seconds, and an edit comes after what it edits)."""
     recorded, changed = thread.source_updated_at, comment.changed_at
-    return recorded is None or changed is None or changed > recorded
+    if recorded is None or changed is None:
+        return True
+    return changed >= recorded if same_second else changed > recorded
 
 
 def _record_review(
@@ -570,7 +582,7 @@ def _comment_changed(
     elif deleted:
         thread.state, thread.reason, thread.updated_at = ThreadState.DECLINED, DELETED, clock()
         said = "its thread declined before any run took it up"
-    elif not _newer(comment, thread):
+    elif not _newer(comment, thread, same_second=True):
         said = "an older edit than the text recorded: left as it is"
     else:
         thread.text, thread.updated_at = pinned_text(comment.body), clock()

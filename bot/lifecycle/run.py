@@ -39,7 +39,8 @@ from bot.lifecycle.transition import Move, publish
 from bot.lifecycle.transition import apply as apply_move
 
 log = logging.getLogger(__name__)
-# How often a run checks whether it was terminated (its lease is renewed by `Heartbeat`).
+# How often a run checks whether its task ended under it (ENDED_UNDER_A_RUN; its lease is
+# renewed by `Heartbeat`).
 STOP_POLL_SECONDS = 1.0
 LEASE_LOST = "stopped: lease lost"  # what a run that lost its lease says it did
 # A task moved to one of these while a run works on it stops that run: an operator's

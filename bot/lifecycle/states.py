@@ -26,7 +26,7 @@ class TaskState(StrEnum):
 # A run may be in flight (or about to be) only in these states; a second pickup does nothing.
 LIVE = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.WAITING_FOR_INFO})
 # Its pull request is merged or closed: nothing moves a task out of these, but the reopen
-# of a pull request closed without a merge (back to `delivered`: bot.lifecycle.pull_end).
+# of a pull request closed without a merge (back as it was: bot.lifecycle.pull_end).
 FINAL = frozenset({TaskState.MERGED, TaskState.CLOSED})
 FINISHED = frozenset({TaskState.DELIVERED, TaskState.FAILED, TaskState.TERMINATED, *FINAL})
 # A pull request's end reaches a task in these states: a person may merge or close it while
@@ -97,7 +97,11 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
         }
     ),
     TaskState.MERGED: frozenset(),
-    TaskState.CLOSED: frozenset({TaskState.DELIVERED}),  # its pull request reopened
+    # Its pull request reopened: back to the state its close found (a run it stopped: its
+    # pull request is open again, so `delivered`).
+    TaskState.CLOSED: frozenset(
+        {TaskState.DELIVERED, TaskState.FAILED, TaskState.WAITING_FOR_INFO}
+    ),
 }
 
 

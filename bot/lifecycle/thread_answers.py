@@ -226,3 +226,23 @@ def _held_open(session: Session, task_id: int) -> list[ReviewThread]:
     for thread in threads:
         session.expunge(thread)
     return threads
+
+
+def let_go(session: Session, task_id: int) -> int:
+    """The open threads a run held, let go: its task's pull request was merged or closed
+    under it, so that run answers none of them (it replies only on threads it still holds)
+    and, once the pull request is reopened, the next review run takes them up; how many."""
+    held = session.scalars(
+        select(ReviewThread)
+        .where(
+            ReviewThread.task_id == task_id,
+            ReviewThread.state == ThreadState.OPEN,
+            ReviewThread.picked_job.is_not(None),
+        )
+        .with_for_update()
+    )
+    released = 0
+    for thread in held:
+        thread.picked_job, thread.picked_at = None, None
+        released += 1
+    return released
