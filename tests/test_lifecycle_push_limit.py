@@ -3,7 +3,6 @@ the limit nothing is pushed and the task fails with one line naming the file and
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -12,8 +11,8 @@ from bot.lifecycle.push_limit import ChangeSize, PushLimits, refusal, sized
 from bot.lifecycle.push_scan import history_holds
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.worktree import RemoteState, Worktree
 from tests.fakes.coding import command
+from tests.fakes.git import committed_over_base
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -100,29 +99,11 @@ async def test_a_large_change_within_the_limits_is_pushed_with_flat_memory(make:
     assert grown < 32 * MIB, f"the worker grew by {grown / MIB:.0f} MiB"
 
 
-def _git(cwd: Path, *args: str) -> None:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.mark.parametrize("offset", range(0, 40, 3))
 async def test_a_secret_cut_by_a_chunk_boundary_is_still_found(tmp_path: Path, offset: int) -> None:
     secret = "sk-secret-0123456789abcdef"
-    _git(tmp_path, "init", "--quiet", "--initial-branch=main")
-    _git(tmp_path, "commit", "--quiet", "--allow-empty", "-m", "base")
-    _git(tmp_path, "update-ref", "refs/remotes/origin/main", "HEAD")
-    (tmp_path / "notes.txt").write_text("x" * offset + secret + "\n" + "y" * 500)
-    _git(tmp_path, "add", "notes.txt")
-    _git(tmp_path, "commit", "--quiet", "-m", "notes")
-    tree = Worktree(
-        path=tmp_path,
-        branch="work",
-        base="main",
-        resumed=False,
-        git_dir=tmp_path / ".git",
-        url="",
-        remote=RemoteState(branch_sha="", fence_sha=""),
-    )
+    text = "x" * offset + secret + "\n" + "y" * 500
+    tree = committed_over_base(tmp_path, "notes.txt", text)
     redactor = Redactor([secret])
     found = redactor.contains_secret
     overlap = redactor.longest_value

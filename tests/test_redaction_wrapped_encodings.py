@@ -6,7 +6,6 @@ summary, in the pull request's body) and found by the push scan (its patch lines
 from __future__ import annotations
 
 import base64
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,8 +15,8 @@ from bot.lifecycle.public_text import PublicPlace, defang, normalize, shown
 from bot.lifecycle.push_scan import history_holds
 from bot.lifecycle.redact import MASK, Redactor
 from bot.lifecycle.states import TaskState
-from bot.lifecycle.worktree import RemoteState, Worktree
 from tests.fakes.coding import command
+from tests.fakes.git import committed_over_base
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
@@ -74,11 +73,6 @@ def test_a_wrapped_key_is_found_in_a_patch_and_in_a_file(encoder: str) -> None:
     assert not redactor.contains_secret(_wrapped(encoder, b"an ordinary text of some length"))
 
 
-def _git(cwd: Path, *args: str) -> None:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
-
-
 @pytest.mark.parametrize(
     ("encoder", "width"), [*((encoder, None) for encoder in sorted(COLUMNS)), ("xxd", 16)]
 )
@@ -86,23 +80,8 @@ def _git(cwd: Path, *args: str) -> None:
 async def test_a_wrapped_key_cut_by_a_chunk_boundary_is_still_found(
     tmp_path: Path, encoder: str, width: int | None, offset: int
 ) -> None:
-    _git(tmp_path, "init", "--quiet", "--initial-branch=main")
-    _git(tmp_path, "commit", "--quiet", "--allow-empty", "-m", "base")
-    _git(tmp_path, "update-ref", "refs/remotes/origin/main", "HEAD")
-    (tmp_path / "key.txt").write_text(
-        "x" * offset + "\n" + _wrapped(encoder, width=width) + "y" * 500
-    )
-    _git(tmp_path, "add", "key.txt")
-    _git(tmp_path, "commit", "--quiet", "-m", "key")
-    tree = Worktree(
-        path=tmp_path,
-        branch="work",
-        base="main",
-        resumed=False,
-        git_dir=tmp_path / ".git",
-        url="",
-        remote=RemoteState(branch_sha="", fence_sha=""),
-    )
+    text = "x" * offset + "\n" + _wrapped(encoder, width=width) + "y" * 500
+    tree = committed_over_base(tmp_path, "key.txt", text)
     redactor = Redactor([KEY])
     # Chunks shorter than the wrapped key: it is always cut, at a place `offset` moves.
     for chunk in (64, 100):

@@ -1,6 +1,6 @@
 """Git plumbing for tests: a branch with one commit in a sandbox repository, the refs of
-one, a repository's clone URL as the API gives it, and a `git` that holds a branch push
-until the test lets it go."""
+one, a repository's clone URL as the API gives it, a `git` that holds a branch push until
+the test lets it go, and a local work tree with one file committed over its base."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import aiohttp
 
+from bot.lifecycle.worktree import RemoteState, Worktree
 from github_sandbox.git import SANDBOX_AUTHOR
 
 if TYPE_CHECKING:
@@ -153,3 +154,28 @@ def commit_files(git_path: object, files: dict[str, str], branch: str = "main") 
     finally:
         index.unlink(missing_ok=True)
     return commit
+
+
+def committed_over_base(folder: Path, name: str, text: str) -> Worktree:
+    """A repository in `folder` whose branch holds one commit writing `text` to `name` over
+    an empty base (`origin/main`), as a run's work tree is before its push is scanned."""
+    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *identity, *args], cwd=folder, check=True, capture_output=True)
+
+    git("init", "--quiet", "--initial-branch=main")
+    git("commit", "--quiet", "--allow-empty", "-m", "base")
+    git("update-ref", "refs/remotes/origin/main", "HEAD")
+    (folder / name).write_text(text)
+    git("add", name)
+    git("commit", "--quiet", "-m", name)
+    return Worktree(
+        path=folder,
+        branch="work",
+        base="main",
+        resumed=False,
+        git_dir=folder / ".git",
+        url="",
+        remote=RemoteState(branch_sha="", fence_sha=""),
+    )
