@@ -237,8 +237,8 @@ async def reopen_pull(
     opened_by_app: bool,
     clock: Clock = utcnow,
 ) -> PullEnd:
-    """Move the `closed` task of `reopened`'s pull request back to `delivered` (once), say so
-    in memory, then show it on the issue."""
+    """Put the `closed` task of `reopened`'s pull request back as its close found it
+    (once), say so in memory, then show it on the issue."""
     return await _follow(db, github, reopened, _reopen_tx, "reopened", opened_by_app, clock)
 
 
