@@ -27,6 +27,7 @@ from bot.db import Database
 from bot.errors import BadRequest
 from bot.github.errors import GitHubNotFound
 from bot.github.issue_records import Issue, IssueComment
+from bot.github.records import MAX_BODY
 from bot.idempotency import run_once
 from bot.models import Operator
 
@@ -101,7 +102,15 @@ def decision_comment(body: str, key: str, *, by: str | None = None) -> str:
     if by:
         name = re.sub(r"[`\s]+", " ", by).strip()
         signed = f"\n\n{SIGNATURE_MARKER}\n— published by operator `{name}` via Steelframe"
-    return f"{DECISION_MARKER}\n{text}{signed}\n\n<!-- steelframe-publish:{key} -->"
+    comment = f"{DECISION_MARKER}\n{text}{signed}\n\n<!-- steelframe-publish:{key} -->"
+    if len(comment) > MAX_BODY:  # GitHub refuses it: said now, before the key is spent
+        room = MAX_BODY - (len(comment) - len(text))
+        raise BadRequest(
+            f"body is too long: GitHub takes {MAX_BODY} characters in a comment, and with "
+            f"Steelframe's marker and signature a Decision may have {room}",
+            detail=ErrorDetail(field="body"),
+        )
+    return comment
 
 
 def publish_key(operator_id: int, repo: str, issue: int, request_key: str | None) -> str:

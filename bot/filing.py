@@ -24,6 +24,7 @@ from bot.dialogue.titles import issue_title
 from bot.errors import BadRequest
 from bot.filing_source import FilingClient, current_client, source_label_of
 from bot.github.issue_records import Issue
+from bot.github.records import MAX_BODY
 from bot.idempotency import run_once
 from memory.secrets import masked
 
@@ -183,6 +184,13 @@ class FilingService:
             body=f"{body.rstrip()}\n\n{marker(key)}".lstrip(),
             labels=self.labels_for(kind),
         )
+        if len(request.body) > MAX_BODY:  # GitHub refuses it: said now, the key unspent
+            room = MAX_BODY - (len(request.body) - len(body.rstrip()))
+            raise BadRequest(
+                f"body is too long: GitHub takes {MAX_BODY} characters in an issue, and with "
+                f"Steelframe's marker the body may have {room}",
+                detail=ErrorDetail(field="body"),
+            )
 
         async def find(req: IssueRequest) -> IssueRef | None:
             return await self._find_filed(req.repo, marker(key), source_label_of(req.labels))

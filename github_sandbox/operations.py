@@ -68,6 +68,27 @@ def validation_failed(field_name: str, code: str = "invalid", **extra: Any) -> S
     )
 
 
+# GitHub's limit on the body of an issue, a pull request or a comment (characters).
+MAX_BODY = 65_536
+
+
+def body_within_limit(body: object, resource: str) -> None:
+    """GitHub's 422 for a body past MAX_BODY characters (nothing is written)."""
+    if isinstance(body, str) and len(body) > MAX_BODY:
+        raise SandboxError(
+            422,
+            "Validation Failed",
+            errors=[
+                {
+                    "resource": resource,
+                    "code": "custom",
+                    "field": "body",
+                    "message": f"body is too long (maximum is {MAX_BODY} characters)",
+                }
+            ],
+        )
+
+
 def refused_as_custom(resource: str, message: str) -> SandboxError:
     """GitHub's 422 for a rule of the resource rather than a field ("code": "custom")."""
     return SandboxError(
@@ -153,6 +174,7 @@ class Operations:
         body = data.get("body")
         if body is not None and not isinstance(body, str):
             raise validation_failed("body", resource="Issue")
+        body_within_limit(body, "Issue")
         labels = _label_names(data.get("labels", []))
         assigned = assignees.requested(self, repo, data)
         now = self.world.now()
@@ -220,6 +242,7 @@ class Operations:
 
     def update_issue(self, repo: Repo, actor: User, number: int, data: dict[str, Any]) -> Outcome:
         issue = self.issue(repo, number)
+        body_within_limit(data.get("body"), "Issue")
         assigned = assignees.requested(self, repo, data)
         hooks: list[HookEvent] = []
         changes: dict[str, Any] = {}
@@ -292,6 +315,7 @@ class Operations:
         body = data.get("body")
         if not isinstance(body, str) or not body:
             raise validation_failed("body", "missing_field", resource="IssueComment")
+        body_within_limit(body, "IssueComment")
         now = self.world.now()
         comment = Comment(self.world.next_id(), issue.number, actor, body, now, now)
         repo.comments[comment.id] = comment
@@ -313,6 +337,7 @@ class Operations:
         body = data.get("body")
         if not isinstance(body, str) or not body:
             raise validation_failed("body", "missing_field", resource="IssueComment")
+        body_within_limit(body, "IssueComment")
         if comment.user.id != actor.id and not self.can_push(repo, actor):
             raise SandboxError(403, "Resource not accessible by integration")
         previous = comment.body
@@ -371,6 +396,7 @@ class Operations:
         for key in ("title", "head", "base"):
             if not isinstance(data.get(key), str) or not data[key]:
                 raise validation_failed(key, "missing_field", resource="PullRequest")
+        body_within_limit(data.get("body"), "PullRequest")
         head = str(data["head"]).split(":", 1)[-1]
         base = str(data["base"])
         if repo.git_path is None:

@@ -19,6 +19,7 @@ from github_sandbox.operations import (
     Operations,
     Outcome,
     SandboxError,
+    body_within_limit,
     not_found,
     refused_as_custom,
     updated_since,
@@ -361,6 +362,7 @@ class Reviews:
         body = data.get("body")
         if not isinstance(body, str) or not body:
             raise validation_failed("body", "missing_field", resource="PullRequestReviewComment")
+        body_within_limit(body, "PullRequestReviewComment")
         root = target.in_reply_to_id or target.id
         item = self._new_review(repo, pull, actor, "", "COMMENTED")
         now = self.world.now()

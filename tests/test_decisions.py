@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from bot.decisions import DECISION_MARKER, NEEDS_HUMAN_LABEL
+from bot.github.records import MAX_BODY
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
 
 DRAFT = "draft a decision: ship the fix behind a feature flag"
@@ -246,3 +247,21 @@ async def test_a_marker_typed_by_someone_else_is_never_taken_for_the_publish(
         SANDBOX_REPO, issue, "Option D.", operator_id=1, request_key="d-1"
     )
     assert published.comment_id != spoof
+
+
+async def test_a_decision_longer_than_a_comment_takes_is_400_and_its_key_stays_unspent(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    key = {"Idempotency-Key": "long-1"}
+    payload = {"issue": issue, "body": "x" * MAX_BODY}
+    response = await service.post("/api/operator/chat/decision", json=payload, headers=key)
+    assert response.status == 400
+    answer = await response.json()
+    assert answer["detail"]["field"] == "body" and "65536" in answer["error"]
+    assert comments(github_sandbox, issue) == []
+    again = await service.post(
+        "/api/operator/chat/decision", json={**payload, "body": "Shorter."}, headers=key
+    )
+    assert again.status == 200
+    [comment] = comments(github_sandbox, issue)
+    assert "Shorter." in comment

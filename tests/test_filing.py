@@ -11,6 +11,8 @@ import pytest
 
 from bot.filing import MEMORY_LABEL, filing_key
 from bot.filing_source import CLIENT_HEADER, FilingClient
+from bot.github.errors import GitHubRejected
+from bot.github.records import MAX_BODY
 from bot.runtimes.base import Delta
 from memory import ChunkIn
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox
@@ -278,3 +280,23 @@ async def test_a_held_memory_is_filed_as_a_memory_on_y(
     assert filed.status == 201
     [issue] = issues(github_sandbox)
     assert issue.title == "VPN for staging" and MEMORY_LABEL in issue.labels
+
+
+async def test_a_body_longer_than_github_takes_is_400_and_files_nothing(
+    service: ApiClient, github_sandbox: GitHubSandbox
+) -> None:
+    """GitHub refuses an issue body past 65,536 characters (the sandbox too): said at once,
+    naming the room the marker leaves, and the filing can be made again shorter."""
+    long = {"title": "A long report", "body": "x" * MAX_BODY}
+    response = await service.post("/api/operator/chat/file", json=long)
+    assert response.status == 400
+    answer = await response.json()
+    assert answer["detail"]["field"] == "body" and "65536" in answer["error"]
+    assert issues(github_sandbox) == []
+    shorter = await service.post("/api/operator/chat/file", json={**long, "body": "x" * 60_000})
+    assert shorter.status == 201 and len(issues(github_sandbox)) == 1
+    # What the limit is: the sandbox refuses as GitHub does.
+    assert service.services.github is not None
+    with pytest.raises(GitHubRejected) as refused:
+        await service.services.github.create_issue(SANDBOX_REPO, title="t", body="y" * 65_537)
+    assert "body is too long (maximum is 65536 characters)" in str(refused.value)

@@ -19,6 +19,9 @@ import msgspec
 from bot.github.errors import GitHubRejected
 
 T = TypeVar("T")
+# GitHub's limit on the body of an issue, a pull request or a comment (characters): past it,
+# a write is refused (422) and whatever made it would be retried in vain.
+MAX_BODY = 65_536
 
 
 class GitHubUser(msgspec.Struct, frozen=True):
