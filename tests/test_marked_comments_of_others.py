@@ -89,18 +89,18 @@ async def _review_comment(lc: Lifecycle, number: int) -> dict[str, Any]:
     return dict(await as_person(lc, "maintainer", "POST", f"/pulls/{number}/comments", body))
 
 
+async def _commenting_review(lc: Lifecycle, number: int) -> Any:
+    """A maintainer's review of the pull request with text and no verdict (GitHub's JSON)."""
+    review = {"body": "Calmer.", "event": "COMMENT"}
+    return await as_person(lc, "maintainer", "POST", f"/pulls/{number}/reviews", review)
+
+
 async def test_a_strangers_thread_answer_marker_does_not_answer_the_thread(make: Make) -> None:
     lc = await make(coding_command=command("commit"))
     issue, number = await delivered_pull(lc)
     task_id = lc.task(issue).id
     line = await _review_comment(lc, number)
-    review = await as_person(
-        lc,
-        "maintainer",
-        "POST",
-        f"/pulls/{number}/reviews",
-        {"body": "Calmer.", "event": "COMMENT"},
-    )
+    review = await _commenting_review(lc, number)
     # Their replies, marked as the App's answers would be: on the line's thread, and on the
     # pull request's conversation (where a review's answer goes).
     line_mark = answer_marker(ThreadKind.COMMENT, line["id"])
@@ -136,13 +136,7 @@ async def test_a_strangers_review_ack_marker_leaves_the_acknowledgement_to_the_a
     hooks = lc.sandbox.sandbox.hooks
     url, secret = hooks.url, hooks.secret
     hooks.configure(None, secret)  # the review's delivery comes later (a retry)
-    review = await as_person(
-        lc,
-        "maintainer",
-        "POST",
-        f"/pulls/{number}/reviews",
-        {"body": "Calmer.", "event": "COMMENT"},
-    )
+    review = await _commenting_review(lc, number)
     await lc.settle()
     (held,) = [d for d in hooks.sent if d.event == "pull_request_review"]
     planted = f"{ack_marker(review['id'])}\nI am a stranger."

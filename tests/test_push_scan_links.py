@@ -6,31 +6,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
 from bot.lifecycle.push_scan import files_with, read_inside
-from bot.lifecycle.worktree import RemoteState, Worktree
+from tests.fakes.git import git_as_tester, local_tree
 
 SECRET = "sk-secret-0123456789abcdef"
 OUTSIDE = "the worker's own file, outside the checkout " + SECRET
-
-
-def _git(cwd: Path, *args: str) -> None:
-    identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
-
-
-def _tree(path: Path) -> Worktree:
-    return Worktree(
-        path=path,
-        branch="work",
-        base="main",
-        resumed=False,
-        git_dir=path / ".git",
-        url="",
-        remote=RemoteState(branch_sha="", fence_sha=""),
-    )
 
 
 async def test_a_symlinked_parent_folder_is_not_followed_when_naming_files(
@@ -42,14 +24,14 @@ async def test_a_symlinked_parent_folder_is_not_followed_when_naming_files(
     (outside / "notes.txt").write_text(OUTSIDE)
     (outside / "deep").mkdir()
     (outside / "deep" / "key.txt").write_text(OUTSIDE)
-    _git(checkout, "init", "--quiet", "--initial-branch=main")
-    _git(checkout, "commit", "--quiet", "--allow-empty", "-m", "base")
-    _git(checkout, "update-ref", "refs/remotes/origin/main", "HEAD")
+    git_as_tester(checkout, "init", "--quiet", "--initial-branch=main")
+    git_as_tester(checkout, "commit", "--quiet", "--allow-empty", "-m", "base")
+    git_as_tester(checkout, "update-ref", "refs/remotes/origin/main", "HEAD")
     for name in ("docs/notes.txt", "a/b/deep/key.txt", "plain.txt", "docs/link.txt"):
         (checkout / name).parent.mkdir(parents=True, exist_ok=True)
         (checkout / name).write_text(f"committed {SECRET}\n")
-    _git(checkout, "add", ".")
-    _git(checkout, "commit", "--quiet", "-m", "notes")
+    git_as_tester(checkout, "add", ".")
+    git_as_tester(checkout, "commit", "--quiet", "-m", "notes")
     # After committing, the runtime swaps two folders for links out of the tree.
     shutil.rmtree(checkout / "docs")
     shutil.rmtree(checkout / "a" / "b")
@@ -61,7 +43,7 @@ async def test_a_symlinked_parent_folder_is_not_followed_when_naming_files(
         read.append(text)
         return SECRET in text
 
-    flagged = await files_with(_tree(checkout), found)
+    flagged = await files_with(local_tree(checkout), found)
     assert not [text for text in read if OUTSIDE in text], "read a file outside the checkout"
     assert flagged == ["plain.txt"]  # the file really in the tree is still named
 

@@ -17,7 +17,7 @@ from bot.lifecycle.redact import MASK, Redactor
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.git import committed_over_base
-from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 
 KEY = "sk-ant-api03-" + "Qx7vR2mN9pL4kJ8hG3fD6sA1zX5cV0bN" * 3 + "-AbCdEfGhIj"
@@ -89,17 +89,26 @@ async def test_a_wrapped_key_cut_by_a_chunk_boundary_is_still_found(
         assert await history_holds(tree, found, overlap=redactor.longest_value, chunk=chunk)
 
 
-@pytest.mark.parametrize("encoder", sorted(COLUMNS))
-async def test_a_wrapped_key_in_the_change_is_not_pushed_and_the_task_fails(
-    make: Make, monkeypatch: pytest.MonkeyPatch, encoder: str
-) -> None:
+async def _leaked(
+    make: Make, monkeypatch: pytest.MonkeyPatch, encoder: str, where: str
+) -> tuple[Lifecycle, int]:
+    """A task run by an agent that writes the model key wrapped by `encoder` into its
+    change ("commit") or its summary ("summary"): the lifecycle and the issue."""
     monkeypatch.setenv("FAKE_MODEL_API_KEY", KEY)
     lc = await make(
-        coding_command=command("wrapped_leak", encoder, "commit"),
+        coding_command=command("wrapped_leak", encoder, where),
         coding_env_passthrough=("FAKE_MODEL_API_KEY",),
     )
     issue = await lc.open_issue("Deploy it")
     await lc.work()
+    return lc, issue
+
+
+@pytest.mark.parametrize("encoder", sorted(COLUMNS))
+async def test_a_wrapped_key_in_the_change_is_not_pushed_and_the_task_fails(
+    make: Make, monkeypatch: pytest.MonkeyPatch, encoder: str
+) -> None:
+    lc, issue = await _leaked(make, monkeypatch, encoder, "commit")
     task = lc.task(issue)
     assert task.state == TaskState.FAILED and task.attempts == 1  # not retried
     assert lc.branch_file("deploy/key.txt", f"steelframe/issue-{issue}") is None
@@ -113,13 +122,7 @@ async def test_a_wrapped_key_in_the_change_is_not_pushed_and_the_task_fails(
 async def test_a_wrapped_key_in_the_summary_is_masked_in_the_pull_request(
     make: Make, monkeypatch: pytest.MonkeyPatch, encoder: str
 ) -> None:
-    monkeypatch.setenv("FAKE_MODEL_API_KEY", KEY)
-    lc = await make(
-        coding_command=command("wrapped_leak", encoder, "summary"),
-        coding_env_passthrough=("FAKE_MODEL_API_KEY",),
-    )
-    issue = await lc.open_issue("Deploy it")
-    await lc.work()
+    lc, issue = await _leaked(make, monkeypatch, encoder, "summary")
     assert lc.task(issue).state == TaskState.DELIVERED
     (pull,) = await lc.pulls()
     assert "Added the key:" in pull["body"] and MASK in pull["body"], pull["body"]

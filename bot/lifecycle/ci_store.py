@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock
@@ -124,18 +124,16 @@ def conclude(
         row.updated_at = clock()
 
 
-def end_pending(session: Session, task_id: int, clock: Clock) -> int:
+def end_pending(session: Session, task_id: int, clock: Clock) -> None:
     """The task's fix runs still pending, ended: its pull request was merged or closed under
     them, so no run of them will conclude them (a reopened task's next run is not one of
-    them); how many."""
-    rows = session.scalars(
-        select(CiFix).where(CiFix.task_id == task_id, CiFix.state.in_(PENDING_STATES))
+    them)."""
+    session.execute(
+        update(CiFix)
+        .where(CiFix.task_id == task_id, CiFix.state.in_(PENDING_STATES))
+        .values(state=CiFixState.ENDED, updated_at=clock())
+        .execution_options(synchronize_session=False)
     )
-    ended = 0
-    for row in rows:
-        row.state, row.updated_at = CiFixState.ENDED, clock()
-        ended += 1
-    return ended
 
 
 def _claimed_row(claim: Claim, now: datetime) -> CiFix:

@@ -20,11 +20,12 @@ import logging
 import re
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.db import Database
+from bot.github.records import MAX_BODY
 from bot.lifecycle.models import ReviewThread, Task, ThreadKind, ThreadState
 from bot.lifecycle.seams import GitHubApi
 
@@ -32,9 +33,9 @@ log = logging.getLogger(__name__)
 ANSWER_PREFIX = "<!-- steelframe-thread-answer "
 # An answer's text is bounded where it is made public (`Run.public_block`: 4000 characters,
 # perhaps after a sentence of the worker's); this only keeps a reply within what GitHub
-# takes (65,536 characters a comment, the marker and head line included). Longer, it is
-# withheld: never cut.
-MAX_ANSWER = 65_000
+# takes in a comment, with room for the marker and head line. Longer, it is withheld:
+# never cut.
+MAX_ANSWER = MAX_BODY - 536
 TOO_LONG = "(Steelframe withheld this answer: it was longer than a reply on GitHub can be.)"
 SETTLED = frozenset({ThreadState.ADDRESSED, ThreadState.DECLINED, ThreadState.NEEDS_OPERATOR})
 
@@ -228,21 +229,17 @@ def _held_open(session: Session, task_id: int) -> list[ReviewThread]:
     return threads
 
 
-def let_go(session: Session, task_id: int) -> int:
+def let_go(session: Session, task_id: int) -> None:
     """The open threads a run held, let go: its task's pull request was merged or closed
     under it, so that run answers none of them (it replies only on threads it still holds)
-    and, once the pull request is reopened, the next review run takes them up; how many."""
-    held = session.scalars(
-        select(ReviewThread)
+    and, once the pull request is reopened, the next review run takes them up."""
+    session.execute(
+        update(ReviewThread)
         .where(
             ReviewThread.task_id == task_id,
             ReviewThread.state == ThreadState.OPEN,
             ReviewThread.picked_job.is_not(None),
         )
-        .with_for_update()
+        .values(picked_job=None, picked_at=None)
+        .execution_options(synchronize_session=False)
     )
-    released = 0
-    for thread in held:
-        thread.picked_job, thread.picked_at = None, None
-        released += 1
-    return released

@@ -156,26 +156,33 @@ def commit_files(git_path: object, files: dict[str, str], branch: str = "main") 
     return commit
 
 
-def committed_over_base(folder: Path, name: str, text: str) -> Worktree:
-    """A repository in `folder` whose branch holds one commit writing `text` to `name` over
-    an empty base (`origin/main`), as a run's work tree is before its push is scanned."""
+def git_as_tester(cwd: Path, *args: str) -> None:
+    """`git args` in `cwd` as a test's own committer (no global identity needed)."""
     identity = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    subprocess.run(["git", *identity, *args], cwd=cwd, check=True, capture_output=True)
 
-    def git(*args: str) -> None:
-        subprocess.run(["git", *identity, *args], cwd=folder, check=True, capture_output=True)
 
-    git("init", "--quiet", "--initial-branch=main")
-    git("commit", "--quiet", "--allow-empty", "-m", "base")
-    git("update-ref", "refs/remotes/origin/main", "HEAD")
-    (folder / name).write_text(text)
-    git("add", name)
-    git("commit", "--quiet", "-m", name)
+def local_tree(path: Path) -> Worktree:
+    """The work tree of the local repository at `path` (branch `work` over `main`, no
+    remote), as a run's steps read it."""
     return Worktree(
-        path=folder,
+        path=path,
         branch="work",
         base="main",
         resumed=False,
-        git_dir=folder / ".git",
+        git_dir=path / ".git",
         url="",
         remote=RemoteState(branch_sha="", fence_sha=""),
     )
+
+
+def committed_over_base(folder: Path, name: str, text: str) -> Worktree:
+    """A repository in `folder` whose branch holds one commit writing `text` to `name` over
+    an empty base (`origin/main`), as a run's work tree is before its push is scanned."""
+    git_as_tester(folder, "init", "--quiet", "--initial-branch=main")
+    git_as_tester(folder, "commit", "--quiet", "--allow-empty", "-m", "base")
+    git_as_tester(folder, "update-ref", "refs/remotes/origin/main", "HEAD")
+    (folder / name).write_text(text)
+    git_as_tester(folder, "add", name)
+    git_as_tester(folder, "commit", "--quiet", "-m", name)
+    return local_tree(folder)
