@@ -416,7 +416,11 @@ def _chat_github(
     if github is None or filing is None or publisher is None:
         return _ChatGitHub(
             policy=OperatorCommands(
-                DraftOnlyPolicy(), tasks=_task_reader(database), publisher=None, memory=memory
+                DraftOnlyPolicy(),
+                tasks=_task_reader(database),
+                publisher=None,
+                memory=memory,
+                db=database,
             )
         )
     return _ChatGitHub(
@@ -426,6 +430,7 @@ def _chat_github(
             tasks=_task_reader(database),
             publisher=publisher,
             memory=memory,
+            db=database,
         ),
         issues=IssueContextLoader(github),
         checkouts=ManagedCheckouts(

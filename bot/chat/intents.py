@@ -53,6 +53,9 @@ class IntentOutcome:
     filed: dict[str, Any] = field(default_factory=dict)
     reply_suffix: str = ""
     notes: list[str] = field(default_factory=list)
+    # The words a "forget that ..." took out: the turn's own stored messages leave them out
+    # too (bot.chat.forgotten.record_without).
+    forgotten: str | None = None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,9 @@ publishing is not one), so they work the same with any runtime, the offline one 
   it forgot (by provenance, never their text). Only the imperative forgets: a question
   ("should we forget #3?", "forget #3?") is answered like any other. A forget turn is left
   out of the session's summary (`is_forget`), which would otherwise say the words again.
+  Chat's own records are forgotten with memory (bot.chat.forgotten): `forget that` takes
+  the words out of the repository's chat sessions, the forget turn's own stored messages
+  included; a forgotten `chat_summary` chunk takes its session's stored summary with it.
 
 Only the operator's message is read: text from GitHub or a model never triggers a command.
 A command naming an issue number no issue can have (`#0`, past the issue columns' range) is
@@ -30,16 +33,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from bot.chat.forgotten import (
+    FORGET_MESSAGES_AT_MOST,
+    count_saying,
+    forget_saying,
+    forget_summaries,
+)
 from bot.chat.intents import IntentContext, IntentOutcome, IntentPolicy
 from bot.chat.pull_left import what_is_left
 from bot.chat.session_rows import UNSET
 from bot.chat.task_reader import TaskReader
 from bot.contracts.errors import ErrorDetail
+from bot.db import Database
 from bot.decisions import DecisionPublisher
 from bot.dialogue.trailer import Intent
 from bot.errors import BadRequest
 from bot.params import MAX_ISSUE
 from memory import Memory
+from memory.chunks import Forgotten
 from memory.errors import MemoryError_, TooBroad
 
 
@@ -219,8 +230,9 @@ def command_focus(message: str, focus: Any) -> Any:
 
 class OperatorCommands:
     """An intent policy that runs the operator's commands and hands anything else to
-    `inner` (the filing policy). It reads tasks through `tasks` (bot.chat.task_reader) and
-    forgets through `memory` (None: "forget" says it cannot)."""
+    `inner` (the filing policy). It reads tasks through `tasks` (bot.chat.task_reader),
+    forgets through `memory` (None: "forget" says it cannot) and, in the chat sessions,
+    through `db` (None: memory only)."""
 
     def __init__(
         self,
@@ -229,11 +241,13 @@ class OperatorCommands:
         tasks: TaskReader,
         publisher: DecisionPublisher | None,
         memory: Memory | None = None,
+        db: Database | None = None,
     ) -> None:
         self.inner = inner
         self.tasks = tasks
         self.publisher = publisher
         self.memory = memory
+        self.db = db
 
     async def apply(self, ctx: IntentContext) -> IntentOutcome:
         found = parse_command(ctx.message)
@@ -314,6 +328,8 @@ class OperatorCommands:
                 "`steelframe memory forget`)."
             )
         try:
+            if found.words is not None:
+                await self._refuse_too_many_messages(repo, found.words)
             if found.issue is not None:
                 what = f"about #{found.issue}"
                 forgotten = await asyncio.to_thread(memory.forget_issue, repo, found.issue)
@@ -331,13 +347,55 @@ class OperatorCommands:
             return _said(f"Nothing forgotten: {exc.message}. Say more of it, or forget by key.")
         except MemoryError_ as exc:
             return _said(f"Nothing forgotten: session memory failed ({exc.message}).")
-        if not forgotten:
-            return _said(f"Nothing in session memory {what} in {repo}: nothing forgotten.")
-        lines = "\n".join(f"- {chunk.provenance}" for chunk in forgotten)
+        in_chats = await self._forget_in_chats(repo, found, forgotten)
+        if not forgotten and not in_chats:
+            said = f"Nothing in session memory {what} in {repo}: nothing forgotten."
+        elif not forgotten:
+            said = f"Nothing in session memory {what} in {repo}.\n{in_chats}"
+        else:
+            lines = "\n".join(f"- {chunk.provenance}" for chunk in forgotten)
+            said = f"Forgotten from session memory ({what}):\n{lines}"
+            said += f"\n{in_chats}" if in_chats else ""
         return IntentOutcome(
             intent=Intent.STATUS,
-            reply_suffix=f"\n\nForgotten from session memory ({what}):\n{lines}",
+            reply_suffix=f"\n\n{said}",
             notes=[f"the operator had {len(forgotten)} chunk(s) {what} forgotten"],
+            forgotten=found.words,  # the turn's own stored messages leave them out too
+        )
+
+    async def _refuse_too_many_messages(self, repo: str, words: str) -> None:
+        """TooBroad, before anything is forgotten, if more chat messages say the words than
+        one forget may change."""
+        if self.db is None:
+            return
+        said = await self.db.run(count_saying, repo, words)
+        if said > FORGET_MESSAGES_AT_MOST:
+            raise TooBroad(
+                f"more than {FORGET_MESSAGES_AT_MOST} chat messages say that;"
+                " nothing was forgotten",
+                matched=said,
+            )
+
+    async def _forget_in_chats(
+        self, repo: str, found: OperatorCommand, forgotten: list[Forgotten]
+    ) -> str:
+        """Forget in the chat sessions what was forgotten from memory (bot.chat.forgotten),
+        and say what changed there ("": nothing)."""
+        if self.db is None:
+            return ""
+        if found.words is not None:
+            scrubbed = await self.db.run(forget_saying, repo, found.words)
+            if not scrubbed.messages and not scrubbed.sessions:
+                return ""
+            return (
+                f"Taken out of the chat history too: {scrubbed.messages} message(s),"
+                f" {scrubbed.sessions} session(s)."
+            )
+        cleared = await self.db.run(forget_summaries, [chunk.key for chunk in forgotten])
+        return (
+            f"Forgotten with them: the stored summary of {cleared} chat session(s)."
+            if cleared
+            else ""
         )
 
 

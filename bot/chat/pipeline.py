@@ -25,6 +25,7 @@ from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks, claim_slot
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
+from bot.chat.forgotten import record_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry, turn_in_flight
@@ -484,6 +485,8 @@ class TurnPipeline:
             decision=finished.outcome.decision,
             pending=finished.outcome.pending,
         )
+        if finished.outcome.forgotten is not None:
+            record = record_without(record, finished.outcome.forgotten)
         try:
             return await self.writes.run(
                 persist_turn, request.operator_id, ts.id, record, clock=self.clock
