@@ -3,7 +3,9 @@ to run its CI again): the task is back as the close found it, on the issue and i
 and what follows counts again (a merge makes it `merged`, a Decision answers its question,
 a review gets a review run, not the fix run the close stopped). A redelivered reopen
 changes nothing; a terminated task stays terminated; a merged pull request cannot be
-reopened. Real RQ workers, the GitHub sandbox, SQLite and PostgreSQL."""
+reopened. Delivered out of order (the close's first delivery failed and was retried after
+the reopen's), the task still ends as its pull request is. Real RQ workers, the GitHub
+sandbox, SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -82,6 +84,30 @@ async def test_a_reopened_pull_request_makes_its_task_delivered_and_its_merge_co
         )
         assert refused.status == 422
         assert "cannot be reopened" in (await refused.text())
+    assert lc.task(issue).state == TaskState.MERGED
+
+
+async def test_a_reopen_delivered_before_its_close_leaves_the_task_delivered(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("commit"))
+    issue, number = await delivered_pull(lc)
+    task_id, hooks = lc.task(issue).id, lc.sandbox.sandbox.hooks
+    url, secret = hooks.url, hooks.secret
+    hooks.configure(None, secret)  # both deliveries fail for now
+    await _set_state(lc, number, "closed")
+    await _set_state(lc, number, "open")
+    closed, reopened = [d for d in hooks.sent if d.action in ("closed", "reopened")]
+    hooks.configure(url, secret)
+    hooks.enqueue([HookEvent("pull_request", reopened.payload)])  # the reopen's retry first
+    await lc.settle()
+    hooks.enqueue([HookEvent("pull_request", closed.payload)])  # then the close's
+    await lc.settle()
+    assert (await lc.github.get_pull(lc.repo, number)).state == "open"
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert not [e for e in lc.events(task_id) if e.to_state == TaskState.CLOSED]
+    assert "steelframe:delivered" in await lc.labels(issue)
+    await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
     assert lc.task(issue).state == TaskState.MERGED
 
 

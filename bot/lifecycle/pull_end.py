@@ -19,6 +19,15 @@ close and reopen one to run its CI again) puts its `closed` task back as the clo
 (`delivered`, `failed`, or `waiting_for_info` with its question; `delivered` when the close
 stopped a run, whose pending fix and held threads the close let go): its reviews, CI,
 Decisions and merge count again, and memory's outcome says it is open again.
+
+Webhooks may come late or out of order (a failed delivery is retried minutes later), and a
+close and a reopen in one second share `updated_at`, so neither the order of arrival nor
+the payload's time says which is newer. Before it acts, a close or a reopen reads its pull
+request from GitHub (as CI's intake reads the head and a review run the reviews' state): one
+that GitHub's state contradicts (a close delivered after the reopen that undid it, a reopen
+after the next close) is outdated and changes nothing; the delivery that says what GitHub
+says now is the one that moves the task. So the task ends as its pull request is, whatever
+the order, and a delivery sent again changes nothing it has not already changed.
 """
 
 from __future__ import annotations
@@ -27,13 +36,14 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock, utcnow
 from bot.db import Database
+from bot.github.issue_records import PullRequest
 from bot.handler_runs import record_done
 from bot.lifecycle import ci_store, tasks, thread_answers
 from bot.lifecycle.models import EventKind, Task, TaskEvent
@@ -70,10 +80,15 @@ class PullChange:
     merge_commit: str | None = None
 
 
+class PullGitHub(GitHubApi, Protocol):
+    async def get_pull(self, repo: str, number: int) -> PullRequest: ...
+
+
 class EndVerdict(StrEnum):
     ENDED = "ended"
     REOPENED = "reopened"
     ALREADY = "already final"
+    OUTDATED = "outdated"  # GitHub's state contradicts it: a later change undid it
     NOT_OURS = "not a Steelframe pull request"
     IGNORED = "ignored"
 
@@ -122,7 +137,7 @@ def task_of_pull(
 
 async def end_pull(
     db: Database,
-    github: GitHubApi | None,
+    github: PullGitHub | None,
     closed: PullChange,
     *,
     opened_by_app: bool,
@@ -132,30 +147,46 @@ async def end_pull(
     outcome, then show it on the issue. `opened_by_app`: the pull request's author is the
     App (a person's pull request from a branch named like a task's is not the task's)."""
     said = f"closed (merged={closed.merged})"
-    return await _follow(db, github, closed, _end_tx, said, opened_by_app, clock)
+    says = "merged" if closed.merged else "closed"
+    return await _follow(db, github, closed, _end_tx, _Said(said, says), opened_by_app, clock)
+
+
+@dataclass(frozen=True)
+class _Said:
+    """A change as the log names it, and the state it says the pull request is in
+    (`PullRequest.shown_state`: open, closed or merged)."""
+
+    words: str
+    state: str
 
 
 async def _follow(
     db: Database,
-    github: GitHubApi | None,
+    github: PullGitHub | None,
     change: PullChange,
     tx: Callable[[Session, PullChange, Clock], PullEnd],
-    said: str,
+    said: _Said,
     opened_by_app: bool,
     clock: Clock,
 ) -> PullEnd:
     """The task follows its pull request's change (`tx`, one transaction), then GitHub
-    shows it."""
-    if not opened_by_app:
-        return _not_ours(change, said, f"opened by {change.author or 'unknown'}, not the App")
-    result = await db.run(tx, change, clock)
+    shows it; a change GitHub's state contradicts is outdated (the module's docstring)."""
+    if github is None or not opened_by_app:
+        why = f"opened by {change.author or 'unknown'}, not the App"
+        return _not_ours(change, said.words, why)
+    now = (await github.get_pull(change.repo, change.number)).shown_state
+    if now != said.state:
+        why = f"the pull request is {now} on GitHub now: a later change undid this one"
+        result = PullEnd(EndVerdict.OUTDATED, why)
+    else:
+        result = await db.run(tx, change, clock)
     if result.moved is not None:
         await publish(db, github, result.moved, create_progress=False, clock=clock)
     log.info(
         "lifecycle: %s#%s %s: task %s %s: %s",
         change.repo,
         change.number,
-        said,
+        said.words,
         result.task_id,
         result.verdict,
         result.reason,
@@ -231,7 +262,7 @@ def _why_ignored(task: Task, wanted: TaskState) -> tuple[EndVerdict, str] | None
 
 async def reopen_pull(
     db: Database,
-    github: GitHubApi | None,
+    github: PullGitHub | None,
     reopened: PullChange,
     *,
     opened_by_app: bool,
@@ -239,7 +270,8 @@ async def reopen_pull(
 ) -> PullEnd:
     """Put the `closed` task of `reopened`'s pull request back as its close found it
     (once), say so in memory, then show it on the issue."""
-    return await _follow(db, github, reopened, _reopen_tx, "reopened", opened_by_app, clock)
+    said = _Said("reopened", "open")
+    return await _follow(db, github, reopened, _reopen_tx, said, opened_by_app, clock)
 
 
 def _reopen_tx(session: Session, reopened: PullChange, clock: Clock) -> PullEnd:
