@@ -5,8 +5,10 @@ for info, even when the App wrote it) and `steelframe:needs_human` is removed. A
 idempotent by the client's key (an `Idempotency-Key` header or a `request_id`), never by its
 text: a retry or a double click with the same key answers the first comment, while the same
 words published again under a new key (a second question answered "Yes, proceed") post
-again and resume the task again. A publish that failed after GitHub stored the comment is
-reconciled by its key marker.
+again and resume the task again. A key names one Decision: other words under a used key are
+refused (KeyReused, 422) and post nothing, whether the key's publish succeeded, runs or
+failed. A publish that failed after GitHub stored the comment is reconciled by its key
+marker.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from bot.errors import BadRequest
 from bot.github.errors import GitHubNotFound
 from bot.github.issue_records import Issue, IssueComment
 from bot.github.records import MAX_BODY
-from bot.idempotency import run_once
+from bot.idempotency import check_same_request, run_once
 from bot.models import Operator
 
 DECISION_MARKER = "<!-- steelframe-decision -->"
@@ -136,12 +138,53 @@ class DecisionPublisher:
         operator_id: int,
         request_key: str | None = None,
     ) -> Published:
-        """Post the Decision once per `request_key` (None: this call is a publish of its own)."""
+        """Post the Decision once per `request_key` (None: this call is a publish of its own);
+        another Decision under a key used before is refused (KeyReused, 422), nothing posted."""
         key = publish_key(operator_id, repo, issue, request_key)
         name = await self.db.run(_operator_name, operator_id)
         comment = decision_comment(body, key.removeprefix("publish:"), by=name)
-        # 404 when the issue does not exist, before anything is stored: named, with GitHub's
-        # words after (its bare "Not Found" was all a client could show).
+        await self._require_issue(repo, issue)
+
+        async def post(req: CommentRequest) -> CommentRef:
+            created = await self.github.create_comment(req.repo, req.issue, req.body)
+            return CommentRef(comment_id=created.id, comment_url=created.html_url)
+
+        async def find(req: CommentRequest) -> CommentRef | None:
+            needle = f"<!-- steelframe-publish:{key.removeprefix('publish:')} -->"
+            for existing in await self.github.list_comments(req.repo, req.issue):
+                # Only the App's own comment counts: anyone can type the marker.
+                if needle in existing.body and await self.github.is_app_login(existing.author):
+                    return CommentRef(comment_id=existing.id, comment_url=existing.html_url)
+            return None
+
+        def same_decision(first: CommentRequest) -> None:
+            # The Decision's words, not the comment: its signature names the operator as
+            # named now, and HTML comments (markers) say nothing.
+            check_same_request(decision_text(first.body), decision_text(comment), what="Decision")
+
+        outcome = await run_once(
+            self.db,
+            key=key,
+            kind="publish_decision",
+            request=CommentRequest(repo=repo, issue=issue, body=comment),
+            perform=post,
+            reconcile=find,
+            result_type=CommentRef,
+            check_stored=same_decision,
+            clock=self.clock,
+        )
+        # Idempotent by nature: removing a label that is gone is a no-op.
+        await self.github.remove_label(repo, issue, NEEDS_HUMAN_LABEL)
+        return Published(
+            issue=issue,
+            comment_id=outcome.result.comment_id,
+            comment_url=outcome.result.comment_url,
+            reused=outcome.reused,
+        )
+
+    async def _require_issue(self, repo: str, issue: int) -> None:
+        """404 when the issue does not exist, before anything is stored: named, with
+        GitHub's words after (its bare "Not Found" was all a client could show)."""
         try:
             await self.github.get_issue(repo, issue)
         except GitHubNotFound as exc:
@@ -156,37 +199,6 @@ class DecisionPublisher:
                     github_request_id=exc.request_id,
                 ),
             ) from exc
-
-        async def post(req: CommentRequest) -> CommentRef:
-            created = await self.github.create_comment(req.repo, req.issue, req.body)
-            return CommentRef(comment_id=created.id, comment_url=created.html_url)
-
-        async def find(req: CommentRequest) -> CommentRef | None:
-            needle = f"<!-- steelframe-publish:{key.removeprefix('publish:')} -->"
-            for existing in await self.github.list_comments(req.repo, req.issue):
-                # Only the App's own comment counts: anyone can type the marker.
-                if needle in existing.body and await self.github.is_app_login(existing.author):
-                    return CommentRef(comment_id=existing.id, comment_url=existing.html_url)
-            return None
-
-        outcome = await run_once(
-            self.db,
-            key=key,
-            kind="publish_decision",
-            request=CommentRequest(repo=repo, issue=issue, body=comment),
-            perform=post,
-            reconcile=find,
-            result_type=CommentRef,
-            clock=self.clock,
-        )
-        # Idempotent by nature: removing a label that is gone is a no-op.
-        await self.github.remove_label(repo, issue, NEEDS_HUMAN_LABEL)
-        return Published(
-            issue=issue,
-            comment_id=outcome.result.comment_id,
-            comment_url=outcome.result.comment_url,
-            reused=outcome.reused,
-        )
 
 
 def _operator_name(session: Session, operator_id: int) -> str | None:

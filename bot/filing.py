@@ -203,6 +203,9 @@ class FilingService:
             perform=self._create,
             reconcile=find,
             result_type=IssueRef,
+            # The key names the filing (its title, proposal or turn): a repeat answers its
+            # issue whatever body or client label it brings (docs/api.md, "File").
+            check_stored=None,
             clock=self.clock,
         )
         number, url = outcome.result.number, outcome.result.url

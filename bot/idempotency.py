@@ -5,6 +5,12 @@ caller waits for the first one's result instead of acting too. Before acting it 
 caller's `reconcile` whether the effect already happened (a crash or an ambiguous upstream
 error after the effect), and stores the result when done; later calls return it unchanged.
 
+One request per key (IETF draft "The Idempotency-Key HTTP Header Field", section 2.7): a
+request under a key used before is checked against the one stored (the caller's
+`check_stored`, which raises `KeyReused`, 422, through `check_same_request`, as a chat
+turn's key is checked) before anything is claimed or done. An attempt that failed with no
+effect holds no result: a retry runs again, and it performs what it asks itself.
+
 Requests and results are the caller's typed records (msgspec Structs: bot/filing.py,
 bot/decisions.py), stored as the JSON `msgspec.to_builtins` makes of them in the
 `request` and `result` columns and decoded with the caller's types when read back. That
@@ -26,8 +32,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.clock import Clock, utcnow
+from bot.contracts.errors import ErrorDetail
 from bot.db import Base, Database
-from bot.errors import Conflict
+from bot.errors import Conflict, SteelframeError
 
 DEFAULT_LEASE = timedelta(seconds=60)
 DEFAULT_WAIT_SECONDS = 30.0
@@ -56,6 +63,28 @@ class SideEffect(Base):
     updated_at: Mapped[datetime]
 
 
+class KeyReused(SteelframeError):
+    """The key names another request (another chat message, another Decision): the client
+    reused a key for a new request. Nothing is run or changed (IETF draft
+    "The Idempotency-Key HTTP Header Field", section 2.7: 422)."""
+
+    status = 422
+    code = "idempotency_key_reused"
+
+
+def check_same_request(
+    first: object, again: object, *, what: str, detail: ErrorDetail | None = None
+) -> None:
+    """Refuse (KeyReused) a request under a used key that asks something else than the
+    key's first request asked: `first` and `again` are what each asked, `what` names it
+    ("message", "Decision")."""
+    if first != again:
+        raise KeyReused(
+            f"this Idempotency-Key was used for another {what}; send a new {what} with a new key",
+            detail=detail if detail is not None else ErrorDetail(field="Idempotency-Key"),
+        )
+
+
 @dataclass(frozen=True)
 class Outcome(Generic[Res]):
     result: Res
@@ -73,6 +102,9 @@ class _Claim:
 
 Action = Callable[[Req], Awaitable[Res]]
 Reconcile = Callable[[Req], Awaitable[Res | None]]
+# Given the request stored under the key, raises (check_same_request) unless the request at
+# hand asks the same.
+CheckStored = Callable[[Req], None]
 
 
 async def run_once(
@@ -84,20 +116,32 @@ async def run_once(
     perform: Action[Req, Res],
     reconcile: Reconcile[Req, Res],
     result_type: type[Res],
+    check_stored: CheckStored[Req] | None,
     clock: Clock = utcnow,
     lease: timedelta = DEFAULT_LEASE,
     wait_seconds: float = DEFAULT_WAIT_SECONDS,
 ) -> Outcome[Res]:
-    """Perform `kind` for `key` at most once; the first stored request wins for the key.
+    """Perform `kind` for `key` at most once, for one request per key.
 
-    `perform` and `reconcile` get the stored request decoded as `type(request)`; a result
-    stored by an earlier call is decoded as `result_type`. A stored row that does not
+    A key used before: `check_stored` gets its stored request (decoded as `type(request)`)
+    and raises KeyReused when `request` asks something else; nothing is claimed or done.
+    None: the key alone names what is done (a key the service derives from it, as a
+    filing's). The stored result of a finished call is the answer (decoded as
+    `result_type`). An unfinished one (a crash, an error) may have had its effect:
+    `reconcile` looks for it with the request stored then; if it finds none, `perform`
+    runs with `request`, which the row stores from then on. A stored row that does not
     decode as those types raises (msgspec.ValidationError): a kind's shape is its own."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_seconds
-    stored_form = msgspec.to_builtins(request)  # what a first claim stores
+    stored_form = msgspec.to_builtins(request)  # what a claim stores
+
+    def check(stored: _Json) -> None:
+        earlier = msgspec.convert(stored, type(request))
+        if check_stored is not None:
+            check_stored(earlier)
+
     while True:
-        claim = await db.run(_claim, key, kind, stored_form, lease, clock)
+        claim = await db.run(_claim, key, kind, stored_form, lease, clock, check)
         if claim.status == DONE and claim.result is not None:
             return Outcome(msgspec.convert(claim.result, result_type), reused=True)
         if claim.owner:
@@ -106,18 +150,18 @@ async def run_once(
             raise Conflict(f"{kind} {key} is in progress elsewhere; retry shortly")
         await asyncio.sleep(POLL_SECONDS)
     try:
-        # Inside the try: a stored request that does not decode releases the lease too.
-        stored_request = msgspec.convert(claim.request, type(request))
-        # A key claimed before (a crash, an error) may have had its effect: look first. A
-        # fresh key cannot have, so the common path costs no look-up.
-        result = None if claim.fresh else await reconcile(stored_request)
+        # A key claimed before (a crash, an error) may have had its effect: look first, for
+        # what that attempt asked. A fresh key cannot have, so the common path costs no
+        # look-up.
+        earlier = None if claim.fresh else msgspec.convert(claim.request, type(request))
+        result = None if earlier is None else await reconcile(earlier)
         reused = result is not None
         if result is None:
             try:
-                result = await perform(stored_request)
+                result = await perform(request)
             except Exception:
                 # The effect may have happened despite the error (a 5xx after the write).
-                result = await reconcile(stored_request)
+                result = await reconcile(request)
                 if result is None:
                     raise
     except BaseException:
@@ -135,6 +179,10 @@ def completed(session: Session, key: str, result_type: type[Res]) -> Res | None:
     return msgspec.convert(row.result, result_type)
 
 
+def _any_request(stored: _Json) -> None:
+    """A claim's check that takes whatever the key stored."""
+
+
 def _claim(
     session: Session,
     key: str,
@@ -142,7 +190,11 @@ def _claim(
     request: _Json,
     lease: timedelta,
     clock: Clock,
+    check: Callable[[_Json], None] = _any_request,
 ) -> _Claim:
+    """Claim `key` for `request`. A row there already is first `check`ed (raising rolls the
+    claim back: nothing changes); taking over an unfinished one stores `request` as what is
+    attempted now, and the claim carries the request stored before, for the look-up."""
     now = clock()
     row = session.scalar(select(SideEffect).where(SideEffect.key == key).with_for_update())
     if row is None:
@@ -162,13 +214,16 @@ def _claim(
         except IntegrityError:
             return _Claim(owner=False, status=PENDING, request=request, result=None)
         return _Claim(owner=True, status=PENDING, request=row.request, result=None, fresh=True)
+    check(row.request)  # before its state: another request is refused whatever it is
     if row.status == DONE:
         return _Claim(owner=False, status=DONE, request=row.request, result=row.result)
     if row.lease_until is not None and row.lease_until > now:
         return _Claim(owner=False, status=PENDING, request=row.request, result=None)
+    earlier = row.request
+    row.request = request
     row.lease_until = now + lease
     row.updated_at = now
-    return _Claim(owner=True, status=PENDING, request=row.request, result=None)
+    return _Claim(owner=True, status=PENDING, request=earlier, result=None)
 
 
 def _complete(session: Session, key: str, result: _Json, clock: Clock) -> None:

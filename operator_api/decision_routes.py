@@ -26,9 +26,14 @@ routes = endpoints.routes
     "/api/operator/chat/decision",
     "Publish a Decision comment (marker once; removes steelframe:needs_human); idempotent by "
     "Idempotency-Key or request_id, never by text",
-    {"200": json_body(ref("Published")), **errors(400, 401, 404, 413, 502, 503)},
+    {"200": json_body(ref("Published")), **errors(400, 401, 404, 409, 413, 422, 502, 503)},
     body=ref("DecisionRequest"),
-    params=[idempotency_key("one key per publish; a retry with it posts nothing more")],
+    params=[
+        idempotency_key(
+            "one key per publish; a retry with it posts nothing more, another Decision with it"
+            " is a 422"
+        )
+    ],
 )
 async def publish_decision(request: web.Request) -> web.Response:
     api = request.app[OPERATOR_API]

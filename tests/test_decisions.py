@@ -139,6 +139,82 @@ async def test_double_clicked_and_retried_publish_with_one_key_posts_one_comment
     assert len(ids) == 1 and len(comments(github_sandbox, issue)) == 1
 
 
+def _comments_fail_at_once(sandbox: GitHubSandbox, number: int) -> None:
+    """The next comment POST fails before GitHub stores anything: a rate limit too long to
+    wait out fails it at once."""
+    path = f"/repos/{SANDBOX_REPO}/issues/{number}/comments"
+    sandbox.fail("secondary_rate_limit", method="POST", path=path, retry_after=3600)
+
+
+@pytest.mark.parametrize("first_failed", [False, True], ids=["after-it-posted", "after-it-failed"])
+async def test_the_same_key_with_another_decision_is_422_and_posts_nothing(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int, first_failed: bool
+) -> None:
+    """A key names one Decision (IETF draft "The Idempotency-Key HTTP Header Field", 2.7):
+    other words under it, as a header or as `request_id`, are a 422 that says so, and post
+    nothing and clear no draft, whether the key's publish posted or failed before posting.
+    The key's own Decision sent again answers its comment, or, after the failure (which
+    spent nothing but the key), posts it once."""
+    session = await _discuss(service, issue)
+    await _draft(service, session)
+    key = {"Idempotency-Key": "click-7"}
+    chosen = {"issue": issue, "body": "Go with option B.", "session_id": session}
+    if first_failed:
+        _comments_fail_at_once(github_sandbox, issue)
+    first = await service.post("/api/operator/chat/decision", json=chosen, headers=key)
+    assert first.status == (503 if first_failed else 200)
+
+    other = {**chosen, "body": "No: option C."}
+    for headers, payload in [(key, other), ({}, {**other, "request_id": "click-7"})]:
+        refused = await service.post("/api/operator/chat/decision", json=payload, headers=headers)
+        assert refused.status == 422
+        answer = await refused.json()
+        assert answer["code"] == "idempotency_key_reused"
+        assert answer["error"] == (
+            "this Idempotency-Key was used for another Decision; send a new Decision with a new key"
+        )
+        assert answer["detail"] == {"field": "Idempotency-Key"}
+    posted = comments(github_sandbox, issue)
+    assert len(posted) == (0 if first_failed else 1)
+    assert not any("option C" in body for body in posted)
+    assert (await _decision(service, session) is not None) == first_failed
+
+    # The key's own Decision: after the failure it posts, once; then it is answered.
+    answers = [
+        await service.post("/api/operator/chat/decision", json=chosen, headers=key)
+        for _ in range(2)
+    ]
+    assert [answer.status for answer in answers] == [200, 200]
+    ids = {(await answer.json())["comment_id"] for answer in answers}
+    if not first_failed:
+        ids.add((await first.json())["comment_id"])
+    assert len(ids) == 1
+    [comment] = comments(github_sandbox, issue)
+    assert "Go with option B." in comment and "option C" not in comment
+    assert await _decision(service, session) is None
+
+
+async def test_two_decisions_sent_together_with_one_key_post_one_and_refuse_the_other(
+    service: ApiClient, github_sandbox: GitHubSandbox, issue: int
+) -> None:
+    """A double click that sent two texts: whichever claims the key first posts; the other
+    is refused at once (not made to wait and answered with the first's comment)."""
+    key = {"Idempotency-Key": "click-8"}
+    bodies = ["Go with option B.", "No: option C."]
+    answers = await asyncio.gather(
+        *(
+            service.post(
+                "/api/operator/chat/decision", json={"issue": issue, "body": body}, headers=key
+            )
+            for body in bodies
+        )
+    )
+    assert sorted(answer.status for answer in answers) == [200, 422]
+    [won] = [body for body, answer in zip(bodies, answers, strict=True) if answer.status == 200]
+    [comment] = comments(github_sandbox, issue)
+    assert won in comment and not any(b in comment for b in bodies if b != won)
+
+
 async def test_a_request_key_of_the_wrong_shape_is_400_and_posts_nothing(
     service: ApiClient, github_sandbox: GitHubSandbox, issue: int
 ) -> None:

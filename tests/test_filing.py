@@ -231,6 +231,35 @@ async def test_the_same_filing_retried_or_double_clicked_makes_one_issue(
     assert third.reused
 
 
+async def test_a_filing_that_failed_before_github_made_it_files_what_its_retry_asks(
+    service: ApiClient, github_sandbox: GitHubSandbox
+) -> None:
+    """The title is the filing's key, and a repeat answers its issue whatever its body; but
+    a filing GitHub refused before making the issue made nothing: the retry files its own
+    body (not the failed one's), once."""
+    # A rate limit too long to wait out fails the POST at once, before GitHub acts.
+    github_sandbox.fail(
+        "secondary_rate_limit",
+        method="POST",
+        path=f"/repos/{SANDBOX_REPO}/issues",
+        retry_after=3600,
+    )
+    asked = {"title": "Flaky login test", "body": "It fails on Mondays."}
+    failed = await service.post("/api/operator/chat/file", json=asked)
+    assert failed.status == 503 and issues(github_sandbox) == []
+
+    retried = await service.post(
+        "/api/operator/chat/file", json={**asked, "body": "It fails when the cache is cold."}
+    )
+    assert retried.status == 201
+    [issue] = issues(github_sandbox)
+    assert "cache is cold" in issue.body and "Mondays" not in issue.body
+    repeat = await service.post("/api/operator/chat/file", json={**asked, "body": "Other."})
+    assert repeat.status == 200
+    assert (await repeat.json())["filed_issue_number"] == issue.number
+    assert len(issues(github_sandbox)) == 1
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -70,6 +70,7 @@ async def test_concurrent_double_click_acts_once(database: Any) -> None:
             perform=remote.perform,
             reconcile=remote.reconcile,
             result_type=EffectRef,
+            check_stored=None,
         )
 
     first, second = await asyncio.gather(click(), click())
@@ -89,6 +90,7 @@ async def test_retry_after_completion_returns_the_stored_result(database: Any) -
             perform=remote.perform,
             reconcile=remote.reconcile,
             result_type=EffectRef,
+            check_stored=None,
         )
         assert outcome.result == EffectRef(id=1)
     assert len(remote.effects) == 1
@@ -105,6 +107,7 @@ async def test_error_after_the_effect_is_reconciled_not_repeated(database: Any) 
         perform=remote.perform,
         reconcile=remote.reconcile,
         result_type=EffectRef,
+        check_stored=None,
     )
     assert outcome.result == EffectRef(id=1) and len(remote.effects) == 1
 
@@ -131,12 +134,105 @@ async def test_failure_without_effect_releases_the_key_for_a_retry(database: Any
             perform=flaky,
             reconcile=nothing,
             result_type=EffectRef,
+            check_stored=None,
         )
 
     with pytest.raises(UpstreamError):
         await attempt()
     outcome = await attempt()
     assert outcome.result == EffectRef(id=2)
+
+
+def _row(session: Any, key: str) -> tuple[str, Any, Any]:
+    from sqlalchemy import select
+
+    from bot.idempotency import SideEffect
+
+    row = session.scalar(select(SideEffect).where(SideEffect.key == key))
+    return row.status, row.request, row.lease_until
+
+
+@pytest.mark.parametrize("state", ["done", "running", "failed"])
+async def test_a_key_used_for_another_request_is_refused_and_nothing_changes(
+    database: Any, state: str
+) -> None:
+    """One request per key, whatever became of the key's first: another request under it is
+    KeyReused (422) before anything is claimed or done; the key's own request is not."""
+    from datetime import timedelta
+
+    from bot.clock import utcnow
+    from bot.idempotency import DEFAULT_LEASE, KeyReused, _claim, _complete, check_same_request
+
+    key = f"k-{state}"
+    first = {"x": 1}
+    lease = DEFAULT_LEASE if state == "running" else timedelta(seconds=-1)
+    database.call(_claim, key, "t", first, lease, utcnow)
+    if state == "done":
+        database.call(_complete, key, {"id": 1}, utcnow)
+    before = database.call(_row, key)
+    remote = Remote()
+
+    def attempt(request: Effect) -> Any:
+        def same(stored: Effect) -> None:
+            check_same_request(stored, request, what="effect")
+
+        return run_once(
+            database,
+            key=key,
+            kind="t",
+            request=request,
+            perform=remote.perform,
+            reconcile=remote.reconcile,
+            result_type=EffectRef,
+            check_stored=same,
+            wait_seconds=0.2,
+        )
+
+    with pytest.raises(KeyReused) as refused:
+        await attempt(Effect(x=2))
+    assert refused.value.status == 422 and "another effect" in refused.value.message
+    assert remote.effects == [] and database.call(_row, key) == before
+    if state != "running":
+        outcome = await attempt(Effect(x=1))
+        assert outcome.result == EffectRef(id=1)
+        assert remote.effects == ([] if state == "done" else [Effect(x=1)])
+
+
+async def test_a_retry_after_a_failure_without_effect_performs_its_own_request(
+    database: Any,
+) -> None:
+    """An attempt that failed with no effect holds no result: the next request under the key
+    (one the caller's check lets through: here any) looks for the failed attempt's effect,
+    finds none, and does what it asks itself, which the key stores from then on."""
+    remote = Remote()
+    looked_for: list[Effect] = []
+
+    async def refused(request: Effect) -> EffectRef:
+        raise UpstreamError("403 rate limited: nothing done")
+
+    async def reconcile(request: Effect) -> EffectRef | None:
+        looked_for.append(request)
+        return await remote.reconcile(request)
+
+    async def attempt(request: Effect, perform: Any) -> Any:
+        return await run_once(
+            database,
+            key="k-own",
+            kind="t",
+            request=request,
+            perform=perform,
+            reconcile=reconcile,
+            result_type=EffectRef,
+            check_stored=None,
+        )
+
+    with pytest.raises(UpstreamError):
+        await attempt(Effect(x=1), refused)
+    outcome = await attempt(Effect(x=2), remote.perform)
+    assert remote.effects == [Effect(x=2)] and outcome.result == EffectRef(id=1)
+    assert looked_for == [Effect(x=1), Effect(x=1)]  # after the failure; before the retry acts
+    status, request, _ = database.call(_row, "k-own")
+    assert status == "done" and request == {"x": 2}
 
 
 async def test_crash_mid_effect_is_recovered_after_the_lease(database: Any) -> None:
@@ -159,6 +255,7 @@ async def test_crash_mid_effect_is_recovered_after_the_lease(database: Any) -> N
         perform=remote.perform,
         reconcile=remote.reconcile,
         result_type=EffectRef,
+        check_stored=None,
     )
     assert outcome.result == EffectRef(id=1) and outcome.reused and len(remote.effects) == 1
 
@@ -181,6 +278,7 @@ async def test_live_lease_makes_a_second_caller_wait_then_conflict(database: Any
             perform=remote.perform,
             reconcile=remote.reconcile,
             result_type=EffectRef,
+            check_stored=None,
             wait_seconds=0.2,
         )
     assert remote.effects == []
@@ -275,6 +373,7 @@ async def test_rows_stored_as_dicts_read_back_as_the_typed_records(database: Any
         perform=_never,
         reconcile=_never,
         result_type=IssueRef,
+        check_stored=None,
     )
     assert filed.reused and filed.result == IssueRef(7, "https://github.com/o/r/issues/7")
     published = await run_once(
@@ -285,6 +384,7 @@ async def test_rows_stored_as_dicts_read_back_as_the_typed_records(database: Any
         perform=_never,
         reconcile=_never,
         result_type=CommentRef,
+        check_stored=None,
     )
     assert published.reused
     assert published.result == CommentRef(
@@ -294,7 +394,7 @@ async def test_rows_stored_as_dicts_read_back_as_the_typed_records(database: Any
 
 async def test_a_crashed_dict_row_gives_reconcile_its_stored_request_typed(database: Any) -> None:
     """A filing the old code claimed and never finished: the next attempt reconciles with the
-    request stored then (the first stored request wins), decoded as the typed record."""
+    request stored then (what that attempt asked), decoded as the typed record."""
     from bot.filing import IssueRef, IssueRequest
 
     database.call(_stored_row, "filing:crashed", "file_issue", "pending", OLD_FILING_REQUEST, None)
@@ -312,6 +412,7 @@ async def test_a_crashed_dict_row_gives_reconcile_its_stored_request_typed(datab
         perform=_never,
         reconcile=find,
         result_type=IssueRef,
+        check_stored=None,
     )
     assert outcome.reused and outcome.result.number == 7
     [stored] = seen
@@ -347,6 +448,7 @@ async def test_typed_records_store_the_json_the_dicts_stored(database: Any) -> N
         perform=as_record,
         reconcile=nothing,
         result_type=CommentRef,
+        check_stored=None,
     )
     assert not typed.reused and typed.result == CommentRef(**result)
     assert database.call(_stored_text, "publish:typed") == database.call(
@@ -386,12 +488,13 @@ async def test_a_stored_result_of_another_shape_is_refused_not_guessed(database:
             perform=_never,
             reconcile=_never,
             result_type=IssueRef,
+            check_stored=None,
         )
 
 
 async def test_a_stored_request_of_another_shape_raises_and_frees_the_key(database: Any) -> None:
     """A pending row whose request does not decode as the caller's type: nothing is done,
-    the error says so, and the lease is given back rather than held until it expires."""
+    the error says so, and the key is not claimed (no lease held until it expires)."""
     from sqlalchemy import text
 
     from bot.filing import IssueRef, IssueRequest
@@ -408,6 +511,7 @@ async def test_a_stored_request_of_another_shape_raises_and_frees_the_key(databa
             perform=_never,
             reconcile=_never,
             result_type=IssueRef,
+            check_stored=None,
         )
     lease = database.call(
         lambda session: session.execute(

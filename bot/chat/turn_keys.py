@@ -30,20 +30,11 @@ from bot.chat.inflight import TurnRegistry
 from bot.clock import Clock, utcnow
 from bot.contracts.chat import ErrorFrame, ErrorReason, StatusFrame
 from bot.contracts.errors import ErrorDetail
-from bot.errors import Conflict, SteelframeError
-from bot.idempotency import DONE, PENDING, SideEffect
+from bot.errors import Conflict
+from bot.idempotency import DONE, PENDING, SideEffect, check_same_request
 
 KIND = "chat_turn"
 MAX_KEY_CHARS = 200
-
-
-class KeyReused(SteelframeError):
-    """The key names a turn of another message (or session, agent, focus): the client
-    reused a key for a new send. Nothing is run or changed (IETF draft
-    "The Idempotency-Key HTTP Header Field", section 2.7: 422)."""
-
-    status = 422
-    code = "idempotency_key_reused"
 
 
 class Asked(msgspec.Struct, frozen=True):
@@ -87,15 +78,16 @@ def row_key(operator_id: int, client_key: str) -> str:
 
 
 def check_asked(state: KeyState, asked: Asked) -> None:
-    if state.turn.asked != asked:
-        raise KeyReused(
-            "this Idempotency-Key was used for another message; send a new message with a new key",
-            detail=ErrorDetail(
-                field="Idempotency-Key",
-                session=state.turn.session_id,
-                turn_id=state.turn.turn_id,
-            ),
-        )
+    """Refuse (KeyReused, 422) a send with the key of a turn of another message (or
+    session, agent, focus), naming that turn."""
+    check_same_request(
+        state.turn.asked,
+        asked,
+        what="message",
+        detail=ErrorDetail(
+            field="Idempotency-Key", session=state.turn.session_id, turn_id=state.turn.turn_id
+        ),
+    )
 
 
 def read_key(session: Session, key: str) -> KeyState | None:
