@@ -4,9 +4,9 @@ as llhttp (httptools) parses it, taken for a lane only in the one simple shape.
 The parsing is llhttp's, in its strict mode (request line, header syntax, Content-Length
 and its conflicts with Transfer-Encoding, line endings, control bytes); what is ours is
 the choice of what a lane serves: a head whose request line is exactly a declared one,
-with a Content-Length, no Transfer-Encoding, Expect or Upgrade, ASCII header values and no
-header twice, at most MAX_LANE_HEADERS headers. Anything else raises from a callback, which
-stops llhttp where it is: the connection is then aiohttp's.
+with a Content-Length, no Transfer-Encoding, Content-Encoding, Expect or Upgrade, ASCII
+header values and no header twice, at most MAX_LANE_HEADERS headers. Anything else raises
+from a callback, which stops llhttp where it is: the connection is then aiohttp's.
 """
 
 from __future__ import annotations
@@ -16,8 +16,11 @@ from typing import Protocol
 
 import httptools
 
-# Headers whose presence means the request is not the simple shape a lane serves.
-_NOT_SIMPLE = frozenset({"transfer-encoding", "expect", "upgrade"})
+# Headers whose presence means the request is not the simple shape a lane serves. A body in
+# a Content-Encoding is aiohttp's to decode (GitHub never sends one): the signature is then
+# checked on what it decodes to, and a body that does not decode is a 400
+# (http_edge.errors), as on the route; a lane reads the bytes as sent.
+_NOT_SIMPLE = frozenset({"transfer-encoding", "content-encoding", "expect", "upgrade"})
 # aiohttp's parser refuses a head with more header lines than this (a 431, http_edge/
 # refusals.py); llhttp counts none, so a head past it is left to aiohttp to answer alike.
 MAX_LANE_HEADERS = 128

@@ -15,8 +15,9 @@ CRLF) of a head it has not finished, nor past a body's declared end, so the firs
 every request is known. (No hand-off ever needs llhttp's position inside what it was fed.)
 
 What a lane serves: a head llhttp accepts whose request line is exactly a declared one
-(`POST /api/github/webhooks HTTP/1.1`), with a Content-Length, no Transfer-Encoding, Expect
-or Upgrade, ASCII header values, no header twice, within MAX_HEAD bytes. Any other request
+(`POST /api/github/webhooks HTTP/1.1`), with a Content-Length, no Transfer-Encoding,
+Content-Encoding (aiohttp decodes a body), Expect or Upgrade, ASCII header values, no header
+twice, within MAX_HEAD bytes. Any other request
 (or one llhttp refuses) is handed to aiohttp's own protocol from its first byte, with every
 byte not yet consumed, and the connection stays there: aiohttp's parser and answers (400,
 413, 431, chunked bodies, 100-continue) apply to it as to any other request. Requests on a

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import json
 import logging
+import zlib
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -245,6 +247,41 @@ async def test_the_lanes_refusals_are_aiohttps_answers(served: Served, name: str
     assert lane.json() == routed.json()
     assert lane.headers["x-request-id"]
     assert served.lanes.answered == 1 and served.lanes.handed_off == 1
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+@pytest.mark.parametrize("body", ["encoded", "not encoded"])
+async def test_a_delivery_with_a_content_encoding_is_answered_as_aiohttp_answers_it(
+    served: Served, encoding: str, body: str
+) -> None:
+    # aiohttp decodes the body as its Content-Encoding says, and the signature is checked on
+    # what it decodes to; a body that does not decode is a 400 (http_edge.errors). A lane
+    # reading the bytes as sent answered either with a signature mismatch or stored them.
+    compress = gzip.compress if encoding == "gzip" else zlib.compress
+    sent = compress(OPENED) if body == "encoded" else OPENED
+    signed = signed_headers(OPENED, "issues", delivery=f"lane-{encoding}-{body}")
+    headers = {**signed, "Content-Encoding": encoding, "Content-Length": str(len(sent))}
+    raw = request_bytes(sent, headers=headers)
+
+    (answer,) = await exchange(served.port, raw)
+
+    if body == "encoded":
+        assert answer.status == 202, answer.body
+        assert served.stored() == 1
+    else:
+        assert answer.status == 400, answer.body
+        assert answer.json()["error"] == "the request body could not be decoded"
+        assert served.stored() == 0
+    assert served.lanes.answered == 0 and served.lanes.handed_off == 1
+
+
+async def test_a_delivery_that_decodes_past_the_largest_githubs_is_a_413(served: Served) -> None:
+    # Declared small (a few KB of gzip), read as decoded: the 25 MB bound holds for that.
+    bomb = gzip.compress(b" " * (26 * 1024 * 1024))
+    headers = {"Content-Encoding": "gzip", "Content-Length": str(len(bomb))}
+    (answer,) = await exchange(served.port, request_bytes(bomb, headers=headers))
+    assert answer.status == 413, answer.body
+    assert served.stored() == 0
 
 
 async def test_a_body_the_budget_cannot_take_is_refused_with_retry_after(
