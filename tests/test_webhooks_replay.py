@@ -16,8 +16,10 @@ from bot.lifecycle import tasks
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, apply
 from tests.conftest import ApiClient, webhook_headers
+from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.pulls import as_person, delivered_pull
 from tests.test_webhooks_endpoint import (
     PATH,
     counting_router,
@@ -113,6 +115,35 @@ async def test_a_pull_request_closed_then_merged_in_one_second_is_two_changes(
     await drain(api)
     kinds = sorted(statuses(api).values())
     assert kinds.count(DeliveryStatus.REPLAYED) == 1 and len(kinds) == 3
+
+
+async def test_a_pull_request_closed_reopened_and_closed_in_one_second_ends_its_task_closed(
+    make: Make,
+) -> None:
+    """The two closes are the same bytes (GitHub's times are whole seconds), so no content
+    key tells the second from a replay of the first: neither is keyed, and the lifecycle,
+    following GitHub's state, makes every replay of either change nothing."""
+    lc = await make(coding_command=command("commit"))
+    issue, number = await delivered_pull(lc)
+    world = lc.sandbox.sandbox.world
+    running, second = world.clock, float(int(world.clock()) + 1)
+    world.clock = lambda: second  # the three changes in one second
+    try:
+        for state in ("closed", "open", "closed"):
+            await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": state})
+    finally:
+        world.clock = running
+    task = lc.task(issue)
+    assert task.state == TaskState.CLOSED and "steelframe:closed" in await lc.labels(issue)
+    first, last = stored(lc.api, "pull_request", "closed")  # both processed
+    (reopened,) = stored(lc.api, "pull_request", "reopened")
+    assert first[1] == last[1]  # the same bytes
+    events, comments = len(lc.events(task.id)), len(await lc.comments(issue))
+    for _, body in (first, last, reopened, first):  # replayed under new ids, in any order
+        assert (await replay(lc.api, body, "pull_request"))[0] == 202
+        await lc.settle()
+    assert lc.task(issue).state == TaskState.CLOSED
+    assert len(lc.events(task.id)) == events and len(await lc.comments(issue)) == comments
 
 
 async def test_a_terminated_task_stays_terminated_when_its_deliveries_are_replayed(

@@ -12,6 +12,16 @@ action (two edits in one second share `updated_at` and differ only in `changes`)
 payload lacking an id is keyed on a BLAKE2b digest of the body: a replay is the same
 signed bytes, so the digest always catches it.
 
+A pull request closed without a merge or reopened has no content key: closed, reopened and
+closed again within one second, its two closes are the same bytes (GitHub's times are whole
+seconds, and nothing in the payload counts the changes: not `updated_at`, `closed_at`,
+`merged_at` nor any other field of octokit's schema), so no key read from the body tells
+the second close from a replay of the first, and keying them took the second for a replay
+(its task stayed `delivered` with its pull request closed). Their handler makes a replay
+harmless instead: before it acts it reads the pull request from GitHub and follows only a
+change GitHub's state agrees with (`bot.lifecycle.pull_end`), so a replay or a redelivery
+moves nothing that is not already so. A merge stays keyed: it happens once.
+
 The writer stores the first delivery with a key; a later one with the same key is stored
 as `replayed` and never processed (`webhooks.delivery_sql.insert_statements`).
 """
@@ -44,6 +54,10 @@ REQUIRED = 2
 MAX_CONTENT_KEY = 200
 # Actions whose change the ids and time do not pin down (see the module docstring).
 _DIGESTED_ACTIONS = frozenset({"edited"})
+# A pull request's state flips that may repeat, byte for byte, within one second: no key
+# (see the module docstring); a merge (`merged_at` set) is keyed.
+_UNKEYED = frozenset({("pull_request", "closed"), ("pull_request", "reopened")})
+_MERGED_AT = "pull_request.merged_at"
 
 
 def key_paths(event: str) -> tuple[str, ...]:
@@ -51,8 +65,13 @@ def key_paths(event: str) -> tuple[str, ...]:
     return KEY_PATHS.get(event, ())
 
 
-def content_key(event: str, action: str | None, get: Callable[[str], Any], body: bytes) -> str:
-    """The delivery's content key; `get` gives a payload's value by dotted path."""
+def content_key(
+    event: str, action: str | None, get: Callable[[str], Any], body: bytes
+) -> str | None:
+    """The delivery's content key (None: never taken for a replay); `get` gives a
+    payload's value by dotted path."""
+    if (event, action) in _UNKEYED and get(_MERGED_AT) is None:
+        return None
     head = f"{event}.{action}" if action else event
     paths = KEY_PATHS.get(event)
     if paths and action not in _DIGESTED_ACTIONS:
