@@ -128,6 +128,7 @@ async def _nothing_stored(api: ApiClient) -> None:
         "discuss #2147483648",  # PostgreSQL: past the 32-bit issue column
         "discuss #" + "9" * 5_000,  # past int()'s digit limit
         "discuss #0",  # as "focus": 0 is
+        "discuss #000",  # zeros only: still no issue
         "forget #0",
         "what is #2147483648 waiting for?",
         "what is still open on #0?",
@@ -152,6 +153,20 @@ async def test_a_command_naming_no_possible_issue_is_a_400_that_claims_nothing(
         headers={"Idempotency-Key": "k1"},
     )
     assert again.status == 200, await again.text()
+
+
+async def test_a_command_number_with_leading_zeros_names_the_issue_github_reads(
+    api_factory: Any, tmp_path: Path, pg_url: str
+) -> None:
+    # GitHub reads `#007` as #7 (it links it, and "Fixes #007" closes #7; so does
+    # memory.analysis.closing_references): a command takes it the same way, and says #7.
+    api = await api_factory(make_settings(tmp_path, database_url=pg_url))
+    response = await api.post("/api/operator/chat", json={"message": "discuss #007"})
+    assert response.status == 200, await response.text()
+    turn = await response.json()
+    assert turn["focus"] == 7 and "Discussing #7 in this session" in turn["reply"]
+    asked = await api.post("/api/operator/chat", json={"message": "what is #0007 waiting for?"})
+    assert "#7 has no task" in (await asked.json())["reply"]
 
 
 async def test_a_command_with_another_scripts_digits_is_plain_chat(api: ApiClient) -> None:

@@ -21,8 +21,11 @@ publishing is not one), so they work the same with any runtime, the offline one 
   included; a forgotten `chat_summary` chunk takes its session's stored summary with it.
 
 Only the operator's message is read: text from GitHub or a model never triggers a command.
-A command naming an issue number no issue can have (`#0`, past the issue columns' range) is
-refused before its turn (`check_command`): a 400, as the `focus` field's own bound is.
+A command naming an issue number no issue can have (`#0`, `#000`, past the issue columns'
+range) is refused before its turn (`check_command`): a 400, as the `focus` field's own bound
+is. Leading zeros are read as GitHub reads them: it links `#007` to #7 and "Fixes #007"
+closes #7 (memory.analysis.closing_references reads them so too), so `discuss #007` is
+`discuss #7`, and the reply says #7.
 """
 
 from __future__ import annotations
