@@ -13,6 +13,9 @@ merge; an operator who sees `terminated` would think it did not. Closed without 
 task stays `terminated` (a `pull_end_ignored` event names who closed it): nothing landed,
 the terminate already ended the task, and a terminated issue can still be picked up again,
 which a `closed` one cannot. `ENDS_FROM` holds those rules, for the check and the move.
+Either way, the pending fix and the review threads of a run the terminate stopped are let
+go (`MAY_HOLD`), as when the end itself stops a run: the issue's close that follows "Fixes
+#N" may be delivered before the merge, and it is the terminate that stopped the run then.
 
 A pull request closed without a merge and then reopened (`pull_request` `reopened`: people
 close and reopen one to run its CI again) puts its `closed` task back as the close found it
@@ -62,6 +65,10 @@ ENDS_FROM: dict[TaskState, frozenset[TaskState]] = {
     TaskState.MERGED: frozenset({*PULL_ENDABLE, TaskState.TERMINATED}),
     TaskState.CLOSED: PULL_ENDABLE,
 }
+# The states in which a run may hold a pending fix or review threads when the pull request
+# ends: a review or CI fix run queued or working, or one a terminate stopped (the issue's
+# close that follows "Fixes #N" can come before the merge's webhook); what it held is let go.
+MAY_HOLD = frozenset({TaskState.QUEUED, TaskState.RUNNING, TaskState.TERMINATED})
 
 
 @dataclass(frozen=True)
@@ -227,6 +234,8 @@ def _end_tx(session: Session, closed: PullChange, clock: Clock) -> PullEnd:
                 data={"pr_number": closed.number, "merged": closed.merged},
                 clock=clock,
             )
+            if task.state in MAY_HOLD:  # terminated, it stays so: its stopped run held them
+                _let_go(session, task.id, clock)
         record_done(session)
         return PullEnd(verdict, why, task.id, TaskState(task.state))
     move = Move(
@@ -238,14 +247,20 @@ def _end_tx(session: Session, closed: PullChange, clock: Clock) -> PullEnd:
         changes={"pr_number": closed.number, "pr_url": task.pr_url or closed.url or None},
         note=detail,
     )
-    interrupted = task.state in (TaskState.QUEUED, TaskState.RUNNING)
+    held = task.state in MAY_HOLD
     moved = apply(session, task.id, move, clock)
-    if interrupted:  # a review or fix run stopped by this end: what it held is let go
-        ci_store.end_pending(session, task.id, clock)
-        thread_answers.let_go(session, task.id)
+    if held:
+        _let_go(session, task.id, clock)
     add_chunk(session, _outcome_chunk(session, task, closed, by), clock=clock)
     record_done(session)
     return PullEnd(EndVerdict.ENDED, detail, task.id, wanted, moved)
+
+
+def _let_go(session: Session, task_id: int, clock: Clock) -> None:
+    """What a run of the task held, let go: its pull request ended under it, so no run will
+    conclude its pending fix or answer the review threads it took up."""
+    ci_store.end_pending(session, task_id, clock)
+    thread_answers.let_go(session, task_id)
 
 
 def _why_ignored(task: Task, wanted: TaskState) -> tuple[EndVerdict, str] | None:
