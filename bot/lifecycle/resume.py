@@ -19,7 +19,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.handler_runs import record_done
-from bot.lifecycle import ci_decision, plan_store, progress, tasks
+from bot.lifecycle import ci_decision, plan_store, tasks
 from bot.lifecycle.access import may_act
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.progress import Phase
@@ -27,6 +27,7 @@ from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
 from bot.lifecycle.transition import Move, Transitioned, transition
+from bot.markers import opens_as_status
 
 log = logging.getLogger(__name__)
 # Why an empty Decision on a waiting plan changes nothing (docs/lifecycle.md, "Plan-first").
@@ -71,7 +72,7 @@ class Resumes:
             return None
         if DECISION_MARKER not in event.body:
             return None
-        if progress.NOTICE_PREFIX in event.body or progress.PROGRESS_PREFIX in event.body:
+        if await self._own_status_comment(event):
             return None  # Steelframe's own status comments are never Decisions
         return await self.resume(
             event.repo,
@@ -81,6 +82,16 @@ class Resumes:
             body=event.body,
             cause="webhook:issue_comment.created",
         )
+
+    async def _own_status_comment(self, event: CommentEvent) -> bool:
+        """Whether the comment is the App's progress comment or a notice (which may quote the
+        Decision marker): laid out as one, and written by the App. A Decision that quotes a
+        status marker is still a Decision, and a stranger's comment laid out as a notice is
+        theirs, refused as their Decision is (`_refusal`): a marked comment counts as
+        Steelframe's only when the App wrote it (docs/lifecycle.md)."""
+        if not opens_as_status(event.body) or self.github is None:
+            return False
+        return await self.github.is_app_login(event.author)
 
     async def resume(
         self, repo: str, issue: int, *, comment_id: int, author: str, body: str, cause: str
