@@ -16,6 +16,7 @@ import aiohttp
 from sqlalchemy import select
 
 from bot.lifecycle.delivery import deliver_pending
+from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from github_sandbox.operations import HookEvent
 from memory.models import MemoryChunk
@@ -24,7 +25,7 @@ from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 from tests.test_lifecycle_api import _assistant_messages, _chat_session
-from tests.test_lifecycle_ci_fix import _stopped_at_the_bound, fail_head
+from tests.test_lifecycle_ci_fix import _rows, _stopped_at_the_bound, fail_head
 from tests.test_lifecycle_review_runs import _comment, _replies
 from tests.test_lifecycle_terminate_pull import terminated_with_its_pull_open
 
@@ -138,6 +139,37 @@ async def test_a_review_after_a_reopen_gets_a_review_run_not_the_fix_run_the_clo
     assert task.state == TaskState.DELIVERED
     assert [r.in_reply_to_id for r in await _replies(lc, number)] == [comment["id"]]
     assert not [e for e in lc.events(task.id) if e.to_state == TaskState.FAILED]
+
+
+async def test_a_failure_after_a_reopen_on_the_head_the_close_interrupted_gets_its_fix_run(
+    make: Make,
+) -> None:
+    """People close and reopen a pull request to run its CI again: the fix run the close
+    interrupted is started when CI fails on that commit again, once however many of its
+    deliveries come (the job, the check run, the suite, the workflow run; sent again)."""
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    sha = await fail_head(lc, number)
+    task_id = lc.task(issue).id
+    await _set_state(lc, number, "closed")
+    await lc.work()  # the fix run finds the task closed
+    (row,) = _rows(lc, task_id)
+    assert row.state == "interrupted"
+    await _set_state(lc, number, "open")
+    assert lc.task(issue).state == TaskState.DELIVERED
+    assert await fail_head(lc, number) == sha  # CI run again on the same commit, failing
+    await send_again(lc, "workflow_job", "completed", times=2)
+    await send_again(lc, "check_suite", "completed")
+    task = lc.task(issue)
+    assert task.state == TaskState.RUNNING and len(lc.queued_jobs()) == 1
+    fix_runs = [e for e in lc.events(task_id) if e.kind == EventKind.CI_FIX_RUN]
+    assert [e.data["head_sha"] for e in fix_runs] == [sha, sha]
+    (row,) = _rows(lc, task_id)
+    assert (row.state, row.run_number, row.job_id) == ("queued", 1, task.job_id)
+    await lc.work()
+    (row,) = _rows(lc, task_id)
+    assert lc.task(issue).state == TaskState.DELIVERED and row.state == "pushed"
+    assert row.result_sha == (await lc.github.get_pull(lc.repo, number)).head.sha
 
 
 async def test_a_reopen_puts_a_task_waiting_for_a_decision_back_to_waiting(make: Make) -> None:

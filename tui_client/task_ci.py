@@ -13,6 +13,7 @@ OUTCOME_WORDS = {
     "superseded": "the branch moved on before the fix run",
     "ended": "the fix run ended without a push",
     "stopped": "no fix run: a person is asked",
+    "interrupted": "the pull request was merged or closed under the fix run",
 }
 ASKED = frozenset({"unchanged", "stopped"})
 

@@ -264,7 +264,7 @@ class CiFix(_Wire):
     run: int  # which fix run of the chain this commit started (0: none, a person was asked)
     of: int | None  # the bound per head commit when it was decided (None: not recorded)
     verdict: str
-    outcome: str  # queued, pushed, unchanged, superseded, ended, stopped
+    outcome: str  # queued, pushed, unchanged, superseded, ended, stopped, interrupted
     result_sha: str | None  # the commit the fix run pushed
     reason: str
     at: str

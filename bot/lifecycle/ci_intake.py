@@ -19,13 +19,17 @@ chain; any other head commit (a person's push) starts a new one.
 Idempotent: the head commit's row is the claim (unique per task and commit), written in
 one transaction with the task's change and the webhook handler's done-record; every other
 delivery about the commit (another check, a redelivery under any id) finds it and only
-makes sure the summary, if one is due, is on the pull request.
+makes sure the summary, if one is due, is on the pull request. A row whose fix run the pull
+request's merge or close interrupted (`interrupted`) claims nothing: after a reopen, the
+next failure on that commit takes the row over (compare-and-set on its state, so once) and
+gets its fix run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from dataclasses import dataclass
 from typing import Protocol, cast
 
@@ -40,7 +44,7 @@ from bot.github.issue_records import PullRequest
 from bot.lifecycle import ci_store, tasks
 from bot.lifecycle.ci_evidence import CiReads, failing_names, read_evidence, render
 from bot.lifecycle.ci_failures import CiFailure
-from bot.lifecycle.ci_models import CiVerdict
+from bot.lifecycle.ci_models import CiFixState, CiVerdict
 from bot.lifecycle.ci_rules import CiCause, judge
 from bot.lifecycle.ci_summary import post_summary, summary_body
 from bot.lifecycle.context import LifecycleContext
@@ -78,9 +82,12 @@ class CiOutcome:
     task_id: int | None = None
 
 
-def ci_job_id(task: Task, head_sha: str, run_number: int) -> str:
-    """The fix run's job: the same for every delivery about this commit and run."""
-    return f"task-{task.id}-g{task.generation}-ci-{head_sha[:12]}-{run_number}"
+def ci_job_id(task: Task, head_sha: str, run_number: int, *, again: bool = False) -> str:
+    """The fix run's job: the same for every delivery about this commit and run. `again`:
+    the run the pull request's close interrupted is asked for once more, under a job id of
+    its own (its first job may still be kept in a registry)."""
+    job = f"task-{task.id}-g{task.generation}-ci-{head_sha[:12]}-{run_number}"
+    return f"{job}-{uuid.uuid4().hex[:6]}" if again else job
 
 
 def needs_human_question(pr_number: int, reason: str) -> str:
@@ -140,7 +147,8 @@ class CiIntake:
             return CiOutcome("ignored", "not a Steelframe pull request's branch")
         task = found[0]
         done = await self.db.run(ci_store.row_at, task.id, failure.head_sha)
-        if done is not None:
+        again = done is not None and done.state == CiFixState.INTERRUPTED
+        if done is not None and not again:
             if done.state in ci_store.STOPS:
                 # The summary is there (posted now if a crash or GitHub kept it off the
                 # first time).
@@ -158,7 +166,7 @@ class CiIntake:
             # or a person's), or a run is queued (a review's, a retry's) that may push
             # nothing and deliver again: the delivery is retried once the run has ended.
             raise CiBusy(f"task {task.id} is {task.state}; the failure on its head is read later")
-        return await self._decide(github, task, failure, pull)
+        return await self._decide(github, task, failure, pull, again=again)
 
     async def recheck(self, task: Task) -> CiOutcome:
         """The head of `task`'s pull request read as a failure report about it would be:
@@ -196,7 +204,7 @@ class CiIntake:
         return ""
 
     async def _decide(
-        self, github: CiGitHub, task: Task, failure: CiFailure, pull: PullRequest
+        self, github: CiGitHub, task: Task, failure: CiFailure, pull: PullRequest, *, again: bool
     ) -> CiOutcome:
         sha = failure.head_sha
         own = (await github.identity()).id
@@ -244,9 +252,10 @@ class CiIntake:
             checks=tuple(checks),
             reason=reason,
             evidence=render(evidence),
-            job_id=ci_job_id(task, sha, number) if fix else None,
+            job_id=ci_job_id(task, sha, number, again=again) if fix else None,
             note=self._public(note, task),
             fix_runs=self.fix_runs,
+            again=again,
         )
         return await self._claim(github, task, claim)
 
@@ -261,7 +270,7 @@ class CiIntake:
         question = needs_human_question(claim.pr_number, claim.reason)
         try:
             change = await self.db.run(ci_store.claim_tx, claim, question, self.clock)
-        except IntegrityError:
+        except (IntegrityError, ci_store.AlreadyClaimed):
             return CiOutcome("already handled", "another delivery claimed the commit", task.id)
         except IllegalTransition as exc:
             return CiOutcome("ignored", f"the task became {exc.current}", task.id)

@@ -57,6 +57,9 @@ class CiFixState(StrEnum):
     SUPERSEDED = "superseded"  # the branch moved before the run: nothing to fix there
     ENDED = "ended"  # the run ended otherwise (failed, asked a question, terminated)
     STOPPED = "stopped"  # no fix run: a person is asked (`verdict` needs_human)
+    # Its pull request was merged or closed under the fix run, which no run concludes now;
+    # reopened, the next failure on the commit claims it again (`ci_store.claim_tx`).
+    INTERRUPTED = "interrupted"
 
 
 PENDING_STATES = frozenset({CiFixState.QUEUED})

@@ -42,6 +42,13 @@ class Claim:
     job_id: str | None
     note: str  # the progress comment's line
     fix_runs: int  # the bound, for the event
+    # The commit's row is an interrupted fix (its pull request was closed under it, then
+    # reopened): this claim takes the row over instead of adding one.
+    again: bool = False
+
+
+class AlreadyClaimed(Exception):
+    """Another delivery claimed the head commit first."""
 
 
 def tasks_on(
@@ -125,43 +132,64 @@ def conclude(
 
 
 def end_pending(session: Session, task_id: int, clock: Clock) -> None:
-    """The task's fix runs still pending, ended: its pull request was merged or closed under
-    them, so no run of them will conclude them (a reopened task's next run is not one of
-    them)."""
+    """The task's fix runs still pending, interrupted: its pull request was merged or closed
+    under them, so no run of them will conclude them (a reopened task's next run is not one
+    of them; a failure on the commit after the reopen claims it again)."""
     session.execute(
         update(CiFix)
         .where(CiFix.task_id == task_id, CiFix.state.in_(PENDING_STATES))
-        .values(state=CiFixState.ENDED, updated_at=clock())
+        .values(state=CiFixState.INTERRUPTED, updated_at=clock())
         .execution_options(synchronize_session=False)
     )
 
 
-def _claimed_row(claim: Claim, now: datetime) -> CiFix:
+def _claimed(claim: Claim, now: datetime) -> dict[str, object]:
+    """The head commit's row as `claim` makes it (`created_at` aside)."""
     fix = claim.verdict is CiVerdict.FIX
-    return CiFix(
-        task_id=claim.task_id,
-        generation=claim.generation,
-        pr_number=claim.pr_number,
-        head_sha=claim.head_sha,
-        chain_sha=claim.chain_sha,
-        run_number=claim.run_number,
-        verdict=claim.verdict,
-        state=CiFixState.QUEUED if fix else CiFixState.STOPPED,
-        checks=", ".join(claim.checks),
-        reason=claim.reason,
-        evidence=claim.evidence,
-        job_id=claim.job_id,
-        created_at=now,
-        updated_at=now,
+    return {
+        "task_id": claim.task_id,
+        "generation": claim.generation,
+        "pr_number": claim.pr_number,
+        "head_sha": claim.head_sha,
+        "chain_sha": claim.chain_sha,
+        "run_number": claim.run_number,
+        "verdict": claim.verdict,
+        "state": CiFixState.QUEUED if fix else CiFixState.STOPPED,
+        "checks": ", ".join(claim.checks),
+        "reason": claim.reason,
+        "evidence": claim.evidence,
+        "job_id": claim.job_id,
+        "result_sha": None,
+        "updated_at": now,
+    }
+
+
+def _write_claim(session: Session, claim: Claim, now: datetime) -> None:
+    """Add the head commit's row, or take over its interrupted one (compare-and-set on its
+    state: of two deliveries claiming it again, one wins, the other is AlreadyClaimed)."""
+    if not claim.again:
+        session.add(CiFix(**_claimed(claim, now), created_at=now))
+        session.flush()
+        return
+    taken = session.connection().execute(
+        update(CiFix)
+        .where(
+            CiFix.task_id == claim.task_id,
+            CiFix.head_sha == claim.head_sha,
+            CiFix.state == CiFixState.INTERRUPTED,
+        )
+        .values(**_claimed(claim, now))
     )
+    if taken.rowcount != 1:
+        raise AlreadyClaimed(claim.head_sha)
 
 
 def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Transitioned:
-    """Insert the head commit's row and move the task (raises IllegalTransition when the
-    task is no longer delivered, IntegrityError when another delivery claimed it first)."""
+    """Write the head commit's row and move the task (raises IllegalTransition when the
+    task is no longer delivered, IntegrityError or AlreadyClaimed when another delivery
+    claimed it first)."""
     fix = claim.verdict is CiVerdict.FIX
-    session.add(_claimed_row(claim, clock()))
-    session.flush()
+    _write_claim(session, claim, clock())
     data: EventData = {
         "head_sha": claim.head_sha,
         "pr_number": claim.pr_number,

@@ -12,6 +12,7 @@ const OUTCOME_WORDS = {
   superseded: "the branch moved on before the fix run",
   ended: "the fix run ended without a push",
   stopped: "no fix run: a person is asked",
+  interrupted: "the pull request was merged or closed under the fix run",
 };
 
 export function reviewWords(event) {
