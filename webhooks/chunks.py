@@ -37,6 +37,10 @@ class GitHubText:
     # deliveries about one item can arrive out of order (GitHub promises no order), and an
     # older edit delivered after a newer one must not replace it in memory.
     updated_at: datetime | None = None
+    # Steelframe's own progress comment or notice: laid out as one (bot.markers.
+    # opens_as_status) and written by the App (webhooks.handlers.comments). Not memory of the
+    # project; anyone else's comment carrying a marker is theirs, remembered like any.
+    app_status: bool = False
 
 
 def _nothing() -> None:

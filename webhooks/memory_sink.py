@@ -9,7 +9,7 @@ import re
 from sqlalchemy.orm import Session
 
 from bot.lifecycle.redact import Redactor
-from bot.markers import is_status_comment, without_markers
+from bot.markers import without_markers
 from memory import ChunkIn, add_chunk
 from memory.chunks import ISSUE_THREAD, MAX_TEXT_CHARS, retract, retract_issue
 from webhooks.chunks import ChunkSource, GitHubText, Write
@@ -30,7 +30,7 @@ class MemorySink:
         self._redactor = redactor if redactor is not None else Redactor()
 
     def write(self, chunk: GitHubText) -> Write | None:
-        if is_status_comment(chunk.text):
+        if chunk.app_status:
             return None  # Steelframe's own progress and notices are not memory of the project
         # The text and when it was last changed: the same text again at a later time (an
         # edit back to it, a label) is written, so the row holds the newest time and a late

@@ -3,7 +3,9 @@ request Steelframe opened for it, read from GitHub each turn and handed to the p
 untrusted data with provenance, within a budget (issue 13: Discuss loads its issue).
 
 Steelframe's own status comments (progress, notices) are left out: the task JSON says the
-same, and their markers must never reach a reply. Markers in what is kept are removed.
+same, and their markers must never reach a reply. A comment is one only when the App wrote
+it: a person's comment carrying a marker is theirs, kept as any comment is. Markers in what
+is kept are removed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from bot.chat.blocks import untrusted
 from bot.contracts.turn_meta import IssueFactsMeta, LinkedPullMeta
 from bot.errors import NotFound
 from bot.github.issue_records import Issue, IssueComment, PullRequest
-from bot.markers import is_status_comment
+from bot.markers import opens_as_status
 
 log = logging.getLogger(__name__)
 BODY_CHARS = 4_000
@@ -39,6 +41,8 @@ class IssueReader(Protocol):
     async def list_pulls(
         self, repo: str, *, head: str | None = None, state: str = "open"
     ) -> list[PullRequest]: ...
+
+    async def is_app_login(self, login: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ class IssueContextLoader:
         """Read the issue (NotFound when GitHub has none), its last comments and its PR."""
         issue = await self.github.get_issue(repo, number)
         comments = await self.github.list_comments(repo, number)
-        kept = [c for c in comments if not is_status_comment(c.body)]
+        kept = [c for c in comments if not await self._app_status(c)]
         return IssueContext(
             repo=repo,
             number=number,
@@ -133,6 +137,10 @@ class IssueContextLoader:
             pull=await self._pull(repo, number),
             is_pull=issue.is_pull,
         )
+
+    async def _app_status(self, comment: IssueComment) -> bool:
+        """Steelframe's own progress comment or notice: laid out as one, by the App."""
+        return opens_as_status(comment.body) and await self.github.is_app_login(comment.author)
 
     async def _pull(self, repo: str, number: int) -> PullRequest | None:
         """The pull request of Steelframe's branch for the issue, if one was opened."""

@@ -1,13 +1,15 @@
 """`issue_comment` created/edited: the comment's text in memory, with its issue and author
 (an edit replaces the earlier text: the chunk ref is the comment id; an older edit delivered
-after a newer one keeps the newer: the comment's `updated_at`); deleted: forgotten,
-every version of its text (memory.chunks.retract), so no answer quotes it any more."""
+after a newer one keeps the newer: the comment's `updated_at`), unless it is Steelframe's
+own progress comment or notice; deleted: forgotten, every version of its text
+(memory.chunks.retract), so no answer quotes it any more."""
 
 from __future__ import annotations
 
 from gidgethub.routing import Router
 from gidgethub.sansio import Event
 
+from bot.markers import opens_as_status
 from webhooks.chunks import ChunkSource, GitHubText
 from webhooks.handlers.common import (
     REPO_NEEDS,
@@ -33,6 +35,7 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
     repo = str(event.data["repository"]["full_name"])
     number = int(event.data["issue"]["number"])
     updated = comment.get("updated_at")
+    text, author = str(comment["body"]), login_of(comment.get("user"))
     await remember_text(
         event,
         ctx,
@@ -41,11 +44,12 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
             ref=f"comment:{comment['id']}",
             repo=repo,
             issue=number,
-            text=str(comment["body"]),
-            author=login_of(comment.get("user")),
+            text=text,
+            author=author,
             url=comment.get("html_url"),
             created_at=github_time(comment.get("created_at"), ctx.clock()),
             updated_at=github_time(updated, ctx.clock()) if isinstance(updated, str) else None,
+            app_status=await _app_status(ctx, text, author),
         ),
     )
     log.info(
@@ -56,6 +60,15 @@ async def on_comment(event: Event, ctx: WebhookContext) -> None:
         comment["id"],
         event.delivery_id,
     )
+
+
+async def _app_status(ctx: WebhookContext, text: str, author: str | None) -> bool:
+    """Whether the comment is Steelframe's own progress comment or notice: laid out as one
+    and written by the App. Anyone can type a marker: a person's marked comment is theirs
+    (docs/lifecycle.md). The App's login is asked for only of a comment laid out so."""
+    if not opens_as_status(text) or author is None or ctx.github is None:
+        return False
+    return await ctx.github.is_app_login(author)
 
 
 async def on_comment_deleted(event: Event, ctx: WebhookContext) -> None:
