@@ -250,7 +250,8 @@ class CiIntake:
             run_number=number,
             verdict=CiVerdict.FIX if fix else CiVerdict.NEEDS_HUMAN,
             checks=tuple(checks),
-            reason=reason,
+            # The task's question (the Board, Chat) and the CI history show it as stored.
+            reason=self._public(reason, task),
             evidence=render(evidence),
             job_id=ci_job_id(task, sha, number, again=again) if fix else None,
             note=self._public(note, task),
@@ -259,12 +260,15 @@ class CiIntake:
         )
         return await self._claim(github, task, claim)
 
-    def _public(self, note: str, task: Task) -> str:
-        """The progress comment's line: check names and reasons are CI's text (a workflow's
-        author names its jobs), so redacted, flattened and defanged as `ci_summary` makes
-        them: a name can be markdown for an image, a link or a closing keyword."""
+    def _public(self, text: str, task: Task) -> str:
+        """The progress comment's line, or the stop's reason (which the task's question and
+        the pull request's summary say): check names and reasons are CI's text (a
+        workflow's author names its jobs), so redacted, flattened and defanged as
+        `ci_summary` makes them: a name can be markdown for an image, a link, a mention or a
+        closing keyword. The reason is stored so (the summary publishes it again, which
+        keeps it safe), the note is made from the reason as CI gave it."""
         place = PublicPlace.of(task.repo, task.issue, self.api_url)
-        return self.redactor.published(note, place, MAX_NOTE)
+        return self.redactor.published(text, place, MAX_NOTE)
 
     async def _claim(self, github: CiGitHub, task: Task, claim: ci_store.Claim) -> CiOutcome:
         question = needs_human_question(claim.pr_number, claim.reason)
