@@ -1,0 +1,90 @@
+"""A hostile coding runtime in the real sandbox and the real worker path, trying what the
+other attack tests do not (`tests/fakes/coding/trespasser.py`): descriptors it inherited,
+requests smuggled past the egress proxy, the proxy's connection slots, and plants for the
+worker's own git and file reads after the run (hooks, config, attributes, symlinks to the
+App key). Where bubblewrap cannot run these tests say they did not run, except under
+CI=true, where they fail."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from bot.lifecycle.states import TaskState
+from tests.conftest import GitHubSandbox
+from tests.fakes.coding import command
+from tests.fakes.lifecycle import Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.sandbox import exchange_dir, require_bwrap
+
+
+@pytest.fixture
+async def echo_server() -> AsyncIterator[int]:
+    """The one server the run may reach: /echo answers with the head it was sent."""
+
+    async def echo(request: web.Request) -> web.Response:
+        head = [f"{request.method} {request.path_qs}"]
+        head += [f"{name}: {value}" for name, value in request.headers.items()]
+        return web.Response(text="\n".join(head))
+
+    app = web.Application()
+    app.router.add_route("*", "/echo", echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield runner.addresses[0][1]
+    finally:
+        await runner.cleanup()
+
+
+def _pushed(git_path: Path) -> str:
+    return subprocess.run(
+        ["git", "-C", str(git_path), "log", "--all", "--patch", "--format=fuller"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.slow
+async def test_a_trespassing_runtime_reaches_nothing_and_its_plants_never_run(
+    make: Make, github_sandbox: GitHubSandbox, tmp_path: Path, echo_server: int
+) -> None:
+    require_bwrap()
+    key_file = tmp_path / "app-key.pem"  # outside the sandbox, readable by the worker
+    key_file.write_text(github_sandbox.private_key)
+    markers = exchange_dir(tmp_path) / "markers"
+    markers.mkdir()
+    markers.chmod(0o777)
+    lc = await make(
+        coding_command=command("trespasser", key_file, markers, echo_server),
+        coding_network="allowlist",
+        egress_private=(f"127.0.0.1:{echo_server}",),
+        private_key=None,
+        private_key_path=key_file,
+    )
+    issue = await lc.open_issue("Make the widget blue")
+    await lc.work()
+    task = lc.task(issue)
+    log = await (await lc.api.get(f"/api/operator/tasks/{task.id}/log")).json()
+    said = "\n".join(run["text"] for run in log["runs"])
+    attempts = dict(re.findall(r"ATTEMPT (\w+): (SUCCEEDED|blocked)", said))
+    assert len(attempts) >= 10, said
+    assert [name for name, v in attempts.items() if v == "SUCCEEDED"] == [], said
+    assert sorted(p.name for p in markers.iterdir()) == [], "a plant ran outside the sandbox"
+    assert task.state == TaskState.DELIVERED, said
+    key_lines = [line for line in github_sandbox.private_key.splitlines() if "-----" not in line]
+    git_path = lc.sandbox.sandbox.world.repo(lc.repo).git_path
+    pushed = await asyncio.to_thread(_pushed, git_path)
+    (pull,) = await lc.pulls()
+    for line in key_lines[:3]:
+        assert line not in pushed and line not in pull["body"]
+    assert "root:" not in pushed
