@@ -8,6 +8,7 @@ CI=true, where they fail."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import subprocess
 from collections.abc import AsyncIterator
@@ -16,6 +17,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from bot.lifecycle import coding
+from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command
@@ -88,3 +91,25 @@ async def test_a_trespassing_runtime_reaches_nothing_and_its_plants_never_run(
     for line in key_lines[:3]:
         assert line not in pushed and line not in pull["body"]
     assert "root:" not in pushed
+
+
+async def test_a_runtime_printing_session_lines_in_a_loop_writes_a_bounded_record(
+    make: Make,
+) -> None:
+    """Each session line was a task row update and an event row with its transcript (up to
+    a line's megabyte): a runtime printing them in a loop filled the shared database for
+    as long as it ran. A session is stored when it changes, a few times a run, its
+    transcript cut to a size a continuation's environment can carry."""
+    require_bwrap()
+    lines, size = 300, 100_000
+    lc = await make(coding_command=command("session_flood", lines, size))
+    issue = await lc.open_issue("Make the widget blue")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED
+    stored = [e for e in lc.events(task.id) if e.kind == EventKind.RUNTIME_SESSION]
+    assert 0 < len(stored) <= coding.MAX_SESSION_UPDATES, len(stored)
+    written = sum(len(json.dumps(e.data)) for e in stored)
+    assert written <= coding.MAX_SESSION_UPDATES * (coding.MAX_TRANSCRIPT_CHARS + 200), written
+    assert task.runtime_transcript is not None
+    assert len(task.runtime_transcript) <= coding.MAX_TRANSCRIPT_CHARS

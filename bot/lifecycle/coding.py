@@ -61,6 +61,12 @@ MAX_LINE_BYTES = 1 << 20
 # The private log keeps this much of what the runtime printed (the rest is counted).
 MAX_LOG_CHARS = 2_000_000
 MAX_LOG_LINE = 4000
+# A session is stored (the task row and an event) when it changes, at most this many times
+# a run: a runtime printing session lines in a loop wrote a row per line into the shared
+# database for as long as it ran. Its transcript is cut to what a continuation's
+# environment carries (`STEELFRAME_RESUME_TRANSCRIPT`; the kernel takes 128 KiB a value).
+MAX_SESSION_UPDATES = 10
+MAX_TRANSCRIPT_CHARS = 64 * 1024
 
 
 class CodingStatus(StrEnum):
@@ -345,6 +351,23 @@ async def _supervise(
             await process.stdin.drain()
             process.stdin.close()
 
+    stored_session: tuple[str | None, str | None] = (None, None)
+    session_changes = 0
+
+    async def store_session() -> None:
+        """The session as it is now, when it changed, while the run may store it again."""
+        nonlocal stored_session, session_changes
+        now = (outcome.session_id, outcome.transcript)
+        if now == stored_session:
+            return
+        session_changes += 1
+        if session_changes > MAX_SESSION_UPDATES:
+            if session_changes == MAX_SESSION_UPDATES + 1:
+                outcome.log.add("worker", "the session changed too often: no longer stored")
+            return
+        stored_session = now
+        await on_session(*now)
+
     async def read_stderr() -> None:
         assert process.stderr is not None
         async for raw in process.stderr:
@@ -372,7 +395,7 @@ async def _supervise(
                 continue
             _fold(outcome, event)
             if isinstance(event, Session):
-                await on_session(outcome.session_id, outcome.transcript)
+                await store_session()
             elif isinstance(event, Usage):
                 exceeded = on_usage(outcome.tokens, outcome.cost_usd)
                 if exceeded:

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.lifecycle import budget, egress_blocked, leases, plan_flow, tasks, worktree
-from bot.lifecycle.coding import CodingOutcome, CodingRequest, run_coding
+from bot.lifecycle.coding import MAX_TRANSCRIPT_CHARS, CodingOutcome, CodingRequest, run_coding
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.presets_run import agent_env, agent_home, preset_label, progress_hook
 from bot.lifecycle.sandbox import SandboxRun
@@ -121,7 +121,8 @@ def _store_session(
 ) -> None:
     redact = run.ctx.redactor.redact
     session_id = redact(session_id)[:200] if session_id else None
-    transcript = redact(transcript) if transcript else None
+    # Cut once redacted: a secret cut in two would no longer be recognised.
+    transcript = redact(transcript)[:MAX_TRANSCRIPT_CHARS] if transcript else None
     tasks.touch(
         session,
         run.task.id,
