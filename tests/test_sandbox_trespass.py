@@ -113,3 +113,21 @@ async def test_a_runtime_printing_session_lines_in_a_loop_writes_a_bounded_recor
     assert written <= coding.MAX_SESSION_UPDATES * (coding.MAX_TRANSCRIPT_CHARS + 200), written
     assert task.runtime_transcript is not None
     assert len(task.runtime_transcript) <= coding.MAX_TRANSCRIPT_CHARS
+
+
+async def test_a_line_past_the_limit_is_cut_and_the_result_after_it_still_read(
+    make: Make,
+) -> None:
+    """A line over MAX_LINE_BYTES ended the reading of its stream: the result line after it
+    was lost (the run failed, "exited without a result line"), and a runtime that went on
+    writing could block on the pipe no one read."""
+    require_bwrap()
+    lc = await make(coding_command=command("long_lines", 3), task_time_limit=60)
+    issue = await lc.open_issue("Make the widget blue")
+    await lc.work()
+    task = lc.task(issue)
+    log = await (await lc.api.get(f"/api/operator/tasks/{task.id}/log")).json()
+    said = "\n".join(run["text"] for run in log["runs"])
+    assert task.state == TaskState.DELIVERED, task.last_error
+    assert "a line on stdout went past" in said and "a line on stderr went past" in said
+    assert len(said) < coding.MAX_LOG_CHARS

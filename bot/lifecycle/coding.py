@@ -31,7 +31,7 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -244,6 +244,31 @@ class _Reading:
         return "the coding command exited without a result line"
 
 
+async def _lines(stream: asyncio.StreamReader, on_cut: Callable[[], None]) -> AsyncIterator[bytes]:
+    """Each line of `stream`; one past the stream's limit (MAX_LINE_BYTES) comes cut there,
+    the rest of it dropped. `async for` over the stream raised instead, and the reading
+    stopped: the result line after an overlong one was lost, and a runtime that went on
+    writing could block on the pipe no one read."""
+    dropping = False  # the rest of a line already cut
+    while True:
+        try:
+            line = await stream.readuntil(b"\n")
+        except asyncio.IncompleteReadError as end:
+            if end.partial and not dropping:
+                yield end.partial
+            return
+        except asyncio.LimitOverrunError as long:
+            piece = await stream.readexactly(long.consumed)
+            if not dropping:
+                on_cut()
+                yield piece[:MAX_LINE_BYTES]
+            dropping = True
+            continue
+        if not dropping:
+            yield line
+        dropping = False
+
+
 async def _spawn(launch: Launch, policy: SandboxPolicy) -> Spawned:
     return await spawn(  # in a cgroup of its own where the host allows: the whole run's limits
         launch,
@@ -368,9 +393,12 @@ async def _supervise(
         stored_session = now
         await on_session(*now)
 
+    def cut(stream: str) -> None:
+        outcome.log.add("worker", f"a line on {stream} went past {MAX_LINE_BYTES} bytes: cut")
+
     async def read_stderr() -> None:
         assert process.stderr is not None
-        async for raw in process.stderr:
+        async for raw in _lines(process.stderr, lambda: cut("stderr")):
             line = raw.decode(errors="replace").rstrip()
             outcome.log.add("stderr", line)
             tail.append(line[:500])
@@ -378,7 +406,7 @@ async def _supervise(
     async def read_stdout() -> None:
         nonlocal ended_by
         assert process.stdout is not None
-        async for raw in process.stdout:
+        async for raw in _lines(process.stdout, lambda: cut("stdout")):
             line = raw.decode(errors="replace").strip()
             if not line:
                 continue
