@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import stat
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from bot.lifecycle.models import EventKind
 from bot.lifecycle.states import TaskState
 from tests.conftest import GitHubSandbox
 from tests.fakes.coding import command
+from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, require_bwrap
@@ -131,3 +133,26 @@ async def test_a_line_past_the_limit_is_cut_and_the_result_after_it_still_read(
     assert task.state == TaskState.DELIVERED, task.last_error
     assert "a line on stdout went past" in said and "a line on stderr went past" in said
     assert len(said) < coding.MAX_LOG_CHARS
+
+
+async def test_a_set_uid_program_setup_made_is_not_kept_set_uid_by_the_worker(
+    make: Make,
+) -> None:
+    """The worker (root in the image) copies what setup made into the setup cache: a copy
+    kept the set-uid and set-gid bits and became root's, a set-uid-root program of the
+    repository's on the host (the data directory is readable by all by default)."""
+    require_bwrap()
+    lc = await make(coding_command=command("commit"))
+    setup = "mkdir -p .deps && cp /usr/bin/id .deps/tool && chmod 6755 .deps/tool"
+    commit_files(
+        lc.sandbox.sandbox.world.repo(lc.repo).git_path,
+        {".steelframe/config.yml": f"setup:\n  - {setup}\n"},
+    )
+    issue = await lc.open_issue("Make the widget blue")
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED, lc.task(issue).last_error
+    cache = lc.settings.data_dir / "setup-cache"
+    (kept,) = [p for p in cache.rglob("tool") if p.parent.name == ".deps"]
+    mode = kept.lstat().st_mode
+    assert stat.S_ISREG(mode) and mode & 0o755 == 0o755
+    assert not mode & (stat.S_ISUID | stat.S_ISGID), oct(mode)

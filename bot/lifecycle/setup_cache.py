@@ -20,6 +20,7 @@ import logging
 import os
 import secrets
 import shutil
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ PARTIAL = ".partial-"
 TRASH = ".trash-"
 # A partial folder this old belongs to a writer that died.
 STALE_PARTIAL_SECONDS = 3600.0
+SET_ID = stat.S_ISUID | stat.S_ISGID
 
 
 @dataclass(frozen=True)
@@ -62,14 +64,24 @@ def cache_key(config: RepoConfig, tree: Iterable[TreeEntry]) -> str:
 
 
 def copy_path(source: Path, target: Path) -> None:
-    """A file, symlink (as a link) or folder, copied with its modes."""
+    """A file, symlink (as a link) or folder, copied with its modes (`copy_file`)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.is_symlink():
         os.symlink(os.readlink(source), target)
     elif source.is_dir():
-        shutil.copytree(source, target, symlinks=True)
+        shutil.copytree(source, target, symlinks=True, copy_function=copy_file)
     else:
-        shutil.copy2(source, target, follow_symlinks=False)
+        copy_file(source, target)
+
+
+def copy_file(source: Path | str, target: Path | str) -> None:
+    """One file with its modes but never set-uid or set-gid: the worker copies as root, so
+    a set-uid program setup made (the repository's code) became a set-uid-root one on the
+    host, in the setup cache and in the next run's checkout."""
+    shutil.copy2(source, target, follow_symlinks=False)
+    mode = os.lstat(target).st_mode
+    if stat.S_ISREG(mode) and mode & SET_ID:
+        os.chmod(target, stat.S_IMODE(mode) & ~SET_ID)
 
 
 def free_place(checkout: Path, rel: str) -> bool:
