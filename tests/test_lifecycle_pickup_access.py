@@ -23,7 +23,10 @@ async def _close_and_reopen_as(
                 headers={"Authorization": f"token {token}"},
             )
             assert response.status == 200, await response.text()
-    await lc.settle()
+            # Each step reaches the service before the next, as a person's clicks do: a
+            # close read after the reopen finds the issue open (outdated), and a reopen in
+            # the same second as the pickup the task followed is then that pickup again.
+            await lc.settle()
 
 
 async def _terminated_task(lc: Lifecycle) -> tuple[int, int]:

@@ -19,7 +19,7 @@ from tests.conftest import ApiClient, webhook_headers
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.pulls import as_person, delivered_pull
+from tests.fakes.pulls import as_person, delivered_pull, one_second
 from tests.test_webhooks_endpoint import (
     PATH,
     counting_router,
@@ -125,14 +125,9 @@ async def test_a_pull_request_closed_reopened_and_closed_in_one_second_ends_its_
     following GitHub's state, makes every replay of either change nothing."""
     lc = await make(coding_command=command("commit"))
     issue, number = await delivered_pull(lc)
-    world = lc.sandbox.sandbox.world
-    running, second = world.clock, float(int(world.clock()) + 1)
-    world.clock = lambda: second  # the three changes in one second
-    try:
+    with one_second(lc):
         for state in ("closed", "open", "closed"):
             await as_person(lc, "maintainer", "PATCH", f"/pulls/{number}", {"state": state})
-    finally:
-        world.clock = running
     task = lc.task(issue)
     assert task.state == TaskState.CLOSED and "steelframe:closed" in await lc.labels(issue)
     first, last = stored(lc.api, "pull_request", "closed")  # both processed
@@ -155,10 +150,14 @@ async def test_a_terminated_task_stays_terminated_when_its_deliveries_are_replay
     await lc.terminations.terminate(task.id, actor="operator")
     await lc.settle()
     events_before = len(lc.events(task.id))
-    sent = stored(lc.api, "issues", "opened") + stored(lc.api, "issues", "labeled")
-    assert sent, "the pickup came by a webhook"
-    for _, body in sent:
-        assert await replay(lc.api, body, "issues") == (202, "replayed")
+    (opened,) = stored(lc.api, "issues", "opened")
+    labeled = stored(lc.api, "issues", "labeled")
+    assert labeled, "the pickup came by a webhook"
+    assert await replay(lc.api, opened[1], "issues") == (202, "replayed")
+    # A label's addition has no content key (added, removed and added again in one second
+    # it is the same bytes): processed, it finds the task followed that pickup already.
+    for _, body in labeled:
+        assert await replay(lc.api, body, "issues") == (202, "accepted")
     await lc.settle()
     assert lc.task(issue).state == TaskState.TERMINATED
     assert len(lc.events(task.id)) == events_before

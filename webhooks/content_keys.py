@@ -22,6 +22,15 @@ harmless instead: before it acts it reads the pull request from GitHub and follo
 change GitHub's state agrees with (`bot.lifecycle.pull_end`), so a replay or a redelivery
 moves nothing that is not already so. A merge stays keyed: it happens once.
 
+So for an issue's on/off changes: `closed`, `reopened`, `labeled` and `unlabeled` carry no
+key. Closed, reopened and closed again within one second, or a label added, removed and
+added again (the same label id and `updated_at`), the second is the same bytes as the
+first, and keying them took it for a replay (a close that left its task queued on a closed
+issue; a pickup label added again that did not start a terminated task). Their handlers
+read the issue from GitHub first and follow only what it says now, and a pickup the task
+already followed changes nothing (`bot.lifecycle.issue_closed`,
+`bot.lifecycle.pickup_signal`); the memory handler keeps the newest text by `updated_at`.
+
 The writer stores the first delivery with a key; a later one with the same key is stored
 as `replayed` and never processed (`webhooks.delivery_sql.insert_statements`).
 """
@@ -54,9 +63,18 @@ REQUIRED = 2
 MAX_CONTENT_KEY = 200
 # Actions whose change the ids and time do not pin down (see the module docstring).
 _DIGESTED_ACTIONS = frozenset({"edited"})
-# A pull request's state flips that may repeat, byte for byte, within one second: no key
-# (see the module docstring); a merge (`merged_at` set) is keyed.
-_UNKEYED = frozenset({("pull_request", "closed"), ("pull_request", "reopened")})
+# State flips that may repeat, byte for byte, within one second: no key (see the module
+# docstring); a pull request's merge (`merged_at` set) is keyed.
+_UNKEYED = frozenset(
+    {
+        ("pull_request", "closed"),
+        ("pull_request", "reopened"),
+        ("issues", "closed"),
+        ("issues", "reopened"),
+        ("issues", "labeled"),
+        ("issues", "unlabeled"),
+    }
+)
 _MERGED_AT = "pull_request.merged_at"
 
 
@@ -70,7 +88,9 @@ def content_key(
 ) -> str | None:
     """The delivery's content key (None: never taken for a replay); `get` gives a
     payload's value by dotted path."""
-    if (event, action) in _UNKEYED and get(_MERGED_AT) is None:
+    if (event, action) in _UNKEYED and not (
+        event == "pull_request" and get(_MERGED_AT) is not None
+    ):
         return None
     head = f"{event}.{action}" if action else event
     paths = KEY_PATHS.get(event)

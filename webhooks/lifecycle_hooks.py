@@ -24,6 +24,7 @@ Decision comment the App posted must still resume a waiting task.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from typing import Any
 
 from gidgethub.routing import Router
@@ -57,10 +58,12 @@ COMMENT_NEEDS: dict[str, type] = {
 
 
 async def on_pickup_label(event: Event, ctx: WebhookContext) -> None:
-    """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it."""
+    """`issues` opened/labeled/reopened with a pickup label: create the task, enqueue it
+    (unlabeled: a pickup label's removal makes the next pickup new)."""
     issue_event = parse_issue_event(event.data)
     if ctx.pickups is None:
-        if issue_event.names_pickup_label(ctx.settings.pickup_labels):
+        starts = issue_event.action in ("opened", "labeled", "reopened")
+        if starts and issue_event.names_pickup_label(ctx.settings.pickup_labels):
             log.warning("pickup label on %s ignored: no Redis for the lifecycle", event.delivery_id)
         return
     result = await ctx.pickups.on_issue_event(issue_event)
@@ -83,9 +86,21 @@ def parse_issue_event(payload: dict[str, Any]) -> IssueEvent:
         labels=tuple(
             str(each.get("name")) for each in issue.get("labels") or [] if isinstance(each, dict)
         ),
-        added_label=str(label.get("name") or "") if isinstance(label, dict) else None,
+        label=str(label.get("name") or "") if isinstance(label, dict) else None,
         is_pull_request="pull_request" in issue,
+        updated_at=_github_time(issue.get("updated_at")),
     )
+
+
+def _github_time(value: object) -> datetime | None:
+    """An ISO 8601 time as GitHub writes it (`2030-01-01T00:00:00Z`), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 async def on_decision_comment(event: Event, ctx: WebhookContext) -> None:
@@ -121,7 +136,7 @@ async def on_issue_closed(event: Event, ctx: WebhookContext) -> None:
         issue=int(event.data["issue"]["number"]),
         closed_by=str((event.data.get("sender") or {}).get("login") or ""),
     )
-    task_id = await stop_for_closed_issue(ctx.db, ctx.terminations, closed)
+    task_id = await stop_for_closed_issue(ctx.db, ctx.github, ctx.terminations, closed)
     if task_id is not None:
         log.info("issue closed [%s]: task %s terminated", event.delivery_id, task_id)
 
@@ -189,7 +204,7 @@ async def _ask_review_run(ctx: WebhookContext, pickup: ReviewPickup) -> None:
         )
 
 
-for _action in ("opened", "labeled", "reopened", "edited"):
+for _action in ("opened", "labeled", "unlabeled", "reopened", "edited"):
     handles(router, "issues", action=_action, needs=ISSUE_NEEDS)(on_pickup_label)
 handles(router, "issues", action="closed", needs=ISSUE_NEEDS)(on_issue_closed)
 handles(router, "issue_comment", action="created", needs=COMMENT_NEEDS)(on_decision_comment)

@@ -9,9 +9,17 @@ that closes the issue with "Fixes #N" finds the task delivered or merged already
 finished one has nothing left to stop. Reopening the issue with the pickup label picks it
 up again, as after any terminate.
 
-Idempotent: a redelivered `closed` finds the task terminated (not live) and changes
-nothing; a crash after the terminate's request was recorded leaves it for whoever next
-takes the task's row (the terminate's own rule).
+Before it acts, the close reads the issue from GitHub (as a pull request's close does,
+`bot.lifecycle.pull_end`): closed, reopened and closed again within one second, the two
+closes are the same bytes and carry no content key, and a close delivered late may come
+after the reopen that undid it. A close that finds the issue open on GitHub is outdated
+and changes nothing; one that finds it closed stops the task and rearms its pickup, so the
+reopen that follows picks it up again (`bot.lifecycle.pickup_signal`).
+
+Idempotent: a redelivered `closed`, under any delivery id, finds the task terminated (not
+live) and rearmed already, or the issue open, and changes nothing; a crash after the
+terminate's request was recorded leaves it for whoever next takes the task's row (the
+terminate's own rule).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from sqlalchemy.orm import Session
 from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import tasks
+from bot.lifecycle.pickup_signal import IssueReader, rearm
 from bot.lifecycle.states import LIVE
 from bot.lifecycle.terminate import Terminations
 
@@ -40,21 +49,40 @@ class IssueClosed:
 
 
 async def stop_for_closed_issue(
-    db: Database, terminations: Terminations, closed: IssueClosed
+    db: Database, github: IssueReader | None, terminations: Terminations, closed: IssueClosed
 ) -> int | None:
-    """Terminate the issue's live task; its id, or None when there was none to stop."""
-    task_id = await db.run(_live_task, closed.repo, closed.issue)
-    if task_id is None:
+    """Terminate the issue's live task if GitHub says the issue is closed, and rearm its
+    pickup; the id of the task terminated, or None (also without GitHub: the close cannot
+    be checked, and no task is picked up without GitHub either)."""
+    repo, number = closed.repo, closed.issue
+    found = await db.run(_task, repo, number)
+    if found is None or github is None:
         return None
+    state = (await github.get_issue(repo, number)).state
+    if state != "closed":
+        log.info(
+            "lifecycle: %s#%s close outdated: the issue is %s on GitHub now", repo, number, state
+        )
+        return None
+    task_id, live = found
+    stopped = live and await _terminate(terminations, task_id, closed)
+    await db.run(rearm, repo, number)
+    if not stopped:
+        return None
+    log.info("lifecycle: task %s terminated: %s#%s closed", task_id, repo, number)
+    return task_id
+
+
+async def _terminate(terminations: Terminations, task_id: int, closed: IssueClosed) -> bool:
     actor = f"{closed.closed_by or 'someone'}, who closed the issue"
     try:
         await terminations.terminate(task_id, actor=actor)
     except Conflict:  # it finished meanwhile: nothing left to stop
-        return None
-    log.info("lifecycle: task %s terminated: %s#%s closed", task_id, closed.repo, closed.issue)
-    return task_id
+        return False
+    return True
 
 
-def _live_task(session: Session, repo: str, issue: int) -> int | None:
+def _task(session: Session, repo: str, issue: int) -> tuple[int, bool] | None:
+    """The issue's task (its id, and whether it is live), or None."""
     task = tasks.find_task(session, repo, issue)
-    return task.id if task is not None and task.state in LIVE else None
+    return None if task is None else (task.id, task.state in LIVE)

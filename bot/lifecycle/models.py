@@ -79,6 +79,11 @@ class Task(Base):
     issue_title: Mapped[str | None] = mapped_column(Text)
     issue_body: Mapped[str | None] = mapped_column(Text)
     pinned_at: Mapped[datetime | None]
+    # The newest pickup webhook the task followed (GitHub's time of that change), and
+    # whether GitHub has shown the issue closed or without a pickup label since: together
+    # they tell a new pickup from one sent again (bot.lifecycle.pickup_signal).
+    pickup_followed_at: Mapped[datetime | None]
+    pickup_rearmed: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

@@ -6,6 +6,10 @@ is recorded as ignored; a failed or terminated task is reopened through `transit
 and are idempotent, so a retry or a crash in between never doubles anything (the
 reconciler enqueues a queued task without a job). An `issues` edit re-pins the text only
 when the App or a writer made it.
+
+A pickup webhook counts only if GitHub agrees with it now (the issue open, with a pickup
+label) and its task has not followed it yet (`bot.lifecycle.pickup_signal`): a pickup sent
+again under a new delivery id changes nothing, a new one in the same second still counts.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 import redis
 from sqlalchemy.exc import IntegrityError, OperationalError
@@ -26,6 +31,7 @@ from bot.handler_runs import record_done
 from bot.lifecycle import progress, tasks
 from bot.lifecycle.access import may_act
 from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.pickup_signal import Trigger, follow, is_new, read_signal, rearm
 from bot.lifecycle.queue import LifecycleQueue, job_id
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, LIVE, TaskState
@@ -54,13 +60,15 @@ class IssueText:
 @dataclass(frozen=True)
 class _Pickup:
     """One pickup as its transaction sees it: the issue, its text, the chat session that
-    filed it (if any) and who or what picked it up (`cause`, the events' actor)."""
+    filed it (if any), who or what picked it up (`cause`, the events' actor) and, for a
+    webhook's, the change it follows (`trigger`)."""
 
     repo: str
     issue: int
     text: IssueText
     origin: str | None
     cause: str
+    trigger: Trigger | None = None
 
 
 @dataclass(frozen=True)
@@ -75,14 +83,15 @@ class IssueEvent:
     body: str
     sender: str
     labels: tuple[str, ...] = ()  # the issue's labels
-    added_label: str | None = None  # `labeled`: the label just added
+    label: str | None = None  # `labeled`/`unlabeled`: the label added or removed
     is_pull_request: bool = False
+    updated_at: datetime | None = None  # GitHub's time of the change (`issue.updated_at`)
 
     def names_pickup_label(self, pickup_labels: tuple[str, ...]) -> bool:
         """The label just added is a pickup label, or (any other action) the issue
         carries one."""
         if self.action == "labeled":
-            return self.added_label in pickup_labels
+            return self.label in pickup_labels
         return any(name in pickup_labels for name in self.labels)
 
 
@@ -105,6 +114,7 @@ class Pickups:
         body: str | None = None,
         origin_session: str | None = None,
         cause: str,
+        trigger: Trigger | None = None,
     ) -> PickupResult:
         """Create the task for (repo, issue) and enqueue its run, once.
 
@@ -112,10 +122,11 @@ class Pickups:
         pickup is recorded as ignored; a failed or terminated task is reopened. A Chat
         filing whose webhook got here first still links its session (`origin_session`).
         A started task pins `title` and `body` (the text as this authorised pickup saw it;
-        without a body the first run pins what the issue says then)."""
+        without a body the first run pins what the issue says then). A webhook's pickup
+        (`trigger`) the task already followed changes nothing (`pickup_signal.is_new`)."""
         if isinstance(issue, bool) or not isinstance(issue, int) or issue <= 0:
             raise BadRequest("issue must be a positive integer", detail=ErrorDetail(field="issue"))
-        wanted = _Pickup(repo, issue, IssueText(title, body), origin_session, cause)
+        wanted = _Pickup(repo, issue, IssueText(title, body), origin_session, cause, trigger)
         result, job = await self._pickup_row(wanted)
         if job is not None:
             try:
@@ -181,9 +192,15 @@ class Pickups:
                 actor=wanted.cause,
                 clock=self.clock,
             )
+            if wanted.trigger is not None:
+                follow(session, task, wanted.trigger)
             job = job_id(task.id, task.generation, "a1")
             tasks.touch(session, task.id, self.clock, job_id=job)
             return PickupResult(task.id, created=True, started=True), job
+        if wanted.trigger is not None:
+            if not is_new(task, wanted.trigger):  # followed already: sent again
+                return PickupResult(task.id, created=False, started=False), None
+            follow(session, task, wanted.trigger)
         if wanted.origin and not task.origin_session:
             task.origin_session = wanted.origin
             tasks.record(
@@ -256,21 +273,29 @@ class Pickups:
             log.warning("lifecycle: task %s queued label not set: %s", task_id, exc)
 
     async def on_issue_event(self, event: IssueEvent) -> PickupResult | None:
-        """`issues` opened/labeled/reopened carrying a pickup label starts the task."""
+        """`issues` opened/labeled/reopened carrying a pickup label starts the task, if
+        GitHub agrees and the task has not followed it yet; a pickup label's removal that
+        GitHub agrees with makes the next one new (bot.lifecycle.pickup_signal)."""
         if event.is_pull_request:
             return None
         if event.action == "edited":
             await self.on_issue_edited(event)
             return None
+        if event.action == "unlabeled":
+            await self.on_label_removed(event)
+            return None
         if event.action not in ("labeled", "opened", "reopened"):
             return None
         if not event.names_pickup_label(self.pickup_labels):
+            return None
+        trigger = Trigger(event.updated_at)
+        if not await self._to_follow(event, trigger):
             return None
         # An issue template can apply the pickup label for anyone, and an author may reopen
         # their own issue: only the App or someone with write access starts a task.
         allowed, why = await self._may_act(event.repo, event.sender, "starting a task")
         if not allowed:
-            await self._pickup_ignored(event.repo, event.number, event.sender, event.action, why)
+            await self._pickup_ignored(event, why, trigger)
             return None
         return await self.pickup(
             event.repo,
@@ -278,7 +303,48 @@ class Pickups:
             title=event.title,
             body=event.body,
             cause=f"webhook:issues.{event.action}",
+            trigger=trigger,
         )
+
+    async def _to_follow(self, event: IssueEvent, trigger: Trigger) -> bool:
+        """The pickup is one to act on: its task (if any) has not followed it, and GitHub
+        says now what it says (the issue open, with a pickup label)."""
+        repo, number = event.repo, event.number
+        task = await self.db.run(lambda s: tasks.find_task(s, repo, number))
+        if task is not None and not is_new(task, trigger):
+            log.info(
+                "lifecycle: pickup of %s#%s (issues.%s): task %s followed it already",
+                repo,
+                number,
+                event.action,
+                task.id,
+            )
+            return False
+        if self.github is not None and not await read_signal(
+            self.github, repo, number, self.pickup_labels
+        ):
+            log.info(
+                "lifecycle: pickup of %s#%s (issues.%s) outdated: on GitHub the issue is "
+                "closed or carries no pickup label now",
+                repo,
+                number,
+                event.action,
+            )
+            return False
+        return True
+
+    async def on_label_removed(self, event: IssueEvent) -> bool:
+        """A pickup label removed: once GitHub shows the issue without one (or closed), its
+        task's next pickup is new (`pickup_signal.rearm`). True when that changed anything."""
+        repo, number = event.repo, event.number
+        if event.label not in self.pickup_labels or self.github is None:
+            return False
+        if await self.db.run(lambda s: tasks.find_task(s, repo, number)) is None:
+            return False
+        if await read_signal(self.github, repo, number, self.pickup_labels):
+            log.info("lifecycle: %s#%s pickup label removal outdated: it is back", repo, number)
+            return False
+        return await self.db.run(rearm, repo, number)
 
     async def on_issue_edited(self, event: IssueEvent) -> bool:
         """An edit of a picked-up issue re-pins its text only if the App or a writer made
@@ -316,12 +382,13 @@ class Pickups:
         log.info("lifecycle: task %s issue edit by %s: pinned=%s", task.id, sender, allowed)
         return allowed
 
-    async def _pickup_ignored(
-        self, repo: str, issue: int, sender: str, action: str, why: str
-    ) -> None:
+    async def _pickup_ignored(self, event: IssueEvent, why: str, trigger: Trigger) -> None:
+        repo, issue, sender, action = event.repo, event.number, event.sender, event.action
+
         def note(session: Session) -> None:
             task = tasks.find_task(session, repo, issue)
-            if task is not None:
+            if task is not None and is_new(task, trigger):
+                follow(session, task, trigger)
                 tasks.record(
                     session,
                     task,

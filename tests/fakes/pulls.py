@@ -1,8 +1,11 @@
 """A person acting on a delivered task's pull request in the GitHub sandbox (merge, close,
-review), and GitHub sending a webhook again under a new delivery id."""
+review), several changes within one second, and GitHub sending a webhook again under a new
+delivery id."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import aiohttp
@@ -60,3 +63,16 @@ async def send_again(lc: Lifecycle, event: str, action: str, times: int = 1) -> 
         lc.sandbox.sandbox.hooks.enqueue([HookEvent(event, sent[-1].payload)])
     await lc.settle()
     return len(sent)
+
+
+@contextlib.contextmanager
+def one_second(lc: Lifecycle) -> Iterator[None]:
+    """The sandbox's clock stands still on the next whole second while the block runs:
+    every change in it has the same GitHub times (GitHub's are whole seconds)."""
+    world = lc.sandbox.sandbox.world
+    running, second = world.clock, float(int(world.clock()) + 1)
+    world.clock = lambda: second
+    try:
+        yield
+    finally:
+        world.clock = running
