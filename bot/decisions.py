@@ -30,7 +30,7 @@ from bot.errors import BadRequest
 from bot.github.errors import GitHubNotFound
 from bot.github.issue_records import Issue, IssueComment
 from bot.github.records import MAX_BODY
-from bot.idempotency import check_same_request, run_once
+from bot.idempotency import check_same_request, completed, run_once
 from bot.models import Operator
 
 DECISION_MARKER = "<!-- steelframe-decision -->"
@@ -181,6 +181,17 @@ class DecisionPublisher:
             comment_url=outcome.result.comment_url,
             reused=outcome.reused,
         )
+
+    async def published(
+        self, repo: str, issue: int, *, operator_id: int, request_key: str
+    ) -> Published | None:
+        """The Decision a finished publish under `request_key` posted (`reused`), or None
+        (no publish under it yet, or one that has not finished)."""
+        key = publish_key(operator_id, repo, issue, request_key)
+        done = await self.db.run(completed, key, CommentRef)
+        if done is None:
+            return None
+        return Published(issue, done.comment_id, done.comment_url, reused=True)
 
     async def _require_issue(self, repo: str, issue: int) -> None:
         """404 when the issue does not exist, before anything is stored: named, with

@@ -7,12 +7,16 @@ choice itself on SQLite and PostgreSQL. Never by default: tests/test_decision_dr
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.db import Database
+from bot.decisions import publish_key
+from bot.idempotency import SideEffect
 from bot.lifecycle import auto_resume
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.repo_config import Decisions, RepoConfigError, parse
@@ -96,3 +100,50 @@ def test_auto_resume_is_off_by_default_and_its_threshold_is_strict() -> None:
     for wrong in ("decisions:\n  min_score: 0.5\n", "decisions:\n  auto_resum: true\n"):
         with pytest.raises(RepoConfigError, match="decisions"):
             parse(wrong)
+
+
+async def test_a_question_asked_again_once_another_decision_stands_keeps_its_first_answer(
+    make: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Auto-resume run again for a question it answered, after another issue's Decision came
+    to stand for that question: the question's first answer stands (one per question), said
+    so in one line, never a 422 logged as a failure nor a second Decision."""
+    lc = await make(coding_command=command("question"))
+    commit_files(lc.sandbox.sandbox.world.repo(lc.repo).git_path, {".steelframe/config.yml": ALLOW})
+    first = await lc.open_issue("Add a cache")
+    await lc.work()
+    await lc.comment_as("maintainer", first, f"{DECISION}\nUse SQLite.", "write")
+    await lc.work()
+    second = await lc.open_issue("Add a cache to the importer")
+    await lc.work()  # answered by the Decision of the first issue
+    task = lc.task(second)
+    (published,) = [c for c in await lc.comments(second) if DECISION in c["body"]]
+    asked = next(e for e in lc.events(task.id) if e.to_state == TaskState.WAITING_FOR_INFO)
+    question = auto_resume.Question(task.id, lc.repo, second, asked.id, str(asked.data["question"]))
+    later = datetime.now(UTC) + timedelta(days=1)
+    lc.ctx.db.call(lambda s: answered(s, lc.repo, 900, question.text, "Use Redis.", later))
+    now_best = lc.ctx.db.call(auto_resume.choice, question, 0.9)
+    assert now_best is not None and now_best.past.decision == "Use Redis."  # another choice
+
+    policy = Decisions(auto_resume=True)
+    with caplog.at_level(logging.INFO, logger=auto_resume.__name__):
+        again = await auto_resume.reuse(lc.ctx, lc.github, question, policy)
+    assert again is not None and again.reused and again.comment_id == published["id"]
+    assert "already answered" in caplog.text and "failed" not in caplog.text
+    # The first publish stopped before it recorded its comment (a crash): still no second.
+    key = publish_key(auto_resume.NO_OPERATOR, lc.repo, second, auto_resume.answer_key(question))
+    lc.ctx.db.call(lambda s: _unfinished(s, key))
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger=auto_resume.__name__):
+        assert await auto_resume.reuse(lc.ctx, lc.github, question, policy) is None
+    assert "has not finished" in caplog.text and "failed" not in caplog.text
+    await lc.settle()
+    assert len([c for c in await lc.comments(second) if DECISION in c["body"]]) == 1
+    assert [e.kind for e in lc.events(task.id)].count(EventKind.DECISION) == 1
+
+
+def _unfinished(session: Session, key: str) -> None:
+    """The side effect under `key` as a publish that stopped before recording its result."""
+    row = session.scalar(select(SideEffect).where(SideEffect.key == key))
+    assert row is not None and row.status == "done"
+    row.status, row.result, row.lease_until = "pending", None, None

@@ -9,7 +9,14 @@ which Decision it reused (issue and date); the task resumes as with any Decision
 App's Decision comment, through the webhook). The question's own text never triggers
 anything by itself: the repository's committed config allows it, and the answer is one a
 person published before. Once per question: the publish is keyed by the task's
-`waiting_for_info` event, so a redelivered or repeated call posts nothing new.
+`waiting_for_info` event, so a redelivered or repeated call posts nothing new. A call for a
+question already answered under its key answers with that comment before choosing again:
+the Decision it would choose now may differ (another came to stand meanwhile), and a key
+names one Decision (another under it is a 422, `bot.idempotency.KeyReused`), but the
+question has its answer. When an earlier publish under the key chose another Decision and
+has not finished (it runs elsewhere, or stopped before it knew whether GitHub took the
+comment), nothing is published either, and the log says so: the task waits for that
+Decision or for a person, never for two.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.decisions import SIGNATURE_MARKER, CommentApi, DecisionPublisher, Published
+from bot.idempotency import KeyReused
 from bot.lifecycle import decision_drafts
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.decision_drafts import Offered
@@ -84,21 +92,41 @@ def comment(best: Offered, min_score: float) -> str:
     )
 
 
+def answer_key(question: Question) -> str:
+    """The Idempotency-Key of `question`'s answer: one per question asked."""
+    return f"auto-resume:{question.task_id}:{question.event_id}"
+
+
 async def reuse(
     ctx: LifecycleContext, github: CommentApi, question: Question, policy: Decisions
 ) -> Published | None:
-    """Publish the reused Decision for `question` (once per question), or None."""
+    """Publish the reused Decision for `question` (once per question: an answer published
+    under its key already is the answer), or None."""
+    publisher = DecisionPublisher(db=ctx.db, github=github, clock=ctx.clock)
+    key = answer_key(question)
+    where = (question.repo, question.issue)
+    earlier = await publisher.published(*where, operator_id=NO_OPERATOR, request_key=key)
+    if earlier is not None:
+        log.info(
+            "lifecycle: task %s question already answered by auto-resume (%s); nothing more "
+            "to publish",
+            question.task_id,
+            earlier.comment_url,
+        )
+        return earlier
     best = await ctx.db.run(choice, question, policy.min_score)
     if best is None:
         return None
-    publisher = DecisionPublisher(db=ctx.db, github=github, clock=ctx.clock)
-    published = await publisher.publish(
-        question.repo,
-        question.issue,
-        comment(best, policy.min_score),
-        operator_id=NO_OPERATOR,
-        request_key=f"auto-resume:{question.task_id}:{question.event_id}",
-    )
+    said = comment(best, policy.min_score)
+    try:
+        published = await publisher.publish(*where, said, operator_id=NO_OPERATOR, request_key=key)
+    except KeyReused:
+        log.info(
+            "lifecycle: task %s question already taken by an auto-resume that chose another "
+            "Decision and has not finished; no second Decision is published",
+            question.task_id,
+        )
+        return None
     log.info(
         "lifecycle: task %s question answered by reusing the Decision of #%s (score %.2f)",
         question.task_id,
