@@ -9,6 +9,8 @@ from pathlib import Path
 
 from bot.lifecycle.agents import demo
 from bot.lifecycle.agents.presets import demo_command
+from bot.lifecycle.ci_models import CiFix
+from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.models import ReviewThread
 from bot.lifecycle.prompt import PromptInput, build_prompt
 from bot.lifecycle.review_prompt import review_section
@@ -126,3 +128,43 @@ def test_a_review_run_adds_the_review_to_the_note_and_answers_each_thread(
     answers = json.loads((tmp_path / ".steelframe" / "review-answers.json").read_text())
     assert answers["threads"][0]["thread"] == "comment:41"
     assert answers["threads"][0]["status"] == "addressed"
+
+
+def test_a_fix_run_adds_what_ci_reported_and_keeps_what_earlier_runs_wrote(
+    tmp_path: Path,
+) -> None:
+    """README's loop: a review answered, then CI failed twice. Each fix run's commit adds its
+    failure; the review and the first failure stay in the note, and the summary says so."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    earlier = (
+        "# Issue #7: Fix login\n\n## Review answered\n\n### `comment:41`\n\n> Say which page.\n"
+    )
+    (notes / "issue-7.md").write_text(earlier)
+    issue_prompt = build_prompt(
+        PromptInput(
+            repo="o/r",
+            issue=7,
+            title="Fix login",
+            body="The login page is blank after a wrong password.",
+            branch="b",
+        )
+    )
+    env = {"STEELFRAME_ISSUE": "7", "PATH": "/usr/bin:/bin"}
+    for head, said in (("a" * 40, "login test failed"), ("b" * 40, "lint failed")):
+        row = CiFix(pr_number=8, head_sha=head, checks="tests", evidence=said)
+        done = subprocess.run(
+            demo_command(),
+            input=fix_prompt(issue_prompt, row),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        result = json.loads(done.stdout.splitlines()[-1])
+        assert result["status"] == "done"
+        assert "it added what CI reported to `notes/issue-7.md`" in result["summary"]
+    note = (notes / "issue-7.md").read_text()
+    assert note.startswith(earlier)
+    assert f"## CI failed on {'a' * 12}" in note and "> login test failed" in note
+    assert f"## CI failed on {'b' * 12}" in note and "> lint failed" in note

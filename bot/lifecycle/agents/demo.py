@@ -7,7 +7,8 @@ pushes and opens a real pull request. An issue whose text is shorter than a sent
 a question first, so the Discuss -> Decision -> Publish -> resume loop shows too. On a
 review run (the prompt carries `<review-thread>` blocks) it adds the review to the note
 and answers every thread `addressed` in `.steelframe/review-answers.json`, so review ->
-fix commit -> reply shows as well.
+fix commit -> reply shows as well. A fix run for failing CI adds what CI reported to
+the note, keeping what earlier runs wrote.
 
 Run as a script (`python demo.py`): standard library only, so it runs wherever the coding
 sandbox can run a Python file.
@@ -172,6 +173,21 @@ def ci_note(prompt: str) -> str | None:
     )
 
 
+def record_ci(path: Path, ci: str, fresh: str) -> int:
+    """A fix run adds what CI reported to the note the branch already has (what earlier
+    runs wrote, a review answered or an earlier failure, stays); `fresh` only where the
+    branch has no note yet."""
+    done = path.read_text() if path.is_file() else fresh
+    path.write_text(f"{done.rstrip()}\n\n{ci}")
+    emit(type="log", text=f"demo runtime: added the CI failure to {path}")
+    summary = (
+        f"Made by Steelframe's demo runtime: it added what CI reported to `{path}` and "
+        f"changed no code. {CONFIGURE}"
+    )
+    emit(type="result", status="done", summary=summary)
+    return 0
+
+
 def plan(issue: str, title: str) -> str:
     """What the demo runtime plans in a plan-first task's read-only run."""
     return (
@@ -205,10 +221,9 @@ def main() -> int:
     threads = review_threads_of(prompt)
     if threads:
         return answer_review(path, threads)
-    path.write_text(note(issue, title_of(prompt), text, [decision] if decision else []))
     if (ci := ci_note(prompt)) is not None:
-        with path.open("a") as notes:
-            notes.write(f"\n{ci}")
+        return record_ci(path, ci, note(issue, title_of(prompt), text, []))
+    path.write_text(note(issue, title_of(prompt), text, [decision] if decision else []))
     emit(type="log", text=f"demo runtime: wrote {path}")
     emit(
         type="result",
