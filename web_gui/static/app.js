@@ -257,6 +257,9 @@ class App {
     if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
       ev.preventDefault();
       this.chat.newChat();
+    } else if (ev.key === "Escape" && document.querySelector("dialog[open]")) {
+      // Esc closes the dialog it was pressed in (the browser's own action): it is not also
+      // a Stop for a chat turn running behind the run modal or a confirmation.
     } else if (ev.key === "Escape" && $("#app").classList.contains("drawer-open")) {
       this.drawer(false);
     } else if (ev.key === "Escape" && this.chat.turn) {
