@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from bot.chat import operator_commands
+from bot.chat.turn_keys import KIND as TURN_KEY_KIND
+from bot.idempotency import SideEffect
 from bot.models import ChatTurn
 from tests.conftest import ApiClient, make_settings
 
@@ -114,3 +117,42 @@ async def test_a_forget_too_many_messages_say_forgets_nothing(
 
     assert "more than 2 chat messages say that; nothing was forgotten" in forget["reply"]
     assert _sessions_text(api).count("hunter2") >= 3  # the forget as typed, with the rest
+
+
+def _kept_for_keys(api: ApiClient) -> str:
+    """Everything the records of keyed chat turns keep (what was asked, the turn's first
+    and last frames), as one text."""
+    rows = api.services.db.call(
+        lambda s: [
+            (row.request, row.result)
+            for row in s.scalars(select(SideEffect).where(SideEffect.kind == TURN_KEY_KIND))
+        ]
+    )
+    assert rows, "no keyed turn was recorded"
+    return json.dumps(rows)
+
+
+async def test_forget_that_takes_the_words_out_of_what_keyed_turns_recorded(
+    api: ApiClient,
+) -> None:
+    """A chat turn sent with an idempotency key keeps what was asked and its answer for the
+    key; the forget takes the words out of those records too, its own included, and a send
+    again with either key answers the recorded turn without them."""
+    said = await _say(api, f"Remember for later: {SECRET}.", request_id="k-said")
+    assert "hunter2" in _kept_for_keys(api)
+
+    forget = await _say(api, f"forget that {SECRET}", request_id="k-forget")
+
+    assert "Taken out of the chat history too" in forget["reply"], forget["reply"]
+    assert "hunter2" not in _kept_for_keys(api)
+    for message, key, first in (
+        (f"Remember for later: {SECRET}.", "k-said", said),
+        (f"forget that {SECRET}", "k-forget", forget),
+    ):
+        again = await _say(api, message, request_id=key)  # the same message, the same key
+        assert again["turn_id"] == first["turn_id"] and "hunter2" not in json.dumps(again)
+    # Another message under a used key is still refused.
+    other = await api.post(
+        "/api/operator/chat", json={"message": "Something else.", "request_id": "k-said"}
+    )
+    assert other.status == 422, await other.text()

@@ -1,7 +1,9 @@
 """What Chat keeps of its conversations after the operator's "forget ...": the words a
 `forget that <words>` named taken out of every chat session of the repository (each message,
 its reasoning and stored metadata, each session's title, summary, Decision draft and held
-proposal), and the stored summary of a session whose `chat_summary` chunk was forgotten.
+proposal, and what a turn sent with an idempotency key recorded for its key:
+bot.chat.forgotten_keys), and the stored summary of a session whose `chat_summary` chunk was
+forgotten.
 
 Session memory is forgotten by the memory package (`Memory.forget_*`); these are Chat's own
 records, which memory never sees but which are shown again (history, a reopened session, the
@@ -18,26 +20,24 @@ a cut sentence may say them otherwise than verbatim; its memory chunk is replace
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
-from sqlalchemy import Text, cast, func, or_, select
+from sqlalchemy import Select, Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
+from bot.chat.forget_words import Words
+from bot.chat.forgotten_keys import forget_in_keyed_turns
 from bot.chat.proposals import Proposal
 from bot.chat.session_store import TurnRecord
 from bot.dialogue.titles import title_from_message
 from bot.models import Agent, ChatSession, ChatTurn, Role, SummaryStatus
 
-FORGOTTEN = "[forgotten]"
 # Messages one "forget that ..." may change; more: nothing is forgotten (as memory's bound,
 # bot.chat.operator_commands.FORGET_AT_MOST): say more of it, or delete the sessions.
 FORGET_MESSAGES_AT_MOST = 100
 SUMMARY_KEY = "chat_summary:"  # bot/chat/summary_sink.py's chunk keys
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,37 +46,6 @@ class Scrubbed:
 
     messages: int
     sessions: int
-
-
-class Words:
-    """The words as they may be written: case aside, any run of whitespace between them
-    (memory matches the same words in its chunks, bot.chat.operator_commands)."""
-
-    def __init__(self, words: str) -> None:
-        parts = words.split()
-        if not parts:
-            raise ValueError("no words to forget")
-        self.pattern = re.compile(r"\s+".join(re.escape(part) for part in parts), re.I)
-        # The longest word, lowercased: the database narrows the rows by it (LIKE).
-        longest = max(parts, key=len).lower()
-        self.like = (
-            "%" + longest.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        )
-
-    def said_in(self, text: str | None) -> bool:
-        return text is not None and self.pattern.search(text) is not None
-
-    def out_of(self, value: T) -> T:
-        """`value` with the words replaced by FORGOTTEN: a string, or every string inside a
-        JSON value (a message's metadata: retrieved previews, notes, the held proposal)."""
-        found: Any = value
-        if isinstance(found, str):
-            found = self.pattern.sub(FORGOTTEN, found)
-        elif isinstance(found, list):
-            found = [self.out_of(item) for item in found]
-        elif isinstance(found, dict):
-            found = {key: self.out_of(item) for key, item in found.items()}
-        return found  # type: ignore[no-any-return]
 
 
 def _turns_saying(session: Session, repo: str, words: Words) -> list[ChatTurn]:
@@ -114,10 +83,11 @@ def count_saying(session: Session, repo: str, words: str) -> int:
 
 def forget_saying(session: Session, repo: str, words: str) -> Scrubbed:
     """Take the words out of every chat session of the repository: each message's text,
-    reasoning and metadata, and each session's title, summary, Decision draft and held
-    proposal. A session whose messages said them is due a new summary (module docstring).
-    Running it again changes nothing."""
+    reasoning and metadata, each session's title, summary, Decision draft and held
+    proposal, and what its keyed turns recorded for their keys. A session whose messages
+    said them is due a new summary (module docstring). Running it again changes nothing."""
     found = Words(words)
+    forget_in_keyed_turns(session, _sessions_of(repo), found)
     turns = _turns_saying(session, repo, found)
     said = {turn.session_id for turn in turns}
     fields = (
@@ -150,6 +120,15 @@ def forget_saying(session: Session, repo: str, words: str) -> Scrubbed:
         for row in rows
     )
     return Scrubbed(messages=len(turns), sessions=changed)
+
+
+def _sessions_of(repo: str) -> Select[str]:
+    """The ids of every chat session whose agent works on `repo`."""
+    return (
+        select(ChatSession.id)
+        .join(Agent, Agent.name == ChatSession.agent)
+        .where(Agent.repo == repo)
+    )
 
 
 def _forget_in_session(

@@ -25,7 +25,9 @@ from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks, claim_slot
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
+from bot.chat.forget_words import Words
 from bot.chat.forgotten import record_without
+from bot.chat.forgotten_keys import end_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry, turn_in_flight
@@ -120,6 +122,10 @@ class TurnRequest:
     focus: Any = UNSET  # an issue, None (clear focus) or UNSET (keep)
     # The client's idempotency key: one turn per key (bot.chat.turn_keys); None: no key.
     key: str | None = None
+
+    def row_key(self) -> str | None:
+        """The key's row key (bot.chat.turn_keys.row_key); None without a key."""
+        return None if self.key is None else row_key(self.operator_id, self.key)
 
     def asked(self) -> Asked:
         keep = self.focus is UNSET
@@ -245,7 +251,7 @@ class TurnPipeline:
         await self.registry.settle(request.operator_id)
         handle = self.registry.reserve(turn_id=new_id(), operator_id=request.operator_id)
         # The slot names the key: a send with it through another instance joins this turn.
-        key = None if request.key is None else row_key(request.operator_id, request.key)
+        key = request.row_key()
         acquired = False
         try:
             # Through another instance, a turn being set up is waited for, as `settle` does.
@@ -302,17 +308,25 @@ class TurnPipeline:
             raise _KeyTaken(taken)
 
     async def _record_end(
-        self, key: str | None, handle: TurnHandle, terminal: NumberedFrame
+        self,
+        key: str | None,
+        handle: TurnHandle,
+        terminal: NumberedFrame,
+        *,
+        forgotten: Words | None = None,
     ) -> None:
-        """As the turn's terminal frame goes out: its end recorded for its key, and a turn
-        that stored nothing (stopped, failed) no longer kept open (a done turn let it go
-        as it stored its messages)."""
+        """As the turn's terminal frame goes out: its end recorded for its key (without the
+        words the turn `forgotten`, bot.chat.forgotten_keys), and a turn that stored nothing
+        (stopped, failed) no longer kept open (a done turn let it go as it stored its
+        messages)."""
         # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
         failed = not isinstance(terminal.frame, DoneFrame) and not handle.cut
         if key is None and not failed:
             return
         first = [handle.frames[0].data.decode()] if handle.frames else []
         end = TurnEnd(frames=[*first, terminal.data.decode()]) if key is not None else None
+        if end is not None and forgotten is not None:
+            end = end_without(end, forgotten)
         await self.writes.run(
             _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
         )
@@ -348,7 +362,7 @@ class TurnPipeline:
         frame named; a cut (the service stopping) meanwhile lets it land and then records the
         cut in it. None (and an error frame) if the session was deleted since."""
         # Kept with it: the first frame acknowledged the message (bot.chat.left_turns).
-        key = None if request.key is None else row_key(request.operator_id, request.key)
+        key = request.row_key()
         acknowledged = Acknowledged(handle.turn_id, request.message, key)
         write = asyncio.ensure_future(
             self.writes.run(
@@ -487,6 +501,10 @@ class TurnPipeline:
         )
         if finished.outcome.forgotten is not None:
             record = record_without(record, finished.outcome.forgotten)
+            if handle.record_end is not None:  # its key's record leaves them out too
+                words = Words(finished.outcome.forgotten)
+                end = functools.partial(self._record_end, request.row_key(), forgotten=words)
+                handle.record_end = end
         try:
             return await self.writes.run(
                 persist_turn, request.operator_id, ts.id, record, clock=self.clock

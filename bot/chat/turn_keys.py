@@ -10,7 +10,10 @@ turn's first and terminal frames, recorded as the terminal frame goes out. A tur
 before it launched (a 409, a 400) claimed nothing: its retry runs. A turn whose process was
 killed recorded no end: the end a reader of it reads (an error, reason `cancelled`) is
 recorded for its key as its session notes it cut (`record_killed_end`), so a send again
-with the key answers what the note says. Knows nothing of HTTP.
+with the key answers what the note says. A `forget that <words>` takes the words out of
+these rows too (bot.chat.forgotten_keys): a send again with the key and the message as it
+was then still names that turn (the words are kept nowhere to compare with, so any words in
+their place do), and answers it without them. Knows nothing of HTTP.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from bot.chat.forget_words import said_as
 from bot.chat.frames import OWNER_GONE_TEXT, FrameRelay, NumberedFrame, RelayedTurn
 from bot.chat.inflight import TurnRegistry
 from bot.clock import Clock, utcnow
@@ -79,9 +83,13 @@ def row_key(operator_id: int, client_key: str) -> str:
 
 def check_asked(state: KeyState, asked: Asked) -> None:
     """Refuse (KeyReused, 422) a send with the key of a turn of another message (or
-    session, agent, focus), naming that turn."""
+    session, agent, focus), naming that turn. A message a forget took words out of since
+    is the message sent with any words in their place (bot.chat.forget_words.said_as)."""
+    kept = state.turn.asked
+    if kept.message != asked.message and said_as(kept.message, asked.message):
+        asked = msgspec.structs.replace(asked, message=kept.message)
     check_same_request(
-        state.turn.asked,
+        kept,
         asked,
         what="message",
         detail=ErrorDetail(
