@@ -192,6 +192,11 @@ class App {
       onFixRun: (e) => this.onFixRun(e),
       onResync: () => this.poll().then(() => this.chat.loadSessions()).catch(() => {}),
       onPoll: () => this.poll(),
+      onConnection: (lost) => {
+        $("#connection").textContent = lost
+          ? "The connection to the service was lost: reconnecting… The Board and your chats catch up once it is back."
+          : "";
+      },
     });
     this.live.start();
     // Signed in: the composer has the focus (where the sign-in form had it), unless the

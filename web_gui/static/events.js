@@ -47,7 +47,7 @@ async function streamStatus() {
 }
 
 export class LiveUpdates {
-  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun }) {
+  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun, onConnection }) {
     // `task`: a task's card as the Board lists it (its state, pull request loop and, while
     // it waits, its question): applied as it is, nothing read again. `resync`: events after
     // our id were dropped, so reload what is shown. `ledger`: a task's review threads changed. `review`, `fix_run`: a run took review threads up, or
@@ -62,6 +62,9 @@ export class LiveUpdates {
       fix_run: onFixRun,
     };
     this.onPoll = onPoll;
+    // `onConnection(lost)`: whether the service cannot be reached now, for the page to say.
+    this.onConnection = onConnection ?? (() => {});
+    this.failedTries = 0; // the browser's reconnects in a row that failed
     this.source = null;
     this.timer = null;
     this.retry = null;
@@ -86,6 +89,8 @@ export class LiveUpdates {
       if (this.source !== source) return;
       this.mode = "stream";
       this.retryMs = RETRY_MIN_MS;
+      this.failedTries = 0;
+      this.onConnection(false);
       // Opened without a position (the first time, after the page's own loads, or again
       // when no event came before a refusal: the stream's opening `id:` line is not shown to
       // scripts), it starts "now": reload what is shown, as for `resync`, so what happened
@@ -99,12 +104,19 @@ export class LiveUpdates {
       // CONNECTING: the browser reconnects by itself (with Last-Event-ID). CLOSED: the
       // service refused (a 503 while its Redis is away, no such stream here): poll the
       // Board meanwhile, and try the stream again later.
-      if (this.source === source && source.readyState === EventSource.CLOSED) {
+      if (this.source !== source) return;
+      if (source.readyState === EventSource.CLOSED) {
         this.source = null;
         this.recovering = true;
         this.poll();
         this.refused();
+        return;
       }
+      // The stream dropped: one drop the browser's first reconnect mends is no news (a
+      // proxy's idle timeout, a service restarting); a reconnect that failed too means the
+      // service cannot be reached, and the page says so until the stream is back.
+      this.failedTries += 1;
+      if (this.failedTries >= 2) this.onConnection(true);
     };
   }
 
@@ -112,6 +124,9 @@ export class LiveUpdates {
     const run = this.run;
     const status = await streamStatus();
     if (run !== this.run || this.source) return; // stopped, or re-opened meanwhile
+    // Answered (a 503 while Redis is away, a 404): the service is there, polled meanwhile.
+    // No answer, or a proxy's "the service behind me is away": it cannot be reached.
+    this.onConnection([0, 502, 504].includes(status));
     if (status === 404) {
       this.mode = "no-stream";
       this.retryLater(NO_STREAM_RETRY_MS);
@@ -157,6 +172,8 @@ export class LiveUpdates {
 
   stop() {
     this.run += 1;
+    this.failedTries = 0;
+    this.onConnection(false);
     this.source?.close();
     this.source = null;
     clearTimeout(this.retry);
