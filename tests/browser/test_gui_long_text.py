@@ -84,3 +84,12 @@ async def test_a_long_word_wraps_in_the_conversation(
         await summary.click()
     assert await page.locator("#messages .hit-paths").is_visible()
     assert await page.evaluate(TOO_WIDE) == {"sideways": 0, "wide": []}
+    # Only long words wrap: the speakers' names stay whole, one line each ("steelframe").
+    lines = await page.evaluate(
+        """() => [...document.querySelectorAll('#messages .who')].map(el => {
+             const text = document.createRange();
+             text.selectNodeContents(el);
+             return text.getClientRects().length;
+           })"""
+    )
+    assert lines == [1, 1]
