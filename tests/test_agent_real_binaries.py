@@ -14,7 +14,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from aiohttp import web
 
 from bot.lifecycle.agents.presets import Agent
 from bot.lifecycle.models import TaskLog
@@ -26,6 +25,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.openai_server import answer as chat_answer
 from tests.fakes.real_agents import cache_root, real_agent_bin, real_aider_bin
 from tests.fakes.responses_server import FakeResponses, Run, Say
+from tests.fakes.served import served
 
 KEY = "sk-ant-test-key"
 MODEL = "claude-sonnet-4-5"
@@ -46,14 +46,8 @@ def kept_log(lc: Any, task_id: int) -> str:
 @pytest.fixture
 async def anthropic() -> AsyncIterator[tuple[FakeAnthropic, str]]:
     fake = FakeAnthropic(api_key=KEY)
-    runner = web.AppRunner(fake.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield fake, f"http://127.0.0.1:{runner.addresses[0][1]}"
-    finally:
-        await runner.cleanup()
+    async with served(fake.app()) as port:
+        yield fake, f"http://127.0.0.1:{port}"
 
 
 @pytest.fixture
@@ -71,14 +65,8 @@ def data_outside_tmp() -> Iterator[Path]:
 @pytest.fixture
 async def responses() -> AsyncIterator[tuple[FakeResponses, str]]:
     fake = FakeResponses(api_key="sk-codex-test")
-    runner = web.AppRunner(fake.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield fake, f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
-    finally:
-        await runner.cleanup()
+    async with served(fake.app()) as port:
+        yield fake, f"http://127.0.0.1:{port}/v1"
 
 
 @pytest.mark.slow
@@ -172,14 +160,10 @@ async def test_real_aider_delivers_through_the_preset(
     binaries = real_aider_bin()
     fake = FakeOpenAI(api_key="sk-openai-test", unstreamed=True)  # --no-stream
     fake.enqueue("gpt-4o", chat_answer(AIDER_EDIT, usage=(2100, 120)))
-    runner = web.AppRunner(fake.app())
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
+    async with served(fake.app()) as port:
         monkeypatch.setenv("PATH", f"{binaries}:{os.environ['PATH']}")
         monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-test")
-        url = f"http://127.0.0.1:{runner.addresses[0][1]}/v1"
+        url = f"http://127.0.0.1:{port}/v1"
         monkeypatch.setenv("OPENAI_API_BASE", url)
         lc = await make(
             coding_agent="aider",
@@ -189,8 +173,6 @@ async def test_real_aider_delivers_through_the_preset(
         )
         issue = await lc.open_issue("Say hello", "Create hello.txt containing the word hello.")
         await lc.work()
-    finally:
-        await runner.cleanup()
     task = lc.task(issue)
     assert task.state == TaskState.DELIVERED, [e.detail for e in lc.events(task.id)]
     branch = f"steelframe/issue-{issue}"

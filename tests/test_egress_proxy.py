@@ -19,6 +19,7 @@ from aiohttp import web
 from bot.lifecycle.egress_blocked import BlockedLog
 from bot.lifecycle.egress_policy import Allowlist, IPAddress
 from bot.lifecycle.egress_proxy import EgressProxy, ProxyLimits
+from tests.fakes.served import served
 
 NOW = datetime(2026, 12, 5, 8, 0, tzinfo=UTC)
 
@@ -40,14 +41,8 @@ async def upstream() -> AsyncIterator[Upstream]:
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", record)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield Upstream(runner.addresses[0][1], seen)
-    finally:
-        await runner.cleanup()
+    async with served(app) as port:
+        yield Upstream(port, seen)
 
 
 class Resolver:

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from steelframe import event_loop
 from tests.fakes.ports import refused_port
+from tests.fakes.served import served
 
 
 def test_asyncio_is_asyncios_own_loop() -> None:
@@ -59,13 +60,8 @@ async def hello_server() -> AsyncIterator[int]:
 
     app = web.Application()
     app.router.add_get("/", hello)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    try:
-        yield runner.addresses[0][1]
-    finally:
-        await runner.cleanup()
+    async with served(app) as port:
+        yield port
 
 
 def _nonblocking() -> socket.socket:

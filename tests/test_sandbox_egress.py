@@ -19,6 +19,7 @@ from bot.lifecycle.egress import egress_problem
 from bot.lifecycle.sandbox import Network, SandboxPolicy, SandboxRun
 from tests.fakes.lifecycle import PATIENCE_SECONDS, wait_for
 from tests.fakes.sandbox import exchange_dir, require_bwrap
+from tests.fakes.served import served
 
 SECRET = "sk-egress-test-secret-0123456789"
 # Runs in the sandbox: the model server by its base URL (no proxy variables honoured: the
@@ -84,14 +85,8 @@ async def model_server() -> AsyncIterator[int]:
 
     app = web.Application()
     app.router.add_get("/v1/models", models)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield runner.addresses[0][1]
-    finally:
-        await runner.cleanup()
+    async with served(app) as port:
+        yield port
 
 
 def _policy(**overrides: object) -> SandboxPolicy:

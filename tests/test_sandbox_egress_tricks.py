@@ -21,6 +21,7 @@ from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, require_bwrap
+from tests.fakes.served import served
 
 # Literals the operator allowlisted by mistake (with the services' ports): each carries
 # 127.0.0.1, or is site-local (prober.EMBEDDED_LOOPBACK).
@@ -53,14 +54,8 @@ async def allowed_server() -> AsyncIterator[int]:
     app = web.Application()
     app.router.add_get("/redirect", redirect)
     app.router.add_get("/upgrade", upgrade)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield runner.addresses[0][1]
-    finally:
-        await runner.cleanup()
+    async with served(app) as port:
+        yield port
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ from tests.fakes.git import commit_files
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.sandbox import exchange_dir, require_bwrap
+from tests.fakes.served import served
 
 
 @pytest.fixture
@@ -40,14 +41,8 @@ async def echo_server() -> AsyncIterator[int]:
 
     app = web.Application()
     app.router.add_route("*", "/echo", echo)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    try:
-        yield runner.addresses[0][1]
-    finally:
-        await runner.cleanup()
+    async with served(app) as port:
+        yield port
 
 
 def _pushed(git_path: Path) -> str:

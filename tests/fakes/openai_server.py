@@ -28,6 +28,8 @@ from typing import Any
 
 from aiohttp import web
 
+from tests.fakes.served import served
+
 # -- script steps -------------------------------------------------------------------------
 
 
@@ -487,12 +489,5 @@ async def running(app: web.Application) -> AsyncIterator[str]:
     """Serve `app` on a free loopback port; yields its base URL (for scripts and benches)."""
     # handler_cancellation: a client that goes away cancels its handler, as under
     # pytest-aiohttp's TestServer, so `client_gone` is recorded the same way.
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
+    async with served(app, access_log=None, handler_cancellation=True) as port:
         yield f"http://127.0.0.1:{port}"
-    finally:
-        await runner.cleanup()
