@@ -4,13 +4,14 @@ import { Board, RUNNING } from "./board.js";
 import { Chat } from "./chat.js";
 import { setCitationHandler } from "./citations.js";
 import { Dashboard } from "./dashboard.js";
-import { $, clear, show } from "./dom.js";
+import { $, clear, refreshAges, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
 import { fixRunWords, reviewWords } from "./loop_news.js";
 import { notify, offerDesktopAlerts } from "./notify.js";
 import { PolledNews } from "./polled_news.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
+const AGES_MS = 30000; // how often "N min ago" and the sidebar's days are brought up to date
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
 // A result and the task's state change are one event: one notification between them.
 const RESULT_STATE = { delivered: "delivered", question: "waiting_for_info", failed: "failed" };
@@ -222,6 +223,15 @@ class App {
       knowsIssue: (n) => this.board.findIssue(n) !== null,
     });
     document.addEventListener("keydown", (ev) => this.onKey(ev));
+    // A page left open keeps its times true: "just now" on a card becomes "2 h ago", and the
+    // sidebar's Today becomes Yesterday after midnight, with no event to redraw them.
+    let day = new Date().toDateString();
+    setInterval(() => {
+      refreshAges();
+      if (new Date().toDateString() === day) return;
+      day = new Date().toDateString();
+      this.chat.renderSessions();
+    }, AGES_MS);
     $("#menu-toggle").addEventListener("click", () => this.drawer(!$("#app").classList.contains("drawer-open")));
     $("#drawer-backdrop").addEventListener("click", () => this.drawer(false));
     $("#sidebar").addEventListener("click", (ev) => {

@@ -1,7 +1,7 @@
 // The Board: task cards by state, updated live; the run modal (events, why it waits, PR,
 // the review thread ledger, CI fix runs, private log, Terminate, Discuss).
 import { api } from "./api.js";
-import { $, h, clear, ago, dollars, externalLink } from "./dom.js";
+import { $, h, clear, age, dollars, externalLink } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 import { notify } from "./notify.js";
 import { FINAL, cardPull, modalPull, withLedger } from "./pull.js";
@@ -149,7 +149,7 @@ export class Board {
       ),
       h("div", { class: "card-meta" },
         h("span", { class: `badge ${task.state}`, text: task.state.replaceAll("_", " ") }),
-        h("span", { class: "age", text: ago(task.updated_at) }),
+        age(task.updated_at),
         ...spend(task),
         task.pr_url && !task.pr_state && !FINAL.has(task.state) ? externalLink(task.pr_url, "PR") : null,
       ),

@@ -1,7 +1,7 @@
 // The Dashboard: how many pull requests are open, merged and closed; delivered PRs (with
 // their review ledger), questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
-import { $, h, clear, ago, externalLink } from "./dom.js";
+import { $, h, clear, age, externalLink } from "./dom.js";
 import { renderSpend } from "./spend.js";
 import { FINAL, isReady } from "./pull.js";
 
@@ -22,19 +22,19 @@ export class Dashboard {
         FINAL.has(t.state) ? h("span", { class: `badge ${t.state}`, text: t.state }) : null,
         !FINAL.has(t.state) && t.review?.summary ? h("span", { class: "ledger-summary", text: t.review.summary }) : null,
         isReady(t) ? h("span", { class: "ready", text: "ready for review" }) : null,
-        h("span", { class: "age", text: ago(t.updated_at) })));
+        age(t.updated_at)));
     this.fill("#dash-waiting", live.filter((t) => t.state === "waiting_for_info"), "No questions waiting for you.", (t) => {
       const asks = this.asks(t); // what it asks, so the operator can answer without opening the run
       return h("li", { class: "row" },
         h("span", { text: `#${t.issue} ${t.title || ""}` }),
         asks ? h("q", { class: "why", text: asks }) : null,
         h("button", { text: "Discuss", "aria-label": `Discuss #${t.issue}`, onclick: () => this.app.chat.discuss(t.issue) }),
-        h("span", { class: "age", text: ago(t.updated_at) }));
+        age(t.updated_at));
     });
     this.fill("#dash-failed", live.filter((t) => t.state === "failed"), "No failures.", (t) =>
       h("li", { class: "row" },
         h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, title: "Open the run", onclick: () => this.app.board.openModal(t.id) }),
-        h("span", { class: "age", text: ago(t.updated_at) })));
+        age(t.updated_at)));
     renderSpend($("#dash-spend"), tasks.reduce((sum, t) => sum + (t.tokens || 0), 0));
   }
 

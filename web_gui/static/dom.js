@@ -57,6 +57,19 @@ export function ago(iso) {
   return `${Math.floor(seconds / 86400)} d ago`;
 }
 
+// "3 min ago" that stays true on a page left open: `refreshAges` (app.js, each minute)
+// rewrites it from the time it names; the exact time shows on hover.
+export function age(iso) {
+  return h("span", { class: "age", "data-at": iso || null, title: iso ? new Date(iso).toLocaleString() : null, text: ago(iso) });
+}
+
+export function refreshAges(root = document) {
+  for (const el of root.querySelectorAll(".age[data-at]")) {
+    const text = ago(el.dataset.at);
+    if (el.textContent !== text) el.textContent = text;
+  }
+}
+
 export function externalLink(url, text) {
   return h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, text);
 }
