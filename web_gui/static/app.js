@@ -234,6 +234,11 @@ class App {
     }, AGES_MS);
     $("#menu-toggle").addEventListener("click", () => this.drawer(!$("#app").classList.contains("drawer-open")));
     $("#drawer-backdrop").addEventListener("click", () => this.drawer(false));
+    // Widened past the drawer's edge (style.css, 760 px) the sidebar is a column again: no
+    // drawer is open then, and nothing of the page stays inert.
+    matchMedia("(max-width: 760px)").addEventListener("change", (ev) => {
+      if (!ev.matches) this.drawer(false);
+    });
     $("#sidebar").addEventListener("click", (ev) => {
       if (ev.target.closest(".session-open, #new-chat")) this.drawer(false);
     });
@@ -244,11 +249,13 @@ class App {
     });
   }
 
-  // Narrow windows: the sessions sidebar slides in over the page (docs/gui.md).
+  // Narrow windows: the sessions sidebar slides in over the page (docs/gui.md). While it is
+  // open the page under it is inert: Tab stays in the drawer, not on controls it covers.
   drawer(open) {
     const toggle = $("#menu-toggle");
     if (open === $("#app").classList.contains("drawer-open")) return;
     $("#app").classList.toggle("drawer-open", open);
+    for (const el of [$(".main"), ...document.querySelectorAll(".skip")]) el.inert = open;
     toggle.setAttribute("aria-expanded", String(open));
     if (open) $("#new-chat").focus();
     else if (getComputedStyle(toggle).display !== "none") toggle.focus();
