@@ -186,3 +186,41 @@ async def test_a_keyed_turn_cut_by_a_shutdown_answers_its_cut_when_sent_again(
     assert again.status == 503
     assert (await again.json())["code"] == "turn_cancelled"
     assert len(runtime.requests) == 1 and issues(github_sandbox) == []
+
+
+def _keyed_rows_saying(api: ApiClient, words: str) -> list[str]:
+    """The stored keyed-turn rows (bot.chat.turn_keys) whose request or end says `words`."""
+    from bot.idempotency import SideEffect
+
+    rows = api.services.db.call(lambda s: s.query(SideEffect).all())
+    return [row.key for row in rows if words in f"{row.request} {row.result}"]
+
+
+@pytest.mark.parametrize("how", ["delete", "clear"])
+async def test_a_deleted_or_cleared_session_keeps_nothing_of_its_keyed_turns(
+    api_factory: Any, github_sandbox: GitHubSandbox, tmp_path: Path, redis_url: str, how: str
+) -> None:
+    said = "the staging password is tangerine"
+    runtime = ScriptedRuntime([reply("Noted."), reply("Noted again.")])
+    api = await service(api_factory, github_sandbox, tmp_path, redis_url, runtime)
+    first = await api.post("/api/operator/chat", json={"message": said}, headers=keyed("k-del"))
+    session = (await first.json())["session"]
+    assert _keyed_rows_saying(api, "tangerine")  # what the key answers a send again with
+
+    if how == "delete":
+        gone = await api.delete(f"/api/operator/chat/session/{session}")
+    else:
+        gone = await api.post("/api/operator/chat/clear", json={"session": session})
+    assert gone.status == 200, await gone.text()
+
+    assert _keyed_rows_saying(api, "tangerine") == []
+    again = await api.post(
+        "/api/operator/chat", json={"message": said, "session": session}, headers=keyed("k-del")
+    )
+    if how == "delete":  # a send again is a new send, into a session that is gone
+        assert again.status == 404, await again.text()
+        assert len(runtime.requests) == 1
+    else:  # the session is empty: the message is asked again, not answered from the key
+        assert again.status == 200, await again.text()
+        assert (await again.json())["reply"] == "Noted again."
+        assert len(runtime.requests) == 2

@@ -42,6 +42,7 @@ from bot.chat.session_rows import (
 )
 from bot.chat.session_views import get_session, turn_json
 from bot.chat.summary import mark_left
+from bot.chat.turn_keys import drop_session_keys
 from bot.chat.unseen import mark_seen
 from bot.clock import Clock, utcnow
 from bot.contracts.chat import (
@@ -400,19 +401,22 @@ def open_session(
 
 
 def delete_session(session: Session, operator_id: int, session_id: str) -> None:
-    """Delete the session and its messages. The operator's row is taken first and the
-    session read after it, so deletes sent together run one after the other and the later
-    ones find nothing (NotFound), as a reopen waiting behind one does."""
+    """Delete the session, its messages and what its keyed turns recorded for their keys.
+    The operator's row is taken first and the session read after it, so deletes sent
+    together run one after the other and the later ones find nothing (NotFound), as a
+    reopen waiting behind one does."""
     operator = locked_operator_row(session, operator_id)
     row = owned_session(session, operator_id, session_id, current=True)
     if operator.active_session_id == row.id:
         operator.active_session_id = None
     session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
+    drop_session_keys(session, row.id)
     session.delete(row)
 
 
 def clear_session(session: Session, operator_id: int, *, session_id: str | None) -> Cleared:
-    """Remove the messages (and drafts) of the named or active session; the session stays."""
+    """Remove the messages (and drafts) of the named or active session, and what its keyed
+    turns recorded for their keys; the session stays."""
     if session_id is None:
         row = active_session(session, operator_row(session, operator_id))
         if row is None:
@@ -420,6 +424,7 @@ def clear_session(session: Session, operator_id: int, *, session_id: str | None)
     else:
         row = owned_session(session, operator_id, session_id)
     result = session.execute(delete(ChatTurn).where(ChatTurn.session_id == row.id))
+    drop_session_keys(session, row.id)
     clear_decision(row)
     set_pending(row, None)
     return Cleared(session=row.id, cleared=result.rowcount)  # type: ignore[attr-defined]

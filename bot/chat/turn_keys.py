@@ -13,7 +13,8 @@ recorded for its key as its session notes it cut (`record_killed_end`), so a sen
 with the key answers what the note says. A `forget that <words>` takes the words out of
 these rows too (bot.chat.forgotten_keys): a send again with the key and the message as it
 was then still names that turn (the words are kept nowhere to compare with, so any words in
-their place do), and answers it without them. Knows nothing of HTTP.
+their place do), and answers it without them; a delete or a clear of the session deletes
+them (`drop_session_keys`). Knows nothing of HTTP.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -141,6 +142,18 @@ def record_end(
     row.status = DONE
     row.result = msgspec.to_builtins(end)
     row.updated_at = clock()
+
+
+def drop_session_keys(session: Session, session_id: str) -> int:
+    """Delete the rows of the turns sent with a key in the session (a delete or a clear of
+    the session: what was asked and answered goes with its messages); how many. A send
+    again with such a key is a new send: into a deleted session, a 404."""
+    result = session.execute(
+        delete(SideEffect).where(
+            SideEffect.kind == KIND, SideEffect.request["session_id"].as_string() == session_id
+        )
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]
 
 
 def started_frame(session_id: str, turn_id: str, message: str) -> StatusFrame:
