@@ -47,7 +47,9 @@ def _split(endpoint: str) -> tuple[str, int]:
 
 
 async def _copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(ConnectionError):
+    # A peer gone first ends the copy: a reset is a ConnectionError, but `write_eof` on a
+    # socket reset before its transport read the reset is ENOTCONN, a plain OSError.
+    with contextlib.suppress(OSError):
         while chunk := await src.read(65536):
             dst.write(chunk)
             await dst.drain()
