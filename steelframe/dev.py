@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import fcntl
 import os
 import secrets
 import shutil
@@ -20,7 +21,7 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from aiohttp import web
 from sqlalchemy import select
@@ -54,6 +55,9 @@ OWN_SERVICES = {
     "redis_url": "STEELFRAME_REDIS_URL",
 }
 TOKEN_FILE = "dev-token"
+# Held (flock) by the `dev` running on a data folder, with its pid: a second one there would
+# share its SQLite file and overwrite its sandbox's state and its Redis's pid file.
+LOCK_FILE = "dev.lock"
 
 
 def register(subparsers: Any) -> None:
@@ -145,8 +149,37 @@ def cmd_dev(args: argparse.Namespace) -> int:
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
     claim_port(args.host or settings.host, port)  # before the sandbox, Redis and database
-    asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
+    held = hold_data_dir(settings.data_dir)
+    if held is None:
+        return 1
+    with held:  # released when dev ends, however it ends (the kernel drops a dead one's)
+        asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
     return 0
+
+
+def hold_data_dir(folder: Path) -> IO[str] | None:
+    """The data folder's lock, held by this process; None, after saying which process holds
+    it, when another `dev` runs on the folder (`make run` twice, the second with PORT=)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lock = (folder / LOCK_FILE).open("a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.seek(0)
+        holder = lock.read().strip() or "?"
+        lock.close()
+        print(
+            f"steelframe: another steelframe dev (pid {holder}) runs on the data folder "
+            f"{folder}: use that one (its URL and token are in its terminal; the token is "
+            f"also in {folder / TOKEN_FILE}), stop it first, or give this one a folder and a "
+            "port of its own: steelframe dev --data-dir DIR --port PORT",
+            file=sys.stderr,
+        )
+        return None
+    lock.truncate(0)
+    lock.write(f"{os.getpid()}\n")
+    lock.flush()
+    return lock
 
 
 async def run_dev(

@@ -5,6 +5,7 @@ the line the doc quotes, `…` standing for what varies."""
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -125,5 +126,25 @@ def test_a_taken_port_says_what_operations_md_quotes(command: str, tmp_path: Pat
     said = result.stderr.splitlines()
     assert any(_matches(documented, {"127.0.0.1:8080": f"127.0.0.1:{port}"}, s) for s in said), (
         result.stderr
+    )
+    assert result.returncode == status
+
+
+def test_a_second_dev_on_a_data_folder_says_what_operations_md_quotes(tmp_path: Path) -> None:
+    from steelframe.dev import hold_data_dir
+
+    documented, status = _documented("a second `steelframe dev`")
+    folder = tmp_path / "data"
+    held = hold_data_dir(folder)  # the running dev's hold (this process plays it)
+    assert held is not None
+    try:
+        result = _run(
+            Row("a second dev", ("dev", "--port", "0", "--data-dir", "data"), {}), tmp_path
+        )
+    finally:
+        held.close()
+    examples = {"4242": str(os.getpid()), "/home/you/steelframe/var": str(folder)}
+    assert any(_matches(documented, examples, line) for line in result.stderr.splitlines()), (
+        f"docs/operations.md quotes\n  {documented}\ndev said\n{result.stderr}"
     )
     assert result.returncode == status
