@@ -158,10 +158,18 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def hold_data_dir(folder: Path) -> IO[str] | None:
-    """The data folder's lock, held by this process; None, after saying which process holds
-    it, when another `dev` runs on the folder (`make run` twice, the second with PORT=)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    lock = (folder / LOCK_FILE).open("a+")
+    """The data folder's lock, held by this process; None, after saying why, when another
+    `dev` runs on the folder (`make run` twice, the second with PORT=) or it cannot be made."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        lock = (folder / LOCK_FILE).open("a+")
+    except OSError as exc:  # cli.main would name the port (EACCES) or print a traceback
+        print(
+            f"steelframe: cannot make the data folder {folder}: {exc.strerror or exc}. "
+            "Check --data-dir: the user running dev must be able to write there.",
+            file=sys.stderr,
+        )
+        return None
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

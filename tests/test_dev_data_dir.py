@@ -46,3 +46,12 @@ def test_a_second_dev_on_the_same_data_folder_stops_before_any_start_up_work(
     again = hold_data_dir(folder)  # the first one gone, its folder is free again
     assert again is not None
     again.close()
+
+
+def test_a_data_folder_that_cannot_be_made_is_one_line_naming_the_option(tmp_path: Path) -> None:
+    result = run_dev(tmp_path, "--data-dir", "/proc/steelframe-nowhere/var")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        "steelframe: cannot make the data folder /proc/steelframe-nowhere/var: No such file or "
+        "directory. Check --data-dir: the user running dev must be able to write there."
+    )
