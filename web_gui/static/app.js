@@ -160,6 +160,7 @@ class App {
     show($("#signin"), false);
     show($("#app"), true);
     if (!this.chat) this.setup();
+    this.chat.restoreDraft(who.operator); // what was typed before a reload of this tab
     this.chat.setAgents(who.agents);
     const sends = this.chat.sends;
     const shown = this.chat.shown; // moves when the operator sends, opens or starts a chat
@@ -215,6 +216,14 @@ class App {
       $(`#tab-${name}`).addEventListener("click", () => this.show(name));
     }
     $("#sign-out").addEventListener("click", () => this.signOut());
+    // The composer's words are kept as the page goes (a reload, a closed phone tab).
+    const keep = () => {
+      if (!$("#app").hidden) this.chat.keepDraft(this.operator);
+    };
+    window.addEventListener("pagehide", keep);
+    document.addEventListener("visibilitychange", () => {
+      if (document.visibilityState === "hidden") keep();
+    });
     offerDesktopAlerts($("#desktop-alerts"));
     window.addEventListener("hashchange", () => this.show(location.hash.slice(1)));
     setCitationHandler({
@@ -300,6 +309,7 @@ class App {
       notify(`Sign-out failed: ${err.message}`, { level: "error" });
       return;
     }
+    this.chat.forgetDraft(this.operator); // signed out on purpose: nothing of theirs stays
     this.signedOut("Signed out.");
   }
 

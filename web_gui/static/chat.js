@@ -115,6 +115,40 @@ export class Chat {
     e.approvePlan.addEventListener("click", () => this.publish("Approve plan"));
   }
 
+  // What the operator was typing survives a reload of the tab (sessionStorage: this tab
+  // only, keyed by operator, so another operator signing in here never sees it). Kept as
+  // the page goes away, so a message already sent (the box emptied) is never brought back.
+  keepDraft(operator) {
+    if (!operator) return;
+    const key = draftKey(operator);
+    try {
+      if (this.els.input.value.trim()) sessionStorage.setItem(key, this.els.input.value);
+      else sessionStorage.removeItem(key);
+    } catch {
+      /* storage refused (a private window's quota): the draft is not kept */
+    }
+  }
+
+  restoreDraft(operator) {
+    let draft = null;
+    try {
+      draft = sessionStorage.getItem(draftKey(operator));
+      sessionStorage.removeItem(draftKey(operator));
+    } catch {
+      return;
+    }
+    if (draft && !this.els.input.value) this.els.input.value = draft;
+  }
+
+  forgetDraft(operator) {
+    this.els.input.value = "";
+    try {
+      sessionStorage.removeItem(draftKey(operator));
+    } catch {
+      /* nothing was kept */
+    }
+  }
+
   setAgents(agents) {
     clear(this.els.agent);
     for (const agent of agents) {
@@ -819,6 +853,10 @@ export class Chat {
     this.renderSessions();
     return false;
   }
+}
+
+function draftKey(operator) {
+  return `steelframe:draft:${operator}`;
 }
 
 // A lasting warning under a reply (text as text: never markup); a note to assistive
