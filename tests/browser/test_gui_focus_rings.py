@@ -70,3 +70,31 @@ async def test_every_focus_ring_on_the_chat_screen_shows_whole(
         if problem:
             clipped.add(problem)
     assert clipped == set()
+
+
+# How far the focused composer's ring reaches over the status line's words above it (> 0:
+# the ring is drawn across them).
+RING_OVER_STATUS = """() => {
+  const box = document.querySelector('#message');
+  const style = getComputedStyle(box);
+  const grow = parseFloat(style.outlineWidth) + parseFloat(style.outlineOffset);
+  const words = document.createRange();
+  words.selectNodeContents(document.querySelector('#status-line'));
+  return words.getBoundingClientRect().bottom - (box.getBoundingClientRect().top - grow);
+}"""
+
+
+@pytest.mark.parametrize("viewport", [PHONE, LAPTOP], ids=["390x844", "1280x800"])
+async def test_the_composer_ring_leaves_the_status_line_readable(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory, viewport: dict[str, int]
+) -> None:
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api, viewport=viewport)
+    page = gui.page
+    await gui.send("what changed in the export job?")
+    await gui.wait_done()
+    assert (await page.inner_text("#status-line")).startswith("done")
+    await page.focus("#send")
+    await page.keyboard.press("Shift+Tab")  # back to the composer from the keyboard
+    assert await page.evaluate("() => document.activeElement.id") == "message"
+    assert await page.evaluate(RING_OVER_STATUS) <= 0
