@@ -97,3 +97,44 @@ async def test_a_sign_in_check_that_fails_says_so(
     await page.unroute("**/gui/session")
     await page.reload()  # the service answers again: still signed in
     await page.wait_for_selector("#app:not([hidden])")
+
+
+async def test_a_board_and_chats_that_failed_to_load_say_so_in_place(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """After the notification has faded the screens still say what failed (not a blank
+    Board, an empty Dashboard or a bare sidebar), and Try again loads them."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    await api.post("/api/operator/chat/new", json={"title": "kept chat"})
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    down = {"now": True}
+
+    async def refuse_while_down(route: Any) -> None:
+        if down["now"]:
+            await route.fulfill(status=503, content_type="application/json", body=UNAVAILABLE)
+        else:
+            await route.continue_()
+
+    await page.route("**/api/operator/board?*", refuse_while_down)
+    await page.route("**/api/operator/chat/sessions", refuse_while_down)
+    await gui.sign_in()
+    await page.wait_for_selector("body[data-live=stream]")  # its reload failed too
+    said = "the database is unavailable: try again"
+    sidebar = page.locator("#session-list .load-failed")
+    assert f"Your chats could not load: {said}." in await sidebar.inner_text()
+    await page.evaluate("() => document.querySelector('#toasts').replaceChildren()")  # faded
+    await gui.screen("board")
+    board = page.locator("#board-columns .load-failed")
+    assert f"The Board could not load: {said}." in await board.inner_text()
+    await gui.screen("dashboard")
+    dashboard = page.locator("#dash-outcomes .load-failed")
+    assert f"The Dashboard could not load: {said}." in await dashboard.inner_text()
+
+    down["now"] = False
+    await dashboard.get_by_role("button", name="Try again").click()
+    await page.locator("#dash-delivered .empty").wait_for()  # "No pull requests delivered yet."
+    await gui.screen("board")
+    await page.locator("#board-columns .column").first.wait_for()
+    await sidebar.get_by_role("button", name="Try again").click()
+    await page.locator("#session-list .session", has_text="kept chat").wait_for()

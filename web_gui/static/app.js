@@ -169,6 +169,7 @@ class App {
     const [sessions] = await Promise.all([
       this.chat.loadSessions().catch((err) => {
         notify(`Your chats could not load: ${err.message}. They are listed again once the service answers.`, { level: "error" });
+        this.chat.listFailed(err);
         return [];
       }),
       this.board.load().catch((err) => notify(`The Board could not load: ${err.message}`, { level: "error" })),

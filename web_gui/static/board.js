@@ -1,7 +1,7 @@
 // The Board: task cards by state, updated live; the run modal (events, why it waits, PR,
 // the review thread ledger, CI fix runs, private log, Terminate, Discuss).
 import { api } from "./api.js";
-import { $, h, clear, age, dollars, externalLink } from "./dom.js";
+import { $, h, clear, age, dollars, externalLink, loadFailed } from "./dom.js";
 import { confirmAction } from "./confirm.js";
 import { notify } from "./notify.js";
 import { FINAL, cardPull, modalPull, withLedger } from "./pull.js";
@@ -33,10 +33,20 @@ export class Board {
   }
 
   async load() {
-    const [live, archived] = await Promise.all([
-      api.get("/api/operator/board?limit=1000"),
-      api.get("/api/operator/board?archived=true&limit=1000"),
-    ]);
+    let live, archived;
+    try {
+      [live, archived] = await Promise.all([
+        api.get("/api/operator/board?limit=1000"),
+        api.get("/api/operator/board?archived=true&limit=1000"),
+      ]);
+    } catch (err) {
+      // Never loaded: the Board and the Dashboard say so in place (a blank screen, or "No
+      // tasks yet", would say nothing or something untrue). Loaded once, a refresh that
+      // fails keeps the cards shown; its caller says what failed.
+      if (!this.loaded) this.renderFailed(err);
+      throw err;
+    }
+    this.loaded = true;
     const before = this.tasks;
     this.tasks = new Map();
     for (const t of [...live.tasks, ...archived.tasks]) {
@@ -47,6 +57,12 @@ export class Board {
     }
     this.render();
     this.app.dashboard.render(this.list());
+  }
+
+  renderFailed(err) {
+    const retry = () => this.load().catch((e) => notify(`The Board could not load: ${e.message}`, { level: "error" }));
+    clear($("#board-columns")).append(loadFailed(`The Board could not load: ${err.message}.`, retry));
+    this.app.dashboard.renderFailed(`The Dashboard could not load: ${err.message}.`, retry);
   }
 
   list() {

@@ -2,7 +2,7 @@
 // Publish bar and the composer. Turns stream over SSE and resume after a dropped connection.
 import { api, ApiError, newKey, openStream, readSse } from "./api.js";
 import { linkCitations } from "./citations.js";
-import { $, h, clear, show, externalLink } from "./dom.js";
+import { $, h, clear, show, externalLink, loadFailed } from "./dom.js";
 import { ReplyView, renderStored, userMessage } from "./messages.js";
 import { notify } from "./notify.js";
 import { offerPanel } from "./offers.js";
@@ -171,6 +171,14 @@ export class Chat {
     this.sessions = data.sessions;
     this.renderSessions();
     return this.sessions;
+  }
+
+  // The first list failed (the sign-in's load): the sidebar says so in place, not blank.
+  // A list once shown stays as it was when a later one fails.
+  listFailed(err) {
+    if (this.listShown) return;
+    const retry = () => this.loadSessions().catch((e) => this.listFailed(e));
+    clear(this.els.list).append(loadFailed(`Your chats could not load: ${err.message}.`, retry));
   }
 
   // After an action that stands on its own (a turn, a new chat, a delete): a list that fails

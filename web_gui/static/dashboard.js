@@ -1,7 +1,7 @@
 // The Dashboard: how many pull requests are open, merged and closed; delivered PRs (with
 // their review ledger), questions waiting, failures. A delivered row sets the
 // focus in Chat (the contract: "Focus comes from a Dashboard delivered row").
-import { $, h, clear, age, externalLink } from "./dom.js";
+import { $, h, clear, age, externalLink, loadFailed } from "./dom.js";
 import { renderSpend } from "./spend.js";
 import { FINAL, isReady } from "./pull.js";
 
@@ -36,6 +36,12 @@ export class Dashboard {
         h("button", { class: "row-open", text: `#${t.issue} ${t.title || ""}`, title: "Open the run", onclick: () => this.app.board.openModal(t.id) }),
         age(t.updated_at)));
     renderSpend($("#dash-spend"), tasks.reduce((sum, t) => sum + (t.tokens || 0), 0));
+  }
+
+  // The Board's tasks did not load: nothing here is known, and the page says so once.
+  renderFailed(text, retry) {
+    for (const list of ["#dash-delivered", "#dash-waiting", "#dash-failed"]) clear($(list));
+    clear($("#dash-outcomes")).append(h("li", {}, loadFailed(text, retry)));
   }
 
   // How the delivered pull requests stand: open (delivered), merged, closed; archived

@@ -73,3 +73,8 @@ export function refreshAges(root = document) {
 export function externalLink(url, text) {
   return h("a", { href: url, target: "_blank", rel: "noopener noreferrer" }, text);
 }
+
+// A load that failed, said in place: what failed and a way to try again.
+export function loadFailed(text, retry) {
+  return h("p", { class: "load-failed" }, text, " ", h("button", { type: "button", text: "Try again", onclick: retry }));
+}
