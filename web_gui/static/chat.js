@@ -259,11 +259,17 @@ export class Chat {
     this.agentChanged = false;
     this.els.agent.value = this.agent;
     this.decision = session.decision || null;
-    this.els.title.textContent = session.label || session.title || "New chat";
+    this.setTitle(session.label || session.title || "New chat");
     this.renderFocus();
     this.renderMessages(session.messages || []);
     this.renderPending(session.pending);
     this.renderPublishBar();
+  }
+
+  // The header cuts a long title with an ellipsis: the whole of it shows when pointed at.
+  setTitle(text) {
+    this.els.title.textContent = text;
+    this.els.title.title = text;
   }
 
   renderMessages(messages) {
@@ -391,7 +397,7 @@ export class Chat {
       this.decision = null;
       this.renderPublishBar();
       clear(this.els.messages).append(h("p", { class: "empty", text: "Chat deleted. Start a new one or pick another." }));
-      this.els.title.textContent = "New chat";
+      this.setTitle("New chat");
     }
     notify(`Deleted "${title}"`);
     await this.refreshSessions();
@@ -769,7 +775,7 @@ export class Chat {
     this.endTurn();
     this.refreshSessions().then(() => {
       const s = this.sessions.find((x) => x.id === r.session);
-      if (s) this.els.title.textContent = s.label || s.title || "New chat";
+      if (s) this.setTitle(s.label || s.title || "New chat");
     });
     this.app.taskMayHaveChanged();
   }

@@ -54,6 +54,7 @@ function item(s, current, unseen, onOpen, onDelete) {
       "button",
       {
         class: "session-open",
+        title, // the whole title when pointed at: the list cuts a long one with an ellipsis
         "aria-current": current ? "true" : null,
         "aria-keyshortcuts": "Delete",
         onclick: () => onOpen(s.id),
