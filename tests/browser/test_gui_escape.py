@@ -1,5 +1,6 @@
 """Esc closes what is open before it stops anything: a run modal (or the page's confirmation)
-closed with Esc while a chat turn runs leaves the turn running (docs/gui.md "Keyboard")."""
+closed with Esc while a chat turn runs leaves the turn running, and the page's other keys
+(`/`, Ctrl+K) leave the screen under an open dialog alone (docs/gui.md "Keyboard")."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ async def test_esc_closing_a_dialog_leaves_the_running_turn_alone(
     await page.locator("#confirm-dialog").wait_for(state="visible")
     await page.keyboard.press("Escape")
     await page.locator("#confirm-dialog").wait_for(state="hidden")
+    # `/` and Ctrl+K do not change the screen under the open modal either.
+    await page.keyboard.press("/")
+    await page.keyboard.press("Control+k")
+    assert await page.evaluate("document.body.dataset.screen") == "board"
+    assert await page.is_visible("#run-modal")
     await page.keyboard.press("Escape")
     await page.locator("#run-modal").wait_for(state="hidden")
 

@@ -286,12 +286,13 @@ class App {
 
   onKey(ev) {
     const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement?.tagName);
+    // An open dialog (the run modal, a confirmation) has the keyboard: Esc closes it (the
+    // browser's own action) and is not also a Stop for a chat turn running behind it, and
+    // Ctrl+K or `/` do not change the screen under it.
+    if (document.querySelector("dialog[open]")) return;
     if ((ev.ctrlKey || ev.metaKey) && ev.key.toLowerCase() === "k") {
       ev.preventDefault();
       this.chat.newChat();
-    } else if (ev.key === "Escape" && document.querySelector("dialog[open]")) {
-      // Esc closes the dialog it was pressed in (the browser's own action): it is not also
-      // a Stop for a chat turn running behind the run modal or a confirmation.
     } else if (ev.key === "Escape" && $("#app").classList.contains("drawer-open")) {
       this.drawer(false);
     } else if (ev.key === "Escape" && this.chat.turn) {
