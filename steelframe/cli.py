@@ -198,8 +198,13 @@ def _command_module(argv: Sequence[str] | None) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     from steelframe import collector
 
-    with collector.modules_loaded():  # the command's modules: they live as long as the process
-        parser = build_parser(argv)
+    try:
+        # A Ctrl-C while the command's modules load (a second or more on a busy machine)
+        # ends it as quietly as one a moment later: no traceback of the import under way.
+        with collector.modules_loaded():  # the command's modules live as long as the process
+            parser = build_parser(argv)
+    except KeyboardInterrupt:
+        return 130
     args = parser.parse_args(argv)
     try:
         result = args.handler(args)

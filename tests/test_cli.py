@@ -296,3 +296,30 @@ def test_the_tuis_exported_variables_do_not_break_server_commands(tmp_path: Path
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_a_ctrl_c_while_the_command_loads_ends_it_without_a_traceback(tmp_path: Path) -> None:
+    """`make run`, Ctrl-C at once: the SIGINT lands while `steelframe dev`'s modules are
+    imported (here, as the command's module starts loading)."""
+    interrupt_on_load = (
+        "import importlib, os, signal, sys\n"
+        "load = importlib.import_module\n"
+        "def interrupted(name, *args):\n"
+        "    if name == 'steelframe.dev':\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    return load(name, *args)\n"
+        "importlib.import_module = interrupted\n"
+        "from steelframe.cli import main\n"
+        "sys.exit(main(['dev', '--port', '0']))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", interrupt_on_load],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 130
+    assert result.stderr == ""
+    assert not (tmp_path / "var").exists()  # nothing was started
