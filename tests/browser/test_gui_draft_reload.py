@@ -45,3 +45,26 @@ async def test_a_reload_keeps_the_unsent_message(
     await page.click("#sign-out")
     await gui.sign_in()
     assert await page.input_value("#message") == ""
+
+
+async def test_a_reload_keeps_a_focus_set_but_not_yet_sent(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """A focus goes with the next message (the API's rule): set and not yet sent, a reload
+    lost it, and the message kept in the box then went without it."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    await gui.send("a chat to come back to")
+    await gui.wait_done()
+    await page.fill("#focus-input", "7")
+    await page.click("#focus-form button")
+    await page.fill("#message", "what blocks #7?")
+    await page.reload()
+    await page.wait_for_selector("#messages .msg.assistant")
+    await page.wait_for_selector("#focus-chip:not([hidden])")
+    assert await page.inner_text("#focus-text") == "focus: #7"
+    await page.press("#message", "Enter")
+    await gui.wait_done()
+    sessions = (await (await api.get("/api/operator/chat/sessions")).json())["sessions"]
+    assert sessions[0]["focus"] == 7

@@ -22,6 +22,7 @@ export class Chat {
     this.agent = null;
     this.agentChanged = false;
     this.decision = null; // {body, issue}
+    this.keptFocus = null; // {session, issue}: a focus not sent before a reload (keepDraft)
     this.turn = null; // {session, turnId, lastId, view, done}
     this.sends = 0; // messages sent from this page: sign-in's first render must not wipe them
     this.unseen = new Set();
@@ -116,28 +117,32 @@ export class Chat {
   }
 
   // What the operator was typing survives a reload of the tab (sessionStorage: this tab
-  // only, keyed by operator, so another operator signing in here never sees it). Kept as
-  // the page goes away, so a message already sent (the box emptied) is never brought back.
+  // only, keyed by operator, so another operator signing in here never sees it), and so
+  // does a focus set for the next message and not sent yet: the kept words would go without
+  // it. Kept as the page goes, so a message already sent (the box emptied, the focus sent)
+  // is never brought back.
   keepDraft(operator) {
     if (!operator) return;
-    const key = draftKey(operator);
+    const text = this.els.input.value.trim() ? this.els.input.value : "";
+    const focus = this.focusChanged && this.session?.id ? { session: this.session.id, issue: this.focus } : null;
     try {
-      if (this.els.input.value.trim()) sessionStorage.setItem(key, this.els.input.value);
-      else sessionStorage.removeItem(key);
+      if (text || focus) sessionStorage.setItem(draftKey(operator), JSON.stringify({ text, focus }));
+      else sessionStorage.removeItem(draftKey(operator));
     } catch {
       /* storage refused (a private window's quota): the draft is not kept */
     }
   }
 
   restoreDraft(operator) {
-    let draft = null;
+    let kept = null;
     try {
-      draft = sessionStorage.getItem(draftKey(operator));
+      kept = JSON.parse(sessionStorage.getItem(draftKey(operator)) || "null");
       sessionStorage.removeItem(draftKey(operator));
     } catch {
       return;
     }
-    if (draft && !this.els.input.value) this.els.input.value = draft;
+    if (kept?.text && !this.els.input.value) this.els.input.value = kept.text;
+    this.keptFocus = kept?.focus ?? null; // applied when its chat opens again (load)
   }
 
   forgetDraft(operator) {
@@ -255,6 +260,14 @@ export class Chat {
     this.els.status.classList.toggle("busy", Boolean(running));
     this.focus = session.focus ?? null;
     this.focusChanged = false;
+    // A focus set before a reload and not sent yet goes with the next message, as it would
+    // have (keepDraft): only in the chat it was set in.
+    const kept = this.keptFocus;
+    this.keptFocus = null;
+    if (kept && kept.session === session.id && kept.issue !== this.focus) {
+      this.focus = kept.issue;
+      this.focusChanged = true;
+    }
     this.agent = session.agent || this.agent;
     this.agentChanged = false;
     this.els.agent.value = this.agent;
