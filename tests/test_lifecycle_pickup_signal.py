@@ -7,7 +7,10 @@ that undid it is outdated. Real RQ, the GitHub sandbox and the service's webhook
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from sqlalchemy import select
 
 from bot.lifecycle.states import TaskState
 from github_sandbox.operations import HookEvent
@@ -17,6 +20,7 @@ from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fix
 from tests.fakes.pulls import as_person, one_second
 from tests.test_webhooks_endpoint import PATH
 from tests.test_webhooks_replay import replay, stored
+from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 
 FLIPS = ("closed", "reopened", "labeled", "unlabeled")
 
@@ -134,3 +138,49 @@ async def test_an_issue_close_delivered_after_its_reopen_leaves_the_task_queued(
     await lc.settle()
     assert lc.task(issue).state == TaskState.QUEUED and len(lc.queued_jobs()) == 1
     assert "steelframe:queued" in await lc.labels(issue)
+
+
+async def test_a_pickup_and_a_close_of_an_issue_github_says_is_gone_are_done_with_at_once(
+    make: Make,
+) -> None:
+    """GitHub answers 404 (or 410) for an issue deleted, or moved out of the App's sight,
+    since its webhook was sent: an answer that will not change. The pickup starts nothing
+    and the close stops the task, each processed once, not retried until it dies."""
+    lc = await make()
+    issue = await lc.open_issue()
+    task_id = lc.task(issue).id
+    opened = stored(lc.api, "issues", "labeled")[-1][1]
+    del lc.sandbox.sandbox.world.repo(lc.repo).issues[issue]  # deleted on GitHub
+    await lc.terminations.terminate(task_id, actor="operator")
+    await lc.settle()
+    # The pickup, sent again: no task started, the delivery processed once.
+    assert (await replay(lc.api, opened, "issues"))[0] == 202
+    await lc.settle()
+    assert lc.task(issue).state == TaskState.TERMINATED and lc.queued_jobs() == []
+    assert _not_done_at_once(lc) == 0
+    # A live task whose issue is closed, then deleted before the close is read: stopped.
+    other = await lc.open_issue("Make the widget green")
+    closed = _closed_payload(stored(lc.api, "issues", "labeled")[-1][1])
+    del lc.sandbox.sandbox.world.repo(lc.repo).issues[other]
+    assert (await replay(lc.api, closed, "issues"))[0] == 202
+    await lc.settle()
+    assert lc.task(other).state == TaskState.TERMINATED
+    assert _not_done_at_once(lc) == 0
+
+
+def _closed_payload(labeled: bytes) -> bytes:
+    """The `issues.closed` GitHub sends for the issue of a `labeled` delivery."""
+    data = json.loads(labeled)
+    data["action"] = "closed"
+    data["issue"]["state"] = "closed"
+    del data["label"]
+    return json.dumps(data).encode()
+
+
+def _not_done_at_once(lc: Lifecycle) -> int:
+    """`issues` deliveries not processed at their first attempt (a failed one is retried
+    with backoff, and dies after its last)."""
+    rows = lc.api.services.db.call(
+        lambda s: s.scalars(select(WebhookDelivery).where(WebhookDelivery.event == "issues")).all()
+    )
+    return sum(1 for row in rows if row.status != DeliveryStatus.PROCESSED or row.attempts > 1)

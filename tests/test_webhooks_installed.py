@@ -17,12 +17,18 @@ from tests.test_webhooks_endpoint import PATH
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
 
 
-async def pickup_payload(
-    lc: Lifecycle, repo: str, installation_id: int, *, issue_id: int = 1
-) -> bytes:
-    """A pickup label put on by the App itself (so nobody's access is asked of GitHub)."""
+async def pickup_payload(lc: Lifecycle, repo: str, installation_id: int) -> bytes:
+    """A pickup label put on by the App itself (so nobody's access is asked of GitHub). On
+    the test's repository the issue is made on GitHub first, labelled, with no webhook sent:
+    a pickup reads its issue from GitHub before it acts (bot.lifecycle.pickup_signal)."""
     data = json.loads((GITHUB_DATA / "webhook-examples/issues/labeled.payload.json").read_text())
-    data["issue"]["id"] = issue_id
+    if repo == lc.repo:
+        sandbox = lc.sandbox.sandbox
+        owner = sandbox.world.user(repo.split("/")[0])
+        made = sandbox.ops.create_issue(
+            sandbox.world.repo(repo), owner, {"title": data["issue"]["title"], "labels": [PICKUP]}
+        )
+        data["issue"]["id"], data["issue"]["number"] = made.body["id"], made.body["number"]
     assert lc.api.services.github is not None
     data["sender"]["login"] = (await lc.api.services.github.identity()).bot_login
     data["label"]["name"] = PICKUP
@@ -63,8 +69,6 @@ async def test_a_delivery_naming_another_installation_makes_no_task(make: Make) 
     assert row.reason is not None and "is served by" in row.reason
     assert tasks(lc) == []
     # A pickup rightly addressed makes its task: the check is what refused the other.
-    row = await deliver(
-        lc, await pickup_payload(lc, lc.repo, lc.sandbox.installation_id, issue_id=2)
-    )
+    row = await deliver(lc, await pickup_payload(lc, lc.repo, lc.sandbox.installation_id))
     assert row.status == DeliveryStatus.PROCESSED
     assert len(tasks(lc)) == 1

@@ -34,7 +34,7 @@ async def test_a_delivery_after_the_app_was_uninstalled_is_ignored_with_the_reas
     sandbox = lc.sandbox.sandbox
     installation = sandbox.world.installations[lc.sandbox.installation_id]
     # The App has served the repository (its installation is known to the process).
-    row = await deliver(lc, await pickup_payload(lc, lc.repo, installation.id, issue_id=1))
+    row = await deliver(lc, await pickup_payload(lc, lc.repo, installation.id))
     assert row.status == DeliveryStatus.PROCESSED
     sandbox.uninstall(installation)
     await lc.settle()
@@ -42,7 +42,7 @@ async def test_a_delivery_after_the_app_was_uninstalled_is_ignored_with_the_reas
         d for d in sandbox.hooks.sent if (d.event, d.action) == ("installation", "deleted")
     ]
     assert deleted.status == 202
-    late = await deliver(lc, await pickup_payload(lc, lc.repo, installation.id, issue_id=2))
+    late = await deliver(lc, await pickup_payload(lc, lc.repo, installation.id))
     assert late.status == DeliveryStatus.IGNORED, (late.status, late.reason)
     assert late.reason == f"the App has no installation for {lc.repo}"
     made = lc.api.services.db.call(lambda s: list(s.scalars(select(Task)).all()))

@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 from bot.db import Database
 from bot.errors import Conflict
 from bot.lifecycle import tasks
-from bot.lifecycle.pickup_signal import IssueReader, rearm
+from bot.lifecycle.pickup_signal import IssueReader, read_issue, rearm
 from bot.lifecycle.states import LIVE
 from bot.lifecycle.terminate import Terminations
 
@@ -51,15 +51,17 @@ class IssueClosed:
 async def stop_for_closed_issue(
     db: Database, github: IssueReader | None, terminations: Terminations, closed: IssueClosed
 ) -> int | None:
-    """Terminate the issue's live task if GitHub says the issue is closed, and rearm its
+    """Terminate the issue's live task if GitHub says the issue is closed (or gone: deleted,
+    or out of the App's sight), and rearm its
     pickup; the id of the task terminated, or None (also without GitHub: the close cannot
     be checked, and no task is picked up without GitHub either)."""
     repo, number = closed.repo, closed.issue
     found = await db.run(_task, repo, number)
     if found is None or github is None:
         return None
-    state = (await github.get_issue(repo, number)).state
-    if state != "closed":
+    issue = await read_issue(github, repo, number)
+    state = "gone" if issue is None else issue.state  # a deleted issue is closed for good
+    if state == "open":
         log.info(
             "lifecycle: %s#%s close outdated: the issue is %s on GitHub now", repo, number, state
         )

@@ -32,6 +32,7 @@ from typing import Protocol
 from sqlalchemy import update
 from sqlalchemy.orm import Session
 
+from bot.github.errors import GitHubNotFound
 from bot.github.issue_records import Issue
 from bot.handler_runs import record_done
 from bot.lifecycle import tasks
@@ -55,11 +56,22 @@ def signal_on(issue: Issue, pickup_labels: tuple[str, ...]) -> bool:
     return issue.state == "open" and any(name in pickup_labels for name in issue.label_names)
 
 
+async def read_issue(github: IssueReader, repo: str, number: int) -> Issue | None:
+    """The issue as GitHub says now (`GET .../issues/{n}`); None when it is gone (deleted,
+    410, or out of the App's sight, 404): an answer that will not change, so the delivery
+    that asked is done with, not retried until it dies."""
+    try:
+        return await github.get_issue(repo, number)
+    except GitHubNotFound:
+        return None
+
+
 async def read_signal(
     github: IssueReader, repo: str, number: int, pickup_labels: tuple[str, ...]
 ) -> bool:
-    """The issue's pickup signal as GitHub says now (`GET .../issues/{n}`)."""
-    return signal_on(await github.get_issue(repo, number), pickup_labels)
+    """The issue's pickup signal as GitHub says now: off for an issue that is gone."""
+    issue = await read_issue(github, repo, number)
+    return issue is not None and signal_on(issue, pickup_labels)
 
 
 def is_new(task: Task, trigger: Trigger) -> bool:
