@@ -111,10 +111,13 @@ async def test_a_turn_that_released_its_slot_to_end_keeps_its_own_end(
         async for frame in relay.replay("turn-1", after=STARTED.id, heartbeat=0.05):
             await seen.put(frame)
 
-    reader = asyncio.create_task(read())
+    reader: asyncio.Task[None] | None = None
     try:
         assert await locks.acquire(OPERATOR, "turn-1") is None
         await relay.publish(OPERATOR, "turn-1", "session-1", STARTED)
+        # The reader attaches to the turn once its stream is there, as a client re-attaching
+        # does (a replay of a turn with no stream ends at once: its stream expired).
+        reader = asyncio.create_task(read())
         await locks.release(OPERATOR, "turn-1")
         async with asyncio.timeout(PATIENCE_SECONDS):
             # Two heartbeats after the release: the reader looked at the slot since (the
@@ -126,7 +129,8 @@ async def test_a_turn_that_released_its_slot_to_end_keeps_its_own_end(
             await relay.publish(OPERATOR, "turn-1", "session-1", done)
             await reader
     finally:
-        reader.cancel()
+        if reader is not None:
+            reader.cancel()
         await relay.close()
         await locks.close()
     rest = [seen.get_nowait() for _ in range(seen.qsize())]
