@@ -150,25 +150,32 @@ async def run_once(
             raise Conflict(f"{kind} {key} is in progress elsewhere; retry shortly")
         await asyncio.sleep(POLL_SECONDS)
     try:
-        # A key claimed before (a crash, an error) may have had its effect: look first, for
-        # what that attempt asked. A fresh key cannot have, so the common path costs no
-        # look-up.
-        earlier = None if claim.fresh else msgspec.convert(claim.request, type(request))
-        result = None if earlier is None else await reconcile(earlier)
-        reused = result is not None
-        if result is None:
-            try:
-                result = await perform(request)
-            except Exception:
-                # The effect may have happened despite the error (a 5xx after the write).
-                result = await reconcile(request)
-                if result is None:
-                    raise
+        result, reused = await _effect(claim, request, perform, reconcile)
     except BaseException:
         await db.run(_release, key, clock)
         raise
     await db.run(_complete, key, msgspec.to_builtins(result), clock)
     return Outcome(result, reused=reused)
+
+
+async def _effect(
+    claim: _Claim, request: Req, perform: Action[Req, Res], reconcile: Reconcile[Req, Res]
+) -> tuple[Res, bool]:
+    """The claimed key's effect, and whether an earlier attempt had it already."""
+    # A key claimed before (a crash, an error) may have had its effect: look first, for what
+    # that attempt asked. A fresh key cannot have, so the common path costs no look-up.
+    earlier = None if claim.fresh else msgspec.convert(claim.request, type(request))
+    found = None if earlier is None else await reconcile(earlier)
+    if found is not None:
+        return found, True
+    try:
+        return await perform(request), False
+    except Exception:
+        # The effect may have happened despite the error (a 5xx after the write).
+        found = await reconcile(request)
+        if found is None:
+            raise
+        return found, False
 
 
 def completed(session: Session, key: str, result_type: type[Res]) -> Res | None:
