@@ -200,10 +200,19 @@ async def run_dev(
     # done, each part started so far stopped: the default action killed dev at once, its
     # redis-server (in a session of its own) and sandbox left running.
     stop = asyncio.Event()
+    stopped_by: list[str] = []
     loop = asyncio.get_running_loop()
+
+    def request_stop(sig: signal.Signals) -> None:
+        stopped_by.append(sig.name)
+        stop.set()
+
+    def stopped_while_starting() -> None:  # as serve says it (docs/operations.md)
+        print(f"steelframe dev: {stopped_by[0]} while starting; stopped", flush=True)
+
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, request_stop, sig)
     # The pool the app's start-up would make (steelframe.composition.start_thread_pools),
     # made before dev's own first `to_thread`: else that one makes asyncio's lazy default.
     start_default_executor(loop)
@@ -216,18 +225,18 @@ async def run_dev(
             parts.callback(redis_server.stop)
             settings = dataclasses.replace(settings, redis_url=redis_server.url)
         if stop.is_set():
-            return
+            return stopped_while_starting()
         sandbox = await _start_sandbox(settings)
         if sandbox is not None:
             parts.push_async_callback(sandbox.close)
             settings = on_sandbox(settings, sandbox)
         if stop.is_set():
-            return
+            return stopped_while_starting()
         # An index of an older analysis is rebuilt here, with a progress bar, before the app
         # binds it (which would rebuild it too, but only into the log).
         await asyncio.to_thread(upgrade_memory_index, settings, sys.stdout)
         if stop.is_set():
-            return
+            return stopped_while_starting()
         app = create_app(settings, accept_dev_tokens=True)
         runner = QuietAppRunner(app)
         await runner.setup()
@@ -235,6 +244,8 @@ async def run_dev(
         parts.push_async_callback(runner.cleanup)
         site = web.TCPSite(runner, host, port)
         await site.start()
+        if stop.is_set():  # before the banner: its url and token would be gone at once
+            return stopped_while_starting()
         bound = runner.addresses[0][1] if runner.addresses else port
         url = f"http://{host}:{bound}"
         if sandbox is not None:
