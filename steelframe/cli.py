@@ -7,6 +7,7 @@ package adds its commands in one line here and keeps its code to itself.
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
@@ -160,6 +161,33 @@ class _Subcommands(_SubParsersAction):
             kwargs["help"] = COMMANDS[name][1]
         kwargs.setdefault("description", kwargs.get("help"))
         return super().add_parser(name, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        """A word the chosen command does not know is its error, with its usage and the
+        option it looks like: argparse leaves it to the top parser, whose usage lists none
+        of the command's options (`steelframe dev --prot 9000`)."""
+        super().__call__(parser, namespace, values, option_string)
+        unknown = getattr(namespace, argparse._UNRECOGNIZED_ARGS_ATTR, None)
+        if unknown:
+            chosen = self._name_parser_map[values[0]]
+            chosen.error(f"unrecognized arguments: {' '.join(unknown)}{_near(chosen, unknown)}")
+
+
+def _near(parser: argparse.ArgumentParser, unknown: list[str]) -> str:
+    """` (did you mean --port?)` for the first unknown option that is close to one."""
+    known = [option for action in parser._actions for option in action.option_strings]
+    for word in unknown:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1)
+            if close:
+                return f" (did you mean {close[0]}?)"
+    return ""
 
 
 class CommandParser(argparse.ArgumentParser):

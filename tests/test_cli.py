@@ -323,3 +323,28 @@ def test_a_ctrl_c_while_the_command_loads_ends_it_without_a_traceback(tmp_path: 
     assert result.returncode == 130
     assert result.stderr == ""
     assert not (tmp_path / "var").exists()  # nothing was started
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["dev", "--prot", "9000"], "steelframe dev: error: unrecognized arguments: --prot 9000 "
+         "(did you mean --port?)"),
+        (["memory", "search", "login", "--flor", "0"], "steelframe memory search: error: "
+         "unrecognized arguments: --flor 0 (did you mean --floor?)"),
+        (["config", "--lst"], "steelframe config: error: unrecognized arguments: --lst "
+         "(did you mean --list?)"),
+    ],
+)  # fmt: skip
+def test_a_typed_wrong_option_is_the_commands_error_with_the_option_it_looks_like(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not the top parser's usage (which lists none of the command's options) and a bare
+    "unrecognized arguments": the command's usage, and the option meant."""
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    command = said.split(": error:")[0]  # "steelframe dev"
+    assert err.startswith(f"usage: {command} [-h]")
+    assert err.strip().splitlines()[-1] == said
