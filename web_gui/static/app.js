@@ -31,6 +31,12 @@ function isTextEntry(el) {
   return el.tagName === "INPUT" && !["button", "checkbox", "radio", "submit", "reset"].includes(el.type);
 }
 
+// http_edge/cookies.py CSRF_COOKIE: set at sign-in with the session cookie (HttpOnly, so not
+// readable here), with the same lifetime, and deleted with it at sign-out.
+function hasSignInCookie() {
+  return document.cookie.split(";").some((c) => c.trim().startsWith("steelframe_csrf="));
+}
+
 class App {
   constructor() {
     this.chat = null;
@@ -70,8 +76,12 @@ class App {
     // Only the sign-in check decides whether the operator is signed in: a load of the app
     // that fails after it (the chats list answered 503) is said in the app, not answered
     // with the sign-in card, which would read as a sign-out to someone still signed in.
+    // A browser that holds no sign-in (the CSRF cookie, readable on purpose, is set and
+    // dropped with the session's) is not asked about one: the answer is a 401, an error in
+    // the console of every first visit.
     let who = null;
     try {
+      if (!hasSignInCookie()) throw new ApiError(401, {});
       who = await api.get("/gui/session");
     } catch (err) {
       const unsure = !(err instanceof ApiError && err.status === 401);
