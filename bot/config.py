@@ -264,7 +264,8 @@ class Settings(ModelSettings, CodingSettings):
                 values.pop(attr, None)
                 sources[attr] = f"{origin} (empty: unset)"
             parsed = _read_variables(
-                {n: raw for n, raw in variables.items() if not (raw == "" and n in _BY_ENV)}
+                {n: raw for n, raw in variables.items() if not (raw == "" and n in _BY_ENV)},
+                origin,
             )
             values.update(parsed)
             sources.update(dict.fromkeys(parsed, origin))
@@ -349,8 +350,11 @@ class Settings(ModelSettings, CodingSettings):
 CLIENT_VARIABLES = frozenset({"STEELFRAME_TOKEN", "STEELFRAME_URL"})
 
 
-def _read_variables(variables: Mapping[str, str]) -> dict[str, Any]:
-    """Parse the known variables of one source; an unknown `STEELFRAME_*` one is an error."""
+def _read_variables(variables: Mapping[str, str], origin: str) -> dict[str, Any]:
+    """Parse the known variables of one source; an unknown `STEELFRAME_*` one is an error.
+    An error names `.env` when the variable came from there: the shell has no such variable
+    to look at."""
+    where = ".env: " if origin == ".env" else ""
     values: dict[str, Any] = {}
     for name, raw in variables.items():
         if name == "STEELFRAME_CONFIG" or name.startswith("STEELFRAME_TEST_"):
@@ -360,11 +364,11 @@ def _read_variables(variables: Mapping[str, str]) -> dict[str, Any]:
         spec = _BY_ENV.get(name)
         if spec is None:
             if name.startswith("STEELFRAME_"):
-                raise ConfigError(f"{name}: unknown setting (see docs/configuration.md)")
+                raise ConfigError(f"{where}{name}: unknown setting (see docs/configuration.md)")
             continue
         if name != spec.env and spec.env in variables:
             continue  # the main name wins over an alias
-        values[spec.attr] = _parse(spec, raw)
+        values[spec.attr] = _parse(spec, raw, f"{where}{name}")
     return values
 
 
@@ -420,7 +424,8 @@ def _resolve_paths(values: dict[str, Any]) -> None:
     values.setdefault("database_url", f"sqlite:///{data_dir / DEFAULT_DATABASE_FILE}")
 
 
-def _parse(spec: SettingSpec, raw: str) -> Any:
+def _parse(spec: SettingSpec, raw: str, where: str) -> Any:
+    """`raw` as `spec`'s value, or a ConfigError naming `where` it was set and the value."""
     try:
         return spec.parse(raw)
     except (ValueError, TypeError) as exc:
@@ -430,7 +435,7 @@ def _parse(spec: SettingSpec, raw: str) -> Any:
             shown = repr(mask_url_password(raw))
         else:
             shown = repr(raw)
-        raise ConfigError(f"{spec.env}: {shown} is not valid: {exc}") from exc
+        raise ConfigError(f"{where}: {shown} is not valid: {exc}") from exc
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -457,7 +462,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
             text = ",".join(map(str, raw))
         elif isinstance(raw, list) and spec.parse is parse_paths:
             text = os.pathsep.join(map(str, raw))
-        values[spec.attr] = _parse(spec, text)
+        # The key as the file spells it, and the variable the docs list it under.
+        named = key if key == spec.env else f"{key} ({spec.env})"
+        values[spec.attr] = _parse(spec, text, f"{path}: {named}")
     return values
 
 

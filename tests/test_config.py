@@ -88,6 +88,32 @@ def test_toml_unknown_key_is_refused(tmp_path: Path) -> None:
         Settings.from_env({}, toml_path=toml)
 
 
+def test_a_bad_value_in_a_file_names_the_file_and_the_key_as_written_there(
+    tmp_path: Path,
+) -> None:
+    """A newcomer who never exported STEELFRAME_RUNTIME looks for it in the shell: the error
+    says which file holds it (the TOML key as spelled there, and its variable)."""
+    toml = tmp_path / "steelframe.toml"
+    toml.write_text('runtime = "openia"\n')
+    with pytest.raises(ConfigError) as in_toml:
+        Settings.from_env({}, toml_path=toml)
+    assert str(in_toml.value) == (
+        f"{toml}: runtime (STEELFRAME_RUNTIME): 'openia' is not valid: must be one of "
+        "offline, openai, anthropic, command"
+    )
+    with pytest.raises(ConfigError) as in_dotenv:
+        Settings.from_env({}, dotenv={"STEELFRAME_RUNTIME": "openia"})
+    assert str(in_dotenv.value).startswith(".env: STEELFRAME_RUNTIME: 'openia' is not valid")
+    with pytest.raises(ConfigError) as unknown:
+        Settings.from_env({}, dotenv={"STEELFRAME_RUNTIM": "openai"})
+    assert (
+        str(unknown.value) == ".env: STEELFRAME_RUNTIM: unknown setting (see docs/configuration.md)"
+    )
+    with pytest.raises(ConfigError) as in_shell:  # the environment's own: the name says it
+        Settings.from_env({"STEELFRAME_RUNTIME": "openia"})
+    assert str(in_shell.value).startswith("STEELFRAME_RUNTIME: 'openia' is not valid")
+
+
 # -- Probot's conventions (docs/github.md, "Probot's names") ---------------------------------
 
 
