@@ -9,6 +9,16 @@ BIN := $(VENV)/bin
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 
+# A .venv whose Python no longer runs (the interpreter it was made from was upgraded or
+# removed: a Homebrew or pyenv upgrade) is made again: its stamps alone kept it, and every
+# command in it failed with "make: .venv/bin/steelframe: No such file or directory".
+ifneq ($(wildcard $(VENV)),)
+ifneq ($(shell $(BIN)/python -c 'print("runs")' 2>/dev/null),runs)
+$(info ==> $(VENV)'s Python no longer runs: making $(VENV) again)
+$(shell rm -f $(RUNTIME_STAMP) $(STAMP))
+endif
+endif
+
 .PHONY: run tui doctor desktop test lint bench clean wire
 
 # uv installs what pip would (the same resolution from PyPI, bytecode compiled too), in
@@ -25,13 +35,13 @@ endef
 
 $(RUNTIME_STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing steelframe (first run takes a minute)"
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c '' 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)
 	$(call install,.)
 	@touch $(RUNTIME_STAMP)
 
 $(STAMP): pyproject.toml
 	@echo "==> creating $(VENV) and installing steelframe with its dev extras"
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -c '' 2>/dev/null || $(PYTHON) -m venv --clear $(VENV)
 	$(call install,.[dev])
 	@touch $(STAMP) $(RUNTIME_STAMP)
 
