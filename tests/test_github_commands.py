@@ -83,6 +83,31 @@ def test_webhooks_list_shows_the_log_and_the_failed_ones(
     out = capsys.readouterr().out
     assert "bad-1" in out and "bad-2" in out and "again-1" not in out
     assert main(["webhooks", "list", "--status", "nonsense"]) == 2
+    known = ", ".join(DeliveryStatus)
+    assert (
+        capsys.readouterr().err.strip() == f"steelframe: unknown status 'nonsense': one of {known}"
+    )
+    with pytest.raises(SystemExit):
+        main(["webhooks", "list", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    assert all(f" {status}," in helped or f" {status} " in helped for status in DeliveryStatus)
+
+
+def test_webhooks_list_with_nothing_to_show_says_which_database_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run from another folder than the checkout, the command reads that folder's ./var:
+    an empty list printed nothing at all, as if no delivery had ever come."""
+    monkeypatch.delenv("STEELFRAME_DATABASE_URL", raising=False)
+    monkeypatch.delenv("STEELFRAME_DATA_DIR", raising=False)
+    monkeypatch.chdir(tmp_path)
+    database = f"sqlite:///{tmp_path / 'var' / 'steelframe.db'}"
+    assert main(["webhooks", "list"]) == 0
+    assert capsys.readouterr().out == f"no deliveries in {database}\n"
+    assert main(["webhooks", "list", "--failed"]) == 0
+    assert capsys.readouterr().out == f"no failed deliveries in {database}\n"
+    assert main(["webhooks", "list", "--status", "dead"]) == 0
+    assert capsys.readouterr().out == f"no dead deliveries in {database}\n"
 
 
 def test_webhooks_replay_takes_ids(database_env: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -34,8 +34,10 @@ def register(subparsers: Any) -> None:
     hooks_sub = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="SUBCOMMAND")
     listing = hooks_sub.add_parser("list", help="newest deliveries first")
     which = listing.add_mutually_exclusive_group()
-    which.add_argument(
-        "--status", help="received|processing|processed|ignored|retrying|dead|rejected"
+    which.add_argument(  # webhooks.deliveries.DeliveryStatus (2 s of imports, so not here)
+        "--status",
+        help="only these: received, processing, processed, ignored, retrying, dead, "
+        "rejected or replayed",
     )
     which.add_argument(
         "--failed", action="store_true", help="dead letters and deliveries being retried"
@@ -127,7 +129,8 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
     from webhooks.delivery_log import list_deliveries
 
     if args.status is not None and args.status not in set(DeliveryStatus):
-        print(f"steelframe: unknown status {args.status!r}", file=sys.stderr)
+        known = ", ".join(DeliveryStatus)
+        print(f"steelframe: unknown status {args.status!r}: one of {known}", file=sys.stderr)
         return 2
     statuses = list(FAILED_STATUSES) if args.failed else [args.status] if args.status else []
     found = with_database(
@@ -141,8 +144,12 @@ def cmd_webhooks_list(args: argparse.Namespace) -> int:
             f"{d.received_at:%Y-%m-%d %H:%M:%S}  {d.delivery_id:36}  {kind:32} "
             f"{d.repo or '-':30} {d.status} x{d.attempts}{due}{note}"
         )
-    if args.failed and not found:
-        print("no failed deliveries")
+    if not found:
+        # Which database was read: run from another folder, a command reads that folder's
+        # ./var (a new, empty database), not the one `make run` uses.
+        where = load_settings().redacted()["STEELFRAME_DATABASE_URL"]
+        which = f"{args.status} " if args.status else "failed " if args.failed else ""
+        print(f"no {which}deliveries in {where}")
     return 0
 
 
