@@ -498,8 +498,11 @@ def test_worker_without_redis_says_what_to_set(
     monkeypatch.setenv("STEELFRAME_DATABASE_URL", f"sqlite:///{tmp_path / 'w.db'}")
     monkeypatch.chdir(tmp_path)
     handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    need = "steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL\n"
     assert main(["worker", "--burst"]) == 2
+    # That line alone: no warnings first about coding agents of a worker that cannot start.
+    assert capsys.readouterr().err == need
     assert main(["reconcile"]) == 2
-    assert "set STEELFRAME_REDIS_URL" in capsys.readouterr().err
+    assert capsys.readouterr().err == need
     # Called in process (as here, or by an embedder), it leaves the caller's handlers.
     assert {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} == handlers

@@ -65,19 +65,20 @@ def _queue_name(value: str) -> str:
         raise argparse.ArgumentTypeError(f"{value!r} is not valid: {exc}") from exc
 
 
-def _context(queue: str | None) -> tuple[LifecycleContext, Narrator] | None:
-    """The lifecycle's context for a command (logging set up, migrations applied) and what
+def _context(queue: str | None, *, command: str) -> tuple[LifecycleContext, Narrator] | None:
+    """The lifecycle's context for `command` (logging set up, migrations applied) and what
     says its progress, or None after saying that the lifecycle needs Redis."""
     settings = load_settings()
     require_authenticated_redis(settings)  # a refusal first, before any warning or work
-    configure_logging(settings)
-    narrator = Narrator.for_command(
-        settings, logger="steelframe.worker", prefix="steelframe worker"
-    )
-    _warn_about_coding(settings, narrator)
-    if not settings.redis_url:
+    if not settings.redis_url:  # nothing can start: no warnings about what it would do
         print("steelframe: the lifecycle needs Redis: set STEELFRAME_REDIS_URL", file=sys.stderr)
         return None
+    configure_logging(settings)
+    narrator = Narrator.for_command(
+        settings, logger="steelframe.worker", prefix=f"steelframe {command}"
+    )
+    if command == "worker":  # it takes tasks; `reconcile` only repairs what is there
+        _warn_about_coding(settings, narrator)
     require_data_dir(settings)  # worktrees and the setup cache: unwritable, one line, no work
     ctx = build_worker_context(settings, environ=os.environ, queue_name=queue)
     ctx.redis.ping()  # unreachable: one line naming STEELFRAME_REDIS_URL (cli.main), no work
@@ -98,7 +99,7 @@ def _reconciling(narrator: Narrator) -> Callable[[str], None]:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    started = _context(args.queue)
+    started = _context(args.queue, command="reconcile")
     if started is None:
         return 2
     ctx, narrator = started
@@ -125,7 +126,7 @@ def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
     # A forking worker freezes its heap at each fork (frozen_heap) and undoes it after: it
     # can undo only a freeze nothing made before it.
     thaw()
-    started = _context(args.queue)
+    started = _context(args.queue, command="worker")
     if started is None:
         return 2
     ctx, narrator = started
