@@ -59,7 +59,7 @@ def explain_listen(exc: OSError, host: str, port: int) -> str | None:
     if exc.errno == errno.EADDRINUSE:
         return (
             f"cannot listen on {host}:{port}: the port is already in use. "
-            "Stop the other process or choose another port with --port."
+            "Stop the other process or choose another port with --port (make run PORT=9000)."
         )
     if exc.errno in (errno.EADDRNOTAVAIL, errno.EACCES, errno.EPERM):
         return f"cannot listen on {host}:{port}: {exc.strerror}. Check --host and --port."

@@ -156,7 +156,7 @@ def test_a_taken_port_fails_before_any_start_up_work(tmp_path: Path, command: st
     said = [line for line in result.stderr.splitlines() if not line.startswith("import time:")]
     assert "\n".join(said).strip() == (
         f"steelframe: cannot listen on 127.0.0.1:{port}: the port is already in use. "
-        "Stop the other process or choose another port with --port."
+        "Stop the other process or choose another port with --port (make run PORT=9000)."
     )
     assert not (tmp_path / "var").exists()  # no database, index, Redis or sandbox made first
 
