@@ -38,7 +38,11 @@ def test_operator_create_prints_the_token_last(
     assert main(["operator", "create", "alice"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert re.fullmatch(r"sfo_[\w-]{20,}", out[-1])
-    assert main(["operator", "create", "alice"]) == 1  # already exists
+    assert main(["operator", "create", "alice"]) == 1  # already exists: the way on is said
+    assert capsys.readouterr().err == (
+        "steelframe: operator 'alice' already exists: `steelframe operator rotate alice` "
+        "issues it a new token\n"
+    )
 
 
 def test_bad_setting_stops_with_a_message_naming_it(tmp_path: Path) -> None:

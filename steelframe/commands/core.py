@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from bot import db as dbmod
-from bot.errors import SteelframeError
+from bot.errors import Conflict, SteelframeError
 from bot.operators import create_operator, list_operators, revoke_token, rotate_token
 from bot.redis_auth import require_authenticated_redis
 from bot.serving_checks import Check, serving_checks
@@ -243,7 +243,8 @@ def cmd_operator_create(args: argparse.Namespace) -> int:
         operator, token = create_operator(session, name)
         return f"created operator {operator.name!r}; keep this token, it is shown once:", token
 
-    return _print_token(create, args.name)
+    # Its token is shown once: whoever lost it runs create again, and is told the way on.
+    return _print_token(create, args.name, or_else=f"`steelframe operator rotate {args.name}`")
 
 
 def cmd_operator_rotate(args: argparse.Namespace) -> int:
@@ -269,13 +270,17 @@ def cmd_operator_revoke(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_token(make: Callable[[Session, str], tuple[str, str]], name: str) -> int:
+def _print_token(
+    make: Callable[[Session, str], tuple[str, str]], name: str, *, or_else: str | None = None
+) -> int:
     """Make the named operator's token (`make` gives a heading and the token), then print
-    the heading and the token alone on the last line; a refusal is one line on stderr."""
+    the heading and the token alone on the last line; a refusal is one line on stderr, and
+    a conflict names `or_else`, the command that gives the existing operator a new token."""
     try:
         heading, token = with_database(make, name)
     except SteelframeError as exc:
-        print(f"steelframe: {exc.message}", file=sys.stderr)
+        hint = f": {or_else} issues it a new token" if or_else and isinstance(exc, Conflict) else ""
+        print(f"steelframe: {exc.message}{hint}", file=sys.stderr)
         return 1
     print(heading)
     print(token)
