@@ -9,8 +9,12 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from bot.runtimes.base import Delta
 from tests.browser.conftest import WAIT_MS, GuiFactory
 from tests.conftest import make_settings
+from tests.fakes.runtimes import ScriptedRuntime
 
 # An events stream that opens and ends at once, asking to be re-tried in 100 ms: the browser
 # reconnects by itself (with Last-Event-ID), as after a dropped connection.
@@ -85,3 +89,79 @@ async def test_a_stream_back_at_its_first_try_says_nothing(
     await asyncio.wait_for(back.wait(), WAIT_MS / 1000)  # reconnected at its first try
     await page.wait_for_selector("body[data-live=stream]")
     assert opened == []  # the observer saw every change since the page loaded
+
+
+@pytest.mark.parametrize("sent_early", [False, True], ids=["chat-open", "sent-while-loading"])
+async def test_a_reply_lost_with_the_connection_shows_once_the_service_is_back(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory, sent_early: bool
+) -> None:
+    """The turn's stream was cut and every re-attach failed (the page says the connection
+    was lost), while the service finished the turn. Once the service can be reached again
+    (the live stream is back) the page opens the chat again by itself and shows the reply
+    that was stored meanwhile: the operator is not left with "Reopen the chat" to do. So too
+    for a message sent before the page had its chat open (sign-in still loading it)."""
+    runtime = ScriptedRuntime([[Delta("the answer that was waiting")]])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    session = await (await api.post("/api/operator/chat/new", json={})).json()
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    state = {"down": True}
+    first_events = {"left": 1}
+
+    async def events(route: Any) -> None:
+        if first_events["left"]:
+            first_events["left"] -= 1  # opened, then dropped: the service goes away
+            await route.fulfill(
+                status=200, headers={"Content-Type": "text/event-stream"}, body=DROPPED
+            )
+        elif state["down"]:
+            await route.abort("connectionrefused")
+        else:
+            await route.continue_()
+
+    cut = 'id: 1\ndata: {"type": "delta", "text": "half an ans"}\n\n'
+
+    async def chat_stream(route: Any) -> None:
+        if route.request.method == "POST":  # the turn's stream, cut after one frame
+            headers = {
+                "Content-Type": "text/event-stream",
+                "X-Steelframe-Session": session["id"],
+                "X-Steelframe-Turn": "lost-turn",
+            }
+            await route.fulfill(status=200, headers=headers, body=cut)
+        else:
+            await route.abort("connectionrefused")  # every re-attach, while it is away
+
+    await page.route("**/api/operator/events*", events)
+    await page.route("**/api/operator/chat/stream*", chat_stream)
+    sent = asyncio.Event()
+
+    async def open_late(route: Any) -> None:
+        await sent.wait()  # sign-in's opening of the chat answers after the send
+        await route.continue_()
+
+    if sent_early:
+        await page.route("**/api/operator/chat/session/*/open", open_late)
+    else:
+        sent.set()
+    await gui.sign_in()
+    if not sent_early:
+        await page.wait_for_selector(
+            f"#session-list .session.current[data-session='{session['id']}']"
+        )
+    await gui.send("a question")
+    sent.set()
+    # The service ran the turn all the same (here: asked directly, in the same chat).
+    answered = await api.post(
+        "/api/operator/chat", json={"message": "a question", "session": session["id"]}
+    )
+    assert answered.status == 200
+    await page.locator("#messages .msg.assistant.stopped").wait_for(timeout=60_000)
+    assert await page.inner_text("#status-line") == "connection lost"
+
+    state["down"] = False  # the service can be reached again
+    await page.unroute("**/api/operator/chat/stream*")
+    reply = page.locator("#messages .msg.assistant", has_text="the answer that was waiting")
+    await reply.wait_for()
+    assert await page.locator("#messages .msg.assistant.stopped").count() == 0
+    assert await page.locator("#messages .msg.user", has_text="a question").count() == 1

@@ -210,6 +210,7 @@ class App {
           ? "The connection to the service was lost: reconnecting… The Board and your chats catch up once it is back."
           : "";
       },
+      onReachable: () => this.chat.reconnected(),
     });
     this.live.start();
     // Signed in: the composer has the focus (where the sign-in form had it), unless the

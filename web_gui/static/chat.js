@@ -23,6 +23,7 @@ export class Chat {
     this.agentChanged = false;
     this.decision = null; // {body, issue}
     this.keptFocus = null; // {session, issue}: a focus not sent before a reload (keepDraft)
+    this.lost = null; // {session, shown}: a turn lost with the connection (reconnected)
     this.turn = null; // {session, turnId, lastId, view, done}
     this.sends = 0; // messages sent from this page: sign-in's first render must not wipe them
     this.unseen = new Set();
@@ -666,6 +667,8 @@ export class Chat {
       if (attempt >= RESUME_TRIES) {
         turn.view.stopped("The connection to the service was lost. Reopen the chat to see the answer.");
         this.turnStatus(turn, "connection lost");
+        // Opened again by itself once the service is back, unless the operator moved on.
+        this.lost = { session: turn.session, shown: this.shown };
         this.endTurn();
         return;
       }
@@ -684,6 +687,15 @@ export class Chat {
       if (this.turn === turn) this.turnStatus(turn, phase); // back: the next frame says more
       phase = null;
     }
+  }
+
+  // The service can be reached again (the live stream opened): a chat whose turn was lost
+  // with the connection is opened again, so the operator sees the reply stored meanwhile,
+  // or follows the turn if it still runs (the open re-attaches), without doing it themselves.
+  reconnected() {
+    const lost = this.lost;
+    this.lost = null;
+    if (lost?.session && !this.turn && lost.shown === this.shown) this.open(lost.session, { reveal: false });
   }
 
   // The status line of a turn, when it is the one shown (a turn away says nothing here).

@@ -47,7 +47,7 @@ async function streamStatus() {
 }
 
 export class LiveUpdates {
-  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun, onConnection }) {
+  constructor({ onTask, onResult, onSession, onResync, onPoll, onLedger, onReview, onFixRun, onConnection, onReachable }) {
     // `task`: a task's card as the Board lists it (its state, pull request loop and, while
     // it waits, its question): applied as it is, nothing read again. `resync`: events after
     // our id were dropped, so reload what is shown. `ledger`: a task's review threads changed. `review`, `fix_run`: a run took review threads up, or
@@ -64,6 +64,8 @@ export class LiveUpdates {
     this.onPoll = onPoll;
     // `onConnection(lost)`: whether the service cannot be reached now, for the page to say.
     this.onConnection = onConnection ?? (() => {});
+    // `onReachable()`: the service answered (the stream opened, or refused it for now).
+    this.onReachable = onReachable ?? (() => {});
     this.failedTries = 0; // the browser's reconnects in a row that failed
     this.source = null;
     this.timer = null;
@@ -91,6 +93,7 @@ export class LiveUpdates {
       this.retryMs = RETRY_MIN_MS;
       this.failedTries = 0;
       this.onConnection(false);
+      this.onReachable();
       // Opened without a position (the first time, after the page's own loads, or again
       // when no event came before a refusal: the stream's opening `id:` line is not shown to
       // scripts), it starts "now": reload what is shown, as for `resync`, so what happened
@@ -126,7 +129,9 @@ export class LiveUpdates {
     if (run !== this.run || this.source) return; // stopped, or re-opened meanwhile
     // Answered (a 503 while Redis is away, a 404): the service is there, polled meanwhile.
     // No answer, or a proxy's "the service behind me is away": it cannot be reached.
-    this.onConnection([0, 502, 504].includes(status));
+    const away = [0, 502, 504].includes(status);
+    this.onConnection(away);
+    if (!away) this.onReachable();
     if (status === 404) {
       this.mode = "no-stream";
       this.retryLater(NO_STREAM_RETRY_MS);
