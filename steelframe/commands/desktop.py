@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,7 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         browser = find_browser(args.browser)
         check_root(args.browser_arg)
         url = args.url or os.environ.get("STEELFRAME_URL") or DEFAULT_URL
+        check_display(args.browser_arg, os.environ, url)
         profile = args.profile or Path.home() / ".local/share/steelframe/desktop"
         with _terminate_on_sigterm(), service(url.rstrip("/"), allow_dev=not args.no_dev) as page:
             return run_window(browser, page, profile, args.browser_arg)
@@ -84,6 +85,25 @@ def find_browser(explicit: str | None) -> str:
             return candidate
     raise DesktopError(
         "no Chromium or Chrome found: install one (apt-get install chromium) or pass --browser"
+    )
+
+
+def check_display(extra: list[str], environ: Mapping[str, str], url: str) -> None:
+    """A window on Linux needs an X or Wayland display. Over ssh or in a container there is
+    none: Chromium printed its own errors ("Missing X server or $DISPLAY") and the command
+    ended with no word of its own. Said before anything starts, with what works instead."""
+    if (
+        not sys.platform.startswith("linux")
+        or environ.get("DISPLAY")
+        or environ.get("WAYLAND_DISPLAY")
+    ):
+        return
+    if any(arg.startswith(("--headless", "--ozone-platform")) for arg in extra):
+        return  # the operator chose a browser that needs no display
+    raise DesktopError(
+        "no display to open a window on (DISPLAY and WAYLAND_DISPLAY are unset, as over ssh): "
+        f"open {url} in a browser where you have a screen, or use the terminal client: "
+        f"make tui URL={url} (steelframe tui --url {url})"
     )
 
 
