@@ -30,6 +30,7 @@ from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Settings
 from bot.config_values import Secret
 from bot.db import Database
 from bot.executors import start_default_executor
+from bot.lifecycle.agents.installed import agent_problem
 from bot.models import Operator
 from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
@@ -264,7 +265,7 @@ async def run_dev(
             f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}",
             flush=True,
         )
-        print(f"coding: {_coding_line(settings)}", flush=True)
+        print(f"coding: {await asyncio.to_thread(_coding_line, settings)}", flush=True)
         print(f"url: {url}", flush=True)
         print(f"token: {token}", flush=True)
         worker = _start_worker(app[PARTS])
@@ -356,7 +357,13 @@ def _coding_line(settings: Settings) -> str:
         )
     if agent is None:
         return "none configured (tasks wait for info)"
-    return agent + (f" · model {settings.coding_model}" if settings.coding_model else "")
+    line = agent + (f" · model {settings.coding_model}" if settings.coding_model else "")
+    # `STEELFRAME_CODING_AGENT=claude make run` before installing Claude Code: said here,
+    # not found out from the first task's failure.
+    problem = agent_problem(agent)  # runs the agent's `--version` (on a thread)
+    return (
+        f"{line} · {problem}; its tasks fail until that is fixed (make doctor)" if problem else line
+    )
 
 
 def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from bot import db as dbmod
 from bot.config import Settings
 from bot.config_values import parse_queue_name
+from bot.lifecycle.agents.installed import agent_problem
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.queue import rq_queue
 from bot.lifecycle.reconcile import (
@@ -92,6 +93,9 @@ def _warn_about_coding(settings: Settings, narrator: Narrator) -> None:
     for check in (github_app_check(settings), coding_runtime_check(settings)):
         if not check.ok or check.note:
             narrator.warn(check.detail)
+    problem = agent_problem(settings.coding_agent)  # claude, codex, aider: installed here?
+    if problem:
+        narrator.warn(f"{problem}; its tasks fail until that is fixed (steelframe doctor)")
 
 
 def _reconciling(narrator: Narrator) -> Callable[[str], None]:

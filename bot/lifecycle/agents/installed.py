@@ -75,3 +75,11 @@ def configured_problem(agent: str | None, found: list[Found]) -> str | None:
     if mine.path is None or not mine.supported:
         return f"the configured agent, {mine.preset.label}, is {mine.verdict()}"
     return None
+
+
+def agent_problem(agent: str | None, *, which: Which = shutil.which) -> str | None:
+    """Why the configured agent cannot run on this machine (not installed, an unsupported
+    version), or None: it can, or it is one that needs nothing installed (demo, command)."""
+    if agent not in {a.value for a in PRESETS}:
+        return None
+    return configured_problem(agent, [find(PRESETS[Agent(agent)], which=which)])
