@@ -21,14 +21,20 @@ async def test_a_long_chat_title_reads_whole_when_pointed_at(
     session = await (await api.post("/api/operator/chat/new", json={"title": title})).json()
     gui = await gui_factory(api)
     page = gui.page
-    item = page.locator(f"[data-session='{session['id']}'] .session-open")
+    in_sidebar = f"[data-session='{session['id']}'] .session-open"
+    item = page.locator(in_sidebar)
     await item.wait_for()
     await page.wait_for_function(
         "(t) => document.querySelector('#chat-title').textContent === t", arg=title
     )
-    # Cut where it is shown...
-    for where in (item, page.locator("#chat-title")):
-        assert await where.evaluate("el => el.scrollWidth > el.clientWidth")
+    # Cut where it is shown (the sidebar is drawn again as the chat opens: each look finds
+    # the element as it is then, not one the list has since replaced)...
+    for where in (in_sidebar, "#chat-title"):
+        await page.wait_for_function(
+            "(at) => { const el = document.querySelector(at);"
+            " return el !== null && el.scrollWidth > el.clientWidth; }",
+            arg=where,
+        )
     # ...and whole when pointed at.
     assert await item.get_attribute("title") == title
     assert await page.get_attribute("#chat-title", "title") == title
