@@ -126,3 +126,14 @@ def test_start_up_rebuilds_an_index_of_an_older_analysis_with_a_progress_bar(
     assert again.getvalue() == ""  # current now: nothing to do
     assert main(["memory", "search", "deployed builds"]) == 0  # stemmed: the new analysis
     assert capsys.readouterr().out.count("deploys of build") == 3
+
+
+@pytest.mark.parametrize("query", ["", "   "])
+def test_search_for_nothing_says_the_query_is_empty(
+    query: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["memory", "add", "Pinned redis to 7.2"]) == 0
+    capsys.readouterr()
+    assert main(["memory", "search", query]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "steelframe: the query is empty: say what to look for\n"

@@ -116,6 +116,9 @@ def cmd_search(args: argparse.Namespace) -> int:
     if args.k <= 0 or (args.floor is not None and not 0.0 <= args.floor <= 1.0):
         print("steelframe: -k must be positive and --floor between 0 and 1", file=sys.stderr)
         return 2
+    if not args.query.strip():  # else "no hits", as if memory had nothing on it
+        print("steelframe: the query is empty: say what to look for", file=sys.stderr)
+        return 2
     floor = CHAT_FLOOR if args.floor is None else args.floor
     with _memory() as (_settings, memory):
         try:
