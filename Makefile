@@ -27,6 +27,8 @@ endif
 # only pip is configured for, say), pip does, as before.
 define install
 	@$(BIN)/python -m pip install --quiet uv || true
+	@if [ -x $(BIN)/uv ]; then echo "==> uv installs the packages, then compiles them: \
+	10 to 20 s without a line after 'Installed N packages'"; fi
 	@if [ -x $(BIN)/uv ] && $(BIN)/uv pip install --python $(BIN)/python --compile-bytecode -e '$(1)'; \
 	then :; else echo "==> uv could not install: pip installs instead"; \
 	$(BIN)/python -m pip install --quiet --upgrade pip && \
