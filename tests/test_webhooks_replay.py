@@ -82,6 +82,20 @@ async def test_a_replay_under_a_new_id_is_stored_as_replayed_and_never_processed
     assert len(reasons) == 1 and "issues.opened:" in reasons.pop()  # keyed on the issue's ids
 
 
+async def test_a_ping_sent_again_is_a_ping_of_its_own_not_a_replay(
+    api_factory: Callable[..., Any], tmp_path: Path
+) -> None:
+    """A ping changes nothing, and a service started again pings its webhook anew with the
+    same bytes (the dev sandbox does): each is processed, none listed as `replayed`."""
+    api = await api_factory(webhook_settings(tmp_path))
+    body = example("ping", "payload.json")
+    for _ in range(2):
+        answer = await api.raw.post(PATH, data=body, headers=webhook_headers(body, "ping"))
+        assert answer.status == 202 and (await answer.json())["status"] == "accepted"
+    await drain(api)
+    assert sorted(statuses(api).values()) == [DeliveryStatus.PROCESSED] * 2
+
+
 async def test_a_new_change_to_the_same_issue_is_not_a_replay(
     api_factory: Callable[..., Any], tmp_path: Path
 ) -> None:

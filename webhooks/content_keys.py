@@ -31,6 +31,9 @@ read the issue from GitHub first and follow only what it says now, and a pickup 
 already followed changes nothing (`bot.lifecycle.issue_closed`,
 `bot.lifecycle.pickup_signal`); the memory handler keeps the newest text by `updated_at`.
 
+A ping has no content key either: it changes nothing, so replay protection has nothing to
+protect, and a service started again pings with the bytes it sent before.
+
 The writer stores the first delivery with a key; a later one with the same key is stored
 as `replayed` and never processed (`webhooks.delivery_sql.insert_statements`).
 """
@@ -76,6 +79,10 @@ _UNKEYED = frozenset(
     }
 )
 _MERGED_AT = "pull_request.merged_at"
+# Events that change nothing: no key, so the same bytes sent again (a service started again
+# pings its webhook anew with the body it sent before) are a delivery of their own, never
+# listed as `replayed`.
+_NO_EFFECT = frozenset({"ping"})
 
 
 def key_paths(event: str) -> tuple[str, ...]:
@@ -88,6 +95,8 @@ def content_key(
 ) -> str | None:
     """The delivery's content key (None: never taken for a replay); `get` gives a
     payload's value by dotted path."""
+    if event in _NO_EFFECT:
+        return None
     if (event, action) in _UNKEYED and not (
         event == "pull_request" and get(_MERGED_AT) is not None
     ):
