@@ -39,6 +39,8 @@ class Operator(Base):
     created_at: Mapped[datetime]
     # The session the next message goes to when a request names none (new chat, reopen).
     active_session_id: Mapped[str | None] = mapped_column(String(32))
+    # When `operator revoke` took the token away (None: it works); `rotate` gives a new one.
+    revoked_at: Mapped[datetime | None]
 
 
 class WebSession(Base):

@@ -52,13 +52,25 @@ def rotate_token(session: Session, name: str) -> str:
         raise BadRequest(f"no operator named {name!r}")
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     operator.token_hash = hash_token(token)
+    operator.revoked_at = None
     return token
 
 
-def list_operators(session: Session) -> list[tuple[str, datetime]]:
-    """Every operator's name and when it was created, oldest first (never a token)."""
-    rows = session.execute(select(Operator.name, Operator.created_at).order_by(Operator.id))
-    return [(name, created) for name, created in rows]
+@dataclass(frozen=True)
+class ListedOperator:
+    """An operator as `operator list` shows it (never a token)."""
+
+    name: str
+    created_at: datetime
+    revoked_at: datetime | None  # None: its token works
+
+
+def list_operators(session: Session) -> list[ListedOperator]:
+    """Every operator, oldest first."""
+    rows = session.execute(
+        select(Operator.name, Operator.created_at, Operator.revoked_at).order_by(Operator.id)
+    )
+    return [ListedOperator(name, created, revoked) for name, created, revoked in rows]
 
 
 def revoke_token(session: Session, name: str) -> None:
@@ -68,6 +80,7 @@ def revoke_token(session: Session, name: str) -> None:
     if operator is None:
         raise BadRequest(f"no operator named {name!r}")
     operator.token_hash = hash_token(secrets.token_urlsafe(32))  # never shown: nothing opens
+    operator.revoked_at = utcnow()
     session.execute(delete(WebSession).where(WebSession.operator_id == operator.id))
 
 

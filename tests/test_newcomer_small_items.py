@@ -46,6 +46,14 @@ def test_operators_are_listed_and_a_token_revoked(
     engine.dispose()
     assert main(["operator", "revoke", "carol"]) == 1
     assert "no operator named 'carol'" in capsys.readouterr().err
+    # The list says whose token is revoked, until `rotate` gives it a new one.
+    assert main(["operator", "list"]) == 0
+    alice, bob = capsys.readouterr().out.splitlines()
+    assert " revoked 20" in alice and "revoked" not in bob
+    assert main(["operator", "rotate", "alice"]) == 0
+    capsys.readouterr()
+    assert main(["operator", "list"]) == 0
+    assert "revoked" not in capsys.readouterr().out
 
 
 def test_an_sqlite_folder_that_cannot_be_made_is_one_line(tmp_path: Path) -> None:

@@ -255,8 +255,11 @@ def cmd_operator_rotate(args: argparse.Namespace) -> int:
 
 
 def cmd_operator_list(args: argparse.Namespace) -> int:
-    for name, created in with_database(list_operators):
-        print(f"{name:<30} created {created:%Y-%m-%d %H:%M:%S}")
+    for listed in with_database(list_operators):
+        line = f"{listed.name:<30} created {listed.created_at:%Y-%m-%d %H:%M:%S}"
+        if listed.revoked_at is not None:  # its token no longer works: `rotate` gives one
+            line += f"  revoked {listed.revoked_at:%Y-%m-%d %H:%M:%S}"
+        print(line)
     return 0
 
 
