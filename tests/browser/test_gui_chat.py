@@ -319,6 +319,8 @@ async def test_a_turn_survives_a_reload_and_a_session_switch(
     await page.wait_for_function(
         "() => document.querySelector('#chat-title').textContent == 'other'"
     )
+    # The chat shown is not the one whose reply streams: nothing here is held back.
+    assert await page.get_attribute("#messages", "aria-busy") is None
     gate.set()
     toast = page.locator("#toasts .toast", has_text="The reply you were waiting for is ready")
     await toast.wait_for()
@@ -485,6 +487,7 @@ async def test_a_turn_whose_connection_is_lost_for_good_says_so(
     ]
     cut = "".join(f"id: {n}\ndata: {json.dumps(f)}\n\n" for n, f in enumerate(frames, 1))
     seen: list[str] = []
+    busy: list[str | None] = []
 
     async def cut_then_gone(route: Any) -> None:
         if route.request.method == "POST":  # the turn's stream, cut after two frames
@@ -492,6 +495,7 @@ async def test_a_turn_whose_connection_is_lost_for_good_says_so(
             await route.fulfill(status=200, headers=headers, body=cut)
             return
         seen.append(await page.inner_text("#status-line"))  # as the page re-attaches
+        busy.append(await page.get_attribute("#messages", "aria-busy"))
         await route.abort("connectionrefused")
 
     await page.route("**/api/operator/chat/stream*", cut_then_gone)
@@ -501,6 +505,9 @@ async def test_a_turn_whose_connection_is_lost_for_good_says_so(
     assert "The connection to the service was lost" in await page.inner_text("#messages")
     assert seen and all(s.startswith("connection lost: reconnecting") for s in seen), seen
     assert await page.inner_text("#status-line") == "connection lost"
+    # Busy while it tried (the reply may go on), then the lost reply is announced whole.
+    assert busy and all(b == "true" for b in busy), busy
+    assert await page.get_attribute("#messages", "aria-busy") is None
 
 
 async def test_a_first_chat_is_listed_while_its_first_turn_runs(

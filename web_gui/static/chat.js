@@ -231,6 +231,7 @@ export class Chat {
       // A turn runs on while another session is shown; coming back shows it again.
       turn.away = turn.session !== session.id;
       if (!turn.away) this.els.messages.append(...[turn.user, turn.view.el].filter(Boolean));
+      this.markBusy();
       return;
     }
     // Only a turn still running is followed: a finished one is in the history just loaded
@@ -640,6 +641,7 @@ export class Chat {
     show(this.els.stop, true);
     this.els.status.textContent = "starting…";
     this.els.status.classList.add("busy");
+    this.markBusy();
   }
 
   endTurn() {
@@ -647,6 +649,16 @@ export class Chat {
     show(this.els.send, true);
     show(this.els.stop, false);
     this.els.status.classList.remove("busy");
+    this.markBusy();
+  }
+
+  // The conversation is a live region (role="log"): while the reply shown in it streams, it
+  // is busy, so a screen reader announces the reply once when the turn ends (done, error,
+  // stop, connection lost), not token by token (WAI-ARIA 1.2, `aria-busy`). A turn running
+  // in another chat leaves the one shown alone: a result arriving there is still announced.
+  markBusy() {
+    if (this.turn && !this.turn.away) this.els.messages.setAttribute("aria-busy", "true");
+    else this.els.messages.removeAttribute("aria-busy");
   }
 
   // Follow a turn's frames; if the connection drops before done/error, re-attach with
