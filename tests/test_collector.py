@@ -114,7 +114,7 @@ from steelframe import collector
 with collector.modules_loaded():
     from steelframe.commands import worker
 loaded = gc.get_freeze_count()
-worker._context = lambda queue: None  # stops `_work` right after its first step
+worker._context = lambda queue, **_: None  # stops `_work` right after its first step
 code = worker._work(argparse.Namespace(queue=None), StopRequest())
 thawed = gc.get_freeze_count()
 with frozen_heap():
