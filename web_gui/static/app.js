@@ -7,7 +7,7 @@ import { Dashboard } from "./dashboard.js";
 import { $, clear, refreshAges, show } from "./dom.js";
 import { LiveUpdates } from "./events.js";
 import { fixRunWords, reviewWords } from "./loop_news.js";
-import { notify, notifyLater, offerDesktopAlerts, toldElsewhere } from "./notify.js";
+import { notify, offerDesktopAlerts } from "./notify.js";
 import { PolledNews } from "./polled_news.js";
 
 const SCREENS = ["chat", "board", "dashboard"];
@@ -15,9 +15,6 @@ const AGES_MS = 30000; // how often "N min ago" and the sidebar's days are broug
 const RESULT_WORDS = { delivered: "delivered", question: "has a question", failed: "failed" };
 // A result and the task's state change are one event: one notification between them.
 const RESULT_STATE = { delivered: "delivered", question: "waiting_for_info", failed: "failed" };
-// How long a state change that comes with a result waits for it before it is told: the
-// result's event follows the task's, from the same commit (bot/lifecycle/announce.py).
-const RESULT_WAIT_MS = 1000;
 // Task states worth a notification, in words (merged and closed end the pull request loop).
 const STATE_WORDS = {
   delivered: "delivered",
@@ -26,11 +23,6 @@ const STATE_WORDS = {
   merged: "was merged",
   closed: "was closed without a merge",
 };
-
-// A task's state change is told once: the key its notification goes by.
-function stateKey(taskId, state) {
-  return `state:${taskId}:${state}`;
-}
 
 /** An element keystrokes type into (a text field, a text area, an editable region). */
 function isTextEntry(el) {
@@ -343,26 +335,21 @@ class App {
 
   onResult(result) {
     const words = RESULT_WORDS[result.kind] || result.kind;
-    const state = RESULT_STATE[result.kind] || result.kind;
-    const place = { group: `task:${result.task_id}`, event: state };
     const shownInChat = this.chat.addResult(result);
-    if (shownInChat && document.body.dataset.screen === "chat" && !document.hidden) {
-      // In front of the operator in the open chat: the task's state change is the same
-      // event, so it is not told again in a notification, whether it came first or comes next.
-      toldElsewhere(stateKey(result.task_id, state), place);
-      return;
+    if (!shownInChat || document.body.dataset.screen !== "chat") {
+      // Named as the operator knows it (the issue), one notification per task.
+      const issue = this.board.tasks.get(result.task_id)?.issue;
+      const name = issue ? `#${issue}` : `Task ${result.task_id}`;
+      notify(`${name} ${words}: ${result.text}`, {
+        key: `result:${result.message_id}`,
+        group: `task:${result.task_id}`,
+        event: RESULT_STATE[result.kind] || result.kind,
+        os: true,
+        upgrade: true, // the result's own words replace the bare state change
+        level: result.kind === "failed" ? "error" : "info",
+        action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
+      });
     }
-    // Named as the operator knows it (the issue), one notification per task.
-    const issue = this.board.tasks.get(result.task_id)?.issue;
-    const name = issue ? `#${issue}` : `Task ${result.task_id}`;
-    notify(`${name} ${words}: ${result.text}`, {
-      key: `result:${result.message_id}`,
-      ...place,
-      os: true,
-      upgrade: true, // the result's own words replace the bare state change
-      level: result.kind === "failed" ? "error" : "info",
-      action: { label: "Open chat", run: () => this.chat.open(result.session_id) },
-    });
   }
 
   // A review pickup or a fix run, from the events stream or read by a poll: the same key.
@@ -393,19 +380,14 @@ class App {
     const words = STATE_WORDS[state];
     if (!words) return;
     const named = title ? `#${issue} (${title})` : `#${issue}`;
-    const options = {
-      key: stateKey(taskId, state),
+    notify(`${named} ${words}`, {
+      key: `state:${taskId}:${state}`,
       group: `task:${taskId}`,
       event: state,
       os: true,
       // The end of the loop links the pull request it ended.
       link: ["merged", "closed"].includes(state) ? prUrl : null,
-    };
-    // A state that comes with a result waits for it: the result tells it, in the open chat
-    // (no notification) or in its own words.
-    const withResult = Object.values(RESULT_STATE).includes(state);
-    if (withResult) notifyLater(RESULT_WAIT_MS, `${named} ${words}`, options);
-    else notify(`${named} ${words}`, options);
+    });
   }
 
   // Without an events stream (or after it missed events): refresh the Board and announce

@@ -6,7 +6,6 @@
 import { $, h, externalLink } from "./dom.js";
 
 const seen = new Set();
-const told = new Map(); // group -> how many times news about it was told (notifyLater)
 const MAX_SHOWN = 4; // the oldest goes first; each keeps its full text while shown
 
 export function notify(
@@ -17,7 +16,6 @@ export function notify(
     if (seen.has(key)) return false;
     seen.add(key);
   }
-  if (group) told.set(group, (told.get(group) ?? 0) + 1);
   const region = $("#toasts");
   const earlier = group ? [...region.children].find((t) => t.dataset.group === group) : null;
   if (earlier && event !== null && earlier.dataset.event === event) {
@@ -31,26 +29,6 @@ export function notify(
   while (region.children.length > MAX_SHOWN) region.firstElementChild.remove();
   if (os) osNotify(text, group, action);
   return true;
-}
-
-// An event the page told another way (a task's result shown in the open chat): its
-// notification goes if one shows, and one arriving later under `key` shows nothing.
-export function toldElsewhere(key, { group, event }) {
-  seen.add(key);
-  told.set(group, (told.get(group) ?? 0) + 1);
-  for (const toast of [...$("#toasts").children]) {
-    if (toast.dataset.group === group && toast.dataset.event === event) toast.remove();
-  }
-}
-
-// A notification told `wait` ms later, unless news about the same task (`group`) was told
-// meanwhile (its result, shown in the open chat or notified; a fix run): that is the same
-// event in richer words, or newer news, which the older must not replace.
-export function notifyLater(wait, text, options) {
-  const mark = told.get(options.group);
-  setTimeout(() => {
-    if (told.get(options.group) === mark) notify(text, options);
-  }, wait);
 }
 
 // News about work (`os`) also reaches the desktop while the tab is hidden, once the
