@@ -86,6 +86,11 @@ OPEN_TURNS_BEFORE = table(
     "chat_open_turns",
     *(column(name) for name in ("turn_id", "operator_id", "session_id", "message", "started_at")),
 )
+# operators as that version wrote them (the model has columns added since).
+OPERATORS_BEFORE = table(
+    "operators", *(column(name) for name in ("id", "name", "token_hash", "created_at"))
+)
+OPERATOR_BEFORE = {"name": "before", "token_hash": "0" * 64}
 # chat_sessions as that version wrote it (the model has columns added since).
 SESSION_COLUMNS_BEFORE = (
     "id",
@@ -102,14 +107,18 @@ SESSIONS_BEFORE = table("chat_sessions", *(column(name) for name in SESSION_COLU
 def _kept_open_before(session: Session, key: str) -> None:
     """Two turns kept open by a version without the key column: one sent with `key`."""
     session.add(Agent(name="default", repo="o/r", checkout="/c", runtime="x", updated_at=utcnow()))
-    owner, _ = create_operator(session, "before")
-    row = new_session_row(owner.id, agent="default")
+    owner = session.execute(
+        OPERATORS_BEFORE.insert()
+        .values(**OPERATOR_BEFORE, created_at=utcnow())
+        .returning(OPERATORS_BEFORE.c.id)
+    ).scalar_one()
+    row = new_session_row(owner, agent="default")
     session.execute(
         SESSIONS_BEFORE.insert().values(
             {name: getattr(row, name) for name in SESSION_COLUMNS_BEFORE}
         )
     )
-    operator, chat = owner.id, row.id
+    operator, chat = owner, row.id
     assert claim_key(session, key, KeyedTurn(ASKED, KEYED, chat)) is None
     for turn_id in (KEYED, UNKEYED):
         values = {"turn_id": turn_id, "operator_id": operator, "session_id": chat}
