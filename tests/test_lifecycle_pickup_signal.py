@@ -13,11 +13,10 @@ from typing import Any
 from sqlalchemy import select
 
 from bot.lifecycle.states import TaskState
-from github_sandbox.operations import HookEvent
 from tests.conftest import webhook_headers
 from tests.fakes.lifecycle import PICKUP, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.pulls import as_person, one_second
+from tests.fakes.pulls import as_person, one_second, reopen_delivered_before_its_close
 from tests.test_webhooks_endpoint import PATH
 from tests.test_webhooks_replay import replay, stored
 from webhooks.deliveries import DeliveryStatus, WebhookDelivery
@@ -125,17 +124,7 @@ async def test_an_issue_close_delivered_after_its_reopen_leaves_the_task_queued(
 ) -> None:
     lc = await make()
     issue = await lc.open_issue()
-    hooks = lc.sandbox.sandbox.hooks
-    url, secret = hooks.url, hooks.secret
-    hooks.configure(None, secret)  # both deliveries fail for now
-    await _set_state(lc, issue, "closed")
-    await _set_state(lc, issue, "open")
-    closed, reopened = [d for d in hooks.sent if d.action in ("closed", "reopened")]
-    hooks.configure(url, secret)
-    hooks.enqueue([HookEvent("issues", reopened.payload)])  # the reopen's retry first
-    await lc.settle()
-    hooks.enqueue([HookEvent("issues", closed.payload)])  # then the close's
-    await lc.settle()
+    await reopen_delivered_before_its_close(lc, "issues", f"/issues/{issue}")
     assert lc.task(issue).state == TaskState.QUEUED and len(lc.queued_jobs()) == 1
     assert "steelframe:queued" in await lc.labels(issue)
 

@@ -23,7 +23,12 @@ from memory.models import MemoryChunk
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import DECISION, Lifecycle, Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.pulls import as_person, delivered_pull, send_again
+from tests.fakes.pulls import (
+    as_person,
+    delivered_pull,
+    reopen_delivered_before_its_close,
+    send_again,
+)
 from tests.test_lifecycle_api import _assistant_messages, _chat_session
 from tests.test_lifecycle_ci_fix import _rows, _stopped_at_the_bound, fail_head
 from tests.test_lifecycle_review_runs import _comment, _replies
@@ -93,17 +98,8 @@ async def test_a_reopen_delivered_before_its_close_leaves_the_task_delivered(
 ) -> None:
     lc = await make(coding_command=command("commit"))
     issue, number = await delivered_pull(lc)
-    task_id, hooks = lc.task(issue).id, lc.sandbox.sandbox.hooks
-    url, secret = hooks.url, hooks.secret
-    hooks.configure(None, secret)  # both deliveries fail for now
-    await _set_state(lc, number, "closed")
-    await _set_state(lc, number, "open")
-    closed, reopened = [d for d in hooks.sent if d.action in ("closed", "reopened")]
-    hooks.configure(url, secret)
-    hooks.enqueue([HookEvent("pull_request", reopened.payload)])  # the reopen's retry first
-    await lc.settle()
-    hooks.enqueue([HookEvent("pull_request", closed.payload)])  # then the close's
-    await lc.settle()
+    task_id = lc.task(issue).id
+    await reopen_delivered_before_its_close(lc, "pull_request", f"/pulls/{number}")
     assert (await lc.github.get_pull(lc.repo, number)).state == "open"
     assert lc.task(issue).state == TaskState.DELIVERED
     assert not [e for e in lc.events(task_id) if e.to_state == TaskState.CLOSED]

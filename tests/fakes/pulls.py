@@ -76,3 +76,19 @@ def one_second(lc: Lifecycle) -> Iterator[None]:
         yield
     finally:
         world.clock = running
+
+
+async def reopen_delivered_before_its_close(lc: Lifecycle, event: str, path: str) -> None:
+    """A maintainer closes then reopens `path` (`/issues/N` or `/pulls/N`) while the
+    webhook fails; the reopen's retry is delivered and processed before the close's, as
+    GitHub's retries may come."""
+    hooks = lc.sandbox.sandbox.hooks
+    url, secret = hooks.url, hooks.secret
+    hooks.configure(None, secret)  # both deliveries fail for now
+    for state in ("closed", "open"):
+        await as_person(lc, "maintainer", "PATCH", path, {"state": state})
+    closed, reopened = [d for d in hooks.sent if d.action in ("closed", "reopened")]
+    hooks.configure(url, secret)
+    for late in (reopened, closed):
+        hooks.enqueue([HookEvent(event, late.payload)])
+        await lc.settle()
