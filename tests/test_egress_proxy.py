@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import os
+import socket
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -17,6 +19,7 @@ import pytest
 from aiohttp import web
 
 from bot.lifecycle.egress_blocked import BlockedLog
+from bot.lifecycle.egress_dns import DEFAULT_RESOLVE_THREADS, RunResolver
 from bot.lifecycle.egress_policy import Allowlist, IPAddress
 from bot.lifecycle.egress_proxy import EgressProxy, ProxyLimits
 from tests.fakes.served import served
@@ -64,11 +67,13 @@ class Resolver:
 async def _proxy(
     tmp_path: Path,
     allowlist: Allowlist,
-    resolver: Resolver | None = None,
+    resolver: Resolver | RunResolver | None = None,
     limits: ProxyLimits | None = None,
+    *,
+    run: str = "run-",
 ) -> tuple[EgressProxy, Path]:
     # A long folder, as a run's is: the socket path would not fit in sun_path.
-    folder = tmp_path / ("run-" + "x" * 100)
+    folder = tmp_path / (run + "x" * 100)
     folder.mkdir()
     proxy = EgressProxy(
         allowlist,
@@ -234,3 +239,72 @@ async def test_connections_past_the_cap_are_turned_away_and_idle_tunnels_close(
         writer.close()
     finally:
         await proxy.close()
+
+
+class StalledDNS:
+    """`socket.getaddrinfo` for a name server that does not answer: each lookup blocks its
+    thread until `answer` is set (as glibc's does until its timeouts run out)."""
+
+    def __init__(self) -> None:
+        self.answer = threading.Event()
+        self.asked = 0
+        self._lock = threading.Lock()
+
+    def __call__(self, host: str, port: int, *args: Any) -> list[tuple[Any, ...]]:
+        with self._lock:
+            self.asked += 1
+        self.answer.wait()
+        return socket.getaddrinfo("127.0.0.1", port, *args)
+
+
+async def test_slow_dns_gets_a_504_and_holds_only_its_own_runs_threads(
+    tmp_path: Path, upstream: Upstream
+) -> None:
+    """Many connections to a name whose lookups hang: each is answered 504 at the deadline,
+    at most the run's own threads are stuck, and the worker's shared threads (the event
+    loop's default executor) and another run's proxy go on working meanwhile."""
+    stalled = StalledDNS()
+    slow_run = RunResolver(lookup=stalled)
+    other_run = RunResolver(lookup=lambda host, *args: socket.getaddrinfo("127.0.0.1", *args))
+    allowlist = Allowlist.of([], [f"models.test:{upstream.port}"])
+    limits = ProxyLimits(resolve_seconds=0.5)
+    slow, slow_path = await _proxy(tmp_path, allowlist, slow_run, limits, run="slow-")
+    other, other_path = await _proxy(tmp_path, allowlist, other_run, limits, run="other-")
+    connect = f"CONNECT models.test:{upstream.port} HTTP/1.1\r\n\r\n".encode()
+    inner = b"GET /hello HTTP/1.1\r\nHost: models.test\r\nConnection: close\r\n\r\n"
+    try:
+        # More than the default executor has threads (at most 32): it would be full.
+        answers = await asyncio.gather(*(_exchange(slow_path, connect) for _ in range(40)))
+        # Every lookup still hangs: the shared threads and the other run are not held up.
+        loop = asyncio.get_running_loop()
+        shared = await asyncio.wait_for(loop.run_in_executor(None, threading.get_ident), 10)
+        tunnelled = await _exchange(other_path, connect + inner)
+    finally:
+        stalled.answer.set()
+        await slow.close()
+        await other.close()
+        slow_run.close()
+        other_run.close()
+    assert shared
+    assert {a.split(b"\r\n", 1)[0] for a in answers} == {b"HTTP/1.1 504 Gateway Timeout"}
+    assert answers[0].endswith(
+        b"\r\n\r\nsteelframe egress: models.test did not resolve within 0.5 s\n"
+    )
+    assert stalled.asked == DEFAULT_RESOLVE_THREADS  # the rest were dropped unasked
+    assert slow.blocked.hosts() == [] and len(upstream.seen) == 1  # a timeout is no refusal
+    assert tunnelled.endswith(b"upstream saw GET /hello")
+
+
+async def test_by_default_a_name_is_looked_up_for_real_on_the_proxys_threads(
+    tmp_path: Path,
+) -> None:
+    proxy = EgressProxy(Allowlist.of(["localhost:80"]), BlockedLog(lambda: NOW))
+    folder = tmp_path / "run"
+    folder.mkdir()
+    await proxy.start(folder / "egress.sock")
+    try:
+        answer = await _exchange(folder / "egress.sock", b"CONNECT localhost:80 HTTP/1.1\r\n\r\n")
+    finally:
+        await proxy.close()
+    # /etc/hosts, through the real getaddrinfo: localhost is loopback, so refused.
+    assert answer.startswith(b"HTTP/1.1 403 ") and b"loopback" in answer

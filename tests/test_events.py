@@ -231,7 +231,13 @@ async def test_a_delivery_while_the_operator_is_in_another_session_is_pushed_liv
             "review",
             "ready_for_review",
             "question",
+            "result_session",
         }
+        # The delivery names the chat its result goes to (a client showing that chat tells
+        # the change once, by the result); the moves before it have no result to post.
+        assert delivered["result_session"] == filing["id"]
+        moves = [f for f in feed.of_type("task") if f["task_id"] == task_id][:2]
+        assert [f["result_session"] for f in moves] == [None, None]
         # What the Board card shows of the pull request loop, so no client reads the task
         # for it: the pull request is open, nobody reviewed it yet, it is ready for review.
         assert delivered["pr_state"] == "open" and delivered["ready_for_review"] is True

@@ -44,6 +44,7 @@ class TaskFrame(_Frame, tag="task"):
     review: LedgerCounts
     ready_for_review: bool
     question: str | None
+    result_session: str | None = None
 
 
 class ResultFrame(_Frame, tag="result"):

@@ -59,6 +59,10 @@ class TaskFrame(_Frame, tag="task"):
     review: LedgerCounts
     ready_for_review: bool
     question: str | None  # what it asks while waiting_for_info, else null
+    # The chat session this change's result is posted to next (a `result` event follows,
+    # bot/lifecycle/delivery.py), else null: a client showing that session skips telling the
+    # change, which the result says. Defaulted: frames logged before it decode as before.
+    result_session: str | None = None
 
 
 class ResultFrame(_Frame, tag="result"):

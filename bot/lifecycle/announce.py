@@ -32,6 +32,7 @@ from bot.db import Database
 from bot.events import OperatorEvents
 from bot.lifecycle import pull_view
 from bot.lifecycle.ci_models import FixRunFacts
+from bot.lifecycle.delivery import posts_result
 from bot.lifecycle.models import EventKind, ReviewThread, Task, TaskEvent
 from bot.lifecycle.states import TaskState
 from bot.models import ChatTurn
@@ -62,6 +63,7 @@ class TaskChange:
     state: str
     reason: str
     at: datetime
+    posts_result: bool = False  # its result goes to the task's chat session next
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def watch_commits(db: Database, events: OperatorEvents) -> None:
 def _task_change(row: object) -> TaskChange | None:
     if not isinstance(row, TaskEvent) or row.kind not in _STATE_EVENTS or not row.to_state:
         return None
-    return TaskChange(row.task_id, str(row.to_state), row.detail or "", row.at)
+    return TaskChange(row.task_id, str(row.to_state), row.detail or "", row.at, posts_result(row))
 
 
 def _review(row: object) -> ReviewPick | None:
@@ -246,4 +248,5 @@ def task_frame(task: Task, change: TaskChange, view: pull_view.PullView) -> Task
         ready_for_review=view.ready_for_review,
         # What it asks, while this change leaves it waiting (the Dashboard shows it).
         question=task.question if change.state == TaskState.WAITING_FOR_INFO else None,
+        result_session=task.origin_session if change.posts_result else None,
     )

@@ -50,11 +50,21 @@ def result_text(task: Task, event: TaskEvent) -> str:
 
 # The transitions a chat session hears of: a result, but not a pull request's reopen putting
 # the task back as it was before its close (that result was reported when it happened).
+# `posts_result` is the same rule for one event in hand; keep the two together.
 _RESULTS = (
     TaskEvent.kind == EventKind.TRANSITION,
     TaskEvent.to_state.in_([s.value for s in CHAT_RESULTS]),
     or_(TaskEvent.from_state.is_(None), TaskEvent.from_state != TaskState.CLOSED.value),
 )
+
+
+def posts_result(event: TaskEvent) -> bool:
+    """Whether this event is a result its task's chat session hears of (as `_RESULTS`)."""
+    return (
+        event.kind == EventKind.TRANSITION
+        and event.to_state in {s.value for s in CHAT_RESULTS}
+        and event.from_state != TaskState.CLOSED.value
+    )
 
 
 def _undelivered(session: Session, task_id: int) -> list[int]:

@@ -6,15 +6,15 @@ absolute URI (one request, forwarded in origin-form with `Connection: close`). R
 are parsed by httptools (llhttp, Node's parser). A request is forwarded only when its host
 and port are on the run's allowlist and every address the host resolves to may be reached
 (`bot.lifecycle.egress_policy`); the proxy connects to exactly the addresses it checked, so a
-second DNS answer cannot point it elsewhere. Anything else gets a one-line `403` and is
-recorded (`bot.lifecycle.egress_blocked`).
+second DNS answer cannot point it elsewhere. Names are resolved on the run's own threads
+within a deadline (`bot.lifecycle.egress_dns`; past it, `504`). Anything else gets a
+one-line `403` and is recorded (`bot.lifecycle.egress_blocked`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import socket
@@ -27,6 +27,7 @@ import httptools
 
 from bot.host_entries import BadTarget, normal_host
 from bot.lifecycle.egress_blocked import BlockedLog
+from bot.lifecycle.egress_dns import RunResolver
 from bot.lifecycle.egress_policy import (
     Allowlist,
     EgressRefused,
@@ -71,6 +72,13 @@ class ProxyLimits:
     idle_seconds: float = 300.0
     head_seconds: float = 30.0
     connect_seconds: float = 15.0
+    # A name's lookup (queued behind others included) waits this long, then `504`: glibc's
+    # default is 5 s per try, so one retry fits.
+    resolve_seconds: float = 12.0
+
+
+class ResolveTimeout(Exception):
+    """The name server did not answer within the proxy's deadline."""
 
 
 class BadRequest(Exception):
@@ -170,7 +178,7 @@ def _forwarded_head(head: RequestHead, target: Target, origin_form: bytes) -> by
 
 def refusal(status: int, reason: str) -> bytes:
     phrase = {400: "Bad Request", 403: "Forbidden", 431: "Request Header Fields Too Large"}
-    phrase |= {502: "Bad Gateway", 503: "Service Unavailable"}
+    phrase |= {502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
     body = f"steelframe egress: {reason}\n".encode()
     head = (
         f"HTTP/1.1 {status} {phrase.get(status, 'Error')}\r\n"
@@ -178,18 +186,6 @@ def refusal(status: int, reason: str) -> bytes:
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
     return head.encode() + body
-
-
-async def system_resolve(host: str, port: int) -> list[IPAddress]:
-    """Every address DNS gives for `host` (no lookup for an IP literal)."""
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    found: list[IPAddress] = []
-    for family, _, _, _, sockaddr in infos:
-        if family in (socket.AF_INET, socket.AF_INET6):
-            address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-            if address not in found:
-                found.append(address)
-    return found
 
 
 def bind_unix(path: Path) -> socket.socket:
@@ -220,12 +216,17 @@ class EgressProxy:
         blocked: BlockedLog,
         *,
         limits: ProxyLimits | None = None,
-        resolve: Resolver = system_resolve,
+        resolve: Resolver | None = None,
         is_own: Callable[[IPAddress], bool] = is_own_address,
     ) -> None:
+        """`resolve`: how a host name is looked up; by default on threads of this proxy's
+        own (`RunResolver`), let go by `close()`."""
         self.allowlist = allowlist
         self.blocked = blocked
         self.limits = limits or ProxyLimits()
+        self._own_resolver: RunResolver | None = None
+        if resolve is None:
+            resolve = self._own_resolver = RunResolver()
         self._resolve = resolve
         self._is_own = is_own
         self._server: asyncio.Server | None = None
@@ -244,6 +245,8 @@ class EgressProxy:
         await asyncio.gather(*self._open, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
+        if self._own_resolver is not None:
+            self._own_resolver.close()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
@@ -277,6 +280,10 @@ class EgressProxy:
             log.info("egress: refused %s: %s", target, exc)
             await _answer(reader, writer, refusal(403, str(exc)))
             return
+        except ResolveTimeout as exc:
+            log.info("egress: %s", exc)
+            await _answer(reader, writer, refusal(504, str(exc)))
+            return
         upstream = await self._connect(target, addresses)
         if upstream is None:
             await _answer(reader, writer, refusal(502, f"{target} did not answer"))
@@ -304,11 +311,17 @@ class EgressProxy:
         if not self.allowlist.allows(target):
             raise EgressRefused(f"{target} is not on this run's allowlist")
         literal = target.address
+        found = [literal] if literal else await self._lookup(target)
+        return check_addresses(target, found, self.allowlist, self._is_own)
+
+    async def _lookup(self, target: Target) -> list[IPAddress]:
+        deadline = self.limits.resolve_seconds
         try:
-            found = [literal] if literal else await self._resolve(target.host, target.port)
+            return await asyncio.wait_for(self._resolve(target.host, target.port), deadline)
+        except TimeoutError as exc:
+            raise ResolveTimeout(f"{target.host} did not resolve within {deadline:g} s") from exc
         except OSError as exc:
             raise EgressRefused(f"{target.host} does not resolve") from exc
-        return check_addresses(target, found, self.allowlist, self._is_own)
 
     async def _connect(
         self, target: Target, addresses: list[IPAddress]

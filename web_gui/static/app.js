@@ -330,13 +330,24 @@ class App {
     const before = this.knownStates.get(task.task_id);
     this.knownStates.set(task.task_id, task.state);
     this.board.apply(task);
-    if (before !== task.state) this.announceState(task.task_id, task.issue, task.title, task.state, task.pr_url);
+    if (before === task.state) return;
+    // The change's result follows into the chat in front of the operator (the event names
+    // it): shown there, it tells this change, and a notification would tell it twice.
+    if (this.inFront(task.result_session)) return;
+    this.announceState(task.task_id, task.issue, task.title, task.state, task.pr_url);
+  }
+
+  // The chat open on the Chat screen of a visible tab: what arrives in it is in front of the
+  // operator, and needs no notification.
+  inFront(sessionId) {
+    const open = Boolean(sessionId) && this.chat.session?.id === sessionId;
+    return open && document.body.dataset.screen === "chat" && !document.hidden;
   }
 
   onResult(result) {
     const words = RESULT_WORDS[result.kind] || result.kind;
     const shownInChat = this.chat.addResult(result);
-    if (!shownInChat || document.body.dataset.screen !== "chat") {
+    if (!shownInChat || !this.inFront(result.session_id)) {
       // Named as the operator knows it (the issue), one notification per task.
       const issue = this.board.tasks.get(result.task_id)?.issue;
       const name = issue ? `#${issue}` : `Task ${result.task_id}`;
