@@ -464,3 +464,43 @@ async def test_a_failure_reported_while_the_task_waited_is_taken_when_a_run_deli
     assert await _head(lc, number) != sha  # the fix run's commit
     # A head with nothing failing (the fix run's, CI not run on it yet) starts nothing.
     assert len(_rows(lc, task_id)) == 1 and lc.queued_jobs() == []
+
+
+async def test_a_fix_run_that_asked_does_not_swallow_the_next_failure_on_its_commit(
+    make: Make, any_db_url: str
+) -> None:
+    """A fix run that ended without a fix (it asked a question) leaves the head red: once
+    the task is delivered again on that commit (the Decision's run pushed nothing), the
+    failure still there gets the next fix run of the bound, and past the bound a person is
+    asked with the summary, never a silent "already handled" nor a fix run past it."""
+    lc = await make(coding_command=command("ci_ask"), database_url=any_db_url, ci_fix_runs=2)
+    issue, number = await delivered_pull(lc)
+    sha = await fail_head(lc, number)
+    task_id = lc.task(issue).id
+    await lc.work()  # fix run 1 asks
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+    (row,) = _rows(lc, task_id)
+    assert (row.state, row.run_number) == ("ended", 1)
+    # A re-run of the checks while the task waits: nobody can take it now, nothing starts.
+    await fail_head(lc, number, name="lint")
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    await lc.comment_as("maintainer", issue, f"{DECISION}\nBlue is the word.", "write")
+    await lc.work()  # the Decision's run delivers the same head; fix run 2 takes it and asks
+    assert await _head(lc, number) == sha
+    runs = [e.data for e in lc.events(task_id) if e.kind == EventKind.CI_FIX_RUN]
+    assert [(d["head_sha"], d["fix_run"]) for d in runs] == [(sha, 1), (sha, 2)]
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+    (row,) = _rows(lc, task_id)
+    assert (row.state, row.run_number, row.chain_sha) == ("ended", 2, sha)
+    assert await _summaries(lc, number) == []
+    await lc.comment_as("maintainer", issue, f"{DECISION}\nStill blue.", "write")
+    await lc.work()  # delivered on the same head again: the bound is spent, a person asked
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    assert "STEELFRAME_CI_FIX_RUNS=2" in (task.question or "")
+    assert len([e for e in lc.events(task_id) if e.kind == EventKind.CI_FIX_RUN]) == 2
+    (row,) = _rows(lc, task_id)
+    assert (row.state, row.verdict, row.run_number) == ("stopped", "needs_human", 2)
+    (summary,) = await _summaries(lc, number)
+    assert f"fix run 2 on {sha[:12]} (ended without a fix)" in summary
+    assert "ended without a fix" in summary and "STEELFRAME_CI_FIX_RUNS=2" in summary

@@ -19,10 +19,13 @@ chain; any other head commit (a person's push) starts a new one.
 Idempotent: the head commit's row is the claim (unique per task and commit), written in
 one transaction with the task's change and the webhook handler's done-record; every other
 delivery about the commit (another check, a redelivery under any id) finds it and only
-makes sure the summary, if one is due, is on the pull request. A row whose fix run the pull
-request's merge or close interrupted (`interrupted`) claims nothing: after a reopen, the
-next failure on that commit takes the row over (compare-and-set on its state, so once) and
-gets its fix run.
+makes sure the summary, if one is due, is on the pull request. Two rows claim nothing
+(`ci_models.RECLAIMABLE_STATES`): a fix run the pull request's merge or close interrupted
+(`interrupted`), and a fix run that ended without a fix (`ended`: it failed, asked a
+question, was terminated). The next failure on that commit while the task is delivered
+(after the reopen; after the question's Decision, whose run pushed nothing; a re-run of
+the checks) takes the row over (compare-and-set on its state, so once): a fix run again,
+counting an ended run against the bound, or, past it, a person asked with the summary.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from bot.github.issue_records import PullRequest
 from bot.lifecycle import ci_store, tasks
 from bot.lifecycle.ci_evidence import CiReads, failing_names, read_evidence, render
 from bot.lifecycle.ci_failures import CiFailure
-from bot.lifecycle.ci_models import CiFixState, CiVerdict
+from bot.lifecycle.ci_models import RECLAIMABLE_STATES, CiFix, CiFixState, CiVerdict
 from bot.lifecycle.ci_rules import CiCause, judge
 from bot.lifecycle.ci_summary import post_summary, summary_body
 from bot.lifecycle.context import LifecycleContext
@@ -147,8 +150,7 @@ class CiIntake:
             return CiOutcome("ignored", "not a Steelframe pull request's branch")
         task = found[0]
         done = await self.db.run(ci_store.row_at, task.id, failure.head_sha)
-        again = done is not None and done.state == CiFixState.INTERRUPTED
-        if done is not None and not again:
+        if done is not None and done.state not in RECLAIMABLE_STATES:
             if done.state in ci_store.STOPS:
                 # The summary is there (posted now if a crash or GitHub kept it off the
                 # first time).
@@ -166,7 +168,7 @@ class CiIntake:
             # or a person's), or a run is queued (a review's, a retry's) that may push
             # nothing and deliver again: the delivery is retried once the run has ended.
             raise CiBusy(f"task {task.id} is {task.state}; the failure on its head is read later")
-        return await self._decide(github, task, failure, pull, again=again)
+        return await self._decide(github, task, failure, pull, done)
 
     async def recheck(self, task: Task) -> CiOutcome:
         """The head of `task`'s pull request read as a failure report about it would be:
@@ -204,8 +206,15 @@ class CiIntake:
         return ""
 
     async def _decide(
-        self, github: CiGitHub, task: Task, failure: CiFailure, pull: PullRequest, *, again: bool
+        self,
+        github: CiGitHub,
+        task: Task,
+        failure: CiFailure,
+        pull: PullRequest,
+        prior: CiFix | None,
     ) -> CiOutcome:
+        """Judge the failure and claim the head commit (`prior`: its row that claims it no
+        longer, taken over)."""
         sha = failure.head_sha
         own = (await github.identity()).id
         evidence = await read_evidence(
@@ -224,23 +233,19 @@ class CiIntake:
         judgement = judge(evidence, on_base)
         if judgement.cause is CiCause.NOTHING:
             return CiOutcome("ignored", judgement.reason, task.id)
-        parent = await self.db.run(ci_store.made_by_fix_run, task.id, sha)
-        chain, used = (parent.chain_sha, parent.run_number) if parent else (sha, 0)
+        chain, used = await self._chain(task.id, sha, prior)
+        ended = prior is not None and prior.state == CiFixState.ENDED
         checks = evidence.names or (failure.name,)
         fix = judgement.cause is CiCause.CHANGE and used < self.fix_runs
+        # An ended fix run on this very commit keeps its number when a person is asked:
+        # the summary and the CI history still say that it was tried.
+        number = used + 1 if fix else (used if ended else 0)
+        reason = self._reason(judgement.reason, judgement.cause, used, fix=fix, ended=ended)
         if fix:
-            number = used + 1
-            reason = judgement.reason
             note = f"CI failed ({', '.join(checks)}): fix run {number} of {self.fix_runs}."
         else:
-            number = 0
-            reason = (
-                judgement.reason
-                if judgement.cause is not CiCause.CHANGE
-                else f"{judgement.reason} after {used} fix run(s), the limit "
-                f"(STEELFRAME_CI_FIX_RUNS={self.fix_runs})"
-            )
             note = f"CI failed ({', '.join(checks)}): a person is needed. {reason}."
+        again = prior is not None
         claim = ci_store.Claim(
             task_id=task.id,
             generation=task.generation,
@@ -256,9 +261,28 @@ class CiIntake:
             job_id=ci_job_id(task, sha, number, again=again) if fix else None,
             note=self._public(note, task),
             fix_runs=self.fix_runs,
-            again=again,
+            taking_over=None if prior is None else CiFixState(prior.state),
         )
         return await self._claim(github, task, claim)
+
+    async def _chain(self, task_id: int, sha: str, prior: CiFix | None) -> tuple[str, int]:
+        """The chain a failure on `sha` belongs to and the fix runs it has used: an ended fix
+        run on `sha` itself used one (it may have failed or asked on every try: counted, a
+        commit is never fixed past the bound); else the fix run whose push made `sha`, if
+        one did (an interrupted run on `sha` never ran to its end: not counted)."""
+        if prior is not None and prior.state == CiFixState.ENDED:
+            return prior.chain_sha, prior.run_number
+        parent = await self.db.run(ci_store.made_by_fix_run, task_id, sha)
+        return (parent.chain_sha, parent.run_number) if parent else (sha, 0)
+
+    def _reason(self, judged: str, cause: CiCause, used: int, *, fix: bool, ended: bool) -> str:
+        if ended:
+            judged = f"{judged} (fix run {used} on this commit ended without a fix)"
+        if fix or cause is not CiCause.CHANGE:
+            return judged
+        return (
+            f"{judged} after {used} fix run(s), the limit (STEELFRAME_CI_FIX_RUNS={self.fix_runs})"
+        )
 
     def _public(self, text: str, task: Task) -> str:
         """The progress comment's line, or the stop's reason (which the task's question and

@@ -55,7 +55,9 @@ class CiFixState(StrEnum):
     PUSHED = "pushed"  # the fix run pushed `result_sha`
     UNCHANGED = "unchanged"  # the fix run changed nothing: stopped, a person is asked
     SUPERSEDED = "superseded"  # the branch moved before the run: nothing to fix there
-    ENDED = "ended"  # the run ended otherwise (failed, asked a question, terminated)
+    # The run ended otherwise (failed, asked a question, terminated): counted against the
+    # bound, and the next failure on the commit claims it again (RECLAIMABLE_STATES).
+    ENDED = "ended"
     STOPPED = "stopped"  # no fix run: a person is asked (`verdict` needs_human)
     # Its pull request was merged or closed under the fix run, which no run concludes now;
     # reopened, the next failure on the commit claims it again (`ci_store.claim_tx`).
@@ -63,6 +65,13 @@ class CiFixState(StrEnum):
 
 
 PENDING_STATES = frozenset({CiFixState.QUEUED})
+# A row that claims its head commit no longer: the next failure on the commit takes it over
+# (`ci_store.claim_tx`, compare-and-set on the state read). An interrupted fix run never
+# concluded; an ended one (it failed, asked a question, was terminated) fixed nothing, so a
+# failure on the same commit once the task is delivered again (a re-run of its checks,
+# another check, a run after the question's Decision that pushed nothing) would otherwise
+# be swallowed as handled with nobody told. The ended run counts against the bound.
+RECLAIMABLE_STATES = frozenset({CiFixState.INTERRUPTED, CiFixState.ENDED})
 
 
 class CiFix(Base):

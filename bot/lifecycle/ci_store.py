@@ -42,9 +42,10 @@ class Claim:
     job_id: str | None
     note: str  # the progress comment's line
     fix_runs: int  # the bound, for the event
-    # The commit's row is an interrupted fix (its pull request was closed under it, then
-    # reopened): this claim takes the row over instead of adding one.
-    again: bool = False
+    # The commit's row no longer claims it (`ci_models.RECLAIMABLE_STATES`: an interrupted
+    # or ended fix run), read in this state: this claim takes the row over instead of
+    # adding one, if it is still in that state.
+    taking_over: CiFixState | None = None
 
 
 class AlreadyClaimed(Exception):
@@ -165,9 +166,10 @@ def _claimed(claim: Claim, now: datetime) -> dict[str, object]:
 
 
 def _write_claim(session: Session, claim: Claim, now: datetime) -> None:
-    """Add the head commit's row, or take over its interrupted one (compare-and-set on its
-    state: of two deliveries claiming it again, one wins, the other is AlreadyClaimed)."""
-    if not claim.again:
+    """Add the head commit's row, or take over its interrupted or ended one (compare-and-set
+    on the state read: of two deliveries claiming it again, one wins, the other is
+    AlreadyClaimed)."""
+    if claim.taking_over is None:
         session.add(CiFix(**_claimed(claim, now), created_at=now))
         session.flush()
         return
@@ -176,7 +178,7 @@ def _write_claim(session: Session, claim: Claim, now: datetime) -> None:
         .where(
             CiFix.task_id == claim.task_id,
             CiFix.head_sha == claim.head_sha,
-            CiFix.state == CiFixState.INTERRUPTED,
+            CiFix.state == claim.taking_over,
         )
         .values(**_claimed(claim, now))
     )

@@ -89,6 +89,10 @@ def _tried(tried: Sequence[TriedRun]) -> str:
             outcome = f"pushed {run.result_sha[:12]}"
         elif run.state == "unchanged":
             outcome = "changed nothing"
+        elif run.state in ("ended", "stopped"):
+            # It failed, asked a question or was terminated (stopped: then a person was
+            # asked about its commit, ci_intake).
+            outcome = "ended without a fix"
         else:
             outcome = run.state
         said.append(f"fix run {run.number} on {run.head_sha[:12]} ({outcome})")
