@@ -435,6 +435,80 @@ async def test_a_work_horse_inherits_the_workers_heap_frozen_and_the_worker_does
     assert after_fork == 0  # the worker's own heap is collected as before
 
 
+class _StoppedInTheFork(LifecycleWorker):
+    """RQ's forking worker whose horse, instead of running the job, is sent SIGTERM (when
+    `stop_in_window`) before RQ's horse handlers are in, as a stop to every process of the
+    service (systemd's, a container runtime's) reaches it in the moments after the fork; it
+    then puts them in as RQ's horse does first and says through a pipe how it went on."""
+
+    report: int = -1
+    stop_in_window = False
+
+    def main_work_horse(self, job: Job, queue: Queue) -> None:
+        try:
+            if self.stop_in_window:
+                os.kill(os.getpid(), signal.SIGTERM)
+            self.setup_work_horse_signals()
+            blocked = sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+            os.write(self.report, f"ran on, blocking {blocked}".encode())
+        except BaseException as exc:  # the worker's own handler, run in the horse
+            os.write(self.report, f"ran the worker's handler: {type(exc).__name__}".encode())
+        os._exit(0)
+
+
+async def _fork_stopped_horse(
+    lc: Lifecycle, monkeypatch: pytest.MonkeyPatch, *, stop_in_window: bool
+) -> tuple[str, int, set[int], set[int]]:
+    """What the horse said, its wait status, and the worker's signal mask before and after
+    the fork, with RQ's worker handlers in place (as in `work()`)."""
+    for name in ("RQ_WORKER_ID", "RQ_JOB_ID"):  # RQ's fork sets them in the worker
+        monkeypatch.setenv(name, "")
+    queue = rq_queue(lc.ctx.queue_name, lc.ctx.redis)
+    worker = _StoppedInTheFork([queue], connection=lc.ctx.redis, lifecycle=lc.ctx)
+    worker.stop_in_window = stop_in_window
+    job = queue.enqueue_call(func="builtins.len", args=([],))  # never run
+    read, worker.report = os.pipe()
+    handlers = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    before = set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    try:
+        worker._install_signal_handlers()  # on the main thread, as `work()` does
+        worker.fork_work_horse(job, queue)
+        after = set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    finally:
+        for signum, handler in handlers.items():
+            signal.signal(signum, handler)
+        os.close(worker.report)
+    _, status = await asyncio.to_thread(os.waitpid, worker.horse_pid, 0)
+    with os.fdopen(read) as answer:
+        said = answer.read()
+    if worker._handback is not None:
+        os.close(worker._handback[0])
+    return said, status, before, after
+
+
+async def test_a_stop_reaching_a_work_horse_as_it_forks_waits_for_the_horses_handlers(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not the worker's `request_stop` (which, run in the horse, raised StopRequested out of
+    the fork into a second worker loop, or wrote the worker's shutdown into Redis): held
+    until RQ's horse handlers are in, it ends the horse by SIGTERM's default action."""
+    lc = await make()
+    said, status, before, after = await _fork_stopped_horse(lc, monkeypatch, stop_in_window=True)
+    assert said == ""
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGTERM
+    assert after == before  # the worker takes its stops again once the fork returns
+
+
+async def test_a_work_horse_runs_with_the_workers_signal_mask_once_its_handlers_are_in(
+    make: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lc = await make()
+    said, status, before, after = await _fork_stopped_horse(lc, monkeypatch, stop_in_window=False)
+    assert said == f"ran on, blocking {sorted(before)}"
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert after == before
+
+
 async def test_an_in_process_worker_stops_at_once(make: Make) -> None:
     lc = await make()
     worker = lc.worker()  # `steelframe dev`'s: a burst over an empty queue, then it stops

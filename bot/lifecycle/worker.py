@@ -35,7 +35,7 @@ from bot.github.app_auth import KeptTokens, hand_over, take_over
 from bot.lifecycle.context import AppClients, LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 from bot.lifecycle.trusted_jobs import JOB_SERIALIZER, RefusedJob, TrustedJob, trusted_task_id
-from bot.stop_request import StopRequest
+from bot.stop_request import STOP_SIGNALS, StopRequest
 
 log = logging.getLogger(__name__)
 IDLE_POLL_SECONDS = 1
@@ -195,8 +195,32 @@ class LifecycleWorker(_ContextGivingWorker, Worker):
     # The pipe a work horse hands its tokens back through: the worker's read end, the
     # horse's write end (both O_CLOEXEC: no program a job runs inherits either).
     _handback: tuple[int, int] | None = None
+    # The worker's signal mask before `fork_work_horse` blocked the stop signals.
+    _mask_before_fork: set[int | signal.Signals] | None = None
 
     def fork_work_horse(self, job: Job, queue: Queue) -> None:
+        """RQ's fork with SIGTERM and SIGINT blocked across it, until the horse has put in its
+        own handlers (`setup_work_horse_signals`); the worker unblocks them as soon as the
+        fork returns. Unblocked, the horse begins with the worker's handlers: one that
+        arrived before CPython's after-fork step was dropped (the step clears what was
+        caught), one after it ran RQ's `request_stop` in the horse, which writes the
+        worker's shutdown into Redis or raises StopRequested out of the fork, so the horse
+        went on as a second worker loop. Blocked, the kernel holds it for the horse's own
+        handlers: SIGTERM ends the horse, SIGINT is ignored, as RQ means them to be."""
+        before = self._mask_before_fork = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+        try:
+            self._fork_frozen(job, queue)
+        finally:  # in the worker (the horse exits inside RQ's fork)
+            signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+    def setup_work_horse_signals(self) -> None:
+        """In the horse: RQ's handlers, then the mask the worker had, so a stop held back
+        across the fork is delivered to them."""
+        super().setup_work_horse_signals()  # type: ignore[no-untyped-call]  # RQ's, untyped
+        if self._mask_before_fork is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, self._mask_before_fork)
+
+    def _fork_frozen(self, job: Job, queue: Queue) -> None:
         kept = self._kept_tokens()
         if kept is None:
             with frozen_heap():  # the horse never leaves it: it exits inside RQ's fork
