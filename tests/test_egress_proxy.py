@@ -295,7 +295,7 @@ async def test_slow_dns_gets_a_504_and_holds_only_its_own_runs_threads(
     assert tunnelled.endswith(b"upstream saw GET /hello")
 
 
-async def test_by_default_a_name_is_looked_up_for_real_on_the_proxys_threads(
+async def test_by_default_a_name_is_looked_up_for_real(
     tmp_path: Path,
 ) -> None:
     proxy = EgressProxy(Allowlist.of(["localhost:80"]), BlockedLog(lambda: NOW))
