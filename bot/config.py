@@ -145,6 +145,17 @@ class Settings(ModelSettings, CodingSettings):
         "idle time before a session is summarised",
         1800.0,
     )
+    # Idempotency records of Decisions and filings (bot/idempotency.py, `expire`, swept by
+    # the reconciler's periodic pass) untouched this long are deleted. 30 days: ten times
+    # GitHub's redelivery window (a delivery can be redelivered for 3 days) and far past any
+    # client's Idempotency-Key retry (minutes to a day; Stripe keeps keys 24 hours), so a
+    # retry held up by a long outage still replays, while the table holds about a month.
+    side_effect_retention_days: int = setting(
+        "STEELFRAME_SIDE_EFFECT_RETENTION_DAYS",
+        parse_positive_int,
+        "days a Decision's or filing's idempotency record is kept",
+        30,
+    )
     checkout_refresh_seconds: float = setting(
         "STEELFRAME_CHECKOUT_REFRESH_SECONDS",
         parse_positive_float,

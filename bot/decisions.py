@@ -30,7 +30,7 @@ from bot.errors import BadRequest
 from bot.github.errors import GitHubNotFound
 from bot.github.issue_records import Issue, IssueComment
 from bot.github.records import MAX_BODY
-from bot.idempotency import check_same_request, completed, run_once
+from bot.idempotency import EffectKind, check_same_request, completed, run_once
 from bot.models import Operator
 
 DECISION_MARKER = "<!-- steelframe-decision -->"
@@ -165,7 +165,7 @@ class DecisionPublisher:
         outcome = await run_once(
             self.db,
             key=key,
-            kind="publish_decision",
+            kind=EffectKind.PUBLISH_DECISION,
             request=CommentRequest(repo=repo, issue=issue, body=comment),
             perform=post,
             reconcile=find,

@@ -25,7 +25,7 @@ from bot.errors import BadRequest
 from bot.filing_source import FilingClient, current_client, source_label_of
 from bot.github.issue_records import Issue
 from bot.github.records import MAX_BODY
-from bot.idempotency import run_once
+from bot.idempotency import EffectKind, run_once
 from memory.secrets import masked
 
 log = logging.getLogger(__name__)
@@ -198,7 +198,7 @@ class FilingService:
         outcome = await run_once(
             self.db,
             key=key,
-            kind="file_issue",
+            kind=EffectKind.FILE_ISSUE,
             request=request,
             perform=self._create,
             reconcile=find,

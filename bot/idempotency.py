@@ -16,6 +16,13 @@ bot/decisions.py), stored as the JSON `msgspec.to_builtins` makes of them in the
 `request` and `result` columns and decoded with the caller's types when read back. That
 JSON is the only untyped data here and it stays in this module: one table holds every
 kind's rows, each kind with its own shape, so only the caller knows the type.
+
+Rows are kept for a bounded window (`expire`, from the reconciler's periodic pass): a key
+exists to make retries safe, and retries come within minutes to hours (a client's
+Idempotency-Key retry, a double click, a crash's restart), never a month later. A row of
+`run_once`'s kinds (`EffectKind`) untouched for STEELFRAME_SIDE_EFFECT_RETENTION_DAYS goes;
+a request under its key after that is a new request. Chat turns' keys (kind `chat_turn`,
+bot/chat/turn_keys.py) are not swept here: they live as long as their chat session.
 """
 
 from __future__ import annotations
@@ -24,10 +31,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 import msgspec
-from sqlalchemy import JSON, String, UniqueConstraint, select
+from sqlalchemy import JSON, String, UniqueConstraint, delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
@@ -37,6 +45,8 @@ from bot.db import Base, Database
 from bot.errors import Conflict, SteelframeError
 
 DEFAULT_LEASE = timedelta(seconds=60)
+SWEEP_BATCH = 500  # rows deleted per transaction: short locks, a bounded statement
+SWEEP_MAX_BATCHES = 20  # per pass: a backlog goes over a few passes, none runs long
 DEFAULT_WAIT_SECONDS = 30.0
 POLL_SECONDS = 0.05
 PENDING = "pending"
@@ -46,6 +56,13 @@ Req = TypeVar("Req")
 Res = TypeVar("Res")
 # A request or result as stored: the builtins (dicts, lists, strings, numbers) of a record.
 _Json = Any
+
+
+class EffectKind(StrEnum):
+    """The kinds `run_once` stores, which `expire` sweeps by age."""
+
+    FILE_ISSUE = "file_issue"  # bot/filing.py
+    PUBLISH_DECISION = "publish_decision"  # bot/decisions.py
 
 
 class SideEffect(Base):
@@ -111,7 +128,7 @@ async def run_once(
     db: Database,
     *,
     key: str,
-    kind: str,
+    kind: EffectKind,
     request: Req,
     perform: Action[Req, Res],
     reconcile: Reconcile[Req, Res],
@@ -247,3 +264,38 @@ def _release(session: Session, key: str, clock: Clock) -> None:
     if row is not None and row.status == PENDING:
         row.lease_until = None
         row.updated_at = clock()
+
+
+def expire(session: Session, *, before: datetime, batch: int = SWEEP_BATCH) -> int:
+    """Delete up to `batch` rows of `EffectKind` last touched before `before`; how many.
+
+    Safe to run twice and side by side: a row another sweep deleted is simply not there,
+    and the age is checked again on the row the delete locks, so a key a retry claims or
+    completes meanwhile (which sets `updated_at` to now) is left for that retry (PostgreSQL
+    re-reads the condition on a row updated under it; SQLite runs one writer at a time)."""
+    old = (SideEffect.kind.in_(list(EffectKind)), SideEffect.updated_at < before)
+    oldest = select(SideEffect.id).where(*old).order_by(SideEffect.id).limit(batch)
+    removed = session.execute(
+        delete(SideEffect)
+        .where(SideEffect.id.in_(oldest.scalar_subquery()), *old)
+        .execution_options(synchronize_session=False)
+    )
+    return int(getattr(removed, "rowcount", 0) or 0)
+
+
+def expire_all(
+    db: Database,
+    *,
+    before: datetime,
+    batch: int = SWEEP_BATCH,
+    max_batches: int = SWEEP_MAX_BATCHES,
+) -> int:
+    """`expire` batch by batch, each its own transaction, until no old row is left or
+    `max_batches` ran (the rest goes next pass); how many rows went."""
+    total = 0
+    for _ in range(max_batches):
+        removed = db.call(expire, before=before, batch=batch)
+        total += removed
+        if removed < batch:
+            break
+    return total

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 import pytest
+from sqlalchemy import select
 
 from bot import db as dbmod
 from bot.decisions import DECISION_MARKER, decision_comment, publish_key
 from bot.errors import BadRequest, UpstreamError
-from bot.idempotency import run_once
+from bot.idempotency import EffectKind, SideEffect, expire_all, run_once
 
 
 @pytest.fixture
@@ -519,3 +522,74 @@ async def test_a_stored_request_of_another_shape_raises_and_frees_the_key(databa
         ).scalar_one()
     )
     assert lease is None
+
+
+RETENTION = timedelta(days=30)
+DAY = timedelta(days=1)
+NOW = datetime(2027, 3, 1, tzinfo=UTC)
+
+
+def _at(moment: datetime) -> Callable[[], datetime]:
+    return lambda: moment
+
+
+async def _effect_at(
+    database: Any, remote: Remote, key: str, kind: EffectKind, x: int, moment: datetime
+) -> Any:
+    return await run_once(
+        database,
+        key=key,
+        kind=kind,
+        request=Effect(x=x),
+        perform=remote.perform,
+        reconcile=remote.reconcile,
+        result_type=EffectRef,
+        check_stored=None,
+        clock=_at(moment),
+    )
+
+
+def _keys(session: Any) -> list[str]:
+    return sorted(session.scalars(select(SideEffect.key)))
+
+
+async def test_records_past_the_retention_go_and_a_retry_within_it_still_replays(
+    database: Any,
+) -> None:
+    remote = Remote()
+    await _effect_at(database, remote, "filing:old", EffectKind.FILE_ISSUE, 1, NOW - RETENTION * 2)
+    await _effect_at(
+        database, remote, "publish:old", EffectKind.PUBLISH_DECISION, 2, NOW - RETENTION - DAY
+    )
+    recent = NOW - RETENTION + DAY
+    await _effect_at(database, remote, "publish:recent", EffectKind.PUBLISH_DECISION, 3, recent)
+    # A chat turn's key (2026-12-01, as old as the others) lives as long as its session.
+    database.call(_stored_row, "turn:old", "chat_turn", "done", '{"x": 0}', '{"id": 9}')
+    assert database.call(_keys) == ["filing:old", "publish:old", "publish:recent", "turn:old"]
+    removed = expire_all(database, before=NOW - RETENTION, batch=1)  # one row a transaction
+    assert removed == 2
+    assert database.call(_keys) == ["publish:recent", "turn:old"]
+    assert expire_all(database, before=NOW - RETENTION) == 0  # run again: nothing more
+    # The client's retry within the window replays the stored result: nothing is done again.
+    again = await _effect_at(
+        database, remote, "publish:recent", EffectKind.PUBLISH_DECISION, 3, NOW
+    )
+    assert again.reused and again.result == EffectRef(id=3) and len(remote.effects) == 3
+    # Past it, the key names nothing: the request is a new one.
+    late = await _effect_at(database, remote, "filing:old", EffectKind.FILE_ISSUE, 1, NOW)
+    assert not late.reused and len(remote.effects) == 4
+
+
+async def test_concurrent_sweeps_remove_every_old_record_once(database: Any) -> None:
+    remote = Remote()
+    for index in range(9):
+        old = NOW - RETENTION - DAY * (index + 1)
+        await _effect_at(database, remote, f"filing:{index}", EffectKind.FILE_ISSUE, index, old)
+    await _effect_at(database, remote, "filing:new", EffectKind.FILE_ISSUE, 99, NOW)
+
+    def sweep() -> int:
+        return expire_all(database, before=NOW - RETENTION, batch=2)
+
+    removed = await asyncio.gather(*(asyncio.to_thread(sweep) for _ in range(3)))
+    assert sum(removed) == 9
+    assert database.call(_keys) == ["filing:new"]

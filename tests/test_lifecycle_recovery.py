@@ -9,10 +9,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import utcnow
+from bot.idempotency import EffectKind, SideEffect
 from bot.lifecycle import leases, tasks
 from bot.lifecycle import run as run_module
 from bot.lifecycle.leases import Holder
@@ -314,3 +315,21 @@ async def test_a_lease_that_expired_is_taken_over(make: Make) -> None:
     lease = lc.ctx.db.call(leases.current, task.id)
     assert lease is not None and lease.holder == new.id
     assert lease.expires_at - lease.heartbeat_at == timedelta(seconds=5)
+
+
+def _side_effect(session: Session, key: str, at: datetime) -> None:
+    row = SideEffect(key=key, kind=EffectKind.FILE_ISSUE, status="done", request={}, result={})
+    row.created_at = row.updated_at = at
+    session.add(row)
+
+
+async def test_a_reconcile_pass_removes_idempotency_records_past_their_retention(
+    make: Make,
+) -> None:
+    lc = await make(side_effect_retention_days=2)
+    lc.ctx.db.call(_side_effect, "filing:old", utcnow() - timedelta(days=3))
+    lc.ctx.db.call(_side_effect, "filing:recent", utcnow() - timedelta(days=1))
+    report = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert report.side_effects_removed == 1 and not report.errors
+    keys = lc.ctx.db.call(lambda s: list(s.scalars(select(SideEffect.key))))
+    assert keys == ["filing:recent"]

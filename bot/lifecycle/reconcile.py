@@ -9,7 +9,8 @@ also at every worker start and periodically inside `steelframe worker`).
 * a terminate recorded while a frozen worker held the task: its job stopped, then applied;
 * a terminated task's job still running a lease period later: RQ is told to stop it;
 * notices whose poster died, results not yet delivered to their chat session;
-* worktrees no live run owns.
+* worktrees no live run owns;
+* idempotency records of Decisions and filings past their retention (bot/idempotency.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from sqlalchemy import func, or_, select
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
+from bot import idempotency
 from bot.contracts.tasks import EventData
 from bot.db import Database, is_lock_timeout
 from bot.events import OperatorEvents, RedisEventLog
@@ -61,6 +63,7 @@ class ReconcileReport:
     chat_results: int = 0
     worktrees_removed: int = 0
     resyncs_paid: int = 0
+    side_effects_removed: int = 0
     errors: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -75,6 +78,7 @@ class ReconcileReport:
             f"chat results delivered: {self.chat_results}",
             f"stale worktrees removed: {self.worktrees_removed}",
             f"operators told to reload after missed events: {self.resyncs_paid}",
+            f"idempotency records past retention removed: {self.side_effects_removed}",
             *(f"error: {e}" for e in self.errors),
         ]
 
@@ -155,12 +159,24 @@ async def reconcile(
     say("delivering results to chat sessions ...")
     report.chat_results = await asyncio.to_thread(deliver_all_pending, ctx.db, clock=ctx.clock)
     report.worktrees_removed = await asyncio.to_thread(_sweep_worktrees, ctx)
+    say("removing idempotency records past retention ...")
+    await asyncio.to_thread(_expire_side_effects, ctx, report)
     say("paying resyncs owed to operators ...")
     try:
         report.resyncs_paid = await asyncio.to_thread(_pay_owed_resyncs, ctx)
     except Exception as exc:  # the log or the database is down: the debts stay recorded
         report.errors.append(f"owed resyncs: {type(exc).__name__}: {exc}")
     return report
+
+
+def _expire_side_effects(ctx: LifecycleContext, report: ReconcileReport) -> None:
+    """Idempotency records of Decisions and filings untouched for the retention window go
+    (bot/idempotency.py, `expire_all`: concurrent passes and retries are safe)."""
+    retention = timedelta(days=ctx.settings.side_effect_retention_days)
+    try:
+        report.side_effects_removed = idempotency.expire_all(ctx.db, before=ctx.clock() - retention)
+    except OperationalError as exc:  # a lock wait or the database: the next pass sweeps
+        report.errors.append(f"idempotency records: {type(exc).__name__}: {exc}")
 
 
 def _pay_owed_resyncs(ctx: LifecycleContext) -> int:
