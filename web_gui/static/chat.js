@@ -22,7 +22,9 @@ export class Chat {
     this.agent = null;
     this.agentChanged = false;
     this.decision = null; // {body, issue}
-    this.keptFocus = null; // {session, issue}: a focus not sent before a reload (keepDraft)
+    // What a chat held unsent before a reload (keepDraft): {focus, agent, decision}, each
+    // {session, ...} or null, applied when that chat opens again (load).
+    this.kept = null;
     this.lost = null; // {session, shown}: a turn lost with the connection (reconnected)
     this.turn = null; // {session, turnId, lastId, view, done}
     this.sends = 0; // messages sent from this page: sign-in's first render must not wipe them
@@ -118,17 +120,22 @@ export class Chat {
   }
 
   // What the operator was typing survives a reload of the tab (sessionStorage: this tab
-  // only, keyed by operator, so another operator signing in here never sees it), and so
-  // does a focus set for the next message and not sent yet: the kept words would go without
-  // it. Kept as the page goes, so a message already sent (the box emptied, the focus sent)
-  // is never brought back.
+  // only, keyed by operator, so another operator signing in here never sees it), and so do
+  // a focus and an agent switch set for the next message and not sent yet (the kept words
+  // would go without them) and the Decision draft as edited in the Publish bar and not
+  // published. Kept as the page goes, from what the page holds then, so what was already
+  // sent, published or discarded (a focus change drops the draft) is never brought back.
   keepDraft(operator) {
     if (!operator) return;
     const text = this.els.input.value.trim() ? this.els.input.value : "";
-    const focus = this.focusChanged && this.session?.id ? { session: this.session.id, issue: this.focus } : null;
+    const session = this.session?.id;
+    const focus = this.focusChanged && session ? { session, issue: this.focus } : null;
+    const agent = this.agentChanged && session ? { session, name: this.agent } : null;
+    const decision = this.editedDecision();
     try {
-      if (text || focus) sessionStorage.setItem(draftKey(operator), JSON.stringify({ text, focus }));
-      else sessionStorage.removeItem(draftKey(operator));
+      if (text || focus || agent || decision) {
+        sessionStorage.setItem(draftKey(operator), JSON.stringify({ text, focus, agent, decision }));
+      } else sessionStorage.removeItem(draftKey(operator));
     } catch {
       /* storage refused (a private window's quota): the draft is not kept */
     }
@@ -143,7 +150,16 @@ export class Chat {
       return;
     }
     if (kept?.text && !this.els.input.value) this.els.input.value = kept.text;
-    this.keptFocus = kept?.focus ?? null; // applied when its chat opens again (load)
+    this.kept = kept; // the rest is applied when its chat opens again (load)
+  }
+
+  // The Publish bar's text when the operator changed it, with the draft it was edited from:
+  // a reload brings the edit back only onto that same draft (a later turn's draft is new).
+  editedDecision() {
+    const d = this.decision;
+    const text = this.els.publishText.value;
+    if (!this.session?.id || !d || this.els.publishBar.hidden || text === d.body) return null;
+    return { session: this.session.id, issue: d.issue, base: d.body, text };
   }
 
   forgetDraft(operator) {
@@ -262,23 +278,45 @@ export class Chat {
     this.els.status.classList.toggle("busy", Boolean(running));
     this.focus = session.focus ?? null;
     this.focusChanged = false;
-    // A focus set before a reload and not sent yet goes with the next message, as it would
-    // have (keepDraft): only in the chat it was set in.
-    const kept = this.keptFocus;
-    this.keptFocus = null;
-    if (kept && kept.session === session.id && kept.issue !== this.focus) {
-      this.focus = kept.issue;
-      this.focusChanged = true;
-    }
     this.agent = session.agent || this.agent;
     this.agentChanged = false;
-    this.els.agent.value = this.agent;
     this.decision = session.decision || null;
+    const kept = this.takeKept(session.id);
+    this.els.agent.value = this.agent;
     this.setTitle(session.label || session.title || "New chat");
     this.renderFocus();
     this.renderMessages(session.messages || []);
     this.renderPending(session.pending);
     this.renderPublishBar();
+    // The draft's edit, onto the draft it was made on and only while the bar shows it.
+    const edit = kept?.decision;
+    const d = this.decision;
+    if (edit && d && !this.els.publishBar.hidden && d.issue === edit.issue && d.body === edit.base) {
+      this.els.publishText.value = edit.text;
+    }
+  }
+
+  // What this chat held unsent before a reload (keepDraft) goes with the next message, as
+  // it would have: only in the chat it was set in. A focus or an agent switch drops the
+  // Decision draft, as setFocus and switchAgent do; an agent no longer offered is not kept.
+  takeKept(sessionId) {
+    const kept = this.kept;
+    this.kept = null;
+    const mine = (part) => (part && part.session === sessionId ? part : null);
+    const focus = mine(kept?.focus);
+    const agent = mine(kept?.agent);
+    if (focus && focus.issue !== this.focus) {
+      this.focus = focus.issue;
+      this.focusChanged = true;
+      this.decision = null;
+    }
+    const offered = [...this.els.agent.options].some((o) => o.value === agent?.name);
+    if (agent && offered && agent.name !== this.agent) {
+      this.agent = agent.name;
+      this.agentChanged = true;
+      this.decision = null;
+    }
+    return { decision: mine(kept?.decision) };
   }
 
   // The header cuts a long title with an ellipsis: the whole of it shows when pointed at.
