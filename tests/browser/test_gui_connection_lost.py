@@ -6,6 +6,7 @@ that comes back at its first try says nothing."""
 from __future__ import annotations
 
 import asyncio
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,49 @@ async def test_a_lost_events_stream_says_so_until_it_is_back(
     await banner.wait_for(state="hidden")
     await page.wait_for_selector("body[data-live=stream]")
     assert answered[:2] == ["drop", "away"] and answered[-1] == "back"
+
+
+# What nginx answers for a stopped upstream: a page of its own, not the service's error JSON.
+PROXY_PAGE = (
+    "<html><head><title>{status}</title></head><body><center><h1>{status}</h1></center>"
+    "<hr><center>nginx</center></body></html>"
+)
+
+
+@pytest.mark.parametrize("status", [502, 503, 504])
+async def test_a_proxys_gateway_error_for_a_stopped_service_says_the_connection_is_lost(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory, status: int
+) -> None:
+    """Behind a proxy a stopped service is no network break: the proxy answers 502, 503 or
+    504 with a page of its own. Not the service's JSON, so the service cannot be reached,
+    and the page says so (the service's own 503, Redis away, says nothing of it:
+    tests/browser/test_gui_events_redis_failure.py)."""
+    api = await api_factory(make_settings(tmp_path))
+    gui = await gui_factory(api, sign_in=False)
+    page = gui.page
+    state = {"mode": "drop"}
+
+    async def events(route: Any) -> None:
+        if state["mode"] == "drop":
+            state["mode"] = "proxy"  # dropped once, then only the proxy answers
+            await route.fulfill(
+                status=200, headers={"Content-Type": "text/event-stream"}, body=DROPPED
+            )
+        elif state["mode"] == "proxy":
+            page_text = PROXY_PAGE.format(status=f"{status} {HTTPStatus(status).phrase}")
+            await route.fulfill(status=status, content_type="text/html", body=page_text)
+        else:
+            await route.continue_()
+
+    await page.route("**/api/operator/events*", events)
+    await gui.sign_in()
+    banner = page.locator("#connection")
+    await banner.wait_for(state="visible")
+    assert "connection to the service was lost" in (await banner.inner_text()).lower()
+
+    state["mode"] = "back"
+    await banner.wait_for(state="hidden")
+    await page.wait_for_selector("body[data-live=stream]")
 
 
 async def test_a_stream_back_at_its_first_try_says_nothing(

@@ -9,12 +9,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.browser.conftest import WAIT_MS, GuiFactory
+from tests.browser.conftest import WAIT_MS, Gui, GuiFactory
 from tests.conftest import make_settings
+from tests.fakes.lifecycle import wait_for
 from tests.fakes.own_redis import OwnRedis
 from tests.fakes.own_redis import own_redis_fixture as own_redis_fixture  # `own_redis`
 
 EVENTS = "/api/operator/events"
+# Whether the line under the header ever said the service cannot be reached.
+WATCH_CONNECTION_LINE = """() => {
+  const line = document.querySelector('#connection');
+  new MutationObserver(() => {
+    if (line.textContent) window.sawConnectionLine = true;
+  }).observe(line, {childList: true, characterData: true, subtree: true});
+}"""
+
+
+def refusals(gui: Gui) -> int:
+    """The events stream's requests the service answered 503."""
+    return sum(
+        f.startswith(f"GET {gui.base}{EVENTS}") and f.endswith(" 503") for f in gui.failed_requests
+    )
 
 
 async def test_the_gui_reopens_the_events_stream_after_a_503(
@@ -24,12 +39,13 @@ async def test_the_gui_reopens_the_events_stream_after_a_503(
     gui = await gui_factory(api)
     page = gui.page
     await page.wait_for_selector("body[data-live=stream]", timeout=WAIT_MS)
+    # The service answers (its own 503, in its error JSON): never "connection lost".
+    await page.evaluate(WATCH_CONNECTION_LINE)
 
     own_redis.stop_keeping_data()  # the stream ends; the browser's re-open is answered 503
     await page.wait_for_selector("body[data-live=poll]", timeout=WAIT_MS)
-    assert any(
-        f.startswith(f"GET {gui.base}{EVENTS}") and f.endswith(" 503") for f in gui.failed_requests
-    ), gui.failed_requests
+    # Both the browser's re-open and the page's probe of it: answered 503 by the service.
+    await wait_for(lambda: refusals(gui) >= 2, within=WAIT_MS / 1000)
 
     own_redis.start()
     # Made while the page may still be polling (polling does not list sessions): the
@@ -39,3 +55,4 @@ async def test_the_gui_reopens_the_events_stream_after_a_503(
     made = await (await api.post("/api/operator/chat/new", json={"title": "after Redis"})).json()
     for session in (early, made):
         await page.wait_for_selector(f"#session-list [data-session='{session['id']}']")
+    assert await page.evaluate("() => window.sawConnectionLine") is None

@@ -49,6 +49,48 @@ async def test_a_chats_list_refused_on_reload_is_no_sign_out(
     assert not [e for e in gui.console_errors if e.startswith("pageerror")]
 
 
+async def test_a_proxys_503_says_the_service_cannot_be_reached(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """A proxy's page (not the service's error JSON) for a stopped service: the operator is
+    told the service cannot be reached, not "request failed (503)"."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+    proxy_page = "<html><body><h1>503 Service Temporarily Unavailable</h1>nginx</body></html>"
+
+    async def proxy(route: Any) -> None:
+        await route.fulfill(status=503, content_type="text/html", body=proxy_page)
+
+    await page.route("**/api/operator/chat/sessions", proxy)
+    await page.reload()
+    await page.wait_for_selector("#app:not([hidden])")
+    error = page.locator("#toasts .toast.error", has_text="Your chats could not load")
+    await error.wait_for()
+    assert "the service cannot be reached" in await error.inner_text()
+
+
+async def test_a_message_a_proxy_refuses_is_offline_not_sent(
+    api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
+) -> None:
+    """The turn's stream answered by a proxy's 503 page: the message was not sent, as with
+    no network, and stays in the box to send again."""
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: OfflineRuntime())
+    gui = await gui_factory(api)
+    page = gui.page
+
+    async def proxy(route: Any) -> None:
+        await route.fulfill(status=503, content_type="text/html", body="<h1>503</h1>")
+
+    await page.route("**/api/operator/chat/stream*", proxy)
+    await page.fill("#message", "what runs on Mondays?")
+    await page.press("#message", "Enter")
+    await page.wait_for_function(
+        "() => document.querySelector('#status-line').textContent === 'offline: not sent'"
+    )
+    assert await page.input_value("#message") == "what runs on Mondays?"
+
+
 async def test_a_list_refused_after_a_turn_is_no_uncaught_error(
     api_factory: Any, tmp_path: Path, gui_factory: GuiFactory
 ) -> None:

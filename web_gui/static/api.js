@@ -2,6 +2,8 @@
 // streams read from fetch (POST bodies and Last-Event-ID need more than EventSource offers).
 
 const auth = { csrf: null, onSignedOut: () => {} };
+const UNREACHABLE = "the service cannot be reached: check that it is running";
+const OFFLINE = "the service cannot be reached: check your connection, then try again";
 
 export class ApiError extends Error {
   constructor(status, body) {
@@ -9,6 +11,14 @@ export class ApiError extends Error {
     this.status = status;
     this.body = body || {};
   }
+}
+
+// A gateway's refusal (502, 503, 504) that is not the service's own error JSON (`{"error":
+// ...}`, docs/api.md "Errors") comes from a proxy in front of it: the service behind it is
+// stopped or cannot be reached, and a request answered so fails as one with no answer
+// (status 0). The service's own 503 (its database or Redis away) says so in JSON: it is there.
+export function proxyAway(status, body) {
+  return [502, 503, 504].includes(status) && typeof body?.error !== "string";
 }
 
 export function setCsrf(token) {
@@ -36,9 +46,10 @@ export async function request(method, path, body) {
   try {
     response = await fetch(path, init);
   } catch {
-    throw new ApiError(0, { error: "the service cannot be reached: check that it is running" });
+    throw new ApiError(0, { error: UNREACHABLE });
   }
   const data = await response.json().catch(() => ({}));
+  if (proxyAway(response.status, data)) throw new ApiError(0, { error: UNREACHABLE });
   if (!response.ok) {
     if (response.status === 401 && path.startsWith("/api/")) auth.onSignedOut();
     throw new ApiError(response.status, data);
@@ -107,10 +118,11 @@ export async function openStream(method, path, { body, lastEventId, signal, key 
     response = await fetch(path, init);
   } catch (err) {
     if (err?.name === "AbortError") throw err;
-    throw new ApiError(0, { error: "the service cannot be reached: check your connection, then try again" });
+    throw new ApiError(0, { error: OFFLINE });
   }
   if (!response.ok) {
     const data = await response.json().catch(() => ({}));
+    if (proxyAway(response.status, data)) throw new ApiError(0, { error: OFFLINE });
     // A session that ended goes back to sign-in, not to an API message in the chat.
     if (response.status === 401) auth.onSignedOut();
     throw new ApiError(response.status, data);

@@ -1,13 +1,15 @@
 // Live updates: the operator events stream (SSE; EventSource resumes with Last-Event-ID by
 // itself). When the service refuses the stream, EventSource gives up for good without saying
 // why: the Board is polled instead, and one plain request for the stream (aborted once its
-// status is known) tells the two refusals apart. Refused for now (a 502/503/504 while the
-// service's Redis is away, or no answer at all): the stream is tried again after a pause
+// status is known) tells the two refusals apart. Refused for now (a 503 while the service's
+// Redis is away, a proxy's 502/503/504 while the service behind it is stopped, or no answer
+// at all): the stream is tried again after a pause
 // that doubles (RETRY_MIN_MS up to RETRY_MAX_MS), from the last event id seen, until it
 // opens; then polling stops. Not there (a 404: a service or a proxy without the stream):
 // polling goes on, and the stream is asked again only every NO_STREAM_RETRY_MS, not every
 // 30 s forever, each try a failed request in the console.
-//
+import { proxyAway } from "./api.js";
+
 // A test hook, never set by the GUI itself: `window.steelframeTestTimeScale` (a number > 0,
 // set by a test's init script before the page's modules load) multiplies the pauses below,
 // so the browser tests wait a few seconds, not minutes, on the same sequence: scaled alike,
@@ -24,9 +26,10 @@ const NO_STREAM_RETRY_MS = 600000 * TIME_SCALE;
 const PROBE_TIMEOUT_MS = 10000; // a probe that has no answer by then counts as a network break
 const EVENTS = "/api/operator/events";
 
-// The status the service answers the stream with (0: no answer). A 200 is a stream: it is
-// aborted unread once its headers are in.
-async function streamStatus() {
+// How the stream is answered: its status (0: no answer) and whether the service itself
+// cannot be reached (no answer, or a proxy's gateway error: api.js proxyAway). A 200 is a
+// stream: it is aborted unread once its headers are in.
+async function streamAnswer() {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), PROBE_TIMEOUT_MS);
   try {
@@ -35,14 +38,23 @@ async function streamStatus() {
       headers: { Accept: "text/event-stream" },
       signal: abort.signal,
     });
-    // An error's small body is read to its end; only a stream (a 200) is cut off.
-    if (!response.ok) await response.arrayBuffer().catch(() => {});
-    return response.status;
+    // An error's small body is read to its end (whose it is: the service's JSON or a
+    // proxy's page); only a stream (a 200) is cut off.
+    const body = response.ok ? null : await response.text().catch(() => "");
+    return { status: response.status, away: !response.ok && proxyAway(response.status, parsed(body)) };
   } catch {
-    return 0;
+    return { status: 0, away: true };
   } finally {
     clearTimeout(timer);
     abort.abort();
+  }
+}
+
+function parsed(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
   }
 }
 
@@ -125,11 +137,10 @@ export class LiveUpdates {
 
   async refused() {
     const run = this.run;
-    const status = await streamStatus();
+    const { status, away } = await streamAnswer();
     if (run !== this.run || this.source) return; // stopped, or re-opened meanwhile
     // Answered (a 503 while Redis is away, a 404): the service is there, polled meanwhile.
     // No answer, or a proxy's "the service behind me is away": it cannot be reached.
-    const away = [0, 502, 504].includes(status);
     this.onConnection(away);
     if (!away) this.onReachable();
     if (status === 404) {
