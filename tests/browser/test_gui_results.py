@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 from tests.browser.conftest import Gui, GuiFactory
+from tests.browser.test_gui_layout import DESKTOP_SPY
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import Make
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
@@ -102,3 +103,25 @@ async def test_a_result_in_the_open_chat_is_told_once_by_the_chat_alone(
     assert len(told) == 1 and "delivered" in told[0], told
     await gui.screen("chat")
     assert await page.locator("#messages .msg.assistant", has_text="was delivered").count() == 1
+
+
+async def test_a_result_in_the_open_chat_of_a_hidden_tab_is_notified(
+    make: Make, gui_factory: GuiFactory
+) -> None:
+    """The tab hidden, the open chat is not in front of the operator: the change and its
+    result are one notification (and one desktop alert), in the result's words."""
+    lc = await make(coding_command=command("question"))
+    gui = await gui_factory(lc.api, permissions=["notifications"])
+    page = gui.page
+    await page.evaluate(DESKTOP_SPY)
+    issue = await file_an_issue(gui)
+    await page.evaluate("() => { window.__hidden = true; }")  # the operator looks elsewhere
+    await lc.settle()
+    await lc.work()
+    question = page.locator("#messages .msg.assistant", has_text="Should the cache use Redis")
+    await question.wait_for()  # the result came, after its change
+    toasts = page.locator("#toasts .toast", has_text=f"#{issue}")
+    assert await toasts.count() == 1
+    assert "has a question: Task" in await toasts.inner_text()
+    desktop = await page.evaluate("window.__desktop")
+    assert len([d for d in desktop if f"#{issue}" in d]) == 1, desktop
