@@ -43,9 +43,19 @@ class _Write:
 
 
 class GroupCommit:
-    def __init__(self, db: Database, *, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self,
+        db: Database,
+        *,
+        max_batch: int = MAX_BATCH,
+        prelude: Callable[[Session], Any] | None = None,
+    ) -> None:
         self.db = db
         self._max_batch = max_batch
+        # Run first in every transaction: the lock every write of the batch needs, taken
+        # before any of them takes another, so the locks are always taken in one order
+        # (chat: the forget epoch, bot.chat.pending_forgets).
+        self._prelude = prelude
         self._queued: list[_Write] = []
         self._writer: asyncio.Task[None] | None = None
         self.batches = 0  # for tests and benchmarks: how many transactions were used
@@ -76,6 +86,8 @@ class GroupCommit:
     def _commit(self, calls: list[Callable[[Session], Any]]) -> list[_Outcome]:
         try:
             with self.db.session() as session:
+                if self._prelude is not None:
+                    self._prelude(session)
                 values = [call(session) for call in calls]
         except Exception as exc:
             if len(calls) == 1:
@@ -88,9 +100,14 @@ class GroupCommit:
 
     def _alone(self, call: Callable[[Session], Any]) -> _Outcome:
         try:
-            return _Outcome(value=self.db.call(call))
+            return _Outcome(value=self.db.call(self._after_prelude, call))
         except Exception as exc:
             return _Outcome(error=exc)
+
+    def _after_prelude(self, session: Session, call: Callable[[Session], Any]) -> Any:
+        if self._prelude is not None:
+            self._prelude(session)
+        return call(session)
 
     async def close(self) -> None:
         """Let the writes already queued commit."""

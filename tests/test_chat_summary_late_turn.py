@@ -11,8 +11,9 @@ from pathlib import Path
 from bot.agents import sync_agents
 from bot.background import BackgroundTasks
 from bot.chat import summary as summary_store
-from bot.chat.session_store import TurnRecord, new_session, persist_turn
+from bot.chat.session_store import new_session, persist_turn
 from bot.chat.summariser import Summariser
+from bot.chat.turn_record import TurnRecord
 from bot.config import AgentConfig
 from bot.db import Database
 from bot.models import ChatSession, SummaryStatus

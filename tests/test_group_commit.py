@@ -13,7 +13,8 @@ from sqlalchemy.orm import Session
 from bot.chat.placement import TurnTarget
 from bot.chat.proposals import Proposal
 from bot.chat.session_rows import UNSET
-from bot.chat.session_store import TurnRecord, open_for_turn, persist_turn
+from bot.chat.session_store import open_for_turn, persist_turn
+from bot.chat.turn_record import TurnRecord
 from bot.clock import utcnow
 from bot.db import Database, upgrade
 from bot.errors import Conflict
@@ -104,6 +105,6 @@ async def test_a_turn_opened_after_one_stored_in_the_same_batch_reads_what_it_st
     )
     assert writes.batches == 1
     assert before is None
-    assert [m.content for m in stored] == ["hi", "hello"]
+    assert [m.content for m in stored.messages] == ["hi", "hello"]
     assert after.pending == proposal and after.title == "Deploys"
     assert [m.content for m in after.history] == ["hi", "hello"]

@@ -21,16 +21,16 @@ a cut sentence may say them otherwise than verbatim; its memory chunk is replace
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy import Select, Text, cast, func, or_, select
 from sqlalchemy.orm import Session
 
 from bot.chat.forget_words import Words
 from bot.chat.forgotten_keys import forget_in_keyed_turns
-from bot.chat.proposals import Proposal
-from bot.chat.session_store import TurnRecord
+from bot.chat.open_turn_rows import OpenTurn
+from bot.chat.pending_forgets import raise_epoch, settle
+from bot.chat.turn_record import TurnRecord
 from bot.dialogue.titles import title_from_message
 from bot.models import Agent, ChatSession, ChatTurn, Role, SummaryStatus
 
@@ -41,17 +41,29 @@ SUMMARY_KEY = "chat_summary:"  # bot/chat/summary_sink.py's chunk keys
 
 
 @dataclass(frozen=True)
+class ChangedSession:
+    """A chat session a forget changed, and whose it is (its clients reload it)."""
+
+    operator_id: int
+    session_id: str
+
+
+@dataclass(frozen=True)
 class Scrubbed:
     """What a forget changed in the chat sessions: messages, and sessions (any field)."""
 
     messages: int
-    sessions: int
+    changed: list[ChangedSession]
+
+    @property
+    def sessions(self) -> int:
+        return len(self.changed)
 
 
 def _turns_saying(session: Session, repo: str, words: Words) -> list[ChatTurn]:
     """The messages of the repository's sessions that say the words, locked until the
-    forget commits. A turn still running elsewhere stores its messages as they are: it was
-    sent before the forget."""
+    forget commits. A turn still running elsewhere leaves them out as it stores
+    (bot.chat.pending_forgets)."""
     like = [
         func.lower(ChatTurn.content).like(words.like, escape="\\"),
         func.lower(ChatTurn.reasoning).like(words.like, escape="\\"),
@@ -84,12 +96,36 @@ def count_saying(session: Session, repo: str, words: str) -> int:
 def forget_saying(session: Session, repo: str, words: str) -> Scrubbed:
     """Take the words out of every chat session of the repository: each message's text,
     reasoning and metadata, each session's title, summary, Decision draft and held
-    proposal, and what its keyed turns recorded for their keys. A session whose messages
-    said them is due a new summary (module docstring). Running it again changes nothing."""
+    proposal, what its keyed turns recorded for their keys, and the messages of the turns
+    still open (kept until stored: bot.chat.open_turn_rows), which leave them out of what
+    they store too (bot.chat.pending_forgets). A session whose messages said them is due a
+    new summary (module docstring). Running it again changes nothing."""
     found = Words(words)
+    raise_epoch(session, repo, words)  # first: it waits for the turns opening or storing
     forget_in_keyed_turns(session, _sessions_of(repo), found)
+    _forget_in_open_turns(session, repo, found)
     turns = _turns_saying(session, repo, found)
     said = {turn.session_id for turn in turns}
+    rows = _sessions_saying(session, repo, found, said)
+    titles = {row.id: _title_without(session, row, found) for row in rows}  # messages as said
+    for turn in turns:
+        turn.content = found.out_of(turn.content)
+        turn.reasoning = found.out_of(turn.reasoning)
+        turn.meta = found.out_of(turn.meta)
+    changed = [
+        ChangedSession(row.operator_id, row.id)
+        for row in rows
+        if _forget_in_session(row, found, title=titles[row.id], resummarise=row.id in said)
+    ]
+    session.flush()
+    settle(session)  # no turn in flight: the words are kept nowhere
+    return Scrubbed(messages=len(turns), changed=changed)
+
+
+def _sessions_saying(
+    session: Session, repo: str, words: Words, said: set[str]
+) -> list[ChatSession]:
+    """The repository's sessions whose messages (`said`) or fields say the words, locked."""
     fields = (
         ChatSession.title,
         ChatSession.summary,
@@ -97,29 +133,49 @@ def forget_saying(session: Session, repo: str, words: str) -> Scrubbed:
         ChatSession.pending_title,
         ChatSession.pending_body,
     )
-    rows = session.scalars(
-        select(ChatSession)
-        .join(Agent, Agent.name == ChatSession.agent)
-        .where(
-            Agent.repo == repo,
-            or_(
-                ChatSession.id.in_(said),
-                *(func.lower(field).like(found.like, escape="\\") for field in fields),
-            ),
-        )
-        .order_by(ChatSession.id)
-        .with_for_update(of=ChatSession)
-    ).all()
-    titles = {row.id: _title_without(session, row, found) for row in rows}  # messages as said
-    for turn in turns:
-        turn.content = found.out_of(turn.content)
-        turn.reasoning = found.out_of(turn.reasoning)
-        turn.meta = found.out_of(turn.meta)
-    changed = sum(
-        _forget_in_session(row, found, title=titles[row.id], resummarise=row.id in said)
-        for row in rows
+    return list(
+        session.scalars(
+            select(ChatSession)
+            .join(Agent, Agent.name == ChatSession.agent)
+            .where(
+                Agent.repo == repo,
+                or_(
+                    ChatSession.id.in_(said),
+                    *(func.lower(field).like(words.like, escape="\\") for field in fields),
+                ),
+            )
+            .order_by(ChatSession.id)
+            .with_for_update(of=ChatSession)
+        ).all()
     )
-    return Scrubbed(messages=len(turns), sessions=changed)
+
+
+def _forget_in_open_turns(session: Session, repo: str, words: Words) -> int:
+    """The messages of the repository's turns still open, kept for a note should their
+    process be killed (bot.chat.left_turns), without the words. How many changed."""
+    rows = session.scalars(
+        select(OpenTurn)
+        .where(
+            OpenTurn.session_id.in_(_sessions_of(repo).scalar_subquery()),
+            func.lower(OpenTurn.message).like(words.like, escape="\\"),
+        )
+        .order_by(OpenTurn.turn_id)
+        .with_for_update()
+    ).all()
+    changed = [row for row in rows if words.said_in(row.message)]
+    for row in changed:
+        row.message = words.out_of(row.message)
+    return len(changed)
+
+
+def owners_in_repo(session: Session, repo: str, session_ids: Collection[str]) -> dict[str, int]:
+    """Of `session_ids`, those of the repository's chat sessions, and whose each is."""
+    rows = session.execute(
+        select(ChatSession.id, ChatSession.operator_id)
+        .join(Agent, Agent.name == ChatSession.agent)
+        .where(Agent.repo == repo, ChatSession.id.in_(list(session_ids)))
+    )
+    return {session_id: operator_id for session_id, operator_id in rows}
 
 
 def _sessions_of(repo: str) -> Select[str]:
@@ -184,28 +240,4 @@ def forget_summaries(session: Session, keys: Collection[str | None]) -> int:
 def record_without(record: TurnRecord, words: str) -> TurnRecord:
     """The forget turn's own messages as stored: without the words it named (the operator's
     message repeats them, the reply and its notes may), its title made from what is left."""
-    found = Words(words)
-    message = found.out_of(record.user_message)
-    return replace(
-        record,
-        user_message=message,
-        reply=found.out_of(record.reply),
-        reasoning=found.out_of(record.reasoning),
-        meta=found.out_of(record.meta),
-        title=title_from_message(message) if record.title is not None else None,
-        decision=_decision_without(record.decision, found),
-        pending=_pending_without(record.pending, found),
-    )
-
-
-def _decision_without(decision: Any, words: Words) -> Any:
-    if isinstance(decision, tuple):
-        body, issue = decision
-        return (words.out_of(body), issue)
-    return decision
-
-
-def _pending_without(pending: Any, words: Words) -> Any:
-    if isinstance(pending, Proposal):
-        return replace(pending, title=words.out_of(pending.title), body=words.out_of(pending.body))
-    return pending
+    return record.without(Words(words))

@@ -63,10 +63,17 @@ def end_without(end: TurnEnd, words: Words) -> TurnEnd:
 
 def _frame_without(data: str, words: Words) -> str:
     numbered = NumberedFrame.stored(data.encode())
-    frame = _without(numbered.frame, words)
-    if frame == numbered.frame:
+    without = numbered_without(numbered, words)
+    if without is numbered:
         return data  # as recorded, byte for byte
-    return NumberedFrame.of(numbered.id, frame).data.decode()
+    return without.data.decode()
+
+
+def numbered_without(numbered: NumberedFrame, words: Words) -> NumberedFrame:
+    """The frame, numbered as it was, without the words; the same object if it did not say
+    them (also for the frames a turn relayed: bot.chat.forgotten_frames)."""
+    frame = _without(numbered.frame, words)
+    return numbered if frame == numbered.frame else NumberedFrame.of(numbered.id, frame)
 
 
 def _without(frame: Frame, words: Words) -> Frame:

@@ -42,6 +42,7 @@ import msgspec
 from redis.exceptions import NoScriptError, RedisError
 
 from bot.chat.coordination import HELD_BY_LUA, SLOT_TTL_SECONDS, slot_held_by, slot_key
+from bot.chat.relay_rewrites import first_frames, rewrite_stream
 from bot.contracts.chat import (
     DoneFrame,
     ErrorFrame,
@@ -276,6 +277,8 @@ class OrphanedTurn:
     first_id: int = 1  # its first frame's id: a send again with its key reads it numbered so
 
 
+# A turn's frames given back changed (the same object: that frame is left as it is).
+FramesChange = Callable[[list[NumberedFrame]], list[NumberedFrame]]
 # Records an orphaned turn in its session; run by the one reader that ended it.
 OwnerGoneRecord = Callable[[OrphanedTurn], Coroutine[Any, Any, None]]
 
@@ -295,6 +298,10 @@ class FrameRelay(Protocol):
     def replay(
         self, turn_id: str, *, after: int, heartbeat: float | None
     ) -> AsyncIterator[NumberedFrame | None]: ...
+
+    async def relayed_turns(self) -> list[RelayedTurn]: ...
+
+    async def rewrite(self, turn_id: str, change: FramesChange) -> bool: ...
 
     async def close(self) -> None: ...
 
@@ -660,6 +667,28 @@ class RedisFrameRelay:
                 await asyncio.shield(task)
         except Exception as exc:  # TimeoutError included
             log.warning("turn %s: its end was not recorded in its session (%r)", watch.turn_id, exc)
+
+    async def relayed_turns(self) -> list[RelayedTurn]:
+        """Every turn Redis holds frames of, with the session its first frame names (the
+        turns of a stream whose first frame went are not listed)."""
+        found = await first_frames(self._writer, f"{PREFIX}frames:")
+        turns = [(turn_id, NumberedFrame.stored(data).frame) for turn_id, data in found]
+        return [
+            RelayedTurn(turn_id, frame.session)
+            for turn_id, frame in turns
+            if isinstance(frame, StatusFrame) and frame.session is not None
+        ]
+
+    async def rewrite(self, turn_id: str, change: FramesChange) -> bool:
+        """The turn's relayed frames written again as `change` gives them back, each under
+        its stream id (bot.chat.relay_rewrites). Whether any changed."""
+
+        def changed(stored: list[bytes]) -> list[bytes | None]:
+            before = [NumberedFrame.stored(data) for data in stored]
+            after = change(before)
+            return [None if a is b else a.data for a, b in zip(after, before, strict=True)]
+
+        return await rewrite_stream(self._writer, f"{PREFIX}frames:{turn_id}", changed)
 
     async def close(self) -> None:
         """Write what waits (one more try if Redis is away: then it goes with the process)."""

@@ -326,6 +326,11 @@ class TurnRegistry:
             handle.opened.set()  # a turn stopped before its session write writes none
             self._finished.append(handle)
 
+    def handles(self) -> list[TurnHandle]:
+        """Every turn whose frames this process holds: running, or lingering."""
+        self._evict()
+        return list(self._recent.values())
+
     def for_operator(self, operator_id: int) -> TurnHandle | None:
         return self._by_operator.get(operator_id)
 

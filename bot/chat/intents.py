@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from bot.chat.forgotten import ChangedSession
 from bot.chat.proposals import Proposal
 from bot.chat.session_rows import UNSET
 from bot.chat.session_store import TurnSession
@@ -54,8 +55,10 @@ class IntentOutcome:
     reply_suffix: str = ""
     notes: list[str] = field(default_factory=list)
     # The words a "forget that ..." took out: the turn's own stored messages leave them out
-    # too (bot.chat.forgotten.record_without).
+    # too (bot.chat.forgotten.record_without), and so do the turns' frames.
     forgotten: str | None = None
+    # The sessions it took them out of: their clients are told to read them again.
+    forgotten_in: list[ChangedSession] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,8 @@ from sqlalchemy.orm import Session
 from bot.chat.coordination import TurnLocks
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.inflight import TurnRegistry
-from bot.chat.open_turn_rows import OpenTurn, forget_open, open_key
+from bot.chat.open_turn_rows import OpenTurn, open_key
+from bot.chat.pending_forgets import end_open
 from bot.chat.turn import OWNER_GONE_REPLY
 from bot.chat.turn_keys import killed_end, record_killed_end
 from bot.clock import Clock, utcnow
@@ -87,7 +88,7 @@ def note_left_turn(session: Session, turn: LeftTurn, *, clock: Clock = utcnow) -
         first_id=turn.first_id,
         clock=clock,
     )
-    forget_open(session, turn.turn_id)
+    end_open(session, turn.turn_id)
     return stored
 
 

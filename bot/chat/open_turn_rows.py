@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, Text, bindparam, delete, insert, select
+from sqlalchemy import ForeignKey, Integer, String, Text, bindparam, delete, insert, select
 from sqlalchemy.orm import Mapped, Session, mapped_column
 
 from bot.db import Base
@@ -27,6 +27,9 @@ class OpenTurn(Base):
     started_at: Mapped[datetime]
     # The turn's idempotency key's row key (bot.chat.turn_keys.row_key); None: sent without.
     key: Mapped[str | None] = mapped_column(String(120), default=None)
+    # The forget epoch it opened at: it leaves out the words of the forgets raised since
+    # as it stores (bot.chat.pending_forgets).
+    forget_epoch: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
 
 
 # Plain statements on the session's connection, as the turn's other writes in a group

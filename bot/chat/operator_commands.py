@@ -38,6 +38,7 @@ from typing import Any
 
 from bot.chat.forgotten import (
     FORGET_MESSAGES_AT_MOST,
+    ChangedSession,
     count_saying,
     forget_saying,
     forget_summaries,
@@ -350,7 +351,7 @@ class OperatorCommands:
             return _said(f"Nothing forgotten: {exc.message}. Say more of it, or forget by key.")
         except MemoryError_ as exc:
             return _said(f"Nothing forgotten: session memory failed ({exc.message}).")
-        in_chats = await self._forget_in_chats(repo, found, forgotten)
+        in_chats, changed = await self._forget_in_chats(repo, found, forgotten)
         if not forgotten and not in_chats:
             said = f"Nothing in session memory {what} in {repo}: nothing forgotten."
         elif not forgotten:
@@ -364,6 +365,7 @@ class OperatorCommands:
             reply_suffix=f"\n\n{said}",
             notes=[f"the operator had {len(forgotten)} chunk(s) {what} forgotten"],
             forgotten=found.words,  # the turn's own stored messages leave them out too
+            forgotten_in=changed,
         )
 
     async def _refuse_too_many_messages(self, repo: str, words: str) -> None:
@@ -381,25 +383,24 @@ class OperatorCommands:
 
     async def _forget_in_chats(
         self, repo: str, found: OperatorCommand, forgotten: list[Forgotten]
-    ) -> str:
+    ) -> tuple[str, list[ChangedSession]]:
         """Forget in the chat sessions what was forgotten from memory (bot.chat.forgotten),
-        and say what changed there ("": nothing)."""
+        say what changed there ("": nothing), and which sessions words were taken out of."""
         if self.db is None:
-            return ""
+            return "", []
         if found.words is not None:
             scrubbed = await self.db.run(forget_saying, repo, found.words)
             if not scrubbed.messages and not scrubbed.sessions:
-                return ""
-            return (
+                return "", []
+            said = (
                 f"Taken out of the chat history too: {scrubbed.messages} message(s),"
                 f" {scrubbed.sessions} session(s)."
             )
+            return said, scrubbed.changed
         cleared = await self.db.run(forget_summaries, [chunk.key for chunk in forgotten])
-        return (
-            f"Forgotten with them: the stored summary of {cleared} chat session(s)."
-            if cleared
-            else ""
-        )
+        if not cleared:
+            return "", []
+        return f"Forgotten with them: the stored summary of {cleared} chat session(s).", []
 
 
 def _said(text: str) -> IntentOutcome:

@@ -26,8 +26,9 @@ from bot.chat.coordination import TurnLocks, claim_slot
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.drafting import Drafting, draft_once
 from bot.chat.forget_words import Words
-from bot.chat.forgotten import record_without
-from bot.chat.forgotten_keys import end_without
+from bot.chat.forgotten import owners_in_repo, record_without
+from bot.chat.forgotten_frames import FrameForgets
+from bot.chat.forgotten_keys import end_without, numbered_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry, turn_in_flight
@@ -42,14 +43,14 @@ from bot.chat.intents import (
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.key_joins import KeyJoins
 from bot.chat.left_turns import note_killed_turn, note_left_turns
-from bot.chat.open_turn_rows import forget_open
 from bot.chat.operator_commands import answered_by_record, command_focus
+from bot.chat.pending_forgets import current_epoch, end_open
 from bot.chat.placement import TurnTarget, place_turn, placements
 from bot.chat.progress import progress_while
 from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
 from bot.chat.session_store import (
     Acknowledged,
-    TurnRecord,
+    StoredTurn,
     TurnSession,
     open_for_turn,
     persist_turn,
@@ -74,6 +75,7 @@ from bot.chat.turn_keys import (
     row_key,
     started_frame,
 )
+from bot.chat.turn_record import TurnRecord
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock
 from bot.config import AgentConfig, Settings
@@ -83,7 +85,6 @@ from bot.contracts.chat import (
     Emit,
     ErrorFrame,
     ErrorReason,
-    Message,
     StatusFrame,
 )
 from bot.contracts.errors import ErrorDetail
@@ -150,7 +151,7 @@ def _turn_ended(
     if key is not None and end is not None:
         record_end(session, key, turn_id, end, clock=clock)
     if failed:
-        forget_open(session, turn_id)
+        end_open(session, turn_id)
 
 
 class _KeyTaken(Exception):
@@ -202,8 +203,10 @@ class TurnPipeline:
         self.clock = clock
         # Requests the HTTP layer has not answered yet: a started turn's heavy work yields.
         self.unanswered = unanswered
-        # Turns' session writes and their messages, committed together (SQLite: one writer).
-        self.writes = GroupCommit(db)
+        # Turns' session writes and their messages, committed together (SQLite: one writer),
+        # each transaction holding the forget epoch first (bot.chat.pending_forgets).
+        self.writes = GroupCommit(db, prelude=current_epoch)
+        self.frame_forgets = FrameForgets(registry)
         # Where each starting turn goes, read together with other turns' (bot.group_read).
         self._placements = GroupRead(db, placements)
         self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
@@ -313,10 +316,10 @@ class TurnPipeline:
         handle: TurnHandle,
         terminal: NumberedFrame,
         *,
-        forgotten: Words | None = None,
+        forgotten: tuple[Words, ...] = (),
     ) -> None:
         """As the turn's terminal frame goes out: its end recorded for its key (without the
-        words the turn `forgotten`, bot.chat.forgotten_keys), and a turn that stored nothing
+        words `forgotten`, bot.chat.forgotten_keys), and a turn that stored nothing
         (stopped, failed) no longer kept open (a done turn let it go as it stored its
         messages)."""
         # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
@@ -325,8 +328,9 @@ class TurnPipeline:
             return
         first = [handle.frames[0].data.decode()] if handle.frames else []
         end = TurnEnd(frames=[*first, terminal.data.decode()]) if key is not None else None
-        if end is not None and forgotten is not None:
-            end = end_without(end, forgotten)
+        if end is not None:
+            for words in forgotten:
+                end = end_without(end, words)
         await self.writes.run(
             _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
         )
@@ -419,11 +423,39 @@ class TurnPipeline:
             total_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         stored = await self._persist(handle, request, finished)
+        if outcome.forgotten is not None:
+            await self._forget_in_frames(agent.repo, request, ts, outcome)
         if stored is None:
             return
         await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
-        history = [*ts.history, *stored][-HISTORY_IN_RESPONSE:]
-        await handle.emit(DoneFrame(response=finished.response(history)))
+        history = [*ts.history, *stored.messages][-HISTORY_IN_RESPONSE:]
+        done = NumberedFrame.of(0, DoneFrame(response=finished.response(history)))
+        for words in self._forgotten(outcome, stored):  # as stored, so as sent
+            done = numbered_without(done, words)
+        await handle.emit(done.frame)
+
+    @staticmethod
+    def _forgotten(outcome: IntentOutcome, stored: StoredTurn) -> list[Words]:
+        """The words the turn's messages were stored without: its own forget's, and those of
+        the forgets raised while it ran (bot.chat.pending_forgets)."""
+        said = [] if outcome.forgotten is None else [outcome.forgotten]
+        return [Words(words) for words in dict.fromkeys([*said, *stored.forgotten])]
+
+    async def _forget_in_frames(
+        self, repo: str, request: TurnRequest, ts: TurnSession, outcome: IntentOutcome
+    ) -> None:
+        """After a `forget that <words>`: the frames of the repository's turns, relayed and
+        held here, without the words (bot.chat.forgotten_frames), and every session it
+        changed announced to its operator, whose clients read it again."""
+        assert outcome.forgotten is not None
+        held = await self.frame_forgets.held_sessions()
+        owners = await self.db.run(owners_in_repo, repo, held)
+        framed = await self.frame_forgets.forget(Words(outcome.forgotten), set(owners))
+        changed = {(c.operator_id, c.session_id) for c in outcome.forgotten_in}
+        changed |= {(owners[session_id], session_id) for session_id in framed}
+        changed.discard((request.operator_id, ts.id))  # announced as the turn stores
+        for operator_id, session_id in sorted(changed):
+            await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
 
     async def _gather(
         self, message: str, agent: AgentConfig, ts: TurnSession, emit: Emit
@@ -484,9 +516,10 @@ class TurnPipeline:
 
     async def _persist(
         self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn
-    ) -> list[Message] | None:
-        """Both messages and the session changes in one transaction; None (and an error
-        frame) when the session was deleted meanwhile."""
+    ) -> StoredTurn | None:
+        """Both messages and the session changes in one transaction, without the words of
+        any forget raised while the turn ran (its frames and its key's record leave them
+        out too); None (and an error frame) when the session was deleted meanwhile."""
         ts = finished.session
         record = TurnRecord(
             turn_id=handle.turn_id,
@@ -501,17 +534,21 @@ class TurnPipeline:
         )
         if finished.outcome.forgotten is not None:
             record = record_without(record, finished.outcome.forgotten)
-            if handle.record_end is not None:  # its key's record leaves them out too
-                words = Words(finished.outcome.forgotten)
-                end = functools.partial(self._record_end, request.row_key(), forgotten=words)
-                handle.record_end = end
         try:
-            return await self.writes.run(
+            stored = await self.writes.run(
                 persist_turn, request.operator_id, ts.id, record, clock=self.clock
             )
         except SessionGone:
             await handle.emit(SESSION_DELETED)
             return None
+        forgotten = self._forgotten(finished.outcome, stored)
+        if forgotten and handle.record_end is not None:  # its key's record leaves them out
+            key = request.row_key()
+            end = functools.partial(self._record_end, key, forgotten=tuple(forgotten))
+            handle.record_end = end
+        if stored.forgotten:  # forgets raised while it ran: its frames so far leave them out
+            await self.frame_forgets.in_turn(handle, [Words(words) for words in stored.forgotten])
+        return stored
 
     async def _record_cut(
         self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession

@@ -24,7 +24,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
+from bot.chat.forget_words import Words
 from bot.chat.open_turn_rows import FORGET_OPEN, INSERT_OPEN, OpenTurn
+from bot.chat.pending_forgets import current_epoch, owed, settle
 from bot.chat.placement import TurnTarget
 from bot.chat.proposals import Proposal, proposal_of, set_pending
 from bot.chat.session_rows import (
@@ -43,6 +45,7 @@ from bot.chat.session_rows import (
 from bot.chat.session_views import get_session, turn_json
 from bot.chat.summary import mark_left
 from bot.chat.turn_keys import drop_session_keys
+from bot.chat.turn_record import TurnRecord
 from bot.chat.unseen import mark_seen
 from bot.clock import Clock, utcnow
 from bot.contracts.chat import (
@@ -50,7 +53,6 @@ from bot.contracts.chat import (
     Message,
 )
 from bot.contracts.chat import Session as SessionView
-from bot.contracts.turn_meta import TurnMeta
 from bot.models import ChatSession, ChatTurn, Operator, Role, SessionKind, SummaryStatus
 
 
@@ -93,6 +95,9 @@ def open_for_turn(
     focus change (either clears the Decision draft: spec, Discuss and Decision); keep the
     acknowledged `turn`; read what the turn needs. SessionGone if the session was deleted
     since it was resolved."""
+    # Read (and held) before the history: a forget raised after it is owed at the store,
+    # one raised before it has scrubbed the history (bot.chat.pending_forgets).
+    epoch = current_epoch(session) if turn is not None else 0
     opened = _open_session(session, operator_id, target, clock=clock)
     if turn is not None:
         row = OpenTurn(
@@ -102,6 +107,7 @@ def open_for_turn(
             message=turn.message,
             started_at=clock(),
             key=turn.key,
+            forget_epoch=epoch,
         )
         session.connection().execute(INSERT_OPEN, _values(row))
     return opened
@@ -198,18 +204,12 @@ _LAST_SEQ = select(func.max(ChatTurn.seq)).where(ChatTurn.session_id == bindpara
 
 
 @dataclass(frozen=True)
-class TurnRecord:
-    """A finished turn, ready to be written: both messages and the session updates."""
+class StoredTurn:
+    """A turn's two messages as stored, and the words of the forgets raised while it ran,
+    which they leave out (bot.chat.pending_forgets; [] for none)."""
 
-    turn_id: str
-    user_message: str
-    reply: str
-    reasoning: str
-    intent: str
-    meta: TurnMeta
-    title: str | None = None
-    decision: tuple[str, int] | Any | None = UNSET
-    pending: Proposal | Any | None = UNSET  # a new proposal, None to clear, UNSET to keep
+    messages: list[Message]
+    forgotten: list[str] = field(default_factory=list)
 
 
 def persist_turn(
@@ -219,19 +219,24 @@ def persist_turn(
     record: TurnRecord,
     *,
     clock: Clock = utcnow,
-) -> list[Message]:
-    """Write the user and assistant turns together; returns the two stored messages.
+) -> StoredTurn:
+    """Write the user and assistant turns together; returns the two stored messages,
+    without the words of any forget raised since the turn opened.
 
-    Three plain statements (update the session, read its last seq, insert both messages)
-    rather than an ORM load and flush: every turn of 1,000 concurrent streams ends here, in
-    a group commit (bot.group_commit), where the ORM's load and unit of work showed in the
-    profile. The update comes first so it holds the session's row lock (PostgreSQL) while
-    the seq is read.
+    The forget epoch and the turn's kept-open row read first (the forgets it owes:
+    bot.chat.pending_forgets), then three plain statements (update the session, read its
+    last seq, insert both messages) rather than an ORM load and flush: every turn of 1,000
+    concurrent streams ends here, in a group commit (bot.group_commit), where the ORM's load
+    and unit of work showed in the profile. The update comes first so it holds the
+    session's row lock (PostgreSQL) while the seq is read.
 
     Fails closed: if the session was deleted meanwhile, SessionGone and nothing is written
     (the foreign key refuses orphans even if the delete lands between our check and insert).
     """
     now = clock()
+    forgotten = owed(session, record.turn_id, session_id)
+    for words in forgotten:
+        record = record.without(Words(words))
     statement, params = _turn_changes(record, now)
     connection = session.connection()
     done = connection.execute(
@@ -241,6 +246,21 @@ def persist_turn(
         raise SessionGone(session_id)
     _forget_loaded(session, session_id)
     seq = connection.execute(_LAST_SEQ, {"p_session": session_id}).scalar() or 0
+    user, assistant = _messages(record, session_id, seq, now)
+    try:
+        connection.execute(_INSERT_TURNS, [_values(user), _values(assistant)])
+    except IntegrityError as exc:
+        raise SessionGone(session_id) from exc
+    connection.execute(FORGET_OPEN, {"p_turn": record.turn_id})  # stored: nothing left open
+    if forgotten:  # this turn owed them: perhaps the last that did
+        settle(session)
+    return StoredTurn([turn_json(user), turn_json(assistant)], forgotten)
+
+
+def _messages(
+    record: TurnRecord, session_id: str, seq: int, now: datetime
+) -> tuple[ChatTurn, ChatTurn]:
+    """The turn's two messages, after the session's message `seq`."""
     user = ChatTurn(
         id=f"{record.turn_id}-u",
         session_id=session_id,
@@ -263,12 +283,7 @@ def persist_turn(
         meta=record.meta,
         created_at=now,
     )
-    try:
-        connection.execute(_INSERT_TURNS, [_values(user), _values(assistant)])
-    except IntegrityError as exc:
-        raise SessionGone(session_id) from exc
-    connection.execute(FORGET_OPEN, {"p_turn": record.turn_id})  # stored: nothing left open
-    return [turn_json(user), turn_json(assistant)]
+    return user, assistant
 
 
 def _turn_changes(record: TurnRecord, now: datetime) -> tuple[Update, dict[str, Any]]:

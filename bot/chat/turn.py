@@ -18,7 +18,8 @@ from bot.chat.intents import IntentOutcome
 from bot.chat.issue_context import IssueContext
 from bot.chat.proposals import Proposal
 from bot.chat.session_rows import REASONING_CAP, UNSET
-from bot.chat.session_store import TurnRecord, TurnSession
+from bot.chat.session_store import TurnSession
+from bot.chat.turn_record import TurnRecord
 from bot.contracts.chat import ChatResponse, MemoryVerdict, Message
 from bot.contracts.hits import hits_json
 from bot.contracts.turn_meta import RetrievalMeta, TurnMeta, UsageMeta

@@ -1,0 +1,192 @@
+"""`forget that <words>` reaches what Chat holds besides its stored sessions: the turns'
+frames relayed through Redis and held by the instance (a re-attach, here or through
+another instance, reads them without the words), a turn running while the forget ran
+(it stores, answers and relays its messages without them), and the other operators'
+clients (told on their events stream to read their changed sessions again). The real app
+on PostgreSQL and Redis, two instances in one process (bot/chat/forgotten_frames.py,
+bot/chat/pending_forgets.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from sqlalchemy import select
+
+from bot.chat.frames import PREFIX
+from bot.chat.open_turn_rows import OpenTurn
+from bot.chat.pending_forgets import PendingForget
+from bot.contracts.events import SessionFrame
+from bot.models import ChatTurn, Operator
+from bot.runtimes.base import RuntimeEvent, RuntimeRequest
+from tests.conftest import ApiClient, make_settings, read_sse
+from tests.fakes.patience import PATIENCE_SECONDS
+from tests.fakes.runtimes import ScriptedRuntime, reply
+
+SECRET = "the deploy password is hunter2"
+HOLD = "[hold]"  # a message with this waits at the model until the test lets it go
+
+
+@dataclass
+class EchoRuntime:
+    """Answers each message by saying the secret back when it was asked, in small pieces
+    (the words are cut between two `delta` frames); a message with HOLD waits at the model
+    for `gate`, `held` set once it does."""
+
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    held: asyncio.Event = field(default_factory=asyncio.Event)
+    name: str = "echo"
+    model: str = "echo-model"
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        asked = request.messages[-1].content
+        if HOLD in asked:
+            self.held.set()
+            await self.gate.wait()
+        said = f"Noted: {SECRET}." if "hunter2" in asked else "Done."
+        async for event in ScriptedRuntime([reply(said, pieces=9)]).stream(request):
+            yield event
+
+
+@pytest.fixture
+def runtime() -> EchoRuntime:
+    return EchoRuntime()
+
+
+@pytest.fixture
+def instances(
+    api_factory: Callable[..., Any], pg_url: str, redis_url: str, tmp_path: Path, runtime: Any
+) -> Callable[[], Any]:
+    settings = make_settings(tmp_path, database_url=pg_url, redis_url=redis_url)
+
+    async def instance() -> ApiClient:
+        client: ApiClient = await api_factory(settings, runtimes=lambda agent: runtime)
+        return client
+
+    return instance
+
+
+@pytest.fixture
+async def redis(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_url)
+    yield client
+    await client.aclose()
+
+
+async def _say(api: ApiClient, message: str) -> dict[str, Any]:
+    turn = await api.post("/api/operator/chat", json={"message": message})
+    assert turn.status == 200, await turn.text()
+    return dict(await turn.json())
+
+
+async def _relayed(redis: aioredis.Redis, turn_id: str) -> list[tuple[bytes, dict[str, Any]]]:
+    entries = await redis.xrange(f"{PREFIX}frames:{turn_id}")
+    return [(entry_id, json.loads(fields[b"f"])) for entry_id, fields in entries]
+
+
+def _deltas(frames: Sequence[dict[str, Any]]) -> str:
+    return "".join(frame["text"] for frame in frames if frame["type"] == "delta")
+
+
+async def _reattached(api: ApiClient, session: str) -> list[dict[str, Any]]:
+    """The session's latest turn, read again from its first frame (as after a reload)."""
+    again = await api.get(
+        f"/api/operator/chat/stream?session={session}", headers=api.headers({"Last-Event-ID": "0"})
+    )
+    assert again.status == 200, await again.text()
+    return await read_sse(again)
+
+
+def _operator_id(api: ApiClient, name: str) -> int:
+    found = api.services.db.call(
+        lambda s: s.scalar(select(Operator.id).where(Operator.name == name))
+    )
+    assert found is not None
+    return int(found)
+
+
+def _kept(api: ApiClient) -> str:
+    """Everything the database keeps of the chat messages and of the turns kept open."""
+
+    def read(session: Any) -> list[Any]:
+        return [
+            [(t.content, t.reasoning, t.meta) for t in session.scalars(select(ChatTurn))],
+            [t.message for t in session.scalars(select(OpenTurn))],
+        ]
+
+    return json.dumps(api.services.db.call(read))
+
+
+def _pending(api: ApiClient) -> list[str]:
+    """The words of the forgets turns in flight still owe (bot.chat.pending_forgets)."""
+    return list(api.services.db.call(lambda s: list(s.scalars(select(PendingForget.words)))))
+
+
+async def test_forget_takes_the_words_out_of_relayed_and_held_frames_and_tells_other_clients(
+    instances: Callable[[], Any], redis: aioredis.Redis
+) -> None:
+    api, elsewhere = await instances(), await instances()
+    other = api.new_operator("other")
+    theirs = await _say(other, f"Remember: {SECRET}.")
+    before = await _relayed(redis, theirs["turn_id"])
+    assert "hunter2" in json.dumps([frame for _, frame in before])
+    pieces = [frame["text"] for _, frame in before if frame["type"] == "delta"]
+    assert "hunter2" in "".join(pieces) and not any("hunter2" in p for p in pieces)  # cut
+    events = api.services.events
+    other_id = _operator_id(api, "other")
+    seen = await events.log.last_id(other_id)
+
+    forget = await _say(api, f"forget that {SECRET}")
+
+    after = await _relayed(redis, theirs["turn_id"])
+    assert [entry_id for entry_id, _ in after] == [entry_id for entry_id, _ in before]
+    assert [frame["id"] for _, frame in after] == [frame["id"] for _, frame in before]
+    assert "hunter2" not in json.dumps([frame for _, frame in after])
+    assert _deltas([frame for _, frame in after]) == "Noted: [forgotten]."
+    assert after[0][1]["session"] == theirs["session"]  # still names its turn and session
+    ours = await _relayed(redis, forget["turn_id"])  # the forget turn's own frames too
+    assert "hunter2" not in json.dumps([frame for _, frame in ours]), ours
+    # Read again through the instance that ran it (its own copy) and through another (Redis).
+    for instance in (api, elsewhere):
+        frames = await _reattached(instance.as_operator(other.token), theirs["session"])
+        assert frames[-1]["type"] == "done", frames
+        assert "hunter2" not in json.dumps(frames), frames
+    # The other operator's clients are told their session changed.
+    told = await events.log.read(other_id, seen, wait=PATIENCE_SECONDS)
+    changed = [event.frame for event in told.events if isinstance(event.frame, SessionFrame)]
+    assert [(f.session_id, f.change) for f in changed] == [(theirs["session"], "updated")]
+    assert "hunter2" not in _kept(api)
+    assert _pending(api) == []  # nothing in flight: the words are kept nowhere
+
+
+async def test_a_turn_running_during_the_forget_stores_and_answers_without_the_words(
+    instances: Callable[[], Any], redis: aioredis.Redis, runtime: EchoRuntime
+) -> None:
+    api, elsewhere = await instances(), await instances()
+    theirs = elsewhere.as_operator(api.new_operator("other").token)  # runs on the other
+    running = asyncio.create_task(_say(theirs, f"{HOLD} Is it true that {SECRET}?"))
+    async with asyncio.timeout(PATIENCE_SECONDS):
+        await runtime.held.wait()  # its history and its message are read: it runs
+
+    forget = await _say(api, f"forget that {SECRET}")
+    assert "hunter2" not in _kept(api)  # its kept-open message too (a kill would note it)
+    assert _pending(api) == [SECRET]  # kept for the turn that owes it
+    runtime.gate.set()
+    answered = await running
+
+    assert "hunter2" not in json.dumps(answered), answered
+    assert answered["reply"].startswith("Noted: [forgotten].")
+    assert answered["history"][-2]["content"] == f"{HOLD} Is it true that [forgotten]?"
+    assert "hunter2" not in _kept(api)
+    assert _pending(api) == []  # let go by the last turn that owed them
+    for turn_id in (answered["turn_id"], forget["turn_id"]):
+        relayed = await _relayed(redis, turn_id)
+        assert "hunter2" not in json.dumps([frame for _, frame in relayed]), relayed
+    frames = await _reattached(elsewhere.as_operator(theirs.token), answered["session"])
+    assert "hunter2" not in json.dumps(frames), frames
