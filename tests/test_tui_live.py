@@ -147,8 +147,28 @@ async def test_an_open_transcript_refreshes_when_its_task_reports(make: Make) ->
             ),
             "the question in the open transcript",
         )
-        assert any(f"#{issue} Add a cache waits for a Decision" in t for t in app.told)
+        # The result in the transcript in front of the operator says it: no notification
+        # tells the same news again (the state change reaches the app before its result).
+        assert not any(f"#{issue} Add a cache" in t for t in app.told), app.told
     assert lc.task(issue).state == TaskState.WAITING_FOR_INFO
+
+
+async def test_a_result_for_the_open_chat_is_told_while_the_board_is_in_front(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("question"))
+    filing, issue = await _file_from_new_session(lc.api, "Add a cache")
+    app = tui(lc.api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        assert app.chat.state.session_id == filing
+        await pilot.press("f2")  # the Board in front: the transcript is not in view
+        await lc.work()
+        await until(
+            pilot,
+            lambda: any(f"#{issue} Add a cache waits for a Decision" in t for t in app.told),
+            lambda: f"the notification, got {app.told}",
+        )
 
 
 @pytest.fixture

@@ -156,7 +156,7 @@ class SteelframeApp(App[None]):
         if isinstance(frame, TaskFrame):
             self.board.task_changed(frame)
             notice = task_notice(frame)
-            if notice is not None:
+            if notice is not None and not self._shows_result(frame.result_session):
                 self.tell(notice[0], severity=notice[1])
         elif isinstance(frame, LedgerFrame):  # a review thread on a task's pull request changed
             self.board.task_changed(frame)
@@ -172,6 +172,17 @@ class SteelframeApp(App[None]):
             self.board.load()
             self.chat.load_sessions()
             self.chat.refresh_transcript()
+
+    def _shows_result(self, session_id: str | None) -> bool:
+        """Whether the change's result is about to appear in the transcript in front of the
+        operator (the Chat tab, that session open): the result says it, so a notification
+        would tell the same news twice. The event names the session only when a result
+        follows (docs/api.md, "Events"), as the web GUI reads it."""
+        return (
+            session_id is not None
+            and self.query_one(TabbedContent).active == "chat"
+            and self.chat.state.session_id == session_id
+        )
 
     async def on_unmount(self) -> None:
         if self.stopped_refresh is not None:
