@@ -12,10 +12,13 @@ STAMP := $(VENV)/.installed
 # A .venv whose Python no longer runs (the interpreter it was made from was upgraded or
 # removed: a Homebrew or pyenv upgrade) is made again: its stamps alone kept it, and every
 # command in it failed with "make: .venv/bin/steelframe: No such file or directory".
+# Not for `make clean` alone: it removes the .venv, and announced a rebuild it never did.
 ifneq ($(wildcard $(VENV)),)
+ifneq ($(if $(MAKECMDGOALS),$(filter-out clean,$(MAKECMDGOALS)),default),)
 ifneq ($(shell $(BIN)/python -c 'print("runs")' 2>/dev/null),runs)
 $(info ==> $(VENV)'s Python no longer runs: making $(VENV) again)
 $(shell rm -f $(RUNTIME_STAMP) $(STAMP))
+endif
 endif
 endif
 
