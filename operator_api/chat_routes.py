@@ -7,9 +7,10 @@ from aiohttp import web
 from msgspec import Struct
 
 from bot.chat.operator_commands import check_command
-from bot.chat.pipeline import TurnPipeline, TurnRequest
+from bot.chat.pipeline import TurnPipeline
 from bot.chat.session_rows import UNSET
 from bot.chat.session_service import SessionService
+from bot.chat.turn_request import TurnRequest
 from bot.chat.unseen import mark_seen
 from bot.contracts.chat import (
     MAX_AGENT_NAME_CHARS,

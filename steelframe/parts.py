@@ -23,13 +23,14 @@ from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import DraftOnlyPolicy, GitHubIntentPolicy, IntentPolicy
 from bot.chat.issue_context import IssueContextLoader
 from bot.chat.operator_commands import OperatorCommands
-from bot.chat.pipeline import RuntimeFactory, TurnParts, TurnPipeline
+from bot.chat.pipeline import TurnPipeline
 from bot.chat.retrieval import MemoryGrounder
 from bot.chat.search_words import model_search_words
 from bot.chat.session_service import SessionService
 from bot.chat.summariser import Summariser
 from bot.chat.summary_sink import chat_summary_sink
 from bot.chat.task_reader import TaskReader
+from bot.chat.turn_parts import RuntimeFactory, TurnParts
 from bot.checkouts import ManagedCheckouts
 from bot.clock import Clock, utcnow
 from bot.config import AgentConfig, Settings

@@ -7,7 +7,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from bot.chat.pipeline import TurnRequest
+from bot.chat.turn_request import TurnRequest
 from bot.errors import Conflict, NotFound
 from bot.operators import authenticate
 from tests.conftest import SANDBOX_REPO, ApiClient, GitHubSandbox, make_settings, read_sse

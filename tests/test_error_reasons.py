@@ -184,7 +184,7 @@ async def test_a_model_that_fails_or_times_out_is_logged_as_a_warning(
 ) -> None:
     """Streamed turns whose model failed ended with an error frame and left nothing in the
     log: whoever runs the service saw the failures only as a metric."""
-    caplog.set_level(logging.WARNING, logger="bot.chat.pipeline")
+    caplog.set_level(logging.WARNING, logger="bot.chat.cited_drafting")
     await _runtime(api_factory, tmp_path)
     (tmp_path / "timeout").mkdir()
     await _timeout(api_factory, tmp_path / "timeout")

@@ -5,6 +5,11 @@ detached: gather context, draft with the citation check, apply the intent, persi
 the `TurnHandle` its frames stream from (`status`, `thinking`, `delta`, then `done` with
 the ChatResponse, or `error`: bot.contracts.chat). Errors before the turn starts raise, so
 the client gets a plain 4xx. The session operations are bot.chat.session_service's.
+
+The steps it runs are their own modules: what a send asks (bot.chat.turn_request), what a
+turn is made with (bot.chat.turn_parts), the context and the cited draft
+(bot.chat.cited_drafting), the intent applied (bot.chat.turn_intent), and the turn's end
+in its records (bot.chat.turn_ends).
 """
 
 from __future__ import annotations
@@ -12,42 +17,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import logging
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
-
-from sqlalchemy.orm import Session
 
 from bot.agents import resolve_agent
 from bot.chat.announce import announce
-from bot.chat.coordination import TurnLocks, claim_slot
-from bot.chat.cut_notes import store_cut_note
-from bot.chat.drafting import Drafting, draft_once
+from bot.chat.cited_drafting import CitedDrafting
+from bot.chat.coordination import claim_slot
+from bot.chat.drafting import Drafting
 from bot.chat.forget_words import Words
 from bot.chat.forgotten import owners_in_repo, record_without
 from bot.chat.forgotten_frames import FrameForgets
-from bot.chat.forgotten_keys import end_without, numbered_without
+from bot.chat.forgotten_keys import numbered_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
-from bot.chat.grounding import Grounder, Grounding
 from bot.chat.inflight import TurnHandle, TurnRegistry, turn_in_flight
-from bot.chat.intents import (
-    IntentContext,
-    IntentOutcome,
-    IntentPolicy,
-    held,
-    proposal_key,
-    proposes,
-)
-from bot.chat.issue_context import IssueContextLoader
+from bot.chat.intents import IntentOutcome
 from bot.chat.key_joins import KeyJoins
-from bot.chat.left_turns import note_killed_turn, note_left_turns
-from bot.chat.operator_commands import answered_by_record, command_focus
-from bot.chat.pending_forgets import current_epoch, end_open
+from bot.chat.operator_commands import command_focus
+from bot.chat.pending_forgets import current_epoch
 from bot.chat.placement import TurnTarget, place_turn, placements
-from bot.chat.progress import progress_while
-from bot.chat.session_rows import HISTORY_IN_RESPONSE, UNSET, SessionGone, new_id
+from bot.chat.session_rows import HISTORY_IN_RESPONSE, SessionGone, new_id
 from bot.chat.session_store import (
     Acknowledged,
     StoredTurn,
@@ -55,103 +43,38 @@ from bot.chat.session_store import (
     open_for_turn,
     persist_turn,
 )
-from bot.chat.turn import (
-    CUT_REPLY,
-    Draft,
-    FinishedTurn,
-    TurnContext,
-    clean_grounding,
-)
+from bot.chat.turn import FinishedTurn
+from bot.chat.turn_ends import TurnEnds
+from bot.chat.turn_intent import apply_intent
 from bot.chat.turn_keys import (
-    Asked,
     KeyedTurn,
     KeyState,
-    TurnEnd,
     TurnFrames,
     check_asked,
     claim_key,
     read_key,
-    record_end,
     row_key,
     started_frame,
 )
+from bot.chat.turn_parts import TurnParts
 from bot.chat.turn_record import TurnRecord
-from bot.checkouts import ManagedCheckouts
+from bot.chat.turn_request import TurnRequest
 from bot.clock import Clock
-from bot.config import AgentConfig, Settings
-from bot.contracts.chat import (
-    DeltaFrame,
-    DoneFrame,
-    Emit,
-    ErrorFrame,
-    ErrorReason,
-    StatusFrame,
-)
+from bot.config import Settings
+from bot.contracts.chat import DoneFrame, ErrorFrame, ErrorReason
 from bot.contracts.errors import ErrorDetail
 from bot.db import Database
 from bot.dialogue.titles import title_from_message
-from bot.dialogue.trailer import Trailer
 from bot.errors import BadRequest, Conflict
-from bot.events import OperatorEvents, SessionChange
+from bot.events import SessionChange
 from bot.group_commit import GroupCommit
 from bot.group_read import GroupRead
-from bot.runtimes.base import Runtime, RuntimeError_
 from bot.runtimes.pricing import cost_usd
 from bot.unanswered import Unanswered
 
-log = logging.getLogger(__name__)
-RuntimeFactory = Callable[[AgentConfig], Runtime]
-# Turns retrieving at once. Retrieval is CPU work on the thread pool; 1,000 turns starting
-# within a second queued 1,000 jobs there, ahead of the reads that new requests need before
-# their first frame (auth, the session). More than a few at once gains nothing under the GIL.
-GROUNDING_AT_ONCE = 4
 SESSION_DELETED = ErrorFrame(
     error="the session was deleted during the turn", reason=ErrorReason.SESSION_DELETED
 )
-REDRAFT_HINT = (
-    "Your previous draft cited none of the retrieved context. Answer again, citing the hits "
-    "(#issue, session id or their distinctive words) where they are relevant."
-)
-
-
-@dataclass(frozen=True)
-class TurnRequest:
-    operator_id: int
-    message: str
-    session_id: str | None = None
-    agent: str | None = None
-    focus: Any = UNSET  # an issue, None (clear focus) or UNSET (keep)
-    # The client's idempotency key: one turn per key (bot.chat.turn_keys); None: no key.
-    key: str | None = None
-
-    def row_key(self) -> str | None:
-        """The key's row key (bot.chat.turn_keys.row_key); None without a key."""
-        return None if self.key is None else row_key(self.operator_id, self.key)
-
-    def asked(self) -> Asked:
-        keep = self.focus is UNSET
-        return Asked(
-            message=self.message,
-            session=self.session_id,
-            agent=self.agent,
-            focus=None if keep else self.focus,
-            keep_focus=keep,
-        )
-
-
-def _turn_ended(
-    session: Session,
-    turn_id: str,
-    key: str | None,
-    end: TurnEnd | None,
-    *,
-    failed: bool,
-    clock: Clock,
-) -> None:
-    if key is not None and end is not None:
-        record_end(session, key, turn_id, end, clock=clock)
-    if failed:
-        end_open(session, turn_id)
 
 
 class _KeyTaken(Exception):
@@ -160,22 +83,6 @@ class _KeyTaken(Exception):
     def __init__(self, state: KeyState) -> None:
         super().__init__(state.turn.turn_id)
         self.state = state
-
-
-@dataclass(frozen=True)
-class TurnParts:
-    """What a turn is made with besides the database and the registry, given whole by the
-    composition (bot/services.py)."""
-
-    runtimes: RuntimeFactory
-    grounder: Grounder
-    policy: IntentPolicy
-    locks: TurnLocks
-    events: OperatorEvents | None
-    # Reads the focused issue from GitHub for each turn; None without a GitHub App.
-    issues: IssueContextLoader | None
-    # Managed clones of each agent's repository (with a GitHub App); None: configured.
-    checkouts: ManagedCheckouts | None
 
 
 class TurnPipeline:
@@ -209,13 +116,33 @@ class TurnPipeline:
         self.frame_forgets = FrameForgets(registry)
         # Where each starting turn goes, read together with other turns' (bot.group_read).
         self._placements = GroupRead(db, placements)
-        self._grounding = asyncio.Semaphore(GROUNDING_AT_ONCE)
+        self.drafting = CitedDrafting(
+            grounder=parts.grounder, issues=parts.issues, settings=settings
+        )
+        self.ends = TurnEnds(
+            db=db,
+            writes=self.writes,
+            registry=registry,
+            locks=parts.locks,
+            events=parts.events,
+            clock=clock,
+        )
         self.joins = KeyJoins(db, parts.locks, registry)
         if registry.relay is not None:  # turns of killed instances, ended by readers here
             registry.relay.on_owner_gone = self.record_owner_gone
 
     async def close(self) -> None:
         await self.writes.close()  # the writes of the turns just stopped
+
+    async def note_left_turns(self) -> int:
+        """At start-up: turns a killed process left acknowledged but unstored, noted in
+        their sessions (bot.chat.left_turns). How many were noted."""
+        return await self.ends.note_left_turns()
+
+    async def record_owner_gone(self, turn: OrphanedTurn) -> None:
+        """A reader ended a turn whose instance went away (bot.chat.frames): noted in its
+        session, and its end recorded for its key (bot.chat.turn_ends)."""
+        await self.ends.record_owner_gone(turn)
 
     # -- turns ---------------------------------------------------------------------------
 
@@ -287,7 +214,7 @@ class TurnPipeline:
             )
             if key is not None:
                 await self._claim_key(key, request, handle, target)
-            handle.record_end = functools.partial(self._record_end, key)
+            handle.record_end = functools.partial(self.ends.record_end, key)
         except BaseException:
             self.registry.release(handle)
             if acquired:
@@ -309,41 +236,6 @@ class TurnPipeline:
         taken = await self.writes.run(claim_key, key, turn, clock=self.clock)
         if taken is not None:
             raise _KeyTaken(taken)
-
-    async def _record_end(
-        self,
-        key: str | None,
-        handle: TurnHandle,
-        terminal: NumberedFrame,
-        *,
-        forgotten: tuple[Words, ...] = (),
-    ) -> None:
-        """As the turn's terminal frame goes out: its end recorded for its key (without the
-        words `forgotten`, bot.chat.forgotten_keys), and a turn that stored nothing
-        (stopped, failed) no longer kept open (a done turn let it go as it stored its
-        messages)."""
-        # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
-        failed = not isinstance(terminal.frame, DoneFrame) and not handle.cut
-        if key is None and not failed:
-            return
-        first = [handle.frames[0].data.decode()] if handle.frames else []
-        end = TurnEnd(frames=[*first, terminal.data.decode()]) if key is not None else None
-        if end is not None:
-            for words in forgotten:
-                end = end_without(end, words)
-        await self.writes.run(
-            _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
-        )
-
-    async def note_left_turns(self) -> int:
-        """At start-up: turns a killed process left acknowledged but unstored, noted in
-        their sessions (bot.chat.left_turns). How many were noted."""
-        noted = await note_left_turns(
-            self.db, self.writes, registry=self.registry, locks=self.locks, clock=self.clock
-        )
-        for turn in noted:
-            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
-        return len(noted)
 
     async def _run(self, handle: TurnHandle, request: TurnRequest, target: TurnTarget) -> None:
         with self.locks.keep(handle.operator_id, handle.turn_id):
@@ -390,7 +282,7 @@ class TurnPipeline:
     def _cuttable(self, handle: TurnHandle, request: TurnRequest, ts: TurnSession) -> None:
         """The session exists: cut by a shutdown from here on (its write just landed, or the
         cut came while it was written), the turn's session keeps the message and says so."""
-        handle.on_cut = functools.partial(self._record_cut, request=request, ts=ts)
+        handle.on_cut = functools.partial(self.ends.record_cut, request=request, ts=ts)
 
     async def _turn(self, handle: TurnHandle, request: TurnRequest, ts: TurnSession) -> None:
         """Gather context, draft (with the citation check), apply the intent, persist,
@@ -399,16 +291,16 @@ class TurnPipeline:
         agent = resolve_agent(self.agents, ts.agent)
         if self.checkouts is not None:
             agent = await self.checkouts.for_agent(agent)  # fresh enough: merged memory shows
-        context = await self._gather(request.message, agent, ts, handle.emit)
+        context = await self.drafting.gather(request.message, agent, ts, handle.emit)
         runtime = self.runtimes(agent)
-        drafted = await self._draft_cited(
+        drafted = await self.drafting.draft_cited(
             Drafting(runtime, request.message, ts, agent, handle.emit), context
         )
         if drafted is None:
             return
         draft, context = drafted
         handle.committing = True  # from here a stop no longer cancels (see TurnHandle)
-        outcome = await self._apply_intent(request, handle, ts, agent, draft.trailer)
+        outcome = await apply_intent(self.policy, request, handle, ts, agent, draft.trailer)
         model = draft.route.model if draft.route else runtime.model
         finished = FinishedTurn(
             session=ts,
@@ -457,63 +349,6 @@ class TurnPipeline:
         for operator_id, session_id in sorted(changed):
             await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
 
-    async def _gather(
-        self, message: str, agent: AgentConfig, ts: TurnSession, emit: Emit
-    ) -> TurnContext:
-        """Retrieval, and the focused issue read from GitHub (neither ever fails the turn)."""
-        grounding = clean_grounding(await self._ground(message, agent, ts.focus, emit))
-        if ts.focus is None or self.issues is None:
-            return TurnContext(grounding)
-        try:
-            issue = await self.issues.load(agent.repo, ts.focus)
-        except Exception as exc:
-            reason = getattr(exc, "message", None) or type(exc).__name__
-            log.warning("focused issue #%s not read: %s", ts.focus, reason)
-            await emit(StatusFrame(text=f"issue #{ts.focus} unavailable"))
-            return TurnContext(grounding, issue_error=str(reason)[:200])
-        await emit(StatusFrame(text=f"issue #{ts.focus} · {len(issue.comments)} comments"))
-        return TurnContext(grounding, issue=issue)
-
-    async def _draft_cited(
-        self, drafting: Drafting, context: TurnContext
-    ) -> tuple[Draft, TurnContext] | None:
-        """Draft; if hits were kept and the draft cites none, widen once and draft again.
-        None when the turn failed (its error frame is sent)."""
-        emit, agent, focus = drafting.emit, drafting.agent, drafting.session.focus
-        try:
-            async with asyncio.timeout(self.settings.turn_timeout_seconds):
-                draft = await draft_once(drafting, context, number=1)
-                grounding = context.grounding
-                if (
-                    grounding.kept_hits
-                    and not answered_by_record(drafting.message)  # memory is no part of it
-                    and not self.grounder.cites(draft.reply, grounding)
-                ):
-                    await emit(StatusFrame(text="no citation · widening retrieval"))
-                    message = drafting.message
-                    widened = await self._widen(message, agent, focus, grounding, emit)
-                    context = replace(context, grounding=clean_grounding(widened))
-                    draft = await self._redraft(drafting, context, first=draft)
-        except RuntimeError_ as exc:
-            # The operator sees it in the turn; the log is where whoever runs the service
-            # sees the model failing (the message is safe to show: no keys, no traces).
-            log.warning(
-                "turn in session %s: the model failed: %s", drafting.session.id, exc.message
-            )
-            await emit(ErrorFrame(error=exc.message, reason=ErrorReason.RUNTIME))
-            return None
-        except TimeoutError:
-            log.warning(
-                "turn in session %s: the model did not finish within %s s",
-                drafting.session.id,
-                self.settings.turn_timeout_seconds,
-            )
-            await emit(
-                ErrorFrame(error="the model did not finish in time", reason=ErrorReason.TIMEOUT)
-            )
-            return None
-        return draft, context
-
     async def _persist(
         self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn
     ) -> StoredTurn | None:
@@ -544,116 +379,8 @@ class TurnPipeline:
         forgotten = self._forgotten(finished.outcome, stored)
         if forgotten and handle.record_end is not None:  # its key's record leaves them out
             key = request.row_key()
-            end = functools.partial(self._record_end, key, forgotten=tuple(forgotten))
+            end = functools.partial(self.ends.record_end, key, forgotten=tuple(forgotten))
             handle.record_end = end
         if stored.forgotten:  # forgets raised while it ran: its frames so far leave them out
             await self.frame_forgets.in_turn(handle, [Words(words) for words in stored.forgotten])
         return stored
-
-    async def _record_cut(
-        self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession
-    ) -> None:
-        """The turn was cut (the service is stopping): its session keeps the message and
-        says the turn did not complete (bot.chat.turn.cut_record), once."""
-        stored = await self.writes.run(
-            store_cut_note,
-            request.operator_id,
-            ts.id,
-            handle.turn_id,
-            request.message,
-            reply=CUT_REPLY,
-            clock=self.clock,
-        )
-        if stored:
-            await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
-
-    async def record_owner_gone(self, turn: OrphanedTurn) -> None:
-        """A reader ended a turn whose instance went away (bot.chat.frames): its session
-        keeps the message and says the turn did not complete, once, and its key (if it was
-        sent with one) records that end (a turn whose answer or cut was stored before its
-        instance died is left as it is)."""
-        stored = await self.writes.run(
-            note_killed_turn,
-            turn.operator_id,
-            turn.session_id,
-            turn.turn_id,
-            turn.message,
-            first_id=turn.first_id,
-            clock=self.clock,
-        )
-        if stored:
-            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
-
-    async def _redraft(self, drafting: Drafting, context: TurnContext, *, first: Draft) -> Draft:
-        """The grounded second draft; if it fails, the first draft stands (shown again)."""
-        emit = drafting.emit
-        try:
-            second = await draft_once(drafting, context, number=2, hint=REDRAFT_HINT)
-        except RuntimeError_ as exc:
-            log.warning("re-draft failed, keeping the first draft: %s", exc.message)
-            await emit(StatusFrame(text="re-draft failed · keeping the first draft"))
-            await emit(DeltaFrame(text=first.reply, draft=1, replace=True))
-            return first
-        # Both drafts were paid for.
-        second.usage["input_tokens"] += first.usage["input_tokens"]
-        second.usage["output_tokens"] += first.usage["output_tokens"]
-        second.redrafted = True
-        return second
-
-    async def _ground(
-        self, query: str, agent: AgentConfig, focus: int | None, emit: Emit
-    ) -> Grounding:
-        try:
-            async with self._grounding:
-                return await self.grounder.ground(query=query, agent=agent, focus=focus, emit=emit)
-        except Exception as exc:  # retrieval never fails the turn (spec: Retrieve grounding)
-            log.warning("retrieval unavailable: %s", type(exc).__name__)
-            await emit(StatusFrame(text="retrieve unavailable"))
-            return Grounding(
-                available=False,
-                prompt_block="Prior Steelframe context: (retrieval unavailable)",
-                meta={"error": type(exc).__name__},
-            )
-
-    async def _widen(
-        self, query: str, agent: AgentConfig, focus: int | None, previous: Grounding, emit: Emit
-    ) -> Grounding:
-        try:
-            return await self.grounder.widen(
-                query=query, agent=agent, focus=focus, previous=previous, emit=emit
-            )
-        except Exception as exc:
-            log.warning("widening retrieval failed: %s", type(exc).__name__)
-            return previous
-
-    async def _apply_intent(
-        self,
-        request: TurnRequest,
-        handle: TurnHandle,
-        ts: TurnSession,
-        agent: AgentConfig,
-        trailer: Trailer,
-    ) -> IntentOutcome:
-        context = IntentContext(
-            operator_id=request.operator_id,
-            turn_id=handle.turn_id,
-            message=request.message,
-            trailer=trailer,
-            session=ts,
-            agent=agent,
-        )
-        try:
-            # Filing and publishing wait on GitHub's write pacing: say so while they do.
-            async with progress_while(handle.emit, "waiting on GitHub"):
-                return await self.policy.apply(context)
-        except Exception as exc:
-            log.warning("intent %s could not be applied: %s", trailer.intent, exc)
-            message = getattr(exc, "message", "the action could not be completed")
-            if not proposes(trailer):
-                # A confirmed proposal that failed to file stays pending (UNSET keeps it).
-                outcome = IntentOutcome(intent=trailer.intent, notes=[f"not applied: {message}"])
-            else:
-                # Keep the proposal so the operator can confirm it again once GitHub answers.
-                outcome = held(trailer, f"not applied: {message}", key=proposal_key(handle.turn_id))
-            outcome.reply_suffix = f"\n\n(Not done: {message})"
-            return outcome

@@ -1,0 +1,132 @@
+"""How chat turns end in their records: a turn's end recorded for its idempotency key as its
+terminal frame goes out, and a turn that did not complete (cut by a shutdown, its instance
+killed, left open by a killed process) noted once in its session, which its operator's
+clients are told changed."""
+
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from bot.chat.announce import announce
+from bot.chat.coordination import TurnLocks
+from bot.chat.cut_notes import store_cut_note
+from bot.chat.forget_words import Words
+from bot.chat.forgotten_keys import end_without
+from bot.chat.frames import NumberedFrame, OrphanedTurn
+from bot.chat.inflight import TurnHandle, TurnRegistry
+from bot.chat.left_turns import note_killed_turn, note_left_turns
+from bot.chat.pending_forgets import end_open
+from bot.chat.session_store import TurnSession
+from bot.chat.turn import CUT_REPLY
+from bot.chat.turn_keys import TurnEnd, record_end
+from bot.chat.turn_request import TurnRequest
+from bot.clock import Clock
+from bot.contracts.chat import DoneFrame
+from bot.db import Database
+from bot.events import OperatorEvents, SessionChange
+from bot.group_commit import GroupCommit
+
+
+def _turn_ended(
+    session: Session,
+    turn_id: str,
+    key: str | None,
+    end: TurnEnd | None,
+    *,
+    failed: bool,
+    clock: Clock,
+) -> None:
+    if key is not None and end is not None:
+        record_end(session, key, turn_id, end, clock=clock)
+    if failed:
+        end_open(session, turn_id)
+
+
+class TurnEnds:
+    """Records turns' ends through the turns' group commit (`writes`)."""
+
+    def __init__(
+        self,
+        *,
+        db: Database,
+        writes: GroupCommit,
+        registry: TurnRegistry,
+        locks: TurnLocks,
+        events: OperatorEvents | None,
+        clock: Clock,
+    ) -> None:
+        self.db = db
+        self.writes = writes
+        self.registry = registry
+        self.locks = locks
+        self.events = events
+        self.clock = clock
+
+    async def record_end(
+        self,
+        key: str | None,
+        handle: TurnHandle,
+        terminal: NumberedFrame,
+        *,
+        forgotten: tuple[Words, ...] = (),
+    ) -> None:
+        """As the turn's terminal frame goes out: its end recorded for its key (without the
+        words `forgotten`, bot.chat.forgotten_keys), and a turn that stored nothing
+        (stopped, failed) no longer kept open (a done turn let it go as it stored its
+        messages)."""
+        # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
+        failed = not isinstance(terminal.frame, DoneFrame) and not handle.cut
+        if key is None and not failed:
+            return
+        first = [handle.frames[0].data.decode()] if handle.frames else []
+        end = TurnEnd(frames=[*first, terminal.data.decode()]) if key is not None else None
+        if end is not None:
+            for words in forgotten:
+                end = end_without(end, words)
+        await self.writes.run(
+            _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
+        )
+
+    async def note_left_turns(self) -> int:
+        """At start-up: turns a killed process left acknowledged but unstored, noted in
+        their sessions (bot.chat.left_turns). How many were noted."""
+        noted = await note_left_turns(
+            self.db, self.writes, registry=self.registry, locks=self.locks, clock=self.clock
+        )
+        for turn in noted:
+            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
+        return len(noted)
+
+    async def record_cut(
+        self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession
+    ) -> None:
+        """The turn was cut (the service is stopping): its session keeps the message and
+        says the turn did not complete (bot.chat.turn.cut_record), once."""
+        stored = await self.writes.run(
+            store_cut_note,
+            request.operator_id,
+            ts.id,
+            handle.turn_id,
+            request.message,
+            reply=CUT_REPLY,
+            clock=self.clock,
+        )
+        if stored:
+            await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
+
+    async def record_owner_gone(self, turn: OrphanedTurn) -> None:
+        """A reader ended a turn whose instance went away (bot.chat.frames): its session
+        keeps the message and says the turn did not complete, once, and its key (if it was
+        sent with one) records that end (a turn whose answer or cut was stored before its
+        instance died is left as it is)."""
+        stored = await self.writes.run(
+            note_killed_turn,
+            turn.operator_id,
+            turn.session_id,
+            turn.turn_id,
+            turn.message,
+            first_id=turn.first_id,
+            clock=self.clock,
+        )
+        if stored:
+            await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
