@@ -152,7 +152,12 @@ def test_a_fix_run_adds_what_ci_reported_and_keeps_what_earlier_runs_wrote(
     )
     env = {"STEELFRAME_ISSUE": "7", "PATH": "/usr/bin:/bin"}
     for head, said in (("a" * 40, "login test failed"), ("b" * 40, "lint failed")):
-        row = CiFix(pr_number=8, head_sha=head, checks="tests", evidence=said)
+        row = CiFix(
+            pr_number=8,
+            head_sha=head,
+            failing=[{"name": "tests", "conclusion": "failure"}],
+            evidence=said,
+        )
         done = subprocess.run(
             demo_command(),
             input=fix_prompt(issue_prompt, row),

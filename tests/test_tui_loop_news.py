@@ -69,7 +69,7 @@ def _ci_failed(session: Session, task_id: int) -> None:
             run_number=1,
             verdict=CiVerdict.FIX,
             state=CiFixState.QUEUED,
-            checks="tests",
+            failing=[{"name": "tests", "conclusion": "failure"}],
             reason="",
             evidence="E   AssertionError",
             job_id="j",

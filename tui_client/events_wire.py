@@ -6,11 +6,20 @@ is read as `str`."""
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import msgspec
 
 
 class _Wire(msgspec.Struct):
     """Base of the events stream's objects; unknown keys (a newer service's) are ignored."""
+
+
+class FailingCheck(TypedDict):
+    """A check run or commit status failing on a head commit (bot/lifecycle/ci_intake.py)."""
+
+    name: str
+    conclusion: str
 
 
 class _Frame(_Wire, tag_field="type", kw_only=True):
@@ -85,6 +94,7 @@ class FixRunFrame(_Frame, tag="fix_run"):
     checks: list[str]
     run: int
     of: int
+    failing: tuple[FailingCheck, ...] = ()
 
 
 class LedgerFrame(_Frame, tag="ledger"):

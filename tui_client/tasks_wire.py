@@ -64,6 +64,13 @@ class ReviewPickup(_Wire):
     threads: list[str]
 
 
+class FailingCheck(TypedDict):
+    """A check run or commit status failing on a head commit (bot/lifecycle/ci_intake.py)."""
+
+    name: str
+    conclusion: str
+
+
 class FixRun(_Wire):
     """Failing CI started fix run `run` of `of` on `head_sha` (a `ci_fix_run` event): what the
     events stream's `fix_run` event told."""
@@ -75,6 +82,7 @@ class FixRun(_Wire):
     checks: list[str]
     run: int
     of: int
+    failing: tuple[FailingCheck, ...] = ()
 
 
 class BoardTask(BoardCard, kw_only=True):
@@ -148,6 +156,7 @@ class EventData(TypedDict, total=False):
     author: str
     head_sha: str
     checks: list[str]
+    failing: list[FailingCheck]
     fix_run: int
     fix_runs: int
     decision: bool
@@ -237,6 +246,7 @@ class CiFix(_Wire):
     reason: str
     at: str
     updated_at: str
+    failing: tuple[FailingCheck, ...] = ()
 
 
 class TaskPlan(_Wire):

@@ -13,6 +13,8 @@ from enum import StrEnum
 
 import msgspec
 
+from bot.contracts.tasks import FailingCheck
+
 
 class SessionChange(StrEnum):
     CREATED = "created"
@@ -100,9 +102,11 @@ class FixRunFrame(_Frame, tag="fix_run"):
     task_id: int
     pr_number: int
     head_sha: str
-    checks: list[str]
+    checks: list[str]  # the failing checks' names, as `failing` has them
     run: int
     of: int
+    # Defaulted: frames logged before it decode as before (their names only).
+    failing: tuple[FailingCheck, ...] = ()
 
 
 class LedgerFrame(_Frame, tag="ledger"):

@@ -71,9 +71,21 @@ class ReviewPickup(_Wire):
     threads: list[str]  # "comment:<id>" / "review:<id>"
 
 
+class FailingCheck(TypedDict):
+    """A check run or commit status failing on a head commit (bot/lifecycle/ci_intake.py).
+    `name` is CI's text (a workflow's author names its jobs), untrusted: a client shows it
+    as text, never as markup. `conclusion`: `failure` or `timed_out` (a check run), `failure`
+    or `error` (a status); "" where it was not recorded (rows and events from before it
+    was, their names read from the old comma-joined text)."""
+
+    name: str
+    conclusion: str
+
+
 class FixRun(_Wire):
     """Failing CI started fix run `run` of `of` on `head_sha` (a `ci_fix_run` event): what
-    the events stream's `fix_run` event told."""
+    the events stream's `fix_run` event told. `checks`: the failing checks' names, as
+    `failing` has them with their conclusions."""
 
     event_id: int
     at: str
@@ -82,6 +94,8 @@ class FixRun(_Wire):
     checks: list[str]
     run: int
     of: int
+    # Defaulted: read from an older service, which did not send it, as none.
+    failing: tuple[FailingCheck, ...] = ()
 
 
 class BoardTask(BoardCard, kw_only=True):
@@ -167,7 +181,8 @@ class EventData(TypedDict, total=False):
     author: str
     # Failing CI on the pull request (bot/lifecycle/ci_store.py, ci_run.py); `ci_fix_run`.
     head_sha: str
-    checks: list[str]
+    checks: list[str]  # their names (an event from before `failing` has only these)
+    failing: list[FailingCheck]
     fix_run: int  # which fix run of the chain
     fix_runs: int  # the bound per head commit
     decision: bool  # a fix run one more Decision asked for (bot/lifecycle/ci_decision.py)
@@ -260,7 +275,7 @@ class CiFix(_Wire):
 
     head_sha: str
     pr_number: int
-    checks: list[str]
+    checks: list[str]  # the failing checks' names, as `failing` has them
     run: int  # which fix run of the chain this commit started (0: none, a person was asked)
     of: int | None  # the bound per head commit when it was decided (None: not recorded)
     verdict: str
@@ -269,6 +284,8 @@ class CiFix(_Wire):
     reason: str
     at: str
     updated_at: str
+    # Defaulted: read from an older service, which did not send it, as none.
+    failing: tuple[FailingCheck, ...] = ()
 
 
 class TaskPlan(_Wire):

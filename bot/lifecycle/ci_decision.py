@@ -18,10 +18,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock
-from bot.contracts.tasks import EventData
 from bot.lifecycle import ci_store, tasks
 from bot.lifecycle.ci_intake import needs_human_question
-from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
+from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict, failing_checks, fix_event_data
 from bot.lifecycle.ci_view import bounds
 from bot.lifecycle.models import EventKind, Task
 
@@ -61,14 +60,14 @@ def one_more_fix_run(
     row.job_id = job
     row.reason = f"a Decision from {author} asked for one more fix run"
     row.updated_at = clock()
-    data: EventData = {
-        "head_sha": row.head_sha,
-        "pr_number": row.pr_number,
-        "checks": [name for name in row.checks.split(", ") if name],
-        "fix_run": row.run_number,
-        "fix_runs": bounds(session, task.id).get(row.head_sha, 0),
-        "decision": True,
-    }
+    data = fix_event_data(
+        row.head_sha,
+        row.pr_number,
+        failing_checks(row.failing),
+        run=row.run_number,
+        fix_runs=bounds(session, task.id).get(row.head_sha, 0),
+    )
+    data["decision"] = True
     note = f"Fix run {row.run_number} for failing CI, asked for by a Decision from {author}."
     tasks.record(
         session, task, EventKind.CI_FIX_RUN, actor=author, detail=note, data=data, clock=clock

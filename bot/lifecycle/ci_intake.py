@@ -40,12 +40,20 @@ import redis
 from sqlalchemy.exc import IntegrityError
 
 from bot.clock import Clock, utcnow
+from bot.contracts.tasks import FailingCheck
 from bot.db import Database
 from bot.github.client import AppIdentity
 from bot.github.errors import GitHubError
 from bot.github.issue_records import PullRequest
 from bot.lifecycle import ci_store, tasks
-from bot.lifecycle.ci_evidence import CiReads, failing_names, read_evidence, render
+from bot.lifecycle.ci_evidence import (
+    CiReads,
+    Evidence,
+    failing_names,
+    read_evidence,
+    render,
+    scrub,
+)
 from bot.lifecycle.ci_failures import CiFailure
 from bot.lifecycle.ci_models import RECLAIMABLE_STATES, CiFix, CiFixState, CiVerdict
 from bot.lifecycle.ci_rules import CiCause, judge
@@ -235,16 +243,17 @@ class CiIntake:
             return CiOutcome("ignored", judgement.reason, task.id)
         chain, used = await self._chain(task.id, sha, prior)
         ended = prior is not None and prior.state == CiFixState.ENDED
-        checks = evidence.names or (failure.name,)
+        checks = self._failing(evidence, failure)
+        names = ", ".join(check["name"] for check in checks)
         fix = judgement.cause is CiCause.CHANGE and used < self.fix_runs
         # An ended fix run on this very commit keeps its number when a person is asked:
         # the summary and the CI history still say that it was tried.
         number = used + 1 if fix else (used if ended else 0)
         reason = self._reason(judgement.reason, judgement.cause, used, fix=fix, ended=ended)
         if fix:
-            note = f"CI failed ({', '.join(checks)}): fix run {number} of {self.fix_runs}."
+            note = f"CI failed ({names}): fix run {number} of {self.fix_runs}."
         else:
-            note = f"CI failed ({', '.join(checks)}): a person is needed. {reason}."
+            note = f"CI failed ({names}): a person is needed. {reason}."
         again = prior is not None
         claim = ci_store.Claim(
             task_id=task.id,
@@ -254,7 +263,7 @@ class CiIntake:
             chain_sha=chain,
             run_number=number,
             verdict=CiVerdict.FIX if fix else CiVerdict.NEEDS_HUMAN,
-            checks=tuple(checks),
+            checks=checks,
             # The task's question (the Board, Chat) and the CI history show it as stored.
             reason=self._public(reason, task),
             evidence=render(evidence),
@@ -264,6 +273,16 @@ class CiIntake:
             taking_over=None if prior is None else CiFixState(prior.state),
         )
         return await self._claim(github, task, claim)
+
+    def _failing(self, evidence: Evidence, failure: CiFailure) -> tuple[FailingCheck, ...]:
+        """The failing checks as data (their names with known secrets and token shapes
+        masked, as the evidence is; otherwise as CI gave them: clients show them as text),
+        or the reported one when none could be read."""
+        read = [(check.name, check.conclusion) for check in evidence.failed]
+        return tuple(
+            FailingCheck(name=scrub(name, self.redactor), conclusion=conclusion)
+            for name, conclusion in read or [(failure.name, failure.conclusion)]
+        )
 
     async def _chain(self, task_id: int, sha: str, prior: CiFix | None) -> tuple[str, int]:
         """The chain a failure on `sha` belongs to and the fix runs it has used: an ended fix

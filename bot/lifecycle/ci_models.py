@@ -10,35 +10,76 @@ continues the same chain of fix runs (`chain_sha`, `run_number`), which the boun
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
+import msgspec
 from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from bot.contracts.tasks import EventData
-from bot.db import Base
+from bot.contracts.tasks import EventData, FailingCheck
+from bot.db import Base, JSONType
+
+_FAILING = list[FailingCheck]
+
+
+def failing_checks(stored: object) -> list[FailingCheck]:
+    """The failing checks as stored (a `ci_fixes` row's `failing`, an event's), decoded and
+    checked against their declaration (msgspec.ValidationError: not the shape written)."""
+    return msgspec.convert(stored or [], _FAILING)
+
+
+def check_names(failing: Sequence[FailingCheck]) -> list[str]:
+    return [check["name"] for check in failing]
+
+
+def names_line(row: CiFix) -> str:
+    """The row's failing checks' names in one line, for text made from them (a prompt, a
+    note) that publishes it only through `Redactor.published`."""
+    return ", ".join(check_names(failing_checks(row.failing)))
+
+
+def fix_event_data(
+    head_sha: str, pr_number: int, failing: Sequence[FailingCheck], *, run: int, fix_runs: int
+) -> EventData:
+    """A `ci_fix_run` event's data (`ci_store`, `ci_decision`), also its claim's transition's:
+    the checks as data, each name whole whatever it holds (a comma, markup)."""
+    return {
+        "head_sha": head_sha,
+        "pr_number": pr_number,
+        "checks": check_names(failing),
+        "failing": list(failing),
+        "fix_run": run,
+        "fix_runs": fix_runs,
+    }
 
 
 @dataclass(frozen=True)
 class FixRunFacts:
-    """What a `ci_fix_run` event says (its data, as `ci_store` and `ci_decision` write it):
-    read here once for the Board row and the events stream's frame."""
+    """What a `ci_fix_run` event says (its data, as `fix_event_data` writes it): read here
+    once for the Board row and the events stream's frame."""
 
     pr_number: int
     head_sha: str
     checks: list[str]
+    failing: tuple[FailingCheck, ...]
     run: int  # this fix run's number for the failing head
     of: int  # the fix runs that head allows
 
     @classmethod
     def of_event(cls, data: EventData | None) -> FixRunFacts:
         data = data or {}
+        if "failing" in data:
+            failing = failing_checks(data["failing"])
+        else:  # an event written before the conclusions were: its names only
+            failing = [{"name": name, "conclusion": ""} for name in data.get("checks", ())]
         return cls(
             pr_number=data.get("pr_number") or 0,
             head_sha=data.get("head_sha", ""),
-            checks=list(data.get("checks", ())),
+            checks=check_names(failing),
+            failing=tuple(failing),
             run=data.get("fix_run", 0),
             of=data.get("fix_runs", 0),
         )
@@ -91,7 +132,9 @@ class CiFix(Base):
     run_number: Mapped[int] = mapped_column(default=0)
     verdict: Mapped[str] = mapped_column(String(20))
     state: Mapped[str] = mapped_column(String(20))
-    checks: Mapped[str] = mapped_column(Text, default="")  # the failing checks' names
+    # The failing checks (`failing_checks` reads them), names as CI gave them: data,
+    # published only through `Redactor.published` (the summary, the progress comment).
+    failing: Mapped[list[FailingCheck]] = mapped_column(JSONType, default=list)
     reason: Mapped[str] = mapped_column(Text, default="")  # why this verdict, in words
     evidence: Mapped[str] = mapped_column(Text, default="")  # redacted; untrusted
     job_id: Mapped[str | None] = mapped_column(String(100))

@@ -3,7 +3,7 @@ operator's guidance when a Decision asked for the run (bot.lifecycle.ci_decision
 
 from __future__ import annotations
 
-from bot.lifecycle.ci_models import CiFix
+from bot.lifecycle.ci_models import CiFix, names_line
 
 CLOSE_TAG = "</ci-evidence"
 GUIDANCE_CLOSE = "</operator-guidance"
@@ -17,7 +17,7 @@ def fix_prompt(issue_prompt: str, row: CiFix, guidance: str | None = None) -> st
     return (
         f"{issue_prompt}\n"
         f"This branch already has pull request #{row.pr_number}, and its CI failed on the "
-        f"head commit {row.head_sha[:12]} ({row.checks}). Fix what the failure shows (the "
+        f"head commit {row.head_sha[:12]} ({names_line(row)}). Fix what the failure shows (the "
         "code, not the checks, unless they are wrong), commit or leave your changes, and "
         "finish; the worker pushes them to the same pull request. If no change of yours can "
         "fix it, change nothing and say why in your summary.\n"

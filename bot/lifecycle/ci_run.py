@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from bot.clock import Clock
 from bot.lifecycle import branch, ci_store, steps, tasks, worktree
 from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
-from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict
+from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict, names_line
 from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
@@ -81,7 +81,7 @@ async def _announce(run: Run, row: CiFix) -> None:
         which = f"{row.run_number} (one more, asked for by a Decision)"
     note = (
         f"Fix run {which} for failing CI "
-        f"({run.public(row.checks, 200)}) on {row.head_sha[:12]} is running."
+        f"({run.public(names_line(row), 200)}) on {row.head_sha[:12]} is running."
     )
     await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
@@ -119,7 +119,7 @@ async def _superseded(run: Run, row: CiFix, tree: worktree.Worktree) -> str:
 
 
 async def _push_fix(run: Run, row: CiFix, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
-    checks = run.public(row.checks, 150)
+    checks = run.public(names_line(row), 150)
     await worktree.commit_all(tree, f"Fix failing CI ({checks}) for #{run.task.issue}")
     head = await worktree.tree_git(tree, "rev-parse", "HEAD")
     if head == row.head_sha:

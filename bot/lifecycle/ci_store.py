@@ -12,10 +12,18 @@ from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock
-from bot.contracts.tasks import EventData
+from bot.contracts.tasks import FailingCheck
 from bot.handler_runs import record_done
 from bot.lifecycle import tasks
-from bot.lifecycle.ci_models import PENDING_STATES, CiFix, CiFixState, CiVerdict
+from bot.lifecycle.ci_models import (
+    PENDING_STATES,
+    CiFix,
+    CiFixState,
+    CiVerdict,
+    check_names,
+    failing_checks,
+    fix_event_data,
+)
 from bot.lifecycle.ci_summary import CiStop, TriedRun
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.states import TaskState
@@ -36,7 +44,7 @@ class Claim:
     chain_sha: str
     run_number: int  # 0: no fix run
     verdict: CiVerdict
-    checks: tuple[str, ...]
+    checks: tuple[FailingCheck, ...]
     reason: str
     evidence: str
     job_id: str | None
@@ -156,7 +164,7 @@ def _claimed(claim: Claim, now: datetime) -> dict[str, object]:
         "run_number": claim.run_number,
         "verdict": claim.verdict,
         "state": CiFixState.QUEUED if fix else CiFixState.STOPPED,
-        "checks": ", ".join(claim.checks),
+        "failing": list(claim.checks),
         "reason": claim.reason,
         "evidence": claim.evidence,
         "job_id": claim.job_id,
@@ -192,13 +200,13 @@ def claim_tx(session: Session, claim: Claim, question: str, clock: Clock) -> Tra
     claimed it first)."""
     fix = claim.verdict is CiVerdict.FIX
     _write_claim(session, claim, clock())
-    data: EventData = {
-        "head_sha": claim.head_sha,
-        "pr_number": claim.pr_number,
-        "checks": list(claim.checks),
-        "fix_run": claim.run_number,
-        "fix_runs": claim.fix_runs,
-    }
+    data = fix_event_data(
+        claim.head_sha,
+        claim.pr_number,
+        claim.checks,
+        run=claim.run_number,
+        fix_runs=claim.fix_runs,
+    )
     actor = "webhook:ci"
     if fix:
         changes: tasks.TaskChanges = {"attempts": 0, "job_id": claim.job_id, "question": None}
@@ -245,7 +253,7 @@ def stop_of(session: Session, task: Task, head_sha: str) -> CiStop | None:
         issue=task.issue,
         pr_number=row.pr_number,
         head_sha=row.head_sha,
-        checks=[name for name in row.checks.split(", ") if name],
+        checks=check_names(failing_checks(row.failing)),
         tried=tried(session, task.id, row.chain_sha),
         reason=row.reason,
     )

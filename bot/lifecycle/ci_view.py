@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from bot.lifecycle.ci_models import CiFix
+from bot.contracts.tasks import FailingCheck
+from bot.lifecycle.ci_models import CiFix, check_names, failing_checks
 from bot.lifecycle.models import EventKind, TaskEvent
 
 # The events whose `data` names a head commit and the bound then in force (ci_store.claim_tx).
@@ -24,7 +25,8 @@ class CiFixView:
 
     head_sha: str
     pr_number: int
-    checks: tuple[str, ...]
+    checks: tuple[str, ...]  # the names of `failing`
+    failing: tuple[FailingCheck, ...]
     run: int  # which fix run of the chain this commit started (0: none, a person was asked)
     of: int | None  # the bound per head commit when it was decided (None: not recorded)
     verdict: str  # ci_models.CiVerdict
@@ -41,22 +43,25 @@ def fix_history(session: Session, task_id: int) -> list[CiFixView]:
     if not rows:
         return []
     recorded = bounds(session, task_id)
-    return [
-        CiFixView(
-            head_sha=row.head_sha,
-            pr_number=row.pr_number,
-            checks=tuple(name for name in row.checks.split(", ") if name),
-            run=row.run_number,
-            of=recorded.get(row.head_sha),
-            verdict=row.verdict,
-            outcome=row.state,
-            result_sha=row.result_sha,
-            reason=row.reason,
-            at=row.created_at.isoformat(),
-            updated_at=row.updated_at.isoformat(),
-        )
-        for row in rows
-    ]
+    return [_view(row, recorded.get(row.head_sha)) for row in rows]
+
+
+def _view(row: CiFix, bound: int | None) -> CiFixView:
+    failing = failing_checks(row.failing)
+    return CiFixView(
+        head_sha=row.head_sha,
+        pr_number=row.pr_number,
+        checks=tuple(check_names(failing)),
+        failing=tuple(failing),
+        run=row.run_number,
+        of=bound,
+        verdict=row.verdict,
+        outcome=row.state,
+        result_sha=row.result_sha,
+        reason=row.reason,
+        at=row.created_at.isoformat(),
+        updated_at=row.updated_at.isoformat(),
+    )
 
 
 def bounds(session: Session, task_id: int) -> dict[str, int]:
