@@ -17,8 +17,9 @@ from sqlalchemy import select
 
 from bot.chat import operator_commands
 from bot.chat.turn_keys import KIND as TURN_KEY_KIND
+from bot.contracts.events import SessionFrame
 from bot.idempotency import SideEffect
-from bot.models import ChatTurn
+from bot.models import ChatSession, ChatTurn
 from tests.conftest import ApiClient, make_settings
 
 SECRET = "the deploy password is hunter2"
@@ -98,12 +99,19 @@ async def test_a_forgotten_chat_summary_takes_the_sessions_stored_summary(
     said = await _say(api, "Which runner builds the zeppelin nightly?")
     await _leave_for_a_new_chat(api)
     assert "zeppelin" in (await _stored(api, said["session"]))["summary"]
+    operator = api.services.db.call(lambda s: s.scalar(select(ChatSession.operator_id)))
+    seen = await api.services.events.log.last_id(operator)
 
     forget = await _say(api, f"forget chat_summary:{said['session']}")
 
     reply = forget["reply"]
     assert "Forgotten with them: the stored summary of 1 chat session(s)." in reply, reply
     assert (await _stored(api, said["session"]))["summary"] is None
+    # The session left earlier changed: its operator's clients are told to read it again.
+    told = await api.services.events.log.read(operator, seen, wait=0.1)
+    frames = [event.frame for event in told.events if isinstance(event.frame, SessionFrame)]
+    changes = [(frame.session_id, frame.change) for frame in frames]
+    assert (said["session"], "updated") in changes, changes
 
 
 async def test_a_forget_too_many_messages_say_forgets_nothing(

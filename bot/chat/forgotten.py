@@ -220,13 +220,13 @@ def _title_without(session: Session, row: ChatSession, words: Words) -> str | No
     return words.out_of(row.title)
 
 
-def forget_summaries(session: Session, keys: Collection[str | None]) -> int:
+def forget_summaries(session: Session, keys: Collection[str | None]) -> list[ChangedSession]:
     """The stored summary of each session whose `chat_summary` chunk (by its key) was
     forgotten is forgotten too (it is that chunk's text, shown with the session); the
-    session is not summarised again for it. How many sessions changed."""
+    session is not summarised again for it. The sessions that changed."""
     ids = [key.removeprefix(SUMMARY_KEY) for key in keys if key and key.startswith(SUMMARY_KEY)]
     if not ids:
-        return 0
+        return []
     rows = session.scalars(
         select(ChatSession)
         .where(ChatSession.id.in_(ids), ChatSession.summary.is_not(None))
@@ -234,7 +234,7 @@ def forget_summaries(session: Session, keys: Collection[str | None]) -> int:
     ).all()
     for row in rows:
         row.summary = None
-    return len(rows)
+    return [ChangedSession(row.operator_id, row.id) for row in rows]
 
 
 def record_without(record: TurnRecord, words: str) -> TurnRecord:

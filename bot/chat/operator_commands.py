@@ -365,7 +365,7 @@ class OperatorCommands:
             reply_suffix=f"\n\n{said}",
             notes=[f"the operator had {len(forgotten)} chunk(s) {what} forgotten"],
             forgotten=found.words,  # the turn's own stored messages leave them out too
-            forgotten_in=changed,
+            forgotten_in=changed,  # their operators' clients read them again
         )
 
     async def _refuse_too_many_messages(self, repo: str, words: str) -> None:
@@ -400,7 +400,8 @@ class OperatorCommands:
         cleared = await self.db.run(forget_summaries, [chunk.key for chunk in forgotten])
         if not cleared:
             return "", []
-        return f"Forgotten with them: the stored summary of {cleared} chat session(s).", []
+        said = f"Forgotten with them: the stored summary of {len(cleared)} chat session(s)."
+        return said, cleared
 
 
 def _said(text: str) -> IntentOutcome:

@@ -315,8 +315,8 @@ class TurnPipeline:
             total_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         stored = await self._persist(handle, request, finished)
-        if outcome.forgotten is not None:
-            await self._forget_in_frames(agent.repo, request, ts, outcome)
+        if outcome.forgotten is not None or outcome.forgotten_in:
+            await self._forgotten_elsewhere(agent.repo, request, ts, outcome)
         if stored is None:
             return
         await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
@@ -333,18 +333,18 @@ class TurnPipeline:
         said = [] if outcome.forgotten is None else [outcome.forgotten]
         return [Words(words) for words in dict.fromkeys([*said, *stored.forgotten])]
 
-    async def _forget_in_frames(
+    async def _forgotten_elsewhere(
         self, repo: str, request: TurnRequest, ts: TurnSession, outcome: IntentOutcome
     ) -> None:
-        """After a `forget that <words>`: the frames of the repository's turns, relayed and
-        held here, without the words (bot.chat.forgotten_frames), and every session it
-        changed announced to its operator, whose clients read it again."""
-        assert outcome.forgotten is not None
-        held = await self.frame_forgets.held_sessions()
-        owners = await self.db.run(owners_in_repo, repo, held)
-        framed = await self.frame_forgets.forget(Words(outcome.forgotten), set(owners))
+        """After a forget: the frames of the repository's turns, relayed and held here,
+        without the words of a `forget that <words>` (bot.chat.forgotten_frames), and every
+        session it changed announced to its operator, whose clients read it again."""
         changed = {(c.operator_id, c.session_id) for c in outcome.forgotten_in}
-        changed |= {(owners[session_id], session_id) for session_id in framed}
+        if outcome.forgotten is not None:
+            held = await self.frame_forgets.held_sessions()
+            owners = await self.db.run(owners_in_repo, repo, held)
+            framed = await self.frame_forgets.forget(Words(outcome.forgotten), set(owners))
+            changed |= {(owners[session_id], session_id) for session_id in framed}
         changed.discard((request.operator_id, ts.id))  # announced as the turn stores
         for operator_id, session_id in sorted(changed):
             await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
