@@ -15,7 +15,9 @@ Why no turn slips between: a turn reads the epoch, under a key-share lock, befor
 its history (`open_for_turn`) and again before it stores; a forget raises it under an
 update lock first of all. On PostgreSQL a forget waits for the turns holding the epoch
 (whose open rows and messages it then finds and scrubs), and they wait for it (and then
-read its epoch and its words). SQLite has one writer at a time.
+read its epoch and its words). The turns' group commit takes the epoch first in each of
+its transactions (bot.group_commit's `prelude`), before any row lock, as the forget does:
+taken in one order, the locks cannot deadlock. SQLite has one writer at a time.
 """
 
 from __future__ import annotations
