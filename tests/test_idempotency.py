@@ -9,12 +9,14 @@ from typing import Any
 
 import msgspec
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text, update
 
 from bot import db as dbmod
 from bot.decisions import DECISION_MARKER, decision_comment, publish_key
 from bot.errors import BadRequest, UpstreamError
 from bot.idempotency import EffectKind, SideEffect, expire_all, run_once
+from tests.fakes.lifecycle import wait_for
+from tests.fakes.patience import PATIENCE_SECONDS
 
 
 @pytest.fixture
@@ -593,3 +595,41 @@ async def test_concurrent_sweeps_remove_every_old_record_once(database: Any) -> 
     removed = await asyncio.gather(*(asyncio.to_thread(sweep) for _ in range(3)))
     assert sum(removed) == 9
     assert database.call(_keys) == ["filing:new"]
+
+
+async def test_a_key_a_retry_refreshes_while_a_sweep_waits_on_its_row_is_kept(
+    pg_url: str,
+) -> None:
+    """The retry holds the old row's lock (its claim) and makes it recent; the sweep, which
+    chose the row as old, waits on that lock and then reads the row again: kept."""
+    database = dbmod.Database.from_url(pg_url)
+    dbmod.upgrade(database.engine)
+    try:
+        remote = Remote()
+        old = NOW - RETENTION * 2
+        await _effect_at(database, remote, "filing:retried", EffectKind.FILE_ISSUE, 1, old)
+        with database.engine.connect() as retry:
+            retry.execute(
+                update(SideEffect).where(SideEffect.key == "filing:retried").values(updated_at=NOW)
+            )  # not committed: the row is locked
+            sweep = asyncio.create_task(
+                asyncio.to_thread(expire_all, database, before=NOW - RETENTION)
+            )
+            await wait_for(lambda: _waiting_on_a_lock(database), within=PATIENCE_SECONDS)
+            retry.commit()
+        assert await sweep == 0
+        assert database.call(_keys) == ["filing:retried"]
+    finally:
+        database.dispose()
+
+
+def _waiting_on_a_lock(database: Any) -> bool:
+    """Some statement of this database's server waits on a row lock (the sweep's delete)."""
+    with database.engine.connect() as connection:
+        waiting = connection.scalar(
+            text(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND query ILIKE 'DELETE FROM side_effects%'"
+            )
+        )
+    return bool(waiting)
