@@ -27,14 +27,16 @@ T = TypeVar("T")
 
 # Every top-level command, the module that registers it and its one-line help. Only the
 # module of the command being run is imported, so `--version` and `--help` stay fast.
+# A module that registers a command whose work imports much (the database, the lifecycle,
+# the app) names its handler with `Handler`, so `COMMAND --help` imports none of that either.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "serve": ("steelframe.commands.core", "run the web service (migrates first)"),
+    "serve": ("steelframe.commands.core_options", "run the web service (migrates first)"),
     "dev": ("steelframe.dev", "run everything locally on embedded defaults"),
-    "worker": ("steelframe.commands.worker", "run RQ workers for the task lifecycle"),
-    "reconcile": ("steelframe.commands.worker", "repair lifecycle drift once and exit"),
-    "db": ("steelframe.commands.core", "database migrations: upgrade, current, history"),
-    "operator": ("steelframe.commands.core", "manage operators and their tokens"),
-    "config": ("steelframe.commands.core", "show the effective settings (secrets masked)"),
+    "worker": ("steelframe.commands.worker_options", "run RQ workers for the task lifecycle"),
+    "reconcile": ("steelframe.commands.worker_options", "repair lifecycle drift once and exit"),
+    "db": ("steelframe.commands.core_options", "database migrations: upgrade, current, history"),
+    "operator": ("steelframe.commands.core_options", "manage operators and their tokens"),
+    "config": ("steelframe.commands.config", "show the effective settings (secrets masked)"),
     "github": ("steelframe.commands.github", "GitHub App commands"),
     "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
     "memory": ("steelframe.commands.memory", "session memory: add, search, forget, reindex"),
@@ -45,6 +47,20 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "desktop": ("steelframe.commands.desktop", "open the web GUI in its own window"),
 }
+
+
+@dataclass(frozen=True)
+class Handler:
+    """A command's function named by module and attribute, imported once the command runs:
+    after parsing, so `--help` (which ends in parsing) loads none of the modules it needs."""
+
+    module: str
+    attribute: str
+
+    def load(self) -> Callable[[argparse.Namespace], int | None]:
+        loaded: Callable[[argparse.Namespace], int | None]
+        loaded = getattr(importlib.import_module(self.module), self.attribute)
+        return loaded
 
 
 def load_settings(**defaults: object) -> Settings:
@@ -230,12 +246,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # A Ctrl-C while the command's modules load (a second or more on a busy machine)
         # ends it as quietly as one a moment later: no traceback of the import under way.
         with collector.modules_loaded():  # the command's modules live as long as the process
-            parser = build_parser(argv)
+            args = build_parser(argv).parse_args(argv)  # `--help` ends here
+            handler = args.handler.load() if isinstance(args.handler, Handler) else args.handler
     except KeyboardInterrupt:
         return 130
-    args = parser.parse_args(argv)
     try:
-        result = args.handler(args)
+        result = handler(args)
     except ConfigError as exc:
         print(f"steelframe: configuration error: {exc}", file=sys.stderr)
         return 2
@@ -313,4 +329,8 @@ def _unknown_migrations_message(exc: Exception, settings: Settings | None) -> st
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # `python -m steelframe.cli`: run the `main` of the module the commands import, whose
+    # `Handler` is the one their parsers hold (this `__main__` copy has a class of its own).
+    from steelframe import cli
+
+    raise SystemExit(cli.main())

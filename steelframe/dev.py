@@ -35,7 +35,8 @@ from bot.models import Operator
 from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
 from steelframe.collector import start_serving, tune_for_serving
-from steelframe.commands.core import add_listen_arguments, claim_port
+from steelframe.commands.core import claim_port
+from steelframe.commands.core_options import add_listen_arguments
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
 from steelframe.logs import configure_logging

@@ -162,6 +162,56 @@ def test_version_and_help_import_no_command_module() -> None:
     assert "serve" in result.stdout and "steelframe 0.1.0" in result.stdout
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["serve", "--help"],
+        ["worker", "--help"],
+        ["reconcile", "--help"],
+        ["db", "upgrade", "--help"],
+        ["operator", "create", "--help"],
+        ["config", "--help"],
+    ],
+)
+def test_a_commands_help_imports_none_of_its_work(argv: list[str]) -> None:
+    # `worker --help` imported the whole lifecycle (a second), `serve --help` the database
+    # and the web framework: their work is imported once the command runs, not to list options.
+    probe = (
+        "import sys; from steelframe.cli import main\n"
+        f"try: main({argv!r})\n"
+        "except SystemExit: pass\n"
+        "heavy = {'sqlalchemy', 'aiohttp', 'rq', 'redis', 'bot.db', 'bot.lifecycle.reconcile',\n"
+        "         'steelframe.commands.core', 'steelframe.commands.worker'}\n"
+        "print(sorted(heavy & set(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"
+    assert f"usage: steelframe {' '.join(argv[:-1])}" in result.stdout
+
+
+def test_a_command_loads_its_work_with_its_modules_frozen(tmp_path: Path) -> None:
+    """The handler's module loads after parsing, still inside the collector's pause, so its
+    modules are frozen as before (steelframe/collector.py)."""
+    probe = (
+        "import gc, sys; from steelframe.cli import main\n"
+        "code = main(['reconcile'])\n"
+        "print(code, 'bot.lifecycle.reconcile' in sys.modules, gc.get_freeze_count() > 100_000)\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEELFRAME_")}
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,  # no .env or steelframe.toml of this checkout
+    )
+    assert "the lifecycle needs Redis" in result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "2 True True"
+
+
 def test_db_current_and_history_say_where_the_database_stands(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

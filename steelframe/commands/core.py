@@ -1,4 +1,4 @@
-"""Core commands: serve, db upgrade, operator create/rotate, config."""
+"""The work of serve, db and operator (their options: core_options.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import functools
 import socket
 import sys
 from collections.abc import Callable
-from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -22,80 +21,12 @@ from steelframe.cli import load_settings, migration_state, require_data_dir, wit
 from steelframe.collector import start_serving
 from steelframe.commands.memory import upgrade_memory_index
 from steelframe.commands.narration import NarratedLines, Narrator
-from steelframe.event_loop import CHOICES, LoopUnavailable, loop_factory
+from steelframe.event_loop import LoopUnavailable, loop_factory
 from steelframe.listening import say_listening
 from steelframe.logs import access_logger, configure_logging
 from steelframe.processes import run_processes
 from steelframe.serving import serve_until_stopped
 from steelframe.webhook_relay import relay_context
-
-
-def register(subparsers: Any) -> None:
-    serve = subparsers.add_parser("serve")
-    add_listen_arguments(serve)
-    serve.add_argument(
-        "--loop",
-        choices=CHOICES,
-        default="auto",
-        help="event loop: uvloop when installed (auto), or asyncio's own",
-    )
-    serve.add_argument(
-        "--processes",
-        type=int,
-        default=1,
-        help="serve processes sharing the port, one event loop each (more than 1 needs Redis)",
-    )
-    serve.add_argument(
-        "--reuse-port",
-        action="store_true",
-        help="bind with SO_REUSEPORT, so several serve processes can share the port",
-    )
-    serve.add_argument(
-        "--no-relay",
-        action="store_true",
-        help="do not open WEBHOOK_PROXY_URL here (another process of this service does)",
-    )
-    serve.set_defaults(handler=cmd_serve)
-
-    db = subparsers.add_parser("db")
-    db_sub = db.add_subparsers(dest="db_command", required=True, metavar="SUBCOMMAND")
-    upgrade = db_sub.add_parser("upgrade", help="apply all migrations")
-    upgrade.set_defaults(handler=cmd_db_upgrade)
-    current = db_sub.add_parser("current", help="show the migration the database is at")
-    current.set_defaults(handler=cmd_db_current)
-    history = db_sub.add_parser("history", help="list every migration, marking the applied one")
-    history.set_defaults(handler=cmd_db_history)
-
-    operator = subparsers.add_parser("operator")
-    op_sub = operator.add_subparsers(dest="operator_command", required=True, metavar="SUBCOMMAND")
-    create = op_sub.add_parser("create", help="create an operator; prints its token last")
-    create.add_argument("name", help="the operator's name")
-    create.set_defaults(handler=cmd_operator_create)
-    rotate = op_sub.add_parser("rotate", help="issue a new token for an operator")
-    rotate.add_argument("name", help="the operator's name")
-    rotate.set_defaults(handler=cmd_operator_rotate)
-    listing = op_sub.add_parser("list", help="every operator's name and creation time")
-    listing.set_defaults(handler=cmd_operator_list)
-    revoke = op_sub.add_parser(
-        "revoke", help="end an operator's token and browser sign-ins (rotate issues a new one)"
-    )
-    revoke.add_argument("name", help="the operator's name")
-    revoke.set_defaults(handler=cmd_operator_revoke)
-
-    config = subparsers.add_parser("config")
-    config.add_argument(
-        "--list",
-        action="store_true",
-        help="every setting with its value, where it came from, its default and meaning",
-    )
-    config.set_defaults(handler=cmd_config)
-
-
-def add_listen_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--host", help="address to listen on (default: HOST, else 127.0.0.1)")
-    parser.add_argument(
-        "--port", type=int, help="port to listen on; 0 picks a free one (default: PORT, else 8080)"
-    )
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -287,18 +218,4 @@ def _print_token(
         return 1
     print(heading)
     print(token)
-    return 0
-
-
-def cmd_config(args: argparse.Namespace) -> int:
-    settings = load_settings()
-    if not args.list:
-        for key, value in settings.redacted().items():
-            print(f"{key}={value}")
-        return 0
-    rows = [("VARIABLE", "VALUE", "SOURCE", "DEFAULT", "MEANING"), *settings.described()]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        cells = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
-        print("  ".join([*cells, row[4]]).rstrip())
     return 0

@@ -1,4 +1,5 @@
-"""`steelframe worker` (RQ workers for the lifecycle queue) and `steelframe reconcile`.
+"""The work of `steelframe worker` (RQ workers for the lifecycle queue) and `steelframe
+reconcile`; their options are in worker_options.py.
 
 Reconciling is one process's job at a time across every worker: each pass first takes a
 Redis lease (`bot.redis_lease`); a worker that finds it held skips that pass.
@@ -12,11 +13,9 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from bot import db as dbmod
 from bot.config import Settings
-from bot.config_values import parse_queue_name
 from bot.lifecycle.agents.installed import agent_problem
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.queue import rq_queue
@@ -37,33 +36,6 @@ from steelframe.logs import configure_logging
 from steelframe.worker_context import build_worker_context
 
 log = logging.getLogger("steelframe.worker")
-
-
-def register(subparsers: Any) -> None:
-    worker = subparsers.add_parser("worker")
-    worker.add_argument(
-        "--queue", type=_queue_name, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
-    )
-    worker.add_argument("--burst", action="store_true", help="quit when the queue is empty")
-    worker.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run jobs in this process (RQ's SimpleWorker) instead of a forked work horse",
-    )
-    worker.set_defaults(handler=cmd_worker)
-    rec = subparsers.add_parser("reconcile")
-    rec.add_argument(
-        "--queue", type=_queue_name, help="queue name (default: STEELFRAME_TASK_QUEUE's)"
-    )
-    rec.set_defaults(handler=cmd_reconcile)
-
-
-def _queue_name(value: str) -> str:
-    """`--queue` overrides STEELFRAME_TASK_QUEUE, so it is held to the same rule."""
-    try:
-        return parse_queue_name(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"{value!r} is not valid: {exc}") from exc
 
 
 def _context(queue: str | None, *, command: str) -> tuple[LifecycleContext, Narrator] | None:
