@@ -160,7 +160,7 @@ async def test_forget_takes_the_words_out_of_relayed_and_held_frames_and_tells_o
     # The other operator's clients are told their session changed.
     told = await events.log.read(other_id, seen, wait=PATIENCE_SECONDS)
     changed = [event.frame for event in told.events if isinstance(event.frame, SessionFrame)]
-    assert [(f.session_id, f.change) for f in changed] == [(theirs["session"], "updated")]
+    assert [(f.session_id, f.change) for f in changed] == [(theirs["session"], "forgotten")]
     assert "hunter2" not in _kept(api)
     assert _pending(api) == []  # nothing in flight: the words are kept nowhere
 

@@ -111,7 +111,7 @@ async def test_a_forgotten_chat_summary_takes_the_sessions_stored_summary(
     told = await api.services.events.log.read(operator, seen, wait=0.1)
     frames = [event.frame for event in told.events if isinstance(event.frame, SessionFrame)]
     changes = [(frame.session_id, frame.change) for frame in frames]
-    assert (said["session"], "updated") in changes, changes
+    assert (said["session"], "forgotten") in changes, changes
 
 
 async def test_a_forget_too_many_messages_say_forgets_nothing(

@@ -67,7 +67,7 @@ class ResultFrame(_Frame, tag="result"):
 
 
 class SessionFrame(_Frame, tag="session"):
-    """A chat session created, updated, deleted or summarised (to its operator)."""
+    """A chat session created, updated, deleted, summarised or forgotten in (to its operator)."""
 
     session_id: str
     change: str

@@ -338,16 +338,17 @@ class TurnPipeline:
     ) -> None:
         """After a forget: the frames of the repository's turns, relayed and held here,
         without the words of a `forget that <words>` (bot.chat.forgotten_frames), and every
-        session it changed announced to its operator, whose clients read it again."""
+        session it changed announced to its operator as `forgotten`, so that clients showing
+        it read it again: the forget's own session too, whose earlier messages may have said
+        the words (its client reads it once the turn has ended)."""
         changed = {(c.operator_id, c.session_id) for c in outcome.forgotten_in}
         if outcome.forgotten is not None:
             held = await self.frame_forgets.held_sessions()
             owners = await self.db.run(owners_in_repo, repo, held)
             framed = await self.frame_forgets.forget(Words(outcome.forgotten), set(owners))
             changed |= {(owners[session_id], session_id) for session_id in framed}
-        changed.discard((request.operator_id, ts.id))  # announced as the turn stores
         for operator_id, session_id in sorted(changed):
-            await announce(self.events, operator_id, session_id, SessionChange.UPDATED)
+            await announce(self.events, operator_id, session_id, SessionChange.FORGOTTEN)
 
     async def _persist(
         self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn

@@ -21,6 +21,8 @@ class SessionChange(StrEnum):
     UPDATED = "updated"
     DELETED = "deleted"
     SUMMARISED = "summarised"
+    # Words were taken out of it (a `forget`, anyone's): a client showing it reads it again.
+    FORGOTTEN = "forgotten"
 
 
 class ResultKind(StrEnum):
@@ -78,7 +80,8 @@ class ResultFrame(_Frame, tag="result"):
 
 
 class SessionFrame(_Frame, tag="session"):
-    """A chat session created, updated, deleted or summarised (to its operator)."""
+    """A chat session created, updated, deleted, summarised or forgotten in (to its
+    operator)."""
 
     session_id: str
     change: SessionChange

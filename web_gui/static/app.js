@@ -199,7 +199,10 @@ class App {
     this.live = new LiveUpdates({
       onTask: (t) => this.onTask(t),
       onResult: (r) => this.onResult(r),
-      onSession: () => this.chat.loadSessions().catch(() => {}),
+      onSession: (e) => {
+        if (e.change === "forgotten") this.chat.reread(e.session_id).catch(() => {});
+        this.chat.loadSessions().catch(() => {});
+      },
       onLedger: (e) => this.board.applyLedger(e),
       onReview: (e) => this.onReview(e),
       onFixRun: (e) => this.onFixRun(e),

@@ -319,6 +319,26 @@ export class Chat {
     return { decision: mine(kept?.decision) };
   }
 
+  // Words were taken out of this chat (a `forget`, from any client): what it shows is read
+  // again. A turn running in it ends first (its own frames come without the words), then
+  // the chat is read; what the operator has not sent yet (composer, focus, agent) stays.
+  async reread(id) {
+    if (this.session?.id !== id) return;
+    if (this.turn && this.turn.session === id) {
+      this.turn.reread = id;
+      return;
+    }
+    const shown = this.shown;
+    const session = await api.get(`/api/operator/chat/session/${encodeURIComponent(id)}`);
+    if (shown !== this.shown || this.session?.id !== id || this.turn) return;
+    this.session = { ...this.session, ...session };
+    this.setTitle(session.label || session.title || "New chat");
+    this.renderMessages(session.messages || []);
+    this.renderPending(session.pending);
+    if (!this.focusChanged && !this.agentChanged) this.decision = session.decision || null;
+    this.renderPublishBar();
+  }
+
   // The header cuts a long title with an ellipsis: the whole of it shows when pointed at.
   setTitle(text) {
     this.els.title.textContent = text;
@@ -683,7 +703,9 @@ export class Chat {
   }
 
   endTurn() {
+    const reread = this.turn?.reread;
     this.turn = null;
+    if (reread) this.reread(reread).catch(() => {});
     show(this.els.send, true);
     show(this.els.stop, false);
     this.els.status.classList.remove("busy");
