@@ -31,7 +31,7 @@ T = TypeVar("T")
 # the app) names its handler with `Handler`, so `COMMAND --help` imports none of that either.
 COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("steelframe.commands.core_options", "run the web service (migrates first)"),
-    "dev": ("steelframe.dev", "run everything locally on embedded defaults"),
+    "dev": ("steelframe.commands.dev_options", "run everything locally on embedded defaults"),
     "worker": ("steelframe.commands.worker_options", "run RQ workers for the task lifecycle"),
     "reconcile": ("steelframe.commands.worker_options", "repair lifecycle drift once and exit"),
     "db": ("steelframe.commands.core_options", "database migrations: upgrade, current, history"),

@@ -19,6 +19,7 @@ import secrets
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -26,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 from aiohttp import web
 from sqlalchemy import select
 
-from bot.config import DEFAULT_DATA_DIR, DEFAULT_DATABASE_FILE, Settings
+from bot.config import Settings
 from bot.config_values import Secret
 from bot.db import Database
 from bot.executors import start_default_executor
@@ -36,8 +37,13 @@ from bot.operators import create_operator, hash_token
 from steelframe.cli import load_settings
 from steelframe.collector import start_serving, tune_for_serving
 from steelframe.commands.core import claim_port
-from steelframe.commands.core_options import add_listen_arguments
 from steelframe.commands.memory import upgrade_memory_index
+from steelframe.dev_settings import (
+    LOCK_FILE,
+    TOKEN_FILE,
+    plan_dev,
+    sandbox_write_interval,
+)
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
 from steelframe.logs import configure_logging
 from steelframe.protocol_log import QuietAppRunner
@@ -47,56 +53,6 @@ if TYPE_CHECKING:  # the parts import every shell: loaded once the port is known
     from steelframe.parts import Parts
 
 DEV_OPERATOR = "dev"
-
-
-# What dev keeps to itself unless told otherwise: a shell configured for production must
-# not have dev create operators in, or run tasks against, its database and Redis.
-OWN_SERVICES = {
-    "data_dir": "STEELFRAME_DATA_DIR",
-    "database_url": "STEELFRAME_DATABASE_URL",
-    "redis_url": "STEELFRAME_REDIS_URL",
-}
-TOKEN_FILE = "dev-token"
-# Held (flock) by the `dev` running on a data folder, with its pid: a second one there would
-# share its SQLite file and overwrite its sandbox's state and its Redis's pid file.
-LOCK_FILE = "dev.lock"
-
-
-def register(subparsers: Any) -> None:
-    dev = subparsers.add_parser("dev")
-    add_listen_arguments(dev)
-    dev.add_argument(
-        "--data-dir",
-        type=Path,
-        help=f"dev's data folder: its database, Redis and sandbox (default: {DEFAULT_DATA_DIR})",
-    )
-    dev.add_argument(
-        "--use-configured-services",
-        action="store_true",
-        help="run on the STEELFRAME_DATA_DIR, STEELFRAME_DATABASE_URL and STEELFRAME_REDIS_URL "
-        "this shell or .env configures (by default dev ignores them and keeps its own)",
-    )
-    dev.set_defaults(handler=cmd_dev)
-
-
-def own_services(settings: Settings, data_dir: Path | None) -> tuple[Settings, list[str]]:
-    """Dev's own data folder, SQLite database and (embedded) Redis, and the names of the
-    configured settings this replaced."""
-    configured = [env for attr, env in OWN_SERVICES.items() if _configured(settings, attr)]
-    folder = (data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
-    own = dataclasses.replace(
-        settings,
-        data_dir=folder,
-        database_url=f"sqlite:///{folder / DEFAULT_DATABASE_FILE}",
-        redis_url=None,
-    )
-    return own, configured
-
-
-def _configured(settings: Settings, attr: str) -> bool:
-    """Whether a file or the environment set `attr` (not a default, not emptied)."""
-    source = settings.sources.get(attr, "default")
-    return source not in ("default", "dev default") and not source.endswith("(empty: unset)")
 
 
 def dev_token(session: Any, data_dir: Path) -> str:
@@ -120,34 +76,23 @@ def dev_token(session: Any, data_dir: Path) -> str:
     return token
 
 
-def dev_settings(settings: Settings) -> Settings:
-    """The embedded defaults that depend on what else is set: the demo coding runtime unless
-    a real one is configured, and an absolute data directory (the worker and the coding
-    runtime run in other directories)."""
-    changes: dict[str, Any] = {"data_dir": settings.data_dir.resolve()}
-    if settings.coding_agent is None and not settings.coding_command:
-        changes["coding_agent"] = "demo"
-    return dataclasses.replace(settings, **changes)
-
-
 def cmd_dev(args: argparse.Namespace) -> int:
     start_serving()  # the sandbox, migrations and the app make no garbage worth a full walk
     # The default data folder is every command's: `webhooks list` or `memory reindex` in
     # this checkout see the database `dev` runs on.
-    settings = load_settings()
-    if args.use_configured_services:
-        if args.data_dir is not None:
-            settings = dataclasses.replace(settings, data_dir=args.data_dir.resolve())
-    else:
-        settings, ignored = own_services(settings, args.data_dir)
-        if ignored:
-            print(
-                f"steelframe dev: not using {', '.join(ignored)} of this shell: dev keeps its "
-                f"own data folder ({settings.data_dir}), database and Redis "
-                "(--use-configured-services runs on them)",
-                flush=True,
-            )
-    settings = dev_settings(settings)
+    plan = plan_dev(
+        load_settings(),
+        data_dir=args.data_dir,
+        use_configured_services=args.use_configured_services,
+    )
+    settings = plan.settings
+    if plan.ignored:
+        print(
+            f"steelframe dev: not using {', '.join(plan.ignored)} of this shell: dev keeps its "
+            f"own data folder ({settings.data_dir}), database and Redis "
+            "(--use-configured-services runs on them)",
+            flush=True,
+        )
     configure_logging(settings)
     port = settings.port if args.port is None else args.port
     claim_port(args.host or settings.host, port)  # before the sandbox, Redis and database
@@ -173,7 +118,7 @@ def hold_data_dir(folder: Path) -> IO[str] | None:
         )
         return None
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        _lock_now(lock)
     except BlockingIOError:
         lock.seek(0)
         holder = lock.read().strip() or "?"
@@ -190,6 +135,16 @@ def hold_data_dir(folder: Path) -> IO[str] | None:
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     return lock
+
+
+def _lock_now(lock: IO[str]) -> None:
+    """Take the lock, or raise BlockingIOError: a second try after a moment, as a `steelframe
+    config` looking for a running dev holds it shared for an instant (running_dev)."""
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        time.sleep(0.05)
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 async def run_dev(
@@ -290,14 +245,7 @@ def on_sandbox(settings: Settings, sandbox: Any) -> Settings:
         private_key_path=None,
         webhook_secret=Secret(sandbox.webhook_secret),
         github_api_url=sandbox.url,
-        # GitHub's 1 s between writes protects github.com, not a local sandbox: paced, a
-        # filing took 7 s and Publish to PR 9 s (bench/dev_loop.py, bench/README.md). An
-        # interval set on purpose (STEELFRAME_GITHUB_WRITE_INTERVAL) still applies.
-        github_write_interval=(
-            settings.github_write_interval
-            if settings.sources.get("github_write_interval") in (".env", "environment")
-            else 0.0
-        ),
+        github_write_interval=sandbox_write_interval(settings),
     )
 
 

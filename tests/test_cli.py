@@ -171,6 +171,7 @@ def test_version_and_help_import_no_command_module() -> None:
         ["db", "upgrade", "--help"],
         ["operator", "create", "--help"],
         ["config", "--help"],
+        ["dev", "--help"],
     ],
 )
 def test_a_commands_help_imports_none_of_its_work(argv: list[str]) -> None:
@@ -181,7 +182,7 @@ def test_a_commands_help_imports_none_of_its_work(argv: list[str]) -> None:
         f"try: main({argv!r})\n"
         "except SystemExit: pass\n"
         "heavy = {'sqlalchemy', 'aiohttp', 'rq', 'redis', 'bot.db', 'bot.lifecycle.reconcile',\n"
-        "         'steelframe.commands.core', 'steelframe.commands.worker'}\n"
+        "         'steelframe.commands.core', 'steelframe.commands.worker', 'steelframe.dev'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     result = subprocess.run(

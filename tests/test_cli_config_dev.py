@@ -1,0 +1,134 @@
+"""`steelframe config` while `steelframe dev` runs (`make run`, then `config` in another
+terminal): it says whose settings it shows and names the running dev; `config --dev` shows
+the settings dev runs on, the ones dev itself reports at start."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.fakes.patience import PATIENCE_SECONDS
+from tests.test_dev_demo_loop import CONFIG_VARS
+
+
+def _config(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "config", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+
+
+def _table(listed: str) -> dict[str, list[str]]:
+    """`config --list`'s rows by variable: its value and source, cut at the header's columns."""
+    header, *lines = listed.splitlines()
+    value, source, default = (header.index(name) for name in ("VALUE", "SOURCE", "DEFAULT"))
+    return {
+        line.split()[0]: [line[value:source].strip(), line[source:default].strip()]
+        for line in lines
+    }
+
+
+def _production_shell(tmp_path: Path, redis_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
+    env.update(
+        STEELFRAME_DATABASE_URL=f"sqlite:///{tmp_path / 'production.db'}",
+        STEELFRAME_REDIS_URL=redis_url,
+        STEELFRAME_DATA_DIR=str(tmp_path / "production-data"),
+    )
+    return env
+
+
+def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
+    tmp_path: Path, redis_url: str
+) -> None:
+    env = _production_shell(tmp_path, redis_url)
+    dev = subprocess.Popen(
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    said: list[str] = []
+    try:
+        assert dev.stdout is not None
+        for line in dev.stdout:
+            said.append(line)
+            if line.startswith("token: "):
+                break
+        serve = _config(tmp_path, env)
+        dev_view = _config(tmp_path, env, "--dev", "--list")
+    finally:
+        dev.terminate()
+        dev.wait(timeout=PATIENCE_SECONDS)
+    folder = tmp_path / "var"
+    # serve's view, said to be serve's, and the dev running here named with the way to its own.
+    assert f"STEELFRAME_DATABASE_URL=sqlite:///{tmp_path / 'production.db'}" in serve.stdout
+    assert serve.stderr.splitlines() == [
+        "steelframe config: the settings of serve, worker and the other commands (dev's: "
+        "config --dev)",
+        f"steelframe config: a steelframe dev (pid {dev.pid}) runs on the data folder "
+        f"{folder}, on settings of its own, not these: `steelframe config --dev` shows them",
+    ]
+    # dev's view: what dev said it runs on, and the services it started itself.
+    rows = _table(dev_view.stdout)
+    database = f"sqlite:///{folder / 'steelframe.db'}"
+    assert f"database: {database}" in "".join(said)
+    assert rows["STEELFRAME_DATABASE_URL"] == [database, "steelframe dev"]
+    assert rows["STEELFRAME_DATA_DIR"] == [str(folder), "steelframe dev"]
+    assert rows["STEELFRAME_REDIS_URL"] == [
+        f"(an embedded Redis in {folder / 'redis'})",
+        "steelframe dev",
+    ]
+    sandbox = f"(the local GitHub sandbox in {folder / 'github-sandbox'})"
+    assert rows["APP_ID"] == [sandbox, "steelframe dev"]
+    assert rows["STEELFRAME_CODING_AGENT"] == ["demo", "steelframe dev"]
+    runtime = rows["STEELFRAME_RUNTIME"][0]
+    assert f"runtime: {runtime} " in "".join(said)
+    assert dev_view.stderr.splitlines() == [
+        f"steelframe config: the settings steelframe dev runs on (the one running on {folder} "
+        f"is pid {dev.pid}; its --port and --host aside)",
+        "steelframe config: dev does not use STEELFRAME_DATA_DIR, STEELFRAME_DATABASE_URL, "
+        "STEELFRAME_REDIS_URL of this shell: it keeps its own (--use-configured-services uses "
+        "them)",
+    ]
+    # dev stopped: no running dev named, by either view.
+    assert "runs on the data folder" not in _config(tmp_path, env).stderr
+    assert f"(none runs on {folder} now)" in _config(tmp_path, env, "--dev").stderr
+
+
+def test_config_dev_with_configured_services_and_a_data_dir_of_its_own(
+    tmp_path: Path, redis_url: str
+) -> None:
+    env = _production_shell(tmp_path, redis_url)
+    shown = _config(tmp_path, env, "--dev", "--use-configured-services").stdout.splitlines()
+    assert f"STEELFRAME_REDIS_URL={redis_url}" in shown
+    assert f"STEELFRAME_DATA_DIR={tmp_path / 'production-data'}" in shown
+    shown = _config(tmp_path, env, "--dev", "--data-dir", "elsewhere").stdout.splitlines()
+    assert f"STEELFRAME_DATA_DIR={tmp_path / 'elsewhere'}" in shown
+    # Looking made nothing: no data folder, no lock file.
+    assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+
+def test_config_refuses_dev_options_without_dev(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
+    result = subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", "config", "--data-dir", "x"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == (
+        "steelframe config: --data-dir and --use-configured-services go with --dev\n"
+    )
