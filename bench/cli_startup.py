@@ -1,8 +1,9 @@
-"""How long `steelframe --version`, `--help` and `serve --help` take, beside a bare
-`python -c pass` in the same run (interleaved, so machine noise hits both alike).
+"""How long `steelframe --version`, `--help`, `serve --help` and `worker --help` take,
+beside a bare `python -c pass` in the same run (interleaved, so machine noise hits both alike).
 
-The CLI imports only the module of the command being run, so `--version` and `--help`
-must cost little more than the interpreter itself (target: under 300 ms).
+The CLI imports only the module of the command being run, and a command's handler only once
+it runs, so `--version` and `--help` must cost little more than the interpreter itself
+(target: under 300 ms).
 
     python -m bench.cli_startup [--runs N] [--smoke]
 """
@@ -21,6 +22,7 @@ COMMANDS = {
     "steelframe --version": [sys.executable, "-m", "steelframe.cli", "--version"],
     "steelframe --help": [sys.executable, "-m", "steelframe.cli", "--help"],
     "steelframe serve --help": [sys.executable, "-m", "steelframe.cli", "serve", "--help"],
+    "steelframe worker --help": [sys.executable, "-m", "steelframe.cli", "worker", "--help"],
 }
 
 
