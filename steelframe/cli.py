@@ -37,9 +37,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "db": ("steelframe.commands.core_options", "database migrations: upgrade, current, history"),
     "operator": ("steelframe.commands.core_options", "manage operators and their tokens"),
     "config": ("steelframe.commands.config", "show the effective settings (secrets masked)"),
-    "github": ("steelframe.commands.github", "GitHub App commands"),
-    "webhooks": ("steelframe.commands.github", "the webhook delivery log"),
-    "memory": ("steelframe.commands.memory", "session memory: add, search, forget, reindex"),
+    "github": ("steelframe.commands.github_options", "GitHub App commands"),
+    "webhooks": ("steelframe.commands.github_options", "the webhook delivery log"),
+    "memory": (
+        "steelframe.commands.memory_options",
+        "session memory: add, search, forget, reindex",
+    ),
     "tui": ("steelframe.commands.tui", "open the terminal client"),
     "doctor": (
         "steelframe.commands.doctor",

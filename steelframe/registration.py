@@ -39,34 +39,6 @@ from steelframe.cli import load_settings
 from steelframe.secrets_in_git import committable
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--manifest", default="app.yml", help="the App manifest to register")
-    parser.add_argument("--org", help="register the App for this organization, not your user")
-    parser.add_argument("--name", help="the App's name (default: the manifest's)")
-    parser.add_argument(
-        "--webhook-url",
-        help="where GitHub sends webhooks (default: WEBHOOK_PROXY_URL if set, else "
-        "STEELFRAME_PUBLIC_URL/api/github/webhooks if set, else "
-        "http://localhost:PORT/api/github/webhooks)",
-    )
-    parser.add_argument(
-        "--github-url",
-        help="the GitHub API to register with: GitHub Enterprise's https://HOST/api/v3, or a "
-        "local sandbox's URL (default: GITHUB_API_URL, else GHE_HOST, else api.github.com)",
-    )
-    parser.add_argument("--env-file", default=".env", help="where the credentials are written")
-    parser.add_argument(
-        "--key-dir",
-        type=Path,
-        help="folder for the App's private key (default: $XDG_CONFIG_HOME/steelframe, else "
-        "~/.config/steelframe: outside any checkout)",
-    )
-    parser.add_argument("--host", default="127.0.0.1", help="address of the registration page")
-    parser.add_argument(
-        "--port", type=int, default=3000, help="port of the registration page; 0 picks one"
-    )
-
-
 @dataclass
 class Registration:
     """One registration: the manifest, the form target, and the credentials once back."""

@@ -172,6 +172,9 @@ def test_version_and_help_import_no_command_module() -> None:
         ["operator", "create", "--help"],
         ["config", "--help"],
         ["dev", "--help"],
+        ["github", "register", "--help"],
+        ["webhooks", "list", "--help"],
+        ["memory", "search", "--help"],
     ],
 )
 def test_a_commands_help_imports_none_of_its_work(argv: list[str]) -> None:
@@ -182,7 +185,9 @@ def test_a_commands_help_imports_none_of_its_work(argv: list[str]) -> None:
         f"try: main({argv!r})\n"
         "except SystemExit: pass\n"
         "heavy = {'sqlalchemy', 'aiohttp', 'rq', 'redis', 'bot.db', 'bot.lifecycle.reconcile',\n"
-        "         'steelframe.commands.core', 'steelframe.commands.worker', 'steelframe.dev'}\n"
+        "         'steelframe.commands.core', 'steelframe.commands.worker', 'steelframe.dev',\n"
+        "         'steelframe.commands.github', 'steelframe.registration',\n"
+        "         'steelframe.commands.memory'}\n"
         "print(sorted(heavy & set(sys.modules)))\n"
     )
     result = subprocess.run(

@@ -1,6 +1,6 @@
 """GitHub commands: `github check` (is the App reachable and installed?), `webhooks list`
 and `webhooks replay` (look at the delivery log and its dead letters; process deliveries
-again)."""
+again). Their options, and `github register`'s, are in github_options.py."""
 
 from __future__ import annotations
 
@@ -9,60 +9,11 @@ import asyncio
 import shlex
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 from bot.errors import SteelframeError
-from steelframe import registration
 from steelframe.cli import load_settings, with_database
 from steelframe.logs import configure_logging
-
-
-def register(subparsers: Any) -> None:
-    github = subparsers.add_parser("github")
-    github_sub = github.add_subparsers(dest="github_command", required=True, metavar="SUBCOMMAND")
-    check = github_sub.add_parser("check", help="authenticate as the App; show its installation")
-    check.add_argument("--repo", help="owner/name (default: STEELFRAME_REPO)")
-    check.set_defaults(handler=cmd_github_check)
-    register_app = github_sub.add_parser(
-        "register", help="register the GitHub App from app.yml (GitHub's manifest flow)"
-    )
-    registration.add_arguments(register_app)
-    register_app.set_defaults(handler=registration.cmd_github_register)
-
-    hooks = subparsers.add_parser("webhooks")
-    hooks_sub = hooks.add_subparsers(dest="webhooks_command", required=True, metavar="SUBCOMMAND")
-    listing = hooks_sub.add_parser("list", help="newest deliveries first")
-    which = listing.add_mutually_exclusive_group()
-    which.add_argument(  # webhooks.deliveries.DeliveryStatus (2 s of imports, so not here)
-        "--status",
-        help="only these: received, processing, processed, ignored, retrying, dead, "
-        "rejected or replayed",
-    )
-    which.add_argument(
-        "--failed", action="store_true", help="dead letters and deliveries being retried"
-    )
-    listing.add_argument("--limit", type=int, default=20, help="at most this many deliveries")
-    listing.set_defaults(handler=cmd_webhooks_list)
-    replay = hooks_sub.add_parser(
-        "replay", help="process stored deliveries again (by id, or every dead one)"
-    )
-    replay.add_argument(
-        "delivery_ids",
-        nargs="*",
-        metavar="DELIVERY_ID",
-        help="X-GitHub-Delivery ids of stored deliveries",
-    )
-    replay.add_argument("--failed", action="store_true", help="every dead delivery")
-    replay.set_defaults(handler=cmd_webhooks_replay)
-    sign = hooks_sub.add_parser(
-        "sign", help="print a curl command that posts a payload file as a signed webhook"
-    )
-    sign.add_argument("payload", type=Path, help="the JSON payload file (GitHub's shape)")
-    sign.add_argument("--event", default="issues", help="the X-GitHub-Event header")
-    sign.add_argument("--url", help="the service (default: http://127.0.0.1:PORT)")
-    sign.add_argument("--secret", help="the webhook secret (default: WEBHOOK_SECRET)")
-    sign.set_defaults(handler=cmd_webhooks_sign)
 
 
 def cmd_github_check(args: argparse.Namespace) -> int:
