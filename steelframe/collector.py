@@ -6,11 +6,11 @@ Loading a command's modules (1,400 of them for `serve`) makes objects that live 
 the process and next to no garbage, yet CPython's collector ran ~250 young and two full
 collections over them meanwhile, and every later full collection walked them all again.
 Paused, then frozen (`gc.freeze`: left out of every later collection), a command takes
-0.72-0.84x the CPU it took with CPython's defaults (bench/collector_startup.py: `config
---list`, `worker --help`, `db upgrade`, `serve` to `url:`); the test suite starts ~700 such
-processes. Only the modules' objects are frozen: what a command does afterwards is
-collected as before. (Garbage made while modules load, such as a failed optional import's
-traceback, stays: a few objects, once.)
+0.72-0.88x the CPU it took with CPython's defaults (bench/collector_startup.py: `config
+--list`, `reconcile` loading the lifecycle, `db upgrade`, `serve` to `url:`); the test
+suite starts ~700 such processes. Only the modules' objects are frozen: what a command
+does afterwards is collected as before. (Garbage made while modules load, such as a failed
+optional import's traceback, stays: a few objects, once.)
 
 What a server's start-up built (ORM metadata, routers, the index) lives as long as the
 process too: frozen once the app has started. And a full collection comes after 1,000
