@@ -8,8 +8,11 @@ transaction: verdict `decision`, state queued, the next run number of its chain,
 resume's job. The resumed run then finds it as it finds any queued fix (`ci_run.pending`),
 and `ci_run.fix` wraps the Decision (`ci_prompt.fix_prompt`). A failure on the commit that
 run pushes continues the chain, already past the bound, so a person is asked again: each
-Decision buys one fix run. Any other wait (a question of the runtime, a budget, a plan) is
-not a CI stop, and its Decision resumes the task as before.
+Decision buys one fix run. A fix run that waits for a person (it asked a question, hit a
+budget) is no stop: its row stays queued, so the Decision's run finds it the same way and
+continues that fix run (the same run number and evidence, the Decision as guidance:
+`ci_run.FIX_GOES_ON`). Any other wait (an issue run's question, a plan) is not CI's, and
+its Decision resumes the task as before.
 """
 
 from __future__ import annotations

@@ -21,11 +21,12 @@ one transaction with the task's change and the webhook handler's done-record; ev
 delivery about the commit (another check, a redelivery under any id) finds it and only
 makes sure the summary, if one is due, is on the pull request. Two rows claim nothing
 (`ci_models.RECLAIMABLE_STATES`): a fix run the pull request's merge or close interrupted
-(`interrupted`), and a fix run that ended without a fix (`ended`: it failed, asked a
-question, was terminated). The next failure on that commit while the task is delivered
-(after the reopen; after the question's Decision, whose run pushed nothing; a re-run of
-the checks) takes the row over (compare-and-set on its state, so once): a fix run again,
-counting an ended run against the bound, or, past it, a person asked with the summary.
+(`interrupted`), and a fix run that ended without a fix (`ended`: it failed or was
+terminated; one that asked a question stays queued, and the Decision's run continues it).
+The next failure on that commit while the task is delivered (after the reopen; a re-run
+of the checks) takes the row over (compare-and-set on its state, so once): a fix run
+again, counting an ended run against the bound, or, past it, a person asked with the
+summary.
 """
 
 from __future__ import annotations

@@ -92,12 +92,14 @@ class CiVerdict(StrEnum):
 
 
 class CiFixState(StrEnum):
-    QUEUED = "queued"  # the fix run is enqueued (or running)
+    # The fix run is enqueued, running, or waiting for a person (it asked a question, hit a
+    # budget): the Decision's run continues it, the same fix run (`ci_run.FIX_GOES_ON`).
+    QUEUED = "queued"
     PUSHED = "pushed"  # the fix run pushed `result_sha`
     UNCHANGED = "unchanged"  # the fix run changed nothing: stopped, a person is asked
     SUPERSEDED = "superseded"  # the branch moved before the run: nothing to fix there
-    # The run ended otherwise (failed, asked a question, terminated): counted against the
-    # bound, and the next failure on the commit claims it again (RECLAIMABLE_STATES).
+    # The run ended otherwise (failed, terminated): counted against the bound, and the next
+    # failure on the commit claims it again (RECLAIMABLE_STATES).
     ENDED = "ended"
     STOPPED = "stopped"  # no fix run: a person is asked (`verdict` needs_human)
     # Its pull request was merged or closed under the fix run, which no run concludes now;
@@ -108,10 +110,10 @@ class CiFixState(StrEnum):
 PENDING_STATES = frozenset({CiFixState.QUEUED})
 # A row that claims its head commit no longer: the next failure on the commit takes it over
 # (`ci_store.claim_tx`, compare-and-set on the state read). An interrupted fix run never
-# concluded; an ended one (it failed, asked a question, was terminated) fixed nothing, so a
-# failure on the same commit once the task is delivered again (a re-run of its checks,
-# another check, a run after the question's Decision that pushed nothing) would otherwise
-# be swallowed as handled with nobody told. The ended run counts against the bound.
+# concluded; an ended one (it failed, was terminated) fixed nothing, so a failure on the
+# same commit once the task is delivered again (a re-run of its checks, another check)
+# would otherwise be swallowed as handled with nobody told. The ended run counts against
+# the bound.
 RECLAIMABLE_STATES = frozenset({CiFixState.INTERRUPTED, CiFixState.ENDED})
 
 
@@ -138,6 +140,7 @@ class CiFix(Base):
     reason: Mapped[str] = mapped_column(Text, default="")  # why this verdict, in words
     evidence: Mapped[str] = mapped_column(Text, default="")  # redacted; untrusted
     job_id: Mapped[str | None] = mapped_column(String(100))
+    # The commit the fix run pushed (or, while it waits for a person, its work so far).
     result_sha: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]

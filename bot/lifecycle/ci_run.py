@@ -27,7 +27,7 @@ from bot.clock import Clock
 from bot.lifecycle import branch, ci_store, steps, tasks, worktree
 from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
 from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict, names_line
-from bot.lifecycle.ci_prompt import fix_prompt
+from bot.lifecycle.ci_prompt import Guidance, fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import decide, finish_delivered
@@ -51,13 +51,13 @@ async def fix(run: Run, row: CiFix) -> str:
     await _announce(run, row)
 
     async def moved(tree: worktree.Worktree) -> str | None:
-        """The branch moved since the failure (a person pushed): nothing to fix there."""
-        if tree.remote.branch_sha == row.head_sha:
+        """The branch moved since the failure (a person pushed): nothing to fix there. Where
+        this fix run left it before it waited for a person (its work so far) is its own."""
+        if tree.remote.branch_sha in (row.head_sha, row.result_sha):
             return None
         return await _superseded(run, row, tree)
 
-    # A Decision asked for this run: its text is the run's guidance, pinned once (wrapped).
-    guidance = run.task.pending_decision if row.verdict == CiVerdict.DECISION else None
+    guidance = _guidance(run)
     opened = await steps.open_workspace(
         run, text, check_clone=moved, with_decision=guidance is None
     )
@@ -68,17 +68,30 @@ async def fix(run: Run, row: CiFix) -> str:
     outcome = await code(run, tree, prompt, opened.remaining)
     await steps.recorded(run, tree, prompt, outcome)
     if outcome.status != CodingStatus.DONE:
-        concluded = await _ended(run, row, await steps.conclude(run, tree, outcome))
+        said = await steps.conclude(run, tree, outcome)
+        concluded = await _ended(run, row, said, pushed=tree.remote.branch_sha)
     else:
         concluded = await _push_fix(run, row, tree, outcome)
     await steps.after_conclusion(run)
     return concluded
 
 
+def _guidance(run: Run) -> Guidance | None:
+    """The Decision this run resumes with (it asked for one more fix run after a stop, or
+    answered the question this fix run asked: ci_decision), pinned once, wrapped with the
+    question it answers, in place of the issue prompt's Decision lines."""
+    task = run.task
+    if not task.pending_decision:
+        return None
+    return Guidance(task.pending_decision, task.question)
+
+
 async def _announce(run: Run, row: CiFix) -> None:
     which = f"{row.run_number} of {run.ctx.settings.ci_fix_runs}"
     if row.verdict == CiVerdict.DECISION:
         which = f"{row.run_number} (one more, asked for by a Decision)"
+    elif run.task.pending_decision:
+        which += ", continued with a Decision"
     note = (
         f"Fix run {which} for failing CI "
         f"({run.public(names_line(row), 200)}) on {row.head_sha[:12]} is running."
@@ -86,16 +99,30 @@ async def _announce(run: Run, row: CiFix) -> None:
     await show(run.ctx.db, run.github, run.task.id, Phase.RUNNING, note, clock=run.ctx.clock)
 
 
-async def _ended(run: Run, row: CiFix, said: str) -> str:
-    """The run ended as a run does (failed, asked, stopped): the fix is over, unless a
-    retry was scheduled (the task is queued again), which runs the same fix."""
-    await run.ctx.db.run(_end_fix, run.task.id, row.id, run.fence, run.ctx.clock)
+async def _ended(run: Run, row: CiFix, said: str, *, pushed: str | None = None) -> str:
+    """The run ended as a run does (failed, asked, stopped): the fix is over, unless it goes
+    on (`FIX_GOES_ON`). `pushed`: the branch's head as the run left it (a question pushes
+    the work so far, which the continuation starts from)."""
+    await run.ctx.db.run(_end_fix, run.task.id, row, pushed, run.fence, run.ctx.clock)
     return said
 
 
-def _end_fix(session: Session, task_id: int, fix_id: int, fence: str, clock: Clock) -> None:
-    if tasks.get_task(session, task_id).state != TaskState.QUEUED:
-        ci_store.conclude(session, fix_id, CiFixState.ENDED, clock, fence=fence)
+# Where the task is when its fix run is not over: queued again for a retry, which runs the
+# same fix; waiting for a person (the run asked a question, hit a budget, found no runtime),
+# whose Decision's run continues the same fix run (same evidence, same run number, the
+# Decision as guidance); or running already, resumed by a Decision that was faster than
+# this line (an auto-resume's, docs/lifecycle.md "Answers drafted from past Decisions").
+FIX_GOES_ON = frozenset({TaskState.QUEUED, TaskState.WAITING_FOR_INFO, TaskState.RUNNING})
+
+
+def _end_fix(
+    session: Session, task_id: int, row: CiFix, pushed: str | None, fence: str, clock: Clock
+) -> None:
+    state = tasks.get_task(session, task_id).state
+    if state not in FIX_GOES_ON:
+        ci_store.conclude(session, row.id, CiFixState.ENDED, clock, fence=fence)
+    elif state == TaskState.WAITING_FOR_INFO and pushed and pushed != row.head_sha:
+        ci_store.pushed_so_far(session, row.id, pushed, clock, fence=fence)
 
 
 async def _conclude(run: Run, row: CiFix, state: CiFixState, **changes: object) -> None:

@@ -140,6 +140,18 @@ def conclude(
         row.updated_at = clock()
 
 
+def pushed_so_far(session: Session, /, fix_id: int, sha: str, clock: Clock, *, fence: str) -> None:
+    """A pending fix run that waits for a person pushed its work so far, `sha` (written by
+    the run holding lease `fence`): the run the Decision starts continues from it, and a
+    failure on it continues the fix run's chain (`made_by_fix_run`)."""
+    row = session.get(CiFix, fix_id)
+    if row is None or row.state not in PENDING_STATES:
+        return
+    tasks.hold(session, row.task_id, fence, clock)
+    row.result_sha = sha
+    row.updated_at = clock()
+
+
 def end_pending(session: Session, task_id: int, clock: Clock) -> None:
     """The task's fix runs still pending, interrupted: its pull request was merged or closed
     under them, so no run of them will conclude them (a reopened task's next run is not one
