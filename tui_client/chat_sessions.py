@@ -140,6 +140,9 @@ class SessionListing(ChatPart):
 
     def session_changed(self, session_id: str, change: str) -> None:
         self.load()
+        if change == "forgotten" and session_id == self.state.session_id:
+            # Words were taken out of the open transcript (a `forget`, from any client).
+            self.refresh_transcript()
         if change == "deleted" and session_id == self.state.session_id:
             self.run("delete", self._forget, session_id)
 
