@@ -582,6 +582,27 @@ async def test_a_decision_on_a_fix_runs_question_continues_the_same_fix_run(
     assert f"fix run 1 on {sha[:12]}" in summary
 
 
+@pytest.mark.parametrize("end", ["terminated", "merged"])
+async def test_a_fix_run_waiting_on_its_question_ends_with_its_task(make: Make, end: str) -> None:
+    """No run holds a fix run that waits for a person: a terminate or a merge in its place,
+    after which no Decision continues it, ends it (not left `queued` in the CI history)."""
+    lc = await make(coding_command=command("ci_ask"), ci_fix_runs=1)
+    issue, number = await delivered_pull(lc)
+    await fail_head(lc, number)
+    await lc.work()  # the fix run asks
+    task_id = lc.task(issue).id
+    assert [r.state for r in _rows(lc, task_id)] == ["queued"]
+    if end == "terminated":
+        response = await lc.api.post(f"/api/operator/tasks/{task_id}/terminate")
+        assert response.status == 200, await response.text()
+    else:
+        await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
+        await lc.settle()
+    assert lc.task(issue).state == end
+    wanted = "ended" if end == "terminated" else "interrupted"
+    assert [r.state for r in _rows(lc, task_id)] == [wanted]
+
+
 # A workflow author's job name: a comma (the old column joined names with ", " and split
 # them back in two), HTML and markdown (an image, a link, a mention, a code span's close).
 ODD_NAME = "tests, py3.12 <img src=x onerror=alert(1)> ![i](https://x.example/i.png) @team `x"

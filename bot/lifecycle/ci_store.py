@@ -152,14 +152,17 @@ def pushed_so_far(session: Session, /, fix_id: int, sha: str, clock: Clock, *, f
     row.updated_at = clock()
 
 
-def end_pending(session: Session, task_id: int, clock: Clock) -> None:
+def end_pending(
+    session: Session, task_id: int, clock: Clock, *, state: CiFixState = CiFixState.INTERRUPTED
+) -> None:
     """The task's fix runs still pending, interrupted: its pull request was merged or closed
     under them, so no run of them will conclude them (a reopened task's next run is not one
-    of them; a failure on the commit after the reopen claims it again)."""
+    of them; a failure on the commit after the reopen claims it again). Or `state` (ended):
+    the task was terminated while its fix run waited for a person, no Decision continues it."""
     session.execute(
         update(CiFix)
         .where(CiFix.task_id == task_id, CiFix.state.in_(PENDING_STATES))
-        .values(state=CiFixState.INTERRUPTED, updated_at=clock())
+        .values(state=state, updated_at=clock())
         .execution_options(synchronize_session=False)
     )
 

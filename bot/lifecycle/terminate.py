@@ -44,8 +44,9 @@ from bot.contracts.errors import ErrorDetail
 from bot.contracts.tasks import EventData, TaskDetail
 from bot.db import Database, bound_lock_wait, is_lock_timeout
 from bot.errors import Conflict
-from bot.lifecycle import tasks
+from bot.lifecycle import ci_store, tasks
 from bot.lifecycle.board import task_detail
+from bot.lifecycle.ci_models import CiFixState
 from bot.lifecycle.models import Task, TaskStopRequest
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.queue import LifecycleQueue
@@ -122,9 +123,11 @@ async def terminate(
         # The row first, then the task as the move reads it (its pull request): a run
         # recording its pull request cannot slip in between.
         hold_row(session, task_id)
-        moved = apply_move(
-            session, task_id, terminate_move(actor, tasks.get_task(session, task_id)), clock
-        )
+        task = tasks.get_task(session, task_id)
+        waiting = task.state == TaskState.WAITING_FOR_INFO
+        moved = apply_move(session, task_id, terminate_move(actor, task), clock)
+        if waiting:  # no run holds its fix run (it asked a question): none will end it
+            ci_store.end_pending(session, task_id, clock, state=CiFixState.ENDED)
         forget(session, task_id)
         return moved, tasks.get_task(session, task_id).job_id
 
