@@ -63,6 +63,7 @@ class SteelframeApp(App[None]):
         self.sub_title = client.base_url
         self.told: list[str] = []
         self._stream_opened = False  # the events stream has been open at least once
+        self._stream_live = False  # it is open now
         self.stopped_refresh: Timer | None = None  # reloads the lists once live updates stop
 
     def compose(self) -> ComposeResult:
@@ -129,15 +130,22 @@ class SteelframeApp(App[None]):
             chat.load_sessions()
 
     def _stream_status(self, status: LiveStatus) -> None:
-        if status.live and not self._stream_opened:
-            # The start-up loads ran before the stream opened, and a stream opened without a
-            # position starts "now": what changed in between would show only with its next
-            # change. Loaded again once it is open, nothing falls in that gap.
-            self._stream_opened = True
-            try:
-                self.action_refresh()
-            except NoMatches:
-                return  # the app is closing (its panels are gone): nothing left to load
+        reopened = status.live and self._stream_opened and not self._stream_live
+        self._stream_live = status.live
+        try:
+            if status.live and not self._stream_opened:
+                # The start-up loads ran before the stream opened, and a stream opened
+                # without a position starts "now": what changed in between would show only
+                # with its next change. Loaded again once it is open, nothing falls in that gap.
+                self._stream_opened = True
+                self.reload_lists()
+            elif reopened:
+                # Back after a break (the network, a restart of the service): the stream
+                # replays the events missed, but a reply lost with the connection is no
+                # event. The open chat is read again, as the web GUI reopens it.
+                self.chat.refresh_transcript()
+        except NoMatches:
+            return  # the app is closing (its panels are gone): nothing left to load
         self.show_live_status(status)
 
     def show_live_status(self, status: LiveStatus) -> None:
@@ -209,6 +217,12 @@ class SteelframeApp(App[None]):
             self.push_screen(KeysScreen(key_lines(self.screen)))
 
     def action_refresh(self) -> None:
+        """ctrl+r: the lists, and the open chat read again (a reply lost with the
+        connection, a message another client sent in it)."""
+        self.reload_lists()
+        self.chat.refresh_transcript()
+
+    def reload_lists(self) -> None:
         self.chat.load_sessions(open_active=True)
         self.board.load()
 

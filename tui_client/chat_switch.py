@@ -78,7 +78,10 @@ class ChatSwitch(ChatPart):
         state = self.state
         state.switching = False
         held, state.held = state.held, None
-        if held is not None:
+        if held is not None and state.busy:  # the chat opened has a turn running
+            self.composer.put_back(held)
+            self.panel.call_later(self.panel.refuse_while_busy)
+        elif held is not None:
             self.panel.turn.start(held)
         self.panel.refresh_status()
 
@@ -119,6 +122,8 @@ class ChatSwitch(ChatPart):
                 decision = self.state.decision if index == last_assistant else None
                 await widget.finish(FinishedReply.stored(message), decision=decision)
         transcript.scroll_end(animate=False)
+        if session.turn_in_flight and not self.state.busy:
+            self.panel.turn.attach(session.id)  # its messages are stored once it ends
 
     # -- a new chat ----------------------------------------------------------------------
 

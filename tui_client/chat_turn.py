@@ -87,6 +87,42 @@ class TurnStream(ChatPart):
             self.panel.refresh_status()
             self.panel.listing.turn_ended()
 
+    def attach(self, session_id: str) -> None:
+        """The open chat has a turn still running on the service (sent by another client,
+        before this TUI started, or its stream lost with the connection): shown as it
+        streams, from its first frame (which carries the operator's message, docs/api.md),
+        and stoppable with esc; busy meanwhile, as a turn sent here is (the service would
+        refuse another message with a 409 until it ends)."""
+        self.state.busy, self.state.phase = True, "re-attaching"
+        self.panel.refresh_status()
+        self.run("turn", self._attach, session_id)
+
+    async def _attach(self, session_id: str) -> None:
+        reply = AssistantMessage()
+        await self.transcript.mount(reply)
+        try:
+            async for numbered in self.client.resume(session_id):
+                frame = numbered.frame
+                if isinstance(frame, StatusFrame) and frame.message and not self._asked(reply):
+                    await self.transcript.mount(UserMessage(frame.message), before=reply)
+                await self._apply(frame, reply)
+            if reply.streaming:  # the stream ended without its terminal frame
+                await reply.fail("The connection ended before the turn did: ctrl+r shows it.")
+        except TRANSPORT_ERRORS as exc:
+            if (reason := offline_reason(exc)) is not None:
+                self.state.offline = reason
+            await reply.fail(describe(exc))
+        finally:
+            self.state.busy, self.state.phase = False, ""
+            self.panel.refresh_status()
+            self.panel.listing.turn_ended()
+
+    def _asked(self, reply: AssistantMessage) -> bool:
+        """The operator's message is already shown above `reply`."""
+        children = self.transcript.children
+        index = children.index(reply)
+        return index > 0 and isinstance(children[index - 1], UserMessage)
+
     def _give_back(self, text: str, focus: int | Keep | None) -> None:
         """The service never took the message (unreachable, or the turn refused before its
         first frame: the service's first frame names the session, so none means no turn):

@@ -420,3 +420,53 @@ class HeldAnswers(ServiceMiddleware):
             finally:
                 self.held -= 1
         return response
+
+
+class Outage:
+    """A loopback TCP proxy to the service that can go `down` (its connections cut, new ones
+    closed as they come) and come back `up` at the same address: the network lost, or the
+    service restarting, as a client sees it (the service itself, and its turns, run on)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.is_down = False
+        self.writers: set[asyncio.StreamWriter] = set()
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> str:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+
+    async def close(self) -> None:
+        self.down()
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+    def down(self) -> None:
+        self.is_down = True
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    def up(self) -> None:
+        self.is_down = False
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.is_down:
+            writer.transport.abort()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers |= {writer, up_writer}
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while chunk := await src.read(65536):
+                    dst.write(chunk)
+                    await dst.drain()
+            except ConnectionError:
+                pass
+            finally:
+                dst.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
