@@ -94,7 +94,11 @@ class ChatPanel(Widget):
 
     def refresh_status(self) -> None:
         composer_empty = self.composer.value == ""
-        self._show("#status-line", status_line(self.state, composer_empty=composer_empty))
+        line = self.query_one("#status-line", Static)
+        width = line.content_region.width or None  # (none yet: before the first layout)
+        self._show(
+            "#status-line", status_line(self.state, composer_empty=composer_empty, width=width)
+        )
         header = self.state.title or "New chat"
         if self.state.focus is not None:
             header += f" · focused on #{self.state.focus}"
@@ -105,6 +109,9 @@ class ChatPanel(Widget):
         if keys != self._keys_shown:
             self._keys_shown = keys
             self.app.refresh_bindings()
+
+    def on_resize(self) -> None:
+        self.refresh_status()  # the status line's title is cut to its width
 
     def _show(self, selector: str, text: str) -> None:
         """A line's text, updated only when it changed: every frame of a turn refreshes the

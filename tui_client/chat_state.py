@@ -9,6 +9,8 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from rich.cells import cell_len, set_cell_size
+
 from tui_client.api import KEEP, Keep
 from tui_client.sessions_wire import ChatResponse, NewSession, Session
 
@@ -128,22 +130,33 @@ class ChatState:
         self.edited_from = None
 
 
-def status_line(state: ChatState, *, composer_empty: bool) -> str:
+def status_line(state: ChatState, *, composer_empty: bool, width: int | None = None) -> str:
+    """The status line; within `width` cells, a title too long is cut (`…`) rather than
+    the key after it: at 80 columns a proposal's title pushed "press y to file" out."""
+    head, title, tail = _status_parts(state, composer_empty=composer_empty)
+    if width is not None and cell_len(head + title + tail) > width:
+        room = max(width - cell_len(head + tail) - 1, 1)
+        title = set_cell_size(title, room).rstrip() + "…"
+    return head + title + tail
+
+
+def _status_parts(state: ChatState, *, composer_empty: bool) -> tuple[str, str, str]:
+    """The status line as the text before the title it names, the title, the text after."""
     if state.offline:
-        return f"Chat · {state.offline} · ctrl+r retry"
+        return f"Chat · {state.offline} · ctrl+r retry", "", ""
     if state.busy:
-        return f"Chat · {state.phase or 'sending'} · esc stop"
+        return f"Chat · {state.phase or 'sending'} · esc stop", "", ""
     if state.switching:
         waiting = " · your message is sent to it once it is open" if state.held else ""
-        return f"Chat · opening the chat…{waiting}"
+        return f"Chat · opening the chat…{waiting}", "", ""
     if composer_empty and state.has_decision:
-        return f"Chat · Decision draft · P publish to #{state.decision_issue}"
+        return f"Chat · Decision draft · P publish to #{state.decision_issue}", "", ""
     if composer_empty and state.can_file:
-        return f'Chat · Proposal "{state.pending_title}" · press y to file'
-    parts = ["Chat", state.title or "New chat"]
+        return 'Chat · Proposal "', state.pending_title or "", '" · press y to file'
+    tail = ""
     if state.focus_change is not KEEP:
         change = f"#{state.focus_change}" if state.focus_change is not None else "none"
-        parts.append(f"focus → {change} with the next message")
+        tail = f" · focus → {change} with the next message"
     elif state.focus is not None:
-        parts.append(f"focused on #{state.focus}")
-    return " · ".join(parts)
+        tail = f" · focused on #{state.focus}"
+    return "Chat · ", state.title or "New chat", tail

@@ -1,0 +1,58 @@
+"""Long lines in an 80x24 terminal: a code block's line longer than the transcript wraps, so
+all of it can be read (Textual's fence scrolls sideways with no scrollbar and no key: the
+end of a traceback's line or a command was out of reach); a long word wraps too; and a long
+title in the status line is cut, not the key after it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.cells import cell_len
+from textual.widgets import Static
+from textual.widgets._markdown import MarkdownFence
+
+from tests.conftest import ApiClient, make_settings
+from tests.fakes.runtimes import ScriptedRuntime, reply
+from tests.fakes.tui import ready, send, status, tui, until
+
+NARROW = (80, 24)
+COMMAND = "kubectl rollout restart deployment/steelframe-worker --namespace=prod-east-1 && END"
+
+
+async def test_a_code_line_longer_than_the_transcript_wraps_whole_into_view(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    text = f"Run this:\n\n```sh\n{COMMAND}\n```\n\nand a {'x' * 120} word."
+    runtime = ScriptedRuntime([reply(text)])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    app = tui(api)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(pilot, app)
+        message = await send(pilot, app, "how do I restart the worker?")
+        fence = message.reply.query_one(MarkdownFence)
+        await until(pilot, lambda: fence.region.width > 0, "the code block laid out")
+        transcript = app.chat.transcript
+        for widget in [fence, *fence.query("*"), *message.reply.query("*")]:
+            assert widget.virtual_size.width <= transcript.region.width, widget
+            assert widget.region.right <= transcript.region.right, widget
+        assert fence.max_scroll_x == 0
+        code = fence.query_one("#code-content")
+        assert code.region.height >= 2 + 2, code.region  # two lines and its padding
+
+
+async def test_a_long_proposal_title_is_cut_in_the_status_line_not_its_key(
+    api: ApiClient,
+) -> None:
+    subject = "the flaky login test that fails on every third nightly run of the build"
+    app = tui(api)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, f"file an issue for {subject}")
+        assert status(app) == f'Chat · Proposal "{subject}" · press y to file'
+        line = app.chat.query_one("#status-line", Static)
+        shown = str(line.render())
+        assert shown.endswith('…" · press y to file'), shown
+        assert cell_len(shown) <= line.content_region.width
+        await pilot.resize_terminal(160, 24)
+        await until(pilot, lambda: str(line.render()) == status(app), "the whole title")
