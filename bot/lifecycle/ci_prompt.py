@@ -15,10 +15,8 @@ import re
 from dataclasses import dataclass
 
 from bot.lifecycle.ci_models import CiFix, check_names, failing_checks
+from bot.lifecycle.prompt_blocks import defused
 
-# Every tag this prompt marks data with, opening or closing, in any case and spacing: CI's
-# text (or a Decision's) holding one gets a backslash after its `<` (`<\/ci-evidence>`).
-_TAG = re.compile(r"<(?=\s*/?\s*(?:ci-evidence|operator-guidance|ci-question)\b)", re.IGNORECASE)
 _SHA = re.compile(r"[0-9a-f]{7,64}")
 
 
@@ -29,11 +27,6 @@ class Guidance:
 
     decision: str
     question: str | None = None
-
-
-def defused(text: str) -> str:
-    """`text` with no tag that could open or close one of the prompt's data blocks."""
-    return _TAG.sub("<\\\\", text)
 
 
 def fix_prompt(issue_prompt: str, row: CiFix, guidance: Guidance | None = None) -> str:

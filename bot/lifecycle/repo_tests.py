@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from bot.contracts.tasks import EventData
 from bot.lifecycle import worktree
+from bot.lifecycle.prompt_blocks import defused
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.sandbox import SandboxRun
 from bot.lifecycle.scope import Run
@@ -52,7 +53,7 @@ def fix_prompt(prompt: str, result: CommandResult, redactor: Redactor) -> str:
         how = "did not finish in time"
     else:
         how = f"failed (exit {result.exit_code})"
-    tail = redactor.redact(result.tail)[-MAX_EVIDENCE:]
+    tail = defused(redactor.redact(result.tail)[-MAX_EVIDENCE:])
     return (
         f"{prompt}\nYour changes are committed on the branch, but the repository's test "
         f"command `{result.command}` {how}. Fix the cause (not the tests, unless they are "

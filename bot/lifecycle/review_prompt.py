@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from bot.lifecycle.models import ReviewThread
+from bot.lifecycle.prompt_blocks import defused
 from bot.lifecycle.review_answers import ANSWERS_FILE, thread_key
 
 MAX_THREAD = 20_000
@@ -34,7 +35,7 @@ def review_section(threads: Sequence[ReviewThread]) -> str:
             f'<review-thread id="{thread_key(thread)}"{where} author="{_attribute(thread.author)}">'
         )
         text = (thread.pinned or thread.text)[:MAX_THREAD] or "(empty)"
-        parts.append(text.replace(CLOSE, "</review-thread_>"))
+        parts.append(defused(text))
         parts.append(CLOSE)
     parts += [
         "",

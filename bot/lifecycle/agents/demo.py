@@ -38,6 +38,9 @@ QUESTION = (
     "change, and how will we know it is done? Answer in Chat (Discuss this issue, then "
     "Publish the Decision) and the task resumes."
 )
+# The worker defuses a tag in text from outside with a backslash after its `<`
+# (bot.lifecycle.prompt_blocks): the note shows the text as its author wrote it.
+_DEFUSED = re.compile(r"<\\(?=\s*/?\s*[A-Za-z])")
 _TITLE = re.compile(r"^You are working on issue #\d+ of \S+: (?P<title>.*)$", re.MULTILINE)
 # What Steelframe itself adds to an issue it files from Chat: markers, its preamble, a
 # "Related" line, and the operator's imperative ("file an issue for ...") in the quote.
@@ -61,7 +64,12 @@ def emit(**event: object) -> None:
 
 def title_of(prompt: str) -> str:
     found = _TITLE.search(prompt)
-    return found.group("title").strip() if found else "(untitled)"
+    return restored(found.group("title").strip()) if found else "(untitled)"
+
+
+def restored(text: str) -> str:
+    """Text from the prompt's data as its author wrote it (the worker's defusing undone)."""
+    return _DEFUSED.sub("<", text)
 
 
 def issue_text_of(prompt: str) -> str:
@@ -71,13 +79,9 @@ def issue_text_of(prompt: str) -> str:
         start = lines.index("<issue>")
     except ValueError:
         return ""
-    # The last closing line before the worker's next section: the text may contain one.
-    end = len(lines)
-    for index in range(len(lines) - 1, start, -1):
-        if lines[index] == "</issue>":
-            end = index
-            break
-    text = "\n".join(lines[start + 1 : end]).strip()
+    # The worker's own closing line: the text cannot hold one (bot.lifecycle.prompt_blocks).
+    end = lines.index("</issue>", start) if "</issue>" in lines[start:] else len(lines)
+    text = restored("\n".join(lines[start + 1 : end]).strip())
     return "" if text == "(empty)" else text
 
 
