@@ -1,7 +1,8 @@
 """Long lines in an 80x24 terminal: a code block's line longer than the transcript wraps, so
 all of it can be read (Textual's fence scrolls sideways with no scrollbar and no key: the
 end of a traceback's line or a command was out of reach); a long word wraps too; and a long
-title in the status line is cut, not the key after it."""
+title in the status line is cut, not the key after it; and a reply longer than the
+transcript is read from the composer with pageup and pagedown."""
 
 from __future__ import annotations
 
@@ -56,3 +57,23 @@ async def test_a_long_proposal_title_is_cut_in_the_status_line_not_its_key(
         assert cell_len(shown) <= line.content_region.width
         await pilot.resize_terminal(160, 24)
         await until(pilot, lambda: str(line.render()) == status(app), "the whole title")
+
+
+async def test_pageup_in_the_composer_scrolls_a_long_reply(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    text = "\n\n".join(f"Paragraph {n} of a long answer." for n in range(30))
+    runtime = ScriptedRuntime([reply(text)])
+    api = await api_factory(make_settings(tmp_path), runtimes=lambda agent: runtime)
+    app = tui(api)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "the whole story, please")
+        transcript = app.chat.transcript
+        await until(pilot, lambda: transcript.scroll_y == transcript.max_scroll_y > 0, "the end")
+        assert app.focused is app.chat.composer
+        await pilot.press("pageup")
+        await until(pilot, lambda: transcript.scroll_y < transcript.max_scroll_y, "scrolled up")
+        await pilot.press("pagedown")
+        await until(pilot, lambda: transcript.scroll_y == transcript.max_scroll_y, "back down")
+        assert app.focused is app.chat.composer

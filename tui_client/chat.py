@@ -45,6 +45,10 @@ class ChatPanel(Widget):
         Binding("f", "focus_issue", "Focus #N", show=False),
         Binding("ctrl+t", "toggle_row('thinking')", "Thinking"),
         Binding("ctrl+g", "toggle_row('hits')", "Hits"),
+        # A reply longer than the transcript (15 lines at 80x24) is read without leaving
+        # the composer (the transcript's own keys, and the list's, win where they focus).
+        Binding("pageup", "scroll_transcript(-1)", "Scroll up", show=False),
+        Binding("pagedown", "scroll_transcript(1)", "Scroll down", show=False),
     ]
 
     def __init__(self, client: OperatorClient, **kwargs: Any) -> None:
@@ -61,6 +65,8 @@ class ChatPanel(Widget):
         with Horizontal():
             with Vertical(id="sidebar"):
                 yield Label("Chats", classes="pane-title")
+                # Where the chats would be, when they could not load (not an empty list).
+                yield Static("", id="sessions-error", markup=False)
                 yield SessionList(id="sessions")
             with Vertical(id="conversation"):
                 yield Static("New chat", id="chat-header", markup=False)
@@ -155,6 +161,12 @@ class ChatPanel(Widget):
         if action == "stop":
             return self.state.busy
         return True
+
+    def action_scroll_transcript(self, pages: int) -> None:
+        if pages < 0:
+            self.transcript.scroll_page_up()
+        else:
+            self.transcript.scroll_page_down()
 
     def action_toggle_row(self, part: str) -> None:
         """Open or close the last reply's Thinking or retrieve-hits row (no shift+tab hunt)."""

@@ -7,13 +7,14 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from textual.widgets import Static
 from textual.worker import WorkerCancelled, WorkerFailed
 
 from tui_client.api import KEEP
 from tui_client.chat_part import ChatPart
 from tui_client.chat_widgets import SessionItem
 from tui_client.coalesced import CoalescedLoad
-from tui_client.failures import TRANSPORT_ERRORS, UNANSWERED
+from tui_client.failures import TRANSPORT_ERRORS, UNANSWERED, in_short
 from tui_client.sessions_wire import ListedSession, Session
 
 if TYPE_CHECKING:
@@ -44,9 +45,13 @@ class SessionListing(ChatPart):
 
     async def _load(self) -> None:
         open_active, self._open_active = self._open_active, False
-        sessions = await self.panel.ask(self.client.sessions())
-        if sessions is UNANSWERED:
+        try:
+            sessions = await self.client.sessions()
+        except TRANSPORT_ERRORS as exc:
+            await self.panel.report(exc)
+            self._say_failed(f"Chats could not load ({in_short(exc)}). ctrl+r tries again.")
             return
+        self._say_failed(None)
         self.state.offline = None
         # Rendered by the panel's own message loop, not by this worker: the list is shown
         # whole whatever becomes of the worker (one cancelled mid-mount, as when loads were
@@ -60,6 +65,13 @@ class SessionListing(ChatPart):
                 self.panel.switch.open_session(active.id)
                 return
         self.panel.refresh_status()
+
+    def _say_failed(self, text: str | None) -> None:
+        """The list's failure, where the chats would be; None: it loaded."""
+        note = self.panel.query_one("#sessions-error", Static)
+        note.display = text is not None
+        if text is not None:
+            note.update(text)
 
     async def _show(self, sessions: list[ListedSession]) -> None:
         # The state first: the status line follows the service's answer, not the widgets.

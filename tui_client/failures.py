@@ -47,6 +47,16 @@ def describe(exc: Exception) -> str:
     return f"The service sent something unreadable: {exc}"
 
 
+def in_short(exc: Exception) -> str:
+    """A failure in a few words, for a narrow place that says what did not load (the
+    transcript says it whole)."""
+    if (reason := offline_reason(exc)) is not None:
+        return reason
+    if isinstance(exc, ApiError):
+        return str(exc.status)
+    return "an unreadable answer"
+
+
 def offline_reason(exc: Exception) -> str | None:
     """Why the service is unusable, when the failure says it is (the status line shows it)."""
     if isinstance(exc, ServiceUnreachable):

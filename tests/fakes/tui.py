@@ -470,3 +470,19 @@ class Outage:
                 dst.transport.abort()
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+class RefusedPath(ServiceMiddleware):
+    """The real service, its answers to `GET path` refused with a 503 (as the error
+    middleware answers one: the database away) while `refusing` is set. Pass `plugins()` to
+    `api_factory`."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.refusing = True
+
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if self.refusing and request.method == "GET" and request.path == self.path:
+            raise web.HTTPServiceUnavailable(reason="the database is away (the test's)")
+        response: web.StreamResponse = await handler(request)
+        return response
