@@ -374,8 +374,12 @@ async def conclude(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) ->
 
 
 async def ask(run: Run, tree: worktree.Worktree, outcome: CodingOutcome) -> str:
-    # Keep what the runtime did so far on the branch; the continuation starts from it.
-    if await worktree.commit_all(tree, f"Work in progress on #{run.task.issue}"):
+    # Keep all the run produced on the branch, checked as a delivery is: what the agent
+    # left, committed now, and what the worker committed before (the test command's check
+    # commits the agent's work before its second run, which may then ask). The
+    # continuation clones the branch, so what is not pushed here is lost to it.
+    await worktree.commit_all(tree, f"Work in progress on #{run.task.issue}")
+    if await worktree.unpushed(tree):
         if refused := await unpushable(run, tree):
             return await fail(run, error=refused, retry=False)
         await push(run, tree)

@@ -475,6 +475,15 @@ async def commits_ahead(tree: Worktree) -> int:
     return int(count or 0)
 
 
+async def unpushed(tree: Worktree) -> bool:
+    """True when HEAD holds work the remote's branch lacks: a commit other than the one
+    the remote's branch holds (as this run cloned or last pushed it), ahead of the base.
+    The run's commits are all the worker's (`commit_all`, the test command's check): the
+    agent's own commits, in its repository, are only files to the worker."""
+    head = await tree_git(tree, "rev-parse", "HEAD")
+    return head != tree.remote.branch_sha and await commits_ahead(tree) > 0
+
+
 async def changed_paths(tree: Worktree) -> list[str]:
     """Paths that differ from the base branch, committed or not (stages the changes)."""
     await _stage_all(tree)
