@@ -181,21 +181,27 @@ async def _running_chat(parts: Parts) -> AsyncIterator[None]:
     # Turns a process killed mid-turn left acknowledged (`dev` killed with kill -9): noted
     # in their sessions as cut, before anything is served (bot/chat/left_turns.py).
     await turns.note_left_turns()
-    # Stops published by other instances (POST .../stop landed elsewhere) end turns here.
-    listener = asyncio.create_task(turns.locks.run_stop_listener(parts.registry.stop))
+    # Stops published by other instances (POST .../stop landed elsewhere) end turns here;
+    # their forgets take the words out of the frames this process holds.
+    listener = asyncio.create_task(
+        turns.locks.run_listener(parts.registry.stop, turns.frames_forgotten)
+    )
     # Sessions left open and forgotten are summarised too (docs/api.md, "Sessions").
     sweeper = asyncio.create_task(
         sessions.summaries.run_idle_sweeps(
             idle=timedelta(seconds=parts.settings.summary_idle_seconds), clock=sessions.clock
         )
     )
+    # Turns another instance's kill left open, noted while this one runs, and the forgets'
+    # words they owed let go (bot/chat/turn_ends.py, `run_left_turn_sweeps`).
+    left = asyncio.create_task(turns.ends.run_left_turn_sweeps())
     try:
         yield
     finally:
-        for task in (listener, sweeper):
+        for task in (listener, sweeper, left):
             task.cancel()
         # Bounded: shutdown must not hang on a background task stuck in a Redis read.
-        done, stuck = await asyncio.wait({listener, sweeper}, timeout=BACKGROUND_STOP_SECONDS)
+        done, stuck = await asyncio.wait({listener, sweeper, left}, timeout=BACKGROUND_STOP_SECONDS)
         for task in stuck:
             log.warning("%s did not end within %ss", task.get_coro(), BACKGROUND_STOP_SECONDS)
         for task in done:

@@ -19,13 +19,18 @@ import pytest
 import redis.asyncio as aioredis
 from sqlalchemy import select
 
-from bot.chat.frames import PREFIX
+from bot.chat.frames import PREFIX, RedisFrameRelay
 from bot.chat.open_turn_rows import OpenTurn
-from bot.chat.pending_forgets import PendingForget
+from bot.chat.pending_forgets import PendingForget, current_epoch
+from bot.chat.turn import OWNER_GONE_REPLY
+from bot.clock import utcnow
 from bot.contracts.events import SessionFrame
-from bot.models import ChatTurn, Operator
+from bot.models import ChatSession, ChatTurn, Operator
 from bot.runtimes.base import RuntimeEvent, RuntimeRequest
 from tests.conftest import ApiClient, make_settings, read_sse
+from tests.fakes.lifecycle import wait_for
+from tests.fakes.own_redis import OwnRedis
+from tests.fakes.own_redis import own_redis_fixture as own_redis_fixture  # `own_redis`
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.fakes.runtimes import ScriptedRuntime, reply
 
@@ -190,3 +195,90 @@ async def test_a_turn_running_during_the_forget_stores_and_answers_without_the_w
         assert "hunter2" not in json.dumps([frame for _, frame in relayed]), relayed
     frames = await _reattached(elsewhere.as_operator(theirs.token), answered["session"])
     assert "hunter2" not in json.dumps(frames), frames
+
+
+def _says_secret(api: ApiClient, turn_id: str) -> bool:
+    """Whether the instance's own copy of the turn's frames (not Redis's) says the words."""
+    handle = api.services.registry.held(turn_id)
+    assert handle is not None, "the instance holds the turn's frames"
+    return "hunter2" in json.dumps([numbered.data.decode() for numbered in handle.frames])
+
+
+async def test_another_instance_takes_the_words_out_of_the_frames_it_holds(
+    instances: Callable[[], Any],
+) -> None:
+    api, elsewhere = await instances(), await instances()
+    theirs = elsewhere.as_operator(api.new_operator("other").token)  # runs on the other
+    said = await _say(theirs, f"Remember: {SECRET}.")
+    assert _says_secret(elsewhere, said["turn_id"])  # its own copy, for a re-attach there
+
+    await _say(api, f"forget that {SECRET}")
+
+    # Told over Redis: a moment, not its linger (120 s).
+    await wait_for(lambda: not _says_secret(elsewhere, said["turn_id"]), within=PATIENCE_SECONDS)
+    frames = await _reattached(theirs, said["session"])
+    assert frames[-1]["type"] == "done", frames
+    assert "hunter2" not in json.dumps(frames), frames
+    assert _deltas(frames) == "Noted: [forgotten]."  # the pieces cut through it, as one
+
+
+async def test_frames_waiting_for_redis_are_written_without_the_words(
+    api_factory: Callable[..., Any],
+    pg_url: str,
+    own_redis: OwnRedis,
+    tmp_path: Path,
+    runtime: EchoRuntime,
+) -> None:
+    settings = make_settings(tmp_path, database_url=pg_url, redis_url=own_redis.url)
+    api: ApiClient = await api_factory(settings, runtimes=lambda agent: runtime)
+    relay = api.services.registry.relay
+    assert isinstance(relay, RedisFrameRelay)
+    own_redis.stop_keeping_data()
+    said = await _say(api.new_operator("other"), f"Remember: {SECRET}.")
+    assert relay.held > 0  # its frames wait here for Redis
+
+    await _say(api, f"forget that {SECRET}")
+    own_redis.start()
+    await wait_for(lambda: relay.held == 0, within=PATIENCE_SECONDS)  # all written
+
+    async with aioredis.Redis.from_url(own_redis.url) as redis:
+        relayed = await _relayed(redis, said["turn_id"])
+    assert relayed, "its frames were written once Redis was back"
+    assert "hunter2" not in json.dumps([frame for _, frame in relayed]), relayed
+    assert _deltas([frame for _, frame in relayed]) == "Noted: [forgotten]."
+
+
+async def test_the_words_a_killed_turn_owed_go_at_another_instances_second_look(
+    instances: Callable[[], Any],
+) -> None:
+    api, elsewhere = await instances(), await instances()
+    said = await _say(api, "Hello.")
+    epoch = api.services.db.call(current_epoch)
+    operator_id = api.services.db.call(lambda s: s.get(ChatSession, said["session"]).operator_id)
+    # A turn of that session whose process was killed mid-turn: its row, no slot.
+    api.services.db.call(
+        lambda s: s.add(
+            OpenTurn(
+                turn_id="dead0000000000000000000000000000",
+                operator_id=operator_id,
+                session_id=said["session"],
+                message="asked before the kill",
+                started_at=utcnow(),
+                forget_epoch=epoch,
+            )
+        )
+    )
+    await _say(api, f"forget that {SECRET}")
+    assert _pending(api) == [SECRET]  # the killed turn owes them: it might still store
+    ends = elsewhere.services.chat_turns.ends
+
+    suspects = await ends.sweep_left_turns(set())
+    assert suspects == {"dead0000000000000000000000000000"}
+    assert _pending(api) == [SECRET]  # one look does not note a turn: it may be ending
+    assert await ends.sweep_left_turns(suspects) == set()
+
+    assert _pending(api) == []
+    assert api.services.db.call(lambda s: list(s.scalars(select(OpenTurn.turn_id)))) == []
+    shown = await (await api.get(f"/api/operator/chat/session/{said['session']}")).json()
+    noted = [(m["role"], m["content"]) for m in shown["messages"]][-2:]
+    assert noted == [("user", "asked before the kill"), ("assistant", OWNER_GONE_REPLY)]

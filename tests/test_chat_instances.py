@@ -72,7 +72,7 @@ async def test_a_stop_reaches_only_the_deployment_on_its_redis_database(redis_ur
     listening = RedisTurnLocks(ours, ttl_seconds=2.0)
     other = RedisTurnLocks(theirs, ttl_seconds=2.0)
     heard: asyncio.Queue[int] = asyncio.Queue()
-    listener = asyncio.create_task(listening.run_stop_listener(heard.put))
+    listener = asyncio.create_task(listening.run_listener(heard.put))
     try:
         await _until_subscribed(ours, 1)
         await other.signal_stop(1_000_000)  # another deployment's operator

@@ -3,7 +3,10 @@
 Without Redis a single process is the whole system and `LocalTurnLocks` is enough. With
 Redis, the operator's turn slot is a key (`SET NX` with an expiry so a crashed instance frees
 it) and a stop is published on a channel every instance listens to, so `POST .../stop` works
-whichever instance the load balancer picked.
+whichever instance the load balancer picked. A `forget that <words>` is published on a
+second channel, heard by the same listener: every instance takes the words out of the turn
+frames it holds in its own process (bot.chat.forgotten_frames). Pub/sub keeps nothing: the
+words pass through, and an instance not listening (restarting) holds no frames to scrub.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 import redis.asyncio as aioredis
@@ -28,6 +31,7 @@ KEY_PREFIX = "steelframe:chat:turn:"
 # alive never loses it.
 SLOT_TTL_SECONDS = 30.0
 STOP_CHANNEL = "steelframe:chat:stop"
+FORGET_CHANNEL = "steelframe:chat:forget"
 
 
 def stop_channel(redis_db: int) -> str:
@@ -35,6 +39,16 @@ def stop_channel(redis_db: int) -> str:
     server-wide, not per database, and a stop for operator 1 of another deployment sharing
     the server must not stop ours."""
     return f"{STOP_CHANNEL}:{redis_db}"
+
+
+class ForgetSignal(msgspec.Struct, frozen=True):
+    """A `forget that <words>` run in `repo` (bot.chat.forgotten), told to every instance."""
+
+    repo: str
+    words: str
+
+
+_FORGET_SIGNAL = msgspec.json.Decoder(ForgetSignal)
 
 
 # A send refused the operator's slot while the turn holding it is being set up (its slot
@@ -124,6 +138,7 @@ return renewed
 )
 RENEW_BATCH = 1000  # slots renewed in one script call at most
 StopHandler = Callable[[int], Awaitable[object]]
+ForgetHandler = Callable[[ForgetSignal], Awaitable[object]]
 T = TypeVar("T")
 CONNECT_TIMEOUT = 3.0
 LISTENER_RETRY_SECONDS = 1.0
@@ -157,9 +172,18 @@ class TurnLocks(Protocol):
     def keep(self, operator_id: int, turn_id: str) -> AbstractContextManager[None]:
         """Keep the turn's slot renewed while the block runs."""
 
+    @property
+    def degraded(self) -> bool:
+        """Whether the slots of other instances' turns cannot be read now (Redis away)."""
+
     async def signal_stop(self, operator_id: int) -> None: ...
 
-    async def run_stop_listener(self, on_stop: StopHandler) -> None: ...
+    async def signal_forget(self, signal: ForgetSignal) -> None:
+        """Tell every instance (this one too) of a forget; nothing when it cannot."""
+
+    async def run_listener(
+        self, on_stop: StopHandler, on_forget: ForgetHandler | None = None
+    ) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -194,10 +218,19 @@ class LocalTurnLocks:
     def keep(self, operator_id: int, turn_id: str) -> AbstractContextManager[None]:
         return contextlib.nullcontext()
 
+    @property
+    def degraded(self) -> bool:
+        return False
+
     async def signal_stop(self, operator_id: int) -> None:
         return None
 
-    async def run_stop_listener(self, on_stop: StopHandler) -> None:
+    async def signal_forget(self, signal: ForgetSignal) -> None:
+        return None  # the one process took the words out of its frames already
+
+    async def run_listener(
+        self, on_stop: StopHandler, on_forget: ForgetHandler | None = None
+    ) -> None:
         return None
 
     async def close(self) -> None:
@@ -250,9 +283,9 @@ class RedisTurnLocks:
         self._renew = self._redis.register_script(_RENEW)
         self._kept: dict[int, str] = {}  # operator -> the turn whose slot this process renews
         self._renewer: asyncio.Task[None] | None = None
-        self.stop_channel = stop_channel(
-            int(self._redis.connection_pool.connection_kwargs.get("db") or 0)
-        )
+        redis_db = int(self._redis.connection_pool.connection_kwargs.get("db") or 0)
+        self.stop_channel = stop_channel(redis_db)
+        self.forget_channel = f"{FORGET_CHANNEL}:{redis_db}"  # per deployment, as stops
 
     @property
     def degraded(self) -> bool:
@@ -361,21 +394,29 @@ class RedisTurnLocks:
             "stop", lambda: self._redis.publish(self.stop_channel, str(operator_id)), None
         )
 
-    async def run_stop_listener(self, on_stop: StopHandler) -> None:
-        """Until cancelled: call `on_stop(operator_id)` for each stop any instance publishes.
-        Reconnects after a Redis outage, backing off up to a minute, so stops keep working
-        once it is back; the outage is logged once, not on every attempt."""
+    async def signal_forget(self, signal: ForgetSignal) -> None:
+        # With Redis unreachable the other instances are not told: their frames held in
+        # their processes keep the words until they expire (docs/api.md, "forget that").
+        message = msgspec.json.encode(signal)
+        await self._call("forget", lambda: self._redis.publish(self.forget_channel, message), None)
+
+    async def run_listener(
+        self, on_stop: StopHandler, on_forget: ForgetHandler | None = None
+    ) -> None:
+        """Until cancelled: call `on_stop(operator_id)` for each stop any instance publishes,
+        and `on_forget` for each forget. Reconnects after a Redis outage, backing off up to a
+        minute, so stops keep working once it is back; the outage is logged once, not on
+        every attempt."""
         delay = LISTENER_RETRY_SECONDS
         while True:
             pubsub = self._redis.pubsub()
             try:
-                await pubsub.subscribe(self.stop_channel)
+                await pubsub.subscribe(self.stop_channel, self.forget_channel)
                 self._came_back()
                 delay = LISTENER_RETRY_SECONDS
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
-                        with contextlib.suppress(ValueError):
-                            await on_stop(int(message["data"]))
+                        await self._heard(message, on_stop, on_forget)
             except aioredis.RedisError as exc:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
@@ -388,6 +429,22 @@ class RedisTurnLocks:
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
+
+    async def _heard(
+        self, message: dict[str, Any], on_stop: StopHandler, on_forget: ForgetHandler | None
+    ) -> None:
+        channel = message.get("channel")
+        channel = channel.decode() if isinstance(channel, bytes) else channel
+        if channel != self.forget_channel:
+            with contextlib.suppress(ValueError):
+                await on_stop(int(message["data"]))
+            return
+        if on_forget is None:
+            return
+        try:
+            await on_forget(_FORGET_SIGNAL.decode(message["data"]))
+        except Exception as exc:  # a forget not done here costs a line, never the listener
+            log.warning("a forget heard from another instance was not done here (%r)", exc)
 
     async def close(self) -> None:
         if self._renewer is not None:

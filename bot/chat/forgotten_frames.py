@@ -11,8 +11,12 @@ A reply streams in pieces (`delta` frames, `thinking` the same), and the words m
 between two of them: a run of them is read as one text, and one that says the words is
 sent whole by its first frame, the others left empty (`_run_without`).
 
-Not reached: frames a client has read already, and the frames another instance holds in its
-own process (a re-attach there within its linger, bot.chat.inflight.DEFAULT_LINGER_SECONDS).
+Every instance does the same for the frames it holds when the forget is told to it
+(bot.chat.coordination.ForgetSignal: `FrameForgets.forget_held`), and the frames waiting in
+the relay's queue for a Redis that is away are taken out with those it holds, so they are
+written without the words. Not reached: frames a client has read already; with Redis away,
+another instance's own frames (it is not told: they go with its linger,
+bot.chat.inflight.DEFAULT_LINGER_SECONDS, or wait for Redis with the words).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from redis.exceptions import RedisError
 
 from bot.chat.forget_words import Words
 from bot.chat.forgotten_keys import numbered_without
-from bot.chat.frames import NumberedFrame
+from bot.chat.frames import FramesChange, NumberedFrame
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.contracts.chat import DeltaFrame, ThinkingFrame
 
@@ -91,6 +95,20 @@ def in_handle(handle: TurnHandle, words: Iterable[Words]) -> bool:
     return changed
 
 
+def _as_held(handle: TurnHandle | None, words: list[Words]) -> FramesChange:
+    """A change of some of the turn's frames (those relayed, or those waiting): each as the
+    turn's handle here holds it now, taken out of the whole turn (a run of pieces may be
+    cut between the frames written and those waiting), then without the words."""
+    held = {} if handle is None else {numbered.id: numbered for numbered in handle.frames}
+
+    def change(frames: list[NumberedFrame]) -> list[NumberedFrame]:
+        ours = [held.get(numbered.id, numbered) for numbered in frames]
+        same = [new if new.data != old.data else old for old, new in zip(frames, ours, strict=True)]
+        return frames_without(same, words)
+
+    return change
+
+
 @dataclass
 class FrameForgets:
     """Takes forgotten words out of the turns' frames, relayed and held here."""
@@ -100,11 +118,19 @@ class FrameForgets:
     async def in_turn(self, handle: TurnHandle, words: list[Words]) -> None:
         """A turn that stores after forgets: its own frames, here and relayed."""
         in_handle(handle, words)
+        await self._rewrite_held(handle.turn_id, words)
         await self._rewrite(handle.turn_id, words)
+
+    def held_here(self) -> set[str]:
+        """The sessions of the turns whose frames this process holds, or keeps for Redis."""
+        found = {handle.session_id for handle in self.registry.handles()}
+        if self.registry.relay is not None:
+            found |= {turn.session_id for turn in self.registry.relay.held_turns()}
+        return found
 
     async def held_sessions(self) -> set[str]:
         """The sessions of the turns whose frames this process holds or Redis relays."""
-        found = {handle.session_id for handle in self.registry.handles()}
+        found = self.held_here()
         relay = self.registry.relay
         if relay is not None:
             try:
@@ -113,14 +139,25 @@ class FrameForgets:
                 log.warning("forget: the relayed turns were not read (%s)", type(exc).__name__)
         return found
 
-    async def forget(self, words: Words, sessions: set[str]) -> set[str]:
-        """The frames of every turn of `sessions` without the words; the sessions whose
-        frames changed. Redis unreachable: logged, the frames held here are still done."""
+    async def forget_held(self, words: Words, sessions: set[str]) -> set[str]:
+        """The frames this process holds of every turn of `sessions`, and those it keeps for
+        Redis, without the words; the sessions whose frames changed."""
         changed = {
             handle.session_id
             for handle in self.registry.handles()
             if handle.session_id in sessions and in_handle(handle, [words])
         }
+        relay = self.registry.relay
+        for turn in [] if relay is None else relay.held_turns():
+            if turn.session_id in sessions and await self._rewrite_held(turn.turn_id, [words]):
+                changed.add(turn.session_id)
+        return changed
+
+    async def forget(self, words: Words, sessions: set[str]) -> set[str]:
+        """The frames of every turn of `sessions` without the words, held here
+        (`forget_held`) and relayed; the sessions whose frames changed. Redis unreachable:
+        logged, the frames held here are still done."""
+        changed = await self.forget_held(words, sessions)
         relay = self.registry.relay
         if relay is None:
             return changed
@@ -134,12 +171,19 @@ class FrameForgets:
                 changed.add(turn.session_id)
         return changed
 
+    async def _rewrite_held(self, turn_id: str, words: list[Words]) -> bool:
+        relay = self.registry.relay
+        if relay is None:
+            return False
+        return await relay.rewrite_held(turn_id, _as_held(self.registry.held(turn_id), words))
+
     async def _rewrite(self, turn_id: str, words: list[Words]) -> bool:
         relay = self.registry.relay
         if relay is None:
             return False
+        change = _as_held(self.registry.held(turn_id), words)
         try:
-            return await relay.rewrite(turn_id, lambda frames: frames_without(frames, words))
+            return await relay.rewrite(turn_id, change)
         except RedisError as exc:
             log.warning("forget: turn %s's relayed frames kept (%s)", turn_id, type(exc).__name__)
             return False

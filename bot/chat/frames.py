@@ -35,7 +35,7 @@ import json
 import logging
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import msgspec
@@ -303,6 +303,10 @@ class FrameRelay(Protocol):
 
     async def rewrite(self, turn_id: str, change: FramesChange) -> bool: ...
 
+    def held_turns(self) -> list[RelayedTurn]: ...
+
+    async def rewrite_held(self, turn_id: str, change: FramesChange) -> bool: ...
+
     async def close(self) -> None: ...
 
 
@@ -336,6 +340,9 @@ class RedisFrameRelay:
         self._writing = 0
         self._max_held = max_held
         self._dropped: set[str] = set()  # turns whose held frames went, this outage
+        # Held by a batch's write and by a change of the frames waiting (`rewrite_held`):
+        # a frame is changed before its write or after it, never while it is on its way.
+        self._write_lock = asyncio.Lock()
         self._closing = asyncio.Event()
         self._append_sha = self._writer.register_script(_APPEND).sha
         self._flusher: asyncio.Task[None] | None = None
@@ -381,17 +388,19 @@ class RedisFrameRelay:
         frame overtakes an earlier one of its turn."""
         pause = RETRY_MIN
         while self._outbox:
-            batch = list(itertools.islice(self._outbox, MAX_BATCH))
-            self._writing = len(batch)
-            try:
-                written = await self._write(batch)
-            except BaseException as exc:  # not Redis's (those are logged): its turns see it
-                self._taken(batch, exc)
-                raise
-            finally:
-                self._writing = 0
+            async with self._write_lock:
+                batch = list(itertools.islice(self._outbox, MAX_BATCH))
+                self._writing = len(batch)
+                try:
+                    written = await self._write(batch)
+                except BaseException as exc:  # not Redis's (those are logged): its turns see it
+                    self._taken(batch, exc)
+                    raise
+                finally:
+                    self._writing = 0
+                if written:
+                    self._taken(batch, None)
             if written:
-                self._taken(batch, None)
                 pause = RETRY_MIN
                 continue
             _settle(batch, None)  # their turns go on; the frames keep their place
@@ -689,6 +698,25 @@ class RedisFrameRelay:
             return [None if a is b else a.data for a, b in zip(after, before, strict=True)]
 
         return await rewrite_stream(self._writer, f"{PREFIX}frames:{turn_id}", changed)
+
+    def held_turns(self) -> list[RelayedTurn]:
+        """The turns with frames waiting in this process to be written (Redis away)."""
+        found = {item.turn_id: item.session_id for item in self._outbox}
+        return [RelayedTurn(turn_id, session_id) for turn_id, session_id in found.items()]
+
+    async def rewrite_held(self, turn_id: str, change: FramesChange) -> bool:
+        """The turn's frames waiting to be written, as `change` gives them back, in their
+        place; a batch on its way is waited for first (written, its frames are Redis's, for
+        `rewrite`). Whether any changed."""
+        async with self._write_lock:
+            places = [place for place, item in enumerate(self._outbox) if item.turn_id == turn_id]
+            before = [self._outbox[place].frame for place in places]
+            changed = False
+            for place, old, new in zip(places, before, change(before), strict=True):
+                if new is not old:
+                    self._outbox[place] = replace(self._outbox[place], frame=new)
+                    changed = True
+            return changed
 
     async def close(self) -> None:
         """Write what waits (one more try if Redis is away: then it goes with the process)."""

@@ -331,6 +331,10 @@ class TurnRegistry:
         self._evict()
         return list(self._recent.values())
 
+    def held(self, turn_id: str) -> TurnHandle | None:
+        """The turn, if this process holds its frames (running, or lingering)."""
+        return self._recent.get(turn_id)
+
     def for_operator(self, operator_id: int) -> TurnHandle | None:
         return self._by_operator.get(operator_id)
 

@@ -5,7 +5,10 @@ answered by a note that the turn did not complete (bot.chat.turn.OWNER_GONE_REPL
 nothing of it: its frames were in the embedded Redis, which the next start stops. A turn
 sent with an idempotency key gets the same end for its key (bot.chat.turn_keys): a send
 again with it answers that the turn did not complete, as the note says; it answered a 409
-("no longer running and recorded no end") forever before."""
+("no longer running and recorded no end") forever before. Every running instance looks
+again now and then (bot.chat.turn_ends.TurnEnds.run_left_turn_sweeps): a turn is let go
+without waiting for its own process's restart, and with it the words of the forgets it
+still owed (bot.chat.pending_forgets)."""
 
 from __future__ import annotations
 
@@ -92,23 +95,28 @@ def note_left_turn(session: Session, turn: LeftTurn, *, clock: Clock = utcnow) -
     return stored
 
 
-async def note_left_turns(
-    db: Database,
-    writes: GroupCommit,
-    *,
-    registry: TurnRegistry,
-    locks: TurnLocks,
-    clock: Clock = utcnow,
-) -> list[LeftTurn]:
-    """Note every turn left open by a process that is gone; a turn running here, or on
-    another instance (its slot held), is left. The turns noted."""
-    noted = []
+async def turns_left(db: Database, *, registry: TurnRegistry, locks: TurnLocks) -> list[LeftTurn]:
+    """Every turn kept open that runs neither here nor on another instance (its slot not
+    held by it), oldest first. With Redis away a slot reads as free: `locks.degraded` says
+    so after the call."""
+    left = []
     for turn in await db.run(left_turns):
         if registry.find(turn.operator_id, session_id=None, turn_id=turn.turn_id):
             continue  # it runs here
         held = await locks.holder(turn.operator_id)
         if held is not None and held.turn_id == turn.turn_id:
             continue  # it runs on another instance
+        left.append(turn)
+    return left
+
+
+async def note_left_turns(
+    writes: GroupCommit, left: list[LeftTurn], *, clock: Clock = utcnow
+) -> list[LeftTurn]:
+    """Note each turn left open by a process that is gone (`turns_left`). The turns noted
+    (one noted already, by another instance or a reader that ended it, is not)."""
+    noted = []
+    for turn in left:
         if await writes.run(note_left_turn, turn, clock=clock):
             noted.append(turn)
     if noted:

@@ -9,7 +9,9 @@ stores (bot.chat.session_store.persist_turn, a cut note's too) it leaves out the
 every forget of its repository raised since. The words are kept only while a turn opened
 before them is still open in the repository: the forget, and each turn that stores or ends
 after it, lets go of those no open turn owes (`settle`), so a forget with no turn in flight
-keeps nothing.
+keeps nothing. A turn whose process was killed owes them until an instance notes it
+(bot.chat.left_turns: at a start, or at a running instance's look for such turns, which
+settles too).
 
 Why no turn slips between: a turn reads the epoch, under a key-share lock, before it reads
 its history (`open_for_turn`) and again before it stores; a forget raises it under an

@@ -22,7 +22,7 @@ import time
 from bot.agents import resolve_agent
 from bot.chat.announce import announce
 from bot.chat.cited_drafting import CitedDrafting
-from bot.chat.coordination import claim_slot
+from bot.chat.coordination import ForgetSignal, claim_slot
 from bot.chat.drafting import Drafting
 from bot.chat.forget_words import Words
 from bot.chat.forgotten import owners_in_repo, record_without
@@ -347,8 +347,21 @@ class TurnPipeline:
             owners = await self.db.run(owners_in_repo, repo, held)
             framed = await self.frame_forgets.forget(Words(outcome.forgotten), set(owners))
             changed |= {(owners[session_id], session_id) for session_id in framed}
+            # The other instances' own copies of their turns' frames (`frames_forgotten`).
+            await self.locks.signal_forget(ForgetSignal(repo, outcome.forgotten))
         for operator_id, session_id in sorted(changed):
             await announce(self.events, operator_id, session_id, SessionChange.FORGOTTEN)
+
+    async def frames_forgotten(self, signal: ForgetSignal) -> None:
+        """A `forget that <words>` run through any instance (this one too: done already, it
+        changes nothing): the frames this process holds of the repository's turns, and
+        those it keeps for Redis, without the words (bot.chat.forgotten_frames). Those
+        relayed were done by the instance that ran it, and its clients were told."""
+        held = self.frame_forgets.held_here()
+        if not held:
+            return
+        owners = await self.db.run(owners_in_repo, signal.repo, held)
+        await self.frame_forgets.forget_held(Words(signal.words), set(owners))
 
     async def _persist(
         self, handle: TurnHandle, request: TurnRequest, finished: FinishedTurn

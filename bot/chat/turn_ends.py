@@ -5,6 +5,10 @@ clients are told changed."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+from collections.abc import Collection
+
 from sqlalchemy.orm import Session
 
 from bot.chat.announce import announce
@@ -14,8 +18,8 @@ from bot.chat.forget_words import Words
 from bot.chat.forgotten_keys import end_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.inflight import TurnHandle, TurnRegistry
-from bot.chat.left_turns import note_killed_turn, note_left_turns
-from bot.chat.pending_forgets import end_open
+from bot.chat.left_turns import LeftTurn, note_killed_turn, note_left_turns, turns_left
+from bot.chat.pending_forgets import end_open, settle
 from bot.chat.session_store import TurnSession
 from bot.chat.turn import CUT_REPLY
 from bot.chat.turn_keys import TurnEnd, record_end
@@ -25,6 +29,12 @@ from bot.contracts.chat import DoneFrame
 from bot.db import Database
 from bot.events import OperatorEvents, SessionChange
 from bot.group_commit import GroupCommit
+
+log = logging.getLogger(__name__)
+# Each instance looks for turns left open by a killed process this often: a turn is noted
+# at the second look that finds it left (its slot lapses within SLOT_TTL_SECONDS of the
+# kill), so within three of these, and the forgets' words it owed go with it.
+LEFT_TURN_SWEEP_SECONDS = 60.0
 
 
 def _turn_ended(
@@ -90,12 +100,39 @@ class TurnEnds:
     async def note_left_turns(self) -> int:
         """At start-up: turns a killed process left acknowledged but unstored, noted in
         their sessions (bot.chat.left_turns). How many were noted."""
-        noted = await note_left_turns(
-            self.db, self.writes, registry=self.registry, locks=self.locks, clock=self.clock
-        )
+        left = await turns_left(self.db, registry=self.registry, locks=self.locks)
+        return await self._note(left)
+
+    async def _note(self, left: list[LeftTurn]) -> int:
+        noted = await note_left_turns(self.writes, left, clock=self.clock)
         for turn in noted:
             await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
         return len(noted)
+
+    async def sweep_left_turns(self, suspects: Collection[str]) -> set[str]:
+        """One look (any instance's, now and then: `run_left_turn_sweeps`) at the turns kept
+        open: one left by a killed process at the last look too (`suspects`) is noted as at
+        start-up; and the words no open turn owes any more are let go
+        (bot.chat.pending_forgets). The turns left now, for the next look. Twice, not once:
+        the look does not take a turn ending as it looks for one left. With Redis away, a
+        slot reads as free: nothing is noted."""
+        left = await turns_left(self.db, registry=self.registry, locks=self.locks)
+        if self.locks.degraded:
+            return set()
+        await self._note([turn for turn in left if turn.turn_id in suspects])
+        await self.writes.run(settle)
+        return {turn.turn_id for turn in left} - set(suspects)
+
+    async def run_left_turn_sweeps(self, every: float = LEFT_TURN_SWEEP_SECONDS) -> None:
+        """Until cancelled: `sweep_left_turns` every `every` seconds (a failure is logged;
+        the next look tries again)."""
+        suspects: set[str] = set()
+        while True:
+            await asyncio.sleep(every)
+            try:
+                suspects = await self.sweep_left_turns(suspects)
+            except Exception as exc:  # the database away: looked at again next time
+                log.warning("the look for chat turns left open failed (%r)", exc)
 
     async def record_cut(
         self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession
