@@ -79,6 +79,51 @@ def fast_forward(path: Path, branch: str, sha: str) -> bool:
     return True
 
 
+def _git_status(path: Path, *args: str) -> tuple[int, str]:
+    """`git args` in `path`: its exit status and output (for commands whose status is an
+    answer, not a failure)."""
+    env = {**os.environ, **SANDBOX_AUTHOR, "GIT_CONFIG_NOSYSTEM": "1"}
+    result = subprocess.run(
+        ["git", "-C", str(path), *args], capture_output=True, text=True, env=env, check=False
+    )
+    return result.returncode, result.stdout.strip()
+
+
+@dataclass(frozen=True)
+class MergeCheck:
+    """Whether `head` merges into `base` (as GitHub's test merge tells it)."""
+
+    base: str
+    head: str
+    conflicted: bool
+    behind: bool  # `base` has commits `head` lacks
+    tree: str  # the merged tree (with conflict markers when conflicted)
+    conflicts: tuple[str, ...] = ()
+
+
+def merge_check(path: Path, base: str, head: str) -> MergeCheck:
+    """`git merge-tree --write-tree` (git >= 2.38): status 0 merges clean, 1 conflicts
+    (then the conflicted files follow the tree's id); anything else is a failure."""
+    status, out = _git_status(
+        path, "merge-tree", "--write-tree", "--name-only", "--no-messages", base, head
+    )
+    if status not in (0, 1):
+        raise RuntimeError(f"git merge-tree failed in {path} for {base}..{head}")
+    tree, *conflicts = out.splitlines()
+    ancestor, _ = _git_status(path, "merge-base", "--is-ancestor", base, head)
+    return MergeCheck(base, head, status == 1, ancestor != 0, tree, tuple(dict.fromkeys(conflicts)))
+
+
+def merge_commit(path: Path, branch: str, check: MergeCheck, message: str) -> str:
+    """A merge commit of `check.head` into `branch` (at `check.base`), as GitHub's merge
+    button makes it; the branch moves to it only if it is still at `check.base`."""
+    commit = _git(
+        path, "commit-tree", check.tree, "-p", check.base, "-p", check.head, "-m", message
+    )
+    _git(path, "update-ref", f"refs/heads/{branch}", commit, check.base)
+    return commit
+
+
 @dataclass(frozen=True)
 class ChangedFile:
     """One file a pull request changes, as `git diff base...head` tells it."""

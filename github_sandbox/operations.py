@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from github_sandbox import assignees, git, issue_filters
+from github_sandbox import assignees, git, issue_filters, mergeability
 from github_sandbox.shapes import Shapes
 from github_sandbox.state import PERMISSION_RANK, Comment, Issue, Label, Pull, Repo, User, World
 
@@ -466,10 +466,8 @@ class Operations:
             return Outcome(self.shapes.pull(repo, pull))
         now = self.world.now()
         if merge:
-            if repo.git_path is not None:
-                git.fast_forward(repo.git_path, pull.base_ref, pull.head_sha)
+            pull.merge_commit_sha = self._land(repo, pull, issue.title)
             pull.merged_at = now
-            pull.merge_commit_sha = pull.head_sha
             pull.merged_by = actor
         issue.state = "closed"
         issue.closed_at = now
@@ -485,6 +483,22 @@ class Operations:
                 closing = {"state": "closed", "state_reason": "completed"}
                 hooks.extend(self.update_issue(repo, actor, linked, closing).hooks)
         return Outcome(shaped, 200, hooks)
+
+    def _land(self, repo: Repo, pull: Pull, title: str) -> str:
+        """The base branch takes the head: by fast-forward when it has nothing the head
+        lacks (the sandbox's shortcut: GitHub's merge method would add a merge commit),
+        else by a merge commit; the commit the base is at then. A head that conflicts with
+        the base is refused as GitHub refuses it (405)."""
+        if repo.git_path is None:
+            return pull.head_sha
+        check = mergeability.fresh(repo, pull)
+        if check is None or check.conflicted:
+            raise SandboxError(405, "Pull Request is not mergeable")
+        pull.head_sha = check.head
+        if git.fast_forward(repo.git_path, pull.base_ref, check.head):
+            return check.head
+        message = f"Merge pull request #{pull.number} from {repo.owner.login}/{pull.head_ref}"
+        return git.merge_commit(repo.git_path, pull.base_ref, check, f"{message}\n\n{title}")
 
     def reopen_pull(self, repo: Repo, actor: User, number: int) -> Outcome:
         """`PATCH .../pulls/N` with `state: open`: a pull request closed without a merge opens

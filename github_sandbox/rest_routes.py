@@ -8,7 +8,7 @@ from typing import Any
 
 from aiohttp import web
 
-from github_sandbox import contents, registration
+from github_sandbox import contents, mergeability, registration
 from github_sandbox.appkeys import USAGE
 from github_sandbox.apps import installation_on
 from github_sandbox.auth import issue_installation_token, rate_key, resolve_token, token_scope
@@ -297,7 +297,12 @@ async def get_pull(request: web.Request) -> web.Response:
     repo, _ = repo_and_caller(request)
     sandbox = sandbox_of(request)
     pull = sandbox.ops.pull(repo, path_number(request, "pull_number"))
-    return web.json_response(sandbox.shapes.pull(repo, pull))
+    shaped = sandbox.shapes.pull(repo, pull)
+    if shaped["state"] == "open":
+        # What is known is answered; the test merge for the tips now is what the next
+        # read sees (GitHub's background job, github_sandbox.mergeability).
+        mergeability.refresh(repo, pull)
+    return web.json_response(shaped)
 
 
 @routes.patch(REPO + "/pulls/{pull_number}")

@@ -469,9 +469,8 @@ class Reviews:
         if wanted is not None and wanted != head:
             raise SandboxError(409, "Head branch was modified. Review and try the merge again.")
         pull.head_sha = head
-        if repo.git_path is not None and not git.fast_forward(repo.git_path, pull.base_ref, head):
-            # The sandbox merges by fast-forward only; a base that moved on cannot be merged.
-            raise SandboxError(405, "Pull Request is not mergeable")
+        # A head that conflicts with the base is refused there (405, Operations._land).
         outcome = self.ops.close_pull(repo, actor, number, merge=True)
-        answer = {"sha": head, "merged": True, "message": "Pull Request successfully merged"}
+        landed = pull.merge_commit_sha or head
+        answer = {"sha": landed, "merged": True, "message": "Pull Request successfully merged"}
         return Outcome(answer, 200, outcome.hooks)

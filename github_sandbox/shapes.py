@@ -10,6 +10,7 @@ import base64
 import zlib
 from typing import Any
 
+from github_sandbox import mergeability
 from github_sandbox.state import (
     PERMISSION_RANK,
     AppInfo,
@@ -366,6 +367,8 @@ class Shapes:
         def link(href: str) -> dict[str, str]:
             return {"href": href}
 
+        merge = mergeability.reported(repo, pull, is_open=issue.state == "open")
+
         return {
             "url": url,
             "id": pull.id,
@@ -415,9 +418,9 @@ class Shapes:
             "active_lock_reason": None,
             "draft": pull.draft,
             "merged": pull.merged_at is not None,
-            "mergeable": None if issue.state == "closed" else True,
-            "rebaseable": None if issue.state == "closed" else True,
-            "mergeable_state": "unknown" if issue.state == "closed" else "clean",
+            "mergeable": merge.mergeable,
+            "rebaseable": merge.rebaseable,
+            "mergeable_state": merge.state,
             "merged_by": None if pull.merged_by is None else self.user(pull.merged_by),
             "comments": len(issue.comment_ids),
             "review_comments": sum(

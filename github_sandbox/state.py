@@ -9,6 +9,8 @@ from dataclasses import MISSING, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from github_sandbox.git import MergeCheck
+
 # How much each repository role may do, for comparisons ("write or more").
 PERMISSION_RANK = {"none": 0, "read": 1, "triage": 1, "write": 2, "maintain": 2, "admin": 3}
 
@@ -150,6 +152,9 @@ class Pull(Upgradable):
     merge_commit_sha: str | None = None
     merged_by: User | None = None
     requested_reviewers: list[User] = field(default_factory=list)
+    # GitHub's test merge of the head into the base, for the tips it was made at
+    # (github_sandbox.mergeability); None until a read of the pull request asks for one.
+    merge_check: MergeCheck | None = None
 
 
 @dataclass
