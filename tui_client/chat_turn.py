@@ -8,6 +8,7 @@ has shown all of the reply; a message, a new chat or a reopen in between is refu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from textual.css.query import NoMatches
@@ -32,9 +33,19 @@ from tui_client.turn_frames import Unreadable
 log = logging.getLogger(__name__)
 STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
 NOT_SENT = "Not sent: your message is back in the composer (enter sends it again)."
+# A stop answered "nothing in flight" while this turn's stream is open crossed the turn's
+# start on the service: asked again, this many times, a pause growing to STOP_PAUSE_MAX
+# between (some 15 s in all, as the web GUI: a loaded service may take seconds).
+STOP_ATTEMPTS = 12
+STOP_PAUSE_MAX = 1.5
 
 
 class TurnStream(ChatPart):
+    # Whether the service has the turn (a frame of it came), and whether esc was pressed
+    # before it had: the stop is sent once it has (sent before, it would stop nothing).
+    _started = False
+    _stop_wanted = False
+
     async def submit(self, text: str) -> None:
         """Enter in the composer: a turn, unless one runs; held while a chat opens."""
         if not text.strip():
@@ -51,6 +62,7 @@ class TurnStream(ChatPart):
         """Busy from the key press on, not from when the worker starts: a ctrl+n or a
         second Enter right after it is refused, not raced against the turn."""
         self.state.busy, self.state.phase = True, "sending"
+        self._started = self._stop_wanted = False
         self.panel.refresh_status()
         self.run("turn", self._send, text)
 
@@ -67,6 +79,7 @@ class TurnStream(ChatPart):
             turn = self.client.turn(text, session_id=session_id, focus=focus, key=key)
             async for numbered in turn:
                 taken = True
+                self._has_started()
                 await self._apply(numbered.frame, reply)
         except TRANSPORT_ERRORS as exc:
             if (reason := offline_reason(exc)) is not None:
@@ -94,6 +107,7 @@ class TurnStream(ChatPart):
         and stoppable with esc; busy meanwhile, as a turn sent here is (the service would
         refuse another message with a 409 until it ends)."""
         self.state.busy, self.state.phase = True, "re-attaching"
+        self._started, self._stop_wanted = True, False
         self.panel.refresh_status()
         self.run("turn", self._attach, session_id)
 
@@ -174,18 +188,35 @@ class TurnStream(ChatPart):
         self.panel.refresh_status()
 
     def stop(self) -> None:
+        """esc: stop the turn on the service; before the service has it, once it has."""
         if self.state.busy:
             self.state.phase = "stopping"
             self.panel.refresh_status()
-            self.run("stop", self._stop)
+            if self._started:
+                self.run("stop", self._stop)
+            else:
+                self._stop_wanted = True
+
+    def _has_started(self) -> None:
+        """A frame of the turn came: the service has it, and a stop wanted meanwhile goes."""
+        if not self._started:
+            self._started = True
+            if self._stop_wanted:
+                self.run("stop", self._stop)
 
     async def _stop(self) -> None:
-        try:
-            result = await self.client.stop()
-        except TRANSPORT_ERRORS as exc:
-            # The service cannot be told; at least stop listening here.
-            self.panel.workers.cancel_group(self.panel, "turn")
-            await self.panel.report(exc)
-            return
-        if not result.stopped:
-            log.info("stop: no turn in flight on the service")
+        for attempt in range(STOP_ATTEMPTS):
+            try:
+                result = await self.client.stop()
+            except TRANSPORT_ERRORS as exc:
+                # The service cannot be told; at least stop listening here.
+                self.panel.workers.cancel_group(self.panel, "turn")
+                await self.panel.report(exc)
+                return
+            if result.reason == "finishing":  # the model had answered: the turn is kept
+                self.state.phase = "too late to stop: the answer is being saved"
+                self.panel.refresh_status()
+            if result.stopped or result.reason or not self.state.busy:
+                return
+            log.info("stop: no turn in flight on the service yet; asking again")
+            await asyncio.sleep(min(0.2 * (attempt + 1), STOP_PAUSE_MAX))

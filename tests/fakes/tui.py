@@ -486,3 +486,26 @@ class RefusedPath(ServiceMiddleware):
             raise web.HTTPServiceUnavailable(reason="the database is away (the test's)")
         response: web.StreamResponse = await handler(request)
         return response
+
+
+class HeldSend(ServiceMiddleware):
+    """The real service, a turn's `POST /chat/stream` held before the service sees it until
+    `release` is set (`asked` is set when it arrives): a slow service, or one the send is
+    still on its way to, deterministically. The stops it answers are counted (`stops`).
+    Pass `plugins()` to `api_factory`."""
+
+    PATH = "/api/operator/chat/stream"
+
+    def __init__(self) -> None:
+        self.asked = asyncio.Event()
+        self.release = asyncio.Event()
+        self.stops = 0
+
+    async def around(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "POST" and request.path == self.PATH:
+            self.asked.set()
+            await self.release.wait()
+        response: web.StreamResponse = await handler(request)
+        if request.path == "/api/operator/chat/stop":
+            self.stops += 1
+        return response
