@@ -226,3 +226,32 @@ async def test_text_typed_between_two_ctrl_n_stays_for_the_new_chat(
         await ready(pilot, app)
         assert not app.chat.state.switching
         assert app.chat.composer.value == "for the new chat"
+
+
+async def test_a_draft_left_with_ctrl_n_comes_back_when_its_chat_is_reopened(
+    api: ApiClient,
+) -> None:
+    """What was typed for the old chat is not sent to the new one, nor lost: it waits for
+    the old chat (as the web GUI keeps a draft with the chat it was made in)."""
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, "old topic")
+        old_id = app.chat.state.session_id
+        app.chat.composer.value = "half a thought for the old chat"
+        await pilot.press("ctrl+n")
+        await until(
+            pilot,
+            lambda: (
+                app.chat.state.session_id not in (None, old_id) and not app.chat.state.switching
+            ),
+            "the new chat",
+        )
+        assert app.chat.composer.value == ""
+        app.chat.open_session(old_id or "")
+        await until(
+            pilot,
+            lambda: app.chat.state.session_id == old_id and not app.chat.state.switching,
+            "the old chat again",
+        )
+        assert app.chat.composer.value == "half a thought for the old chat"

@@ -10,7 +10,7 @@ the new chat, never for the one still on screen.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.widget import Widget
 
@@ -19,6 +19,9 @@ from tui_client.failures import UNANSWERED, Unanswered
 from tui_client.reply import FinishedReply
 from tui_client.sessions_wire import Session
 from tui_client.transcript import AssistantMessage, UserMessage
+
+if TYPE_CHECKING:
+    from tui_client.chat import ChatPanel
 
 T = TypeVar("T")
 ONE_WAITS = (
@@ -29,6 +32,13 @@ ONE_WAITS = (
 
 class ChatSwitch(ChatPart):
     _draft_at_switch = ""  # the composer's text when a new chat was asked for
+    _left: str | None = None  # the chat on screen then
+
+    def __init__(self, panel: ChatPanel) -> None:
+        super().__init__(panel)
+        # Drafts left in chats by ctrl+n, by session: given back when the chat is reopened
+        # (neither sent to the new chat nor lost; the web GUI keeps a draft with its chat).
+        self.drafts: dict[str, str] = {}
 
     def begin(self) -> bool:
         """Called synchronously by the key or click, before the worker starts: an Enter
@@ -38,7 +48,7 @@ class ChatSwitch(ChatPart):
             self.panel.call_later(self.panel.refuse_while_busy)
             return False
         if not self.state.switching:  # a second ctrl+n: text typed since the first is kept
-            self._draft_at_switch = self.composer.value
+            self._draft_at_switch, self._left = self.composer.value, self.state.session_id
         self.state.switching = True
         self.panel.refresh_status()
         return True
@@ -99,6 +109,8 @@ class ChatSwitch(ChatPart):
             return
         self.state.open_session(session)
         await self.show_session(session)
+        if self.composer.value == "" and self.state.held is None:
+            self.composer.value = self.drafts.pop(session_id, "")
         self._done()
         self.panel.listing.opened(session_id)
 
@@ -140,8 +152,10 @@ class ChatSwitch(ChatPart):
         self.state.open_session(session)
         await self.transcript.remove_children()
         composer = self.composer
-        # A draft meant for the old chat goes; text typed since ctrl+n is for this one.
+        # A draft meant for the old chat waits for it; text typed since ctrl+n is for this one.
         if composer.value == self._draft_at_switch:
+            if composer.value and self._left is not None:
+                self.drafts[self._left] = composer.value
             composer.value = ""
         composer.focus()
         self._done()
