@@ -61,3 +61,19 @@ async def test_a_turn_that_streamed_does_not_come_back_to_the_composer(api: ApiC
         await until(pilot, lambda: not app.chat.state.switching, "start-up")
         await send(pilot, app, "hello there")
         assert app.chat.composer.value == ""
+
+
+async def test_a_message_refused_as_it_is_comes_back_without_offering_to_send_it_again(
+    api: ApiClient,
+) -> None:
+    """Too long (a 400), it would be refused again: the words say to change it, not that
+    enter sends it again (the web GUI offers no Retry for it either)."""
+    too_long = "word " * 7000
+    app = tui(api)
+    async with app.run_test(size=SIZE) as pilot:
+        await until(pilot, lambda: not app.chat.state.switching, "start-up")
+        message = await send(pilot, app, too_long)
+        said = message.query_one(Notice).text
+        assert said.startswith("message is longer than 32000 characters (400 bad_request)"), said
+        assert "enter sends it again" not in said and "change it" in said, said
+        assert app.chat.composer.value == too_long.rstrip()

@@ -15,7 +15,7 @@ from textual.css.query import NoMatches
 from textual.widget import MountError
 
 from tui_client import wire
-from tui_client.api import KEEP, Keep
+from tui_client.api import KEEP, ApiError, Keep
 from tui_client.chat_part import ChatPart
 from tui_client.failures import TRANSPORT_ERRORS, describe, offline_reason
 from tui_client.reply import FinishedReply
@@ -33,6 +33,9 @@ from tui_client.turn_frames import Unreadable
 log = logging.getLogger(__name__)
 STOPPED_TEXT = "Stopped. Nothing of this turn was saved; the next message starts fresh."
 NOT_SENT = "Not sent: your message is back in the composer (enter sends it again)."
+# Refused as it is (too long, malformed): sent again it would be refused again.
+NOT_TAKEN = "Not sent: your message is back in the composer, to change it."
+REFUSED_AS_IS = frozenset({400, 413, 422})
 # A stop answered "nothing in flight" while this turn's stream is open crossed the turn's
 # start on the service: asked again, this many times, a pause growing to STOP_PAUSE_MAX
 # between (some 15 s in all, as the web GUI: a loaded service may take seconds).
@@ -89,7 +92,8 @@ class TurnStream(ChatPart):
             else:
                 self._give_back(text, focus)
                 state.unsent = (text, session_id, key)  # sent again, it is the same message
-                await reply.fail(f"{describe(exc)} {NOT_SENT}")
+                as_is = isinstance(exc, ApiError) and exc.status in REFUSED_AS_IS
+                await reply.fail(f"{describe(exc)} {NOT_TAKEN if as_is else NOT_SENT}")
         except (NoMatches, MountError):
             raise  # the panel is gone (see failures.unless_unmounted)
         except Exception as exc:  # the app keeps running whatever a turn does
