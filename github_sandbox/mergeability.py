@@ -57,6 +57,9 @@ def refresh(repo: Repo, pull: Pull) -> None:
         return
     if check is None or (check.base, check.head) != now:
         pull.merge_check = git.merge_check(repo.git_path, *now)
+        # The test merge is made on the base as it is now, which the pull request's
+        # `base.sha` then names.
+        pull.base_sha = now[0]
 
 
 def fresh(repo: Repo, pull: Pull) -> git.MergeCheck | None:

@@ -63,6 +63,7 @@ async def test_a_conflicting_base_is_dirty_and_its_merge_is_refused(
     assert refused["message"] == "Pull Request is not mergeable"
     read = await reviewer.call("GET", f"/pulls/{number}", status=200)
     assert (read["state"], read["merged"], read["mergeable_state"]) == ("open", False, "dirty")
+    assert read["base"]["sha"] == base  # the test merge was made on the base as it is now
     assert branch_sha(git_path, "main") == base  # nothing moved
     await github_sandbox.settle()
     assert [d["action"] for d in deliveries(github_sandbox, "pull_request")] == ["opened"]
