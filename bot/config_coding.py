@@ -156,6 +156,15 @@ class CodingSettings:
     ci_fix_runs: int = setting(
         "STEELFRAME_CI_FIX_RUNS", parse_non_negative_int, "fix runs per failing head commit", 2
     )
+    # A task's pull request that conflicts with its moved base (bot.lifecycle.base_intake):
+    # update runs (the base merged into the branch) per conflicting head, counting the merge
+    # commits they pushed; 0 asks a person at once.
+    base_update_runs: int = setting(
+        "STEELFRAME_BASE_UPDATE_RUNS",
+        parse_non_negative_int,
+        "update runs per pull request that conflicts with its base",
+        1,
+    )
     # A review's webhooks (the review, each of its line comments) arrive one by one: its run
     # starts this long after the first, so one run takes up every thread of the review (a run
     # started at once took the first comment only, and a follow-up run the rest).

@@ -6,6 +6,7 @@ from gidgethub.routing import Router
 
 from webhooks import lifecycle_hooks
 from webhooks.handlers import (
+    base_moves,
     ci,
     comments,
     installations,
@@ -25,6 +26,7 @@ ROUTERS: list[Router] = [
     repository_changes.router,
     lifecycle_hooks.router,
     ci.router,
+    base_moves.router,
 ]
 
 

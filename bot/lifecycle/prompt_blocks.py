@@ -5,7 +5,8 @@ close its block or open another, whatever its case or spacing (`</ISSUE >` too).
 instructions around the blocks are the worker's own words.
 
 One list of tags for every prompt the worker writes (bot.lifecycle.prompt,
-bot.lifecycle.review_prompt, bot.lifecycle.ci_prompt, bot.lifecycle.repo_tests): a tag
+bot.lifecycle.review_prompt, bot.lifecycle.ci_prompt, bot.lifecycle.repo_tests,
+bot.lifecycle.base_prompt): a tag
 added to one prompt is defused in the text of all of them.
 """
 
@@ -21,6 +22,7 @@ DATA_TAGS = (
     "operator-guidance",
     "test-output",
     "review-thread",
+    "merge-conflicts",
 )
 
 # A `<` that starts one of the tags, opening or closing: it gets a backslash after it

@@ -48,7 +48,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.github.issue_records import PullRequest
 from bot.handler_runs import record_done
-from bot.lifecycle import ci_store, tasks, thread_answers
+from bot.lifecycle import base_store, ci_store, tasks, thread_answers
 from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import FINAL, PULL_ENDABLE, TaskState
@@ -260,8 +260,9 @@ def _end_tx(session: Session, closed: PullChange, clock: Clock) -> PullEnd:
 
 def _let_go(session: Session, task_id: int, clock: Clock) -> None:
     """What a run of the task held, let go: its pull request ended under it, so no run will
-    conclude its pending fix or answer the review threads it took up."""
+    conclude its pending fix or update, or answer the review threads it took up."""
     ci_store.end_pending(session, task_id, clock)
+    base_store.end_pending(session, task_id, clock)
     thread_answers.let_go(session, task_id)
 
 

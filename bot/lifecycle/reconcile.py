@@ -34,6 +34,7 @@ from bot.contracts.tasks import EventData
 from bot.db import Database, is_lock_timeout
 from bot.events import OperatorEvents, RedisEventLog
 from bot.lifecycle import ci_store, leases, progress, tasks, terminate, worktree
+from bot.lifecycle.base_intake import reconcile_bases
 from bot.lifecycle.context import LifecycleContext, announce_commits
 from bot.lifecycle.delivery import deliver_all_pending
 from bot.lifecycle.models import EventKind, Task, TaskEvent
@@ -58,6 +59,7 @@ class ReconcileReport:
     delivered: list[int] = field(default_factory=list)
     labels_fixed: list[int] = field(default_factory=list)
     stopped: list[int] = field(default_factory=list)
+    conflicts: list[int] = field(default_factory=list)  # an update run, or a person asked
     terminated: list[int] = field(default_factory=list)
     notices_posted: int = 0
     chat_results: int = 0
@@ -72,6 +74,7 @@ class ReconcileReport:
             f"re-enqueued queued tasks: {self.requeued or 'none'}",
             f"delivered (pull request found): {self.delivered or 'none'}",
             f"labels repaired: {self.labels_fixed or 'none'}",
+            f"pull requests conflicting with their base: {self.conflicts or 'none'}",
             f"jobs of terminated tasks stopped: {self.stopped or 'none'}",
             f"recorded terminate requests applied: {self.terminated or 'none'}",
             f"notices posted: {self.notices_posted}",
@@ -143,6 +146,10 @@ async def reconcile(
         for task_id in await ctx.db.run(awaiting_run):  # review threads no run was asked for
             asked = request_review_run(ctx.db, github, queue, task_id, clock=ctx.clock)
             await _guard(report, task_id, _dropped(asked))
+        say("checking delivered pull requests against their bases ...")
+        for outcome in await reconcile_bases(ctx, github, queue):
+            if outcome.verdict in ("update run", "needs human") and outcome.task_id:
+                report.conflicts.append(outcome.task_id)
         candidates = await ctx.db.run(_label_candidates, ctx.clock() - LABEL_WINDOW)
         say(f"checking labels of {len(candidates)} tasks ...")
         for task_id in candidates:

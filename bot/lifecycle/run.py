@@ -17,7 +17,7 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.github.errors import GitHubError
-from bot.lifecycle import budget_hold, ci_run, leases, tasks, terminate, worktree
+from bot.lifecycle import base_run, budget_hold, ci_run, leases, tasks, terminate, worktree
 from bot.lifecycle.branch import let_go
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.delivery import deliver_pending
@@ -247,6 +247,10 @@ async def _ended(run: Run, github: GitHubApi) -> str:
     """The run's steps; whatever they raise ends the run in the worker's own words."""
     task_id = run.task.id
     try:
+        if (
+            base_update := await asyncio.to_thread(base_run.pending, run)
+        ) is not None:  # its pull request conflicts with its moved base
+            return await base_run.update(run, base_update)
         if (
             ci_fix := await asyncio.to_thread(ci_run.pending, run)
         ) is not None:  # failing CI on its pull request

@@ -1,0 +1,190 @@
+"""A delivered task's pull request that conflicts with its moved base: another change
+merged into main touching the same file; the merge's webhook (or the reconciler's pass)
+starts one update run, which merges main into the branch with the conflicts resolved by
+the agent, and the pull request merges again; redeliveries change nothing; a run that
+cannot resolve them asks a person with one comment. Real RQ workers, the GitHub sandbox
+(its mergeability is a real test merge), SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from gidgethub.sansio import Event
+
+from bot.lifecycle.base_intake import BaseUpdates
+from bot.lifecycle.base_models import BaseUpdate
+from bot.lifecycle.reconcile import run_reconcile
+from bot.lifecycle.states import TaskState
+from tests.fakes.coding import command
+from tests.fakes.git import branch_with_file
+from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
+from tests.fakes.pulls import as_person, delivered_pull, send_again
+from webhooks.deps import WEBHOOKS
+from webhooks.handlers.base_moves import on_base_pushed
+
+MARKER = "<!-- steelframe-base-update"
+
+
+def _git_path(lc: Lifecycle) -> Any:
+    repo = lc.sandbox.sandbox.world.repo(lc.repo)
+    assert repo is not None and repo.git_path is not None
+    return repo.git_path
+
+
+async def _merge_conflicting_change(lc: Lifecycle, name: str) -> None:
+    """A person's pull request writing `name` otherwise, merged into main (its webhook sent
+    and processed)."""
+    branch_with_file(_git_path(lc), "other-change", name, "Someone else's text.\n")
+    pull = await as_person(
+        lc,
+        "maintainer",
+        "POST",
+        "/pulls",
+        {"title": "Other", "head": "other-change", "base": "main"},
+    )
+    await as_person(lc, "maintainer", "PUT", f"/pulls/{pull['number']}/merge", {})
+
+
+async def _mergeable(lc: Lifecycle, number: int) -> tuple[bool | None, str]:
+    """The pull request's mergeability once GitHub computed it (the first read of new tips
+    starts the computation)."""
+    await lc.github.merge_state(lc.repo, number)
+    state = await lc.github.merge_state(lc.repo, number)
+    return state.mergeable, state.mergeable_state
+
+
+def _rows(lc: Lifecycle, task_id: int) -> list[BaseUpdate]:
+    return list(
+        lc.ctx.db.call(
+            lambda s: (
+                s.query(BaseUpdate)
+                .filter(BaseUpdate.task_id == task_id)
+                .order_by(BaseUpdate.id)
+                .all()
+            )
+        )
+    )
+
+
+async def _stops(lc: Lifecycle, number: int) -> list[str]:
+    return [c["body"] for c in await lc.comments(number) if MARKER in c["body"]]
+
+
+def _intake(lc: Lifecycle, update_runs: int = 1) -> BaseUpdates:
+    return BaseUpdates(
+        db=lc.api.services.db, github=lc.github, queue=lc.queue, update_runs=update_runs
+    )
+
+
+async def test_a_conflicting_merge_into_main_gets_one_update_run_and_the_pull_request_merges_again(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "PROMPT.md")  # the echo runtime's file
+    task = lc.task(issue)
+    assert task.state == TaskState.RUNNING and len(lc.queued_jobs()) == 1
+    (row,) = _rows(lc, task.id)
+    assert (row.verdict, row.state, row.run_number, row.base_ref) == ("update", "queued", 1, "main")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, task.last_error
+    assert await _mergeable(lc, number) == (True, "clean")
+    (row,) = _rows(lc, task.id)
+    head = (await lc.github.merge_state(lc.repo, number)).head.sha
+    assert (row.state, row.result_sha, row.conflicts) == ("pushed", head, ["PROMPT.md"])
+    branch = task.branch or f"steelframe/issue-{issue}"
+    prompt = lc.branch_file("PROMPT.md", branch)  # what the agent was told (echo)
+    assert prompt is not None and "<merge-conflicts>" in prompt and '"PROMPT.md"' in prompt
+    assert re.search(r"^<{7} ", prompt, re.MULTILINE) is None  # no conflict left
+    assert await _stops(lc, number) == []
+    # Now the person's merge of the pull request goes through.
+    merged = await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
+    assert merged["merged"] is True
+
+
+async def test_the_merge_webhook_redelivered_and_read_again_is_one_update_run(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "PROMPT.md")
+    task = lc.task(issue)
+    await send_again(lc, "pull_request", "closed", times=2)
+    # Running now, so no longer among the delivered tasks a base move reads; read anyway
+    # (a delivery that read the task just before the claim), the pair is claimed.
+    assert await _intake(lc).on_base_moved(lc.repo, "main") == []
+    again = await _intake(lc).check(task)
+    assert (again.verdict, again.task_id) == ("already handled", task.id)
+    assert len(lc.queued_jobs()) == 1 and len(_rows(lc, task.id)) == 1
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+    await send_again(lc, "pull_request", "closed")  # after the run: the pair is settled
+    assert lc.queued_jobs() == [] and len(_rows(lc, task.id)) == 1
+    assert await _mergeable(lc, number) == (True, "clean")
+
+
+async def test_an_update_run_that_leaves_the_conflicts_asks_a_person_with_one_comment(
+    make: Make,
+) -> None:
+    lc = await make(coding_command=command("merge_idle"))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "CHANGE.md")
+    before = (await lc.github.merge_state(lc.repo, number)).head.sha
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO
+    assert task.question is not None and "conflict markers are left in CHANGE.md" in task.question
+    assert "steelframe:needs_human" in await lc.labels(issue)
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.result_sha) == ("unresolved", None)
+    assert (await lc.github.merge_state(lc.repo, number)).head.sha == before  # nothing pushed
+    (stop,) = await _stops(lc, number)
+    assert "merge conflicts with `main`" in stop and "CHANGE.md" in stop
+    await send_again(lc, "pull_request", "closed", times=2)
+    await _intake(lc).check(task)  # read again by hand, as the reconciler would
+    assert len(await _stops(lc, number)) == 1 and lc.queued_jobs() == []
+    assert await _mergeable(lc, number) == (False, "dirty")
+
+
+async def test_past_the_bound_a_person_is_asked_at_once_without_a_run(make: Make) -> None:
+    lc = await make(coding_command=command("echo"), base_update_runs=0)
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "PROMPT.md")
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO and lc.queued_jobs() == []
+    (stop,) = await _stops(lc, number)
+    assert "STEELFRAME_BASE_UPDATE_RUNS=0" in stop
+    await send_again(lc, "pull_request", "closed")
+    assert len(await _stops(lc, number)) == 1
+
+
+async def test_the_reconciler_finds_a_conflict_no_webhook_reported(make: Make) -> None:
+    """main moved by a push the service never heard of: the first pass finds GitHub still
+    computing the mergeability, the next one starts the update run."""
+    lc = await make(coding_command=command("echo"))
+    issue, _ = await delivered_pull(lc)
+    branch_with_file(_git_path(lc), "main", "PROMPT.md", "Pushed straight to main.\n")
+    first = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert first.conflicts == [] and lc.task(issue).state == TaskState.DELIVERED
+    second = await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    task = lc.task(issue)
+    assert second.conflicts == [task.id] and task.state == TaskState.RUNNING
+    await lc.work()
+    assert lc.task(issue).state == TaskState.DELIVERED
+
+
+async def test_a_push_to_the_base_is_read_as_a_base_move(make: Make) -> None:
+    """The `push` handler (the sandbox sends no push webhooks: the handler is called with
+    what GitHub's push payload holds for it)."""
+    lc = await make(coding_command=command("echo"))
+    issue, _ = await delivered_pull(lc)
+    branch_with_file(_git_path(lc), "main", "PROMPT.md", "Pushed straight to main.\n")
+    ctx = lc.api.raw.app[WEBHOOKS].processor.ctx
+    data = {"ref": "refs/heads/main", "deleted": False, "repository": {"full_name": lc.repo}}
+    await on_base_pushed(Event(data, event="push", delivery_id="push-1"), ctx)
+    assert lc.task(issue).state == TaskState.RUNNING and len(lc.queued_jobs()) == 1
+    tag = {**data, "ref": "refs/tags/v1"}
+    await on_base_pushed(Event(tag, event="push", delivery_id="push-2"), ctx)
+    assert len(lc.queued_jobs()) == 1
