@@ -188,3 +188,12 @@ async def test_a_push_to_the_base_is_read_as_a_base_move(make: Make) -> None:
     tag = {**data, "ref": "refs/tags/v1"}
     await on_base_pushed(Event(tag, event="push", delivery_id="push-2"), ctx)
     assert len(lc.queued_jobs()) == 1
+
+
+async def test_one_merge_into_main_reads_every_delivered_pull_request_into_it(make: Make) -> None:
+    lc = await make(coding_command=command("echo"))
+    first, _ = await delivered_pull(lc, "Make the widget blue")
+    second, _ = await delivered_pull(lc, "Make the gadget green")
+    await _merge_conflicting_change(lc, "PROMPT.md")
+    assert [lc.task(i).state for i in (first, second)] == [TaskState.RUNNING] * 2
+    assert len(lc.queued_jobs()) == 2

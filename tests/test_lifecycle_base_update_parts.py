@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bot.lifecycle.base_comment import shown_ref
+from bot.lifecycle.base_intake import window
 from bot.lifecycle.base_prompt import update_prompt
 from bot.lifecycle.base_run import markers_left
 
@@ -35,3 +36,11 @@ def test_markers_left_finds_each_kind_of_conflict_line(tmp_path: Path) -> None:
 def test_a_branch_name_is_shown_with_plain_characters_only() -> None:
     assert shown_ref("release/1.2_x-y") == "release/1.2_x-y"
     assert shown_ref("a`b<img src=x>@{1}") == "a?b?img?src?x???1?"
+
+
+def test_the_reconcilers_window_reads_every_task_in_turn() -> None:
+    tasks = list(range(7))
+    seen = [window(tasks, turn, 3) for turn in range(3)]
+    assert seen == [[0, 1, 2], [3, 4, 5], [6, 0, 1]]
+    assert {t for part in seen for t in part} == set(tasks)
+    assert window([1, 2], 5, 3) == [1, 2]  # fewer than a window: all, every pass

@@ -28,7 +28,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol, cast
+from typing import Protocol, TypeVar, cast
 
 import redis
 from sqlalchemy.exc import IntegrityError
@@ -48,9 +48,16 @@ from bot.lifecycle.states import IllegalTransition
 from bot.lifecycle.transition import publish
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 # Seconds between reads of a mergeability GitHub has not computed yet (its background job
 # usually answers within seconds); then the delivery is retried later.
 DEFAULT_BACKOFF = (1.0, 2.0, 4.0)
+# Pull requests a base move reads at once (each read is a GitHub request, and may wait).
+MAX_READS_AT_ONCE = 8
+# Delivered tasks the reconciler's pass reads (it runs every lease period, a minute by
+# default: 20 a minute stays far below an installation's 5,000 requests an hour); the
+# window moves on with each pass, so every task is read in turn.
+RECONCILE_WINDOW = 20
 CONFLICT = "dirty"  # GitHub's mergeable_state of a pull request whose test merge conflicts
 
 
@@ -108,16 +115,22 @@ class BaseUpdates:
         read, and a conflicting one handled. Every task is tried; the first unknown
         mergeability is raised after the others were (the delivery is retried)."""
         found = await self.db.run(base_store.delivered_with_pulls, repo)
-        outcomes: list[UpdateOutcome] = []
-        unknown: MergeStateUnknown | None = None
-        for task in found:
-            try:
-                outcomes.append(await self.check(task, base_ref=base_ref))
-            except MergeStateUnknown as exc:
-                unknown = unknown or exc
-        if unknown is not None:
-            raise unknown
-        return outcomes
+        # Read side by side: each read may wait out GitHub's backoff, and one wait per
+        # delivery is enough, not one per task.
+        limit = asyncio.Semaphore(MAX_READS_AT_ONCE)
+
+        async def read(task: Task) -> UpdateOutcome | MergeStateUnknown:
+            async with limit:
+                try:
+                    return await self.check(task, base_ref=base_ref)
+                except MergeStateUnknown as exc:
+                    return exc
+
+        read_all = await asyncio.gather(*(read(task) for task in found))
+        unknown = [r for r in read_all if isinstance(r, MergeStateUnknown)]
+        if unknown:
+            raise unknown[0]
+        return [r for r in read_all if isinstance(r, UpdateOutcome)]
 
     async def check(self, task: Task, *, base_ref: str | None = None) -> UpdateOutcome:
         outcome = await self._handle(task, base_ref)
@@ -251,9 +264,10 @@ class BaseUpdates:
 async def reconcile_bases(
     ctx: LifecycleContext, github: GitHubApi, queue: LifecycleQueue
 ) -> list[UpdateOutcome]:
-    """The reconciler's pass: every delivered task's pull request read as a base move would
-    read it, for a `push` or merge webhook that never came (or whose retries ran out). It
-    does not wait for GitHub's mergeability: one not computed yet is read by the next pass."""
+    """The reconciler's pass: delivered tasks' pull requests read as a base move would read
+    them, for a `push` or merge webhook that never came (or whose retries ran out), at most
+    `RECONCILE_WINDOW` a pass, in turn. It does not wait for GitHub's mergeability: one not
+    computed yet is read when its turn comes again."""
     updates = BaseUpdates(
         db=ctx.db,
         # The App's client: it serves every call the lifecycle makes.
@@ -264,7 +278,9 @@ async def reconcile_bases(
         backoff=(),
     )
     outcomes = []
-    for task in await ctx.db.run(base_store.delivered_with_pulls):
+    delivered = await ctx.db.run(base_store.delivered_with_pulls)
+    turn = int(ctx.clock().timestamp() // max(ctx.policy.lease_seconds, 1.0))
+    for task in window(delivered, turn, RECONCILE_WINDOW):
         try:
             outcomes.append(await updates.check(task))
         except MergeStateUnknown:
@@ -272,3 +288,12 @@ async def reconcile_bases(
         except Exception as exc:  # one pull request unreadable: the others are still read
             log.warning("lifecycle: task %s: base not checked: %s", task.id, exc)
     return outcomes
+
+
+def window(items: list[T], turn: int, size: int) -> list[T]:
+    """The `turn`th window of `size` items, wrapping around: consecutive turns cover every
+    item (all of them when there are no more than `size`)."""
+    if len(items) <= size:
+        return list(items)
+    start = (turn * size) % len(items)
+    return (items + items)[start : start + size]
