@@ -3,7 +3,7 @@ merged into main touching the same file; the merge's webhook (or the reconciler'
 starts one update run, which merges main into the branch with the conflicts resolved by
 the agent, and the pull request merges again; redeliveries change nothing; a run that
 cannot resolve them asks a person with one comment. Real RQ workers, the GitHub sandbox
-(its mergeability is a real test merge), SQLite."""
+(its mergeability is a real test merge), SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -80,9 +80,9 @@ def _intake(lc: Lifecycle, update_runs: int = 1) -> BaseUpdates:
 
 
 async def test_a_conflicting_merge_into_main_gets_one_update_run_and_the_pull_request_merges_again(
-    make: Make,
+    make: Make, any_db_url: str
 ) -> None:
-    lc = await make(coding_command=command("echo"))
+    lc = await make(coding_command=command("echo"), database_url=any_db_url)
     issue, number = await delivered_pull(lc)
     await _merge_conflicting_change(lc, "PROMPT.md")  # the echo runtime's file
     task = lc.task(issue)
@@ -176,8 +176,8 @@ async def test_the_reconciler_finds_a_conflict_no_webhook_reported(make: Make) -
 
 
 async def test_a_push_to_the_base_is_read_as_a_base_move(make: Make) -> None:
-    """The `push` handler (the sandbox sends no push webhooks: the handler is called with
-    what GitHub's push payload holds for it)."""
+    """The `push` handler, redelivered (the sandbox sends no push webhooks: the handler is
+    called with what GitHub's push payload holds for it)."""
     lc = await make(coding_command=command("echo"))
     issue, _ = await delivered_pull(lc)
     branch_with_file(_git_path(lc), "main", "PROMPT.md", "Pushed straight to main.\n")
@@ -185,6 +185,8 @@ async def test_a_push_to_the_base_is_read_as_a_base_move(make: Make) -> None:
     data = {"ref": "refs/heads/main", "deleted": False, "repository": {"full_name": lc.repo}}
     await on_base_pushed(Event(data, event="push", delivery_id="push-1"), ctx)
     assert lc.task(issue).state == TaskState.RUNNING and len(lc.queued_jobs()) == 1
+    await on_base_pushed(Event(data, event="push", delivery_id="push-1-again"), ctx)
+    assert len(lc.queued_jobs()) == 1 and len(_rows(lc, lc.task(issue).id)) == 1
     tag = {**data, "ref": "refs/tags/v1"}
     await on_base_pushed(Event(tag, event="push", delivery_id="push-2"), ctx)
     assert len(lc.queued_jobs()) == 1
