@@ -18,6 +18,12 @@ from http_edge.throttle import AuthThrottle, RedisStore, scopes_for
 
 OPERATOR_ID = web.RequestKey("operator_id", int)
 OPERATOR_NAME = web.RequestKey("operator_name", str)
+# The check that let the request in, to make again (fresh, not from a cache): a long-lived
+# response (the events stream) asks it now and then, so a revoked token or an ended
+# browser sign-in stops it too (operator_api/events_routes.py). Unauthorized: it no longer
+# opens the API.
+Recheck = Callable[[], Awaitable[tuple[int, str]]]
+RECHECK: web.RequestKey[Recheck] = web.RequestKey("credential_recheck")
 AUTH_THROTTLE = web.AppKey("auth_throttle", AuthThrottle)
 _T = TypeVar("_T")
 

@@ -15,7 +15,7 @@ from aiohttp import web
 from bot.web_sessions import identify
 from http_edge.answers import answered, awaiting_answer
 from http_edge.cookies import SAFE_METHODS, SESSION_COOKIE, require_csrf
-from http_edge.credentials import OPERATOR_ID, OPERATOR_NAME, bearer_token, checked
+from http_edge.credentials import OPERATOR_ID, OPERATOR_NAME, RECHECK, bearer_token, checked
 from http_edge.errors import Handler
 from operator_api.deps import OPERATOR_API
 
@@ -34,11 +34,13 @@ async def auth_middleware(request: web.Request, handler: Handler) -> web.StreamR
             request[OPERATOR_ID], request[OPERATOR_NAME] = await checked(
                 request, cookie, lambda: cookie_operator(request, cookie)
             )
+            request[RECHECK] = lambda: cookie_operator(request, cookie)  # never cached
             return await handler(request)
         token = bearer_token(request)
         tokens = request.app[OPERATOR_API].tokens
         identity = await checked(request, token, lambda: tokens.operator(token))
         request[OPERATOR_ID], request[OPERATOR_NAME] = identity
+        request[RECHECK] = lambda: tokens.operator(token, fresh=True)
         return await handler(request)
     finally:
         answered(request)  # a no-op once its answer has started (on_response_prepare)

@@ -4,18 +4,25 @@ Once the headers are sent, a failure can no longer be a JSON error: a log that c
 (Redis failed) ends the stream, with one line in the log. The contract has no error frame;
 an ended stream is what a browser's EventSource and the TUI re-open by themselves, with
 Last-Event-ID, so they miss nothing. Before the headers the same failure is a 503.
+
+The credential that opened a stream is checked again every other heartbeat, fresh from the
+database: a token revoked or rotated (`steelframe operator revoke|rotate`) or a browser
+signed out ends the stream within about two heartbeats, and the client's re-open is then
+refused with the 401 any request gets, which says why.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import msgspec
 from aiohttp import web
+from sqlalchemy.exc import SQLAlchemyError
 
-from bot.errors import Unavailable
+from bot.errors import Unauthorized, Unavailable
 from bot.events import Event
-from http_edge.credentials import OPERATOR_ID
+from http_edge.credentials import OPERATOR_ID, RECHECK, Recheck
 from http_edge.request_ids import REQUEST_ID
 from operator_api.deps import OPERATOR_API
 from operator_api.open_streams import OPEN_STREAMS
@@ -57,11 +64,13 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
     response = sse_response(request)
     if not await start_stream(request, response):
         return response  # a HEAD: headers only, and no subscription
-    events = api.events.stream(
-        operator_id, after=position, heartbeat=api.settings.heartbeat_seconds
-    )
+    heartbeat = api.settings.heartbeat_seconds
+    events = api.events.stream(operator_id, after=position, heartbeat=heartbeat)
+    recheck = request[RECHECK]
 
     async def write_events() -> None:
+        loop = asyncio.get_running_loop()
+        checked_at = loop.time()
         try:
             if after is None:
                 # Where "now" is, as an `id:` line without data: a browser's EventSource
@@ -69,6 +78,10 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
                 # event re-opens from here instead of from a later "now".
                 await response.write(b"id: %d\n\n" % position)
             async for event in events:
+                if event is None and loop.time() - checked_at >= 2 * heartbeat:
+                    checked_at = loop.time()
+                    if not await _still_let_in(recheck, request):
+                        return  # ended: the client's re-open gets its 401
                 await response.write(PING if event is None else encode_event(event))
         finally:
             await events.aclose()
@@ -96,3 +109,22 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
             request[REQUEST_ID],
         )
     return response
+
+
+async def _still_let_in(recheck: Recheck, request: web.Request) -> bool:
+    """Whether the stream's credential still opens the API. A database that cannot say now
+    keeps the stream (its next check asks again): only a refusal ends it."""
+    try:
+        await recheck()
+    except Unauthorized as exc:
+        log.info(
+            "%s %s: events stream ended, its credential no longer opens the API (%s) [%s]",
+            request.method,
+            request.path,
+            exc,
+            request[REQUEST_ID],
+        )
+        return False
+    except (SQLAlchemyError, Unavailable) as exc:
+        log.debug("events stream: its credential could not be checked now (%s)", exc)
+    return True

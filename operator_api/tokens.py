@@ -22,14 +22,16 @@ class TokenCache:
         self._entries: dict[str, tuple[float, int, str]] = {}
         self._lookups = GroupRead(db, identities)
 
-    async def operator(self, token: str) -> tuple[int, str]:
-        """The token's operator, or Unauthorized."""
+    async def operator(self, token: str, *, fresh: bool = False) -> tuple[int, str]:
+        """The token's operator, or Unauthorized; `fresh`: asked of the database even when
+        remembered (a long-lived stream's check again), and forgotten here if it fails."""
         digest = hash_token(token)
-        cached = self.get(digest)
+        cached = None if fresh else self.get(digest)
         if cached is not None:
             return cached
         identity = await self._lookups.get(digest)
         if identity is None:
+            self._entries.pop(digest, None)
             raise Unauthorized("invalid bearer token")
         self.put(digest, identity.id, identity.name)
         return identity.id, identity.name

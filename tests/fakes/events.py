@@ -55,6 +55,15 @@ class EventsFeed:
                 self._changed.clear()
                 await self._changed.wait()
 
+    @property
+    def ended(self) -> bool:
+        return self._task.done()
+
+    async def wait_ended(self, *, within: float = PATIENCE_SECONDS) -> None:
+        """Until the service ends the stream (its reader reaches the body's end)."""
+        async with asyncio.timeout(within):
+            await asyncio.shield(self._task)
+
     def of_type(self, type_: str) -> list[Frame]:
         return [frame for frame in self.frames if frame.get("type") == type_]
 
