@@ -5,10 +5,12 @@ Once the headers are sent, a failure can no longer be a JSON error: a log that c
 an ended stream is what a browser's EventSource and the TUI re-open by themselves, with
 Last-Event-ID, so they miss nothing. Before the headers the same failure is a 503.
 
-The credential that opened a stream is checked again every other heartbeat, fresh from the
-database: a token revoked or rotated (`steelframe operator revoke|rotate`) or a browser
-signed out ends the stream within about two heartbeats, and the client's re-open is then
-refused with the 401 any request gets, which says why.
+The credential that opened a stream is checked again, fresh from the database, before the
+first event or heartbeat written once two heartbeats have passed since the last check (busy
+or quiet, a stream writes one at least every heartbeat): a token revoked or rotated
+(`steelframe operator revoke|rotate`) or a browser signed out ends the stream within about
+two heartbeats, and the client's re-open is then refused with the 401 any request gets,
+which says why.
 """
 
 from __future__ import annotations
@@ -78,7 +80,9 @@ async def operator_events(request: web.Request) -> web.StreamResponse:
                 # event re-opens from here instead of from a later "now".
                 await response.write(b"id: %d\n\n" % position)
             async for event in events:
-                if event is None and loop.time() - checked_at >= 2 * heartbeat:
+                # By the clock, not on a heartbeat: events coming faster than the
+                # heartbeat leave none, and the credential is checked all the same.
+                if loop.time() - checked_at >= 2 * heartbeat:
                     checked_at = loop.time()
                     if not await _still_let_in(recheck, request):
                         return  # ended: the client's re-open gets its 401

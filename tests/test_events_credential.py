@@ -5,14 +5,26 @@ runs on through the checks (operator_api/events_routes.py)."""
 
 from __future__ import annotations
 
+import asyncio
+
 from sqlalchemy import select
 
+from bot.events.publisher import SessionChange
 from bot.models import Operator
 from bot.operators import hash_token, revoke_token
 from bot.web_sessions import sign_in, sign_out
 from http_edge.cookies import SESSION_COOKIE
 from tests.conftest import ApiClient
 from tests.fakes.events import EVENTS, EventsFeed
+
+
+def _operator(api: ApiClient) -> int:
+    digest = hash_token(api.token)
+    found = api.services.db.call(
+        lambda s: s.scalar(select(Operator.id).where(Operator.token_hash == digest))
+    )
+    assert found is not None
+    return int(found)
 
 
 def _name(api: ApiClient) -> str:
@@ -51,3 +63,28 @@ async def test_a_browsers_stream_ends_when_its_sign_in_does(api: ApiClient) -> N
     reopened = await api.raw.get(EVENTS, cookies=cookies)
     assert reopened.status == 401, await reopened.text()
     await feed.close()
+
+
+async def test_a_revoked_tokens_stream_ends_while_events_keep_it_busy(api: ApiClient) -> None:
+    """Events coming faster than the heartbeat leave no heartbeat to check at: the check
+    is made by the clock, whatever the stream writes next."""
+    operator_id = _operator(api)
+    events = api.services.events
+    heartbeat = api.services.settings.heartbeat_seconds
+
+    async def busy() -> None:
+        while True:  # an event every quarter heartbeat: never a heartbeat's silence
+            await asyncio.to_thread(
+                events.session_changed, operator_id, "s-1", SessionChange.UPDATED
+            )
+            await asyncio.sleep(heartbeat / 4)
+
+    feed = await EventsFeed.open(api)
+    publishing = asyncio.create_task(busy())
+    try:
+        await feed.wait_for(lambda frame: frame.get("type") == "session")
+        api.services.db.call(revoke_token, _name(api))
+        await feed.wait_ended()
+    finally:
+        publishing.cancel()
+        await feed.close()
