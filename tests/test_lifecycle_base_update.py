@@ -199,3 +199,23 @@ async def test_one_merge_into_main_reads_every_delivered_pull_request_into_it(ma
     await _merge_conflicting_change(lc, "PROMPT.md")
     assert [lc.task(i).state for i in (first, second)] == [TaskState.RUNNING] * 2
     assert len(lc.queued_jobs()) == 2
+
+
+async def test_a_conflicted_file_whose_name_git_quotes_is_still_checked_for_markers(
+    make: Make,
+) -> None:
+    """git quotes a name with a non-ASCII character in its usual output ("CHANG\\303\\211.md"):
+    read that way, the conflicted file was not found, taken for deleted (a resolution), and
+    its conflict markers were pushed."""
+    name = "CHANGÉ.md"
+    lc = await make(coding_command=command("merge_idle", name))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, name)
+    before = (await lc.github.merge_state(lc.repo, number)).head.sha
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO, task.last_error
+    assert task.question is not None and f"conflict markers are left in {name}" in task.question
+    assert (await lc.github.merge_state(lc.repo, number)).head.sha == before  # nothing pushed
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.conflicts) == ("unresolved", [name])

@@ -44,3 +44,14 @@ def test_the_reconcilers_window_reads_every_task_in_turn() -> None:
     assert seen == [[0, 1, 2], [3, 4, 5], [6, 0, 1]]
     assert {t for part in seen for t in part} == set(tasks)
     assert window([1, 2], 5, 3) == [1, 2]  # fewer than a window: all, every pass
+
+
+def test_markers_left_counts_what_it_cannot_read_in_the_tree_as_left(tmp_path: Path) -> None:
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    (outside / "a.py").write_text("resolved\n")
+    (tree / "src").symlink_to(outside)  # the agent swapped a folder for a link out
+    (tree / "ok.py").write_text("resolved\n")
+    files = ["src/a.py", "src/gone.py", "na\ufffdme.py", "ok.py"]
+    assert markers_left(tree, files) == ["src/a.py", "src/gone.py", "na\ufffdme.py"]

@@ -120,8 +120,16 @@ async def _begin_merge(tree: worktree.Worktree, base_ref: str) -> Merge:
     )
     if not await _merging(tree):
         raise worktree.WorktreeError(f"git could not begin merging {base[:12]}")
-    unmerged = await worktree.tree_git(tree, "diff", "--name-only", "--diff-filter=U")
-    return Merge(base_ref, base, [line for line in unmerged.splitlines() if line])
+    return Merge(base_ref, base, await _unmerged(tree))
+
+
+async def _unmerged(tree: worktree.Worktree) -> list[str]:
+    """The index's conflicted paths, each verbatim: `-z` (git's usual output quotes a name
+    with an unusual character, which then names no file and would pass for deleted), one
+    entry "<mode> <sha> <stage>\t<path>" per stage, so no name starts the output."""
+    listed = await worktree.tree_git(tree, "ls-files", "-z", "--unmerged")
+    paths = [entry.split("\t", 1)[1] for entry in listed.split("\0") if "\t" in entry]
+    return list(dict.fromkeys(paths))
 
 
 async def _merging(tree: worktree.Worktree) -> bool:
@@ -138,17 +146,20 @@ async def _abort(tree: worktree.Worktree) -> None:
 
 def markers_left(root: Path, files: list[str]) -> list[str]:
     """The conflicted files that still hold a conflict marker (or cannot be read as a
-    file of the tree: a link, or too large to scan)."""
-    left = []
-    for name in files:
-        path = root / name
-        if not path.exists() and not path.is_symlink():
-            continue  # deleted: a resolution
-        if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SCANNED:
-            left.append(name)
-        elif _MARKER.search(path.read_bytes()):
-            left.append(name)
-    return left
+    file of the tree: a link, in a folder linked out of it, a name not UTF-8, which git's
+    output no longer spells, or too large to scan)."""
+    return [name for name in files if _left(root.resolve(), name)]
+
+
+def _left(inside: Path, name: str) -> bool:
+    path = inside / name
+    if "\ufffd" in name or not path.parent.resolve().is_relative_to(inside):
+        return True
+    if not path.exists() and not path.is_symlink():
+        return False  # deleted: a resolution
+    if path.is_symlink() or not path.is_file() or path.stat().st_size > MAX_SCANNED:
+        return True
+    return _MARKER.search(path.read_bytes()) is not None
 
 
 async def _conclude_merge(run: Run, tree: worktree.Worktree, merge: Merge) -> str:
