@@ -9,18 +9,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from redis.exceptions import RedisError
+
 SCAN_COUNT = 500
+# Tries of one rewrite whose stream keeps changing under it (another rewrite each time).
+REWRITE_TRIES = 10
 # The stream written again with the entries given replaced, in one step (a reader never
 # finds it half written or gone), keeping its ids and what is left of its expiry; entries
-# added since they were read stay as they are. A stream gone or without an expiry (not
-# one of ours) is left. KEYS[1]: the stream; ARGV: id, frame, id, frame, ...
+# added since they were read stay as they are. Only if each entry to replace still holds
+# what it held when read (-1 otherwise, nothing written): another rewrite (a forget of
+# other words, on another instance) that wrote between this one's read and its write would
+# otherwise get its words put back. A stream gone or without an expiry (not one of ours)
+# is left. KEYS[1]: the stream; ARGV: id, frame as read, new frame, id, ...
 _REWRITE = """
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl <= 0 then return 0 end
 local entries = redis.call('XRANGE', KEYS[1], '-', '+')
 if #entries == 0 then return 0 end
-local new = {}
-for i = 1, #ARGV, 2 do new[ARGV[i]] = ARGV[i + 1] end
+local was, new = {}, {}
+for i = 1, #ARGV, 3 do
+  was[ARGV[i]] = ARGV[i + 1]
+  new[ARGV[i]] = ARGV[i + 2]
+end
+for _, entry in ipairs(entries) do
+  if was[entry[1]] ~= nil and was[entry[1]] ~= entry[2][2] then return -1 end
+end
 redis.call('DEL', KEYS[1])
 for _, entry in ipairs(entries) do
   redis.call('XADD', KEYS[1], entry[1], 'f', new[entry[1]] or entry[2][2])
@@ -28,6 +41,11 @@ end
 redis.call('PEXPIRE', KEYS[1], ttl)
 return #entries
 """
+
+
+class RewriteContended(RedisError):
+    """The stream changed under each of REWRITE_TRIES rewrites: not written (a Redis
+    failure to its callers, which log it)."""
 
 
 async def first_frames(redis: Any, prefix: str) -> list[tuple[str, bytes]]:
@@ -45,15 +63,18 @@ async def first_frames(redis: Any, prefix: str) -> list[tuple[str, bytes]]:
 async def rewrite_stream(
     redis: Any, stream: str, change: Callable[[list[bytes]], list[bytes | None]]
 ) -> bool:
-    """The stream's frames as `change` gives them back (None: left as it is). Whether any
+    """The stream's frames as `change` gives them back (None: left as it is), `change`
+    asked again of what the stream holds then if another rewrite wrote first. Whether any
     changed."""
-    entries = await redis.xrange(stream)
-    after = change([fields[b"f"] for _, fields in entries])
-    changed: list[bytes] = []
-    for (entry_id, _), data in zip(entries, after, strict=True):
-        if data is not None:
-            changed += [entry_id, data]
-    if not changed:
-        return False
-    await redis.eval(_REWRITE, 1, stream, *changed)
-    return True
+    for _ in range(REWRITE_TRIES):
+        entries = await redis.xrange(stream)
+        after = change([fields[b"f"] for _, fields in entries])
+        changed: list[bytes] = []
+        for (entry_id, fields), data in zip(entries, after, strict=True):
+            if data is not None:
+                changed += [entry_id, fields[b"f"], data]
+        if not changed:
+            return False
+        if await redis.eval(_REWRITE, 1, stream, *changed) != -1:
+            return True
+    raise RewriteContended(f"{stream} changed under {REWRITE_TRIES} rewrites")
