@@ -219,3 +219,35 @@ async def test_a_conflicted_file_whose_name_git_quotes_is_still_checked_for_mark
     assert (await lc.github.merge_state(lc.repo, number)).head.sha == before  # nothing pushed
     (row,) = _rows(lc, task.id)
     assert (row.state, row.conflicts) == ("unresolved", [name])
+
+
+class _Counted:
+    """The App's client, counting the pull request reads a base move makes."""
+
+    def __init__(self, github: Any) -> None:
+        self.github, self.reads = github, 0
+
+    async def merge_state(self, repo: str, number: int) -> Any:
+        self.reads += 1
+        return await self.github.merge_state(repo, number)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.github, name)
+
+
+async def test_a_push_to_a_branch_no_delivered_pull_request_targets_reads_none_of_them(
+    make: Make,
+) -> None:
+    """Every run's push to its own branch is a `push` too: reading each delivered task's
+    pull request for each of them would spend the installation's rate limit."""
+    lc = await make(coding_command=command("echo"))
+    issue, _ = await delivered_pull(lc)
+    counted = _Counted(lc.github)
+    updates = BaseUpdates(db=lc.api.services.db, github=counted, queue=lc.queue, update_runs=1)
+    branch_with_file(_git_path(lc), "feature-x", "PROMPT.md", "Elsewhere.\n")
+    assert await updates.on_base_moved(lc.repo, "feature-x") == []
+    assert counted.reads == 0
+    branch_with_file(_git_path(lc), "main", "PROMPT.md", "Pushed straight to main.\n")
+    (outcome,) = await updates.on_base_moved(lc.repo, "main")
+    assert outcome.verdict == "update run" and counted.reads > 0
+    assert lc.task(issue).state == TaskState.RUNNING

@@ -435,12 +435,15 @@ class GitHubClient(PullRequestCalls):
         return await self.get(repo, f"/pulls/{int(number)}", PullRequest)
 
     async def list_pulls(
-        self, repo: str, *, head: str | None = None, state: str = "open"
+        self, repo: str, *, head: str | None = None, state: str = "open", base: str | None = None
     ) -> list[PullRequest]:
-        """`head` is "owner:branch" as GitHub filters it; a bare branch gets the repo owner."""
+        """`head` is "owner:branch" as GitHub filters it; a bare branch gets the repo owner.
+        `base`: only pull requests into that branch."""
         params = {"state": state}
         if head is not None:
             params["head"] = head if ":" in head else f"{split_repo(repo)[0]}:{head}"
+        if base is not None:
+            params["base"] = base
         return await self.paginate(repo, "/pulls", PullRequest, params=params)
 
     async def collaborator_permission(self, repo: str, username: str) -> str:

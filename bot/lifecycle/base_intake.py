@@ -66,6 +66,10 @@ class BaseGitHub(GitHubApi, Protocol):
 
     async def merge_state(self, repo: str, number: int) -> MergeState: ...
 
+    async def list_pulls(
+        self, repo: str, *, head: str | None = None, state: str = "open", base: str | None = None
+    ) -> list[PullRequest]: ...
+
 
 class MergeStateUnknown(Exception):
     """GitHub has not computed the pull request's mergeability yet: the webhook processor
@@ -114,7 +118,7 @@ class BaseUpdates:
         """Branch `base_ref` of `repo` moved: each delivered task's pull request into it is
         read, and a conflicting one handled. Every task is tried; the first unknown
         mergeability is raised after the others were (the delivery is retried)."""
-        found = await self.db.run(base_store.delivered_with_pulls, repo)
+        found = await self._into(repo, base_ref)
         # Read side by side: each read may wait out GitHub's backoff, and one wait per
         # delivery is enough, not one per task.
         limit = asyncio.Semaphore(MAX_READS_AT_ONCE)
@@ -131,6 +135,16 @@ class BaseUpdates:
         if unknown:
             raise unknown[0]
         return [r for r in read_all if isinstance(r, UpdateOutcome)]
+
+    async def _into(self, repo: str, base_ref: str) -> list[Task]:
+        """The delivered tasks whose pull request is open into `base_ref`, found with one
+        listing: a push to any other branch (each run's push to its own branch is one)
+        reads none of them."""
+        delivered = await self.db.run(base_store.delivered_with_pulls, repo)
+        if not delivered or self.github is None:
+            return delivered
+        into = {pull.number for pull in await self.github.list_pulls(repo, base=base_ref)}
+        return [task for task in delivered if task.pr_number in into]
 
     async def check(self, task: Task, *, base_ref: str | None = None) -> UpdateOutcome:
         outcome = await self._handle(task, base_ref)
