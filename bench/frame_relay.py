@@ -1,4 +1,4 @@
-"""The chat frame relay's cost on the event loop (`bot/chat/frames.py`), beside the plain way
+"""The chat frame relay's cost on the event loop (`bot/chat/frame_outbox.py`), beside the plain way
 of writing the same frames in the same run: a pipeline per batch with XADD and PEXPIRE for
 each frame (what the relay sent before it wrote a batch with one script call).
 
@@ -18,14 +18,15 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from bot.chat.frames import MAX_FRAMES, PREFIX, NumberedFrame, RedisFrameRelay, _Outgoing
+from bot.chat.frame_outbox import FrameOutbox, _Outgoing
+from bot.chat.frames import MAX_FRAMES, PREFIX, NumberedFrame
 from bot.contracts.chat import DeltaFrame
 
 SIZES = (1, 4, 32, 1000)
 FRAME = DeltaFrame(text="a token or two", draft=1)
 
 
-class PipelinedRelay(RedisFrameRelay):
+class PipelinedOutbox(FrameOutbox):
     """The baseline: the same outbox and flusher, each batch written as pipelined commands."""
 
     async def _append(self, batch: list[_Outgoing], streams: list[str], texts: list[bytes]) -> None:
@@ -37,7 +38,7 @@ class PipelinedRelay(RedisFrameRelay):
             await pipe.execute()
 
 
-async def cpu_per_frame(relay: RedisFrameRelay, size: int, frames: int) -> float:
+async def cpu_per_frame(relay: FrameOutbox, size: int, frames: int) -> float:
     async def batch() -> None:
         await asyncio.gather(
             # numbered (and so encoded) per frame, as a turn does before it publishes
@@ -55,7 +56,7 @@ async def cpu_per_frame(relay: RedisFrameRelay, size: int, frames: int) -> float
 
 async def measure(redis_url: str, frames: int) -> list[tuple[int, float, float]]:
     rows = []
-    relay, pipelined = RedisFrameRelay(redis_url, linger=60), PipelinedRelay(redis_url, linger=60)
+    relay, pipelined = FrameOutbox(redis_url, linger=60), PipelinedOutbox(redis_url, linger=60)
     try:
         for size in SIZES:
             # Interleaved, best of three each: the machine's noise moves both alike.

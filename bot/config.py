@@ -132,7 +132,7 @@ class Settings(ModelSettings, CodingSettings):
     )
     # A chat turn's slot (bot/chat/coordination.py) lapses this long after its instance
     # last renewed it: a killed instance's turn frees its operator, and ends for readers
-    # re-attaching elsewhere, within about this (bot/chat/frames.py, OWNER_GONE_GRACE).
+    # re-attaching elsewhere, within about this (bot/chat/frame_reader.py, OWNER_GONE_GRACE).
     chat_turn_slot_ttl_seconds: float = setting(
         "STEELFRAME_CHAT_TURN_SLOT_TTL_SECONDS",
         parse_positive_float,

@@ -17,7 +17,7 @@ from bot.agents import sync_agents
 from bot.background import BackgroundTasks
 from bot.chat.coordination import LocalTurnLocks, RedisTurnLocks, TurnLocks
 from bot.chat.embeddings import EmbeddingsClient
-from bot.chat.frames import RedisFrameRelay
+from bot.chat.frame_relay import RedisFrameRelay
 from bot.chat.hybrid import HybridRanking
 from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry
 from bot.chat.intents import DraftOnlyPolicy, GitHubIntentPolicy, IntentPolicy

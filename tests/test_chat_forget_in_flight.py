@@ -19,7 +19,8 @@ import pytest
 import redis.asyncio as aioredis
 from sqlalchemy import select
 
-from bot.chat.frames import PREFIX, RedisFrameRelay
+from bot.chat.frame_relay import RedisFrameRelay
+from bot.chat.frames import PREFIX
 from bot.chat.open_turn_rows import OpenTurn
 from bot.chat.pending_forgets import PendingForget, current_epoch
 from bot.chat.turn import OWNER_GONE_REPLY

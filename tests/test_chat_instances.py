@@ -191,6 +191,6 @@ async def test_chat_keeps_answering_with_redis_down_and_says_so_once(
     assert len(outages) == 1, [r.getMessage() for r in caplog.records]
     assert "STEELFRAME_REDIS_URL" in outages[0].getMessage()
     # Neither the turn slot nor the frame relay complains per turn or per frame.
-    chat_parts = ("bot.chat.coordination", "bot.chat.frames")
+    chat_parts = ("bot.chat.coordination", "bot.chat.frame_outbox", "bot.chat.frame_reader")
     warnings = [r.getMessage() for r in caplog.records if r.name in chat_parts]
     assert len(warnings) <= 2, warnings

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from bot.chat.frames import PREFIX, NumberedFrame, RedisFrameRelay
+from bot.chat.frame_relay import RedisFrameRelay
+from bot.chat.frames import PREFIX, NumberedFrame
 from bot.contracts.chat import ChatResponse, DeltaFrame, DoneFrame, Frame, StatusFrame
 from steelframe.embedded_redis import start_embedded_redis
 

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from bot.chat.frames import Continuity, NumberedFrame, RedisFrameRelay
+from bot.chat.frame_relay import RedisFrameRelay
+from bot.chat.frames import Continuity, NumberedFrame
 from bot.contracts.chat import DeltaFrame, DoneFrame, StatusFrame, StatusReason
 from bot.runtimes.base import Delta
 from tests.conftest import frames_until, make_settings, read_sse
@@ -89,7 +90,7 @@ async def test_frames_published_while_redis_is_away_are_written_in_order_once_it
             replayed = await _replayed(relay, after=2)
         finally:
             await relay.close()
-    told = [r.getMessage() for r in caplog.records if r.name == "bot.chat.frames"]
+    told = [r.getMessage() for r in caplog.records if r.name == "bot.chat.frame_outbox"]
     assert _shown(replayed) == [
         (3, "DeltaFrame"),
         (4, "DeltaFrame"),

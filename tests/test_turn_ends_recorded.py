@@ -14,7 +14,8 @@ from typing import Any
 
 from bot.chat import pipeline as pipeline_module
 from bot.chat.coordination import RedisTurnLocks
-from bot.chat.frames import OWNER_GONE_TEXT, NumberedFrame, OrphanedTurn, RedisFrameRelay
+from bot.chat.frame_relay import RedisFrameRelay
+from bot.chat.frames import OWNER_GONE_TEXT, NumberedFrame, OrphanedTurn
 from bot.chat.inflight import TurnHandle
 from bot.chat.open_turn_rows import OpenTurn
 from bot.chat.turn import CUT_KIND, CUT_REPLY, OWNER_GONE_REPLY

@@ -14,7 +14,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from bot.chat.coordination import RedisTurnLocks
-from bot.chat.frames import OWNER_GONE_TEXT, PREFIX, NumberedFrame, RedisFrameRelay, _OwnerWatch
+from bot.chat.frame_reader import _OwnerWatch
+from bot.chat.frame_relay import RedisFrameRelay
+from bot.chat.frames import OWNER_GONE_TEXT, PREFIX, NumberedFrame
 from bot.contracts.chat import ErrorFrame, ErrorReason, StatusFrame
 from tests.fakes.patience import PATIENCE_SECONDS
 
@@ -151,7 +153,7 @@ async def test_the_end_of_a_gone_owner_is_not_appended_after_the_real_end(
         await relay.publish(OPERATOR, "turn-1", "session-1", done)  # no slot: released
         watch = _OwnerWatch("turn-1", f"{PREFIX}frames:turn-1", last_id=STARTED.id)
         watch.gone_since = asyncio.get_running_loop().time() - 3600  # long past the grace
-        assert not await relay._owner_gone(watch, seen_last)
+        assert not await relay._reader._owner_gone(watch, seen_last)
     finally:
         await relay.close()
     assert [frame.frame for frame in await _stored(admin, "turn-1")] == [

@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from bot.chat import frames as frames_module
-from bot.chat import inflight
-from bot.chat.frames import RedisFrameRelay
+from bot.chat import frame_outbox, inflight
+from bot.chat.frame_relay import RedisFrameRelay
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.turn import CUT_REPLY
 from bot.contracts.chat import ErrorFrame, ErrorReason
@@ -42,7 +41,7 @@ async def test_cutting_turns_on_a_silent_redis_and_database_ends_within_its_boun
     caplog: pytest.LogCaptureFixture,
     frame_written_within_the_bound: bool,
 ) -> None:
-    monkeypatch.setattr(frames_module, "WRITE_TIMEOUT", 0.5)
+    monkeypatch.setattr(frame_outbox, "WRITE_TIMEOUT", 0.5)
     monkeypatch.setattr(inflight, "CUT_RECORD_SECONDS", 0.2)
     # The frame's write gives up after 0.5 s: within a 5 s bound, past a 0.1 s one.
     monkeypatch.setattr(inflight, "CUT_SECONDS", 5.0 if frame_written_within_the_bound else 0.1)

@@ -51,7 +51,7 @@ CUT_RECORD_SECONDS = 3.0
 # frame's relay: all three within CUT_SECONDS).
 CUT_END_RECORD_SECONDS = 1.5
 # Cut turns end within this: the record, then the terminal frame's relay, whose write gives
-# up after bot.chat.frames.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
+# up after bot.chat.frame_outbox.WRITE_TIMEOUT (5 s) on a Redis that does not answer.
 CUT_SECONDS = 10.0
 
 
