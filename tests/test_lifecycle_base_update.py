@@ -251,3 +251,30 @@ async def test_a_push_to_a_branch_no_delivered_pull_request_targets_reads_none_o
     (outcome,) = await updates.on_base_moved(lc.repo, "main")
     assert outcome.verdict == "update run" and counted.reads > 0
     assert lc.task(issue).state == TaskState.RUNNING
+
+
+class _CommentsDown(_Counted):
+    """The App's client while GitHub refuses to create comments."""
+
+    async def create_comment(self, repo: str, number: int, body: str) -> Any:
+        raise RuntimeError("GitHub answered 502")
+
+
+async def test_a_stop_comment_github_refused_is_posted_by_the_reconciler(make: Make) -> None:
+    """The task waits for a person after the stop; no base move reads a task that is not
+    delivered, so only the reconciler's pass can post the comment that failed."""
+    lc = await make(coding_command=command("echo"), base_update_runs=0)
+    issue, number = await delivered_pull(lc)
+    down = _CommentsDown(lc.github)
+    updates = BaseUpdates(db=lc.api.services.db, github=down, queue=lc.queue, update_runs=0)
+    branch_with_file(_git_path(lc), "main", "PROMPT.md", "Pushed straight to main.\n")
+    await lc.github.merge_state(lc.repo, number)  # GitHub's mergeability computed
+    (outcome,) = await updates.on_base_moved(lc.repo, "main")
+    assert outcome.verdict == "needs human"
+    assert lc.task(issue).state == TaskState.WAITING_FOR_INFO and await _stops(lc, number) == []
+    for _ in range(2):
+        await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    (stop,) = await _stops(lc, number)
+    assert "STEELFRAME_BASE_UPDATE_RUNS=0" in stop
+    (row,) = _rows(lc, lc.task(issue).id)
+    assert row.comment_id is not None

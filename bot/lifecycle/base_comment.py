@@ -1,6 +1,7 @@
 """The one comment on a pull request whose conflict with its base Steelframe stopped
 working on (the bound was spent, or an update run could not resolve it): marked per
-(base, head) pair, posted once (looked up first: a redelivery or a retried run finds it).
+(base, head) pair, posted once (looked up first: a retry after a crash finds it; one
+GitHub refused is posted by the reconciler, bot.lifecycle.base_intake.comment_stop).
 
 Its text is the worker's own words, the base branch's name reduced to the characters a
 plain branch name has, and the row's reason, which is stored already made public

@@ -18,8 +18,9 @@ merge commit an update run pushed continues its chain; any other head starts a n
 
 Idempotent: the pair's row is the claim (unique per task, base and head), written in one
 transaction with the task's change; every other delivery (a redelivery, the reconciler,
-another push that left the same pair) finds it and only makes sure the comment, if one is
-due, is on the pull request.
+another push that left the same pair) finds it and changes nothing. A stop's comment
+GitHub refused is posted by the reconciler's pass (`comment_stop`): the task then waits
+for a person, and no base move reads a task that is not delivered.
 """
 
 from __future__ import annotations
@@ -272,7 +273,17 @@ class BaseUpdates:
 
     async def _comment(self, github: BaseGitHub, task: Task, row: BaseUpdate) -> None:
         if row.state in base_store.STOPS:
-            await post_stop(github, task.repo, row)
+            await comment_stop(self.db, github, task.repo, row)
+
+
+async def comment_stop(db: Database, github: GitHubApi, repo: str, row: BaseUpdate) -> None:
+    """The stop's comment on the pull request, unless GitHub has it already; its id kept
+    (not posted: the reconciler's pass tries again, `reconcile_bases`)."""
+    if row.comment_id is not None:
+        return
+    comment_id = await post_stop(github, repo, row)
+    if comment_id is not None:
+        await db.run(base_store.commented, row.id, comment_id)
 
 
 async def reconcile_bases(
@@ -301,6 +312,10 @@ async def reconcile_bases(
             continue
         except Exception as exc:  # one pull request unreadable: the others are still read
             log.warning("lifecycle: task %s: base not checked: %s", task.id, exc)
+    # Stops whose comment GitHub refused: their tasks wait for a person, which no base
+    # move (nor the window above) reads.
+    for repo, row in await ctx.db.run(base_store.uncommented_stops, RECONCILE_WINDOW):
+        await comment_stop(ctx.db, github, repo, row)
     return outcomes
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from bot.db import Base, JSONType
@@ -66,5 +66,7 @@ class BaseUpdate(Base):
     conflicts: Mapped[list[str]] = mapped_column(JSONType, default=list)
     # The merge commit the run pushed.
     result_sha: Mapped[str | None] = mapped_column(String(64), index=True)
+    # The stop's comment on the pull request, once GitHub has it (None: not yet, or no stop).
+    comment_id: Mapped[int | None] = mapped_column(BigInteger)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]

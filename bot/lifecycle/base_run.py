@@ -35,8 +35,8 @@ from sqlalchemy.orm import Session
 
 from bot.clock import Clock
 from bot.lifecycle import base_store, branch, repo_tests, steps, tasks, worktree
-from bot.lifecycle.base_comment import post_stop, shown_ref
-from bot.lifecycle.base_intake import needs_human_question
+from bot.lifecycle.base_comment import shown_ref
+from bot.lifecycle.base_intake import comment_stop, needs_human_question
 from bot.lifecycle.base_models import BaseUpdate, UpdateState
 from bot.lifecycle.base_prompt import update_prompt
 from bot.lifecycle.coding import CodingStatus
@@ -254,7 +254,7 @@ async def _unresolved(
     if decided.terminated_by is None:
         stopped = await run.ctx.db.run(base_store.row_at, row.task_id, row.base_sha, row.head_sha)
         if stopped is not None:
-            await post_stop(run.github, run.task.repo, stopped)
+            await comment_stop(run.ctx.db, run.github, run.task.repo, stopped)
         await publish(run.ctx.db, run.github, decided.moved, clock=run.ctx.clock)
     await steps.after_conclusion(run)
     if decided.terminated_by is not None:

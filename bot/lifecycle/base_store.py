@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock
@@ -69,6 +69,36 @@ def made_by_update(session: Session, task_id: int, sha: str) -> BaseUpdate | Non
     return session.scalar(
         select(BaseUpdate).where(BaseUpdate.task_id == task_id, BaseUpdate.result_sha == sha)
     )
+
+
+def commented(session: Session, row_id: int, comment_id: int) -> None:
+    row = session.get(BaseUpdate, row_id)
+    if row is not None:
+        row.comment_id = comment_id
+
+
+def uncommented_stops(session: Session, limit: int) -> list[tuple[str, BaseUpdate]]:
+    """(repository, row) of the stops whose comment GitHub has not taken yet, each the
+    latest row of a task still waiting for a person."""
+    latest = (
+        select(BaseUpdate.task_id, func.max(BaseUpdate.id).label("id"))
+        .group_by(BaseUpdate.task_id)
+        .subquery()
+    )
+    found = session.execute(
+        select(Task.repo, BaseUpdate)
+        .join(latest, latest.c.id == BaseUpdate.id)
+        .join(Task, Task.id == BaseUpdate.task_id)
+        .where(
+            BaseUpdate.state.in_(STOPS),
+            BaseUpdate.comment_id.is_(None),
+            BaseUpdate.generation == Task.generation,
+            Task.state == TaskState.WAITING_FOR_INFO,
+        )
+        .order_by(BaseUpdate.id)
+        .limit(limit)
+    )
+    return [(str(repo), row) for repo, row in found]
 
 
 def pending_update(session: Session, task_id: int, generation: int) -> BaseUpdate | None:
