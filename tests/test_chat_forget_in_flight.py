@@ -27,7 +27,7 @@ from bot.chat.turn import OWNER_GONE_REPLY
 from bot.clock import utcnow
 from bot.contracts.events import SessionFrame
 from bot.models import ChatSession, ChatTurn, Operator
-from bot.runtimes.base import RuntimeEvent, RuntimeRequest
+from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest
 from tests.conftest import ApiClient, make_settings, read_sse
 from tests.fakes.lifecycle import wait_for
 from tests.fakes.own_redis import OwnRedis
@@ -283,3 +283,53 @@ async def test_the_words_a_killed_turn_owed_go_at_another_instances_second_look(
     shown = await (await api.get(f"/api/operator/chat/session/{said['session']}")).json()
     noted = [(m["role"], m["content"]) for m in shown["messages"]][-2:]
     assert noted == [("user", "asked before the kill"), ("assistant", OWNER_GONE_REPLY)]
+
+
+@dataclass
+class FailingRuntime:
+    """Held at the model until `gate`; then it says the secret in pieces and fails (a turn
+    that ends without storing its messages)."""
+
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    held: asyncio.Event = field(default_factory=asyncio.Event)
+    name: str = "failing"
+    model: str = "failing-model"
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        self.held.set()
+        await self.gate.wait()
+        for event in reply(f"Noted: {SECRET}.", pieces=9):
+            if isinstance(event, Delta):  # the reply's pieces, and no end
+                yield event
+        raise RuntimeError("the model went away")
+
+
+async def test_a_turn_that_fails_after_the_forget_keeps_no_words_in_its_frames(
+    api_factory: Callable[..., Any], pg_url: str, redis_url: str, tmp_path: Path, redis: Any
+) -> None:
+    """Its frames streamed after the forget, said the words, and it stored nothing: its
+    frames here and relayed are read again without them (as a turn that stores does)."""
+    failing = FailingRuntime()
+    settings = make_settings(tmp_path, database_url=pg_url, redis_url=redis_url)
+    api: ApiClient = await api_factory(settings, runtimes=lambda agent: EchoRuntime())
+    elsewhere: ApiClient = await api_factory(settings, runtimes=lambda agent: failing)
+    await _say(api, "Hello.")  # the forget's session, on the first instance
+    theirs = elsewhere.as_operator(api.new_operator("other").token)
+    running = asyncio.create_task(theirs.post("/api/operator/chat", json={"message": "go on"}))
+    async with asyncio.timeout(PATIENCE_SECONDS):
+        await failing.held.wait()
+    [handle] = elsewhere.services.registry.handles()
+
+    await _say(api, f"forget that {SECRET}")
+    assert _pending(api) == [SECRET]  # the turn running elsewhere owes them
+    failing.gate.set()
+    failed = await running
+    assert failed.status >= 400, await failed.text()
+    assert handle.finished
+
+    held = [json.loads(numbered.data) for numbered in handle.frames]  # for a re-attach here
+    assert "hunter2" not in _deltas(held), held  # said across the pieces
+    relayed = [frame for _, frame in await _relayed(redis, handle.turn_id)]
+    assert relayed and relayed[-1]["type"] == "error", relayed
+    assert "hunter2" not in _deltas(relayed), relayed
+    assert _pending(api) == []  # let go as it ended

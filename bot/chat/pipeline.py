@@ -125,6 +125,7 @@ class TurnPipeline:
             registry=registry,
             locks=parts.locks,
             events=parts.events,
+            frame_forgets=self.frame_forgets,
             clock=clock,
         )
         self.joins = KeyJoins(db, parts.locks, registry)

@@ -15,11 +15,12 @@ from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
 from bot.chat.cut_notes import store_cut_note
 from bot.chat.forget_words import Words
+from bot.chat.forgotten_frames import FrameForgets
 from bot.chat.forgotten_keys import end_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.inflight import TurnHandle, TurnRegistry
 from bot.chat.left_turns import LeftTurn, note_killed_turn, note_left_turns, turns_left
-from bot.chat.pending_forgets import end_open, settle
+from bot.chat.pending_forgets import end_open, owed, settle
 from bot.chat.session_store import TurnSession
 from bot.chat.turn import CUT_REPLY
 from bot.chat.turn_keys import TurnEnd, record_end
@@ -39,17 +40,24 @@ LEFT_TURN_SWEEP_SECONDS = 60.0
 
 def _turn_ended(
     session: Session,
-    turn_id: str,
+    handle: TurnHandle,
     key: str | None,
     end: TurnEnd | None,
     *,
     failed: bool,
     clock: Clock,
-) -> None:
+) -> list[str]:
+    """The end recorded for the key; a turn that stored nothing let go, and the words of
+    the forgets it owed (raised while it ran, bot.chat.pending_forgets) returned: read
+    before its kept-open row goes, for its frames to leave out."""
+    owes = owed(session, handle.turn_id, handle.session_id) if failed else []
     if key is not None and end is not None:
-        record_end(session, key, turn_id, end, clock=clock)
+        for words in owes:
+            end = end_without(end, Words(words))
+        record_end(session, key, handle.turn_id, end, clock=clock)
     if failed:
-        end_open(session, turn_id)
+        end_open(session, handle.turn_id)
+    return owes
 
 
 class TurnEnds:
@@ -63,9 +71,11 @@ class TurnEnds:
         registry: TurnRegistry,
         locks: TurnLocks,
         events: OperatorEvents | None,
+        frame_forgets: FrameForgets,
         clock: Clock,
     ) -> None:
         self.db = db
+        self.frame_forgets = frame_forgets
         self.writes = writes
         self.registry = registry
         self.locks = locks
@@ -83,7 +93,9 @@ class TurnEnds:
         """As the turn's terminal frame goes out: its end recorded for its key (without the
         words `forgotten`, bot.chat.forgotten_keys), and a turn that stored nothing
         (stopped, failed) no longer kept open (a done turn let it go as it stored its
-        messages)."""
+        messages); such a turn's frames, here and relayed, leave out the words of the
+        forgets raised while it ran, as a done turn's do (its pieces streamed after the
+        forget may say them)."""
         # A cut turn's note let it go already (bot.chat.cut_notes, through persist_turn).
         failed = not isinstance(terminal.frame, DoneFrame) and not handle.cut
         if key is None and not failed:
@@ -93,9 +105,9 @@ class TurnEnds:
         if end is not None:
             for words in forgotten:
                 end = end_without(end, words)
-        await self.writes.run(
-            _turn_ended, handle.turn_id, key, end, failed=failed, clock=self.clock
-        )
+        owes = await self.writes.run(_turn_ended, handle, key, end, failed=failed, clock=self.clock)
+        if owes:
+            await self.frame_forgets.in_turn(handle, [Words(words) for words in owes])
 
     async def note_left_turns(self) -> int:
         """At start-up: turns a killed process left acknowledged but unstored, noted in
