@@ -333,3 +333,56 @@ async def test_a_turn_that_fails_after_the_forget_keeps_no_words_in_its_frames(
     assert relayed and relayed[-1]["type"] == "error", relayed
     assert "hunter2" not in _deltas(relayed), relayed
     assert _pending(api) == []  # let go as it ended
+
+
+@dataclass
+class SpeakingRuntime:
+    """Held at the model until `gate`; then it says the secret in pieces and waits for good
+    (`spoke` set once they are out): a turn the service cuts as it stops."""
+
+    gate: asyncio.Event = field(default_factory=asyncio.Event)
+    held: asyncio.Event = field(default_factory=asyncio.Event)
+    spoke: asyncio.Event = field(default_factory=asyncio.Event)
+    name: str = "speaking"
+    model: str = "speaking-model"
+
+    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
+        self.held.set()
+        await self.gate.wait()
+        for event in reply(f"Noted: {SECRET}.", pieces=9):
+            if isinstance(event, Delta):
+                yield event
+        self.spoke.set()  # the last piece was taken (and emitted) before this runs
+        await asyncio.Event().wait()
+        yield event  # never reached
+
+
+async def test_a_turn_cut_after_the_forget_keeps_no_words_in_its_relayed_frames(
+    api_factory: Callable[..., Any], pg_url: str, redis_url: str, tmp_path: Path, redis: Any
+) -> None:
+    """Its pieces streamed after the forget said the words; the service stopping cut it:
+    its note leaves them out, and so do its frames another instance reads again."""
+    speaking = SpeakingRuntime()
+    settings = make_settings(tmp_path, database_url=pg_url, redis_url=redis_url)
+    api: ApiClient = await api_factory(settings, runtimes=lambda agent: EchoRuntime())
+    elsewhere: ApiClient = await api_factory(settings, runtimes=lambda agent: speaking)
+    await _say(api, "Hello.")
+    theirs = elsewhere.as_operator(api.new_operator("other").token)
+    running = asyncio.create_task(theirs.post("/api/operator/chat", json={"message": "go on"}))
+    async with asyncio.timeout(PATIENCE_SECONDS):
+        await speaking.held.wait()
+    [handle] = elsewhere.services.registry.handles()
+    await _say(api, f"forget that {SECRET}")
+    speaking.gate.set()
+    async with asyncio.timeout(PATIENCE_SECONDS):
+        await speaking.spoke.wait()
+
+    await elsewhere.services.registry.shut_down(grace=0.1)
+    await running
+    assert handle.finished and handle.cut
+
+    relayed = [frame for _, frame in await _relayed(redis, handle.turn_id)]
+    assert relayed and relayed[-1]["type"] == "error", relayed
+    assert "hunter2" not in _deltas(relayed), relayed
+    assert "hunter2" not in _kept(api)
+    assert _pending(api) == []

@@ -60,6 +60,24 @@ def _turn_ended(
     return owes
 
 
+def _cut_noted(
+    session: Session,
+    operator_id: int,
+    session_id: str,
+    handle: TurnHandle,
+    message: str,
+    *,
+    clock: Clock,
+) -> tuple[bool, list[str]]:
+    """The cut turn's note (`store_cut_note`: whether it was written), and the words of the
+    forgets it owed, read before the note lets its kept-open row go."""
+    owes = owed(session, handle.turn_id, session_id)
+    stored = store_cut_note(
+        session, operator_id, session_id, handle.turn_id, message, reply=CUT_REPLY, clock=clock
+    )
+    return stored, owes
+
+
 class TurnEnds:
     """Records turns' ends through the turns' group commit (`writes`)."""
 
@@ -150,16 +168,14 @@ class TurnEnds:
         self, handle: TurnHandle, *, request: TurnRequest, ts: TurnSession
     ) -> None:
         """The turn was cut (the service is stopping): its session keeps the message and
-        says the turn did not complete (bot.chat.turn.cut_record), once."""
-        stored = await self.writes.run(
-            store_cut_note,
-            request.operator_id,
-            ts.id,
-            handle.turn_id,
-            request.message,
-            reply=CUT_REPLY,
-            clock=self.clock,
+        says the turn did not complete (bot.chat.turn.cut_record), once; its frames, here
+        and relayed (read again through other instances), leave out the words of the
+        forgets raised while it ran, as the note does."""
+        stored, owes = await self.writes.run(
+            _cut_noted, request.operator_id, ts.id, handle, request.message, clock=self.clock
         )
+        if owes:
+            await self.frame_forgets.in_turn(handle, [Words(words) for words in owes])
         if stored:
             await announce(self.events, request.operator_id, ts.id, SessionChange.UPDATED)
 
