@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from steelframe.cli import COMMANDS, build_parser, main
+from steelframe.cli import COMMANDS, Handler, build_parser, main
 from tests.fakes.patience import PATIENCE_SECONDS
 
 
@@ -117,6 +117,19 @@ def test_every_command_and_option_has_help(command: str) -> None:
             if isinstance(action, argparse._HelpAction | argparse._SubParsersAction):
                 continue
             assert action.help, f"{sub.prog} {action.dest} has no help"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_commands_handler_names_a_function_that_is_there(command: str) -> None:
+    # A Handler is a module and a name, imported only once its command runs (so `--help`
+    # imports none of them): a misspelt one would fail only then, in front of the operator.
+    parser = build_parser([command])
+    [top] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    handlers = [sub.get_default("handler") for sub in _every_parser(top.choices[command])]
+    assert any(handlers), f"{command} runs nothing"
+    for handler in filter(None, handlers):
+        loaded = handler.load() if isinstance(handler, Handler) else handler
+        assert callable(loaded), handler
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
