@@ -31,7 +31,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar, cast
 
-import redis
 from sqlalchemy.exc import IntegrityError
 
 from bot.clock import Clock, utcnow
@@ -43,7 +42,7 @@ from bot.lifecycle.base_comment import post_stop, shown_ref
 from bot.lifecycle.base_models import BaseUpdate, UpdateVerdict
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
-from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.queue import LifecycleQueue, enqueue_committed
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition
 from bot.lifecycle.transition import publish
@@ -252,7 +251,7 @@ class BaseUpdates:
         except IllegalTransition as exc:
             return UpdateOutcome("ignored", f"the task became {exc.current}", task.id)
         if claim.verdict is UpdateVerdict.UPDATE:
-            await self._enqueue(task, str(claim.job_id))
+            await enqueue_committed(self.queue, task.id, str(claim.job_id), "update run")
         else:
             row = await self.db.run(base_store.row_at, task.id, claim.base_sha, claim.head_sha)
             if row is not None:
@@ -260,16 +259,6 @@ class BaseUpdates:
         await publish(self.db, github, change, create_progress=False, clock=self.clock)
         verdict = "update run" if claim.verdict is UpdateVerdict.UPDATE else "needs human"
         return UpdateOutcome(verdict, claim.reason, task.id)
-
-    async def _enqueue(self, task: Task, job: str) -> None:
-        if self.queue is None:
-            log.warning("lifecycle: task %s: no queue; the reconciler runs the update", task.id)
-            return
-        try:
-            await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
-        except redis.RedisError as exc:
-            # Committed as running: the reconciler recovers a running task with no job.
-            log.warning("lifecycle: task %s update run not enqueued yet (%s)", task.id, exc)
 
     async def _comment(self, github: BaseGitHub, task: Task, row: BaseUpdate) -> None:
         if row.state in base_store.STOPS:

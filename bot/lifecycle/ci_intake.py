@@ -31,13 +31,11 @@ summary.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
 from typing import Protocol, cast
 
-import redis
 from sqlalchemy.exc import IntegrityError
 
 from bot.clock import Clock, utcnow
@@ -62,7 +60,7 @@ from bot.lifecycle.ci_summary import post_summary, summary_body
 from bot.lifecycle.context import LifecycleContext
 from bot.lifecycle.models import Task
 from bot.lifecycle.public_text import PublicPlace
-from bot.lifecycle.queue import LifecycleQueue
+from bot.lifecycle.queue import LifecycleQueue, enqueue_committed
 from bot.lifecycle.redact import Redactor
 from bot.lifecycle.seams import GitHubApi
 from bot.lifecycle.states import IllegalTransition, TaskState
@@ -323,22 +321,12 @@ class CiIntake:
         except IllegalTransition as exc:
             return CiOutcome("ignored", f"the task became {exc.current}", task.id)
         if claim.verdict is CiVerdict.FIX:
-            await self._enqueue(task, str(claim.job_id))
+            await enqueue_committed(self.queue, task.id, str(claim.job_id), "fix run")
         else:
             await self._summary(github, task, claim.head_sha)
         await publish(self.db, github, change, create_progress=False, clock=self.clock)
         verdict = "fix run" if claim.verdict is CiVerdict.FIX else "needs human"
         return CiOutcome(verdict, claim.reason, task.id)
-
-    async def _enqueue(self, task: Task, job: str) -> None:
-        if self.queue is None:
-            log.warning("lifecycle: task %s: no queue; the reconciler will run the fix", task.id)
-            return
-        try:
-            await asyncio.to_thread(self.queue.enqueue, task.id, job=job, continuation=True)
-        except redis.RedisError as exc:
-            # Committed as running: the reconciler recovers a running task with no job.
-            log.warning("lifecycle: task %s fix run not enqueued yet (%s)", task.id, exc)
 
     async def _summary(self, github: CiGitHub, task: Task, head_sha: str) -> None:
         await post_ci_summary(

@@ -9,6 +9,7 @@ of Steelframe's own jobs.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from datetime import timedelta
@@ -130,3 +131,18 @@ class LifecycleQueue:
             except (NoSuchJobError, InvalidJobOperation):
                 return "none"
         return "none"
+
+
+async def enqueue_committed(
+    queue: LifecycleQueue | None, task_id: int, job: str, what: str
+) -> None:
+    """Enqueue `what` (a fix run, an update run) of a task already committed as `running`
+    with job id `job`. No queue here, or Redis failing, is logged only: the reconciler
+    recovers a running task whose job is gone."""
+    if queue is None:
+        log.warning("lifecycle: task %s: no queue; the reconciler runs the %s", task_id, what)
+        return
+    try:
+        await asyncio.to_thread(queue.enqueue, task_id, job=job, continuation=True)
+    except redis.RedisError as exc:
+        log.warning("lifecycle: task %s %s not enqueued yet (%s)", task_id, what, exc)
