@@ -260,10 +260,12 @@ class _CommentsDown(_Counted):
         raise RuntimeError("GitHub answered 502")
 
 
-async def test_a_stop_comment_github_refused_is_posted_by_the_reconciler(make: Make) -> None:
+async def test_a_stop_comment_github_refused_is_posted_by_the_reconciler(
+    make: Make, any_db_url: str
+) -> None:
     """The task waits for a person after the stop; no base move reads a task that is not
     delivered, so only the reconciler's pass can post the comment that failed."""
-    lc = await make(coding_command=command("echo"), base_update_runs=0)
+    lc = await make(coding_command=command("echo"), base_update_runs=0, database_url=any_db_url)
     issue, number = await delivered_pull(lc)
     down = _CommentsDown(lc.github)
     updates = BaseUpdates(db=lc.api.services.db, github=down, queue=lc.queue, update_runs=0)
