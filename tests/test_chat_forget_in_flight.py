@@ -20,11 +20,12 @@ import redis.asyncio as aioredis
 from sqlalchemy import select
 
 from bot.chat.frame_relay import RedisFrameRelay
-from bot.chat.frames import PREFIX
+from bot.chat.frames import PREFIX, NumberedFrame, OrphanedTurn
 from bot.chat.open_turn_rows import OpenTurn
 from bot.chat.pending_forgets import PendingForget, current_epoch
 from bot.chat.turn import OWNER_GONE_REPLY
 from bot.clock import utcnow
+from bot.contracts.chat import DeltaFrame, StatusFrame
 from bot.contracts.events import SessionFrame
 from bot.models import ChatSession, ChatTurn, Operator
 from bot.runtimes.base import Delta, RuntimeEvent, RuntimeRequest
@@ -383,6 +384,51 @@ async def test_a_turn_cut_after_the_forget_keeps_no_words_in_its_relayed_frames(
 
     relayed = [frame for _, frame in await _relayed(redis, handle.turn_id)]
     assert relayed and relayed[-1]["type"] == "error", relayed
+    assert "hunter2" not in _deltas(relayed), relayed
+    assert "hunter2" not in _kept(api)
+    assert _pending(api) == []
+
+
+async def test_a_killed_turns_frames_lose_the_words_it_owed_when_a_reader_ends_it(
+    instances: Callable[[], Any], redis: aioredis.Redis
+) -> None:
+    """A turn's instance relayed pieces saying the words after the forget, then was killed:
+    the reader that ends it (`record_owner_gone`) leaves them out of its note and of its
+    relayed frames, which other readers read again until they lapse."""
+    api = await instances()
+    said = await _say(api, "Hello.")
+    session_id = said["session"]
+    operator_id = api.services.db.call(lambda s: s.get(ChatSession, session_id).operator_id)
+    turn_id = "dead1111111111111111111111111111"
+    epoch = api.services.db.call(current_epoch)
+    api.services.db.call(
+        lambda s: s.add(
+            OpenTurn(
+                turn_id=turn_id,
+                operator_id=operator_id,
+                session_id=session_id,
+                message="go on",
+                started_at=utcnow(),
+                forget_epoch=epoch,
+            )
+        )
+    )
+    relay = api.services.registry.relay
+    assert relay is not None
+    started = StatusFrame(text="turn started", session=session_id, turn_id=turn_id, message="go on")
+    await relay.publish(operator_id, turn_id, session_id, NumberedFrame.of(1, started))
+    await _say(api, f"forget that {SECRET}")
+    assert _pending(api) == [SECRET]
+    pieces = [event for event in reply(f"Noted: {SECRET}.", pieces=9) if isinstance(event, Delta)]
+    for number, piece in enumerate(pieces, start=2):  # relayed after the forget, then killed
+        frame = NumberedFrame.of(number, DeltaFrame(text=piece.text, draft=1))
+        await relay.publish(operator_id, turn_id, session_id, frame)
+
+    ended = OrphanedTurn(operator_id, turn_id, session_id, "go on", first_id=1)
+    await api.services.chat_turns.ends.record_owner_gone(ended)
+
+    relayed = [frame for _, frame in await _relayed(redis, turn_id)]
+    assert len(relayed) == 1 + len(pieces), relayed
     assert "hunter2" not in _deltas(relayed), relayed
     assert "hunter2" not in _kept(api)
     assert _pending(api) == []

@@ -121,6 +121,12 @@ class FrameForgets:
         await self._rewrite_held(handle.turn_id, words)
         await self._rewrite(handle.turn_id, words)
 
+    async def in_ended_turn(self, turn_id: str, words: list[Words]) -> None:
+        """A turn whose instance went away (no handle here): its frames relayed, and any
+        waiting here for Redis."""
+        await self._rewrite_held(turn_id, words)
+        await self._rewrite(turn_id, words)
+
     def held_here(self) -> set[str]:
         """The sessions of the turns whose frames this process holds, or keeps for Redis."""
         found = {handle.session_id for handle in self.registry.handles()}

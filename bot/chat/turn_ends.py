@@ -78,6 +78,22 @@ def _cut_noted(
     return stored, owes
 
 
+def _killed_noted(session: Session, turn: OrphanedTurn, *, clock: Clock) -> tuple[bool, list[str]]:
+    """The killed turn's note (`note_killed_turn`: whether it was written), and the words
+    of the forgets it owed, read before the note lets its kept-open row go."""
+    owes = owed(session, turn.turn_id, turn.session_id)
+    stored = note_killed_turn(
+        session,
+        turn.operator_id,
+        turn.session_id,
+        turn.turn_id,
+        turn.message,
+        first_id=turn.first_id,
+        clock=clock,
+    )
+    return stored, owes
+
+
 class TurnEnds:
     """Records turns' ends through the turns' group commit (`writes`)."""
 
@@ -184,14 +200,8 @@ class TurnEnds:
         keeps the message and says the turn did not complete, once, and its key (if it was
         sent with one) records that end (a turn whose answer or cut was stored before its
         instance died is left as it is)."""
-        stored = await self.writes.run(
-            note_killed_turn,
-            turn.operator_id,
-            turn.session_id,
-            turn.turn_id,
-            turn.message,
-            first_id=turn.first_id,
-            clock=self.clock,
-        )
+        stored, owes = await self.writes.run(_killed_noted, turn, clock=self.clock)
+        if owes:  # its pieces relayed after a forget, before the kill, may say the words
+            await self.frame_forgets.in_ended_turn(turn.turn_id, [Words(w) for w in owes])
         if stored:
             await announce(self.events, turn.operator_id, turn.session_id, SessionChange.UPDATED)
