@@ -19,7 +19,7 @@ from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.git import branch_with_file
-from tests.fakes.lifecycle import Lifecycle, Make
+from tests.fakes.lifecycle import Lifecycle, Make, a_lease_later
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 from webhooks.deps import WEBHOOKS
@@ -274,8 +274,10 @@ async def test_a_stop_comment_github_refused_is_posted_by_the_reconciler(
     (outcome,) = await updates.on_base_moved(lc.repo, "main")
     assert outcome.verdict == "needs human"
     assert lc.task(issue).state == TaskState.WAITING_FOR_INFO and await _stops(lc, number) == []
+    await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+    assert await _stops(lc, number) == []  # a stop this young: its comment is on its way
     for _ in range(2):
-        await asyncio.to_thread(run_reconcile, lc.ctx, say=lambda line: None)
+        await asyncio.to_thread(run_reconcile, a_lease_later(lc.ctx), say=lambda line: None)
     (stop,) = await _stops(lc, number)
     assert "STEELFRAME_BASE_UPDATE_RUNS=0" in stop
     (row,) = _rows(lc, lc.task(issue).id)

@@ -29,6 +29,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol, TypeVar, cast
 
 from sqlalchemy.exc import IntegrityError
@@ -302,8 +303,10 @@ async def reconcile_bases(
         except Exception as exc:  # one pull request unreadable: the others are still read
             log.warning("lifecycle: task %s: base not checked: %s", task.id, exc)
     # Stops whose comment GitHub refused: their tasks wait for a person, which no base
-    # move (nor the window above) reads.
-    for repo, row in await ctx.db.run(base_store.uncommented_stops, RECONCILE_WINDOW):
+    # move (nor the window above) reads. A lease period old: a younger one's comment is
+    # still on its way from the process that wrote the stop.
+    settled = ctx.clock() - timedelta(seconds=ctx.policy.lease_seconds)
+    for repo, row in await ctx.db.run(base_store.uncommented_stops, RECONCILE_WINDOW, settled):
         await comment_stop(ctx.db, github, repo, row)
     return outcomes
 

@@ -77,9 +77,12 @@ def commented(session: Session, row_id: int, comment_id: int) -> None:
         row.comment_id = comment_id
 
 
-def uncommented_stops(session: Session, limit: int) -> list[tuple[str, BaseUpdate]]:
-    """(repository, row) of the stops whose comment GitHub has not taken yet, each the
-    latest row of a task still waiting for a person."""
+def uncommented_stops(
+    session: Session, limit: int, before: datetime
+) -> list[tuple[str, BaseUpdate]]:
+    """(repository, row) of the stops written before `before` whose comment GitHub has not
+    taken yet, each the latest row of a task still waiting for a person (a younger stop's
+    comment is on its way from the process that wrote it: not posted twice)."""
     latest = (
         select(BaseUpdate.task_id, func.max(BaseUpdate.id).label("id"))
         .group_by(BaseUpdate.task_id)
@@ -92,6 +95,7 @@ def uncommented_stops(session: Session, limit: int) -> list[tuple[str, BaseUpdat
         .where(
             BaseUpdate.state.in_(STOPS),
             BaseUpdate.comment_id.is_(None),
+            BaseUpdate.updated_at < before,
             BaseUpdate.generation == Task.generation,
             Task.state == TaskState.WAITING_FOR_INFO,
         )
