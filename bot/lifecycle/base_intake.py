@@ -307,7 +307,10 @@ async def reconcile_bases(
     # still on its way from the process that wrote the stop.
     settled = ctx.clock() - timedelta(seconds=ctx.policy.lease_seconds)
     for repo, row in await ctx.db.run(base_store.uncommented_stops, RECONCILE_WINDOW, settled):
-        await comment_stop(ctx.db, github, repo, row)
+        try:
+            await comment_stop(ctx.db, github, repo, row)
+        except Exception as exc:  # the id not kept (a lock wait): posted, found next pass
+            log.warning("lifecycle: task %s: stop comment not recorded: %s", row.task_id, exc)
     return outcomes
 
 
