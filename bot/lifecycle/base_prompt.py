@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from bot.lifecycle.prompt_blocks import defused, one_line
+from bot.lifecycle.base_comment import shown_ref
+from bot.lifecycle.prompt_blocks import defused
 
 MAX_FILES = 200  # named in the prompt; the worker checks every one of them anyway
 
@@ -17,7 +18,7 @@ MAX_FILES = 200  # named in the prompt; the worker checks every one of them anyw
 def update_prompt(issue_prompt: str, *, pr_number: int, base_ref: str, files: list[str]) -> str:
     names = "\n".join(json.dumps(name, ensure_ascii=False) for name in files[:MAX_FILES])
     more = f"\n(and {len(files) - MAX_FILES} more)" if len(files) > MAX_FILES else ""
-    base = one_line(base_ref)
+    base = shown_ref(base_ref)  # a name is data: only a plain name's characters, in its span
     return (
         f"{issue_prompt}\n"
         f"This branch already has pull request #{pr_number}, and its base branch `{base}` "
