@@ -30,7 +30,7 @@ from tests.fakes.coding import command
 from tests.fakes.git import held_push_git, remote_refs
 from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
+from tests.fakes.sandbox import exchange_dir, launcher_of, the_runtime
 from tests.fakes.workers import start_worker, stop_processes
 
 
@@ -150,7 +150,7 @@ async def test_a_stalled_run_that_wakes_after_a_takeover_changes_nothing(
             await wait_for(
                 lambda: started.exists() and started.read_text().strip(), within=PATIENCE_SECONDS
             )
-            (runtime,) = runtime_pids(str(started))
+            runtime = await the_runtime(str(started))
             horse = launcher_of(runtime)
         await _freeze(lc, worker.pid, horse)
         await wait_for(lambda: _lease_expired(lc, task.id), within=PATIENCE_SECONDS)

@@ -19,7 +19,7 @@ from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
-from tests.fakes.sandbox import exchange_dir, launcher_of, runtime_pids
+from tests.fakes.sandbox import exchange_dir, launcher_of, the_runtime
 from tests.fakes.workers import start_worker, stop_processes
 
 # The bound is a deadline the operator sees, not a benchmark: generous for a loaded machine
@@ -48,7 +48,7 @@ async def test_terminate_returns_within_5_s_with_the_horse_frozen_holding_the_ro
     runtime = horse = 0
     try:
         await wait_for(lambda: pids.exists() and pids.read_text().strip(), within=PATIENCE_SECONDS)
-        (runtime,) = runtime_pids(str(pids))  # its host pid (the file has its namespace's)
+        runtime = await the_runtime(str(pids))  # its host pid (the file has its namespace's)
         horse = launcher_of(runtime)
         os.kill(horse, signal.SIGSTOP)
         os.kill(runtime, signal.SIGSTOP)  # the whole run frozen, the row still locked

@@ -23,7 +23,7 @@ from tests.fakes.coding import command
 from tests.fakes.lifecycle import PATIENCE_SECONDS, Lifecycle, Make, gone, wait_for
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull
-from tests.fakes.sandbox import exchange_dir, runtime_pids
+from tests.fakes.sandbox import exchange_dir, the_runtime
 from tests.test_lifecycle_ci_fix import fail_head
 from tests.test_lifecycle_review_runs import _comment
 from tests.test_lifecycle_terminate_pull import terminated_with_its_pull_open
@@ -68,7 +68,7 @@ async def _review_run_working(make: Make, tmp_path: Path) -> ReviewRunWorking:
     await _comment(lc, "maintainer", number, "write")
     working = asyncio.ensure_future(lc.work())
     await wait_for(started.exists, within=PATIENCE_SECONDS)
-    (runtime,) = runtime_pids(str(started))
+    runtime = await the_runtime(str(started))
     return ReviewRunWorking(lc, issue, number, runtime, go, working)
 
 

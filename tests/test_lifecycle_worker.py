@@ -36,6 +36,7 @@ from tests.fakes.sandbox import (
     launcher_of,
     running_in_sandbox,
     runtime_pids,
+    the_runtime,
 )
 from tests.fakes.workers import CREDENTIAL_VARS, start_worker, stop_processes, worker_env
 
@@ -53,7 +54,7 @@ async def test_a_worker_killed_mid_run_is_recovered_by_the_next_worker_start(
         await wait_for(
             lambda: marker.exists() and marker.read_text().strip(), within=PATIENCE_SECONDS
         )
-        (runtime_pid,) = runtime_pids(str(marker))
+        runtime_pid = await the_runtime(str(marker))
         sandboxed = running_in_sandbox(runtime_pid)
         assert lc.task(issue).state == TaskState.RUNNING
         # The whole worker dies at once: the worker and its scheduler (one group), and
@@ -105,7 +106,7 @@ async def test_a_killed_work_horse_is_retried_by_the_worker_that_forked_it(
         await wait_for(
             lambda: marker.exists() and marker.read_text().strip(), within=PATIENCE_SECONDS
         )
-        (runtime_pid,) = runtime_pids(str(marker))
+        runtime_pid = await the_runtime(str(marker))
         horse = launcher_of(runtime_pid)
         assert horse != worker.pid
         os.kill(horse, signal.SIGKILL)
