@@ -1,8 +1,9 @@
 """Long lines in an 80x24 terminal: a code block's line longer than the transcript wraps, so
 all of it can be read (Textual's fence scrolls sideways with no scrollbar and no key: the
 end of a traceback's line or a command was out of reach); a long word wraps too; and a long
-title in the status line is cut, not the key after it; and a reply longer than the
-transcript is read from the composer with pageup and pagedown."""
+title in the status line is cut, not the key after it, and in the chat's header (a narrow
+terminal, a focus after it), not wrapped;
+and a reply longer than the transcript is read from the composer with pageup and pagedown."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from textual.widgets._markdown import MarkdownFence
 from tests.conftest import ApiClient, make_settings
 from tests.fakes.runtimes import ScriptedRuntime, reply
 from tests.fakes.tui import ready, send, status, tui, until
+from tui_client.chat_state import ChatState, header_line
 
 NARROW = (80, 24)
 COMMAND = "kubectl rollout restart deployment/steelframe-worker --namespace=prod-east-1 && END"
@@ -57,6 +59,29 @@ async def test_a_long_proposal_title_is_cut_in_the_status_line_not_its_key(
         assert cell_len(shown) <= line.content_region.width
         await pilot.resize_terminal(160, 24)
         await until(pilot, lambda: str(line.render()) == status(app), "the whole title")
+
+
+async def test_the_chat_header_stays_one_line_with_its_focus_whole(api: ApiClient) -> None:
+    subject = "the flaky login test that fails on every third nightly run of the build"
+    app = tui(api)
+    async with app.run_test(size=NARROW) as pilot:
+        await ready(pilot, app)
+        await send(pilot, app, f"file an issue for {subject}")
+        app.chat.state.focus = 12345678  # as a focus set with the message shows it
+        app.chat.refresh_status()
+        header = app.chat.query_one("#chat-header", Static)
+        await until(pilot, lambda: "#12345678" in str(header.render()), "the focus shown")
+        shown = str(header.render())
+        assert shown.endswith("… · focused on #12345678"), shown
+        assert header.region.height == 1 and cell_len(shown) <= header.content_region.width
+
+
+def test_the_header_cuts_the_title_and_keeps_the_focus() -> None:
+    state = ChatState(title="A title far too long for the header of a narrow terminal", focus=12)
+    shown = header_line(state, width=40)
+    assert shown.endswith("… · focused on #12") and cell_len(shown) <= 40, shown
+    assert header_line(state) == f"{state.title} · focused on #12"
+    assert header_line(ChatState(), width=40) == "New chat"
 
 
 async def test_pageup_in_the_composer_scrolls_a_long_reply(

@@ -23,7 +23,7 @@ from textual.widgets import Input, Label, ListView, Static
 from tui_client.api import OperatorClient
 from tui_client.chat_drafts import Drafts
 from tui_client.chat_sessions import SessionListing
-from tui_client.chat_state import ChatState, status_line
+from tui_client.chat_state import ChatState, header_line, status_line
 from tui_client.chat_switch import ChatSwitch
 from tui_client.chat_turn import TurnStream
 from tui_client.chat_widgets import Composer, SessionItem, SessionList, as_sent
@@ -105,10 +105,10 @@ class ChatPanel(Widget):
         self._show(
             "#status-line", status_line(self.state, composer_empty=composer_empty, width=width)
         )
-        header = self.state.title or "New chat"
-        if self.state.focus is not None:
-            header += f" · focused on #{self.state.focus}"
-        self._show("#chat-header", header)
+        header = self.query_one("#chat-header", Static)
+        self._show(
+            "#chat-header", header_line(self.state, width=header.content_region.width or None)
+        )
         # The footer's keys are worked out again on every refresh: only when a key's
         # availability changed.
         keys = (self.state.busy, self.state.has_decision, self.state.can_file, composer_empty)
@@ -117,7 +117,9 @@ class ChatPanel(Widget):
             self.app.refresh_bindings()
 
     def on_resize(self) -> None:
-        self.refresh_status()  # the status line's title is cut to its width
+        # The status line's and the header's titles are cut to their width: the lines' new
+        # widths are known once the new layout is done.
+        self.call_after_refresh(self.refresh_status)
 
     def _show(self, selector: str, text: str) -> None:
         """A line's text, updated only when it changed: every frame of a turn refreshes the

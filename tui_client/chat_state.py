@@ -140,6 +140,17 @@ def status_line(state: ChatState, *, composer_empty: bool, width: int | None = N
     return head + title + tail
 
 
+def header_line(state: ChatState, *, width: int | None = None) -> str:
+    """The chat's header: its title and focus; within `width` cells, a title too long is
+    cut (`…`) rather than wrapped onto a second line or the focus after it cut."""
+    title = state.title or "New chat"
+    focus = f" · focused on #{state.focus}" if state.focus is not None else ""
+    if width is not None and cell_len(title + focus) > width:
+        room = max(width - cell_len(focus) - 1, 1)
+        title = set_cell_size(title, room).rstrip() + "…"
+    return title + focus
+
+
 def _status_parts(state: ChatState, *, composer_empty: bool) -> tuple[str, str, str]:
     """The status line as the text before the title it names, the title, the text after."""
     if state.offline:
