@@ -9,8 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fakes.patience import PATIENCE_SECONDS
-from tests.test_dev_demo_loop import CONFIG_VARS
+from tests.fakes.dev_process import CONFIG_VARS, dev_up_to_its_token, production_shell
 
 
 def _config(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -35,40 +34,13 @@ def _table(listed: str) -> dict[str, list[str]]:
     }
 
 
-def _production_shell(tmp_path: Path, redis_url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
-    env.update(
-        STEELFRAME_DATABASE_URL=f"sqlite:///{tmp_path / 'production.db'}",
-        STEELFRAME_REDIS_URL=redis_url,
-        STEELFRAME_DATA_DIR=str(tmp_path / "production-data"),
-    )
-    return env
-
-
 def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
     tmp_path: Path, redis_url: str
 ) -> None:
-    env = _production_shell(tmp_path, redis_url)
-    dev = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    said: list[str] = []
-    try:
-        assert dev.stdout is not None
-        for line in dev.stdout:
-            said.append(line)
-            if line.startswith("token: "):
-                break
+    env = production_shell(tmp_path, redis_url)
+    with dev_up_to_its_token(tmp_path, env) as dev:
         serve = _config(tmp_path, env)
         dev_view = _config(tmp_path, env, "--dev", "--list")
-    finally:
-        dev.terminate()
-        dev.wait(timeout=PATIENCE_SECONDS)
     folder = tmp_path / "var"
     # serve's view, said to be serve's, and the dev running here named with the way to its own.
     assert f"STEELFRAME_DATABASE_URL=sqlite:///{tmp_path / 'production.db'}" in serve.stdout
@@ -81,7 +53,7 @@ def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
     # dev's view: what dev said it runs on, and the services it started itself.
     rows = _table(dev_view.stdout)
     database = f"sqlite:///{folder / 'steelframe.db'}"
-    assert f"database: {database}" in "".join(said)
+    assert f"database: {database}" in "".join(dev.said)
     assert rows["STEELFRAME_DATABASE_URL"] == [database, "steelframe dev"]
     assert rows["STEELFRAME_DATA_DIR"] == [str(folder), "steelframe dev"]
     assert rows["STEELFRAME_REDIS_URL"] == [
@@ -92,7 +64,7 @@ def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
     assert rows["APP_ID"] == [sandbox, "steelframe dev"]
     assert rows["STEELFRAME_CODING_AGENT"] == ["demo", "steelframe dev"]
     runtime = rows["STEELFRAME_RUNTIME"][0]
-    assert f"runtime: {runtime} " in "".join(said)
+    assert f"runtime: {runtime} " in "".join(dev.said)
     assert dev_view.stderr.splitlines() == [
         f"steelframe config: the settings steelframe dev runs on (the one running on {folder} "
         f"is pid {dev.pid}; its --port and --host aside)",
@@ -108,7 +80,7 @@ def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
 def test_config_dev_with_configured_services_and_a_data_dir_of_its_own(
     tmp_path: Path, redis_url: str
 ) -> None:
-    env = _production_shell(tmp_path, redis_url)
+    env = production_shell(tmp_path, redis_url)
     shown = _config(tmp_path, env, "--dev", "--use-configured-services").stdout.splitlines()
     assert f"STEELFRAME_REDIS_URL={redis_url}" in shown
     assert f"STEELFRAME_DATA_DIR={tmp_path / 'production-data'}" in shown

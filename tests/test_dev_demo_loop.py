@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from tests.fakes.dev_process import CONFIG_VARS as CONFIG_VARS  # tests import it here
 from tests.fakes.patience import PATIENCE_SECONDS
 
-CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
 DEADLINE = 90.0
 URL = re.compile(r"https?://[^\s)\]>\"'`]+")
 

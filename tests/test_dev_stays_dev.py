@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +15,7 @@ from bot.operators import create_operator
 from steelframe.dev import TOKEN_FILE, dev_token
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX, REFUSED
 from tests.conftest import make_settings
-from tests.fakes.patience import PATIENCE_SECONDS
-from tests.test_dev_demo_loop import CONFIG_VARS
+from tests.fakes.dev_process import dev_up_to_its_token, production_shell
 
 
 def _running_in(folder: Path) -> list[str]:
@@ -36,31 +33,9 @@ def test_dev_in_a_production_shell_keeps_its_own_database_and_redis(
     tmp_path: Path, redis_url: str
 ) -> None:
     production_db = tmp_path / "production.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
-    env.update(
-        STEELFRAME_DATABASE_URL=f"sqlite:///{production_db}",
-        STEELFRAME_REDIS_URL=redis_url,
-        STEELFRAME_DATA_DIR=str(tmp_path / "production-data"),
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("token: "):
-                break
-    finally:
-        process.terminate()
-        process.wait(timeout=PATIENCE_SECONDS)
-    said = "".join(lines)
+    with dev_up_to_its_token(tmp_path, production_shell(tmp_path, redis_url)) as dev:
+        pass  # stopped as soon as it said its token
+    said = "".join(dev.said)
     # Stopped as soon as it said its token, dev stopped its own Redis too (it was left
     # running when the stop came before dev listened for it).
     assert _running_in(tmp_path / "var" / "redis") == [], said

@@ -17,7 +17,7 @@ import functools
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import msgspec
 import redis.asyncio as aioredis
@@ -416,7 +416,10 @@ class RedisTurnLocks:
                 delay = LISTENER_RETRY_SECONDS
                 async for message in pubsub.listen():
                     if message.get("type") == "message":
-                        await self._heard(message, on_stop, on_forget)
+                        # redis-py's message is a dict: its channel and data, typed here.
+                        channel = message.get("channel")
+                        heard = channel.decode() if isinstance(channel, bytes) else str(channel)
+                        await self._heard(heard, message["data"], on_stop, on_forget)
             except aioredis.RedisError as exc:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
@@ -431,18 +434,16 @@ class RedisTurnLocks:
                     await pubsub.aclose()
 
     async def _heard(
-        self, message: dict[str, Any], on_stop: StopHandler, on_forget: ForgetHandler | None
+        self, channel: str, data: bytes, on_stop: StopHandler, on_forget: ForgetHandler | None
     ) -> None:
-        channel = message.get("channel")
-        channel = channel.decode() if isinstance(channel, bytes) else channel
         if channel != self.forget_channel:
             with contextlib.suppress(ValueError):
-                await on_stop(int(message["data"]))
+                await on_stop(int(data))
             return
         if on_forget is None:
             return
         try:
-            await on_forget(_FORGET_SIGNAL.decode(message["data"]))
+            await on_forget(_FORGET_SIGNAL.decode(data))
         except Exception as exc:  # a forget not done here costs a line, never the listener
             log.warning("a forget heard from another instance was not done here (%r)", exc)
 

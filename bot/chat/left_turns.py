@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -80,9 +81,25 @@ def note_killed_turn(
     return stored
 
 
-def note_left_turn(session: Session, turn: LeftTurn, *, clock: Clock = utcnow) -> bool:
-    """Note the turn (`note_killed_turn`) and let it go; False when nothing was written."""
-    stored = note_killed_turn(
+class KilledTurn(Protocol):
+    """What a killed turn's note needs: a turn left open (`LeftTurn`) or one a reader ended
+    (`bot.chat.frames.OrphanedTurn`)."""
+
+    @property
+    def operator_id(self) -> int: ...
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def turn_id(self) -> str: ...
+    @property
+    def message(self) -> str: ...
+    @property
+    def first_id(self) -> int: ...
+
+
+def note_killed(session: Session, turn: KilledTurn, *, clock: Clock = utcnow) -> bool:
+    """`note_killed_turn` for `turn`."""
+    return note_killed_turn(
         session,
         turn.operator_id,
         turn.session_id,
@@ -91,6 +108,11 @@ def note_left_turn(session: Session, turn: LeftTurn, *, clock: Clock = utcnow) -
         first_id=turn.first_id,
         clock=clock,
     )
+
+
+def note_left_turn(session: Session, turn: LeftTurn, *, clock: Clock = utcnow) -> bool:
+    """Note the turn (`note_killed_turn`) and let it go; False when nothing was written."""
+    stored = note_killed(session, turn, clock=clock)
     end_open(session, turn.turn_id)
     return stored
 

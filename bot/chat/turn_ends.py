@@ -19,7 +19,7 @@ from bot.chat.forgotten_frames import FrameForgets
 from bot.chat.forgotten_keys import end_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
 from bot.chat.inflight import TurnHandle, TurnRegistry
-from bot.chat.left_turns import LeftTurn, note_killed_turn, note_left_turns, turns_left
+from bot.chat.left_turns import LeftTurn, note_killed, note_left_turns, turns_left
 from bot.chat.pending_forgets import end_open, owed, settle
 from bot.chat.session_store import TurnSession
 from bot.chat.turn import CUT_REPLY
@@ -82,16 +82,7 @@ def _killed_noted(session: Session, turn: OrphanedTurn, *, clock: Clock) -> tupl
     """The killed turn's note (`note_killed_turn`: whether it was written), and the words
     of the forgets it owed, read before the note lets its kept-open row go."""
     owes = owed(session, turn.turn_id, turn.session_id)
-    stored = note_killed_turn(
-        session,
-        turn.operator_id,
-        turn.session_id,
-        turn.turn_id,
-        turn.message,
-        first_id=turn.first_id,
-        clock=clock,
-    )
-    return stored, owes
+    return note_killed(session, turn, clock=clock), owes
 
 
 class TurnEnds:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
@@ -35,6 +34,7 @@ from steelframe.worker_context import build_worker_context
 from tests.conftest import ApiClient, GitHubSandbox
 from tests.fakes.loop_statements import statements_on_the_loop
 from tests.fakes.patience import PATIENCE_SECONDS as PATIENCE_SECONDS  # tests import it here
+from tests.fakes.patience import wait_for as wait_for  # tests import it here too
 from tests.fakes.sandbox import exchange_dir, sandbox_settings
 from webhooks.deps import WEBHOOKS
 
@@ -224,18 +224,6 @@ def a_lease_later(ctx: LifecycleContext) -> LifecycleContext:
 
 def _a_lease_and_a_second(ctx: LifecycleContext) -> timedelta:
     return timedelta(seconds=ctx.policy.lease_seconds + 1)
-
-
-async def wait_for(predicate: Callable[[], Any], *, within: float = 10.0) -> Any:
-    """Poll (briefly) until `predicate()` is truthy; its value, or AssertionError."""
-    deadline = time.monotonic() + within
-    while True:
-        value = await asyncio.to_thread(predicate)
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(0.05)
 
 
 async def start_lifecycle(

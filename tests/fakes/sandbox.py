@@ -7,7 +7,6 @@ Sandbox tests call `require_bwrap()`: where bubblewrap cannot run they say they 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ from bot.lifecycle.agents.presets import PRESETS
 from bot.lifecycle.sandbox import SandboxPolicy, SandboxUnavailable, ensure_available
 from tests.fakes.agents import BIN as AGENTS
 from tests.fakes.coding import HERE
-from tests.fakes.patience import PATIENCE_SECONDS
+from tests.fakes.patience import PATIENCE_SECONDS, wait_for
 from tests.fakes.real_agents import cache_root
 
 WRAPPERS = frozenset({"bwrap", "setpriv", "prlimit"})
@@ -117,14 +116,16 @@ async def the_runtime(marker: str, *, within: float = PATIENCE_SECONDS) -> int:
     """The host pid of the one runtime whose command line names `marker`, once it is the
     only one: for a moment a process on its way to its own exec (a fork of a sandbox
     process) names it too, which a single look counted as a second runtime."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while len(found := runtime_pids(marker)) != 1:
-        if loop.time() > deadline:
-            named = [(pid, _stat(pid)[0], _cmdline(str(pid))[:200]) for pid in found]
-            raise AssertionError(f"not one runtime names {marker}: {named}")
-        await asyncio.sleep(0.05)
-    return found[0]
+    try:
+        (pid,) = await wait_for(lambda: _only(runtime_pids(marker)), within=within)
+    except AssertionError:
+        named = [(pid, _stat(pid)[0], _cmdline(str(pid))[:200]) for pid in runtime_pids(marker)]
+        raise AssertionError(f"not one runtime names {marker}: {named}") from None
+    return int(pid)
+
+
+def _only(pids: list[int]) -> list[int] | None:
+    return pids if len(pids) == 1 else None
 
 
 def _stat(pid: int) -> tuple[str, int]:

@@ -1,0 +1,61 @@
+"""`steelframe dev` in a shell configured for production, as a test starts it: the shell's
+settings point at a production database, Redis and data folder of the test's own, and dev
+runs until it has printed its token line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.fakes.patience import PATIENCE_SECONDS
+
+# What configures a service from the environment: left out of a test's shell but for what
+# the test sets.
+CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
+
+
+def production_shell(tmp_path: Path, redis_url: str) -> dict[str, str]:
+    """An environment configured for production: its database, Redis and data folder."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
+    env.update(
+        STEELFRAME_DATABASE_URL=f"sqlite:///{tmp_path / 'production.db'}",
+        STEELFRAME_REDIS_URL=redis_url,
+        STEELFRAME_DATA_DIR=str(tmp_path / "production-data"),
+    )
+    return env
+
+
+@dataclass
+class RunningDev:
+    pid: int
+    said: list[str] = field(default_factory=list)  # its output, up to its `token:` line
+
+
+@contextmanager
+def dev_up_to_its_token(cwd: Path, env: dict[str, str]) -> Iterator[RunningDev]:
+    """`steelframe dev --port 0` in `cwd`, once it has printed its `token:` line; stopped
+    (SIGTERM, then waited for) when the block ends."""
+    dev = subprocess.Popen(
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    running = RunningDev(dev.pid)
+    try:
+        assert dev.stdout is not None
+        for line in dev.stdout:
+            running.said.append(line)
+            if line.startswith("token: "):
+                break
+        yield running
+    finally:
+        dev.terminate()
+        dev.wait(timeout=PATIENCE_SECONDS)
