@@ -61,6 +61,7 @@ async def test_a_reload_keeps_the_unsent_message(
     await gui.sign_in(other.token)
     assert await page.input_value("#message") == ""
     await page.click("#sign-out")
+    await page.wait_for_selector("#signin:not([hidden])")  # signed out before signing in
     await gui.sign_in()
     assert await page.input_value("#message") == ""
 
