@@ -333,3 +333,43 @@ async def test_a_session_names_its_running_turn_and_the_turn_its_message(
     after = await (await api.get(f"/api/operator/chat/session/{sid}")).json()
     assert after["turn_in_flight"] is None
     assert [m["content"] for m in after["messages"]] == ["still thinking?", "held answer"]
+
+
+async def test_a_turn_stored_but_not_yet_let_go_is_not_named_as_running(
+    api_factory: Any, tmp_path: Path
+) -> None:
+    """A turn stores its messages, then lets go of its slot. A client reading the session in
+    between re-attached to the turn and showed its stored reply as well: twice (seen in the
+    TUI once its connection came back). The read names a running turn only while the
+    session does not hold it."""
+    gate = asyncio.Event()
+    runtime = ScriptedRuntime([reply("the answer")], gate=gate)
+    api = await _api_with(api_factory, tmp_path, runtime)
+    running = await api.post("/api/operator/chat/stream", json={"message": "why?"})
+    first = (await frames_until(running, lambda f: f["type"] == "status"))[0]
+    sid, turn = first["session"], first["turn_id"]
+    handle = api.services.registry.held(turn)
+    assert handle is not None and handle.before_terminal is not None
+    stored, let_go = asyncio.Event(), asyncio.Event()
+    release = handle.before_terminal
+
+    async def held_between(turn_handle: Any) -> None:  # the turn's messages are stored now
+        stored.set()
+        await let_go.wait()
+        await release(turn_handle)
+
+    handle.before_terminal = held_between
+    gate.set()
+    await asyncio.wait_for(stored.wait(), PATIENCE_SECONDS)
+    try:
+        assert api.services.registry.busy(handle.operator_id) is handle  # still running
+        for read in (
+            api.get(f"/api/operator/chat/session/{sid}"),
+            api.post(f"/api/operator/chat/session/{sid}/open"),
+        ):
+            session = await (await read).json()
+            assert [m["content"] for m in session["messages"]] == ["why?", "the answer"]
+            assert session["turn_in_flight"] is None
+    finally:
+        let_go.set()
+    assert (await read_sse(running))[-1]["type"] == "done"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from bot.chat.message_ids import asked_id
 from bot.chat.session_store import TurnSession, persist_turn
 from bot.chat.turn import CUT_REPLY, cut_record
 from bot.clock import Clock, utcnow
@@ -30,7 +31,7 @@ def store_cut_note(
     row = session.get(ChatSession, session_id)
     if row is None or row.operator_id != operator_id:
         return False
-    if session.get(ChatTurn, f"{turn_id}-u") is not None:
+    if session.get(ChatTurn, asked_id(turn_id)) is not None:
         return False
     found = TurnSession(
         id=row.id,

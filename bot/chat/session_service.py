@@ -12,6 +12,7 @@ from bot.chat.announce import announce
 from bot.chat.coordination import TurnLocks
 from bot.chat.inflight import StopState, TurnRegistry
 from bot.chat.issue_context import IssueContextLoader
+from bot.chat.message_ids import holds_turn
 from bot.chat.session_store import clear_session, delete_session, new_session, open_session
 from bot.chat.session_views import get_session, history, list_sessions, session_view
 from bot.chat.summariser import Summariser
@@ -115,18 +116,18 @@ class SessionService:
 
     async def get_session(self, operator_id: int, session_id: str) -> Session:
         await self._settled(operator_id)
-        found = await self.db.run(get_session, operator_id, session_id)
         running = await self.turn_in_flight(operator_id, session_id)
-        return msgspec.structs.replace(found, turn_in_flight=running)
+        found = await self.db.run(get_session, operator_id, session_id)
+        return _naming(found, running)
 
     async def open_session(self, operator_id: int, session_id: str) -> Session:
         """Reopen a session: the next message goes to it; the one left is summarised."""
         await self._settled(operator_id)
+        running = await self.turn_in_flight(operator_id, session_id)
         opened, left = await self.db.run(open_session, operator_id, session_id)
         if left is not None:
             self.summaries.spawn(left)
-        running = await self.turn_in_flight(operator_id, session_id)
-        return msgspec.structs.replace(opened, turn_in_flight=running)
+        return _naming(opened, running)
 
     async def turn_in_flight(self, operator_id: int, session_id: str) -> str | None:
         """The id of the operator's turn still running in this session (here, or on another
@@ -181,3 +182,14 @@ class SessionService:
             return StopResult(stopped=False)
         await self.locks.signal_stop(operator_id)
         return StopResult(stopped=True, session=held.session_id, turn_id=held.turn_id)
+
+
+def _naming(session: Session, running: str | None) -> Session:
+    """The session read, naming the turn that was running when the read began unless the
+    read holds it already. A turn is stored before it lets go of its slot, so a turn read
+    as running may be stored by the time the messages are read: named as well, a client
+    would show its reply twice (the stored one, and the one it re-attached to). Read the
+    other way round (messages first), a turn ending in between would be neither."""
+    if running is not None and holds_turn((m.id for m in session.messages), running):
+        running = None
+    return msgspec.structs.replace(session, turn_in_flight=running)

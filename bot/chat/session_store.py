@@ -25,6 +25,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.util import identity_key
 
 from bot.chat.forget_words import Words
+from bot.chat.message_ids import answered_id, asked_id
 from bot.chat.open_turn_rows import FORGET_OPEN, INSERT_OPEN, OpenTurn
 from bot.chat.pending_forgets import current_epoch, owed, settle
 from bot.chat.placement import TurnTarget
@@ -262,7 +263,7 @@ def _messages(
 ) -> tuple[ChatTurn, ChatTurn]:
     """The turn's two messages, after the session's message `seq`."""
     user = ChatTurn(
-        id=f"{record.turn_id}-u",
+        id=asked_id(record.turn_id),
         session_id=session_id,
         seq=seq + 1,
         role=Role.USER,
@@ -273,7 +274,7 @@ def _messages(
         created_at=now,
     )
     assistant = ChatTurn(
-        id=f"{record.turn_id}-a",
+        id=answered_id(record.turn_id),
         session_id=session_id,
         seq=seq + 2,
         role=Role.ASSISTANT,

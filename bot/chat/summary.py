@@ -21,6 +21,7 @@ from datetime import datetime
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
+from bot.chat.message_ids import is_reply, turn_of
 from bot.dialogue.titles import title_from_message
 from bot.models import ChatSession, ChatTurn, Operator, Role, SummaryStatus
 
@@ -99,10 +100,10 @@ def summary_source(
     if not turns:
         return None
     covers = turns[0].seq
-    if turns[-1].role == Role.ASSISTANT and turns[-1].id.endswith("-a"):
+    if turns[-1].role == Role.ASSISTANT and is_reply(turns[-1].id):
         turns = turns[:-1]  # a reply whose message is older than the window: not judged
     left_out = {
-        _turn_of(turn_id)
+        turn_of(turn_id)
         for turn_id, role, content, _seq in turns
         if role == Role.USER and leave_out(content)
     }
@@ -119,7 +120,7 @@ def summary_source(
     ordered = [
         (str(role), str(content))
         for turn_id, role, content, _seq in reversed(turns)
-        if _turn_of(turn_id) not in left_out
+        if turn_of(turn_id) not in left_out
     ]
     return SummarySource(row.id, row.agent, title, ordered, covers)
 
@@ -195,11 +196,6 @@ def pending_summaries(session: Session) -> list[str]:
 def active_session_of(session: Session, operator_id: int) -> str | None:
     operator = session.get(Operator, operator_id)
     return operator.active_session_id if operator is not None else None
-
-
-def _turn_of(turn_id: str) -> str:
-    """The turn a message belongs to: its id without the `-u`/`-a` ending."""
-    return turn_id.rsplit("-", 1)[0]
 
 
 def _first_sentences(text: str, limit: int = 300) -> str:
