@@ -39,8 +39,19 @@ async def test_esc_before_the_service_has_the_turn_stops_it_once_it_starts(
         await until(pilot, held.asked.is_set, "the send on its way")
         await pilot.press("escape")
         assert status(app) == "Chat · stopping · esc stop"
+        shown: list[str] = []  # every status line from here to the turn's end
+        refresh = app.chat.refresh_status
+
+        def noted() -> None:
+            refresh()
+            shown.append(status(app))
+
+        app.chat.refresh_status = noted  # type: ignore[method-assign]
         held.release.set()
         await until(pilot, lambda: STOPPED_TEXT in notices(app), "the turn stopped")
         await until(pilot, lambda: not app.chat.state.busy, "the turn's end")
+        # The turn's frames (its first, `turn started`) did not replace "stopping" meanwhile.
+        while_busy = set(shown[: shown.index(status(app))])
+        assert while_busy == {"Chat · stopping · esc stop"}, while_busy
         assert held.stops >= 1
         assert await stored_user_messages(api, app.chat.state.session_id) == []

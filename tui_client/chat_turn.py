@@ -48,6 +48,9 @@ class TurnStream(ChatPart):
     # before it had: the stop is sent once it has (sent before, it would stop nothing).
     _started = False
     _stop_wanted = False
+    # esc was pressed: the status line says so (or that it came too late) until the turn
+    # ends, whatever phase the frames still arriving name.
+    _stopping = False
 
     async def submit(self, text: str) -> None:
         """Enter in the composer: a turn, unless one runs; held while a chat opens."""
@@ -65,7 +68,7 @@ class TurnStream(ChatPart):
         """Busy from the key press on, not from when the worker starts: a ctrl+n or a
         second Enter right after it is refused, not raced against the turn."""
         self.state.busy, self.state.phase = True, "sending"
-        self._started = self._stop_wanted = False
+        self._started = self._stop_wanted = self._stopping = False
         self.panel.refresh_status()
         self.run("turn", self._send, text)
 
@@ -111,7 +114,7 @@ class TurnStream(ChatPart):
         and stoppable with esc; busy meanwhile, as a turn sent here is (the service would
         refuse another message with a 409 until it ends)."""
         self.state.busy, self.state.phase = True, "re-attaching"
-        self._started, self._stop_wanted = True, False
+        self._started, self._stop_wanted, self._stopping = True, False, False
         self.panel.refresh_status()
         self.run("turn", self._attach, session_id)
 
@@ -160,14 +163,14 @@ class TurnStream(ChatPart):
             case StatusFrame() if frame.reason == wire.StatusReason.FRAMES_LOST:
                 await reply.warn(frame.text, kind="warning")
             case StatusFrame():
-                state.phase = frame.text or state.phase
+                self._phase(frame.text or state.phase)
                 if frame.session:
                     state.session_id = frame.session
             case ThinkingFrame():
-                state.phase = "thinking"
+                self._phase("thinking")
                 await reply.add_thinking(frame.text)
             case DeltaFrame():
-                state.phase = "grounded re-draft" if frame.draft > 1 else "replying"
+                self._phase("grounded re-draft" if frame.draft > 1 else "replying")
                 await reply.add_delta(frame.text, replace=frame.replace)
             case DoneFrame():
                 state.offline = None
@@ -194,12 +197,18 @@ class TurnStream(ChatPart):
     def stop(self) -> None:
         """esc: stop the turn on the service; before the service has it, once it has."""
         if self.state.busy:
+            self._stopping = True
             self.state.phase = "stopping"
             self.panel.refresh_status()
             if self._started:
                 self.run("stop", self._stop)
             else:
                 self._stop_wanted = True
+
+    def _phase(self, text: str) -> None:
+        """The turn's phase from its frames; not once esc was pressed (see `_stopping`)."""
+        if not self._stopping:
+            self.state.phase = text
 
     def _has_started(self) -> None:
         """A frame of the turn came: the service has it, and a stop wanted meanwhile goes."""
