@@ -11,15 +11,19 @@ import asyncio
 import re
 from typing import Any
 
+import pytest
 from gidgethub.sansio import Event
+from sqlalchemy.orm import Session
 
 from bot.lifecycle.base_intake import BaseUpdates
 from bot.lifecycle.base_models import BaseUpdate
+from bot.lifecycle.models import EventKind, Task
+from bot.lifecycle.queue import job_id
 from bot.lifecycle.reconcile import run_reconcile
 from bot.lifecycle.states import TaskState
 from tests.fakes.coding import command
 from tests.fakes.git import branch_with_file
-from tests.fakes.lifecycle import Lifecycle, Make, a_lease_later
+from tests.fakes.lifecycle import DECISION, Lifecycle, Make, a_lease_later
 from tests.fakes.lifecycle import make_fixture as make_fixture  # the `make` fixture
 from tests.fakes.pulls import as_person, delivered_pull, send_again
 from webhooks.deps import WEBHOOKS
@@ -282,3 +286,181 @@ async def test_a_stop_comment_github_refused_is_posted_by_the_reconciler(
     assert "STEELFRAME_BASE_UPDATE_RUNS=0" in stop
     (row,) = _rows(lc, lc.task(issue).id)
     assert row.comment_id is not None
+
+
+async def _head(lc: Lifecycle, number: int) -> str:
+    return (await lc.github.merge_state(lc.repo, number)).head.sha
+
+
+def _update_prompt(lc: Lifecycle, issue: int) -> str:
+    """What the Decision's update run told the agent (merge_decide leaves it in the merge)."""
+    task = lc.task(issue)
+    prompt = lc.branch_file("UPDATE_PROMPT.md", task.branch or f"steelframe/issue-{issue}")
+    assert prompt is not None
+    return prompt
+
+
+@pytest.mark.parametrize("stop", ["ask", "limit"])
+async def test_an_update_run_waiting_for_a_person_is_continued_by_the_decision(
+    make: Make, any_db_url: str, stop: str
+) -> None:
+    """The update run's agent asked a question, or the run hit a budget: nothing is pushed,
+    the task waits with the update run still queued (no stop: the pair is not handled yet),
+    and the Decision's run is that update run again, the same run number (the bound is 1),
+    with what it waited on and the Decision as guidance. It resolves and pushes."""
+    lc = await make(coding_command=command("merge_decide", stop), database_url=any_db_url)
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "CHANGE.md")
+    before = await _head(lc, number)
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO, task.last_error
+    waited = task.question or ""
+    said = "Whose text should CHANGE.md keep?" if stop == "ask" else "budget reached"
+    assert said in waited
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.run_number) == ("queued", 1)
+    assert await _head(lc, number) == before and await _stops(lc, number) == []
+    guidance = "Keep both texts, theirs first."
+    await lc.comment_as("maintainer", issue, f"{DECISION}\n{guidance}", "write")
+    assert lc.task(issue).state == TaskState.RUNNING and len(lc.queued_jobs()) == 1
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, task.last_error
+    head = await _head(lc, number)
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.run_number, row.result_sha) == ("pushed", 1, head)
+    assert await _mergeable(lc, number) == (True, "clean")
+    prompt = _update_prompt(lc, issue)
+    assert f"<operator-guidance>\n{guidance}\n</operator-guidance>" in prompt
+    assert prompt.count(guidance) == 1  # pinned once, not again as the issue's Decision
+    assert f"<update-question>\n{waited}\n</update-question>" in prompt
+    assert await _stops(lc, number) == []
+
+
+@pytest.mark.parametrize(
+    ("runs", "stopped", "number_of_run"), [(1, "unresolved", 2), (0, "stopped", 1)]
+)
+async def test_a_decision_on_a_stopped_update_starts_one_more_update_run(
+    make: Make, any_db_url: str, runs: int, stopped: str, number_of_run: int
+) -> None:
+    """An update run that left the conflicts (or the bound spent before any) stopped with
+    one comment; the Decision turns that stop into one more update run of the same pair,
+    past the bound, guided by it, and the pull request merges again."""
+    lc = await make(
+        coding_command=command("merge_decide", "idle"),
+        database_url=any_db_url,
+        base_update_runs=runs,
+    )
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "CHANGE.md")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO, task.last_error
+    waited = task.question or ""
+    (row,) = _rows(lc, task.id)
+    assert row.state == stopped
+    (stop,) = await _stops(lc, number)
+    assert "publish a Decision on the issue" in stop
+    guidance = "Keep both texts, theirs first."
+    await lc.comment_as("maintainer", issue, f"{DECISION}\n{guidance}", "write")
+    task = lc.task(issue)
+    assert task.state == TaskState.RUNNING and lc.queued_jobs() == [task.job_id]
+    (row,) = _rows(lc, task.id)
+    wanted = ("decision", "queued", number_of_run, task.job_id)
+    assert (row.verdict, row.state, row.run_number, row.job_id) == wanted
+    (asked,) = [e for e in lc.events(task.id) if e.kind == EventKind.NOTE and e.data]
+    assert asked.data == {"pr_number": number, "head_sha": row.head_sha, "decision": True}
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, task.last_error
+    head = await _head(lc, number)
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.run_number, row.result_sha) == ("pushed", number_of_run, head)
+    assert await _mergeable(lc, number) == (True, "clean")
+    prompt = _update_prompt(lc, issue)
+    assert f"<operator-guidance>\n{guidance}\n</operator-guidance>" in prompt
+    assert f"<update-question>\n{waited}\n</update-question>" in prompt
+    assert len(await _stops(lc, number)) == 1
+
+
+async def test_an_update_run_that_pushed_before_it_crashed_is_recorded_pushed_by_its_retry(
+    make: Make,
+) -> None:
+    """The attempt pushed its merge commit and ended before its row said so: its retry
+    finds the branch at that merge (not a person's push) and records it, once."""
+    lc = await make(coding_command=command("echo"))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "PROMPT.md")
+    await lc.work()
+    task = lc.task(issue)
+    (row,) = _rows(lc, task.id)
+    merge = await _head(lc, number)
+    assert (row.state, row.result_sha) == ("pushed", merge)
+    retry = job_id(task.id, task.generation, "retry")
+
+    def crashed_after_the_push(session: Session) -> None:
+        """The row and the task as the crash left them: still queued, and running."""
+        updates = session.query(BaseUpdate).filter(BaseUpdate.id == row.id)
+        updates.update({"state": "queued", "result_sha": None})
+        tasks = session.query(Task).filter(Task.id == task.id)
+        tasks.update({"state": TaskState.RUNNING, "job_id": retry})
+
+    lc.ctx.db.call(crashed_after_the_push)
+    lc.queue.enqueue(task.id, job=retry, continuation=True)
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.DELIVERED, task.last_error
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.result_sha) == ("pushed", merge)
+    assert await _head(lc, number) == merge and await _mergeable(lc, number) == (True, "clean")
+
+
+@pytest.mark.parametrize("end", ["terminated", "merged"])
+async def test_an_update_run_waiting_on_its_question_ends_with_its_task(
+    make: Make, end: str
+) -> None:
+    """No run holds an update run that waits for a person: a terminate or a merge in its
+    place, after which no Decision continues it, ends it (not left `queued`)."""
+    lc = await make(coding_command=command("merge_decide", "ask"))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "CHANGE.md")
+    await lc.work()  # the update run asks
+    task_id = lc.task(issue).id
+    assert [r.state for r in _rows(lc, task_id)] == ["queued"]
+    if end == "terminated":
+        response = await lc.api.post(f"/api/operator/tasks/{task_id}/terminate")
+        assert response.status == 200, await response.text()
+    else:  # a person rebased the branch on main by hand, then merged it
+        branch = lc.task(issue).branch or f"steelframe/issue-{issue}"
+        branch_with_file(_git_path(lc), branch, "CHANGE.md", "Both texts.\n")
+        await as_person(lc, "maintainer", "PUT", f"/pulls/{number}/merge", {})
+        await lc.settle()
+    assert lc.task(issue).state == end
+    assert [r.state for r in _rows(lc, task_id)] == ["ended"]
+
+
+async def test_each_decision_buys_one_update_run_and_a_second_stop_edits_the_comment(
+    make: Make,
+) -> None:
+    """The Decision's update run leaves the conflicts too: a person is asked again, the
+    pair's one comment now saying why that run stopped, and the next Decision buys the
+    next run of the chain."""
+    lc = await make(coding_command=command("merge_idle"))
+    issue, number = await delivered_pull(lc)
+    await _merge_conflicting_change(lc, "CHANGE.md")
+    await lc.work()
+    (stop,) = await _stops(lc, number)
+    assert "update run 1 could not conclude the merge" in stop
+    await lc.comment_as("maintainer", issue, f"{DECISION}\nTry again.", "write")
+    await lc.work()
+    task = lc.task(issue)
+    assert task.state == TaskState.WAITING_FOR_INFO, task.last_error
+    assert "update run 2 could not conclude the merge" in (task.question or "")
+    (stop,) = await _stops(lc, number)
+    assert "update run 2 could not conclude the merge" in stop
+    (row,) = _rows(lc, task.id)
+    assert (row.state, row.run_number) == ("unresolved", 2) and row.comment_id is not None
+    await lc.comment_as("maintainer", issue, f"{DECISION}\nOnce more.", "write")
+    (row,) = _rows(lc, task.id)
+    assert (row.verdict, row.state, row.run_number) == ("decision", "queued", 3)

@@ -185,7 +185,10 @@ class EventData(TypedDict, total=False):
     failing: list[FailingCheck]
     fix_run: int  # which fix run of the chain
     fix_runs: int  # the bound per head commit
-    decision: bool  # a fix run one more Decision asked for (bot/lifecycle/ci_decision.py)
+    # A fix run one more Decision asked for (bot/lifecycle/ci_decision.py); also a `note`
+    # of an update run one asked for (bot/lifecycle/base_decision.py), with pr_number and
+    # head_sha.
+    decision: bool
     # `runtime_session`: the coding runtime's session and its transcript (redacted).
     session_id: str | None
     transcript: str | None

@@ -91,7 +91,8 @@ def update_job_id(task: Task, base_sha: str, head_sha: str) -> str:
 def needs_human_question(pr_number: int, base_ref: str, reason: str) -> str:
     return (
         f"Pull request #{pr_number} has merge conflicts with `{base_ref}` and needs a person: "
-        f"{reason}. The pull request says so too."
+        f"{reason}. The pull request says so too. A Decision starts one more update run, "
+        "with the Decision as its guidance."
     )
 
 

@@ -24,17 +24,21 @@ from bot.db import Base, JSONType
 class UpdateVerdict(StrEnum):
     UPDATE = "update"  # an update run merges the base into the branch
     NEEDS_HUMAN = "needs_human"  # the bound is spent: a person is asked
+    DECISION = "decision"  # one more update run a person's Decision asked for after a stop
 
 
 class UpdateState(StrEnum):
-    QUEUED = "queued"  # the update run is enqueued or running
+    # The update run is enqueued, running, or waiting for a person (its agent asked a
+    # question, it hit a budget): the Decision's run continues it, the same update run
+    # (`base_run.UPDATE_GOES_ON`).
+    QUEUED = "queued"
     PUSHED = "pushed"  # it pushed the merge commit `result_sha`
     STOPPED = "stopped"  # no run: a person is asked (verdict needs_human)
     # The run could not conclude the merge (conflict markers left, the agent changed
     # nothing) or the repository's tests failed on it: a person is asked.
     UNRESOLVED = "unresolved"
     SUPERSEDED = "superseded"  # the branch moved before the run: nothing to update there
-    ENDED = "ended"  # the run ended otherwise (failed, asked, was terminated, PR closed)
+    ENDED = "ended"  # the run ended otherwise (failed, was terminated, its PR merged or closed)
 
 
 PENDING_STATES = frozenset({UpdateState.QUEUED})

@@ -14,13 +14,19 @@ claim and clone, the repository's setup), then:
   (`base_prompt`);
 * after the agent, the worker refuses to go on while a conflicted file still holds a
   conflict marker or the merge is not concluded (a merge commit whose second parent is
-  the base), then runs the repository's tests if its config names them; any of these, or
-  a question from the agent, leaves the branch as it was and asks a person with one
-  comment on the pull request (`base_comment`), the task `waiting_for_info`;
+  the base), then runs the repository's tests if its config names them; any of these
+  leaves the branch as it was and asks a person with one comment on the pull request
+  (`base_comment`), the task `waiting_for_info` (a Decision then buys one more update
+  run: `base_decision`);
 * otherwise the merge commit is pushed (fenced, checked for secrets as any push), the row
   records it, and the task is delivered again.
 
-An error or a limit ends the run as any run's would (steps): a retry runs the same update.
+A question from the agent, or a budget, leaves the branch as it was (nothing half-merged
+is pushed) and the task waiting for a person with the update run still queued: the
+Decision's run continues it (`UPDATE_GOES_ON`), the same update run with the Decision as
+guidance. An error or another limit ends the run as any run's would (steps): a retry runs
+the same update. A branch whose head is this update run's own merge (pushed by an attempt
+that ended before it recorded the push) is that push, recorded now.
 """
 
 from __future__ import annotations
@@ -34,14 +40,15 @@ from pathlib import Path
 from sqlalchemy.orm import Session
 
 from bot.clock import Clock
-from bot.lifecycle import base_store, branch, repo_tests, steps, tasks, worktree
+from bot.lifecycle import auto_resume, base_store, branch, repo_tests, steps, tasks, worktree
 from bot.lifecycle.base_comment import shown_ref
 from bot.lifecycle.base_intake import comment_stop, needs_human_question
-from bot.lifecycle.base_models import BaseUpdate, UpdateState
+from bot.lifecycle.base_models import BaseUpdate, UpdateState, UpdateVerdict
 from bot.lifecycle.base_prompt import update_prompt
-from bot.lifecycle.coding import CodingStatus
+from bot.lifecycle.ci_prompt import Guidance
+from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
-from bot.lifecycle.finish import decide, finish_delivered
+from bot.lifecycle.finish import decide, finish_delivered, finish_question
 from bot.lifecycle.progress import Phase
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
@@ -51,9 +58,12 @@ log = logging.getLogger(__name__)
 # A line git's merge writes around a conflict (`merge.conflictStyle` merge or diff3).
 _MARKER = re.compile(rb"^(?:<{7}|>{7}|\|{7})(?: |$)|^={7}$", re.MULTILINE)
 MAX_SCANNED = 20 * 1024 * 1024  # bytes of one file read for markers; larger: unresolved
-# Where the task is when its update run is not over: queued again for a retry (which runs
-# the same update) or running already (resumed meanwhile).
-UPDATE_GOES_ON = frozenset({TaskState.QUEUED, TaskState.RUNNING})
+# Where the task is when its update run is not over: queued again for a retry, which runs
+# the same update; waiting for a person (the agent asked a question, the run hit a budget,
+# found no runtime), whose Decision's run continues the same update run (same run number,
+# the Decision as guidance); or running already, resumed by a Decision faster than this
+# line (as ci_run.FIX_GOES_ON).
+UPDATE_GOES_ON = frozenset({TaskState.QUEUED, TaskState.WAITING_FOR_INFO, TaskState.RUNNING})
 
 
 @dataclass(frozen=True)
@@ -77,33 +87,59 @@ async def update(run: Run, row: BaseUpdate) -> str:
     async def moved(tree: worktree.Worktree) -> str | None:
         if tree.remote.branch_sha == row.head_sha:
             return None
+        if await _own_merge(tree, row):
+            return await _pushed_before(run, row, tree)
         return await _superseded(run, row, tree)
 
-    opened = await steps.open_workspace(run, text, check_clone=moved)
+    guidance = _guidance(run)
+    opened = await steps.open_workspace(
+        run, text, check_clone=moved, with_decision=guidance is None
+    )
     if isinstance(opened, steps.Ended):
         return await _ended(run, row, opened.said)
     tree = opened.tree
     merge = await _begin_merge(tree, row.base_ref)
     if merge.conflicts:
         prompt = update_prompt(
-            opened.prompt, pr_number=row.pr_number, base_ref=row.base_ref, files=merge.conflicts
+            opened.prompt,
+            pr_number=row.pr_number,
+            base_ref=row.base_ref,
+            files=merge.conflicts,
+            guidance=guidance,
         )
         outcome = await code(run, tree, prompt, opened.remaining)
         await steps.recorded(run, tree, prompt, outcome)
-        if outcome.status == CodingStatus.QUESTION:
-            asked = f"the coding agent asked: {run.public(outcome.question, 300)}"
-            return await _unresolved(run, row, tree, merge, asked)
         if outcome.status != CodingStatus.DONE:
             await _abort(tree)  # nothing half-merged is pushed by the run's end
-            return await _ended(run, row, await steps.conclude(run, tree, outcome))
+            if outcome.status == CodingStatus.QUESTION:
+                said = await _ask(run, row, outcome)
+            else:
+                said = await steps.conclude(run, tree, outcome)
+            concluded = await _ended(run, row, said)
+            await steps.after_conclusion(run)
+            return concluded
     concluded = await _conclude_merge(run, tree, merge)
     if concluded:
         return await _unresolved(run, row, tree, merge, concluded)
     return await _push(run, row, tree, merge)
 
 
+def _guidance(run: Run) -> Guidance | None:
+    """The Decision this run resumes with (it asked for one more update run after a stop,
+    or answered the question this update run asked: base_decision), pinned once with the
+    question it answers, in place of the issue prompt's Decision lines."""
+    task = run.task
+    if not task.pending_decision:
+        return None
+    return Guidance(task.pending_decision, task.question)
+
+
 async def _announce(run: Run, row: BaseUpdate) -> None:
     which = f"{row.run_number} of {run.ctx.settings.base_update_runs}"
+    if row.verdict == UpdateVerdict.DECISION:
+        which = f"{row.run_number} (one more, asked for by a Decision)"
+    elif run.task.pending_decision:
+        which += ", continued with a Decision"
     note = (
         f"Update run {which} is merging `{shown_ref(row.base_ref)}` "
         f"({row.base_sha[:12]}) into this branch: the pull request conflicts with it."
@@ -200,9 +236,28 @@ async def _conclude(run: Run, row: BaseUpdate, state: UpdateState, **changes: ob
     await run.ctx.db.run(base_store.conclude, row.id, state, clock, fence=fence, **changes)
 
 
+async def _ask(run: Run, row: BaseUpdate, outcome: CodingOutcome) -> str:
+    """The agent asked a question: the task waits for a person with it, the update run
+    queued (`_ended`), so the Decision's run is this update run again, from a fresh merge
+    (the merge begun here was aborted: no half-resolved work is pushed to keep)."""
+    base = shown_ref(row.base_ref)
+    question = (
+        f"{run.public_block(outcome.question)}\n\n"
+        f"(Asked by update run {row.run_number}, merging `{base}` into the branch of pull "
+        f"request #{row.pr_number}; nothing was pushed. A Decision continues that update run "
+        "with your answer as its guidance.)"
+    )
+    said = await finish_question(
+        run.ctx, run.github, run.task, run.actor, question, fence=run.fence
+    )
+    decisions = run.repo_env.config.decisions if run.repo_env is not None else None
+    await auto_resume.after_question(run.ctx, run.github, run.task.id, decisions)  # opt-in
+    return said
+
+
 async def _ended(run: Run, row: BaseUpdate, said: str) -> str:
-    """The run ended as a run does (failed, stopped, a limit): the update is over unless
-    the task goes on (`UPDATE_GOES_ON`: a retry runs the same update)."""
+    """The run ended as a run does (failed, asked, stopped, a limit): the update is over
+    unless the task goes on (`UPDATE_GOES_ON`: a retry or a Decision's run continues it)."""
     await run.ctx.db.run(_end_update, run.task.id, row, run.fence, run.ctx.clock)
     return said
 
@@ -210,6 +265,39 @@ async def _ended(run: Run, row: BaseUpdate, said: str) -> str:
 def _end_update(session: Session, task_id: int, row: BaseUpdate, fence: str, clock: Clock) -> None:
     if tasks.get_task(session, task_id).state not in UPDATE_GOES_ON:
         base_store.conclude(session, row.id, UpdateState.ENDED, clock, fence=fence)
+
+
+async def _own_merge(tree: worktree.Worktree, row: BaseUpdate) -> bool:
+    """Whether the branch's head is this update's merge, pushed by an earlier attempt of
+    the run that ended before it recorded the push (a crash, a lost lease): a merge commit
+    whose first parent is the conflicting head and whose second is on the base (the base
+    the attempt merged, `row.base_sha` or a later one). A person's merge of the base onto
+    the same head is the same update, taken as done."""
+    head = tree.remote.branch_sha
+    if not head:  # the branch is gone
+        return False
+    listed = await worktree.tree_git(tree, "rev-list", "--parents", "-n", "1", head)
+    parents = listed.split()[1:]
+    if len(parents) != 2 or parents[0] != row.head_sha:
+        return False
+    base = f"origin/{row.base_ref}"
+    common = await worktree.tree_git(tree, "merge-base", parents[1], base, check=False)
+    return common == parents[1]
+
+
+async def _pushed_before(run: Run, row: BaseUpdate, tree: worktree.Worktree) -> str:
+    """The push an earlier attempt made, recorded as `_push` would have (the chain goes on
+    from its merge commit), and the task delivered again: no second update of the pair."""
+    head = tree.remote.branch_sha
+    log.info("lifecycle: task %s: the branch holds this update's merge %s", run.task.id, head[:12])
+    await _conclude(run, row, UpdateState.PUSHED, result_sha=head)
+    summary = (
+        f"Merged `{shown_ref(row.base_ref)}` into the branch ({head[:12]}, pushed by update "
+        f"run {row.run_number} before it ended)."
+    )
+    return await finish_delivered(
+        run.ctx, run.github, run.task.id, run.actor, summary=summary, fence=run.fence
+    )
 
 
 async def _superseded(run: Run, row: BaseUpdate, tree: worktree.Worktree) -> str:

@@ -23,6 +23,7 @@ DATA_TAGS = (
     "test-output",
     "review-thread",
     "merge-conflicts",
+    "update-question",
 )
 
 # A `<` that starts one of the tags, opening or closing: it gets a backslash after it

@@ -251,8 +251,9 @@ def _end_tx(session: Session, closed: PullChange, clock: Clock) -> PullEnd:
     moved = apply(session, task.id, move, clock)
     if held:
         _let_go(session, task.id, clock)
-    elif closed.merged:  # final: a fix run waiting on its question is never continued now
+    elif closed.merged:  # final: a fix or update run waiting on a person is never continued now
         ci_store.end_pending(session, task.id, clock)
+        base_store.end_pending(session, task.id, clock)
     add_chunk(session, _outcome_chunk(session, task, closed, by), clock=clock)
     record_done(session)
     return PullEnd(EndVerdict.ENDED, detail, task.id, wanted, moved)

@@ -19,7 +19,7 @@ from bot.clock import Clock, utcnow
 from bot.db import Database
 from bot.decisions import DECISION_MARKER, decision_text
 from bot.handler_runs import record_done
-from bot.lifecycle import ci_decision, plan_store, tasks
+from bot.lifecycle import base_decision, ci_decision, plan_store, tasks
 from bot.lifecycle.access import may_act
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.progress import Phase
@@ -120,6 +120,10 @@ class Resumes:
             )
             # A task failing CI stopped: the Decision starts one more fix run, guided by it.
             ci_decision.one_more_fix_run(
+                session, moved.task_id, job=job, author=author, clock=self.clock
+            )
+            # A task whose conflict with its base stopped: one more update run, guided by it.
+            base_decision.one_more_update_run(
                 session, moved.task_id, job=job, author=author, clock=self.clock
             )
             record_done(session)

@@ -44,7 +44,7 @@ from bot.contracts.errors import ErrorDetail
 from bot.contracts.tasks import EventData, TaskDetail
 from bot.db import Database, bound_lock_wait, is_lock_timeout
 from bot.errors import Conflict
-from bot.lifecycle import ci_store, tasks
+from bot.lifecycle import base_store, ci_store, tasks
 from bot.lifecycle.board import task_detail
 from bot.lifecycle.ci_models import CiFixState
 from bot.lifecycle.models import Task, TaskStopRequest
@@ -126,8 +126,9 @@ async def terminate(
         task = tasks.get_task(session, task_id)
         waiting = task.state == TaskState.WAITING_FOR_INFO
         moved = apply_move(session, task_id, terminate_move(actor, task), clock)
-        if waiting:  # no run holds its fix run (it asked a question): none will end it
+        if waiting:  # no run holds its fix or update run (it asked a question): none will end it
             ci_store.end_pending(session, task_id, clock, state=CiFixState.ENDED)
+            base_store.end_pending(session, task_id, clock)
         forget(session, task_id)
         return moved, tasks.get_task(session, task_id).job_id
 
