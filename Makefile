@@ -55,9 +55,11 @@ run: $(RUNTIME_STAMP)
 	$(BIN)/steelframe dev $(if $(PORT),--port $(PORT))
 
 # The clients and checks `make run` mentions, runnable as printed.
-# `STEELFRAME_TOKEN=... make tui URL=...` (or STEELFRAME_URL in the environment too). The
-# token reaches the client through its environment, never its command line, which any user
-# of the machine can read in `ps` for as long as the TUI runs; TOKEN=... still works.
+# `make tui` alone uses the `make run` running here (its URL and kept token: docs/tui.md);
+# against anything else `STEELFRAME_TOKEN=... make tui URL=...` (or STEELFRAME_URL in the
+# environment too). The token reaches the client through its environment, never its command
+# line, which any user of the machine can read in `ps` for as long as the TUI runs; TOKEN=...
+# still works.
 tui: export STEELFRAME_TOKEN := $(or $(TOKEN),$(STEELFRAME_TOKEN))
 tui: $(RUNTIME_STAMP)
 	$(BIN)/steelframe tui $(if $(URL),--url $(URL))
@@ -65,6 +67,7 @@ tui: $(RUNTIME_STAMP)
 doctor: $(RUNTIME_STAMP)
 	$(BIN)/steelframe doctor
 
+# `make desktop` alone opens the `make run` running here, signed in (docs/gui.md).
 # `make desktop ARGS="--browser-arg=--no-sandbox"` passes ARGS on to `steelframe desktop`
 # (as root, Chromium starts only without its sandbox: that choice is the operator's, docs/gui.md).
 desktop: $(RUNTIME_STAMP)

@@ -41,6 +41,7 @@ from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_settings import (
     LOCK_FILE,
     TOKEN_FILE,
+    held_by,
     plan_dev,
     sandbox_write_interval,
 )
@@ -99,8 +100,13 @@ def cmd_dev(args: argparse.Namespace) -> int:
     held = hold_data_dir(settings.data_dir)
     if held is None:
         return 1
-    with held:  # released when dev ends, however it ends (the kernel drops a dead one's)
-        asyncio.run(run_dev(settings, host=args.host or settings.host, port=port))
+    # Released when dev ends, however it ends (the kernel drops a dead one's).
+    with held as lock:
+
+        def serving(url: str, token: str) -> None:
+            record_url(lock, url)
+
+        asyncio.run(run_dev(settings, host=args.host or settings.host, port=port, ready=serving))
     return 0
 
 
@@ -121,11 +127,12 @@ def hold_data_dir(folder: Path) -> IO[str] | None:
         _lock_now(lock)
     except BlockingIOError:
         lock.seek(0)
-        holder = lock.read().strip() or "?"
+        holder = held_by(folder, lock.read())
         lock.close()
+        where = f" at {holder.url}" if holder.url else ""
         print(
-            f"steelframe: another steelframe dev (pid {holder}) runs on the data folder "
-            f"{folder}: use that one (its URL and token are in its terminal; the token is "
+            f"steelframe: another steelframe dev (pid {holder.pid}) runs on the data folder "
+            f"{folder}{where}: use that one (its URL and token are in its terminal; the token is "
             f"also in {folder / TOKEN_FILE}), stop it first, or give this one a folder and a "
             "port of its own: steelframe dev --data-dir DIR --port PORT",
             file=sys.stderr,
@@ -135,6 +142,15 @@ def hold_data_dir(folder: Path) -> IO[str] | None:
     lock.write(f"{os.getpid()}\n")
     lock.flush()
     return lock
+
+
+def record_url(lock: IO[str], url: str) -> None:
+    """Name the URL dev serves on in its held lock, under its pid: `steelframe tui` and
+    `desktop` started with no URL, and `config --dev`, find it there (running_dev). Written
+    once the token is kept too, so a client that finds the URL finds the token that works.
+    One line appended ("a+"): the pid line is never rewritten under a reader."""
+    lock.write(f"{url}\n")
+    lock.flush()
 
 
 def _lock_now(lock: IO[str]) -> None:
@@ -217,6 +233,8 @@ async def run_dev(
             print(f"webhooks: through the relay {settings.webhook_proxy_url}", flush=True)
         database: Database = app[PARTS].db
         token = await database.run(dev_token, settings.data_dir)
+        if ready is not None:  # before the banner: who reads it can use the URL at once
+            ready(url, token)
         print(
             f"runtime: {settings.runtime} · database: {_safe_url(settings.database_url)}",
             flush=True,
@@ -228,8 +246,6 @@ async def run_dev(
         if worker is not None:
             parts.push_async_callback(asyncio.to_thread, worker.stop)
         print(_next_steps(url, token, settings, sandbox), flush=True)
-        if ready is not None:
-            ready(url, token)
         try:
             await stop.wait()
         finally:

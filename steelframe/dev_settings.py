@@ -107,9 +107,29 @@ def _by_dev(settings: Settings, **changes: Any) -> Settings:
     return dataclasses.replace(settings, **changes, sources=sources)
 
 
-def running_dev(folder: Path) -> str | None:
-    """The pid of the `dev` holding `folder`'s lock, if one runs there ("?" if it wrote
-    none yet); None when none does. Makes nothing: a folder never used has no lock file."""
+@dataclass(frozen=True)
+class RunningDev:
+    """A `dev` holding a data folder's lock: its pid ("?" before it wrote one) and the URL
+    it serves on, None until it has bound its port and settled its token (dev.record_url)."""
+
+    folder: Path
+    pid: str
+    url: str | None
+
+
+@dataclass(frozen=True)
+class DevClient:
+    """What a client needs to reach a running dev: its URL and the dev token it keeps."""
+
+    dev: RunningDev
+    url: str
+    token: str
+
+
+def running_dev(folder: Path) -> RunningDev | None:
+    """The `dev` holding `folder`'s lock, if one runs there; None when none does (a lock
+    file left by one that ended is held by no one). Makes nothing: a folder never used has
+    no lock file."""
     with contextlib.suppress(FileNotFoundError, NotADirectoryError, PermissionError):
         with (folder / LOCK_FILE).open() as lock:
             try:
@@ -117,6 +137,36 @@ def running_dev(folder: Path) -> str | None:
                 # (dev.hold_data_dir), and finds the folder free.
                 fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:
-                return lock.read().strip() or "?"
+                return held_by(folder, lock.read())
             fcntl.flock(lock, fcntl.LOCK_UN)
+    return None
+
+
+def held_by(folder: Path, said: str) -> RunningDev:
+    """The lock's lines: the pid, then the URL once bound. A line still being written (no
+    newline yet) counts as not there."""
+    lines = said.split("\n")[:-1]  # complete lines only
+    pid = lines[0].strip() if lines and lines[0].strip() else "?"
+    url = lines[1].strip() if len(lines) > 1 and lines[1].strip() else None
+    return RunningDev(folder, pid, url)
+
+
+def dev_folders(settings: Settings) -> list[Path]:
+    """Where a `dev` started from here would run: the configured data folder (dev's with
+    --use-configured-services) and dev's own default one (what `make run` uses)."""
+    return list(dict.fromkeys([settings.data_dir.resolve(), DEFAULT_DATA_DIR.resolve()]))
+
+
+def dev_client(folders: list[Path], *, url: str | None = None) -> DevClient | None:
+    """The first dev running on one of `folders` that serves (at `url`, when given), with
+    the token it keeps. Only a running dev's token is read: a folder's dev-token outlives
+    the dev that wrote it, and another dev on that folder replaces it."""
+    for folder in folders:
+        dev = running_dev(folder)
+        if dev is None or dev.url is None or (url is not None and dev.url != url.rstrip("/")):
+            continue
+        with contextlib.suppress(OSError):
+            token = (folder / TOKEN_FILE).read_text().strip()
+            if token:
+                return DevClient(dev, dev.url, token)
     return None

@@ -42,13 +42,16 @@ def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
         serve = _config(tmp_path, env)
         dev_view = _config(tmp_path, env, "--dev", "--list")
     folder = tmp_path / "var"
-    # serve's view, said to be serve's, and the dev running here named with the way to its own.
+    [url] = [line.removeprefix("url: ").strip() for line in dev.said if line.startswith("url: ")]
+    # serve's view, said to be serve's, and the dev running here named, with its URL and the
+    # way to its settings.
     assert f"STEELFRAME_DATABASE_URL=sqlite:///{tmp_path / 'production.db'}" in serve.stdout
     assert serve.stderr.splitlines() == [
         "steelframe config: the settings of serve, worker and the other commands (dev's: "
         "config --dev)",
         f"steelframe config: a steelframe dev (pid {dev.pid}) runs on the data folder "
-        f"{folder}, on settings of its own, not these: `steelframe config --dev` shows them",
+        f"{folder} at {url}, on settings of its own, not these: `steelframe config --dev` "
+        "shows them",
     ]
     # dev's view: what dev said it runs on, and the services it started itself.
     rows = _table(dev_view.stdout)
@@ -67,7 +70,7 @@ def test_config_names_a_running_dev_and_config_dev_shows_what_it_runs_on(
     assert f"runtime: {runtime} " in "".join(dev.said)
     assert dev_view.stderr.splitlines() == [
         f"steelframe config: the settings steelframe dev runs on (the one running on {folder} "
-        f"is pid {dev.pid}; its --port and --host aside)",
+        f"is pid {dev.pid}, at {url})",
         "steelframe config: dev does not use STEELFRAME_DATA_DIR, STEELFRAME_DATABASE_URL, "
         "STEELFRAME_REDIS_URL of this shell: it keeps its own (--use-configured-services uses "
         "them)",

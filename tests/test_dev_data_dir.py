@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from steelframe.dev import hold_data_dir
+from steelframe.dev import hold_data_dir, record_url
 
 
 def run_dev(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -29,6 +29,7 @@ def test_a_second_dev_on_the_same_data_folder_stops_before_any_start_up_work(
     folder = tmp_path / "var"
     first = hold_data_dir(folder)  # the running dev's hold (this process plays it)
     assert first is not None
+    record_url(first, "http://127.0.0.1:8765")  # bound: the second one names where
     try:
         result = run_dev(tmp_path)
     finally:
@@ -37,7 +38,8 @@ def test_a_second_dev_on_the_same_data_folder_stops_before_any_start_up_work(
     assert result.stdout == ""
     assert result.stderr.strip() == (
         f"steelframe: another steelframe dev (pid {os.getpid()}) runs on the data folder "
-        f"{folder}: use that one (its URL and token are in its terminal; the token is also "
+        f"{folder} at http://127.0.0.1:8765: use that one (its URL and token are in its "
+        "terminal; the token is also "
         f"in {folder / 'dev-token'}), stop it first, or give this one a folder and a port of "
         "its own: steelframe dev --data-dir DIR --port PORT"
     )

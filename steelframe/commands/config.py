@@ -17,7 +17,7 @@ from typing import Any
 
 from bot.config import DEFAULT_DATA_DIR, Settings
 from steelframe.cli import load_settings
-from steelframe.dev_settings import DEV, DevPlan, plan_dev, running_dev
+from steelframe.dev_settings import DEV, DevPlan, dev_folders, plan_dev, running_dev
 
 Row = tuple[str, str, str, str, str]  # variable, value, source, default, meaning
 
@@ -84,14 +84,14 @@ def cmd_config(args: argparse.Namespace) -> int:
 def serve_view(settings: Settings) -> View:
     """Serve's and worker's settings, and a `dev` running here said not to use them."""
     notes = ["the settings of serve, worker and the other commands (dev's: config --dev)"]
-    folders = dict.fromkeys([settings.data_dir.resolve(), DEFAULT_DATA_DIR.resolve()])
-    for folder in folders:
-        pid = running_dev(folder)
-        if pid is not None:
+    for folder in dev_folders(settings):
+        dev = running_dev(folder)
+        if dev is not None:
             option = "" if folder == DEFAULT_DATA_DIR.resolve() else f" --data-dir {folder}"
+            at = f" at {dev.url}" if dev.url else ""
             notes.append(
-                f"a steelframe dev (pid {pid}) runs on the data folder {folder}, on settings "
-                f"of its own, not these: `steelframe config --dev{option}` shows them"
+                f"a steelframe dev (pid {dev.pid}) runs on the data folder {folder}{at}, on "
+                f"settings of its own, not these: `steelframe config --dev{option}` shows them"
             )
     return View(settings.described(), notes)
 
@@ -106,11 +106,13 @@ def dev_view(plan: DevPlan) -> View:
         else (variable, value, source, default, meaning)
         for variable, value, source, default, meaning in plan.settings.described()
     ]
-    pid = running_dev(folder)
-    if pid is None:
+    dev = running_dev(folder)
+    if dev is None:
         running = f"none runs on {folder} now"
+    elif dev.url is None:
+        running = f"the one running on {folder} is pid {dev.pid}, still starting"
     else:
-        running = f"the one running on {folder} is pid {pid}; its --port and --host aside"
+        running = f"the one running on {folder} is pid {dev.pid}, at {dev.url}"
     notes = [f"the settings steelframe dev runs on ({running})"]
     if plan.ignored:
         notes.append(

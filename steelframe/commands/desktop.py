@@ -3,8 +3,9 @@
 The installed Chromium (or Chrome) in `--app` mode, with a profile of its own so its sign-in
 cookie and window stay apart from the operator's everyday browser. pywebview would need GTK
 or Qt bindings that do not install cleanly from the registries, and a browser is already
-what the GUI is tested in. Against a running service (--url, STEELFRAME_URL, or the dev
-default), or, when none answers, a `steelframe dev` it starts and stops again.
+what the GUI is tested in. Against a running service (--url, STEELFRAME_URL, else the
+`steelframe dev` running on this checkout's data folder, signed in with its kept token, else
+the dev default), or, when none answers, a `steelframe dev` it starts and stops again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from steelframe.cli import load_settings
+from steelframe.dev_settings import dev_client, dev_folders
+
 DEFAULT_URL = "http://127.0.0.1:8080"
 # A client's variables (shared with the TUI); the service refuses unknown STEELFRAME_* names.
 CLIENT_ENV = ("STEELFRAME_URL", "STEELFRAME_TOKEN")
@@ -44,7 +48,9 @@ class DesktopError(Exception):
 def register(subparsers: Any) -> None:
     desktop = subparsers.add_parser("desktop")
     desktop.add_argument(
-        "--url", help=f"a running service (default STEELFRAME_URL, else {DEFAULT_URL})"
+        "--url",
+        help="a running service (default STEELFRAME_URL, else the steelframe dev running "
+        f"on the data folder, else {DEFAULT_URL})",
     )
     desktop.add_argument("--browser", help="Chromium or Chrome executable (default: found on PATH)")
     desktop.add_argument(
@@ -68,14 +74,34 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     try:
         browser = find_browser(args.browser)
         check_root(args.browser_arg)
-        url = args.url or os.environ.get("STEELFRAME_URL") or DEFAULT_URL
+        url, token = target(args.url or os.environ.get("STEELFRAME_URL"))
         check_display(args.browser_arg, os.environ, url)
         profile = args.profile or Path.home() / ".local/share/steelframe/desktop"
-        with _terminate_on_sigterm(), service(url.rstrip("/"), allow_dev=not args.no_dev) as page:
+        with (
+            _terminate_on_sigterm(),
+            service(url.rstrip("/"), allow_dev=not args.no_dev, token=token) as page,
+        ):
             return run_window(browser, page, profile, args.browser_arg)
     except DesktopError as exc:
         print(f"steelframe desktop: {exc}", file=sys.stderr)
         return 2
+
+
+def target(given: str | None) -> tuple[str, str | None]:
+    """The service's URL, and the token to sign in with when it is a running dev's: the URL
+    given, else the dev running on this checkout's data folder (`make run` on any PORT),
+    else DEFAULT_URL."""
+    if given:
+        return given, None
+    dev = dev_client(dev_folders(load_settings()))
+    if dev is None:
+        return DEFAULT_URL, None
+    print(
+        f"steelframe desktop: using the steelframe dev running on {dev.dev.folder} "
+        f"(pid {dev.dev.pid}) at {dev.url}",
+        file=sys.stderr,
+    )
+    return dev.url, dev.token
 
 
 def find_browser(explicit: str | None) -> str:
@@ -129,11 +155,12 @@ def healthy(url: str, timeout: float = 2.0) -> bool:
 
 
 @contextmanager
-def service(url: str, *, allow_dev: bool) -> Iterator[str]:
-    """The page to open: the running service's, or a dev service's started for the window
-    (signed in by a one-time code in the URL fragment: never the token, docs/gui.md)."""
+def service(url: str, *, allow_dev: bool, token: str | None = None) -> Iterator[str]:
+    """The page to open: the running service's (signed in when its `token` is known: a
+    running dev's), or a dev service's started for the window (signed in by a one-time code
+    in the URL fragment: never the token, docs/gui.md)."""
     if healthy(url):
-        yield f"{url}/"
+        yield f"{url}/#code={sign_in_code(url, token)}" if token else f"{url}/"
         return
     if not allow_dev:
         raise DesktopError(f"no service answers at {url}: start `steelframe serve` or pass --url")

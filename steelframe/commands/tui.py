@@ -1,12 +1,24 @@
-"""`steelframe tui`: the terminal client, the same as `steelframe-tui`."""
+"""`steelframe tui`: the terminal client, the same as `steelframe-tui`, but for one thing:
+given no token (--token, STEELFRAME_TOKEN), it uses the `steelframe dev` running on this
+checkout's data folder, its URL and the dev token it keeps, so `make run` in one terminal
+and `make tui` in another need nothing copied between them. The discovery lives here, not in
+tui_client, which knows only HTTP.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
-from tui_client.__main__ import add_arguments, run
+from steelframe.cli import load_settings
+from steelframe.dev_settings import dev_client, dev_folders, running_dev
+from tui_client.__main__ import TOKEN_ENV, URL_ENV, UsageError, add_arguments, run
+
+PROG = "steelframe tui"
 
 
 def register(subparsers: Any) -> None:
@@ -16,4 +28,62 @@ def register(subparsers: Any) -> None:
 
 
 def cmd_tui(args: argparse.Namespace) -> int:
-    return run(args, os.environ, prog="steelframe tui")
+    try:
+        args, note = with_running_dev(args, os.environ, checkout_dev_folders)
+    except UsageError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    if note:
+        print(f"{PROG}: {note}", file=sys.stderr)
+    return run(args, os.environ, prog=PROG)
+
+
+def checkout_dev_folders() -> list[Path]:
+    """Where a dev started here runs: the data folders of this directory's settings."""
+    return dev_folders(load_settings())
+
+
+def with_running_dev(
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    folders: Callable[[], list[Path]],
+) -> tuple[argparse.Namespace, str]:
+    """`args` with the URL and token of a dev running on one of `folders`, and what to say
+    of it; unchanged, with nothing to say, when a flag or the environment gives the token
+    (a token given always wins). A URL given without a token takes the token of the dev at
+    that URL. Raises UsageError when nothing gives a token. `folders` is called only then:
+    the settings are not read when the token is given."""
+    url = (args.url or environ.get(URL_ENV) or "").strip() or None
+    if (args.token or environ.get(TOKEN_ENV) or "").strip():
+        return args, ""
+    searched = folders()
+    found = dev_client(searched, url=url)
+    if found is None:
+        raise UsageError(_no_token(searched, url))
+    dev = found.dev
+    used = "the token of the steelframe dev" if url else "the steelframe dev"
+    note = f"using {used} running on {dev.folder} (pid {dev.pid}) at {found.url}"
+    return argparse.Namespace(**{**vars(args), "url": found.url, "token": found.token}), note
+
+
+def _no_token(folders: list[Path], url: str | None) -> str:
+    """The missing token, and what the running devs (or their absence) say of it."""
+    devs = [dev for dev in map(running_dev, folders) if dev is not None]
+    given = f"no operator token for {url}" if url else "no operator token"
+    if not devs:
+        where = " or ".join(str(folder) for folder in folders)
+        return (
+            f"{given}, and no steelframe dev runs on {where}: start one with `make run` "
+            f"(steelframe dev) in another terminal and this finds it, or pass --token or set "
+            f"{TOKEN_ENV} (`steelframe operator create NAME` makes one for a serve)"
+        )
+    dev = devs[0]
+    if dev.url is None:
+        return (
+            f"{given}: the steelframe dev running on {dev.folder} (pid {dev.pid}) is still "
+            f"starting; try again once it prints its token, or pass --token or set {TOKEN_ENV}"
+        )
+    return (
+        f"{given}: pass --token or set {TOKEN_ENV} (the steelframe dev running on "
+        f"{dev.folder} (pid {dev.pid}) is at {dev.url})"
+    )
