@@ -12,6 +12,7 @@ import contextlib
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import uuid
@@ -41,6 +42,17 @@ REDIS_URL = os.environ.get("STEELFRAME_TEST_REDIS_URL", "redis://127.0.0.1:6379"
 # tests.fakes.migrated: a fresh SQLite database is migrated by copying a template (see there);
 # tests.gc_policy: the test processes' garbage collection thresholds (see there).
 pytest_plugins = ("tests.cpu_profile", "tests.fakes.migrated", "tests.gc_policy")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C as a terminal sends it: a suite started as a background job (`make test &`,
+    a CI runner's shell without job control) inherits SIGINT ignored, and so would every
+    process it starts (an ignored signal stays ignored across exec). The tests of a Ctrl-C
+    reaching `steelframe dev` then failed, or passed, by which test had last set a handler
+    in their worker. Caught here instead, each process the tests start begins with it at
+    its default, as under a terminal."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
