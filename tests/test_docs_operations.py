@@ -131,19 +131,24 @@ def test_a_taken_port_says_what_operations_md_quotes(command: str, tmp_path: Pat
 
 
 def test_a_second_dev_on_a_data_folder_says_what_operations_md_quotes(tmp_path: Path) -> None:
-    from steelframe.dev import hold_data_dir
+    from steelframe.dev import hold_data_dir, record_url
 
     documented, status = _documented("a second `steelframe dev`")
     folder = tmp_path / "data"
     held = hold_data_dir(folder)  # the running dev's hold (this process plays it)
     assert held is not None
+    record_url(held, "http://127.0.0.1:8123")  # bound and serving, as a dev that runs
     try:
         result = _run(
             Row("a second dev", ("dev", "--port", "0", "--data-dir", "data"), {}), tmp_path
         )
     finally:
         held.close()
-    examples = {"4242": str(os.getpid()), "/home/you/steelframe/var": str(folder)}
+    examples = {
+        "4242": str(os.getpid()),
+        "/home/you/steelframe/var": str(folder),
+        "127.0.0.1:8080": "127.0.0.1:8123",
+    }
     assert any(_matches(documented, examples, line) for line in result.stderr.splitlines()), (
         f"docs/operations.md quotes\n  {documented}\ndev said\n{result.stderr}"
     )
