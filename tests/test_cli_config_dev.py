@@ -4,24 +4,21 @@ the settings dev runs on, the ones dev itself reports at start."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-from tests.fakes.dev_process import CONFIG_VARS, dev_up_to_its_token, production_shell
+from tests.fakes.dev_process import (
+    dev_up_to_its_token,
+    production_shell,
+    steelframe_cli,
+    unconfigured_shell,
+)
 
 
 def _config(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "steelframe.cli", "config", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
+    result = steelframe_cli(cwd, env, "config", *args)
+    assert result.returncode == 0, result.stderr
+    return result
 
 
 def _table(listed: str) -> dict[str, list[str]]:
@@ -94,15 +91,7 @@ def test_config_dev_with_configured_services_and_a_data_dir_of_its_own(
 
 
 def test_config_refuses_dev_options_without_dev(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
-    result = subprocess.run(
-        [sys.executable, "-m", "steelframe.cli", "config", "--data-dir", "x"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = steelframe_cli(tmp_path, unconfigured_shell(), "config", "--data-dir", "x")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == (
         "steelframe config: --data-dir and --use-configured-services go with --dev\n"

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -19,7 +17,13 @@ from steelframe.commands.desktop import service, target
 from steelframe.commands.tui import checkout_dev_folders, with_running_dev
 from steelframe.dev import hold_data_dir, record_url
 from steelframe.dev_settings import RunningDev, held_by
-from tests.fakes.dev_process import CONFIG_VARS, dev_up_to_its_token, production_shell
+from tests.fakes.dev_process import (
+    CONFIG_VARS,
+    dev_up_to_its_token,
+    production_shell,
+    steelframe_cli,
+    unconfigured_shell,
+)
 from tui_client.__main__ import UsageError, resolve
 
 
@@ -131,15 +135,7 @@ def test_a_dev_still_starting_is_waited_for_not_guessed(checkout: Path) -> None:
 
 
 def test_steelframe_tui_with_no_token_and_no_dev_says_make_run(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
-    result = subprocess.run(
-        [sys.executable, "-m", "steelframe.cli", "tui"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = steelframe_cli(tmp_path, unconfigured_shell(), "tui")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr == (
         f"steelframe tui: no operator token, and no steelframe dev runs on {tmp_path / 'var'}: "

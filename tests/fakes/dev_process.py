@@ -19,9 +19,26 @@ from tests.fakes.patience import PATIENCE_SECONDS
 CONFIG_VARS = ("STEELFRAME_", "APP_ID", "PRIVATE_KEY", "WEBHOOK_SECRET", "GITHUB_API_URL")
 
 
+def unconfigured_shell() -> dict[str, str]:
+    """This environment without any of the service's settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
+
+
+def steelframe_cli(cwd: Path, env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """`steelframe ARGV` run to its end in `cwd`, its output read as text."""
+    return subprocess.run(
+        [sys.executable, "-m", "steelframe.cli", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_SECONDS,
+    )
+
+
 def production_shell(tmp_path: Path, redis_url: str) -> dict[str, str]:
     """An environment configured for production: its database, Redis and data folder."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
+    env = unconfigured_shell()
     env.update(
         STEELFRAME_DATABASE_URL=f"sqlite:///{tmp_path / 'production.db'}",
         STEELFRAME_REDIS_URL=redis_url,
