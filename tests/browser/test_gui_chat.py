@@ -73,10 +73,24 @@ async def test_stop_pressed_before_the_server_has_the_turn_still_stops_it(
     await gui.page.route("**/api/operator/chat/stream", hold_until_stop_clicked)
     await gui.send("stop me at once")
     await gui.page.click("#stop")
+    assert await gui.page.inner_text("#status-line") == "stopping…"
+    # Every status line from here on (the turn's first frame, `turn started`, comes next).
+    await gui.page.evaluate(
+        """() => {
+          window.__statuses = [];
+          new MutationObserver(() => window.__statuses.push(
+            document.querySelector('#status-line').textContent,
+          )).observe(document.querySelector('#status-line'),
+                     {childList: true, characterData: true, subtree: true});
+        }"""
+    )
     clicked.set()
     await gui.page.locator("#messages .msg.assistant.stopped").wait_for()
     await gui.wait_done()
     assert runtime.cancelled.is_set() or not runtime.requests
+    statuses = await gui.page.evaluate("window.__statuses")
+    assert statuses and statuses[-1] == "stopped", statuses
+    assert set(statuses[:-1]) <= {"stopping…"}, statuses  # no phase of the turn meanwhile
 
 
 async def test_reopen_brings_back_thinking_and_the_reply(

@@ -786,8 +786,8 @@ export class Chat {
           turn.user.querySelector(".body").textContent = frame.message;
           turn.user.hidden = false;
         }
-        turn.statusText = frame.text;
-        if (!turn.away) this.els.status.textContent = frame.text;
+        // After Stop, the status line says so until the turn ends, whatever phase follows.
+        if (!turn.stopping) this.turnStatus(turn, frame.text);
         // Frames of the turn could not be relayed (docs/api.md): what streamed may have
         // skipped a part, so it stays under the reply as a warning, not only a status line.
         if (frame.reason === STATUS_REASON.FRAMES_LOST && !turn.lostNote) {
@@ -890,12 +890,13 @@ export class Chat {
 
   async stop() {
     if (!this.turn) return;
-    if (!this.turn.started) {
-      this.turn.stopWanted = true;
-      this.els.status.textContent = "stopping…";
+    const turn = this.turn;
+    turn.stopping = true;
+    this.turnStatus(turn, "stopping…");
+    if (!turn.started) {
+      turn.stopWanted = true;
       return;
     }
-    const turn = this.turn;
     // "Nothing in flight" while our stream is still open means the stop crossed the turn's
     // start on the server: ask again (briefly) until it lands or the turn ends.
     // About 15 s in all: a loaded service may take seconds to register the turn.
@@ -909,7 +910,7 @@ export class Chat {
       }
       if (result.reason === "finishing") {
         turn.stopLate = true; // the answer (and what it filed) is being kept: say so at done
-        this.els.status.textContent = "too late to stop: the answer is being saved";
+        this.turnStatus(turn, "too late to stop: the answer is being saved");
       }
       if (result.stopped || result.reason) return;
       await new Promise((r) => setTimeout(r, Math.min(200 * (attempt + 1), 1500)));
