@@ -277,23 +277,31 @@ def _open_database(settings: Settings, *, clock: Clock, migrate: bool) -> dbmod.
 def _turn_coordination(settings: Settings) -> tuple[TurnLocks, TurnRegistry]:
     """One turn per operator across instances (Redis locks) and the running turns' frames
     relayed to any instance (Redis); in-process stand-ins without Redis."""
-    locks: TurnLocks = (
-        RedisTurnLocks(settings.redis_url, ttl_seconds=settings.chat_turn_slot_ttl_seconds)
+    # The forgets logged as long as the relayed frames live; caught up on before the frames
+    # that waited for a Redis that was away are written (bot.chat.coordination).
+    shared = (
+        RedisTurnLocks(
+            settings.redis_url,
+            ttl_seconds=settings.chat_turn_slot_ttl_seconds,
+            forgets_kept=DEFAULT_LINGER_SECONDS,
+        )
         if settings.redis_url
-        else LocalTurnLocks()
+        else None
     )
+    locks: TurnLocks = LocalTurnLocks() if shared is None else shared
 
     async def release_turn(handle: TurnHandle) -> None:
         await locks.release(handle.operator_id, handle.turn_id)
 
     relay = (
         RedisFrameRelay(
-            settings.redis_url,
+            shared.url,
             linger=DEFAULT_LINGER_SECONDS,
             longest_block=settings.heartbeat_seconds,
             slot_ttl=settings.chat_turn_slot_ttl_seconds,
+            catch_up=shared.catch_up_forgets,
         )
-        if settings.redis_url
+        if shared is not None
         else None
     )
     return locks, TurnRegistry(on_finish=release_turn, relay=relay)

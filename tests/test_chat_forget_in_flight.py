@@ -2,9 +2,10 @@
 frames relayed through Redis and held by the instance (a re-attach, here or through
 another instance, reads them without the words), a turn running while the forget ran
 (it stores, answers and relays its messages without them), and the other operators'
-clients (told on their events stream to read their changed sessions again). The real app
-on PostgreSQL and Redis, two instances in one process (bot/chat/forgotten_frames.py,
-bot/chat/pending_forgets.py)."""
+clients (told on their events stream to read their changed sessions again); run while
+Redis is away, all of it once Redis is back. The real app on PostgreSQL and Redis, two
+instances in one process (bot/chat/forgotten_frames.py, bot/chat/pending_forgets.py,
+bot/chat/forget_delivery.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis import Redis as SyncRedis
 from sqlalchemy import select
 
 from bot.chat.frame_relay import RedisFrameRelay
@@ -248,6 +250,63 @@ async def test_frames_waiting_for_redis_are_written_without_the_words(
     assert relayed, "its frames were written once Redis was back"
     assert "hunter2" not in json.dumps([frame for _, frame in relayed]), relayed
     assert _deltas([frame for _, frame in relayed]) == "Noted: [forgotten]."
+
+
+def _relayed_now(url: str, turn_id: str) -> str:
+    """The turn's frames as Redis relays them ("" while there are none)."""
+    with SyncRedis.from_url(url) as client:  # a wait's look, in a thread
+        entries = client.xrange(f"{PREFIX}frames:{turn_id}")
+    return json.dumps([fields[b"f"].decode() for _, fields in entries])
+
+
+async def _read_again(api: ApiClient, turn_id: str) -> str:
+    """The turn read again from its first frame through the instance (as after a reload)."""
+    again = await api.get(
+        f"/api/operator/chat/stream?turn={turn_id}", headers=api.headers({"Last-Event-ID": "0"})
+    )
+    assert again.status == 200, await again.text()
+    frames = await read_sse(again)
+    assert frames[-1]["type"] == "done", frames
+    return json.dumps(frames)
+
+
+async def test_a_forget_made_while_redis_is_away_reaches_the_other_instances_frames(
+    api_factory: Callable[..., Any],
+    pg_url: str,
+    own_redis: OwnRedis,
+    tmp_path: Path,
+    runtime: EchoRuntime,
+) -> None:
+    settings = make_settings(tmp_path, database_url=pg_url, redis_url=own_redis.url)
+    api: ApiClient = await api_factory(settings, runtimes=lambda agent: runtime)
+    elsewhere: ApiClient = await api_factory(settings, runtimes=lambda agent: runtime)
+    theirs = elsewhere.as_operator(api.new_operator("other").token)  # runs on the other
+    relay = elsewhere.services.registry.relay
+    assert isinstance(relay, RedisFrameRelay)
+    before = (await _say(theirs, f"Remember: {SECRET}."))["turn_id"]  # held there, relayed
+    assert _says_secret(elsewhere, before) and "hunter2" in _relayed_now(own_redis.url, before)
+    own_redis.stop_keeping_data()
+    during = (await _say(theirs, f"Again: {SECRET}."))["turn_id"]  # kept there for Redis
+    assert relay.held > 0
+
+    await _say(api, f"forget that {SECRET}")
+    assert _says_secret(elsewhere, before)  # not told while Redis is away
+    own_redis.start()
+
+    def reached() -> bool:
+        relayed = [_relayed_now(own_redis.url, turn_id) for turn_id in (before, during)]
+        return (
+            relay.held == 0
+            and all(relayed)  # written, the one kept for Redis too
+            and not any("hunter2" in frames for frames in relayed)
+            and not any(_says_secret(elsewhere, turn_id) for turn_id in (before, during))
+        )
+
+    await wait_for(reached, within=PATIENCE_SECONDS)
+    for instance in (elsewhere, api):  # its own copy there, Redis's here
+        for turn_id in (before, during):
+            frames = await _read_again(instance.as_operator(theirs.token), turn_id)
+            assert "hunter2" not in frames, frames
 
 
 async def test_the_words_a_killed_turn_owed_go_at_another_instances_second_look(

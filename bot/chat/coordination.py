@@ -5,8 +5,14 @@ Redis, the operator's turn slot is a key (`SET NX` with an expiry so a crashed i
 it) and a stop is published on a channel every instance listens to, so `POST .../stop` works
 whichever instance the load balancer picked. A `forget that <words>` is published on a
 second channel, heard by the same listener: every instance takes the words out of the turn
-frames it holds in its own process (bot.chat.forgotten_frames). Pub/sub keeps nothing: the
-words pass through, and an instance not listening (restarting) holds no frames to scrub.
+frames it holds in its own process (bot.chat.forgotten_frames). Pub/sub keeps nothing, so a
+forget is also logged in a stream (`FORGET_LOG`) for as long as the relayed frames live
+(their TTL, bot.chat.inflight.DEFAULT_LINGER_SECONDS): an instance whose listener was away
+(Redis down, or reconnecting) reads the forgets it missed when it subscribes again, and
+before its relay writes the frames it kept for a Redis that was away
+(`RedisTurnLocks.catch_up_forgets`). The words stay in Redis no longer than the frames that
+may hold them; a forget sent while Redis is away is sent again once it is back
+(bot.chat.forget_delivery).
 """
 
 from __future__ import annotations
@@ -32,6 +38,12 @@ KEY_PREFIX = "steelframe:chat:turn:"
 SLOT_TTL_SECONDS = 30.0
 STOP_CHANNEL = "steelframe:chat:stop"
 FORGET_CHANNEL = "steelframe:chat:forget"
+# The forgets of the last `forgets_kept` seconds (a key of the deployment's database): each
+# entry a `ForgetSignal` as JSON under `s`.
+FORGET_LOG = "steelframe:chat:forgets"
+# A test's locks without a relay keep them as long as a deployment's frames live
+# (bot.chat.inflight.DEFAULT_LINGER_SECONDS, which cannot be imported here: it imports us).
+DEFAULT_FORGETS_KEPT_SECONDS = 120.0
 
 
 def stop_channel(redis_db: int) -> str:
@@ -136,6 +148,17 @@ end
 return renewed
 """
 )
+# A forget logged and published in one round trip; the log keeps the forgets of the last
+# ARGV[2] ms (entries older trimmed by their id's time, the key expiring with the newest).
+# KEYS[1]: the log; ARGV: the signal, the time kept (ms), the channel.
+_SIGNAL_FORGET = """
+local id = redis.call('XADD', KEYS[1], '*', 's', ARGV[1])
+local ms = tonumber(string.match(id, '^(%d+)'))
+redis.call('XTRIM', KEYS[1], 'MINID', tostring(ms - tonumber(ARGV[2])))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[1])
+return id
+"""
 RENEW_BATCH = 1000  # slots renewed in one script call at most
 StopHandler = Callable[[int], Awaitable[object]]
 ForgetHandler = Callable[[ForgetSignal], Awaitable[object]]
@@ -178,8 +201,9 @@ class TurnLocks(Protocol):
 
     async def signal_stop(self, operator_id: int) -> None: ...
 
-    async def signal_forget(self, signal: ForgetSignal) -> None:
-        """Tell every instance (this one too) of a forget; nothing when it cannot."""
+    async def signal_forget(self, signal: ForgetSignal) -> bool:
+        """Tell every instance (this one too) of a forget, now and to those listening later
+        within the frames' lifetime; False when it could not (Redis away)."""
 
     async def run_listener(
         self, on_stop: StopHandler, on_forget: ForgetHandler | None = None
@@ -225,8 +249,8 @@ class LocalTurnLocks:
     async def signal_stop(self, operator_id: int) -> None:
         return None
 
-    async def signal_forget(self, signal: ForgetSignal) -> None:
-        return None  # the one process took the words out of its frames already
+    async def signal_forget(self, signal: ForgetSignal) -> bool:
+        return True  # the one process took the words out of its frames already
 
     async def run_listener(
         self, on_stop: StopHandler, on_forget: ForgetHandler | None = None
@@ -274,13 +298,27 @@ class RedisTurnLocks:
     process (the in-process registry still allows one turn per operator here): chat keeps
     answering, the outage and the recovery are logged once each, never every second."""
 
-    def __init__(self, url: str, *, ttl_seconds: float = SLOT_TTL_SECONDS) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        ttl_seconds: float = SLOT_TTL_SECONDS,
+        forgets_kept: float = DEFAULT_FORGETS_KEPT_SECONDS,
+    ) -> None:
+        """`forgets_kept`: how long a forget stays in the log: the relayed frames' TTL (the
+        composition passes the relay's linger)."""
+        self.url = url
         # A blackholed host fails a connect in seconds, not after the OS's minutes.
         self._redis = CancellableRedis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT)
         self._ttl_ms = int(ttl_seconds * 1000)
         self._down = False
         self._release = self._redis.register_script(_RELEASE)
         self._renew = self._redis.register_script(_RENEW)
+        self._signal_forget = self._redis.register_script(_SIGNAL_FORGET)
+        self._forgets_kept_ms = int(forgets_kept * 1000)
+        self._on_forget: ForgetHandler | None = None  # the listener's, once it runs
+        self._forgets_seen = "-"  # the last entry of the log done here ("-": none)
+        self._catching_up = asyncio.Lock()
         self._kept: dict[int, str] = {}  # operator -> the turn whose slot this process renews
         self._renewer: asyncio.Task[None] | None = None
         redis_db = int(self._redis.connection_pool.connection_kwargs.get("db") or 0)
@@ -394,11 +432,40 @@ class RedisTurnLocks:
             "stop", lambda: self._redis.publish(self.stop_channel, str(operator_id)), None
         )
 
-    async def signal_forget(self, signal: ForgetSignal) -> None:
-        # With Redis unreachable the other instances are not told: their frames held in
-        # their processes keep the words until they expire (docs/api.md, "forget that").
+    async def signal_forget(self, signal: ForgetSignal) -> bool:
+        # With Redis unreachable the other instances are not told now: the caller sends it
+        # again once Redis is back (bot.chat.forget_delivery).
         message = msgspec.json.encode(signal)
-        await self._call("forget", lambda: self._redis.publish(self.forget_channel, message), None)
+
+        async def logged_and_published() -> bool:
+            keys = [FORGET_LOG]
+            await self._signal_forget(
+                keys=keys, args=[message, self._forgets_kept_ms, self.forget_channel]
+            )
+            return True
+
+        return await self._call("forget", logged_and_published, False)
+
+    async def catch_up_forgets(self) -> None:
+        """The forgets logged since the last this process read (`FORGET_LOG`), done here as
+        the listener does those it hears, in order: the listener's on (re)subscribing, and
+        the relay's before it writes frames that waited for Redis (bot.chat.frame_outbox),
+        so those are written without the words. Nothing before the listener runs (a process
+        starting holds no frames). Raises RedisError when Redis is away."""
+        on_forget = self._on_forget
+        if on_forget is None:
+            return
+        async with self._catching_up:
+            start = "-" if self._forgets_seen == "-" else f"({self._forgets_seen}"
+            # redis-py types an entry loosely: (id, {field: value}) as bytes here.
+            entries: list[tuple[bytes, dict[bytes, bytes]]] = await self._redis.xrange(
+                FORGET_LOG, min=start
+            )  # type: ignore[assignment]
+            for entry_id, fields in entries:
+                raw = fields.get(b"s")
+                if raw is not None:
+                    await self._forget_here(on_forget, raw)
+                self._forgets_seen = entry_id.decode()
 
     async def run_listener(
         self, on_stop: StopHandler, on_forget: ForgetHandler | None = None
@@ -408,10 +475,14 @@ class RedisTurnLocks:
         minute, so stops keep working once it is back; the outage is logged once, not on
         every attempt."""
         delay = LISTENER_RETRY_SECONDS
+        self._on_forget = on_forget
         while True:
             pubsub = self._redis.pubsub()
             try:
                 await pubsub.subscribe(self.stop_channel, self.forget_channel)
+                # Subscribed first: a forget logged from here on is heard too (twice is
+                # harmless: the second finds nothing to take out).
+                await self.catch_up_forgets()
                 self._came_back()
                 delay = LISTENER_RETRY_SECONDS
                 async for message in pubsub.listen():
@@ -440,8 +511,11 @@ class RedisTurnLocks:
             with contextlib.suppress(ValueError):
                 await on_stop(int(data))
             return
-        if on_forget is None:
-            return
+        if on_forget is not None:
+            await self._forget_here(on_forget, data)
+
+    @staticmethod
+    async def _forget_here(on_forget: ForgetHandler, data: bytes) -> None:
         try:
             await on_forget(_FORGET_SIGNAL.decode(data))
         except Exception as exc:  # a forget not done here costs a line, never the listener

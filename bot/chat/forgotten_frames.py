@@ -14,9 +14,12 @@ sent whole by its first frame, the others left empty (`_run_without`).
 Every instance does the same for the frames it holds when the forget is told to it
 (bot.chat.coordination.ForgetSignal: `FrameForgets.forget_held`), and the frames waiting in
 the relay's queue for a Redis that is away are taken out with those it holds, so they are
-written without the words. Not reached: frames a client has read already; with Redis away,
-another instance's own frames (it is not told: they go with its linger,
-bot.chat.inflight.DEFAULT_LINGER_SECONDS, or wait for Redis with the words).
+written without the words. With Redis away at the forget, the relayed frames
+(`FrameForgets.forget_relayed`) and the other instances are reached once it is back
+(bot.chat.forget_delivery); an instance that kept frames for Redis meanwhile reads the
+forgets it missed before writing them (bot.chat.frame_outbox), and one whose listener was
+away reads them when it subscribes again (the forgets' log, kept in Redis as long as the
+relayed frames live: bot.chat.coordination). Not reached: frames a client has read already.
 """
 
 from __future__ import annotations
@@ -134,17 +137,6 @@ class FrameForgets:
             found |= {turn.session_id for turn in self.registry.relay.held_turns()}
         return found
 
-    async def held_sessions(self) -> set[str]:
-        """The sessions of the turns whose frames this process holds or Redis relays."""
-        found = self.held_here()
-        relay = self.registry.relay
-        if relay is not None:
-            try:
-                found |= {turn.session_id for turn in await relay.relayed_turns()}
-            except RedisError as exc:
-                log.warning("forget: the relayed turns were not read (%s)", type(exc).__name__)
-        return found
-
     async def forget_held(self, words: Words, sessions: set[str]) -> set[str]:
         """The frames this process holds of every turn of `sessions`, and those it keeps for
         Redis, without the words; the sessions whose frames changed."""
@@ -159,22 +151,25 @@ class FrameForgets:
                 changed.add(turn.session_id)
         return changed
 
-    async def forget(self, words: Words, sessions: set[str]) -> set[str]:
-        """The frames of every turn of `sessions` without the words, held here
-        (`forget_held`) and relayed; the sessions whose frames changed. Redis unreachable:
-        logged, the frames held here are still done."""
-        changed = await self.forget_held(words, sessions)
+    async def relayed_sessions(self) -> set[str]:
+        """The sessions of the turns Redis relays frames of; a RedisError when it is away."""
+        relay = self.registry.relay
+        return set() if relay is None else {t.session_id for t in await relay.relayed_turns()}
+
+    async def forget_relayed(self, words: Words, sessions: set[str]) -> set[str]:
+        """The frames Redis relays of every turn of `sessions` without the words; the
+        sessions whose frames changed. A RedisError when it is away (a turn whose rewrite
+        failed is done again by the next try: a rewrite of frames without the words changes
+        nothing)."""
         relay = self.registry.relay
         if relay is None:
-            return changed
-        try:
-            relayed = await relay.relayed_turns()
-        except RedisError as exc:
-            log.warning("forget: the relayed turns were not read (%s)", type(exc).__name__)
-            return changed
-        for turn in relayed:
-            if turn.session_id in sessions and await self._rewrite(turn.turn_id, [words]):
-                changed.add(turn.session_id)
+            return set()
+        changed: set[str] = set()
+        for turn in await relay.relayed_turns():
+            if turn.session_id in sessions:
+                change = _as_held(self.registry.held(turn.turn_id), [words])
+                if await relay.rewrite(turn.turn_id, change):
+                    changed.add(turn.session_id)
         return changed
 
     async def _rewrite_held(self, turn_id: str, words: list[Words]) -> bool:

@@ -1,7 +1,9 @@
 """The writing side of the frame relay (bot.chat.frames): every frame a turn publishes goes
 through one outbox, written a batch at a time by one flusher; while Redis is away the frames
 wait there, in order (a bounded number), and a forget may change those waiting
-(`rewrite_held`) before they are written."""
+(`rewrite_held`) before they are written: once Redis answers again, the forgets run through
+other instances meanwhile are caught up on first (`catch_up`, bot.chat.coordination), so
+none of them is written with the words of a forget this process was not told of."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import itertools
 import json
 import logging
 from collections import deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -96,7 +99,16 @@ def _settle(batch: list[_Outgoing], failure: BaseException | None) -> None:
 class FrameOutbox:
     """The frames published and not written yet, and the one task writing them."""
 
-    def __init__(self, url: str, *, linger: float, max_held: int = DEFAULT_MAX_HELD) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        linger: float,
+        max_held: int = DEFAULT_MAX_HELD,
+        catch_up: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
+        """`catch_up`: done before the frames that waited for Redis are written (the
+        forgets this process missed; a RedisError: Redis is still away)."""
         # Publishing has a client of its own, which writes one batch at a time: a pipeline
         # per frame took a connection per frame, and with 1,000 turns streaming the pool's
         # 100 ran out (MaxConnectionsError: frames missing from the relay). Resumed streams
@@ -122,6 +134,7 @@ class FrameOutbox:
         self._lookups_at: dict[str, float] = {}
         self._renew_every = linger / 4
         self._forget_past = FORGET_PAST
+        self._catch_up = catch_up
 
     @property
     def client(self) -> Redis:
@@ -161,18 +174,11 @@ class FrameOutbox:
         frame overtakes an earlier one of its turn."""
         pause = RETRY_MIN
         while self._outbox:
-            async with self._write_lock:
-                batch = list(itertools.islice(self._outbox, MAX_BATCH))
-                self._writing = len(batch)
-                try:
-                    written = await self._write(batch)
-                except BaseException as exc:  # not Redis's (those are logged): its turns see it
-                    self._taken(batch, exc)
-                    raise
-                finally:
-                    self._writing = 0
-                if written:
-                    self._taken(batch, None)
+            # Outside the lock: what it learns changes the frames waiting (`rewrite_held`).
+            if await self._caught_up():
+                written, batch = await self._write_head()
+            else:
+                written, batch = False, []
             if written:
                 pause = RETRY_MIN
                 continue
@@ -185,6 +191,34 @@ class FrameOutbox:
                 async with asyncio.timeout(pause):
                     await self._closing.wait()  # one last try, then
             pause = min(pause * 2, RETRY_MAX)
+
+    async def _caught_up(self) -> bool:
+        """After an outage, the forgets missed meanwhile are done on the frames waiting
+        before any is written; False while Redis is away."""
+        if not self._down or self._catch_up is None:
+            return True
+        try:
+            async with asyncio.timeout(WRITE_TIMEOUT):  # a frozen Redis, as a write's
+                await self._catch_up()
+        except (RedisError, TimeoutError):
+            return False
+        return True
+
+    async def _write_head(self) -> tuple[bool, list[_Outgoing]]:
+        """The head's batch written (True; taken out) or failed by Redis (False; kept)."""
+        async with self._write_lock:
+            batch = list(itertools.islice(self._outbox, MAX_BATCH))
+            self._writing = len(batch)
+            try:
+                written = await self._write(batch)
+            except BaseException as exc:  # not Redis's (those are logged): its turns see it
+                self._taken(batch, exc)
+                raise
+            finally:
+                self._writing = 0
+            if written:
+                self._taken(batch, None)
+        return written, batch
 
     def _taken(self, batch: list[_Outgoing], failure: BaseException | None) -> None:
         for _ in batch:

@@ -5,7 +5,7 @@ own clients, and the relayed turns listed and written again in place for a `forg
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from bot.chat.coordination import SLOT_TTL_SECONDS
 from bot.chat.frame_outbox import DEFAULT_MAX_HELD, FrameOutbox
@@ -33,8 +33,11 @@ class RedisFrameRelay:
         longest_block: float = DEFAULT_LONGEST_BLOCK,
         max_held: int = DEFAULT_MAX_HELD,
         slot_ttl: float = SLOT_TTL_SECONDS,
+        catch_up: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        self._outbox = FrameOutbox(url, linger=linger, max_held=max_held)
+        """`catch_up`: the forgets missed while Redis was away, done before the frames that
+        waited for it are written (bot.chat.coordination.RedisTurnLocks.catch_up_forgets)."""
+        self._outbox = FrameOutbox(url, linger=linger, max_held=max_held, catch_up=catch_up)
         self._reader = FrameReader(
             url, linger=linger, longest_block=longest_block, slot_ttl=slot_ttl
         )

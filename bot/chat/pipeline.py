@@ -24,12 +24,13 @@ from bot.chat.announce import announce
 from bot.chat.cited_drafting import CitedDrafting
 from bot.chat.coordination import ForgetSignal, claim_slot
 from bot.chat.drafting import Drafting
+from bot.chat.forget_delivery import ForgetDelivery
 from bot.chat.forget_words import Words
 from bot.chat.forgotten import owners_in_repo, record_without
 from bot.chat.forgotten_frames import FrameForgets
 from bot.chat.forgotten_keys import numbered_without
 from bot.chat.frames import NumberedFrame, OrphanedTurn
-from bot.chat.inflight import TurnHandle, TurnRegistry, turn_in_flight
+from bot.chat.inflight import DEFAULT_LINGER_SECONDS, TurnHandle, TurnRegistry, turn_in_flight
 from bot.chat.intents import IntentOutcome
 from bot.chat.key_joins import KeyJoins
 from bot.chat.operator_commands import command_focus
@@ -114,6 +115,11 @@ class TurnPipeline:
         # each transaction holding the forget epoch first (bot.chat.pending_forgets).
         self.writes = GroupCommit(db, prelude=current_epoch)
         self.frame_forgets = FrameForgets(registry)
+        # Forgets told to the other instances and the relayed frames, or owed to a Redis
+        # that is away for as long as those frames live.
+        self.forget_delivery = ForgetDelivery(
+            db, self.frame_forgets, parts.locks, parts.events, keep_for=DEFAULT_LINGER_SECONDS
+        )
         # Where each starting turn goes, read together with other turns' (bot.group_read).
         self._placements = GroupRead(db, placements)
         self.drafting = CitedDrafting(
@@ -134,6 +140,7 @@ class TurnPipeline:
 
     async def close(self) -> None:
         await self.writes.close()  # the writes of the turns just stopped
+        await self.forget_delivery.close()
 
     async def note_left_turns(self) -> int:
         """At start-up: turns a killed process left acknowledged but unstored, noted in
@@ -337,19 +344,19 @@ class TurnPipeline:
     async def _forgotten_elsewhere(
         self, repo: str, request: TurnRequest, ts: TurnSession, outcome: IntentOutcome
     ) -> None:
-        """After a forget: the frames of the repository's turns, relayed and held here,
-        without the words of a `forget that <words>` (bot.chat.forgotten_frames), and every
-        session it changed announced to its operator as `forgotten`, so that clients showing
-        it read it again: the forget's own session too, whose earlier messages may have said
-        the words (its client reads it once the turn has ended)."""
+        """After a forget: the frames of the repository's turns, held here and relayed
+        (with Redis away, once it is back: bot.chat.forget_delivery), without the words of a
+        `forget that <words>` (bot.chat.forgotten_frames), and every session it changed
+        announced to its operator as `forgotten`, so that clients showing it read it again:
+        the forget's own session too, whose earlier messages may have said the words (its
+        client reads it once the turn has ended)."""
         changed = {(c.operator_id, c.session_id) for c in outcome.forgotten_in}
         if outcome.forgotten is not None:
-            held = await self.frame_forgets.held_sessions()
-            owners = await self.db.run(owners_in_repo, repo, held)
-            framed = await self.frame_forgets.forget(Words(outcome.forgotten), set(owners))
+            owners = await self.db.run(owners_in_repo, repo, self.frame_forgets.held_here())
+            framed = await self.frame_forgets.forget_held(Words(outcome.forgotten), set(owners))
             changed |= {(owners[session_id], session_id) for session_id in framed}
-            # The other instances' own copies of their turns' frames (`frames_forgotten`).
-            await self.locks.signal_forget(ForgetSignal(repo, outcome.forgotten))
+            # The relayed frames, and the other instances' own copies (`frames_forgotten`).
+            changed |= await self.forget_delivery.send(ForgetSignal(repo, outcome.forgotten))
         for operator_id, session_id in sorted(changed):
             await announce(self.events, operator_id, session_id, SessionChange.FORGOTTEN)
 
