@@ -102,3 +102,29 @@ async def test_frames_kept_for_redis_are_written_after_the_forgets_missed_meanwh
         await relay.close()
         await here.close()
         await there.close()
+
+
+async def test_a_catch_up_that_fails_by_a_defect_does_not_keep_the_frames_unwritten(
+    own_redis: OwnRedis,
+) -> None:
+    """Only Redis being away holds the frames back: a catch-up failing otherwise is logged,
+    and the frames waiting are written (a relay stalled for good would lose every turn)."""
+    tried: list[int] = []
+
+    async def broken() -> None:
+        tried.append(1)
+        raise ValueError("a defect in the catch-up")
+
+    relay = RedisFrameRelay(own_redis.url, linger=60, catch_up=broken)
+    turn_id = uuid.uuid4().hex
+    try:
+        own_redis.stop_keeping_data()
+        await relay.publish(1, turn_id, "s1", NumberedFrame.of(1, DeltaFrame(text="hi", draft=1)))
+        assert relay.held == 1  # kept for Redis
+        own_redis.start()
+        await wait_for(lambda: relay.held == 0, within=PATIENCE_SECONDS)
+        assert tried
+        async with aioredis.Redis.from_url(own_redis.url) as client:
+            assert len(await client.xrange(f"{PREFIX}frames:{turn_id}")) == 1
+    finally:
+        await relay.close()

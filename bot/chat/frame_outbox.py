@@ -202,6 +202,8 @@ class FrameOutbox:
                 await self._catch_up()
         except (RedisError, TimeoutError):
             return False
+        except Exception:  # a defect of the catch-up must not keep every frame unwritten
+            log.warning("catching up on forgets before writing frames failed", exc_info=True)
         return True
 
     async def _write_head(self) -> tuple[bool, list[_Outgoing]]:
