@@ -346,14 +346,17 @@ async def test_the_words_a_killed_turn_owed_go_at_another_instances_second_look(
 
 
 @dataclass
-class FailingRuntime:
-    """Held at the model until `gate`; then it says the secret in pieces and fails (a turn
-    that ends without storing its messages)."""
+class SpeakingRuntime:
+    """Held at the model until `gate`; then it says the secret in pieces (`spoke` set once
+    they are out) and, with `fails`, fails (a turn that ends without storing its messages),
+    else waits for good (a turn the service cuts as it stops)."""
 
+    fails: bool = False
     gate: asyncio.Event = field(default_factory=asyncio.Event)
     held: asyncio.Event = field(default_factory=asyncio.Event)
-    name: str = "failing"
-    model: str = "failing-model"
+    spoke: asyncio.Event = field(default_factory=asyncio.Event)
+    name: str = "speaking"
+    model: str = "speaking-model"
 
     async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
         self.held.set()
@@ -361,7 +364,11 @@ class FailingRuntime:
         for event in reply(f"Noted: {SECRET}.", pieces=9):
             if isinstance(event, Delta):  # the reply's pieces, and no end
                 yield event
-        raise RuntimeError("the model went away")
+        self.spoke.set()  # the last piece was taken (and emitted) before this runs
+        if self.fails:
+            raise RuntimeError("the model went away")
+        await asyncio.Event().wait()
+        yield event  # never reached
 
 
 async def test_a_turn_that_fails_after_the_forget_keeps_no_words_in_its_frames(
@@ -369,7 +376,7 @@ async def test_a_turn_that_fails_after_the_forget_keeps_no_words_in_its_frames(
 ) -> None:
     """Its frames streamed after the forget, said the words, and it stored nothing: its
     frames here and relayed are read again without them (as a turn that stores does)."""
-    failing = FailingRuntime()
+    failing = SpeakingRuntime(fails=True)
     settings = make_settings(tmp_path, database_url=pg_url, redis_url=redis_url)
     api: ApiClient = await api_factory(settings, runtimes=lambda agent: EchoRuntime())
     elsewhere: ApiClient = await api_factory(settings, runtimes=lambda agent: failing)
@@ -393,28 +400,6 @@ async def test_a_turn_that_fails_after_the_forget_keeps_no_words_in_its_frames(
     assert relayed and relayed[-1]["type"] == "error", relayed
     assert "hunter2" not in _deltas(relayed), relayed
     assert _pending(api) == []  # let go as it ended
-
-
-@dataclass
-class SpeakingRuntime:
-    """Held at the model until `gate`; then it says the secret in pieces and waits for good
-    (`spoke` set once they are out): a turn the service cuts as it stops."""
-
-    gate: asyncio.Event = field(default_factory=asyncio.Event)
-    held: asyncio.Event = field(default_factory=asyncio.Event)
-    spoke: asyncio.Event = field(default_factory=asyncio.Event)
-    name: str = "speaking"
-    model: str = "speaking-model"
-
-    async def stream(self, request: RuntimeRequest) -> AsyncIterator[RuntimeEvent]:
-        self.held.set()
-        await self.gate.wait()
-        for event in reply(f"Noted: {SECRET}.", pieces=9):
-            if isinstance(event, Delta):
-                yield event
-        self.spoke.set()  # the last piece was taken (and emitted) before this runs
-        await asyncio.Event().wait()
-        yield event  # never reached
 
 
 async def test_a_turn_cut_after_the_forget_keeps_no_words_in_its_relayed_frames(

@@ -12,6 +12,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 
+import redis
 import redis.asyncio as aioredis
 
 from bot.chat.coordination import FORGET_LOG, ForgetSignal, RedisTurnLocks
@@ -29,6 +30,13 @@ SECRET = "the deploy password is hunter2"
 
 async def _no_stop(operator_id: int) -> None:
     return None
+
+
+def _listeners(url: str, channel: str) -> int:
+    """How many connections are subscribed to `channel` (Redis's own count)."""
+    with redis.Redis.from_url(url) as client:
+        [(_, count)] = client.pubsub_numsub(channel)
+        return int(count)
 
 
 @contextlib.asynccontextmanager
@@ -82,7 +90,8 @@ async def test_frames_kept_for_redis_are_written_after_the_forgets_missed_meanwh
 
     try:
         listener = asyncio.create_task(there.run_listener(_no_stop, forget_kept))
-        await asyncio.sleep(0)  # it starts: its handler is the one catching up
+        # It runs (subscribed, so its handler is the one catching up) ...
+        await wait_for(lambda: _listeners(own_redis.url, there.forget_channel) == 1)
         listener.cancel()  # and is away (reconnecting) when the forget is signalled
         await asyncio.gather(listener, return_exceptions=True)
         assert await here.signal_forget(ForgetSignal(repo="acme/widgets", words=SECRET))

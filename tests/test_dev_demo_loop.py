@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.dev_process import CONFIG_VARS as CONFIG_VARS  # tests import it here
+from tests.fakes.dev_process import lines_through, popen_dev
 from tests.fakes.patience import PATIENCE_SECONDS
 
 DEADLINE = 90.0
@@ -91,20 +91,8 @@ def _start(cwd: Path) -> Dev:
     env = {k: v for k, v in os.environ.items() if not k.startswith(CONFIG_VARS)}
     # Nothing configured: the default relative data directory (./var under cwd), the demo
     # coding runtime, the offline chat runtime.
-    process = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if line.startswith("Board: "):
-            break
+    process = popen_dev(cwd, env)
+    lines = lines_through(process, "Board: ")
     seen = {line.split(":", 1)[0]: line.split(" ", 1)[1].strip() for line in lines if ": " in line}
     assert "url" in seen, "".join(lines)
     dev = Dev(process, lines, seen["url"], seen["token"], seen["github"].split(" ")[2])

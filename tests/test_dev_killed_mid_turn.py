@@ -13,7 +13,6 @@ import contextlib
 import json
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ import pytest
 
 from bot.chat.frames import OWNER_GONE_TEXT
 from bot.chat.turn import CUT_KIND, OWNER_GONE_REPLY
+from tests.fakes.dev_process import lines_through, popen_dev
 from tests.fakes.openai_server import FakeOpenAI, Hold
 from tests.fakes.patience import PATIENCE_SECONDS
 from tests.test_dev_demo_loop import CONFIG_VARS
@@ -48,20 +48,8 @@ class Dev:
 
 def start_dev(cwd: Path, env: dict[str, str]) -> Dev:
     """`steelframe dev` in `cwd`, once it said where it listens; its output is kept."""
-    process = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    lines: list[str] = []
-    assert process.stdout is not None
-    for line in process.stdout:
-        lines.append(line)
-        if line.startswith("token: "):
-            break
+    process = popen_dev(cwd, env)
+    lines = lines_through(process, "token: ")
     said = {line.split(":", 1)[0]: line.split(" ", 1)[1].strip() for line in lines if ": " in line}
     assert "token" in said, "".join(lines)
 

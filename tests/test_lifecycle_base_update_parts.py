@@ -11,7 +11,7 @@ from bot.lifecycle.base_comment import shown_ref
 from bot.lifecycle.base_intake import window
 from bot.lifecycle.base_prompt import update_prompt
 from bot.lifecycle.base_run import markers_left
-from bot.lifecycle.ci_prompt import Guidance
+from bot.lifecycle.run_guidance import Guidance
 
 
 def test_a_file_name_cannot_close_the_conflicts_block() -> None:

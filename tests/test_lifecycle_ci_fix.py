@@ -24,11 +24,12 @@ from bot.events.log import Event
 from bot.lifecycle.ci_failures import parse_failure
 from bot.lifecycle.ci_intake import CiBusy, CiIntake
 from bot.lifecycle.ci_models import CiFix
-from bot.lifecycle.ci_prompt import Guidance, fix_prompt
+from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.ci_view import fix_history
 from bot.lifecycle.finish import finish_delivered
 from bot.lifecycle.models import EventKind, Task
 from bot.lifecycle.redact import Redactor
+from bot.lifecycle.run_guidance import Guidance
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.tasks import new_task
 from bot.models import Operator

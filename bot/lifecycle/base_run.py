@@ -45,11 +45,11 @@ from bot.lifecycle.base_comment import shown_ref
 from bot.lifecycle.base_intake import comment_stop, needs_human_question
 from bot.lifecycle.base_models import BaseUpdate, UpdateState, UpdateVerdict
 from bot.lifecycle.base_prompt import update_prompt
-from bot.lifecycle.ci_prompt import Guidance
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import decide, finish_delivered, finish_question
 from bot.lifecycle.progress import Phase
+from bot.lifecycle.run_guidance import Guidance, run_label
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, publish, show
@@ -91,7 +91,7 @@ async def update(run: Run, row: BaseUpdate) -> str:
             return await _pushed_before(run, row, tree)
         return await _superseded(run, row, tree)
 
-    guidance = _guidance(run)
+    guidance = Guidance.of(run.task)
     opened = await steps.open_workspace(
         run, text, check_clone=moved, with_decision=guidance is None
     )
@@ -124,22 +124,13 @@ async def update(run: Run, row: BaseUpdate) -> str:
     return await _push(run, row, tree, merge)
 
 
-def _guidance(run: Run) -> Guidance | None:
-    """The Decision this run resumes with (it asked for one more update run after a stop,
-    or answered the question this update run asked: base_decision), pinned once with the
-    question it answers, in place of the issue prompt's Decision lines."""
-    task = run.task
-    if not task.pending_decision:
-        return None
-    return Guidance(task.pending_decision, task.question)
-
-
 async def _announce(run: Run, row: BaseUpdate) -> None:
-    which = f"{row.run_number} of {run.ctx.settings.base_update_runs}"
-    if row.verdict == UpdateVerdict.DECISION:
-        which = f"{row.run_number} (one more, asked for by a Decision)"
-    elif run.task.pending_decision:
-        which += ", continued with a Decision"
+    which = run_label(
+        row.run_number,
+        run.ctx.settings.base_update_runs,
+        one_more=row.verdict == UpdateVerdict.DECISION,
+        task=run.task,
+    )
     note = (
         f"Update run {which} is merging `{shown_ref(row.base_ref)}` "
         f"({row.base_sha[:12]}) into this branch: the pull request conflicts with it."

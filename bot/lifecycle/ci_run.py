@@ -27,11 +27,12 @@ from bot.clock import Clock
 from bot.lifecycle import branch, ci_store, steps, tasks, worktree
 from bot.lifecycle.ci_intake import needs_human_question, post_ci_summary
 from bot.lifecycle.ci_models import CiFix, CiFixState, CiVerdict, names_line
-from bot.lifecycle.ci_prompt import Guidance, fix_prompt
+from bot.lifecycle.ci_prompt import fix_prompt
 from bot.lifecycle.coding import CodingOutcome, CodingStatus
 from bot.lifecycle.coding_step import code
 from bot.lifecycle.finish import decide, finish_delivered
 from bot.lifecycle.progress import Phase
+from bot.lifecycle.run_guidance import Guidance, run_label
 from bot.lifecycle.scope import Run
 from bot.lifecycle.states import TaskState
 from bot.lifecycle.transition import Move, publish, show
@@ -57,7 +58,7 @@ async def fix(run: Run, row: CiFix) -> str:
             return None
         return await _superseded(run, row, tree)
 
-    guidance = _guidance(run)
+    guidance = Guidance.of(run.task)
     opened = await steps.open_workspace(
         run, text, check_clone=moved, with_decision=guidance is None
     )
@@ -76,22 +77,13 @@ async def fix(run: Run, row: CiFix) -> str:
     return concluded
 
 
-def _guidance(run: Run) -> Guidance | None:
-    """The Decision this run resumes with (it asked for one more fix run after a stop, or
-    answered the question this fix run asked: ci_decision), pinned once, wrapped with the
-    question it answers, in place of the issue prompt's Decision lines."""
-    task = run.task
-    if not task.pending_decision:
-        return None
-    return Guidance(task.pending_decision, task.question)
-
-
 async def _announce(run: Run, row: CiFix) -> None:
-    which = f"{row.run_number} of {run.ctx.settings.ci_fix_runs}"
-    if row.verdict == CiVerdict.DECISION:
-        which = f"{row.run_number} (one more, asked for by a Decision)"
-    elif run.task.pending_decision:
-        which += ", continued with a Decision"
+    which = run_label(
+        row.run_number,
+        run.ctx.settings.ci_fix_runs,
+        one_more=row.verdict == CiVerdict.DECISION,
+        task=run.task,
+    )
     note = (
         f"Fix run {which} for failing CI "
         f"({run.public(names_line(row), 200)}) on {row.head_sha[:12]} is running."

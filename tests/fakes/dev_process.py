@@ -47,6 +47,30 @@ def production_shell(tmp_path: Path, redis_url: str) -> dict[str, str]:
     return env
 
 
+def popen_dev(cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """`steelframe dev --port 0` started in `cwd`, its output (stderr with it) piped."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def lines_through(process: subprocess.Popen[str], prefix: str) -> list[str]:
+    """The process's output lines up to the first starting with `prefix` (all of it, if it
+    ends first)."""
+    lines: list[str] = []
+    assert process.stdout is not None
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith(prefix):
+            break
+    return lines
+
+
 @dataclass
 class RunningDev:
     pid: int
@@ -57,21 +81,10 @@ class RunningDev:
 def dev_up_to_its_token(cwd: Path, env: dict[str, str]) -> Iterator[RunningDev]:
     """`steelframe dev --port 0` in `cwd`, once it has printed its `token:` line; stopped
     (SIGTERM, then waited for) when the block ends."""
-    dev = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    dev = popen_dev(cwd, env)
     running = RunningDev(dev.pid)
     try:
-        assert dev.stdout is not None
-        for line in dev.stdout:
-            running.said.append(line)
-            if line.startswith("token: "):
-                break
+        running.said.extend(lines_through(dev, "token: "))
         yield running
     finally:
         dev.terminate()
