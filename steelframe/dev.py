@@ -16,6 +16,7 @@ import dataclasses
 import fcntl
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import sys
@@ -41,6 +42,7 @@ from steelframe.commands.memory import upgrade_memory_index
 from steelframe.dev_settings import (
     LOCK_FILE,
     TOKEN_FILE,
+    dev_folders,
     held_by,
     plan_dev,
     sandbox_write_interval,
@@ -81,8 +83,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     start_serving()  # the sandbox, migrations and the app make no garbage worth a full walk
     # The default data folder is every command's: `webhooks list` or `memory reindex` in
     # this checkout see the database `dev` runs on.
+    configured = load_settings()
     plan = plan_dev(
-        load_settings(),
+        configured,
         data_dir=args.data_dir,
         use_configured_services=args.use_configured_services,
     )
@@ -106,7 +109,15 @@ def cmd_dev(args: argparse.Namespace) -> int:
         def serving(url: str, token: str) -> None:
             record_url(lock, url)
 
-        asyncio.run(run_dev(settings, host=args.host or settings.host, port=port, ready=serving))
+        asyncio.run(
+            run_dev(
+                settings,
+                host=args.host or settings.host,
+                port=port,
+                clients_search=dev_folders(configured),
+                ready=serving,
+            )
+        )
     return 0
 
 
@@ -164,8 +175,16 @@ def _lock_now(lock: IO[str]) -> None:
 
 
 async def run_dev(
-    settings: Settings, *, host: str, port: int, ready: Callable[[str, str], None] | None = None
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    clients_search: list[Path],
+    ready: Callable[[str, str], None] | None = None,
 ) -> None:
+    """Dev until a stop is asked for. `clients_search`: the folders `steelframe tui` and
+    `desktop` run here look for a dev on (the banner names --data-dir when dev's is not one
+    of them)."""
     from steelframe.parts import PARTS
     from steelframe.server import create_app
 
@@ -245,7 +264,8 @@ async def run_dev(
         worker = _start_worker(app[PARTS])
         if worker is not None:
             parts.push_async_callback(asyncio.to_thread, worker.stop)
-        print(_next_steps(url, token, settings, sandbox), flush=True)
+        steps = _next_steps(url, token, settings, sandbox, clients_search=clients_search)
+        print(steps, flush=True)
         try:
             await stop.wait()
         finally:
@@ -331,26 +351,33 @@ def _coding_line(settings: Settings) -> str:
     )
 
 
-def _next_steps(url: str, token: str, settings: Settings, sandbox: Any) -> str:
-    """What a newcomer can do now, printed once everything is up."""
+def _next_steps(
+    url: str, token: str, settings: Settings, sandbox: Any, *, clients_search: list[Path]
+) -> str:
+    """What a newcomer can do now, printed once everything is up. `steelframe tui` and
+    `desktop` find this dev by its lock, the URL and the token with no copying (no token on
+    a command line, where the process list shows it), on their own when it runs on one of
+    `clients_search` (the folders they search from here), else told its folder."""
     ask = "file an issue for the login page, which shows a blank screen after a wrong password"
-    tui, steelframe = runnable("steelframe-tui"), runnable("steelframe")
+    steelframe = runnable("steelframe")
+    folder = settings.data_dir.resolve()
+    where = "" if folder in clients_search else f" --data-dir {shlex.quote(str(folder))}"
     lines = [
         "",
         "Try it: open Chat in another terminal",
-        # The token through the environment: a `--token` flag shows in the process list for
-        # as long as the TUI runs (docs/tui.md).
-        f"  STEELFRAME_TOKEN={token} {tui} --url {url}",
+        f"  {steelframe} tui{where}",
         f"  and type: {ask}",
         "  (or, without the TUI:",
         f"  curl -s -X POST {url}/api/operator/chat -H 'Authorization: Bearer {token}' \\",
         f'       -d \'{{"message": "{ask}"}}\')',
-        f"The web GUI in its own window: {steelframe} desktop --url {url}",
+        f"The web GUI in its own window: {steelframe} desktop{where}",
         f"Check the configuration: {steelframe} doctor",
     ]
-    if tui != "steelframe-tui":
-        folder = Path(tui).parent
-        lines.append(f"(to type them bare: source {folder}/activate, or PATH={folder}:$PATH)")
+    if steelframe != "steelframe":
+        bin_folder = Path(steelframe).parent
+        lines.append(
+            f"(to type them bare: source {bin_folder}/activate, or PATH={bin_folder}:$PATH)"
+        )
     if settings.coding_agent == "demo":
         lines += [
             "Chat files the issue, a task runs the demo coding runtime, and a pull request",

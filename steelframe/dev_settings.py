@@ -66,7 +66,7 @@ def own_services(settings: Settings, data_dir: Path | None) -> tuple[Settings, l
     """Dev's own data folder, SQLite database and (embedded) Redis, and the names of the
     configured settings this replaced."""
     configured = [env for attr, env in OWN_SERVICES.items() if _configured(settings, attr)]
-    folder = (data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
+    folder = own_data_folder(data_dir)
     own = _by_dev(
         settings,
         data_dir=folder,
@@ -74,6 +74,12 @@ def own_services(settings: Settings, data_dir: Path | None) -> tuple[Settings, l
         redis_url=None,
     )
     return own, configured
+
+
+def own_data_folder(data_dir: Path | None) -> Path:
+    """The folder `steelframe dev [--data-dir DIR]` keeps its own services in; also where
+    `steelframe tui --data-dir DIR` and `desktop --data-dir DIR` look for that dev."""
+    return (data_dir or DEFAULT_DATA_DIR).expanduser().resolve()
 
 
 def _configured(settings: Settings, attr: str) -> bool:

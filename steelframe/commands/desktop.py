@@ -5,7 +5,8 @@ cookie and window stay apart from the operator's everyday browser. pywebview wou
 or Qt bindings that do not install cleanly from the registries, and a browser is already
 what the GUI is tested in. Against a running service (--url, STEELFRAME_URL, else the
 `steelframe dev` running on this checkout's data folder, signed in with its kept token, else
-the dev default), or, when none answers, a `steelframe dev` it starts and stops again.
+the dev default), or, when none answers, a `steelframe dev` it starts and stops again. Given
+--data-dir DIR, only the dev running on DIR, signed in with its token, or a usage error.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -27,7 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from steelframe.cli import load_settings
-from steelframe.dev_settings import dev_client, dev_folders
+from steelframe.dev_settings import (
+    TOKEN_FILE,
+    dev_client,
+    dev_folders,
+    own_data_folder,
+    running_dev,
+)
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 # A client's variables (shared with the TUI); the service refuses unknown STEELFRAME_* names.
@@ -52,6 +60,12 @@ def register(subparsers: Any) -> None:
         help="a running service (default STEELFRAME_URL, else the steelframe dev running "
         f"on the data folder, else {DEFAULT_URL})",
     )
+    desktop.add_argument(
+        "--data-dir",
+        type=Path,
+        help="open the steelframe dev running on this folder only (`steelframe dev --data-dir "
+        "DIR`'s), signed in with its token (at --url, when given)",
+    )
     desktop.add_argument("--browser", help="Chromium or Chrome executable (default: found on PATH)")
     desktop.add_argument(
         "--profile",
@@ -74,7 +88,7 @@ def cmd_desktop(args: argparse.Namespace) -> int:
     try:
         browser = find_browser(args.browser)
         check_root(args.browser_arg)
-        url, token = target(args.url or os.environ.get("STEELFRAME_URL"))
+        url, token = target(args.url or os.environ.get("STEELFRAME_URL"), args.data_dir)
         check_display(args.browser_arg, os.environ, url)
         profile = args.profile or Path.home() / ".local/share/steelframe/desktop"
         with (
@@ -87,21 +101,48 @@ def cmd_desktop(args: argparse.Namespace) -> int:
         return 2
 
 
-def target(given: str | None) -> tuple[str, str | None]:
-    """The service's URL, and the token to sign in with when it is a running dev's: the URL
-    given, else the dev running on this checkout's data folder (`make run` on any PORT),
-    else DEFAULT_URL."""
-    if given:
+def target(given: str | None, data_dir: Path | None = None) -> tuple[str, str | None]:
+    """The service's URL, and the token to sign in with when it is a running dev's: the dev
+    running on `data_dir` when given (at the URL given, if one is), else the URL given, else
+    the dev running on this checkout's data folder (`make run` on any PORT), else
+    DEFAULT_URL."""
+    if data_dir is not None:
+        folder = own_data_folder(data_dir)
+        dev = dev_client([folder], url=given)
+        if dev is None:
+            raise DesktopError(_no_dev_on(folder, given))
+    elif given:
         return given, None
-    dev = dev_client(dev_folders(load_settings()))
-    if dev is None:
-        return DEFAULT_URL, None
+    else:
+        dev = dev_client(dev_folders(load_settings()))
+        if dev is None:
+            return DEFAULT_URL, None
     print(
         f"steelframe desktop: using the steelframe dev running on {dev.dev.folder} "
         f"(pid {dev.dev.pid}) at {dev.url}",
         file=sys.stderr,
     )
     return dev.url, dev.token
+
+
+def _no_dev_on(folder: Path, url: str | None) -> str:
+    """Why --data-dir found no dev to open: a folder asked for by name is never swapped
+    for another service, nor for a dev started for the window on another folder."""
+    dev = running_dev(folder)
+    if dev is None:
+        return (
+            f"no steelframe dev runs on {folder}: start one there with "
+            f"`steelframe dev --data-dir {shlex.quote(str(folder))}`, or leave out --data-dir"
+        )
+    if dev.url is None:
+        return (
+            f"the steelframe dev running on {folder} (pid {dev.pid}) is still starting; "
+            "try again once it prints its token"
+        )
+    running = f"the steelframe dev running on {folder} (pid {dev.pid})"
+    if url is not None and dev.url != url.rstrip("/"):
+        return f"{running} is at {dev.url}, not {url}"
+    return f"{running} keeps no token in {folder / TOKEN_FILE}"
 
 
 def find_browser(explicit: str | None) -> str:
