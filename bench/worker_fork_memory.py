@@ -1,6 +1,6 @@
 """A work horse's own memory: what RQ's fork of the worker copies once the horse's garbage
 collector has walked the heap it inherited, with the worker's heap frozen first
-(`bot.lifecycle.worker.frozen_heap`, as `LifecycleWorker.fork_work_horse` forks) beside a
+(`bot.heap_freeze.frozen_for_fork`, as `LifecycleWorker.fork_work_horse` forks) beside a
 plain fork, in the same run, as a ratio.
 
 The worker's heap is what `steelframe worker` imports. Each horse allocates as a job would
@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from bot.lifecycle.worker import frozen_heap
+from bot.heap_freeze import frozen_for_fork
 
 
 def private_dirty_kib() -> int:
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"worker heap: {len(gc.get_objects())} objects; {args.rounds} horses each", flush=True)
     frozen, plain = [], []
     for _ in range(args.rounds):
-        frozen.append(horse_private_mib(frozen_heap, args.job_mb))
+        frozen.append(horse_private_mib(frozen_for_fork, args.job_mb))
         plain.append(horse_private_mib(contextlib.nullcontext, args.job_mb))
     frozen_mib, plain_mib = statistics.median(frozen), statistics.median(plain)
     print(f"{'horse private dirty (median)':32} {'frozen':>10} {'plain fork':>11} {'ratio':>7}")

@@ -29,27 +29,23 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Iterator
-from typing import Literal
+
+from bot import heap_freeze
 
 FULL_COLLECTION_AFTER = 1000  # middle-generation collections (CPython's default: 10)
-
-# Who froze this process's heap: the command's modules, serving, or nobody here (a test
-# process freezes its own: an app started in it must not freeze the tests' objects for good).
-# A flag, not the frozen count: frozen objects that are freed leave the count.
-_frozen_by: Literal["modules", "serving"] | None = None
 
 
 @contextlib.contextmanager
 def modules_loaded() -> Iterator[None]:
-    """No collection while the block loads modules; what it built is frozen after it."""
-    global _frozen_by
+    """No collection while the block loads modules; what it built is frozen after it, unless
+    anyone froze objects before (a test process freezes its own heap: an app started in it
+    must not freeze the tests' objects for good)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
-        if _frozen_by is None and gc.get_freeze_count() == 0:
-            gc.freeze()
-            _frozen_by = "modules"
+        if heap_freeze.frozen_by() is None:
+            heap_freeze.freeze("modules")
     finally:
         if was_enabled:
             gc.enable()
@@ -57,11 +53,9 @@ def modules_loaded() -> Iterator[None]:
 
 def thaw() -> None:
     """Give the loaded modules' objects back to the collector, for a process that freezes its
-    heap for a moment itself and must be able to undo it (the forking worker: frozen_heap)."""
-    global _frozen_by
-    if _frozen_by == "modules":
-        gc.unfreeze()
-        _frozen_by = None
+    heap for a moment itself and must be able to undo it (the forking worker:
+    bot.heap_freeze.frozen_for_fork)."""
+    heap_freeze.unfreeze_modules()
 
 
 def start_serving() -> None:
@@ -71,11 +65,9 @@ def start_serving() -> None:
 
 
 def tune_for_serving() -> None:
-    global _frozen_by
     # Once per process (`dev` may start the app again), after the modules' freeze if any.
-    if _frozen_by == "modules" or (_frozen_by is None and gc.get_freeze_count() == 0):
-        gc.freeze()
-        _frozen_by = "serving"
+    if heap_freeze.frozen_by() in (None, "modules"):
+        heap_freeze.freeze("serving")
     _rare_full_collections()
 
 

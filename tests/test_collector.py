@@ -102,13 +102,13 @@ print(json.dumps({"before": before, "loaded": loaded, "serving": gc.get_freeze_c
 
 
 def test_the_forking_worker_gives_the_modules_back_so_its_own_freeze_can_be_undone() -> None:
-    """`steelframe worker` thaws before it forks: frozen_heap freezes the worker's heap for
+    """`steelframe worker` thaws before it forks: frozen_for_fork freezes the worker's heap for
     each fork and must undo it after, or the worker's objects would stay frozen (their
     garbage never collected) once a job had run."""
     found = _probe(
         """
 import argparse, gc, json
-from bot.lifecycle.worker import frozen_heap
+from bot.heap_freeze import frozen_for_fork
 from bot.stop_request import StopRequest
 from steelframe import collector
 with collector.modules_loaded():
@@ -117,7 +117,7 @@ loaded = gc.get_freeze_count()
 worker._context = lambda queue, **_: None  # stops `_work` right after its first step
 code = worker._work(argparse.Namespace(queue=None), StopRequest())
 thawed = gc.get_freeze_count()
-with frozen_heap():
+with frozen_for_fork():
     during = gc.get_freeze_count()
 print(json.dumps({"code": code, "loaded": loaded, "thawed": thawed, "during": during,
                   "after": gc.get_freeze_count()}))
@@ -126,3 +126,41 @@ print(json.dumps({"code": code, "loaded": loaded, "thawed": thawed, "during": du
     assert found["code"] == 2
     assert isinstance(found["loaded"], int) and found["loaded"] > 10_000
     assert found["thawed"] == 0 and found["during"] > 10_000 and found["after"] == 0
+
+
+def test_a_heap_frozen_before_the_service_is_counted_once_however_many_commands_and_forks() -> None:
+    """A test process freezes the heap its collection built (tests/gc_policy.py), and
+    `gc.get_freeze_count()` walks every frozen object: asked at each in-process `cli.main`
+    and each fork of an in-process worker, it took up to a second a call over a test
+    process's heap. Asked once, then the record (bot/heap_freeze.py) answers, and what was
+    frozen before stays frozen: nothing of the service's thaws it."""
+    found = _probe(
+        """
+import contextlib, gc, io, json
+kept = [[i] for i in range(50_000)]
+gc.freeze()
+before = gc.get_freeze_count()
+asked = 0
+count = gc.get_freeze_count
+def counted():
+    global asked
+    asked += 1
+    return count()
+gc.get_freeze_count = counted
+from bot.heap_freeze import frozen_for_fork
+from steelframe import collector
+from steelframe.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    codes = [main(["config", "--list"]) for _ in range(3)]
+for _ in range(3):
+    with frozen_for_fork():
+        pass
+collector.thaw()
+collector.tune_for_serving()
+print(json.dumps({"codes": codes, "asked": asked, "before": before, "after": count()}))
+"""
+    )
+    assert found["codes"] == [0, 0, 0]
+    assert found["asked"] == 1
+    assert isinstance(found["before"], int) and found["before"] >= 50_000
+    assert isinstance(found["after"], int) and found["after"] >= found["before"]

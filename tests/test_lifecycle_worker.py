@@ -19,6 +19,7 @@ from rq import Queue, Worker
 from rq.job import Job
 from rq.scheduler import RQScheduler
 
+from bot import heap_freeze
 from bot.lifecycle import leases
 from bot.lifecycle.models import EventKind
 from bot.lifecycle.queue import rq_queue
@@ -419,7 +420,11 @@ async def test_a_work_horse_inherits_the_workers_heap_frozen_and_the_worker_does
     queue = rq_queue(lc.ctx.queue_name, lc.ctx.redis)
     job = queue.enqueue_call(func="builtins.len", args=([],))  # never run: the horse reports
     read, worker.report = os.pipe()
-    gc.unfreeze()  # as in `steelframe worker` (the test process froze its own: gc_policy.py)
+    # As in `steelframe worker`, whose heap nothing keeps frozen once it thawed its modules:
+    # the test process froze its own (gc_policy.py), and the freeze record knows it.
+    monkeypatch.setattr(heap_freeze, "_owner", None)
+    monkeypatch.setattr(heap_freeze, "_looked_outside", True)  # both restored after the test
+    gc.unfreeze()
     tracked = len(gc.get_objects())
     try:
         worker.fork_work_horse(job, queue)

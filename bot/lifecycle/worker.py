@@ -15,13 +15,12 @@ warm shutdown at the loop's first turn.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from functools import partial
 from typing import Any, ClassVar, cast
 
@@ -32,6 +31,7 @@ from rq.worker import BaseWorker
 
 from bot.events.publisher import settle_owed
 from bot.github.app_auth import KeptTokens, hand_over, take_over
+from bot.heap_freeze import frozen_for_fork
 from bot.lifecycle.context import AppClients, LifecycleContext
 from bot.lifecycle.recovery import recover_dead_run
 from bot.lifecycle.trusted_jobs import JOB_SERIALIZER, RefusedJob, TrustedJob, trusted_task_id
@@ -47,23 +47,6 @@ SCHEDULER_STOP_SECONDS = 10.0  # then a scheduler process that has not stopped i
 # Linux): the worker reads after the horse has exited, so a larger write would never end.
 # A token is ~200 bytes: hundreds of scopes fit.
 HANDBACK_MAX_BYTES = 60_000
-
-
-@contextlib.contextmanager
-def frozen_heap() -> Iterator[None]:
-    """The garbage collector leaves the objects that exist now alone meanwhile, and in any
-    process forked meanwhile for good (`gc.freeze`). A work horse's full collections then
-    never write to the worker's objects it inherited, so their pages stay shared with the
-    worker instead of being copied into each horse: ~40 of a horse's ~110 MB
-    (bench/worker_fork_memory.py). The worker's own collections go on once it ends, unless
-    something had frozen objects before (gc cannot unfreeze a part: all stay frozen then)."""
-    frozen_already = gc.get_freeze_count() > 0
-    gc.freeze()
-    try:
-        yield
-    finally:
-        if not frozen_already:
-            gc.unfreeze()
 
 
 def task_of(job: Job) -> int | None:
@@ -223,11 +206,11 @@ class LifecycleWorker(_ContextGivingWorker, Worker):
     def _fork_frozen(self, job: Job, queue: Queue) -> None:
         kept = self._kept_tokens()
         if kept is None:
-            with frozen_heap():  # the horse never leaves it: it exits inside RQ's fork
+            with frozen_for_fork():  # the horse never leaves it: it exits inside RQ's fork
                 super().fork_work_horse(job, queue)
             return
         self._handback = os.pipe()
-        with frozen_heap():
+        with frozen_for_fork():
             super().fork_work_horse(job, queue)
         os.close(self._handback[1])  # the worker's copy: EOF once the horse has exited
 

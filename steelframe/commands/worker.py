@@ -99,8 +99,8 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def _work(args: argparse.Namespace, stop_request: StopRequest) -> int:
-    # A forking worker freezes its heap at each fork (frozen_heap) and undoes it after: it
-    # can undo only a freeze nothing made before it.
+    # A forking worker freezes its heap at each fork (bot.heap_freeze.frozen_for_fork) and
+    # undoes it after: it can undo only a freeze nothing made before it.
     thaw()
     started = _context(args.queue, command="worker")
     if started is None:
