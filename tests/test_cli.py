@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from steelframe.cli import COMMANDS, Handler, build_parser, main
+from tests.fakes.dev_process import popen_dev
 from tests.fakes.patience import PATIENCE_SECONDS
 
 
@@ -61,14 +62,7 @@ def test_bad_setting_stops_with_a_message_naming_it(tmp_path: Path) -> None:
 def test_dev_prints_url_and_token_that_work(tmp_path: Path) -> None:
     env = _env(tmp_path)
     del env["STEELFRAME_DATABASE_URL"]  # dev's embedded default: a SQLite file under ./var
-    process = subprocess.Popen(
-        [sys.executable, "-m", "steelframe.cli", "dev", "--port", "0"],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = popen_dev(tmp_path, env)
     try:
         url = token = None
         assert process.stdout is not None
