@@ -51,8 +51,11 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP) $(RUNTIME_STAMP)
 
 # `make run PORT=9000` listens there (the PORT variable works for `steelframe dev` too).
+# `make run DATA_DIR=DIR` keeps this dev's database, Redis and sandbox in DIR (a second dev
+# beside the first needs both: `make run DATA_DIR=../var2 PORT=9000`); `make tui` and
+# `make desktop` take the same DATA_DIR to find it.
 run: $(RUNTIME_STAMP)
-	$(BIN)/steelframe dev $(if $(PORT),--port $(PORT))
+	$(BIN)/steelframe dev$(if $(PORT), --port $(PORT))$(if $(DATA_DIR), --data-dir '$(DATA_DIR)')
 
 # The clients and checks `make run` mentions, runnable as printed.
 # `make tui` alone uses the `make run` running here (its URL and kept token: docs/tui.md);
@@ -62,7 +65,7 @@ run: $(RUNTIME_STAMP)
 # still works.
 tui: export STEELFRAME_TOKEN := $(or $(TOKEN),$(STEELFRAME_TOKEN))
 tui: $(RUNTIME_STAMP)
-	$(BIN)/steelframe tui $(if $(URL),--url $(URL))
+	$(BIN)/steelframe tui$(if $(URL), --url $(URL))$(if $(DATA_DIR), --data-dir '$(DATA_DIR)')
 
 doctor: $(RUNTIME_STAMP)
 	$(BIN)/steelframe doctor
@@ -71,7 +74,7 @@ doctor: $(RUNTIME_STAMP)
 # `make desktop ARGS="--browser-arg=--no-sandbox"` passes ARGS on to `steelframe desktop`
 # (as root, Chromium starts only without its sandbox: that choice is the operator's, docs/gui.md).
 desktop: $(RUNTIME_STAMP)
-	$(BIN)/steelframe desktop$(if $(URL), --url $(URL))$(if $(ARGS), $(ARGS))
+	$(BIN)/steelframe desktop$(if $(URL), --url $(URL))$(if $(DATA_DIR), --data-dir '$(DATA_DIR)')$(if $(ARGS), $(ARGS))
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

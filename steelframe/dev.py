@@ -145,7 +145,8 @@ def hold_data_dir(folder: Path) -> IO[str] | None:
             f"steelframe: another steelframe dev (pid {holder.pid}) runs on the data folder "
             f"{folder}{where}: use that one (its URL and token are in its terminal; the token is "
             f"also in {folder / TOKEN_FILE}), stop it first, or give this one a folder and a "
-            "port of its own: steelframe dev --data-dir DIR --port PORT",
+            "port of its own: steelframe dev --data-dir DIR --port PORT "
+            "(make run DATA_DIR=DIR PORT=PORT)",
             file=sys.stderr,
         )
         return None

@@ -318,18 +318,30 @@ def test_steelframe_config_names_the_toml_file_even_beside_a_steelframe_toml(
     assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["DEBUG", str(tmp_path / "prod.toml")]
 
 
-def test_make_run_takes_a_port() -> None:
+def _planned_make(*target_and_variables: str) -> str:
+    """The last command `make -n` plans (the venv counts as installed)."""
     root = Path(__file__).resolve().parent.parent
     result = subprocess.run(
         # --no-print-directory: under `make test` this make is nested and would say so.
-        ["make", "-n", "--no-print-directory", "-o", ".venv/.installed", "run", "PORT=9123"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
+        ["make", "-n", "--no-print-directory", "-o", ".venv/.installed-runtime",
+         *target_and_variables],
+        cwd=root, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    return result.stdout.strip().splitlines()[-1]
+
+
+def test_make_run_takes_a_port_and_a_data_folder() -> None:
+    assert _planned_make("run").endswith("steelframe dev")
+    assert _planned_make("run", "PORT=9123").endswith("steelframe dev --port 9123")
+    # A second dev beside the first, and the clients that find it (the refusal's make form).
+    line = _planned_make("run", "DATA_DIR=../my var", "PORT=9123")
+    assert line.endswith("steelframe dev --port 9123 --data-dir '../my var'"), line
+    assert _planned_make("tui", "DATA_DIR=../my var").endswith(
+        "steelframe tui --data-dir '../my var'"
     )
-    assert result.stdout.strip().endswith("steelframe dev --port 9123")
+    assert _planned_make("desktop", "DATA_DIR=../v", "ARGS=--no-dev").endswith(
+        "steelframe desktop --data-dir '../v' --no-dev"
+    )
 
 
 def test_make_run_installs_the_runtime_set_and_make_test_the_dev_extras(tmp_path: Path) -> None:

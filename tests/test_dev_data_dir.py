@@ -41,7 +41,7 @@ def test_a_second_dev_on_the_same_data_folder_stops_before_any_start_up_work(
         f"{folder} at http://127.0.0.1:8765: use that one (its URL and token are in its "
         "terminal; the token is also "
         f"in {folder / 'dev-token'}), stop it first, or give this one a folder and a port of "
-        "its own: steelframe dev --data-dir DIR --port PORT"
+        "its own: steelframe dev --data-dir DIR --port PORT (make run DATA_DIR=DIR PORT=PORT)"
     )
     # Nothing of the first one's touched: no database, Redis or sandbox of a second.
     assert sorted(path.name for path in folder.iterdir()) == ["dev.lock"]
