@@ -4,6 +4,7 @@ no event or reload to redraw them (an operator's Board stays open all day)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,13 @@ from bot.clock import utcnow
 from bot.lifecycle.models import Task
 from tests.browser.conftest import GuiFactory
 from tests.conftest import make_settings
+
+
+def zone_at_midday_now() -> str:
+    """A time zone whose clock reads between 12:00 and 13:00 now (the Etc/GMT names count
+    hours west of Greenwich, so UTC+5 is Etc/GMT-5)."""
+    east = 12 - time.gmtime().tm_hour  # -11 to +12: each has a zone
+    return f"Etc/GMT{-east:+d}" if east else "Etc/GMT"
 
 
 async def test_ages_and_day_groups_follow_the_clock_on_an_open_page(
@@ -34,10 +42,14 @@ async def test_ages_and_day_groups_follow_the_clock_on_an_open_page(
 
     api.services.db.call(seed)
     await api.post("/api/operator/chat/new", json={"title": "Earlier today"})
-    gui = await gui_factory(api, sign_in=False)
+    # The page's day is the browser's local one: it runs where it is midday now, so 26 hours on
+    # is the next day (on the machine's own zone a run after 22:00 landed two days on).
+    gui = await gui_factory(api, sign_in=False, timezone_id=zone_at_midday_now())
     page = gui.page
     await page.clock.install()  # the page's clock, moved on by the test below
     await gui.sign_in()
+    # The zone above as Chromium reads it (13 if the hour turned meanwhile).
+    assert await page.evaluate("new Date().getHours()") in (12, 13)
     card_age = page.locator(".card[data-issue='5'] .age")
     row_age = page.locator("#dash-delivered .age")
     await card_age.wait_for(state="attached")
