@@ -48,7 +48,7 @@ from steelframe.dev_settings import (
     sandbox_write_interval,
 )
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
-from steelframe.logs import configure_logging
+from steelframe.logs import access_logger, configure_logging
 from steelframe.protocol_log import QuietAppRunner
 from steelframe.webhook_relay import local_target, running_relay
 
@@ -231,7 +231,8 @@ async def run_dev(
         if stop.is_set():
             return stopped_while_starting()
         app = create_app(settings, accept_dev_tokens=True)
-        runner = QuietAppRunner(app)
+        # One line a request only when asked for, as `serve`: an open GUI or TUI asks often.
+        runner = QuietAppRunner(app, access_log=access_logger(settings))
         await runner.setup()
         tune_for_serving()
         parts.push_async_callback(runner.cleanup)

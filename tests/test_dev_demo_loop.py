@@ -160,6 +160,9 @@ def test_make_run_files_an_issue_in_chat_and_the_demo_runtime_opens_a_pull_reque
     # The issue page shows its labels and the progress comment.
     issue = _page(filed["filed_issue_url"])
     assert "steelframe:delivered" in issue and "steelframe:work-on-this" in issue
+    # The test asked dev's API every 0.3 s: its terminal keeps no line a request
+    # (STEELFRAME_ACCESS_LOG is off unless set, as for `serve`).
+    assert not [line for line in dev.lines if "aiohttp.access" in line], dev.lines[-5:]
     # Restarted on the same data directory, the sandbox answers on the same port.
     _stop(dev)
     again = _start(tmp_path)
