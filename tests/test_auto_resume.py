@@ -50,7 +50,7 @@ async def test_a_question_answered_before_is_answered_by_that_decision_and_resum
     (published,) = [c for c in await lc.comments(second) if DECISION in c["body"]]
     body = published["body"]
     assert body.split(DECISION, 1)[1].strip().startswith("Use SQLite.")
-    assert f"#{first} ({datetime.now(UTC):%Y-%m-%d})" in body and "auto_resume" in body
+    assert f"#{first} ({lc.decision_recorded_at(first):%Y-%m-%d})" in body and "auto_resume" in body
     assert await lc.github.is_app_login(published["user"]["login"])
     answer = lc.branch_file("ANSWER.md", task.branch or "") or ""
     assert "decision: Use SQLite." in answer  # the run was told the reused Decision

@@ -39,7 +39,7 @@ async def test_a_similar_question_is_offered_the_earlier_decision_as_a_draft(
     (offer,) = detail["offered"]
     assert offer["issue"] == first and offer["decision"] == "Use SQLite."
     assert detail["draft"].startswith("Use SQLite.")
-    assert f"#{first} ({datetime.now(UTC):%Y-%m-%d})" in detail["draft"]
+    assert f"#{first} ({lc.decision_recorded_at(first):%Y-%m-%d})" in detail["draft"]
     # Offered, never published: the task still waits and no Decision was posted for it.
     decisions = [c for c in await lc.comments(second) if DECISION in c["body"]]
     assert decisions == [] and lc.task(second).state == TaskState.WAITING_FOR_INFO

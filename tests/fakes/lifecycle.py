@@ -9,7 +9,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from bot.config import Settings
 from bot.contracts.tasks import TaskDetail
 from bot.lifecycle import board
 from bot.lifecycle.context import DEFAULT_QUEUE, LifecycleContext, github_factory
-from bot.lifecycle.models import Task, TaskEvent
+from bot.lifecycle.models import EventKind, Task, TaskEvent
 from bot.lifecycle.pickup import Pickups
 from bot.lifecycle.queue import LifecycleQueue, rq_queue
 from bot.lifecycle.resume import Resumes
@@ -160,6 +160,13 @@ class Lifecycle:
                 )
             )
         )
+
+    def decision_recorded_at(self, issue: int) -> datetime:
+        """When the one Decision on `issue` was recorded: the day a Decision cited elsewhere
+        is dated by (a test comparing it with today's would fail across midnight)."""
+        task_id = self.task(issue).id
+        (decision,) = [e for e in self.events(task_id) if e.kind == EventKind.DECISION]
+        return decision.at
 
     def age_history(self, issue: int) -> None:
         """Move the task's recorded history a lease period (and a second) into the past: a
