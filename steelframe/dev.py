@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
+import logging
 import os
 import secrets
 import shlex
@@ -98,6 +99,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             flush=True,
         )
     configure_logging(settings)
+    quiet_worker_bookkeeping()
     port = settings.port if args.port is None else args.port
     claim_port(args.host or settings.host, port)  # before the sandbox, Redis and database
     held = hold_data_dir(settings.data_dir)
@@ -119,6 +121,17 @@ def cmd_dev(args: argparse.Namespace) -> int:
             )
         )
     return 0
+
+
+def quiet_worker_bookkeeping() -> None:
+    """Dev's worker runs in its terminal: RQ narrates its own bookkeeping at INFO (pub/sub
+    channels, registry cleaning, how long a result is kept, "Job OK"), several lines a job
+    around the lifecycle's own, which says when each run starts and how it ends. Its
+    warnings and errors still show; `STEELFRAME_LOG_LEVEL=DEBUG` shows everything."""
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # `rq.worker` by name: RQ sets that logger's own level (INFO) when it is imported.
+        for name in ("rq", "rq.worker"):
+            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def hold_data_dir(folder: Path) -> IO[str] | None:

@@ -163,6 +163,10 @@ def test_make_run_files_an_issue_in_chat_and_the_demo_runtime_opens_a_pull_reque
     # The test asked dev's API every 0.3 s: its terminal keeps no line a request
     # (STEELFRAME_ACCESS_LOG is off unless set, as for `serve`).
     assert not [line for line in dev.lines if "aiohttp.access" in line], dev.lines[-5:]
+    # Nor RQ's bookkeeping a job (registries, result kept for N seconds, "Job OK"): the
+    # lifecycle's own lines tell the run's start and end.
+    assert not [line for line in dev.lines if " INFO rq." in line], dev.lines[-5:]
+    assert any(f"lifecycle: task {task['id']} runs by" in line for line in dev.lines)
     # Restarted on the same data directory, the sandbox answers on the same port.
     _stop(dev)
     again = _start(tmp_path)
