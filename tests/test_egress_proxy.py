@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import logging
 import os
 import socket
 import threading
@@ -123,8 +124,9 @@ async def test_connect_to_an_allowed_host_tunnels_to_the_address_it_checked(
 
 
 async def test_a_host_off_the_allowlist_gets_a_403_recorded_once_per_host(
-    tmp_path: Path, upstream: Upstream
+    tmp_path: Path, upstream: Upstream, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="bot.lifecycle.egress_proxy")
     proxy, path = await _proxy(tmp_path, Allowlist.of(["pypi.org"]))
     try:
         for port in (443, 8443):
@@ -146,6 +148,9 @@ async def test_a_host_off_the_allowlist_gets_a_403_recorded_once_per_host(
         NOW,
     )
     assert upstream.seen == []
+    # A run's refusals each get a line in the worker's log (the egress probe's do not).
+    refused = [r.getMessage() for r in caplog.records if "egress: refused" in r.getMessage()]
+    assert len(refused) == 3 and "example.org:443" in refused[0], refused
 
 
 async def test_an_allowed_name_resolving_to_loopback_is_refused(

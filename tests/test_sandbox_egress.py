@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator
@@ -190,3 +191,16 @@ def test_the_egress_probe_finds_the_filter_working_here() -> None:
     require_bwrap()
     egress_problem.cache_clear()
     assert egress_problem() is None
+
+
+def test_the_egress_probe_logs_no_refusal_a_runs_proxy_does(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The probe's refusal is asked for: in dev's terminal a line saying "egress: refused"
+    before the first run read as a fault (a run's proxy logs each of its refusals:
+    tests/test_egress_proxy.py)."""
+    require_bwrap()
+    egress_problem.cache_clear()
+    with caplog.at_level(logging.INFO, logger="bot.lifecycle.egress_proxy"):
+        assert egress_problem() is None
+    assert "egress: refused" not in caplog.text

@@ -49,14 +49,17 @@ with socket.create_connection(("127.0.0.1", port), timeout=10) as proxy:
 
 
 @contextlib.asynccontextmanager
-async def running_egress(launch: Launch, clock: Clock = utcnow) -> AsyncIterator[BlockedLog]:
+async def running_egress(
+    launch: Launch, clock: Clock = utcnow, *, narrate: bool = True
+) -> AsyncIterator[BlockedLog]:
     """The run's proxy, listening before the launch starts and closed after; what it
-    refused is in the BlockedLog. A launch without egress gets an empty log."""
+    refused is in the BlockedLog (and, with `narrate`, the log). A launch without egress
+    gets an empty log."""
     blocked = BlockedLog(clock)
     if launch.egress is None:
         yield blocked
         return
-    proxy = EgressProxy(launch.egress.allowlist, blocked)
+    proxy = EgressProxy(launch.egress.allowlist, blocked, narrate=narrate)
     await proxy.start(launch.egress.socket)
     try:
         yield blocked
@@ -101,7 +104,9 @@ async def _probe(interpreter: str) -> str | None:
         run.prompt.write_text("probe\n")
         policy = SandboxPolicy(network=Network.ALLOWLIST, read_only=(Path(sys.base_prefix),))
         launch = wrap(policy, run, [interpreter, "-I", "-S", "-c", _PROBE, str(port)], {})
-        async with running_egress(launch) as blocked:
+        # The refusal it asks for is no news: logged, it read as a fault in a newcomer's
+        # first run. What the probe found is what `egress_problem` returns (doctor, readiness).
+        async with running_egress(launch, narrate=False) as blocked:
             said = await _run(launch, policy)
     finally:
         listener.close()

@@ -218,11 +218,14 @@ class EgressProxy:
         limits: ProxyLimits | None = None,
         resolve: Resolver | None = None,
         is_own: Callable[[IPAddress], bool] = is_own_address,
+        narrate: bool = True,
     ) -> None:
         """`resolve`: how a host name is looked up; by default on threads of this proxy's
-        own (`RunResolver`), let go by `close()`."""
+        own (`RunResolver`), let go by `close()`. `narrate`: log each refusal (a run's is
+        worth a line; the egress probe's, asked for on purpose, is not)."""
         self.allowlist = allowlist
         self.blocked = blocked
+        self.narrate = narrate
         self.limits = limits or ProxyLimits()
         self._own_resolver: RunResolver | None = None
         if resolve is None:
@@ -277,7 +280,8 @@ class EgressProxy:
             addresses = await self._allowed(target)
         except EgressRefused as exc:
             self.blocked.add(target.host, target.port, str(exc))
-            log.info("egress: refused %s: %s", target, exc)
+            if self.narrate:
+                log.info("egress: refused %s: %s", target, exc)
             await _answer(reader, writer, refusal(403, str(exc)))
             return
         except ResolveTimeout as exc:
