@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import dataclasses
 import fcntl
-import logging
 import os
 import secrets
 import shlex
@@ -49,7 +48,7 @@ from steelframe.dev_settings import (
     sandbox_write_interval,
 )
 from steelframe.dev_tokens import DEV_TOKEN_PREFIX
-from steelframe.logs import access_logger, configure_logging
+from steelframe.logs import access_logger, configure_logging, quiet_rq_bookkeeping
 from steelframe.protocol_log import QuietAppRunner
 from steelframe.webhook_relay import local_target, running_relay
 
@@ -99,7 +98,7 @@ def cmd_dev(args: argparse.Namespace) -> int:
             flush=True,
         )
     configure_logging(settings)
-    quiet_worker_bookkeeping()
+    quiet_rq_bookkeeping()  # dev's worker runs in its terminal
     port = settings.port if args.port is None else args.port
     claim_port(args.host or settings.host, port)  # before the sandbox, Redis and database
     held = hold_data_dir(settings.data_dir)
@@ -121,17 +120,6 @@ def cmd_dev(args: argparse.Namespace) -> int:
             )
         )
     return 0
-
-
-def quiet_worker_bookkeeping() -> None:
-    """Dev's worker runs in its terminal: RQ narrates its own bookkeeping at INFO (pub/sub
-    channels, registry cleaning, how long a result is kept, "Job OK"), several lines a job
-    around the lifecycle's own, which says when each run starts and how it ends. Its
-    warnings and errors still show; `STEELFRAME_LOG_LEVEL=DEBUG` shows everything."""
-    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        # `rq.worker` by name: RQ sets that logger's own level (INFO) when it is imported.
-        for name in ("rq", "rq.worker"):
-            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def hold_data_dir(folder: Path) -> IO[str] | None:

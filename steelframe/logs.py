@@ -111,6 +111,18 @@ def _errors_as_records() -> None:
     sys.unraisablehook = unraisable
 
 
+def quiet_rq_bookkeeping() -> None:
+    """RQ narrates its own bookkeeping at INFO (pub/sub channels, registry cleaning, how long
+    a result is kept, "Job OK"): several lines a job around the lifecycle's own, which says
+    when each run starts and how it ends. For a terminal a person reads (`dev`); RQ's
+    warnings and errors still show, and at DEBUG everything does. Call after
+    `configure_logging`."""
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # `rq.worker` by name: RQ sets that logger's own level (INFO) when it is imported.
+        for name in ("rq", "rq.worker"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def access_logger(settings: Settings) -> logging.Logger | None:
     """aiohttp's access log (one line a request) only when asked for: at scale it is the
     load balancer's job, and a line per request costs more than some requests."""
