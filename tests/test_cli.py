@@ -17,6 +17,7 @@ import pytest
 
 from steelframe.cli import COMMANDS, Handler, build_parser, main
 from tests.fakes.dev_process import popen_dev
+from tests.fakes.make_plan import planned_command
 from tests.fakes.patience import PATIENCE_SECONDS
 
 
@@ -318,28 +319,16 @@ def test_steelframe_config_names_the_toml_file_even_beside_a_steelframe_toml(
     assert rows["STEELFRAME_LOG_LEVEL"][1:3] == ["DEBUG", str(tmp_path / "prod.toml")]
 
 
-def _planned_make(*target_and_variables: str) -> str:
-    """The last command `make -n` plans (the venv counts as installed)."""
-    root = Path(__file__).resolve().parent.parent
-    result = subprocess.run(
-        # --no-print-directory: under `make test` this make is nested and would say so.
-        ["make", "-n", "--no-print-directory", "-o", ".venv/.installed-runtime",
-         *target_and_variables],
-        cwd=root, capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
-    return result.stdout.strip().splitlines()[-1]
-
-
 def test_make_run_takes_a_port_and_a_data_folder() -> None:
-    assert _planned_make("run").endswith("steelframe dev")
-    assert _planned_make("run", "PORT=9123").endswith("steelframe dev --port 9123")
+    assert planned_command("run").endswith("steelframe dev")
+    assert planned_command("run", "PORT=9123").endswith("steelframe dev --port 9123")
     # A second dev beside the first, and the clients that find it (the refusal's make form).
-    line = _planned_make("run", "DATA_DIR=../my var", "PORT=9123")
+    line = planned_command("run", "DATA_DIR=../my var", "PORT=9123")
     assert line.endswith("steelframe dev --port 9123 --data-dir '../my var'"), line
-    assert _planned_make("tui", "DATA_DIR=../my var").endswith(
+    assert planned_command("tui", "DATA_DIR=../my var").endswith(
         "steelframe tui --data-dir '../my var'"
     )
-    assert _planned_make("desktop", "DATA_DIR=../v", "ARGS=--no-dev").endswith(
+    assert planned_command("desktop", "DATA_DIR=../v", "ARGS=--no-dev").endswith(
         "steelframe desktop --data-dir '../v' --no-dev"
     )
 

@@ -5,37 +5,22 @@ pass, and the root refusal names the make form too."""
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from steelframe.cli import main
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _planned(*variables: str) -> str:
-    command = ["make", "-n", "--no-print-directory", "-o", ".venv/.installed-runtime", "desktop"]
-    result = subprocess.run(
-        # -o: the venv counts as installed (only the desktop line is planned); no directory
-        # lines under a nested `make test`.
-        [*command, *variables],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return result.stdout.strip().splitlines()[-1]
+from tests.fakes.make_plan import planned_command
 
 
 def test_make_desktop_passes_args_on_to_the_command() -> None:
-    line = _planned("URL=http://127.0.0.1:9", "ARGS=--browser-arg=--no-sandbox --no-dev")
+    line = planned_command(
+        "desktop", "URL=http://127.0.0.1:9", "ARGS=--browser-arg=--no-sandbox --no-dev"
+    )
     assert line.endswith(
         "steelframe desktop --url http://127.0.0.1:9 --browser-arg=--no-sandbox --no-dev"
     ), line
-    assert _planned().endswith("steelframe desktop"), _planned()
+    assert planned_command("desktop").endswith("steelframe desktop"), planned_command("desktop")
 
 
 def test_as_root_the_refusal_names_the_make_form_too(
